@@ -1,0 +1,43 @@
+"""Shared CLI plumbing: output, exit codes and the database option.
+
+Exit codes (documented in the README):
+  0 ok · 1 invalid / denied / check failed · 2 usage or input error ·
+  3 runtime failure (provider, database locked) · 4 blocked dependency (sandbox unavailable) ·
+  5 waiting for approval or input
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+EXIT_BLOCKED = 4
+EXIT_WAITING = 5
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+DbOption = typer.Option(None, "--db", help="Event store path (default: $TETHER_DB or .tether/tether.db).")
+JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
+
+
+def db_path(db: Path | None, workspace: Path | None = None) -> Path:
+    if db is not None:
+        return db
+    env = os.environ.get("TETHER_DB")
+    if env:
+        return Path(env)
+    return (workspace or Path.cwd()) / ".tether" / "tether.db"
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, sort_keys=True, default=str))

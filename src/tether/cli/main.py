@@ -1,0 +1,70 @@
+"""The ``tether`` command: one typer app, one module per command group.
+
+Errors raised on purpose (:class:`tether.errors.TetherError`) become a one-paragraph
+message and a documented exit code; a traceback only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from tether.errors import InputError, LogCorrupt, RuntimeFailure, SandboxUnavailable, TetherError
+
+from . import common, envelope_cmds, log_cmds
+
+app = typer.Typer(
+    name="tether",
+    help="The agent proposes. tether decides. Evidence accepts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for group in (envelope_cmds, log_cmds):
+    group.register(app)
+
+
+def exit_code_for(error: TetherError) -> int:
+    if isinstance(error, SandboxUnavailable):
+        return common.EXIT_BLOCKED
+    if isinstance(error, LogCorrupt):
+        return common.EXIT_INVALID
+    if isinstance(error, InputError):
+        return common.EXIT_USAGE
+    if isinstance(error, RuntimeFailure):
+        return common.EXIT_RUNTIME
+    return common.EXIT_RUNTIME
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args.remove("--debug")
+    try:
+        app(args=args, standalone_mode=False)
+    except TetherError as e:
+        if debug:
+            raise
+        common.err_console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        sys.exit(exit_code_for(e))
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except Exception as e:  # click usage errors and aborts
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(common.EXIT_USAGE)
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(130)
+        if debug:
+            raise
+        common.err_console.print(f"[bold red]internal error:[/] {e.__class__.__name__}: {e} (rerun with --debug)")
+        sys.exit(common.EXIT_RUNTIME)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""The envelope: the compiled, versioned runtime contract.
+
+Pydantic models with unknown keys rejected. Fields that strict validation
+requires to be *stated* (boundaries, budgets) are optional here so that a
+schema-only validation can still load a draft; ``strict.py`` insists on them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Effect(StrEnum):
+    """What a tool may do to the world. Anything beyond ``read`` needs a full contract."""
+
+    READ = "read"
+    WRITE = "write"
+    EXEC = "exec"
+    NETWORK = "network"
+    EXTERNAL = "external"
+    IRREVERSIBLE = "irreversible"
+    FINANCIAL = "financial"
+    CREDENTIALED = "credentialed"
+    PUBLISHED = "published"
+
+
+class ApprovalClass(StrEnum):
+    """Effect classes that may require a human. ``shared`` covers the ``external`` effect."""
+
+    IRREVERSIBLE = "irreversible"
+    SHARED = "shared"
+    FINANCIAL = "financial"
+    PUBLISHED = "published"
+    CREDENTIALED = "credentialed"
+
+
+EFFECT_APPROVAL_CLASS: dict[Effect, ApprovalClass] = {
+    Effect.IRREVERSIBLE: ApprovalClass.IRREVERSIBLE,
+    Effect.EXTERNAL: ApprovalClass.SHARED,
+    Effect.FINANCIAL: ApprovalClass.FINANCIAL,
+    Effect.PUBLISHED: ApprovalClass.PUBLISHED,
+    Effect.CREDENTIALED: ApprovalClass.CREDENTIALED,
+}
+
+
+class PlanRef(Strict):
+    path: str = Field(description="Intent plan path, relative to the envelope file.")
+    hash: str = Field(description="sha256:<hex> of the plan's canonical JSON.")
+
+
+class Agent(Strict):
+    model: str = Field("scripted:trajectory.yaml", description="scripted:FILE | openai:MODEL | anthropic:MODEL")
+    instructions: str = ""
+    max_turns: int = Field(30, ge=1)
+    max_output_tokens: int = Field(4096, ge=1)
+
+
+class Sandbox(Strict):
+    backend: Literal["bwrap", "local"] = "bwrap"
+    required: bool = True
+
+
+class Filesystem(Strict):
+    read: list[str] = Field(description="Globs (relative to the workspace) the agent may read.")
+    write: list[str] = Field(description="Globs the agent may write.")
+    deny: list[str] = Field(default_factory=list, description="Globs never read or written.")
+
+
+class Network(Strict):
+    allow: list[str] = Field(description="Exact host names reachable; empty means none.")
+
+
+class Secret(Strict):
+    name: str = Field(description="Handle the agent refers to; never the literal value.")
+    source: str = Field(description="Where the host reads it, e.g. env:GITHUB_TOKEN.")
+    tools: list[str] = Field(default_factory=list, description="Tools that may receive it.")
+    hosts: list[str] = Field(default_factory=list, description="Hosts it may be sent to.")
+
+
+class Environment(Strict):
+    workspace: str = "."
+    sandbox: Sandbox = Field(default_factory=Sandbox)
+    filesystem: Filesystem | None = None
+    network: Network | None = None
+    secrets: list[Secret] | None = None
+    env_allow: list[str] = Field(default_factory=list, description="Extra host env vars passed to commands.")
+
+
+class OnFailure(StrEnum):
+    RETURN_ERROR = "return_error"
+    RETRY = "retry"
+    STOP = "stop"
+
+
+class ToolContract(Strict):
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+    purpose: str
+    effects: list[Effect] = Field(min_length=1)
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    timeout_s: float | None = Field(None, gt=0)
+    idempotent: bool | None = None
+    on_failure: OnFailure | None = None
+    evidence: list[str] | None = None
+    rollback: str | None = Field(None, description="How to undo: 'none' only for irreversible tools.")
+
+
+class Rule(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
+    rule: str = Field(description="Tool or Tool(specifier), e.g. bash(git push:*), write_file(src/**).")
+    reason: str = ""
+    when: dict[str, Any] = Field(default_factory=dict, description="Argument predicates: {arg: glob}.")
+    match: list[Any] = Field(default_factory=list, description="Calls this rule must match.")
+    not_match: list[Any] = Field(default_factory=list, description="Calls it must not match.")
+
+
+class Permissions(Strict):
+    profile: Literal["coding", "none"] = "coding"
+    allow: list[Rule] = Field(default_factory=list)
+    ask: list[Rule] = Field(default_factory=list)
+    deny: list[Rule] = Field(default_factory=list)
+
+
+class Budgets(Strict):
+    usd: float | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    turns: int | None = Field(None, ge=0)
+    tool_calls: int | None = Field(None, ge=0)
+    wall_s: float | None = Field(None, ge=0)
+    churn_pct: float | None = Field(None, ge=0)
+
+
+class Approvals(Strict):
+    require_for: list[ApprovalClass] = Field(default_factory=list)
+    timeout_s: float = Field(3600, gt=0)
+    on_timeout: Literal["deny", "stop"] = "deny"
+
+
+class Outputs(Strict):
+    allowed_types: list[str] = Field(default_factory=lambda: ["patch", "report"])
+    max_external: int | None = Field(None, ge=0)
+    no_op: str | None = Field(None, description="When finishing without change is the right answer.")
+
+
+class SensorSpec(Strict):
+    name: Literal["syntax", "lint", "types", "scoped_tests", "tests", "policy"]
+    required: bool = False
+
+
+class Verification(Strict):
+    sensors: list[SensorSpec] = Field(default_factory=list)
+    test_command: str = "python -m pytest -q"
+    max_refusals: int = Field(2, ge=0, description="Refused completion claims before VERIFY_FAILED.")
+
+
+class Retry(Strict):
+    max_attempts: int = Field(3, ge=1)
+    backoff_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(8.0, ge=0)
+
+
+class Audit(Strict):
+    log: str = Field(description="Event store path, relative to the workspace.")
+
+
+class Control(Strict):
+    """Diagnostic thresholds for the control-state resolver."""
+
+    critical: float = Field(0.15, ge=0, le=1)
+    warning: float = Field(0.4, ge=0, le=1)
+
+
+class Price(Strict):
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class Envelope(Strict):
+    version: Literal[1] = 1
+    plan: PlanRef
+    contract_hash: str = ""
+    tool_execution_owner: str = "host"
+    agent: Agent = Field(default_factory=Agent)
+    environment: Environment = Field(default_factory=Environment)
+    tools: list[ToolContract] = Field(default_factory=list)
+    permissions: Permissions = Field(default_factory=Permissions)
+    budgets: Budgets = Field(default_factory=Budgets)
+    approvals: Approvals = Field(default_factory=Approvals)
+    outputs: Outputs = Field(default_factory=Outputs)
+    verification: Verification = Field(default_factory=Verification)
+    retry: Retry = Field(default_factory=Retry)
+    audit: Audit | None = None
+    control: Control = Field(default_factory=Control)
+    pricing: dict[str, Price] = Field(default_factory=dict)
+
+    def tool(self, name: str) -> ToolContract | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+class IntentPlan(Strict):
+    """The human-reviewable source an envelope is compiled from."""
+
+    goal: str
+    steps: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    non_goals: list[str] = Field(default_factory=list)
+    owner: str
+    approver: str | None = None

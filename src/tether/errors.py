@@ -1,0 +1,104 @@
+"""The error tree.
+
+Three families, so callers can tell them apart without parsing messages::
+
+    TetherError
+    ├── InputError             the user's mistake: fix the input and retry (exit 2 / 1)
+    │   ├── FileError          a path is missing, unreadable or not what we expected
+    │   ├── ParseError         YAML/JSON that does not parse
+    │   ├── EnvelopeInvalid    schema or strict-validation problems (carries all of them)
+    │   └── NotATetherDatabase a file that is not our SQLite schema
+    ├── RuntimeFailure         the world failed us: the provider, the sandbox, the disk
+    │   ├── SandboxUnavailable a required sandbox cannot start (fail closed)
+    │   ├── ProviderError      the model provider failed beyond retries
+    │   ├── DatabaseLocked     another writer holds the database
+    │   └── StaleBelief        a belief read pinned to a generation that has advanced
+    └── LogCorrupt             the hash chain does not verify (names the first bad seq)
+
+Flow signals (denied, needs approval) are *data* (decisions, statuses), never
+exceptions. Foreign errors are translated at the adapter with ``raise … from``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TetherError(Exception):
+    """Base of every error tether raises on purpose."""
+
+
+class InputError(TetherError):
+    """The user's input is wrong; the message says where and what was expected."""
+
+
+class FileError(InputError):
+    pass
+
+
+class ParseError(InputError):
+    pass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding: where (JSON path), what was found, what was expected."""
+
+    path: str
+    found: str
+    expected: str
+    file: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        return f"{where}{self.path}: found {self.found}; expected {self.expected}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"file": self.file, "path": self.path, "found": self.found, "expected": self.expected}
+
+
+class EnvelopeInvalid(InputError):
+    """All problems found, not just the first."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class NotATetherDatabase(InputError):
+    pass
+
+
+class RuntimeFailure(TetherError):
+    pass
+
+
+class SandboxUnavailable(RuntimeFailure):
+    """A required sandbox cannot start. The command must not run; ``fix`` says how to repair."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        self.fix = fix
+        super().__init__(message + (f" Fix: {fix}" if fix else ""))
+
+
+class ProviderError(RuntimeFailure):
+    def __init__(self, message: str, *, transient: bool = False, status: int | None = None) -> None:
+        self.transient = transient
+        self.status = status
+        super().__init__(message)
+
+
+class DatabaseLocked(RuntimeFailure):
+    pass
+
+
+class StaleBelief(RuntimeFailure):
+    pass
+
+
+class LogCorrupt(TetherError):
+    def __init__(self, run_id: str, seq: int, reason: str) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        self.reason = reason
+        super().__init__(f"run {run_id}: event seq {seq}: {reason}")

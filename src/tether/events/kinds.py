@@ -1,0 +1,256 @@
+"""The registry of event kinds and their typed payloads.
+
+Every fact in a run's log is one of these. Appending an unknown kind or a payload
+that does not validate fails loudly, so the log never holds a shape the fold
+cannot read. To add a kind: define a payload model and ``register`` it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tether.errors import InputError
+
+
+class Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UnknownEventKind(InputError):
+    pass
+
+
+class InvalidPayload(InputError):
+    pass
+
+
+REGISTRY: dict[str, type[Payload]] = {}
+
+
+def register(kind: str) -> Any:
+    def wrap(cls: type[Payload]) -> type[Payload]:
+        REGISTRY[kind] = cls
+        return cls
+
+    return wrap
+
+
+def validate_payload(kind: str, payload: dict[str, Any] | Payload) -> dict[str, Any]:
+    """Check ``payload`` against its kind; return the canonical JSON-ready dict."""
+    model = REGISTRY.get(kind)
+    if model is None:
+        raise UnknownEventKind(f"unknown event kind {kind!r}; registered kinds: {sorted(REGISTRY)}")
+    try:
+        obj = payload if isinstance(payload, model) else model.model_validate(payload)
+    except ValidationError as e:
+        raise InvalidPayload(f"invalid payload for event kind {kind!r}: {e}") from e
+    return obj.model_dump(mode="json")
+
+
+def parse_payload(kind: str, payload: dict[str, Any]) -> Payload:
+    return REGISTRY[kind].model_validate(payload)
+
+
+# ---- run lifecycle -------------------------------------------------------------------------
+
+
+@register("run.started")
+class RunStarted(Payload):
+    task: str
+    envelope_path: str = ""
+    envelope: dict[str, Any] = Field(default_factory=dict, description="The full envelope, for resume.")
+    plan_hash: str = ""
+    contract_hash: str = ""
+    model: str = ""
+    workspace: str = ""
+    budgets: dict[str, float | int | None] = Field(default_factory=dict)
+    max_external: int | None = None
+
+
+@register("run.resumed")
+class RunResumed(Payload):
+    reason: str = ""
+
+
+@register("run.waiting")
+class RunWaiting(Payload):
+    """The run paused durably (waiting for a human or input)."""
+
+    status: str
+    reason: str
+
+
+@register("run.finished")
+class RunFinished(Payload):
+    status: str
+    result: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    unknowns: list[str] = Field(default_factory=list)
+    next_action: str = ""
+    last_error: str | None = None
+
+
+@register("run.checkpoint")
+class Checkpoint(Payload):
+    """A recovery point: the state a resume or fork can start from."""
+
+    label: str
+    git_head: str | None = None
+    note: str = ""
+
+
+# ---- model ---------------------------------------------------------------------------------
+
+
+class ToolCallData(Payload):
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+@register("model.requested")
+class ModelRequested(Payload):
+    turn: int
+    model: str
+    n_messages: int = 0
+
+
+@register("model.responded")
+class ModelResponded(Payload):
+    turn: int
+    model: str
+    text: str = ""
+    tool_calls: list[ToolCallData] = Field(default_factory=list)
+    termination: str
+    raw_stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 1
+
+
+@register("model.failed")
+class ModelFailed(Payload):
+    turn: int
+    model: str
+    error: str
+    transient: bool = False
+    status: int | None = None
+    attempts: int = 1
+
+
+# ---- actions -------------------------------------------------------------------------------
+
+
+@register("action.proposed")
+class ActionProposed(Payload):
+    call_id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_hash: str
+    turn: int
+
+
+@register("action.invalid")
+class ActionInvalid(Payload):
+    """Arguments failed the tool's schema (or the tool is unknown); the model is told."""
+
+    call_id: str
+    tool: str
+    error: str
+
+
+class RuleHit(Payload):
+    id: str
+    verdict: str
+    reason: str
+
+
+@register("action.decided")
+class ActionDecided(Payload):
+    call_id: str
+    verdict: str
+    deciding_rule: str
+    reason: str
+    rules: list[RuleHit] = Field(default_factory=list)
+
+
+@register("action.started")
+class ActionStarted(Payload):
+    call_id: str
+    tool: str
+    args_hash: str
+    attempt: int = 1
+    idempotent: bool = False
+
+
+@register("action.completed")
+class ActionCompleted(Payload):
+    call_id: str
+    tool: str
+    ok: bool
+    result: dict[str, Any] = Field(default_factory=dict)
+    changed_files: list[str] = Field(default_factory=list)
+    undo: dict[str, Any] | None = None
+    duration_s: float = 0.0
+
+
+@register("action.failed")
+class ActionFailed(Payload):
+    call_id: str
+    tool: str
+    error: str
+    failure_class: str
+    retryable: bool = False
+    attempt: int = 1
+
+
+# ---- approvals -----------------------------------------------------------------------------
+
+
+@register("approval.requested")
+class ApprovalRequested(Payload):
+    approval_id: str
+    call_id: str
+    tool: str
+    args_hash: str
+    preview: str
+    reason: str
+    expires_at: float
+
+
+@register("approval.granted")
+class ApprovalGranted(Payload):
+    approval_id: str
+    by: str
+    scope: str = "once"  # once | run
+    rule: str | None = None
+
+
+@register("approval.denied")
+class ApprovalDenied(Payload):
+    approval_id: str
+    by: str
+    reason: str
+
+
+@register("approval.expired")
+class ApprovalExpired(Payload):
+    approval_id: str
+    outcome: str
+
+
+# ---- budgets -------------------------------------------------------------------------------
+
+
+@register("budget.exceeded")
+class BudgetExceeded(Payload):
+    budget: str
+    used: float
+    limit: float
+
+
+# Kinds owned by the verification and control layers live beside this file.
+from . import kinds_control as _kinds_control  # noqa: E402,F401
