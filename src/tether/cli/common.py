@@ -23,8 +23,8 @@ EXIT_RUNTIME = 3
 EXIT_BLOCKED = 4
 EXIT_WAITING = 5
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = typer.Option(None, "--db", help="Event store path (default: $TETHER_DB or .tether/tether.db).")
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")

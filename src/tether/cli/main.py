@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     if debug:
         args.remove("--debug")
     try:
-        app(args=args, standalone_mode=False)
+        rc = app(args=args, standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)  # typer returns a raised Exit's code when not standalone
     except TetherError as e:
         if debug:
             raise
@@ -52,14 +54,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exit_code_for(e))
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except Exception as e:  # click usage errors and aborts
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            sys.exit(common.EXIT_USAGE)
-        if isinstance(e, click.exceptions.Abort):
-            sys.exit(130)
+    except typer.Abort:
+        sys.exit(130)
+    except typer.TyperException as e:  # usage errors: bad option, missing argument
+        show = getattr(e, "show", None)
+        if callable(show):
+            show()
+        else:
+            common.err_console.print(f"[bold red]usage error:[/] {e}")
+        sys.exit(getattr(e, "exit_code", common.EXIT_USAGE))
+    except Exception as e:
         if debug:
             raise
         common.err_console.print(f"[bold red]internal error:[/] {e.__class__.__name__}: {e} (rerun with --debug)")

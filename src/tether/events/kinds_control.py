@@ -1,3 +1,197 @@
-"""Event kinds for verification, beliefs and control (issue 5)."""
+"""Event kinds for verification, beliefs and control (issue 5).
+
+Every layer of the control loop is visible in the log as one of these kinds:
+
+- ``sensor.result`` / ``verify.completed``      the verification cascade (tether.verify)
+- ``completion.claimed|refused|accepted``        a completion claim and what evidence made of it
+- ``belief.recorded`` / ``contradiction.detected`` the world model (tether.control.beliefs)
+- ``diagnostics.computed``                       the dimensions the resolver reads
+- ``control.changed``                            the resolver's decision (the only writer of control state)
+- ``recovery.switched`` / ``stuck.detected``     the recovery ladder and stuck patterns
+- ``review.finding`` / ``review.gate``           the reviewer pass and the execution review
+- ``plan.updated`` / ``hypothesis.recorded``     the model's plan and hypotheses, folded from its tool calls
+"""
 
 from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .kinds import Payload, register
+
+SensorName = Literal["syntax", "lint", "types", "scoped_tests", "tests", "policy"]
+SensorOutcome = Literal["PASS", "FAIL", "SKIPPED"]
+Severity = Literal["low", "medium", "high", "system_breaking"]
+ControlStateName = Literal["NORMAL", "CAUTIOUS", "BLOCKED", "HUMAN_REQUIRED"]
+Strategy = Literal["direct_edit", "trace_execution", "broaden_search", "reimplement", "minimal_fix", "escalate_human"]
+Risk = Literal["LOW", "MEDIUM", "HIGH"]
+
+
+class DiagnosticData(Payload):
+    """One structured problem a sensor found: where and what (never a raw dump)."""
+
+    file: str
+    line: int | None = None
+    message: str
+    code: str | None = None
+
+
+# ---- verification --------------------------------------------------------------------------
+
+
+@register("sensor.result")
+class SensorResultEvent(Payload):
+    sensor: SensorName
+    result: SensorOutcome
+    required: bool = False
+    summary: str = ""
+    diagnostics: list[DiagnosticData] = Field(default_factory=list)
+    duration_s: float = 0.0
+    trigger: str = Field("", description="Why the cascade ran: 'action', 'completion', ... (free text).")
+
+
+@register("verify.completed")
+class VerifyCompleted(Payload):
+    trigger: str = ""
+    results: dict[str, SensorOutcome] = Field(default_factory=dict, description="sensor -> outcome, cascade order.")
+    changed_files: list[str] = Field(default_factory=list)
+    accepted: bool = Field(description="Would a completion claim be accepted on this state?")
+    reasons: list[str] = Field(default_factory=list)
+
+
+# ---- completion ----------------------------------------------------------------------------
+
+
+@register("completion.claimed")
+class CompletionClaimed(Payload):
+    call_id: str = ""
+    summary: str = ""
+
+
+@register("completion.refused")
+class CompletionRefused(Payload):
+    call_id: str = ""
+    reasons: list[str]
+    refusals: int = Field(description="Refused claims so far in this run, this one included.")
+    max_refusals: int
+    diagnostics: list[DiagnosticData] = Field(default_factory=list)
+
+
+@register("completion.accepted")
+class CompletionAccepted(Payload):
+    call_id: str = ""
+    evidence: list[str] = Field(default_factory=list, description="Event ids of the passing sensor results.")
+
+
+# ---- world model ---------------------------------------------------------------------------
+
+
+@register("belief.recorded")
+class BeliefRecorded(Payload):
+    key: str = Field(description="What the belief is about, e.g. 'tests.failing', 'file:src/a.py'.")
+    kind: Literal["tests_failing", "build_state", "file_exists", "file_changed", "command_available", "sensor"]
+    value: Any
+    generation: int = Field(ge=1, description="Increases by one with every observation in the run.")
+    epoch: int = Field(0, ge=0, description="Workspace-changing actions before the observation.")
+    cites: list[str] = Field(min_length=1, description="Event ids of the receipts this belief derives from.")
+
+
+@register("contradiction.detected")
+class ContradictionDetected(Payload):
+    key: str
+    severity: Severity
+    previous: Any
+    observed: Any
+    explanation: str
+    cites: list[str] = Field(default_factory=list)
+
+
+# ---- diagnostics and control ---------------------------------------------------------------
+
+
+@register("diagnostics.computed")
+class DiagnosticsComputed(Payload):
+    dimensions: dict[str, float] = Field(description="Each in [0, 1]; 1 is healthy.")
+    notes: dict[str, str] = Field(default_factory=dict, description="How each value was reached.")
+    through: str = Field(description="Id of the last event these diagnostics considered.")
+
+
+@register("control.changed")
+class ControlChanged(Payload):
+    previous: ControlStateName
+    state: ControlStateName
+    tier: Literal["contradiction", "critical", "warning", "normal"]
+    reason: str
+    dimension: str | None = None
+    recovery: Strategy | None = None
+    through: str = ""
+
+
+@register("recovery.switched")
+class RecoverySwitched(Payload):
+    previous: Strategy
+    strategy: Strategy
+    reason: str
+    guidance: str
+    budget: dict[str, float] = Field(default_factory=dict, description="Recovery budget left when switching.")
+    through: str = ""
+
+
+@register("stuck.detected")
+class StuckDetected(Payload):
+    pattern: Literal["repeated_action", "repeated_error", "alternation", "no_action"]
+    detail: str
+    count: int
+    cites: list[str] = Field(default_factory=list)
+
+
+# ---- review, plan, hypotheses --------------------------------------------------------------
+
+
+@register("review.finding")
+class ReviewFinding(Payload):
+    view: Literal["implementer", "reviewer", "adversarial"]
+    severity: Literal["low", "medium", "high"]
+    check: str
+    message: str
+    file: str | None = None
+
+
+@register("review.gate")
+class ReviewGate(Payload):
+    call_id: str
+    tool: str
+    ok: bool
+    risk: Risk
+    reasons: list[str] = Field(default_factory=list)
+
+
+class TaskData(Payload):
+    id: str
+    title: str = ""
+    status: Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"] = "PENDING"
+    depends_on: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    risk: Risk = "LOW"
+
+
+@register("plan.updated")
+class PlanUpdated(Payload):
+    tasks: list[TaskData]
+    rejected: list[str] = Field(default_factory=list, description="Requested changes the state machine refused.")
+    revision: int = Field(ge=1)
+    cites: list[str] = Field(default_factory=list)
+
+
+@register("hypothesis.recorded")
+class HypothesisRecorded(Payload):
+    id: str
+    statement: str
+    files: list[str] = Field(default_factory=list)
+    tests: list[str] = Field(default_factory=list)
+    acted_on: bool = False
+    score: float = Field(ge=0, le=1)
+    support: list[str] = Field(default_factory=list)
+    refute: list[str] = Field(default_factory=list)
+    cites: list[str] = Field(default_factory=list)

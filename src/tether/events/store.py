@@ -120,6 +120,7 @@ class EventStore:
         self._conn = conn
         self._thread_lock = threading.RLock()
         self._lock_path = Path(str(path) + ".lock")
+        self._lock_fd: int | None = None
 
     # ---- opening ---------------------------------------------------------------------------
 
@@ -148,11 +149,15 @@ class EventStore:
     def _init_schema(self) -> None:
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "meta" not in tables:
-            raise NotATetherDatabase(f"{self.path}: an SQLite database, but not a tether one (tables: {sorted(tables)})")
+            raise NotATetherDatabase(
+                f"{self.path}: an SQLite database, but not a tether one (tables: {sorted(tables)})"
+            )
         if tables:
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None or row[0] != f"tether/{SCHEMA_VERSION}":
-                raise NotATetherDatabase(f"{self.path}: meta.schema is {row and row[0]!r}; expected 'tether/{SCHEMA_VERSION}'")
+                raise NotATetherDatabase(
+                    f"{self.path}: meta.schema is {row and row[0]!r}; expected 'tether/{SCHEMA_VERSION}'"
+                )
             return
         with self._write():
             self._conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
@@ -160,6 +165,9 @@ class EventStore:
 
     def close(self) -> None:
         self._conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def __enter__(self) -> EventStore:
         return self
@@ -173,7 +181,9 @@ class EventStore:
     def _write(self) -> Iterator[None]:
         """Hold the thread lock and the cross-process writer lock for one transaction."""
         with self._thread_lock:
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            if self._lock_fd is None:
+                self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._lock_fd
             try:
                 deadline = time.monotonic() + LOCK_TIMEOUT_S
                 while True:
@@ -189,7 +199,7 @@ class EventStore:
                         time.sleep(0.002)
                 yield
             finally:
-                os.close(fd)
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
     def create_run(self, task: str, *, run_id: str | None = None, parent_run: str | None = None) -> str:
         run_id = run_id or new_run_id()
@@ -298,7 +308,9 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> int:
         prev = h
     n = len(rows)
     if n - 1 != info.head_seq or prev != info.head_hash:
-        raise LogCorrupt(info.run_id, n, f"log ends at seq {n - 1} but the run's head is seq {info.head_seq} (truncated)")
+        raise LogCorrupt(
+            info.run_id, n, f"log ends at seq {n - 1} but the run's head is seq {info.head_seq} (truncated)"
+        )
     return n
 
 

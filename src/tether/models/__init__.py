@@ -1,1 +1,49 @@
-"""tether.models."""
+"""Model adapters: the one place that knows how each provider talks.
+
+Public surface (see ``__all__``): the provider-neutral types in
+:mod:`~tether.models.base`, :func:`load_model` for spec strings,
+:func:`complete_with_retries` for the retry policy, :func:`cost_usd` and
+:func:`price_known` for pricing, and the offline models.
+
+The SDK adapters (:mod:`~tether.models.openai_adapter`,
+:mod:`~tether.models.anthropic_adapter`) are deliberately *not* imported here:
+the two SDKs take over a second to import, and a scripted run, the kernel's
+tests and the CLI's startup should not pay for them. ``load_model`` imports an
+adapter only when its spec names it. Test servers live in
+:mod:`tether.models.testing`.
+"""
+
+from tether.models.base import (
+    TERMINATIONS,
+    Message,
+    Model,
+    ModelResponse,
+    Termination,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from tether.models.function import FunctionModel
+from tether.models.pricing import cost_usd, price_for, price_known
+from tether.models.registry import load_model
+from tether.models.retry import complete_with_retries
+from tether.models.scripted import ScriptedModel, ScriptInvalid
+
+__all__ = [
+    "TERMINATIONS",
+    "FunctionModel",
+    "Message",
+    "Model",
+    "ModelResponse",
+    "ScriptInvalid",
+    "ScriptedModel",
+    "Termination",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "complete_with_retries",
+    "cost_usd",
+    "load_model",
+    "price_for",
+    "price_known",
+]

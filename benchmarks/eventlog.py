@@ -1,0 +1,70 @@
+"""Event log throughput, with a raw-SQLite baseline measured in the same run.
+
+Prints: durable single appends/s vs. a raw ``sqlite3`` insert with the same
+settings (WAL, synchronous=FULL, one commit per row) and their ratio; batched
+appends/s; fold events/s; verify events/s.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tether.events.store import EventStore
+from tether.state import RunState
+
+PAYLOAD = {"turn": 0, "model": "scripted:bench", "n_messages": 3}
+
+
+def raw_inserts(db: Path, n: int) -> float:
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE ev (run_id TEXT, seq INTEGER, ts TEXT, kind TEXT, payload TEXT, prev TEXT, hash TEXT)")
+    start = time.perf_counter()
+    for i in range(n):
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO ev VALUES (?,?,?,?,?,?,?)", ("r", i, "ts", "k", '{"turn":0}', "p" * 64, "h" * 64))
+        conn.execute("COMMIT")
+    return n / (time.perf_counter() - start)
+
+
+def main(n: int = 2000, batch_n: int = 50_000) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = raw_inserts(Path(tmp) / "raw.db", n)
+        store = EventStore.open(Path(tmp) / "tether.db")
+        run = store.create_run("bench")
+        store.append(run, "run.started", {"task": "bench"})
+        start = time.perf_counter()
+        for _ in range(n):
+            store.append(run, "model.requested", PAYLOAD)
+        durable = n / (time.perf_counter() - start)
+
+        run2 = store.create_run("bench-batch")
+        store.append(run2, "run.started", {"task": "bench"})
+        start = time.perf_counter()
+        for _ in range(batch_n // 500):
+            store.append_many(run2, [("model.requested", PAYLOAD)] * 500)
+        batched = batch_n / (time.perf_counter() - start)
+
+        events = store.events(run2)
+        start = time.perf_counter()
+        RunState.from_events(events)
+        fold = len(events) / (time.perf_counter() - start)
+
+        start = time.perf_counter()
+        count = store.verify(run2)
+        verify = count / (time.perf_counter() - start)
+
+    print(f"raw sqlite3 insert (WAL, synchronous=FULL): {base:>10,.0f} /s")
+    print(f"tether durable append:                      {durable:>10,.0f} /s   ratio {durable / base:.2f}x (aim >= 0.80)")
+    print(f"tether batched append (500 per commit):     {batched:>10,.0f} /s")
+    print(f"fold (RunState.from_events):                {fold:>10,.0f} events/s")
+    print(f"verify (hash chain):                        {verify:>10,.0f} events/s (aim >= 100,000)")
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))

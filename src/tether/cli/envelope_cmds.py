@@ -1,0 +1,98 @@
+"""``tether compile | validate | schema | init``: authoring and checking contracts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from tether.envelope.compile import builtin_template, compile_envelope
+from tether.envelope.load import load_envelope
+from tether.envelope.schema import Envelope, IntentPlan
+from tether.envelope.strict import strict_problems
+from tether.errors import EnvelopeInvalid, FileError, Problem
+
+from .common import EXIT_INVALID, EXIT_USAGE, JsonOption, console, print_json
+
+
+def compile_cmd(
+    plan: Path = typer.Argument(..., help="Intent plan (YAML)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Envelope to write (YAML or .json)."),
+    template: Path | None = typer.Option(None, "--from", help="Envelope template (default: OUTPUT if it exists)."),
+) -> None:
+    """Compile an intent plan into an envelope, binding the plan hash and sealing the contract hash."""
+    env = compile_envelope(plan, output, template)
+    console.print(f"compiled {output}")
+    console.print(f"  plan_hash      {env.plan.hash}")
+    console.print(f"  contract_hash  {env.contract_hash}")
+
+
+def validate_cmd(
+    envelope: Path = typer.Argument(..., help="Envelope file (YAML or JSON)."),
+    strict: bool = typer.Option(False, "--strict", help="Also check bindings, boundaries, budgets, approvals, rules."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Validate an envelope. Exit 0 valid, 1 invalid, 2 usage or I/O error."""
+    problems: list[Problem] = []
+    env: Envelope | None = None
+    try:
+        env = load_envelope(envelope)
+    except EnvelopeInvalid as e:
+        problems = e.problems
+    if env is not None and strict:
+        problems = strict_problems(env, envelope)
+    if as_json:
+        print_json(
+            {
+                "file": str(envelope),
+                "valid": not problems,
+                "strict": strict,
+                "plan_hash": env.plan.hash if env else None,
+                "contract_hash": env.contract_hash if env else None,
+                "problems": [p.to_dict() for p in problems],
+            }
+        )
+    elif problems:
+        console.print(f"[red]invalid[/] {envelope}: {len(problems)} problem(s)")
+        for p in problems:
+            console.print(f"  [bold]{p.path}[/]: found {p.found}; expected {p.expected}", soft_wrap=True)
+    else:
+        assert env is not None
+        console.print(f"[green]valid[/] {envelope}" + (" (strict)" if strict else " (schema only)"))
+        console.print(f"  plan_hash      {env.plan.hash}")
+        console.print(f"  contract_hash  {env.contract_hash}")
+    if problems:
+        raise typer.Exit(EXIT_INVALID)
+
+
+def schema_cmd(which: str = typer.Argument("envelope", help="envelope | plan")) -> None:
+    """Print the JSON Schema of an envelope or intent plan (for editors)."""
+    models: dict[str, type[Envelope] | type[IntentPlan]] = {"envelope": Envelope, "plan": IntentPlan}
+    if which not in models:
+        console.print(f"unknown schema {which!r}; expected one of {sorted(models)}")
+        raise typer.Exit(EXIT_USAGE)
+    typer.echo(json.dumps(models[which].model_json_schema(), indent=2))
+
+
+def init_cmd(
+    directory: Path = typer.Argument(Path("."), help="Where to write plan.yaml and envelope.yaml."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+) -> None:
+    """Write a commented starter plan and envelope; then run `tether compile plan.yaml -o envelope.yaml`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    targets = {directory / "plan.yaml": "plan.yaml", directory / "envelope.yaml": "envelope.yaml"}
+    existing = [str(p) for p in targets if p.exists()]
+    if existing and not force:
+        raise FileError(f"{', '.join(existing)}: already exist(s); pass --force to overwrite")
+    for path, name in targets.items():
+        path.write_text(builtin_template(name), encoding="utf-8")
+        console.print(f"wrote {path}")
+    console.print(f"next: tether compile {directory / 'plan.yaml'} -o {directory / 'envelope.yaml'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compile")(compile_cmd)
+    app.command("validate")(validate_cmd)
+    app.command("schema")(schema_cmd)
+    app.command("init")(init_cmd)

@@ -1,0 +1,95 @@
+"""``tether runs`` and ``tether log show | verify``: reading the event log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from tether.errors import LogCorrupt
+from tether.events.store import EventStore
+
+from .common import EXIT_INVALID, DbOption, JsonOption, console, db_path, print_json
+
+log_app = typer.Typer(help="Inspect and verify run logs.", no_args_is_help=True)
+
+
+def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+    """List runs with their status."""
+    from tether.state import RunState
+
+    with EventStore.open(db_path(db), create=False) as store:
+        rows: list[dict[str, Any]] = []
+        for info in store.runs():
+            state = RunState.from_events(store.events(info.run_id))
+            rows.append(
+                {
+                    "run_id": info.run_id,
+                    "created_at": info.created_at,
+                    "status": state.status,
+                    "events": info.head_seq + 1,
+                    "task": info.task,
+                    "parent_run": info.parent_run,
+                }
+            )
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("run", "created", "status", "events", "task")
+    for r in rows:
+        table.add_row(r["run_id"], r["created_at"][:19], r["status"], str(r["events"]), r["task"][:60])
+    console.print(table)
+
+
+@log_app.command("show")
+def show_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+    """Print a run's raw events."""
+    with EventStore.open(db_path(db), create=False) as store:
+        info = store.run(run)
+        events = store.events(info.run_id)
+    if as_json:
+        for e in events:
+            typer.echo(json.dumps(e.to_dict(), sort_keys=True))
+        return
+    for e in events:
+        console.print(
+            f"[dim]{e.seq:>4} {e.ts[11:23]}[/] [bold]{e.kind:<20}[/] {json.dumps(e.payload)[:160]}", soft_wrap=True
+        )
+
+
+@log_app.command("verify")
+def verify_cmd(
+    run: str | None = typer.Argument(None, help="Run id (or unique prefix)."),
+    all_runs: bool = typer.Option(False, "--all", help="Verify every run."),
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Recompute the hash chain. Exit 1 naming the first bad seq on edit, deletion, reordering or truncation."""
+    if not run and not all_runs:
+        raise typer.BadParameter("give a RUN id or --all")
+    results = []
+    with EventStore.open(db_path(db), create=False) as store:
+        ids = [i.run_id for i in store.runs()] if all_runs else [store.run(run or "").run_id]
+        for run_id in ids:
+            try:
+                results.append({"run_id": run_id, "ok": True, "events": store.verify(run_id)})
+            except LogCorrupt as e:
+                results.append({"run_id": run_id, "ok": False, "seq": e.seq, "reason": e.reason})
+    if as_json:
+        print_json(results)
+    else:
+        for r in results:
+            if r["ok"]:
+                console.print(f"[green]ok[/]   {r['run_id']}: {r['events']} events, chain intact")
+            else:
+                console.print(f"[red]BAD[/]  {r['run_id']}: first bad seq {r['seq']}: {r['reason']}")
+    if not all(r["ok"] for r in results):
+        raise typer.Exit(EXIT_INVALID)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("runs")(runs_cmd)
+    app.add_typer(log_app, name="log")

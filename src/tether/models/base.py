@@ -1,0 +1,112 @@
+"""The provider-neutral vocabulary between the kernel and any model.
+
+The kernel only ever sees these plain frozen values, never an SDK object, so a
+run's transcript means the same thing whichever provider produced it, and a
+test double is a few lines. Adapters translate both ways at their edge.
+
+``Model`` is deliberately one method: given the conversation so far and the
+tools on offer, return one assistant turn. Retrying, pricing, budgets and what
+to do with the turn are the host's business, not the model's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Termination = Literal["complete", "tool_request", "truncated", "refusal", "error", "unknown"]
+"""Why the model stopped, normalised across providers. The host decides what follows."""
+
+TERMINATIONS: tuple[Termination, ...] = ("complete", "tool_request", "truncated", "refusal", "error", "unknown")
+
+RAW_ARGS_KEY = "__raw__"
+"""Key under which tool-call arguments that are not a JSON object are kept verbatim.
+
+The call is not dropped: the host reports "invalid arguments" to the model,
+which is more useful (and more honest in the log) than pretending it never asked.
+"""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model proposed. ``id`` pairs it with its result message."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def args_invalid(self) -> bool:
+        """True when the provider's arguments could not be parsed into an object."""
+        return RAW_ARGS_KEY in self.args
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model is told about it: a name, what it is for, a JSON schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One conversation entry. ``tool`` messages answer the call named by ``tool_call_id``."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens billed for one call (input includes any cached-prompt tokens)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """One assistant turn: what it said, what it asked for, and why it stopped.
+
+    ``raw_stop_reason`` keeps the provider's own word (``"length"``,
+    ``"end_turn"`` …) for the log; ``termination`` is what the host acts on.
+    ``model`` is the model the provider says answered (may be a dated snapshot).
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    termination: Termination
+    raw_stop_reason: str | None
+    usage: Usage
+    model: str
+
+    def as_message(self) -> Message:
+        """The assistant message to append to the transcript for this turn."""
+        return Message(role="assistant", content=self.text, tool_calls=self.tool_calls)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can produce the next assistant turn.
+
+    ``complete`` raises :class:`tether.errors.ProviderError` (with ``transient``
+    set for failures worth retrying) and nothing else on provider failure.
+    """
+
+    name: str
+    """The spec it was loaded from, e.g. ``"openai:gpt-4.1"`` or ``"scripted:trajectory.yaml"``."""
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse: ...

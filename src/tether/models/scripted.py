@@ -1,0 +1,141 @@
+"""``scripted:FILE`` — a model that plays back a YAML trajectory of assistant turns.
+
+Used for the demo, for tests and for replays: no key, no network, same answer
+every time. The file::
+
+    turns:
+      - text: "Let me look around."
+        tool_calls:
+          - {name: bash, args: {command: "ls"}}
+      - text: "Done."
+        stop: complete            # optional; default tool_request if tool_calls else complete
+        usage: {input_tokens: 120, output_tokens: 8}   # optional
+
+The model is *stateless*: it picks the turn by counting the assistant messages
+already in the conversation, so a run resumed in a fresh process continues at
+the right turn. This relies on the host appending exactly one assistant
+message per model response (see :meth:`ModelResponse.as_message`). When the
+script runs out it answers ``complete`` with a text saying so and
+``raw_stop_reason="script_exhausted"``; the host decides what that means.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tether.errors import FileError, InputError, ParseError, Problem
+from tether.models.base import Message, ModelResponse, Termination, ToolCall, ToolSpec, Usage
+
+EXHAUSTED = "script_exhausted"
+
+
+class ScriptInvalid(InputError):
+    """A trajectory file that does not match the schema; carries every problem found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScriptedToolCall(_Strict):
+    name: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedUsage(_Strict):
+    input_tokens: int = Field(0, ge=0)
+    output_tokens: int = Field(0, ge=0)
+
+
+class ScriptedTurn(_Strict):
+    text: str = ""
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    stop: Termination | None = None
+    usage: ScriptedUsage = Field(default_factory=ScriptedUsage)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ScriptedTurn:
+        if self.stop == "tool_request" and not self.tool_calls:
+            raise ValueError("stop: tool_request needs at least one entry in tool_calls")
+        return self
+
+    @property
+    def termination(self) -> Termination:
+        if self.stop is not None:
+            return self.stop
+        return "tool_request" if self.tool_calls else "complete"
+
+
+class Script(_Strict):
+    turns: list[ScriptedTurn] = Field(min_length=1)
+
+
+def load_script(path: Path) -> Script:
+    """Read and validate a trajectory file; errors name the file and the field path."""
+    try:
+        raw_text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileError(f"{path}: cannot read scripted trajectory: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(raw_text)
+    except yaml.YAMLError as exc:
+        raise ParseError(f"{path}: not valid YAML: {exc}") from exc
+    try:
+        return Script.model_validate(data)
+    except ValidationError as exc:
+        raise ScriptInvalid([_problem(path, err) for err in exc.errors()]) from exc
+
+
+def _problem(path: Path, err: Any) -> Problem:
+    where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+    found = repr(err.get("input"))
+    if len(found) > 80:
+        found = found[:77] + "..."
+    return Problem(path=where, found=found, expected=str(err["msg"]), file=str(path))
+
+
+class ScriptedModel:
+    """Plays ``script`` turn by turn; see the module docstring for the contract."""
+
+    def __init__(self, script: Script, *, name: str = "scripted") -> None:
+        self.name = name
+        self.script = script
+
+    @classmethod
+    def from_file(cls, path: Path, *, name: str | None = None) -> ScriptedModel:
+        return cls(load_script(path), name=name or f"scripted:{path}")
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:
+        index = sum(1 for m in messages if m.role == "assistant")
+        if index >= len(self.script.turns):
+            return ModelResponse(
+                text=f"[{self.name}] the script has {len(self.script.turns)} turns and all have been played.",
+                tool_calls=(),
+                termination="complete",
+                raw_stop_reason=EXHAUSTED,
+                usage=Usage(),
+                model=self.name,
+            )
+        turn = self.script.turns[index]
+        calls = tuple(
+            ToolCall(id=f"call_{index}_{i}", name=c.name, args=copy.deepcopy(c.args))
+            for i, c in enumerate(turn.tool_calls)
+        )
+        return ModelResponse(
+            text=turn.text,
+            tool_calls=calls,
+            termination=turn.termination,
+            raw_stop_reason=turn.termination,
+            usage=Usage(turn.usage.input_tokens, turn.usage.output_tokens),
+            model=self.name,
+        )

@@ -1,0 +1,280 @@
+"""Where a path really points, and what the envelope says about that place.
+
+The only I/O in the policy package lives here: ``os.path.realpath`` resolves symlinks and
+``..`` against the real file system, so a link inside the workspace that points at ``/etc``
+is judged as ``/etc``. Everything else is string work.
+
+Verdicts on places (rule ids in brackets):
+
+* writes outside the workspace [``path:write-outside``], into the workspace but outside
+  ``environment.filesystem.write`` [``path:not-writable``], into ``filesystem.deny``
+  [``path:denied``] are DENY;
+* writes into ``.git/``, ``.tether/`` or hook directories [``path:protected``] are DENY;
+  writes to other dotfiles / dot-directories [``path:dotfile``] are DENY by default (a file
+  tool's explicit allow rule for that path may lift it; see the gate);
+* shell start-up files [``path:startup-file``], credential files [``path:credential``] and
+  devices [``path:device``, ``shell:dev-tcp``] are DENY for writes, credential files also for reads;
+* a target that cannot be known before running (``$X``, unknown cwd) is ASK [``path:unknown``].
+
+``filesystem`` not stated (``None``) means: the whole workspace is readable, nothing is writable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from tether.envelope.schema import Filesystem
+
+from .decision import Verdict
+
+_HOMES = ("{home}", "/root", "/home/*")
+
+_CREDENTIAL_IN_HOME = (
+    ".ssh",
+    ".ssh/*",
+    ".aws/*",
+    ".gnupg/*",
+    ".config/gcloud/*",
+    ".azure/*",
+    ".kube/*",
+    ".docker/config.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".config/gh/*",
+    ".config/hub",
+    ".password-store/*",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".pgpass",
+    ".local/share/keyrings/*",
+    ".vault-token",
+    ".terraform.d/credentials*",
+    ".cargo/credentials*",
+    ".boto",
+    ".s3cfg",
+    ".config/rclone/*",
+)
+_CREDENTIAL_ABSOLUTE = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d/*",
+    "/etc/ssh/*_key",
+    "/etc/ssl/private/*",
+    "/proc/*/environ",
+    "/root/*",
+    "*/id_rsa",
+    "*/id_rsa.*",
+    "*/id_dsa",
+    "*/id_ecdsa",
+    "*/id_ed25519",
+    "*/id_ed25519.*",
+    "*.pem.key",
+)
+_STARTUP_IN_HOME = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".config/fish/*",
+    ".config/autostart/*",
+    ".gitconfig",
+    ".pam_environment",
+    ".inputrc",
+    ".ssh/authorized_keys",
+    ".ssh/config",
+)
+_STARTUP_ABSOLUTE = (
+    "/etc/profile",
+    "/etc/profile.d/*",
+    "/etc/bash.bashrc",
+    "/etc/bashrc",
+    "/etc/environment",
+    "/etc/zsh/*",
+    "/etc/crontab",
+    "/etc/cron*",
+    "/var/spool/cron/*",
+    "/etc/ld.so.preload",
+    "/etc/rc.local",
+    "/etc/systemd/*",
+    "/etc/passwd",
+    "/etc/group",
+)
+_HARMLESS_DEVICES = frozenset(
+    {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"}
+)
+_HOOK_DIRS = (".git", ".tether", ".husky", ".githooks")
+
+#: Directories whose recursive contents include credentials (archiving ``~`` reads ``~/.ssh``).
+_CREDENTIAL_ROOTS = ("/", "/root", "/home", "/home/*", "{home}", "/etc")
+
+
+def _expand(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for p in patterns:
+        if p.startswith("{home}"):
+            out.append(p.replace("{home}", home))
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+def _in_homes(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
+    return tuple(f"{h.replace('{home}', home)}/{p}" for h in _HOMES for p in patterns)
+
+
+@dataclass(frozen=True)
+class PlaceVerdict:
+    rule_id: str
+    verdict: Verdict
+    reason: str
+
+
+class PathPolicy:
+    """Judges places for one workspace and one ``filesystem`` section."""
+
+    def __init__(self, workspace: Path, filesystem: Filesystem | None) -> None:
+        self.workspace = PurePosixPath(os.path.realpath(workspace))
+        self.filesystem = filesystem
+        self.home = os.path.expanduser("~")
+        self._credential = _in_homes(_CREDENTIAL_IN_HOME, self.home) + _CREDENTIAL_ABSOLUTE
+        self._startup = _in_homes(_STARTUP_IN_HOME, self.home) + _STARTUP_ABSOLUTE
+        self._cred_roots = _expand(_CREDENTIAL_ROOTS, self.home)
+
+    @cached_property
+    def _read_spec(self) -> pathspec.PathSpec | None:
+        fs = self.filesystem
+        return None if fs is None else pathspec.GitIgnoreSpec.from_lines(fs.read)
+
+    @cached_property
+    def _write_spec(self) -> pathspec.PathSpec | None:
+        fs = self.filesystem
+        return None if fs is None else pathspec.GitIgnoreSpec.from_lines(fs.write)
+
+    @cached_property
+    def _deny_spec(self) -> pathspec.PathSpec | None:
+        fs = self.filesystem
+        return None if fs is None or not fs.deny else pathspec.GitIgnoreSpec.from_lines(fs.deny)
+
+    # -- resolution -------------------------------------------------------------------------
+
+    def expand_user(self, text: str) -> str:
+        if text == "~" or text.startswith("~/"):
+            return self.home + text[1:]
+        if text.startswith("~"):
+            user, _, rest = text[1:].partition("/")
+            base = "/root" if user == "root" else f"/home/{user}"
+            return base + ("/" + rest if rest else "")
+        return text
+
+    def resolve(self, text: str, cwd: PurePosixPath | None) -> PurePosixPath | None:
+        """Absolute real path of ``text`` as seen from ``cwd``; None when it cannot be known."""
+        text = self.expand_user(text)
+        if not text:
+            return None
+        if not text.startswith("/"):
+            if cwd is None:
+                return None
+            text = f"{cwd}/{text}"
+        return PurePosixPath(os.path.realpath(text))
+
+    def relative(self, path: PurePosixPath) -> PurePosixPath | None:
+        """``path`` relative to the workspace, or None when outside it."""
+        try:
+            return path.relative_to(self.workspace)
+        except ValueError:
+            return None
+
+    # -- classification ---------------------------------------------------------------------
+
+    def is_credential(self, path: PurePosixPath) -> bool:
+        s = str(path)
+        return any(fnmatchcase(s, p) for p in self._credential)
+
+    def glob_may_hit_credential(self, pattern: str) -> bool:
+        """Could a shell glob such as ``~/.ss*/id_*`` name a credential file?"""
+        probes = [p.replace("*", "x") for p in self._credential if "/*/" not in p and not p.startswith("*")]
+        probes += [f"{self.home}/.ssh/id_rsa", "/etc/shadow", "/root/.ssh/id_rsa"]
+        return any(fnmatchcase(probe, pattern) for probe in probes)
+
+    def holds_credentials(self, path: PurePosixPath) -> bool:
+        """A directory whose recursive contents include credential files."""
+        s = str(path)
+        return any(fnmatchcase(s, p) for p in self._cred_roots) or self.is_credential(path)
+
+    def is_startup(self, path: PurePosixPath) -> bool:
+        s = str(path)
+        return any(fnmatchcase(s, p) for p in self._startup)
+
+    def read(self, path: PurePosixPath, *, shell: bool) -> PlaceVerdict | None:
+        """Verdict for reading ``path``; None means no objection.
+
+        Shell commands may read outside the workspace (system headers, ``/etc/os-release``);
+        file tools may not. Credential files are never readable.
+        """
+        if self.is_credential(path):
+            return PlaceVerdict("path:credential", Verdict.DENY, f"{path} is a credential file")
+        rel = self.relative(path)
+        if rel is None:
+            if shell:
+                return None
+            return PlaceVerdict("path:read-outside", Verdict.DENY, f"{path} is outside the workspace {self.workspace}")
+        if self._deny_spec is not None and self._deny_spec.match_file(str(rel)):
+            return PlaceVerdict("path:denied", Verdict.DENY, f"{rel} matches environment.filesystem.deny")
+        if self._read_spec is not None and str(rel) != "." and not self._read_spec.match_file(str(rel)):
+            return PlaceVerdict("path:not-readable", Verdict.DENY, f"{rel} is not in environment.filesystem.read")
+        return None
+
+    def write(self, path: PurePosixPath) -> PlaceVerdict | None:
+        """Verdict for writing (creating, changing, deleting) ``path``; None means allowed."""
+        s = str(path)
+        if s.startswith(("/dev/tcp/", "/dev/udp/")):
+            return PlaceVerdict("shell:dev-tcp", Verdict.DENY, f"{s} opens a network connection")
+        if s in _HARMLESS_DEVICES or s.startswith(("/dev/fd/", "/proc/self/fd/")):
+            return None
+        if s.startswith("/dev/"):
+            return PlaceVerdict("path:device", Verdict.DENY, f"writing to the device {s}")
+        if self.is_credential(path):
+            return PlaceVerdict("path:credential", Verdict.DENY, f"{s} is a credential file")
+        if self.is_startup(path):
+            return PlaceVerdict("path:startup-file", Verdict.DENY, f"{s} is a shell start-up or system file")
+        rel = self.relative(path)
+        if rel is None:
+            return PlaceVerdict("path:write-outside", Verdict.DENY, f"{s} is outside the workspace {self.workspace}")
+        if str(rel) == ".":
+            return PlaceVerdict("path:workspace-root", Verdict.DENY, "the workspace root itself")
+        parts = rel.parts
+        if any(p in _HOOK_DIRS for p in parts) or (len(parts) > 1 and parts[-2] == "hooks" and ".git" in parts):
+            return PlaceVerdict("path:protected", Verdict.DENY, f"{rel} is inside {parts[0]}/ (version control, log or hooks)")
+        if self._deny_spec is not None and self._deny_spec.match_file(str(rel)):
+            return PlaceVerdict("path:denied", Verdict.DENY, f"{rel} matches environment.filesystem.deny")
+        if self._write_spec is None:
+            return PlaceVerdict("path:not-writable", Verdict.DENY, "the envelope states no writable paths")
+        if not self._write_spec.match_file(str(rel)):
+            return PlaceVerdict("path:not-writable", Verdict.DENY, f"{rel} is not in environment.filesystem.write")
+        return None
+
+    def dotfile(self, path: PurePosixPath) -> PlaceVerdict | None:
+        """Dotfiles and dot-directories inside the workspace are not written by default."""
+        rel = self.relative(path)
+        if rel is not None and any(p.startswith(".") and p not in (".", "..") for p in rel.parts):
+            return PlaceVerdict("path:dotfile", Verdict.DENY, f"{rel} is a dotfile (configuration, CI or secrets)")
+        return None

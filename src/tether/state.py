@@ -1,0 +1,215 @@
+"""RunState = fold(events): the state contract of a run.
+
+Everything the kernel needs to decide the next step is here, and all of it is
+derived from the log alone: run the fold over the same events and you get the
+same state, in this process or after a crash. ``apply`` is the only place an
+event kind changes state; kinds it does not know leave state unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tether.events.store import Event
+
+TERMINAL = frozenset(
+    {
+        "COMPLETE",
+        "NO_OP",
+        "NEEDS_INPUT",
+        "BLOCKED_PERMISSION",
+        "BLOCKED_DEPENDENCY",
+        "VERIFY_FAILED",
+        "NO_PROGRESS",
+        "BUDGET_STOP",
+    }
+)
+
+
+@dataclass
+class Action:
+    """One proposed tool call and everything that happened to it."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    args_hash: str
+    turn: int
+    seq: int
+    verdict: str | None = None
+    reason: str = ""
+    deciding_rule: str = ""
+    status: str = "proposed"  # proposed|invalid|decided|waiting|denied|started|completed|failed
+    attempts: int = 0
+    ok: bool | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    failure_class: str | None = None
+    approval_id: str | None = None
+    approved_by: str | None = None
+
+
+@dataclass
+class Usage:
+    turns: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+    tool_calls: int = 0
+    wall_s: float = 0.0
+
+
+@dataclass
+class RunState:
+    run_id: str = ""
+    task: str = ""
+    status: str = "NEW"
+    attempt: int = 0
+    envelope: dict[str, Any] = field(default_factory=dict)
+    plan_hash: str = ""
+    contract_hash: str = ""
+    model: str = ""
+    workspace: str = ""
+    limits: dict[str, float | int | None] = field(default_factory=dict)
+    used: Usage = field(default_factory=Usage)
+    actions: dict[str, Action] = field(default_factory=dict)
+    pending_approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_rules: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    unknowns: list[str] = field(default_factory=list)
+    last_error: str | None = None
+    next_action: str = ""
+    result: str = ""
+    termination: str | None = None
+    max_external: int | None = None
+    external_used: int = 0
+    recovery_point: dict[str, Any] | None = None
+    rollback: list[dict[str, Any]] = field(default_factory=list)
+    last_seq: int = -1
+    head_hash: str = ""
+    _active_since: datetime | None = None
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> RunState:
+        state = cls()
+        for e in events:
+            state.apply(e)
+        return state
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def open_actions(self) -> list[Action]:
+        """Started with no completion: ambiguous side effects after a crash."""
+        return [a for a in self.actions.values() if a.status == "started"]
+
+    def budget_left(self) -> dict[str, float | None]:
+        used = {
+            "turns": self.used.turns,
+            "tokens": self.used.tokens,
+            "usd": self.used.usd,
+            "tool_calls": self.used.tool_calls,
+            "wall_s": self.used.wall_s,
+        }
+        out: dict[str, float | None] = {}
+        for name, value in used.items():
+            limit = self.limits.get(name)
+            out[name] = None if limit is None else float(limit) - float(value)
+        return out
+
+    def wall_used(self, now: datetime) -> float:
+        """Active wall time: paused stretches (waiting for a human) do not count."""
+        extra = (now - self._active_since).total_seconds() if self._active_since else 0.0
+        return self.used.wall_s + max(0.0, extra)
+
+    # ---- the fold --------------------------------------------------------------------------
+
+    def apply(self, e: Event) -> None:
+        p = e.payload
+        k = e.kind
+        ts = datetime.fromisoformat(e.ts)
+        self.last_seq, self.head_hash = e.seq, e.hash
+        if k == "run.started":
+            self.run_id, self.task, self.status, self.attempt = e.run_id, p["task"], "RUNNING", 1
+            self.envelope = p["envelope"]
+            self.plan_hash, self.contract_hash = p["plan_hash"], p["contract_hash"]
+            self.model, self.workspace = p["model"], p["workspace"]
+            self.limits = dict(p["budgets"])
+            self.max_external = p.get("max_external")
+            self._active_since = ts
+        elif k == "run.resumed":
+            self.attempt += 1
+            if not self.pending_approvals:
+                self.status = "RUNNING"
+            self._active_since = ts
+        elif k == "run.waiting":
+            self.status, self.next_action = p["status"], p["reason"]
+            self._pause(ts)
+        elif k == "run.finished":
+            self.status, self.result = p["status"], p["result"]
+            self.evidence, self.unknowns = list(p["evidence"]), list(p["unknowns"])
+            self.next_action, self.last_error = p["next_action"], p.get("last_error")
+            self._pause(ts)
+        elif k == "run.checkpoint":
+            self.recovery_point = {"seq": e.seq, **p}
+        elif k == "model.responded":
+            self.used.turns += 1
+            self.used.tokens += p["input_tokens"] + p["output_tokens"]
+            self.used.usd += p["cost_usd"]
+            self.termination = p["termination"]
+        elif k == "model.failed":
+            self.last_error = p["error"]
+        elif k == "action.proposed":
+            self.used.tool_calls += 1
+            self.actions[p["call_id"]] = Action(p["call_id"], p["tool"], p["args"], p["args_hash"], p["turn"], e.seq)
+        elif k == "action.invalid":
+            a = self.actions.get(p["call_id"])
+            if a:
+                a.status, a.error, a.ok = "invalid", p["error"], False
+        elif k == "action.decided":
+            a = self.actions[p["call_id"]]
+            a.verdict, a.reason, a.deciding_rule = p["verdict"], p["reason"], p["deciding_rule"]
+            a.status = {"ALLOW": "decided", "ASK": "waiting", "DENY": "denied"}[p["verdict"]]
+        elif k == "approval.requested":
+            self.pending_approvals[p["approval_id"]] = dict(p)
+            self.actions[p["call_id"]].approval_id = p["approval_id"]
+            self.status = "WAITING_APPROVAL"
+        elif k in ("approval.granted", "approval.denied", "approval.expired"):
+            req = self.pending_approvals.pop(p["approval_id"], None)
+            if req is not None:
+                a = self.actions[req["call_id"]]
+                if k == "approval.granted":
+                    a.status, a.approved_by = "decided", p["by"]
+                    if p.get("scope") == "run" and p.get("rule"):
+                        self.run_rules.append({"rule": p["rule"], "by": p["by"], "approval_id": p["approval_id"]})
+                else:
+                    a.status = "denied"
+                    a.reason = p.get("reason") or f"approval expired ({p.get('outcome')})"
+        elif k == "action.started":
+            a = self.actions[p["call_id"]]
+            a.status, a.attempts = "started", p["attempt"]
+        elif k == "action.completed":
+            a = self.actions[p["call_id"]]
+            a.status, a.ok, a.result = "completed", p["ok"], p["result"]
+            a.failure_class = p["result"].get("failure_class")
+            self.evidence.append(e.id)
+            if p.get("undo"):
+                self.rollback.append({"event": e.id, **p["undo"]})
+            effects = set(p["result"].get("effects", []))
+            if effects & {"external", "published"}:
+                self.external_used += 1
+        elif k == "action.failed":
+            a = self.actions[p["call_id"]]
+            a.status, a.ok, a.error, a.failure_class = "failed", False, p["error"], p["failure_class"]
+            self.last_error = p["error"]
+        elif k == "budget.exceeded":
+            self.last_error = f"budget {p['budget']} exceeded: used {p['used']} of {p['limit']}"
+
+    def _pause(self, ts: datetime) -> None:
+        if self._active_since is not None:
+            self.used.wall_s += max(0.0, (ts - self._active_since).total_seconds())
+            self._active_since = None

@@ -1,0 +1,26 @@
+"""What the host hands a tool when it runs: where, through which sandbox, under which envelope."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.envelope.schema import Envelope
+    from tether.sandbox.base import Sandbox
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a tool may touch.
+
+    ``timeout_s`` is the effective timeout for this call (the kernel takes it from the
+    envelope's contract for the tool, falling back to the tool's own contract). Tools that
+    run commands never exceed it; a ``timeout_s`` argument from the model can only lower it.
+    """
+
+    workspace: Path
+    sandbox: Sandbox
+    envelope: Envelope
+    timeout_s: float

@@ -1,0 +1,76 @@
+"""The built-in tools, and resolving an envelope's tool list to implementations.
+
+The envelope is the allowlist: ``resolve_tools`` returns exactly the tools the envelope
+names, and refuses an envelope that names a tool with no implementation, or declares
+fewer effects for a tool than its implementation has (the gate decides on declared
+effects, so an under-declared tool would be gated too leniently — fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tether.envelope.schema import Envelope, ToolContract
+from tether.errors import EnvelopeInvalid, Problem
+
+from .contract import Tool
+from .files import edit_file, list_dir, read_file, write_file
+from .finish import finish
+from .git import git_diff
+from .search import search
+from .shell import bash, run_tests
+
+BUILTINS: tuple[Tool, ...] = (read_file, list_dir, search, write_file, edit_file, bash, git_diff, run_tests, finish)
+
+
+def builtin_tools() -> dict[str, Tool]:
+    """The built-ins by name (a fresh dict; the Tool objects are shared and immutable in use)."""
+    return {t.name: t for t in BUILTINS}
+
+
+def default_contracts() -> list[ToolContract]:
+    """The built-ins' contracts, complete enough for strict validation (for ``tether init`` templates)."""
+    return [t.contract for t in BUILTINS]
+
+
+def resolve_tools(envelope: Envelope, extra: Sequence[Tool] = ()) -> dict[str, Tool]:
+    """Map every tool the envelope declares to its implementation (``extra`` overrides built-ins).
+
+    Raises ``EnvelopeInvalid`` (an ``InputError``) listing every problem, each at
+    ``$.tools[i].name`` or ``$.tools[i].effects``.
+    """
+    available = builtin_tools()
+    seen_extra: set[str] = set()
+    for t in extra:
+        if t.name in seen_extra:
+            raise ValueError(f"two extra tools are named {t.name!r}")
+        seen_extra.add(t.name)
+        available[t.name] = t
+    problems: list[Problem] = []
+    resolved: dict[str, Tool] = {}
+    for i, declared in enumerate(envelope.tools):
+        impl = available.get(declared.name)
+        if impl is None:
+            problems.append(
+                Problem(
+                    f"$.tools[{i}].name",
+                    repr(declared.name),
+                    f"the name of an implemented tool (built-ins: {', '.join(sorted(builtin_tools()))}; "
+                    "or pass the implementation as an extra tool)",
+                )
+            )
+            continue
+        missing = [e.value for e in impl.contract.effects if e not in declared.effects]
+        if missing:
+            problems.append(
+                Problem(
+                    f"$.tools[{i}].effects",
+                    "[" + ", ".join(e.value for e in declared.effects) + "]",
+                    f"every effect the {declared.name!r} implementation has; add: {', '.join(missing)}",
+                )
+            )
+            continue
+        resolved[declared.name] = impl
+    if problems:
+        raise EnvelopeInvalid(problems)
+    return resolved
