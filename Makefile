@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m tether.demo
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/tether demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -24,7 +24,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/eventlog.py

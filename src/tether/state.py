@@ -86,6 +86,12 @@ class RunState:
     max_external: int | None = None
     external_used: int = 0
     recovery_point: dict[str, Any] | None = None
+    baseline: str | None = None
+    claims: dict[str, str] = field(default_factory=dict)  # finish call_id -> pending|accepted|refused
+    refusals: int = 0
+    text_only_turns: int = 0
+    last_text: str = ""
+    changed_files: list[str] = field(default_factory=list)
     rollback: list[dict[str, Any]] = field(default_factory=list)
     last_seq: int = -1
     head_hash: str = ""
@@ -156,11 +162,15 @@ class RunState:
             self._pause(ts)
         elif k == "run.checkpoint":
             self.recovery_point = {"seq": e.seq, **p}
+            if self.baseline is None:
+                self.baseline = p.get("git_head")
         elif k == "model.responded":
             self.used.turns += 1
             self.used.tokens += p["input_tokens"] + p["output_tokens"]
             self.used.usd += p["cost_usd"]
             self.termination = p["termination"]
+            self.last_text = p["text"]
+            self.text_only_turns = 0 if p["tool_calls"] else self.text_only_turns + 1
         elif k == "model.failed":
             self.last_error = p["error"]
         elif k == "action.proposed":
@@ -197,6 +207,11 @@ class RunState:
             a.status, a.ok, a.result = "completed", p["ok"], p["result"]
             a.failure_class = p["result"].get("failure_class")
             self.evidence.append(e.id)
+            for f in p["changed_files"]:
+                if f not in self.changed_files:
+                    self.changed_files.append(f)
+            if a.tool == "finish" and p["ok"]:
+                self.claims[a.call_id] = "pending"
             if p.get("undo"):
                 self.rollback.append({"event": e.id, **p["undo"]})
             effects = set(p["result"].get("effects", []))
@@ -206,6 +221,11 @@ class RunState:
             a = self.actions[p["call_id"]]
             a.status, a.ok, a.error, a.failure_class = "failed", False, p["error"], p["failure_class"]
             self.last_error = p["error"]
+        elif k == "completion.accepted":
+            self.claims[p["call_id"]] = "accepted"
+        elif k == "completion.refused":
+            self.claims[p["call_id"]] = "refused"
+            self.refusals = p["refusals"]
         elif k == "budget.exceeded":
             self.last_error = f"budget {p['budget']} exceeded: used {p['used']} of {p['limit']}"
 

@@ -67,6 +67,7 @@ class RunStarted(Payload):
     workspace: str = ""
     budgets: dict[str, float | int | None] = Field(default_factory=dict)
     max_external: int | None = None
+    sandbox: str = ""
 
 
 @register("run.resumed")

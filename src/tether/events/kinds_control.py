@@ -95,6 +95,7 @@ class BeliefRecorded(Payload):
     generation: int = Field(ge=1, description="Increases by one with every observation in the run.")
     epoch: int = Field(0, ge=0, description="Workspace-changing actions before the observation.")
     cites: list[str] = Field(min_length=1, description="Event ids of the receipts this belief derives from.")
+    confidence: float = Field(1.0, ge=0, le=1, description="Observed reliability of the source tool.")
 
 
 @register("contradiction.detected")

@@ -75,7 +75,7 @@ class AnthropicModel:
 
 
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
-    return [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+    return [{"name": t.name, "description": t.description, "input_schema": t.object_schema()} for t in tools]
 
 
 def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[MessageParam]]:

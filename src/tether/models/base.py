@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Termination = Literal["complete", "tool_request", "truncated", "refusal", "error", "unknown"]
-"""Why the model stopped, normalised across providers. The host decides what follows."""
+"""Why the model stopped, normalised across providers. The host decides what follows.
+
+Adapters never return ``"error"``: a failed call raises ``ProviderError``. The
+value exists so the host can record a turn that ended in a provider failure
+with the same vocabulary as every other turn.
+"""
 
 TERMINATIONS: tuple[Termination, ...] = ("complete", "tool_request", "truncated", "refusal", "error", "unknown")
 
@@ -49,6 +54,12 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+
+    def object_schema(self) -> dict[str, Any]:
+        """The schema as providers require it: a JSON-schema *object* (Anthropic rejects ``{}``)."""
+        if self.input_schema.get("type") == "object":
+            return self.input_schema
+        return {"type": "object", "properties": {}, **self.input_schema}
 
 
 @dataclass(frozen=True)

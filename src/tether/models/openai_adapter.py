@@ -88,7 +88,7 @@ def to_openai_tools(tools: Sequence[ToolSpec]) -> list[ChatCompletionFunctionToo
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+            "function": {"name": t.name, "description": t.description, "parameters": t.object_schema()},
         }
         for t in tools
     ]
@@ -123,8 +123,15 @@ def _dump_args(call: ToolCall) -> str:
     return json.dumps(call.args, ensure_ascii=False)
 
 
-def parse_args(text: str) -> dict[str, Any]:
-    """JSON object arguments, or ``{"__raw__": text}`` when they are not one (kept for the host to report)."""
+def parse_args(text: object) -> dict[str, Any]:
+    """JSON object arguments, or ``{"__raw__": text}`` when they are not one (kept for the host to report).
+
+    The wire says a JSON *string*; a lenient server that sends an object is taken at its word.
+    """
+    if isinstance(text, dict):
+        return dict(text)
+    if not isinstance(text, str):
+        return {RAW_ARGS_KEY: json.dumps(text)}
     if not text.strip():
         return {}
     try:
@@ -141,11 +148,12 @@ def from_openai_completion(completion: ChatCompletion, *, requested_model: str) 
     choice = completion.choices[0]
     message = choice.message
     calls: list[ToolCall] = []
-    for call in message.tool_calls or []:
-        if call.type == "function":
-            calls.append(ToolCall(id=call.id, name=call.function.name, args=parse_args(call.function.arguments)))
-        else:  # a "custom" (free-text) tool call: we never offer those, keep it for the host to reject
-            calls.append(ToolCall(id=call.id, name=call.custom.name, args={RAW_ARGS_KEY: call.custom.input}))
+    for i, call in enumerate(message.tool_calls or []):
+        call_id = call.id or f"call_{i}"  # some compatible servers omit ids; the pairing needs one
+        if call.type == "custom":  # a free-text tool call: we never offer those, keep it for the host to reject
+            calls.append(ToolCall(id=call_id, name=call.custom.name, args={RAW_ARGS_KEY: call.custom.input}))
+        else:  # "function", or missing on lenient servers
+            calls.append(ToolCall(id=call_id, name=call.function.name, args=parse_args(call.function.arguments)))
     if message.function_call is not None:  # deprecated single-call form some servers still emit
         fc = message.function_call
         calls.append(ToolCall(id=f"call_{fc.name}", name=fc.name, args=parse_args(fc.arguments)))

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 PROXY_ENV_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 """Unset these in tests (with ``NO_PROXY=127.0.0.1``) so SDK traffic cannot leave the machine."""
@@ -77,7 +77,7 @@ class WireServer:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------
-    def __enter__(self) -> WireServer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -91,7 +91,9 @@ class WireServer:
         httpd.block_on_close = False
         httpd.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name=type(self).__name__, daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name=type(self).__name__, daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -162,7 +164,10 @@ def _make_handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
             if path != server.path:
                 reply = server.error(404, "not_found_error", f"test server: no route {path}; expected {server.path}")
             else:
-                reply = server._next(RecordedRequest(path, headers, body if isinstance(body, dict) else {}))
+                try:
+                    reply = server._next(RecordedRequest(path, headers, body if isinstance(body, dict) else {}))
+                except Exception as exc:  # a bug in a test reply must be loud, not a dropped connection
+                    reply = server.error(500, "test_server_bug", f"test server raised {exc!r}")
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             if reply.drop:
@@ -232,7 +237,7 @@ class OpenAIWireServer(WireServer):
                     choice["finish_reason"] = "length"
                 output += _words(content)
             for call in message.get("tool_calls") or []:
-                output += _words(call.get("function", {}).get("arguments", ""))
+                output += _words(str(call.get("function", {}).get("arguments", "")))
         prompt = sum(_words(str(m.get("content") or "")) for m in request.get("messages", []))
         body.setdefault(
             "usage", {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}

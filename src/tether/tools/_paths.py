@@ -12,16 +12,21 @@ from pathlib import Path
 
 from .result import ToolFailure
 
+#: Top-level directories the write tools never touch: git's internals (a written ``.git/config`` can make
+#: git run programs — filters, hooks — the next time any git command runs) and tether's own run state.
+PROTECTED_DIRS = (".git", ".tether")
+
 #: Bytes sniffed for a NUL to decide a file is binary (git uses the same heuristic).
 BINARY_SNIFF_BYTES = 8192
 
 
-def resolve(workspace: Path, path: str) -> Path:
+def resolve(workspace: Path, path: str, *, for_write: bool = False) -> Path:
     """The real path of ``path`` (relative to ``workspace``), or ``ToolFailure('outside_workspace')``.
 
     Absolute paths are accepted only when they resolve inside the workspace. Symlinks are
     followed even when dangling, so a link pointing outside is refused before anything is
-    written through it.
+    written through it. With ``for_write``, paths inside ``PROTECTED_DIRS`` are refused
+    (``protected_path``).
     """
     root = workspace.resolve()
     if "\x00" in path:
@@ -34,6 +39,12 @@ def resolve(workspace: Path, path: str) -> Path:
             f"path {path!r} resolves to {real}, which is outside the workspace; use a workspace-relative path",
             path=path,
         )
+    if for_write:
+        rel = real.relative_to(root).parts
+        if rel and rel[0] in PROTECTED_DIRS:
+            raise ToolFailure(
+                "protected_path", f"path {path!r} is inside {rel[0]}/, which tools may not modify", path=path
+            )
     return real
 
 

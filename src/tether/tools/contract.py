@@ -289,9 +289,7 @@ def tool(
                 info.description = arg_docs[p.name]
             fields[p.name] = (info.annotation if info.annotation is not None else hints[p.name], info)
         model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name)) + "Args"
-        args_model: type[BaseModel] = create_model(
-            model_name, __config__=ConfigDict(extra="forbid"), **fields
-        )
+        args_model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
         schema = args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():

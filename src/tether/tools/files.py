@@ -41,8 +41,8 @@ def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _existing_file(ctx: ToolContext, path: str) -> tuple[Path, str]:
-    real = resolve(ctx.workspace, path)
+def _existing_file(ctx: ToolContext, path: str, *, for_write: bool = False) -> tuple[Path, str]:
+    real = resolve(ctx.workspace, path, for_write=for_write)
     rel = relative(ctx.workspace, real)
     if not real.exists():
         raise ToolFailure("not_found", f"{rel}: no such file", path=rel)
@@ -238,7 +238,7 @@ def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
 
 
 def _preview_write(ctx: ToolContext, path: str, content: str) -> str:
-    real = resolve(ctx.workspace, path)
+    real = resolve(ctx.workspace, path, for_write=True)
     rel = relative(ctx.workspace, real)
     before = _before_text(real, rel)
     if before == content:
@@ -261,7 +261,7 @@ def write_file(ctx: ToolContext, path: str, content: Annotated[str, Field(max_le
         path: File path relative to the workspace root.
         content: The complete new content of the file.
     """
-    real = resolve(ctx.workspace, path)
+    real = resolve(ctx.workspace, path, for_write=True)
     rel = relative(ctx.workspace, real)
     before = _before_text(real, rel)
     after_bytes = content.encode("utf-8")
@@ -319,7 +319,7 @@ def _plan_edit(ctx: ToolContext, path: str, old: str, new: str) -> tuple[Path, s
         raise ToolFailure("invalid_args", "old must not be empty; use write_file to create or replace a file")
     if old == new:
         raise ToolFailure("invalid_args", "old and new are identical; nothing to change")
-    real, rel = _existing_file(ctx, path)
+    real, rel = _existing_file(ctx, path, for_write=True)
     before = _read_text(real, rel, limit=MAX_EDIT_FILE_BYTES)
     hits = _positions(before, old)
     if not hits:

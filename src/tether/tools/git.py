@@ -3,7 +3,9 @@
 Git runs through the sandbox, never on the host: a workspace's ``.git/config`` is
 writable by the agent, and git executes configured programs (fsmonitor, diff drivers,
 textconv and clean filters). ``core.fsmonitor`` is forced off, external diff drivers and
-textconv are disabled, and optional locks are not taken.
+textconv are disabled, and optional locks are not taken. Clean filters configured in
+``.git/config`` cannot be switched off from the command line; the write tools refuse to
+touch ``.git/`` so a filter can only be planted by an ``exec`` action.
 
 Git features apply when the workspace is the root of a work tree (``<workspace>/.git``
 exists); paths git reports are then workspace-relative.
@@ -24,7 +26,19 @@ from .result import ToolFailure, ToolResult
 if TYPE_CHECKING:
     from tether.sandbox.receipt import Receipt
 
-GIT = ("git", "--no-pager", "--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.quotepath=false")
+GIT = (
+    "git",
+    "--no-pager",
+    "--no-optional-locks",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.quotepath=false",
+    # The sandbox may run as another user than the workspace's owner (bwrap drops root); inside the
+    # sandbox the ownership check protects nothing, and without it git refuses to read the repo.
+    "-c",
+    "safe.directory=*",
+)
 MAX_DIFF_CHARS = 30_000
 GIT_STATUS_TIMEOUT_S = 30.0
 

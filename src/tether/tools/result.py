@@ -9,6 +9,7 @@ from typing import Any
 FAILURE_CLASSES: tuple[str, ...] = (
     "invalid_args",  # arguments failed schema validation or a tool's own argument check
     "outside_workspace",  # a path resolved (through symlinks / ..) to somewhere outside the workspace
+    "protected_path",  # a write into .git/ or .tether/
     "not_found",  # the file or directory does not exist
     "is_a_directory",  # a file was expected
     "not_a_directory",  # a directory was expected

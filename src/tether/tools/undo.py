@@ -28,7 +28,7 @@ def apply_undo(record: Mapping[str, Any], workspace: Path) -> str:
     if before is not None and not isinstance(before, str):
         raise InputError(f"undo record for {record['path']}: 'before' must be text or null")
     try:
-        real = resolve(workspace, record["path"])
+        real = resolve(workspace, record["path"], for_write=True)
     except ToolFailure as e:
         raise InputError(f"undo record: {e.message}") from e
     if before is None:

@@ -29,7 +29,11 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 def is_artefact(path: str) -> bool:
     p = PurePosixPath(path)
-    return any(part in ARTEFACT_DIRS for part in p.parts[:-1]) or p.suffix in {".pyc", ".pyo"} or p.parts[0] in ARTEFACT_DIRS
+    return (
+        any(part in ARTEFACT_DIRS for part in p.parts[:-1])
+        or p.suffix in {".pyc", ".pyo"}
+        or p.parts[0] in ARTEFACT_DIRS
+    )
 
 
 @dataclass(frozen=True)
@@ -100,27 +104,25 @@ def parse_unified(text: str) -> list[FileDiff]:
         if path is not None:
             out.append(FileDiff(path, status, tuple(added), tuple(removed)))
 
+    in_header = False
     for line in text.splitlines():
         if line.startswith("diff --git "):
             flush()
-            path, status, added, removed = None, "modified", [], []
+            path, status, added, removed, in_header = None, "modified", [], [], True
             m = re.match(r"diff --git a/(.*) b/(.*)$", line)
             if m:
                 path = m.group(2)
-        elif line.startswith("new file mode"):
+        elif in_header and line.startswith("new file mode"):
             status = "added"
-        elif line.startswith("deleted file mode"):
+        elif in_header and line.startswith("deleted file mode"):
             status = "deleted"
-        elif line.startswith("+++ ") or line.startswith("--- "):
-            target = line[4:]
-            if line.startswith("+++ ") and target.startswith("b/"):
-                path = target[2:]
-            elif line.startswith("--- ") and target.startswith("a/") and status == "deleted":
-                path = target[2:]
         elif line.startswith("@@"):
+            in_header = False
             m = _HUNK.match(line)
             if m:
                 old_no, new_no = int(m.group(1)), int(m.group(3))
+        elif in_header:
+            continue
         elif line.startswith("+"):
             added.append((new_no, line[1:]))
             new_no += 1

@@ -1,0 +1,70 @@
+"""``tether demo``: the bugfix example, end to end, with no API key.
+
+Copies ``examples/bugfix`` to a scratch directory (the example itself is never
+modified), makes its project a git repository, runs the recorded trajectory
+through the full loop, answers the one approval non-interactively (denied, and
+shown), then verifies the log's hash chain.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import typer
+
+from tether.events.store import EventStore
+from tether.kernel import session
+from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
+
+from .common import EXIT_INVALID, JsonOption, console
+from .run_cmds import exit_code, printer, show_contract
+
+REPO_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bugfix"
+
+
+def demo_approver(request: ApprovalRequest) -> ApprovalAnswer:
+    """The demo's stand-in for a human: it declines anything that needs approval, with a reason."""
+    return ApprovalAnswer("deny", "demo-approver", "publishing is not part of this task (answered by the demo)")
+
+
+def prepare(example: Path, workdir: Path) -> Path:
+    dest = workdir / example.name
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".tether", "__pycache__", ".pytest_cache"))
+    project = dest / "project"
+    (project / ".gitignore").write_text("__pycache__/\n.pytest_cache/\n")
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=demo", "-c", "user.email=demo@tether.dev", "commit", "-qm", "initial"]):
+        subprocess.run(cmd, cwd=project, check=True, capture_output=True)
+    return dest
+
+
+def demo_cmd(
+    example: Path = typer.Option(REPO_EXAMPLE, "--example", help="Example directory to copy and run."),
+    workdir: Path | None = typer.Option(None, "--workdir", help="Where to put the copy (default: a temp dir)."),
+    sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE."""
+    work = workdir or Path(tempfile.mkdtemp(prefix="tether-demo-"))
+    work.mkdir(parents=True, exist_ok=True)
+    dest = prepare(example, work)
+    db = work / "tether.db"
+    options = session.Options(sandbox=sandbox, approver=demo_approver, on_event=printer(as_json))
+    with EventStore.open(db) as store:
+        runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
+        contract = runtime.drive()
+        count = store.verify(contract.run_id)
+    show_contract(contract, as_json)
+    if not as_json:
+        console.print(f"\nlog verified: {count} events, hash chain intact ({db})")
+        console.print(f"inspect it:   tether show {contract.run_id} --db {db}")
+        console.print(f"the diff:     git -C {dest / 'project'} diff")
+    code = exit_code(contract.status)
+    raise typer.Exit(code if code else (0 if contract.status == "COMPLETE" else EXIT_INVALID))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo_cmd)

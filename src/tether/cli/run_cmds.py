@@ -1,0 +1,202 @@
+"""``tether run | resume | show | approvals | approve | deny``: running agents and answering them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.prompt import Prompt
+from rich.table import Table
+
+from tether.events.store import Event, EventStore
+from tether.kernel import session
+from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
+from tether.kernel.outcome import OutputContract
+from tether.observe.timeline import render
+from tether.state import RunState
+
+from .common import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, EXIT_WAITING, DbOption, JsonOption, console, db_path, print_json
+
+SUCCESS = {"COMPLETE", "NO_OP"}
+
+
+def exit_code(status: str) -> int:
+    if status in SUCCESS:
+        return EXIT_OK
+    if status in ("WAITING_APPROVAL", "NEEDS_INPUT"):
+        return EXIT_WAITING
+    if status in ("BLOCKED_DEPENDENCY",):
+        return 4
+    if status in ("VERIFY_FAILED", "NO_PROGRESS", "BUDGET_STOP", "BLOCKED_PERMISSION"):
+        return EXIT_INVALID
+    return EXIT_RUNTIME
+
+
+def printer(as_json: bool, verbose: bool = False) -> Any:
+    def on_event(e: Event) -> None:
+        if as_json:
+            typer.echo(json.dumps(e.to_dict(), sort_keys=True))
+            return
+        line = render(e, verbose=verbose)
+        if line:
+            console.print(line)
+
+    return on_event
+
+
+def terminal_approver(request: ApprovalRequest) -> ApprovalAnswer:
+    """The inline prompt: approve once, approve for this run, deny with a reason, or leave pending."""
+    console.print(f"\n[bold yellow]approval needed[/] {request.approval_id}: {request.tool}")
+    console.print(request.preview)
+    choice = Prompt.ask("approve [o]nce, for this [r]un, [d]eny, or [l]eave pending", choices=["o", "r", "d", "l"],
+                        default="l")
+    if choice == "d":
+        return ApprovalAnswer("deny", whoami(), Prompt.ask("reason", default="denied at the prompt"))
+    return ApprovalAnswer({"o": "once", "r": "run", "l": "defer"}[choice], whoami())  # type: ignore[arg-type]
+
+
+def show_contract(contract: OutputContract, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"kind": "output_contract", **contract.model_dump()}, sort_keys=True))
+        return
+    table = Table(show_header=False, box=None, padding=(0, 1))
+    for key in ("run_id", "status", "result", "next_action", "last_error"):
+        value = getattr(contract, key)
+        if value:
+            table.add_row(f"[bold]{key}[/]", str(value))
+    table.add_row("[bold]evidence[/]", ", ".join(contract.evidence) or "-")
+    table.add_row("[bold]unknowns[/]", "\n".join(contract.unknowns) or "-")
+    console.print(table)
+
+
+def run_cmd(
+    task: str = typer.Argument(None, help="The task (default: the plan's goal)."),
+    envelope: Path = typer.Option(..., "--envelope", "-e", help="Envelope (strictly validated first)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="scripted:FILE | openai:MODEL | anthropic:MODEL"),
+    base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
+    workspace: Path | None = typer.Option(None, "--workspace", "-w", help="Override the envelope's workspace."),
+    sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
+    interactive: bool = typer.Option(None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."),
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
+) -> None:
+    """Run an agent on a task under an envelope. Exit 0 COMPLETE/NO_OP, 5 waiting, 1 stopped, 4 blocked."""
+    loaded = session.load_checked(envelope)
+    if task is None:
+        from tether.envelope.load import load_plan
+
+        task = load_plan(loaded.base_dir / loaded.envelope.plan.path).goal
+    ws = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
+    if interactive is None:
+        interactive = sys.stdin.isatty() and not as_json
+    approver: Approver | None = terminal_approver if interactive else None
+    options = session.Options(model=model, base_url=base_url, workspace=ws, sandbox=sandbox, approver=approver,
+                              on_event=printer(as_json, verbose))
+    with EventStore.open(db_path(db, ws)) as store:
+        contract = session.start(store, envelope, task, options).drive()
+    show_contract(contract, as_json)
+    raise typer.Exit(exit_code(contract.status))
+
+
+def resume_cmd(
+    run: str = typer.Argument(..., help="Run id (or unique prefix)."),
+    model: str | None = typer.Option(None, "--model", "-m"),
+    base_url: str | None = typer.Option(None, "--base-url"),
+    sandbox: str | None = typer.Option(None, "--sandbox"),
+    interactive: bool = typer.Option(None, "--interactive/--headless"),
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Rebuild a run from its log and continue it (after approvals, or after a crash)."""
+    if interactive is None:
+        interactive = sys.stdin.isatty() and not as_json
+    options = session.Options(model=model, base_url=base_url, sandbox=sandbox,
+                              approver=terminal_approver if interactive else None, on_event=printer(as_json, verbose))
+    with EventStore.open(db_path(db), create=False) as store:
+        contract = session.resume(store, run, options).drive()
+    show_contract(contract, as_json)
+    raise typer.Exit(exit_code(contract.status))
+
+
+def show_cmd(
+    run: str = typer.Argument(..., help="Run id (or unique prefix)."),
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """A run's timeline, readable by a person: proposals, decisions and reasons, receipts, sensors, control."""
+    from tether.observe.summary import summarize
+
+    with EventStore.open(db_path(db), create=False) as store:
+        info = store.run(run)
+        events = store.events(info.run_id)
+    state = RunState.from_events(events)
+    if as_json:
+        print_json({"run_id": info.run_id, "status": state.status, "summary": summarize(events),
+                    "contract": OutputContract.from_state(state).model_dump()})
+        return
+    console.print(f"[bold]run {info.run_id}[/] — {state.status} — {info.task}")
+    for e in events:
+        line = render(e, verbose=verbose)
+        if line:
+            console.print(line)
+    for title, table in summarize(events).items():
+        if table:
+            console.print(f"\n[bold]{title}[/]")
+            for row in table:
+                console.print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    console.print()
+    show_contract(OutputContract.from_state(state), False)
+
+
+def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+    """List pending approvals across runs."""
+    with EventStore.open(db_path(db), create=False) as store:
+        items = pending(store)
+    if as_json:
+        print_json([{"approval_id": r.approval_id, "run_id": r.run_id, "call_id": r.call_id, "tool": r.tool,
+                     "args": r.args, "preview": r.preview, "reason": r.reason} for r in items])
+        return
+    if not items:
+        console.print("no pending approvals")
+    for r in items:
+        console.print(f"[bold yellow]{r.approval_id}[/] run {r.run_id} · {r.tool} · {r.reason}")
+        console.print("  " + r.preview.replace("\n", "\n  "))
+
+
+def approve_cmd(
+    approval_id: str,
+    for_run: bool = typer.Option(False, "--for-run", help="Also allow this exact call for the rest of the run."),
+    by: str | None = typer.Option(None, "--by", help="Who approves (default: current user)."),
+    db: Path | None = DbOption,
+) -> None:
+    """Approve a pending action (then `tether resume RUN`)."""
+    with EventStore.open(db_path(db), create=False) as store:
+        req = record_answer(store, approval_id, ApprovalAnswer("run" if for_run else "once", by or whoami()))
+    console.print(f"approved {req.approval_id} ({req.tool}); continue with: tether resume {req.run_id}")
+
+
+def deny_cmd(
+    approval_id: str,
+    reason: str = typer.Option(..., "--reason", help="Why; the model is told."),
+    by: str | None = typer.Option(None, "--by"),
+    db: Path | None = DbOption,
+) -> None:
+    """Deny a pending action with a reason (then `tether resume RUN`)."""
+    with EventStore.open(db_path(db), create=False) as store:
+        req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason))
+    console.print(f"denied {req.approval_id} ({req.tool}); continue with: tether resume {req.run_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_cmd)
+    app.command("resume")(resume_cmd)
+    app.command("show")(show_cmd)
+    app.command("approvals")(approvals_cmd)
+    app.command("approve")(approve_cmd)
+    app.command("deny")(deny_cmd)

@@ -1,0 +1,222 @@
+"""Diagnostics: dimensions in [0, 1] computed from the log. 1 is healthy, 0 is worst.
+
+*Window* = events after the latest ``recovery.switched`` (the current strategy's attempt);
+an *epoch* = workspace-changing actions before an event (see ``tether.control.log``).
+
+progress_rate
+    Over the last ``PROGRESS_SPAN`` (6) action receipts in the window, a receipt is *novel*
+    when its (tool, arguments, observation) was not seen earlier in the run::
+
+        progress_rate = (1 + novel) / (1 + receipts)             (1.0 with no receipts)
+
+failure_recurrence
+    For each failure signature (same failing tests, or tool + failure class + normalised
+    error, or sensor + diagnostics) in the window, occurrences are counted per attempt: in
+    each epoch, the most repeated single action (or sensor) counts, so one failure seen by
+    both the tests sensor and ``run_tests`` on the same state counts once::
+
+        failure_recurrence = max(0, 1 - (n_max - 1) / 2)          1 seen: 1.0, twice: 0.5, 3×: 0.0
+
+oscillation
+    Per file, the sequence of content hashes (``sha256_before``/``sha256_after`` reported by
+    write tools) in the window; a *flip* is a return to a hash the file had before other than
+    the immediately preceding one (A→B→A)::
+
+        oscillation = max(0, 1 - flips / 3)
+
+verification_strength
+    Latest result of each required sensor (every reported sensor when none is required);
+    one pseudo-pass keeps a single failing check from reading as "no verification at all"::
+
+        verification_strength = (passing + 1) / (reported + 1)     (1.0 before any result)
+
+belief_consistency
+    Contradictions in the window, weighted low 0.1, medium 0.25, high 0.5, system_breaking 1::
+
+        belief_consistency = 1 / (1 + Σ weights)
+
+belief_freshness
+    For each state-dependent belief (tests.*, build.*, sensor:*), w = writes since it was observed::
+
+        belief_freshness = mean(1 / (1 + w / 2))                   (1.0 with no such beliefs)
+
+evidence_support
+    Claims are completion claims (supported when accepted) and plan tasks moved to COMPLETE
+    (supported when the latest verification on that workspace state was accepted)::
+
+        evidence_support = (supported + 1) / (claims + 1)
+
+budget_headroom
+    Over the envelope's declared budgets (usd, tokens, turns, tool calls, wall time)::
+
+        budget_headroom = min(max(0, 1 - used / limit))            (1.0 when none is declared)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tether.envelope.schema import Envelope
+from tether.events.store import Event
+
+from .beliefs import BeliefView
+from .log import LogView, SensorRecord, view
+from .planning import fold_plan
+from .recovery import usage
+
+PROGRESS_SPAN = 6
+CONTRADICTION_WEIGHT = {"low": 0.1, "medium": 0.25, "high": 0.5, "system_breaking": 1.0}
+DIMENSIONS = (
+    "progress_rate",
+    "failure_recurrence",
+    "oscillation",
+    "verification_strength",
+    "belief_consistency",
+    "belief_freshness",
+    "evidence_support",
+    "budget_headroom",
+)
+#: Dimensions that measure the current attempt's behaviour (a critical one means "not progressing").
+BEHAVIOURAL = frozenset({"progress_rate", "failure_recurrence", "oscillation"})
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    values: dict[str, float]
+    notes: dict[str, str]
+
+    def __post_init__(self) -> None:
+        for k, v in self.values.items():
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"diagnostic {k} = {v} is outside [0, 1]")
+
+
+def _clamp(x: float) -> float:
+    return round(min(1.0, max(0.0, x)), 4)
+
+
+def progress_rate(lv: LogView) -> tuple[float, str]:
+    seen: set[tuple[str, str, str]] = set()
+    novel_flags: list[bool] = []
+    for a in lv.actions:
+        key = (a.tool, a.args_hash, a.observation)
+        novel = key not in seen
+        seen.add(key)
+        if lv.in_window(a.event):
+            novel_flags.append(novel)
+    recent = novel_flags[-PROGRESS_SPAN:]
+    novel_n = sum(recent)
+    return _clamp((1 + novel_n) / (1 + len(recent))), f"{novel_n} novel of the last {len(recent)} receipts"
+
+
+def failure_recurrence(lv: LogView) -> tuple[float, str]:
+    # signature -> epoch -> identity -> count
+    counts: dict[str, dict[int, dict[str, int]]] = {}
+    for a in lv.actions:
+        sig = a.failure_signature
+        if sig is not None and lv.in_window(a.event):
+            ident = f"{a.tool}:{a.args_hash}"
+            per = counts.setdefault(sig, {}).setdefault(a.epoch, {})
+            per[ident] = per.get(ident, 0) + 1
+    for s in lv.sensors:
+        sig = s.failure_signature
+        if sig is not None and lv.in_window(s.event):
+            per = counts.setdefault(sig, {}).setdefault(s.epoch, {})
+            per[f"sensor:{s.sensor}"] = per.get(f"sensor:{s.sensor}", 0) + 1
+    n_max = max((sum(max(ids.values()) for ids in epochs.values()) for epochs in counts.values()), default=0)
+    return _clamp(1 - max(0, n_max - 1) / 2), f"the most recurrent failure was seen {n_max} times"
+
+
+def oscillation(lv: LogView) -> tuple[float, str]:
+    history: dict[str, list[str]] = {}
+    flips = 0
+    flipped: list[str] = []
+    for a in lv.actions:
+        if not (a.ok and lv.in_window(a.event)):
+            continue
+        path, before, after = a.data.get("path"), a.data.get("sha256_before"), a.data.get("sha256_after")
+        if not isinstance(path, str) or not isinstance(after, str):
+            continue
+        seq = history.setdefault(path, [])
+        if not seq and isinstance(before, str):
+            seq.append(before)
+        if seq and seq[-1] == after:
+            continue
+        if after in seq[:-1]:
+            flips += 1
+            flipped.append(path)
+        seq.append(after)
+    note = f"{flips} edit/revert flips" + (f" ({', '.join(sorted(set(flipped)))})" if flipped else "")
+    return _clamp(1 - flips / 3), note
+
+
+def verification_strength(lv: LogView) -> tuple[float, str]:
+    latest: dict[str, SensorRecord] = {}
+    for s in lv.sensors:
+        latest[s.sensor] = s
+    considered = [s for s in latest.values() if s.required] or list(latest.values())
+    passing = sum(1 for s in considered if s.result == "PASS")
+    which = "required" if any(s.required for s in latest.values()) else "reported"
+    return _clamp((passing + 1) / (len(considered) + 1)), f"{passing} of {len(considered)} {which} sensors pass"
+
+
+def belief_consistency(events: Sequence[Event], lv: LogView) -> tuple[float, str]:
+    found = [e for e in events if e.kind == "contradiction.detected" and lv.in_window(e)]
+    weight = sum(CONTRADICTION_WEIGHT.get(str(e.payload.get("severity")), 0.5) for e in found)
+    return _clamp(1 / (1 + weight)), f"{len(found)} contradictions in this attempt (weight {weight:g})"
+
+
+def belief_freshness(beliefs: BeliefView, lv: LogView) -> tuple[float, str]:
+    state = [b for b in beliefs if b.state_dependent]
+    if not state:
+        return 1.0, "no state-dependent beliefs yet"
+    scores = [1 / (1 + max(0, lv.epoch - b.epoch) / 2) for b in state]
+    stale = sum(1 for b in state if b.epoch < lv.epoch)
+    return _clamp(sum(scores) / len(scores)), f"{stale} of {len(state)} state beliefs predate the latest write"
+
+
+def evidence_support(events: Sequence[Event], lv: LogView, envelope: Envelope) -> tuple[float, str]:
+    claims = supported = 0
+    for e in events:
+        if e.kind == "completion.accepted":
+            claims += 1
+            supported += 1
+        elif e.kind == "completion.refused":
+            claims += 1
+    plan = fold_plan(events, envelope)
+    verifications = [(e.seq, lv.epoch_at.get(e.seq, 0), bool(e.payload.get("accepted"))) for e in events if e.kind == "verify.completed"]
+    for _tid, seq in plan.completed_transitions:
+        claims += 1
+        epoch = lv.epoch_at.get(seq, 0)
+        latest = [v for v in verifications if v[0] < seq]
+        if latest and latest[-1][1] == epoch and latest[-1][2]:
+            supported += 1
+    return _clamp((supported + 1) / (claims + 1)), f"{supported} of {claims} claims backed by accepted verification"
+
+
+def budget_headroom(events: Sequence[Event], envelope: Envelope) -> tuple[float, str]:
+    used = usage(events)
+    b = envelope.budgets
+    limits = {"usd": b.usd, "tokens": b.tokens, "turns": b.turns, "tool_calls": b.tool_calls, "wall_s": b.wall_s}
+    room = {k: 1 - used[k] / lim if lim else (0.0 if used[k] > 0 else 1.0) for k, lim in limits.items() if lim is not None}
+    if not room:
+        return 1.0, "no budgets declared"
+    tight = min(room, key=lambda k: (room[k], k))
+    return _clamp(room[tight]), f"tightest budget: {tight} ({used[tight]:g} of {limits[tight]:g} used)"
+
+
+def compute(events: Sequence[Event], envelope: Envelope, lv: LogView | None = None) -> Diagnostics:
+    lv = lv or view(events)
+    beliefs = BeliefView.from_events(events)
+    parts = {
+        "progress_rate": progress_rate(lv),
+        "failure_recurrence": failure_recurrence(lv),
+        "oscillation": oscillation(lv),
+        "verification_strength": verification_strength(lv),
+        "belief_consistency": belief_consistency(events, lv),
+        "belief_freshness": belief_freshness(beliefs, lv),
+        "evidence_support": evidence_support(events, lv, envelope),
+        "budget_headroom": budget_headroom(events, envelope),
+    }
+    return Diagnostics({k: v[0] for k, v in parts.items()}, {k: v[1] for k, v in parts.items()})

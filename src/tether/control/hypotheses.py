@@ -1,0 +1,119 @@
+"""Hypotheses: candidate explanations the model records with the ``hypothesis`` tool.
+
+A hypothesis names the files it blames and the tests it explains. It is scored by the
+current beliefs, each piece of evidence weighted by its belief's confidence::
+
+    support = Σ conf over named tests that are failing + Σ conf over named files that exist
+    refute  = Σ conf over named tests that are passing (tests belief present, test not failing)
+              + Σ conf over named files that do not exist
+    score   = (support + 1) / (support + refute + 2)        in (0, 1); 0.5 with no evidence
+
+The hypothesis most recently recorded with ``act=true`` is the one acted on; the
+reviewer checks the delivered diff touches the files it blames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.events.store import Event
+
+from .beliefs import BeliefView
+
+HYPOTHESIS_TOOL = "hypothesis"
+
+
+@dataclass
+class Hypothesis:
+    id: str
+    statement: str = ""
+    files: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)
+    acted_on: bool = False
+    cites: list[str] = field(default_factory=list)
+
+
+def fold_hypotheses(events: Sequence[Event]) -> dict[str, Hypothesis]:
+    proposals: dict[str, dict[str, Any]] = {}
+    hyps: dict[str, Hypothesis] = {}
+    for e in events:
+        p = e.payload
+        if e.kind == "action.proposed" and p.get("tool") == HYPOTHESIS_TOOL:
+            proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
+        elif e.kind == "action.completed" and p.get("tool") == HYPOTHESIS_TOOL and p.get("ok"):
+            a = proposals.get(str(p.get("call_id")), {})
+            hid = str(a.get("id", "")).strip()
+            if not hid:
+                continue
+            h = hyps.setdefault(hid, Hypothesis(hid))
+            h.statement = str(a.get("statement") or h.statement)
+            if a.get("files") is not None:
+                h.files = [str(f) for f in a["files"]]
+            if a.get("tests") is not None:
+                h.tests = [str(t) for t in a["tests"]]
+            h.cites = [e.id]
+            if a.get("act"):
+                for other in hyps.values():
+                    other.acted_on = False
+                h.acted_on = True
+    return hyps
+
+
+def acted_on(events: Sequence[Event]) -> Hypothesis | None:
+    return next((h for h in fold_hypotheses(events).values() if h.acted_on), None)
+
+
+def score(h: Hypothesis, beliefs: BeliefView) -> tuple[float, list[str], list[str]]:
+    support: list[str] = []
+    refute: list[str] = []
+    s = r = 0.0
+    tests = beliefs.get("tests.failing")
+    if tests is not None:
+        failing = [str(x) for x in tests.value]
+        for t in h.tests:
+            if any(t == f or f.endswith("::" + t) or f.startswith(t) for f in failing):
+                support.append(f"{t} is failing ({', '.join(tests.cites)})")
+                s += tests.confidence
+            else:
+                refute.append(f"{t} is not failing ({', '.join(tests.cites)})")
+                r += tests.confidence
+    for f in h.files:
+        b = beliefs.get(f"file:{f}")
+        if b is None:
+            continue
+        if b.value is True:
+            support.append(f"{f} exists ({', '.join(b.cites)})")
+            s += b.confidence
+        else:
+            refute.append(f"{f} does not exist ({', '.join(b.cites)})")
+            r += b.confidence
+    return round((s + 1) / (s + r + 2), 4), support, refute
+
+
+def hypothesis_events(events: Sequence[Event]) -> list[tuple[str, dict[str, Any]]]:
+    """``hypothesis.recorded`` for each hypothesis that is new or whose content or score changed."""
+    beliefs = BeliefView.from_events(events)
+    last: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.kind == "hypothesis.recorded":
+            last[str(e.payload["id"])] = e.payload
+    out: list[tuple[str, dict[str, Any]]] = []
+    for h in fold_hypotheses(events).values():
+        sc, sup, ref = score(h, beliefs)
+        payload = {
+            "id": h.id,
+            "statement": h.statement,
+            "files": h.files,
+            "tests": h.tests,
+            "acted_on": h.acted_on,
+            "score": sc,
+            "support": sup,
+            "refute": ref,
+            "cites": h.cites,
+        }
+        prev = last.get(h.id)
+        if prev is None or any(prev.get(k) != payload[k] for k in ("statement", "files", "tests", "acted_on", "score")):
+            out.append(("hypothesis.recorded", payload))
+    return out

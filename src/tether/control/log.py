@@ -1,0 +1,202 @@
+"""Reading the run's log: receipts joined with their proposals, epochs, signatures and windows.
+
+Pure helpers shared by every control module. A *receipt* is an ``action.completed``,
+``action.failed`` or ``sensor.result`` event; beliefs are derived only from receipts.
+An *epoch* is the number of workspace-changing actions (completed actions with changed
+files) before an event: two observations in the same epoch saw the same workspace state.
+The *window* is everything after the latest ``recovery.switched``: behavioural
+diagnostics and stuck detection look only at the current strategy's attempt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.canonical import content_hash
+from tether.events.store import Event
+
+RECEIPT_KINDS = frozenset({"action.completed", "action.failed", "sensor.result"})
+#: Events that are new input for the control layer (anything the control layer itself did not write).
+CONTROL_KINDS = frozenset(
+    {
+        "belief.recorded",
+        "contradiction.detected",
+        "diagnostics.computed",
+        "control.changed",
+        "recovery.switched",
+        "stuck.detected",
+        "plan.updated",
+        "hypothesis.recorded",
+    }
+)
+
+_VOLATILE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b|0x[0-9a-f]+|\bin \d+\.\d+s\b")
+_VOLATILE_KEYS = frozenset({"duration_s", "timeout_s", "stdout_bytes", "stderr_bytes"})
+
+
+def seq_of(event_id: str) -> int:
+    """The seq part of a ``run#seq`` citation (-1 when malformed)."""
+    _, _, tail = event_id.rpartition("#")
+    return int(tail) if tail.isdigit() else -1
+
+
+def normalise_text(text: str, limit: int = 2000) -> str:
+    """Text with durations and addresses blanked, so identical outcomes compare equal."""
+    return _VOLATILE.sub("#", text.strip())[:limit]
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One action receipt joined with its proposal."""
+
+    event: Event
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    args_hash: str
+    ok: bool
+    failure_class: str | None
+    text: str
+    data: dict[str, Any]
+    changed_files: tuple[str, ...]
+    epoch: int
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.tool, self.args_hash)
+
+    @property
+    def observation(self) -> str:
+        """Hash of what the action observed (volatile parts removed): polling with changing output differs."""
+        data = {k: v for k, v in self.data.items() if k not in _VOLATILE_KEYS}
+        return content_hash([self.ok, self.failure_class, normalise_text(self.text), _stable(data)])
+
+    @property
+    def failure_signature(self) -> str | None:
+        if self.ok:
+            return None
+        failing = self.data.get("failing")
+        if isinstance(failing, list) and failing:
+            return content_hash(["tests", sorted(str(f) for f in failing)])
+        return content_hash([self.tool, self.failure_class, normalise_text(self.text, 400)])
+
+
+def _stable(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _stable(v) for k, v in data.items() if k not in _VOLATILE_KEYS}
+    if isinstance(data, list):
+        return [_stable(v) for v in data]
+    if isinstance(data, str):
+        return normalise_text(data, 400)
+    return data
+
+
+@dataclass(frozen=True)
+class SensorRecord:
+    event: Event
+    sensor: str
+    result: str
+    required: bool
+    diagnostics: tuple[dict[str, Any], ...]
+    epoch: int
+
+    @property
+    def failure_signature(self) -> str | None:
+        if self.result != "FAIL":
+            return None
+        codes = sorted(str(d.get("code")) for d in self.diagnostics if "::" in str(d.get("code") or ""))
+        if codes:
+            return content_hash(["tests", codes])
+        return content_hash(
+            ["sensor", self.sensor, sorted(f"{d.get('file')}:{d.get('line')}:{d.get('message')}" for d in self.diagnostics)]
+        )
+
+
+@dataclass
+class LogView:
+    """Everything the control modules read, extracted in one pass."""
+
+    events: Sequence[Event]
+    actions: list[ActionRecord] = field(default_factory=list)
+    sensors: list[SensorRecord] = field(default_factory=list)
+    epoch_at: dict[int, int] = field(default_factory=dict)  # seq -> epoch of that event
+    file_epoch_at: dict[tuple[int, str], int] = field(default_factory=dict)
+    epoch: int = 0
+    window_start: int = -1  # seq of the latest recovery.switched (-1: whole run)
+
+    def in_window(self, e: Event) -> bool:
+        return e.seq > self.window_start
+
+    def file_writes(self, path: str, upto_seq: int) -> int:
+        return sum(1 for a in self.actions if a.event.seq <= upto_seq and a.ok and path in a.changed_files)
+
+
+def _text(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    result = payload.get("result")
+    if not isinstance(result, dict):
+        return str(payload.get("error", "")), {}
+    data = result.get("data")
+    data = data if isinstance(data, dict) else {k: v for k, v in result.items() if k != "content"}
+    content = result.get("content")
+    return (str(content) if content is not None else str(payload.get("error", ""))), data
+
+
+def view(events: Sequence[Event]) -> LogView:
+    lv = LogView(events)
+    proposals: dict[str, dict[str, Any]] = {}
+    for e in events:
+        p = e.payload
+        if e.kind == "action.proposed":
+            proposals[str(p.get("call_id"))] = p
+        elif e.kind == "recovery.switched":
+            lv.window_start = e.seq
+        lv.epoch_at[e.seq] = lv.epoch
+        if e.kind in ("action.completed", "action.failed"):
+            call_id = str(p.get("call_id", ""))
+            prop = proposals.get(call_id, {})
+            ok = bool(p.get("ok", False)) if e.kind == "action.completed" else False
+            text, data = _text(p) if e.kind == "action.completed" else (str(p.get("error", "")), {})
+            result = p.get("result") if isinstance(p.get("result"), dict) else {}
+            failure = p.get("failure_class") or (result or {}).get("failure_class")
+            changed = tuple(str(f) for f in p.get("changed_files", []) or [])
+            lv.actions.append(
+                ActionRecord(
+                    e,
+                    call_id,
+                    str(p.get("tool", prop.get("tool", ""))),
+                    dict(prop.get("args", {}) or {}),
+                    str(prop.get("args_hash", "")) or content_hash(prop.get("args", {})),
+                    ok,
+                    str(failure) if failure else (None if ok else "failed"),
+                    text,
+                    data,
+                    changed,
+                    lv.epoch,
+                )
+            )
+            if e.kind == "action.completed" and changed:
+                lv.epoch += 1
+        elif e.kind == "sensor.result":
+            lv.sensors.append(
+                SensorRecord(
+                    e,
+                    str(p.get("sensor")),
+                    str(p.get("result")),
+                    bool(p.get("required", False)),
+                    tuple(p.get("diagnostics", []) or []),
+                    lv.epoch,
+                )
+            )
+    return lv
+
+
+def last_input_seq(events: Sequence[Event]) -> int:
+    """Seq of the latest event the control layer did not write itself (-1 when none)."""
+    return max((e.seq for e in events if e.kind not in CONTROL_KINDS), default=-1)
+
+
+def last_control_seq(events: Sequence[Event], kinds: frozenset[str]) -> int:
+    return max((e.seq for e in events if e.kind in kinds), default=-1)

@@ -1,0 +1,220 @@
+"""The control loop's pure entry points: ``observe``, ``control_state``, ``guidance``, ``stop_reason``.
+
+``observe(events, envelope)`` returns the NEW events to append, in stages, each stage
+seeing the previous stages' output (as if already appended)::
+
+    1. beliefs and contradictions   from receipts after the last observed one (tether.control.beliefs)
+    2. plan and hypotheses          when their fold changed (planning, hypotheses)
+    -- stages 3-5 run only when the log holds input newer than the control layer's last output --
+    3. stuck patterns               not yet reported for their streak (stuck)
+    4. diagnostics                  when any dimension changed (diagnostics)
+    5. resolution                   control.changed when (state, recovery) changed; recovery.switched
+                                    when the resolver tags a new strategy (resolver, recovery)
+
+Calling it again on the log that includes its own output adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tether.envelope.schema import Envelope
+from tether.events.store import Event
+
+from .beliefs import derive
+from .diagnostics import BEHAVIOURAL, compute
+from .hypotheses import hypothesis_events
+from .log import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
+from .planning import plan_events
+from .recovery import budget_check, current_strategy, guidance_text
+from .resolver import ResolverInput, resolve
+from .state import ControlState
+from .stuck import detect, stuck_events
+
+MARKER_KINDS = frozenset({"diagnostics.computed", "control.changed", "recovery.switched", "stuck.detected"})
+
+
+class _Work:
+    """The log plus this call's pending output, as synthetic events (what the log will look like)."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = list(events)
+        self.out: list[tuple[str, dict[str, Any]]] = []
+
+    def add(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        for kind, payload in items:
+            last = self.events[-1] if self.events else None
+            self.events.append(
+                Event(last.run_id if last else "", (last.seq + 1) if last else 0, last.ts if last else "", kind, payload, "", "")
+            )
+            self.out.append((kind, payload))
+
+
+def unresolved_system_breaking(events: Sequence[Event]) -> tuple[list[str], int]:
+    """(explanations of system-breaking contradictions whose key was not re-observed since, total in run)."""
+    found = [e for e in events if e.kind == "contradiction.detected" and e.payload.get("severity") == "system_breaking"]
+    open_: list[str] = []
+    for c in found:
+        key = c.payload["key"]
+        since = max((seq_of(x) for x in c.payload.get("cites", [])), default=c.seq)
+        re_observed = any(
+            e.kind == "belief.recorded"
+            and e.payload.get("key") == key
+            and max((seq_of(x) for x in e.payload.get("cites", [])), default=-1) > since
+            for e in events
+        )
+        if not re_observed:
+            open_.append(str(c.payload.get("explanation", key)))
+    return open_, len(found)
+
+
+def _last(events: Sequence[Event], kind: str) -> Event | None:
+    return next((e for e in reversed(events) if e.kind == kind), None)
+
+
+def control_state(events: Sequence[Event]) -> ControlState:
+    """Fold: the state set by the latest ``control.changed`` (NORMAL before any)."""
+    last = _last(events, "control.changed")
+    return ControlState(last.payload["state"]) if last else ControlState.NORMAL
+
+
+def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
+    work = _Work(events)
+    work.add(derive(work.events))
+    work.add(plan_events(work.events, envelope))
+    work.add(hypothesis_events(work.events))
+
+    marker = last_control_seq(events, MARKER_KINDS)
+    inputs = [e for e in events if e.seq > marker and e.kind not in CONTROL_KINDS]
+    if not inputs:
+        return work.out
+    through = inputs[-1].id
+
+    lv: LogView = view(work.events)
+    work.add(stuck_events(work.events, lv))
+
+    diags = compute(work.events, envelope, lv)
+    last_diag = _last(work.events, "diagnostics.computed")
+    if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
+        work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
+
+    strategy = current_strategy(work.events)
+    ok, note, left = budget_check(work.events, envelope)
+    open_sb, total_sb = unresolved_system_breaking(work.events)
+    res = resolve(
+        ResolverInput(
+            dimensions=diags.values,
+            critical=envelope.control.critical,
+            warning=envelope.control.warning,
+            system_breaking=open_sb,
+            system_breaking_total=total_sb,
+            stuck=[s.pattern for s in detect(work.events, lv)],
+            strategy=strategy,
+            attempts_in_strategy=sum(1 for a in lv.actions if lv.in_window(a.event)),
+            recovery_budget_ok=ok,
+            recovery_budget_note=note,
+        )
+    )
+    previous = control_state(work.events)
+    last_change = _last(work.events, "control.changed")
+    last_recovery = last_change.payload.get("recovery") if last_change else None
+    if res.recovery is not None and res.recovery != strategy:
+        work.add(
+            [
+                (
+                    "recovery.switched",
+                    {
+                        "previous": strategy,
+                        "strategy": res.recovery,
+                        "reason": res.reason,
+                        "guidance": guidance_text(res.recovery, res.reason),
+                        "budget": left,
+                        "through": through,
+                    },
+                )
+            ]
+        )
+    if res.state != previous or (res.recovery is not None and res.recovery != last_recovery):
+        work.add(
+            [
+                (
+                    "control.changed",
+                    {
+                        "previous": previous.value,
+                        "state": res.state.value,
+                        "tier": res.tier,
+                        "reason": res.reason,
+                        "dimension": res.dimension,
+                        "recovery": res.recovery,
+                        "through": through,
+                    },
+                )
+            ]
+        )
+    return work.out
+
+
+STATE_NOTES = {
+    ControlState.CAUTIOUS: "actions with effects beyond read need a human's approval until the run recovers",
+    ControlState.BLOCKED: "only read-only actions will run until the run recovers",
+    ControlState.HUMAN_REQUIRED: "the run is stopping for a human",
+}
+
+
+def guidance(events: Sequence[Event]) -> str | None:
+    """Text for the next model turn: what the control layer said since the model last spoke, or None."""
+    start = next((e.seq for e in reversed(events) if e.kind == "model.responded"), -1)
+    parts: list[str] = []
+    for e in events:
+        if e.seq <= start:
+            continue
+        p = e.payload
+        if e.kind == "completion.refused":
+            lines = [f"Your completion claim was refused ({p['refusals']} of {p['max_refusals']} allowed refusals):"]
+            lines += [f"- {r}" for r in p.get("reasons", [])]
+            for d in p.get("diagnostics", [])[:10]:
+                where = f"{d.get('file')}:{d.get('line')}" if d.get("line") is not None else d.get("file") or ""
+                lines.append(f"  {where}: {d.get('message')}" if where else f"  {d.get('message')}")
+            parts.append("\n".join(lines))
+        elif e.kind == "control.changed" and p["state"] != p["previous"]:
+            note = STATE_NOTES.get(ControlState(p["state"]), "normal operation resumes")
+            parts.append(f"Control state {p['previous']} -> {p['state']}: {p['reason']}. {note.capitalize()}.")
+        elif e.kind == "recovery.switched":
+            parts.append(str(p["guidance"]))
+        elif e.kind == "stuck.detected":
+            parts.append(f"You appear stuck ({p['pattern']}): {p['detail']}. Do something different.")
+        elif e.kind == "contradiction.detected" and p.get("severity") in ("high", "system_breaking"):
+            parts.append(f"Contradiction ({p['severity']}): {p['explanation']}. Re-observe before acting on it.")
+        elif e.kind == "review.finding" and p.get("severity") in ("medium", "high"):
+            where = f" ({p['file']})" if p.get("file") else ""
+            parts.append(f"Reviewer ({p['view']}, {p['severity']}){where}: {p['message']}")
+        elif e.kind == "review.gate" and not p.get("ok"):
+            parts.append(f"Execution review refused {p['tool']} ({p['risk']} risk): " + "; ".join(p.get("reasons", [])))
+        elif e.kind == "plan.updated" and p.get("rejected"):
+            parts.append("Plan changes refused or reopened:\n" + "\n".join(f"- {r}" for r in p["rejected"]))
+    return "\n\n".join(parts) if parts else None
+
+
+def stop_reason(events: Sequence[Event]) -> tuple[str, str] | None:
+    """(status, reason) when the control layer says the run must stop, else None."""
+    refused = _last(events, "completion.refused")
+    accepted = _last(events, "completion.accepted")
+    if refused is not None and (accepted is None or accepted.seq < refused.seq):
+        p = refused.payload
+        if int(p["refusals"]) > int(p["max_refusals"]):
+            why = "; ".join(p.get("reasons", [])) or "verification failed"
+            return (
+                "VERIFY_FAILED",
+                f"completion was claimed {p['refusals']} times and refused each time "
+                f"(limit {p['max_refusals']} refusals): {why}",
+            )
+    if control_state(events) == ControlState.HUMAN_REQUIRED:
+        last = _last(events, "control.changed")
+        assert last is not None
+        p = last.payload
+        dim = p.get("dimension")
+        if dim in BEHAVIOURAL or dim == "stuck":
+            return ("NO_PROGRESS", f"the recovery ladder reached escalate_human without progress: {p['reason']}")
+        return ("NEEDS_INPUT", f"a human must decide how to continue: {p['reason']}")
+    return None

@@ -1,0 +1,175 @@
+"""The plan: a task list the model maintains with the ``plan`` tool, folded from the log.
+
+The tool only records intent; this module is the state machine. Transitions::
+
+    PENDING   -> ACTIVE | BLOCKED | FAILED
+    ACTIVE    -> VERIFYING | PENDING | BLOCKED | FAILED
+    VERIFYING -> COMPLETE | ACTIVE | FAILED
+    COMPLETE  -> ACTIVE            (reopened, e.g. by a reviewer finding)
+    FAILED    -> PENDING | ACTIVE
+    BLOCKED   -> PENDING | ACTIVE
+
+A task may become ACTIVE, VERIFYING or COMPLETE only when every task it depends on is
+COMPLETE; unknown dependencies and dependency cycles are refused. Refused changes are
+listed in ``plan.updated.rejected`` (and in the guidance to the model). A reviewer
+finding of medium or high severity reopens COMPLETE/VERIFYING tasks whose ``files``
+match the finding's file (all of them when none match).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import pathspec
+
+from tether.envelope.schema import Envelope
+from tether.events.store import Event
+
+from .risk import rate_paths
+
+Status = Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"]
+STATUSES: tuple[Status, ...] = ("PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED")
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "PENDING": frozenset({"ACTIVE", "BLOCKED", "FAILED"}),
+    "ACTIVE": frozenset({"VERIFYING", "PENDING", "BLOCKED", "FAILED"}),
+    "VERIFYING": frozenset({"COMPLETE", "ACTIVE", "FAILED"}),
+    "COMPLETE": frozenset({"ACTIVE"}),
+    "FAILED": frozenset({"PENDING", "ACTIVE"}),
+    "BLOCKED": frozenset({"PENDING", "ACTIVE"}),
+}
+NEEDS_DEPS = frozenset({"ACTIVE", "VERIFYING", "COMPLETE"})
+PLAN_TOOL = "plan"
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str = ""
+    status: str = "PENDING"
+    depends_on: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    risk: str = "LOW"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status,
+            "depends_on": list(self.depends_on),
+            "files": list(self.files),
+            "risk": self.risk,
+        }
+
+
+@dataclass
+class Plan:
+    tasks: dict[str, Task] = field(default_factory=dict)
+    rejected: list[str] = field(default_factory=list)
+    cites: list[str] = field(default_factory=list)
+    completed_transitions: list[tuple[str, int]] = field(default_factory=list)  # (task id, seq)
+
+    def ordered(self) -> list[Task]:
+        return list(self.tasks.values())
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in self.ordered()]
+
+    def active(self) -> list[Task]:
+        return [t for t in self.tasks.values() if t.status == "ACTIVE"]
+
+
+def _cycle(tasks: dict[str, Task], start: str) -> bool:
+    stack, seen = [start], set()
+    while stack:
+        cur = stack.pop()
+        for dep in tasks[cur].depends_on if cur in tasks else ():
+            if dep == start:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return False
+
+
+def apply_update(plan: Plan, update: dict[str, Any], envelope: Envelope | None, seq: int) -> None:
+    tid = str(update.get("id", "")).strip()
+    if not tid:
+        plan.rejected.append("a task without an id")
+        return
+    old = plan.tasks.get(tid)
+    status = str(update.get("status") or (old.status if old else "PENDING")).upper()
+    if status not in STATUSES:
+        plan.rejected.append(f"{tid}: unknown status {status!r}")
+        return
+    deps = tuple(update.get("depends_on") if update.get("depends_on") is not None else (old.depends_on if old else ()))
+    files = tuple(update.get("files") if update.get("files") is not None else (old.files if old else ()))
+    title = str(update.get("title") or (old.title if old else ""))
+    unknown = [d for d in deps if d not in plan.tasks and d != tid]
+    if unknown or tid in deps:
+        plan.rejected.append(f"{tid}: depends on unknown or itself: {', '.join(unknown) or tid}")
+        return
+    if old is not None and status != old.status and status not in TRANSITIONS[old.status]:
+        allowed = ", ".join(sorted(TRANSITIONS[old.status]))
+        plan.rejected.append(f"{tid}: {old.status} -> {status} is not allowed (from {old.status}: {allowed})")
+        return
+    if old is None and status not in ("PENDING", "ACTIVE"):
+        plan.rejected.append(f"{tid}: a new task starts PENDING or ACTIVE, not {status}")
+        return
+    if status in NEEDS_DEPS:
+        open_deps = [d for d in deps if plan.tasks[d].status != "COMPLETE"]
+        if open_deps:
+            plan.rejected.append(f"{tid}: cannot be {status} before {', '.join(open_deps)} COMPLETE")
+            return
+    candidate = Task(tid, title, status, deps, files, rate_paths(files, envelope) if envelope else "LOW")
+    trial = {**plan.tasks, tid: candidate}
+    if _cycle(trial, tid):
+        plan.rejected.append(f"{tid}: dependency cycle")
+        return
+    if status == "COMPLETE" and (old is None or old.status != "COMPLETE"):
+        plan.completed_transitions.append((tid, seq))
+    plan.tasks[tid] = candidate
+
+
+def reopen(plan: Plan, finding_file: str | None, reason: str) -> None:
+    done = [t for t in plan.tasks.values() if t.status in ("COMPLETE", "VERIFYING")]
+    hit = [t for t in done if finding_file and t.files and pathspec.PathSpec.from_lines("gitwildmatch", t.files).match_file(finding_file)]
+    for t in hit or done:
+        plan.tasks[t.id] = replace(t, status="ACTIVE")
+        plan.rejected.append(f"{t.id}: reopened by the reviewer: {reason}")
+
+
+def fold_plan(events: Sequence[Event], envelope: Envelope | None = None) -> Plan:
+    proposals: dict[str, dict[str, Any]] = {}
+    plan = Plan()
+    for e in events:
+        p = e.payload
+        if e.kind == "action.proposed" and p.get("tool") == PLAN_TOOL:
+            proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
+        elif e.kind == "action.completed" and p.get("tool") == PLAN_TOOL and p.get("ok"):
+            args = proposals.get(str(p.get("call_id")), {})
+            plan.rejected = []
+            for update in args.get("tasks", []) or []:
+                if isinstance(update, dict):
+                    apply_update(plan, update, envelope, e.seq)
+            plan.cites = [e.id]
+        elif e.kind == "review.finding" and p.get("severity") in ("medium", "high"):
+            if any(t.status in ("COMPLETE", "VERIFYING") for t in plan.tasks.values()):
+                plan.rejected = []
+                reopen(plan, p.get("file"), str(p.get("message", "")))
+                plan.cites = [e.id]
+    return plan
+
+
+def plan_events(events: Sequence[Event], envelope: Envelope | None) -> list[tuple[str, dict[str, Any]]]:
+    """A ``plan.updated`` when the folded plan differs from the last one recorded."""
+    plan = fold_plan(events, envelope)
+    if not plan.tasks and not plan.rejected:
+        return []
+    last = next((e for e in reversed(events) if e.kind == "plan.updated"), None)
+    snap = plan.snapshot()
+    if last is not None and last.payload.get("tasks") == snap and last.payload.get("cites") == plan.cites:
+        return []
+    revision = sum(1 for e in events if e.kind == "plan.updated") + 1
+    return [("plan.updated", {"tasks": snap, "rejected": plan.rejected, "revision": revision, "cites": plan.cites})]

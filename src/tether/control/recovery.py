@@ -1,0 +1,160 @@
+"""The recovery ladder, its guidance to the model and the recovery budget.
+
+Strategies in a fixed, escalating order; the run never steps back down::
+
+    direct_edit -> trace_execution -> broaden_search -> reimplement -> minimal_fix -> escalate_human
+
+The recovery budget is checked before every switch. A switch needs:
+
+- fewer than ``MAX_PLAN_REVISIONS`` plan revisions so far,
+- when the envelope sets them: at least ``MIN_TOOL_CALLS`` tool calls and ``MIN_TURNS`` turns left,
+  and at least ``MIN_SHARE`` of the usd and wall-time budgets left.
+
+If the budget does not allow another strategy, the next step is ``escalate_human``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from tether.envelope.schema import Envelope
+from tether.events.store import Event
+
+LADDER: tuple[str, ...] = (
+    "direct_edit",
+    "trace_execution",
+    "broaden_search",
+    "reimplement",
+    "minimal_fix",
+    "escalate_human",
+)
+MAX_PLAN_REVISIONS = 30
+MIN_TOOL_CALLS = 3
+MIN_TURNS = 2
+MIN_SHARE = 0.05
+
+GUIDANCE: dict[str, tuple[str, list[str], str]] = {
+    "direct_edit": ("Edit the code you believe is wrong and verify.", [], "the checks pass"),
+    "trace_execution": (
+        "Stop editing. Find out what the code actually does before changing it again.",
+        [
+            "Re-run the failing check and read the full failure (file, line, message).",
+            "Read the code on the failing path, following calls from the test into the source.",
+            "Record a hypothesis (hypothesis tool) naming the file and the test it explains.",
+            "Make one edit only when the hypothesis predicts the failure; then run the tests.",
+        ],
+        "a recorded hypothesis explains the failure and one edit based on it was verified",
+    ),
+    "broaden_search": (
+        "The problem is probably not where you have been looking.",
+        [
+            "Search the workspace for every definition and use of the failing symbol.",
+            "Check callers, configuration, fixtures and data files, not only the function you edited.",
+            "List at least two alternative explanations as hypotheses before editing.",
+        ],
+        "you have found code you had not read before that explains the failure",
+    ),
+    "reimplement": (
+        "Patching has not converged. Rewrite the smallest unit that is failing from its specification.",
+        [
+            "Write down (in the plan) what the unit must do, from its tests and callers.",
+            "Replace its body in one edit rather than patching line by line.",
+            "Run the scoped tests for that unit, then the full suite.",
+        ],
+        "the unit's tests pass",
+    ),
+    "minimal_fix": (
+        "Budget or attempts are running out. Make the smallest change that could make the checks pass.",
+        [
+            "Revert unrelated or speculative edits.",
+            "Change as few lines as possible; do not refactor; do not edit tests.",
+            "Verify once, then finish or report what remains.",
+        ],
+        "the checks pass, or you report precisely what is still failing",
+    ),
+    "escalate_human": (
+        "Automatic recovery is exhausted. A human must decide how to continue.",
+        ["Do not make further changes.", "Summarise what was tried, what failed and what you believe the cause is."],
+        "a human responds",
+    ),
+}
+
+
+def guidance_text(strategy: str, reason: str) -> str:
+    goal, steps, exit_when = GUIDANCE[strategy]
+    rung = LADDER.index(strategy) + 1
+    lines = [f"Recovery strategy: {strategy} (step {rung} of {len(LADDER)}).", f"Why: {reason}", f"Goal: {goal}"]
+    if steps:
+        lines.append("Do:")
+        lines += [f"  {i}. {s}" for i, s in enumerate(steps, start=1)]
+    lines.append(f"Done when: {exit_when}.")
+    return "\n".join(lines)
+
+
+def current_strategy(events: Sequence[Event]) -> str:
+    for e in reversed(events):
+        if e.kind == "recovery.switched":
+            return str(e.payload["strategy"])
+    return LADDER[0]
+
+
+def used_strategies(events: Sequence[Event]) -> list[str]:
+    return [LADDER[0], *(str(e.payload["strategy"]) for e in events if e.kind == "recovery.switched")]
+
+
+def next_strategy(current: str, *, skip_to: str | None = None) -> str:
+    i = LADDER.index(current)
+    nxt = LADDER[min(i + 1, len(LADDER) - 1)]
+    if skip_to is not None and LADDER.index(skip_to) > LADDER.index(nxt):
+        return skip_to
+    return nxt
+
+
+def _ts(e: Event) -> float:
+    try:
+        return datetime.fromisoformat(e.ts).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def usage(events: Sequence[Event]) -> dict[str, float]:
+    """What the run has used so far, from the log (same counters the budgets use)."""
+    used = {"usd": 0.0, "tokens": 0.0, "turns": 0.0, "tool_calls": 0.0, "wall_s": 0.0}
+    start = next((e for e in events if e.kind == "run.started"), events[0] if events else None)
+    for e in events:
+        if e.kind == "model.responded":
+            used["turns"] += 1
+            used["usd"] += float(e.payload.get("cost_usd", 0.0) or 0.0)
+            used["tokens"] += float(e.payload.get("input_tokens", 0) or 0) + float(e.payload.get("output_tokens", 0) or 0)
+        elif e.kind == "action.proposed":
+            used["tool_calls"] += 1
+    if start is not None and events:
+        used["wall_s"] = max(0.0, _ts(events[-1]) - _ts(start))
+    return used
+
+
+def budget_check(events: Sequence[Event], envelope: Envelope) -> tuple[bool, str, dict[str, float]]:
+    """(may switch?, why not, what is left) — checked before every switch."""
+    used = usage(events)
+    b = envelope.budgets
+    left: dict[str, float] = {}
+    problems: list[str] = []
+    revisions = sum(1 for e in events if e.kind == "plan.updated")
+    left["plan_revisions"] = float(MAX_PLAN_REVISIONS - revisions)
+    if revisions >= MAX_PLAN_REVISIONS:
+        problems.append(f"{revisions} plan revisions (limit {MAX_PLAN_REVISIONS})")
+    if b.tool_calls is not None:
+        left["tool_calls"] = b.tool_calls - used["tool_calls"]
+        if left["tool_calls"] < MIN_TOOL_CALLS:
+            problems.append(f"{left['tool_calls']:g} tool calls left (a strategy needs {MIN_TOOL_CALLS})")
+    if b.turns is not None:
+        left["turns"] = b.turns - used["turns"]
+        if left["turns"] < MIN_TURNS:
+            problems.append(f"{left['turns']:g} turns left (a strategy needs {MIN_TURNS})")
+    for name, limit in (("usd", b.usd), ("wall_s", b.wall_s)):
+        if limit is not None:
+            left[name] = round(limit - used[name], 6)
+            if limit > 0 and left[name] < MIN_SHARE * limit:
+                problems.append(f"{name}: {left[name]:g} of {limit:g} left (a strategy needs {MIN_SHARE:.0%})")
+    return (not problems, "; ".join(problems), left)

@@ -1,0 +1,125 @@
+"""Stuck detection from the log (the current strategy's window only).
+
+Patterns, each over the trailing receipts of the window:
+
+- ``repeated_action``: the same action (tool + argument hash) with the same observation
+  ``REPEAT`` (3) times in a row. Polling a long-running job is exempt: its observation changes.
+- ``repeated_error``: the same failure signature ``REPEAT`` times among the last ``ERROR_SPAN``
+  (6) receipts, whatever the actions were.
+- ``alternation``: the last four actions are A, B, A, B (A ≠ B) and each letter observed the
+  same thing both times (A/B/A/B with changing observations is exempt).
+- ``no_action``: ``REPEAT`` model responses in a row with no tool call.
+
+A pattern is reported once per streak (keyed by the streak's first event).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tether.events.store import Event
+
+from .log import LogView, SensorRecord, view
+
+REPEAT = 3
+ERROR_SPAN = 6
+
+
+@dataclass(frozen=True)
+class Stuck:
+    pattern: str
+    detail: str
+    cites: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.cites)
+
+
+def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
+    lv = lv or view(events)
+    actions = [a for a in lv.actions if lv.in_window(a.event)]
+    found: list[Stuck] = []
+    # repeated_action
+    if actions:
+        last = actions[-1]
+        streak = []
+        for a in reversed(actions):
+            if a.identity == last.identity and a.observation == last.observation:
+                streak.append(a)
+            else:
+                break
+        if len(streak) >= REPEAT:
+            streak.reverse()
+            found.append(
+                Stuck(
+                    "repeated_action",
+                    f"{last.tool} was called {len(streak)} times in a row with the same arguments and got the same result",
+                    tuple(a.event.id for a in streak),
+                )
+            )
+    # repeated_error (actions and sensors)
+    receipts: list[Any] = sorted(
+        [*actions, *(s for s in lv.sensors if lv.in_window(s.event))], key=lambda r: r.event.seq
+    )[-ERROR_SPAN:]
+    sigs: dict[str, list[Any]] = {}
+    for r in receipts:
+        sig = r.failure_signature
+        if sig is not None:
+            sigs.setdefault(sig, []).append(r)
+    for rs in sigs.values():
+        if len(rs) >= REPEAT:
+            first = rs[0]
+            what = f"sensor {first.sensor}" if isinstance(first, SensorRecord) else first.tool
+            found.append(
+                Stuck(
+                    "repeated_error",
+                    f"the same failure ({what}) occurred {len(rs)} times in the last {len(receipts)} receipts",
+                    tuple(r.event.id for r in rs),
+                )
+            )
+    # alternation
+    if len(actions) >= 4:
+        a, b, c, d = actions[-4:]
+        if (
+            a.identity == c.identity
+            and b.identity == d.identity
+            and a.identity != b.identity
+            and a.observation == c.observation
+            and b.observation == d.observation
+        ):
+            found.append(
+                Stuck(
+                    "alternation",
+                    f"alternating {a.tool} and {b.tool} (A/B/A/B) with unchanged results",
+                    (a.event.id, b.event.id, c.event.id, d.event.id),
+                )
+            )
+    # no_action
+    silent: list[Event] = []
+    for e in reversed([e for e in events if lv.in_window(e)]):
+        if e.kind == "model.responded":
+            if e.payload.get("tool_calls"):
+                break
+            silent.append(e)
+        elif e.kind in ("action.proposed", "action.completed", "action.failed"):
+            break
+    if len(silent) >= REPEAT:
+        silent.reverse()
+        found.append(
+            Stuck("no_action", f"{len(silent)} model responses in a row without an action", tuple(e.id for e in silent))
+        )
+    return found
+
+
+def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """``stuck.detected`` for each pattern not already reported for this streak."""
+    reported = {(e.payload["pattern"], (e.payload.get("cites") or [""])[0]) for e in events if e.kind == "stuck.detected"}
+    out: list[tuple[str, dict[str, Any]]] = []
+    for s in detect(events, lv):
+        if (s.pattern, s.cites[0]) in reported:
+            continue
+        out.append(("stuck.detected", {"pattern": s.pattern, "detail": s.detail, "count": s.count, "cites": list(s.cites)}))
+    return out

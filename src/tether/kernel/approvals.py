@@ -1,0 +1,90 @@
+"""Human approvals: answering a pending action, from a prompt or from the CLI.
+
+An approval binds to the exact argument hash staged with it; the runtime checks
+the hash again before executing. "Approve for this run" records a run-scoped
+rule in the log, so the decision survives a resume and is visible in the trace.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tether.errors import InputError
+from tether.events.store import EventStore
+from tether.state import RunState
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    approval_id: str
+    run_id: str
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    preview: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    choice: Literal["once", "run", "deny", "defer"]
+    by: str
+    reason: str = ""
+
+
+Approver = Callable[[ApprovalRequest], ApprovalAnswer]
+
+
+def whoami() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def run_rule_for(tool: str, args: dict[str, Any]) -> str:
+    """The narrowest rule that re-allows this call: the exact command, or the exact path."""
+    if isinstance(args.get("command"), str):
+        return f"{tool}({args['command']})"
+    if isinstance(args.get("path"), str):
+        return f"{tool}({args['path']})"
+    return tool
+
+
+def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> tuple[str, dict[str, Any]] | None:
+    if answer.choice == "defer":
+        return None
+    if answer.choice == "deny":
+        return "approval.denied", {"approval_id": request.approval_id, "by": answer.by,
+                                   "reason": answer.reason or "denied"}
+    rule = run_rule_for(request.tool, request.args) if answer.choice == "run" else None
+    return "approval.granted", {"approval_id": request.approval_id, "by": answer.by, "scope": answer.choice,
+                                "rule": rule}
+
+
+def pending(store: EventStore) -> list[ApprovalRequest]:
+    """Every pending approval across the store's runs."""
+    out = []
+    for info in store.runs():
+        state = RunState.from_events(store.events(info.run_id))
+        for approval_id, req in state.pending_approvals.items():
+            action = state.actions[req["call_id"]]
+            out.append(ApprovalRequest(approval_id, info.run_id, req["call_id"], req["tool"], action.args,
+                                       req["preview"], req["reason"]))
+    return out
+
+
+def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -> ApprovalRequest:
+    """Record a human's answer to a pending approval (headless: `tether approve|deny`)."""
+    matches = [r for r in pending(store) if r.approval_id == approval_id or r.approval_id.startswith(approval_id)]
+    if len(matches) != 1:
+        raise InputError(f"no pending approval {approval_id!r}" + (" (ambiguous prefix)" if matches else
+                                                                     "; see `tether approvals`"))
+    request = matches[0]
+    item = answer_payload(request, answer)
+    if item is not None:
+        store.append(request.run_id, *item)
+    return request

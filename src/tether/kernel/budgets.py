@@ -1,0 +1,43 @@
+"""Budget checks: a pure function of state and the clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from tether.state import RunState
+
+
+@dataclass(frozen=True)
+class Breach:
+    budget: str
+    used: float
+    limit: float
+
+    @property
+    def reason(self) -> str:
+        return f"budget {self.budget} exhausted: used {self.used:g} of {self.limit:g}"
+
+
+def breach(state: RunState, now: datetime, *, before: str) -> Breach | None:
+    """The first budget that forbids the next model call (``before="model"``) or action (``"action"``).
+
+    A model call needs a turn left and tokens/usd/wall time not yet exhausted; an action
+    needs its own proposal to be within ``tool_calls`` and time and money left.
+    """
+    used: dict[str, float] = {
+        "usd": state.used.usd,
+        "tokens": state.used.tokens,
+        "wall_s": state.wall_used(now),
+        "turns": state.used.turns,
+        "tool_calls": state.used.tool_calls,
+    }
+    checks = ("turns", "tokens", "usd", "wall_s") if before == "model" else ("tool_calls", "usd", "wall_s")
+    for name in checks:
+        limit = state.limits.get(name)
+        if limit is None:
+            continue
+        over = used[name] > limit if name == "tool_calls" else used[name] >= limit
+        if over:
+            return Breach(name, used[name], float(limit))
+    return None

@@ -1,0 +1,69 @@
+"""The Python API: ``Harness(envelope, model=…, tools=[…]).run(task)``.
+
+One synchronous core; ``arun`` runs it in a worker thread rather than keeping a
+second, async copy of the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from tether.envelope.schema import Envelope
+from tether.events.store import EventStore, default_db_path
+from tether.models.base import Model
+from tether.tools.contract import Tool
+
+from . import session
+from .approvals import Approver
+from .outcome import OutputContract
+from .runtime import EventSink
+
+
+class Harness:
+    """Run governed agent tasks against one envelope.
+
+    ``envelope`` is a path (strictly validated, plan binding included) or an
+    :class:`Envelope` (validated except the plan binding, relative to ``base_dir``).
+    Without an ``approver`` the run stops in WAITING_APPROVAL on an ASK; answer
+    with :meth:`approve` / :meth:`deny` (or the CLI) and call :meth:`resume`.
+    """
+
+    def __init__(
+        self,
+        envelope: Envelope | str | Path,
+        *,
+        model: Model | str | None = None,
+        tools: Sequence[Tool] = (),
+        workspace: str | Path | None = None,
+        db: str | Path | None = None,
+        sandbox: str | None = None,
+        approver: Approver | None = None,
+        on_event: EventSink | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        self.loaded = session.load_checked(envelope)
+        ws = Path(workspace) if workspace else (self.loaded.base_dir / self.loaded.envelope.environment.workspace)
+        self.options = session.Options(model=model, base_url=base_url, workspace=ws.resolve(), sandbox=sandbox,
+                                       tools=tools, approver=approver, on_event=on_event)
+        self.envelope = self.loaded.envelope
+        self.db = Path(db) if db else default_db_path(self.options.workspace or Path.cwd())
+
+    def store(self) -> EventStore:
+        return EventStore.open(self.db)
+
+    def run(self, task: str) -> OutputContract:
+        with self.store() as store:
+            source = self.loaded.path or self.envelope
+            return session.start(store, source, task, self.options).drive()
+
+    async def arun(self, task: str) -> OutputContract:
+        return await asyncio.to_thread(self.run, task)
+
+    def resume(self, run_id: str) -> OutputContract:
+        with self.store() as store:
+            return session.resume(store, run_id, self.options).drive()
+
+    async def aresume(self, run_id: str) -> OutputContract:
+        return await asyncio.to_thread(self.resume, run_id)

@@ -1,0 +1,356 @@
+"""The effectful shell: performs the step the functional core chose, and logs it.
+
+``Runtime.drive`` is the turn loop of DESIGN.md in one place::
+
+    step = next_step(state)            # pure: tether.kernel.steps
+    perform(step)                      # call the model | decide | stage approval | execute | verify | finish
+    append outcome as events           # the store is the only writer; the fold moves state on
+
+Every effect is bracketed by events: ``action.started`` is durable before a tool
+runs, ``action.completed`` after, so a crash in between is visible on resume.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tether.canonical import content_hash
+from tether.control.observe import control_state, observe, stop_reason
+from tether.control.reviewer import review
+from tether.envelope.schema import Envelope, Rule
+from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
+from tether.events.store import Event, EventStore
+from tether.models.base import Model, ToolSpec
+from tether.models.pricing import cost_usd
+from tether.models.retry import complete_with_retries
+from tether.policy.gate import Gate
+from tether.sandbox.base import Sandbox
+from tether.state import RunState
+from tether.tools.context import ToolContext
+from tether.tools.contract import Tool, ToolArgsError
+from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
+
+from .approvals import ApprovalAnswer, Approver, ApprovalRequest, answer_payload
+from .context import build_messages
+from .outcome import OutputContract
+from .steps import (
+    CallModel,
+    Decide,
+    Execute,
+    ExpireApproval,
+    Finish,
+    StageApproval,
+    Step,
+    Verify,
+    Wait,
+    next_step,
+)
+
+EventSink = Callable[[Event], None]
+BLOCKING_FINDINGS = frozenset({"medium", "high"})
+
+
+class Runtime:
+    """Drives one run. Build it with :func:`tether.kernel.session.start` or ``resume``."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        run_id: str,
+        env: Envelope,
+        workspace: Path,
+        model: Model,
+        tools: dict[str, Tool],
+        sandbox: Sandbox | None,
+        *,
+        sandbox_error: SandboxUnavailable | None = None,
+        plan: dict[str, Any] | None = None,
+        approver: Approver | None = None,
+        on_event: EventSink | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store, self.run_id, self.env, self.workspace = store, run_id, env, workspace
+        self.model, self.tools, self.sandbox, self.sandbox_error = model, tools, sandbox, sandbox_error
+        self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
+        self.events: list[Event] = store.events(run_id)
+        self.state = RunState.from_events(self.events)
+
+    # ---- the loop --------------------------------------------------------------------------
+
+    def drive(self) -> OutputContract:
+        if self.sandbox is None and not self.state.finished:
+            err = self.sandbox_error or SandboxUnavailable("no sandbox")
+            self.finish(Finish("BLOCKED_DEPENDENCY", f"the required sandbox cannot start: {err}", err.fix))
+        while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events, self.env))) is not None:
+            if isinstance(step, Wait):
+                break
+            self.perform(step)
+        return OutputContract.from_state(self.state)
+
+    def perform(self, step: Step) -> None:
+        match step:
+            case CallModel():
+                self.call_model(step)
+            case Decide():
+                self.decide(step)
+            case StageApproval():
+                self.stage_approval(step)
+            case ExpireApproval():
+                self.expire_approval(step)
+            case Execute():
+                self.execute(step)
+            case Verify():
+                self.verify(step)
+            case Finish():
+                self.finish(step)
+            case Wait():
+                pass
+
+    # ---- effects ---------------------------------------------------------------------------
+
+    def call_model(self, step: CallModel) -> None:
+        messages = build_messages(self.events, self.env, self.plan)
+        self.append("model.requested", {"turn": step.turn, "model": self.model.name, "n_messages": len(messages)})
+        specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
+        retry = self.env.retry
+        try:
+            response, attempts = complete_with_retries(
+                self.model, messages, specs, max_tokens=self.env.agent.max_output_tokens,
+                max_attempts=retry.max_attempts, backoff_s=retry.backoff_s, backoff_max_s=retry.backoff_max_s,
+                sleep=self.sleep,
+            )
+        except ProviderError as e:
+            self.append("model.failed", {"turn": step.turn, "model": self.model.name, "error": str(e),
+                                         "transient": e.transient, "status": e.status})
+            self.finish(Finish("BLOCKED_DEPENDENCY", f"the model provider failed: {e}",
+                               "check the provider (key, quota, status) and run `tether resume`"))
+            return
+        seen = set(self.state.actions)
+        calls = []
+        for i, c in enumerate(response.tool_calls):
+            call_id = c.id if c.id and c.id not in seen else f"t{step.turn}_{i}_{uuid.uuid4().hex[:6]}"
+            seen.add(call_id)
+            calls.append({"id": call_id, "name": c.name, "args": c.args})
+        usage = response.usage
+        batch: list[tuple[str, Any]] = [("model.responded", {
+            "turn": step.turn, "model": self.model.name, "text": response.text, "tool_calls": calls,
+            "termination": response.termination, "raw_stop_reason": response.raw_stop_reason,
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cost_usd": cost_usd(self.model.name, usage, self.env.pricing), "attempts": attempts,
+        })]
+        batch += [("action.proposed", {"call_id": c["id"], "tool": c["name"], "args": c["args"],
+                                       "args_hash": content_hash(c["args"]), "turn": step.turn}) for c in calls]
+        self.append_many(batch)  # a turn is recorded whole or not at all
+
+    def decide(self, step: Decide) -> None:
+        action = self.state.actions[step.call_id]
+        tool = self.tools.get(action.tool)
+        if tool is None:
+            self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool,
+                                           "error": f"unknown tool {action.tool!r}; available: {sorted(self.tools)}"})
+            return
+        try:
+            tool.validate(action.args)
+        except ToolArgsError as e:
+            self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool, "error": str(e)})
+            return
+        gate = Gate(self.env, self.workspace, control=control_state(self.events), run_rules=self.run_rules())
+        decision = gate.decide(action.tool, action.args)
+        self.append("action.decided", {"call_id": action.call_id, **decision.to_dict()})
+
+    def stage_approval(self, step: StageApproval) -> None:
+        action = self.state.actions[step.call_id]
+        tool = self.tools[action.tool]
+        approval_id = "ap-" + uuid.uuid4().hex[:8]
+        try:
+            preview = tool.preview(action.args, self.tool_context(tool))
+        except Exception as e:  # a preview that cannot be built still needs a human
+            preview = f"(no preview: {e})\n{action.tool} {action.args}"
+        expires = self.now() + timedelta(seconds=self.env.approvals.timeout_s)
+        self.append("approval.requested", {
+            "approval_id": approval_id, "call_id": action.call_id, "tool": action.tool,
+            "args_hash": action.args_hash, "preview": preview, "reason": action.reason,
+            "expires_at": expires.timestamp(),
+        })
+        if self.approver is not None:
+            request = ApprovalRequest(approval_id, self.run_id, action.call_id, action.tool, action.args, preview,
+                                      action.reason)
+            self.answer(request, self.approver(request))
+
+    def answer(self, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
+        item = answer_payload(request, answer)
+        if item is not None:
+            self.append(*item)
+
+    def expire_approval(self, step: ExpireApproval) -> None:
+        outcome = self.env.approvals.on_timeout
+        self.append("approval.expired", {"approval_id": step.approval_id, "outcome": outcome})
+        if outcome == "stop":
+            self.finish(Finish("NEEDS_INPUT", f"approval {step.approval_id} expired and the envelope says stop"))
+
+    def execute(self, step: Execute) -> None:
+        action = self.state.actions[step.call_id]
+        tool = self.tools[action.tool]
+        contract = self.env.tool(action.tool) or tool.contract
+        if action.approval_id is not None and content_hash(action.args) != action.args_hash:
+            self.finish(Finish("BLOCKED_PERMISSION", f"arguments of {action.call_id} no longer match the approval"))
+            return
+        if step.attempt > 1 and not step.why.startswith("started before"):
+            self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
+        self.append("action.started", {"call_id": action.call_id, "tool": action.tool, "args_hash": action.args_hash,
+                                       "attempt": step.attempt, "idempotent": bool(contract.idempotent)})
+        started = time.monotonic()
+        try:
+            result = tool.invoke(action.args, self.tool_context(tool))
+        except RuntimeFailure as e:
+            self.append("action.failed", {"call_id": action.call_id, "tool": action.tool, "error": str(e),
+                                          "failure_class": "runtime", "attempt": step.attempt})
+            status = "BLOCKED_DEPENDENCY" if isinstance(e, SandboxUnavailable) else "NEEDS_INPUT"
+            self.finish(Finish(status, f"{action.tool} could not run: {e}", getattr(e, "fix", "")))
+            return
+        undo = result.undo
+        if undo is not None and isinstance(undo.get("before"), str):
+            undo = {**{k: v for k, v in undo.items() if k != "before"},
+                    "before_blob": self.store.put_blob(undo["before"].encode("utf-8"))}
+        payload = result.to_dict()
+        payload.pop("undo", None)
+        payload["effects"] = [e.value for e in contract.effects]
+        self.append("action.completed", {
+            "call_id": action.call_id, "tool": action.tool, "ok": result.ok, "result": payload,
+            "changed_files": list(result.changed_files), "undo": undo,
+            "duration_s": round(time.monotonic() - started, 6),
+        })
+        self.observe()
+
+    def verify(self, step: Verify) -> None:
+        action = self.state.actions[step.call_id]
+        summary = str(action.result.get("data", {}).get("claim", ""))
+        self.append("completion.claimed", {"call_id": step.call_id, "summary": summary})
+        assert self.sandbox is not None
+        results = run_cascade(self.env, self.workspace, self.state.changed_files, self.sandbox, self.state.baseline)
+        recorded = self.append_many(cascade_events(results, self.env, trigger="completion",
+                                                   changed_files=self.state.changed_files))
+        accepted, reasons = completion_verdict(results, self.env)
+        if accepted:
+            findings = review(self.env, self.workspace, self.state.baseline, self.events)
+            if findings:
+                self.append_many([("review.finding", f.to_payload()) for f in findings])
+            blocking = [f for f in findings if f.severity in BLOCKING_FINDINGS]
+            reasons += [f"reviewer ({f.view}): {f.message}" for f in blocking]
+            accepted = not blocking
+        if accepted:
+            evidence = [e.id for e in recorded if e.kind == "sensor.result" and e.payload["result"] == "PASS"]
+            self.append("completion.accepted", {"call_id": step.call_id, "evidence": evidence})
+            self.state.result = summary
+        else:
+            diagnostics = [d.to_payload() for r in results for d in r.diagnostics][:20]
+            self.append("completion.refused", {
+                "call_id": step.call_id, "reasons": reasons, "refusals": self.state.refusals + 1,
+                "max_refusals": self.env.verification.max_refusals, "diagnostics": diagnostics,
+            })
+        self.observe()
+
+    def finish(self, step: Finish) -> None:
+        state = self.state
+        head = git_head(self.workspace, self.sandbox)
+        self.append("run.checkpoint", {"label": f"finish:{step.status}", "git_head": head,
+                                       "note": step.reason})
+        claim = next((c for c, s in state.claims.items() if s == "accepted"), None)
+        result = step.reason
+        if claim is not None:
+            result = str(state.actions[claim].result.get("data", {}).get("claim", "")) or step.reason
+        unknowns = [f"{a.call_id} ({a.tool}) was proposed but not executed" for a in state.actions.values()
+                    if a.status in ("proposed", "decided", "waiting")]
+        unknowns += [f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}" for e in self.events
+                     if e.kind == "sensor.result" and e.payload["result"] == "SKIPPED" and not e.payload["required"]]
+        evidence = [e.id for e in self.events if e.kind in ("completion.accepted", "verify.completed")][-3:]
+        evidence += [e.id for e in self.events if e.kind == "action.completed" and e.payload["ok"]][-5:]
+        next_action = step.next_action or _next_action(step)
+        if step.budget:
+            self.append("budget.exceeded", _budget_payload(step.budget, state, self.now()))
+        self.append("run.finished", {"status": step.status, "result": result, "evidence": evidence,
+                                     "unknowns": sorted(set(unknowns)), "next_action": next_action,
+                                     "last_error": state.last_error})
+
+    # ---- plumbing --------------------------------------------------------------------------
+
+    def observe(self) -> None:
+        """Let the control layer derive beliefs, diagnostics and control state from the new receipts."""
+        new = observe(self.events, self.env)
+        if new:
+            self.append_many(new)
+
+    def append(self, kind: str, payload: dict[str, Any]) -> Event:
+        return self.append_many([(kind, payload)])[0]
+
+    def append_many(self, items: Sequence[tuple[str, Any]]) -> list[Event]:
+        events = self.store.append_many(self.run_id, items)
+        for e in events:
+            self.events.append(e)
+            self.state.apply(e)
+            if self.on_event is not None:
+                self.on_event(e)
+        return events
+
+    def run_rules(self) -> list[Rule]:
+        return [Rule(id=f"run:{r['approval_id']}", rule=r["rule"], reason=f"approved for this run by {r['by']}")
+                for r in self.state.run_rules]
+
+    def tool_context(self, tool: Tool) -> ToolContext:
+        declared = self.env.tool(tool.contract.name)
+        timeout = (declared.timeout_s if declared else None) or tool.contract.timeout_s or 30
+        assert self.sandbox is not None
+        return ToolContext(self.workspace, self.sandbox, self.env, float(timeout))
+
+    @staticmethod
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+
+def git_head(workspace: Path, sandbox: Sandbox | None = None) -> str | None:
+    """A commit of the working tree as it is now (uncommitted edits included), without touching it.
+
+    Once the agent has run, ``.git/config`` is its writing too (filters, fsmonitor): then git
+    runs inside the sandbox, never on the host.
+    """
+    hardened = ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*"]
+
+    def git(*args: str) -> str | None:
+        if sandbox is not None:
+            receipt = sandbox.run([*hardened, *args], cwd=workspace, timeout_s=30)
+            return receipt.stdout.strip() if receipt.ok else None
+        try:
+            proc = subprocess.run([*hardened, *args], cwd=workspace, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    if not (workspace / ".git").exists():
+        return None
+    return git("stash", "create") or git("rev-parse", "HEAD")
+
+
+def _next_action(step: Finish) -> str:
+    return {
+        "COMPLETE": "review the diff (git diff) and merge it",
+        "NO_OP": "nothing to do: the verification already passed before any change",
+        "BUDGET_STOP": f"raise budgets.{step.budget} in the envelope, recompile, and resume",
+    }.get(step.status, "inspect with `tether show`, then resume or start a new run")
+
+
+def _budget_payload(name: str, state: RunState, now: datetime) -> dict[str, Any]:
+    used = {"usd": state.used.usd, "tokens": state.used.tokens, "wall_s": state.wall_used(now),
+            "turns": state.used.turns, "tool_calls": state.used.tool_calls}[name]
+    limit = state.limits.get(name)
+    if name == "turns" and limit is None:
+        limit = state.envelope.get("agent", {}).get("max_turns")
+    return {"budget": name, "used": float(used), "limit": float(limit or 0)}
+
+
+__all__ = ["Runtime", "git_head"]

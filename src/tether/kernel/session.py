@@ -1,0 +1,137 @@
+"""Starting and resuming runs: wiring an envelope, a model, tools and a sandbox to the runtime.
+
+Nothing runs on an envelope that fails strict validation. On resume the envelope,
+model and workspace are those recorded in ``run.started`` — the contract the run
+began under — not whatever the files on disk say today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tether.envelope.load import load_envelope, load_plan
+from tether.envelope.schema import Envelope
+from tether.envelope.strict import strict_problems
+from tether.errors import EnvelopeInvalid, InputError, SandboxUnavailable
+from tether.events.store import EventStore
+from tether.models.base import Model
+from tether.models.registry import load_model
+from tether.sandbox.base import Sandbox
+from tether.sandbox.factory import make_sandbox
+from tether.state import RunState
+from tether.tools.contract import Tool
+from tether.tools.registry import resolve_tools
+
+from .approvals import Approver
+from .runtime import EventSink, Runtime, git_head
+
+
+@dataclass
+class Options:
+    """How to run: everything here is a choice of the caller, not of the contract."""
+
+    model: Model | str | None = None
+    base_url: str | None = None
+    workspace: Path | None = None
+    sandbox: str | None = None  # override the envelope's backend: bwrap | local
+    tools: Sequence[Tool] = ()
+    approver: Approver | None = None
+    on_event: EventSink | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    envelope: Envelope
+    base_dir: Path
+    path: Path | None
+
+
+def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) -> Loaded:
+    """Load and strictly validate. A path gets every check; an in-memory envelope all but the plan binding."""
+    if isinstance(envelope, Envelope):
+        base = base_dir or Path.cwd()
+        problems = [p for p in strict_problems(envelope, base / "<in-memory>.yaml") if not p.path.startswith("$.plan")]
+        problems = [p for p in problems if p.path != "$.contract_hash" or envelope.contract_hash]
+        path = None
+    else:
+        path = Path(envelope).resolve()
+        envelope = load_envelope(path)
+        problems = strict_problems(envelope, path)
+        base = path.parent
+    if problems:
+        raise EnvelopeInvalid(problems)
+    return Loaded(envelope, base, path)
+
+
+def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sandbox | None, SandboxUnavailable | None]:
+    spec = env.environment.sandbox
+    if override:
+        spec = spec.model_copy(update={"backend": override})
+    try:
+        return make_sandbox(spec, workspace, env_allow=env.environment.env_allow), None
+    except SandboxUnavailable as e:
+        return None, e
+
+
+def _model(spec: Model | str | None, env: Envelope, base_dir: Path, base_url: str | None) -> Model:
+    if spec is None:
+        spec = env.agent.model
+    if isinstance(spec, str):
+        return load_model(spec, base_dir=base_dir, base_url=base_url)
+    return spec
+
+
+def start(store: EventStore, envelope: Envelope | str | Path, task: str, options: Options) -> Runtime:
+    loaded = load_checked(envelope)
+    env = loaded.envelope
+    workspace = (options.workspace or loaded.base_dir / env.environment.workspace).resolve()
+    if not workspace.is_dir():
+        raise InputError(f"workspace {workspace} does not exist ($.environment.workspace or --workspace)")
+    model = _model(options.model, env, loaded.base_dir, options.base_url)
+    tools = resolve_tools(env, options.tools)
+    sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
+    plan = _plan(loaded)
+    run_id = store.create_run(task)
+    store.append_many(run_id, [
+        ("run.started", {
+            "task": task, "envelope_path": str(loaded.path or ""), "envelope": env.model_dump(mode="json"),
+            "plan_hash": env.plan.hash, "contract_hash": env.contract_hash, "model": model.name,
+            "workspace": str(workspace), "budgets": env.budgets.model_dump(), "max_external": env.outputs.max_external,
+            "sandbox": getattr(sandbox, "name", None) or "unavailable",
+        }),
+        ("run.checkpoint", {"label": "start", "git_head": git_head(workspace), "note": "baseline before any action"}),
+    ])
+    return Runtime(store, run_id, env, workspace, model, tools, sandbox, sandbox_error=sandbox_error, plan=plan,
+                   approver=options.approver, on_event=options.on_event)
+
+
+def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
+    info = store.run(run_id)
+    state = RunState.from_events(store.events(info.run_id))
+    if state.status == "NEW":
+        raise InputError(f"run {info.run_id} has no run.started event; nothing to resume")
+    if state.finished:
+        raise InputError(f"run {info.run_id} already finished with status {state.status}; fork it to continue")
+    env = Envelope.model_validate(state.envelope)
+    started = next(e for e in store.events(info.run_id) if e.kind == "run.started").payload
+    base_dir = Path(started["envelope_path"]).parent if started["envelope_path"] else Path.cwd()
+    workspace = Path(state.workspace)
+    model = _model(options.model or state.model, env, base_dir, options.base_url)
+    sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
+    plan = _plan(Loaded(env, base_dir, Path(started["envelope_path"]) if started["envelope_path"] else None))
+    store.append(info.run_id, "run.resumed", {"reason": "tether resume"})
+    return Runtime(store, info.run_id, env, workspace, model, resolve_tools(env, options.tools), sandbox,
+                   sandbox_error=sandbox_error, plan=plan, approver=options.approver, on_event=options.on_event)
+
+
+def _plan(loaded: Loaded) -> dict[str, Any] | None:
+    if loaded.path is None:
+        return None
+    try:
+        return load_plan((loaded.path.parent / loaded.envelope.plan.path).resolve()).model_dump(mode="json")
+    except InputError:
+        return None

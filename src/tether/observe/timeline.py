@@ -1,0 +1,117 @@
+"""A run's timeline for people: one line per meaningful event, same for live and replay.
+
+``tether run`` prints these as events are appended; ``tether show`` prints them from
+the log. Kinds with nothing to say to a reader (model.requested, run.checkpoint)
+render as None and are skipped unless verbose.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.markup import escape
+
+from tether.events.store import Event
+
+VERDICT_STYLE = {"ALLOW": "green", "ASK": "yellow", "DENY": "red"}
+RESULT_STYLE = {"PASS": "green", "FAIL": "red", "SKIPPED": "yellow"}
+STATUS_STYLE = {"COMPLETE": "bold green", "NO_OP": "green", "WAITING_APPROVAL": "bold yellow"}
+
+
+def _short(value: Any, n: int = 100) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = " ".join(text.split())
+    return escape(text if len(text) <= n else text[: n - 1] + "…")
+
+
+def _args(args: dict[str, Any]) -> str:
+    if isinstance(args.get("command"), str):
+        return _short(args["command"], 90)
+    return _short(args, 90)
+
+
+def _started(p: dict[str, Any]) -> str:
+    return f"[bold]run started[/] model={p['model']} sandbox={p.get('sandbox', '?')} task: {_short(p['task'], 80)}"
+
+
+def _responded(p: dict[str, Any]) -> str:
+    calls = ", ".join(c["name"] for c in p["tool_calls"]) or "no tool call"
+    text = f" — {_short(p['text'], 70)}" if p["text"] else ""
+    return f"[cyan]model[/] turn {p['turn']} ({p['termination']}, {p['input_tokens']}+{p['output_tokens']} tok): {calls}{text}"
+
+
+def _proposed(p: dict[str, Any]) -> str:
+    return f"  [bold]→ {p['tool']}[/] {_args(p['args'])}"
+
+
+def _decided(p: dict[str, Any]) -> str:
+    style = VERDICT_STYLE.get(p["verdict"], "white")
+    return f"    [{style}]{p['verdict']}[/] by [bold]{escape(p['deciding_rule'])}[/]: {_short(p['reason'], 110)}"
+
+
+def _completed(p: dict[str, Any]) -> str:
+    r = p["result"]
+    mark = "[green]ok[/]" if p["ok"] else f"[red]failed[/] ({r.get('failure_class')})"
+    files = f" changed {', '.join(p['changed_files'])}" if p["changed_files"] else ""
+    first = (r.get("content") or "").strip().splitlines()
+    return f"    {mark} in {p['duration_s']:.2f}s{files}" + (f" — {_short(first[0], 80)}" if first else "")
+
+
+def _sensor(p: dict[str, Any]) -> str:
+    style = RESULT_STYLE.get(p["result"], "white")
+    req = " (required)" if p["required"] else ""
+    return f"    sensor [bold]{p['sensor']}[/]{req}: [{style}]{p['result']}[/] {_short(p['summary'], 90)}"
+
+
+def _finished(p: dict[str, Any]) -> str:
+    style = STATUS_STYLE.get(p["status"], "bold red")
+    return f"[{style}]run finished: {p['status']}[/] — {_short(p['result'], 100)}"
+
+
+RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
+    "run.started": _started,
+    "run.resumed": lambda p: f"[bold]run resumed[/] ({_short(p['reason'])})",
+    "run.waiting": lambda p: f"[yellow]waiting: {p['status']}[/] {_short(p['reason'])}",
+    "run.finished": _finished,
+    "model.responded": _responded,
+    "model.failed": lambda p: f"[red]model failed[/] after {p['attempts']} attempt(s): {_short(p['error'])}",
+    "action.proposed": _proposed,
+    "action.invalid": lambda p: f"    [red]invalid arguments[/]: {_short(p['error'], 110)}",
+    "action.decided": _decided,
+    "approval.requested": lambda p: f"    [yellow]approval needed[/] {p['approval_id']}: {_short(p['preview'], 90)}",
+    "approval.granted": lambda p: f"    [green]approved[/] by {escape(p['by'])} ({p['scope']})",
+    "approval.denied": lambda p: f"    [red]denied[/] by {escape(p['by'])}: {_short(p['reason'])}",
+    "approval.expired": lambda p: f"    [red]approval expired[/] → {p['outcome']}",
+    "action.started": lambda p: f"    running (attempt {p['attempt']})" if p["attempt"] > 1 else "",
+    "action.completed": _completed,
+    "action.failed": lambda p: f"    [red]error[/] {p['failure_class']}: {_short(p['error'])}",
+    "budget.exceeded": lambda p: f"[red]budget {p['budget']} exceeded[/]: {p['used']:g} of {p['limit']:g}",
+    "sensor.result": _sensor,
+    "completion.claimed": lambda p: f"  [bold]claim[/]: {_short(p['summary'])}",
+    "completion.refused": lambda p: f"  [red]completion refused[/] ({p['refusals']}/{p['max_refusals']}): "
+    + _short("; ".join(p["reasons"]), 120),
+    "completion.accepted": lambda p: "  [green]completion accepted[/]: every required sensor passed",
+    "belief.recorded": lambda p: f"    [dim]belief g{p['generation']} {escape(p['key'])} = {_short(p['value'], 60)}[/]",
+    "contradiction.detected": lambda p: f"  [red]contradiction[/] ({p['severity']}) {escape(p['key'])}: "
+    + _short(p["explanation"]),
+    "diagnostics.computed": lambda p: "    [dim]diagnostics "
+    + " ".join(f"{k}={v:.2f}" for k, v in sorted(p["dimensions"].items())) + "[/]",
+    "control.changed": lambda p: f"  [magenta]control {p['previous']} → {p['state']}[/] ({p['tier']}): "
+    + _short(p["reason"]),
+    "recovery.switched": lambda p: f"  [magenta]recovery {p['previous']} → {p['strategy']}[/]: {_short(p['reason'])}",
+    "stuck.detected": lambda p: f"  [yellow]stuck[/] {p['pattern']} ×{p['count']}: {_short(p['detail'])}",
+    "review.finding": lambda p: f"  [yellow]review[/] {p['view']}/{p['severity']}: {_short(p['message'])}",
+    "review.gate": lambda p: "" if p["ok"] else f"    [yellow]review gate[/] ({p['risk']}): {_short(p['reasons'])}",
+    "plan.updated": lambda p: "  [blue]plan[/] " + ", ".join(f"{t['id']}:{t['status']}" for t in p["tasks"]),
+    "hypothesis.recorded": lambda p: f"  [blue]hypothesis[/] {p['id']} ({p['score']:.2f}): {_short(p['statement'])}",
+}
+
+
+def render(event: Event, *, verbose: bool = False) -> str | None:
+    fn = RENDER.get(event.kind)
+    line = fn(event.payload) if fn else (f"[dim]{event.kind} {_short(event.payload)}[/]" if verbose else "")
+    if not line:
+        return None
+    return f"[dim]{event.seq:>3}[/] {line}"

@@ -1,0 +1,348 @@
+"""The gate: a proposed tool call in, a :class:`Decision` out.
+
+``Gate.decide`` is pure apart from resolving paths (symlinks, ``..``). The order of thought:
+
+1. unknown tool → DENY (``default:unknown-tool``); fail closed;
+2. per simple command (shell tools) or per call (other tools), collect findings from the
+   envelope's rules, the built-in profile, the place checks (:mod:`.paths`) and the effect
+   defaults, each tagged with its layer;
+3. resolve them by precedence (:func:`.decision.resolve`), take the strictest across the parts
+   of a shell string, then apply the control state.
+
+A *shell tool* is a tool whose contract has the ``exec`` effect, called with a string
+``command``; a *file tool* is called with a string ``path``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tether.control.state import ControlState
+from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
+
+from . import profile
+from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
+from .defaults import default_envelope
+from .effects import NAME_ONLY, Effects, Target, effects
+from .paths import PathPolicy, PlaceVerdict
+from .rules import CompiledRule, compile_rules
+from .shell import Analysis, SimpleCommand, Word, analyse
+
+_UNKNOWN_COMMAND = RuleMatch("default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it")
+_REDIRECT_ONLY = RuleMatch("default:redirect-only", Verdict.ALLOW, "only a redirection, its target was checked")
+_NO_COMMAND = RuleMatch("default:empty", Verdict.ASK, "no command to run")
+
+
+class Gate:
+    """Turns proposals into decisions for one envelope, workspace and control state."""
+
+    def __init__(
+        self,
+        envelope: Envelope,
+        workspace: Path,
+        *,
+        control: ControlState = ControlState.NORMAL,
+        run_rules: Sequence[Rule] = (),
+    ) -> None:
+        self.envelope = envelope
+        self.control = control
+        perms = envelope.permissions
+        self.deny = compile_rules(perms.deny, Verdict.DENY)
+        self.ask = compile_rules(perms.ask, Verdict.ASK)
+        self.allow = compile_rules(perms.allow, Verdict.ALLOW)
+        self.run = compile_rules(list(run_rules), Verdict.ALLOW)
+        self.paths = PathPolicy(workspace, envelope.environment.filesystem)
+        self.workspace = self.paths.workspace
+        self.coding = perms.profile == "coding"
+        self.context = profile.Context(self.paths, self.workspace)
+
+    # -- public -----------------------------------------------------------------------------
+
+    def decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
+        contract = self.envelope.tool(tool)
+        if contract is None:
+            m = RuleMatch("default:unknown-tool", Verdict.DENY, f"tool {tool!r} is not in the envelope")
+            return Decision(m.verdict, m.id, m.reason, (m,))
+        effects_ = set(contract.effects)
+        command = args.get("command")
+        if Effect.EXEC in effects_ and isinstance(command, str):
+            decision = self._shell(tool, command, args)
+            read_only = decision.verdict is Verdict.ALLOW and self._shell_read_only(command)
+        elif isinstance(args.get("path"), str):
+            decision = self._file(contract, str(args["path"]), args)
+            read_only = effects_ == {Effect.READ}
+        else:
+            decision = self._other(contract, args)
+            read_only = effects_ == {Effect.READ}
+        return self._control(decision, read_only)
+
+    # -- shell ------------------------------------------------------------------------------
+
+    def _shell(self, tool: str, command: str, args: Mapping[str, Any]) -> Decision:
+        analysis = analyse(command, self.workspace)
+        parts: list[Decision] = []
+        secret_reads = False
+        for cmd in analysis.commands:
+            findings, secret = self._command_findings(tool, cmd, args)
+            secret_reads = secret_reads or secret
+            default = _REDIRECT_ONLY if not cmd.argv else _UNKNOWN_COMMAND
+            parts.append(resolve(findings, default))
+        whole = list(analysis.findings)
+        if self.coding:
+            whole += profile.analysis_findings(analysis, secret_reads)
+        if whole:
+            parts.append(resolve(whole, _UNKNOWN_COMMAND))
+        return strictest(parts, _NO_COMMAND)
+
+    def _command_findings(self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any]) -> tuple[list[Finding], bool]:
+        out: list[Finding] = []
+        eff = effects(cmd) if cmd.argv else Effects()
+        secret = self._places(cmd, eff, out)
+        if self.coding and cmd.argv:
+            out = profile.findings_for(cmd, eff, self.context) + out
+        if cmd.argv:
+            out += self._rules(tool, args, lambda r: r.matches_command(cmd))
+        return out, secret
+
+    def _places(self, cmd: SimpleCommand, eff: Effects, out: list[Finding]) -> bool:
+        """Judge every place the command touches; return whether it reads a secret."""
+        writes = list(eff.writes)
+        reads = list(eff.reads)
+        for r in cmd.redirects:
+            if r.target is None:
+                continue
+            if r.writes:
+                writes.append(Target(r.target))
+            if r.op.startswith("<") or r.op == "<>":
+                reads.append(Target(r.target))
+        for t in writes:
+            self._write_place(t, cmd, out)
+        secret = False
+        for t in reads:
+            secret = self._read_place(t, cmd, out) or secret
+        if cmd.name not in NAME_ONLY:
+            listed = {id(t.word) for t in reads}
+            for w in cmd.args:
+                if id(w) not in listed:
+                    secret = self._loose_read(w, cmd, out) or secret
+        return secret
+
+    def _write_place(self, t: Target, cmd: SimpleCommand, out: list[Finding]) -> None:
+        w = t.word
+        text = w.text if w.static else w.prefix
+        what = "delete" if t.delete else "write"
+        if not w.static:
+            # only the known prefix: judge the directory it names, then ask at least
+            base = text.rsplit("/", 1)[0] if "/" in text else ""
+            path = self.paths.resolve(base or "/", cmd.cwd) if base or text.startswith("/") else None
+            verdict = self.paths.write(PurePosixPath(f"{path}/_")) if path is not None else None
+            if verdict is not None and verdict.verdict is Verdict.DENY:
+                out.append(_hard(verdict, f"{what} under {text!r}: "))
+            out.append(
+                Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {w.text!r} is only known at run time")
+            )
+            return
+        path = self.paths.resolve(text, cmd.cwd)
+        if path is None:
+            out.append(Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {text!r}: directory unknown"))
+            return
+        verdict = self.paths.write(path)
+        if verdict is None and _has_glob(text):
+            verdict = self._glob_write(text, cmd)
+        if verdict is None:
+            verdict = self.paths.dotfile(path)
+        if verdict is not None:
+            out.append(_hard(verdict, f"{what} {text!r}: "))
+
+    def _glob_write(self, text: str, cmd: SimpleCommand) -> PlaceVerdict | None:
+        last = text.rstrip("/").rsplit("/", 1)[-1]
+        if last.startswith("."):
+            return PlaceVerdict("path:dotfile", Verdict.DENY, "a glob over dotfiles (and, in some shells, '..')")
+        base = text.rsplit("/", 1)[0] if "/" in text else "."
+        base_path = self.paths.resolve(base, cmd.cwd)
+        if base_path is not None and base_path == self.workspace and last in ("*", "**"):
+            return PlaceVerdict("path:workspace-root", Verdict.ASK, "a glob over the whole workspace")
+        return None
+
+    def _read_place(self, t: Target, cmd: SimpleCommand, out: list[Finding]) -> bool:
+        w = t.word
+        text = w.text if w.static else w.prefix
+        if not text:
+            return False
+        path = self.paths.resolve(text, cmd.cwd)
+        if path is None:
+            return False
+        if str(path).startswith(("/dev/tcp/", "/dev/udp/")):
+            out.append(Finding.of(Layer.HARD, "shell:dev-tcp", Verdict.DENY, f"{path} opens a network connection"))
+            return True
+        if not w.static:
+            if self.paths.is_credential(path) or self.paths.is_credential(PurePosixPath(f"{path}/_")):
+                out.append(Finding.of(Layer.HARD, "path:credential", Verdict.DENY, f"reads under {text!r} (credentials)"))
+                return True
+            return False
+        verdict = self.paths.read(path, shell=True)
+        if verdict is None and _has_glob(text) and self.paths.glob_may_hit_credential(self.paths.expand_user(text)):
+            verdict = PlaceVerdict("path:credential", Verdict.DENY, f"the glob {text!r} can name a credential file")
+        if verdict is None and t.recursive and self.paths.holds_credentials(path):
+            verdict = PlaceVerdict("path:credential", Verdict.DENY, f"reads the whole of {path}, credentials included")
+        if verdict is not None:
+            out.append(_hard(verdict, ""))
+            return verdict.rule_id == "path:credential"
+        return self._secretish(path)
+
+    def _loose_read(self, w: Word, cmd: SimpleCommand, out: list[Finding]) -> bool:
+        """Any argument of any program that names a credential file is a read of it."""
+        secret = False
+        for piece in {w.text, w.text.split("=", 1)[-1], w.text.lstrip("@")}:
+            if not piece or not (piece.startswith(("/", "~", ".")) or "/" in piece):
+                continue
+            text = piece if w.static else (w.prefix.split("=", 1)[-1] if w.prefix else "")
+            if not text:
+                continue
+            path = self.paths.resolve(text, cmd.cwd)
+            if path is None:
+                continue
+            hit = self.paths.is_credential(path) or (
+                _has_glob(text) and self.paths.glob_may_hit_credential(self.paths.expand_user(text))
+            )
+            if hit:
+                out.append(Finding.of(Layer.HARD, "path:credential", Verdict.DENY, f"{piece!r} is a credential file"))
+                return True
+            secret = secret or self._secretish(path)
+        return secret
+
+    def _secretish(self, path: PurePosixPath) -> bool:
+        """Dotfiles in the home directory and ``.env`` files: not credentials, but not for sending."""
+        home = PurePosixPath(self.paths.home)
+        name = path.name
+        in_home_dot = home in path.parents and any(p.startswith(".") for p in path.relative_to(home).parts)
+        return in_home_dot or (name.startswith(".env") and name not in (".env.example", ".env.sample"))
+
+    def _shell_read_only(self, command: str) -> bool:
+        analysis = analyse(command, self.workspace)
+        for cmd in analysis.commands:
+            eff = effects(cmd)
+            if eff.writes or any(r.writes for r in cmd.redirects):
+                return False
+            if cmd.name not in profile.READ_ONLY and cmd.name != "git":
+                return False
+            if cmd.name == "git":
+                words, _ = profile.git_words(cmd)
+                if not words or words[0] not in profile.GIT_READ:
+                    return False
+        return True
+
+    # -- files and other tools --------------------------------------------------------------
+
+    def _file(self, contract: ToolContract, raw: str, args: Mapping[str, Any]) -> Decision:
+        path = self.paths.resolve(raw, self.workspace)
+        rel = self.paths.relative(path) if path is not None else None
+        effects_ = set(contract.effects)
+        out: list[Finding] = []
+        if path is None:
+            out.append(Finding.of(Layer.HARD, "path:unknown", Verdict.DENY, f"cannot resolve {raw!r}"))
+        elif Effect.WRITE in effects_:
+            verdict = self.paths.write(path)
+            if verdict is not None:
+                out.append(_hard(verdict, ""))
+            dot = self.paths.dotfile(path)
+            if dot is not None:
+                out.append(Finding(RuleMatch(dot.rule_id, dot.verdict, dot.reason), Layer.PROFILE))
+        if path is not None and Effect.READ in effects_ or (path is not None and Effect.WRITE not in effects_):
+            verdict = self.paths.read(path, shell=False) if path is not None else None
+            if verdict is not None:
+                out.append(_hard(verdict, ""))
+        out += self._rules(contract.name, args, lambda r: r.matches_path(rel, raw))
+        out += self._effect_defaults(contract, file_tool=True)
+        return resolve(out, RuleMatch("default:effects", Verdict.ASK, "no default for these effects"))
+
+    def _other(self, contract: ToolContract, args: Mapping[str, Any]) -> Decision:
+        out = self._rules(contract.name, args, lambda r: r.matches_subject(args))
+        if Effect.EXEC in contract.effects:
+            out.append(Finding.of(Layer.DEFAULT, "default:exec-no-command", Verdict.ASK, "exec without a command"))
+        out += self._effect_defaults(contract, file_tool=False)
+        return resolve(out, RuleMatch("default:effects", Verdict.ASK, "no default for these effects"))
+
+    def _effect_defaults(self, contract: ToolContract, *, file_tool: bool) -> list[Finding]:
+        out: list[Finding] = []
+        require = set(self.envelope.approvals.require_for)
+        for e in contract.effects:
+            if e is Effect.READ:
+                out.append(Finding.of(Layer.DEFAULT, "default:read", Verdict.ALLOW, "reads are allowed"))
+            elif e is Effect.WRITE:
+                if file_tool:
+                    out.append(
+                        Finding.of(Layer.DEFAULT, "default:write", Verdict.ALLOW, "writes inside the writable set")
+                    )
+                else:
+                    out.append(Finding.of(Layer.DEFAULT, "default:write", Verdict.ASK, "writes to an unstated place"))
+            elif e is Effect.NETWORK:
+                out.append(Finding.of(Layer.DEFAULT, "default:network", Verdict.ASK, "network access needs approval"))
+            elif e in EFFECT_APPROVAL_CLASS:
+                cls = EFFECT_APPROVAL_CLASS[e]
+                if not require or cls in require:
+                    out.append(
+                        Finding.of(Layer.DEFAULT, f"approval:{cls.value}", Verdict.ASK, f"{e.value} effects need a human")
+                    )
+                else:
+                    out.append(
+                        Finding.of(
+                            Layer.DEFAULT,
+                            f"default:{e.value}",
+                            Verdict.ALLOW,
+                            f"approvals.require_for does not list {cls.value}",
+                        )
+                    )
+        return out
+
+    # -- rules and control ------------------------------------------------------------------
+
+    def _rules(self, tool: str, args: Mapping[str, Any], matches: Any) -> list[Finding]:
+        out: list[Finding] = []
+        for rules, layer in ((self.deny, Layer.HARD), (self.ask, Layer.USER), (self.allow, Layer.USER)):
+            out += [_rule_finding(r, layer) for r in rules if _applies(r, tool, args) and matches(r)]
+        out += [_rule_finding(r, Layer.RUN) for r in self.run if _applies(r, tool, args) and matches(r)]
+        return out
+
+    def _control(self, decision: Decision, read_only: bool) -> Decision:
+        state = self.control
+        if state is ControlState.NORMAL or read_only or decision.verdict is Verdict.DENY:
+            return decision
+        if state is ControlState.CAUTIOUS:
+            if decision.verdict is Verdict.ASK:
+                return decision
+            m = RuleMatch("control:cautious", Verdict.ASK, "control state CAUTIOUS: anything beyond reading needs a human")
+        elif state is ControlState.BLOCKED:
+            m = RuleMatch("control:blocked", Verdict.DENY, "control state BLOCKED: only read-only actions run")
+        else:
+            m = RuleMatch("control:human-required", Verdict.DENY, "control state HUMAN_REQUIRED: a human must step in")
+        return Decision(m.verdict, m.id, m.reason, (m, *decision.matches))
+
+
+def _applies(rule: CompiledRule, tool: str, args: Mapping[str, Any]) -> bool:
+    return rule.tool == tool and rule.when_holds(args)
+
+
+def _rule_finding(rule: CompiledRule, layer: Layer) -> Finding:
+    reason = rule.reason or f"{rule.verdict.name.lower()} rule {rule.id}"
+    return Finding(RuleMatch(rule.id, rule.verdict, reason), layer)
+
+
+def _hard(v: PlaceVerdict, prefix: str) -> Finding:
+    return Finding.of(Layer.HARD, v.rule_id, v.verdict, prefix + v.reason)
+
+
+def _has_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def shell_decision(command: str, envelope: Envelope | None = None, workspace: Path | None = None) -> Decision:
+    """Decide a shell command for the built-in ``bash`` tool (convenience for CLIs and tests)."""
+    env = envelope or default_envelope()
+    tool = next((t.name for t in env.tools if Effect.EXEC in t.effects), "bash")
+    return Gate(env, workspace or Path.cwd()).decide(tool, {"command": command})
+
+
+__all__ = ["Gate", "shell_decision"]

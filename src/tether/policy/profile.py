@@ -1,0 +1,408 @@
+"""The built-in ``coding`` profile: what a coding agent may do without asking.
+
+Judgement calls, written down:
+
+* **Read-only commands are allowed** (``ls``, ``cat``, ``grep``, ``rg``, ``find`` without
+  ``-exec``/``-delete``, ``git status|diff|log|show|branch``, ``sed`` without ``-i`` and with a
+  script of only print/substitute commands, ``--version`` forms …) and so are pipelines made only
+  of them. Credential files stay unreadable whatever the command (the gate checks every path).
+* **Working in the workspace is allowed**: a coding agent must edit, build and test. Running the
+  project's tests and builds (``python``, ``pytest``, ``make``, ``ruff``, ``mypy``, ``npm test``,
+  ``cargo test``, ``go test`` …), ``git add/commit/checkout -b``, ``mkdir``, ``touch``, ``cp``,
+  ``mv``, ``rm`` (even ``-r``) of paths *inside the workspace*. Running a script in the workspace
+  (``python x.py``, ``bash x.sh``) is allowed: static analysis cannot see into it, and the agent
+  could write the same code anyway. The sandbox, not this list, contains what such code does.
+  Installing packages from the default index is allowed; custom indexes, URLs and VCS specs ask.
+* **Inline code**: ``python -c`` is allowed when :mod:`tether.policy.inline` finds it tame;
+  other inline code (``node -e``, ``perl -e``) asks. Reverse-shell shapes are denied.
+* **Ask** for anything that leaves the machine or changes something shared: ``git push``,
+  ``fetch``/``pull``/``clone``, publishing packages, cloud/cluster/infra CLIs, ``ssh``/``scp``,
+  ``curl``/``wget``, ``docker run`` (host mounts and privileged flags named as such), ``sudo``,
+  system package managers, destructive git (``reset --hard``, ``clean -f``, ``checkout .``).
+* **Deny** destructive and escape forms: recursive deletes of ``/``, ``~`` or outside the
+  workspace, ``mkfs``/partitioning, ``dd`` to devices, fork bombs, recursive chmod/chown of
+  ``/``, power-off, ``kill -1``, reverse shells, exfiltration (environment dumps or dotfiles in the
+  same command as a network tool).
+* **Everything else asks** (fail closed): an unknown program is never allowed by default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from . import inline, interp
+from .decision import Finding, Layer, Verdict
+from .effects import Effects, operands
+from .paths import PathPolicy
+from .shell import FETCHERS, PRIVILEGED, Analysis, SimpleCommand, Word
+
+READ_ONLY = frozenset(
+    """ls cat head tail wc grep egrep fgrep rg ag ack find sort uniq diff cmp comm stat file which whereis type du df
+    tree pwd echo printf true false test [ [[ basename dirname realpath readlink date whoami id uname nproc uptime ps
+    cut tr paste column nl fold fmt expand unexpand rev tac od hexdump strings md5sum sha1sum sha256sum sha512sum
+    b2sum cksum base64 base32 jq yq less more printenv cd pushd popd dirs seq sleep wait hash groups locale tty
+    lsb_release free getconf join pr iconv numfmt expr factor tput clear shopt unset read shift exit return break
+    continue : let umask ulimit jobs getopts command local readonly cal bc dc arch logname users w who last
+    lscpu lsblk lsof pgrep pstree top htop vmstat iostat mount env set export declare typeset alias trap source .
+    eval xargs xxd""".split()
+)
+BUILD = frozenset(
+    """mkdir touch cp mv ln rm rmdir chmod tee truncate patch tar zip unzip gzip gunzip bzip2 bunzip2 xz unxz zstd
+    install make cmake ninja meson pytest py.test ruff mypy black isort flake8 pylint pyright coverage tox nox
+    pre-commit tsc eslint prettier jest vitest mocha rustc rustfmt gofmt gcc g++ cc c++ clang clang++ ld ar javac
+    java mvn gradle gradlew dotnet shellcheck shfmt yamllint hadolint sphinx-build mkdocs pandoc ctags bundle
+    rake pip pip3 uv poetry pdm hatch npm yarn pnpm bun node nodejs deno cargo go python python3 sh bash dash zsh
+    pydoc mkfifo sed awk gawk mawk perl ruby lua php ts-node tsx dd split csplit""".split()
+)
+REMOTE = frozenset(
+    """ssh scp sftp mosh ftp lftp aws gcloud gsutil bq az kubectl helm terraform tofu pulumi doctl flyctl fly heroku
+    vercel netlify firebase ansible ansible-playbook gh glab hub twine kubectx eksctl oc nomad consul vault packer
+    serverless sam cdk wrangler supabase railway""".split()
+)
+NETWORK = FETCHERS | frozenset({"ping", "dig", "nslookup", "host", "traceroute", "mail", "sendmail", "mutt", "whois"})
+SYSTEM = frozenset(
+    """apt apt-get aptitude yum dnf brew apk pacman snap port zypper emerge systemctl service launchctl crontab
+    iptables ip6tables nft ufw firewall-cmd mount umount insmod rmmod modprobe sysctl useradd userdel usermod
+    passwd chpasswd visudo setenforce swapon swapoff hostnamectl timedatectl update-alternatives""".split()
+)
+DISK = frozenset({"mkfs", "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "parted", "gdisk", "cfdisk", "sgdisk"})
+POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
+CONTAINERS = frozenset({"docker", "podman", "nerdctl"})
+
+GIT_READ = frozenset(
+    """status diff log show branch ls-files rev-parse blame grep describe shortlog reflog cat-file ls-tree show-ref
+    merge-base rev-list name-rev version help count-objects fsck whatchanged for-each-ref check-ignore var
+    show-branch annotate cherry range-diff diff-tree diff-files diff-index""".split()
+)
+GIT_WORK = frozenset(
+    """add commit mv rm merge rebase cherry-pick revert stash tag init apply am format-patch bisect notes switch
+    worktree mergetool restore checkout reset gc prune repack maintenance sparse-checkout""".split()
+)
+GIT_REMOTE = frozenset({"push", "fetch", "pull", "clone", "ls-remote", "submodule", "send-email", "request-pull", "svn"})
+_GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"})
+
+_INDEX_FLAGS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
+_VCS_OR_URL = re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
+_SAFE_SED = re.compile(
+    r"^\s*(\d+|\$|/[^/]*/)?(,(\d+|\$|/[^/]*/|\+\d+))?\s*!?\s*"
+    r"([pdqn=]|s(.).*\5.*\5[gpiImM0-9]*|y(.).*\6.*\6|\{|\})?\s*$"
+)
+_PY_NETWORK_MODULES = frozenset({"http.server", "smtpd", "ftplib", "pip", "SimpleHTTPServer", "webbrowser", "venv"})
+
+
+@dataclass(frozen=True)
+class Context:
+    paths: PathPolicy
+    workspace: PurePosixPath
+
+
+def _f(rule: str, verdict: Verdict, reason: str, *, hard: bool = False) -> Finding:
+    layer = Layer.HARD if hard or verdict is Verdict.DENY else Layer.PROFILE
+    return Finding.of(layer, f"coding:{rule}", verdict, reason)
+
+
+def _allow(rule: str, reason: str) -> list[Finding]:
+    return [_f(rule, Verdict.ALLOW, reason)]
+
+
+def _ask(rule: str, reason: str, *, hard: bool = False) -> list[Finding]:
+    return [_f(rule, Verdict.ASK, reason, hard=hard)]
+
+
+def git_words(cmd: SimpleCommand) -> tuple[list[str], bool]:
+    """``git -C x -c k=v --no-pager push`` → ``[push]``, and whether ``-c`` overrides were given."""
+    words = [w.text for w in cmd.args]
+    i = 0
+    overrides = False
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] in ("-c", "--config-env") or words[i].startswith("--config-env="):
+            overrides = True
+        i += 2 if words[i] in _GIT_VALUE_OPTS else 1
+    return words[i:], overrides
+
+
+def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
+    """The profile's opinion of one simple command (may be empty: the default then asks)."""
+    out: list[Finding] = []
+    if set(cmd.wrappers) & PRIVILEGED or cmd.name in PRIVILEGED:
+        out += _ask("ask-privilege", "runs with elevated privileges", hard=True)
+    out += _destructive(cmd, eff, ctx)
+    out += _classify(cmd, eff, ctx)
+    return out
+
+
+def _targets_home_or_root(eff: Effects, cmd: SimpleCommand, ctx: Context) -> tuple[str, str] | None:
+    for t in eff.writes:
+        if not (t.recursive or t.delete):
+            continue
+        text = t.word.text if t.word.static else t.word.prefix
+        path = ctx.paths.resolve(text, cmd.cwd) if text else None
+        if path is None:
+            continue
+        home = PurePosixPath(ctx.paths.home)
+        if str(path) == "/" or (t.word.static and t.word.text.rstrip("/") in ("/*", "")):
+            return "rm-root", f"{cmd.name} of / (the whole file system)"
+        if path in (home, *home.parents) or str(path) in ("/home", "/root") or path.parent == PurePosixPath("/home"):
+            return "rm-home", f"{cmd.name} of the home directory {path}"
+    return None
+
+
+def _destructive(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
+    name = cmd.name
+    texts = [w.text for w in cmd.args]
+    if name in DISK or name.startswith(("mkfs.", "mke2fs", "mkdosfs")):
+        return [_f("deny-mkfs", Verdict.DENY, f"{name} formats or repartitions a disk")]
+    if name == "dd" and any(t.startswith("of=/dev/") and t not in ("of=/dev/null",) for t in texts):
+        return [_f("deny-dd-device", Verdict.DENY, "dd writes straight to a device")]
+    if name in POWER or (name == "init" and texts[:1] in (["0"], ["6"])):
+        return [_f("deny-power", Verdict.DENY, f"{name} stops or restarts the machine")]
+    if name == "systemctl" and set(texts) & {"poweroff", "reboot", "halt", "kexec", "suspend"}:
+        return [_f("deny-power", Verdict.DENY, "systemctl stops or restarts the machine")]
+    if name in ("kill", "pkill", "killall") and ("-1" in texts[-1:] or "1" in texts[-1:] or "-1" in texts[1:]):
+        if name == "kill":
+            return [_f("deny-kill-all", Verdict.DENY, "kill of every process or of init")]
+    hit = _targets_home_or_root(eff, cmd, ctx)
+    if hit is not None:
+        rule, reason = hit
+        if name in ("chmod", "chown", "chgrp", "chattr", "setfacl"):
+            rule = "chmod-root"
+        return [_f(f"deny-{rule}", Verdict.DENY, reason)]
+    if name in ("nc", "ncat", "netcat") and {"-e", "-c", "--exec", "--sh-exec", "--lua-exec"} & set(texts):
+        return [_f("deny-reverse-shell", Verdict.DENY, f"{name} wires a shell to a socket")]
+    if name == "socat" and any(re.search(r"(^|[,:])(exec|system):", t, re.IGNORECASE) for t in texts):
+        return [_f("deny-reverse-shell", Verdict.DENY, "socat wires a program to a socket")]
+    if interp.is_interpreter(name):
+        prog = interp.program(name, texts)
+        code = texts[prog.index] if prog.kind == "inline" else None
+        body = cmd.stdin_body
+        if code is None and prog.kind == "stdin" and body is not None and body.body is not None:
+            code = body.body
+        if code is not None and inline.reverse_shell(code):
+            return [_f("deny-reverse-shell", Verdict.DENY, f"{name} code connects a socket to a process")]
+    return []
+
+
+def _in_workspace(word: Word, cmd: SimpleCommand, ctx: Context) -> bool:
+    if not word.static:
+        return False
+    path = ctx.paths.resolve(word.text, cmd.cwd)
+    return path is not None and ctx.paths.relative(path) is not None
+
+
+def _classify(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
+    name = cmd.name
+    texts = [w.text for w in cmd.args]
+    if not cmd.argv:
+        return []
+    if cmd.computed:
+        return []
+    if texts in (["--version"], ["-V"], ["version"], ["--help"], ["-h"]) and "/" not in cmd.argv[0].text:
+        return _allow("allow-version", f"{name} {texts[0]} only prints")
+    if "/" in cmd.argv[0].text and not _system_binary(cmd.argv[0].text):
+        if _in_workspace(cmd.argv[0], cmd, ctx):
+            return _allow("allow-run-workspace", f"runs {cmd.argv[0].text} from the workspace")
+        return _ask("ask-run-outside", f"runs {cmd.argv[0].text} from outside the workspace")
+    if eff.env_dump:
+        return _ask("ask-dump-env", f"{name} prints the whole environment, which may hold secrets")
+    if name == "git":
+        return _git(cmd)
+    if name in CONTAINERS:
+        return _container(cmd)
+    if name in REMOTE or (name == "rsync" and any(":" in t.split("/", 1)[0] for t in texts if not t.startswith("-"))):
+        return _ask("ask-remote", f"{name} changes or reads remote systems")
+    if name in NETWORK:
+        return _ask("ask-network", f"{name} talks to the network")
+    if name in SYSTEM:
+        return _ask("ask-system", f"{name} changes the machine's configuration or packages")
+    if name in ("npx", "pnpx", "bunx", "uvx", "pipx"):
+        return _ask("ask-download-run", f"{name} downloads and runs a package")
+    if name in ("pip", "pip3") or (interp.is_python(name) and texts[:2] == ["-m", "pip"]):
+        return _pip(texts[2:] if interp.is_python(name) else texts)
+    if name in ("npm", "yarn", "pnpm", "bun", "uv", "poetry", "pdm", "hatch", "cargo", "go", "gem", "bundle"):
+        return _package_tool(name, texts)
+    if name == "sed" and not any(t == "-i" or t.startswith(("-i", "--in-place")) for t in texts):
+        return _sed(cmd)
+    if name in ("awk", "gawk", "mawk"):
+        prog = next((t for t in texts if not t.startswith("-")), "")
+        if re.search(r"system|\||>|getline|close|fflush", prog) or "-f" in texts:
+            return _ask("ask-awk-program", f"{name} program can run commands or write files")
+        return _allow("allow-read-only", f"{name} filters text")
+    if name == "find" and {"-exec", "-execdir", "-ok", "-okdir"} & set(texts):
+        return _allow("allow-read-only", "find itself only lists; its -exec command is judged separately")
+    if name in ("xxd",) and "-r" in texts:
+        return _allow("allow-workspace-build", "xxd -r decodes hex")
+    if name == "make" and any(t in ("install", "uninstall") for t in texts):
+        return _ask("ask-make-install", "make install writes outside the workspace")
+    if interp.is_interpreter(name):
+        return _interpreter(cmd, name, texts, ctx)
+    if name in READ_ONLY:
+        return _allow("allow-read-only", f"{name} only reads")
+    if name in BUILD:
+        return _allow("allow-workspace-build", f"{name} works inside the workspace")
+    return []
+
+
+def _system_binary(text: str) -> bool:
+    return text.rsplit("/", 1)[0] in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin")
+
+
+def _git(cmd: SimpleCommand) -> list[Finding]:
+    words, overrides = git_words(cmd)
+    sub = words[0] if words else ""
+    rest = words[1:]
+    if overrides:
+        return _ask("ask-git-config-override", "git -c can run arbitrary programs (aliases, pagers, hooks)")
+    if sub in GIT_REMOTE:
+        rule = "ask-git-push" if sub == "push" else "ask-git-remote"
+        return _ask(rule, f"git {sub} talks to a remote")
+    if sub == "remote":
+        if not rest or rest[0] in ("-v", "show", "get-url", "--verbose"):
+            return _allow("allow-read-only", "git remote lists remotes")
+        return _ask("ask-git-remote", "git remote changes where code is pushed")
+    if sub == "config":
+        if any(r in ("--get", "--list", "-l", "--get-all", "--get-regexp", "--show-origin") for r in rest) or len(
+            [r for r in rest if not r.startswith("-")]
+        ) <= 1:
+            return _allow("allow-read-only", "git config read")
+        return _ask("ask-git-config", "git config changes can run programs (hooks, pagers, aliases)")
+    if sub == "reset" and "--hard" in rest:
+        return _ask("ask-git-discard", "git reset --hard discards uncommitted work")
+    if sub == "clean" and any(r.startswith("-") and "f" in r for r in rest):
+        return _ask("ask-git-discard", "git clean -f deletes untracked files")
+    if sub in ("checkout", "restore") and ("." in rest or "--" in rest) and "-b" not in rest and "--staged" not in rest:
+        return _ask("ask-git-discard", f"git {sub} of paths discards uncommitted changes")
+    if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
+        return _ask("ask-git-discard", "git stash drop/clear discards work")
+    if sub in ("filter-branch", "filter-repo", "update-ref", "replace"):
+        return _ask("ask-git-rewrite", f"git {sub} rewrites history")
+    if sub in GIT_READ or (sub == "tag" and (not rest or rest[0] in ("-l", "--list"))):
+        return _allow("allow-read-only", f"git {sub} only reads")
+    if sub in GIT_WORK:
+        return _allow("allow-git-work", f"git {sub} changes only the local repository")
+    return []
+
+
+def _container(cmd: SimpleCommand) -> list[Finding]:
+    texts = [w.text for w in cmd.args]
+    sub = next((t for t in texts if not t.startswith("-")), "")
+    if sub in ("ps", "images", "version", "info", "logs", "inspect", "history", "top", "stats", "port"):
+        return _allow("allow-read-only", f"{cmd.name} {sub} only reads")
+    risky = [
+        t
+        for i, t in enumerate(texts)
+        if t in ("--privileged", "--pid=host", "--net=host", "--network=host", "--userns=host", "--ipc=host")
+        or (i > 0 and texts[i - 1] in ("-v", "--volume", "--mount") and not t.startswith(("./", "$PWD", ".:")))
+        or t.startswith(("--volume=/", "-v/", "--mount=type=bind"))
+    ]
+    if risky:
+        return _ask("ask-docker-host-mount", f"{cmd.name} {sub} with host access ({risky[0]})")
+    return _ask("ask-containers", f"{cmd.name} {sub} starts or changes containers")
+
+
+def _pip(texts: list[str]) -> list[Finding]:
+    sub = next((t for t in texts if not t.startswith("-")), "")
+    if sub not in ("install", "download", "wheel"):
+        return _allow("allow-workspace-build", f"pip {sub} does not fetch code")
+    if any(t in _INDEX_FLAGS or t.startswith(tuple(f + "=" for f in _INDEX_FLAGS)) for t in texts):
+        return _ask("ask-custom-index", "install from a custom index")
+    if any(_VCS_OR_URL.match(t) for t in texts):
+        return _ask("ask-custom-index", "install from a URL or VCS")
+    if any(t in ("--user", "--break-system-packages", "--target", "--prefix", "--root") for t in texts):
+        return _ask("ask-system-install", "install outside the project environment")
+    return _allow("allow-install", "install from the default index into the project environment")
+
+
+def _package_tool(name: str, texts: list[str]) -> list[Finding]:
+    sub = next((t for t in texts if not t.startswith("-")), "")
+    if sub in ("publish", "upload", "push", "yank", "login", "adduser", "owner", "unpublish", "deprecate", "dist-tag"):
+        return _ask("ask-publish", f"{name} {sub} publishes or changes a registry")
+    if any(t in _INDEX_FLAGS or t.startswith(tuple(f + "=" for f in _INDEX_FLAGS)) for t in texts) or any(
+        t in ("--git", "--index") for t in texts
+    ):
+        return _ask("ask-custom-index", f"{name} {sub} from a custom registry or index")
+    if sub in ("install", "i", "add") and any(_VCS_OR_URL.match(t) for t in texts[1:]):
+        return _ask("ask-custom-index", f"{name} {sub} from a URL or VCS")
+    if name == "uv" and sub == "pip":
+        return _pip(texts[texts.index("pip") + 1 :])
+    if name in ("cargo", "go") and sub == "install":
+        return _ask("ask-system-install", f"{name} install writes outside the workspace")
+    if name == "gem" and sub == "install":
+        return _ask("ask-system-install", "gem install writes outside the workspace")
+    if name in ("npm", "pnpm", "yarn", "bun") and sub in ("exec", "dlx", "x", "create", "init") and name != "npm":
+        return _ask("ask-download-run", f"{name} {sub} downloads and runs a package")
+    if sub in ("config", "set") or (name == "npm" and sub == "exec"):
+        return _ask("ask-package-config", f"{name} {sub}")
+    if "-g" in texts or "--global" in texts:
+        return _ask("ask-system-install", f"{name} global install")
+    return _allow("allow-workspace-build", f"{name} {sub} builds, tests or installs for the project")
+
+
+def _sed(cmd: SimpleCommand) -> list[Finding]:
+    texts = [w.text for w in cmd.args]
+    scripts = [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("-e", "--expression")]
+    if "-f" in texts:
+        return _ask("ask-sed-script", "sed runs a script file")
+    if not scripts:
+        ops = [w.text for w in operands(cmd, frozenset({"-e", "-f", "-l"}))]
+        scripts = ops[:1]
+    for s in scripts:
+        for part in re.split(r"[;\n]", s):
+            if not _SAFE_SED.match(part):
+                return _ask("ask-sed-script", f"sed script {part.strip()!r} may write files or run commands")
+            if re.search(r"s(.).*\1.*\1[gpiImM0-9]*[we]", part):
+                return _ask("ask-sed-script", "sed s///w or s///e writes files or runs commands")
+    return _allow("allow-read-only", "sed prints edited text")
+
+
+def _interpreter(cmd: SimpleCommand, name: str, texts: list[str], ctx: Context) -> list[Finding]:
+    prog = interp.program(name, texts)
+    if prog.kind == "none":
+        return _allow("allow-version", f"{name} only prints")
+    if prog.kind == "module":
+        mod = texts[prog.index]
+        mod = mod[2:] if mod.startswith("-m") else mod
+        if mod in _PY_NETWORK_MODULES:
+            return _ask("ask-python-module", f"python -m {mod} serves, fetches or installs")
+        return _allow("allow-workspace-build", f"python -m {mod}")
+    if prog.kind == "script":
+        word = cmd.args[prog.index]
+        if _in_workspace(word, cmd, ctx):
+            return _allow("allow-run-workspace", f"{name} runs {word.text} from the workspace")
+        return _ask("ask-run-outside", f"{name} runs {word.text}, which is not in the workspace")
+    code: str | None = None
+    if prog.kind == "inline":
+        code = texts[prog.index] if cmd.args[prog.index].static else None
+        if name in interp.SHELLS:
+            return _allow("allow-shell-inline", f"{name} -c: the inner commands are judged themselves")
+    elif prog.kind == "stdin":
+        body = cmd.stdin_body
+        if body is not None:
+            if name in interp.SHELLS:
+                return _allow("allow-shell-inline", f"{name} here-document: the inner commands are judged themselves")
+            code = body.body if not body.body_dynamic else None
+        elif cmd.piped:
+            return []  # the gate's shell:pipe-to-interpreter decides
+        else:
+            return _ask("ask-interactive", f"{name} without a program waits for input")
+    if code is not None and interp.is_python(name):
+        tame, why = inline.python_is_tame(code)
+        if tame:
+            return _allow("allow-python-inline", "inline Python names no process, file or network capability")
+        return _ask("ask-inline-code", why)
+    return _ask("ask-inline-code", f"{name} inline code cannot be checked")
+
+
+def analysis_findings(analysis: Analysis, secret_reads: bool) -> list[Finding]:
+    """Whole-command findings: exfiltration needs a secret source *and* a network sink."""
+    names = analysis.names
+    sends = bool(names & (NETWORK | REMOTE | {"rsync"})) or any(
+        r.target is not None and r.target.text.startswith(("/dev/tcp/", "/dev/udp/"))
+        for c in analysis.commands
+        for r in c.redirects
+    )
+    dumps = any(c.name in ("env", "printenv", "set", "export", "declare") and len(c.argv) == 1 for c in analysis.commands)
+    if sends and (dumps or secret_reads):
+        return [_f("deny-exfiltration", Verdict.DENY, "environment or dotfiles sent over the network")]
+    return []

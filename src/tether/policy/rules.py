@@ -1,0 +1,166 @@
+"""Envelope rules: ``Tool`` or ``Tool(specifier)``, compiled once, matched many times.
+
+* For a **shell tool** the specifier matches the *parsed* command words of every simple command
+  the string runs (after wrappers, quoting and nesting are seen through), so ``bash(git push:*)``
+  also matches ``cd x && env GIT_DIR=. /usr/bin/git -C . push``. ``prefix:*`` (and a trailing
+  ``*`` token) means "these words, then anything"; other tokens are ``fnmatch`` globs per word.
+* For a **file tool** (``path`` argument) the specifier is a gitignore-style glob relative to
+  the workspace (``pathspec``), matched against the *resolved* path.
+* For other tools the specifier is an ``fnmatch`` glob on the first of ``url``, ``host``,
+  ``target``, ``name`` present in the arguments.
+* ``when: {arg: glob}`` adds predicates on arguments; all must hold.
+
+Deny and ask rules match generously (a word computed at run time may be anything, so it matches
+any token; ``git -c x=y -C d push`` is seen as ``git push``). Allow rules match strictly: only
+static words, only the words as written (``./git`` is not ``git``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
+from typing import Any
+
+import pathspec
+
+from tether.envelope.schema import Rule
+
+from .decision import Verdict
+from .profile import git_words
+from .shell import SimpleCommand, command_name
+
+_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_SUBJECT_KEYS = ("url", "host", "target", "name")
+_SYSTEM_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin")
+
+
+class RuleSyntaxError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    id: str
+    verdict: Verdict
+    reason: str
+    tool: str
+    specifier: str | None
+    tokens: tuple[str, ...]
+    prefix: bool
+    when: tuple[tuple[str, str], ...]
+    spec: pathspec.PathSpec | None
+
+    # -- shell ------------------------------------------------------------------------------
+
+    def matches_command(self, cmd: SimpleCommand) -> bool:
+        if self.specifier is None or self.tokens == ():
+            return True
+        if not cmd.argv:
+            return False
+        strict = self.verdict is Verdict.ALLOW
+        candidates = _word_lists(cmd, strict)
+        return any(self._match_words(words, cmd.dynamic_tail and not strict, strict) for words in candidates)
+
+    def _match_words(self, words: list[tuple[str, bool]], open_tail: bool, strict: bool) -> bool:
+        toks = self.tokens
+        if len(words) < len(toks) and not open_tail:
+            return False
+        for i, tok in enumerate(toks):
+            if i >= len(words):
+                return open_tail
+            text, static = words[i]
+            if not static:
+                if strict and tok != "*":
+                    return False
+                continue
+            if not fnmatchcase(text, tok):
+                return False
+        return self.prefix or len(words) == len(toks)
+
+    # -- files and others -------------------------------------------------------------------
+
+    def matches_path(self, rel: PurePosixPath | None, raw: str) -> bool:
+        if self.specifier is None or self.specifier in ("*", "**"):
+            return True
+        if self.spec is None:
+            return False
+        if rel is None:
+            return self.specifier.startswith("/") and fnmatchcase(raw, self.specifier)
+        return self.spec.match_file(str(rel))
+
+    def matches_subject(self, args: Mapping[str, Any]) -> bool:
+        if self.specifier is None or self.specifier == "*":
+            return True
+        subject = next((args[k] for k in _SUBJECT_KEYS if isinstance(args.get(k), str)), None)
+        return subject is not None and fnmatchcase(subject, self.specifier)
+
+    def when_holds(self, args: Mapping[str, Any]) -> bool:
+        for key, glob in self.when:
+            if key not in args:
+                return False
+            value = args[key]
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            if not fnmatchcase(text, glob):
+                return False
+        return True
+
+
+def _word_lists(cmd: SimpleCommand, strict: bool) -> list[list[tuple[str, bool]]]:
+    words = [(w.text, w.static) for w in cmd.argv]
+    head = cmd.argv[0].text
+    if not strict or "/" not in head or head.rsplit("/", 1)[0] in _SYSTEM_DIRS:
+        words[0] = (command_name(head), cmd.argv[0].static and not cmd.computed)
+    if strict:
+        return [words]
+    lists = [words]
+    if cmd.name == "git":
+        rest, _ = git_words(cmd)
+        lists.append([("git", True), *[(t, True) for t in rest]])
+    lists += [[(w, True), *words] for w in cmd.wrappers]
+    return lists
+
+
+def parse(rule: Rule, verdict: Verdict) -> CompiledRule:
+    m = _RULE.match(rule.rule)
+    if m is None:
+        raise RuleSyntaxError(f"{rule.rule!r} is not Tool or Tool(specifier)")
+    tool, spec = m.group(1), m.group(2)
+    tokens: tuple[str, ...] = ()
+    prefix = False
+    path_spec = None
+    if spec is not None:
+        spec = spec.strip()
+        if not spec:
+            raise RuleSyntaxError(f"{rule.rule!r} has an empty specifier")
+        try:
+            toks = shlex.split(spec)
+        except ValueError as e:
+            raise RuleSyntaxError(f"{rule.rule!r}: {e}") from e
+        if toks == ["*"]:
+            toks = []
+        if toks and toks[-1].endswith(":*"):
+            toks[-1] = toks[-1][:-2]
+            prefix = True
+            if not toks[-1]:
+                toks.pop()
+        elif len(toks) > 1 and toks[-1] == "*":
+            toks.pop()
+            prefix = True
+        if toks:
+            toks[0] = command_name(toks[0])
+        tokens = tuple(toks)
+        try:
+            path_spec = pathspec.GitIgnoreSpec.from_lines([spec])
+        except Exception:  # pathspec raises several types for odd patterns
+            path_spec = None
+    when = tuple((str(k), str(v)) for k, v in rule.when.items())
+    return CompiledRule(rule.id, verdict, rule.reason, tool, spec, tokens, prefix, when, path_spec)
+
+
+def compile_rules(rules: list[Rule], verdict: Verdict) -> list[CompiledRule]:
+    return [parse(r, verdict) for r in rules]

@@ -1,0 +1,813 @@
+"""Shell analysis: from a command string to the simple commands it would really run.
+
+A real parser (tree-sitter-bash) turns the string into a tree; the walker below flattens it
+into :class:`SimpleCommand` values, each the *effective* argv after seeing through everything a
+shell or a wrapper does before the program starts:
+
+* lists, pipelines, subshells, groups, ``if``/``for``/``while``/``case`` bodies, functions;
+* command and process substitution, backticks, ``eval``, ``bash|sh -c STRING`` (recursively),
+  heredocs and here-strings fed to a shell, ``trap``/``alias``/``watch``/``su -c`` strings,
+  ``xargs CMD``, ``find -exec/-execdir/-ok CMD``;
+* wrappers and prefixes: ``env``, ``command``, ``builtin``, ``exec``, ``nohup``, ``timeout``,
+  ``nice``, ``time``, ``sudo``, ``doas``, ``stdbuf``, ``setsid``, ``ionice``, ``flock`` …,
+  ``VAR=value``, absolute paths (``/bin/rm``), quoting and escapes (``\\rm``, ``r''m``, ``"rm"``,
+  ``$'\\x72m'``).
+
+Words keep whether they are *static* (known before running). ``$HOME`` is known (``~``); a
+variable assigned a literal earlier in the same string is known; anything else is not.
+``cd`` is followed so relative paths resolve against the right directory.
+
+Structural findings that no rule can allow away are reported here with ``shell:*`` ids: an
+unparseable string (ASK), a computed command word (ASK), code that is computed at run time
+(ASK) or fetched/decoded (DENY ``shell:remote-code``), a program piped into an interpreter
+(DENY ``shell:pipe-to-interpreter``), nesting too deep to follow (ASK).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+from typing import Any
+
+import tree_sitter
+import tree_sitter_bash
+
+from . import interp
+from .decision import Finding, Layer, Verdict
+
+MAX_DEPTH = 8
+MAX_COMMANDS = 2000
+
+_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+#: Programs that fetch bytes from the network (their output executed = remote code).
+FETCHERS = frozenset(
+    {"curl", "wget", "fetch", "http", "https", "nc", "ncat", "netcat", "socat", "telnet", "aria2c", "lynx", "links"}
+)
+#: Programs whose output is decoded / deobfuscated text (their output executed = hidden code).
+DECODERS = frozenset({"base64", "base32", "xxd", "rev", "openssl", "gpg", "gunzip", "zcat", "uudecode", "tr", "printf"})
+
+
+@dataclass(frozen=True)
+class Word:
+    """One argument as the program would receive it, as far as it is known beforehand.
+
+    ``text`` is the best-effort value (quotes and escapes removed, known variables expanded,
+    unknown parts left as written); ``prefix`` is the part known for sure (equal to ``text``
+    when ``static``); ``inner`` lists the programs run inside substitutions in this word.
+    """
+
+    text: str
+    static: bool = True
+    prefix: str = ""
+    inner: tuple[str, ...] = ()
+    expanded: bool = False  # came from a variable, even if its value is known
+
+    @staticmethod
+    def lit(text: str) -> Word:
+        return Word(text, True, text)
+
+
+@dataclass(frozen=True)
+class Redirect:
+    op: str
+    target: Word | None  # None for fd duplication (2>&1) and heredocs
+    body: str | None = None  # heredoc / here-string text when static
+    body_dynamic: bool = False
+
+    @property
+    def writes(self) -> bool:
+        return self.target is not None and (">" in self.op) and not self.op.startswith("<<")
+
+    @property
+    def reads(self) -> bool:
+        return self.target is not None and self.op in ("<", "<>")
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One program invocation with everything the shell does first already applied."""
+
+    argv: tuple[Word, ...]
+    redirects: tuple[Redirect, ...] = ()
+    cwd: PurePosixPath | None = None
+    piped: bool = False  # stdin comes from a pipe
+    wrappers: tuple[str, ...] = ()
+    origin: str = ""
+    dynamic_tail: bool = False  # xargs appends arguments only known at run time
+    computed: bool = False  # the command word itself was computed
+    text: str = ""
+
+    @property
+    def name(self) -> str:
+        return command_name(self.argv[0].text) if self.argv else ""
+
+    @property
+    def args(self) -> tuple[Word, ...]:
+        return self.argv[1:]
+
+    @property
+    def words(self) -> list[str]:
+        return [w.text for w in self.argv]
+
+    @property
+    def stdin_body(self) -> Redirect | None:
+        return next((r for r in self.redirects if r.op.startswith("<<")), None)
+
+
+@dataclass
+class Analysis:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    #: ``cd`` targets etc. the analysis could not follow.
+    notes: list[str] = field(default_factory=list)
+
+    def hard(self, rule_id: str, verdict: Verdict, reason: str) -> None:
+        f = Finding.of(Layer.HARD, rule_id, verdict, reason)
+        if f not in self.findings:
+            self.findings.append(f)
+
+    @property
+    def names(self) -> set[str]:
+        return {c.name for c in self.commands}
+
+
+def command_name(text: str) -> str:
+    """``/usr/bin/rm`` → ``rm``. Escapes and quotes are already gone from ``text``."""
+    return text.rsplit("/", 1)[-1] if "/" in text.rstrip("/") else text
+
+
+# -- words ----------------------------------------------------------------------------------
+
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
+
+def _unescape_unquoted(s: str) -> str:
+    s = s.replace("\\\n", "")
+    return _ESCAPE.sub(lambda m: m.group(1), s)
+
+
+def _unescape_double(s: str) -> str:
+    s = s.replace("\\\n", "")
+    return re.sub(r'\\([$`"\\])', r"\1", s)
+
+
+def _ansi_c(s: str) -> str:
+    body = s[2:-1]
+    try:
+        return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return body
+
+
+_WRAPPER_VALUE_FLAGS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "sudo": frozenset(
+        {"-u", "-g", "-h", "-p", "-C", "-U", "-r", "-t", "-T", "-D", "--user", "--group", "--host", "--prompt"}
+    ),
+    "doas": frozenset({"-u", "-C"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "time": frozenset({"-f", "--format", "-o", "--output"}),
+    "exec": frozenset({"-a"}),
+    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
+    "taskset": frozenset(),
+    "chrt": frozenset(),
+}
+#: wrapper → how many positional words it consumes before the wrapped command.
+_WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
+WRAPPERS = frozenset(
+    {
+        "env",
+        "command",
+        "builtin",
+        "exec",
+        "nohup",
+        "timeout",
+        "nice",
+        "time",
+        "sudo",
+        "doas",
+        "stdbuf",
+        "setsid",
+        "ionice",
+        "chrt",
+        "taskset",
+        "flock",
+        "unbuffer",
+        "caffeinate",
+        "chroot",
+        "fakeroot",
+        "proxychains",
+        "proxychains4",
+        "torsocks",
+        "nocorrect",
+        "noglob",
+        "catchsegv",
+        "strace",
+        "ltrace",
+        "valgrind",
+        "xvfb-run",
+        "dbus-launch",
+        "pkexec",
+        "runuser",
+        "sg",
+        "then",
+        "do",
+        "!",
+    }
+)
+PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
+
+
+class _Walker:
+    """Walks one parse tree. Recursion (``bash -c``) makes a child walker sharing the output."""
+
+    def __init__(self, src: bytes, out: Analysis, cwd: PurePosixPath | None, depth: int, vars_: dict[str, str]):
+        self.src = src
+        self.out = out
+        self.cwd = cwd
+        self.depth = depth
+        self.vars = vars_
+        self.functions: set[str] = set()
+
+    # -- entry -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        tree = _PARSER.parse(self.src)
+        root = tree.root_node
+        if root.has_error:
+            self.out.hard("shell:unparseable", Verdict.ASK, "the command does not parse as shell; it cannot be checked")
+        self.walk(root)
+
+    def text(self, node: Any) -> str:
+        return str(self.src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
+
+    def walk(self, node: Any, piped: bool = False, redirects: tuple[Redirect, ...] = ()) -> None:
+        if len(self.out.commands) > MAX_COMMANDS:
+            self.out.hard("shell:too-complex", Verdict.ASK, "too many commands to analyse")
+            return
+        t = node.type
+        if t == "ERROR" or node.is_missing:
+            self.out.hard("shell:unparseable", Verdict.ASK, f"unparseable shell near {self.text(node)[:40]!r}")
+        if t == "command":
+            self.command(node, piped, redirects)
+        elif t == "pipeline":
+            parts = [c for c in node.named_children if c.type != "comment"]
+            for i, child in enumerate(parts):
+                self.walk(child, piped=piped or i > 0)
+        elif t == "redirected_statement":
+            body = node.child_by_field_name("body")
+            reds = tuple(self.redirect(r) for r in node.children_by_field_name("redirect"))
+            reds += tuple(self.redirect(c) for c in node.named_children if c.type.endswith("_redirect") and c != body)
+            reds = tuple(dict.fromkeys(reds))
+            if body is None:
+                self.emit_redirects(reds)
+            elif body.type in ("command", "pipeline", "redirected_statement"):
+                if body.type == "pipeline":
+                    self.walk_pipeline_with(body, piped, reds)
+                else:
+                    self.walk(body, piped, redirects + reds)
+            else:
+                self.emit_redirects(reds)
+                self.walk(body, piped)
+        elif t == "subshell":
+            saved = self.cwd
+            for c in node.named_children:
+                self.walk(c)
+            self.cwd = saved
+        elif t == "function_definition":
+            self.function(node)
+        elif t == "variable_assignment":
+            self.assignment(node, persist=True)
+        elif t == "declaration_command":
+            self.declaration(node, piped, redirects)
+        elif t == "for_statement":
+            self.for_loop(node)
+        elif t in ("command_substitution", "process_substitution"):
+            saved = self.cwd
+            for c in node.named_children:
+                self.walk(c)
+            self.cwd = saved
+        elif t == "heredoc_body":
+            for c in node.named_children:
+                self.walk(c)
+        elif t == "comment":
+            return
+        else:
+            for c in node.children:
+                if c.is_named or c.type == "ERROR":
+                    self.walk(c, piped if t in ("negated_command",) else False)
+
+    def walk_pipeline_with(self, node: Any, piped: bool, reds: tuple[Redirect, ...]) -> None:
+        """``a | b > f``: tree-sitter attaches the redirect to the pipeline; it belongs to the last part."""
+        parts = [c for c in node.named_children if c.type != "comment"]
+        for i, child in enumerate(parts):
+            self.walk(child, piped=piped or i > 0, redirects=reds if i == len(parts) - 1 else ())
+
+    # -- words -------------------------------------------------------------------------------
+
+    def word(self, node: Any) -> Word:
+        t = node.type
+        raw = self.text(node)
+        if t in ("word", "number"):
+            v = _unescape_unquoted(raw)
+            return Word(v, True, v)
+        if t == "raw_string":
+            return Word.lit(raw[1:-1])
+        if t == "ansi_c_string":
+            return Word.lit(_ansi_c(raw))
+        if t in ("string", "translated_string", "concatenation"):
+            return self.concat(node, quoted=t != "concatenation")
+        if t == "string_content":
+            return Word.lit(_unescape_double(raw))
+        if t in ("simple_expansion", "expansion"):
+            return self.expansion(node)
+        if t in ("command_substitution", "process_substitution"):
+            before = len(self.out.commands)
+            self.walk(node)
+            inner = tuple(c.name for c in self.out.commands[before:])
+            return Word(raw, False, "", inner)
+        if t == "command_name":
+            return self.word(node.named_children[0]) if node.named_children else Word.lit(raw)
+        # arithmetic, brace expressions, anything else: walk for substitutions, value unknown
+        before = len(self.out.commands)
+        for c in node.named_children:
+            self.walk(c)
+        inner = tuple(c.name for c in self.out.commands[before:])
+        static = t == "brace_expression" and not inner
+        return Word(raw, static, raw if static else "", inner)
+
+    def concat(self, node: Any, quoted: bool) -> Word:
+        text, static, prefix, inner, expanded = "", True, "", [], False
+        pos = node.start_byte + (1 if quoted and self.src[node.start_byte : node.start_byte + 1] in (b'"',) else 0)
+        if quoted and self.src[node.start_byte : node.start_byte + 2] == b'$"':
+            pos = node.start_byte + 2
+        end = node.end_byte - (1 if quoted else 0)
+        for child in node.children:
+            if child.start_byte > pos:  # literal text between parts (inside double quotes)
+                gap = self.src[pos : child.start_byte].decode("utf-8", "replace")
+                gap = _unescape_double(gap) if quoted else _unescape_unquoted(gap)
+                text += gap
+                if static:
+                    prefix += gap
+            if not child.is_named:
+                pos = max(pos, child.end_byte)
+                continue
+            part = self.word(child)
+            text += part.text
+            inner.extend(part.inner)
+            expanded = expanded or part.expanded
+            if static:
+                prefix += part.text if part.static else part.prefix
+            static = static and part.static
+            pos = child.end_byte
+        if pos < end:
+            gap = self.src[pos:end].decode("utf-8", "replace")
+            gap = _unescape_double(gap) if quoted else _unescape_unquoted(gap)
+            text += gap
+            if static:
+                prefix += gap
+        return Word(text, static, prefix if not static else text, tuple(inner), expanded)
+
+    def expansion(self, node: Any) -> Word:
+        raw = self.text(node)
+        names = [c for c in node.named_children if c.type in ("variable_name", "special_variable_name")]
+        simple = node.type == "simple_expansion" or (len(node.named_children) == 1 and names)
+        if names and simple:
+            name = self.text(names[0])
+            if name == "HOME":
+                return Word("~", True, "~", (), True)
+            if name in self.vars:
+                value = self.vars[name]
+                return Word(value, True, value, (), True)
+        before = len(self.out.commands)
+        for c in node.named_children:
+            if c.type not in ("variable_name", "special_variable_name"):
+                self.walk(c)
+        inner = tuple(c.name for c in self.out.commands[before:])
+        return Word(raw, False, "", inner)
+
+    # -- statements --------------------------------------------------------------------------
+
+    def redirect(self, node: Any) -> Redirect:
+        ops = [self.text(c) for c in node.children if not c.is_named]
+        op = "".join(ops) or ">"
+        if node.type == "heredoc_redirect":
+            body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
+            start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+            quoted = start is not None and self.text(start)[:1] in ("'", '"')
+            dynamic = False
+            if body is not None:
+                before = len(self.out.commands)
+                for c in body.named_children:
+                    self.walk(c)
+                dynamic = not quoted and (len(self.out.commands) > before or "$" in self.text(body))
+            return Redirect("<<", None, self.text(body) if body is not None else "", dynamic)
+        if node.type == "herestring_redirect":
+            target = self.word(node.named_children[-1]) if node.named_children else Word.lit("")
+            return Redirect("<<<", None, target.text if target.static else None, not target.static)
+        dest = node.child_by_field_name("destination")
+        if dest is None:
+            named = [c for c in node.named_children if c.type != "file_descriptor"]
+            dest = named[-1] if named else None
+        if dest is None:
+            return Redirect(op, None)
+        if op in (">&", "<&", ">&-", "<&-") and (dest.type == "number" or self.text(dest) == "-"):
+            return Redirect(op, None)
+        return Redirect(op, self.word(dest))
+
+    def emit_redirects(self, reds: tuple[Redirect, ...]) -> None:
+        if reds:
+            self.out.commands.append(SimpleCommand((), reds, self.cwd, text="(redirection)"))
+
+    def assignment(self, node: Any, persist: bool) -> tuple[str, Word]:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        name = self.text(name_node) if name_node is not None else ""
+        value = self.word(value_node) if value_node is not None else Word.lit("")
+        if persist and name:
+            if value.static:
+                self.vars[name] = value.text
+            else:
+                self.vars.pop(name, None)
+        return name, value
+
+    def declaration(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
+        words: list[Word] = []
+        for c in node.children:
+            if c.type == "variable_assignment":
+                name, value = self.assignment(c, persist=True)
+                words.append(Word(f"{name}={value.text}", value.static, f"{name}={value.prefix}", value.inner))
+            elif c.is_named:
+                words.append(self.word(c))
+            else:
+                words.append(Word.lit(self.text(c)))
+        self.emit(SimpleCommand(tuple(words), redirects, self.cwd, piped, text=self.text(node)))
+
+    def for_loop(self, node: Any) -> None:
+        var = node.child_by_field_name("variable")
+        values = [self.word(v) for v in node.children_by_field_name("value")]
+        if var is not None:
+            name = self.text(var)
+            safe = values and all(
+                v.static and not v.text.startswith(("/", "~", "-")) and ".." not in v.text for v in values
+            )
+            # a loop over workspace-relative names: the variable is some such name
+            if safe and len(values) == 1:
+                self.vars[name] = values[0].text
+            else:
+                self.vars.pop(name, None)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+
+    def function(self, node: Any) -> None:
+        name_node = node.child_by_field_name("name")
+        name = self.text(name_node) if name_node is not None else ""
+        body = node.child_by_field_name("body")
+        self.functions.add(name)
+        if body is not None:
+            before = len(self.out.commands)
+            self.walk(body)
+            calls = [c for c in self.out.commands[before:] if c.name == name]
+            if calls and any(c.piped or "&" in self.text(body) for c in calls):
+                self.out.hard("coding:deny-fork-bomb", Verdict.DENY, f"function {name!r} spawns itself (fork bomb)")
+            elif calls:
+                self.out.hard("shell:recursive-function", Verdict.ASK, f"function {name!r} calls itself")
+
+    def command(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
+        words: list[Word] = []
+        reds = list(redirects)
+        assigns: list[tuple[str, Word]] = []
+        for c in node.named_children:
+            if c.type == "variable_assignment":
+                assigns.append(self.assignment(c, persist=False))
+            elif c.type.endswith("_redirect"):
+                reds.append(self.redirect(c))
+            elif c.type == "comment":
+                continue
+            else:
+                words.append(self.word(c))
+        for _, value in assigns:
+            if value.inner:
+                pass  # substitutions in prefix assignments were walked by self.word
+        cmd = SimpleCommand(tuple(words), tuple(reds), self.cwd, piped, text=self.text(node))
+        self.expand(cmd)
+
+    # -- seeing through ----------------------------------------------------------------------
+
+    def emit(self, cmd: SimpleCommand) -> None:
+        self.out.commands.append(cmd)
+
+    def recurse(self, code: str, cmd: SimpleCommand, origin: str) -> None:
+        if self.depth >= MAX_DEPTH:
+            self.out.hard("shell:too-deep", Verdict.ASK, "shell nested too deeply to analyse")
+            return
+        child = _Walker(code.encode(), self.out, cmd.cwd, self.depth + 1, dict(self.vars))
+        before = len(self.out.commands)
+        child.run()
+        for i in range(before, len(self.out.commands)):
+            c = self.out.commands[i]
+            self.out.commands[i] = replace(
+                c,
+                origin=c.origin or origin,
+                wrappers=cmd.wrappers + c.wrappers,
+                piped=c.piped or (cmd.piped and c is self.out.commands[before]),
+            )
+
+    def dynamic_code(self, cmd: SimpleCommand, what: str, words: list[Word]) -> None:
+        inner = {n for w in words for n in w.inner}
+        if cmd.dynamic_tail or cmd.piped or any(w.expanded for w in words):
+            inner |= self.out.names  # the code arrives through a pipe or variable: look at what produced it
+        if inner & (FETCHERS | DECODERS):
+            self.out.hard("shell:remote-code", Verdict.DENY, f"{what} runs code fetched or decoded at run time")
+        else:
+            self.out.hard("shell:dynamic-code", Verdict.ASK, f"{what} runs code only known at run time")
+
+    def expand(self, cmd: SimpleCommand) -> None:
+        argv = list(cmd.argv)
+        if not argv:
+            self.emit_redirects(cmd.redirects)
+            return
+        head = argv[0]
+        if not head.static or head.expanded:
+            self.out.hard("shell:computed-command", Verdict.ASK, f"the command word {head.text!r} is computed")
+            cmd = replace(cmd, computed=True)
+            if set(head.inner) & (FETCHERS | DECODERS):
+                self.out.hard("shell:remote-code", Verdict.DENY, "the command word comes from fetched/decoded text")
+            if not head.static:
+                self.emit(cmd)
+                return
+        name = command_name(head.text)
+        args = argv[1:]
+        texts = [w.text for w in args]
+        if name in WRAPPERS or name in ("su",):
+            self.unwrap(cmd, name, args)
+            return
+        if name in ("eval",):
+            if all(w.static for w in args):
+                self.emit(cmd)
+                self.recurse(" ".join(texts), cmd, "eval")
+            else:
+                self.emit(cmd)
+                self.dynamic_code(cmd, "eval", args)
+            return
+        if name in ("trap",) and args and args[0].static and not args[0].text.startswith("-"):
+            self.emit(cmd)
+            self.recurse(args[0].text, cmd, "trap")
+            return
+        if name == "alias":
+            self.emit(cmd)
+            for w in args:
+                if "=" in w.text:
+                    self.recurse(w.text.split("=", 1)[1], cmd, "alias")
+            return
+        if name == "watch":
+            rest = _strip_options(args, frozenset({"-n", "--interval", "-d", "-g", "-q"}), 0)
+            self.emit(cmd)
+            if rest:
+                if all(w.static for w in rest):
+                    self.recurse(" ".join(w.text for w in rest), cmd, "watch")
+                else:
+                    self.dynamic_code(cmd, "watch", rest)
+            return
+        if name in ("cd", "pushd"):
+            self.change_dir(args)
+            self.emit(cmd)
+            return
+        if name == "xargs":
+            self.xargs(cmd, args)
+            return
+        if name == "find":
+            self.find(cmd, args)
+            return
+        if name in ("source", "."):
+            self.emit(cmd)
+            if not args or not args[0].static:
+                self.dynamic_code(cmd, name, args)
+            return
+        if name in ("git", "script") and name == "script" and "-c" in texts:
+            i = texts.index("-c")
+            self.emit(cmd)
+            if i + 1 < len(args):
+                self.code_word(cmd, args[i + 1], "script -c")
+            return
+        if interp.is_interpreter(name):
+            self.interpreter(cmd, name, args)
+            return
+        if name in self.functions:
+            cmd = replace(cmd, origin=cmd.origin or "function")
+        self.emit(cmd)
+
+    def code_word(self, cmd: SimpleCommand, w: Word, what: str) -> None:
+        if w.static:
+            self.recurse(w.text, cmd, what)
+        else:
+            self.dynamic_code(cmd, what, [w])
+
+    def unwrap(self, cmd: SimpleCommand, name: str, args: list[Word]) -> None:
+        wrappers = (*cmd.wrappers, name)
+        texts = [w.text for w in args]
+        if name == "command" and args and texts[0] in ("-v", "-V"):
+            self.emit(cmd)  # a lookup, runs nothing
+            return
+        if name == "su":
+            self.emit(cmd)
+            if "-c" in texts and texts.index("-c") + 1 < len(args):
+                self.code_word(replace(cmd, wrappers=wrappers), args[texts.index("-c") + 1], "su -c")
+            return
+        if name == "env":
+            rest: list[Word] = []
+            i = 0
+            while i < len(args):
+                a = args[i].text
+                if a in ("-S", "--split-string") and i + 1 < len(args):
+                    split = args[i + 1]
+                    if not split.static:
+                        self.dynamic_code(cmd, "env -S", [split])
+                        self.emit(cmd)
+                        return
+                    try:
+                        rest = [Word.lit(x) for x in shlex.split(split.text)] + args[i + 2 :]
+                    except ValueError:
+                        self.out.hard("shell:unparseable", Verdict.ASK, "env -S string does not split")
+                        rest = []
+                    break
+                if a.startswith("--split-string="):
+                    rest = [Word.lit(x) for x in shlex.split(a.split("=", 1)[1])] + args[i + 1 :]
+                    break
+                if a in ("-C", "--chdir") and i + 1 < len(args):
+                    self.change_dir([args[i + 1]])
+                if a.startswith("-") and a != "-":
+                    i += 2 if a in _WRAPPER_VALUE_FLAGS["env"] else 1
+                    continue
+                if a == "-" or ("=" in a and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a)):
+                    i += 1
+                    continue
+                rest = args[i:]
+                break
+            if not rest:
+                self.emit(replace(cmd, argv=(Word.lit("env"),)))  # prints the environment
+                return
+        elif name in ("then", "do", "!"):
+            rest = args
+        else:
+            rest = _strip_options(
+                args, _WRAPPER_VALUE_FLAGS.get(name, frozenset()), _WRAPPER_POSITIONALS.get(name, 0)
+            )
+            if name == "flock" and "-c" in texts:
+                i = texts.index("-c")
+                self.emit(cmd)
+                if i + 1 < len(args):
+                    self.code_word(replace(cmd, wrappers=wrappers), args[i + 1], "flock -c")
+                return
+        if not rest:
+            self.emit(cmd)
+            return
+        self.expand(replace(cmd, argv=tuple(rest), wrappers=wrappers))
+
+    def change_dir(self, args: list[Word]) -> None:
+        targets = [w for w in args if not w.text.startswith("-") or w.text == "-"]
+        if not targets:
+            self.cwd = PurePosixPath(os.path.expanduser("~"))
+            return
+        t = targets[0]
+        if not t.static or t.text == "-":
+            self.cwd = None
+            self.out.notes.append(f"cd {t.text}: directory unknown")
+            return
+        text = os.path.expanduser(t.text) if t.text.startswith("~") else t.text
+        if text.startswith("/"):
+            self.cwd = PurePosixPath(os.path.normpath(text))
+        elif self.cwd is not None:
+            self.cwd = PurePosixPath(os.path.normpath(f"{self.cwd}/{text}"))
+
+    def interpreter(self, cmd: SimpleCommand, name: str, args: list[Word]) -> None:
+        prog = interp.program(name, [w.text for w in args])
+        self.emit(cmd)
+        if prog.kind == "stdin":
+            body = cmd.stdin_body
+            reads_file = any(r.reads for r in cmd.redirects)
+            if body is not None:
+                if name in interp.SHELLS:
+                    if body.body is not None and not body.body_dynamic:
+                        self.recurse(body.body, cmd, f"{name} <<")
+                    else:
+                        self.out.hard(
+                            "shell:dynamic-code", Verdict.ASK, f"{name} runs a here-document built at run time"
+                        )
+            elif cmd.piped:
+                self.out.hard(
+                    "shell:pipe-to-interpreter", Verdict.DENY, f"output piped into the interpreter {name!r} runs as code"
+                )
+            elif not reads_file and cmd.dynamic_tail:
+                self.dynamic_code(cmd, f"xargs {name}", list(args))
+        elif prog.kind == "inline" and name in interp.SHELLS:
+            self.code_word(cmd, args[prog.index], f"{name} -c")
+        elif prog.kind == "inline" and not args[prog.index].static:
+            self.dynamic_code(cmd, f"{name} inline code", [args[prog.index]])
+        elif prog.kind == "script":
+            script = args[prog.index]
+            if not script.static and script.inner:
+                self.dynamic_code(cmd, f"{name} script from a substitution", [script])
+            elif script.text in ("/dev/stdin", "/proc/self/fd/0", "/dev/fd/0") and cmd.piped:
+                self.out.hard(
+                    "shell:pipe-to-interpreter", Verdict.DENY, f"output piped into the interpreter {name!r} runs as code"
+                )
+
+    def xargs(self, cmd: SimpleCommand, args: list[Word]) -> None:
+        values = frozenset(
+            {"-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--max-args", "--max-procs", "--delimiter", "--arg-file"}
+        )
+        replace_str = None
+        texts = [w.text for w in args]
+        for i, t in enumerate(texts):
+            if t == "-I" and i + 1 < len(texts):
+                replace_str = texts[i + 1]
+            elif t.startswith("-I") and len(t) > 2:
+                replace_str = t[2:]
+            elif t.startswith("--replace"):
+                replace_str = t.split("=", 1)[1] if "=" in t else "{}"
+            elif t == "-i" or (t.startswith("-i") and len(t) > 2):
+                replace_str = t[2:] or "{}"
+            if t in ("--",) or not t.startswith("-"):
+                if i > 0 and texts[i - 1] in values:
+                    continue
+                break
+        rest = _strip_options(args, values, 0)
+        self.emit(replace(cmd, argv=cmd.argv[:1]))
+        if not rest:
+            rest = [Word.lit("echo")]
+        if replace_str:
+            rest = [_dynamic_at(w, replace_str) for w in rest]
+        inner = replace(
+            cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, "xargs"), piped=False, dynamic_tail=True, origin="xargs"
+        )
+        self.expand(inner)
+
+    def find(self, cmd: SimpleCommand, args: list[Word]) -> None:
+        roots = []
+        for w in args:
+            if w.text.startswith("-") or w.text in ("(", "!", ")"):
+                break
+            roots.append(w)
+        root = roots[0] if roots else Word.lit(".")
+        self.emit(cmd)
+        i = 0
+        while i < len(args):
+            a = args[i].text
+            if a in ("-exec", "-execdir", "-ok", "-okdir"):
+                j = i + 1
+                inner: list[Word] = []
+                while j < len(args) and args[j].text not in (";", "+"):
+                    inner.append(args[j])
+                    j += 1
+                found = Word(f"{root.text.rstrip('/')}/{{}}", False, root.prefix.rstrip("/") + "/")
+                inner = [found if w.text == "{}" else _dynamic_at(w, "{}", root) for w in inner]
+                if inner:
+                    self.expand(replace(cmd, argv=tuple(inner), wrappers=(*cmd.wrappers, "find"), origin=f"find {a}"))
+                i = j + 1
+                continue
+            i += 1
+
+
+def _dynamic_at(w: Word, token: str, root: Word | None = None) -> Word:
+    if token not in w.text:
+        return w
+    pre = w.text.split(token, 1)[0]
+    if root is not None:
+        return Word(w.text.replace(token, root.text.rstrip("/") + "/{}"), False, pre + root.prefix)
+    return Word(w.text, False, pre if w.static else w.prefix)
+
+
+def _strip_options(args: list[Word], value_flags: frozenset[str], positionals: int) -> list[Word]:
+    """Drop a wrapper's own options (and ``positionals`` words such as timeout's DURATION)."""
+    i = 0
+    while i < len(args):
+        a = args[i].text
+        if a == "--":
+            i += 1
+            break
+        if a.startswith("-") and len(a) > 1:
+            i += 2 if a in value_flags else 1
+            continue
+        break
+    return args[i + positionals :]
+
+
+def analyse(command: str, cwd: PurePosixPath | None = None) -> Analysis:
+    """Flatten ``command`` into the simple commands it runs, plus structural findings."""
+    out = Analysis()
+    if "\x00" in command:
+        out.hard("shell:unparseable", Verdict.ASK, "the command contains a NUL byte")
+    _Walker(command.encode("utf-8", "surrogateescape"), out, cwd, 0, {}).run()
+    if not out.commands and not out.findings and command.strip():
+        out.hard("shell:unparseable", Verdict.ASK, "no command found")
+    return out

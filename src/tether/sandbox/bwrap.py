@@ -1,0 +1,289 @@
+"""``bwrap``: the bubblewrap sandbox.
+
+What the command sees:
+
+* system directories (``/usr``, ``/etc``, ``/opt``, the merged-/usr links) read-only; the interpreter
+  tether runs on (which may live under a home directory, e.g. ``/root/.pyenv``) read-only at its own path,
+  first on ``PATH`` — nothing else of the host (no ``/root``, ``/home``, ``/var``, ``/run``, ``/mnt``);
+* the workspace read-write at its own path, and the working directory inside it;
+* private tmpfs ``/tmp``, ``/var/tmp`` and ``$HOME`` (``/home/sandbox``); a minimal ``/dev``; a new ``/proc``;
+* new pid, network (loopback only, down), ipc, uts and cgroup namespaces; ``--die-with-parent``,
+  ``--new-session``; capabilities dropped, ``no_new_privs`` set; the same allowlisted environment and
+  non-interactive guards as ``local``; rlimits and bounded output.
+
+Root-owned secrets. Root inside a user namespace created by root is still host uid 0 and reads root-owned
+host files, so hiding paths alone is not enough. The command therefore always runs as an unprivileged host
+uid and the kernel's permission checks protect root-only files, in addition to them not being mounted:
+
+* tether not root: bubblewrap runs unprivileged (all namespaces, including user, unshared) as the caller.
+* tether root: bubblewrap runs privileged (mount, pid, net, ipc, uts, cgroup namespaces; no user
+  namespace, because one created by root maps root) and ``setpriv`` drops the command to a dedicated
+  unprivileged user (``tether-sandbox``, else ``nobody``) with no capabilities, an empty bounding set,
+  no supplementary groups and ``no_new_privs``. That user is granted ``rwX`` on the workspace with a POSIX
+  ACL (ownership unchanged; see :mod:`tether.sandbox.acl`).
+
+The pid namespace ends with the command: when it exits, every process it started (``setsid`` or not) is
+killed by the kernel. On timeout the bubblewrap process group is killed, and ``--die-with-parent`` takes
+the sandbox down with it.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.errors import FileError, SandboxUnavailable
+
+from . import acl
+from .base import to_argv
+from .environment import build_env
+from .limits import Limits
+from .output import OutputCap
+from .process import run_captured, to_receipt
+from .receipt import Receipt
+
+SYSTEM_RO = ("/usr", "/etc")
+SYSTEM_RO_TRY = ("/opt",)
+MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SANDBOX_HOME = "/home/sandbox"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SANDBOX_USERS = ("tether-sandbox", "nobody")
+
+INSTALL_FIX = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap; Fedora: dnf install bubblewrap)"
+USER_FIX = (
+    "create an unprivileged sandbox user: useradd --system --user-group --no-create-home "
+    "--shell /usr/sbin/nologin tether-sandbox"
+)
+USERNS_FIX = (
+    "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
+    "kernel.apparmor_restrict_unprivileged_userns=0), or run tether in a container that permits them"
+)
+
+
+@dataclass(frozen=True)
+class SandboxUser:
+    uid: int
+    gid: int
+    name: str
+
+
+def resolve_user(name: str | None = None) -> SandboxUser | None:
+    """The unprivileged user commands run as when tether is root: ``name``, else tether-sandbox, else nobody."""
+    for candidate in (name,) if name else SANDBOX_USERS:
+        try:
+            entry = pwd.getpwnam(candidate)
+        except KeyError:
+            continue
+        if entry.pw_uid != 0:
+            return SandboxUser(entry.pw_uid, entry.pw_gid, entry.pw_name)
+    return None
+
+
+def is_under(path: Path, roots: Sequence[str]) -> bool:
+    return any(path == Path(r) or path.is_relative_to(r) for r in roots)
+
+
+def interpreter_paths() -> list[Path]:
+    """The prefix of the Python running tether, if it lives outside the system directories."""
+    prefix = Path(sys.base_prefix).resolve()
+    return [] if is_under(prefix, (*SYSTEM_RO, *SYSTEM_RO_TRY)) else [prefix]
+
+
+class BwrapSandbox:
+    """Runs each command in a fresh bubblewrap sandbox. See the module docstring for what is enforced."""
+
+    name = "bwrap"
+
+    def __init__(
+        self,
+        workspace: Path | None = None,
+        *,
+        env_allow: Sequence[str] = (),
+        limits: Limits | None = None,
+        cap: OutputCap | None = None,
+        ro_paths: Sequence[Path] | None = None,
+        user: str | None = None,
+    ) -> None:
+        """``workspace`` is bound read-write (default: each call's ``cwd``); ``ro_paths`` are bound read-only
+        at their own paths (default: the interpreter prefix); ``user`` names the sandbox user when root."""
+        exe = shutil.which("bwrap")
+        if exe is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed.", fix=INSTALL_FIX)
+        self.exe = exe
+        self.workspace = workspace.resolve() if workspace is not None else None
+        self.env_allow = tuple(env_allow)
+        self.limits = limits or Limits()
+        self.cap = cap or OutputCap()
+        self.ro_paths = [p.resolve() for p in (interpreter_paths() if ro_paths is None else ro_paths)]
+        self.privileged = os.geteuid() == 0
+        self.setpriv: str | None = None
+        if self.privileged:
+            found = resolve_user(user)
+            if found is None:
+                raise SandboxUnavailable(
+                    f"tether runs as root and no unprivileged sandbox user ({user or ' / '.join(SANDBOX_USERS)}) "
+                    "exists to run commands as.",
+                    fix=USER_FIX,
+                )
+            self.user = found
+            self.setpriv = shutil.which("setpriv")
+            if self.setpriv is None:
+                raise SandboxUnavailable(
+                    "setpriv (util-linux) is needed to drop root inside the sandbox.", fix="install util-linux"
+                )
+        else:
+            self.user = SandboxUser(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name)
+        self._granted: set[Path] = set()
+
+    # -- argv ---------------------------------------------------------------------------------------
+
+    def argv(self, inner: Sequence[str], *, workspace: Path, cwd: Path) -> list[str]:
+        """The full bubblewrap command line for running ``inner`` with ``workspace`` writable."""
+        args = [self.exe, "--die-with-parent", "--new-session"]
+        if self.privileged:
+            args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+            args += ["--cap-drop", "ALL"]
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):  # only for setpriv, which drops them all
+                args += ["--cap-add", cap]
+        else:
+            args += ["--unshare-all", "--cap-drop", "ALL"]
+        args += ["--hostname", "sandbox"]
+        for d in SYSTEM_RO:
+            args += ["--ro-bind", d, d]
+        for d in SYSTEM_RO_TRY:
+            args += ["--ro-bind-try", d, d]
+        system = [*SYSTEM_RO, *SYSTEM_RO_TRY]
+        for link in MERGED_USR:
+            p = Path(link)
+            if p.is_symlink():
+                args += ["--symlink", os.readlink(p), link]
+            elif p.is_dir():
+                args += ["--ro-bind", link, link]
+                system.append(link)
+        args += ["--dev", "/dev", "--proc", "/proc"]
+        args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
+        args += ["--perms", "0777", "--tmpfs", SANDBOX_HOME]
+        mounted = {"/", "/dev", "/proc", "/tmp", "/var/tmp", SANDBOX_HOME, *system}
+        created: set[str] = set()
+
+        def ancestors(path: Path) -> list[str]:
+            out: list[str] = []
+            for parent in reversed(path.parents):
+                s = str(parent)
+                if s in mounted or s in created or is_under(parent, system):
+                    continue
+                created.add(s)
+                out += ["--perms", "0755", "--dir", s]
+            return out
+
+        for p in self.ro_paths:
+            if is_under(p, system) or p == workspace or p.is_relative_to(workspace) or not p.exists():
+                continue
+            args += [*ancestors(p), "--ro-bind", str(p), str(p)]
+        args += [*ancestors(workspace), "--bind", str(workspace), str(workspace), "--chdir", str(cwd), "--"]
+        if self.setpriv is not None:
+            uid, gid = str(self.user.uid), str(self.user.gid)
+            args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]
+            args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+        return [*args, *inner]
+
+    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        path = ":".join([*(str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()), SYSTEM_PATH])
+        overrides = {"PATH": path, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": self.user.name}
+        overrides["LOGNAME"] = self.user.name
+        return build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=overrides)
+
+    # -- running ------------------------------------------------------------------------------------
+
+    def prepare(self, workspace: Path) -> None:
+        """When dropping to the sandbox user, make sure it can write the workspace (once per workspace)."""
+        if not self.privileged or workspace in self._granted:
+            return
+        try:
+            acl.grant_tree(workspace, self.user.uid)
+        except acl.AclUnsupported as e:
+            raise SandboxUnavailable(
+                f"cannot give the sandbox user {self.user.name} write access to {workspace}: {e.strerror}.",
+                fix="put the workspace on a filesystem with POSIX ACLs (ext4, xfs, btrfs, tmpfs), "
+                "or run tether as an unprivileged user",
+            ) from e
+        self._granted.add(workspace)
+
+    def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: Path,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+    ) -> Receipt:
+        if not cwd.is_dir():
+            raise FileError(f"{cwd}: working directory does not exist")
+        cwd = cwd.resolve()
+        workspace = self.workspace or cwd
+        if not cwd.is_relative_to(workspace):
+            raise FileError(f"{cwd}: working directory is outside the sandbox workspace {workspace}")
+        self.prepare(workspace)
+        # The start pipe: a one-line bash trampoline inside the sandbox writes a byte to it and then execs the
+        # command, so a setup failure (bwrap dies before that) is told apart from the command failing.
+        start_r, start_w = os.pipe()
+        try:
+            # (bash, not sh: dash cannot redirect file descriptors above 9.)
+            trampoline = ["/bin/bash", "-c", f'printf . >&{start_w} && exec {start_w}>&- && exec "$@"', "tether"]
+            argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd)
+            preexec = self.limits.preexec(timeout_s, unprivileged=True)
+            try:
+                got = run_captured(
+                    argv,
+                    cwd=cwd,
+                    env=self.env(env),
+                    timeout_s=timeout_s,
+                    cap=self.cap,
+                    preexec=preexec,
+                    pass_fds=(start_w,),
+                )
+            except (FileNotFoundError, PermissionError) as e:
+                raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e
+            os.set_blocking(start_r, False)
+            try:
+                started = bool(os.read(start_r, 1))
+            except BlockingIOError:
+                started = False
+        finally:
+            os.close(start_r)
+            os.close(start_w)
+        if not started and not got.timed_out:
+            reason = got.stderr.text().strip() or f"bwrap exited {got.exit_code} before starting the command"
+            fix = USERNS_FIX if "namespace" in reason.lower() else INSTALL_FIX
+            raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {reason}", fix=fix)
+        return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+
+def probe(user: str | None = None) -> SandboxUnavailable | None:
+    """Start a real sandbox running ``true``; the error (with its fix) if that fails, else ``None``."""
+    try:
+        sandbox = BwrapSandbox(None, ro_paths=[], user=user)
+        with tempfile.TemporaryDirectory(prefix="tether-bwrap-probe-") as d:
+            receipt = sandbox.run(["true"], cwd=Path(d), timeout_s=10)
+    except SandboxUnavailable as e:
+        return e
+    if not receipt.ok:
+        return SandboxUnavailable(
+            f"bubblewrap probe `true` failed with exit {receipt.exit_code}: {receipt.stderr.strip()}", fix=USERNS_FIX
+        )
+    return None
+
+
+def bwrap_available(user: str | None = None) -> str | None:
+    """``None`` if a bubblewrap sandbox can really start here (probed by running ``true``), else the reason."""
+    error = probe(user)
+    return None if error is None else str(error)
+
+
+__all__ = ["BwrapSandbox", "SandboxUser", "bwrap_available", "interpreter_paths", "probe", "resolve_user"]

@@ -1,0 +1,357 @@
+"""``tether doctor``: prove, on this machine, that each sandbox backend enforces what it claims.
+
+Each check runs a real command in the sandbox and verifies the outcome from the host side where it can
+(a file that must not appear, a process that must not survive). ``local`` is not an isolation boundary:
+the checks it cannot pass (filesystem, root-only files, network) are reported as ``not_enforced`` with
+what was observed, never as passed. A required backend must pass every check.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from tether.errors import SandboxUnavailable
+
+from .base import Sandbox
+from .bwrap import BwrapSandbox, interpreter_paths, probe
+from .local import LocalSandbox
+from .output import OutputCap
+from .receipt import TIMEOUT_EXIT_CODE, Receipt
+
+BACKENDS = ("bwrap", "local")
+LOCAL_NOT_ENFORCED = frozenset({"write_outside_workspace", "root_only_file", "network_outbound", "host_loopback"})
+CHECK_TIMEOUT_S = 20.0
+SHORT_TIMEOUT_S = 1.0
+BIG_OUTPUT = 20_000_000
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_ENFORCED = "not_enforced"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status.value, "detail": self.detail}
+
+
+@dataclass
+class BackendReport:
+    backend: str
+    required: bool
+    available: bool
+    reason: str = ""
+    fix: str = ""
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.available and all(c.status is not Status.FAIL for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "required": self.required,
+            "available": self.available,
+            "passed": self.passed,
+            "reason": self.reason,
+            "fix": self.fix,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass
+class DoctorReport:
+    backends: list[BackendReport]
+
+    @property
+    def ok(self) -> bool:
+        return all(b.passed for b in self.backends if b.required)
+
+    @property
+    def blocked(self) -> list[BackendReport]:
+        """Required backends that cannot start at all."""
+        return [b for b in self.backends if b.required and not b.available]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "backends": [b.to_dict() for b in self.backends]}
+
+
+# -- fixtures -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scratch:
+    root: Path
+    workspace: Path
+    outside: Path
+    secret_dir: Path
+    secret: Path | None
+    secret_value: str
+    port: int
+    loopback_token: str
+
+
+@contextmanager
+def listener(token: str) -> Iterator[int]:
+    """A TCP server on the host's 127.0.0.1 that answers every connection with ``token``."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(token.encode() + b"\n")
+
+    thread = threading.Thread(target=serve, name="tether-doctor-listener", daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+@contextmanager
+def scratch() -> Iterator[Scratch]:
+    with tempfile.TemporaryDirectory(prefix="tether-doctor-") as d:
+        root = Path(d)
+        workspace, outside, secret_dir = root / "workspace", root / "outside", root / "secret"
+        for p in (workspace, outside, secret_dir):
+            p.mkdir()
+        outside.chmod(0o777)  # only the sandbox's view of the filesystem may stop a write here
+        value = "tether-doctor-secret-" + secrets.token_hex(8)
+        secret: Path | None = None
+        if os.geteuid() == 0:
+            secret = secret_dir / "root-only.txt"
+            secret.write_text(value)
+            secret.chmod(0o600)
+        token = "tether-doctor-loopback-" + secrets.token_hex(8)
+        with listener(token) as port:
+            yield Scratch(root, workspace, outside, secret_dir, secret, value, port, token)
+
+
+def survivors(marker: str, *, grace_s: float = 2.0) -> list[int]:
+    """Pids whose command line contains ``marker``, after giving killed processes ``grace_s`` to vanish."""
+    needle = marker.encode()
+    deadline = time.monotonic() + grace_s
+    while True:
+        found = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/cmdline", "rb") as f:
+                        if needle in f.read():
+                            found.append(int(name))
+                except OSError:
+                    pass
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
+
+
+def kill_all(pids: Sequence[int]) -> None:
+    for pid in pids:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# -- checks ---------------------------------------------------------------------------------------------
+
+CheckFn = Callable[[Sandbox, Scratch], Check]
+
+
+def run(sandbox: Sandbox, s: Scratch, command: str, timeout_s: float = CHECK_TIMEOUT_S) -> Receipt:
+    return sandbox.run(command, cwd=s.workspace, timeout_s=timeout_s)
+
+
+def check_interpreter(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, "python3 -c 'import sys; print(\"py-ok\", sys.version.split()[0])'")
+    if r.ok and "py-ok" in r.stdout:
+        return Check("interpreter_reachable", Status.PASS, f"python3 {r.stdout.split()[-1]} runs")
+    return Check("interpreter_reachable", Status.FAIL, f"python3 failed (exit {r.exit_code}): {r.stderr.strip()[:200]}")
+
+
+def check_workspace_writable(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, "mkdir -p sub && echo written > sub/probe.txt && cat sub/probe.txt")
+    host = s.workspace / "sub" / "probe.txt"
+    if r.ok and host.is_file() and host.read_text().strip() == "written":
+        return Check("workspace_writable", Status.PASS, "wrote workspace/sub/probe.txt, visible on the host")
+    return Check("workspace_writable", Status.FAIL, f"exit {r.exit_code}: {r.stderr.strip()[:200]}")
+
+
+def check_write_outside(sandbox: Sandbox, s: Scratch) -> Check:
+    target = s.outside / "probe.txt"
+    run(sandbox, s, f"echo escaped > {target}; echo escaped > ../escaped.txt")
+    escaped = [p for p in (target, s.root / "escaped.txt") if p.exists()]
+    for p in escaped:
+        p.unlink()
+    if escaped:
+        return Check("write_outside_workspace", Status.FAIL, f"wrote {', '.join(map(str, escaped))} on the host")
+    return Check("write_outside_workspace", Status.PASS, f"{target} (mode 0777 on the host) and ../ stayed untouched")
+
+
+def check_root_only_file(sandbox: Sandbox, s: Scratch) -> Check:
+    targets = [p for p in (s.secret, Path("/etc/shadow")) if p is not None and p.exists()]
+    if not targets:
+        return Check("root_only_file", Status.SKIPPED, "no root-only file to try (not root and no /etc/shadow)")
+    script = "; ".join(f'cat -- "{p}" >/dev/null 2>&1 && echo "READ {p}"' for p in targets)
+    r = run(sandbox, s, script)
+    read = [line[5:] for line in r.stdout.splitlines() if line.startswith("READ ")]
+    if read or s.secret_value in r.stdout:
+        return Check("root_only_file", Status.FAIL, f"read {', '.join(read)}")
+    return Check("root_only_file", Status.PASS, f"unreadable: {', '.join(map(str, targets))}")
+
+
+def check_network(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
+    lines = r.stdout.split()
+    if not lines:
+        return Check("network_outbound", Status.FAIL, f"could not inspect the network: {r.stderr.strip()[:200]}")
+    netns, interfaces = lines[0], [i for i in lines[1:] if i != "lo"]
+    if netns == os.readlink("/proc/self/ns/net"):
+        return Check("network_outbound", Status.FAIL, "runs in the host network namespace (no traffic attempted)")
+    if interfaces:
+        return Check("network_outbound", Status.FAIL, f"own namespace but has interfaces {', '.join(interfaces)}")
+    r = run(sandbox, s, "timeout 3 bash -c 'exec 3<>/dev/tcp/1.1.1.1/53' 2>&1 && echo CONNECTED")
+    if "CONNECTED" in r.stdout:
+        return Check("network_outbound", Status.FAIL, "connected to 1.1.1.1:53")
+    return Check("network_outbound", Status.PASS, "own network namespace, loopback only; connect to 1.1.1.1:53 failed")
+
+
+def check_loopback(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, f"timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/{s.port} && head -n1 <&3' 2>/dev/null")
+    if s.loopback_token in r.stdout:
+        return Check("host_loopback", Status.FAIL, f"reached the host's listener on 127.0.0.1:{s.port}")
+    return Check("host_loopback", Status.PASS, f"host listener on 127.0.0.1:{s.port} unreachable")
+
+
+def check_env(sandbox: Sandbox, s: Scratch) -> Check:
+    name, value = "TETHER_DOCTOR_HOST_SECRET", "canary-" + secrets.token_hex(8)
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        r = run(sandbox, s, "env")
+    finally:
+        if previous is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = previous
+    if not r.ok:
+        return Check("host_env_hidden", Status.FAIL, f"env failed (exit {r.exit_code})")
+    if value in r.stdout:
+        return Check("host_env_hidden", Status.FAIL, f"host variable {name} visible")
+    return Check("host_env_hidden", Status.PASS, f"host variable {name} not visible; {len(r.stdout.splitlines())} vars")
+
+
+def check_background_child(sandbox: Sandbox, s: Scratch) -> Check:
+    marker = "tether-doctor-bg-" + secrets.token_hex(6)
+    script = (
+        f"setsid bash -c 'echo started > bg.started; exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & "
+        "for i in $(seq 1 250); do [ -e bg.started ] && break; sleep 0.02; done; cat bg.started"
+    )
+    r = run(sandbox, s, script)
+    left = survivors(marker)
+    kill_all(left)
+    if "started" not in r.stdout:
+        return Check("background_child_killed", Status.FAIL, "the background child never started; inconclusive")
+    if left:
+        return Check("background_child_killed", Status.FAIL, f"setsid child outlived the command (pids {left})")
+    how = "" if isinstance(sandbox, BwrapSandbox) else " (best effort: env-token sweep)"
+    return Check("background_child_killed", Status.PASS, f"setsid child gone when the command returned{how}")
+
+
+def check_timeout(sandbox: Sandbox, s: Scratch) -> Check:
+    marker = "tether-doctor-timeout-" + secrets.token_hex(6)
+    r = run(sandbox, s, f"setsid bash -c 'exec -a {marker} sleep 300' & exec -a {marker} sleep 300", SHORT_TIMEOUT_S)
+    left = survivors(marker)
+    kill_all(left)
+    if not (r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE):
+        return Check("timeout_kills", Status.FAIL, f"exit {r.exit_code}, timed_out={r.timed_out}")
+    if left:
+        return Check("timeout_kills", Status.FAIL, f"processes survived the timeout (pids {left})")
+    return Check("timeout_kills", Status.PASS, f"killed after {r.duration_s:.2f}s: exit 124, no survivors")
+
+
+def check_output_bounded(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, f"head -c {BIG_OUTPUT} /dev/zero | tr '\\0' x")
+    cap = OutputCap() if not isinstance(sandbox, LocalSandbox | BwrapSandbox) else sandbox.cap
+    kept = len(r.stdout.encode())
+    if r.stdout_bytes != BIG_OUTPUT or not r.truncated or kept > cap.head + cap.tail + 256:
+        return Check("output_bounded", Status.FAIL, f"counted {r.stdout_bytes}, kept {kept}, truncated={r.truncated}")
+    return Check("output_bounded", Status.PASS, f"{r.stdout_bytes} bytes counted, {kept} kept")
+
+
+CHECKS: tuple[CheckFn, ...] = (
+    check_interpreter,
+    check_workspace_writable,
+    check_write_outside,
+    check_root_only_file,
+    check_network,
+    check_loopback,
+    check_env,
+    check_background_child,
+    check_timeout,
+    check_output_bounded,
+)
+
+
+def run_checks(backend: str, sandbox: Sandbox, s: Scratch) -> list[Check]:
+    out = []
+    for fn in CHECKS:
+        try:
+            check = fn(sandbox, s)
+        except SandboxUnavailable as e:
+            check = Check(fn.__name__.removeprefix("check_"), Status.FAIL, f"sandbox failed: {e}")
+        if backend == "local" and check.status is Status.FAIL and check.name in LOCAL_NOT_ENFORCED:
+            check = Check(check.name, Status.NOT_ENFORCED, check.detail)
+        out.append(check)
+    return out
+
+
+def run_doctor(required: Sequence[str] = ("bwrap",), backends: Sequence[str] = BACKENDS) -> DoctorReport:
+    """Run every check against every requested backend that can start."""
+    reports = []
+    with scratch() as s:
+        for backend in backends:
+            report = BackendReport(backend, required=backend in required, available=True)
+            sandbox: Sandbox
+            if backend == "bwrap":
+                error = probe()
+                if error is not None:
+                    report.available, report.reason, report.fix = False, str(error), error.fix
+                    reports.append(report)
+                    continue
+                sandbox = BwrapSandbox(s.workspace, ro_paths=[*interpreter_paths(), s.secret_dir])
+            else:
+                sandbox = LocalSandbox()
+            report.checks = run_checks(backend, sandbox, s)
+            reports.append(report)
+    return DoctorReport(reports)

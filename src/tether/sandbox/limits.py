@@ -1,0 +1,55 @@
+"""Resource limits (rlimits) applied to a command before it executes."""
+
+from __future__ import annotations
+
+import math
+import resource
+from collections.abc import Callable
+from dataclasses import dataclass
+
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process ceilings. ``None`` leaves a limit as inherited.
+
+    ``cpu_s=None`` derives the CPU limit from the timeout (the wall-clock timeout is the primary bound;
+    the CPU limit stops a runaway that somehow survives it). ``processes`` only means something for an
+    unprivileged uid: root ignores RLIMIT_NPROC, so it is applied only when the command runs unprivileged.
+    """
+
+    cpu_s: int | None = None
+    address_space_bytes: int | None = 8 * GiB
+    open_files: int | None = 1024
+    file_size_bytes: int | None = 1 * GiB
+    processes: int | None = 1024
+
+    def cpu_for(self, timeout_s: float) -> int:
+        return self.cpu_s if self.cpu_s is not None else max(1, math.ceil(timeout_s)) + 5
+
+    def pairs(self, timeout_s: float, *, unprivileged: bool) -> list[tuple[int, int]]:
+        """``(resource, value)`` pairs to set, soft = hard = value."""
+        out = [(resource.RLIMIT_CPU, self.cpu_for(timeout_s))]
+        if self.address_space_bytes is not None:
+            out.append((resource.RLIMIT_AS, self.address_space_bytes))
+        if self.open_files is not None:
+            out.append((resource.RLIMIT_NOFILE, self.open_files))
+        if self.file_size_bytes is not None:
+            out.append((resource.RLIMIT_FSIZE, self.file_size_bytes))
+        if self.processes is not None and unprivileged:
+            out.append((resource.RLIMIT_NPROC, self.processes))
+        return out
+
+    def preexec(self, timeout_s: float, *, unprivileged: bool) -> Callable[[], None]:
+        """A function to run in the child between fork and exec (only ``setrlimit`` calls, nothing else)."""
+        pairs = self.pairs(timeout_s, unprivileged=unprivileged)
+
+        def apply() -> None:
+            for which, value in pairs:
+                _soft, hard = resource.getrlimit(which)
+                if hard != resource.RLIM_INFINITY:
+                    value = min(value, hard)  # never try to raise a hard limit
+                resource.setrlimit(which, (value, value))
+
+        return apply

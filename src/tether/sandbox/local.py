@@ -1,0 +1,112 @@
+"""``local``: a guarded subprocess on the host.
+
+Enforces: minimal environment (allowlist + guards), stdin closed, cwd, own session and process group,
+timeout that kills the whole tree (exit 124), rlimits, bounded output, and a sweep that kills background
+children that escaped the process group with ``setsid`` (found by a per-run token in their environment;
+best effort: a child that rewrites its own environment is not found).
+
+Does *not* enforce: filesystem isolation, network isolation, or protection of files readable by the
+invoking user. ``tether doctor`` reports those as "not enforced" for this backend.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tether.errors import FileError
+
+from .base import to_argv
+from .environment import build_env
+from .limits import Limits
+from .output import OutputCap
+from .process import kill_group, not_executable, run_captured, to_receipt
+from .receipt import Receipt
+
+TOKEN_VAR = "TETHER_SANDBOX_RUN"
+
+
+def sweep(token: str, *, rounds: int = 20) -> int:
+    """SIGKILL every process whose environment carries ``TETHER_SANDBOX_RUN=token``; return how many.
+
+    Uses pidfds so a recycled pid is never signalled by mistake. Repeats until a scan finds nothing
+    (a forking child may spawn between scans).
+    """
+    needle = f"{TOKEN_VAR}={token}".encode()
+    me = os.getpid()
+    killed = 0
+    for _ in range(rounds):
+        found = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                pidfd = os.pidfd_open(int(name))
+            except OSError:
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    environ = f.read()
+                if needle in environ.split(b"\0"):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    found += 1
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+        killed += found
+        if not found:
+            break
+    return killed
+
+
+class LocalSandbox:
+    """A guarded host subprocess. Not an isolation boundary; see the module docstring."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        *,
+        env_allow: Sequence[str] = (),
+        limits: Limits | None = None,
+        cap: OutputCap | None = None,
+        fallback_reason: str | None = None,
+    ) -> None:
+        self.env_allow = tuple(env_allow)
+        self.limits = limits or Limits()
+        self.cap = cap or OutputCap()
+        self.fallback_reason = fallback_reason
+        """Set when this sandbox stands in for an unavailable ``bwrap`` that was not required."""
+
+    def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: Path,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+    ) -> Receipt:
+        if not cwd.is_dir():
+            raise FileError(f"{cwd}: working directory does not exist")
+        argv = to_argv(command)
+        token = secrets.token_hex(8)
+        child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
+
+        def kill(proc: subprocess.Popen[bytes]) -> None:
+            kill_group(proc)
+            sweep(token)
+
+        preexec = self.limits.preexec(timeout_s, unprivileged=os.geteuid() != 0)
+        try:
+            got = run_captured(
+                argv, cwd=cwd, env=child_env, timeout_s=timeout_s, cap=self.cap, kill=kill, preexec=preexec
+            )
+        except (FileNotFoundError, PermissionError) as e:
+            # The program could not be executed: that is the command failing, so it is data.
+            return not_executable(self.name, command, cwd, e)
+        return to_receipt(got, backend=self.name, command=command, cwd=cwd)

@@ -1,0 +1,162 @@
+"""The one place a sandboxed child process is started, watched, bounded and killed.
+
+Both backends call :func:`run_captured`: stdin closed, its own session and process group, pipes read
+incrementally into bounded buffers, a wall-clock deadline after which the whole tree is killed, and a
+cleanup kill as soon as the command exits so that background children do not outlive it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import display
+from .output import BoundedBuffer, OutputCap
+from .receipt import TIMEOUT_EXIT_CODE, Receipt
+
+CHUNK = 64 * 1024
+POLL_S = 0.05
+"""How often an idle, still-running command is checked for exit (only matters while a background child
+holds the pipes open; normally the pipes close when the command exits)."""
+DRAIN_GRACE_S = 0.5
+"""After the command exited and its tree was killed, how long to wait for pipes to reach EOF."""
+
+
+@dataclass(frozen=True)
+class Captured:
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    stdout: BoundedBuffer
+    stderr: BoundedBuffer
+
+
+Killer = Callable[["subprocess.Popen[bytes]"], None]
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group led by ``proc`` (it was started in its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def normalise(returncode: int, timed_out: bool) -> int:
+    if timed_out:
+        return TIMEOUT_EXIT_CODE
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_captured(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    cap: OutputCap,
+    kill: Killer = kill_group,
+    preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
+) -> Captured:
+    """Run ``argv`` and capture bounded output. Raises ``OSError`` only if the process cannot be started."""
+    out, err = BoundedBuffer(cap), BoundedBuffer(cap)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        preexec_fn=preexec,
+        pass_fds=tuple(pass_fds),
+        close_fds=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
+    deadline = start + timeout_s
+    timed_out = False
+    drain_until: float | None = None
+    try:
+        while True:
+            rc = proc.poll()
+            now = time.monotonic()
+            if rc is None and now >= deadline:
+                timed_out = True
+                kill(proc)
+                rc = proc.wait()
+            if rc is not None and drain_until is None:
+                kill(proc)  # the command is done: nothing it started may outlive it
+                drain_until = time.monotonic() + DRAIN_GRACE_S
+            if not sel.get_map():
+                if rc is not None:
+                    break
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(0.0, deadline - now))
+                continue
+            if drain_until is not None and now >= drain_until:
+                break  # a writer escaped the kill; stop reading rather than hang
+            limit = drain_until if drain_until is not None else deadline
+            for key, _ in sel.select(min(max(0.0, limit - now), POLL_S)):
+                data = os.read(key.fd, CHUNK)
+                if data:
+                    key.data.feed(data)
+                else:
+                    sel.unregister(key.fd)
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            kill(proc)
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    duration = time.monotonic() - start
+    return Captured(normalise(proc.returncode, timed_out), timed_out, duration, out, err)
+
+
+def to_receipt(got: Captured, *, backend: str, command: str | Sequence[str], cwd: Path) -> Receipt:
+    return Receipt(
+        backend=backend,
+        command=display(command),
+        cwd=str(cwd),
+        exit_code=got.exit_code,
+        timed_out=got.timed_out,
+        duration_s=got.duration_s,
+        stdout=got.stdout.text(),
+        stderr=got.stderr.text(),
+        stdout_bytes=got.stdout.total,
+        stderr_bytes=got.stderr.total,
+        truncated=got.stdout.truncated or got.stderr.truncated,
+    )
+
+
+def not_executable(backend: str, command: str | Sequence[str], cwd: Path, error: OSError) -> Receipt:
+    """The receipt for a program that could not be executed (127 not found, 126 not permitted), like a shell."""
+    code = 127 if isinstance(error, FileNotFoundError) else 126
+    message = f"tether: cannot execute {to_name(command)}: {error.strerror}\n"
+    return Receipt(
+        backend=backend,
+        command=display(command),
+        cwd=str(cwd),
+        exit_code=code,
+        timed_out=False,
+        duration_s=0.0,
+        stdout="",
+        stderr=message,
+        stdout_bytes=0,
+        stderr_bytes=len(message.encode()),
+        truncated=False,
+    )
+
+
+def to_name(command: str | Sequence[str]) -> str:
+    return "bash" if isinstance(command, str) else (list(command) or ["?"])[0]

@@ -1,0 +1,103 @@
+"""What only the bubblewrap backend promises: isolation, checked from the host side."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.errors import SandboxUnavailable
+from tether.sandbox import BwrapSandbox
+from tether.sandbox.doctor import listener
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+def box(workspace: Path) -> BwrapSandbox:
+    return BwrapSandbox(workspace)
+
+
+def test_interpreter_running_tether_is_reachable(box: BwrapSandbox, workspace: Path) -> None:
+    r = box.run("python3 -c 'import sys; print(sys.version.split()[0])'", cwd=workspace, timeout_s=30)
+    assert r.ok, r.stderr
+    assert r.stdout.strip() == sys.version.split()[0]
+
+
+def test_system_dirs_read_only_and_host_dirs_hidden(box: BwrapSandbox, workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    outside.chmod(0o777)
+    r = box.run(
+        f"touch /usr/tether-probe; echo x > {outside}/escaped; ls /root /home /var/lib", cwd=workspace, timeout_s=30
+    )
+    assert not (outside / "escaped").exists()
+    assert not Path("/usr/tether-probe").exists()
+    assert "Read-only file system" in r.stderr or "Permission denied" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root-owned file can only be created as root")
+def test_root_only_file_unreadable_even_when_mounted(workspace: Path, tmp_path: Path) -> None:
+    secret_dir = tmp_path / "secret"
+    secret_dir.mkdir()
+    (secret_dir / "key").write_text("TOPSECRET")
+    (secret_dir / "key").chmod(0o600)
+    box = BwrapSandbox(workspace, ro_paths=[secret_dir])
+    r = box.run(f"cat {secret_dir}/key; cat /etc/shadow; id -u", cwd=workspace, timeout_s=30)
+    assert "TOPSECRET" not in r.stdout and "root:" not in r.stdout
+    assert r.stdout.split()[-1] != "0"  # the command is not root
+
+
+def test_tmp_and_home_are_private(box: BwrapSandbox, workspace: Path) -> None:
+    r = box.run("echo private > /tmp/x && echo home > $HOME/y && echo $HOME && ls -A /tmp", cwd=workspace, timeout_s=30)
+    assert r.ok, r.stderr
+    assert r.stdout.split() == ["/home/sandbox", "x"]
+    assert not Path("/tmp/x").exists() or Path("/tmp/x").read_text() != "private\n"
+
+
+def test_no_network_and_host_loopback_unreachable(box: BwrapSandbox, workspace: Path) -> None:
+    with listener("host-token") as port:
+        # sanity: the listener really answers on the host
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            assert c.recv(64).startswith(b"host-token")
+        r = box.run(f"exec 3<>/dev/tcp/127.0.0.1/{port} && head -n1 <&3", cwd=workspace, timeout_s=30)
+    assert "host-token" not in r.stdout and not r.ok
+    r = box.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", cwd=workspace, timeout_s=30)
+    assert r.stdout.split() == ["lo"]
+
+
+def test_no_capabilities_and_no_new_privs(box: BwrapSandbox, workspace: Path) -> None:
+    r = box.run("grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status", cwd=workspace, timeout_s=30)
+    fields = dict(line.split(":\t") for line in r.stdout.splitlines())
+    assert fields["CapEff"] == fields["CapPrm"] == "0000000000000000"
+    assert fields["NoNewPrivs"] == "1"
+
+
+def test_own_pid_namespace(box: BwrapSandbox, workspace: Path) -> None:
+    r = box.run("ls /proc | grep -c '^[0-9]'", cwd=workspace, timeout_s=30)
+    assert int(r.stdout) < 10
+
+
+def test_cwd_outside_workspace_is_refused(box: BwrapSandbox, tmp_path: Path) -> None:
+    from tether.errors import FileError
+
+    with pytest.raises(FileError):
+        box.run("true", cwd=tmp_path, timeout_s=30)
+
+
+def test_setup_failure_raises_instead_of_returning_a_receipt(workspace: Path) -> None:
+    class Broken(BwrapSandbox):
+        def argv(self, inner: object, *, workspace: Path, cwd: Path) -> list[str]:  # type: ignore[override]
+            args = super().argv(inner, workspace=workspace, cwd=cwd)  # type: ignore[arg-type]
+            return [args[0], "--ro-bind", "/tether/does/not/exist", "/x", *args[1:]]
+
+    with pytest.raises(SandboxUnavailable, match="does/not/exist"):
+        Broken(workspace).run("echo never", cwd=workspace, timeout_s=30)
+
+
+def test_failing_command_that_prints_like_bwrap_is_still_data(box: BwrapSandbox, workspace: Path) -> None:
+    r = box.run("echo 'bwrap: fake' >&2; exit 1", cwd=workspace, timeout_s=30)
+    assert r.exit_code == 1

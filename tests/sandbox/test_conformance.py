@@ -1,0 +1,135 @@
+"""The same behaviour checks against every backend (local and bwrap), with real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+from tether.sandbox import TIMEOUT_EXIT_CODE, Receipt, Sandbox
+from tether.sandbox.doctor import survivors
+
+
+def run(sandbox: Sandbox, ws: Path, command: str | list[str], timeout_s: float = 30.0) -> Receipt:
+    return sandbox.run(command, cwd=ws, timeout_s=timeout_s)
+
+
+def test_exit_status_and_streams_are_data(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "echo out; echo err >&2; exit 3")
+    assert (r.exit_code, r.ok, r.timed_out) == (3, False, False)
+    assert (r.stdout, r.stderr) == ("out\n", "err\n")
+    assert (r.stdout_bytes, r.stderr_bytes, r.truncated) == (4, 4, False)
+    assert r.backend == sandbox.name and r.cwd == str(workspace.resolve())
+
+
+def test_argv_is_not_reparsed_by_a_shell(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, ["printf", "%s|", "a b", "$HOME", ";x"])
+    assert r.ok and r.stdout == "a b|$HOME|;x|"
+    assert r.command == "printf '%s|' 'a b' '$HOME' ';x'"
+
+
+def test_missing_program_is_a_failed_receipt_not_an_error(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, ["tether-no-such-program"])
+    assert r.exit_code == 127 and "tether-no-such-program" in r.stderr
+
+
+def test_runs_in_the_workspace_and_can_write_it(sandbox: Sandbox, workspace: Path) -> None:
+    (workspace / "existing.txt").write_text("host\n")
+    r = run(sandbox, workspace, "pwd; echo more >> existing.txt; mkdir -p a/b && echo new > a/b/new.txt")
+    assert r.ok, r.stderr
+    assert r.stdout.strip() == str(workspace.resolve())
+    assert (workspace / "existing.txt").read_text() == "host\nmore\n"
+    assert (workspace / "a" / "b" / "new.txt").read_text() == "new\n"
+
+
+def test_environment_is_an_allowlist_with_guards(
+    sandbox: Sandbox, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_TEST_HOST_SECRET", "hunter2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter3")
+    r = run(sandbox, workspace, "env")
+    env = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    assert "hunter2" not in r.stdout and "hunter3" not in r.stdout
+    for name, value in {"PAGER": "cat", "GIT_PAGER": "cat", "CI": "true", "TERM": "dumb"}.items():
+        assert env[name] == value
+    assert env["DEBIAN_FRONTEND"] == "noninteractive"
+
+
+def test_caller_env_is_passed_but_cannot_undo_guards(sandbox: Sandbox, workspace: Path) -> None:
+    r = sandbox.run("echo $MY_VAR $PAGER", cwd=workspace, timeout_s=30, env={"MY_VAR": "given", "PAGER": "less"})
+    assert r.stdout == "given cat\n"
+
+
+def test_stdin_is_closed(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "cat; read line; echo read=$?")
+    assert r.ok and r.stdout == "read=1\n"
+
+
+def test_own_session(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "cut -d' ' -f6 /proc/$$/stat")  # field 6: session id
+    assert r.ok and int(r.stdout) != os.getsid(0)
+
+
+def test_rlimits_applied(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "ulimit -n; ulimit -f; ulimit -t; ulimit -v")
+    nofile, fsize_blocks, cpu, vmem_kib = r.stdout.split()
+    assert nofile == "1024"
+    assert int(fsize_blocks) * 1024 == 1024**3  # bash reports 1024-byte blocks
+    assert int(cpu) == 30 + 5
+    assert int(vmem_kib) * 1024 == 8 * 1024**3
+
+
+def test_file_size_limit_stops_a_runaway_write(sandbox: Sandbox, workspace: Path) -> None:
+    from tether.sandbox import BwrapSandbox, Limits, LocalSandbox
+
+    small = Limits(file_size_bytes=1024 * 1024)
+    box: Sandbox = LocalSandbox(limits=small) if sandbox.name == "local" else BwrapSandbox(workspace, limits=small)
+    r = box.run("head -c 5000000 /dev/zero > big.bin", cwd=workspace, timeout_s=30)
+    assert not r.ok
+    assert (workspace / "big.bin").stat().st_size == 1024 * 1024
+
+
+def test_timeout_kills_the_whole_tree(sandbox: Sandbox, workspace: Path) -> None:
+    marker = "tether-test-to-" + secrets.token_hex(6)
+    r = run(sandbox, workspace, f"bash -c 'exec -a {marker} sleep 300' & exec -a {marker} sleep 300", 0.5)
+    assert r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE and not r.ok
+    assert survivors(marker) == []
+
+
+def test_setsid_background_child_does_not_outlive_the_command(sandbox: Sandbox, workspace: Path) -> None:
+    marker = "tether-test-bg-" + secrets.token_hex(6)
+    script = (
+        f"setsid bash -c 'touch started; exec -a {marker} sleep 300' >/dev/null 2>&1 & "
+        "for i in $(seq 1 500); do [ -e started ] && break; sleep 0.01; done; echo parent-done"
+    )
+    r = run(sandbox, workspace, script)
+    assert r.ok and r.stdout == "parent-done\n"
+    assert (workspace / "started").exists()  # the child really ran
+    assert survivors(marker) == []
+
+
+def test_background_child_holding_the_pipe_does_not_hang_the_receipt(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "setsid sleep 300 & echo quick", 60)
+    assert r.ok and not r.timed_out and r.stdout == "quick\n"
+
+
+def test_output_is_bounded_and_counted(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "head -c 30000000 /dev/zero | tr '\\0' a; echo tail-marker; echo e >&2")
+    assert r.stdout_bytes == 30_000_000 + len("tail-marker\n")
+    assert r.truncated and r.ok
+    assert len(r.stdout) < 70_000
+    assert r.stdout.startswith("aaaa") and r.stdout.endswith("tail-marker\n")
+    assert "bytes omitted" in r.stdout
+    assert r.stderr == "e\n" and r.stderr_bytes == 2
+
+
+def test_signal_death_is_128_plus_signal(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, ["bash", "-c", "kill -TERM $$"])
+    assert r.exit_code == 128 + 15
+
+
+def test_receipt_round_trips_as_json(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "echo hi")
+    assert Receipt.model_validate_json(r.model_dump_json()) == r

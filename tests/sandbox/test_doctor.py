@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tether.cli import doctor_cmds
+from tether.sandbox.doctor import Status, run_doctor
+
+ALL_CHECKS = {
+    "interpreter_reachable",
+    "workspace_writable",
+    "write_outside_workspace",
+    "root_only_file",
+    "network_outbound",
+    "host_loopback",
+    "host_env_hidden",
+    "background_child_killed",
+    "timeout_kills",
+    "output_bounded",
+}
+
+
+def test_local_reports_what_it_does_not_enforce_honestly() -> None:
+    report = run_doctor(required=(), backends=("local",))
+    (local,) = report.backends
+    statuses = {c.name: c.status for c in local.checks}
+    assert set(statuses) == ALL_CHECKS
+    assert statuses["network_outbound"] is Status.NOT_ENFORCED
+    assert statuses["write_outside_workspace"] is Status.NOT_ENFORCED
+    assert statuses["host_loopback"] is Status.NOT_ENFORCED
+    for name in ("host_env_hidden", "background_child_killed", "timeout_kills", "output_bounded"):
+        assert statuses[name] is Status.PASS, name
+    assert Status.FAIL not in statuses.values()
+
+
+@pytest.mark.bwrap
+def test_bwrap_passes_every_check() -> None:
+    report = run_doctor(required=("bwrap",), backends=("bwrap",))
+    (bwrap,) = report.backends
+    failed = [c for c in bwrap.checks if c.status is not Status.PASS and c.status is not Status.SKIPPED]
+    assert failed == []
+    assert {c.name for c in bwrap.checks} == ALL_CHECKS
+    assert report.ok
+
+
+@pytest.mark.bwrap
+def test_cli_doctor_json_and_exit_code() -> None:
+    app = typer.Typer()
+    doctor_cmds.register(app)
+    app.command("noop")(lambda: None)  # keep `doctor` a named subcommand
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["ok"] is True
+    assert [b["backend"] for b in data["backends"]] == ["bwrap", "local"]
+
+
+def test_cli_doctor_blocks_when_required_bwrap_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    app = typer.Typer()
+    doctor_cmds.register(app)
+    app.command("noop")(lambda: None)
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    assert result.exit_code == 4
+    bwrap = json.loads(result.output)["backends"][0]
+    assert bwrap["available"] is False and "bubblewrap" in bwrap["fix"]
