@@ -153,7 +153,7 @@ def test_runstate_fold_is_deterministic(tmp_path: Path) -> None:
     a, b = RunState.from_events(events), RunState.from_events(events)
     assert a == b
     assert a.status == "WAITING_APPROVAL"
-    assert a.used.tokens == 120 and a.used.turns == 1 and a.used.tool_calls == 1
+    assert a.used.tokens == 120 and a.used.turns == 1 and a.used.tool_calls == 0
     assert a.budget_left()["turns"] == 9
     assert list(a.pending_approvals) == ["a1"]
     store.append(run, "approval.granted", {"approval_id": "a1", "by": "alice", "scope": "run", "rule": "bash(ls)"})

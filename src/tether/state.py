@@ -174,7 +174,6 @@ class RunState:
         elif k == "model.failed":
             self.last_error = p["error"]
         elif k == "action.proposed":
-            self.used.tool_calls += 1
             self.actions[p["call_id"]] = Action(p["call_id"], p["tool"], p["args"], p["args_hash"], p["turn"], e.seq)
         elif k == "action.invalid":
             a = self.actions.get(p["call_id"])
@@ -202,6 +201,8 @@ class RunState:
         elif k == "action.started":
             a = self.actions[p["call_id"]]
             a.status, a.attempts = "started", p["attempt"]
+            if p["attempt"] == 1:
+                self.used.tool_calls += 1
         elif k == "action.completed":
             a = self.actions[p["call_id"]]
             a.status, a.ok, a.result = "completed", p["ok"], p["result"]

@@ -129,6 +129,9 @@ def test_tool_call_budget_checked_before_action(tmp_path: Path, env: Envelope) -
     log.turn(0, ("c1", "list_dir", {}), ("c2", "list_dir", {}))
     for c in ("c1", "c2"):
         log.add("action.decided", call_id=c, verdict="ALLOW", deciding_rule="r", reason="ok")
+    assert next_step(log.state(), tight, NOW) == Execute("c1", 1)
+    log.add("action.started", call_id="c1", tool="list_dir", args_hash="h")
+    log.add("action.completed", call_id="c1", tool="list_dir", ok=True)
     step = next_step(log.state(), tight, NOW)
     assert isinstance(step, Finish) and step.budget == "tool_calls"
 

@@ -60,7 +60,12 @@ def judge_completion(
     for f in blocking(findings):
         reasons.append(f"reviewer ({f.view}): {f.message}" + (f" [{f.file}]" if f.file else ""))
     if not reasons:
-        out.append(("completion.accepted", {"call_id": call_id, "evidence": [r.id for r in results] + ([verify.id] if verify else [])}))
+        out.append(
+            (
+                "completion.accepted",
+                {"call_id": call_id, "evidence": [r.id for r in results] + ([verify.id] if verify else [])},
+            )
+        )
         return out
     refusals = sum(1 for e in events if e.kind == "completion.refused") + 1
     out.append(

@@ -15,7 +15,7 @@ failure_recurrence
     each epoch, the most repeated single action (or sensor) counts, so one failure seen by
     both the tests sensor and ``run_tests`` on the same state counts once::
 
-        failure_recurrence = max(0, 1 - (n_max - 1) / 2)          1 seen: 1.0, twice: 0.5, 3×: 0.0
+        failure_recurrence = max(0, 1 - (n_max - 1) / 2)          1 seen: 1.0, twice: 0.5, three times: 0.0
 
 oscillation
     Per file, the sequence of content hashes (``sha256_before``/``sha256_after`` reported by
@@ -185,7 +185,11 @@ def evidence_support(events: Sequence[Event], lv: LogView, envelope: Envelope) -
         elif e.kind == "completion.refused":
             claims += 1
     plan = fold_plan(events, envelope)
-    verifications = [(e.seq, lv.epoch_at.get(e.seq, 0), bool(e.payload.get("accepted"))) for e in events if e.kind == "verify.completed"]
+    verifications = [
+        (e.seq, lv.epoch_at.get(e.seq, 0), bool(e.payload.get("accepted")))
+        for e in events
+        if e.kind == "verify.completed"
+    ]
     for _tid, seq in plan.completed_transitions:
         claims += 1
         epoch = lv.epoch_at.get(seq, 0)
@@ -199,7 +203,9 @@ def budget_headroom(events: Sequence[Event], envelope: Envelope) -> tuple[float,
     used = usage(events)
     b = envelope.budgets
     limits = {"usd": b.usd, "tokens": b.tokens, "turns": b.turns, "tool_calls": b.tool_calls, "wall_s": b.wall_s}
-    room = {k: 1 - used[k] / lim if lim else (0.0 if used[k] > 0 else 1.0) for k, lim in limits.items() if lim is not None}
+    room = {
+        k: 1 - used[k] / lim if lim else (0.0 if used[k] > 0 else 1.0) for k, lim in limits.items() if lim is not None
+    }
     if not room:
         return 1.0, "no budgets declared"
     tight = min(room, key=lambda k: (room[k], k))

@@ -111,7 +111,11 @@ class SensorRecord:
         if codes:
             return content_hash(["tests", codes])
         return content_hash(
-            ["sensor", self.sensor, sorted(f"{d.get('file')}:{d.get('line')}:{d.get('message')}" for d in self.diagnostics)]
+            [
+                "sensor",
+                self.sensor,
+                sorted(f"{d.get('file')}:{d.get('line')}:{d.get('message')}" for d in self.diagnostics),
+            ]
         )
 
 

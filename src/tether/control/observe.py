@@ -46,7 +46,15 @@ class _Work:
         for kind, payload in items:
             last = self.events[-1] if self.events else None
             self.events.append(
-                Event(last.run_id if last else "", (last.seq + 1) if last else 0, last.ts if last else "", kind, payload, "", "")
+                Event(
+                    last.run_id if last else "",
+                    (last.seq + 1) if last else 0,
+                    last.ts if last else "",
+                    kind,
+                    payload,
+                    "",
+                    "",
+                )
             )
             self.out.append((kind, payload))
 

@@ -103,8 +103,9 @@ def apply_update(plan: Plan, update: dict[str, Any], envelope: Envelope | None, 
     if status not in STATUSES:
         plan.rejected.append(f"{tid}: unknown status {status!r}")
         return
-    deps = tuple(update.get("depends_on") if update.get("depends_on") is not None else (old.depends_on if old else ()))
-    files = tuple(update.get("files") if update.get("files") is not None else (old.files if old else ()))
+    raw_deps, raw_files = update.get("depends_on"), update.get("files")
+    deps = tuple(map(str, raw_deps)) if isinstance(raw_deps, list) else (old.depends_on if old else ())
+    files = tuple(map(str, raw_files)) if isinstance(raw_files, list) else (old.files if old else ())
     title = str(update.get("title") or (old.title if old else ""))
     unknown = [d for d in deps if d not in plan.tasks and d != tid]
     if unknown or tid in deps:
@@ -134,7 +135,11 @@ def apply_update(plan: Plan, update: dict[str, Any], envelope: Envelope | None, 
 
 def reopen(plan: Plan, finding_file: str | None, reason: str) -> None:
     done = [t for t in plan.tasks.values() if t.status in ("COMPLETE", "VERIFYING")]
-    hit = [t for t in done if finding_file and t.files and pathspec.PathSpec.from_lines("gitwildmatch", t.files).match_file(finding_file)]
+    hit = [
+        t
+        for t in done
+        if finding_file and t.files and pathspec.PathSpec.from_lines("gitignore", t.files).match_file(finding_file)
+    ]
     for t in hit or done:
         plan.tasks[t.id] = replace(t, status="ACTIVE")
         plan.rejected.append(f"{t.id}: reopened by the reviewer: {reason}")
@@ -154,11 +159,14 @@ def fold_plan(events: Sequence[Event], envelope: Envelope | None = None) -> Plan
                 if isinstance(update, dict):
                     apply_update(plan, update, envelope, e.seq)
             plan.cites = [e.id]
-        elif e.kind == "review.finding" and p.get("severity") in ("medium", "high"):
-            if any(t.status in ("COMPLETE", "VERIFYING") for t in plan.tasks.values()):
-                plan.rejected = []
-                reopen(plan, p.get("file"), str(p.get("message", "")))
-                plan.cites = [e.id]
+        elif (
+            e.kind == "review.finding"
+            and p.get("severity") in ("medium", "high")
+            and any(t.status in ("COMPLETE", "VERIFYING") for t in plan.tasks.values())
+        ):
+            plan.rejected = []
+            reopen(plan, p.get("file"), str(p.get("message", "")))
+            plan.cites = [e.id]
     return plan
 
 

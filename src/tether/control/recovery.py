@@ -126,7 +126,9 @@ def usage(events: Sequence[Event]) -> dict[str, float]:
         if e.kind == "model.responded":
             used["turns"] += 1
             used["usd"] += float(e.payload.get("cost_usd", 0.0) or 0.0)
-            used["tokens"] += float(e.payload.get("input_tokens", 0) or 0) + float(e.payload.get("output_tokens", 0) or 0)
+            used["tokens"] += float(e.payload.get("input_tokens", 0) or 0) + float(
+                e.payload.get("output_tokens", 0) or 0
+            )
         elif e.kind == "action.proposed":
             used["tool_calls"] += 1
     if start is not None and events:

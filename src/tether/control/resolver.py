@@ -74,7 +74,9 @@ def resolve(inp: ResolverInput) -> Resolution:
         else:
             dim, why = "stuck", f"stuck: {', '.join(inp.stuck)}"
         if inp.strategy == "escalate_human":
-            return Resolution(ControlState.HUMAN_REQUIRED, "critical", f"{why}; recovery ladder exhausted", dim, "escalate_human")
+            return Resolution(
+                ControlState.HUMAN_REQUIRED, "critical", f"{why}; recovery ladder exhausted", dim, "escalate_human"
+            )
         if inp.attempts_in_strategy < MIN_ATTEMPTS and inp.strategy != LADDER[0]:
             return Resolution(
                 ControlState.BLOCKED,

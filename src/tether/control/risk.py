@@ -60,7 +60,7 @@ def is_test_path(path: str) -> bool:
 
 
 def _spec(globs: Sequence[str]) -> pathspec.PathSpec[Any]:
-    return pathspec.PathSpec.from_lines("gitwildmatch", globs)
+    return pathspec.PathSpec.from_lines("gitignore", globs)
 
 
 _SENSITIVE = _spec(SENSITIVE)

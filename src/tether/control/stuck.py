@@ -21,7 +21,7 @@ from typing import Any
 
 from tether.events.store import Event
 
-from .log import LogView, SensorRecord, view
+from .log import ActionRecord, LogView, SensorRecord, view
 
 REPEAT = 3
 ERROR_SPAN = 6
@@ -56,15 +56,14 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
             found.append(
                 Stuck(
                     "repeated_action",
-                    f"{last.tool} was called {len(streak)} times in a row with the same arguments and got the same result",
+                    f"{last.tool} called {len(streak)} times in a row with the same arguments and the same result",
                     tuple(a.event.id for a in streak),
                 )
             )
     # repeated_error (actions and sensors)
-    receipts: list[Any] = sorted(
-        [*actions, *(s for s in lv.sensors if lv.in_window(s.event))], key=lambda r: r.event.seq
-    )[-ERROR_SPAN:]
-    sigs: dict[str, list[Any]] = {}
+    pool: list[ActionRecord | SensorRecord] = [*actions, *(s for s in lv.sensors if lv.in_window(s.event))]
+    receipts = sorted(pool, key=lambda r: r.event.seq)[-ERROR_SPAN:]
+    sigs: dict[str, list[ActionRecord | SensorRecord]] = {}
     for r in receipts:
         sig = r.failure_signature
         if sig is not None:
@@ -116,10 +115,14 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
 
 def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str, dict[str, Any]]]:
     """``stuck.detected`` for each pattern not already reported for this streak."""
-    reported = {(e.payload["pattern"], (e.payload.get("cites") or [""])[0]) for e in events if e.kind == "stuck.detected"}
+    reported = {
+        (e.payload["pattern"], (e.payload.get("cites") or [""])[0]) for e in events if e.kind == "stuck.detected"
+    }
     out: list[tuple[str, dict[str, Any]]] = []
     for s in detect(events, lv):
         if (s.pattern, s.cites[0]) in reported:
             continue
-        out.append(("stuck.detected", {"pattern": s.pattern, "detail": s.detail, "count": s.count, "cites": list(s.cites)}))
+        out.append(
+            ("stuck.detected", {"pattern": s.pattern, "detail": s.detail, "count": s.count, "cites": list(s.cites)})
+        )
     return out

@@ -23,7 +23,7 @@ def breach(state: RunState, now: datetime, *, before: str) -> Breach | None:
     """The first budget that forbids the next model call (``before="model"``) or action (``"action"``).
 
     A model call needs a turn left and tokens/usd/wall time not yet exhausted; an action
-    needs its own proposal to be within ``tool_calls`` and time and money left.
+    needs a tool call left (``tool_calls`` counts executed actions) and time and money left.
     """
     used: dict[str, float] = {
         "usd": state.used.usd,
@@ -37,7 +37,6 @@ def breach(state: RunState, now: datetime, *, before: str) -> Breach | None:
         limit = state.limits.get(name)
         if limit is None:
             continue
-        over = used[name] > limit if name == "tool_calls" else used[name] >= limit
-        if over:
+        if used[name] >= limit:
             return Breach(name, used[name], float(limit))
     return None

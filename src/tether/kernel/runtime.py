@@ -22,6 +22,7 @@ from typing import Any
 
 from tether.canonical import content_hash
 from tether.control.observe import control_state, observe, stop_reason
+from tether.control.completion import claim_event, judge_completion
 from tether.control.reviewer import review
 from tether.envelope.schema import Envelope, Rule
 from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
@@ -53,7 +54,6 @@ from .steps import (
 )
 
 EventSink = Callable[[Event], None]
-BLOCKING_FINDINGS = frozenset({"medium", "high"})
 
 
 class Runtime:
@@ -87,7 +87,7 @@ class Runtime:
         if self.sandbox is None and not self.state.finished:
             err = self.sandbox_error or SandboxUnavailable("no sandbox")
             self.finish(Finish("BLOCKED_DEPENDENCY", f"the required sandbox cannot start: {err}", err.fix))
-        while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events, self.env))) is not None:
+        while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
             if isinstance(step, Wait):
                 break
             self.perform(step)
@@ -229,31 +229,16 @@ class Runtime:
         self.observe()
 
     def verify(self, step: Verify) -> None:
+        """A completion claim meets the evidence: the sensor cascade, then the reviewer pass."""
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
-        self.append("completion.claimed", {"call_id": step.call_id, "summary": summary})
+        self.append(*claim_event(step.call_id, summary))
         assert self.sandbox is not None
         results = run_cascade(self.env, self.workspace, self.state.changed_files, self.sandbox, self.state.baseline)
-        recorded = self.append_many(cascade_events(results, self.env, trigger="completion",
-                                                   changed_files=self.state.changed_files))
-        accepted, reasons = completion_verdict(results, self.env)
-        if accepted:
-            findings = review(self.env, self.workspace, self.state.baseline, self.events)
-            if findings:
-                self.append_many([("review.finding", f.to_payload()) for f in findings])
-            blocking = [f for f in findings if f.severity in BLOCKING_FINDINGS]
-            reasons += [f"reviewer ({f.view}): {f.message}" for f in blocking]
-            accepted = not blocking
-        if accepted:
-            evidence = [e.id for e in recorded if e.kind == "sensor.result" and e.payload["result"] == "PASS"]
-            self.append("completion.accepted", {"call_id": step.call_id, "evidence": evidence})
-            self.state.result = summary
-        else:
-            diagnostics = [d.to_payload() for r in results for d in r.diagnostics][:20]
-            self.append("completion.refused", {
-                "call_id": step.call_id, "reasons": reasons, "refusals": self.state.refusals + 1,
-                "max_refusals": self.env.verification.max_refusals, "diagnostics": diagnostics,
-            })
+        self.append_many(cascade_events(results, self.env, trigger="completion", changed_files=self.state.changed_files))
+        accepted, _ = completion_verdict(results, self.env)
+        findings = review(self.env, self.workspace, self.state.baseline, self.events) if accepted else []
+        self.append_many(judge_completion(self.events, self.env, findings, step.call_id))
         self.observe()
 
     def finish(self, step: Finish) -> None:

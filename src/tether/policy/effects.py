@@ -64,6 +64,9 @@ NAME_ONLY = frozenset(
 #: Programs whose first operand is a pattern / script, not a file.
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "jq", "yq"})
 _RECURSIVE_READERS = frozenset({"rg", "ag", "ack"})
+_FIND_FILTERS = frozenset(
+    {"-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-newer", "-mtime", "-mmin", "-empty", "-size", "-user"}
+)
 
 
 def _flags(words: list[str]) -> set[str]:
@@ -135,7 +138,7 @@ def effects(cmd: SimpleCommand) -> Effects:
         elif not dest and name == "ln" and ops:
             dest = [Word(ops[0].text.rsplit("/", 1)[-1], ops[0].static, "")]
         e.reads += [Target(w, recursive) for w in ops if name != "ln"]
-        e.writes += [Target(w, recursive) for w in dest]
+        e.writes += [Target(w) for w in dest]
     elif name in ("touch", "mkdir", "truncate", "mkfifo", "mknod"):
         e.writes += [Target(w) for w in operands(cmd, frozenset({"-s", "--size", "-m", "--mode", "-r", "-d", "-t"}))]
     elif name in ("chmod", "chown", "chgrp", "chattr", "setfacl"):
@@ -173,7 +176,10 @@ def effects(cmd: SimpleCommand) -> Effects:
             roots.append(w)
         roots = roots or [Word.lit(".")]
         if "-delete" in texts:
-            e.writes += [Target(w, True, True) for w in roots]
+            # find deletes what is *under* its roots; without a filter that is everything
+            filtered = bool(set(texts) & _FIND_FILTERS)
+            leaf = "_found_" if filtered else "*"
+            e.writes += [Target(Word(f"{w.text.rstrip('/')}/{leaf}", w.static, w.prefix), True, True) for w in roots]
         e.writes += [Target(w) for w in _option_value(cmd, ("-fprint", "-fprint0", "-fprintf", "-fls"))]
     elif name in ("tar", "bsdtar"):
         _tar(cmd, texts, e)
@@ -183,11 +189,11 @@ def effects(cmd: SimpleCommand) -> Effects:
         e.reads += [Target(w, recursive) for w in ops[1:]]
     elif name in ("unzip",):
         dest = _option_value(cmd, ("-d",))
-        e.writes += [Target(w, True) for w in dest] or [Target(Word.lit("."), True)]
+        e.writes += [Target(w) for w in dest] or [Target(Word.lit("."))]
         e.reads += [Target(w) for w in operands(cmd, frozenset({"-d", "-x"}))[:1]]
     elif name in ("curl", "wget"):
         e.writes += [Target(w) for w in _option_value(cmd, ("-o", "--output", "-O", "--output-document"))]
-        e.writes += [Target(w, True) for w in _option_value(cmd, ("-P", "--directory-prefix"))]
+        e.writes += [Target(w) for w in _option_value(cmd, ("-P", "--directory-prefix"))]
         e.reads += [Target(w) for w in _option_value(cmd, ("-T", "--upload-file", "-K", "--config", "--post-file"))]
         for w in cmd.args:
             at = w.text.find("@")
@@ -246,7 +252,7 @@ def _tar(cmd: SimpleCommand, texts: list[str], e: Effects) -> None:
     chdir = _option_value(cmd, ("-C", "--directory"))
     rest = [w for w in cmd.args[1:] if not w.text.startswith("-") and w not in archive and w not in chdir]
     if "x" in modes:
-        e.writes += [Target(w, True) for w in chdir] or [Target(Word.lit("."), True)]
+        e.writes += [Target(w) for w in chdir] or [Target(Word.lit("."))]
         e.reads += [Target(w) for w in archive]
     elif "c" in modes or "r" in modes or "u" in modes:
         e.writes += [Target(w) for w in archive if w.text != "-"]

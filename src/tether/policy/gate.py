@@ -148,6 +148,8 @@ class Gate:
         if path is None:
             out.append(Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {text!r}: directory unknown"))
             return
+        if path == self.workspace and not (t.delete or t.recursive):
+            path = path / "_"  # writing *into* the workspace (cp x ., tar -x), not replacing it
         verdict = self.paths.write(path)
         if verdict is None and _has_glob(text):
             verdict = self._glob_write(text, cmd)

@@ -138,6 +138,8 @@ def _targets_home_or_root(eff: Effects, cmd: SimpleCommand, ctx: Context) -> tup
         if not (t.recursive or t.delete):
             continue
         text = t.word.text if t.word.static else t.word.prefix
+        if text.endswith("/*") or text == "*":
+            text = text[:-1] or "."
         path = ctx.paths.resolve(text, cmd.cwd) if text else None
         if path is None:
             continue

@@ -747,6 +747,8 @@ class _Walker:
             rest = [Word.lit("echo")]
         if replace_str:
             rest = [_dynamic_at(w, replace_str) for w in rest]
+        else:
+            rest = [*rest, Word("{xargs input}", False, "")]
         inner = replace(
             cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, "xargs"), piped=False, dynamic_tail=True, origin="xargs"
         )

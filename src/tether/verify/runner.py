@@ -9,7 +9,7 @@ in; they never spawn processes themselves. This protocol is structural, so
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -31,7 +31,9 @@ class ReceiptLike(Protocol):
 
 
 class CommandSandbox(Protocol):
-    def run(self, command: str | Sequence[str], *, cwd: Path, timeout_s: float) -> ReceiptLike: ...
+    def run(
+        self, command: str | Sequence[str], *, cwd: Path, timeout_s: float, env: Mapping[str, str] | None = None
+    ) -> ReceiptLike: ...
 
 
 def find_tool(name: str, workspace: Path) -> str | None:

@@ -21,7 +21,10 @@ from __future__ import annotations
 import configparser
 import json
 import re
+import secrets
 import shlex
+import shutil
+import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Sequence
@@ -37,7 +40,7 @@ from .gitdiff import WorkspaceDiff, diff_for, is_artefact
 from .result import Diagnostic, Outcome, SensorResult
 from .runner import NOT_FOUND_EXIT, CommandSandbox, ReceiptLike, find_tool
 from .scope import select_tests
-from .secrets import scan_line
+from .secret_patterns import scan_line
 
 LINT_TIMEOUT_S = 120.0
 TYPES_TIMEOUT_S = 600.0
@@ -112,7 +115,7 @@ def syntax(ctx: SensorContext) -> SensorResult:
 
 
 def _spec(globs: Sequence[str]) -> pathspec.PathSpec[Any]:
-    return pathspec.PathSpec.from_lines("gitwildmatch", globs)
+    return pathspec.PathSpec.from_lines("gitignore", globs)
 
 
 def policy_problems(envelope: Envelope, diff: WorkspaceDiff, changed_files: Sequence[str]) -> list[Diagnostic]:
@@ -328,7 +331,13 @@ def parse_pytest(output: str) -> tuple[list[Diagnostic], str]:
 
 def _run_tests(ctx: SensorContext, name: str, command: str, t0: float) -> SensorResult:
     timeout = _timeout(ctx, "run_tests", TESTS_TIMEOUT_S)
-    r = ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=timeout)
+    # A fresh bytecode cache: an edit that keeps a file's size within the same second would
+    # otherwise run stale .pyc files (CPython and pytest's rewrite cache validate by mtime+size).
+    cache = Path(tempfile.gettempdir()) / f"tether-pycache-{secrets.token_hex(6)}"
+    try:
+        r = ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=timeout, env={"PYTHONPYCACHEPREFIX": str(cache)})
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     output = r.stdout + "\n" + r.stderr
     if _missing(r, "pytest"):
         return _result(ctx, name, "SKIPPED", f"test runner not available: {command}", (), t0)

@@ -1,0 +1,98 @@
+"""Execution review: an action is checked before it runs against the task, the beliefs and the output contract.
+
+Refusals (``ok=False``):
+
+- a write outside the envelope's write set or on its deny list;
+- a write when the output contract does not allow patches (``outputs.allowed_types``);
+- a write while the plan has tasks but none ACTIVE, or outside every ACTIVE task's ``files``;
+- editing a test file that the current beliefs say is failing (change the code, not the test);
+- any effect beyond read once recovery has escalated to a human.
+
+The risk rating (``tether.control.risk``) is reported either way. The kernel escalates to a
+human after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_failures`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pathspec
+
+from tether.envelope.schema import Effect, Envelope, ToolContract
+from tether.events.store import Event
+
+from .beliefs import BeliefView
+from .planning import fold_plan
+from .recovery import current_strategy
+from .risk import action_paths, is_test_path, rate_action, rate_path
+
+ESCALATE_AFTER = 2
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    ok: bool
+    risk: str
+    reasons: list[str] = field(default_factory=list)
+
+    def to_payload(self, call_id: str, tool: str) -> dict[str, Any]:
+        return {"call_id": call_id, "tool": tool, "ok": self.ok, "risk": self.risk, "reasons": self.reasons}
+
+
+def review_action(
+    tool_contract: ToolContract, args: Mapping[str, Any], events: Sequence[Event], envelope: Envelope
+) -> ReviewResult:
+    effects = list(tool_contract.effects)
+    risk, risk_reasons = rate_action(effects, args, envelope)
+    problems: list[str] = []
+    writes = Effect.WRITE in effects
+    paths = action_paths(args)
+    if any(e != Effect.READ for e in effects) and current_strategy(events) == "escalate_human":
+        problems.append("recovery has escalated to a human; only read-only actions until they respond")
+    if writes:
+        for p in paths:
+            _, why = rate_path(p, envelope)
+            if "outside the write set" in why or "deny list" in why:
+                problems.append(why)
+        if "patch" not in envelope.outputs.allowed_types:
+            problems.append(f"the output contract allows {envelope.outputs.allowed_types}, not patches")
+        plan = fold_plan(events, envelope)
+        if plan.tasks:
+            active = plan.active()
+            if not active:
+                problems.append("the plan has no ACTIVE task; mark the task this change belongs to ACTIVE first")
+            else:
+                scoped = [g for t in active for g in t.files]
+                if scoped and paths:
+                    spec = pathspec.PathSpec.from_lines("gitignore", scoped)
+                    outside = [p for p in paths if not spec.match_file(p)]
+                    if outside:
+                        ids = ", ".join(t.id for t in active)
+                        problems.append(f"{', '.join(outside)} is outside the files of the active task ({ids})")
+        failing = BeliefView.from_events(events).get("tests.failing")
+        if failing is not None and failing.value:
+            failing_files = {str(t).split("::")[0] for t in failing.value}
+            for p in paths:
+                if is_test_path(p) and p in failing_files:
+                    problems.append(
+                        f"{p} holds failing tests ({', '.join(failing.cites)}); fix the code under test, not the test"
+                    )
+    return ReviewResult(not problems, risk, problems + [r for r in risk_reasons if r not in problems])
+
+
+def review_gate_event(call_id: str, tool: str, result: ReviewResult) -> tuple[str, dict[str, Any]]:
+    return ("review.gate", result.to_payload(call_id, tool))
+
+
+def consecutive_failures(events: Sequence[Event]) -> int:
+    """Trailing run of refused ``review.gate`` events; the kernel escalates at ``ESCALATE_AFTER``."""
+    n = 0
+    for e in reversed(events):
+        if e.kind != "review.gate":
+            continue
+        if e.payload.get("ok"):
+            break
+        n += 1
+    return n

@@ -1,0 +1,203 @@
+"""The reviewer pass over the final diff and the evidence, before a completion is accepted.
+
+Deterministic checks, by view:
+
+- implementer: plan tasks not COMPLETE; no change delivered when the envelope has no no-op outcome.
+- reviewer: tests that fail now but did not at the first observation (regressions); changed files
+  not verified since their last change; the acted-on hypothesis blames files the diff never touches.
+- adversarial: files outside the write set or the plan's scope; churn over ``budgets.churn_pct``;
+  added secrets; test files changed while no source changed, or assertions removed from tests
+  (tests edited to pass); skip/xfail markers added.
+
+Medium and high findings block the completion (they reopen the task); low ones are information.
+No model is consulted: an optional model-based reviewer is not implemented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pathspec
+
+from tether.envelope.schema import Envelope
+from tether.events.store import Event
+from tether.verify.gitdiff import WorkspaceDiff, diff_for
+from tether.verify.sensors import policy_problems
+
+from .beliefs import BeliefView
+from .hypotheses import acted_on
+from .log import view
+from .planning import fold_plan
+from .risk import is_test_path
+
+View = Literal["implementer", "reviewer", "adversarial"]
+FindingSeverity = Literal["low", "medium", "high"]
+
+_SKIP = re.compile(r"pytest\.mark\.(skip|skipif|xfail)\b|pytest\.(skip|xfail)\(|unittest\.skip|@skip\b|\.skipTest\(")
+_ASSERT = re.compile(r"^\s*(assert\b|self\.assert\w*\(|pytest\.raises\()")
+
+
+@dataclass(frozen=True)
+class Finding:
+    view: View
+    severity: FindingSeverity
+    message: str
+    file: str | None = None
+    check: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "view": self.view,
+            "severity": self.severity,
+            "check": self.check,
+            "message": self.message,
+            "file": self.file,
+        }
+
+
+def blocking(findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity in ("medium", "high")]
+
+
+def _changed_files(events: Sequence[Event]) -> list[str]:
+    return sorted({f for a in view(events).actions if a.ok for f in a.changed_files})
+
+
+def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
+    out: list[Finding] = []
+    for d in policy_problems(envelope, diff, _changed_files(events)):
+        sev: FindingSeverity = "high"
+        out.append(Finding("adversarial", sev, d.message, d.file or None, d.code or "policy"))
+    plan = fold_plan(events, envelope)
+    scopes = [g for t in plan.tasks.values() for g in t.files]
+    if scopes:
+        spec = pathspec.PathSpec.from_lines("gitignore", scopes)
+        for p in diff.paths:
+            if not spec.match_file(p):
+                out.append(Finding("adversarial", "medium", "changed outside every plan task's files", p, "plan_scope"))
+    tests = [f for f in diff.files if is_test_path(f.path)]
+    sources = [f for f in diff.files if not is_test_path(f.path) and f.path.endswith(".py")]
+    if tests and not sources:
+        out.append(
+            Finding(
+                "adversarial",
+                "high",
+                "test files changed while no source file changed: were the tests edited to pass?",
+                tests[0].path,
+                "tests_edited",
+            )
+        )
+    for f in tests:
+        removed = sum(1 for _, t in f.removed if _ASSERT.match(t))
+        added = sum(1 for _, t in f.added if _ASSERT.match(t))
+        if removed > added:
+            out.append(
+                Finding(
+                    "adversarial",
+                    "high",
+                    f"{removed - added} assertions removed from a test file",
+                    f.path,
+                    "assertions_removed",
+                )
+            )
+    for f in diff.files:
+        for line, text in f.added:
+            if _SKIP.search(text):
+                out.append(
+                    Finding(
+                        "adversarial",
+                        "high",
+                        f"line {line} adds a skip/xfail marker: {text.strip()[:80]}",
+                        f.path,
+                        "skip_added",
+                    )
+                )
+    return out
+
+
+def implementer(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
+    out: list[Finding] = []
+    plan = fold_plan(events, envelope)
+    for t in plan.tasks.values():
+        if t.status not in ("COMPLETE",):
+            out.append(
+                Finding(
+                    "implementer",
+                    "medium",
+                    f"plan task {t.id} ({t.title or 'untitled'}) is {t.status}",
+                    None,
+                    "plan_incomplete",
+                )
+            )
+    if not diff.files and envelope.outputs.no_op is None and "patch" in envelope.outputs.allowed_types:
+        out.append(
+            Finding(
+                "implementer",
+                "medium",
+                "no change was delivered and the envelope defines no no-op outcome",
+                None,
+                "no_change",
+            )
+        )
+    return out
+
+
+def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
+    out: list[Finding] = []
+    first_failing: list[str] | None = None
+    for e in events:
+        if e.kind == "belief.recorded" and e.payload.get("key") == "tests.failing":
+            first_failing = [str(x) for x in e.payload["value"]]
+            break
+    beliefs = BeliefView.from_events(events)
+    now = beliefs.get("tests.failing")
+    if first_failing is not None and now is not None:
+        for t in sorted(set(map(str, now.value)) - set(first_failing)):
+            out.append(
+                Finding(
+                    "reviewer",
+                    "high",
+                    f"regression: {t} fails now but did not at the start",
+                    t.split("::")[0],
+                    "regression",
+                )
+            )
+    lv = view(events)
+    if now is not None and now.epoch < lv.epoch:
+        out.append(
+            Finding(
+                "reviewer",
+                "medium",
+                f"the latest test result predates {lv.epoch - now.epoch} later writes",
+                None,
+                "stale_verification",
+            )
+        )
+    h = acted_on(events)
+    if h is not None and h.files and diff.files:
+        spec = pathspec.PathSpec.from_lines("gitignore", h.files)
+        if not any(spec.match_file(p) for p in diff.paths):
+            out.append(
+                Finding(
+                    "reviewer",
+                    "medium",
+                    f"the diff touches none of the files hypothesis {h.id} blames ({', '.join(h.files)})",
+                    None,
+                    "hypothesis_incompatible",
+                )
+            )
+    return out
+
+
+def review(envelope: Envelope, workspace: Path, baseline: str | None, events: Sequence[Event]) -> list[Finding]:
+    """All three views over the workspace's diff against ``baseline`` and the run's evidence."""
+    diff = diff_for(workspace, baseline, _changed_files(events))
+    return [
+        *implementer(envelope, diff, events),
+        *reviewer_view(envelope, diff, events),
+        *adversarial(envelope, diff, events),
+    ]

@@ -1,0 +1,122 @@
+"""End-to-end runs through the real loop: gate, sandbox, SQLite log, sensors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tether import EventStore, Harness, RunState
+from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
+
+from .conftest import FINISH, FIX, tether, write_script
+
+
+def kinds(db: Path, run_id: str) -> list[str]:
+    with EventStore.open(db) as store:
+        return [e.kind for e in store.events(run_id)]
+
+
+def events(db: Path, run_id: str) -> list[dict]:  # type: ignore[type-arg]
+    with EventStore.open(db) as store:
+        return [e.to_dict() for e in store.events(run_id)]
+
+
+def test_demo_completes_with_denial_and_declined_approval(tmp_path: Path) -> None:
+    proc = tether("demo", "--workdir", str(tmp_path), "--sandbox", "local", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    contract = lines[-1]
+    assert contract["kind"] == "output_contract" and contract["status"] == "COMPLETE"
+    decided = [e["payload"] for e in lines if e.get("kind") == "action.decided"]
+    deny = next(d for d in decided if d["verdict"] == "DENY")
+    assert deny["deciding_rule"] and deny["reason"]
+    assert any(d["verdict"] == "ASK" for d in decided)
+    denied = [e["payload"] for e in lines if e.get("kind") == "approval.denied"]
+    assert denied and denied[0]["by"] == "demo-approver"
+    sensors = {e["payload"]["sensor"]: e["payload"]["result"] for e in lines if e.get("kind") == "sensor.result"}
+    assert sensors["tests"] == "PASS"
+    # The wrong edit was seen failing before the fix passed: evidence, not the model's word.
+    results = [e["payload"] for e in lines if e.get("kind") == "action.completed" and e["payload"]["tool"] == "run_tests"]
+    assert [r["ok"] for r in results] == [False, False, True]
+    assert tether("log", "verify", "--all", "--db", str(tmp_path / "tether.db")).returncode == 0
+
+
+def test_headless_approval_deny_then_resume(bugfix: Path) -> None:
+    write_script(bugfix, [
+        {"tool_calls": [FIX]},
+        {"tool_calls": [{"name": "bash", "args": {"command": "git push origin main"}}]},
+        {"tool_calls": [FINISH]},
+    ])
+    db = bugfix / "t.db"
+    run = tether("run", "fix it", "--envelope", str(bugfix / "envelope.yaml"), "--db", str(db), "--sandbox",
+                 "local", "--headless", "--json")
+    assert run.returncode == 5, run.stdout + run.stderr
+    contract = json.loads(run.stdout.splitlines()[-1])
+    assert contract["status"] == "WAITING_APPROVAL"
+    pending = json.loads(tether("approvals", "--db", str(db), "--json", check=True).stdout)
+    assert len(pending) == 1 and "git push origin main" in pending[0]["preview"]
+    tether("deny", pending[0]["approval_id"], "--reason", "not today", "--by", "alice", "--db", str(db), check=True)
+    resumed = tether("resume", contract["run_id"], "--db", str(db), "--sandbox", "local", "--json")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["status"] == "COMPLETE"
+    log = events(db, contract["run_id"])
+    denial = next(e["payload"] for e in log if e["kind"] == "approval.denied")
+    assert denial == {"approval_id": pending[0]["approval_id"], "by": "alice", "reason": "not today"}
+    assert not any(e["kind"] == "action.started" and "push" in json.dumps(e) for e in log)
+    assert tether("show", contract["run_id"], "--db", str(db)).returncode == 0
+
+
+def test_approve_for_run_adds_a_recorded_rule(bugfix: Path) -> None:
+    push = {"name": "bash", "args": {"command": "git push origin main"}}
+    write_script(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [push]}, {"tool_calls": [push]}, {"tool_calls": [FINISH]}])
+    asked: list[ApprovalRequest] = []
+
+    def approver(request: ApprovalRequest) -> ApprovalAnswer:
+        asked.append(request)
+        return ApprovalAnswer("run", "bob")
+
+    harness = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local", approver=approver)
+    contract = harness.run("fix it")
+    assert contract.status == "COMPLETE"
+    assert len(asked) == 1  # the second identical push was allowed by the run-scoped rule
+    with EventStore.open(bugfix / "t.db") as store:
+        state = RunState.from_events(store.events(contract.run_id))
+    assert state.run_rules[0]["rule"] == "bash(git push origin main)"
+    pushes = [a for a in state.actions.values() if a.tool == "bash"]
+    assert [a.deciding_rule for a in pushes][1].startswith("run:")
+
+
+def test_invalid_arguments_and_unknown_tools_are_told_to_the_model(bugfix: Path) -> None:
+    write_script(bugfix, [
+        {"tool_calls": [{"name": "read_file", "args": {"paht": "x"}}, {"name": "teleport", "args": {}}]},
+        {"tool_calls": [FIX]},
+        {"tool_calls": [FINISH]},
+    ])
+    contract = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix it")
+    assert contract.status == "COMPLETE"
+    log = events(bugfix / "t.db", contract.run_id)
+    invalid = [e["payload"] for e in log if e["kind"] == "action.invalid"]
+    assert [i["tool"] for i in invalid] == ["read_file", "teleport"]
+    assert "paht" in invalid[0]["error"] or "path" in invalid[0]["error"]
+
+
+def test_false_completion_is_refused_then_verify_failed(bugfix: Path) -> None:
+    write_script(bugfix, [{"text": "Done!", "tool_calls": [FINISH]}] * 4)
+    contract = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix it")
+    assert contract.status == "VERIFY_FAILED"
+    seen = kinds(bugfix / "t.db", contract.run_id)
+    assert seen.count("completion.refused") == 3 and "completion.accepted" not in seen
+
+
+def test_budget_stop_is_clean(bugfix: Path) -> None:
+    env = bugfix / "envelope.yaml"
+    env.write_text(env.read_text().replace("tool_calls: 60", "tool_calls: 2"))
+    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    write_script(bugfix, [{"tool_calls": [{"name": "list_dir", "args": {}}] * 3}, {"tool_calls": [FINISH]}])
+    contract = Harness(env, db=bugfix / "t.db", sandbox="local").run("look around")
+    assert contract.status == "BUDGET_STOP"
+    log = events(bugfix / "t.db", contract.run_id)
+    assert [e["kind"] for e in log][-3:] == ["run.checkpoint", "budget.exceeded", "run.finished"]
+    assert sum(1 for e in log if e["kind"] == "action.completed") == 2
+    assert any("not executed" in u for u in contract.unknowns)
+    assert "tool_calls" in contract.next_action

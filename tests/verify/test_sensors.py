@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tether.sandbox.local import LocalSandbox
+from tether.verify import completion_verdict, run_cascade
+from tether.verify.cascade import cascade_events
+from tether.verify.gitdiff import workspace_diff
+from tether.verify.scope import select_tests
+from tether.verify.sensors import SENSORS, SensorContext, configured_type_checker
+
+from verify_helpers import VENV_BIN, envelope, git
+
+ALL = [{"name": n, "required": True} for n in ("syntax", "policy", "lint", "types", "scoped_tests", "tests")]
+
+
+def ctx(ws: Path, sandbox: LocalSandbox, changed: list[str], **env: object) -> SensorContext:
+    return SensorContext(envelope(**env), ws, tuple(changed), sandbox, git(ws, "rev-parse", "HEAD"), True)
+
+
+def test_syntax_fails_with_file_and_line(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project()
+    (ws / "calc.py").write_text("def add(a, b):\n    return a +\n")
+    r = SENSORS["syntax"](ctx(ws, sandbox, ["calc.py"]))
+    assert r.result == "FAIL"
+    assert r.diagnostics[0].file == "calc.py" and r.diagnostics[0].line == 2
+    (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    assert SENSORS["syntax"](ctx(ws, sandbox, ["calc.py"])).result == "PASS"
+
+
+def test_lint_runs_ruff_and_reports_codes(
+    project: Callable[..., Path], sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:/usr/bin:/bin")
+    ws = project()
+    (ws / "calc.py").write_text("import os\n\ndef add(a, b):\n    return a + b\n")
+    r = SENSORS["lint"](ctx(ws, sandbox, ["calc.py"]))
+    assert r.result == "FAIL", r.summary
+    assert any(d.code == "F401" and d.file == "calc.py" and d.line == 1 for d in r.diagnostics)
+    (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    assert SENSORS["lint"](ctx(ws, sandbox, ["calc.py"])).result == "PASS"
+
+
+def test_missing_tool_is_skipped_never_pass(
+    project: Callable[..., Path], sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ws = project({"pyproject.toml": "[tool.mypy]\nstrict = true\n"})
+    (ws / "calc.py").write_text("import os\n")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    (empty / "git").symlink_to("/usr/bin/git")
+    monkeypatch.setenv("PATH", str(empty))
+    assert SENSORS["lint"](ctx(ws, sandbox, ["calc.py"])).result == "SKIPPED"
+    assert SENSORS["types"](ctx(ws, sandbox, ["calc.py"])).result == "SKIPPED"
+    r = SENSORS["tests"](ctx(ws, sandbox, [], verification={"test_command": "pytest-that-does-not-exist -q"}))
+    assert r.result == "SKIPPED"
+
+
+def test_types_uses_configured_mypy(
+    project: Callable[..., Path], sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:/usr/bin:/bin")
+    ws = project({"mypy.ini": "[mypy]\n"})
+    assert configured_type_checker(ws) == "mypy"
+    (ws / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return 'x'\n")
+    r = SENSORS["types"](ctx(ws, sandbox, ["calc.py"]))
+    assert r.result == "FAIL", r.summary
+    assert r.diagnostics[0].file == "calc.py" and r.diagnostics[0].line == 2
+    (ws / "mypy.ini").unlink()
+    assert SENSORS["types"](ctx(ws, sandbox, ["calc.py"])).result == "SKIPPED"
+
+
+def test_tests_sensor_names_failing_tests(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project()
+    assert SENSORS["tests"](ctx(ws, sandbox, [])).result == "PASS"
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    r = SENSORS["tests"](ctx(ws, sandbox, ["calc.py"]))
+    assert r.result == "FAIL"
+    assert [d.code for d in r.diagnostics] == ["tests/test_calc.py::test_add"]
+    assert r.diagnostics[0].file == "tests/test_calc.py" and r.diagnostics[0].line == 5
+    assert "1 failed" in r.summary
+
+
+def test_scoped_tests_select_by_imports(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project(
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/core.py": "def f():\n    return 1\n",
+            "src/pkg/api.py": "from .core import f\n\ndef g():\n    return f()\n",
+            "tests/test_api.py": "import sys\nsys.path.insert(0, 'src')\nfrom pkg.api import g\n\ndef test_g():\n    assert g() == 1\n",
+        }
+    )
+    assert select_tests(ws, ["src/pkg/core.py"]) == ["tests/test_api.py"]  # transitive: api imports core
+    assert select_tests(ws, ["calc.py"]) == ["tests/test_calc.py"]
+    assert select_tests(ws, ["tests/test_util.py"]) == ["tests/test_util.py"]
+    (ws / "util.py").write_text("def shout(s):\n    return s\n")
+    r = SENSORS["scoped_tests"](ctx(ws, sandbox, ["util.py"]))
+    assert r.result == "FAIL" and [d.code for d in r.diagnostics] == ["tests/test_util.py::test_shout"]
+    assert "1 test files selected" in r.summary
+    assert SENSORS["scoped_tests"](ctx(ws, sandbox, ["README.md"])).result == "SKIPPED"
+
+
+def test_policy_write_set_secrets_and_churn(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project()
+    (ws / "notes.txt").write_text("hello\n")
+    r = SENSORS["policy"](ctx(ws, sandbox, []))
+    assert r.result == "FAIL" and r.diagnostics[0].code == "policy.write_set" and r.diagnostics[0].file == "notes.txt"
+    (ws / "notes.txt").unlink()
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    (ws / "calc.py").write_text(f"KEY = '{key}'\n\ndef add(a, b):\n    return a + b\n")
+    r = SENSORS["policy"](ctx(ws, sandbox, ["calc.py"]))
+    secret = [d for d in r.diagnostics if d.code == "policy.secret"]
+    assert secret and secret[0].line == 1 and key not in secret[0].message
+    (ws / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+    assert SENSORS["policy"](ctx(ws, sandbox, ["calc.py"])).result == "PASS"
+    r = SENSORS["policy"](ctx(ws, sandbox, ["calc.py"], budgets={"churn_pct": 5}))
+    assert r.result == "FAIL" and r.diagnostics[0].code == "policy.churn"
+    d = workspace_diff(ws, None)
+    assert d.insertions == 1 and d.deletions == 1 and d.baseline_lines is not None and d.baseline_lines > 10
+
+
+def test_tether_dir_and_caches_are_not_part_of_the_diff(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project({".gitignore": ""})
+    (ws / ".tether").mkdir()
+    (ws / ".tether" / "tether.db").write_text("x")
+    (ws / "__pycache__").mkdir()
+    (ws / "__pycache__" / "calc.cpython-311.pyc").write_text("x")
+    assert workspace_diff(ws, None).paths == []
+
+
+def test_cascade_stops_at_first_failure_and_verdict(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project()
+    env = envelope(verification={"sensors": ALL[:2] + ALL[5:], "test_command": f"{sys.executable} -m pytest -q"})
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    assert [(r.sensor, r.result) for r in results] == [("syntax", "PASS"), ("policy", "PASS"), ("tests", "FAIL")]
+    accepted, reasons = completion_verdict(results, env)
+    assert not accepted and "tests FAILED" in reasons[0]
+    (ws / "calc.py").write_text("def add(a, b):\n    return a +\n")
+    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    assert [r.result for r in results] == ["FAIL", "SKIPPED", "SKIPPED"]
+    assert results[2].summary == "not reached: syntax failed"
+    (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    assert completion_verdict(results, env) == (True, [])
+    events = cascade_events(results, env, trigger="completion", changed_files=["calc.py"])
+    assert [k for k, _ in events] == ["sensor.result"] * 3 + ["verify.completed"]
+    assert events[-1][1]["accepted"] is True
+
+
+def test_required_sensor_skipped_blocks_completion(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    ws = project()
+    env = envelope(verification={"sensors": [{"name": "types", "required": True}]})
+    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    assert results[0].result == "SKIPPED"
+    accepted, reasons = completion_verdict(results, env)
+    assert not accepted and "types was SKIPPED" in reasons[0]
+    optional = envelope(verification={"sensors": [{"name": "types", "required": False}]})
+    assert completion_verdict(run_cascade(optional, ws, ["calc.py"], sandbox, None), optional)[0]
