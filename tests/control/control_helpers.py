@@ -76,7 +76,10 @@ class Run:
         args = args or {}
         ev = self.append(
             [
-                ("action.proposed", {"call_id": call, "tool": tool, "args": args, "args_hash": content_hash(args), "turn": 1}),
+                (
+                    "action.proposed",
+                    {"call_id": call, "tool": tool, "args": args, "args_hash": content_hash(args), "turn": 1},
+                ),
                 ("action.decided", {"call_id": call, "verdict": "ALLOW", "deciding_rule": "r", "reason": "ok"}),
                 ("action.started", {"call_id": call, "tool": tool, "args_hash": content_hash(args)}),
                 (
@@ -130,7 +133,11 @@ class Run:
                 ("sensor.result", {"sensor": name, "result": result, "required": required, "diagnostics": diags}),
                 (
                     "verify.completed",
-                    {"results": {name: result}, "accepted": result == "PASS", "reasons": [] if result == "PASS" else [f"{name} {result}"]},
+                    {
+                        "results": {name: result},
+                        "accepted": result == "PASS",
+                        "reasons": [] if result == "PASS" else [f"{name} {result}"],
+                    },
                 ),
             ]
         )

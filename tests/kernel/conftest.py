@@ -1,15 +1,10 @@
-"""Run fixtures: a private copy of the bugfix example as a git workspace, and a CLI runner."""
+"""Run fixtures: a private copy of the bugfix example as a git workspace."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from tether.cli.demo_cmds import prepare
 
@@ -20,27 +15,3 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix"
 def bugfix(tmp_path: Path) -> Path:
     """examples/bugfix copied, with its project made a git repository (as the demo does)."""
     return prepare(EXAMPLE, tmp_path)
-
-
-def write_script(example: Path, turns: list[dict[str, Any]]) -> None:
-    (example / "trajectory.yaml").write_text(yaml.safe_dump({"turns": turns}, sort_keys=False))
-
-
-def tether(*args: str, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "tether.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"tether {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-FIX = {
-    "name": "edit_file",
-    "args": {
-        "path": "src/stats/core.py",
-        "old": "    return ordered[middle]\n",
-        "new": "    if len(ordered) % 2:\n        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n",
-    },
-}
-FINISH = {"name": "finish", "args": {"summary": "fixed median"}}

@@ -8,7 +8,7 @@ from pathlib import Path
 from tether import EventStore, Harness, RunState
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
 
-from .conftest import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, tether, write_script
 
 
 def kinds(db: Path, run_id: str) -> list[str]:
@@ -119,4 +119,4 @@ def test_budget_stop_is_clean(bugfix: Path) -> None:
     assert [e["kind"] for e in log][-3:] == ["run.checkpoint", "budget.exceeded", "run.finished"]
     assert sum(1 for e in log if e["kind"] == "action.completed") == 2
     assert any("not executed" in u for u in contract.unknowns)
-    assert "tool_calls" in contract.next_action
+    assert "budgets.tool_calls" in contract.next_action

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))  # helpers import the same with or without tests/__init__.py
+
 from verify_helpers import git
+
 from tether.sandbox.local import LocalSandbox
+
 
 @pytest.fixture
 def sandbox() -> LocalSandbox:
@@ -37,5 +42,3 @@ def project(tmp_path: Path) -> Callable[..., Path]:
         return ws
 
     return make
-
-

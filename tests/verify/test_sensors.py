@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from verify_helpers import VENV_BIN, envelope, git
 
 from tether.sandbox.local import LocalSandbox
 from tether.verify import completion_verdict, run_cascade
@@ -12,8 +13,6 @@ from tether.verify.cascade import cascade_events
 from tether.verify.gitdiff import workspace_diff
 from tether.verify.scope import select_tests
 from tether.verify.sensors import SENSORS, SensorContext, configured_type_checker
-
-from verify_helpers import VENV_BIN, envelope, git
 
 ALL = [{"name": n, "required": True} for n in ("syntax", "policy", "lint", "types", "scoped_tests", "tests")]
 
@@ -91,7 +90,9 @@ def test_scoped_tests_select_by_imports(project: Callable[..., Path], sandbox: L
             "src/pkg/__init__.py": "",
             "src/pkg/core.py": "def f():\n    return 1\n",
             "src/pkg/api.py": "from .core import f\n\ndef g():\n    return f()\n",
-            "tests/test_api.py": "import sys\nsys.path.insert(0, 'src')\nfrom pkg.api import g\n\ndef test_g():\n    assert g() == 1\n",
+            "tests/test_api.py": (
+                "import sys\nsys.path.insert(0, 'src')\nfrom pkg.api import g\n\n\ndef test_g():\n    assert g() == 1\n"
+            ),
         }
     )
     assert select_tests(ws, ["src/pkg/core.py"]) == ["tests/test_api.py"]  # transitive: api imports core

@@ -19,7 +19,10 @@ def envelope(**over: object) -> Envelope:
     data: dict[str, object] = {
         "plan": {"path": "plan.yaml", "hash": "sha256:" + "0" * 64},
         "environment": {"filesystem": {"read": ["**"], "write": ["*.py", "tests/**"]}},
-        "verification": {"sensors": [{"name": "syntax", "required": True}], "test_command": f"{sys.executable} -m pytest -q"},
+        "verification": {
+            "sensors": [{"name": "syntax", "required": True}],
+            "test_command": f"{sys.executable} -m pytest -q",
+        },
     }
     data.update(over)
     return Envelope.model_validate(data)

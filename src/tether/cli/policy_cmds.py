@@ -23,7 +23,9 @@ from tether.policy.gate import Gate
 
 from . import common
 
-policy_app = typer.Typer(name="policy", help="Ask the gate about a call, or run policy test cases.", no_args_is_help=True)
+policy_app = typer.Typer(
+    name="policy", help="Ask the gate about a call, or run policy test cases.", no_args_is_help=True
+)
 
 EXIT_FOR = {Verdict.ALLOW: common.EXIT_OK, Verdict.DENY: common.EXIT_INVALID, Verdict.ASK: common.EXIT_WAITING}
 _STYLE = {Verdict.ALLOW: "green", Verdict.ASK: "yellow", Verdict.DENY: "red"}
@@ -98,7 +100,12 @@ def test(
             {
                 "total": len(outcomes),
                 "mismatches": [
-                    {"index": o.case.index, "call": o.case.label, "expected": o.case.expect.name, **o.decision.to_dict()}
+                    {
+                        "index": o.case.index,
+                        "call": o.case.label,
+                        "expected": o.case.expect.name,
+                        **o.decision.to_dict(),
+                    }
                     for o in bad
                 ],
             }
@@ -108,7 +115,9 @@ def test(
             table = Table("#", "call", "expected", "got", "rule", "reason")
             for o in bad:
                 d = o.decision
-                table.add_row(str(o.case.index), o.case.label, o.case.expect.name, d.verdict.name, d.deciding_rule, d.reason)
+                table.add_row(
+                    str(o.case.index), o.case.label, o.case.expect.name, d.verdict.name, d.deciding_rule, d.reason
+                )
             common.console.print(table)
         common.console.print(f"{len(outcomes) - len(bad)}/{len(outcomes)} cases as expected")
     raise typer.Exit(common.EXIT_INVALID if bad else common.EXIT_OK)

@@ -119,21 +119,20 @@ def _ts(e: Event) -> float:
 
 
 def usage(events: Sequence[Event]) -> dict[str, float]:
-    """What the run has used so far, from the log (same counters the budgets use)."""
-    used = {"usd": 0.0, "tokens": 0.0, "turns": 0.0, "tool_calls": 0.0, "wall_s": 0.0}
-    start = next((e for e in events if e.kind == "run.started"), events[0] if events else None)
-    for e in events:
-        if e.kind == "model.responded":
-            used["turns"] += 1
-            used["usd"] += float(e.payload.get("cost_usd", 0.0) or 0.0)
-            used["tokens"] += float(e.payload.get("input_tokens", 0) or 0) + float(
-                e.payload.get("output_tokens", 0) or 0
-            )
-        elif e.kind == "action.proposed":
-            used["tool_calls"] += 1
-    if start is not None and events:
-        used["wall_s"] = max(0.0, _ts(events[-1]) - _ts(start))
-    return used
+    """What the run has used so far: the same fold and counters the kernel's budget checks use."""
+    from tether.state import RunState
+
+    state = RunState.from_events(events)
+    now = datetime.fromisoformat(events[-1].ts) if events and events[-1].ts else None
+    wall = state.wall_used(now) if now is not None else state.used.wall_s
+    u = state.used
+    return {
+        "usd": u.usd,
+        "tokens": float(u.tokens),
+        "turns": float(u.turns),
+        "tool_calls": float(u.tool_calls),
+        "wall_s": wall,
+    }
 
 
 def budget_check(events: Sequence[Event], envelope: Envelope) -> tuple[bool, str, dict[str, float]]:

@@ -325,7 +325,7 @@ def _next_action(step: Finish) -> str:
     return {
         "COMPLETE": "review the diff (git diff) and merge it",
         "NO_OP": "nothing to do: the verification already passed before any change",
-        "BUDGET_STOP": f"raise budgets.{step.budget} in the envelope, recompile, and resume",
+        "BUDGET_STOP": f"raise budgets.{step.budget} in the envelope, recompile, and start a new run",
     }.get(step.status, "inspect with `tether show`, then resume or start a new run")
 
 

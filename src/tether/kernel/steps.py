@@ -9,7 +9,7 @@ Order of precedence (the first that applies wins):
 
 1. an action started but never completed (a crash) — re-run if idempotent, else NEEDS_INPUT;
 2. pending approvals — expire the overdue, otherwise wait for a human;
-3. the control layer says stop (NO_PROGRESS, NEEDS_INPUT);
+3. the control layer says stop (NO_PROGRESS, NEEDS_INPUT) — or BUDGET_STOP if a budget is why;
 4. the current turn's actions, in proposal order — decide, stage approval, retry, execute;
 5. completion claims — verify; accepted completes, persistent refusal is VERIFY_FAILED;
 6. the model's own termination — refusal/error stop, repeated silence is NO_PROGRESS;
@@ -103,6 +103,9 @@ def next_step(state: RunState, env: Envelope, now: datetime, control_stop: tuple
         return Wait("WAITING_APPROVAL", f"waiting for a human: tether approve|deny {ids}")
 
     if control_stop is not None:
+        over = breach(state, now, before="action") or breach(state, now, before="model")
+        if over is not None:  # the more specific reason: a budget, not a judgement
+            return Finish("BUDGET_STOP", over.reason, budget=over.budget)
         return Finish(control_stop[0], control_stop[1], next_action="review the log with tether show, then resume")
 
     for a in sorted(state.actions.values(), key=lambda x: x.seq):

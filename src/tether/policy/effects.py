@@ -223,13 +223,13 @@ def _sets_something(name: str, texts: list[str]) -> bool:
     if name == "set":
         return bool(texts)
     if name in ("export", "declare", "typeset"):
-        return bool(texts) and not any(t in ("-p", "-x") for t in texts) or any("=" in t for t in texts)
+        return (bool(texts) and not any(t in ("-p", "-x") for t in texts)) or any("=" in t for t in texts)
     return False
 
 
 def _remote(text: str) -> bool:
     head = text.split("/", 1)[0]
-    return ":" in head and not text.startswith(("/", ".", "~")) or "://" in text
+    return (":" in head and not text.startswith(("/", ".", "~"))) or "://" in text
 
 
 def _tar(cmd: SimpleCommand, texts: list[str], e: Effects) -> None:

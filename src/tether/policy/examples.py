@@ -47,13 +47,19 @@ def check_rule_examples(envelope: Envelope, file: str = "") -> list[Problem]:
                     got = _matches(compiled, example, shell, paths)
                     if got is None:
                         problems.append(
-                            Problem(f"{where}.{key}[{j}]", repr(example)[:80], "a string or a mapping of arguments", file)
+                            Problem(
+                                f"{where}.{key}[{j}]", repr(example)[:80], "a string or a mapping of arguments", file
+                            )
                         )
                     elif got != want:
                         expected = "the rule to match it" if want else "the rule not to match it"
                         problems.append(
-                            Problem(f"{where}.{key}[{j}]", f"{example!r} {'does not match' if want else 'matches'}"[:120],
-                                    expected, file)
+                            Problem(
+                                f"{where}.{key}[{j}]",
+                                f"{example!r} {'does not match' if want else 'matches'}"[:120],
+                                expected,
+                                file,
+                            )
                         )
     return problems
 

@@ -28,9 +28,11 @@ from .defaults import default_envelope
 from .effects import NAME_ONLY, Effects, Target, effects
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
-from .shell import Analysis, SimpleCommand, Word, analyse
+from .shell import FETCHERS, SimpleCommand, Word, analyse
 
-_UNKNOWN_COMMAND = RuleMatch("default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it")
+_UNKNOWN_COMMAND = RuleMatch(
+    "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"
+)
 _REDIRECT_ONLY = RuleMatch("default:redirect-only", Verdict.ALLOW, "only a redirection, its target was checked")
 _NO_COMMAND = RuleMatch("default:empty", Verdict.ASK, "no command to run")
 
@@ -141,12 +143,16 @@ class Gate:
             if verdict is not None and verdict.verdict is Verdict.DENY:
                 out.append(_hard(verdict, f"{what} under {text!r}: "))
             out.append(
-                Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {w.text!r} is only known at run time")
+                Finding.of(
+                    Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {w.text!r} is only known at run time"
+                )
             )
             return
         path = self.paths.resolve(text, cmd.cwd)
         if path is None:
-            out.append(Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {text!r}: directory unknown"))
+            out.append(
+                Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {text!r}: directory unknown")
+            )
             return
         if path == self.workspace and not (t.delete or t.recursive):
             path = path / "_"  # writing *into* the workspace (cp x ., tar -x), not replacing it
@@ -181,7 +187,9 @@ class Gate:
             return True
         if not w.static:
             if self.paths.is_credential(path) or self.paths.is_credential(PurePosixPath(f"{path}/_")):
-                out.append(Finding.of(Layer.HARD, "path:credential", Verdict.DENY, f"reads under {text!r} (credentials)"))
+                out.append(
+                    Finding.of(Layer.HARD, "path:credential", Verdict.DENY, f"reads under {text!r} (credentials)")
+                )
                 return True
             return False
         verdict = self.paths.read(path, shell=True)
@@ -192,7 +200,8 @@ class Gate:
         if verdict is not None:
             out.append(_hard(verdict, ""))
             return verdict.rule_id == "path:credential"
-        return self._secretish(path)
+        uploads_outside = cmd.name in FETCHERS and self.paths.relative(path) is None
+        return uploads_outside or self._secretish(path)
 
     def _loose_read(self, w: Word, cmd: SimpleCommand, out: list[Finding]) -> bool:
         """Any argument of any program that names a credential file is a read of it."""
@@ -252,7 +261,7 @@ class Gate:
             dot = self.paths.dotfile(path)
             if dot is not None:
                 out.append(Finding(RuleMatch(dot.rule_id, dot.verdict, dot.reason), Layer.PROFILE))
-        if path is not None and Effect.READ in effects_ or (path is not None and Effect.WRITE not in effects_):
+        if (path is not None and Effect.READ in effects_) or (path is not None and Effect.WRITE not in effects_):
             verdict = self.paths.read(path, shell=False) if path is not None else None
             if verdict is not None:
                 out.append(_hard(verdict, ""))
@@ -286,7 +295,9 @@ class Gate:
                 cls = EFFECT_APPROVAL_CLASS[e]
                 if not require or cls in require:
                     out.append(
-                        Finding.of(Layer.DEFAULT, f"approval:{cls.value}", Verdict.ASK, f"{e.value} effects need a human")
+                        Finding.of(
+                            Layer.DEFAULT, f"approval:{cls.value}", Verdict.ASK, f"{e.value} effects need a human"
+                        )
                     )
                 else:
                     out.append(
@@ -315,7 +326,9 @@ class Gate:
         if state is ControlState.CAUTIOUS:
             if decision.verdict is Verdict.ASK:
                 return decision
-            m = RuleMatch("control:cautious", Verdict.ASK, "control state CAUTIOUS: anything beyond reading needs a human")
+            m = RuleMatch(
+                "control:cautious", Verdict.ASK, "control state CAUTIOUS: anything beyond reading needs a human"
+            )
         elif state is ControlState.BLOCKED:
             m = RuleMatch("control:blocked", Verdict.DENY, "control state BLOCKED: only read-only actions run")
         else:

@@ -113,7 +113,7 @@ def python_is_tame(code: str) -> tuple[bool, str]:
                 if top == "sys":
                     uses_sys = True
                     continue
-                if top in _RISKY_MODULES or node.__class__ is ast.ImportFrom and (node.level or 0) > 0:
+                if top in _RISKY_MODULES or (node.__class__ is ast.ImportFrom and (node.level or 0) > 0):
                     return False, f"inline Python imports {m!r}"
         elif isinstance(node, ast.Name) and node.id in _RISKY_NAMES:
             return False, f"inline Python uses {node.id!r}"

@@ -160,17 +160,17 @@ class PathPolicy:
         self._cred_roots = _expand(_CREDENTIAL_ROOTS, self.home)
 
     @cached_property
-    def _read_spec(self) -> pathspec.PathSpec | None:
+    def _read_spec(self) -> pathspec.GitIgnoreSpec | None:
         fs = self.filesystem
         return None if fs is None else pathspec.GitIgnoreSpec.from_lines(fs.read)
 
     @cached_property
-    def _write_spec(self) -> pathspec.PathSpec | None:
+    def _write_spec(self) -> pathspec.GitIgnoreSpec | None:
         fs = self.filesystem
         return None if fs is None else pathspec.GitIgnoreSpec.from_lines(fs.write)
 
     @cached_property
-    def _deny_spec(self) -> pathspec.PathSpec | None:
+    def _deny_spec(self) -> pathspec.GitIgnoreSpec | None:
         fs = self.filesystem
         return None if fs is None or not fs.deny else pathspec.GitIgnoreSpec.from_lines(fs.deny)
 
@@ -263,7 +263,9 @@ class PathPolicy:
             return PlaceVerdict("path:workspace-root", Verdict.DENY, "the workspace root itself")
         parts = rel.parts
         if any(p in _HOOK_DIRS for p in parts) or (len(parts) > 1 and parts[-2] == "hooks" and ".git" in parts):
-            return PlaceVerdict("path:protected", Verdict.DENY, f"{rel} is inside {parts[0]}/ (version control, log or hooks)")
+            return PlaceVerdict(
+                "path:protected", Verdict.DENY, f"{rel} is inside {parts[0]}/ (version control, log or hooks)"
+            )
         if self._deny_spec is not None and self._deny_spec.match_file(str(rel)):
             return PlaceVerdict("path:denied", Verdict.DENY, f"{rel} matches environment.filesystem.deny")
         if self._write_spec is None:

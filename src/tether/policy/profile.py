@@ -39,48 +39,427 @@ from .paths import PathPolicy
 from .shell import FETCHERS, PRIVILEGED, Analysis, SimpleCommand, Word
 
 READ_ONLY = frozenset(
-    """ls cat head tail wc grep egrep fgrep rg ag ack find sort uniq diff cmp comm stat file which whereis type du df
-    tree pwd echo printf true false test [ [[ basename dirname realpath readlink date whoami id uname nproc uptime ps
-    cut tr paste column nl fold fmt expand unexpand rev tac od hexdump strings md5sum sha1sum sha256sum sha512sum
-    b2sum cksum base64 base32 jq yq less more printenv cd pushd popd dirs seq sleep wait hash groups locale tty
-    lsb_release free getconf join pr iconv numfmt expr factor tput clear shopt unset read shift exit return break
-    continue : let umask ulimit jobs getopts command local readonly cal bc dc arch logname users w who last
-    lscpu lsblk lsof pgrep pstree top htop vmstat iostat mount env set export declare typeset alias trap source .
-    eval xargs xxd""".split()
+    [
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "find",
+        "sort",
+        "uniq",
+        "diff",
+        "cmp",
+        "comm",
+        "stat",
+        "file",
+        "which",
+        "whereis",
+        "type",
+        "du",
+        "df",
+        "tree",
+        "pwd",
+        "echo",
+        "printf",
+        "true",
+        "false",
+        "test",
+        "[",
+        "[[",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "date",
+        "whoami",
+        "id",
+        "uname",
+        "nproc",
+        "uptime",
+        "ps",
+        "cut",
+        "tr",
+        "paste",
+        "column",
+        "nl",
+        "fold",
+        "fmt",
+        "expand",
+        "unexpand",
+        "rev",
+        "tac",
+        "od",
+        "hexdump",
+        "strings",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "sha512sum",
+        "b2sum",
+        "cksum",
+        "base64",
+        "base32",
+        "jq",
+        "yq",
+        "less",
+        "more",
+        "printenv",
+        "cd",
+        "pushd",
+        "popd",
+        "dirs",
+        "seq",
+        "sleep",
+        "wait",
+        "hash",
+        "groups",
+        "locale",
+        "tty",
+        "lsb_release",
+        "free",
+        "getconf",
+        "join",
+        "pr",
+        "iconv",
+        "numfmt",
+        "expr",
+        "factor",
+        "tput",
+        "clear",
+        "shopt",
+        "unset",
+        "read",
+        "shift",
+        "exit",
+        "return",
+        "break",
+        "continue",
+        ":",
+        "let",
+        "umask",
+        "ulimit",
+        "jobs",
+        "getopts",
+        "command",
+        "local",
+        "readonly",
+        "cal",
+        "bc",
+        "dc",
+        "arch",
+        "logname",
+        "users",
+        "w",
+        "who",
+        "last",
+        "lscpu",
+        "lsblk",
+        "lsof",
+        "pgrep",
+        "pstree",
+        "top",
+        "htop",
+        "vmstat",
+        "iostat",
+        "mount",
+        "env",
+        "set",
+        "export",
+        "declare",
+        "typeset",
+        "alias",
+        "trap",
+        "source",
+        ".",
+        "eval",
+        "xargs",
+        "xxd",
+    ]
 )
 BUILD = frozenset(
-    """mkdir touch cp mv ln rm rmdir chmod tee truncate patch tar zip unzip gzip gunzip bzip2 bunzip2 xz unxz zstd
-    install make cmake ninja meson pytest py.test ruff mypy black isort flake8 pylint pyright coverage tox nox
-    pre-commit tsc eslint prettier jest vitest mocha rustc rustfmt gofmt gcc g++ cc c++ clang clang++ ld ar javac
-    java mvn gradle gradlew dotnet shellcheck shfmt yamllint hadolint sphinx-build mkdocs pandoc ctags bundle
-    rake pip pip3 uv poetry pdm hatch npm yarn pnpm bun node nodejs deno cargo go python python3 sh bash dash zsh
-    pydoc mkfifo sed awk gawk mawk perl ruby lua php ts-node tsx dd split csplit""".split()
+    [
+        "mkdir",
+        "touch",
+        "cp",
+        "mv",
+        "ln",
+        "rm",
+        "rmdir",
+        "chmod",
+        "tee",
+        "truncate",
+        "patch",
+        "tar",
+        "zip",
+        "unzip",
+        "gzip",
+        "gunzip",
+        "bzip2",
+        "bunzip2",
+        "xz",
+        "unxz",
+        "zstd",
+        "install",
+        "make",
+        "cmake",
+        "ninja",
+        "meson",
+        "pytest",
+        "py.test",
+        "ruff",
+        "mypy",
+        "black",
+        "isort",
+        "flake8",
+        "pylint",
+        "pyright",
+        "coverage",
+        "tox",
+        "nox",
+        "pre-commit",
+        "tsc",
+        "eslint",
+        "prettier",
+        "jest",
+        "vitest",
+        "mocha",
+        "rustc",
+        "rustfmt",
+        "gofmt",
+        "gcc",
+        "g++",
+        "cc",
+        "c++",
+        "clang",
+        "clang++",
+        "ld",
+        "ar",
+        "javac",
+        "java",
+        "mvn",
+        "gradle",
+        "gradlew",
+        "dotnet",
+        "shellcheck",
+        "shfmt",
+        "yamllint",
+        "hadolint",
+        "sphinx-build",
+        "mkdocs",
+        "pandoc",
+        "ctags",
+        "bundle",
+        "rake",
+        "pip",
+        "pip3",
+        "uv",
+        "poetry",
+        "pdm",
+        "hatch",
+        "npm",
+        "yarn",
+        "pnpm",
+        "bun",
+        "node",
+        "nodejs",
+        "deno",
+        "cargo",
+        "go",
+        "python",
+        "python3",
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "pydoc",
+        "mkfifo",
+        "sed",
+        "awk",
+        "gawk",
+        "mawk",
+        "perl",
+        "ruby",
+        "lua",
+        "php",
+        "ts-node",
+        "tsx",
+        "dd",
+        "split",
+        "csplit",
+    ]
 )
 REMOTE = frozenset(
-    """ssh scp sftp mosh ftp lftp aws gcloud gsutil bq az kubectl helm terraform tofu pulumi doctl flyctl fly heroku
-    vercel netlify firebase ansible ansible-playbook gh glab hub twine kubectx eksctl oc nomad consul vault packer
-    serverless sam cdk wrangler supabase railway""".split()
+    [
+        "ssh",
+        "scp",
+        "sftp",
+        "mosh",
+        "ftp",
+        "lftp",
+        "aws",
+        "gcloud",
+        "gsutil",
+        "bq",
+        "az",
+        "kubectl",
+        "helm",
+        "terraform",
+        "tofu",
+        "pulumi",
+        "doctl",
+        "flyctl",
+        "fly",
+        "heroku",
+        "vercel",
+        "netlify",
+        "firebase",
+        "ansible",
+        "ansible-playbook",
+        "gh",
+        "glab",
+        "hub",
+        "twine",
+        "kubectx",
+        "eksctl",
+        "oc",
+        "nomad",
+        "consul",
+        "vault",
+        "packer",
+        "serverless",
+        "sam",
+        "cdk",
+        "wrangler",
+        "supabase",
+        "railway",
+    ]
 )
 NETWORK = FETCHERS | frozenset({"ping", "dig", "nslookup", "host", "traceroute", "mail", "sendmail", "mutt", "whois"})
 SYSTEM = frozenset(
-    """apt apt-get aptitude yum dnf brew apk pacman snap port zypper emerge systemctl service launchctl crontab
-    iptables ip6tables nft ufw firewall-cmd mount umount insmod rmmod modprobe sysctl useradd userdel usermod
-    passwd chpasswd visudo setenforce swapon swapoff hostnamectl timedatectl update-alternatives""".split()
+    [
+        "apt",
+        "apt-get",
+        "aptitude",
+        "yum",
+        "dnf",
+        "brew",
+        "apk",
+        "pacman",
+        "snap",
+        "port",
+        "zypper",
+        "emerge",
+        "systemctl",
+        "service",
+        "launchctl",
+        "crontab",
+        "iptables",
+        "ip6tables",
+        "nft",
+        "ufw",
+        "firewall-cmd",
+        "mount",
+        "umount",
+        "insmod",
+        "rmmod",
+        "modprobe",
+        "sysctl",
+        "useradd",
+        "userdel",
+        "usermod",
+        "passwd",
+        "chpasswd",
+        "visudo",
+        "setenforce",
+        "swapon",
+        "swapoff",
+        "hostnamectl",
+        "timedatectl",
+        "update-alternatives",
+    ]
 )
 DISK = frozenset({"mkfs", "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "parted", "gdisk", "cfdisk", "sgdisk"})
 POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
 CONTAINERS = frozenset({"docker", "podman", "nerdctl"})
 
 GIT_READ = frozenset(
-    """status diff log show branch ls-files rev-parse blame grep describe shortlog reflog cat-file ls-tree show-ref
-    merge-base rev-list name-rev version help count-objects fsck whatchanged for-each-ref check-ignore var
-    show-branch annotate cherry range-diff diff-tree diff-files diff-index""".split()
+    [
+        "status",
+        "diff",
+        "log",
+        "show",
+        "branch",
+        "ls-files",
+        "rev-parse",
+        "blame",
+        "grep",
+        "describe",
+        "shortlog",
+        "reflog",
+        "cat-file",
+        "ls-tree",
+        "show-ref",
+        "merge-base",
+        "rev-list",
+        "name-rev",
+        "version",
+        "help",
+        "count-objects",
+        "fsck",
+        "whatchanged",
+        "for-each-ref",
+        "check-ignore",
+        "var",
+        "show-branch",
+        "annotate",
+        "cherry",
+        "range-diff",
+        "diff-tree",
+        "diff-files",
+        "diff-index",
+    ]
 )
 GIT_WORK = frozenset(
-    """add commit mv rm merge rebase cherry-pick revert stash tag init apply am format-patch bisect notes switch
-    worktree mergetool restore checkout reset gc prune repack maintenance sparse-checkout""".split()
+    [
+        "add",
+        "commit",
+        "mv",
+        "rm",
+        "merge",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "stash",
+        "tag",
+        "init",
+        "apply",
+        "am",
+        "format-patch",
+        "bisect",
+        "notes",
+        "switch",
+        "worktree",
+        "mergetool",
+        "restore",
+        "checkout",
+        "reset",
+        "gc",
+        "prune",
+        "repack",
+        "maintenance",
+        "sparse-checkout",
+    ]
 )
-GIT_REMOTE = frozenset({"push", "fetch", "pull", "clone", "ls-remote", "submodule", "send-email", "request-pull", "svn"})
+GIT_REMOTE = frozenset(
+    {"push", "fetch", "pull", "clone", "ls-remote", "submodule", "send-email", "request-pull", "svn"}
+)
 _GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"})
 
 _INDEX_FLAGS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
@@ -162,9 +541,8 @@ def _destructive(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding
         return [_f("deny-power", Verdict.DENY, f"{name} stops or restarts the machine")]
     if name == "systemctl" and set(texts) & {"poweroff", "reboot", "halt", "kexec", "suspend"}:
         return [_f("deny-power", Verdict.DENY, "systemctl stops or restarts the machine")]
-    if name in ("kill", "pkill", "killall") and ("-1" in texts[-1:] or "1" in texts[-1:] or "-1" in texts[1:]):
-        if name == "kill":
-            return [_f("deny-kill-all", Verdict.DENY, "kill of every process or of init")]
+    if name == "kill" and any(t in ("-1", "1") for t in texts if t not in ("-9", "-KILL", "-s")):
+        return [_f("deny-kill-all", Verdict.DENY, "kill of every process or of init")]
     hit = _targets_home_or_root(eff, cmd, ctx)
     if hit is not None:
         rule, reason = hit
@@ -235,6 +613,12 @@ def _classify(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
         return _allow("allow-read-only", "find itself only lists; its -exec command is judged separately")
     if name in ("xxd",) and "-r" in texts:
         return _allow("allow-workspace-build", "xxd -r decodes hex")
+    if name == "ln":
+        ops = operands(cmd, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
+        for src in ops[:-1] if len(ops) > 1 else ops:
+            if not _in_workspace(src, cmd, ctx):
+                # a link to the outside turns later writes and deletes inside the workspace into escapes
+                return _ask("ask-link-outside", f"ln points into {src.text!r}, outside the workspace", hard=True)
     if name == "make" and any(t in ("install", "uninstall") for t in texts):
         return _ask("ask-make-install", "make install writes outside the workspace")
     if interp.is_interpreter(name):
@@ -264,9 +648,10 @@ def _git(cmd: SimpleCommand) -> list[Finding]:
             return _allow("allow-read-only", "git remote lists remotes")
         return _ask("ask-git-remote", "git remote changes where code is pushed")
     if sub == "config":
-        if any(r in ("--get", "--list", "-l", "--get-all", "--get-regexp", "--show-origin") for r in rest) or len(
-            [r for r in rest if not r.startswith("-")]
-        ) <= 1:
+        if (
+            any(r in ("--get", "--list", "-l", "--get-all", "--get-regexp", "--show-origin") for r in rest)
+            or len([r for r in rest if not r.startswith("-")]) <= 1
+        ):
             return _allow("allow-read-only", "git config read")
         return _ask("ask-git-config", "git config changes can run programs (hooks, pagers, aliases)")
     if sub == "reset" and "--hard" in rest:
@@ -404,7 +789,9 @@ def analysis_findings(analysis: Analysis, secret_reads: bool) -> list[Finding]:
         for c in analysis.commands
         for r in c.redirects
     )
-    dumps = any(c.name in ("env", "printenv", "set", "export", "declare") and len(c.argv) == 1 for c in analysis.commands)
+    dumps = any(
+        c.name in ("env", "printenv", "set", "export", "declare") and len(c.argv) == 1 for c in analysis.commands
+    )
     if sends and (dumps or secret_reads):
         return [_f("deny-exfiltration", Verdict.DENY, "environment or dotfiles sent over the network")]
     return []

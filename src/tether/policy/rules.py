@@ -53,7 +53,7 @@ class CompiledRule:
     tokens: tuple[str, ...]
     prefix: bool
     when: tuple[tuple[str, str], ...]
-    spec: pathspec.PathSpec | None
+    spec: pathspec.GitIgnoreSpec | None
 
     # -- shell ------------------------------------------------------------------------------
 

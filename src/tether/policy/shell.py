@@ -345,7 +345,8 @@ class _Walker:
         return Word(raw, static, raw if static else "", inner)
 
     def concat(self, node: Any, quoted: bool) -> Word:
-        text, static, prefix, inner, expanded = "", True, "", [], False
+        text, static, prefix, expanded = "", True, "", False
+        inner: list[str] = []
         pos = node.start_byte + (1 if quoted and self.src[node.start_byte : node.start_byte + 1] in (b'"',) else 0)
         if quoted and self.src[node.start_byte : node.start_byte + 2] == b'$"':
             pos = node.start_byte + 2
@@ -456,11 +457,8 @@ class _Walker:
         values = [self.word(v) for v in node.children_by_field_name("value")]
         if var is not None:
             name = self.text(var)
-            safe = values and all(
-                v.static and not v.text.startswith(("/", "~", "-")) and ".." not in v.text for v in values
-            )
-            # a loop over workspace-relative names: the variable is some such name
-            if safe and len(values) == 1:
+            # one literal value: the variable is known; several: unknown (judged as computed)
+            if len(values) == 1 and values[0].static:
                 self.vars[name] = values[0].text
             else:
                 self.vars.pop(name, None)
@@ -659,9 +657,7 @@ class _Walker:
         elif name in ("then", "do", "!"):
             rest = args
         else:
-            rest = _strip_options(
-                args, _WRAPPER_VALUE_FLAGS.get(name, frozenset()), _WRAPPER_POSITIONALS.get(name, 0)
-            )
+            rest = _strip_options(args, _WRAPPER_VALUE_FLAGS.get(name, frozenset()), _WRAPPER_POSITIONALS.get(name, 0))
             if name == "flock" and "-c" in texts:
                 i = texts.index("-c")
                 self.emit(cmd)
@@ -705,7 +701,9 @@ class _Walker:
                         )
             elif cmd.piped:
                 self.out.hard(
-                    "shell:pipe-to-interpreter", Verdict.DENY, f"output piped into the interpreter {name!r} runs as code"
+                    "shell:pipe-to-interpreter",
+                    Verdict.DENY,
+                    f"output piped into the interpreter {name!r} runs as code",
                 )
             elif not reads_file and cmd.dynamic_tail:
                 self.dynamic_code(cmd, f"xargs {name}", list(args))
@@ -719,7 +717,9 @@ class _Walker:
                 self.dynamic_code(cmd, f"{name} script from a substitution", [script])
             elif script.text in ("/dev/stdin", "/proc/self/fd/0", "/dev/fd/0") and cmd.piped:
                 self.out.hard(
-                    "shell:pipe-to-interpreter", Verdict.DENY, f"output piped into the interpreter {name!r} runs as code"
+                    "shell:pipe-to-interpreter",
+                    Verdict.DENY,
+                    f"output piped into the interpreter {name!r} runs as code",
                 )
 
     def xargs(self, cmd: SimpleCommand, args: list[Word]) -> None:
@@ -745,10 +745,9 @@ class _Walker:
         self.emit(replace(cmd, argv=cmd.argv[:1]))
         if not rest:
             rest = [Word.lit("echo")]
-        if replace_str:
-            rest = [_dynamic_at(w, replace_str) for w in rest]
-        else:
-            rest = [*rest, Word("{xargs input}", False, "")]
+        # with -I the input lands where the replace string is; otherwise it is appended
+        tail = [] if replace_str else [Word("{xargs input}", False, "")]
+        rest = [_dynamic_at(w, replace_str) if replace_str else w for w in rest] + tail
         inner = replace(
             cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, "xargs"), piped=False, dynamic_tail=True, origin="xargs"
         )

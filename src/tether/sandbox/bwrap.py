@@ -90,9 +90,12 @@ def is_under(path: Path, roots: Sequence[str]) -> bool:
 
 
 def interpreter_paths() -> list[Path]:
-    """The prefix of the Python running tether, if it lives outside the system directories."""
-    prefix = Path(sys.base_prefix).resolve()
-    return [] if is_under(prefix, (*SYSTEM_RO, *SYSTEM_RO_TRY)) else [prefix]
+    """The Python running tether and its virtual environment, where they live outside the system directories.
+
+    The venv comes first so that its tools (pytest, ruff) are the ones found on PATH, as they are on the host.
+    """
+    prefixes = dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix))
+    return [p for p in prefixes if not is_under(p, (*SYSTEM_RO, *SYSTEM_RO_TRY))]
 
 
 class BwrapSandbox:
@@ -197,6 +200,8 @@ class BwrapSandbox:
         path = ":".join([*(str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()), SYSTEM_PATH])
         overrides = {"PATH": path, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": self.user.name}
         overrides["LOGNAME"] = self.user.name
+        # The workspace belongs to another uid; git inside the sandbox must still work on it.
+        overrides |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
         return build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=overrides)
 
     # -- running ------------------------------------------------------------------------------------

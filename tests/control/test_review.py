@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from control_helpers import Run, envelope
+
+from tether.control import fold_plan, review, review_action
+from tether.control.hypotheses import hypothesis_events
+from tether.control.review_gate import consecutive_failures
+from tether.envelope.schema import ToolContract
+
+
+def repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (ws / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n    assert add(0, 0) == 0\n"
+    )
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"]):
+        subprocess.run(["git", *args], cwd=ws, check=True)
+    return ws
+
+
+def checks(findings: list) -> set[str]:  # type: ignore[type-arg]
+    return {f.check for f in findings}
+
+
+def test_editing_tests_to_pass_is_flagged(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    run = Run(tmp_path)
+    (ws / "tests" / "test_calc.py").write_text(
+        "import pytest\nfrom calc import add\n\n\n@pytest.mark.skip\ndef test_add():\n    pass\n"
+    )
+    found = review(envelope(), ws, None, run.events)
+    assert {"tests_edited", "assertions_removed", "skip_added"} <= checks(found)
+    assert all(f.view == "adversarial" for f in found if f.check in {"tests_edited", "skip_added"})
+
+
+def test_honest_fix_has_no_blocking_findings(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    run = Run(tmp_path)
+    run.run_tests(["tests/test_calc.py::test_add"])
+    (ws / "src" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    run.write("src/calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n")
+    run.run_tests([])
+    found = review(envelope(), ws, None, run.events)
+    assert [f for f in found if f.severity != "low"] == []
+
+
+def test_scope_secrets_regressions_stale_and_hypothesis(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    run = Run(tmp_path)
+    run.run_tests(["tests/test_calc.py::test_add"])
+    run.act("hypothesis", {"id": "h1", "statement": "add is wrong", "files": ["src/calc.py"], "act": True})
+    (ws / "notes.md").write_text("token = 'ghp_" + "a" * 36 + "'\n")
+    run.write("notes.md", None, "x")
+    run.run_tests(["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"])
+    run.write("src/other.py", None, "y")
+    found = review(envelope(), ws, None, run.events)
+    got = checks(found)
+    assert {"policy.write_set", "policy.secret", "regression", "stale_verification", "hypothesis_incompatible"} <= got
+
+
+def test_plan_tasks_not_complete_and_reopened_by_finding(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    run = Run(tmp_path)
+    run.act("plan", {"tasks": [{"id": "fix", "title": "fix add", "status": "ACTIVE", "files": ["src/**"]}]})
+    found = review(envelope(), ws, None, run.events)
+    assert "plan_incomplete" in checks(found)
+    run.act("plan", {"tasks": [{"id": "fix", "status": "VERIFYING"}]})
+    run.act("plan", {"tasks": [{"id": "fix", "status": "COMPLETE"}]})
+    assert fold_plan(run.events).tasks["fix"].status == "COMPLETE"
+    run.append(
+        [
+            (
+                "review.finding",
+                {"view": "reviewer", "severity": "high", "check": "x", "message": "bad", "file": "src/calc.py"},
+            )
+        ]
+    )
+    run.observe()
+    assert fold_plan(run.events).tasks["fix"].status == "ACTIVE"
+    assert run.kinds("plan.updated")[-1].payload["tasks"][0]["status"] == "ACTIVE"
+
+
+def test_plan_state_machine_refuses_bad_transitions(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    run.act("plan", {"tasks": [{"id": "a", "title": "A"}, {"id": "b", "depends_on": ["a"]}]})
+    run.act(
+        "plan",
+        {
+            "tasks": [
+                {"id": "b", "status": "ACTIVE"},
+                {"id": "a", "status": "COMPLETE"},
+                {"id": "c", "depends_on": ["zz"]},
+            ]
+        },
+    )
+    p = fold_plan(run.events)
+    assert p.tasks["a"].status == "PENDING" and p.tasks["b"].status == "PENDING" and "c" not in p.tasks
+    rejected = run.kinds("plan.updated")[-1].payload["rejected"]
+    assert any("before a COMPLETE" in r for r in rejected)
+    assert any("PENDING -> COMPLETE is not allowed" in r for r in rejected)
+    assert any("unknown" in r for r in rejected)
+
+
+def test_hypothesis_scored_by_beliefs(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    run.act("hypothesis", {"id": "h", "statement": "s", "tests": ["t::a"], "act": True})
+    assert run.kinds("hypothesis.recorded")[-1].payload["score"] == 0.5
+    run.run_tests(["t::a"])
+    assert run.kinds("hypothesis.recorded")[-1].payload["score"] > 0.5
+    run.write("src/x.py", "1", "2")
+    run.run_tests(["t::b"])
+    last = run.kinds("hypothesis.recorded")[-1].payload
+    assert last["score"] < 0.5 and last["acted_on"] and last["refute"]
+    assert hypothesis_events(run.events) == []
+
+
+def contract(*effects: str) -> ToolContract:
+    return ToolContract(name="t", purpose="p", effects=list(effects))  # type: ignore[arg-type]
+
+
+def test_review_gate(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    env = envelope()
+    ok = review_action(contract("read"), {"path": "anything"}, run.events, env)
+    assert ok.ok and ok.risk == "LOW"
+    out = review_action(contract("write"), {"path": "setup.py"}, run.events, env)
+    assert not out.ok and out.risk == "HIGH" and "outside the write set" in out.reasons[0]
+    run.run_tests(["tests/test_calc.py::test_add"])
+    test_edit = review_action(contract("write"), {"path": "tests/test_calc.py"}, run.events, env)
+    assert not test_edit.ok and "fix the code under test" in test_edit.reasons[0] and test_edit.risk == "MEDIUM"
+    assert review_action(contract("write"), {"path": "src/calc.py"}, run.events, env).ok
+    run.act("plan", {"tasks": [{"id": "a", "status": "ACTIVE", "files": ["src/calc.py"]}]})
+    scoped = review_action(contract("write"), {"path": "src/other.py"}, run.events, env)
+    assert not scoped.ok and "outside the files of the active task" in scoped.reasons[0]
+    assert review_action(contract("network"), {}, run.events, env).risk == "HIGH"
+    for result in (scoped, test_edit):
+        run.append([("review.gate", result.to_payload("c", "write_file"))])
+    assert consecutive_failures(run.events) == 2
