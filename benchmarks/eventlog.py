@@ -60,7 +60,9 @@ def main(n: int = 2000, batch_n: int = 50_000) -> None:
         verify = count / (time.perf_counter() - start)
 
     print(f"raw sqlite3 insert (WAL, synchronous=FULL): {base:>10,.0f} /s")
-    print(f"tether durable append:                      {durable:>10,.0f} /s   ratio {durable / base:.2f}x (aim >= 0.80)")
+    print(
+        f"tether durable append:                      {durable:>10,.0f} /s   ratio {durable / base:.2f}x (aim >= 0.80)"
+    )
     print(f"tether batched append (500 per commit):     {batched:>10,.0f} /s")
     print(f"fold (RunState.from_events):                {fold:>10,.0f} events/s")
     print(f"verify (hash chain):                        {verify:>10,.0f} events/s (aim >= 100,000)")

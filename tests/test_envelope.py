@@ -82,7 +82,10 @@ def test_hand_edit_breaks_contract_hash(example: Path) -> None:
         (lambda d: d["environment"].pop("network"), "$.environment.network"),
         (lambda d: d["environment"].pop("filesystem"), "$.environment.filesystem"),
         (lambda d: d["environment"].pop("secrets"), "$.environment.secrets"),
-        (lambda d: d["environment"].update(secrets=[{"name": "t", "source": "ghp_abc"}]), "$.environment.secrets[0].source"),
+        (
+            lambda d: d["environment"].update(secrets=[{"name": "t", "source": "ghp_abc"}]),
+            "$.environment.secrets[0].source",
+        ),
         (lambda d: d["approvals"].update(require_for=["irreversible"]), "$.approvals.require_for"),
         (lambda d: d["outputs"].pop("max_external"), "$.outputs.max_external"),
         (lambda d: d["outputs"].pop("no_op"), "$.outputs.no_op"),
@@ -90,7 +93,10 @@ def test_hand_edit_breaks_contract_hash(example: Path) -> None:
         (lambda d: d["tools"][6].pop("timeout_s"), "$.tools[6].timeout_s"),
         (lambda d: d["tools"][6].pop("rollback"), "$.tools[6].rollback"),
         (lambda d: d["tools"].append(dict(d["tools"][0])), "$.tools[9].name"),
-        (lambda d: d["permissions"]["deny"][0].update(match=["git push origin main"]), "$.permissions.deny[0].match[0]"),
+        (
+            lambda d: d["permissions"]["deny"][0].update(match=["git push origin main"]),
+            "$.permissions.deny[0].match[0]",
+        ),
         (lambda d: d["permissions"]["deny"].append(dict(d["permissions"]["deny"][0])), "$.permissions.deny[1].id"),
     ],
 )
@@ -147,13 +153,18 @@ def test_cli_bad_input_is_one_paragraph_and_exit_2(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("version: 1\nplan: [unclosed\n")
     for target in (str(broken), str(tmp_path / "missing.yaml")):
-        proc = subprocess.run([sys.executable, "-m", "tether.cli.main", "validate", target], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tether.cli.main", "validate", target], capture_output=True, text=True
+        )
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr
         assert target in proc.stderr
-    assert "invalid YAML at line" in subprocess.run(
-        [sys.executable, "-m", "tether.cli.main", "validate", str(broken)], capture_output=True, text=True
-    ).stderr
+    assert (
+        "invalid YAML at line"
+        in subprocess.run(
+            [sys.executable, "-m", "tether.cli.main", "validate", str(broken)], capture_output=True, text=True
+        ).stderr
+    )
 
 
 def test_init_then_compile_passes_strict(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import subprocess
@@ -39,12 +40,12 @@ def test_seq_contiguous_and_chain_verifies(tmp_path: Path) -> None:
     store, run = make_run(tmp_path / "t.db")
     events = store.events(run)
     assert [e.seq for e in events] == list(range(6))
-    assert all(e.prev_hash == p.hash for p, e in zip(events, events[1:], strict=False))
+    assert all(e.prev_hash == p.hash for p, e in itertools.pairwise(events))
     assert store.verify(run) == 6
 
 
 def test_triggers_reject_update_and_delete(tmp_path: Path) -> None:
-    store, run = make_run(tmp_path / "t.db")
+    make_run(tmp_path / "t.db")
     conn = sqlite3.connect(tmp_path / "t.db")
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         conn.execute("UPDATE events SET payload='{}' WHERE seq=1")
@@ -55,7 +56,7 @@ def test_triggers_reject_update_and_delete(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("sql", "bad_seq"),
     [
-        ("UPDATE events SET payload='{\"turn\":99,\"model\":\"scripted:x\",\"n_messages\":0}' WHERE seq=3", 3),
+        ('UPDATE events SET payload=\'{"turn":99,"model":"scripted:x","n_messages":0}\' WHERE seq=3', 3),
         ("DELETE FROM events WHERE seq=2", 2),
         ("DELETE FROM events WHERE seq=5", 5),  # truncated tail
         ("UPDATE events SET seq=seq+100 WHERE seq=4", 4),  # reordered / moved
@@ -119,11 +120,11 @@ def test_not_a_tether_database(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE things (x)")
     conn.commit()
     conn.close()
-    with pytest.raises(NotATetherDatabase, match="other.db"):
+    with pytest.raises(NotATetherDatabase, match=r"other\.db"):
         EventStore.open(other)
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(NotATetherDatabase, match="garbage.db"):
+    with pytest.raises(NotATetherDatabase, match=r"garbage\.db"):
         EventStore.open(garbage)
 
 
@@ -142,13 +143,37 @@ def test_two_processes_append_without_breaking_the_chain(tmp_path: Path) -> None
 
 def test_runstate_fold_is_deterministic(tmp_path: Path) -> None:
     store, run = make_run(tmp_path / "t.db", n=0)
-    store.append(run, "model.responded", {"turn": 0, "model": "m", "termination": "tool_request",
-                                          "input_tokens": 100, "output_tokens": 20, "cost_usd": 0.01})
-    store.append(run, "action.proposed", {"call_id": "c1", "tool": "bash", "args": {"command": "ls"},
-                                          "args_hash": "h", "turn": 0})
+    store.append(
+        run,
+        "model.responded",
+        {
+            "turn": 0,
+            "model": "m",
+            "termination": "tool_request",
+            "input_tokens": 100,
+            "output_tokens": 20,
+            "cost_usd": 0.01,
+        },
+    )
+    store.append(
+        run,
+        "action.proposed",
+        {"call_id": "c1", "tool": "bash", "args": {"command": "ls"}, "args_hash": "h", "turn": 0},
+    )
     store.append(run, "action.decided", {"call_id": "c1", "verdict": "ASK", "deciding_rule": "r", "reason": "why"})
-    store.append(run, "approval.requested", {"approval_id": "a1", "call_id": "c1", "tool": "bash", "args_hash": "h",
-                                             "preview": "ls", "reason": "why", "expires_at": 0})
+    store.append(
+        run,
+        "approval.requested",
+        {
+            "approval_id": "a1",
+            "call_id": "c1",
+            "tool": "bash",
+            "args_hash": "h",
+            "preview": "ls",
+            "reason": "why",
+            "expires_at": 0,
+        },
+    )
     events = store.events(run)
     a, b = RunState.from_events(events), RunState.from_events(events)
     assert a == b

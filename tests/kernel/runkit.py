@@ -17,8 +17,14 @@ def write_script(example: Path, turns: list[dict[str, Any]]) -> None:
 
 def tether(*args: str, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "tether.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"tether {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -29,7 +35,11 @@ FIX = {
     "args": {
         "path": "src/stats/core.py",
         "old": "    return ordered[middle]\n",
-        "new": "    if len(ordered) % 2:\n        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n",
+        "new": (
+            "    if len(ordered) % 2:\n"
+            "        return ordered[middle]\n"
+            "    return (ordered[middle - 1] + ordered[middle]) / 2\n"
+        ),
     },
 }
 FINISH = {"name": "finish", "args": {"summary": "fixed median"}}

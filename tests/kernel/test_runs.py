@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runkit import FINISH, FIX, tether, write_script
+
 from tether import EventStore, Harness, RunState
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
-
-from runkit import FINISH, FIX, tether, write_script
 
 
 def kinds(db: Path, run_id: str) -> list[str]:
@@ -36,20 +36,35 @@ def test_demo_completes_with_denial_and_declined_approval(tmp_path: Path) -> Non
     sensors = {e["payload"]["sensor"]: e["payload"]["result"] for e in lines if e.get("kind") == "sensor.result"}
     assert sensors["tests"] == "PASS"
     # The wrong edit was seen failing before the fix passed: evidence, not the model's word.
-    results = [e["payload"] for e in lines if e.get("kind") == "action.completed" and e["payload"]["tool"] == "run_tests"]
+    results = [
+        e["payload"] for e in lines if e.get("kind") == "action.completed" and e["payload"]["tool"] == "run_tests"
+    ]
     assert [r["ok"] for r in results] == [False, False, True]
     assert tether("log", "verify", "--all", "--db", str(tmp_path / "tether.db")).returncode == 0
 
 
 def test_headless_approval_deny_then_resume(bugfix: Path) -> None:
-    write_script(bugfix, [
-        {"tool_calls": [FIX]},
-        {"tool_calls": [{"name": "bash", "args": {"command": "git push origin main"}}]},
-        {"tool_calls": [FINISH]},
-    ])
+    write_script(
+        bugfix,
+        [
+            {"tool_calls": [FIX]},
+            {"tool_calls": [{"name": "bash", "args": {"command": "git push origin main"}}]},
+            {"tool_calls": [FINISH]},
+        ],
+    )
     db = bugfix / "t.db"
-    run = tether("run", "fix it", "--envelope", str(bugfix / "envelope.yaml"), "--db", str(db), "--sandbox",
-                 "local", "--headless", "--json")
+    run = tether(
+        "run",
+        "fix it",
+        "--envelope",
+        str(bugfix / "envelope.yaml"),
+        "--db",
+        str(db),
+        "--sandbox",
+        "local",
+        "--headless",
+        "--json",
+    )
     assert run.returncode == 5, run.stdout + run.stderr
     contract = json.loads(run.stdout.splitlines()[-1])
     assert contract["status"] == "WAITING_APPROVAL"
@@ -68,7 +83,9 @@ def test_headless_approval_deny_then_resume(bugfix: Path) -> None:
 
 def test_approve_for_run_adds_a_recorded_rule(bugfix: Path) -> None:
     push = {"name": "bash", "args": {"command": "git push origin main"}}
-    write_script(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [push]}, {"tool_calls": [push]}, {"tool_calls": [FINISH]}])
+    write_script(
+        bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [push]}, {"tool_calls": [push]}, {"tool_calls": [FINISH]}]
+    )
     asked: list[ApprovalRequest] = []
 
     def approver(request: ApprovalRequest) -> ApprovalAnswer:
@@ -87,11 +104,14 @@ def test_approve_for_run_adds_a_recorded_rule(bugfix: Path) -> None:
 
 
 def test_invalid_arguments_and_unknown_tools_are_told_to_the_model(bugfix: Path) -> None:
-    write_script(bugfix, [
-        {"tool_calls": [{"name": "read_file", "args": {"paht": "x"}}, {"name": "teleport", "args": {}}]},
-        {"tool_calls": [FIX]},
-        {"tool_calls": [FINISH]},
-    ])
+    write_script(
+        bugfix,
+        [
+            {"tool_calls": [{"name": "read_file", "args": {"paht": "x"}}, {"name": "teleport", "args": {}}]},
+            {"tool_calls": [FIX]},
+            {"tool_calls": [FINISH]},
+        ],
+    )
     contract = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix it")
     assert contract.status == "COMPLETE"
     log = events(bugfix / "t.db", contract.run_id)

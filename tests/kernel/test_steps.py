@@ -11,7 +11,17 @@ import pytest
 from tether.envelope.load import load_envelope
 from tether.envelope.schema import Envelope
 from tether.events.store import EventStore
-from tether.kernel.steps import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Verify, Wait, next_step
+from tether.kernel.steps import (
+    CallModel,
+    Decide,
+    Execute,
+    ExpireApproval,
+    Finish,
+    StageApproval,
+    Verify,
+    Wait,
+    next_step,
+)
 from tether.state import RunState
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix" / "envelope.yaml"
@@ -38,8 +48,16 @@ class Log:
         return RunState.from_events(self.store.events(self.run))
 
     def turn(self, turn: int, *calls: tuple[str, str, dict[str, Any]], text: str = "") -> None:
-        self.add("model.responded", turn=turn, model="m", text=text, termination="tool_request" if calls else "complete",
-                 tool_calls=[{"id": c, "name": n, "args": a} for c, n, a in calls], input_tokens=10, output_tokens=5)
+        self.add(
+            "model.responded",
+            turn=turn,
+            model="m",
+            text=text,
+            termination="tool_request" if calls else "complete",
+            tool_calls=[{"id": c, "name": n, "args": a} for c, n, a in calls],
+            input_tokens=10,
+            output_tokens=5,
+        )
         for c, n, a in calls:
             self.add("action.proposed", call_id=c, tool=n, args=a, args_hash="h", turn=turn)
 
@@ -64,8 +82,16 @@ def test_ask_stages_approval_and_waits_until_answered(tmp_path: Path, env: Envel
     log.turn(0, ("c1", "bash", {"command": "git push"}))
     log.add("action.decided", call_id="c1", verdict="ASK", deciding_rule="coding:ask-git-push", reason="publishes")
     assert next_step(log.state(), env, NOW) == StageApproval("c1")
-    log.add("approval.requested", approval_id="a1", call_id="c1", tool="bash", args_hash="h", preview="git push",
-            reason="publishes", expires_at=NOW.timestamp() + 60)
+    log.add(
+        "approval.requested",
+        approval_id="a1",
+        call_id="c1",
+        tool="bash",
+        args_hash="h",
+        preview="git push",
+        reason="publishes",
+        expires_at=NOW.timestamp() + 60,
+    )
     assert isinstance(next_step(log.state(), env, NOW), Wait)
     later = datetime.fromtimestamp(NOW.timestamp() + 120, UTC)
     assert next_step(log.state(), env, later) == ExpireApproval("a1")
@@ -100,8 +126,13 @@ def test_finish_claim_is_verified_not_trusted(tmp_path: Path, env: Envelope) -> 
 
 def test_refusals_past_the_limit_end_verify_failed(tmp_path: Path, env: Envelope) -> None:
     log = Log(tmp_path, env)
-    log.add("completion.refused", call_id="x", reasons=["no"], refusals=env.verification.max_refusals + 1,
-            max_refusals=env.verification.max_refusals)
+    log.add(
+        "completion.refused",
+        call_id="x",
+        reasons=["no"],
+        refusals=env.verification.max_refusals + 1,
+        max_refusals=env.verification.max_refusals,
+    )
     step = next_step(log.state(), env, NOW)
     assert isinstance(step, Finish) and step.status == "VERIFY_FAILED"
 

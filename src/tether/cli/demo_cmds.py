@@ -35,8 +35,11 @@ def prepare(example: Path, workdir: Path) -> Path:
     shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".tether", "__pycache__", ".pytest_cache"))
     project = dest / "project"
     (project / ".gitignore").write_text("__pycache__/\n.pytest_cache/\n")
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=demo", "-c", "user.email=demo@tether.dev", "commit", "-qm", "initial"]):
+    for cmd in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=demo", "-c", "user.email=demo@tether.dev", "commit", "-qm", "initial"],
+    ):
         subprocess.run(cmd, cwd=project, check=True, capture_output=True)
     return dest
 

@@ -18,7 +18,17 @@ from tether.kernel.outcome import OutputContract
 from tether.observe.timeline import render
 from tether.state import RunState
 
-from .common import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, EXIT_WAITING, DbOption, JsonOption, console, db_path, print_json
+from .common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_WAITING,
+    DbOption,
+    JsonOption,
+    console,
+    db_path,
+    print_json,
+)
 
 SUCCESS = {"COMPLETE", "NO_OP"}
 
@@ -51,8 +61,9 @@ def terminal_approver(request: ApprovalRequest) -> ApprovalAnswer:
     """The inline prompt: approve once, approve for this run, deny with a reason, or leave pending."""
     console.print(f"\n[bold yellow]approval needed[/] {request.approval_id}: {request.tool}")
     console.print(request.preview)
-    choice = Prompt.ask("approve [o]nce, for this [r]un, [d]eny, or [l]eave pending", choices=["o", "r", "d", "l"],
-                        default="l")
+    choice = Prompt.ask(
+        "approve [o]nce, for this [r]un, [d]eny, or [l]eave pending", choices=["o", "r", "d", "l"], default="l"
+    )
     if choice == "d":
         return ApprovalAnswer("deny", whoami(), Prompt.ask("reason", default="denied at the prompt"))
     return ApprovalAnswer({"o": "once", "r": "run", "l": "defer"}[choice], whoami())  # type: ignore[arg-type]
@@ -79,7 +90,9 @@ def run_cmd(
     base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
     workspace: Path | None = typer.Option(None, "--workspace", "-w", help="Override the envelope's workspace."),
     sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
-    interactive: bool = typer.Option(None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."),
+    interactive: bool = typer.Option(
+        None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."
+    ),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
@@ -94,8 +107,14 @@ def run_cmd(
     if interactive is None:
         interactive = sys.stdin.isatty() and not as_json
     approver: Approver | None = terminal_approver if interactive else None
-    options = session.Options(model=model, base_url=base_url, workspace=ws, sandbox=sandbox, approver=approver,
-                              on_event=printer(as_json, verbose))
+    options = session.Options(
+        model=model,
+        base_url=base_url,
+        workspace=ws,
+        sandbox=sandbox,
+        approver=approver,
+        on_event=printer(as_json, verbose),
+    )
     with EventStore.open(db_path(db, ws)) as store:
         contract = session.start(store, envelope, task, options).drive()
     show_contract(contract, as_json)
@@ -115,8 +134,13 @@ def resume_cmd(
     """Rebuild a run from its log and continue it (after approvals, or after a crash)."""
     if interactive is None:
         interactive = sys.stdin.isatty() and not as_json
-    options = session.Options(model=model, base_url=base_url, sandbox=sandbox,
-                              approver=terminal_approver if interactive else None, on_event=printer(as_json, verbose))
+    options = session.Options(
+        model=model,
+        base_url=base_url,
+        sandbox=sandbox,
+        approver=terminal_approver if interactive else None,
+        on_event=printer(as_json, verbose),
+    )
     with EventStore.open(db_path(db), create=False) as store:
         contract = session.resume(store, run, options).drive()
     show_contract(contract, as_json)
@@ -137,8 +161,14 @@ def show_cmd(
         events = store.events(info.run_id)
     state = RunState.from_events(events)
     if as_json:
-        print_json({"run_id": info.run_id, "status": state.status, "summary": summarize(events),
-                    "contract": OutputContract.from_state(state).model_dump()})
+        print_json(
+            {
+                "run_id": info.run_id,
+                "status": state.status,
+                "summary": summarize(events),
+                "contract": OutputContract.from_state(state).model_dump(),
+            }
+        )
         return
     console.print(f"[bold]run {info.run_id}[/] — {state.status} — {info.task}")
     for e in events:
@@ -159,8 +189,20 @@ def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> Non
     with EventStore.open(db_path(db), create=False) as store:
         items = pending(store)
     if as_json:
-        print_json([{"approval_id": r.approval_id, "run_id": r.run_id, "call_id": r.call_id, "tool": r.tool,
-                     "args": r.args, "preview": r.preview, "reason": r.reason} for r in items])
+        print_json(
+            [
+                {
+                    "approval_id": r.approval_id,
+                    "run_id": r.run_id,
+                    "call_id": r.call_id,
+                    "tool": r.tool,
+                    "args": r.args,
+                    "preview": r.preview,
+                    "reason": r.reason,
+                }
+                for r in items
+            ]
+        )
         return
     if not items:
         console.print("no pending approvals")

@@ -58,11 +58,18 @@ def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> tuple[st
     if answer.choice == "defer":
         return None
     if answer.choice == "deny":
-        return "approval.denied", {"approval_id": request.approval_id, "by": answer.by,
-                                   "reason": answer.reason or "denied"}
+        return "approval.denied", {
+            "approval_id": request.approval_id,
+            "by": answer.by,
+            "reason": answer.reason or "denied",
+        }
     rule = run_rule_for(request.tool, request.args) if answer.choice == "run" else None
-    return "approval.granted", {"approval_id": request.approval_id, "by": answer.by, "scope": answer.choice,
-                                "rule": rule}
+    return "approval.granted", {
+        "approval_id": request.approval_id,
+        "by": answer.by,
+        "scope": answer.choice,
+        "rule": rule,
+    }
 
 
 def pending(store: EventStore) -> list[ApprovalRequest]:
@@ -72,8 +79,11 @@ def pending(store: EventStore) -> list[ApprovalRequest]:
         state = RunState.from_events(store.events(info.run_id))
         for approval_id, req in state.pending_approvals.items():
             action = state.actions[req["call_id"]]
-            out.append(ApprovalRequest(approval_id, info.run_id, req["call_id"], req["tool"], action.args,
-                                       req["preview"], req["reason"]))
+            out.append(
+                ApprovalRequest(
+                    approval_id, info.run_id, req["call_id"], req["tool"], action.args, req["preview"], req["reason"]
+                )
+            )
     return out
 
 
@@ -81,8 +91,9 @@ def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -
     """Record a human's answer to a pending approval (headless: `tether approve|deny`)."""
     matches = [r for r in pending(store) if r.approval_id == approval_id or r.approval_id.startswith(approval_id)]
     if len(matches) != 1:
-        raise InputError(f"no pending approval {approval_id!r}" + (" (ambiguous prefix)" if matches else
-                                                                     "; see `tether approvals`"))
+        raise InputError(
+            f"no pending approval {approval_id!r}" + (" (ambiguous prefix)" if matches else "; see `tether approvals`")
+        )
     request = matches[0]
     item = answer_payload(request, answer)
     if item is not None:

@@ -61,15 +61,25 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
             results[p["call_id"]] = _json({"error": "invalid_arguments", "detail": p["error"]})
         elif e.kind == "action.decided" and p["verdict"] == "DENY":
             results[p["call_id"]] = _json(
-                {"denied": True, "rule": p["deciding_rule"], "reason": p["reason"],
-                 "advice": "this call was not run; do not retry it as-is"}
+                {
+                    "denied": True,
+                    "rule": p["deciding_rule"],
+                    "reason": p["reason"],
+                    "advice": "this call was not run; do not retry it as-is",
+                }
             )
         elif e.kind == "approval.requested":
             results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
         elif e.kind == "approval.denied":
             call = _call_for(events, p["approval_id"])
-            results[call] = _json({"denied": True, "by": p["by"], "reason": p["reason"],
-                                   "advice": "a human declined this call; do not retry it as-is"})
+            results[call] = _json(
+                {
+                    "denied": True,
+                    "by": p["by"],
+                    "reason": p["reason"],
+                    "advice": "a human declined this call; do not retry it as-is",
+                }
+            )
         elif e.kind == "approval.expired":
             call = _call_for(events, p["approval_id"])
             results[call] = _json({"denied": True, "reason": f"approval expired ({p['outcome']})"})
@@ -80,7 +90,8 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
         elif e.kind == "completion.refused":
             diags = [f"{d['file']}:{d.get('line') or '?'}: {d['message']}" for d in p.get("diagnostics", [])]
             pending_notes.append(
-                "Completion refused by verification:\n- " + "\n- ".join(p["reasons"])
+                "Completion refused by verification:\n- "
+                + "\n- ".join(p["reasons"])
                 + ("\nDiagnostics:\n" + "\n".join(diags[:20]) if diags else "")
             )
         elif e.kind == "recovery.switched":

@@ -45,8 +45,15 @@ class Harness:
     ) -> None:
         self.loaded = session.load_checked(envelope)
         ws = Path(workspace) if workspace else (self.loaded.base_dir / self.loaded.envelope.environment.workspace)
-        self.options = session.Options(model=model, base_url=base_url, workspace=ws.resolve(), sandbox=sandbox,
-                                       tools=tools, approver=approver, on_event=on_event)
+        self.options = session.Options(
+            model=model,
+            base_url=base_url,
+            workspace=ws.resolve(),
+            sandbox=sandbox,
+            tools=tools,
+            approver=approver,
+            on_event=on_event,
+        )
         self.envelope = self.loaded.envelope
         self.db = Path(db) if db else default_db_path(self.options.workspace or Path.cwd())
 

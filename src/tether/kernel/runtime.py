@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tether.canonical import content_hash
-from tether.control.observe import control_state, observe, stop_reason
 from tether.control.completion import claim_event, judge_completion
+from tether.control.observe import control_state, observe, stop_reason
 from tether.control.reviewer import review
 from tether.envelope.schema import Envelope, Rule
 from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
@@ -37,7 +37,7 @@ from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
 
-from .approvals import ApprovalAnswer, Approver, ApprovalRequest, answer_payload
+from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import build_messages
 from .outcome import OutputContract
 from .steps import (
@@ -121,15 +121,33 @@ class Runtime:
         retry = self.env.retry
         try:
             response, attempts = complete_with_retries(
-                self.model, messages, specs, max_tokens=self.env.agent.max_output_tokens,
-                max_attempts=retry.max_attempts, backoff_s=retry.backoff_s, backoff_max_s=retry.backoff_max_s,
+                self.model,
+                messages,
+                specs,
+                max_tokens=self.env.agent.max_output_tokens,
+                max_attempts=retry.max_attempts,
+                backoff_s=retry.backoff_s,
+                backoff_max_s=retry.backoff_max_s,
                 sleep=self.sleep,
             )
         except ProviderError as e:
-            self.append("model.failed", {"turn": step.turn, "model": self.model.name, "error": str(e),
-                                         "transient": e.transient, "status": e.status})
-            self.finish(Finish("BLOCKED_DEPENDENCY", f"the model provider failed: {e}",
-                               "check the provider (key, quota, status) and run `tether resume`"))
+            self.append(
+                "model.failed",
+                {
+                    "turn": step.turn,
+                    "model": self.model.name,
+                    "error": str(e),
+                    "transient": e.transient,
+                    "status": e.status,
+                },
+            )
+            self.finish(
+                Finish(
+                    "BLOCKED_DEPENDENCY",
+                    f"the model provider failed: {e}",
+                    "check the provider (key, quota, status) and run `tether resume`",
+                )
+            )
             return
         seen = set(self.state.actions)
         calls = []
@@ -138,22 +156,50 @@ class Runtime:
             seen.add(call_id)
             calls.append({"id": call_id, "name": c.name, "args": c.args})
         usage = response.usage
-        batch: list[tuple[str, Any]] = [("model.responded", {
-            "turn": step.turn, "model": self.model.name, "text": response.text, "tool_calls": calls,
-            "termination": response.termination, "raw_stop_reason": response.raw_stop_reason,
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cost_usd": cost_usd(self.model.name, usage, self.env.pricing), "attempts": attempts,
-        })]
-        batch += [("action.proposed", {"call_id": c["id"], "tool": c["name"], "args": c["args"],
-                                       "args_hash": content_hash(c["args"]), "turn": step.turn}) for c in calls]
+        batch: list[tuple[str, Any]] = [
+            (
+                "model.responded",
+                {
+                    "turn": step.turn,
+                    "model": self.model.name,
+                    "text": response.text,
+                    "tool_calls": calls,
+                    "termination": response.termination,
+                    "raw_stop_reason": response.raw_stop_reason,
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "cost_usd": cost_usd(self.model.name, usage, self.env.pricing),
+                    "attempts": attempts,
+                },
+            )
+        ]
+        batch += [
+            (
+                "action.proposed",
+                {
+                    "call_id": c["id"],
+                    "tool": c["name"],
+                    "args": c["args"],
+                    "args_hash": content_hash(c["args"]),
+                    "turn": step.turn,
+                },
+            )
+            for c in calls
+        ]
         self.append_many(batch)  # a turn is recorded whole or not at all
 
     def decide(self, step: Decide) -> None:
         action = self.state.actions[step.call_id]
         tool = self.tools.get(action.tool)
         if tool is None:
-            self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool,
-                                           "error": f"unknown tool {action.tool!r}; available: {sorted(self.tools)}"})
+            self.append(
+                "action.invalid",
+                {
+                    "call_id": action.call_id,
+                    "tool": action.tool,
+                    "error": f"unknown tool {action.tool!r}; available: {sorted(self.tools)}",
+                },
+            )
             return
         try:
             tool.validate(action.args)
@@ -173,14 +219,22 @@ class Runtime:
         except Exception as e:  # a preview that cannot be built still needs a human
             preview = f"(no preview: {e})\n{action.tool} {action.args}"
         expires = self.now() + timedelta(seconds=self.env.approvals.timeout_s)
-        self.append("approval.requested", {
-            "approval_id": approval_id, "call_id": action.call_id, "tool": action.tool,
-            "args_hash": action.args_hash, "preview": preview, "reason": action.reason,
-            "expires_at": expires.timestamp(),
-        })
+        self.append(
+            "approval.requested",
+            {
+                "approval_id": approval_id,
+                "call_id": action.call_id,
+                "tool": action.tool,
+                "args_hash": action.args_hash,
+                "preview": preview,
+                "reason": action.reason,
+                "expires_at": expires.timestamp(),
+            },
+        )
         if self.approver is not None:
-            request = ApprovalRequest(approval_id, self.run_id, action.call_id, action.tool, action.args, preview,
-                                      action.reason)
+            request = ApprovalRequest(
+                approval_id, self.run_id, action.call_id, action.tool, action.args, preview, action.reason
+            )
             self.answer(request, self.approver(request))
 
     def answer(self, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
@@ -203,29 +257,54 @@ class Runtime:
             return
         if step.attempt > 1 and not step.why.startswith("started before"):
             self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
-        self.append("action.started", {"call_id": action.call_id, "tool": action.tool, "args_hash": action.args_hash,
-                                       "attempt": step.attempt, "idempotent": bool(contract.idempotent)})
+        self.append(
+            "action.started",
+            {
+                "call_id": action.call_id,
+                "tool": action.tool,
+                "args_hash": action.args_hash,
+                "attempt": step.attempt,
+                "idempotent": bool(contract.idempotent),
+            },
+        )
         started = time.monotonic()
         try:
             result = tool.invoke(action.args, self.tool_context(tool))
         except RuntimeFailure as e:
-            self.append("action.failed", {"call_id": action.call_id, "tool": action.tool, "error": str(e),
-                                          "failure_class": "runtime", "attempt": step.attempt})
+            self.append(
+                "action.failed",
+                {
+                    "call_id": action.call_id,
+                    "tool": action.tool,
+                    "error": str(e),
+                    "failure_class": "runtime",
+                    "attempt": step.attempt,
+                },
+            )
             status = "BLOCKED_DEPENDENCY" if isinstance(e, SandboxUnavailable) else "NEEDS_INPUT"
             self.finish(Finish(status, f"{action.tool} could not run: {e}", getattr(e, "fix", "")))
             return
         undo = result.undo
         if undo is not None and isinstance(undo.get("before"), str):
-            undo = {**{k: v for k, v in undo.items() if k != "before"},
-                    "before_blob": self.store.put_blob(undo["before"].encode("utf-8"))}
+            undo = {
+                **{k: v for k, v in undo.items() if k != "before"},
+                "before_blob": self.store.put_blob(undo["before"].encode("utf-8")),
+            }
         payload = result.to_dict()
         payload.pop("undo", None)
         payload["effects"] = [e.value for e in contract.effects]
-        self.append("action.completed", {
-            "call_id": action.call_id, "tool": action.tool, "ok": result.ok, "result": payload,
-            "changed_files": list(result.changed_files), "undo": undo,
-            "duration_s": round(time.monotonic() - started, 6),
-        })
+        self.append(
+            "action.completed",
+            {
+                "call_id": action.call_id,
+                "tool": action.tool,
+                "ok": result.ok,
+                "result": payload,
+                "changed_files": list(result.changed_files),
+                "undo": undo,
+                "duration_s": round(time.monotonic() - started, 6),
+            },
+        )
         self.observe()
 
     def verify(self, step: Verify) -> None:
@@ -235,7 +314,9 @@ class Runtime:
         self.append(*claim_event(step.call_id, summary))
         assert self.sandbox is not None
         results = run_cascade(self.env, self.workspace, self.state.changed_files, self.sandbox, self.state.baseline)
-        self.append_many(cascade_events(results, self.env, trigger="completion", changed_files=self.state.changed_files))
+        self.append_many(
+            cascade_events(results, self.env, trigger="completion", changed_files=self.state.changed_files)
+        )
         accepted, _ = completion_verdict(results, self.env)
         findings = review(self.env, self.workspace, self.state.baseline, self.events) if accepted else []
         self.append_many(judge_completion(self.events, self.env, findings, step.call_id))
@@ -244,24 +325,37 @@ class Runtime:
     def finish(self, step: Finish) -> None:
         state = self.state
         head = git_head(self.workspace, self.sandbox)
-        self.append("run.checkpoint", {"label": f"finish:{step.status}", "git_head": head,
-                                       "note": step.reason})
+        self.append("run.checkpoint", {"label": f"finish:{step.status}", "git_head": head, "note": step.reason})
         claim = next((c for c, s in state.claims.items() if s == "accepted"), None)
         result = step.reason
         if claim is not None:
             result = str(state.actions[claim].result.get("data", {}).get("claim", "")) or step.reason
-        unknowns = [f"{a.call_id} ({a.tool}) was proposed but not executed" for a in state.actions.values()
-                    if a.status in ("proposed", "decided", "waiting")]
-        unknowns += [f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}" for e in self.events
-                     if e.kind == "sensor.result" and e.payload["result"] == "SKIPPED" and not e.payload["required"]]
+        unknowns = [
+            f"{a.call_id} ({a.tool}) was proposed but not executed"
+            for a in state.actions.values()
+            if a.status in ("proposed", "decided", "waiting")
+        ]
+        unknowns += [
+            f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}"
+            for e in self.events
+            if e.kind == "sensor.result" and e.payload["result"] == "SKIPPED" and not e.payload["required"]
+        ]
         evidence = [e.id for e in self.events if e.kind in ("completion.accepted", "verify.completed")][-3:]
         evidence += [e.id for e in self.events if e.kind == "action.completed" and e.payload["ok"]][-5:]
         next_action = step.next_action or _next_action(step)
         if step.budget:
             self.append("budget.exceeded", _budget_payload(step.budget, state, self.now()))
-        self.append("run.finished", {"status": step.status, "result": result, "evidence": evidence,
-                                     "unknowns": sorted(set(unknowns)), "next_action": next_action,
-                                     "last_error": state.last_error})
+        self.append(
+            "run.finished",
+            {
+                "status": step.status,
+                "result": result,
+                "evidence": evidence,
+                "unknowns": sorted(set(unknowns)),
+                "next_action": next_action,
+                "last_error": state.last_error,
+            },
+        )
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -284,8 +378,10 @@ class Runtime:
         return events
 
     def run_rules(self) -> list[Rule]:
-        return [Rule(id=f"run:{r['approval_id']}", rule=r["rule"], reason=f"approved for this run by {r['by']}")
-                for r in self.state.run_rules]
+        return [
+            Rule(id=f"run:{r['approval_id']}", rule=r["rule"], reason=f"approved for this run by {r['by']}")
+            for r in self.state.run_rules
+        ]
 
     def tool_context(self, tool: Tool) -> ToolContext:
         declared = self.env.tool(tool.contract.name)
@@ -330,8 +426,13 @@ def _next_action(step: Finish) -> str:
 
 
 def _budget_payload(name: str, state: RunState, now: datetime) -> dict[str, Any]:
-    used = {"usd": state.used.usd, "tokens": state.used.tokens, "wall_s": state.wall_used(now),
-            "turns": state.used.turns, "tool_calls": state.used.tool_calls}[name]
+    used = {
+        "usd": state.used.usd,
+        "tokens": state.used.tokens,
+        "wall_s": state.wall_used(now),
+        "turns": state.used.turns,
+        "tool_calls": state.used.tool_calls,
+    }[name]
     limit = state.limits.get(name)
     if name == "turns" and limit is None:
         limit = state.envelope.get("agent", {}).get("max_turns")

@@ -96,17 +96,43 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
     plan = _plan(loaded)
     run_id = store.create_run(task)
-    store.append_many(run_id, [
-        ("run.started", {
-            "task": task, "envelope_path": str(loaded.path or ""), "envelope": env.model_dump(mode="json"),
-            "plan_hash": env.plan.hash, "contract_hash": env.contract_hash, "model": model.name,
-            "workspace": str(workspace), "budgets": env.budgets.model_dump(), "max_external": env.outputs.max_external,
-            "sandbox": getattr(sandbox, "name", None) or "unavailable",
-        }),
-        ("run.checkpoint", {"label": "start", "git_head": git_head(workspace), "note": "baseline before any action"}),
-    ])
-    return Runtime(store, run_id, env, workspace, model, tools, sandbox, sandbox_error=sandbox_error, plan=plan,
-                   approver=options.approver, on_event=options.on_event)
+    store.append_many(
+        run_id,
+        [
+            (
+                "run.started",
+                {
+                    "task": task,
+                    "envelope_path": str(loaded.path or ""),
+                    "envelope": env.model_dump(mode="json"),
+                    "plan_hash": env.plan.hash,
+                    "contract_hash": env.contract_hash,
+                    "model": model.name,
+                    "workspace": str(workspace),
+                    "budgets": env.budgets.model_dump(),
+                    "max_external": env.outputs.max_external,
+                    "sandbox": getattr(sandbox, "name", None) or "unavailable",
+                },
+            ),
+            (
+                "run.checkpoint",
+                {"label": "start", "git_head": git_head(workspace), "note": "baseline before any action"},
+            ),
+        ],
+    )
+    return Runtime(
+        store,
+        run_id,
+        env,
+        workspace,
+        model,
+        tools,
+        sandbox,
+        sandbox_error=sandbox_error,
+        plan=plan,
+        approver=options.approver,
+        on_event=options.on_event,
+    )
 
 
 def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
@@ -124,8 +150,19 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
     plan = _plan(Loaded(env, base_dir, Path(started["envelope_path"]) if started["envelope_path"] else None))
     store.append(info.run_id, "run.resumed", {"reason": "tether resume"})
-    return Runtime(store, info.run_id, env, workspace, model, resolve_tools(env, options.tools), sandbox,
-                   sandbox_error=sandbox_error, plan=plan, approver=options.approver, on_event=options.on_event)
+    return Runtime(
+        store,
+        info.run_id,
+        env,
+        workspace,
+        model,
+        resolve_tools(env, options.tools),
+        sandbox,
+        sandbox_error=sandbox_error,
+        plan=plan,
+        approver=options.approver,
+        on_event=options.on_event,
+    )
 
 
 def _plan(loaded: Loaded) -> dict[str, Any] | None:

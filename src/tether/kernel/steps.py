@@ -80,7 +80,9 @@ class Finish:
 Step = CallModel | Decide | StageApproval | ExpireApproval | Execute | Verify | Wait | Finish
 
 
-def next_step(state: RunState, env: Envelope, now: datetime, control_stop: tuple[str, str] | None = None) -> Step | None:
+def next_step(
+    state: RunState, env: Envelope, now: datetime, control_stop: tuple[str, str] | None = None
+) -> Step | None:
     if state.finished:
         return None
 

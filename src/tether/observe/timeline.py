@@ -39,7 +39,8 @@ def _started(p: dict[str, Any]) -> str:
 def _responded(p: dict[str, Any]) -> str:
     calls = ", ".join(c["name"] for c in p["tool_calls"]) or "no tool call"
     text = f" — {_short(p['text'], 70)}" if p["text"] else ""
-    return f"[cyan]model[/] turn {p['turn']} ({p['termination']}, {p['input_tokens']}+{p['output_tokens']} tok): {calls}{text}"
+    tokens = f"{p['input_tokens']}+{p['output_tokens']} tok"
+    return f"[cyan]model[/] turn {p['turn']} ({p['termination']}, {tokens}): {calls}{text}"
 
 
 def _proposed(p: dict[str, Any]) -> str:
@@ -90,18 +91,22 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "budget.exceeded": lambda p: f"[red]budget {p['budget']} exceeded[/]: {p['used']:g} of {p['limit']:g}",
     "sensor.result": _sensor,
     "completion.claimed": lambda p: f"  [bold]claim[/]: {_short(p['summary'])}",
-    "completion.refused": lambda p: f"  [red]completion refused[/] ({p['refusals']}/{p['max_refusals']}): "
-    + _short("; ".join(p["reasons"]), 120),
+    "completion.refused": lambda p: (
+        f"  [red]completion refused[/] ({p['refusals']}/{p['max_refusals']}): " + _short("; ".join(p["reasons"]), 120)
+    ),
     "completion.accepted": lambda p: "  [green]completion accepted[/]: every required sensor passed",
     "belief.recorded": lambda p: f"    [dim]belief g{p['generation']} {escape(p['key'])} = {_short(p['value'], 60)}[/]",
-    "contradiction.detected": lambda p: f"  [red]contradiction[/] ({p['severity']}) {escape(p['key'])}: "
-    + _short(p["explanation"]),
-    "diagnostics.computed": lambda p: "    [dim]diagnostics "
-    + " ".join(f"{k}={v:.2f}" for k, v in sorted(p["dimensions"].items())) + "[/]",
-    "control.changed": lambda p: f"  [magenta]control {p['previous']} → {p['state']}[/] ({p['tier']}): "
-    + _short(p["reason"]),
+    "contradiction.detected": lambda p: (
+        f"  [red]contradiction[/] ({p['severity']}) {escape(p['key'])}: " + _short(p["explanation"])
+    ),
+    "diagnostics.computed": lambda p: (
+        "    [dim]diagnostics " + " ".join(f"{k}={v:.2f}" for k, v in sorted(p["dimensions"].items())) + "[/]"
+    ),
+    "control.changed": lambda p: (
+        f"  [magenta]control {p['previous']} → {p['state']}[/] ({p['tier']}): " + _short(p["reason"])
+    ),
     "recovery.switched": lambda p: f"  [magenta]recovery {p['previous']} → {p['strategy']}[/]: {_short(p['reason'])}",
-    "stuck.detected": lambda p: f"  [yellow]stuck[/] {p['pattern']} ×{p['count']}: {_short(p['detail'])}",
+    "stuck.detected": lambda p: f"  [yellow]stuck[/] {p['pattern']} x{p['count']}: {_short(p['detail'])}",
     "review.finding": lambda p: f"  [yellow]review[/] {p['view']}/{p['severity']}: {_short(p['message'])}",
     "review.gate": lambda p: "" if p["ok"] else f"    [yellow]review gate[/] ({p['risk']}): {_short(p['reasons'])}",
     "plan.updated": lambda p: "  [blue]plan[/] " + ", ".join(f"{t['id']}:{t['status']}" for t in p["tasks"]),
