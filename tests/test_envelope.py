@@ -92,7 +92,7 @@ def test_hand_edit_breaks_contract_hash(example: Path) -> None:
         (lambda d: d.pop("audit"), "$.audit.log"),
         (lambda d: d["tools"][6].pop("timeout_s"), "$.tools[6].timeout_s"),
         (lambda d: d["tools"][6].pop("rollback"), "$.tools[6].rollback"),
-        (lambda d: d["tools"].append(dict(d["tools"][0])), "$.tools[9].name"),
+        (lambda d: d["tools"].append(dict(d["tools"][0])), "$.tools[11].name"),
         (
             lambda d: d["permissions"]["deny"][0].update(match=["git push origin main"]),
             "$.permissions.deny[0].match[0]",

@@ -20,6 +20,8 @@ BUILTIN_NAMES = [
     "git_diff",
     "run_tests",
     "finish",
+    "plan",
+    "hypothesis",
 ]
 
 EXPECTED_EFFECTS = {
@@ -32,6 +34,8 @@ EXPECTED_EFFECTS = {
     "git_diff": [Effect.READ],
     "run_tests": [Effect.EXEC],
     "finish": [Effect.READ],
+    "plan": [Effect.READ],
+    "hypothesis": [Effect.READ],
 }
 
 
@@ -64,7 +68,17 @@ def test_builtins_and_their_effects() -> None:
     assert list(tools) == BUILTIN_NAMES
     assert {name: t.contract.effects for name, t in tools.items()} == EXPECTED_EFFECTS
     idempotent = {name for name, t in tools.items() if t.contract.idempotent}
-    assert idempotent == {"read_file", "list_dir", "search", "write_file", "git_diff", "run_tests", "finish"}
+    assert idempotent == {
+        "read_file",
+        "list_dir",
+        "search",
+        "write_file",
+        "git_diff",
+        "run_tests",
+        "finish",
+        "plan",
+        "hypothesis",
+    }
 
 
 def test_default_contracts_are_complete() -> None:

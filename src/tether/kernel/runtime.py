@@ -23,8 +23,9 @@ from typing import Any
 from tether.canonical import content_hash
 from tether.control.completion import claim_event, judge_completion
 from tether.control.observe import control_state, observe, stop_reason
+from tether.control.review_gate import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
 from tether.control.reviewer import review
-from tether.envelope.schema import Envelope, Rule
+from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
 from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec
@@ -207,8 +208,27 @@ class Runtime:
             self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool, "error": str(e)})
             return
         gate = Gate(self.env, self.workspace, control=control_state(self.events), run_rules=self.run_rules())
-        decision = gate.decide(action.tool, action.args)
-        self.append("action.decided", {"call_id": action.call_id, **decision.to_dict()})
+        decision = gate.decide(action.tool, action.args).to_dict()
+        contract = self.env.tool(action.tool) or tool.contract
+        if decision["verdict"] == "ALLOW" and set(contract.effects) != {Effect.READ}:
+            decision = self.review(action.call_id, contract, action.args, decision)
+        self.append("action.decided", {"call_id": action.call_id, **decision})
+
+    def review(
+        self, call_id: str, contract: ToolContract, args: dict[str, Any], decision: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Execution review of an allowed action: refuse it, or after repeated refusals ask a human."""
+        result = review_action(contract, args, self.events, self.env)
+        self.append(*review_gate_event(call_id, contract.name, result))
+        if result.ok:
+            return decision
+        escalate = consecutive_failures(self.events) >= ESCALATE_AFTER
+        verdict, rule = ("ASK", "review:escalate") if escalate else ("DENY", "review:gate")
+        reason = "; ".join(result.reasons[:3]) + (
+            f" ({ESCALATE_AFTER} consecutive review failures: a human decides)" if escalate else ""
+        )
+        rules = [*decision["rules"], {"id": rule, "verdict": verdict, "reason": reason}]
+        return {"verdict": verdict, "deciding_rule": rule, "reason": reason, "rules": rules}
 
     def stage_approval(self, step: StageApproval) -> None:
         action = self.state.actions[step.call_id]

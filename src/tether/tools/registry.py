@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from tether.envelope.schema import Envelope, ToolContract
 from tether.errors import EnvelopeInvalid, Problem
 
+from tether.control.tools import hypothesis, plan
+
 from .contract import Tool
 from .files import edit_file, list_dir, read_file, write_file
 from .finish import finish
@@ -20,7 +22,19 @@ from .git import git_diff
 from .search import search
 from .shell import bash, run_tests
 
-BUILTINS: tuple[Tool, ...] = (read_file, list_dir, search, write_file, edit_file, bash, git_diff, run_tests, finish)
+BUILTINS: tuple[Tool, ...] = (
+    read_file,
+    list_dir,
+    search,
+    write_file,
+    edit_file,
+    bash,
+    git_diff,
+    run_tests,
+    finish,
+    plan,
+    hypothesis,
+)
 
 
 def builtin_tools() -> dict[str, Tool]:
