@@ -132,6 +132,17 @@ class ModelResponded(Payload):
     attempts: int = 1
 
 
+@register("model.retried")
+class ModelRetried(Payload):
+    """A transient provider error that will be retried after a backoff."""
+
+    turn: int
+    model: str
+    attempt: int
+    error: str
+    status: int | None = None
+
+
 @register("model.failed")
 class ModelFailed(Payload):
     turn: int

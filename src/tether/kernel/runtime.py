@@ -130,6 +130,16 @@ class Runtime:
                 backoff_s=retry.backoff_s,
                 backoff_max_s=retry.backoff_max_s,
                 sleep=self.sleep,
+                on_retry=lambda attempt, err: self.append(
+                    "model.retried",
+                    {
+                        "turn": step.turn,
+                        "model": self.model.name,
+                        "attempt": attempt,
+                        "error": str(err),
+                        "status": err.status,
+                    },
+                ),
             )
         except ProviderError as e:
             self.append(

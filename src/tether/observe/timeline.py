@@ -77,6 +77,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.waiting": lambda p: f"[yellow]waiting: {p['status']}[/] {_short(p['reason'])}",
     "run.finished": _finished,
     "model.responded": _responded,
+    "model.retried": lambda p: f"[yellow]model error[/] (attempt {p['attempt']}, retrying): {_short(p['error'])}",
     "model.failed": lambda p: f"[red]model failed[/] after {p['attempts']} attempt(s): {_short(p['error'])}",
     "action.proposed": _proposed,
     "action.invalid": lambda p: f"    [red]invalid arguments[/]: {_short(p['error'], 110)}",

@@ -1,0 +1,96 @@
+"""SIGKILL at several points of a run, then `tether resume`: nothing runs twice, the log stays valid."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from runkit import FINISH, FIX, tether, write_script
+
+from tether import EventStore
+
+KILLER = """
+import os, signal, sys
+from tether import Harness
+
+envelope, db, kind, tool = sys.argv[1:5]
+
+def hook(event):
+    if event.kind == kind and event.payload.get("tool", tool) == tool:
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash
+
+Harness(envelope, db=db, sandbox="local", on_event=hook).run("fix the median")
+"""
+
+MARK = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt"}}
+
+
+def crash(bugfix: Path, kind: str, tool: str = "-") -> tuple[Path, str]:
+    write_script(
+        bugfix,
+        [{"tool_calls": [MARK]}, {"tool_calls": [FIX, {"name": "run_tests", "args": {}}]}, {"tool_calls": [FINISH]}],
+    )
+    db = bugfix / "t.db"
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), kind, tool],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr  # it really died by SIGKILL
+    with EventStore.open(db) as store:
+        (info,) = store.runs()
+        assert store.verify(info.run_id) > 0  # the log survived the crash intact
+        assert kind in {e.kind for e in store.events(info.run_id)[-4:]}  # died right after it was durable
+    return db, info.run_id
+
+
+def resume(db: Path, run_id: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    proc = tether("resume", run_id, "--db", str(db), "--sandbox", "local", "--headless", "--json")
+    assert tether("log", "verify", run_id, "--db", str(db)).returncode == 0
+    return proc.returncode, json.loads(proc.stdout.splitlines()[-1])
+
+
+def marker_lines(bugfix: Path) -> int:
+    marker = bugfix / "project" / "src" / "marker.txt"
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def test_crash_inside_a_non_idempotent_action_is_never_rerun(bugfix: Path) -> None:
+    db, run_id = crash(bugfix, "action.started", "bash")
+    code, contract = resume(db, run_id)
+    assert code == 5 and contract["status"] == "NEEDS_INPUT"
+    assert "bash" in contract["result"] and "not idempotent" in contract["result"]
+    assert marker_lines(bugfix) == 0  # the crash came before the command; resume did not run it blind
+
+
+def test_crash_after_a_completed_action_continues_without_repeating_it(bugfix: Path) -> None:
+    db, run_id = crash(bugfix, "action.completed", "bash")
+    code, contract = resume(db, run_id)
+    assert code == 0 and contract["status"] == "COMPLETE"
+    assert marker_lines(bugfix) == 1
+
+
+def test_crash_inside_an_idempotent_action_reruns_it(bugfix: Path) -> None:
+    db, run_id = crash(bugfix, "action.started", "run_tests")
+    code, contract = resume(db, run_id)
+    assert code == 0 and contract["status"] == "COMPLETE"
+    with EventStore.open(db) as store:
+        starts = [
+            e.payload for e in store.events(run_id) if e.kind == "action.started" and e.payload["tool"] == "run_tests"
+        ]
+    assert [s["attempt"] for s in starts] == [1, 2]
+    assert marker_lines(bugfix) == 1
+
+
+@pytest.mark.parametrize("kind", ["model.responded", "action.decided", "completion.claimed", "verify.completed"])
+def test_crash_between_steps_resumes_to_complete(bugfix: Path, kind: str) -> None:
+    db, run_id = crash(bugfix, kind)
+    code, contract = resume(db, run_id)
+    assert code == 0 and contract["status"] == "COMPLETE", contract
+    assert marker_lines(bugfix) == 1
+    source = (bugfix / "project" / "src" / "stats" / "core.py").read_text()
+    assert source.count("if len(ordered) % 2:") == 1  # the edit was applied exactly once
