@@ -130,16 +130,7 @@ class Runtime:
                 backoff_s=retry.backoff_s,
                 backoff_max_s=retry.backoff_max_s,
                 sleep=self.sleep,
-                on_retry=lambda attempt, err: self.append(
-                    "model.retried",
-                    {
-                        "turn": step.turn,
-                        "model": self.model.name,
-                        "attempt": attempt,
-                        "error": str(err),
-                        "status": err.status,
-                    },
-                ),
+                on_retry=lambda attempt, err: self.log_retry(step.turn, attempt, err),
             )
         except ProviderError as e:
             self.append(
@@ -198,6 +189,12 @@ class Runtime:
             for c in calls
         ]
         self.append_many(batch)  # a turn is recorded whole or not at all
+
+    def log_retry(self, turn: int, attempt: int, err: ProviderError) -> None:
+        self.append(
+            "model.retried",
+            {"turn": turn, "model": self.model.name, "attempt": attempt, "error": str(err), "status": err.status},
+        )
 
     def decide(self, step: Decide) -> None:
         action = self.state.actions[step.call_id]
