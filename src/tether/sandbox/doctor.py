@@ -240,10 +240,11 @@ def check_network(sandbox: Sandbox, s: Scratch) -> Check:
         return Check("network_outbound", Status.FAIL, "runs in the host network namespace (no traffic attempted)")
     if interfaces:
         return Check("network_outbound", Status.FAIL, f"own namespace but has interfaces {', '.join(interfaces)}")
-    r = run(sandbox, s, "timeout 3 bash -c 'exec 3<>/dev/tcp/1.1.1.1/53' 2>&1 && echo CONNECTED")
-    if "CONNECTED" in r.stdout:
-        return Check("network_outbound", Status.FAIL, "connected to 1.1.1.1:53")
-    return Check("network_outbound", Status.PASS, "own network namespace, loopback only; connect to 1.1.1.1:53 failed")
+    # Proven without sending a packet anywhere: no interface but lo, and no IPv4 route at all.
+    r = run(sandbox, s, "tail -n +2 /proc/net/route")
+    if r.stdout.strip():
+        return Check("network_outbound", Status.FAIL, f"routes exist: {r.stdout.strip()[:200]}")
+    return Check("network_outbound", Status.PASS, "own network namespace: only lo, no IPv4 route out (no traffic sent)")
 
 
 def check_loopback(sandbox: Sandbox, s: Scratch) -> Check:
