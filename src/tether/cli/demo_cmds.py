@@ -20,7 +20,7 @@ from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
 
 from .common import EXIT_INVALID, JsonOption, console
-from .run_cmds import exit_code, printer, show_contract
+from .run_cmds import control_line, exit_code, printer, show_contract
 
 REPO_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bugfix"
 
@@ -60,8 +60,10 @@ def demo_cmd(
         runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
         contract = runtime.drive()
         count = store.verify(contract.run_id)
+        control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
     if not as_json:
+        console.print(control)
         console.print(f"\nlog verified: {count} events, hash chain intact ({db})")
         console.print(f"inspect it:   tether show {contract.run_id} --db {db}")
         console.print(f"the diff:     git -C {dest / 'project'} diff")

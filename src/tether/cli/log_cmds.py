@@ -38,9 +38,10 @@ def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("run", "created", "status", "events", "task")
+    table = Table("created", "status", "events", "task")
+    table.add_column("run", no_wrap=True)
     for r in rows:
-        table.add_row(r["run_id"], r["created_at"][:19], r["status"], str(r["events"]), r["task"][:60])
+        table.add_row(r["created_at"][:19], r["status"], str(r["events"]), r["task"][:40], r["run_id"])
     console.print(table)
 
 

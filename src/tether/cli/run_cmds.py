@@ -11,6 +11,7 @@ import typer
 from rich.prompt import Prompt
 from rich.table import Table
 
+from tether.control.observe import control_state
 from tether.events.store import Event, EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
@@ -69,6 +70,14 @@ def terminal_approver(request: ApprovalRequest) -> ApprovalAnswer:
     return ApprovalAnswer({"o": "once", "r": "run", "l": "defer"}[choice], whoami())  # type: ignore[arg-type]
 
 
+def control_line(store: EventStore, run_id: str) -> str:
+    """The control state the run ended in, and the resolver's last reason."""
+    events = store.events(run_id)
+    last = next((e.payload for e in reversed(events) if e.kind == "control.changed"), None)
+    why = f" ({last['tier']}: {last['reason']})" if last else " (no diagnostic ever left the healthy band)"
+    return f"control state: {control_state(events).value}{why}"
+
+
 def show_contract(contract: OutputContract, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"kind": "output_contract", **contract.model_dump()}, sort_keys=True))
@@ -117,7 +126,10 @@ def run_cmd(
     )
     with EventStore.open(db_path(db, ws)) as store:
         contract = session.start(store, envelope, task, options).drive()
+        control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
+    if not as_json:
+        console.print(control)
     raise typer.Exit(exit_code(contract.status))
 
 
@@ -143,7 +155,10 @@ def resume_cmd(
     )
     with EventStore.open(db_path(db), create=False) as store:
         contract = session.resume(store, run, options).drive()
+        control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
+    if not as_json:
+        console.print(control)
     raise typer.Exit(exit_code(contract.status))
 
 
