@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import InputError, LogCorrupt, NotATetherDatabase
+from tether.errors import DatabaseLocked, InputError, LogCorrupt, NotATetherDatabase
 from tether.events.kinds import InvalidPayload, UnknownEventKind
 from tether.events.store import EventStore
 from tether.state import RunState
@@ -186,3 +186,28 @@ def test_runstate_fold_is_deterministic(tmp_path: Path) -> None:
     after = RunState.from_events(store.events(run))
     assert after.status == "RUNNING" and after.actions["c1"].approved_by == "alice"
     assert after.run_rules[0]["rule"] == "bash(ls)"
+
+
+def test_a_held_writer_lock_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    store, run = make_run(db, n=0)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX);"
+            "print('held', flush=True); time.sleep(30)",
+            str(db) + ".lock",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        blocked = EventStore.open(db, lock_timeout_s=0.3)
+        with pytest.raises(DatabaseLocked, match="writer lock"):
+            blocked.append(run, "model.requested", {"turn": 0, "model": "x"})
+    finally:
+        holder.kill()
+    assert store.verify(run) == 1
+    store.append(run, "model.requested", {"turn": 0, "model": "x"})  # free again once the holder is gone

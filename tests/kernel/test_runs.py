@@ -140,3 +140,22 @@ def test_budget_stop_is_clean(bugfix: Path) -> None:
     assert sum(1 for e in log if e["kind"] == "action.completed") == 2
     assert any("not executed" in u for u in contract.unknowns)
     assert "budgets.tool_calls" in contract.next_action
+
+
+def test_a_denied_call_is_never_retried_as_is(bugfix: Path) -> None:
+    push = {"name": "bash", "args": {"command": "git push origin main"}}
+    write_script(
+        bugfix, [{"tool_calls": [push]}, {"tool_calls": [push]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}]
+    )
+    asked: list[ApprovalRequest] = []
+
+    def approver(request: ApprovalRequest) -> ApprovalAnswer:
+        asked.append(request)
+        return ApprovalAnswer("deny", "carol", "no pushing")
+
+    contract = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local", approver=approver).run("fix")
+    assert contract.status == "COMPLETE"
+    assert len(asked) == 1  # the human is not asked twice for the same call
+    decided = [e["payload"] for e in events(bugfix / "t.db", contract.run_id) if e["kind"] == "action.decided"]
+    assert [d["deciding_rule"] for d in decided][:2] == ["coding:ask-git-push", "kernel:denied-before"]
+    assert "no pushing" in decided[1]["reason"]

@@ -115,8 +115,9 @@ def default_db_path(workspace: Path) -> Path:
 class EventStore:
     """Open with :meth:`open`; one instance may be shared by threads of one process."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection, lock_timeout_s: float = LOCK_TIMEOUT_S) -> None:
         self.path = path
+        self.lock_timeout_s = lock_timeout_s
         self._conn = conn
         self._thread_lock = threading.RLock()
         self._lock_path = Path(str(path) + ".lock")
@@ -125,7 +126,7 @@ class EventStore:
     # ---- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = True) -> EventStore:
+    def open(cls, path: str | Path, *, create: bool = True, lock_timeout_s: float = LOCK_TIMEOUT_S) -> EventStore:
         path = Path(path)
         if not path.exists():
             if not create:
@@ -138,7 +139,7 @@ class EventStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
-            store = cls(path, conn)
+            store = cls(path, conn, lock_timeout_s)
             store._init_schema()
         except sqlite3.DatabaseError as e:
             if "locked" in str(e):
@@ -185,7 +186,7 @@ class EventStore:
                 self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             fd = self._lock_fd
             try:
-                deadline = time.monotonic() + LOCK_TIMEOUT_S
+                deadline = time.monotonic() + self.lock_timeout_s
                 while True:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -194,7 +195,7 @@ class EventStore:
                         if time.monotonic() > deadline:
                             raise DatabaseLocked(
                                 f"{self.path}: another tether process has held the writer lock "
-                                f"for {LOCK_TIMEOUT_S:.0f}s ({self._lock_path})"
+                                f"for {self.lock_timeout_s:g}s ({self._lock_path})"
                             ) from None
                         time.sleep(0.002)
                 yield

@@ -33,7 +33,7 @@ from tether.models.pricing import cost_usd
 from tether.models.retry import complete_with_retries
 from tether.policy.gate import Gate
 from tether.sandbox.base import Sandbox
-from tether.state import RunState
+from tether.state import Action, RunState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
@@ -213,6 +213,21 @@ class Runtime:
             tool.validate(action.args)
         except ToolArgsError as e:
             self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool, "error": str(e)})
+            return
+        earlier = denied_before(self.state, action)
+        if earlier is not None:
+            reason = f"an identical call ({earlier.call_id}) was denied: {earlier.reason}; it is not retried as-is"
+            rule = {"id": "kernel:denied-before", "verdict": "DENY", "reason": reason}
+            self.append(
+                "action.decided",
+                {
+                    "call_id": action.call_id,
+                    "verdict": "DENY",
+                    "deciding_rule": rule["id"],
+                    "reason": reason,
+                    "rules": [rule],
+                },
+            )
             return
         gate = Gate(self.env, self.workspace, control=control_state(self.events), run_rules=self.run_rules())
         decision = gate.decide(action.tool, action.args).to_dict()
@@ -419,6 +434,22 @@ class Runtime:
     @staticmethod
     def now() -> datetime:
         return datetime.now(UTC)
+
+
+def denied_before(state: RunState, action: Action) -> Action | None:
+    """An earlier identical call (same tool, same argument hash) that a rule or a human denied."""
+    for other in state.actions.values():
+        if (
+            other.seq < action.seq
+            and other.status == "denied"
+            and (other.tool, other.args_hash)
+            == (
+                action.tool,
+                action.args_hash,
+            )
+        ):
+            return other
+    return None
 
 
 def git_head(workspace: Path, sandbox: Sandbox | None = None) -> str | None:
