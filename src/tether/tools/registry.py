@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tether.control.tools import hypothesis, plan
 from tether.envelope.schema import Envelope, ToolContract
 from tether.errors import EnvelopeInvalid, Problem
-
-from tether.control.tools import hypothesis, plan
 
 from .contract import Tool
 from .files import edit_file, list_dir, read_file, write_file
