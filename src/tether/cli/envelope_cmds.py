@@ -79,9 +79,10 @@ def init_cmd(
     directory: Path = typer.Argument(Path("."), help="Where to write plan.yaml and envelope.yaml."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
-    """Write a commented starter plan and envelope; then run `tether compile plan.yaml -o envelope.yaml`."""
+    """Write a commented starter plan, envelope and scripted trajectory; then `tether compile plan.yaml -o envelope.yaml`."""
     directory.mkdir(parents=True, exist_ok=True)
-    targets = {directory / "plan.yaml": "plan.yaml", directory / "envelope.yaml": "envelope.yaml"}
+    names = ("plan.yaml", "envelope.yaml", "trajectory.yaml")
+    targets = {directory / name: name for name in names}
     existing = [str(p) for p in targets if p.exists()]
     if existing and not force:
         raise FileError(f"{', '.join(existing)}: already exist(s); pass --force to overwrite")
