@@ -79,7 +79,7 @@ def init_cmd(
     directory: Path = typer.Argument(Path("."), help="Where to write plan.yaml and envelope.yaml."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
-    """Write a commented starter plan, envelope and scripted trajectory; then `tether compile plan.yaml -o envelope.yaml`."""
+    """Write a starter plan, envelope and scripted trajectory; then `tether compile plan.yaml -o envelope.yaml`."""
     directory.mkdir(parents=True, exist_ok=True)
     names = ("plan.yaml", "envelope.yaml", "trajectory.yaml")
     targets = {directory / name: name for name in names}
