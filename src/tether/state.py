@@ -91,6 +91,7 @@ class RunState:
     refusals: int = 0
     text_only_turns: int = 0
     last_text: str = ""
+    raw_stop_reason: str | None = None
     changed_files: list[str] = field(default_factory=list)
     rollback: list[dict[str, Any]] = field(default_factory=list)
     last_seq: int = -1
@@ -170,6 +171,7 @@ class RunState:
             self.used.usd += p["cost_usd"]
             self.termination = p["termination"]
             self.last_text = p["text"]
+            self.raw_stop_reason = p.get("raw_stop_reason")
             self.text_only_turns = 0 if p["tool_calls"] else self.text_only_turns + 1
         elif k == "model.failed":
             self.last_error = p["error"]

@@ -94,7 +94,7 @@ def show_contract(contract: OutputContract, as_json: bool) -> None:
 
 def run_cmd(
     task: str = typer.Argument(None, help="The task (default: the plan's goal)."),
-    envelope: Path = typer.Option(..., "--envelope", "-e", help="Envelope (strictly validated first)."),
+    envelope: Path = typer.Option(Path("envelope.yaml"), "--envelope", "-e", help="Envelope (strictly validated)."),
     model: str | None = typer.Option(None, "--model", "-m", help="scripted:FILE | openai:MODEL | anthropic:MODEL"),
     base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
     workspace: Path | None = typer.Option(None, "--workspace", "-w", help="Override the envelope's workspace."),

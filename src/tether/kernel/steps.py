@@ -128,6 +128,8 @@ def next_step(
             next_action="read the refused claims' diagnostics in tether show; fix and resume, or raise max_refusals",
         )
 
+    if state.raw_stop_reason == "script_exhausted":
+        return Finish("NEEDS_INPUT", "the scripted model has no more turns", "extend the trajectory or use a model")
     if state.termination == "refusal":
         return Finish("NEEDS_INPUT", f"the model refused: {state.last_text[:200]}", "rephrase the task or change model")
     if state.termination == "error":
