@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -139,7 +140,7 @@ def main() -> None:
                 label = f"{backend}, {'git' if git else 'plain'} workspace"
                 ws = make_workspace(root, f"ws-{backend}-{'git' if git else 'plain'}", git)
                 sandbox = make_sandbox(SandboxSpec(backend=backend, required=True), ws)
-                bare_sandbox = per_call(lambda sb=sandbox, w=ws: sb.run("true", cwd=w, timeout_s=30), n)
+                bare_sandbox = per_call(partial(sandbox.run, "true", cwd=ws, timeout_s=30), n)
                 loop = run_loop(envelope, ws, root / f"{backend}-{git}.db", backend, n)
                 rows.append((label, bare, bare_sandbox, loop.per_action, loop.per_action - bare_sandbox))
     print(f"N = {n} actions per case; mean ms per action")

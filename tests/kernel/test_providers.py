@@ -203,7 +203,7 @@ def test_truncation_is_told_to_the_model_on_the_next_request(
     )
     out = run(provider, server, envelope)
     assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
-    assert [r["termination"] for r in out.of("model.responded")][0] == "truncated"
+    assert [r["termination"] for r in out.of("model.responded")] == ["truncated", "tool_request", "tool_request"]
     first, second = (json.dumps(r.body) for r in server.requests[:2])
     assert CUT_OFF not in first
     assert CUT_OFF in second

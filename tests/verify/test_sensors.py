@@ -153,6 +153,27 @@ def test_cascade_stops_at_first_failure_and_verdict(project: Callable[..., Path]
     assert events[-1][1]["accepted"] is True
 
 
+def test_optional_failure_is_reported_but_does_not_gate_completion(
+    project: Callable[..., Path], sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:/usr/bin:/bin")
+    ws = project()
+    sensors = [{"name": "lint", "required": False}, {"name": "scoped_tests", "required": False}, ALL[5]]
+    env = envelope(verification={"sensors": sensors, "test_command": f"{sys.executable} -m pytest -q"})
+    (ws / "calc.py").write_text("import os\n\n\ndef add(a, b):\n    return a + b\n")  # lint: F401
+    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    assert [(r.sensor, r.result) for r in results] == [("lint", "FAIL"), ("scoped_tests", "PASS"), ("tests", "PASS")]
+    assert results[0].diagnostics[0].code == "F401"
+    assert completion_verdict(results, env) == (True, [])
+    # A failing scoped run predicts the full suite's failure: the cascade stops, and the reason names the failure.
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    assert [(r.sensor, r.result) for r in results] == [("lint", "PASS"), ("scoped_tests", "FAIL"), ("tests", "SKIPPED")]
+    accepted, reasons = completion_verdict(results, env)
+    assert not accepted and "tests was SKIPPED: not reached: scoped_tests failed" in reasons[0]
+    assert "tests/test_calc.py::test_add" in reasons[0]
+
+
 def test_required_sensor_skipped_blocks_completion(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
     ws = project()
     env = envelope(verification={"sensors": [{"name": "types", "required": True}]})

@@ -199,8 +199,10 @@ def evidence_support(events: Sequence[Event], lv: LogView, envelope: Envelope) -
     return _clamp((supported + 1) / (claims + 1)), f"{supported} of {claims} claims backed by accepted verification"
 
 
-def budget_headroom(events: Sequence[Event], envelope: Envelope) -> tuple[float, str]:
-    used = usage(events)
+def budget_headroom(
+    events: Sequence[Event], envelope: Envelope, used: dict[str, float] | None = None
+) -> tuple[float, str]:
+    used = used if used is not None else usage(events)
     b = envelope.budgets
     limits = {"usd": b.usd, "tokens": b.tokens, "turns": b.turns, "tool_calls": b.tool_calls, "wall_s": b.wall_s}
     room = {
@@ -212,7 +214,10 @@ def budget_headroom(events: Sequence[Event], envelope: Envelope) -> tuple[float,
     return _clamp(room[tight]), f"tightest budget: {tight} ({used[tight]:g} of {limits[tight]:g} used)"
 
 
-def compute(events: Sequence[Event], envelope: Envelope, lv: LogView | None = None) -> Diagnostics:
+def compute(
+    events: Sequence[Event], envelope: Envelope, lv: LogView | None = None, used: dict[str, float] | None = None
+) -> Diagnostics:
+    """All dimensions; ``lv`` and ``used`` (:func:`tether.control.recovery.usage`) may be passed if already folded."""
     lv = lv or view(events)
     beliefs = BeliefView.from_events(events)
     parts = {
@@ -223,6 +228,6 @@ def compute(events: Sequence[Event], envelope: Envelope, lv: LogView | None = No
         "belief_consistency": belief_consistency(events, lv),
         "belief_freshness": belief_freshness(beliefs, lv),
         "evidence_support": evidence_support(events, lv, envelope),
-        "budget_headroom": budget_headroom(events, envelope),
+        "budget_headroom": budget_headroom(events, envelope, used),
     }
     return Diagnostics({k: v[0] for k, v in parts.items()}, {k: v[1] for k, v in parts.items()})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from tether.canonical import content_hash
@@ -68,13 +69,13 @@ class ActionRecord:
     def identity(self) -> tuple[str, str]:
         return (self.tool, self.args_hash)
 
-    @property
+    @cached_property
     def observation(self) -> str:
         """Hash of what the action observed (volatile parts removed): polling with changing output differs."""
         data = {k: v for k, v in self.data.items() if k not in _VOLATILE_KEYS}
         return content_hash([self.ok, self.failure_class, normalise_text(self.text), _stable(data)])
 
-    @property
+    @cached_property
     def failure_signature(self) -> str | None:
         if self.ok:
             return None
@@ -103,7 +104,7 @@ class SensorRecord:
     diagnostics: tuple[dict[str, Any], ...]
     epoch: int
 
-    @property
+    @cached_property
     def failure_signature(self) -> str | None:
         if self.result != "FAIL":
             return None
@@ -148,6 +149,26 @@ def _text(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return (str(content) if content is not None else str(payload.get("error", ""))), data
 
 
+#: Receipt records by their event's chain hash. A chain hash covers the event and, through ``prev_hash``,
+#: everything before it, so the record built for it (proposal joined, epoch counted) can never differ:
+#: reusing it keeps each record's cached observation and signature, so a run's control layer hashes
+#: each receipt once instead of once per ``observe``. Only chained events (64-hex hashes) are memoised;
+#: synthetic events (``observe``'s pending output, hand-built test events) are always rebuilt.
+_RECORDS: dict[str, ActionRecord | SensorRecord] = {}
+_RECORDS_MAX = 100_000
+
+
+def _memo(e: Event) -> ActionRecord | SensorRecord | None:
+    return _RECORDS.get(e.hash) if len(e.hash) == 64 else None
+
+
+def _remember(record: ActionRecord | SensorRecord) -> None:
+    if len(record.event.hash) == 64:
+        if len(_RECORDS) >= _RECORDS_MAX:
+            _RECORDS.clear()
+        _RECORDS[record.event.hash] = record
+
+
 def view(events: Sequence[Event]) -> LogView:
     lv = LogView(events)
     proposals: dict[str, dict[str, Any]] = {}
@@ -159,42 +180,54 @@ def view(events: Sequence[Event]) -> LogView:
             lv.window_start = e.seq
         lv.epoch_at[e.seq] = lv.epoch
         if e.kind in ("action.completed", "action.failed"):
-            call_id = str(p.get("call_id", ""))
-            prop = proposals.get(call_id, {})
-            ok = bool(p.get("ok", False)) if e.kind == "action.completed" else False
-            text, data = _text(p) if e.kind == "action.completed" else (str(p.get("error", "")), {})
-            result = p.get("result") if isinstance(p.get("result"), dict) else {}
-            failure = p.get("failure_class") or (result or {}).get("failure_class")
-            changed = tuple(str(f) for f in p.get("changed_files", []) or [])
-            lv.actions.append(
-                ActionRecord(
-                    e,
-                    call_id,
-                    str(p.get("tool", prop.get("tool", ""))),
-                    dict(prop.get("args", {}) or {}),
-                    str(prop.get("args_hash", "")) or content_hash(prop.get("args", {})),
-                    ok,
-                    str(failure) if failure else (None if ok else "failed"),
-                    text,
-                    data,
-                    changed,
-                    lv.epoch,
-                )
-            )
-            if e.kind == "action.completed" and changed:
+            known = _memo(e)
+            action = known if isinstance(known, ActionRecord) else _action_record(e, proposals, lv.epoch)
+            _remember(action)
+            lv.actions.append(action)
+            if e.kind == "action.completed" and action.changed_files:
                 lv.epoch += 1
         elif e.kind == "sensor.result":
-            lv.sensors.append(
-                SensorRecord(
-                    e,
-                    str(p.get("sensor")),
-                    str(p.get("result")),
-                    bool(p.get("required", False)),
-                    tuple(p.get("diagnostics", []) or []),
-                    lv.epoch,
-                )
-            )
+            known = _memo(e)
+            sensor = known if isinstance(known, SensorRecord) else _sensor_record(e, lv.epoch)
+            _remember(sensor)
+            lv.sensors.append(sensor)
     return lv
+
+
+def _action_record(e: Event, proposals: dict[str, dict[str, Any]], epoch: int) -> ActionRecord:
+    p = e.payload
+    call_id = str(p.get("call_id", ""))
+    prop = proposals.get(call_id, {})
+    ok = bool(p.get("ok", False)) if e.kind == "action.completed" else False
+    text, data = _text(p) if e.kind == "action.completed" else (str(p.get("error", "")), {})
+    result = p.get("result") if isinstance(p.get("result"), dict) else {}
+    failure = p.get("failure_class") or (result or {}).get("failure_class")
+    changed = tuple(str(f) for f in p.get("changed_files", []) or [])
+    return ActionRecord(
+        e,
+        call_id,
+        str(p.get("tool", prop.get("tool", ""))),
+        dict(prop.get("args", {}) or {}),
+        str(prop.get("args_hash", "")) or content_hash(prop.get("args", {})),
+        ok,
+        str(failure) if failure else (None if ok else "failed"),
+        text,
+        data,
+        changed,
+        epoch,
+    )
+
+
+def _sensor_record(e: Event, epoch: int) -> SensorRecord:
+    p = e.payload
+    return SensorRecord(
+        e,
+        str(p.get("sensor")),
+        str(p.get("result")),
+        bool(p.get("required", False)),
+        tuple(p.get("diagnostics", []) or []),
+        epoch,
+    )
 
 
 def last_input_seq(events: Sequence[Event]) -> int:

@@ -27,7 +27,7 @@ from .diagnostics import BEHAVIOURAL, compute
 from .hypotheses import hypothesis_events
 from .log import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
 from .planning import plan_events
-from .recovery import budget_check, current_strategy, guidance_text
+from .recovery import budget_check, current_strategy, guidance_text, usage
 from .resolver import ResolverInput, resolve
 from .state import ControlState
 from .stuck import detect, stuck_events
@@ -100,15 +100,18 @@ def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict
     through = inputs[-1].id
 
     lv: LogView = view(work.events)
+    # The budget fold once per call: this call's own output (control kinds only, stamped with the
+    # last event's time) changes no counter and no clock, so the log as given has the same usage.
+    used = usage(events)
     work.add(stuck_events(work.events, lv))
 
-    diags = compute(work.events, envelope, lv)
+    diags = compute(work.events, envelope, lv, used)
     last_diag = _last(work.events, "diagnostics.computed")
     if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
         work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
 
     strategy = current_strategy(work.events)
-    ok, note, left = budget_check(work.events, envelope)
+    ok, note, left = budget_check(work.events, envelope, used)
     open_sb, total_sb = unresolved_system_breaking(work.events)
     res = resolve(
         ResolverInput(

@@ -135,9 +135,11 @@ def usage(events: Sequence[Event]) -> dict[str, float]:
     }
 
 
-def budget_check(events: Sequence[Event], envelope: Envelope) -> tuple[bool, str, dict[str, float]]:
-    """(may switch?, why not, what is left) — checked before every switch."""
-    used = usage(events)
+def budget_check(
+    events: Sequence[Event], envelope: Envelope, used: dict[str, float] | None = None
+) -> tuple[bool, str, dict[str, float]]:
+    """(may switch?, why not, what is left) — checked before every switch; ``used`` as from :func:`usage`."""
+    used = used if used is not None else usage(events)
     b = envelope.budgets
     left: dict[str, float] = {}
     problems: list[str] = []

@@ -18,6 +18,12 @@ from tether.events.store import Event
 from tether.models.base import Message, ToolCall
 
 TOOL_RESULT_CHARS = 12_000
+CONTROL = {
+    "NORMAL": "Work as usual.",
+    "CAUTIOUS": "Actions beyond reading now need a human's approval.",
+    "BLOCKED": "Only read-only actions run until the cause is resolved.",
+    "HUMAN_REQUIRED": "A human must decide how to continue.",
+}
 
 
 def system_prompt(env: Envelope, plan: dict[str, Any] | None) -> str:
@@ -40,7 +46,9 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
 
     def flush() -> None:
         for call_id in order:
-            messages.append(Message("tool", results.get(call_id, _missing()), tool_call_id=call_id))
+            messages.append(
+                Message("tool", results[call_id] if call_id in results else _missing(), tool_call_id=call_id)
+            )
         order.clear()
         if pending_notes:
             messages.append(Message("user", "\n\n".join(pending_notes)))
@@ -98,6 +106,15 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
             pending_notes.append(f"Recovery strategy is now {p['strategy']}: {p['guidance']}")
         elif e.kind == "review.finding" and p["severity"] != "low":
             pending_notes.append(f"Reviewer ({p['view']}) found: {p['message']}")
+        elif e.kind == "control.changed":
+            note = CONTROL[p["state"]]
+            pending_notes.append(f"Control state is now {p['state']} ({p['tier']}): {p['reason']}. {note}")
+        elif e.kind == "stuck.detected":
+            pending_notes.append(f"You look stuck ({p['pattern']}, {p['count']} times): {p['detail']}")
+        elif e.kind == "contradiction.detected" and p["severity"] in ("high", "system_breaking"):
+            pending_notes.append(
+                f"Contradiction about {p['key']} ({p['severity']}): {p['explanation']}. Re-observe it before acting."
+            )
     flush()
     return messages
 

@@ -235,6 +235,8 @@ class Runtime:
         if decision["verdict"] == "ALLOW" and set(contract.effects) != {Effect.READ}:
             decision = self.review(action.call_id, contract, action.args, decision)
         self.append("action.decided", {"call_id": action.call_id, **decision})
+        if decision["verdict"] == "DENY":
+            self.observe()  # a run of denials is itself something the control layer must see
 
     def review(
         self, call_id: str, contract: ToolContract, args: dict[str, Any], decision: dict[str, Any]
@@ -436,18 +438,19 @@ class Runtime:
         return datetime.now(UTC)
 
 
+TRANSIENT_DENIALS = ("control:", "review:", "kernel:")
+
+
 def denied_before(state: RunState, action: Action) -> Action | None:
-    """An earlier identical call (same tool, same argument hash) that a rule or a human denied."""
+    """An earlier identical call (same tool, same argument hash) that a rule or a human denied.
+
+    Denials that came from the run's passing condition (control state, execution review) are
+    not final: the same call may be right once the run has recovered.
+    """
     for other in state.actions.values():
-        if (
-            other.seq < action.seq
-            and other.status == "denied"
-            and (other.tool, other.args_hash)
-            == (
-                action.tool,
-                action.args_hash,
-            )
-        ):
+        transient = other.deciding_rule.startswith(TRANSIENT_DENIALS) and other.approval_id is None
+        same = (other.tool, other.args_hash) == (action.tool, action.args_hash)
+        if other.seq < action.seq and other.status == "denied" and same and not transient:
             return other
     return None
 

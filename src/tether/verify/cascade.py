@@ -5,8 +5,13 @@
 
 Which sensors run: those the envelope lists in ``verification.sensors`` (with their
 ``required`` flags); an envelope that lists none gets every sensor, none required.
-A sensor after the first FAIL is reported SKIPPED ("not reached"), so a required
-sensor behind a failure still blocks completion.
+
+The cascade stops at the first *stopping* failure: a required sensor's FAIL, or a
+``scoped_tests`` FAIL (its tests are a subset of the suite, so the full run would only
+fail again, later). Sensors after it are reported SKIPPED ("not reached"), so a
+required sensor behind a failure still blocks completion. An optional sensor's other
+failures (a lint finding) are reported with their diagnostics, and the cascade goes
+on: ``required: false`` must never gate completion on its own.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from tether.envelope.schema import Envelope
 from .result import Diagnostic, SensorResult
 from .runner import CommandSandbox
 from .sensors import ORDER, SENSORS, SensorContext, normalise
+
+#: Optional sensors whose failure implies a later required one would fail too (so it is not run).
+PREDICTIVE = frozenset({"scoped_tests"})
+NOT_REACHED = "not reached: "
 
 __all__ = ["Diagnostic", "SensorResult", "cascade_events", "completion_verdict", "planned_sensors", "run_cascade"]
 
@@ -40,12 +49,12 @@ def run_cascade(
     failed: str | None = None
     for name, required in planned_sensors(envelope):
         if failed is not None:
-            results.append(SensorResult(name, "SKIPPED", required, f"not reached: {failed} failed"))
+            results.append(SensorResult(name, "SKIPPED", required, f"{NOT_REACHED}{failed} failed"))
             continue
         ctx = SensorContext(envelope, workspace, changed, sandbox, baseline, required)
         res = SENSORS[name](ctx)
         results.append(res)
-        if res.result == "FAIL":
+        if res.result == "FAIL" and (required or name in PREDICTIVE):
             failed = name
     return results
 
@@ -53,7 +62,7 @@ def run_cascade(
 def completion_verdict(results: Sequence[SensorResult], envelope: Envelope) -> tuple[bool, list[str]]:
     """Accepted only when every required sensor PASSed; a required FAIL, SKIPPED or missing result blocks."""
     by_name = {r.sensor: r for r in results}
-    reasons = []
+    reasons: list[str] = []
     for name, required in planned_sensors(envelope):
         if not required:
             continue
@@ -64,8 +73,18 @@ def completion_verdict(results: Sequence[SensorResult], envelope: Envelope) -> t
             first = f" — {r.diagnostics[0]}" if r.diagnostics else ""
             reasons.append(f"required sensor {name} FAILED: {r.summary}{first}")
         elif r.result == "SKIPPED":
-            reasons.append(f"required sensor {name} was SKIPPED: {r.summary}")
+            reasons.append(f"required sensor {name} was SKIPPED: {r.summary}{_blocker(r, by_name)}")
     return (not reasons, reasons)
+
+
+def _blocker(skipped: SensorResult, by_name: dict[str, SensorResult]) -> str:
+    """For a sensor not reached behind a failure: that failure's first diagnostic, so the reason can be acted on."""
+    if not skipped.summary.startswith(NOT_REACHED):
+        return ""
+    failed = by_name.get(skipped.summary.removeprefix(NOT_REACHED).split(" ", 1)[0])
+    if failed is None or failed.result != "FAIL":
+        return ""
+    return f" ({failed.sensor}: {failed.summary}" + (f" — {failed.diagnostics[0]})" if failed.diagnostics else ")")
 
 
 def cascade_events(

@@ -1,9 +1,4 @@
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from stats import mean, median  # noqa: E402
+from stats import mean, median
 
 
 def test_mean():
