@@ -25,6 +25,7 @@ from tether.control.completion import claim_event, judge_completion
 from tether.control.observe import control_state, observe, stop_reason
 from tether.control.review_gate import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
 from tether.control.reviewer import review
+from tether.control.state import ControlState
 from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
 from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.store import Event, EventStore
@@ -81,6 +82,7 @@ class Runtime:
         self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
         self.events: list[Event] = store.events(run_id)
         self.state = RunState.from_events(self.events)
+        self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -229,30 +231,38 @@ class Runtime:
                 },
             )
             return
-        gate = Gate(self.env, self.workspace, control=control_state(self.events), run_rules=self.run_rules())
-        decision = gate.decide(action.tool, action.args).to_dict()
+        decision = self.gate().decide(action.tool, action.args).to_dict()
         contract = self.env.tool(action.tool) or tool.contract
+        batch: list[tuple[str, dict[str, Any]]] = []
         if decision["verdict"] == "ALLOW" and set(contract.effects) != {Effect.READ}:
-            decision = self.review(action.call_id, contract, action.args, decision)
-        self.append("action.decided", {"call_id": action.call_id, **decision})
+            gate_event, decision = self.review(action.call_id, contract, action.args, decision)
+            batch.append(gate_event)
+        self.append_many([*batch, ("action.decided", {"call_id": action.call_id, **decision})])
         if decision["verdict"] == "DENY":
             self.observe()  # a run of denials is itself something the control layer must see
 
+    def gate(self) -> Gate:
+        """The gate for the current control state and run rules (rebuilt only when they change)."""
+        key = (control_state(self.events), tuple(r["rule"] for r in self.state.run_rules))
+        if self._gate is None or self._gate[0] != key:
+            self._gate = (key, Gate(self.env, self.workspace, control=key[0], run_rules=self.run_rules()))
+        return self._gate[1]
+
     def review(
         self, call_id: str, contract: ToolContract, args: dict[str, Any], decision: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> tuple[tuple[str, dict[str, Any]], dict[str, Any]]:
         """Execution review of an allowed action: refuse it, or after repeated refusals ask a human."""
         result = review_action(contract, args, self.events, self.env)
-        self.append(*review_gate_event(call_id, contract.name, result))
+        event = review_gate_event(call_id, contract.name, result)
         if result.ok:
-            return decision
-        escalate = consecutive_failures(self.events) >= ESCALATE_AFTER
+            return event, decision
+        escalate = consecutive_failures(self.events) + 1 >= ESCALATE_AFTER
         verdict, rule = ("ASK", "review:escalate") if escalate else ("DENY", "review:gate")
         reason = "; ".join(result.reasons[:3]) + (
             f" ({ESCALATE_AFTER} consecutive review failures: a human decides)" if escalate else ""
         )
         rules = [*decision["rules"], {"id": rule, "verdict": verdict, "reason": reason}]
-        return {"verdict": verdict, "deciding_rule": rule, "reason": reason, "rules": rules}
+        return event, {"verdict": verdict, "deciding_rule": rule, "reason": reason, "rules": rules}
 
     def stage_approval(self, step: StageApproval) -> None:
         action = self.state.actions[step.call_id]
