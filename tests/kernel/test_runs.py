@@ -159,3 +159,26 @@ def test_a_denied_call_is_never_retried_as_is(bugfix: Path) -> None:
     decided = [e["payload"] for e in events(bugfix / "t.db", contract.run_id) if e["kind"] == "action.decided"]
     assert [d["deciding_rule"] for d in decided][:2] == ["coding:ask-git-push", "kernel:denied-before"]
     assert "no pushing" in decided[1]["reason"]
+
+
+def test_a_run_blocked_by_its_provider_resumes_once_the_provider_is_back(bugfix: Path) -> None:
+    from tether.errors import ProviderError
+    from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+    from tether.models.function import FunctionModel
+
+    up = {"ok": False}
+    turns = [[ToolCall("c1", FIX["name"], FIX["args"])], [ToolCall("c2", FINISH["name"], FINISH["args"])]]
+
+    def provider(messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
+        if not up["ok"]:
+            raise ProviderError("401 invalid key", transient=False, status=401)
+        done = sum(1 for m in messages if m.role == "assistant")
+        return ModelResponse("", tuple(turns[done]), "tool_request", "tool_calls", Usage(10, 5), "fn")
+
+    harness = Harness(bugfix / "envelope.yaml", model=FunctionModel(provider), db=bugfix / "t.db", sandbox="local")
+    first = harness.run("fix it")
+    assert first.status == "BLOCKED_DEPENDENCY" and first.last_error and "401" in first.last_error
+    up["ok"] = True
+    second = harness.resume(first.run_id)
+    assert second.status == "COMPLETE"
+    assert "model.failed" in kinds(bugfix / "t.db", first.run_id)

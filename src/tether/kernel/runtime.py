@@ -149,7 +149,7 @@ class Runtime:
                 Finish(
                     "BLOCKED_DEPENDENCY",
                     f"the model provider failed: {e}",
-                    "check the provider (key, quota, status) and run `tether resume`",
+                    "check the provider (key, quota, status), then `tether resume` the run",
                 )
             )
             return

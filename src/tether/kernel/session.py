@@ -28,6 +28,8 @@ from tether.tools.registry import resolve_tools
 from .approvals import Approver
 from .runtime import EventSink, Runtime, git_head
 
+RESUMABLE = frozenset({"BLOCKED_DEPENDENCY"})  # a provider or sandbox that was down may be back
+
 
 @dataclass
 class Options:
@@ -140,8 +142,11 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     state = RunState.from_events(store.events(info.run_id))
     if state.status == "NEW":
         raise InputError(f"run {info.run_id} has no run.started event; nothing to resume")
-    if state.finished:
-        raise InputError(f"run {info.run_id} already finished with status {state.status}; fork it to continue")
+    if state.finished and state.status not in RESUMABLE:
+        raise InputError(
+            f"run {info.run_id} finished with status {state.status}; only {', '.join(sorted(RESUMABLE))} runs "
+            "can be resumed (the dependency may be back); start a new run"
+        )
     env = Envelope.model_validate(state.envelope)
     started = next(e for e in store.events(info.run_id) if e.kind == "run.started").payload
     base_dir = Path(started["envelope_path"]).parent if started["envelope_path"] else Path.cwd()
