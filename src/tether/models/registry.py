@@ -56,7 +56,9 @@ def _openai(spec: str, model: str, *, base_url: str | None, api_key: str | None)
     key = api_key or _env("OPENAI_API_KEY")
     if key is None:
         if base_url is None:
-            raise InputError(f"model {spec!r}: no API key; expected OPENAI_API_KEY to be set or --api-key")
+            raise InputError(
+                f"model {spec!r}: no API key; expected OPENAI_API_KEY to be set (or --base-url to a keyless server)"
+            )
         key = NO_KEY_PLACEHOLDER  # local servers (Ollama, vLLM, llama.cpp) ignore it but the SDK insists
     return OpenAIModel(model, api_key=key, base_url=base_url)
 
@@ -67,7 +69,5 @@ def _anthropic(spec: str, model: str, *, base_url: str | None, api_key: str | No
     key = api_key or _env("ANTHROPIC_API_KEY")
     token = None if key else _env("ANTHROPIC_AUTH_TOKEN")
     if key is None and token is None:
-        raise InputError(
-            f"model {spec!r}: no API key; expected ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to be set or --api-key"
-        )
+        raise InputError(f"model {spec!r}: no API key; expected ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to be set")
     return AnthropicModel(model, api_key=key, auth_token=token, base_url=base_url)
