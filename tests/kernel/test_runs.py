@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runkit import FINISH, FIX, tether, write_script
 
-from tether import EventStore, Harness, RunState
+from tether import EventStore, Harness, RunState, ToolResult, tool
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
 
 
@@ -182,3 +182,36 @@ def test_a_run_blocked_by_its_provider_resumes_once_the_provider_is_back(bugfix:
     second = harness.resume(first.run_id)
     assert second.status == "COMPLETE"
     assert "model.failed" in kinds(bugfix / "t.db", first.run_id)
+
+
+def test_transient_failures_of_an_idempotent_tool_are_retried_within_max_attempts(bugfix: Path) -> None:
+    calls: list[int] = []
+
+    @tool(effects=["read"], idempotent=True, on_failure="retry", timeout_s=5)
+    def weather(station: str) -> ToolResult:
+        """Read a flaky sensor."""
+        calls.append(1)
+        if len(calls) < 3:
+            return ToolResult.failure("timeout", f"{station} did not answer")
+        return ToolResult(ok=True, content=f"{station}: 12C")
+
+    env = bugfix / "envelope.yaml"
+    contract = "  - name: weather\n    purpose: Read a flaky sensor.\n    effects: [read]\n"
+    contract += "    timeout_s: 5\n    idempotent: true\n    on_failure: retry\n"
+    env.write_text(env.read_text().replace("\npermissions:", "\n" + contract + "\npermissions:", 1))
+    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    write_script(
+        bugfix,
+        [
+            {"tool_calls": [{"name": "weather", "args": {"station": "north"}}]},
+            {"tool_calls": [FIX]},
+            {"tool_calls": [FINISH]},
+        ],
+    )
+    result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[weather]).run("check the weather, then fix")
+    assert result.status == "COMPLETE"
+    log = events(bugfix / "t.db", result.run_id)
+    attempts = [
+        e["payload"]["attempt"] for e in log if e["kind"] == "action.started" and e["payload"]["tool"] == "weather"
+    ]
+    assert attempts == [1, 2, 3] and len(calls) == 3  # max_attempts is 3: never a fourth
