@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from tether.envelope.compile import builtin_template, compile_envelope
 from tether.envelope.load import load_envelope
@@ -56,7 +57,9 @@ def validate_cmd(
     elif problems:
         console.print(f"[red]invalid[/] {envelope}: {len(problems)} problem(s)")
         for p in problems:
-            console.print(f"  [bold]{p.path}[/]: found {p.found}; expected {p.expected}", soft_wrap=True)
+            console.print(
+                f"  [bold]{escape(p.path)}[/]: found {escape(p.found)}; expected {escape(p.expected)}", soft_wrap=True
+            )
     else:
         assert env is not None
         console.print(f"[green]valid[/] {envelope}" + (" (strict)" if strict else " (schema only)"))

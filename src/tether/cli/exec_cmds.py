@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from tether.envelope.load import load_envelope
@@ -92,7 +93,9 @@ def finish(out: dict[str, Any], receipt: Receipt | None, json_out: bool, code: i
         print_json(out)
         raise typer.Exit(code)
     d = out["decision"]
-    console.print(f"[bold]{out['status']}[/]  gate: {d['verdict']} by [cyan]{d['deciding_rule']}[/] — {d['reason']}")
+    console.print(
+        f"[bold]{out['status']}[/]  gate: {d['verdict']} by [cyan]{d['deciding_rule']}[/] — {escape(d['reason'])}"
+    )
     if "error" in out:
         console.print(f"[bold red]sandbox unavailable:[/] {out['error']}", soft_wrap=True)
     if "fallback_reason" in out:

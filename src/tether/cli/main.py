@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
 from tether.errors import InputError, LogCorrupt, RuntimeFailure, SandboxUnavailable, TetherError
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     except TetherError as e:
         if debug:
             raise
-        common.err_console.print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        common.err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
         sys.exit(exit_code_for(e))
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -61,12 +62,14 @@ def main(argv: list[str] | None = None) -> None:
         if callable(show):
             show()
         else:
-            common.err_console.print(f"[bold red]usage error:[/] {e}")
+            common.err_console.print(f"[bold red]usage error:[/] {escape(str(e))}")
         sys.exit(getattr(e, "exit_code", common.EXIT_USAGE))
     except Exception as e:
         if debug:
             raise
-        common.err_console.print(f"[bold red]internal error:[/] {e.__class__.__name__}: {e} (rerun with --debug)")
+        common.err_console.print(
+            f"[bold red]internal error:[/] {e.__class__.__name__}: {escape(str(e))} (rerun with --debug)"
+        )
         sys.exit(common.EXIT_RUNTIME)
 
 

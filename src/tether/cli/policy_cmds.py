@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from tether.envelope.load import load_envelope
@@ -37,11 +38,11 @@ def _envelope(path: Path | None) -> Envelope:
 
 def _print_decision(decision: Decision, label: str) -> None:
     style = _STYLE[decision.verdict]
-    common.console.print(f"[bold {style}]{decision.verdict.name}[/] {label}")
-    common.console.print(f"  decided by [bold]{decision.deciding_rule}[/]: {decision.reason}", soft_wrap=True)
+    common.console.print(f"[bold {style}]{decision.verdict.name}[/] {escape(label)}")
+    common.console.print(f"  decided by [bold]{decision.deciding_rule}[/]: {escape(decision.reason)}", soft_wrap=True)
     for m in decision.matches:
         if m.id != decision.deciding_rule:
-            common.console.print(f"  also {m.verdict.name:5} {m.id}: {m.reason}", soft_wrap=True)
+            common.console.print(f"  also {m.verdict.name:5} {m.id}: {escape(m.reason)}", soft_wrap=True)
 
 
 @policy_app.command("check")

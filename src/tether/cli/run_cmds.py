@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 
@@ -61,7 +62,7 @@ def printer(as_json: bool, verbose: bool = False) -> Any:
 def terminal_approver(request: ApprovalRequest) -> ApprovalAnswer:
     """The inline prompt: approve once, approve for this run, deny with a reason, or leave pending."""
     console.print(f"\n[bold yellow]approval needed[/] {request.approval_id}: {request.tool}")
-    console.print(request.preview)
+    console.print(escape(request.preview))
     choice = Prompt.ask(
         "approve [o]nce, for this [r]un, [d]eny, or [l]eave pending", choices=["o", "r", "d", "l"], default="l"
     )
@@ -222,8 +223,8 @@ def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> Non
     if not items:
         console.print("no pending approvals")
     for r in items:
-        console.print(f"[bold yellow]{r.approval_id}[/] run {r.run_id} · {r.tool} · {r.reason}")
-        console.print("  " + r.preview.replace("\n", "\n  "))
+        console.print(f"[bold yellow]{r.approval_id}[/] run {r.run_id} · {r.tool} · {escape(r.reason)}")
+        console.print("  " + escape(r.preview).replace("\n", "\n  "))
 
 
 def approve_cmd(
