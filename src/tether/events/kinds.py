@@ -68,6 +68,7 @@ class RunStarted(Payload):
     budgets: dict[str, float | int | None] = Field(default_factory=dict)
     max_external: int | None = None
     sandbox: str = ""
+    sandbox_fallback: str | None = Field(None, description="Why the sandbox is not the one the envelope asked for.")
 
 
 @register("run.resumed")

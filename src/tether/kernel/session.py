@@ -98,8 +98,20 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
     plan = _plan(loaded)
     run_id = store.create_run(task)
-    store.append_many(
+    runtime = Runtime(
+        store,
         run_id,
+        env,
+        workspace,
+        model,
+        tools,
+        sandbox,
+        sandbox_error=sandbox_error,
+        plan=plan,
+        approver=options.approver,
+        on_event=options.on_event,
+    )
+    runtime.append_many(
         [
             (
                 "run.started",
@@ -114,6 +126,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                     "budgets": env.budgets.model_dump(),
                     "max_external": env.outputs.max_external,
                     "sandbox": getattr(sandbox, "name", None) or "unavailable",
+                    "sandbox_fallback": getattr(sandbox, "fallback_reason", None),
                 },
             ),
             (
@@ -122,19 +135,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
             ),
         ],
     )
-    return Runtime(
-        store,
-        run_id,
-        env,
-        workspace,
-        model,
-        tools,
-        sandbox,
-        sandbox_error=sandbox_error,
-        plan=plan,
-        approver=options.approver,
-        on_event=options.on_event,
-    )
+    return runtime
 
 
 def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
@@ -154,8 +155,7 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     model = _model(options.model or state.model, env, base_dir, options.base_url)
     sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
     plan = _plan(Loaded(env, base_dir, Path(started["envelope_path"]) if started["envelope_path"] else None))
-    store.append(info.run_id, "run.resumed", {"reason": "tether resume"})
-    return Runtime(
+    runtime = Runtime(
         store,
         info.run_id,
         env,
@@ -168,6 +168,8 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
         approver=options.approver,
         on_event=options.on_event,
     )
+    runtime.append("run.resumed", {"reason": "tether resume"})
+    return runtime
 
 
 def _plan(loaded: Loaded) -> dict[str, Any] | None:

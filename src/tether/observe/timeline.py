@@ -33,7 +33,10 @@ def _args(args: dict[str, Any]) -> str:
 
 
 def _started(p: dict[str, Any]) -> str:
-    return f"[bold]run started[/] model={p['model']} sandbox={p.get('sandbox', '?')} task: {_short(p['task'], 80)}"
+    line = f"[bold]run started[/] model={p['model']} sandbox={p.get('sandbox', '?')} task: {_short(p['task'], 80)}"
+    if p.get("sandbox_fallback"):
+        line += f"\n    [yellow]sandbox fallback (required: false):[/] {_short(p['sandbox_fallback'], 140)}"
+    return line
 
 
 def _responded(p: dict[str, Any]) -> str:
