@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,6 +24,12 @@ from .common import EXIT_INVALID, JsonOption, console
 from .run_cmds import control_line, exit_code, printer, show_contract
 
 REPO_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bugfix"
+
+
+def cli_name() -> str:
+    """How to call this same tether again (after `make demo` it is not on PATH)."""
+    argv0 = Path(sys.argv[0])
+    return str(argv0) if argv0.name == "tether" else "tether"
 
 
 def demo_approver(request: ApprovalRequest) -> ApprovalAnswer:
@@ -65,7 +72,7 @@ def demo_cmd(
     if not as_json:
         console.print(control)
         console.print(f"\nlog verified: {count} events, hash chain intact ({db})")
-        console.print(f"inspect it:   tether show {contract.run_id} --db {db}")
+        console.print(f"inspect it:   {cli_name()} show {contract.run_id} --db {db}")
         console.print(f"the diff:     git -C {dest / 'project'} diff")
     code = exit_code(contract.status)
     raise typer.Exit(code if code else (0 if contract.status == "COMPLETE" else EXIT_INVALID))
