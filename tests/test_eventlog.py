@@ -211,3 +211,16 @@ def test_a_held_writer_lock_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
         holder.kill()
     assert store.verify(run) == 1
     store.append(run, "model.requested", {"turn": 0, "model": "x"})  # free again once the holder is gone
+
+
+def test_only_durable_appends_wait_for_the_disk(tmp_path: Path) -> None:
+    store, run = make_run(tmp_path / "t.db", n=0)
+
+    def sync_mode() -> int:
+        return int(store._conn.execute("PRAGMA synchronous").fetchone()[0])
+
+    store.append_many(run, [("model.requested", {"turn": 0, "model": "x"})], durable=False)
+    assert sync_mode() == 1  # NORMAL: survives a process crash, not a power cut
+    store.append(run, "model.requested", {"turn": 1, "model": "x"})
+    assert sync_mode() == 2  # FULL: on disk before append returns (and everything before it, in WAL)
+    assert store.verify(run) == 3

@@ -4,10 +4,15 @@ Schema: ``runs`` (one row per run, holding its head seq and hash so truncation
 is detectable), ``events`` (append-only: triggers reject UPDATE and DELETE) and
 ``blobs`` (content-addressed large outputs).
 
-Durability: WAL with ``synchronous=FULL``; an ``append`` returns only after the
-event is on disk, so an event that precedes a side effect is durable before the
-effect runs. Writers are serialised by an advisory file lock (``<db>.lock``):
-contending SQLite writers starve each other on busy-retry, a lock queues them.
+Durability: WAL. A durable append (the default) commits with ``synchronous=FULL``
+and returns only once the event is on disk, so an event that precedes a side
+effect is durable before the effect runs; in WAL mode that sync also makes every
+earlier commit durable, so order is never lost. ``durable=False`` commits with
+``synchronous=NORMAL``: it survives a crash of the process (SIGKILL), and an OS
+crash or power loss can lose at most the tail after the last durable event —
+which a resume reads as an action without a completion, and refuses to repeat.
+Writers are serialised by an advisory file lock (``<db>.lock``): contending
+SQLite writers starve each other on busy-retry, a lock queues them.
 """
 
 from __future__ import annotations
@@ -122,6 +127,7 @@ class EventStore:
         self._thread_lock = threading.RLock()
         self._lock_path = Path(str(path) + ".lock")
         self._lock_fd: int | None = None
+        self._sync_mode = "FULL"
 
     # ---- opening ---------------------------------------------------------------------------
 
@@ -215,11 +221,12 @@ class EventStore:
         """Validate, chain and durably commit one event."""
         return self.append_many(run_id, [(kind, payload)])[0]
 
-    def append_many(self, run_id: str, items: Sequence[tuple[str, Any]]) -> list[Event]:
-        """Append several events in one transaction (one fsync)."""
+    def append_many(self, run_id: str, items: Sequence[tuple[str, Any]], *, durable: bool = True) -> list[Event]:
+        """Append several events in one transaction (at most one fsync; none unless ``durable``)."""
         prepared = [(kind, validate_payload(kind, payload)) for kind, payload in items]
         with self._write():
             conn = self._conn
+            self._sync("FULL" if durable else "NORMAL")
             conn.execute("BEGIN IMMEDIATE")
             try:
                 row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
@@ -245,10 +252,16 @@ class EventStore:
                 raise
         return out
 
+    def _sync(self, mode: str) -> None:
+        if self._sync_mode != mode:
+            self._conn.execute(f"PRAGMA synchronous={mode}")
+            self._sync_mode = mode
+
     def put_blob(self, data: bytes) -> str:
         """Store ``data`` content-addressed; return its ``sha256:`` hash."""
         h = bytes_hash(data)
         with self._write():
+            self._sync("FULL")
             self._conn.execute("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?,?,?)", (h, len(data), data))
         return h
 

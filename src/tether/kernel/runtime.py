@@ -56,6 +56,8 @@ from .steps import (
 )
 
 EventSink = Callable[[Event], None]
+# Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
+DURABLE_KINDS = frozenset({"run.started", "action.started", "approval.requested", "run.finished"})
 
 
 class Runtime:
@@ -423,7 +425,8 @@ class Runtime:
         return self.append_many([(kind, payload)])[0]
 
     def append_many(self, items: Sequence[tuple[str, Any]]) -> list[Event]:
-        events = self.store.append_many(self.run_id, items)
+        durable = any(kind in DURABLE_KINDS for kind, _ in items)
+        events = self.store.append_many(self.run_id, items, durable=durable)
         for e in events:
             self.events.append(e)
             self.state.apply(e)
