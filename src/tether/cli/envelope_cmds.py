@@ -21,9 +21,13 @@ def compile_cmd(
     plan: Path = typer.Argument(..., help="Intent plan (YAML)."),
     output: Path = typer.Option(..., "-o", "--output", help="Envelope to write (YAML or .json)."),
     template: Path | None = typer.Option(None, "--from", help="Envelope template (default: OUTPUT if it exists)."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Compile an intent plan into an envelope, binding the plan hash and sealing the contract hash."""
     env = compile_envelope(plan, output, template)
+    if as_json:
+        print_json({"envelope": str(output), "plan_hash": env.plan.hash, "contract_hash": env.contract_hash})
+        return
     console.print(f"compiled {output}")
     console.print(f"  plan_hash      {env.plan.hash}")
     console.print(f"  contract_hash  {env.contract_hash}")
@@ -81,6 +85,7 @@ def schema_cmd(which: str = typer.Argument("envelope", help="envelope | plan")) 
 def init_cmd(
     directory: Path = typer.Argument(Path("."), help="Where to write plan.yaml and envelope.yaml."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Write a starter plan, envelope and scripted trajectory; then `tether compile plan.yaml -o envelope.yaml`."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -91,6 +96,10 @@ def init_cmd(
         raise FileError(f"{', '.join(existing)}: already exist(s); pass --force to overwrite")
     for path, name in targets.items():
         path.write_text(builtin_template(name), encoding="utf-8")
+    if as_json:
+        print_json({"wrote": [str(p) for p in targets]})
+        return
+    for path in targets:
         console.print(f"wrote {path}")
     console.print(f"next: tether compile {directory / 'plan.yaml'} -o {directory / 'envelope.yaml'}")
 

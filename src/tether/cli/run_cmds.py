@@ -232,11 +232,12 @@ def approve_cmd(
     for_run: bool = typer.Option(False, "--for-run", help="Also allow this exact call for the rest of the run."),
     by: str | None = typer.Option(None, "--by", help="Who approves (default: current user)."),
     db: Path | None = DbOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Approve a pending action (then `tether resume RUN`)."""
     with EventStore.open(db_path(db), create=False) as store:
         req = record_answer(store, approval_id, ApprovalAnswer("run" if for_run else "once", by or whoami()))
-    console.print(f"approved {req.approval_id} ({req.tool}); continue with: tether resume {req.run_id}")
+    answered(req, "approved", as_json)
 
 
 def deny_cmd(
@@ -244,11 +245,19 @@ def deny_cmd(
     reason: str = typer.Option(..., "--reason", help="Why; the model is told."),
     by: str | None = typer.Option(None, "--by"),
     db: Path | None = DbOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Deny a pending action with a reason (then `tether resume RUN`)."""
     with EventStore.open(db_path(db), create=False) as store:
         req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason))
-    console.print(f"denied {req.approval_id} ({req.tool}); continue with: tether resume {req.run_id}")
+    answered(req, "denied", as_json)
+
+
+def answered(req: ApprovalRequest, verb: str, as_json: bool) -> None:
+    if as_json:
+        print_json({"approval_id": req.approval_id, "run_id": req.run_id, "tool": req.tool, "answer": verb})
+    else:
+        console.print(f"{verb} {req.approval_id} ({req.tool}); continue with: tether resume {req.run_id}")
 
 
 def register(app: typer.Typer) -> None:
