@@ -87,17 +87,7 @@ class BeliefView:
         for e in events:
             if e.kind != "belief.recorded":
                 continue
-            p = e.payload
-            b = Belief(
-                p["key"],
-                p["kind"],
-                p["value"],
-                int(p["generation"]),
-                int(p.get("epoch", 0)),
-                tuple(p["cites"]),
-                float(p.get("confidence", 1.0)),
-                e.seq,
-            )
+            b = belief_of(e)
             beliefs[b.key] = b
             generation = max(generation, b.generation)
         return cls(beliefs, generation)
@@ -210,6 +200,66 @@ def _explain(key: str, prev: Belief, obs: Observation) -> str:
     )
 
 
+def belief_of(e: Event) -> Belief:
+    """The belief a ``belief.recorded`` event records."""
+    p = e.payload
+    return Belief(
+        p["key"],
+        p["kind"],
+        p["value"],
+        int(p["generation"]),
+        int(p.get("epoch", 0)),
+        tuple(p["cites"]),
+        float(p.get("confidence", 1.0)),
+        e.seq,
+    )
+
+
+def belief_mark(current: dict[str, Belief]) -> int:
+    """The newest receipt cited by the current beliefs: receipts up to it have been observed."""
+    return max((seq_of(c) for b in current.values() for c in b.cites), default=-1)
+
+
+def record_observations(
+    observations: Sequence[Observation],
+    current: dict[str, Belief],
+    generation: int,
+    out: list[tuple[str, dict[str, Any]]],
+) -> int:
+    """One receipt's step of :func:`derive`: append its events to ``out``, update ``current``; the new generation."""
+    for obs in observations:
+        prev = current.get(obs.key)
+        if obs.kind == "command_available" and prev is not None and prev.value == obs.value:
+            continue
+        if prev is not None and prev.epoch == obs.epoch and prev.value != obs.value:
+            out.append(
+                (
+                    "contradiction.detected",
+                    {
+                        "key": obs.key,
+                        "severity": severity(obs.key, prev.value, obs.value),
+                        "previous": prev.value,
+                        "observed": obs.value,
+                        "explanation": _explain(obs.key, prev, obs),
+                        "cites": [*prev.cites, obs.cite],
+                    },
+                )
+            )
+        generation += 1
+        payload = {
+            "key": obs.key,
+            "kind": obs.kind,
+            "value": obs.value,
+            "generation": generation,
+            "epoch": obs.epoch,
+            "cites": [obs.cite],
+            "confidence": obs.confidence,
+        }
+        out.append(("belief.recorded", payload))
+        current[obs.key] = Belief(obs.key, obs.kind, obs.value, generation, obs.epoch, (obs.cite,), obs.confidence)
+    return generation
+
+
 def derive(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str, dict[str, Any]]]:
     """New ``belief.recorded`` and ``contradiction.detected`` events for receipts not yet observed.
 
@@ -219,7 +269,7 @@ def derive(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str
     lv = lv or view(events)
     bv = BeliefView.from_events(events)
     current = {b.key: b for b in bv}
-    mark = max((seq_of(c) for b in bv for c in b.cites), default=-1)
+    mark = belief_mark(current)
     history: dict[str, tuple[int, int]] = {}
     receipts: list[tuple[int, ActionRecord | SensorRecord]] = [(a.event.seq, a) for a in lv.actions]
     receipts += [(s.event.seq, s) for s in lv.sensors]
@@ -237,36 +287,7 @@ def derive(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str
             if seq <= mark:
                 continue
             observations = observations_of_sensor(r)
-        for obs in observations:
-            prev = current.get(obs.key)
-            if obs.kind == "command_available" and prev is not None and prev.value == obs.value:
-                continue
-            if prev is not None and prev.epoch == obs.epoch and prev.value != obs.value:
-                out.append(
-                    (
-                        "contradiction.detected",
-                        {
-                            "key": obs.key,
-                            "severity": severity(obs.key, prev.value, obs.value),
-                            "previous": prev.value,
-                            "observed": obs.value,
-                            "explanation": _explain(obs.key, prev, obs),
-                            "cites": [*prev.cites, obs.cite],
-                        },
-                    )
-                )
-            generation += 1
-            payload = {
-                "key": obs.key,
-                "kind": obs.kind,
-                "value": obs.value,
-                "generation": generation,
-                "epoch": obs.epoch,
-                "cites": [obs.cite],
-                "confidence": obs.confidence,
-            }
-            out.append(("belief.recorded", payload))
-            current[obs.key] = Belief(obs.key, obs.kind, obs.value, generation, obs.epoch, (obs.cite,), obs.confidence)
+        generation = record_observations(observations, current, generation, out)
     return out
 
 

@@ -61,7 +61,7 @@ from tether.envelope.schema import Envelope
 from tether.events.store import Event
 
 from .beliefs import BeliefView
-from .log import LogView, SensorRecord, view
+from .log import ActionRecord, LogView, SensorRecord, view
 from .planning import fold_plan
 from .recovery import usage
 
@@ -96,6 +96,12 @@ def _clamp(x: float) -> float:
     return round(min(1.0, max(0.0, x)), 4)
 
 
+def progress_score(recent: Sequence[bool]) -> tuple[float, str]:
+    """``progress_rate`` from the novelty flags of the window's last ``PROGRESS_SPAN`` receipts."""
+    novel_n = sum(recent)
+    return _clamp((1 + novel_n) / (1 + len(recent))), f"{novel_n} novel of the last {len(recent)} receipts"
+
+
 def progress_rate(lv: LogView) -> tuple[float, str]:
     seen: set[tuple[str, str, str]] = set()
     novel_flags: list[bool] = []
@@ -105,74 +111,136 @@ def progress_rate(lv: LogView) -> tuple[float, str]:
         seen.add(key)
         if lv.in_window(a.event):
             novel_flags.append(novel)
-    recent = novel_flags[-PROGRESS_SPAN:]
-    novel_n = sum(recent)
-    return _clamp((1 + novel_n) / (1 + len(recent))), f"{novel_n} novel of the last {len(recent)} receipts"
+    return progress_score(novel_flags[-PROGRESS_SPAN:])
+
+
+class FailureCounts:
+    """``failure_recurrence``'s counter: signature -> epoch -> identity -> count, and the largest total."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[int, dict[str, int]]] = {}
+        self.totals: dict[str, int] = {}  # signature -> sum over epochs of the most repeated identity
+        self.n_max = 0
+
+    def add(self, sig: str, epoch: int, ident: str) -> None:
+        per = self.counts.setdefault(sig, {}).setdefault(epoch, {})
+        top = max(per.values(), default=0)
+        n = per.get(ident, 0) + 1
+        per[ident] = n
+        if n > top:
+            self.totals[sig] = self.totals.get(sig, 0) + n - top
+            self.n_max = max(self.n_max, self.totals[sig])
+
+    def add_action(self, a: ActionRecord) -> None:
+        sig = a.failure_signature
+        if sig is not None:
+            self.add(sig, a.epoch, f"{a.tool}:{a.args_hash}")
+
+    def add_sensor(self, s: SensorRecord) -> None:
+        sig = s.failure_signature
+        if sig is not None:
+            self.add(sig, s.epoch, f"sensor:{s.sensor}")
+
+    def score(self) -> tuple[float, str]:
+        n_max = self.n_max
+        return _clamp(1 - max(0, n_max - 1) / 2), f"the most recurrent failure was seen {n_max} times"
 
 
 def failure_recurrence(lv: LogView) -> tuple[float, str]:
-    # signature -> epoch -> identity -> count
-    counts: dict[str, dict[int, dict[str, int]]] = {}
+    counts = FailureCounts()
     for a in lv.actions:
-        sig = a.failure_signature
-        if sig is not None and lv.in_window(a.event):
-            ident = f"{a.tool}:{a.args_hash}"
-            per = counts.setdefault(sig, {}).setdefault(a.epoch, {})
-            per[ident] = per.get(ident, 0) + 1
+        if lv.in_window(a.event):
+            counts.add_action(a)
     for s in lv.sensors:
-        sig = s.failure_signature
-        if sig is not None and lv.in_window(s.event):
-            per = counts.setdefault(sig, {}).setdefault(s.epoch, {})
-            per[f"sensor:{s.sensor}"] = per.get(f"sensor:{s.sensor}", 0) + 1
-    n_max = max((sum(max(ids.values()) for ids in epochs.values()) for epochs in counts.values()), default=0)
-    return _clamp(1 - max(0, n_max - 1) / 2), f"the most recurrent failure was seen {n_max} times"
+        if lv.in_window(s.event):
+            counts.add_sensor(s)
+    return counts.score()
 
 
-def oscillation(lv: LogView) -> tuple[float, str]:
-    history: dict[str, list[str]] = {}
-    flips = 0
-    flipped: list[str] = []
-    for a in lv.actions:
-        if not (a.ok and lv.in_window(a.event)):
-            continue
+class Flips:
+    """``oscillation``'s counter: per file, its content hashes in order; returns to an earlier one are flips."""
+
+    def __init__(self) -> None:
+        self.history: dict[str, list[str]] = {}
+        self.earlier: dict[str, set[str]] = {}  # every hash of the file but the latest
+        self.flips = 0
+        self.flipped: list[str] = []
+
+    def add(self, a: ActionRecord) -> None:
+        if not a.ok:
+            return
         path, before, after = a.data.get("path"), a.data.get("sha256_before"), a.data.get("sha256_after")
         if not isinstance(path, str) or not isinstance(after, str):
-            continue
-        seq = history.setdefault(path, [])
+            return
+        seq = self.history.setdefault(path, [])
+        earlier = self.earlier.setdefault(path, set())
         if not seq and isinstance(before, str):
             seq.append(before)
         if seq and seq[-1] == after:
-            continue
-        if after in seq[:-1]:
-            flips += 1
-            flipped.append(path)
+            return
+        if after in earlier:
+            self.flips += 1
+            self.flipped.append(path)
+        if seq:
+            earlier.add(seq[-1])
         seq.append(after)
-    note = f"{flips} edit/revert flips" + (f" ({', '.join(sorted(set(flipped)))})" if flipped else "")
-    return _clamp(1 - flips / 3), note
+
+    def score(self) -> tuple[float, str]:
+        flipped = self.flipped
+        note = f"{self.flips} edit/revert flips" + (f" ({', '.join(sorted(set(flipped)))})" if flipped else "")
+        return _clamp(1 - self.flips / 3), note
 
 
-def verification_strength(lv: LogView) -> tuple[float, str]:
-    latest: dict[str, SensorRecord] = {}
-    for s in lv.sensors:
-        latest[s.sensor] = s
+def oscillation(lv: LogView) -> tuple[float, str]:
+    flips = Flips()
+    for a in lv.actions:
+        if lv.in_window(a.event):
+            flips.add(a)
+    return flips.score()
+
+
+def verification_score(latest: dict[str, SensorRecord]) -> tuple[float, str]:
+    """``verification_strength`` from the latest record of each sensor."""
     considered = [s for s in latest.values() if s.required] or list(latest.values())
     passing = sum(1 for s in considered if s.result == "PASS")
     which = "required" if any(s.required for s in latest.values()) else "reported"
     return _clamp((passing + 1) / (len(considered) + 1)), f"{passing} of {len(considered)} {which} sensors pass"
 
 
+def verification_strength(lv: LogView) -> tuple[float, str]:
+    latest: dict[str, SensorRecord] = {}
+    for s in lv.sensors:
+        latest[s.sensor] = s
+    return verification_score(latest)
+
+
+def contradiction_weight(e: Event) -> float:
+    return CONTRADICTION_WEIGHT.get(str(e.payload.get("severity")), 0.5)
+
+
+def consistency_score(weights: Sequence[float]) -> tuple[float, str]:
+    """``belief_consistency`` from the weights of the window's contradictions, in log order."""
+    weight = sum(weights)
+    return _clamp(1 / (1 + weight)), f"{len(weights)} contradictions in this attempt (weight {weight:g})"
+
+
 def belief_consistency(events: Sequence[Event], lv: LogView) -> tuple[float, str]:
-    found = [e for e in events if e.kind == "contradiction.detected" and lv.in_window(e)]
-    weight = sum(CONTRADICTION_WEIGHT.get(str(e.payload.get("severity")), 0.5) for e in found)
-    return _clamp(1 / (1 + weight)), f"{len(found)} contradictions in this attempt (weight {weight:g})"
+    return consistency_score(
+        [contradiction_weight(e) for e in events if e.kind == "contradiction.detected" and lv.in_window(e)]
+    )
 
 
 def belief_freshness(beliefs: BeliefView, lv: LogView) -> tuple[float, str]:
+    return freshness_score(beliefs, lv.epoch)
+
+
+def freshness_score(beliefs: BeliefView, epoch: int) -> tuple[float, str]:
+    """``belief_freshness`` of the current beliefs at the workspace's ``epoch``."""
     state = [b for b in beliefs if b.state_dependent]
     if not state:
         return 1.0, "no state-dependent beliefs yet"
-    scores = [1 / (1 + max(0, lv.epoch - b.epoch) / 2) for b in state]
-    stale = sum(1 for b in state if b.epoch < lv.epoch)
+    scores = [1 / (1 + max(0, epoch - b.epoch) / 2) for b in state]
+    stale = sum(1 for b in state if b.epoch < epoch)
     return _clamp(sum(scores) / len(scores)), f"{stale} of {len(state)} state beliefs predate the latest write"
 
 
@@ -196,6 +264,11 @@ def evidence_support(events: Sequence[Event], lv: LogView, envelope: Envelope) -
         latest = [v for v in verifications if v[0] < seq]
         if latest and latest[-1][1] == epoch and latest[-1][2]:
             supported += 1
+    return evidence_score(claims, supported)
+
+
+def evidence_score(claims: int, supported: int) -> tuple[float, str]:
+    """``evidence_support`` from the number of claims and how many were backed by accepted verification."""
     return _clamp((supported + 1) / (claims + 1)), f"{supported} of {claims} claims backed by accepted verification"
 
 
@@ -220,14 +293,20 @@ def compute(
     """All dimensions; ``lv`` and ``used`` (:func:`tether.control.recovery.usage`) may be passed if already folded."""
     lv = lv or view(events)
     beliefs = BeliefView.from_events(events)
-    parts = {
-        "progress_rate": progress_rate(lv),
-        "failure_recurrence": failure_recurrence(lv),
-        "oscillation": oscillation(lv),
-        "verification_strength": verification_strength(lv),
-        "belief_consistency": belief_consistency(events, lv),
-        "belief_freshness": belief_freshness(beliefs, lv),
-        "evidence_support": evidence_support(events, lv, envelope),
-        "budget_headroom": budget_headroom(events, envelope, used),
-    }
-    return Diagnostics({k: v[0] for k, v in parts.items()}, {k: v[1] for k, v in parts.items()})
+    return assemble(
+        {
+            "progress_rate": progress_rate(lv),
+            "failure_recurrence": failure_recurrence(lv),
+            "oscillation": oscillation(lv),
+            "verification_strength": verification_strength(lv),
+            "belief_consistency": belief_consistency(events, lv),
+            "belief_freshness": belief_freshness(beliefs, lv),
+            "evidence_support": evidence_support(events, lv, envelope),
+            "budget_headroom": budget_headroom(events, envelope, used),
+        }
+    )
+
+
+def assemble(parts: dict[str, tuple[float, str]]) -> Diagnostics:
+    """Diagnostics from each dimension's (value, note), in ``DIMENSIONS`` order."""
+    return Diagnostics({k: parts[k][0] for k in DIMENSIONS}, {k: parts[k][1] for k in DIMENSIONS})

@@ -35,18 +35,22 @@ class Hypothesis:
     cites: list[str] = field(default_factory=list)
 
 
-def fold_hypotheses(events: Sequence[Event]) -> dict[str, Hypothesis]:
-    proposals: dict[str, dict[str, Any]] = {}
-    hyps: dict[str, Hypothesis] = {}
-    for e in events:
-        p = e.payload
+class HypothesisFold:
+    """Hypotheses by id, folded one event at a time."""
+
+    def __init__(self) -> None:
+        self.hypotheses: dict[str, Hypothesis] = {}
+        self._proposals: dict[str, dict[str, Any]] = {}
+
+    def add(self, e: Event) -> None:
+        p, hyps = e.payload, self.hypotheses
         if e.kind == "action.proposed" and p.get("tool") == HYPOTHESIS_TOOL:
-            proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
+            self._proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
         elif e.kind == "action.completed" and p.get("tool") == HYPOTHESIS_TOOL and p.get("ok"):
-            a = proposals.get(str(p.get("call_id")), {})
+            a = self._proposals.get(str(p.get("call_id")), {})
             hid = str(a.get("id", "")).strip()
             if not hid:
-                continue
+                return
             h = hyps.setdefault(hid, Hypothesis(hid))
             h.statement = str(a.get("statement") or h.statement)
             if a.get("files") is not None:
@@ -58,7 +62,13 @@ def fold_hypotheses(events: Sequence[Event]) -> dict[str, Hypothesis]:
                 for other in hyps.values():
                     other.acted_on = False
                 h.acted_on = True
-    return hyps
+
+
+def fold_hypotheses(events: Sequence[Event]) -> dict[str, Hypothesis]:
+    fold = HypothesisFold()
+    for e in events:
+        fold.add(e)
+    return fold.hypotheses
 
 
 def acted_on(events: Sequence[Event]) -> Hypothesis | None:
@@ -99,19 +109,26 @@ def hypothesis_events(events: Sequence[Event]) -> list[tuple[str, dict[str, Any]
     for e in events:
         if e.kind == "hypothesis.recorded":
             last[str(e.payload["id"])] = e.payload
+    return hypothesis_updates(fold_hypotheses(events), last, beliefs)
+
+
+def hypothesis_updates(
+    hyps: dict[str, Hypothesis], last: dict[str, dict[str, Any]], beliefs: BeliefView
+) -> list[tuple[str, dict[str, Any]]]:
+    """``hypothesis.recorded`` for each of ``hyps`` that differs from ``last`` (latest payload by id)."""
     out: list[tuple[str, dict[str, Any]]] = []
-    for h in fold_hypotheses(events).values():
+    for h in hyps.values():
         sc, sup, ref = score(h, beliefs)
         payload = {
             "id": h.id,
             "statement": h.statement,
-            "files": h.files,
-            "tests": h.tests,
+            "files": list(h.files),
+            "tests": list(h.tests),
             "acted_on": h.acted_on,
             "score": sc,
             "support": sup,
             "refute": ref,
-            "cites": h.cites,
+            "cites": list(h.cites),
         }
         prev = last.get(h.id)
         if prev is None or any(prev.get(k) != payload[k] for k in ("statement", "files", "tests", "acted_on", "score")):

@@ -11,6 +11,7 @@ diagnostics and stuck detection look only at the current strategy's attempt.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -122,7 +123,7 @@ class SensorRecord:
 
 @dataclass
 class LogView:
-    """Everything the control modules read, extracted in one pass."""
+    """Everything the control modules read, extracted in one pass (or grown one event at a time: :meth:`add`)."""
 
     events: Sequence[Event]
     actions: list[ActionRecord] = field(default_factory=list)
@@ -131,12 +132,50 @@ class LogView:
     file_epoch_at: dict[tuple[int, str], int] = field(default_factory=dict)
     epoch: int = 0
     window_start: int = -1  # seq of the latest recovery.switched (-1: whole run)
+    _proposals: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # path -> seqs of the ok actions that changed it, in log order; ``_ordered`` while those seqs only grow.
+    _writes: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    _ordered: bool = field(default=True, repr=False)
 
     def in_window(self, e: Event) -> bool:
         return e.seq > self.window_start
 
     def file_writes(self, path: str, upto_seq: int) -> int:
-        return sum(1 for a in self.actions if a.event.seq <= upto_seq and a.ok and path in a.changed_files)
+        """Ok actions with ``seq <= upto_seq`` that changed ``path``."""
+        seqs = self._writes.get(path, [])
+        if self._ordered:
+            return bisect_right(seqs, upto_seq)
+        return sum(1 for s in seqs if s <= upto_seq)
+
+    def add(self, e: Event) -> ActionRecord | SensorRecord | None:
+        """Take in the next event of the log; the receipt record it produced, if any."""
+        p = e.payload
+        if e.kind == "action.proposed":
+            self._proposals[str(p.get("call_id"))] = p
+        elif e.kind == "recovery.switched":
+            self.window_start = e.seq
+        self.epoch_at[e.seq] = self.epoch
+        if e.kind in ("action.completed", "action.failed"):
+            known = _memo(e)
+            action = known if isinstance(known, ActionRecord) else _action_record(e, self._proposals, self.epoch)
+            _remember(action)
+            self.actions.append(action)
+            if action.ok:
+                for path in set(action.changed_files):
+                    seqs = self._writes.setdefault(path, [])
+                    if seqs and seqs[-1] > e.seq:
+                        self._ordered = False
+                    seqs.append(e.seq)
+            if e.kind == "action.completed" and action.changed_files:
+                self.epoch += 1
+            return action
+        if e.kind == "sensor.result":
+            known = _memo(e)
+            sensor = known if isinstance(known, SensorRecord) else _sensor_record(e, self.epoch)
+            _remember(sensor)
+            self.sensors.append(sensor)
+            return sensor
+        return None
 
 
 def _text(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -171,26 +210,8 @@ def _remember(record: ActionRecord | SensorRecord) -> None:
 
 def view(events: Sequence[Event]) -> LogView:
     lv = LogView(events)
-    proposals: dict[str, dict[str, Any]] = {}
     for e in events:
-        p = e.payload
-        if e.kind == "action.proposed":
-            proposals[str(p.get("call_id"))] = p
-        elif e.kind == "recovery.switched":
-            lv.window_start = e.seq
-        lv.epoch_at[e.seq] = lv.epoch
-        if e.kind in ("action.completed", "action.failed"):
-            known = _memo(e)
-            action = known if isinstance(known, ActionRecord) else _action_record(e, proposals, lv.epoch)
-            _remember(action)
-            lv.actions.append(action)
-            if e.kind == "action.completed" and action.changed_files:
-                lv.epoch += 1
-        elif e.kind == "sensor.result":
-            known = _memo(e)
-            sensor = known if isinstance(known, SensorRecord) else _sensor_record(e, lv.epoch)
-            _remember(sensor)
-            lv.sensors.append(sensor)
+        lv.add(e)
     return lv
 
 

@@ -22,40 +22,50 @@ from typing import Any
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
 
-from .beliefs import derive
-from .diagnostics import BEHAVIOURAL, compute
-from .hypotheses import hypothesis_events
+from .beliefs import BeliefView, derive
+from .diagnostics import (
+    BEHAVIOURAL,
+    Diagnostics,
+    assemble,
+    budget_headroom,
+    compute,
+    consistency_score,
+    contradiction_weight,
+    freshness_score,
+    verification_score,
+)
+from .fold import MARKER_KINDS, RunFold, folded
+from .hypotheses import hypothesis_events, hypothesis_updates
 from .log import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
-from .planning import plan_events
-from .recovery import budget_check, current_strategy, guidance_text, usage
-from .resolver import ResolverInput, resolve
+from .planning import plan_events, plan_update
+from .recovery import budget_check, budget_left, current_strategy, guidance_text, usage
+from .resolver import Resolution, ResolverInput, resolve
 from .state import ControlState
 from .stuck import detect, stuck_events
-
-MARKER_KINDS = frozenset({"diagnostics.computed", "control.changed", "recovery.switched", "stuck.detected"})
+from .stuck import new_stuck as new_stuck_events
 
 
 class _Work:
     """The log plus this call's pending output, as synthetic events (what the log will look like)."""
 
-    def __init__(self, events: Sequence[Event]) -> None:
-        self.events = list(events)
+    def __init__(self, events: Sequence[Event], *, copy: bool = True) -> None:
+        self.events = list(events) if copy else []  # without copy: only the pending events
+        self.last: Event | None = events[-1] if events else None
         self.out: list[tuple[str, dict[str, Any]]] = []
 
     def add(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
         for kind, payload in items:
-            last = self.events[-1] if self.events else None
-            self.events.append(
-                Event(
-                    last.run_id if last else "",
-                    (last.seq + 1) if last else 0,
-                    last.ts if last else "",
-                    kind,
-                    payload,
-                    "",
-                    "",
-                )
+            last = self.last
+            self.last = Event(
+                last.run_id if last else "",
+                (last.seq + 1) if last else 0,
+                last.ts if last else "",
+                kind,
+                payload,
+                "",
+                "",
             )
+            self.events.append(self.last)
             self.out.append((kind, payload))
 
 
@@ -81,13 +91,28 @@ def _last(events: Sequence[Event], kind: str) -> Event | None:
     return next((e for e in reversed(events) if e.kind == kind), None)
 
 
-def control_state(events: Sequence[Event]) -> ControlState:
-    """Fold: the state set by the latest ``control.changed`` (NORMAL before any)."""
-    last = _last(events, "control.changed")
+def _state_of(last: Event | None) -> ControlState:
     return ControlState(last.payload["state"]) if last else ControlState.NORMAL
 
 
+def control_state(events: Sequence[Event]) -> ControlState:
+    """Fold: the state set by the latest ``control.changed`` (NORMAL before any)."""
+    fold = folded(events)
+    return _state_of(fold.last_control if fold is not None else _last(events, "control.changed"))
+
+
 def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
+    """The new events for the log (see the module docstring).
+
+    On a chained log this reads the run's cached incremental fold (:mod:`tether.control.fold`), so a
+    call costs O(new events); otherwise, and as the reference it must equal, :func:`observe_log`.
+    """
+    fold = folded(events)
+    return _observe_folded(fold, events, envelope) if fold is not None else observe_log(events, envelope)
+
+
+def observe_log(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
+    """:func:`observe` computed from the whole log, with no cache."""
     work = _Work(events)
     work.add(derive(work.events))
     work.add(plan_events(work.events, envelope))
@@ -127,8 +152,15 @@ def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict
             recovery_budget_note=note,
         )
     )
-    previous = control_state(work.events)
-    last_change = _last(work.events, "control.changed")
+    _resolution(work, res, strategy, _last(work.events, "control.changed"), left, through)
+    return work.out
+
+
+def _resolution(
+    work: _Work, res: Resolution, strategy: str, last_change: Event | None, left: dict[str, float], through: str
+) -> None:
+    """Stage 5: ``recovery.switched`` and ``control.changed`` when the resolution changes them."""
+    previous = _state_of(last_change)
     last_recovery = last_change.payload.get("recovery") if last_change else None
     if res.recovery is not None and res.recovery != strategy:
         work.add(
@@ -163,7 +195,71 @@ def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict
                 )
             ]
         )
+
+
+def _observe_folded(fold: RunFold, events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
+    """:func:`observe_log`, stage by stage, from the fold of ``events`` plus this call's pending events."""
+    work = _Work(events, copy=False)  # work.events: only the pending ones; the fold holds the log
+    work.add(fold.derive())
+    work.add(plan_update(fold.rated_plan(envelope), fold.last_plan_updated, fold.plan_revisions))
+    beliefs = fold.belief_view(work.events)
+    work.add(hypothesis_updates(fold.hypotheses.hypotheses, fold.last_hypothesis, beliefs))
+
+    if fold.last_input is None or fold.last_input.seq <= fold.marker_seq:
+        return work.out
+    through = fold.last_input.id
+
+    used = fold.usage()
+    stuck = fold.stuck()
+    work.add(new_stuck_events(stuck, fold.stuck_reported))
+
+    diags = _diagnostics_folded(fold, work.events, envelope, beliefs, used)
+    last_diag = fold.last_diagnostics
+    if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
+        work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
+
+    revisions = fold.plan_revisions + sum(1 for e in work.events if e.kind == "plan.updated")
+    ok, note, left = budget_left(revisions, envelope, used)
+    open_sb, total_sb = fold.unresolved_system_breaking(work.events)
+    res = resolve(
+        ResolverInput(
+            dimensions=diags.values,
+            critical=envelope.control.critical,
+            warning=envelope.control.warning,
+            system_breaking=open_sb,
+            system_breaking_total=total_sb,
+            stuck=[s.pattern for s in stuck],
+            strategy=fold.strategy,
+            attempts_in_strategy=len(fold.window.actions),
+            recovery_budget_ok=ok,
+            recovery_budget_note=note,
+        )
+    )
+    _resolution(work, res, fold.strategy, fold.last_control, left, through)
     return work.out
+
+
+def _diagnostics_folded(
+    fold: RunFold, pending: Sequence[Event], envelope: Envelope, beliefs: BeliefView, used: dict[str, float]
+) -> Diagnostics:
+    """``diagnostics.compute`` of the folded log plus ``pending`` (whose contradictions are in the window)."""
+    w = fold.window
+    contradictions = [
+        *w.contradictions,
+        *(contradiction_weight(e) for e in pending if e.kind == "contradiction.detected"),
+    ]
+    return assemble(
+        {
+            "progress_rate": fold.progress(),
+            "failure_recurrence": w.failures.score(),
+            "oscillation": w.flips.score(),
+            "verification_strength": verification_score(fold.latest_sensor),
+            "belief_consistency": consistency_score(contradictions),
+            "belief_freshness": freshness_score(beliefs, fold.lv.epoch),
+            "evidence_support": fold.evidence(),
+            "budget_headroom": budget_headroom([], envelope, used),
+        }
+    )
 
 
 STATE_NOTES = {
@@ -209,8 +305,12 @@ def guidance(events: Sequence[Event]) -> str | None:
 
 def stop_reason(events: Sequence[Event]) -> tuple[str, str] | None:
     """(status, reason) when the control layer says the run must stop, else None."""
-    refused = _last(events, "completion.refused")
-    accepted = _last(events, "completion.accepted")
+    fold = folded(events)
+    if fold is not None:
+        refused, accepted, last = fold.last_refused, fold.last_accepted, fold.last_control
+    else:
+        refused, accepted = _last(events, "completion.refused"), _last(events, "completion.accepted")
+        last = _last(events, "control.changed")
     if refused is not None and (accepted is None or accepted.seq < refused.seq):
         p = refused.payload
         if int(p["refusals"]) > int(p["max_refusals"]):
@@ -220,8 +320,7 @@ def stop_reason(events: Sequence[Event]) -> tuple[str, str] | None:
                 f"completion was claimed {p['refusals']} times and refused each time "
                 f"(limit {p['max_refusals']} refusals): {why}",
             )
-    if control_state(events) == ControlState.HUMAN_REQUIRED:
-        last = _last(events, "control.changed")
+    if _state_of(last) == ControlState.HUMAN_REQUIRED:
         assert last is not None
         p = last.payload
         dim = p.get("dimension")

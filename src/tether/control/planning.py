@@ -145,20 +145,27 @@ def reopen(plan: Plan, finding_file: str | None, reason: str) -> None:
         plan.rejected.append(f"{t.id}: reopened by the reviewer: {reason}")
 
 
-def fold_plan(events: Sequence[Event], envelope: Envelope | None = None) -> Plan:
-    proposals: dict[str, dict[str, Any]] = {}
-    plan = Plan()
-    for e in events:
-        p = e.payload
+class PlanFold:
+    """The plan, folded one event at a time; ``version`` counts the events that changed it."""
+
+    def __init__(self, envelope: Envelope | None = None) -> None:
+        self.plan = Plan()
+        self.envelope = envelope
+        self.version = 0
+        self._proposals: dict[str, dict[str, Any]] = {}
+
+    def add(self, e: Event) -> None:
+        p, plan = e.payload, self.plan
         if e.kind == "action.proposed" and p.get("tool") == PLAN_TOOL:
-            proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
+            self._proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
         elif e.kind == "action.completed" and p.get("tool") == PLAN_TOOL and p.get("ok"):
-            args = proposals.get(str(p.get("call_id")), {})
+            args = self._proposals.get(str(p.get("call_id")), {})
             plan.rejected = []
             for update in args.get("tasks", []) or []:
                 if isinstance(update, dict):
-                    apply_update(plan, update, envelope, e.seq)
+                    apply_update(plan, update, self.envelope, e.seq)
             plan.cites = [e.id]
+            self.version += 1
         elif (
             e.kind == "review.finding"
             and p.get("severity") in ("medium", "high")
@@ -167,7 +174,40 @@ def fold_plan(events: Sequence[Event], envelope: Envelope | None = None) -> Plan
             plan.rejected = []
             reopen(plan, p.get("file"), str(p.get("message", "")))
             plan.cites = [e.id]
-    return plan
+            self.version += 1
+
+
+def fold_plan(events: Sequence[Event], envelope: Envelope | None = None) -> Plan:
+    fold = PlanFold(envelope)
+    for e in events:
+        fold.add(e)
+    return fold.plan
+
+
+def rated(plan: Plan, envelope: Envelope | None) -> Plan:
+    """``plan`` (folded without an envelope) with each task's risk as folding it with ``envelope`` rates it.
+
+    A task's risk depends only on its files and the envelope, so this equals ``fold_plan(events, envelope)``.
+    """
+    tasks = {
+        tid: replace(t, risk=rate_paths(t.files, envelope) if envelope else "LOW") for tid, t in plan.tasks.items()
+    }
+    return Plan(tasks, list(plan.rejected), list(plan.cites), list(plan.completed_transitions))
+
+
+def plan_update(plan: Plan, last: dict[str, Any] | None, revisions: int) -> list[tuple[str, dict[str, Any]]]:
+    """A ``plan.updated`` when ``plan`` differs from ``last`` (the latest one's payload); ``revisions`` so far."""
+    if not plan.tasks and not plan.rejected:
+        return []
+    snap = plan.snapshot()
+    if last is not None and last.get("tasks") == snap and last.get("cites") == plan.cites:
+        return []
+    return [
+        (
+            "plan.updated",
+            {"tasks": snap, "rejected": list(plan.rejected), "revision": revisions + 1, "cites": list(plan.cites)},
+        )
+    ]
 
 
 def plan_events(events: Sequence[Event], envelope: Envelope | None) -> list[tuple[str, dict[str, Any]]]:
@@ -176,8 +216,5 @@ def plan_events(events: Sequence[Event], envelope: Envelope | None) -> list[tupl
     if not plan.tasks and not plan.rejected:
         return []
     last = next((e for e in reversed(events) if e.kind == "plan.updated"), None)
-    snap = plan.snapshot()
-    if last is not None and last.payload.get("tasks") == snap and last.payload.get("cites") == plan.cites:
-        return []
-    revision = sum(1 for e in events if e.kind == "plan.updated") + 1
-    return [("plan.updated", {"tasks": snap, "rejected": plan.rejected, "revision": revision, "cites": plan.cites})]
+    revisions = sum(1 for e in events if e.kind == "plan.updated")
+    return plan_update(plan, last.payload if last is not None else None, revisions)

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
+
+if TYPE_CHECKING:
+    from tether.state import RunState
 
 LADDER: tuple[str, ...] = (
     "direct_edit",
@@ -122,8 +126,12 @@ def usage(events: Sequence[Event]) -> dict[str, float]:
     """What the run has used so far: the same fold and counters the kernel's budget checks use."""
     from tether.state import RunState
 
-    state = RunState.from_events(events)
-    now = datetime.fromisoformat(events[-1].ts) if events and events[-1].ts else None
+    return usage_of(RunState.from_events(events), events[-1].ts if events else "")
+
+
+def usage_of(state: RunState, last_ts: str) -> dict[str, float]:
+    """:func:`usage` from the run's folded state and the time of its last event."""
+    now = datetime.fromisoformat(last_ts) if last_ts else None
     wall = state.wall_used(now) if now is not None else state.used.wall_s
     u = state.used
     return {
@@ -140,10 +148,14 @@ def budget_check(
 ) -> tuple[bool, str, dict[str, float]]:
     """(may switch?, why not, what is left) — checked before every switch; ``used`` as from :func:`usage`."""
     used = used if used is not None else usage(events)
+    return budget_left(sum(1 for e in events if e.kind == "plan.updated"), envelope, used)
+
+
+def budget_left(revisions: int, envelope: Envelope, used: dict[str, float]) -> tuple[bool, str, dict[str, float]]:
+    """:func:`budget_check` for a log holding ``revisions`` plan revisions, having used ``used``."""
     b = envelope.budgets
     left: dict[str, float] = {}
     problems: list[str] = []
-    revisions = sum(1 for e in events if e.kind == "plan.updated")
     left["plan_revisions"] = float(MAX_PLAN_REVISIONS - revisions)
     if revisions >= MAX_PLAN_REVISIONS:
         problems.append(f"{revisions} plan revisions (limit {MAX_PLAN_REVISIONS})")

@@ -24,6 +24,7 @@ from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.store import Event
 
 from .beliefs import BeliefView
+from .fold import folded
 from .planning import fold_plan
 from .recovery import current_strategy
 from .risk import action_paths, is_test_path, rate_action, rate_path
@@ -49,7 +50,9 @@ def review_action(
     problems: list[str] = []
     writes = Effect.WRITE in effects
     paths = action_paths(args)
-    if any(e != Effect.READ for e in effects) and current_strategy(events) == "escalate_human":
+    fold = folded(events)
+    strategy = fold.strategy if fold is not None else current_strategy(events)
+    if any(e != Effect.READ for e in effects) and strategy == "escalate_human":
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
     if writes:
         for p in paths:
@@ -58,7 +61,7 @@ def review_action(
                 problems.append(why)
         if "patch" not in envelope.outputs.allowed_types:
             problems.append(f"the output contract allows {envelope.outputs.allowed_types}, not patches")
-        plan = fold_plan(events, envelope)
+        plan = fold.rated_plan(envelope) if fold is not None else fold_plan(events, envelope)
         if plan.tasks:
             active = plan.active()
             if not active:
@@ -71,7 +74,8 @@ def review_action(
                     if outside:
                         ids = ", ".join(t.id for t in active)
                         problems.append(f"{', '.join(outside)} is outside the files of the active task ({ids})")
-        failing = BeliefView.from_events(events).get("tests.failing")
+        beliefs = fold.belief_view(()) if fold is not None else BeliefView.from_events(events)
+        failing = beliefs.get("tests.failing")
         if failing is not None and failing.value:
             failing_files = {str(t).split("::")[0] for t in failing.value}
             for p in paths:

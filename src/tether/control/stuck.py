@@ -41,28 +41,50 @@ class Stuck:
 def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
     lv = lv or view(events)
     actions = [a for a in lv.actions if lv.in_window(a.event)]
-    found: list[Stuck] = []
-    # repeated_action
+    streak: list[ActionRecord] = []
     if actions:
         last = actions[-1]
-        streak = []
         for a in reversed(actions):
             if a.identity == last.identity and a.observation == last.observation:
                 streak.append(a)
             else:
                 break
-        if len(streak) >= REPEAT:
-            streak.reverse()
-            found.append(
-                Stuck(
-                    "repeated_action",
-                    f"{last.tool} called {len(streak)} times in a row with the same arguments and the same result",
-                    tuple(a.event.id for a in streak),
-                )
-            )
-    # repeated_error (actions and sensors)
+        streak.reverse()
     pool: list[ActionRecord | SensorRecord] = [*actions, *(s for s in lv.sensors if lv.in_window(s.event))]
     receipts = sorted(pool, key=lambda r: r.event.seq)[-ERROR_SPAN:]
+    silent: list[Event] = []
+    for e in reversed([e for e in events if lv.in_window(e)]):
+        if e.kind == "model.responded":
+            if e.payload.get("tool_calls"):
+                break
+            silent.append(e)
+        elif e.kind in ("action.proposed", "action.completed", "action.failed"):
+            break
+    silent.reverse()
+    return patterns(streak, receipts, actions[-4:], silent)
+
+
+def patterns(
+    streak: Sequence[ActionRecord],
+    receipts: Sequence[ActionRecord | SensorRecord],
+    last4: Sequence[ActionRecord],
+    silent: Sequence[Event],
+) -> list[Stuck]:
+    """The stuck patterns, from the window's trailing streak of identical actions (same identity and
+    observation as the last), its last ``ERROR_SPAN`` receipts, its last four actions and its trailing
+    model responses without a tool call (each in log order)."""
+    found: list[Stuck] = []
+    # repeated_action
+    if len(streak) >= REPEAT:
+        last = streak[-1]
+        found.append(
+            Stuck(
+                "repeated_action",
+                f"{last.tool} called {len(streak)} times in a row with the same arguments and the same result",
+                tuple(a.event.id for a in streak),
+            )
+        )
+    # repeated_error (actions and sensors)
     sigs: dict[str, list[ActionRecord | SensorRecord]] = {}
     for r in receipts:
         sig = r.failure_signature
@@ -80,8 +102,8 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
                 )
             )
     # alternation
-    if len(actions) >= 4:
-        a, b, c, d = actions[-4:]
+    if len(last4) >= 4:
+        a, b, c, d = last4[-4:]
         if (
             a.identity == c.identity
             and b.identity == d.identity
@@ -97,16 +119,7 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
                 )
             )
     # no_action
-    silent: list[Event] = []
-    for e in reversed([e for e in events if lv.in_window(e)]):
-        if e.kind == "model.responded":
-            if e.payload.get("tool_calls"):
-                break
-            silent.append(e)
-        elif e.kind in ("action.proposed", "action.completed", "action.failed"):
-            break
     if len(silent) >= REPEAT:
-        silent.reverse()
         found.append(
             Stuck("no_action", f"{len(silent)} model responses in a row without an action", tuple(e.id for e in silent))
         )
@@ -118,8 +131,13 @@ def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[tup
     reported = {
         (e.payload["pattern"], (e.payload.get("cites") or [""])[0]) for e in events if e.kind == "stuck.detected"
     }
+    return new_stuck(detect(events, lv), reported)
+
+
+def new_stuck(found: Sequence[Stuck], reported: set[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+    """``stuck.detected`` for each of ``found`` whose (pattern, first cite) is not in ``reported``."""
     out: list[tuple[str, dict[str, Any]]] = []
-    for s in detect(events, lv):
+    for s in found:
         if (s.pattern, s.cites[0]) in reported:
             continue
         out.append(

@@ -1,0 +1,327 @@
+"""The control layer's view of a run, folded one event at a time and cached by the log's chain hash.
+
+``observe``, ``control_state`` and ``stop_reason`` are pure functions of the log; computed from
+scratch each kernel step they make a run O(n²). :class:`RunFold` holds everything they read,
+updated per event with the same accumulators the from-scratch functions use (``LogView.add``,
+``PlanFold``, ``HypothesisFold``, ``FailureCounts``, ``Flips``, ``RunState.apply``, ...), so
+extending it by the new events costs O(new events).
+
+:func:`folded` keeps the latest fold of each run (bounded). A fold is reused for a log when the
+log is at least as long and its event at the fold's last position has the fold's head hash: a
+chain hash covers that event and, through ``prev_hash``, everything before it (the same premise
+as ``tether.control.log``'s record cache). The events taken in are checked to be a chain (each
+64-hex hash, each ``prev_hash`` the previous hash, seqs increasing); a log that is not one, or an
+event the fold cannot take, gets ``None``, and the callers compute from scratch as before.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tether.envelope.schema import Envelope
+from tether.events.store import Event
+from tether.state import RunState
+
+from .beliefs import (
+    Belief,
+    BeliefView,
+    Observation,
+    belief_mark,
+    belief_of,
+    observations_of_action,
+    observations_of_sensor,
+    record_observations,
+)
+from .diagnostics import (
+    PROGRESS_SPAN,
+    FailureCounts,
+    Flips,
+    contradiction_weight,
+    evidence_score,
+    progress_score,
+)
+from .hypotheses import HypothesisFold
+from .log import CONTROL_KINDS, ActionRecord, LogView, SensorRecord, seq_of
+from .planning import Plan, PlanFold, rated
+from .recovery import LADDER, usage_of
+from .stuck import ERROR_SPAN, Stuck, patterns
+
+MARKER_KINDS = frozenset({"diagnostics.computed", "control.changed", "recovery.switched", "stuck.detected"})
+FOLDS_MAX = 32
+
+
+class NotAChain(ValueError):
+    """The events are not a hash chain in log order: the fold cannot be trusted for them."""
+
+
+def max_cite(e: Event) -> int:
+    return max((seq_of(x) for x in e.payload.get("cites", [])), default=-1)
+
+
+@dataclass
+class _Derivation:
+    """``derive`` in progress from one belief state: receipts after its mark are replayed once each."""
+
+    beliefs_seen: int  # belief.recorded events in the log when it started (its belief state)
+    current: dict[str, Belief]
+    generation: int
+    next_receipt: int
+    out: list[tuple[str, dict[str, Any]]]
+
+
+class _Window:
+    """What stuck detection and the behavioural diagnostics read from the current strategy's attempt."""
+
+    def __init__(self) -> None:
+        self.actions: list[ActionRecord] = []
+        self.streak_start = 0  # actions[streak_start:]: the trailing run identical to the last action
+        self.receipts: deque[ActionRecord | SensorRecord] = deque(maxlen=ERROR_SPAN)
+        self.novel: deque[bool] = deque(maxlen=PROGRESS_SPAN)
+        self.failures = FailureCounts()
+        self.flips = Flips()
+        self.contradictions: list[float] = []  # weights, in log order
+        self.silent: list[Event] = []  # trailing model responses without a tool call
+
+
+class RunFold:
+    """Everything ``observe``, ``control_state`` and ``stop_reason`` read, for a prefix of one run's log."""
+
+    def __init__(self) -> None:
+        self.n = 0  # events taken in
+        self.head_hash = ""
+        self.last: Event | None = None
+        self.lv = LogView([])  # grown by LogView.add; its ``events`` stay empty (the caller holds the log)
+        self.state = RunState()
+        # beliefs
+        self.beliefs: dict[str, Belief] = {}
+        self.generation = 0
+        self.beliefs_seen = 0
+        self.belief_max_cite: dict[str, int] = {}  # key -> newest receipt any belief of it cites
+        self.receipt_seqs: list[int] = []
+        self.receipt_obs: list[list[Observation]] = []
+        self._history: dict[str, tuple[int, int]] = {}  # tool -> (ok, n): confidence of the next receipt
+        self._derivation: _Derivation | None = None
+        # plan and hypotheses
+        self.plan = PlanFold()
+        self._rated: tuple[int, Envelope, Plan] | None = None
+        self.last_plan_updated: dict[str, Any] | None = None
+        self.plan_revisions = 0
+        self.hypotheses = HypothesisFold()
+        self.last_hypothesis: dict[str, dict[str, Any]] = {}
+        # evidence support
+        self.claims = 0
+        self.supported = 0
+        self._last_verify: tuple[int, bool] | None = None  # (epoch, accepted) of the latest verify.completed
+        self._transitions_seen = 0
+        # markers, diagnostics, resolution
+        self.marker_seq = -1
+        self.last_input: Event | None = None  # the latest event the control layer did not write
+        self.last_diagnostics: Event | None = None
+        self.last_control: Event | None = None
+        self.last_refused: Event | None = None
+        self.last_accepted: Event | None = None
+        self.strategy = LADDER[0]
+        self.stuck_reported: set[tuple[str, str]] = set()
+        self.system_breaking: list[Event] = []
+        self.seen_actions: set[tuple[str, str, str]] = set()
+        self.latest_sensor: dict[str, SensorRecord] = {}
+        self.window = _Window()
+
+    # ---- taking in events --------------------------------------------------------------------
+
+    def extend(self, events: Sequence[Event]) -> None:
+        for i in range(self.n, len(events)):
+            e = events[i]
+            last = self.last
+            if len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq)):
+                raise NotAChain(f"event {i} ({e.id}) does not continue the chain")
+            self._add(e)
+            self.n, self.head_hash, self.last = i + 1, e.hash, e
+
+    def _add(self, e: Event) -> None:
+        k, p = e.kind, e.payload
+        self.state.apply(e)
+        epoch = self.lv.epoch  # the epoch at this event (LogView.add counts a write after it)
+        record = self.lv.add(e)
+        self.plan.add(e)
+        self.hypotheses.add(e)
+        if isinstance(record, ActionRecord):
+            self._action(record)
+        elif isinstance(record, SensorRecord):
+            self._sensor(record)
+        if k in MARKER_KINDS:
+            self.marker_seq = max(self.marker_seq, e.seq)
+        if k not in CONTROL_KINDS:
+            self.last_input = e
+        if k == "belief.recorded":
+            b = belief_of(e)
+            self.beliefs[b.key] = b
+            self.generation = max(self.generation, b.generation)
+            self.beliefs_seen += 1
+            self.belief_max_cite[b.key] = max(self.belief_max_cite.get(b.key, -1), max_cite(e))
+        elif k == "contradiction.detected":
+            self.window.contradictions.append(contradiction_weight(e))
+            if p.get("severity") == "system_breaking":
+                self.system_breaking.append(e)
+        elif k == "plan.updated":
+            self.last_plan_updated = p
+            self.plan_revisions += 1
+        elif k == "hypothesis.recorded":
+            self.last_hypothesis[str(p["id"])] = p
+        elif k == "stuck.detected":
+            self.stuck_reported.add((p["pattern"], (p.get("cites") or [""])[0]))
+        elif k == "diagnostics.computed":
+            self.last_diagnostics = e
+        elif k == "control.changed":
+            self.last_control = e
+        elif k == "recovery.switched":
+            self.strategy = str(p["strategy"])
+            self.window = _Window()
+        elif k == "completion.accepted":
+            self.last_accepted = e
+            self.claims += 1
+            self.supported += 1
+        elif k == "completion.refused":
+            self.last_refused = e
+            self.claims += 1
+        elif k == "verify.completed":
+            self._last_verify = (epoch, bool(p.get("accepted")))
+        elif k == "model.responded":
+            if p.get("tool_calls"):
+                self.window.silent = []
+            else:
+                self.window.silent.append(e)
+        elif k == "action.proposed":
+            self.window.silent = []
+        # plan tasks completed by this event: supported when the latest verification before it, on the
+        # same workspace state, was accepted (evidence_support)
+        transitions = self.plan.plan.completed_transitions
+        for _tid, _seq in transitions[self._transitions_seen :]:  # all at this event (seq == e.seq)
+            self.claims += 1
+            v = self._last_verify
+            if v is not None and v[0] == epoch and v[1]:
+                self.supported += 1
+        self._transitions_seen = len(transitions)
+
+    def _action(self, a: ActionRecord) -> None:
+        ok, n = self._history.get(a.tool, (0, 0))
+        conf = round((ok + 1) / (n + 2), 4)
+        self._history[a.tool] = (ok + int(a.ok), n + 1)
+        self._receipt(a, observations_of_action(a, self.lv, conf))
+        w = self.window
+        key = (a.tool, a.args_hash, a.observation)
+        w.novel.append(key not in self.seen_actions)
+        self.seen_actions.add(key)
+        if w.actions:
+            prev = w.actions[-1]
+            if not (prev.identity == a.identity and prev.observation == a.observation):
+                w.streak_start = len(w.actions)
+        w.actions.append(a)
+        w.receipts.append(a)
+        w.failures.add_action(a)
+        w.flips.add(a)
+        w.silent = []
+
+    def _sensor(self, s: SensorRecord) -> None:
+        self._receipt(s, observations_of_sensor(s))
+        self.latest_sensor[s.sensor] = s
+        self.window.receipts.append(s)
+        self.window.failures.add_sensor(s)
+
+    def _receipt(self, r: ActionRecord | SensorRecord, observations: list[Observation]) -> None:
+        self.receipt_seqs.append(r.event.seq)
+        self.receipt_obs.append(observations)
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def derive(self) -> list[tuple[str, dict[str, Any]]]:
+        """``beliefs.derive`` of the log taken in, resuming the replay of the previous call when the
+        belief state has not changed since (no ``belief.recorded`` appended)."""
+        d = self._derivation
+        if d is None or d.beliefs_seen != self.beliefs_seen:
+            current = dict(self.beliefs)
+            start = bisect_right(self.receipt_seqs, belief_mark(current))
+            d = self._derivation = _Derivation(self.beliefs_seen, current, self.generation, start, [])
+        for obs in self.receipt_obs[d.next_receipt :]:
+            d.generation = record_observations(obs, d.current, d.generation, d.out)
+        d.next_receipt = len(self.receipt_obs)
+        return [(kind, dict(payload)) for kind, payload in d.out]
+
+    def belief_view(self, pending: Sequence[Event]) -> BeliefView:
+        beliefs, generation = dict(self.beliefs), self.generation
+        for e in pending:
+            if e.kind == "belief.recorded":
+                b = belief_of(e)
+                beliefs[b.key] = b
+                generation = max(generation, b.generation)
+        return BeliefView(beliefs, generation)
+
+    def rated_plan(self, envelope: Envelope) -> Plan:
+        cached = self._rated
+        if cached is None or cached[0] != self.plan.version or cached[1] is not envelope:
+            cached = self._rated = (self.plan.version, envelope, rated(self.plan.plan, envelope))
+        return cached[2]
+
+    def stuck(self) -> list[Stuck]:
+        w = self.window
+        return patterns(w.actions[w.streak_start :], list(w.receipts), w.actions[-4:], w.silent)
+
+    def progress(self) -> tuple[float, str]:
+        return progress_score(list(self.window.novel))
+
+    def evidence(self) -> tuple[float, str]:
+        return evidence_score(self.claims, self.supported)
+
+    def usage(self) -> dict[str, float]:
+        return usage_of(self.state, self.last.ts if self.last is not None else "")
+
+    def unresolved_system_breaking(self, pending: Sequence[Event]) -> tuple[list[str], int]:
+        """``observe.unresolved_system_breaking`` of the log taken in plus ``pending``."""
+        found = [*self.system_breaking]
+        newest: dict[Any, int] = dict(self.belief_max_cite)
+        for e in pending:
+            if e.kind == "contradiction.detected" and e.payload.get("severity") == "system_breaking":
+                found.append(e)
+            elif e.kind == "belief.recorded":
+                key = e.payload.get("key")
+                newest[key] = max(newest.get(key, -1), max_cite(e))
+        open_: list[str] = []
+        for c in found:
+            key = c.payload["key"]
+            since = max((seq_of(x) for x in c.payload.get("cites", [])), default=c.seq)
+            if not (key in newest and newest[key] > since):
+                open_.append(str(c.payload.get("explanation", key)))
+        return open_, len(found)
+
+
+_FOLDS: OrderedDict[str, RunFold] = OrderedDict()
+
+
+def folded(events: Sequence[Event]) -> RunFold | None:
+    """The fold of ``events`` (extending the cached fold of the run), or None when they are not a chain."""
+    if not events or len(events[-1].hash) != 64:
+        return None
+    run = events[-1].run_id
+    fold = _FOLDS.get(run)
+    if fold is None or fold.n > len(events) or (fold.n and events[fold.n - 1].hash != fold.head_hash):
+        fold = RunFold()
+    try:
+        fold.extend(events)
+    except Exception:
+        # Not a chain, or an event the fold cannot take: the callers compute from the log as it is.
+        _FOLDS.pop(run, None)
+        return None
+    _FOLDS[run] = fold
+    _FOLDS.move_to_end(run)
+    while len(_FOLDS) > FOLDS_MAX:
+        _FOLDS.popitem(last=False)
+    return fold
+
+
+def clear() -> None:
+    """Forget every cached fold (tests compare cold and warm results)."""
+    _FOLDS.clear()
