@@ -38,37 +38,57 @@ def system_prompt(env: Envelope, plan: dict[str, Any] | None) -> str:
     return "\n\n".join(parts)
 
 
-def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] | None = None) -> list[Message]:
-    messages = [Message("system", system_prompt(env, plan))]
-    results: dict[str, str] = {}
-    order: list[str] = []
-    pending_notes: list[str] = []
+class Transcript:
+    """The model's view of the run, built incrementally: feed it events in log order.
 
-    def flush() -> None:
-        for call_id in order:
-            messages.append(
-                Message("tool", results[call_id] if call_id in results else _missing(), tool_call_id=call_id)
-            )
-        order.clear()
-        if pending_notes:
-            messages.append(Message("user", "\n\n".join(pending_notes)))
-            pending_notes.clear()
+    Events before the latest model response are settled; the latest turn's tool results
+    and host notes stay open until the next response, so an answer that arrives later
+    (an approval, a denial) lands in the right place.
+    """
 
-    for e in events:
+    def __init__(self, env: Envelope, plan: dict[str, Any] | None = None) -> None:
+        self.done: list[Message] = [Message("system", system_prompt(env, plan))]
+        self.results: dict[str, str] = {}
+        self.order: list[str] = []
+        self.notes: list[str] = []
+        self.approval_calls: dict[str, str] = {}
+        self.fed = 0
+
+    def feed(self, events: Sequence[Event]) -> Transcript:
+        """Take in ``events[self.fed:]`` (the caller passes the whole, growing log)."""
+        for e in events[self.fed :]:
+            self._take(e)
+        self.fed = len(events)
+        return self
+
+    def messages(self) -> list[Message]:
+        return [*self.done, *self._tail()]
+
+    def _tail(self) -> list[Message]:
+        out = [
+            Message("tool", self.results[c] if c in self.results else _missing(), tool_call_id=c) for c in self.order
+        ]
+        if self.notes:
+            out.append(Message("user", "\n\n".join(self.notes)))
+        return out
+
+    def _take(self, e: Event) -> None:
         p = e.payload
         if e.kind == "run.started":
-            messages.append(Message("user", p["task"]))
+            self.done.append(Message("user", p["task"]))
         elif e.kind == "model.responded":
-            flush()
+            self.done += self._tail()
+            self.order.clear()
+            self.notes.clear()
             calls = tuple(ToolCall(c["id"], c["name"], c["args"]) for c in p["tool_calls"])
-            messages.append(Message("assistant", p["text"], tool_calls=calls))
-            order.extend(c.id for c in calls)
+            self.done.append(Message("assistant", p["text"], tool_calls=calls))
+            self.order.extend(c.id for c in calls)
             if not calls:
-                pending_notes.append(_no_action_note(p["termination"]))
+                self.notes.append(_no_action_note(p["termination"]))
         elif e.kind == "action.invalid":
-            results[p["call_id"]] = _json({"error": "invalid_arguments", "detail": p["error"]})
+            self.results[p["call_id"]] = _json({"error": "invalid_arguments", "detail": p["error"]})
         elif e.kind == "action.decided" and p["verdict"] == "DENY":
-            results[p["call_id"]] = _json(
+            self.results[p["call_id"]] = _json(
                 {
                     "denied": True,
                     "rule": p["deciding_rule"],
@@ -77,10 +97,11 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
                 }
             )
         elif e.kind == "approval.requested":
-            results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
+            self.approval_calls[p["approval_id"]] = p["call_id"]
+            self.results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
         elif e.kind == "approval.denied":
-            call = _call_for(events, p["approval_id"])
-            results[call] = _json(
+            call = self.approval_calls.get(p["approval_id"], "")
+            self.results[call] = _json(
                 {
                     "denied": True,
                     "by": p["by"],
@@ -89,41 +110,36 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
                 }
             )
         elif e.kind == "approval.expired":
-            call = _call_for(events, p["approval_id"])
-            results[call] = _json({"denied": True, "reason": f"approval expired ({p['outcome']})"})
+            call = self.approval_calls.get(p["approval_id"], "")
+            self.results[call] = _json({"denied": True, "reason": f"approval expired ({p['outcome']})"})
         elif e.kind == "action.completed":
-            results[p["call_id"]] = str(p["result"].get("content", ""))[:TOOL_RESULT_CHARS]
+            self.results[p["call_id"]] = str(p["result"].get("content", ""))[:TOOL_RESULT_CHARS]
         elif e.kind == "action.failed":
-            results[p["call_id"]] = _json({"error": p["failure_class"], "detail": p["error"]})
+            self.results[p["call_id"]] = _json({"error": p["failure_class"], "detail": p["error"]})
         elif e.kind == "completion.refused":
             diags = [f"{d['file']}:{d.get('line') or '?'}: {d['message']}" for d in p.get("diagnostics", [])]
-            pending_notes.append(
+            self.notes.append(
                 "Completion refused by verification:\n- "
                 + "\n- ".join(p["reasons"])
                 + ("\nDiagnostics:\n" + "\n".join(diags[:20]) if diags else "")
             )
         elif e.kind == "recovery.switched":
-            pending_notes.append(f"Recovery strategy is now {p['strategy']}: {p['guidance']}")
+            self.notes.append(f"Recovery strategy is now {p['strategy']}: {p['guidance']}")
         elif e.kind == "review.finding" and p["severity"] != "low":
-            pending_notes.append(f"Reviewer ({p['view']}) found: {p['message']}")
+            self.notes.append(f"Reviewer ({p['view']}) found: {p['message']}")
         elif e.kind == "control.changed":
             note = CONTROL[p["state"]]
-            pending_notes.append(f"Control state is now {p['state']} ({p['tier']}): {p['reason']}. {note}")
+            self.notes.append(f"Control state is now {p['state']} ({p['tier']}): {p['reason']}. {note}")
         elif e.kind == "stuck.detected":
-            pending_notes.append(f"You look stuck ({p['pattern']}, {p['count']} times): {p['detail']}")
+            self.notes.append(f"You look stuck ({p['pattern']}, {p['count']} times): {p['detail']}")
         elif e.kind == "contradiction.detected" and p["severity"] in ("high", "system_breaking"):
-            pending_notes.append(
+            self.notes.append(
                 f"Contradiction about {p['key']} ({p['severity']}): {p['explanation']}. Re-observe it before acting."
             )
-    flush()
-    return messages
 
 
-def _call_for(events: Sequence[Event], approval_id: str) -> str:
-    for e in events:
-        if e.kind == "approval.requested" and e.payload["approval_id"] == approval_id:
-            return str(e.payload["call_id"])
-    return ""
+def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] | None = None) -> list[Message]:
+    return Transcript(env, plan).feed(events).messages()
 
 
 def _no_action_note(termination: str) -> str:

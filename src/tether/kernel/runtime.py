@@ -40,7 +40,7 @@ from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
-from .context import build_messages
+from .context import Transcript
 from .outcome import OutputContract
 from .steps import (
     CallModel,
@@ -85,6 +85,7 @@ class Runtime:
         self.events: list[Event] = store.events(run_id)
         self.state = RunState.from_events(self.events)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
+        self.transcript = Transcript(env, plan)
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -120,7 +121,7 @@ class Runtime:
     # ---- effects ---------------------------------------------------------------------------
 
     def call_model(self, step: CallModel) -> None:
-        messages = build_messages(self.events, self.env, self.plan)
+        messages = self.transcript.feed(self.events).messages()
         self.append("model.requested", {"turn": step.turn, "model": self.model.name, "n_messages": len(messages)})
         specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
         retry = self.env.retry

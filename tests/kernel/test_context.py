@@ -1,0 +1,30 @@
+"""The model's context is rebuilt from the log: incrementally or from scratch, the same messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runkit import tether
+
+from tether import EventStore
+from tether.envelope.schema import Envelope
+from tether.kernel.context import Transcript, build_messages
+
+
+def test_incremental_transcript_equals_a_rebuild_at_every_step(tmp_path: Path) -> None:
+    assert tether("demo", "--workdir", str(tmp_path), "--sandbox", "local", "--json").returncode == 0
+    with EventStore.open(tmp_path / "tether.db") as store:
+        (info,) = store.runs()
+        events = store.events(info.run_id)
+    env = Envelope.model_validate(events[0].payload["envelope"])
+    live = Transcript(env)
+    for n in range(1, len(events) + 1):
+        assert live.feed(events[:n]).messages() == build_messages(events[:n], env)
+    messages = live.messages()
+    roles = [m.role for m in messages]
+    assert roles[:2] == ["system", "user"] and roles.count("assistant") == 7
+    denial = next(m for m in messages if m.role == "tool" and "denied" in m.content and "rule" in m.content)
+    assert json.loads(denial.content)["rule"] == "coding:deny-rm-root"
+    declined = [m for m in messages if m.role == "tool" and "demo-approver" in m.content]
+    assert declined and json.loads(declined[0].content)["denied"] is True
