@@ -6,9 +6,9 @@ Strategies in a fixed, escalating order; the run never steps back down::
 
 The recovery budget is checked before every switch. A switch needs:
 
-- fewer than ``MAX_PLAN_REVISIONS`` plan revisions so far,
-- when the envelope sets them: at least ``MIN_TOOL_CALLS`` tool calls and ``MIN_TURNS`` turns left,
-  and at least ``MIN_SHARE`` of the usd and wall-time budgets left.
+- fewer than ``control.recovery.plan_revisions`` plan revisions so far,
+- when the envelope sets them: at least ``control.recovery.min_tool_calls`` tool calls and ``min_turns`` turns
+  left, and at least ``min_share`` of the usd and wall-time budgets left (envelope, with defaults).
 
 If the budget does not allow another strategy, the next step is ``escalate_human``.
 """
@@ -33,10 +33,6 @@ LADDER: tuple[str, ...] = (
     "minimal_fix",
     "escalate_human",
 )
-MAX_PLAN_REVISIONS = 30
-MIN_TOOL_CALLS = 3
-MIN_TURNS = 2
-MIN_SHARE = 0.05
 
 GUIDANCE: dict[str, tuple[str, list[str], str]] = {
     "direct_edit": ("Edit the code you believe is wrong and verify.", [], "the checks pass"),
@@ -153,23 +149,23 @@ def budget_check(
 
 def budget_left(revisions: int, envelope: Envelope, used: dict[str, float]) -> tuple[bool, str, dict[str, float]]:
     """:func:`budget_check` for a log holding ``revisions`` plan revisions, having used ``used``."""
-    b = envelope.budgets
+    b, r = envelope.budgets, envelope.control.recovery
     left: dict[str, float] = {}
     problems: list[str] = []
-    left["plan_revisions"] = float(MAX_PLAN_REVISIONS - revisions)
-    if revisions >= MAX_PLAN_REVISIONS:
-        problems.append(f"{revisions} plan revisions (limit {MAX_PLAN_REVISIONS})")
+    left["plan_revisions"] = float(r.plan_revisions - revisions)
+    if revisions >= r.plan_revisions:
+        problems.append(f"{revisions} plan revisions (limit {r.plan_revisions})")
     if b.tool_calls is not None:
         left["tool_calls"] = b.tool_calls - used["tool_calls"]
-        if left["tool_calls"] < MIN_TOOL_CALLS:
-            problems.append(f"{left['tool_calls']:g} tool calls left (a strategy needs {MIN_TOOL_CALLS})")
+        if left["tool_calls"] < r.min_tool_calls:
+            problems.append(f"{left['tool_calls']:g} tool calls left (a strategy needs {r.min_tool_calls})")
     if b.turns is not None:
         left["turns"] = b.turns - used["turns"]
-        if left["turns"] < MIN_TURNS:
-            problems.append(f"{left['turns']:g} turns left (a strategy needs {MIN_TURNS})")
+        if left["turns"] < r.min_turns:
+            problems.append(f"{left['turns']:g} turns left (a strategy needs {r.min_turns})")
     for name, limit in (("usd", b.usd), ("wall_s", b.wall_s)):
         if limit is not None:
             left[name] = round(limit - used[name], 6)
-            if limit > 0 and left[name] < MIN_SHARE * limit:
-                problems.append(f"{name}: {left[name]:g} of {limit:g} left (a strategy needs {MIN_SHARE:.0%})")
+            if limit > 0 and left[name] < r.min_share * limit:
+                problems.append(f"{name}: {left[name]:g} of {limit:g} left (a strategy needs {r.min_share:.0%})")
     return (not problems, "; ".join(problems), left)

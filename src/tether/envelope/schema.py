@@ -169,11 +169,21 @@ class Audit(Strict):
     log: str = Field(description="Event store path, relative to the workspace.")
 
 
+class RecoveryBudget(Strict):
+    """What must be left before the recovery ladder may switch to its next strategy."""
+
+    plan_revisions: int = Field(30, ge=0, description="Plan revisions allowed in a run.")
+    min_tool_calls: int = Field(3, ge=0, description="Tool calls a new strategy needs left.")
+    min_turns: int = Field(2, ge=0, description="Turns a new strategy needs left.")
+    min_share: float = Field(0.05, ge=0, le=1, description="Share of the usd and wall-time budgets it needs left.")
+
+
 class Control(Strict):
-    """Diagnostic thresholds for the control-state resolver."""
+    """Diagnostic thresholds for the control-state resolver, and the recovery budget."""
 
     critical: float = Field(0.15, ge=0, le=1)
     warning: float = Field(0.4, ge=0, le=1)
+    recovery: RecoveryBudget = Field(default_factory=RecoveryBudget)
 
 
 class Price(Strict):
