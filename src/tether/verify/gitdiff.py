@@ -24,6 +24,7 @@ GIT_TIMEOUT_S = 30.0
 ARTEFACT_DIRS = frozenset(
     {".tether", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".venv", "venv", ".tox"}
 )
+HARDENED = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -74,8 +75,14 @@ class WorkspaceDiff:
 
 
 def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Host-side git on a workspace the agent has written to: it must never run a program the agent chose.
+
+    Hooks, fsmonitor and external diff drivers are switched off, and every filter driver the
+    repository configures (clean/smudge/process — they run on worktree files during a diff) is
+    blanked. Listing the configured drivers only reads config; it runs nothing.
+    """
     return subprocess.run(
-        ["git", "-c", "core.quotepath=off", *args],
+        ["git", *HARDENED, *_neutralised_filters(workspace), "-c", "core.quotepath=off", *args],
         cwd=workspace,
         capture_output=True,
         text=True,
@@ -83,6 +90,32 @@ def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=GIT_TIMEOUT_S,
         check=False,
     )
+
+
+def _neutralised_filters(workspace: Path) -> list[str]:
+    listed = subprocess.run(
+        ["git", "config", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=GIT_TIMEOUT_S,
+        check=False,
+    )
+    names = {line.split()[0].rsplit(".", 1)[0] for line in listed.stdout.splitlines() if line.strip()}
+    out: list[str] = []
+    for name in sorted(names):  # e.g. "filter.lfs"
+        out += [
+            "-c",
+            f"{name}.clean=",
+            "-c",
+            f"{name}.smudge=",
+            "-c",
+            f"{name}.process=",
+            "-c",
+            f"{name}.required=false",
+        ]
+    return out
 
 
 def _resolve_baseline(workspace: Path, baseline: str | None) -> str | None:
