@@ -38,6 +38,7 @@ from tether.state import Action, RunState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
+from tether.verify.gitdiff import HARDENED, neutralised_filters
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import Transcript
@@ -472,17 +473,17 @@ def denied_before(state: RunState, action: Action) -> Action | None:
 def git_head(workspace: Path, sandbox: Sandbox | None = None) -> str | None:
     """A commit of the working tree as it is now (uncommitted edits included), without touching it.
 
-    Once the agent has run, ``.git/config`` is its writing too (filters, fsmonitor): then git
-    runs inside the sandbox, never on the host.
+    ``.git/config`` may be an agent's writing (filters, fsmonitor, hooks): with a sandbox git runs
+    inside it; on the host those are switched off.
     """
-    hardened = ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*"]
 
     def git(*args: str) -> str | None:
         if sandbox is not None:
-            receipt = sandbox.run([*hardened, *args], cwd=workspace, timeout_s=30)
+            receipt = sandbox.run(["git", *HARDENED, "-c", "safe.directory=*", *args], cwd=workspace, timeout_s=30)
             return receipt.stdout.strip() if receipt.ok else None
         try:
-            proc = subprocess.run([*hardened, *args], cwd=workspace, capture_output=True, text=True, timeout=30)
+            host = ["git", *HARDENED, *neutralised_filters(workspace), *args]  # no agent-chosen program on the host
+            proc = subprocess.run(host, cwd=workspace, capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return proc.stdout.strip() if proc.returncode == 0 else None

@@ -82,7 +82,7 @@ def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     blanked. Listing the configured drivers only reads config; it runs nothing.
     """
     return subprocess.run(
-        ["git", *HARDENED, *_neutralised_filters(workspace), "-c", "core.quotepath=off", *args],
+        ["git", *HARDENED, *neutralised_filters(workspace), "-c", "core.quotepath=off", *args],
         cwd=workspace,
         capture_output=True,
         text=True,
@@ -92,7 +92,7 @@ def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _neutralised_filters(workspace: Path) -> list[str]:
+def neutralised_filters(workspace: Path) -> list[str]:
     listed = subprocess.run(
         ["git", "config", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"],
         cwd=workspace,
