@@ -157,6 +157,9 @@ class Verification(Strict):
     sensors: list[SensorSpec] = Field(default_factory=list)
     test_command: str = "python -m pytest -q"
     max_refusals: int = Field(2, ge=0, description="Refused completion claims before VERIFY_FAILED.")
+    reviewer_model: str | None = Field(
+        None, description="Optional model-based reviewer (scripted:FILE | openai:MODEL | anthropic:MODEL)."
+    )
 
 
 class Retry(Strict):

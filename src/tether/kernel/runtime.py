@@ -22,6 +22,7 @@ from typing import Any
 
 from tether.canonical import content_hash
 from tether.control.completion import claim_event, judge_completion
+from tether.control.model_reviewer import model_review
 from tether.control.observe import control_state, observe, stop_reason
 from tether.control.review_gate import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
 from tether.control.reviewer import review
@@ -38,7 +39,7 @@ from tether.state import Action, RunState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
-from tether.verify.gitdiff import HARDENED, neutralised_filters
+from tether.verify.gitdiff import HARDENED, diff_for, neutralised_filters
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import Transcript
@@ -78,11 +79,13 @@ class Runtime:
         plan: dict[str, Any] | None = None,
         approver: Approver | None = None,
         on_event: EventSink | None = None,
+        reviewer: Model | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store, self.run_id, self.env, self.workspace = store, run_id, env, workspace
         self.model, self.tools, self.sandbox, self.sandbox_error = model, tools, sandbox, sandbox_error
         self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
+        self.reviewer = reviewer
         self.events: list[Event] = store.events(run_id)
         self.state = RunState.from_events(self.events)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
@@ -377,6 +380,9 @@ class Runtime:
         )
         accepted, _ = completion_verdict(results, self.env)
         findings = review(self.env, self.workspace, self.state.baseline, self.events) if accepted else []
+        if accepted and self.reviewer is not None:
+            diff = diff_for(self.workspace, self.state.baseline, self.state.changed_files)
+            findings += model_review(self.reviewer, self.env, self.plan, diff, self.events)
         self.append_many(judge_completion(self.events, self.env, findings, step.call_id))
         self.observe()
 

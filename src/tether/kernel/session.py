@@ -110,6 +110,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
         plan=plan,
         approver=options.approver,
         on_event=options.on_event,
+        reviewer=_reviewer(env, loaded.base_dir),
     )
     runtime.append_many(
         [
@@ -167,9 +168,15 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
         plan=plan,
         approver=options.approver,
         on_event=options.on_event,
+        reviewer=_reviewer(env, base_dir),
     )
     runtime.append("run.resumed", {"reason": "tether resume"})
     return runtime
+
+
+def _reviewer(env: Envelope, base_dir: Path) -> Model | None:
+    spec = env.verification.reviewer_model
+    return load_model(spec, base_dir=base_dir) if spec else None
 
 
 def _plan(loaded: Loaded) -> dict[str, Any] | None:
