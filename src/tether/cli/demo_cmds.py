@@ -55,6 +55,8 @@ def demo_cmd(
     example: Path = typer.Option(REPO_EXAMPLE, "--example", help="Example directory to copy and run."),
     workdir: Path | None = typer.Option(None, "--workdir", help="Where to put the copy (default: a temp dir)."),
     sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
+    model: str | None = typer.Option(None, "--model", "-m", help="A real model instead of the recorded trajectory."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE."""
@@ -62,7 +64,9 @@ def demo_cmd(
     work.mkdir(parents=True, exist_ok=True)
     dest = prepare(example, work)
     db = work / "tether.db"
-    options = session.Options(sandbox=sandbox, approver=demo_approver, on_event=printer(as_json))
+    options = session.Options(
+        model=model, base_url=base_url, sandbox=sandbox, approver=demo_approver, on_event=printer(as_json)
+    )
     with EventStore.open(db) as store:
         runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
         contract = runtime.drive()
