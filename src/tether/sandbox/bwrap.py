@@ -240,9 +240,11 @@ class BwrapSandbox:
         start_r, start_w = os.pipe()
         try:
             # (bash, not sh: dash cannot redirect file descriptors above 9.)
-            trampoline = ["/bin/bash", "-c", f'printf . >&{start_w} && exec {start_w}>&- && exec "$@"', "tether"]
+            # The same bash applies the rlimits as builtins (no preexec_fn: Python can then vfork).
+            limits = self.limits.ulimit_script(timeout_s, unprivileged=True)
+            script = f'{limits}; printf . >&{start_w} && exec {start_w}>&- && exec "$@"'
+            trampoline = ["/bin/bash", "-c", script, "tether"]
             argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd)
-            preexec = self.limits.preexec(timeout_s, unprivileged=True)
             try:
                 got = run_captured(
                     argv,
@@ -250,7 +252,6 @@ class BwrapSandbox:
                     env=self.env(env),
                     timeout_s=timeout_s,
                     cap=self.cap,
-                    preexec=preexec,
                     pass_fds=(start_w,),
                 )
             except (FileNotFoundError, PermissionError) as e:

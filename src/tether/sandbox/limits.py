@@ -41,6 +41,26 @@ class Limits:
             out.append((resource.RLIMIT_NPROC, self.processes))
         return out
 
+    def ulimit_script(self, timeout_s: float, *, unprivileged: bool) -> str:
+        """The same limits as bash ``ulimit`` builtins, for a command that already starts through bash.
+
+        Cheaper than :meth:`preexec`: a ``preexec_fn`` forces Python to fork its whole address space
+        (about 2 ms here) where it could otherwise use vfork. Each limit only ever lowers what is
+        inherited; a hard limit that is already lower stays (bash refuses to raise it, which is fine).
+        """
+        flags = {
+            resource.RLIMIT_CPU: ("-t", 1),
+            resource.RLIMIT_AS: ("-v", 1024),
+            resource.RLIMIT_NOFILE: ("-n", 1),
+            resource.RLIMIT_FSIZE: ("-f", 1024),
+            resource.RLIMIT_NPROC: ("-u", 1),
+        }
+        parts = []
+        for which, value in self.pairs(timeout_s, unprivileged=unprivileged):
+            flag, unit = flags[which]
+            parts.append(f"ulimit {flag} {max(1, value // unit)} 2>/dev/null")
+        return "; ".join(parts)
+
     def preexec(self, timeout_s: float, *, unprivileged: bool) -> Callable[[], None]:
         """A function to run in the child between fork and exec (only ``setrlimit`` calls, nothing else)."""
         pairs = self.pairs(timeout_s, unprivileged=unprivileged)

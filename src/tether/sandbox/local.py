@@ -101,7 +101,12 @@ class LocalSandbox:
             kill_group(proc)
             sweep(token)
 
-        preexec = self.limits.preexec(timeout_s, unprivileged=os.geteuid() != 0)
+        unprivileged = os.geteuid() != 0
+        preexec = None
+        if isinstance(command, str):  # already a bash script: its first line sets the limits (no preexec fork)
+            argv = ["bash", "-c", self.limits.ulimit_script(timeout_s, unprivileged=unprivileged) + "\n" + command]
+        else:
+            preexec = self.limits.preexec(timeout_s, unprivileged=unprivileged)
         try:
             got = run_captured(
                 argv, cwd=cwd, env=child_env, timeout_s=timeout_s, cap=self.cap, kill=kill, preexec=preexec
