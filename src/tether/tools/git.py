@@ -14,6 +14,7 @@ exists); paths git reports are then workspace-relative.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,9 @@ def is_git_worktree(workspace: Path) -> bool:
 
 
 def run_git(ctx: ToolContext, args: Sequence[str], *, timeout_s: float | None = None) -> Receipt:
-    return ctx.sandbox.run([*GIT, *args], cwd=ctx.workspace, timeout_s=min(timeout_s or ctx.timeout_s, ctx.timeout_s))
+    # A quoted shell string rather than an argv: sandboxes start bash scripts without a preexec fork.
+    command = shlex.join([*GIT, *args])
+    return ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=min(timeout_s or ctx.timeout_s, ctx.timeout_s))
 
 
 def receipt_dict(receipt: Any) -> dict[str, Any]:
