@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exit_code_for(e))
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
+        # Every event is appended whole, so the log is intact; an action cut off mid-way is what
+        # resume is built for (re-run if idempotent, otherwise stop and name it).
+        common.err_console.print("interrupted: the log is intact; see `tether runs` and `tether resume RUN`")
         sys.exit(130)
     except typer.TyperException as e:  # usage errors: bad option, missing argument
         show = getattr(e, "show", None)
