@@ -215,3 +215,21 @@ def test_transient_failures_of_an_idempotent_tool_are_retried_within_max_attempt
         e["payload"]["attempt"] for e in log if e["kind"] == "action.started" and e["payload"]["tool"] == "weather"
     ]
     assert attempts == [1, 2, 3] and len(calls) == 3  # max_attempts is 3: never a fourth
+
+
+def test_bad_input_to_run_commands_is_one_clear_paragraph(bugfix: Path, tmp_path: Path) -> None:
+    db = str(bugfix / "t.db")
+    env = bugfix / "envelope.yaml"
+    env.write_text(env.read_text().replace("usd: 2.0", "usd: 3.0"))  # edited after compiling
+    cases = [
+        (("run", "x", "--envelope", str(env), "--db", db), 2, "$.contract_hash"),
+        (("run", "x", "--envelope", str(tmp_path / "nope.yaml"), "--db", db), 2, "nope.yaml: file not found"),
+        (("resume", "no-such-run", "--db", db), 2, "no run 'no-such-run'"),
+        (("approve", "ap-nope", "--db", db), 2, "no pending approval"),
+        (("show", "x", "--db", str(tmp_path / "missing.db")), 2, "missing.db"),
+    ]
+    EventStore.open(bugfix / "t.db").close()
+    for args, code, text in cases:
+        proc = tether(*args)
+        assert proc.returncode == code, (args, proc.stdout, proc.stderr)
+        assert text in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
