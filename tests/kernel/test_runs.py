@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from runkit import FINISH, FIX, tether, write_script
 
 from tether import EventStore, Harness, RunState, ToolResult, tool
+from tether.errors import EnvelopeInvalid
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
 
 
@@ -233,3 +235,27 @@ def test_bad_input_to_run_commands_is_one_clear_paragraph(bugfix: Path, tmp_path
         proc = tether(*args)
         assert proc.returncode == code, (args, proc.stdout, proc.stderr)
         assert text in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_in_memory_envelope_and_async_api(bugfix: Path) -> None:
+    import asyncio
+
+    from tether import load_envelope
+    from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+    from tether.models.function import FunctionModel
+
+    turns = [[ToolCall("c1", FIX["name"], FIX["args"])], [ToolCall("c2", FINISH["name"], FINISH["args"])]]
+
+    def agent(messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
+        done = sum(1 for m in messages if m.role == "assistant")
+        return ModelResponse("", tuple(turns[done]), "tool_request", "tool_calls", Usage(10, 5), "fn")
+
+    envelope = load_envelope(bugfix / "envelope.yaml")
+    harness = Harness(
+        envelope, model=FunctionModel(agent), workspace=bugfix / "project", db=bugfix / "t.db", sandbox="local"
+    )
+    contract = asyncio.run(harness.arun("fix it"))
+    assert contract.status == "COMPLETE"
+    tampered = envelope.model_copy(update={"tool_execution_owner": "model"})
+    with pytest.raises(EnvelopeInvalid, match="tool_execution_owner"):  # strict validation in memory too
+        Harness(tampered, model=FunctionModel(agent), workspace=bugfix / "project")
