@@ -1,123 +1,29 @@
-"""Fixtures for the tool tests: a real workspace directory, a real sandbox, real git.
-
-The sandbox is ``tether.sandbox.local.LocalSandbox`` when it exists; otherwise a small
-subprocess-backed double implementing the same protocol (``run`` -> receipt).
-"""
+"""Fixtures for the tool tests: a real workspace directory, real sandboxes, real git."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tether.envelope.schema import Envelope
+from tether.sandbox import BwrapSandbox, LocalSandbox, Sandbox, bwrap_available
 from tether.tools import ToolContext
 
-try:  # the real receipt type when the sandbox package provides it
-    from tether.sandbox.receipt import Receipt as _Receipt
 
-    RECEIPT: Any = _Receipt
-except ImportError:  # pragma: no cover - only until the sandbox lands
-
-    @dataclass
-    class _FallbackReceipt:
-        backend: str
-        command: str
-        cwd: str
-        exit_code: int
-        timed_out: bool
-        duration_s: float
-        stdout: str
-        stderr: str
-        stdout_bytes: int
-        stderr_bytes: int
-        truncated: bool
-
-        @property
-        def ok(self) -> bool:
-            return self.exit_code == 0 and not self.timed_out
-
-    RECEIPT = _FallbackReceipt
-
-
-class SubprocessSandbox:
-    """A minimal protocol double: runs the command with subprocess, kills the group on timeout."""
-
-    name = "test-subprocess"
-
-    def __init__(self) -> None:
-        self.calls: list[str | Sequence[str]] = []
-
-    def run(
-        self,
-        command: str | Sequence[str],
-        *,
-        cwd: Path,
-        timeout_s: float,
-        env: Mapping[str, str] | None = None,
-    ) -> Any:
-        self.calls.append(command)
-        shell = isinstance(command, str)
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            command if shell else list(command),
-            shell=shell,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, 9)
-            out, err = proc.communicate()
-        stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-        return RECEIPT(
-            backend=self.name,
-            command=command if shell else " ".join(command),
-            cwd=str(cwd),
-            exit_code=proc.returncode if not timed_out else -9,
-            timed_out=timed_out,
-            duration_s=time.monotonic() - start,
-            stdout=stdout,
-            stderr=stderr,
-            stdout_bytes=len(out),
-            stderr_bytes=len(err),
-            truncated=False,
-        )
-
-
-def _bwrap_skip_reason() -> str | None:
-    try:
-        from tether.sandbox.bwrap import bwrap_available
-    except ImportError:
-        return "tether.sandbox.bwrap is not available"
-    return bwrap_available()
-
-
-def make_sandbox(kind: str, workspace: Path) -> Any:
-    """``local`` (the real LocalSandbox, or the double until it exists) or ``bwrap`` (skips if it cannot start)."""
+def make_sandbox(kind: str, workspace: Path) -> Sandbox:
+    """``local``, or ``bwrap``: skipped with the reason where it cannot start, but never in CI, which installs it."""
     if kind == "bwrap":
-        reason = _bwrap_skip_reason()
+        reason = bwrap_available()
         if reason is not None:
+            if os.environ.get("CI"):
+                pytest.fail(f"CI must run the bwrap tests, but bubblewrap cannot start: {reason}")
             pytest.skip(f"bwrap sandbox unavailable: {reason}")
-        from tether.sandbox.bwrap import BwrapSandbox
-
         return BwrapSandbox(workspace)
-    try:
-        from tether.sandbox.local import LocalSandbox
-    except ImportError:
-        return SubprocessSandbox()
     return LocalSandbox()
 
 

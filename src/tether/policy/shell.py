@@ -493,9 +493,6 @@ class _Walker:
                 continue
             else:
                 words.append(self.word(c))
-        for _, value in assigns:
-            if value.inner:
-                pass  # substitutions in prefix assignments were walked by self.word
         cmd = SimpleCommand(tuple(words), tuple(reds), self.cwd, piped, text=self.text(node))
         self.expand(cmd)
 
