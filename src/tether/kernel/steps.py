@@ -110,7 +110,7 @@ def next_step(
             return Finish("BUDGET_STOP", over.reason, budget=over.budget)
         return Finish(control_stop[0], control_stop[1], next_action="review the log with tether show, then resume")
 
-    for a in sorted(state.actions.values(), key=lambda x: x.seq):
+    for a in state.actions.values():  # insertion order is proposal order
         step = _action_step(a, state, env, now)
         if step is not None:
             return step
