@@ -151,7 +151,12 @@ def test_budget_stop_before_model_call(tmp_path: Path, env: Envelope) -> None:
     log = Log(tmp_path, tight)
     log.turn(0, text="thinking")
     step = next_step(log.state(), tight, NOW)
-    assert isinstance(step, Finish) and step.status == "BUDGET_STOP" and step.budget == "tokens"
+    assert (
+        isinstance(step, Finish)
+        and step.status == "BUDGET_STOP"
+        and step.breach is not None
+        and step.breach.budget == "tokens"
+    )
 
 
 def test_tool_call_budget_checked_before_action(tmp_path: Path, env: Envelope) -> None:
@@ -164,7 +169,7 @@ def test_tool_call_budget_checked_before_action(tmp_path: Path, env: Envelope) -
     log.add("action.started", call_id="c1", tool="list_dir", args_hash="h")
     log.add("action.completed", call_id="c1", tool="list_dir", ok=True)
     step = next_step(log.state(), tight, NOW)
-    assert isinstance(step, Finish) and step.budget == "tool_calls"
+    assert isinstance(step, Finish) and step.breach is not None and step.breach.budget == "tool_calls"
 
 
 def test_control_stop_wins_over_more_work(tmp_path: Path, env: Envelope) -> None:

@@ -13,10 +13,15 @@ class Breach:
     budget: str
     used: float
     limit: float
+    setting: str = ""  # the envelope field to raise; default budgets.<budget>
+
+    @property
+    def field(self) -> str:
+        return self.setting or f"budgets.{self.budget}"
 
     @property
     def reason(self) -> str:
-        return f"budget {self.budget} exhausted: used {self.used:g} of {self.limit:g}"
+        return f"{self.field} exhausted: used {self.used:g} of {self.limit:g}"
 
 
 def breach(state: RunState, now: datetime, *, before: str) -> Breach | None:

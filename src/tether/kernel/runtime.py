@@ -119,8 +119,6 @@ class Runtime:
                 self.verify(step)
             case Finish():
                 self.finish(step)
-            case Wait():
-                pass
 
     # ---- effects ---------------------------------------------------------------------------
 
@@ -407,8 +405,9 @@ class Runtime:
         evidence = [e.id for e in self.events if e.kind in ("completion.accepted", "verify.completed")][-3:]
         evidence += [e.id for e in self.events if e.kind == "action.completed" and e.payload["ok"]][-5:]
         next_action = step.next_action or _next_action(step)
-        if step.budget:
-            self.append("budget.exceeded", _budget_payload(step.budget, state, self.now()))
+        if step.breach:
+            b = step.breach
+            self.append("budget.exceeded", {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)})
         self.append(
             "run.finished",
             {
@@ -503,22 +502,9 @@ def _next_action(step: Finish) -> str:
     return {
         "COMPLETE": "review the diff (git diff) and merge it",
         "NO_OP": "nothing to do: the verification already passed before any change",
-        "BUDGET_STOP": f"raise budgets.{step.budget} in the envelope, recompile, and start a new run",
+        "BUDGET_STOP": f"raise {step.breach.field if step.breach else 'the budget'} in the envelope, recompile, "
+        "and start a new run",
     }.get(step.status, "inspect with `tether show`, then resume or start a new run")
-
-
-def _budget_payload(name: str, state: RunState, now: datetime) -> dict[str, Any]:
-    used = {
-        "usd": state.used.usd,
-        "tokens": state.used.tokens,
-        "wall_s": state.wall_used(now),
-        "turns": state.used.turns,
-        "tool_calls": state.used.tool_calls,
-    }[name]
-    limit = state.limits.get(name)
-    if name == "turns" and limit is None:
-        limit = state.envelope.get("agent", {}).get("max_turns")
-    return {"budget": name, "used": float(used), "limit": float(limit or 0)}
 
 
 __all__ = ["Runtime", "git_head"]

@@ -25,7 +25,7 @@ from datetime import datetime
 from tether.envelope.schema import Envelope, OnFailure
 from tether.state import Action, RunState
 
-from .budgets import breach
+from .budgets import Breach, breach
 
 MAX_TEXT_ONLY_TURNS = 3
 TRANSIENT_FAILURES = frozenset({"timeout", "sandbox_error"})
@@ -74,7 +74,7 @@ class Finish:
     status: str
     reason: str
     next_action: str = ""
-    budget: str | None = None
+    breach: Breach | None = None
 
 
 Step = CallModel | Decide | StageApproval | ExpireApproval | Execute | Verify | Wait | Finish
@@ -107,7 +107,7 @@ def next_step(
     if control_stop is not None:
         over = breach(state, now, before="action") or breach(state, now, before="model")
         if over is not None:  # the more specific reason: a budget, not a judgement
-            return Finish("BUDGET_STOP", over.reason, budget=over.budget)
+            return Finish("BUDGET_STOP", over.reason, breach=over)
         return Finish(control_stop[0], control_stop[1], next_action="review the log with tether show, then resume")
 
     for a in state.actions.values():  # insertion order is proposal order
@@ -142,10 +142,11 @@ def next_step(
         )
 
     if state.used.turns >= env.agent.max_turns:
-        return Finish("BUDGET_STOP", f"agent.max_turns ({env.agent.max_turns}) reached", budget="turns")
+        cap = Breach("turns", state.used.turns, env.agent.max_turns, setting="agent.max_turns")
+        return Finish("BUDGET_STOP", cap.reason, breach=cap)
     over = breach(state, now, before="model")
     if over is not None:
-        return Finish("BUDGET_STOP", over.reason, budget=over.budget)
+        return Finish("BUDGET_STOP", over.reason, breach=over)
     return CallModel(state.used.turns)
 
 
@@ -157,7 +158,7 @@ def _action_step(a: Action, state: RunState, env: Envelope, now: datetime) -> St
     if a.status == "decided":
         over = breach(state, now, before="action")
         if over is not None:
-            return Finish("BUDGET_STOP", over.reason, budget=over.budget)
+            return Finish("BUDGET_STOP", over.reason, breach=over)
         return Execute(a.call_id, a.attempts + 1)
     if a.status == "completed" and a.ok is False:
         if _retryable(a, env):
