@@ -93,25 +93,8 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     workspace = (options.workspace or loaded.base_dir / env.environment.workspace).resolve()
     if not workspace.is_dir():
         raise InputError(f"workspace {workspace} does not exist ($.environment.workspace or --workspace)")
-    model = _model(options.model, env, loaded.base_dir, options.base_url)
-    tools = resolve_tools(env, options.tools)
-    sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
-    plan = _plan(loaded)
-    run_id = store.create_run(task)
-    runtime = Runtime(
-        store,
-        run_id,
-        env,
-        workspace,
-        model,
-        tools,
-        sandbox,
-        sandbox_error=sandbox_error,
-        plan=plan,
-        approver=options.approver,
-        on_event=options.on_event,
-        reviewer=_reviewer(env, loaded.base_dir),
-    )
+    runtime = _runtime(store, store.create_run(task), loaded, workspace, options.model, options)
+    sandbox = runtime.sandbox
     runtime.append_many(
         [
             (
@@ -122,7 +105,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                     "envelope": env.model_dump(mode="json"),
                     "plan_hash": env.plan.hash,
                     "contract_hash": env.contract_hash,
-                    "model": model.name,
+                    "model": runtime.model.name,
                     "workspace": str(workspace),
                     "budgets": env.budgets.model_dump(),
                     "max_external": env.outputs.max_external,
@@ -141,7 +124,8 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
 
 def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     info = store.run(run_id)
-    state = RunState.from_events(store.events(info.run_id))
+    events = store.events(info.run_id)
+    state = RunState.from_events(events)
     if state.status == "NEW":
         raise InputError(f"run {info.run_id} has no run.started event; nothing to resume")
     if state.finished and state.status not in RESUMABLE:
@@ -149,29 +133,35 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
             f"run {info.run_id} finished with status {state.status}; only {', '.join(sorted(RESUMABLE))} runs "
             "can be resumed (the dependency may be back); start a new run"
         )
-    env = Envelope.model_validate(state.envelope)
-    started = next(e for e in store.events(info.run_id) if e.kind == "run.started").payload
-    base_dir = Path(started["envelope_path"]).parent if started["envelope_path"] else Path.cwd()
-    workspace = Path(state.workspace)
-    model = _model(options.model or state.model, env, base_dir, options.base_url)
+    path = events[0].payload["envelope_path"]  # run.started is always seq 0
+    loaded = Loaded(
+        Envelope.model_validate(state.envelope), Path(path).parent if path else Path.cwd(), Path(path) if path else None
+    )
+    runtime = _runtime(store, info.run_id, loaded, Path(state.workspace), options.model or state.model, options)
+    runtime.append("run.resumed", {"reason": "tether resume"})
+    return runtime
+
+
+def _runtime(
+    store: EventStore, run_id: str, loaded: Loaded, workspace: Path, model: Model | str | None, options: Options
+) -> Runtime:
+    """Everything a run needs, wired: the model, the tools the envelope allows, the sandbox, the plan."""
+    env = loaded.envelope
     sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
-    plan = _plan(Loaded(env, base_dir, Path(started["envelope_path"]) if started["envelope_path"] else None))
-    runtime = Runtime(
+    return Runtime(
         store,
-        info.run_id,
+        run_id,
         env,
         workspace,
-        model,
+        _model(model, env, loaded.base_dir, options.base_url),
         resolve_tools(env, options.tools),
         sandbox,
         sandbox_error=sandbox_error,
-        plan=plan,
+        plan=_plan(loaded),
         approver=options.approver,
         on_event=options.on_event,
-        reviewer=_reviewer(env, base_dir),
+        reviewer=_reviewer(env, loaded.base_dir),
     )
-    runtime.append("run.resumed", {"reason": "tether resume"})
-    return runtime
 
 
 def _reviewer(env: Envelope, base_dir: Path) -> Model | None:
