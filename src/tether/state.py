@@ -114,19 +114,17 @@ class RunState:
         """Started with no completion: ambiguous side effects after a crash."""
         return [a for a in self.actions.values() if a.status == "started"]
 
+    def usage(self, now: datetime | None = None) -> dict[str, float]:
+        """What the run has used, by budget name; wall time counts up to ``now`` when given."""
+        u = self.used
+        wall = self.wall_used(now) if now is not None else u.wall_s
+        return {"turns": u.turns, "tokens": u.tokens, "usd": u.usd, "tool_calls": u.tool_calls, "wall_s": wall}
+
     def budget_left(self) -> dict[str, float | None]:
-        used = {
-            "turns": self.used.turns,
-            "tokens": self.used.tokens,
-            "usd": self.used.usd,
-            "tool_calls": self.used.tool_calls,
-            "wall_s": self.used.wall_s,
+        return {
+            name: None if (limit := self.limits.get(name)) is None else float(limit) - float(value)
+            for name, value in self.usage().items()
         }
-        out: dict[str, float | None] = {}
-        for name, value in used.items():
-            limit = self.limits.get(name)
-            out[name] = None if limit is None else float(limit) - float(value)
-        return out
 
     def wall_used(self, now: datetime) -> float:
         """Active wall time: paused stretches (waiting for a human) do not count."""

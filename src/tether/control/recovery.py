@@ -126,17 +126,8 @@ def usage(events: Sequence[Event]) -> dict[str, float]:
 
 
 def usage_of(state: RunState, last_ts: str) -> dict[str, float]:
-    """:func:`usage` from the run's folded state and the time of its last event."""
-    now = datetime.fromisoformat(last_ts) if last_ts else None
-    wall = state.wall_used(now) if now is not None else state.used.wall_s
-    u = state.used
-    return {
-        "usd": u.usd,
-        "tokens": float(u.tokens),
-        "turns": float(u.turns),
-        "tool_calls": float(u.tool_calls),
-        "wall_s": wall,
-    }
+    """:func:`usage` from the run's folded state and the time of its last event (``RunState.usage``)."""
+    return state.usage(datetime.fromisoformat(last_ts) if last_ts else None)
 
 
 def budget_check(

@@ -30,13 +30,7 @@ def breach(state: RunState, now: datetime, *, before: str) -> Breach | None:
     A model call needs a turn left and tokens/usd/wall time not yet exhausted; an action
     needs a tool call left (``tool_calls`` counts executed actions) and time and money left.
     """
-    used: dict[str, float] = {
-        "usd": state.used.usd,
-        "tokens": state.used.tokens,
-        "wall_s": state.wall_used(now),
-        "turns": state.used.turns,
-        "tool_calls": state.used.tool_calls,
-    }
+    used = state.usage(now)
     checks = ("turns", "tokens", "usd", "wall_s") if before == "model" else ("tool_calls", "usd", "wall_s")
     for name in checks:
         limit = state.limits.get(name)

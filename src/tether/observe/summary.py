@@ -31,6 +31,6 @@ def summarize(events: Sequence[Event]) -> dict[str, list[dict[str, Any]]]:
     left = state.budget_left()
     budget = [
         {"budget": k, "used": round(v, 4) if isinstance(v, float) else v, "left": left.get(k)}
-        for k, v in vars(state.used).items()
+        for k, v in state.usage().items()
     ]
     return {"tool reliability": reliability, "plan": tasks, "hypotheses": list(hypotheses.values()), "budgets": budget}
