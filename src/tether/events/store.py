@@ -37,6 +37,7 @@ from .chain import GENESIS, event_hash
 from .kinds import validate_payload
 
 SCHEMA_VERSION = "1"
+RUN_COLUMNS = "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs"
 LOCK_TIMEOUT_S = 10.0
 
 SCHEMA = """
@@ -281,13 +282,11 @@ class EventStore:
         return [_row_event(r) for r in rows]
 
     def run(self, run_id: str) -> RunInfo:
-        row = self._conn.execute(
-            "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)
-        ).fetchone()
+        row = self._conn.execute(RUN_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
             # Allow unique prefixes, as with git.
             rows = self._conn.execute(
-                "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs WHERE run_id LIKE ?",
+                RUN_COLUMNS + " WHERE run_id LIKE ?",
                 (run_id + "%",),
             ).fetchall()
             if len(rows) != 1:
@@ -296,9 +295,7 @@ class EventStore:
         return RunInfo(*row)
 
     def runs(self) -> list[RunInfo]:
-        rows = self._conn.execute(
-            "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs ORDER BY created_at"
-        ).fetchall()
+        rows = self._conn.execute(RUN_COLUMNS + " ORDER BY created_at").fetchall()
         return [RunInfo(*r) for r in rows]
 
     def verify(self, run_id: str) -> int:
