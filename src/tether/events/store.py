@@ -18,6 +18,7 @@ SQLite writers starve each other on busy-retry, a lock queues them.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sqlite3
 import threading
@@ -326,8 +327,6 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> int:
 
 
 def _row_event(r: tuple[Any, ...]) -> Event:
-    import json
-
     return Event(r[0], int(r[1]), r[2], r[3], json.loads(r[4]), r[5], r[6])
 
 
