@@ -77,6 +77,7 @@ def test_headless_approval_deny_then_resume(bugfix: Path) -> None:
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["status"] == "COMPLETE"
     log = events(db, contract["run_id"])
+    assert log[0]["payload"]["plan"]["goal"].startswith("Make tests/test_stats.py pass")  # resume shows this plan
     denial = next(e["payload"] for e in log if e["kind"] == "approval.denied")
     assert denial == {"approval_id": pending[0]["approval_id"], "by": "alice", "reason": "not today"}
     assert not any(e["kind"] == "action.started" and "push" in json.dumps(e) for e in log)

@@ -61,6 +61,7 @@ class RunStarted(Payload):
     task: str
     envelope_path: str = ""
     envelope: dict[str, Any] = Field(default_factory=dict, description="The full envelope, for resume.")
+    plan: dict[str, Any] | None = Field(None, description="The intent plan the model is shown, for resume.")
     plan_hash: str = ""
     contract_hash: str = ""
     model: str = ""

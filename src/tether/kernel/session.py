@@ -93,7 +93,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     workspace = (options.workspace or loaded.base_dir / env.environment.workspace).resolve()
     if not workspace.is_dir():
         raise InputError(f"workspace {workspace} does not exist ($.environment.workspace or --workspace)")
-    runtime = _runtime(store, store.create_run(task), loaded, workspace, options.model, options)
+    runtime = _runtime(store, store.create_run(task), loaded, workspace, options.model, options, _plan(loaded))
     sandbox = runtime.sandbox
     runtime.append_many(
         [
@@ -103,6 +103,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                     "task": task,
                     "envelope_path": str(loaded.path or ""),
                     "envelope": env.model_dump(mode="json"),
+                    "plan": runtime.plan,
                     "plan_hash": env.plan.hash,
                     "contract_hash": env.contract_hash,
                     "model": runtime.model.name,
@@ -137,13 +138,21 @@ def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     loaded = Loaded(
         Envelope.model_validate(state.envelope), Path(path).parent if path else Path.cwd(), Path(path) if path else None
     )
-    runtime = _runtime(store, info.run_id, loaded, Path(state.workspace), options.model or state.model, options)
+    model = options.model or state.model
+    plan = events[0].payload.get("plan")  # the plan as the run began, not the file as it is today
+    runtime = _runtime(store, info.run_id, loaded, Path(state.workspace), model, options, plan)
     runtime.append("run.resumed", {"reason": "tether resume"})
     return runtime
 
 
 def _runtime(
-    store: EventStore, run_id: str, loaded: Loaded, workspace: Path, model: Model | str | None, options: Options
+    store: EventStore,
+    run_id: str,
+    loaded: Loaded,
+    workspace: Path,
+    model: Model | str | None,
+    options: Options,
+    plan: dict[str, Any] | None,
 ) -> Runtime:
     """Everything a run needs, wired: the model, the tools the envelope allows, the sandbox, the plan."""
     env = loaded.envelope
@@ -157,7 +166,7 @@ def _runtime(
         resolve_tools(env, options.tools),
         sandbox,
         sandbox_error=sandbox_error,
-        plan=_plan(loaded),
+        plan=plan,
         approver=options.approver,
         on_event=options.on_event,
         reviewer=_reviewer(env, loaded.base_dir),
