@@ -18,6 +18,7 @@ import yaml
 
 from tether.errors import FileError, InputError
 
+from .document import parse_yaml, read_text
 from .hashing import contract_hash, plan_hash
 from .load import load_plan, parse_model, read_document
 from .schema import Envelope
@@ -33,12 +34,12 @@ def compile_envelope(plan_path: Path, out_path: Path, template_path: Path | None
     if template_path is None and out_path.exists():
         template_path = out_path
     if template_path is not None:
-        template_text = _read_text(template_path)
+        template_text = read_text(template_path)
         data = read_document(template_path)
         source = str(template_path)
     else:
         template_text = builtin_template("envelope.yaml")
-        data = yaml.safe_load(template_text)
+        data = parse_yaml(template_text, "<built-in template>")
         source = "<built-in template>"
     if not isinstance(data, dict):
         raise InputError(f"{source}: expected a mapping at the top level")
@@ -74,8 +75,8 @@ def _rebind(text: str, env: Envelope) -> str | None:
 
 def _reparse(text: str, source: str) -> Envelope | None:
     try:
-        return parse_model(Envelope, yaml.safe_load(text), source)
-    except (InputError, yaml.YAMLError):
+        return parse_model(Envelope, parse_yaml(text, source), source)
+    except InputError:
         return None
 
 
@@ -86,13 +87,6 @@ def _dump(env: Envelope, *, json_out: bool) -> str:
 
         return json.dumps(data, indent=2) + "\n"
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise FileError(f"{path}: cannot read ({e})") from e
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -1,40 +1,18 @@
-"""Reading plans and envelopes from disk, with errors that name file and field."""
+"""Reading plans and envelopes from disk (bounded: see :mod:`.document`), with errors that name file and field."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from tether.errors import EnvelopeInvalid, FileError, ParseError, Problem
+from tether.errors import EnvelopeInvalid, Problem
 
+from .document import read_document
 from .schema import Envelope, IntentPlan
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def read_document(path: Path) -> Any:
-    """Parse a YAML or JSON file (by suffix; YAML is a superset, so anything else is YAML)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise FileError(f"{path}: file not found") from e
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
-        raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from e
-    try:
-        if path.suffix == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ParseError(f"{path}: invalid YAML{where}: {problem}") from e
 
 
 def json_path(loc: tuple[int | str, ...]) -> str:
@@ -71,3 +49,6 @@ def load_envelope(path: Path) -> Envelope:
 
 def load_plan(path: Path) -> IntentPlan:
     return parse_model(IntentPlan, read_document(path), str(path))
+
+
+__all__ = ["json_path", "load_envelope", "load_plan", "parse_model", "problems_from", "read_document"]

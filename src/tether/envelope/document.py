@@ -1,0 +1,230 @@
+"""Reading a YAML or JSON document that may be hostile: bounded in size, depth and alias expansion.
+
+Envelopes, plans and policy cases are input files: a person may have written them carelessly and an
+adversary may have written them on purpose. Plain ``yaml.safe_load`` accepts a duplicated key (the last
+one silently wins, so a reviewer can read ``write: []`` while ``write: ["**"]`` applies), a recursive
+alias, and a few lines of aliases that expand to a billion nodes when anything walks the result
+("billion laughs"). Here the composed node graph is checked before anything is built from it:
+
+* a document larger than :data:`MAX_DOCUMENT_BYTES` is not parsed at all;
+* every mapping key appears once (compared by value, so ``yes`` and ``true`` are the same key);
+* aliases may add at most :data:`MAX_ALIAS_NODES` nodes beyond the document's own, and may not refer to
+  a node that contains them;
+* nesting is at most :data:`MAX_DEPTH` deep.
+
+Each finding is a :class:`~tether.errors.Problem` naming the JSON path and what to write instead; they
+are raised together as :class:`~tether.errors.EnvelopeInvalid`. Text that does not parse at all raises
+:class:`~tether.errors.ParseError` with line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from tether.errors import EnvelopeInvalid, FileError, ParseError, Problem
+
+MAX_DOCUMENT_BYTES = 1024 * 1024
+"""An envelope is a few kilobytes; a megabyte leaves room for long instructions and stops a runaway file."""
+MAX_ALIAS_NODES = 10_000
+"""Nodes that aliases may add beyond the document's own (each use of an alias counts its whole subtree)."""
+MAX_DEPTH = 64
+"""Nesting depth of mappings and sequences; an envelope needs about ten (tool input schemas included)."""
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def read_document(path: Path) -> Any:
+    """Parse a YAML or JSON file (by suffix; YAML is a superset, so anything else is YAML)."""
+    text = read_text(path)
+    if path.suffix == ".json":
+        return parse_json(text, str(path))
+    return parse_yaml(text, str(path))
+
+
+def read_text(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes (a FIFO or device is refused, not read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as e:
+        raise FileError(f"{path}: file not found") from e
+    except OSError as e:
+        raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})") from e
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise FileError(f"{path}: cannot read ({what}); expected a YAML or JSON file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})") from e
+    if len(data) > limit:
+        size = max(info.st_size, len(data))
+        raise EnvelopeInvalid([Problem("$", f"{size} bytes", f"a document of at most {limit} bytes", str(path))])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FileError(f"{path}: cannot read (not UTF-8 at byte {e.start})") from e
+
+
+def parse_yaml(text: str, file: str) -> Any:
+    """Compose, check (keys, aliases, depth), then construct. An empty document is ``None``."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        problems = check_node(node, loader, file)
+        if problems:
+            raise EnvelopeInvalid(problems)
+        return loader.construct_document(node)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ParseError(f"{file}: invalid YAML{where}: {problem}") from e
+    except RecursionError as e:
+        raise EnvelopeInvalid([Problem("$", "nesting too deep to parse", f"at most {MAX_DEPTH} levels", file)]) from e
+    finally:
+        loader.dispose()
+
+
+def check_node(root: Node, loader: yaml.SafeLoader, file: str) -> list[Problem]:
+    """Duplicate keys, recursive or expanding aliases and excessive depth in a composed document.
+
+    Walks the graph depth first; a node met again on another path is an alias use and counts as an
+    expansion. The walk stops at the first expansion past the limit, so its cost is bounded by the
+    document's own size plus :data:`MAX_ALIAS_NODES`.
+    """
+    problems: list[Problem] = []
+    seen: set[int] = set()
+    on_path: set[int] = set()
+    expanded = 0
+    stack: list[tuple[Node, str, int, bool]] = [(root, "$", 0, False)]
+    while stack:
+        node, path, depth, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            continue
+        if id(node) in on_path:
+            problems.append(Problem(path, "an alias to a node that contains it", "a document without cycles", file))
+            continue
+        if id(node) in seen:
+            expanded += 1
+            if expanded > MAX_ALIAS_NODES:
+                problems.append(
+                    Problem(
+                        path,
+                        f"aliases expanding to more than {MAX_ALIAS_NODES} extra nodes",
+                        "the repeated parts written out, or fewer aliases",
+                        file,
+                    )
+                )
+                return problems
+        first_visit = id(node) not in seen
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            continue
+        if depth >= MAX_DEPTH:
+            problems.append(Problem(path, f"nesting deeper than {MAX_DEPTH} levels", "a flatter document", file))
+            continue
+        on_path.add(id(node))
+        stack.append((node, path, depth, True))
+        children: list[tuple[Node, str]] = []
+        if isinstance(node, SequenceNode):
+            children = [(child, f"{path}[{i}]") for i, child in enumerate(node.value)]
+        elif isinstance(node, MappingNode):
+            keys: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    children.append((value_node, path))
+                    continue
+                key = _key(key_node, loader)
+                where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+                line = key_node.start_mark.line + 1
+                if first_visit and key is not None:
+                    try:
+                        first = keys.get(key)
+                        keys.setdefault(key, line)
+                    except TypeError:
+                        first = None  # unhashable: the constructor reports it
+                    if first is not None:
+                        problems.append(
+                            Problem(
+                                where,
+                                f"key {key!r} again at line {line} (first at line {first})",
+                                "each key once (YAML keeps only the last; merge the two entries)",
+                                file,
+                            )
+                        )
+                children.append((key_node, where))
+                children.append((value_node, where))
+        stack.extend((child, p, depth + 1, False) for child, p in reversed(children))
+    return problems
+
+
+def _key(node: Node, loader: yaml.SafeLoader) -> Any:
+    """The value a scalar key constructs to (``yes`` and ``true`` are one key); None for complex keys."""
+    if not isinstance(node, ScalarNode):
+        return None
+    return loader.construct_object(node)
+
+
+def parse_json(text: str, file: str) -> Any:
+    """JSON with duplicate keys and excessive depth refused (the standard parser keeps the last key)."""
+    duplicates: list[tuple[dict[str, Any], str]] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in items:
+            if k in out:
+                duplicates.append((out, k))
+            out[k] = v
+        return out
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"{file}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+    except RecursionError as e:
+        raise EnvelopeInvalid([Problem("$", "nesting too deep to parse", f"at most {MAX_DEPTH} levels", file)]) from e
+    problems = [
+        Problem(f"{where}.{key}", f"key {key!r} more than once", "each key once (JSON keeps only the last)", file)
+        for obj, key in duplicates
+        for where in [_json_path_of(data, obj)]
+    ]
+    deep = _too_deep(data)
+    if deep is not None:
+        problems.append(Problem(deep, f"nesting deeper than {MAX_DEPTH} levels", "a flatter document", file))
+    if problems:
+        raise EnvelopeInvalid(problems)
+    return data
+
+
+def _walk(data: Any) -> list[tuple[Any, str, int]]:
+    out: list[tuple[Any, str, int]] = []
+    stack: list[tuple[Any, str, int]] = [(data, "$", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        out.append((value, path, depth))
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}", depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+    return out
+
+
+def _json_path_of(data: Any, target: object) -> str:
+    return next((path for value, path, _ in _walk(data) if value is target), "$")
+
+
+def _too_deep(data: Any) -> str | None:
+    return next((path for _, path, depth in _walk(data) if depth > MAX_DEPTH), None)
