@@ -25,7 +25,7 @@ def test_nested_code_is_followed() -> None:
 
 
 def test_cd_is_followed_and_scoped_by_subshells() -> None:
-    cmds = analyse("(cd /tmp && ls); cd src; ls", PurePosixPath("/ws")).commands
+    cmds = analyse("(cd /tmp && ls); cd src && ls", PurePosixPath("/ws")).commands
     assert [str(c.cwd) for c in cmds] == ["/ws", "/tmp", "/ws", "/ws/src"]
 
 

@@ -236,7 +236,12 @@ class Runtime:
                 },
             )
             return
-        decision = self.gate().decide(action.tool, action.args).to_dict()
+        try:
+            decision = self.gate().decide(action.tool, action.args).to_dict()
+        except Exception as e:  # a broken gate must not kill the run: a human decides instead
+            reason = f"the gate failed ({type(e).__name__}: {e}); a human decides"
+            rule = {"id": "gate:error", "verdict": "ASK", "reason": reason}
+            decision = {"verdict": "ASK", "deciding_rule": rule["id"], "reason": reason, "rules": [rule]}
         contract = self.env.tool(action.tool) or tool.contract
         batch: list[tuple[str, dict[str, Any]]] = []
         if decision["verdict"] == "ALLOW" and set(contract.effects) != {Effect.READ}:

@@ -34,6 +34,7 @@ _UNKNOWN_COMMAND = RuleMatch(
     "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"
 )
 _REDIRECT_ONLY = RuleMatch("default:redirect-only", Verdict.ALLOW, "only a redirection, its target was checked")
+_WHY_UNKNOWN = " (its directory is unknown after a cd that may fail, or the path is unreadable)"
 _NO_COMMAND = RuleMatch("default:empty", Verdict.ASK, "no command to run")
 
 
@@ -63,6 +64,14 @@ class Gate:
     # -- public -----------------------------------------------------------------------------
 
     def decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
+        """Decide one call. Never raises: a failure inside the analysis is an ASK naming the failure."""
+        try:
+            return self._decide(tool, args)
+        except Exception as e:  # the gate must survive any input; a human decides what it could not
+            m = RuleMatch("gate:error", Verdict.ASK, f"the gate could not analyse this call ({type(e).__name__}: {e})")
+            return Decision(m.verdict, m.id, m.reason, (m,))
+
+    def _decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
         contract = self.envelope.tool(tool)
         if contract is None:
             m = RuleMatch("default:unknown-tool", Verdict.DENY, f"tool {tool!r} is not in the envelope")
@@ -119,6 +128,8 @@ class Gate:
                 writes.append(Target(r.target))
             if r.op.startswith("<") or r.op == "<>":
                 reads.append(Target(r.target))
+        for name, value in cmd.env:
+            self._code_path(name, value, cmd, out)
         for t in writes:
             self._write_place(t, cmd, out)
         secret = False
@@ -130,6 +141,16 @@ class Gate:
                 if id(w) not in listed:
                     secret = self._loose_read(w, cmd, out) or secret
         return secret
+
+    def _code_path(self, name: str, value: Word, cmd: SimpleCommand, out: list[Finding]) -> None:
+        """``PYTHONPATH=src``: code from the workspace is fine (the agent could run it anyway); not from elsewhere."""
+        for entry in value.text.split(":"):
+            if name == "PATH" and entry in ("$PATH", "${PATH}"):
+                continue
+            path = self.paths.resolve(entry, cmd.cwd) if entry and "$" not in entry and "`" not in entry else None
+            if path is None or not (self.paths.relative(path) is not None or (name == "PATH" and _system_dir(path))):
+                out.append(Finding.of(Layer.HARD, "shell:env-code", Verdict.ASK, f"{name} loads code from {entry!r}"))
+                return
 
     def _write_place(self, t: Target, cmd: SimpleCommand, out: list[Finding]) -> None:
         w = t.word
@@ -151,7 +172,9 @@ class Gate:
         path = self.paths.resolve(text, cmd.cwd)
         if path is None:
             out.append(
-                Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {text!r}: directory unknown")
+                Finding.of(
+                    Layer.HARD, "path:unknown", Verdict.ASK, f"{what} target {text!r} cannot be resolved{_WHY_UNKNOWN}"
+                )
             )
             return
         if path == self.workspace and not (t.delete or t.recursive):
@@ -181,6 +204,11 @@ class Gate:
             return False
         path = self.paths.resolve(text, cmd.cwd)
         if path is None:
+            out.append(
+                Finding.of(
+                    Layer.HARD, "path:unknown", Verdict.ASK, f"reads {text!r}, which cannot be resolved{_WHY_UNKNOWN}"
+                )
+            )
             return False
         if str(path).startswith(("/dev/tcp/", "/dev/udp/")):
             out.append(Finding.of(Layer.HARD, "shell:dev-tcp", Verdict.DENY, f"{path} opens a network connection"))
@@ -214,6 +242,9 @@ class Gate:
                 continue
             path = self.paths.resolve(text, cmd.cwd)
             if path is None:
+                out.append(
+                    Finding.of(Layer.HARD, "path:unknown", Verdict.ASK, f"{piece!r} cannot be resolved{_WHY_UNKNOWN}")
+                )
                 continue
             hit = self.paths.is_credential(path) or (
                 _has_glob(text) and self.paths.glob_may_hit_credential(self.paths.expand_user(text))
@@ -347,6 +378,10 @@ def _rule_finding(rule: CompiledRule, layer: Layer) -> Finding:
 
 def _hard(v: PlaceVerdict, prefix: str) -> Finding:
     return Finding.of(Layer.HARD, v.rule_id, v.verdict, prefix + v.reason)
+
+
+def _system_dir(path: PurePosixPath) -> bool:
+    return str(path) in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin")
 
 
 def _has_glob(text: str) -> bool:

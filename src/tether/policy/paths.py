@@ -194,7 +194,10 @@ class PathPolicy:
             if cwd is None:
                 return None
             text = f"{cwd}/{text}"
-        return PurePosixPath(os.path.realpath(text))
+        try:
+            return PurePosixPath(os.path.realpath(text))
+        except (OSError, ValueError):  # unreadable (/proc/1/root), too long, NUL: the place cannot be known
+            return None
 
     def relative(self, path: PurePosixPath) -> PurePosixPath | None:
         """``path`` relative to the workspace, or None when outside it."""

@@ -29,6 +29,8 @@ import codecs
 import os
 import re
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -36,11 +38,14 @@ from typing import Any
 import tree_sitter
 import tree_sitter_bash
 
-from . import interp
+from . import envvars, interp
 from .decision import Finding, Layer, Verdict
 
-MAX_DEPTH = 8
+MAX_DEPTH = 8  # shells inside shells (bash -c, eval, functions)
+MAX_NESTING = 48  # syntax nesting: $( $( … ) ), ( ( … ) ), quoting
+MAX_NODES = 20_000
 MAX_COMMANDS = 2000
+MAX_INPUT = 256 * 1024
 
 _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
@@ -99,6 +104,7 @@ class SimpleCommand:
     wrappers: tuple[str, ...] = ()
     origin: str = ""
     dynamic_tail: bool = False  # xargs appends arguments only known at run time
+    env: tuple[tuple[str, Word], ...] = ()  # variables naming places code is loaded from (envvars.PATHS)
     computed: bool = False  # the command word itself was computed
     text: str = ""
 
@@ -226,16 +232,48 @@ WRAPPERS = frozenset(
 PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
 
 
-class _Walker:
-    """Walks one parse tree. Recursion (``bash -c``) makes a child walker sharing the output."""
+@dataclass
+class _Session:
+    """What every walker of one analysis shares: the output, the budget, the shell functions."""
 
-    def __init__(self, src: bytes, out: Analysis, cwd: PurePosixPath | None, depth: int, vars_: dict[str, str]):
+    out: Analysis
+    functions: dict[str, str] = field(default_factory=dict)  # name -> body text
+    calling: set[str] = field(default_factory=set)
+    nodes: int = 0
+    level: int = 0
+
+
+#: Nodes after which a compound statement leaves the working directory unknown if it changed it.
+_CONTROL = frozenset(
+    {"if_statement", "while_statement", "until_statement", "for_statement", "c_style_for_statement", "case_statement"}
+)
+_LOOPS = frozenset({"while_statement", "until_statement", "for_statement", "c_style_for_statement"})
+_EXITS = frozenset({"exit", "return"})
+
+
+class _Walker:
+    """Walks one parse tree. Recursion (``bash -c``) makes a child walker sharing the session.
+
+    The working directory is tracked as the shell would change it: ``cd``/``pushd``/``popd`` (with a
+    directory stack and ``cd -``), undone at the end of subshells, pipeline parts, substitutions and
+    background jobs. Where it could be one of several places (a ``cd`` that may fail before ``;``, a
+    ``cd`` inside a branch or loop), it becomes unknown (``None``) and so do the paths that depend on it.
+    """
+
+    def __init__(
+        self, src: bytes, session: _Session, cwd: PurePosixPath | None, depth: int, vars_: dict[str, str]
+    ) -> None:
         self.src = src
-        self.out = out
+        self.session = session
+        self.out = session.out
         self.cwd = cwd
+        self.oldpwd: PurePosixPath | None = None
+        self.stack: list[PurePosixPath | None] = []
+        self.cd_unsure = False  # the last cd may have failed, leaving the directory where it was
+        self.errexit = False  # `set -e`: a failed cd ends the script
         self.depth = depth
         self.vars = vars_
-        self.functions: set[str] = set()
+        self.env: dict[str, Word] = {}  # code-relevant variables assigned earlier (see envvars)
 
     # -- entry -------------------------------------------------------------------------------
 
@@ -250,9 +288,21 @@ class _Walker:
         return str(self.src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
 
     def walk(self, node: Any, piped: bool = False, redirects: tuple[Redirect, ...] = ()) -> None:
-        if len(self.out.commands) > MAX_COMMANDS:
-            self.out.hard("shell:too-complex", Verdict.ASK, "too many commands to analyse")
-            return
+        """Walk one node within the session's budget of nesting, nodes and commands."""
+        s = self.session
+        s.nodes += 1
+        s.level += 1
+        try:
+            if s.level > MAX_NESTING:
+                self.out.hard("shell:too-deep", Verdict.ASK, f"shell nested more than {MAX_NESTING} levels deep")
+            elif s.nodes > MAX_NODES or len(self.out.commands) > MAX_COMMANDS:
+                self.out.hard("shell:too-complex", Verdict.ASK, "too many commands to analyse")
+            else:
+                self.node(node, piped, redirects)
+        finally:
+            s.level -= 1
+
+    def node(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         t = node.type
         if t == "ERROR" or node.is_missing:
             self.out.hard("shell:unparseable", Verdict.ASK, f"unparseable shell near {self.text(node)[:40]!r}")
@@ -261,7 +311,10 @@ class _Walker:
         elif t == "pipeline":
             parts = [c for c in node.named_children if c.type != "comment"]
             for i, child in enumerate(parts):
-                self.walk(child, piped=piped or i > 0)
+                with self.subshell():  # every part of a pipeline runs in a subshell
+                    self.walk(child, piped or i > 0, redirects if i == len(parts) - 1 else ())
+        elif t == "list":
+            self.and_or(node, piped, redirects)
         elif t == "redirected_statement":
             body = node.child_by_field_name("body")
             reds = tuple(self.redirect(r) for r in node.children_by_field_name("redirect"))
@@ -269,19 +322,14 @@ class _Walker:
             reds = tuple(dict.fromkeys(reds))
             if body is None:
                 self.emit_redirects(reds)
-            elif body.type in ("command", "pipeline", "redirected_statement"):
-                if body.type == "pipeline":
-                    self.walk_pipeline_with(body, piped, reds)
-                else:
-                    self.walk(body, piped, redirects + reds)
+            elif body.type in ("command", "pipeline", "redirected_statement", "list"):
+                self.walk(body, piped, redirects + reds)  # the redirection belongs to the last command
             else:
                 self.emit_redirects(reds)
                 self.walk(body, piped)
-        elif t == "subshell":
-            saved = self.cwd
-            for c in node.named_children:
-                self.walk(c)
-            self.cwd = saved
+        elif t in ("subshell", "command_substitution", "process_substitution"):
+            with self.subshell():
+                self.sequence(node)
         elif t == "function_definition":
             self.function(node)
         elif t == "variable_assignment":
@@ -290,26 +338,58 @@ class _Walker:
             self.declaration(node, piped, redirects)
         elif t == "for_statement":
             self.for_loop(node)
-        elif t in ("command_substitution", "process_substitution"):
-            saved = self.cwd
-            for c in node.named_children:
-                self.walk(c)
-            self.cwd = saved
-        elif t == "heredoc_body":
-            for c in node.named_children:
-                self.walk(c)
         elif t == "comment":
             return
         else:
-            for c in node.children:
-                if c.is_named or c.type == "ERROR":
-                    self.walk(c, piped if t in ("negated_command",) else False)
+            self.sequence(node, piped if t == "negated_command" else False)
 
-    def walk_pipeline_with(self, node: Any, piped: bool, reds: tuple[Redirect, ...]) -> None:
-        """``a | b > f``: tree-sitter attaches the redirect to the pipeline; it belongs to the last part."""
-        parts = [c for c in node.named_children if c.type != "comment"]
-        for i, child in enumerate(parts):
-            self.walk(child, piped=piped or i > 0, redirects=reds if i == len(parts) - 1 else ())
+    def sequence(self, node: Any, piped: bool = False) -> None:
+        """Statements one after another; a ``cd`` that may have failed leaves the directory unknown."""
+        children = node.children
+        for i, c in enumerate(children):
+            if not (c.is_named or c.type == "ERROR"):
+                continue
+            start = self.cwd
+            background = i + 1 < len(children) and children[i + 1].type == "&"
+            if background:
+                with self.subshell():
+                    self.walk(c, piped)
+                continue
+            self.walk(c, piped)
+            if c.type in _LOOPS and self.cwd != start:
+                self.cwd = None  # the next round starts where this one ended
+                self.walk(c, piped)
+            if self.cwd != start and (self.cd_unsure or c.type in _CONTROL):
+                self.cwd = None
+            self.cd_unsure = False
+
+    def and_or(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
+        """``a && b``, ``a || b``: the right side runs only after the left succeeded / failed."""
+        parts = [c for c in node.children if c.is_named and c.type != "comment"]
+        ops = [c.type for c in node.children if not c.is_named]
+        if len(parts) != 2 or not ops:
+            self.sequence(node, piped)
+            return
+        left, right = parts
+        start = self.cwd
+        self.walk(left, piped)
+        after_left = self.cwd
+        if ops[0] == "||" and after_left != start:
+            self.cwd = None  # the left side failed somewhere: before or after its cd
+        self.cd_unsure = False
+        self.walk(right, piped, redirects)
+        if ops[0] == "||" and right.type == "command" and self.text(right).split()[:1] in (["exit"], ["return"]):
+            self.cwd = after_left  # `cd x || exit`: past this point the cd succeeded
+        elif self.cwd != start:
+            self.cd_unsure = True
+
+    @contextmanager
+    def subshell(self) -> Iterator[None]:
+        saved = (self.cwd, self.oldpwd, list(self.stack), self.cd_unsure)
+        try:
+            yield
+        finally:
+            self.cwd, self.oldpwd, self.stack, self.cd_unsure = saved
 
     # -- words -------------------------------------------------------------------------------
 
@@ -385,7 +465,7 @@ class _Walker:
             name = self.text(names[0])
             if name == "HOME":
                 return Word("~", True, "~", (), True)
-            if name in self.vars:
+            if name in self.vars and "IFS" not in self.vars:
                 value = self.vars[name]
                 return Word(value, True, value, (), True)
         before = len(self.out.commands)
@@ -434,15 +514,37 @@ class _Walker:
         name = self.text(name_node) if name_node is not None else ""
         value = self.word(value_node) if value_node is not None else Word.lit("")
         if persist and name:
+            self.env_assigned(name, value)
             if value.static:
                 self.vars[name] = value.text
             else:
                 self.vars.pop(name, None)
         return name, value
 
+    def env_assigned(self, name: str, value: Word, env: dict[str, Word] | None = None) -> None:
+        """Judge an assignment of a variable that can make programs run code (see :mod:`.envvars`).
+
+        ``env`` is the environment of one command (``A=1 cmd``, ``env A=1 cmd``); without it the
+        assignment holds for the rest of the string (``export A=1; cmd``).
+        """
+        found = envvars.kind(name)
+        if found is envvars.EnvKind.CODE:
+            self.out.hard("shell:env-code", Verdict.ASK, f"{name}= makes programs load code or configuration")
+        elif found is envvars.EnvKind.COMMAND:
+            holder = SimpleCommand((Word.lit(name),), (), self.cwd, piped=True)
+            if value.static:
+                if value.text.strip():
+                    self.recurse(envvars.command_text(name, value.text), holder, f"{name}=")
+            else:
+                self.dynamic_code(holder, f"{name}= (a command programs start)", [value])
+        elif found is envvars.EnvKind.PATHS:
+            (self.env if env is None else env)[name] = value
+
     def declaration(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         words: list[Word] = []
         for c in node.children:
+            if c.type == "variable_name" and envvars.kind(self.text(c)) is not envvars.EnvKind.PLAIN:
+                self.out.hard("shell:env-code", Verdict.ASK, f"{self.text(c)} is exported with a value set elsewhere")
             if c.type == "variable_assignment":
                 name, value = self.assignment(c, persist=True)
                 words.append(Word(f"{name}={value.text}", value.static, f"{name}={value.prefix}", value.inner))
@@ -467,33 +569,49 @@ class _Walker:
             self.walk(body)
 
     def function(self, node: Any) -> None:
+        """Remember the body; it is judged where the function is called, in the caller's directory."""
         name_node = node.child_by_field_name("name")
         name = self.text(name_node) if name_node is not None else ""
         body = node.child_by_field_name("body")
-        self.functions.add(name)
-        if body is not None:
-            before = len(self.out.commands)
-            self.walk(body)
-            calls = [c for c in self.out.commands[before:] if c.name == name]
-            if calls and any(c.piped or "&" in self.text(body) for c in calls):
+        self.session.functions[name] = self.text(body) if body is not None else ""
+        for r in node.children_by_field_name("redirect"):
+            self.emit_redirects((self.redirect(r),))
+
+    def call(self, cmd: SimpleCommand, name: str) -> None:
+        body = self.session.functions[name]
+        self.emit(replace(cmd, origin=cmd.origin or "function"))
+        calling = self.session.calling
+        if name in calling:
+            if cmd.piped or "&" in body:
                 self.out.hard("coding:deny-fork-bomb", Verdict.DENY, f"function {name!r} spawns itself (fork bomb)")
-            elif calls:
+            else:
                 self.out.hard("shell:recursive-function", Verdict.ASK, f"function {name!r} calls itself")
+            return
+        calling.add(name)
+        try:
+            self.recurse(body, cmd, f"function {name}")
+        finally:
+            calling.discard(name)
 
     def command(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         words: list[Word] = []
         reds = list(redirects)
-        assigns: list[tuple[str, Word]] = []
+        env = dict(self.env)
         for c in node.named_children:
             if c.type == "variable_assignment":
-                assigns.append(self.assignment(c, persist=False))
+                self.env_assigned(*self.assignment(c, persist=False), env=env)
             elif c.type.endswith("_redirect"):
                 reds.append(self.redirect(c))
             elif c.type == "comment":
                 continue
             else:
-                words.append(self.word(c))
-        cmd = SimpleCommand(tuple(words), tuple(reds), self.cwd, piped, text=self.text(node))
+                w = self.word(c)
+                split = w.text.split()
+                if w.expanded and w.static and c.type in ("simple_expansion", "expansion") and split != [w.text]:
+                    words += [Word(x, True, x, (), True) for x in split]  # unquoted: split into words
+                else:
+                    words.append(w)
+        cmd = SimpleCommand(tuple(words), tuple(reds), self.cwd, piped, text=self.text(node), env=tuple(env.items()))
         self.expand(cmd)
 
     # -- seeing through ----------------------------------------------------------------------
@@ -505,7 +623,8 @@ class _Walker:
         if self.depth >= MAX_DEPTH:
             self.out.hard("shell:too-deep", Verdict.ASK, "shell nested too deeply to analyse")
             return
-        child = _Walker(code.encode(), self.out, cmd.cwd, self.depth + 1, dict(self.vars))
+        child = _Walker(code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, dict(self.vars))
+        child.env = dict(cmd.env)
         before = len(self.out.commands)
         child.run()
         for i in range(before, len(self.out.commands)):
@@ -573,8 +692,10 @@ class _Walker:
                 else:
                     self.dynamic_code(cmd, "watch", rest)
             return
-        if name in ("cd", "pushd"):
-            self.change_dir(args)
+        if name == "set" and any(t == "errexit" or re.fullmatch(r"-[a-zA-Z]*e[a-zA-Z]*", t) for t in texts):
+            self.errexit = True
+        if name in ("cd", "pushd", "popd"):
+            self.change_dir(name, args)
             self.emit(cmd)
             return
         if name == "xargs":
@@ -597,8 +718,9 @@ class _Walker:
         if interp.is_interpreter(name):
             self.interpreter(cmd, name, args)
             return
-        if name in self.functions:
-            cmd = replace(cmd, origin=cmd.origin or "function")
+        if name in self.session.functions:
+            self.call(cmd, name)
+            return
         self.emit(cmd)
 
     def code_word(self, cmd: SimpleCommand, w: Word, what: str) -> None:
@@ -636,14 +758,22 @@ class _Walker:
                         rest = []
                     break
                 if a.startswith("--split-string="):
-                    rest = [Word.lit(x) for x in shlex.split(a.split("=", 1)[1])] + args[i + 1 :]
+                    try:
+                        rest = [Word.lit(x) for x in shlex.split(a.split("=", 1)[1])] + args[i + 1 :]
+                    except ValueError:
+                        self.out.hard("shell:unparseable", Verdict.ASK, "env -S string does not split")
                     break
                 if a in ("-C", "--chdir") and i + 1 < len(args):
-                    self.change_dir([args[i + 1]])
+                    cmd = replace(cmd, cwd=self.directory(cmd.cwd, args[i + 1]))
                 if a.startswith("-") and a != "-":
                     i += 2 if a in _WRAPPER_VALUE_FLAGS["env"] else 1
                     continue
                 if a == "-" or ("=" in a and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a)):
+                    if a != "-":
+                        env = dict(cmd.env)
+                        var, value = _split_assignment(args[i])
+                        self.env_assigned(var, value, env=env)
+                        cmd = replace(cmd, env=tuple(env.items()))
                     i += 1
                     continue
                 rest = args[i:]
@@ -666,21 +796,42 @@ class _Walker:
             return
         self.expand(replace(cmd, argv=tuple(rest), wrappers=wrappers))
 
-    def change_dir(self, args: list[Word]) -> None:
-        targets = [w for w in args if not w.text.startswith("-") or w.text == "-"]
-        if not targets:
-            self.cwd = PurePosixPath(os.path.expanduser("~"))
-            return
-        t = targets[0]
-        if not t.static or t.text == "-":
-            self.cwd = None
-            self.out.notes.append(f"cd {t.text}: directory unknown")
-            return
-        text = os.path.expanduser(t.text) if t.text.startswith("~") else t.text
+    def directory(self, base: PurePosixPath | None, w: Word) -> PurePosixPath | None:
+        """Where ``cd WORD`` from ``base`` goes (logically, as the shell does); None when unknown."""
+        if not w.static:
+            return None
+        text = os.path.expanduser(w.text) if w.text.startswith("~") else w.text
         if text.startswith("/"):
-            self.cwd = PurePosixPath(os.path.normpath(text))
-        elif self.cwd is not None:
-            self.cwd = PurePosixPath(os.path.normpath(f"{self.cwd}/{text}"))
+            return PurePosixPath(os.path.normpath(text))
+        if base is None or "CDPATH" in self.vars:
+            return None
+        return PurePosixPath(os.path.normpath(f"{base}/{text}"))
+
+    def change_dir(self, name: str, args: list[Word]) -> None:
+        """``cd``, ``pushd``, ``popd``: move the tracked directory (and its stack)."""
+        words = [w for w in args if w.text != "--"]
+        targets = [w for w in words if not w.text.startswith(("-", "+")) or w.text == "-"]
+        rotates = any(w.text[:1] in "+-" and w.text[1:].isdigit() for w in words)
+        old = self.cwd
+        new: PurePosixPath | None
+        if rotates:
+            new, self.stack = None, [None] * len(self.stack)
+        elif name == "popd":
+            new = self.stack.pop() if self.stack else None
+        elif name == "pushd":
+            new = self.directory(old, targets[0]) if targets else self.stack.pop() if self.stack else None
+            self.stack.append(old)
+        elif not targets:
+            new = PurePosixPath(os.path.expanduser("~"))
+        elif targets[0].text == "-":
+            new = self.oldpwd
+        else:
+            new = self.directory(old, targets[0])
+        if new is None:
+            self.out.notes.append(f"{name} {' '.join(w.text for w in args)}: directory unknown")
+        self.oldpwd = old
+        self.cd_unsure = self.cd_unsure or (new != old and not self.errexit)
+        self.cwd = new
 
     def interpreter(self, cmd: SimpleCommand, name: str, args: list[Word]) -> None:
         prog = interp.program(name, [w.text for w in args])
@@ -776,6 +927,13 @@ class _Walker:
             i += 1
 
 
+def _split_assignment(w: Word) -> tuple[str, Word]:
+    name, _, value = w.text.partition("=")
+    if w.static:
+        return name, Word(value, True, value, w.inner, w.expanded)
+    return name, Word(value, False, w.prefix.partition("=")[2], w.inner, w.expanded)
+
+
 def _dynamic_at(w: Word, token: str, root: Word | None = None) -> Word:
     if token not in w.text:
         return w
@@ -805,7 +963,10 @@ def analyse(command: str, cwd: PurePosixPath | None = None) -> Analysis:
     out = Analysis()
     if "\x00" in command:
         out.hard("shell:unparseable", Verdict.ASK, "the command contains a NUL byte")
-    _Walker(command.encode("utf-8", "surrogateescape"), out, cwd, 0, {}).run()
+    if len(command) > MAX_INPUT:
+        out.hard("shell:too-complex", Verdict.ASK, f"the command is longer than {MAX_INPUT} characters")
+        return out
+    _Walker(command.encode("utf-8", "surrogateescape"), _Session(out), cwd, 0, {}).run()
     if not out.commands and not out.findings and command.strip():
         out.hard("shell:unparseable", Verdict.ASK, "no command found")
     return out
