@@ -10,7 +10,8 @@ Three families, so callers can tell them apart without parsing messages::
     │   └── NotATetherDatabase a file that is not our SQLite schema
     ├── RuntimeFailure         the world failed us: the provider, the sandbox, the disk
     │   ├── SandboxUnavailable a required sandbox cannot start (fail closed)
-    │   ├── ProviderError      the model provider failed beyond retries
+    │   ├── ProviderError      the model provider failed beyond retries (outage, rejected, malformed)
+    │   │   └── ContextOverflow the request does not fit the model's context window (not an outage)
     │   ├── DatabaseLocked     another writer holds the database
     │   └── StaleBelief        a belief read pinned to a generation that has advanced
     └── LogCorrupt             the hash chain does not verify (names the first bad seq)
@@ -82,10 +83,45 @@ class SandboxUnavailable(RuntimeFailure):
 
 
 class ProviderError(RuntimeFailure):
-    def __init__(self, message: str, *, transient: bool = False, status: int | None = None) -> None:
+    """A model call that produced no usable turn. ``failure`` names the kind, for the log and the exit status.
+
+    ``attempts`` is how many requests the logical call made in all (set by the retry loop).
+    """
+
+    def __init__(
+        self, message: str, *, transient: bool = False, status: int | None = None, malformed: bool = False
+    ) -> None:
         self.transient = transient
         self.status = status
+        self.malformed = malformed
+        self.attempts = 1
         super().__init__(message)
+
+    @property
+    def failure(self) -> str:
+        """``outage`` (worth retrying), ``malformed`` (an answer we cannot read) or ``rejected``."""
+        if self.malformed:
+            return "malformed"
+        return "outage" if self.transient else "rejected"
+
+
+class ContextOverflow(ProviderError):
+    """The prompt plus the requested output exceed the model's context window.
+
+    A context problem, not an outage: retrying the same request cannot help, and the
+    key is fine. ``window`` and ``prompt_tokens`` are what the provider said, when it did.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, window: int | None = None, prompt_tokens: int | None = None
+    ) -> None:
+        super().__init__(message, transient=False, status=status)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
+
+    @property
+    def failure(self) -> str:
+        return "context_overflow"
 
 
 class DatabaseLocked(RuntimeFailure):

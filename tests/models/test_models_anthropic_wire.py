@@ -150,7 +150,7 @@ def test_429_then_success_is_retried(server: AnthropicWireServer) -> None:
         backoff_s=0.5,
         backoff_max_s=8,
         sleep=no_sleep,
-        on_retry=lambda n, e: retries.append(e.status or 0),
+        on_retry=lambda n, e, _: retries.append(e.status or 0),
     )
     assert (r.text, attempts, retries) == ("hello", 2, [429])
 

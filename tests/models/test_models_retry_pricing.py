@@ -33,7 +33,7 @@ def run(
     *,
     max_attempts: int = 4,
     sleep: Callable[[float], None] = lambda s: None,
-    on_retry: Callable[[int, ProviderError], None] | None = None,
+    on_retry: Callable[[int, ProviderError, int], None] | None = None,
     rand: Callable[[], float] = random.random,
 ) -> tuple[ModelResponse, int]:
     return complete_with_retries(
@@ -63,7 +63,7 @@ def test_backoff_is_exponential_capped_and_fully_jittered() -> None:
 def test_transient_errors_are_retried_until_success() -> None:
     retried: list[int] = []
     model, calls = failing(ProviderError("a", transient=True), ProviderError("b", transient=True, status=429))
-    r, attempts = run(model, on_retry=lambda n, e: retried.append(n))
+    r, attempts = run(model, on_retry=lambda n, e, _: retried.append(n))
     assert (r.text, attempts, len(calls), retried) == ("ok", 3, 3, [1, 2])
 
 

@@ -1,9 +1,10 @@
 """Shared CLI plumbing: output, exit codes and the database option.
 
-Exit codes (documented in the README):
-  0 ok · 1 invalid / denied / check failed · 2 usage or input error ·
-  3 runtime failure (provider, database locked) · 4 blocked dependency (sandbox unavailable) ·
-  5 waiting for approval or input
+Exit codes (the README's table; tests/test_exit_codes.py checks each row through the CLI):
+  0 ok · 1 invalid / denied / check failed / run stopped · 2 usage or input error ·
+  3 runtime failure outside a run's statuses (database locked, internal error) ·
+  4 blocked dependency (a required sandbox cannot start; the model provider failed beyond retries) ·
+  5 waiting for a human or for input (WAITING_APPROVAL, NEEDS_INPUT, e.g. a full context window)
 """
 
 from __future__ import annotations

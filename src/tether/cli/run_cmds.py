@@ -21,6 +21,7 @@ from tether.observe.timeline import render
 from tether.state import RunState
 
 from .common import (
+    EXIT_BLOCKED,
     EXIT_INVALID,
     EXIT_OK,
     EXIT_RUNTIME,
@@ -36,12 +37,13 @@ SUCCESS = {"COMPLETE", "NO_OP"}
 
 
 def exit_code(status: str) -> int:
+    """A run's exit code is a function of its status alone (the README's table)."""
     if status in SUCCESS:
         return EXIT_OK
     if status in ("WAITING_APPROVAL", "NEEDS_INPUT"):
         return EXIT_WAITING
-    if status in ("BLOCKED_DEPENDENCY",):
-        return 4
+    if status == "BLOCKED_DEPENDENCY":  # the sandbox or the model provider: may come back, resumable
+        return EXIT_BLOCKED
     if status in ("VERIFY_FAILED", "NO_PROGRESS", "BUDGET_STOP", "BLOCKED_PERMISSION"):
         return EXIT_INVALID
     return EXIT_RUNTIME
@@ -107,7 +109,7 @@ def run_cmd(
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
 ) -> None:
-    """Run an agent on a task under an envelope. Exit 0 COMPLETE/NO_OP, 5 waiting, 1 stopped, 4 blocked."""
+    """Run an agent on a task under an envelope. Exit 0 COMPLETE/NO_OP, 1 stopped, 4 blocked, 5 waiting/needs input."""
     loaded = session.load_checked(envelope)
     if task is None:
         from tether.envelope.load import load_plan

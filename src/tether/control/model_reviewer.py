@@ -17,6 +17,7 @@ from tether.envelope.schema import Envelope
 from tether.errors import ProviderError
 from tether.events.store import Event
 from tether.models.base import Message, Model, ToolSpec
+from tether.models.window import MIN_OUTPUT_TOKENS, budget_for
 from tether.verify.gitdiff import WorkspaceDiff
 
 from .reviewer import Finding, FindingSeverity, View
@@ -89,7 +90,11 @@ def model_review(
     )
     messages = [Message("system", SYSTEM), Message("user", prompt)]
     try:
-        response = model.complete(messages, [REPORT], max_tokens=envelope.agent.max_output_tokens)
+        agent = envelope.agent
+        budget = budget_for(
+            model.name, messages, [REPORT], window=agent.context_window, max_output=agent.max_output_tokens
+        )
+        response = model.complete(messages, [REPORT], max_tokens=max(budget.max_tokens, MIN_OUTPUT_TOKENS))
     except ProviderError as e:
         return [Finding("reviewer", "medium", f"the configured model reviewer failed: {e}", check=CHECK)]
     call = next((c for c in response.tool_calls if c.name == REPORT.name), None)

@@ -55,11 +55,23 @@ class PlanRef(Strict):
     hash: str = Field(description="sha256:<hex> of the plan's canonical JSON.")
 
 
+ProviderProfile = Literal["openai", "anthropic", "llama.cpp", "vllm", "ollama", "lmstudio", "litellm", "local"]
+
+
 class Agent(Strict):
     model: str = Field("scripted:trajectory.yaml", description="scripted:FILE | openai:MODEL | anthropic:MODEL")
     instructions: str = ""
     max_turns: int = Field(30, ge=1)
-    max_output_tokens: int = Field(4096, ge=1)
+    max_output_tokens: int | None = Field(
+        None, ge=1, description="Output tokens per call; default: the model's limit, capped by what fits."
+    )
+    context_window: int | None = Field(
+        None, ge=1, description="The model's context window in tokens; default: the model table (local: unknown)."
+    )
+    request_timeout_s: float = Field(120, gt=0, description="Seconds to connect and for each read of a model call.")
+    provider_profile: ProviderProfile | None = Field(
+        None, description="What the server accepts (docs/providers.md); default: detected from the base URL."
+    )
 
 
 class Sandbox(Strict):

@@ -7,7 +7,7 @@ cannot read. To add a kind: define a payload model and ``register`` it here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -118,6 +118,8 @@ class ModelRequested(Payload):
     turn: int
     model: str
     n_messages: int = 0
+    max_tokens: int | None = Field(None, description="The output budget sent: what fits the window.")
+    prompt_tokens_est: int | None = Field(None, description="Estimated input tokens (1 per 3.5 characters).")
 
 
 @register("model.responded")
@@ -132,27 +134,38 @@ class ModelResponded(Payload):
     output_tokens: int = 0
     cost_usd: float = 0.0
     attempts: int = 1
+    usage_reported: bool = Field(True, description="False: the provider gave no usage; the tokens are an estimate.")
+
+
+ModelFailure = Literal["outage", "rejected", "malformed", "context_overflow"]
 
 
 @register("model.retried")
 class ModelRetried(Payload):
-    """A transient provider error that will be retried after a backoff."""
+    """A failed attempt that will be retried: an outage after a backoff, an overflow once with less output."""
 
     turn: int
     model: str
     attempt: int
     error: str
     status: int | None = None
+    failure: ModelFailure = "outage"
+    max_tokens: int | None = Field(None, description="The output budget of the next attempt.")
+    window: int | None = Field(None, description="The context window the provider stated, if it did.")
 
 
 @register("model.failed")
 class ModelFailed(Payload):
+    """A model call that produced no usable turn, after ``attempts`` requests in all."""
+
     turn: int
     model: str
     error: str
     transient: bool = False
     status: int | None = None
     attempts: int = 1
+    failure: ModelFailure = "outage"
+    window: int | None = None
 
 
 # ---- actions -------------------------------------------------------------------------------

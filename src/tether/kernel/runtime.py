@@ -12,6 +12,7 @@ runs, ``action.completed`` after, so a crash in between is visible on resume.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 import uuid
@@ -30,9 +31,10 @@ from tether.control.state import ControlState
 from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
 from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.store import Event, EventStore
-from tether.models.base import Model, ToolSpec
+from tether.models.base import Model, ToolSpec, Usage
 from tether.models.pricing import cost_usd
 from tether.models.retry import complete_with_retries
+from tether.models.window import budget_for, estimate_tokens, learned_window
 from tether.policy.gate import Gate
 from tether.sandbox.base import Sandbox
 from tether.state import Action, RunState
@@ -54,6 +56,8 @@ from .steps import (
     Step,
     Verify,
     Wait,
+    after_model_failure,
+    context_full,
     next_step,
 )
 
@@ -124,20 +128,36 @@ class Runtime:
 
     def call_model(self, step: CallModel) -> None:
         messages = self.transcript.feed(self.events).messages()
-        self.append("model.requested", {"turn": step.turn, "model": self.model.name, "n_messages": len(messages)})
         specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
-        retry = self.env.retry
+        agent, retry = self.env.agent, self.env.retry
+        window_setting = getattr(getattr(self.model, "profile", None), "window_setting", "the server's context size")
+        budget = budget_for(
+            self.model.name, messages, specs, window=self.context_window(), max_output=agent.max_output_tokens
+        )
+        if budget.problem:
+            self.finish(context_full(budget.problem, window_setting))
+            return
+        self.append(
+            "model.requested",
+            {
+                "turn": step.turn,
+                "model": self.model.name,
+                "n_messages": len(messages),
+                "max_tokens": budget.max_tokens,
+                "prompt_tokens_est": budget.prompt_tokens,
+            },
+        )
         try:
             response, attempts = complete_with_retries(
                 self.model,
                 messages,
                 specs,
-                max_tokens=self.env.agent.max_output_tokens,
+                max_tokens=budget.max_tokens,
                 max_attempts=retry.max_attempts,
                 backoff_s=retry.backoff_s,
                 backoff_max_s=retry.backoff_max_s,
                 sleep=self.sleep,
-                on_retry=lambda attempt, err: self.log_retry(step.turn, attempt, err),
+                on_retry=lambda attempt, err, max_tokens: self.log_retry(step.turn, attempt, err, max_tokens),
             )
         except ProviderError as e:
             self.append(
@@ -148,13 +168,14 @@ class Runtime:
                     "error": str(e),
                     "transient": e.transient,
                     "status": e.status,
+                    "attempts": e.attempts,
+                    "failure": e.failure,
+                    "window": getattr(e, "window", None),
                 },
             )
             self.finish(
-                Finish(
-                    "BLOCKED_DEPENDENCY",
-                    f"the model provider failed: {e}",
-                    "check the provider (key, quota, status), then `tether resume` the run",
+                after_model_failure(
+                    e.failure, str(e), attempts=e.attempts, status=e.status, window_setting=window_setting
                 )
             )
             return
@@ -163,8 +184,11 @@ class Runtime:
         for i, c in enumerate(response.tool_calls):
             call_id = c.id if c.id and c.id not in seen else f"t{step.turn}_{i}_{uuid.uuid4().hex[:6]}"
             seen.add(call_id)
-            calls.append({"id": call_id, "name": c.name, "args": c.args})
+            calls.append((call_id, c))
         usage = response.usage
+        if not usage.reported:  # counted all the same, at an estimate the log says is one
+            written = response.text + "".join(c.name + json.dumps(c.args) for c in response.tool_calls)
+            usage = Usage(budget.prompt_tokens, estimate_tokens(written), reported=False)
         batch: list[tuple[str, Any]] = [
             (
                 "model.responded",
@@ -172,35 +196,53 @@ class Runtime:
                     "turn": step.turn,
                     "model": self.model.name,
                     "text": response.text,
-                    "tool_calls": calls,
+                    "tool_calls": [{"id": call_id, "name": c.name, "args": c.args} for call_id, c in calls],
                     "termination": response.termination,
                     "raw_stop_reason": response.raw_stop_reason,
                     "input_tokens": usage.input_tokens,
                     "output_tokens": usage.output_tokens,
+                    "usage_reported": usage.reported,
                     "cost_usd": cost_usd(self.model.name, usage, self.env.pricing),
                     "attempts": attempts,
                 },
             )
         ]
-        batch += [
-            (
-                "action.proposed",
-                {
-                    "call_id": c["id"],
-                    "tool": c["name"],
-                    "args": c["args"],
-                    "args_hash": content_hash(c["args"]),
-                    "turn": step.turn,
-                },
+        for call_id, c in calls:
+            batch.append(
+                (
+                    "action.proposed",
+                    {
+                        "call_id": call_id,
+                        "tool": c.name,
+                        "args": c.args,
+                        "args_hash": content_hash(c.args),
+                        "turn": step.turn,
+                    },
+                )
             )
-            for c in calls
-        ]
+            if c.problem:  # told to the model as this call's result, in plain words
+                batch.append(("action.invalid", {"call_id": call_id, "tool": c.name, "error": c.problem}))
         self.append_many(batch)  # a turn is recorded whole or not at all
 
-    def log_retry(self, turn: int, attempt: int, err: ProviderError) -> None:
+    def context_window(self) -> int | None:
+        """The envelope's window, or a smaller one a provider stated in an overflow during this run."""
+        stated = learned_window([e.payload for e in self.events if e.kind in ("model.retried", "model.failed")])
+        known = [w for w in (self.env.agent.context_window, stated) if w]
+        return min(known) if known else None
+
+    def log_retry(self, turn: int, attempt: int, err: ProviderError, max_tokens: int) -> None:
         self.append(
             "model.retried",
-            {"turn": turn, "model": self.model.name, "attempt": attempt, "error": str(err), "status": err.status},
+            {
+                "turn": turn,
+                "model": self.model.name,
+                "attempt": attempt,
+                "error": str(err),
+                "status": err.status,
+                "failure": err.failure,
+                "max_tokens": max_tokens,
+                "window": getattr(err, "window", None),
+            },
         )
 
     def decide(self, step: Decide) -> None:

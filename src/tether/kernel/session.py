@@ -83,7 +83,14 @@ def _model(spec: Model | str | None, env: Envelope, base_dir: Path, base_url: st
     if spec is None:
         spec = env.agent.model
     if isinstance(spec, str):
-        return load_model(spec, base_dir=base_dir, base_url=base_url)
+        agent = env.agent
+        return load_model(
+            spec,
+            base_dir=base_dir,
+            base_url=base_url,
+            timeout_s=agent.request_timeout_s,
+            profile=agent.provider_profile,
+        )
     return spec
 
 
@@ -175,7 +182,7 @@ def _runtime(
 
 def _reviewer(env: Envelope, base_dir: Path) -> Model | None:
     spec = env.verification.reviewer_model
-    return load_model(spec, base_dir=base_dir) if spec else None
+    return load_model(spec, base_dir=base_dir, timeout_s=env.agent.request_timeout_s) if spec else None
 
 
 def _plan(loaded: Loaded) -> dict[str, Any] | None:

@@ -150,6 +150,49 @@ def next_step(
     return CallModel(state.used.turns)
 
 
+def after_model_failure(failure: str, error: str, *, attempts: int, status: int | None, window_setting: str) -> Finish:
+    """How a model call that produced no turn ends the run: each kind of failure, its own status and advice.
+
+    A context overflow is the user's setting to change (NEEDS_INPUT), never "check your key";
+    an outage, a rejection or an unreadable answer is a dependency that may come back
+    (BLOCKED_DEPENDENCY, resumable).
+    """
+    tried = f"after {attempts} attempt{'' if attempts == 1 else 's'}"
+    if failure == "context_overflow":
+        return context_full(f"the provider said the request does not fit ({tried}): {error}", window_setting)
+    if failure == "malformed":
+        return Finish(
+            "BLOCKED_DEPENDENCY",
+            f"the model provider's answer could not be read ({tried}): {error}",
+            "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md), "
+            "then `tether resume` the run",
+        )
+    if failure == "outage":
+        return Finish(
+            "BLOCKED_DEPENDENCY",
+            f"the model provider failed {tried}: {error}",
+            "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s), "
+            "then `tether resume` the run",
+        )
+    fix = (
+        "check the API key and its permissions"
+        if status in (401, 403)
+        else "check the model name and the request limits the server accepts (agent.provider_profile)"
+    )
+    return Finish("BLOCKED_DEPENDENCY", f"the model provider rejected the request: {error}", f"{fix}, then resume")
+
+
+def context_full(problem: str, window_setting: str) -> Finish:
+    """The conversation no longer fits the model's window: the settings that change that, by name."""
+    return Finish(
+        "NEEDS_INPUT",
+        f"context window full: {problem}",
+        "give the model more room: raise agent.context_window together with the server's own context size "
+        f"({window_setting}), lower agent.max_output_tokens, or use a model with a larger window; then start a "
+        "new run (tether does not compact a conversation yet)",
+    )
+
+
 def _action_step(a: Action, state: RunState, env: Envelope, now: datetime) -> Step | None:
     if a.status == "proposed":
         return Decide(a.call_id)

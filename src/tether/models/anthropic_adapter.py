@@ -6,10 +6,15 @@ tool results become ``tool_result`` blocks in a *user* message, and adjacent
 messages that land on the same role (several tool results in a row, or a tool
 result followed by a user note) are merged into one message, because the API
 wants user and assistant turns to alternate and all results of one assistant
-turn in the next user message. The SDK's own retries are off (``max_retries=0``).
+turn in the next user message. Empty or whitespace-only text is never sent as a block (the API
+rejects it). The SDK's own retries are off (``max_retries=0``).
 
-SDK exceptions become :class:`ProviderError` here, with ``raise … from``:
+The response is read from its raw JSON, tolerantly: a ``tool_use`` without a name or with a
+non-object input becomes a call with a plain ``problem``; missing usage is unreported; any other
+shape we cannot read is a malformed :class:`ProviderError`. SDK exceptions become
+:class:`ProviderError` here, with ``raise … from``:
 
+    "prompt is too long", 413, …                  → ContextOverflow (never retried as-is)
     anthropic.APIStatusError 408/409/429/5xx/529 → ProviderError(transient=True, status)
     anthropic.APIStatusError other               → ProviderError(transient=False, status)
     anthropic.APIConnectionError / timeout       → ProviderError(transient=True)
@@ -18,17 +23,21 @@ SDK exceptions become :class:`ProviderError` here, with ``raise … from``:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import anthropic
 from anthropic.types import ContentBlockParam, MessageParam, ToolParam, ToolResultBlockParam
-from anthropic.types import Message as AnthropicMessage
 
 from tether.errors import ProviderError
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+from tether.models.profiles import PROFILES, Profile, detect, simplify_schema
 from tether.models.retry import is_transient_status
 from tether.models.termination import anthropic_termination
+from tether.models.window import overflow_from
+
+UNNAMED = "unnamed_call"
 
 
 class AnthropicModel:
@@ -42,40 +51,60 @@ class AnthropicModel:
         auth_token: str | None = None,
         base_url: str | None = None,
         timeout_s: float = 120.0,
+        profile: Profile | None = None,
         client: anthropic.Anthropic | None = None,
     ) -> None:
         self.name = f"anthropic:{model}"
         self.model = model
+        self.profile = profile or detect("anthropic", base_url)
+        self.timeout_s = timeout_s
         self.client = client or anthropic.Anthropic(
             api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout_s, max_retries=0
         )
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:
+        who = f"anthropic {self.model}"
         system, wire_messages = to_anthropic_messages(messages)
-        wire_tools = to_anthropic_tools(tools)
+        wire_tools = to_anthropic_tools(tools, self.profile)
         try:
-            reply = self.client.messages.create(
+            raw = self.client.messages.with_raw_response.create(
                 model=self.model,
                 max_tokens=max_tokens,
                 messages=wire_messages,
                 system=system if system else anthropic.omit,
                 tools=wire_tools if wire_tools else anthropic.omit,
             )
+            text = raw.http_response.text
         except anthropic.APIStatusError as exc:
+            overflow = overflow_from(exc.status_code, exc.message, exc.body, who=who)
+            if overflow is not None:
+                raise overflow from exc
             raise ProviderError(
-                f"anthropic {self.model}: HTTP {exc.status_code}: {exc.message}",
+                f"{who}: HTTP {exc.status_code}: {exc.message}",
                 transient=is_transient_status(exc.status_code),
                 status=exc.status_code,
             ) from exc
-        except anthropic.APIConnectionError as exc:  # includes APITimeoutError
-            raise ProviderError(f"anthropic {self.model}: {exc.message}", transient=True) from exc
+        except anthropic.APITimeoutError as exc:
+            raise ProviderError(
+                f"{who}: no answer within {self.timeout_s:g} s (agent.request_timeout_s); the request was abandoned",
+                transient=True,
+            ) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ProviderError(f"{who}: {exc.message}", transient=True) from exc
         except anthropic.AnthropicError as exc:
-            raise ProviderError(f"anthropic {self.model}: {exc}", transient=False) from exc
-        return from_anthropic_message(reply, requested_model=self.model)
+            raise ProviderError(f"{who}: {exc}", transient=False) from exc
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ProviderError(f"{who}: response is not JSON: {text[:200]!r}", malformed=True) from exc
+        return from_anthropic_message(data, requested_model=self.model)
 
 
-def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[ToolParam]:
-    return [{"name": t.name, "description": t.description, "input_schema": t.object_schema()} for t in tools]
+def to_anthropic_tools(tools: Sequence[ToolSpec], profile: Profile = PROFILES["anthropic"]) -> list[ToolParam]:
+    return [
+        {"name": t.name, "description": t.description, "input_schema": simplify_schema(t.object_schema(), profile)}
+        for t in tools
+    ]
 
 
 def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[MessageParam]]:
@@ -95,15 +124,17 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[Messag
         if m.role == "system":
             system.append(m.content)
         elif m.role == "user":
-            add("user", [{"type": "text", "text": m.content}] if m.content else [])
+            add("user", [{"type": "text", "text": m.content}] if m.content.strip() else [])
         elif m.role == "tool":
             result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
-            if m.content:
+            if m.content.strip():
                 result["content"] = m.content
             add("user", [result])
         else:
-            blocks: list[ContentBlockParam] = [{"type": "text", "text": m.content}] if m.content else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in m.tool_calls]
+            blocks: list[ContentBlockParam] = [{"type": "text", "text": m.content}] if m.content.strip() else []
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name or UNNAMED, "input": c.args} for c in m.tool_calls
+            ]
             add("assistant", blocks)
     wire: list[MessageParam] = []
     for role, blocks in turns:
@@ -111,22 +142,55 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[Messag
     return "\n\n".join(s for s in system if s), wire
 
 
-def from_anthropic_message(reply: AnthropicMessage, *, requested_model: str) -> ModelResponse:
+def from_anthropic_message(data: Any, *, requested_model: str) -> ModelResponse:
     """Text blocks joined, ``tool_use`` blocks as calls; other block kinds (thinking …) are not transcript."""
+    who = f"anthropic {requested_model}"
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        error = data.get("error") if isinstance(data, dict) else None
+        if error:
+            overflow = overflow_from(None, json.dumps(error), who=who)
+            if overflow is not None:
+                raise overflow
+        raise ProviderError(f"{who}: malformed response: expected a message with a content array", malformed=True)
     texts: list[str] = []
     calls: list[ToolCall] = []
-    for block in reply.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
-            calls.append(ToolCall(id=block.id, name=block.name, args=dict(block.input)))
-    u = reply.usage
-    input_tokens = u.input_tokens + (u.cache_creation_input_tokens or 0) + (u.cache_read_input_tokens or 0)
+    for i, block in enumerate(data["content"]):
+        if not isinstance(block, dict):
+            raise ProviderError(f"{who}: malformed response: content[{i}] is not an object", malformed=True)
+        if block.get("type") == "text":
+            texts.append(str(block.get("text") or ""))
+        elif block.get("type") == "tool_use":
+            calls.append(_tool_use(block, i))
+    stop = data.get("stop_reason")
+    stop = stop if isinstance(stop, str) else None
+    model = data.get("model")
     return ModelResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
-        termination=anthropic_termination(reply.stop_reason, has_tool_calls=bool(calls)),
-        raw_stop_reason=reply.stop_reason,
-        usage=Usage(input_tokens, u.output_tokens),
-        model=reply.model or requested_model,
+        termination=anthropic_termination(stop, has_tool_calls=bool(calls)),
+        raw_stop_reason=stop,
+        usage=_usage(data.get("usage")),
+        model=model if isinstance(model, str) and model else requested_model,
     )
+
+
+def _tool_use(block: dict[str, Any], i: int) -> ToolCall:
+    call_id = block.get("id") if isinstance(block.get("id"), str) and block.get("id") else f"toolu_{i}"
+    name = block.get("name") if isinstance(block.get("name"), str) else ""
+    value = block.get("input")
+    if not str(name).strip():
+        return ToolCall(str(call_id), "", {}, "the call has no tool name; name one of the offered tools")
+    if not isinstance(value, dict):
+        return ToolCall(str(call_id), str(name), {}, f"arguments must be a JSON object, got {type(value).__name__}")
+    return ToolCall(str(call_id), str(name), dict(value))
+
+
+def _usage(usage: Any) -> Usage:
+    """Input includes cache writes and reads; counts missing or not integers → unreported."""
+    if not isinstance(usage, dict):
+        return Usage(reported=False)
+    counts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
+    cached = [usage.get(k) or 0 for k in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in [*counts, *cached]):
+        return Usage(reported=False)
+    return Usage(int(counts[0] or 0) + int(cached[0]) + int(cached[1]), int(counts[1] or 0))

@@ -25,26 +25,22 @@ with the same vocabulary as every other turn.
 
 TERMINATIONS: tuple[Termination, ...] = ("complete", "tool_request", "truncated", "refusal", "error", "unknown")
 
-RAW_ARGS_KEY = "__raw__"
-"""Key under which tool-call arguments that are not a JSON object are kept verbatim.
-
-The call is not dropped: the host reports "invalid arguments" to the model,
-which is more useful (and more honest in the log) than pretending it never asked.
-"""
-
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool call the model proposed. ``id`` pairs it with its result message."""
+    """One tool call the model proposed. ``id`` pairs it with its result message.
+
+    ``problem`` is set by an adapter when the call cannot run as proposed (no
+    function name, arguments cut off at the token limit, arguments that are not a
+    JSON object); ``args`` is then empty. The call is not dropped: the host tells
+    the model the problem in plain words as the call's result, which is more useful
+    (and more honest in the log) than pretending it never asked.
+    """
 
     id: str
     name: str
     args: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def args_invalid(self) -> bool:
-        """True when the provider's arguments could not be parsed into an object."""
-        return RAW_ARGS_KEY in self.args
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,17 +71,26 @@ class Message:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens billed for one call (input includes any cached-prompt tokens)."""
+    """Tokens billed for one call (input includes any cached-prompt tokens).
+
+    ``reported`` is False when the provider sent no usage (or null fields): the
+    counts are then 0 here and the host records an estimate, saying it is one.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    reported: bool = True
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reported and other.reported,
+        )
 
 
 @dataclass(frozen=True)

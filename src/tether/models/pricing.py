@@ -14,6 +14,7 @@ silently. Offline models (``scripted:``, ``function:``) are known and free.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tether.envelope.schema import Price
 from tether.models.base import Usage
@@ -68,13 +69,14 @@ def price_for(model: str, overrides: Mapping[str, Price] | None = None) -> Price
         for key in (model, bare):
             if key in table:
                 return table[key]
-        prefix = _longest_prefix(bare, table)
+        prefix = longest_prefix(bare, table)
         if prefix is not None:
             return table[prefix]
     return None
 
 
-def _longest_prefix(name: str, table: Mapping[str, Price]) -> str | None:
+def longest_prefix(name: str, table: Mapping[str, Any]) -> str | None:
+    """The longest key of ``table`` that ``name`` extends with ``-…`` (a dated snapshot of a listed model)."""
     candidates = [k for k in table if name.startswith(k + "-")]
     return max(candidates, key=len) if candidates else None
 

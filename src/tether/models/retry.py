@@ -5,6 +5,12 @@ classify failures as transient or not; this loop owns the policy, so every
 provider retries the same way, the envelope's limits apply, and each retry is
 visible to the host (``on_retry``) for the log instead of hidden in an SDK.
 
+A :class:`ContextOverflow` is not an outage and is never retried as-is: when the provider's
+error says how much room there is (or else at half the output budget), the call is retried once
+with the smaller ``max_tokens`` that fits (:func:`tether.models.window.shrink`); otherwise it is
+raised at once. So one logical call makes at most ``max_attempts + 1`` requests, and the error
+that ends it carries how many it made (``attempts``).
+
 Backoff is exponential with *full jitter*: before retry ``n`` (1-based) we
 sleep ``uniform(0, min(backoff_max_s, backoff_s * 2**(n-1)))``, which spreads
 clients that failed together. ``sleep`` and ``rand`` are injectable so tests
@@ -17,8 +23,12 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-from tether.errors import ProviderError
+from tether.errors import ContextOverflow, ProviderError
 from tether.models.base import Message, Model, ModelResponse, ToolSpec
+from tether.models.window import shrink
+
+OnRetry = Callable[[int, ProviderError, int], None]
+"""``on_retry(attempt that failed, its error, max_tokens of the next attempt)``."""
 
 
 def backoff_delay(retry: int, *, backoff_s: float, backoff_max_s: float, rand: Callable[[], float]) -> float:
@@ -37,28 +47,39 @@ def complete_with_retries(
     backoff_s: float,
     backoff_max_s: float,
     sleep: Callable[[float], None] = time.sleep,
-    on_retry: Callable[[int, ProviderError], None] | None = None,
+    on_retry: OnRetry | None = None,
     rand: Callable[[], float] = random.random,
 ) -> tuple[ModelResponse, int]:
     """Call ``model.complete`` up to ``max_attempts`` times; return ``(response, attempts)``.
 
     A non-transient :class:`ProviderError` is raised at once. A transient one is
-    retried; ``on_retry(attempt, error)`` is called with the attempt that failed
-    before sleeping. After ``max_attempts`` the last transient error is re-raised.
+    retried; ``on_retry`` is called with the attempt that failed before sleeping.
+    After ``max_attempts`` the last transient error is re-raised. An overflow is
+    retried once, without sleeping, with a smaller output budget when one fits.
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-    attempt = 1
+    attempt, failures, shrunk = 1, 0, False
     while True:
         try:
             return model.complete(messages, tools, max_tokens=max_tokens), attempt
-        except ProviderError as err:
-            if not err.transient or attempt >= max_attempts:
+        except ContextOverflow as err:
+            smaller = None if shrunk else shrink(err, max_tokens)
+            err.attempts = attempt
+            if smaller is None:
                 raise
             if on_retry is not None:
-                on_retry(attempt, err)
-            sleep(backoff_delay(attempt, backoff_s=backoff_s, backoff_max_s=backoff_max_s, rand=rand))
-            attempt += 1
+                on_retry(attempt, err, smaller)
+            max_tokens, shrunk = smaller, True
+        except ProviderError as err:
+            failures += 1
+            err.attempts = attempt
+            if not err.transient or failures >= max_attempts:
+                raise
+            if on_retry is not None:
+                on_retry(attempt, err, max_tokens)
+            sleep(backoff_delay(failures, backoff_s=backoff_s, backoff_max_s=backoff_max_s, rand=rand))
+        attempt += 1
 
 
 def is_transient_status(status: int) -> bool:

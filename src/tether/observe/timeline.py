@@ -43,7 +43,22 @@ def _responded(p: dict[str, Any]) -> str:
     calls = ", ".join(c["name"] for c in p["tool_calls"]) or "no tool call"
     text = f" — {_short(p['text'], 70)}" if p["text"] else ""
     tokens = f"{p['input_tokens']}+{p['output_tokens']} tok"
-    return f"[cyan]model[/] turn {p['turn']} ({p['termination']}, {tokens}): {calls}{text}"
+    if not p.get("usage_reported", True):
+        tokens = f"~{tokens}, estimated: the provider gave no usage"
+    tries = f", {p['attempts']} attempts" if p.get("attempts", 1) > 1 else ""
+    return f"[cyan]model[/] turn {p['turn']} ({p['termination']}, {tokens}{tries}): {calls}{text}"
+
+
+def _retried(p: dict[str, Any]) -> str:
+    if p.get("failure") == "context_overflow":
+        return f"[yellow]context overflow[/] (attempt {p['attempt']}): retrying once with max_tokens {p['max_tokens']}"
+    return f"[yellow]model error[/] (attempt {p['attempt']} failed, retrying): {_short(p['error'])}"
+
+
+def _failed(p: dict[str, Any]) -> str:
+    n = p.get("attempts", 1)
+    what = "context overflow" if p.get("failure") == "context_overflow" else "model failed"
+    return f"[red]{what}[/] after {n} attempt{'' if n == 1 else 's'}: {_short(p['error'])}"
 
 
 def _proposed(p: dict[str, Any]) -> str:
@@ -80,8 +95,8 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.waiting": lambda p: f"[yellow]waiting: {p['status']}[/] {_short(p['reason'])}",
     "run.finished": _finished,
     "model.responded": _responded,
-    "model.retried": lambda p: f"[yellow]model error[/] (attempt {p['attempt']}, retrying): {_short(p['error'])}",
-    "model.failed": lambda p: f"[red]model failed[/] after {p['attempts']} attempt(s): {_short(p['error'])}",
+    "model.retried": _retried,
+    "model.failed": _failed,
     "action.proposed": _proposed,
     "action.invalid": lambda p: f"    [red]invalid arguments[/]: {_short(p['error'], 110)}",
     "action.decided": _decided,
