@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
 
 PROXY_ENV_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -126,6 +127,9 @@ class WireServer:
     def _next(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
+            refusal = self.refuse(request)
+            if refusal is not None:  # the server answers without generating: no queued reply is used
+                return refusal
             responder = self._replies.popleft() if self._replies else None
         if responder is None:
             return self.error(500, "api_error", "test server: no reply queued for this request")
@@ -138,6 +142,10 @@ class WireServer:
         return reply
 
     # -- provider specifics ------------------------------------------------
+    def refuse(self, request: RecordedRequest) -> Reply | None:
+        """A server-specific answer that takes precedence over the queue (a crash, a validation error)."""
+        return None
+
     def validate(self, request: RecordedRequest) -> str | None:
         return None
 
@@ -435,3 +443,93 @@ def anthropic_error(status: int, message: str = "error", kind: str = "api_error"
 def drop_connection() -> Reply:
     """Close the socket without answering (a dropped connection: transient)."""
     return Reply(drop=True)
+
+
+# ---------------------------------------------------------------------------
+# Recorded exchanges with a real server
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded request/response pair (a line of a fixture file), bodies as JSON values."""
+
+    status: int
+    request: Any
+    response: Any
+
+    @property
+    def reply(self) -> Reply:
+        return Reply(self.status, self.response)
+
+
+def load_exchanges(path: str | Path) -> list[Exchange]:
+    """A recording: one JSON object per line with ``status``, ``req`` and ``resp`` (JSON text)."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            out.append(Exchange(int(row["status"]), _maybe_json(row["req"]), _maybe_json(row["resp"])))
+    return out
+
+
+def _maybe_json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except json.JSONDecodeError:
+        return text
+
+
+class LlamaCppServer(OpenAIWireServer):
+    """Replays recorded llama-cpp-python 0.3.36 answers, and refuses what that server refused.
+
+    The queue holds recorded responses; before one is used the request is checked the way the real
+    server behaved (see ``tests/fixtures/providers/``):
+
+    * an assistant message whose ``content`` is not a string → the recorded HTTP 500 validation error;
+    * a tool schema with ``maxLength``/``minLength`` of :data:`CRASH_LENGTH` or more → the server
+      segfaults: this request and every later one get a dropped connection (``crashed`` is set);
+    * prompt plus ``max_tokens`` over ``n_ctx`` → the server's 400 ``context_length_exceeded``, in its
+      words, with its numbers (the prompt counted as one token per 4 characters of the request).
+    """
+
+    CRASH_LENGTH = 2000
+
+    def __init__(self, replies: Iterable[Responder] = (), *, null_content_error: Any = None, n_ctx: int = 4096) -> None:
+        super().__init__(replies)
+        self.null_content_error = null_content_error or {"error": {"message": "content: Input should be a string"}}
+        self.n_ctx = n_ctx
+        self.crashed = False
+
+    def refuse(self, request: RecordedRequest) -> Reply | None:
+        body = request.body
+        if self.crashed or _longest_limit(body.get("tools", [])) >= self.CRASH_LENGTH:
+            self.crashed = True
+            return Reply(drop=True)
+        for m in body.get("messages") or []:
+            if isinstance(m, dict) and m.get("role") == "assistant" and not isinstance(m.get("content"), str):
+                return Reply(500, self.null_content_error)
+        prompt = len(json.dumps([body.get("messages"), body.get("tools")])) // 4
+        wanted = body.get("max_tokens") or 0
+        if prompt + wanted > self.n_ctx:
+            message = (
+                f"This model's maximum context length is {self.n_ctx} tokens. However, you requested "
+                f"{prompt + wanted} tokens ({prompt} in the messages, {wanted} in the completion). "
+                "Please reduce the length of the messages or completion."
+            )
+            error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+            return Reply(400, {"error": {**error, "code": "context_length_exceeded"}})
+        return None
+
+    def finish(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        return body  # recorded answers are replayed exactly as the server sent them
+
+
+def _longest_limit(value: Any) -> int:
+    """The largest ``maxLength``/``minLength`` anywhere in a JSON value (0 when none)."""
+    if isinstance(value, dict):
+        own = [v for k, v in value.items() if k in ("maxLength", "minLength") and isinstance(v, int)]
+        return max([*own, *(_longest_limit(v) for v in value.values())], default=0)
+    if isinstance(value, list):
+        return max((_longest_limit(v) for v in value), default=0)
+    return 0
