@@ -167,11 +167,8 @@ def test_an_overflow_with_room_left_is_retried_once_with_the_output_that_fits() 
 
 def test_an_overflow_is_not_retried_as_an_outage() -> None:
     recorded = next(e for e in OVERFLOW if e.status == 400)
-    with LlamaCppServer([recorded.reply, recorded.reply, recorded.reply]) as server:
-        with pytest.raises(ContextOverflow) as info:
-            complete_with_retries(
-                llama(server), USER, TOOLS, max_tokens=512, max_attempts=3, backoff_s=0, backoff_max_s=0
-            )
+    with LlamaCppServer([recorded.reply] * 3) as server, pytest.raises(ContextOverflow) as info:
+        complete_with_retries(llama(server), USER, TOOLS, max_tokens=512, max_attempts=3, backoff_s=0, backoff_max_s=0)
     assert len(server.requests) == 1 and info.value.attempts == 1
 
 

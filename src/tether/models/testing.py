@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -74,6 +76,8 @@ class WireServer:
         self._replies: deque[Responder] = deque(replies)
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
+        self.abandoned = 0
+        """Late replies the client gave up on: it closed the connection before the answer was sent."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -176,8 +180,11 @@ def _make_handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
                     reply = server._next(RecordedRequest(path, headers, body if isinstance(body, dict) else {}))
                 except Exception as exc:  # a bug in a test reply must be loud, not a dropped connection
                     reply = server.error(500, "test_server_bug", f"test server raised {exc!r}")
-            if reply.delay_s:
-                time.sleep(reply.delay_s)
+            if reply.delay_s and _closed_within(self.connection, reply.delay_s):
+                with server._lock:
+                    server.abandoned += 1
+                self.close_connection = True
+                return
             if reply.drop:
                 self.close_connection = True
                 return
@@ -194,6 +201,21 @@ def _make_handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Wait ``seconds`` for the reply's delay, noticing if the client closes the connection meanwhile."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([sock], [], [], left)
+        if readable:
+            try:
+                if not sock.recv(1, socket.MSG_PEEK):
+                    return True
+            except OSError:
+                return True
+            time.sleep(0.01)  # bytes of a next request are waiting: not a close
+    return False
 
 
 def _words(text: str) -> int:
