@@ -1,15 +1,19 @@
-"""What a known program does with its arguments: which words it reads, writes or deletes.
+"""What a known program does with its arguments: which words it reads, writes, deletes or runs.
 
 This is the knowledge that turns ``cp a /etc/x`` into "writes /etc/x" so the gate can judge the
-place, whatever rule allowed ``cp``. It is deliberately approximate in the safe direction:
-when unsure whether a word is a path, it is treated as one for credential checks; unknown
-programs get only that generic check.
+place, whatever rule allowed ``cp``. Most of it is data (the option tables in :mod:`.programs`);
+the few programs whose arguments do not fit a table (``dd``'s ``of=``, ``tar``'s modes, ``find
+-delete``, transfer tools) have a small function each. It is approximate in the safe direction:
+unknown programs get only the gate's generic credential check on every argument.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import programs
+from .programs import Role
 from .shell import SimpleCommand, Word
 
 
@@ -24,6 +28,8 @@ class Target:
 class Effects:
     reads: list[Target] = field(default_factory=list)  # file contents read (recursive: a whole tree)
     writes: list[Target] = field(default_factory=list)  # created, changed, moved away or deleted
+    scripts: list[Word] = field(default_factory=list)  # files of code it runs (makefiles, sourced scripts)
+    chdir: Word | None = None  # the directory it works in (git -C, make -C), when not the shell's
     env_dump: bool = False
 
 
@@ -61,28 +67,13 @@ NAME_ONLY = frozenset(
         "whereis",
     }
 )
-#: Programs whose first operand is a pattern / script, not a file.
-_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "mawk", "jq", "yq"})
-_RECURSIVE_READERS = frozenset({"rg", "ag", "ack"})
 _FIND_FILTERS = frozenset(
     {"-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-newer", "-mtime", "-mmin", "-empty", "-size", "-user"}
 )
 
 
-def _flags(words: list[str]) -> set[str]:
-    """Single-letter flags (bundled ``-rf`` → r, f) and long options."""
-    out: set[str] = set()
-    for w in words:
-        if w == "--":
-            break
-        if w.startswith("--"):
-            out.add(w.split("=", 1)[0])
-        elif w.startswith("-") and len(w) > 1:
-            out.update(w[1:])
-    return out
-
-
 def operands(cmd: SimpleCommand, value_flags: frozenset[str] = frozenset()) -> list[Word]:
+    """The non-option words, skipping the values of ``value_flags`` (for programs without a table)."""
     out: list[Word] = []
     args = cmd.args
     i = 0
@@ -118,121 +109,121 @@ def effects(cmd: SimpleCommand) -> Effects:
     """The file effects of one simple command (redirections are handled by the gate)."""
     e = Effects()
     name = cmd.name
+    special = _SPECIAL.get(name)
+    if special is not None:
+        special(cmd, e)
+    else:
+        spec = programs.lookup(name)
+        if spec is not None:
+            _from_table(cmd, spec, e)
+    if name in ("env", "printenv", "set", "export", "declare", "typeset") and not _sets_something(name, cmd):
+        e.env_dump = True
+    return e
+
+
+def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
+    args = list(cmd.args)
+    if cmd.name == "find":
+        args = without_exec(args)
+    parsed = programs.parse(spec, args)
+    if spec.subcommands is not None:
+        _, sub, rest = programs.subcommand(spec, parsed)
+        e.chdir = next(iter(parsed.values(Role.CHDIR, spec)), None)
+        if sub is None:
+            return
+        spec, parsed = sub, programs.parse(sub, rest)
+    deep = "*" in spec.recursive or parsed.has(*spec.recursive)
+    in_place = cmd.name == "sed" and any(
+        n.startswith("--in-place") or (n[:2] != "--" and "i" in n) for n, _ in parsed.options
+    )
+    placed = False
+    for w, role in programs.roles(spec, parsed):
+        if role is Role.READ:
+            e.reads.append(Target(w, deep))
+        elif role is Role.WRITE:
+            e.writes.append(Target(w, deep))
+            placed = True
+        elif role is Role.DELETE:
+            e.writes.append(Target(w, deep, True))
+        elif role is Role.SCRIPT:
+            e.scripts.append(w)
+        elif role is Role.CHDIR:
+            e.chdir = w
+    if in_place:  # sed -i rewrites its input files
+        e.writes += e.reads
+        e.reads = []
+    if spec.default_write is not None and not placed:
+        e.writes.append(Target(Word.lit(spec.default_write)))
+
+
+def without_exec(args: list[Word]) -> list[Word]:
+    """find's ``-exec CMD ;`` words belong to CMD, which the shell analysis judges on its own."""
+    out: list[Word] = []
+    skipping = False
+    for w in args:
+        if skipping:
+            skipping = w.text not in (";", "+")
+        elif w.text in ("-exec", "-execdir", "-ok", "-okdir"):
+            skipping = True
+        else:
+            out.append(w)
+    return out
+
+
+def _find(cmd: SimpleCommand, e: Effects) -> None:
+    _from_table(cmd, programs.SPECS["find"], e)
     texts = [w.text for w in cmd.args]
-    flags = _flags(texts)
-    recursive = bool({"r", "R", "--recursive", "a", "--archive"} & flags)
-    if name in ("rm", "unlink", "shred", "srm", "rmdir"):
-        e.writes += [Target(w, recursive or name == "srm", True) for w in operands(cmd)]
-    elif name == "mv":
-        ops = operands(cmd, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
-        dest = _option_value(cmd, ("-t", "--target-directory"))
-        if not dest and ops:
-            dest, ops = [ops[-1]], ops[:-1]
-        e.writes += [Target(w, True, True) for w in ops] + [Target(w) for w in dest]
-    elif name in ("cp", "install", "ln", "rsync", "scp"):
-        ops = operands(cmd, frozenset({"-t", "--target-directory", "-m", "--mode", "-o", "-g", "-S", "-e", "-P"}))
-        ops = [w for w in ops if not _remote(w.text)]
-        dest = _option_value(cmd, ("-t", "--target-directory"))
-        if not dest and len(ops) >= 2:
-            dest, ops = [ops[-1]], ops[:-1]
-        elif not dest and name == "ln" and ops:
-            dest = [Word(ops[0].text.rsplit("/", 1)[-1], ops[0].static, "")]
-        e.reads += [Target(w, recursive) for w in ops if name != "ln"]
-        e.writes += [Target(w) for w in dest]
-    elif name in ("touch", "mkdir", "truncate", "mkfifo", "mknod"):
-        e.writes += [Target(w) for w in operands(cmd, frozenset({"-s", "--size", "-m", "--mode", "-r", "-d", "-t"}))]
-    elif name in ("chmod", "chown", "chgrp", "chattr", "setfacl"):
-        ops = operands(cmd)
-        if ops and not any(t.startswith("--reference") for t in texts):
-            ops = ops[1:]
-        e.writes += [Target(w, recursive) for w in ops]
-    elif name == "tee":
-        e.writes += [Target(w) for w in operands(cmd)]
-    elif name == "dd":
-        for w in cmd.args:
-            if w.text.startswith("of="):
-                e.writes.append(Target(Word(w.text[3:], w.static, w.prefix[3:])))
-            if w.text.startswith("if="):
-                e.reads.append(Target(Word(w.text[3:], w.static, w.prefix[3:])))
-    elif name in ("sed", "perl", "ruby") and any(t == "-i" or t.startswith(("-i", "--in-place")) for t in texts):
-        ops = operands(cmd, frozenset({"-e", "-f", "-E" if name == "perl" else "-e"}))
-        if name == "sed" and "-e" not in texts and "-f" not in texts and ops:
-            ops = ops[1:]
-        elif name != "sed" and ops:
-            ops = ops[1:] if not any(t in ("-e", "-E") or t.endswith("e") for t in texts if t.startswith("-")) else ops
-        e.writes += [Target(w) for w in ops]
-    elif name == "sort":
-        e.writes += [Target(w) for w in _option_value(cmd, ("-o", "--output"))]
-        e.reads += [Target(w) for w in operands(cmd, frozenset({"-o", "--output", "-k", "-t", "-S", "-T"}))]
-    elif name == "uniq":
-        ops = operands(cmd, frozenset({"-f", "-s", "-w"}))
-        e.reads += [Target(w) for w in ops[:1]]
-        e.writes += [Target(w) for w in ops[1:2]]
-    elif name == "find":
+    if "-delete" in texts:
         roots = []
         for w in cmd.args:
             if w.text.startswith("-") or w.text in ("(", "!"):
                 break
             roots.append(w)
-        roots = roots or [Word.lit(".")]
-        if "-delete" in texts:
-            # find deletes what is *under* its roots; without a filter that is everything
-            filtered = bool(set(texts) & _FIND_FILTERS)
-            leaf = "_found_" if filtered else "*"
-            e.writes += [Target(Word(f"{w.text.rstrip('/')}/{leaf}", w.static, w.prefix), True, True) for w in roots]
-        e.writes += [Target(w) for w in _option_value(cmd, ("-fprint", "-fprint0", "-fprintf", "-fls"))]
-    elif name in ("tar", "bsdtar"):
-        _tar(cmd, texts, e)
-    elif name in ("zip",):
-        ops = operands(cmd, frozenset({"-x", "-i", "-P"}))
-        e.writes += [Target(w) for w in ops[:1]]
-        e.reads += [Target(w, recursive) for w in ops[1:]]
-    elif name in ("unzip",):
-        dest = _option_value(cmd, ("-d",))
-        e.writes += [Target(w) for w in dest] or [Target(Word.lit("."))]
-        e.reads += [Target(w) for w in operands(cmd, frozenset({"-d", "-x"}))[:1]]
-    elif name in ("curl", "wget"):
-        e.writes += [Target(w) for w in _option_value(cmd, ("-o", "--output", "-O", "--output-document"))]
-        e.writes += [Target(w) for w in _option_value(cmd, ("-P", "--directory-prefix"))]
-        e.reads += [Target(w) for w in _option_value(cmd, ("-T", "--upload-file", "-K", "--config", "--post-file"))]
-        for w in cmd.args:
-            at = w.text.find("@")
-            if at >= 0 and (w.text.startswith("@") or "=@" in w.text):
-                e.reads.append(Target(Word(w.text[at + 1 :], w.static, w.prefix[at + 1 :] if w.static else "")))
-    elif name in ("cat", "head", "tail", "less", "more", "wc", "base64", "base32", "xxd", "od", "hexdump", "strings"):
-        e.reads += [Target(w) for w in operands(cmd, frozenset({"-n", "-c", "-w", "-s", "-l"}))]
-    elif name in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "nl", "tac", "rev", "diff"):
-        e.reads += [Target(w, name == "diff" and recursive) for w in operands(cmd)]
-    elif name in _PATTERN_FIRST:
-        value_flags = frozenset({"-e", "-f", "-m", "-A", "-B", "-C", "-g", "-t", "--type", "--glob", "-F", "-v"})
-        ops = operands(cmd, value_flags - ({"-F", "-v"} if name not in ("awk", "gawk", "mawk") else frozenset()))
-        if not ({"-e", "-f", "--regexp", "--file"} & set(texts)) and ops:
-            ops = ops[1:]
-        deep = name in _RECURSIVE_READERS or bool({"r", "R", "--recursive", "--dereference-recursive"} & flags)
-        e.reads += [Target(w, deep) for w in ops]
-        if name in _RECURSIVE_READERS and not ops:
-            e.reads.append(Target(Word.lit("."), True))
-    if name in ("env", "printenv", "set", "export", "declare", "typeset") and not _sets_something(name, texts):
-        e.env_dump = True
-    return e
+        # find deletes what is *under* its roots; without a filter that is everything
+        leaf = "_found_" if set(texts) & _FIND_FILTERS else "*"
+        for w in roots or [Word.lit(".")]:
+            e.writes.append(Target(Word(f"{w.text.rstrip('/')}/{leaf}", w.static, w.prefix), True, True))
 
 
-def _sets_something(name: str, texts: list[str]) -> bool:
-    if name == "printenv":
-        return bool(texts)
-    if name == "set":
-        return bool(texts)
-    if name in ("export", "declare", "typeset"):
-        return (bool(texts) and not any(t in ("-p", "-x") for t in texts)) or any("=" in t for t in texts)
-    return False
+def _dd(cmd: SimpleCommand, e: Effects) -> None:
+    for w in cmd.args:
+        for key, into in (("of=", e.writes), ("if=", e.reads)):
+            if w.text.startswith(key):
+                into.append(Target(Word(w.text[3:], w.static, w.prefix[3:])))
 
 
-def _remote(text: str) -> bool:
-    head = text.split("/", 1)[0]
-    return (":" in head and not text.startswith(("/", ".", "~"))) or "://" in text
+def _transfer(cmd: SimpleCommand, e: Effects) -> None:
+    """cp-like copies that may name remote places (``host:path``): only local words are places."""
+    ops = operands(cmd, frozenset({"-e", "-P", "-i", "-o", "-F", "-l", "-S", "--rsh"}))
+    ops = [w for w in ops if not _remote(w.text)]
+    if len(ops) >= 2:
+        e.writes.append(Target(ops[-1]))
+        ops = ops[:-1]
+    e.reads += [Target(w, True) for w in ops]
 
 
-def _tar(cmd: SimpleCommand, texts: list[str], e: Effects) -> None:
+def _fetch(cmd: SimpleCommand, e: Effects) -> None:
+    e.writes += [Target(w) for w in _option_value(cmd, ("-o", "--output", "-O", "--output-document"))]
+    e.writes += [Target(w) for w in _option_value(cmd, ("-P", "--directory-prefix"))]
+    e.reads += [Target(w) for w in _option_value(cmd, ("-T", "--upload-file", "-K", "--config", "--post-file"))]
+    for w in cmd.args:
+        at = w.text.find("@")
+        if at >= 0 and (w.text.startswith("@") or "=@" in w.text):
+            e.reads.append(Target(Word(w.text[at + 1 :], w.static, w.prefix[at + 1 :] if w.static else "")))
+
+
+def _in_place(cmd: SimpleCommand, e: Effects) -> None:
+    """``perl -i`` / ``ruby -i`` rewrite the files they are given."""
+    texts = [w.text for w in cmd.args]
+    if not any(t.startswith("-") and not t.startswith("--") and "i" in t for t in texts):
+        return
+    ops = operands(cmd, frozenset({"-e", "-E", "-I", "-M", "-m", "-r"}))
+    inline = any(t.startswith("-") and ("e" in t or "E" in t) for t in texts)
+    e.writes += [Target(w) for w in (ops if inline else ops[1:])]
+
+
+def _tar(cmd: SimpleCommand, e: Effects) -> None:
+    texts = [w.text for w in cmd.args]
     if not texts:
         return
     first = texts[0]
@@ -251,9 +242,38 @@ def _tar(cmd: SimpleCommand, texts: list[str], e: Effects) -> None:
     archive += _option_value(cmd, ("--file",))
     chdir = _option_value(cmd, ("-C", "--directory"))
     rest = [w for w in cmd.args[1:] if not w.text.startswith("-") and w not in archive and w not in chdir]
+    e.reads += [Target(w) for w in _option_value(cmd, ("-T", "--files-from", "-X", "--exclude-from"))]
     if "x" in modes:
         e.writes += [Target(w) for w in chdir] or [Target(Word.lit("."))]
         e.reads += [Target(w) for w in archive]
     elif "c" in modes or "r" in modes or "u" in modes:
         e.writes += [Target(w) for w in archive if w.text != "-"]
         e.reads += [Target(w, True) for w in rest]
+
+
+_SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
+    "find": _find,
+    "dd": _dd,
+    "tar": _tar,
+    "bsdtar": _tar,
+    "rsync": _transfer,
+    "scp": _transfer,
+    "curl": _fetch,
+    "wget": _fetch,
+    "perl": _in_place,
+    "ruby": _in_place,
+}
+
+
+def _sets_something(name: str, cmd: SimpleCommand) -> bool:
+    texts = [w.text for w in cmd.args]
+    if name in ("printenv", "set"):
+        return bool(texts)
+    if name in ("export", "declare", "typeset"):
+        return (bool(texts) and not any(t in ("-p", "-x") for t in texts)) or any("=" in t for t in texts)
+    return False
+
+
+def _remote(text: str) -> bool:
+    head = text.split("/", 1)[0]
+    return (":" in head and not text.startswith(("/", ".", "~"))) or "://" in text

@@ -32,269 +32,15 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from . import inline, interp
+from . import inline, interp, programs
 from .decision import Finding, Layer, Verdict
-from .effects import Effects, operands
+from .effects import Effects, operands, without_exec
 from .paths import PathPolicy
 from .shell import FETCHERS, PRIVILEGED, Analysis, SimpleCommand, Word
 
-READ_ONLY = frozenset(
-    [
-        "ls",
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "grep",
-        "egrep",
-        "fgrep",
-        "rg",
-        "ag",
-        "ack",
-        "find",
-        "sort",
-        "uniq",
-        "diff",
-        "cmp",
-        "comm",
-        "stat",
-        "file",
-        "which",
-        "whereis",
-        "type",
-        "du",
-        "df",
-        "tree",
-        "pwd",
-        "echo",
-        "printf",
-        "true",
-        "false",
-        "test",
-        "[",
-        "[[",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "date",
-        "whoami",
-        "id",
-        "uname",
-        "nproc",
-        "uptime",
-        "ps",
-        "cut",
-        "tr",
-        "paste",
-        "column",
-        "nl",
-        "fold",
-        "fmt",
-        "expand",
-        "unexpand",
-        "rev",
-        "tac",
-        "od",
-        "hexdump",
-        "strings",
-        "md5sum",
-        "sha1sum",
-        "sha256sum",
-        "sha512sum",
-        "b2sum",
-        "cksum",
-        "base64",
-        "base32",
-        "jq",
-        "yq",
-        "less",
-        "more",
-        "printenv",
-        "cd",
-        "pushd",
-        "popd",
-        "dirs",
-        "seq",
-        "sleep",
-        "wait",
-        "hash",
-        "groups",
-        "locale",
-        "tty",
-        "lsb_release",
-        "free",
-        "getconf",
-        "join",
-        "pr",
-        "iconv",
-        "numfmt",
-        "expr",
-        "factor",
-        "tput",
-        "clear",
-        "shopt",
-        "unset",
-        "read",
-        "shift",
-        "exit",
-        "return",
-        "break",
-        "continue",
-        ":",
-        "let",
-        "umask",
-        "ulimit",
-        "jobs",
-        "getopts",
-        "command",
-        "local",
-        "readonly",
-        "cal",
-        "bc",
-        "dc",
-        "arch",
-        "logname",
-        "users",
-        "w",
-        "who",
-        "last",
-        "lscpu",
-        "lsblk",
-        "lsof",
-        "pgrep",
-        "pstree",
-        "top",
-        "htop",
-        "vmstat",
-        "iostat",
-        "mount",
-        "env",
-        "set",
-        "export",
-        "declare",
-        "typeset",
-        "alias",
-        "trap",
-        "source",
-        ".",
-        "eval",
-        "xargs",
-        "xxd",
-    ]
-)
-BUILD = frozenset(
-    [
-        "mkdir",
-        "touch",
-        "cp",
-        "mv",
-        "ln",
-        "rm",
-        "rmdir",
-        "chmod",
-        "tee",
-        "truncate",
-        "patch",
-        "tar",
-        "zip",
-        "unzip",
-        "gzip",
-        "gunzip",
-        "bzip2",
-        "bunzip2",
-        "xz",
-        "unxz",
-        "zstd",
-        "install",
-        "make",
-        "cmake",
-        "ninja",
-        "meson",
-        "pytest",
-        "py.test",
-        "ruff",
-        "mypy",
-        "black",
-        "isort",
-        "flake8",
-        "pylint",
-        "pyright",
-        "coverage",
-        "tox",
-        "nox",
-        "pre-commit",
-        "tsc",
-        "eslint",
-        "prettier",
-        "jest",
-        "vitest",
-        "mocha",
-        "rustc",
-        "rustfmt",
-        "gofmt",
-        "gcc",
-        "g++",
-        "cc",
-        "c++",
-        "clang",
-        "clang++",
-        "ld",
-        "ar",
-        "javac",
-        "java",
-        "mvn",
-        "gradle",
-        "gradlew",
-        "dotnet",
-        "shellcheck",
-        "shfmt",
-        "yamllint",
-        "hadolint",
-        "sphinx-build",
-        "mkdocs",
-        "pandoc",
-        "ctags",
-        "bundle",
-        "rake",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "pdm",
-        "hatch",
-        "npm",
-        "yarn",
-        "pnpm",
-        "bun",
-        "node",
-        "nodejs",
-        "deno",
-        "cargo",
-        "go",
-        "python",
-        "python3",
-        "sh",
-        "bash",
-        "dash",
-        "zsh",
-        "pydoc",
-        "mkfifo",
-        "sed",
-        "awk",
-        "gawk",
-        "mawk",
-        "perl",
-        "ruby",
-        "lua",
-        "php",
-        "ts-node",
-        "tsx",
-        "dd",
-        "split",
-        "csplit",
-    ]
-)
+#: What the option tables let the profile allow: read-only programs and programs that work in the workspace.
+READ_ONLY = frozenset(n for n, s in programs.SPECS.items() if s.kind == "read")
+BUILD = frozenset(n for n, s in programs.SPECS.items() if s.kind == "build") | {"dd"}
 REMOTE = frozenset(
     [
         "ssh",
@@ -460,7 +206,6 @@ GIT_WORK = frozenset(
 GIT_REMOTE = frozenset(
     {"push", "fetch", "pull", "clone", "ls-remote", "submodule", "send-email", "request-pull", "svn"}
 )
-_GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"})
 
 _INDEX_FLAGS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
 _VCS_OR_URL = re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
@@ -491,15 +236,9 @@ def _ask(rule: str, reason: str, *, hard: bool = False) -> list[Finding]:
 
 
 def git_words(cmd: SimpleCommand) -> tuple[list[str], bool]:
-    """``git -C x -c k=v --no-pager push`` → ``[push]``, and whether ``-c`` overrides were given."""
-    words = [w.text for w in cmd.args]
-    i = 0
-    overrides = False
-    while i < len(words) and words[i].startswith("-"):
-        if words[i] in ("-c", "--config-env") or words[i].startswith("--config-env="):
-            overrides = True
-        i += 2 if words[i] in _GIT_VALUE_OPTS else 1
-    return words[i:], overrides
+    """``git -C x -c k=v --no-pager push`` → ``[push]``, and whether options outside git's table were given."""
+    parsed = programs.parse(programs.GIT, list(cmd.args))
+    return [w.text for w in parsed.operands], bool(parsed.code or parsed.unknown)
 
 
 def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
@@ -508,8 +247,70 @@ def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding
     if set(cmd.wrappers) & PRIVILEGED or cmd.name in PRIVILEGED:
         out += _ask("ask-privilege", "runs with elevated privileges", hard=True)
     out += _destructive(cmd, eff, ctx)
-    out += _classify(cmd, eff, ctx)
+    verdicts = _classify(cmd, eff, ctx)
+    out += verdicts
+    if any(f.match.verdict is Verdict.ALLOW for f in verdicts):
+        out += options(cmd) + _scripts(cmd, eff, ctx) + _workdir(cmd, eff, ctx)
     return out
+
+
+def options(cmd: SimpleCommand) -> list[Finding]:
+    """The option table's opinion: every option listed, every argument known, no option that runs code."""
+    spec = programs.lookup(cmd.name)
+    if spec is None:
+        return []
+    args = list(cmd.args)
+    if cmd.name == "find":
+        args = without_exec(args)
+    elif cmd.name in ("tar", "bsdtar") and args and args[0].static and not args[0].text.startswith("-"):
+        args[0] = Word.lit("-" + args[0].text)  # tar czf: the old bundled form
+    label = cmd.name
+    out: list[Finding] = []
+    current: programs.Spec | None = spec
+    while current is not None:
+        parsed = programs.parse(current, args)
+        for opt in parsed.code:
+            what = current.code[opt]
+            out += _ask("ask-exec-option", f"{label} {opt} runs {what}: not a read-only option", hard=True)
+        for opt in parsed.unknown:
+            out += _ask("ask-option", f"{label} {opt}: not an option the profile knows to be safe for {label}")
+        unresolved = [w for w in parsed.unresolved if not (cmd.dynamic_tail and w is cmd.argv[-1])]
+        if unresolved and not current.inert:  # (xargs' input is taken as operands: see docs/gate.md)
+            word = unresolved[0].text
+            out += _ask("ask-unresolved-arg", f"{label}: the argument {word!r} is only known at run time")
+        if current.subcommands is None:
+            break
+        sub, current, args = programs.subcommand(current, parsed)
+        if sub and current is None:
+            out += _ask("ask-subcommand", f"{label} {sub}: not a subcommand the profile knows to be safe")
+        label = f"{label} {sub}"
+    return out
+
+
+def _workdir(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
+    """Build tools, git and interpreters load code and configuration from where they run (a Makefile,
+    ``.git/config``, ``conftest.py``): they run inside the workspace, or the profile does not allow them."""
+    spec = programs.lookup(cmd.name)
+    if spec is not None and spec.kind == "read" and eff.chdir is None:
+        return []
+    where = cmd.cwd
+    if eff.chdir is not None:
+        where = ctx.paths.resolve(eff.chdir.text, cmd.cwd) if eff.chdir.static else None
+    resolved = ctx.paths.resolve(str(where), None) if where is not None else None
+    if resolved is None or ctx.paths.relative(resolved) is None:
+        place = "an unknown directory" if resolved is None else str(resolved)
+        return _ask("ask-outside-workspace", f"{cmd.name} would run in {place}, whose files can run code", hard=True)
+    return []
+
+
+def _scripts(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
+    """Files of code (makefiles, sourced scripts) come from the workspace, never from stdin or elsewhere."""
+    for w in eff.scripts:
+        if w.text in ("-", "/dev/stdin", "/proc/self/fd/0", "/dev/fd/0"):
+            return _ask("ask-exec-option", f"{cmd.name} runs code it reads from standard input", hard=True)
+        if not _in_workspace(w, cmd, ctx):
+            return _ask("ask-run-outside", f"{cmd.name} runs {w.text}, which is not in the workspace")
+    return []
 
 
 def _targets_home_or_root(eff: Effects, cmd: SimpleCommand, ctx: Context) -> tuple[str, str] | None:
@@ -602,7 +403,7 @@ def _classify(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
         return _pip(texts[2:] if interp.is_python(name) else texts)
     if name in ("npm", "yarn", "pnpm", "bun", "uv", "poetry", "pdm", "hatch", "cargo", "go", "gem", "bundle"):
         return _package_tool(name, texts)
-    if name == "sed" and not any(t == "-i" or t.startswith(("-i", "--in-place")) for t in texts):
+    if name == "sed":
         return _sed(cmd)
     if name in ("awk", "gawk", "mawk"):
         prog = next((t for t in texts if not t.startswith("-")), "")
@@ -639,7 +440,7 @@ def _git(cmd: SimpleCommand) -> list[Finding]:
     sub = words[0] if words else ""
     rest = words[1:]
     if overrides:
-        return _ask("ask-git-config-override", "git -c can run arbitrary programs (aliases, pagers, hooks)")
+        return _ask("ask-git-config-override", "git options outside its table (-c, --git-dir …) can run programs")
     if sub in GIT_REMOTE:
         rule = "ask-git-push" if sub == "push" else "ask-git-remote"
         return _ask(rule, f"git {sub} talks to a remote")
@@ -701,8 +502,22 @@ def _pip(texts: list[str]) -> list[Finding]:
     return _allow("allow-install", "install from the default index into the project environment")
 
 
+#: Options of package tools that run a program or load configuration the project did not write.
+_PACKAGE_CODE = {
+    "cargo": ("--config", "-Z"),
+    "go": ("-exec", "-toolexec", "-overlay", "-modfile"),
+    "npm": ("--script-shell", "--node-options", "--userconfig", "--globalconfig", "--prefix", "--call", "-c"),
+    "pnpm": ("--script-shell", "--node-options", "--config", "--dir", "-C"),
+    "yarn": ("--script-shell", "--cwd", "--use-yarnrc"),
+    "uv": ("--config-file", "--with", "--with-requirements", "--directory"),
+}
+
+
 def _package_tool(name: str, texts: list[str]) -> list[Finding]:
     sub = next((t for t in texts if not t.startswith("-")), "")
+    code = [t for t in texts if t.split("=", 1)[0] in _PACKAGE_CODE.get(name, ())]
+    if code:
+        return _ask("ask-exec-option", f"{name} {code[0]} runs a program or configuration from elsewhere", hard=True)
     if sub in ("publish", "upload", "push", "yank", "login", "adduser", "owner", "unpublish", "deprecate", "dist-tag"):
         return _ask("ask-publish", f"{name} {sub} publishes or changes a registry")
     if any(t in _INDEX_FLAGS or t.startswith(tuple(f + "=" for f in _INDEX_FLAGS)) for t in texts) or any(
@@ -727,19 +542,21 @@ def _package_tool(name: str, texts: list[str]) -> list[Finding]:
 
 
 def _sed(cmd: SimpleCommand) -> list[Finding]:
-    texts = [w.text for w in cmd.args]
-    scripts = [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("-e", "--expression")]
-    if "-f" in texts:
+    spec = programs.SPECS["sed"]
+    parsed = programs.parse(spec, list(cmd.args))
+    scripts = [v.text for n, v in parsed.options if n in ("-e", "--expression") and v is not None]
+    if parsed.has("-f", "--file"):
         return _ask("ask-sed-script", "sed runs a script file")
     if not scripts:
-        ops = [w.text for w in operands(cmd, frozenset({"-e", "-f", "-l"}))]
-        scripts = ops[:1]
-    for s in scripts:
-        for part in re.split(r"[;\n]", s):
+        scripts = [w.text for w in parsed.operands[:1]]
+    for script in scripts:
+        for part in re.split(r"[;\n]", script):
             if not _SAFE_SED.match(part):
                 return _ask("ask-sed-script", f"sed script {part.strip()!r} may write files or run commands")
             if re.search(r"s(.).*\1.*\1[gpiImM0-9]*[we]", part):
                 return _ask("ask-sed-script", "sed s///w or s///e writes files or runs commands")
+    if programs.in_place(parsed):
+        return _allow("allow-workspace-build", "sed -i edits files in place")
     return _allow("allow-read-only", "sed prints edited text")
 
 

@@ -229,6 +229,11 @@ WRAPPERS = frozenset(
         "!",
     }
 )
+#: Project runners whose subcommand runs any command in the project's environment.
+_RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}
+_RUNNER_VALUE_FLAGS = frozenset(
+    {"--with", "--python", "-p", "--directory", "--project", "--package", "--env-file", "--extra", "--group", "-e"}
+)
 PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
 
 
@@ -531,6 +536,7 @@ class _Walker:
         if found is envvars.EnvKind.CODE:
             self.out.hard("shell:env-code", Verdict.ASK, f"{name}= makes programs load code or configuration")
         elif found is envvars.EnvKind.COMMAND:
+            self.out.hard("shell:env-code", Verdict.ASK, f"{name}= names a program that programs start")
             holder = SimpleCommand((Word.lit(name),), (), self.cwd, piped=True)
             if value.static:
                 if value.text.strip():
@@ -697,6 +703,12 @@ class _Walker:
         if name in ("cd", "pushd", "popd"):
             self.change_dir(name, args)
             self.emit(cmd)
+            return
+        if name in _RUNNERS and args and args[0].text == _RUNNERS[name]:
+            self.emit(cmd)  # `uv run CMD`: the runner is judged, and so is CMD
+            rest = _strip_options(args[1:], _RUNNER_VALUE_FLAGS, 0)
+            if rest:
+                self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
             return
         if name == "xargs":
             self.xargs(cmd, args)
@@ -890,7 +902,7 @@ class _Walker:
                     continue
                 break
         rest = _strip_options(args, values, 0)
-        self.emit(replace(cmd, argv=cmd.argv[:1]))
+        self.emit(replace(cmd, argv=cmd.argv[: len(cmd.argv) - len(rest)]))
         if not rest:
             rest = [Word.lit("echo")]
         # with -I the input lands where the replace string is; otherwise it is appended
