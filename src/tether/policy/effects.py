@@ -154,6 +154,8 @@ def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
         e.reads = []
     if spec.default_write is not None and not placed:
         e.writes.append(Target(Word.lit(spec.default_write)))
+    if spec.default_read is not None and deep and not e.reads:
+        e.reads.append(Target(Word.lit(spec.default_read), True))
 
 
 def without_exec(args: list[Word]) -> list[Word]:

@@ -15,6 +15,7 @@ A *shell tool* is a tool whose contract has the ``exec`` effect, called with a s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from tether.control.state import ControlState
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
 
-from . import profile
+from . import profile, programs
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
 from .effects import NAME_ONLY, Effects, Target, effects
@@ -34,6 +35,30 @@ _UNKNOWN_COMMAND = RuleMatch(
     "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"
 )
 _REDIRECT_ONLY = RuleMatch("default:redirect-only", Verdict.ALLOW, "only a redirection, its target was checked")
+#: Findings that mean "this call runs code the gate cannot see through": a deny rule may match what it runs.
+_OPAQUE = frozenset(
+    {
+        "shell:dynamic-code",
+        "shell:computed-command",
+        "shell:unparseable",
+        "shell:too-deep",
+        "shell:too-complex",
+        "shell:env-code",
+        "shell:recursive-function",
+        "coding:ask-exec-option",
+        "coding:ask-inline-code",
+        "coding:ask-awk-program",
+        "coding:ask-sed-script",
+        "shell:pipe-to-interpreter",
+        "shell:remote-code",
+    }
+)
+#: git commands that show file contents they select themselves (with -p for the log family).
+_GIT_CONTENT = frozenset(
+    {"show", "grep", "cat-file", "archive", "blame", "annotate", "diff", "diff-tree", "diff-index", "diff-files"}
+    | {"range-diff", "format-patch", "bundle"}
+)
+_GIT_PATCH_LOG = frozenset({"log", "whatchanged", "reflog", "stash", "shortlog"})
 _WHY_UNKNOWN = " (its directory is unknown after a cd that may fail, or the path is unreadable)"
 _NO_COMMAND = RuleMatch("default:empty", Verdict.ASK, "no command to run")
 
@@ -105,7 +130,25 @@ class Gate:
             whole += profile.analysis_findings(analysis, secret_reads)
         if whole:
             parts.append(resolve(whole, _UNKNOWN_COMMAND))
+        parts += self._deny_may_match(tool, args, parts)
         return strictest(parts, _NO_COMMAND)
+
+    def _deny_may_match(self, tool: str, args: Mapping[str, Any], parts: list[Decision]) -> list[Decision]:
+        """Deny means deny: code the gate cannot see through may be exactly what a deny rule forbids."""
+        opaque = next((m for d in parts for m in d.matches if m.id in _OPAQUE), None)
+        if opaque is None:
+            return []
+        may = [
+            Finding.of(
+                Layer.HARD,
+                r.id,
+                Verdict.DENY,
+                f"{r.reason or f'deny rule {r.id}'}: may match, since {opaque.reason}",
+            )
+            for r in self.deny
+            if r.specifier is not None and _applies(r, tool, args)
+        ]
+        return [resolve(may, _UNKNOWN_COMMAND)] if may else []
 
     def _command_findings(self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any]) -> tuple[list[Finding], bool]:
         out: list[Finding] = []
@@ -130,6 +173,8 @@ class Gate:
                 reads.append(Target(r.target))
         for name, value in cmd.env:
             self._code_path(name, value, cmd, out)
+        if cmd.name == "git" and self.paths.filesystem is not None and self.paths.filesystem.deny:
+            self._git_reads(cmd, out)
         for t in writes:
             self._write_place(t, cmd, out)
         secret = False
@@ -141,6 +186,68 @@ class Gate:
                 if id(w) not in listed:
                     secret = self._loose_read(w, cmd, out) or secret
         return secret
+
+    def _may_read_denied(self, t: Target, text: str, cmd: SimpleCommand, out: list[Finding]) -> None:
+        """A reader whose files are chosen at run time (a tree, a glob, ``$X``) may read what the deny list hides."""
+        if not text:
+            base: PurePosixPath | None = self.workspace  # could be any file
+        elif t.word.static and not _has_glob(text):
+            base = self.paths.resolve(text, cmd.cwd)
+        else:
+            base = self._known_dir(text, cmd)
+        reach = self.paths.deny_reach(base if base is not None else self.workspace)
+        if reach is not None:
+            where = f"under {base}" if base is not None else "in an unknown place"
+            out.append(
+                Finding.of(
+                    Layer.HARD,
+                    "path:denied",
+                    Verdict.DENY,
+                    f"{cmd.name} reads files chosen at run time {where}; filesystem.deny {reach!r} may match them",
+                )
+            )
+
+    def _known_dir(self, text: str, cmd: SimpleCommand) -> PurePosixPath | None:
+        """The directory a partly known word certainly lies under: ``src/$X`` → src, ``*.py`` → the cwd."""
+        cut = min((text.find(c) for c in "*?[$`{" if c in text), default=len(text))
+        known = text[:cut]
+        base = known.rsplit("/", 1)[0] + "/" if "/" in known else "."
+        return self.paths.resolve(base, cmd.cwd)
+
+    def _git_reads(self, cmd: SimpleCommand, out: list[Finding]) -> None:
+        """``git show HEAD:path``, ``git grep``, ``git diff``: contents chosen by git, checked against the deny list."""
+        parsed = programs.parse(programs.GIT, list(cmd.args))
+        sub, spec, rest = programs.subcommand(programs.GIT, parsed)
+        if spec is None and sub not in _GIT_CONTENT:
+            return
+        inner = programs.parse(spec or programs.Spec(operands=programs.Role.TEXT), rest)
+        patch = inner.has("-p", "-u", "--patch", "-L") or (sub == "stash" and "-p" in [w.text for w in rest])
+        if sub not in _GIT_CONTENT and not (sub in _GIT_PATCH_LOG and patch):
+            return
+        places: list[PurePosixPath] = []
+        for w in inner.operands:
+            if not w.static:
+                places = [self.workspace]
+                break
+            if ":" in w.text:  # REV:path is relative to the top of the repository
+                places.append(self.workspace / w.text.split(":", 1)[1].removeprefix("./").lstrip("/"))
+                continue
+            path = self.paths.resolve(w.text, cmd.cwd)
+            if path is not None and os.path.lexists(path):
+                places.append(path)
+        for place in places or [self.workspace]:
+            reach = self.paths.deny_reach(place)
+            if reach is not None:
+                out.append(
+                    Finding.of(
+                        Layer.HARD,
+                        "path:denied",
+                        Verdict.DENY,
+                        f"git {sub} shows contents under {place}; filesystem.deny {reach!r} may match them"
+                        " (name the paths it may show after --)",
+                    )
+                )
+                return
 
     def _code_path(self, name: str, value: Word, cmd: SimpleCommand, out: list[Finding]) -> None:
         """``PYTHONPATH=src``: code from the workspace is fine (the agent could run it anyway); not from elsewhere."""
@@ -200,6 +307,8 @@ class Gate:
     def _read_place(self, t: Target, cmd: SimpleCommand, out: list[Finding]) -> bool:
         w = t.word
         text = w.text if w.static else w.prefix
+        if not w.static or t.recursive or _has_glob(text):
+            self._may_read_denied(t, text, cmd, out)
         if not text:
             return False
         path = self.paths.resolve(text, cmd.cwd)

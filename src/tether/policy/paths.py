@@ -246,6 +246,35 @@ class PathPolicy:
             return PlaceVerdict("path:not-readable", Verdict.DENY, f"{rel} is not in environment.filesystem.read")
         return None
 
+    def deny_reach(self, path: PurePosixPath) -> str | None:
+        """The first ``filesystem.deny`` pattern that may match ``path`` or a file under it, if any.
+
+        For readers that choose files themselves (``grep -r``, ``find -exec``, ``git show``, archivers):
+        a pattern without a slash matches at any depth; an anchored one reaches ``path`` when the two
+        agree on every leading component (``**`` agrees with anything). A directory above the
+        workspace holds all of it.
+        """
+        fs = self.filesystem
+        if fs is None or not fs.deny:
+            return None
+        rel = self.relative(path)
+        if rel is None:
+            if self.workspace not in path.parents and path != self.workspace:
+                return None
+            rel = PurePosixPath(".")
+        here = [p for p in rel.parts if p != "."]
+        for pattern in fs.deny:
+            q = pattern.strip()
+            if not q or q.startswith("#") or q.startswith("!"):
+                continue
+            body = q.strip("/")
+            if "/" not in body and not q.startswith("/"):
+                return pattern
+            parts = body.split("/")
+            if all(a == "**" or b == "**" or fnmatchcase(b, a) for a, b in zip(parts, here, strict=False)):
+                return pattern
+        return None
+
     def write(self, path: PurePosixPath) -> PlaceVerdict | None:
         """Verdict for writing (creating, changing, deleting) ``path``; None means allowed."""
         s = str(path)

@@ -47,6 +47,7 @@ class Spec:
     last: Role | None = None  # the last of two or more operands (cp's DEST)
     recursive: frozenset[str] = frozenset()  # options after which operands are whole trees ("*": always)
     default_write: str | None = None  # written when no operand or option names a place (unzip: ".")
+    default_read: str | None = None  # read (as a tree) when recursive and no operand names a place (rg: ".")
     code: Mapping[str, str] = field(default_factory=dict)  # options that run code → what they run
     subcommands: Mapping[str, Spec] | None = None
     numeric: bool = False  # ``head -20``
@@ -265,6 +266,7 @@ _GREP = spec(
     first=T,
     first_unless="-e --regexp -f --file",
     recursive="-r -R --recursive --dereference-recursive",
+    default_read=".",
     numeric=True,
 )
 _RG = spec(
@@ -280,6 +282,7 @@ _RG = spec(
     first=T,
     first_unless="-e --regexp -f --file",
     recursive="*",
+    default_read=".",
 )
 _HEAD = spec(f"-q -v -z --quiet --silent --verbose --zero-terminated -n: -c: --lines: --bytes: {_HELP}", numeric=True)
 _TAIL = spec(
@@ -772,6 +775,18 @@ GIT = spec(
     },
     subcommands=_git_specs(),
     kind="build",
+)
+
+#: Every git command git itself provides; any other word after ``git`` may be an alias for any of them.
+GIT_COMMANDS = frozenset(GIT.subcommands or {}) | frozenset(
+    _words(
+        "push fetch pull clone ls-remote submodule send-email request-pull svn remote config worktree mergetool "
+        "filter-branch update-ref replace archive bundle daemon instaweb clean fast-export fast-import gui "
+        "difftool credential hash-object update-index write-tree read-tree commit-tree mktag mktree pack-objects "
+        "unpack-objects index-pack verify-pack symbolic-ref check-attr check-ref-format column interpret-trailers "
+        "mailinfo mailsplit merge-file merge-tree rerere shortlog stripspace maintenance p4 cvsimport quiltimport "
+        "send-pack receive-pack upload-pack upload-archive http-push http-fetch backfill lfs"
+    )
 )
 
 SPECS: dict[str, Spec] = {

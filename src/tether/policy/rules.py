@@ -30,6 +30,7 @@ import pathspec
 
 from tether.envelope.schema import Rule
 
+from . import programs
 from .decision import Verdict
 from .profile import git_words
 from .shell import SimpleCommand, command_name
@@ -63,8 +64,7 @@ class CompiledRule:
         if not cmd.argv:
             return False
         strict = self.verdict is Verdict.ALLOW
-        candidates = _word_lists(cmd, strict)
-        return any(self._match_words(words, cmd.dynamic_tail and not strict, strict) for words in candidates)
+        return any(self._match_words(words, open_tail, strict) for words, open_tail in _word_lists(cmd, strict))
 
     def _match_words(self, words: list[tuple[str, bool]], open_tail: bool, strict: bool) -> bool:
         toks = self.tokens
@@ -110,18 +110,26 @@ class CompiledRule:
         return True
 
 
-def _word_lists(cmd: SimpleCommand, strict: bool) -> list[list[tuple[str, bool]]]:
+def _word_lists(cmd: SimpleCommand, strict: bool) -> list[tuple[list[tuple[str, bool]], bool]]:
+    """The word lists a rule may see for ``cmd``, each with whether more unknown words may follow.
+
+    For deny and ask rules (not ``strict``) this includes what the command *may* be: ``git`` with its
+    global options removed, and ``git <unknown>`` when the subcommand could be an alias of anything.
+    """
     words = [(w.text, w.static) for w in cmd.argv]
     head = cmd.argv[0].text
     if not strict or "/" not in head or head.rsplit("/", 1)[0] in _SYSTEM_DIRS:
         words[0] = (command_name(head), cmd.argv[0].static and not cmd.computed)
     if strict:
-        return [words]
-    lists = [words]
+        return [(words, False)]
+    open_tail = cmd.dynamic_tail
+    lists = [(words, open_tail)]
     if cmd.name == "git":
-        rest, _ = git_words(cmd)
-        lists.append([("git", True), *[(t, True) for t in rest]])
-    lists += [[(w, True), *words] for w in cmd.wrappers]
+        rest, unsure = git_words(cmd)
+        lists.append(([("git", True), *[(t, True) for t in rest]], open_tail))
+        if unsure or (rest and rest[0] not in programs.GIT_COMMANDS):
+            lists.append(([("git", True), ("<alias or unknown>", False)], True))
+    lists += [([(w, True), *words], open_tail) for w in cmd.wrappers]
     return lists
 
 

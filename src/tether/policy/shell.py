@@ -704,6 +704,9 @@ class _Walker:
             self.change_dir(name, args)
             self.emit(cmd)
             return
+        if name == "git":
+            self.git_code(cmd, args)
+            return
         if name in _RUNNERS and args and args[0].text == _RUNNERS[name]:
             self.emit(cmd)  # `uv run CMD`: the runner is judged, and so is CMD
             rest = _strip_options(args[1:], _RUNNER_VALUE_FLAGS, 0)
@@ -734,6 +737,18 @@ class _Walker:
             self.call(cmd, name)
             return
         self.emit(cmd)
+
+    def git_code(self, cmd: SimpleCommand, args: list[Word]) -> None:
+        """``git rebase --exec CMD``, ``git bisect run CMD …``: git runs these; they are judged too."""
+        self.emit(cmd)
+        texts = [w.text for w in args]
+        for i, t in enumerate(texts):
+            if t in ("--exec", "-x") and i + 1 < len(args):
+                self.code_word(cmd, args[i + 1], f"git {t}")
+            elif t.startswith("--exec="):
+                self.code_word(cmd, Word.lit(t[7:]) if args[i].static else Word(t, False), "git --exec")
+            elif t == "run" and i > 0 and texts[i - 1] == "bisect" and i + 1 < len(args):
+                self.expand(replace(cmd, argv=tuple(args[i + 1 :]), wrappers=(*cmd.wrappers, "git bisect run")))
 
     def code_word(self, cmd: SimpleCommand, w: Word, what: str) -> None:
         if w.static:
