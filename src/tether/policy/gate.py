@@ -29,7 +29,7 @@ from .defaults import default_envelope
 from .effects import NAME_ONLY, Effects, Target, effects
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
-from .shell import FETCHERS, SimpleCommand, Word, analyse
+from .shell import FETCHERS, Analysis, SimpleCommand, Word, analyse
 
 _UNKNOWN_COMMAND = RuleMatch(
     "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"
@@ -104,8 +104,9 @@ class Gate:
         effects_ = set(contract.effects)
         command = args.get("command")
         if Effect.EXEC in effects_ and isinstance(command, str):
-            decision = self._shell(tool, command, args)
-            read_only = decision.verdict is Verdict.ALLOW and self._shell_read_only(command)
+            analysis = analyse(command, self.workspace)
+            decision = self._shell(tool, analysis, args)
+            read_only = decision.verdict is Verdict.ALLOW and _read_only(analysis)
         elif isinstance(args.get("path"), str):
             decision = self._file(contract, str(args["path"]), args)
             read_only = effects_ == {Effect.READ}
@@ -116,8 +117,7 @@ class Gate:
 
     # -- shell ------------------------------------------------------------------------------
 
-    def _shell(self, tool: str, command: str, args: Mapping[str, Any]) -> Decision:
-        analysis = analyse(command, self.workspace)
+    def _shell(self, tool: str, analysis: Analysis, args: Mapping[str, Any]) -> Decision:
         parts: list[Decision] = []
         secret_reads = False
         for cmd in analysis.commands:
@@ -371,20 +371,6 @@ class Gate:
         in_home_dot = home in path.parents and any(p.startswith(".") for p in path.relative_to(home).parts)
         return in_home_dot or (name.startswith(".env") and name not in (".env.example", ".env.sample"))
 
-    def _shell_read_only(self, command: str) -> bool:
-        analysis = analyse(command, self.workspace)
-        for cmd in analysis.commands:
-            eff = effects(cmd)
-            if eff.writes or any(r.writes for r in cmd.redirects):
-                return False
-            if cmd.name not in profile.READ_ONLY and cmd.name != "git":
-                return False
-            if cmd.name == "git":
-                words, _ = profile.git_words(cmd)
-                if not words or words[0] not in profile.GIT_READ:
-                    return False
-        return True
-
     # -- files and other tools --------------------------------------------------------------
 
     def _file(self, contract: ToolContract, raw: str, args: Mapping[str, Any]) -> Decision:
@@ -474,6 +460,21 @@ class Gate:
         else:
             m = RuleMatch("control:human-required", Verdict.DENY, "control state HUMAN_REQUIRED: a human must step in")
         return Decision(m.verdict, m.id, m.reason, (m, *decision.matches))
+
+
+def _read_only(analysis: Analysis) -> bool:
+    """Only read-only programs, no writes: what a CAUTIOUS or BLOCKED run may still do."""
+    for cmd in analysis.commands:
+        eff = effects(cmd)
+        if eff.writes or any(r.writes for r in cmd.redirects):
+            return False
+        if cmd.name == "git":
+            words, _ = profile.git_words(cmd)
+            if not words or words[0] not in profile.GIT_READ:
+                return False
+        elif cmd.name not in profile.READ_ONLY:
+            return False
+    return True
 
 
 def _applies(rule: CompiledRule, tool: str, args: Mapping[str, Any]) -> bool:
