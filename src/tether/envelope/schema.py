@@ -201,6 +201,24 @@ class Control(Strict):
     recovery: RecoveryBudget = Field(default_factory=RecoveryBudget)
 
 
+class Risk(StrEnum):
+    """A risky setting that strict validation refuses unless the envelope acknowledges it by name."""
+
+    NETWORK_ANY = "network-any"
+    """``environment.network.allow`` reaches any host."""
+    SHELL_ANY = "shell-any"
+    """An allow rule lets the shell tool run any program or inline interpreter code."""
+    GIT_WRITABLE = "git-writable"
+    """``environment.filesystem.write`` reaches ``.git/`` (hooks and config run code)."""
+
+
+class Acknowledgement(Strict):
+    """An explicit, named acceptance of one risk, with the reason; shown in every run's header."""
+
+    risk: Risk
+    reason: str = Field(pattern=r"\S", description="Why this contract accepts the risk (not blank).")
+
+
 class Price(Strict):
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
@@ -223,6 +241,9 @@ class Envelope(Strict):
     audit: Audit | None = None
     control: Control = Field(default_factory=Control)
     pricing: dict[str, Price] = Field(default_factory=dict)
+    acknowledge: list[Acknowledgement] = Field(
+        default_factory=list, description="Risky settings this contract accepts on purpose (see docs/envelope.md)."
+    )
 
     def tool(self, name: str) -> ToolContract | None:
         return next((t for t in self.tools if t.name == name), None)

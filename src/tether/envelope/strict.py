@@ -10,19 +10,44 @@ was expected.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from tether.errors import InputError, Problem
 
 from .hashing import contract_hash, plan_hash
 from .load import load_plan
-from .schema import ApprovalClass, Effect, Envelope
+from .risks import risky_settings
+from .schema import ApprovalClass, Effect, Envelope, Risk
 
 FULL_CONTRACT_FIELDS = ("timeout_s", "idempotent", "on_failure", "evidence", "rollback")
 
 
+@dataclass(frozen=True)
+class Accepted:
+    """A risky setting the envelope accepts by an acknowledgement; recorded in ``run.started``."""
+
+    risk: Risk
+    path: str
+    found: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"risk": self.risk.value, "path": self.path, "found": self.found, "reason": self.reason}
+
+
 def strict_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:
     """All strict-validation problems of ``envelope`` (loaded from ``envelope_path``)."""
+    return strict_check(envelope, envelope_path)[0]
+
+
+def accepted_risks(envelope: Envelope, envelope_path: Path) -> list[Accepted]:
+    """The risky settings ``envelope`` accepts by acknowledgement (shown in every run's header)."""
+    return strict_check(envelope, envelope_path)[1]
+
+
+def strict_check(envelope: Envelope, envelope_path: Path) -> tuple[list[Problem], list[Accepted]]:
+    """Strict-validation problems, and the risks accepted by acknowledgement, of ``envelope``."""
     f = str(envelope_path)
     out: list[Problem] = []
 
@@ -112,7 +137,36 @@ def strict_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:
         add("$.control.critical", envelope.control.critical, f"below control.warning ({envelope.control.warning})")
 
     out.extend(rule_problems(envelope, f))
-    return out
+    risk_problems, accepted = acknowledged(envelope, (envelope_path.parent / env.workspace).resolve(), f)
+    return out + risk_problems, accepted
+
+
+def acknowledged(envelope: Envelope, workspace: Path, file: str) -> tuple[list[Problem], list[Accepted]]:
+    """Dangerous settings are problems unless acknowledged; an acknowledgement of nothing is one too."""
+    acks: dict[Risk, str] = {}
+    out: list[Problem] = []
+    for i, ack in enumerate(envelope.acknowledge):
+        if ack.risk in acks:
+            out.append(Problem(f"$.acknowledge[{i}].risk", ack.risk.value, "each risk acknowledged once", file))
+        acks.setdefault(ack.risk, ack.reason)
+    accepted: list[Accepted] = []
+    taken: set[Risk] = set()
+    for r in risky_settings(envelope, workspace):
+        if r.risk is not None:
+            taken.add(r.risk)
+        if r.risk is not None and r.risk in acks:
+            accepted.append(Accepted(r.risk, r.path, r.found, acks[r.risk].strip()))
+            continue
+        accept = f"; or, to accept it, acknowledge: [{{risk: {r.risk.value}, reason: ...}}]" if r.risk else ""
+        out.append(Problem(r.path, r.found, r.safer + accept, file))
+    for i, ack in enumerate(envelope.acknowledge):
+        if ack.risk not in taken:
+            out.append(
+                Problem(
+                    f"$.acknowledge[{i}].risk", ack.risk.value, "a risk this envelope takes (none: remove it)", file
+                )
+            )
+    return out, accepted
 
 
 def rule_problems(envelope: Envelope, file: str) -> list[Problem]:

@@ -56,6 +56,15 @@ def parse_payload(kind: str, payload: dict[str, Any]) -> Payload:
 # ---- run lifecycle -------------------------------------------------------------------------
 
 
+class AcceptedRisk(Payload):
+    """A risky setting the envelope accepts by a named acknowledgement (see docs/envelope.md)."""
+
+    risk: str
+    path: str
+    found: str
+    reason: str
+
+
 @register("run.started")
 class RunStarted(Payload):
     task: str
@@ -70,6 +79,7 @@ class RunStarted(Payload):
     max_external: int | None = None
     sandbox: str = ""
     sandbox_fallback: str | None = Field(None, description="Why the sandbox is not the one the envelope asked for.")
+    acknowledged: list[AcceptedRisk] = Field(default_factory=list, description="Risks accepted by acknowledgement.")
 
 
 @register("run.resumed")

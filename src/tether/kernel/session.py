@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from tether.envelope.load import load_envelope, load_plan
+from tether.envelope.risks import workspace_risk
 from tether.envelope.schema import Envelope
-from tether.envelope.strict import strict_problems
-from tether.errors import EnvelopeInvalid, InputError, SandboxUnavailable
+from tether.envelope.strict import Accepted, strict_check
+from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.store import EventStore
 from tether.models.base import Model
 from tether.models.registry import load_model
@@ -50,23 +51,26 @@ class Loaded:
     envelope: Envelope
     base_dir: Path
     path: Path | None
+    accepted: tuple[Accepted, ...] = ()
+    """Risky settings the envelope accepts by acknowledgement (recorded in ``run.started``)."""
 
 
 def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) -> Loaded:
     """Load and strictly validate. A path gets every check; an in-memory envelope all but the plan binding."""
     if isinstance(envelope, Envelope):
         base = base_dir or Path.cwd()
-        problems = [p for p in strict_problems(envelope, base / "<in-memory>.yaml") if not p.path.startswith("$.plan")]
+        problems, accepted = strict_check(envelope, base / "<in-memory>.yaml")
+        problems = [p for p in problems if not p.path.startswith("$.plan")]
         problems = [p for p in problems if p.path != "$.contract_hash" or envelope.contract_hash]
         path = None
     else:
         path = Path(envelope).resolve()
         envelope = load_envelope(path)
-        problems = strict_problems(envelope, path)
+        problems, accepted = strict_check(envelope, path)
         base = path.parent
     if problems:
         raise EnvelopeInvalid(problems)
-    return Loaded(envelope, base, path)
+    return Loaded(envelope, base, path, tuple(accepted))
 
 
 def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sandbox | None, SandboxUnavailable | None]:
@@ -100,6 +104,9 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     workspace = (options.workspace or loaded.base_dir / env.environment.workspace).resolve()
     if not workspace.is_dir():
         raise InputError(f"workspace {workspace} does not exist ($.environment.workspace or --workspace)")
+    risky = workspace_risk(workspace, "--workspace")  # the envelope's own was checked; an override is not
+    if risky is not None:
+        raise EnvelopeInvalid([Problem(risky.path, risky.found, risky.safer)])
     runtime = _runtime(store, store.create_run(task), loaded, workspace, options.model, options, _plan(loaded))
     sandbox = runtime.sandbox
     runtime.append_many(
@@ -119,6 +126,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                     "max_external": env.outputs.max_external,
                     "sandbox": getattr(sandbox, "name", None) or "unavailable",
                     "sandbox_fallback": getattr(sandbox, "fallback_reason", None),
+                    "acknowledged": [a.to_dict() for a in loaded.accepted],
                 },
             ),
             (

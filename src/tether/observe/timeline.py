@@ -36,6 +36,11 @@ def _started(p: dict[str, Any]) -> str:
     line = f"[bold]run started[/] model={p['model']} sandbox={p.get('sandbox', '?')} task: {_short(p['task'], 80)}"
     if p.get("sandbox_fallback"):
         line += f"\n    [yellow]sandbox fallback (required: false):[/] {_short(p['sandbox_fallback'], 140)}"
+    for a in p.get("acknowledged") or ():
+        line += (
+            f"\n    [yellow]accepted risk {escape(a['risk'])}[/] at {escape(a['path'])} = {_short(a['found'], 80)}"
+            f" — reason: {_short(a['reason'], 120)}"
+        )
     return line
 
 
