@@ -7,7 +7,8 @@ import typer
 from typer.testing import CliRunner
 
 from tether.cli import doctor_cmds
-from tether.sandbox.doctor import Status, run_doctor
+from tether.sandbox import BwrapSandbox, LocalSandbox
+from tether.sandbox.doctor import Status, check_denied_file, check_orphan, run_doctor, scratch
 
 ALL_CHECKS = {
     "interpreter_reachable",
@@ -18,7 +19,10 @@ ALL_CHECKS = {
     "host_loopback",
     "host_env_hidden",
     "background_child_killed",
+    "orphan_reaped",
     "timeout_kills",
+    "other_process_env",
+    "denied_file_hidden",
     "output_bounded",
 }
 
@@ -31,9 +35,14 @@ def test_local_reports_what_it_does_not_enforce_honestly() -> None:
     assert statuses["network_outbound"] is Status.NOT_ENFORCED
     assert statuses["write_outside_workspace"] is Status.NOT_ENFORCED
     assert statuses["host_loopback"] is Status.NOT_ENFORCED
-    for name in ("host_env_hidden", "background_child_killed", "timeout_kills", "output_bounded"):
+    assert statuses["other_process_env"] is Status.NOT_ENFORCED
+    assert statuses["denied_file_hidden"] is Status.NOT_ENFORCED
+    for name in ("host_env_hidden", "background_child_killed", "orphan_reaped", "timeout_kills", "output_bounded"):
         assert statuses[name] is Status.PASS, name
     assert Status.FAIL not in statuses.values()
+    said = " ".join(local.does_not_isolate)
+    for limit in ("the user's files", "the network", "environments"):
+        assert limit in said
 
 
 @pytest.mark.bwrap
@@ -56,6 +65,33 @@ def test_cli_doctor_json_and_exit_code() -> None:
     data = json.loads(result.output)
     assert data["ok"] is True
     assert [b["backend"] for b in data["backends"]] == ["bwrap", "local"]
+    assert data["backends"][0]["does_not_isolate"] == []
+    assert any("environments" in line for line in data["backends"][1]["does_not_isolate"])
+
+
+def test_cli_doctor_says_what_local_does_not_isolate() -> None:
+    app = typer.Typer()
+    doctor_cmds.register(app)
+    app.command("noop")(lambda: None)
+    result = CliRunner().invoke(app, ["doctor"], env={"COLUMNS": "200"})
+    assert "local does not isolate:" in result.output
+    assert "/proc/PID/environ" in result.output
+
+
+@pytest.mark.bwrap
+def test_denied_file_check_fails_without_the_cover() -> None:
+    """The check can fail: the same bwrap sandbox without deny globs reads the file."""
+    with scratch() as s:
+        assert check_denied_file(BwrapSandbox(s.workspace), s).status is Status.FAIL
+        assert check_denied_file(BwrapSandbox(s.workspace, deny=[".env"]), s).status is Status.PASS
+
+
+def test_orphan_check_fails_without_reaping() -> None:
+    with scratch() as s:
+        box = LocalSandbox()
+        box.subreaper = False
+        assert check_orphan(box, s).status is Status.FAIL
+        assert check_orphan(LocalSandbox(), s).status is Status.PASS
 
 
 def test_cli_doctor_blocks_when_required_bwrap_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:

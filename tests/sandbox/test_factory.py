@@ -46,3 +46,27 @@ def test_bwrap_when_available(workspace: Path, monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(box, BwrapSandbox)
     r = box.run("echo $MY_TOKEN", cwd=workspace, timeout_s=30)
     assert r.stdout == "passed-on-purpose\n"
+
+
+def test_secrets_refuse_local_when_asked(workspace: Path) -> None:
+    with pytest.raises(SandboxUnavailable) as info:
+        make_sandbox(SandboxSpec(backend="local"), workspace, secrets=["gh"])
+    assert "declares secrets (gh)" in str(info.value) and "bwrap" in info.value.fix
+
+
+@pytest.mark.usefixtures("no_bwrap")
+def test_secrets_refuse_the_local_fallback(workspace: Path) -> None:
+    with pytest.raises(SandboxUnavailable, match="fallback would be local"):
+        make_sandbox(SandboxSpec(backend="bwrap", required=False), workspace, secrets=["gh"])
+
+
+@pytest.mark.bwrap
+def test_secrets_run_in_bwrap(workspace: Path) -> None:
+    assert isinstance(make_sandbox(SandboxSpec(), workspace, secrets=["gh"]), BwrapSandbox)
+
+
+@pytest.mark.bwrap
+def test_deny_globs_reach_the_bwrap_sandbox(workspace: Path) -> None:
+    (workspace / ".env").write_text("TOKEN=hunter2\n")
+    box = make_sandbox(SandboxSpec(), workspace, deny=[".env"])
+    assert "hunter2" not in box.run("cat .env", cwd=workspace, timeout_s=30).stdout

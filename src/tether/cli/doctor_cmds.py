@@ -54,5 +54,9 @@ def render(report: DoctorReport) -> None:
         for c in b.checks:
             table.add_row(c.name, f"[{STYLE[c.status]}]{c.status.value}[/]", c.detail)
         console.print(table)
+        if b.does_not_isolate:
+            console.print(f"[yellow]{b.backend} does not isolate:[/]")
+            for line in b.does_not_isolate:
+                console.print(f"  - {line}", soft_wrap=True)
     verdict = "[green]ok[/]" if report.ok else "[bold red]FAILED[/]"
     console.print(f"doctor: {verdict} (not_enforced = the backend does not claim this; only bwrap must pass all)")

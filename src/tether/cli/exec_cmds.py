@@ -74,7 +74,14 @@ def exec_command(
     if sandbox is not None:
         spec = spec.model_copy(update={"backend": sandbox.value})
     try:
-        box = make_sandbox(spec, workspace, env_allow=env.environment.env_allow)
+        environment = env.environment
+        box = make_sandbox(
+            spec,
+            workspace,
+            env_allow=environment.env_allow,
+            deny=environment.filesystem.deny if environment.filesystem else (),
+            secrets=[s.name for s in environment.secrets or ()],
+        )
     except SandboxUnavailable as e:
         out |= {"status": "BLOCKED_DEPENDENCY", "error": str(e), "fix": e.fix}
         finish(out, None, json_out, EXIT_BLOCKED)

@@ -78,7 +78,14 @@ def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sand
     if override:
         spec = spec.model_copy(update={"backend": override})
     try:
-        return make_sandbox(spec, workspace, env_allow=env.environment.env_allow), None
+        environment = env.environment
+        return make_sandbox(
+            spec,
+            workspace,
+            env_allow=environment.env_allow,
+            deny=environment.filesystem.deny if environment.filesystem else (),
+            secrets=[s.name for s in environment.secrets or ()],
+        ), None
     except SandboxUnavailable as e:
         return None, e
 

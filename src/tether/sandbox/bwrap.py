@@ -5,7 +5,9 @@ What the command sees:
 * system directories (``/usr``, ``/etc``, ``/opt``, the merged-/usr links) read-only; the interpreter
   tether runs on (which may live under a home directory, e.g. ``/root/.pyenv``) read-only at its own path,
   first on ``PATH`` — nothing else of the host (no ``/root``, ``/home``, ``/var``, ``/run``, ``/mnt``);
-* the workspace read-write at its own path, and the working directory inside it;
+* the workspace read-write at its own path, and the working directory inside it — except what
+  ``environment.filesystem.deny`` matches when the command starts, which is covered (a file by
+  ``/dev/null``, a directory by an empty read-only tmpfs; see :mod:`tether.sandbox.mask`);
 * private tmpfs ``/tmp``, ``/var/tmp`` and ``$HOME`` (``/home/sandbox``); a minimal ``/dev``; a new ``/proc``;
 * new pid, network (loopback only, down), ipc, uts and cgroup namespaces; ``--die-with-parent``,
   ``--new-session``; capabilities dropped, ``no_new_privs`` set; the same allowlisted environment and
@@ -44,6 +46,7 @@ from . import acl
 from .base import to_argv
 from .environment import build_env
 from .limits import Limits
+from .mask import masks
 from .output import OutputCap
 from .process import run_captured, to_receipt
 from .receipt import Receipt
@@ -112,15 +115,18 @@ class BwrapSandbox:
         cap: OutputCap | None = None,
         ro_paths: Sequence[Path] | None = None,
         user: str | None = None,
+        deny: Sequence[str] = (),
     ) -> None:
         """``workspace`` is bound read-write (default: each call's ``cwd``); ``ro_paths`` are bound read-only
-        at their own paths (default: the interpreter prefix); ``user`` names the sandbox user when root."""
+        at their own paths (default: the interpreter prefix); ``user`` names the sandbox user when root;
+        workspace paths matching the ``deny`` globs are covered inside the sandbox."""
         exe = shutil.which("bwrap")
         if exe is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed.", fix=INSTALL_FIX)
         self.exe = exe
         self.workspace = workspace.resolve() if workspace is not None else None
         self.env_allow = tuple(env_allow)
+        self.deny = tuple(deny)
         self.limits = limits or Limits()
         self.cap = cap or OutputCap()
         self.ro_paths = [p.resolve() for p in (interpreter_paths() if ro_paths is None else ro_paths)]
@@ -147,7 +153,8 @@ class BwrapSandbox:
     # -- argv ---------------------------------------------------------------------------------------
 
     def argv(self, inner: Sequence[str], *, workspace: Path, cwd: Path) -> list[str]:
-        """The full bubblewrap command line for running ``inner`` with ``workspace`` writable."""
+        """The full bubblewrap command line for running ``inner`` with ``workspace`` writable, less what
+        ``deny`` matches in it now."""
         args = [self.exe, "--die-with-parent", "--new-session"]
         if self.privileged:
             args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -189,7 +196,8 @@ class BwrapSandbox:
             if is_under(p, system) or p == workspace or p.is_relative_to(workspace) or not p.exists():
                 continue
             args += [*ancestors(p), "--ro-bind", str(p), str(p)]
-        args += [*ancestors(workspace), "--bind", str(workspace), str(workspace), "--chdir", str(cwd), "--"]
+        args += [*ancestors(workspace), "--bind", str(workspace), str(workspace)]
+        args += [*masks(workspace, self.deny).bwrap_args(), "--chdir", str(cwd), "--"]
         if self.setpriv is not None:
             uid, gid = str(self.user.uid), str(self.user.gid)
             args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]

@@ -2,8 +2,9 @@
 
 Each check runs a real command in the sandbox and verifies the outcome from the host side where it can
 (a file that must not appear, a process that must not survive). ``local`` is not an isolation boundary:
-the checks it cannot pass (filesystem, root-only files, network) are reported as ``not_enforced`` with
-what was observed, never as passed. A required backend must pass every check.
+the checks it cannot pass (filesystem, root-only and denied files, network, other processes'
+environments) are reported as ``not_enforced`` with what was observed, never as passed, and the report
+states in plain words what it does not isolate. A required backend must pass every check.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import secrets
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,7 +34,26 @@ from .output import OutputCap
 from .receipt import TIMEOUT_EXIT_CODE, Receipt
 
 BACKENDS = ("bwrap", "local")
-LOCAL_NOT_ENFORCED = frozenset({"write_outside_workspace", "root_only_file", "network_outbound", "host_loopback"})
+LOCAL_NOT_ENFORCED = frozenset(
+    {
+        "write_outside_workspace",
+        "root_only_file",
+        "network_outbound",
+        "host_loopback",
+        "other_process_env",
+        "denied_file_hidden",
+    }
+)
+LOCAL_DOES_NOT_ISOLATE = (
+    "the user's files: a command reads and writes everything the invoking user can outside the workspace "
+    "(ssh keys, cloud credentials, other projects); only the gate stands in the way",
+    "the network: a command reaches every host the machine can, including services on 127.0.0.1",
+    "other processes: a command sees the user's other processes and reads their environments (/proc/PID/environ), "
+    "where tokens often live",
+    "files the envelope denies: filesystem.deny is enforced by the gate only, not hidden from a command",
+)
+"""Said plainly by ``tether doctor`` for the local backend, whatever the checks observe."""
+DENIED_NAME = ".env"
 CHECK_TIMEOUT_S = 20.0
 SHORT_TIMEOUT_S = 1.0
 BIG_OUTPUT = 20_000_000
@@ -62,6 +84,7 @@ class BackendReport:
     reason: str = ""
     fix: str = ""
     checks: list[Check] = field(default_factory=list)
+    does_not_isolate: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -76,6 +99,7 @@ class BackendReport:
             "reason": self.reason,
             "fix": self.fix,
             "checks": [c.to_dict() for c in self.checks],
+            "does_not_isolate": list(self.does_not_isolate),
         }
 
 
@@ -109,6 +133,7 @@ class Scratch:
     secret_value: str
     port: int
     loopback_token: str
+    neighbour_pid: int
 
 
 @contextmanager
@@ -140,6 +165,23 @@ def listener(token: str) -> Iterator[int]:
 
 
 @contextmanager
+def neighbour(value: str) -> Iterator[int]:
+    """Another process of this user with ``TETHER_DOCTOR_NEIGHBOUR=value`` in its environment."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)"],
+        env={"TETHER_DOCTOR_NEIGHBOUR": value},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
 def scratch() -> Iterator[Scratch]:
     with tempfile.TemporaryDirectory(prefix="tether-doctor-") as d:
         root = Path(d)
@@ -153,9 +195,11 @@ def scratch() -> Iterator[Scratch]:
             secret = secret_dir / "root-only.txt"
             secret.write_text(value)
             secret.chmod(0o600)
+        (workspace / DENIED_NAME).write_text(value + "\n")
+        (workspace / DENIED_NAME).chmod(0o644)  # readable by anyone: only the sandbox's cover may hide it
         token = "tether-doctor-loopback-" + secrets.token_hex(8)
-        with listener(token) as port:
-            yield Scratch(root, workspace, outside, secret_dir, secret, value, port, token)
+        with listener(token) as port, neighbour(value) as pid:
+            yield Scratch(root, workspace, outside, secret_dir, secret, value, port, token, pid)
 
 
 def survivors(marker: str, *, grace_s: float = 2.0) -> list[int]:
@@ -289,6 +333,42 @@ def check_background_child(sandbox: Sandbox, s: Scratch) -> Check:
     return Check("background_child_killed", Status.PASS, f"setsid child gone when the command returned{how}")
 
 
+def check_orphan(sandbox: Sandbox, s: Scratch) -> Check:
+    """A double fork with a new session and a scrubbed environment: no group, no token to find it by."""
+    marker = "tether-doctor-orphan-" + secrets.token_hex(6)
+    script = (
+        f"( setsid env -i /bin/bash -c 'echo $$ > orphan.pid; exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1"
+        " & ); for i in $(seq 1 250); do [ -s orphan.pid ] && break; sleep 0.02; done; cat orphan.pid"
+    )
+    r = run(sandbox, s, script)
+    left = survivors(marker)
+    kill_all(left)
+    if not r.stdout.strip():
+        return Check("orphan_reaped", Status.FAIL, "the double-forked child never started; inconclusive")
+    if left:
+        return Check("orphan_reaped", Status.FAIL, f"double-forked env -i child outlived the command (pids {left})")
+    how = "the pid namespace ended" if isinstance(sandbox, BwrapSandbox) else "reparented to tether (subreaper)"
+    return Check("orphan_reaped", Status.PASS, f"double-forked, setsid, env -i child gone: {how}")
+
+
+def check_other_process_env(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, f"cat /proc/{s.neighbour_pid}/environ 2>/dev/null | tr '\\0' '\\n'")
+    if s.secret_value in r.stdout:
+        return Check(
+            "other_process_env", Status.FAIL, f"read the environment of another process (pid {s.neighbour_pid})"
+        )
+    return Check("other_process_env", Status.PASS, f"another process's environment (pid {s.neighbour_pid}) unreadable")
+
+
+def check_denied_file(sandbox: Sandbox, s: Scratch) -> Check:
+    r = run(sandbox, s, f"cat {DENIED_NAME}; find . -name {DENIED_NAME} -exec cat {{}} +")
+    if s.secret_value in r.stdout:
+        return Check("denied_file_hidden", Status.FAIL, f"read {DENIED_NAME}, which filesystem.deny names")
+    if not (s.workspace / DENIED_NAME).read_text().startswith(s.secret_value):
+        return Check("denied_file_hidden", Status.FAIL, f"{DENIED_NAME} changed on the host")
+    return Check("denied_file_hidden", Status.PASS, f"{DENIED_NAME} (denied, mode 0644) unreadable by cat and find")
+
+
 def check_timeout(sandbox: Sandbox, s: Scratch) -> Check:
     marker = "tether-doctor-timeout-" + secrets.token_hex(6)
     r = run(sandbox, s, f"setsid bash -c 'exec -a {marker} sleep 300' & exec -a {marker} sleep 300", SHORT_TIMEOUT_S)
@@ -319,7 +399,10 @@ CHECKS: tuple[CheckFn, ...] = (
     check_loopback,
     check_env,
     check_background_child,
+    check_orphan,
     check_timeout,
+    check_other_process_env,
+    check_denied_file,
     check_output_bounded,
 )
 
@@ -350,9 +433,10 @@ def run_doctor(required: Sequence[str] = ("bwrap",), backends: Sequence[str] = B
                     report.available, report.reason, report.fix = False, str(error), error.fix
                     reports.append(report)
                     continue
-                sandbox = BwrapSandbox(s.workspace, ro_paths=[*interpreter_paths(), s.secret_dir])
+                sandbox = BwrapSandbox(s.workspace, ro_paths=[*interpreter_paths(), s.secret_dir], deny=[DENIED_NAME])
             else:
                 sandbox = LocalSandbox()
+                report.does_not_isolate = LOCAL_DOES_NOT_ISOLATE
             report.checks = run_checks(backend, sandbox, s)
             reports.append(report)
     return DoctorReport(reports)

@@ -1,12 +1,15 @@
 """``local``: a guarded subprocess on the host.
 
 Enforces: minimal environment (allowlist + guards), stdin closed, cwd, own session and process group,
-timeout that kills the whole tree (exit 124), rlimits, bounded output, and a sweep that kills background
-children that escaped the process group with ``setsid`` (found by a per-run token in their environment;
-best effort: a child that rewrites its own environment is not found).
+timeout that kills the whole tree (exit 124), rlimits, bounded output, and no leftovers: when the command
+ends or times out, its process group is killed, then every process carrying its per-run token in the
+environment, then (on Linux, where tether is a child subreaper, see :mod:`.reaper`) every orphan the
+kernel reparented to tether — which catches double-forked, ``setsid`` and ``env -i`` children alike.
 
-Does *not* enforce: filesystem isolation, network isolation, or protection of files readable by the
-invoking user. ``tether doctor`` reports those as "not enforced" for this backend.
+Does *not* enforce (it is not an isolation boundary): the user's files outside the workspace are readable
+and writable, the network is the host's, and other processes of the same user — their environments,
+memory and files under ``/proc`` — are reachable. ``tether doctor`` reports those as "not enforced", and
+an envelope that declares secrets refuses this backend.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .environment import build_env
 from .limits import Limits
 from .output import OutputCap
 from .process import kill_group, not_executable, run_captured, to_receipt
+from .reaper import become_subreaper, children, reap_orphans
 from .receipt import Receipt
 
 TOKEN_VAR = "TETHER_SANDBOX_RUN"
@@ -82,6 +86,8 @@ class LocalSandbox:
         self.cap = cap or OutputCap()
         self.fallback_reason = fallback_reason
         """Set when this sandbox stands in for an unavailable ``bwrap`` that was not required."""
+        self.subreaper = become_subreaper()
+        """Whether orphans of a command come back to tether (Linux); otherwise only the token sweep finds them."""
 
     def run(
         self,
@@ -97,9 +103,13 @@ class LocalSandbox:
         token = secrets.token_hex(8)
         child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
 
+        before = children() if self.subreaper else set()
+
         def kill(proc: subprocess.Popen[bytes]) -> None:
             kill_group(proc)
             sweep(token)
+            if self.subreaper:
+                reap_orphans(proc.pid, before)
 
         unprivileged = os.geteuid() != 0
         preexec = None
@@ -109,7 +119,13 @@ class LocalSandbox:
             preexec = self.limits.preexec(timeout_s, unprivileged=unprivileged)
         try:
             got = run_captured(
-                argv, cwd=cwd, env=child_env, timeout_s=timeout_s, cap=self.cap, kill=kill, preexec=preexec
+                argv,
+                cwd=cwd,
+                env=child_env,
+                timeout_s=timeout_s,
+                cap=self.cap,
+                kill=kill,
+                preexec=preexec,
             )
         except (FileNotFoundError, PermissionError) as e:
             # The program could not be executed: that is the command failing, so it is data.

@@ -1,0 +1,104 @@
+"""tether as a child subreaper: what a local command leaves behind comes back to tether and is killed.
+
+A command that double-forks or calls ``setsid`` leaves its process group, and one that scrubs its
+environment (``env -i``) loses the per-run token the local sandbox sweeps for. On Linux,
+``prctl(PR_SET_CHILD_SUBREAPER)`` makes the kernel reparent such orphans to tether instead of to init,
+so after the command ends every process whose parent is tether and that was not already tether's child
+when the command started (nor the command itself) is the command's leftover: it is killed (through a
+pidfd, so a recycled pid is never signalled) and reaped.
+
+Limits: a leftover whose parent is still alive at that moment is found one round later, once its
+parent is killed; processes that tether starts from *other threads* while a local command runs would
+be taken for leftovers (tether runs one command at a time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+from functools import cache
+
+PR_SET_CHILD_SUBREAPER = 36
+ROUNDS = 20
+
+
+@cache
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (once); False where the kernel or libc does not offer it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def is_subreaper() -> bool:
+    """What the kernel says now (``PR_GET_CHILD_SUBREAPER``), for ``tether doctor``."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        flag = ctypes.c_int(0)
+        return bool(libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
+    except (OSError, AttributeError):
+        return False
+
+
+def stat_fields(pid: int) -> tuple[int, int] | None:
+    """``(ppid, starttime)`` of ``pid`` from ``/proc/<pid>/stat``; None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # the command name may contain spaces and parentheses
+    return int(fields[1]), int(fields[19])
+
+
+def children() -> set[int]:
+    """This process's children now (all threads'), from ``/proc``."""
+    me = os.getpid()
+    out: set[int] = set()
+    try:
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children") as f:
+                out.update(int(p) for p in f.read().split())
+        return out
+    except OSError:  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
+        pass
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (fields := stat_fields(int(name))) is not None and fields[0] == me:
+            out.add(int(name))
+    return out
+
+
+def reap_orphans(command_pid: int, before: set[int]) -> int:
+    """Kill and reap this process's children other than ``command_pid`` and those in ``before`` (the children
+    it had when the command started); repeat until a round finds none. Returns how many were killed."""
+    killed = 0
+    for _ in range(ROUNDS):
+        found = 0
+        for pid in children() - before - {command_pid}:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                found += 1
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        killed += found
+        if not found:
+            break
+    return killed

@@ -1,0 +1,70 @@
+"""The local sandbox as a child subreaper: leftovers come back to tether and are killed, and only they."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_conformance import DOUBLE_FORK
+
+from tether.sandbox import LocalSandbox
+from tether.sandbox.doctor import survivors
+from tether.sandbox.reaper import become_subreaper, is_subreaper, stat_fields
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="Linux only")
+
+ORPHAN = (
+    "( setsid env -i /bin/bash -c 'echo $$ > orphan.pid; exec -a {marker} sleep 1000' >/dev/null 2>&1 & ); "
+    "for i in $(seq 1 500); do [ -s orphan.pid ] && break; sleep 0.01; done"
+)
+"""A double-forked ``sleep`` in a new session with no environment, whose parent exits at once."""
+
+
+def test_local_sandbox_makes_tether_a_subreaper() -> None:
+    box = LocalSandbox()
+    assert box.subreaper and is_subreaper()
+
+
+def test_without_the_reaping_step_the_orphan_survives(workspace: Path) -> None:
+    """The control experiment: the same command leaves a live process when leftovers are not reaped."""
+    box = LocalSandbox()
+    box.subreaper = False  # keep the kernel's reparenting, skip tether's kill
+    marker = "tether-test-control-" + secrets.token_hex(6)
+    r = box.run(ORPHAN.format(marker=marker), cwd=workspace, timeout_s=30)
+    left = survivors(marker, grace_s=0)
+    try:
+        assert r.ok and len(left) == 1
+        fields = stat_fields(left[0])
+        assert fields is not None and fields[0] == os.getpid()  # reparented to us, not to init
+    finally:
+        for pid in left:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+
+def test_the_same_orphan_is_killed_by_the_sandbox(workspace: Path) -> None:
+    marker = "tether-test-orphan-" + secrets.token_hex(6)
+    assert LocalSandbox().run(ORPHAN.format(marker=marker), cwd=workspace, timeout_s=30).ok
+    assert survivors(marker, grace_s=0) == []
+
+
+def test_leftover_that_keeps_forking_is_caught(workspace: Path) -> None:
+    marker = "tether-test-fork-" + secrets.token_hex(6)
+    loop = f"while true; do (exec -a {marker} sleep 1000 &) ; sleep 0.05; done"
+    script = f"( setsid env -i /bin/bash -c '{loop}' >/dev/null 2>&1 & ); sleep 0.3"
+    assert LocalSandbox().run(script, cwd=workspace, timeout_s=30).ok
+    assert survivors(marker) == []
+
+
+def test_processes_started_before_the_command_are_left_alone(workspace: Path) -> None:
+    become_subreaper()
+    mine = subprocess.Popen(["sleep", "30"])
+    try:
+        assert LocalSandbox().run(DOUBLE_FORK, cwd=workspace, timeout_s=30).ok
+        assert mine.poll() is None  # still running: it is tether's own child, not the command's leftover
+    finally:
+        mine.kill()
+        mine.wait()
