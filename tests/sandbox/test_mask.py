@@ -30,8 +30,6 @@ def tree(workspace: Path) -> Path:
     os.link(workspace / ".env", workspace / "src" / "innocent.txt")  # another name for a denied file
     (workspace / "src" / "link").symlink_to("../config/prod.yaml")  # a link to one
     (workspace / "prod.pem.lnk").symlink_to("src/app.py")  # a link whose *name* matches nothing
-    (workspace / ".tether").mkdir()
-    (workspace / ".tether" / "tether.db").write_text(SECRET)
     for p in (*workspace.rglob("*"), workspace):
         if not p.is_symlink():
             p.chmod(0o777 if p.is_dir() else 0o666)  # only the cover may stop the sandbox user
@@ -45,7 +43,16 @@ def rel(paths: list[Path], root: Path) -> set[str]:
 def test_masks_collects_files_dirs_and_other_names(tree: Path) -> None:
     m = masks(tree, DENY)
     assert rel(m.files, tree) == {".env", "deep/er/server.pem", "config/prod.yaml", "src/innocent.txt"}
-    assert rel(m.dirs, tree) == {"secrets", ".tether"}  # nothing listed under a covered directory
+    assert rel(m.dirs, tree) == {"secrets"}  # nothing listed under a covered directory
+
+
+def test_tethers_own_state_directory_is_never_covered(tree: Path) -> None:
+    """tether's test reporter writes there from inside the sandbox; the gate guards it from the agent."""
+    (tree / ".tether" / "reports").mkdir(parents=True)
+    (tree / ".tether" / "x.pem").write_text("")
+    m = masks(tree, [".tether/", ".tether/**", "**/*.pem"])
+    assert not any(".tether" in p.parts for p in [*m.files, *m.dirs])
+    assert "deep/er/server.pem" in rel(m.files, tree)
 
 
 def test_link_matching_deny_covers_its_target_in_the_workspace(tree: Path) -> None:
@@ -74,7 +81,6 @@ def test_denied_files_are_unreadable_inside_bwrap_however_they_are_read(tree: Pa
         "grep -r TOKEN . 2>/dev/null",
         "cat src/innocent.txt src/link",
         "cat secrets/nested/key",
-        "cat .tether/tether.db",
         "tar cf - . 2>/dev/null | strings",
         "python3 -c \"import pathlib; [print(p.read_text()) for p in pathlib.Path('.').rglob('*') if p.is_file()]\"",
     ]

@@ -115,18 +115,17 @@ def glob_risks(envelope: Envelope, workspace: Path) -> list[Risky]:
             where = f"$.environment.filesystem.{kind}[{i}]"
             if glob.startswith("!"):
                 continue  # a negation only takes away
-            body = glob
-            if ".." in PurePosixPath(body).parts:
+            if ".." in PurePosixPath(glob).parts:
                 out.append(Risky(where, repr(glob), "a glob inside the workspace, without '..' (e.g. 'src/**')"))
-            elif body.startswith("~"):
+            elif glob.startswith("~"):
                 out.append(Risky(where, repr(glob), "a glob relative to the workspace; the home directory is outside"))
-            elif body.startswith("/"):
-                literal = PurePosixPath(os.path.normpath(_literal_prefix(body)))
+            elif glob.startswith("/"):
+                literal = PurePosixPath(os.path.normpath(_literal_prefix(glob)))
                 if literal == ws or literal.is_relative_to(ws):
-                    relative = os.path.relpath(body, ws) if literal != ws else "**"
+                    relative = os.path.relpath(glob, ws) if literal != ws else "**"
                     safer = f"the same glob relative to the workspace: {relative!r}"
                 else:
-                    safer = f"a glob relative to the workspace (e.g. {body.lstrip('/')!r}); the sandbox grants no more"
+                    safer = f"a glob relative to the workspace (e.g. {glob.lstrip('/')!r}); the sandbox grants no more"
                 out.append(Risky(where, f"{glob!r} (an absolute path)", safer))
     return out
 

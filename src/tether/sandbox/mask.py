@@ -7,8 +7,11 @@ workspace path matching a deny glob is covered when the command starts: a file b
 
 * another name (hard link) of a denied file, found by inode;
 * the target of a symlink that matches, when the target is inside the workspace (a target outside
-  is not mounted in the sandbox at all);
-* tether's own state directory ``.tether/`` (the default home of the run's log and approvals).
+  is not mounted in the sandbox at all).
+
+Never covered: tether's own state directory ``.tether/`` at the workspace root, even when a deny glob
+matches it. tether's test reporter writes its report there from inside the sandbox; the gate refuses the
+agent's reads and writes of it.
 
 Not covered: files created *after* the command starts (the list is taken at sandbox start; a file the
 command itself creates is its own), and copies of a denied file's content under another name made
@@ -26,7 +29,7 @@ from pathlib import Path
 import pathspec
 from pathspec.pattern import RegexPattern
 
-ALWAYS_MASKED = (".tether/",)
+STATE_DIR = ".tether"
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Masks:
 
 def masks(workspace: Path, deny: Sequence[str]) -> Masks:
     """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers."""
-    matches = matcher([*deny, *ALWAYS_MASKED])
+    matches = matcher(deny)
     root = Path(os.path.realpath(workspace))
     files: dict[Path, None] = {}
     dirs: dict[Path, None] = {}
@@ -59,6 +62,8 @@ def masks(workspace: Path, deny: Sequence[str]) -> Masks:
         except OSError:
             continue  # unreadable here means unreadable in the sandbox too
         for entry in entries:
+            if not here and entry.name == STATE_DIR:
+                continue
             rel = f"{here}/{entry.name}" if here else entry.name
             if entry.is_symlink():
                 if matches(rel):
