@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from test_conformance import DOUBLE_FORK
 
-from tether.sandbox import LocalSandbox
+from tether.sandbox import BwrapSandbox, LocalSandbox
 from tether.sandbox.doctor import survivors
-from tether.sandbox.reaper import become_subreaper, is_subreaper, stat_fields
+from tether.sandbox.reaper import become_subreaper, children, is_subreaper, stat_fields
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="Linux only")
 
@@ -68,3 +68,16 @@ def test_processes_started_before_the_command_are_left_alone(workspace: Path) ->
     finally:
         mine.kill()
         mine.wait()
+
+
+@pytest.mark.bwrap
+def test_a_subreaper_running_bwrap_collects_what_comes_back(workspace: Path) -> None:
+    """Once tether is a subreaper, bwrap's inner process is reparented to it when the outer one exits first;
+    without collecting it, every bwrap command would leave a zombie for the life of the process."""
+    become_subreaper()
+    before = children()
+    box = BwrapSandbox(workspace)
+    for _ in range(3):
+        assert box.run("true", cwd=workspace, timeout_s=30).ok
+        assert box.run("sleep 30", cwd=workspace, timeout_s=0.3).timed_out
+    assert children() - before == set()

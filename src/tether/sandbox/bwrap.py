@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -48,7 +49,8 @@ from .environment import build_env
 from .limits import Limits
 from .mask import masks
 from .output import OutputCap
-from .process import run_captured, to_receipt
+from .process import kill_group, run_captured, to_receipt
+from .reaper import Leftovers
 from .receipt import Receipt
 
 SYSTEM_RO = ("/usr", "/etc")
@@ -254,12 +256,19 @@ class BwrapSandbox:
             trampoline = ["/bin/bash", "-c", script, "tether"]
             argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd)
             try:
+                leftovers = Leftovers()  # if tether is a subreaper (see .reaper), bwrap's inner process may come back
+
+                def kill(proc: subprocess.Popen[bytes]) -> None:
+                    kill_group(proc)
+                    leftovers.reap(proc.pid)
+
                 got = run_captured(
                     argv,
                     cwd=cwd,
                     env=self.env(env),
                     timeout_s=timeout_s,
                     cap=self.cap,
+                    kill=kill,
                     pass_fds=(start_w,),
                 )
             except (FileNotFoundError, PermissionError) as e:

@@ -28,7 +28,7 @@ from .environment import build_env
 from .limits import Limits
 from .output import OutputCap
 from .process import kill_group, not_executable, run_captured, to_receipt
-from .reaper import become_subreaper, children, reap_orphans
+from .reaper import Leftovers, become_subreaper
 from .receipt import Receipt
 
 TOKEN_VAR = "TETHER_SANDBOX_RUN"
@@ -103,13 +103,12 @@ class LocalSandbox:
         token = secrets.token_hex(8)
         child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
 
-        before = children() if self.subreaper else set()
+        leftovers = Leftovers(active=self.subreaper)
 
         def kill(proc: subprocess.Popen[bytes]) -> None:
             kill_group(proc)
             sweep(token)
-            if self.subreaper:
-                reap_orphans(proc.pid, before)
+            leftovers.reap(proc.pid)
 
         unprivileged = os.geteuid() != 0
         preexec = None

@@ -7,6 +7,10 @@ so after the command ends every process whose parent is tether and that was not 
 when the command started (nor the command itself) is the command's leftover: it is killed (through a
 pidfd, so a recycled pid is never signalled) and reaped.
 
+Once a subreaper, always one: orphans from *any* command come back, so both backends collect what their
+command leaves (for bwrap, the sandbox's own inner process when it outlives the outer one), or it would
+stay a zombie for the life of the process.
+
 Limits: a leftover whose parent is still alive at that moment is found one round later, once its
 parent is killed; processes that tether starts from *other threads* while a local command runs would
 be taken for leftovers (tether runs one command at a time).
@@ -76,6 +80,18 @@ def children() -> set[int]:
         if name.isdigit() and (fields := stat_fields(int(name))) is not None and fields[0] == me:
             out.add(int(name))
     return out
+
+
+class Leftovers:
+    """This process's children when a command starts; any other child it has when the command ends is the
+    command's leftover."""
+
+    def __init__(self, active: bool | None = None) -> None:
+        self.active = is_subreaper() if active is None else active
+        self.before = children() if self.active else set()
+
+    def reap(self, command_pid: int) -> int:
+        return reap_orphans(command_pid, self.before) if self.active else 0
 
 
 def reap_orphans(command_pid: int, before: set[int]) -> int:
