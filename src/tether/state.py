@@ -87,6 +87,7 @@ class RunState:
     external_used: int = 0
     recovery_point: dict[str, Any] | None = None
     baseline: str | None = None
+    preflight_ok: bool | None = None  # None: pre-flight has not run
     claims: dict[str, str] = field(default_factory=dict)  # finish call_id -> pending|accepted|refused
     refusals: int = 0
     text_only_turns: int = 0
@@ -227,6 +228,8 @@ class RunState:
         elif k == "completion.refused":
             self.claims[p["call_id"]] = "refused"
             self.refusals = p["refusals"]
+        elif k == "preflight.completed":
+            self.preflight_ok = p["ok"]
         elif k == "budget.exceeded":
             self.last_error = f"budget {p['budget']} exceeded: used {p['used']} of {p['limit']}"
 

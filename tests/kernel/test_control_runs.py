@@ -274,9 +274,9 @@ def _no_ruff_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
 
 
-@pytest.mark.parametrize("sensor", ["types", "lint"])
-def test_missing_required_sensor_blocks_completion(
-    sensor: str, bugfix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("sensor", "status"), [("types", "NEEDS_INPUT"), ("lint", "BLOCKED_DEPENDENCY")])
+def test_missing_required_sensor_stops_the_run_before_the_first_model_call(
+    sensor: str, status: str, bugfix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if sensor == "types":  # the project configures no type checker
         old, new = (
@@ -285,26 +285,20 @@ def test_missing_required_sensor_blocks_completion(
         )
     else:  # ruff is required but not reachable
         old, new = "- {name: lint, required: false}", "- {name: lint, required: true}"
-    env = recompile(bugfix, (old, new), ONE_CLAIM)  # one refused claim ends the run (persistence: test 1)
+    env = recompile(bugfix, (old, new), ONE_CLAIM)
     if sensor == "lint":
         _no_ruff_on_path(tmp_path, monkeypatch)
     write_script(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     contract = Harness(env, db=bugfix / "t.db", sandbox="local").run("fix it")
     log = read_log(bugfix / "t.db", contract.run_id)
-    assert contract.status == "VERIFY_FAILED"
-    assert not of(log, "completion.accepted")
-    for verified in of(log, "verify.completed"):
-        # The fix is right (the tests pass); only the missing sensor blocks completion.
-        assert verified["results"]["tests"] == "PASS" and verified["results"][sensor] == "SKIPPED"
-        assert not verified["accepted"]
-    skipped = [p for p in of(log, "sensor.result") if p["sensor"] == sensor]
-    assert skipped and all(p["result"] == "SKIPPED" and p["required"] for p in skipped)
-    refused = of(log, "completion.refused")
-    assert refused and all(
-        r["reasons"] == [f"required sensor {sensor} was SKIPPED: {skipped[0]['summary']}"] for r in refused
-    )
-    assert f"required sensor {sensor} was SKIPPED" in contract.result
-    assert_control_explained(log)
+    # Pre-flight: the run cannot be verified, so it stops at once, before any model call, naming the fix.
+    assert contract.status == status
+    assert not of(log, "model.requested") and not of(log, "action.proposed")
+    (preflight,) = of(log, "preflight.completed")
+    failed = [c for c in preflight["checks"] if not c["ok"]]
+    assert [c["name"] for c in failed] == [sensor] and failed[0]["status"] == status and failed[0]["fix"]
+    assert f"pre-flight failed: {sensor}:" in contract.result
+    assert failed[0]["fix"] in contract.next_action
 
 
 # ---- 5. tests edited to pass ------------------------------------------------------------------

@@ -48,6 +48,7 @@ class Finding:
     message: str
     file: str | None = None
     check: str = ""
+    detail: str = ""
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class Finding:
             "check": self.check,
             "message": self.message,
             "file": self.file,
+            "detail": self.detail,
         }
 
 

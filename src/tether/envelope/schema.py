@@ -169,6 +169,15 @@ class Verification(Strict):
     sensors: list[SensorSpec] = Field(default_factory=list)
     test_command: str = "python -m pytest -q"
     max_refusals: int = Field(2, ge=0, description="Refused completion claims before VERIFY_FAILED.")
+    must_fix: Literal["failing", "none"] | list[str] = Field(
+        "failing",
+        description="Tests that must pass at completion: those failing at the baseline, none, or these node ids.",
+    )
+    tests_may_change: bool | None = Field(
+        None,
+        description="May the agent change test files and test configuration? Unset: no when the plan's "
+        "constraints forbid editing tests, else yes (a change is then shown, not refused).",
+    )
     reviewer_model: str | None = Field(
         None, description="Optional model-based reviewer (scripted:FILE | openai:MODEL | anthropic:MODEL)."
     )

@@ -291,3 +291,4 @@ class BudgetExceeded(Payload):
 
 # Kinds owned by the verification and control layers live beside this file.
 from . import kinds_control as _kinds_control  # noqa: E402,F401
+from . import kinds_verify as _kinds_verify  # noqa: E402,F401

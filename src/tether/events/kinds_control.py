@@ -157,6 +157,7 @@ class ReviewFinding(Payload):
     check: str
     message: str
     file: str | None = None
+    detail: str = Field("", description="Supporting evidence, e.g. the unified diff of a changed test file.")
 
 
 @register("review.gate")

@@ -26,10 +26,12 @@ from tether.control.completion import claim_event, judge_completion
 from tether.control.model_reviewer import model_review
 from tether.control.observe import control_state, observe, stop_reason
 from tether.control.review_gate import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
-from tether.control.reviewer import review
+from tether.control.reviewer import Finding, review
 from tether.control.state import ControlState
+from tether.control.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
-from tether.errors import ProviderError, RuntimeFailure, SandboxUnavailable
+from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
+from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec, Usage
 from tether.models.pricing import cost_usd
@@ -41,7 +43,9 @@ from tether.state import Action, RunState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
-from tether.verify.gitdiff import HARDENED, diff_for, neutralised_filters
+from tether.verify.gitdiff import HARDENED, WorkspaceDiff, diff_for, neutralised_filters
+from tether.verify.preflight import run_preflight
+from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import Transcript
@@ -101,6 +105,8 @@ class Runtime:
         if self.sandbox is None and not self.state.finished:
             err = self.sandbox_error or SandboxUnavailable("no sandbox")
             self.finish(Finish("BLOCKED_DEPENDENCY", f"the required sandbox cannot start: {err}", err.fix))
+        if not self.state.finished and self.state.preflight_ok is not True and not self.state.actions:
+            self.preflight()
         while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
             if isinstance(step, Wait):
                 break
@@ -413,20 +419,58 @@ class Runtime:
         )
         self.observe()
 
+    def preflight(self) -> None:
+        """Before the first model call: can this run be verified? Records the test-integrity baseline."""
+        assert self.sandbox is not None
+        pf = run_preflight(self.env, self.workspace, self.sandbox)
+        for data in pf.blobs.values():
+            self.store.put_blob(data)
+        items: list[tuple[str, Any]] = [("tests.baseline", pf.baseline)] if pf.baseline is not None else []
+        self.append_many([*items, ("preflight.completed", PreflightCompleted(ok=pf.ok, checks=pf.checks))])
+        if not pf.ok:
+            failed = pf.failed
+            status = "BLOCKED_DEPENDENCY" if any(c.status == "BLOCKED_DEPENDENCY" for c in failed) else "NEEDS_INPUT"
+            reason = "pre-flight failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed)
+            self.finish(Finish(status, reason, "; ".join(c.fix for c in failed if c.fix)))
+
+    def test_baseline(self) -> SuiteBaseline | None:
+        found = next((e for e in reversed(self.events) if e.kind == "tests.baseline"), None)
+        return SuiteBaseline.model_validate(found.payload) if found is not None else None
+
+    def blob(self, h: str) -> bytes | None:
+        try:
+            return self.store.get_blob(h)
+        except InputError:
+            return None
+
+    def integrity_findings(self, baseline: SuiteBaseline | None, diff: WorkspaceDiff) -> list[Finding]:
+        """Test-surface changes since the baseline, and source lines special-casing a test's literals."""
+        if baseline is None:
+            return []
+        findings = surface_findings(self.env, self.plan, changes(baseline.surface, self.workspace, self.blob))
+        tests = {p: b for p, h in baseline.surface.items() if (b := self.blob(h)) is not None}
+        added = {f.path: {n for n, _ in f.added} for f in diff.files if f.added}
+        sources = {p: b for p in added if (b := read_bytes(self.workspace, p)) is not None}
+        return findings + special_cases(sources, added, literals_in_tests(tests))
+
     def verify(self, step: Verify) -> None:
         """A completion claim meets the evidence: the sensor cascade, then the reviewer pass."""
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
         self.append(*claim_event(step.call_id, summary))
         assert self.sandbox is not None
-        results = run_cascade(self.env, self.workspace, self.state.changed_files, self.sandbox, self.state.baseline)
+        test_baseline = self.test_baseline()
+        results = run_cascade(
+            self.env, self.workspace, self.state.changed_files, self.sandbox, self.state.baseline, test_baseline
+        )
         self.append_many(
             cascade_events(results, self.env, trigger="completion", changed_files=self.state.changed_files)
         )
         accepted, _ = completion_verdict(results, self.env)
-        findings = review(self.env, self.workspace, self.state.baseline, self.events) if accepted else []
+        diff = diff_for(self.workspace, self.state.baseline, self.state.changed_files)
+        findings = self.integrity_findings(test_baseline, diff)
+        findings += review(self.env, self.workspace, self.state.baseline, self.events) if accepted else []
         if accepted and self.reviewer is not None:
-            diff = diff_for(self.workspace, self.state.baseline, self.state.changed_files)
             findings += model_review(self.reviewer, self.env, self.plan, diff, self.events)
         self.append_many(judge_completion(self.events, self.env, findings, step.call_id))
         self.observe()

@@ -4,7 +4,8 @@ What the command sees:
 
 * system directories (``/usr``, ``/etc``, ``/opt``, the merged-/usr links) read-only; the interpreter
   tether runs on (which may live under a home directory, e.g. ``/root/.pyenv``) read-only at its own path,
-  first on ``PATH`` — nothing else of the host (no ``/root``, ``/home``, ``/var``, ``/run``, ``/mnt``);
+  first on ``PATH``, and tether's own package read-only (its pytest reporter is loaded from there) —
+  nothing else of the host (no ``/root``, ``/home``, ``/var``, ``/run``, ``/mnt``);
 * the workspace read-write at its own path, and the working directory inside it — except what
   ``environment.filesystem.deny`` matches when the command starts, which is covered (a file by
   ``/dev/null``, a directory by an empty read-only tmpfs; see :mod:`tether.sandbox.mask`);
@@ -95,11 +96,14 @@ def is_under(path: Path, roots: Sequence[str]) -> bool:
 
 
 def interpreter_paths() -> list[Path]:
-    """The Python running tether and its virtual environment, where they live outside the system directories.
+    """The Python running tether, its virtual environment and tether's package, where outside the system directories.
 
     The venv comes first so that its tools (pytest, ruff) are the ones found on PATH, as they are on the host.
     """
     prefixes = dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix))
+    package = Path(__file__).resolve().parents[1]  # tether itself: an editable install lives outside the prefix
+    if not any(package.is_relative_to(p) for p in prefixes):
+        prefixes[package] = None
     return [p for p in prefixes if not is_under(p, (*SYSTEM_RO, *SYSTEM_RO_TRY))]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds_verify import SuiteBaseline
 
 from .result import Diagnostic, SensorResult
 from .runner import CommandSandbox
@@ -42,7 +43,12 @@ def planned_sensors(envelope: Envelope) -> list[tuple[str, bool]]:
 
 
 def run_cascade(
-    envelope: Envelope, workspace: Path, changed_files: Sequence[str], sandbox: CommandSandbox, baseline: str | None
+    envelope: Envelope,
+    workspace: Path,
+    changed_files: Sequence[str],
+    sandbox: CommandSandbox,
+    baseline: str | None,
+    test_baseline: SuiteBaseline | None = None,
 ) -> list[SensorResult]:
     changed = tuple(sorted({normalise(f) for f in changed_files}))
     results: list[SensorResult] = []
@@ -51,7 +57,7 @@ def run_cascade(
         if failed is not None:
             results.append(SensorResult(name, "SKIPPED", required, f"{NOT_REACHED}{failed} failed"))
             continue
-        ctx = SensorContext(envelope, workspace, changed, sandbox, baseline, required)
+        ctx = SensorContext(envelope, workspace, changed, sandbox, baseline, required, test_baseline)
         res = SENSORS[name](ctx)
         results.append(res)
         if res.result == "FAIL" and (required or name in PREDICTIVE):

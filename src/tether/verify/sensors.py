@@ -35,12 +35,16 @@ from typing import Any
 import pathspec
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds_verify import SuiteBaseline
 
 from .gitdiff import WorkspaceDiff, diff_for, is_artefact
+from .integrity import FAILING, compare, describe, tolerated_failures
 from .result import Diagnostic, Outcome, SensorResult
 from .runner import NOT_FOUND_EXIT, CommandSandbox, ReceiptLike, find_tool
 from .scope import select_tests
 from .secret_patterns import scan_line
+from .testreport import ReportError, TestReport, run_reported, runner_of
+from .testsurface import read_bytes
 
 LINT_TIMEOUT_S = 120.0
 TYPES_TIMEOUT_S = 600.0
@@ -56,6 +60,7 @@ class SensorContext:
     sandbox: CommandSandbox
     baseline: str | None
     required: bool
+    test_baseline: SuiteBaseline | None = None
 
     @property
     def changed_python(self) -> list[str]:
@@ -329,13 +334,18 @@ def parse_pytest(output: str) -> tuple[list[Diagnostic], str]:
     return diags, summary
 
 
-def _run_tests(ctx: SensorContext, name: str, command: str, t0: float) -> SensorResult:
+def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, reported: bool = False) -> SensorResult:
     timeout = _timeout(ctx, "run_tests", TESTS_TIMEOUT_S)
     # A fresh bytecode cache: an edit that keeps a file's size within the same second would
     # otherwise run stale .pyc files (CPython and pytest's rewrite cache validate by mtime+size).
     cache = Path(tempfile.gettempdir()) / f"tether-pycache-{secrets.token_hex(6)}"
+    env = {"PYTHONPYCACHEPREFIX": str(cache)}
+    report: TestReport | ReportError | None = None
     try:
-        r = ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=timeout, env={"PYTHONPYCACHEPREFIX": str(cache)})
+        if reported:
+            r, report = run_reported(ctx.sandbox, ctx.workspace, command, timeout_s=timeout, env=env)
+        else:
+            r = ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=timeout, env=env)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     output = r.stdout + "\n" + r.stderr
@@ -344,14 +354,59 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float) -> Sensor
     if r.timed_out:
         return _result(ctx, name, "FAIL", f"tests timed out after {timeout:g}s: {command}", (), t0)
     is_pytest = "pytest" in command
+    diags, summary = parse_pytest(output) if is_pytest else ([], "")
+    if report is not None:
+        judged = _judge_report(ctx, name, r, report, diags, summary, t0)
+        if judged is not None:
+            return judged
     if is_pytest and r.exit_code == PYTEST_NO_TESTS:
         return _result(ctx, name, "SKIPPED", "pytest collected no tests", (), t0)
-    diags, summary = parse_pytest(output) if is_pytest else ([], "")
     if r.exit_code == 0:
         return _result(ctx, name, "PASS", summary or f"{command}: exit 0", (), t0)
     if not diags:
         diags = [Diagnostic("", None, _tail(output) or f"exit {r.exit_code}", f"exit {r.exit_code}")]
     return _result(ctx, name, "FAIL", summary or f"{command}: exit {r.exit_code}", diags, t0)
+
+
+def _judge_report(
+    ctx: SensorContext,
+    name: str,
+    r: ReceiptLike,
+    report: TestReport | ReportError,
+    diags: list[Diagnostic],
+    summary: str,
+    t0: float,
+) -> SensorResult | None:
+    """The verdict the reporter's evidence forces; None to judge by the exit status as usual.
+
+    An unusable report fails; so does any test-integrity problem against the baseline. Failures that the
+    baseline already had and ``verification.must_fix`` does not require to be fixed are tolerated.
+    """
+    if isinstance(report, ReportError):
+        return _result(ctx, name, "FAIL", "the test run's report is unusable", [_report_diag(str(report))], t0)
+    if r.exit_code != report.exitstatus:
+        why = f"the test process exited {r.exit_code} but pytest's session ended with {report.exitstatus}"
+        return _result(ctx, name, "FAIL", "the test run's report is unusable", [_report_diag(why)], t0)
+    base = ctx.test_baseline
+    if base is None or not base.ok:
+        return None
+    must_fix = ctx.envelope.verification.must_fix
+    problems = compare(base, report, lambda p: read_bytes(ctx.workspace, p), must_fix)
+    tail = summary or f"exit {r.exit_code}"
+    if problems:
+        return _result(
+            ctx, name, "FAIL", f"{describe(problems)}; {tail}", [p.diagnostic() for p in problems] + diags, t0
+        )
+    tolerated = tolerated_failures(base, must_fix)
+    failing = {t.id for t in report.tests if t.outcome in FAILING}
+    if r.exit_code == 1 and failing and failing <= tolerated and not report.errors:
+        note = f"{len(failing)} failing at the baseline too, tolerated by verification.must_fix"
+        return _result(ctx, name, "PASS", f"{tail} ({note})", (), t0)
+    return None
+
+
+def _report_diag(message: str) -> Diagnostic:
+    return Diagnostic("", None, message, "integrity.report")
 
 
 def tests(ctx: SensorContext) -> SensorResult:
@@ -362,7 +417,7 @@ def tests(ctx: SensorContext) -> SensorResult:
     first = shlex.split(command)[0]
     if "/" not in first and find_tool(first, ctx.workspace) is None:
         return _result(ctx, "tests", "SKIPPED", f"{first} is not installed", (), t0)
-    return _run_tests(ctx, "tests", command, t0)
+    return _run_tests(ctx, "tests", command, t0, reported=runner_of(command) == "pytest")
 
 
 def scoped_tests(ctx: SensorContext) -> SensorResult:

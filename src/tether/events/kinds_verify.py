@@ -1,0 +1,67 @@
+"""Event kinds of the test-integrity baseline and the pre-flight checks (payloads only; see tether.verify).
+
+- ``preflight.completed``  before the first model call: does the test command collect tests, does every
+  required sensor's tool exist? A failed check stops the run at once, naming the fix.
+- ``tests.baseline``       before the agent's first write: every test the test command collects and how it
+  ended, the shape of each test function (asserts, returns, skips) and the bytes of the test surface (test
+  files and test configuration, as blobs), against which the completion check compares the final state.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .kinds import Payload, register
+
+CaseOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "not_run"]
+
+
+class CaseShape(Payload):
+    """What a test function's body does, counted with ``ast`` (nested functions and classes excluded)."""
+
+    asserts: int = Field(ge=0, description="assert statements plus assert*/raises/warns calls")
+    returns: int = Field(ge=0, description="return statements")
+    skips: int = Field(ge=0, description="skip/xfail calls and skip/xfail decorators")
+
+
+class CaseRecord(Payload):
+    id: str = Field(description="pytest node id")
+    file: str = Field(description="workspace-relative path of the file defining the test")
+    cls: str | None = None
+    function: str = Field(description="the function's name as written (without parametrisation)")
+    outcome: CaseOutcome
+    shape: CaseShape | None = Field(None, description="None when the function's source could not be found")
+
+
+@register("tests.baseline")
+class SuiteBaseline(Payload):
+    command: str
+    runner: Literal["pytest", "other"]
+    ok: bool = Field(description="a trustworthy report arrived (always False for a non-pytest runner)")
+    detail: str = ""
+    exit_code: int | None = None
+    tests: list[CaseRecord] = Field(default_factory=list)
+    deselected: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list, description="collection errors: 'node id: message'")
+    surface: dict[str, str] = Field(
+        default_factory=dict, description="test files and test configuration: path -> blob hash of the bytes"
+    )
+    duration_s: float = 0.0
+
+
+class PreflightCheck(Payload):
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    status: Literal["BLOCKED_DEPENDENCY", "NEEDS_INPUT"] | None = Field(
+        None, description="How a failure stops the run."
+    )
+
+
+@register("preflight.completed")
+class PreflightCompleted(Payload):
+    ok: bool
+    checks: list[PreflightCheck] = Field(default_factory=list)

@@ -1,0 +1,224 @@
+"""Pre-flight: before the first model call, can this run be verified at all? And the test-integrity baseline.
+
+Checks (each a :class:`PreflightCheck`; a failed one stops the run at once with the fix):
+
+- every *required* sensor's tool exists — ``ruff`` for lint, the configured checker for types, the test
+  command's program for tests and scoped_tests (BLOCKED_DEPENDENCY when missing; NEEDS_INPUT when the
+  envelope asks for something unconfigured, such as required types with no checker);
+- the test command collects at least one test (NEEDS_INPUT otherwise, naming the command).
+
+The collection check is the baseline run itself: the whole test command runs once in the sandbox with
+tether's reporter (``testreport``), before the agent can write anything, and its report — every test id
+with its outcome and the shape of each test function — plus the bytes of the test surface become the
+``tests.baseline`` event that completion is compared against (``integrity``). ``tether doctor --envelope``
+runs the same checks with ``--collect-only``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tether.envelope.schema import Envelope
+from tether.events.kinds_verify import PreflightCheck, SuiteBaseline
+
+from .cascade import planned_sensors
+from .integrity import baseline_shapes
+from .runner import NOT_FOUND_EXIT, CommandSandbox, find_tool
+from .sensors import TESTS_TIMEOUT_S, configured_type_checker
+from .testreport import ReportError, run_reported, runner_of
+from .testsurface import digest, read_bytes, surface_files
+
+TEST_SENSORS = ("tests", "scoped_tests")
+
+
+@dataclass(frozen=True)
+class Preflight:
+    checks: list[PreflightCheck]
+    baseline: SuiteBaseline | None = None
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    """The test surface's bytes by hash, for the event store's blobs."""
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> list[PreflightCheck]:
+        return [c for c in self.checks if not c.ok]
+
+
+def tool_checks(envelope: Envelope, workspace: Path) -> list[PreflightCheck]:
+    """One check per required sensor that runs a tool."""
+    out: list[PreflightCheck] = []
+    for name, required in planned_sensors(envelope):
+        if not required:
+            continue
+        if name == "lint":
+            out.append(_tool("lint", "ruff", workspace, "install ruff where tether runs (pip install ruff)"))
+        elif name == "types":
+            checker = configured_type_checker(workspace)
+            if checker is None:
+                out.append(
+                    PreflightCheck(
+                        name="types",
+                        ok=False,
+                        detail="the types sensor is required but the project configures no type checker",
+                        fix="configure mypy or pyright in the project, or make types optional in verification.sensors",
+                        status="NEEDS_INPUT",
+                    )
+                )
+            else:
+                out.append(_tool("types", checker, workspace, f"install {checker} where tether runs"))
+        elif name in TEST_SENSORS:
+            out.append(_test_program(name, envelope.verification.test_command.strip(), workspace))
+    return out
+
+
+def _tool(sensor: str, tool: str, workspace: Path, fix: str) -> PreflightCheck:
+    found = find_tool(tool, workspace)
+    if found is None:
+        return PreflightCheck(
+            name=sensor,
+            ok=False,
+            detail=f"{tool} (needed by {sensor}) is not installed",
+            fix=fix,
+            status="BLOCKED_DEPENDENCY",
+        )
+    return PreflightCheck(name=sensor, ok=True, detail=f"{tool}: {found}")
+
+
+def _test_program(sensor: str, command: str, workspace: Path) -> PreflightCheck:
+    if not command:
+        return PreflightCheck(
+            name=sensor,
+            ok=False,
+            detail="verification.test_command is empty",
+            fix="set verification.test_command (e.g. python -m pytest -q)",
+            status="NEEDS_INPUT",
+        )
+    try:
+        first = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return PreflightCheck(
+            name=sensor,
+            ok=False,
+            detail=f"verification.test_command does not parse: {command!r}",
+            fix="quote verification.test_command as a shell command",
+            status="NEEDS_INPUT",
+        )
+    if "/" not in first and find_tool(first, workspace) is None:
+        return PreflightCheck(
+            name=sensor,
+            ok=False,
+            detail=f"{first} (verification.test_command) is not installed",
+            fix=f"install {first}, or change verification.test_command",
+            status="BLOCKED_DEPENDENCY",
+        )
+    return PreflightCheck(name=sensor, ok=True, detail=f"{first}: found")
+
+
+def record_baseline(
+    envelope: Envelope, workspace: Path, sandbox: CommandSandbox, *, collect_only: bool = False
+) -> tuple[PreflightCheck, SuiteBaseline, dict[str, bytes]]:
+    """Run the test command once with the reporter; the collection check, the baseline and the surface's bytes."""
+    t0 = time.monotonic()
+    command = envelope.verification.test_command.strip()
+    workspace = workspace.resolve()
+    blobs: dict[str, bytes] = {}
+    surface: dict[str, str] = {}
+    for path in surface_files(workspace):
+        data = read_bytes(workspace, path)
+        if data is not None:
+            surface[path] = digest(data)
+            blobs[surface[path]] = data
+    runner = runner_of(command)
+    if runner != "pytest":
+        base = SuiteBaseline(
+            command=command,
+            runner=runner,
+            ok=False,
+            surface=surface,
+            detail="no per-test baseline: test integrity needs a pytest test command "
+            "(unittest-style suites run under pytest too)",
+        )
+        check = PreflightCheck(name="collection", ok=True, detail=f"not checked: {command!r} is not pytest")
+        return check, base, blobs
+    contract = envelope.tool("run_tests")
+    timeout = float(contract.timeout_s) if contract is not None and contract.timeout_s else TESTS_TIMEOUT_S
+    # Nothing has been edited yet, so no bytecode can be stale: the installed packages' caches are used
+    # (fast), and nothing is written into the workspace.
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env, collect_only=collect_only)
+    took = round(time.monotonic() - t0, 6)
+    if isinstance(report, ReportError):
+        missing = receipt.exit_code == NOT_FOUND_EXIT or "No module named pytest" in receipt.stderr + receipt.stdout
+        tail = (receipt.stderr.strip() or receipt.stdout.strip())[-600:]
+        detail = f"{command!r} produced no test report (exit {receipt.exit_code}): {report}" + (
+            f"\n{tail}" if tail else ""
+        )
+        check = PreflightCheck(
+            name="collection",
+            ok=False,
+            detail=detail,
+            fix="install pytest where the test command runs"
+            if missing
+            else "make verification.test_command run pytest on the project's tests (try it in `tether exec`)",
+            status="BLOCKED_DEPENDENCY" if missing else "NEEDS_INPUT",
+        )
+        base = SuiteBaseline(
+            command=command,
+            runner=runner,
+            ok=False,
+            detail=str(report),
+            exit_code=receipt.exit_code,
+            surface=surface,
+            duration_s=took,
+        )
+        return check, base, blobs
+    errors = [f"{e.id}: {e.message.strip().splitlines()[-1] if e.message.strip() else 'error'}" for e in report.errors]
+    base = SuiteBaseline(
+        command=command,
+        runner=runner,
+        ok=True,
+        exit_code=receipt.exit_code,
+        tests=baseline_shapes(report.tests, lambda p: read_bytes(workspace, p)),
+        deselected=report.deselected,
+        errors=errors,
+        surface=surface,
+        duration_s=took,
+        detail=f"{len(report.tests)} tests collected" + (f", {len(errors)} collection errors" if errors else ""),
+    )
+    if not report.tests:
+        why = f"{command!r} collects no tests" + (f" ({len(errors)} collection errors: {errors[0]})" if errors else "")
+        check = PreflightCheck(
+            name="collection",
+            ok=False,
+            detail=why,
+            fix="point verification.test_command at the project's tests (e.g. python -m pytest tests/), "
+            "or fix the collection errors",
+            status="NEEDS_INPUT",
+        )
+        return check, base, blobs
+    counts: dict[str, int] = {}
+    for t in report.tests:
+        counts[t.outcome] = counts.get(t.outcome, 0) + 1
+    summary = "" if collect_only else " (" + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ")"
+    return (
+        PreflightCheck(name="collection", ok=True, detail=f"{len(report.tests)} tests collected{summary}"),
+        base,
+        blobs,
+    )
+
+
+def run_preflight(
+    envelope: Envelope, workspace: Path, sandbox: CommandSandbox, *, collect_only: bool = False
+) -> Preflight:
+    """Every check; the baseline is recorded when the tools are there and the envelope runs the tests sensor."""
+    checks = tool_checks(envelope, workspace)
+    if any(not c.ok for c in checks) or "tests" not in {name for name, _ in planned_sensors(envelope)}:
+        return Preflight(checks)
+    check, base, blobs = record_baseline(envelope, workspace, sandbox, collect_only=collect_only)
+    return Preflight([*checks, check], base, blobs)

@@ -1,0 +1,3 @@
+from .stats import mean, median
+
+__all__ = ["mean", "median"]
