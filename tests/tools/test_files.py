@@ -124,6 +124,8 @@ def test_write_file_creates_with_parents_and_undo_deletes(ctx: ToolContext, work
     assert (workspace / "pkg/new/mod.py").read_text() == "x = 1\n"
     assert r.undo == {"kind": "file", "path": "pkg/new/mod.py", "before": None}
     assert r.data["created"] is True and r.data["diff_stat"] == {"added": 1, "removed": 0}
+    # Readable by the unprivileged user sandboxed commands run as (mkstemp alone would leave 0600).
+    assert stat.S_IMODE((workspace / "pkg/new/mod.py").stat().st_mode) == 0o644
     assert apply_undo(r.undo, workspace) == "pkg/new/mod.py"
     assert not (workspace / "pkg/new/mod.py").exists()
 

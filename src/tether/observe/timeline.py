@@ -89,6 +89,23 @@ def _sensor(p: dict[str, Any]) -> str:
     return f"    sensor [bold]{p['sensor']}[/]{req}: [{style}]{p['result']}[/] {_short(p['summary'], 90)}"
 
 
+def _baseline(p: dict[str, Any]) -> str:
+    if not p["ok"]:
+        return f"[yellow]test baseline[/]: none — {_short(p['detail'])}"
+    counts: dict[str, int] = {}
+    for t in p["tests"]:
+        counts[t["outcome"]] = counts.get(t["outcome"], 0) + 1
+    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    return f"[bold]test baseline[/]: {len(p['tests'])} tests ({tally}) in {p['duration_s']:.2f}s, before any write"
+
+
+def _preflight(p: dict[str, Any]) -> str:
+    if p["ok"]:
+        return "[green]pre-flight ok[/]: " + "; ".join(f"{c['name']}: {_short(c['detail'], 50)}" for c in p["checks"])
+    bad = [c for c in p["checks"] if not c["ok"]]
+    return "[red]pre-flight failed[/]: " + "; ".join(f"{c['name']}: {_short(c['detail'], 80)}" for c in bad)
+
+
 def _finished(p: dict[str, Any]) -> str:
     style = STATUS_STYLE.get(p["status"], "bold red")
     return f"[{style}]run finished: {p['status']}[/] — {_short(p['result'], 100)}"
@@ -113,6 +130,8 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "action.completed": _completed,
     "action.failed": lambda p: f"    [red]error[/] {p['failure_class']}: {_short(p['error'])}",
     "budget.exceeded": lambda p: f"[red]budget {p['budget']} exceeded[/]: {p['used']:g} of {p['limit']:g}",
+    "tests.baseline": _baseline,
+    "preflight.completed": _preflight,
     "sensor.result": _sensor,
     "completion.claimed": lambda p: f"  [bold]claim[/]: {_short(p['summary'])}",
     "completion.refused": lambda p: (

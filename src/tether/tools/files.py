@@ -95,18 +95,24 @@ def _diff_stat(diff: str) -> dict[str, int]:
     return {"added": added, "removed": removed}
 
 
+NEW_FILE_MODE = 0o644
+
+
 def atomic_write(real: Path, text: str) -> None:
-    """Write ``text`` to ``real`` atomically, keeping the existing file's mode."""
+    """Write ``text`` to ``real`` atomically, keeping the existing file's mode (a new file gets 0644).
+
+    ``mkstemp`` creates 0600 files: a new module or test would then be unreadable to the unprivileged
+    user the sandbox runs commands as, and the project's own tests could not import it.
+    """
     real.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else None
+    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else NEW_FILE_MODE
     fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tether-tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, real)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
