@@ -1,6 +1,6 @@
 """The cost of verification, measured against baselines taken in the same run.
 
-    python benchmarks/verify.py [FILES]
+    python benchmarks/verify.py [FILES] [TESTS]
 
 Snapshot section: a generated workspace of FILES files (default 10,000; ~40 per directory, a few
 hundred bytes each, with a .gitignore) is snapshotted once as the run's baseline, into a real
@@ -8,7 +8,14 @@ EventStore (SQLite). Then, per simulated action, K files are rewritten and a sna
 the previous one as its stat cache (K = 0, 1 and 100), which is what tether does after every action.
 The baseline figure is a bare ``os.scandir`` walk of the same tree that ``lstat``s every entry —
 the least any stat-cache snapshot must do — so the ratio is the snapshot's own overhead.
-Figures only: nothing is asserted.
+
+Verification section: a generated project with TESTS passing tests (default 2,000, 100 per file) in the
+sandbox tether would use (bwrap where it starts, else local). The baseline figure is the test command
+alone, as a user would run it (caches warm). Against it: the pre-flight baseline run (the same command
+with tether's reporter, plus the ``ast`` shapes and the test surface's bytes), and the completion
+``tests`` sensor (a fresh bytecode cache, the reporter, reading the report and the test-integrity
+comparison against the baseline).
+Figures only: nothing is asserted (beyond the suite passing, so that the figures mean something).
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tether import snapshot
+from tether.envelope.schema import Envelope
+from tether.envelope.schema import Sandbox as SandboxSpec
 from tether.events.store import EventStore
+from tether.sandbox.factory import make_sandbox
+from tether.verify.preflight import record_baseline
+from tether.verify.sensors import SensorContext
+from tether.verify.sensors import tests as tests_sensor
 
 REPEATS = 15
 
@@ -85,9 +98,66 @@ def snapshot_section(files: int) -> None:
                 print(f"  per action, {k:>3} changed: {ms:6.2f} ms  ({ms / walk_ms:.2f}x the bare walk)")
 
 
+# ---- completion verification ----------------------------------------------------------------
+
+VERIFY_REPEATS = 5
+
+
+def generate_suite(root: Path, tests: int, per_file: int = 100) -> None:
+    """A project whose suite has ``tests`` passing tests in files of ``per_file``."""
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\ntestpaths = ["tests"]\n')
+    for f in range(tests // per_file):
+        body = [f"def test_add_{f}_{i}():\n    assert add({i}, {f}) == {i + f}\n" for i in range(per_file)]
+        (root / "tests" / f"test_gen_{f}.py").write_text("from calc import add\n\n\n" + "\n\n".join(body))
+
+
+def fresh_cache(tmp: str) -> str:
+    """A bytecode cache directory no run has used, as the tests sensor gives each run (no stale .pyc)."""
+    return f"{tmp}/pycache-{time.monotonic_ns()}"
+
+
+def verification_section(tests: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "proj"
+        generate_suite(root, tests)
+        command = f"{os.path.abspath(sys.executable)} -m pytest -q -p no:cacheprovider"
+        env = Envelope.model_validate(
+            {"plan": {"path": "p", "hash": "sha256:" + "0" * 64}, "verification": {"test_command": command}}
+        )
+        sandbox = make_sandbox(SandboxSpec(backend="bwrap", required=False), root)
+        alone = sandbox.run(command, cwd=root, timeout_s=600)  # warm the caches once, and check it passes
+        assert alone.exit_code == 0, (alone.stdout + alone.stderr)[-800:]
+        alone_ms = median_ms(lambda: sandbox.run(command, cwd=root, timeout_s=600), VERIFY_REPEATS)
+        fresh_ms = median_ms(
+            lambda: sandbox.run(command, cwd=root, timeout_s=600, env={"PYTHONPYCACHEPREFIX": fresh_cache(tmp)}),
+            VERIFY_REPEATS,
+        )
+        base: list[object] = []
+        baseline_ms = median_ms(lambda: base.append(record_baseline(env, root, sandbox)), VERIFY_REPEATS)
+        check, suite, _ = base[-1]  # type: ignore[misc]
+        assert suite.ok and len(suite.tests) == tests, check
+        ctx = SensorContext(env, root, (), sandbox, None, True, suite)
+        results: list[object] = []
+        verify_ms = median_ms(lambda: results.append(tests_sensor(ctx)), VERIFY_REPEATS)
+        result = results[-1]
+        assert result.result == "PASS", result  # type: ignore[attr-defined]
+        print(f"completion verification: {tests} tests, sandbox {sandbox.name}, median of {VERIFY_REPEATS}")
+        print(f"  the test command alone:                       {alone_ms:7.0f} ms (baseline)")
+        print(f"  pre-flight baseline run (reporter + shapes):  {baseline_ms:7.0f} ms ({baseline_ms / alone_ms:.2f}x)")
+        print(f"  the command with a fresh bytecode cache:      {fresh_ms:7.0f} ms ({fresh_ms / alone_ms:.2f}x)")
+        print(
+            f"  tests sensor + integrity comparison:          {verify_ms:7.0f} ms ({verify_ms / alone_ms:.2f}x; "
+            f"{verify_ms / fresh_ms:.2f}x the fresh-cache run it makes)"
+        )
+
+
 def main() -> None:
     files = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    tests = int(sys.argv[2]) if len(sys.argv) > 2 else 2_000
     snapshot_section(files)
+    verification_section(tests)
 
 
 if __name__ == "__main__":
