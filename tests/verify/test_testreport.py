@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tether.sandbox.local import LocalSandbox
-from tether.verify.testreport import REPORT_DIR, ReportError, Reporting, TestReport, run_reported, runner_of
+from tether.verify.testreport import REPORT_PREFIX, ReportError, Reporting, TestReport, run_reported, runner_of
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
@@ -91,7 +91,7 @@ def test_every_outcome_is_reported_with_its_function_and_class(tmp_path: Path) -
     assert by_id["test_all.py::test_param[2]"].function == "test_param"
     assert by_id["test_all.py::CaseTest::test_unit"].cls == "CaseTest"
     assert by_id["test_all.py::test_pass"].file == "test_all.py"  # workspace-relative
-    assert not list((tmp_path / REPORT_DIR).iterdir())  # read once, then removed
+    assert not list(tmp_path.glob(f"{REPORT_PREFIX}*"))  # read once, then removed
 
 
 def test_collect_only_and_collection_errors(tmp_path: Path) -> None:
@@ -142,7 +142,6 @@ def test_an_early_exit_leaves_no_report(tmp_path: Path) -> None:
 
 def test_the_host_reads_no_symlink_and_no_oversized_or_malformed_report(tmp_path: Path) -> None:
     reporting = Reporting.fresh(tmp_path)
-    reporting.path.parent.mkdir(parents=True)
     secret = tmp_path / "secret.json"
     secret.write_text(json.dumps({"nonce": reporting.nonce}))
     os.symlink(secret, reporting.path)

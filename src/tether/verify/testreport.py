@@ -3,10 +3,11 @@
 The reporter (``pytest_plugin/tether_report.py``) is loaded from tether's own install: ``PYTHONPATH`` is set
 to that directory and ``PYTEST_ADDOPTS`` to ``-p tether_report``, so any spelling of a pytest command
 (``pytest``, ``python -m pytest``, ``py.test tests/``) loads it, and unittest-style suites run through
-pytest report the same way. The report file gets a fresh, unguessable name under ``.tether/reports/`` for
-each run and carries a per-run nonce; the host opens it without following symlinks, checks the nonce and
-the shape, and deletes it. A report that is missing, forged, oversized or malformed is an error, never a
-pass: verification fails closed.
+pytest report the same way. The report file gets a fresh, unguessable name at the workspace root
+(``.tether-report-<nonce>.json``; bubblewrap covers ``.tether/`` inside the sandbox) and carries that
+nonce; the host opens it without following symlinks, checks the nonce and the shape, and deletes it.
+A report that is missing, forged, oversized or malformed is an error, never a pass: verification fails
+closed.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .runner import CommandSandbox, ReceiptLike
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 PLUGIN = "tether_report"
-REPORT_DIR = ".tether/reports"
+REPORT_PREFIX = ".tether-report-"  # at the workspace root: bubblewrap covers .tether/ inside the sandbox
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
@@ -91,7 +92,7 @@ class Reporting:
     @classmethod
     def fresh(cls, workspace: Path) -> Reporting:
         nonce = secrets.token_hex(16)
-        return cls(workspace / REPORT_DIR / f"{nonce}.json", nonce)
+        return cls(workspace / f"{REPORT_PREFIX}{nonce}.json", nonce)
 
     def env(self, collect_only: bool = False) -> dict[str, str]:
         addopts = f"-p {PLUGIN}" + (" --collect-only" if collect_only else "")
