@@ -8,7 +8,16 @@ from typer.testing import CliRunner
 
 from tether.cli import doctor_cmds
 from tether.sandbox import BwrapSandbox, LocalSandbox
-from tether.sandbox.doctor import Status, check_denied_file, check_orphan, run_doctor, scratch
+from tether.sandbox.doctor import (
+    LOCAL_DOES_NOT_ISOLATE,
+    BackendReport,
+    DoctorReport,
+    Status,
+    check_denied_file,
+    check_orphan,
+    run_doctor,
+    scratch,
+)
 
 ALL_CHECKS = {
     "interpreter_reachable",
@@ -69,13 +78,13 @@ def test_cli_doctor_json_and_exit_code() -> None:
     assert any("environments" in line for line in data["backends"][1]["does_not_isolate"])
 
 
-def test_cli_doctor_says_what_local_does_not_isolate() -> None:
-    app = typer.Typer()
-    doctor_cmds.register(app)
-    app.command("noop")(lambda: None)
-    result = CliRunner().invoke(app, ["doctor"], env={"COLUMNS": "200"})
-    assert "local does not isolate:" in result.output
-    assert "/proc/PID/environ" in result.output
+def test_cli_doctor_says_what_local_does_not_isolate(capsys: pytest.CaptureFixture[str]) -> None:
+    local = BackendReport("local", required=False, available=True, does_not_isolate=LOCAL_DOES_NOT_ISOLATE)
+    doctor_cmds.render(DoctorReport([local]))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "local does not isolate:" in out
+    for limit in ("the user's files", "the network", "/proc/PID/environ", "filesystem.deny"):
+        assert limit in out
 
 
 @pytest.mark.bwrap
