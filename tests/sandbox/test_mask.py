@@ -46,13 +46,10 @@ def test_masks_collects_files_dirs_and_other_names(tree: Path) -> None:
     assert rel(m.dirs, tree) == {"secrets"}  # nothing listed under a covered directory
 
 
-def test_tethers_own_state_directory_is_never_covered(tree: Path) -> None:
-    """tether's test reporter writes there from inside the sandbox; the gate guards it from the agent."""
-    (tree / ".tether" / "reports").mkdir(parents=True)
-    (tree / ".tether" / "x.pem").write_text("")
-    m = masks(tree, [".tether/", ".tether/**", "**/*.pem"])
-    assert not any(".tether" in p.parts for p in [*m.files, *m.dirs])
-    assert "deep/er/server.pem" in rel(m.files, tree)
+def test_tethers_own_state_directory_is_always_covered(tree: Path) -> None:
+    (tree / ".tether").mkdir()
+    (tree / "sub" / ".tether").mkdir(parents=True)  # only the one at the root is tether's
+    assert rel(masks(tree, []).dirs, tree) == {".tether"}
 
 
 def test_link_matching_deny_covers_its_target_in_the_workspace(tree: Path) -> None:
@@ -75,8 +72,11 @@ def test_fast_matcher_agrees_with_pathspec(globs: list[str]) -> None:
 @pytest.mark.bwrap
 def test_denied_files_are_unreadable_inside_bwrap_however_they_are_read(tree: Path) -> None:
     box = BwrapSandbox(tree, deny=DENY)
+    (tree / ".tether").mkdir()
+    (tree / ".tether" / "tether.db").write_text(SECRET)
     readers = [
         "cat .env",
+        "cat .tether/tether.db",
         "find . -type f -exec cat {} + 2>/dev/null",
         "grep -r TOKEN . 2>/dev/null",
         "cat src/innocent.txt src/link",

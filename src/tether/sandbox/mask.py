@@ -2,16 +2,15 @@
 
 The gate refuses commands that name a denied file, but a command it lets through can still select
 files itself (``find``, a test that reads ``.env``, a build script). So inside the sandbox every
-workspace path matching a deny glob is covered when the command starts: a file by ``/dev/null``
-(reads as empty), a directory by an empty read-only tmpfs. Also covered:
+workspace path matching a deny glob is covered when the command starts: a file by ``/dev/null`` (device
+access is off in the workspace mount, so opening it fails), a directory by an empty read-only tmpfs.
+Also covered:
 
 * another name (hard link) of a denied file, found by inode;
 * the target of a symlink that matches, when the target is inside the workspace (a target outside
-  is not mounted in the sandbox at all).
-
-Never covered: tether's own state directory ``.tether/`` at the workspace root, even when a deny glob
-matches it. tether's test reporter writes its report there from inside the sandbox; the gate refuses the
-agent's reads and writes of it.
+  is not mounted in the sandbox at all);
+* tether's own state directory ``.tether/`` at the workspace root (the default home of the run's log and
+  approvals), always: nothing tether runs in the sandbox needs it (the test report is written elsewhere).
 
 Not covered: files created *after* the command starts (the list is taken at sandbox start; a file the
 command itself creates is its own), and copies of a denied file's content under another name made
@@ -29,7 +28,7 @@ from pathlib import Path
 import pathspec
 from pathspec.pattern import RegexPattern
 
-STATE_DIR = ".tether"
+ALWAYS_COVERED = ("/.tether/",)
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Masks:
 
 def masks(workspace: Path, deny: Sequence[str]) -> Masks:
     """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers."""
-    matches = matcher(deny)
+    matches = matcher([*deny, *ALWAYS_COVERED])
     root = Path(os.path.realpath(workspace))
     files: dict[Path, None] = {}
     dirs: dict[Path, None] = {}
@@ -62,8 +61,6 @@ def masks(workspace: Path, deny: Sequence[str]) -> Masks:
         except OSError:
             continue  # unreadable here means unreadable in the sandbox too
         for entry in entries:
-            if not here and entry.name == STATE_DIR:
-                continue
             rel = f"{here}/{entry.name}" if here else entry.name
             if entry.is_symlink():
                 if matches(rel):
