@@ -585,7 +585,7 @@ class _Walker:
 
     def call(self, cmd: SimpleCommand, name: str) -> None:
         body = self.session.functions[name]
-        self.emit(replace(cmd, origin=cmd.origin or "function"))
+        self.emit_redirects(cmd.redirects)  # the call runs the body (judged below), not a program
         calling = self.session.calling
         if name in calling:
             if cmd.piped or "&" in body:
