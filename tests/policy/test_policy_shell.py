@@ -39,3 +39,45 @@ def test_structural_findings() -> None:
     assert "shell:pipe-to-interpreter" not in ids("cat x | python3 script.py")
     assert "shell:remote-code" in ids('eval "$(wget -qO- x)"')
     assert ids("ls -la") == set()
+
+
+def cwds(command: str) -> list[str]:
+    moves = ("cd", "pushd", "popd")
+    return [str(c.cwd) for c in analyse(command, PurePosixPath("/ws")).commands if c.argv and c.name not in moves]
+
+
+def test_the_working_directory_is_tracked_as_the_shell_moves() -> None:
+    assert cwds("cd src && ls") == ["/ws/src"]
+    assert cwds("cd src && cd .. && cd /tmp && ls") == ["/tmp"]
+    assert cwds("pushd /tmp && pushd /etc && popd && ls") == ["/tmp"]
+    assert cwds("cd /a && cd /b && cd - && ls") == ["/a"]
+    assert cwds("cd /tmp || exit 1; ls") == ["None", "/tmp"]  # exit runs only where the cd failed
+    assert cwds("set -e; cd /tmp; ls") == ["/ws", "/tmp"]
+    assert cwds("env -C /tmp ls; ls") == ["/tmp", "/ws"]
+
+
+def test_places_the_shell_may_or_may_not_be_in_are_unknown() -> None:
+    assert cwds("cd /tmp; ls") == ["None"]  # the cd may have failed
+    assert cwds("cd /tmp && ls; ls") == ["/tmp", "None"]
+    assert cwds('cd "$D" && ls') == ["None"]
+    assert cwds("if true; then cd /tmp; fi; ls") == ["/ws", "None"]
+    assert cwds("for i in 1 2; do ls; cd ..; done")[-1] == "None"  # the second round starts elsewhere
+    assert cwds("CDPATH=/etc; cd x && ls") == ["None"]
+
+
+def test_subshells_pipelines_and_background_jobs_do_not_move_the_shell() -> None:
+    assert cwds("(cd /tmp); ls") == ["/ws"]
+    assert cwds("cd /tmp | cat; ls") == ["/ws", "/ws"]
+    assert cwds("cd /tmp & ls") == ["/ws"]
+    assert cwds("echo $(cd /tmp); ls") == ["/ws", "/ws"]
+
+
+def test_a_redirection_after_a_list_belongs_to_its_last_command() -> None:
+    cmds = analyse("cd /tmp && echo x > f.py", PurePosixPath("/ws")).commands
+    echo = next(c for c in cmds if c.name == "echo")
+    assert echo.cwd == PurePosixPath("/tmp") and echo.redirects[0].target is not None
+
+
+def test_functions_run_where_they_are_called() -> None:
+    cmds = analyse("f() { touch x; }; cd /tmp && f", PurePosixPath("/ws")).commands
+    assert [str(c.cwd) for c in cmds if c.name == "touch"] == ["/tmp"]

@@ -51,6 +51,7 @@ class Spec:
     code: Mapping[str, str] = field(default_factory=dict)  # options that run code → what they run
     subcommands: Mapping[str, Spec] | None = None
     numeric: bool = False  # ``head -20``
+    plus: bool = False  # ``+WORD`` is an option too (less's ``+cmd`` runs a command)
     inert: bool = False  # no argument can make it read, write or run anything: anything goes
     kind: str = "read"  # read: only reads; build: works inside the workspace
     longs: tuple[str, ...] = ()  # every long option, for resolving abbreviations
@@ -140,6 +141,12 @@ def parse(s: Spec, args: Sequence[Word]) -> Parsed:
             out.operands.append(w)
             if s.subcommands is not None:
                 break
+            continue
+        if s.plus and t.startswith("+") and not dashdash:
+            if any(p.fullmatch(t) for p in s.patterns):
+                out.options.append((t, None))
+            else:
+                out.unknown.append(t)
             continue
         if dashdash or not t.startswith("-") or t == "-":
             out.operands.append(w)
@@ -393,9 +400,10 @@ _LESS = spec(
     "-N -S -R -r -F -X -i -I -n -s -M -m -Q -q -K -e -E -f -g -G -w -W -J -L -c -C -a -B -j: -x: -y: -z: -h: "
     f"-b: -P: -T: -# --LINE-NUMBERS --chop-long-lines --RAW-CONTROL-CHARS --quit-if-one-screen --no-init {_HELP}",
     roles={"-o": W, "-O": W, "--log-file": W, "--LOG-FILE": W, "-k": R},
-    code={"-+": "less commands"},
+    patterns=(r"\+\d+",),
+    plus=True,
 )
-_MORE = spec(f"-d -l -f -p -c -s -u -n: {_HELP}")
+_MORE = spec(f"-d -l -f -p -c -s -u -n: {_HELP}", patterns=(r"\+\d+",), plus=True)
 _FIND = spec(
     "-H -L -P -O1 -O2 -O3 -depth -d -mount -xdev -noleaf -ignore_readdir_race -noignore_readdir_race -daystart "
     "-follow -true -false -print -print0 -ls -prune -quit -empty -readable -writable -executable -nouser "

@@ -539,8 +539,8 @@ class _Walker:
             self.out.hard("shell:env-code", Verdict.ASK, f"{name}= names a program that programs start")
             holder = SimpleCommand((Word.lit(name),), (), self.cwd, piped=True)
             if value.static:
-                if value.text.strip():
-                    self.recurse(envvars.command_text(name, value.text), holder, f"{name}=")
+                if value.text.strip():  # it is started with data on its standard input
+                    self.recurse(": | " + envvars.command_text(name, value.text), holder, f"{name}=")
             else:
                 self.dynamic_code(holder, f"{name}= (a command programs start)", [value])
         elif found is envvars.EnvKind.PATHS:
