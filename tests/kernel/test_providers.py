@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +21,19 @@ from typing import Any
 import pytest
 from runkit import FINISH, FIX, tether
 
-from tether import EventStore
+from tether import EventStore, RunState
 from tether.events.store import Event
+from tether.kernel.outcome import OutputContract
 from tether.models.testing import (
     PROXY_ENV_VARS,
     AnthropicWireServer,
+    LlamaCppServer,
     OpenAIWireServer,
     Reply,
     WireServer,
     anthropic_error,
     anthropic_message,
+    load_exchanges,
     openai_chat,
     openai_error,
 )
@@ -124,10 +128,12 @@ class Outcome:
         return [e.payload for e in self.events if e.kind == kind]
 
 
-def run(provider: Provider, server: WireServer, envelope: Path) -> Outcome:
+def run(provider: Provider, server: WireServer, envelope: Path, *, as_json: bool = True) -> Outcome:
+    """The CLI run; without ``as_json`` stdout is the human timeline and the contract is read from the log."""
     db = envelope.parent / "t.db"
     args = ["run", "fix the median", "--envelope", str(envelope), "--model", provider.model]
-    args += ["--base-url", server.base_url, "--db", str(db), "--sandbox", "local", "--headless", "--json"]
+    args += ["--base-url", server.base_url, "--db", str(db), "--sandbox", "local", "--headless"]
+    args += ["--json"] if as_json else []
     proc = subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,
@@ -136,11 +142,13 @@ def run(provider: Provider, server: WireServer, envelope: Path) -> Outcome:
         stdin=subprocess.DEVNULL,
         env=scrubbed_env(provider.env),
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert lines, f"no output contract\n{proc.stdout}\n{proc.stderr}"
-    contract = json.loads(lines[-1])
     with EventStore.open(db) as store:
-        events = store.events(contract["run_id"])
+        (run_id,) = [r.run_id for r in store.runs()]
+        events = store.events(run_id)
+    contract = OutputContract.from_state(RunState.from_events(events)).model_dump()
+    if as_json:
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        assert lines and json.loads(lines[-1])["status"] == contract["status"], proc.stdout + proc.stderr
     return Outcome(proc, contract, events)
 
 
@@ -207,3 +215,181 @@ def test_truncation_is_told_to_the_model_on_the_next_request(
     first, second = (json.dumps(r.body) for r in server.requests[:2])
     assert CUT_OFF not in first
     assert CUT_OFF in second
+
+
+# ---- real servers' quirks, end to end ------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "providers" / "llama-cpp-python-0.3.36"
+LEGACY = load_exchanges(FIXTURES / "tool-calls-plus-legacy-function-call.jsonl")
+NULL_500 = load_exchanges(FIXTURES / "forced-tool-choice_content-null-500.jsonl")
+OVERFLOW = load_exchanges(FIXTURES / "chatml-function-calling_context-exceeded.jsonl")
+
+
+def configure(envelope: Path, *settings: str) -> Path:
+    """Set ``agent`` settings (``"key: value"`` lines), then recompile."""
+    text = envelope.read_text()
+    line = next(x for x in text.splitlines() if x.strip().startswith("request_timeout_s:"))
+    envelope.write_text(text.replace(line, "\n".join(f"  {s}" for s in settings)))
+    tether("compile", str(envelope.parent / "plan.yaml"), "-o", str(envelope), check=True)
+    return envelope
+
+
+def llama_style(call_id: str, call: dict[str, Any], *, usage: Any = "recorded") -> Reply:
+    """A call shaped exactly as llama-cpp-python sends it: in ``tool_calls`` *and* ``function_call``, content null."""
+    body = json.loads(json.dumps(LEGACY[0].response))
+    function = {"name": call["name"], "arguments": json.dumps(call["args"])}
+    message = body["choices"][0]["message"]
+    message["tool_calls"] = [{"id": call_id, "type": "function", "function": function}]
+    message["function_call"] = function
+    if usage != "recorded":
+        body["usage"] = usage
+    return Reply(200, body)
+
+
+def run_llama(server: WireServer, envelope: Path, *, as_json: bool = True) -> Outcome:
+    return run(OPENAI_LOCAL, server, envelope, as_json=as_json)
+
+
+OPENAI_LOCAL = Provider(
+    name="llama",
+    model="openai:smollm2",
+    server=OpenAIWireServer,
+    env={},
+    tool_call=OPENAI.tool_call,
+    text=OPENAI.text,
+    refusal=OPENAI.refusal,
+    truncated=OPENAI.truncated,
+    error=OPENAI.error,
+)
+
+
+def llama_server(*replies: Reply, n_ctx: int = 8192) -> LlamaCppServer:
+    return LlamaCppServer(replies, null_content_error=NULL_500[1].response, n_ctx=n_ctx)
+
+
+def test_a_call_in_tool_calls_and_function_call_runs_once(envelope: Path) -> None:
+    configure(envelope, "provider_profile: llama.cpp")
+    with llama_server(llama_style("call_fix", FIX), llama_style("call_finish", FINISH)) as server:
+        out = run_llama(server, envelope)
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    assert [p["tool"] for p in out.of("action.started")] == ["edit_file", "finish"]  # not twice each
+    assert [p["call_id"] for p in out.of("action.proposed")] == ["call_fix", "call_finish"]
+    fixed = (envelope.parent / "project" / "src" / "stats" / "core.py").read_text()
+    assert fixed.count("(ordered[middle - 1] + ordered[middle]) / 2") == 1
+    second = server.requests[1].body["messages"]
+    assert all(isinstance(m.get("content"), str) for m in second)  # the real server 500s on a null
+    assert not server.crashed and "maxLength" not in json.dumps(server.requests[0].body["tools"])
+
+
+def test_every_recorded_response_replayed_through_a_run_gives_one_execution_per_call(envelope: Path) -> None:
+    configure(envelope, "provider_profile: llama.cpp")
+    recorded = [e.reply for e in LEGACY if e.status == 200]
+    with llama_server(*recorded) as server:
+        out = run_llama(server, envelope)
+    # The fifth recorded call is a bare `bash`, which the gate sends to a human: a defined, durable stop.
+    assert out.contract["status"] == "WAITING_APPROVAL", out.proc.stdout + out.proc.stderr
+    assert out.proc.returncode == 5
+    proposed = out.of("action.proposed")
+    assert len(proposed) == len(recorded) == 5  # one per response, not two
+    assert len({p["call_id"] for p in proposed}) == 5
+    started = [p["call_id"] for p in out.of("action.started")]
+    assert len(started) == len(set(started))  # no call executed twice
+    assert [p["tool"] for p in out.of("action.started")].count("run_tests") == 1
+    assert server.pending == 0 and not server.crashed
+
+
+def test_a_full_window_is_a_context_problem_not_an_outage(envelope: Path) -> None:
+    """The recorded run: short answers, then one that fills the 4096-token window; the next turn cannot fit."""
+    configure(envelope, "provider_profile: llama.cpp")
+    texts = [OVERFLOW[3].reply, OVERFLOW[7].reply, OVERFLOW[4].reply]
+    with llama_server(*texts, n_ctx=4096) as server:
+        out = run_llama(server, envelope, as_json=False)
+    assert out.proc.returncode == 5, out.proc.stdout + out.proc.stderr
+    assert out.contract["status"] == "NEEDS_INPUT"
+    assert "context window full" in out.contract["result"]
+    advice = out.contract["next_action"]
+    assert "agent.context_window" in advice and "--ctx-size" in advice and "agent.max_output_tokens" in advice
+    assert "key" not in (out.contract["result"] + advice).lower()
+    failed = out.of("model.failed")
+    assert [f["failure"] for f in failed] in ([], ["context_overflow"])  # told by the server, or seen before calling
+    assert not any(f["transient"] for f in failed)
+    statuses = [r.body.get("max_tokens") for r in server.requests]
+    assert all(isinstance(n, int) and n < 4096 for n in statuses)  # never again the whole window for output
+
+
+def test_an_overflow_with_room_is_retried_once_with_less_output_and_then_remembered(envelope: Path) -> None:
+    configure(envelope, "provider_profile: llama.cpp", "max_output_tokens: 4000")
+    with llama_server(llama_style("call_fix", FIX), llama_style("call_finish", FINISH), n_ctx=4096) as server:
+        out = run_llama(server, envelope, as_json=False)
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    (retried,) = out.of("model.retried")
+    assert retried["failure"] == "context_overflow" and retried["window"] == 4096
+    sent = [r.body["max_tokens"] for r in server.requests]
+    assert sent[0] == 4000 and sent[1] == retried["max_tokens"] < 4000
+    assert len(sent) == 3  # the second turn used the window it learned: no second overflow
+    assert "context overflow" in out.proc.stdout and "retrying once with max_tokens" in out.proc.stdout
+
+
+def test_null_usage_is_recorded_as_estimated_and_counted(envelope: Path) -> None:
+    with llama_server(llama_style("call_fix", FIX, usage=None), llama_style("call_finish", FINISH, usage=None)) as s:
+        out = run_llama(s, envelope, as_json=False)
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    responded = out.of("model.responded")
+    assert [r["usage_reported"] for r in responded] == [False, False]
+    assert all(r["input_tokens"] > 100 and r["output_tokens"] > 0 for r in responded)
+    assert "estimated: the provider gave no usage" in out.proc.stdout
+
+
+def test_a_nameless_or_cut_off_call_is_told_to_the_model_plainly(envelope: Path) -> None:
+    nameless = llama_style("call_a", {"name": "", "args": {}})
+    cut = llama_style("call_b", FIX)
+    cut.body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"path": "src/stats/co'
+    with llama_server(nameless, cut, llama_style("call_fix", FIX), llama_style("call_finish", FINISH)) as server:
+        out = run_llama(server, envelope)
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    errors = {p["call_id"]: p["error"] for p in out.of("action.invalid")}
+    assert "no function name" in errors["call_a"] and "cut off at the token limit" in errors["call_b"]
+    told = json.dumps(server.requests[1].body["messages"][-1]) + json.dumps(server.requests[2].body["messages"][-1])
+    assert "no function name" in told and "cut off at the token limit" in told and "__raw__" not in told
+    assert [p["tool"] for p in out.of("action.started")] == ["edit_file", "finish"]
+
+
+@pytest.mark.parametrize("body", [{"choices": "x"}, {"choices": [{"message": {"content": 5}}]}, [1]], ids=str)
+def test_a_malformed_answer_is_a_recorded_failure_never_a_run_left_running(envelope: Path, body: Any) -> None:
+    with llama_server(Reply(200, body)) as server:
+        out = run_llama(server, envelope)
+    assert out.proc.returncode == 4, out.proc.stdout + out.proc.stderr
+    assert out.contract["status"] == "BLOCKED_DEPENDENCY" and "could not be read" in out.contract["result"]
+    (failed,) = out.of("model.failed")
+    assert failed["failure"] == "malformed" and failed["attempts"] == 1
+    assert out.events[-1].kind == "run.finished" and "invalid payload" not in out.proc.stderr
+
+
+def test_failed_attempts_are_counted_once_and_shown_right(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    server.push(*(provider.error(503) for _ in range(3)))
+    out = run(provider, server, envelope, as_json=False)
+    assert out.proc.returncode == 4, out.proc.stdout + out.proc.stderr
+    (failed,) = out.of("model.failed")
+    assert failed["attempts"] == 3 and len(out.of("model.retried")) == 2
+    assert "failed after 3 attempts" in out.proc.stdout and "attempt(s)" not in out.proc.stdout
+    assert "after 3 attempts" in out.contract["result"]
+
+
+def test_a_slow_server_is_abandoned_at_the_timeout_and_attempts_are_bounded(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    """``agent.request_timeout_s`` bounds each request; the client closes the connection; nothing retries inside."""
+    configure(envelope, "request_timeout_s: 0.5")
+    late = provider.text("too late")
+    server.push(*(Reply(late.status, late.body, delay_s=5) for _ in range(4)))
+    out = run(provider, server, envelope)
+    assert out.contract["status"] == "BLOCKED_DEPENDENCY", out.proc.stdout + out.proc.stderr
+    assert len(server.requests) == 3  # retry.max_attempts, and no SDK-internal retries on top
+    (failed,) = out.of("model.failed")
+    assert failed["attempts"] == 3 and "0.5 s (agent.request_timeout_s)" in failed["error"]
+    deadline = time.monotonic() + 5
+    while server.abandoned < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.abandoned == 3  # each abandoned request's connection was closed, not left to finish
