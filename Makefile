@@ -10,11 +10,27 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-.PHONY: venv demo test lint typecheck bench
+# LiteLLM's proxy (pyproject's `proxy` extra) in a venv of its own: the provider tests start it on 127.0.0.1.
+PROXY_VENV := .venv-proxy
+PROXY_STAMP := $(PROXY_VENV)/.installed
+$(PROXY_STAMP): pyproject.toml
+	$(PY) -m venv $(PROXY_VENV)
+	$(PROXY_VENV)/bin/pip install --quiet "$$($(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['proxy'])")"
+	touch $(PROXY_STAMP)
+
+.PHONY: venv demo demo-local test lint typecheck bench
 venv: $(STAMP)
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/tether demo
+
+# The bugfix example against a local OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio).
+# make demo-local BASE_URL=http://127.0.0.1:8080/v1 [MODEL=qwen2.5-coder] [PROFILE=llama.cpp] [WINDOW=8192]
+BASE_URL ?= http://127.0.0.1:8080/v1
+MODEL ?= local
+demo-local: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python examples/local_model.py --base-url "$(BASE_URL)" --model "$(MODEL)" \
+		$(if $(PROFILE),--profile "$(PROFILE)") $(if $(WINDOW),--window "$(WINDOW)")
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -23,8 +39,8 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
+test: lint typecheck $(PROXY_STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" TETHER_LITELLM="$(CURDIR)/$(PROXY_VENV)/bin/litellm" $(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/eventlog.py
