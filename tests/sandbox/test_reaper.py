@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_conformance import DOUBLE_FORK
+from test_sandbox_conformance import DOUBLE_FORK
 
 from tether.sandbox import BwrapSandbox, LocalSandbox
 from tether.sandbox.doctor import survivors
