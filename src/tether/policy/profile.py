@@ -28,8 +28,9 @@ Judgement calls, written down:
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from . import inline, interp, programs
@@ -213,7 +214,11 @@ _SAFE_SED = re.compile(
     r"^\s*(\d+|\$|/[^/]*/)?(,(\d+|\$|/[^/]*/|\+\d+))?\s*!?\s*"
     r"([pdqn=]|s(.).*\5.*\5[gpiImM0-9]*|y(.).*\6.*\6|\{|\})?\s*$"
 )
-_PY_NETWORK_MODULES = frozenset({"http.server", "smtpd", "ftplib", "pip", "SimpleHTTPServer", "webbrowser", "venv"})
+#: ``python -m`` modules the profile knows to run the project's tools; others must be the project's own.
+_PY_TOOL_MODULES = frozenset(
+    {"pytest", "mypy", "ruff", "black", "isort", "flake8", "pylint", "pyright", "coverage", "unittest", "pyflakes"}
+    | {"pycodestyle", "build", "doctest"}
+)
 
 
 @dataclass(frozen=True)
@@ -431,6 +436,17 @@ def _classify(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
     return []
 
 
+def _project_module(mod: str, cmd: SimpleCommand, ctx: Context) -> bool:
+    """Does ``mod`` name a module in the workspace (where ``python -m`` would find it first)?"""
+    rel = mod.replace(".", "/")
+    for base in (".", "src"):
+        for candidate in (f"{base}/{rel}.py", f"{base}/{rel}/__main__.py", f"{base}/{rel}/__init__.py"):
+            path = ctx.paths.resolve(candidate, cmd.cwd)
+            if path is not None and ctx.paths.relative(path) is not None and os.path.isfile(path):
+                return True
+    return False
+
+
 def _system_binary(text: str) -> bool:
     return text.rsplit("/", 1)[0] in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin")
 
@@ -567,9 +583,12 @@ def _interpreter(cmd: SimpleCommand, name: str, texts: list[str], ctx: Context) 
     if prog.kind == "module":
         mod = texts[prog.index]
         mod = mod[2:] if mod.startswith("-m") else mod
-        if mod in _PY_NETWORK_MODULES:
-            return _ask("ask-python-module", f"python -m {mod} serves, fetches or installs")
-        return _allow("allow-workspace-build", f"python -m {mod}")
+        if mod in _PY_TOOL_MODULES:
+            tool = replace(cmd, argv=(Word.lit(mod), *cmd.args[prog.index + 1 :]))
+            return _allow("allow-workspace-build", f"python -m {mod}") + options(tool)
+        if _project_module(mod, cmd, ctx):
+            return _allow("allow-run-workspace", f"python -m {mod} runs the project's own module")
+        return _ask("ask-python-module", f"python -m {mod}: not a module of the project or a known project tool")
     if prog.kind == "script":
         word = cmd.args[prog.index]
         if _in_workspace(word, cmd, ctx):
