@@ -17,3 +17,11 @@ def example(tmp_path: Path) -> Path:
     dest = tmp_path / "bugfix"
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".tether", "__pycache__", ".pytest_cache"))
     return dest
+
+
+@pytest.fixture(autouse=True)
+def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the developer's ~/.config/tether (the anchor key lives there)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
+        monkeypatch.delenv(name, raising=False)

@@ -13,6 +13,9 @@ Three families, so callers can tell them apart without parsing messages::
     │   ├── ProviderError      the model provider failed beyond retries (outage, rejected, malformed)
     │   │   └── ContextOverflow the request does not fit the model's context window (not an outage)
     │   ├── DatabaseLocked     another writer holds the database
+    │   ├── RunLeased          another live driver holds the run's lease (names it)
+    │   ├── HeadMoved          a compare-and-append found the run's head moved
+    │   ├── DiskFull           the disk under the database (or anchor file) is full
     │   └── StaleBelief        a belief read pinned to a generation that has advanced
     └── LogCorrupt             the hash chain does not verify (names the first bad seq)
 
@@ -130,6 +133,32 @@ class DatabaseLocked(RuntimeFailure):
 
 class StaleBelief(RuntimeFailure):
     pass
+
+
+class RunLeased(RuntimeFailure):
+    """Another driver holds the run: one driver per run, the second one stops at once."""
+
+    def __init__(self, run_id: str, holder: str) -> None:
+        self.run_id = run_id
+        self.holder = holder
+        super().__init__(f"run {run_id} is being driven by {holder}; wait for it to end (or end it) and retry")
+
+
+class HeadMoved(RuntimeFailure):
+    """An append named a head (seq, hash) that is no longer the run's head: someone else wrote first."""
+
+    def __init__(self, run_id: str, expected: tuple[int, str], found: tuple[int, str]) -> None:
+        self.run_id = run_id
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"run {run_id}: the log's head moved (expected seq {expected[0]} {expected[1][:12]}, found seq "
+            f"{found[0]} {found[1][:12]}); another writer appended, nothing was written"
+        )
+
+
+class DiskFull(RuntimeFailure):
+    """No space left where tether writes; nothing was half-written, and the run resumes once space is back."""
 
 
 class LogCorrupt(TetherError):

@@ -17,6 +17,9 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from tether.events.anchor import Signer
+from tether.events.store import EventStore
+
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_USAGE = 2
@@ -38,6 +41,16 @@ def db_path(db: Path | None, workspace: Path | None = None) -> Path:
     if env:
         return Path(env)
     return (workspace or Path.cwd()) / ".tether" / "tether.db"
+
+
+def reader(db: Path | None) -> EventStore:
+    """The store for a read-only command: never created, never migrated, never written."""
+    return EventStore.open(db_path(db), readonly=True)
+
+
+def writer(db: Path | None, workspace: Path | None = None, *, create: bool = False) -> EventStore:
+    """The store for a command that appends, signing checkpoints when an anchor key is configured."""
+    return EventStore.open(db_path(db, workspace), create=create, signer=Signer.configured())
 
 
 def print_json(value: Any) -> None:

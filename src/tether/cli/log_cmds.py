@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 
 from tether.errors import LogCorrupt
-from tether.events.store import EventStore
+from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 
-from .common import EXIT_INVALID, DbOption, JsonOption, console, db_path, print_json
+from .common import EXIT_INVALID, DbOption, JsonOption, console, print_json, reader
 
 log_app = typer.Typer(help="Inspect and verify run logs.", no_args_is_help=True)
 
@@ -21,7 +21,7 @@ def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     """List runs with their status."""
     from tether.state import RunState
 
-    with EventStore.open(db_path(db), create=False) as store:
+    with reader(db) as store:
         rows: list[dict[str, Any]] = []
         for info in store.runs():
             state = RunState.from_events(store.events(info.run_id))
@@ -48,7 +48,7 @@ def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
 @log_app.command("show")
 def show_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     """Print a run's raw events."""
-    with EventStore.open(db_path(db), create=False) as store:
+    with reader(db) as store:
         info = store.run(run)
         events = store.events(info.run_id)
     if as_json:
@@ -65,28 +65,51 @@ def show_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) -
 def verify_cmd(
     run: str | None = typer.Argument(None, help="Run id (or unique prefix)."),
     all_runs: bool = typer.Option(False, "--all", help="Verify every run."),
+    key: Path | None = typer.Option(
+        None, "--key", help="Anchor key, private or public (default: $TETHER_KEY or the one `tether key init` wrote)."
+    ),
+    anchor_file: Path | None = typer.Option(None, "--anchor-file", help="Anchor file (default: next to the key)."),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Recompute the hash chain. Exit 1 naming the first bad seq on edit, deletion, reordering or truncation."""
+    """Recompute the hash chain and check signed checkpoints. Exit 1 naming the first bad seq.
+
+    Catches edits, deletions, reordering and truncation; with an anchor key also a full rewrite
+    (every later hash recomputed), naming the first signed checkpoint that no longer matches.
+    """
     if not run and not all_runs:
         raise typer.BadParameter("give a RUN id or --all")
-    results = []
-    with EventStore.open(db_path(db), create=False) as store:
+    path = key_path(key)
+    anchor_key = AnchorKey.load(path) if key is not None or path.exists() else None
+    anchors = anchor_file_path(path, anchor_file)
+    results: list[dict[str, Any]] = []
+    with reader(db) as store:
         ids = [i.run_id for i in store.runs()] if all_runs else [store.run(run or "").run_id]
         for run_id in ids:
             try:
-                results.append({"run_id": run_id, "ok": True, "events": store.verify(run_id)})
+                audit = store.verify_run(run_id, anchor_key, anchors)
+                results.append({"ok": True, **audit.to_dict()})
             except LogCorrupt as e:
                 results.append({"run_id": run_id, "ok": False, "seq": e.seq, "reason": e.reason})
     if as_json:
         print_json(results)
     else:
         for r in results:
-            if r["ok"]:
-                console.print(f"[green]ok[/]   {r['run_id']}: {r['events']} events, chain intact")
-            else:
+            if not r["ok"]:
                 console.print(f"[red]BAD[/]  {r['run_id']}: first bad seq {r['seq']}: {r['reason']}")
+                continue
+            anchor = r["anchor"]
+            signed = (
+                f"; {anchor['checkpoints']} signed checkpoint(s) match, last at seq {anchor['last_signed_seq']}"
+                if anchor["checkpoints"]
+                else ""
+            )
+            console.print(
+                f"[green]ok[/]   {r['run_id']}: {r['events']} events, chain intact, head seq {r['head']['seq']} "
+                f"{r['head']['hash'][:16]}…{signed}"
+            )
+            for limit in anchor["limits"]:
+                console.print(f"     [yellow]not detectable:[/] {limit}")
     if not all(r["ok"] for r in results):
         raise typer.Exit(EXIT_INVALID)
 

@@ -29,8 +29,9 @@ from .common import (
     DbOption,
     JsonOption,
     console,
-    db_path,
     print_json,
+    reader,
+    writer,
 )
 
 SUCCESS = {"COMPLETE", "NO_OP"}
@@ -92,6 +93,8 @@ def show_contract(contract: OutputContract, as_json: bool) -> None:
             table.add_row(f"[bold]{key}[/]", str(value))
     table.add_row("[bold]evidence[/]", ", ".join(contract.evidence) or "-")
     table.add_row("[bold]unknowns[/]", "\n".join(contract.unknowns) or "-")
+    if contract.head is not None:
+        table.add_row("[bold]head[/]", f"seq {contract.head.seq} {contract.head.hash}")
     console.print(table)
 
 
@@ -127,7 +130,7 @@ def run_cmd(
         approver=approver,
         on_event=printer(as_json, verbose),
     )
-    with EventStore.open(db_path(db, ws)) as store:
+    with writer(db, ws, create=True) as store:
         contract = session.start(store, envelope, task, options).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
@@ -156,7 +159,7 @@ def resume_cmd(
         approver=terminal_approver if interactive else None,
         on_event=printer(as_json, verbose),
     )
-    with EventStore.open(db_path(db), create=False) as store:
+    with writer(db) as store:
         contract = session.resume(store, run, options).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
@@ -174,7 +177,7 @@ def show_cmd(
     """A run's timeline, readable by a person: proposals, decisions and reasons, receipts, sensors, control."""
     from tether.observe.summary import summarize
 
-    with EventStore.open(db_path(db), create=False) as store:
+    with reader(db) as store:
         info = store.run(run)
         events = store.events(info.run_id)
     state = RunState.from_events(events)
@@ -183,6 +186,7 @@ def show_cmd(
             {
                 "run_id": info.run_id,
                 "status": state.status,
+                "head": {"seq": info.head_seq, "hash": info.head_hash},
                 "summary": summarize(events),
                 "contract": OutputContract.from_state(state).model_dump(),
             }
@@ -204,7 +208,7 @@ def show_cmd(
 
 def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     """List pending approvals across runs."""
-    with EventStore.open(db_path(db), create=False) as store:
+    with reader(db) as store:
         items = pending(store)
     if as_json:
         print_json(
@@ -237,7 +241,7 @@ def approve_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Approve a pending action (then `tether resume RUN`)."""
-    with EventStore.open(db_path(db), create=False) as store:
+    with writer(db) as store:
         req = record_answer(store, approval_id, ApprovalAnswer("run" if for_run else "once", by or whoami()))
     answered(req, "approved", as_json)
 
@@ -250,7 +254,7 @@ def deny_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Deny a pending action with a reason (then `tether resume RUN`)."""
-    with EventStore.open(db_path(db), create=False) as store:
+    with writer(db) as store:
         req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason))
     answered(req, "denied", as_json)
 

@@ -1,8 +1,14 @@
 """The event store: SQLite, append-only, hash-chained. The only writer of events.
 
-Schema: ``runs`` (one row per run, holding its head seq and hash so truncation
-is detectable), ``events`` (append-only: triggers reject UPDATE and DELETE) and
-``blobs`` (content-addressed large outputs).
+Schema (``tether/2``): ``runs`` (one row per run, holding its head seq and hash so truncation
+is detectable), ``events`` (append-only: triggers reject UPDATE and DELETE), ``blobs``
+(content-addressed large outputs), ``leases`` (who drives a run: :mod:`.lease`) and ``anchors``
+(signed checkpoints of the head: :mod:`.anchor`). A ``tether/1`` database is migrated in place
+(the two new tables) the first time a writer opens it; readers open it as it is.
+
+Appends are compare-and-append: ``expect=(seq, hash)`` names the head the caller extends, and an
+append on a moved head raises :class:`HeadMoved` instead of forking the run's history. A store that
+holds a run's lease also checks, in the same transaction, that the lease is still its own.
 
 Durability: WAL. A durable append (the default) commits with ``synchronous=FULL``
 and returns only once the event is on disk, so an event that precedes a side
@@ -11,12 +17,17 @@ earlier commit durable, so order is never lost. ``durable=False`` commits with
 ``synchronous=NORMAL``: it survives a crash of the process (SIGKILL), and an OS
 crash or power loss can lose at most the tail after the last durable event —
 which a resume reads as an action without a completion, and refuses to repeat.
+The runtime appends durably exactly the kinds in ``tether.kernel.runtime.DURABLE_KINDS``
+(run.started, action.started, approval.requested, run.finished) and every batch holding one;
+creating a run, leases, blobs and checkpoints are always durable.
 Writers are serialised by an advisory file lock (``<db>.lock``): contending
 SQLite writers starve each other on busy-retry, a lock queues them.
+A full disk is reported as :class:`DiskFull` naming the path; the transaction is rolled back whole.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -25,23 +36,37 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tether.canonical import bytes_hash, canonical_json
-from tether.errors import DatabaseLocked, FileError, InputError, LogCorrupt, NotATetherDatabase
+from tether.errors import (
+    DatabaseLocked,
+    DiskFull,
+    FileError,
+    HeadMoved,
+    InputError,
+    LogCorrupt,
+    NotATetherDatabase,
+    RunLeased,
+)
 
+from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .chain import GENESIS, event_hash
 from .kinds import validate_payload
+from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+READABLE_SCHEMAS = ("tether/1", "tether/2")
 RUN_COLUMNS = "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs"
+LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
 LOCK_TIMEOUT_S = 10.0
+Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
 
-SCHEMA = """
+SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -71,6 +96,31 @@ CREATE TRIGGER IF NOT EXISTS blobs_no_update BEFORE UPDATE ON blobs
 CREATE TRIGGER IF NOT EXISTS blobs_no_delete BEFORE DELETE ON blobs
     BEGIN SELECT RAISE(ABORT, 'tether blobs are immutable'); END;
 """
+SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT PRIMARY KEY REFERENCES runs(run_id),
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    pid_start TEXT NOT NULL,
+    since TEXT NOT NULL,
+    heartbeat REAL NOT NULL,
+    ttl_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS anchors (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    signed_at TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq, key_id)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS anchors_no_update BEFORE UPDATE ON anchors
+    BEGIN SELECT RAISE(ABORT, 'tether anchors are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS anchors_no_delete BEFORE DELETE ON anchors
+    BEGIN SELECT RAISE(ABORT, 'tether anchors are append-only'); END;
+"""
 
 
 @dataclass(frozen=True)
@@ -87,6 +137,10 @@ class Event:
     def id(self) -> str:
         """Stable citation for this event: ``<run>#<seq>``."""
         return f"{self.run_id}#{self.seq}"
+
+    @property
+    def head(self) -> Head:
+        return self.seq, self.hash
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +164,24 @@ class RunInfo:
     head_hash: str
 
 
+@dataclass(frozen=True)
+class Audit:
+    """What ``verify_run`` established about one run: the chain, its head, and the anchor."""
+
+    run_id: str
+    events: int
+    head: Head
+    anchor: AnchorReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "events": self.events,
+            "head": {"seq": self.head[0], "hash": self.head[1]},
+            "anchor": self.anchor.to_dict(),
+        }
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -122,37 +194,71 @@ def default_db_path(workspace: Path) -> Path:
 class EventStore:
     """Open with :meth:`open`; one instance may be shared by threads of one process."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, lock_timeout_s: float = LOCK_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+        *,
+        readonly: bool = False,
+        signer: Signer | None = None,
+    ) -> None:
         self.path = path
         self.lock_timeout_s = lock_timeout_s
+        self.readonly = readonly
+        self.signer = signer
         self._conn = conn
         self._thread_lock = threading.RLock()
         self._lock_path = Path(str(path) + ".lock")
         self._lock_fd: int | None = None
         self._sync_mode = "FULL"
+        self._leases: dict[str, Lease] = {}  # runs this store drives
+        self._heartbeat: tuple[threading.Thread, threading.Event] | None = None
+        self._pending_anchor: list[Checkpoint] = []
 
     # ---- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = True, lock_timeout_s: float = LOCK_TIMEOUT_S) -> EventStore:
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        signer: Signer | None = None,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+    ) -> EventStore:
+        """Open (and with ``create`` make) a store. ``readonly`` never creates or changes a file."""
         path = Path(path)
         if not path.exists():
-            if not create:
+            if readonly or not create:
                 raise FileError(f"{path}: no tether database here (run something first, or pass --db)")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise _os_error(e, path) from e
         elif path.is_dir():
             raise FileError(f"{path}: is a directory, expected a tether database file")
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=LOCK_TIMEOUT_S)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            if readonly:
+                conn = sqlite3.connect(
+                    path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=LOCK_TIMEOUT_S)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
-            store = cls(path, conn, lock_timeout_s)
+            store = cls(path, conn, lock_timeout_s, readonly=readonly, signer=signer)
             store._init_schema()
         except sqlite3.DatabaseError as e:
             if "locked" in str(e):
                 raise DatabaseLocked(f"{path}: database is locked by another process ({e})") from e
+            if _is_disk_full(e):
+                raise DiskFull(f"disk full: {path} ({e})") from e
             raise NotATetherDatabase(f"{path}: not a tether database ({e})") from e
+        except OSError as e:
+            raise _os_error(e, path) from e
         return store
 
     def _init_schema(self) -> None:
@@ -163,16 +269,25 @@ class EventStore:
             )
         if tables:
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None or row[0] != f"tether/{SCHEMA_VERSION}":
+            if row is None or row[0] not in READABLE_SCHEMAS:
                 raise NotATetherDatabase(
-                    f"{self.path}: meta.schema is {row and row[0]!r}; expected 'tether/{SCHEMA_VERSION}'"
+                    f"{self.path}: meta.schema is {row and row[0]!r}; expected one of {', '.join(READABLE_SCHEMAS)}"
                 )
-            return
+            if row[0] == f"tether/{SCHEMA_VERSION}" or self.readonly:
+                return
+        elif self.readonly:
+            raise NotATetherDatabase(f"{self.path}: an empty file, not a tether database")
         with self._write():
-            self._conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (f"tether/{SCHEMA_VERSION}",))
+            # One transaction: a new database gets the whole schema, a tether/1 one the new tables.
+            self._conn.executescript(
+                "BEGIN IMMEDIATE;" + SCHEMA_V1 + SCHEMA_V2 + "INSERT OR REPLACE INTO meta VALUES "
+                f"('schema', 'tether/{SCHEMA_VERSION}');COMMIT;"
+            )
 
     def close(self) -> None:
+        for run_id in list(self._leases):
+            with suppress(Exception):  # closing must not fail; a lease left behind is taken over once we are gone
+                self.release(run_id)
         self._conn.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -189,9 +304,14 @@ class EventStore:
     @contextmanager
     def _write(self) -> Iterator[None]:
         """Hold the thread lock and the cross-process writer lock for one transaction."""
+        if self.readonly:
+            raise InputError(f"{self.path}: opened read-only")
         with self._thread_lock:
             if self._lock_fd is None:
-                self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError as e:
+                    raise _os_error(e, self._lock_path) from e
             fd = self._lock_fd
             try:
                 deadline = time.monotonic() + self.lock_timeout_s
@@ -206,53 +326,115 @@ class EventStore:
                                 f"for {self.lock_timeout_s:g}s ({self._lock_path})"
                             ) from None
                         time.sleep(0.002)
-                yield
+                try:
+                    yield
+                except sqlite3.OperationalError as e:
+                    if _is_disk_full(e):
+                        raise DiskFull(f"disk full: {self.path} ({e}); nothing was written") from e
+                    raise
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def create_run(self, task: str, *, run_id: str | None = None, parent_run: str | None = None) -> str:
-        run_id = run_id or new_run_id()
-        with self._write():
-            self._conn.execute(
-                "INSERT INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) VALUES (?,?,?,?,?,?)",
-                (run_id, now_iso(), task, parent_run, -1, GENESIS),
-            )
-        return run_id
-
-    def append(self, run_id: str, kind: str, payload: dict[str, Any] | Any) -> Event:
-        """Validate, chain and durably commit one event."""
-        return self.append_many(run_id, [(kind, payload)])[0]
-
-    def append_many(self, run_id: str, items: Sequence[tuple[str, Any]], *, durable: bool = True) -> list[Event]:
-        """Append several events in one transaction (at most one fsync; none unless ``durable``)."""
-        prepared = [(kind, validate_payload(kind, payload)) for kind, payload in items]
+    @contextmanager
+    def _transaction(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE … COMMIT`` under the writer lock; anything raised rolls it back whole."""
         with self._write():
             conn = self._conn
             self._sync("FULL" if durable else "NORMAL")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
-                if row is None:
-                    raise InputError(f"unknown run {run_id!r}")
-                seq, prev = int(row[0]), str(row[1])
-                out: list[Event] = []
-                for kind, payload in prepared:
-                    seq += 1
-                    ts = now_iso()
-                    body = canonical_json(payload)
-                    h = event_hash(prev, run_id, seq, ts, kind, body)
-                    conn.execute(
-                        "INSERT INTO events (run_id, seq, ts, kind, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
-                        (run_id, seq, ts, kind, body, prev, h),
-                    )
-                    out.append(Event(run_id, seq, ts, kind, payload, prev, h))
-                    prev = h
-                conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
+                yield conn
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._pending_anchor.clear()
                 raise
+            self._flush_anchor()  # under the writer lock, so the anchor file's lines keep the log's order
+
+    def create_run(
+        self,
+        task: str,
+        first: Sequence[tuple[str, Any]] = (),
+        *,
+        run_id: str | None = None,
+        parent_run: str | None = None,
+        lease: bool = False,
+    ) -> str:
+        """Create a run with its ``first`` events (and, with ``lease``, its lease) in one transaction.
+
+        Invalid events raise before anything is written: no run without its first events.
+        """
+        prepared = [(kind, validate_payload(kind, payload)) for kind, payload in first]
+        run_id = run_id or new_run_id()
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) VALUES (?,?,?,?,?,?)",
+                (run_id, now_iso(), task, parent_run, -1, GENESIS),
+            )
+            if prepared:
+                self._append_locked(conn, run_id, prepared, (-1, GENESIS))
+            if lease:
+                self._lease_locked(conn, run_id)
+        if lease:
+            self._start_heartbeat()
+        return run_id
+
+    def append(self, run_id: str, kind: str, payload: dict[str, Any] | Any, *, expect: Head | None = None) -> Event:
+        """Validate, chain and durably commit one event."""
+        return self.append_many(run_id, [(kind, payload)], expect=expect)[0]
+
+    def append_many(
+        self, run_id: str, items: Sequence[tuple[str, Any]], *, durable: bool = True, expect: Head | None = None
+    ) -> list[Event]:
+        """Append several events in one transaction (at most one fsync; none unless ``durable``).
+
+        ``expect`` is the head (seq, hash) these events extend; if the run's head has moved, nothing is
+        written and :class:`HeadMoved` is raised.
+        """
+        prepared = [(kind, validate_payload(kind, payload)) for kind, payload in items]
+        with self._transaction(durable) as conn:
+            row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is None:
+                raise InputError(f"unknown run {run_id!r}")
+            head = (int(row[0]), str(row[1]))
+            if expect is not None and tuple(expect) != head:
+                raise HeadMoved(run_id, (int(expect[0]), str(expect[1])), head)
+            if run_id in self._leases:
+                self._check_lease_locked(conn, run_id)
+            return self._append_locked(conn, run_id, prepared, head)
+
+    def _append_locked(
+        self, conn: sqlite3.Connection, run_id: str, prepared: Sequence[tuple[str, Any]], head: Head
+    ) -> list[Event]:
+        seq, prev = head
+        out: list[Event] = []
+        for kind, payload in prepared:
+            seq += 1
+            ts = now_iso()
+            body = canonical_json(payload)
+            h = event_hash(prev, run_id, seq, ts, kind, body)
+            conn.execute(
+                "INSERT INTO events (run_id, seq, ts, kind, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
+                (run_id, seq, ts, kind, body, prev, h),
+            )
+            out.append(Event(run_id, seq, ts, kind, payload, prev, h))
+            prev = h
+        conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
+        if self.signer is not None and self.signer.due(head[0], seq, (k for k, _ in prepared)):
+            cp = self.signer.sign(run_id, seq, prev, now_iso())
+            conn.execute(
+                "INSERT OR IGNORE INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (?,?,?,?,?,?)",
+                (cp.run_id, cp.seq, cp.hash, cp.key_id, cp.signed_at, cp.signature),
+            )
+            self._pending_anchor.append(cp)
         return out
+
+    def _flush_anchor(self) -> None:
+        """After the commit: append the transaction's checkpoints to the anchor file outside the database."""
+        while self._pending_anchor and self.signer is not None:
+            self.signer.record(self._pending_anchor[0])
+            self._pending_anchor.pop(0)
 
     def _sync(self, mode: str) -> None:
         if self._sync_mode != mode:
@@ -272,6 +454,93 @@ class EventStore:
             self._conn.execute("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?,?,?)", (h, len(data), data))
         return h
 
+    # ---- the lease: one driver per run ---------------------------------------------------
+
+    def acquire(self, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
+        """Take the run's lease, or take over a dead holder's, in one transaction; else :class:`RunLeased`."""
+        with self._transaction() as conn:
+            lease = self._lease_locked(conn, run_id, ttl_s)
+        self._start_heartbeat()
+        return lease
+
+    def _lease_locked(self, conn: sqlite3.Connection, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
+        row = conn.execute(LEASE_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
+        mine = self._leases.get(run_id)
+        if row is not None:
+            held = Lease(*row)
+            if (mine is None or held.owner != mine.owner) and not holder_is_gone(held, this_host(), time.time()):
+                raise RunLeased(run_id, held.describe())
+        pid = os.getpid()
+        lease = Lease(
+            run_id, uuid.uuid4().hex, this_host(), pid, process_start(pid) or "", now_iso(), time.time(), ttl_s
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO leases (run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (lease.run_id, lease.owner, lease.host, lease.pid, lease.pid_start, lease.since, lease.heartbeat, ttl_s),
+        )
+        self._leases[run_id] = lease
+        return lease
+
+    def _check_lease_locked(self, conn: sqlite3.Connection, run_id: str) -> None:
+        row = conn.execute(LEASE_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
+        if row is None or row[1] != self._leases[run_id].owner:
+            del self._leases[run_id]
+            holder = Lease(*row).describe() if row else "nobody (the lease was released)"
+            raise RunLeased(run_id, f"{holder}; this driver's lease was taken over, so it stops")
+
+    def holds(self, run_id: str) -> bool:
+        """Whether this store holds the run's lease (as far as it knows; appends check the row itself)."""
+        return run_id in self._leases
+
+    def release(self, run_id: str) -> None:
+        """Give the run's lease back (a no-op if this store does not hold it)."""
+        lease = self._leases.pop(run_id, None)
+        if not self._leases:
+            self._stop_heartbeat()
+        if lease is not None:
+            with self._transaction() as conn:
+                conn.execute("DELETE FROM leases WHERE run_id=? AND owner=?", (run_id, lease.owner))
+
+    def lease(self, run_id: str) -> Lease | None:
+        """The run's current lease row, whoever holds it (None if free or the table does not exist yet)."""
+        try:
+            row = self._conn.execute(LEASE_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
+        except sqlite3.OperationalError:  # a tether/1 database opened read-only
+            return None
+        return Lease(*row) if row else None
+
+    def _start_heartbeat(self) -> None:
+        """While this store holds leases, refresh their heartbeat (a holder on another host is judged by it)."""
+        if self._heartbeat is not None or not self._leases:
+            return
+        stop = threading.Event()
+        interval = min(lease.ttl_s for lease in self._leases.values()) / 3
+
+        def beat() -> None:
+            while not stop.wait(interval):
+                try:
+                    with self._transaction() as conn:
+                        for run_id, lease in list(self._leases.items()):
+                            conn.execute(
+                                "UPDATE leases SET heartbeat=? WHERE run_id=? AND owner=?",
+                                (time.time(), run_id, lease.owner),
+                            )
+                except Exception:  # a missed beat is retried; a lost lease is caught by the next append
+                    continue
+
+        thread = threading.Thread(target=beat, name="tether-lease-heartbeat", daemon=True)
+        self._heartbeat = (thread, stop)
+        thread.start()
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            thread, stop = self._heartbeat
+            self._heartbeat = None
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join()
+
     # ---- reading ---------------------------------------------------------------------------
 
     def get_blob(self, h: str) -> bytes:
@@ -287,52 +556,117 @@ class EventStore:
         ).fetchall()
         return [_row_event(r) for r in rows]
 
+    def head(self, run_id: str) -> Head:
+        info = self.run(run_id)
+        return info.head_seq, info.head_hash
+
     def run(self, run_id: str) -> RunInfo:
+        """A run by exact id or unique prefix (a literal prefix: no character is a wildcard)."""
+        if not run_id:
+            raise InputError(f"{self.path}: empty run id; see `tether runs`")
         row = self._conn.execute(RUN_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
-        if row is None:
-            # Allow unique prefixes, as with git.
-            rows = self._conn.execute(
-                RUN_COLUMNS + " WHERE run_id LIKE ?",
-                (run_id + "%",),
-            ).fetchall()
-            if len(rows) != 1:
-                raise InputError(f"{self.path}: no run {run_id!r}" + (" (ambiguous prefix)" if rows else ""))
-            row = rows[0]
-        return RunInfo(*row)
+        if row is not None:
+            return RunInfo(*row)
+        rows = self._conn.execute(
+            RUN_COLUMNS + " WHERE substr(run_id, 1, ?) = ? ORDER BY run_id LIMIT 11", (len(run_id), run_id)
+        ).fetchall()
+        if len(rows) == 1:
+            return RunInfo(*rows[0])
+        if not rows:
+            raise InputError(f"{self.path}: no run {run_id!r}; see `tether runs`")
+        names = ", ".join(r[0] for r in rows[:10]) + (", …" if len(rows) > 10 else "")
+        raise InputError(f"{self.path}: run id prefix {run_id!r} is ambiguous; it matches {names}")
 
     def runs(self) -> list[RunInfo]:
         rows = self._conn.execute(RUN_COLUMNS + " ORDER BY created_at").fetchall()
         return [RunInfo(*r) for r in rows]
 
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """The run's signed checkpoints recorded in the database."""
+        try:
+            rows = self._conn.execute(
+                "SELECT run_id, seq, hash, key_id, signed_at, signature FROM anchors WHERE run_id=? ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+        except sqlite3.OperationalError:  # a tether/1 database opened read-only has no anchors table
+            return []
+        return [Checkpoint(*r) for r in rows]
+
     def verify(self, run_id: str) -> int:
         """Recompute the chain; return the number of events. Raises :class:`LogCorrupt`."""
+        return len(self._verified_hashes(self.run(run_id)))
+
+    def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
+        """The chain, then every signed checkpoint (database and anchor file) against it.
+
+        The key and anchor file default to the store's signer's. Raises :class:`LogCorrupt` naming the
+        first bad seq, or the first signed checkpoint that no longer matches. Without a key the audit's
+        limits say what could not be detected.
+        """
+        if key is None and self.signer is not None:
+            key, anchor_file = self.signer.key, self.signer.anchor_file
         info = self.run(run_id)
-        rows = self._conn.execute(
-            "SELECT seq, ts, kind, payload, prev_hash, hash FROM events WHERE run_id=? ORDER BY seq", (info.run_id,)
-        ).fetchall()
+        hashes = self._verified_hashes(info)
+        checkpoints = self.checkpoints(info.run_id)
+        if key is not None and anchor_file is not None:
+            checkpoints += read_anchor_file(anchor_file, info.run_id)
+        report = check_anchor(info.run_id, hashes, checkpoints, key)
+        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
+
+    def _verified_hashes(self, info: RunInfo) -> list[str]:
+        try:
+            rows = self._conn.execute(
+                "SELECT seq, ts, kind, payload, prev_hash, hash FROM events WHERE run_id=? ORDER BY seq",
+                (info.run_id,),
+            ).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
         return verify_rows(info, rows)
 
 
-def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> int:
+def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
+    """Check each row's shape, then the chain; return the event hashes in seq order."""
     prev = GENESIS
+    hashes: list[str] = []
     for expected_seq, (seq, ts, kind, payload, prev_hash, h) in enumerate(rows):
         if seq != expected_seq:
-            raise LogCorrupt(info.run_id, expected_seq, f"missing or reordered event (found seq {seq})")
+            raise LogCorrupt(info.run_id, expected_seq, f"missing or reordered event (found seq {seq!r})")
+        for name, value in (("ts", ts), ("kind", kind), ("payload", payload), ("prev_hash", prev_hash), ("hash", h)):
+            if not isinstance(value, str):
+                raise LogCorrupt(info.run_id, seq, f"row is malformed: {name} is {type(value).__name__}, not text")
+        try:
+            json.loads(payload)
+        except ValueError:
+            raise LogCorrupt(info.run_id, seq, "row is malformed: payload is not JSON") from None
         if prev_hash != prev:
             raise LogCorrupt(info.run_id, seq, "prev_hash does not match the previous event's hash")
         if event_hash(prev, info.run_id, seq, ts, kind, payload) != h:
             raise LogCorrupt(info.run_id, seq, "content does not match its hash (edited)")
         prev = h
+        hashes.append(h)
     n = len(rows)
     if n - 1 != info.head_seq or prev != info.head_hash:
         raise LogCorrupt(
             info.run_id, n, f"log ends at seq {n - 1} but the run's head is seq {info.head_seq} (truncated)"
         )
-    return n
+    return hashes
 
 
 def _row_event(r: tuple[Any, ...]) -> Event:
-    return Event(r[0], int(r[1]), r[2], r[3], json.loads(r[4]), r[5], r[6])
+    try:
+        return Event(r[0], int(r[1]), r[2], r[3], json.loads(r[4]), r[5], r[6])
+    except (ValueError, TypeError) as e:
+        raise LogCorrupt(str(r[0]), r[1] if isinstance(r[1], int) else -1, f"row is malformed ({e})") from e
+
+
+def _is_disk_full(e: BaseException) -> bool:
+    return "disk is full" in str(e) or getattr(e, "sqlite_errorcode", None) == 13  # SQLITE_FULL
+
+
+def _os_error(e: OSError, path: Path) -> Exception:
+    if e.errno == errno.ENOSPC:
+        return DiskFull(f"disk full: {path} ({e.strerror})")
+    return FileError(f"{path}: {e.strerror}")
 
 
 def new_run_id() -> str:

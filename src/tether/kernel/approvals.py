@@ -96,6 +96,18 @@ def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -
         )
     request = matches[0]
     item = answer_payload(request, answer)
-    if item is not None:
-        store.append(request.run_id, *item)
+    if item is None:
+        return request
+    # Like a driver: hold the run's lease, verify its log, and append on the head the answer was read at.
+    store.acquire(request.run_id)
+    try:
+        store.verify_run(request.run_id)
+        events = store.events(request.run_id)
+        if request.approval_id not in RunState.from_events(events).pending_approvals:
+            raise InputError(
+                f"approval {request.approval_id} was answered meanwhile; see `tether show {request.run_id}`"
+            )
+        store.append(request.run_id, *item, expect=events[-1].head)
+    finally:
+        store.release(request.run_id)
     return request

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
+from tether.events.anchor import Signer
 from tether.events.store import EventStore, default_db_path
 from tether.models.base import Model
 from tether.tools.contract import Tool
@@ -58,7 +59,8 @@ class Harness:
         self.db = Path(db) if db else default_db_path(self.options.workspace or Path.cwd())
 
     def store(self) -> EventStore:
-        return EventStore.open(self.db)
+        """The run store; with an anchor key configured (``tether key init``), checkpoints are signed."""
+        return EventStore.open(self.db, signer=Signer.configured())
 
     def run(self, task: str) -> OutputContract:
         with self.store() as store:

@@ -7,6 +7,15 @@ from pydantic import BaseModel, ConfigDict
 from tether.state import RunState
 
 
+class LogHead(BaseModel):
+    """The run log's head when the contract was made: anchor it (keep it elsewhere) to detect a rewrite."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    hash: str
+
+
 class OutputContract(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -17,6 +26,7 @@ class OutputContract(BaseModel):
     unknowns: list[str]
     next_action: str
     last_error: str | None = None
+    head: LogHead | None = None
 
     @classmethod
     def from_state(cls, state: RunState) -> OutputContract:
@@ -28,4 +38,5 @@ class OutputContract(BaseModel):
             unknowns=state.unknowns,
             next_action=state.next_action,
             last_error=state.last_error,
+            head=LogHead(seq=state.last_seq, hash=state.head_hash) if state.last_seq >= 0 else None,
         )

@@ -31,6 +31,7 @@ from tether.control.state import ControlState
 from tether.control.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
+from tether.events.chain import GENESIS
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec, Usage
@@ -101,16 +102,28 @@ class Runtime:
 
     # ---- the loop --------------------------------------------------------------------------
 
+    def begin(self, task: str, first: Sequence[tuple[str, Any]]) -> None:
+        """Create the run with its first events and this driver's lease, in one transaction."""
+        self.store.create_run(task, first, run_id=self.run_id, lease=True)
+        for e in self.store.events(self.run_id):
+            self._applied(e)
+
     def drive(self) -> OutputContract:
-        if self.sandbox is None and not self.state.finished:
-            err = self.sandbox_error or SandboxUnavailable("no sandbox")
-            self.finish(Finish("BLOCKED_DEPENDENCY", f"the required sandbox cannot start: {err}", err.fix))
-        if not self.state.finished and self.state.preflight_ok is not True and not self.state.actions:
-            self.preflight()
-        while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
-            if isinstance(step, Wait):
-                break
-            self.perform(step)
+        """Walk the run until it finishes or waits, holding its lease (one driver per run) throughout."""
+        if not self.store.holds(self.run_id):
+            self.store.acquire(self.run_id)
+        try:
+            if self.sandbox is None and not self.state.finished:
+                err = self.sandbox_error or SandboxUnavailable("no sandbox")
+                self.finish(Finish("BLOCKED_DEPENDENCY", f"the required sandbox cannot start: {err}", err.fix))
+            if not self.state.finished and self.state.preflight_ok is not True and not self.state.actions:
+                self.preflight()
+            while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
+                if isinstance(step, Wait):
+                    break
+                self.perform(step)
+        finally:
+            self.store.release(self.run_id)
         return OutputContract.from_state(self.state)
 
     def perform(self, step: Step) -> None:
@@ -524,13 +537,17 @@ class Runtime:
 
     def append_many(self, items: Sequence[tuple[str, Any]]) -> list[Event]:
         durable = any(kind in DURABLE_KINDS for kind, _ in items)
-        events = self.store.append_many(self.run_id, items, durable=durable)
+        head = self.events[-1].head if self.events else (-1, GENESIS)
+        events = self.store.append_many(self.run_id, items, durable=durable, expect=head)
         for e in events:
-            self.events.append(e)
-            self.state.apply(e)
-            if self.on_event is not None:
-                self.on_event(e)
+            self._applied(e)
         return events
+
+    def _applied(self, e: Event) -> None:
+        self.events.append(e)
+        self.state.apply(e)
+        if self.on_event is not None:
+            self.on_event(e)
 
     def run_rules(self) -> list[Rule]:
         return [

@@ -17,7 +17,7 @@ from tether.envelope.risks import workspace_risk
 from tether.envelope.schema import Envelope
 from tether.envelope.strict import Accepted, strict_check
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
-from tether.events.store import EventStore
+from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
 from tether.models.registry import load_model
 from tether.sandbox.base import Sandbox
@@ -114,9 +114,10 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     risky = workspace_risk(workspace, "--workspace")  # the envelope's own was checked; an override is not
     if risky is not None:
         raise EnvelopeInvalid([Problem(risky.path, risky.found, risky.safer)])
-    runtime = _runtime(store, store.create_run(task), loaded, workspace, options.model, options, _plan(loaded))
+    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, _plan(loaded))
     sandbox = runtime.sandbox
-    runtime.append_many(
+    runtime.begin(
+        task,
         [
             (
                 "run.started",
@@ -146,7 +147,23 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
 
 
 def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
+    """Take the run's lease, verify its log (chain and anchor), then rebuild the run from it.
+
+    A second driver stops here with :class:`RunLeased`; a broken log with :class:`LogCorrupt`.
+    The lease is held until the runtime's ``drive`` ends (or the store closes).
+    """
     info = store.run(run_id)
+    store.acquire(info.run_id)
+    try:
+        return _resume(store, info.run_id, options)
+    except BaseException:
+        store.release(info.run_id)
+        raise
+
+
+def _resume(store: EventStore, run_id: str, options: Options) -> Runtime:
+    info = store.run(run_id)
+    store.verify_run(info.run_id)
     events = store.events(info.run_id)
     state = RunState.from_events(events)
     if state.status == "NEW":
