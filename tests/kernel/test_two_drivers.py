@@ -1,0 +1,122 @@
+"""Two drivers of one run, as real processes: one acts, the other stops at once naming the holder.
+
+And a driver verifies before it acts: resume, approve and deny refuse a log that does not verify.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from runkit import FINISH, FIX, tether, write_script
+from test_crash_resume import KILLER, MARK, marker_lines
+
+from tether import EventStore
+
+SLOW_MARK = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt && sleep 1"}}
+
+
+def crashed_before_the_marker(bugfix: Path) -> tuple[Path, str]:
+    """A run killed after deciding to run the (non-idempotent) marker command, before running it."""
+    write_script(
+        bugfix,
+        [{"tool_calls": [SLOW_MARK]}, {"tool_calls": [FIX]}],  # then the script ends: the run stops, unverified
+    )
+    db = bugfix / "t.db"
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), "action.decided", "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr
+    with EventStore.open(db) as store:
+        (info,) = store.runs()
+    return db, info.run_id
+
+
+def resume_process(db: Path, run_id: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tether.cli.main", "resume", run_id, "--db", str(db), "--sandbox", "local", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+
+
+def test_two_resumes_racing_twenty_times_act_exactly_once(bugfix: Path) -> None:
+    db, run_id = crashed_before_the_marker(bugfix)
+    pristine = bugfix.parent / "pristine"
+    shutil.copytree(bugfix, pristine, symlinks=True)  # the crashed run and its workspace, restored each round
+    for round_ in range(20):
+        shutil.rmtree(bugfix)
+        shutil.copytree(pristine, bugfix, symlinks=True)
+        a, b = resume_process(db, run_id), resume_process(db, run_id)
+        outs = [(p.wait(timeout=180), *p.communicate()) for p in (a, b)]
+        codes = sorted(code for code, _, _ in outs)
+        assert codes == [3, 5], f"round {round_}: {outs}"  # the winner stops when the script ends (5)
+        loser = next(err for code, _, err in outs if code == 3)
+        assert f"run {run_id} is being driven by pid" in loser and "since" in loser, loser
+        assert marker_lines(bugfix) == 1, f"round {round_}: the non-idempotent command ran more than once"
+        source = (bugfix / "project" / "src" / "stats" / "core.py").read_text()
+        assert source.count("if len(ordered) % 2:") == 1
+        with EventStore.open(db, readonly=True) as store:
+            events = store.events(run_id)
+            assert store.verify(run_id) == len(events)
+            assert store.lease(run_id) is None  # the winner gave it back
+        assert [e.kind for e in events].count("run.finished") == 1
+        assert [e.kind for e in events].count("run.resumed") == 1
+
+
+def rewrite_payload(db: Path, run_id: str, seq: int) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute(
+        "UPDATE events SET payload=json_set(payload, '$.note', 'edited') WHERE run_id=? AND seq=?", (run_id, seq)
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_resume_refuses_a_log_that_does_not_verify_and_runs_nothing(bugfix: Path) -> None:
+    write_script(bugfix, [{"tool_calls": [MARK]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
+    db = bugfix / "t.db"
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), "action.decided", "-"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9
+    with EventStore.open(db) as store:
+        (info,) = store.runs()
+    rewrite_payload(db, info.run_id, 1)  # the baseline checkpoint
+    resumed = tether("resume", info.run_id, "--db", str(db), "--sandbox", "local", "--headless")
+    assert resumed.returncode == 1, resumed.stderr
+    assert f"run {info.run_id}: event seq 1" in resumed.stderr
+    assert marker_lines(bugfix) == 0
+    with EventStore.open(db, readonly=True) as store:
+        assert store.lease(info.run_id) is None  # refused before acting, and let go
+
+
+def test_approve_and_deny_refuse_a_log_that_does_not_verify(bugfix: Path) -> None:
+    write_script(bugfix, [{"tool_calls": [{"name": "bash", "args": {"command": "git push origin main"}}]}])
+    db = bugfix / "t.db"
+    env = str(bugfix / "envelope.yaml")
+    run = tether("run", "t", "-e", env, "--db", str(db), "--sandbox", "local", "--headless", "--json")
+    assert run.returncode == 5, run.stderr
+    run_id = json.loads(run.stdout.splitlines()[-1])["run_id"]
+    (pending,) = json.loads(tether("approvals", "--db", str(db), "--json").stdout)
+    rewrite_payload(db, run_id, 0)
+    for args in (("approve", pending["approval_id"]), ("deny", pending["approval_id"], "--reason", "no")):
+        proc = tether(*args, "--db", str(db))
+        assert proc.returncode == 1 and f"run {run_id}: event seq 0" in proc.stderr, proc.stderr
+    with EventStore.open(db, readonly=True) as store:
+        assert not any(e.kind.startswith("approval.") and e.kind != "approval.requested" for e in store.events(run_id))
