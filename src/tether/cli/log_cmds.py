@@ -24,12 +24,16 @@ def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     with reader(db) as store:
         rows: list[dict[str, Any]] = []
         for info in store.runs():
-            state = RunState.from_events(store.events(info.run_id))
+            try:  # a run whose log does not verify is listed as such, never folded
+                store.verify(info.run_id)
+                status = RunState.from_events(store.events(info.run_id)).status
+            except LogCorrupt as e:
+                status = f"CORRUPT at seq {e.seq}"
             rows.append(
                 {
                     "run_id": info.run_id,
                     "created_at": info.created_at,
-                    "status": state.status,
+                    "status": status,
                     "events": info.head_seq + 1,
                     "task": info.task,
                     "parent_run": info.parent_run,

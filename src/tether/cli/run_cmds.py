@@ -179,6 +179,7 @@ def show_cmd(
 
     with reader(db) as store:
         info = store.run(run)
+        store.verify(info.run_id)  # the timeline is a fold: of a verified log only (`tether log show` prints any)
         events = store.events(info.run_id)
     state = RunState.from_events(events)
     if as_json:

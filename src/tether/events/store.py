@@ -254,7 +254,7 @@ class EventStore:
         except sqlite3.DatabaseError as e:
             if "locked" in str(e):
                 raise DatabaseLocked(f"{path}: database is locked by another process ({e})") from e
-            if _is_disk_full(e):
+            if _is_disk_full(e, path):
                 raise DiskFull(f"disk full: {path} ({e})") from e
             raise NotATetherDatabase(f"{path}: not a tether database ({e})") from e
         except OSError as e:
@@ -329,7 +329,7 @@ class EventStore:
                 try:
                     yield
                 except sqlite3.OperationalError as e:
-                    if _is_disk_full(e):
+                    if _is_disk_full(e, self.path):
                         raise DiskFull(f"disk full: {self.path} ({e}); nothing was written") from e
                     raise
             finally:
@@ -635,9 +635,11 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
             if not isinstance(value, str):
                 raise LogCorrupt(info.run_id, seq, f"row is malformed: {name} is {type(value).__name__}, not text")
         try:
-            json.loads(payload)
+            is_object = isinstance(json.loads(payload), dict)
         except ValueError:
             raise LogCorrupt(info.run_id, seq, "row is malformed: payload is not JSON") from None
+        if not is_object:
+            raise LogCorrupt(info.run_id, seq, "row is malformed: payload is not a JSON object")
         if prev_hash != prev:
             raise LogCorrupt(info.run_id, seq, "prev_hash does not match the previous event's hash")
         if event_hash(prev, info.run_id, seq, ts, kind, payload) != h:
@@ -654,13 +656,26 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
 
 def _row_event(r: tuple[Any, ...]) -> Event:
     try:
-        return Event(r[0], int(r[1]), r[2], r[3], json.loads(r[4]), r[5], r[6])
-    except (ValueError, TypeError) as e:
-        raise LogCorrupt(str(r[0]), r[1] if isinstance(r[1], int) else -1, f"row is malformed ({e})") from e
+        payload = json.loads(r[4])
+        if isinstance(payload, dict) and isinstance(r[1], int):
+            return Event(r[0], r[1], r[2], r[3], payload, r[5], r[6])
+    except (ValueError, TypeError):
+        pass
+    seq = r[1] if isinstance(r[1], int) else -1
+    raise LogCorrupt(str(r[0]), seq, "row is malformed: payload is not a JSON object (see `tether log verify`)")
 
 
-def _is_disk_full(e: BaseException) -> bool:
-    return "disk is full" in str(e) or getattr(e, "sqlite_errorcode", None) == 13  # SQLITE_FULL
+def _is_disk_full(e: sqlite3.Error, path: Path) -> bool:
+    """SQLITE_FULL, or an I/O error (creating the WAL index, say) where the filesystem has no room left."""
+    if "disk is full" in str(e) or e.sqlite_errorcode == sqlite3.SQLITE_FULL:
+        return True
+    if "disk I/O error" not in str(e):
+        return False
+    try:
+        fs = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return fs.f_bavail * fs.f_frsize < 64 * 1024
 
 
 def _os_error(e: OSError, path: Path) -> Exception:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tether.errors import InputError
+from tether.errors import InputError, LogCorrupt
 from tether.events.store import EventStore
 from tether.state import RunState
 
@@ -76,6 +76,10 @@ def pending(store: EventStore) -> list[ApprovalRequest]:
     """Every pending approval across the store's runs."""
     out = []
     for info in store.runs():
+        try:
+            store.verify(info.run_id)
+        except LogCorrupt:  # nothing can be approved on a log that does not verify (`tether log verify` says why)
+            continue
         state = RunState.from_events(store.events(info.run_id))
         for approval_id, req in state.pending_approvals.items():
             action = state.actions[req["call_id"]]
