@@ -626,16 +626,16 @@ class EventStore:
 
 def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
     """Check each row's shape, then the chain; return the event hashes in seq order."""
+    loads = json.loads
     prev = GENESIS
     hashes: list[str] = []
     for expected_seq, (seq, ts, kind, payload, prev_hash, h) in enumerate(rows):
         if seq != expected_seq:
             raise LogCorrupt(info.run_id, expected_seq, f"missing or reordered event (found seq {seq!r})")
-        for name, value in (("ts", ts), ("kind", kind), ("payload", payload), ("prev_hash", prev_hash), ("hash", h)):
-            if not isinstance(value, str):
-                raise LogCorrupt(info.run_id, seq, f"row is malformed: {name} is {type(value).__name__}, not text")
+        if not (type(ts) is type(kind) is type(payload) is type(prev_hash) is type(h) is str):
+            raise LogCorrupt(info.run_id, seq, f"row is malformed: {_not_text(ts, kind, payload, prev_hash, h)}")
         try:
-            is_object = isinstance(json.loads(payload), dict)
+            is_object = type(loads(payload)) is dict
         except ValueError:
             raise LogCorrupt(info.run_id, seq, "row is malformed: payload is not JSON") from None
         if not is_object:
@@ -652,6 +652,12 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
             info.run_id, n, f"log ends at seq {n - 1} but the run's head is seq {info.head_seq} (truncated)"
         )
     return hashes
+
+
+def _not_text(*values: object) -> str:
+    names = ("ts", "kind", "payload", "prev_hash", "hash")
+    found = zip(names, values, strict=True)
+    return ", ".join(f"{n} is {type(v).__name__}, not text" for n, v in found if type(v) is not str)
 
 
 def _row_event(r: tuple[Any, ...]) -> Event:
