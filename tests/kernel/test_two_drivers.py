@@ -112,7 +112,13 @@ def test_approve_and_deny_refuse_a_log_that_does_not_verify(bugfix: Path) -> Non
     env = str(bugfix / "envelope.yaml")
     run = tether("run", "t", "-e", env, "--db", str(db), "--sandbox", "local", "--headless", "--json")
     assert run.returncode == 5, run.stderr
-    run_id = json.loads(run.stdout.splitlines()[-1])["run_id"]
+    contract = json.loads(run.stdout.splitlines()[-1])
+    run_id = contract["run_id"]
+    with EventStore.open(db, readonly=True) as store:  # the head is in the output contract and in show --json
+        head = store.head(run_id)
+    assert (contract["head"]["seq"], contract["head"]["hash"]) == head
+    shown = json.loads(tether("show", run_id, "--db", str(db), "--json").stdout)
+    assert (shown["head"]["seq"], shown["head"]["hash"]) == head
     (pending,) = json.loads(tether("approvals", "--db", str(db), "--json").stdout)
     rewrite_payload(db, run_id, 0)
     for args in (("approve", pending["approval_id"]), ("deny", pending["approval_id"], "--reason", "no")):

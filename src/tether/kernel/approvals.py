@@ -72,15 +72,20 @@ def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> tuple[st
     }
 
 
-def pending(store: EventStore) -> list[ApprovalRequest]:
-    """Every pending approval across the store's runs."""
+def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest]:
+    """Every pending approval across the store's runs; by default only of runs whose log verifies.
+
+    Nothing can be approved on a log that does not verify; ``verified=False`` still finds such a
+    request, so that answering it can be refused naming the bad seq.
+    """
     out = []
     for info in store.runs():
         try:
-            store.verify(info.run_id)
-        except LogCorrupt:  # nothing can be approved on a log that does not verify (`tether log verify` says why)
+            if verified:
+                store.verify(info.run_id)
+            state = RunState.from_events(store.events(info.run_id))
+        except LogCorrupt:
             continue
-        state = RunState.from_events(store.events(info.run_id))
         for approval_id, req in state.pending_approvals.items():
             action = state.actions[req["call_id"]]
             out.append(
@@ -93,7 +98,8 @@ def pending(store: EventStore) -> list[ApprovalRequest]:
 
 def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -> ApprovalRequest:
     """Record a human's answer to a pending approval (headless: `tether approve|deny`)."""
-    matches = [r for r in pending(store) if r.approval_id == approval_id or r.approval_id.startswith(approval_id)]
+    requests = pending(store, verified=False)  # a request on a broken log is found, then refused below
+    matches = [r for r in requests if r.approval_id == approval_id or r.approval_id.startswith(approval_id)]
     if len(matches) != 1:
         raise InputError(
             f"no pending approval {approval_id!r}" + (" (ambiguous prefix)" if matches else "; see `tether approvals`")
