@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from runkit import FINISH, FIX, tether, write_script
@@ -18,14 +19,18 @@ from test_crash_resume import KILLER, MARK, marker_lines
 
 from tether import EventStore
 
-SLOW_MARK = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt && sleep 1"}}
+# The marker command, then it waits for the test's go-ahead: the winner is still driving when the loser tries.
+WAITING_MARK = {
+    "name": "bash",
+    "args": {"command": "echo ran >> src/marker.txt && while [ ! -e src/go ]; do sleep 0.05; done"},
+}
 
 
 def crashed_before_the_marker(bugfix: Path) -> tuple[Path, str]:
     """A run killed after deciding to run the (non-idempotent) marker command, before running it."""
     write_script(
         bugfix,
-        [{"tool_calls": [SLOW_MARK]}, {"tool_calls": [FIX]}],  # then the script ends: the run stops, unverified
+        [{"tool_calls": [WAITING_MARK]}, {"tool_calls": [FIX]}],  # then the script ends: the run stops, unverified
     )
     db = bugfix / "t.db"
     proc = subprocess.run(
@@ -60,6 +65,11 @@ def test_two_resumes_racing_twenty_times_act_exactly_once(bugfix: Path) -> None:
         shutil.rmtree(bugfix)
         shutil.copytree(pristine, bugfix, symlinks=True)
         a, b = resume_process(db, run_id), resume_process(db, run_id)
+        deadline = time.monotonic() + 120
+        while a.poll() is None and b.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert a.poll() is not None or b.poll() is not None, f"round {round_}: neither driver stopped: both drive"
+        (bugfix / "project" / "src" / "go").touch()  # now let the winner finish
         outs = [(p.wait(timeout=180), *p.communicate()) for p in (a, b)]
         codes = sorted(code for code, _, _ in outs)
         assert codes == [3, 5], f"round {round_}: {outs}"  # the winner stops when the script ends (5)
