@@ -277,7 +277,7 @@ def options(cmd: SimpleCommand) -> list[Finding]:
         for opt in parsed.code:
             what = current.code[opt]
             out += _ask("ask-exec-option", f"{label} {opt} runs {what}: not a read-only option", hard=True)
-        for opt in parsed.unknown:
+        for opt in [] if current.inert else parsed.unknown:
             out += _ask("ask-option", f"{label} {opt}: not an option the profile knows to be safe for {label}")
         unresolved = [w for w in parsed.unresolved if not (cmd.dynamic_tail and w is cmd.argv[-1])]
         if unresolved and not current.inert:  # (xargs' input is taken as operands: see docs/gate.md)

@@ -229,6 +229,10 @@ WRAPPERS = frozenset(
         "!",
     }
 )
+#: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
+_SETS_VARIABLES = frozenset(
+    {"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "test"}
+)
 #: Project runners whose subcommand runs any command in the project's environment.
 _RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}
 _RUNNER_VALUE_FLAGS = frozenset(
@@ -704,6 +708,8 @@ class _Walker:
             self.change_dir(name, args)
             self.emit(cmd)
             return
+        if name in _SETS_VARIABLES:
+            self.sets_variables(name, args)
         if name == "git":
             self.git_code(cmd, args)
             return
@@ -737,6 +743,16 @@ class _Walker:
             self.call(cmd, name)
             return
         self.emit(cmd)
+
+    def sets_variables(self, name: str, args: list[Word]) -> None:
+        """``read PAGER``, ``printf -v LD_PRELOAD …``: variables set from data; ``let 'a[$(id)]'``: code."""
+        if name == "printf" and not any(w.text == "-v" for w in args):
+            return  # printf only prints; with -v it assigns (and evaluates an array subscript)
+        for w in args:
+            if w.static and envvars.kind(w.text.split("=", 1)[0]) is not envvars.EnvKind.PLAIN:
+                self.out.hard("shell:env-code", Verdict.ASK, f"{name} sets {w.text.split('=', 1)[0]} at run time")
+            if w.static and ("$(" in w.text or "`" in w.text):
+                self.out.hard("shell:dynamic-code", Verdict.ASK, f"{name} evaluates {w.text!r}, which runs code")
 
     def git_code(self, cmd: SimpleCommand, args: list[Word]) -> None:
         """``git rebase --exec CMD``, ``git bisect run CMD …``: git runs these; they are judged too."""
