@@ -86,7 +86,7 @@ class RunState:
     max_external: int | None = None
     external_used: int = 0
     recovery_point: dict[str, Any] | None = None
-    baseline: str | None = None
+    baseline: str | None = None  # blob hash of the workspace manifest taken before the first action
     preflight_ok: bool | None = None  # None: pre-flight has not run
     claims: dict[str, str] = field(default_factory=dict)  # finish call_id -> pending|accepted|refused
     refusals: int = 0
@@ -163,7 +163,7 @@ class RunState:
         elif k == "run.checkpoint":
             self.recovery_point = {"seq": e.seq, **p}
             if self.baseline is None:
-                self.baseline = p.get("git_head")
+                self.baseline = p.get("snapshot")
         elif k == "model.responded":
             self.used.turns += 1
             self.used.tokens += p["input_tokens"] + p["output_tokens"]

@@ -9,6 +9,10 @@ from tether.control import fold_plan, review, review_action
 from tether.control.hypotheses import hypothesis_events
 from tether.control.review_gate import consecutive_failures
 from tether.envelope.schema import ToolContract
+from tether.snapshot import Manifest, MemoryBlobStore, take
+from tether.verify.changes import WorkspaceDiff, run_diff
+
+BASELINES: dict[Path, tuple[Manifest, MemoryBlobStore]] = {}
 
 
 def repo(tmp_path: Path) -> Path:
@@ -21,7 +25,14 @@ def repo(tmp_path: Path) -> Path:
     )
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"]):
         subprocess.run(["git", *args], cwd=ws, check=True)
+    blobs = MemoryBlobStore()
+    BASELINES[ws] = (take(ws, blobs=blobs), blobs)
     return ws
+
+
+def diff(ws: Path) -> WorkspaceDiff:
+    base, blobs = BASELINES[ws]
+    return run_diff(base, take(ws, previous=base, blobs=blobs), blobs, str(ws))
 
 
 def checks(findings: list) -> set[str]:  # type: ignore[type-arg]
@@ -34,7 +45,7 @@ def test_editing_tests_to_pass_is_flagged(tmp_path: Path) -> None:
     (ws / "tests" / "test_calc.py").write_text(
         "import pytest\nfrom calc import add\n\n\n@pytest.mark.skip\ndef test_add():\n    pass\n"
     )
-    found = review(envelope(), ws, None, run.events)
+    found = review(envelope(), diff(ws), run.events)
     assert {"tests_edited", "assertions_removed", "skip_added"} <= checks(found)
     assert all(f.view == "adversarial" for f in found if f.check in {"tests_edited", "skip_added"})
 
@@ -46,7 +57,7 @@ def test_honest_fix_has_no_blocking_findings(tmp_path: Path) -> None:
     (ws / "src" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     run.write("src/calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n")
     run.run_tests([])
-    found = review(envelope(), ws, None, run.events)
+    found = review(envelope(), diff(ws), run.events)
     assert [f for f in found if f.severity != "low"] == []
 
 
@@ -59,7 +70,7 @@ def test_scope_secrets_regressions_stale_and_hypothesis(tmp_path: Path) -> None:
     run.write("notes.md", None, "x")
     run.run_tests(["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"])
     run.write("src/other.py", None, "y")
-    found = review(envelope(), ws, None, run.events)
+    found = review(envelope(), diff(ws), run.events)
     got = checks(found)
     assert {"policy.write_set", "policy.secret", "regression", "stale_verification", "hypothesis_incompatible"} <= got
 
@@ -68,7 +79,7 @@ def test_plan_tasks_not_complete_and_reopened_by_finding(tmp_path: Path) -> None
     ws = repo(tmp_path)
     run = Run(tmp_path)
     run.act("plan", {"tasks": [{"id": "fix", "title": "fix add", "status": "ACTIVE", "files": ["src/**"]}]})
-    found = review(envelope(), ws, None, run.events)
+    found = review(envelope(), diff(ws), run.events)
     assert "plan_incomplete" in checks(found)
     run.act("plan", {"tasks": [{"id": "fix", "status": "VERIFYING"}]})
     run.act("plan", {"tasks": [{"id": "fix", "status": "COMPLETE"}]})

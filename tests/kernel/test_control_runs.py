@@ -9,7 +9,6 @@ reviewer findings and completion verdicts.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -266,14 +265,6 @@ def test_a_write_refused_while_blocked_runs_once_the_run_recovers(bugfix: Path) 
 # ---- 4. a required sensor that cannot run -----------------------------------------------------
 
 
-def _no_ruff_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bin_dir = tmp_path / "bin-without-ruff"
-    bin_dir.mkdir()
-    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    (bin_dir / "python").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-
-
 @pytest.mark.parametrize(("sensor", "status"), [("types", "NEEDS_INPUT"), ("lint", "BLOCKED_DEPENDENCY")])
 def test_missing_required_sensor_stops_the_run_before_the_first_model_call(
     sensor: str, status: str, bugfix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -283,11 +274,13 @@ def test_missing_required_sensor_stops_the_run_before_the_first_model_call(
             "- {name: lint, required: false}",
             "- {name: lint, required: false}\n    - {name: types, required: true}",
         )
-    else:  # ruff is required but not reachable
+    else:  # ruff is required but not reachable: the envelope names a binary that is not there
         old, new = "- {name: lint, required: false}", "- {name: lint, required: true}"
-    env = recompile(bugfix, (old, new), ONE_CLAIM)
-    if sensor == "lint":
-        _no_ruff_on_path(tmp_path, monkeypatch)
+    tools = (
+        "test_command: python -m pytest -q",
+        "test_command: python -m pytest -q\n  tools: {ruff: /nonexistent/ruff}",
+    )
+    env = recompile(bugfix, (old, new), tools, ONE_CLAIM)  # one refused claim ends the run (persistence: test 1)
     write_script(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     contract = Harness(env, db=bugfix / "t.db", sandbox="local").run("fix it")
     log = read_log(bugfix / "t.db", contract.run_id)
@@ -374,7 +367,7 @@ def test_demo_shows_sensors_beliefs_and_diagnostics(tmp_path: Path) -> None:
     assert lines[-1]["kind"] == "output_contract" and lines[-1]["status"] == "COMPLETE"
     kinds = [e.get("kind") for e in lines]
     sensors = [e["payload"] for e in lines if e.get("kind") == "sensor.result"]
-    assert {s["sensor"] for s in sensors} == {"syntax", "policy", "lint", "scoped_tests", "tests"}
+    assert {s["sensor"] for s in sensors} == {"snapshot", "syntax", "policy", "lint", "scoped_tests", "tests"}
     assert all(s["result"] in ("PASS", "SKIPPED") for s in sensors)
     assert all(s["result"] == "PASS" for s in sensors if s["required"])
     assert "verify.completed" in kinds and "completion.accepted" in kinds and "belief.recorded" in kinds

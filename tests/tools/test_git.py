@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tether.tools import ToolContext
-from tether.tools.git import changed_between, git_diff, parse_porcelain_z
+from tether.tools.git import git_diff
 
 MakeCtx = Callable[..., ToolContext]
 
@@ -75,14 +75,3 @@ def test_git_diff_does_not_run_configured_external_diff(
     r = git_diff.invoke({}, make_ctx(ws=git_workspace))
     assert r.ok, r.content
     assert not marker.exists()
-
-
-def test_parse_porcelain_z_handles_renames_and_spaces() -> None:
-    out = " M a b.txt\0R  new.py\0old.py\0?? dir/x\0"
-    assert parse_porcelain_z(out) == {"a b.txt": " M", "new.py": "R ", "old.py": "R ", "dir/x": "??"}
-
-
-def test_changed_between() -> None:
-    before = {"a": (" M", 1, 2, 3), "b": ("??", 1, 1, 1)}
-    after = {"a": (" M", 5, 2, 3), "b": ("??", 1, 1, 1), "c": ("??", 1, 1, 1)}
-    assert changed_between(before, after) == ("a", "c")

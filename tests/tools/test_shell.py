@@ -33,7 +33,6 @@ def test_bash_success_reports_exit_and_output(ctx: ToolContext, workspace: Path)
     assert r.data["stdout"].splitlines()[1] == str(workspace.resolve())
     assert "--- stderr ---\noops" in r.content
     assert r.data["exit_code"] == 0 and r.data["stdout"].startswith("hello\n")
-    assert r.data["change_detection"] == "unavailable"  # not a git repo
     assert r.changed_files == () and r.undo is None
 
 
@@ -73,35 +72,6 @@ def test_bash_rejects_empty_command(ctx: ToolContext) -> None:
 
     with pytest.raises(ToolArgsError, match=r"\$.command"):
         bash.validate({"command": ""})
-
-
-def test_bash_detects_changed_files_with_git(make_ctx: MakeCtx, git_workspace: Path) -> None:
-    ctx = make_ctx(ws=git_workspace)
-    (git_workspace / "README.md").write_text("# already dirty\n")  # dirty before the command
-    (git_workspace / "notes.txt").write_text("untracked, untouched\n")
-    r = bash.invoke(
-        {"command": "sleep 0.01; echo more >> README.md; mkdir -p new/dir && echo x > new/dir/f.txt; rm src/app.py"},
-        ctx,
-    )
-    assert r.ok, r.content
-    assert r.changed_files == ("README.md", "new/dir/f.txt", "src/app.py")
-    assert r.data["change_detection"] == "git" and r.data["changed_files"] == list(r.changed_files)
-    assert "changed files: README.md, new/dir/f.txt, src/app.py" in r.content
-
-
-def test_bash_reverting_a_file_counts_as_a_change(make_ctx: MakeCtx, git_workspace: Path) -> None:
-    ctx = make_ctx(ws=git_workspace)
-    (git_workspace / "README.md").write_text("dirty\n")
-    r = bash.invoke({"command": "git checkout -q -- README.md"}, ctx)
-    assert r.ok, r.content
-    assert r.changed_files == ("README.md",)
-
-
-def test_bash_read_only_command_changes_nothing(make_ctx: MakeCtx, git_workspace: Path) -> None:
-    ctx = make_ctx(ws=git_workspace)
-    (git_workspace / "README.md").write_text("dirty\n")
-    r = bash.invoke({"command": "cat README.md"}, ctx)
-    assert r.ok and r.changed_files == () and r.data["change_detection"] == "git"
 
 
 def test_bash_preview_names_command_cwd_and_timeout(make_ctx: MakeCtx, workspace: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # helpers import the same with or without tests/__init__.py
 
-from verify_helpers import git
+from verify_helpers import git, take_baseline
 
 from tether.sandbox.local import LocalSandbox
 
@@ -39,6 +39,7 @@ def project(tmp_path: Path) -> Callable[..., Path]:
         git(ws, "init", "-q")
         git(ws, "add", "-A")
         git(ws, "commit", "-qm", "base")
+        take_baseline(ws)
         return ws
 
     return make

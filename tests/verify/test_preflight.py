@@ -37,7 +37,7 @@ def project(tmp_path: Path) -> Path:
 
 def judge(e: Envelope, ws: Path) -> tuple[str, list[str]]:
     _, base, _ = record_baseline(e, ws, LocalSandbox())
-    res = sensors.tests(SensorContext(e, ws, (), LocalSandbox(), None, True, base))
+    res = sensors.tests(SensorContext(e, ws, (), LocalSandbox(), None, True, test_baseline=base))
     return res.result, [str(d.code) for d in res.diagnostics]
 
 
@@ -59,7 +59,7 @@ def test_tolerated_does_not_mean_regressions_pass(project: Path) -> None:
     e = env(must_fix="none")
     _, base, _ = record_baseline(e, project, LocalSandbox())
     (project / "lib.py").write_text("def double(x):\n    return x * 3\n")
-    res = sensors.tests(SensorContext(e, project, (), LocalSandbox(), None, True, base))
+    res = sensors.tests(SensorContext(e, project, (), LocalSandbox(), None, True, test_baseline=base))
     assert res.result == "FAIL" and "integrity.regression" in {d.code for d in res.diagnostics}
 
 
@@ -68,7 +68,7 @@ def test_a_process_that_lies_about_its_exit_status_fails(project: Path) -> None:
     e = env(must_fix="none")
     _, base, _ = record_baseline(e, project, LocalSandbox())
     (project / "conftest.py").write_text("import os\n\n\ndef pytest_unconfigure(config):\n    os._exit(0)\n")
-    res = sensors.tests(SensorContext(e, project, (), LocalSandbox(), None, True, base))
+    res = sensors.tests(SensorContext(e, project, (), LocalSandbox(), None, True, test_baseline=base))
     assert res.result == "FAIL" and [d.code for d in res.diagnostics] == ["integrity.report"]
     assert "exited 0 but pytest's session ended with 1" in res.diagnostics[0].message
 

@@ -1,16 +1,16 @@
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from verify_helpers import VENV_BIN, envelope, git
+from verify_helpers import BASELINES, VENV_BIN, diff_now, envelope
 
 from tether.sandbox.local import LocalSandbox
 from tether.verify import completion_verdict, run_cascade
 from tether.verify.cascade import cascade_events
-from tether.verify.gitdiff import workspace_diff
 from tether.verify.scope import select_tests
 from tether.verify.sensors import SENSORS, SensorContext, configured_type_checker
 
@@ -18,7 +18,8 @@ ALL = [{"name": n, "required": True} for n in ("syntax", "policy", "lint", "type
 
 
 def ctx(ws: Path, sandbox: LocalSandbox, changed: list[str], **env: object) -> SensorContext:
-    return SensorContext(envelope(**env), ws, tuple(changed), sandbox, git(ws, "rev-parse", "HEAD"), True)
+    base, blobs = BASELINES[ws]
+    return SensorContext(envelope(**env), ws, tuple(changed), sandbox, diff_now(ws), True, base, blobs)
 
 
 def test_syntax_fails_with_file_and_line(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
@@ -51,10 +52,10 @@ def test_missing_tool_is_skipped_never_pass(
     (ws / "calc.py").write_text("import os\n")
     empty = tmp_path / "empty-bin"
     empty.mkdir()
-    (empty / "git").symlink_to("/usr/bin/git")
     monkeypatch.setenv("PATH", str(empty))
-    assert SENSORS["lint"](ctx(ws, sandbox, ["calc.py"])).result == "SKIPPED"
-    assert SENSORS["types"](ctx(ws, sandbox, ["calc.py"])).result == "SKIPPED"
+    gone = {"verification": {"tools": {"ruff": str(empty / "ruff"), "mypy": "mypy-not-installed"}}}
+    assert SENSORS["lint"](ctx(ws, sandbox, ["calc.py"], **gone)).result == "SKIPPED"
+    assert SENSORS["types"](ctx(ws, sandbox, ["calc.py"], **gone)).result == "SKIPPED"
     r = SENSORS["tests"](ctx(ws, sandbox, [], verification={"test_command": "pytest-that-does-not-exist -q"}))
     assert r.result == "SKIPPED"
 
@@ -120,8 +121,32 @@ def test_policy_write_set_secrets_and_churn(project: Callable[..., Path], sandbo
     assert SENSORS["policy"](ctx(ws, sandbox, ["calc.py"])).result == "PASS"
     r = SENSORS["policy"](ctx(ws, sandbox, ["calc.py"], budgets={"churn_pct": 5}))
     assert r.result == "FAIL" and r.diagnostics[0].code == "policy.churn"
-    d = workspace_diff(ws, None)
-    assert d.insertions == 1 and d.deletions == 1 and d.baseline_lines is not None and d.baseline_lines > 10
+    d = diff_now(ws)
+    assert (d.insertions, d.deletions, d.touched_lines) == (1, 1, 3)  # the touched file only, old lines and new
+    r = SENSORS["policy"](ctx(ws, sandbox, ["calc.py"], budgets={"churn_lines": 1}))
+    assert r.result == "FAIL" and r.diagnostics[0].code == "policy.churn_lines"
+
+
+def test_churn_is_measured_within_the_touched_files(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(100))
+    ws = project({"big.py": body, "other.py": body})
+    (ws / "big.py").write_text(body.replace("return x + 7\n", "return x - 7\n"))
+    d = diff_now(ws)
+    assert d.paths == ["big.py"] and d.churn_pct is not None and d.churn_pct < 1  # 2 of 401 lines
+    (ws / "big.py").write_text("".join(f"def g{i}(y):\n    return y * {i}\n\n\n" for i in range(100)))
+    rewrite = diff_now(ws)
+    assert rewrite.churn_pct is not None and rewrite.churn_pct > 60  # every non-blank line rewritten, whatever the repo
+    r = SENSORS["policy"](ctx(ws, sandbox, ["big.py"], budgets={"churn_pct": 50}))
+    assert r.result == "FAIL" and r.diagnostics[0].code == "policy.churn"
+
+
+def test_policy_without_a_usable_snapshot_is_error_never_pass(
+    project: Callable[..., Path], sandbox: LocalSandbox
+) -> None:
+    ws = project()
+    os.mkfifo(ws / "pipe")  # unreadable as a file: the final snapshot has an error
+    r = SENSORS["policy"](ctx(ws, sandbox, []))
+    assert r.result == "ERROR" and "pipe" in r.summary
 
 
 def test_tether_dir_and_caches_are_not_part_of_the_diff(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
@@ -130,23 +155,23 @@ def test_tether_dir_and_caches_are_not_part_of_the_diff(project: Callable[..., P
     (ws / ".tether" / "tether.db").write_text("x")
     (ws / "__pycache__").mkdir()
     (ws / "__pycache__" / "calc.cpython-311.pyc").write_text("x")
-    assert workspace_diff(ws, None).paths == []
+    assert diff_now(ws).paths == []
 
 
 def test_cascade_stops_at_first_failure_and_verdict(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
     ws = project()
     env = envelope(verification={"sensors": ALL[:2] + ALL[5:], "test_command": f"{sys.executable} -m pytest -q"})
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert [(r.sensor, r.result) for r in results] == [("syntax", "PASS"), ("policy", "PASS"), ("tests", "FAIL")]
     accepted, reasons = completion_verdict(results, env)
     assert not accepted and "tests FAILED" in reasons[0]
     (ws / "calc.py").write_text("def add(a, b):\n    return a +\n")
-    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert [r.result for r in results] == ["FAIL", "SKIPPED", "SKIPPED"]
     assert results[2].summary == "not reached: syntax failed"
     (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert completion_verdict(results, env) == (True, [])
     events = cascade_events(results, env, trigger="completion", changed_files=["calc.py"])
     assert [k for k, _ in events] == ["sensor.result"] * 3 + ["verify.completed"]
@@ -161,13 +186,13 @@ def test_optional_failure_is_reported_but_does_not_gate_completion(
     sensors = [{"name": "lint", "required": False}, {"name": "scoped_tests", "required": False}, ALL[5]]
     env = envelope(verification={"sensors": sensors, "test_command": f"{sys.executable} -m pytest -q"})
     (ws / "calc.py").write_text("import os\n\n\ndef add(a, b):\n    return a + b\n")  # lint: F401
-    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert [(r.sensor, r.result) for r in results] == [("lint", "FAIL"), ("scoped_tests", "PASS"), ("tests", "PASS")]
     assert results[0].diagnostics[0].code == "F401"
     assert completion_verdict(results, env) == (True, [])
     # A failing scoped run predicts the full suite's failure: the cascade stops, and the reason names the failure.
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert [(r.sensor, r.result) for r in results] == [("lint", "PASS"), ("scoped_tests", "FAIL"), ("tests", "SKIPPED")]
     accepted, reasons = completion_verdict(results, env)
     assert not accepted and "tests was SKIPPED: not reached: scoped_tests failed" in reasons[0]
@@ -177,9 +202,9 @@ def test_optional_failure_is_reported_but_does_not_gate_completion(
 def test_required_sensor_skipped_blocks_completion(project: Callable[..., Path], sandbox: LocalSandbox) -> None:
     ws = project()
     env = envelope(verification={"sensors": [{"name": "types", "required": True}]})
-    results = run_cascade(env, ws, ["calc.py"], sandbox, None)
+    results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert results[0].result == "SKIPPED"
     accepted, reasons = completion_verdict(results, env)
     assert not accepted and "types was SKIPPED" in reasons[0]
     optional = envelope(verification={"sensors": [{"name": "types", "required": False}]})
-    assert completion_verdict(run_cascade(optional, ws, ["calc.py"], sandbox, None), optional)[0]
+    assert completion_verdict(run_cascade(optional, ws, ["calc.py"], sandbox, diff_now(ws)), optional)[0]

@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
+from tether.snapshot import Manifest, MemoryBlobStore, take
+from tether.verify.changes import WorkspaceDiff, run_diff
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -26,3 +28,18 @@ def envelope(**over: object) -> Envelope:
     }
     data.update(over)
     return Envelope.model_validate(data)
+
+
+#: workspace -> its baseline snapshot and the blobs it stored (taken when the ``project`` fixture made it).
+BASELINES: dict[Path, tuple[Manifest, MemoryBlobStore]] = {}
+
+
+def take_baseline(ws: Path) -> None:
+    blobs = MemoryBlobStore()
+    BASELINES[ws] = (take(ws, blobs=blobs), blobs)
+
+
+def diff_now(ws: Path) -> WorkspaceDiff:
+    """The workspace against its baseline snapshot, as the runtime computes it at completion."""
+    base, blobs = BASELINES[ws]
+    return run_diff(base, take(ws, previous=base, blobs=blobs), blobs, str(ws))

@@ -18,7 +18,7 @@ from tether.errors import ProviderError
 from tether.events.store import Event
 from tether.models.base import Message, Model, ToolSpec
 from tether.models.window import MIN_OUTPUT_TOKENS, budget_for
-from tether.verify.gitdiff import WorkspaceDiff
+from tether.verify.changes import WorkspaceDiff
 
 from .reviewer import Finding, FindingSeverity, View
 

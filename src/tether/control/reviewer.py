@@ -18,14 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import pathspec
 
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
-from tether.verify.gitdiff import WorkspaceDiff, diff_for
+from tether.verify.changes import WorkspaceDiff
 from tether.verify.sensors import policy_problems
 
 from .beliefs import BeliefView
@@ -157,6 +156,8 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
             break
     beliefs = BeliefView.from_events(events)
     now = beliefs.get("tests.failing")
+    if _final_suite_passed(events):
+        now = None  # the completion cascade ran the whole suite on the final state: nothing older is current
     if first_failing is not None and now is not None:
         for t in sorted(set(map(str, now.value)) - set(first_failing)):
             out.append(
@@ -195,9 +196,14 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
     return out
 
 
-def review(envelope: Envelope, workspace: Path, baseline: str | None, events: Sequence[Event]) -> list[Finding]:
-    """All three views over the workspace's diff against ``baseline`` and the run's evidence."""
-    diff = diff_for(workspace, baseline, _changed_files(events))
+def _final_suite_passed(events: Sequence[Event]) -> bool:
+    """Whether the latest cascade ran the full test command on the final state, and it passed."""
+    last = next((e for e in reversed(events) if e.kind == "verify.completed"), None)
+    return last is not None and last.payload.get("results", {}).get("tests") == "PASS"
+
+
+def review(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
+    """All three views over the run's snapshot diff (made in Python, never by git) and its evidence."""
     return [
         *implementer(envelope, diff, events),
         *reviewer_view(envelope, diff, events),

@@ -145,7 +145,10 @@ class Budgets(Strict):
     turns: int | None = Field(None, ge=0)
     tool_calls: int | None = Field(None, ge=0)
     wall_s: float | None = Field(None, ge=0)
-    churn_pct: float | None = Field(None, ge=0)
+    churn_pct: float | None = Field(
+        None, ge=0, description="Changed lines as a share of the touched files' lines (old and new), in percent."
+    )
+    churn_lines: int | None = Field(None, ge=0, description="Changed lines (inserted + deleted), in all files.")
 
 
 class Approvals(Strict):
@@ -168,6 +171,11 @@ class SensorSpec(Strict):
 class Verification(Strict):
     sensors: list[SensorSpec] = Field(default_factory=list)
     test_command: str = "python -m pytest -q"
+    tools: dict[str, str] = Field(
+        default_factory=dict,
+        description="Sensor tools by name (ruff, mypy, pyright, the test runner): a path, or a name looked up on "
+        "PATH. Unnamed tools are looked for beside tether's own Python, then in the workspace's virtualenv, then PATH.",
+    )
     max_refusals: int = Field(2, ge=0, description="Refused completion claims before VERIFY_FAILED.")
     must_fix: Literal["failing", "none"] | list[str] = Field(
         "failing",

@@ -107,9 +107,17 @@ class RunFinished(Payload):
 
 @register("run.checkpoint")
 class Checkpoint(Payload):
-    """A recovery point: the state a resume or fork can start from."""
+    """A recovery point: the state a resume or fork can start from.
+
+    ``snapshot`` is the blob hash of the workspace manifest (``tether.snapshot``) taken at this point;
+    the ``start`` checkpoint's is the run's baseline. ``git_head`` is only read from logs written
+    before tether kept its own snapshots (no host-side git runs any more).
+    """
 
     label: str
+    snapshot: str | None = None
+    files: int | None = Field(None, description="Paths in the snapshot.")
+    unreadable: list[str] = Field(default_factory=list, description="Paths the snapshot could not read.")
     git_head: str | None = None
     note: str = ""
 
@@ -229,7 +237,15 @@ class ActionCompleted(Payload):
     tool: str
     ok: bool
     result: dict[str, Any] = Field(default_factory=dict)
-    changed_files: list[str] = Field(default_factory=list)
+    changed_files: list[str] = Field(
+        default_factory=list, description="What the receipt reported and the snapshot saw change, together."
+    )
+    observed_files: list[str] | None = Field(
+        None, description="Paths the workspace snapshot saw change during this action (None: not snapshotted)."
+    )
+    unexplained: list[str] = Field(
+        default_factory=list, description="How the receipt and the snapshot disagree (tether.verify.changes)."
+    )
     undo: dict[str, Any] | None = None
     duration_s: float = 0.0
 

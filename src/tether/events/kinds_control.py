@@ -20,8 +20,8 @@ from pydantic import Field
 
 from .kinds import Payload, register
 
-SensorName = Literal["syntax", "lint", "types", "scoped_tests", "tests", "policy"]
-SensorOutcome = Literal["PASS", "FAIL", "SKIPPED"]
+SensorName = Literal["snapshot", "syntax", "lint", "types", "scoped_tests", "tests", "policy"]
+SensorOutcome = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]
 Severity = Literal["low", "medium", "high", "system_breaking"]
 ControlStateName = Literal["NORMAL", "CAUTIOUS", "BLOCKED", "HUMAN_REQUIRED"]
 Strategy = Literal["direct_edit", "trace_execution", "broaden_search", "reimplement", "minimal_fix", "escalate_human"]
@@ -49,6 +49,7 @@ class SensorResultEvent(Payload):
     diagnostics: list[DiagnosticData] = Field(default_factory=list)
     duration_s: float = 0.0
     trigger: str = Field("", description="Why the cascade ran: 'action', 'completion', ... (free text).")
+    tool: str = Field("", description="The binary that ran, with its version.")
 
 
 @register("verify.completed")

@@ -13,7 +13,6 @@ runs, ``action.completed`` after, so a crash in between is visible on resume.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -40,17 +39,19 @@ from tether.models.retry import complete_with_retries
 from tether.models.window import budget_for, estimate_tokens, learned_window
 from tether.policy.gate import Gate
 from tether.sandbox.base import Sandbox
+from tether.snapshot import Manifest, SnapshotError
 from tether.state import Action, RunState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
-from tether.verify.gitdiff import HARDENED, WorkspaceDiff, diff_for, neutralised_filters
+from tether.verify.changes import WorkspaceDiff, run_diff, snapshot_check, unexplained, window_changes, windows
 from tether.verify.preflight import run_preflight
 from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import Transcript
 from .outcome import OutputContract
+from .snapshots import Snapshots
 from .steps import (
     CallModel,
     Decide,
@@ -99,6 +100,7 @@ class Runtime:
         self.state = RunState.from_events(self.events)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
+        self.snapshots = Snapshots(store, workspace, self.state.baseline)
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -392,6 +394,7 @@ class Runtime:
                 "idempotent": bool(contract.idempotent),
             },
         )
+        before = self.snapshots.latest or self.snapshot()
         started = time.monotonic()
         try:
             result = tool.invoke(action.args, self.tool_context(tool))
@@ -417,7 +420,12 @@ class Runtime:
             }
         payload = result.to_dict()
         payload.pop("undo", None)
-        payload["effects"] = [e.value for e in contract.effects]
+        payload["effects"] = effects = [e.value for e in contract.effects]
+        observed, problems = self.window(before, effects, result.changed_files)
+        if observed and Effect.EXEC in contract.effects:  # a command's changes are the snapshot's to tell
+            payload["content"] += (
+                "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
+            )
         self.append(
             "action.completed",
             {
@@ -425,7 +433,9 @@ class Runtime:
                 "tool": action.tool,
                 "ok": result.ok,
                 "result": payload,
-                "changed_files": list(result.changed_files),
+                "changed_files": sorted({*result.changed_files, *(observed or ())}),
+                "observed_files": observed,
+                "unexplained": problems,
                 "undo": undo,
                 "duration_s": round(time.monotonic() - started, 6),
             },
@@ -467,22 +477,41 @@ class Runtime:
         return findings + special_cases(sources, added, literals_in_tests(tests))
 
     def verify(self, step: Verify) -> None:
-        """A completion claim meets the evidence: the sensor cascade, then the reviewer pass."""
+        """A completion claim meets the evidence: the snapshot check, the sensor cascade, then the reviewer pass.
+
+        The final snapshot is compared with the baseline (what the run changed) and with the one after
+        the last action (a change since then was made by no action); nothing here runs git on the host.
+        """
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
         self.append(*claim_event(step.call_id, summary))
         assert self.sandbox is not None
         test_baseline = self.test_baseline()
-        results = run_cascade(
-            self.env, self.workspace, self.state.changed_files, self.sandbox, self.state.baseline, test_baseline
+        last = self.snapshots.latest
+        final = self.checkpoint("verify", f"completion claim {step.call_id}")
+        late = window_changes(last, final)[0] if last is not None and final is not None else []
+        try:
+            baseline = self.snapshots.baseline()
+            diff = run_diff(baseline, final, self.store, str(self.workspace))
+        except SnapshotError as e:
+            baseline, diff = None, WorkspaceDiff(False, str(e))
+        check = snapshot_check(diff, windows(self.events), late)
+        changed = sorted({*self.state.changed_files, *diff.paths})
+        cascade = run_cascade(
+            self.env,
+            self.workspace,
+            changed,
+            self.sandbox,
+            diff,
+            baseline=baseline,
+            blobs=self.store,
+            test_baseline=test_baseline,
         )
-        self.append_many(
-            cascade_events(results, self.env, trigger="completion", changed_files=self.state.changed_files)
-        )
+        results = [check, *cascade]
+        self.append_many(cascade_events(results, self.env, trigger="completion", changed_files=changed))
         accepted, _ = completion_verdict(results, self.env)
-        diff = diff_for(self.workspace, self.state.baseline, self.state.changed_files)
         findings = self.integrity_findings(test_baseline, diff)
-        findings += review(self.env, self.workspace, self.state.baseline, self.events) if accepted else []
+        findings += review(self.env, diff, self.events) if accepted else []
         if accepted and self.reviewer is not None:
             findings += model_review(self.reviewer, self.env, self.plan, diff, self.events)
         self.append_many(judge_completion(self.events, self.env, findings, step.call_id))
@@ -490,8 +519,7 @@ class Runtime:
 
     def finish(self, step: Finish) -> None:
         state = self.state
-        head = git_head(self.workspace, self.sandbox)
-        self.append("run.checkpoint", {"label": f"finish:{step.status}", "git_head": head, "note": step.reason})
+        self.checkpoint(f"finish:{step.status}", step.reason)
         claim = next((c for c, s in state.claims.items() if s == "accepted"), None)
         result = step.reason
         if claim is not None:
@@ -523,6 +551,37 @@ class Runtime:
                 "last_error": state.last_error,
             },
         )
+
+    # ---- snapshots -------------------------------------------------------------------------
+
+    def snapshot(self) -> Manifest | None:
+        try:
+            return self.snapshots.take()
+        except SnapshotError:
+            return None
+
+    def window(
+        self, before: Manifest | None, effects: Sequence[str], reported: Sequence[str]
+    ) -> tuple[list[str] | None, list[str]]:
+        """What changed during one action (None: unknown), and how its receipt disagrees with that."""
+        after = self.snapshot() if before is not None else None
+        if before is None or after is None:
+            return None, [": the workspace could not be snapshotted around this action"]
+        observed, unreadable = window_changes(before, after)
+        return observed, unexplained(effects, reported, observed, after) + [f"{p}: unreadable" for p in unreadable]
+
+    def checkpoint(self, label: str, note: str) -> Manifest | None:
+        """A snapshot recorded in the log (its manifest as a blob): for the verdict, and for undo and fork later."""
+        m = self.snapshot()
+        if m is None:
+            self.append("run.checkpoint", {"label": label, "note": f"{note} (the workspace could not be snapshotted)"})
+            return None
+        h = self.snapshots.record(m)
+        self.append(
+            "run.checkpoint",
+            {"label": label, "snapshot": h, "files": len(m.entries), "unreadable": sorted(m.errors), "note": note},
+        )
+        return m
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -583,36 +642,13 @@ def denied_before(state: RunState, action: Action) -> Action | None:
     return None
 
 
-def git_head(workspace: Path, sandbox: Sandbox | None = None) -> str | None:
-    """A commit of the working tree as it is now (uncommitted edits included), without touching it.
-
-    ``.git/config`` may be an agent's writing (filters, fsmonitor, hooks): with a sandbox git runs
-    inside it; on the host those are switched off.
-    """
-
-    def git(*args: str) -> str | None:
-        if sandbox is not None:
-            receipt = sandbox.run(["git", *HARDENED, "-c", "safe.directory=*", *args], cwd=workspace, timeout_s=30)
-            return receipt.stdout.strip() if receipt.ok else None
-        try:
-            host = ["git", *HARDENED, *neutralised_filters(workspace), *args]  # no agent-chosen program on the host
-            proc = subprocess.run(host, cwd=workspace, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    if not (workspace / ".git").exists():
-        return None
-    return git("stash", "create") or git("rev-parse", "HEAD")
-
-
 def _next_action(step: Finish) -> str:
     return {
-        "COMPLETE": "review the diff (git diff) and merge it",
+        "COMPLETE": "review the diff (`tether show`, or git diff) and merge it",
         "NO_OP": "nothing to do: the verification already passed before any change",
         "BUDGET_STOP": f"raise {step.breach.field if step.breach else 'the budget'} in the envelope, recompile, "
         "and start a new run",
     }.get(step.status, "inspect with `tether show`, then resume or start a new run")
 
 
-__all__ = ["Runtime", "git_head"]
+__all__ = ["Runtime"]

@@ -22,12 +22,13 @@ from tether.models.base import Model
 from tether.models.registry import load_model
 from tether.sandbox.base import Sandbox
 from tether.sandbox.factory import make_sandbox
+from tether.snapshot import SnapshotError
 from tether.state import RunState
 from tether.tools.contract import Tool
 from tether.tools.registry import resolve_tools
 
 from .approvals import Approver
-from .runtime import EventSink, Runtime, git_head
+from .runtime import EventSink, Runtime
 
 RESUMABLE = frozenset({"BLOCKED_DEPENDENCY"})  # a provider or sandbox that was down may be back
 
@@ -116,6 +117,17 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
         raise EnvelopeInvalid([Problem(risky.path, risky.found, risky.safer)])
     runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, _plan(loaded))
     sandbox = runtime.sandbox
+    try:  # before the agent's first action: what the run starts from, read by tether, never by git
+        snap_hash, baseline = runtime.snapshots.take_baseline()
+        start: dict[str, Any] = {
+            "label": "start",
+            "snapshot": snap_hash,
+            "files": len(baseline.entries),
+            "unreadable": sorted(baseline.errors),
+            "note": "baseline before any action",
+        }
+    except SnapshotError as e:
+        start = {"label": "start", "note": f"no baseline: the workspace could not be snapshotted: {e}"}
     runtime.begin(
         task,
         [
@@ -137,10 +149,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                     "acknowledged": [a.to_dict() for a in loaded.accepted],
                 },
             ),
-            (
-                "run.checkpoint",
-                {"label": "start", "git_head": git_head(workspace), "note": "baseline before any action"},
-            ),
+            ("run.checkpoint", start),
         ],
     )
     return runtime

@@ -1,4 +1,7 @@
-"""Git built-in (``git_diff``) and the git-status snapshot ``bash`` uses to detect changed files.
+"""The ``git_diff`` built-in: git for the model, run inside the sandbox.
+
+What changed is tether's to know (``tether.snapshot``, read as bytes on the host); this tool only
+shows the model git's own view, and nothing tether decides depends on its output.
 
 Git runs through the sandbox, never on the host: a workspace's ``.git/config`` is
 writable by the agent, and git executes configured programs (fsmonitor, diff drivers,
@@ -13,7 +16,6 @@ exists); paths git reports are then workspace-relative.
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,10 +43,6 @@ GIT = (
     "safe.directory=*",
 )
 MAX_DIFF_CHARS = 30_000
-GIT_STATUS_TIMEOUT_S = 30.0
-
-#: path -> (porcelain status, mtime_ns, size, inode); a tuple change means the file changed.
-Snapshot = dict[str, tuple[Any, ...]]
 
 
 def is_git_worktree(workspace: Path) -> bool:
@@ -66,46 +64,6 @@ def receipt_dict(receipt: Any) -> dict[str, Any]:
     import dataclasses
 
     return dict(dataclasses.asdict(receipt))
-
-
-def parse_porcelain_z(out: str) -> dict[str, str]:
-    """``git status --porcelain=v1 -z`` → {path: XY}. Renames contribute both paths."""
-    entries: dict[str, str] = {}
-    fields = out.split("\0")
-    i = 0
-    while i < len(fields):
-        item = fields[i]
-        i += 1
-        if len(item) < 4:
-            continue
-        status, path = item[:2], item[3:]
-        entries[path] = status
-        if status[0] in "RC" or status[1] in "RC":
-            if i < len(fields) and fields[i]:
-                entries[fields[i]] = status
-            i += 1
-    return entries
-
-
-def git_snapshot(ctx: ToolContext) -> Snapshot | None:
-    """The dirty files of the workspace with their stat signatures, or None if unavailable."""
-    if not is_git_worktree(ctx.workspace):
-        return None
-    receipt = run_git(ctx, ["status", "--porcelain=v1", "-z", "--untracked-files=all"], timeout_s=GIT_STATUS_TIMEOUT_S)
-    if receipt.exit_code != 0 or receipt.timed_out or receipt.truncated:
-        return None
-    snap: Snapshot = {}
-    for path, status in parse_porcelain_z(receipt.stdout).items():
-        try:
-            st = os.lstat(ctx.workspace / path)
-            snap[path] = (status, st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            snap[path] = (status,)
-    return snap
-
-
-def changed_between(before: Snapshot, after: Snapshot) -> tuple[str, ...]:
-    return tuple(sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p)))
 
 
 @tool(

@@ -15,7 +15,7 @@ from pydantic import Field
 from ._paths import clip
 from .context import ToolContext
 from .contract import tool
-from .git import changed_between, git_snapshot, receipt_dict
+from .git import receipt_dict
 from .result import ToolResult
 
 MAX_STDOUT_CHARS = 8000
@@ -48,7 +48,7 @@ def _preview_bash(ctx: ToolContext, command: str, timeout_s: float | None = None
     effects=["exec"],
     idempotent=False,
     timeout_s=120,
-    evidence=["exit code", "stdout and stderr (bounded)", "duration", "changed files (git status before/after)"],
+    evidence=["exit code", "stdout and stderr (bounded)", "duration", "changed files (tether's workspace snapshots)"],
     rollback="none (exec; use git to revert changed files)",
     preview=_preview_bash,
 )
@@ -64,14 +64,9 @@ def bash(
         timeout_s: Seconds before the command is killed; can only shorten the configured timeout.
     """
     limit = _effective_timeout(ctx, timeout_s)
-    before = git_snapshot(ctx)
     receipt = ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=limit)
-    after = git_snapshot(ctx) if before is not None else None
-    changed = changed_between(before, after) if before is not None and after is not None else ()
     data: dict[str, Any] = receipt_dict(receipt)
     data["timeout_s"] = limit
-    data["change_detection"] = "git" if after is not None else "unavailable"
-    data["changed_files"] = list(changed)
     if receipt.timed_out:
         status, failure = f"timed out after {limit:g}s", "timeout"
     elif receipt.exit_code != 0:
@@ -85,13 +80,10 @@ def bash(
     ]
     if receipt.truncated:
         lines.append("[the sandbox truncated this output]")
-    if changed:
-        lines.append("changed files: " + ", ".join(changed[:50]) + (" ..." if len(changed) > 50 else ""))
     return ToolResult(
         ok=failure is None,
         content="\n".join(lines),
         data=data,
-        changed_files=changed,
         failure_class=failure,
     )
 

@@ -6,7 +6,7 @@
 Which sensors run: those the envelope lists in ``verification.sensors`` (with their
 ``required`` flags); an envelope that lists none gets every sensor, none required.
 
-The cascade stops at the first *stopping* failure: a required sensor's FAIL, or a
+The cascade stops at the first *stopping* failure: a required sensor's FAIL or ERROR, or a
 ``scoped_tests`` FAIL (its tests are a subset of the suite, so the full run would only
 fail again, later). Sensors after it are reported SKIPPED ("not reached"), so a
 required sensor behind a failure still blocks completion. An optional sensor's other
@@ -22,8 +22,10 @@ from typing import Any
 
 from tether.envelope.schema import Envelope
 from tether.events.kinds_verify import SuiteBaseline
+from tether.snapshot import BlobStore, Manifest
 
-from .result import Diagnostic, SensorResult
+from .changes import WorkspaceDiff
+from .result import BLOCKING, Diagnostic, SensorResult
 from .runner import CommandSandbox
 from .sensors import ORDER, SENSORS, SensorContext, normalise
 
@@ -47,9 +49,13 @@ def run_cascade(
     workspace: Path,
     changed_files: Sequence[str],
     sandbox: CommandSandbox,
-    baseline: str | None,
+    diff: WorkspaceDiff,
+    *,
+    baseline: Manifest | None = None,
+    blobs: BlobStore | None = None,
     test_baseline: SuiteBaseline | None = None,
 ) -> list[SensorResult]:
+    """Run the planned sensors on the final state; ``diff`` is the run's (snapshot) diff."""
     changed = tuple(sorted({normalise(f) for f in changed_files}))
     results: list[SensorResult] = []
     failed: str | None = None
@@ -57,27 +63,36 @@ def run_cascade(
         if failed is not None:
             results.append(SensorResult(name, "SKIPPED", required, f"{NOT_REACHED}{failed} failed"))
             continue
-        ctx = SensorContext(envelope, workspace, changed, sandbox, baseline, required, test_baseline)
+        ctx = SensorContext(
+            envelope, workspace, changed, sandbox, diff, required, baseline, blobs, test_baseline=test_baseline
+        )
         res = SENSORS[name](ctx)
         results.append(res)
-        if res.result == "FAIL" and (required or name in PREDICTIVE):
+        if res.result in BLOCKING and (required or name in PREDICTIVE):
             failed = name
     return results
 
 
 def completion_verdict(results: Sequence[SensorResult], envelope: Envelope) -> tuple[bool, list[str]]:
-    """Accepted only when every required sensor PASSed; a required FAIL, SKIPPED or missing result blocks."""
+    """Accepted only when every required sensor PASSed; a required FAIL, ERROR, SKIPPED or missing result blocks.
+
+    Required are the sensors the envelope marks so, and every result that says it is required (the
+    ``snapshot`` check always does).
+    """
     by_name = {r.sensor: r for r in results}
     reasons: list[str] = []
-    for name, required in planned_sensors(envelope):
-        if not required:
-            continue
+    required_names = [n for n, req in planned_sensors(envelope) if req]
+    required_names = [r.sensor for r in results if r.required and r.sensor not in required_names] + required_names
+    for name in required_names:
         r = by_name.get(name)
         if r is None:
             reasons.append(f"required sensor {name} did not run")
         elif r.result == "FAIL":
             first = f" — {r.diagnostics[0]}" if r.diagnostics else ""
             reasons.append(f"required sensor {name} FAILED: {r.summary}{first}")
+        elif r.result == "ERROR":
+            first = f" — {r.diagnostics[0]}" if r.diagnostics else ""
+            reasons.append(f"required sensor {name} could not decide (ERROR): {r.summary}{first}")
         elif r.result == "SKIPPED":
             reasons.append(f"required sensor {name} was SKIPPED: {r.summary}{_blocker(r, by_name)}")
     return (not reasons, reasons)
@@ -88,7 +103,7 @@ def _blocker(skipped: SensorResult, by_name: dict[str, SensorResult]) -> str:
     if not skipped.summary.startswith(NOT_REACHED):
         return ""
     failed = by_name.get(skipped.summary.removeprefix(NOT_REACHED).split(" ", 1)[0])
-    if failed is None or failed.result != "FAIL":
+    if failed is None or failed.result not in BLOCKING:
         return ""
     return f" ({failed.sensor}: {failed.summary}" + (f" — {failed.diagnostics[0]})" if failed.diagnostics else ")")
 

@@ -57,7 +57,7 @@ def tool_checks(envelope: Envelope, workspace: Path) -> list[PreflightCheck]:
         if not required:
             continue
         if name == "lint":
-            out.append(_tool("lint", "ruff", workspace, "install ruff where tether runs (pip install ruff)"))
+            out.append(_tool("lint", "ruff", envelope, workspace, "install ruff where tether runs (pip install ruff)"))
         elif name == "types":
             checker = configured_type_checker(workspace)
             if checker is None:
@@ -71,14 +71,14 @@ def tool_checks(envelope: Envelope, workspace: Path) -> list[PreflightCheck]:
                     )
                 )
             else:
-                out.append(_tool("types", checker, workspace, f"install {checker} where tether runs"))
+                out.append(_tool("types", checker, envelope, workspace, f"install {checker} where tether runs"))
         elif name in TEST_SENSORS:
-            out.append(_test_program(name, envelope.verification.test_command.strip(), workspace))
+            out.append(_test_program(name, envelope, workspace))
     return out
 
 
-def _tool(sensor: str, tool: str, workspace: Path, fix: str) -> PreflightCheck:
-    found = find_tool(tool, workspace)
+def _tool(sensor: str, tool: str, envelope: Envelope, workspace: Path, fix: str) -> PreflightCheck:
+    found = find_tool(tool, workspace, envelope.verification.tools)
     if found is None:
         return PreflightCheck(
             name=sensor,
@@ -90,7 +90,8 @@ def _tool(sensor: str, tool: str, workspace: Path, fix: str) -> PreflightCheck:
     return PreflightCheck(name=sensor, ok=True, detail=f"{tool}: {found}")
 
 
-def _test_program(sensor: str, command: str, workspace: Path) -> PreflightCheck:
+def _test_program(sensor: str, envelope: Envelope, workspace: Path) -> PreflightCheck:
+    command = envelope.verification.test_command.strip()
     if not command:
         return PreflightCheck(
             name=sensor,
@@ -109,7 +110,7 @@ def _test_program(sensor: str, command: str, workspace: Path) -> PreflightCheck:
             fix="quote verification.test_command as a shell command",
             status="NEEDS_INPUT",
         )
-    if "/" not in first and find_tool(first, workspace) is None:
+    if "/" not in first and find_tool(first, workspace, envelope.verification.tools) is None:
         return PreflightCheck(
             name=sensor,
             ok=False,

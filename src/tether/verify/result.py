@@ -1,11 +1,19 @@
-"""What a sensor reports: a verdict plus structured diagnostics (file, line, message)."""
+"""What a sensor reports: a verdict plus structured diagnostics (file, line, message).
+
+The four outcomes: PASS (checked, fine), FAIL (checked, a problem the agent can fix), SKIPPED (not
+applicable or its tool is not installed; never counted as PASS) and ERROR (the check could not be
+made: the tool crashed, timed out or printed what cannot be parsed, or the workspace snapshot is
+missing, unreadable or disagrees with the receipts). A required sensor's ERROR blocks completion
+like its FAIL, and says why; the ``snapshot`` check is always required.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Outcome = Literal["PASS", "FAIL", "SKIPPED"]
+Outcome = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]
+BLOCKING: frozenset[str] = frozenset({"FAIL", "ERROR"})
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,7 @@ class SensorResult:
     summary: str
     diagnostics: tuple[Diagnostic, ...] = field(default=())
     duration_s: float = 0.0
+    tool: str = ""  # the binary that ran, with its version
 
     @property
     def passed(self) -> bool:
@@ -49,4 +58,5 @@ class SensorResult:
             "diagnostics": [d.to_dict() for d in self.diagnostics],
             "duration_s": round(self.duration_s, 6),
             "trigger": trigger,
+            "tool": self.tool,
         }

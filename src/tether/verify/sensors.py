@@ -6,14 +6,22 @@ sensor         checks                                                           
 syntax         the changed Python files compile (in process, nothing executed)        —
 policy         the diff stays inside the envelope's write set, churn under            —
                ``budgets.churn_pct``, no added line matches a credential pattern
-lint           ``ruff check`` on the changed Python files                              ruff is not installed
+lint           ``ruff check`` on the changed Python files: problems the run introduced  ruff is not installed
 types          the project's configured checker (mypy / pyright) on the changed files  none configured, or missing
+               (mypy: problems the run introduced)
 scoped_tests   the tests whose imports reach a changed file (``tether.verify.scope``)  none selected, or no pytest
 tests          ``verification.test_command``                                          the runner is missing, or
                                                                                       it collected no tests
 =============  =====================================================================  ==========================
 
-A missing tool is SKIPPED, never PASS. Commands run through the sandbox passed in.
+A missing tool is SKIPPED, never PASS; a tool that times out, crashes or prints what cannot be
+parsed is ERROR. Commands run through the sandbox passed in; the result names the binary that ran.
+
+"Introduced": lint and mypy also run on the baseline version of each changed file (its bytes from
+the baseline snapshot, checked in the sandbox as if at the file's own path: ruff's
+``--stdin-filename``, mypy's ``--shadow-file``), and a problem counts only when the final file has
+more of it (same file, code and message) than the baseline had. A file the run added has no
+baseline: all its problems are the run's.
 """
 
 from __future__ import annotations
@@ -27,8 +35,9 @@ import shutil
 import tempfile
 import time
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -36,11 +45,12 @@ import pathspec
 
 from tether.envelope.schema import Envelope
 from tether.events.kinds_verify import SuiteBaseline
+from tether.snapshot import BlobStore, Manifest, SnapshotError, read_content
 
-from .gitdiff import WorkspaceDiff, diff_for, is_artefact
+from .changes import WorkspaceDiff
 from .integrity import FAILING, compare, describe, tolerated_failures
 from .result import Diagnostic, Outcome, SensorResult
-from .runner import NOT_FOUND_EXIT, CommandSandbox, ReceiptLike, find_tool
+from .runner import NOT_FOUND_EXIT, CommandSandbox, ReceiptLike, describe_tool, find_tool
 from .scope import select_tests
 from .secret_patterns import scan_line
 from .testreport import ReportError, TestReport, run_reported, runner_of
@@ -54,28 +64,77 @@ MAX_DIAGNOSTICS = 50
 
 @dataclass(frozen=True)
 class SensorContext:
+    """What a sensor sees: the final workspace, the run's snapshot diff and the baseline it was made from."""
+
     envelope: Envelope
     workspace: Path
     changed_files: tuple[str, ...]
     sandbox: CommandSandbox
-    baseline: str | None
+    diff: WorkspaceDiff
     required: bool
+    baseline: Manifest | None = None
+    blobs: BlobStore | None = None
     test_baseline: SuiteBaseline | None = None
 
     @property
     def changed_python(self) -> list[str]:
         return sorted(f for f in self.changed_files if f.endswith(".py") and (self.workspace / f).is_file())
 
+    def tool(self, name: str) -> str | None:
+        return find_tool(name, self.workspace, self.envelope.verification.tools)
+
+    def baseline_bytes(self, rel: str) -> bytes | None:
+        """The file as it was when the run started; None when it did not exist or cannot be read back."""
+        entry = self.baseline.entries.get(rel) if self.baseline is not None else None
+        if entry is None:
+            return None
+        try:
+            return read_content(entry, self.blobs)
+        except SnapshotError:
+            return None
+
+
+#: ``STDIN_FROM + [content, *argv]`` runs argv with ``content`` on its standard input. The bytes travel
+#: as an argument because no host path is visible in every sandbox (bwrap covers ``.tether/``).
+STDIN_FROM = ["/bin/sh", "-c", 'c="$1"; shift; printf "%s" "$c" | "$@"', "sh"]
+MAX_ARG_BYTES = 100_000  # under Linux's 128 KiB limit on one argument
+
+
+def baseline_text(ctx: SensorContext, rel: str) -> str | None:
+    """The file's baseline bytes as an argument, or None (no baseline version, unreadable, or too large)."""
+    data = ctx.baseline_bytes(rel)
+    if data is None or len(data) > MAX_ARG_BYTES or b"\0" in data:
+        return None
+    return data.decode("utf-8", "surrogateescape")
+
+
+def introduced(after: Sequence[Diagnostic], before: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics of ``after`` beyond what ``before`` already had (same file, code and message)."""
+    budget = Counter((d.file, d.code, d.message) for d in before)
+    out = []
+    for d in after:
+        key = (d.file, d.code, d.message)
+        if budget[key] > 0:
+            budget[key] -= 1
+        else:
+            out.append(d)
+    return out
+
 
 Sensor = Callable[[SensorContext], SensorResult]
 
 
 def _result(
-    ctx: SensorContext, name: str, outcome: Outcome, summary: str, diags: Sequence[Diagnostic] = (), t0: float = 0.0
+    ctx: SensorContext,
+    name: str,
+    outcome: Outcome,
+    summary: str,
+    diags: Sequence[Diagnostic] = (),
+    t0: float = 0.0,
+    tool: str = "",
 ) -> SensorResult:
-    return SensorResult(
-        name, outcome, ctx.required, summary, tuple(diags[:MAX_DIAGNOSTICS]), time.monotonic() - t0 if t0 else 0.0
-    )
+    took = time.monotonic() - t0 if t0 else 0.0
+    return SensorResult(name, outcome, ctx.required, summary, tuple(diags[:MAX_DIAGNOSTICS]), took, tool)
 
 
 def _missing(receipt: ReceiptLike, module: str | None = None) -> bool:
@@ -124,11 +183,15 @@ def _spec(globs: Sequence[str]) -> pathspec.PathSpec[Any]:
 
 
 def policy_problems(envelope: Envelope, diff: WorkspaceDiff, changed_files: Sequence[str]) -> list[Diagnostic]:
-    """Write-set, churn and secret violations of a diff (shared with the reviewer)."""
+    """Write-set, churn and secret violations of a diff (shared with the reviewer).
+
+    The paths checked are the snapshot diff's plus what receipts reported (a tool may write a path the
+    snapshot ignores, such as a git-ignored ``.env``); paths under ``.tether/`` are tether's own.
+    """
     fs = envelope.environment.filesystem
     write = _spec(fs.write if fs else [])
     deny = _spec(fs.deny if fs else [])
-    paths = sorted({*diff.paths, *(c for c in changed_files if not is_artefact(c))})
+    paths = sorted({*diff.paths, *(c for c in changed_files if not _tethers(c))})
     diags: list[Diagnostic] = []
     for p in paths:
         if deny.match_file(p):
@@ -146,8 +209,19 @@ def policy_problems(envelope: Envelope, diff: WorkspaceDiff, changed_files: Sequ
                 "",
                 None,
                 f"churn {churn:.1f}% exceeds budgets.churn_pct {limit:g}% "
-                f"(+{diff.insertions}/-{diff.deletions} of {diff.baseline_lines} lines)",
+                f"(+{diff.insertions}/-{diff.deletions} of {diff.touched_lines} lines in the touched files)",
                 "policy.churn",
+            )
+        )
+    cap = envelope.budgets.churn_lines
+    if cap is not None and diff.changed_lines > cap:
+        diags.append(
+            Diagnostic(
+                "",
+                None,
+                f"{diff.changed_lines} lines changed (+{diff.insertions}/-{diff.deletions}) exceeds "
+                f"budgets.churn_lines {cap}",
+                "policy.churn_lines",
             )
         )
     for f in diff.files:
@@ -159,12 +233,18 @@ def policy_problems(envelope: Envelope, diff: WorkspaceDiff, changed_files: Sequ
     return diags
 
 
+def _tethers(path: str) -> bool:
+    return PurePosixPath(path).parts[:1] == (".tether",)
+
+
 def policy(ctx: SensorContext) -> SensorResult:
     t0 = time.monotonic()
-    diff = diff_for(ctx.workspace, ctx.baseline, ctx.changed_files)
+    diff = ctx.diff
+    if not diff.available:
+        return _result(ctx, "policy", "ERROR", f"the run's changes are unknown: {diff.note}", (), t0)
     diags = policy_problems(ctx.envelope, diff, ctx.changed_files)
-    churn = f"; churn {diff.churn_pct:.1f}%" if diff.churn_pct is not None else "; churn unknown (no git baseline)"
-    n = len({*diff.paths, *ctx.changed_files})
+    churn = f"; churn {diff.churn_pct:.1f}% ({diff.changed_lines} lines)" if diff.churn_pct is not None else ""
+    n = len({*diff.paths, *(c for c in ctx.changed_files if not _tethers(c))})
     if diags:
         return _result(ctx, "policy", "FAIL", f"{len(diags)} policy violations in {n} changed files{churn}", diags, t0)
     return _result(ctx, "policy", "PASS", f"{n} changed files inside the write set, no secrets{churn}", (), t0)
@@ -173,25 +253,17 @@ def policy(ctx: SensorContext) -> SensorResult:
 # ---- lint ----------------------------------------------------------------------------------
 
 
-def lint(ctx: SensorContext) -> SensorResult:
-    t0 = time.monotonic()
-    files = ctx.changed_python
-    if not files:
-        return _result(ctx, "lint", "PASS", "no changed Python files to lint", (), t0)
-    ruff = find_tool("ruff", ctx.workspace)
-    if ruff is None:
-        return _result(ctx, "lint", "SKIPPED", "ruff is not installed", (), t0)
-    cmd = [ruff, "check", "--output-format=json", "--no-cache", "--force-exclude", "--", *files]
-    r = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=LINT_TIMEOUT_S)
-    if _missing(r):
-        return _result(ctx, "lint", "SKIPPED", "ruff is not available in the sandbox", (), t0)
-    if r.timed_out:
-        return _result(ctx, "lint", "FAIL", f"ruff timed out after {LINT_TIMEOUT_S:g}s", (), t0)
+RUFF_EXIT_OK = (0, 1)  # 1: problems found; anything else is ruff failing
+
+
+def _ruff_diagnostics(ctx: SensorContext, stdout: str) -> list[Diagnostic] | None:
     try:
-        items: list[dict[str, Any]] = json.loads(r.stdout or "[]")
+        items = json.loads(stdout or "[]")
     except json.JSONDecodeError:
-        return _result(ctx, "lint", "FAIL", f"ruff failed (exit {r.exit_code}): {_tail(r.stderr, 3)}", (), t0)
-    diags = [
+        return None
+    if not isinstance(items, list):
+        return None
+    return [
         Diagnostic(
             _rel(ctx.workspace, str(i.get("filename", ""))),
             (i.get("location") or {}).get("row"),
@@ -199,15 +271,49 @@ def lint(ctx: SensorContext) -> SensorResult:
             i.get("code"),
         )
         for i in items
+        if isinstance(i, dict)
     ]
-    if diags or r.exit_code not in (0, None):
-        summary = (
-            f"ruff: {len(diags)} problems in {len(files)} files"
-            if diags
-            else f"ruff exit {r.exit_code}: {_tail(r.stderr, 3)}"
-        )
-        return _result(ctx, "lint", "FAIL", summary, diags, t0)
-    return _result(ctx, "lint", "PASS", f"ruff: {len(files)} files clean", (), t0)
+
+
+def lint(ctx: SensorContext) -> SensorResult:
+    t0 = time.monotonic()
+    files = ctx.changed_python
+    if not files:
+        return _result(ctx, "lint", "PASS", "no changed Python files to lint", (), t0)
+    ruff = ctx.tool("ruff")
+    if ruff is None:
+        return _result(ctx, "lint", "SKIPPED", "ruff is not installed", (), t0)
+    tool = describe_tool(ruff, ctx.sandbox, ctx.workspace)
+    base = [ruff, "check", "--output-format=json", "--no-cache", "--force-exclude"]
+    r = ctx.sandbox.run([*base, "--", *files], cwd=ctx.workspace, timeout_s=LINT_TIMEOUT_S)
+    if _missing(r):
+        return _result(ctx, "lint", "SKIPPED", "ruff is not available in the sandbox", (), t0, tool)
+    if r.timed_out:
+        return _result(ctx, "lint", "ERROR", f"ruff timed out after {LINT_TIMEOUT_S:g}s", (), t0, tool)
+    diags = _ruff_diagnostics(ctx, r.stdout)
+    if diags is None or r.exit_code not in RUFF_EXIT_OK:
+        why = f"ruff failed (exit {r.exit_code}): {_tail(r.stderr or r.stdout, 3)}"
+        return _result(ctx, "lint", "ERROR", why, (), t0, tool)
+    if not diags:
+        return _result(ctx, "lint", "PASS", f"ruff: {len(files)} files clean", (), t0, tool)
+    before: list[Diagnostic] = []
+    for rel in sorted({d.file for d in diags}):
+        text = baseline_text(ctx, rel)
+        if text is None:
+            continue
+        cmd = [*STDIN_FROM, text, *base, "--stdin-filename", rel, "-"]  # checked as if at its own path
+        b = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=LINT_TIMEOUT_S)
+        old = _ruff_diagnostics(ctx, b.stdout)
+        if b.timed_out or old is None or b.exit_code not in RUFF_EXIT_OK:
+            why = f"ruff failed on the baseline version of {rel} (exit {b.exit_code}): {_tail(b.stderr, 3)}"
+            return _result(ctx, "lint", "ERROR", why, (), t0, tool)
+        before += [replace(d, file=rel) for d in old]
+    new = introduced(diags, before)
+    if new:
+        summary = f"ruff: {len(new)} problems introduced in {len({d.file for d in new})} files"
+        summary += f" ({len(diags) - len(new)} more were there before the run)" if len(new) < len(diags) else ""
+        return _result(ctx, "lint", "FAIL", summary, new, t0, tool)
+    return _result(ctx, "lint", "PASS", f"ruff: no new problems ({len(diags)} were there before the run)", (), t0, tool)
 
 
 def _rel(workspace: Path, filename: str) -> str:
@@ -252,6 +358,35 @@ _MYPY_LINE = re.compile(
 )
 
 
+MYPY_EXIT_OK = (0, 1)  # 1: type errors; 2: mypy itself failed
+MAX_MYPY_BASELINES = 10  # mypy runs once per file with errors; beyond this, errors are reported uncompared
+
+
+def _mypy_diagnostics(stdout: str) -> list[Diagnostic]:
+    out = []
+    for line in stdout.splitlines():
+        m = _MYPY_LINE.match(line.strip())
+        if m:
+            out.append(Diagnostic(m["file"], int(m["line"]), m["msg"], m["code"]))
+    return out
+
+
+def _pyright_diagnostics(ctx: SensorContext, stdout: str) -> list[Diagnostic] | None:
+    try:
+        report = json.loads(stdout or "{}")
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(report, dict):
+        return None
+    diags = []
+    for d in report.get("generalDiagnostics", []):
+        if d.get("severity") == "error":
+            pos = ((d.get("range") or {}).get("start") or {}).get("line")
+            line = pos + 1 if isinstance(pos, int) else None
+            diags.append(Diagnostic(_rel(ctx.workspace, d.get("file", "")), line, d.get("message", ""), d.get("rule")))
+    return diags
+
+
 def types(ctx: SensorContext) -> SensorResult:
     t0 = time.monotonic()
     checker = configured_type_checker(ctx.workspace)
@@ -260,48 +395,58 @@ def types(ctx: SensorContext) -> SensorResult:
     files = ctx.changed_python
     if not files:
         return _result(ctx, "types", "PASS", f"{checker}: no changed Python files to check", (), t0)
-    exe = find_tool(checker, ctx.workspace)
+    exe = ctx.tool(checker)
     if exe is None:
         return _result(ctx, "types", "SKIPPED", f"{checker} is configured but not installed", (), t0)
+    tool = describe_tool(exe, ctx.sandbox, ctx.workspace)
     if checker == "mypy":
-        cmd = [exe, "--no-color-output", "--no-error-summary", "--show-error-codes", "--", *files]
+        base = [exe, "--no-color-output", "--no-error-summary", "--show-error-codes"]
+        cmd = [*base, "--", *files]
     else:
         cmd = [exe, "--outputjson", *files]
     r = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=TYPES_TIMEOUT_S)
     if _missing(r):
-        return _result(ctx, "types", "SKIPPED", f"{checker} is not available in the sandbox", (), t0)
+        return _result(ctx, "types", "SKIPPED", f"{checker} is not available in the sandbox", (), t0, tool)
     if r.timed_out:
-        return _result(ctx, "types", "FAIL", f"{checker} timed out after {TYPES_TIMEOUT_S:g}s", (), t0)
-    diags: list[Diagnostic] = []
-    if checker == "mypy":
-        for line in r.stdout.splitlines():
-            m = _MYPY_LINE.match(line.strip())
-            if m:
-                diags.append(Diagnostic(m["file"], int(m["line"]), m["msg"], m["code"]))
-    else:
-        try:
-            report = json.loads(r.stdout or "{}")
-        except json.JSONDecodeError:
-            report = {}
-        for d in report.get("generalDiagnostics", []):
-            if d.get("severity") == "error":
-                pos = ((d.get("range") or {}).get("start") or {}).get("line")
-                diags.append(
-                    Diagnostic(
-                        _rel(ctx.workspace, d.get("file", "")),
-                        pos + 1 if isinstance(pos, int) else None,
-                        d.get("message", ""),
-                        d.get("rule"),
-                    )
-                )
-    if diags or r.exit_code != 0:
-        summary = (
-            f"{checker}: {len(diags)} errors"
-            if diags
-            else f"{checker} exit {r.exit_code}: {_tail(r.stdout + r.stderr, 3)}"
-        )
-        return _result(ctx, "types", "FAIL", summary, diags, t0)
-    return _result(ctx, "types", "PASS", f"{checker}: {len(files)} files type-check", (), t0)
+        return _result(ctx, "types", "ERROR", f"{checker} timed out after {TYPES_TIMEOUT_S:g}s", (), t0, tool)
+    crashed = f"{checker} failed (exit {r.exit_code}): {_tail(r.stderr or r.stdout, 3)}"
+    if checker == "pyright":
+        pyright = _pyright_diagnostics(ctx, r.stdout)
+        if pyright is None:
+            return _result(ctx, "types", "ERROR", crashed, (), t0, tool)
+        if pyright:
+            return _result(
+                ctx,
+                "types",
+                "FAIL",
+                f"pyright: {len(pyright)} errors (not compared with the baseline)",
+                pyright,
+                t0,
+                tool,
+            )
+        return _result(ctx, "types", "PASS", f"pyright: {len(files)} files type-check", (), t0, tool)
+    diags = _mypy_diagnostics(r.stdout)
+    if r.exit_code not in MYPY_EXIT_OK or (r.exit_code == 1 and not diags):
+        return _result(ctx, "types", "ERROR", crashed, (), t0, tool)
+    if not diags:
+        return _result(ctx, "types", "PASS", f"mypy: {len(files)} files type-check", (), t0, tool)
+    before: list[Diagnostic] = []
+    for rel in sorted({d.file for d in diags})[:MAX_MYPY_BASELINES]:
+        text = baseline_text(ctx, rel)
+        if text is None:
+            continue
+        cmd = [*STDIN_FROM, text, *base, "--shadow-file", rel, "/dev/stdin", "--", rel]
+        b = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=TYPES_TIMEOUT_S)
+        if b.timed_out or b.exit_code not in MYPY_EXIT_OK:
+            why = f"mypy failed on the baseline version of {rel} (exit {b.exit_code}): {_tail(b.stderr or b.stdout, 3)}"
+            return _result(ctx, "types", "ERROR", why, (), t0, tool)
+        before += [d for d in _mypy_diagnostics(b.stdout) if d.file == rel]
+    new = introduced(diags, before)
+    if new:
+        summary = f"mypy: {len(new)} errors introduced"
+        summary += f" ({len(diags) - len(new)} more were there before the run)" if len(new) < len(diags) else ""
+        return _result(ctx, "types", "FAIL", summary, new, t0, tool)
+    return _result(ctx, "types", "PASS", f"mypy: no new errors ({len(diags)} were there before the run)", (), t0, tool)
 
 
 # ---- tests ---------------------------------------------------------------------------------
@@ -310,6 +455,7 @@ _FAILED = re.compile(r"^(FAILED|ERROR) (?P<node>\S+?)(?: - (?P<msg>.*))?$")
 _LOCATION = re.compile(r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): (?P<what>\w[\w.]*)")
 _PYTEST_SUMMARY = re.compile(r"\b\d+ (passed|failed|error|errors|skipped|xfailed|xpassed|deselected)\b")
 PYTEST_NO_TESTS = 5
+PYTEST_BROKEN = (3, 4)  # internal error, usage error: nothing was decided about the code
 
 
 def parse_pytest(output: str) -> tuple[list[Diagnostic], str]:
@@ -352,7 +498,7 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, report
     if _missing(r, "pytest"):
         return _result(ctx, name, "SKIPPED", f"test runner not available: {command}", (), t0)
     if r.timed_out:
-        return _result(ctx, name, "FAIL", f"tests timed out after {timeout:g}s: {command}", (), t0)
+        return _result(ctx, name, "ERROR", f"tests timed out after {timeout:g}s: {command}", (), t0)
     is_pytest = "pytest" in command
     diags, summary = parse_pytest(output) if is_pytest else ([], "")
     if report is not None:
@@ -361,6 +507,9 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, report
             return judged
     if is_pytest and r.exit_code == PYTEST_NO_TESTS:
         return _result(ctx, name, "SKIPPED", "pytest collected no tests", (), t0)
+    if is_pytest and r.exit_code in PYTEST_BROKEN:
+        why = f"pytest itself failed (exit {r.exit_code}: internal or usage error): {_tail(output, 3)}"
+        return _result(ctx, name, "ERROR", why, (), t0)
     if r.exit_code == 0:
         return _result(ctx, name, "PASS", summary or f"{command}: exit 0", (), t0)
     if not diags:
@@ -415,7 +564,7 @@ def tests(ctx: SensorContext) -> SensorResult:
     if not command:
         return _result(ctx, "tests", "SKIPPED", "no verification.test_command", (), t0)
     first = shlex.split(command)[0]
-    if "/" not in first and find_tool(first, ctx.workspace) is None:
+    if "/" not in first and ctx.tool(first) is None:
         return _result(ctx, "tests", "SKIPPED", f"{first} is not installed", (), t0)
     return _run_tests(ctx, "tests", command, t0, reported=runner_of(command) == "pytest")
 

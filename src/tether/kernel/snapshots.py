@@ -1,0 +1,72 @@
+"""The run's chain of workspace snapshots: the effectful side of ``tether.snapshot`` for one run.
+
+The baseline is taken when the run starts, before the agent's first action, and its manifest is
+stored as a blob that the ``start`` checkpoint names; a resumed run loads it from there. After every
+action the runtime takes another snapshot (the previous one is its stat cache, so the cost follows
+what changed) and records which paths changed in that action's window. The final snapshot, taken
+when a completion claim is verified, is compared with the baseline for "what the run changed".
+
+The event store's own files are excluded when the store lives inside the workspace (they change on
+every event), and so is the test reporter's file: tether's writing, never the agent's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tether.errors import TetherError
+from tether.events.store import EventStore
+from tether.snapshot import Manifest, SnapshotError, take
+
+STORE_SUFFIXES = ("", "-wal", "-shm", "-journal", ".lock")
+REPORT_PATTERN = "/.tether-report-*.json"  # the test reporter's file, written and removed by tether
+
+
+def store_excludes(store: Path, workspace: Path) -> tuple[str, ...]:
+    """Anchored gitignore patterns for the database files when they sit inside the workspace."""
+    try:
+        rel = store.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return ()
+    escaped = re.sub(r"([\\*?\[\]!# ])", r"\\\1", rel)
+    return tuple(f"/{escaped}{suffix}" for suffix in STORE_SUFFIXES)
+
+
+class Snapshots:
+    """Baseline (from the log), latest (in memory); every snapshot's new bytes go to the store's blobs."""
+
+    def __init__(self, store: EventStore, workspace: Path, baseline_hash: str | None) -> None:
+        self.store, self.workspace, self.baseline_hash = store, workspace, baseline_hash
+        self.exclude = (*store_excludes(store.path, workspace), REPORT_PATTERN)
+        self._baseline: Manifest | None = None
+        self.latest: Manifest | None = None
+
+    def take_baseline(self) -> tuple[str, Manifest]:
+        m = take(self.workspace, exclude=self.exclude, blobs=self.store)
+        self.baseline_hash = self.store.put_blob(m.to_json())
+        self._baseline = self.latest = m
+        return self.baseline_hash, m
+
+    def baseline(self) -> Manifest | None:
+        """The run's baseline manifest, None for a run started before tether kept snapshots.
+
+        Raises SnapshotError when the log names a manifest that cannot be read.
+        """
+        if self._baseline is None and self.baseline_hash is not None:
+            try:
+                data = self.store.get_blob(self.baseline_hash)
+            except TetherError as e:  # the store raises InputError for a missing blob
+                raise SnapshotError(f"baseline manifest {self.baseline_hash}: {e}") from e
+            self._baseline = Manifest.from_json(data)
+        return self._baseline
+
+    def take(self) -> Manifest:
+        """A snapshot now, with the latest (or the baseline) as its stat cache and ignore rules."""
+        previous = self.latest or self.baseline()
+        m = take(self.workspace, previous=previous, blobs=self.store, exclude=() if previous else self.exclude)
+        self.latest = m
+        return m
+
+    def record(self, m: Manifest) -> str:
+        return self.store.put_blob(m.to_json())
