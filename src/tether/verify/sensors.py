@@ -501,15 +501,15 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, report
         return _result(ctx, name, "ERROR", f"tests timed out after {timeout:g}s: {command}", (), t0)
     is_pytest = "pytest" in command
     diags, summary = parse_pytest(output) if is_pytest else ([], "")
+    if is_pytest and r.exit_code in PYTEST_BROKEN:
+        why = f"pytest itself failed (exit {r.exit_code}: internal or usage error): {_tail(output, 3)}"
+        return _result(ctx, name, "ERROR", why, (), t0)
     if report is not None:
         judged = _judge_report(ctx, name, r, report, diags, summary, t0)
         if judged is not None:
             return judged
     if is_pytest and r.exit_code == PYTEST_NO_TESTS:
         return _result(ctx, name, "SKIPPED", "pytest collected no tests", (), t0)
-    if is_pytest and r.exit_code in PYTEST_BROKEN:
-        why = f"pytest itself failed (exit {r.exit_code}: internal or usage error): {_tail(output, 3)}"
-        return _result(ctx, name, "ERROR", why, (), t0)
     if r.exit_code == 0:
         return _result(ctx, name, "PASS", summary or f"{command}: exit 0", (), t0)
     if not diags:
