@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import py_compile
 import sys
 from pathlib import Path
 
@@ -105,3 +108,25 @@ def test_a_non_pytest_command_has_no_per_test_baseline(project: Path) -> None:
     pf = run_preflight(env(test_command=f"{sys.executable} -m unittest -q"), project, LocalSandbox())
     assert pf.ok and pf.baseline is not None and not pf.baseline.ok and pf.baseline.runner == "other"
     assert "pytest" in pf.baseline.detail
+
+
+def test_bytecode_left_in_the_workspace_is_never_run(tmp_path: Path) -> None:
+    """A .pyc compiled from other code, stamped with the real source's mtime and size, would be trusted."""
+    real, cheat = "def f():\n    return 1\n", "def f():\n    return 2\n"
+    assert len(real) == len(cheat)
+    (tmp_path / "test_f.py").write_text("from lib import f\n\n\ndef test_f():\n    assert f() == 2\n")
+    lib = tmp_path / "lib.py"
+    lib.write_text(cheat)
+    os.utime(lib, (1_700_000_000, 1_700_000_000))
+    pyc = Path(importlib.util.cache_from_source(str(lib)))
+    py_compile.compile(str(lib), cfile=str(pyc), doraise=True)
+    planted = pyc.read_bytes()
+    lib.write_text(real)
+    os.utime(lib, (1_700_000_000, 1_700_000_000))
+    plain = LocalSandbox().run(PYTEST, cwd=tmp_path, timeout_s=120)
+    assert plain.exit_code == 0  # the planted bytecode ran: the attack is real
+    e = env()
+    _, base, _ = record_baseline(e, tmp_path, LocalSandbox())
+    res = sensors.tests(SensorContext(e, tmp_path, (), LocalSandbox(), None, True, base))
+    assert res.result == "FAIL" and "test_f.py::test_f" in {d.code for d in res.diagnostics}
+    assert not pyc.exists() or pyc.read_bytes() != planted

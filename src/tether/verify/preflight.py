@@ -149,8 +149,8 @@ def record_baseline(
         return check, base, blobs
     contract = envelope.tool("run_tests")
     timeout = float(contract.timeout_s) if contract is not None and contract.timeout_s else TESTS_TIMEOUT_S
-    # Nothing has been edited yet, so no bytecode can be stale: the installed packages' caches are used
-    # (fast), and nothing is written into the workspace.
+    # Before the agent's first write the workspace's bytecode is the user's own: it is used (fast), and the
+    # run writes none. The completion run trusts none of it (``sensors.fresh_bytecode``).
     env = {"PYTHONDONTWRITEBYTECODE": "1"}
     receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env, collect_only=collect_only)
     took = round(time.monotonic() - t0, 6)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import re
 import secrets
 import shlex
@@ -36,7 +37,8 @@ import tempfile
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -482,18 +484,12 @@ def parse_pytest(output: str) -> tuple[list[Diagnostic], str]:
 
 def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, reported: bool = False) -> SensorResult:
     timeout = _timeout(ctx, "run_tests", TESTS_TIMEOUT_S)
-    # A fresh bytecode cache: an edit that keeps a file's size within the same second would
-    # otherwise run stale .pyc files (CPython and pytest's rewrite cache validate by mtime+size).
-    cache = Path(tempfile.gettempdir()) / f"tether-pycache-{secrets.token_hex(6)}"
-    env = {"PYTHONPYCACHEPREFIX": str(cache)}
     report: TestReport | ReportError | None = None
-    try:
+    with fresh_bytecode(ctx.workspace) as env:
         if reported:
             r, report = run_reported(ctx.sandbox, ctx.workspace, command, timeout_s=timeout, env=env)
         else:
             r = ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=timeout, env=env)
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
     output = r.stdout + "\n" + r.stderr
     if _missing(r, "pytest"):
         return _result(ctx, name, "SKIPPED", f"test runner not available: {command}", (), t0)
@@ -515,6 +511,42 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, report
     if not diags:
         diags = [Diagnostic("", None, _tail(output) or f"exit {r.exit_code}", f"exit {r.exit_code}")]
     return _result(ctx, name, "FAIL", summary or f"{command}: exit {r.exit_code}", diags, t0)
+
+
+@contextmanager
+def fresh_bytecode(workspace: Path) -> Iterator[dict[str, str]]:
+    """The environment for a test run in which no bytecode found in the workspace is used.
+
+    CPython and pytest's rewrite cache trust a .pyc whose recorded source mtime and size match, so one
+    left in the workspace could be stale (an edit within the same second, same size) or planted by the
+    agent. The workspace's ``__pycache__`` directories are removed (the interpreter's own caches stay
+    warm); where that fails, a fresh cache directory is used instead (slower: everything recompiles).
+    """
+    if drop_bytecode(workspace):
+        yield {}
+        return
+    cache = Path(tempfile.gettempdir()) / f"tether-pycache-{secrets.token_hex(6)}"
+    try:
+        yield {"PYTHONPYCACHEPREFIX": str(cache)}
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def drop_bytecode(workspace: Path) -> bool:
+    """Remove every ``__pycache__`` under the workspace (never following a symlink); True when all are gone."""
+    ok = True
+    for root, dirs, _ in os.walk(workspace):
+        for d in [d for d in dirs if d == "__pycache__"]:
+            path = Path(root) / d
+            try:
+                if path.is_symlink():
+                    path.unlink()
+                else:
+                    shutil.rmtree(path)  # fd-based on Linux: safe against symlinks swapped in underneath
+            except OSError:
+                ok = False
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".git")]
+    return ok
 
 
 def _judge_report(
