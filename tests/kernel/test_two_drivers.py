@@ -18,6 +18,7 @@ from runkit import FINISH, FIX, tether, write_script
 from test_crash_resume import KILLER, MARK, marker_lines
 
 from tether import EventStore
+from tether.kernel.approvals import pending
 
 # The marker command, then it waits for the test's go-ahead: the winner is still driving when the loser tries.
 WAITING_MARK = {
@@ -136,3 +137,28 @@ def test_approve_and_deny_refuse_a_log_that_does_not_verify(bugfix: Path) -> Non
         assert proc.returncode == 1 and f"run {run_id}: event seq 0" in proc.stderr, proc.stderr
     with EventStore.open(db, readonly=True) as store:
         assert not any(e.kind.startswith("approval.") and e.kind != "approval.requested" for e in store.events(run_id))
+
+
+def test_the_python_api_answers_approvals_and_signs_the_head_with_a_configured_key(bugfix: Path) -> None:
+    from tether import Harness
+    from tether.events.anchor import AnchorKey, key_path
+
+    key = AnchorKey.generate(key_path())  # under the test's private XDG_CONFIG_HOME
+    write_script(bugfix, [{"tool_calls": [{"name": "bash", "args": {"command": "git push origin main"}}]}])
+    harness = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local")
+    waiting = harness.run("push it")
+    assert waiting.status == "WAITING_APPROVAL" and waiting.head is not None
+    with harness.store() as store:
+        (request,) = [r for r in pending(store) if r.run_id == waiting.run_id]
+    assert harness.deny(request.approval_id, "not today", by="alice").run_id == waiting.run_id
+    done = harness.resume(waiting.run_id)
+    with EventStore.open(bugfix / "t.db", readonly=True) as store:
+        audit = store.verify_run(done.run_id, key, key.path.parent / "anchors.jsonl")
+    assert done.head is not None and audit.head == (done.head.seq, done.head.hash)
+    assert audit.anchor.last_signed_seq == done.head.seq  # signed at run end, in the database and the anchor file
+    assert len((key.path.parent / "anchors.jsonl").read_text().splitlines()) == len(store_checkpoints(bugfix))
+
+
+def store_checkpoints(bugfix: Path) -> list[object]:
+    with EventStore.open(bugfix / "t.db", readonly=True) as store:
+        return list(store.checkpoints(store.runs()[0].run_id))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import typer
 
+from tether.events.anchor import Signer
 from tether.events.store import EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
@@ -67,7 +68,7 @@ def demo_cmd(
     options = session.Options(
         model=model, base_url=base_url, sandbox=sandbox, approver=demo_approver, on_event=printer(as_json)
     )
-    with EventStore.open(db) as store:
+    with EventStore.open(db, signer=Signer.configured()) as store:
         runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
         contract = runtime.drive()
         count = store.verify(contract.run_id)

@@ -17,7 +17,7 @@ from tether.models.base import Model
 from tether.tools.contract import Tool
 
 from . import session
-from .approvals import Approver
+from .approvals import ApprovalAnswer, ApprovalRequest, Approver, record_answer, whoami
 from .outcome import OutputContract
 from .runtime import EventSink
 
@@ -76,3 +76,13 @@ class Harness:
 
     async def aresume(self, run_id: str) -> OutputContract:
         return await asyncio.to_thread(self.resume, run_id)
+
+    def approve(self, approval_id: str, *, for_run: bool = False, by: str | None = None) -> ApprovalRequest:
+        """Approve a pending action (then :meth:`resume`); refused on a run another driver holds or a broken log."""
+        with self.store() as store:
+            return record_answer(store, approval_id, ApprovalAnswer("run" if for_run else "once", by or whoami()))
+
+    def deny(self, approval_id: str, reason: str, *, by: str | None = None) -> ApprovalRequest:
+        """Deny a pending action with a reason the model is told (then :meth:`resume`)."""
+        with self.store() as store:
+            return record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason))
