@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from tether.errors import FileError, ParseError
+from tether.errors import EnvelopeInvalid, FileError, ParseError
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from tether.models.function import FunctionModel
-from tether.models.scripted import EXHAUSTED, ScriptedModel, ScriptInvalid
+from tether.models.scripted import EXHAUSTED, MAX_TRAJECTORY_BYTES, ScriptedModel, ScriptInvalid
 
 TRAJECTORY = """
 turns:
@@ -119,6 +120,31 @@ def test_unreadable_and_unparseable_files(tmp_path: Path) -> None:
     broken.write_text("turns: [\n")
     with pytest.raises(ParseError, match=r"broken\.yaml"):
         ScriptedModel.from_file(broken)
+
+
+def test_hostile_trajectory_files_are_refused_before_they_are_parsed(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("turns:\n" + '  - text: "x"\n' * (MAX_TRAJECTORY_BYTES // 13 + 1))
+    with pytest.raises(EnvelopeInvalid, match=r"huge\.yaml") as info:
+        ScriptedModel.from_file(huge)
+    assert f"at most {MAX_TRAJECTORY_BYTES} bytes" in str(info.value)
+
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("turns:\n  - text: a\n    text: b\n")  # which text would play? neither: refused
+    with pytest.raises(EnvelopeInvalid, match=r"twice\.yaml"):
+        ScriptedModel.from_file(twice)
+
+    laughs = tmp_path / "laughs.yaml"
+    rows = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    rows += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]" for i in range(6)]
+    laughs.write_text("\n".join(rows) + "\nturns: [{text: '*g'}]\n")
+    with pytest.raises(EnvelopeInvalid, match=r"laughs\.yaml"):
+        ScriptedModel.from_file(laughs)
+
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)  # reading it would block forever
+    with pytest.raises(FileError, match=r"fifo\.yaml.*not a regular file"):
+        ScriptedModel.from_file(fifo)
 
 
 def test_function_model_wraps_a_callable() -> None:

@@ -26,13 +26,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tether.errors import FileError, InputError, ParseError, Problem
+from tether.envelope.document import parse_yaml, read_text
+from tether.errors import InputError, Problem
 from tether.models.base import Message, ModelResponse, Termination, ToolCall, ToolSpec, Usage
 
 EXHAUSTED = "script_exhausted"
+MAX_TRAJECTORY_BYTES = 8 * 1024 * 1024  # a recorded run of thousands of turns fits; a runaway file is refused unread
 
 
 class ScriptInvalid(InputError):
@@ -81,15 +82,12 @@ class Script(_Strict):
 
 
 def load_script(path: Path) -> Script:
-    """Read and validate a trajectory file; errors name the file and the field path."""
-    try:
-        raw_text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FileError(f"{path}: cannot read scripted trajectory: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.safe_load(raw_text)
-    except yaml.YAMLError as exc:
-        raise ParseError(f"{path}: not valid YAML: {exc}") from exc
+    """Read and validate a trajectory file; errors name the file and the field path.
+
+    It is read like an envelope (bounded size, regular files only, no duplicate keys or expanding
+    aliases), because a trajectory is input a user hands to the CLI just the same.
+    """
+    data = parse_yaml(read_text(path, MAX_TRAJECTORY_BYTES), str(path))
     try:
         return Script.model_validate(data)
     except ValidationError as exc:
