@@ -210,9 +210,12 @@ GIT_REMOTE = frozenset(
 
 _INDEX_FLAGS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
 _VCS_OR_URL = re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
+#: One sed command that only prints or edits the stream. An ``s`` or ``y`` command is read the way sed
+#: reads it: each part runs to the next *unescaped* delimiter, so ``s/a/b/w/tmp/x`` ends in the flags
+#: ``w/tmp/x`` (writes a file: refused) while ``s/x/skip("later")/`` has none. Flags are an allowlist.
 _SAFE_SED = re.compile(
     r"^\s*(\d+|\$|/[^/]*/)?(,(\d+|\$|/[^/]*/|\+\d+))?\s*!?\s*"
-    r"([pdqn=]|s(.).*\5.*\5[gpiImM0-9]*|y(.).*\6.*\6|\{|\})?\s*$"
+    r"([pdqn=]|s(.)(?:\\.|(?!\5).)*\5(?:\\.|(?!\5).)*\5[gpiImM0-9]*|y(.)(?:\\.|(?!\6).)*\6(?:\\.|(?!\6).)*\6|\{|\})?\s*$"
 )
 #: ``python -m`` modules the profile knows to run the project's tools; others must be the project's own.
 _PY_TOOL_MODULES = frozenset(
@@ -569,8 +572,6 @@ def _sed(cmd: SimpleCommand) -> list[Finding]:
         for part in re.split(r"[;\n]", script):
             if not _SAFE_SED.match(part):
                 return _ask("ask-sed-script", f"sed script {part.strip()!r} may write files or run commands")
-            if re.search(r"s(.).*\1.*\1[gpiImM0-9]*[we]", part):
-                return _ask("ask-sed-script", "sed s///w or s///e writes files or runs commands")
     if programs.in_place(parsed):
         return _allow("allow-workspace-build", "sed -i edits files in place")
     return _allow("allow-read-only", "sed prints edited text")
