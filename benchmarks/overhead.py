@@ -13,7 +13,8 @@ sandbox (``sandbox.run("true")``: the bash tool runs its command via ``bash -c``
 latter is the *tether overhead on top of the sandbox* (aim: under 3 ms per action).
 
 Cases: the local sandbox and, where it can start here, bwrap; each on a plain temp-dir workspace, and
-on a git workspace (the bash tool snapshots ``git status`` before and after, through the sandbox).
+on a git workspace (which costs nothing extra now: tether reads its own workspace snapshot after each
+action and runs no git).
 Figures only: nothing is asserted.
 """
 
@@ -114,6 +115,10 @@ def make_workspace(root: Path, name: str, git: bool) -> Path:
     ws = root / name
     ws.mkdir()
     (ws / "README.md").write_text("benchmark workspace\n")
+    # One test, so the run's pre-flight (the test command must collect a test) lets the loop start;
+    # the pre-flight's baseline test run happens before the first model call and is not timed.
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_sum.py").write_text("def test_sum():\n    assert sum([1, 2]) == 3\n")
     if git:
         for cmd in (
             ["git", "init", "-q", "-b", "main"],
