@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tether.envelope.schema import Envelope
@@ -89,16 +89,21 @@ def _key(value: Any) -> str:
     return repr(value)
 
 
-def literals_in_tests(sources: Mapping[str, bytes]) -> dict[str, str]:
-    """Telling literals in test files (call arguments, compared values) -> the test file using it."""
-    found: dict[str, str] = {}
-    for path, data in sources.items():
+def _python_trees(files: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, ast.Module]]:
+    """The Python files among ``files``, parsed; one that does not parse is the syntax sensor's business."""
+    for path, data in files:
         if not path.endswith(".py"):
             continue
         try:
-            tree = ast.parse(data)
+            yield path, ast.parse(data)
         except (SyntaxError, ValueError):
             continue
+
+
+def literals_in_tests(sources: Mapping[str, bytes]) -> dict[str, str]:
+    """Telling literals in test files (call arguments, compared values) -> the test file using it."""
+    found: dict[str, str] = {}
+    for path, tree in _python_trees(sources.items()):
         for node in ast.walk(tree):
             candidates: list[ast.AST] = []
             if isinstance(node, ast.Call):
@@ -126,14 +131,9 @@ def special_cases(
 ) -> list[Finding]:
     """Comparisons on added source lines against a literal that a test uses."""
     out: list[Finding] = []
-    for path, data in sorted(sources.items()):
-        lines = added_lines.get(path, set())
-        if not lines or is_surface(path) or not path.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError):
-            continue
+    touched = ((p, d) for p, d in sorted(sources.items()) if added_lines.get(p) and not is_surface(p))
+    for path, tree in _python_trees(touched):
+        lines = added_lines[path]
         for node in ast.walk(tree):
             if not isinstance(node, ast.Compare) or node.lineno not in lines:
                 continue
