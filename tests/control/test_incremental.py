@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from control_helpers import Run, envelope
 
-from tether.control import control_state, fold, judge_completion, observe, review_action, stop_reason
-from tether.control.log import LogView
-from tether.control.observe import _last, observe_log
+from tether.control import control_state, fold, observe, stop_reason
+from tether.control.loop import _last, observe_log
+from tether.control.receipts import LogView
 from tether.control.state import ControlState
 from tether.envelope.schema import Effect, ToolContract
 from tether.events.store import Event
+from tether.review import judge_completion, review_action
 
 
 def trajectory(run: Run) -> None:

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 from control_helpers import Run, envelope
 
-from tether.control import BeliefView, ControlState, control_state, guidance, judge_completion, observe, stop_reason
+from tether.control import BeliefView, ControlState, control_state, guidance, observe, stop_reason
 from tether.control.recovery import LADDER
 from tether.errors import StaleBelief
+from tether.review import judge_completion
 
 
 def assert_idempotent(run: Run) -> None:

@@ -5,10 +5,11 @@ from pathlib import Path
 
 from control_helpers import Run, envelope
 
-from tether.control import fold_plan, review, review_action
+from tether.control import fold_plan
 from tether.control.hypotheses import hypothesis_events
-from tether.control.review_gate import consecutive_failures
 from tether.envelope.schema import ToolContract
+from tether.review import review, review_action
+from tether.review.execution import consecutive_failures
 from tether.snapshot import Manifest, MemoryBlobStore, take
 from tether.verify.changes import WorkspaceDiff, run_diff
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from verify_helpers import envelope
 
-from tether.control.test_integrity import allows_test_edits, forbids_test_edits, literals_in_tests, special_cases
 from tether.events.kinds_verify import CaseRecord, SuiteBaseline
+from tether.review.test_integrity import allows_test_edits, forbids_test_edits, literals_in_tests, special_cases
 from tether.verify.integrity import baseline_shapes, compare, tolerated_failures
 from tether.verify.testreport import ReportedCase, TestReport
 from tether.verify.testshape import ShapeReader

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 
-from tether.control.observe import control_state
+from tether.control.loop import control_state
 from tether.events.store import Event, EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami

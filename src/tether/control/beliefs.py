@@ -40,7 +40,7 @@ from typing import Any
 from tether.errors import StaleBelief
 from tether.events.store import Event
 
-from .log import ActionRecord, LogView, SensorRecord, seq_of, view
+from .receipts import ActionRecord, LogView, SensorRecord, seq_of, view
 
 STATE_KEYS_PREFIX = ("tests.", "build.", "sensor:")
 DETERMINISTIC_SENSORS = frozenset({"sensor:syntax", "sensor:lint", "sensor:types", "sensor:policy"})

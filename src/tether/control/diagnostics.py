@@ -1,7 +1,7 @@
 """Diagnostics: dimensions in [0, 1] computed from the log. 1 is healthy, 0 is worst.
 
 *Window* = events after the latest ``recovery.switched`` (the current strategy's attempt);
-an *epoch* = workspace-changing actions before an event (see ``tether.control.log``).
+an *epoch* = workspace-changing actions before an event (see ``tether.control.receipts``).
 
 progress_rate
     Over the last ``PROGRESS_SPAN`` (6) action receipts in the window, a receipt is *novel*
@@ -61,8 +61,8 @@ from tether.envelope.schema import Envelope
 from tether.events.store import Event
 
 from .beliefs import BeliefView
-from .log import ActionRecord, LogView, SensorRecord, view
 from .planning import fold_plan
+from .receipts import ActionRecord, LogView, SensorRecord, view
 from .recovery import usage
 
 PROGRESS_SPAN = 6

@@ -9,7 +9,7 @@ extending it by the new events costs O(new events).
 :func:`folded` keeps the latest fold of each run (bounded). A fold is reused for a log when the
 log is at least as long and its event at the fold's last position has the fold's head hash: a
 chain hash covers that event and, through ``prev_hash``, everything before it (the same premise
-as ``tether.control.log``'s record cache). The events taken in are checked to be a chain (each
+as ``tether.control.receipts``'s record cache). The events taken in are checked to be a chain (each
 64-hex hash, each ``prev_hash`` the previous hash, seqs increasing); a log that is not one, or an
 event the fold cannot take, gets ``None``, and the callers compute from scratch as before.
 """
@@ -45,8 +45,8 @@ from .diagnostics import (
     progress_score,
 )
 from .hypotheses import HypothesisFold
-from .log import CONTROL_KINDS, ActionRecord, LogView, SensorRecord, seq_of
 from .planning import Plan, PlanFold, rated
+from .receipts import CONTROL_KINDS, ActionRecord, LogView, SensorRecord, seq_of
 from .recovery import LADDER, usage_of
 from .stuck import ERROR_SPAN, Stuck, patterns
 

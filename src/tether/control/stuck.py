@@ -21,7 +21,7 @@ from typing import Any
 
 from tether.events.store import Event
 
-from .log import ActionRecord, LogView, SensorRecord, view
+from .receipts import ActionRecord, LogView, SensorRecord, view
 
 REPEAT = 3
 ERROR_SPAN = 6

@@ -152,7 +152,7 @@ class StuckDetected(Payload):
 
 
 @register("review.finding")
-class ReviewFinding(Payload):
+class ReviewFindingRecorded(Payload):
     view: Literal["implementer", "reviewer", "adversarial"]
     severity: Literal["low", "medium", "high"]
     check: str

@@ -21,13 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tether.canonical import content_hash
-from tether.control.completion import claim_event, judge_completion
-from tether.control.model_reviewer import model_review
-from tether.control.observe import control_state, observe, stop_reason
-from tether.control.review_gate import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
-from tether.control.reviewer import Finding, review
+from tether.control.loop import control_state, observe, stop_reason
 from tether.control.state import ControlState
-from tether.control.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
@@ -38,6 +33,11 @@ from tether.models.pricing import cost_usd
 from tether.models.retry import complete_with_retries
 from tether.models.window import budget_for, estimate_tokens, learned_window
 from tether.policy.gate import Gate
+from tether.review.completion import claim_event, judge_completion
+from tether.review.execution import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
+from tether.review.model_reviewer import model_review
+from tether.review.reviewer import ReviewFinding, review
+from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.sandbox.base import Sandbox
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import Action, RunState
@@ -466,7 +466,7 @@ class Runtime:
         except InputError:
             return None
 
-    def integrity_findings(self, baseline: SuiteBaseline | None, diff: WorkspaceDiff) -> list[Finding]:
+    def integrity_findings(self, baseline: SuiteBaseline | None, diff: WorkspaceDiff) -> list[ReviewFinding]:
         """Test-surface changes since the baseline, and source lines special-casing a test's literals."""
         if baseline is None:
             return []

@@ -20,7 +20,7 @@ from tether.models.base import Message, Model, ToolSpec
 from tether.models.window import MIN_OUTPUT_TOKENS, budget_for
 from tether.verify.changes import WorkspaceDiff
 
-from .reviewer import Finding, FindingSeverity, View
+from .reviewer import FindingSeverity, ReviewFinding, View
 
 MAX_DIFF_CHARS = 30_000
 CHECK = "model_reviewer"
@@ -83,7 +83,7 @@ def model_review(
     plan: dict[str, Any] | None,
     diff: WorkspaceDiff,
     events: Sequence[Event],
-) -> list[Finding]:
+) -> list[ReviewFinding]:
     prompt = (
         f"Plan:\n{json.dumps(plan or {}, indent=2)}\n\nWrite set: {envelope.environment.filesystem}\n\n"
         f"Diff ({diff.note}):\n{diff_text(diff)}\n\nVerification evidence:\n{evidence_text(events)}"
@@ -96,17 +96,19 @@ def model_review(
         )
         response = model.complete(messages, [REPORT], max_tokens=max(budget.max_tokens, MIN_OUTPUT_TOKENS))
     except ProviderError as e:
-        return [Finding("reviewer", "medium", f"the configured model reviewer failed: {e}", check=CHECK)]
+        return [ReviewFinding("reviewer", "medium", f"the configured model reviewer failed: {e}", check=CHECK)]
     call = next((c for c in response.tool_calls if c.name == REPORT.name), None)
     if call is None or not isinstance(call.args.get("findings"), list):
-        return [Finding("reviewer", "medium", "the model reviewer gave no structured verdict", check=CHECK)]
+        return [ReviewFinding("reviewer", "medium", "the model reviewer gave no structured verdict", check=CHECK)]
     return [_finding(item) for item in call.args["findings"]]
 
 
-def _finding(item: Any) -> Finding:
+def _finding(item: Any) -> ReviewFinding:
     if not isinstance(item, dict):
-        return Finding("reviewer", "medium", f"unreadable finding from the model reviewer: {item!r}"[:300], check=CHECK)
+        return ReviewFinding(
+            "reviewer", "medium", f"unreadable finding from the model reviewer: {item!r}"[:300], check=CHECK
+        )
     view: View = item["view"] if item.get("view") in get_args(View) else "reviewer"
     severity: FindingSeverity = item["severity"] if item.get("severity") in get_args(FindingSeverity) else "medium"
     file = item.get("file") if isinstance(item.get("file"), str) else None
-    return Finding(view, severity, str(item.get("message", ""))[:500], file, check=CHECK)
+    return ReviewFinding(view, severity, str(item.get("message", ""))[:500], file, check=CHECK)

@@ -22,16 +22,15 @@ from typing import Any, Literal
 
 import pathspec
 
+from tether.control.beliefs import BeliefView
+from tether.control.hypotheses import acted_on
+from tether.control.planning import fold_plan
+from tether.control.receipts import view
+from tether.control.risk import is_test_path
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.verify.changes import WorkspaceDiff
 from tether.verify.sensors import policy_problems
-
-from .beliefs import BeliefView
-from .hypotheses import acted_on
-from .log import view
-from .planning import fold_plan
-from .risk import is_test_path
 
 View = Literal["implementer", "reviewer", "adversarial"]
 FindingSeverity = Literal["low", "medium", "high"]
@@ -41,7 +40,7 @@ _ASSERT = re.compile(r"^\s*(assert\b|self\.assert\w*\(|pytest\.raises\()")
 
 
 @dataclass(frozen=True)
-class Finding:
+class ReviewFinding:
     view: View
     severity: FindingSeverity
     message: str
@@ -60,7 +59,7 @@ class Finding:
         }
 
 
-def blocking(findings: Sequence[Finding]) -> list[Finding]:
+def blocking(findings: Sequence[ReviewFinding]) -> list[ReviewFinding]:
     return [f for f in findings if f.severity in ("medium", "high")]
 
 
@@ -68,23 +67,25 @@ def _changed_files(events: Sequence[Event]) -> list[str]:
     return sorted({f for a in view(events).actions if a.ok for f in a.changed_files})
 
 
-def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
-    out: list[Finding] = []
+def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
+    out: list[ReviewFinding] = []
     for d in policy_problems(envelope, diff, _changed_files(events)):
         sev: FindingSeverity = "high"
-        out.append(Finding("adversarial", sev, d.message, d.file or None, d.code or "policy"))
+        out.append(ReviewFinding("adversarial", sev, d.message, d.file or None, d.code or "policy"))
     plan = fold_plan(events, envelope)
     scopes = [g for t in plan.tasks.values() for g in t.files]
     if scopes:
         spec = pathspec.PathSpec.from_lines("gitignore", scopes)
         for p in diff.paths:
             if not spec.match_file(p):
-                out.append(Finding("adversarial", "medium", "changed outside every plan task's files", p, "plan_scope"))
+                out.append(
+                    ReviewFinding("adversarial", "medium", "changed outside every plan task's files", p, "plan_scope")
+                )
     tests = [f for f in diff.files if is_test_path(f.path)]
     sources = [f for f in diff.files if not is_test_path(f.path) and f.path.endswith(".py")]
     if tests and not sources:
         out.append(
-            Finding(
+            ReviewFinding(
                 "adversarial",
                 "high",
                 "test files changed while no source file changed: were the tests edited to pass?",
@@ -97,7 +98,7 @@ def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]
         added = sum(1 for _, t in f.added if _ASSERT.match(t))
         if removed > added:
             out.append(
-                Finding(
+                ReviewFinding(
                     "adversarial",
                     "high",
                     f"{removed - added} assertions removed from a test file",
@@ -109,7 +110,7 @@ def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]
         for line, text in f.added:
             if _SKIP.search(text):
                 out.append(
-                    Finding(
+                    ReviewFinding(
                         "adversarial",
                         "high",
                         f"line {line} adds a skip/xfail marker: {text.strip()[:80]}",
@@ -120,13 +121,13 @@ def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]
     return out
 
 
-def implementer(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
-    out: list[Finding] = []
+def implementer(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
+    out: list[ReviewFinding] = []
     plan = fold_plan(events, envelope)
     for t in plan.tasks.values():
         if t.status not in ("COMPLETE",):
             out.append(
-                Finding(
+                ReviewFinding(
                     "implementer",
                     "medium",
                     f"plan task {t.id} ({t.title or 'untitled'}) is {t.status}",
@@ -136,7 +137,7 @@ def implementer(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]
             )
     if not diff.files and envelope.outputs.no_op is None and "patch" in envelope.outputs.allowed_types:
         out.append(
-            Finding(
+            ReviewFinding(
                 "implementer",
                 "medium",
                 "no change was delivered and the envelope defines no no-op outcome",
@@ -147,8 +148,8 @@ def implementer(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]
     return out
 
 
-def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
-    out: list[Finding] = []
+def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
+    out: list[ReviewFinding] = []
     first_failing: list[str] | None = None
     for e in events:
         if e.kind == "belief.recorded" and e.payload.get("key") == "tests.failing":
@@ -161,7 +162,7 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
     if first_failing is not None and now is not None:
         for t in sorted(set(map(str, now.value)) - set(first_failing)):
             out.append(
-                Finding(
+                ReviewFinding(
                     "reviewer",
                     "high",
                     f"regression: {t} fails now but did not at the start",
@@ -172,7 +173,7 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
     lv = view(events)
     if now is not None and now.epoch < lv.epoch:
         out.append(
-            Finding(
+            ReviewFinding(
                 "reviewer",
                 "medium",
                 f"the latest test result predates {lv.epoch - now.epoch} later writes",
@@ -185,7 +186,7 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
         spec = pathspec.PathSpec.from_lines("gitignore", h.files)
         if not any(spec.match_file(p) for p in diff.paths):
             out.append(
-                Finding(
+                ReviewFinding(
                     "reviewer",
                     "medium",
                     f"the diff touches none of the files hypothesis {h.id} blames ({', '.join(h.files)})",
@@ -202,7 +203,7 @@ def _final_suite_passed(events: Sequence[Event]) -> bool:
     return last is not None and last.payload.get("results", {}).get("tests") == "PASS"
 
 
-def review(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[Finding]:
+def review(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
     """All three views over the run's snapshot diff (made in Python, never by git) and its evidence."""
     return [
         *implementer(envelope, diff, events),

@@ -20,14 +20,13 @@ from typing import Any
 
 import pathspec
 
+from tether.control.beliefs import BeliefView
+from tether.control.fold import folded
+from tether.control.planning import fold_plan
+from tether.control.recovery import current_strategy
+from tether.control.risk import action_paths, is_test_path, rate_action, rate_path
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.store import Event
-
-from .beliefs import BeliefView
-from .fold import folded
-from .planning import fold_plan
-from .recovery import current_strategy
-from .risk import action_paths, is_test_path, rate_action, rate_path
 
 ESCALATE_AFTER = 2
 

@@ -19,7 +19,7 @@ from typing import Any
 from tether.envelope.schema import Envelope
 from tether.verify.testsurface import SurfaceChange, is_surface
 
-from .reviewer import Finding
+from .reviewer import ReviewFinding
 
 _VERB = r"(edit|modif|chang|touch|alter|rewrit|delet|remov|weaken|skip|disabl)\w*"
 FORBIDS_TEST_EDITS = re.compile(
@@ -47,12 +47,12 @@ def allows_test_edits(envelope: Envelope, plan: Mapping[str, Any] | None) -> boo
 
 def surface_findings(
     envelope: Envelope, plan: Mapping[str, Any] | None, changed: Sequence[SurfaceChange]
-) -> list[Finding]:
+) -> list[ReviewFinding]:
     """One finding per changed test-surface file (``tether.verify.testsurface.changes``), with its diff."""
     may_change = allows_test_edits(envelope, plan)
     why = "" if may_change else " — tests may not change in this run (verification.tests_may_change / the plan)"
     return [
-        Finding(
+        ReviewFinding(
             "adversarial",
             "low" if may_change else "high",
             f"test surface {c.kind}: {c.path}{why}",
@@ -128,9 +128,9 @@ def _operands(node: ast.Compare) -> list[ast.AST]:
 
 def special_cases(
     sources: Mapping[str, bytes], added_lines: Mapping[str, set[int]], literals: Mapping[str, str]
-) -> list[Finding]:
+) -> list[ReviewFinding]:
     """Comparisons on added source lines against a literal that a test uses."""
-    out: list[Finding] = []
+    out: list[ReviewFinding] = []
     touched = ((p, d) for p, d in sorted(sources.items()) if added_lines.get(p) and not is_surface(p))
     for path, tree in _python_trees(touched):
         lines = added_lines[path]
@@ -144,7 +144,7 @@ def special_cases(
                 test = literals.get(_key(value))
                 if test is not None:
                     out.append(
-                        Finding(
+                        ReviewFinding(
                             "adversarial",
                             "high",
                             f"line {node.lineno} special-cases {ast.unparse(operand)[:60]}, a literal from {test}: "

@@ -36,8 +36,8 @@ from .diagnostics import (
 )
 from .fold import MARKER_KINDS, RunFold, folded
 from .hypotheses import hypothesis_events, hypothesis_updates
-from .log import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
 from .planning import plan_events, plan_update
+from .receipts import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
 from .recovery import budget_check, budget_left, current_strategy, guidance_text, usage
 from .resolver import Resolution, ResolverInput, resolve
 from .state import ControlState

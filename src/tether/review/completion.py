@@ -15,7 +15,7 @@ from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.verify.cascade import planned_sensors
 
-from .reviewer import Finding, blocking
+from .reviewer import ReviewFinding, blocking
 
 
 def claim_event(call_id: str, summary: str) -> tuple[str, dict[str, Any]]:
@@ -36,7 +36,7 @@ def latest_cascade(events: Sequence[Event]) -> tuple[Event | None, list[Event]]:
 
 
 def judge_completion(
-    events: Sequence[Event], envelope: Envelope, findings: Sequence[Finding] = (), call_id: str = ""
+    events: Sequence[Event], envelope: Envelope, findings: Sequence[ReviewFinding] = (), call_id: str = ""
 ) -> list[tuple[str, dict[str, Any]]]:
     """``review.finding`` events, then ``completion.accepted`` or ``completion.refused``.
 
