@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tether.policy import programs
+from tether.policy import knowledge
 from tether.policy.decision import Verdict
 from tether.policy.defaults import default_envelope
 from tether.policy.gate import Gate
 
 ALLOW, ASK, DENY = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
-TABLED = sorted(n for n, s in programs.SPECS.items() if s.kind in ("read", "build") and not s.inert and n != ".")
+TABLED = sorted(n for n, s in knowledge.SPECS.items() if s.kind in ("read", "build") and not s.inert and n != ".")
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,8 @@ def test_an_argument_known_only_at_run_time_is_not_allowed(gate: Gate, name: str
 
 
 CODE_OPTIONS = sorted(
-    {(n, o) for n, s in programs.SPECS.items() for o in s.code if s.kind != "none" and not o.startswith("-exec")}
-    | {("git " + sub, o) for sub, s in (programs.GIT.subcommands or {}).items() for o in s.code}
+    {(n, o) for n, s in knowledge.SPECS.items() for o in s.code if s.kind != "none" and not o.startswith("-exec")}
+    | {("git " + sub, o) for sub, s in (knowledge.GIT.subcommands or {}).items() for o in s.code}
 )
 
 

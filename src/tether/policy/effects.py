@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import programs
+from .command import SimpleCommand, Word
+from .knowledge import SPECS
 from .programs import Role
-from .shell import SimpleCommand, Word
 
 
 @dataclass(frozen=True)
@@ -33,40 +34,6 @@ class Effects:
     env_dump: bool = False
 
 
-#: Programs that only look at names (listing ``~/.ssh`` is not reading a key).
-NAME_ONLY = frozenset(
-    {
-        "ls",
-        "find",
-        "du",
-        "tree",
-        "stat",
-        "test",
-        "[",
-        "[[",
-        "which",
-        "type",
-        "realpath",
-        "readlink",
-        "basename",
-        "dirname",
-        "echo",
-        "printf",
-        "cd",
-        "pushd",
-        "file",
-        "mkdir",
-        "touch",
-        "rm",
-        "rmdir",
-        "chmod",
-        "chown",
-        "chgrp",
-        "git",
-        "command",
-        "whereis",
-    }
-)
 _FIND_FILTERS = frozenset(
     {"-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-newer", "-mtime", "-mmin", "-empty", "-size", "-user"}
 )
@@ -113,7 +80,7 @@ def effects(cmd: SimpleCommand) -> Effects:
     if special is not None:
         special(cmd, e)
     else:
-        spec = programs.lookup(name)
+        spec = SPECS.get(name)
         if spec is not None:
             _from_table(cmd, spec, e)
     if name in ("env", "printenv", "set", "export", "declare", "typeset") and not _sets_something(name, cmd):
@@ -173,7 +140,7 @@ def without_exec(args: list[Word]) -> list[Word]:
 
 
 def _find(cmd: SimpleCommand, e: Effects) -> None:
-    _from_table(cmd, programs.SPECS["find"], e)
+    _from_table(cmd, SPECS["find"], e)
     texts = [w.text for w in cmd.args]
     if "-delete" in texts:
         roots = []

@@ -24,12 +24,14 @@ from tether.control.state import ControlState
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
 
 from . import profile, programs
+from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
-from .effects import NAME_ONLY, Effects, Target, effects
+from .effects import Effects, Target, effects
+from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
-from .shell import FETCHERS, Analysis, SimpleCommand, Word, analyse
+from .shell import Analysis, analyse
 
 _UNKNOWN_COMMAND = RuleMatch(
     "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"
@@ -216,8 +218,8 @@ class Gate:
 
     def _git_reads(self, cmd: SimpleCommand, out: list[Finding]) -> None:
         """``git show HEAD:path``, ``git grep``, ``git diff``: contents chosen by git, checked against the deny list."""
-        parsed = programs.parse(programs.GIT, list(cmd.args))
-        sub, spec, rest = programs.subcommand(programs.GIT, parsed)
+        parsed = programs.parse(GIT, list(cmd.args))
+        sub, spec, rest = programs.subcommand(GIT, parsed)
         if spec is None and sub not in _GIT_CONTENT:
             return
         inner = programs.parse(spec or programs.Spec(operands=programs.Role.TEXT), rest)
@@ -470,7 +472,7 @@ def _read_only(analysis: Analysis) -> bool:
             return False
         if cmd.name == "git":
             words, _ = profile.git_words(cmd)
-            if not words or words[0] not in profile.GIT_READ:
+            if not words or words[0] not in GIT_READ:
                 return False
         elif cmd.name not in profile.READ_ONLY:
             return False

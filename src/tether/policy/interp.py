@@ -3,48 +3,20 @@
 ``python3 x.py`` runs a file, ``python3 -c CODE`` runs inline code, ``curl … | python3`` runs
 whatever arrives on stdin. The gate needs that distinction: a program that arrives on a pipe is
 remote or computed code (DENY), inline shell code is parsed recursively, inline code of other
-languages gets a conservative look (see ``profile.py``).
+languages gets a conservative look (see ``profile.py``). How each language's command line names
+its program is data (:data:`.knowledge.INTERPRETERS`); the shells and Python have their own
+readers below because their option syntax differs.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "rbash", "yash"})
-_PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$|^ipython3?$")
-_OTHERS = frozenset(
-    {
-        "perl",
-        "ruby",
-        "irb",
-        "node",
-        "nodejs",
-        "bun",
-        "deno",
-        "php",
-        "lua",
-        "luajit",
-        "Rscript",
-        "R",
-        "osascript",
-        "pwsh",
-        "powershell",
-        "tclsh",
-        "wish",
-        "expect",
-        "julia",
-        "groovy",
-        "jshell",
-        "guile",
-        "racket",
-        "ts-node",
-        "tsx",
-    }
-)
+from .knowledge import INTERPRETERS, PYTHON, PYTHON_VALUE_FLAGS, SHELL_VALUE_FLAGS, SHELLS, Interpreter
 
 Kind = Literal["inline", "script", "module", "stdin", "none"]
+_VERSION = frozenset({"--version", "-V", "--help", "-h", "-version", "-v"})
 
 
 @dataclass(frozen=True)
@@ -56,46 +28,11 @@ class Program:
 
 
 def is_python(name: str) -> bool:
-    return bool(_PYTHON.match(name))
+    return bool(PYTHON.match(name))
 
 
 def is_interpreter(name: str) -> bool:
-    return name in SHELLS or name in _OTHERS or is_python(name)
-
-
-_INLINE_FLAGS: dict[str, tuple[str, ...]] = {
-    "perl": ("-e", "-E"),
-    "ruby": ("-e",),
-    "irb": ("-e",),
-    "node": ("-e", "--eval", "-p", "--print"),
-    "nodejs": ("-e", "--eval", "-p", "--print"),
-    "bun": ("-e", "--eval", "-p", "--print"),
-    "ts-node": ("-e", "--eval", "-p", "--print"),
-    "tsx": ("-e", "--eval", "-p", "--print"),
-    "php": ("-r",),
-    "lua": ("-e",),
-    "luajit": ("-e",),
-    "Rscript": ("-e",),
-    "R": ("-e",),
-    "osascript": ("-e",),
-    "pwsh": ("-c", "-command", "-Command", "-EncodedCommand", "-enc", "-e"),
-    "powershell": ("-c", "-command", "-Command", "-EncodedCommand", "-enc", "-e"),
-    "expect": ("-c",),
-    "julia": ("-e", "--eval"),
-    "groovy": ("-e",),
-    "guile": ("-c",),
-    "racket": ("-e",),
-}
-_VALUE_FLAGS: dict[str, frozenset[str]] = {
-    "python": frozenset({"-W", "-X", "-Q"}),
-    "shell": frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}),
-    "perl": frozenset({"-I", "-M", "-m"}),
-    "ruby": frozenset({"-I", "-r"}),
-    "node": frozenset({"-r", "--require", "--import", "--loader", "--input-type"}),
-    "php": frozenset({"-c", "-d", "-z"}),
-    "lua": frozenset({"-l"}),
-}
-_VERSION = frozenset({"--version", "-V", "--help", "-h", "-version", "-v"})
+    return name in SHELLS or name in INTERPRETERS or is_python(name)
 
 
 def program(name: str, args: list[str]) -> Program:
@@ -106,41 +43,45 @@ def program(name: str, args: list[str]) -> Program:
         return _shell(args)
     if is_python(name):
         return _python(args)
-    family = "node" if name in ("node", "nodejs", "bun", "ts-node", "tsx") else name
-    inline = _INLINE_FLAGS.get(name, ())
-    values = _VALUE_FLAGS.get(family, frozenset())
+    return _other(INTERPRETERS.get(name, Interpreter()), args)
+
+
+def _code_at(i: int, args: list[str]) -> Program:
+    """The code is the word at ``i``; without one the interpreter reads its program from stdin."""
+    return Program("inline", i) if i < len(args) else Program("stdin")
+
+
+def _other(spec: Interpreter, args: list[str]) -> Program:
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--":
             i += 1
             break
-        if a in inline:
-            return Program("inline", i + 1) if i + 1 < len(args) else Program("stdin")
-        if family in ("perl", "ruby") and a.startswith("-") and not a.startswith("--"):
-            # bundled flags: -pe CODE, -lne CODE, -e'CODE'
-            body = a[1:]
-            if "e" in body or "E" in body:
-                pos = max(body.find("e"), body.find("E"))
-                if pos == len(body) - 1:
-                    return Program("inline", i + 1) if i + 1 < len(args) else Program("stdin")
-                return Program("inline", i)
-        if name == "php" and a == "-f":
-            return Program("script", i + 1) if i + 1 < len(args) else Program("stdin")
-        if name == "deno" and a in ("eval",):
-            return Program("inline", i + 1)
-        if name in ("deno", "bun") and a in ("run", "test", "x"):
-            i += 1
-            continue
-        if a == "-":
-            return Program("stdin")
-        if a.startswith("-"):
-            i += 2 if a in values else 1
-            continue
-        return Program("script", i)
-    if i < len(args):
-        return Program("script", i)
-    return Program("stdin")
+        found = _word(spec, a, i, args)
+        if isinstance(found, Program):
+            return found
+        i += found
+    return Program("script", i) if i < len(args) else Program("stdin")
+
+
+def _word(spec: Interpreter, a: str, i: int, args: list[str]) -> Program | int:
+    """What the word ``a`` at ``i`` says: the program, or how many words to step over."""
+    if a in spec.inline or a in spec.code_words:
+        return _code_at(i + 1, args)
+    if spec.bundled and a.startswith("-") and not a.startswith("--") and ("e" in a[1:] or "E" in a[1:]):
+        body = a[1:]  # bundled flags: -pe CODE, -lne CODE, -e'CODE'
+        pos = max(body.find("e"), body.find("E"))
+        return _code_at(i + 1, args) if pos == len(body) - 1 else Program("inline", i)
+    if a in spec.script:
+        return Program("script", i + 1) if i + 1 < len(args) else Program("stdin")
+    if a in spec.skip_words:
+        return 1
+    if a == "-":
+        return Program("stdin")
+    if a.startswith("-"):
+        return 2 if a in spec.values else 1
+    return Program("script", i)
 
 
 def _python(args: list[str]) -> Program:
@@ -154,13 +95,13 @@ def _python(args: list[str]) -> Program:
         if a.startswith("-m") and not a.startswith("--"):
             return Program("module", i)
         if a == "-c" or (a.startswith("-") and not a.startswith("--") and a.endswith("c") and "=" not in a):
-            return Program("inline", i + 1) if i + 1 < len(args) else Program("stdin")
+            return _code_at(i + 1, args)
         if a.startswith("-c"):
             return Program("inline", i)
         if a in ("--version", "-V", "--help", "-h", "-VV"):
             return Program("none")
         if a.startswith("-"):
-            i += 2 if a in _VALUE_FLAGS["python"] else 1
+            i += 2 if a in PYTHON_VALUE_FLAGS else 1
             continue
         return Program("script", i)
     return Program("stdin")
@@ -176,7 +117,7 @@ def _shell(args: list[str]) -> Program:
             break
         if a in ("-s",):
             return Program("stdin")
-        if a in _VALUE_FLAGS["shell"]:
+        if a in SHELL_VALUE_FLAGS:
             i += 2
             continue
         if a.startswith("-") and len(a) > 1 and not a.startswith("--"):

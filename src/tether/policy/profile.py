@@ -30,185 +30,40 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
-from . import inline, interp, programs
+from . import inline, interp, knowledge, programs
+from .command import SimpleCommand, Word
 from .decision import Finding, Layer, Verdict
 from .effects import Effects, operands, without_exec
+from .knowledge import (
+    CONTAINERS,
+    DISK,
+    DOWNLOAD_RUN,
+    GIT_READ,
+    GIT_REMOTE,
+    GIT_WORK,
+    INDEX_OPTIONS,
+    INTERPRETERS,
+    NETWORK,
+    PACKAGE_CODE_OPTIONS,
+    PACKAGE_TOOLS,
+    PIP,
+    POWER,
+    PRIVILEGED,
+    PYTHON_TOOL_MODULES,
+    REMOTE,
+    SHELLS,
+    SYSTEM,
+)
 from .paths import PathPolicy
-from .shell import FETCHERS, PRIVILEGED, Analysis, SimpleCommand, Word
+from .shell import Analysis
 
 #: What the option tables let the profile allow: read-only programs and programs that work in the workspace.
-READ_ONLY = frozenset(n for n, s in programs.SPECS.items() if s.kind == "read")
-BUILD = frozenset(n for n, s in programs.SPECS.items() if s.kind == "build") | {"dd"}
-REMOTE = frozenset(
-    [
-        "ssh",
-        "scp",
-        "sftp",
-        "mosh",
-        "ftp",
-        "lftp",
-        "aws",
-        "gcloud",
-        "gsutil",
-        "bq",
-        "az",
-        "kubectl",
-        "helm",
-        "terraform",
-        "tofu",
-        "pulumi",
-        "doctl",
-        "flyctl",
-        "fly",
-        "heroku",
-        "vercel",
-        "netlify",
-        "firebase",
-        "ansible",
-        "ansible-playbook",
-        "gh",
-        "glab",
-        "hub",
-        "twine",
-        "kubectx",
-        "eksctl",
-        "oc",
-        "nomad",
-        "consul",
-        "vault",
-        "packer",
-        "serverless",
-        "sam",
-        "cdk",
-        "wrangler",
-        "supabase",
-        "railway",
-    ]
-)
-NETWORK = FETCHERS | frozenset({"ping", "dig", "nslookup", "host", "traceroute", "mail", "sendmail", "mutt", "whois"})
-SYSTEM = frozenset(
-    [
-        "apt",
-        "apt-get",
-        "aptitude",
-        "yum",
-        "dnf",
-        "brew",
-        "apk",
-        "pacman",
-        "snap",
-        "port",
-        "zypper",
-        "emerge",
-        "systemctl",
-        "service",
-        "launchctl",
-        "crontab",
-        "iptables",
-        "ip6tables",
-        "nft",
-        "ufw",
-        "firewall-cmd",
-        "mount",
-        "umount",
-        "insmod",
-        "rmmod",
-        "modprobe",
-        "sysctl",
-        "useradd",
-        "userdel",
-        "usermod",
-        "passwd",
-        "chpasswd",
-        "visudo",
-        "setenforce",
-        "swapon",
-        "swapoff",
-        "hostnamectl",
-        "timedatectl",
-        "update-alternatives",
-    ]
-)
-DISK = frozenset({"mkfs", "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "parted", "gdisk", "cfdisk", "sgdisk"})
-POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
-CONTAINERS = frozenset({"docker", "podman", "nerdctl"})
-
-GIT_READ = frozenset(
-    [
-        "status",
-        "diff",
-        "log",
-        "show",
-        "branch",
-        "ls-files",
-        "rev-parse",
-        "blame",
-        "grep",
-        "describe",
-        "shortlog",
-        "reflog",
-        "cat-file",
-        "ls-tree",
-        "show-ref",
-        "merge-base",
-        "rev-list",
-        "name-rev",
-        "version",
-        "help",
-        "count-objects",
-        "fsck",
-        "whatchanged",
-        "for-each-ref",
-        "check-ignore",
-        "var",
-        "show-branch",
-        "annotate",
-        "cherry",
-        "range-diff",
-        "diff-tree",
-        "diff-files",
-        "diff-index",
-    ]
-)
-GIT_WORK = frozenset(
-    [
-        "add",
-        "commit",
-        "mv",
-        "rm",
-        "merge",
-        "rebase",
-        "cherry-pick",
-        "revert",
-        "stash",
-        "tag",
-        "init",
-        "apply",
-        "am",
-        "format-patch",
-        "bisect",
-        "notes",
-        "switch",
-        "worktree",
-        "mergetool",
-        "restore",
-        "checkout",
-        "reset",
-        "gc",
-        "prune",
-        "repack",
-        "maintenance",
-        "sparse-checkout",
-    ]
-)
-GIT_REMOTE = frozenset(
-    {"push", "fetch", "pull", "clone", "ls-remote", "submodule", "send-email", "request-pull", "svn"}
-)
-
-_INDEX_FLAGS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
+READ_ONLY = frozenset(n for n, s in knowledge.SPECS.items() if s.kind == "read")
+BUILD = frozenset(n for n, s in knowledge.SPECS.items() if s.kind == "build") | {"dd"}
 _VCS_OR_URL = re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
 #: One sed command that only prints or edits the stream. An ``s`` or ``y`` command is read the way sed
 #: reads it: each part runs to the next *unescaped* delimiter, so ``s/a/b/w/tmp/x`` ends in the flags
@@ -217,17 +72,15 @@ _SAFE_SED = re.compile(
     r"^\s*(\d+|\$|/[^/]*/)?(,(\d+|\$|/[^/]*/|\+\d+))?\s*!?\s*"
     r"([pdqn=]|s(.)(?:\\.|(?!\5).)*\5(?:\\.|(?!\5).)*\5[gpiImM0-9]*|y(.)(?:\\.|(?!\6).)*\6(?:\\.|(?!\6).)*\6|\{|\})?\s*$"
 )
-#: ``python -m`` modules the profile knows to run the project's tools; others must be the project's own.
-_PY_TOOL_MODULES = frozenset(
-    {"pytest", "mypy", "ruff", "black", "isort", "flake8", "pylint", "pyright", "coverage", "unittest", "pyflakes"}
-    | {"pycodestyle", "build", "doctest"}
-)
 
 
 @dataclass(frozen=True)
 class Context:
     paths: PathPolicy
     workspace: PurePosixPath
+
+
+Judge = Callable[[SimpleCommand, Context], list[Finding] | None]
 
 
 def _f(rule: str, verdict: Verdict, reason: str, *, hard: bool = False) -> Finding:
@@ -245,7 +98,7 @@ def _ask(rule: str, reason: str, *, hard: bool = False) -> list[Finding]:
 
 def git_words(cmd: SimpleCommand) -> tuple[list[str], bool]:
     """``git -C x -c k=v --no-pager push`` → ``[push]``, and whether options outside git's table were given."""
-    parsed = programs.parse(programs.GIT, list(cmd.args))
+    parsed = programs.parse(knowledge.GIT, list(cmd.args))
     return [w.text for w in parsed.operands], bool(parsed.code or parsed.unknown)
 
 
@@ -264,7 +117,7 @@ def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding
 
 def options(cmd: SimpleCommand) -> list[Finding]:
     """The option table's opinion: every option listed, every argument known, no option that runs code."""
-    spec = programs.lookup(cmd.name)
+    spec = knowledge.SPECS.get(cmd.name)
     if spec is None:
         return []
     args = list(cmd.args)
@@ -298,7 +151,7 @@ def options(cmd: SimpleCommand) -> list[Finding]:
 def _workdir(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
     """Build tools, git and interpreters load code and configuration from where they run (a Makefile,
     ``.git/config``, ``conftest.py``): they run inside the workspace, or the profile does not allow them."""
-    spec = programs.lookup(cmd.name)
+    spec = knowledge.SPECS.get(cmd.name)
     if spec is not None and spec.kind == "read" and eff.chdir is None:
         return []
     where = cmd.cwd
@@ -381,62 +234,35 @@ def _in_workspace(word: Word, cmd: SimpleCommand, ctx: Context) -> bool:
 
 
 def _classify(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
-    name = cmd.name
+    """The profile's verdict on the program: the generic forms first, then the judge of its family."""
+    if not cmd.argv or cmd.computed:
+        return []
+    found = _generic(cmd, eff, ctx)
+    if found is None:
+        judge = _JUDGES.get(cmd.name) or (_interpreter if interp.is_python(cmd.name) else None)
+        found = judge(cmd, ctx) if judge is not None else None
+    if found is not None:
+        return found
+    if cmd.name in READ_ONLY:
+        return _allow("allow-read-only", f"{cmd.name} only reads")
+    if cmd.name in BUILD:
+        return _allow("allow-workspace-build", f"{cmd.name} works inside the workspace")
+    return []
+
+
+def _generic(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding] | None:
+    """``--version`` forms, programs named by a path, environment dumps: the same for every program."""
+    name, head = cmd.name, cmd.argv[0].text
     texts = [w.text for w in cmd.args]
-    if not cmd.argv:
-        return []
-    if cmd.computed:
-        return []
-    if texts in (["--version"], ["-V"], ["version"], ["--help"], ["-h"]) and "/" not in cmd.argv[0].text:
+    if texts in (["--version"], ["-V"], ["version"], ["--help"], ["-h"]) and "/" not in head:
         return _allow("allow-version", f"{name} {texts[0]} only prints")
-    if "/" in cmd.argv[0].text and not _system_binary(cmd.argv[0].text):
+    if "/" in head and not _system_binary(head):
         if _in_workspace(cmd.argv[0], cmd, ctx):
-            return _allow("allow-run-workspace", f"runs {cmd.argv[0].text} from the workspace")
-        return _ask("ask-run-outside", f"runs {cmd.argv[0].text} from outside the workspace")
+            return _allow("allow-run-workspace", f"runs {head} from the workspace")
+        return _ask("ask-run-outside", f"runs {head} from outside the workspace")
     if eff.env_dump:
         return _ask("ask-dump-env", f"{name} prints the whole environment, which may hold secrets")
-    if name == "git":
-        return _git(cmd)
-    if name in CONTAINERS:
-        return _container(cmd)
-    if name in REMOTE or (name == "rsync" and any(":" in t.split("/", 1)[0] for t in texts if not t.startswith("-"))):
-        return _ask("ask-remote", f"{name} changes or reads remote systems")
-    if name in NETWORK:
-        return _ask("ask-network", f"{name} talks to the network")
-    if name in SYSTEM:
-        return _ask("ask-system", f"{name} changes the machine's configuration or packages")
-    if name in ("npx", "pnpx", "bunx", "uvx", "pipx"):
-        return _ask("ask-download-run", f"{name} downloads and runs a package")
-    if name in ("pip", "pip3") or (interp.is_python(name) and texts[:2] == ["-m", "pip"]):
-        return _pip(texts[2:] if interp.is_python(name) else texts)
-    if name in ("npm", "yarn", "pnpm", "bun", "uv", "poetry", "pdm", "hatch", "cargo", "go", "gem", "bundle"):
-        return _package_tool(name, texts)
-    if name == "sed":
-        return _sed(cmd)
-    if name in ("awk", "gawk", "mawk"):
-        prog = next((t for t in texts if not t.startswith("-")), "")
-        if re.search(r"system|\||>|getline|close|fflush", prog) or "-f" in texts:
-            return _ask("ask-awk-program", f"{name} program can run commands or write files")
-        return _allow("allow-read-only", f"{name} filters text")
-    if name == "find" and {"-exec", "-execdir", "-ok", "-okdir"} & set(texts):
-        return _allow("allow-read-only", "find itself only lists; its -exec command is judged separately")
-    if name in ("xxd",) and "-r" in texts:
-        return _allow("allow-workspace-build", "xxd -r decodes hex")
-    if name == "ln":
-        ops = operands(cmd, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
-        for src in ops[:-1] if len(ops) > 1 else ops:
-            if not _in_workspace(src, cmd, ctx):
-                # a link to the outside turns later writes and deletes inside the workspace into escapes
-                return _ask("ask-link-outside", f"ln points into {src.text!r}, outside the workspace", hard=True)
-    if name == "make" and any(t in ("install", "uninstall") for t in texts):
-        return _ask("ask-make-install", "make install writes outside the workspace")
-    if interp.is_interpreter(name):
-        return _interpreter(cmd, name, texts, ctx)
-    if name in READ_ONLY:
-        return _allow("allow-read-only", f"{name} only reads")
-    if name in BUILD:
-        return _allow("allow-workspace-build", f"{name} works inside the workspace")
-    return []
+    return None
 
 
 def _project_module(mod: str, cmd: SimpleCommand, ctx: Context) -> bool:
@@ -454,7 +280,7 @@ def _system_binary(text: str) -> bool:
     return text.rsplit("/", 1)[0] in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin")
 
 
-def _git(cmd: SimpleCommand) -> list[Finding]:
+def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     words, overrides = git_words(cmd)
     sub = words[0] if words else ""
     rest = words[1:]
@@ -491,7 +317,7 @@ def _git(cmd: SimpleCommand) -> list[Finding]:
     return []
 
 
-def _container(cmd: SimpleCommand) -> list[Finding]:
+def _container(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     texts = [w.text for w in cmd.args]
     sub = next((t for t in texts if not t.startswith("-")), "")
     if sub in ("ps", "images", "version", "info", "logs", "inspect", "history", "top", "stats", "port"):
@@ -512,7 +338,7 @@ def _pip(texts: list[str]) -> list[Finding]:
     sub = next((t for t in texts if not t.startswith("-")), "")
     if sub not in ("install", "download", "wheel"):
         return _allow("allow-workspace-build", f"pip {sub} does not fetch code")
-    if any(t in _INDEX_FLAGS or t.startswith(tuple(f + "=" for f in _INDEX_FLAGS)) for t in texts):
+    if any(t in INDEX_OPTIONS or t.startswith(tuple(f + "=" for f in INDEX_OPTIONS)) for t in texts):
         return _ask("ask-custom-index", "install from a custom index")
     if any(_VCS_OR_URL.match(t) for t in texts):
         return _ask("ask-custom-index", "install from a URL or VCS")
@@ -521,25 +347,15 @@ def _pip(texts: list[str]) -> list[Finding]:
     return _allow("allow-install", "install from the default index into the project environment")
 
 
-#: Options of package tools that run a program or load configuration the project did not write.
-_PACKAGE_CODE = {
-    "cargo": ("--config", "-Z"),
-    "go": ("-exec", "-toolexec", "-overlay", "-modfile"),
-    "npm": ("--script-shell", "--node-options", "--userconfig", "--globalconfig", "--prefix", "--call", "-c"),
-    "pnpm": ("--script-shell", "--node-options", "--config", "--dir", "-C"),
-    "yarn": ("--script-shell", "--cwd", "--use-yarnrc"),
-    "uv": ("--config-file", "--with", "--with-requirements", "--directory"),
-}
-
-
-def _package_tool(name: str, texts: list[str]) -> list[Finding]:
+def _package_tool(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
+    name, texts = cmd.name, [w.text for w in cmd.args]
     sub = next((t for t in texts if not t.startswith("-")), "")
-    code = [t for t in texts if t.split("=", 1)[0] in _PACKAGE_CODE.get(name, ())]
+    code = [t for t in texts if t.split("=", 1)[0] in PACKAGE_CODE_OPTIONS.get(name, ())]
     if code:
         return _ask("ask-exec-option", f"{name} {code[0]} runs a program or configuration from elsewhere", hard=True)
     if sub in ("publish", "upload", "push", "yank", "login", "adduser", "owner", "unpublish", "deprecate", "dist-tag"):
         return _ask("ask-publish", f"{name} {sub} publishes or changes a registry")
-    if any(t in _INDEX_FLAGS or t.startswith(tuple(f + "=" for f in _INDEX_FLAGS)) for t in texts) or any(
+    if any(t in INDEX_OPTIONS or t.startswith(tuple(f + "=" for f in INDEX_OPTIONS)) for t in texts) or any(
         t in ("--git", "--index") for t in texts
     ):
         return _ask("ask-custom-index", f"{name} {sub} from a custom registry or index")
@@ -560,8 +376,8 @@ def _package_tool(name: str, texts: list[str]) -> list[Finding]:
     return _allow("allow-workspace-build", f"{name} {sub} builds, tests or installs for the project")
 
 
-def _sed(cmd: SimpleCommand) -> list[Finding]:
-    spec = programs.SPECS["sed"]
+def _sed(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
+    spec = knowledge.SPECS["sed"]
     parsed = programs.parse(spec, list(cmd.args))
     scripts = [v.text for n, v in parsed.options if n in ("-e", "--expression") and v is not None]
     if parsed.has("-f", "--file"):
@@ -577,45 +393,125 @@ def _sed(cmd: SimpleCommand) -> list[Finding]:
     return _allow("allow-read-only", "sed prints edited text")
 
 
-def _interpreter(cmd: SimpleCommand, name: str, texts: list[str], ctx: Context) -> list[Finding]:
+def _interpreter(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
+    name, texts = cmd.name, [w.text for w in cmd.args]
+    if interp.is_python(name) and texts[:2] == ["-m", "pip"]:
+        return _pip(texts[2:])
     prog = interp.program(name, texts)
     if prog.kind == "none":
         return _allow("allow-version", f"{name} only prints")
     if prog.kind == "module":
-        mod = texts[prog.index]
-        mod = mod[2:] if mod.startswith("-m") else mod
-        if mod in _PY_TOOL_MODULES:
-            tool = replace(cmd, argv=(Word.lit(mod), *cmd.args[prog.index + 1 :]))
-            return _allow("allow-workspace-build", f"python -m {mod}") + options(tool)
-        if _project_module(mod, cmd, ctx):
-            return _allow("allow-run-workspace", f"python -m {mod} runs the project's own module")
-        return _ask("ask-python-module", f"python -m {mod}: not a module of the project or a known project tool")
+        return _python_module(cmd, prog.index, ctx)
     if prog.kind == "script":
         word = cmd.args[prog.index]
         if _in_workspace(word, cmd, ctx):
             return _allow("allow-run-workspace", f"{name} runs {word.text} from the workspace")
         return _ask("ask-run-outside", f"{name} runs {word.text}, which is not in the workspace")
-    code: str | None = None
+    if name in SHELLS and (prog.kind == "inline" or cmd.stdin_body is not None):
+        how = "-c" if prog.kind == "inline" else "here-document"
+        return _allow("allow-shell-inline", f"{name} {how}: the inner commands are judged themselves")
     if prog.kind == "inline":
         code = texts[prog.index] if cmd.args[prog.index].static else None
-        if name in interp.SHELLS:
-            return _allow("allow-shell-inline", f"{name} -c: the inner commands are judged themselves")
-    elif prog.kind == "stdin":
+    else:
         body = cmd.stdin_body
-        if body is not None:
-            if name in interp.SHELLS:
-                return _allow("allow-shell-inline", f"{name} here-document: the inner commands are judged themselves")
-            code = body.body if not body.body_dynamic else None
-        elif cmd.piped:
-            return []  # the gate's shell:pipe-to-interpreter decides
-        else:
-            return _ask("ask-interactive", f"{name} without a program waits for input")
+        if body is None:  # piped: the gate's shell:pipe-to-interpreter decides
+            return [] if cmd.piped else _ask("ask-interactive", f"{name} without a program waits for input")
+        code = body.body if not body.body_dynamic else None
     if code is not None and interp.is_python(name):
         tame, why = inline.python_is_tame(code)
         if tame:
             return _allow("allow-python-inline", "inline Python names no process, file or network capability")
         return _ask("ask-inline-code", why)
     return _ask("ask-inline-code", f"{name} inline code cannot be checked")
+
+
+def _python_module(cmd: SimpleCommand, index: int, ctx: Context) -> list[Finding]:
+    """``python -m MOD``: a known project tool (judged by its own table) or a module of the project."""
+    mod = cmd.args[index].text
+    mod = mod[2:] if mod.startswith("-m") else mod
+    if mod in PYTHON_TOOL_MODULES:
+        tool = replace(cmd, argv=(Word.lit(mod), *cmd.args[index + 1 :]))
+        return _allow("allow-workspace-build", f"python -m {mod}") + options(tool)
+    if _project_module(mod, cmd, ctx):
+        return _allow("allow-run-workspace", f"python -m {mod} runs the project's own module")
+    return _ask("ask-python-module", f"python -m {mod}: not a module of the project or a known project tool")
+
+
+def _awk(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
+    texts = [w.text for w in cmd.args]
+    prog = next((t for t in texts if not t.startswith("-")), "")
+    if re.search(r"system|\||>|getline|close|fflush", prog) or "-f" in texts:
+        return _ask("ask-awk-program", f"{cmd.name} program can run commands or write files")
+    return _allow("allow-read-only", f"{cmd.name} filters text")
+
+
+def _find(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
+    if {"-exec", "-execdir", "-ok", "-okdir"} & {w.text for w in cmd.args}:
+        return _allow("allow-read-only", "find itself only lists; its -exec command is judged separately")
+    return None
+
+
+def _xxd(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
+    if "-r" in [w.text for w in cmd.args]:
+        return _allow("allow-workspace-build", "xxd -r decodes hex")
+    return None
+
+
+def _ln(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
+    ops = operands(cmd, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
+    for src in ops[:-1] if len(ops) > 1 else ops:
+        if not _in_workspace(src, cmd, ctx):
+            # a link to the outside turns later writes and deletes inside the workspace into escapes
+            return _ask("ask-link-outside", f"ln points into {src.text!r}, outside the workspace", hard=True)
+    return None
+
+
+def _make(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
+    if any(w.text in ("install", "uninstall") for w in cmd.args):
+        return _ask("ask-make-install", "make install writes outside the workspace")
+    return None
+
+
+def _rsync(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
+    if any(":" in w.text.split("/", 1)[0] for w in cmd.args if not w.text.startswith("-")):
+        return _ask("ask-remote", "rsync changes or reads remote systems")
+    return None
+
+
+def _pip_cmd(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
+    return _pip([w.text for w in cmd.args])
+
+
+def _asks(rule: str, what: str) -> Judge:
+    """A family that always asks: ``what`` completes the sentence after the program's name."""
+    return lambda cmd, ctx: _ask(rule, f"{cmd.name} {what}")
+
+
+#: Which judge a program's family gets, in order: a name in two families gets the first (``bun`` is a
+#: package tool before an interpreter). Python interpreters, named by a pattern, get ``_interpreter``.
+#: A judge returning None leaves the verdict to the option tables (READ_ONLY, BUILD).
+_FAMILIES: tuple[tuple[frozenset[str], Judge], ...] = (
+    (frozenset({"git"}), _git),
+    (CONTAINERS, _container),
+    (REMOTE, _asks("ask-remote", "changes or reads remote systems")),
+    (frozenset({"rsync"}), _rsync),
+    (NETWORK, _asks("ask-network", "talks to the network")),
+    (SYSTEM, _asks("ask-system", "changes the machine's configuration or packages")),
+    (DOWNLOAD_RUN, _asks("ask-download-run", "downloads and runs a package")),
+    (PIP, _pip_cmd),
+    (PACKAGE_TOOLS, _package_tool),
+    (frozenset({"sed"}), _sed),
+    (frozenset({"awk", "gawk", "mawk"}), _awk),
+    (frozenset({"find"}), _find),
+    (frozenset({"xxd"}), _xxd),
+    (frozenset({"ln"}), _ln),
+    (frozenset({"make"}), _make),
+    (SHELLS | frozenset(INTERPRETERS), _interpreter),
+)
+_JUDGES: dict[str, Judge] = {}
+for _names, _judge in _FAMILIES:
+    for _name in _names:
+        _JUDGES.setdefault(_name, _judge)
 
 
 def analysis_findings(analysis: Analysis, secret_reads: bool) -> list[Finding]:

@@ -30,10 +30,10 @@ import pathspec
 
 from tether.envelope.schema import Rule
 
-from . import programs
+from .command import SimpleCommand, command_name
 from .decision import Verdict
+from .knowledge import GIT_COMMANDS
 from .profile import git_words
-from .shell import SimpleCommand, command_name
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _SUBJECT_KEYS = ("url", "host", "target", "name")
@@ -127,7 +127,7 @@ def _word_lists(cmd: SimpleCommand, strict: bool) -> list[tuple[list[tuple[str, 
     if cmd.name == "git":
         rest, unsure = git_words(cmd)
         lists.append(([("git", True), *[(t, True) for t in rest]], open_tail))
-        if unsure or (rest and rest[0] not in programs.GIT_COMMANDS):
+        if unsure or (rest and rest[0] not in GIT_COMMANDS):
             lists.append(([("git", True), ("<alias or unknown>", False)], True))
     lists += [([(w, True), *words], open_tail) for w in cmd.wrappers]
     return lists

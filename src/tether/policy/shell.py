@@ -39,7 +39,19 @@ import tree_sitter
 import tree_sitter_bash
 
 from . import envvars, interp
+from .command import Redirect, SimpleCommand, Word, command_name
 from .decision import Finding, Layer, Verdict
+from .knowledge import (
+    DECODERS,
+    FETCHERS,
+    RUNNER_VALUE_FLAGS,
+    RUNNERS,
+    SETS_VARIABLES,
+    SHELLS,
+    WRAPPER_POSITIONALS,
+    WRAPPER_VALUE_FLAGS,
+    WRAPPERS,
+)
 
 MAX_DEPTH = 8  # shells inside shells (bash -c, eval, functions)
 MAX_NESTING = 48  # syntax nesting: $( $( … ) ), ( ( … ) ), quoting
@@ -48,81 +60,6 @@ MAX_COMMANDS = 2000
 MAX_INPUT = 256 * 1024
 
 _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-
-#: Programs that fetch bytes from the network (their output executed = remote code).
-FETCHERS = frozenset(
-    {"curl", "wget", "fetch", "http", "https", "nc", "ncat", "netcat", "socat", "telnet", "aria2c", "lynx", "links"}
-)
-#: Programs whose output is decoded / deobfuscated text (their output executed = hidden code).
-DECODERS = frozenset({"base64", "base32", "xxd", "rev", "openssl", "gpg", "gunzip", "zcat", "uudecode", "tr", "printf"})
-
-
-@dataclass(frozen=True)
-class Word:
-    """One argument as the program would receive it, as far as it is known beforehand.
-
-    ``text`` is the best-effort value (quotes and escapes removed, known variables expanded,
-    unknown parts left as written); ``prefix`` is the part known for sure (equal to ``text``
-    when ``static``); ``inner`` lists the programs run inside substitutions in this word.
-    """
-
-    text: str
-    static: bool = True
-    prefix: str = ""
-    inner: tuple[str, ...] = ()
-    expanded: bool = False  # came from a variable, even if its value is known
-
-    @staticmethod
-    def lit(text: str) -> Word:
-        return Word(text, True, text)
-
-
-@dataclass(frozen=True)
-class Redirect:
-    op: str
-    target: Word | None  # None for fd duplication (2>&1) and heredocs
-    body: str | None = None  # heredoc / here-string text when static
-    body_dynamic: bool = False
-
-    @property
-    def writes(self) -> bool:
-        return self.target is not None and (">" in self.op) and not self.op.startswith("<<")
-
-    @property
-    def reads(self) -> bool:
-        return self.target is not None and self.op in ("<", "<>")
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    """One program invocation with everything the shell does first already applied."""
-
-    argv: tuple[Word, ...]
-    redirects: tuple[Redirect, ...] = ()
-    cwd: PurePosixPath | None = None
-    piped: bool = False  # stdin comes from a pipe
-    wrappers: tuple[str, ...] = ()
-    origin: str = ""
-    dynamic_tail: bool = False  # xargs appends arguments only known at run time
-    env: tuple[tuple[str, Word], ...] = ()  # variables naming places code is loaded from (envvars.PATHS)
-    computed: bool = False  # the command word itself was computed
-    text: str = ""
-
-    @property
-    def name(self) -> str:
-        return command_name(self.argv[0].text) if self.argv else ""
-
-    @property
-    def args(self) -> tuple[Word, ...]:
-        return self.argv[1:]
-
-    @property
-    def words(self) -> list[str]:
-        return [w.text for w in self.argv]
-
-    @property
-    def stdin_body(self) -> Redirect | None:
-        return next((r for r in self.redirects if r.op.startswith("<<")), None)
 
 
 @dataclass
@@ -140,11 +77,6 @@ class Analysis:
     @property
     def names(self) -> set[str]:
         return {c.name for c in self.commands}
-
-
-def command_name(text: str) -> str:
-    """``/usr/bin/rm`` → ``rm``. Escapes and quotes are already gone from ``text``."""
-    return text.rsplit("/", 1)[-1] if "/" in text.rstrip("/") else text
 
 
 # -- words ----------------------------------------------------------------------------------
@@ -168,77 +100,6 @@ def _ansi_c(s: str) -> str:
         return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
     except (UnicodeDecodeError, ValueError):
         return body
-
-
-_WRAPPER_VALUE_FLAGS: dict[str, frozenset[str]] = {
-    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "sudo": frozenset(
-        {"-u", "-g", "-h", "-p", "-C", "-U", "-r", "-t", "-T", "-D", "--user", "--group", "--host", "--prompt"}
-    ),
-    "doas": frozenset({"-u", "-C"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "time": frozenset({"-f", "--format", "-o", "--output"}),
-    "exec": frozenset({"-a"}),
-    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
-    "taskset": frozenset(),
-    "chrt": frozenset(),
-}
-#: wrapper → how many positional words it consumes before the wrapped command.
-_WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
-WRAPPERS = frozenset(
-    {
-        "env",
-        "command",
-        "builtin",
-        "exec",
-        "nohup",
-        "timeout",
-        "nice",
-        "time",
-        "sudo",
-        "doas",
-        "stdbuf",
-        "setsid",
-        "ionice",
-        "chrt",
-        "taskset",
-        "flock",
-        "unbuffer",
-        "caffeinate",
-        "chroot",
-        "fakeroot",
-        "proxychains",
-        "proxychains4",
-        "torsocks",
-        "nocorrect",
-        "noglob",
-        "catchsegv",
-        "strace",
-        "ltrace",
-        "valgrind",
-        "xvfb-run",
-        "dbus-launch",
-        "pkexec",
-        "runuser",
-        "sg",
-        "then",
-        "do",
-        "!",
-    }
-)
-#: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
-_SETS_VARIABLES = frozenset(
-    {"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "test"}
-)
-#: Project runners whose subcommand runs any command in the project's environment.
-_RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}
-_RUNNER_VALUE_FLAGS = frozenset(
-    {"--with", "--python", "-p", "--directory", "--project", "--package", "--env-file", "--extra", "--group", "-e"}
-)
-PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
 
 
 @dataclass
@@ -708,14 +569,14 @@ class _Walker:
             self.change_dir(name, args)
             self.emit(cmd)
             return
-        if name in _SETS_VARIABLES:
+        if name in SETS_VARIABLES:
             self.sets_variables(name, args)
         if name == "git":
             self.git_code(cmd, args)
             return
-        if name in _RUNNERS and args and args[0].text == _RUNNERS[name]:
+        if name in RUNNERS and args and args[0].text == RUNNERS[name]:
             self.emit(cmd)  # `uv run CMD`: the runner is judged, and so is CMD
-            rest = _strip_options(args[1:], _RUNNER_VALUE_FLAGS, 0)
+            rest = _strip_options(args[1:], RUNNER_VALUE_FLAGS, 0)
             if rest:
                 self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
             return
@@ -809,7 +670,7 @@ class _Walker:
                 if a in ("-C", "--chdir") and i + 1 < len(args):
                     cmd = replace(cmd, cwd=self.directory(cmd.cwd, args[i + 1]))
                 if a.startswith("-") and a != "-":
-                    i += 2 if a in _WRAPPER_VALUE_FLAGS["env"] else 1
+                    i += 2 if a in WRAPPER_VALUE_FLAGS["env"] else 1
                     continue
                 if a == "-" or ("=" in a and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a)):
                     if a != "-":
@@ -827,7 +688,7 @@ class _Walker:
         elif name in ("then", "do", "!"):
             rest = args
         else:
-            rest = _strip_options(args, _WRAPPER_VALUE_FLAGS.get(name, frozenset()), _WRAPPER_POSITIONALS.get(name, 0))
+            rest = _strip_options(args, WRAPPER_VALUE_FLAGS.get(name, frozenset()), WRAPPER_POSITIONALS.get(name, 0))
             if name == "flock" and "-c" in texts:
                 i = texts.index("-c")
                 self.emit(cmd)
@@ -883,7 +744,7 @@ class _Walker:
             body = cmd.stdin_body
             reads_file = any(r.reads for r in cmd.redirects)
             if body is not None:
-                if name in interp.SHELLS:
+                if name in SHELLS:
                     if body.body is not None and not body.body_dynamic:
                         self.recurse(body.body, cmd, f"{name} <<")
                     else:
@@ -898,7 +759,7 @@ class _Walker:
                 )
             elif not reads_file and cmd.dynamic_tail:
                 self.dynamic_code(cmd, f"xargs {name}", list(args))
-        elif prog.kind == "inline" and name in interp.SHELLS:
+        elif prog.kind == "inline" and name in SHELLS:
             self.code_word(cmd, args[prog.index], f"{name} -c")
         elif prog.kind == "inline" and not args[prog.index].static:
             self.dynamic_code(cmd, f"{name} inline code", [args[prog.index]])

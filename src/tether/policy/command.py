@@ -1,0 +1,83 @@
+"""What the shell analysis produces: one program invocation and its words, as the program would get them.
+
+These are the values every part of the gate reads (the option tables, the effects, the rules, the
+profile); :mod:`.shell` makes them from a command string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+
+@dataclass(frozen=True)
+class Word:
+    """One argument as the program would receive it, as far as it is known beforehand.
+
+    ``text`` is the best-effort value (quotes and escapes removed, known variables expanded,
+    unknown parts left as written); ``prefix`` is the part known for sure (equal to ``text``
+    when ``static``); ``inner`` lists the programs run inside substitutions in this word.
+    """
+
+    text: str
+    static: bool = True
+    prefix: str = ""
+    inner: tuple[str, ...] = ()
+    expanded: bool = False  # came from a variable, even if its value is known
+
+    @staticmethod
+    def lit(text: str) -> Word:
+        return Word(text, True, text)
+
+
+@dataclass(frozen=True)
+class Redirect:
+    op: str
+    target: Word | None  # None for fd duplication (2>&1) and heredocs
+    body: str | None = None  # heredoc / here-string text when static
+    body_dynamic: bool = False
+
+    @property
+    def writes(self) -> bool:
+        return self.target is not None and (">" in self.op) and not self.op.startswith("<<")
+
+    @property
+    def reads(self) -> bool:
+        return self.target is not None and self.op in ("<", "<>")
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One program invocation with everything the shell does first already applied."""
+
+    argv: tuple[Word, ...]
+    redirects: tuple[Redirect, ...] = ()
+    cwd: PurePosixPath | None = None
+    piped: bool = False  # stdin comes from a pipe
+    wrappers: tuple[str, ...] = ()
+    origin: str = ""
+    dynamic_tail: bool = False  # xargs appends arguments only known at run time
+    env: tuple[tuple[str, Word], ...] = ()  # variables naming places code is loaded from (envvars.PATHS)
+    computed: bool = False  # the command word itself was computed
+    text: str = ""
+
+    @property
+    def name(self) -> str:
+        return command_name(self.argv[0].text) if self.argv else ""
+
+    @property
+    def args(self) -> tuple[Word, ...]:
+        return self.argv[1:]
+
+    @property
+    def words(self) -> list[str]:
+        return [w.text for w in self.argv]
+
+    @property
+    def stdin_body(self) -> Redirect | None:
+        return next((r for r in self.redirects if r.op.startswith("<<")), None)
+
+
+def command_name(text: str) -> str:
+    """``/usr/bin/rm`` → ``rm``. Escapes and quotes are already gone from ``text``."""
+    return text.rsplit("/", 1)[-1] if "/" in text.rstrip("/") else text

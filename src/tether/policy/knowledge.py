@@ -1,0 +1,841 @@
+"""What tether knows about programs, as data: which family each belongs to and what its options do.
+
+Everything the gate knows about a named program is a row here, never a branch in code:
+
+* **families** — sets of program names that are judged alike (wrappers the shell walker sees
+  through, fetchers and decoders whose output must not run, remote/network/system tools that
+  always ask, package tools, interpreters …). :mod:`.profile` dispatches on them; adding a
+  program to a family is adding its name.
+* **interpreters** — how each language's command line gets its program (``-c``, ``-e``, a script
+  operand, a module), read by :mod:`.interp`.
+* **option tables** — one :class:`~.programs.Spec` per program (or per family of programs sharing
+  a syntax): the options under which it stays read-only or inside the workspace, which take a value
+  and what that value is, which make it recursive and which run code. The syntax is described in
+  :mod:`.programs`, which reads a command line against a spec.
+
+Adding a program: add its name to the family that judges it and, if the profile may allow it, a
+spec listing its safe options (see docs/gate.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from .programs import Role, Spec, spec
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+# -- the shell: wrappers and what the walker sees through ------------------------------------------
+
+#: Prefixes that run the rest of the line as a command (``sudo``, ``timeout 5``, ``nice -n 5`` …).
+WRAPPERS = frozenset(
+    _words(
+        "! builtin caffeinate catchsegv chroot chrt command dbus-launch do doas env exec fakeroot flock "
+        "ionice ltrace nice nocorrect noglob nohup pkexec proxychains proxychains4 runuser setsid sg stdbuf "
+        "strace sudo taskset then time timeout torsocks unbuffer valgrind xvfb-run"
+    )
+)
+#: A wrapper's options that take a value (the value is not the wrapped command).
+WRAPPER_VALUE_FLAGS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "sudo": frozenset(
+        {"-u", "-g", "-h", "-p", "-C", "-U", "-r", "-t", "-T", "-D", "--user", "--group", "--host", "--prompt"}
+    ),
+    "doas": frozenset({"-u", "-C"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "time": frozenset({"-f", "--format", "-o", "--output"}),
+    "exec": frozenset({"-a"}),
+    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
+    "taskset": frozenset(),
+    "chrt": frozenset(),
+}
+#: wrapper → how many positional words it consumes before the wrapped command.
+WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
+#: Wrappers whose ``-c STRING`` is a command line they run.
+CODE_STRING_WRAPPERS = frozenset({"su", "flock", "script"})
+PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
+#: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
+SETS_VARIABLES = frozenset(
+    {"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "test"}
+)
+#: Project runners whose subcommand runs any command in the project's environment (``uv run CMD``).
+RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}
+RUNNER_VALUE_FLAGS = frozenset(
+    {"--with", "--python", "-p", "--directory", "--project", "--package", "--env-file", "--extra", "--group", "-e"}
+)
+#: Programs that fetch bytes from the network (their output executed = remote code).
+FETCHERS = frozenset(
+    {"curl", "wget", "fetch", "http", "https", "nc", "ncat", "netcat", "socat", "telnet", "aria2c", "lynx", "links"}
+)
+#: Programs whose output is decoded / deobfuscated text (their output executed = hidden code).
+DECODERS = frozenset({"base64", "base32", "xxd", "rev", "openssl", "gpg", "gunzip", "zcat", "uudecode", "tr", "printf"})
+
+# -- families the profile judges alike --------------------------------------------------------------
+
+REMOTE = frozenset(
+    _words(
+        "ansible ansible-playbook aws az bq cdk consul doctl eksctl firebase fly flyctl ftp gcloud gh glab "
+        "gsutil helm heroku hub kubectl kubectx lftp mosh netlify nomad oc packer pulumi railway sam scp "
+        "serverless sftp ssh supabase terraform tofu twine vault vercel wrangler"
+    )
+)
+NETWORK = FETCHERS | frozenset(_words("ping dig nslookup host traceroute mail sendmail mutt whois"))
+SYSTEM = frozenset(
+    _words(
+        "apk apt apt-get aptitude brew chpasswd crontab dnf emerge firewall-cmd hostnamectl insmod ip6tables "
+        "iptables launchctl modprobe mount nft pacman passwd port rmmod service setenforce snap swapoff "
+        "swapon sysctl systemctl timedatectl ufw umount update-alternatives useradd userdel usermod visudo "
+        "yum zypper"
+    )
+)
+DISK = frozenset(_words("mkfs mke2fs mkswap wipefs fdisk sfdisk parted gdisk cfdisk sgdisk"))
+POWER = frozenset(_words("shutdown reboot halt poweroff"))
+CONTAINERS = frozenset(_words("docker podman nerdctl"))
+#: Programs that download a package and run it.
+DOWNLOAD_RUN = frozenset(_words("npx pnpx bunx uvx pipx"))
+PIP = frozenset(_words("pip pip3"))
+#: Package managers: they run the project's own code by design; index, publish and code options are checked.
+PACKAGE_TOOLS = frozenset(_words("npm yarn pnpm bun uv poetry pdm hatch cargo go gem bundle"))
+#: Options of package tools that run a program or load configuration the project did not write.
+PACKAGE_CODE_OPTIONS = {
+    "cargo": ("--config", "-Z"),
+    "go": ("-exec", "-toolexec", "-overlay", "-modfile"),
+    "npm": ("--script-shell", "--node-options", "--userconfig", "--globalconfig", "--prefix", "--call", "-c"),
+    "pnpm": ("--script-shell", "--node-options", "--config", "--dir", "-C"),
+    "yarn": ("--script-shell", "--cwd", "--use-yarnrc"),
+    "uv": ("--config-file", "--with", "--with-requirements", "--directory"),
+}
+#: Options that name a package index or registry other than the default.
+INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
+#: ``python -m`` modules known to run the project's tools; others must be the project's own.
+PYTHON_TOOL_MODULES = frozenset(
+    _words("pytest mypy ruff black isort flake8 pylint pyright coverage unittest pyflakes pycodestyle build doctest")
+)
+#: Programs that only look at names (listing ``~/.ssh`` is not reading a key).
+NAME_ONLY = frozenset(
+    _words(
+        "[ [[ basename cd chgrp chmod chown command dirname du echo file find git ls mkdir printf pushd "
+        "readlink realpath rm rmdir stat test touch tree type whereis which"
+    )
+)
+
+# -- git ------------------------------------------------------------------------------------------
+
+GIT_READ = frozenset(
+    _words(
+        "annotate blame branch cat-file check-ignore cherry count-objects describe diff diff-files diff-index "
+        "diff-tree for-each-ref fsck grep help log ls-files ls-tree merge-base name-rev range-diff reflog "
+        "rev-list rev-parse shortlog show show-branch show-ref status var version whatchanged"
+    )
+)
+GIT_WORK = frozenset(
+    _words(
+        "add am apply bisect checkout cherry-pick commit format-patch gc init maintenance merge mergetool mv "
+        "notes prune rebase repack reset restore revert rm sparse-checkout stash switch tag worktree"
+    )
+)
+GIT_REMOTE = frozenset(_words("push fetch pull clone ls-remote submodule send-email request-pull svn"))
+
+# -- interpreters: where the program they run comes from (read by .interp) ------------------------
+
+SHELLS = frozenset(_words("sh bash dash zsh ksh mksh ash fish csh tcsh rbash yash"))
+#: Shell options that take a value (``bash -o errexit``, ``bash --rcfile F``).
+SHELL_VALUE_FLAGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+#: Interpreter names that are Python (``python3.12``, ``pypy3``, ``ipython``).
+PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$|^ipython3?$")
+PYTHON_VALUE_FLAGS = frozenset({"-W", "-X", "-Q"})
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """How one language's command line names its program; anything else is a script operand or stdin."""
+
+    inline: tuple[str, ...] = ()  # options whose value is code (``-e CODE``)
+    values: frozenset[str] = frozenset()  # other options that take a value
+    bundled: bool = False  # ``-pe CODE``, ``-e'CODE'``: an ``e``/``E`` inside a cluster of short flags is inline code
+    script: frozenset[str] = frozenset()  # options whose value is the script file (``php -f F``)
+    code_words: frozenset[str] = frozenset()  # subcommands whose next word is code (``deno eval CODE``)
+    skip_words: frozenset[str] = frozenset()  # subcommands before the script (``deno run F``, ``bun test``)
+
+
+_NODE = Interpreter(
+    inline=("-e", "--eval", "-p", "--print"),
+    values=frozenset({"-r", "--require", "--import", "--loader", "--input-type"}),
+)
+_PWSH = Interpreter(inline=("-c", "-command", "-Command", "-EncodedCommand", "-enc", "-e"))
+_E = Interpreter(inline=("-e",))
+#: Every interpreter other than the shells and Python.
+INTERPRETERS: dict[str, Interpreter] = {
+    "perl": Interpreter(inline=("-e", "-E"), values=frozenset({"-I", "-M", "-m"}), bundled=True),
+    "ruby": Interpreter(inline=("-e",), values=frozenset({"-I", "-r"}), bundled=True),
+    "irb": _E,
+    "node": _NODE,
+    "nodejs": _NODE,
+    "ts-node": _NODE,
+    "tsx": _NODE,
+    "bun": replace(_NODE, skip_words=frozenset({"run", "test", "x"})),
+    "deno": Interpreter(code_words=frozenset({"eval"}), skip_words=frozenset({"run", "test", "x"})),
+    "php": Interpreter(inline=("-r",), values=frozenset({"-c", "-d", "-z"}), script=frozenset({"-f"})),
+    "lua": Interpreter(inline=("-e",), values=frozenset({"-l"})),
+    "luajit": _E,
+    "Rscript": _E,
+    "R": _E,
+    "osascript": _E,
+    "pwsh": _PWSH,
+    "powershell": _PWSH,
+    "expect": Interpreter(inline=("-c",)),
+    "julia": Interpreter(inline=("-e", "--eval")),
+    "groovy": _E,
+    "guile": Interpreter(inline=("-c",)),
+    "racket": _E,
+    "tclsh": Interpreter(),
+    "wish": Interpreter(),
+    "jshell": Interpreter(),
+}
+
+# -- option tables: one spec per program (syntax in .programs) -----------------------------------
+
+R, W, D, N, T, C, S = Role.READ, Role.WRITE, Role.DELETE, Role.NAME, Role.TEXT, Role.CHDIR, Role.SCRIPT
+_HELP = "--help --version"
+_INERT = spec(inert=True, operands=T)
+
+_GREP = spec(
+    f"-E -F -G -P -i -y -v -w -x -c -L -l -o -q -s -b -H -h -n -T -Z -z -a -I -r -R -U --no-ignore-case "
+    "--extended-regexp --fixed-strings --basic-regexp --perl-regexp --ignore-case --invert-match --word-regexp "
+    "--line-regexp --count --files-without-match --files-with-matches --only-matching --quiet --silent "
+    "--no-messages --byte-offset --with-filename --no-filename --line-number --initial-tab --null --null-data "
+    "--text --recursive --dereference-recursive --binary --line-buffered "
+    f"-m: -A: -B: -C: -NUM --max-count: --after-context: --before-context: --context: --label: --color= --colour= "
+    f"--include: --exclude: --exclude-dir: --binary-files: --devices: --directories: {_HELP}",
+    roles={"-e": T, "--regexp": T, "-f": R, "--file": R, "--exclude-from": R},
+    first=T,
+    first_unless="-e --regexp -f --file",
+    recursive="-r -R --recursive --dereference-recursive",
+    default_read=".",
+    numeric=True,
+)
+_RG = spec(
+    "-i -s -S -v -w -x -c -l -o -n -N -H -I -F -P -z -u -uu -uuu -L -U -a -0 -q --hidden --no-ignore "
+    "--ignore-case --case-sensitive --smart-case --invert-match --word-regexp --line-regexp --count "
+    "--count-matches --files-with-matches --files-without-match --only-matching --line-number --no-line-number "
+    "--with-filename --no-filename --no-heading --heading --fixed-strings --pcre2 --multiline --follow --text "
+    "--search-zip --json --vimgrep --files --stats --trim --column --no-messages --quiet --sort-files "
+    "-m: -A: -B: -C: -g: -t: -T: -M: -j: --max-count: --after-context: --before-context: --context: --glob: "
+    "--iglob: --type: --type-not: --max-columns: --max-depth: --sort: --sortr: --color: --colors: --threads: "
+    f"--max-filesize: --type-add: --encoding: -E: --engine: {_HELP}",
+    roles={"-e": T, "--regexp": T, "-f": R, "--file": R, "--ignore-file": R},
+    first=T,
+    first_unless="-e --regexp -f --file",
+    recursive="*",
+    default_read=".",
+)
+_HEAD = spec(f"-q -v -z --quiet --silent --verbose --zero-terminated -n: -c: --lines: --bytes: {_HELP}", numeric=True)
+_TAIL = spec(
+    f"-f -F -q -v -z -r --follow= --retry --quiet --silent --verbose --zero-terminated -n: -c: -s: --lines: "
+    f"--bytes: --sleep-interval: --pid: --max-unchanged-stats: {_HELP}",
+    numeric=True,
+)
+_LS = spec(
+    "-a -A -b -B -c -C -d -f -F -g -G -h -H -i -k -l -L -m -n -N -o -p -q -Q -r -R -s -S -t -u -U -v -x -X -Z -1 "
+    "--all --almost-all --author --escape --ignore-backups --directory --classify= --file-type --full-time "
+    "--no-group --human-readable --si --dereference-command-line --dereference-command-line-symlink-to-dir "
+    "--hide-control-chars --show-control-chars --inode --kibibytes --dereference --numeric-uid-gid --literal "
+    "--indicator-style: --hyperlink= --group-directories-first --quote-name --reverse --recursive --size "
+    "--context --zero -I: -T: -w: --ignore: --hide: --sort: --time: --time-style: --color= --format: --width: "
+    f"--tabsize: --block-size: --quoting-style: {_HELP}",
+    operands=N,
+)
+_CAT = spec(
+    f"-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank --number --squeeze-blank --show-ends "
+    f"--show-tabs --show-nonprinting {_HELP}"
+)
+_WC = spec(f"-c -m -l -L -w --bytes --chars --lines --max-line-length --words --total: {_HELP}")
+_SORT = spec(
+    "-b -d -f -g -h -i -M -n -R -r -V -c -C -m -s -u -z --ignore-leading-blanks --dictionary-order --ignore-case "
+    "--general-numeric-sort --human-numeric-sort --ignore-nonprinting --month-sort --numeric-sort --random-sort "
+    "--reverse --version-sort --check= --merge --stable --unique --zero-terminated --debug "
+    f"-k: -t: -S: --key: --field-separator: --buffer-size: --parallel: --sort: --random-source: {_HELP}",
+    roles={"-o": W, "--output": W, "-T": W, "--temporary-directory": W, "--files0-from": R},
+    code={"--compress-program:": "a compression program"},
+)
+_UNIQ = spec(
+    "-c -d -D -i -u -z --count --repeated --all-repeated= --ignore-case --unique --zero-terminated --group= "
+    f"-f: -s: -w: --skip-fields: --skip-chars: --check-chars: {_HELP}",
+    last=W,
+)
+_DIFF = spec(
+    "-q -s -c -u -e -n -y -l -t -T -r -N -a -b -B -E -i -w -Z -d -p --brief --report-identical-files --context= "
+    "--unified= --ed --normal --rcs --side-by-side --left-column --suppress-common-lines --expand-tabs "
+    "--initial-tab --paginate --recursive --new-file --unidirectional-new-file --text --ignore-space-change "
+    "--ignore-blank-lines --ignore-case --ignore-all-space --ignore-tab-expansion --ignore-trailing-space "
+    "--minimal --show-c-function --speed-large-files --strip-trailing-cr --no-dereference "
+    "-C: -U: -W: -x: -S: -I: -F: -D: --color= --width: --exclude: --show-function-line: "
+    "--label: --ignore-matching-lines: --ifdef: --horizon-lines: --tabsize: --palette: --to-file: --from-file: "
+    f"--line-format: --old-line-format: --new-line-format: --unchanged-line-format: {_HELP}",
+    roles={"-X": R, "--exclude-from": R},
+    recursive="-r --recursive",
+)
+_CHECKSUM = spec(
+    f"-b -c -t -z --binary --check --tag --text --zero --ignore-missing --quiet --status --strict -w {_HELP}"
+)
+_STAT = spec(f"-L -f -t --dereference --file-system --terse -c: --format: --printf: --cached: {_HELP}", operands=N)
+_FILE = spec(
+    "-b -c -E -h -i -k -l -L -N -n -p -r -s -S -z -Z -0 --brief --mime --mime-type --mime-encoding "
+    f"--no-dereference --dereference --keep-going --raw --special-files --uncompress -F: -e: -P: {_HELP}",
+    roles={"-f": R, "--files-from": R, "-m": R, "--magic-file": R},
+    operands=N,
+)
+_DU = spec(
+    "-0 -a -b -c -D -h -H -k -l -L -m -P -s -S -x --null --all --apparent-size --bytes --total "
+    "--dereference-args --human-readable --si --count-links --dereference --no-dereference --summarize "
+    "--separate-dirs --one-file-system --inodes -B: -d: -t: --block-size: --max-depth: --threshold: --time= "
+    f"--time-style: --exclude: {_HELP}",
+    roles={"-X": R, "--exclude-from": R, "--files0-from": R},
+    operands=N,
+)
+_TREE = spec(
+    "-a -d -l -f -x -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C -J -X --noreport --dirsfirst "
+    f"--du --si --prune --gitignore --filesfirst --inodes --device -L: -P: -I: --filelimit: --charset: --sort: {_HELP}",
+    operands=N,
+)
+_CUT = spec(
+    f"-n -s -z --complement --only-delimited --zero-terminated -b: -c: -d: -f: --bytes: --characters: "
+    f"--delimiter: --fields: --output-delimiter: {_HELP}"
+)
+_TR = spec(f"-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1 {_HELP}", operands=T)
+_TEXT_FILTER = spec(
+    "-b -c -d -i -n -r -s -t -u -v -w -z -l -e -f -h -p -a -S --body-numbering: --section-delimiter: "
+    "--header-numbering: --footer-numbering: --line-increment: --join-blank-lines: --number-format: "
+    "--no-renumber --number-separator: --starting-line-number: --number-width: --before --regex --separator: "
+    f"--serial --delimiters: --zero-terminated --width: --bytes --spaces --tabs: --initial --all --first-only {_HELP}"
+)
+_OD = spec(
+    "-a -b -c -d -f -i -l -o -s -v -x -A: -j: -N: -S: -t: -w= --address-radix: --skip-bytes: --read-bytes: "
+    f"--strings= --format: --output-duplicates --width= --traditional --endian: -C -e -n: -s: {_HELP}"
+)
+_XXD = spec(
+    f"-a -b -C -E -e -i -p -ps -u -r -autoskip -bits -capitalize -EBCDIC -include -plain -postscript -revert "
+    f"-uppercase -c: -g: -l: -n: -o: -s: -cols: -groupsize: -len: -name: -seek: {_HELP} -h -v",
+    last=W,
+)
+_STRINGS = spec(f"-a -d -f -w -e: -n: -t: -s: -T: --all --data --print-file-name --bytes: --radix: {_HELP}")
+_BASE64 = spec(f"-d -i -w: --decode --ignore-garbage --wrap: {_HELP}")
+_JQ = spec(
+    "-c -n -e -s -r -j -a -S -C -M -R --compact-output --null-input --exit-status --slurp --raw-output "
+    "--join-output --ascii-output --sort-keys --color-output --monochrome-output --raw-input --tab --indent: "
+    f"--seq --stream --arg: --argjson: --jsonargs --args {_HELP} --raw-output0",
+    roles={"--slurpfile": R, "--rawfile": R, "-f": R, "--from-file": R, "-L": R},
+    first=T,
+    first_unless="-f --from-file",
+)
+_YQ = spec(
+    "-e -i -M -C -N -P -r -j -o: -p: -I: --exit-status --no-colors --colors --no-doc --prettyPrint "
+    f"--output-format: --input-format: --indent: --unwrapScalar --null-input -n {_HELP}",
+    first=T,
+    code={"-i": "an in-place rewrite", "--inplace": "an in-place rewrite"},
+)
+_LESS = spec(
+    "-N -S -R -r -F -X -i -I -n -s -M -m -Q -q -K -e -E -f -g -G -w -W -J -L -c -C -a -B -j: -x: -y: -z: -h: "
+    f"-b: -P: -T: -# --LINE-NUMBERS --chop-long-lines --RAW-CONTROL-CHARS --quit-if-one-screen --no-init {_HELP}",
+    roles={"-o": W, "-O": W, "--log-file": W, "--LOG-FILE": W, "-k": R},
+    patterns=(r"\+\d+",),
+    plus=True,
+)
+_MORE = spec(f"-d -l -f -p -c -s -u -n: {_HELP}", patterns=(r"\+\d+",), plus=True)
+_FIND = spec(
+    "-H -L -P -O1 -O2 -O3 -depth -d -mount -xdev -noleaf -ignore_readdir_race -noignore_readdir_race -daystart "
+    "-follow -true -false -print -print0 -ls -prune -quit -empty -readable -writable -executable -nouser "
+    "-nogroup -delete ( ) ! -not -a -and -o -or , "
+    "-maxdepth: -mindepth: -name: -iname: -path: -ipath: -wholename: -iwholename: -regex: -iregex: "
+    "-regextype: -type: -xtype: -size: -mtime: -mmin: -atime: -amin: -ctime: -cmin: -newer: -anewer: -cnewer: "
+    "-newermt: -newerct: -newerat: -newermm: -user: -group: -uid: -gid: -perm: -links: -inum: -samefile: "
+    "-lname: -ilname: -fstype: -used: -printf: -context: -files0-from: --help --version",
+    roles={"-fprint": W, "-fprint0": W, "-fls": W, "-fprintf": W},
+    operands=N,
+    code={"-exec": "(judged as its own command)", "-execdir": "(judged)", "-ok": "(judged)", "-okdir": "(judged)"},
+)
+_SED_OPTS = (
+    "-n -E -r -s -u -z --quiet --silent --regexp-extended --separate --unbuffered --null-data --posix --debug "
+    f"--sandbox -l: --line-length: {_HELP}"
+)
+_SED = spec(
+    _SED_OPTS,
+    roles={"-e": T, "--expression": T, "-f": S, "--file": S},
+    patterns=(r"-i\S*", r"-[nErsuz]+i\S*", r"--in-place(=\S*)?"),
+    first=T,
+    first_unless="-e --expression -f --file",
+)
+_AWK = spec(
+    f"-F: -v: --field-separator: --assign: -b -c -C -d= -e: -g -l: -M -N -O -P -r -s -S -t -V --posix "
+    f"--re-interval --traditional --characters-as-bytes --sandbox {_HELP}",
+    roles={"-f": S, "--file": S},
+    first=T,
+    first_unless="-f --file",
+)
+_CMP = spec(f"-b -l -s --print-bytes --verbose --quiet --silent -i: -n: --ignore-initial: --bytes: {_HELP}")
+_COMM = spec(f"-1 -2 -3 -i -z --check-order --nocheck-order --total --zero-terminated --output-delimiter: {_HELP}")
+_DATE = spec(
+    f"-u -R --utc --universal --rfc-email --debug -d: -I= --date: --iso-8601= --rfc-3339: {_HELP}",
+    roles={"-r": N, "--reference": N, "-f": R, "--file": R},
+    operands=T,
+)
+_READLINK = spec(
+    f"-e -f -m -n -q -s -v -z -L -P --canonicalize --canonicalize-existing --canonicalize-missing "
+    f"--no-newline --quiet --silent --verbose --zero --logical --physical --strip --no-symlinks -s "
+    f"--relative-to: --relative-base: {_HELP}",
+    operands=N,
+)
+_ECHO = spec("-n -e -E", operands=T, inert=True)
+_XARGS = spec(
+    "-0 -r -t -p -x -o --null --no-run-if-empty --verbose --interactive --exit --open-tty --process-slot-var: "
+    "-n: -P: -L: -d: -E: -s: -I: -i= -l= -e= --max-args: --max-procs: --max-lines: --delimiter: --eof= "
+    f"--replace= --max-chars: --show-limits {_HELP}",
+    roles={"-a": R, "--arg-file": R},
+    operands=T,
+)
+_HASH = spec("-r -t -l -d", operands=T, code={"-p": "a program under a command's name"})
+_SOURCE = spec(operands=S)
+_BUILTIN_INERT = {
+    name: _INERT
+    for name in _words(
+        "pwd true false test [ [[ basename dirname which whereis type whoami id uname nproc uptime ps seq sleep "
+        "wait groups locale tty lsb_release free getconf expr factor tput clear shopt unset read shift exit return "
+        "break continue : let umask ulimit jobs getopts local readonly cal arch logname users w who last lscpu "
+        "lsblk pgrep pstree vmstat iostat printenv numfmt fold fmt expand unexpand column join pr rev tac paste nl "
+        "printf dirs cd pushd popd env set export declare typeset alias trap eval command bc top htop lsof"
+    )
+}
+
+# -- build tools: work inside the workspace --------------------------------------------------------
+
+_CP = spec(
+    "-a -b -d -f -i -H -l -L -n -P -p -R -r -s -T -u -v -x --archive --attributes-only --backup= --copy-contents "
+    "--force --interactive --link --dereference --no-clobber --no-dereference --preserve= --no-preserve: --parents "
+    "--recursive --reflink= --remove-destination --sparse: --strip-trailing-slashes --symbolic-link "
+    f"--no-target-directory --update= --verbose --one-file-system --debug -S: --suffix: {_HELP}",
+    roles={"-t": W, "--target-directory": W},
+    last=W,
+    recursive="-a -r -R --archive --recursive",
+    kind="build",
+)
+_MV = spec(
+    "-b -f -i -n -T -u -v --backup= --force --interactive --no-clobber --strip-trailing-slashes "
+    f"--no-target-directory --update= --verbose --no-copy --exchange -S: --suffix: {_HELP}",
+    roles={"-t": W, "--target-directory": W},
+    operands=D,
+    last=W,
+    recursive="*",
+    kind="build",
+)
+_LN = spec(
+    "-b -d -F -f -i -L -n -P -r -s -T -v --backup= --directory --force --interactive --logical --no-dereference "
+    f"--physical --relative --symbolic --no-target-directory --verbose -S: --suffix: {_HELP}",
+    roles={"-t": W, "--target-directory": W},
+    operands=N,
+    last=W,
+    kind="build",
+)
+_RM = spec(
+    "-f -i -I -r -R -d -v --force --interactive= --one-file-system --no-preserve-root --preserve-root= "
+    f"--recursive --dir --verbose {_HELP}",
+    operands=D,
+    recursive="-r -R --recursive",
+    kind="build",
+)
+_MKDIR = spec(f"-p -v -Z --parents --verbose -m: --mode: --context= {_HELP}", operands=W, kind="build")
+_TOUCH = spec(
+    f"-a -c -f -h -m --no-create --no-dereference --time: -d: -t: --date: {_HELP}",
+    roles={"-r": N, "--reference": N},
+    operands=W,
+    kind="build",
+)
+_CHMOD = spec(
+    f"-c -f -v -R --changes --silent --quiet --verbose --no-preserve-root --preserve-root --recursive {_HELP}",
+    roles={"--reference": N},
+    operands=W,
+    first=T,
+    recursive="-R --recursive",
+    kind="build",
+)
+_TEE = spec(f"-a -i -p --append --ignore-interrupts --output-error= {_HELP}", operands=W, kind="build")
+_TRUNCATE = spec(f"-c -o --no-create --io-blocks -s: --size: {_HELP}", roles={"-r": N, "--reference": N}, operands=W)
+_RMDIR = spec(f"-p -v --ignore-fail-on-non-empty --parents --verbose {_HELP}", operands=D, kind="build")
+_MKFIFO = spec(f"-Z -m: --mode: --context= {_HELP}", operands=W, kind="build")
+_INSTALL = spec(
+    "-b -C -d -D -p -T -v -c --backup= --compare --directory --preserve-timestamps --no-target-directory "
+    f"--verbose -m: -o: -g: -S: --mode: --owner: --group: --suffix: {_HELP}",
+    roles={"-t": W, "--target-directory": W},
+    last=W,
+    code={"-s": "the strip program", "--strip": "the strip program", "--strip-program:": "a program"},
+    kind="build",
+)
+_SPLIT = spec(
+    "-d -e -u -x --numeric-suffixes= --hex-suffixes= --elide-empty-files --unbuffered --verbose --separator: "
+    f"-a: -b: -C: -l: -n: -t: --suffix-length: --additional-suffix: --bytes: --line-bytes: --lines: --number: {_HELP}",
+    last=W,
+    code={"--filter:": "a shell command"},
+    kind="build",
+)
+_CSPLIT = spec(
+    f"-k -s -q -z --keep-files --suppress-matched --quiet --silent --elide-empty-files -b: -n: --suffix-format: "
+    f"--digits: {_HELP}",
+    roles={"-f": W, "--prefix": W},
+    operands=T,
+    first=R,
+    kind="build",
+)
+_COMPRESS = spec(
+    "-c -d -f -k -l -n -N -q -r -t -v -1 -2 -3 -4 -5 -6 -7 -8 -9 -z -T -e -F -M -s -L -V --stdout --to-stdout "
+    "--decompress --uncompress --force --keep --list --no-name --name --quiet --recursive --test --verbose --fast "
+    f"--best --rsyncable --synchronous --threads: --format: -S: --suffix: -T: --memory: {_HELP}",
+    roles={"-o": W, "--output": W},
+    operands=W,
+    recursive="-r --recursive",
+    kind="build",
+)
+_ZIP = spec(
+    "-r -q -v -j -D -y -9 -8 -7 -6 -5 -4 -3 -2 -1 -0 -u -f -d -m -o -g -l -ll -X -k -T -e --recurse-paths "
+    f"--quiet --verbose --junk-paths --symlinks --no-dir-entries -x: -i: -n: -t: -tt: -b: {_HELP}",
+    roles={"-@": R},
+    first=W,
+    recursive="-r --recurse-paths -R",
+    code={"-TT:": "a test command", "--unzip-command:": "a test command"},
+    kind="build",
+)
+_UNZIP = spec(
+    f"-l -t -v -z -o -n -q -qq -j -C -L -X -a -aa -b -u -f -p -c -Z -K -M -V {_HELP}",
+    roles={"-d": W},
+    first=R,
+    operands=T,
+    default_write=".",
+    kind="build",
+)
+_MAKE = spec(
+    "-B -d -e -i -k -n -q -r -R -s -S -t -w --always-make --environment-overrides --ignore-errors --keep-going "
+    "--just-print --dry-run --recon --question --no-builtin-rules --no-builtin-variables --silent --quiet "
+    "--no-keep-going --stop --touch --trace --print-directory --no-print-directory --warn-undefined-variables "
+    f"-j= -l= --jobs= --load-average= --max-load= --output-sync= -O= --debug= {_HELP} -j: -l: -O",
+    roles={"-C": C, "--directory": C, "-f": S, "--file": S, "--makefile": S, "-o": T, "-W": T},
+    operands=T,
+    code={"--eval:": "make code", "-E:": "make code", "-I:": "makefiles from elsewhere", "--include-dir:": "makefiles"},
+    kind="build",
+    patterns=(),
+)
+_PYTEST = spec(
+    "-q -v -x -s -l -r: -k: -m: -n: -W: -vv -vvv -qq --quiet --verbose --exitfirst --lf --last-failed --ff "
+    "--failed-first --nf --new-first --sw --stepwise --co --collect-only --no-header --no-summary --showlocals "
+    "--strict-markers --strict-config --tb: --maxfail: --durations: --durations-min: --color: --capture: "
+    "--disable-warnings --import-mode: --doctest-modules --runxfail --cov= --cov-report: --cov-branch "
+    "--no-cov --timeout: --dist: --setup-show --fixtures --markers --full-trace --lfnf: --deselect: --ignore: "
+    f"--ignore-glob: -ra -rA -rs -rf {_HELP}",
+    operands=R,
+    kind="build",
+)
+_LINTER = spec(
+    "--check --diff --fix --no-fix --unsafe-fixes --show-fixes --quiet -q --verbose -v --strict --statistics "
+    "--watch --exit-zero --exit-non-zero-on-fix --no-cache --show-source --show-error-codes --pretty "
+    "--ignore-missing-imports --no-error-summary --select: --ignore: --extend-select: --extend-ignore: "
+    "--line-length: -l: --target-version: --output-format: --python-version: --exclude: --extend-exclude: "
+    "--per-file-ignores: --max-line-length: --max-complexity: --profile: -m: -p: --module: --package: "
+    f"--follow-imports: --show-column-numbers --no-incremental --format: --preview --stdin-filename: {_HELP}",
+    operands=R,
+    kind="build",
+)
+_LINTER_SUBS = {sub: _LINTER for sub in ("check", "format", "rule", "linter", "version")}
+_RUFF = spec(f"{_HELP} -V", kind="build", subcommands=_LINTER_SUBS)
+
+
+_TAR = spec(
+    "-c -x -t -r -u -A -d -z -j -J -Z -a -v -k -p -h -O -m -o -S -W -w -B -G -i -l -M -n -R -s --create --extract "
+    "--get --list --append --update --concatenate --diff --compare --delete --gzip --gunzip --ungzip --bzip2 --xz "
+    "--lzma --zstd --auto-compress --verbose --keep-old-files --skip-old-files --overwrite --preserve-permissions "
+    "--same-permissions --dereference --to-stdout --touch --no-same-owner --no-same-permissions --numeric-owner "
+    "--sparse --verify --wildcards --no-wildcards --anchored --exclude-vcs --exclude-vcs-ignores --totals "
+    "--one-file-system --show-transformed-names --no-recursion --recursion --null --checkpoint= --warning: "
+    "--strip-components: --exclude: --owner: --group: --mode: --mtime: --sort: --format: -H: -b: "
+    f"--blocking-factor: -V: --label: {_HELP}",
+    roles={
+        "-f": T,
+        "--file": T,
+        "-C": T,
+        "--directory": T,
+        "-T": R,
+        "--files-from": R,
+        "-X": R,
+        "--exclude-from": R,
+        "-g": W,
+        "--listed-incremental": W,
+        "--index-file": W,
+    },
+    code={
+        "--checkpoint-action:": "a checkpoint action",
+        "--to-command:": "a command per member",
+        "-I:": "a compression program",
+        "--use-compress-program:": "a compression program",
+        "--rsh-command:": "a remote shell",
+        "--rmt-command:": "a remote tape program",
+        "-F:": "a volume script",
+        "--info-script:": "a volume script",
+        "--new-volume-script:": "a volume script",
+    },
+    operands=T,
+    kind="build",
+)
+_CC = spec(
+    "-c -S -E -v -w -pedantic -pedantic-errors -pthread -shared -static -pipe -MMD -MD -MP -M -MM -ansi -s -rdynamic "
+    f"-I: -D: -U: -L: -l: -x: -MT: -MQ: -isystem: -iquote: {_HELP}",
+    roles={"-o": W, "-MF": W, "-include": R},
+    patterns=(
+        r"-O([0-3sgz]|fast)?",
+        r"-W(?![lap],)[\w=+-]*",
+        r"-f(?!plugin)[\w=+.-]*",
+        r"-m[\w=+.-]*",
+        r"-std=\S+",
+        r"-g\w*",
+    ),
+    code={"-wrapper:": "a wrapper program", "-B:": "compiler programs from elsewhere", "-specs=": "a specs file"},
+    kind="build",
+)
+_FORMATTER = spec(f"-l -d -w -s -e -r -i: -ln: --check --write --list {_HELP}", kind="build")
+_JS_TOOL = spec(
+    "--watch --ci --coverage --runInBand --passWithNoTests --silent --verbose --noEmit --pretty --fix --check "
+    "--write --list-different --cache --quiet --max-warnings: --format: --ext: -t: --testNamePattern: --reporter: "
+    f"--project: -p: --run --bail --color --no-color {_HELP}",
+    kind="build",
+)
+_OWNER = spec(
+    "-R -c -f -v -h --recursive --changes --silent --quiet --verbose --dereference --no-dereference",
+    operands=W,
+    first=T,
+    first_unless="--reference",
+    recursive="-R --recursive",
+    kind="none",
+)
+_SHRED = spec("-f -u -v -z -n: -s: --force --remove= --verbose --zero --iterations: --size:", operands=D, kind="none")
+
+
+def _git_specs() -> dict[str, Spec]:
+    log = (
+        "-p -u -s --patch --no-patch --stat --shortstat --numstat --name-only --name-status --oneline --graph "
+        "--decorate= --no-decorate --all --branches= --tags= --remotes= --reverse --merges --no-merges --first-parent "
+        "--abbrev-commit --no-abbrev-commit --full-history --follow --raw --cc --summary --color= --no-color "
+        "--date-order --topo-order --relative-date --source --left-right --cherry-pick "
+        "--boundary --no-walk= --word-diff= --ignore-all-space -w --ignore-space-change -b --no-renames "
+        "--find-renames= --find-copies= --full-index --binary --abbrev= --exit-code --quiet --check --minimal "
+        "--histogram --patience "
+        "-n: --max-count: --skip: --since: --after: --until: --before: --author: --committer: --grep: "
+        "--format: --pretty= --date: -L: -S: -G: --diff-filter: --stat= -U: --unified: --relative= --dirstat= "
+        "--submodule= --no-ext-diff --no-textconv --text -a -R --cached --staged --no-index --merge-base "
+        "--show-current --list -l -a -r -v -vv --contains: --no-contains: --merged= --no-merged= --sort: "
+        "--points-at: --ignore-submodules= --exclude: --output-indicator-new: -z -NUM --name-only -i --invert-grep "
+        "--all-match -E -F -P --regexp-ignore-case --basic-regexp --extended-regexp --fixed-strings --perl-regexp"
+    )
+    read = spec(
+        log,
+        roles={"--output": W},
+        operands=T,
+        numeric=True,
+        patterns=(r"-[MCB]\d*%?",),
+        code={"--ext-diff": "a diff program", "--textconv": "conversion filters"},
+    )
+    grep = spec(
+        "-i -v -w -a -I -l -L -n -c -h -H -o -q -E -F -G -P -z -r --cached --untracked --no-index "
+        "--recurse-submodules "
+        "--ignore-case --invert-match --word-regexp --text --files-with-matches --files-without-match --line-number "
+        "--column --count --full-name --heading --break --all-match --and --or --not ( ) --show-function -p -W "
+        "--function-context --threads: -A: -B: -C: -m: --max-depth: --max-count: -NUM --color= --no-color",
+        roles={"-f": R, "-e": T},
+        operands=T,
+        numeric=True,
+        code={"-O": "a pager", "--open-files-in-pager=": "a pager"},
+    )
+    plain = spec(
+        "-s -b --short --branch --porcelain= --long -v --verbose -u= --untracked-files= --ignored= -z --column= "
+        "--ahead-behind --no-ahead-behind --renames --no-renames --show-stash --tags --all --always --dirty= "
+        "--long --abbrev= --match: --exclude: --contains --first-parent --show-toplevel --show-prefix --show-cdup "
+        "--git-dir --absolute-git-dir --is-inside-work-tree --is-bare-repository --abbrev-ref= --short= --verify "
+        "--symbolic-full-name --symbolic --quiet -q --cached -c --deleted -d --modified -m --others -o --ignored -i "
+        "--stage -t --exclude-standard --directory --error-unmatch --full-name -r -l --name-only --name-status -n "
+        "--heads --head --dereference --hash= -e -p --batch= --batch-check= --batch-all-objects --filters --textconv "
+        "--count --date: --format: --sort: --points-at: --merged= --no-merged= --contains: --merges -h -H -a "
+        "--no-index --stdin --non-matching --all-match --ours --theirs --fork-point --is-ancestor --octopus "
+        "--independent --list --name-only --max-count: -NUM",
+        operands=T,
+        numeric=True,
+    )
+    work = spec(
+        "-a -A -u -p -n -v -q -f -m: -F: -C: -c: --all --update --patch --dry-run --verbose --quiet --force "
+        "--message: --amend --no-edit --allow-empty --allow-empty-message --signoff -s --no-verify --reset-author "
+        "--author: --date: --fixup: --squash: --intent-to-add -N --ignore-errors --cached -r --no-ff --ff --ff-only "
+        "--abort --continue --skip --quit --onto: --autosquash --no-autosquash --autostash --no-autostash "
+        "--keep-index --include-untracked -k --staged -b -B --track= --no-track --detach --orphan: -c: --create: "
+        "--force-create: --theirs --ours --merge --conflict: --source: --worktree -W -S --staged --index --3way "
+        "--check --stat --numstat --summary --reverse -R --whitespace: -l -d -D --list --delete --annotate -a "
+        "--mixed --soft --keep --hard --no-commit --mainline: -x --edit -e --strategy: -X: --strategy-option: "
+        "--no-stat --log= --no-log --squash --rebase-merges= --root --empty: --update-refs --fork-point "
+        "--pathspec-from-file: --start-number: --numbered -o: --output-directory: --stdout --cover-letter "
+        "--no-renames --3way --directory: --exclude: --include: --apply --pop --drop --show -M --move -m",
+        roles={"-F": R, "--file": R, "-o": W, "--output-directory": W, "--pathspec-from-file": R},
+        operands=T,
+        code={
+            "--exec": "a command after each commit",
+            "-x": "a command after each commit",
+            "-i": "an editor",
+            "--interactive": "an editor",
+            "--edit": "an editor",
+            "-e": "an editor",
+            "--gpg-sign": "gpg",
+            "-S": "gpg",
+            "--separate-git-dir": "another repository",
+            "--tool": "a merge tool",
+        },
+    )
+    subs = {s: read for s in ("diff", "log", "show", "whatchanged", "shortlog", "reflog", "range-diff", "diff-tree")}
+    subs |= {s: read for s in ("diff-files", "diff-index", "blame", "annotate", "format-patch", "cherry")}
+    subs |= {s: plain for s in ("status", "branch", "ls-files", "rev-parse", "describe", "cat-file", "ls-tree")}
+    subs |= {s: plain for s in ("show-ref", "merge-base", "rev-list", "name-rev", "version", "help", "var")}
+    subs |= {s: plain for s in ("count-objects", "for-each-ref", "check-ignore", "show-branch", "tag")}
+    subs["grep"] = grep
+    subs |= {s: work for s in ("add", "commit", "mv", "rm", "merge", "rebase", "cherry-pick", "revert", "stash")}
+    subs |= {s: work for s in ("init", "apply", "am", "switch", "restore", "checkout", "reset", "notes", "gc")}
+    subs |= {s: work for s in ("prune", "repack", "sparse-checkout")}
+    step = spec(operands=T)
+    subs["bisect"] = spec(subcommands={s: step for s in _words("start bad good new old skip reset log terms view")})
+    subs["fsck"] = plain
+    return subs
+
+
+GIT = spec(
+    "--no-pager -P --no-replace-objects --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs "
+    "--no-optional-locks --no-lazy-fetch --bare -p --paginate --version --help",
+    roles={"-C": C},
+    code={
+        "-c:": "configuration (pagers, hooks, aliases)",
+        "--config-env:": "configuration",
+        "--exec-path=": "git programs from elsewhere",
+        "--git-dir:": "another repository's configuration",
+        "--work-tree:": "another work tree",
+        "--namespace:": "another namespace",
+        "--super-prefix:": "internal",
+        "--attr-source:": "attributes (filters run programs)",
+    },
+    subcommands=_git_specs(),
+    kind="build",
+)
+
+#: Every git command git itself provides; any other word after ``git`` may be an alias for any of them.
+GIT_COMMANDS = frozenset(GIT.subcommands or {}) | frozenset(
+    _words(
+        "push fetch pull clone ls-remote submodule send-email request-pull svn remote config worktree mergetool "
+        "filter-branch update-ref replace archive bundle daemon instaweb clean fast-export fast-import gui "
+        "difftool credential hash-object update-index write-tree read-tree commit-tree mktag mktree pack-objects "
+        "unpack-objects index-pack verify-pack symbolic-ref check-attr check-ref-format column interpret-trailers "
+        "mailinfo mailsplit merge-file merge-tree rerere shortlog stripspace maintenance p4 cvsimport quiltimport "
+        "send-pack receive-pack upload-pack upload-archive http-push http-fetch backfill lfs"
+    )
+)
+
+SPECS: dict[str, Spec] = {
+    **_BUILTIN_INERT,
+    "echo": _ECHO,
+    "ls": _LS,
+    "cat": _CAT,
+    "head": _HEAD,
+    "tail": _TAIL,
+    "wc": _WC,
+    "grep": _GREP,
+    "egrep": _GREP,
+    "fgrep": _GREP,
+    "rg": _RG,
+    "find": _FIND,
+    "sort": _SORT,
+    "uniq": _UNIQ,
+    "diff": _DIFF,
+    "cmp": _CMP,
+    "comm": _COMM,
+    "stat": _STAT,
+    "file": _FILE,
+    "du": _DU,
+    "df": spec(
+        "-a -h -H -i -k -l -P -T --all --human-readable --si --inodes --local --portability --total "
+        f"--print-type -B: -t: -x: --block-size: --output= --type: --exclude-type: {_HELP}",
+        operands=N,
+    ),
+    "tree": _TREE,
+    "date": _DATE,
+    "realpath": _READLINK,
+    "readlink": _READLINK,
+    "cut": _CUT,
+    "tr": _TR,
+    "nl": _TEXT_FILTER,
+    "fold": _TEXT_FILTER,
+    "fmt": _TEXT_FILTER,
+    "expand": _TEXT_FILTER,
+    "unexpand": _TEXT_FILTER,
+    "paste": _TEXT_FILTER,
+    "column": _TEXT_FILTER,
+    "rev": _TEXT_FILTER,
+    "tac": _TEXT_FILTER,
+    "join": _TEXT_FILTER,
+    "pr": _TEXT_FILTER,
+    "od": _OD,
+    "hexdump": spec(f"-b -c -C -d -o -x -v -e: -n: -s: {_HELP}", roles={"-f": R}),
+    "xxd": _XXD,
+    "strings": _STRINGS,
+    **{n: _CHECKSUM for n in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum")},
+    "base64": _BASE64,
+    "base32": _BASE64,
+    "jq": _JQ,
+    "yq": _YQ,
+    "less": _LESS,
+    "more": _MORE,
+    "xargs": _XARGS,
+    "hash": _HASH,
+    "source": _SOURCE,
+    ".": _SOURCE,
+    "sed": _SED,
+    "awk": _AWK,
+    "gawk": _AWK,
+    "mawk": _AWK,
+    "cp": _CP,
+    "mv": _MV,
+    "ln": _LN,
+    "rm": _RM,
+    "unlink": spec(_HELP, operands=D, kind="build"),
+    "mkdir": _MKDIR,
+    "touch": _TOUCH,
+    "chmod": _CHMOD,
+    "tee": _TEE,
+    "truncate": _TRUNCATE,
+    "rmdir": _RMDIR,
+    "mkfifo": _MKFIFO,
+    "install": _INSTALL,
+    "split": _SPLIT,
+    "csplit": _CSPLIT,
+    **{n: _COMPRESS for n in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd")},
+    "zip": _ZIP,
+    "unzip": _UNZIP,
+    "make": _MAKE,
+    "pytest": _PYTEST,
+    "py.test": _PYTEST,
+    "ruff": _RUFF,
+    **{n: _LINTER for n in ("mypy", "black", "isort", "flake8", "pylint", "pyright", "shellcheck", "yamllint")},
+    "git": GIT,
+    "tar": _TAR,
+    **{n: _CC for n in ("gcc", "g++", "cc", "c++", "clang", "clang++")},
+    **{n: _FORMATTER for n in ("rustfmt", "gofmt", "shfmt")},
+    **{n: _JS_TOOL for n in ("tsc", "eslint", "prettier", "jest", "vitest", "mocha")},
+    **{n: _OWNER for n in ("chown", "chgrp", "chattr", "setfacl")},
+    "shred": _SHRED,
+    "srm": replace(_SHRED, recursive=frozenset({"*"})),
+    "ag": _RG,
+    "ack": _RG,
+    "iconv": spec(f"-c -s -l --list --silent -f: -t: --from-code: --to-code: {_HELP}", roles={"-o": W, "--output": W}),
+}
