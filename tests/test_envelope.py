@@ -11,8 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from tether.cli.main import app
-from tether.envelope import compile_envelope, contract_hash, load_envelope, strict_problems
+from tether.envelope import compile_envelope, contract_hash, load_envelope
 from tether.errors import EnvelopeInvalid
+from tether.policy.strict import strict_problems
 
 runner = CliRunner()
 

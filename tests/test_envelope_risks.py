@@ -12,10 +12,10 @@ import yaml
 from typer.testing import CliRunner
 
 from tether.cli.main import app
-from tether.envelope import contract_hash, load_envelope, strict_problems
+from tether.envelope import contract_hash, load_envelope
 from tether.envelope.schema import Envelope
-from tether.envelope.strict import accepted_risks
 from tether.errors import Problem
+from tether.policy.strict import accepted_risks, strict_problems
 
 runner = CliRunner()
 

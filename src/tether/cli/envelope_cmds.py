@@ -11,8 +11,8 @@ from rich.markup import escape
 from tether.envelope.compile import builtin_template, compile_envelope
 from tether.envelope.load import load_envelope
 from tether.envelope.schema import Envelope, IntentPlan
-from tether.envelope.strict import strict_problems
 from tether.errors import EnvelopeInvalid, FileError, Problem
+from tether.policy.strict import strict_problems
 
 from .common import EXIT_INVALID, EXIT_USAGE, JsonOption, console, print_json
 

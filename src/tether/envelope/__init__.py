@@ -1,10 +1,13 @@
-"""Envelope: the compiled runtime contract, its intent plan, hashing and strict validation."""
+"""Envelope: the compiled runtime contract, its intent plan, hashing and its own strict checks.
+
+The whole strict validation also judges the rules, which takes the policy engine: it is
+``tether.policy.strict.strict_problems`` (exported as ``tether.strict_problems``).
+"""
 
 from .compile import compile_envelope
 from .hashing import contract_hash, plan_hash
 from .load import load_envelope, load_plan
 from .schema import Effect, Envelope, IntentPlan, ToolContract
-from .strict import strict_problems
 
 __all__ = [
     "Effect",
@@ -16,5 +19,4 @@ __all__ = [
     "load_envelope",
     "load_plan",
     "plan_hash",
-    "strict_problems",
 ]

@@ -10,7 +10,8 @@ purpose with a named acknowledgement (``acknowledge: [{risk: network-any, reason
   is the agent's to change;
 * writes that reach the run's own audit log;
 * secrets declared with a sandbox that may be ``local`` (which hides nothing from a command);
-* acknowledgeable: any-host network, a blanket allow of the shell tool, writable ``.git/``.
+* acknowledgeable: any-host network, writable ``.git/``; and a blanket allow of the shell tool, which only
+  the policy engine can see (``tether.policy.strict``, the layer that composes the whole strict check).
 """
 
 from __future__ import annotations
@@ -35,18 +36,6 @@ SYSTEM_DIRS = frozenset(
 
 GIT_PROBES = (".git/config", ".git/hooks/pre-commit", ".git/info/attributes", ".git/modules/m/config")
 """Files in ``.git/`` whose contents git executes or obeys (config, hooks, attributes naming filters)."""
-
-SHELL_PROBES = (
-    "tether-probe-any-program --any-option",
-    "sh -c tether-probe",
-    "bash -c tether-probe",
-    "python3 -c pass",
-    "python -c pass",
-    "perl -e 1",
-    "ruby -e 1",
-    "node -e 1",
-)
-"""Commands a narrow shell allow rule never matches: any program at all, or inline code for an interpreter."""
 
 FIXED_COMMAND_TOOLS = frozenset({"run_tests"})
 """Built-in exec tools that run a command the envelope fixes (``verification.test_command``), not the model."""
@@ -74,7 +63,6 @@ def risky_settings(envelope: Envelope, workspace: Path) -> list[Risky]:
     out += glob_risks(envelope, workspace)
     out += git_and_log_risks(envelope)
     out += network_risks(envelope)
-    out += shell_risks(envelope, workspace)
     out += secret_risks(envelope)
     return out
 
@@ -191,41 +179,6 @@ def network_risks(envelope: Envelope) -> list[Risky]:
         for i, host in enumerate(net.allow)
         if host.strip() in ANY_HOST or (host.strip() and set(host.strip()) <= WILDCARD_CHARS and "*" in host)
     ]
-
-
-def shell_risks(envelope: Envelope, workspace: Path) -> list[Risky]:
-    """Allow rules for a shell tool (see :func:`takes_command`) that match any program or inline code.
-
-    The rule is compiled and matched by the policy engine itself, so every spelling of "anything"
-    (``bash``, ``bash(*)``, ``bash(:*)``, ``bash(* *)``, ``bash(python:*)``) is caught the way the gate
-    would read it. ``when`` predicates are ignored: a glob on the command text does not narrow what a
-    chained command runs.
-    """
-    from tether.policy.decision import Verdict  # the rule grammar lives with the gate that applies it
-    from tether.policy.rules import RuleSyntaxError, parse
-    from tether.policy.shell import analyse
-
-    out: list[Risky] = []
-    ws = PurePosixPath(os.path.realpath(workspace))
-    for i, rule in enumerate(envelope.permissions.allow):
-        try:
-            compiled = parse(rule, Verdict.ALLOW)
-        except RuleSyntaxError:
-            continue  # reported by the rule examples check
-        contract = envelope.tool(compiled.tool)
-        if contract is None or not takes_command(contract):
-            continue
-        matched = [p for p in SHELL_PROBES if any(compiled.matches_command(c) for c in analyse(p, ws).commands)]
-        if matched:
-            out.append(
-                Risky(
-                    f"$.permissions.allow[{i}].rule",
-                    f"{rule.rule!r} (allows e.g. {matched[0]!r})",
-                    f"rules naming the programs the task needs, e.g. {compiled.tool}(pytest:*)",
-                    Risk.SHELL_ANY,
-                )
-            )
-    return out
 
 
 def takes_command(contract: ToolContract) -> bool:

@@ -1,10 +1,14 @@
-"""Strict validation: the checks an envelope must pass before anything runs.
+"""Strict validation, the envelope's own part: the checks that need nothing above this layer.
 
 Schema validation (pydantic) answers "is this shaped like an envelope?". Strict
 validation answers "is this a complete, honest contract?": bound to its plan,
 unmodified since compiled, with every boundary, budget and approval stated.
 Every problem is reported, each naming its JSON path, what was found and what
 was expected.
+
+The rules of ``permissions`` can only be judged by the policy engine that applies them (do they
+parse, do their examples hold, does an allow rule let the shell run anything), which sits above
+this layer; :mod:`tether.policy.strict` composes these checks with those into the whole strict check.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from tether.errors import InputError, Problem
 
 from .hashing import contract_hash, plan_hash
 from .load import load_plan
-from .risks import risky_settings
+from .risks import Risky
 from .schema import ApprovalClass, Effect, Envelope, Risk
 
 FULL_CONTRACT_FIELDS = ("timeout_s", "idempotent", "on_failure", "evidence", "rollback")
@@ -36,52 +40,55 @@ class Accepted:
         return {"risk": self.risk.value, "path": self.path, "found": self.found, "reason": self.reason}
 
 
-def strict_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:
-    """All strict-validation problems of ``envelope`` (loaded from ``envelope_path``)."""
-    return strict_check(envelope, envelope_path)[0]
-
-
-def accepted_risks(envelope: Envelope, envelope_path: Path) -> list[Accepted]:
-    """The risky settings ``envelope`` accepts by acknowledgement (shown in every run's header)."""
-    return strict_check(envelope, envelope_path)[1]
-
-
-def strict_check(envelope: Envelope, envelope_path: Path) -> tuple[list[Problem], list[Accepted]]:
-    """Strict-validation problems, and the risks accepted by acknowledgement, of ``envelope``."""
+def contract_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:
+    """The problems of ``envelope`` (loaded from ``envelope_path``) that this layer can see, in document order."""
     f = str(envelope_path)
-    out: list[Problem] = []
+    found = [
+        *binding_problems(envelope, envelope_path),
+        *tool_problems(envelope),
+        *boundary_problems(envelope),
+        *limit_problems(envelope),
+        *rule_id_problems(envelope),
+    ]
+    return [Problem(path, str(value), expected, f) for path, value, expected in found]
 
-    def add(path: str, found: object, expected: str) -> None:
-        out.append(Problem(path, str(found), expected, f))
 
-    # Binding: plan exists and matches; the contract was not edited after compiling.
+Found = tuple[str, object, str]
+"""(JSON path, what was found, what was expected): a problem before it names its file."""
+
+
+def binding_problems(envelope: Envelope, envelope_path: Path) -> list[Found]:
+    """The plan exists and matches its hash; the contract was not edited after compiling; the host runs tools."""
+    out: list[Found] = []
     plan_file = (envelope_path.parent / envelope.plan.path).resolve()
     if not plan_file.is_file():
-        add("$.plan.path", envelope.plan.path, f"an existing intent plan file (looked at {plan_file})")
+        out.append(("$.plan.path", envelope.plan.path, f"an existing intent plan file (looked at {plan_file})"))
     else:
         try:
             actual = plan_hash(load_plan(plan_file))
             if actual != envelope.plan.hash:
-                add(
-                    "$.plan.hash",
-                    envelope.plan.hash,
-                    f"{actual} (the plan changed since compiling; run tether compile)",
-                )
+                expected = f"{actual} (the plan changed since compiling; run tether compile)"
+                out.append(("$.plan.hash", envelope.plan.hash, expected))
         except InputError as e:
-            add("$.plan.path", envelope.plan.path, f"a valid intent plan ({e})")
+            out.append(("$.plan.path", envelope.plan.path, f"a valid intent plan ({e})"))
     expected_contract = contract_hash(envelope)
     if envelope.contract_hash != expected_contract:
-        add("$.contract_hash", envelope.contract_hash or "empty", f"{expected_contract} (recompile after editing)")
+        out.append(
+            ("$.contract_hash", envelope.contract_hash or "empty", f"{expected_contract} (recompile after editing)")
+        )
     if envelope.tool_execution_owner != "host":
-        add("$.tool_execution_owner", envelope.tool_execution_owner, "'host' (the model never executes tools)")
+        out.append(("$.tool_execution_owner", envelope.tool_execution_owner, "'host' (the model never executes tools)"))
+    return out
 
-    # Tools: anything beyond read carries a full contract, or is irreversible and approval-gated.
+
+def tool_problems(envelope: Envelope) -> list[Found]:
+    """Unique names; anything beyond read carries a full contract, or is irreversible and approval-gated."""
+    out: list[Found] = []
     names: set[str] = set()
     approval_required = set(envelope.approvals.require_for)
     for i, t in enumerate(envelope.tools):
-        p = f"$.tools[{i}]"
         if t.name in names:
-            add(f"{p}.name", t.name, "a unique tool name")
+            out.append((f"$.tools[{i}].name", t.name, "a unique tool name"))
         names.add(t.name)
         if set(t.effects) <= {Effect.READ}:
             continue
@@ -90,58 +97,75 @@ def strict_check(envelope: Envelope, envelope_path: Path) -> tuple[list[Problem]
             ApprovalClass.IRREVERSIBLE in approval_required
             or any(r.rule.split("(")[0] == t.name for r in envelope.permissions.ask)
         )
-        if missing and not covered:
-            for k in missing:
-                add(
-                    f"{p}.{k}",
-                    "missing",
-                    f"declared, because tool {t.name!r} has effects {[e.value for e in t.effects]}",
-                )
+        if not covered:
+            because = f"declared, because tool {t.name!r} has effects {[e.value for e in t.effects]}"
+            out += [(f"$.tools[{i}].{k}", "missing", because) for k in missing]
+    return out
 
-    # Boundaries stated explicitly.
+
+def boundary_problems(envelope: Envelope) -> list[Found]:
+    """Filesystem, network and secrets stated explicitly; a secret is a handle, never a value."""
     env = envelope.environment
+    out: list[Found] = []
     if env.filesystem is None:
-        add("$.environment.filesystem", "missing", "explicit read, write and deny globs")
+        out.append(("$.environment.filesystem", "missing", "explicit read, write and deny globs"))
     if env.network is None:
-        add("$.environment.network", "missing", "an explicit allow list of hosts (may be empty: no network)")
+        out.append(("$.environment.network", "missing", "an explicit allow list of hosts (may be empty: no network)"))
     if env.secrets is None:
-        add("$.environment.secrets", "missing", "an explicit list of secret handles (may be empty)")
+        out.append(("$.environment.secrets", "missing", "an explicit list of secret handles (may be empty)"))
     else:
-        for i, s in enumerate(env.secrets):
-            if not s.source.startswith("env:"):
-                add(f"$.environment.secrets[{i}].source", s.source, "a handle like env:NAME, never a literal value")
+        handle = "a handle like env:NAME, never a literal value"
+        out += [
+            (f"$.environment.secrets[{i}].source", s.source, handle)
+            for i, s in enumerate(env.secrets)
+            if not s.source.startswith("env:")
+        ]
+    return out
 
-    # Budgets: every one finite.
+
+def limit_problems(envelope: Envelope) -> list[Found]:
+    """Every budget finite; approvals cover every effect class; outputs, audit, sensors and control thresholds set."""
+    out: list[Found] = []
     for name, value in envelope.budgets.model_dump().items():
         if value is None or (isinstance(value, float) and not math.isfinite(value)):
-            add(f"$.budgets.{name}", "missing" if value is None else value, "a finite limit")
-
-    # Approvals cover every effect class that can hurt someone else.
-    for cls in ApprovalClass:
-        if cls not in approval_required:
-            add("$.approvals.require_for", sorted(c.value for c in approval_required), f"to include {cls.value!r}")
-
+            out.append((f"$.budgets.{name}", "missing" if value is None else value, "a finite limit"))
+    approval_required = set(envelope.approvals.require_for)
+    required = sorted(c.value for c in approval_required)
+    out += [
+        ("$.approvals.require_for", required, f"to include {cls.value!r}")
+        for cls in ApprovalClass
+        if cls not in approval_required
+    ]
     if envelope.outputs.max_external is None:
-        add("$.outputs.max_external", "missing", "a number of external outputs allowed (0 for none)")
+        out.append(("$.outputs.max_external", "missing", "a number of external outputs allowed (0 for none)"))
     if not envelope.outputs.no_op:
-        add("$.outputs.no_op", "missing", "the condition under which finishing with no change is correct")
+        out.append(("$.outputs.no_op", "missing", "the condition under which finishing with no change is correct"))
     if envelope.audit is None or not envelope.audit.log:
-        add("$.audit.log", "missing", "where the event log lives")
-
+        out.append(("$.audit.log", "missing", "where the event log lives"))
     seen_sensors: set[str] = set()
     for i, sensor in enumerate(envelope.verification.sensors):
         if sensor.name in seen_sensors:
-            add(f"$.verification.sensors[{i}].name", sensor.name, "each sensor listed once")
+            out.append((f"$.verification.sensors[{i}].name", sensor.name, "each sensor listed once"))
         seen_sensors.add(sensor.name)
-    if envelope.control.critical >= envelope.control.warning:
-        add("$.control.critical", envelope.control.critical, f"below control.warning ({envelope.control.warning})")
-
-    out.extend(rule_problems(envelope, f))
-    risk_problems, accepted = acknowledged(envelope, (envelope_path.parent / env.workspace).resolve(), f)
-    return out + risk_problems, accepted
+    control = envelope.control
+    if control.critical >= control.warning:
+        out.append(("$.control.critical", control.critical, f"below control.warning ({control.warning})"))
+    return out
 
 
-def acknowledged(envelope: Envelope, workspace: Path, file: str) -> tuple[list[Problem], list[Accepted]]:
+def rule_id_problems(envelope: Envelope) -> list[Found]:
+    """Every rule id is unique across allow, ask and deny (the gate names a decision by it)."""
+    ids: dict[str, str] = {}
+    out: list[Found] = []
+    for kind in ("allow", "ask", "deny"):
+        for i, rule in enumerate(getattr(envelope.permissions, kind)):
+            if rule.id in ids:
+                out.append((f"$.permissions.{kind}[{i}].id", rule.id, f"a unique id (also in {ids[rule.id]})"))
+            ids[rule.id] = f"permissions.{kind}[{i}]"
+    return out
+
+
+def acknowledged(envelope: Envelope, risky: list[Risky], file: str) -> tuple[list[Problem], list[Accepted]]:
     """Dangerous settings are problems unless acknowledged; an acknowledgement of nothing is one too."""
     acks: dict[Risk, str] = {}
     out: list[Problem] = []
@@ -151,7 +175,7 @@ def acknowledged(envelope: Envelope, workspace: Path, file: str) -> tuple[list[P
         acks.setdefault(ack.risk, ack.reason)
     accepted: list[Accepted] = []
     taken: set[Risk] = set()
-    for r in risky_settings(envelope, workspace):
+    for r in risky:
         if r.risk is not None:
             taken.add(r.risk)
         if r.risk is not None and r.risk in acks:
@@ -167,19 +191,3 @@ def acknowledged(envelope: Envelope, workspace: Path, file: str) -> tuple[list[P
                 )
             )
     return out, accepted
-
-
-def rule_problems(envelope: Envelope, file: str) -> list[Problem]:
-    """Rules parse and their match / not_match examples hold (checked by the policy engine)."""
-    ids: dict[str, str] = {}
-    out: list[Problem] = []
-    for kind in ("allow", "ask", "deny"):
-        for i, rule in enumerate(getattr(envelope.permissions, kind)):
-            if rule.id in ids:
-                out.append(
-                    Problem(f"$.permissions.{kind}[{i}].id", rule.id, f"a unique id (also in {ids[rule.id]})", file)
-                )
-            ids[rule.id] = f"permissions.{kind}[{i}]"
-    from tether.policy.examples import check_rule_examples
-
-    return out + check_rule_examples(envelope, file)

@@ -15,11 +15,12 @@ from typing import Any
 from tether.envelope.load import load_envelope, load_plan
 from tether.envelope.risks import workspace_risk
 from tether.envelope.schema import Envelope
-from tether.envelope.strict import Accepted, strict_check
+from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
 from tether.models.registry import load_model
+from tether.policy.strict import strict_check
 from tether.sandbox.base import Sandbox
 from tether.sandbox.factory import make_sandbox
 from tether.snapshot import SnapshotError

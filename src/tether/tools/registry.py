@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tether.control.tools import hypothesis, plan
 from tether.envelope.schema import Envelope, ToolContract
 from tether.errors import EnvelopeInvalid, Problem
 
@@ -18,6 +17,7 @@ from .contract import Tool
 from .files import edit_file, list_dir, read_file, write_file
 from .finish import finish
 from .git import git_diff
+from .intent import hypothesis, plan
 from .search import search
 from .shell import bash, run_tests
 

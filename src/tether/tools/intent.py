@@ -1,8 +1,9 @@
-"""Model-facing tools of the control layer: ``plan`` and ``hypothesis``.
+"""The intent tools: ``plan`` and ``hypothesis``.
 
-Both only record intent (effects: read). Their state is folded from the action events in
-the log by ``tether.control.planning`` and ``tether.control.hypotheses``; refused plan
-transitions reach the model through ``guidance``.
+Both only record intent (effects: read): the tool returns what the model said, and the control
+layer, above this one, folds their action events into the plan and the hypotheses
+(``tether.control.planning``, ``tether.control.hypotheses``); refused plan transitions reach
+the model through ``guidance``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tether.tools.contract import tool
-from tether.tools.result import ToolResult
+from .contract import tool
+from .result import ToolResult
 
 
 class TaskUpdate(BaseModel):
