@@ -29,7 +29,7 @@ import codecs
 import os
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -517,93 +517,114 @@ class _Walker:
             self.out.hard("shell:dynamic-code", Verdict.ASK, f"{what} runs code only known at run time")
 
     def expand(self, cmd: SimpleCommand) -> None:
-        argv = list(cmd.argv)
-        if not argv:
+        """Judge one simple command: a program, or something that runs other commands (a wrapper,
+        ``eval``, ``xargs``, an interpreter, a shell function …), which are expanded in turn."""
+        if not cmd.argv:
             self.emit_redirects(cmd.redirects)
             return
-        head = argv[0]
-        if not head.static or head.expanded:
-            self.out.hard("shell:computed-command", Verdict.ASK, f"the command word {head.text!r} is computed")
-            cmd = replace(cmd, computed=True)
-            if set(head.inner) & (FETCHERS | DECODERS):
-                self.out.hard("shell:remote-code", Verdict.DENY, "the command word comes from fetched/decoded text")
-            if not head.static:
-                self.emit(cmd)
-                return
-        name = command_name(head.text)
-        args = argv[1:]
-        texts = [w.text for w in args]
-        if name in WRAPPERS or name in ("su",):
-            self.unwrap(cmd, name, args)
+        checked = self.command_word(cmd)
+        if checked is None:
             return
-        if name in ("eval",):
-            if all(w.static for w in args):
-                self.emit(cmd)
-                self.recurse(" ".join(texts), cmd, "eval")
-            else:
-                self.emit(cmd)
-                self.dynamic_code(cmd, "eval", args)
-            return
-        if name in ("trap",) and args and args[0].static and not args[0].text.startswith("-"):
-            self.emit(cmd)
-            self.recurse(args[0].text, cmd, "trap")
-            return
-        if name == "alias":
-            self.emit(cmd)
-            for w in args:
-                if "=" in w.text:
-                    self.recurse(w.text.split("=", 1)[1], cmd, "alias")
-            return
-        if name == "watch":
-            rest = _strip_options(args, frozenset({"-n", "--interval", "-d", "-g", "-q"}), 0)
-            self.emit(cmd)
-            if rest:
-                if all(w.static for w in rest):
-                    self.recurse(" ".join(w.text for w in rest), cmd, "watch")
-                else:
-                    self.dynamic_code(cmd, "watch", rest)
-            return
-        if name == "set" and any(t == "errexit" or re.fullmatch(r"-[a-zA-Z]*e[a-zA-Z]*", t) for t in texts):
+        cmd = checked
+        name = command_name(cmd.argv[0].text)
+        args = list(cmd.argv[1:])
+        if name == "set" and any(t == "errexit" or re.fullmatch(r"-[a-zA-Z]*e[a-zA-Z]*", t) for t in cmd.words[1:]):
             self.errexit = True
-        if name in ("cd", "pushd", "popd"):
-            self.change_dir(name, args)
-            self.emit(cmd)
-            return
         if name in SETS_VARIABLES:
             self.sets_variables(name, args)
-        if name == "git":
-            self.git_code(cmd, args)
-            return
-        if name in RUNNERS and args and args[0].text == RUNNERS[name]:
-            self.emit(cmd)  # `uv run CMD`: the runner is judged, and so is CMD
-            rest = _strip_options(args[1:], RUNNER_VALUE_FLAGS, 0)
-            if rest:
-                self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
-            return
-        if name == "xargs":
-            self.xargs(cmd, args)
-            return
-        if name == "find":
-            self.find(cmd, args)
-            return
-        if name in ("source", "."):
-            self.emit(cmd)
-            if not args or not args[0].static:
-                self.dynamic_code(cmd, name, args)
-            return
-        if name in ("git", "script") and name == "script" and "-c" in texts:
-            i = texts.index("-c")
-            self.emit(cmd)
-            if i + 1 < len(args):
-                self.code_word(cmd, args[i + 1], "script -c")
+        handler = _EXPANDERS.get(name)
+        if handler is not None and handler(self, cmd, name, args):
             return
         if interp.is_interpreter(name):
             self.interpreter(cmd, name, args)
-            return
-        if name in self.session.functions:
+        elif name in self.session.functions:
             self.call(cmd, name)
-            return
+        else:
+            self.emit(cmd)
+
+    def command_word(self, cmd: SimpleCommand) -> SimpleCommand | None:
+        """A computed command word (``$X args``) is never trusted; unknown altogether, nothing is expanded."""
+        head = cmd.argv[0]
+        if head.static and not head.expanded:
+            return cmd
+        self.out.hard("shell:computed-command", Verdict.ASK, f"the command word {head.text!r} is computed")
+        cmd = replace(cmd, computed=True)
+        if set(head.inner) & (FETCHERS | DECODERS):
+            self.out.hard("shell:remote-code", Verdict.DENY, "the command word comes from fetched/decoded text")
+        if not head.static:
+            self.emit(cmd)
+            return None
+        return cmd
+
+    # Each expander below handles one program (or family) that runs other commands, and returns
+    # whether it did; one that returns False leaves the command to be judged as a plain program.
+
+    def eval_(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         self.emit(cmd)
+        if all(w.static for w in args):
+            self.recurse(" ".join(w.text for w in args), cmd, "eval")
+        else:
+            self.dynamic_code(cmd, "eval", args)
+        return True
+
+    def trap(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        if not args or not args[0].static or args[0].text.startswith("-"):
+            return False
+        self.emit(cmd)
+        self.recurse(args[0].text, cmd, "trap")
+        return True
+
+    def alias(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        self.emit(cmd)
+        for w in args:
+            if "=" in w.text:
+                self.recurse(w.text.split("=", 1)[1], cmd, "alias")
+        return True
+
+    def watch(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        rest = _strip_options(args, frozenset({"-n", "--interval", "-d", "-g", "-q"}), 0)
+        self.emit(cmd)
+        if rest and all(w.static for w in rest):
+            self.recurse(" ".join(w.text for w in rest), cmd, "watch")
+        elif rest:
+            self.dynamic_code(cmd, "watch", rest)
+        return True
+
+    def cd(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        self.change_dir(name, args)
+        self.emit(cmd)
+        return True
+
+    def runner(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        """``uv run CMD``: the runner is judged, and so is CMD."""
+        if not args or args[0].text != RUNNERS[name]:
+            return False
+        self.emit(cmd)
+        rest = _strip_options(args[1:], RUNNER_VALUE_FLAGS, 0)
+        if rest:
+            self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
+        return True
+
+    def source(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        self.emit(cmd)
+        if not args or not args[0].static:
+            self.dynamic_code(cmd, name, args)
+        return True
+
+    def code_string(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        """``script -c STRING``, ``su -c STRING``, ``flock F -c STRING``: the string is a command line."""
+        texts = [w.text for w in args]
+        if "-c" not in texts:
+            if name != "su":
+                return False
+            self.emit(cmd)  # su without -c starts a login shell: judged as the program su
+            return True
+        i = texts.index("-c")
+        self.emit(cmd)
+        if i + 1 < len(args):
+            inner = cmd if name == "script" else replace(cmd, wrappers=(*cmd.wrappers, name))
+            self.code_word(inner, args[i + 1], f"{name} -c")
+        return True
 
     def sets_variables(self, name: str, args: list[Word]) -> None:
         """``read PAGER``, ``printf -v LD_PRELOAD …``: variables set from data; ``let 'a[$(id)]'``: code."""
@@ -615,7 +636,7 @@ class _Walker:
             if w.static and ("$(" in w.text or "`" in w.text):
                 self.out.hard("shell:dynamic-code", Verdict.ASK, f"{name} evaluates {w.text!r}, which runs code")
 
-    def git_code(self, cmd: SimpleCommand, args: list[Word]) -> None:
+    def git_code(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         """``git rebase --exec CMD``, ``git bisect run CMD …``: git runs these; they are judged too."""
         self.emit(cmd)
         texts = [w.text for w in args]
@@ -626,6 +647,7 @@ class _Walker:
                 self.code_word(cmd, Word.lit(t[7:]) if args[i].static else Word(t, False), "git --exec")
             elif t == "run" and i > 0 and texts[i - 1] == "bisect" and i + 1 < len(args):
                 self.expand(replace(cmd, argv=tuple(args[i + 1 :]), wrappers=(*cmd.wrappers, "git bisect run")))
+        return True
 
     def code_word(self, cmd: SimpleCommand, w: Word, what: str) -> None:
         if w.static:
@@ -633,72 +655,69 @@ class _Walker:
         else:
             self.dynamic_code(cmd, what, [w])
 
-    def unwrap(self, cmd: SimpleCommand, name: str, args: list[Word]) -> None:
-        wrappers = (*cmd.wrappers, name)
-        texts = [w.text for w in args]
-        if name == "command" and args and texts[0] in ("-v", "-V"):
+    def unwrap(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        """A wrapper (``sudo``, ``timeout 5``, ``env A=1``) runs the rest of its line: strip its options, expand it."""
+        if name == "command" and args and args[0].text in ("-v", "-V"):
             self.emit(cmd)  # a lookup, runs nothing
-            return
-        if name == "su":
-            self.emit(cmd)
-            if "-c" in texts and texts.index("-c") + 1 < len(args):
-                self.code_word(replace(cmd, wrappers=wrappers), args[texts.index("-c") + 1], "su -c")
-            return
+            return True
+        if name == "flock" and self.code_string(cmd, name, args):
+            return True
         if name == "env":
-            rest: list[Word] = []
-            i = 0
-            while i < len(args):
-                a = args[i].text
-                if a in ("-S", "--split-string") and i + 1 < len(args):
-                    split = args[i + 1]
-                    if not split.static:
-                        self.dynamic_code(cmd, "env -S", [split])
-                        self.emit(cmd)
-                        return
-                    try:
-                        rest = [Word.lit(x) for x in shlex.split(split.text)] + args[i + 2 :]
-                    except ValueError:
-                        self.out.hard("shell:unparseable", Verdict.ASK, "env -S string does not split")
-                        rest = []
-                    break
-                if a.startswith("--split-string="):
-                    try:
-                        rest = [Word.lit(x) for x in shlex.split(a.split("=", 1)[1])] + args[i + 1 :]
-                    except ValueError:
-                        self.out.hard("shell:unparseable", Verdict.ASK, "env -S string does not split")
-                    break
-                if a in ("-C", "--chdir") and i + 1 < len(args):
-                    cmd = replace(cmd, cwd=self.directory(cmd.cwd, args[i + 1]))
-                if a.startswith("-") and a != "-":
-                    i += 2 if a in WRAPPER_VALUE_FLAGS["env"] else 1
-                    continue
-                if a == "-" or ("=" in a and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a)):
-                    if a != "-":
-                        env = dict(cmd.env)
-                        var, value = _split_assignment(args[i])
-                        self.env_assigned(var, value, env=env)
-                        cmd = replace(cmd, env=tuple(env.items()))
-                    i += 1
-                    continue
-                rest = args[i:]
-                break
+            found = self.env_prefix(cmd, args)
+            if found is None:
+                return True
+            cmd, rest = found
             if not rest:
                 self.emit(replace(cmd, argv=(Word.lit("env"),)))  # prints the environment
-                return
+                return True
         elif name in ("then", "do", "!"):
             rest = args
         else:
             rest = _strip_options(args, WRAPPER_VALUE_FLAGS.get(name, frozenset()), WRAPPER_POSITIONALS.get(name, 0))
-            if name == "flock" and "-c" in texts:
-                i = texts.index("-c")
-                self.emit(cmd)
-                if i + 1 < len(args):
-                    self.code_word(replace(cmd, wrappers=wrappers), args[i + 1], "flock -c")
-                return
         if not rest:
             self.emit(cmd)
-            return
-        self.expand(replace(cmd, argv=tuple(rest), wrappers=wrappers))
+            return True
+        self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
+        return True
+
+    def env_prefix(self, cmd: SimpleCommand, args: list[Word]) -> tuple[SimpleCommand, list[Word]] | None:
+        """``env [-C DIR] [-u VAR] [A=1 …] [-S STRING] CMD …``: the command as env starts it, and its argv
+        (empty: env prints the environment); None when env runs a string only known at run time."""
+        i = 0
+        while i < len(args):
+            a = args[i].text
+            if a in ("-S", "--split-string") and i + 1 < len(args):
+                if not args[i + 1].static:
+                    self.dynamic_code(cmd, "env -S", [args[i + 1]])
+                    self.emit(cmd)
+                    return None
+                return cmd, self.split_string(args[i + 1].text, args[i + 2 :])
+            if a.startswith("--split-string="):
+                return cmd, self.split_string(a.split("=", 1)[1], args[i + 1 :])
+            if a in ("-C", "--chdir") and i + 1 < len(args):
+                cmd = replace(cmd, cwd=self.directory(cmd.cwd, args[i + 1]))
+            if a.startswith("-") and a != "-":
+                i += 2 if a in WRAPPER_VALUE_FLAGS["env"] else 1
+            elif a == "-" or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a):
+                cmd = cmd if a == "-" else self.env_assign(cmd, args[i])
+                i += 1
+            else:
+                return cmd, args[i:]
+        return cmd, []
+
+    def env_assign(self, cmd: SimpleCommand, w: Word) -> SimpleCommand:
+        env = dict(cmd.env)
+        var, value = _split_assignment(w)
+        self.env_assigned(var, value, env=env)
+        return replace(cmd, env=tuple(env.items()))
+
+    def split_string(self, text: str, tail: list[Word]) -> list[Word]:
+        """``env -S 'CMD ARGS'``: the string split into words as env splits it (shell-like quoting)."""
+        try:
+            return [Word.lit(x) for x in shlex.split(text)] + tail
+        except ValueError:
+            self.out.hard("shell:unparseable", Verdict.ASK, "env -S string does not split")
+            return []
 
     def directory(self, base: PurePosixPath | None, w: Word) -> PurePosixPath | None:
         """Where ``cd WORD`` from ``base`` goes (logically, as the shell does); None when unknown."""
@@ -774,7 +793,7 @@ class _Walker:
                     f"output piped into the interpreter {name!r} runs as code",
                 )
 
-    def xargs(self, cmd: SimpleCommand, args: list[Word]) -> None:
+    def xargs(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         values = frozenset(
             {"-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--max-args", "--max-procs", "--delimiter", "--arg-file"}
         )
@@ -804,8 +823,9 @@ class _Walker:
             cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, "xargs"), piped=False, dynamic_tail=True, origin="xargs"
         )
         self.expand(inner)
+        return True
 
-    def find(self, cmd: SimpleCommand, args: list[Word]) -> None:
+    def find(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         roots = []
         for w in args:
             if w.text.startswith("-") or w.text in ("(", "!", ")"):
@@ -829,6 +849,26 @@ class _Walker:
                 i = j + 1
                 continue
             i += 1
+        return True
+
+
+_Expander = Callable[[_Walker, SimpleCommand, str, list[Word]], bool]
+#: Programs that run other commands, and the walker method that finds those commands. Wrappers come
+#: last so that they win: ``exec``, ``command``, ``sudo`` … are always seen through.
+_EXPANDERS: dict[str, _Expander] = {
+    "eval": _Walker.eval_,
+    "trap": _Walker.trap,
+    "alias": _Walker.alias,
+    "watch": _Walker.watch,
+    **{name: _Walker.cd for name in ("cd", "pushd", "popd")},
+    "git": _Walker.git_code,
+    **{name: _Walker.runner for name in RUNNERS},
+    "xargs": _Walker.xargs,
+    "find": _Walker.find,
+    **{name: _Walker.source for name in ("source", ".")},
+    **{name: _Walker.code_string for name in ("su", "script")},
+    **{name: _Walker.unwrap for name in WRAPPERS},
+}
 
 
 def _split_assignment(w: Word) -> tuple[str, Word]:
