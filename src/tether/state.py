@@ -14,19 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from tether.events.store import Event
+from tether.status import ActionStatus, ClaimStatus, RunStatus
 
-TERMINAL = frozenset(
-    {
-        "COMPLETE",
-        "NO_OP",
-        "NEEDS_INPUT",
-        "BLOCKED_PERMISSION",
-        "BLOCKED_DEPENDENCY",
-        "VERIFY_FAILED",
-        "NO_PROGRESS",
-        "BUDGET_STOP",
-    }
-)
+#: What a gate verdict makes of the action it decides.
+VERDICT_STATUS = {"ALLOW": ActionStatus.DECIDED, "ASK": ActionStatus.WAITING, "DENY": ActionStatus.DENIED}
 
 
 @dataclass
@@ -42,7 +33,7 @@ class Action:
     verdict: str | None = None
     reason: str = ""
     deciding_rule: str = ""
-    status: str = "proposed"  # proposed|invalid|decided|waiting|denied|started|completed|failed
+    status: ActionStatus = ActionStatus.PROPOSED
     attempts: int = 0
     ok: bool | None = None
     result: dict[str, Any] = field(default_factory=dict)
@@ -65,7 +56,7 @@ class Usage:
 class RunState:
     run_id: str = ""
     task: str = ""
-    status: str = "NEW"
+    status: RunStatus = RunStatus.NEW
     attempt: int = 0
     envelope: dict[str, Any] = field(default_factory=dict)
     plan_hash: str = ""
@@ -88,7 +79,7 @@ class RunState:
     recovery_point: dict[str, Any] | None = None
     baseline: str | None = None  # blob hash of the workspace manifest taken before the first action
     preflight_ok: bool | None = None  # None: pre-flight has not run
-    claims: dict[str, str] = field(default_factory=dict)  # finish call_id -> pending|accepted|refused
+    claims: dict[str, ClaimStatus] = field(default_factory=dict)  # finish call_id -> its claim
     refusals: int = 0
     text_only_turns: int = 0
     last_text: str = ""
@@ -108,12 +99,12 @@ class RunState:
 
     @property
     def finished(self) -> bool:
-        return self.status in TERMINAL
+        return self.status.terminal
 
     @property
     def open_actions(self) -> list[Action]:
         """Started with no completion: ambiguous side effects after a crash."""
-        return [a for a in self.actions.values() if a.status == "started"]
+        return [a for a in self.actions.values() if a.status is ActionStatus.STARTED]
 
     def usage(self, now: datetime | None = None) -> dict[str, float]:
         """What the run has used, by budget name; wall time counts up to ``now`` when given."""
@@ -140,7 +131,7 @@ class RunState:
         ts = datetime.fromisoformat(e.ts)
         self.last_seq, self.head_hash = e.seq, e.hash
         if k == "run.started":
-            self.run_id, self.task, self.status, self.attempt = e.run_id, p["task"], "RUNNING", 1
+            self.run_id, self.task, self.status, self.attempt = e.run_id, p["task"], RunStatus.RUNNING, 1
             self.envelope = p["envelope"]
             self.plan_hash, self.contract_hash = p["plan_hash"], p["contract_hash"]
             self.model, self.workspace = p["model"], p["workspace"]
@@ -150,13 +141,13 @@ class RunState:
         elif k == "run.resumed":
             self.attempt += 1
             if not self.pending_approvals:
-                self.status = "RUNNING"
+                self.status = RunStatus.RUNNING
             self._active_since = ts
         elif k == "run.waiting":
-            self.status, self.next_action = p["status"], p["reason"]
+            self.status, self.next_action = RunStatus(p["status"]), p["reason"]
             self._pause(ts)
         elif k == "run.finished":
-            self.status, self.result = p["status"], p["result"]
+            self.status, self.result = RunStatus(p["status"]), p["result"]
             self.evidence, self.unknowns = list(p["evidence"]), list(p["unknowns"])
             self.next_action, self.last_error = p["next_action"], p.get("last_error")
             self._pause(ts)
@@ -179,41 +170,41 @@ class RunState:
         elif k == "action.invalid":
             a = self.actions.get(p["call_id"])
             if a:
-                a.status, a.error, a.ok = "invalid", p["error"], False
+                a.status, a.error, a.ok = ActionStatus.INVALID, p["error"], False
         elif k == "action.decided":
             a = self.actions[p["call_id"]]
             a.verdict, a.reason, a.deciding_rule = p["verdict"], p["reason"], p["deciding_rule"]
-            a.status = {"ALLOW": "decided", "ASK": "waiting", "DENY": "denied"}[p["verdict"]]
+            a.status = VERDICT_STATUS[p["verdict"]]
         elif k == "approval.requested":
             self.pending_approvals[p["approval_id"]] = dict(p)
             self.actions[p["call_id"]].approval_id = p["approval_id"]
-            self.status = "WAITING_APPROVAL"
+            self.status = RunStatus.WAITING_APPROVAL
         elif k in ("approval.granted", "approval.denied", "approval.expired"):
             req = self.pending_approvals.pop(p["approval_id"], None)
             if req is not None:
                 a = self.actions[req["call_id"]]
                 if k == "approval.granted":
-                    a.status, a.approved_by = "decided", p["by"]
+                    a.status, a.approved_by = ActionStatus.DECIDED, p["by"]
                     if p.get("scope") == "run" and p.get("rule"):
                         self.run_rules.append({"rule": p["rule"], "by": p["by"], "approval_id": p["approval_id"]})
                 else:
-                    a.status = "denied"
+                    a.status = ActionStatus.DENIED
                     a.reason = p.get("reason") or f"approval expired ({p.get('outcome')})"
         elif k == "action.started":
             a = self.actions[p["call_id"]]
-            a.status, a.attempts = "started", p["attempt"]
+            a.status, a.attempts = ActionStatus.STARTED, p["attempt"]
             if p["attempt"] == 1:
                 self.used.tool_calls += 1
         elif k == "action.completed":
             a = self.actions[p["call_id"]]
-            a.status, a.ok, a.result = "completed", p["ok"], p["result"]
+            a.status, a.ok, a.result = ActionStatus.COMPLETED, p["ok"], p["result"]
             a.failure_class = p["result"].get("failure_class")
             self.evidence.append(e.id)
             for f in p["changed_files"]:
                 if f not in self.changed_files:
                     self.changed_files.append(f)
             if a.tool == "finish" and p["ok"]:
-                self.claims[a.call_id] = "pending"
+                self.claims[a.call_id] = ClaimStatus.PENDING
             if p.get("undo"):
                 self.rollback.append({"event": e.id, **p["undo"]})
             effects = set(p["result"].get("effects", []))
@@ -221,12 +212,12 @@ class RunState:
                 self.external_used += 1
         elif k == "action.failed":
             a = self.actions[p["call_id"]]
-            a.status, a.ok, a.error, a.failure_class = "failed", False, p["error"], p["failure_class"]
+            a.status, a.ok, a.error, a.failure_class = ActionStatus.FAILED, False, p["error"], p["failure_class"]
             self.last_error = p["error"]
         elif k == "completion.accepted":
-            self.claims[p["call_id"]] = "accepted"
+            self.claims[p["call_id"]] = ClaimStatus.ACCEPTED
         elif k == "completion.refused":
-            self.claims[p["call_id"]] = "refused"
+            self.claims[p["call_id"]] = ClaimStatus.REFUSED
             self.refusals = p["refusals"]
         elif k == "preflight.completed":
             self.preflight_ok = p["ok"]

@@ -16,10 +16,10 @@ from control_helpers import Run, envelope
 from tether.control import control_state, fold, observe, stop_reason
 from tether.control.loop import _last, observe_log
 from tether.control.receipts import LogView
-from tether.control.state import ControlState
 from tether.envelope.schema import Effect, ToolContract
 from tether.events.store import Event
 from tether.review import judge_completion, review_action
+from tether.status import ControlState
 
 
 def trajectory(run: Run) -> None:

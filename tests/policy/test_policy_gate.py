@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tether.control.state import ControlState
 from tether.envelope.schema import (
     ApprovalClass,
     Approvals,
@@ -22,6 +21,7 @@ from tether.envelope.schema import (
 )
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
+from tether.status import ControlState
 
 ALLOW, ASK, DENY = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
 

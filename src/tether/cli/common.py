@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import typer
 from rich.console import Console
 
 from tether.events.anchor import Signer
 from tether.events.store import EventStore
+from tether.status import RunStatus
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -26,6 +27,27 @@ EXIT_USAGE = 2
 EXIT_RUNTIME = 3
 EXIT_BLOCKED = 4
 EXIT_WAITING = 5
+
+
+def exit_code(status: RunStatus) -> int:
+    """A run's exit code is a function of its status alone (the README's table).
+
+    Exhaustive by construction: a new ``RunStatus`` member without a row here fails mypy (``assert_never``).
+    """
+    match status:
+        case RunStatus.COMPLETE | RunStatus.NO_OP:
+            return EXIT_OK
+        case RunStatus.WAITING_APPROVAL | RunStatus.NEEDS_INPUT:
+            return EXIT_WAITING
+        case RunStatus.BLOCKED_DEPENDENCY:  # the sandbox or the model provider: may come back, resumable
+            return EXIT_BLOCKED
+        case RunStatus.VERIFY_FAILED | RunStatus.NO_PROGRESS | RunStatus.BUDGET_STOP | RunStatus.BLOCKED_PERMISSION:
+            return EXIT_INVALID
+        case RunStatus.NEW | RunStatus.RUNNING:  # a driver returned without an end or a pause: tether's fault
+            return EXIT_RUNTIME
+        case _:
+            assert_never(status)
+
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

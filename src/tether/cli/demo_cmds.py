@@ -20,9 +20,10 @@ from tether.events.anchor import Signer
 from tether.events.store import EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
+from tether.status import RunStatus
 
-from .common import EXIT_INVALID, JsonOption, console
-from .run_cmds import control_line, exit_code, printer, show_contract
+from .common import EXIT_INVALID, JsonOption, console, exit_code
+from .run_cmds import control_line, printer, show_contract
 
 REPO_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bugfix"
 
@@ -80,7 +81,7 @@ def demo_cmd(
         console.print(f"inspect it:   {cli_name()} show {contract.run_id} --db {db}")
         console.print(f"the diff:     git -C {dest / 'project'} diff")
     code = exit_code(contract.status)
-    raise typer.Exit(code if code else (0 if contract.status == "COMPLETE" else EXIT_INVALID))
+    raise typer.Exit(code if code else (0 if contract.status is RunStatus.COMPLETE else EXIT_INVALID))
 
 
 def register(app: typer.Typer) -> None:

@@ -26,7 +26,7 @@ def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
         for info in store.runs():
             try:  # a run whose log does not verify is listed as such, never folded
                 store.verify(info.run_id)
-                status = RunState.from_events(store.events(info.run_id)).status
+                status: str = RunState.from_events(store.events(info.run_id)).status
             except LogCorrupt as e:
                 status = f"CORRUPT at seq {e.seq}"
             rows.append(

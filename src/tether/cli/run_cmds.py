@@ -21,33 +21,14 @@ from tether.observe.timeline import render
 from tether.state import RunState
 
 from .common import (
-    EXIT_BLOCKED,
-    EXIT_INVALID,
-    EXIT_OK,
-    EXIT_RUNTIME,
-    EXIT_WAITING,
     DbOption,
     JsonOption,
     console,
+    exit_code,
     print_json,
     reader,
     writer,
 )
-
-SUCCESS = {"COMPLETE", "NO_OP"}
-
-
-def exit_code(status: str) -> int:
-    """A run's exit code is a function of its status alone (the README's table)."""
-    if status in SUCCESS:
-        return EXIT_OK
-    if status in ("WAITING_APPROVAL", "NEEDS_INPUT"):
-        return EXIT_WAITING
-    if status == "BLOCKED_DEPENDENCY":  # the sandbox or the model provider: may come back, resumable
-        return EXIT_BLOCKED
-    if status in ("VERIFY_FAILED", "NO_PROGRESS", "BUDGET_STOP", "BLOCKED_PERMISSION"):
-        return EXIT_INVALID
-    return EXIT_RUNTIME
 
 
 def printer(as_json: bool, verbose: bool = False) -> Any:

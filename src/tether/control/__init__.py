@@ -5,13 +5,14 @@ The kernel calls: ``observe`` (new events for the log), ``control_state``, ``gui
 state is the other wing's job: :mod:`tether.review`.
 """
 
+from tether.status import ControlState
+
 from .beliefs import Belief, BeliefView, tool_reliability
 from .diagnostics import DIMENSIONS, Diagnostics, compute
 from .loop import control_state, guidance, observe, stop_reason
 from .planning import Plan, Task, fold_plan
 from .recovery import LADDER
 from .resolver import Resolution, ResolverInput, resolve
-from .state import ControlState
 
 __all__ = [
     "DIMENSIONS",

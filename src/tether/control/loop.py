@@ -21,6 +21,7 @@ from typing import Any
 
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
+from tether.status import ControlState, RunStatus
 
 from .beliefs import BeliefView, derive
 from .diagnostics import (
@@ -40,7 +41,6 @@ from .planning import plan_events, plan_update
 from .receipts import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
 from .recovery import budget_check, budget_left, current_strategy, guidance_text, usage
 from .resolver import Resolution, ResolverInput, resolve
-from .state import ControlState
 from .stuck import detect, stuck_events
 from .stuck import new_stuck as new_stuck_events
 
@@ -303,7 +303,7 @@ def guidance(events: Sequence[Event]) -> str | None:
     return "\n\n".join(parts) if parts else None
 
 
-def stop_reason(events: Sequence[Event]) -> tuple[str, str] | None:
+def stop_reason(events: Sequence[Event]) -> tuple[RunStatus, str] | None:
     """(status, reason) when the control layer says the run must stop, else None."""
     fold = folded(events)
     if fold is not None:
@@ -316,7 +316,7 @@ def stop_reason(events: Sequence[Event]) -> tuple[str, str] | None:
         if int(p["refusals"]) > int(p["max_refusals"]):
             why = "; ".join(p.get("reasons", [])) or "verification failed"
             return (
-                "VERIFY_FAILED",
+                RunStatus.VERIFY_FAILED,
                 f"completion was claimed {p['refusals']} times and refused each time "
                 f"(limit {p['max_refusals']} refusals): {why}",
             )
@@ -325,6 +325,9 @@ def stop_reason(events: Sequence[Event]) -> tuple[str, str] | None:
         p = last.payload
         dim = p.get("dimension")
         if dim in BEHAVIOURAL or dim == "stuck":
-            return ("NO_PROGRESS", f"the recovery ladder reached escalate_human without progress: {p['reason']}")
-        return ("NEEDS_INPUT", f"a human must decide how to continue: {p['reason']}")
+            return (
+                RunStatus.NO_PROGRESS,
+                f"the recovery ladder reached escalate_human without progress: {p['reason']}",
+            )
+        return (RunStatus.NEEDS_INPUT, f"a human must decide how to continue: {p['reason']}")
     return None

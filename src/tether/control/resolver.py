@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tether.status import ControlState
+
 from .recovery import LADDER, next_strategy
-from .state import ControlState
 
 MAX_SYSTEM_BREAKING = 3
 MIN_ATTEMPTS = 2

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tether.errors import InputError
+from tether.status import TERMINAL, WAITING, RunStatus
 
 
 class Payload(BaseModel):
@@ -91,18 +92,32 @@ class RunResumed(Payload):
 class RunWaiting(Payload):
     """The run paused durably (waiting for a human or input)."""
 
-    status: str
+    status: RunStatus
     reason: str
+
+    @field_validator("status")
+    @classmethod
+    def _waiting(cls, v: RunStatus) -> RunStatus:
+        if v not in WAITING:
+            raise ValueError(f"a run waits only in {sorted(WAITING)}, not {v}")
+        return v
 
 
 @register("run.finished")
 class RunFinished(Payload):
-    status: str
+    status: RunStatus
     result: str = ""
     evidence: list[str] = Field(default_factory=list)
     unknowns: list[str] = Field(default_factory=list)
     next_action: str = ""
     last_error: str | None = None
+
+    @field_validator("status")
+    @classmethod
+    def _terminal(cls, v: RunStatus) -> RunStatus:
+        if v not in TERMINAL:
+            raise ValueError(f"a run finishes only in {sorted(TERMINAL)}, not {v}")
+        return v
 
 
 @register("run.checkpoint")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from tether.state import RunState
+from tether.status import RunStatus
 
 
 class LogHead(BaseModel):
@@ -20,7 +21,7 @@ class OutputContract(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     run_id: str
-    status: str
+    status: RunStatus
     result: str
     evidence: list[str]
     unknowns: list[str]

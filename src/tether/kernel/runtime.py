@@ -22,7 +22,6 @@ from typing import Any
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
-from tether.control.state import ControlState
 from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
@@ -41,6 +40,7 @@ from tether.review.test_integrity import literals_in_tests, special_cases, surfa
 from tether.sandbox.base import Sandbox
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import Action, RunState
+from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
@@ -117,7 +117,7 @@ class Runtime:
         try:
             if self.sandbox is None and not self.state.finished:
                 err = self.sandbox_error or SandboxUnavailable("no sandbox")
-                self.finish(Finish("BLOCKED_DEPENDENCY", f"the required sandbox cannot start: {err}", err.fix))
+                self.finish(Finish(RunStatus.BLOCKED_DEPENDENCY, f"the required sandbox cannot start: {err}", err.fix))
             if not self.state.finished and self.state.preflight_ok is not True and not self.state.actions:
                 self.preflight()
             while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
@@ -373,14 +373,18 @@ class Runtime:
         outcome = self.env.approvals.on_timeout
         self.append("approval.expired", {"approval_id": step.approval_id, "outcome": outcome})
         if outcome == "stop":
-            self.finish(Finish("NEEDS_INPUT", f"approval {step.approval_id} expired and the envelope says stop"))
+            self.finish(
+                Finish(RunStatus.NEEDS_INPUT, f"approval {step.approval_id} expired and the envelope says stop")
+            )
 
     def execute(self, step: Execute) -> None:
         action = self.state.actions[step.call_id]
         tool = self.tools[action.tool]
         contract = self.env.tool(action.tool) or tool.contract
         if action.approval_id is not None and content_hash(action.args) != action.args_hash:
-            self.finish(Finish("BLOCKED_PERMISSION", f"arguments of {action.call_id} no longer match the approval"))
+            self.finish(
+                Finish(RunStatus.BLOCKED_PERMISSION, f"arguments of {action.call_id} no longer match the approval")
+            )
             return
         if step.attempt > 1 and not step.why.startswith("started before"):
             self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
@@ -409,7 +413,7 @@ class Runtime:
                     "attempt": step.attempt,
                 },
             )
-            status = "BLOCKED_DEPENDENCY" if isinstance(e, SandboxUnavailable) else "NEEDS_INPUT"
+            status = RunStatus.BLOCKED_DEPENDENCY if isinstance(e, SandboxUnavailable) else RunStatus.NEEDS_INPUT
             self.finish(Finish(status, f"{action.tool} could not run: {e}", getattr(e, "fix", "")))
             return
         undo = result.undo
@@ -452,7 +456,8 @@ class Runtime:
         self.append_many([*items, ("preflight.completed", PreflightCompleted(ok=pf.ok, checks=pf.checks))])
         if not pf.ok:
             failed = pf.failed
-            status = "BLOCKED_DEPENDENCY" if any(c.status == "BLOCKED_DEPENDENCY" for c in failed) else "NEEDS_INPUT"
+            blocked = any(c.status == "BLOCKED_DEPENDENCY" for c in failed)
+            status = RunStatus.BLOCKED_DEPENDENCY if blocked else RunStatus.NEEDS_INPUT
             reason = "pre-flight failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed)
             self.finish(Finish(status, reason, "; ".join(c.fix for c in failed if c.fix)))
 
@@ -520,14 +525,14 @@ class Runtime:
     def finish(self, step: Finish) -> None:
         state = self.state
         self.checkpoint(f"finish:{step.status}", step.reason)
-        claim = next((c for c, s in state.claims.items() if s == "accepted"), None)
+        claim = next((c for c, s in state.claims.items() if s is ClaimStatus.ACCEPTED), None)
         result = step.reason
         if claim is not None:
             result = str(state.actions[claim].result.get("data", {}).get("claim", "")) or step.reason
         unknowns = [
             f"{a.call_id} ({a.tool}) was proposed but not executed"
             for a in state.actions.values()
-            if a.status in ("proposed", "decided", "waiting")
+            if a.status in (ActionStatus.PROPOSED, ActionStatus.DECIDED, ActionStatus.WAITING)
         ]
         unknowns += [
             f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}"
@@ -637,17 +642,17 @@ def denied_before(state: RunState, action: Action) -> Action | None:
     for other in state.actions.values():
         transient = other.deciding_rule.startswith(TRANSIENT_DENIALS) and other.approval_id is None
         same = (other.tool, other.args_hash) == (action.tool, action.args_hash)
-        if other.seq < action.seq and other.status == "denied" and same and not transient:
+        if other.seq < action.seq and other.status is ActionStatus.DENIED and same and not transient:
             return other
     return None
 
 
 def _next_action(step: Finish) -> str:
     return {
-        "COMPLETE": "review the diff (`tether show`, or git diff) and merge it",
-        "NO_OP": "nothing to do: the verification already passed before any change",
-        "BUDGET_STOP": f"raise {step.breach.field if step.breach else 'the budget'} in the envelope, recompile, "
-        "and start a new run",
+        RunStatus.COMPLETE: "review the diff (`tether show`, or git diff) and merge it",
+        RunStatus.NO_OP: "nothing to do: the verification already passed before any change",
+        RunStatus.BUDGET_STOP: f"raise {step.breach.field if step.breach else 'the budget'} in the envelope, "
+        "recompile, and start a new run",
     }.get(step.status, "inspect with `tether show`, then resume or start a new run")
 
 

@@ -25,13 +25,14 @@ from tether.sandbox.base import Sandbox
 from tether.sandbox.factory import make_sandbox
 from tether.snapshot import SnapshotError
 from tether.state import RunState
+from tether.status import RunStatus
 from tether.tools.contract import Tool
 from tether.tools.registry import resolve_tools
 
 from .approvals import Approver
 from .runtime import EventSink, Runtime
 
-RESUMABLE = frozenset({"BLOCKED_DEPENDENCY"})  # a provider or sandbox that was down may be back
+RESUMABLE = frozenset({RunStatus.BLOCKED_DEPENDENCY})  # a provider or sandbox that was down may be back
 
 
 @dataclass
@@ -176,7 +177,7 @@ def _resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     store.verify_run(info.run_id)
     events = store.events(info.run_id)
     state = RunState.from_events(events)
-    if state.status == "NEW":
+    if state.status is RunStatus.NEW:
         raise InputError(f"run {info.run_id} has no run.started event; nothing to resume")
     if state.finished and state.status not in RESUMABLE:
         raise InputError(

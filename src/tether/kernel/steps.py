@@ -24,6 +24,7 @@ from datetime import datetime
 
 from tether.envelope.schema import Envelope, OnFailure
 from tether.state import Action, RunState
+from tether.status import ActionStatus, ClaimStatus, RunStatus
 
 from .budgets import Breach, breach
 
@@ -65,13 +66,13 @@ class Verify:
 
 @dataclass(frozen=True)
 class Wait:
-    status: str
+    status: RunStatus
     reason: str
 
 
 @dataclass(frozen=True)
 class Finish:
-    status: str
+    status: RunStatus
     reason: str
     next_action: str = ""
     breach: Breach | None = None
@@ -81,7 +82,7 @@ Step = CallModel | Decide | StageApproval | ExpireApproval | Execute | Verify | 
 
 
 def next_step(
-    state: RunState, env: Envelope, now: datetime, control_stop: tuple[str, str] | None = None
+    state: RunState, env: Envelope, now: datetime, control_stop: tuple[RunStatus, str] | None = None
 ) -> Step | None:
     if state.finished:
         return None
@@ -91,7 +92,7 @@ def next_step(
         if contract is not None and contract.idempotent:
             return Execute(a.call_id, a.attempts + 1, why="started before a crash; idempotent, so re-run")
         return Finish(
-            "NEEDS_INPUT",
+            RunStatus.NEEDS_INPUT,
             f"action {a.call_id} ({a.tool} {a.args}) started but has no completion: its side effect is "
             "ambiguous and the tool is not idempotent, so tether will not run it again",
             next_action=f"check whether {a.tool} took effect in the workspace, then start a new run or fork",
@@ -102,12 +103,12 @@ def next_step(
             return ExpireApproval(approval_id)
     if state.pending_approvals:
         ids = ", ".join(state.pending_approvals)
-        return Wait("WAITING_APPROVAL", f"waiting for a human: tether approve|deny {ids}")
+        return Wait(RunStatus.WAITING_APPROVAL, f"waiting for a human: tether approve|deny {ids}")
 
     if control_stop is not None:
         over = breach(state, now, before="action") or breach(state, now, before="model")
         if over is not None:  # the more specific reason: a budget, not a judgement
-            return Finish("BUDGET_STOP", over.reason, breach=over)
+            return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
         return Finish(control_stop[0], control_stop[1], next_action="review the log with tether show, then resume")
 
     for a in state.actions.values():  # insertion order is proposal order
@@ -116,37 +117,41 @@ def next_step(
             return step
 
     for call_id, status in state.claims.items():
-        if status == "pending":
+        if status is ClaimStatus.PENDING:
             return Verify(call_id)
-        if status == "accepted":
-            outcome = "COMPLETE" if state.changed_files else "NO_OP"
+        if status is ClaimStatus.ACCEPTED:
+            outcome = RunStatus.COMPLETE if state.changed_files else RunStatus.NO_OP
             return Finish(outcome, "completion claimed and every required sensor passed")
     if state.refusals > env.verification.max_refusals:
         return Finish(
-            "VERIFY_FAILED",
+            RunStatus.VERIFY_FAILED,
             f"completion was claimed {state.refusals} times and refused each time by verification",
             next_action="read the refused claims' diagnostics in tether show; fix and resume, or raise max_refusals",
         )
 
     if state.raw_stop_reason == "script_exhausted":
-        return Finish("NEEDS_INPUT", "the scripted model has no more turns", "extend the trajectory or use a model")
+        return Finish(
+            RunStatus.NEEDS_INPUT, "the scripted model has no more turns", "extend the trajectory or use a model"
+        )
     if state.termination == "refusal":
-        return Finish("NEEDS_INPUT", f"the model refused: {state.last_text[:200]}", "rephrase the task or change model")
+        return Finish(
+            RunStatus.NEEDS_INPUT, f"the model refused: {state.last_text[:200]}", "rephrase the task or change model"
+        )
     if state.termination == "error":
-        return Finish("NEEDS_INPUT", "the model reported an error", "check the provider and resume")
+        return Finish(RunStatus.NEEDS_INPUT, "the model reported an error", "check the provider and resume")
     if state.text_only_turns >= MAX_TEXT_ONLY_TURNS:
         return Finish(
-            "NO_PROGRESS",
+            RunStatus.NO_PROGRESS,
             f"the model answered {state.text_only_turns} turns in a row without an action or a finish claim",
             next_action="a prose answer completes nothing: give the agent a clearer task, or resume",
         )
 
     if state.used.turns >= env.agent.max_turns:
         cap = Breach("turns", state.used.turns, env.agent.max_turns, setting="agent.max_turns")
-        return Finish("BUDGET_STOP", cap.reason, breach=cap)
+        return Finish(RunStatus.BUDGET_STOP, cap.reason, breach=cap)
     over = breach(state, now, before="model")
     if over is not None:
-        return Finish("BUDGET_STOP", over.reason, breach=over)
+        return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
     return CallModel(state.used.turns)
 
 
@@ -162,14 +167,14 @@ def after_model_failure(failure: str, error: str, *, attempts: int, status: int 
         return context_full(f"the provider said the request does not fit ({tried}): {error}", window_setting)
     if failure == "malformed":
         return Finish(
-            "BLOCKED_DEPENDENCY",
+            RunStatus.BLOCKED_DEPENDENCY,
             f"the model provider's answer could not be read ({tried}): {error}",
             "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md), "
             "then `tether resume` the run",
         )
     if failure == "outage":
         return Finish(
-            "BLOCKED_DEPENDENCY",
+            RunStatus.BLOCKED_DEPENDENCY,
             f"the model provider failed {tried}: {error}",
             "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s), "
             "then `tether resume` the run",
@@ -179,13 +184,15 @@ def after_model_failure(failure: str, error: str, *, attempts: int, status: int 
         if status in (401, 403)
         else "check the model name and the request limits the server accepts (agent.provider_profile)"
     )
-    return Finish("BLOCKED_DEPENDENCY", f"the model provider rejected the request: {error}", f"{fix}, then resume")
+    return Finish(
+        RunStatus.BLOCKED_DEPENDENCY, f"the model provider rejected the request: {error}", f"{fix}, then resume"
+    )
 
 
 def context_full(problem: str, window_setting: str) -> Finish:
     """The conversation no longer fits the model's window: the settings that change that, by name."""
     return Finish(
-        "NEEDS_INPUT",
+        RunStatus.NEEDS_INPUT,
         f"context window full: {problem}",
         "give the model more room: raise agent.context_window together with the server's own context size "
         f"({window_setting}), lower agent.max_output_tokens, or use a model with a larger window; then start a "
@@ -194,21 +201,21 @@ def context_full(problem: str, window_setting: str) -> Finish:
 
 
 def _action_step(a: Action, state: RunState, env: Envelope, now: datetime) -> Step | None:
-    if a.status == "proposed":
+    if a.status is ActionStatus.PROPOSED:
         return Decide(a.call_id)
-    if a.status == "waiting" and a.approval_id is None:
+    if a.status is ActionStatus.WAITING and a.approval_id is None:
         return StageApproval(a.call_id)
-    if a.status == "decided":
+    if a.status is ActionStatus.DECIDED:
         over = breach(state, now, before="action")
         if over is not None:
-            return Finish("BUDGET_STOP", over.reason, breach=over)
+            return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
         return Execute(a.call_id, a.attempts + 1)
-    if a.status == "completed" and a.ok is False:
+    if a.status is ActionStatus.COMPLETED and a.ok is False:
         if _retryable(a, env):
             return Execute(a.call_id, a.attempts + 1, why=f"retry after {a.failure_class}")
         contract = env.tool(a.tool)
         if contract is not None and contract.on_failure == OnFailure.STOP:
-            return Finish("NEEDS_INPUT", f"{a.tool} failed ({a.failure_class}) and its contract says stop")
+            return Finish(RunStatus.NEEDS_INPUT, f"{a.tool} failed ({a.failure_class}) and its contract says stop")
     return None
 
 

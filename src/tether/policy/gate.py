@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tether.control.state import ControlState
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
+from tether.status import ControlState
 
 from . import profile, programs
 from .command import SimpleCommand, Word
