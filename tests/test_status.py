@@ -42,13 +42,13 @@ def test_a_status_is_its_string_so_old_logs_read_back() -> None:
 
 @pytest.mark.parametrize("status", ["RUNNING", "NEW", "WAITING_APPROVAL", "DONE", "complete", ""])
 def test_a_run_finishes_only_in_a_terminal_status(status: str) -> None:
-    with pytest.raises(InvalidPayload, match="run.finished"):
+    with pytest.raises(InvalidPayload, match=r"run\.finished"):
         validate_payload("run.finished", {"status": status})
 
 
 @pytest.mark.parametrize("status", ["RUNNING", "COMPLETE", "NEEDS_INPUT", "WAITING"])
 def test_a_run_waits_only_in_a_waiting_status(status: str) -> None:
-    with pytest.raises(InvalidPayload, match="run.waiting"):
+    with pytest.raises(InvalidPayload, match=r"run\.waiting"):
         validate_payload("run.waiting", {"status": status, "reason": "x"})
 
 
