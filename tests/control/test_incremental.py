@@ -1,22 +1,26 @@
 """The control layer's incremental fold: same output as from scratch, and work per call that does not grow.
 
 ``observe``, ``control_state`` and ``stop_reason`` read a per-run fold cached by chain hash
-(``tether.control.fold``); ``observe_log`` is the from-scratch composition they must equal.
+(``tether.control.fold``), the package's only path; ``oracle.observe_log`` is the from-scratch
+composition of the same stages, kept here, that they must equal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from control_helpers import Run, envelope
+from oracle import last, observe_log
 
+from tether.canonical import canonical_json
 from tether.control import control_state, fold, observe, stop_reason
-from tether.control.loop import _last, observe_log
 from tether.control.receipts import LogView
 from tether.envelope.schema import Effect, ToolContract
+from tether.events.chain import event_hash
 from tether.events.store import Event
 from tether.review import judge_completion, review_action
 from tether.status import ControlState
@@ -114,21 +118,49 @@ def test_repeated_calls_on_a_log_whose_output_was_not_appended(tmp_path: Path) -
     assert observe(run.events, run.env) == [] == observe_log(run.events, run.env)
 
 
-def test_a_log_that_is_not_a_chain_is_computed_from_scratch(tmp_path: Path) -> None:
+def test_a_log_that_is_not_a_chain_gets_a_fresh_fold_each_call(tmp_path: Path) -> None:
     run = Run(tmp_path)
     trajectory(run)
     log = run.events
     gap = [e for e in log if e.kind != "model.responded"]  # hashes no longer link
     fold.clear()
-    assert fold.folded(gap) is None
+    assert fold.folded(gap) is not fold.folded(gap)  # never cached: a cache is keyed by the chain
     assert observe(gap, run.env) == observe_log(gap, run.env)
     assert control_state(gap) == _reference_state(gap)
-    assert fold.folded(log) is not None
+    assert fold.folded(log) is fold.folded(log)
+    unchained = list(_unchained(log))
+    assert observe(unchained, run.env) == observe_log(unchained, run.env)
+    assert stop_reason(unchained) == stop_reason(log)
+
+
+def test_a_log_rewritten_behind_the_cached_fold_is_not_read_from_the_cache(tmp_path: Path) -> None:
+    """The cache is keyed by the chain hash at the fold's head: a log whose past was rewritten (and
+    re-chained, as a rewrite must be to pass verification) is folded anew."""
+    run = Run(tmp_path)
+    trajectory(run)
+    log = run.events
+    fold.folded(log)
+    i = next(i for i, e in enumerate(log) if e.kind == "control.changed" and e.payload["state"] != "NORMAL")
+    rewritten = rechain([*log[:i], replace(log[i], payload={**log[i].payload, "state": "NORMAL"}), *log[i + 1 :]])
+    assert rewritten[-1].hash != log[-1].hash
+    assert fold.folded(rewritten) is not fold.folded(log)
+    assert observe(rewritten, run.env) == observe_log(rewritten, run.env)
+    assert control_state(rewritten) == _reference_state(rewritten)
+
+
+def rechain(events: list[Event]) -> list[Event]:
+    out: list[Event] = []
+    prev = events[0].prev_hash
+    for e in events:
+        h = event_hash(prev, e.run_id, e.seq, e.ts, e.kind, canonical_json(e.payload))
+        out.append(replace(e, prev_hash=prev, hash=h))
+        prev = h
+    return out
 
 
 def _reference_state(events: list[Event]) -> ControlState:
-    last = _last(events, "control.changed")
-    return ControlState(last.payload["state"]) if last else ControlState.NORMAL
+    changed = last(events, "control.changed")
+    return ControlState(changed.payload["state"]) if changed else ControlState.NORMAL
 
 
 def _unchained(events: list[Event]) -> Iterator[Event]:

@@ -10,8 +10,12 @@ extending it by the new events costs O(new events).
 log is at least as long and its event at the fold's last position has the fold's head hash: a
 chain hash covers that event and, through ``prev_hash``, everything before it (the same premise
 as ``tether.control.receipts``'s record cache). The events taken in are checked to be a chain (each
-64-hex hash, each ``prev_hash`` the previous hash, seqs increasing); a log that is not one, or an
-event the fold cannot take, gets ``None``, and the callers compute from scratch as before.
+64-hex hash, each ``prev_hash`` the previous hash, seqs increasing); events that are not one (built
+in memory, or with a gap) get a fresh fold of their own, never cached.
+
+This fold is the control layer's only path: ``tests/control/oracle.py`` keeps the from-scratch
+composition of the same stages, and ``tests/control/test_incremental.py`` checks that the two agree
+on every prefix of a log that exercises them all.
 """
 
 from __future__ import annotations
@@ -133,11 +137,14 @@ class RunFold:
 
     # ---- taking in events --------------------------------------------------------------------
 
-    def extend(self, events: Sequence[Event]) -> None:
+    def extend(self, events: Sequence[Event], *, chained: bool = True) -> None:
+        """Take in ``events[self.n:]``; ``chained``: check they continue the hash chain (the cache needs it)."""
         for i in range(self.n, len(events)):
             e = events[i]
             last = self.last
-            if len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq)):
+            if chained and (
+                len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq))
+            ):
                 raise NotAChain(f"event {i} ({e.id}) does not continue the chain")
             self._add(e)
             self.n, self.head_hash, self.last = i + 1, e.hash, e
@@ -280,7 +287,8 @@ class RunFold:
         return usage_of(self.state, self.last.ts if self.last is not None else "")
 
     def unresolved_system_breaking(self, pending: Sequence[Event]) -> tuple[list[str], int]:
-        """``observe.unresolved_system_breaking`` of the log taken in plus ``pending``."""
+        """Explanations of the system-breaking contradictions whose key was not re-observed since, and their total,
+        in the log taken in plus ``pending``."""
         found = [*self.system_breaking]
         newest: dict[Any, int] = dict(self.belief_max_cite)
         for e in pending:
@@ -301,24 +309,33 @@ class RunFold:
 _FOLDS: OrderedDict[str, RunFold] = OrderedDict()
 
 
-def folded(events: Sequence[Event]) -> RunFold | None:
-    """The fold of ``events`` (extending the cached fold of the run), or None when they are not a chain."""
+def folded(events: Sequence[Event]) -> RunFold:
+    """The fold of ``events``: the run's cached fold extended when they are a hash chain, else a fresh one."""
     if not events or len(events[-1].hash) != 64:
-        return None
+        return _unchained(events)
     run = events[-1].run_id
     fold = _FOLDS.get(run)
     if fold is None or fold.n > len(events) or (fold.n and events[fold.n - 1].hash != fold.head_hash):
         fold = RunFold()
     try:
         fold.extend(events)
-    except Exception:
-        # Not a chain, or an event the fold cannot take: the callers compute from the log as it is.
+    except NotAChain:
         _FOLDS.pop(run, None)
-        return None
+        return _unchained(events)
+    except Exception:
+        _FOLDS.pop(run, None)  # half-extended: never reuse it
+        raise
     _FOLDS[run] = fold
     _FOLDS.move_to_end(run)
     while len(_FOLDS) > FOLDS_MAX:
         _FOLDS.popitem(last=False)
+    return fold
+
+
+def _unchained(events: Sequence[Event]) -> RunFold:
+    """A fold of events that are not a hash chain: computed in full each call, not cached."""
+    fold = RunFold()
+    fold.extend(events, chained=False)
     return fold
 
 

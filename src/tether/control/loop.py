@@ -12,6 +12,10 @@ seeing the previous stages' output (as if already appended)::
                                     when the resolver tags a new strategy (resolver, recovery)
 
 Calling it again on the log that includes its own output adds nothing.
+
+Every entry point reads the run's incremental fold (:mod:`tether.control.fold`), so a kernel step
+costs O(new events); there is no second, from-scratch path in the package. The same stages composed
+from the whole log are a test oracle (``tests/control/oracle.py``) that the fold must equal.
 """
 
 from __future__ import annotations
@@ -23,33 +27,30 @@ from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.status import ControlState, RunStatus
 
-from .beliefs import BeliefView, derive
+from .beliefs import BeliefView
 from .diagnostics import (
     BEHAVIOURAL,
     Diagnostics,
     assemble,
     budget_headroom,
-    compute,
     consistency_score,
     contradiction_weight,
     freshness_score,
     verification_score,
 )
-from .fold import MARKER_KINDS, RunFold, folded
-from .hypotheses import hypothesis_events, hypothesis_updates
-from .planning import plan_events, plan_update
-from .receipts import CONTROL_KINDS, LogView, last_control_seq, seq_of, view
-from .recovery import budget_check, budget_left, current_strategy, guidance_text, usage
+from .fold import RunFold, folded
+from .hypotheses import hypothesis_updates
+from .planning import plan_update
+from .recovery import budget_left, guidance_text
 from .resolver import Resolution, ResolverInput, resolve
-from .stuck import detect, stuck_events
 from .stuck import new_stuck as new_stuck_events
 
 
 class _Work:
-    """The log plus this call's pending output, as synthetic events (what the log will look like)."""
+    """This call's pending output, as synthetic events continuing the log (what it will look like)."""
 
-    def __init__(self, events: Sequence[Event], *, copy: bool = True) -> None:
-        self.events = list(events) if copy else []  # without copy: only the pending events
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events: list[Event] = []  # only the pending ones; the fold holds the log
         self.last: Event | None = events[-1] if events else None
         self.out: list[tuple[str, dict[str, Any]]] = []
 
@@ -69,137 +70,20 @@ class _Work:
             self.out.append((kind, payload))
 
 
-def unresolved_system_breaking(events: Sequence[Event]) -> tuple[list[str], int]:
-    """(explanations of system-breaking contradictions whose key was not re-observed since, total in run)."""
-    found = [e for e in events if e.kind == "contradiction.detected" and e.payload.get("severity") == "system_breaking"]
-    open_: list[str] = []
-    for c in found:
-        key = c.payload["key"]
-        since = max((seq_of(x) for x in c.payload.get("cites", [])), default=c.seq)
-        re_observed = any(
-            e.kind == "belief.recorded"
-            and e.payload.get("key") == key
-            and max((seq_of(x) for x in e.payload.get("cites", [])), default=-1) > since
-            for e in events
-        )
-        if not re_observed:
-            open_.append(str(c.payload.get("explanation", key)))
-    return open_, len(found)
-
-
-def _last(events: Sequence[Event], kind: str) -> Event | None:
-    return next((e for e in reversed(events) if e.kind == kind), None)
-
-
 def _state_of(last: Event | None) -> ControlState:
     return ControlState(last.payload["state"]) if last else ControlState.NORMAL
 
 
 def control_state(events: Sequence[Event]) -> ControlState:
     """Fold: the state set by the latest ``control.changed`` (NORMAL before any)."""
-    fold = folded(events)
-    return _state_of(fold.last_control if fold is not None else _last(events, "control.changed"))
+    return _state_of(folded(events).last_control)
 
 
 def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
-    """The new events for the log (see the module docstring).
-
-    On a chained log this reads the run's cached incremental fold (:mod:`tether.control.fold`), so a
-    call costs O(new events); otherwise, and as the reference it must equal, :func:`observe_log`.
-    """
+    """The new events for the log (see the module docstring), stage by stage, from the run's fold
+    plus this call's pending events."""
     fold = folded(events)
-    return _observe_folded(fold, events, envelope) if fold is not None else observe_log(events, envelope)
-
-
-def observe_log(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
-    """:func:`observe` computed from the whole log, with no cache."""
     work = _Work(events)
-    work.add(derive(work.events))
-    work.add(plan_events(work.events, envelope))
-    work.add(hypothesis_events(work.events))
-
-    marker = last_control_seq(events, MARKER_KINDS)
-    inputs = [e for e in events if e.seq > marker and e.kind not in CONTROL_KINDS]
-    if not inputs:
-        return work.out
-    through = inputs[-1].id
-
-    lv: LogView = view(work.events)
-    # The budget fold once per call: this call's own output (control kinds only, stamped with the
-    # last event's time) changes no counter and no clock, so the log as given has the same usage.
-    used = usage(events)
-    work.add(stuck_events(work.events, lv))
-
-    diags = compute(work.events, envelope, lv, used)
-    last_diag = _last(work.events, "diagnostics.computed")
-    if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
-        work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
-
-    strategy = current_strategy(work.events)
-    ok, note, left = budget_check(work.events, envelope, used)
-    open_sb, total_sb = unresolved_system_breaking(work.events)
-    res = resolve(
-        ResolverInput(
-            dimensions=diags.values,
-            critical=envelope.control.critical,
-            warning=envelope.control.warning,
-            system_breaking=open_sb,
-            system_breaking_total=total_sb,
-            stuck=[s.pattern for s in detect(work.events, lv)],
-            strategy=strategy,
-            attempts_in_strategy=sum(1 for a in lv.actions if lv.in_window(a.event)),
-            recovery_budget_ok=ok,
-            recovery_budget_note=note,
-        )
-    )
-    _resolution(work, res, strategy, _last(work.events, "control.changed"), left, through)
-    return work.out
-
-
-def _resolution(
-    work: _Work, res: Resolution, strategy: str, last_change: Event | None, left: dict[str, float], through: str
-) -> None:
-    """Stage 5: ``recovery.switched`` and ``control.changed`` when the resolution changes them."""
-    previous = _state_of(last_change)
-    last_recovery = last_change.payload.get("recovery") if last_change else None
-    if res.recovery is not None and res.recovery != strategy:
-        work.add(
-            [
-                (
-                    "recovery.switched",
-                    {
-                        "previous": strategy,
-                        "strategy": res.recovery,
-                        "reason": res.reason,
-                        "guidance": guidance_text(res.recovery, res.reason),
-                        "budget": left,
-                        "through": through,
-                    },
-                )
-            ]
-        )
-    if res.state != previous or (res.recovery is not None and res.recovery != last_recovery):
-        work.add(
-            [
-                (
-                    "control.changed",
-                    {
-                        "previous": previous.value,
-                        "state": res.state.value,
-                        "tier": res.tier,
-                        "reason": res.reason,
-                        "dimension": res.dimension,
-                        "recovery": res.recovery,
-                        "through": through,
-                    },
-                )
-            ]
-        )
-
-
-def _observe_folded(fold: RunFold, events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
-    """:func:`observe_log`, stage by stage, from the fold of ``events`` plus this call's pending events."""
-    work = _Work(events, copy=False)  # work.events: only the pending ones; the fold holds the log
     work.add(fold.derive())
     work.add(plan_update(fold.rated_plan(envelope), fold.last_plan_updated, fold.plan_revisions))
     beliefs = fold.belief_view(work.events)
@@ -213,7 +97,7 @@ def _observe_folded(fold: RunFold, events: Sequence[Event], envelope: Envelope) 
     stuck = fold.stuck()
     work.add(new_stuck_events(stuck, fold.stuck_reported))
 
-    diags = _diagnostics_folded(fold, work.events, envelope, beliefs, used)
+    diags = _diagnostics(fold, work.events, envelope, beliefs, used)
     last_diag = fold.last_diagnostics
     if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
         work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
@@ -235,11 +119,50 @@ def _observe_folded(fold: RunFold, events: Sequence[Event], envelope: Envelope) 
             recovery_budget_note=note,
         )
     )
-    _resolution(work, res, fold.strategy, fold.last_control, left, through)
+    work.add(resolution_events(res, fold.strategy, fold.last_control, left, through))
     return work.out
 
 
-def _diagnostics_folded(
+def resolution_events(
+    res: Resolution, strategy: str, last_change: Event | None, left: dict[str, float], through: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Stage 5: ``recovery.switched`` and ``control.changed`` when the resolution changes them."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    previous = _state_of(last_change)
+    last_recovery = last_change.payload.get("recovery") if last_change else None
+    if res.recovery is not None and res.recovery != strategy:
+        out.append(
+            (
+                "recovery.switched",
+                {
+                    "previous": strategy,
+                    "strategy": res.recovery,
+                    "reason": res.reason,
+                    "guidance": guidance_text(res.recovery, res.reason),
+                    "budget": left,
+                    "through": through,
+                },
+            )
+        )
+    if res.state != previous or (res.recovery is not None and res.recovery != last_recovery):
+        out.append(
+            (
+                "control.changed",
+                {
+                    "previous": previous.value,
+                    "state": res.state.value,
+                    "tier": res.tier,
+                    "reason": res.reason,
+                    "dimension": res.dimension,
+                    "recovery": res.recovery,
+                    "through": through,
+                },
+            )
+        )
+    return out
+
+
+def _diagnostics(
     fold: RunFold, pending: Sequence[Event], envelope: Envelope, beliefs: BeliefView, used: dict[str, float]
 ) -> Diagnostics:
     """``diagnostics.compute`` of the folded log plus ``pending`` (whose contradictions are in the window)."""
@@ -306,11 +229,7 @@ def guidance(events: Sequence[Event]) -> str | None:
 def stop_reason(events: Sequence[Event]) -> tuple[RunStatus, str] | None:
     """(status, reason) when the control layer says the run must stop, else None."""
     fold = folded(events)
-    if fold is not None:
-        refused, accepted, last = fold.last_refused, fold.last_accepted, fold.last_control
-    else:
-        refused, accepted = _last(events, "completion.refused"), _last(events, "completion.accepted")
-        last = _last(events, "control.changed")
+    refused, accepted, last = fold.last_refused, fold.last_accepted, fold.last_control
     if refused is not None and (accepted is None or accepted.seq < refused.seq):
         p = refused.payload
         if int(p["refusals"]) > int(p["max_refusals"]):

@@ -20,10 +20,7 @@ from typing import Any
 
 import pathspec
 
-from tether.control.beliefs import BeliefView
 from tether.control.fold import folded
-from tether.control.planning import fold_plan
-from tether.control.recovery import current_strategy
 from tether.control.risk import action_paths, is_test_path, rate_action, rate_path
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.store import Event
@@ -50,8 +47,7 @@ def review_action(
     writes = Effect.WRITE in effects
     paths = action_paths(args)
     fold = folded(events)
-    strategy = fold.strategy if fold is not None else current_strategy(events)
-    if any(e != Effect.READ for e in effects) and strategy == "escalate_human":
+    if any(e != Effect.READ for e in effects) and fold.strategy == "escalate_human":
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
     if writes:
         for p in paths:
@@ -60,7 +56,7 @@ def review_action(
                 problems.append(why)
         if "patch" not in envelope.outputs.allowed_types:
             problems.append(f"the output contract allows {envelope.outputs.allowed_types}, not patches")
-        plan = fold.rated_plan(envelope) if fold is not None else fold_plan(events, envelope)
+        plan = fold.rated_plan(envelope)
         if plan.tasks:
             active = plan.active()
             if not active:
@@ -73,7 +69,7 @@ def review_action(
                     if outside:
                         ids = ", ".join(t.id for t in active)
                         problems.append(f"{', '.join(outside)} is outside the files of the active task ({ids})")
-        beliefs = fold.belief_view(()) if fold is not None else BeliefView.from_events(events)
+        beliefs = fold.belief_view(())
         failing = beliefs.get("tests.failing")
         if failing is not None and failing.value:
             failing_files = {str(t).split("::")[0] for t in failing.value}
