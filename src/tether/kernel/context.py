@@ -85,57 +85,60 @@ class Transcript:
             self.order.extend(c.id for c in calls)
             if not calls:
                 self.notes.append(_no_action_note(p["termination"]))
-        elif e.kind == "action.invalid":
-            self.results[p["call_id"]] = _json({"error": "invalid_arguments", "detail": p["error"]})
-        elif e.kind == "action.decided" and p["verdict"] == "DENY":
-            self.results[p["call_id"]] = _json(
-                {
-                    "denied": True,
-                    "rule": p["deciding_rule"],
-                    "reason": p["reason"],
-                    "advice": "this call was not run; do not retry it as-is",
-                }
-            )
         elif e.kind == "approval.requested":
             self.approval_calls[p["approval_id"]] = p["call_id"]
             self.results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
-        elif e.kind == "approval.denied":
-            call = self.approval_calls.get(p["approval_id"], "")
-            self.results[call] = _json(
-                {
-                    "denied": True,
-                    "by": p["by"],
-                    "reason": p["reason"],
-                    "advice": "a human declined this call; do not retry it as-is",
-                }
-            )
-        elif e.kind == "approval.expired":
-            call = self.approval_calls.get(p["approval_id"], "")
-            self.results[call] = _json({"denied": True, "reason": f"approval expired ({p['outcome']})"})
-        elif e.kind == "action.completed":
-            self.results[p["call_id"]] = str(p["result"].get("content", ""))[:TOOL_RESULT_CHARS]
-        elif e.kind == "action.failed":
-            self.results[p["call_id"]] = _json({"error": p["failure_class"], "detail": p["error"]})
-        elif e.kind == "completion.refused":
-            diags = [f"{d['file']}:{d.get('line') or '?'}: {d['message']}" for d in p.get("diagnostics", [])]
-            self.notes.append(
-                "Completion refused by verification:\n- "
-                + "\n- ".join(p["reasons"])
-                + ("\nDiagnostics:\n" + "\n".join(diags[:20]) if diags else "")
-            )
-        elif e.kind == "recovery.switched":
-            self.notes.append(f"Recovery strategy is now {p['strategy']}: {p['guidance']}")
-        elif e.kind == "review.finding" and p["severity"] != "low":
-            self.notes.append(f"Reviewer ({p['view']}) found: {p['message']}")
-        elif e.kind == "control.changed":
-            note = CONTROL[p["state"]]
-            self.notes.append(f"Control state is now {p['state']} ({p['tier']}): {p['reason']}. {note}")
-        elif e.kind == "stuck.detected":
-            self.notes.append(f"You look stuck ({p['pattern']}, {p['count']} times): {p['detail']}")
-        elif e.kind == "contradiction.detected" and p["severity"] in ("high", "system_breaking"):
-            self.notes.append(
-                f"Contradiction about {p['key']} ({p['severity']}): {p['explanation']}. Re-observe it before acting."
-            )
+        elif e.kind in ("approval.denied", "approval.expired"):
+            self.results[self.approval_calls.get(p["approval_id"], "")] = _approval_result(e.kind, p)
+        elif (result := _call_result(e.kind, p)) is not None:
+            self.results[p["call_id"]] = result
+        elif (note := _host_note(e.kind, p)) is not None:
+            self.notes.append(note)
+
+
+def _call_result(kind: str, p: dict[str, Any]) -> str | None:
+    """What the model is shown as the result of the call ``p["call_id"]`` names, for the events that settle it."""
+    if kind == "action.invalid":
+        return _json({"error": "invalid_arguments", "detail": p["error"]})
+    if kind == "action.decided" and p["verdict"] == "DENY":
+        advice = "this call was not run; do not retry it as-is"
+        return _json({"denied": True, "rule": p["deciding_rule"], "reason": p["reason"], "advice": advice})
+    if kind == "action.completed":
+        return str(p["result"].get("content", ""))[:TOOL_RESULT_CHARS]
+    if kind == "action.failed":
+        return _json({"error": p["failure_class"], "detail": p["error"]})
+    return None
+
+
+def _approval_result(kind: str, p: dict[str, Any]) -> str:
+    """The result of a call a human declined, or whose approval expired."""
+    if kind == "approval.denied":
+        advice = "a human declined this call; do not retry it as-is"
+        return _json({"denied": True, "by": p["by"], "reason": p["reason"], "advice": advice})
+    return _json({"denied": True, "reason": f"approval expired ({p['outcome']})"})
+
+
+def _host_note(kind: str, p: dict[str, Any]) -> str | None:
+    """A host message for the next turn: what verification, the reviewer and the control layer said."""
+    if kind == "completion.refused":
+        diags = [f"{d['file']}:{d.get('line') or '?'}: {d['message']}" for d in p.get("diagnostics", [])]
+        return (
+            "Completion refused by verification:\n- "
+            + "\n- ".join(p["reasons"])
+            + ("\nDiagnostics:\n" + "\n".join(diags[:20]) if diags else "")
+        )
+    if kind == "recovery.switched":
+        return f"Recovery strategy is now {p['strategy']}: {p['guidance']}"
+    if kind == "review.finding" and p["severity"] != "low":
+        return f"Reviewer ({p['view']}) found: {p['message']}"
+    if kind == "control.changed":
+        note = CONTROL[p["state"]]
+        return f"Control state is now {p['state']} ({p['tier']}): {p['reason']}. {note}"
+    if kind == "stuck.detected":
+        return f"You look stuck ({p['pattern']}, {p['count']} times): {p['detail']}"
+    if kind == "contradiction.detected" and p["severity"] in ("high", "system_breaking"):
+        return f"Contradiction about {p['key']} ({p['severity']}): {p['explanation']}. Re-observe it before acting."
+    return None
 
 
 def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] | None = None) -> list[Message]:

@@ -413,25 +413,32 @@ def types(ctx: SensorContext) -> SensorResult:
         return _result(ctx, "types", "ERROR", f"{checker} timed out after {TYPES_TIMEOUT_S:g}s", (), t0, tool)
     crashed = f"{checker} failed (exit {r.exit_code}): {_tail(r.stderr or r.stdout, 3)}"
     if checker == "pyright":
-        pyright = _pyright_diagnostics(ctx, r.stdout)
-        if pyright is None:
-            return _result(ctx, "types", "ERROR", crashed, (), t0, tool)
-        if pyright:
-            return _result(
-                ctx,
-                "types",
-                "FAIL",
-                f"pyright: {len(pyright)} errors (not compared with the baseline)",
-                pyright,
-                t0,
-                tool,
-            )
-        return _result(ctx, "types", "PASS", f"pyright: {len(files)} files type-check", (), t0, tool)
+        return _pyright_result(ctx, _pyright_diagnostics(ctx, r.stdout), crashed, len(files), t0, tool)
     diags = _mypy_diagnostics(r.stdout)
     if r.exit_code not in MYPY_EXIT_OK or (r.exit_code == 1 and not diags):
         return _result(ctx, "types", "ERROR", crashed, (), t0, tool)
     if not diags:
         return _result(ctx, "types", "PASS", f"mypy: {len(files)} files type-check", (), t0, tool)
+    return _mypy_against_baseline(ctx, diags, base, t0, tool)
+
+
+def _pyright_result(
+    ctx: SensorContext, found: list[Diagnostic] | None, crashed: str, n_files: int, t0: float, tool: str
+) -> SensorResult:
+    """pyright's verdict: unlike mypy's, its errors are not compared with the baseline."""
+    if found is None:
+        return _result(ctx, "types", "ERROR", crashed, (), t0, tool)
+    if found:
+        summary = f"pyright: {len(found)} errors (not compared with the baseline)"
+        return _result(ctx, "types", "FAIL", summary, found, t0, tool)
+    return _result(ctx, "types", "PASS", f"pyright: {n_files} files type-check", (), t0, tool)
+
+
+def _mypy_against_baseline(
+    ctx: SensorContext, diags: list[Diagnostic], base: list[str], t0: float, tool: str
+) -> SensorResult:
+    """mypy fails only on errors the run introduced: each file with errors is checked again as it was at
+    the baseline (``--shadow-file``), and the errors already there are not the run's."""
     before: list[Diagnostic] = []
     for rel in sorted({d.file for d in diags})[:MAX_MYPY_BASELINES]:
         text = baseline_text(ctx, rel)
