@@ -191,10 +191,19 @@ def _in_place(cmd: SimpleCommand, e: Effects) -> None:
     e.writes += [Target(w) for w in (ops if inline else ops[1:])]
 
 
+def tar_args(args: list[Word]) -> list[Word]:
+    """``tar czf x.tgz``: the old form bundles the first word's options without a dash."""
+    if args and args[0].static and not args[0].text.startswith("-"):
+        return [Word.lit("-" + args[0].text), *args[1:]]
+    return args
+
+
 def _tar(cmd: SimpleCommand, e: Effects) -> None:
     texts = [w.text for w in cmd.args]
     if not texts:
         return
+    spec = SPECS["tar"]  # files its options write, in any spelling (-g F, --listed-incremental=F, --index-f F)
+    e.writes += [Target(w) for w in programs.parse(spec, tar_args(list(cmd.args))).values(Role.WRITE, spec)]
     first = texts[0]
     modes = set(first.lstrip("-")) if not first.startswith("--") else set()
     modes |= {t[1] for t in texts if t.startswith("-") and not t.startswith("--") and len(t) > 1}

@@ -69,9 +69,9 @@ def _word(spec: Interpreter, a: str, i: int, args: list[str]) -> Program | int:
     """What the word ``a`` at ``i`` says: the program, or how many words to step over."""
     if a in spec.inline or a in spec.code_words:
         return _code_at(i + 1, args)
-    if spec.bundled and a.startswith("-") and not a.startswith("--") and ("e" in a[1:] or "E" in a[1:]):
+    if a.startswith("-") and not a.startswith("--") and spec.bundled & set(a[1:]):
         body = a[1:]  # bundled flags: -pe CODE, -lne CODE, -e'CODE'
-        pos = max(body.find("e"), body.find("E"))
+        pos = max(body.find(c) for c in spec.bundled)
         return _code_at(i + 1, args) if pos == len(body) - 1 else Program("inline", i)
     if a in spec.script:
         return Program("script", i + 1) if i + 1 < len(args) else Program("stdin")

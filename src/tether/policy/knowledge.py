@@ -159,7 +159,7 @@ class Interpreter:
 
     inline: tuple[str, ...] = ()  # options whose value is code (``-e CODE``)
     values: frozenset[str] = frozenset()  # other options that take a value
-    bundled: bool = False  # ``-pe CODE``, ``-e'CODE'``: an ``e``/``E`` inside a cluster of short flags is inline code
+    bundled: frozenset[str] = frozenset()  # letters that, inside a cluster of short flags, start inline code (-pe)
     script: frozenset[str] = frozenset()  # options whose value is the script file (``php -f F``)
     code_words: frozenset[str] = frozenset()  # subcommands whose next word is code (``deno eval CODE``)
     skip_words: frozenset[str] = frozenset()  # subcommands before the script (``deno run F``, ``bun test``)
@@ -168,13 +168,14 @@ class Interpreter:
 _NODE = Interpreter(
     inline=("-e", "--eval", "-p", "--print"),
     values=frozenset({"-r", "--require", "--import", "--loader", "--input-type"}),
+    bundled=frozenset("ep"),
 )
 _PWSH = Interpreter(inline=("-c", "-command", "-Command", "-EncodedCommand", "-enc", "-e"))
 _E = Interpreter(inline=("-e",))
 #: Every interpreter other than the shells and Python.
 INTERPRETERS: dict[str, Interpreter] = {
-    "perl": Interpreter(inline=("-e", "-E"), values=frozenset({"-I", "-M", "-m"}), bundled=True),
-    "ruby": Interpreter(inline=("-e",), values=frozenset({"-I", "-r"}), bundled=True),
+    "perl": Interpreter(inline=("-e", "-E"), values=frozenset({"-I", "-M", "-m"}), bundled=frozenset("eE")),
+    "ruby": Interpreter(inline=("-e",), values=frozenset({"-I", "-r"}), bundled=frozenset("eE")),
     "irb": _E,
     "node": _NODE,
     "nodejs": _NODE,
@@ -182,7 +183,9 @@ INTERPRETERS: dict[str, Interpreter] = {
     "tsx": _NODE,
     "bun": replace(_NODE, skip_words=frozenset({"run", "test", "x"})),
     "deno": Interpreter(code_words=frozenset({"eval"}), skip_words=frozenset({"run", "test", "x"})),
-    "php": Interpreter(inline=("-r",), values=frozenset({"-c", "-d", "-z"}), script=frozenset({"-f"})),
+    "php": Interpreter(
+        inline=("-r",), values=frozenset({"-c", "-d", "-z"}), script=frozenset({"-f"}), bundled=frozenset("r")
+    ),
     "lua": Interpreter(inline=("-e",), values=frozenset({"-l"})),
     "luajit": _E,
     "Rscript": _E,

@@ -37,7 +37,7 @@ from pathlib import PurePosixPath
 from . import inline, interp, knowledge, programs
 from .command import SimpleCommand, Word
 from .decision import Finding, Layer, Verdict
-from .effects import Effects, operands, without_exec
+from .effects import Effects, operands, tar_args, without_exec
 from .knowledge import (
     CONTAINERS,
     DISK,
@@ -123,8 +123,8 @@ def options(cmd: SimpleCommand) -> list[Finding]:
     args = list(cmd.args)
     if cmd.name == "find":
         args = without_exec(args)
-    elif cmd.name in ("tar", "bsdtar") and args and args[0].static and not args[0].text.startswith("-"):
-        args[0] = Word.lit("-" + args[0].text)  # tar czf: the old bundled form
+    elif cmd.name in ("tar", "bsdtar"):
+        args = tar_args(args)
     label = cmd.name
     out: list[Finding] = []
     current: programs.Spec | None = spec
@@ -281,11 +281,15 @@ def _system_binary(text: str) -> bool:
 
 
 def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
-    words, overrides = git_words(cmd)
+    parsed = programs.parse(knowledge.GIT, list(cmd.args))
+    if parsed.code:  # -c, --config-env, --exec-path … (spelled in full, abbreviated or clustered)
+        opt = parsed.code[0]
+        return _ask("ask-exec-option", f"git {opt} runs {knowledge.GIT.code[opt]}: not a read-only option", hard=True)
+    if parsed.unknown:
+        return _ask("ask-git-config-override", "git options outside its table (-c, --git-dir …) can run programs")
+    words = [w.text for w in parsed.operands]
     sub = words[0] if words else ""
     rest = words[1:]
-    if overrides:
-        return _ask("ask-git-config-override", "git options outside its table (-c, --git-dir …) can run programs")
     if sub in GIT_REMOTE:
         rule = "ask-git-push" if sub == "push" else "ask-git-remote"
         return _ask(rule, f"git {sub} talks to a remote")

@@ -103,7 +103,7 @@ def spec(
             name = name[:-1]
             values[name] = Role.TEXT
         codes[name.rstrip("=")] = what
-    longs = tuple(o for o in (*flags, *values, *optional, *codes) if o.startswith("--"))
+    longs = tuple(sorted({o for o in (*flags, *values, *optional, *codes) if o.startswith("--")}))
     return Spec(
         longs=longs,
         flags=frozenset(flags),

@@ -613,17 +613,16 @@ class _Walker:
 
     def code_string(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         """``script -c STRING``, ``su -c STRING``, ``flock F -c STRING``: the string is a command line."""
-        texts = [w.text for w in args]
-        if "-c" not in texts:
+        found = _command_string(args)
+        if found is None:
             if name != "su":
                 return False
             self.emit(cmd)  # su without -c starts a login shell: judged as the program su
             return True
-        i = texts.index("-c")
         self.emit(cmd)
-        if i + 1 < len(args):
+        if found[0] is not None:
             inner = cmd if name == "script" else replace(cmd, wrappers=(*cmd.wrappers, name))
-            self.code_word(inner, args[i + 1], f"{name} -c")
+            self.code_word(inner, found[0], f"{name} -c")
         return True
 
     def sets_variables(self, name: str, args: list[Word]) -> None:
@@ -869,6 +868,29 @@ _EXPANDERS: dict[str, _Expander] = {
     **{name: _Walker.code_string for name in ("su", "script")},
     **{name: _Walker.unwrap for name in WRAPPERS},
 }
+
+
+def _command_string(args: list[Word]) -> tuple[Word | None] | None:
+    """The STRING of ``-c STRING`` in every spelling getopt accepts: ``-qc S``, ``-cS``, ``--command S``,
+    ``--command=S``, ``--comm=S`` (and su's ``--session-command``). ``(None,)`` when the option has no
+    value; None when it is absent."""
+    for i, w in enumerate(args):
+        t = w.text
+        after = (args[i + 1] if i + 1 < len(args) else None,)
+        if t == "--":
+            return None
+        if len(t) > 2 and any(o.startswith(t.split("=", 1)[0]) for o in ("--command", "--session-command")):
+            return (_slice(w, t.index("=") + 1),) if "=" in t else after
+        if t.startswith("-") and not t.startswith("--") and "c" in t[1:]:
+            start = t.index("c", 1) + 1
+            return (_slice(w, start),) if start < len(t) else after
+    return None
+
+
+def _slice(w: Word, start: int) -> Word:
+    if w.static:
+        return Word.lit(w.text[start:])
+    return Word(w.text[start:], False, w.prefix[start:], w.inner, w.expanded)
 
 
 def _split_assignment(w: Word) -> tuple[str, Word]:

@@ -1,0 +1,260 @@
+"""Program knowledge as data (policy/knowledge.py): every spelling of an option is read as the table
+says, and every program a family names is judged by that family.
+
+The tables are read by one parser; these tests derive their cases from the tables themselves, so a
+row added later is attacked the same way: abbreviated long options, ``--opt=value`` and ``--opt
+value``, short options clustered behind harmless ones, values glued to the option.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, Permissions, PlanRef, ToolContract
+from tether.policy import interp, knowledge, profile
+from tether.policy.decision import Verdict
+from tether.policy.defaults import default_envelope
+from tether.policy.gate import Gate
+from tether.policy.programs import Role, Spec
+
+ALLOW, ASK, DENY = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory: pytest.TempPathFactory) -> Gate:
+    ws = tmp_path_factory.mktemp("ws")
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    return Gate(default_envelope(), ws)
+
+
+def tables() -> list[tuple[str, Spec]]:
+    """Every option table the profile allows a program under: programs and git's subcommands."""
+    out = [(n, s) for n, s in knowledge.SPECS.items() if s.kind in ("read", "build") and not s.inert]
+    out += [(f"git {sub}", s) for sub, s in (knowledge.GIT.subcommands or {}).items()]
+    return [(n, s) for n, s in out if n not in ("find", ".", "source")]  # find -exec is its own command
+
+
+def options(s: Spec) -> set[str]:
+    return set(s.flags) | set(s.values) | set(s.optional) | set(s.code)
+
+
+def shortest_abbreviation(s: Spec, option: str) -> str | None:
+    """The shortest prefix of a long option that names only it (GNU getopt takes it as the option)."""
+    others = [o for o in options(s) if o.startswith("--") and o != option]
+    for end in range(3, len(option)):
+        prefix = option[:end]
+        if not any(o.startswith(prefix) for o in others):
+            return prefix
+    return None
+
+
+ABBREVIATED_CODE = sorted(
+    (name, option, abbrev)
+    for name, s in tables()
+    for option in s.code
+    if option.startswith("--") and (abbrev := shortest_abbreviation(s, option)) is not None
+)
+
+
+@pytest.mark.parametrize(("name", "option", "abbrev"), ABBREVIATED_CODE)
+def test_an_abbreviated_code_option_is_the_code_option(gate: Gate, name: str, option: str, abbrev: str) -> None:
+    for spelling in (f"{name} {abbrev}='sh -c id' src", f"{name} {abbrev} 'sh -c id' src"):
+        d = gate.decide("bash", {"command": spelling})
+        assert d.verdict is ASK and d.deciding_rule == "coding:ask-exec-option", (spelling, d.to_dict())
+        assert option in d.reason, (spelling, d.reason)
+
+
+def harmless_short_flag(s: Spec) -> str | None:
+    return next((f for f in sorted(s.flags) if len(f) == 2 and f[1].isalpha() and f not in s.code), None)
+
+
+CLUSTERED_CODE = sorted(
+    (name, flag, option)
+    for name, s in tables()
+    for option in s.code
+    if len(option) == 2 and option[0] == "-" and (flag := harmless_short_flag(s)) is not None
+)
+
+
+@pytest.mark.parametrize(("name", "flag", "option"), CLUSTERED_CODE)
+def test_a_short_code_option_behind_harmless_flags_is_seen(gate: Gate, name: str, flag: str, option: str) -> None:
+    cluster = f"{flag}{option[1]}"
+    for spelling in (f"{name} {cluster} 'sh -c id' src", f"{name} {cluster}id src"):
+        d = gate.decide("bash", {"command": spelling})
+        assert d.verdict is ASK and d.deciding_rule == "coding:ask-exec-option", (spelling, d.to_dict())
+
+
+def writes_outside(name: str, s: Spec) -> list[str]:
+    """Every spelling of every option whose value is a file written, naming a file outside the workspace."""
+    target = "/etc/tether-attack"
+    out: list[str] = []
+    for option, role in s.values.items():
+        if role is not Role.WRITE:
+            continue
+        if option.startswith("--"):
+            out += [f"{name} {option}={target} src/a.py", f"{name} {option} {target} src/a.py"]
+            abbrev = shortest_abbreviation(s, option)
+            if abbrev is not None:
+                out.append(f"{name} {abbrev}={target} src/a.py")
+        elif len(option) == 2:
+            out += [f"{name} {option} {target} src/a.py", f"{name} {option}{target} src/a.py"]
+            flag = harmless_short_flag(s)
+            if flag is not None:
+                out.append(f"{name} {flag}{option[1]}{target} src/a.py")
+        else:
+            out.append(f"{name} {option} {target} src/a.py")
+    return out
+
+
+WRITES = sorted(c for name, s in tables() for c in writes_outside(name, s))
+
+
+@pytest.mark.parametrize("command", WRITES)
+def test_a_destination_is_read_in_every_spelling(gate: Gate, command: str) -> None:
+    d = gate.decide("bash", {"command": command})
+    assert d.verdict is not ALLOW, d.to_dict()
+    assert any("/etc/tether-attack" in m.reason for m in d.matches), d.to_dict()
+
+
+def test_the_attack_lists_are_not_empty() -> None:
+    """The derived cases above must exist, or the tests above would pass by testing nothing."""
+    assert len(ABBREVIATED_CODE) >= 10 and len(CLUSTERED_CODE) >= 5 and len(WRITES) >= 30
+    assert ("sort", "--compress-program", "--co") in ABBREVIATED_CODE
+    assert ("tar", "-I") in {(n, o) for n, _, o in CLUSTERED_CODE}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sort --c sh big.txt",  # --check or --compress-program: ambiguous, so not the harmless one
+        "tar cf x.tar --checkpoint-a=exec=id src",
+        "git grep --op less TODO",
+        "ls --h",  # --help, --hide, --human-readable …
+        "grep --- x src",
+        "grep -- --compress-program=sh src",  # after --, an operand: fine, but never an option the table lacks
+    ],
+)
+def test_ambiguous_or_odd_spellings_are_not_allowed_as_something_harmless(gate: Gate, command: str) -> None:
+    d = gate.decide("bash", {"command": command})
+    if command.startswith("grep -- "):
+        assert d.verdict is ALLOW, d.to_dict()  # a pattern that looks like an option, after --
+    else:
+        assert d.verdict is not ALLOW, d.to_dict()
+
+
+# -- interpreters: the program they run, in every spelling ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "kind", "index"),
+    [
+        ("perl -pie 's/a/b/' f", "inline", 1),
+        ("perl -lne 'print' f", "inline", 1),
+        ("perl -e'print 1'", "inline", 0),
+        ("perl -I lib -E 'say 1'", "inline", 3),
+        ("ruby -rjson x.rb", "script", 1),
+        ("node --require x.js y.js", "script", 2),
+        ("node --print 1", "inline", 1),
+        ("bun run x.ts", "script", 1),
+        ("deno eval 'Deno.exit()'", "inline", 1),
+        ("deno eval", "stdin", -1),
+        ("php -d x=1 -f x.php", "script", 3),
+        ("lua -l mod x.lua", "script", 2),
+        ("python3 -Ic 'import os'", "inline", 1),
+        ("python3 -W ignore -m pytest", "module", 3),
+        ("bash -ec 'git push'", "inline", 1),
+        ("bash -o errexit -c 'git push'", "inline", 3),
+        ("sh -s", "stdin", -1),
+    ],
+)
+def test_interpreters_find_their_program_in_every_spelling(command: str, kind: str, index: int) -> None:
+    name, *args = command.split(" ", 1)
+    import shlex
+
+    words = shlex.split(args[0]) if args else []
+    found = interp.program(name, words)
+    assert (found.kind, found.index) == (kind, index), found
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["perl -pie 'system(q(id))' f", "ruby -ne 'exec(\"id\")'", "node -pe 'require(\"child_process\")'", "deno eval"],
+)
+def test_inline_code_of_other_languages_asks_and_never_crashes(gate: Gate, command: str) -> None:
+    d = gate.decide("bash", {"command": command})
+    assert d.verdict is ASK and d.deciding_rule != "gate:error", d.to_dict()
+
+
+# -- families: every name is judged by its family ---------------------------------------------------
+
+ALWAYS_ASK = {
+    "ask-remote": knowledge.REMOTE,
+    "ask-network": knowledge.NETWORK,
+    "ask-system": knowledge.SYSTEM,
+    "ask-download-run": knowledge.DOWNLOAD_RUN,
+}
+
+
+@pytest.mark.parametrize(("rule", "name"), sorted((r, n) for r, names in ALWAYS_ASK.items() for n in names))
+def test_a_family_that_asks_asks_for_each_of_its_programs(gate: Gate, rule: str, name: str) -> None:
+    d = gate.decide("bash", {"command": f"{name} x"})
+    assert d.verdict is not ALLOW, d.to_dict()
+    assert any(m.id == f"coding:{rule}" for m in d.matches) or d.verdict is DENY, d.to_dict()
+
+
+def test_no_program_is_both_in_an_asking_family_and_in_an_allowing_table() -> None:
+    asking = frozenset().union(*ALWAYS_ASK.values()) | knowledge.CONTAINERS | knowledge.DISK | knowledge.POWER
+    assert not asking & (profile.READ_ONLY | profile.BUILD)
+
+
+def test_a_name_in_two_families_is_judged_by_the_first(gate: Gate) -> None:
+    assert "bun" in knowledge.PACKAGE_TOOLS and "bun" in knowledge.INTERPRETERS
+    assert gate.decide("bash", {"command": "bun publish"}).deciding_rule == "coding:ask-publish"
+    assert gate.decide("bash", {"command": "python3 -m pip install --user x"}).deciding_rule == (
+        "coding:ask-system-install"
+    )
+
+
+def deny_push() -> Envelope:
+    return Envelope(
+        plan=PlanRef(path="plan.yaml", hash="sha256:" + "0" * 64),
+        environment=Environment(filesystem=Filesystem(read=["**"], write=["**"])),
+        tools=[ToolContract(name="bash", purpose="shell", effects=[Effect.EXEC])],
+        permissions=Permissions.model_validate({"deny": [{"id": "no-push", "rule": "bash(git push:*)"}]}),
+    )
+
+
+@pytest.mark.parametrize("wrapper", sorted(knowledge.WRAPPERS - {"then", "do"}))
+def test_every_wrapper_is_seen_through(tmp_path: Path, wrapper: str) -> None:
+    positionals = " ".join("x" for _ in range(knowledge.WRAPPER_POSITIONALS.get(wrapper, 0)))
+    command = " ".join(w for w in (wrapper, positionals, "git push origin main") if w)
+    d = Gate(deny_push(), tmp_path).decide("bash", {"command": command})
+    assert d.verdict is DENY and d.deciding_rule == "no-push", (command, d.to_dict())
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "su -c 'git push'",
+        "flock /tmp/l -c 'git push'",
+        "script -qc 'git push' /dev/null",
+        "env -S 'git push'",
+        "env --split-string='git push'",
+        "env -C src -u X A=1 git push",
+        "uv run --with x git push",
+        "bundle exec git push",
+        "watch -n 1 git push",
+        "trap 'git push' EXIT",
+        "eval 'git push'",
+        "ls | xargs -I{} git push {}",
+        "find . -execdir git push \\;",
+        "git rebase --exec='git push' main",
+        "git bisect run git push",
+    ],
+)
+def test_every_program_that_runs_a_command_is_seen_through(tmp_path: Path, command: str) -> None:
+    d = Gate(deny_push(), tmp_path).decide("bash", {"command": command})
+    assert d.verdict is DENY, (command, d.to_dict())
