@@ -22,7 +22,7 @@ from typing import Any
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
-from tether.envelope.schema import Effect, Envelope, Rule, ToolContract
+from tether.envelope.schema import Effect, Envelope, Rule
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
@@ -31,15 +31,17 @@ from tether.models.base import Model, ToolSpec, Usage
 from tether.models.pricing import cost_usd
 from tether.models.retry import complete_with_retries
 from tether.models.window import budget_for, estimate_tokens, learned_window
+from tether.policy.decide import decide
+from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
 from tether.review.completion import claim_event, judge_completion
-from tether.review.execution import ESCALATE_AFTER, consecutive_failures, review_action, review_gate_event
+from tether.review.execution import review_gate_event
 from tether.review.model_reviewer import model_review
 from tether.review.reviewer import ReviewFinding, review
 from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.sandbox.base import Sandbox
 from tether.snapshot import Manifest, SnapshotError
-from tether.state import Action, RunState
+from tether.state import RunState
 from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
@@ -284,34 +286,11 @@ class Runtime:
         except ToolArgsError as e:
             self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool, "error": str(e)})
             return
-        earlier = denied_before(self.state, action)
-        if earlier is not None:
-            reason = f"an identical call ({earlier.call_id}) was denied: {earlier.reason}; it is not retried as-is"
-            rule = {"id": "kernel:denied-before", "verdict": "DENY", "reason": reason}
-            self.append(
-                "action.decided",
-                {
-                    "call_id": action.call_id,
-                    "verdict": "DENY",
-                    "deciding_rule": rule["id"],
-                    "reason": reason,
-                    "rules": [rule],
-                },
-            )
-            return
-        try:
-            decision = self.gate().decide(action.tool, action.args).to_dict()
-        except Exception as e:  # a broken gate must not kill the run: a human decides instead
-            reason = f"the gate failed ({type(e).__name__}: {e}); a human decides"
-            rule = {"id": "gate:error", "verdict": "ASK", "reason": reason}
-            decision = {"verdict": "ASK", "deciding_rule": rule["id"], "reason": reason, "rules": [rule]}
         contract = self.env.tool(action.tool) or tool.contract
-        batch: list[tuple[str, dict[str, Any]]] = []
-        if decision["verdict"] == "ALLOW" and set(contract.effects) != {Effect.READ}:
-            gate_event, decision = self.review(action.call_id, contract, action.args, decision)
-            batch.append(gate_event)
-        self.append_many([*batch, ("action.decided", {"call_id": action.call_id, **decision})])
-        if decision["verdict"] == "DENY":
+        ruling = decide(action, contract, self.gate, self.state, self.events, self.env)
+        review = [] if ruling.review is None else [review_gate_event(action.call_id, contract.name, ruling.review)]
+        self.append_many([*review, ("action.decided", {"call_id": action.call_id, **ruling.decision.to_dict()})])
+        if ruling.decision.verdict is Verdict.DENY:
             self.observe()  # a run of denials is itself something the control layer must see
 
     def gate(self) -> Gate:
@@ -320,22 +299,6 @@ class Runtime:
         if self._gate is None or self._gate[0] != key:
             self._gate = (key, Gate(self.env, self.workspace, control=key[0], run_rules=self.run_rules()))
         return self._gate[1]
-
-    def review(
-        self, call_id: str, contract: ToolContract, args: dict[str, Any], decision: dict[str, Any]
-    ) -> tuple[tuple[str, dict[str, Any]], dict[str, Any]]:
-        """Execution review of an allowed action: refuse it, or after repeated refusals ask a human."""
-        result = review_action(contract, args, self.events, self.env)
-        event = review_gate_event(call_id, contract.name, result)
-        if result.ok:
-            return event, decision
-        escalate = consecutive_failures(self.events) + 1 >= ESCALATE_AFTER
-        verdict, rule = ("ASK", "review:escalate") if escalate else ("DENY", "review:gate")
-        reason = "; ".join(result.reasons[:3]) + (
-            f" ({ESCALATE_AFTER} consecutive review failures: a human decides)" if escalate else ""
-        )
-        rules = [*decision["rules"], {"id": rule, "verdict": verdict, "reason": reason}]
-        return event, {"verdict": verdict, "deciding_rule": rule, "reason": reason, "rules": rules}
 
     def stage_approval(self, step: StageApproval) -> None:
         action = self.state.actions[step.call_id]
@@ -628,23 +591,6 @@ class Runtime:
     @staticmethod
     def now() -> datetime:
         return datetime.now(UTC)
-
-
-TRANSIENT_DENIALS = ("control:", "review:", "kernel:")
-
-
-def denied_before(state: RunState, action: Action) -> Action | None:
-    """An earlier identical call (same tool, same argument hash) that a rule or a human denied.
-
-    Denials that came from the run's passing condition (control state, execution review) are
-    not final: the same call may be right once the run has recovered.
-    """
-    for other in state.actions.values():
-        transient = other.deciding_rule.startswith(TRANSIENT_DENIALS) and other.approval_id is None
-        same = (other.tool, other.args_hash) == (action.tool, action.args_hash)
-        if other.seq < action.seq and other.status is ActionStatus.DENIED and same and not transient:
-            return other
-    return None
 
 
 def _next_action(step: Finish) -> str:

@@ -8,8 +8,9 @@ Refusals (``ok=False``):
 - editing a test file that the current beliefs say is failing (change the code, not the test);
 - any effect beyond read once recovery has escalated to a human.
 
-The risk rating (``tether.control.risk``) is reported either way. The kernel escalates to a
-human after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_failures`).
+The risk rating (``tether.control.risk``) is reported either way. The decider
+(:mod:`tether.policy.decide`) composes this review with the gate, and asks a human instead of
+refusing after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_failures`).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def review_gate_event(call_id: str, tool: str, result: ReviewResult) -> tuple[st
 
 
 def consecutive_failures(events: Sequence[Event]) -> int:
-    """Trailing run of refused ``review.gate`` events; the kernel escalates at ``ESCALATE_AFTER``."""
+    """Trailing run of refused ``review.gate`` events; the decider escalates at ``ESCALATE_AFTER``."""
     n = 0
     for e in reversed(events):
         if e.kind != "review.gate":

@@ -1,0 +1,99 @@
+"""The one decider: a proposed call and the run so far in, the final typed :class:`Decision` out.
+
+"Where is this verdict decided?" — here. Three layers, in this order; each may settle the verdict:
+
+1. **repeat denial** — an identical call (same tool, same argument hash) that a rule or a human
+   denied earlier is denied again without asking the gate (``kernel:denied-before``). Denials that
+   came from the run's passing condition (control state, execution review, this layer) are not final:
+   the same call may be right once the run has recovered.
+2. **the gate** (:class:`tether.policy.gate.Gate`) — envelope rules, the built-in profile, places,
+   effect defaults and the control state. A gate that cannot even be built is an ASK (``gate:error``):
+   a broken gate must not kill the run, a human decides instead.
+3. **execution review** (:func:`tether.review.execution.review_action`) of an ALLOW whose effects go
+   beyond reading: a refusal turns it into DENY (``review:gate``), or into ASK (``review:escalate``)
+   once ``ESCALATE_AFTER`` reviews in a row have refused.
+
+Pure apart from what the gate resolves on disk (symlinks): the kernel performs nothing here, it
+records the :class:`Ruling` — the review's own event first, then ``action.decided``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tether.envelope.schema import Effect, Envelope, ToolContract
+from tether.events.store import Event
+from tether.review.execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action
+from tether.state import Action, RunState
+from tether.status import ActionStatus
+
+from .decision import Decision, RuleMatch, Verdict
+from .gate import Gate
+
+#: Rule prefixes whose denials depend on the run's condition at the time, not on the call itself.
+TRANSIENT_DENIALS = ("control:", "review:", "kernel:")
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """The final decision, and the execution review behind it when one ran (it is logged as ``review.gate``)."""
+
+    decision: Decision
+    review: ReviewResult | None = None
+
+
+def decide(
+    action: Action,
+    contract: ToolContract,
+    gate: Callable[[], Gate],
+    state: RunState,
+    events: Sequence[Event],
+    env: Envelope,
+) -> Ruling:
+    """The verdict on ``action`` (see the module docstring for the layers and their order).
+
+    ``gate`` builds (or returns the cached) gate for the run's current control state and run rules;
+    it is only called when the repeat-denial layer has not already settled the call.
+    """
+    earlier = denied_before(state, action)
+    if earlier is not None:
+        reason = f"an identical call ({earlier.call_id}) was denied: {earlier.reason}; it is not retried as-is"
+        return Ruling(_single("kernel:denied-before", Verdict.DENY, reason))
+    decision = _gate(gate, action)
+    if decision.verdict is not Verdict.ALLOW or set(contract.effects) == {Effect.READ}:
+        return Ruling(decision)
+    review = review_action(contract, action.args, events, env)
+    return Ruling(decision if review.ok else _refused(decision, review, consecutive_failures(events) + 1), review)
+
+
+def denied_before(state: RunState, action: Action) -> Action | None:
+    """An earlier identical call (same tool, same argument hash) that a rule or a human denied for good."""
+    for other in state.actions.values():
+        transient = other.deciding_rule.startswith(TRANSIENT_DENIALS) and other.approval_id is None
+        same = (other.tool, other.args_hash) == (action.tool, action.args_hash)
+        if other.seq < action.seq and other.status is ActionStatus.DENIED and same and not transient:
+            return other
+    return None
+
+
+def _gate(gate: Callable[[], Gate], action: Action) -> Decision:
+    try:
+        return gate().decide(action.tool, action.args)
+    except Exception as e:  # Gate.decide never raises; building the gate (bad run rules) may
+        return _single("gate:error", Verdict.ASK, f"the gate failed ({type(e).__name__}: {e}); a human decides")
+
+
+def _refused(allowed: Decision, review: ReviewResult, refusals: int) -> Decision:
+    """The gate allowed, the execution review refused: deny, or ask a human once refusals repeat."""
+    escalate = refusals >= ESCALATE_AFTER
+    rule, verdict = ("review:escalate", Verdict.ASK) if escalate else ("review:gate", Verdict.DENY)
+    reason = "; ".join(review.reasons[:3])
+    if escalate:
+        reason += f" ({ESCALATE_AFTER} consecutive review failures: a human decides)"
+    return Decision(verdict, rule, reason, (*allowed.matches, RuleMatch(rule, verdict, reason)))
+
+
+def _single(rule: str, verdict: Verdict, reason: str) -> Decision:
+    m = RuleMatch(rule, verdict, reason)
+    return Decision(verdict, rule, reason, (m,))
