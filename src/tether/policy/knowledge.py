@@ -96,11 +96,24 @@ SYSTEM = frozenset(
     )
 )
 DISK = frozenset(_words("mkfs mke2fs mkswap wipefs fdisk sfdisk parted gdisk cfdisk sgdisk"))
+DISK_PREFIXES = ("mkfs.", "mke2fs", "mkdosfs")  # mkfs.ext4, mkdosfs …
 POWER = frozenset(_words("shutdown reboot halt poweroff"))
+SYSTEMCTL_POWER = frozenset(_words("poweroff reboot halt kexec suspend"))
+#: netcat's options that wire a program to the socket (a reverse shell).
+NETCATS = frozenset(_words("nc ncat netcat"))
+NETCAT_EXEC_OPTIONS = frozenset(_words("-e -c --exec --sh-exec --lua-exec"))
+#: Programs that change ownership or permissions (a recursive one of / or ~ is denied as such).
+PERMISSIONS = frozenset(_words("chmod chown chgrp chattr setfacl"))
 CONTAINERS = frozenset(_words("docker podman nerdctl"))
+CONTAINER_READ = frozenset(_words("ps images version info logs inspect history top stats port"))
+#: Container options that reach the host (a bind mount of a host path is found separately).
+CONTAINER_HOST_OPTIONS = frozenset(_words("--privileged --pid=host --net=host --network=host --userns=host --ipc=host"))
 #: Programs that download a package and run it.
 DOWNLOAD_RUN = frozenset(_words("npx pnpx bunx uvx pipx"))
 PIP = frozenset(_words("pip pip3"))
+#: pip subcommands that fetch code, and options that install outside the project environment.
+PIP_FETCH = frozenset(_words("install download wheel"))
+PIP_OUTSIDE_OPTIONS = frozenset(_words("--user --break-system-packages --target --prefix --root"))
 #: Package managers: they run the project's own code by design; index, publish and code options are checked.
 PACKAGE_TOOLS = frozenset(_words("npm yarn pnpm bun uv poetry pdm hatch cargo go gem bundle"))
 #: Options of package tools that run a program or load configuration the project did not write.
@@ -112,6 +125,8 @@ PACKAGE_CODE_OPTIONS = {
     "yarn": ("--script-shell", "--cwd", "--use-yarnrc"),
     "uv": ("--config-file", "--with", "--with-requirements", "--directory"),
 }
+#: Subcommands of package tools that publish to or change a registry.
+PUBLISH = frozenset(_words("publish upload push yank login adduser owner unpublish deprecate dist-tag"))
 #: Options that name a package index or registry other than the default.
 INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f", "--find-links", "--registry")
 #: ``python -m`` modules known to run the project's tools; others must be the project's own.
@@ -142,6 +157,10 @@ GIT_WORK = frozenset(
     )
 )
 GIT_REMOTE = frozenset(_words("push fetch pull clone ls-remote submodule send-email request-pull svn"))
+GIT_REWRITE = frozenset(_words("filter-branch filter-repo update-ref replace"))
+#: ``git remote`` and ``git config`` words that only read.
+GIT_REMOTE_READ = frozenset(_words("-v --verbose show get-url"))
+GIT_CONFIG_READ = frozenset(_words("--get --list -l --get-all --get-regexp --show-origin"))
 
 # -- interpreters: where the program they run comes from (read by .interp) ------------------------
 

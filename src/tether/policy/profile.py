@@ -195,23 +195,23 @@ def _targets_home_or_root(eff: Effects, cmd: SimpleCommand, ctx: Context) -> tup
 def _destructive(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
     name = cmd.name
     texts = [w.text for w in cmd.args]
-    if name in DISK or name.startswith(("mkfs.", "mke2fs", "mkdosfs")):
+    if name in DISK or name.startswith(knowledge.DISK_PREFIXES):
         return [_f("deny-mkfs", Verdict.DENY, f"{name} formats or repartitions a disk")]
     if name == "dd" and any(t.startswith("of=/dev/") and t not in ("of=/dev/null",) for t in texts):
         return [_f("deny-dd-device", Verdict.DENY, "dd writes straight to a device")]
     if name in POWER or (name == "init" and texts[:1] in (["0"], ["6"])):
         return [_f("deny-power", Verdict.DENY, f"{name} stops or restarts the machine")]
-    if name == "systemctl" and set(texts) & {"poweroff", "reboot", "halt", "kexec", "suspend"}:
+    if name == "systemctl" and set(texts) & knowledge.SYSTEMCTL_POWER:
         return [_f("deny-power", Verdict.DENY, "systemctl stops or restarts the machine")]
     if name == "kill" and any(t in ("-1", "1") for t in texts if t not in ("-9", "-KILL", "-s")):
         return [_f("deny-kill-all", Verdict.DENY, "kill of every process or of init")]
     hit = _targets_home_or_root(eff, cmd, ctx)
     if hit is not None:
         rule, reason = hit
-        if name in ("chmod", "chown", "chgrp", "chattr", "setfacl"):
+        if name in knowledge.PERMISSIONS:
             rule = "chmod-root"
         return [_f(f"deny-{rule}", Verdict.DENY, reason)]
-    if name in ("nc", "ncat", "netcat") and {"-e", "-c", "--exec", "--sh-exec", "--lua-exec"} & set(texts):
+    if name in knowledge.NETCATS and knowledge.NETCAT_EXEC_OPTIONS & set(texts):
         return [_f("deny-reverse-shell", Verdict.DENY, f"{name} wires a shell to a socket")]
     if name == "socat" and any(re.search(r"(^|[,:])(exec|system):", t, re.IGNORECASE) for t in texts):
         return [_f("deny-reverse-shell", Verdict.DENY, "socat wires a program to a socket")]
@@ -294,14 +294,11 @@ def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
         rule = "ask-git-push" if sub == "push" else "ask-git-remote"
         return _ask(rule, f"git {sub} talks to a remote")
     if sub == "remote":
-        if not rest or rest[0] in ("-v", "show", "get-url", "--verbose"):
+        if not rest or rest[0] in knowledge.GIT_REMOTE_READ:
             return _allow("allow-read-only", "git remote lists remotes")
         return _ask("ask-git-remote", "git remote changes where code is pushed")
     if sub == "config":
-        if (
-            any(r in ("--get", "--list", "-l", "--get-all", "--get-regexp", "--show-origin") for r in rest)
-            or len([r for r in rest if not r.startswith("-")]) <= 1
-        ):
+        if any(r in knowledge.GIT_CONFIG_READ for r in rest) or len([r for r in rest if not r.startswith("-")]) <= 1:
             return _allow("allow-read-only", "git config read")
         return _ask("ask-git-config", "git config changes can run programs (hooks, pagers, aliases)")
     if sub == "reset" and "--hard" in rest:
@@ -312,7 +309,7 @@ def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
         return _ask("ask-git-discard", f"git {sub} of paths discards uncommitted changes")
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
         return _ask("ask-git-discard", "git stash drop/clear discards work")
-    if sub in ("filter-branch", "filter-repo", "update-ref", "replace"):
+    if sub in knowledge.GIT_REWRITE:
         return _ask("ask-git-rewrite", f"git {sub} rewrites history")
     if sub in GIT_READ or (sub == "tag" and (not rest or rest[0] in ("-l", "--list"))):
         return _allow("allow-read-only", f"git {sub} only reads")
@@ -324,12 +321,12 @@ def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
 def _container(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     texts = [w.text for w in cmd.args]
     sub = next((t for t in texts if not t.startswith("-")), "")
-    if sub in ("ps", "images", "version", "info", "logs", "inspect", "history", "top", "stats", "port"):
+    if sub in knowledge.CONTAINER_READ:
         return _allow("allow-read-only", f"{cmd.name} {sub} only reads")
     risky = [
         t
         for i, t in enumerate(texts)
-        if t in ("--privileged", "--pid=host", "--net=host", "--network=host", "--userns=host", "--ipc=host")
+        if t in knowledge.CONTAINER_HOST_OPTIONS
         or (i > 0 and texts[i - 1] in ("-v", "--volume", "--mount") and not t.startswith(("./", "$PWD", ".:")))
         or t.startswith(("--volume=/", "-v/", "--mount=type=bind"))
     ]
@@ -340,13 +337,13 @@ def _container(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
 
 def _pip(texts: list[str]) -> list[Finding]:
     sub = next((t for t in texts if not t.startswith("-")), "")
-    if sub not in ("install", "download", "wheel"):
+    if sub not in knowledge.PIP_FETCH:
         return _allow("allow-workspace-build", f"pip {sub} does not fetch code")
     if any(t in INDEX_OPTIONS or t.startswith(tuple(f + "=" for f in INDEX_OPTIONS)) for t in texts):
         return _ask("ask-custom-index", "install from a custom index")
     if any(_VCS_OR_URL.match(t) for t in texts):
         return _ask("ask-custom-index", "install from a URL or VCS")
-    if any(t in ("--user", "--break-system-packages", "--target", "--prefix", "--root") for t in texts):
+    if any(t in knowledge.PIP_OUTSIDE_OPTIONS for t in texts):
         return _ask("ask-system-install", "install outside the project environment")
     return _allow("allow-install", "install from the default index into the project environment")
 
@@ -357,7 +354,7 @@ def _package_tool(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     code = [t for t in texts if t.split("=", 1)[0] in PACKAGE_CODE_OPTIONS.get(name, ())]
     if code:
         return _ask("ask-exec-option", f"{name} {code[0]} runs a program or configuration from elsewhere", hard=True)
-    if sub in ("publish", "upload", "push", "yank", "login", "adduser", "owner", "unpublish", "deprecate", "dist-tag"):
+    if sub in knowledge.PUBLISH:
         return _ask("ask-publish", f"{name} {sub} publishes or changes a registry")
     if any(t in INDEX_OPTIONS or t.startswith(tuple(f + "=" for f in INDEX_OPTIONS)) for t in texts) or any(
         t in ("--git", "--index") for t in texts
