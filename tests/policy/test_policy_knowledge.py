@@ -8,6 +8,7 @@ value``, short options clustered behind harmless ones, values glued to the optio
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -87,12 +88,11 @@ def test_a_short_code_option_behind_harmless_flags_is_seen(gate: Gate, name: str
         assert d.verdict is ASK and d.deciding_rule == "coding:ask-exec-option", (spelling, d.to_dict())
 
 
-def writes_outside(name: str, s: Spec) -> list[str]:
-    """Every spelling of every option whose value is a file written, naming a file outside the workspace."""
-    target = "/etc/tether-attack"
+def spellings(name: str, s: Spec, wanted: Role, target: str) -> list[str]:
+    """Every spelling of every option whose value has the role ``wanted``, naming ``target``."""
     out: list[str] = []
     for option, role in s.values.items():
-        if role is not Role.WRITE:
+        if role is not wanted:
             continue
         if option.startswith("--"):
             out += [f"{name} {option}={target} src/a.py", f"{name} {option} {target} src/a.py"]
@@ -109,7 +109,8 @@ def writes_outside(name: str, s: Spec) -> list[str]:
     return out
 
 
-WRITES = sorted(c for name, s in tables() for c in writes_outside(name, s))
+WRITES = sorted(c for name, s in tables() for c in spellings(name, s, Role.WRITE, "/etc/tether-attack"))
+READS = sorted(c for name, s in tables() for c in spellings(name, s, Role.READ, "/etc/shadow"))
 
 
 @pytest.mark.parametrize("command", WRITES)
@@ -119,9 +120,15 @@ def test_a_destination_is_read_in_every_spelling(gate: Gate, command: str) -> No
     assert any("/etc/tether-attack" in m.reason for m in d.matches), d.to_dict()
 
 
+@pytest.mark.parametrize("command", READS)
+def test_a_file_read_through_an_option_is_checked_in_every_spelling(gate: Gate, command: str) -> None:
+    d = gate.decide("bash", {"command": command})
+    assert d.verdict is DENY and d.deciding_rule == "path:credential", d.to_dict()
+
+
 def test_the_attack_lists_are_not_empty() -> None:
     """The derived cases above must exist, or the tests above would pass by testing nothing."""
-    assert len(ABBREVIATED_CODE) >= 10 and len(CLUSTERED_CODE) >= 5 and len(WRITES) >= 30
+    assert len(ABBREVIATED_CODE) >= 10 and len(CLUSTERED_CODE) >= 5 and len(WRITES) >= 30 and len(READS) >= 30
     assert ("sort", "--compress-program", "--co") in ABBREVIATED_CODE
     assert ("tar", "-I") in {(n, o) for n, _, o in CLUSTERED_CODE}
 
@@ -171,10 +178,7 @@ def test_ambiguous_or_odd_spellings_are_not_allowed_as_something_harmless(gate: 
     ],
 )
 def test_interpreters_find_their_program_in_every_spelling(command: str, kind: str, index: int) -> None:
-    name, *args = command.split(" ", 1)
-    import shlex
-
-    words = shlex.split(args[0]) if args else []
+    name, *words = shlex.split(command)
     found = interp.program(name, words)
     assert (found.kind, found.index) == (kind, index), found
 
@@ -258,3 +262,28 @@ def test_every_wrapper_is_seen_through(tmp_path: Path, wrapper: str) -> None:
 def test_every_program_that_runs_a_command_is_seen_through(tmp_path: Path, command: str) -> None:
     d = Gate(deny_push(), tmp_path).decide("bash", {"command": command})
     assert d.verdict is DENY, (command, d.to_dict())
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "tar -xvC /etc -f x.tar",  # -C clustered: extracts into /etc
+        "tar xf x.tar --directory=/etc",
+        "tar --extr -f x.tar --dir /etc",  # abbreviated mode and directory
+        "tar -cf /etc/x.tar src",
+        "tar --create --file=/etc/x.tar src",
+        "tar --append --file /etc/x.tar src",
+        "tar -c -g /etc/x.snar -f out.tar src",
+        "tar -AT/etc/shadow src/a.py",
+    ],
+)
+def test_tar_places_are_read_from_its_table_in_every_spelling(gate: Gate, command: str) -> None:
+    d = gate.decide("bash", {"command": command})
+    assert d.verdict is DENY and d.deciding_rule.startswith("path:"), d.to_dict()
+
+
+@pytest.mark.parametrize(
+    "command", ["tar czf dist/src.tgz src", "tar xzf x.tgz", "tar -xf x.tar -C src", "tar tvf x.tar"]
+)
+def test_tar_inside_the_workspace_stays_allowed(gate: Gate, command: str) -> None:
+    assert gate.decide("bash", {"command": command}).verdict is ALLOW

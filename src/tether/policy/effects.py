@@ -198,35 +198,27 @@ def tar_args(args: list[Word]) -> list[Word]:
     return args
 
 
+#: tar's operation options, as the mode they select (abbreviations are resolved by the table first).
+_TAR_MODES = {"-x": "x", "--extract": "x", "--get": "x", "-c": "c", "--create": "c", "-r": "r", "--append": "r"}
+_TAR_MODES |= {"-u": "u", "--update": "u"}
+
+
 def _tar(cmd: SimpleCommand, e: Effects) -> None:
-    texts = [w.text for w in cmd.args]
-    if not texts:
-        return
-    spec = SPECS["tar"]  # files its options write, in any spelling (-g F, --listed-incremental=F, --index-f F)
-    e.writes += [Target(w) for w in programs.parse(spec, tar_args(list(cmd.args))).values(Role.WRITE, spec)]
-    first = texts[0]
-    modes = set(first.lstrip("-")) if not first.startswith("--") else set()
-    modes |= {t[1] for t in texts if t.startswith("-") and not t.startswith("--") and len(t) > 1}
-    for t in texts:
-        if t.startswith("--"):
-            modes |= {"x"} if t in ("--extract", "--get") else {"c"} if t == "--create" else set()
-    archive: list[Word] = []
-    if "f" in modes:
-        for i, t in enumerate(texts):
-            if (t == first and "f" in t and not t.startswith("--")) or (t.startswith("-") and "f" in t[1:]):
-                if i + 1 < len(cmd.args):
-                    archive = [cmd.args[i + 1]]
-                break
-    archive += _option_value(cmd, ("--file",))
-    chdir = _option_value(cmd, ("-C", "--directory"))
-    rest = [w for w in cmd.args[1:] if not w.text.startswith("-") and w not in archive and w not in chdir]
-    e.reads += [Target(w) for w in _option_value(cmd, ("-T", "--files-from", "-X", "--exclude-from"))]
+    """tar reads its table like any program (every spelling of -f, -C, -T, -g …); what the archive and
+    the operands are depends on the mode: extracting writes the directory, creating writes the archive."""
+    spec = SPECS["tar"]
+    parsed = programs.parse(spec, tar_args(list(cmd.args)))
+    modes = {_TAR_MODES[n] for n, _ in parsed.options if n in _TAR_MODES}
+    archive = [v for n, v in parsed.options if n in ("-f", "--file") and v is not None]
+    chdir = [v for n, v in parsed.options if n in ("-C", "--directory") and v is not None]
+    e.reads += [Target(w) for w in parsed.values(Role.READ, spec)]
+    e.writes += [Target(w) for w in parsed.values(Role.WRITE, spec)]
     if "x" in modes:
         e.writes += [Target(w) for w in chdir] or [Target(Word.lit("."))]
         e.reads += [Target(w) for w in archive]
-    elif "c" in modes or "r" in modes or "u" in modes:
+    elif modes & {"c", "r", "u"}:
         e.writes += [Target(w) for w in archive if w.text != "-"]
-        e.reads += [Target(w, True) for w in rest]
+        e.reads += [Target(w, True) for w in parsed.operands]
 
 
 _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
