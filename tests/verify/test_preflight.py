@@ -81,7 +81,10 @@ def test_preflight_records_the_baseline_with_shapes_and_surface(project: Path) -
     assert pf.ok and pf.baseline is not None and pf.baseline.ok
     outcomes = {t.id: (t.outcome, t.shape.asserts if t.shape else None) for t in pf.baseline.tests}
     assert outcomes == {"test_lib.py::test_two": ("passed", 1), "test_lib.py::test_known_broken": ("failed", 1)}
-    assert list(pf.baseline.surface) == ["test_lib.py"] and set(pf.blobs.values()) == {TESTS.encode()}
+    assert (
+        list(pf.baseline.surface) == ["test_lib.py"] and pf.blobs[pf.baseline.surface["test_lib.py"]] == TESTS.encode()
+    )
+    assert set(pf.blobs) == {*pf.baseline.surface.values(), *(b.blob for b in pf.baseline.bytecode)}
     assert "2 tests collected (1 failed, 1 passed)" in pf.checks[-1].detail
 
 

@@ -4,7 +4,8 @@
   required sensor's tool exist? A failed check stops the run at once, naming the fix.
 - ``tests.baseline``       before the agent's first write: every test the test command collects and how it
   ended, the shape of each test function (asserts, returns, skips) and the bytes of the test surface (test
-  files and test configuration, as blobs), against which the completion check compares the final state.
+  files and test configuration, as blobs), against which the completion check compares the final state, and
+  the bytecode that run compiled (as blobs), which completion runs reuse for the sources the agent left alone.
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ class CaseRecord(Payload):
     shape: CaseShape | None = Field(None, description="None when the function's source could not be found")
 
 
+class CachedBytecode(Payload):
+    """A bytecode file the baseline run compiled, kept so that completion runs need not recompile it."""
+
+    path: str = Field(description="workspace-relative path of the .pyc (in a __pycache__ directory)")
+    source: str = Field(description="workspace-relative path of the .py it was compiled from")
+    source_digest: str = Field(description="sha256 of that source's bytes when it was compiled")
+    blob: str = Field(description="blob hash of the .pyc's bytes")
+
+
 @register("tests.baseline")
 class SuiteBaseline(Payload):
     command: str
@@ -49,6 +59,9 @@ class SuiteBaseline(Payload):
         default_factory=dict, description="test files and test configuration: path -> blob hash of the bytes"
     )
     duration_s: float = 0.0
+    bytecode: list[CachedBytecode] = Field(
+        default_factory=list, description="bytecode the baseline run compiled (see tether.verify.bytecode)"
+    )
 
 
 class PreflightCheck(Payload):

@@ -24,6 +24,7 @@ from pathlib import Path
 from tether.envelope.schema import Envelope
 from tether.events.kinds_verify import PreflightCheck, SuiteBaseline
 
+from . import bytecode
 from .cascade import planned_sensors
 from .integrity import baseline_shapes
 from .runner import NOT_FOUND_EXIT, CommandSandbox, find_tool
@@ -149,10 +150,15 @@ def record_baseline(
         return check, base, blobs
     contract = envelope.tool("run_tests")
     timeout = float(contract.timeout_s) if contract is not None and contract.timeout_s else TESTS_TIMEOUT_S
-    # Before the agent's first write the workspace's bytecode is the user's own: it is used (fast), and the
-    # run writes none. The completion run trusts none of it (``sensors.fresh_bytecode``).
-    env = {"PYTHONDONTWRITEBYTECODE": "1"}
-    receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env, collect_only=collect_only)
+    if collect_only:  # a look (tether doctor): leave the workspace's bytecode as it is, write none
+        receipt, report = run_reported(
+            sandbox, workspace, command, timeout_s=timeout, env={"PYTHONDONTWRITEBYTECODE": "1"}, collect_only=True
+        )
+        cached = []
+    else:  # the run compiles everything from source; its bytecode is what completion runs may reuse
+        with bytecode.fresh(workspace) as (env, dropped):
+            receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env)
+        cached = bytecode.capture(workspace, blobs) if not env and not dropped.sourceless else []
     took = round(time.monotonic() - t0, 6)
     if isinstance(report, ReportError):
         missing = receipt.exit_code == NOT_FOUND_EXIT or "No module named pytest" in receipt.stderr + receipt.stdout
@@ -190,6 +196,7 @@ def record_baseline(
         errors=errors,
         surface=surface,
         duration_s=took,
+        bytecode=cached,
         detail=f"{len(report.tests)} tests collected" + (f", {len(errors)} collection errors" if errors else ""),
     )
     if not report.tests:

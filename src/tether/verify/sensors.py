@@ -28,17 +28,12 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import re
-import secrets
 import shlex
-import shutil
-import tempfile
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -49,6 +44,7 @@ from tether.envelope.schema import Envelope
 from tether.events.kinds_verify import SuiteBaseline
 from tether.snapshot import BlobStore, Manifest, SnapshotError, read_content
 
+from . import bytecode
 from .changes import WorkspaceDiff
 from .integrity import FAILING, compare, describe, tolerated_failures
 from .result import Diagnostic, Outcome, SensorResult
@@ -492,7 +488,15 @@ def parse_pytest(output: str) -> tuple[list[Diagnostic], str]:
 def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, reported: bool = False) -> SensorResult:
     timeout = _timeout(ctx, "run_tests", TESTS_TIMEOUT_S)
     report: TestReport | ReportError | None = None
-    with fresh_bytecode(ctx.workspace) as env:
+    with bytecode.fresh(ctx.workspace) as (env, dropped):
+        if dropped.sourceless:
+            shown = ", ".join(dropped.sourceless[:5]) + (" ..." if len(dropped.sourceless) > 5 else "")
+            why = f"bytecode without source would be imported instead of source: {shown}"
+            note = "bytecode without its .py: tether runs no bytecode it did not compile"
+            diags = [Diagnostic(p, None, note, "bytecode.sourceless") for p in dropped.sourceless]
+            return _result(ctx, name, "ERROR", f"{why} (delete it)", diags, t0)
+        if not env and ctx.test_baseline is not None and ctx.blobs is not None:
+            bytecode.restore(ctx.workspace, ctx.test_baseline.bytecode, _unchanged_since_baseline(ctx), ctx.blobs)
         if reported:
             r, report = run_reported(ctx.sandbox, ctx.workspace, command, timeout_s=timeout, env=env)
         else:
@@ -520,40 +524,18 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, report
     return _result(ctx, name, "FAIL", summary or f"{command}: exit {r.exit_code}", diags, t0)
 
 
-@contextmanager
-def fresh_bytecode(workspace: Path) -> Iterator[dict[str, str]]:
-    """The environment for a test run in which no bytecode found in the workspace is used.
+def _unchanged_since_baseline(ctx: SensorContext) -> Callable[[str, str], bool]:
+    """Whether a source still has the digest it had at the run's start, by the snapshot diff (bytes, not times)."""
+    diff, baseline = ctx.diff, ctx.baseline
+    if diff is None or not diff.available or baseline is None:
+        return lambda source, digest: False
+    changed = {*diff.paths, *ctx.changed_files}
 
-    CPython and pytest's rewrite cache trust a .pyc whose recorded source mtime and size match, so one
-    left in the workspace could be stale (an edit within the same second, same size) or planted by the
-    agent. The workspace's ``__pycache__`` directories are removed (the interpreter's own caches stay
-    warm); where that fails, a fresh cache directory is used instead (slower: everything recompiles).
-    """
-    if drop_bytecode(workspace):
-        yield {}
-        return
-    cache = Path(tempfile.gettempdir()) / f"tether-pycache-{secrets.token_hex(6)}"
-    try:
-        yield {"PYTHONPYCACHEPREFIX": str(cache)}
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+    def unchanged(source: str, digest: str) -> bool:
+        entry = baseline.entries.get(source)
+        return entry is not None and entry.digest == digest and source not in changed
 
-
-def drop_bytecode(workspace: Path) -> bool:
-    """Remove every ``__pycache__`` under the workspace (never following a symlink); True when all are gone."""
-    ok = True
-    for root, dirs, _ in os.walk(workspace):
-        for d in [d for d in dirs if d == "__pycache__"]:
-            path = Path(root) / d
-            try:
-                if path.is_symlink():
-                    path.unlink()
-                else:
-                    shutil.rmtree(path)  # fd-based on Linux: safe against symlinks swapped in underneath
-            except OSError:
-                ok = False
-        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".git")]
-    return ok
+    return unchanged
 
 
 def _judge_report(
