@@ -27,6 +27,15 @@ nothing unprivileged can restore a ctime. The racy-git rule: an entry whose mtim
 within :data:`RACY_WINDOW_NS` of the start of the scan that recorded it may have been rewritten in
 the same timestamp tick after it was read, so it is read again next time.
 
+The watch (:class:`Watch`, Linux inotify through :mod:`tether.watch`): one ``lstat`` per file still
+grows with the repository, so a chain of snapshots can also keep a watch on every directory it walked,
+armed before the directory is listed. The next snapshot then re-lists only the directories the kernel
+reported changed and carries every other entry over as the same object; files with more than one hard
+link are ``lstat``-ed every time. Whenever the watch cannot vouch for the tree (queue overflow, a
+directory that could not be watched, the root moved, an event it cannot place) the snapshot walks
+everything and arms the watch again; ``full=True`` walks everything regardless, for snapshots a
+verdict rests on.
+
 Errors (:class:`SnapshotError`, a ``RuntimeFailure``): a workspace that is not a directory, a
 manifest whose JSON is malformed, content that is in neither the blob store nor the workspace.
 """
@@ -49,6 +58,7 @@ import pathspec
 
 from tether.canonical import HASH_PREFIX, bytes_hash, canonical_json
 from tether.errors import RuntimeFailure, TetherError
+from tether.watch import TreeWatch, WatchUnavailable, open_dir
 
 __all__ = [
     "ALWAYS_SKIPPED",
@@ -64,6 +74,7 @@ __all__ = [
     "Manifest",
     "MemoryBlobStore",
     "SnapshotError",
+    "Watch",
     "changes",
     "diff_stat",
     "read_content",
@@ -280,18 +291,62 @@ class Manifest:
 # ---- taking a snapshot ---------------------------------------------------------------------------
 
 
+class Watch:
+    """What keeps a chain of snapshots cheap: an inotify watch of the tree the latest snapshot walked.
+
+    Pass the same Watch to every :func:`take` of a chain. While it is valid for ``previous`` (it was armed
+    by the walk that made ``previous``, or kept up to date since), a snapshot re-lists only the directories
+    the kernel reported changed and carries everything else over; otherwise it walks the whole tree and
+    arms the watch again. Files with more than one hard link are ``lstat``-ed every time: a write through
+    another link is reported in that link's directory only. Close it when the chain ends.
+    """
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.tree: TreeWatch | None = None
+        self.base: Manifest | None = None
+        self.unavailable: str | None = None if enabled else "disabled"
+        self.files: dict[str, set[str]] = {}  # directory -> names of the entries recorded in it
+        self.dirs: dict[str, set[str]] = {}  # directory -> names of the subdirectories walked
+        self.volatile: set[str] = set()  # files with more than one hard link
+        self.walks = 0  # full walks made (for tests and benchmarks)
+
+    def close(self) -> None:
+        if self.tree is not None:
+            self.tree.close()
+        self.tree, self.base = None, None
+
+    def rearm(self) -> None:
+        """Start over for a full walk: a fresh inotify instance (the old one's queue is stale)."""
+        self.close()
+        self.files, self.dirs, self.volatile = {}, {}, set()
+        self.walks += 1
+        if self.unavailable is None:
+            try:
+                self.tree = TreeWatch()
+            except WatchUnavailable as e:
+                self.unavailable = str(e)
+
+    def disarm(self, why: str) -> None:
+        """A directory could not be watched: carry on without (every snapshot is a full walk)."""
+        self.close()
+        self.unavailable = why
+
+
 def take(
     workspace: str | Path,
     *,
     exclude: Iterable[str] = (),
     previous: Manifest | None = None,
     blobs: BlobStore | None = None,
+    watch: Watch | None = None,
+    full: bool = False,
 ) -> Manifest:
     """Snapshot ``workspace``, reading only what changed since ``previous``; store new bytes in ``blobs``.
 
-    Pass the same ``blobs`` to every snapshot of a chain: content is stored when a file is read, and a
-    file the stat cache carries over is not read again. ``exclude`` belongs to the chain's first
-    snapshot; later ones inherit the rules of ``previous``.
+    Pass the same ``blobs`` (and ``watch``) to every snapshot of a chain: content is stored when a file is
+    read, and a file the stat cache or the watch carries over is not read again. ``exclude`` belongs to the
+    chain's first snapshot; later ones inherit the rules of ``previous``. ``full`` walks the whole tree even
+    when the watch could answer (the stat cache still applies): what the verdict relies on.
     """
     root = os.fspath(workspace)
     if not os.path.isdir(root):
@@ -300,46 +355,96 @@ def take(
     if previous is not None and exclude and exclude != previous.rules.exclude:
         raise SnapshotError("exclude patterns are fixed by the first snapshot of a chain; pass them there")
     started = time.time_ns()
-    scan = _Scan(root, previous, blobs, exclude)
-    scan.walk()
+    # The watch answers only for the manifest it was kept with, and only for one that read everything
+    # (an unreadable path must be looked at again, not carried over as missing).
+    if (
+        watch is not None
+        and watch.tree is not None
+        and not full
+        and previous is not None
+        and previous.ok
+        and watch.base is previous
+    ):
+        m = _Scan(root, previous, blobs, exclude, watch).incremental(started)
+        if m is not None:
+            watch.base = m
+            return m
+    if watch is not None:
+        watch.rearm()
+    scan = _Scan(root, previous, blobs, exclude, watch)
+    scan.walk([""])
     rules = previous.rules if previous is not None else IgnoreRules(scan.gitignores, exclude)
-    return Manifest(scan.entries, scan.errors, rules, started, scan.decided)
+    m = Manifest(scan.entries, scan.errors, rules, started, scan.decided)
+    if watch is not None:
+        watch.base = m if m.ok and watch.tree is not None else None
+    return m
+
+
+class _Redo(Exception):
+    """The incremental snapshot met something it cannot vouch for: walk everything instead."""
 
 
 class _Scan:
-    """One walk of the workspace; its results are plain dicts the Manifest takes over."""
+    """One snapshot's work: a walk of (part of) the tree; its results are plain dicts the Manifest takes over."""
 
-    def __init__(self, root: str, previous: Manifest | None, blobs: BlobStore | None, exclude: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        root: str,
+        previous: Manifest | None,
+        blobs: BlobStore | None,
+        exclude: tuple[str, ...],
+        watch: Watch | None,
+    ) -> None:
         self.root = root
         self.previous = previous
         self.blobs = blobs
+        self.watch = watch
         self.entries: dict[str, Entry] = {}
         self.errors: dict[str, str] = {}
-        self.decided: dict[str, bool] = {}
+        # Ignore decisions depend only on the chain's rules, so the whole chain shares one cache.
+        self.decided: dict[str, bool] = previous._decided if previous is not None else {}  # type: ignore[assignment]
         self.gitignores: dict[str, tuple[str, ...]] = {}
         # The baseline builds its rules while it walks (a directory's .gitignore is read before its entries).
         self.rules = previous.rules if previous is not None else IgnoreRules(self.gitignores, exclude)
-        self.old_decided = previous._decided if previous is not None else {}
         self.cutoff = previous.started_ns - RACY_WINDOW_NS if previous is not None else 0
+        self.linked: set[str] = set()  # files seen with more than one hard link in this scan
         if previous is None:
             self._read_ignore_file("", os.path.join(".git", "info", "exclude"))
 
-    def walk(self) -> None:
-        stack = [""]
+    # -- the full walk (also of a new subtree) --
+
+    def walk(self, stack: list[str]) -> None:
         while stack:
             rel_dir = stack.pop()
             if self.previous is None:
                 self._read_ignore_file(rel_dir, ".gitignore")
-            try:
-                with os.scandir(os.path.join(self.root, rel_dir)) as it:
-                    listing = list(it)
-            except OSError as e:
-                self.errors[(rel_dir or ".") + "/"] = f"directory unreadable: {e.strerror or e}"
+            listed = self._list(rel_dir)
+            if listed is None:
                 continue
+            fd, files, dirs = listed
+            try:
+                for name, st in files:
+                    self._record(_join(rel_dir, name), fd, name, st)
+            finally:
+                os.close(fd)
+            stack += [_join(rel_dir, d) for d in dirs]
+
+    def _list(self, rel_dir: str) -> tuple[int, list[tuple[str, os.stat_result]], list[str]] | None:
+        """Open, watch (before listing) and list one directory: its fd, (name, lstat) of its files, its subdirs."""
+        try:
+            fd = open_dir(os.path.join(self.root, rel_dir))
+        except OSError as e:
+            self.errors[(rel_dir or ".") + "/"] = f"directory unreadable: {e.strerror or e}"
+            return None
+        try:
+            self._arm(rel_dir, fd)
+            with os.scandir(fd) as it:
+                listing = list(it)
+            files, dirs = [], []
             for de in listing:
                 if de.name in ALWAYS_SKIPPED:
                     continue
-                rel = f"{rel_dir}/{de.name}" if rel_dir else de.name
+                rel = _join(rel_dir, de.name)
                 try:
                     rel.encode("utf-8")
                 except UnicodeEncodeError:
@@ -355,16 +460,117 @@ class _Scan:
                 if self._ignored(rel, is_dir):
                     continue
                 if is_dir:
-                    stack.append(rel)
+                    dirs.append(de.name)
                 else:
-                    self._record(rel, de.path, st)
+                    files.append((de.name, st))
+        except OSError as e:
+            os.close(fd)
+            self.errors[(rel_dir or ".") + "/"] = f"directory unreadable: {e.strerror or e}"
+            return None
+        if self.watch is not None:
+            self.watch.files[rel_dir] = {n for n, _ in files}
+            self.watch.dirs[rel_dir] = set(dirs)
+        return fd, files, dirs
+
+    def _arm(self, rel_dir: str, fd: int) -> None:
+        w = self.watch
+        if w is None or w.tree is None:
+            return
+        try:
+            w.tree.add(rel_dir, fd)
+        except WatchUnavailable as e:
+            w.disarm(str(e))
+
+    # -- the incremental snapshot --
+
+    def incremental(self, started: int) -> Manifest | None:
+        """The next manifest from ``previous`` and the directories the watch reports; None: walk everything."""
+        w, prev = self.watch, self.previous
+        assert w is not None and w.tree is not None and prev is not None
+        changed = w.tree.changes()
+        if changed is None:
+            return None
+        self.entries = dict(prev.entries)
+        try:
+            for rel in sorted(changed.replaced):
+                self._drop_tree(rel)
+            relisted = set()
+            for rel in sorted(changed.dirs):
+                if rel in w.files:  # else: under a dropped tree, walked afresh from its parent
+                    self._relist(rel)
+                    relisted.add(rel)
+            self._check_links(relisted)
+        except _Redo:
+            return None
+        if w.tree is None:  # a new directory could not be watched
+            return None
+        return Manifest(self.entries, self.errors, prev.rules, started, self.decided)
+
+    def _relist(self, rel_dir: str) -> None:
+        w = self.watch
+        assert w is not None
+        old_files, old_dirs = w.files.get(rel_dir, set()), w.dirs.get(rel_dir, set())
+        listed = self._list(rel_dir)
+        if listed is None:
+            raise _Redo  # the directory went away under us: its parent's event is on its way
+        fd, files, dirs = listed
+        try:
+            for name, st in files:
+                self._record(_join(rel_dir, name), fd, name, st)
+        finally:
+            os.close(fd)
+        for name in old_files - {n for n, _ in files}:
+            self.entries.pop(_join(rel_dir, name), None)
+            w.volatile.discard(_join(rel_dir, name))
+        for name in old_dirs - set(dirs):
+            self._drop_tree(_join(rel_dir, name))
+        self.walk([_join(rel_dir, d) for d in dirs if d not in old_dirs])
+
+    def _drop_tree(self, rel: str) -> None:
+        """Forget a directory that was deleted, moved or replaced: its entries, its index, its watches."""
+        w = self.watch
+        assert w is not None and w.tree is not None
+        parent, _, name = rel.rpartition("/")
+        w.dirs.get(parent, set()).discard(name)
+        stack = [rel]
+        while stack:
+            d = stack.pop()
+            for f in w.files.pop(d, set()):
+                self.entries.pop(_join(d, f), None)
+                w.volatile.discard(_join(d, f))
+            stack += [_join(d, s) for s in w.dirs.pop(d, set())]
+        w.tree.forget(rel)
+
+    def _check_links(self, relisted: set[str]) -> None:
+        """Re-check every file with more than one hard link (and any tracked link of a newly linked file)."""
+        w = self.watch
+        assert w is not None
+        if self.linked - w.volatile:  # a new link: every tracked path of that inode is checked from now on
+            inodes = {self.entries[p].ino for p in self.linked if p in self.entries}
+            w.volatile |= {p for p, e in self.entries.items() if e.ino in inodes and e.kind is EntryKind.FILE}
+        for rel in sorted(w.volatile):
+            parent, _, name = rel.rpartition("/")
+            if parent in relisted:
+                continue
+            try:
+                fd = open_dir(os.path.join(self.root, parent))
+            except OSError as e:
+                raise _Redo from e
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                self._record(rel, fd, name, st)
+            except OSError as e:
+                raise _Redo from e
+            finally:
+                os.close(fd)
+
+    # -- one directory entry --
 
     def _ignored(self, rel: str, is_dir: bool) -> bool:
         key = rel + "/" if is_dir else rel
-        verdict = self.old_decided.get(key)
+        verdict = self.decided.get(key)
         if verdict is None:
-            verdict = self.rules.ignored(rel, is_dir=is_dir)
-        self.decided[key] = verdict
+            verdict = self.decided[key] = self.rules.ignored(rel, is_dir=is_dir)
         return verdict
 
     def _read_ignore_file(self, rel_dir: str, name: str) -> None:
@@ -383,7 +589,9 @@ class _Scan:
         finally:
             os.close(fd)
 
-    def _record(self, rel: str, path: str, st: os.stat_result) -> None:
+    def _record(self, rel: str, dir_fd: int, name: str, st: os.stat_result) -> None:
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            self.linked.add(rel)
         prev = self.previous.entries.get(rel) if self.previous is not None else None
         if prev is not None and _unchanged(prev, st) and max(prev.mtime_ns, prev.ctime_ns) < self.cutoff:
             self.entries[rel] = prev
@@ -391,10 +599,10 @@ class _Scan:
         data: bytes | None
         try:
             if stat.S_ISLNK(st.st_mode):
-                kind, digest, data = EntryKind.LINK, *_hashed(os.fsencode(os.readlink(path)))
+                kind, digest, data = EntryKind.LINK, *_hashed(os.fsencode(os.readlink(name, dir_fd=dir_fd)))
             elif stat.S_ISREG(st.st_mode):
                 kind = EntryKind.FILE
-                digest, data, st = _read_file(path)
+                digest, data, st = _read_file(name, dir_fd)
             else:
                 self.errors[rel] = "not a regular file, symlink or directory (FIFO, socket or device)"
                 return
@@ -406,6 +614,10 @@ class _Scan:
         self.entries[rel] = Entry(
             rel, kind, digest, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
         )
+
+
+def _join(rel_dir: str, name: str) -> str:
+    return f"{rel_dir}/{name}" if rel_dir else name
 
 
 def _hashed(data: bytes) -> tuple[str, bytes]:
@@ -424,14 +636,14 @@ def _unchanged(e: Entry, st: os.stat_result) -> bool:
     )
 
 
-def _read_file(path: str) -> tuple[str, bytes | None, os.stat_result]:
+def _read_file(path: str, dir_fd: int | None = None) -> tuple[str, bytes | None, os.stat_result]:
     """(digest, bytes or None when too large to store, stat) of a regular file, never following a link.
 
     ``O_NONBLOCK`` keeps a FIFO swapped in after the lstat from hanging the read. The stat is taken on
     the open file *before* reading, so a write during the read leaves a newer mtime/ctime on disk than
     the one recorded, and the next snapshot reads the file again.
     """
-    fd = os.open(path, _OPEN_FLAGS)
+    fd = os.open(path, _OPEN_FLAGS, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -478,19 +690,23 @@ def changes(before: Manifest, after: Manifest) -> list[Change]:
     """The paths whose content, kind or executable bit differ, sorted by path.
 
     A path either manifest could not read is *unknown*, not changed: it is left out here, and the
-    caller must treat ``before.errors`` / ``after.errors`` as an error (fail closed).
+    caller must treat ``before.errors`` / ``after.errors`` as an error (fail closed). An entry a later
+    snapshot carried over is the same object, so consecutive snapshots compare in one pass of identity
+    checks.
     """
     unknown = before.errors.keys() | after.errors.keys()
+    old, new = before.entries, after.entries
     out = []
-    for path in sorted((before.entries.keys() | after.entries.keys()) - unknown):
-        b, a = before.entries.get(path), after.entries.get(path)
+    for path, a in new.items():
+        b = old.get(path)
+        if b is a or path in unknown:
+            continue
         if b is None:
             out.append(Change(path, ChangeKind.ADDED, None, a))
-        elif a is None:
-            out.append(Change(path, ChangeKind.DELETED, b, None))
         elif not b.same_content(a):
             out.append(Change(path, ChangeKind.MODIFIED, b, a))
-    return out
+    out += [Change(p, ChangeKind.DELETED, b, None) for p, b in old.items() if p not in new and p not in unknown]
+    return sorted(out, key=lambda c: c.path)
 
 
 def read_content(entry: Entry, blobs: BlobStore | None, workspace: str | Path | None = None) -> bytes:

@@ -2,9 +2,12 @@
 
 The baseline is taken when the run starts, before the agent's first action, and its manifest is
 stored as a blob that the ``start`` checkpoint names; a resumed run loads it from there. After every
-action the runtime takes another snapshot (the previous one is its stat cache, so the cost follows
-what changed) and records which paths changed in that action's window. The final snapshot, taken
-when a completion claim is verified, is compared with the baseline for "what the run changed".
+action the runtime takes another snapshot and records which paths changed in that action's window:
+an inotify watch (``tether.watch``) armed by the previous snapshot says which directories to look at
+again, so the cost follows what changed, not the size of the workspace. Snapshots recorded as
+checkpoints — the final one, taken when a completion claim is verified, is compared with the baseline
+for "what the run changed" — walk the whole tree (with the stat cache): the verdict never rests on
+inotify alone, and whatever it missed shows up there as a change no action explains.
 
 The event store's own files are excluded when the store lives inside the workspace (they change on
 every event), and so is the test reporter's file: tether's writing, never the agent's.
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from tether.errors import TetherError
 from tether.events.store import EventStore
-from tether.snapshot import Manifest, SnapshotError, take
+from tether.snapshot import Manifest, SnapshotError, Watch, take
 
 STORE_SUFFIXES = ("", "-wal", "-shm", "-journal", ".lock")
 REPORT_PATTERN = "/.tether-report-*.json"  # the test reporter's file, written and removed by tether
@@ -41,9 +44,13 @@ class Snapshots:
         self.exclude = (*store_excludes(store.path, workspace), REPORT_PATTERN)
         self._baseline: Manifest | None = None
         self.latest: Manifest | None = None
+        self.watch = Watch()
+
+    def close(self) -> None:
+        self.watch.close()
 
     def take_baseline(self) -> tuple[str, Manifest]:
-        m = take(self.workspace, exclude=self.exclude, blobs=self.store)
+        m = take(self.workspace, exclude=self.exclude, blobs=self.store, watch=self.watch)
         self.baseline_hash = self.store.put_blob(m.to_json())
         self._baseline = self.latest = m
         return self.baseline_hash, m
@@ -61,10 +68,11 @@ class Snapshots:
             self._baseline = Manifest.from_json(data)
         return self._baseline
 
-    def take(self) -> Manifest:
-        """A snapshot now, with the latest (or the baseline) as its stat cache and ignore rules."""
+    def take(self, *, full: bool = False) -> Manifest:
+        """A snapshot now, from the latest (or the baseline) and the watch; ``full`` walks the whole tree."""
         previous = self.latest or self.baseline()
-        m = take(self.workspace, previous=previous, blobs=self.store, exclude=() if previous else self.exclude)
+        exclude = () if previous else self.exclude
+        m = take(self.workspace, previous=previous, blobs=self.store, exclude=exclude, watch=self.watch, full=full)
         self.latest = m
         return m
 
