@@ -488,6 +488,7 @@ class Runtime:
     def finish(self, step: Finish) -> None:
         state = self.state
         self.checkpoint(f"finish:{step.status}", step.reason)
+        self.snapshots.close()  # the workspace watch (a later snapshot walks everything and re-arms it)
         claim = next((c for c, s in state.claims.items() if s is ClaimStatus.ACCEPTED), None)
         result = step.reason
         if claim is not None:
@@ -522,9 +523,9 @@ class Runtime:
 
     # ---- snapshots -------------------------------------------------------------------------
 
-    def snapshot(self) -> Manifest | None:
+    def snapshot(self, *, full: bool = False) -> Manifest | None:
         try:
-            return self.snapshots.take()
+            return self.snapshots.take(full=full)
         except SnapshotError:
             return None
 
@@ -540,7 +541,7 @@ class Runtime:
 
     def checkpoint(self, label: str, note: str) -> Manifest | None:
         """A snapshot recorded in the log (its manifest as a blob): for the verdict, and for undo and fork later."""
-        m = self.snapshot()
+        m = self.snapshot(full=True)  # a whole walk: the verdict does not rest on the watch alone
         if m is None:
             self.append("run.checkpoint", {"label": label, "note": f"{note} (the workspace could not be snapshotted)"})
             return None
