@@ -152,6 +152,19 @@ def test_sourceless_bytecode_is_refused(ws: Path) -> None:
     assert bytecode.drop(ws).sourceless == ()
 
 
+def test_capture_keeps_current_bytecode_of_tracked_sources_only(tmp_path: Path) -> None:
+    for rel in ("m.py", ".venv/lib/v.py", "stale.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("X = 1\n")
+        py_compile.compile(str(tmp_path / rel), doraise=True)
+    os.utime(tmp_path / "stale.py", (STAMP, STAMP))  # its bytecode no longer matches: Python would not use it
+    (tmp_path / "m.py.pyc").write_bytes(b"")  # not in a cache directory
+    blobs: dict[str, bytes] = {}
+    kept = bytecode.capture(tmp_path, blobs)
+    assert [(b.source, b.source_digest) for b in kept] == [("m.py", bytes_hash(b"X = 1\n"))]
+    assert set(blobs) == {kept[0].blob}
+
+
 def test_restore_skips_blobs_whose_bytes_do_not_match_their_hash(ws: Path) -> None:
     store = MemoryBlobStore()
     good = store.put_blob(b"good")

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tether.canonical import bytes_hash
 from tether.events.kinds_verify import CachedBytecode
-from tether.snapshot import BlobStore
+from tether.snapshot import ALWAYS_SKIPPED, BlobStore
 
 CACHE_DIR = "__pycache__"
 NOT_WALKED = frozenset({".git", ".tether"})  # never Python's import path; .tether/ is tether's own
@@ -118,7 +118,11 @@ def capture(workspace: Path, blobs: dict[str, bytes]) -> list[CachedBytecode]:
 
 
 def _caches(workspace: Path) -> Iterator[tuple[str, list[str]]]:
-    """(directory relative to the workspace, names of the ``.pyc`` files in its real ``__pycache__``)."""
+    """(directory relative to the workspace, names of the ``.pyc`` files in its real ``__pycache__``).
+
+    Directories snapshots never track (virtualenvs, caches, ``.git``) are skipped: their sources have no
+    digest in the final snapshot, so their bytecode could never be restored.
+    """
     for root, dirs, _ in os.walk(workspace):
         rel = Path(root).relative_to(workspace).as_posix()
         rel = "" if rel == "." else rel
@@ -129,7 +133,7 @@ def _caches(workspace: Path) -> Iterator[tuple[str, list[str]]]:
                     yield rel, [e.name for e in os.scandir(cache) if e.name.endswith(".pyc") and e.is_file()]
             except OSError:
                 pass
-        dirs[:] = [d for d in dirs if d != CACHE_DIR and d not in NOT_WALKED]
+        dirs[:] = [d for d in dirs if d not in ALWAYS_SKIPPED]
 
 
 def _read_regular(path: Path, limit: int = MAX_PYC_BYTES) -> tuple[bytes, os.stat_result] | None:
