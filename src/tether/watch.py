@@ -18,6 +18,8 @@ periodic full walks catch it.
 
 from __future__ import annotations
 
+import errno
+import gc
 import os
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -64,7 +66,7 @@ class TreeWatch:
 
     def __init__(self) -> None:
         try:
-            self._ino = INotify(nonblocking=True)
+            self._ino = _inotify()
         except OSError as e:
             raise WatchUnavailable(e.errno, f"inotify is not available: {e.strerror}") from e
         self._path: dict[int, str] = {}
@@ -129,6 +131,18 @@ class TreeWatch:
             if event.mask & F.ISDIR and event.mask & _ENTRY_OF_DIR:
                 out.replaced.add(f"{rel}/{event.name}" if rel else event.name)
         return out
+
+
+def _inotify() -> INotify:
+    """A new inotify instance. They are few (fs.inotify.max_user_instances, per user): when none is left,
+    instances still held by unreachable watches are released first, and it is tried once more."""
+    try:
+        return INotify(nonblocking=True)
+    except OSError as e:
+        if e.errno != errno.EMFILE:
+            raise
+    gc.collect()
+    return INotify(nonblocking=True)
 
 
 def _parent(rel: str) -> str:
