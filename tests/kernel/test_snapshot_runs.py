@@ -220,7 +220,7 @@ def test_a_write_the_watch_cannot_see_is_caught_by_the_final_full_walk(bugfix: P
     assert contract.status == "VERIFY_FAILED"
     peeks = [a for a in payloads(bugfix / "t.db", contract.run_id, "action.completed") if a["tool"] == "peek"]
     assert [a["observed_files"] for a in peeks] == [[], []]  # the watch saw nothing
-    snap = [r for r in payloads(bugfix / "t.db", contract.run_id, "sensor.result") if r["sensor"] == "snapshot"][0]
+    snap = next(r for r in payloads(bugfix / "t.db", contract.run_id, "sensor.result") if r["sensor"] == "snapshot")
     assert snap["result"] == "ERROR"
     assert {"file": "src/stats/__init__.py", "code": "snapshot.late"}.items() <= snap["diagnostics"][0].items()
 
