@@ -4,20 +4,23 @@
 
 Snapshot section: a generated workspace of FILES files (default 10,000; ~40 per directory, a few
 hundred bytes each, with a .gitignore) is snapshotted once as the run's baseline, into a real
-EventStore (SQLite). Then, per simulated action, K files are rewritten and a snapshot is taken with
-the previous one as its stat cache (K = 0, 1 and 100), which is what tether does after every action.
-The baseline figure is a bare ``os.scandir`` walk of the same tree that ``lstat``s every entry —
-the least any stat-cache snapshot must do — so the ratio is the snapshot's own overhead. For
-comparison it also times what the per-action snapshot replaced: ``git status`` before and after each
+EventStore (SQLite), arming the inotify watch. Then, per simulated action, K files are rewritten and a
+snapshot is taken from the previous one (K = 0, 1 and 100): first as tether does after every action
+(the watch says which directories to re-list), then as a checkpoint does (``full=True``: the whole tree
+walked with the stat cache). Each line also gives the time to diff the snapshot with the previous one
+(``snapshot.changes``, what the action's window costs on top). The baseline figure is a bare
+``os.scandir`` walk of the same tree that ``lstat``s every entry — the least any walk must do. For
+comparison it also times what per-action snapshots replaced: ``git status`` before and after each
 ``bash`` action (here run directly, without the sandbox start-up it used to pay twice).
 
 Verification section: a generated project with TESTS passing tests (default 2,000, 100 per file) in the
 sandbox tether would use (bwrap where it starts, else local). The baseline figure is the test command
-alone, as a user would run it (caches warm). Against it: the pre-flight baseline run (the same command
-with tether's reporter, plus the ``ast`` shapes and the test surface's bytes), the command after the
-workspace's ``__pycache__`` is dropped (as the sensor does: agent-written bytecode is never trusted), and
-the completion ``tests`` sensor (that, plus the reporter, reading the report and the test-integrity
-comparison against the baseline).
+alone, as a user would run it (caches warm). Against it: the command after the workspace's
+``__pycache__`` is dropped (what every module recompiling costs), the pre-flight baseline run (the same
+command with tether's reporter, from no bytecode, plus the ``ast`` shapes, the test surface's bytes and
+the bytecode it compiled), and the completion ``tests`` sensor after the "agent" changed one source
+module (drop the caches, restore the baseline's bytecode for unchanged sources, run with the reporter,
+read the report, compare against the baseline).
 Figures only: nothing is asserted (beyond the suite passing, so that the figures mean something).
 """
 
@@ -38,8 +41,10 @@ from tether.envelope.schema import Envelope
 from tether.envelope.schema import Sandbox as SandboxSpec
 from tether.events.store import EventStore
 from tether.sandbox.factory import make_sandbox
+from tether.verify import bytecode
+from tether.verify.changes import run_diff
 from tether.verify.preflight import record_baseline
-from tether.verify.sensors import SensorContext, drop_bytecode
+from tether.verify.sensors import SensorContext
 from tether.verify.sensors import tests as tests_sensor
 
 REPEATS = 15
@@ -85,22 +90,35 @@ def snapshot_section(files: int) -> None:
         # A checkout is older than the run: let the racy-git window pass so the cache may vouch for files.
         time.sleep(snapshot.RACY_WINDOW_NS / 1e9 + 0.1)
         with EventStore.open(Path(tmp) / "events.db") as store:
+            watch = snapshot.Watch()
             t0 = time.perf_counter()
-            base = snapshot.take(root, blobs=store)
+            base = snapshot.take(root, blobs=store, watch=watch)
             baseline_ms = (time.perf_counter() - t0) * 1000
             walk_ms = median_ms(lambda: bare_walk(str(root)))
             print(f"snapshot: {len(base.entries)} files, bare scandir+lstat walk {walk_ms:.2f} ms (baseline)")
-            print(f"  run-start snapshot (read + hash + store every file): {baseline_ms:.0f} ms")
-            for k in (0, 1, 100):
-                prev, times = base, []
-                for r in range(REPEATS):
-                    for p in paths[:k]:  # the action: rewrite k files
-                        p.write_text(f"# round {r}\n" + p.read_text().split("\n", 1)[1])
-                    t0 = time.perf_counter()
-                    prev = snapshot.take(root, previous=prev, blobs=store)
-                    times.append((time.perf_counter() - t0) * 1000)
-                ms = statistics.median(times)
-                print(f"  per action, {k:>3} changed: {ms:6.2f} ms  ({ms / walk_ms:.2f}x the bare walk)")
+            print(f"  run-start snapshot (read + hash + store every file, arm the watch): {baseline_ms:.0f} ms")
+            prev = base
+            for label, full in (("per action (watched)", False), ("checkpoint (full walk)", True)):
+                for k in (0, 1, 100):
+                    times, diffs = [], []
+                    for r in range(REPEATS):
+                        for p in paths[:k]:  # the action: rewrite k files
+                            p.write_text(f"# round {r} {label}\n" + p.read_text().split("\n", 1)[1])
+                        t0 = time.perf_counter()
+                        m = snapshot.take(root, previous=prev, blobs=store, watch=watch, full=full)
+                        t1 = time.perf_counter()
+                        changed = snapshot.changes(prev, m)
+                        times.append((t1 - t0) * 1000)
+                        diffs.append((time.perf_counter() - t1) * 1000)
+                        assert len(changed) == k, (k, len(changed))
+                        prev = m
+                    ms, diff_ms = statistics.median(times), statistics.median(diffs)
+                    print(
+                        f"  {label}, {k:>3} changed: {ms:6.2f} ms ({ms / walk_ms:.2f}x the bare walk)"
+                        f" + {diff_ms:5.2f} ms to diff it with the previous snapshot"
+                    )
+            print(f"  full walks made: {watch.walks} (1 at the start, then one per checkpoint)")
+            watch.close()
             if shutil.which("git"):
                 git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-c", "core.fsmonitor=false"]
                 for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
@@ -139,26 +157,34 @@ def verification_section(tests: int) -> None:
         alone_ms = median_ms(lambda: sandbox.run(command, cwd=root, timeout_s=600), VERIFY_REPEATS)
 
         def cold() -> None:
-            drop_bytecode(root)
+            bytecode.drop(root)
             sandbox.run(command, cwd=root, timeout_s=600)
 
         cold_ms = median_ms(cold, VERIFY_REPEATS)
+        blobs = snapshot.MemoryBlobStore()
+        manifest = snapshot.take(root, blobs=blobs)  # the run's start, as the runtime takes it
         base: list[object] = []
         baseline_ms = median_ms(lambda: base.append(record_baseline(env, root, sandbox)), VERIFY_REPEATS)
-        check, suite, _ = base[-1]  # type: ignore[misc]
+        check, suite, surface = base[-1]  # type: ignore[misc]
         assert suite.ok and len(suite.tests) == tests, check
-        ctx = SensorContext(env, root, (), sandbox, None, True, suite)
+        for data in surface.values():
+            blobs.put_blob(data)
+        # The agent's fix: one source module changes (the same behaviour, so the suite still passes).
+        (root / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+        final = snapshot.take(root, previous=manifest, blobs=blobs)
+        diff = run_diff(manifest, final, blobs, str(root))
+        ctx = SensorContext(env, root, tuple(diff.paths), sandbox, diff, True, manifest, blobs, suite)
         results: list[object] = []
         verify_ms = median_ms(lambda: results.append(tests_sensor(ctx)), VERIFY_REPEATS)
         result = results[-1]
         assert result.result == "PASS", result  # type: ignore[attr-defined]
         print(f"completion verification: {tests} tests, sandbox {sandbox.name}, median of {VERIFY_REPEATS}")
         print(f"  the test command alone:                        {alone_ms:7.0f} ms (baseline)")
-        print(f"  pre-flight baseline run (reporter + shapes):   {baseline_ms:7.0f} ms ({baseline_ms / alone_ms:.2f}x)")
         print(f"  the command, workspace bytecode dropped first: {cold_ms:7.0f} ms ({cold_ms / alone_ms:.2f}x)")
+        print(f"  pre-flight baseline run (reporter + shapes):   {baseline_ms:7.0f} ms ({baseline_ms / alone_ms:.2f}x)")
         print(
             f"  tests sensor + integrity comparison:           {verify_ms:7.0f} ms ({verify_ms / alone_ms:.2f}x; "
-            f"{verify_ms / cold_ms:.2f}x the same run without the reporter and the comparison)"
+            f"{len(suite.bytecode)} bytecode files kept by the baseline run, reused for unchanged sources)"
         )
 
 
