@@ -60,6 +60,21 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
+def test_the_event_bits_are_the_kernels() -> None:
+    import inotify_simple
+
+    for name in [n for n in vars(watch_mod.F) if n.isupper()]:
+        assert getattr(watch_mod.F, name) == getattr(inotify_simple.flags, name).value, name
+
+
+def test_without_the_inotify_binding_every_snapshot_walks(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "inotify_simple", None)  # as if it were not installed
+    chain = Chain(tree)
+    assert chain.watch.tree is None and "inotify_simple" in str(chain.watch.unavailable)
+    (tree / "a" / "x.py").write_text("still seen")
+    assert chain.check().entries["a/x.py"].size == len("still seen")
+
+
 def test_nothing_changed_is_carried_over_without_a_walk(tree: Path) -> None:
     chain = Chain(tree)
     first = chain.latest

@@ -23,11 +23,29 @@ import gc
 import os
 from contextlib import suppress
 from dataclasses import dataclass, field
-
-from inotify_simple import INotify
-from inotify_simple import flags as F
+from typing import Any
 
 __all__ = ["Changed", "TreeWatch", "WatchUnavailable"]
+
+
+class F:
+    """inotify's event bits (``include/uapi/linux/inotify.h``, a stable kernel ABI)."""
+
+    MODIFY = 0x2
+    ATTRIB = 0x4
+    CLOSE_WRITE = 0x8
+    MOVED_FROM = 0x40
+    MOVED_TO = 0x80
+    CREATE = 0x100
+    DELETE = 0x200
+    DELETE_SELF = 0x400
+    MOVE_SELF = 0x800
+    UNMOUNT = 0x2000
+    Q_OVERFLOW = 0x4000
+    IGNORED = 0x8000
+    ONLYDIR = 0x1000000
+    ISDIR = 0x40000000
+
 
 MASK = (
     F.CREATE
@@ -66,7 +84,7 @@ class TreeWatch:
 
     def __init__(self) -> None:
         try:
-            self._ino = _inotify()
+            self._ino: Any = _inotify()
         except OSError as e:
             raise WatchUnavailable(e.errno, f"inotify is not available: {e.strerror}") from e
         self._path: dict[int, str] = {}
@@ -133,9 +151,17 @@ class TreeWatch:
         return out
 
 
-def _inotify() -> INotify:
+def _inotify() -> Any:
     """A new inotify instance. They are few (fs.inotify.max_user_instances, per user): when none is left,
-    instances still held by unreachable watches are released first, and it is tried once more."""
+    instances still held by unreachable watches are released first, and it is tried once more.
+
+    The binding is imported here, so that a missing ``inotify_simple`` (an environment installed before
+    it became a dependency) only means full walks, never a snapshot that cannot be taken.
+    """
+    try:
+        from inotify_simple import INotify
+    except ImportError as e:
+        raise OSError(errno.ENOSYS, f"the inotify_simple package is not installed ({e})") from e
     try:
         return INotify(nonblocking=True)
     except OSError as e:
