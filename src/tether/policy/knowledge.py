@@ -1,6 +1,6 @@
 """What tether knows about programs, as data: which family each belongs to and what its options do.
 
-Everything the gate knows about a named program is a row here, never a branch in code:
+What the gate knows about named programs is rows here rather than branches in code:
 
 * **families** — sets of program names that are judged alike (wrappers the shell walker sees
   through, fetchers and decoders whose output must not run, remote/network/system tools that
@@ -14,7 +14,9 @@ Everything the gate knows about a named program is a row here, never a branch in
   :mod:`.programs`, which reads a command line against a spec.
 
 Adding a program: add its name to the family that judges it and, if the profile may allow it, a
-spec listing its safe options (see docs/gate.md).
+spec listing its safe options (see docs/gate.md). Not here: environment variables (:mod:`.envvars`)
+and the few command lines that are languages of their own (sed scripts, awk programs, ``dd``'s
+``of=``, find's expressions, xargs' replace string), read by small functions where they are used.
 """
 
 from __future__ import annotations
