@@ -13,8 +13,25 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tether.events.kinds import (
+    ActionFailed,
+    ApprovalExpired,
+    ApprovalMismatch,
+    ContextFull,
+    ModelFailed,
+    SandboxFailed,
+    parse_payload,
+)
+from tether.events.kinds_control import CompletionRefused
+from tether.events.kinds_verify import PreflightCompleted
 from tether.events.store import Event
 from tether.status import ActionStatus, ClaimStatus, RunStatus
+
+#: Facts the runtime records that a run cannot go on from; ``next_step`` turns the pending one into a finish.
+StopFact = (
+    SandboxFailed | ContextFull | ModelFailed | ApprovalExpired | ApprovalMismatch | ActionFailed | PreflightCompleted
+)
+STOP_KINDS = frozenset({"sandbox.failed", "model.context_full", "model.failed", "approval.mismatch", "action.failed"})
 
 #: What a gate verdict makes of the action it decides.
 VERDICT_STATUS = {"ALLOW": ActionStatus.DECIDED, "ASK": ActionStatus.WAITING, "DENY": ActionStatus.DENIED}
@@ -81,6 +98,8 @@ class RunState:
     preflight_ok: bool | None = None  # None: pre-flight has not run
     claims: dict[str, ClaimStatus] = field(default_factory=dict)  # finish call_id -> its claim
     refusals: int = 0
+    last_refusal: CompletionRefused | None = None  # the latest refusal, unless a claim was accepted since
+    stop: StopFact | None = None  # a recorded fact that ends the run, until run.finished consumes it
     text_only_turns: int = 0
     last_text: str = ""
     raw_stop_reason: str | None = None
@@ -128,6 +147,12 @@ class RunState:
     def apply(self, e: Event) -> None:
         p = e.payload
         k = e.kind
+        if (
+            k in STOP_KINDS
+            or (k == "approval.expired" and p["outcome"] == "stop")
+            or (k == "preflight.completed" and not p["ok"])
+        ):
+            self.stop = parse_payload(k, p)  # type: ignore[assignment]
         ts = datetime.fromisoformat(e.ts)
         self.last_seq, self.head_hash = e.seq, e.hash
         if k == "run.started":
@@ -150,6 +175,7 @@ class RunState:
             self.status, self.result = RunStatus(p["status"]), p["result"]
             self.evidence, self.unknowns = list(p["evidence"]), list(p["unknowns"])
             self.next_action, self.last_error = p["next_action"], p.get("last_error")
+            self.stop = None
             self._pause(ts)
         elif k == "run.checkpoint":
             self.recovery_point = {"seq": e.seq, **p}
@@ -216,9 +242,11 @@ class RunState:
             self.last_error = p["error"]
         elif k == "completion.accepted":
             self.claims[p["call_id"]] = ClaimStatus.ACCEPTED
+            self.last_refusal = None
         elif k == "completion.refused":
             self.claims[p["call_id"]] = ClaimStatus.REFUSED
             self.refusals = p["refusals"]
+            self.last_refusal = CompletionRefused.model_validate(p)
         elif k == "preflight.completed":
             self.preflight_ok = p["ok"]
         elif k == "budget.exceeded":

@@ -9,7 +9,9 @@ from control_helpers import Run, envelope
 from tether.control import BeliefView, ControlState, control_state, guidance, observe, stop_reason
 from tether.control.recovery import LADDER
 from tether.errors import StaleBelief
+from tether.kernel.steps import verification_exhausted
 from tether.review import judge_completion
+from tether.state import RunState
 
 
 def assert_idempotent(run: Run) -> None:
@@ -26,10 +28,10 @@ def test_false_done_is_refused_then_verify_failed(tmp_path: Path) -> None:
         assert out[-1][0] == "completion.refused"
         run.append(out)
         if i < 2:
-            assert stop_reason(run.events) is None
+            assert stop_reason(run.events) is None and verification_exhausted(RunState.from_events(run.events)) is None
             text = guidance(run.events)
             assert text is not None and "refused" in text and "tests/test_calc.py:3" in text
-    status, reason = stop_reason(run.events) or ("", "")
+    status, reason = verification_exhausted(RunState.from_events(run.events)) or ("", "")  # decided by next_step
     assert status == "VERIFY_FAILED" and "3 times" in reason
     run.observe()
     assert_idempotent(run)

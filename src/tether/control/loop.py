@@ -227,18 +227,12 @@ def guidance(events: Sequence[Event]) -> str | None:
 
 
 def stop_reason(events: Sequence[Event]) -> tuple[RunStatus, str] | None:
-    """(status, reason) when the control layer says the run must stop, else None."""
-    fold = folded(events)
-    refused, accepted, last = fold.last_refused, fold.last_accepted, fold.last_control
-    if refused is not None and (accepted is None or accepted.seq < refused.seq):
-        p = refused.payload
-        if int(p["refusals"]) > int(p["max_refusals"]):
-            why = "; ".join(p.get("reasons", [])) or "verification failed"
-            return (
-                RunStatus.VERIFY_FAILED,
-                f"completion was claimed {p['refusals']} times and refused each time "
-                f"(limit {p['max_refusals']} refusals): {why}",
-            )
+    """(status, reason) when the control layer says the run must stop (HUMAN_REQUIRED), else None.
+
+    Only the control layer's judgement: a run whose verification keeps refusing ends VERIFY_FAILED
+    by ``tether.kernel.steps.next_step``, which also weighs this against the budgets.
+    """
+    last = folded(events).last_control
     if _state_of(last) == ControlState.HUMAN_REQUIRED:
         assert last is not None
         p = last.payload

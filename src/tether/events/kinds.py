@@ -120,6 +120,14 @@ class RunFinished(Payload):
         return v
 
 
+@register("sandbox.failed")
+class SandboxFailed(Payload):
+    """The run's required sandbox cannot start: the run stops BLOCKED_DEPENDENCY (resumable)."""
+
+    error: str
+    fix: str = ""
+
+
 @register("run.checkpoint")
 class Checkpoint(Payload):
     """A recovery point: the state a resume or fork can start from.
@@ -199,6 +207,16 @@ class ModelFailed(Payload):
     attempts: int = 1
     failure: ModelFailure = "outage"
     window: int | None = None
+    window_setting: str = Field("", description="Where the model's window is set, named in a context-full finish.")
+
+
+@register("model.context_full")
+class ContextFull(Payload):
+    """The next model call cannot fit the window: it was not sent, and the run stops (NEEDS_INPUT)."""
+
+    turn: int
+    problem: str
+    window_setting: str = ""
 
 
 # ---- actions -------------------------------------------------------------------------------
@@ -273,6 +291,8 @@ class ActionFailed(Payload):
     failure_class: str
     retryable: bool = False
     attempt: int = 1
+    dependency: bool = Field(False, description="The sandbox could not run it: BLOCKED_DEPENDENCY, resumable.")
+    fix: str = ""
 
 
 # ---- approvals -----------------------------------------------------------------------------
@@ -308,6 +328,14 @@ class ApprovalDenied(Payload):
 class ApprovalExpired(Payload):
     approval_id: str
     outcome: str
+
+
+@register("approval.mismatch")
+class ApprovalMismatch(Payload):
+    """An approved call's arguments no longer hash to what the human approved: it does not run."""
+
+    approval_id: str
+    call_id: str
 
 
 # ---- budgets -------------------------------------------------------------------------------

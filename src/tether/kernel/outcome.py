@@ -1,11 +1,24 @@
-"""The output contract every finished (or paused) run ends with."""
+"""The output contract every finished (or paused) run ends with, and how a finish assembles it.
+
+:func:`closing` is pure: the same log and the same :class:`~tether.kernel.steps.Finish` give the same
+``run.finished`` payload, so a finish that is repeated after a crash says the same thing.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
+from tether.events.kinds import RunFinished
+from tether.events.store import Event
 from tether.state import RunState
-from tether.status import RunStatus
+from tether.status import ActionStatus, ClaimStatus, RunStatus
+
+from .steps import Finish
+
+#: Actions in these states were proposed but never ran: each is an unknown of the outcome.
+NOT_RUN = (ActionStatus.PROPOSED, ActionStatus.DECIDED, ActionStatus.WAITING)
 
 
 class LogHead(BaseModel):
@@ -41,3 +54,48 @@ class OutputContract(BaseModel):
             last_error=state.last_error,
             head=LogHead(seq=state.last_seq, hash=state.head_hash) if state.last_seq >= 0 else None,
         )
+
+
+def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFinished:
+    """The ``run.finished`` payload for ``finish``: result, evidence, unknowns and the next action.
+
+    The result is the accepted claim's summary when there is one (the agent's words, verified),
+    else the finish's reason. Evidence cites the latest verification events and successful actions;
+    unknowns name what was proposed but never ran and the optional sensors that could not run.
+    """
+    claim = next((c for c, s in state.claims.items() if s is ClaimStatus.ACCEPTED), None)
+    result = finish.reason
+    if claim is not None:
+        result = str(state.actions[claim].result.get("data", {}).get("claim", "")) or finish.reason
+    unknowns = [
+        f"{a.call_id} ({a.tool}) was proposed but not executed" for a in state.actions.values() if a.status in NOT_RUN
+    ]
+    unknowns += [
+        f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}"
+        for e in events
+        if e.kind == "sensor.result" and e.payload["result"] == "SKIPPED" and not e.payload["required"]
+    ]
+    evidence = [e.id for e in events if e.kind in ("completion.accepted", "verify.completed")][-3:]
+    evidence += [e.id for e in events if e.kind == "action.completed" and e.payload["ok"]][-5:]
+    return RunFinished(
+        status=finish.status,
+        result=result,
+        evidence=evidence,
+        unknowns=sorted(set(unknowns)),
+        next_action=finish.next_action or default_next_action(finish),
+        last_error=state.last_error,
+    )
+
+
+def default_next_action(finish: Finish) -> str:
+    """What a person does next after a finish that did not name it itself."""
+    match finish.status:
+        case RunStatus.COMPLETE:
+            return "review the diff (`tether show`, or git diff) and merge it"
+        case RunStatus.NO_OP:
+            return "nothing to do: the verification already passed before any change"
+        case RunStatus.BUDGET_STOP:
+            budget = finish.breach.field if finish.breach else "the budget"
+            return f"raise {budget} in the envelope, recompile, and start a new run"
+        case _:
+            return "inspect with `tether show`, then resume or start a new run"

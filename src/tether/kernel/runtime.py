@@ -42,7 +42,7 @@ from tether.review.test_integrity import literals_in_tests, special_cases, surfa
 from tether.sandbox.base import Sandbox
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import RunState
-from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
+from tether.status import ControlState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
@@ -52,7 +52,7 @@ from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import Transcript
-from .outcome import OutputContract
+from .outcome import OutputContract, closing
 from .snapshots import Snapshots
 from .steps import (
     CallModel,
@@ -64,10 +64,9 @@ from .steps import (
     Step,
     Verify,
     Wait,
-    after_model_failure,
-    context_full,
     next_step,
 )
+from .stops import WINDOW_SETTING
 
 EventSink = Callable[[Event], None]
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
@@ -117,10 +116,11 @@ class Runtime:
         if not self.store.holds(self.run_id):
             self.store.acquire(self.run_id)
         try:
-            if self.sandbox is None and not self.state.finished:
+            going = not self.state.finished and self.state.stop is None
+            if going and self.sandbox is None:
                 err = self.sandbox_error or SandboxUnavailable("no sandbox")
-                self.finish(Finish(RunStatus.BLOCKED_DEPENDENCY, f"the required sandbox cannot start: {err}", err.fix))
-            if not self.state.finished and self.state.preflight_ok is not True and not self.state.actions:
+                self.append("sandbox.failed", {"error": str(err), "fix": err.fix})
+            elif going and self.state.preflight_ok is not True and not self.state.actions:
                 self.preflight()
             while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
                 if isinstance(step, Wait):
@@ -153,12 +153,13 @@ class Runtime:
         messages = self.transcript.feed(self.events).messages()
         specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
         agent, retry = self.env.agent, self.env.retry
-        window_setting = getattr(getattr(self.model, "profile", None), "window_setting", "the server's context size")
+        window_setting = getattr(getattr(self.model, "profile", None), "window_setting", WINDOW_SETTING)
         budget = budget_for(
             self.model.name, messages, specs, window=self.context_window(), max_output=agent.max_output_tokens
         )
         if budget.problem:
-            self.finish(context_full(budget.problem, window_setting))
+            fact = {"turn": step.turn, "problem": budget.problem, "window_setting": window_setting}
+            self.append("model.context_full", fact)
             return
         self.append(
             "model.requested",
@@ -194,12 +195,8 @@ class Runtime:
                     "attempts": e.attempts,
                     "failure": e.failure,
                     "window": getattr(e, "window", None),
+                    "window_setting": window_setting,
                 },
-            )
-            self.finish(
-                after_model_failure(
-                    e.failure, str(e), attempts=e.attempts, status=e.status, window_setting=window_setting
-                )
             )
             return
         seen = set(self.state.actions)
@@ -335,19 +332,13 @@ class Runtime:
     def expire_approval(self, step: ExpireApproval) -> None:
         outcome = self.env.approvals.on_timeout
         self.append("approval.expired", {"approval_id": step.approval_id, "outcome": outcome})
-        if outcome == "stop":
-            self.finish(
-                Finish(RunStatus.NEEDS_INPUT, f"approval {step.approval_id} expired and the envelope says stop")
-            )
 
     def execute(self, step: Execute) -> None:
         action = self.state.actions[step.call_id]
         tool = self.tools[action.tool]
         contract = self.env.tool(action.tool) or tool.contract
         if action.approval_id is not None and content_hash(action.args) != action.args_hash:
-            self.finish(
-                Finish(RunStatus.BLOCKED_PERMISSION, f"arguments of {action.call_id} no longer match the approval")
-            )
+            self.append("approval.mismatch", {"approval_id": action.approval_id, "call_id": action.call_id})
             return
         if step.attempt > 1 and not step.why.startswith("started before"):
             self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
@@ -374,10 +365,10 @@ class Runtime:
                     "error": str(e),
                     "failure_class": "runtime",
                     "attempt": step.attempt,
+                    "dependency": isinstance(e, SandboxUnavailable),
+                    "fix": getattr(e, "fix", ""),
                 },
             )
-            status = RunStatus.BLOCKED_DEPENDENCY if isinstance(e, SandboxUnavailable) else RunStatus.NEEDS_INPUT
-            self.finish(Finish(status, f"{action.tool} could not run: {e}", getattr(e, "fix", "")))
             return
         undo = result.undo
         if undo is not None and isinstance(undo.get("before"), str):
@@ -417,12 +408,6 @@ class Runtime:
             self.store.put_blob(data)
         items: list[tuple[str, Any]] = [("tests.baseline", pf.baseline)] if pf.baseline is not None else []
         self.append_many([*items, ("preflight.completed", PreflightCompleted(ok=pf.ok, checks=pf.checks))])
-        if not pf.ok:
-            failed = pf.failed
-            blocked = any(c.status == "BLOCKED_DEPENDENCY" for c in failed)
-            status = RunStatus.BLOCKED_DEPENDENCY if blocked else RunStatus.NEEDS_INPUT
-            reason = "pre-flight failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed)
-            self.finish(Finish(status, reason, "; ".join(c.fix for c in failed if c.fix)))
 
     def test_baseline(self) -> SuiteBaseline | None:
         found = next((e for e in reversed(self.events) if e.kind == "tests.baseline"), None)
@@ -486,40 +471,13 @@ class Runtime:
         self.observe()
 
     def finish(self, step: Finish) -> None:
-        state = self.state
+        """End the run as ``next_step`` decided: a checkpoint, the budget breach if one is why, ``run.finished``."""
         self.checkpoint(f"finish:{step.status}", step.reason)
         self.snapshots.close()  # the workspace watch (a later snapshot walks everything and re-arms it)
-        claim = next((c for c, s in state.claims.items() if s is ClaimStatus.ACCEPTED), None)
-        result = step.reason
-        if claim is not None:
-            result = str(state.actions[claim].result.get("data", {}).get("claim", "")) or step.reason
-        unknowns = [
-            f"{a.call_id} ({a.tool}) was proposed but not executed"
-            for a in state.actions.values()
-            if a.status in (ActionStatus.PROPOSED, ActionStatus.DECIDED, ActionStatus.WAITING)
-        ]
-        unknowns += [
-            f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}"
-            for e in self.events
-            if e.kind == "sensor.result" and e.payload["result"] == "SKIPPED" and not e.payload["required"]
-        ]
-        evidence = [e.id for e in self.events if e.kind in ("completion.accepted", "verify.completed")][-3:]
-        evidence += [e.id for e in self.events if e.kind == "action.completed" and e.payload["ok"]][-5:]
-        next_action = step.next_action or _next_action(step)
-        if step.breach:
+        if step.breach:  # before the closing: the breach is the run's last error
             b = step.breach
             self.append("budget.exceeded", {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)})
-        self.append(
-            "run.finished",
-            {
-                "status": step.status,
-                "result": result,
-                "evidence": evidence,
-                "unknowns": sorted(set(unknowns)),
-                "next_action": next_action,
-                "last_error": state.last_error,
-            },
-        )
+        self.append_many([("run.finished", closing(self.state, self.events, step))])
 
     # ---- snapshots -------------------------------------------------------------------------
 
@@ -592,15 +550,6 @@ class Runtime:
     @staticmethod
     def now() -> datetime:
         return datetime.now(UTC)
-
-
-def _next_action(step: Finish) -> str:
-    return {
-        RunStatus.COMPLETE: "review the diff (`tether show`, or git diff) and merge it",
-        RunStatus.NO_OP: "nothing to do: the verification already passed before any change",
-        RunStatus.BUDGET_STOP: f"raise {step.breach.field if step.breach else 'the budget'} in the envelope, "
-        "recompile, and start a new run",
-    }.get(step.status, "inspect with `tether show`, then resume or start a new run")
 
 
 __all__ = ["Runtime"]

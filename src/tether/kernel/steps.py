@@ -1,24 +1,29 @@
 """The functional core: what happens next is a pure function of the run's state.
 
 ``next_step`` reads a :class:`RunState` (the fold of the log), the envelope and the
-clock, and names one step. It performs nothing: the runtime performs the step and
-appends its outcome as events, and the fold moves on. Because of this, resuming a
-run after a crash is the same code path as continuing one: fold the log, ask again.
+clock, and names one step (:mod:`tether.kernel.step`). It performs nothing: the runtime
+performs the step and appends its outcome as events, and the fold moves on. Because of
+this, resuming a run after a crash is the same code path as continuing one: fold the log,
+ask again. It is also the only place a run's final status is decided: the runtime records
+facts, and only a ``Finish`` named here ends a run.
 
-Order of precedence (the first that applies wins):
+The rules, in order (the first that names a step wins; :data:`RULES`):
 
-1. an action started but never completed (a crash) — re-run if idempotent, else NEEDS_INPUT;
-2. pending approvals — expire the overdue, otherwise wait for a human;
-3. the control layer says stop (NO_PROGRESS, NEEDS_INPUT) — or BUDGET_STOP if a budget is why;
-4. the current turn's actions, in proposal order — decide, stage approval, retry, execute;
-5. completion claims — verify; accepted completes, persistent refusal is VERIFY_FAILED;
-6. the model's own termination — refusal/error stop, repeated silence is NO_PROGRESS;
-7. budgets — BUDGET_STOP before a model call that would exceed them;
-8. otherwise, call the model.
+1. a recorded stop — a fact the runtime logged that a run cannot go on from (:mod:`.stops`);
+2. an action started but never completed (a crash) — re-run if idempotent, else NEEDS_INPUT;
+3. pending approvals — expire the overdue, otherwise wait for a human;
+4. told to stop — verification refused past ``max_refusals`` (VERIFY_FAILED), or the control
+   layer's stop (NO_PROGRESS, NEEDS_INPUT); BUDGET_STOP instead if a budget is also why;
+5. the current turn's actions, in proposal order — decide, stage approval, retry, execute;
+6. completion claims — verify; an accepted one completes (COMPLETE, or NO_OP with no change);
+7. the model's own termination — refusal/error stop, repeated silence is NO_PROGRESS;
+8. budgets — BUDGET_STOP before a model call that would exceed them;
+9. otherwise, call the model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,68 +32,57 @@ from tether.state import Action, RunState
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 
 from .budgets import Breach, breach
+from .step import (
+    CallModel,
+    Decide,
+    Execute,
+    ExpireApproval,
+    Finish,
+    StageApproval,
+    Step,
+    Verify,
+    Wait,
+)
+from .stops import finish_after
 
 MAX_TEXT_ONLY_TURNS = 3
 TRANSIENT_FAILURES = frozenset({"timeout", "sandbox_error"})
 
 
 @dataclass(frozen=True)
-class CallModel:
-    turn: int
+class Situation:
+    """What every rule reads: the folded run, its envelope, the clock and the control layer's stop, if any."""
 
-
-@dataclass(frozen=True)
-class Decide:
-    call_id: str
-
-
-@dataclass(frozen=True)
-class StageApproval:
-    call_id: str
-
-
-@dataclass(frozen=True)
-class ExpireApproval:
-    approval_id: str
-
-
-@dataclass(frozen=True)
-class Execute:
-    call_id: str
-    attempt: int
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class Verify:
-    call_id: str
-
-
-@dataclass(frozen=True)
-class Wait:
-    status: RunStatus
-    reason: str
-
-
-@dataclass(frozen=True)
-class Finish:
-    status: RunStatus
-    reason: str
-    next_action: str = ""
-    breach: Breach | None = None
-
-
-Step = CallModel | Decide | StageApproval | ExpireApproval | Execute | Verify | Wait | Finish
+    state: RunState
+    env: Envelope
+    now: datetime
+    control_stop: tuple[RunStatus, str] | None
 
 
 def next_step(
     state: RunState, env: Envelope, now: datetime, control_stop: tuple[RunStatus, str] | None = None
 ) -> Step | None:
+    """The one step to take next, or None once the run has finished (see the module docstring)."""
     if state.finished:
         return None
+    here = Situation(state, env, now, control_stop)
+    for rule in RULES:
+        step = rule(here)
+        if step is not None:
+            return step
+    return CallModel(state.used.turns)
 
-    for a in state.open_actions:
-        contract = env.tool(a.tool)
+
+# ---- the rules, in order ------------------------------------------------------------------------
+
+
+def recorded_stop(s: Situation) -> Step | None:
+    return finish_after(s.state.stop) if s.state.stop is not None else None
+
+
+def interrupted_action(s: Situation) -> Step | None:
+    for a in s.state.open_actions:
+        contract = s.env.tool(a.tool)
         if contract is not None and contract.idempotent:
             return Execute(a.call_id, a.attempts + 1, why="started before a crash; idempotent, so re-run")
         return Finish(
@@ -97,46 +91,70 @@ def next_step(
             "ambiguous and the tool is not idempotent, so tether will not run it again",
             next_action=f"check whether {a.tool} took effect in the workspace, then start a new run or fork",
         )
+    return None
 
-    for approval_id, req in state.pending_approvals.items():
-        if now.timestamp() > float(req["expires_at"]):
+
+def approvals(s: Situation) -> Step | None:
+    pending = s.state.pending_approvals
+    for approval_id, req in pending.items():
+        if s.now.timestamp() > float(req["expires_at"]):
             return ExpireApproval(approval_id)
-    if state.pending_approvals:
-        ids = ", ".join(state.pending_approvals)
-        return Wait(RunStatus.WAITING_APPROVAL, f"waiting for a human: tether approve|deny {ids}")
+    if pending:
+        return Wait(RunStatus.WAITING_APPROVAL, f"waiting for a human: tether approve|deny {', '.join(pending)}")
+    return None
 
-    if control_stop is not None:
-        over = breach(state, now, before="action") or breach(state, now, before="model")
-        if over is not None:  # the more specific reason: a budget, not a judgement
-            return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
-        return Finish(control_stop[0], control_stop[1], next_action="review the log with tether show, then resume")
 
-    for a in state.actions.values():  # insertion order is proposal order
-        step = _action_step(a, state, env, now)
+def told_to_stop(s: Situation) -> Step | None:
+    """Verification has refused too often, or the control layer says stop: a budget, if one is also why, wins."""
+    stop = verification_exhausted(s.state) or s.control_stop
+    if stop is None:
+        return None
+    over = breach(s.state, s.now, before="action") or breach(s.state, s.now, before="model")
+    if over is not None:  # the more specific reason: a budget, not a judgement
+        return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
+    return Finish(stop[0], stop[1], next_action="review the log with tether show, then resume")
+
+
+def verification_exhausted(state: RunState) -> tuple[RunStatus, str] | None:
+    """VERIFY_FAILED: the latest claim was refused, and refusals are past the envelope's ``max_refusals``."""
+    refused = state.last_refusal
+    if refused is None or refused.refusals <= refused.max_refusals:
+        return None
+    why = "; ".join(refused.reasons) or "verification failed"
+    return (
+        RunStatus.VERIFY_FAILED,
+        f"completion was claimed {refused.refusals} times and refused each time "
+        f"(limit {refused.max_refusals} refusals): {why}",
+    )
+
+
+def turn_actions(s: Situation) -> Step | None:
+    for a in s.state.actions.values():  # insertion order is proposal order
+        step = _action_step(a, s)
         if step is not None:
             return step
+    return None
 
-    for call_id, status in state.claims.items():
+
+def claims(s: Situation) -> Step | None:
+    for call_id, status in s.state.claims.items():
         if status is ClaimStatus.PENDING:
             return Verify(call_id)
         if status is ClaimStatus.ACCEPTED:
-            outcome = RunStatus.COMPLETE if state.changed_files else RunStatus.NO_OP
+            outcome = RunStatus.COMPLETE if s.state.changed_files else RunStatus.NO_OP
             return Finish(outcome, "completion claimed and every required sensor passed")
-    if state.refusals > env.verification.max_refusals:
-        return Finish(
-            RunStatus.VERIFY_FAILED,
-            f"completion was claimed {state.refusals} times and refused each time by verification",
-            next_action="read the refused claims' diagnostics in tether show; fix and resume, or raise max_refusals",
-        )
+    return None
 
+
+def model_ended(s: Situation) -> Step | None:
+    state = s.state
     if state.raw_stop_reason == "script_exhausted":
         return Finish(
             RunStatus.NEEDS_INPUT, "the scripted model has no more turns", "extend the trajectory or use a model"
         )
     if state.termination == "refusal":
-        return Finish(
-            RunStatus.NEEDS_INPUT, f"the model refused: {state.last_text[:200]}", "rephrase the task or change model"
-        )
+        reason = f"the model refused: {state.last_text[:200]}"
+        return Finish(RunStatus.NEEDS_INPUT, reason, "rephrase the task or change model")
     if state.termination == "error":
         return Finish(RunStatus.NEEDS_INPUT, "the model reported an error", "check the provider and resume")
     if state.text_only_turns >= MAX_TEXT_ONLY_TURNS:
@@ -145,75 +163,43 @@ def next_step(
             f"the model answered {state.text_only_turns} turns in a row without an action or a finish claim",
             next_action="a prose answer completes nothing: give the agent a clearer task, or resume",
         )
-
-    if state.used.turns >= env.agent.max_turns:
-        cap = Breach("turns", state.used.turns, env.agent.max_turns, setting="agent.max_turns")
-        return Finish(RunStatus.BUDGET_STOP, cap.reason, breach=cap)
-    over = breach(state, now, before="model")
-    if over is not None:
-        return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
-    return CallModel(state.used.turns)
+    return None
 
 
-def after_model_failure(failure: str, error: str, *, attempts: int, status: int | None, window_setting: str) -> Finish:
-    """How a model call that produced no turn ends the run: each kind of failure, its own status and advice.
-
-    A context overflow is the user's setting to change (NEEDS_INPUT), never "check your key";
-    an outage, a rejection or an unreadable answer is a dependency that may come back
-    (BLOCKED_DEPENDENCY, resumable).
-    """
-    tried = f"after {attempts} attempt{'' if attempts == 1 else 's'}"
-    if failure == "context_overflow":
-        return context_full(f"the provider said the request does not fit ({tried}): {error}", window_setting)
-    if failure == "malformed":
-        return Finish(
-            RunStatus.BLOCKED_DEPENDENCY,
-            f"the model provider's answer could not be read ({tried}): {error}",
-            "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md), "
-            "then `tether resume` the run",
-        )
-    if failure == "outage":
-        return Finish(
-            RunStatus.BLOCKED_DEPENDENCY,
-            f"the model provider failed {tried}: {error}",
-            "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s), "
-            "then `tether resume` the run",
-        )
-    fix = (
-        "check the API key and its permissions"
-        if status in (401, 403)
-        else "check the model name and the request limits the server accepts (agent.provider_profile)"
-    )
-    return Finish(
-        RunStatus.BLOCKED_DEPENDENCY, f"the model provider rejected the request: {error}", f"{fix}, then resume"
-    )
+def budgets(s: Situation) -> Step | None:
+    used, cap = s.state.used.turns, s.env.agent.max_turns
+    over = Breach("turns", used, cap, setting="agent.max_turns") if used >= cap else None
+    over = over or breach(s.state, s.now, before="model")
+    return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over) if over is not None else None
 
 
-def context_full(problem: str, window_setting: str) -> Finish:
-    """The conversation no longer fits the model's window: the settings that change that, by name."""
-    return Finish(
-        RunStatus.NEEDS_INPUT,
-        f"context window full: {problem}",
-        "give the model more room: raise agent.context_window together with the server's own context size "
-        f"({window_setting}), lower agent.max_output_tokens, or use a model with a larger window; then start a "
-        "new run (tether does not compact a conversation yet)",
-    )
+#: The rules :func:`next_step` asks, in this order.
+RULES: tuple[Callable[[Situation], Step | None], ...] = (
+    recorded_stop,
+    interrupted_action,
+    approvals,
+    told_to_stop,
+    turn_actions,
+    claims,
+    model_ended,
+    budgets,
+)
 
 
-def _action_step(a: Action, state: RunState, env: Envelope, now: datetime) -> Step | None:
+def _action_step(a: Action, s: Situation) -> Step | None:
     if a.status is ActionStatus.PROPOSED:
         return Decide(a.call_id)
     if a.status is ActionStatus.WAITING and a.approval_id is None:
         return StageApproval(a.call_id)
     if a.status is ActionStatus.DECIDED:
-        over = breach(state, now, before="action")
+        over = breach(s.state, s.now, before="action")
         if over is not None:
             return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
         return Execute(a.call_id, a.attempts + 1)
     if a.status is ActionStatus.COMPLETED and a.ok is False:
-        if _retryable(a, env):
+        if _retryable(a, s.env):
             return Execute(a.call_id, a.attempts + 1, why=f"retry after {a.failure_class}")
-        contract = env.tool(a.tool)
+        contract = s.env.tool(a.tool)
         if contract is not None and contract.on_failure == OnFailure.STOP:
             return Finish(RunStatus.NEEDS_INPUT, f"{a.tool} failed ({a.failure_class}) and its contract says stop")
     return None
@@ -229,3 +215,18 @@ def _retryable(a: Action, env: Envelope) -> bool:
         and a.failure_class in TRANSIENT_FAILURES
         and a.attempts < env.retry.max_attempts
     )
+
+
+__all__ = [
+    "RULES",
+    "CallModel",
+    "Decide",
+    "Execute",
+    "ExpireApproval",
+    "Finish",
+    "StageApproval",
+    "Step",
+    "Verify",
+    "Wait",
+    "next_step",
+]
