@@ -38,26 +38,6 @@ from . import inline, interp, knowledge, programs
 from .command import SimpleCommand, Word
 from .decision import Finding, Layer, Verdict
 from .effects import Effects, operands, tar_args, without_exec
-from .knowledge import (
-    CONTAINERS,
-    DISK,
-    DOWNLOAD_RUN,
-    GIT_READ,
-    GIT_REMOTE,
-    GIT_WORK,
-    INDEX_OPTIONS,
-    INTERPRETERS,
-    NETWORK,
-    PACKAGE_CODE_OPTIONS,
-    PACKAGE_TOOLS,
-    PIP,
-    POWER,
-    PRIVILEGED,
-    PYTHON_TOOL_MODULES,
-    REMOTE,
-    SHELLS,
-    SYSTEM,
-)
 from .paths import PathPolicy
 from .shell import Analysis
 
@@ -105,7 +85,7 @@ def git_words(cmd: SimpleCommand) -> tuple[list[str], bool]:
 def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
     """The profile's opinion of one simple command (may be empty: the default then asks)."""
     out: list[Finding] = []
-    if set(cmd.wrappers) & PRIVILEGED or cmd.name in PRIVILEGED:
+    if set(cmd.wrappers) & knowledge.PRIVILEGED or cmd.name in knowledge.PRIVILEGED:
         out += _ask("ask-privilege", "runs with elevated privileges", hard=True)
     out += _destructive(cmd, eff, ctx)
     verdicts = _classify(cmd, eff, ctx)
@@ -195,11 +175,11 @@ def _targets_home_or_root(eff: Effects, cmd: SimpleCommand, ctx: Context) -> tup
 def _destructive(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding]:
     name = cmd.name
     texts = [w.text for w in cmd.args]
-    if name in DISK or name.startswith(knowledge.DISK_PREFIXES):
+    if name in knowledge.DISK or name.startswith(knowledge.DISK_PREFIXES):
         return [_f("deny-mkfs", Verdict.DENY, f"{name} formats or repartitions a disk")]
     if name == "dd" and any(t.startswith("of=/dev/") and t not in ("of=/dev/null",) for t in texts):
         return [_f("deny-dd-device", Verdict.DENY, "dd writes straight to a device")]
-    if name in POWER or (name == "init" and texts[:1] in (["0"], ["6"])):
+    if name in knowledge.POWER or (name == "init" and texts[:1] in (["0"], ["6"])):
         return [_f("deny-power", Verdict.DENY, f"{name} stops or restarts the machine")]
     if name == "systemctl" and set(texts) & knowledge.SYSTEMCTL_POWER:
         return [_f("deny-power", Verdict.DENY, "systemctl stops or restarts the machine")]
@@ -290,7 +270,7 @@ def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     words = [w.text for w in parsed.operands]
     sub = words[0] if words else ""
     rest = words[1:]
-    if sub in GIT_REMOTE:
+    if sub in knowledge.GIT_REMOTE:
         rule = "ask-git-push" if sub == "push" else "ask-git-remote"
         return _ask(rule, f"git {sub} talks to a remote")
     if sub == "remote":
@@ -311,9 +291,9 @@ def _git(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
         return _ask("ask-git-discard", "git stash drop/clear discards work")
     if sub in knowledge.GIT_REWRITE:
         return _ask("ask-git-rewrite", f"git {sub} rewrites history")
-    if sub in GIT_READ or (sub == "tag" and (not rest or rest[0] in ("-l", "--list"))):
+    if sub in knowledge.GIT_READ or (sub == "tag" and (not rest or rest[0] in ("-l", "--list"))):
         return _allow("allow-read-only", f"git {sub} only reads")
-    if sub in GIT_WORK:
+    if sub in knowledge.GIT_WORK:
         return _allow("allow-git-work", f"git {sub} changes only the local repository")
     return []
 
@@ -335,11 +315,17 @@ def _container(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     return _ask("ask-containers", f"{cmd.name} {sub} starts or changes containers")
 
 
+def _custom_index(texts: list[str]) -> bool:
+    """An index or registry other than the default (``-i URL``, ``--index-url=URL``, ``--registry URL``)."""
+    prefixes = tuple(f + "=" for f in knowledge.INDEX_OPTIONS)
+    return any(t in knowledge.INDEX_OPTIONS or t.startswith(prefixes) for t in texts)
+
+
 def _pip(texts: list[str]) -> list[Finding]:
     sub = next((t for t in texts if not t.startswith("-")), "")
     if sub not in knowledge.PIP_FETCH:
         return _allow("allow-workspace-build", f"pip {sub} does not fetch code")
-    if any(t in INDEX_OPTIONS or t.startswith(tuple(f + "=" for f in INDEX_OPTIONS)) for t in texts):
+    if _custom_index(texts):
         return _ask("ask-custom-index", "install from a custom index")
     if any(_VCS_OR_URL.match(t) for t in texts):
         return _ask("ask-custom-index", "install from a URL or VCS")
@@ -351,14 +337,12 @@ def _pip(texts: list[str]) -> list[Finding]:
 def _package_tool(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     name, texts = cmd.name, [w.text for w in cmd.args]
     sub = next((t for t in texts if not t.startswith("-")), "")
-    code = [t for t in texts if t.split("=", 1)[0] in PACKAGE_CODE_OPTIONS.get(name, ())]
+    code = [t for t in texts if t.split("=", 1)[0] in knowledge.PACKAGE_CODE_OPTIONS.get(name, ())]
     if code:
         return _ask("ask-exec-option", f"{name} {code[0]} runs a program or configuration from elsewhere", hard=True)
     if sub in knowledge.PUBLISH:
         return _ask("ask-publish", f"{name} {sub} publishes or changes a registry")
-    if any(t in INDEX_OPTIONS or t.startswith(tuple(f + "=" for f in INDEX_OPTIONS)) for t in texts) or any(
-        t in ("--git", "--index") for t in texts
-    ):
+    if _custom_index(texts) or any(t in ("--git", "--index") for t in texts):
         return _ask("ask-custom-index", f"{name} {sub} from a custom registry or index")
     if sub in ("install", "i", "add") and any(_VCS_OR_URL.match(t) for t in texts[1:]):
         return _ask("ask-custom-index", f"{name} {sub} from a URL or VCS")
@@ -408,7 +392,7 @@ def _interpreter(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
         if _in_workspace(word, cmd, ctx):
             return _allow("allow-run-workspace", f"{name} runs {word.text} from the workspace")
         return _ask("ask-run-outside", f"{name} runs {word.text}, which is not in the workspace")
-    if name in SHELLS and (prog.kind == "inline" or cmd.stdin_body is not None):
+    if name in knowledge.SHELLS and (prog.kind == "inline" or cmd.stdin_body is not None):
         how = "-c" if prog.kind == "inline" else "here-document"
         return _allow("allow-shell-inline", f"{name} {how}: the inner commands are judged themselves")
     if prog.kind == "inline":
@@ -430,7 +414,7 @@ def _python_module(cmd: SimpleCommand, index: int, ctx: Context) -> list[Finding
     """``python -m MOD``: a known project tool (judged by its own table) or a module of the project."""
     mod = cmd.args[index].text
     mod = mod[2:] if mod.startswith("-m") else mod
-    if mod in PYTHON_TOOL_MODULES:
+    if mod in knowledge.PYTHON_TOOL_MODULES:
         tool = replace(cmd, argv=(Word.lit(mod), *cmd.args[index + 1 :]))
         return _allow("allow-workspace-build", f"python -m {mod}") + options(tool)
     if _project_module(mod, cmd, ctx):
@@ -493,21 +477,21 @@ def _asks(rule: str, what: str) -> Judge:
 #: A judge returning None leaves the verdict to the option tables (READ_ONLY, BUILD).
 _FAMILIES: tuple[tuple[frozenset[str], Judge], ...] = (
     (frozenset({"git"}), _git),
-    (CONTAINERS, _container),
-    (REMOTE, _asks("ask-remote", "changes or reads remote systems")),
+    (knowledge.CONTAINERS, _container),
+    (knowledge.REMOTE, _asks("ask-remote", "changes or reads remote systems")),
     (frozenset({"rsync"}), _rsync),
-    (NETWORK, _asks("ask-network", "talks to the network")),
-    (SYSTEM, _asks("ask-system", "changes the machine's configuration or packages")),
-    (DOWNLOAD_RUN, _asks("ask-download-run", "downloads and runs a package")),
-    (PIP, _pip_cmd),
-    (PACKAGE_TOOLS, _package_tool),
+    (knowledge.NETWORK, _asks("ask-network", "talks to the network")),
+    (knowledge.SYSTEM, _asks("ask-system", "changes the machine's configuration or packages")),
+    (knowledge.DOWNLOAD_RUN, _asks("ask-download-run", "downloads and runs a package")),
+    (knowledge.PIP, _pip_cmd),
+    (knowledge.PACKAGE_TOOLS, _package_tool),
     (frozenset({"sed"}), _sed),
     (frozenset({"awk", "gawk", "mawk"}), _awk),
     (frozenset({"find"}), _find),
     (frozenset({"xxd"}), _xxd),
     (frozenset({"ln"}), _ln),
     (frozenset({"make"}), _make),
-    (SHELLS | frozenset(INTERPRETERS), _interpreter),
+    (knowledge.SHELLS | frozenset(knowledge.INTERPRETERS), _interpreter),
 )
 _JUDGES: dict[str, Judge] = {}
 for _names, _judge in _FAMILIES:
@@ -518,7 +502,7 @@ for _names, _judge in _FAMILIES:
 def analysis_findings(analysis: Analysis, secret_reads: bool) -> list[Finding]:
     """Whole-command findings: exfiltration needs a secret source *and* a network sink."""
     names = analysis.names
-    sends = bool(names & (NETWORK | REMOTE | {"rsync"})) or any(
+    sends = bool(names & (knowledge.NETWORK | knowledge.REMOTE | {"rsync"})) or any(
         r.target is not None and r.target.text.startswith(("/dev/tcp/", "/dev/udp/"))
         for c in analysis.commands
         for r in c.redirects
