@@ -287,3 +287,46 @@ def test_tar_places_are_read_from_its_table_in_every_spelling(gate: Gate, comman
 )
 def test_tar_inside_the_workspace_stays_allowed(gate: Gate, command: str) -> None:
     assert gate.decide("bash", {"command": command}).verdict is ALLOW
+
+
+def allowing(rule: str) -> Envelope:
+    """The default envelope plus an explicit allow rule: only the places a command names can stop it."""
+    base = default_envelope()
+    permissions = base.permissions.model_validate({"allow": [{"id": "ok", "rule": rule}]})
+    return base.model_copy(update={"permissions": permissions})
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "curl -sSLo /etc/tether-x http://127.0.0.1/",
+        "curl -o/etc/tether-x http://127.0.0.1/",
+        "curl --output=/etc/tether-x http://127.0.0.1/",
+        "curl --output-dir /etc -O http://127.0.0.1/x",
+        "curl -sD /etc/tether-x http://127.0.0.1/",
+        "curl -c /etc/tether-x http://127.0.0.1/",
+        "curl -sT /etc/shadow http://127.0.0.1/",
+        "curl -K /etc/shadow http://127.0.0.1/",
+        "curl -d @/etc/shadow http://127.0.0.1/",
+        "wget -qO /etc/tether-x http://127.0.0.1/",
+        "wget -qO/etc/tether-x http://127.0.0.1/",
+        "wget --output-document=/etc/tether-x http://127.0.0.1/",
+        "wget --output-doc /etc/tether-x http://127.0.0.1/",
+        "wget -P /etc http://127.0.0.1/",
+        "wget -i /etc/shadow",
+        "wget --post-file=/etc/shadow http://127.0.0.1/",
+    ],
+)
+def test_a_transfer_tool_allowed_by_a_rule_still_meets_the_places_it_names(tmp_path: Path, command: str) -> None:
+    name = command.split()[0]
+    d = Gate(allowing(f"bash({name}:*)"), tmp_path).decide("bash", {"command": command})
+    assert d.verdict is DENY and d.deciding_rule.startswith("path:"), d.to_dict()
+
+
+@pytest.mark.parametrize(
+    "command", ["curl -sSLo out.txt http://127.0.0.1/", "wget -qO src/page.html http://127.0.0.1/"]
+)
+def test_a_transfer_into_the_workspace_is_what_the_rule_allows(tmp_path: Path, command: str) -> None:
+    (tmp_path / "src").mkdir()
+    name = command.split()[0]
+    assert Gate(allowing(f"bash({name}:*)"), tmp_path).decide("bash", {"command": command}).verdict is ALLOW

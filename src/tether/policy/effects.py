@@ -172,9 +172,16 @@ def _transfer(cmd: SimpleCommand, e: Effects) -> None:
 
 
 def _fetch(cmd: SimpleCommand, e: Effects) -> None:
-    e.writes += [Target(w) for w in _option_value(cmd, ("-o", "--output", "-O", "--output-document"))]
-    e.writes += [Target(w) for w in _option_value(cmd, ("-P", "--directory-prefix"))]
-    e.reads += [Target(w) for w in _option_value(cmd, ("-T", "--upload-file", "-K", "--config", "--post-file"))]
+    """curl and wget: the files their options name, read through their tables (``-sLo F``, ``--outp=F``)
+    and, as a second net for spellings a table may lack, by the option names alone."""
+    spec = SPECS[cmd.name]
+    parsed = programs.parse(spec, list(cmd.args))
+    writes = parsed.values(Role.WRITE, spec) + _option_value(cmd, ("-o", "--output", "-O", "--output-document"))
+    writes += _option_value(cmd, ("-P", "--directory-prefix"))
+    reads = parsed.values(Role.READ, spec)
+    reads += _option_value(cmd, ("-T", "--upload-file", "-K", "--config", "--post-file"))
+    e.writes += [Target(w) for w in dict.fromkeys(writes) if w.text != "-"]  # -O-: standard output
+    e.reads += [Target(w) for w in dict.fromkeys(reads)]
     for w in cmd.args:
         at = w.text.find("@")
         if at >= 0 and (w.text.startswith("@") or "=@" in w.text):

@@ -644,6 +644,92 @@ _OWNER = spec(
 )
 _SHRED = spec("-f -u -v -z -n: -s: --force --remove= --verbose --zero --iterations: --size:", operands=D, kind="none")
 
+# -- transfer tools: never allowed by a table (they talk to the network); their tables say which of
+# their option values are files, so a download or an upload is checked in every spelling (-sLo F).
+
+_CURL = spec(
+    "-# -0 -1 -2 -3 -4 -6 -a -B -f -g -G -h -i -I -j -J -k -l -L -M -n -N -O -p -q -R -s -S -v -V -Z "
+    "--fail --fail-with-body --silent --show-error --location --insecure --include --head --verbose --remote-name "
+    "--remote-name-all --remote-header-name --create-dirs --compressed --globoff --get --next --parallel "
+    "--progress-bar "
+    "--http1.1 --http2 --ipv4 --ipv6 --no-buffer --no-keepalive --raw --anyauth --basic --digest --ntlm --negotiate "
+    "-A: -C: -d: -e: -H: -m: -P: -Q: -r: -t: -u: -U: -w: -x: -X: -y: -Y: -z: --user-agent: --continue-at: "
+    "--data: --data-ascii: --data-binary: --data-raw: --data-urlencode: --json: --referer: --header: --max-time: "
+    "--connect-timeout: --ftp-port: --quote: --range: --telnet-option: --user: --proxy-user: --write-out: --proxy: "
+    "--request: --speed-time: --speed-limit: --time-cond: --retry: --retry-delay: --retry-max-time: --url: "
+    "--limit-rate: --max-filesize: --interface: --resolve: --connect-to: --ciphers: --oauth2-bearer: --proto: "
+    "--proto-redir: --variable: --url-query: --max-redirs: --local-port: --dns-servers: --form-string: "
+    f"--expect100-timeout: --keepalive-time: --happy-eyeballs-timeout-ms: {_HELP}",
+    roles={
+        "-o": W,
+        "--output": W,
+        "--output-dir": W,
+        "-D": W,
+        "--dump-header": W,
+        "-c": W,
+        "--cookie-jar": W,
+        "--trace": W,
+        "--trace-ascii": W,
+        "--stderr": W,
+        "--libcurl": W,
+        "--etag-save": W,
+        "-T": R,
+        "--upload-file": R,
+        "-K": R,
+        "--config": R,
+        "-b": R,
+        "--cookie": R,
+        "--netrc-file": R,
+        "--cacert": R,
+        "-E": R,
+        "--cert": R,
+        "--key": R,
+        "--etag-compare": R,
+        "--hsts": R,
+        "--alt-svc": R,
+        "-F": T,
+        "--form": T,
+    },
+    operands=T,
+    kind="none",
+)
+_WGET = spec(
+    "-V -h -b -d -q -v -F -c -N -S -4 -6 -x -E -k -K -m -r -H -L -p --version --help --background --debug --quiet "
+    "--verbose --no-verbose --force-html --continue --timestamping --server-response --spider --no-clobber "
+    "--no-directories --force-directories --no-host-directories --adjust-extension --convert-links --backup-converted "
+    "--mirror --recursive --span-hosts --relative --page-requisites --no-parent --no-check-certificate --inet4-only "
+    "--inet6-only --content-disposition --trust-server-names --no-cookies --keep-session-cookies --ignore-case "
+    "-e: -t: -T: -w: -Q: -l: -A: -R: -D: -I: -X: -U: -B: -n: --execute: --tries: --timeout: --wait: --quota: "
+    "--level: --accept: --reject: --domains: --include-directories: --exclude-directories: --user-agent: --base: "
+    "--user: --password: --http-user: --http-password: --header: --referer: --post-data: --body-data: --method: "
+    "--limit-rate: --dns-timeout: --connect-timeout: --read-timeout: --waitretry: --random-wait --cut-dirs: "
+    "--restrict-file-names: --default-page: --max-redirect: --local-encoding: --remote-encoding: --progress:",
+    roles={
+        "-O": W,
+        "--output-document": W,
+        "-o": W,
+        "--output-file": W,
+        "-a": W,
+        "--append-output": W,
+        "-P": W,
+        "--directory-prefix": W,
+        "--save-cookies": W,
+        "--warc-file": W,
+        "--rejected-log": W,
+        "-i": R,
+        "--input-file": R,
+        "--post-file": R,
+        "--body-file": R,
+        "--load-cookies": R,
+        "--config": R,
+        "--ca-certificate": R,
+        "--certificate": R,
+        "--private-key": R,
+    },
+    operands=T,
+    kind="none",
+)
+
 
 def _git_specs() -> dict[str, Spec]:
     log = (
@@ -858,6 +944,8 @@ SPECS: dict[str, Spec] = {
     **{n: _JS_TOOL for n in ("tsc", "eslint", "prettier", "jest", "vitest", "mocha")},
     **{n: _OWNER for n in ("chown", "chgrp", "chattr", "setfacl")},
     "shred": _SHRED,
+    "curl": _CURL,
+    "wget": _WGET,
     "srm": replace(_SHRED, recursive=frozenset({"*"})),
     "ag": _RG,
     "ack": _RG,
