@@ -41,27 +41,39 @@ WRAPPERS = frozenset(
         "strace sudo taskset then time timeout torsocks unbuffer valgrind xvfb-run"
     )
 )
-#: A wrapper's options that take a value (the value is not the wrapped command).
-WRAPPER_VALUE_FLAGS: dict[str, frozenset[str]] = {
-    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "sudo": frozenset(
-        {"-u", "-g", "-h", "-p", "-C", "-U", "-r", "-t", "-T", "-D", "--user", "--group", "--host", "--prompt"}
+#: A wrapper's own options, in the option-table syntax of :mod:`.programs` (``-u:`` takes a value), so
+#: that the wrapped command is found after every spelling of them (``timeout --sig KILL 5 CMD``,
+#: ``sudo -uroot CMD``). Options end at the first word that is not one (``+`` in getopt). A wrapper
+#: without a row has no options the walker knows: each of them is skipped alone.
+WRAPPER_OPTIONS: dict[str, Spec] = {
+    "env": spec(
+        "-i -0 -v --ignore-environment --null --debug --list-signal-handling --block-signal= --default-signal= "
+        "--ignore-signal= -u: -C: -S: -a: --unset: --chdir: --split-string: --argv0: --help --version"
     ),
-    "doas": frozenset({"-u", "-C"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "time": frozenset({"-f", "--format", "-o", "--output"}),
-    "exec": frozenset({"-a"}),
-    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
-    "taskset": frozenset(),
-    "chrt": frozenset(),
+    "sudo": spec(
+        "-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -B -N --askpass --background --bell --preserve-env= --edit "
+        "--set-home --login --remove-timestamp --reset-timestamp --list --non-interactive --preserve-groups --stdin "
+        "--shell --version --validate --no-update -u: -g: -h: -p: -C: -U: -r: -t: -T: -D: -R: --user: --group: "
+        "--host: --prompt: --close-from: --other-user: --role: --type: --command-timeout: --chdir: --chroot: --help"
+    ),
+    "doas": spec("-n -s -L -u: -C:"),
+    "timeout": spec("-v --preserve-status --foreground --verbose -s: -k: --signal: --kill-after: --help --version"),
+    "nice": spec("-n: --adjustment: --help --version"),
+    "time": spec("-a -p -q -v --append --portability --quiet --verbose -f: -o: --format: --output: --help --version"),
+    "exec": spec("-c -l -a:"),
+    "ionice": spec("-t --ignore -c: -n: -p: -P: -u: --class: --classdata: --pid: --pgid: --uid: --help --version"),
+    "stdbuf": spec("-i: -o: -e: --input: --output: --error: --help --version"),
+    "flock": spec(
+        "-s -e -x -u -n -o -F -v --shared --exclusive --unlock --nonblock --nb --close --no-fork --verbose -w: -E: "
+        "--timeout: --wait: --conflict-exit-code: --help --version"
+    ),
+    "watch": spec(
+        "-b -c -C -d -e -g -p -t -w -x -r --beep --color --no-color --differences= --errexit --chgexit --precise "
+        "--no-title --no-wrap --no-rerun --exec --no-linewrap -n: -q: --interval: --equexit: --help --version"
+    ),
 }
 #: wrapper → how many positional words it consumes before the wrapped command.
 WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
-#: Wrappers whose ``-c STRING`` is a command line they run.
-CODE_STRING_WRAPPERS = frozenset({"su", "flock", "script"})
 PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
 #: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
 SETS_VARIABLES = frozenset(
@@ -69,9 +81,7 @@ SETS_VARIABLES = frozenset(
 )
 #: Project runners whose subcommand runs any command in the project's environment (``uv run CMD``).
 RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}
-RUNNER_VALUE_FLAGS = frozenset(
-    {"--with", "--python", "-p", "--directory", "--project", "--package", "--env-file", "--extra", "--group", "-e"}
-)
+RUNNER_OPTIONS = spec("-p: -e: --with: --python: --directory: --project: --package: --env-file: --extra: --group:")
 #: Programs that fetch bytes from the network (their output executed = remote code).
 FETCHERS = frozenset(
     {"curl", "wget", "fetch", "http", "https", "nc", "ncat", "netcat", "socat", "telnet", "aria2c", "lynx", "links"}

@@ -38,20 +38,22 @@ from typing import Any
 import tree_sitter
 import tree_sitter_bash
 
-from . import envvars, interp
+from . import envvars, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name
 from .decision import Finding, Layer, Verdict
 from .knowledge import (
     DECODERS,
     FETCHERS,
-    RUNNER_VALUE_FLAGS,
+    RUNNER_OPTIONS,
     RUNNERS,
     SETS_VARIABLES,
     SHELLS,
+    SPECS,
+    WRAPPER_OPTIONS,
     WRAPPER_POSITIONALS,
-    WRAPPER_VALUE_FLAGS,
     WRAPPERS,
 )
+from .programs import Spec
 
 MAX_DEPTH = 8  # shells inside shells (bash -c, eval, functions)
 MAX_NESTING = 48  # syntax nesting: $( $( … ) ), ( ( … ) ), quoting
@@ -582,7 +584,7 @@ class _Walker:
         return True
 
     def watch(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
-        rest = _strip_options(args, frozenset({"-n", "--interval", "-d", "-g", "-q"}), 0)
+        rest = _strip_options(args, WRAPPER_OPTIONS["watch"], 0)
         self.emit(cmd)
         if rest and all(w.static for w in rest):
             self.recurse(" ".join(w.text for w in rest), cmd, "watch")
@@ -600,7 +602,7 @@ class _Walker:
         if not args or args[0].text != RUNNERS[name]:
             return False
         self.emit(cmd)
-        rest = _strip_options(args[1:], RUNNER_VALUE_FLAGS, 0)
+        rest = _strip_options(args[1:], RUNNER_OPTIONS, 0)
         if rest:
             self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
         return True
@@ -672,7 +674,7 @@ class _Walker:
         elif name in ("then", "do", "!"):
             rest = args
         else:
-            rest = _strip_options(args, WRAPPER_VALUE_FLAGS.get(name, frozenset()), WRAPPER_POSITIONALS.get(name, 0))
+            rest = _strip_options(args, WRAPPER_OPTIONS.get(name, _NO_OPTIONS), WRAPPER_POSITIONALS.get(name, 0))
         if not rest:
             self.emit(cmd)
             return True
@@ -682,27 +684,21 @@ class _Walker:
     def env_prefix(self, cmd: SimpleCommand, args: list[Word]) -> tuple[SimpleCommand, list[Word]] | None:
         """``env [-C DIR] [-u VAR] [A=1 …] [-S STRING] CMD …``: the command as env starts it, and its argv
         (empty: env prints the environment); None when env runs a string only known at run time."""
-        i = 0
-        while i < len(args):
-            a = args[i].text
-            if a in ("-S", "--split-string") and i + 1 < len(args):
-                if not args[i + 1].static:
-                    self.dynamic_code(cmd, "env -S", [args[i + 1]])
+        found = programs.parse(replace(WRAPPER_OPTIONS["env"], subcommands={}), args)
+        rest = list(found.operands)
+        for option, value in found.options:
+            if option in ("-C", "--chdir") and value is not None:
+                cmd = replace(cmd, cwd=self.directory(cmd.cwd, value))
+            elif option in ("-S", "--split-string") and value is not None:
+                if not value.static:
+                    self.dynamic_code(cmd, "env -S", [value])
                     self.emit(cmd)
                     return None
-                return cmd, self.split_string(args[i + 1].text, args[i + 2 :])
-            if a.startswith("--split-string="):
-                return cmd, self.split_string(a.split("=", 1)[1], args[i + 1 :])
-            if a in ("-C", "--chdir") and i + 1 < len(args):
-                cmd = replace(cmd, cwd=self.directory(cmd.cwd, args[i + 1]))
-            if a.startswith("-") and a != "-":
-                i += 2 if a in WRAPPER_VALUE_FLAGS["env"] else 1
-            elif a == "-" or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a):
-                cmd = cmd if a == "-" else self.env_assign(cmd, args[i])
-                i += 1
-            else:
-                return cmd, args[i:]
-        return cmd, []
+                return cmd, self.split_string(value.text, rest)
+        while rest and (rest[0].text == "-" or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", rest[0].text)):
+            cmd = cmd if rest[0].text == "-" else self.env_assign(cmd, rest[0])
+            rest = rest[1:]
+        return cmd, rest
 
     def env_assign(self, cmd: SimpleCommand, w: Word) -> SimpleCommand:
         env = dict(cmd.env)
@@ -811,7 +807,7 @@ class _Walker:
                 if i > 0 and texts[i - 1] in values:
                     continue
                 break
-        rest = _strip_options(args, values, 0)
+        rest = _strip_options(args, SPECS["xargs"], 0)
         self.emit(replace(cmd, argv=cmd.argv[: len(cmd.argv) - len(rest)]))
         if not rest:
             rest = [Word.lit("echo")]
@@ -909,19 +905,14 @@ def _dynamic_at(w: Word, token: str, root: Word | None = None) -> Word:
     return Word(w.text, False, pre if w.static else w.prefix)
 
 
-def _strip_options(args: list[Word], value_flags: frozenset[str], positionals: int) -> list[Word]:
-    """Drop a wrapper's own options (and ``positionals`` words such as timeout's DURATION)."""
-    i = 0
-    while i < len(args):
-        a = args[i].text
-        if a == "--":
-            i += 1
-            break
-        if a.startswith("-") and len(a) > 1:
-            i += 2 if a in value_flags else 1
-            continue
-        break
-    return args[i + positionals :]
+_NO_OPTIONS = Spec()
+
+
+def _strip_options(args: list[Word], options: Spec, positionals: int) -> list[Word]:
+    """Drop a wrapper's own options, read through its table in every spelling (``--sig KILL``, ``-uroot``,
+    ``-0I{}``), and ``positionals`` words such as timeout's DURATION: what is left is the wrapped command."""
+    found = programs.parse(replace(options, subcommands={}), args)  # options end at the first operand
+    return list(found.operands[positionals:])
 
 
 def analyse(command: str, cwd: PurePosixPath | None = None) -> Analysis:
