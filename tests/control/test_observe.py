@@ -9,7 +9,7 @@ from control_helpers import Run, envelope
 from tether.control import BeliefView, ControlState, control_state, guidance, observe, stop_reason
 from tether.control.recovery import LADDER
 from tether.errors import StaleBelief
-from tether.kernel.steps import verification_exhausted
+from tether.kernel.steps import human_required, verification_exhausted
 from tether.review import judge_completion
 from tether.state import RunState
 
@@ -79,7 +79,9 @@ def test_repeated_identical_failures_climb_the_ladder_to_no_progress(tmp_path: P
             break
     assert seen == list(LADDER[1:])
     assert control_state(run.events) == ControlState.HUMAN_REQUIRED
-    status, reason = stop_reason(run.events) or ("", "")
+    stop = stop_reason(run.events)
+    assert stop is not None and stop.no_progress
+    status, reason = human_required(stop)  # the status is the kernel's to name
     assert status == "NO_PROGRESS" and "escalate_human" in reason
     changes = run.kinds("control.changed")
     assert any(c.payload["state"] == "BLOCKED" and c.payload["dimension"] == "failure_recurrence" for c in changes)

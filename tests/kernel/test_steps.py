@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tether.control.loop import HumanRequired
 from tether.envelope.load import load_envelope
 from tether.envelope.schema import Envelope
 from tether.events.store import EventStore
@@ -174,5 +175,10 @@ def test_tool_call_budget_checked_before_action(tmp_path: Path, env: Envelope) -
 
 def test_control_stop_wins_over_more_work(tmp_path: Path, env: Envelope) -> None:
     log = Log(tmp_path, env)
-    step = next_step(log.state(), env, NOW, control_stop=("NO_PROGRESS", "same failure 3 times"))
-    assert step == Finish("NO_PROGRESS", "same failure 3 times", next_action=step.next_action)  # type: ignore[union-attr]
+    step = next_step(log.state(), env, NOW, control_stop=HumanRequired("same failure 3 times", no_progress=True))
+    reason = "the recovery ladder reached escalate_human without progress: same failure 3 times"
+    assert step == Finish("NO_PROGRESS", reason, next_action=step.next_action)  # type: ignore[union-attr]
+    asked = next_step(log.state(), env, NOW, control_stop=HumanRequired("which API?", no_progress=False))
+    assert asked == Finish(
+        "NEEDS_INPUT", "a human must decide how to continue: which API?", next_action=step.next_action
+    )  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ from tether.status import ControlState
 
 from .beliefs import Belief, BeliefView, tool_reliability
 from .diagnostics import DIMENSIONS, Diagnostics, compute
-from .loop import control_state, guidance, observe, stop_reason
+from .loop import HumanRequired, control_state, guidance, observe, stop_reason
 from .planning import Plan, Task, fold_plan
 from .recovery import LADDER
 from .resolver import Resolution, ResolverInput, resolve
@@ -21,6 +21,7 @@ __all__ = [
     "BeliefView",
     "ControlState",
     "Diagnostics",
+    "HumanRequired",
     "Plan",
     "Resolution",
     "ResolverInput",

@@ -21,11 +21,12 @@ from the whole log are a test oracle (``tests/control/oracle.py``) that the fold
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
-from tether.status import ControlState, RunStatus
+from tether.status import ControlState
 
 from .beliefs import BeliefView
 from .diagnostics import (
@@ -226,21 +227,23 @@ def guidance(events: Sequence[Event]) -> str | None:
     return "\n\n".join(parts) if parts else None
 
 
-def stop_reason(events: Sequence[Event]) -> tuple[RunStatus, str] | None:
-    """(status, reason) when the control layer says the run must stop (HUMAN_REQUIRED), else None.
+@dataclass(frozen=True)
+class HumanRequired:
+    """The resolver set HUMAN_REQUIRED: the run must stop for a person (the kernel names the status).
 
-    Only the control layer's judgement: a run whose verification keeps refusing ends VERIFY_FAILED
-    by ``tether.kernel.steps.next_step``, which also weighs this against the budgets.
+    ``no_progress``: the escalation came from how the agent behaves (a behavioural dimension or a stuck
+    pattern: it kept failing the same way), not from a question only a person can answer.
     """
+
+    reason: str
+    no_progress: bool
+
+
+def stop_reason(events: Sequence[Event]) -> HumanRequired | None:
+    """Whether the control layer says the run must stop, and why; None while it may go on."""
     last = folded(events).last_control
-    if _state_of(last) == ControlState.HUMAN_REQUIRED:
-        assert last is not None
-        p = last.payload
-        dim = p.get("dimension")
-        if dim in BEHAVIOURAL or dim == "stuck":
-            return (
-                RunStatus.NO_PROGRESS,
-                f"the recovery ladder reached escalate_human without progress: {p['reason']}",
-            )
-        return (RunStatus.NEEDS_INPUT, f"a human must decide how to continue: {p['reason']}")
-    return None
+    if _state_of(last) != ControlState.HUMAN_REQUIRED:
+        return None
+    assert last is not None
+    dim = last.payload.get("dimension")
+    return HumanRequired(str(last.payload["reason"]), dim in BEHAVIOURAL or dim == "stuck")

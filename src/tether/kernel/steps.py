@@ -13,7 +13,7 @@ The rules, in order (the first that names a step wins; :data:`RULES`):
 2. an action started but never completed (a crash) — re-run if idempotent, else NEEDS_INPUT;
 3. pending approvals — expire the overdue, otherwise wait for a human;
 4. told to stop — verification refused past ``max_refusals`` (VERIFY_FAILED), or the control
-   layer's stop (NO_PROGRESS, NEEDS_INPUT); BUDGET_STOP instead if a budget is also why;
+   layer set HUMAN_REQUIRED (NO_PROGRESS, NEEDS_INPUT); BUDGET_STOP instead if a budget is also why;
 5. the current turn's actions, in proposal order — decide, stage approval, retry, execute;
 6. completion claims — verify; an accepted one completes (COMPLETE, or NO_OP with no change);
 7. the model's own termination — refusal/error stop, repeated silence is NO_PROGRESS;
@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from tether.control.loop import HumanRequired
 from tether.envelope.schema import Envelope, OnFailure
 from tether.state import Action, RunState
 from tether.status import ActionStatus, ClaimStatus, RunStatus
@@ -56,12 +57,10 @@ class Situation:
     state: RunState
     env: Envelope
     now: datetime
-    control_stop: tuple[RunStatus, str] | None
+    control_stop: HumanRequired | None
 
 
-def next_step(
-    state: RunState, env: Envelope, now: datetime, control_stop: tuple[RunStatus, str] | None = None
-) -> Step | None:
+def next_step(state: RunState, env: Envelope, now: datetime, control_stop: HumanRequired | None = None) -> Step | None:
     """The one step to take next, or None once the run has finished (see the module docstring)."""
     if state.finished:
         return None
@@ -106,7 +105,9 @@ def approvals(s: Situation) -> Step | None:
 
 def told_to_stop(s: Situation) -> Step | None:
     """Verification has refused too often, or the control layer says stop: a budget, if one is also why, wins."""
-    stop = verification_exhausted(s.state) or s.control_stop
+    stop = verification_exhausted(s.state)
+    if stop is None and s.control_stop is not None:
+        stop = human_required(s.control_stop)
     if stop is None:
         return None
     over = breach(s.state, s.now, before="action") or breach(s.state, s.now, before="model")
@@ -126,6 +127,13 @@ def verification_exhausted(state: RunState) -> tuple[RunStatus, str] | None:
         f"completion was claimed {refused.refusals} times and refused each time "
         f"(limit {refused.max_refusals} refusals): {why}",
     )
+
+
+def human_required(stop: HumanRequired) -> tuple[RunStatus, str]:
+    """The control layer stops the run: NO_PROGRESS when the agent kept failing the same way, else NEEDS_INPUT."""
+    if stop.no_progress:
+        return RunStatus.NO_PROGRESS, f"the recovery ladder reached escalate_human without progress: {stop.reason}"
+    return RunStatus.NEEDS_INPUT, f"a human must decide how to continue: {stop.reason}"
 
 
 def turn_actions(s: Situation) -> Step | None:
