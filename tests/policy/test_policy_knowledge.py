@@ -175,6 +175,10 @@ def test_ambiguous_or_odd_spellings_are_not_allowed_as_something_harmless(gate: 
         ("bash -ec 'git push'", "inline", 1),
         ("bash -o errexit -c 'git push'", "inline", 3),
         ("sh -s", "stdin", -1),
+        ("node --inspect app.js -p 3000", "script", 1),  # a known flag: -p 3000 is the script's
+        ("node --max-old-space-size=4096 app.js -e x", "script", 1),
+        ("node --frob x.mjs -e CODE", "inline", 3),  # --frob may have taken x.mjs: the code is judged
+        ("ruby -w x.rb -e 1", "script", 1),
     ],
 )
 def test_interpreters_find_their_program_in_every_spelling(command: str, kind: str, index: int) -> None:
@@ -354,3 +358,24 @@ def test_a_transfer_into_the_workspace_is_what_the_rule_allows(tmp_path: Path, c
     (tmp_path / "src").mkdir()
     name = command.split()[0]
     assert Gate(allowing(f"bash({name}:*)"), tmp_path).decide("bash", {"command": command}).verdict is ALLOW
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 --check-hash-based-pycs default -c 'import os; os.system(\"git push\")'",
+        'node --experimental-loader ./x.mjs -e \'require("child_process").execSync("git push")\'',
+        'node -C dev -e \'require("child_process").execSync("git push")\'',
+        'node --some-new-option value -e \'require("child_process").execSync("git push")\'',
+        "ruby -C src -e 'system(\"git push\")'",
+        "php -R 'system(\"git push\");'",
+        "php -B 'system(\"git push\");'",
+        "php -nE 'system(\"git push\");'",
+        "perl -Ilib -e 'system(\"git push\")'",
+        "lua -l x -e 'os.execute(\"git push\")'",
+    ],
+)
+def test_inline_code_behind_an_interpreter_option_with_a_value_is_found(tmp_path: Path, command: str) -> None:
+    """An option that takes a value must not make its value the "script" and hide the code after it."""
+    d = Gate(deny_push(), tmp_path).decide("bash", {"command": command})
+    assert d.verdict is DENY, (command, d.to_dict())

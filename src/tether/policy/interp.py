@@ -52,7 +52,7 @@ def _code_at(i: int, args: list[str]) -> Program:
 
 
 def _other(spec: Interpreter, args: list[str]) -> Program:
-    i = 0
+    i, doubt = 0, False
     while i < len(args):
         a = args[i]
         if a == "--":
@@ -60,9 +60,23 @@ def _other(spec: Interpreter, args: list[str]) -> Program:
             break
         found = _word(spec, a, i, args)
         if isinstance(found, Program):
-            return found
+            return _inline_after(spec, found, args) if doubt else found
+        doubt = doubt or (found == 1 and a.startswith("-") and "=" not in a and a not in spec.flags)
         i += found
     return Program("script", i) if i < len(args) else Program("stdin")
+
+
+def _inline_after(spec: Interpreter, found: Program, args: list[str]) -> Program:
+    """An option the table does not know came before the script: it may have taken the "script" as its
+    value (``node --experimental-loader x.mjs -e CODE``). If an inline-code option follows, that code is
+    what runs, and it is judged; fail closed rather than allow it as a script."""
+    if found.kind != "script":
+        return found
+    for j in range(found.index + 1, len(args)):
+        later = _word(spec, args[j], j, args)
+        if isinstance(later, Program) and later.kind == "inline":
+            return later
+    return found
 
 
 def _word(spec: Interpreter, a: str, i: int, args: list[str]) -> Program | int:

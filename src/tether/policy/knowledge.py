@@ -181,7 +181,7 @@ SHELLS = frozenset(_words("sh bash dash zsh ksh mksh ash fish csh tcsh rbash yas
 SHELL_VALUE_FLAGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 #: Interpreter names that are Python (``python3.12``, ``pypy3``, ``ipython``).
 PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$|^ipython3?$")
-PYTHON_VALUE_FLAGS = frozenset({"-W", "-X", "-Q"})
+PYTHON_VALUE_FLAGS = frozenset({"-W", "-X", "-Q", "--check-hash-based-pycs"})
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,7 @@ class Interpreter:
 
     inline: tuple[str, ...] = ()  # options whose value is code (``-e CODE``)
     values: frozenset[str] = frozenset()  # other options that take a value
+    flags: frozenset[str] = frozenset()  # options known to take none (any other may have taken the next word)
     bundled: frozenset[str] = frozenset()  # letters that, inside a cluster of short flags, start inline code (-pe)
     script: frozenset[str] = frozenset()  # options whose value is the script file (``php -f F``)
     code_words: frozenset[str] = frozenset()  # subcommands whose next word is code (``deno eval CODE``)
@@ -198,15 +199,39 @@ class Interpreter:
 
 _NODE = Interpreter(
     inline=("-e", "--eval", "-p", "--print"),
-    values=frozenset({"-r", "--require", "--import", "--loader", "--input-type"}),
+    values=frozenset(
+        _words(
+            "-r --require --import --loader --experimental-loader --input-type -C --conditions --env-file "
+            "--inspect-port --title --redirect-warnings --report-dir --report-directory --report-filename "
+            "--test-name-pattern --test-reporter --test-reporter-destination --watch-path --disable-warning "
+            "--icu-data-dir --openssl-config --diagnostic-dir --unhandled-rejections --dns-result-order"
+        )
+    ),
+    flags=frozenset(
+        _words(
+            "--inspect --inspect-brk --watch --test --check -c -i --interactive --trace-warnings --enable-source-maps "
+            "--no-warnings --no-deprecation --trace-deprecation --trace-uncaught --expose-gc --preserve-symlinks "
+            "--experimental-strip-types --experimental-vm-modules --abort-on-uncaught-exception"
+        )
+    ),
     bundled=frozenset("ep"),
 )
 _PWSH = Interpreter(inline=("-c", "-command", "-Command", "-EncodedCommand", "-enc", "-e"))
 _E = Interpreter(inline=("-e",))
 #: Every interpreter other than the shells and Python.
 INTERPRETERS: dict[str, Interpreter] = {
-    "perl": Interpreter(inline=("-e", "-E"), values=frozenset({"-I", "-M", "-m"}), bundled=frozenset("eE")),
-    "ruby": Interpreter(inline=("-e",), values=frozenset({"-I", "-r"}), bundled=frozenset("eE")),
+    "perl": Interpreter(
+        inline=("-e", "-E"),
+        values=frozenset({"-I", "-M", "-m"}),
+        flags=frozenset(_words("-w -W -X -c -n -p -a -s -t -T -U -v -V -S -l -0")),
+        bundled=frozenset("eE"),
+    ),
+    "ruby": Interpreter(
+        inline=("-e",),
+        values=frozenset({"-I", "-r", "-C", "-F", "-x"}),
+        flags=frozenset(_words("-w -W -v -d -c -l -n -p -a -s -S -y -U --verbose --disable-gems --yjit --jit")),
+        bundled=frozenset("eE"),
+    ),
     "irb": _E,
     "node": _NODE,
     "nodejs": _NODE,
@@ -214,8 +239,11 @@ INTERPRETERS: dict[str, Interpreter] = {
     "tsx": _NODE,
     "bun": replace(_NODE, skip_words=frozenset({"run", "test", "x"})),
     "deno": Interpreter(code_words=frozenset({"eval"}), skip_words=frozenset({"run", "test", "x"})),
-    "php": Interpreter(
-        inline=("-r",), values=frozenset({"-c", "-d", "-z"}), script=frozenset({"-f"}), bundled=frozenset("r")
+    "php": Interpreter(  # -B/-R/-E: code run before, for each line of and after the input
+        inline=("-r", "-B", "-R", "-E"),
+        values=frozenset({"-c", "-d", "-z", "-t", "-S"}),
+        script=frozenset({"-f", "-F"}),
+        bundled=frozenset("rBRE"),
     ),
     "lua": Interpreter(inline=("-e",), values=frozenset({"-l"})),
     "luajit": _E,
