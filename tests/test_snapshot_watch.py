@@ -148,6 +148,15 @@ def test_hard_links_inside_the_tree_are_checked_on_every_snapshot(tree: Path) ->
     assert chain.watch.walks == 1
 
 
+def test_a_file_linked_from_an_unwatched_directory_before_the_run_is_checked_every_time(tree: Path) -> None:
+    (tree / "build").mkdir()
+    os.link(tree / "a" / "x.py", tree / "build" / "alias")  # two links when the chain starts
+    chain = Chain(tree)
+    (tree / "build" / "alias").write_text("written where no watch looks")
+    assert chain.check().entries["a/x.py"].size == len("written where no watch looks")
+    assert chain.watch.walks == 1
+
+
 def test_a_hard_link_from_an_ignored_directory_is_caught_by_the_full_walk(tree: Path) -> None:
     """The known gap: a write through a link in a directory nobody watches is invisible to inotify.
 

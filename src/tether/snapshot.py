@@ -301,10 +301,10 @@ class Watch:
     another link is reported in that link's directory only. Close it when the chain ends.
     """
 
-    def __init__(self, *, enabled: bool = True) -> None:
+    def __init__(self) -> None:
         self.tree: TreeWatch | None = None
         self.base: Manifest | None = None
-        self.unavailable: str | None = None if enabled else "disabled"
+        self.unavailable: str | None = None
         self.files: dict[str, set[str]] = {}  # directory -> names of the entries recorded in it
         self.dirs: dict[str, set[str]] = {}  # directory -> names of the subdirectories walked
         self.volatile: set[str] = set()  # files with more than one hard link
@@ -377,6 +377,7 @@ def take(
     m = Manifest(scan.entries, scan.errors, rules, started, scan.decided)
     if watch is not None:
         watch.base = m if m.ok and watch.tree is not None else None
+        watch.volatile = scan.linked
     return m
 
 
@@ -529,7 +530,7 @@ class _Scan:
     def _drop_tree(self, rel: str) -> None:
         """Forget a directory that was deleted, moved or replaced: its entries, its index, its watches."""
         w = self.watch
-        assert w is not None and w.tree is not None
+        assert w is not None
         parent, _, name = rel.rpartition("/")
         w.dirs.get(parent, set()).discard(name)
         stack = [rel]
@@ -539,7 +540,8 @@ class _Scan:
                 self.entries.pop(_join(d, f), None)
                 w.volatile.discard(_join(d, f))
             stack += [_join(d, s) for s in w.dirs.pop(d, set())]
-        w.tree.forget(rel)
+        if w.tree is not None:  # (None: a new directory could not be watched; this snapshot will walk)
+            w.tree.forget(rel)
 
     def _check_links(self, relisted: set[str]) -> None:
         """Re-check every file with more than one hard link (and any tracked link of a newly linked file)."""
