@@ -221,3 +221,7 @@ def test_in_bubblewrap_unchanged_modules_reuse_bytecode_and_planted_bytecode_is_
     assert run.complete() == ("FAIL", ["test_lib.py::test_f"])
     (ws / "lib.py").write_text(FIXED)
     assert run.complete() == ("PASS", [])
+    # The caches tether wrote back are the sandbox's to replace or clean, like the ones Python writes.
+    assert (ws / "__pycache__").is_dir()
+    cleanup = BwrapSandbox(ws).run(["/bin/rm", "-r", "__pycache__"], cwd=ws, timeout_s=60)
+    assert cleanup.exit_code == 0, cleanup.stderr

@@ -201,11 +201,11 @@ def _write_below(root: int, rel: str, data: bytes) -> bool:
         for part in parents:
             fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             fds.append(fd)
-        with suppress(FileExistsError):
-            os.mkdir(CACHE_DIR, 0o755, dir_fd=fd)
+        with suppress(FileExistsError):  # modes as Python creates them (the umask or the default ACL applies)
+            os.mkdir(CACHE_DIR, 0o777, dir_fd=fd)
         fd = os.open(CACHE_DIR, _DIR_FLAGS, dir_fd=fd)
         fds.append(fd)
-        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd)
         try:
             with os.fdopen(out, "wb", closefd=False) as f:
                 f.write(data)
