@@ -379,3 +379,9 @@ def test_inline_code_behind_an_interpreter_option_with_a_value_is_found(tmp_path
     """An option that takes a value must not make its value the "script" and hide the code after it."""
     d = Gate(deny_push(), tmp_path).decide("bash", {"command": command})
     assert d.verdict is DENY, (command, d.to_dict())
+
+
+@pytest.mark.parametrize("spelling", ["-i", "-ni", "-i.bak", "--in-place", "--in-place=.bak", "--in-pl", "--in-p=.b"])
+def test_sed_in_place_is_a_write_in_every_spelling(tmp_path: Path, spelling: str) -> None:
+    d = Gate(allowing("bash(sed:*)"), tmp_path).decide("bash", {"command": f"sed {spelling} s/a/b/ /etc/hosts"})
+    assert d.verdict is DENY and d.deciding_rule == "path:write-outside", d.to_dict()

@@ -425,7 +425,7 @@ _FIND = spec(
 )
 _SED_OPTS = (
     "-n -E -r -s -u -z --quiet --silent --regexp-extended --separate --unbuffered --null-data --posix --debug "
-    f"--sandbox -l: --line-length: {_HELP}"
+    f"--sandbox -l: --line-length: --in-place= {_HELP}"  # --in-place is listed so that --in-pl means it
 )
 _SED = spec(
     _SED_OPTS,
