@@ -2,7 +2,10 @@
 
 Prints: durable single appends/s vs. a raw ``sqlite3`` insert with the same
 settings (WAL, synchronous=FULL, one commit per row) and their ratio; batched
-appends/s; fold events/s; verify events/s.
+appends/s; fold events/s (of the batched log, and of a run's usual mix of kinds,
+through ``RunState`` and through the control layer's ``RunFold``; the events are
+read fresh from the store each time, so any parsing of payloads is counted);
+verify events/s.
 """
 
 from __future__ import annotations
@@ -12,11 +15,47 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from tether.control.fold import RunFold
 from tether.events.store import EventStore
 from tether.state import RunState
 
 PAYLOAD = {"turn": 0, "model": "scripted:bench", "n_messages": 3}
+
+
+def turn(i: int) -> list[tuple[str, dict[str, Any]]]:
+    """One turn of a run, as the runtime logs it: a model call, one action through the gate, a sensor."""
+    call, args = f"c{i}", {"path": f"src/m{i % 7}.py"}
+    return [
+        ("model.requested", {"turn": i, "model": "scripted:bench", "n_messages": 2 * i + 1}),
+        (
+            "model.responded",
+            {
+                "turn": i,
+                "model": "scripted:bench",
+                "text": "editing",
+                "tool_calls": [{"id": call, "name": "write_file", "args": args}],
+                "termination": "tool_request",
+                "input_tokens": 900,
+                "output_tokens": 60,
+            },
+        ),
+        ("action.proposed", {"call_id": call, "tool": "write_file", "args": args, "args_hash": "h" * 64, "turn": i}),
+        ("action.decided", {"call_id": call, "verdict": "ALLOW", "deciding_rule": "write", "reason": "in scope"}),
+        ("action.started", {"call_id": call, "tool": "write_file", "args_hash": "h" * 64}),
+        (
+            "action.completed",
+            {
+                "call_id": call,
+                "tool": "write_file",
+                "ok": True,
+                "result": {"content": f"wrote {args['path']}", "effects": ["write"]},
+                "changed_files": [args["path"]],
+            },
+        ),
+        ("sensor.result", {"sensor": "syntax", "result": "PASS", "required": True, "summary": "ok"}),
+    ]
 
 
 def raw_inserts(db: Path, n: int) -> float:
@@ -32,7 +71,7 @@ def raw_inserts(db: Path, n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
-def main(n: int = 2000, batch_n: int = 50_000) -> None:
+def main(n: int = 2000, batch_n: int = 50_000, mix_turns: int = 3000) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = raw_inserts(Path(tmp) / "raw.db", n)
         store = EventStore.open(Path(tmp) / "tether.db")
@@ -59,12 +98,28 @@ def main(n: int = 2000, batch_n: int = 50_000) -> None:
         count = store.verify(run2)
         verify = count / (time.perf_counter() - start)
 
+        run3 = store.create_run("bench-mix")
+        store.append(run3, "run.started", {"task": "bench"})
+        for i in range(mix_turns // 100):
+            store.append_many(run3, [item for t in range(100) for item in turn(i * 100 + t)])
+        events = store.events(run3)
+        start = time.perf_counter()
+        RunState.from_events(events)
+        mixed = len(events) / (time.perf_counter() - start)
+
+        events = store.events(run3)
+        start = time.perf_counter()
+        RunFold().extend(events)
+        control = len(events) / (time.perf_counter() - start)
+
     print(f"raw sqlite3 insert (WAL, synchronous=FULL): {base:>10,.0f} /s")
     print(
         f"tether durable append:                      {durable:>10,.0f} /s   ratio {durable / base:.2f}x (aim >= 0.80)"
     )
     print(f"tether batched append (500 per commit):     {batched:>10,.0f} /s")
     print(f"fold (RunState.from_events):                {fold:>10,.0f} events/s")
+    print(f"fold of a run's mix of kinds (RunState):    {mixed:>10,.0f} events/s")
+    print(f"control fold of that mix (RunFold):         {control:>10,.0f} events/s")
     print(f"verify (hash chain):                        {verify:>10,.0f} events/s (aim >= 100,000)")
 
 

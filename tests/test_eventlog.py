@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tether.errors import DatabaseLocked, InputError, LogCorrupt, NotATetherDatabase
-from tether.events.kinds import InvalidPayload, UnknownEventKind
+from tether.events.payload import InvalidPayload, UnknownEventKind
 from tether.events.store import EventStore
 from tether.state import RunState
 

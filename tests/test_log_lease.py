@@ -13,8 +13,8 @@ import pytest
 
 from tether.errors import HeadMoved, RunLeased
 from tether.events.chain import GENESIS
-from tether.events.kinds import InvalidPayload
 from tether.events.lease import this_host
+from tether.events.payload import InvalidPayload
 from tether.events.store import EventStore
 
 STARTED = ("run.started", {"task": "t"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tether.cli.common import EXIT_BLOCKED, EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, EXIT_WAITING, exit_code
-from tether.events.kinds import InvalidPayload, validate_payload
+from tether.events.payload import InvalidPayload, validate_payload
 from tether.state import RunState
 from tether.status import SUCCESS, TERMINAL, WAITING, RunStatus
 

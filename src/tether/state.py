@@ -3,27 +3,43 @@
 Everything the kernel needs to decide the next step is here, and all of it is
 derived from the log alone: run the fold over the same events and you get the
 same state, in this process or after a crash. ``apply`` is the only place an
-event kind changes state; kinds it does not know leave state unchanged.
+event changes state: one small handler per payload type (``_HANDLERS``); kinds
+without a handler leave state unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from tether.events.kinds import (
+    ActionCompleted,
+    ActionDecided,
     ActionFailed,
+    ActionInvalid,
+    ActionProposed,
+    ActionStarted,
+    ApprovalDenied,
     ApprovalExpired,
+    ApprovalGranted,
     ApprovalMismatch,
+    ApprovalRequested,
+    BudgetExceeded,
+    Checkpoint,
     ContextFull,
     ModelFailed,
+    ModelResponded,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunWaiting,
     SandboxFailed,
-    parse_payload,
 )
-from tether.events.kinds_control import CompletionRefused
+from tether.events.kinds_control import CompletionAccepted, CompletionRefused
 from tether.events.kinds_verify import PreflightCompleted
+from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 
@@ -31,7 +47,6 @@ from tether.status import ActionStatus, ClaimStatus, RunStatus
 StopFact = (
     SandboxFailed | ContextFull | ModelFailed | ApprovalExpired | ApprovalMismatch | ActionFailed | PreflightCompleted
 )
-STOP_KINDS = frozenset({"sandbox.failed", "model.context_full", "model.failed", "approval.mismatch", "action.failed"})
 
 #: What a gate verdict makes of the action it decides.
 VERDICT_STATUS = {"ALLOW": ActionStatus.DECIDED, "ASK": ActionStatus.WAITING, "DENY": ActionStatus.DENIED}
@@ -145,114 +160,180 @@ class RunState:
     # ---- the fold --------------------------------------------------------------------------
 
     def apply(self, e: Event) -> None:
-        p = e.payload
-        k = e.kind
-        if (
-            k in STOP_KINDS
-            or (k == "approval.expired" and p["outcome"] == "stop")
-            or (k == "preflight.completed" and not p["ok"])
-        ):
-            self.stop = parse_payload(k, p)  # type: ignore[assignment]
-        ts = datetime.fromisoformat(e.ts)
-        self.last_seq, self.head_hash = e.seq, e.hash
-        if k == "run.started":
-            self.run_id, self.task, self.status, self.attempt = e.run_id, p["task"], RunStatus.RUNNING, 1
-            self.envelope = p["envelope"]
-            self.plan_hash, self.contract_hash = p["plan_hash"], p["contract_hash"]
-            self.model, self.workspace = p["model"], p["workspace"]
-            self.limits = dict(p["budgets"])
-            self.max_external = p.get("max_external")
-            self._active_since = ts
-        elif k == "run.resumed":
-            self.attempt += 1
-            if not self.pending_approvals:
-                self.status = RunStatus.RUNNING
-            self._active_since = ts
-        elif k == "run.waiting":
-            self.status, self.next_action = RunStatus(p["status"]), p["reason"]
-            self._pause(ts)
-        elif k == "run.finished":
-            self.status, self.result = RunStatus(p["status"]), p["result"]
-            self.evidence, self.unknowns = list(p["evidence"]), list(p["unknowns"])
-            self.next_action, self.last_error = p["next_action"], p.get("last_error")
-            self.stop = None
-            self._pause(ts)
-        elif k == "run.checkpoint":
-            self.recovery_point = {"seq": e.seq, **p}
-            if self.baseline is None:
-                self.baseline = p.get("snapshot")
-        elif k == "model.responded":
-            self.used.turns += 1
-            self.used.tokens += p["input_tokens"] + p["output_tokens"]
-            self.used.usd += p["cost_usd"]
-            self.termination = p["termination"]
-            self.last_text = p["text"]
-            self.raw_stop_reason = p.get("raw_stop_reason")
-            self.text_only_turns = 0 if p["tool_calls"] else self.text_only_turns + 1
-        elif k == "model.failed":
-            self.last_error = p["error"]
-        elif k == "action.proposed":
-            self.actions[p["call_id"]] = Action(p["call_id"], p["tool"], p["args"], p["args_hash"], p["turn"], e.seq)
-        elif k == "action.invalid":
-            a = self.actions.get(p["call_id"])
-            if a:
-                a.status, a.error, a.ok = ActionStatus.INVALID, p["error"], False
-        elif k == "action.decided":
-            a = self.actions[p["call_id"]]
-            a.verdict, a.reason, a.deciding_rule = p["verdict"], p["reason"], p["deciding_rule"]
-            a.status = VERDICT_STATUS[p["verdict"]]
-        elif k == "approval.requested":
-            self.pending_approvals[p["approval_id"]] = dict(p)
-            self.actions[p["call_id"]].approval_id = p["approval_id"]
-            self.status = RunStatus.WAITING_APPROVAL
-        elif k in ("approval.granted", "approval.denied", "approval.expired"):
-            req = self.pending_approvals.pop(p["approval_id"], None)
-            if req is not None:
-                a = self.actions[req["call_id"]]
-                if k == "approval.granted":
-                    a.status, a.approved_by = ActionStatus.DECIDED, p["by"]
-                    if p.get("scope") == "run" and p.get("rule"):
-                        self.run_rules.append({"rule": p["rule"], "by": p["by"], "approval_id": p["approval_id"]})
-                else:
-                    a.status = ActionStatus.DENIED
-                    a.reason = p.get("reason") or f"approval expired ({p.get('outcome')})"
-        elif k == "action.started":
-            a = self.actions[p["call_id"]]
-            a.status, a.attempts = ActionStatus.STARTED, p["attempt"]
-            if p["attempt"] == 1:
-                self.used.tool_calls += 1
-        elif k == "action.completed":
-            a = self.actions[p["call_id"]]
-            a.status, a.ok, a.result = ActionStatus.COMPLETED, p["ok"], p["result"]
-            a.failure_class = p["result"].get("failure_class")
-            self.evidence.append(e.id)
-            for f in p["changed_files"]:
-                if f not in self.changed_files:
-                    self.changed_files.append(f)
-            if a.tool == "finish" and p["ok"]:
-                self.claims[a.call_id] = ClaimStatus.PENDING
-            if p.get("undo"):
-                self.rollback.append({"event": e.id, **p["undo"]})
-            effects = set(p["result"].get("effects", []))
-            if effects & {"external", "published"}:
-                self.external_used += 1
-        elif k == "action.failed":
-            a = self.actions[p["call_id"]]
-            a.status, a.ok, a.error, a.failure_class = ActionStatus.FAILED, False, p["error"], p["failure_class"]
-            self.last_error = p["error"]
-        elif k == "completion.accepted":
-            self.claims[p["call_id"]] = ClaimStatus.ACCEPTED
-            self.last_refusal = None
-        elif k == "completion.refused":
-            self.claims[p["call_id"]] = ClaimStatus.REFUSED
-            self.refusals = p["refusals"]
-            self.last_refusal = CompletionRefused.model_validate(p)
-        elif k == "preflight.completed":
-            self.preflight_ok = p["ok"]
-        elif k == "budget.exceeded":
-            self.last_error = f"budget {p['budget']} exceeded: used {p['used']} of {p['limit']}"
+        """Take in one event: the handler of its payload type, if any, changes the state.
 
-    def _pause(self, ts: datetime) -> None:
+        Only handled kinds are parsed (``e.data``, cached on the event). A kind that is not registered
+        at all is a log tether did not write, and fails closed (:class:`~tether.errors.LogCorrupt`).
+        """
+        self.last_seq, self.head_hash = e.seq, e.hash
+        if e.kind not in REGISTRY:
+            _ = e.data  # raises LogCorrupt naming the seq and the kind
+        handler = _HANDLERS.get(REGISTRY.get(e.kind, Payload))
+        if handler is not None:
+            handler(self, e, e.data)
+
+    def _run_started(self, e: Event, p: RunStarted) -> None:
+        self.run_id, self.task, self.status, self.attempt = e.run_id, p.task, RunStatus.RUNNING, 1
+        self.envelope = p.envelope
+        self.plan_hash, self.contract_hash = p.plan_hash, p.contract_hash
+        self.model, self.workspace = p.model, p.workspace
+        self.limits = dict(p.budgets)
+        self.max_external = p.max_external
+        self._active_since = datetime.fromisoformat(e.ts)
+
+    def _run_resumed(self, e: Event, p: RunResumed) -> None:
+        self.attempt += 1
+        if not self.pending_approvals:
+            self.status = RunStatus.RUNNING
+        self._active_since = datetime.fromisoformat(e.ts)
+
+    def _run_waiting(self, e: Event, p: RunWaiting) -> None:
+        self.status, self.next_action = p.status, p.reason
+        self._pause(e)
+
+    def _run_finished(self, e: Event, p: RunFinished) -> None:
+        self.status, self.result = p.status, p.result
+        self.evidence, self.unknowns = list(p.evidence), list(p.unknowns)
+        self.next_action, self.last_error = p.next_action, p.last_error
+        self.stop = None
+        self._pause(e)
+
+    def _stopped(self, e: Event, p: SandboxFailed | ContextFull | ApprovalMismatch) -> None:
+        """A fact the run cannot go on from; ``next_step`` turns it into the finish."""
+        self.stop = p
+
+    def _checkpoint(self, e: Event, p: Checkpoint) -> None:
+        self.recovery_point = {"seq": e.seq, **e.payload}
+        if self.baseline is None:
+            self.baseline = p.snapshot
+
+    def _model_responded(self, e: Event, p: ModelResponded) -> None:
+        self.used.turns += 1
+        self.used.tokens += p.input_tokens + p.output_tokens
+        self.used.usd += p.cost_usd
+        self.termination = p.termination
+        self.last_text = p.text
+        self.raw_stop_reason = p.raw_stop_reason
+        self.text_only_turns = 0 if p.tool_calls else self.text_only_turns + 1
+
+    def _model_failed(self, e: Event, p: ModelFailed) -> None:
+        self.last_error = p.error
+        self.stop = p
+
+    def _action_proposed(self, e: Event, p: ActionProposed) -> None:
+        self.actions[p.call_id] = Action(p.call_id, p.tool, p.args, p.args_hash, p.turn, e.seq)
+
+    def _action_invalid(self, e: Event, p: ActionInvalid) -> None:
+        a = self.actions.get(p.call_id)
+        if a:
+            a.status, a.error, a.ok = ActionStatus.INVALID, p.error, False
+
+    def _action_decided(self, e: Event, p: ActionDecided) -> None:
+        a = self.actions[p.call_id]
+        a.verdict, a.reason, a.deciding_rule = p.verdict, p.reason, p.deciding_rule
+        a.status = VERDICT_STATUS[p.verdict]
+
+    def _approval_requested(self, e: Event, p: ApprovalRequested) -> None:
+        self.pending_approvals[p.approval_id] = dict(e.payload)
+        self.actions[p.call_id].approval_id = p.approval_id
+        self.status = RunStatus.WAITING_APPROVAL
+
+    def _approval_granted(self, e: Event, p: ApprovalGranted) -> None:
+        req = self.pending_approvals.pop(p.approval_id, None)
+        if req is not None:
+            a = self.actions[req["call_id"]]
+            a.status, a.approved_by = ActionStatus.DECIDED, p.by
+            if p.scope == "run" and p.rule:
+                self.run_rules.append({"rule": p.rule, "by": p.by, "approval_id": p.approval_id})
+
+    def _approval_refused(self, e: Event, p: ApprovalDenied | ApprovalExpired) -> None:
+        req = self.pending_approvals.pop(p.approval_id, None)
+        if req is not None:
+            a = self.actions[req["call_id"]]
+            a.status = ActionStatus.DENIED
+            a.reason = p.reason if isinstance(p, ApprovalDenied) and p.reason else f"approval expired ({_outcome(p)})"
+        if isinstance(p, ApprovalExpired) and p.outcome == "stop":
+            self.stop = p
+
+    def _action_started(self, e: Event, p: ActionStarted) -> None:
+        a = self.actions[p.call_id]
+        a.status, a.attempts = ActionStatus.STARTED, p.attempt
+        if p.attempt == 1:
+            self.used.tool_calls += 1
+
+    def _action_completed(self, e: Event, p: ActionCompleted) -> None:
+        a = self.actions[p.call_id]
+        a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, p.result
+        a.failure_class = p.result.get("failure_class")
+        self.evidence.append(e.id)
+        for f in p.changed_files:
+            if f not in self.changed_files:
+                self.changed_files.append(f)
+        if a.tool == "finish" and p.ok:
+            self.claims[a.call_id] = ClaimStatus.PENDING
+        if p.undo:
+            self.rollback.append({"event": e.id, **p.undo})
+        if set(p.result.get("effects", [])) & {"external", "published"}:
+            self.external_used += 1
+
+    def _action_failed(self, e: Event, p: ActionFailed) -> None:
+        a = self.actions[p.call_id]
+        a.status, a.ok, a.error, a.failure_class = ActionStatus.FAILED, False, p.error, p.failure_class
+        self.last_error = p.error
+        self.stop = p
+
+    def _completion_accepted(self, e: Event, p: CompletionAccepted) -> None:
+        self.claims[p.call_id] = ClaimStatus.ACCEPTED
+        self.last_refusal = None
+
+    def _completion_refused(self, e: Event, p: CompletionRefused) -> None:
+        self.claims[p.call_id] = ClaimStatus.REFUSED
+        self.refusals = p.refusals
+        self.last_refusal = p
+
+    def _preflight(self, e: Event, p: PreflightCompleted) -> None:
+        self.preflight_ok = p.ok
+        if not p.ok:
+            self.stop = p
+
+    def _budget_exceeded(self, e: Event, p: BudgetExceeded) -> None:
+        self.last_error = f"budget {p.budget} exceeded: used {p.used} of {p.limit}"
+
+    def _pause(self, e: Event) -> None:
         if self._active_since is not None:
+            ts = datetime.fromisoformat(e.ts)
             self.used.wall_s += max(0.0, (ts - self._active_since).total_seconds())
             self._active_since = None
+
+
+def _outcome(p: ApprovalDenied | ApprovalExpired) -> str | None:
+    return p.outcome if isinstance(p, ApprovalExpired) else None
+
+
+#: The fold's one table: which payload types change the run state, and how. Kinds not here leave it unchanged.
+_HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
+    RunStarted: RunState._run_started,
+    RunResumed: RunState._run_resumed,
+    RunWaiting: RunState._run_waiting,
+    RunFinished: RunState._run_finished,
+    Checkpoint: RunState._checkpoint,
+    ModelResponded: RunState._model_responded,
+    ModelFailed: RunState._model_failed,
+    ActionProposed: RunState._action_proposed,
+    ActionInvalid: RunState._action_invalid,
+    ActionDecided: RunState._action_decided,
+    ApprovalRequested: RunState._approval_requested,
+    ApprovalGranted: RunState._approval_granted,
+    ApprovalDenied: RunState._approval_refused,
+    ApprovalExpired: RunState._approval_refused,
+    ActionStarted: RunState._action_started,
+    ActionCompleted: RunState._action_completed,
+    ActionFailed: RunState._action_failed,
+    CompletionAccepted: RunState._completion_accepted,
+    CompletionRefused: RunState._completion_refused,
+    PreflightCompleted: RunState._preflight,
+    BudgetExceeded: RunState._budget_exceeded,
+    SandboxFailed: RunState._stopped,
+    ContextFull: RunState._stopped,
+    ApprovalMismatch: RunState._stopped,
+}

@@ -165,9 +165,7 @@ def observations_of_sensor(s: SensorRecord) -> list[Observation]:
     cite = s.event.id
     out = [Observation(f"sensor:{s.sensor}", "sensor", s.result, s.epoch, cite, 1.0)]
     if s.sensor == "tests" and s.result in ("PASS", "FAIL"):
-        failing = (
-            sorted(str(d.get("code") or d.get("file") or "?") for d in s.diagnostics) if s.result == "FAIL" else []
-        )
+        failing = sorted(str(d.code or d.file or "?") for d in s.diagnostics) if s.result == "FAIL" else []
         out.append(Observation("tests.failing", "tests_failing", failing, s.epoch, cite, 1.0))
     if s.sensor == "syntax" and s.result in ("PASS", "FAIL"):
         out.append(

@@ -22,11 +22,26 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds import ActionProposed, ModelResponded
+from tether.events.kinds_control import (
+    BeliefRecorded,
+    CompletionAccepted,
+    CompletionRefused,
+    ContradictionDetected,
+    ControlChanged,
+    DiagnosticsComputed,
+    HypothesisRecorded,
+    PlanUpdated,
+    RecoverySwitched,
+    StuckDetected,
+    VerifyCompleted,
+)
+from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
 from tether.state import RunState
 
@@ -150,7 +165,6 @@ class RunFold:
             self.n, self.head_hash, self.last = i + 1, e.hash, e
 
     def _add(self, e: Event) -> None:
-        k, p = e.kind, e.payload
         self.state.apply(e)
         epoch = self.lv.epoch  # the epoch at this event (LogView.add counts a write after it)
         record = self.lv.add(e)
@@ -160,52 +174,18 @@ class RunFold:
             self._action(record)
         elif isinstance(record, SensorRecord):
             self._sensor(record)
-        if k in MARKER_KINDS:
+        if e.kind in MARKER_KINDS:
             self.marker_seq = max(self.marker_seq, e.seq)
-        if k not in CONTROL_KINDS:
+        if e.kind not in CONTROL_KINDS:
             self.last_input = e
-        if k == "belief.recorded":
-            b = belief_of(e)
-            self.beliefs[b.key] = b
-            self.generation = max(self.generation, b.generation)
-            self.beliefs_seen += 1
-            self.belief_max_cite[b.key] = max(self.belief_max_cite.get(b.key, -1), max_cite(e))
-        elif k == "contradiction.detected":
-            self.window.contradictions.append(contradiction_weight(e))
-            if p.get("severity") == "system_breaking":
-                self.system_breaking.append(e)
-        elif k == "plan.updated":
-            self.last_plan_updated = p
-            self.plan_revisions += 1
-        elif k == "hypothesis.recorded":
-            self.last_hypothesis[str(p["id"])] = p
-        elif k == "stuck.detected":
-            self.stuck_reported.add((p["pattern"], (p.get("cites") or [""])[0]))
-        elif k == "diagnostics.computed":
-            self.last_diagnostics = e
-        elif k == "control.changed":
-            self.last_control = e
-        elif k == "recovery.switched":
-            self.strategy = str(p["strategy"])
-            self.window = _Window()
-        elif k == "completion.accepted":
-            self.last_accepted = e
-            self.claims += 1
-            self.supported += 1
-        elif k == "completion.refused":
-            self.last_refused = e
-            self.claims += 1
-        elif k == "verify.completed":
-            self._last_verify = (epoch, bool(p.get("accepted")))
-        elif k == "model.responded":
-            if p.get("tool_calls"):
-                self.window.silent = []
-            else:
-                self.window.silent.append(e)
-        elif k == "action.proposed":
-            self.window.silent = []
-        # plan tasks completed by this event: supported when the latest verification before it, on the
-        # same workspace state, was accepted (evidence_support)
+        handler = _HANDLERS.get(REGISTRY.get(e.kind, Payload))
+        if handler is not None:
+            handler(self, e, e.data, epoch)
+        self._count_completed_tasks(epoch)
+
+    def _count_completed_tasks(self, epoch: int) -> None:
+        """Plan tasks completed by this event: supported when the latest verification before it, on the
+        same workspace state, was accepted (evidence_support)."""
         transitions = self.plan.plan.completed_transitions
         for _tid, _seq in transitions[self._transitions_seen :]:  # all at this event (seq == e.seq)
             self.claims += 1
@@ -213,6 +193,61 @@ class RunFold:
             if v is not None and v[0] == epoch and v[1]:
                 self.supported += 1
         self._transitions_seen = len(transitions)
+
+    # one handler per kind the control layer reads (``_HANDLERS`` below); each gets the epoch at the event
+
+    def _belief(self, e: Event, p: BeliefRecorded, epoch: int) -> None:
+        b = belief_of(e)
+        self.beliefs[b.key] = b
+        self.generation = max(self.generation, b.generation)
+        self.beliefs_seen += 1
+        self.belief_max_cite[b.key] = max(self.belief_max_cite.get(b.key, -1), max_cite(e))
+
+    def _contradiction(self, e: Event, p: ContradictionDetected, epoch: int) -> None:
+        self.window.contradictions.append(contradiction_weight(e))
+        if p.severity == "system_breaking":
+            self.system_breaking.append(e)
+
+    def _plan_updated(self, e: Event, p: PlanUpdated, epoch: int) -> None:
+        self.last_plan_updated = e.payload
+        self.plan_revisions += 1
+
+    def _hypothesis(self, e: Event, p: HypothesisRecorded, epoch: int) -> None:
+        self.last_hypothesis[p.id] = e.payload
+
+    def _stuck(self, e: Event, p: StuckDetected, epoch: int) -> None:
+        self.stuck_reported.add((p.pattern, (p.cites or [""])[0]))
+
+    def _diagnostics(self, e: Event, p: DiagnosticsComputed, epoch: int) -> None:
+        self.last_diagnostics = e
+
+    def _control(self, e: Event, p: ControlChanged, epoch: int) -> None:
+        self.last_control = e
+
+    def _recovery(self, e: Event, p: RecoverySwitched, epoch: int) -> None:
+        self.strategy = p.strategy
+        self.window = _Window()
+
+    def _accepted(self, e: Event, p: CompletionAccepted, epoch: int) -> None:
+        self.last_accepted = e
+        self.claims += 1
+        self.supported += 1
+
+    def _refused(self, e: Event, p: CompletionRefused, epoch: int) -> None:
+        self.last_refused = e
+        self.claims += 1
+
+    def _verified(self, e: Event, p: VerifyCompleted, epoch: int) -> None:
+        self._last_verify = (epoch, p.accepted)
+
+    def _responded(self, e: Event, p: ModelResponded, epoch: int) -> None:
+        if p.tool_calls:
+            self.window.silent = []
+        else:
+            self.window.silent.append(e)
+
+    def _proposed(self, e: Event, p: ActionProposed, epoch: int) -> None:
+        self.window.silent = []
 
     def _action(self, a: ActionRecord) -> None:
         ok, n = self._history.get(a.tool, (0, 0))
@@ -304,6 +339,24 @@ class RunFold:
             if not (key in newest and newest[key] > since):
                 open_.append(str(c.payload.get("explanation", key)))
         return open_, len(found)
+
+
+#: What the control layer's fold does per kind, beyond the receipts, plan and hypotheses it always reads.
+_HANDLERS: dict[type[Payload], Callable[[RunFold, Event, Any, int], None]] = {
+    BeliefRecorded: RunFold._belief,
+    ContradictionDetected: RunFold._contradiction,
+    PlanUpdated: RunFold._plan_updated,
+    HypothesisRecorded: RunFold._hypothesis,
+    StuckDetected: RunFold._stuck,
+    DiagnosticsComputed: RunFold._diagnostics,
+    ControlChanged: RunFold._control,
+    RecoverySwitched: RunFold._recovery,
+    CompletionAccepted: RunFold._accepted,
+    CompletionRefused: RunFold._refused,
+    VerifyCompleted: RunFold._verified,
+    ModelResponded: RunFold._responded,
+    ActionProposed: RunFold._proposed,
+}
 
 
 _FOLDS: OrderedDict[str, RunFold] = OrderedDict()

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from tether.canonical import content_hash
+from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed
+from tether.events.kinds_control import DiagnosticData, RecoverySwitched, SensorResultEvent
+from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
 
 RECEIPT_KINDS = frozenset({"action.completed", "action.failed", "sensor.result"})
@@ -102,21 +105,21 @@ class SensorRecord:
     sensor: str
     result: str
     required: bool
-    diagnostics: tuple[dict[str, Any], ...]
+    diagnostics: tuple[DiagnosticData, ...]
     epoch: int
 
     @cached_property
     def failure_signature(self) -> str | None:
         if self.result != "FAIL":
             return None
-        codes = sorted(str(d.get("code")) for d in self.diagnostics if "::" in str(d.get("code") or ""))
+        codes = sorted(str(d.code) for d in self.diagnostics if "::" in (d.code or ""))
         if codes:
             return content_hash(["tests", codes])
         return content_hash(
             [
                 "sensor",
                 self.sensor,
-                sorted(f"{d.get('file')}:{d.get('line')}:{d.get('message')}" for d in self.diagnostics),
+                sorted(f"{d.file}:{d.line}:{d.message}" for d in self.diagnostics),
             ]
         )
 
@@ -132,7 +135,7 @@ class LogView:
     file_epoch_at: dict[tuple[int, str], int] = field(default_factory=dict)
     epoch: int = 0
     window_start: int = -1  # seq of the latest recovery.switched (-1: whole run)
-    _proposals: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _proposals: dict[str, ActionProposed] = field(default_factory=dict, repr=False)
     # path -> seqs of the ok actions that changed it, in log order; ``_ordered`` while those seqs only grow.
     _writes: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _ordered: bool = field(default=True, repr=False)
@@ -149,43 +152,54 @@ class LogView:
 
     def add(self, e: Event) -> ActionRecord | SensorRecord | None:
         """Take in the next event of the log; the receipt record it produced, if any."""
-        p = e.payload
-        if e.kind == "action.proposed":
-            self._proposals[str(p.get("call_id"))] = p
-        elif e.kind == "recovery.switched":
-            self.window_start = e.seq
         self.epoch_at[e.seq] = self.epoch
-        if e.kind in ("action.completed", "action.failed"):
-            known = _memo(e)
-            action = known if isinstance(known, ActionRecord) else _action_record(e, self._proposals, self.epoch)
-            _remember(action)
-            self.actions.append(action)
-            if action.ok:
-                for path in set(action.changed_files):
-                    seqs = self._writes.setdefault(path, [])
-                    if seqs and seqs[-1] > e.seq:
-                        self._ordered = False
-                    seqs.append(e.seq)
-            if e.kind == "action.completed" and action.changed_files:
-                self.epoch += 1
-            return action
-        if e.kind == "sensor.result":
-            known = _memo(e)
-            sensor = known if isinstance(known, SensorRecord) else _sensor_record(e, self.epoch)
-            _remember(sensor)
-            self.sensors.append(sensor)
-            return sensor
-        return None
+        handler = _VIEW_HANDLERS.get(REGISTRY.get(e.kind, Payload))
+        return handler(self, e, e.data) if handler is not None else None
+
+    def _proposed(self, e: Event, p: ActionProposed) -> None:
+        self._proposals[p.call_id] = p
+
+    def _switched(self, e: Event, p: RecoverySwitched) -> None:
+        self.window_start = e.seq
+
+    def _action(self, e: Event, p: ActionCompleted | ActionFailed) -> ActionRecord:
+        known = _memo(e)
+        action = known if isinstance(known, ActionRecord) else _action_record(e, p, self._proposals, self.epoch)
+        _remember(action)
+        self.actions.append(action)
+        if action.ok:
+            for path in set(action.changed_files):
+                seqs = self._writes.setdefault(path, [])
+                if seqs and seqs[-1] > e.seq:
+                    self._ordered = False
+                seqs.append(e.seq)
+        if action.changed_files:  # only a completed action reports changed files
+            self.epoch += 1
+        return action
+
+    def _sensor(self, e: Event, p: SensorResultEvent) -> SensorRecord:
+        known = _memo(e)
+        sensor = known if isinstance(known, SensorRecord) else _sensor_record(e, p, self.epoch)
+        _remember(sensor)
+        self.sensors.append(sensor)
+        return sensor
 
 
-def _text(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    result = payload.get("result")
-    if not isinstance(result, dict):
-        return str(payload.get("error", "")), {}
+#: What :meth:`LogView.add` does per payload type (events of other kinds are not parsed at all).
+_VIEW_HANDLERS: dict[type[Payload], Callable[[LogView, Event, Any], ActionRecord | SensorRecord | None]] = {
+    ActionProposed: LogView._proposed,
+    RecoverySwitched: LogView._switched,
+    ActionCompleted: LogView._action,
+    ActionFailed: LogView._action,
+    SensorResultEvent: LogView._sensor,
+}
+
+
+def _text(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     data = result.get("data")
     data = data if isinstance(data, dict) else {k: v for k, v in result.items() if k != "content"}
     content = result.get("content")
-    return (str(content) if content is not None else str(payload.get("error", ""))), data
+    return (str(content) if content is not None else ""), data
 
 
 #: Receipt records by their event's chain hash. A chain hash covers the event and, through ``prev_hash``,
@@ -215,40 +229,26 @@ def view(events: Sequence[Event]) -> LogView:
     return lv
 
 
-def _action_record(e: Event, proposals: dict[str, dict[str, Any]], epoch: int) -> ActionRecord:
-    p = e.payload
-    call_id = str(p.get("call_id", ""))
-    prop = proposals.get(call_id, {})
-    ok = bool(p.get("ok", False)) if e.kind == "action.completed" else False
-    text, data = _text(p) if e.kind == "action.completed" else (str(p.get("error", "")), {})
-    result = p.get("result") if isinstance(p.get("result"), dict) else {}
-    failure = p.get("failure_class") or (result or {}).get("failure_class")
-    changed = tuple(str(f) for f in p.get("changed_files", []) or [])
-    return ActionRecord(
-        e,
-        call_id,
-        str(p.get("tool", prop.get("tool", ""))),
-        dict(prop.get("args", {}) or {}),
-        str(prop.get("args_hash", "")) or content_hash(prop.get("args", {})),
-        ok,
-        str(failure) if failure else (None if ok else "failed"),
-        text,
-        data,
-        changed,
-        epoch,
-    )
+def _action_record(
+    e: Event, p: ActionCompleted | ActionFailed, proposals: dict[str, ActionProposed], epoch: int
+) -> ActionRecord:
+    prop = proposals.get(p.call_id)
+    args = dict(prop.args) if prop is not None else {}
+    args_hash = (prop.args_hash if prop is not None else "") or content_hash(args)
+    if isinstance(p, ActionFailed):
+        failure = _failure(p.failure_class, False)
+        return ActionRecord(e, p.call_id, p.tool, args, args_hash, False, failure, p.error, {}, (), epoch)
+    text, data = _text(p.result)
+    failure = _failure(p.result.get("failure_class"), p.ok)
+    return ActionRecord(e, p.call_id, p.tool, args, args_hash, p.ok, failure, text, data, tuple(p.changed_files), epoch)
 
 
-def _sensor_record(e: Event, epoch: int) -> SensorRecord:
-    p = e.payload
-    return SensorRecord(
-        e,
-        str(p.get("sensor")),
-        str(p.get("result")),
-        bool(p.get("required", False)),
-        tuple(p.get("diagnostics", []) or []),
-        epoch,
-    )
+def _failure(failure: Any, ok: bool) -> str | None:
+    return str(failure) if failure else (None if ok else "failed")
+
+
+def _sensor_record(e: Event, p: SensorResultEvent, epoch: int) -> SensorRecord:
+    return SensorRecord(e, p.sensor, p.result, p.required, tuple(p.diagnostics), epoch)
 
 
 def last_input_seq(events: Sequence[Event]) -> int:

@@ -1,6 +1,20 @@
-"""Events: kinds, the hash chain and the SQLite store."""
+"""Events: typed payloads and their kinds, the hash chain and the SQLite store.
 
-from .kinds import REGISTRY, Payload, register
+Importing the package imports every kind module, so the registry of kinds is complete for any
+reader or writer (the kind modules import only :mod:`.payload`, never each other).
+"""
+
+from . import kinds, kinds_control, kinds_verify  # noqa: F401  (each registers its kinds)
+from .payload import REGISTRY, Emitted, Payload, register
 from .store import Event, EventStore, RunInfo, default_db_path
 
-__all__ = ["REGISTRY", "Event", "EventStore", "Payload", "RunInfo", "default_db_path", "register"]
+__all__ = [
+    "REGISTRY",
+    "Emitted",
+    "Event",
+    "EventStore",
+    "Payload",
+    "RunInfo",
+    "default_db_path",
+    "register",
+]

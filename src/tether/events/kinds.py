@@ -1,58 +1,20 @@
-"""The registry of event kinds and their typed payloads.
+"""Event kinds of the run itself: lifecycle, model calls, actions, approvals, budgets.
 
-Every fact in a run's log is one of these. Appending an unknown kind or a payload
-that does not validate fails loudly, so the log never holds a shape the fold
-cannot read. To add a kind: define a payload model and ``register`` it here.
+Appending an unknown kind or a payload that does not validate fails loudly, so the log never holds
+a shape the fold cannot read. To add a kind: define a payload model in the kind module of its layer
+and ``register`` it (see docs/log.md); verification and control kinds live in ``kinds_control`` and
+``kinds_verify``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from tether.errors import InputError
 from tether.status import TERMINAL, WAITING, RunStatus
 
-
-class Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class UnknownEventKind(InputError):
-    pass
-
-
-class InvalidPayload(InputError):
-    pass
-
-
-REGISTRY: dict[str, type[Payload]] = {}
-
-
-def register(kind: str) -> Any:
-    def wrap(cls: type[Payload]) -> type[Payload]:
-        REGISTRY[kind] = cls
-        return cls
-
-    return wrap
-
-
-def validate_payload(kind: str, payload: dict[str, Any] | Payload) -> dict[str, Any]:
-    """Check ``payload`` against its kind; return the canonical JSON-ready dict."""
-    model = REGISTRY.get(kind)
-    if model is None:
-        raise UnknownEventKind(f"unknown event kind {kind!r}; registered kinds: {sorted(REGISTRY)}")
-    try:
-        obj = payload if isinstance(payload, model) else model.model_validate(payload)
-    except ValidationError as e:
-        raise InvalidPayload(f"invalid payload for event kind {kind!r}: {e}") from e
-    return obj.model_dump(mode="json")
-
-
-def parse_payload(kind: str, payload: dict[str, Any]) -> Payload:
-    return REGISTRY[kind].model_validate(payload)
-
+from .payload import Payload, register
 
 # ---- run lifecycle -------------------------------------------------------------------------
 
@@ -346,8 +308,3 @@ class BudgetExceeded(Payload):
     budget: str
     used: float
     limit: float
-
-
-# Kinds owned by the verification and control layers live beside this file.
-from . import kinds_control as _kinds_control  # noqa: E402,F401
-from . import kinds_verify as _kinds_verify  # noqa: E402,F401

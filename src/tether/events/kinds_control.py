@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .kinds import Payload, register
+from .payload import Payload, register
 
 SensorName = Literal["snapshot", "syntax", "lint", "types", "scoped_tests", "tests", "policy"]
 SensorOutcome = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]

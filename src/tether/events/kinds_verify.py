@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .kinds import Payload, register
+from .payload import Payload, register
 
 CaseOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "not_run"]
 

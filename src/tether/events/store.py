@@ -35,12 +35,13 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from tether.canonical import bytes_hash, canonical_json
 from tether.errors import (
@@ -56,8 +57,8 @@ from tether.errors import (
 
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .chain import GENESIS, event_hash
-from .kinds import validate_payload
 from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
+from .payload import Emitted, Payload, parse, prepare
 
 SCHEMA_VERSION = "2"
 READABLE_SCHEMAS = ("tether/1", "tether/2")
@@ -125,6 +126,8 @@ CREATE TRIGGER IF NOT EXISTS anchors_no_delete BEFORE DELETE ON anchors
 
 @dataclass(frozen=True)
 class Event:
+    """One row of the log. ``payload`` is the stored JSON object; :attr:`data` is the same as its kind's model."""
+
     run_id: str
     seq: int
     ts: str
@@ -132,6 +135,27 @@ class Event:
     payload: dict[str, Any]
     prev_hash: str
     hash: str
+
+    @cached_property
+    def data(self) -> Payload:
+        """The payload as its kind's model, parsed on first use and kept (folds ``match`` on it).
+
+        A payload tether wrote always fits: it was validated on append. One that does not — an unknown
+        kind, a missing or mistyped field — is a log tether did not write (a rewrite that kept the chain
+        consistent), so reading it fails closed with :class:`LogCorrupt` naming the seq and the field.
+        """
+        try:
+            return parse(self.kind, self.payload)
+        except ValueError as e:
+            raise LogCorrupt(self.run_id, self.seq, str(e)) from None
+
+    @classmethod
+    def of(cls, run_id: str, seq: int, ts: str, data: Payload, prev_hash: str = "", hash: str = "") -> Event:
+        """An event holding ``data`` (its JSON as ``payload``): an appended one, or a not-yet-appended one
+        that a pure function shows to the next stage as if it were in the log."""
+        event = cls(run_id, seq, ts, data.KIND, data.model_dump(mode="json"), prev_hash, hash)
+        event.__dict__["data"] = data  # the cached_property's slot: parsing the dump again would give the same
+        return event
 
     @property
     def id(self) -> str:
@@ -355,7 +379,7 @@ class EventStore:
     def create_run(
         self,
         task: str,
-        first: Sequence[tuple[str, Any]] = (),
+        first: Sequence[Emitted] = (),
         *,
         run_id: str | None = None,
         parent_run: str | None = None,
@@ -365,7 +389,7 @@ class EventStore:
 
         Invalid events raise before anything is written: no run without its first events.
         """
-        prepared = [(kind, validate_payload(kind, payload)) for kind, payload in first]
+        prepared = [prepare(item) for item in first]
         run_id = run_id or new_run_id()
         with self._transaction() as conn:
             conn.execute(
@@ -380,19 +404,26 @@ class EventStore:
             self._start_heartbeat()
         return run_id
 
-    def append(self, run_id: str, kind: str, payload: dict[str, Any] | Any, *, expect: Head | None = None) -> Event:
-        """Validate, chain and durably commit one event."""
-        return self.append_many(run_id, [(kind, payload)], expect=expect)[0]
+    @overload
+    def append(self, run_id: str, event: Payload, *, expect: Head | None = None) -> Event: ...
+    @overload
+    def append(self, run_id: str, event: str, payload: Mapping[str, Any], *, expect: Head | None = None) -> Event: ...
+    def append(
+        self, run_id: str, event: Payload | str, payload: Mapping[str, Any] | None = None, *, expect: Head | None = None
+    ) -> Event:
+        """Validate, chain and durably commit one event: a payload object, or a kind and its dict."""
+        item: Emitted = event if isinstance(event, Payload) else (event, payload if payload is not None else {})
+        return self.append_many(run_id, [item], expect=expect)[0]
 
     def append_many(
-        self, run_id: str, items: Sequence[tuple[str, Any]], *, durable: bool = True, expect: Head | None = None
+        self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
     ) -> list[Event]:
         """Append several events in one transaction (at most one fsync; none unless ``durable``).
 
         ``expect`` is the head (seq, hash) these events extend; if the run's head has moved, nothing is
         written and :class:`HeadMoved` is raised.
         """
-        prepared = [(kind, validate_payload(kind, payload)) for kind, payload in items]
+        prepared = [prepare(item) for item in items]
         with self._transaction(durable) as conn:
             row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
@@ -405,11 +436,15 @@ class EventStore:
             return self._append_locked(conn, run_id, prepared, head)
 
     def _append_locked(
-        self, conn: sqlite3.Connection, run_id: str, prepared: Sequence[tuple[str, Any]], head: Head
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        prepared: Sequence[tuple[str, dict[str, Any], Payload | None]],
+        head: Head,
     ) -> list[Event]:
         seq, prev = head
         out: list[Event] = []
-        for kind, payload in prepared:
+        for kind, payload, data in prepared:
             seq += 1
             ts = now_iso()
             body = canonical_json(payload)
@@ -418,10 +453,13 @@ class EventStore:
                 "INSERT INTO events (run_id, seq, ts, kind, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
                 (run_id, seq, ts, kind, body, prev, h),
             )
-            out.append(Event(run_id, seq, ts, kind, payload, prev, h))
+            event = Event(run_id, seq, ts, kind, payload, prev, h)
+            if data is not None:
+                event.__dict__["data"] = data  # parsed from this very dict by ``prepare``
+            out.append(event)
             prev = h
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
-        if self.signer is not None and self.signer.due(head[0], seq, (k for k, _ in prepared)):
+        if self.signer is not None and self.signer.due(head[0], seq, (p[0] for p in prepared)):
             cp = self.signer.sign(run_id, seq, prev, now_iso())
             conn.execute(
                 "INSERT OR IGNORE INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (?,?,?,?,?,?)",

@@ -1,0 +1,124 @@
+"""Typed payloads: the base model, the registry of event kinds, and the checks on both ways in.
+
+Every fact in a run's log is a :class:`Payload` subclass registered under its kind (``run.finished``
+-> :class:`~tether.events.kinds.RunFinished`). Code emits payload objects — the class knows its kind
+(``RunFinished.KIND``) — and folds read them back as objects (``Event.data``), so neither side spells
+a kind or a field as a string. The stored JSON is the model's ``model_dump(mode="json")``, exactly
+what the ``(kind, dict)`` form wrote before, so old logs hash and read the same.
+
+The kind modules (``kinds``, ``kinds_control``, ``kinds_verify``) import this one and nothing of each
+other; ``tether.events`` imports all three, so the registry is complete whenever anything in the
+package is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from tether.errors import InputError
+
+
+class Payload(BaseModel):
+    """The payload of one event kind. ``KIND`` is set by :func:`register`; an unregistered class has none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    KIND: ClassVar[str] = ""
+
+
+class UnknownEventKind(InputError):
+    pass
+
+
+class InvalidPayload(InputError):
+    pass
+
+
+REGISTRY: dict[str, type[Payload]] = {}
+P = TypeVar("P", bound=type[Payload])
+#: What may be appended: a payload object, or the raw ``(kind, dict)`` form (validated to the same model).
+Emitted = Payload | tuple[str, Mapping[str, Any]]
+
+
+def register(kind: str) -> Callable[[P], P]:
+    """Class decorator: ``cls`` is the payload of ``kind`` (one class per kind, one kind per class)."""
+
+    def wrap(cls: P) -> P:
+        if kind in REGISTRY or cls.KIND:
+            raise TypeError(f"event kind {kind!r}: {cls.__name__} is registered twice or the kind is taken")
+        cls.KIND = kind
+        REGISTRY[kind] = cls
+        return cls
+
+    return wrap
+
+
+def model_of(kind: str) -> type[Payload]:
+    model = REGISTRY.get(kind)
+    if model is None:
+        raise UnknownEventKind(f"unknown event kind {kind!r}; registered kinds: {sorted(REGISTRY)}")
+    return model
+
+
+def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
+    """Check one item to append; return its kind, the JSON-ready dict to store, and (for a payload
+    object) the model a reader of the stored JSON gets back, so the appended event need not parse it again.
+
+    A payload object is dumped and the dump validated again: an object built without validation
+    (``model_construct``) cannot smuggle a shape the fold cannot read into the log.
+    """
+    if isinstance(item, Payload):
+        kind = item.KIND
+        if REGISTRY.get(kind) is not type(item):
+            raise UnknownEventKind(f"{type(item).__name__} is not a registered event payload")
+        try:
+            data = item.model_dump(mode="json", warnings=False)
+        except PydanticSerializationError as e:
+            raise InvalidPayload(f"invalid payload for event kind {kind!r}: {e}") from e
+        return kind, data, _validated(kind, type(item), data)
+    kind, raw = item
+    model = model_of(kind)
+    if isinstance(raw, model):
+        return kind, raw.model_dump(mode="json"), None
+    return kind, _validated(kind, model, raw).model_dump(mode="json"), None
+
+
+def _validated(kind: str, model: type[Payload], data: Mapping[str, Any] | Any) -> Payload:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise InvalidPayload(f"invalid payload for event kind {kind!r}: {e}") from e
+
+
+def validate_payload(kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a raw ``payload`` against ``kind``'s model; the JSON-ready dict the store would write."""
+    return prepare((kind, payload))[1]
+
+
+def kind_of(item: Emitted) -> str:
+    return item.KIND if isinstance(item, Payload) else item[0]
+
+
+def parse(kind: str, payload: Mapping[str, Any]) -> Payload:
+    """The stored ``payload`` as its kind's model. Raises ``ValueError`` naming the field that does not fit."""
+    model = REGISTRY.get(kind)
+    if model is None:
+        raise ValueError(f"unknown event kind {kind!r}")
+    try:
+        return model.model_validate(payload)
+    except ValidationError as e:
+        raise ValueError(f"{kind} payload does not fit its model: {_fields(e)}") from e
+
+
+def _fields(e: ValidationError) -> str:
+    """Each problem as ``field a.b: message (found: value)``, shortened."""
+    parts = []
+    for err in e.errors()[:5]:
+        where = ".".join(str(x) for x in err["loc"]) or "(payload)"
+        found = repr(err.get("input"))
+        parts.append(f"field {where}: {err['msg']} (found {found[:60]})")
+    more = e.error_count() - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

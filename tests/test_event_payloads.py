@@ -1,0 +1,298 @@
+"""Payload objects are the log's currency: every kind round-trips, old logs read the same, bad rows fail closed."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.canonical import canonical_json
+from tether.control import observe
+from tether.envelope.schema import Envelope
+from tether.errors import LogCorrupt
+from tether.events import REGISTRY, Payload
+from tether.events import kinds as k
+from tether.events import kinds_control as kc
+from tether.events import kinds_verify as kv
+from tether.events.chain import event_hash
+from tether.events.payload import InvalidPayload, UnknownEventKind, register
+from tether.events.store import Event, EventStore
+from tether.state import RunState
+
+OLD = Path(__file__).parent / "data" / "old_log"
+
+#: One filled-in payload per registered kind (nested models included), for the round trip.
+SAMPLES: list[Payload] = [
+    k.RunStarted(
+        task="t",
+        envelope={"plan": {"path": "p"}},
+        plan={"intent": "x"},
+        budgets={"turns": 3, "usd": 1.5, "wall_s": None},
+        max_external=2,
+        acknowledged=[k.AcceptedRisk(risk="net", path="network", found="on", reason="why")],
+    ),
+    k.RunResumed(reason="approved"),
+    k.RunWaiting(status="WAITING_APPROVAL", reason="a1"),
+    k.RunFinished(status="COMPLETE", result="ok", evidence=["r#1"], unknowns=["u"], next_action="n", last_error="e"),
+    k.Checkpoint(label="start", snapshot="sha256:" + "0" * 64, files=3, unreadable=["x"]),
+    k.ModelRequested(turn=1, model="m", n_messages=3, max_tokens=100, prompt_tokens_est=40),
+    k.ModelResponded(
+        turn=1,
+        model="m",
+        text="hi",
+        tool_calls=[k.ToolCallData(id="c1", name="bash", args={"command": "ls", "n": [1, 2.5, None]})],
+        termination="tool_request",
+        input_tokens=10,
+        output_tokens=2,
+        cost_usd=0.25,
+        usage_reported=False,
+    ),
+    k.ModelRetried(turn=1, model="m", attempt=2, error="503", status=503, failure="outage", window=1000),
+    k.ModelFailed(turn=1, model="m", error="overflow", failure="context_overflow", window=8000),
+    k.ActionProposed(call_id="c1", tool="bash", args={"command": "ls"}, args_hash="h", turn=1),
+    k.ActionInvalid(call_id="c1", tool="bash", error="bad"),
+    k.ActionDecided(
+        call_id="c1",
+        verdict="ASK",
+        deciding_rule="r",
+        reason="why",
+        rules=[k.RuleHit(id="r", verdict="ASK", reason="why")],
+    ),
+    k.ActionStarted(call_id="c1", tool="bash", args_hash="h", attempt=2, idempotent=True),
+    k.ActionCompleted(
+        call_id="c1",
+        tool="bash",
+        ok=True,
+        result={"content": "ok", "effects": ["write"]},
+        changed_files=["a.py"],
+        observed_files=["a.py"],
+        unexplained=["b.py"],
+        undo={"path": "a.py"},
+        duration_s=0.5,
+    ),
+    k.ActionFailed(call_id="c1", tool="bash", error="boom", failure_class="timeout", retryable=True, attempt=2),
+    k.ApprovalRequested(
+        approval_id="a1", call_id="c1", tool="bash", args_hash="h", preview="ls", reason="why", expires_at=1.5
+    ),
+    k.ApprovalGranted(approval_id="a1", by="alice", scope="run", rule="bash(ls)"),
+    k.ApprovalDenied(approval_id="a1", by="bob", reason="no"),
+    k.ApprovalExpired(approval_id="a1", outcome="deny"),
+    k.BudgetExceeded(budget="usd", used=1.25, limit=1.0),
+    kc.SensorResultEvent(
+        sensor="tests",
+        result="FAIL",
+        required=True,
+        summary="1 failed",
+        diagnostics=[kc.DiagnosticData(file="t.py", line=3, message="assert", code="t::a")],
+        duration_s=1.5,
+        trigger="action",
+        tool="pytest 8",
+    ),
+    kc.VerifyCompleted(trigger="completion", results={"tests": "FAIL"}, changed_files=["a"], accepted=False),
+    kc.CompletionClaimed(call_id="f1", summary="done"),
+    kc.CompletionRefused(
+        call_id="f1",
+        reasons=["tests fail"],
+        refusals=1,
+        max_refusals=2,
+        diagnostics=[kc.DiagnosticData(file="t.py", message="m")],
+    ),
+    kc.CompletionAccepted(call_id="f1", evidence=["r#3"]),
+    kc.BeliefRecorded(key="tests.failing", kind="tests_failing", value=["t::a"], generation=2, epoch=1, cites=["r#3"]),
+    kc.ContradictionDetected(
+        key="k", severity="system_breaking", previous={"a": 1}, observed=None, explanation="e", cites=["r#1"]
+    ),
+    kc.DiagnosticsComputed(dimensions={"progress_rate": 0.5}, notes={"progress_rate": "n"}, through="r#4"),
+    kc.ControlChanged(
+        previous="NORMAL", state="CAUTIOUS", tier="warning", reason="r", dimension="d", recovery="minimal_fix"
+    ),
+    kc.RecoverySwitched(
+        previous="direct_edit", strategy="broaden_search", reason="r", guidance="g", budget={"turns": 2.0}
+    ),
+    kc.StuckDetected(pattern="alternation", detail="d", count=3, cites=["r#2"]),
+    kc.ReviewFindingRecorded(view="reviewer", severity="high", check="c", message="m", file="f", detail="diff"),
+    kc.ReviewGate(call_id="c1", tool="bash", ok=False, risk="HIGH", reasons=["r"]),
+    kc.PlanUpdated(
+        tasks=[kc.TaskData(id="t1", title="x", status="ACTIVE", depends_on=["t0"], files=["a"], risk="MEDIUM")],
+        rejected=["no"],
+        revision=2,
+        cites=["r#1"],
+    ),
+    kc.HypothesisRecorded(id="h1", statement="s", files=["a"], tests=["t"], acted_on=True, score=0.5, support=["x"]),
+    kv.SuiteBaseline(
+        command="pytest",
+        runner="pytest",
+        ok=True,
+        exit_code=0,
+        tests=[
+            kv.CaseRecord(
+                id="t.py::a",
+                file="t.py",
+                cls="C",
+                function="a",
+                outcome="passed",
+                shape=kv.CaseShape(asserts=1, returns=0, skips=0),
+            )
+        ],
+        deselected=["t.py::b"],
+        errors=["t.py::c: boom"],
+        surface={"t.py": "sha256:" + "1" * 64},
+        duration_s=2.0,
+    ),
+    kv.PreflightCompleted(
+        ok=False,
+        checks=[kv.PreflightCheck(name="tests", ok=False, detail="none", fix="add", status="NEEDS_INPUT")],
+    ),
+]
+
+
+def test_every_registered_kind_has_a_sample_and_knows_its_kind() -> None:
+    assert sorted(type(s).KIND for s in SAMPLES) == sorted(REGISTRY)
+    for kind, model in REGISTRY.items():
+        assert kind == model.KIND
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: type(s).KIND)
+def test_every_kind_round_trips_through_the_log(tmp_path: Path, sample: Payload) -> None:
+    """payload object -> append -> read back -> the same object; the stored JSON is the dict form's, byte for byte."""
+    store = EventStore.open(tmp_path / "t.db")
+    run = store.create_run("t")
+    appended = store.append(run, sample)
+    store.append(run, type(sample).KIND, json.loads(json.dumps(sample.model_dump(mode="json"))))
+    assert appended.kind == type(sample).KIND and appended.data == sample
+    read, read_dict = store.events(run)
+    assert "data" not in read.__dict__  # read fresh: parsed on first use
+    assert read.data == sample and type(read.data) is type(sample)
+    assert read_dict.data == sample
+    assert canonical_json(read.payload) == canonical_json(read_dict.payload)
+    stored = [r[0] for r in store._conn.execute("SELECT payload FROM events WHERE run_id=? ORDER BY seq", (run,))]
+    assert stored[0] == stored[1] == canonical_json(sample.model_dump(mode="json"))
+    assert store.verify(run) == 2
+
+
+def test_a_payload_built_without_validation_is_refused(tmp_path: Path) -> None:
+    store = EventStore.open(tmp_path / "t.db")
+    run = store.create_run("t")
+    with pytest.raises(InvalidPayload, match="turn"):
+        store.append(run, k.ModelRequested.model_construct(turn="first", model="m"))
+
+    class Unregistered(Payload):
+        x: int = 0
+
+    with pytest.raises(UnknownEventKind, match="Unregistered"):
+        store.append(run, Unregistered())
+    with pytest.raises(TypeError, match="registered twice"):
+        register("run.finished")(Unregistered)
+    assert store.verify(run) == 0 and store.events(run) == []
+
+
+def test_the_kind_modules_do_not_import_each_other() -> None:
+    """The registry lives in events/payload.py; a kind module imports it and nothing of its siblings."""
+    root = Path(k.__file__).parent
+    for name in ("kinds", "kinds_control", "kinds_verify", "payload"):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        imported = {
+            node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1
+        }
+        assert imported <= ({"payload"} if name != "payload" else set()), (name, imported)
+
+
+# ---- an old log ---------------------------------------------------------------------------------
+
+
+def _state_json(state: RunState) -> Any:
+    return json.loads(json.dumps(dataclasses.asdict(state), default=str, sort_keys=True))
+
+
+def test_a_log_written_with_dict_payloads_still_verifies_and_folds_the_same(tmp_path: Path) -> None:
+    """``tests/data/old_log``: written by the code before payload objects (see make.py), with what it folded to."""
+    shutil.copy(OLD / "run.db", tmp_path / "run.db")
+    expected = json.loads((OLD / "expected.json").read_text())
+    store = EventStore.open(tmp_path / "run.db", readonly=True)
+    run = expected["run_id"]
+    assert store.verify(run) == expected["events"]
+    events = store.events(run)
+    assert sorted({e.kind for e in events}) == expected["kinds"]
+    assert _state_json(RunState.from_events(events)) == expected["state"]
+    env = Envelope.model_validate(json.loads((OLD / "expected.json").read_text())["state"]["envelope"])
+    got = {}
+    for n in range(1, len(events) + 1):
+        out = observe(events[:n], env)
+        if out:
+            got[str(n)] = [
+                [item.KIND, item.model_dump(mode="json")] if isinstance(item, Payload) else list(item) for item in out
+            ]
+    assert got == expected["observe"]
+    # every stored payload is what today's model writes for it: re-appending it gives the same bytes
+    for e in events:
+        assert canonical_json(e.data.model_dump(mode="json")) == canonical_json(e.payload), e.id
+
+
+# ---- a rewritten log that keeps its chain -------------------------------------------------------
+
+
+def _forge(db: Path, run: str, kind: str, payload: dict[str, Any]) -> int:
+    """Append a row by hand with a correct chain hash and head: what a full rewrite leaves behind."""
+    conn = sqlite3.connect(db)
+    seq, prev = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run,)).fetchone()
+    seq += 1
+    ts, body = "2026-01-01T00:00:00.000000+00:00", canonical_json(payload)
+    h = event_hash(prev, run, seq, ts, kind, body)
+    conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)", (run, seq, ts, kind, body, prev, h))
+    conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, h, run))
+    conn.commit()
+    conn.close()
+    return int(seq)
+
+
+def _started(db: Path) -> tuple[EventStore, str]:
+    store = EventStore.open(db)
+    run = store.create_run("t", [k.RunStarted(task="t")])
+    store.append(run, k.ActionProposed(call_id="c1", tool="bash", args={}, args_hash="h", turn=1))
+    return store, run
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "reason"),
+    [
+        ("model.guessed", {"turn": 1}, "unknown event kind 'model.guessed'"),
+        ("action.completed", {"call_id": "c1", "tool": "bash", "ok": "maybe"}, "field ok: Input should be"),
+        ("action.completed", {"call_id": "c1", "tool": "bash"}, "field ok: Field required"),
+        ("action.completed", {"call_id": "c1", "tool": "bash", "ok": True, "sneaky": 1}, "field sneaky: Extra"),
+        ("model.responded", {"turn": 1, "model": "m", "termination": "x", "tool_calls": [{"id": 1}]}, "tool_calls.0"),
+        ("run.finished", {"status": ["COMPLETE"]}, "field status"),
+    ],
+)
+def test_a_consistent_rewrite_with_a_bad_payload_fails_closed(
+    tmp_path: Path, kind: str, payload: dict[str, Any], reason: str
+) -> None:
+    """The chain verifies (it was recomputed), but the fold refuses the row, naming the seq and the field."""
+    db = tmp_path / "t.db"
+    store, run = _started(db)
+    seq = _forge(db, run, kind, payload)
+    assert store.verify(run) == seq + 1
+    events = store.events(run)
+    with pytest.raises(LogCorrupt, match=f"event seq {seq}: .*{reason}") as caught:
+        RunState.from_events(events)
+    assert caught.value.seq == seq
+    with pytest.raises(LogCorrupt, match=f"event seq {seq}"):
+        _ = events[-1].data
+    proc = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "show", run, "--db", str(db)], capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and f"event seq {seq}" in proc.stderr, proc.stderr
+
+
+def test_an_event_of_a_payload_holds_its_json_and_the_object() -> None:
+    data = k.RunFinished(status="COMPLETE", evidence=["r#1"])
+    e = Event.of("r", 4, "ts", data)
+    assert (e.kind, e.seq, e.data) == ("run.finished", 4, data)
+    assert e.payload == data.model_dump(mode="json") and e.payload["evidence"] == ["r#1"]
