@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tether.canonical import content_hash, sha256_hex
 from tether.control import observe
 from tether.envelope.schema import Envelope
+from tether.events import Emitted, Payload
 from tether.events.store import Event, EventStore
 
 
@@ -35,10 +37,10 @@ class Run:
     def events(self) -> list[Event]:
         return self.store.events(self.run_id)
 
-    def append(self, items: list[tuple[str, dict[str, Any]]]) -> list[Event]:
+    def append(self, items: Sequence[Emitted]) -> list[Event]:
         return self.store.append_many(self.run_id, items) if items else []
 
-    def observe(self) -> list[tuple[str, dict[str, Any]]]:
+    def observe(self) -> list[Payload]:
         out = observe(self.events, self.env)
         self.append(out)
         return out

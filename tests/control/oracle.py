@@ -11,7 +11,6 @@ that exercises every stage.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tether.control.beliefs import derive
 from tether.control.diagnostics import compute
@@ -24,6 +23,8 @@ from tether.control.recovery import budget_check, current_strategy, usage
 from tether.control.resolver import ResolverInput, resolve
 from tether.control.stuck import detect, stuck_events
 from tether.envelope.schema import Envelope
+from tether.events.kinds_control import ControlChanged, DiagnosticsComputed
+from tether.events.payload import Payload
 from tether.events.store import Event
 
 
@@ -33,18 +34,18 @@ class Work:
     def __init__(self, events: Sequence[Event]) -> None:
         self.events = list(events)
         self.last: Event | None = events[-1] if events else None
-        self.out: list[tuple[str, dict[str, Any]]] = []
+        self.out: list[Payload] = []
 
-    def add(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        for kind, payload in items:
+    def add(self, items: Sequence[Payload]) -> None:
+        for item in items:
             last = self.last
             seq = (last.seq + 1) if last else 0
-            self.last = Event(last.run_id if last else "", seq, last.ts if last else "", kind, payload, "", "")
+            self.last = Event.of(last.run_id if last else "", seq, last.ts if last else "", item)
             self.events.append(self.last)
-            self.out.append((kind, payload))
+            self.out.append(item)
 
 
-def observe_log(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
+def observe_log(events: Sequence[Event], envelope: Envelope) -> list[Payload]:
     """What ``observe`` must return for ``events``, computed from the whole log."""
     work = Work(events)
     work.add(derive(work.events))
@@ -66,7 +67,7 @@ def observe_log(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, 
     diags = compute(work.events, envelope, lv, used)
     last_diag = last(work.events, "diagnostics.computed")
     if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
-        work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
+        work.add([DiagnosticsComputed(dimensions=diags.values, notes=diags.notes, through=through)])
 
     strategy = current_strategy(work.events)
     ok, note, left = budget_check(work.events, envelope, used)
@@ -85,7 +86,8 @@ def observe_log(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, 
             recovery_budget_note=note,
         )
     )
-    work.add(resolution_events(res, strategy, last(work.events, "control.changed"), left, through))
+    changed = last(work.events, "control.changed")
+    work.add(resolution_events(res, strategy, changed.data_as(ControlChanged) if changed else None, left, through))
     return work.out
 
 

@@ -25,7 +25,7 @@ def test_false_done_is_refused_then_verify_failed(tmp_path: Path) -> None:
         run.append([("completion.claimed", {"call_id": f"f{i}", "summary": "done!"})])
         run.sensor("tests", "FAIL", ["tests/test_calc.py::test_add"])
         out = judge_completion(run.events, run.env, call_id=f"f{i}")
-        assert out[-1][0] == "completion.refused"
+        assert out[-1].KIND == "completion.refused"
         run.append(out)
         if i < 2:
             assert stop_reason(run.events) is None and verification_exhausted(RunState.from_events(run.events)) is None
@@ -41,9 +41,9 @@ def test_accepted_completion_cites_sensor_events(tmp_path: Path) -> None:
     run = Run(tmp_path)
     run.sensor("tests", "PASS")
     out = judge_completion(run.events, run.env, call_id="f")
-    assert out[-1][0] == "completion.accepted"
+    assert out[-1].KIND == "completion.accepted"
     sensor_ids = [e.id for e in run.kinds("sensor.result")]
-    assert set(sensor_ids) <= set(out[-1][1]["evidence"])
+    assert set(sensor_ids) <= set(out[-1].model_dump()["evidence"])
     assert stop_reason([*run.events]) is None
 
 
@@ -63,8 +63,8 @@ def test_missing_required_sensor_blocks_completion(tmp_path: Path) -> None:
         ]
     )
     out = judge_completion(run.events, run.env)
-    assert out[-1][0] == "completion.refused"
-    assert "SKIPPED" in out[-1][1]["reasons"][0]
+    assert out[-1].KIND == "completion.refused"
+    assert "SKIPPED" in out[-1].model_dump()["reasons"][0]
 
 
 def test_repeated_identical_failures_climb_the_ladder_to_no_progress(tmp_path: Path) -> None:
@@ -212,6 +212,6 @@ def test_observe_is_idempotent_everywhere(tmp_path: Path) -> None:
     run.run_tests(["t::a"])
     run.act("read_file", {"path": "src/gone.py"}, ok=False, failure_class="not_found")
     out = run.observe()
-    assert {k for k, _ in out} >= {"belief.recorded", "diagnostics.computed"}
+    assert {p.KIND for p in out} >= {"belief.recorded", "diagnostics.computed"}
     assert_idempotent(run)
     assert observe(run.events, run.env) == []

@@ -174,8 +174,8 @@ def test_cascade_stops_at_first_failure_and_verdict(project: Callable[..., Path]
     results = run_cascade(env, ws, ["calc.py"], sandbox, diff_now(ws))
     assert completion_verdict(results, env) == (True, [])
     events = cascade_events(results, env, trigger="completion", changed_files=["calc.py"])
-    assert [k for k, _ in events] == ["sensor.result"] * 3 + ["verify.completed"]
-    assert events[-1][1]["accepted"] is True
+    assert [p.KIND for p in events] == ["sensor.result"] * 3 + ["verify.completed"]
+    assert events[-1].model_dump()["accepted"] is True
 
 
 def test_optional_failure_is_reported_but_does_not_gate_completion(

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.errors import StaleBelief
+from tether.events.kinds_control import BeliefKind, BeliefRecorded, ContradictionDetected
+from tether.events.payload import Payload
 from tether.events.store import Event
 
 from .receipts import ActionRecord, LogView, SensorRecord, seq_of, view
@@ -50,7 +52,7 @@ READ_TOOLS = frozenset({"read_file", "list_dir"})
 @dataclass(frozen=True)
 class Belief:
     key: str
-    kind: str
+    kind: BeliefKind
     value: Any
     generation: int
     epoch: int
@@ -66,7 +68,7 @@ class Belief:
 @dataclass(frozen=True)
 class Observation:
     key: str
-    kind: str
+    kind: BeliefKind
     value: Any
     epoch: int
     cite: str
@@ -85,7 +87,7 @@ class BeliefView:
         beliefs: dict[str, Belief] = {}
         generation = 0
         for e in events:
-            if e.kind != "belief.recorded":
+            if e.kind != BeliefRecorded.KIND:
                 continue
             b = belief_of(e)
             beliefs[b.key] = b
@@ -200,17 +202,8 @@ def _explain(key: str, prev: Belief, obs: Observation) -> str:
 
 def belief_of(e: Event) -> Belief:
     """The belief a ``belief.recorded`` event records."""
-    p = e.payload
-    return Belief(
-        p["key"],
-        p["kind"],
-        p["value"],
-        int(p["generation"]),
-        int(p.get("epoch", 0)),
-        tuple(p["cites"]),
-        float(p.get("confidence", 1.0)),
-        e.seq,
-    )
+    p = e.data_as(BeliefRecorded)
+    return Belief(p.key, p.kind, p.value, p.generation, p.epoch, tuple(p.cites), p.confidence, e.seq)
 
 
 def belief_mark(current: dict[str, Belief]) -> int:
@@ -222,7 +215,7 @@ def record_observations(
     observations: Sequence[Observation],
     current: dict[str, Belief],
     generation: int,
-    out: list[tuple[str, dict[str, Any]]],
+    out: list[Payload],
 ) -> int:
     """One receipt's step of :func:`derive`: append its events to ``out``, update ``current``; the new generation."""
     for obs in observations:
@@ -231,34 +224,32 @@ def record_observations(
             continue
         if prev is not None and prev.epoch == obs.epoch and prev.value != obs.value:
             out.append(
-                (
-                    "contradiction.detected",
-                    {
-                        "key": obs.key,
-                        "severity": severity(obs.key, prev.value, obs.value),
-                        "previous": prev.value,
-                        "observed": obs.value,
-                        "explanation": _explain(obs.key, prev, obs),
-                        "cites": [*prev.cites, obs.cite],
-                    },
+                ContradictionDetected(
+                    key=obs.key,
+                    severity=severity(obs.key, prev.value, obs.value),
+                    previous=prev.value,
+                    observed=obs.value,
+                    explanation=_explain(obs.key, prev, obs),
+                    cites=[*prev.cites, obs.cite],
                 )
             )
         generation += 1
-        payload = {
-            "key": obs.key,
-            "kind": obs.kind,
-            "value": obs.value,
-            "generation": generation,
-            "epoch": obs.epoch,
-            "cites": [obs.cite],
-            "confidence": obs.confidence,
-        }
-        out.append(("belief.recorded", payload))
+        out.append(
+            BeliefRecorded(
+                key=obs.key,
+                kind=obs.kind,
+                value=obs.value,
+                generation=generation,
+                epoch=obs.epoch,
+                cites=[obs.cite],
+                confidence=obs.confidence,
+            )
+        )
         current[obs.key] = Belief(obs.key, obs.kind, obs.value, generation, obs.epoch, (obs.cite,), obs.confidence)
     return generation
 
 
-def derive(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str, dict[str, Any]]]:
+def derive(events: Sequence[Event], lv: LogView | None = None) -> list[Payload]:
     """New ``belief.recorded`` and ``contradiction.detected`` events for receipts not yet observed.
 
     Receipts after the newest cited receipt are processed in log order (a high-water mark, so
@@ -272,7 +263,7 @@ def derive(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str
     receipts: list[tuple[int, ActionRecord | SensorRecord]] = [(a.event.seq, a) for a in lv.actions]
     receipts += [(s.event.seq, s) for s in lv.sensors]
     generation = bv.generation
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[Payload] = []
     for seq, r in sorted(receipts, key=lambda t: t[0]):
         if isinstance(r, ActionRecord):
             conf = _confidence(history, r.tool)

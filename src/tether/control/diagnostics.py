@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds_control import CompletionAccepted, CompletionRefused, ContradictionDetected, VerifyCompleted
 from tether.events.store import Event
 
 from .beliefs import BeliefView
@@ -215,7 +216,7 @@ def verification_strength(lv: LogView) -> tuple[float, str]:
 
 
 def contradiction_weight(e: Event) -> float:
-    return CONTRADICTION_WEIGHT.get(str(e.payload.get("severity")), 0.5)
+    return CONTRADICTION_WEIGHT.get(e.data_as(ContradictionDetected).severity, 0.5)
 
 
 def consistency_score(weights: Sequence[float]) -> tuple[float, str]:
@@ -226,7 +227,7 @@ def consistency_score(weights: Sequence[float]) -> tuple[float, str]:
 
 def belief_consistency(events: Sequence[Event], lv: LogView) -> tuple[float, str]:
     return consistency_score(
-        [contradiction_weight(e) for e in events if e.kind == "contradiction.detected" and lv.in_window(e)]
+        [contradiction_weight(e) for e in events if e.kind == ContradictionDetected.KIND and lv.in_window(e)]
     )
 
 
@@ -247,16 +248,16 @@ def freshness_score(beliefs: BeliefView, epoch: int) -> tuple[float, str]:
 def evidence_support(events: Sequence[Event], lv: LogView, envelope: Envelope) -> tuple[float, str]:
     claims = supported = 0
     for e in events:
-        if e.kind == "completion.accepted":
+        if e.kind == CompletionAccepted.KIND:
             claims += 1
             supported += 1
-        elif e.kind == "completion.refused":
+        elif e.kind == CompletionRefused.KIND:
             claims += 1
     plan = fold_plan(events, envelope)
     verifications = [
-        (e.seq, lv.epoch_at.get(e.seq, 0), bool(e.payload.get("accepted")))
+        (e.seq, lv.epoch_at.get(e.seq, 0), e.data_as(VerifyCompleted).accepted)
         for e in events
-        if e.kind == "verify.completed"
+        if e.kind == VerifyCompleted.KIND
     ]
     for _tid, seq in plan.completed_transitions:
         claims += 1

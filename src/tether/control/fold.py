@@ -69,7 +69,7 @@ from .receipts import CONTROL_KINDS, ActionRecord, LogView, SensorRecord, seq_of
 from .recovery import LADDER, usage_of
 from .stuck import ERROR_SPAN, Stuck, patterns
 
-MARKER_KINDS = frozenset({"diagnostics.computed", "control.changed", "recovery.switched", "stuck.detected"})
+MARKER_KINDS = frozenset(k.KIND for k in (DiagnosticsComputed, ControlChanged, RecoverySwitched, StuckDetected))
 FOLDS_MAX = 32
 
 
@@ -77,8 +77,9 @@ class NotAChain(ValueError):
     """The events are not a hash chain in log order: the fold cannot be trusted for them."""
 
 
-def max_cite(e: Event) -> int:
-    return max((seq_of(x) for x in e.payload.get("cites", [])), default=-1)
+def max_cite(cites: Sequence[str]) -> int:
+    """The newest seq among ``run#seq`` citations (-1 for none)."""
+    return max((seq_of(x) for x in cites), default=-1)
 
 
 @dataclass
@@ -89,7 +90,7 @@ class _Derivation:
     current: dict[str, Belief]
     generation: int
     next_receipt: int
-    out: list[tuple[str, dict[str, Any]]]
+    out: list[Payload]
 
 
 class _Window:
@@ -127,10 +128,10 @@ class RunFold:
         # plan and hypotheses
         self.plan = PlanFold()
         self._rated: tuple[int, Envelope, Plan] | None = None
-        self.last_plan_updated: dict[str, Any] | None = None
+        self.last_plan_updated: PlanUpdated | None = None
         self.plan_revisions = 0
         self.hypotheses = HypothesisFold()
-        self.last_hypothesis: dict[str, dict[str, Any]] = {}
+        self.last_hypothesis: dict[str, HypothesisRecorded] = {}
         # evidence support
         self.claims = 0
         self.supported = 0
@@ -201,7 +202,7 @@ class RunFold:
         self.beliefs[b.key] = b
         self.generation = max(self.generation, b.generation)
         self.beliefs_seen += 1
-        self.belief_max_cite[b.key] = max(self.belief_max_cite.get(b.key, -1), max_cite(e))
+        self.belief_max_cite[b.key] = max(self.belief_max_cite.get(b.key, -1), max_cite(b.cites))
 
     def _contradiction(self, e: Event, p: ContradictionDetected, epoch: int) -> None:
         self.window.contradictions.append(contradiction_weight(e))
@@ -209,11 +210,11 @@ class RunFold:
             self.system_breaking.append(e)
 
     def _plan_updated(self, e: Event, p: PlanUpdated, epoch: int) -> None:
-        self.last_plan_updated = e.payload
+        self.last_plan_updated = p
         self.plan_revisions += 1
 
     def _hypothesis(self, e: Event, p: HypothesisRecorded, epoch: int) -> None:
-        self.last_hypothesis[p.id] = e.payload
+        self.last_hypothesis[p.id] = p
 
     def _stuck(self, e: Event, p: StuckDetected, epoch: int) -> None:
         self.stuck_reported.add((p.pattern, (p.cites or [""])[0]))
@@ -280,7 +281,7 @@ class RunFold:
 
     # ---- reading -----------------------------------------------------------------------------
 
-    def derive(self) -> list[tuple[str, dict[str, Any]]]:
+    def derive(self) -> list[Payload]:
         """``beliefs.derive`` of the log taken in, resuming the replay of the previous call when the
         belief state has not changed since (no ``belief.recorded`` appended)."""
         d = self._derivation
@@ -291,12 +292,12 @@ class RunFold:
         for obs in self.receipt_obs[d.next_receipt :]:
             d.generation = record_observations(obs, d.current, d.generation, d.out)
         d.next_receipt = len(self.receipt_obs)
-        return [(kind, dict(payload)) for kind, payload in d.out]
+        return list(d.out)
 
     def belief_view(self, pending: Sequence[Event]) -> BeliefView:
         beliefs, generation = dict(self.beliefs), self.generation
         for e in pending:
-            if e.kind == "belief.recorded":
+            if e.kind == BeliefRecorded.KIND:
                 b = belief_of(e)
                 beliefs[b.key] = b
                 generation = max(generation, b.generation)
@@ -325,19 +326,19 @@ class RunFold:
         """Explanations of the system-breaking contradictions whose key was not re-observed since, and their total,
         in the log taken in plus ``pending``."""
         found = [*self.system_breaking]
-        newest: dict[Any, int] = dict(self.belief_max_cite)
+        newest = dict(self.belief_max_cite)
         for e in pending:
-            if e.kind == "contradiction.detected" and e.payload.get("severity") == "system_breaking":
+            if e.kind == ContradictionDetected.KIND and e.data_as(ContradictionDetected).severity == "system_breaking":
                 found.append(e)
-            elif e.kind == "belief.recorded":
-                key = e.payload.get("key")
-                newest[key] = max(newest.get(key, -1), max_cite(e))
+            elif e.kind == BeliefRecorded.KIND:
+                b = e.data_as(BeliefRecorded)
+                newest[b.key] = max(newest.get(b.key, -1), max_cite(b.cites))
         open_: list[str] = []
         for c in found:
-            key = c.payload["key"]
-            since = max((seq_of(x) for x in c.payload.get("cites", [])), default=c.seq)
-            if not (key in newest and newest[key] > since):
-                open_.append(str(c.payload.get("explanation", key)))
+            p = c.data_as(ContradictionDetected)
+            since = max_cite(p.cites) if p.cites else c.seq
+            if not (p.key in newest and newest[p.key] > since):
+                open_.append(p.explanation)
         return open_, len(found)
 
 

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.events.kinds import ActionCompleted, ActionProposed
+from tether.events.kinds_control import HypothesisRecorded
 from tether.events.store import Event
 
 from .beliefs import BeliefView
@@ -43,25 +45,32 @@ class HypothesisFold:
         self._proposals: dict[str, dict[str, Any]] = {}
 
     def add(self, e: Event) -> None:
-        p, hyps = e.payload, self.hypotheses
-        if e.kind == "action.proposed" and p.get("tool") == HYPOTHESIS_TOOL:
-            self._proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
-        elif e.kind == "action.completed" and p.get("tool") == HYPOTHESIS_TOOL and p.get("ok"):
-            a = self._proposals.get(str(p.get("call_id")), {})
-            hid = str(a.get("id", "")).strip()
-            if not hid:
-                return
-            h = hyps.setdefault(hid, Hypothesis(hid))
-            h.statement = str(a.get("statement") or h.statement)
-            if a.get("files") is not None:
-                h.files = [str(f) for f in a["files"]]
-            if a.get("tests") is not None:
-                h.tests = [str(t) for t in a["tests"]]
-            h.cites = [e.id]
-            if a.get("act"):
-                for other in hyps.values():
-                    other.acted_on = False
-                h.acted_on = True
+        """Take in one event: the hypothesis tool's proposals and completions."""
+        if e.kind == ActionProposed.KIND:
+            proposed = e.data_as(ActionProposed)
+            if proposed.tool == HYPOTHESIS_TOOL:
+                self._proposals[proposed.call_id] = dict(proposed.args)
+        elif e.kind == ActionCompleted.KIND:
+            completed = e.data_as(ActionCompleted)
+            if completed.tool == HYPOTHESIS_TOOL and completed.ok:
+                self._recorded(e, self._proposals.get(completed.call_id, {}))
+
+    def _recorded(self, e: Event, a: dict[str, Any]) -> None:
+        hyps = self.hypotheses
+        hid = str(a.get("id", "")).strip()
+        if not hid:
+            return
+        h = hyps.setdefault(hid, Hypothesis(hid))
+        h.statement = str(a.get("statement") or h.statement)
+        if a.get("files") is not None:
+            h.files = [str(f) for f in a["files"]]
+        if a.get("tests") is not None:
+            h.tests = [str(t) for t in a["tests"]]
+        h.cites = [e.id]
+        if a.get("act"):
+            for other in hyps.values():
+                other.acted_on = False
+            h.acted_on = True
 
 
 def fold_hypotheses(events: Sequence[Event]) -> dict[str, Hypothesis]:
@@ -102,35 +111,35 @@ def score(h: Hypothesis, beliefs: BeliefView) -> tuple[float, list[str], list[st
     return round((s + 1) / (s + r + 2), 4), support, refute
 
 
-def hypothesis_events(events: Sequence[Event]) -> list[tuple[str, dict[str, Any]]]:
+def hypothesis_events(events: Sequence[Event]) -> list[HypothesisRecorded]:
     """``hypothesis.recorded`` for each hypothesis that is new or whose content or score changed."""
     beliefs = BeliefView.from_events(events)
-    last: dict[str, dict[str, Any]] = {}
-    for e in events:
-        if e.kind == "hypothesis.recorded":
-            last[str(e.payload["id"])] = e.payload
-    return hypothesis_updates(fold_hypotheses(events), last, beliefs)
+    recorded = (e.data_as(HypothesisRecorded) for e in events if e.kind == HypothesisRecorded.KIND)
+    return hypothesis_updates(fold_hypotheses(events), {h.id: h for h in recorded}, beliefs)
 
 
 def hypothesis_updates(
-    hyps: dict[str, Hypothesis], last: dict[str, dict[str, Any]], beliefs: BeliefView
-) -> list[tuple[str, dict[str, Any]]]:
-    """``hypothesis.recorded`` for each of ``hyps`` that differs from ``last`` (latest payload by id)."""
-    out: list[tuple[str, dict[str, Any]]] = []
+    hyps: dict[str, Hypothesis], last: dict[str, HypothesisRecorded], beliefs: BeliefView
+) -> list[HypothesisRecorded]:
+    """``hypothesis.recorded`` for each of ``hyps`` that differs from ``last`` (the latest by id)."""
+    out: list[HypothesisRecorded] = []
     for h in hyps.values():
         sc, sup, ref = score(h, beliefs)
-        payload = {
-            "id": h.id,
-            "statement": h.statement,
-            "files": list(h.files),
-            "tests": list(h.tests),
-            "acted_on": h.acted_on,
-            "score": sc,
-            "support": sup,
-            "refute": ref,
-            "cites": list(h.cites),
-        }
+        new = HypothesisRecorded(
+            id=h.id,
+            statement=h.statement,
+            files=list(h.files),
+            tests=list(h.tests),
+            acted_on=h.acted_on,
+            score=sc,
+            support=sup,
+            refute=ref,
+            cites=list(h.cites),
+        )
         prev = last.get(h.id)
-        if prev is None or any(prev.get(k) != payload[k] for k in ("statement", "files", "tests", "acted_on", "score")):
-            out.append(("hypothesis.recorded", payload))
+        if prev is None or any(getattr(prev, k) != getattr(new, k) for k in _CONTENT):
+            out.append(new)
     return out
+
+
+_CONTENT = ("statement", "files", "tests", "acted_on", "score")  # what makes a hypothesis worth recording again

@@ -20,11 +20,24 @@ from the whole log are a test oracle (``tests/control/oracle.py``) that the fold
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds import ModelResponded
+from tether.events.kinds_control import (
+    CompletionRefused,
+    ContradictionDetected,
+    ControlChanged,
+    DiagnosticsComputed,
+    PlanUpdated,
+    RecoverySwitched,
+    ReviewFindingRecorded,
+    ReviewGate,
+    StuckDetected,
+)
+from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
 from tether.status import ControlState
 
@@ -53,34 +66,32 @@ class _Work:
     def __init__(self, events: Sequence[Event]) -> None:
         self.events: list[Event] = []  # only the pending ones; the fold holds the log
         self.last: Event | None = events[-1] if events else None
-        self.out: list[tuple[str, dict[str, Any]]] = []
+        self.out: list[Payload] = []
 
-    def add(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        for kind, payload in items:
+    def add(self, items: Sequence[Payload]) -> None:
+        for item in items:
             last = self.last
-            self.last = Event(
-                last.run_id if last else "",
-                (last.seq + 1) if last else 0,
-                last.ts if last else "",
-                kind,
-                payload,
-                "",
-                "",
+            self.last = Event.of(
+                last.run_id if last else "", (last.seq + 1) if last else 0, last.ts if last else "", item
             )
             self.events.append(self.last)
-            self.out.append((kind, payload))
+            self.out.append(item)
 
 
-def _state_of(last: Event | None) -> ControlState:
-    return ControlState(last.payload["state"]) if last else ControlState.NORMAL
+def _control_of(fold: RunFold) -> ControlChanged | None:
+    return fold.last_control.data_as(ControlChanged) if fold.last_control is not None else None
+
+
+def _state_of(last: ControlChanged | None) -> ControlState:
+    return ControlState(last.state) if last else ControlState.NORMAL
 
 
 def control_state(events: Sequence[Event]) -> ControlState:
     """Fold: the state set by the latest ``control.changed`` (NORMAL before any)."""
-    return _state_of(folded(events).last_control)
+    return _state_of(_control_of(folded(events)))
 
 
-def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict[str, Any]]]:
+def observe(events: Sequence[Event], envelope: Envelope) -> list[Payload]:
     """The new events for the log (see the module docstring), stage by stage, from the run's fold
     plus this call's pending events."""
     fold = folded(events)
@@ -100,10 +111,10 @@ def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict
 
     diags = _diagnostics(fold, work.events, envelope, beliefs, used)
     last_diag = fold.last_diagnostics
-    if last_diag is None or last_diag.payload.get("dimensions") != diags.values:
-        work.add([("diagnostics.computed", {"dimensions": diags.values, "notes": diags.notes, "through": through})])
+    if last_diag is None or last_diag.data_as(DiagnosticsComputed).dimensions != diags.values:
+        work.add([DiagnosticsComputed(dimensions=diags.values, notes=diags.notes, through=through)])
 
-    revisions = fold.plan_revisions + sum(1 for e in work.events if e.kind == "plan.updated")
+    revisions = fold.plan_revisions + sum(1 for e in work.events if e.kind == PlanUpdated.KIND)
     ok, note, left = budget_left(revisions, envelope, used)
     open_sb, total_sb = fold.unresolved_system_breaking(work.events)
     res = resolve(
@@ -120,44 +131,38 @@ def observe(events: Sequence[Event], envelope: Envelope) -> list[tuple[str, dict
             recovery_budget_note=note,
         )
     )
-    work.add(resolution_events(res, fold.strategy, fold.last_control, left, through))
+    work.add(resolution_events(res, fold.strategy, _control_of(fold), left, through))
     return work.out
 
 
 def resolution_events(
-    res: Resolution, strategy: str, last_change: Event | None, left: dict[str, float], through: str
-) -> list[tuple[str, dict[str, Any]]]:
+    res: Resolution, strategy: str, last_change: ControlChanged | None, left: dict[str, float], through: str
+) -> list[Payload]:
     """Stage 5: ``recovery.switched`` and ``control.changed`` when the resolution changes them."""
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[Payload] = []
     previous = _state_of(last_change)
-    last_recovery = last_change.payload.get("recovery") if last_change else None
+    last_recovery = last_change.recovery if last_change else None
     if res.recovery is not None and res.recovery != strategy:
         out.append(
-            (
-                "recovery.switched",
-                {
-                    "previous": strategy,
-                    "strategy": res.recovery,
-                    "reason": res.reason,
-                    "guidance": guidance_text(res.recovery, res.reason),
-                    "budget": left,
-                    "through": through,
-                },
+            RecoverySwitched(
+                previous=strategy,
+                strategy=res.recovery,
+                reason=res.reason,
+                guidance=guidance_text(res.recovery, res.reason),
+                budget=left,
+                through=through,
             )
         )
     if res.state != previous or (res.recovery is not None and res.recovery != last_recovery):
         out.append(
-            (
-                "control.changed",
-                {
-                    "previous": previous.value,
-                    "state": res.state.value,
-                    "tier": res.tier,
-                    "reason": res.reason,
-                    "dimension": res.dimension,
-                    "recovery": res.recovery,
-                    "through": through,
-                },
+            ControlChanged(
+                previous=previous.value,
+                state=res.state.value,
+                tier=res.tier,
+                reason=res.reason,
+                dimension=res.dimension,
+                recovery=res.recovery,
+                through=through,
             )
         )
     return out
@@ -170,7 +175,7 @@ def _diagnostics(
     w = fold.window
     contradictions = [
         *w.contradictions,
-        *(contradiction_weight(e) for e in pending if e.kind == "contradiction.detected"),
+        *(contradiction_weight(e) for e in pending if e.kind == ContradictionDetected.KIND),
     ]
     return assemble(
         {
@@ -195,36 +200,64 @@ STATE_NOTES = {
 
 def guidance(events: Sequence[Event]) -> str | None:
     """Text for the next model turn: what the control layer said since the model last spoke, or None."""
-    start = next((e.seq for e in reversed(events) if e.kind == "model.responded"), -1)
+    start = next((e.seq for e in reversed(events) if e.kind == ModelResponded.KIND), -1)
     parts: list[str] = []
     for e in events:
-        if e.seq <= start:
-            continue
-        p = e.payload
-        if e.kind == "completion.refused":
-            lines = [f"Your completion claim was refused ({p['refusals']} of {p['max_refusals']} allowed refusals):"]
-            lines += [f"- {r}" for r in p.get("reasons", [])]
-            for d in p.get("diagnostics", [])[:10]:
-                where = f"{d.get('file')}:{d.get('line')}" if d.get("line") is not None else d.get("file") or ""
-                lines.append(f"  {where}: {d.get('message')}" if where else f"  {d.get('message')}")
-            parts.append("\n".join(lines))
-        elif e.kind == "control.changed" and p["state"] != p["previous"]:
-            note = STATE_NOTES.get(ControlState(p["state"]), "normal operation resumes")
-            parts.append(f"Control state {p['previous']} -> {p['state']}: {p['reason']}. {note.capitalize()}.")
-        elif e.kind == "recovery.switched":
-            parts.append(str(p["guidance"]))
-        elif e.kind == "stuck.detected":
-            parts.append(f"You appear stuck ({p['pattern']}): {p['detail']}. Do something different.")
-        elif e.kind == "contradiction.detected" and p.get("severity") in ("high", "system_breaking"):
-            parts.append(f"Contradiction ({p['severity']}): {p['explanation']}. Re-observe before acting on it.")
-        elif e.kind == "review.finding" and p.get("severity") in ("medium", "high"):
-            where = f" ({p['file']})" if p.get("file") else ""
-            parts.append(f"Reviewer ({p['view']}, {p['severity']}){where}: {p['message']}")
-        elif e.kind == "review.gate" and not p.get("ok"):
-            parts.append(f"Execution review refused {p['tool']} ({p['risk']} risk): " + "; ".join(p.get("reasons", [])))
-        elif e.kind == "plan.updated" and p.get("rejected"):
-            parts.append("Plan changes refused or reopened:\n" + "\n".join(f"- {r}" for r in p["rejected"]))
+        say = _SAY.get(REGISTRY.get(e.kind, Payload)) if e.seq > start else None
+        line = say(e.data) if say is not None else None
+        if line:
+            parts.append(line)
     return "\n\n".join(parts) if parts else None
+
+
+def _refused(p: CompletionRefused) -> str:
+    lines = [f"Your completion claim was refused ({p.refusals} of {p.max_refusals} allowed refusals):"]
+    lines += [f"- {r}" for r in p.reasons]
+    for d in p.diagnostics[:10]:
+        where = f"{d.file}:{d.line}" if d.line is not None else d.file
+        lines.append(f"  {where}: {d.message}" if where else f"  {d.message}")
+    return "\n".join(lines)
+
+
+def _control_changed(p: ControlChanged) -> str | None:
+    if p.state == p.previous:
+        return None
+    note = STATE_NOTES.get(ControlState(p.state), "normal operation resumes")
+    return f"Control state {p.previous} -> {p.state}: {p.reason}. {note.capitalize()}."
+
+
+def _contradiction(p: ContradictionDetected) -> str | None:
+    if p.severity not in ("high", "system_breaking"):
+        return None
+    return f"Contradiction ({p.severity}): {p.explanation}. Re-observe before acting on it."
+
+
+def _finding(p: ReviewFindingRecorded) -> str | None:
+    if p.severity not in ("medium", "high"):
+        return None
+    where = f" ({p.file})" if p.file else ""
+    return f"Reviewer ({p.view}, {p.severity}){where}: {p.message}"
+
+
+def _gate(p: ReviewGate) -> str | None:
+    return None if p.ok else f"Execution review refused {p.tool} ({p.risk} risk): " + "; ".join(p.reasons)
+
+
+def _plan(p: PlanUpdated) -> str | None:
+    return "Plan changes refused or reopened:\n" + "\n".join(f"- {r}" for r in p.rejected) if p.rejected else None
+
+
+#: What the model is told about each kind of control event (the others say nothing to it).
+_SAY: dict[type[Payload], Callable[[Any], str | None]] = {
+    CompletionRefused: _refused,
+    ControlChanged: _control_changed,
+    RecoverySwitched: lambda p: p.guidance,
+    StuckDetected: lambda p: f"You appear stuck ({p.pattern}): {p.detail}. Do something different.",
+    ContradictionDetected: _contradiction,
+    ReviewFindingRecorded: _finding,
+    ReviewGate: _gate,
+    PlanUpdated: _plan,
+}
 
 
 @dataclass(frozen=True)
@@ -241,9 +274,7 @@ class HumanRequired:
 
 def stop_reason(events: Sequence[Event]) -> HumanRequired | None:
     """Whether the control layer says the run must stop, and why; None while it may go on."""
-    last = folded(events).last_control
-    if _state_of(last) != ControlState.HUMAN_REQUIRED:
+    last = _control_of(folded(events))
+    if last is None or _state_of(last) != ControlState.HUMAN_REQUIRED:
         return None
-    assert last is not None
-    dim = last.payload.get("dimension")
-    return HumanRequired(str(last.payload["reason"]), dim in BEHAVIOURAL or dim == "stuck")
+    return HumanRequired(last.reason, last.dimension in BEHAVIOURAL or last.dimension == "stuck")

@@ -25,6 +25,8 @@ from typing import Any, Literal
 import pathspec
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds import ActionCompleted, ActionProposed
+from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded, TaskData
 from tether.events.store import Event
 
 from .risk import rate_paths
@@ -155,24 +157,34 @@ class PlanFold:
         self._proposals: dict[str, dict[str, Any]] = {}
 
     def add(self, e: Event) -> None:
-        p, plan = e.payload, self.plan
-        if e.kind == "action.proposed" and p.get("tool") == PLAN_TOOL:
-            self._proposals[str(p.get("call_id"))] = dict(p.get("args", {}) or {})
-        elif e.kind == "action.completed" and p.get("tool") == PLAN_TOOL and p.get("ok"):
-            args = self._proposals.get(str(p.get("call_id")), {})
-            plan.rejected = []
-            for update in args.get("tasks", []) or []:
-                if isinstance(update, dict):
-                    apply_update(plan, update, self.envelope, e.seq)
-            plan.cites = [e.id]
-            self.version += 1
-        elif (
-            e.kind == "review.finding"
-            and p.get("severity") in ("medium", "high")
-            and any(t.status in ("COMPLETE", "VERIFYING") for t in plan.tasks.values())
+        """Take in one event: the plan tool's proposals and completions, and the reviewer's findings."""
+        if e.kind == ActionProposed.KIND:
+            proposed = e.data_as(ActionProposed)
+            if proposed.tool == PLAN_TOOL:
+                self._proposals[proposed.call_id] = dict(proposed.args)
+        elif e.kind == ActionCompleted.KIND:
+            completed = e.data_as(ActionCompleted)
+            if completed.tool == PLAN_TOOL and completed.ok:
+                self._updated(e, self._proposals.get(completed.call_id, {}))
+        elif e.kind == ReviewFindingRecorded.KIND:
+            self._reviewed(e, e.data_as(ReviewFindingRecorded))
+
+    def _updated(self, e: Event, args: dict[str, Any]) -> None:
+        plan = self.plan
+        plan.rejected = []
+        for update in args.get("tasks", []) or []:
+            if isinstance(update, dict):
+                apply_update(plan, update, self.envelope, e.seq)
+        plan.cites = [e.id]
+        self.version += 1
+
+    def _reviewed(self, e: Event, finding: ReviewFindingRecorded) -> None:
+        plan = self.plan
+        if finding.severity in ("medium", "high") and any(
+            t.status in ("COMPLETE", "VERIFYING") for t in plan.tasks.values()
         ):
             plan.rejected = []
-            reopen(plan, p.get("file"), str(p.get("message", "")))
+            reopen(plan, finding.file, finding.message)
             plan.cites = [e.id]
             self.version += 1
 
@@ -195,26 +207,25 @@ def rated(plan: Plan, envelope: Envelope | None) -> Plan:
     return Plan(tasks, list(plan.rejected), list(plan.cites), list(plan.completed_transitions))
 
 
-def plan_update(plan: Plan, last: dict[str, Any] | None, revisions: int) -> list[tuple[str, dict[str, Any]]]:
-    """A ``plan.updated`` when ``plan`` differs from ``last`` (the latest one's payload); ``revisions`` so far."""
+def plan_update(plan: Plan, last: PlanUpdated | None, revisions: int) -> list[PlanUpdated]:
+    """A ``plan.updated`` when ``plan`` differs from ``last`` (the latest one); ``revisions`` so far."""
     if not plan.tasks and not plan.rejected:
         return []
-    snap = plan.snapshot()
-    if last is not None and last.get("tasks") == snap and last.get("cites") == plan.cites:
+    update = PlanUpdated(
+        tasks=[TaskData.model_validate(t) for t in plan.snapshot()],
+        rejected=list(plan.rejected),
+        revision=revisions + 1,
+        cites=list(plan.cites),
+    )
+    if last is not None and last.tasks == update.tasks and last.cites == update.cites:
         return []
-    return [
-        (
-            "plan.updated",
-            {"tasks": snap, "rejected": list(plan.rejected), "revision": revisions + 1, "cites": list(plan.cites)},
-        )
-    ]
+    return [update]
 
 
-def plan_events(events: Sequence[Event], envelope: Envelope | None) -> list[tuple[str, dict[str, Any]]]:
+def plan_events(events: Sequence[Event], envelope: Envelope | None) -> list[PlanUpdated]:
     """A ``plan.updated`` when the folded plan differs from the last one recorded."""
     plan = fold_plan(events, envelope)
     if not plan.tasks and not plan.rejected:
         return []
-    last = next((e for e in reversed(events) if e.kind == "plan.updated"), None)
-    revisions = sum(1 for e in events if e.kind == "plan.updated")
-    return plan_update(plan, last.payload if last is not None else None, revisions)
+    updates = [e.data_as(PlanUpdated) for e in events if e.kind == PlanUpdated.KIND]
+    return plan_update(plan, updates[-1] if updates else None, len(updates))

@@ -19,23 +19,35 @@ from typing import Any
 
 from tether.canonical import content_hash
 from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed
-from tether.events.kinds_control import DiagnosticData, RecoverySwitched, SensorResultEvent
+from tether.events.kinds_control import (
+    BeliefRecorded,
+    ContradictionDetected,
+    ControlChanged,
+    DiagnosticData,
+    DiagnosticsComputed,
+    HypothesisRecorded,
+    PlanUpdated,
+    RecoverySwitched,
+    SensorResultEvent,
+    StuckDetected,
+)
 from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
 
-RECEIPT_KINDS = frozenset({"action.completed", "action.failed", "sensor.result"})
-#: Events that are new input for the control layer (anything the control layer itself did not write).
+RECEIPT_KINDS = frozenset(k.KIND for k in (ActionCompleted, ActionFailed, SensorResultEvent))
+#: What the control layer writes itself; every other event is new input for it.
 CONTROL_KINDS = frozenset(
-    {
-        "belief.recorded",
-        "contradiction.detected",
-        "diagnostics.computed",
-        "control.changed",
-        "recovery.switched",
-        "stuck.detected",
-        "plan.updated",
-        "hypothesis.recorded",
-    }
+    k.KIND
+    for k in (
+        BeliefRecorded,
+        ContradictionDetected,
+        DiagnosticsComputed,
+        ControlChanged,
+        RecoverySwitched,
+        StuckDetected,
+        PlanUpdated,
+        HypothesisRecorded,
+    )
 )
 
 _VOLATILE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b|0x[0-9a-f]+|\bin \d+\.\d+s\b")

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds_control import PlanUpdated, RecoverySwitched
 from tether.events.store import Event
 
 if TYPE_CHECKING:
@@ -94,13 +95,14 @@ def guidance_text(strategy: str, reason: str) -> str:
 
 def current_strategy(events: Sequence[Event]) -> str:
     for e in reversed(events):
-        if e.kind == "recovery.switched":
-            return str(e.payload["strategy"])
+        if e.kind == RecoverySwitched.KIND:
+            return e.data_as(RecoverySwitched).strategy
     return LADDER[0]
 
 
 def used_strategies(events: Sequence[Event]) -> list[str]:
-    return [LADDER[0], *(str(e.payload["strategy"]) for e in events if e.kind == "recovery.switched")]
+    switched = (e.data_as(RecoverySwitched) for e in events if e.kind == RecoverySwitched.KIND)
+    return [LADDER[0], *(p.strategy for p in switched)]
 
 
 def next_strategy(current: str, *, skip_to: str | None = None) -> str:
@@ -135,7 +137,7 @@ def budget_check(
 ) -> tuple[bool, str, dict[str, float]]:
     """(may switch?, why not, what is left) — checked before every switch; ``used`` as from :func:`usage`."""
     used = used if used is not None else usage(events)
-    return budget_left(sum(1 for e in events if e.kind == "plan.updated"), envelope, used)
+    return budget_left(sum(1 for e in events if e.kind == PlanUpdated.KIND), envelope, used)
 
 
 def budget_left(revisions: int, envelope: Envelope, used: dict[str, float]) -> tuple[bool, str, dict[str, float]]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from tether.events.kinds_control import StuckDetected, StuckPattern
 from tether.events.store import Event
 
 from .receipts import ActionRecord, LogView, SensorRecord, view
@@ -29,7 +29,7 @@ ERROR_SPAN = 6
 
 @dataclass(frozen=True)
 class Stuck:
-    pattern: str
+    pattern: StuckPattern
     detail: str
     cites: tuple[str, ...]
 
@@ -126,21 +126,16 @@ def patterns(
     return found
 
 
-def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[tuple[str, dict[str, Any]]]:
+def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[StuckDetected]:
     """``stuck.detected`` for each pattern not already reported for this streak."""
-    reported = {
-        (e.payload["pattern"], (e.payload.get("cites") or [""])[0]) for e in events if e.kind == "stuck.detected"
-    }
-    return new_stuck(detect(events, lv), reported)
+    stuck = [e.data_as(StuckDetected) for e in events if e.kind == StuckDetected.KIND]
+    return new_stuck(detect(events, lv), {(p.pattern, (p.cites or [""])[0]) for p in stuck})
 
 
-def new_stuck(found: Sequence[Stuck], reported: set[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+def new_stuck(found: Sequence[Stuck], reported: set[tuple[str, str]]) -> list[StuckDetected]:
     """``stuck.detected`` for each of ``found`` whose (pattern, first cite) is not in ``reported``."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    for s in found:
-        if (s.pattern, s.cites[0]) in reported:
-            continue
-        out.append(
-            ("stuck.detected", {"pattern": s.pattern, "detail": s.detail, "count": s.count, "cites": list(s.cites)})
-        )
-    return out
+    return [
+        StuckDetected(pattern=s.pattern, detail=s.detail, count=s.count, cites=list(s.cites))
+        for s in found
+        if (s.pattern, s.cites[0]) not in reported
+    ]

@@ -26,6 +26,8 @@ Severity = Literal["low", "medium", "high", "system_breaking"]
 ControlStateName = Literal["NORMAL", "CAUTIOUS", "BLOCKED", "HUMAN_REQUIRED"]
 Strategy = Literal["direct_edit", "trace_execution", "broaden_search", "reimplement", "minimal_fix", "escalate_human"]
 Risk = Literal["LOW", "MEDIUM", "HIGH"]
+StuckPattern = Literal["repeated_action", "repeated_error", "alternation", "no_action"]
+BeliefKind = Literal["tests_failing", "build_state", "file_exists", "file_changed", "command_available", "sensor"]
 
 
 class DiagnosticData(Payload):
@@ -91,7 +93,7 @@ class CompletionAccepted(Payload):
 @register("belief.recorded")
 class BeliefRecorded(Payload):
     key: str = Field(description="What the belief is about, e.g. 'tests.failing', 'file:src/a.py'.")
-    kind: Literal["tests_failing", "build_state", "file_exists", "file_changed", "command_available", "sensor"]
+    kind: BeliefKind
     value: Any
     generation: int = Field(ge=1, description="Increases by one with every observation in the run.")
     epoch: int = Field(0, ge=0, description="Workspace-changing actions before the observation.")
@@ -142,7 +144,7 @@ class RecoverySwitched(Payload):
 
 @register("stuck.detected")
 class StuckDetected(Payload):
-    pattern: Literal["repeated_action", "repeated_error", "alternation", "no_action"]
+    pattern: StuckPattern
     detail: str
     count: int
     cites: list[str] = Field(default_factory=list)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from tether.canonical import bytes_hash, canonical_json
 from tether.errors import (
@@ -66,6 +66,7 @@ RUN_COLUMNS = "SELECT run_id, created_at, task, parent_run, head_seq, head_hash 
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
 LOCK_TIMEOUT_S = 10.0
 Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
+P = TypeVar("P", bound=Payload)
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -148,6 +149,13 @@ class Event:
             return parse(self.kind, self.payload)
         except ValueError as e:
             raise LogCorrupt(self.run_id, self.seq, str(e)) from None
+
+    def data_as(self, model: type[P]) -> P:
+        """:attr:`data`, which must be a ``model``: for readers that picked the event by its kind."""
+        data = self.data
+        if not isinstance(data, model):
+            raise LogCorrupt(self.run_id, self.seq, f"{self.kind} payload read as {model.__name__}")
+        return data
 
     @classmethod
     def of(cls, run_id: str, seq: int, ts: str, data: Payload, prev_hash: str = "", hash: str = "") -> Event:

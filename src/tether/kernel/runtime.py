@@ -26,6 +26,7 @@ from tether.envelope.schema import Effect, Envelope, Rule
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
+from tether.events.payload import Emitted, Payload, kind_of
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec, Usage
 from tether.models.pricing import cost_usd
@@ -406,8 +407,8 @@ class Runtime:
         pf = run_preflight(self.env, self.workspace, self.sandbox)
         for data in pf.blobs.values():
             self.store.put_blob(data)
-        items: list[tuple[str, Any]] = [("tests.baseline", pf.baseline)] if pf.baseline is not None else []
-        self.append_many([*items, ("preflight.completed", PreflightCompleted(ok=pf.ok, checks=pf.checks))])
+        items: list[Payload] = [pf.baseline] if pf.baseline is not None else []
+        self.append_many([*items, PreflightCompleted(ok=pf.ok, checks=pf.checks)])
 
     def test_baseline(self) -> SuiteBaseline | None:
         found = next((e for e in reversed(self.events) if e.kind == "tests.baseline"), None)
@@ -437,7 +438,7 @@ class Runtime:
         """
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
-        self.append(*claim_event(step.call_id, summary))
+        self.append_many([claim_event(step.call_id, summary)])
         assert self.sandbox is not None
         test_baseline = self.test_baseline()
         last = self.snapshots.latest
@@ -477,7 +478,7 @@ class Runtime:
         if step.breach:  # before the closing: the breach is the run's last error
             b = step.breach
             self.append("budget.exceeded", {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)})
-        self.append_many([("run.finished", closing(self.state, self.events, step))])
+        self.append_many([closing(self.state, self.events, step)])
 
     # ---- snapshots -------------------------------------------------------------------------
 
@@ -521,8 +522,8 @@ class Runtime:
     def append(self, kind: str, payload: dict[str, Any]) -> Event:
         return self.append_many([(kind, payload)])[0]
 
-    def append_many(self, items: Sequence[tuple[str, Any]]) -> list[Event]:
-        durable = any(kind in DURABLE_KINDS for kind, _ in items)
+    def append_many(self, items: Sequence[Emitted]) -> list[Event]:
+        durable = any(kind_of(item) in DURABLE_KINDS for item in items)
         head = self.events[-1].head if self.events else (-1, GENESIS)
         events = self.store.append_many(self.run_id, items, durable=durable, expect=head)
         for e in events:

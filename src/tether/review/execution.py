@@ -24,6 +24,7 @@ import pathspec
 from tether.control.fold import folded
 from tether.control.risk import action_paths, is_test_path, rate_action, rate_path
 from tether.envelope.schema import Effect, Envelope, ToolContract
+from tether.events.kinds_control import ReviewGate
 from tether.events.store import Event
 
 ESCALATE_AFTER = 2
@@ -35,8 +36,8 @@ class ReviewResult:
     risk: str
     reasons: list[str] = field(default_factory=list)
 
-    def to_payload(self, call_id: str, tool: str) -> dict[str, Any]:
-        return {"call_id": call_id, "tool": tool, "ok": self.ok, "risk": self.risk, "reasons": self.reasons}
+    def to_payload(self, call_id: str, tool: str) -> ReviewGate:
+        return ReviewGate(call_id=call_id, tool=tool, ok=self.ok, risk=self.risk, reasons=self.reasons)
 
 
 def review_action(
@@ -82,17 +83,17 @@ def review_action(
     return ReviewResult(not problems, risk, problems + [r for r in risk_reasons if r not in problems])
 
 
-def review_gate_event(call_id: str, tool: str, result: ReviewResult) -> tuple[str, dict[str, Any]]:
-    return ("review.gate", result.to_payload(call_id, tool))
+def review_gate_event(call_id: str, tool: str, result: ReviewResult) -> ReviewGate:
+    return result.to_payload(call_id, tool)
 
 
 def consecutive_failures(events: Sequence[Event]) -> int:
     """Trailing run of refused ``review.gate`` events; the decider escalates at ``ESCALATE_AFTER``."""
     n = 0
     for e in reversed(events):
-        if e.kind != "review.gate":
+        if e.kind != ReviewGate.KIND:
             continue
-        if e.payload.get("ok"):
+        if e.data_as(ReviewGate).ok:
             break
         n += 1
     return n

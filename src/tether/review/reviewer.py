@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import pathspec
 
@@ -28,6 +28,7 @@ from tether.control.planning import fold_plan
 from tether.control.receipts import view
 from tether.control.risk import is_test_path
 from tether.envelope.schema import Envelope
+from tether.events.kinds_control import ReviewFindingRecorded
 from tether.events.store import Event
 from tether.verify.changes import WorkspaceDiff
 from tether.verify.sensors import policy_problems
@@ -48,15 +49,15 @@ class ReviewFinding:
     check: str = ""
     detail: str = ""
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "view": self.view,
-            "severity": self.severity,
-            "check": self.check,
-            "message": self.message,
-            "file": self.file,
-            "detail": self.detail,
-        }
+    def to_payload(self) -> ReviewFindingRecorded:
+        return ReviewFindingRecorded(
+            view=self.view,
+            severity=self.severity,
+            check=self.check,
+            message=self.message,
+            file=self.file,
+            detail=self.detail,
+        )
 
 
 def blocking(findings: Sequence[ReviewFinding]) -> list[ReviewFinding]:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds_control import VerifyCompleted
 from tether.events.kinds_verify import SuiteBaseline
+from tether.events.payload import Payload
 from tether.snapshot import BlobStore, Manifest
 
 from .changes import WorkspaceDiff
@@ -110,20 +111,17 @@ def _blocker(skipped: SensorResult, by_name: dict[str, SensorResult]) -> str:
 
 def cascade_events(
     results: Sequence[SensorResult], envelope: Envelope, *, trigger: str = "", changed_files: Sequence[str] = ()
-) -> list[tuple[str, dict[str, Any]]]:
+) -> list[Payload]:
     """The events recording one cascade: a ``sensor.result`` per sensor, then ``verify.completed``."""
     accepted, reasons = completion_verdict(results, envelope)
-    out: list[tuple[str, dict[str, Any]]] = [("sensor.result", r.to_payload(trigger)) for r in results]
+    out: list[Payload] = [r.to_payload(trigger) for r in results]
     out.append(
-        (
-            "verify.completed",
-            {
-                "trigger": trigger,
-                "results": {r.sensor: r.result for r in results},
-                "changed_files": sorted({normalise(f) for f in changed_files}),
-                "accepted": accepted,
-                "reasons": reasons,
-            },
+        VerifyCompleted(
+            trigger=trigger,
+            results={r.sensor: r.result for r in results},
+            changed_files=sorted({normalise(f) for f in changed_files}),
+            accepted=accepted,
+            reasons=reasons,
         )
     )
     return out

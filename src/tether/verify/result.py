@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tether.events.kinds_control import DiagnosticData, SensorResultEvent
+
 Outcome = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]
 BLOCKING: frozenset[str] = frozenset({"FAIL", "ERROR"})
 
@@ -48,15 +50,15 @@ class SensorResult:
     def passed(self) -> bool:
         return self.result == "PASS"
 
-    def to_payload(self, trigger: str = "") -> dict[str, Any]:
-        """The ``sensor.result`` event payload."""
-        return {
-            "sensor": self.sensor,
-            "result": self.result,
-            "required": self.required,
-            "summary": self.summary,
-            "diagnostics": [d.to_dict() for d in self.diagnostics],
-            "duration_s": round(self.duration_s, 6),
-            "trigger": trigger,
-            "tool": self.tool,
-        }
+    def to_payload(self, trigger: str = "") -> SensorResultEvent:
+        """The ``sensor.result`` event."""
+        return SensorResultEvent(
+            sensor=self.sensor,
+            result=self.result,
+            required=self.required,
+            summary=self.summary,
+            diagnostics=[DiagnosticData(**d.to_dict()) for d in self.diagnostics],
+            duration_s=round(self.duration_s, 6),
+            trigger=trigger,
+            tool=self.tool,
+        )
