@@ -285,10 +285,11 @@ def test_a_consistent_rewrite_with_a_bad_payload_fails_closed(
     assert caught.value.seq == seq
     with pytest.raises(LogCorrupt, match=f"event seq {seq}"):
         _ = events[-1].data
-    proc = subprocess.run(
-        [sys.executable, "-m", "tether.cli.main", "show", run, "--db", str(db)], capture_output=True, text=True
-    )
+    cli = [sys.executable, "-m", "tether.cli.main"]
+    proc = subprocess.run([*cli, "show", run, "--db", str(db)], capture_output=True, text=True)
     assert proc.returncode != 0 and f"event seq {seq}" in proc.stderr, proc.stderr
+    listed = subprocess.run([*cli, "runs", "--db", str(db), "--json"], capture_output=True, text=True)
+    assert json.loads(listed.stdout)[0]["status"] == f"CORRUPT at seq {seq}", listed.stdout
 
 
 def test_an_event_of_a_payload_holds_its_json_and_the_object() -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.errors import InputError, LogCorrupt
+from tether.events.kinds import ApprovalDenied, ApprovalGranted, ApprovalRequested
 from tether.events.store import EventStore
 from tether.state import RunState
 
@@ -54,22 +55,13 @@ def run_rule_for(tool: str, args: dict[str, Any]) -> str:
     return tool
 
 
-def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> tuple[str, dict[str, Any]] | None:
+def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> ApprovalGranted | ApprovalDenied | None:
     if answer.choice == "defer":
         return None
     if answer.choice == "deny":
-        return "approval.denied", {
-            "approval_id": request.approval_id,
-            "by": answer.by,
-            "reason": answer.reason or "denied",
-        }
+        return ApprovalDenied(approval_id=request.approval_id, by=answer.by, reason=answer.reason or "denied")
     rule = run_rule_for(request.tool, request.args) if answer.choice == "run" else None
-    return "approval.granted", {
-        "approval_id": request.approval_id,
-        "by": answer.by,
-        "scope": answer.choice,
-        "rule": rule,
-    }
+    return ApprovalGranted(approval_id=request.approval_id, by=answer.by, scope=answer.choice, rule=rule)
 
 
 def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest]:
@@ -85,6 +77,8 @@ def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest
                 store.verify(info.run_id)
             state = RunState.from_events(store.events(info.run_id))
         except LogCorrupt:
+            if not verified:
+                out += _requested_raw(store, info.run_id)
             continue
         for approval_id, req in state.pending_approvals.items():
             action = state.actions[req["call_id"]]
@@ -94,6 +88,20 @@ def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest
                 )
             )
     return out
+
+
+def _requested_raw(store: EventStore, run_id: str) -> list[ApprovalRequest]:
+    """The approval requests of a log that cannot be folded, read from the raw rows: only so that answering
+    one is refused naming the log's first bad seq (``record_answer`` verifies before it appends)."""
+    try:
+        events = store.events(run_id)
+    except LogCorrupt:
+        return []
+    raw = [e.payload for e in events if e.kind == ApprovalRequested.KIND]
+    return [
+        ApprovalRequest(str(p.get("approval_id")), run_id, str(p.get("call_id")), str(p.get("tool")), {}, "", "")
+        for p in raw
+    ]
 
 
 def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -> ApprovalRequest:
@@ -117,7 +125,7 @@ def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -
             raise InputError(
                 f"approval {request.approval_id} was answered meanwhile; see `tether show {request.run_id}`"
             )
-        store.append(request.run_id, *item, expect=events[-1].head)
+        store.append(request.run_id, item, expect=events[-1].head)
     finally:
         store.release(request.run_id)
     return request

@@ -328,7 +328,7 @@ class Runtime:
     def answer(self, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
         item = answer_payload(request, answer)
         if item is not None:
-            self.append(*item)
+            self.append_many([item])
 
     def expire_approval(self, step: ExpireApproval) -> None:
         outcome = self.env.approvals.on_timeout
