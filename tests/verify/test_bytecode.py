@@ -22,7 +22,7 @@ from tether.sandbox import BwrapSandbox, LocalSandbox, bwrap_available
 from tether.snapshot import Manifest, MemoryBlobStore, take
 from tether.verify import bytecode, sensors
 from tether.verify.changes import run_diff
-from tether.verify.preflight import record_baseline
+from tether.verify.preflight import record_baseline, run_preflight
 from tether.verify.runner import CommandSandbox
 from tether.verify.sensors import SensorContext
 
@@ -163,6 +163,17 @@ def test_capture_keeps_current_bytecode_of_tracked_sources_only(tmp_path: Path) 
     kept = bytecode.capture(tmp_path, blobs)
     assert [(b.source, b.source_digest) for b in kept] == [("m.py", bytes_hash(b"X = 1\n"))]
     assert set(blobs) == {kept[0].blob}
+
+
+def test_preflight_stops_at_sourceless_bytecode_before_the_agent_starts(ws: Path) -> None:
+    py_compile.compile(str(ws / "lib.py"), cfile=str(ws / "old.pyc"), doraise=True)
+    (ws / ".venv" / "lib").mkdir(parents=True)
+    py_compile.compile(str(ws / "lib.py"), cfile=str(ws / ".venv" / "lib" / "vendored.pyc"), doraise=True)
+    assert bytecode.sourceless(ws) == ["old.pyc"]  # a virtualenv is not the project's to answer for
+    pf = run_preflight(env(), ws, LocalSandbox())
+    (check,) = pf.failed
+    assert check.name == "bytecode" and check.status == "NEEDS_INPUT" and "old.pyc" in check.detail
+    assert (ws / "old.pyc").exists()  # reported, not removed
 
 
 def test_restore_skips_blobs_whose_bytes_do_not_match_their_hash(ws: Path) -> None:

@@ -67,12 +67,31 @@ def drop(workspace: Path) -> Dropped:
             except OSError:
                 complete = False
         dirs[:] = [d for d in dirs if d != CACHE_DIR and d not in NOT_WALKED]
-        names = set(files)
-        for f in files:
-            stem, dot, ext = f.rpartition(".")
-            if dot and ext in ("pyc", "pyo") and f"{stem}.py" not in names:
-                sourceless.append((Path(root) / f).relative_to(workspace).as_posix())
+        sourceless += _sourceless(workspace, root, files)
     return Dropped(complete, tuple(sorted(sourceless)))
+
+
+def sourceless(workspace: Path) -> list[str]:
+    """The ``.pyc`` files Python would import instead of a source (no ``.py`` beside them); nothing is removed."""
+    found = []
+    for root, dirs, files in os.walk(workspace):
+        dirs[:] = [d for d in dirs if d not in ALWAYS_SKIPPED]
+        found += _sourceless(workspace, root, files)
+    return sorted(found)
+
+
+def _sourceless(workspace: Path, root: str, files: list[str]) -> list[str]:
+    """Sourceless ``.pyc`` in one directory. Virtualenvs and caches are the snapshot's blind spots anyway
+    (a source hidden there is as invisible as bytecode), so only what snapshots look at is judged."""
+    if ALWAYS_SKIPPED.intersection(Path(root).relative_to(workspace).parts):
+        return []
+    names = set(files)
+    out = []
+    for f in files:
+        stem, dot, ext = f.rpartition(".")
+        if dot and ext in ("pyc", "pyo") and f"{stem}.py" not in names:
+            out.append((Path(root) / f).relative_to(workspace).as_posix())
+    return out
 
 
 @contextmanager

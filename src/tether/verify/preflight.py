@@ -5,7 +5,9 @@ Checks (each a :class:`PreflightCheck`; a failed one stops the run at once with 
 - every *required* sensor's tool exists — ``ruff`` for lint, the configured checker for types, the test
   command's program for tests and scoped_tests (BLOCKED_DEPENDENCY when missing; NEEDS_INPUT when the
   envelope asks for something unconfigured, such as required types with no checker);
-- the test command collects at least one test (NEEDS_INPUT otherwise, naming the command).
+- the test command collects at least one test (NEEDS_INPUT otherwise, naming the command);
+- no ``name.pyc`` without its ``name.py`` lies in the workspace (NEEDS_INPUT: the tests sensor would refuse
+  to run over bytecode tether did not compile).
 
 The collection check is the baseline run itself: the whole test command runs once in the sandbox with
 tether's reporter (``testreport``), before the agent can write anything, and its report — every test id
@@ -228,5 +230,12 @@ def run_preflight(
     checks = tool_checks(envelope, workspace)
     if any(not c.ok for c in checks) or "tests" not in {name for name, _ in planned_sensors(envelope)}:
         return Preflight(checks)
+    stray = bytecode.sourceless(workspace)
+    if stray:  # the completion run would refuse them: say so now, before the agent works for nothing
+        shown = ", ".join(stray[:5]) + (" ..." if len(stray) > 5 else "")
+        fix = "delete them (tether runs no bytecode it did not compile), or keep the .py beside each"
+        why = f"bytecode without source, which Python would import: {shown}"
+        stop = PreflightCheck(name="bytecode", ok=False, detail=why, fix=fix, status="NEEDS_INPUT")
+        return Preflight([*checks, stop])
     check, base, blobs = record_baseline(envelope, workspace, sandbox, collect_only=collect_only)
     return Preflight([*checks, check], base, blobs)
