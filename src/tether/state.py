@@ -86,6 +86,8 @@ class Usage:
 
 @dataclass
 class RunState:
+    """A run as its log says it is: ``RunState.from_events(store.events(run_id))``; what ``next_step`` reads."""
+
     run_id: str = ""
     task: str = ""
     status: RunStatus = RunStatus.NEW

@@ -20,8 +20,8 @@ from tether import EventStore, Harness
 from tether.control import DIMENSIONS, LADDER, ControlState
 from tether.events.store import Event
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver
-from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
-from tether.models.function import FunctionModel
+from tether.models.base import Message, ModelResponse, ToolSpec, Usage
+from tether.models.function import FunctionModel, call, reply
 
 CORE = "src/stats/core.py"
 RUN_TESTS = {"name": "run_tests", "args": {}}
@@ -98,8 +98,7 @@ class Agent:
     def __call__(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
         self.seen.append(list(messages))
         name, args = self.policy(messages)
-        call = ToolCall(f"c{len(self.seen)}", name, args)
-        return ModelResponse("", (call,), "tool_request", "tool_use", Usage(10, 5), "agent")
+        return reply(calls=[call(name, **args)], usage=Usage(10, 5))
 
     def shown(self, log: Sequence[Event], after_seq: int) -> str:
         """The user/tool text of the first model call made after ``after_seq``."""

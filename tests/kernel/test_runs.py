@@ -165,18 +165,17 @@ def test_a_denied_call_is_never_retried_as_is(bugfix: Path) -> None:
 
 
 def test_a_run_blocked_by_its_provider_resumes_once_the_provider_is_back(bugfix: Path) -> None:
+    from tether import FunctionModel, Message, ModelResponse, ToolSpec, call, reply
     from tether.errors import ProviderError
-    from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
-    from tether.models.function import FunctionModel
 
     up = {"ok": False}
-    turns = [[ToolCall("c1", FIX["name"], FIX["args"])], [ToolCall("c2", FINISH["name"], FINISH["args"])]]
+    turns = [[call(FIX["name"], **FIX["args"])], [call(FINISH["name"], **FINISH["args"])]]
 
     def provider(messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
         if not up["ok"]:
             raise ProviderError("401 invalid key", transient=False, status=401)
         done = sum(1 for m in messages if m.role == "assistant")
-        return ModelResponse("", tuple(turns[done]), "tool_request", "tool_calls", Usage(10, 5), "fn")
+        return reply(calls=turns[done])
 
     harness = Harness(bugfix / "envelope.yaml", model=FunctionModel(provider), db=bugfix / "t.db", sandbox="local")
     first = harness.run("fix it")
@@ -241,15 +240,13 @@ def test_bad_input_to_run_commands_is_one_clear_paragraph(bugfix: Path, tmp_path
 def test_in_memory_envelope_and_async_api(bugfix: Path) -> None:
     import asyncio
 
-    from tether import load_envelope
-    from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
-    from tether.models.function import FunctionModel
+    from tether import FunctionModel, Message, ModelResponse, ToolSpec, call, load_envelope, reply
 
-    turns = [[ToolCall("c1", FIX["name"], FIX["args"])], [ToolCall("c2", FINISH["name"], FINISH["args"])]]
+    turns = [[call(FIX["name"], **FIX["args"])], [call(FINISH["name"], **FINISH["args"])]]
 
     def agent(messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
         done = sum(1 for m in messages if m.role == "assistant")
-        return ModelResponse("", tuple(turns[done]), "tool_request", "tool_calls", Usage(10, 5), "fn")
+        return reply(calls=turns[done])
 
     envelope = load_envelope(bugfix / "envelope.yaml")
     harness = Harness(

@@ -109,11 +109,13 @@ def test_public_surface_is_pinned() -> None:
             "ToolCall",
             "ToolSpec",
             "Usage",
+            "call",
             "complete_with_retries",
             "cost_usd",
             "load_model",
             "price_for",
             "price_known",
+            "reply",
         ]
     )
     for name in tether.models.__all__:

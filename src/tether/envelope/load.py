@@ -44,10 +44,15 @@ def parse_model(model: type[M], data: Any, file: str) -> M:
 
 
 def load_envelope(path: Path) -> Envelope:
+    """Read and schema-validate an envelope (YAML or JSON); ``EnvelopeInvalid`` lists every problem with its path.
+
+    Strict validation (bindings, boundaries, budgets, rules) is :func:`tether.policy.strict.strict_problems`.
+    """
     return parse_model(Envelope, read_document(path), str(path))
 
 
 def load_plan(path: Path) -> IntentPlan:
+    """Read and schema-validate an intent plan (YAML or JSON)."""
     return parse_model(IntentPlan, read_document(path), str(path))
 
 

@@ -20,6 +20,9 @@ from tether.state import RunState
 
 @dataclass(frozen=True)
 class ApprovalRequest:
+    """A pending action, as shown to whoever approves: the exact call (bound to ``approval_id`` by the hash
+    of its arguments), a preview (the diff, or the command and its directory) and why the gate asked."""
+
     approval_id: str
     run_id: str
     call_id: str
@@ -31,6 +34,10 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class ApprovalAnswer:
+    """A human's answer: ``once`` allows this call; ``run`` also allows the same call for the rest of the run
+    (a run-scoped rule, recorded in the log); ``deny`` refuses it, giving ``reason`` to the model; ``defer``
+    leaves it pending (the run waits in WAITING_APPROVAL)."""
+
     choice: Literal["once", "run", "deny", "defer"]
     by: str
     reason: str = ""

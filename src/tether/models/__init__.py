@@ -23,7 +23,7 @@ from tether.models.base import (
     ToolSpec,
     Usage,
 )
-from tether.models.function import FunctionModel
+from tether.models.function import FunctionModel, call, reply
 from tether.models.pricing import cost_usd, price_for, price_known
 from tether.models.registry import load_model
 from tether.models.retry import complete_with_retries
@@ -41,9 +41,11 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "call",
     "complete_with_retries",
     "cost_usd",
     "load_model",
     "price_for",
     "price_known",
+    "reply",
 ]

@@ -79,8 +79,10 @@ def parse_cases(data: Any, envelope: Envelope, file: str = "") -> list[Case]:
 
 
 def load_cases(path: Path, envelope: Envelope) -> list[Case]:
+    """Read a policy test table (YAML or JSON: tool, args or command, expected decision); errors name the field."""
     return parse_cases(read_document(path), envelope, str(path))
 
 
 def run_cases(cases: list[Case], gate: Gate) -> list[Outcome]:
+    """Decide every case with ``gate``; each outcome holds the case and the decision (``ok`` when they agree)."""
     return [Outcome(c, gate.decide(c.tool, c.args)) for c in cases]

@@ -37,6 +37,8 @@ class RuleMatch:
 
 @dataclass(frozen=True)
 class Decision:
+    """The gate's answer to one call: the verdict, the rule that decided it, why, and every rule that matched."""
+
     verdict: Verdict
     deciding_rule: str
     reason: str

@@ -38,6 +38,7 @@ from pydantic.fields import FieldInfo
 from tether.envelope.schema import Effect, OnFailure, ToolContract
 from tether.errors import InputError, Problem, RuntimeFailure
 
+from ._paths import clip
 from .context import ToolContext
 from .result import ToolFailure, ToolResult
 
@@ -228,8 +229,6 @@ def _as_result(value: Any) -> ToolResult:
 def _bounded(result: ToolResult) -> ToolResult:
     if len(result.content) <= MAX_CONTENT_CHARS:
         return result
-    from ._paths import clip
-
     return ToolResult(
         ok=result.ok,
         content=clip(result.content, MAX_CONTENT_CHARS),
