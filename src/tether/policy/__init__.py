@@ -1,9 +1,11 @@
-"""tether.policy: the gate that turns a proposed tool call into ALLOW, ASK or DENY, with the rule that decided.
+"""tether.policy: whether a proposed tool call may run — ALLOW, ASK or DENY, with the rule that decided.
 
-``Gate(envelope, workspace).decide(tool, args)`` is the one entry point; ``shell_decision`` decides
-one shell command against an envelope (the default one when none is given). ``strict_check`` is the
-whole strict validation of an envelope, including its permission rules. ``load_cases`` /
-``run_cases`` run a table of calls and expected decisions (``tether policy test``).
+``Gate(envelope, workspace).decide(tool, args)`` applies the envelope's rules, the built-in profile
+and the control state to one call; ``shell_decision`` does that for one shell command (against the
+default envelope when none is given). In a run the kernel asks :func:`tether.policy.decide.decide`,
+the one decider, which layers a repeat-denial check before the gate and the execution review after
+it. ``strict_check`` is the whole strict validation of an envelope, its permission rules included;
+``load_cases`` / ``run_cases`` run a table of calls and expected decisions (``tether policy test``).
 """
 
 from .cases import load_cases, run_cases
