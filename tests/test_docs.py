@@ -33,3 +33,13 @@ def test_every_source_file_a_note_names_exists(note: Path) -> None:
         if not any((base / n).exists() for base in (REPO, REPO / "src", REPO / "src" / "tether"))
     ]
     assert not missing, f"{note.name} names files that do not exist: {missing}"
+
+
+def test_every_function_the_design_names_is_in_the_file_it_names() -> None:
+    """ "`kernel/steps.py` (`next_step`)": the decision tables stay true when code moves."""
+    design = (REPO / "docs" / "design.md").read_text()
+    pairs = re.findall(r"`([\w/]+\.py)`\s*\(`(\w+)`", design)
+    assert len(pairs) >= 8
+    for path, name in pairs:
+        source = (REPO / "src" / "tether" / path).read_text()
+        assert re.search(rf"^\s*(def|class) {name}\b|^{name}\s*[:=]", source, re.M), f"{name} is not defined in {path}"

@@ -2,7 +2,7 @@
 
 A claim is accepted only when every required sensor passed on the latest cascade (see
 ``tether.verify.completion_verdict``) and the reviewer raised no medium or high finding.
-Otherwise it is refused back to the model with the reasons and diagnostics; ``stop_reason``
+Otherwise it is refused back to the model with the reasons and diagnostics; ``next_step``
 ends the run VERIFY_FAILED once refusals exceed ``verification.max_refusals``.
 """
 
