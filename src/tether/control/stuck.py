@@ -18,11 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed, ModelResponded
 from tether.events.kinds_control import StuckDetected, StuckPattern
 from tether.events.store import Event
 
 from .receipts import ActionRecord, LogView, SensorRecord, view
 
+ACTION_KINDS = frozenset(k.KIND for k in (ActionProposed, ActionCompleted, ActionFailed))
 REPEAT = 3
 ERROR_SPAN = 6
 
@@ -54,11 +56,11 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
     receipts = sorted(pool, key=lambda r: r.event.seq)[-ERROR_SPAN:]
     silent: list[Event] = []
     for e in reversed([e for e in events if lv.in_window(e)]):
-        if e.kind == "model.responded":
-            if e.payload.get("tool_calls"):
+        if e.kind == ModelResponded.KIND:
+            if e.data_as(ModelResponded).tool_calls:
                 break
             silent.append(e)
-        elif e.kind in ("action.proposed", "action.completed", "action.failed"):
+        elif e.kind in ACTION_KINDS:
             break
     silent.reverse()
     return patterns(streak, receipts, actions[-4:], silent)

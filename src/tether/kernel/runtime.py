@@ -25,8 +25,29 @@ from tether.control.loop import control_state, observe, stop_reason
 from tether.envelope.schema import Effect, Envelope, Rule
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
+from tether.events.kinds import (
+    ActionCompleted,
+    ActionDecided,
+    ActionFailed,
+    ActionInvalid,
+    ActionProposed,
+    ActionStarted,
+    ApprovalExpired,
+    ApprovalMismatch,
+    ApprovalRequested,
+    BudgetExceeded,
+    Checkpoint,
+    ContextFull,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ModelRetried,
+    RunFinished,
+    RunStarted,
+    SandboxFailed,
+)
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
-from tether.events.payload import Emitted, Payload, kind_of
+from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec, Usage
 from tether.models.pricing import cost_usd
@@ -71,7 +92,7 @@ from .stops import WINDOW_SETTING
 
 EventSink = Callable[[Event], None]
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
-DURABLE_KINDS = frozenset({"run.started", "action.started", "approval.requested", "run.finished"})
+DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, RunFinished))
 
 
 class Runtime:
@@ -106,7 +127,7 @@ class Runtime:
 
     # ---- the loop --------------------------------------------------------------------------
 
-    def begin(self, task: str, first: Sequence[tuple[str, Any]]) -> None:
+    def begin(self, task: str, first: Sequence[Payload]) -> None:
         """Create the run with its first events and this driver's lease, in one transaction."""
         self.store.create_run(task, first, run_id=self.run_id, lease=True)
         for e in self.store.events(self.run_id):
@@ -120,7 +141,7 @@ class Runtime:
             going = not self.state.finished and self.state.stop is None
             if going and self.sandbox is None:
                 err = self.sandbox_error or SandboxUnavailable("no sandbox")
-                self.append("sandbox.failed", {"error": str(err), "fix": err.fix})
+                self.append(SandboxFailed(error=str(err), fix=err.fix))
             elif going and self.state.preflight_ok is not True and not self.state.actions:
                 self.preflight()
             while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
@@ -159,18 +180,16 @@ class Runtime:
             self.model.name, messages, specs, window=self.context_window(), max_output=agent.max_output_tokens
         )
         if budget.problem:
-            fact = {"turn": step.turn, "problem": budget.problem, "window_setting": window_setting}
-            self.append("model.context_full", fact)
+            self.append(ContextFull(turn=step.turn, problem=budget.problem, window_setting=window_setting))
             return
         self.append(
-            "model.requested",
-            {
-                "turn": step.turn,
-                "model": self.model.name,
-                "n_messages": len(messages),
-                "max_tokens": budget.max_tokens,
-                "prompt_tokens_est": budget.prompt_tokens,
-            },
+            ModelRequested(
+                turn=step.turn,
+                model=self.model.name,
+                n_messages=len(messages),
+                max_tokens=budget.max_tokens,
+                prompt_tokens_est=budget.prompt_tokens,
+            ),
         )
         try:
             response, attempts = complete_with_retries(
@@ -186,18 +205,17 @@ class Runtime:
             )
         except ProviderError as e:
             self.append(
-                "model.failed",
-                {
-                    "turn": step.turn,
-                    "model": self.model.name,
-                    "error": str(e),
-                    "transient": e.transient,
-                    "status": e.status,
-                    "attempts": e.attempts,
-                    "failure": e.failure,
-                    "window": getattr(e, "window", None),
-                    "window_setting": window_setting,
-                },
+                ModelFailed(
+                    turn=step.turn,
+                    model=self.model.name,
+                    error=str(e),
+                    transient=e.transient,
+                    status=e.status,
+                    attempts=e.attempts,
+                    failure=e.failure,
+                    window=getattr(e, "window", None),
+                    window_setting=window_setting,
+                ),
             )
             return
         seen = set(self.state.actions)
@@ -210,39 +228,29 @@ class Runtime:
         if not usage.reported:  # counted all the same, at an estimate the log says is one
             written = response.text + "".join(c.name + json.dumps(c.args) for c in response.tool_calls)
             usage = Usage(budget.prompt_tokens, estimate_tokens(written), reported=False)
-        batch: list[tuple[str, Any]] = [
-            (
-                "model.responded",
-                {
-                    "turn": step.turn,
-                    "model": self.model.name,
-                    "text": response.text,
-                    "tool_calls": [{"id": call_id, "name": c.name, "args": c.args} for call_id, c in calls],
-                    "termination": response.termination,
-                    "raw_stop_reason": response.raw_stop_reason,
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "usage_reported": usage.reported,
-                    "cost_usd": cost_usd(self.model.name, usage, self.env.pricing),
-                    "attempts": attempts,
-                },
+        batch: list[Payload] = [
+            ModelResponded(
+                turn=step.turn,
+                model=self.model.name,
+                text=response.text,
+                tool_calls=[{"id": call_id, "name": c.name, "args": c.args} for call_id, c in calls],
+                termination=response.termination,
+                raw_stop_reason=response.raw_stop_reason,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                usage_reported=usage.reported,
+                cost_usd=cost_usd(self.model.name, usage, self.env.pricing),
+                attempts=attempts,
             )
         ]
         for call_id, c in calls:
             batch.append(
-                (
-                    "action.proposed",
-                    {
-                        "call_id": call_id,
-                        "tool": c.name,
-                        "args": c.args,
-                        "args_hash": content_hash(c.args),
-                        "turn": step.turn,
-                    },
+                ActionProposed(
+                    call_id=call_id, tool=c.name, args=c.args, args_hash=content_hash(c.args), turn=step.turn
                 )
             )
             if c.problem:  # told to the model as this call's result, in plain words
-                batch.append(("action.invalid", {"call_id": call_id, "tool": c.name, "error": c.problem}))
+                batch.append(ActionInvalid(call_id=call_id, tool=c.name, error=c.problem))
         self.append_many(batch)  # a turn is recorded whole or not at all
 
     def context_window(self) -> int | None:
@@ -253,17 +261,16 @@ class Runtime:
 
     def log_retry(self, turn: int, attempt: int, err: ProviderError, max_tokens: int) -> None:
         self.append(
-            "model.retried",
-            {
-                "turn": turn,
-                "model": self.model.name,
-                "attempt": attempt,
-                "error": str(err),
-                "status": err.status,
-                "failure": err.failure,
-                "max_tokens": max_tokens,
-                "window": getattr(err, "window", None),
-            },
+            ModelRetried(
+                turn=turn,
+                model=self.model.name,
+                attempt=attempt,
+                error=str(err),
+                status=err.status,
+                failure=err.failure,
+                max_tokens=max_tokens,
+                window=getattr(err, "window", None),
+            ),
         )
 
     def decide(self, step: Decide) -> None:
@@ -271,23 +278,22 @@ class Runtime:
         tool = self.tools.get(action.tool)
         if tool is None:
             self.append(
-                "action.invalid",
-                {
-                    "call_id": action.call_id,
-                    "tool": action.tool,
-                    "error": f"unknown tool {action.tool!r}; available: {sorted(self.tools)}",
-                },
+                ActionInvalid(
+                    call_id=action.call_id,
+                    tool=action.tool,
+                    error=f"unknown tool {action.tool!r}; available: {sorted(self.tools)}",
+                ),
             )
             return
         try:
             tool.validate(action.args)
         except ToolArgsError as e:
-            self.append("action.invalid", {"call_id": action.call_id, "tool": action.tool, "error": str(e)})
+            self.append(ActionInvalid(call_id=action.call_id, tool=action.tool, error=str(e)))
             return
         contract = self.env.tool(action.tool) or tool.contract
         ruling = decide(action, contract, self.gate, self.state, self.events, self.env)
         review = [] if ruling.review is None else [review_gate_event(action.call_id, contract.name, ruling.review)]
-        self.append_many([*review, ("action.decided", {"call_id": action.call_id, **ruling.decision.to_dict()})])
+        self.append_many([*review, ActionDecided(call_id=action.call_id, **ruling.decision.to_dict())])
         if ruling.decision.verdict is Verdict.DENY:
             self.observe()  # a run of denials is itself something the control layer must see
 
@@ -308,16 +314,15 @@ class Runtime:
             preview = f"(no preview: {e})\n{action.tool} {action.args}"
         expires = self.now() + timedelta(seconds=self.env.approvals.timeout_s)
         self.append(
-            "approval.requested",
-            {
-                "approval_id": approval_id,
-                "call_id": action.call_id,
-                "tool": action.tool,
-                "args_hash": action.args_hash,
-                "preview": preview,
-                "reason": action.reason,
-                "expires_at": expires.timestamp(),
-            },
+            ApprovalRequested(
+                approval_id=approval_id,
+                call_id=action.call_id,
+                tool=action.tool,
+                args_hash=action.args_hash,
+                preview=preview,
+                reason=action.reason,
+                expires_at=expires.timestamp(),
+            ),
         )
         if self.approver is not None:
             request = ApprovalRequest(
@@ -328,30 +333,29 @@ class Runtime:
     def answer(self, request: ApprovalRequest, answer: ApprovalAnswer) -> None:
         item = answer_payload(request, answer)
         if item is not None:
-            self.append_many([item])
+            self.append(item)
 
     def expire_approval(self, step: ExpireApproval) -> None:
         outcome = self.env.approvals.on_timeout
-        self.append("approval.expired", {"approval_id": step.approval_id, "outcome": outcome})
+        self.append(ApprovalExpired(approval_id=step.approval_id, outcome=outcome))
 
     def execute(self, step: Execute) -> None:
         action = self.state.actions[step.call_id]
         tool = self.tools[action.tool]
         contract = self.env.tool(action.tool) or tool.contract
         if action.approval_id is not None and content_hash(action.args) != action.args_hash:
-            self.append("approval.mismatch", {"approval_id": action.approval_id, "call_id": action.call_id})
+            self.append(ApprovalMismatch(approval_id=action.approval_id, call_id=action.call_id))
             return
         if step.attempt > 1 and not step.why.startswith("started before"):
             self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
         self.append(
-            "action.started",
-            {
-                "call_id": action.call_id,
-                "tool": action.tool,
-                "args_hash": action.args_hash,
-                "attempt": step.attempt,
-                "idempotent": bool(contract.idempotent),
-            },
+            ActionStarted(
+                call_id=action.call_id,
+                tool=action.tool,
+                args_hash=action.args_hash,
+                attempt=step.attempt,
+                idempotent=bool(contract.idempotent),
+            ),
         )
         before = self.snapshots.latest or self.snapshot()
         started = time.monotonic()
@@ -359,16 +363,15 @@ class Runtime:
             result = tool.invoke(action.args, self.tool_context(tool))
         except RuntimeFailure as e:
             self.append(
-                "action.failed",
-                {
-                    "call_id": action.call_id,
-                    "tool": action.tool,
-                    "error": str(e),
-                    "failure_class": "runtime",
-                    "attempt": step.attempt,
-                    "dependency": isinstance(e, SandboxUnavailable),
-                    "fix": getattr(e, "fix", ""),
-                },
+                ActionFailed(
+                    call_id=action.call_id,
+                    tool=action.tool,
+                    error=str(e),
+                    failure_class="runtime",
+                    attempt=step.attempt,
+                    dependency=isinstance(e, SandboxUnavailable),
+                    fix=getattr(e, "fix", ""),
+                ),
             )
             return
         undo = result.undo
@@ -386,18 +389,17 @@ class Runtime:
                 "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
             )
         self.append(
-            "action.completed",
-            {
-                "call_id": action.call_id,
-                "tool": action.tool,
-                "ok": result.ok,
-                "result": payload,
-                "changed_files": sorted({*result.changed_files, *(observed or ())}),
-                "observed_files": observed,
-                "unexplained": problems,
-                "undo": undo,
-                "duration_s": round(time.monotonic() - started, 6),
-            },
+            ActionCompleted(
+                call_id=action.call_id,
+                tool=action.tool,
+                ok=result.ok,
+                result=payload,
+                changed_files=sorted({*result.changed_files, *(observed or ())}),
+                observed_files=observed,
+                unexplained=problems,
+                undo=undo,
+                duration_s=round(time.monotonic() - started, 6),
+            ),
         )
         self.observe()
 
@@ -411,8 +413,8 @@ class Runtime:
         self.append_many([*items, PreflightCompleted(ok=pf.ok, checks=pf.checks)])
 
     def test_baseline(self) -> SuiteBaseline | None:
-        found = next((e for e in reversed(self.events) if e.kind == "tests.baseline"), None)
-        return SuiteBaseline.model_validate(found.payload) if found is not None else None
+        found = next((e for e in reversed(self.events) if e.kind == SuiteBaseline.KIND), None)
+        return found.data_as(SuiteBaseline) if found is not None else None
 
     def blob(self, h: str) -> bytes | None:
         try:
@@ -438,7 +440,7 @@ class Runtime:
         """
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
-        self.append_many([claim_event(step.call_id, summary)])
+        self.append(claim_event(step.call_id, summary))
         assert self.sandbox is not None
         test_baseline = self.test_baseline()
         last = self.snapshots.latest
@@ -477,8 +479,8 @@ class Runtime:
         self.snapshots.close()  # the workspace watch (a later snapshot walks everything and re-arms it)
         if step.breach:  # before the closing: the breach is the run's last error
             b = step.breach
-            self.append("budget.exceeded", {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)})
-        self.append_many([closing(self.state, self.events, step)])
+            self.append(BudgetExceeded(budget=b.budget, used=float(b.used), limit=float(b.limit)))
+        self.append(closing(self.state, self.events, step))
 
     # ---- snapshots -------------------------------------------------------------------------
 
@@ -502,12 +504,11 @@ class Runtime:
         """A snapshot recorded in the log (its manifest as a blob): for the verdict, and for undo and fork later."""
         m = self.snapshot(full=True)  # a whole walk: the verdict does not rest on the watch alone
         if m is None:
-            self.append("run.checkpoint", {"label": label, "note": f"{note} (the workspace could not be snapshotted)"})
+            self.append(Checkpoint(label=label, note=f"{note} (the workspace could not be snapshotted)"))
             return None
         h = self.snapshots.record(m)
         self.append(
-            "run.checkpoint",
-            {"label": label, "snapshot": h, "files": len(m.entries), "unreadable": sorted(m.errors), "note": note},
+            Checkpoint(label=label, snapshot=h, files=len(m.entries), unreadable=sorted(m.errors), note=note),
         )
         return m
 
@@ -519,11 +520,11 @@ class Runtime:
         if new:
             self.append_many(new)
 
-    def append(self, kind: str, payload: dict[str, Any]) -> Event:
-        return self.append_many([(kind, payload)])[0]
+    def append(self, item: Payload) -> Event:
+        return self.append_many([item])[0]
 
-    def append_many(self, items: Sequence[Emitted]) -> list[Event]:
-        durable = any(kind_of(item) in DURABLE_KINDS for item in items)
+    def append_many(self, items: Sequence[Payload]) -> list[Event]:
+        durable = any(item.KIND in DURABLE_KINDS for item in items)
         head = self.events[-1].head if self.events else (-1, GENESIS)
         events = self.store.append_many(self.run_id, items, durable=durable, expect=head)
         for e in events:

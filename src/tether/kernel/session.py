@@ -17,6 +17,7 @@ from tether.envelope.risks import workspace_risk
 from tether.envelope.schema import Envelope
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
+from tether.events.kinds import Checkpoint, RunResumed, RunStarted
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
 from tether.models.registry import load_model
@@ -121,37 +122,34 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     sandbox = runtime.sandbox
     try:  # before the agent's first action: what the run starts from, read by tether, never by git
         snap_hash, baseline = runtime.snapshots.take_baseline()
-        start: dict[str, Any] = {
-            "label": "start",
-            "snapshot": snap_hash,
-            "files": len(baseline.entries),
-            "unreadable": sorted(baseline.errors),
-            "note": "baseline before any action",
-        }
+        start = Checkpoint(
+            label="start",
+            snapshot=snap_hash,
+            files=len(baseline.entries),
+            unreadable=sorted(baseline.errors),
+            note="baseline before any action",
+        )
     except SnapshotError as e:
-        start = {"label": "start", "note": f"no baseline: the workspace could not be snapshotted: {e}"}
+        start = Checkpoint(label="start", note=f"no baseline: the workspace could not be snapshotted: {e}")
     runtime.begin(
         task,
         [
-            (
-                "run.started",
-                {
-                    "task": task,
-                    "envelope_path": str(loaded.path or ""),
-                    "envelope": env.model_dump(mode="json"),
-                    "plan": runtime.plan,
-                    "plan_hash": env.plan.hash,
-                    "contract_hash": env.contract_hash,
-                    "model": runtime.model.name,
-                    "workspace": str(workspace),
-                    "budgets": env.budgets.model_dump(),
-                    "max_external": env.outputs.max_external,
-                    "sandbox": getattr(sandbox, "name", None) or "unavailable",
-                    "sandbox_fallback": getattr(sandbox, "fallback_reason", None),
-                    "acknowledged": [a.to_dict() for a in loaded.accepted],
-                },
+            RunStarted(
+                task=task,
+                envelope_path=str(loaded.path or ""),
+                envelope=env.model_dump(mode="json"),
+                plan=runtime.plan,
+                plan_hash=env.plan.hash,
+                contract_hash=env.contract_hash,
+                model=runtime.model.name,
+                workspace=str(workspace),
+                budgets=env.budgets.model_dump(),
+                max_external=env.outputs.max_external,
+                sandbox=getattr(sandbox, "name", None) or "unavailable",
+                sandbox_fallback=getattr(sandbox, "fallback_reason", None),
+                acknowledged=[a.to_dict() for a in loaded.accepted],
             ),
-            ("run.checkpoint", start),
+            start,
         ],
     )
     return runtime
@@ -191,7 +189,7 @@ def _resume(store: EventStore, run_id: str, options: Options) -> Runtime:
     model = options.model or state.model
     plan = events[0].payload.get("plan")  # the plan as the run began, not the file as it is today
     runtime = _runtime(store, info.run_id, loaded, Path(state.workspace), model, options, plan)
-    runtime.append("run.resumed", {"reason": "tether resume"})
+    runtime.append(RunResumed(reason="tether resume"))
     return runtime
 
 

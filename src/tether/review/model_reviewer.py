@@ -15,6 +15,7 @@ from typing import Any, get_args
 
 from tether.envelope.schema import Envelope
 from tether.errors import ProviderError
+from tether.events.kinds_control import SensorResultEvent
 from tether.events.store import Event
 from tether.models.base import Message, Model, ToolSpec
 from tether.models.window import MIN_OUTPUT_TOKENS, budget_for
@@ -69,11 +70,8 @@ def diff_text(diff: WorkspaceDiff) -> str:
 
 
 def evidence_text(events: Sequence[Event]) -> str:
-    lines = [
-        f"{e.payload['sensor']}: {e.payload['result']} — {e.payload['summary']}"
-        for e in events
-        if e.kind == "sensor.result"
-    ]
+    results = (e.data_as(SensorResultEvent) for e in events if e.kind == SensorResultEvent.KIND)
+    lines = [f"{r.sensor}: {r.result} — {r.summary}" for r in results]
     return "\n".join(lines[-12:]) or "(no sensor results)"
 
 

@@ -28,7 +28,7 @@ from tether.control.planning import fold_plan
 from tether.control.receipts import view
 from tether.control.risk import is_test_path
 from tether.envelope.schema import Envelope
-from tether.events.kinds_control import ReviewFindingRecorded
+from tether.events.kinds_control import BeliefRecorded, ReviewFindingRecorded, VerifyCompleted
 from tether.events.store import Event
 from tether.verify.changes import WorkspaceDiff
 from tether.verify.sensors import policy_problems
@@ -153,8 +153,8 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
     out: list[ReviewFinding] = []
     first_failing: list[str] | None = None
     for e in events:
-        if e.kind == "belief.recorded" and e.payload.get("key") == "tests.failing":
-            first_failing = [str(x) for x in e.payload["value"]]
+        if e.kind == BeliefRecorded.KIND and (belief := e.data_as(BeliefRecorded)).key == "tests.failing":
+            first_failing = [str(x) for x in belief.value]
             break
     beliefs = BeliefView.from_events(events)
     now = beliefs.get("tests.failing")
@@ -200,8 +200,8 @@ def reviewer_view(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Even
 
 def _final_suite_passed(events: Sequence[Event]) -> bool:
     """Whether the latest cascade ran the full test command on the final state, and it passed."""
-    last = next((e for e in reversed(events) if e.kind == "verify.completed"), None)
-    return last is not None and last.payload.get("results", {}).get("tests") == "PASS"
+    last = next((e for e in reversed(events) if e.kind == VerifyCompleted.KIND), None)
+    return last is not None and last.data_as(VerifyCompleted).results.get("tests") == "PASS"
 
 
 def review(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from tether.events.kinds import ActionCompleted
 from tether.events.store import Event
 from tether.snapshot import (
     ALWAYS_SKIPPED,
@@ -183,18 +184,10 @@ class Window:
 def windows(events: Iterable[Event]) -> list[Window]:
     out = []
     for e in events:
-        if e.kind == "action.completed":
-            p = e.payload
-            observed = p.get("observed_files")
-            out.append(
-                Window(
-                    p["call_id"],
-                    p["tool"],
-                    tuple(p.get("changed_files", [])),
-                    None if observed is None else tuple(observed),
-                    tuple(p.get("unexplained", [])),
-                )
-            )
+        if e.kind == ActionCompleted.KIND:
+            p = e.data_as(ActionCompleted)
+            observed = None if p.observed_files is None else tuple(p.observed_files)
+            out.append(Window(p.call_id, p.tool, tuple(p.changed_files), observed, tuple(p.unexplained)))
     return out
 
 
