@@ -98,10 +98,6 @@ def validate_payload(kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     return prepare((kind, payload))[1]
 
 
-def kind_of(item: Emitted) -> str:
-    return item.KIND if isinstance(item, Payload) else item[0]
-
-
 def parse(kind: str, payload: Mapping[str, Any]) -> Payload:
     """The stored ``payload`` as its kind's model. Raises ``ValueError`` naming the field that does not fit."""
     model = REGISTRY.get(kind)
