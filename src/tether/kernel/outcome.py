@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from tether.events.kinds import RunFinished
+from tether.events.kinds import ActionCompleted, RunFinished
+from tether.events.kinds_control import CompletionAccepted, SensorResultEvent, VerifyCompleted
 from tether.events.store import Event
 from tether.state import RunState
 from tether.status import ActionStatus, ClaimStatus, RunStatus
@@ -19,6 +20,8 @@ from .steps import Finish
 
 #: Actions in these states were proposed but never ran: each is an unknown of the outcome.
 NOT_RUN = (ActionStatus.PROPOSED, ActionStatus.DECIDED, ActionStatus.WAITING)
+#: The kinds the closing cites or reports on (only these are parsed).
+CLOSING_KINDS = frozenset(k.KIND for k in (SensorResultEvent, CompletionAccepted, VerifyCompleted, ActionCompleted))
 
 
 class LogHead(BaseModel):
@@ -70,13 +73,19 @@ def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFini
     unknowns = [
         f"{a.call_id} ({a.tool}) was proposed but not executed" for a in state.actions.values() if a.status in NOT_RUN
     ]
-    unknowns += [
-        f"optional sensor {e.payload['sensor']} SKIPPED: {e.payload['summary']}"
-        for e in events
-        if e.kind == "sensor.result" and e.payload["result"] == "SKIPPED" and not e.payload["required"]
-    ]
-    evidence = [e.id for e in events if e.kind in ("completion.accepted", "verify.completed")][-3:]
-    evidence += [e.id for e in events if e.kind == "action.completed" and e.payload["ok"]][-5:]
+    checks: list[str] = []  # verification verdicts (verify.completed, completion.accepted), newest last
+    done: list[str] = []  # actions that succeeded, newest last
+    for e in events:
+        if e.kind not in CLOSING_KINDS:
+            continue
+        match e.data:
+            case SensorResultEvent(result="SKIPPED", required=False) as p:
+                unknowns.append(f"optional sensor {p.sensor} SKIPPED: {p.summary}")
+            case CompletionAccepted() | VerifyCompleted():
+                checks.append(e.id)
+            case ActionCompleted(ok=True):
+                done.append(e.id)
+    evidence = checks[-3:] + done[-5:]
     return RunFinished(
         status=finish.status,
         result=result,
