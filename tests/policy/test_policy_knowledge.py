@@ -385,3 +385,13 @@ def test_inline_code_behind_an_interpreter_option_with_a_value_is_found(tmp_path
 def test_sed_in_place_is_a_write_in_every_spelling(tmp_path: Path, spelling: str) -> None:
     d = Gate(allowing("bash(sed:*)"), tmp_path).decide("bash", {"command": f"sed {spelling} s/a/b/ /etc/hosts"})
     assert d.verdict is DENY and d.deciding_rule == "path:write-outside", d.to_dict()
+
+
+@pytest.mark.parametrize(
+    "command", ["unshare -r git push", "nsenter -t 1 -m git push", "setpriv --reuid 0 git push", "firejail git push"]
+)
+def test_namespace_and_privilege_wrappers_are_seen_through_and_never_allowed(tmp_path: Path, command: str) -> None:
+    assert Gate(deny_push(), tmp_path).decide("bash", {"command": command}).verdict is DENY
+    inner = command.replace("git push", "ls")
+    d = Gate(default_envelope(), tmp_path).decide("bash", {"command": inner})
+    assert d.verdict is ASK and d.deciding_rule == "coding:ask-privilege", d.to_dict()

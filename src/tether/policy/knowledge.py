@@ -38,7 +38,7 @@ WRAPPERS = frozenset(
     _words(
         "! builtin caffeinate catchsegv chroot chrt command dbus-launch do doas env exec fakeroot flock "
         "ionice ltrace nice nocorrect noglob nohup pkexec proxychains proxychains4 runuser setsid sg stdbuf "
-        "strace sudo taskset then time timeout torsocks unbuffer valgrind xvfb-run"
+        "strace sudo taskset then time timeout torsocks unbuffer valgrind xvfb-run unshare nsenter setpriv firejail"
     )
 )
 #: A wrapper's own options, in the option-table syntax of :mod:`.programs` (``-u:`` takes a value), so
@@ -57,6 +57,22 @@ WRAPPER_OPTIONS: dict[str, Spec] = {
         "--host: --prompt: --close-from: --other-user: --role: --type: --command-timeout: --chdir: --chroot: --help"
     ),
     "doas": spec("-n -s -L -u: -C:"),
+    "unshare": spec(
+        "-m -u -i -n -p -U -C -T -r -c -f --mount= --uts= --ipc= --net= --pid= --user= --cgroup= --time= --fork "
+        "--map-root-user --map-current-user --map-auto --mount-proc= --kill-child= --keep-caps -R: -w: -S: -G: "
+        "--root: --wd: --setuid: --setgid: --propagation: --setgroups: --map-user: --map-group: --map-users: "
+        "--map-groups: --monotonic: --boottime: --load-interp: --help --version"
+    ),
+    "nsenter": spec(
+        "-a -m -u -i -n -p -U -C -T -F -Z -r -w --all --mount= --uts= --ipc= --net= --pid= --user= --cgroup= "
+        "--time= --root= --wd= --preserve-credentials --no-fork --follow-context -t: -S: -G: --target: --setuid: "
+        "--setgid: --help --version"
+    ),
+    "setpriv": spec(
+        "-d --dump --nnp --no-new-privs --init-groups --clear-groups --keep-groups --reset-env --reuid: --regid: "
+        "--ruid: --rgid: --euid: --egid: --groups: --inh-caps: --ambient-caps: --bounding-set: --securebits: "
+        "--pdeathsig: --selinux-label: --apparmor-profile: --landlock-access: --landlock-rule: --help --version"
+    ),
     "timeout": spec("-v --preserve-status --foreground --verbose -s: -k: --signal: --kill-after: --help --version"),
     "nice": spec("-n: --adjustment: --help --version"),
     "time": spec("-a -p -q -v --append --portability --quiet --verbose -f: -o: --format: --output: --help --version"),
@@ -74,7 +90,7 @@ WRAPPER_OPTIONS: dict[str, Spec] = {
 }
 #: wrapper → how many positional words it consumes before the wrapped command.
 WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
-PRIVILEGED = frozenset({"sudo", "doas", "pkexec", "su", "runuser", "chroot", "sg"})
+PRIVILEGED = frozenset(_words("sudo doas pkexec su runuser chroot sg unshare nsenter setpriv firejail"))
 #: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
 SETS_VARIABLES = frozenset(
     {"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "test"}
