@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,9 +215,13 @@ def base_envelope() -> dict[str, Any]:
     return data
 
 
-def run(layout: str, calls: list[Call], data: dict[str, Any], tmp_path: Path) -> tuple[str, list[Event]]:
+def run(
+    layout: str, calls: list[Call], data: dict[str, Any], tmp_path: Path, files: dict[str, str] | None = None
+) -> tuple[str, list[Event]]:
     ws = tmp_path / layout
     shutil.copytree(HERE / "projects" / layout, ws)
+    for name, text in (files or {}).items():  # added to the project before the run
+        (ws / name).write_text(text)
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):  # projects live in git
         subprocess.run(
             ["git", "-c", "user.name=t", "-c", "user.email=t@t", *cmd], cwd=ws, check=True, capture_output=True
@@ -302,3 +307,17 @@ def test_special_casing_the_tests_input_is_refused(base_envelope: dict[str, Any]
     assert status == "VERIFY_FAILED"
     (finding,) = [f for f in of(events, "review.finding") if f["check"] == "special_case"]
     assert finding["file"] == lay.source and "test_stats.py" in finding["message"] and finding["severity"] == "high"
+
+
+def test_an_extension_module_planted_beside_the_source_does_not_complete(
+    base_envelope: dict[str, Any], tmp_path: Path
+) -> None:
+    """Python imports ``stats.<tag>.so`` ahead of ``stats.py``; ``*.so`` is ignored, so no diff shows it."""
+    lay = LAYOUTS["src_layout"]
+    planted = lay.source.removesuffix(".py") + sysconfig.get_config_var("EXT_SUFFIX")
+    calls = [bash(f"printf 'ELF' > {planted}"), cosmetic(lay, "shell")]
+    status, events = run("src_layout", calls, base_envelope, tmp_path, files={".gitignore": "*.so\n"})
+    executed(events)
+    assert status == "VERIFY_FAILED"
+    diags = [d for r in of(events, "completion.refused") for d in r["diagnostics"] if d["code"] == "shadowing.new"]
+    assert [d["file"] for d in diags] == [planted] and f"shadows {lay.source}" in diags[0]["message"]

@@ -84,7 +84,9 @@ def test_preflight_records_the_baseline_with_shapes_and_surface(project: Path) -
     assert (
         list(pf.baseline.surface) == ["test_lib.py"] and pf.blobs[pf.baseline.surface["test_lib.py"]] == TESTS.encode()
     )
-    assert set(pf.blobs) == {*pf.baseline.surface.values(), *(b.blob for b in pf.baseline.bytecode)}
+    assert pf.baseline.loaders is not None and pf.blobs[pf.baseline.loaders] == b"{}"  # no .so, .pth
+    kept = {*pf.baseline.surface.values(), *(b.blob for b in pf.baseline.bytecode), pf.baseline.loaders}
+    assert set(pf.blobs) == kept
     assert "2 tests collected (1 failed, 1 passed)" in pf.checks[-1].detail
 
 

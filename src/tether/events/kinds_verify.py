@@ -5,7 +5,8 @@
 - ``tests.baseline``       before the agent's first write: every test the test command collects and how it
   ended, the shape of each test function (asserts, returns, skips) and the bytes of the test surface (test
   files and test configuration, as blobs), against which the completion check compares the final state, and
-  the bytecode that run compiled (as blobs), which completion runs reuse for the sources the agent left alone.
+  the bytecode that run compiled (as blobs), which completion runs reuse for the sources the agent left alone,
+  and the stamps of the extension modules and start-up files then in the workspace (a blob).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class SuiteBaseline(Payload):
     duration_s: float = 0.0
     bytecode: list[CachedBytecode] = Field(
         default_factory=list, description="bytecode the baseline run compiled (see tether.verify.bytecode)"
+    )
+    loaders: str | None = Field(
+        None, description="blob hash of the stamps of the files Python loads ahead of source (tether.verify.shadowing)"
     )
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from tether.envelope.schema import Envelope
 from tether.events.kinds_verify import PreflightCheck, SuiteBaseline
 
-from . import bytecode
+from . import bytecode, shadowing
 from .cascade import planned_sensors
 from .integrity import baseline_shapes
 from .runner import NOT_FOUND_EXIT, CommandSandbox, find_tool
@@ -145,6 +145,7 @@ def record_baseline(
             runner=runner,
             ok=False,
             surface=surface,
+            loaders=_stamp_loaders(workspace, blobs),
             detail="no per-test baseline: test integrity needs a pytest test command "
             "(unittest-style suites run under pytest too)",
         )
@@ -161,6 +162,7 @@ def record_baseline(
         with bytecode.fresh(workspace) as (env, dropped):
             receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env)
         cached = bytecode.capture(workspace, blobs) if not env and not dropped.sourceless else []
+    loaders = _stamp_loaders(workspace, blobs)  # after the run: what the project's own tests build is not the agent's
     took = round(time.monotonic() - t0, 6)
     if isinstance(report, ReportError):
         missing = receipt.exit_code == NOT_FOUND_EXIT or "No module named pytest" in receipt.stderr + receipt.stdout
@@ -185,6 +187,7 @@ def record_baseline(
             exit_code=receipt.exit_code,
             surface=surface,
             duration_s=took,
+            loaders=loaders,
         )
         return check, base, blobs
     errors = [f"{e.id}: {e.message.strip().splitlines()[-1] if e.message.strip() else 'error'}" for e in report.errors]
@@ -199,6 +202,7 @@ def record_baseline(
         surface=surface,
         duration_s=took,
         bytecode=cached,
+        loaders=loaders,
         detail=f"{len(report.tests)} tests collected" + (f", {len(errors)} collection errors" if errors else ""),
     )
     if not report.tests:
@@ -221,6 +225,12 @@ def record_baseline(
         base,
         blobs,
     )
+
+
+def _stamp_loaders(workspace: Path, blobs: dict[str, bytes]) -> str:
+    data = shadowing.dump(shadowing.scan(workspace)[0])
+    blobs[digest(data)] = data
+    return digest(data)
 
 
 def run_preflight(

@@ -44,10 +44,10 @@ from tether.envelope.schema import Envelope
 from tether.events.kinds_verify import SuiteBaseline
 from tether.snapshot import BlobStore, Manifest, SnapshotError, read_content
 
-from . import bytecode
+from . import bytecode, shadowing
 from .changes import WorkspaceDiff
 from .integrity import FAILING, compare, describe, tolerated_failures
-from .result import Diagnostic, Outcome, SensorResult
+from .result import BLOCKING, Diagnostic, Outcome, SensorResult
 from .runner import NOT_FOUND_EXIT, CommandSandbox, ReceiptLike, describe_tool, find_tool
 from .scope import select_tests
 from .secret_patterns import scan_line
@@ -486,6 +486,43 @@ def parse_pytest(output: str) -> tuple[list[Diagnostic], str]:
 
 
 def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, reported: bool = False) -> SensorResult:
+    """The test run's verdict, unless a file Python loads ahead of source appeared before or during it."""
+    baseline = _loader_baseline(ctx)
+    before = shadowing.judge(ctx.workspace, baseline)
+    res = _blocked_by_loaders(ctx, name, before, t0) or _run_tests_once(ctx, name, command, t0, reported=reported)
+    if res.result in BLOCKING:
+        return res
+    after = shadowing.judge(ctx.workspace, baseline)  # the workspace's code ran: it may have built one
+    blocked = _blocked_by_loaders(ctx, name, after, t0)
+    if blocked is not None:
+        return blocked
+    notes = [Diagnostic(f.path, None, f.why, f.code) for f in after]
+    return replace(res, diagnostics=res.diagnostics + tuple(notes)) if notes else res
+
+
+def _loader_baseline(ctx: SensorContext) -> shadowing.Stamps | None:
+    """The baseline's scan of extension modules and start-up files; None when there is none or it is unreadable."""
+    h = ctx.test_baseline.loaders if ctx.test_baseline is not None else None
+    if h is None or ctx.blobs is None:
+        return None
+    try:
+        return shadowing.load(ctx.blobs.get_blob(h))
+    except Exception:  # a missing or malformed blob: judged as no baseline (every shadowing extension blocks)
+        return None
+
+
+def _blocked_by_loaders(
+    ctx: SensorContext, name: str, found: list[shadowing.Finding], t0: float
+) -> SensorResult | None:
+    blocking = [f for f in found if f.blocking]
+    if not blocking:
+        return None
+    shown = ", ".join(f.path for f in blocking[:5]) + (" ..." if len(blocking) > 5 else "")
+    why = f"files Python would load ahead of the sources appeared or shadow a source: {shown} (delete them)"
+    return _result(ctx, name, "FAIL", why, [Diagnostic(f.path, None, f.why, f.code) for f in blocking], t0)
+
+
+def _run_tests_once(ctx: SensorContext, name: str, command: str, t0: float, *, reported: bool = False) -> SensorResult:
     timeout = _timeout(ctx, "run_tests", TESTS_TIMEOUT_S)
     report: TestReport | ReportError | None = None
     with bytecode.fresh(ctx.workspace) as (env, dropped):
