@@ -16,7 +16,7 @@ from tether.events.store import Event
 from tether.state import RunState
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 
-from .steps import Finish
+from .step import Finish
 
 #: Actions in these states were proposed but never ran: each is an unknown of the outcome.
 NOT_RUN = (ActionStatus.PROPOSED, ActionStatus.DECIDED, ActionStatus.WAITING)

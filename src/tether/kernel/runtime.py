@@ -76,18 +76,8 @@ from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .context import Transcript
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots
-from .steps import (
-    CallModel,
-    Decide,
-    Execute,
-    ExpireApproval,
-    Finish,
-    StageApproval,
-    Step,
-    Verify,
-    Wait,
-    next_step,
-)
+from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
+from .steps import next_step
 from .stops import WINDOW_SETTING
 
 EventSink = Callable[[Event], None]
