@@ -216,3 +216,16 @@ def test_an_unreadable_baseline_scan_fails_closed(ws: Path) -> None:
     run.suite = run.suite.model_copy(update={"loaders": "sha256:" + "0" * 64})  # the blob is missing
     (ws / "lib.py").write_text(FIXED)
     assert run.complete()[:2] == ("FAIL", ["shadowing.shadows"])
+
+
+def test_many_pre_existing_shadowing_extensions_are_summed_up(ws: Path) -> None:
+    for i in range(8):
+        (ws / f"m{i}.py").write_text("")
+        (ws / f"m{i}.so").write_bytes(b"")
+    run = Run(ws)
+    (ws / "lib.py").write_text(FIXED)
+    result, codes, messages = run.complete()
+    assert (result, codes) == ("PASS", ["shadowing.preexisting"] * 6)
+    assert (
+        messages[-1] == "3 more extension modules shadow a source, all there at the run's start [shadowing.preexisting]"
+    )

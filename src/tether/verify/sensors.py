@@ -58,6 +58,7 @@ LINT_TIMEOUT_S = 120.0
 TYPES_TIMEOUT_S = 600.0
 TESTS_TIMEOUT_S = 1800.0
 MAX_DIAGNOSTICS = 50
+MAX_NOTES = 5  # non-blocking notes appended to a verdict
 
 
 @dataclass(frozen=True)
@@ -496,7 +497,10 @@ def _run_tests(ctx: SensorContext, name: str, command: str, t0: float, *, report
     blocked = _blocked_by_loaders(ctx, name, after, t0)
     if blocked is not None:
         return blocked
-    notes = [Diagnostic(f.path, None, f.why, f.code) for f in after]
+    notes = [Diagnostic(f.path, None, f.why, f.code) for f in after[:MAX_NOTES]]
+    if len(after) > MAX_NOTES:  # a virtualenv with mypyc-compiled packages holds hundreds
+        more = f"{len(after) - MAX_NOTES} more extension modules shadow a source, all there at the run's start"
+        notes.append(Diagnostic("", None, more, "shadowing.preexisting"))
     return replace(res, diagnostics=res.diagnostics + tuple(notes)) if notes else res
 
 
