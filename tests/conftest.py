@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+from tether.sandbox import bwrap_available
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "bugfix"
@@ -25,3 +28,18 @@ def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
         monkeypatch.delenv(name, raising=False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``bwrap`` are skipped, with the reason, where bubblewrap cannot start (never in CI, which has it).
+
+    One place for the rule, so that no test file can quietly skip a sandbox test in CI.
+    """
+    marked = [item for item in items if item.get_closest_marker("bwrap")]
+    reason = (bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed") if marked else None
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        raise pytest.UsageError(f"CI must run the bwrap tests, but bubblewrap cannot start: {reason}")
+    for item in marked:
+        item.add_marker(pytest.mark.skip(reason=f"bwrap unavailable: {reason}"))

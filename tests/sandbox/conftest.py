@@ -1,27 +1,11 @@
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tether.sandbox import BwrapSandbox, LocalSandbox, Sandbox, bwrap_available
-
-BWRAP_REASON = bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip bwrap tests, with the reason, where bubblewrap cannot start — but never in CI, which installs it."""
-    if BWRAP_REASON is None:
-        return
-    if os.environ.get("CI"):
-        raise pytest.UsageError(f"CI must run the bwrap tests, but bubblewrap cannot start: {BWRAP_REASON}")
-    skip = pytest.mark.skip(reason=f"bwrap unavailable: {BWRAP_REASON}")
-    for item in items:
-        if item.get_closest_marker("bwrap"):
-            item.add_marker(skip)
+from tether.sandbox import BwrapSandbox, LocalSandbox, Sandbox
 
 
 @pytest.fixture
