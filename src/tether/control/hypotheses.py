@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.events.kinds import ActionCompleted, ActionProposed
 from tether.events.kinds_control import HypothesisRecorded
 from tether.events.store import Event
 
 from .beliefs import BeliefView
+from .receipts import IntentCalls
 
 HYPOTHESIS_TOOL = "hypothesis"
 
@@ -42,18 +42,13 @@ class HypothesisFold:
 
     def __init__(self) -> None:
         self.hypotheses: dict[str, Hypothesis] = {}
-        self._proposals: dict[str, dict[str, Any]] = {}
+        self._calls = IntentCalls(HYPOTHESIS_TOOL)
 
     def add(self, e: Event) -> None:
-        """Take in one event: the hypothesis tool's proposals and completions."""
-        if e.kind == ActionProposed.KIND:
-            proposed = e.data_as(ActionProposed)
-            if proposed.tool == HYPOTHESIS_TOOL:
-                self._proposals[proposed.call_id] = dict(proposed.args)
-        elif e.kind == ActionCompleted.KIND:
-            completed = e.data_as(ActionCompleted)
-            if completed.tool == HYPOTHESIS_TOOL and completed.ok:
-                self._recorded(e, self._proposals.get(completed.call_id, {}))
+        """Take in one event: a successful hypothesis call records (or revises) a hypothesis."""
+        args = self._calls.completed(e)
+        if args is not None:
+            self._recorded(e, args)
 
     def _recorded(self, e: Event, a: dict[str, Any]) -> None:
         hyps = self.hypotheses

@@ -25,10 +25,10 @@ from typing import Any, Literal
 import pathspec
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds import ActionCompleted, ActionProposed
 from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded, TaskData
 from tether.events.store import Event
 
+from .receipts import IntentCalls
 from .risk import rate_paths
 
 Status = Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"]
@@ -154,18 +154,13 @@ class PlanFold:
         self.plan = Plan()
         self.envelope = envelope
         self.version = 0
-        self._proposals: dict[str, dict[str, Any]] = {}
+        self._calls = IntentCalls(PLAN_TOOL)
 
     def add(self, e: Event) -> None:
-        """Take in one event: the plan tool's proposals and completions, and the reviewer's findings."""
-        if e.kind == ActionProposed.KIND:
-            proposed = e.data_as(ActionProposed)
-            if proposed.tool == PLAN_TOOL:
-                self._proposals[proposed.call_id] = dict(proposed.args)
-        elif e.kind == ActionCompleted.KIND:
-            completed = e.data_as(ActionCompleted)
-            if completed.tool == PLAN_TOOL and completed.ok:
-                self._updated(e, self._proposals.get(completed.call_id, {}))
+        """Take in one event: a successful plan call updates the plan; a reviewer's finding may reopen a task."""
+        args = self._calls.completed(e)
+        if args is not None:
+            self._updated(e, args)
         elif e.kind == ReviewFindingRecorded.KIND:
             self._reviewed(e, e.data_as(ReviewFindingRecorded))
 

@@ -270,3 +270,27 @@ def last_input_seq(events: Sequence[Event]) -> int:
 
 def last_control_seq(events: Sequence[Event], kinds: frozenset[str]) -> int:
     return max((e.seq for e in events if e.kind in kinds), default=-1)
+
+
+class IntentCalls:
+    """The successful calls of one intent tool (``plan``, ``hypothesis``), with the arguments each was proposed with.
+
+    The arguments are on ``action.proposed`` and the success on ``action.completed``; the plan and hypothesis
+    folds both need the pair joined, so they share this one joiner.
+    """
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self._proposed: dict[str, dict[str, Any]] = {}
+
+    def completed(self, e: Event) -> dict[str, Any] | None:
+        """Take in ``e``; the call's arguments when ``e`` completes a successful call of the tool, else None."""
+        if e.kind == ActionProposed.KIND:
+            proposed = e.data_as(ActionProposed)
+            if proposed.tool == self.tool:
+                self._proposed[proposed.call_id] = dict(proposed.args)
+        elif e.kind == ActionCompleted.KIND:
+            done = e.data_as(ActionCompleted)
+            if done.tool == self.tool and done.ok:
+                return self._proposed.get(done.call_id, {})
+        return None
