@@ -419,16 +419,22 @@ class _Scan:
             rel_dir = stack.pop()
             if self.previous is None:
                 self._read_ignore_file(rel_dir, ".gitignore")
-            listed = self._list(rel_dir)
-            if listed is None:
-                continue
-            fd, files, dirs = listed
-            try:
-                for name, st in files:
-                    self._record(_join(rel_dir, name), fd, name, st)
-            finally:
-                os.close(fd)
-            stack += [_join(rel_dir, d) for d in dirs]
+            taken = self._take_dir(rel_dir)
+            if taken is not None:
+                stack += [_join(rel_dir, d) for d in taken[1]]
+
+    def _take_dir(self, rel_dir: str) -> tuple[list[tuple[str, os.stat_result]], list[str]] | None:
+        """List one directory and record its files; its (files, subdirectories), or None if it cannot be listed."""
+        listed = self._list(rel_dir)
+        if listed is None:
+            return None
+        fd, files, dirs = listed
+        try:
+            for name, st in files:
+                self._record(_join(rel_dir, name), fd, name, st)
+        finally:
+            os.close(fd)
+        return files, dirs
 
     def _list(self, rel_dir: str) -> tuple[int, list[tuple[str, os.stat_result]], list[str]] | None:
         """Open, watch (before listing) and list one directory: its fd, (name, lstat) of its files, its subdirs."""
@@ -511,15 +517,10 @@ class _Scan:
         w = self.watch
         assert w is not None
         old_files, old_dirs = w.files.get(rel_dir, set()), w.dirs.get(rel_dir, set())
-        listed = self._list(rel_dir)
-        if listed is None:
+        taken = self._take_dir(rel_dir)
+        if taken is None:
             raise _Redo  # the directory went away under us: its parent's event is on its way
-        fd, files, dirs = listed
-        try:
-            for name, st in files:
-                self._record(_join(rel_dir, name), fd, name, st)
-        finally:
-            os.close(fd)
+        files, dirs = taken
         for name in old_files - {n for n, _ in files}:
             self.entries.pop(_join(rel_dir, name), None)
             w.volatile.discard(_join(rel_dir, name))
