@@ -344,3 +344,60 @@ def test_git_agrees_on_what_is_ignored(ws: Path) -> None:
         text=True,
     ).stdout.split()
     assert sorted(take(ws).entries) == sorted(listed)
+
+
+# ---- materialise: rebuilding a recorded tree (replay, fork, import) --------------------------------
+
+
+def test_materialise_rebuilds_files_modes_and_links_byte_for_byte(ws: Path, tmp_path: Path) -> None:
+    write(ws, "bin/run.sh", "#!/bin/sh\necho hi\n").chmod(0o755)
+    write(ws, "data/blob.bin", bytes(range(256)) * 3)
+    os.symlink("../src/app.py", ws / "bin" / "app")
+    blobs = MemoryBlobStore()
+    m = take(ws, blobs=blobs)
+    out = tmp_path / "rebuilt"
+    snap.materialise(m, blobs, out)
+    again = take(out)
+    assert changes(m, again) == []  # same paths, bytes, kinds and executable bits
+    assert sorted(again.entries) == sorted(m.entries)
+    assert os.readlink(out / "bin" / "app") == "../src/app.py"
+    assert os.access(out / "bin" / "run.sh", os.X_OK) and not os.access(out / "README.md", os.X_OK)
+
+
+def test_materialise_refuses_a_blob_that_does_not_match_its_digest(ws: Path, tmp_path: Path) -> None:
+    blobs = MemoryBlobStore()
+    m = take(ws, blobs=blobs)
+    digest = m.entries["src/app.py"].digest
+    blobs.blobs[digest] = b"def f():\n    return 2\n"  # the store was tampered with
+    with pytest.raises(SnapshotError, match=r"src/app.py: the stored content does not match"):
+        snap.materialise(m, blobs, tmp_path / "out")
+
+
+def test_materialise_refuses_missing_content_a_non_empty_target_and_an_incomplete_snapshot(
+    ws: Path, tmp_path: Path
+) -> None:
+    blobs = MemoryBlobStore()
+    m = take(ws, blobs=blobs)
+    with pytest.raises(SnapshotError, match=r"README.md: content .* is not in the blob store"):
+        snap.materialise(m, MemoryBlobStore(), tmp_path / "empty-store")
+    busy = tmp_path / "busy"
+    write(busy, "keep.txt", "mine")
+    with pytest.raises(SnapshotError, match="expected an empty directory"):
+        snap.materialise(m, blobs, busy)
+    assert (busy / "keep.txt").read_text() == "mine"  # nothing of the caller's was touched
+    partial = dataclasses.replace(m, errors={"secret.txt": "unreadable: Permission denied"})
+    with pytest.raises(SnapshotError, match=r"could not read 1 path.*secret.txt"):
+        snap.materialise(partial, blobs, tmp_path / "partial")
+
+
+def test_materialise_never_writes_through_a_link_of_a_crafted_manifest(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    blobs = MemoryBlobStore()
+    m = take(ws, blobs=blobs)
+    link = snap.Entry("evil", EntryKind.LINK, blobs.put_blob(os.fsencode(str(outside))), 0o777, 1, 1, 1, 1)
+    through = dataclasses.replace(m.entries["README.md"], path="evil/pwned.txt")
+    crafted = dataclasses.replace(m, entries={**m.entries, "evil": link, "evil/pwned.txt": through})
+    with pytest.raises(SnapshotError, match="evil: cannot be written"):  # files first: the link finds a real dir
+        snap.materialise(crafted, blobs, tmp_path / "out")
+    assert list(outside.iterdir()) == []

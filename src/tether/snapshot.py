@@ -77,6 +77,7 @@ __all__ = [
     "Watch",
     "changes",
     "diff_stat",
+    "materialise",
     "read_content",
     "take",
     "unified_diff",
@@ -728,6 +729,51 @@ def read_content(entry: Entry, blobs: BlobStore | None, workspace: str | Path | 
         if bytes_hash(data) == entry.digest:
             return data
     raise SnapshotError(f"{entry.path}: content {entry.digest} is not stored and the file has changed since")
+
+
+def materialise(manifest: Manifest, blobs: BlobStore, dest: str | Path) -> None:
+    """Write the tree ``manifest`` records into ``dest`` (created, or an empty directory): files, modes, links.
+
+    Why: replay and fork start from a workspace rebuilt from the log alone, on this machine or another
+    (an imported package), never from whatever the original directory holds today. Every byte comes
+    from ``blobs`` and is checked against its digest, so a tampered or missing blob is a
+    :class:`SnapshotError` naming the path, never a silently different workspace. A manifest that
+    could not read some path (``errors``) cannot be rebuilt faithfully and is refused the same way.
+    Files are created exclusively and without following links, and links are made last, so no entry
+    can write through another one.
+    """
+    root = Path(dest)
+    if manifest.errors:
+        listed = ", ".join(f"{p} ({why})" for p, why in sorted(manifest.errors.items())[:5])
+        raise SnapshotError(
+            f"the snapshot could not read {len(manifest.errors)} path(s), so it cannot be rebuilt: {listed}"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        raise SnapshotError(f"{root}: expected an empty directory to rebuild the workspace in")
+    ordered = sorted(manifest.entries.values(), key=lambda e: (e.kind is EntryKind.LINK, e.path))
+    for entry in ordered:
+        try:
+            data = blobs.get_blob(entry.digest)
+        except (LookupError, TetherError) as e:
+            raise SnapshotError(f"{entry.path}: content {entry.digest} is not in the blob store ({e})") from e
+        if bytes_hash(data) != entry.digest:
+            raise SnapshotError(f"{entry.path}: the stored content does not match its digest {entry.digest}")
+        try:
+            _write_entry(root / entry.path, entry, data)
+        except OSError as e:
+            raise SnapshotError(f"{entry.path}: cannot be written under {root}: {e.strerror or e}") from e
+
+
+def _write_entry(target: Path, entry: Entry, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if entry.kind is EntryKind.LINK:
+        os.symlink(os.fsdecode(data), target)
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        os.fchmod(f.fileno(), entry.mode & 0o777)
 
 
 @dataclass(frozen=True)

@@ -247,3 +247,22 @@ def test_a_finish_is_not_refused_as_stale_when_the_final_verification_reran_the_
     assert contract["status"] == "COMPLETE", contract
     findings = payloads(bugfix / "t.db", contract["run_id"], "review.finding")
     assert not any(f["check"] in ("stale_verification", "regression") for f in findings)
+
+
+def test_the_starting_workspace_is_rebuilt_from_the_log_alone(bugfix: Path, tmp_path: Path) -> None:
+    """materialise_start: the start snapshot's bytes are in the store, so the original directory is not needed."""
+    from tether.kernel.snapshots import materialise_start
+
+    contract = run_cli(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
+    assert contract["status"] == "COMPLETE"
+    ws = bugfix / "project"
+    core = "src/stats/core.py"
+    assert "if len(ordered) % 2:" in (ws / core).read_text()  # the run changed it
+    original = subprocess.run(["git", "show", f"HEAD:{core}"], cwd=ws, capture_output=True, text=True, check=True)
+    os.rename(ws, tmp_path / "gone")  # the original workspace is no longer there
+    with EventStore.open(bugfix / "t.db") as store:
+        m = materialise_start(store, contract["run_id"], tmp_path / "start")
+    assert (tmp_path / "start" / core).read_text() == original.stdout
+    assert sorted(
+        p.relative_to(tmp_path / "start").as_posix() for p in (tmp_path / "start").rglob("*") if p.is_file()
+    ) == sorted(m.entries)

@@ -19,8 +19,9 @@ import re
 from pathlib import Path
 
 from tether.errors import TetherError
+from tether.events.kinds import Checkpoint
 from tether.events.store import EventStore
-from tether.snapshot import Manifest, SnapshotError, Watch, take
+from tether.snapshot import Manifest, SnapshotError, Watch, materialise, take
 
 STORE_SUFFIXES = ("", "-wal", "-shm", "-journal", ".lock")
 REPORT_PATTERN = "/.tether-report-*.json"  # the test reporter's file, written and removed by tether
@@ -78,3 +79,32 @@ class Snapshots:
 
     def record(self, m: Manifest) -> str:
         return self.store.put_blob(m.to_json())
+
+
+def start_manifest(store: EventStore, run_id: str) -> Manifest:
+    """The workspace a run started from: the manifest its ``start`` checkpoint names, read from the store.
+
+    Raises SnapshotError when the run has no start snapshot (a run from before tether kept them, or a
+    workspace that could not be read) or the manifest is missing or malformed.
+    """
+    start = next((e for e in store.events(run_id) if e.kind == Checkpoint.KIND and e.payload["label"] == "start"), None)
+    if start is None:
+        raise SnapshotError(f"run {run_id} has no start checkpoint")
+    h = start.data_as(Checkpoint).snapshot
+    if h is None:
+        raise SnapshotError(f"run {run_id} recorded no start snapshot (seq {start.seq}: {start.payload['note']})")
+    try:
+        return Manifest.from_json(store.get_blob(h))
+    except TetherError as e:
+        raise SnapshotError(f"run {run_id}: start snapshot {h}: {e}") from e
+
+
+def materialise_start(store: EventStore, run_id: str, dest: Path) -> Manifest:
+    """Rebuild the workspace ``run_id`` started from in ``dest`` (empty or new), from the log and its blobs only.
+
+    The one place replay, fork and import get a run's starting files: nothing is read from the
+    original workspace, so it works on another machine from an exported package.
+    """
+    m = start_manifest(store, run_id)
+    materialise(m, store, dest)
+    return m
