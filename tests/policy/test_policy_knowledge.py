@@ -285,6 +285,22 @@ def test_every_wrapper_is_seen_through(tmp_path: Path, wrapper: str) -> None:
         "ls | xargs --process-slot-var X git push",
         "ls | xargs -0I{} git push {}",
         "uv run --wi x git push",
+        "busybox sh -c 'git push'",
+        "busybox git push",
+        "prlimit --nofile=10 -n10 git push",
+        "prlimit --pid 1 git push",
+        "systemd-run --user -p X=1 --unit=a -E A=B git push",
+        "bwrap --ro-bind / / --chdir /tmp --unshare-all git push",
+        "bwrap --overlay a b c --setenv A B --symlink x y -- git push",
+        "bwrap --frobnicate x git push",  # an option it does not know hides the command: a deny rule may match
+        "parallel git push ::: a b",
+        "parallel 'git push {}' ::: a",
+        "parallel ::: ls 'git push'",
+        "parallel -j2 -I@@ 'git @@ x' ::: push",
+        "parallel --halt-on-error=1 git {} ::: push",
+        "parallel 'git {=s/x/y/=}' ::: push",
+        "ls | parallel",
+        "parallel :::: commands.txt",
     ],
 )
 def test_every_program_that_runs_a_command_is_seen_through(tmp_path: Path, command: str) -> None:
@@ -388,10 +404,30 @@ def test_sed_in_place_is_a_write_in_every_spelling(tmp_path: Path, spelling: str
 
 
 @pytest.mark.parametrize(
-    "command", ["unshare -r git push", "nsenter -t 1 -m git push", "setpriv --reuid 0 git push", "firejail git push"]
+    "command",
+    [
+        "unshare -r git push",
+        "nsenter -t 1 -m git push",
+        "setpriv --reuid 0 git push",
+        "firejail git push",
+        "systemd-run --scope git push",
+        "bwrap --bind / / git push",
+    ],
 )
 def test_namespace_and_privilege_wrappers_are_seen_through_and_never_allowed(tmp_path: Path, command: str) -> None:
     assert Gate(deny_push(), tmp_path).decide("bash", {"command": command}).verdict is DENY
     inner = command.replace("git push", "ls")
     d = Gate(default_envelope(), tmp_path).decide("bash", {"command": inner})
     assert d.verdict is ASK and d.deciding_rule == "coding:ask-privilege", d.to_dict()
+
+
+def test_a_bwrap_option_the_walker_does_not_know_asks_instead_of_guessing_the_command(tmp_path: Path) -> None:
+    d = Gate(default_envelope(), tmp_path).decide("bash", {"command": "bwrap --frobnicate ls rm -rf /"})
+    assert d.verdict is ASK and "shell:unknown-wrapper-option" in [r["id"] for r in d.to_dict()["rules"]]
+
+
+@pytest.mark.parametrize(
+    "command", ["parallel rm -rf {} ::: /", "parallel 'rm -rf' ::: /etc", "parallel ::: 'rm -rf /'"]
+)
+def test_parallel_never_runs_a_destructive_template_without_a_human(tmp_path: Path, command: str) -> None:
+    assert Gate(default_envelope(), tmp_path).decide("bash", {"command": command}).verdict is not ALLOW

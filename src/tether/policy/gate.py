@@ -44,6 +44,7 @@ _OPAQUE = frozenset(
         "shell:computed-command",
         "shell:unparseable",
         "shell:too-deep",
+        "shell:unknown-wrapper-option",
         "shell:too-complex",
         "shell:env-code",
         "shell:recursive-function",

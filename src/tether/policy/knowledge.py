@@ -38,7 +38,8 @@ WRAPPERS = frozenset(
     _words(
         "! builtin caffeinate catchsegv chroot chrt command dbus-launch do doas env exec fakeroot flock "
         "ionice ltrace nice nocorrect noglob nohup pkexec proxychains proxychains4 runuser setsid sg stdbuf "
-        "strace sudo taskset then time timeout torsocks unbuffer valgrind xvfb-run unshare nsenter setpriv firejail"
+        "strace sudo taskset then time timeout torsocks unbuffer valgrind xvfb-run unshare nsenter setpriv firejail "
+        "busybox prlimit systemd-run bwrap"
     )
 )
 #: A wrapper's own options, in the option-table syntax of :mod:`.programs` (``-u:`` takes a value), so
@@ -83,6 +84,19 @@ WRAPPER_OPTIONS: dict[str, Spec] = {
         "-s -e -x -u -n -o -F -v --shared --exclusive --unlock --nonblock --nb --close --no-fork --verbose -w: -E: "
         "--timeout: --wait: --conflict-exit-code: --help --version"
     ),
+    "prlimit": spec(
+        "-c -d -e -f -i -l -m -n -q -r -s -t -u -v -x -y --core= --data= --nice= --fsize= --sigpending= --memlock= "
+        "--rss= --nofile= --msgqueue= --rtprio= --stack= --cpu= --nproc= --as= --locks= --rttime= --noheadings --raw "
+        "--verbose -p: -o: --pid: --output: --help --version"
+    ),
+    "systemd-run": spec(
+        "-r -d -t -P -q -v -G -S --remain-after-exit --send-sighup --same-dir --pty --pipe --quiet --verbose "
+        "--no-block --wait --collect --user --system --scope --shell --no-ask-password --ignore-failure "
+        "--on-clock-change --on-timezone-change --slice-inherit -u: -p: -E: -H: -M: --unit: --property: "
+        "--description: --slice: --service-type: --uid: --gid: --nice: --working-directory: --setenv: --json: "
+        "--on-active: --on-boot: --on-startup: --on-unit-active: --on-unit-inactive: --on-calendar: "
+        "--path-property: --socket-property: --timer-property: --host: --machine: --background: --help --version"
+    ),
     "watch": spec(
         "-b -c -C -d -e -g -p -t -w -x -r --beep --color --no-color --differences= --errexit --chgexit --precise "
         "--no-title --no-wrap --no-rerun --exec --no-linewrap -n: -q: --interval: --equexit: --help --version"
@@ -90,7 +104,47 @@ WRAPPER_OPTIONS: dict[str, Spec] = {
 }
 #: wrapper → how many positional words it consumes before the wrapped command.
 WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
-PRIVILEGED = frozenset(_words("sudo doas pkexec su runuser chroot sg unshare nsenter setpriv firejail"))
+#: bubblewrap's options and how many words each consumes (``--bind SRC DEST``: two); an option not listed
+#: hides where the wrapped command starts, so the walker then asks instead of guessing.
+BWRAP_ARITY: dict[str, int] = {
+    **dict.fromkeys(
+        _words(
+            "--unshare-all --share-net --unshare-user --unshare-user-try --unshare-ipc --unshare-pid --unshare-net "
+            "--unshare-uts --unshare-cgroup --unshare-cgroup-try --die-with-parent --as-pid-1 --new-session "
+            "--clearenv --disable-userns --assert-userns-disabled --level-prefix --help --version"
+        ),
+        0,
+    ),
+    **dict.fromkeys(
+        _words(
+            "--args --argv0 --userns --userns2 --pidns --uid --gid --hostname --chdir --unsetenv --lock-file "
+            "--sync-fd --remount-ro --exec-label --file-label --proc --dev --tmpfs --mqueue --dir --seccomp "
+            "--add-seccomp-fd --block-fd --userns-block-fd --info-fd --json-status-fd --cap-add --cap-drop "
+            "--perms --size --overlay-src --tmp-overlay --ro-overlay"
+        ),
+        1,
+    ),
+    **dict.fromkeys(
+        _words(
+            "--setenv --bind --bind-try --dev-bind --dev-bind-try --ro-bind --ro-bind-try --bind-fd --ro-bind-fd "
+            "--file --bind-data --ro-bind-data --symlink --chmod"
+        ),
+        2,
+    ),
+    "--overlay": 3,
+}
+#: GNU parallel's options (the command template follows them; ``:::``/``::::`` start its arguments).
+PARALLEL = spec(
+    "-0 -k -q -X -m -u -v -t --null --keep-order --quote --xargs --ungroup --group --line-buffer --verbose --tag "
+    "--dry-run --eta --bar --progress --no-notice --will-cite --halt-on-error= --shuf --lb -j: -n: -N: -I: -d: "
+    "-a: -L: -E: --jobs: --max-args: --max-replace-args: --delimiter: --arg-file: --colsep: --halt: --timeout: "
+    "--joblog: --results: --tmpdir: --tagstring: --retries: --delay: --load: --memfree: --help --version"
+)
+#: The words that end parallel's command template and begin its argument sources.
+PARALLEL_SOURCES = frozenset(_words("::: :::: :::+ ::::+"))
+PRIVILEGED = frozenset(
+    _words("sudo doas pkexec su runuser chroot sg unshare nsenter setpriv firejail systemd-run bwrap")
+)
 #: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
 SETS_VARIABLES = frozenset(
     {"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "test"}

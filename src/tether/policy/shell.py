@@ -42,8 +42,11 @@ from . import envvars, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name
 from .decision import Finding, Layer, Verdict
 from .knowledge import (
+    BWRAP_ARITY,
     DECODERS,
     FETCHERS,
+    PARALLEL,
+    PARALLEL_SOURCES,
     RUNNER_OPTIONS,
     RUNNERS,
     SETS_VARIABLES,
@@ -673,12 +676,57 @@ class _Walker:
                 return True
         elif name in ("then", "do", "!"):
             rest = args
+        elif name == "bwrap":
+            found_rest = self.bwrap_command(args)
+            if found_rest is None:
+                self.emit(cmd)
+                return True
+            rest = found_rest
         else:
             rest = _strip_options(args, WRAPPER_OPTIONS.get(name, _NO_OPTIONS), WRAPPER_POSITIONALS.get(name, 0))
         if not rest:
             self.emit(cmd)
             return True
         self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
+        return True
+
+    def bwrap_command(self, args: list[Word]) -> list[Word] | None:
+        """``bwrap --ro-bind / / --chdir /w CMD``: the command after bubblewrap's options, each of which takes
+        a fixed number of words; None (and an ASK) when an option it does not know hides where CMD starts."""
+        i = 0
+        while i < len(args):
+            w = args[i]
+            if w.static and w.text == "--":
+                return args[i + 1 :]
+            if w.static and not w.text.startswith("-"):
+                return args[i:]
+            if not w.static or w.text not in BWRAP_ARITY:
+                self.out.hard("shell:unknown-wrapper-option", Verdict.ASK, f"bwrap option {w.text!r} is not known")
+                return None
+            i += 1 + BWRAP_ARITY[w.text]
+        return []
+
+    def parallel(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
+        """GNU ``parallel TEMPLATE ::: ARGS``: a shell runs TEMPLATE once per argument, the argument put where a
+        replacement string (``{}``, ``{.}``, ``{=perl=}`` …) stands or appended; without a TEMPLATE each argument
+        is itself a command line. Arguments are data, so they are judged as a value known only at run time."""
+        found = programs.parse(replace(PARALLEL, subcommands={}), args)
+        rest = list(found.operands)
+        self.emit(replace(cmd, argv=cmd.argv[: len(cmd.argv) - len(rest)]))
+        cut = next((i for i, w in enumerate(rest) if w.static and w.text in PARALLEL_SOURCES), len(rest))
+        template, sources = rest[:cut], rest[cut:]
+        inner = replace(cmd, wrappers=(*cmd.wrappers, name), piped=not sources and cmd.piped)
+        if template and all(w.static for w in template):
+            replaced = [value for option, value in found.options if option == "-I" and value is not None]
+            self.recurse(_parallel_code(" ".join(w.text for w in template), replaced), inner, "parallel")
+        elif template:
+            self.dynamic_code(inner, "parallel", template)
+        elif sources and sources[0].text == ":::" and all(w.static for w in sources):
+            for w in sources[1:]:
+                if w.text not in PARALLEL_SOURCES:
+                    self.recurse(w.text, inner, "parallel")
+        else:
+            self.dynamic_code(inner, "parallel", sources)  # command lines read from a file or stdin
         return True
 
     def env_prefix(self, cmd: SimpleCommand, args: list[Word]) -> tuple[SimpleCommand, list[Word]] | None:
@@ -859,6 +907,7 @@ _EXPANDERS: dict[str, _Expander] = {
     "git": _Walker.git_code,
     **{name: _Walker.runner for name in RUNNERS},
     "xargs": _Walker.xargs,
+    "parallel": _Walker.parallel,
     "find": _Walker.find,
     **{name: _Walker.source for name in ("source", ".")},
     **{name: _Walker.code_string for name in ("su", "script")},
@@ -906,6 +955,16 @@ def _dynamic_at(w: Word, token: str, root: Word | None = None) -> Word:
 
 
 _NO_OPTIONS = Spec()
+_PARALLEL_REPLACEMENT = re.compile(r"\{=.*?=\}|\{[^{}\s]*\}")
+
+
+def _parallel_code(template: str, replace_strings: list[Word]) -> str:
+    """parallel's TEMPLATE as the code its shell runs, each argument spelled as a variable known only then."""
+    arg = '"$PARALLEL_ARGUMENT"'
+    code = _PARALLEL_REPLACEMENT.sub(arg, template)
+    for r in replace_strings:
+        code = code.replace(r.text, arg) if r.static and r.text else code
+    return code if arg in code else f"{code} {arg}"
 
 
 def _strip_options(args: list[Word], options: Spec, positionals: int) -> list[Word]:
