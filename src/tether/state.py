@@ -32,6 +32,7 @@ from tether.events.kinds import (
     ModelFailed,
     ModelResponded,
     RunFinished,
+    RunForked,
     RunResumed,
     RunStarted,
     RunWaiting,
@@ -183,6 +184,18 @@ class RunState:
         self.max_external = p.max_external
         self._active_since = datetime.fromisoformat(e.ts)
 
+    def _run_forked(self, e: Event, p: RunForked) -> None:
+        """A fork goes on from the parent's state at the fork point, in its own workspace, as its own run."""
+        self.run_id, self.workspace = e.run_id, p.workspace
+        if p.envelope is not None:
+            self.envelope, self.plan_hash, self.contract_hash = p.envelope, p.plan_hash, p.contract_hash
+            self.limits = dict(p.envelope.get("budgets") or self.limits)
+            self.max_external = (p.envelope.get("outputs") or {}).get("max_external", self.max_external)
+        self.model = p.model or self.model
+        self.attempt += 1
+        self.status = RunStatus.WAITING_APPROVAL if self.pending_approvals else RunStatus.RUNNING
+        self._active_since = datetime.fromisoformat(e.ts)
+
     def _run_resumed(self, e: Event, p: RunResumed) -> None:
         self.attempt += 1
         if not self.pending_approvals:
@@ -316,6 +329,7 @@ def _outcome(p: ApprovalDenied | ApprovalExpired) -> str | None:
 _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     RunStarted: RunState._run_started,
     RunResumed: RunState._run_resumed,
+    RunForked: RunState._run_forked,
     RunWaiting: RunState._run_waiting,
     RunFinished: RunState._run_finished,
     Checkpoint: RunState._checkpoint,

@@ -50,6 +50,30 @@ class RunResumed(Payload):
     reason: str = ""
 
 
+@register("run.forked")
+class RunForked(Payload):
+    """The first event of a fork: the run goes on from another run's log at ``at_seq``.
+
+    The parent's events up to ``at_seq`` are this run's prefix, shared and never copied: this event's
+    ``prev_hash`` is ``parent_hash``, so verifying the fork re-verifies the parent's prefix too. What the
+    fork changes for its continuation — the workspace (materialised at ``at_seq`` in a new directory), the
+    envelope, the model — is recorded here; the fold reads it like a second ``run.started``.
+    """
+
+    parent_run: str
+    at_seq: int = Field(ge=0)
+    parent_hash: str
+    workspace: str
+    snapshot: str | None = Field(None, description="Manifest blob of the workspace as materialised at at_seq.")
+    envelope_path: str = ""
+    envelope: dict[str, Any] | None = Field(None, description="A replacement envelope (--envelope); None keeps it.")
+    plan: dict[str, Any] | None = None
+    plan_hash: str = ""
+    contract_hash: str = ""
+    model: str = Field("", description="A replacement model (--model); empty keeps the parent's.")
+    by: str = ""
+
+
 @register("run.waiting")
 class RunWaiting(Payload):
     """The run paused durably (waiting for a human or input)."""

@@ -57,12 +57,15 @@ from tether.errors import (
 
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .chain import GENESIS, event_hash
+from .kinds import RunForked
 from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
 from .payload import Emitted, Payload, parse, prepare
 
 SCHEMA_VERSION = "2"
 READABLE_SCHEMAS = ("tether/1", "tether/2")
 RUN_COLUMNS = "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs"
+EVENT_COLUMNS = "run_id, seq, ts, kind, payload, prev_hash, hash"
+MAX_SEQ = 2**63 - 1
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
 LOCK_TIMEOUT_S = 10.0
 Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
@@ -412,6 +415,45 @@ class EventStore:
             self._start_heartbeat()
         return run_id
 
+    def create_fork(
+        self,
+        task: str,
+        forked: RunForked,
+        rest: Sequence[Emitted] = (),
+        *,
+        run_id: str | None = None,
+        lease: bool = False,
+    ) -> str:
+        """Create a run that goes on from ``forked.parent_run``'s log at ``forked.at_seq``: one transaction.
+
+        The parent's events up to that seq are the fork's prefix (shared, not copied): the fork's head starts
+        at the parent's (seq, hash) there, so ``run.forked`` chains onto it. Refused when the parent has no
+        event at that seq or its hash there is not ``forked.parent_hash`` (the parent moved or was rewritten).
+        """
+        prepared = [prepare(item) for item in (forked, *rest)]
+        run_id = run_id or new_run_id()
+        parent = self.run(forked.parent_run)
+        at = forked.at_seq
+        if at > parent.head_seq:
+            raise InputError(f"run {parent.run_id} has no event seq {at} (its last is {parent.head_seq})")
+        with self._transaction() as conn:
+            found = self._events_in(parent.run_id, after=at - 1, upto=at)
+            if not found or found[0].hash != forked.parent_hash:
+                raise InputError(
+                    f"run {parent.run_id}: event seq {at} does not have the hash the fork names "
+                    f"({forked.parent_hash}); see `tether log verify {parent.run_id}`"
+                )
+            conn.execute(
+                "INSERT INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) VALUES (?,?,?,?,?,?)",
+                (run_id, now_iso(), task, parent.run_id, at, forked.parent_hash),
+            )
+            self._append_locked(conn, run_id, prepared, (at, forked.parent_hash))
+            if lease:
+                self._lease_locked(conn, run_id)
+        if lease:
+            self._start_heartbeat()
+        return run_id
+
     @overload
     def append(self, run_id: str, event: Payload, *, expect: Head | None = None) -> Event: ...
     @overload
@@ -596,11 +638,59 @@ class EventStore:
         return bytes(row[0])
 
     def events(self, run_id: str, *, after: int = -1) -> list[Event]:
-        rows = self._conn.execute(
-            "SELECT run_id, seq, ts, kind, payload, prev_hash, hash FROM events WHERE run_id=? AND seq>? ORDER BY seq",
-            (run_id, after),
-        ).fetchall()
-        return [_row_event(r) for r in rows]
+        """The run's log after seq ``after``; a fork's starts with its parent's events up to the fork point."""
+        return self._events_in(run_id, after=after)
+
+    def _events_in(self, run_id: str, *, after: int = -1, upto: int | None = None) -> list[Event]:
+        return [_row_event(r) for r in self._rows(run_id, EVENT_COLUMNS, after, upto)]
+
+    def _rows(self, run_id: str, columns: str, after: int = -1, upto: int | None = None) -> list[tuple[Any, ...]]:
+        """Rows of the run's log (its lineage's segments, oldest first) with after < seq <= upto."""
+        rows: list[tuple[Any, ...]] = []
+        for rid, first, last in self.lineage(run_id):
+            lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
+            if lo <= hi:
+                rows += self._conn.execute(
+                    f"SELECT {columns} FROM events WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq",
+                    (rid, lo, hi),
+                ).fetchall()
+        return rows
+
+    def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
+        """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first.
+
+        A run that is not a fork is one segment of its own. A fork (its first own event is ``run.forked``)
+        is its parent's lineage cut at the fork point, then its own events; forks of forks nest.
+        """
+        segments: list[tuple[str, int, int]] = []
+        rid, upto, seen = run_id, MAX_SEQ, set()
+        while True:
+            if rid in seen:
+                raise LogCorrupt(run_id, 0, f"run.forked events form a cycle through run {rid}")
+            seen.add(rid)
+            fork = self._fork_point(rid)
+            first = fork[1] + 1 if fork else 0
+            segments.append((rid, first, upto))
+            if fork is None:
+                return segments[::-1]
+            rid, upto = fork[0], min(upto, fork[1])
+
+    def _fork_point(self, run_id: str) -> tuple[str, int] | None:
+        """(parent, seq) named by a run with a parent whose first own event is ``run.forked``, else None."""
+        row = self._conn.execute(
+            "SELECT e.seq, e.kind, e.payload FROM runs r JOIN events e ON e.run_id = r.run_id "
+            "WHERE r.run_id=? AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        if row is None or row[1] != RunForked.KIND:
+            return None
+        try:
+            p = RunForked.model_validate_json(row[2])
+        except ValueError as e:
+            raise LogCorrupt(run_id, int(row[0]), f"run.forked payload does not fit its model: {e}") from None
+        if p.at_seq != int(row[0]) - 1:
+            raise LogCorrupt(run_id, int(row[0]), f"run.forked names seq {p.at_seq}, but it is seq {row[0]}")
+        return p.parent_run, p.at_seq
 
     def head(self, run_id: str) -> Head:
         info = self.run(run_id)
@@ -660,11 +750,9 @@ class EventStore:
         return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
 
     def _verified_hashes(self, info: RunInfo) -> list[str]:
+        """The chain of the run's whole log: a fork's shared prefix is verified against the parent's rows."""
         try:
-            rows = self._conn.execute(
-                "SELECT seq, ts, kind, payload, prev_hash, hash FROM events WHERE run_id=? ORDER BY seq",
-                (info.run_id,),
-            ).fetchall()
+            rows = self._rows(info.run_id, "run_id, seq, ts, kind, payload, prev_hash, hash")
         except sqlite3.DatabaseError as e:
             raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
         return verify_rows(info, rows)
@@ -673,20 +761,23 @@ class EventStore:
 def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
     """Check each row's shape, then the chain; return the event hashes in seq order.
 
-    A payload is parsed only when its hash does not match (to say why): a matching hash means tether
-    wrote it (canonical JSON), or someone rewrote the chain — which only the anchor can tell.
+    Rows are ``(run_id, seq, ts, kind, payload, prev_hash, hash)``: a fork's prefix rows are its parent's,
+    hashed under the parent's id. A payload is parsed only when its hash does not match (to say why): a
+    matching hash means tether wrote it (canonical JSON), or someone rewrote the chain — which only the
+    anchor can tell.
     """
     prev = GENESIS
     hashes: list[str] = []
-    for expected_seq, (seq, ts, kind, payload, prev_hash, h) in enumerate(rows):
+    for expected_seq, (rid, seq, ts, kind, payload, prev_hash, h) in enumerate(rows):
+        where = info.run_id if rid == info.run_id else f"{info.run_id} (its prefix in parent run {rid})"
         if seq != expected_seq:
-            raise LogCorrupt(info.run_id, expected_seq, f"missing or reordered event (found seq {seq!r})")
+            raise LogCorrupt(where, expected_seq, f"missing or reordered event (found seq {seq!r})")
         if not (type(ts) is type(kind) is type(payload) is type(prev_hash) is type(h) is str):
-            raise LogCorrupt(info.run_id, seq, f"row is malformed: {_not_text(ts, kind, payload, prev_hash, h)}")
+            raise LogCorrupt(where, seq, f"row is malformed: {_not_text(ts, kind, payload, prev_hash, h)}")
         if prev_hash != prev:
-            raise LogCorrupt(info.run_id, seq, "prev_hash does not match the previous event's hash")
-        if event_hash(prev, info.run_id, seq, ts, kind, payload) != h or payload[:1] != "{":
-            raise LogCorrupt(info.run_id, seq, _why_not(payload))
+            raise LogCorrupt(where, seq, "prev_hash does not match the previous event's hash")
+        if event_hash(prev, rid, seq, ts, kind, payload) != h or payload[:1] != "{":
+            raise LogCorrupt(where, seq, _why_not(payload))
         prev = h
         hashes.append(h)
     n = len(rows)
