@@ -31,15 +31,21 @@ def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``bwrap`` are skipped, with the reason, where bubblewrap cannot start (never in CI, which has it).
+    """Tests marked ``bwrap`` or ``browser`` are skipped, with the reason, where bubblewrap cannot start or no
+    chromium is installed — never in CI, which installs both and fails instead.
 
-    One place for the rule, so that no test file can quietly skip a sandbox test in CI.
+    One place for the rule, so that no test file can quietly skip a sandbox or browser test in CI.
     """
-    marked = [item for item in items if item.get_closest_marker("bwrap")]
-    reason = (bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed") if marked else None
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        raise pytest.UsageError(f"CI must run the bwrap tests, but bubblewrap cannot start: {reason}")
-    for item in marked:
-        item.add_marker(pytest.mark.skip(reason=f"bwrap unavailable: {reason}"))
+    needs = {
+        "bwrap": lambda: bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed",
+        "browser": lambda: None if shutil.which("chromium") else "chromium is not installed (apt-get install chromium)",
+    }
+    for marker, why_not in needs.items():
+        marked = [item for item in items if item.get_closest_marker(marker)]
+        reason = why_not() if marked else None
+        if reason is None:
+            continue
+        if os.environ.get("CI"):
+            raise pytest.UsageError(f"CI must run the {marker} tests, but: {reason}")
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=f"{marker} unavailable: {reason}"))

@@ -13,7 +13,18 @@ from rich.markup import escape
 
 from tether.errors import InputError, LogCorrupt, RuntimeFailure, SandboxUnavailable, TetherError
 
-from . import common, demo_cmds, doctor_cmds, envelope_cmds, exec_cmds, key_cmds, log_cmds, policy_cmds, run_cmds
+from . import (
+    common,
+    demo_cmds,
+    doctor_cmds,
+    envelope_cmds,
+    exec_cmds,
+    key_cmds,
+    log_cmds,
+    policy_cmds,
+    run_cmds,
+    serve_cmds,
+)
 
 app = typer.Typer(
     name="tether",
@@ -23,7 +34,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for group in (envelope_cmds, log_cmds, exec_cmds, doctor_cmds, run_cmds, demo_cmds, policy_cmds, key_cmds):
+for group in (envelope_cmds, log_cmds, exec_cmds, doctor_cmds, run_cmds, demo_cmds, policy_cmds, key_cmds, serve_cmds):
     group.register(app)
 
 

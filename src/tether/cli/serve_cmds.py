@@ -1,0 +1,33 @@
+"""``tether serve``: the web console over a tether database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .common import DbOption, console, db_path
+
+
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="Bind address; any but loopback requires a token."),
+    port: int = typer.Option(8765, "--port", help="TCP port."),
+    token: str | None = typer.Option(
+        None, "--token", help="Access token (default: none on loopback, a generated one on any other bind)."
+    ),
+    db: Path | None = DbOption,
+) -> None:
+    """The web console: runs, live timelines, each turn's loop view, the approval inbox. Ctrl-C stops it."""
+    from tether.console.access import bind_token
+    from tether.console.server import serve, url
+
+    path = db_path(db)
+    settled = bind_token(host, token)
+    console.print(f"tether console for {path} at {url(host, port)}")
+    if settled is not None and token is None:
+        console.print(f"[bold]access token (shown once):[/] {settled}\nopen: {url(host, port, settled)}")
+    serve(path, host, port, settled)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_cmd)

@@ -1,0 +1,132 @@
+"""Console fixtures: tether databases written through the real store, the console served on loopback, and
+one headless Chromium (the distribution's, never a downloaded one) for the whole session."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.canonical import content_hash
+from tether.console.server import Background
+from tether.events.kinds import (
+    ActionCompleted,
+    ActionDecided,
+    ActionProposed,
+    ActionStarted,
+    ApprovalRequested,
+    ModelRequested,
+    ModelResponded,
+    RunStarted,
+    ToolCallData,
+)
+from tether.events.kinds_control import BeliefRecorded, ControlChanged, DiagnosticsComputed, SensorResultEvent
+from tether.events.payload import Payload
+from tether.events.store import EventStore
+
+XSS = '<script>window.__pwned = 1</script>"><img src=x onerror="window.__pwned = 2">'
+
+
+def turn_events(turn: int, command: str, output: str, *, decided: bool = True) -> list[Payload]:
+    """One governed turn as the kernel logs it: the model's call, the verdict, the receipt, what control saw."""
+    cid = f"c{turn}"
+    args = {"command": command}
+    events: list[Payload] = [
+        ModelRequested(turn=turn, model="fn"),
+        ModelResponded(
+            turn=turn,
+            model="fn",
+            text=f"turn {turn}: {command}",
+            termination="tool_request",
+            tool_calls=[ToolCallData(id=cid, name="bash", args=args)],
+            input_tokens=100,
+            output_tokens=20,
+            cost_usd=0.001,
+        ),
+        ActionProposed(call_id=cid, tool="bash", args=args, args_hash=content_hash(args), turn=turn),
+    ]
+    if not decided:
+        return events
+    return [
+        *events,
+        ActionDecided(call_id=cid, verdict="ALLOW", deciding_rule="coding:allow-read", reason="reads only"),
+        ActionStarted(call_id=cid, tool="bash", args_hash=content_hash(args)),
+        ActionCompleted(
+            call_id=cid, tool="bash", ok=True, duration_s=0.01, changed_files=["src/a.py"],
+            result={"ok": True, "content": output, "data": {"exit_code": 0, "sandbox": "local"}},
+        ),
+        BeliefRecorded(key="tests.failing", kind="tests_failing", value=turn % 3, generation=turn, cites=[f"r#{turn}"]),
+        DiagnosticsComputed(dimensions={"progress_rate": 1 / turn, "evidence_support": 0.9}, through=f"r#{turn}"),
+        SensorResultEvent(sensor="lint", result="PASS" if turn % 2 else "FAIL", summary="ruff", required=True),
+    ]  # fmt: skip
+
+
+def write_run(store: EventStore, task: str, turns: int, *, output: str = "ok", parent: str | None = None) -> str:
+    run_id = store.create_run(task, parent_run=parent)
+    events: list[Payload] = [RunStarted(task=task, model="fn", sandbox="local", workspace="/work/space")]
+    for t in range(1, turns + 1):
+        events += turn_events(t, f"echo step {t}", output)
+        if t == 2:
+            events.append(ControlChanged(previous="NORMAL", state="CAUTIOUS", tier="warning", reason="slow"))
+    for i in range(0, len(events), 500):
+        store.append_many(run_id, events[i : i + 500], durable=False)
+    return run_id
+
+
+def ask(store: EventStore, run_id: str, turn: int, command: str, preview: str) -> str:
+    """A turn whose call the gate sent to a human: the run waits on ``ap-<turn>``."""
+    store.append_many(run_id, turn_events(turn, command, "", decided=False))
+    args = {"command": command}
+    store.append_many(
+        run_id,
+        [
+            ActionDecided(call_id=f"c{turn}", verdict="ASK", deciding_rule="coding:ask-push", reason="remote"),
+            ApprovalRequested(
+                approval_id=f"ap-{turn}", call_id=f"c{turn}", tool="bash", args_hash=content_hash(args),
+                preview=preview, reason="talks to a remote", expires_at=4e9,
+            ),
+        ],
+    )  # fmt: skip
+    return f"ap-{turn}"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "tether.db"
+
+
+@pytest.fixture
+def served(db: Path) -> Iterator[Background]:
+    """The console over ``db`` (created empty first), on a free loopback port."""
+    EventStore.open(db).close()
+    server = Background(db)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    assert executable, "the browser marker's skip rule (tests/conftest.py) lets no test here run without chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context (own cookies) that fails the test on any script error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+    assert not errors, f"script errors in the console: {errors}"

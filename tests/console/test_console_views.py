@@ -1,0 +1,109 @@
+"""What the console's pages say, computed from real logs without a browser: pagination, the fork tree,
+filters, the control band, the diagnostics chart, the loop view and a damaged log."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from conftest import write_run
+
+from tether.console import views
+from tether.events.store import EventStore
+
+
+def test_a_long_run_opens_on_its_last_page_and_every_page_holds_at_most_page_size(db: Path) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "long", 400)  # 4,000+ events
+        events = store.events(run_id)
+    tail = views.page(events, None)
+    assert len(tail.items) == views.PAGE_SIZE and tail.is_tail and tail.later is None
+    assert tail.items[-1].seq == events[-1].seq
+    first = views.page(events, 0)
+    assert [i.seq for i in first.items] == list(range(views.PAGE_SIZE)) and first.earlier is None
+    assert first.later == views.PAGE_SIZE
+    seq = 1234
+    start = views.page_of_seq(events, seq)
+    assert seq in [i.seq for i in views.page(events, start).items]
+    assert views.page(events, 10**9).items[-1].seq == events[-1].seq  # past the end: the last event, not nothing
+
+
+def test_forks_follow_their_parent_and_a_parent_loop_is_shown_once(db: Path) -> None:
+    with EventStore.open(db) as store:
+        root = write_run(store, "root", 1)
+        fork = write_run(store, "fork", 1, parent=root)
+        write_run(store, "fork of fork", 1, parent=fork)
+        write_run(store, "other", 1)
+        rows = [views.run_row(i, store.events(i.run_id), None) for i in store.runs()]
+    tree = views.as_tree(rows)
+    assert [(r.task, r.depth) for r in tree] == [("root", 0), ("fork", 1), ("fork of fork", 2), ("other", 0)]
+    alone = views.as_tree([r for r in rows if r.task != "root"])  # the parent filtered out: the fork stays
+    assert [(r.task, r.depth) for r in alone] == [("fork", 0), ("fork of fork", 1), ("other", 0)]
+
+
+def test_filters_match_status_control_and_text(db: Path) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "Fix the median", 3)
+        (row,) = [views.run_row(i, store.events(i.run_id), None) for i in store.runs()]
+    assert row.status == "RUNNING" and row.control == "CAUTIOUS" and row.tokens == 360
+    assert views.matches(row, "RUNNING", "CAUTIOUS", "MEDIAN") and views.matches(row, "", "", run_id[-6:])
+    assert not views.matches(row, "COMPLETE", "", "") and not views.matches(row, "", "NORMAL", "")
+    assert not views.matches(row, "", "", "mode")
+
+
+def test_the_control_band_spans_the_log_and_the_chart_stays_in_its_box(db: Path) -> None:
+    with EventStore.open(db) as store:
+        events = store.events(write_run(store, "t", 300))
+    band = views.control_band(events)
+    assert [b.state for b in band] == ["NORMAL", "CAUTIOUS"]
+    assert band[0].first_seq == 0 and band[-1].last_seq == events[-1].seq
+    assert abs(sum(b.percent for b in band) - 100) < 0.1 and band[1].offset == band[0].percent
+    chart = {s.name: s for s in views.diagnostics_chart(events)}
+    assert set(chart) == {"evidence_support", "progress_rate"}
+    points = [tuple(map(float, p.split(","))) for p in chart["progress_rate"].points.split()]
+    assert len(points) <= views.CHART_POINTS and all(0 <= x <= 100 and 0 <= y <= 40 for x, y in points)
+    assert points[0][1] == 0.0 and points[-1][1] > 39  # 1.0 at the top, 1/300 near the bottom
+
+
+def test_the_loop_view_puts_each_event_of_a_turn_in_its_layer(db: Path) -> None:
+    with EventStore.open(db) as store:
+        events = store.events(write_run(store, "t", 3))
+    view = views.turn_view(events, 2)
+    assert [lv.layer.name for lv in view.layers] == [
+        "world model", "evidence", "hypotheses", "contradictions", "diagnostics", "control state", "planning",
+        "execution review", "verification", "recovery", "reviewer",
+    ]  # fmt: skip
+    by = {lv.layer.name: lv for lv in view.layers}
+    assert [i.kind for i in by["planning"].items] == ["model.responded", "action.proposed"]
+    assert [i.title for i in by["execution review"].items] == ["ALLOW"]
+    assert [i.kind for i in by["evidence"].items] == ["action.completed"]
+    assert by["verification"].items[0].title == "sensor lint: FAIL"
+    assert by["control state"].note == "ended the turn CAUTIOUS" and view.control == "CAUTIOUS"
+    assert by["hypotheses"].note == "nothing this turn"
+    assert all(i.turn == 2 for lv in view.layers for i in lv.items)
+    assert views.turn_view(events, 1).control == "NORMAL"
+
+
+def test_a_long_output_is_clipped_on_the_timeline_and_named_as_such(db: Path) -> None:
+    with EventStore.open(db) as store:
+        events = store.events(write_run(store, "t", 1, output="x" * 10_000))
+    (done,) = [views.item(e, 1) for e in events if e.kind == "action.completed"]
+    assert done.clipped and len(done.text) == views.TEXT_LIMIT and done.text_label == "output"
+    assert ("exit code", "0") in done.facts and ("changed files", "src/a.py") in done.facts
+
+
+def test_a_rewritten_log_is_listed_corrupt_not_folded(db: Path) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "t", 2)
+    with sqlite3.connect(db) as conn:  # a writer that goes around the store: drop the append-only trigger
+        conn.execute("DROP TRIGGER events_no_update")
+        conn.execute('UPDATE events SET payload = \'{"task": "forged"}\' WHERE run_id = ? AND seq = 0', (run_id,))
+    with EventStore.open(db, readonly=True) as store:
+        info = store.run(run_id)
+        try:
+            store.verify(run_id)
+            problem = None
+        except Exception as e:
+            problem = str(e)
+        row = views.run_row(info, store.events(run_id), problem)
+    assert problem and row.status == "CORRUPT" and not row.verified and "seq 0" in row.problem
