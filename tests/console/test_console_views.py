@@ -107,3 +107,14 @@ def test_a_rewritten_log_is_listed_corrupt_not_folded(db: Path) -> None:
             problem = str(e)
         row = views.run_row(info, store.events(run_id), problem)
     assert problem and row.status == "CORRUPT" and not row.verified and "seq 0" in row.problem
+
+
+def test_a_chained_log_that_does_not_fold_is_listed_with_the_reason(db: Path) -> None:
+    """A log whose chain verifies but that tether did not write (a completion of a call never proposed)."""
+    from tether.events.kinds import ActionCompleted
+
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "t", 1)
+        store.append(run_id, ActionCompleted(call_id="never-proposed", tool="bash", ok=True))
+        row = views.run_row(store.run(run_id), store.events(run_id), None)
+    assert row.status == "CORRUPT" and "does not fold" in row.problem and "never-proposed" in row.problem

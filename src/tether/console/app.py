@@ -239,9 +239,6 @@ async def run_page(console: Console, request: Request) -> Response:
     at = _int(request.query_params.get("at"))
     start = views.page_of_seq(events, at) if at is not None else _int(request.query_params.get("start"))
     timeline = views.page(events, start)
-    approvals = []
-    if problem is None and row.status != "CORRUPT":
-        approvals = [a for a in RunState.from_events(events).pending_approvals.values()]
     return render(
         request,
         "run.html",
@@ -251,7 +248,7 @@ async def run_page(console: Console, request: Request) -> Response:
         chart=views.diagnostics_chart(events),
         band=views.control_band(events),
         turns=sorted(set(views.turns_of(events))),
-        approvals=approvals,
+        approvals=row.approvals,
         live=timeline.is_tail and row.status in ("RUNNING", "NEW", "WAITING_APPROVAL"),
         last_seq=events[-1].seq if events else -1,
     )
@@ -319,31 +316,35 @@ def _sse(event: str, data: dict[str, Any], seq: int | None = None) -> str:
 
 async def run_stream(console: Console, request: Request) -> Response:
     """Server-sent events: each event appended after ``after`` (or the ``Last-Event-ID`` a reconnecting browser
-    sends), rendered as the page renders it, then the run's status and control state; ends with the run."""
-    run_id = request.path_params["run_id"]
+    sends), rendered as the page renders it, then the run's status and control state; ends with the run.
+
+    The log is folded once when the stream opens; each poll then reads and folds only the new events, so
+    following a long run costs what its new events cost."""
     after = _int(request.headers.get("last-event-id")) or _int(request.query_params.get("after")) or -1
     item = templates.get_template("_item.html")
 
-    def read() -> tuple[Any, list[Event]]:
+    def begin() -> tuple[str, _Follow]:
         with console.reader() as store:
-            info = store.run(run_id)
-            return info, store.events(info.run_id)
+            run_id = store.run(request.path_params["run_id"]).run_id
+            return run_id, _Follow(store.events(run_id)[: after + 1])
+
+    run_id, follow = await run_in_threadpool(begin)
+
+    def read(since: int) -> list[Event]:
+        with console.reader() as store:
+            return store.events(run_id, after=since)
 
     async def stream() -> AsyncIterator[str]:
-        last, quiet = after, 0.0
+        quiet = 0.0
         while not await request.is_disconnected():
-            info, full = await run_in_threadpool(read)
-            new = [e for e in full if e.seq > last]
+            new = await run_in_threadpool(read, follow.last)
             if new:
-                turns = dict(zip((e.seq for e in full), views.turns_of(full), strict=True))
                 for e in new:
-                    html = item.render(it=views.item(e, turns[e.seq]), run_id=info.run_id)
-                    yield _sse("item", {"seq": e.seq, "html": html}, e.seq)
-                last, quiet = new[-1].seq, 0.0
-                row = views.run_row(info, full, None)
-                yield _sse("status", {"status": row.status, "control": row.control, "events": len(full)})
-                if row.status in TERMINAL or row.status == "CORRUPT":
-                    yield _sse("end", {"status": row.status})
+                    yield _sse("item", {"seq": e.seq, "html": item.render(it=follow.take(e), run_id=run_id)}, e.seq)
+                quiet = 0.0
+                yield _sse("status", {"status": follow.status, "control": follow.control, "events": follow.last + 1})
+                if follow.status in TERMINAL or follow.status == "CORRUPT":
+                    yield _sse("end", {"status": follow.status})
                     return
             elif quiet >= KEEPALIVE_S:
                 yield ": keep-alive\n\n"
@@ -352,6 +353,32 @@ async def run_stream(console: Console, request: Request) -> Response:
             quiet += POLL_S
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+
+class _Follow:
+    """A live stream's fold of the run: its state, control state and turn, extended one new event at a time."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.state = RunState()
+        self.last, self.turn, self.control, self.broken = -1, 0, views.control_of(events).value, ""
+        for e in events:
+            self.take(e)
+
+    def take(self, e: Event) -> views.Item:
+        self.last = e.seq
+        self.turn = views.turns_of([e], self.turn)[0]
+        try:
+            if not self.broken:
+                self.state.apply(e)
+            if e.kind == "control.changed":
+                self.control = views.control_of([e]).value
+        except (LogCorrupt, KeyError, ValueError, TypeError, AttributeError) as err:  # shown, never followed on
+            self.broken = str(err)
+        return views.item(e, self.turn)
+
+    @property
+    def status(self) -> str:
+        return "CORRUPT" if self.broken else self.state.status.value
 
 
 # ---- approvals ---------------------------------------------------------------------------------------

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tether.control.loop import control_state
 from tether.errors import LogCorrupt
+from tether.events.kinds_control import ControlChanged
 from tether.events.store import Event, RunInfo
 from tether.state import RunState
+from tether.status import ControlState
 
 PAGE_SIZE = 200  # events on one page of a run's timeline: a 5,000-event run opens as fast as a short one
 TEXT_LIMIT = 4000  # characters of one output or diff shown inline; the whole text is at /runs/{id}/events/{seq}
@@ -41,6 +42,7 @@ class RunRow:
     verified: bool
     problem: str = ""
     depth: int = 0
+    approvals: tuple[dict[str, Any], ...] = ()  # the pending approval requests, as the fold keeps them
 
 
 def run_row(info: RunInfo, events: Sequence[Event], chain_problem: str | None) -> RunRow:
@@ -51,9 +53,11 @@ def run_row(info: RunInfo, events: Sequence[Event], chain_problem: str | None) -
         return corrupt
     try:
         state = RunState.from_events(events)
-        control = control_state(events).value
+        control = control_of(events).value
     except LogCorrupt as e:
         return replace(corrupt, problem=str(e))
+    except (KeyError, ValueError, TypeError, AttributeError) as e:  # chained, but not a log tether wrote
+        return replace(corrupt, problem=f"the log does not fold: {e.__class__.__name__}: {e}")
     return replace(
         corrupt,
         status=state.status.value,
@@ -62,7 +66,15 @@ def run_row(info: RunInfo, events: Sequence[Event], chain_problem: str | None) -
         usd=round(state.used.usd, 4),
         tokens=state.used.tokens,
         verified=True,
+        approvals=tuple(state.pending_approvals.values()),
     )
+
+
+def control_of(events: Sequence[Event]) -> ControlState:
+    """The control state the latest ``control.changed`` set (NORMAL before any): what
+    ``control.loop.control_state`` answers, read from the one event instead of a fold of the whole log."""
+    last = next((e for e in reversed(events) if e.kind == ControlChanged.KIND), None)
+    return ControlState(last.data_as(ControlChanged).state) if last is not None else ControlState.NORMAL
 
 
 def as_tree(rows: Sequence[RunRow]) -> list[RunRow]:
@@ -272,9 +284,10 @@ def item(e: Event, turn: int) -> Item:
     return Item(e.seq, e.ts, e.kind, turn, _group(e), title, facts, shown, label, clipped)
 
 
-def turns_of(events: Sequence[Event]) -> list[int]:
-    """The turn each event belongs to: a turn starts at its model call; events before the first are turn 0."""
-    out, turn = [], 0
+def turns_of(events: Sequence[Event], turn: int = 0) -> list[int]:
+    """The turn each event belongs to: a turn starts at its model call; events before the first are turn 0.
+    ``turn`` is the turn the event before ``events[0]`` was in (a live stream goes on from it)."""
+    out = []
     for e in events:
         if e.kind in ("model.requested", "model.responded"):
             turn = max(turn, int(e.payload.get("turn", turn)))
@@ -451,7 +464,7 @@ def turn_view(events: Sequence[Event], turn: int) -> TurnView:
     turns = turns_of(events)
     mine = [(e, t) for e, t in zip(events, turns, strict=True) if t == turn]
     last = mine[-1][0].seq if mine else -1
-    control = control_state([e for e in events if e.seq <= last]).value if mine else "NORMAL"
+    control = control_of([e for e in events if e.seq <= last]).value if mine else "NORMAL"
     layers = []
     for layer in LAYERS:
         items = [item(e, t) for e, t in mine if e.kind in layer.kinds]

@@ -1,0 +1,207 @@
+"""The console in a real browser (headless Chromium through Playwright): the runs list, a run that grows
+live while the kernel drives it, answering its approvals from the inbox (two operators at once) and the run
+going on, the loop view, planted markup that must not run, and a 5,000-event run opening one page."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import XSS, ask, turn_events, write_run
+
+from tether import Harness
+from tether.cli.demo_cmds import prepare
+from tether.console import views
+from tether.console.server import Background
+from tether.events.kinds import RunFinished
+from tether.events.store import EventStore
+from tether.models.base import Message, ModelResponse, ToolSpec, Usage
+from tether.models.function import FunctionModel, call, reply
+from tether.status import RunStatus
+
+pytestmark = pytest.mark.browser
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix"
+
+
+def pwned(page: Any) -> Any:
+    return page.evaluate("window.__pwned")
+
+
+def test_runs_list_shows_each_run_its_forks_as_a_tree_and_filters(served: Background, db: Path, page: Any) -> None:
+    with EventStore.open(db) as store:
+        root = write_run(store, "fix the median", 3)
+        fork = write_run(store, "fix the median, again", 1, parent=root)
+        done = write_run(store, "tidy the docs", 1)
+        store.append(done, RunFinished(status=RunStatus.COMPLETE, result="tidy"))
+    page.goto(served.url)
+    rows = page.locator("tr.run")
+    assert [rows.nth(i).get_attribute("data-run") for i in range(3)] == [root, fork, done]
+    assert rows.nth(1).get_attribute("data-depth") == "1" and "↳" in rows.nth(1).inner_text()
+    first = rows.nth(0).inner_text()
+    assert "RUNNING" in first and "CAUTIOUS" in first and "verified" in first and "$0.0030" in first
+    page.select_option("select[name=status]", "COMPLETE")
+    page.click("form.filters button")
+    assert [r.get_attribute("data-run") for r in page.locator("tr.run").all()] == [done]
+    page.goto(served.url + "?q=MEDIAN")
+    assert page.locator("tr.run").count() == 2
+    page.click(f"a[href='/runs/{root}']")
+    page.click("#verify")
+    assert "chain intact" in page.locator("#message").inner_text()
+
+
+def test_the_loop_view_draws_eleven_layers_linked_to_their_events(served: Background, db: Path, page: Any) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "t", 3)
+    page.goto(f"{served.url}runs/{run_id}")
+    page.click("text=turn 2")
+    layers = page.locator("li.layer")
+    assert layers.count() == 11
+    assert layers.nth(5).get_attribute("data-layer") == "control state"
+    assert "ended the turn CAUTIOUS" in layers.nth(5).inner_text()
+    evidence = page.locator("li.layer[data-layer=evidence] a").first
+    seq = evidence.inner_text().lstrip("#")
+    evidence.click()
+    assert page.locator(f"#e{seq}").get_attribute("data-kind") == "action.completed"
+
+
+def test_planted_markup_in_task_output_preview_and_live_events_never_runs(
+    served: Background, db: Path, page: Any
+) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, XSS, 2, output=XSS)
+        ask(store, run_id, 3, f"git push {XSS}", preview=XSS)
+    for path in ("", f"runs/{run_id}", f"runs/{run_id}/turns/1", f"runs/{run_id}/events/0", "approvals"):
+        page.goto(served.url + path)
+        assert pwned(page) is None, path
+        assert page.locator("img[src=x]").count() == 0, path
+        assert "<script>window.__pwned = 1</script>" in page.locator("main").inner_text(), path
+    page.goto(f"{served.url}runs/{run_id}")  # a waiting run's page follows the log: a live event is escaped too
+    with EventStore.open(db) as store:
+        appended = store.append_many(run_id, turn_events(4, XSS, XSS))
+    page.locator(f"#e{appended[-1].seq}").wait_for()
+    assert page.locator("ol.events li.ev").last.get_attribute("data-kind") == "sensor.result"
+    assert XSS in page.locator(f"#e{appended[0].seq + 1}").inner_text()  # the model's text, shown as text
+    assert pwned(page) is None and page.locator("img[src=x]").count() == 0
+
+
+def test_a_five_thousand_event_run_opens_one_page_and_pages_back(served: Background, db: Path, page: Any) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "long", 560)
+        total = len(store.events(run_id))
+    assert total > 5000
+    page.goto(f"{served.url}runs/{run_id}")
+    items = page.locator("ol.events li.ev")
+    assert items.count() == views.PAGE_SIZE
+    assert items.last.get_attribute("data-seq") == str(total - 1)
+    page.click("#earlier")
+    assert page.locator("ol.events li.ev").first.get_attribute("data-seq") == str(total - 2 * views.PAGE_SIZE)
+    assert page.locator("#count").inner_text() == str(total)
+
+
+# ---- a real run: live, waiting, answered in the browser, resumed ----------------------------------------
+
+
+class Agent:
+    """A model that waits for the test's go before its first turn, pushes twice (each push ASKs), then stops.
+    It keeps what the kernel told it, so the test can see a denial's reason reach the model."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.turns = 0
+        self.seen: list[str] = []
+
+    def __call__(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        self.turns += 1
+        self.seen = [str(m.content) for m in messages]
+        if self.turns == 1:
+            assert self.go.wait(30), "the test never said go"
+            return reply("reading first", [call("read_file", path="src/stats/core.py")])
+        if self.turns == 2:
+            return reply("pushing", [call("bash", command="git push origin main")])
+        if self.turns == 3:
+            return reply("pushing the tags", [call("bash", command="git push --tags origin")])
+        return ModelResponse("I stop here", (), "refusal", "refusal", Usage(1, 1), "fn")
+
+
+def drive(fn: Any) -> threading.Thread:
+    thread = threading.Thread(target=fn, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_for(predicate: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def answer(page: Any, served: Background, operator: str, choice: str, reason: str = "") -> str:
+    page.fill("input[name=by]", operator)
+    if reason:
+        page.fill("input[name=reason]", reason)
+    page.click(f"button[value={choice}]")
+    return str(page.locator("#message").inner_text())
+
+
+def test_a_live_run_is_answered_from_the_inbox_and_goes_on(
+    tmp_path: Path, served: Background, db: Path, page: Any, browser: Any
+) -> None:
+    bugfix = prepare(EXAMPLE, tmp_path)
+    agent = Agent()
+    harness = Harness(bugfix / "envelope.yaml", db=db, sandbox="local", model=FunctionModel(agent))
+    runner = drive(lambda: harness.run("fix the median"))
+    with EventStore.open(db, readonly=True) as store:
+        wait_for(lambda: bool(store.runs()))
+        run_id = store.runs()[0].run_id
+
+    # the run's page is open while the kernel works: what it appends shows up without a reload
+    page.goto(f"{served.url}runs/{run_id}")
+    page.evaluate("window.__same_page = true")
+    assert page.locator("li.ev[data-kind='model.responded']").count() == 0
+    agent.go.set()
+    page.locator("li.ev[data-kind='action.completed']").first.wait_for(timeout=60_000)
+    page.locator("#status:text('WAITING_APPROVAL')").wait_for(timeout=60_000)
+    assert page.evaluate("window.__same_page") is True
+    runner.join(60)
+    assert page.locator("li.ev[data-kind='approval.requested']").count() == 1
+
+    # two operators open the inbox; a page whose hidden hash was tampered with approves nothing
+    other = browser.new_context().new_page()
+    other.goto(served.url + "approvals")
+    page.goto(served.url + "approvals")
+    assert "git push origin main" in page.locator("article.approval").inner_text()
+    assert "local" in page.locator("article.approval dl").inner_text()
+    page.evaluate("document.querySelector('input[name=args_hash]').value = 'sha256:' + '0'.repeat(64)")
+    assert "not the ones this page showed" in answer(page, served, "ana", "once")
+    page.goto(served.url + "approvals")
+    assert "approved once" in answer(page, served, "ana", "once")
+    told = answer(other, served, "bo", "deny", "no pushing")  # bo's page still showed it: first answer won
+    assert "already answered" in told and "approved (once) by ana" in told
+    other.context.close()
+
+    # the driver resumes (as `tether resume` would); the open run page follows it to the next question
+    page.goto(f"{served.url}runs/{run_id}")
+    runner = drive(lambda: harness.resume(run_id))
+    page.locator("li.ev[data-kind='approval.requested'] >> nth=1").wait_for(timeout=60_000)
+    runner.join(60)
+    page.goto(served.url + "approvals")
+    assert "git push --tags origin" in page.locator("article.approval").inner_text()
+    assert "denied" in answer(page, served, "ana", "deny", "no pushing today")
+    page.goto(f"{served.url}runs/{run_id}")
+    runner = drive(lambda: harness.resume(run_id))
+    page.locator("#live:text('the run finished: NEEDS_INPUT')").wait_for(timeout=60_000)
+    runner.join(60)
+    assert page.locator("#status").inner_text() == "NEEDS_INPUT"
+    assert any("no pushing today" in m for m in agent.seen)  # the model was told the operator's reason
+
+    with EventStore.open(db, readonly=True) as store:
+        events = store.events(run_id)
+    granted = [e.payload for e in events if e.kind == "approval.granted"]
+    denied = [e.payload for e in events if e.kind == "approval.denied"]
+    assert [(g["by"], g["scope"]) for g in granted] == [("ana", "once")]
+    assert [(d["by"], d["reason"]) for d in denied] == [("ana", "no pushing today")]
