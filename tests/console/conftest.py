@@ -20,6 +20,7 @@ from tether.events.kinds import (
     ApprovalRequested,
     ModelRequested,
     ModelResponded,
+    RunForked,
     RunStarted,
     ToolCallData,
 )
@@ -65,12 +66,21 @@ def turn_events(turn: int, command: str, output: str, *, decided: bool = True) -
 
 
 def write_run(store: EventStore, task: str, turns: int, *, output: str = "ok", parent: str | None = None) -> str:
-    run_id = store.create_run(task, parent_run=parent)
-    events: list[Payload] = [RunStarted(task=task, model="fn", sandbox="local", workspace="/work/space")]
+    """A run of ``turns`` governed turns; with ``parent``, a fork of that run at its head (``run.forked``)."""
+    events: list[Payload] = []
     for t in range(1, turns + 1):
         events += turn_events(t, f"echo step {t}", output)
         if t == 2:
             events.append(ControlChanged(previous="NORMAL", state="CAUTIOUS", tier="warning", reason="slow"))
+    if parent is None:
+        run_id = store.create_run(task, [RunStarted(task=task, model="fn", sandbox="local", workspace="/work/space")])
+    else:
+        seq, hash_ = store.head(parent)
+        forked = RunForked(parent_run=parent, at_seq=seq, parent_hash=hash_, workspace="/work/fork")
+        run_id = store.create_fork(task, forked)
+        events = []  # a fork goes on with its own turns, numbered after its parent's
+        for t in range(1, turns + 1):
+            events += turn_events(100 + t, f"echo fork step {t}", output)
     for i in range(0, len(events), 500):
         store.append_many(run_id, events[i : i + 500], durable=False)
     return run_id

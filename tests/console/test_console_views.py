@@ -118,3 +118,15 @@ def test_a_chained_log_that_does_not_fold_is_listed_with_the_reason(db: Path) ->
         store.append(run_id, ActionCompleted(call_id="never-proposed", tool="bash", ok=True))
         row = views.run_row(store.run(run_id), store.events(run_id), None)
     assert row.status == "CORRUPT" and "does not fold" in row.problem and "never-proposed" in row.problem
+
+
+def test_a_forks_timeline_starts_with_its_parents_events_marked_as_theirs(db: Path) -> None:
+    with EventStore.open(db) as store:
+        root = write_run(store, "root", 2)
+        fork = write_run(store, "fork", 1, parent=root)
+        events = store.events(fork)
+        parent_len = len(store.events(root))
+    items = views.page(events, 0).items
+    assert {i.origin for i in items[:parent_len]} == {root}
+    assert items[parent_len].kind == "run.forked" and {i.origin for i in items[parent_len:]} == {fork}
+    assert items[-1].turn == 101  # the fork's own turns go on from its parent's numbering

@@ -124,6 +124,7 @@ class Item:
     text: str = ""
     text_label: str = ""
     clipped: bool = False
+    origin: str = ""  # the run whose log holds the event: a fork's first events are its parent's
 
 
 def _s(value: Any) -> str:
@@ -232,6 +233,7 @@ RENDER = {
     "action.invalid": _fields("tool", "error", title="invalid arguments"),
     "run.finished": _fields("status", "result", "next_action", "last_error", title="run finished"),
     "run.waiting": _fields("status", "reason", title="waiting"),
+    "run.forked": _fields("parent_run", "at_seq", "workspace", title="forked"),
     "control.changed": lambda p: (
         f"control {_s(p.get('previous'))} → {_s(p.get('state'))}",
         [("tier", _s(p.get("tier"))), ("reason", _s(p.get("reason")))],
@@ -281,7 +283,7 @@ def item(e: Event, turn: int) -> Item:
             title, facts, text = e.kind, [], json.dumps(e.payload, indent=1, sort_keys=True, default=str)
     shown, clipped = _clip(text)
     label = "diff" if shown.startswith(("---", "diff ")) else "output" if e.kind == "action.completed" else ""
-    return Item(e.seq, e.ts, e.kind, turn, _group(e), title, facts, shown, label, clipped)
+    return Item(e.seq, e.ts, e.kind, turn, _group(e), title, facts, shown, label, clipped, e.run_id)
 
 
 def turns_of(events: Sequence[Event], turn: int = 0) -> list[int]:
