@@ -233,6 +233,11 @@ RENDER = {
     "action.invalid": _fields("tool", "error", title="invalid arguments"),
     "run.finished": _fields("status", "result", "next_action", "last_error", title="run finished"),
     "run.waiting": _fields("status", "reason", title="waiting"),
+    "model.requested": _fields("model", "n_messages", "max_tokens", "prompt_tokens_est", title="model called"),
+    "action.started": _fields("tool", "attempt", "idempotent", title="running"),
+    "run.checkpoint": _fields("label", "files", "note", "unreadable", title="checkpoint"),
+    "run.resumed": _fields("reason", title="run resumed"),
+    "verify.completed": _fields("trigger", "accepted", "results", "reasons", title="verification"),
     "run.forked": _fields("parent_run", "at_seq", "workspace", title="forked"),
     "control.changed": lambda p: (
         f"control {_s(p.get('previous'))} → {_s(p.get('state'))}",
@@ -254,7 +259,7 @@ RENDER = {
     "review.gate": _fields("tool", "ok", "risk", "reasons", title="execution review"),
     "diagnostics.computed": lambda p: (
         "diagnostics",
-        [(_s(k), f"{v:.2f}") for k, v in sorted((p.get("dimensions") or {}).items()) if isinstance(v, int | float)],
+        [("dimensions", " · ".join(f"{_s(k)} {v:.2f}" for k, v in sorted((p.get("dimensions") or {}).items())))],
         "",
     ),
 }
@@ -267,7 +272,7 @@ def _group(e: Event) -> str:
     if e.kind == "sensor.result":
         return f"sensor sensor-{_s(p.get('result'))}"
     if e.kind == "action.completed":
-        return "receipt ok" if p.get("ok") else "receipt failed"
+        return "receipt receipt-ok" if p.get("ok") else "receipt receipt-failed"
     return e.kind.split(".")[0]
 
 
