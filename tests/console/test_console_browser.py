@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import XSS, ask, turn_events, write_run
 
 from tether import Harness
@@ -205,3 +206,46 @@ def test_a_live_run_is_answered_from_the_inbox_and_goes_on(
     denied = [e.payload for e in events if e.kind == "approval.denied"]
     assert [(g["by"], g["scope"]) for g in granted] == [("ana", "once")]
     assert [(d["by"], d["reason"]) for d in denied] == [("ana", "no pushing today")]
+
+
+def test_a_run_answered_in_the_inbox_is_resumed_from_its_page(
+    tmp_path: Path, served: Background, db: Path, page: Any
+) -> None:
+    """A recorded trajectory (so the console can load the run's model by the name the log holds): the run
+    waits on a push, the inbox approves it, the run's resume button drives it to its end."""
+    bugfix = prepare(EXAMPLE, tmp_path)
+    script = {"turns": [
+        {"text": "pushing", "tool_calls": [{"name": "bash", "args": {"command": "git push origin main"}}]},
+        {"text": "pushed; nothing more to do"},
+    ]}  # fmt: skip
+    (bugfix / "push.yaml").write_text(yaml.safe_dump(script))
+    waiting = Harness(bugfix / "envelope.yaml", db=db, sandbox="local", model="scripted:push.yaml").run("publish")
+    assert waiting.status is RunStatus.WAITING_APPROVAL
+
+    page.goto(f"{served.url}runs/{waiting.run_id}")
+    assert page.locator("#resume").count() == 0  # nothing to resume while the approval is pending
+    page.goto(served.url + "approvals")
+    assert "approved once" in answer(page, served, "ana", "once")
+    page.goto(f"{served.url}runs/{waiting.run_id}")
+    page.click("#resume")
+    page.locator("#live:text('the run finished')").wait_for(timeout=60_000)
+    assert page.locator("#driver-failure").count() == 0
+    with EventStore.open(db, readonly=True) as store:
+        events = store.events(waiting.run_id)
+    pushed = [e.payload for e in events if e.kind == "action.completed" and e.payload["tool"] == "bash"]
+    assert len(pushed) == 1 and [e.kind for e in events].count("run.resumed") == 1
+    assert events[-1].kind == "run.finished"
+    page.goto(f"{served.url}runs/{waiting.run_id}")
+    assert page.locator("#resume").count() == 0
+    # a finished run cannot be resumed: a form posted anyway (with the page's CSRF token) is refused
+    page.evaluate(
+        """(runId) => {
+            const form = document.querySelector("form[action$='/verify']");
+            form.action = "/runs/" + runId + "/resume";
+            form.submit();
+        }""",
+        waiting.run_id,
+    )
+    assert "can be resumed" in page.locator("#message").inner_text()
+    with EventStore.open(db, readonly=True) as store:
+        assert len(store.events(waiting.run_id)) == len(events)

@@ -26,7 +26,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -40,8 +40,10 @@ from tether.status import TERMINAL, RunStatus
 
 from . import views
 from .access import CSRF_COOKIE, CSRF_FIELD, TOKEN_COOKIE, Guard, new_csrf
+from .drivers import Drivers
 
 STATIC = Path(__file__).parent / "static"
+RESUMABLE = ("RUNNING", "WAITING_APPROVAL", "BLOCKED_DEPENDENCY")  # offered a resume button (once answered)
 POLL_S = 0.25  # how often a live stream looks for new events
 KEEPALIVE_S = 10.0
 ANSWER_RETRY_S = 5.0  # how long an answer waits for another writer (a driver ending, another operator) to let go
@@ -67,10 +69,11 @@ templates = Environment(
 
 @dataclass(frozen=True)
 class Console:
-    """What one server serves: a database and its access guard."""
+    """What one server serves: a database, its access guard, and the runs it resumed."""
 
     db: Path
     guard: Guard
+    drivers: Drivers
 
     def reader(self) -> EventStore:
         return EventStore.open(self.db, readonly=True)
@@ -83,7 +86,7 @@ class Console:
 
 def create_app(db: Path, guard: Guard) -> Starlette:
     """The console for the tether database at ``db``, guarded by ``guard``."""
-    console = Console(db, guard)
+    console = Console(db, guard, Drivers(db))
 
     def page(fn: Callable[[Console, Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -99,6 +102,7 @@ def create_app(db: Path, guard: Guard) -> Starlette:
             Route("/runs/{run_id}/events/{seq:int}", page(event_page)),
             Route("/runs/{run_id}/turns/{turn:int}", page(turn_page)),
             Route("/runs/{run_id}/verify", page(verify_action), methods=["POST"]),
+            Route("/runs/{run_id}/resume", page(resume_action), methods=["POST"]),
             Route("/approvals", page(approvals_page)),
             Route("/approvals/{approval_id}", page(answer_action), methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -106,6 +110,7 @@ def create_app(db: Path, guard: Guard) -> Starlette:
         exception_handlers={TetherError: _tether_error},
     )
     app.add_middleware(_GuardMiddleware, guard=guard)
+    app.state.console = console
     return app
 
 
@@ -249,6 +254,9 @@ async def run_page(console: Console, request: Request) -> Response:
         band=views.control_band(events),
         turns=sorted(set(views.turns_of(events))),
         approvals=row.approvals,
+        resumable=row.status in RESUMABLE and not row.approvals,
+        driving=(t := console.drivers.threads.get(info.run_id)) is not None and t.is_alive(),
+        driver_failure=console.drivers.failures.get(info.run_id),
         live=timeline.is_tail and row.status in ("RUNNING", "NEW", "WAITING_APPROVAL"),
         last_seq=events[-1].seq if events else -1,
     )
@@ -304,6 +312,15 @@ async def verify_action(console: Console, request: Request) -> Response:
         ok=ok,
         back=f"/runs/{request.path_params['run_id']}",
     )
+
+
+async def resume_action(console: Console, request: Request) -> Response:
+    """Continue a run as ``tether resume RUN`` would, driven by this server; the run's page follows it."""
+    form = await _checked_form(request)
+    if isinstance(form, Response):
+        return form
+    run_id = await run_in_threadpool(console.drivers.resume, request.path_params["run_id"])
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
 # ---- live ---------------------------------------------------------------------------------------------
@@ -471,7 +488,9 @@ def answer(console: Console, approval_id: str, form: dict[str, str]) -> tuple[in
         current = {r.approval_id: r for r in pending(store, verified=False)}.get(approval_id)
         if current is None:
             told = who_answered(store, approval_id)
-            return 409, "already answered", f"{approval_id} was {told}" if told else f"no approval {approval_id}"
+            if told is None:
+                return 404, "not answered", f"no pending approval {approval_id}; see the inbox"
+            return 409, "already answered", f"{approval_id} was {told}"
         if content_hash(current.args) != form.get("args_hash"):
             return 409, "not answered", f"{approval_id}: the arguments are not the ones this page showed; reload"
         deadline = time.monotonic() + ANSWER_RETRY_S

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import uvicorn
+from starlette.applications import Starlette
 
 from tether.errors import RuntimeFailure
 
@@ -18,8 +19,7 @@ from .access import Guard, bind_token, is_loopback
 from .app import create_app
 
 
-def _config(db: Path, host: str, port: int, token: str | None) -> uvicorn.Config:
-    app = create_app(db, Guard(host, token))
+def _config(app: Starlette, host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1, lifespan="off")
 
 
@@ -32,7 +32,11 @@ def serve(db: Path, host: str, port: int, token: str | None) -> None:
     """Serve until interrupted. ``token`` must already be the one :func:`bind_token` settled on."""
     if token is None and not is_loopback(host):
         raise RuntimeFailure(f"refusing to serve on {host} without a token")  # bind_token never lets this happen
-    uvicorn.Server(_config(db, host, port, token)).run()
+    app = create_app(db, Guard(host, token))
+    uvicorn.Server(_config(app, host, port)).run()
+    # A run the console resumed gets a minute to end; past that the process exits as a crash would (the log is
+    # whole; `tether resume` picks the run up).
+    app.state.console.drivers.join(timeout=60)
 
 
 class Background:
@@ -40,7 +44,8 @@ class Background:
 
     def __init__(self, db: Path, host: str = "127.0.0.1", token: str | None = None) -> None:
         self.token = bind_token(host, token)
-        self.server = uvicorn.Server(_config(db, host, 0, self.token))
+        self.app = create_app(db, Guard(host, self.token))
+        self.server = uvicorn.Server(_config(self.app, host, 0))
         self.thread = threading.Thread(target=self.server.run, name="tether-console", daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 10
@@ -58,3 +63,4 @@ class Background:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        self.app.state.console.drivers.join(timeout=60)
