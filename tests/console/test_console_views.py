@@ -81,6 +81,8 @@ def test_the_loop_view_puts_each_event_of_a_turn_in_its_layer(db: Path) -> None:
     assert by["control state"].note == "ended the turn CAUTIOUS" and view.control == "CAUTIOUS"
     assert by["hypotheses"].note == "nothing this turn"
     assert all(i.turn == 2 for lv in view.layers for i in lv.items)
+    assert by["world model"].held == "1 belief held: tests.failing = 2"  # the fold's belief after turn 2
+    assert by["recovery"].held == "strategy direct_edit" and by["planning"].held == "no plan recorded"
     assert views.turn_view(events, 1).control == "NORMAL"
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tether.control.fold import RunFold
 from tether.errors import LogCorrupt
 from tether.events.kinds_control import ControlChanged
 from tether.events.store import Event, RunInfo
@@ -220,7 +221,11 @@ RENDER = {
     "action.completed": _completed,
     "sensor.result": _sensor,
     "review.finding": _finding,
-    "action.proposed": lambda p: (f"→ {_s(p.get('tool'))}", [("call", _s(p.get("call_id")))], _args(p.get("args", {}))),
+    "action.proposed": lambda p: (
+        f"→ {_s(p.get('tool'))}",
+        [("args", _args(p.get("args", {}))), ("call", _s(p.get("call_id")))],
+        "",
+    ),
     "approval.requested": lambda p: (
         "approval needed",
         [("approval", _s(p.get("approval_id"))), ("tool", _s(p.get("tool"))), ("reason", _s(p.get("reason")))],
@@ -455,6 +460,7 @@ class LayerView:
     layer: Layer
     items: list[Item]
     note: str
+    held: str = ""  # what the layer holds once the turn is over, from the control layer's fold
 
 
 @dataclass(frozen=True)
@@ -465,18 +471,43 @@ class TurnView:
     control: str
 
 
+def held_after(events: Sequence[Event]) -> dict[str, str]:
+    """What the control layer's fold (``control/fold.py: RunFold``) holds after ``events``, per layer.
+
+    A fresh fold, not the kernel's cache (``control.fold.folded``), which a run this process drives may be
+    extending at the same moment."""
+    fold = RunFold()
+    fold.extend(events)
+    beliefs = sorted(fold.beliefs.values(), key=lambda b: b.key)
+    shown = "; ".join(f"{b.key} = {_s(b.value)}" for b in beliefs[:6]) + ("; …" if len(beliefs) > 6 else "")
+    standing = [h.id for h in fold.hypotheses.hypotheses.values()]
+    tasks = fold.plan.plan.ordered()
+    progress, why = fold.progress()
+    evidence, evidence_why = fold.evidence()
+    return {
+        "world model": f"{len(beliefs)} belief{'' if len(beliefs) == 1 else 's'} held"
+        + (f": {shown}" if beliefs else ""),
+        "hypotheses": f"{len(standing)} recorded" + (f": {', '.join(standing)}" if standing else ""),
+        "diagnostics": f"progress {progress:.2f} ({why}); evidence support {evidence:.2f} ({evidence_why})",
+        "planning": ", ".join(f"{t.id} {t.status}" for t in tasks) if tasks else "no plan recorded",
+        "recovery": f"strategy {fold.strategy}",
+    }
+
+
 def turn_view(events: Sequence[Event], turn: int) -> TurnView:
-    """What each of the eleven layers did in ``turn``: its events, and for the control state the state the
-    turn ended in (the fold of the log up to the turn's last event)."""
+    """What each of the eleven layers did in ``turn`` (its events), what it holds once the turn is over (the
+    control layer's fold of the log up to the turn's last event), and the control state the turn ended in."""
     turns = turns_of(events)
     mine = [(e, t) for e, t in zip(events, turns, strict=True) if t == turn]
     last = mine[-1][0].seq if mine else -1
-    control = control_of([e for e in events if e.seq <= last]).value if mine else "NORMAL"
+    prefix = [e for e in events if e.seq <= last]
+    control = control_of(prefix).value if mine else "NORMAL"
+    held = held_after(prefix) if mine else {}
     layers = []
     for layer in LAYERS:
         items = [item(e, t) for e, t in mine if e.kind in layer.kinds]
         note = "" if items else "nothing this turn"
         if layer.name == "control state":
             note = f"ended the turn {control}" + ("" if items else " (unchanged)")
-        layers.append(LayerView(layer, items, note))
+        layers.append(LayerView(layer, items, note, held.get(layer.name, "")))
     return TurnView(turn, sorted(set(turns)), layers, control)
