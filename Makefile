@@ -33,8 +33,8 @@ demo-local: $(STAMP)
 		$(if $(PROFILE),--profile "$(PROFILE)") $(if $(WINDOW),--window "$(WINDOW)")
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)

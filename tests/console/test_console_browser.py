@@ -20,6 +20,7 @@ from tether.console import views
 from tether.console.server import Background
 from tether.events.kinds import RunFinished
 from tether.events.store import EventStore
+from tether.kernel.approvals import ApprovalAnswer, record_answer
 from tether.models.base import Message, ModelResponse, ToolSpec, Usage
 from tether.models.function import FunctionModel, call, reply
 from tether.status import RunStatus
@@ -249,3 +250,24 @@ def test_a_run_answered_in_the_inbox_is_resumed_from_its_page(
     assert "can be resumed" in page.locator("#message").inner_text()
     with EventStore.open(db, readonly=True) as store:
         assert len(store.events(waiting.run_id)) == len(events)
+
+
+def test_the_inbox_says_when_approvals_arrive_or_are_answered_elsewhere(
+    served: Background, db: Path, page: Any
+) -> None:
+    with EventStore.open(db) as store:
+        first = write_run(store, "first", 1)
+        ask(store, first, 2, "git push origin main", "$ git push origin main")
+        second = write_run(store, "second", 2)
+    page.goto(served.url + "approvals")
+    assert page.locator("article.approval").count() == 1 and page.locator("#inbox-changed").is_hidden()
+    page.fill("input[name=reason]", "typing a reason")
+    with EventStore.open(db) as store:
+        ask(store, second, 3, "git push --force", "$ git push --force")
+    page.locator("#inbox-changed:text('new: ap-3')").wait_for()
+    with EventStore.open(db) as store:  # answered where `tether approve` answers
+        record_answer(store, "ap-2", ApprovalAnswer("once", "cli-user"))
+    page.locator("#inbox-changed:text('answered or expired: ap-2')").wait_for()
+    assert page.input_value("input[name=reason]") == "typing a reason"  # nothing reloaded under the operator
+    page.click("#inbox-changed a")
+    assert [a.get_attribute("id") for a in page.locator("article.approval").all()] == ["ap-3"]

@@ -45,6 +45,7 @@ from .drivers import Drivers
 STATIC = Path(__file__).parent / "static"
 RESUMABLE = ("RUNNING", "WAITING_APPROVAL", "BLOCKED_DEPENDENCY")  # offered a resume button (once answered)
 POLL_S = 0.25  # how often a live stream looks for new events
+INBOX_POLL_S = 1.0  # how often the inbox looks at the runs' heads
 KEEPALIVE_S = 10.0
 ANSWER_RETRY_S = 5.0  # how long an answer waits for another writer (a driver ending, another operator) to let go
 CSP = (
@@ -104,6 +105,7 @@ def create_app(db: Path, guard: Guard) -> Starlette:
             Route("/runs/{run_id}/verify", page(verify_action), methods=["POST"]),
             Route("/runs/{run_id}/resume", page(resume_action), methods=["POST"]),
             Route("/approvals", page(approvals_page)),
+            Route("/approvals/stream", page(approvals_stream)),
             Route("/approvals/{approval_id}", page(answer_action), methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
@@ -455,6 +457,47 @@ def _pending(console: Console) -> list[Pending]:
 async def approvals_page(console: Console, request: Request) -> Response:
     items = await run_in_threadpool(_pending, console)
     return render(request, "approvals.html", items=items, operator=request.cookies.get("tether_operator", ""))
+
+
+async def approvals_stream(console: Console, request: Request) -> Response:
+    """Server-sent events for the inbox: whenever the pending approvals differ from those the page shows
+    (``shown``), which ones are new and which were answered elsewhere. The log is folded again only when
+    some run's head has moved."""
+    shown = {a for a in request.query_params.get("shown", "").split(",") if a}
+
+    def heads() -> tuple[tuple[str, int], ...]:
+        if not console.db.exists():
+            return ()
+        with console.reader() as store:
+            return tuple((i.run_id, i.head_seq) for i in store.runs())
+
+    def now_pending() -> set[str]:
+        if not console.db.exists():
+            return set()
+        with console.reader() as store:
+            return {r.approval_id for r in pending(store)}
+
+    async def stream() -> AsyncIterator[str]:
+        seen: tuple[tuple[str, int], ...] | None = None
+        told: set[str] = shown
+        quiet = 0.0
+        while not await request.is_disconnected():
+            current = await run_in_threadpool(heads)
+            if current != seen:
+                seen = current
+                ids = await run_in_threadpool(now_pending)
+                if ids != told:
+                    told = ids
+                    yield _sse(
+                        "changed", {"pending": len(ids), "new": sorted(ids - shown), "gone": sorted(shown - ids)}
+                    )
+            elif quiet >= KEEPALIVE_S:
+                yield ": keep-alive\n\n"
+                quiet = 0.0
+            await asyncio.sleep(INBOX_POLL_S)
+            quiet += INBOX_POLL_S
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
 
 def who_answered(store: EventStore, approval_id: str) -> str | None:

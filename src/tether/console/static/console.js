@@ -28,7 +28,27 @@ function follow(list) {
   });
 }
 
+// The inbox says when the pending approvals change (new ones, or answered elsewhere) and offers a reload;
+// it never reloads by itself, so a reason being typed is not lost.
+function watchInbox(banner) {
+  const source = new EventSource(banner.dataset.stream);
+  source.addEventListener("changed", (message) => {
+    const data = JSON.parse(message.data);
+    const parts = [data.pending + " pending now"];
+    if (data.new.length) parts.push("new: " + data.new.join(", "));
+    if (data.gone.length) parts.push("answered or expired: " + data.gone.join(", "));
+    banner.textContent = parts.join("; ") + " ";
+    const reload = document.createElement("a");
+    reload.href = "/approvals";
+    reload.textContent = "reload";
+    banner.appendChild(reload);
+    banner.hidden = false;
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const list = document.querySelector("ol.events[data-stream]");
   if (list) follow(list);
+  const banner = document.getElementById("inbox-changed");
+  if (banner) watchInbox(banner);
 });
