@@ -24,8 +24,9 @@ def example(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the developer's ~/.config/tether (the anchor key lives there)."""
+    """No test reads or writes the developer's ~/.config/tether (the anchor key) or ~/.local/state/tether."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))  # the list of databases (tether runs --all)
     for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
         monkeypatch.delenv(name, raising=False)
 

@@ -114,7 +114,7 @@ RUN=$($T runs --db {db} --json | python3 -c 'import json,sys; print(json.load(sy
 AP=$($T approvals --db {db} --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["approval_id"])')
 $T approve $AP --db {db} >/dev/null; echo "approve=$?"
 dd if=/dev/zero of={mnt}/filler bs=4k 2>/dev/null
-$T resume $RUN --db {db} --sandbox local --json >/dev/null 2>{tmp_path}/full.err; echo "full=$?"
+$T resume $RUN --db {db} --sandbox local --json >{tmp_path}/full.err; echo "full=$?"
 rm {mnt}/filler
 $T log verify $RUN --db {db} >/dev/null; echo "verify_full=$?"
 $T resume $RUN --db {db} --sandbox local --json >{tmp_path}/resumed.out; echo "resumed=$?"
@@ -126,7 +126,8 @@ $T log verify $RUN --db {db} >/dev/null; echo "verify=$?"
     assert codes["run"] == "5" and codes["approve"] == "0", proc.stdout + proc.stderr
     assert codes["full"] == "3", proc.stdout
     full = (tmp_path / "full.err").read_text()
-    assert f"disk full: {db}" in full and "internal error" not in full
+    error = json.loads(full.splitlines()[-1])  # with --json the error is the last object on stdout
+    assert error["error"].startswith(f"disk full: {db}") and error["kind"] == "DiskFull" and error["exit"] == 3
     assert codes["verify_full"] == "0"  # nothing half-written by the failed resume
     assert codes["resumed"] == "5" and codes["verify"] == "0", proc.stdout
     contract = json.loads((tmp_path / "resumed.out").read_text().splitlines()[-1])

@@ -29,7 +29,21 @@ from dataclasses import dataclass
 
 
 class TetherError(Exception):
-    """Base of every error tether raises on purpose."""
+    """Base of every error tether raises on purpose.
+
+    ``path`` (the file) and ``field`` (where in it) are set where the raiser knows them, so that
+    ``--json`` can report them as fields instead of leaving a program to parse the message.
+    """
+
+    path: str | None = None
+    field: str | None = None
+
+    def __init__(self, message: str = "", *, path: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        if path is not None:
+            self.path = path
+        if field is not None:
+            self.field = field
 
 
 class InputError(TetherError):
@@ -66,7 +80,12 @@ class EnvelopeInvalid(InputError):
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
+        first = problems[0] if problems else None
+        super().__init__(
+            "\n".join(str(p) for p in problems),
+            path=(first.file or None) if first else None,
+            field=first.path if first else None,
+        )
 
 
 class NotATetherDatabase(InputError):

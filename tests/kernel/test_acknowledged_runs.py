@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,9 @@ def test_unacknowledged_risk_stops_the_run_before_anything_is_written(bugfix: Pa
     write_script(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     refused = run(bugfix, "--json")
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "$.environment.network.allow[0]" in refused.stderr
+    error = json.loads(refused.stdout)  # --json: the error is a JSON object on stdout
+    assert error["kind"] == "EnvelopeInvalid" and error["exit"] == 2
+    assert "$.environment.network.allow[0]" in [p["path"] for p in error["problems"]]
     if (bugfix / "t.db").exists():
         with EventStore.open(bugfix / "t.db") as store:
             assert store.runs() == []  # rejected input writes nothing

@@ -17,6 +17,7 @@ from typing import Any, assert_never
 import typer
 from rich.console import Console
 
+from tether.errors import FileError, TetherError
 from tether.events.anchor import Signer
 from tether.events.store import EventStore
 from tether.status import RunStatus
@@ -52,27 +53,83 @@ def exit_code(status: RunStatus) -> int:
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DbOption = typer.Option(None, "--db", help="Event store path (default: $TETHER_DB or .tether/tether.db).")
+DbOption = typer.Option(
+    None, "--db", help="Event store (default: $TETHER_DB, else found from here: see `tether runs --help`)."
+)
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
+
+DB_NAME = Path(".tether") / "tether.db"
 
 
 def db_path(db: Path | None, workspace: Path | None = None) -> Path:
+    """Where a command that may create the database puts it: --db, $TETHER_DB, else under the workspace."""
     if db is not None:
         return db
     env = os.environ.get("TETHER_DB")
     if env:
         return Path(env)
-    return (workspace or Path.cwd()) / ".tether" / "tether.db"
+    return (workspace or Path.cwd()) / DB_NAME
+
+
+def _envelope_workspace(envelope: Path) -> tuple[Path | None, str]:
+    """The workspace ``envelope`` names, or why it names none (unreadable envelopes are skipped, and said)."""
+    from tether.envelope.load import load_envelope
+
+    try:
+        env = load_envelope(envelope)
+    except TetherError as e:
+        return None, f"{envelope} (skipped: {str(e).splitlines()[0]})"
+    return (envelope.resolve().parent / env.environment.workspace).resolve(), ""
+
+
+def candidates(start: Path | None = None) -> list[Path]:
+    """Where an existing database is looked for, in order: here, the workspace of ./envelope.yaml, then each
+    parent directory (so a command run anywhere inside a workspace finds its log)."""
+    here = (start or Path.cwd()).resolve()
+    found = [here / DB_NAME]
+    envelope = here / "envelope.yaml"
+    if envelope.is_file():
+        workspace, _ = _envelope_workspace(envelope)
+        if workspace is not None:
+            found.append(workspace / DB_NAME)
+    found += [parent / DB_NAME for parent in here.parents]
+    return list(dict.fromkeys(found))
+
+
+def find_db(db: Path | None) -> Path:
+    """The database an existing-log command reads: --db, $TETHER_DB, else the first of :func:`candidates`.
+
+    The error names every place it looked, so a user can tell "wrong directory" from "never ran".
+    """
+    if db is not None or os.environ.get("TETHER_DB"):
+        return db_path(db)
+    looked = candidates()
+    for path in looked:
+        if path.is_file():
+            return path
+    envelope = Path.cwd() / "envelope.yaml"
+    skipped = _envelope_workspace(envelope)[1] if envelope.is_file() else ""
+    raise FileError(
+        "no tether database found; looked for "
+        + ", ".join(str(p) for p in looked)
+        + (f"; {skipped}" if skipped else "")
+        + " (pass --db FILE, set $TETHER_DB, or list every database with `tether runs --all`)",
+        path=str(looked[0]),
+    )
 
 
 def reader(db: Path | None) -> EventStore:
     """The store for a read-only command: never created, never migrated, never written."""
-    return EventStore.open(db_path(db), readonly=True)
+    return EventStore.open(find_db(db), readonly=True)
 
 
 def writer(db: Path | None, workspace: Path | None = None, *, create: bool = False) -> EventStore:
-    """The store for a command that appends, signing checkpoints when an anchor key is configured."""
-    return EventStore.open(db_path(db, workspace), create=create, signer=Signer.configured())
+    """The store for a command that appends, signing checkpoints when an anchor key is configured.
+
+    ``create`` puts a new database under ``workspace``; otherwise the existing one is found as :func:`reader` does.
+    """
+    path = db_path(db, workspace) if create else find_db(db)
+    return EventStore.open(path, create=create, signer=Signer.configured())
 
 
 def print_json(value: Any) -> None:

@@ -7,46 +7,96 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from tether.errors import LogCorrupt
+from tether.errors import LogCorrupt, TetherError
+from tether.events import registry
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
+from tether.events.store import EventStore
 
 from .common import EXIT_INVALID, DbOption, JsonOption, console, print_json, reader
 
 log_app = typer.Typer(help="Inspect and verify run logs.", no_args_is_help=True)
 
 
-def runs_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
-    """List runs with their status."""
+def run_rows(store: EventStore) -> list[dict[str, Any]]:
+    """One row per run of ``store``; a run whose log does not verify is listed as such, never folded."""
     from tether.state import RunState
 
-    with reader(db) as store:
-        rows: list[dict[str, Any]] = []
-        for info in store.runs():
-            try:  # a run whose log does not verify is listed as such, never folded
-                store.verify(info.run_id)
-                status: str = RunState.from_events(store.events(info.run_id)).status
-            except LogCorrupt as e:
-                status = f"CORRUPT at seq {e.seq}"
-            rows.append(
-                {
-                    "run_id": info.run_id,
-                    "created_at": info.created_at,
-                    "status": status,
-                    "events": info.head_seq + 1,
-                    "task": info.task,
-                    "parent_run": info.parent_run,
-                }
-            )
-    if as_json:
-        print_json(rows)
-        return
+    rows: list[dict[str, Any]] = []
+    for info in store.runs():
+        try:
+            store.verify(info.run_id)
+            status: str = RunState.from_events(store.events(info.run_id)).status
+        except LogCorrupt as e:
+            status = f"CORRUPT at seq {e.seq}"
+        rows.append(
+            {
+                "run_id": info.run_id,
+                "created_at": info.created_at,
+                "status": status,
+                "events": info.head_seq + 1,
+                "task": info.task,
+                "parent_run": info.parent_run,
+            }
+        )
+    return rows
+
+
+def every_database() -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs of every database this machine's tether has created, and the stale entries just pruned."""
+    listing = registry.prune()
+    rows: list[dict[str, Any]] = []
+    for path in listing.databases:
+        try:
+            with EventStore.open(path, readonly=True) as store:
+                rows += [{**row, "db": str(path)} for row in run_rows(store)]
+        except TetherError as e:  # listed but unreadable (replaced by another file, locked): said, not skipped
+            rows.append({"db": str(path), "error": str(e)})
+    return rows, [str(p) for p in listing.stale]
+
+
+def runs_table(rows: list[dict[str, Any]]) -> Table:
     table = Table("created", "status", "events", "task")
     table.add_column("run", no_wrap=True)
     for r in rows:
-        table.add_row(r["created_at"][:19], r["status"], str(r["events"]), r["task"][:40], r["run_id"])
-    console.print(table)
+        table.add_row(r["created_at"][:19], r["status"], str(r["events"]), escape(r["task"][:40]), r["run_id"])
+    return table
+
+
+def runs_cmd(
+    db: Path | None = DbOption,
+    all_dbs: bool = typer.Option(
+        False, "--all", help="Every database tether created on this machine (the list in $XDG_STATE_HOME/tether)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """List runs with their status.
+
+    Without --db the database is found from here: ./.tether/tether.db, the workspace of ./envelope.yaml,
+    then each parent directory's .tether/tether.db ($TETHER_DB overrides).
+    """
+    stale: list[str] = []
+    if all_dbs:
+        rows, stale = every_database()
+    else:
+        with reader(db) as store:
+            rows = run_rows(store)
+    if as_json:
+        print_json({"runs": rows, "stale": stale} if all_dbs else rows)
+        return
+    if not all_dbs:
+        console.print(runs_table(rows))
+    for database in dict.fromkeys(r["db"] for r in rows if all_dbs):
+        console.print(f"\n[bold]{escape(database)}[/]")
+        errors = [r["error"] for r in rows if r["db"] == database and "error" in r]
+        if errors:
+            console.print(f"  [red]unreadable:[/] {escape(errors[0])}")
+        else:
+            console.print(runs_table([r for r in rows if r["db"] == database]))
+    for path in stale:
+        console.print(f"[yellow]stale:[/] {escape(path)} no longer exists (removed from the list)")
 
 
 @log_app.command("show")

@@ -9,7 +9,6 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.prompt import Prompt
 from rich.table import Table
 
 from tether.control.loop import control_state
@@ -29,6 +28,7 @@ from .common import (
     reader,
     writer,
 )
+from .prompt import ask_approval
 
 
 def printer(as_json: bool, verbose: bool = False) -> Any:
@@ -41,18 +41,6 @@ def printer(as_json: bool, verbose: bool = False) -> Any:
             console.print(line)
 
     return on_event
-
-
-def terminal_approver(request: ApprovalRequest) -> ApprovalAnswer:
-    """The inline prompt: approve once, approve for this run, deny with a reason, or leave pending."""
-    console.print(f"\n[bold yellow]approval needed[/] {request.approval_id}: {request.tool}")
-    console.print(escape(request.preview))
-    choice = Prompt.ask(
-        "approve [o]nce, for this [r]un, [d]eny, or [l]eave pending", choices=["o", "r", "d", "l"], default="l"
-    )
-    if choice == "d":
-        return ApprovalAnswer("deny", whoami(), Prompt.ask("reason", default="denied at the prompt"))
-    return ApprovalAnswer({"o": "once", "r": "run", "l": "defer"}[choice], whoami())  # type: ignore[arg-type]
 
 
 def control_line(store: EventStore, run_id: str) -> str:
@@ -102,7 +90,7 @@ def run_cmd(
     ws = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
     if interactive is None:
         interactive = sys.stdin.isatty() and not as_json
-    approver: Approver | None = terminal_approver if interactive else None
+    approver: Approver | None = ask_approval if interactive else None
     options = session.Options(
         model=model,
         base_url=base_url,
@@ -137,7 +125,7 @@ def resume_cmd(
         model=model,
         base_url=base_url,
         sandbox=sandbox,
-        approver=terminal_approver if interactive else None,
+        approver=ask_approval if interactive else None,
         on_event=printer(as_json, verbose),
     )
     with writer(db) as store:

@@ -53,26 +53,26 @@ def read_text(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError as e:
-        raise FileError(f"{path}: file not found") from e
+        raise FileError(f"{path}: file not found", path=str(path)) from e
     except OSError as e:
-        raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})") from e
+        raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})", path=str(path)) from e
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise FileError(f"{path}: cannot read ({what}); expected a YAML or JSON file")
+        raise FileError(f"{path}: cannot read ({what}); expected a YAML or JSON file", path=str(path))
     with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(limit + 1)
         except OSError as e:
-            raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})") from e
+            raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})", path=str(path)) from e
     if len(data) > limit:
         size = max(info.st_size, len(data))
         raise EnvelopeInvalid([Problem("$", f"{size} bytes", f"a document of at most {limit} bytes", str(path))])
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise FileError(f"{path}: cannot read (not UTF-8 at byte {e.start})") from e
+        raise FileError(f"{path}: cannot read (not UTF-8 at byte {e.start})", path=str(path)) from e
 
 
 def parse_yaml(text: str, file: str) -> Any:
@@ -90,7 +90,7 @@ def parse_yaml(text: str, file: str) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise ParseError(f"{file}: invalid YAML{where}: {problem}") from e
+        raise ParseError(f"{file}: invalid YAML{where}: {problem}", path=file) from e
     except RecursionError as e:
         raise EnvelopeInvalid([Problem("$", "nesting too deep to parse", f"at most {MAX_DEPTH} levels", file)]) from e
     finally:
@@ -193,7 +193,7 @@ def parse_json(text: str, file: str) -> Any:
     try:
         data = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as e:
-        raise ParseError(f"{file}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+        raise ParseError(f"{file}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", path=file) from e
     except RecursionError as e:
         raise EnvelopeInvalid([Problem("$", "nesting too deep to parse", f"at most {MAX_DEPTH} levels", file)]) from e
     problems = [

@@ -55,6 +55,7 @@ from tether.errors import (
     RunLeased,
 )
 
+from . import registry
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .chain import GENESIS, event_hash
 from .kinds import RunForked
@@ -265,15 +266,16 @@ class EventStore:
     ) -> EventStore:
         """Open (and with ``create`` make) a store. ``readonly`` never creates or changes a file."""
         path = Path(path)
-        if not path.exists():
+        created = not path.exists()
+        if created:
             if readonly or not create:
-                raise FileError(f"{path}: no tether database here (run something first, or pass --db)")
+                raise FileError(f"{path}: no tether database here (run something first, or pass --db)", path=str(path))
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise _os_error(e, path) from e
         elif path.is_dir():
-            raise FileError(f"{path}: is a directory, expected a tether database file")
+            raise FileError(f"{path}: is a directory, expected a tether database file", path=str(path))
         try:
             if readonly:
                 conn = sqlite3.connect(
@@ -291,9 +293,11 @@ class EventStore:
                 raise DatabaseLocked(f"{path}: database is locked by another process ({e})") from e
             if _is_disk_full(e, path):
                 raise DiskFull(f"disk full: {path} ({e})") from e
-            raise NotATetherDatabase(f"{path}: not a tether database ({e})") from e
+            raise NotATetherDatabase(f"{path}: not a tether database ({e})", path=str(path)) from e
         except OSError as e:
             raise _os_error(e, path) from e
+        if created:
+            registry.record(path)  # so that `tether runs --all` finds it wherever it lives
         return store
 
     def _init_schema(self) -> None:

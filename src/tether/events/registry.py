@@ -1,0 +1,93 @@
+"""The machine's list of tether databases, so that ``tether runs --all`` can find every one.
+
+A database is written under its workspace (``.tether/tether.db``), wherever that is; nothing else would
+remember where. The store appends a database's absolute path here when it creates one. The list is one
+path a line in ``$XDG_STATE_HOME/tether/databases`` (default ``~/.local/state/tether/databases``).
+
+It is an index, never the truth: a database that was deleted or moved stays listed until the next
+:func:`prune`, which reports it as stale. Writers (appends) and the pruner (a rewrite) take the same
+``flock``, so an entry appended while the list is pruned is not lost. Failing to record is never an
+error for the run that created the database (a read-only home must not stop an agent): :func:`record`
+returns False instead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def registry_path() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "tether" / "databases"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _read(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    seen: dict[str, None] = {}  # ordered and deduplicated: a database re-created at the same path is one entry
+    for line in text.splitlines():
+        if line.strip():
+            seen.setdefault(line.strip(), None)
+    return list(seen)
+
+
+def record(database: Path) -> bool:
+    """Add ``database`` (made absolute) to the list; False when the list cannot be written."""
+    line = str(database.resolve())
+    if "\n" in line:  # a path with a newline cannot be one line of the list; it is simply not recorded
+        return False
+    path = registry_path()
+    try:
+        with _locked(path):
+            if line in _read(path):
+                return True
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        return True
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the list held: the databases that still exist, and the stale entries just removed from it."""
+
+    databases: list[Path]
+    stale: list[Path]
+
+
+def prune() -> Listing:
+    """Every listed database, dropping (and returning as ``stale``) those no longer on disk.
+
+    The rewrite is a new file renamed over the old one: a crash leaves the old list or the new, never half.
+    """
+    path = registry_path()
+    if not path.exists():
+        return Listing([], [])
+    with _locked(path):
+        entries = [Path(p) for p in _read(path)]
+        live = [p for p in entries if p.is_file()]
+        stale = [p for p in entries if not p.is_file()]
+        if stale:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(f"{p}\n" for p in live), encoding="utf-8")
+            os.replace(tmp, path)
+    return Listing(live, stale)
