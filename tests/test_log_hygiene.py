@@ -127,7 +127,7 @@ $T log verify $RUN --db {db} >/dev/null; echo "verify=$?"
     assert codes["full"] == "3", proc.stdout
     full = (tmp_path / "full.err").read_text()
     error = json.loads(full.splitlines()[-1])  # with --json the error is the last object on stdout
-    assert error["error"].startswith(f"disk full: {db}") and error["kind"] == "DiskFull" and error["exit"] == 3
+    assert error["error"].startswith(f"disk full: {db}") and error["type"] == "DiskFull" and error["exit"] == 3
     assert codes["verify_full"] == "0"  # nothing half-written by the failed resume
     assert codes["resumed"] == "5" and codes["verify"] == "0", proc.stdout
     contract = json.loads((tmp_path / "resumed.out").read_text().splitlines()[-1])

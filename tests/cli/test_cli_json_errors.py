@@ -34,7 +34,7 @@ def test_a_missing_file(tmp_path: Path) -> None:
     error = json.loads(as_json.stdout)
     assert error == {
         "error": f"{missing}: file not found",
-        "kind": "FileError",
+        "type": "FileError",
         "path": str(missing),
         "field": None,
         "exit": 2,
@@ -48,7 +48,7 @@ def test_an_invalid_envelope_names_file_and_field(tmp_path: Path) -> None:
     proc = cli("compile", str(plan), "-o", str(tmp_path / "envelope.yaml"), "--json")
     assert proc.returncode == 2
     error = json.loads(proc.stdout)
-    assert error["kind"] == "EnvelopeInvalid"
+    assert error["type"] == "EnvelopeInvalid"
     assert error["path"] == str(plan)
     assert error["field"] == error["problems"][0]["path"]
     assert any(p["path"] == "$.bogus_key" for p in error["problems"])
@@ -58,7 +58,7 @@ def test_a_parse_error_and_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "e.yaml"
     bad.write_text("a: [1,\n")
     error = json.loads(cli("validate", str(bad), "--json").stdout)
-    assert error["kind"] == "ParseError" and error["path"] == str(bad) and "line" in error["error"]
+    assert error["type"] == "ParseError" and error["path"] == str(bad) and "line" in error["error"]
     usage = cli("runs", "--json", "--no-such-option")
     assert usage.returncode == 2
     assert json.loads(usage.stdout)["exit"] == 2
@@ -82,7 +82,7 @@ def test_a_corrupt_log_carries_run_and_seq(tmp_path: Path) -> None:
     proc = cli("show", run_id, "--db", str(db), "--json")
     assert proc.returncode == 1
     error = json.loads(proc.stdout)
-    assert error["kind"] == "LogCorrupt" and error["run_id"] == run_id and error["seq"] == 0
+    assert error["type"] == "LogCorrupt" and error["run_id"] == run_id and error["seq"] == 0
 
 
 def test_json_after_the_double_dash_is_an_argument_not_the_flag(tmp_path: Path) -> None:

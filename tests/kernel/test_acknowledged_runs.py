@@ -66,7 +66,7 @@ def test_unacknowledged_risk_stops_the_run_before_anything_is_written(bugfix: Pa
     refused = run(bugfix, "--json")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     error = json.loads(refused.stdout)  # --json: the error is a JSON object on stdout
-    assert error["kind"] == "EnvelopeInvalid" and error["exit"] == 2
+    assert error["type"] == "EnvelopeInvalid" and error["exit"] == 2
     assert "$.environment.network.allow[0]" in [p["path"] for p in error["problems"]]
     if (bugfix / "t.db").exists():
         with EventStore.open(bugfix / "t.db") as store:

@@ -75,7 +75,7 @@ def test_two_resumes_racing_twenty_times_act_exactly_once(bugfix: Path) -> None:
         codes = sorted(code for code, _, _ in outs)
         assert codes == [3, 5], f"round {round_}: {outs}"  # the winner stops when the script ends (5)
         loser = json.loads(next(out for code, out, _ in outs if code == 3).splitlines()[-1])  # --json: on stdout
-        assert loser["kind"] == "RunLeased" and loser["exit"] == 3, loser
+        assert loser["type"] == "RunLeased" and loser["exit"] == 3, loser
         assert f"run {run_id} is being driven by pid" in loser["error"] and "since" in loser["error"], loser
         assert marker_lines(bugfix) == 1, f"round {round_}: the non-idempotent command ran more than once"
         source = (bugfix / "project" / "src" / "stats" / "core.py").read_text()

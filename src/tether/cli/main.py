@@ -75,7 +75,7 @@ def error_object(message: str, code: int, error: BaseException | None = None) ->
     """The ``--json`` form of an error: message, file, field within it, exit code (and details where known)."""
     obj: dict[str, Any] = {
         "error": message,
-        "kind": type(error).__name__ if error is not None else "UsageError",
+        "type": type(error).__name__ if error is not None else "UsageError",
         "path": getattr(error, "path", None),
         "field": getattr(error, "field", None),
         "exit": code,
