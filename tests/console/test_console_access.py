@@ -62,10 +62,11 @@ def test_a_tokened_console_refuses_every_request_without_the_token(db: Path) -> 
         assert request(server, "GET", "/")[0] == 401
         assert request(server, "GET", "/approvals", {"Authorization": "Bearer wrong-token-wrong-token"})[0] == 401
         assert request(server, "GET", "/?token=" + "x" * 26)[0] == 401
-        status, headers, _ = request(server, "GET", "/?token=" + token)
-        assert (
-            status == 200 and f"tether_token={token}" in headers["set-cookie"] and "HttpOnly" in headers["set-cookie"]
-        )
+        status, headers, _ = request(server, "GET", "/approvals?token=" + token + "&x=1")  # to a cookie, off the URL
+        assert status == 303 and headers["location"] == "/approvals?x=1"
+        assert f"tether_token={token}" in headers["set-cookie"] and "HttpOnly" in headers["set-cookie"]
+        cookie = {"Cookie": f"tether_token={token}"}
+        assert request(server, "GET", "/?token=" + "y" * 26, cookie)[0] == 200  # a wrong one never replaces it
         assert request(server, "GET", "/approvals", {"Cookie": f"tether_token={token}"})[0] == 200
         assert request(server, "GET", "/", {"Authorization": f"Bearer {token}"})[0] == 200
     finally:

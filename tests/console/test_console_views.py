@@ -132,3 +132,25 @@ def test_a_forks_timeline_starts_with_its_parents_events_marked_as_theirs(db: Pa
     assert {i.origin for i in items[:parent_len]} == {root}
     assert items[parent_len].kind == "run.forked" and {i.origin for i in items[parent_len:]} == {fork}
     assert items[-1].turn == 101  # the fork's own turns go on from its parent's numbering
+
+
+def test_diffs_are_told_from_other_text_line_by_line() -> None:
+    diff = "edit_file src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-old\n+new\n ctx"
+    assert views.is_diff(diff) and not views.is_diff("--- not a diff\nno hunk") and not views.is_diff("+1\n-1")
+    assert [views.diff_class(line) for line in diff.splitlines()] == ["", "file", "file", "hunk", "del", "add", ""]
+
+
+def test_a_running_runs_duration_counts_up_to_now_a_finished_ones_does_not(db: Path) -> None:
+    from datetime import datetime, timedelta
+
+    from tether.events.kinds import RunFinished
+    from tether.status import RunStatus
+
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "t", 1)
+        events = store.events(run_id)
+        later = datetime.fromisoformat(events[0].ts) + timedelta(seconds=100)
+        assert views.run_row(store.run(run_id), events, None, later).duration_s >= 100
+        store.append(run_id, RunFinished(status=RunStatus.NO_PROGRESS))
+        finished = views.run_row(store.run(run_id), store.events(run_id), None, later + timedelta(hours=1))
+    assert finished.duration_s < 100

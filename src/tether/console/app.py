@@ -19,8 +19,10 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -39,7 +41,7 @@ from tether.state import RunState
 from tether.status import TERMINAL, RunStatus
 
 from . import views
-from .access import CSRF_COOKIE, CSRF_FIELD, TOKEN_COOKIE, Guard, new_csrf
+from .access import CSRF_COOKIE, CSRF_FIELD, TOKEN_COOKIE, Guard, new_csrf, same
 from .drivers import Drivers
 
 STATIC = Path(__file__).parent / "static"
@@ -66,6 +68,7 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+templates.filters.update(is_diff=views.is_diff, diff_class=views.diff_class)
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,14 @@ class _GuardMiddleware:
             set_cookies.append(f"{CSRF_COOKIE}={new_csrf()}; Path=/; SameSite=Strict; HttpOnly")
             scope.setdefault("state", {})["csrf"] = set_cookies[-1].split(";")[0].split("=", 1)[1]
         token = request.query_params.get("token")
-        if self.guard.token is not None and token and request.cookies.get(TOKEN_COOKIE) != token:
-            set_cookies.append(f"{TOKEN_COOKIE}={token}; Path=/; SameSite=Strict; HttpOnly")
+        if self.guard.token is not None and same(token, self.guard.token) and request.method == "GET":
+            # the token moves into a cookie, and out of the address bar and the history
+            cookie = f"{TOKEN_COOKIE}={token}; Path=/; SameSite=Strict; HttpOnly"
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = request.url.path + ("?" + urlencode(rest) if rest else "")
+            redirect = RedirectResponse(target, status_code=303, headers={"Set-Cookie": cookie, **HEADERS})
+            await redirect(scope, receive, send)
+            return
 
         async def send_with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -201,7 +210,7 @@ def _rows(console: Console) -> list[views.RunRow]:
                 problem = None
             except LogCorrupt as e:
                 problem = str(e)
-            rows.append(views.run_row(info, store.events(info.run_id), problem))
+            rows.append(views.run_row(info, store.events(info.run_id), problem, datetime.now(UTC)))
     return rows
 
 
@@ -242,7 +251,7 @@ def _int(value: str | None) -> int | None:
 
 async def run_page(console: Console, request: Request) -> Response:
     info, events, problem = await run_in_threadpool(_run, console, request.path_params["run_id"])
-    row = views.run_row(info, events, problem)
+    row = views.run_row(info, events, problem, datetime.now(UTC))
     at = _int(request.query_params.get("at"))
     start = views.page_of_seq(events, at) if at is not None else _int(request.query_params.get("start"))
     timeline = views.page(events, start)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from tether.control.fold import RunFold
@@ -16,7 +17,7 @@ from tether.errors import LogCorrupt
 from tether.events.kinds_control import ControlChanged
 from tether.events.store import Event, RunInfo
 from tether.state import RunState
-from tether.status import ControlState
+from tether.status import ControlState, RunStatus
 
 PAGE_SIZE = 200  # events on one page of a run's timeline: a 5,000-event run opens as fast as a short one
 TEXT_LIMIT = 4000  # characters of one output or diff shown inline; the whole text is at /runs/{id}/events/{seq}
@@ -46,8 +47,9 @@ class RunRow:
     approvals: tuple[dict[str, Any], ...] = ()  # the pending approval requests, as the fold keeps them
 
 
-def run_row(info: RunInfo, events: Sequence[Event], chain_problem: str | None) -> RunRow:
-    """A run as the list shows it; a log whose chain breaks or whose payloads do not parse is CORRUPT."""
+def run_row(info: RunInfo, events: Sequence[Event], chain_problem: str | None, now: datetime | None = None) -> RunRow:
+    """A run as the list shows it; a log whose chain breaks or whose payloads do not parse is CORRUPT.
+    ``now``: a running run's duration counts up to it (a paused or finished run's is what the log says)."""
     corrupt = RunRow(info.run_id, info.task, info.created_at, info.parent_run, len(events), "CORRUPT", "-", 0, 0, 0,
                      verified=False, problem=chain_problem or "")  # fmt: skip
     if chain_problem is not None:
@@ -63,7 +65,7 @@ def run_row(info: RunInfo, events: Sequence[Event], chain_problem: str | None) -
         corrupt,
         status=state.status.value,
         control=control,
-        duration_s=round(state.used.wall_s, 2),
+        duration_s=round(state.wall_used(now) if now and state.status is RunStatus.RUNNING else state.used.wall_s, 2),
         usd=round(state.used.usd, 4),
         tokens=state.used.tokens,
         verified=True,
@@ -281,6 +283,19 @@ def _group(e: Event) -> str:
     return e.kind.split(".")[0]
 
 
+def is_diff(text: str) -> bool:
+    """A unified diff (perhaps after a line or two of header): its lines are shown coloured."""
+    lines = text.splitlines()
+    return any(x.startswith("--- ") for x in lines) and any(x.startswith("@@") for x in lines)
+
+
+def diff_class(line: str) -> str:
+    """The css class of one line of a unified diff."""
+    if line.startswith(("+++ ", "--- ")):
+        return "file"
+    return {"@": "hunk", "+": "add", "-": "del"}.get(line[:1], "")
+
+
 def item(e: Event, turn: int) -> Item:
     """One event for the timeline. A kind without a renderer shows its payload as JSON."""
     fn = RENDER.get(e.kind)
@@ -292,7 +307,7 @@ def item(e: Event, turn: int) -> Item:
         except (AttributeError, KeyError, TypeError, ValueError):  # a payload of an odd shape still shows, raw
             title, facts, text = e.kind, [], json.dumps(e.payload, indent=1, sort_keys=True, default=str)
     shown, clipped = _clip(text)
-    label = "diff" if shown.startswith(("---", "diff ")) else "output" if e.kind == "action.completed" else ""
+    label = "diff" if is_diff(shown) else "output" if e.kind == "action.completed" else ""
     return Item(e.seq, e.ts, e.kind, turn, _group(e), title, facts, shown, label, clipped, e.run_id)
 
 
