@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from tether.cli.main import app
+from tether.errors import InputError, ParseError
 
 runner = CliRunner()
 
@@ -86,3 +88,27 @@ def test_policy_test_bad_file(tmp_path: Path) -> None:
     cases.write_text(yaml.safe_dump([{"command": "ls", "expect": "MAYBE"}]))
     result = runner.invoke(app, ["policy", "test", str(cases)])
     assert result.exit_code != 0
+
+
+def test_check_uses_the_envelope_here_and_says_so(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: without -e the built-in envelope answered ALLOW where ./envelope.yaml says DENY."""
+    monkeypatch.chdir(example)
+    here = runner.invoke(app, ["policy", "check", "--json", "--", "rm -rf build"])
+    assert here.exit_code == 1, here.output
+    data = json.loads(here.output)
+    assert data["verdict"] == "DENY" and data["envelope"] == str((example / "envelope.yaml").resolve())
+    builtin = runner.invoke(app, ["policy", "check", "--builtin", "--", "rm -rf build"])
+    assert builtin.exit_code == 0 and "envelope: (built-in)" in builtin.output
+    text = runner.invoke(app, ["policy", "check", "--", "rm -rf build"])
+    assert f"envelope: {(example / 'envelope.yaml').resolve()}" in text.output
+    both = runner.invoke(app, ["policy", "check", "--builtin", "-e", "envelope.yaml", "--", "ls"])
+    assert isinstance(both.exception, InputError)
+
+
+def test_a_broken_envelope_here_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "envelope.yaml").write_text("tools: [")
+    result = runner.invoke(app, ["policy", "check", "--", "ls"])
+    assert result.exit_code != 0 and isinstance(result.exception, ParseError)

@@ -32,8 +32,30 @@ EXIT_FOR = {Verdict.ALLOW: common.EXIT_OK, Verdict.DENY: common.EXIT_INVALID, Ve
 _STYLE = {Verdict.ALLOW: "green", Verdict.ASK: "yellow", Verdict.DENY: "red"}
 
 
-def _envelope(path: Path | None) -> Envelope:
-    return load_envelope(path) if path is not None else default_envelope()
+BUILTIN = "(built-in)"
+EnvelopeOption = typer.Option(
+    None, "--envelope", "-e", help="Envelope file (default: ./envelope.yaml if present, else the built-in one)."
+)
+BuiltinOption = typer.Option(False, "--builtin", help="Use the built-in envelope even where ./envelope.yaml exists.")
+WorkspaceOption = typer.Option(
+    None, "--workspace", "-w", help="Workspace the paths resolve against (default: the envelope's, else here)."
+)
+
+
+def _envelope(path: Path | None, builtin: bool, workspace: Path | None) -> tuple[Envelope, str, Path]:
+    """The envelope that decides, the name to show for it, and the workspace its paths resolve against.
+
+    The same default as ``tether run``: ./envelope.yaml when present, so that a check answers for the
+    envelope a run here would use (an ALLOW from the built-in one could be a DENY under the real one).
+    """
+    if path is not None and builtin:
+        raise InputError("give either --envelope FILE or --builtin, not both")
+    if path is None and not builtin and Path("envelope.yaml").is_file():
+        path = Path("envelope.yaml")
+    if path is None:
+        return default_envelope(), BUILTIN, workspace or Path.cwd()
+    env = load_envelope(path)
+    return env, str(path.resolve()), workspace or (path.resolve().parent / env.environment.workspace)
 
 
 def _print_decision(decision: Decision, label: str) -> None:
@@ -48,8 +70,9 @@ def _print_decision(decision: Decision, label: str) -> None:
 @policy_app.command("check")
 def check(
     command: list[str] = typer.Argument(None, help="The shell command (after --), joined with spaces."),
-    envelope: Path | None = typer.Option(None, "--envelope", "-e", help="Envelope file (default: built-in)."),
-    workspace: Path = typer.Option(Path("."), "--workspace", "-w", help="Workspace the paths resolve against."),
+    envelope: Path | None = EnvelopeOption,
+    builtin: bool = BuiltinOption,
+    workspace: Path | None = WorkspaceOption,
     tool: str | None = typer.Option(None, "--tool", help="Tool name, for a non-shell call (with --args)."),
     args: str | None = typer.Option(None, "--args", help="Tool arguments as a JSON object."),
     json_out: bool = common.JsonOption,
@@ -58,7 +81,7 @@ def check(
 
     Exit 0 ALLOW, 1 DENY, 5 ASK, 2 bad input. Example: tether policy check -- 'rm -rf ~'
     """
-    env = _envelope(envelope)
+    env, source, ws = _envelope(envelope, builtin, workspace)
     call_args: dict[str, Any]
     if tool is not None or args is not None:
         if command:
@@ -76,29 +99,32 @@ def check(
             raise InputError("nothing to check: give a command after -- or --tool NAME --args JSON")
         name = shell_tool(env)
         call_args = {"command": " ".join(command)}
-    decision = Gate(env, workspace).decide(name, call_args)
+    decision = Gate(env, ws).decide(name, call_args)
     if json_out:
-        common.print_json({"tool": name, "args": call_args, **decision.to_dict()})
+        common.print_json({"tool": name, "args": call_args, "envelope": source, **decision.to_dict()})
     else:
         label = call_args["command"] if "command" in call_args else f"{name} {json.dumps(call_args)}"
         _print_decision(decision, str(label))
+        common.console.print(f"  envelope: {escape(source)}", soft_wrap=True)
     raise typer.Exit(EXIT_FOR[decision.verdict])
 
 
 @policy_app.command("test")
 def test(
     cases_file: Path = typer.Argument(..., help="YAML list of cases: command or tool+args, and expect."),
-    envelope: Path | None = typer.Option(None, "--envelope", "-e", help="Envelope file (default: built-in)."),
-    workspace: Path = typer.Option(Path("."), "--workspace", "-w", help="Workspace the paths resolve against."),
+    envelope: Path | None = EnvelopeOption,
+    builtin: bool = BuiltinOption,
+    workspace: Path | None = WorkspaceOption,
     json_out: bool = common.JsonOption,
 ) -> None:
     """Run a table of (call, expected decision) cases; report mismatches. Exit 1 on any mismatch."""
-    env = _envelope(envelope)
-    outcomes = run_cases(load_cases(cases_file, env), Gate(env, workspace))
+    env, source, ws = _envelope(envelope, builtin, workspace)
+    outcomes = run_cases(load_cases(cases_file, env), Gate(env, ws))
     bad = [o for o in outcomes if not o.ok]
     if json_out:
         common.print_json(
             {
+                "envelope": source,
                 "total": len(outcomes),
                 "mismatches": [
                     {
@@ -120,7 +146,8 @@ def test(
                     str(o.case.index), o.case.label, o.case.expect.name, d.verdict.name, d.deciding_rule, d.reason
                 )
             common.console.print(table)
-        common.console.print(f"{len(outcomes) - len(bad)}/{len(outcomes)} cases as expected")
+        passed = len(outcomes) - len(bad)
+        common.console.print(f"{passed}/{len(outcomes)} cases as expected (envelope: {escape(source)})")
     raise typer.Exit(common.EXIT_INVALID if bad else common.EXIT_OK)
 
 
