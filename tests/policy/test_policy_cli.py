@@ -105,9 +105,7 @@ def test_check_uses_the_envelope_here_and_says_so(example: Path, monkeypatch: py
     assert isinstance(both.exception, InputError)
 
 
-def test_a_broken_envelope_here_is_an_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_broken_envelope_here_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "envelope.yaml").write_text("tools: [")
     result = runner.invoke(app, ["policy", "check", "--", "ls"])
