@@ -161,16 +161,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_tether_serve_serves_the_database_until_interrupted(db: Path) -> None:
+def test_tether_serve_finds_the_database_from_inside_the_workspace_and_serves_it(tmp_path: Path) -> None:
+    db = tmp_path / "ws" / ".tether" / "tether.db"
+    db.parent.mkdir(parents=True)
+    (tmp_path / "ws" / "src").mkdir()
     with EventStore.open(db) as store:
         run_id = write_run(store, "served by the CLI", 1)
     port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "tether.cli.main", "serve", "--db", str(db), "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    env = {k: v for k, v in os.environ.items() if k != "TETHER_DB"} | {"PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "tether.cli.main", "serve", "--port", str(port)]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path / "ws" / "src"
+    )
     try:
         assert proc.stdout is not None
-        assert f"at http://127.0.0.1:{port}/" in proc.stdout.readline()
+        assert proc.stdout.readline().strip() == f"tether console for {db} at http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from .common import DbOption, console, db_path
+from tether.errors import FileError
+
+from .common import DbOption, console, db_path, find_db
 
 
 def serve_cmd(
@@ -21,7 +24,11 @@ def serve_cmd(
     from tether.console.access import bind_token
     from tether.console.server import serve, url
 
-    path = db_path(db)
+    try:  # the database other commands would read (here, ./envelope.yaml's workspace, parent directories)
+        path = find_db(db)
+    except FileError as e:  # none yet: serve where a run started here would write it, and say so
+        path = db_path(db)
+        console.print(f"[yellow]{escape(str(e))}[/]\nserving {path} once a run creates it")
     settled = bind_token(host, token)
     console.print(f"tether console for {path} at {url(host, port)}")
     if settled is not None and token is None:
