@@ -23,6 +23,7 @@ from . import (
     demo_cmds,
     doctor_cmds,
     envelope_cmds,
+    episode_cmds,
     exec_cmds,
     key_cmds,
     log_cmds,
@@ -55,7 +56,18 @@ def _root(
     """The agent proposes. tether decides. Evidence accepts."""
 
 
-for group in (envelope_cmds, log_cmds, exec_cmds, doctor_cmds, run_cmds, demo_cmds, policy_cmds, key_cmds, serve_cmds):
+for group in (
+    envelope_cmds,
+    log_cmds,
+    exec_cmds,
+    doctor_cmds,
+    run_cmds,
+    demo_cmds,
+    policy_cmds,
+    key_cmds,
+    serve_cmds,
+    episode_cmds,
+):
     group.register(app)
 
 

@@ -157,6 +157,33 @@ class AnchorKey:
             raise FileError(f"{path}: a {type(public).__name__}; expected an Ed25519 key")
         return cls(public, None, path)
 
+    def sign_bytes(self, message: bytes) -> str:
+        """A base64 Ed25519 signature of ``message`` (an episode package's manifest, say)."""
+        if self.private is None:
+            raise FileError(f"{self.path}: a public key can verify but not sign; expected the private key")
+        return base64.b64encode(self.private.sign(message)).decode()
+
+    def public_b64(self) -> str:
+        return base64.b64encode(
+            self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        ).decode()
+
+    @classmethod
+    def from_public_b64(cls, raw: str, where: str) -> AnchorKey:
+        """A verify-only key from its raw public bytes in base64 (as a package carries it)."""
+        try:
+            public = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw, validate=True))
+        except ValueError as e:
+            raise FileError(f"{where}: not an Ed25519 public key ({e})") from e
+        return cls(public, None, Path(where))
+
+    def verifies_bytes(self, message: bytes, signature: str) -> bool:
+        try:
+            self.public.verify(base64.b64decode(signature, validate=True), message)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
     def verifies(self, cp: Checkpoint) -> bool:
         try:
             signature = base64.b64decode(cp.signature, validate=True)

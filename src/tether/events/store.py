@@ -35,7 +35,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -716,6 +716,44 @@ class EventStore:
             raise InputError(f"{self.path}: no run {run_id!r}; see `tether runs`")
         names = ", ".join(r[0] for r in rows[:10]) + (", …" if len(rows) > 10 else "")
         raise InputError(f"{self.path}: run id prefix {run_id!r} is ambiguous; it matches {names}")
+
+    def rows(self, run_id: str) -> list[tuple[Any, ...]]:
+        """The run's log as stored, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
+        return self._rows(self.run(run_id).run_id, EVENT_COLUMNS)
+
+    def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
+        """Add an imported run exactly as exported, in one transaction: all of it, or nothing.
+
+        ``runs`` is the run's lineage, oldest first, each with the head the package holds of it (a parent's
+        is the fork point); ``rows`` are its events as :meth:`rows` gives them. A run already here must hold
+        the same events (a parent imported before); the imported run itself must be new. The chain is
+        verified again inside the transaction, before anything is committed.
+        """
+        main = runs[-1]
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE run_id=?", (main.run_id,)).fetchone():
+                raise InputError(f"{self.path}: run {main.run_id} is already in this store")
+            for info in runs:
+                if not conn.execute("SELECT 1 FROM runs WHERE run_id=?", (info.run_id,)).fetchone():
+                    conn.execute(
+                        "INSERT INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) "
+                        "VALUES (?,?,?,?,?,?)",
+                        (info.run_id, info.created_at, info.task, info.parent_run, info.head_seq, info.head_hash),
+                    )
+            for row in rows:
+                found = conn.execute("SELECT hash FROM events WHERE run_id=? AND seq=?", (row[0], row[1])).fetchone()
+                if found is None:
+                    conn.execute(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)", tuple(row))
+                elif found[0] != row[6]:
+                    raise InputError(
+                        f"{self.path}: run {row[0]} is already here with a different event seq {row[1]}; "
+                        "import into another store"
+                    )
+            for data in blobs:
+                conn.execute(
+                    "INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?,?,?)", (bytes_hash(data), len(data), data)
+                )
+            self._verified_hashes(self.run(main.run_id))
 
     def runs(self) -> list[RunInfo]:
         rows = self._conn.execute(RUN_COLUMNS + " ORDER BY created_at").fetchall()

@@ -13,6 +13,7 @@ runs, ``action.completed`` after, so a crash in between is visible on resume.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ from tether.review.model_reviewer import model_review
 from tether.review.reviewer import ReviewFinding, review
 from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.sandbox.base import Sandbox
+from tether.sandbox.environment import mask, passed_values
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import RunState
 from tether.status import ControlState
@@ -114,6 +116,8 @@ class Runtime:
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
+        environment = env.environment
+        self.passed = passed_values(os.environ, environment.env_allow, [s.source for s in environment.secrets or ()])
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -370,7 +374,7 @@ class Runtime:
                 **{k: v for k, v in undo.items() if k != "before"},
                 "before_blob": self.store.put_blob(undo["before"].encode("utf-8")),
             }
-        payload = result.to_dict()
+        payload = mask(result.to_dict(), self.passed)  # what the command was handed never reaches the log
         payload.pop("undo", None)
         payload["effects"] = effects = [e.value for e in contract.effects]
         observed, problems = self.window(before, effects, result.changed_files)
