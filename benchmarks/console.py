@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "console"
 
 from conftest import write_run
 
-from tether.console import app, views
+from tether.console import views, web
 from tether.console.server import Background
 from tether.events.kinds import RunFinished
 from tether.events.store import EventStore
@@ -53,7 +53,7 @@ def breakdown(db: Path, run_id: str) -> dict[str, float]:
     with EventStore.open(db, readonly=True) as store:
         info = store.run(run_id)
         events = store.events(run_id)
-        template = app.templates.get_template("_item.html")
+        template = web.templates.get_template("_item.html")
 
         def timed(fn: Callable[[], object]) -> float:
             def once() -> float:

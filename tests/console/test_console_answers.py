@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from conftest import ask, write_run
 
-from tether.console import app
+from tether.console import inbox
 from tether.console.server import Background
 from tether.events.store import EventStore
 
@@ -111,7 +111,7 @@ def test_an_answer_waits_for_the_runs_driver_then_says_who_holds_it(
     served: Background, db: Path, waiting: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_id, approval_id = waiting
-    monkeypatch.setattr(app, "ANSWER_RETRY_S", 0.5)
+    monkeypatch.setattr(inbox, "ANSWER_RETRY_S", 0.5)
     with EventStore.open(db) as driver:
         driver.acquire(run_id)  # a driver holds the run (as an interactive `tether run` at its prompt does)
         status, told = Operator(served).answer(

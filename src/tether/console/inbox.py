@@ -1,0 +1,151 @@
+"""The approval inbox: every pending approval across the database's runs, and a person's answer to one,
+recorded by ``kernel/approvals.py: record_answer`` (what ``tether approve`` and ``tether deny`` call)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from tether.canonical import content_hash
+from tether.errors import InputError, RunLeased
+from tether.events.store import EventStore
+from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, pending, record_answer
+from tether.state import RunState
+
+from .web import Console, checked_form, render
+
+ANSWER_RETRY_S = 5.0  # how long an answer waits for another writer (a driver ending, another operator) to let go
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An approval as the inbox shows it: the request, where and how it would run, and the hash it binds to."""
+
+    request: ApprovalRequest
+    args_hash: str
+    task: str
+    workspace: str
+    sandbox: str
+    timeout_s: float | None
+    args_text: str
+    requested_at: str
+
+
+def _pending(console: Console) -> list[Pending]:
+    if not console.db.exists():
+        return []
+    out = []
+    with console.reader() as store:
+        for r in pending(store):
+            events = store.events(r.run_id)
+            state = RunState.from_events(events)
+            started = events[0].payload if events else {}
+            tools = {t.get("name"): t for t in state.envelope.get("tools", []) if isinstance(t, dict)}
+            limit = tools.get(r.tool, {}).get("timeout_s")
+            asked = r.args.get("timeout_s")
+            if isinstance(asked, int | float) and (limit is None or asked < limit):
+                limit = asked
+            requested = next(
+                (
+                    e.ts
+                    for e in events
+                    if e.kind == "approval.requested" and e.payload.get("approval_id") == r.approval_id
+                ),
+                "",
+            )
+            out.append(
+                Pending(
+                    r,
+                    state.actions[r.call_id].args_hash,
+                    state.task,
+                    str(started.get("workspace", "")),
+                    str(started.get("sandbox", "")),
+                    limit,
+                    json.dumps(r.args, indent=1, sort_keys=True),
+                    requested,
+                )
+            )
+    return out
+
+
+async def approvals_page(console: Console, request: Request) -> Response:
+    items = await run_in_threadpool(_pending, console)
+    return render(request, "approvals.html", items=items, operator=request.cookies.get("tether_operator", ""))
+
+
+def who_answered(store: EventStore, approval_id: str) -> str | None:
+    """How an approval was answered, from the log: 'approved (once) by ana at …', 'denied by …', 'expired …'."""
+    for info in store.runs():
+        for e in store.events(info.run_id):
+            if e.payload.get("approval_id") != approval_id:
+                continue
+            p = e.payload
+            if e.kind == "approval.granted":
+                return f"approved ({p.get('scope')}) by {p.get('by')} at {e.ts}"
+            if e.kind == "approval.denied":
+                return f"denied by {p.get('by')} at {e.ts}: {p.get('reason')}"
+            if e.kind == "approval.expired":
+                return f"expired at {e.ts} ({p.get('outcome')})"
+    return None
+
+
+def answer(console: Console, approval_id: str, form: dict[str, str]) -> tuple[int, str, str]:
+    """Record an operator's answer as `tether approve|deny` would; (http status, title, message)."""
+    by = form.get("by", "").strip()
+    choice = form.get("choice", "")
+    reason = form.get("reason", "").strip()
+    if not by:
+        return 400, "not answered", "say who you are (the operator field): the log records who answered"
+    if choice not in ("once", "run", "deny"):
+        return 400, "not answered", f"choice {choice!r}: expected once, run or deny"
+    if choice == "deny" and not reason:
+        return 400, "not answered", "a denial needs a reason: the model is told it"
+    with console.writer() as store:
+        current = {r.approval_id: r for r in pending(store, verified=False)}.get(approval_id)
+        if current is None:
+            told = who_answered(store, approval_id)
+            if told is None:
+                return 404, "not answered", f"no pending approval {approval_id}; see the inbox"
+            return 409, "already answered", f"{approval_id} was {told}"
+        if content_hash(current.args) != form.get("args_hash"):
+            return 409, "not answered", f"{approval_id}: the arguments are not the ones this page showed; reload"
+        deadline = time.monotonic() + ANSWER_RETRY_S
+        while True:
+            try:
+                record_answer(store, approval_id, ApprovalAnswer(choice, by, reason))  # type: ignore[arg-type]
+                break
+            except RunLeased:  # the run's driver or another operator is writing: wait for it, then look again
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+            except InputError:
+                told = who_answered(store, approval_id)
+                if told is None:
+                    raise
+                return 409, "already answered", f"{approval_id} was {told}"
+    verb = "denied" if choice == "deny" else "approved" + (" for this run" if choice == "run" else " once")
+    return (
+        200,
+        verb,
+        f"{verb} {approval_id} ({current.tool}) as {by}; the run continues when its driver resumes it "
+        f"(`tether resume {current.run_id}`)",
+    )
+
+
+async def answer_action(console: Console, request: Request) -> Response:
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    approval_id = request.path_params["approval_id"]
+    status, title, message = await run_in_threadpool(answer, console, approval_id, form)
+    response = render(
+        request, "message.html", status, title=title, message=message, ok=status == 200, back="/approvals"
+    )
+    if form.get("by"):
+        response.set_cookie("tether_operator", form["by"][:80], samesite="strict", httponly=True)
+    return response

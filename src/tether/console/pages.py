@@ -1,0 +1,153 @@
+"""The console's pages over the log: the runs, a run, one event whole, a turn's loop view; and the two
+actions on a run, verifying its chain and resuming it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from tether.errors import InputError, LogCorrupt
+from tether.events.anchor import AnchorKey, anchor_file_path, key_path
+from tether.events.store import Event
+from tether.status import RunStatus
+
+from . import views
+from .web import Console, checked_form, int_param, render
+
+RESUMABLE = ("RUNNING", "WAITING_APPROVAL", "BLOCKED_DEPENDENCY")  # offered a resume button (once answered)
+
+
+def _rows(console: Console) -> list[views.RunRow]:
+    if not console.db.exists():
+        return []
+    with console.reader() as store:
+        rows = []
+        for info in store.runs():
+            try:
+                store.verify(info.run_id)
+                problem = None
+            except LogCorrupt as e:
+                problem = str(e)
+            rows.append(views.run_row(info, store.events(info.run_id), problem, datetime.now(UTC)))
+    return rows
+
+
+async def runs_page(console: Console, request: Request) -> Response:
+    q = request.query_params
+    status, control, text = q.get("status", ""), q.get("control", ""), q.get("q", "")
+    rows = await run_in_threadpool(_rows, console)
+    shown = views.as_tree([r for r in rows if views.matches(r, status, control, text)])
+    return render(
+        request,
+        "runs.html",
+        rows=shown,
+        total=len(rows),
+        statuses=sorted({*(s.value for s in RunStatus), "CORRUPT"}),
+        controls=["NORMAL", "CAUTIOUS", "BLOCKED", "HUMAN_REQUIRED"],
+        status=status,
+        control=control,
+        q=text,
+        db=str(console.db),
+    )
+
+
+def _run(console: Console, run_id: str) -> tuple[Any, list[Event], str | None]:
+    with console.reader() as store:
+        info = store.run(run_id)
+        events = store.events(info.run_id)
+        try:
+            store.verify(info.run_id)
+            problem = None
+        except LogCorrupt as e:
+            problem = str(e)
+    return info, events, problem
+
+
+async def run_page(console: Console, request: Request) -> Response:
+    info, events, problem = await run_in_threadpool(_run, console, request.path_params["run_id"])
+    row = views.run_row(info, events, problem, datetime.now(UTC))
+    at = int_param(request.query_params.get("at"))
+    start = views.page_of_seq(events, at) if at is not None else int_param(request.query_params.get("start"))
+    timeline = views.page(events, start)
+    return render(
+        request,
+        "run.html",
+        info=info,
+        row=row,
+        page=timeline,
+        chart=views.diagnostics_chart(events),
+        band=views.control_band(events),
+        turns=sorted(set(views.turns_of(events))),
+        approvals=row.approvals,
+        resumable=row.status in RESUMABLE and not row.approvals,
+        driving=(t := console.drivers.threads.get(info.run_id)) is not None and t.is_alive(),
+        driver_failure=console.drivers.failures.get(info.run_id),
+        live=timeline.is_tail and row.status in ("RUNNING", "NEW", "WAITING_APPROVAL"),
+        last_seq=events[-1].seq if events else -1,
+    )
+
+
+async def event_page(console: Console, request: Request) -> Response:
+    """One event whole: its payload as stored, nothing cut off."""
+    info, events, _ = await run_in_threadpool(_run, console, request.path_params["run_id"])
+    seq = request.path_params["seq"]
+    event = next((e for e in events if e.seq == seq), None)
+    if event is None:
+        raise InputError(f"run {info.run_id} has no event {seq}")
+    body = json.dumps(event.to_dict(), indent=2, sort_keys=True, default=str)
+    return render(request, "event.html", info=info, event=event, body=body)
+
+
+async def turn_page(console: Console, request: Request) -> Response:
+    info, events, problem = await run_in_threadpool(_run, console, request.path_params["run_id"])
+    if problem is not None:
+        raise LogCorrupt(info.run_id, 0, problem)
+    view = views.turn_view(events, request.path_params["turn"])
+    return render(request, "turn.html", info=info, view=view)
+
+
+async def verify_action(console: Console, request: Request) -> Response:
+    """Recompute the chain and check signed checkpoints: what ``tether log verify RUN`` does."""
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+
+    def verify() -> tuple[bool, str, list[str]]:
+        path = key_path()
+        anchor_key = AnchorKey.load(path) if path.exists() else None
+        with console.reader() as store:
+            run_id = store.run(request.path_params["run_id"]).run_id
+            try:
+                audit = store.verify_run(run_id, anchor_key, anchor_file_path(path))
+            except LogCorrupt as e:
+                return False, f"run {run_id}: first bad seq {e.seq}: {e.reason}", []
+        a = audit.anchor
+        signed = f"; {a.checkpoints} signed checkpoint(s) match" if a.checkpoints else ""
+        text = f"run {run_id}: {audit.events} events, chain intact, head seq {audit.head[0]} {audit.head[1]}{signed}"
+        return True, text, list(a.limits)
+
+    ok, text, limits = await run_in_threadpool(verify)
+    return render(
+        request,
+        "message.html",
+        200 if ok else 409,
+        title="chain verified" if ok else "chain broken",
+        message=text,
+        notes=limits,
+        ok=ok,
+        back=f"/runs/{request.path_params['run_id']}",
+    )
+
+
+async def resume_action(console: Console, request: Request) -> Response:
+    """Continue a run as ``tether resume RUN`` would, driven by this server; the run's page follows it."""
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    run_id = await run_in_threadpool(console.drivers.resume, request.path_params["run_id"])
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
