@@ -271,3 +271,30 @@ def test_the_inbox_says_when_approvals_arrive_or_are_answered_elsewhere(
     assert page.input_value("input[name=reason]") == "typing a reason"  # nothing reloaded under the operator
     page.click("#inbox-changed a")
     assert [a.get_attribute("id") for a in page.locator("article.approval").all()] == ["ap-3"]
+
+
+def test_export_downloads_the_runs_episode_package_and_refuses_a_broken_log(
+    tmp_path: Path, served: Background, db: Path, page: Any
+) -> None:
+    import sqlite3
+
+    from tether.observe.episode import read_package
+
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "exported", 2)
+        events = len(store.events(run_id))
+    page.goto(f"{served.url}runs/{run_id}")
+    with page.expect_download() as download:
+        page.click("#export")
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    package = read_package(saved)  # what `tether import` checks: names, hashes, chain
+    assert saved.name == f"tether-{run_id}.tar.gz" and package.run_id == run_id
+    assert package.manifest["events"] == events
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER events_no_update")
+        conn.execute("UPDATE events SET ts = '2000-01-01T00:00:00+00:00' WHERE run_id = ? AND seq = 1", (run_id,))
+    page.goto(f"{served.url}runs/{run_id}")
+    page.click("#export")
+    assert "seq 1" in page.locator("#message").inner_text()

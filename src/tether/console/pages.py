@@ -1,19 +1,24 @@
-"""The console's pages over the log: the runs, a run, one event whole, a turn's loop view; and the two
-actions on a run, verifying its chain and resuming it."""
+"""The console's pages over the log: the runs, a run, one event whole, a turn's loop view; and the actions
+on a run, each the code of its CLI command: verify its chain, export its episode package, resume it."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 from tether.events.store import Event
+from tether.observe.episode import export_run
 from tether.status import RunStatus
 
 from . import views
@@ -142,6 +147,33 @@ async def verify_action(console: Console, request: Request) -> Response:
         ok=ok,
         back=f"/runs/{request.path_params['run_id']}",
     )
+
+
+async def export_action(console: Console, request: Request) -> Response:
+    """The run's episode package, as ``tether export RUN -o FILE`` writes it (signed when an anchor key exists),
+    sent as a download; the server's copy is removed once sent. A log that does not verify, or that holds a
+    value the host passed to the sandbox, is refused on the page, as the CLI refuses it."""
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    folder = Path(tempfile.mkdtemp(prefix="tether-export-"))
+
+    def export() -> Path:
+        path = key_path()
+        signing = AnchorKey.load(path) if path.exists() else None
+        with console.reader() as store:
+            run_id = store.run(request.path_params["run_id"]).run_id
+            out = folder / f"tether-{run_id}.tar.gz"
+            export_run(store, run_id, out, key=signing)
+        return out
+
+    try:
+        out = await run_in_threadpool(export)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    cleanup = BackgroundTask(shutil.rmtree, folder, ignore_errors=True)
+    return FileResponse(out, media_type="application/gzip", filename=out.name, background=cleanup)
 
 
 async def resume_action(console: Console, request: Request) -> Response:
