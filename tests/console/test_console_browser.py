@@ -298,3 +298,18 @@ def test_export_downloads_the_runs_episode_package_and_refuses_a_broken_log(
     page.goto(f"{served.url}runs/{run_id}")
     page.click("#export")
     assert "seq 1" in page.locator("#message").inner_text()
+
+
+def test_a_command_that_reads_as_something_else_is_shown_as_marked(served: Background, db: Path, page: Any) -> None:
+    """Trojan Source in an approval: a right-to-left override makes ``rm -rf ~ #`` look like something else."""
+    spoof = "echo ok \u202e # ~ fr- mr"
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "tidy\u200b up", 1)
+        ask(store, run_id, 2, spoof, f"$ {spoof}")
+    page.goto(served.url + "approvals")
+    assert page.locator("code.command").inner_text() == "echo ok ⟦U+202E⟧ # ~ fr- mr"
+    assert page.locator(".hidden-warning").is_visible()
+    assert "⟦U+202E⟧" in page.locator("pre.preview").inner_text()
+    assert "tidy⟦U+200B⟧ up" in page.locator("article .task").inner_text()
+    page.goto(f"{served.url}runs/{run_id}")
+    assert "⟦U+202E⟧" in page.locator("li.ev[data-kind='action.proposed']").last.inner_text()

@@ -154,3 +154,10 @@ def test_a_running_runs_duration_counts_up_to_now_a_finished_ones_does_not(db: P
         store.append(run_id, RunFinished(status=RunStatus.NO_PROGRESS))
         finished = views.run_row(store.run(run_id), store.events(run_id), None, later + timedelta(hours=1))
     assert finished.duration_s < 100
+
+
+def test_characters_that_hide_how_text_reads_are_shown_as_marks() -> None:
+    assert views.visible("ls \u202e; hsup tig") == "ls ⟦U+202E⟧; hsup tig"
+    assert views.visible("a\u200bb\u2066c\u0007d\u009be\ufefff") == "a⟦U+200B⟧b⟦U+2066⟧c⟦U+0007⟧d⟦U+009B⟧e⟦U+FEFF⟧f"
+    assert views.visible("line\n\ttab, café, 中文, emoji 🙂") == "line\n\ttab, café, 中文, emoji 🙂"
+    assert views.has_hidden("x\u202ay") and not views.has_hidden("plain\ntext")

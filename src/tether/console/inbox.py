@@ -17,6 +17,7 @@ from tether.events.store import EventStore
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, pending, record_answer
 from tether.state import RunState
 
+from .views import has_hidden, visible
 from .web import Console, checked_form, render
 
 ANSWER_RETRY_S = 5.0  # how long an answer waits for another writer (a driver ending, another operator) to let go
@@ -34,6 +35,12 @@ class Pending:
     timeout_s: float | None
     args_text: str
     requested_at: str
+
+    @property
+    def hidden(self) -> bool:
+        """Whether the call's arguments or preview hold characters that change how they read unseen."""
+        args = json.dumps(self.request.args, ensure_ascii=False, sort_keys=True)
+        return has_hidden(args) or has_hidden(self.request.preview)
 
 
 def _pending(console: Console) -> list[Pending]:
@@ -66,7 +73,7 @@ def _pending(console: Console) -> list[Pending]:
                     str(started.get("workspace", "")),
                     str(started.get("sandbox", "")),
                     limit,
-                    json.dumps(r.args, indent=1, sort_keys=True),
+                    visible(json.dumps(r.args, indent=1, sort_keys=True, ensure_ascii=False)),
                     requested,
                 )
             )

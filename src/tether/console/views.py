@@ -7,6 +7,7 @@ about a run can be tested without a browser, and every page is a read of the sam
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -283,6 +284,23 @@ def _group(e: Event) -> str:
     return e.kind.split(".")[0]
 
 
+#: Characters that change how text looks without being seen: bidirectional overrides and isolates, zero-width
+#: characters, and C0/C1 controls other than newline and tab. An agent can use them to make a command read as
+#: something else where a person approves it ("Trojan Source"); the console shows each as a visible mark.
+HIDDEN = re.compile(
+    "[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
+def visible(text: str) -> str:
+    """``text`` with every hidden character replaced by a mark naming its code point, e.g. ``⟦U+202E⟧``."""
+    return HIDDEN.sub(lambda m: f"⟦U+{ord(m.group()):04X}⟧", text)
+
+
+def has_hidden(text: str) -> bool:
+    return HIDDEN.search(text) is not None
+
+
 def is_diff(text: str) -> bool:
     """A unified diff (perhaps after a line or two of header): its lines are shown coloured."""
     lines = text.splitlines()
@@ -306,6 +324,7 @@ def item(e: Event, turn: int) -> Item:
             title, facts, text = fn(e.payload)
         except (AttributeError, KeyError, TypeError, ValueError):  # a payload of an odd shape still shows, raw
             title, facts, text = e.kind, [], json.dumps(e.payload, indent=1, sort_keys=True, default=str)
+    title, facts, text = visible(title), [(k, visible(v)) for k, v in facts], visible(text)
     shown, clipped = _clip(text)
     label = "diff" if is_diff(shown) else "output" if e.kind == "action.completed" else ""
     return Item(e.seq, e.ts, e.kind, turn, _group(e), title, facts, shown, label, clipped, e.run_id)

@@ -26,7 +26,8 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-templates.filters.update(is_diff=views.is_diff, diff_class=views.diff_class)
+templates.filters.update(is_diff=views.is_diff, diff_class=views.diff_class, visible=views.visible)
+templates.tests.update(hiding=views.has_hidden)
 
 
 @dataclass(frozen=True)
