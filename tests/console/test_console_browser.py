@@ -313,3 +313,19 @@ def test_a_command_that_reads_as_something_else_is_shown_as_marked(served: Backg
     assert "tidy⟦U+200B⟧ up" in page.locator("article .task").inner_text()
     page.goto(f"{served.url}runs/{run_id}")
     assert "⟦U+202E⟧" in page.locator("li.ev[data-kind='action.proposed']").last.inner_text()
+
+
+def test_the_timeline_hides_and_shows_families_of_events_live_ones_too(served: Background, db: Path, page: Any) -> None:
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "t", 2)
+    page.goto(f"{served.url}runs/{run_id}")
+    beliefs = page.locator("li.ev[data-family=belief]")
+    assert beliefs.count() == 2 and beliefs.first.is_visible()
+    page.uncheck("#show input[value=belief]")
+    assert not beliefs.first.is_visible() and page.locator("li.ev[data-family=action]").first.is_visible()
+    with EventStore.open(db) as store:
+        appended = store.append_many(run_id, turn_events(3, "echo three", "three"))
+    page.locator(f"#e{appended[-1].seq}").wait_for(state="attached")
+    assert beliefs.count() == 3 and not beliefs.last.is_visible()  # arrived live, hidden as its family is
+    page.check("#show input[value=belief]")
+    assert beliefs.last.is_visible()

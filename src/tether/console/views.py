@@ -114,6 +114,13 @@ def matches(row: RunRow, status: str, control: str, query: str) -> bool:
 # ---- a run's timeline -----------------------------------------------------------------------------
 
 
+#: The families of event kinds (the part before the dot) the timeline can show or hide, in the loop's order.
+FAMILIES = (
+    "run", "model", "action", "approval", "sensor", "verify", "completion", "review", "belief", "contradiction",
+    "hypothesis", "plan", "diagnostics", "stuck", "control", "recovery", "tests", "preflight", "budget", "sandbox",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Item:
     """One event as the timeline shows it: a headline, labelled facts, and a long text (output, diff) if any."""

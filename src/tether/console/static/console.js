@@ -3,6 +3,16 @@
 // nothing from the log is ever turned into markup here, and status words are set as text.
 "use strict";
 
+// The "show" checkboxes hide or show the timeline's events by family (the kind before its dot), new ones too.
+function hiddenFamilies() {
+  return new Set([...document.querySelectorAll("#show input:not(:checked)")].map((box) => box.value));
+}
+
+function applyShow(list) {
+  const hidden = hiddenFamilies();
+  for (const item of list.querySelectorAll("li.ev")) item.hidden = hidden.has(item.dataset.family);
+}
+
 function follow(list) {
   const source = new EventSource(list.dataset.stream);
   const live = document.getElementById("live");
@@ -10,6 +20,8 @@ function follow(list) {
     const data = JSON.parse(message.data);
     if (document.getElementById("e" + data.seq)) return; // already on the page (a reconnect resends)
     list.insertAdjacentHTML("beforeend", data.html);
+    const added = list.lastElementChild;
+    if (added) added.hidden = hiddenFamilies().has(added.dataset.family);
   });
   source.addEventListener("status", (message) => {
     const data = JSON.parse(message.data);
@@ -47,6 +59,9 @@ function watchInbox(banner) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  const events = document.getElementById("events");
+  const show = document.getElementById("show");
+  if (events && show) show.addEventListener("change", () => applyShow(events));
   const list = document.querySelector("ol.events[data-stream]");
   if (list) follow(list);
   const banner = document.getElementById("inbox-changed");
