@@ -21,8 +21,9 @@ $(PROXY_STAMP): pyproject.toml
 .PHONY: venv demo demo-local test lint typecheck bench
 venv: $(STAMP)
 
+# The demo removes its scratch directory at the end; `make demo KEEP=1` keeps it to inspect.
 demo: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/tether demo
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/tether demo $(if $(KEEP),--keep)
 
 # The bugfix example against a local OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio).
 # make demo-local BASE_URL=http://127.0.0.1:8080/v1 [MODEL=qwen2.5-coder] [PROFILE=llama.cpp] [WINDOW=8192]

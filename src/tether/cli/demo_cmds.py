@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -56,19 +57,35 @@ def prepare(example: Path, workdir: Path) -> Path:
 def demo_cmd(
     example: Path = typer.Option(REPO_EXAMPLE, "--example", help="Example directory to copy and run."),
     workdir: Path | None = typer.Option(None, "--workdir", help="Where to put the copy (default: a temp dir)."),
+    keep: bool = typer.Option(False, "--keep", help="Keep the temp dir (its log and project) to inspect afterwards."),
     sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
     model: str | None = typer.Option(None, "--model", "-m", help="A real model instead of the recorded trajectory."),
     base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE."""
+    """Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE.
+
+    The temp dir it works in is removed at the end (also when it fails or is interrupted) unless --keep;
+    a --workdir is the caller's and is always kept.
+    """
     work = workdir or Path(tempfile.mkdtemp(prefix="tether-demo-"))
+    try:
+        options = session.Options(model=model, base_url=base_url, sandbox=sandbox)
+        code = run_demo(example, work, options, as_json, kept=keep or workdir is not None)
+    finally:
+        if workdir is None and not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if workdir is None and not keep and not as_json:
+        console.print(f"\nremoved {work} (keep it to inspect: `tether demo --keep`, or `make demo KEEP=1`)")
+    raise typer.Exit(code)
+
+
+def run_demo(example: Path, work: Path, options: session.Options, as_json: bool, *, kept: bool) -> int:
+    """Copy the example into ``work``, run it to its end, verify the log; the exit code."""
     work.mkdir(parents=True, exist_ok=True)
     dest = prepare(example, work)
     db = work / "tether.db"
-    options = session.Options(
-        model=model, base_url=base_url, sandbox=sandbox, approver=demo_approver, on_event=printer(as_json)
-    )
+    options = replace(options, approver=demo_approver, on_event=printer(as_json))
     with EventStore.open(db, signer=Signer.configured()) as store:
         runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
         contract = runtime.drive()
@@ -78,10 +95,11 @@ def demo_cmd(
     if not as_json:
         console.print(control)
         console.print(f"\nlog verified: {count} events, hash chain intact ({db})")
-        console.print(f"inspect it:   {cli_name()} show {contract.run_id} --db {db}")
-        console.print(f"the diff:     git -C {dest / 'project'} diff")
+        if kept:
+            console.print(f"inspect it:   {cli_name()} show {contract.run_id} --db {db}")
+            console.print(f"the diff:     git -C {dest / 'project'} diff")
     code = exit_code(contract.status)
-    raise typer.Exit(code if code else (0 if contract.status is RunStatus.COMPLETE else EXIT_INVALID))
+    return code if code else (0 if contract.status is RunStatus.COMPLETE else EXIT_INVALID)
 
 
 def register(app: typer.Typer) -> None:

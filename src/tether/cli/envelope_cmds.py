@@ -83,11 +83,16 @@ def schema_cmd(which: str = typer.Argument("envelope", help="envelope | plan")) 
 
 
 def init_cmd(
-    directory: Path = typer.Argument(Path("."), help="Where to write plan.yaml and envelope.yaml."),
+    directory: Path = typer.Argument(Path("."), help="Where to write plan.yaml, envelope.yaml and trajectory.yaml."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Write a starter plan, envelope and scripted trajectory; then `tether compile plan.yaml -o envelope.yaml`."""
+    """Write a starter plan, a compiled envelope and a scripted trajectory: `tether run` works at once.
+
+    The template is coherent: the plan forbids editing tests and the envelope's write set leaves them
+    read-only; bubblewrap is preferred, and where it cannot start the run falls back to the local sandbox
+    and says so; tether's own files (.tether/) are never counted as the agent's writes.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     names = ("plan.yaml", "envelope.yaml", "trajectory.yaml")
     targets = {directory / name: name for name in names}
@@ -96,12 +101,16 @@ def init_cmd(
         raise FileError(f"{', '.join(existing)}: already exist(s); pass --force to overwrite")
     for path, name in targets.items():
         path.write_text(builtin_template(name), encoding="utf-8")
+    env = compile_envelope(directory / "plan.yaml", directory / "envelope.yaml")  # binds the plan: runnable now
     if as_json:
-        print_json({"wrote": [str(p) for p in targets]})
+        print_json({"wrote": [str(p) for p in targets], "contract_hash": env.contract_hash})
         return
     for path in targets:
         console.print(f"wrote {path}")
-    console.print(f"next: tether compile {directory / 'plan.yaml'} -o {directory / 'envelope.yaml'}")
+    console.print(
+        f"next: edit {directory / 'plan.yaml'}, then `tether compile {directory / 'plan.yaml'} -o "
+        f"{directory / 'envelope.yaml'}` (after every edit of the plan); `tether run` runs the scripted trajectory"
+    )
 
 
 def register(app: typer.Typer) -> None:
