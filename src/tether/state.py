@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS
 from tether.events.kinds import (
     ActionCompleted,
     ActionDecided,
@@ -31,6 +32,7 @@ from tether.events.kinds import (
     ContextFull,
     ModelFailed,
     ModelResponded,
+    ModelUnaffordable,
     RunFinished,
     RunForked,
     RunResumed,
@@ -46,7 +48,14 @@ from tether.status import ActionStatus, ClaimStatus, RunStatus
 
 #: Facts the runtime records that a run cannot go on from; ``next_step`` turns the pending one into a finish.
 StopFact = (
-    SandboxFailed | ContextFull | ModelFailed | ApprovalExpired | ApprovalMismatch | ActionFailed | PreflightCompleted
+    SandboxFailed
+    | ContextFull
+    | ModelUnaffordable
+    | ModelFailed
+    | ApprovalExpired
+    | ApprovalMismatch
+    | ActionFailed
+    | PreflightCompleted
 )
 
 #: What a gate verdict makes of the action it decides.
@@ -110,7 +119,7 @@ class RunState:
     result: str = ""
     termination: str | None = None
     max_external: int | None = None
-    external_used: int = 0
+    external_calls: list[str] = field(default_factory=list)  # executed calls whose tool reaches outside
     recovery_point: dict[str, Any] | None = None
     baseline: str | None = None  # blob hash of the workspace manifest taken before the first action
     preflight_ok: bool | None = None  # None: pre-flight has not run
@@ -137,6 +146,11 @@ class RunState:
     @property
     def finished(self) -> bool:
         return self.status.terminal
+
+    @property
+    def external_used(self) -> int:
+        """External outputs executed so far (``outputs.max_external`` counts these)."""
+        return len(self.external_calls)
 
     @property
     def open_actions(self) -> list[Action]:
@@ -213,7 +227,7 @@ class RunState:
         self.stop = None
         self._pause(e)
 
-    def _stopped(self, e: Event, p: SandboxFailed | ContextFull | ApprovalMismatch) -> None:
+    def _stopped(self, e: Event, p: SandboxFailed | ContextFull | ModelUnaffordable | ApprovalMismatch) -> None:
         """A fact the run cannot go on from; ``next_step`` turns it into the finish."""
         self.stop = p
 
@@ -229,7 +243,8 @@ class RunState:
         self.termination = p.termination
         self.last_text = p.text
         self.raw_stop_reason = p.raw_stop_reason
-        self.text_only_turns = 0 if p.tool_calls else self.text_only_turns + 1
+        acted = p.tool_calls and p.termination != "truncated"  # a cut-off reply's calls do not run
+        self.text_only_turns = 0 if acted else self.text_only_turns + 1
 
     def _model_failed(self, e: Event, p: ModelFailed) -> None:
         self.last_error = p.error
@@ -288,8 +303,8 @@ class RunState:
             self.claims[a.call_id] = ClaimStatus.PENDING
         if p.undo:
             self.rollback.append({"event": e.id, **p.undo})
-        if set(p.result.get("effects", [])) & {"external", "published"}:
-            self.external_used += 1
+        if not EXTERNAL_OUTPUT_EFFECTS.isdisjoint(p.result.get("effects", [])) and a.call_id not in self.external_calls:
+            self.external_calls.append(a.call_id)  # once per call, whatever its retries
 
     def _action_failed(self, e: Event, p: ActionFailed) -> None:
         a = self.actions[p.call_id]
@@ -351,5 +366,6 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     BudgetExceeded: RunState._budget_exceeded,
     SandboxFailed: RunState._stopped,
     ContextFull: RunState._stopped,
+    ModelUnaffordable: RunState._stopped,
     ApprovalMismatch: RunState._stopped,
 }

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runkit import FINISH, FIX, tether, write_script
@@ -28,10 +29,14 @@ Harness(envelope, db=db, sandbox="local", on_event=hook).run("fix the median")
 MARK = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt"}}
 
 
-def crash(bugfix: Path, kind: str, tool: str = "-") -> tuple[Path, str]:
+def crash(bugfix: Path, kind: str, tool: str = "-", first: tuple[dict[str, Any], ...] = (MARK,)) -> tuple[Path, str]:
     write_script(
         bugfix,
-        [{"tool_calls": [MARK]}, {"tool_calls": [FIX, {"name": "run_tests", "args": {}}]}, {"tool_calls": [FINISH]}],
+        [
+            {"tool_calls": list(first)},
+            {"tool_calls": [FIX, {"name": "run_tests", "args": {}}]},
+            {"tool_calls": [FINISH]},
+        ],
     )
     db = bugfix / "t.db"
     proc = subprocess.run(
@@ -83,6 +88,21 @@ def test_crash_inside_an_idempotent_action_reruns_it(bugfix: Path) -> None:
             e.payload for e in store.events(run_id) if e.kind == "action.started" and e.payload["tool"] == "run_tests"
         ]
     assert [s["attempt"] for s in starts] == [1, 2]
+    assert marker_lines(bugfix) == 1
+
+
+def test_crash_inside_read_file_reruns_it(bugfix: Path) -> None:
+    """The example's read_file states no idempotency: a read-only tool is idempotent by default."""
+    read = {"name": "read_file", "args": {"path": "src/stats/core.py"}}
+    db, run_id = crash(bugfix, "action.started", "read_file", first=(read, MARK))
+    code, contract = resume(db, run_id)
+    assert code == 0 and contract["status"] == "COMPLETE", contract
+    with EventStore.open(db) as store:
+        starts = [e.payload for e in store.events(run_id) if e.kind == "action.started"]
+    assert [(s["tool"], s["attempt"], s["idempotent"]) for s in starts[:2]] == [
+        ("read_file", 1, True),
+        ("read_file", 2, True),
+    ]
     assert marker_lines(bugfix) == 1
 
 

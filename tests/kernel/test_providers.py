@@ -24,6 +24,7 @@ from runkit import FINISH, FIX, tether
 from tether import EventStore, RunState
 from tether.events.store import Event
 from tether.kernel.outcome import OutputContract
+from tether.models.pricing import price_for
 from tether.models.testing import (
     PROXY_ENV_VARS,
     AnthropicWireServer,
@@ -215,6 +216,80 @@ def test_truncation_is_told_to_the_model_on_the_next_request(
     first, second = (json.dumps(r.body) for r in server.requests[:2])
     assert CUT_OFF not in first
     assert CUT_OFF in second
+
+
+def cut_off_calls(provider: Provider) -> Reply:
+    """A reply stopped at the output limit holding two calls: one whole (the fix), one cut off mid-arguments."""
+    if provider is ANTHROPIC:  # the Messages API sends input as an object: a cut-off one arrives as whatever parsed
+        uses = [("call_a", FIX["name"], FIX["args"]), ("call_b", "write_file", {"path": "src/stats/core.py"})]
+        return anthropic_message(tool_uses=uses, stop_reason="max_tokens")
+    calls = [("call_a", FIX["name"], FIX["args"]), ("call_b", "write_file", '{"path": "src/stats/core.py", "cont')]
+    return openai_chat(tool_calls=calls, finish_reason="length")
+
+
+def test_calls_in_a_cut_off_reply_are_never_run_and_the_model_is_told(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    server.push(cut_off_calls(provider), provider.tool_call("call_fix", FIX), provider.tool_call("call_finish", FINISH))
+    out = run(provider, server, envelope)
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    (truncated,) = out.of("model.truncated")
+    assert (
+        truncated["not_run"] == ["call_a", "call_b"]
+        and truncated["max_tokens"] == server.requests[0].body["max_tokens"]
+    )
+    assert [p["call_id"] for p in out.of("action.started")] == ["call_fix", "call_finish"]  # neither cut-off call ran
+    assert not [p for p in out.of("action.decided") if p["call_id"] in ("call_a", "call_b")]  # never even decided
+    fixed = (envelope.parent / "project" / "src" / "stats" / "core.py").read_text()
+    assert fixed.count("(ordered[middle - 1] + ordered[middle]) / 2") == 1  # the fix applied once, by call_fix
+    told = json.dumps(server.requests[1].body["messages"])
+    assert CUT_OFF in told and "not run" in told and "Continue, more briefly" in told
+
+
+def with_budget(envelope: Path, usd: float) -> Path:
+    envelope.write_text(envelope.read_text().replace("usd: 2.0", f"usd: {usd}"))
+    tether("compile", str(envelope.parent / "plan.yaml"), "-o", str(envelope), check=True)
+    return envelope
+
+
+def sent_max_tokens(request: Any) -> int:
+    body = request.body
+    return int(body.get("max_tokens") or body["max_completion_tokens"])
+
+
+def test_a_budget_too_small_for_any_call_stops_before_calling(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    """$0.001 cannot pay for the prompt alone at this model's price: nothing is sent, BUDGET_STOP."""
+    out = run(provider, server, with_budget(envelope, 0.001))
+    assert out.contract["status"] == "BUDGET_STOP", out.proc.stdout + out.proc.stderr
+    assert server.requests == [] and not out.of("model.requested")
+    (short,) = out.of("model.unaffordable")
+    assert short["budget"] == "usd" and short["limit"] == 0.001 and "cannot pay" in short["reason"]
+    assert [(b["budget"], b["limit"]) for b in out.of("budget.exceeded")] == [("usd", 0.001)]
+    assert "budgets.usd" in out.contract["result"] and "raise budgets.usd" in out.contract["next_action"]
+
+
+def test_each_call_is_capped_so_its_worst_case_fits_the_money_left(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    """A budget that pays for the prompt and some output: max_tokens is lowered to what the rest can pay."""
+    server.push(provider.tool_call("call_fix", FIX), provider.tool_call("call_finish", FINISH))
+    out = run(provider, server, with_budget(envelope, 0.05))
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    price = price_for(provider.model)
+    assert price is not None
+    requested = out.of("model.requested")
+    responded = out.of("model.responded")
+    spent = 0.0
+    for req, wire, resp in zip(requested, server.requests, responded, strict=True):
+        assert sent_max_tokens(wire) == req["max_tokens"]  # what the log says was asked is what was sent
+        left = 0.05 - spent
+        assert req["capped_by"] == "usd"
+        expected = int((left - req["prompt_tokens_est"] * price.input_per_mtok / 1e6) // (price.output_per_mtok / 1e6))
+        assert abs(req["max_tokens"] - expected) <= 1  # rounding only
+        assert req["worst_case_usd"] <= left + 1e-9
+        spent += resp["cost_usd"]
 
 
 # ---- real servers' quirks, end to end ------------------------------------------------------

@@ -114,6 +114,26 @@ def test_crash_between_start_and_completion(tmp_path: Path, env: Envelope) -> No
     assert isinstance(step, Finish) and step.status == "NEEDS_INPUT" and "c2" in step.reason  # never twice
 
 
+def test_a_read_only_tool_is_idempotent_unless_its_contract_says_otherwise(tmp_path: Path, env: Envelope) -> None:
+    """The example declares read_file with effects [read] and no idempotent: a crash inside it is re-run."""
+    assert env.tool("read_file") is not None and env.tool("read_file").idempotent is None  # type: ignore[union-attr]
+    log = Log(tmp_path, env)
+    log.turn(0, ("c1", "read_file", {"path": "src/stats/core.py"}))
+    log.add("action.decided", call_id="c1", verdict="ALLOW", deciding_rule="r", reason="ok")
+    log.add("action.started", call_id="c1", tool="read_file", args_hash="h")
+    step = next_step(log.state(), env, NOW)
+    assert isinstance(step, Execute) and step.attempt == 2 and "idempotent" in step.why
+    stated = env.model_copy(
+        update={
+            "tools": [t.model_copy(update={"idempotent": False}) if t.name == "read_file" else t for t in env.tools]
+        }
+    )
+    step = next_step(log.state(), stated, NOW)
+    assert isinstance(step, Finish) and step.status == "NEEDS_INPUT"  # an explicit "not idempotent" is obeyed
+    writer = next(t for t in env.tools if t.name == "edit_file").model_copy(update={"idempotent": None})
+    assert not writer.retry_safe  # a tool that writes must say so itself
+
+
 def test_finish_claim_is_verified_not_trusted(tmp_path: Path, env: Envelope) -> None:
     log = Log(tmp_path, env)
     log.turn(0, ("f", "finish", {"summary": "done"}))

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
 from tether.envelope.schema import Price
-from tether.errors import ProviderError
+from tether.errors import EnvelopeInvalid, ProviderError
 from tether.models.base import Message, ModelResponse, ToolSpec, Usage
 from tether.models.function import FunctionModel
-from tether.models.pricing import cost_usd, price_known
+from tether.models.pricing import cost_usd, load_prices, price_for, price_known, run_prices
 from tether.models.retry import backoff_delay, complete_with_retries, is_transient_status
+from tether.policy.defaults import default_envelope
+from tether.policy.strict import price_file_problems
 
 
 def failing(*errors: BaseException) -> tuple[FunctionModel, list[int]]:
@@ -131,3 +134,49 @@ def test_unknown_models_cost_nothing_but_say_so() -> None:
     assert not price_known("openai:llama3.1:8b")
     assert price_known("scripted:trajectory.yaml") and price_known("function:echo")
     assert cost_usd("scripted:trajectory.yaml", Usage(10**6, 10**6)) == 0.0
+
+
+def test_current_models_are_priced_and_a_dated_snapshot_of_a_new_one_is_not_its_elder() -> None:
+    assert price_for("openai:gpt-5.1-2025-11-13") == price_for("gpt-5.1")
+    assert price_for("gpt-5-pro") != price_for("gpt-5")  # not the cheaper model's price by prefix
+    assert all(price_known(m) for m in ("o3-mini", "o1", "claude-3-haiku-20240307", "claude-opus-4-5-20251101"))
+
+
+def test_a_price_file_overrides_the_table_and_the_envelope_overrides_the_file(tmp_path: Path) -> None:
+    (tmp_path / "prices.yaml").write_text(
+        "gpt-4.1: {input_per_mtok: 1.0, output_per_mtok: 4.0}\nmy-local: {input_per_mtok: 0.1, output_per_mtok: 0.2}\n"
+    )
+    env = default_envelope().model_copy(
+        update={"pricing_file": "prices.yaml", "pricing": {"my-local": Price(input_per_mtok=0, output_per_mtok=0)}}
+    )
+    prices = run_prices(env, tmp_path)
+    assert price_for("openai:gpt-4.1", prices) == Price(input_per_mtok=1.0, output_per_mtok=4.0)
+    assert price_for("openai:my-local", prices) == Price(input_per_mtok=0, output_per_mtok=0)
+    assert price_for("gpt-4o", prices) == price_for("gpt-4o")  # the rest of the table stands
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("gpt-4.1: {input_per_mtok: 1.0, output_per_mtok: -4}\n", "$.gpt-4.1.output_per_mtok"),
+        ("gpt-4.1: {input_per_mtok: 1.0}\n", "$.gpt-4.1.output_per_mtok"),
+        ("gpt-4.1: {input_per_mtok: cheap, output_per_mtok: 1}\n", "$.gpt-4.1.input_per_mtok"),
+        ("gpt-4.1: {input_per_mtok: 1, output_per_mtok: 1, cached: 0.1}\n", "$.gpt-4.1.cached"),
+        ("- gpt-4.1\n", "$"),
+    ],
+)
+def test_a_malformed_price_file_names_the_file_and_the_field(tmp_path: Path, text: str, where: str) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text(text)
+    with pytest.raises(EnvelopeInvalid) as err:
+        load_prices(path)
+    assert [p.path for p in err.value.problems] == [where]
+    assert str(path) in str(err.value)
+    problems = price_file_problems(
+        default_envelope().model_copy(update={"pricing_file": "prices.yaml"}), tmp_path / "e.yaml"
+    )
+    assert [p.path for p in problems] == [where]  # `tether validate --strict` says the same before any run
+    missing = price_file_problems(
+        default_envelope().model_copy(update={"pricing_file": "nope.yaml"}), tmp_path / "e.yaml"
+    )
+    assert [p.path for p in missing] == ["$.pricing_file"] and "nope.yaml" in str(missing[0])

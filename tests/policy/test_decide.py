@@ -34,16 +34,24 @@ TOOLS = [
     ToolContract(name="bash", purpose="shell", effects=[Effect.EXEC]),
     ToolContract(name="read_file", purpose="read", effects=[Effect.READ]),
     ToolContract(name="write_file", purpose="write", effects=[Effect.WRITE]),
+    ToolContract(name="post", purpose="http post", effects=[Effect.NETWORK, Effect.PUBLISHED]),
+    ToolContract(name="pay", purpose="money", effects=[Effect.FINANCIAL]),
 ]
 
 
-def envelope(*, deny: list[Rule] | None = None, outputs: list[str] | None = None) -> Envelope:
+def envelope(
+    *,
+    deny: list[Rule] | None = None,
+    allow: list[Rule] | None = None,
+    outputs: list[str] | None = None,
+    max_external: int | None = None,
+) -> Envelope:
     return Envelope(
         plan=PlanRef(path="plan.yaml", hash="sha256:" + "0" * 64),
         environment=Environment(filesystem=Filesystem(read=["**"], write=["src/**"], deny=[])),
         tools=TOOLS,
-        permissions=Permissions.model_validate({"profile": "coding", "deny": deny or []}),
-        outputs=Outputs(allowed_types=outputs or ["patch", "report"]),
+        permissions=Permissions.model_validate({"profile": "coding", "deny": deny or [], "allow": allow or []}),
+        outputs=Outputs(allowed_types=outputs or ["patch", "report"], max_external=max_external),
     )
 
 
@@ -186,6 +194,53 @@ def test_a_passing_review_keeps_the_gate_decision(tmp_path: Path) -> None:
     ruling = log.decide(call)
     assert ruling.review is not None and ruling.review.ok
     assert ruling.decision == Gate(log.env, log.ws).decide("write_file", {"path": "src/a.py", "content": "x = 2\n"})
+
+
+ALLOW_OUT = [Rule(id="allow-post", rule="post"), Rule(id="allow-pay", rule="pay")]
+
+
+def test_max_external_zero_denies_an_external_tool_an_allow_rule_allows(tmp_path: Path) -> None:
+    log = Log(tmp_path, envelope(allow=ALLOW_OUT, max_external=0))
+    call = log.propose("post", {"url": "http://127.0.0.1/x"})
+    d = log.decide(call).decision
+    assert (d.verdict, d.deciding_rule) == (Verdict.DENY, "outputs:max-external")
+    assert "outputs.max_external is 0" in d.reason and "network, published" in d.reason
+    assert log.gates_built == 0  # decided before the gate: no human is asked about a call that cannot run
+    assert log.decide(log.propose("bash", {"command": "ls"})).decision.verdict is Verdict.ALLOW  # not external
+
+
+def test_max_external_counts_executed_and_in_flight_calls(tmp_path: Path) -> None:
+    log = Log(tmp_path, envelope(allow=ALLOW_OUT, max_external=2))
+    done = log.propose("post", {"n": 1})
+    log.record(done, "ALLOW", "allow-post")
+    log.store.append(log.run_id, "action.started", {"call_id": done, "tool": "post", "args_hash": "h"})
+    log.store.append(
+        log.run_id,
+        "action.completed",
+        {"call_id": done, "tool": "post", "ok": False, "result": {"effects": ["network", "published"]}},
+    )  # a failed call still went out: it counts
+    waiting = log.propose("pay", {"amount": 1})
+    log.record(waiting, "ASK", "approval:financial")  # allowed once a human says yes: counts
+    third = log.propose("post", {"n": 3})
+    d = log.decide(third).decision
+    assert (d.verdict, d.deciding_rule) == (Verdict.DENY, "outputs:max-external")
+    assert "has 2 external output(s)" in d.reason
+    assert RunState.from_events(log.events).external_used == 1  # executed ones only
+
+
+def test_two_external_calls_in_one_turn_cannot_both_slip_under_the_limit(tmp_path: Path) -> None:
+    log = Log(tmp_path, envelope(allow=ALLOW_OUT, max_external=1))
+    first, second = log.propose("post", {"n": 1}), log.propose("post", {"n": 2})
+    assert log.decide(first).decision.verdict is Verdict.ALLOW
+    log.record(first, "ALLOW", "allow-post")
+    assert log.decide(second).decision.deciding_rule == "outputs:max-external"
+
+
+def test_a_denied_external_call_does_not_use_up_the_limit(tmp_path: Path) -> None:
+    log = Log(tmp_path, envelope(allow=ALLOW_OUT, max_external=1))
+    first = log.propose("post", {"n": 1})
+    log.record(first, "DENY", "user:no")
+    assert log.decide(log.propose("post", {"n": 2})).decision.verdict is Verdict.ALLOW
 
 
 def _request(approval_id: str, call: str) -> dict[str, Any]:

@@ -218,6 +218,36 @@ def test_effect_defaults_and_approvals(ws: Path) -> None:
     assert gate.decide("send_email", {"to": "a@b.c"}).verdict is ALLOW
 
 
+def test_require_for_is_a_floor_no_allow_rule_lifts(ws: Path) -> None:
+    """An envelope that requires a human for shared effects and also allows the tool broadly still asks."""
+    broad = [rule("allow-mail", "send_email"), rule("allow-all-mail", "send_email", when={"to": "*"})]
+    run_rule = [Rule(id="run:ap-1", rule="send_email", reason="approved for this run by bob")]
+    gate = Gate(envelope(allow=broad, require_for=[ApprovalClass.SHARED]), ws, run_rules=run_rule)
+    d = gate.decide("send_email", {"to": "a@b.c"})
+    assert (d.verdict, d.deciding_rule) == (ASK, "approval:shared")
+    assert {"allow-mail", "run:ap-1"} <= {m.id for m in d.matches}  # the allow rules were seen, and overruled
+    # the same allow rules without require_for: the envelope's author allowed it
+    assert (
+        Gate(envelope(allow=broad, require_for=[ApprovalClass.FINANCIAL]), ws)
+        .decide("send_email", {"to": "a@b.c"})
+        .verdict
+        is ALLOW
+    )
+    # a deny rule still wins over the floor
+    denied = Gate(envelope(deny=[rule("no-mail", "send_email")], require_for=[ApprovalClass.SHARED]), ws)
+    assert denied.decide("send_email", {"to": "a@b.c"}).verdict is DENY
+
+
+def test_require_for_reaches_a_shell_tool_with_a_shared_effect(ws: Path) -> None:
+    """A command-taking tool (exec) that also publishes: the floor applies to the command path too."""
+    env = envelope(allow=[rule("allow-gh", "gh(gh pr create:*)")], require_for=[ApprovalClass.PUBLISHED])
+    env = env.model_copy(
+        update={"tools": [*env.tools, ToolContract(name="gh", purpose="gh", effects=[Effect.EXEC, Effect.PUBLISHED])]}
+    )
+    d = Gate(env, ws).decide("gh", {"command": "gh pr create --fill"})
+    assert (d.verdict, d.deciding_rule) == (ASK, "approval:published")
+
+
 @pytest.mark.parametrize(
     ("state", "command", "verdict", "rule_id"),
     [

@@ -50,6 +50,12 @@ EFFECT_APPROVAL_CLASS: dict[Effect, ApprovalClass] = {
 }
 
 
+EXTERNAL_OUTPUT_EFFECTS = frozenset(
+    {Effect.NETWORK, Effect.EXTERNAL, Effect.PUBLISHED, Effect.FINANCIAL, Effect.CREDENTIALED}
+)
+"""Effects that reach beyond the workspace: a call with any of them is an external output (``outputs.max_external``)."""
+
+
 class PlanRef(Strict):
     path: str = Field(description="Intent plan path, relative to the envelope file.")
     hash: str = Field(description="sha256:<hex> of the plan's canonical JSON.")
@@ -121,6 +127,20 @@ class ToolContract(Strict):
     on_failure: OnFailure | None = None
     evidence: list[str] | None = None
     rollback: str | None = Field(None, description="How to undo: 'none' only for irreversible tools.")
+
+    @property
+    def external_output(self) -> bool:
+        """Does a call reach the world outside the workspace (network, shared, published, financial, credentialed)?"""
+        return not EXTERNAL_OUTPUT_EFFECTS.isdisjoint(self.effects)
+
+    @property
+    def retry_safe(self) -> bool:
+        """May a call be run again after a crash left it unfinished? As stated; unstated: only a tool that only reads.
+
+        Reading twice changes nothing, so a read-only tool (read_file, list, search …) is idempotent by
+        default; anything with another effect must say so.
+        """
+        return self.idempotent if self.idempotent is not None else set(self.effects) == {Effect.READ}
 
 
 class Rule(Strict):
@@ -257,7 +277,14 @@ class Envelope(Strict):
     retry: Retry = Field(default_factory=Retry)
     audit: Audit | None = None
     control: Control = Field(default_factory=Control)
-    pricing: dict[str, Price] = Field(default_factory=dict)
+    pricing: dict[str, Price] = Field(
+        default_factory=dict, description="USD per million tokens by model name; wins over pricing_file and the table."
+    )
+    pricing_file: str | None = Field(
+        None,
+        description="A YAML or JSON file of prices ({model: {input_per_mtok, output_per_mtok}}), relative to the "
+        "envelope; it overrides the built-in table, and `pricing` overrides it. Read when the run starts.",
+    )
     acknowledge: list[Acknowledgement] = Field(
         default_factory=list, description="Risky settings this contract accepts on purpose (see docs/envelope.md)."
     )

@@ -43,6 +43,9 @@ class RunStarted(Payload):
     sandbox: str = ""
     sandbox_fallback: str | None = Field(None, description="Why the sandbox is not the one the envelope asked for.")
     acknowledged: list[AcceptedRisk] = Field(default_factory=list, description="Risks accepted by acknowledgement.")
+    prices: dict[str, dict[str, float]] | None = Field(
+        None, description="Price overrides the run uses (the envelope's price file, then its pricing), read at start."
+    )
 
 
 @register("run.resumed")
@@ -145,8 +148,10 @@ class ModelRequested(Payload):
     turn: int
     model: str
     n_messages: int = 0
-    max_tokens: int | None = Field(None, description="The output budget sent: what fits the window.")
+    max_tokens: int | None = Field(None, description="The output budget sent: what fits the window and the budgets.")
     prompt_tokens_est: int | None = Field(None, description="Estimated input tokens (1 per 3.5 characters).")
+    capped_by: str | None = Field(None, description="The budget (usd, tokens) that lowered max_tokens, if one did.")
+    worst_case_usd: float | None = Field(None, description="The most this call can cost (None: no price known).")
 
 
 @register("model.responded")
@@ -162,6 +167,16 @@ class ModelResponded(Payload):
     cost_usd: float = 0.0
     attempts: int = 1
     usage_reported: bool = Field(True, description="False: the provider gave no usage; the tokens are an estimate.")
+
+
+@register("model.truncated")
+class ModelTruncated(Payload):
+    """The reply was cut off at the output limit: its tool calls (their arguments may be cut off too) were not
+    run, and the model is told to continue. Recorded after the ``model.responded`` of the same turn."""
+
+    turn: int
+    max_tokens: int | None = Field(None, description="The output limit the reply hit.")
+    not_run: list[str] = Field(default_factory=list, description="Call ids of the reply that were not run.")
 
 
 ModelFailure = Literal["outage", "rejected", "malformed", "context_overflow"]
@@ -203,6 +218,17 @@ class ContextFull(Payload):
     turn: int
     problem: str
     window_setting: str = ""
+
+
+@register("model.unaffordable")
+class ModelUnaffordable(Payload):
+    """The next model call's worst case does not fit what is left of a budget: it was not sent (BUDGET_STOP)."""
+
+    turn: int
+    budget: str = Field(description="The budget that cannot pay: usd or tokens.")
+    used: float
+    limit: float
+    reason: str
 
 
 # ---- actions -------------------------------------------------------------------------------

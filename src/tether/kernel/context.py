@@ -83,8 +83,9 @@ class Transcript:
             calls = tuple(ToolCall(c["id"], c["name"], c["args"]) for c in p["tool_calls"])
             self.done.append(Message("assistant", p["text"], tool_calls=calls))
             self.order.extend(c.id for c in calls)
-            if not calls:
-                self.notes.append(_no_action_note(p["termination"]))
+            note = None if calls else _no_action_note(p["termination"])
+            if note is not None:
+                self.notes.append(note)
         elif e.kind == "approval.requested":
             self.approval_calls[p["approval_id"]] = p["call_id"]
             self.results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
@@ -134,6 +135,10 @@ def _host_note(kind: str, p: dict[str, Any]) -> str | None:
     if kind == "control.changed":
         note = CONTROL[p["state"]]
         return f"Control state is now {p['state']} ({p['tier']}): {p['reason']}. {note}"
+    if kind == "model.truncated":
+        calls = len(p.get("not_run", []))
+        ran = f"; its {calls} tool call(s) were not run" if calls else ""
+        return f"Your last reply was cut off at the token limit{ran}. Continue, more briefly."
     if kind == "stuck.detected":
         return f"You look stuck ({p['pattern']}, {p['count']} times): {p['detail']}"
     if kind == "contradiction.detected" and p["severity"] in ("high", "system_breaking"):
@@ -145,9 +150,9 @@ def build_messages(events: Sequence[Event], env: Envelope, plan: dict[str, Any] 
     return Transcript(env, plan).feed(events).messages()
 
 
-def _no_action_note(termination: str) -> str:
+def _no_action_note(termination: str) -> str | None:
     if termination == "truncated":
-        return "Your last reply was cut off at the token limit. Continue, more briefly."
+        return None  # the ``model.truncated`` event that follows says so
     return "No tool call was made. Use a tool to make progress, or call `finish` with a summary when done."
 
 

@@ -16,14 +16,14 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
-from tether.envelope.schema import Effect, Envelope, Rule
+from tether.envelope.schema import Effect, Envelope, Price, Rule
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
 from tether.events.kinds import (
@@ -43,6 +43,8 @@ from tether.events.kinds import (
     ModelRequested,
     ModelResponded,
     ModelRetried,
+    ModelTruncated,
+    ModelUnaffordable,
     RunFinished,
     RunStarted,
     SandboxFailed,
@@ -51,7 +53,7 @@ from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec, Usage
-from tether.models.pricing import cost_usd
+from tether.models.pricing import cost_usd, price_for
 from tether.models.retry import complete_with_retries
 from tether.models.window import budget_for, estimate_tokens, learned_window
 from tether.policy.decide import decide
@@ -75,6 +77,7 @@ from tether.verify.preflight import run_preflight
 from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
+from .budgets import cap_call
 from .context import Transcript
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots
@@ -83,6 +86,11 @@ from .steps import next_step
 from .stops import WINDOW_SETTING
 
 EventSink = Callable[[Event], None]
+#: Why a call in a reply cut off at the output limit does not run (its arguments may be cut off too).
+TRUNCATED_CALL = (
+    "not run: your reply was cut off at the token limit (max_tokens {max_tokens}), so this call's arguments may "
+    "be incomplete; repeat it in full if it is still needed"
+)
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
 DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, RunFinished))
 
@@ -106,11 +114,13 @@ class Runtime:
         on_event: EventSink | None = None,
         reviewer: Model | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         self.store, self.run_id, self.env, self.workspace = store, run_id, env, workspace
         self.model, self.tools, self.sandbox, self.sandbox_error = model, tools, sandbox, sandbox_error
         self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
         self.reviewer = reviewer
+        self.prices = env.pricing if prices is None else prices  # overrides of the built-in price table
         self.events: list[Event] = store.events(run_id)
         self.state = RunState.from_events(self.events)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
@@ -176,13 +186,23 @@ class Runtime:
         if budget.problem:
             self.append(ContextFull(turn=step.turn, problem=budget.problem, window_setting=window_setting))
             return
+        price = price_for(self.model.name, self.prices)
+        cap = cap_call(budget.max_tokens, budget.prompt_tokens, price, self.state)
+        if cap.short is not None:  # not even a minimal call fits the money or tokens left: nothing is sent
+            b = cap.short
+            self.append(
+                ModelUnaffordable(turn=step.turn, budget=b.budget, used=b.used, limit=b.limit, reason=cap.reason)
+            )
+            return
         self.append(
             ModelRequested(
                 turn=step.turn,
                 model=self.model.name,
                 n_messages=len(messages),
-                max_tokens=budget.max_tokens,
+                max_tokens=cap.max_tokens,
                 prompt_tokens_est=budget.prompt_tokens,
+                capped_by=cap.capped_by,
+                worst_case_usd=cap.worst_case_usd,
             ),
         )
         try:
@@ -190,7 +210,7 @@ class Runtime:
                 self.model,
                 messages,
                 specs,
-                max_tokens=budget.max_tokens,
+                max_tokens=cap.max_tokens,
                 max_attempts=retry.max_attempts,
                 backoff_s=retry.backoff_s,
                 backoff_max_s=retry.backoff_max_s,
@@ -233,18 +253,22 @@ class Runtime:
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 usage_reported=usage.reported,
-                cost_usd=cost_usd(self.model.name, usage, self.env.pricing),
+                cost_usd=cost_usd(self.model.name, usage, self.prices),
                 attempts=attempts,
             )
         ]
+        cut_off = response.termination == "truncated"
         for call_id, c in calls:
             batch.append(
                 ActionProposed(
                     call_id=call_id, tool=c.name, args=c.args, args_hash=content_hash(c.args), turn=step.turn
                 )
             )
-            if c.problem:  # told to the model as this call's result, in plain words
-                batch.append(ActionInvalid(call_id=call_id, tool=c.name, error=c.problem))
+            problem = c.problem or (TRUNCATED_CALL.format(max_tokens=cap.max_tokens) if cut_off else "")
+            if problem:  # told to the model as this call's result, in plain words; never executed
+                batch.append(ActionInvalid(call_id=call_id, tool=c.name, error=problem))
+        if cut_off:
+            batch.append(ModelTruncated(turn=step.turn, max_tokens=cap.max_tokens, not_run=[i for i, _ in calls]))
         self.append_many(batch)  # a turn is recorded whole or not at all
 
     def context_window(self) -> int | None:
@@ -348,7 +372,7 @@ class Runtime:
                 tool=action.tool,
                 args_hash=action.args_hash,
                 attempt=step.attempt,
-                idempotent=bool(contract.idempotent),
+                idempotent=contract.retry_safe,
             ),
         )
         before = self.snapshots.latest or self.snapshot()

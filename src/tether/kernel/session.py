@@ -14,12 +14,13 @@ from typing import Any
 
 from tether.envelope.load import load_envelope, load_plan
 from tether.envelope.risks import workspace_risk
-from tether.envelope.schema import Envelope
+from tether.envelope.schema import Envelope, Price
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.kinds import Checkpoint, RunResumed, RunStarted
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
+from tether.models.pricing import run_prices
 from tether.models.registry import load_model
 from tether.policy.strict import strict_check
 from tether.sandbox.base import Sandbox
@@ -57,6 +58,8 @@ class Loaded:
     path: Path | None
     accepted: tuple[Accepted, ...] = ()
     """Risky settings the envelope accepts by acknowledgement (recorded in ``run.started``)."""
+    prices: dict[str, Price] = field(default_factory=dict)
+    """Price overrides (the envelope's price file, then its ``pricing``), read once and recorded in ``run.started``."""
 
 
 def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) -> Loaded:
@@ -74,7 +77,7 @@ def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) 
         base = path.parent
     if problems:
         raise EnvelopeInvalid(problems)
-    return Loaded(envelope, base, path, tuple(accepted))
+    return Loaded(envelope, base, path, tuple(accepted), run_prices(envelope, base))
 
 
 def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sandbox | None, SandboxUnavailable | None]:
@@ -148,6 +151,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                 sandbox=getattr(sandbox, "name", None) or "unavailable",
                 sandbox_fallback=getattr(sandbox, "fallback_reason", None),
                 acknowledged=[a.to_dict() for a in loaded.accepted],
+                prices={name: p.model_dump() for name, p in loaded.prices.items()},
             ),
             start,
         ],
@@ -183,9 +187,10 @@ def _resume(store: EventStore, run_id: str, options: Options) -> Runtime:
             "can be resumed (the dependency may be back); start a new run"
         )
     path = events[0].payload["envelope_path"]  # run.started is always seq 0
-    loaded = Loaded(
-        Envelope.model_validate(state.envelope), Path(path).parent if path else Path.cwd(), Path(path) if path else None
-    )
+    env = Envelope.model_validate(state.envelope)
+    recorded = events[0].payload.get("prices")  # the prices the run began with, not the price file as it is today
+    prices = {n: Price.model_validate(p) for n, p in recorded.items()} if recorded is not None else dict(env.pricing)
+    loaded = Loaded(env, Path(path).parent if path else Path.cwd(), Path(path) if path else None, prices=prices)
     model = options.model or state.model
     plan = events[0].payload.get("plan")  # the plan as the run began, not the file as it is today
     runtime = _runtime(store, info.run_id, loaded, Path(state.workspace), model, options, plan)
@@ -218,6 +223,7 @@ def _runtime(
         approver=options.approver,
         on_event=options.on_event,
         reviewer=_reviewer(env, loaded.base_dir),
+        prices=loaded.prices,
     )
 
 

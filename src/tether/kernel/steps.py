@@ -10,7 +10,8 @@ facts, and only a ``Finish`` named here ends a run.
 The rules, in order (the first that names a step wins; :data:`RULES`):
 
 1. a recorded stop — a fact the runtime logged that a run cannot go on from (:mod:`.stops`);
-2. an action started but never completed (a crash) — re-run if idempotent, else NEEDS_INPUT;
+2. an action started but never completed (a crash) — re-run if idempotent (a read-only tool is, unless its
+   contract says otherwise), else NEEDS_INPUT;
 3. pending approvals — expire the overdue, otherwise wait for a human;
 4. told to stop — verification refused past ``max_refusals`` (VERIFY_FAILED), or the control
    layer set HUMAN_REQUIRED (NO_PROGRESS, NEEDS_INPUT); BUDGET_STOP instead if a budget is also why;
@@ -82,7 +83,7 @@ def recorded_stop(s: Situation) -> Step | None:
 def interrupted_action(s: Situation) -> Step | None:
     for a in s.state.open_actions:
         contract = s.env.tool(a.tool)
-        if contract is not None and contract.idempotent:
+        if contract is not None and contract.retry_safe:
             return Execute(a.call_id, a.attempts + 1, why="started before a crash; idempotent, so re-run")
         return Finish(
             RunStatus.NEEDS_INPUT,
@@ -218,7 +219,7 @@ def _retryable(a: Action, env: Envelope) -> bool:
     contract = env.tool(a.tool)
     return (
         contract is not None
-        and contract.idempotent is True
+        and contract.retry_safe
         and contract.on_failure == OnFailure.RETRY
         and a.failure_class in TRANSIENT_FAILURES
         and a.attempts < env.retry.max_attempts

@@ -1,11 +1,12 @@
 """How a recorded fact ends a run: one pure function from the fact's payload to the :class:`Finish`.
 
 The runtime never ends a run itself. When something happens that a run cannot go on from — the sandbox
-will not start, the model call failed beyond retries, the conversation no longer fits the window, an
-approval expired and the envelope says stop, what would run is not what was approved, a tool could not
-run at all, the pre-flight failed — the runtime records that *fact* as an event. The fold keeps it as
-the run's pending stop (``RunState.stop``) until a ``run.finished`` consumes it, and ``next_step`` turns
-it into a ``Finish`` here. So a crash between the fact and the finish resumes to the same finish.
+will not start, the model call failed beyond retries, the conversation no longer fits the window, the
+budgets cannot pay for the next call, an approval expired and the envelope says stop, what would run is
+not what was approved, a tool could not run at all, the pre-flight failed — the runtime records that
+*fact* as an event. The fold keeps it as the run's pending stop (``RunState.stop``) until a
+``run.finished`` consumes it, and ``next_step`` turns it into a ``Finish`` here. So a crash between the
+fact and the finish resumes to the same finish.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from tether.events.kinds import (
     ApprovalMismatch,
     ContextFull,
     ModelFailed,
+    ModelUnaffordable,
     SandboxFailed,
 )
 from tether.events.kinds_verify import PreflightCompleted
 from tether.state import StopFact
 from tether.status import RunStatus
 
+from .budgets import Breach
 from .step import Finish
 
 
@@ -34,6 +37,9 @@ def finish_after(fact: StopFact) -> Finish:
             return context_full(fact.problem, fact.window_setting)
         case ModelFailed():
             return after_model_failure(fact)
+        case ModelUnaffordable():
+            advice = f"raise budgets.{fact.budget} (or use a cheaper model), then resume"
+            return Finish(RunStatus.BUDGET_STOP, fact.reason, advice, Breach(fact.budget, fact.used, fact.limit))
         case ApprovalExpired():
             return Finish(RunStatus.NEEDS_INPUT, f"approval {fact.approval_id} expired and the envelope says stop")
         case ApprovalMismatch():

@@ -41,7 +41,9 @@ OVERFLOW_MARGIN = 16
 # (context window, output limit) in tokens, as published by the providers when this was written.
 MODEL_LIMITS: dict[str, tuple[int, int]] = {
     # OpenAI
+    "gpt-5.1": (400_000, 128_000),
     "gpt-5": (400_000, 128_000),
+    "gpt-5-pro": (400_000, 272_000),
     "gpt-5-mini": (400_000, 128_000),
     "gpt-5-nano": (400_000, 128_000),
     "gpt-4.1": (1_047_576, 32_768),
@@ -49,7 +51,10 @@ MODEL_LIMITS: dict[str, tuple[int, int]] = {
     "gpt-4.1-nano": (1_047_576, 32_768),
     "gpt-4o": (128_000, 16_384),
     "gpt-4o-mini": (128_000, 16_384),
+    "o1": (200_000, 100_000),
     "o3": (200_000, 100_000),
+    "o3-pro": (200_000, 100_000),
+    "o3-mini": (200_000, 100_000),
     "o4-mini": (200_000, 100_000),
     # Anthropic
     "claude-opus-4-5": (200_000, 64_000),
@@ -60,6 +65,7 @@ MODEL_LIMITS: dict[str, tuple[int, int]] = {
     "claude-3-7-sonnet": (200_000, 64_000),
     "claude-haiku-4-5": (200_000, 64_000),
     "claude-3-5-haiku": (200_000, 8_192),
+    "claude-3-haiku": (200_000, 4_096),
 }
 
 

@@ -119,6 +119,10 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "model.responded": _responded,
     "model.retried": _retried,
     "model.failed": _failed,
+    "model.truncated": lambda p: (
+        f"  [yellow]reply cut off[/] at max_tokens {p['max_tokens']}: {len(p['not_run'])} call(s) not run; "
+        "the model is told to continue"
+    ),
     "action.proposed": _proposed,
     "action.invalid": lambda p: f"    [red]invalid arguments[/]: {_short(p['error'], 110)}",
     "action.decided": _decided,

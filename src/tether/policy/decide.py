@@ -1,15 +1,20 @@
 """The one decider: a proposed call and the run so far in, the final typed :class:`Decision` out.
 
-"Where is this verdict decided?" — here. Three layers, in this order; each may settle the verdict:
+"Where is this verdict decided?" — here. Four layers, in this order; each may settle the verdict:
 
 1. **repeat denial** — an identical call (same tool, same argument hash) that a rule or a human
    denied earlier is denied again without asking the gate (``kernel:denied-before``). Denials that
    came from the run's passing condition (control state, execution review, this layer) are not final:
    the same call may be right once the run has recovered.
-2. **the gate** (:class:`tether.policy.gate.Gate`) — envelope rules, the built-in profile, places,
+2. **external outputs** — a call whose tool reaches outside the workspace (its contract's effects: network,
+   shared, published, financial, credentialed) is denied once the run's external outputs reach
+   ``outputs.max_external`` (``outputs:max-external``, naming the limit). The count is the run's
+   executed external calls plus those already allowed or waiting for a human, so two calls in one turn
+   cannot both slip under the limit. Checked before the gate: no human is asked for a call that cannot run.
+3. **the gate** (:class:`tether.policy.gate.Gate`) — envelope rules, the built-in profile, places,
    effect defaults and the control state. A gate that cannot even be built is an ASK (``gate:error``):
    a broken gate must not kill the run, a human decides instead.
-3. **execution review** (:func:`tether.review.execution.review_action`) of an ALLOW whose effects go
+4. **execution review** (:func:`tether.review.execution.review_action`) of an ALLOW whose effects go
    beyond reading: a refusal turns it into DENY (``review:gate``), or into ASK (``review:escalate``)
    once ``ESCALATE_AFTER`` reviews in a row have refused.
 
@@ -60,6 +65,9 @@ def decide(
     if earlier is not None:
         reason = f"an identical call ({earlier.call_id}) was denied: {earlier.reason}; it is not retried as-is"
         return Ruling(_single("kernel:denied-before", Verdict.DENY, reason))
+    limit = external_limit(action, contract, state, env)
+    if limit is not None:
+        return Ruling(_single("outputs:max-external", Verdict.DENY, limit))
     decision = _gate(gate, action)
     if decision.verdict is not Verdict.ALLOW or set(contract.effects) == {Effect.READ}:
         return Ruling(decision)
@@ -75,6 +83,31 @@ def denied_before(state: RunState, action: Action) -> Action | None:
         if other.seq < action.seq and other.status is ActionStatus.DENIED and same and not transient:
             return other
     return None
+
+
+#: Action statuses that mean the call ran, runs now, or will run once a human says yes.
+COMMITTED = frozenset(
+    {ActionStatus.DECIDED, ActionStatus.WAITING, ActionStatus.STARTED, ActionStatus.COMPLETED, ActionStatus.FAILED}
+)
+
+
+def external_limit(action: Action, contract: ToolContract, state: RunState, env: Envelope) -> str | None:
+    """Why ``action`` would exceed ``outputs.max_external``, or None when it is not external or still fits."""
+    limit = env.outputs.max_external
+    if limit is None or not contract.external_output:
+        return None
+    committed = set(state.external_calls)
+    for other in state.actions.values():
+        c = env.tool(other.tool)
+        if other.call_id != action.call_id and other.status in COMMITTED and c is not None and c.external_output:
+            committed.add(other.call_id)
+    if len(committed) < limit:
+        return None
+    effects = ", ".join(sorted(e.value for e in contract.effects))
+    return (
+        f"outputs.max_external is {limit} and the run has {len(committed)} external output(s) executed, allowed "
+        f"or awaiting approval; {action.tool} ({effects}) would be one more"
+    )
 
 
 def _gate(gate: Callable[[], Gate], action: Action) -> Decision:

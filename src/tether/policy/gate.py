@@ -116,7 +116,19 @@ class Gate:
         else:
             decision = self._other(contract, args)
             read_only = effects_ == {Effect.READ}
-        return self._control(decision, read_only)
+        return self._control(self._approval_floor(contract, decision), read_only)
+
+    def _approval_floor(self, contract: ToolContract, decision: Decision) -> Decision:
+        """``approvals.require_for``: an effect class it lists is a floor of ASK that no allow rule, profile or
+        "approve for this run" rule lifts — only a human answering this very call does. A DENY stays DENY."""
+        require = set(self.envelope.approvals.require_for)
+        floor = [_needs_human(e) for e in contract.effects if EFFECT_APPROVAL_CLASS.get(e) in require]
+        if not floor:
+            return decision
+        matches = tuple(dict.fromkeys((*decision.matches, *floor)))
+        if decision.verdict is not Verdict.ALLOW:
+            return Decision(decision.verdict, decision.deciding_rule, decision.reason, matches)
+        return Decision(Verdict.ASK, floor[0].id, floor[0].reason, matches)
 
     # -- shell ------------------------------------------------------------------------------
 
@@ -423,20 +435,10 @@ class Gate:
             elif e in EFFECT_APPROVAL_CLASS:
                 cls = EFFECT_APPROVAL_CLASS[e]
                 if not require or cls in require:
-                    out.append(
-                        Finding.of(
-                            Layer.DEFAULT, f"approval:{cls.value}", Verdict.ASK, f"{e.value} effects need a human"
-                        )
-                    )
+                    out.append(Finding(_needs_human(e), Layer.DEFAULT))
                 else:
-                    out.append(
-                        Finding.of(
-                            Layer.DEFAULT,
-                            f"default:{e.value}",
-                            Verdict.ALLOW,
-                            f"approvals.require_for does not list {cls.value}",
-                        )
-                    )
+                    reason = f"approvals.require_for does not list {cls.value}"
+                    out.append(Finding.of(Layer.DEFAULT, f"default:{e.value}", Verdict.ALLOW, reason))
         return out
 
     # -- rules and control ------------------------------------------------------------------
@@ -478,6 +480,11 @@ def _read_only(analysis: Analysis) -> bool:
         elif cmd.name not in profile.READ_ONLY:
             return False
     return True
+
+
+def _needs_human(effect: Effect) -> RuleMatch:
+    cls = EFFECT_APPROVAL_CLASS[effect]
+    return RuleMatch(f"approval:{cls.value}", Verdict.ASK, f"{effect.value} effects need a human ({cls.value})")
 
 
 def _applies(rule: CompiledRule, tool: str, args: Mapping[str, Any]) -> bool:

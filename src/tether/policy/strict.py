@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 from tether.envelope.risks import Risky, risky_settings, takes_command
 from tether.envelope.schema import Envelope, Risk
 from tether.envelope.strict import Accepted, acknowledged, contract_problems
-from tether.errors import Problem
+from tether.errors import EnvelopeInvalid, InputError, Problem
+from tether.models.pricing import load_prices
 
 from .decision import Verdict
 from .examples import check_rule_examples
@@ -42,7 +43,23 @@ def strict_check(envelope: Envelope, envelope_path: Path) -> tuple[list[Problem]
     workspace = (envelope_path.parent / envelope.environment.workspace).resolve()
     risky = [*risky_settings(envelope, workspace), *shell_risks(envelope, workspace)]
     risk_problems, accepted = acknowledged(envelope, risky, f)
-    return [*contract_problems(envelope, envelope_path), *check_rule_examples(envelope, f), *risk_problems], accepted
+    problems = [*contract_problems(envelope, envelope_path), *check_rule_examples(envelope, f), *risk_problems]
+    return [*problems, *price_file_problems(envelope, envelope_path)], accepted
+
+
+def price_file_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:
+    """The envelope's ``pricing_file`` must read as a price table: its problems name that file and the field."""
+    if not envelope.pricing_file:
+        return []
+    try:
+        load_prices(envelope_path.parent / envelope.pricing_file)
+    except EnvelopeInvalid as e:
+        return e.problems
+    except InputError as e:
+        return [
+            Problem("$.pricing_file", repr(envelope.pricing_file), f"a readable price file ({e})", str(envelope_path))
+        ]
+    return []
 
 
 def strict_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:

@@ -245,7 +245,7 @@ def tool(
     purpose: str | None = None,
     name: str | None = None,
     timeout_s: float = 30,
-    idempotent: bool = False,
+    idempotent: bool | None = None,
     on_failure: OnFailure | str = "return_error",
     evidence: Sequence[str] = ("the tool's returned content",),
     rollback: str = "none",
@@ -257,7 +257,8 @@ def tool(
     input schema; every one needs a type annotation. Unknown arguments are rejected. The
     function returns a ``ToolResult``, or a ``str``/``dict``/``None`` (wrapped as ``ok=True``),
     and may raise ``ToolFailure`` for an ``ok=False`` outcome. ``preview`` has the same
-    signature as the function and returns the text a human approver sees.
+    signature as the function and returns the text a human approver sees. ``idempotent`` defaults to
+    true for a tool that only reads (see :attr:`ToolContract.retry_safe`).
     """
     effect_list = [Effect(e) for e in effects]
     failure_path = OnFailure(on_failure)
@@ -299,7 +300,7 @@ def tool(
             effects=effect_list,
             input_schema=schema,
             timeout_s=timeout_s,
-            idempotent=idempotent,
+            idempotent=idempotent if idempotent is not None else set(effect_list) == {Effect.READ},
             on_failure=failure_path,
             evidence=list(evidence),
             rollback=rollback,

@@ -1,0 +1,120 @@
+"""Side effects counted and bounded, end to end: real runs of the bugfix example with an external tool.
+
+The tool ``post`` publishes over the network (its contract says so); it records each real call, so
+a test can tell "denied" from "ran". The envelope allows it by a broad rule — the attacks are that
+the allow rule lifts ``approvals.require_for`` or ``outputs.max_external``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from runkit import FINISH, FIX, tether, write_script
+
+from tether import EventStore, Harness, ToolResult, tool
+from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
+
+SENT: list[str] = []
+
+
+@tool(effects=["network", "published"], idempotent=False, timeout_s=5, rollback="none: a post cannot be unsent")
+def post(message: str) -> ToolResult:
+    """Publish a message to the team channel."""
+    SENT.append(message)
+    return ToolResult(ok=True, content="posted")
+
+
+CONTRACT = """  - name: post
+    purpose: Publish a message to the team channel.
+    effects: [network, published]
+    timeout_s: 5
+    idempotent: false
+    on_failure: return_error
+    evidence: [the tool's returned content]
+    rollback: "none: a post cannot be unsent"
+"""
+ALLOW = """    - id: allow-post
+      rule: post
+      reason: Posting is part of the job.
+"""
+
+
+def with_post(bugfix: Path, *, max_external: int) -> Path:
+    """The example's envelope with the ``post`` tool, a broad allow rule for it, and the given limits."""
+    env = bugfix / "envelope.yaml"
+    text = env.read_text().replace("\npermissions:", "\n" + CONTRACT + "\npermissions:", 1)
+    text = text.replace("  allow:\n", "  allow:\n" + ALLOW, 1).replace(
+        "max_external: 0", f"max_external: {max_external}"
+    )
+    env.write_text(text)
+    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    return env
+
+
+def decided(db: Path, run_id: str, tool: str) -> list[tuple[str, str]]:
+    with EventStore.open(db) as store:
+        events = store.events(run_id)
+    calls = {e.payload["call_id"] for e in events if e.kind == "action.proposed" and e.payload["tool"] == tool}
+    return [
+        (e.payload["verdict"], e.payload["deciding_rule"])
+        for e in events
+        if e.kind == "action.decided" and e.payload["call_id"] in calls
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    SENT.clear()
+
+
+def test_max_external_zero_denies_an_allowed_external_tool_and_it_never_runs(bugfix: Path) -> None:
+    env = with_post(bugfix, max_external=0)  # require_for would ask; the limit denies first, so no human is asked
+    say = {"name": "post", "args": {"message": "fixed!"}}
+    write_script(
+        bugfix, [{"tool_calls": [say]}, {"tool_calls": [say]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}]
+    )
+    result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[post]).run("fix it and tell the team")
+    assert SENT == []
+    verdicts = decided(bugfix / "t.db", result.run_id, "post")
+    assert verdicts == [("DENY", "outputs:max-external"), ("DENY", "kernel:denied-before")]
+    assert result.status == "COMPLETE"
+
+
+def test_require_for_asks_despite_a_broad_allow_rule_and_the_limit_still_counts(bugfix: Path) -> None:
+    env = with_post(bugfix, max_external=1)
+    asked: list[ApprovalRequest] = []
+
+    def human(request: ApprovalRequest) -> ApprovalAnswer:
+        asked.append(request)
+        return ApprovalAnswer("run", by="alice")  # "for this run": still asked again next time
+
+    first, second = ({"name": "post", "args": {"message": m}} for m in ("one", "two"))
+    write_script(
+        bugfix, [{"tool_calls": [first]}, {"tool_calls": [second]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}]
+    )
+    result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[post], approver=human).run("fix it, tell them")
+    assert [r.args["message"] for r in asked] == ["one"]  # the second never reached a human: over the limit
+    assert SENT == ["one"]
+    assert decided(bugfix / "t.db", result.run_id, "post") == [
+        ("ASK", "approval:published"),
+        ("DENY", "outputs:max-external"),
+    ]
+    assert result.status == "COMPLETE"
+
+
+def test_approve_for_this_run_does_not_lift_require_for(bugfix: Path) -> None:
+    env = with_post(bugfix, max_external=5)
+    asked: list[str] = []
+
+    def human(request: ApprovalRequest) -> ApprovalAnswer:
+        asked.append(request.args["message"])
+        return ApprovalAnswer("run", by="alice")
+
+    same = {"name": "post", "args": {"message": "same"}}
+    write_script(
+        bugfix, [{"tool_calls": [same]}, {"tool_calls": [same]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}]
+    )
+    result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[post], approver=human).run("fix it, tell them")
+    assert asked == ["same", "same"] and SENT == ["same", "same"]  # each call answered by a human
+    assert result.status == "COMPLETE"
