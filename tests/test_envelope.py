@@ -90,6 +90,9 @@ def test_hand_edit_breaks_contract_hash(example: Path) -> None:
         (lambda d: d["approvals"].update(require_for=["irreversible"]), "$.approvals.require_for"),
         (lambda d: d["outputs"].pop("max_external"), "$.outputs.max_external"),
         (lambda d: d["outputs"].pop("no_op"), "$.outputs.no_op"),
+        (lambda d: d["outputs"].update(no_op="The tests already pass before any change."), "$.outputs.no_op"),
+        (lambda d: d["outputs"].update(no_op="sensor coverage passes"), "$.outputs.no_op"),
+        (lambda d: d.update(pricing_file="prices.yaml"), "$.pricing_file"),
         (lambda d: d.pop("audit"), "$.audit.log"),
         (lambda d: d["tools"][6].pop("timeout_s"), "$.tools[6].timeout_s"),
         (lambda d: d["tools"][6].pop("rollback"), "$.tools[6].rollback"),
@@ -182,3 +185,17 @@ def test_schema_command_prints_json_schema() -> None:
     schema = json.loads(result.output)
     assert "budgets" in schema["properties"]
     assert schema["additionalProperties"] is False
+
+
+def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
+    """Envelopes sealed before ``pricing_file`` existed keep their hash; setting it is covered by the hash."""
+    from tether.canonical import content_hash
+    from tether.envelope.hashing import contract_hash
+    from tether.policy.defaults import default_envelope
+
+    env = default_envelope()
+    before = env.model_dump(mode="json")
+    before.pop("contract_hash")
+    before.pop("pricing_file")
+    assert contract_hash(env) == content_hash(before)
+    assert contract_hash(env.model_copy(update={"pricing_file": "p.yaml"})) != contract_hash(env)

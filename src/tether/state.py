@@ -40,7 +40,7 @@ from tether.events.kinds import (
     RunWaiting,
     SandboxFailed,
 )
-from tether.events.kinds_control import CompletionAccepted, CompletionRefused
+from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
@@ -124,6 +124,7 @@ class RunState:
     baseline: str | None = None  # blob hash of the workspace manifest taken before the first action
     preflight_ok: bool | None = None  # None: pre-flight has not run
     claims: dict[str, ClaimStatus] = field(default_factory=dict)  # finish call_id -> its claim
+    no_op_holds: dict[str, bool] = field(default_factory=dict)  # finish call_id -> its outputs.no_op check
     refusals: int = 0
     last_refusal: CompletionRefused | None = None  # the latest refusal, unless a claim was accepted since
     stop: StopFact | None = None  # a recorded fact that ends the run, until run.finished consumes it
@@ -321,6 +322,9 @@ class RunState:
         self.refusals = p.refusals
         self.last_refusal = p
 
+    def _no_op_checked(self, e: Event, p: NoOpChecked) -> None:
+        self.no_op_holds[p.call_id] = p.holds
+
     def _preflight(self, e: Event, p: PreflightCompleted) -> None:
         self.preflight_ok = p.ok
         if not p.ok:
@@ -362,6 +366,7 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     ActionFailed: RunState._action_failed,
     CompletionAccepted: RunState._completion_accepted,
     CompletionRefused: RunState._completion_refused,
+    NoOpChecked: RunState._no_op_checked,
     PreflightCompleted: RunState._preflight,
     BudgetExceeded: RunState._budget_exceeded,
     SandboxFailed: RunState._stopped,

@@ -118,3 +118,72 @@ def test_approve_for_this_run_does_not_lift_require_for(bugfix: Path) -> None:
     result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[post], approver=human).run("fix it, tell them")
     assert asked == ["same", "same"] and SENT == ["same", "same"]  # each call answered by a human
     assert result.status == "COMPLETE"
+
+
+# ---- NO_OP: nothing changed, nothing sent, and the envelope's condition held --------------------------------
+
+
+def already_fixed(bugfix: Path) -> None:
+    """The bug fixed before the run (committed): the tests pass on the untouched workspace."""
+    core = bugfix / "project" / "src" / "stats" / "core.py"
+    core.write_text(core.read_text().replace(FIX["args"]["old"], FIX["args"]["new"]))
+
+
+def set_no_op(env: Path, condition: str) -> None:
+    env.write_text(env.read_text().replace("  no_op: tests pass", f"  no_op: {condition}"))
+    tether("compile", str(env.parent / "plan.yaml"), "-o", str(env), check=True)
+
+
+def noop_checks(db: Path, run_id: str) -> list[dict[str, object]]:
+    with EventStore.open(db) as store:
+        return [e.payload for e in store.events(run_id) if e.kind == "noop.checked"]
+
+
+def test_nothing_to_do_ends_no_op_with_the_condition_recorded(bugfix: Path) -> None:
+    already_fixed(bugfix)
+    write_script(bugfix, [{"tool_calls": [{"name": "finish", "args": {"summary": "already correct"}}]}])
+    result = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix the median")
+    assert result.status == "NO_OP", result
+    (check,) = noop_checks(bugfix / "t.db", result.run_id)
+    assert check["holds"] is True and check["condition"] == "tests pass"
+    assert check["changed_files"] == 0 and check["external_outputs"] == 0
+    assert check["clauses"] == [{"clause": "tests pass", "holds": True, "detail": "sensor tests: PASS"}]
+
+
+def test_a_condition_that_does_not_hold_refuses_the_claim(bugfix: Path) -> None:
+    already_fixed(bugfix)
+    set_no_op(bugfix / "envelope.yaml", "required sensors pass and never")
+    write_script(bugfix, [{"tool_calls": [{"name": "finish", "args": {"summary": "nothing to do"}}]}])
+    result = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix the median")
+    assert result.status != "NO_OP"
+    (check,) = noop_checks(bugfix / "t.db", result.run_id)
+    assert check["holds"] is False and [c["holds"] for c in check["clauses"]] == [True, False]  # type: ignore[index]
+    with EventStore.open(bugfix / "t.db") as store:
+        refused = [e.payload for e in store.events(result.run_id) if e.kind == "completion.refused"]
+    assert refused and "outputs.no_op" in refused[0]["reasons"][-1] and "never" in refused[0]["reasons"][-1]
+
+
+def test_a_no_op_claim_after_changing_a_file_is_never_no_op(bugfix: Path) -> None:
+    already_fixed(bugfix)
+    note = {
+        "name": "edit_file",
+        "args": {"path": "src/stats/core.py", "old": '"""Mean and median', "new": '"""Mean and median (checked)'},
+    }
+    write_script(bugfix, [{"tool_calls": [note]}, {"tool_calls": [{"name": "finish", "args": {"summary": "no-op"}}]}])
+    result = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix the median")
+    assert result.status == "COMPLETE"
+    assert noop_checks(bugfix / "t.db", result.run_id) == []  # not a no-op: the condition is not even asked
+
+
+def test_a_run_that_sent_something_out_is_never_no_op(bugfix: Path) -> None:
+    already_fixed(bugfix)
+    env = with_post(bugfix, max_external=1)
+    say = {"name": "post", "args": {"message": "all good already"}}
+    write_script(bugfix, [{"tool_calls": [say]}, {"tool_calls": [{"name": "finish", "args": {"summary": "told"}}]}])
+
+    def human(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer("once", by="alice")
+
+    result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[post], approver=human).run("check, tell them")
+    assert SENT == ["all good already"]
+    assert result.status == "COMPLETE" and noop_checks(bugfix / "t.db", result.run_id) == []

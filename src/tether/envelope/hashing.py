@@ -14,8 +14,16 @@ def plan_hash(plan: IntentPlan) -> str:
     return content_hash(plan.model_dump(mode="json"))
 
 
+#: Top-level fields added after envelopes were first sealed: hashed only when set, so that a new optional
+#: field does not change the hash of every envelope compiled before it existed.
+LATER_FIELDS = ("pricing_file",)
+
+
 def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
-    """SHA-256 over the canonical envelope with its own ``contract_hash`` field removed."""
+    """SHA-256 over the canonical envelope with its own ``contract_hash`` field removed (and unset later fields)."""
     data = envelope.model_dump(mode="json") if isinstance(envelope, Envelope) else dict(envelope)
     data.pop("contract_hash", None)
+    for name in LATER_FIELDS:
+        if data.get(name) is None:
+            data.pop(name, None)
     return content_hash(data)

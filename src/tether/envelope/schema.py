@@ -180,7 +180,9 @@ class Approvals(Strict):
 class Outputs(Strict):
     allowed_types: list[str] = Field(default_factory=lambda: ["patch", "report"])
     max_external: int | None = Field(None, ge=0)
-    no_op: str | None = Field(None, description="When finishing without change is the right answer.")
+    no_op: str | None = Field(
+        None, description="When finishing without change is the right answer: a condition (docs/outputs.md)."
+    )
 
 
 class SensorSpec(Strict):

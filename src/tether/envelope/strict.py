@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tether.errors import InputError, Problem
 
+from . import noop
 from .hashing import contract_hash, plan_hash
 from .load import load_plan
 from .risks import Risky
@@ -139,7 +140,18 @@ def limit_problems(envelope: Envelope) -> list[Found]:
     if envelope.outputs.max_external is None:
         out.append(("$.outputs.max_external", "missing", "a number of external outputs allowed (0 for none)"))
     if not envelope.outputs.no_op:
-        out.append(("$.outputs.no_op", "missing", "the condition under which finishing with no change is correct"))
+        out.append(
+            (
+                "$.outputs.no_op",
+                "missing",
+                f"the condition under which finishing with no change is correct: {noop.GRAMMAR}",
+            )
+        )
+    else:
+        try:
+            noop.parse(envelope.outputs.no_op)
+        except ValueError as e:
+            out.append(("$.outputs.no_op", repr(envelope.outputs.no_op), f"{noop.GRAMMAR} ({e})"))
     if envelope.audit is None or not envelope.audit.log:
         out.append(("$.audit.log", "missing", "where the event log lives"))
     seen_sensors: set[str] = set()

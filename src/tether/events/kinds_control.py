@@ -90,6 +90,26 @@ class CompletionAccepted(Payload):
 # ---- world model ---------------------------------------------------------------------------
 
 
+class NoOpClause(Payload):
+    clause: str
+    holds: bool
+    detail: str = Field(description="The evidence: a sensor's outcome, or why the clause cannot hold.")
+
+
+@register("noop.checked")
+class NoOpChecked(Payload):
+    """Why "nothing to do" is (or is not) the right answer: a claim that changed no file and sent nothing out,
+    judged by the envelope's ``outputs.no_op`` condition on the untouched workspace (``tether.envelope.noop``).
+    Recorded before the claim is judged; a NO_OP finish rests on one that holds."""
+
+    call_id: str
+    condition: str
+    holds: bool
+    clauses: list[NoOpClause] = Field(default_factory=list)
+    changed_files: int = Field(0, description="Files the run changed (receipts and snapshot): zero for a no-op.")
+    external_outputs: int = Field(0, description="External outputs the run executed: zero for a no-op.")
+
+
 @register("belief.recorded")
 class BeliefRecorded(Payload):
     key: str = Field(description="What the belief is about, e.g. 'tests.failing', 'file:src/a.py'.")

@@ -59,7 +59,7 @@ from tether.models.window import budget_for, estimate_tokens, learned_window
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
-from tether.review.completion import claim_event, judge_completion
+from tether.review.completion import claim_event, judge_completion, no_op_check
 from tether.review.execution import review_gate_event
 from tether.review.model_reviewer import model_review
 from tether.review.reviewer import ReviewFinding, review
@@ -488,7 +488,10 @@ class Runtime:
         findings += review(self.env, diff, self.events) if accepted else []
         if accepted and self.reviewer is not None:
             findings += model_review(self.reviewer, self.env, self.plan, diff, self.events)
-        self.append_many(judge_completion(self.events, self.env, findings, step.call_id))
+        no_op = no_op_check(self.env, results, changed, self.state.external_used, step.call_id)
+        if no_op is not None:
+            self.append(no_op)
+        self.append_many(judge_completion(self.events, self.env, findings, step.call_id, no_op))
         self.observe()
 
     def finish(self, step: Finish) -> None:

@@ -16,7 +16,8 @@ The rules, in order (the first that names a step wins; :data:`RULES`):
 4. told to stop — verification refused past ``max_refusals`` (VERIFY_FAILED), or the control
    layer set HUMAN_REQUIRED (NO_PROGRESS, NEEDS_INPUT); BUDGET_STOP instead if a budget is also why;
 5. the current turn's actions, in proposal order — decide, stage approval, retry, execute;
-6. completion claims — verify; an accepted one completes (COMPLETE, or NO_OP with no change);
+6. completion claims — verify; an accepted one completes: NO_OP when no file changed, no external output
+   ran and the ``outputs.no_op`` check held, else COMPLETE;
 7. the model's own termination — refusal/error stop, repeated silence is NO_PROGRESS;
 8. budgets — BUDGET_STOP before a model call that would exceed them;
 9. otherwise, call the model.
@@ -150,8 +151,7 @@ def claims(s: Situation) -> Step | None:
         if status is ClaimStatus.PENDING:
             return Verify(call_id)
         if status is ClaimStatus.ACCEPTED:
-            outcome = RunStatus.COMPLETE if s.state.changed_files else RunStatus.NO_OP
-            return Finish(outcome, "completion claimed and every required sensor passed")
+            return Finish(_outcome(s.state, call_id), "completion claimed and every required sensor passed")
     return None
 
 
@@ -193,6 +193,12 @@ RULES: tuple[Callable[[Situation], Step | None], ...] = (
     model_ended,
     budgets,
 )
+
+
+def _outcome(state: RunState, claim: str) -> RunStatus:
+    """NO_OP only when nothing changed, nothing went out, and the recorded ``outputs.no_op`` check held."""
+    nothing = not state.changed_files and not state.external_used
+    return RunStatus.NO_OP if nothing and state.no_op_holds.get(claim) else RunStatus.COMPLETE
 
 
 def _action_step(a: Action, s: Situation) -> Step | None:

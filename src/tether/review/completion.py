@@ -1,7 +1,9 @@
 """Judging a completion claim: the latest verification in the log plus the reviewer's findings.
 
 A claim is accepted only when every required sensor passed on the latest cascade (see
-``tether.verify.completion_verdict``) and the reviewer raised no medium or high finding.
+``tether.verify.completion_verdict``), the reviewer raised no medium or high finding, and — when the
+run changed nothing and sent nothing out — the envelope's ``outputs.no_op`` condition holds
+(:func:`no_op_check`, recorded as ``noop.checked``).
 Otherwise it is refused back to the model with the reasons and diagnostics; ``next_step``
 ends the run VERIFY_FAILED once refusals exceed ``verification.max_refusals``.
 """
@@ -10,18 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tether.envelope import noop
 from tether.envelope.schema import Envelope
 from tether.events.kinds_control import (
     CompletionAccepted,
     CompletionClaimed,
     CompletionRefused,
     DiagnosticData,
+    NoOpChecked,
+    NoOpClause,
     SensorResultEvent,
     VerifyCompleted,
 )
 from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.verify.cascade import planned_sensors
+from tether.verify.result import SensorResult
 
 from .reviewer import ReviewFinding, blocking
 
@@ -43,8 +49,30 @@ def latest_cascade(events: Sequence[Event]) -> tuple[Event | None, list[Event]]:
     return events[idx], list(reversed(results))
 
 
+def no_op_check(
+    envelope: Envelope, results: Sequence[SensorResult], changed: Sequence[str], external: int, call_id: str
+) -> NoOpChecked | None:
+    """For a claim that changed no file and sent nothing out: the ``outputs.no_op`` condition, evaluated on the
+    completion sensors (the workspace is the untouched one: the snapshot check saw no change). None otherwise,
+    or when the envelope states no condition (then a claim with nothing delivered is the reviewer's to judge)."""
+    condition = envelope.outputs.no_op
+    if changed or external or not condition:
+        return None
+    outcomes = {r.sensor: r.result for r in results}
+    required = {r.sensor: r.required for r in results} | {n: req for n, req in planned_sensors(envelope) if req}
+    clauses = [
+        NoOpClause(clause=c.clause, holds=c.holds, detail=c.detail)
+        for c in noop.evaluate(condition, outcomes, required)
+    ]
+    return NoOpChecked(call_id=call_id, condition=condition, holds=all(c.holds for c in clauses), clauses=clauses)
+
+
 def judge_completion(
-    events: Sequence[Event], envelope: Envelope, findings: Sequence[ReviewFinding] = (), call_id: str = ""
+    events: Sequence[Event],
+    envelope: Envelope,
+    findings: Sequence[ReviewFinding] = (),
+    call_id: str = "",
+    no_op: NoOpChecked | None = None,
 ) -> list[Payload]:
     """``review.finding`` events, then ``completion.accepted`` or ``completion.refused``.
 
@@ -69,6 +97,9 @@ def judge_completion(
         reasons = ["no verification has run on the final state"]
     for f in blocking(findings):
         reasons.append(f"reviewer ({f.view}): {f.message}" + (f" [{f.file}]" if f.file else ""))
+    if no_op is not None and not no_op.holds:
+        why = "; ".join(f"{c.clause}: {c.detail}" for c in no_op.clauses if not c.holds)
+        reasons.append(f"nothing was changed, and outputs.no_op ({no_op.condition!r}) does not hold: {why}")
     if not reasons:
         evidence = [r.id for r in results] + ([verify.id] if verify else [])
         out.append(CompletionAccepted(call_id=call_id, evidence=evidence))
