@@ -187,3 +187,29 @@ def test_a_run_that_sent_something_out_is_never_no_op(bugfix: Path) -> None:
     result = Harness(env, db=bugfix / "t.db", sandbox="local", tools=[post], approver=human).run("check, tell them")
     assert SENT == ["all good already"]
     assert result.status == "COMPLETE" and noop_checks(bugfix / "t.db", result.run_id) == []
+
+
+# ---- a reply cut off at the token limit ------------------------------------------------------------------
+
+
+def test_a_whole_looking_call_in_a_cut_off_reply_is_not_run(bugfix: Path) -> None:
+    """The scripted model stops at the limit with the fix in full: it must not run; the next turn's copy does."""
+    write_script(
+        bugfix,
+        [
+            {"text": "Here is the fix", "tool_calls": [FIX], "stop": "truncated"},
+            {"tool_calls": [FIX]},
+            {"tool_calls": [FINISH]},
+        ],
+    )
+    result = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local").run("fix the median")
+    assert result.status == "COMPLETE"
+    with EventStore.open(bugfix / "t.db") as store:
+        events = store.events(result.run_id)
+    (cut,) = [e.payload for e in events if e.kind == "model.truncated"]
+    started = [e.payload["call_id"] for e in events if e.kind == "action.started"]
+    assert cut["not_run"] == ["call_0_0"] and "call_0_0" not in started
+    invalid = {e.payload["call_id"]: e.payload["error"] for e in events if e.kind == "action.invalid"}
+    assert "cut off at the token limit" in invalid["call_0_0"]
+    source = (bugfix / "project" / "src" / "stats" / "core.py").read_text()
+    assert source.count("if len(ordered) % 2:") == 1

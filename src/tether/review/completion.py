@@ -64,7 +64,14 @@ def no_op_check(
         NoOpClause(clause=c.clause, holds=c.holds, detail=c.detail)
         for c in noop.evaluate(condition, outcomes, required)
     ]
-    return NoOpChecked(call_id=call_id, condition=condition, holds=all(c.holds for c in clauses), clauses=clauses)
+    return NoOpChecked(
+        call_id=call_id,
+        condition=condition,
+        holds=all(c.holds for c in clauses),
+        clauses=clauses,
+        changed_files=len(changed),
+        external_outputs=external,
+    )
 
 
 def judge_completion(
