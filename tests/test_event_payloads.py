@@ -75,6 +75,8 @@ SAMPLES: list[Payload] = [
         turn=1, model="m", error="overflow", failure="context_overflow", window=8000, window_setting="--ctx-size"
     ),
     k.ContextFull(turn=2, problem="the prompt alone exceeds the window", window_setting="--ctx-size"),
+    k.ModelTruncated(turn=2, max_tokens=256, not_run=["c1", "c2"]),
+    k.ModelUnaffordable(turn=3, budget="usd", used=0.9, limit=1.0, reason="budgets.usd cannot pay for another call"),
     k.ActionProposed(call_id="c1", tool="bash", args={"command": "ls"}, args_hash="h", turn=1),
     k.ActionInvalid(call_id="c1", tool="bash", error="bad"),
     k.ActionDecided(
@@ -134,6 +136,12 @@ SAMPLES: list[Payload] = [
         diagnostics=[kc.DiagnosticData(file="t.py", message="m")],
     ),
     kc.CompletionAccepted(call_id="f1", evidence=["r#3"]),
+    kc.NoOpChecked(
+        call_id="f1",
+        condition="tests pass",
+        holds=True,
+        clauses=[kc.NoOpClause(clause="tests pass", holds=True, detail="sensor tests: PASS")],
+    ),
     kc.BeliefRecorded(key="tests.failing", kind="tests_failing", value=["t::a"], generation=2, epoch=1, cites=["r#3"]),
     kc.ContradictionDetected(
         key="k", severity="system_breaking", previous={"a": 1}, observed=None, explanation="e", cites=["r#1"]

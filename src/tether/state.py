@@ -119,7 +119,8 @@ class RunState:
     result: str = ""
     termination: str | None = None
     max_external: int | None = None
-    external_calls: list[str] = field(default_factory=list)  # executed calls whose tool reaches outside
+    external_used: int = 0  # external outputs executed (outputs.max_external counts these), one per call
+    external_calls: list[str] = field(default_factory=list)  # their call ids
     recovery_point: dict[str, Any] | None = None
     baseline: str | None = None  # blob hash of the workspace manifest taken before the first action
     preflight_ok: bool | None = None  # None: pre-flight has not run
@@ -147,11 +148,6 @@ class RunState:
     @property
     def finished(self) -> bool:
         return self.status.terminal
-
-    @property
-    def external_used(self) -> int:
-        """External outputs executed so far (``outputs.max_external`` counts these)."""
-        return len(self.external_calls)
 
     @property
     def open_actions(self) -> list[Action]:
@@ -306,6 +302,7 @@ class RunState:
             self.rollback.append({"event": e.id, **p.undo})
         if not EXTERNAL_OUTPUT_EFFECTS.isdisjoint(p.result.get("effects", [])) and a.call_id not in self.external_calls:
             self.external_calls.append(a.call_id)  # once per call, whatever its retries
+            self.external_used += 1
 
     def _action_failed(self, e: Event, p: ActionFailed) -> None:
         a = self.actions[p.call_id]
