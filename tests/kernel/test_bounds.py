@@ -14,6 +14,7 @@ from runkit import FINISH, FIX, tether, write_script
 
 from tether import EventStore, Harness, ToolResult, tool
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
+from tether.observe.timeline import render
 
 SENT: list[str] = []
 
@@ -148,6 +149,9 @@ def test_nothing_to_do_ends_no_op_with_the_condition_recorded(bugfix: Path) -> N
     assert check["holds"] is True and check["condition"] == "tests pass"
     assert check["changed_files"] == 0 and check["external_outputs"] == 0
     assert check["clauses"] == [{"clause": "tests pass", "holds": True, "detail": "sensor tests: PASS"}]
+    with EventStore.open(bugfix / "t.db") as store:
+        shown = [render(e) for e in store.events(result.run_id) if e.kind == "noop.checked"]
+    assert shown and "no-op check[/] (tests pass): holds — tests pass: sensor tests: PASS" in str(shown[0])
 
 
 def test_a_condition_that_does_not_hold_refuses_the_claim(bugfix: Path) -> None:

@@ -123,6 +123,13 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
         f"  [yellow]reply cut off[/] at max_tokens {p['max_tokens']}: {len(p['not_run'])} call(s) not run; "
         "the model is told to continue"
     ),
+    "model.unaffordable": lambda p: f"[red]model call not sent[/]: {_short(p['reason'], 160)}",
+    "noop.checked": lambda p: (
+        f"  [{'green' if p['holds'] else 'red'}]no-op check[/] ({_short(p['condition'], 60)}): "
+        + ("holds" if p["holds"] else "does not hold")
+        + " — "
+        + _short("; ".join(f"{c['clause']}: {c['detail']}" for c in p["clauses"]), 110)
+    ),
     "action.proposed": _proposed,
     "action.invalid": lambda p: f"    [red]invalid arguments[/]: {_short(p['error'], 110)}",
     "action.decided": _decided,
