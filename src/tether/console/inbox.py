@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -20,6 +21,7 @@ from tether.state import RunState
 from .views import has_hidden, visible
 from .web import Console, checked_form, render
 
+CHOICES: dict[str, Literal["once", "run", "deny"]] = {"once": "once", "run": "run", "deny": "deny"}
 ANSWER_RETRY_S = 5.0  # how long an answer waits for another writer (a driver ending, another operator) to let go
 
 
@@ -101,30 +103,42 @@ def who_answered(store: EventStore, approval_id: str) -> str | None:
     return None
 
 
-def answer(console: Console, approval_id: str, form: dict[str, str]) -> tuple[int, str, str]:
-    """Record an operator's answer as `tether approve|deny` would; (http status, title, message)."""
+@dataclass(frozen=True)
+class Outcome:
+    """What became of an operator's answer: the page's status code, title and message, and the run answered."""
+
+    status: int
+    title: str
+    message: str
+    run_id: str = ""
+
+
+def answer(console: Console, approval_id: str, form: dict[str, str]) -> Outcome:
+    """Record an operator's answer as `tether approve|deny` would."""
     by = form.get("by", "").strip()
-    choice = form.get("choice", "")
+    choice = CHOICES.get(form.get("choice", ""))
     reason = form.get("reason", "").strip()
     if not by:
-        return 400, "not answered", "say who you are (the operator field): the log records who answered"
-    if choice not in ("once", "run", "deny"):
-        return 400, "not answered", f"choice {choice!r}: expected once, run or deny"
+        return Outcome(400, "not answered", "say who you are (the operator field): the log records who answered")
+    if choice is None:
+        return Outcome(400, "not answered", f"choice {form.get('choice')!r}: expected once, run or deny")
     if choice == "deny" and not reason:
-        return 400, "not answered", "a denial needs a reason: the model is told it"
+        return Outcome(400, "not answered", "a denial needs a reason: the model is told it")
     with console.writer() as store:
         current = {r.approval_id: r for r in pending(store, verified=False)}.get(approval_id)
         if current is None:
             told = who_answered(store, approval_id)
             if told is None:
-                return 404, "not answered", f"no pending approval {approval_id}; see the inbox"
-            return 409, "already answered", f"{approval_id} was {told}"
+                return Outcome(404, "not answered", f"no pending approval {approval_id}; see the inbox")
+            return Outcome(409, "already answered", f"{approval_id} was {told}")
         if content_hash(current.args) != form.get("args_hash"):
-            return 409, "not answered", f"{approval_id}: the arguments are not the ones this page showed; reload"
+            return Outcome(
+                409, "not answered", f"{approval_id}: the arguments are not the ones this page showed; reload"
+            )
         deadline = time.monotonic() + ANSWER_RETRY_S
         while True:
             try:
-                record_answer(store, approval_id, ApprovalAnswer(choice, by, reason))  # type: ignore[arg-type]
+                record_answer(store, approval_id, ApprovalAnswer(choice, by, reason))
                 break
             except RunLeased:  # the run's driver or another operator is writing: wait for it, then look again
                 if time.monotonic() > deadline:
@@ -134,14 +148,10 @@ def answer(console: Console, approval_id: str, form: dict[str, str]) -> tuple[in
                 told = who_answered(store, approval_id)
                 if told is None:
                     raise
-                return 409, "already answered", f"{approval_id} was {told}"
+                return Outcome(409, "already answered", f"{approval_id} was {told}")
     verb = "denied" if choice == "deny" else "approved" + (" for this run" if choice == "run" else " once")
-    return (
-        200,
-        verb,
-        f"{verb} {approval_id} ({current.tool}) as {by}; the run continues when its driver resumes it "
-        f"(`tether resume {current.run_id}`)",
-    )
+    message = f"{verb} {approval_id} ({current.tool}) as {by}; the run goes on when it is resumed: from its page, or "
+    return Outcome(200, verb, message + f"with `tether resume {current.run_id}`", current.run_id)
 
 
 async def answer_action(console: Console, request: Request) -> Response:
@@ -149,10 +159,10 @@ async def answer_action(console: Console, request: Request) -> Response:
     if isinstance(form, Response):
         return form
     approval_id = request.path_params["approval_id"]
-    status, title, message = await run_in_threadpool(answer, console, approval_id, form)
-    response = render(
-        request, "message.html", status, title=title, message=message, ok=status == 200, back="/approvals"
-    )
+    done = await run_in_threadpool(answer, console, approval_id, form)
+    ok = done.status == 200
+    back = f"/runs/{done.run_id}" if ok else "/approvals"
+    response = render(request, "message.html", done.status, title=done.title, message=done.message, ok=ok, back=back)
     if form.get("by"):
         response.set_cookie("tether_operator", form["by"][:80], samesite="strict", httponly=True)
     return response
