@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from tether.events.store import Event, EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
 from tether.kernel.outcome import OutputContract
-from tether.observe.timeline import render
+from tether.observe.diff import RunDiff
+from tether.observe.timeline import render, timeline
 from tether.state import RunState
 
 from .common import (
@@ -137,19 +139,30 @@ def resume_cmd(
     raise typer.Exit(exit_code(contract.status))
 
 
+DIFF_LINES = 200  # of the final diff shown by a compact `tether show`; --full prints it whole
+DIFF_STYLE = {"+": "green", "-": "red", "@": "cyan"}
+
+
 def show_cmd(
     run: str = typer.Argument(..., help="Run id (or unique prefix)."),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
-    verbose: bool = typer.Option(False, "--verbose", "-v"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every event, and the summary tables."),
+    full: bool = typer.Option(False, "--full", help="Every text whole (no … cuts), and the whole diff."),
 ) -> None:
-    """A run's timeline, readable by a person: proposals, decisions and reasons, receipts, sensors, control."""
+    """A run for a person: turns, verdicts and reasons, changed files, sensors, the final diff, the contract.
+
+    Compact by default; --verbose adds every event (diagnostics, beliefs, checkpoints) and the summary
+    tables. Whatever is shortened says so, and --full prints it whole.
+    """
+    from tether.observe.diff import run_diff
     from tether.observe.summary import summarize
 
     with reader(db) as store:
         info = store.run(run)
         store.verify(info.run_id)  # the timeline is a fold: of a verified log only (`tether log show` prints any)
         events = store.events(info.run_id)
+        diff = run_diff(store, events)
     state = RunState.from_events(events)
     if as_json:
         print_json(
@@ -158,22 +171,49 @@ def show_cmd(
                 "status": state.status,
                 "head": {"seq": info.head_seq, "hash": info.head_hash},
                 "summary": summarize(events),
+                "diff": dataclasses.asdict(diff),
                 "contract": OutputContract.from_state(state).model_dump(),
             }
         )
         return
-    console.print(f"[bold]run {info.run_id}[/] — {state.status} — {info.task}")
-    for e in events:
-        line = render(e, verbose=verbose)
-        if line:
-            console.print(line)
-    for title, table in summarize(events).items():
-        if table:
-            console.print(f"\n[bold]{title}[/]")
-            for row in table:
-                console.print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+    console.print(f"[bold]run {info.run_id}[/] — {state.status} — {escape(info.task)}")
+    lines, cuts = timeline(events, verbose=verbose, whole=full)
+    for line in lines:
+        console.print(line)
+    if verbose:
+        for title, table in summarize(events).items():
+            if table:
+                console.print(f"\n[bold]{title}[/]")
+                for row in table:
+                    console.print("  " + escape("  ".join(f"{k}={v}" for k, v in row.items())))
+    cuts += show_diff(diff, full)
     console.print()
     show_contract(OutputContract.from_state(state), False)
+    if cuts:
+        console.print(f"\n[dim]{cuts} text(s) shortened (…); `tether show {info.run_id} --full` prints them whole[/]")
+
+
+def show_diff(diff: RunDiff, full: bool) -> int:
+    """Print the run's final diff (coloured); 1 if it was cut to :data:`DIFF_LINES` lines, else 0."""
+    if diff.missing:
+        console.print(f"\n[bold]changes[/]: unknown — {escape(diff.missing)}")
+        return 0
+    span = f"seq {diff.since_seq} → {diff.until_seq}"
+    if not diff.files:
+        console.print(f"\n[bold]changes[/] ({span}): none")
+        return 0
+    console.print(f"\n[bold]changes[/] ({span}): {len(diff.files)} file(s): {escape(', '.join(diff.files))}")
+    lines = diff.text.splitlines()
+    shown = lines if full else lines[:DIFF_LINES]
+    for line in shown:
+        style = (
+            "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line[:2] == "@@" else ""
+        )
+        console.print(f"[{style}]{escape(line)}[/]" if style else escape(line), highlight=False)
+    if len(shown) < len(lines):
+        console.print(f"[dim]… {len(lines) - len(shown)} more diff line(s)[/]")
+        return 1
+    return 0
 
 
 def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:

@@ -1,14 +1,20 @@
 """A run's timeline for people: one line per meaningful event, same for live and replay.
 
 ``tether run`` prints these as events are appended; ``tether show`` prints them from
-the log. Kinds with nothing to say to a reader (model.requested, run.checkpoint)
-render as None and are skipped unless verbose.
+the log. Kinds with nothing to say to a reader (model.requested, run.checkpoint) and the
+per-step bookkeeping (diagnostics, beliefs: their effect shows as control changes and
+verdicts) render as None and are skipped unless verbose.
+
+Long texts are shortened to keep one event on one line; :func:`timeline` counts the cuts
+so the caller can say how to see them whole, and prints them whole when asked (``whole``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from rich.markup import escape
@@ -20,10 +26,21 @@ RESULT_STYLE = {"PASS": "green", "FAIL": "red", "SKIPPED": "yellow"}
 STATUS_STYLE = {"COMPLETE": "bold green", "NO_OP": "green", "WAITING_APPROVAL": "bold yellow"}
 
 
+# Set by :func:`timeline` for one rendering: print texts whole, and count the ones that were cut.
+_WHOLE: ContextVar[bool] = ContextVar("whole", default=False)
+_CUTS: ContextVar[list[int] | None] = ContextVar("cuts", default=None)
+VERBOSE_ONLY = frozenset({"diagnostics.computed", "belief.recorded"})
+
+
 def _short(value: Any, n: int = 100) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     text = " ".join(text.split())
-    return escape(text if len(text) <= n else text[: n - 1] + "…")
+    if len(text) <= n or _WHOLE.get():
+        return escape(text)
+    cuts = _CUTS.get()
+    if cuts is not None:
+        cuts[0] += 1
+    return escape(text[: n - 1] + "…")
 
 
 def _args(args: dict[str, Any]) -> str:
@@ -168,7 +185,27 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+@contextmanager
+def _rendering(whole: bool, cuts: list[int]) -> Iterator[None]:
+    whole_token, cuts_token = _WHOLE.set(whole), _CUTS.set(cuts)
+    try:
+        yield
+    finally:
+        _WHOLE.reset(whole_token)
+        _CUTS.reset(cuts_token)
+
+
+def timeline(events: Iterable[Event], *, verbose: bool = False, whole: bool = False) -> tuple[list[str], int]:
+    """The lines of ``events`` and how many texts in them were shortened (0 when ``whole``)."""
+    cuts = [0]
+    with _rendering(whole, cuts):
+        lines = [line for e in events if (line := render(e, verbose=verbose))]
+    return lines, cuts[0]
+
+
 def render(event: Event, *, verbose: bool = False) -> str | None:
+    if event.kind in VERBOSE_ONLY and not verbose:
+        return None
     fn = RENDER.get(event.kind)
     line = fn(event.payload) if fn else (f"[dim]{event.kind} {_short(event.payload)}[/]" if verbose else "")
     if not line:
