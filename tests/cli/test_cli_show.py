@@ -18,7 +18,7 @@ from tether.events.store import EventStore
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "I will fix the median for lists of even length by averaging the two middle values " + "x" * 300 + " END"
 EVEN = (
-    "    if len(ordered) % 2:\n        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n"  # noqa: E501
+    "    if len(ordered) % 2:\n        return ordered[middle]\n    return (ordered[middle - 1] + ordered[middle]) / 2\n"
 )
 FIX = {"name": "edit_file", "args": {"path": "src/stats/core.py", "old": "    return ordered[middle]\n", "new": EVEN}}
 FINISH = {"name": "finish", "args": {"summary": "fixed median"}}

@@ -381,4 +381,6 @@ def test_demo_shows_sensors_beliefs_and_diagnostics(tmp_path: Path) -> None:
     assert all(p["state"] != "BLOCKED" for p in of(log, "control.changed"))
     assert_control_explained(log)
     show = tether("show", lines[-1]["run_id"], "--db", str(tmp_path / "tether.db"), check=True).stdout
-    assert "sensor tests (required): PASS" in show and "diagnostics " in show and "belief " in show
+    assert "sensor tests (required): PASS" in show and "diagnostics " not in show  # compact: verdicts, not steps
+    every = tether("show", lines[-1]["run_id"], "--db", str(tmp_path / "tether.db"), "--verbose", check=True).stdout
+    assert "sensor tests (required): PASS" in every and "diagnostics " in every and "belief " in every
