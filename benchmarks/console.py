@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "console"))
 
-from conftest import write_run
+from consolekit import write_run
 
 from tether.console import views, web
 from tether.console.server import Background

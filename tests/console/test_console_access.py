@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import write_run
+from consolekit import write_run
 
 from tether.console.access import bind_token, is_loopback
 from tether.console.server import Background, serve

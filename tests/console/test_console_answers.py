@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import ask, write_run
+from consolekit import ask, write_run
 
 from tether.console import inbox
 from tether.console.server import Background

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import XSS, ask, turn_events, write_run
+from consolekit import XSS, ask, turn_events, write_run
 
 from tether import Harness
 from tether.cli.demo_cmds import prepare

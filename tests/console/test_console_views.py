@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from conftest import write_run
+from consolekit import write_run
 
 from tether.console import views
 from tether.events.store import EventStore
