@@ -20,7 +20,7 @@ from tether.events.store import Event, RunInfo
 from tether.state import RunState
 from tether.status import ControlState, RunStatus
 
-PAGE_SIZE = 200  # events on one page of a run's timeline: a 5,000-event run opens as fast as a short one
+PAGE_SIZE = 200  # events on one page of a run's timeline, however long the run (benchmarks/console.py)
 TEXT_LIMIT = 4000  # characters of one output or diff shown inline; the whole text is at /runs/{id}/events/{seq}
 CHART_POINTS = 120  # diagnostics samples drawn in the chart (evenly thinned beyond that)
 
