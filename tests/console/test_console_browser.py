@@ -81,6 +81,8 @@ def test_planted_markup_in_task_output_preview_and_live_events_never_runs(
         assert pwned(page) is None, path
         assert page.locator("img[src=x]").count() == 0, path
         assert "<script>window.__pwned = 1</script>" in page.locator("main").inner_text(), path
+    page.goto(served.url)
+    assert page.locator(f"tr.run[data-run='{run_id}'] a.pending").inner_text() == "1 to answer"
     page.goto(f"{served.url}runs/{run_id}")  # a waiting run's page follows the log: a live event is escaped too
     with EventStore.open(db) as store:
         appended = store.append_many(run_id, turn_events(4, XSS, XSS))
