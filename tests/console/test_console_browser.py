@@ -109,8 +109,11 @@ def test_a_five_thousand_event_run_opens_one_page_and_pages_back(served: Backgro
 # ---- a real run: live, waiting, answered in the browser, resumed ----------------------------------------
 
 
+EDIT = ("    return ordered[middle]\n", "    return ordered[middle]  # checked\n")
+
+
 class Agent:
-    """A model that waits for the test's go before its first turn, pushes twice (each push ASKs), then stops.
+    """A model that waits for the test's go before its first turn, edits, pushes twice (each push ASKs), stops.
     It keeps what the kernel told it, so the test can see a denial's reason reach the model."""
 
     def __init__(self) -> None:
@@ -123,7 +126,7 @@ class Agent:
         self.seen = [str(m.content) for m in messages]
         if self.turns == 1:
             assert self.go.wait(30), "the test never said go"
-            return reply("reading first", [call("read_file", path="src/stats/core.py")])
+            return reply("a note first", [call("edit_file", path="src/stats/core.py", old=EDIT[0], new=EDIT[1])])
         if self.turns == 2:
             return reply("pushing", [call("bash", command="git push origin main")])
         if self.turns == 3:
@@ -202,6 +205,8 @@ def test_a_live_run_is_answered_from_the_inbox_and_goes_on(
     runner.join(60)
     assert page.locator("#status").inner_text() == "NEEDS_INPUT"
     assert any("no pushing today" in m for m in agent.seen)  # the model was told the operator's reason
+    page.reload()  # the finished run's page: what it changed, from its first and last snapshots
+    assert "+    return ordered[middle]  # checked" in page.locator("#final-diff").inner_text()
 
     with EventStore.open(db, readonly=True) as store:
         events = store.events(run_id)

@@ -18,6 +18,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 from tether.events.store import Event
+from tether.observe.diff import RunDiff, run_diff
 from tether.observe.episode import export_run
 from tether.status import RunStatus
 
@@ -73,15 +74,23 @@ def _run(console: Console, run_id: str) -> tuple[Any, list[Event], str | None]:
     return info, events, problem
 
 
+def _final_diff(console: Console, events: list[Event]) -> RunDiff:
+    """What the run changed, start snapshot to latest (``observe/diff.py``, as ``tether show`` prints it)."""
+    with console.reader() as store:
+        return run_diff(store, events)
+
+
 async def run_page(console: Console, request: Request) -> Response:
     info, events, problem = await run_in_threadpool(_run, console, request.path_params["run_id"])
     row = views.run_row(info, events, problem, datetime.now(UTC))
     at = int_param(request.query_params.get("at"))
     start = views.page_of_seq(events, at) if at is not None else int_param(request.query_params.get("start"))
     timeline = views.page(events, start)
+    final = await run_in_threadpool(_final_diff, console, events) if problem is None else None
     return render(
         request,
         "run.html",
+        final=final,
         info=info,
         row=row,
         page=timeline,
