@@ -114,3 +114,21 @@ def test_forks_of_forks_nest(tmp_path: Path) -> None:
         assert [e.run_id for e in store.events(before_first)] == [root] * 2 + [before_first] * 3
         for run in (root, child, grandchild, before_first):
             store.verify(run)
+
+
+def test_tether_runs_draws_the_family_tree(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "t.db"
+    with EventStore.open(db) as store:
+        root = make_run(store)
+        other = make_run(store)
+        child = fork(store, root, at=3)
+        grandchild = fork(store, child, at=5)
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "runs", "--db", str(db)], capture_output=True, text=True, check=True
+    ).stdout
+    ids = (root, other, child, grandchild)
+    names = [line.split("│")[-2][1:].rstrip() for line in out.splitlines() if any(r in line for r in ids)]
+    assert names == [root, "└─ " + child, "   └─ " + grandchild, other], out

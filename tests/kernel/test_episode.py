@@ -148,6 +148,7 @@ def test_the_package_grows_with_what_the_run_changed_not_with_the_workspace(bugf
     [
         (lambda m: m.update({"events.jsonl": m["events.jsonl"].replace(b"fixed median", b"fixed medians")}), "sha256"),
         (lambda m: m.update({"plan.json": b"{}"}), "sha256"),
+        (lambda m: m.pop("plan.json"), "lacks plan.json"),
         (lambda m: m.update({"manifest.json": m["manifest.json"].replace(b'"events":', b'"events": 1, "x":')}), ""),
     ],
 )

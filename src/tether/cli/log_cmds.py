@@ -57,11 +57,28 @@ def every_database() -> tuple[list[dict[str, Any]], list[str]]:
     return rows, [str(p) for p in listing.stale]
 
 
+def family_order(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """Rows as a family tree: each run followed by its forks (depth-first, oldest first), with its depth."""
+    ids = {r["run_id"] for r in rows}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for r in rows:
+        children.setdefault(r["parent_run"] if r.get("parent_run") in ids else None, []).append(r)
+    out: list[tuple[int, dict[str, Any]]] = []
+    stack = [(0, r) for r in reversed(children.get(None, []))]
+    while stack:
+        depth, row = stack.pop()
+        out.append((depth, row))
+        stack += [(depth + 1, c) for c in reversed(children.get(row["run_id"], []))]
+    return out
+
+
 def runs_table(rows: list[dict[str, Any]]) -> Table:
+    """The runs, forks indented under the run they were forked from."""
     table = Table("created", "status", "events", "task")
     table.add_column("run", no_wrap=True)
-    for r in rows:
-        table.add_row(r["created_at"][:19], r["status"], str(r["events"]), escape(r["task"][:40]), r["run_id"])
+    for depth, r in family_order(rows):
+        name = ("   " * (depth - 1) + "└─ " if depth else "") + r["run_id"]
+        table.add_row(r["created_at"][:19], r["status"], str(r["events"]), escape(r["task"][:40]), name)
     return table
 
 

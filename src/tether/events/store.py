@@ -811,15 +811,16 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
     prev = GENESIS
     hashes: list[str] = []
     for expected_seq, (rid, seq, ts, kind, payload, prev_hash, h) in enumerate(rows):
-        where = info.run_id if rid == info.run_id else f"{info.run_id} (its prefix in parent run {rid})"
+        shared = "" if rid == info.run_id else f" (an event of parent run {rid}, shared by this fork)"
         if seq != expected_seq:
-            raise LogCorrupt(where, expected_seq, f"missing or reordered event (found seq {seq!r})")
+            raise LogCorrupt(info.run_id, expected_seq, f"missing or reordered event (found seq {seq!r}){shared}")
         if not (type(ts) is type(kind) is type(payload) is type(prev_hash) is type(h) is str):
-            raise LogCorrupt(where, seq, f"row is malformed: {_not_text(ts, kind, payload, prev_hash, h)}")
+            malformed = _not_text(ts, kind, payload, prev_hash, h)
+            raise LogCorrupt(info.run_id, seq, f"row is malformed: {malformed}{shared}")
         if prev_hash != prev:
-            raise LogCorrupt(where, seq, "prev_hash does not match the previous event's hash")
+            raise LogCorrupt(info.run_id, seq, f"prev_hash does not match the previous event's hash{shared}")
         if event_hash(prev, rid, seq, ts, kind, payload) != h or payload[:1] != "{":
-            raise LogCorrupt(where, seq, _why_not(payload))
+            raise LogCorrupt(info.run_id, seq, _why_not(payload) + shared)
         prev = h
         hashes.append(h)
     n = len(rows)

@@ -305,9 +305,9 @@ def read_package(path: Path, *, trusted: AnchorKey | None = None, limits: Limits
             raise PackageInvalid(path, f"member {name} is not listed in the manifest")
         if meta != {"sha256": sha256_hex(data), "size": len(data)}:
             raise PackageInvalid(path, f"member {name} does not match its sha256 in the manifest (edited)")
-    absent = sorted(set(files) - set(members))
+    absent = sorted((set(files) | set(FIXED_MEMBERS)) - set(members))
     if absent:
-        raise PackageInvalid(path, f"the manifest lists members the archive lacks: {', '.join(absent[:5])}")
+        raise PackageInvalid(path, f"the archive lacks {', '.join(absent[:5])}")
     blobs = _blobs(path, members)
     runs = _runs(path, members["runs.json"])
     rows = _rows(path, members["events.jsonl"])
@@ -479,8 +479,13 @@ def _check_contents(path: Path, package: Package, members: Mapping[str, bytes]) 
         state = RunState.from_events(events)
     except (TetherError, ValueError, KeyError) as e:
         raise PackageInvalid(path, f"the log cannot be read: {e}") from None
-    if json.loads(members["envelope.json"]) != state.envelope:
-        raise PackageInvalid(path, "envelope.json is not the envelope the log records")
+    for name, recorded in (("envelope.json", state.envelope), ("plan.json", _plan(events))):
+        try:
+            same = json.loads(members[name]) == recorded
+        except ValueError:
+            same = False
+        if not same:
+            raise PackageInvalid(path, f"{name} is not what the log records")
     if package.manifest.get("start_snapshot") != state.baseline:
         raise PackageInvalid(path, "the manifest's start_snapshot is not the one the log records")
     withheld, missing = package.manifest["withheld_blobs"], set(package.manifest["missing_blobs"])
