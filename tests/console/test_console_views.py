@@ -161,3 +161,11 @@ def test_characters_that_hide_how_text_reads_are_shown_as_marks() -> None:
     assert views.visible("a\u200bb\u2066c\u0007d\u009be\ufefff") == "a⟦U+200B⟧b⟦U+2066⟧c⟦U+0007⟧d⟦U+009B⟧e⟦U+FEFF⟧f"
     assert views.visible("line\n\ttab, café, 中文, emoji 🙂") == "line\n\ttab, café, 中文, emoji 🙂"
     assert views.has_hidden("x\u202ay") and not views.has_hidden("plain\ntext")
+
+
+def test_every_registered_kind_has_a_family_the_timeline_can_hide() -> None:
+    from tether.events.payload import REGISTRY
+
+    shown = views.families()
+    assert all(kind.split(".")[0] in shown for kind in REGISTRY)
+    assert shown[:3] == ["run", "model", "action"] and len(shown) == len(set(shown))

@@ -97,7 +97,7 @@ async def run_page(console: Console, request: Request) -> Response:
         chart=views.diagnostics_chart(events),
         band=views.control_band(events),
         turns=sorted(set(views.turns_of(events))),
-        families=views.FAMILIES,
+        families=views.families(),
         approvals=row.approvals,
         resumable=row.status in RESUMABLE and not row.approvals,
         driving=(t := console.drivers.threads.get(info.run_id)) is not None and t.is_alive(),

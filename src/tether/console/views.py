@@ -16,6 +16,7 @@ from typing import Any
 from tether.control.fold import RunFold
 from tether.errors import LogCorrupt
 from tether.events.kinds_control import ControlChanged
+from tether.events.payload import REGISTRY
 from tether.events.store import Event, RunInfo
 from tether.state import RunState
 from tether.status import ControlState, RunStatus
@@ -114,11 +115,18 @@ def matches(row: RunRow, status: str, control: str, query: str) -> bool:
 # ---- a run's timeline -----------------------------------------------------------------------------
 
 
-#: The families of event kinds (the part before the dot) the timeline can show or hide, in the loop's order.
+#: The families of event kinds (the part before the dot) the timeline can show or hide, in the loop's order;
+#: a family registered later and not named here is shown after them (:func:`families`).
 FAMILIES = (
     "run", "model", "action", "approval", "sensor", "verify", "completion", "review", "belief", "contradiction",
     "hypothesis", "plan", "diagnostics", "stuck", "control", "recovery", "tests", "preflight", "budget", "sandbox",
 )  # fmt: skip
+
+
+def families() -> list[str]:
+    """Every family of a registered event kind, those of :data:`FAMILIES` first in its order."""
+    registered = sorted({kind.split(".")[0] for kind in REGISTRY})
+    return [f for f in FAMILIES if f in registered] + [f for f in registered if f not in FAMILIES]
 
 
 @dataclass(frozen=True)
