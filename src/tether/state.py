@@ -40,7 +40,7 @@ from tether.events.kinds import (
     RunWaiting,
     SandboxFailed,
 )
-from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked
+from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
@@ -243,6 +243,11 @@ class RunState:
         acted = p.tool_calls and p.termination != "truncated"  # a cut-off reply's calls do not run
         self.text_only_turns = 0 if acted else self.text_only_turns + 1
 
+    def _reviewer_called(self, e: Event, p: ReviewerCalled) -> None:
+        """The model reviewer's call is money and tokens like any other (not a turn)."""
+        self.used.tokens += p.input_tokens + p.output_tokens
+        self.used.usd += p.cost_usd
+
     def _model_failed(self, e: Event, p: ModelFailed) -> None:
         self.last_error = p.error
         self.stop = p
@@ -351,6 +356,7 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     Checkpoint: RunState._checkpoint,
     ModelResponded: RunState._model_responded,
     ModelFailed: RunState._model_failed,
+    ReviewerCalled: RunState._reviewer_called,
     ActionProposed: RunState._action_proposed,
     ActionInvalid: RunState._action_invalid,
     ActionDecided: RunState._action_decided,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from runkit import FINISH, FIX, tether, write_script
 
-from tether import EventStore, Harness
+from tether import EventStore, Harness, RunState
 
 
 def with_reviewer(bugfix: Path, reply: dict[str, Any] | None) -> Path:
@@ -17,6 +17,7 @@ def with_reviewer(bugfix: Path, reply: dict[str, Any] | None) -> Path:
     turn: dict[str, Any] = {"text": "Looks fine to me."}
     if reply is not None:
         turn = {"tool_calls": [{"name": "report_findings", "args": reply}]}
+    turn["usage"] = {"input_tokens": 1200, "output_tokens": 80}
     (bugfix / "reviewer.yaml").write_text(yaml.safe_dump({"turns": [turn]}))
     env = bugfix / "envelope.yaml"
     env.write_text(
@@ -36,6 +37,10 @@ def run(bugfix: Path, env: Path) -> tuple[str, list[Any]]:
 def test_a_clean_model_review_lets_the_run_complete(bugfix: Path) -> None:
     status, events = run(bugfix, with_reviewer(bugfix, {"findings": []}))
     assert status == "COMPLETE"
+    (called,) = [e.payload for e in events if e.kind == "review.model_called"]
+    assert (called["input_tokens"], called["output_tokens"], called["unaffordable"]) == (1200, 80, "")
+    assert called["max_tokens"] >= 256 and called["prompt_tokens_est"] > 0
+    assert RunState.from_events(events).used.tokens == 1280  # the scripted agent's turns report no usage
     assert not [e for e in events if e.kind == "review.finding" and e.payload["check"] == "model_reviewer"]
 
 

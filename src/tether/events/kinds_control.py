@@ -192,6 +192,21 @@ class ReviewGate(Payload):
     reasons: list[str] = Field(default_factory=list)
 
 
+@register("review.model_called")
+class ReviewerCalled(Payload):
+    """The optional model reviewer was asked (its tokens and cost count against the run's budgets), or could
+    not be paid for (``max_tokens`` 0, ``unaffordable`` says why; the claim is then refused)."""
+
+    model: str
+    max_tokens: int
+    prompt_tokens_est: int = 0
+    capped_by: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unaffordable: str = ""
+
+
 class TaskData(Payload):
     id: str
     title: str = ""

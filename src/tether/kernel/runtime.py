@@ -49,19 +49,21 @@ from tether.events.kinds import (
     RunStarted,
     SandboxFailed,
 )
+from tether.events.kinds_control import ReviewerCalled
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.models.base import Model, ToolSpec, Usage
 from tether.models.pricing import cost_usd, price_for
 from tether.models.retry import complete_with_retries
-from tether.models.window import budget_for, estimate_tokens, learned_window
+from tether.models.window import MIN_OUTPUT_TOKENS, budget_for, estimate_tokens, learned_window
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
 from tether.review.completion import claim_event, judge_completion, no_op_check
 from tether.review.execution import review_gate_event
-from tether.review.model_reviewer import model_review
+from tether.review.model_reviewer import CHECK as REVIEWER_CHECK
+from tether.review.model_reviewer import REPORT, model_review, review_messages
 from tether.review.reviewer import ReviewFinding, review
 from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.sandbox.base import Sandbox
@@ -487,12 +489,44 @@ class Runtime:
         findings = self.integrity_findings(test_baseline, diff)
         findings += review(self.env, diff, self.events) if accepted else []
         if accepted and self.reviewer is not None:
-            findings += model_review(self.reviewer, self.env, self.plan, diff, self.events)
+            findings += self.ask_reviewer(self.reviewer, diff)
         no_op = no_op_check(self.env, results, changed, self.state.external_used, step.call_id)
         if no_op is not None:
             self.append(no_op)
         self.append_many(judge_completion(self.events, self.env, findings, step.call_id, no_op))
         self.observe()
+
+    def ask_reviewer(self, reviewer: Model, diff: WorkspaceDiff) -> list[ReviewFinding]:
+        """The optional model reviewer, its output capped by the budgets like any model call, its use recorded."""
+        messages = review_messages(self.env, self.plan, diff, self.events)
+        agent = self.env.agent
+        budget = budget_for(
+            reviewer.name, messages, [REPORT], window=agent.context_window, max_output=agent.max_output_tokens
+        )
+        wanted = max(budget.max_tokens, MIN_OUTPUT_TOKENS)
+        price = price_for(reviewer.name, self.prices)
+        cap = cap_call(wanted, budget.prompt_tokens, price, self.state)
+        called = ReviewerCalled(
+            model=reviewer.name,
+            max_tokens=cap.max_tokens,
+            prompt_tokens_est=budget.prompt_tokens,
+            capped_by=cap.capped_by,
+        )
+        if cap.short is not None:  # fail closed: a configured reviewer that cannot be paid for is a blocking finding
+            self.append(called.model_copy(update={"unaffordable": cap.reason}))
+            return [
+                ReviewFinding(
+                    "reviewer", "medium", f"the model reviewer was not asked: {cap.reason}", check=REVIEWER_CHECK
+                )
+            ]
+        findings, usage = model_review(reviewer, messages, cap.max_tokens)
+        cost = cost_usd(reviewer.name, usage, self.prices)
+        self.append(
+            called.model_copy(
+                update={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": cost}
+            )
+        )
+        return findings
 
     def finish(self, step: Finish) -> None:
         """End the run as ``next_step`` decided: a checkpoint, the budget breach if one is why, ``run.finished``."""

@@ -17,8 +17,7 @@ from tether.envelope.schema import Envelope
 from tether.errors import ProviderError
 from tether.events.kinds_control import SensorResultEvent
 from tether.events.store import Event
-from tether.models.base import Message, Model, ToolSpec
-from tether.models.window import MIN_OUTPUT_TOKENS, budget_for
+from tether.models.base import Message, Model, ToolSpec, Usage
 from tether.verify.changes import WorkspaceDiff
 
 from .reviewer import FindingSeverity, ReviewFinding, View
@@ -75,30 +74,29 @@ def evidence_text(events: Sequence[Event]) -> str:
     return "\n".join(lines[-12:]) or "(no sensor results)"
 
 
-def model_review(
-    model: Model,
-    envelope: Envelope,
-    plan: dict[str, Any] | None,
-    diff: WorkspaceDiff,
-    events: Sequence[Event],
-) -> list[ReviewFinding]:
+def review_messages(
+    envelope: Envelope, plan: dict[str, Any] | None, diff: WorkspaceDiff, events: Sequence[Event]
+) -> list[Message]:
+    """What the reviewer is shown: the plan, the write set, the diff and the verification evidence."""
     prompt = (
         f"Plan:\n{json.dumps(plan or {}, indent=2)}\n\nWrite set: {envelope.environment.filesystem}\n\n"
         f"Diff ({diff.note}):\n{diff_text(diff)}\n\nVerification evidence:\n{evidence_text(events)}"
     )
-    messages = [Message("system", SYSTEM), Message("user", prompt)]
+    return [Message("system", SYSTEM), Message("user", prompt)]
+
+
+def model_review(model: Model, messages: Sequence[Message], max_tokens: int) -> tuple[list[ReviewFinding], Usage]:
+    """Ask the reviewer (``max_tokens`` already capped by the host's budgets): its findings, and what it used."""
     try:
-        agent = envelope.agent
-        budget = budget_for(
-            model.name, messages, [REPORT], window=agent.context_window, max_output=agent.max_output_tokens
-        )
-        response = model.complete(messages, [REPORT], max_tokens=max(budget.max_tokens, MIN_OUTPUT_TOKENS))
+        response = model.complete(messages, [REPORT], max_tokens=max_tokens)
     except ProviderError as e:
-        return [ReviewFinding("reviewer", "medium", f"the configured model reviewer failed: {e}", check=CHECK)]
+        return [ReviewFinding("reviewer", "medium", f"the configured model reviewer failed: {e}", check=CHECK)], Usage()
     call = next((c for c in response.tool_calls if c.name == REPORT.name), None)
     if call is None or not isinstance(call.args.get("findings"), list):
-        return [ReviewFinding("reviewer", "medium", "the model reviewer gave no structured verdict", check=CHECK)]
-    return [_finding(item) for item in call.args["findings"]]
+        return [
+            ReviewFinding("reviewer", "medium", "the model reviewer gave no structured verdict", check=CHECK)
+        ], response.usage
+    return [_finding(item) for item in call.args["findings"]], response.usage
 
 
 def _finding(item: Any) -> ReviewFinding:
