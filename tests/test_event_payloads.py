@@ -136,6 +136,9 @@ SAMPLES: list[Payload] = [
         diagnostics=[kc.DiagnosticData(file="t.py", message="m")],
     ),
     kc.CompletionAccepted(call_id="f1", evidence=["r#3"]),
+    kc.ReviewerCalled(
+        model="m", max_tokens=512, prompt_tokens_est=900, capped_by="usd", input_tokens=900, cost_usd=0.01
+    ),
     kc.NoOpChecked(
         call_id="f1",
         condition="tests pass",
