@@ -23,7 +23,8 @@ from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
 from tether.status import RunStatus
 
-from .common import EXIT_INVALID, JsonOption, console, exit_code
+from .common import EXIT_INVALID, JsonOption, console, err_console, exit_code
+from .progress import progress_line
 from .run_cmds import control_line, printer, show_contract
 
 REPO_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bugfix"
@@ -85,8 +86,8 @@ def run_demo(example: Path, work: Path, options: session.Options, as_json: bool,
     work.mkdir(parents=True, exist_ok=True)
     dest = prepare(example, work)
     db = work / "tether.db"
-    options = replace(options, approver=demo_approver, on_event=printer(as_json))
-    with EventStore.open(db, signer=Signer.configured()) as store:
+    with EventStore.open(db, signer=Signer.configured()) as store, progress_line(err_console, None, as_json) as line:
+        options = replace(options, approver=demo_approver, on_event=printer(as_json, progress=line))
         runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
         contract = runtime.drive()
         count = store.verify(contract.run_id)

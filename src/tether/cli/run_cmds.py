@@ -25,22 +25,28 @@ from .common import (
     DbOption,
     JsonOption,
     console,
+    err_console,
     exit_code,
     print_json,
     reader,
     writer,
 )
+from .progress import ProgressLine, progress_line
 from .prompt import ask_approval
 
+ProgressOption = typer.Option(
+    None, "--progress/--no-progress", help="A line on stderr saying what runs and for how long (default: on a TTY)."
+)
 
-def printer(as_json: bool, verbose: bool = False) -> Any:
+
+def printer(as_json: bool, verbose: bool = False, progress: ProgressLine | None = None) -> Any:
     def on_event(e: Event) -> None:
         if as_json:
             typer.echo(json.dumps(e.to_dict(), sort_keys=True))
-            return
-        line = render(e, verbose=verbose)
-        if line:
+        elif line := render(e, verbose=verbose):
             console.print(line)
+        if progress is not None:
+            progress.on_event(e)
 
     return on_event
 
@@ -82,6 +88,7 @@ def run_cmd(
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
+    progress: bool | None = ProgressOption,
 ) -> None:
     """Run an agent on a task under an envelope. Exit 0 COMPLETE/NO_OP, 1 stopped, 4 blocked, 5 waiting/needs input."""
     loaded = session.load_checked(envelope)
@@ -99,9 +106,9 @@ def run_cmd(
         workspace=ws,
         sandbox=sandbox,
         approver=approver,
-        on_event=printer(as_json, verbose),
     )
-    with writer(db, ws, create=True) as store:
+    with writer(db, ws, create=True) as store, progress_line(err_console, progress, as_json) as line:
+        options.on_event = printer(as_json, verbose, line)
         contract = session.start(store, envelope, task, options).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
@@ -119,6 +126,7 @@ def resume_cmd(
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
+    progress: bool | None = ProgressOption,
 ) -> None:
     """Rebuild a run from its log and continue it (after approvals, or after a crash)."""
     if interactive is None:
@@ -128,9 +136,9 @@ def resume_cmd(
         base_url=base_url,
         sandbox=sandbox,
         approver=ask_approval if interactive else None,
-        on_event=printer(as_json, verbose),
     )
-    with writer(db) as store:
+    with writer(db) as store, progress_line(err_console, progress, as_json) as line:
+        options.on_event = printer(as_json, verbose, line)
         contract = session.resume(store, run, options).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
