@@ -121,3 +121,17 @@ def test_concurrent_creators_all_land_in_the_registry(tmp_path: Path) -> None:
     assert sorted(listed) == sorted(
         [paths[0].resolve()] + [(tmp_path / f"n{i}/.tether/tether.db").resolve() for i in range(8)]
     )
+
+
+def test_a_hand_edited_registry_is_read_safely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative lines, a non-database, blank lines: listed as stale or unreadable, never a crash or a guess."""
+    real = make_db(tmp_path / "real")
+    other = tmp_path / "notes.txt"
+    other.write_text("not sqlite")
+    monkeypatch.chdir(tmp_path)
+    registry.registry_path().write_text(f"notes.txt\n\n{other}\n{real.resolve()}\n")
+    proc = tether(tmp_path, "runs", "--all", "--json")
+    assert proc.returncode == 0, proc.stderr
+    listing = json.loads(proc.stdout)
+    assert listing["stale"] == ["notes.txt"]
+    assert [r["db"] for r in listing["runs"] if "error" in r] == [str(other)]

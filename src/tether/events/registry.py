@@ -84,8 +84,8 @@ def prune() -> Listing:
         return Listing([], [])
     with _locked(path):
         entries = [Path(p) for p in _read(path)]
-        live = [p for p in entries if p.is_file()]
-        stale = [p for p in entries if not p.is_file()]
+        live = [p for p in entries if p.is_absolute() and p.is_file()]  # a relative line was not written by us
+        stale = [p for p in entries if p not in live]
         if stale:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text("".join(f"{p}\n" for p in live), encoding="utf-8")
