@@ -83,11 +83,11 @@ def exit_code_for(error: TetherError) -> int:
     return common.EXIT_RUNTIME
 
 
-def error_object(message: str, code: int, error: BaseException | None = None) -> dict[str, Any]:
+def error_object(message: str, code: int, error: BaseException) -> dict[str, Any]:
     """The ``--json`` form of an error: message, file, field within it, exit code (and details where known)."""
     obj: dict[str, Any] = {
         "error": message,
-        "type": type(error).__name__ if error is not None else "UsageError",
+        "type": type(error).__name__,
         "path": getattr(error, "path", None),
         "field": getattr(error, "field", None),
         "exit": code,
@@ -99,7 +99,7 @@ def error_object(message: str, code: int, error: BaseException | None = None) ->
     return obj
 
 
-def fail(message: str, code: int, as_json: bool, error: BaseException | None = None, markup: str = "") -> NoReturn:
+def fail(message: str, code: int, as_json: bool, error: BaseException, markup: str = "") -> NoReturn:
     """Report an error in the chosen form and exit with ``code``."""
     if as_json:
         typer.echo(json.dumps(error_object(message, code, error), sort_keys=True))

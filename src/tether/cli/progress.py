@@ -27,7 +27,6 @@ _END: Phase = (None, False)
 
 PHASES: dict[str, Callable[[dict[str, Any]], Phase]] = {
     "run.started": lambda p: ("snapshot and test baseline", False),
-    "run.resumed": lambda p: ("snapshot and test baseline", False),
     "preflight.completed": lambda p: _END,
     "model.requested": lambda p: (f"waiting for the model (turn {p['turn']})", False),
     "model.responded": lambda p: _END,
