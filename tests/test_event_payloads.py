@@ -28,6 +28,7 @@ from tether.events.store import Event, EventStore
 from tether.state import RunState
 
 OLD = Path(__file__).parent / "data" / "old_log"
+H = "sha256:" + "3" * 64
 
 #: One filled-in payload per registered kind (nested models included), for the round trip.
 SAMPLES: list[Payload] = [
@@ -97,6 +98,24 @@ SAMPLES: list[Payload] = [
         unexplained=["b.py"],
         undo={"path": "a.py"},
         duration_s=0.5,
+    ),
+    k.RollbackReceipt(
+        call_id="c1",
+        files=[
+            k.FileChange(
+                path="a.py",
+                before=k.FileImage(kind="file", digest="sha256:" + "1" * 64, mode=0o644, size=3),
+                after=k.FileImage(kind="link", digest="sha256:" + "2" * 64, mode=0o777, size=4),
+            ),
+            k.FileChange(path="b/c.py", before=None, after=k.FileImage(kind="file", digest=H, mode=0o755, size=0)),
+        ],
+        unreadable=["d.py"],
+    ),
+    k.UndoReceipt(
+        by="alice",
+        scope="to 3",
+        actions=["c1"],
+        files=[k.FileChange(path="a.py", before=None, after=k.FileImage(kind="file", digest=H, mode=0o600, size=1))],
     ),
     k.ActionFailed(
         call_id="c1",

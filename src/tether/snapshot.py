@@ -78,6 +78,7 @@ __all__ = [
     "changes",
     "diff_stat",
     "materialise",
+    "probe",
     "read_content",
     "take",
     "unified_diff",
@@ -774,6 +775,36 @@ def _write_entry(target: Path, entry: Entry, data: bytes) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
         os.fchmod(f.fileno(), entry.mode & 0o777)
+
+
+def probe(workspace: str | Path, path: str) -> Entry | None:
+    """One workspace-relative path read now, as a snapshot would read it (for checks that touch a few paths).
+
+    None when no file or symlink is there: nothing, a directory, or a parent that is not a real
+    directory (a snapshot never looks behind a symlink). Raises :class:`SnapshotError` for a FIFO,
+    socket or device, or a file that cannot be read.
+    """
+    root, parts = os.fspath(workspace), path.split("/")
+    full = os.path.join(root, *parts)
+    try:
+        for i in range(1, len(parts)):
+            if not stat.S_ISDIR(os.lstat(os.path.join(root, *parts[:i])).st_mode):
+                return None
+        st = os.lstat(full)
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            kind, digest = EntryKind.LINK, bytes_hash(os.fsencode(os.readlink(full)))
+        elif stat.S_ISREG(st.st_mode):
+            kind = EntryKind.FILE
+            digest, _, st = _read_file(full)
+        else:
+            raise SnapshotError(f"{path}: not a regular file, symlink or directory (FIFO, socket or device)")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise SnapshotError(f"{path}: unreadable: {e.strerror or e}") from e
+    return Entry(path, kind, digest, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,6 @@ class RunState:
     last_text: str = ""
     raw_stop_reason: str | None = None
     changed_files: list[str] = field(default_factory=list)
-    rollback: list[dict[str, Any]] = field(default_factory=list)
     last_seq: int = -1
     head_hash: str = ""
     _active_since: datetime | None = None
@@ -303,8 +302,6 @@ class RunState:
                 self.changed_files.append(f)
         if a.tool == "finish" and p.ok:
             self.claims[a.call_id] = ClaimStatus.PENDING
-        if p.undo:
-            self.rollback.append({"event": e.id, **p.undo})
         if not EXTERNAL_OUTPUT_EFFECTS.isdisjoint(p.result.get("effects", [])) and a.call_id not in self.external_calls:
             self.external_calls.append(a.call_id)  # once per call, whatever its retries
             self.external_used += 1

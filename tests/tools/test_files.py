@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from tether.errors import InputError
-from tether.tools import ToolContext, apply_undo
+from tether.tools import ToolContext
 from tether.tools.files import MAX_READ_LINES, edit_file, list_dir, read_file, write_file
 
 # --------------------------------------------------------------------------- read_file
@@ -118,30 +116,24 @@ def test_list_dir_failures(ctx: ToolContext, workspace: Path) -> None:
 # --------------------------------------------------------------------------- write_file
 
 
-def test_write_file_creates_with_parents_and_undo_deletes(ctx: ToolContext, workspace: Path) -> None:
+def test_write_file_creates_with_parents(ctx: ToolContext, workspace: Path) -> None:
     r = write_file.invoke({"path": "pkg/new/mod.py", "content": "x = 1\n"}, ctx)
     assert r.ok and r.changed_files == ("pkg/new/mod.py",)
     assert (workspace / "pkg/new/mod.py").read_text() == "x = 1\n"
-    assert r.undo == {"kind": "file", "path": "pkg/new/mod.py", "before": None}
     assert r.data["created"] is True and r.data["diff_stat"] == {"added": 1, "removed": 0}
     # Readable by the unprivileged user sandboxed commands run as (mkstemp alone would leave 0600).
     assert stat.S_IMODE((workspace / "pkg/new/mod.py").stat().st_mode) == 0o644
-    assert apply_undo(r.undo, workspace) == "pkg/new/mod.py"
-    assert not (workspace / "pkg/new/mod.py").exists()
 
 
-def test_write_file_overwrite_keeps_mode_and_undo_restores(ctx: ToolContext, workspace: Path) -> None:
+def test_write_file_overwrite_keeps_mode(ctx: ToolContext, workspace: Path) -> None:
     script = workspace / "run.sh"
     script.write_text("echo old\n")
     script.chmod(0o755)
     r = write_file.invoke({"path": "run.sh", "content": "echo new\n"}, ctx)
-    assert r.ok and r.undo == {"kind": "file", "path": "run.sh", "before": "echo old\n"}
+    assert r.ok and r.data["sha256_before"] != r.data["sha256_after"]
     assert script.read_text() == "echo new\n"
     assert stat.S_IMODE(script.stat().st_mode) == 0o755
     assert not [p.name for p in workspace.iterdir() if p.name.endswith(".tether-tmp")]
-    assert r.undo is not None
-    apply_undo(r.undo, workspace)
-    assert script.read_text() == "echo old\n"
 
 
 def test_write_file_is_idempotent(ctx: ToolContext, workspace: Path) -> None:
@@ -149,7 +141,7 @@ def test_write_file_is_idempotent(ctx: ToolContext, workspace: Path) -> None:
     second = write_file.invoke({"path": "a.txt", "content": "same\n"}, ctx)
     assert write_file.contract.idempotent is True
     assert first.changed_files == ("a.txt",)
-    assert second.ok and second.changed_files == () and second.undo is None
+    assert second.ok and second.changed_files == ()
     assert "unchanged" in second.content
     assert (workspace / "a.txt").read_text() == "same\n"
 
@@ -194,7 +186,6 @@ def test_edit_file_replaces_unique_match(ctx: ToolContext, workspace: Path) -> N
     assert r.ok, r.content
     assert (workspace / "m.py").read_text() == SOURCE.replace("def g():\n    return 1", "def g():\n    return 2")
     assert r.changed_files == ("m.py",)
-    assert r.undo == {"kind": "file", "path": "m.py", "before": SOURCE}
     assert r.data["line"] == 5 and "edited m.py at line 5" in r.content
     assert "-    return 1\n+    return 2" in r.content
 
@@ -258,20 +249,6 @@ def test_edit_file_preview_is_a_diff_and_writes_nothing(ctx: ToolContext, worksp
     assert failing.startswith("edit_file would fail: [ambiguous_match]")
 
 
-# --------------------------------------------------------------------------- undo
-
-
-def test_apply_undo_rejects_bad_records(workspace: Path) -> None:
-    with pytest.raises(InputError, match="outside the workspace"):
-        apply_undo({"kind": "file", "path": "../x", "before": "y"}, workspace)
-    with pytest.raises(InputError, match="undo record"):
-        apply_undo({"kind": "shell"}, workspace)
-    with pytest.raises(InputError, match="'before' must be text"):
-        apply_undo({"kind": "file", "path": "x", "before": 3}, workspace)
-    assert not (workspace.parent / "x").exists()
-    assert os.listdir(workspace) == []
-
-
 def test_write_tools_refuse_git_internals_and_run_state(ctx: ToolContext, workspace: Path) -> None:
     (workspace / ".git").mkdir()
     (workspace / ".git" / "config").write_text("[core]\n")
@@ -286,9 +263,6 @@ def test_write_tools_refuse_git_internals_and_run_state(ctx: ToolContext, worksp
     assert (workspace / ".git" / "config").read_text() == "[core]\n"
     assert (workspace / ".tether" / "runs.db").read_text() == "log\n"
     assert not (workspace / ".git" / "hooks").exists()
-    with pytest.raises(InputError, match="may not modify"):
-        apply_undo({"kind": "file", "path": ".git/config", "before": None}, workspace)
-    assert (workspace / ".git" / "config").exists()
     # Reading them is the gate's business, not a write-tool concern.
     assert read_file.invoke({"path": ".git/config"}, ctx).ok
     # A file merely named like them elsewhere is fine.

@@ -52,7 +52,6 @@ def test_public_surface() -> None:
             "ToolContext",
             "ToolFailure",
             "ToolResult",
-            "apply_undo",
             "builtin_tools",
             "default_contracts",
             "resolve_tools",
@@ -94,9 +93,8 @@ def test_default_contracts_are_complete() -> None:
         # Round-trips through the envelope schema (what `tether init` writes must load back).
         assert ToolContract.model_validate(c.model_dump(mode="json")) == c
     by_name = {c.name: c for c in contracts}
-    assert "undo record" in (by_name["write_file"].rollback or "")
-    assert "undo record" in (by_name["edit_file"].rollback or "")
-    assert (by_name["bash"].rollback or "").startswith("none (exec")
+    for name in ("write_file", "edit_file", "bash"):  # what they change is in the kernel's rollback receipt
+        assert (by_name[name].rollback or "").startswith("tether undo: "), name
     assert by_name["read_file"].input_schema["required"] == ["path"]
     assert by_name["finish"].input_schema["required"] == ["summary"]
 
@@ -162,7 +160,7 @@ def test_extra_tools_implement_and_override(ctx: ToolContext) -> None:
 def test_finish_is_a_claim_not_an_action(ctx: ToolContext) -> None:
     r = finish.invoke({"summary": "fixed the off-by-one in parser.py; tests pass"}, ctx)
     assert r.ok and r.data == {"claim": "fixed the off-by-one in parser.py; tests pass"}
-    assert r.changed_files == () and r.undo is None
+    assert r.changed_files == ()
     assert "verification" in r.content
     with pytest.raises(tether.tools.ToolArgsError):
         finish.validate({"summary": ""})

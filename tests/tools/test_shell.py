@@ -33,7 +33,7 @@ def test_bash_success_reports_exit_and_output(ctx: ToolContext, workspace: Path)
     assert r.data["stdout"].splitlines()[1] == str(workspace.resolve())
     assert "--- stderr ---\noops" in r.content
     assert r.data["exit_code"] == 0 and r.data["stdout"].startswith("hello\n")
-    assert r.changed_files == () and r.undo is None
+    assert r.changed_files == ()
 
 
 def test_bash_nonzero_exit_is_data(ctx: ToolContext) -> None:

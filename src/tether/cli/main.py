@@ -30,6 +30,7 @@ from . import (
     policy_cmds,
     run_cmds,
     serve_cmds,
+    undo_cmds,
 )
 
 app = typer.Typer(
@@ -67,6 +68,7 @@ for group in (
     key_cmds,
     serve_cmds,
     episode_cmds,
+    undo_cmds,
 ):
     group.register(app)
 

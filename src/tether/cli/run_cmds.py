@@ -17,6 +17,7 @@ from tether.events.store import Event, EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
 from tether.kernel.outcome import OutputContract
+from tether.kernel.undo import Ledger, undoable
 from tether.observe.diff import RunDiff
 from tether.observe.timeline import render, timeline
 from tether.state import RunState
@@ -172,6 +173,8 @@ def show_cmd(
         events = store.events(info.run_id)
         diff = run_diff(store, events)
     state = RunState.from_events(events)
+    ledger = Ledger.of(events)
+    rollback = undoable(ledger)
     if as_json:
         print_json(
             {
@@ -181,6 +184,7 @@ def show_cmd(
                 "summary": summarize(events),
                 "diff": dataclasses.asdict(diff),
                 "contract": OutputContract.from_state(state).model_dump(),
+                "undo": rollback,
             }
         )
         return
@@ -195,10 +199,21 @@ def show_cmd(
                 for row in table:
                     console.print("  " + escape("  ".join(f"{k}={v}" for k, v in row.items())))
     cuts += show_diff(diff, full)
+    show_undo(ledger, rollback)
     console.print()
     show_contract(OutputContract.from_state(state), False)
     if cuts:
         console.print(f"\n[dim]{cuts} text(s) shortened (…); `tether show {info.run_id} --full` prints them whole[/]")
+
+
+def show_undo(ledger: Ledger, rollback: dict[str, str]) -> None:
+    """Which executed actions ``tether undo`` can take back, and why not (kernel/undo.py ``undoable``)."""
+    if not rollback:
+        return
+    console.print("\n[bold]undo[/] (tether undo RUN [--to SEQ | --action CALL_ID])")
+    for call_id, why in rollback.items():
+        style = "green" if why.startswith("undoable") else "dim" if why.startswith("nothing") else "yellow"
+        console.print(f"  {escape(call_id)} ({escape(ledger.records[call_id].tool)}): [{style}]{escape(why)}[/]")
 
 
 def show_diff(diff: RunDiff, full: bool) -> int:

@@ -291,8 +291,53 @@ class ActionCompleted(Payload):
     unexplained: list[str] = Field(
         default_factory=list, description="How the receipt and the snapshot disagree (tether.verify.changes)."
     )
-    undo: dict[str, Any] | None = None
+    undo: dict[str, Any] | None = Field(
+        None, description="Read from old logs only: file tools' undo records, replaced by action.rollback receipts."
+    )
     duration_s: float = 0.0
+
+
+class FileImage(Payload):
+    """One side of a file's change, as the workspace snapshot read it: enough to check it and to restore it.
+
+    ``digest`` names the bytes (a symlink's: its target text) in the store's blobs; ``mode`` is the
+    permission bits.
+    """
+
+    kind: Literal["file", "link"]
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    mode: int = Field(ge=0, le=0o7777)
+    size: int = Field(ge=0)
+
+
+class FileChange(Payload):
+    """A path's pre-image and post-image (None: it did not exist on that side)."""
+
+    path: str
+    before: FileImage | None
+    after: FileImage | None
+
+    @field_validator("path")
+    @classmethod
+    def _inside(cls, v: str) -> str:
+        parts = v.split("/")
+        if not v or v.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in v:
+            raise ValueError(f"expected a normalised workspace-relative path, found {v!r}")
+        return v
+
+
+@register("action.rollback")
+class RollbackReceipt(Payload):
+    """What one action changed in the workspace: a pre- and post-image per changed file (tether.kernel.undo).
+
+    Taken from the snapshots around the action, so a shell command's changes are recorded like a file
+    tool's. ``unreadable`` lists paths the snapshot could not read: the receipt is then incomplete and
+    the action cannot be undone.
+    """
+
+    call_id: str
+    files: list[FileChange]
+    unreadable: list[str] = Field(default_factory=list)
 
 
 @register("action.failed")
@@ -358,3 +403,20 @@ class BudgetExceeded(Payload):
     budget: str
     used: float
     limit: float
+
+
+# ---- undo ----------------------------------------------------------------------------------
+
+
+@register("run.undone")
+class UndoReceipt(Payload):
+    """An operator took actions back (``tether undo``): who, which actions, and each file restored.
+
+    In ``files`` each change goes from what the workspace held (``before``: the actions' post-image)
+    to what was restored (``after``: the pre-image of the first action undone).
+    """
+
+    by: str
+    scope: str = Field(description="'run', 'to <seq>' or 'action <call_id>'.")
+    actions: list[str] = Field(description="Call ids undone, in log order.")
+    files: list[FileChange]

@@ -86,6 +86,7 @@ from .snapshots import Snapshots
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
 from .steps import next_step
 from .stops import WINDOW_SETTING
+from .undo import rollback_receipt
 
 EventSink = Callable[[Event], None]
 #: Why a call in a reply cut off at the output limit does not run (its arguments may be cut off too).
@@ -394,33 +395,26 @@ class Runtime:
                 ),
             )
             return
-        undo = result.undo
-        if undo is not None and isinstance(undo.get("before"), str):
-            undo = {
-                **{k: v for k, v in undo.items() if k != "before"},
-                "before_blob": self.store.put_blob(undo["before"].encode("utf-8")),
-            }
         payload = mask(result.to_dict(), self.passed)  # what the command was handed never reaches the log
-        payload.pop("undo", None)
         payload["effects"] = effects = [e.value for e in contract.effects]
         observed, problems = self.window(before, effects, result.changed_files)
         if observed and Effect.EXEC in contract.effects:  # a command's changes are the snapshot's to tell
             payload["content"] += (
                 "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
             )
-        self.append(
-            ActionCompleted(
-                call_id=action.call_id,
-                tool=action.tool,
-                ok=result.ok,
-                result=payload,
-                changed_files=sorted({*result.changed_files, *(observed or ())}),
-                observed_files=observed,
-                unexplained=problems,
-                undo=undo,
-                duration_s=round(time.monotonic() - started, 6),
-            ),
+        after = self.snapshots.latest if observed is not None else None
+        receipt = rollback_receipt(action.call_id, before, after) if before and after else None
+        completed = ActionCompleted(
+            call_id=action.call_id,
+            tool=action.tool,
+            ok=result.ok,
+            result=payload,
+            changed_files=sorted({*result.changed_files, *(observed or ())}),
+            observed_files=observed,
+            unexplained=problems,
+            duration_s=round(time.monotonic() - started, 6),
         )
+        self.append_many([completed] if receipt is None else [receipt, completed])  # one transaction
         self.observe()
 
     def preflight(self) -> None:

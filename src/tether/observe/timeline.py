@@ -128,6 +128,22 @@ def _finished(p: dict[str, Any]) -> str:
     return f"[{style}]run finished: {p['status']}[/] — {_short(p['result'], 100)}"
 
 
+def _rollback(p: dict[str, Any]) -> str:
+    n = len(p["files"])
+    line = f"    [dim]rollback receipt: {n} file{'' if n == 1 else 's'} (pre- and post-images)[/]"
+    if p["unreadable"]:
+        line += f" [yellow]unreadable: {_short(', '.join(p['unreadable']), 80)}[/]"
+    return line
+
+
+def _undone(p: dict[str, Any]) -> str:
+    n = len(p["files"])
+    return (
+        f"[bold magenta]undone[/] by {escape(p['by'])} ({escape(p['scope'])}): {_short(', '.join(p['actions']), 80)}"
+        f" — {n} file{'' if n == 1 else 's'} restored"
+    )
+
+
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.started": _started,
     "run.resumed": lambda p: f"[bold]run resumed[/] ({_short(p['reason'])})",
@@ -156,6 +172,8 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "approval.expired": lambda p: f"    [red]approval expired[/] → {p['outcome']}",
     "action.started": lambda p: f"    running (attempt {p['attempt']})" if p["attempt"] > 1 else "",
     "action.completed": _completed,
+    "action.rollback": _rollback,
+    "run.undone": _undone,
     "action.failed": lambda p: f"    [red]error[/] {p['failure_class']}: {_short(p['error'])}",
     "budget.exceeded": lambda p: f"[red]budget {p['budget']} exceeded[/]: {p['used']:g} of {p['limit']:g}",
     "tests.baseline": _baseline,

@@ -13,7 +13,6 @@ from .context import ToolContext
 from .contract import Tool, ToolArgsError, tool
 from .registry import builtin_tools, default_contracts, resolve_tools
 from .result import FAILURE_CLASSES, ToolFailure, ToolResult
-from .undo import apply_undo
 
 __all__ = [
     "FAILURE_CLASSES",
@@ -22,7 +21,6 @@ __all__ = [
     "ToolContext",
     "ToolFailure",
     "ToolResult",
-    "apply_undo",
     "builtin_tools",
     "default_contracts",
     "resolve_tools",

@@ -234,7 +234,6 @@ def _bounded(result: ToolResult) -> ToolResult:
         content=clip(result.content, MAX_CONTENT_CHARS),
         data=result.data,
         changed_files=result.changed_files,
-        undo=result.undo,
         failure_class=result.failure_class,
     )
 

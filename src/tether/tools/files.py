@@ -2,12 +2,9 @@
 
 Paths are workspace-relative and resolved through symlinks; anything outside the
 workspace is refused (``outside_workspace``). Writes are atomic (temporary file +
-rename, mode preserved) and return an undo record holding the previous content::
-
-    {"kind": "file", "path": "src/x.py", "before": "<old text>" | None}
-
-(``before: None`` means the file did not exist; undo deletes it). ``tether.tools.undo``
-applies these records.
+rename, mode preserved). What a write changed is recorded by the kernel from its workspace
+snapshots, as for any action (a rollback receipt; ``tether undo`` applies it): a tool keeps no undo
+record of its own.
 """
 
 from __future__ import annotations
@@ -256,8 +253,8 @@ def _preview_write(ctx: ToolContext, path: str, content: str) -> str:
     effects=["write"],
     idempotent=True,
     timeout_s=10,
-    evidence=["unified diff of the change", "sha256 before and after", "undo record with the previous content"],
-    rollback="restore previous content from the undo record (delete the file if it did not exist)",
+    evidence=["unified diff of the change", "sha256 before and after", "rollback receipt (tether's snapshots)"],
+    rollback="tether undo: restores the previous content from the rollback receipt (removes a created file)",
     preview=_preview_write,
 )
 def write_file(ctx: ToolContext, path: str, content: Annotated[str, Field(max_length=MAX_WRITE_CHARS)]) -> ToolResult:
@@ -298,7 +295,6 @@ def write_file(ctx: ToolContext, path: str, content: Annotated[str, Field(max_le
             "sha256_after": _sha256(after_bytes),
         },
         changed_files=(rel,),
-        undo={"kind": "file", "path": rel, "before": before},
     )
 
 
@@ -367,8 +363,8 @@ def _preview_edit(ctx: ToolContext, path: str, old: str, new: str) -> str:
     effects=["write"],
     idempotent=False,
     timeout_s=10,
-    evidence=["unified diff of the change", "line number of the match", "undo record with the previous content"],
-    rollback="restore previous content from the undo record",
+    evidence=["unified diff of the change", "line number of the match", "rollback receipt (tether's snapshots)"],
+    rollback="tether undo: restores the previous content from the rollback receipt",
     preview=_preview_edit,
 )
 def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> ToolResult:
@@ -397,5 +393,4 @@ def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> ToolResult:
             "sha256_after": _sha256(after.encode("utf-8")),
         },
         changed_files=(rel,),
-        undo={"kind": "file", "path": rel, "before": before},
     )

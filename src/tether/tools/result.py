@@ -40,7 +40,6 @@ class ToolResult:
     content: str
     data: dict[str, Any] = field(default_factory=dict)
     changed_files: tuple[str, ...] = ()
-    undo: dict[str, Any] | None = None
     failure_class: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,7 +48,6 @@ class ToolResult:
             "content": self.content,
             "data": self.data,
             "changed_files": list(self.changed_files),
-            "undo": self.undo,
             "failure_class": self.failure_class,
         }
 

@@ -49,7 +49,7 @@ def _preview_bash(ctx: ToolContext, command: str, timeout_s: float | None = None
     idempotent=False,
     timeout_s=120,
     evidence=["exit code", "stdout and stderr (bounded)", "duration", "changed files (tether's workspace snapshots)"],
-    rollback="none (exec; use git to revert changed files)",
+    rollback="tether undo: restores the files it changed, from the rollback receipt",
     preview=_preview_bash,
 )
 def bash(
