@@ -294,6 +294,18 @@ def test_undo_never_writes_through_a_symlink_planted_since(bugfix: Path, tmp_pat
     assert list(outside.iterdir()) == [] and (ws / "src" / "sub").is_symlink()
 
 
+def test_a_run_being_driven_refuses_the_undo(shell_run: Any) -> None:
+    bugfix, run_id, _ = shell_run
+    snapshot = tree(bugfix / "project")
+    with EventStore.open(bugfix / "t.db") as driver:
+        driver.acquire(run_id)  # a live driver holds the run
+        proc = undo_cli(bugfix, run_id)
+        driver.release(run_id)
+    assert proc.returncode == 3 and "is being driven by" in proc.stderr, proc.stderr
+    assert tree(bugfix / "project") == snapshot
+    assert undo_cli(bugfix, run_id).returncode == 0  # once the driver is gone
+
+
 def test_an_action_that_never_completed_cannot_be_undone(tmp_path: Path) -> None:
     with EventStore.open(tmp_path / "t.db", create=True) as store:
         run_id = store.create_run("t", [RunStarted(task="t", workspace=str(tmp_path))])

@@ -403,7 +403,7 @@ class Runtime:
                 "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
             )
         after = self.snapshots.latest if observed is not None else None
-        receipt = rollback_receipt(action.call_id, before, after) if before and after else None
+        receipt = None if before is None or after is None else rollback_receipt(action.call_id, before, after)
         completed = ActionCompleted(
             call_id=action.call_id,
             tool=action.tool,
