@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tether.events.kinds import ActionCompleted, ActionStarted, Checkpoint, RunStarted
@@ -60,7 +60,7 @@ def build(root: Path, files: int = 10_000, actions: int = 200) -> tuple[EventSto
     ws = make_workspace(root, files)
     store = EventStore.open(root / "t.db", create=True)
     snaps = Snapshots(store, ws, None)
-    baseline, m = snaps.take_baseline()
+    baseline, _ = snaps.take_baseline()
     run_id = store.create_run(
         "bench", [RunStarted(task="bench", workspace=str(ws)), Checkpoint(label="start", snapshot=baseline)]
     )
@@ -84,45 +84,36 @@ def build(root: Path, files: int = 10_000, actions: int = 200) -> tuple[EventSto
     return store, run_id, ws
 
 
-def timed(fn: object) -> float:
+def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return time.perf_counter() - t0
 
 
-def undo_line(files: int, actions: int) -> None:
-    for label, selection in (
-        (f"whole run ({actions} actions)", Selection()),
-        ("last 20 actions (--to)", None),
-        ("one action (--action)", None),
-    ):
-        with tempfile.TemporaryDirectory() as tmp:
-            store, run_id, ws = build(Path(tmp), files, actions)
-            if selection is None:
-                ends = [e.seq for e in store.events(run_id) if e.kind == ActionCompleted.KIND]
-                if label.startswith("last"):
-                    selection = Selection(to_seq=ends[-21])
-                else:
-                    selection = Selection(call_id=f"c{actions - 2}")
-            restored: list[tuple[Path, bytes]] = []
-            took = 0.0
+def undo_once(label: str, files: int, actions: int, pick: Callable[[list[int]], Selection]) -> None:
+    """Build the run, undo ``pick(completion seqs)`` of it, and print the time against the two baselines."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store, run_id, ws = build(Path(tmp), files, actions)
+        selection = pick([e.seq for e in store.events(run_id) if e.kind == ActionCompleted.KIND])
+        t0 = time.perf_counter()
+        out = undo(store, run_id, selection)
+        took = time.perf_counter() - t0
+        store.close()
+        assert out.ok and out.seq is not None, out.refusals
+        restored = [(ws / f.path, b"x" * (f.after.size if f.after else 0)) for f in out.restored]
+        raw = timed(lambda: [p.parent.mkdir(parents=True, exist_ok=True) or p.write_bytes(b) for p, b in restored])
+        walk = timed(lambda: take(ws))
+    print(
+        f"undo {label}: {took * 1000:.0f} ms for {len(restored)} files "
+        f"({took / max(raw, 1e-9):.1f}x plain writes of the same files, {took / walk:.2f}x one full walk "
+        f"of the {files}-file workspace at {walk * 1000:.0f} ms)" + ("" if took < 1 else "  ABOVE the 1 s aim")
+    )
 
-            def run() -> None:
-                out = undo(store, run_id, selection)
-                assert out.ok and out.seq is not None, out.refusals
-                restored.extend((ws / f.path, b"x" * (f.after.size if f.after else 0)) for f in out.restored)
 
-            took = timed(run)
-            raw = timed(lambda: [p.parent.mkdir(parents=True, exist_ok=True) or p.write_bytes(b) for p, b in restored])
-            walk = timed(lambda: take(ws))
-            store.close()
-            print(
-                f"undo {label}: {took * 1000:.0f} ms for {len(restored)} files "
-                f"({took / max(raw, 1e-9):.1f}x plain writes of the same files, {took / walk:.2f}x one full walk "
-                f"of the {files}-file workspace at {walk * 1000:.0f} ms)"
-                + ("" if took < 1 else "  ABOVE the 1 s aim")
-            )
-            shutil.rmtree(ws, ignore_errors=True)
+def undo_lines(files: int, actions: int) -> None:
+    undo_once(f"whole run ({actions} actions)", files, actions, lambda ends: Selection())
+    undo_once("last 20 actions (--to)", files, actions, lambda ends: Selection(to_seq=ends[-21]))
+    undo_once("one action (--action)", files, actions, lambda ends: Selection(call_id=f"c{actions - 2}"))
 
 
 def main() -> None:
@@ -130,7 +121,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--actions", type=int, default=200)
     args = ap.parse_args()
-    undo_line(args.files, args.actions)
+    undo_lines(args.files, args.actions)
 
 
 if __name__ == "__main__":

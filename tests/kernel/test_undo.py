@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from runkit import FINISH, FIX, tether, write_script
 
 from tether import EventStore, Harness, ToolResult, tool
-from tether.events.kinds import ActionStarted, FileChange, RunStarted
+from tether.events.kinds import ActionStarted, FileChange, RunForked, RunStarted
 from tether.kernel.undo import STAGING_PREFIX, Selection, UndoFailed, undo
 
 SHELL_1 = "echo x > src/f.txt; rm src/g.txt; mkdir src/d; echo y > src/d/new.txt"
@@ -292,6 +293,23 @@ def test_undo_never_writes_through_a_symlink_planted_since(bugfix: Path, tmp_pat
     proc = undo_cli(bugfix, run_id)
     assert proc.returncode == 3 and "put back" in proc.stderr
     assert list(outside.iterdir()) == [] and (ws / "src" / "sub").is_symlink()
+
+
+def test_a_fork_undoes_in_its_own_workspace_and_leaves_the_parent_alone(shell_run: Any, tmp_path: Path) -> None:
+    bugfix, run_id, before = shell_run
+    ws, copy = bugfix / "project", tmp_path / "fork-ws"
+    shutil.copytree(ws, copy, symlinks=True)  # the workspace as materialised at the fork point
+    parent_tree = tree(ws)
+    with EventStore.open(bugfix / "t.db") as store:
+        head = store.events(run_id)[-1]
+        fork = store.create_fork(
+            "t", RunForked(parent_run=run_id, at_seq=head.seq, parent_hash=head.hash, workspace=str(copy))
+        )
+    proc = undo_cli(bugfix, fork)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert tree(copy) == before and tree(ws) == parent_tree
+    assert tether("log", "verify", fork, "--db", str(bugfix / "t.db")).returncode == 0
+    assert undo_cli(bugfix, run_id).returncode == 0 and tree(ws) == before  # the parent's own undo is untouched
 
 
 def test_a_run_being_driven_refuses_the_undo(shell_run: Any) -> None:

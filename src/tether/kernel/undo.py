@@ -52,6 +52,7 @@ from tether.events.kinds import (
     FileChange,
     FileImage,
     RollbackReceipt,
+    RunForked,
     RunStarted,
     UndoReceipt,
 )
@@ -153,11 +154,9 @@ class Ledger:
         self.run_id, self.head = e.run_id, e.seq
         match e.kind:
             case RunStarted.KIND:
-                p = e.data_as(RunStarted)
-                self.workspace = p.workspace
-                for t in p.envelope.get("tools") or ():
-                    if isinstance(t, dict) and isinstance(t.get("name"), str):
-                        self.declared[t["name"]] = frozenset(str(x) for x in t.get("effects") or ())
+                self._began(e.data_as(RunStarted))
+            case RunForked.KIND:  # a fork goes on in its own workspace, materialised at the fork point
+                self._began(e.data_as(RunForked))
             case ActionStarted.KIND:
                 self._started(e.seq, e.data_as(ActionStarted))
             case RollbackReceipt.KIND:
@@ -173,6 +172,12 @@ class Ledger:
                         self.records[call_id].undone_at = e.seq
                 for f in u.files:
                     self.current[f.path] = f.after
+
+    def _began(self, p: RunStarted | RunForked) -> None:
+        self.workspace = p.workspace
+        for t in (p.envelope or {}).get("tools") or ():
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                self.declared[t["name"]] = frozenset(str(x) for x in t.get("effects") or ())
 
     def _started(self, seq: int, p: ActionStarted) -> None:
         r = self.records.get(p.call_id)
