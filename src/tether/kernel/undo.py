@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tether.canonical import bytes_hash
-from tether.envelope.schema import Effect
+from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS, Effect
 from tether.errors import InputError, RuntimeFailure, TetherError
 from tether.events.kinds import (
     ActionCompleted,
@@ -61,8 +61,9 @@ from tether.snapshot import ALWAYS_SKIPPED, Entry, EntryKind, Manifest, Snapshot
 
 from .approvals import whoami
 
-#: Effects whose consequences live outside the workspace: no workspace restore takes them back.
-EXTERNAL_EFFECTS = frozenset(e.value for e in Effect if e not in (Effect.READ, Effect.WRITE, Effect.EXEC))
+#: Effects no workspace restore takes back: the external outputs (``outputs.max_external`` counts them) and
+#: whatever the contract itself calls irreversible.
+EXTERNAL_EFFECTS = frozenset(e.value for e in (*EXTERNAL_OUTPUT_EFFECTS, Effect.IRREVERSIBLE))
 STAGING_PREFIX = ".tether-undo-"
 T = TypeVar("T")
 R = TypeVar("R")
