@@ -89,3 +89,11 @@ def test_markup_in_agent_text_is_printed_as_written(tmp_path: Path) -> None:
         run_id = store.runs()[0].run_id
     out = tether("show", run_id, "--db", str(db), "--full").stdout
     assert "[bold red]fake[/]" in out and "[red]task[/]" in out
+
+
+def test_log_show_says_what_it_shortened(finished: tuple[Path, str]) -> None:
+    db, run_id = finished
+    compact = tether("log", "show", run_id, "--db", str(db)).stdout
+    assert "END" not in compact and "`--full` or `--json` prints them whole" in compact
+    whole = tether("log", "show", run_id, "--db", str(db), "--full").stdout
+    assert "END" in whole and "shortened" not in whole

@@ -116,9 +116,17 @@ def runs_cmd(
         console.print(f"[yellow]stale:[/] {escape(path)} no longer exists (removed from the list)")
 
 
+PAYLOAD_CHARS = 160  # of each payload in `tether log show`'s text form; --full and --json print it whole
+
+
 @log_app.command("show")
-def show_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
-    """Print a run's raw events."""
+def show_cmd(
+    run: str,
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+    full: bool = typer.Option(False, "--full", help="Print every payload whole."),
+) -> None:
+    """Print a run's raw events (docs/cli.md: the --json lines)."""
     with reader(db) as store:
         info = store.run(run)
         events = store.events(info.run_id)
@@ -126,10 +134,14 @@ def show_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) -
         for e in events:
             typer.echo(json.dumps(e.to_dict(), sort_keys=True))
         return
+    cut = 0
     for e in events:
-        console.print(
-            f"[dim]{e.seq:>4} {e.ts[11:23]}[/] [bold]{e.kind:<20}[/] {json.dumps(e.payload)[:160]}", soft_wrap=True
-        )
+        payload = json.dumps(e.payload)
+        if len(payload) > PAYLOAD_CHARS and not full:
+            payload, cut = payload[: PAYLOAD_CHARS - 1] + "…", cut + 1
+        console.print(f"[dim]{e.seq:>4} {e.ts[11:23]}[/] [bold]{e.kind:<20}[/] {escape(payload)}", soft_wrap=True)
+    if cut:
+        console.print(f"[dim]{cut} payload(s) shortened (…); `--full` or `--json` prints them whole[/]")
 
 
 @log_app.command("verify")
