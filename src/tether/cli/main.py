@@ -25,6 +25,7 @@ from . import (
     envelope_cmds,
     episode_cmds,
     exec_cmds,
+    fork_cmds,
     key_cmds,
     log_cmds,
     policy_cmds,
@@ -68,6 +69,7 @@ for group in (
     key_cmds,
     serve_cmds,
     episode_cmds,
+    fork_cmds,
     undo_cmds,
 ):
     group.register(app)

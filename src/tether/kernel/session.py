@@ -17,7 +17,7 @@ from tether.envelope.risks import workspace_risk
 from tether.envelope.schema import Envelope, Price
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
-from tether.events.kinds import Checkpoint, RunResumed, RunStarted
+from tether.events.kinds import Checkpoint, RunForked, RunResumed, RunStarted
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
 from tether.models.pricing import run_prices
@@ -121,7 +121,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     risky = workspace_risk(workspace, "--workspace")  # the envelope's own was checked; an override is not
     if risky is not None:
         raise EnvelopeInvalid([Problem(risky.path, risky.found, risky.safer)])
-    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, _plan(loaded))
+    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, plan_of(loaded))
     sandbox = runtime.sandbox
     try:  # before the agent's first action: what the run starts from, read by tether, never by git
         snap_hash, baseline = runtime.snapshots.take_baseline()
@@ -186,16 +186,28 @@ def _resume(store: EventStore, run_id: str, options: Options) -> Runtime:
             f"run {info.run_id} finished with status {state.status}; only {', '.join(sorted(RESUMABLE))} runs "
             "can be resumed (the dependency may be back); start a new run"
         )
-    path = events[0].payload["envelope_path"]  # run.started is always seq 0
+    runtime = attach(store, info.run_id, options)
+    runtime.append(RunResumed(reason="tether resume"))
+    return runtime
+
+
+def attach(store: EventStore, run_id: str, options: Options) -> Runtime:
+    """A runtime for a run as its log stands: the contract, plan, prices, model and workspace it recorded.
+
+    The envelope and plan are those the run began under (``run.started``) or a fork's replacement
+    (``run.forked``), never the files as they are today. Resume and fork continue from here.
+    """
+    events = store.events(run_id)
+    state = RunState.from_events(events)
+    path, plan = events[0].payload["envelope_path"], events[0].payload.get("plan")  # run.started is seq 0
+    for e in events:
+        if e.kind == RunForked.KIND and e.payload.get("envelope") is not None:
+            path, plan = e.payload["envelope_path"], e.payload.get("plan")
     env = Envelope.model_validate(state.envelope)
     recorded = events[0].payload.get("prices")  # the prices the run began with, not the price file as it is today
     prices = {n: Price.model_validate(p) for n, p in recorded.items()} if recorded is not None else dict(env.pricing)
     loaded = Loaded(env, Path(path).parent if path else Path.cwd(), Path(path) if path else None, prices=prices)
-    model = options.model or state.model
-    plan = events[0].payload.get("plan")  # the plan as the run began, not the file as it is today
-    runtime = _runtime(store, info.run_id, loaded, Path(state.workspace), model, options, plan)
-    runtime.append(RunResumed(reason="tether resume"))
-    return runtime
+    return _runtime(store, run_id, loaded, Path(state.workspace), options.model or state.model, options, plan)
 
 
 def _runtime(
@@ -232,7 +244,7 @@ def _reviewer(env: Envelope, base_dir: Path) -> Model | None:
     return load_model(spec, base_dir=base_dir, timeout_s=env.agent.request_timeout_s) if spec else None
 
 
-def _plan(loaded: Loaded) -> dict[str, Any] | None:
+def plan_of(loaded: Loaded) -> dict[str, Any] | None:
     if loaded.path is None:
         return None
     try:

@@ -1,0 +1,78 @@
+"""``tether fork RUN --at SEQ``: a new run sharing RUN's log up to SEQ, in a new workspace, going on live."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from tether.events.store import EventStore
+from tether.kernel import session
+from tether.kernel.fork import fork
+
+from .common import DbOption, JsonOption, console, exit_code, writer
+from .prompt import ask_approval
+from .run_cmds import control_line, printer, show_contract
+
+
+def default_workspace(store: EventStore, run_id: str, at_seq: int) -> Path:
+    """Next to the parent's workspace: ``<name>-fork-<seq>`` (a numbered suffix if that exists)."""
+    from tether.state import RunState
+
+    parent = Path(RunState.from_events(store.events(run_id)).workspace or Path.cwd())
+    base = parent.with_name(f"{parent.name}-fork-{at_seq}")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def fork_cmd(
+    run: str = typer.Argument(..., help="The run to fork (id or unique prefix)."),
+    at: int = typer.Option(..., "--at", help="The seq of the parent's last shared event (see `tether log show`)."),
+    envelope: Path | None = typer.Option(None, "--envelope", "-e", help="Go on under another envelope (strict)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Go on with another model."),
+    workspace: Path | None = typer.Option(
+        None, "--workspace", "-w", help="The fork's new workspace (default: <parent workspace>-fork-<SEQ>)."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
+    sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
+    interactive: bool = typer.Option(
+        None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."
+    ),
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
+) -> None:
+    """Fork a run at SEQ: the workspace is rebuilt from the log as it was there, then the fork goes on live.
+
+    The parent is untouched; its events up to SEQ are the fork's too (shared, and verified with it).
+    A pending approval at SEQ waits for an answer again (`tether approve|deny`, then `tether resume FORK`).
+    """
+    if interactive is None:
+        interactive = sys.stdin.isatty() and not as_json
+    options = session.Options(
+        model=model,
+        base_url=base_url,
+        sandbox=sandbox,
+        approver=ask_approval if interactive else None,
+        on_event=printer(as_json, verbose),
+    )
+    with writer(db) as store:
+        parent = store.run(run).run_id
+        dest = workspace or default_workspace(store, parent, at)
+        runtime = fork(store, parent, at, dest, options, envelope=envelope)
+        if not as_json:
+            console.print(f"forked {parent} at seq {at} as {runtime.run_id}; workspace {dest}")
+        contract = runtime.drive()
+        control = control_line(store, contract.run_id)
+    show_contract(contract, as_json)
+    if not as_json:
+        console.print(control)
+    raise typer.Exit(exit_code(contract.status))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fork")(fork_cmd)
