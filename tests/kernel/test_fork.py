@@ -151,3 +151,17 @@ def test_fork_refuses_a_point_it_cannot_continue_from(bugfix: Path, tmp_path: Pa
         assert not ws.exists()
     with EventStore.open(bugfix / DB) as store:
         assert [r.run_id for r in store.runs()] == [parent["run_id"]]
+
+
+def test_the_python_api_forks_too(bugfix: Path, tmp_path: Path) -> None:
+    from tether import Harness
+
+    write_script(bugfix, [{"tool_calls": [NOTE]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
+    harness = Harness(bugfix / "envelope.yaml", db=bugfix / DB, sandbox="local")
+    parent = harness.run("fix it")
+    assert parent.status == "COMPLETE"
+    at = before_turn(events(bugfix, parent.run_id), 1)
+    fork = harness.fork(parent.run_id, at, tmp_path / "api-fork")
+    assert fork.status == "COMPLETE" and fork.run_id != parent.run_id
+    assert (tmp_path / "api-fork" / "src" / "notes.txt").read_text() == "first step\n"
+    assert events(bugfix, fork.run_id)[at + 1].payload["parent_run"] == parent.run_id

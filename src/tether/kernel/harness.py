@@ -7,6 +7,7 @@ second, async copy of the loop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tether.tools.contract import Tool
 
 from . import session
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, record_answer, whoami
+from .fork import fork
 from .outcome import OutputContract
 from .runtime import EventSink
 
@@ -76,6 +78,25 @@ class Harness:
 
     async def aresume(self, run_id: str) -> OutputContract:
         return await asyncio.to_thread(self.resume, run_id)
+
+    def fork(
+        self,
+        run_id: str,
+        at_seq: int,
+        workspace: str | Path,
+        *,
+        envelope: str | Path | None = None,
+        model: Model | str | None = None,
+    ) -> OutputContract:
+        """Fork ``run_id`` at ``at_seq`` into the new ``workspace`` (rebuilt from the log) and go on live.
+
+        As ``tether fork``: the fork shares the parent's log up to ``at_seq``; ``envelope`` and ``model``
+        replace the parent's for the continuation (see :mod:`tether.kernel.fork`).
+        """
+        options = dataclasses.replace(self.options, model=model) if model is not None else self.options
+        with self.store() as store:
+            source = Path(envelope) if envelope is not None else None
+            return fork(store, run_id, at_seq, Path(workspace), options, envelope=source).drive()
 
     def approve(self, approval_id: str, *, for_run: bool = False, by: str | None = None) -> ApprovalRequest:
         """Approve a pending action (then :meth:`resume`); refused on a run another driver holds or a broken log."""
