@@ -336,3 +336,26 @@ def test_the_timeline_hides_and_shows_families_of_events_live_ones_too(served: B
     assert beliefs.count() == 3 and not beliefs.last.is_visible()  # arrived live, hidden as its family is
     page.check("#show input[value=belief]")
     assert beliefs.last.is_visible()
+
+
+def test_undo_previews_then_restores_the_runs_changes(tmp_path: Path, served: Background, db: Path, page: Any) -> None:
+    bugfix = prepare(EXAMPLE, tmp_path)
+    source = bugfix / "project" / "src" / "stats" / "core.py"
+    before = source.read_text()
+    script = {"turns": [
+        {"text": "a note", "tool_calls": [{"name": "edit_file", "args": {
+            "path": "src/stats/core.py", "old": EDIT[0], "new": EDIT[1]}}]},
+    ]}  # fmt: skip
+    (bugfix / "edit.yaml").write_text(yaml.safe_dump(script))
+    run = Harness(bugfix / "envelope.yaml", db=db, sandbox="local", model="scripted:edit.yaml").run("note it")
+    assert source.read_text() != before
+
+    page.goto(f"{served.url}runs/{run.run_id}")
+    page.click("#undo")  # the plan first, nothing changed
+    assert "the undo would restore 1 file(s)" in page.locator("#message").inner_text()
+    assert "src/stats/core.py" in page.locator("#message").inner_text() and source.read_text() != before
+    page.click("#undo-confirm")
+    assert "undone: 1 file(s) restored" in page.locator("#message").inner_text()
+    assert source.read_text() == before
+    with EventStore.open(db, readonly=True) as store:
+        assert store.events(run.run_id)[-1].kind == "run.undone"

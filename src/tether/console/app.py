@@ -66,6 +66,7 @@ def create_app(db: Path, guard: Guard) -> Starlette:
             Route("/runs/{run_id}/verify", page(pages.verify_action), methods=["POST"]),
             Route("/runs/{run_id}/resume", page(pages.resume_action), methods=["POST"]),
             Route("/runs/{run_id}/export", page(pages.export_action), methods=["POST"]),
+            Route("/runs/{run_id}/undo", page(pages.undo_action), methods=["POST"]),
             Route("/approvals", page(inbox.approvals_page)),
             Route("/approvals/stream", page(live.approvals_stream)),
             Route("/approvals/{approval_id}", page(inbox.answer_action), methods=["POST"]),

@@ -1,5 +1,6 @@
 """The console's pages over the log: the runs, a run, one event whole, a turn's loop view; and the actions
-on a run, each the code of its CLI command: verify its chain, export its episode package, resume it."""
+on a run, each the code of its CLI command: verify its chain, export its episode package, undo its changes,
+resume it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 from tether.events.store import Event
+from tether.kernel.undo import Outcome as UndoOutcome
+from tether.kernel.undo import Selection, shown, undo
 from tether.observe.diff import RunDiff, run_diff
 from tether.observe.episode import export_run
 from tether.status import RunStatus
@@ -184,6 +187,37 @@ async def export_action(console: Console, request: Request) -> Response:
         raise
     cleanup = BackgroundTask(shutil.rmtree, folder, ignore_errors=True)
     return FileResponse(out, media_type="application/gzip", filename=out.name, background=cleanup)
+
+
+async def undo_action(console: Console, request: Request) -> Response:
+    """Take back the run's changes to its workspace as ``tether undo RUN [--dry-run]`` does (kernel/undo.py):
+    ``dry=1`` plans and checks only, and the page offers the undo itself; refusals change nothing."""
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    dry = form.get("dry") == "1"
+    by = request.cookies.get("tether_operator") or "console"
+
+    def run_undo() -> UndoOutcome:
+        with console.writer() as store:
+            run_id = store.run(request.path_params["run_id"]).run_id
+            return undo(store, run_id, Selection(), by=by, dry_run=dry)
+
+    outcome = await run_in_threadpool(run_undo)
+    p = outcome.plan
+    files = [f"{s.path}: {shown(s.expected)} → {shown(s.target)}" for s in p.steps]
+    if not outcome.ok:
+        title, notes = "undo refused: nothing was changed", list(outcome.refusals)
+    elif not p.actions:
+        title, notes = "nothing to undo", []
+    elif dry:
+        title, notes = f"the undo would restore {len(files)} file(s)", files
+    else:
+        title, notes = f"undone: {len(files)} file(s) restored (receipt at event {outcome.seq})", files
+    return render(
+        request, "undo.html", 200 if outcome.ok else 409, title=title, notes=notes, ok=outcome.ok, plan=p,
+        confirm=dry and outcome.ok and bool(p.actions),
+    )  # fmt: skip
 
 
 async def resume_action(console: Console, request: Request) -> Response:
