@@ -3,25 +3,33 @@
 Prints: durable single appends/s vs. a raw ``sqlite3`` insert with the same
 settings (WAL, synchronous=FULL, one commit per row) and their ratio; batched
 appends/s; fold events/s (of the batched log, and of a run's usual mix of kinds,
-through ``RunState`` and through the control layer's ``RunFold``; the events are
-read fresh from the store each time, so any parsing of payloads is counted);
-verify events/s.
+through ``RunState`` and through the control layer's ``RunFold``, each over events
+read fresh from the store); the same two folds timed together with the read, against
+reading the rows as JSON dicts (``sqlite3`` + ``json.loads``: what any reader of the log
+pays before it folds anything) in the same run; verify events/s. Fold and read lines
+are the best of ``REPEAT`` tries (the machine is shared).
+
+To compare two commits, run this file with each one's ``src`` first on ``PYTHONPATH``,
+alternating (see docs/log.md).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tether.control.fold import RunFold
-from tether.events.store import EventStore
+from tether.events.store import Event, EventStore
 from tether.state import RunState
 
 PAYLOAD = {"turn": 0, "model": "scripted:bench", "n_messages": 3}
+REPEAT = 3
 
 
 def turn(i: int) -> list[tuple[str, dict[str, Any]]]:
@@ -71,6 +79,32 @@ def raw_inserts(db: Path, n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
+def read_dicts(conn: sqlite3.Connection, run_id: str) -> float:
+    """The floor of any reader: the run's rows from SQLite, each payload parsed as a JSON dict."""
+    start = time.perf_counter()
+    rows = conn.execute("SELECT seq, kind, payload FROM events WHERE run_id=? ORDER BY seq", (run_id,)).fetchall()
+    [(seq, kind, json.loads(payload)) for seq, kind, payload in rows]
+    return time.perf_counter() - start
+
+
+def timed(store: EventStore, run_id: str, fold: Callable[[list[Event]], object], *, with_read: bool) -> float:
+    """Seconds to fold the run's events, read fresh from the store (the read counted only ``with_read``)."""
+    start = time.perf_counter()
+    events = store.events(run_id)
+    if not with_read:
+        start = time.perf_counter()
+    fold(events)
+    return time.perf_counter() - start
+
+
+def control_fold(events: list[Event]) -> None:
+    RunFold().extend(events)
+
+
+def best(once: Callable[[], float]) -> float:
+    return min(once() for _ in range(REPEAT))
+
+
 def main(n: int = 2000, batch_n: int = 50_000, mix_turns: int = 3000) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = raw_inserts(Path(tmp) / "raw.db", n)
@@ -102,15 +136,15 @@ def main(n: int = 2000, batch_n: int = 50_000, mix_turns: int = 3000) -> None:
         store.append(run3, "run.started", {"task": "bench"})
         for i in range(mix_turns // 100):
             store.append_many(run3, [item for t in range(100) for item in turn(i * 100 + t)])
-        events = store.events(run3)
-        start = time.perf_counter()
-        RunState.from_events(events)
-        mixed = len(events) / (time.perf_counter() - start)
+        n_mix = len(store.events(run3))
 
-        events = store.events(run3)
-        start = time.perf_counter()
-        RunFold().extend(events)
-        control = len(events) / (time.perf_counter() - start)
+        mixed = n_mix / best(lambda: timed(store, run3, RunState.from_events, with_read=False))
+        control = n_mix / best(lambda: timed(store, run3, control_fold, with_read=False))
+        raw = sqlite3.connect(Path(tmp) / "tether.db")
+        dicts = n_mix / best(lambda: read_dicts(raw, run3))
+        raw.close()
+        read_mixed = n_mix / best(lambda: timed(store, run3, RunState.from_events, with_read=True))
+        read_control = n_mix / best(lambda: timed(store, run3, control_fold, with_read=True))
 
     print(f"raw sqlite3 insert (WAL, synchronous=FULL): {base:>10,.0f} /s")
     print(
@@ -120,6 +154,9 @@ def main(n: int = 2000, batch_n: int = 50_000, mix_turns: int = 3000) -> None:
     print(f"fold (RunState.from_events):                {fold:>10,.0f} events/s")
     print(f"fold of a run's mix of kinds (RunState):    {mixed:>10,.0f} events/s")
     print(f"control fold of that mix (RunFold):         {control:>10,.0f} events/s")
+    print(f"read rows as JSON dicts (sqlite3 + json):   {dicts:>10,.0f} events/s")
+    print(f"read + fold of the mix (RunState):          {read_mixed:>10,.0f} events/s   {read_mixed / dicts:.2f}x")
+    print(f"read + control fold of the mix (RunFold):   {read_control:>10,.0f} events/s   {read_control / dicts:.2f}x")
     print(f"verify (hash chain):                        {verify:>10,.0f} events/s (aim >= 100,000)")
 
 

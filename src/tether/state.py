@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS
+from tether.events.bulk import gc_paused
 from tether.events.kinds import (
     ActionCompleted,
     ActionDecided,
@@ -56,6 +57,25 @@ StopFact = (
     | ApprovalMismatch
     | ActionFailed
     | PreflightCompleted
+)
+
+#: The kinds a run's status depends on: those whose handlers set ``status`` or the pending approvals, and
+#: the proposals the approvals name. Folding only these gives the full fold's ``status`` and
+#: ``pending_approvals`` (``tether runs``, ``tether approvals``) without parsing the rest of the log.
+STATUS_KINDS = frozenset(
+    k.KIND
+    for k in (
+        RunStarted,
+        RunResumed,
+        RunForked,
+        RunWaiting,
+        RunFinished,
+        ActionProposed,
+        ApprovalRequested,
+        ApprovalGranted,
+        ApprovalDenied,
+        ApprovalExpired,
+    )
 )
 
 #: What a gate verdict makes of the action it decides.
@@ -140,8 +160,9 @@ class RunState:
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunState:
         state = cls()
-        for e in events:
-            state.apply(e)
+        with gc_paused():
+            for e in events:
+                state.apply(e)
         return state
 
     @property

@@ -8,7 +8,6 @@ composition of the same stages, kept here, that they must equal.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +140,9 @@ def test_a_log_rewritten_behind_the_cached_fold_is_not_read_from_the_cache(tmp_p
     log = run.events
     fold.folded(log)
     i = next(i for i, e in enumerate(log) if e.kind == "control.changed" and e.payload["state"] != "NORMAL")
-    rewritten = rechain([*log[:i], replace(log[i], payload={**log[i].payload, "state": "NORMAL"}), *log[i + 1 :]])
+    e = log[i]
+    edited = Event(e.run_id, e.seq, e.ts, e.kind, {**e.payload, "state": "NORMAL"})
+    rewritten = rechain([*log[:i], edited, *log[i + 1 :]])
     assert rewritten[-1].hash != log[-1].hash
     assert fold.folded(rewritten) is not fold.folded(log)
     assert observe(rewritten, run.env) == observe_log(rewritten, run.env)
@@ -153,7 +154,7 @@ def rechain(events: list[Event]) -> list[Event]:
     prev = events[0].prev_hash
     for e in events:
         h = event_hash(prev, e.run_id, e.seq, e.ts, e.kind, canonical_json(e.payload))
-        out.append(replace(e, prev_hash=prev, hash=h))
+        out.append(Event(e.run_id, e.seq, e.ts, e.kind, e.payload, prev, h))
         prev = h
     return out
 

@@ -21,14 +21,17 @@ log_app = typer.Typer(help="Inspect and verify run logs.", no_args_is_help=True)
 
 
 def run_rows(store: EventStore) -> list[dict[str, Any]]:
-    """One row per run of ``store``; a run whose log does not verify is listed as such, never folded."""
-    from tether.state import RunState
+    """One row per run of ``store``; a run whose log does not verify is listed as such, never folded.
+
+    The status is folded from the kinds it depends on only (``STATUS_KINDS``), not from the whole log.
+    """
+    from tether.state import STATUS_KINDS, RunState
 
     rows: list[dict[str, Any]] = []
     for info in store.runs():
         try:
             store.verify(info.run_id)
-            status: str = RunState.from_events(store.events(info.run_id)).status
+            status: str = RunState.from_events(store.events(info.run_id, kinds=STATUS_KINDS)).status
         except LogCorrupt as e:
             status = f"CORRUPT at seq {e.seq}"
         rows.append(

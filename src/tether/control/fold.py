@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.envelope.schema import Envelope
+from tether.events.bulk import gc_paused
 from tether.events.kinds import ActionProposed, ModelResponded
 from tether.events.kinds_control import (
     BeliefRecorded,
@@ -155,15 +156,16 @@ class RunFold:
 
     def extend(self, events: Sequence[Event], *, chained: bool = True) -> None:
         """Take in ``events[self.n:]``; ``chained``: check they continue the hash chain (the cache needs it)."""
-        for i in range(self.n, len(events)):
-            e = events[i]
-            last = self.last
-            if chained and (
-                len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq))
-            ):
-                raise NotAChain(f"event {i} ({e.id}) does not continue the chain")
-            self._add(e)
-            self.n, self.head_hash, self.last = i + 1, e.hash, e
+        with gc_paused():
+            for i in range(self.n, len(events)):
+                e = events[i]
+                last = self.last
+                if chained and (
+                    len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq))
+                ):
+                    raise NotAChain(f"event {i} ({e.id}) does not continue the chain")
+                self._add(e)
+                self.n, self.head_hash, self.last = i + 1, e.hash, e
 
     def _add(self, e: Event) -> None:
         self.state.apply(e)

@@ -35,13 +35,14 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, overload
+
+from pydantic import ValidationError
 
 from tether.canonical import bytes_hash, canonical_json
 from tether.errors import (
@@ -57,10 +58,11 @@ from tether.errors import (
 
 from . import registry
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
+from .bulk import gc_paused
 from .chain import GENESIS, event_hash
 from .kinds import RunForked
 from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
-from .payload import Emitted, Payload, parse, prepare
+from .payload import REGISTRY, Emitted, Payload, parse, prepare
 
 SCHEMA_VERSION = "2"
 READABLE_SCHEMAS = ("tether/1", "tether/2")
@@ -129,30 +131,74 @@ CREATE TRIGGER IF NOT EXISTS anchors_no_delete BEFORE DELETE ON anchors
 """
 
 
-@dataclass(frozen=True)
 class Event:
-    """One row of the log. ``payload`` is the stored JSON object; :attr:`data` is the same as its kind's model."""
+    """One row of the log. ``payload`` is the stored JSON object; :attr:`data` is the same as its kind's model.
 
+    An event read from the store is parsed once, straight from its stored JSON text into its kind's model
+    (pydantic's JSON validator costs what ``json.loads`` of the text did); the dict ``payload`` is built
+    from the text only when something asks for it (display, export). Events are immutable.
+    """
+
+    __slots__ = ("_data", "_payload", "_text", "hash", "kind", "prev_hash", "run_id", "seq", "ts")
     run_id: str
     seq: int
     ts: str
     kind: str
-    payload: dict[str, Any]
     prev_hash: str
     hash: str
+    _payload: dict[str, Any] | None
+    _data: Payload | None
+    _text: str | None
 
-    @cached_property
+    def __init__(
+        self, run_id: str, seq: int, ts: str, kind: str, payload: dict[str, Any], prev_hash: str = "", hash: str = ""
+    ) -> None:
+        _init(self, run_id, seq, ts, kind, prev_hash, hash, payload, None, None)
+
+    @classmethod
+    def of(cls, run_id: str, seq: int, ts: str, data: Payload, prev_hash: str = "", hash: str = "") -> Event:
+        """An event holding ``data`` (its JSON as ``payload``): an appended one, or a not-yet-appended one
+        that a pure function shows to the next stage as if it were in the log."""
+        return _new(run_id, seq, ts, data.KIND, prev_hash, hash, data.model_dump(mode="json"), data, None)
+
+    @classmethod
+    def from_row(cls, run_id: str, seq: int, ts: str, kind: str, text: str, prev_hash: str, hash: str) -> Event:
+        """A stored row, its payload validated from ``text``. A payload that does not fit its kind's model is
+        kept as its JSON object, and reading :attr:`data` raises (naming the seq and the field); a payload that
+        is not a JSON object at all raises :class:`LogCorrupt` here."""
+        model = REGISTRY.get(kind)
+        if model is not None:
+            try:
+                return _new(run_id, seq, ts, kind, prev_hash, hash, None, model.model_validate_json(text), text)
+            except ValidationError:
+                pass
+        return _new(run_id, seq, ts, kind, prev_hash, hash, _json_object(run_id, seq, text), None, text)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        payload = self._payload
+        if payload is None:
+            assert self._text is not None  # an event is made with a payload or the text it is parsed from
+            payload = _json_object(self.run_id, self.seq, self._text)
+            object.__setattr__(self, "_payload", payload)
+        return payload
+
+    @property
     def data(self) -> Payload:
-        """The payload as its kind's model, parsed on first use and kept (folds ``match`` on it).
+        """The payload as its kind's model (folds ``match`` on it), parsed once and kept.
 
         A payload tether wrote always fits: it was validated on append. One that does not — an unknown
         kind, a missing or mistyped field — is a log tether did not write (a rewrite that kept the chain
         consistent), so reading it fails closed with :class:`LogCorrupt` naming the seq and the field.
         """
-        try:
-            return parse(self.kind, self.payload)
-        except ValueError as e:
-            raise LogCorrupt(self.run_id, self.seq, str(e)) from None
+        data = self._data
+        if data is None:
+            try:
+                data = parse(self.kind, self.payload)
+            except ValueError as e:
+                raise LogCorrupt(self.run_id, self.seq, str(e)) from None
+            object.__setattr__(self, "_data", data)
+        return data
 
     def data_as(self, model: type[P]) -> P:
         """:attr:`data`, which must be a ``model``: for readers that picked the event by its kind."""
@@ -160,14 +206,6 @@ class Event:
         if not isinstance(data, model):
             raise LogCorrupt(self.run_id, self.seq, f"{self.kind} payload read as {model.__name__}")
         return data
-
-    @classmethod
-    def of(cls, run_id: str, seq: int, ts: str, data: Payload, prev_hash: str = "", hash: str = "") -> Event:
-        """An event holding ``data`` (its JSON as ``payload``): an appended one, or a not-yet-appended one
-        that a pure function shows to the next stage as if it were in the log."""
-        event = cls(run_id, seq, ts, data.KIND, data.model_dump(mode="json"), prev_hash, hash)
-        event.__dict__["data"] = data  # the cached_property's slot: parsing the dump again would give the same
-        return event
 
     @property
     def id(self) -> str:
@@ -177,6 +215,23 @@ class Event:
     @property
     def head(self) -> Head:
         return self.seq, self.hash
+
+    def _key(self) -> tuple[Any, ...]:
+        return self.run_id, self.seq, self.ts, self.kind, self.payload, self.prev_hash, self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # equal events may hold different (mutable) dicts
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Event is immutable (cannot set {name})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Event is immutable (cannot delete {name})")
+
+    def __repr__(self) -> str:
+        return f"Event(run_id={self.run_id!r}, seq={self.seq!r}, kind={self.kind!r}, hash={self.hash[:12]!r})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -188,6 +243,58 @@ class Event:
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
+
+
+_set = object.__setattr__
+
+
+def _init(
+    e: Event,
+    run_id: str,
+    seq: int,
+    ts: str,
+    kind: str,
+    prev_hash: str,
+    hash: str,
+    payload: dict[str, Any] | None,
+    data: Payload | None,
+    text: str | None,
+) -> None:
+    _set(e, "run_id", run_id)
+    _set(e, "seq", seq)
+    _set(e, "ts", ts)
+    _set(e, "kind", kind)
+    _set(e, "prev_hash", prev_hash)
+    _set(e, "hash", hash)
+    _set(e, "_payload", payload)
+    _set(e, "_data", data)
+    _set(e, "_text", text)
+
+
+def _new(
+    run_id: str,
+    seq: int,
+    ts: str,
+    kind: str,
+    prev_hash: str,
+    hash: str,
+    payload: dict[str, Any] | None,
+    data: Payload | None,
+    text: str | None,
+) -> Event:
+    e = Event.__new__(Event)
+    _init(e, run_id, seq, ts, kind, prev_hash, hash, payload, data, text)
+    return e
+
+
+def _json_object(run_id: str, seq: int, text: str) -> dict[str, Any]:
+    try:
+        payload = json.loads(text)
+    except (ValueError, TypeError):
+        payload = None
+    if not isinstance(payload, dict):
+        raise LogCorrupt(run_id, seq, "row is malformed: payload is not a JSON object (see `tether log verify`)")
+    return payload
 
 
 @dataclass(frozen=True)
@@ -507,10 +614,7 @@ class EventStore:
                 "INSERT INTO events (run_id, seq, ts, kind, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
                 (run_id, seq, ts, kind, body, prev, h),
             )
-            event = Event(run_id, seq, ts, kind, payload, prev, h)
-            if data is not None:
-                event.__dict__["data"] = data  # parsed from this very dict by ``prepare``
-            out.append(event)
+            out.append(_new(run_id, seq, ts, kind, prev, h, payload, data, None))  # data: parsed from this dict
             prev = h
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
         if self.signer is not None and self.signer.due(head[0], seq, (p[0] for p in prepared)):
@@ -641,22 +745,36 @@ class EventStore:
             raise InputError(f"no blob {h}")
         return bytes(row[0])
 
-    def events(self, run_id: str, *, after: int = -1) -> list[Event]:
-        """The run's log after seq ``after``; a fork's starts with its parent's events up to the fork point."""
-        return self._events_in(run_id, after=after)
+    def events(self, run_id: str, *, after: int = -1, kinds: Collection[str] | None = None) -> list[Event]:
+        """The run's log after seq ``after`` (only the events of ``kinds``, when given), each payload parsed into
+        its model (:meth:`Event.from_row`); a fork's starts with its parent's events up to the fork point."""
+        return self._events_in(run_id, after=after, kinds=kinds)
 
-    def _events_in(self, run_id: str, *, after: int = -1, upto: int | None = None) -> list[Event]:
-        return [_row_event(r) for r in self._rows(run_id, EVENT_COLUMNS, after, upto)]
+    def _events_in(
+        self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        rows = self._rows(run_id, EVENT_COLUMNS, after, upto, kinds)
+        with gc_paused():
+            return [_row_event(r) for r in rows]
 
-    def _rows(self, run_id: str, columns: str, after: int = -1, upto: int | None = None) -> list[tuple[Any, ...]]:
-        """Rows of the run's log (its lineage's segments, oldest first) with after < seq <= upto."""
+    def _rows(
+        self,
+        run_id: str,
+        columns: str,
+        after: int = -1,
+        upto: int | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """Rows of the run's log (its lineage's segments, oldest first) with after < seq <= upto (of ``kinds``)."""
+        where = "run_id=? AND seq BETWEEN ? AND ?"
+        if kinds is not None:
+            where += f" AND kind IN ({','.join('?' * len(kinds))})"
         rows: list[tuple[Any, ...]] = []
         for rid, first, last in self.lineage(run_id):
             lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
             if lo <= hi:
                 rows += self._conn.execute(
-                    f"SELECT {columns} FROM events WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq",
-                    (rid, lo, hi),
+                    f"SELECT {columns} FROM events WHERE {where} ORDER BY seq", (rid, lo, hi, *sorted(kinds or ()))
                 ).fetchall()
         return rows
 
@@ -848,14 +966,11 @@ def _not_text(*values: object) -> str:
 
 
 def _row_event(r: tuple[Any, ...]) -> Event:
-    try:
-        payload = json.loads(r[4])
-        if isinstance(payload, dict) and isinstance(r[1], int):
-            return Event(r[0], r[1], r[2], r[3], payload, r[5], r[6])
-    except (ValueError, TypeError):
-        pass
-    seq = r[1] if isinstance(r[1], int) else -1
-    raise LogCorrupt(str(r[0]), seq, "row is malformed: payload is not a JSON object (see `tether log verify`)")
+    run_id, seq, ts, kind, text, prev_hash, h = r
+    if type(seq) is not int or type(text) is not str:
+        seq = seq if type(seq) is int else -1
+        raise LogCorrupt(str(run_id), seq, "row is malformed: payload is not a JSON object (see `tether log verify`)")
+    return Event.from_row(run_id, seq, ts, kind, text, prev_hash, h)
 
 
 def _is_disk_full(e: sqlite3.Error, path: Path) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from tether.errors import InputError, LogCorrupt
 from tether.events.kinds import ApprovalDenied, ApprovalGranted, ApprovalRequested
 from tether.events.store import EventStore
-from tether.state import RunState
+from tether.state import STATUS_KINDS, RunState
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest
         try:
             if verified:
                 store.verify(info.run_id)
-            state = RunState.from_events(store.events(info.run_id))
+            state = RunState.from_events(store.events(info.run_id, kinds=STATUS_KINDS))
         except LogCorrupt:
             if not verified:
                 out += _requested_raw(store, info.run_id)
