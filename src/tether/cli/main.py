@@ -31,6 +31,7 @@ from . import (
     policy_cmds,
     run_cmds,
     serve_cmds,
+    trace_cmds,
     undo_cmds,
 )
 
@@ -71,6 +72,7 @@ for group in (
     episode_cmds,
     fork_cmds,
     undo_cmds,
+    trace_cmds,
 ):
     group.register(app)
 

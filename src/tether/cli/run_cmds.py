@@ -34,6 +34,7 @@ from .common import (
 )
 from .progress import ProgressLine, progress_line
 from .prompt import ask_approval
+from .trace_cmds import traced
 
 ProgressOption = typer.Option(
     None, "--progress/--no-progress", help="A line on stderr saying what runs and for how long (default: on a TTY)."
@@ -109,8 +110,9 @@ def run_cmd(
         approver=approver,
     )
     with writer(db, ws, create=True) as store, progress_line(err_console, progress, as_json) as line:
-        options.on_event = printer(as_json, verbose, line)
-        contract = session.start(store, envelope, task, options).drive()
+        with traced(printer(as_json, verbose, line)) as sink:  # and to OpenTelemetry when OTEL_* ask for it
+            options.on_event = sink
+            contract = session.start(store, envelope, task, options).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
     if not as_json:
@@ -139,8 +141,9 @@ def resume_cmd(
         approver=ask_approval if interactive else None,
     )
     with writer(db) as store, progress_line(err_console, progress, as_json) as line:
-        options.on_event = printer(as_json, verbose, line)
-        contract = session.resume(store, run, options).drive()
+        with traced(printer(as_json, verbose, line)) as sink:
+            options.on_event = sink
+            contract = session.resume(store, run, options).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
     if not as_json:
