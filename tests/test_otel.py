@@ -363,3 +363,15 @@ def test_an_unreachable_collector_does_not_stop_a_run(example: Path) -> None:
     assert json.loads(run.stdout.splitlines()[-1])["status"] == "WAITING_APPROVAL", run.stderr
     with EventStore.open(db, readonly=True) as store:
         assert store.verify(store.runs()[0].run_id) > 0
+
+
+def test_a_fork_is_a_run_span_of_its_own_naming_its_parent(memory: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    provider, exporter = memory
+    forked = k.RunForked(parent_run="run-0", at_seq=7, parent_hash="f" * 64, workspace="/w", model="anthropic:claude")
+    events = _log([forked, *RUN[1:3]])
+    otel.trace_events(events, provider.get_tracer("t"))
+    by = _by_name(exporter.get_finished_spans())
+    root = by["invoke_agent tether"]
+    assert root.attributes is not None and root.attributes["tether.fork.parent_run"] == "run-0"
+    assert (root.attributes["tether.fork.at_seq"], root.attributes["gen_ai.provider.name"]) == (7, "anthropic")
+    assert by["chat gpt-4o"].parent is not None and by["chat gpt-4o"].parent.span_id == root.context.span_id

@@ -49,7 +49,7 @@ def trace_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) 
     with reader(db) as store:
         info = store.run(run)
         store.verify(info.run_id)
-        events = store.events(info.run_id)
+        events = [e for e in store.events(info.run_id) if e.run_id == info.run_id]  # a fork's prefix: the parent's
     tracer = otel.RunTracer(provider.get_tracer("tether"))
     tracer.feed_all(events)
     tracer.close()

@@ -40,6 +40,7 @@ from tether.events.kinds import (
     ModelRequested,
     ModelResponded,
     RunFinished,
+    RunForked,
     RunResumed,
     RunStarted,
     RunWaiting,
@@ -225,6 +226,12 @@ class RunTracer:
         if p.sandbox:
             self.run.set_attribute("tether.sandbox", p.sandbox)
 
+    def _run_forked(self, e: Event, p: RunForked) -> None:
+        """A fork's own first event: its run span begins here (the shared prefix is the parent's trace)."""
+        self._open_run(e, p.model or self.model, resumed=False)
+        assert self.run is not None
+        self.run.set_attributes({"tether.fork.parent_run": p.parent_run, "tether.fork.at_seq": p.at_seq})
+
     def _run_resumed(self, e: Event, p: RunResumed) -> None:
         if self.run is None:
             self._open_run(e, self.model, resumed=True)
@@ -372,6 +379,7 @@ class RunTracer:
 
 _HANDLERS: dict[str, Callable[[RunTracer, Event, Any], None]] = {
     RunStarted.KIND: RunTracer._run_started,
+    RunForked.KIND: RunTracer._run_forked,
     RunResumed.KIND: RunTracer._run_resumed,
     RunWaiting.KIND: RunTracer._run_waiting,
     RunFinished.KIND: RunTracer._run_finished,
