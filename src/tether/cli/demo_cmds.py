@@ -26,6 +26,7 @@ from tether.status import RunStatus
 from .common import EXIT_INVALID, JsonOption, console, err_console, exit_code
 from .progress import progress_line
 from .run_cmds import control_line, printer, show_contract
+from .trace_cmds import traced
 
 REPO_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bugfix"
 
@@ -87,9 +88,10 @@ def run_demo(example: Path, work: Path, options: session.Options, as_json: bool,
     dest = prepare(example, work)
     db = work / "tether.db"
     with EventStore.open(db, signer=Signer.configured()) as store, progress_line(err_console, None, as_json) as line:
-        options = replace(options, approver=demo_approver, on_event=printer(as_json, progress=line))
-        runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
-        contract = runtime.drive()
+        with traced(printer(as_json, progress=line)) as sink:  # and to OpenTelemetry when OTEL_* ask for it
+            options = replace(options, approver=demo_approver, on_event=sink)
+            runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
+            contract = runtime.drive()
         count = store.verify(contract.run_id)
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
