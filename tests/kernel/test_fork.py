@@ -117,7 +117,11 @@ def test_fork_at_an_approval_and_answer_it_differently(bugfix: Path, tmp_path: P
     assert code == 5 and parent["status"] == "WAITING_APPROVAL", out
     asked = next(e for e in events(bugfix, parent["run_id"]) if e.kind == "approval.requested")
     approval = asked.payload["approval_id"]
-    tether("approve", approval, "--by", "alice", "--db", str(bugfix / DB), check=True)
+    code, early, out = run(bugfix, "fork", parent["run_id"], "--at", str(asked.seq), "--workspace", str(tmp_path / "e"))
+    assert code == 5 and early["status"] == "WAITING_APPROVAL", out  # parent and fork both wait on it now
+    both = tether("approve", approval, "--db", str(bugfix / DB))
+    assert both.returncode == 2 and "--run" in both.stderr and early["run_id"] in both.stderr, both.stderr
+    tether("approve", approval, "--by", "alice", "--run", parent["run_id"], "--db", str(bugfix / DB), check=True)
     code, done, out = run(bugfix, "resume", parent["run_id"])
     assert done["status"] == "COMPLETE", out
     parent_log = events(bugfix, parent["run_id"])
@@ -125,7 +129,8 @@ def test_fork_at_an_approval_and_answer_it_differently(bugfix: Path, tmp_path: P
 
     code, fork, out = run(bugfix, "fork", parent["run_id"], "--at", str(asked.seq), "--workspace", str(tmp_path / "f"))
     assert code == 5 and fork["status"] == "WAITING_APPROVAL", out
-    tether("deny", approval, "--reason", "not from a fork", "--by", "bob", "--db", str(bugfix / DB), check=True)
+    deny = ("deny", approval, "--reason", "not from a fork", "--by", "bob", "--run", fork["run_id"])
+    tether(*deny, "--db", str(bugfix / DB), check=True)
     code, done, out = run(bugfix, "resume", fork["run_id"])
     assert done["status"] == "COMPLETE", out
     fork_log = events(bugfix, fork["run_id"])[asked.seq + 1 :]

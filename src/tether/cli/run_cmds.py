@@ -269,16 +269,21 @@ def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> Non
         console.print("  " + escape(r.preview).replace("\n", "\n  "))
 
 
+RunOption = typer.Option(None, "--run", help="The run, when the approval waits in several (a fork and its parent).")
+
+
 def approve_cmd(
     approval_id: str,
     for_run: bool = typer.Option(False, "--for-run", help="Also allow this exact call for the rest of the run."),
     by: str | None = typer.Option(None, "--by", help="Who approves (default: current user)."),
+    run: str | None = RunOption,
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Approve a pending action (then `tether resume RUN`)."""
     with writer(db) as store:
-        req = record_answer(store, approval_id, ApprovalAnswer("run" if for_run else "once", by or whoami()))
+        answer = ApprovalAnswer("run" if for_run else "once", by or whoami())
+        req = record_answer(store, approval_id, answer, run=run)
     answered(req, "approved", as_json)
 
 
@@ -286,12 +291,13 @@ def deny_cmd(
     approval_id: str,
     reason: str = typer.Option(..., "--reason", help="Why; the model is told."),
     by: str | None = typer.Option(None, "--by"),
+    run: str | None = RunOption,
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Deny a pending action with a reason (then `tether resume RUN`)."""
     with writer(db) as store:
-        req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason))
+        req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason), run=run)
     answered(req, "denied", as_json)
 
 

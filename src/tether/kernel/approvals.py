@@ -111,10 +111,24 @@ def _requested_raw(store: EventStore, run_id: str) -> list[ApprovalRequest]:
     ]
 
 
-def record_answer(store: EventStore, approval_id: str, answer: ApprovalAnswer) -> ApprovalRequest:
-    """Record a human's answer to a pending approval (headless: `tether approve|deny`)."""
+def record_answer(
+    store: EventStore, approval_id: str, answer: ApprovalAnswer, *, run: str | None = None
+) -> ApprovalRequest:
+    """Record a human's answer to a pending approval (headless: `tether approve|deny`).
+
+    ``run`` (an id or prefix) picks the run when the same approval waits in several: a fork taken at a
+    pending approval shares it with its parent, and each answers for itself.
+    """
     requests = pending(store, verified=False)  # a request on a broken log is found, then refused below
     matches = [r for r in requests if r.approval_id == approval_id or r.approval_id.startswith(approval_id)]
+    if run is not None:
+        matches = [r for r in matches if r.run_id.startswith(run)]
+    runs = sorted({r.run_id for r in matches})
+    if len({r.approval_id for r in matches}) == 1 and len(runs) > 1:
+        raise InputError(
+            f"approval {matches[0].approval_id} is pending in runs {', '.join(runs)} (a fork shares its parent's "
+            "pending approvals); say which with --run RUN"
+        )
     if len(matches) != 1:
         raise InputError(
             f"no pending approval {approval_id!r}" + (" (ambiguous prefix)" if matches else "; see `tether approvals`")
