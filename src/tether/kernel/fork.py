@@ -25,7 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tether.errors import InputError, TetherError
-from tether.events.kinds import ActionCompleted, Checkpoint, RollbackReceipt, RunForked, UndoReceipt
+from tether.events.kinds import (
+    ActionCompleted,
+    ActionStarted,
+    Checkpoint,
+    RollbackReceipt,
+    RunFinished,
+    RunForked,
+    UndoReceipt,
+)
 from tether.events.store import Event, EventStore
 from tether.snapshot import Entry, EntryKind, Manifest, SnapshotError, materialise
 from tether.state import RunState
@@ -120,14 +128,14 @@ def _check_point(run_id: str, at_seq: int, state: RunState, events: Sequence[Eve
     if state.status is RunStatus.NEW:
         raise InputError(f"run {run_id}: no run.started at or before seq {at_seq}")
     if state.finished:
-        end = next(e.seq for e in events if e.seq <= at_seq and e.kind == "run.finished")
+        end = next(e.seq for e in events if e.seq <= at_seq and e.kind == RunFinished.KIND)
         raise InputError(
             f"run {run_id} had finished ({state.status}) by seq {at_seq} (run.finished at seq {end}); "
             f"fork at an earlier seq"
         )
     if state.open_actions:
         a = state.open_actions[0]
-        started = max(e.seq for e in events if e.seq <= at_seq and e.kind == "action.started")
+        started = max(e.seq for e in events if e.seq <= at_seq and e.kind == ActionStarted.KIND)
         raise InputError(
             f"run {run_id}: at seq {at_seq} action {a.call_id} ({a.tool}) had started and not completed, so the "
             f"workspace at that instant is not recorded; fork at seq {started - 1} or after its completion"
