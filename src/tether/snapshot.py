@@ -753,6 +753,7 @@ def materialise(manifest: Manifest, blobs: BlobStore, dest: str | Path) -> None:
     if any(root.iterdir()):
         raise SnapshotError(f"{root}: expected an empty directory to rebuild the workspace in")
     ordered = sorted(manifest.entries.values(), key=lambda e: (e.kind is EntryKind.LINK, e.path))
+    made: set[str] = set()  # directories already created: one mkdir per directory, not per file
     for entry in ordered:
         try:
             data = blobs.get_blob(entry.digest)
@@ -761,20 +762,28 @@ def materialise(manifest: Manifest, blobs: BlobStore, dest: str | Path) -> None:
         if bytes_hash(data) != entry.digest:
             raise SnapshotError(f"{entry.path}: the stored content does not match its digest {entry.digest}")
         try:
-            _write_entry(root / entry.path, entry, data)
+            _write_entry(root, entry, data, made)
         except OSError as e:
             raise SnapshotError(f"{entry.path}: cannot be written under {root}: {e.strerror or e}") from e
 
 
-def _write_entry(target: Path, entry: Entry, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _write_entry(root: Path, entry: Entry, data: bytes, made: set[str]) -> None:
+    parent = os.path.dirname(entry.path)
+    if parent not in made:
+        os.makedirs(os.path.join(root, parent), exist_ok=True)
+        made.add(parent)
+    target = os.path.join(root, entry.path)
     if entry.kind is EntryKind.LINK:
         os.symlink(os.fsdecode(data), target)
         return
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        os.fchmod(f.fileno(), entry.mode & 0o777)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, entry.mode & 0o777)
+    finally:
+        os.close(fd)
 
 
 def probe(workspace: str | Path, path: str) -> Entry | None:
