@@ -133,4 +133,4 @@ $T log verify $RUN --db {db} >/dev/null; echo "verify=$?"
     contract = json.loads((tmp_path / "resumed.out").read_text().splitlines()[-1])
     assert contract["status"] == "NEEDS_INPUT"  # the script has no more turns: it ran, and stopped cleanly
     kinds = [json.loads(line)["kind"] for line in (tmp_path / "log.jsonl").read_text().splitlines()]
-    assert kinds.count("action.started") == 1 and kinds.count("run.resumed") == 1
+    assert kinds.count("action.started") == 1 and kinds.count("run.continued") == 1

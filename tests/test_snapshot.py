@@ -369,8 +369,11 @@ def test_materialise_refuses_a_blob_that_does_not_match_its_digest(ws: Path, tmp
     m = take(ws, blobs=blobs)
     digest = m.entries["src/app.py"].digest
     blobs.blobs[digest] = b"def f():\n    return 2\n"  # the store was tampered with
-    with pytest.raises(SnapshotError, match=r"src/app.py: the stored content does not match"):
+    with pytest.raises(
+        snap.ContentMismatch, match=r"src/app.py: the stored content \(sha256:\w+\) does not match"
+    ) as e:
         snap.materialise(m, blobs, tmp_path / "out")
+    assert (e.value.recorded, e.value.found) == (digest, bytes_hash(b"def f():\n    return 2\n"))
 
 
 def test_materialise_refuses_missing_content_a_non_empty_target_and_an_incomplete_snapshot(

@@ -67,6 +67,7 @@ __all__ = [
     "BlobStore",
     "Change",
     "ChangeKind",
+    "ContentMismatch",
     "DiffStat",
     "Entry",
     "EntryKind",
@@ -80,6 +81,7 @@ __all__ = [
     "materialise",
     "probe",
     "read_content",
+    "skipped_dirs",
     "take",
     "unified_diff",
 ]
@@ -108,6 +110,14 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 class SnapshotError(RuntimeFailure):
     """The snapshot could not be taken or read; a verdict that depends on it is ERROR."""
+
+
+class ContentMismatch(SnapshotError):
+    """Stored bytes that do not hash to the digest a manifest records for them: the store was altered."""
+
+    def __init__(self, path: str, recorded: str, found: str) -> None:
+        self.path, self.recorded, self.found = path, recorded, found
+        super().__init__(f"{path}: the stored content ({found}) does not match its recorded digest {recorded}")
 
 
 class BlobStore(Protocol):
@@ -759,12 +769,22 @@ def materialise(manifest: Manifest, blobs: BlobStore, dest: str | Path) -> None:
             data = blobs.get_blob(entry.digest)
         except (LookupError, TetherError) as e:
             raise SnapshotError(f"{entry.path}: content {entry.digest} is not in the blob store ({e})") from e
-        if bytes_hash(data) != entry.digest:
-            raise SnapshotError(f"{entry.path}: the stored content does not match its digest {entry.digest}")
+        if (found := bytes_hash(data)) != entry.digest:
+            raise ContentMismatch(entry.path, entry.digest, found)
         try:
             _write_entry(root, entry, data, made)
         except OSError as e:
             raise SnapshotError(f"{entry.path}: cannot be written under {root}: {e.strerror or e}") from e
+
+
+def skipped_dirs(workspace: str | Path) -> list[str]:
+    """The directories at the workspace's root a snapshot leaves out by name (:data:`ALWAYS_SKIPPED`).
+
+    Only their names are recorded (with the start snapshot), so that a rebuilt workspace lists the same
+    entries (``.git/``, caches) — as empty directories: their contents are not the run's to replay.
+    """
+    root = Path(workspace)
+    return sorted(n for n in ALWAYS_SKIPPED if (root / n).is_dir() and not (root / n).is_symlink())
 
 
 def _write_entry(root: Path, entry: Entry, data: bytes, made: set[str]) -> None:

@@ -34,6 +34,7 @@ from tether.events.kinds import (
     ModelFailed,
     ModelResponded,
     ModelUnaffordable,
+    RunContinued,
     RunFinished,
     RunForked,
     RunResumed,
@@ -149,6 +150,11 @@ class RunState:
     refusals: int = 0
     last_refusal: CompletionRefused | None = None  # the latest refusal, unless a claim was accepted since
     stop: StopFact | None = None  # a recorded fact that ends the run, until run.finished consumes it
+    ended_by: StopFact | None = None  # the fact the latest run.finished consumed (what a resume must answer)
+    raised: dict[str, float] = field(default_factory=dict)  # budgets raised by continuations: name -> new limit
+    extra_refusals: int = 0  # completion refusals allowed beyond verification.max_refusals, by continuations
+    continued_seq: int = -1  # the latest run.continued: control-layer stops older than it were answered
+    settled: set[str] = field(default_factory=set)  # failed calls a person continued past: they stop nothing now
     text_only_turns: int = 0
     last_text: str = ""
     raw_stop_reason: str | None = None
@@ -233,6 +239,23 @@ class RunState:
             self.status = RunStatus.RUNNING
         self._active_since = datetime.fromisoformat(e.ts)
 
+    def _run_continued(self, e: Event, p: RunContinued) -> None:
+        """A person continued the run: what stopped it is answered, and the limits they raised apply."""
+        self._run_resumed(e, RunResumed(reason=p.reason))
+        if self.status.terminal:
+            self.status = RunStatus.WAITING_APPROVAL if self.pending_approvals else RunStatus.RUNNING
+        self.continued_seq = e.seq
+        self.limits.update(p.budgets)
+        self.raised.update(p.budgets)
+        self.extra_refusals += p.attempts
+        self.termination = self.raw_stop_reason = None  # the model's refusal or error was answered
+        self.text_only_turns = 0
+        for a in self.actions.values():
+            if a.call_id in p.resolved and a.status is ActionStatus.STARTED:
+                a.status, a.ok, a.error = ActionStatus.FAILED, False, "outcome unknown: started, never completed"
+            if a.ok is False:
+                self.settled.add(a.call_id)
+
     def _run_waiting(self, e: Event, p: RunWaiting) -> None:
         self.status, self.next_action = p.status, p.reason
         self._pause(e)
@@ -241,7 +264,7 @@ class RunState:
         self.status, self.result = p.status, p.result
         self.evidence, self.unknowns = list(p.evidence), list(p.unknowns)
         self.next_action, self.last_error = p.next_action, p.last_error
-        self.stop = None
+        self.ended_by, self.stop = self.stop, None
         self._pause(e)
 
     def _stopped(self, e: Event, p: SandboxFailed | ContextFull | ModelUnaffordable | ApprovalMismatch) -> None:
@@ -369,6 +392,7 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     RunStarted: RunState._run_started,
     RunResumed: RunState._run_resumed,
     RunForked: RunState._run_forked,
+    RunContinued: RunState._run_continued,
     RunWaiting: RunState._run_waiting,
     RunFinished: RunState._run_finished,
     Checkpoint: RunState._checkpoint,

@@ -28,10 +28,16 @@ def test_false_done_is_refused_then_verify_failed(tmp_path: Path) -> None:
         assert out[-1].KIND == "completion.refused"
         run.append(out)
         if i < 2:
-            assert stop_reason(run.events) is None and verification_exhausted(RunState.from_events(run.events)) is None
+            assert (
+                stop_reason(run.events) is None
+                and verification_exhausted(RunState.from_events(run.events), run.env) is None
+            )
             text = guidance(run.events)
             assert text is not None and "refused" in text and "tests/test_calc.py:3" in text
-    status, reason = verification_exhausted(RunState.from_events(run.events)) or ("", "")  # decided by next_step
+    status, reason = verification_exhausted(RunState.from_events(run.events), run.env) or (
+        "",
+        "",
+    )  # decided by next_step
     assert status == "VERIFY_FAILED" and "3 times" in reason
     run.observe()
     assert_idempotent(run)

@@ -51,7 +51,10 @@ def test_evidence_cites_the_latest_verdicts_and_successes_and_unknowns_name_what
         "optional sensor lint SKIPPED: ruff missing",
     ]
     assert (out.status, out.result) == (RunStatus.NEEDS_INPUT, "stopped")
-    assert out.next_action == "inspect with `tether show`, then resume or start a new run"
+    assert (
+        out.next_action
+        == f'inspect with `tether show`; to continue this run: tether resume {log.run} --note "<your answer>"'
+    )
     assert closing(state, events, finish) == out  # pure: the same log says the same thing
 
 
@@ -66,6 +69,11 @@ def test_the_result_is_the_accepted_claim_and_the_next_action_follows_the_status
     assert out.next_action == "review the diff (`tether show`, or git diff) and merge it"
     over = Breach("usd", 2.5, 2.0)
     stop = closing(state, events, Finish(RunStatus.BUDGET_STOP, over.reason, breach=over))
-    assert stop.next_action == "raise budgets.usd in the envelope, recompile, and start a new run"
+    assert stop.next_action == (
+        "decide whether the work is worth more than budgets.usd allows; "
+        f"to continue this run: tether resume {log.run} --budget usd=<new limit>"
+    )
     told = closing(state, events, Finish(RunStatus.NEEDS_INPUT, "x", next_action="answer the question"))
-    assert told.next_action == "answer the question"
+    assert told.next_action.startswith("answer the question; to continue this run: tether resume")
+    final = closing(state, events, Finish(RunStatus.BLOCKED_PERMISSION, "arguments changed"))
+    assert "resume" not in final.next_action  # never suggested where it would be refused

@@ -57,7 +57,7 @@ FACTS: list[tuple[str, dict[str, Any], Finish]] = [
         Finish(
             RunStatus.BLOCKED_DEPENDENCY,
             "the model provider rejected the request: 401 invalid key",
-            "check the API key and its permissions, then resume",
+            "check the API key and its permissions",
         ),
     ),
     (
@@ -66,8 +66,7 @@ FACTS: list[tuple[str, dict[str, Any], Finish]] = [
         Finish(
             RunStatus.BLOCKED_DEPENDENCY,
             "the model provider failed after 4 attempts: 503 busy",
-            "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s), "
-            "then `tether resume` the run",
+            "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s)",
         ),
     ),
     (
@@ -76,8 +75,7 @@ FACTS: list[tuple[str, dict[str, Any], Finish]] = [
         Finish(
             RunStatus.BLOCKED_DEPENDENCY,
             "the model provider's answer could not be read (after 1 attempt): not json",
-            "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md), "
-            "then `tether resume` the run",
+            "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md)",
         ),
     ),
     (
@@ -281,7 +279,9 @@ def test_a_crash_between_the_fact_and_the_finish_resumes_to_the_same_finish(bugf
     contract = Harness(bugfix / "envelope.yaml", db=db, sandbox="local", model=healthy(calls)).resume(info.run_id)
     assert contract.status is RunStatus.BLOCKED_DEPENDENCY
     assert contract.result == "the model provider rejected the request: 401 invalid key"
-    assert contract.next_action == "check the API key and its permissions, then resume"
+    assert contract.next_action == (
+        f"check the API key and its permissions; to continue this run: tether resume {info.run_id}"
+    )
     assert calls == []  # the finish came from the recorded fact: the model was not asked again
     with EventStore.open(db) as store:
         kinds = [e.kind for e in store.events(info.run_id)]

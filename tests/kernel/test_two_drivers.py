@@ -85,7 +85,7 @@ def test_two_resumes_racing_twenty_times_act_exactly_once(bugfix: Path) -> None:
             assert store.verify(run_id) == len(events)
             assert store.lease(run_id) is None  # the winner gave it back
         assert [e.kind for e in events].count("run.finished") == 1
-        assert [e.kind for e in events].count("run.resumed") == 1
+        assert [e.kind for e in events].count("run.continued") == 1
 
 
 def rewrite_payload(db: Path, run_id: str, seq: int) -> None:

@@ -29,6 +29,7 @@ from . import (
     key_cmds,
     log_cmds,
     policy_cmds,
+    replay_cmds,
     run_cmds,
     serve_cmds,
     trace_cmds,
@@ -73,6 +74,7 @@ for group in (
     fork_cmds,
     undo_cmds,
     trace_cmds,
+    replay_cmds,
 ):
     group.register(app)
 

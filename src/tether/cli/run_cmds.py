@@ -16,6 +16,7 @@ from tether.control.loop import control_state
 from tether.events.store import Event, EventStore
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
+from tether.kernel.continuation import Request, parse_budget
 from tether.kernel.outcome import OutputContract
 from tether.kernel.undo import Ledger, undoable
 from tether.observe.diff import RunDiff
@@ -122,6 +123,14 @@ def run_cmd(
 
 def resume_cmd(
     run: str = typer.Argument(..., help="Run id (or unique prefix)."),
+    note: str | None = typer.Option(None, "--note", help="A message the model is shown (NEEDS_INPUT, NO_PROGRESS)."),
+    budget: list[str] = typer.Option(
+        [], "--budget", help="Raise a limit: usd=5, tokens=…, turns=…, wall=… (seconds), tool_calls=… (BUDGET_STOP)."
+    ),
+    attempts: int = typer.Option(
+        0, "--attempts", help="More completion claims verification may refuse (VERIFY_FAILED)."
+    ),
+    by: str | None = typer.Option(None, "--by", help="Who continues the run (default: the current user)."),
     model: str | None = typer.Option(None, "--model", "-m"),
     base_url: str | None = typer.Option(None, "--base-url"),
     sandbox: str | None = typer.Option(None, "--sandbox"),
@@ -131,7 +140,11 @@ def resume_cmd(
     verbose: bool = typer.Option(False, "--verbose", "-v"),
     progress: bool | None = ProgressOption,
 ) -> None:
-    """Rebuild a run from its log and continue it (after approvals, or after a crash)."""
+    """Continue a run from its log: after approvals, a crash, a dependency that is back, or a stop a person answers.
+
+    Which stop needs which option, and which are final (COMPLETE, NO_OP, BLOCKED_PERMISSION): docs/lifecycle.md.
+    """
+    request = Request(by or whoami(), "tether resume", note, dict(parse_budget(b) for b in budget), attempts)
     if interactive is None:
         interactive = sys.stdin.isatty() and not as_json
     options = session.Options(
@@ -143,7 +156,7 @@ def resume_cmd(
     with writer(db) as store, progress_line(err_console, progress, as_json) as line:
         with traced(printer(as_json, verbose, line)) as sink:
             options.on_event = sink
-            contract = session.resume(store, run, options).drive()
+            contract = session.resume(store, run, options, request).drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)
     if not as_json:

@@ -28,7 +28,7 @@ from typing import Any
 
 from tether.envelope.schema import Envelope
 from tether.events.bulk import gc_paused
-from tether.events.kinds import ActionProposed, ModelResponded
+from tether.events.kinds import ActionProposed, ModelResponded, RunContinued
 from tether.events.kinds_control import (
     BeliefRecorded,
     CompletionAccepted,
@@ -146,6 +146,8 @@ class RunFold:
         self.last_refused: Event | None = None
         self.last_accepted: Event | None = None
         self.strategy = LADDER[0]
+        self.strategy_seq = -1  # the recovery.switched that set it
+        self.continued_seq = -1  # the latest run.continued: a person answered whatever was escalated before it
         self.stuck_reported: set[tuple[str, str]] = set()
         self.system_breaking: list[Event] = []
         self.seen_actions: set[tuple[str, str, str]] = set()
@@ -228,8 +230,16 @@ class RunFold:
         self.last_control = e
 
     def _recovery(self, e: Event, p: RecoverySwitched, epoch: int) -> None:
-        self.strategy = p.strategy
+        self.strategy, self.strategy_seq = p.strategy, e.seq
         self.window = _Window()
+
+    def _continued(self, e: Event, p: RunContinued, epoch: int) -> None:
+        self.continued_seq = e.seq
+
+    @property
+    def awaiting_human(self) -> bool:
+        """Recovery escalated to a person, and no one has continued the run since."""
+        return self.strategy == "escalate_human" and self.strategy_seq > self.continued_seq
 
     def _accepted(self, e: Event, p: CompletionAccepted, epoch: int) -> None:
         self.last_accepted = e
@@ -354,6 +364,7 @@ _HANDLERS: dict[type[Payload], Callable[[RunFold, Event, Any, int], None]] = {
     DiagnosticsComputed: RunFold._diagnostics,
     ControlChanged: RunFold._control,
     RecoverySwitched: RunFold._recovery,
+    RunContinued: RunFold._continued,
     CompletionAccepted: RunFold._accepted,
     CompletionRefused: RunFold._refused,
     VerifyCompleted: RunFold._verified,

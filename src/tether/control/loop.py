@@ -270,11 +270,13 @@ class HumanRequired:
 
     reason: str
     no_progress: bool
+    seq: int = -1  # the control.changed that said so: a person who continued the run after it has answered it
 
 
 def stop_reason(events: Sequence[Event]) -> HumanRequired | None:
     """Whether the control layer says the run must stop, and why; None while it may go on."""
-    last = _control_of(folded(events))
-    if last is None or _state_of(last) != ControlState.HUMAN_REQUIRED:
+    fold = folded(events)
+    last = _control_of(fold)
+    if last is None or fold.last_control is None or _state_of(last) != ControlState.HUMAN_REQUIRED:
         return None
-    return HumanRequired(last.reason, last.dimension in BEHAVIOURAL or last.dimension == "stuck")
+    return HumanRequired(last.reason, last.dimension in BEHAVIOURAL or last.dimension == "stuck", fold.last_control.seq)

@@ -46,6 +46,7 @@ class RunStarted(Payload):
     prices: dict[str, dict[str, float]] | None = Field(
         None, description="Price overrides the run uses (the envelope's price file, then its pricing), read at start."
     )
+    replay_of: str | None = Field(None, description="The run this one re-executes (tether replay).")
 
 
 @register("run.resumed")
@@ -75,6 +76,27 @@ class RunForked(Payload):
     contract_hash: str = ""
     model: str = Field("", description="A replacement model (--model); empty keeps the parent's.")
     by: str = ""
+
+
+@register("run.continued")
+class RunContinued(Payload):
+    """Someone continued the run (``tether resume``): who, from which status, why, and what they changed.
+
+    Every resume writes one (``run.resumed`` is read in older logs). What it changes is part of the
+    record, not of the envelope: raised budgets (with the limits they replace), more completion
+    attempts, a note the model is shown, and the interrupted actions the human answered for.
+    """
+
+    by: str
+    from_status: RunStatus
+    reason: str
+    note: str | None = Field(None, description="A human message the model sees before its next turn.")
+    budgets: dict[str, float] = Field(default_factory=dict, description="Raised limits: budget name -> new limit.")
+    before: dict[str, float | None] = Field(default_factory=dict, description="The limits the raised ones replace.")
+    attempts: int = Field(0, ge=0, description="More completion refusals allowed before VERIFY_FAILED.")
+    resolved: list[str] = Field(
+        default_factory=list, description="Actions started without a completion whose outcome the human answered for."
+    )
 
 
 @register("run.waiting")
@@ -130,6 +152,9 @@ class Checkpoint(Payload):
     snapshot: str | None = None
     files: int | None = Field(None, description="Paths in the snapshot.")
     unreadable: list[str] = Field(default_factory=list, description="Paths the snapshot could not read.")
+    skipped: list[str] = Field(
+        default_factory=list, description="Root directories left out by name (.git, caches); rebuilt empty."
+    )
     git_head: str | None = None
     note: str = ""
 

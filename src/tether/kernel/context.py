@@ -91,6 +91,14 @@ class Transcript:
             self.results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
         elif e.kind in ("approval.denied", "approval.expired"):
             self.results[self.approval_calls.get(p["approval_id"], "")] = _approval_result(e.kind, p)
+        elif e.kind == "run.continued":
+            for call_id in p["resolved"]:
+                detail = "this call started but never completed before the run stopped; a human checked on it"
+                self.results[call_id] = _json({"error": "outcome_unknown", "detail": detail})
+            if p.get("note"):
+                self.notes.append(
+                    f"A human ({p['by']}) continued the run after it stopped {p['from_status']}: {p['note']}"
+                )
         elif (result := _call_result(e.kind, p)) is not None:
             self.results[p["call_id"]] = result
         elif (note := _host_note(e.kind, p)) is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
@@ -19,6 +19,7 @@ from tether.tools.contract import Tool
 
 from . import session
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, record_answer, whoami
+from .continuation import BUDGET_OPTIONS, Request
 from .fork import fork
 from .outcome import OutputContract
 from .runtime import EventSink
@@ -72,12 +73,35 @@ class Harness:
     async def arun(self, task: str) -> OutputContract:
         return await asyncio.to_thread(self.run, task)
 
-    def resume(self, run_id: str) -> OutputContract:
+    def resume(
+        self,
+        run_id: str,
+        *,
+        note: str | None = None,
+        budget: Mapping[str, float] | None = None,
+        attempts: int = 0,
+        by: str | None = None,
+    ) -> OutputContract:
+        """Continue a stopped run, as ``tether resume`` does (:mod:`tether.kernel.continuation` says which stop
+        needs what): ``note`` is a message the model is shown, ``budget`` raises limits by name (usd, tokens,
+        turns, wall_s, tool_calls), ``attempts`` allows more refused completion claims. Raises
+        :class:`~tether.kernel.continuation.ResumeRefused` for a run that cannot go on as asked.
+        """
+        raised = {BUDGET_OPTIONS.get(name, name): float(value) for name, value in (budget or {}).items()}
+        request = Request(by or whoami(), "Harness.resume", note, raised, attempts)
         with self.store() as store:
-            return session.resume(store, run_id, self.options).drive()
+            return session.resume(store, run_id, self.options, request).drive()
 
-    async def aresume(self, run_id: str) -> OutputContract:
-        return await asyncio.to_thread(self.resume, run_id)
+    async def aresume(
+        self,
+        run_id: str,
+        *,
+        note: str | None = None,
+        budget: Mapping[str, float] | None = None,
+        attempts: int = 0,
+        by: str | None = None,
+    ) -> OutputContract:
+        return await asyncio.to_thread(lambda: self.resume(run_id, note=note, budget=budget, attempts=attempts, by=by))
 
     def fork(
         self,

@@ -16,6 +16,7 @@ from tether.events.store import Event
 from tether.state import RunState
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 
+from .continuation import resume_command
 from .step import Finish
 
 #: Actions in these states were proposed but never ran: each is an unknown of the outcome.
@@ -86,12 +87,18 @@ def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFini
             case ActionCompleted(ok=True):
                 done.append(e.id)
     evidence = checks[-3:] + done[-5:]
+    next_action = finish.next_action or default_next_action(finish)
+    command = resume_command(
+        state.run_id, finish.status, budget=finish.breach.budget if finish.breach else None, ended_by=state.stop
+    )
+    if command is not None:  # the exact command that continues this run, never one that would be refused
+        next_action += f"; to continue this run: {command}"
     return RunFinished(
         status=finish.status,
         result=result,
         evidence=evidence,
         unknowns=sorted(set(unknowns)),
-        next_action=finish.next_action or default_next_action(finish),
+        next_action=next_action,
         last_error=state.last_error,
     )
 
@@ -105,6 +112,6 @@ def default_next_action(finish: Finish) -> str:
             return "nothing to do: the verification already passed before any change"
         case RunStatus.BUDGET_STOP:
             budget = finish.breach.field if finish.breach else "the budget"
-            return f"raise {budget} in the envelope, recompile, and start a new run"
+            return f"decide whether the work is worth more than {budget} allows"
         case _:
-            return "inspect with `tether show`, then resume or start a new run"
+            return "inspect with `tether show`"

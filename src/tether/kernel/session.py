@@ -17,7 +17,7 @@ from tether.envelope.risks import workspace_risk
 from tether.envelope.schema import Envelope, Price
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
-from tether.events.kinds import Checkpoint, RunForked, RunResumed, RunStarted
+from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
 from tether.models.pricing import run_prices
@@ -25,16 +25,15 @@ from tether.models.registry import load_model
 from tether.policy.strict import strict_check
 from tether.sandbox.base import Sandbox
 from tether.sandbox.factory import make_sandbox
-from tether.snapshot import SnapshotError
+from tether.snapshot import SnapshotError, skipped_dirs
 from tether.state import RunState
 from tether.status import RunStatus
 from tether.tools.contract import Tool
 from tether.tools.registry import resolve_tools
 
-from .approvals import Approver
+from .approvals import Approver, whoami
+from .continuation import FINAL, Request, ResumeRefused, continuation, effective_envelope
 from .runtime import EventSink, Runtime
-
-RESUMABLE = frozenset({RunStatus.BLOCKED_DEPENDENCY})  # a provider or sandbox that was down may be back
 
 
 @dataclass
@@ -49,6 +48,7 @@ class Options:
     approver: Approver | None = None
     on_event: EventSink | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    review_model: bool = True  # False: no second-model review (a replay: the recording holds no reviewer answers)
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,25 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     risky = workspace_risk(workspace, "--workspace")  # the envelope's own was checked; an override is not
     if risky is not None:
         raise EnvelopeInvalid([Problem(risky.path, risky.found, risky.safer)])
-    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, plan_of(loaded))
+    return begin(store, loaded, task, workspace, options, plan_of(loaded))
+
+
+def begin(
+    store: EventStore,
+    loaded: Loaded,
+    task: str,
+    workspace: Path,
+    options: Options,
+    plan: dict[str, Any] | None,
+    *,
+    replay_of: str | None = None,
+) -> Runtime:
+    """Create a run of a checked envelope on ``workspace``: its start snapshot, then ``run.started``.
+
+    ``start`` calls it for a new run; replay for the re-execution of a recorded one (``replay_of``).
+    """
+    env = loaded.envelope
+    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, plan)
     sandbox = runtime.sandbox
     try:  # before the agent's first action: what the run starts from, read by tether, never by git
         snap_hash, baseline = runtime.snapshots.take_baseline()
@@ -130,6 +148,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
             snapshot=snap_hash,
             files=len(baseline.entries),
             unreadable=sorted(baseline.errors),
+            skipped=skipped_dirs(workspace),
             note="baseline before any action",
         )
     except SnapshotError as e:
@@ -152,6 +171,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
                 sandbox_fallback=getattr(sandbox, "fallback_reason", None),
                 acknowledged=[a.to_dict() for a in loaded.accepted],
                 prices={name: p.model_dump() for name, p in loaded.prices.items()},
+                replay_of=replay_of,
             ),
             start,
         ],
@@ -159,43 +179,46 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
     return runtime
 
 
-def resume(store: EventStore, run_id: str, options: Options) -> Runtime:
-    """Take the run's lease, verify its log (chain and anchor), then rebuild the run from it.
+def resume(store: EventStore, run_id: str, options: Options, request: Request | None = None) -> Runtime:
+    """Take the run's lease, verify its log (chain and anchor), rebuild the run from it and record who continues it.
 
-    A second driver stops here with :class:`RunLeased`; a broken log with :class:`LogCorrupt`.
-    The lease is held until the runtime's ``drive`` ends (or the store closes).
+    ``request`` is what the person continuing supplies (a note, raised budgets, more attempts;
+    :mod:`tether.kernel.continuation` says which stop needs what); a run that cannot go on as asked is
+    refused with :class:`ResumeRefused` before anything is appended. A second driver stops here with
+    :class:`RunLeased`; a broken log with :class:`LogCorrupt`. The lease is held until the runtime's
+    ``drive`` ends (or the store closes).
     """
     info = store.run(run_id)
     store.acquire(info.run_id)
     try:
-        return _resume(store, info.run_id, options)
+        return _resume(store, info.run_id, options, request or Request(by=whoami()))
     except BaseException:
         store.release(info.run_id)
         raise
 
 
-def _resume(store: EventStore, run_id: str, options: Options) -> Runtime:
+def _resume(store: EventStore, run_id: str, options: Options, request: Request) -> Runtime:
     info = store.run(run_id)
     store.verify_run(info.run_id)
     events = store.events(info.run_id)
     state = RunState.from_events(events)
     if state.status is RunStatus.NEW:
-        raise InputError(f"run {info.run_id} has no run.started event; nothing to resume")
-    if state.finished and state.status not in RESUMABLE:
-        raise InputError(
-            f"run {info.run_id} finished with status {state.status}; only {', '.join(sorted(RESUMABLE))} runs "
-            "can be resumed (the dependency may be back); start a new run"
-        )
-    runtime = attach(store, info.run_id, options)
-    runtime.append(RunResumed(reason="tether resume"))
+        raise ResumeRefused(f"run {info.run_id}: {FINAL[RunStatus.NEW]}")
+    started = Envelope.model_validate(state.envelope)
+    continued = continuation(
+        state, effective_envelope(started, state.raised, state.extra_refusals), request, Runtime.now()
+    )
+    runtime = attach(store, info.run_id, options, continued)
+    runtime.append(continued)
     return runtime
 
 
-def attach(store: EventStore, run_id: str, options: Options) -> Runtime:
+def attach(store: EventStore, run_id: str, options: Options, continued: RunContinued | None = None) -> Runtime:
     """A runtime for a run as its log stands: the contract, plan, prices, model and workspace it recorded.
 
     The envelope and plan are those the run began under (``run.started``) or a fork's replacement
-    (``run.forked``), never the files as they are today. Resume and fork continue from here.
+    (``run.forked``), never the files as they are today, with every raise of its continuations (and of
+    ``continued``, about to be appended) applied. Resume and fork continue from here.
     """
     events = store.events(run_id)
     state = RunState.from_events(events)
@@ -203,7 +226,9 @@ def attach(store: EventStore, run_id: str, options: Options) -> Runtime:
     for e in events:
         if e.kind == RunForked.KIND and e.payload.get("envelope") is not None:
             path, plan = e.payload["envelope_path"], e.payload.get("plan")
-    env = Envelope.model_validate(state.envelope)
+    raised = {**state.raised, **(continued.budgets if continued else {})}
+    extra = state.extra_refusals + (continued.attempts if continued else 0)
+    env = effective_envelope(Envelope.model_validate(state.envelope), raised, extra)
     recorded = events[0].payload.get("prices")  # the prices the run began with, not the price file as it is today
     prices = {n: Price.model_validate(p) for n, p in recorded.items()} if recorded is not None else dict(env.pricing)
     loaded = Loaded(env, Path(path).parent if path else Path.cwd(), Path(path) if path else None, prices=prices)
@@ -234,7 +259,7 @@ def _runtime(
         plan=plan,
         approver=options.approver,
         on_event=options.on_event,
-        reviewer=_reviewer(env, loaded.base_dir),
+        reviewer=_reviewer(env, loaded.base_dir) if options.review_model else None,
         prices=loaded.prices,
     )
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tether.canonical import bytes_hash
 from tether.errors import TetherError
 from tether.events.kinds import Checkpoint
 from tether.events.store import EventStore
-from tether.snapshot import Manifest, SnapshotError, Watch, materialise, take
+from tether.snapshot import ALWAYS_SKIPPED, ContentMismatch, Manifest, SnapshotError, Watch, materialise, take
 
 STORE_SUFFIXES = ("", "-wal", "-shm", "-journal", ".lock")
 REPORT_PATTERN = "/.tether-report-*.json"  # the test reporter's file, written and removed by tether
@@ -81,20 +82,31 @@ class Snapshots:
         return self.store.put_blob(m.to_json())
 
 
+def start_checkpoint(store: EventStore, run_id: str) -> Checkpoint:
+    """The run's ``start`` checkpoint (SnapshotError when it has none)."""
+    start = next((e for e in store.events(run_id) if e.kind == Checkpoint.KIND and e.payload["label"] == "start"), None)
+    if start is None:
+        raise SnapshotError(f"run {run_id} has no start checkpoint")
+    return start.data_as(Checkpoint)
+
+
 def start_manifest(store: EventStore, run_id: str) -> Manifest:
     """The workspace a run started from: the manifest its ``start`` checkpoint names, read from the store.
 
     Raises SnapshotError when the run has no start snapshot (a run from before tether kept them, or a
-    workspace that could not be read) or the manifest is missing or malformed.
+    workspace that could not be read) or the manifest is missing, altered or malformed.
     """
-    start = next((e for e in store.events(run_id) if e.kind == Checkpoint.KIND and e.payload["label"] == "start"), None)
-    if start is None:
-        raise SnapshotError(f"run {run_id} has no start checkpoint")
-    h = start.data_as(Checkpoint).snapshot
+    start = start_checkpoint(store, run_id)
+    h = start.snapshot
     if h is None:
-        raise SnapshotError(f"run {run_id} recorded no start snapshot (seq {start.seq}: {start.payload['note']})")
+        raise SnapshotError(f"run {run_id} recorded no start snapshot ({start.note})")
     try:
-        return Manifest.from_json(store.get_blob(h))
+        data = store.get_blob(h)
+        if (found := bytes_hash(data)) != h:
+            raise ContentMismatch("(the start manifest)", h, found)
+        return Manifest.from_json(data)
+    except ContentMismatch:
+        raise
     except TetherError as e:
         raise SnapshotError(f"run {run_id}: start snapshot {h}: {e}") from e
 
@@ -107,4 +119,7 @@ def materialise_start(store: EventStore, run_id: str, dest: Path) -> Manifest:
     """
     m = start_manifest(store, run_id)
     materialise(m, store, dest)
+    for name in start_checkpoint(store, run_id).skipped:
+        if name in ALWAYS_SKIPPED:  # names only, from a fixed set: never a path the log could aim elsewhere
+            (dest / name).mkdir(exist_ok=True)
     return m

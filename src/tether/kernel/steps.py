@@ -90,7 +90,7 @@ def interrupted_action(s: Situation) -> Step | None:
             RunStatus.NEEDS_INPUT,
             f"action {a.call_id} ({a.tool} {a.args}) started but has no completion: its side effect is "
             "ambiguous and the tool is not idempotent, so tether will not run it again",
-            next_action=f"check whether {a.tool} took effect in the workspace, then start a new run or fork",
+            next_action=f"check whether {a.tool} took effect in the workspace, then say what you found",
         )
     return None
 
@@ -107,27 +107,31 @@ def approvals(s: Situation) -> Step | None:
 
 def told_to_stop(s: Situation) -> Step | None:
     """Verification has refused too often, or the control layer says stop: a budget, if one is also why, wins."""
-    stop = verification_exhausted(s.state)
-    if stop is None and s.control_stop is not None:
-        stop = human_required(s.control_stop)
+    stop = verification_exhausted(s.state, s.env)
+    if stop is None and s.control_stop is not None and s.state.continued_seq <= s.control_stop.seq:
+        stop = human_required(s.control_stop)  # unless a person continued the run after the control layer said so
     if stop is None:
         return None
     over = breach(s.state, s.now, before="action") or breach(s.state, s.now, before="model")
     if over is not None:  # the more specific reason: a budget, not a judgement
         return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
-    return Finish(stop[0], stop[1], next_action="review the log with tether show, then resume")
+    return Finish(stop[0], stop[1], next_action="review the log with `tether show`")
 
 
-def verification_exhausted(state: RunState) -> tuple[RunStatus, str] | None:
-    """VERIFY_FAILED: the latest claim was refused, and refusals are past the envelope's ``max_refusals``."""
+def verification_exhausted(state: RunState, env: Envelope) -> tuple[RunStatus, str] | None:
+    """VERIFY_FAILED: the latest claim was refused, and refusals are past ``max_refusals``.
+
+    The envelope's limit as the runtime holds it (raised by ``tether resume --attempts``), not the one the
+    refusal recorded: a continued run goes on past the refusal that stopped it.
+    """
     refused = state.last_refusal
-    if refused is None or refused.refusals <= refused.max_refusals:
+    limit = env.verification.max_refusals
+    if refused is None or refused.refusals <= limit:
         return None
     why = "; ".join(refused.reasons) or "verification failed"
     return (
         RunStatus.VERIFY_FAILED,
-        f"completion was claimed {refused.refusals} times and refused each time "
-        f"(limit {refused.max_refusals} refusals): {why}",
+        f"completion was claimed {refused.refusals} times and refused each time (limit {limit} refusals): {why}",
     )
 
 
@@ -165,12 +169,12 @@ def model_ended(s: Situation) -> Step | None:
         reason = f"the model refused: {state.last_text[:200]}"
         return Finish(RunStatus.NEEDS_INPUT, reason, "rephrase the task or change model")
     if state.termination == "error":
-        return Finish(RunStatus.NEEDS_INPUT, "the model reported an error", "check the provider and resume")
+        return Finish(RunStatus.NEEDS_INPUT, "the model reported an error", "check the provider")
     if state.text_only_turns >= MAX_TEXT_ONLY_TURNS:
         return Finish(
             RunStatus.NO_PROGRESS,
             f"the model answered {state.text_only_turns} turns in a row without an action or a finish claim",
-            next_action="a prose answer completes nothing: give the agent a clearer task, or resume",
+            next_action="a prose answer completes nothing: give the agent a clearer task",
         )
     return None
 
@@ -211,7 +215,7 @@ def _action_step(a: Action, s: Situation) -> Step | None:
         if over is not None:
             return Finish(RunStatus.BUDGET_STOP, over.reason, breach=over)
         return Execute(a.call_id, a.attempts + 1)
-    if a.status is ActionStatus.COMPLETED and a.ok is False:
+    if a.status is ActionStatus.COMPLETED and a.ok is False and a.call_id not in s.state.settled:
         if _retryable(a, s.env):
             return Execute(a.call_id, a.attempts + 1, why=f"retry after {a.failure_class}")
         contract = s.env.tool(a.tool)

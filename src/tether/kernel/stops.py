@@ -65,15 +65,13 @@ def after_model_failure(fact: ModelFailed) -> Finish:
         return Finish(
             RunStatus.BLOCKED_DEPENDENCY,
             f"the model provider's answer could not be read ({tried}): {fact.error}",
-            "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md), "
-            "then `tether resume` the run",
+            "check that the server speaks the provider's API; set agent.provider_profile (docs/providers.md)",
         )
     if fact.failure == "outage":
         return Finish(
             RunStatus.BLOCKED_DEPENDENCY,
             f"the model provider failed {tried}: {fact.error}",
-            "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s), "
-            "then `tether resume` the run",
+            "check that the provider or local server is up (after a timeout: raise agent.request_timeout_s)",
         )
     fix = (
         "check the API key and its permissions"
@@ -81,7 +79,7 @@ def after_model_failure(fact: ModelFailed) -> Finish:
         else "check the model name and the request limits the server accepts (agent.provider_profile)"
     )
     reason = f"the model provider rejected the request: {fact.error}"
-    return Finish(RunStatus.BLOCKED_DEPENDENCY, reason, f"{fix}, then resume")
+    return Finish(RunStatus.BLOCKED_DEPENDENCY, reason, fix)
 
 
 def context_full(problem: str, window_setting: str) -> Finish:

@@ -144,9 +144,18 @@ def _undone(p: dict[str, Any]) -> str:
     )
 
 
+def _continued(p: dict[str, Any]) -> str:
+    changed = [f"{k} {p['before'].get(k)} → {v:g}" for k, v in p["budgets"].items()]
+    changed += [f"+{p['attempts']} completion attempts"] if p["attempts"] else []
+    changed += [f"note: {_short(p['note'], 80)}"] if p.get("note") else []
+    what = f": {'; '.join(changed)}" if changed else ""
+    return f"[bold]run continued[/] from {p['from_status']} by {escape(p['by'])}{what}"  # _short escapes the note
+
+
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.started": _started,
     "run.resumed": lambda p: f"[bold]run resumed[/] ({_short(p['reason'])})",
+    "run.continued": _continued,
     "run.waiting": lambda p: f"[yellow]waiting: {p['status']}[/] {_short(p['reason'])}",
     "run.finished": _finished,
     "model.responded": _responded,

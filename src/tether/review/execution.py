@@ -49,7 +49,7 @@ def review_action(
     writes = Effect.WRITE in effects
     paths = action_paths(args)
     fold = folded(events)
-    if any(e != Effect.READ for e in effects) and fold.strategy == "escalate_human":
+    if any(e != Effect.READ for e in effects) and fold.awaiting_human:
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
     if writes:
         for p in paths:
