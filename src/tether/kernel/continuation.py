@@ -29,7 +29,7 @@ from typing import Any
 
 from tether.envelope.schema import Envelope
 from tether.errors import InputError
-from tether.events.kinds import ContextFull, ModelFailed, RunContinued
+from tether.events.kinds import ContextFull, ModelFailed, ModelUnaffordable, RunContinued
 from tether.state import RunState, StopFact
 from tether.status import RunStatus
 
@@ -146,6 +146,12 @@ def continuation(state: RunState, env: Envelope, request: Request, now: datetime
         )
     if needs is Needs.BUDGET or request.budgets:
         over = _still_over(state, env, request.budgets, now)
+        if over is None and needs is Needs.BUDGET and not request.budgets:  # stopped before a call it could not afford
+            name = state.ended_by.budget if isinstance(state.ended_by, ModelUnaffordable) else "usd"
+            raise ResumeRefused(
+                f"run {run} stopped {status}: {state.result}; raise the budget to go on: "
+                f"tether resume {run} --budget {OPTION_OF.get(name, name)}=<new limit>"
+            )
         if over is not None:
             raise ResumeRefused(
                 f"run {run}: {over.reason}; raise it to go on: "

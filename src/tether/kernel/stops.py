@@ -38,7 +38,7 @@ def finish_after(fact: StopFact) -> Finish:
         case ModelFailed():
             return after_model_failure(fact)
         case ModelUnaffordable():
-            advice = f"raise budgets.{fact.budget} (or use a cheaper model), then resume"
+            advice = f"raise budgets.{fact.budget} (or use a cheaper model)"
             return Finish(RunStatus.BUDGET_STOP, fact.reason, advice, Breach(fact.budget, fact.used, fact.limit))
         case ApprovalExpired():
             return Finish(RunStatus.NEEDS_INPUT, f"approval {fact.approval_id} expired and the envelope says stop")
