@@ -241,7 +241,7 @@ def test_a_run_answered_in_the_inbox_is_resumed_from_its_page(
     with EventStore.open(db, readonly=True) as store:
         events = store.events(waiting.run_id)
     pushed = [e.payload for e in events if e.kind == "action.completed" and e.payload["tool"] == "bash"]
-    assert len(pushed) == 1 and [e.kind for e in events].count("run.resumed") == 1
+    assert len(pushed) == 1 and [e.kind for e in events].count("run.continued") == 1
     assert events[-1].kind == "run.finished"
     page.goto(f"{served.url}runs/{waiting.run_id}")
     assert page.locator("#resume").count() == 0

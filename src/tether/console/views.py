@@ -260,6 +260,7 @@ RENDER = {
     "action.started": _fields("tool", "attempt", "idempotent", title="running"),
     "run.checkpoint": _fields("label", "files", "note", "unreadable", title="checkpoint"),
     "run.resumed": _fields("reason", title="run resumed"),
+    "run.continued": _fields("by", "from_status", "note", "budgets", "attempts", title="run continued"),
     "verify.completed": _fields("trigger", "accepted", "results", "reasons", title="verification"),
     "run.forked": _fields("parent_run", "at_seq", "workspace", title="forked"),
     "control.changed": lambda p: (
