@@ -123,3 +123,53 @@ def test_the_first_differing_fact_is_the_divergence() -> None:
     exit1 = [same[0], Fact(9, "receipt", "c1", {"exit_code": 1})]
     d = first_divergence(a, exit1)
     assert d is not None and "exit_code was 0 (original seq 2), replay has 1 (replay seq 9)" in d.describe()
+
+
+WRONG = {
+    "name": "edit_file",
+    "args": {"path": "src/stats/core.py", "old": "    return ordered[middle]\n", "new": "    return ordered[0]\n"},
+}
+
+
+def test_replay_with_another_model_is_a_counterfactual_run_forked_before_the_first_call(
+    bugfix: Path, tmp_path: Path
+) -> None:
+    """`--model M` re-asks another model from the first call: a new run beside the original, which stays as it was."""
+    db, original = run(bugfix, [{"tool_calls": [WRONG]}, {"tool_calls": [FINISH]}])
+    assert original["status"] != "COMPLETE"
+    before = [e.hash for e in EventStore.open(db).events(original["run_id"])]
+    (bugfix / "better.yaml").write_text(json.dumps({"turns": [{"tool_calls": [FIX]}, {"tool_calls": [FINISH]}]}))
+    ws = tmp_path / "counterfactual"
+    proc = tether(
+        "replay",
+        original["run_id"],
+        "--model",
+        "scripted:better.yaml",
+        "-w",
+        str(ws),
+        "--db",
+        str(db),
+        "--json",
+        "--sandbox",
+        "local",
+    )
+    other = json.loads(proc.stdout.splitlines()[-1])
+    assert proc.returncode == 0 and other["status"] == "COMPLETE", proc.stdout + proc.stderr
+    assert "ordered[middle - 1] + ordered[middle]" in (ws / "src/stats/core.py").read_text()
+    with EventStore.open(db) as store:
+        log = store.events(other["run_id"])
+        forked = next(e for e in log if e.kind == "run.forked")
+        first_call = next(e.seq for e in store.events(original["run_id"]) if e.kind == "model.requested")
+        assert forked.payload["parent_run"] == original["run_id"] and forked.payload["at_seq"] == first_call - 1
+        assert forked.payload["model"] == "scripted:better.yaml"
+        assert [e.hash for e in store.events(original["run_id"])] == before  # the original is untouched
+    assert tether("log", "verify", other["run_id"], "--db", str(db)).returncode == 0
+
+
+def test_a_counterfactual_refuses_keep_and_a_seq_it_cannot_fork_at(bugfix: Path) -> None:
+    db, original = run(bugfix, [{"tool_calls": [FINISH]}])
+    proc = tether("replay", original["run_id"], "--model", "scripted:x.yaml", "--keep", "k", "--db", str(db))
+    assert proc.returncode == 2 and "--keep" in proc.stdout + proc.stderr
+    end = len(EventStore.open(db).events(original["run_id"])) - 1
+    proc = tether("replay", original["run_id"], "--model", "scripted:x.yaml", "--to", str(end), "--db", str(db))
+    assert proc.returncode != 0 and "had finished" in proc.stdout + proc.stderr

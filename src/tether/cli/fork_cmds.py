@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
-from tether.events.store import EventStore
+from tether.events.store import Event, EventStore
 from tether.kernel import session
 from tether.kernel.fork import fork
 
@@ -60,12 +62,28 @@ def fork_cmd(
         approver=ask_approval if interactive else None,
         on_event=printer(as_json, verbose),
     )
+    fork_and_drive(run, lambda _events: at, workspace, options, db, as_json, envelope=envelope)
+
+
+def fork_and_drive(
+    run: str,
+    at: Callable[[list[Event]], int],
+    workspace: Path | None,
+    options: session.Options,
+    db: Path | None,
+    as_json: bool,
+    *,
+    envelope: Path | None = None,
+) -> NoReturn:
+    """Fork ``run`` at the seq ``at`` picks from its log, drive the fork live, print its contract and exit
+    with its status (``tether fork``, and ``tether replay --model``, the counterfactual)."""
     with writer(db) as store:
         parent = store.run(run).run_id
-        dest = workspace or default_workspace(store, parent, at)
-        runtime = fork(store, parent, at, dest, options, envelope=envelope)
+        seq = at(store.events(parent))
+        dest = workspace or default_workspace(store, parent, seq)
+        runtime = fork(store, parent, seq, dest, options, envelope=envelope)
         if not as_json:
-            console.print(f"forked {parent} at seq {at} as {runtime.run_id}; workspace {dest}")
+            console.print(f"forked {parent} at seq {seq} as {runtime.run_id}; workspace {dest}")
         contract = runtime.drive()
         control = control_line(store, contract.run_id)
     show_contract(contract, as_json)

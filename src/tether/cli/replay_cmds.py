@@ -9,9 +9,12 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from tether.kernel.replay import replay
+from tether.kernel import session
+from tether.kernel.replay import counterfactual_seq, replay
 
 from .common import EXIT_INVALID, EXIT_OK, DbOption, JsonOption, console, reader
+from .fork_cmds import fork_and_drive
+from .run_cmds import printer
 
 
 def replay_cmd(
@@ -21,14 +24,28 @@ def replay_cmd(
     keep: Path | None = typer.Option(
         None, "--keep", help="Keep the replay's workspace and store in this new directory (default: removed)."
     ),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Counterfactual: ask this model instead, from --to SEQ (default: the first call)."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL for --model (local servers)."),
+    workspace: Path | None = typer.Option(
+        None, "--workspace", "-w", help="The counterfactual run's workspace (default: <workspace>-fork-<SEQ>)."
+    ),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Re-execute a run from its recorded starting files and model answers; report the first divergence.
 
     The gate, sandbox and sensors run again for real; the original log is only read. Exit 0 reproduced,
-    1 diverged (both sides are shown). See docs/lifecycle.md.
+    1 diverged (both sides are shown). With --model M: the counterfactual — a new run, forked from the
+    original just before its first model call (or at --to SEQ), that goes on live with M; it exits with
+    that run's status. See docs/lifecycle.md.
     """
+    if model is not None:
+        if keep is not None:
+            raise typer.BadParameter("--keep is for a replay; a counterfactual run keeps its --workspace")
+        options = session.Options(model=model, base_url=base_url, sandbox=sandbox, on_event=printer(as_json, False))
+        fork_and_drive(run, lambda events: counterfactual_seq(events, to), workspace, options, db, as_json)
     if keep is not None and keep.exists() and any(keep.iterdir()):
         raise typer.BadParameter(f"{keep} is not empty", param_hint="--keep")
     with reader(db) as store:

@@ -13,6 +13,10 @@ What is re-executed, and what is fed back:
 - **everything else runs again for real**: the gate decides, the sandbox executes, the snapshots
   observe, the sensors verify.
 
+``tether replay RUN --model M`` is the counterfactual instead (:func:`counterfactual_seq`): not a check but a
+new run — the run forked just before it first asked its model (or at ``--to SEQ``), going on live with
+model M, logged in the original store beside the run it came from (``run.forked`` names it and M).
+
 The replay is its own run, in its own store, in the same temporary directory (its ``run.started`` names
 the original in ``replay_of``). The original store is only read, so the original log is untouched.
 
@@ -46,6 +50,7 @@ from tether.events.kinds import (
     ApprovalRequested,
     Checkpoint,
     ModelFailed,
+    ModelRequested,
     ModelResponded,
     RunContinued,
     RunFinished,
@@ -308,6 +313,16 @@ def _replay(
         kept=str(workdir) if keep else None,
         to_seq=to_seq,
     )
+
+
+def counterfactual_seq(events: Sequence[Event], to_seq: int | None = None) -> int:
+    """Where ``replay --model M`` forks: ``to_seq`` if given, else just before the run's first model call."""
+    if to_seq is not None:
+        return to_seq
+    first = next((e.seq for e in events if e.kind == ModelRequested.KIND), None)
+    if first is None:
+        raise InputError("the run never asked its model, so there is nothing to ask another model")
+    return first - 1
 
 
 def continuations(events: Sequence[Event]) -> list[RunContinued]:
