@@ -244,8 +244,9 @@ def test_a_run_answered_in_the_inbox_is_resumed_from_its_page(
     assert len(pushed) == 1 and [e.kind for e in events].count("run.continued") == 1
     assert events[-1].kind == "run.finished"
     page.goto(f"{served.url}runs/{waiting.run_id}")
-    assert page.locator("#resume").count() == 0
-    # a finished run cannot be resumed: a form posted anyway (with the page's CSRF token) is refused
+    assert events[-1].payload["status"] == "NEEDS_INPUT"  # the script ran out: a stop a person answers
+    assert page.locator("#resume-note").count() == 1  # so the resume form asks for the answer
+    # without the note the kernel refuses: a form posted anyway (with the page's CSRF token) changes nothing
     page.evaluate(
         """(runId) => {
             const form = document.querySelector("form[action$='/verify']");
@@ -254,7 +255,7 @@ def test_a_run_answered_in_the_inbox_is_resumed_from_its_page(
         }""",
         waiting.run_id,
     )
-    assert "can be resumed" in page.locator("#message").inner_text()
+    assert "--note" in page.locator("#message").inner_text()
     with EventStore.open(db, readonly=True) as store:
         assert len(store.events(waiting.run_id)) == len(events)
 
@@ -359,3 +360,54 @@ def test_undo_previews_then_restores_the_runs_changes(tmp_path: Path, served: Ba
     assert source.read_text() == before
     with EventStore.open(db, readonly=True) as store:
         assert store.events(run.run_id)[-1].kind == "run.undone"
+
+
+def test_a_stop_that_needs_a_note_is_resumed_with_one_and_a_run_is_forked_from_its_page(
+    tmp_path: Path, served: Background, db: Path, page: Any
+) -> None:
+    """The resume form asks for what the stop needs (kernel/continuation.py): a NEEDS_INPUT run offers a note
+    field, and the note is recorded with who gave it. The fork form forks at a seq and drives the fork."""
+    bugfix = prepare(EXAMPLE, tmp_path)
+    (bugfix / "ask.yaml").write_text(yaml.safe_dump({"turns": [{"text": "which median do you mean?"}]}))
+    stopped = Harness(bugfix / "envelope.yaml", db=db, sandbox="local", model="scripted:ask.yaml").run("fix it")
+    assert stopped.status is RunStatus.NEEDS_INPUT
+
+    page.goto(f"{served.url}runs/{stopped.run_id}")
+    assert page.locator("#resume-budget").count() == 0 and page.locator("#resume-attempts").count() == 0
+    page.fill("#resume-note", "the mean of the two middle values")
+    page.click("#resume")
+    page.locator("#live:text('the run finished')").wait_for(timeout=60_000)
+    with EventStore.open(db, readonly=True) as store:
+        events = store.events(stopped.run_id)
+    (continued,) = [e.payload for e in events if e.kind == "run.continued"]
+    assert continued["note"] == "the mean of the two middle values" and continued["by"] == "console"
+
+    first_call = next(e.seq for e in events if e.kind == "model.requested")
+    page.goto(f"{served.url}runs/{stopped.run_id}")
+    page.fill("#fork-seq", str(first_call - 1))
+    page.click("#fork")
+    page.wait_for_url(lambda url: stopped.run_id not in url, timeout=60_000)
+    fork_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    page.locator("#live:text('the run finished')").wait_for(timeout=60_000)
+    with EventStore.open(db, readonly=True) as store:
+        forked = next(e for e in store.events(fork_id) if e.kind == "run.forked")
+        store.verify(fork_id)  # raises on a broken chain
+    assert forked.payload["parent_run"] == stopped.run_id and forked.payload["at_seq"] == first_call - 1
+    assert Path(forked.payload["workspace"]).parent == (bugfix / "project").parent  # beside the parent's
+
+
+def test_a_fork_at_a_seq_the_run_does_not_have_is_refused_on_the_page(
+    tmp_path: Path, served: Background, db: Path, page: Any
+) -> None:
+    bugfix = prepare(EXAMPLE, tmp_path)
+    (bugfix / "ask.yaml").write_text(yaml.safe_dump({"turns": [{"text": "which median do you mean?"}]}))
+    stopped = Harness(bugfix / "envelope.yaml", db=db, sandbox="local", model="scripted:ask.yaml").run("fix it")
+    with EventStore.open(db, readonly=True) as store:
+        before = len(store.runs())
+    page.goto(f"{served.url}runs/{stopped.run_id}")
+    page.evaluate("document.querySelector('#fork-seq').removeAttribute('max')")
+    page.fill("#fork-seq", "99999")
+    page.click("#fork")
+    assert "not one of them" in page.locator("#message").inner_text()
+    with EventStore.open(db, readonly=True) as store:
+        assert len(store.runs()) == before

@@ -9,26 +9,13 @@ from typing import NoReturn
 
 import typer
 
-from tether.events.store import Event, EventStore
+from tether.events.store import Event
 from tether.kernel import session
-from tether.kernel.fork import fork
+from tether.kernel.fork import fork, fork_workspace
 
 from .common import DbOption, JsonOption, console, exit_code, writer
 from .prompt import ask_approval
 from .run_cmds import control_line, printer, show_contract
-
-
-def default_workspace(store: EventStore, run_id: str, at_seq: int) -> Path:
-    """Next to the parent's workspace: ``<name>-fork-<seq>`` (a numbered suffix if that exists)."""
-    from tether.state import RunState
-
-    parent = Path(RunState.from_events(store.events(run_id)).workspace or Path.cwd())
-    base = parent.with_name(f"{parent.name}-fork-{at_seq}")
-    candidate, n = base, 1
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}-{n}")
-    return candidate
 
 
 def fork_cmd(
@@ -80,7 +67,7 @@ def fork_and_drive(
     with writer(db) as store:
         parent = store.run(run).run_id
         seq = at(store.events(parent))
-        dest = workspace or default_workspace(store, parent, seq)
+        dest = workspace or fork_workspace(store, parent, seq)
         runtime = fork(store, parent, seq, dest, options, envelope=envelope)
         if not as_json:
             console.print(f"forked {parent} at seq {seq} as {runtime.run_id}; workspace {dest}")

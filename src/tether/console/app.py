@@ -65,6 +65,7 @@ def create_app(db: Path, guard: Guard) -> Starlette:
             Route("/runs/{run_id}/turns/{turn:int}", page(pages.turn_page)),
             Route("/runs/{run_id}/verify", page(pages.verify_action), methods=["POST"]),
             Route("/runs/{run_id}/resume", page(pages.resume_action), methods=["POST"]),
+            Route("/runs/{run_id}/fork", page(pages.fork_action), methods=["POST"]),
             Route("/runs/{run_id}/export", page(pages.export_action), methods=["POST"]),
             Route("/runs/{run_id}/undo", page(pages.undo_action), methods=["POST"]),
             Route("/approvals", page(inbox.approvals_page)),

@@ -1,7 +1,9 @@
-"""Resuming a run from the console: what ``tether resume RUN`` does, driven in a thread of the server.
+"""Resuming or forking a run from the console: what ``tether resume RUN`` and ``tether fork RUN --at SEQ`` do,
+driven in a thread of the server.
 
-The request takes the run's lease and verifies its log before answering (``session.resume``), so a run
-another driver holds, a finished run or a broken log is refused on the page that asked; the drive itself
+The request takes the run's lease and verifies its log before answering (``session.resume``,
+``kernel.fork``), so a run another driver holds, a run that cannot go on as asked or a broken log is refused
+on the page that asked; the drive itself
 then goes on in the background and the run's page follows it through its live stream. A driver that
 stops on an exception (not a run status: those are in the log) is remembered, with the error, for the
 run's page to show.
@@ -16,6 +18,9 @@ from pathlib import Path
 from tether.events.anchor import Signer
 from tether.events.store import EventStore
 from tether.kernel import session
+from tether.kernel.continuation import Request
+from tether.kernel.fork import fork, fork_workspace
+from tether.kernel.runtime import Runtime
 
 
 @dataclass
@@ -26,14 +31,31 @@ class Drivers:
     threads: dict[str, threading.Thread] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
-    def resume(self, run_id: str) -> str:
+    def resume(self, run_id: str, request: Request) -> str:
         """Take the run and start driving it; returns its full id. Raises what ``session.resume`` raises."""
-        store = EventStore.open(self.db, create=False, signer=Signer.configured())
+        store = self._open()
         try:
-            runtime = session.resume(store, run_id, session.Options())
+            runtime = session.resume(store, run_id, session.Options(), request)
         except BaseException:
             store.close()
             raise
+        return self._drive(store, runtime)
+
+    def fork(self, run_id: str, at_seq: int, by: str) -> str:
+        """Fork the run at ``at_seq`` (its workspace beside the parent's) and drive the fork; returns its id."""
+        store = self._open()
+        try:
+            parent = store.run(run_id).run_id
+            runtime = fork(store, parent, at_seq, fork_workspace(store, parent, at_seq), session.Options(), by=by)
+        except BaseException:
+            store.close()
+            raise
+        return self._drive(store, runtime)
+
+    def _open(self) -> EventStore:
+        return EventStore.open(self.db, create=False, signer=Signer.configured())
+
+    def _drive(self, store: EventStore, runtime: Runtime) -> str:
         self.failures.pop(runtime.run_id, None)
 
         def drive() -> None:
@@ -44,7 +66,7 @@ class Drivers:
             finally:
                 store.close()
 
-        thread = threading.Thread(target=drive, name=f"tether-resume-{runtime.run_id}", daemon=True)
+        thread = threading.Thread(target=drive, name=f"tether-drive-{runtime.run_id}", daemon=True)
         self.threads[runtime.run_id] = thread
         thread.start()
         return runtime.run_id

@@ -19,6 +19,8 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 from tether.events.store import Event
+from tether.kernel.continuation import NEEDS, Needs, parse_budget
+from tether.kernel.continuation import Request as Continuation
 from tether.kernel.undo import Outcome as UndoOutcome
 from tether.kernel.undo import Selection, shown, undo
 from tether.observe.diff import RunDiff, run_diff
@@ -27,8 +29,6 @@ from tether.status import RunStatus
 
 from . import views
 from .web import Console, checked_form, int_param, render
-
-RESUMABLE = ("RUNNING", "WAITING_APPROVAL", "BLOCKED_DEPENDENCY")  # offered a resume button (once answered)
 
 
 def _rows(console: Console) -> list[views.RunRow]:
@@ -102,7 +102,7 @@ async def run_page(console: Console, request: Request) -> Response:
         turns=sorted(set(views.turns_of(events))),
         families=views.families(),
         approvals=row.approvals,
-        resumable=row.status in RESUMABLE and not row.approvals,
+        needs=_needs(row.status) if not row.approvals else None,  # the resume form asks for what the stop needs
         driving=(t := console.drivers.threads.get(info.run_id)) is not None and t.is_alive(),
         driver_failure=console.drivers.failures.get(info.run_id),
         live=timeline.is_tail and row.status in ("RUNNING", "NEW", "WAITING_APPROVAL"),
@@ -220,10 +220,44 @@ async def undo_action(console: Console, request: Request) -> Response:
     )  # fmt: skip
 
 
+def _needs(status: str) -> Needs | None:
+    """What a stop needs before it goes on (kernel/continuation.py's table); None for a final status."""
+    return NEEDS.get(RunStatus(status)) if status in RunStatus.__members__ else None
+
+
+def operator(request: Request, form: dict[str, str]) -> str:
+    return (form.get("by") or "").strip() or request.cookies.get("tether_operator") or "console"
+
+
 async def resume_action(console: Console, request: Request) -> Response:
-    """Continue a run as ``tether resume RUN`` would, driven by this server; the run's page follows it."""
+    """Continue a run as ``tether resume RUN [--note | --budget | --attempts]`` would, driven by this server; the
+    run's page follows it. A stop that needs something (a note, a raised budget, more attempts) is refused
+    by the kernel without it, with the reason on the page."""
     form = await checked_form(request)
     if isinstance(form, Response):
         return form
-    run_id = await run_in_threadpool(console.drivers.resume, request.path_params["run_id"])
+    budgets = dict(parse_budget(b) for b in form.get("budget", "").split() if b)
+    attempts = int_param(form.get("attempts") or "0")
+    if attempts is None or attempts < 0:
+        raise InputError(f"attempts: expected a whole number of extra attempts, found {form.get('attempts')!r}")
+    continuation = Continuation(
+        by=operator(request, form),
+        reason="the console",
+        note=(form.get("note") or "").strip() or None,
+        budgets=budgets,
+        attempts=attempts,
+    )
+    run_id = await run_in_threadpool(console.drivers.resume, request.path_params["run_id"], continuation)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+async def fork_action(console: Console, request: Request) -> Response:
+    """Fork the run at a seq as ``tether fork RUN --at SEQ`` does and drive the fork; the fork's page follows it."""
+    form = await checked_form(request)
+    if isinstance(form, Response):
+        return form
+    seq = int_param(form.get("seq"))
+    if seq is None:
+        raise InputError(f"seq: expected the seq of an event of the run, found {form.get('seq')!r}")
+    fork_id = await run_in_threadpool(console.drivers.fork, request.path_params["run_id"], seq, operator(request, form))
+    return RedirectResponse(f"/runs/{fork_id}", status_code=303)

@@ -124,6 +124,17 @@ def fork(
         raise
 
 
+def fork_workspace(store: EventStore, run_id: str, at_seq: int) -> Path:
+    """Where a fork's workspace goes by default: beside the parent's, ``<name>-fork-<seq>`` (numbered if taken)."""
+    parent = Path(RunState.from_events(store.events(run_id)).workspace or Path.cwd())
+    base = parent.with_name(f"{parent.name}-fork-{at_seq}")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
 def _check_point(run_id: str, at_seq: int, state: RunState, events: Sequence[Event]) -> None:
     if state.status is RunStatus.NEW:
         raise InputError(f"run {run_id}: no run.started at or before seq {at_seq}")
