@@ -50,6 +50,21 @@ def test_the_demo_reproduces_on_another_machine_with_its_workspace_gone(tmp_path
     assert human.returncode == 0 and "reproduced" in human.stdout
 
 
+def test_an_exported_run_replays_on_another_machine(tmp_path: Path) -> None:
+    """Hand it to a colleague: export, import into another directory's store with the original gone, replay."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    assert tether("demo", "--workdir", str(here), "--sandbox", "local").returncode == 0
+    with EventStore.open(here / "tether.db") as store:
+        (info,) = store.runs()
+    package = tmp_path / "run.tar.gz"
+    tether("export", info.run_id, "-o", str(package), "--db", str(here / "tether.db"), check=True)
+    shutil.rmtree(here)  # nothing of the first machine is left but the package
+    there.mkdir()
+    tether("import", str(package), "--db", str(there / "tether.db"), check=True)
+    code, report = replay(there / "tether.db", info.run_id)
+    assert code == 0 and report["reproduced"] and report["replay_status"] == "COMPLETE", report
+
+
 def test_a_run_with_an_approval_replays_with_the_recorded_answer(bugfix: Path, tmp_path: Path) -> None:
     env = bugfix / "envelope.yaml"
     env.write_text(
