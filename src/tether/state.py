@@ -68,6 +68,7 @@ STATUS_KINDS = frozenset(
     for k in (
         RunStarted,
         RunResumed,
+        RunContinued,
         RunForked,
         RunWaiting,
         RunFinished,

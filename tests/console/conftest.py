@@ -28,8 +28,10 @@ def served(db: Path) -> Iterator[Background]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One browser per module, closed after it: while sync Playwright runs, its event loop is this thread's,
+    so a later test's ``asyncio.run`` (``Harness.arun``) would fail if it stayed open for the session."""
     from playwright.sync_api import sync_playwright
 
     executable = shutil.which("chromium")
