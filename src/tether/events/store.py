@@ -911,11 +911,12 @@ class EventStore:
 
     def _verified_hashes(self, info: RunInfo) -> list[str]:
         """The chain of the run's whole log: a fork's shared prefix is verified against the parent's rows."""
-        try:
-            rows = self._rows(info.run_id, "run_id, seq, ts, kind, payload, prev_hash, hash")
-        except sqlite3.DatabaseError as e:
-            raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
-        return verify_rows(info, rows)
+        with gc_paused():  # a row tuple per event, none of them cyclic: see events/bulk.py
+            try:
+                rows = self._rows(info.run_id, "run_id, seq, ts, kind, payload, prev_hash, hash")
+            except sqlite3.DatabaseError as e:
+                raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
+            return verify_rows(info, rows)
 
 
 def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
@@ -929,16 +930,17 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
     prev = GENESIS
     hashes: list[str] = []
     for expected_seq, (rid, seq, ts, kind, payload, prev_hash, h) in enumerate(rows):
-        shared = "" if rid == info.run_id else f" (an event of parent run {rid}, shared by this fork)"
         if seq != expected_seq:
-            raise LogCorrupt(info.run_id, expected_seq, f"missing or reordered event (found seq {seq!r}){shared}")
+            why = f"missing or reordered event (found seq {seq!r})"
+            raise LogCorrupt(info.run_id, expected_seq, why + _shared(info, rid))
         if not (type(ts) is type(kind) is type(payload) is type(prev_hash) is type(h) is str):
             malformed = _not_text(ts, kind, payload, prev_hash, h)
-            raise LogCorrupt(info.run_id, seq, f"row is malformed: {malformed}{shared}")
+            raise LogCorrupt(info.run_id, seq, f"row is malformed: {malformed}{_shared(info, rid)}")
         if prev_hash != prev:
-            raise LogCorrupt(info.run_id, seq, f"prev_hash does not match the previous event's hash{shared}")
+            why = "prev_hash does not match the previous event's hash"
+            raise LogCorrupt(info.run_id, seq, why + _shared(info, rid))
         if event_hash(prev, rid, seq, ts, kind, payload) != h or payload[:1] != "{":
-            raise LogCorrupt(info.run_id, seq, _why_not(payload) + shared)
+            raise LogCorrupt(info.run_id, seq, _why_not(payload) + _shared(info, rid))
         prev = h
         hashes.append(h)
     n = len(rows)
@@ -947,6 +949,11 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
             info.run_id, n, f"log ends at seq {n - 1} but the run's head is seq {info.head_seq} (truncated)"
         )
     return hashes
+
+
+def _shared(info: RunInfo, rid: str) -> str:
+    """What an error adds when the bad row is a parent's, shared by a fork (said only when raising)."""
+    return "" if rid == info.run_id else f" (an event of parent run {rid}, shared by this fork)"
 
 
 def _why_not(payload: str) -> str:
