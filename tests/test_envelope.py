@@ -188,7 +188,7 @@ def test_schema_command_prints_json_schema() -> None:
 
 
 def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
-    """Envelopes sealed before ``pricing_file`` existed keep their hash; setting it is covered by the hash."""
+    """Envelopes sealed before ``pricing_file`` and ``mcp_servers`` existed keep their hash; setting one is hashed."""
     from tether.canonical import content_hash
     from tether.envelope.hashing import contract_hash
     from tether.policy.defaults import default_envelope
@@ -197,5 +197,6 @@ def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
     before = env.model_dump(mode="json")
     before.pop("contract_hash")
     before.pop("pricing_file")
+    before.pop("mcp_servers")
     assert contract_hash(env) == content_hash(before)
     assert contract_hash(env.model_copy(update={"pricing_file": "p.yaml"})) != contract_hash(env)

@@ -16,7 +16,7 @@ def plan_hash(plan: IntentPlan) -> str:
 
 #: Top-level fields added after envelopes were first sealed: hashed only when set, so that a new optional
 #: field does not change the hash of every envelope compiled before it existed.
-LATER_FIELDS = ("pricing_file",)
+LATER_FIELDS = ("pricing_file", "mcp_servers")
 
 
 def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
@@ -24,6 +24,6 @@ def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
     data = envelope.model_dump(mode="json") if isinstance(envelope, Envelope) else dict(envelope)
     data.pop("contract_hash", None)
     for name in LATER_FIELDS:
-        if data.get(name) is None:
+        if data.get(name) in (None, []):
             data.pop(name, None)
     return content_hash(data)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Strict(BaseModel):
@@ -143,6 +143,46 @@ class ToolContract(Strict):
         return self.idempotent if self.idempotent is not None else set(self.effects) == {Effect.READ}
 
 
+#: An MCP tool's name in the envelope: ``mcp__<server>__<tool>`` (the convention Claude Code uses too), so a
+#: server's tool can never take the name of a built-in or of another server's tool.
+MCP_PREFIX = "mcp__"
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The envelope's name for ``tool`` of MCP server ``server``."""
+    return f"{MCP_PREFIX}{server}__{tool}"
+
+
+def split_mcp_tool(name: str) -> tuple[str, str] | None:
+    """``(server, tool)`` of an envelope tool named ``mcp__<server>__<tool>``; None for any other name."""
+    if not name.startswith(MCP_PREFIX):
+        return None
+    server, sep, tool = name[len(MCP_PREFIX) :].partition("__")
+    return (server, tool) if sep and server and tool else None
+
+
+class McpServer(Strict):
+    """An MCP server whose tools the envelope may offer (docs/mcp.md).
+
+    Only the tools the envelope also declares as contracts, named ``mcp__<name>__<tool>``, are offered,
+    gated and run; the server's other tools are never shown to the model.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$", description="Letters, digits and '-' (no '_').")
+    command: list[str] | None = Field(
+        None, min_length=1, description="stdio: the server's argv, started in the workspace (in the sandbox)."
+    )
+    url: str | None = Field(None, pattern=r"^https?://", description="Streamable HTTP: the server's endpoint.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for a stdio server.")
+    startup_timeout_s: float = Field(30, gt=0, description="Seconds to start, connect and list its tools.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command (a stdio server) or url (a streamable HTTP server)")
+        return self
+
+
 class Rule(Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
     rule: str = Field(description="Tool or Tool(specifier), e.g. bash(git push:*), write_file(src/**).")
@@ -271,6 +311,9 @@ class Envelope(Strict):
     agent: Agent = Field(default_factory=Agent)
     environment: Environment = Field(default_factory=Environment)
     tools: list[ToolContract] = Field(default_factory=list)
+    mcp_servers: list[McpServer] = Field(
+        default_factory=list, description="MCP servers whose declared tools (mcp__<server>__<tool>) are offered."
+    )
     permissions: Permissions = Field(default_factory=Permissions)
     budgets: Budgets = Field(default_factory=Budgets)
     approvals: Approvals = Field(default_factory=Approvals)

@@ -23,7 +23,7 @@ from . import noop
 from .hashing import contract_hash, plan_hash
 from .load import load_plan
 from .risks import Risky
-from .schema import ApprovalClass, Effect, Envelope, Risk
+from .schema import MCP_PREFIX, ApprovalClass, Effect, Envelope, Risk, split_mcp_tool
 
 FULL_CONTRACT_FIELDS = ("timeout_s", "idempotent", "on_failure", "evidence", "rollback")
 
@@ -47,6 +47,7 @@ def contract_problems(envelope: Envelope, envelope_path: Path) -> list[Problem]:
     found = [
         *binding_problems(envelope, envelope_path),
         *tool_problems(envelope),
+        *mcp_problems(envelope),
         *boundary_problems(envelope),
         *limit_problems(envelope),
         *rule_id_problems(envelope),
@@ -101,6 +102,26 @@ def tool_problems(envelope: Envelope) -> list[Found]:
         if not covered:
             because = f"declared, because tool {t.name!r} has effects {[e.value for e in t.effects]}"
             out += [(f"$.tools[{i}].{k}", "missing", because) for k in missing]
+    return out
+
+
+def mcp_problems(envelope: Envelope) -> list[Found]:
+    """Every MCP server named once; every ``mcp__<server>__<tool>`` contract names a declared server."""
+    out: list[Found] = []
+    servers: set[str] = set()
+    for i, server in enumerate(envelope.mcp_servers):
+        if server.name in servers:
+            out.append((f"$.mcp_servers[{i}].name", server.name, "a unique server name"))
+        servers.add(server.name)
+    for i, t in enumerate(envelope.tools):
+        if not t.name.startswith(MCP_PREFIX):
+            continue
+        split = split_mcp_tool(t.name)
+        if split is None:
+            out.append((f"$.tools[{i}].name", t.name, "mcp__<server>__<tool>, naming a server and one of its tools"))
+        elif split[0] not in servers:
+            known = ", ".join(sorted(servers)) or "none declared"
+            out.append((f"$.tools[{i}].name", t.name, f"a server declared in mcp_servers ({known})"))
     return out
 
 

@@ -3,14 +3,16 @@
 The envelope is the allowlist: ``resolve_tools`` returns exactly the tools the envelope
 names, and refuses an envelope that names a tool with no implementation, or declares
 fewer effects for a tool than its implementation has (the gate decides on declared
-effects, so an under-declared tool would be gated too leniently — fail closed).
+effects, so an under-declared tool would be gated too leniently — fail closed). A tool of a
+declared MCP server (``mcp__<server>__<tool>``) has no implementation here: it is bound when its
+server starts and lists it (:mod:`tether.tools.mcp`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tether.envelope.schema import Envelope, ToolContract
+from tether.envelope.schema import Envelope, ToolContract, split_mcp_tool
 from tether.errors import EnvelopeInvalid, Problem
 
 from .contract import Tool
@@ -61,7 +63,11 @@ def resolve_tools(envelope: Envelope, extra: Sequence[Tool] = ()) -> dict[str, T
         available[t.name] = t
     problems: list[Problem] = []
     resolved: dict[str, Tool] = {}
+    servers = {s.name for s in envelope.mcp_servers}
     for i, declared in enumerate(envelope.tools):
+        mcp = split_mcp_tool(declared.name)
+        if mcp is not None and mcp[0] in servers and declared.name not in available:
+            continue  # an MCP server's tool: resolved when its server starts (tether.tools.mcp)
         impl = available.get(declared.name)
         if impl is None:
             problems.append(
