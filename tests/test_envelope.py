@@ -84,8 +84,12 @@ def test_hand_edit_breaks_contract_hash(example: Path) -> None:
         (lambda d: d["environment"].pop("filesystem"), "$.environment.filesystem"),
         (lambda d: d["environment"].pop("secrets"), "$.environment.secrets"),
         (
-            lambda d: d["environment"].update(secrets=[{"name": "t", "source": "ghp_abc"}]),
-            "$.environment.secrets[0].source",
+            lambda d: d["environment"].update(secrets=[{"name": "t", "source": "env:T"}]),
+            "$.environment.secrets[0].tools",
+        ),
+        (
+            lambda d: d["environment"].update(secrets=[{"name": "t", "source": "env:T", "tools": ["nope"]}]),
+            "$.environment.secrets[0].tools[0]",
         ),
         (lambda d: d["approvals"].update(require_for=["irreversible"]), "$.approvals.require_for"),
         (lambda d: d["outputs"].pop("max_external"), "$.outputs.max_external"),

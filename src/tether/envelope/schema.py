@@ -7,10 +7,11 @@ schema-only validation can still load a draft; ``strict.py`` insists on them.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Strict(BaseModel):
@@ -95,11 +96,83 @@ class Network(Strict):
     allow: list[str] = Field(description="Exact host names reachable; empty means none.")
 
 
+SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""A secret's handle and an environment variable's name: an identifier (so the name can be the default variable)."""
+
+RESERVED_ENV = frozenset(
+    {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG", "SHELL", "PYTHONPATH", "PYTHONHOME", "BASH_ENV", "ENV"}
+)
+"""Variables a secret may not be injected as: the sandbox sets them, or they make a shell or loader run code."""
+
+SECRET_FILE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+HOST_NAME = r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"
+
+
+class SecretInject(Strict):
+    """How a secret reaches the tool's sandbox: exactly one of an environment variable or a file.
+
+    ``file`` names a file on a private tmpfs inside the sandbox, ``/run/secrets/<file>``, mode 0400: the value
+    is then never in the command's environment, which child processes inherit and ``env`` prints.
+    """
+
+    env: str | None = Field(None, pattern=SECRET_NAME, description="The environment variable that holds the value.")
+    file: str | None = Field(None, pattern=SECRET_FILE, description="A file name under /run/secrets in the sandbox.")
+
+    @model_validator(mode="after")
+    def _one(self) -> SecretInject:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("exactly one of 'env' (a variable name) or 'file' (a file name under /run/secrets)")
+        return self
+
+
+SECRETS_DIR = "/run/secrets"
+"""Where ``inject: {file: …}`` puts a secret inside the sandbox (a private tmpfs)."""
+
+
 class Secret(Strict):
-    name: str = Field(description="Handle the agent refers to; never the literal value.")
-    source: str = Field(description="Where the host reads it, e.g. env:GITHUB_TOKEN.")
-    tools: list[str] = Field(default_factory=list, description="Tools that may receive it.")
-    hosts: list[str] = Field(default_factory=list, description="Hosts it may be sent to.")
+    """A brokered credential: the host resolves ``source`` only when one of ``tools`` is about to run and hands
+    the value to that call's sandbox alone (docs/secrets.md). The model only ever sees ``[secret:NAME]``."""
+
+    name: str = Field(pattern=SECRET_NAME, description="Handle the agent refers to; never the literal value.")
+    source: str = Field(description="Where the host reads it: env:VAR (its environment) or file:/ABSOLUTE/PATH.")
+    tools: list[str] = Field(default_factory=list, description="Tools whose calls receive it; no other call does.")
+    hosts: list[str] = Field(default_factory=list, description="Host names it may be sent to (the egress proxy).")
+    inject: SecretInject | None = Field(None, description="How the tool receives it; default: env var NAME.")
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        scheme, _, rest = value.partition(":")
+        if scheme == "env" and re.fullmatch(SECRET_NAME, rest):
+            return value
+        if scheme == "file" and rest.startswith(("/", "~/")) and "\0" not in rest:
+            return value
+        raise ValueError(
+            "a handle 'env:VARIABLE' (a host environment variable) or 'file:/absolute/path' (or file:~/path), "
+            "never a literal value"
+        )
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        bad = [h for h in value if not re.fullmatch(HOST_NAME, h) or h.rsplit(".", 1)[-1].isdigit()]
+        if bad:
+            raise ValueError(f"host names (lower case; no IP literal, scheme, port, path or wildcard); got {bad}")
+        return value
+
+    @property
+    def delivery(self) -> SecretInject:
+        """How the value is handed over: as stated, else the environment variable named like the secret."""
+        return self.inject or SecretInject(env=self.name)
+
+    @property
+    def source_kind(self) -> Literal["env", "file"]:
+        return "env" if self.source.startswith("env:") else "file"
+
+    @property
+    def source_ref(self) -> str:
+        """The variable name or the path, without the scheme."""
+        return self.source.partition(":")[2]
 
 
 class Environment(Strict):
@@ -109,6 +182,31 @@ class Environment(Strict):
     network: Network | None = None
     secrets: list[Secret] | None = None
     env_allow: list[str] = Field(default_factory=list, description="Extra host env vars passed to commands.")
+
+    def secrets_for(self, tool: str) -> list[Secret]:
+        """The secrets a call of ``tool`` carries (declared with it in ``tools``); no other call gets any."""
+        return [s for s in self.secrets or () if tool in s.tools]
+
+    @model_validator(mode="after")
+    def _secrets_apart(self) -> Environment:
+        """Each secret has its own name and its own place in the sandbox, and never also rides ``env_allow``
+        (which hands a variable to every command, in the clear, whichever tool runs)."""
+        seen: dict[str, str] = {}
+        for s in self.secrets or ():
+            d = s.delivery
+            where = f"env {d.env}" if d.env is not None else f"file {d.file}"
+            for key, what in ((f"name {s.name}", "name"), (where, "delivery")):
+                if key in seen:
+                    raise ValueError(f"secrets {seen[key]!r} and {s.name!r} share the {what} ({key})")
+                seen[key] = s.name
+            if d.env is not None and (d.env in RESERVED_ENV or d.env.startswith("LD_")):
+                raise ValueError(f"secret {s.name!r}: inject.env {d.env} is a variable the sandbox sets itself")
+            if s.source_kind == "env" and s.source_ref in self.env_allow:
+                raise ValueError(
+                    f"env_allow lists {s.source_ref}, the source of secret {s.name!r}: it would reach every command "
+                    f"unbrokered; remove it from env_allow (the secret reaches the tools it names)"
+                )
+        return self
 
 
 class OnFailure(StrEnum):

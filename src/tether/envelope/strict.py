@@ -136,12 +136,13 @@ def boundary_problems(envelope: Envelope) -> list[Found]:
     if env.secrets is None:
         out.append(("$.environment.secrets", "missing", "an explicit list of secret handles (may be empty)"))
     else:
-        handle = "a handle like env:NAME, never a literal value"
-        out += [
-            (f"$.environment.secrets[{i}].source", s.source, handle)
-            for i, s in enumerate(env.secrets)
-            if not s.source.startswith("env:")
-        ]
+        declared = {t.name for t in envelope.tools}
+        for i, s in enumerate(env.secrets):
+            if not s.tools:
+                out.append((f"$.environment.secrets[{i}].tools", [], "the tools that may receive it (none does now)"))
+            for j, name in enumerate(s.tools):
+                if name not in declared:
+                    out.append((f"$.environment.secrets[{i}].tools[{j}]", name, "a tool declared in $.tools"))
     return out
 
 
