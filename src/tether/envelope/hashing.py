@@ -6,7 +6,7 @@ from typing import Any
 
 from tether.canonical import content_hash
 
-from .schema import Envelope, IntentPlan
+from .schema import Envelope, IntentPlan, TrustSettings
 
 
 def plan_hash(plan: IntentPlan) -> str:
@@ -18,6 +18,16 @@ def plan_hash(plan: IntentPlan) -> str:
 #: field does not change the hash of every envelope compiled before it existed.
 LATER_FIELDS = ("pricing_file", "mcp_servers")
 
+#: Nested fields added later, with the value that means "unset": hashed only when they differ from it.
+LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": TrustSettings().model_dump(mode="json")}
+LATER_TOOL_FIELDS: dict[str, Any] = {"trust": None}
+
+
+def _drop_unset(data: dict[str, Any], later: dict[str, Any]) -> None:
+    for name, unset in later.items():
+        if name in data and data[name] == unset:
+            del data[name]
+
 
 def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
     """SHA-256 over the canonical envelope with its own ``contract_hash`` field removed (and unset later fields)."""
@@ -26,4 +36,11 @@ def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
     for name in LATER_FIELDS:
         if data.get(name) in (None, []):
             data.pop(name, None)
+    if isinstance(data.get("environment"), dict):
+        data["environment"] = dict(data["environment"])
+        _drop_unset(data["environment"], LATER_ENVIRONMENT_FIELDS)
+    if isinstance(data.get("tools"), list):
+        data["tools"] = [dict(t) for t in data["tools"]]
+        for t in data["tools"]:
+            _drop_unset(t, LATER_TOOL_FIELDS)
     return content_hash(data)

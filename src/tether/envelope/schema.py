@@ -175,8 +175,27 @@ class Secret(Strict):
         return self.source.partition(":")[2]
 
 
+class Trust(StrEnum):
+    """Whose words a tool's output carries: the user's (``trusted``) or a third party's (``untrusted``).
+
+    Untrusted output reaches the model labelled as data, and a value that first appeared in it cannot steer
+    a side-effecting call without a human seeing it (docs/trust.md).
+    """
+
+    TRUSTED = "trusted"
+    UNTRUSTED = "untrusted"
+
+
+class TrustSettings(Strict):
+    workspace: Trust = Field(
+        Trust.TRUSTED,
+        description="Trust of the built-in workspace tools' output (files, search, shell): the user's by default.",
+    )
+
+
 class Environment(Strict):
     workspace: str = "."
+    trust: TrustSettings = Field(default_factory=TrustSettings)
     sandbox: Sandbox = Field(default_factory=Sandbox)
     filesystem: Filesystem | None = None
     network: Network | None = None
@@ -225,6 +244,9 @@ class ToolContract(Strict):
     on_failure: OnFailure | None = None
     evidence: list[str] | None = None
     rollback: str | None = Field(None, description="How to undo: 'none' only for irreversible tools.")
+    trust: Trust | None = Field(
+        None, description="Does the output carry third-party content? Unset: the default table (docs/trust.md)."
+    )
 
     @property
     def external_output(self) -> bool:

@@ -35,7 +35,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from tether.envelope.schema import Effect, OnFailure, ToolContract
+from tether.envelope.schema import Effect, OnFailure, ToolContract, Trust
 from tether.errors import InputError, Problem, RuntimeFailure
 
 from ._paths import clip
@@ -249,6 +249,7 @@ def tool(
     evidence: Sequence[str] = ("the tool's returned content",),
     rollback: str = "none",
     preview: PreviewFn | None = None,
+    trust: Trust | str | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a ``Tool`` with a complete contract.
 
@@ -257,7 +258,8 @@ def tool(
     function returns a ``ToolResult``, or a ``str``/``dict``/``None`` (wrapped as ``ok=True``),
     and may raise ``ToolFailure`` for an ``ok=False`` outcome. ``preview`` has the same
     signature as the function and returns the text a human approver sees. ``idempotent`` defaults to
-    true for a tool that only reads (see :attr:`ToolContract.retry_safe`).
+    true for a tool that only reads (see :attr:`ToolContract.retry_safe`). ``trust`` says whether the output
+    carries third-party content; unset, the default table decides (``tether.envelope.trust``).
     """
     effect_list = [Effect(e) for e in effects]
     failure_path = OnFailure(on_failure)
@@ -303,6 +305,7 @@ def tool(
             on_failure=failure_path,
             evidence=list(evidence),
             rollback=rollback,
+            trust=Trust(trust) if trust is not None else None,
         )
         return Tool(fn, contract, args_model, takes_context=takes_context, preview_fn=preview)
 
