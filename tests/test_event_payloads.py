@@ -20,6 +20,7 @@ from tether.envelope.schema import Envelope
 from tether.errors import LogCorrupt
 from tether.events import REGISTRY, Payload
 from tether.events import kinds as k
+from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
 from tether.events import kinds_verify as kv
 from tether.events.chain import event_hash
@@ -219,6 +220,22 @@ SAMPLES: list[Payload] = [
         ok=False,
         checks=[kv.PreflightCheck(name="tests", ok=False, detail="none", fix="add", status="NEEDS_INPUT")],
     ),
+    kx.ContextSection(label="Skills", source="skills", text="- fix-tests: make failing tests pass"),
+    kx.ContextCompacted(
+        turn=9,
+        first_seq=2,
+        last_seq=40,
+        method="model",
+        summary="read a.py; fixed b",
+        invariants="Tasks: none",
+        before_tokens=900,
+        after_tokens=300,
+        counter="estimate",
+        model="m",
+        input_tokens=800,
+        output_tokens=90,
+        cost_usd=0.01,
+    ),
 ]
 
 
@@ -265,7 +282,7 @@ def test_a_payload_built_without_validation_is_refused(tmp_path: Path) -> None:
 def test_the_kind_modules_do_not_import_each_other() -> None:
     """The registry lives in events/payload.py; a kind module imports it and nothing of its siblings."""
     root = Path(k.__file__).parent
-    for name in ("kinds", "kinds_control", "kinds_verify", "payload"):
+    for name in ("kinds", "kinds_context", "kinds_control", "kinds_verify", "payload"):
         tree = ast.parse((root / f"{name}.py").read_text())
         imported = {
             node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1

@@ -4,7 +4,13 @@ Nothing the model sees lives only in memory, so a resumed run shows the model
 exactly what it would have seen. Tool results are the receipts' model-facing
 content; denials and invalid arguments are structured results, never silence;
 refused completions and recovery guidance are host messages at their place in
-the log.
+the log. Every message carries the seqs of the events it was built from, which
+is what a call's manifest records (``tether show RUN --context TURN``).
+
+Two kinds of event change what came before instead of adding a turn:
+``context.section`` adds a labelled section to the system message (skills,
+memory), and ``context.compacted`` replaces the messages before the turns it
+keeps with its summary and invariant block (docs/context.md).
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.models.base import Message, ToolCall
 
-TOOL_RESULT_CHARS = 12_000
+SHOWN_CHARS = 12_000
+"""A tool result longer than this is shown as its head and tail and a handle that ``read_result`` pages through."""
+HEAD_CHARS = 4_000
+TAIL_CHARS = 6_000
 CONTROL = {
     "NORMAL": "Work as usual.",
     "CAUTIOUS": "Actions beyond reading now need a human's approval.",
@@ -38,19 +47,28 @@ def system_prompt(env: Envelope, plan: dict[str, Any] | None) -> str:
     return "\n\n".join(parts)
 
 
+Sources = tuple[int, ...]
+"""The seqs of the events a message was built from (empty for the envelope's own system prompt)."""
+
+
 class Transcript:
     """The model's view of the run, built incrementally: feed it events in log order.
 
     Events before the latest model response are settled; the latest turn's tool results
     and host notes stay open until the next response, so an answer that arrives later
-    (an approval, a denial) lands in the right place.
+    (an approval, a denial) lands in the right place. ``done[0]`` is the system message and
+    ``done[1]`` the task; a compaction's summary, when there is one, is ``done[2]``.
     """
 
     def __init__(self, env: Envelope, plan: dict[str, Any] | None = None) -> None:
-        self.done: list[Message] = [Message("system", system_prompt(env, plan))]
-        self.results: dict[str, str] = {}
-        self.order: list[str] = []
-        self.notes: list[str] = []
+        self.base = system_prompt(env, plan)
+        self.sections: list[tuple[str, int]] = []  # (rendered section, seq)
+        self.done: list[Message] = [Message("system", self.base)]
+        self.froms: list[Sources] = [()]
+        self.summarised = False
+        self.results: dict[str, tuple[str, int]] = {}  # call id -> (what the model is shown, seq)
+        self.order: list[tuple[str, int]] = []  # the open turn's calls: (call id, seq of its model.responded)
+        self.notes: list[tuple[str, int]] = []
         self.approval_calls: dict[str, str] = {}
         self.fed = 0
 
@@ -62,47 +80,104 @@ class Transcript:
         return self
 
     def messages(self) -> list[Message]:
-        return [*self.done, *self._tail()]
+        return [m for m, _ in self.sourced()]
 
-    def _tail(self) -> list[Message]:
-        out = [
-            Message("tool", self.results[c] if c in self.results else _missing(), tool_call_id=c) for c in self.order
+    def sourced(self) -> list[tuple[Message, Sources]]:
+        """Every message with the seqs of the events it was built from."""
+        return [*zip(self.done, self.froms, strict=True), *self._tail()]
+
+    def turn_starts(self) -> list[tuple[int, int]]:
+        """``(index in done, seq)`` of each settled assistant message after the summary: where a turn begins."""
+        first = 3 if self.summarised else 2
+        return [
+            (i, f[0])
+            for i, (m, f) in enumerate(zip(self.done, self.froms, strict=True))
+            if i >= first and m.role == "assistant"
         ]
+
+    def _tail(self) -> list[tuple[Message, Sources]]:
+        out: list[tuple[Message, Sources]] = []
+        for call_id, asked in self.order:
+            text, seq = self.results.get(call_id, (_missing(), asked))
+            out.append((Message("tool", text, tool_call_id=call_id), (seq,)))
         if self.notes:
-            out.append(Message("user", "\n\n".join(self.notes)))
+            out.append((Message("user", "\n\n".join(n for n, _ in self.notes)), tuple(s for _, s in self.notes)))
         return out
+
+    def _settle(self) -> None:
+        for m, f in self._tail():
+            self.done.append(m)
+            self.froms.append(f)
+        self.order.clear()
+        self.notes.clear()
 
     def _take(self, e: Event) -> None:
         p = e.payload
         if e.kind == "run.started":
             self.done.append(Message("user", p["task"]))
+            self.froms.append((e.seq,))
         elif e.kind == "model.responded":
-            self.done += self._tail()
-            self.order.clear()
-            self.notes.clear()
+            self._settle()
             calls = tuple(ToolCall(c["id"], c["name"], c["args"]) for c in p["tool_calls"])
             self.done.append(Message("assistant", p["text"], tool_calls=calls))
-            self.order.extend(c.id for c in calls)
+            self.froms.append((e.seq,))
+            self.order.extend((c.id, e.seq) for c in calls)
             note = None if calls else _no_action_note(p["termination"])
             if note is not None:
-                self.notes.append(note)
-        elif e.kind == "approval.requested":
+                self.notes.append((note, e.seq))
+        elif e.kind == "context.section":
+            self._section(e.seq, p)
+        elif e.kind == "context.compacted":
+            self._compact(e.seq, p)
+        else:
+            self._settling(e)
+
+    def _settling(self, e: Event) -> None:
+        """An event that answers one of the open turn's calls, or adds a host note to it."""
+        p = e.payload
+        if e.kind == "approval.requested":
             self.approval_calls[p["approval_id"]] = p["call_id"]
-            self.results[p["call_id"]] = _json({"pending_approval": p["approval_id"], "reason": p["reason"]})
+            self.results[p["call_id"]] = (_json({"pending_approval": p["approval_id"], "reason": p["reason"]}), e.seq)
         elif e.kind in ("approval.denied", "approval.expired"):
-            self.results[self.approval_calls.get(p["approval_id"], "")] = _approval_result(e.kind, p)
+            self.results[self.approval_calls.get(p["approval_id"], "")] = (_approval_result(e.kind, p), e.seq)
         elif e.kind == "run.continued":
             for call_id in p["resolved"]:
                 detail = "this call started but never completed before the run stopped; a human checked on it"
-                self.results[call_id] = _json({"error": "outcome_unknown", "detail": detail})
+                self.results[call_id] = (_json({"error": "outcome_unknown", "detail": detail}), e.seq)
             if p.get("note"):
-                self.notes.append(
-                    f"A human ({p['by']}) continued the run after it stopped {p['from_status']}: {p['note']}"
-                )
+                said = f"A human ({p['by']}) continued the run after it stopped {p['from_status']}: {p['note']}"
+                self.notes.append((said, e.seq))
         elif (result := _call_result(e.kind, p)) is not None:
-            self.results[p["call_id"]] = result
+            self.results[p["call_id"]] = (result, e.seq)
         elif (note := _host_note(e.kind, p)) is not None:
-            self.notes.append(note)
+            self.notes.append((note, e.seq))
+
+    def _section(self, seq: int, p: dict[str, Any]) -> None:
+        """A labelled section joins the system message (whose sources it joins too)."""
+        self.sections.append((f"{p['label']}:\n{p['text'].strip()}", seq))
+        self.done[0] = Message("system", "\n\n".join([self.base, *(text for text, _ in self.sections)]))
+        self.froms[0] = tuple(s for _, s in self.sections)
+
+    def _compact(self, seq: int, p: dict[str, Any]) -> None:
+        """Replace the settled messages before the first kept turn (after ``last_seq``) with the summary."""
+        first = 3 if self.summarised else 2
+        kept = next(
+            (i for i in range(first, len(self.done)) if self.froms[i] and min(self.froms[i]) > p["last_seq"]),
+            len(self.done),
+        )
+        del self.done[2:kept], self.froms[2:kept]
+        self.done.insert(2, Message("user", compacted_text(p)))
+        self.froms.insert(2, (seq,))
+        self.summarised = True
+
+
+def compacted_text(p: dict[str, Any]) -> str:
+    """The message that stands for the compacted turns: the summary, then the invariant block."""
+    head = (
+        f"[Earlier turns (events {p['first_seq']}-{p['last_seq']}) were compacted to save context. "
+        f"Summary ({'by the model' if p['method'] == 'model' else 'a digest of the log'}):]"
+    )
+    return f"{head}\n{p['summary'].strip()}\n\n{p['invariants'].strip()}".strip()
 
 
 def _call_result(kind: str, p: dict[str, Any]) -> str | None:
@@ -113,10 +188,31 @@ def _call_result(kind: str, p: dict[str, Any]) -> str | None:
         advice = "this call was not run; do not retry it as-is"
         return _json({"denied": True, "rule": p["deciding_rule"], "reason": p["reason"], "advice": advice})
     if kind == "action.completed":
-        return str(p["result"].get("content", ""))[:TOOL_RESULT_CHARS]
+        return shown_result(p["call_id"], p["result"])
     if kind == "action.failed":
         return _json({"error": p["failure_class"], "detail": p["error"]})
     return None
+
+
+def shown_result(call_id: str, result: dict[str, Any]) -> str:
+    """What the model is shown of a completed call: all of it, or its head, tail and a ``read_result`` handle.
+
+    ``result["chars"]`` (set with ``result["blob"]`` when the whole output was stored) is the full length,
+    which may exceed the receipt's own bounded ``content``.
+    """
+    content = str(result.get("content", ""))
+    total = int(result.get("chars") or len(content))
+    if total <= SHOWN_CHARS and len(content) <= SHOWN_CHARS:
+        return content
+    head, tail = content[:HEAD_CHARS], content[-TAIL_CHARS:]
+    if result.get("blob"):
+        where = (
+            f"the whole result is {total} characters; read any part with "
+            f'read_result(handle="{call_id}", start=N, end=M) (character offsets)'
+        )
+    else:
+        where = f"the whole result ({total} characters) was not stored"
+    return f"{head}\n[... middle of this result omitted: {where} ...]\n{tail}"
 
 
 def _approval_result(kind: str, p: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from tether.envelope.schema import Envelope, Price
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
+from tether.events.kinds_context import ContextSection
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
 from tether.models.pricing import run_prices
@@ -49,6 +50,8 @@ class Options:
     on_event: EventSink | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     review_model: bool = True  # False: no second-model review (a replay: the recording holds no reviewer answers)
+    sections: Sequence[ContextSection] = ()
+    """Extra labelled sections of the system message (bound skills, memory), logged right after ``run.started``."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,7 @@ def begin(
                 replay_of=replay_of,
             ),
             start,
+            *options.sections,
         ],
     )
     return runtime

@@ -1,0 +1,44 @@
+"""Event kinds of the model's context: what was put into it besides the run's own turns, and compactions.
+
+- ``context.section``    an extra labelled section of the system message (bound skills, memory, …): the
+  text the model sees is in the log, so a resumed or replayed run shows the model the same words.
+- ``context.compacted``  older turns replaced by a summary (made by the model or a deterministic digest),
+  with the invariant block (plan tasks, beliefs, failures, diff …) as it stood, so that the context is
+  rebuilt from the log alone and never summarised again on resume or replay (docs/context.md).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .payload import Payload, register
+
+
+@register("context.section")
+class ContextSection(Payload):
+    label: str = Field(min_length=1, description="The heading the model sees above the text, e.g. 'Skills'.")
+    source: str = Field(min_length=1, description="Who put it there: 'skills', 'memory', … (for the manifest).")
+    text: str
+
+
+CompactionMethod = Literal["model", "digest"]
+
+
+@register("context.compacted")
+class ContextCompacted(Payload):
+    turn: int = Field(description="The turn whose model call the compaction made room for.")
+    first_seq: int = Field(ge=0, description="The first event whose messages the summary replaces.")
+    last_seq: int = Field(ge=0, description="The last event whose messages the summary replaces.")
+    method: CompactionMethod
+    summary: str = Field(description="What replaced the older turns (the model's words or the digest).")
+    invariants: str = Field(description="The invariant block kept whole: tasks, beliefs, failures, diff.")
+    before_tokens: int = Field(ge=0, description="The prompt's tokens before compaction (see counter).")
+    after_tokens: int = Field(ge=0, description="The prompt's tokens after compaction.")
+    counter: str = Field(description="What counted the tokens: a tokenizer's encoding or the estimate.")
+    fallback: str = Field("", description="Why the digest was used instead of the model ('' for model summaries).")
+    model: str = Field("", description="The model that wrote the summary ('' for a digest).")
+    input_tokens: int = Field(0, ge=0, description="The summary call's input tokens (counted against budgets).")
+    output_tokens: int = Field(0, ge=0, description="The summary call's output tokens.")
+    cost_usd: float = Field(0.0, ge=0)
