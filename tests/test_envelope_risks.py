@@ -137,6 +137,13 @@ def test_network_any(example: Path, host: str) -> None:
     assert p.path == "$.environment.network.allow[1]" and "risk: network-any" in p.expected
 
 
+@pytest.mark.parametrize("host", ["10.0.0.1", "2130706433", "[::1]:443", "a.*.org", "pypi.org:0"])
+def test_an_allow_entry_that_is_no_host_name_is_named(example: Path, host: str) -> None:
+    env = edit(example / "envelope.yaml", lambda d: d["environment"]["network"].update(allow=["pypi.org", host]))
+    p = only(env)
+    assert p.path == "$.environment.network.allow[1]" and "expected" in p.expected
+
+
 def test_exact_hosts_pass(example: Path) -> None:
     env = edit(example / "envelope.yaml", lambda d: d["environment"]["network"].update(allow=["pypi.org"]))
     assert problems(env) == []

@@ -22,6 +22,7 @@ from tether.events import REGISTRY, Payload
 from tether.events import kinds as k
 from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
+from tether.events import kinds_egress as ke
 from tether.events import kinds_verify as kv
 from tether.events.chain import event_hash
 from tether.events.payload import InvalidPayload, UnknownEventKind, parse, register
@@ -236,6 +237,19 @@ SAMPLES: list[Payload] = [
         output_tokens=90,
         cost_usd=0.01,
     ),
+    ke.EgressAttempted(
+        call_id="c1",
+        method="CONNECT",
+        host="pypi.org",
+        port=443,
+        allowed=True,
+        rule=ke.EgressRule.ALLOWED,
+        detail="listed",
+        address="151.101.0.223",
+        bytes_up=10,
+        bytes_down=20,
+        duration_s=0.5,
+    ),
 ]
 
 
@@ -282,7 +296,7 @@ def test_a_payload_built_without_validation_is_refused(tmp_path: Path) -> None:
 def test_the_kind_modules_do_not_import_each_other() -> None:
     """The registry lives in events/payload.py; a kind module imports it and nothing of its siblings."""
     root = Path(k.__file__).parent
-    for name in ("kinds", "kinds_context", "kinds_control", "kinds_verify", "payload"):
+    for name in ("kinds", "kinds_context", "kinds_control", "kinds_egress", "kinds_verify", "payload"):
         tree = ast.parse((root / f"{name}.py").read_text())
         imported = {
             node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1

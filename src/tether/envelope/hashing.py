@@ -21,6 +21,7 @@ LATER_FIELDS = ("pricing_file", "mcp_servers")
 #: Nested fields added later, with the value that means "unset": hashed only when they differ from it.
 LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": TrustSettings().model_dump(mode="json")}
 LATER_TOOL_FIELDS: dict[str, Any] = {"trust": None}
+LATER_NETWORK_FIELDS: dict[str, Any] = {"allow_loopback": False}
 
 
 def _drop_unset(data: dict[str, Any], later: dict[str, Any]) -> None:
@@ -39,6 +40,9 @@ def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
     if isinstance(data.get("environment"), dict):
         data["environment"] = dict(data["environment"])
         _drop_unset(data["environment"], LATER_ENVIRONMENT_FIELDS)
+        if isinstance(data["environment"].get("network"), dict):
+            data["environment"]["network"] = dict(data["environment"]["network"])
+            _drop_unset(data["environment"]["network"], LATER_NETWORK_FIELDS)
     if isinstance(data.get("tools"), list):
         data["tools"] = [dict(t) for t in data["tools"]]
         for t in data["tools"]:

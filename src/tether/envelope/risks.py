@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
+from .network import means_any_host
 from .schema import Effect, Envelope, Risk, ToolContract
 
 SYSTEM_DIRS = frozenset(
@@ -39,9 +40,6 @@ GIT_PROBES = (".git/config", ".git/hooks/pre-commit", ".git/info/attributes", ".
 
 FIXED_COMMAND_TOOLS = frozenset({"run_tests"})
 """Built-in exec tools that run a command the envelope fixes (``verification.test_command``), not the model."""
-
-ANY_HOST = frozenset({"0.0.0.0", "0.0.0.0/0", "::", "::/0"})
-WILDCARD_CHARS = frozenset("*?.[]!")
 
 
 @dataclass(frozen=True)
@@ -177,7 +175,7 @@ def network_risks(envelope: Envelope) -> list[Risky]:
             Risk.NETWORK_ANY,
         )
         for i, host in enumerate(net.allow)
-        if host.strip() in ANY_HOST or (host.strip() and set(host.strip()) <= WILDCARD_CHARS and "*" in host)
+        if means_any_host(host)
     ]
 
 

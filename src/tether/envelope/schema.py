@@ -93,7 +93,15 @@ class Filesystem(Strict):
 
 
 class Network(Strict):
-    allow: list[str] = Field(description="Exact host names reachable; empty means none.")
+    allow: list[str] = Field(
+        description="Host names reachable through the egress proxy (HOST, HOST:PORT, *.DOMAIN; see docs/egress.md); "
+        "empty means none."
+    )
+    allow_loopback: bool = Field(
+        False,
+        description="For local servers and tests only: a listed name may resolve to a loopback address "
+        "(127.0.0.0/8, ::1). Every other private or special address stays refused.",
+    )
 
 
 SECRET_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"

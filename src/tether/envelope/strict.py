@@ -22,6 +22,7 @@ from tether.errors import InputError, Problem
 from . import noop
 from .hashing import contract_hash, plan_hash
 from .load import load_plan
+from .network import rule_problems
 from .risks import Risky
 from .schema import MCP_PREFIX, ApprovalClass, Effect, Envelope, Risk, split_mcp_tool
 
@@ -133,6 +134,8 @@ def boundary_problems(envelope: Envelope) -> list[Found]:
         out.append(("$.environment.filesystem", "missing", "explicit read, write and deny globs"))
     if env.network is None:
         out.append(("$.environment.network", "missing", "an explicit allow list of hosts (may be empty: no network)"))
+    else:
+        out += rule_problems(env.network.allow, "$.environment.network.allow")
     if env.secrets is None:
         out.append(("$.environment.secrets", "missing", "an explicit list of secret handles (may be empty)"))
     else:
