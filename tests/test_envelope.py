@@ -195,7 +195,7 @@ def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
     """Envelopes sealed before ``pricing_file`` and ``mcp_servers`` existed keep their hash; setting one is hashed."""
     from tether.canonical import content_hash
     from tether.envelope.hashing import contract_hash
-    from tether.envelope.schema import Trust, TrustSettings
+    from tether.envelope.schema import Skills, Trust, TrustSettings
     from tether.policy.defaults import default_envelope
 
     env = default_envelope()
@@ -203,11 +203,14 @@ def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
     before.pop("contract_hash")
     before.pop("pricing_file")
     before.pop("mcp_servers")
+    before.pop("skills")
+    before.pop("memory")
     before["environment"].pop("trust")
     for t in before["tools"]:
         t.pop("trust")
     assert contract_hash(env) == content_hash(before)
     assert contract_hash(env.model_copy(update={"pricing_file": "p.yaml"})) != contract_hash(env)
+    assert contract_hash(env.model_copy(update={"skills": Skills(pin=["x"])})) != contract_hash(env)
     untrusting = env.model_copy(
         update={"environment": env.environment.model_copy(update={"trust": TrustSettings(workspace=Trust.UNTRUSTED)})}
     )

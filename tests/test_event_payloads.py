@@ -23,6 +23,7 @@ from tether.events import kinds as k
 from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
 from tether.events import kinds_egress as ke
+from tether.events import kinds_knowledge as kk
 from tether.events import kinds_verify as kv
 from tether.events.chain import event_hash
 from tether.events.payload import InvalidPayload, UnknownEventKind, parse, register
@@ -250,6 +251,25 @@ SAMPLES: list[Payload] = [
         bytes_down=20,
         duration_s=0.5,
     ),
+    kk.SkillsBound(
+        roots=["/w/.tether/skills"],
+        bound=[
+            kk.BoundSkill(
+                skill=kk.SkillData(
+                    name="s", description="d", path="/w/s", root="/w", source="workspace", digest="x", files=["a"]
+                ),
+                score=1.5,
+                why="BM25 1.50 on: d",
+            )
+        ],
+        ranked=[kk.SkillScore(name="s", score=1.5, matched=["d"])],
+        problems=[kk.SkillProblem(file="/w/t/SKILL.md", path="$.name", found="'a/b'", expected="a slug")],
+    ),
+    kk.MemoryRecalled(
+        facts=[kk.FactData(id="f-1", text="t", run_id="r", seq=0, source="task", stated_at="2026")], store="m.db"
+    ),
+    kk.MemoryRemembered(facts=[], store="m.db"),
+    kk.PlanCarried(from_run="r", from_seq=4, tasks=[kk.CarriedTask(id="t1", status="COMPLETE", files=["a.py"])]),
 ]
 
 

@@ -16,7 +16,7 @@ def plan_hash(plan: IntentPlan) -> str:
 
 #: Top-level fields added after envelopes were first sealed: hashed only when set, so that a new optional
 #: field does not change the hash of every envelope compiled before it existed.
-LATER_FIELDS = ("pricing_file", "mcp_servers")
+LATER_FIELDS = ("pricing_file", "mcp_servers", "skills", "memory")
 
 #: Nested fields added later, with the value that means "unset": hashed only when they differ from it.
 LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": TrustSettings().model_dump(mode="json")}

@@ -431,6 +431,26 @@ class Price(Strict):
     output_per_mtok: float = Field(ge=0)
 
 
+class Skills(Strict):
+    """Which skills a run may bind (docs/knowledge.md). Skills are bound when the envelope declares ``load_skill``."""
+
+    dirs: list[str] = Field(
+        default_factory=list, description="Extra skill directories, relative to the envelope; searched first."
+    )
+    user: bool = Field(True, description="Search the user's skills ($XDG_CONFIG_HOME/tether/skills).")
+    pin: list[str] = Field(default_factory=list, description="Skills bound whatever their relevance.")
+    forbid: list[str] = Field(default_factory=list, description="Skills never bound.")
+    max_bound: int = Field(3, ge=0, le=8, description="How many skills a run binds (pinned ones count).")
+
+
+class Memory(Strict):
+    """What a run takes from and gives to the project's memory (docs/knowledge.md)."""
+
+    remember: bool = Field(True, description="Store facts the user states in the task and in human notes.")
+    recall: bool = Field(True, description="Offer the project's remembered facts to the model.")
+    max_facts: int = Field(20, ge=0, le=200, description="How many remembered facts (the newest) are offered.")
+
+
 class Envelope(Strict):
     version: Literal[1] = 1
     plan: PlanRef
@@ -461,6 +481,8 @@ class Envelope(Strict):
     acknowledge: list[Acknowledgement] = Field(
         default_factory=list, description="Risky settings this contract accepts on purpose (see docs/envelope.md)."
     )
+    skills: Skills | None = Field(None, description="Skill directories, pins and bans (default: the usual places).")
+    memory: Memory | None = Field(None, description="Project memory (default: remember and recall).")
 
     def tool(self, name: str) -> ToolContract | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -4,7 +4,14 @@ Importing the package imports every kind module, so the registry of kinds is com
 reader or writer (the kind modules import only :mod:`.payload`, never each other).
 """
 
-from . import kinds, kinds_context, kinds_control, kinds_egress, kinds_verify  # noqa: F401  (each registers its kinds)
+from . import (  # noqa: F401  (each registers its kinds)
+    kinds,
+    kinds_context,
+    kinds_control,
+    kinds_egress,
+    kinds_knowledge,
+    kinds_verify,
+)
 from .payload import REGISTRY, Emitted, Payload, register
 from .store import Event, EventStore, RunInfo, default_db_path
 
