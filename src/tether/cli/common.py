@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import typer
 from rich.console import Console
 
 from tether.errors import FileError, TetherError
-from tether.events.anchor import Signer
-from tether.events.store import EventStore
 from tether.status import RunStatus
+
+if TYPE_CHECKING:  # the store is imported by the commands that open one (tether/cli/main.py: start-up)
+    from tether.events.store import EventStore
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -120,6 +121,8 @@ def find_db(db: Path | None) -> Path:
 
 def reader(db: Path | None) -> EventStore:
     """The store for a read-only command: never created, never migrated, never written."""
+    from tether.events.store import EventStore
+
     return EventStore.open(find_db(db), readonly=True)
 
 
@@ -128,6 +131,9 @@ def writer(db: Path | None, workspace: Path | None = None, *, create: bool = Fal
 
     ``create`` puts a new database under ``workspace``; otherwise the existing one is found as :func:`reader` does.
     """
+    from tether.events.anchor import Signer
+    from tether.events.store import EventStore
+
     path = db_path(db, workspace) if create else find_db(db)
     return EventStore.open(path, create=create, signer=Signer.configured())
 
