@@ -25,6 +25,7 @@ from tether.events import kinds_control as kc
 from tether.events import kinds_egress as ke
 from tether.events import kinds_guard as kg
 from tether.events import kinds_knowledge as kk
+from tether.events import kinds_mcp as km
 from tether.events import kinds_verify as kv
 from tether.events.chain import event_hash
 from tether.events.payload import InvalidPayload, UnknownEventKind, parse, register
@@ -272,6 +273,16 @@ SAMPLES: list[Payload] = [
     kk.MemoryRemembered(facts=[], store="m.db"),
     kk.PlanCarried(from_run="r", from_seq=4, tasks=[kk.CarriedTask(id="t1", status="COMPLETE", files=["a.py"])]),
     kg.SessionOpened(framework="langgraph", session="thread-1", by="alice"),
+    km.McpStarted(
+        server="notes",
+        transport="stdio",
+        sandbox="bwrap",
+        offered=["mcp__notes__search"],
+        not_listed=["mcp__notes__gone"],
+        undeclared=["delete_everything"],
+        refused={"mcp__notes__bad": "its input schema is not a valid JSON Schema"},
+    ),
+    km.McpFailed(server="web", transport="streamable-http", error="did not start within 30s"),
 ]
 
 
@@ -318,7 +329,16 @@ def test_a_payload_built_without_validation_is_refused(tmp_path: Path) -> None:
 def test_the_kind_modules_do_not_import_each_other() -> None:
     """The registry lives in events/payload.py; a kind module imports it and nothing of its siblings."""
     root = Path(k.__file__).parent
-    for name in ("kinds", "kinds_context", "kinds_control", "kinds_egress", "kinds_guard", "kinds_verify", "payload"):
+    for name in (
+        "kinds",
+        "kinds_context",
+        "kinds_control",
+        "kinds_egress",
+        "kinds_guard",
+        "kinds_mcp",
+        "kinds_verify",
+        "payload",
+    ):
         tree = ast.parse((root / f"{name}.py").read_text())
         imported = {
             node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1

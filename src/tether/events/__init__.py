@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_egress,
     kinds_guard,
     kinds_knowledge,
+    kinds_mcp,
     kinds_verify,
 )
 from .payload import REGISTRY, Emitted, Payload, register

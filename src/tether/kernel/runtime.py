@@ -16,10 +16,11 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
@@ -50,6 +51,7 @@ from tether.events.kinds import (
     SandboxFailed,
 )
 from tether.events.kinds_control import ReviewerCalled
+from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
@@ -73,6 +75,7 @@ from tether.state import RunState
 from tether.status import ControlState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
+from tether.tools.mcp import McpServers, McpTool, Started
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
 from tether.verify.changes import WorkspaceDiff, run_diff, snapshot_check, unexplained, window_changes, windows
 from tether.verify.preflight import run_preflight
@@ -151,13 +154,31 @@ class Runtime:
                 self.append(SandboxFailed(error=str(err), fix=err.fix))
             elif going and self.state.preflight_ok is not True and not self.state.actions:
                 self.preflight()
-            while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
-                if isinstance(step, Wait):
-                    break
-                self.perform(step)
+            with self.mcp_servers(going and self.sandbox is not None):
+                while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
+                    if isinstance(step, Wait):
+                        break
+                    self.perform(step)
         finally:
             self.store.release(self.run_id)
         return OutputContract.from_state(self.state)
+
+    @contextmanager
+    def mcp_servers(self, going: bool) -> Iterator[None]:
+        """The envelope's MCP servers, for as long as this drive lasts: started, their declared tools offered
+        (each start recorded, ``mcp.started`` or ``mcp.failed``), then stopped and their tools withdrawn."""
+        servers = McpServers(self.env, self.workspace, self.sandbox) if going and self.env.mcp_servers else None
+        if servers is None:
+            yield
+            return
+        try:
+            tools, reports = servers.open()
+            self.append_many([_mcp_event(r) for r in reports])
+            self.tools = {**self.tools, **tools}
+            yield
+        finally:
+            servers.close()
+            self.tools = {name: t for name, t in self.tools.items() if not isinstance(t, McpTool)}
 
     def perform(self, step: Step) -> None:
         match step:
@@ -601,6 +622,21 @@ class Runtime:
     @staticmethod
     def now() -> datetime:
         return datetime.now(UTC)
+
+
+def _mcp_event(r: Started) -> Payload:
+    transport: Literal["stdio", "streamable-http"] = "stdio" if r.transport == "stdio" else "streamable-http"
+    if r.error is not None:
+        return McpFailed(server=r.server, transport=transport, error=r.error)
+    return McpStarted(
+        server=r.server,
+        transport=transport,
+        sandbox=r.sandbox,
+        offered=r.offered,
+        not_listed=r.not_listed,
+        undeclared=r.undeclared,
+        refused=r.refused,
+    )
 
 
 __all__ = ["Runtime"]
