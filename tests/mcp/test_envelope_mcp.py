@@ -48,14 +48,14 @@ def test_a_server_needs_exactly_one_transport_and_a_plain_name(server: dict[str,
         _envelope([], [server])
 
 
-def test_strict_names_an_undeclared_server_and_a_duplicate() -> None:
+def test_strict_names_a_duplicate_server_and_a_misspelt_mcp_tool() -> None:
     env = _envelope(
         [_tool("mcp__notes__search"), _tool("mcp__other__x"), _tool("mcp__bad")],
         [{"name": "notes", "command": ["srv"]}, {"name": "notes", "url": "http://127.0.0.1:9/mcp"}],
     )
     found = {(path, str(value)): expected for path, value, expected in mcp_problems(env)}
     assert ("$.mcp_servers[1].name", "notes") in found
-    assert "mcp_servers (notes)" in found[("$.tools[1].name", "mcp__other__x")]
+    assert ("$.tools[1].name", "mcp__other__x") not in found  # another program's server (the gateway, a hook)
     assert ("$.tools[2].name", "mcp__bad") in found
     assert ("$.tools[0].name", "mcp__notes__search") not in found
 

@@ -95,6 +95,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "replay_cmds",
         "Re-execute a run from its recorded starting files and model answers; report the first divergence.",
     ),
+    "mcp-proxy": (
+        "mcp_cmds",
+        "Serve MCP on stdio in front of another server: only declared tools, each call gated and logged.",
+    ),
     "log": ("log_cmds", "Inspect and verify run logs."),
     "policy": ("policy_cmds", "Ask the gate about a call, or run policy test cases."),
     "key": ("key_cmds", "The anchor key: signed checkpoints of every run's head."),

@@ -1,0 +1,227 @@
+"""``tether mcp-proxy``: an MCP server that fronts another, with tether's gate, approvals and log in between.
+
+The client (Claude Code, an IDE, any MCP host) talks to the proxy over stdio as to any server; the proxy
+talks to the upstream server (a stdio command it starts, or a streamable HTTP URL) as a client, through
+the official ``mcp`` SDK on both sides. In between, one governed session (:class:`tether.guard.Guard`,
+framework ``mcp-proxy``) per proxy process:
+
+- ``tools/list`` offers only the upstream tools the envelope declares, as ``mcp__<name>__<tool>``
+  contracts (``--name``, default ``upstream``). The client sees the upstream's own tool names and schemas,
+  and the envelope's ``purpose`` as the description, never the upstream's (where a poisoning instruction
+  would hide).
+- ``tools/call`` of anything else is refused; a declared call goes through the one decider. DENY is an
+  error result naming the deciding rule. ASK asks the person at the client by an MCP elicitation when the
+  client supports it (an accept with ``approve: true`` approves this call once; anything else denies);
+  otherwise the call waits as a pending approval that ``tether approve|deny`` or the console answers, and
+  is denied when ``approvals.timeout_s`` passes. An ALLOW is forwarded, with its receipts before and after.
+- Results come back as the upstream sent them, with ``_meta`` naming the run and call and labelling the
+  content untrusted (third-party words); the receipt in the log says so too.
+
+A hung upstream costs the call its contract's ``timeout_s``; an upstream that dies fails the call it was
+in and every later one, with its stderr's tail; the session's log stays valid either way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp import StdioServerParameters
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+from tether.envelope.schema import mcp_tool_name
+from tether.events.store import EventStore
+from tether.policy.decision import Verdict
+from tether.tools.mcp_client import McpCallFailed, McpConnection
+
+from .session import Answer, Guard
+
+FRAMEWORK = "mcp-proxy"
+Context = ServerRequestContext[Any, Any]
+#: Seconds between reads of the log while a call waits for a human's answer (by the CLI or the console).
+POLL_S = 0.25
+#: The ``_meta`` key of the provenance label on every forwarded result.
+META_KEY = "dev.tether/provenance"
+APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Approve this call once"}},
+    "required": ["approve"],
+}
+
+
+@dataclass
+class Proxy:
+    """One proxy session: the governed run and the upstream connection it forwards allowed calls to."""
+
+    guard: Guard
+    upstream: McpConnection
+    name: str
+    listed: dict[str, types.Tool]
+
+    # ---- tools/list --------------------------------------------------------------------------
+
+    def offered(self) -> list[types.Tool]:
+        """The upstream's tools the envelope declares, described by the envelope's purpose."""
+        out = []
+        for remote, tool in self.listed.items():
+            contract = self.guard.env.tool(mcp_tool_name(self.name, remote))
+            if contract is not None:
+                out.append(tool.model_copy(update={"description": contract.purpose, "title": None}))
+        return out
+
+    # ---- tools/call --------------------------------------------------------------------------
+
+    async def call(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        remote, args = params.name, dict(params.arguments or {})
+        declared = self.guard.env.tool(mcp_tool_name(self.name, remote))
+        name = mcp_tool_name(self.name, remote) if remote in self.listed or declared else remote
+        answer = await anyio.to_thread.run_sync(self.guard.check, name, args)
+        if answer.verdict is Verdict.ASK:
+            answer = await self.ask(ctx, answer, args)
+        if not answer.allowed:
+            return _refusal(answer)
+        if remote not in self.listed:  # declared, allowed, but the upstream does not offer it
+            await anyio.to_thread.run_sync(self.guard.started, answer.call_id)
+            why = f"the upstream server does not offer {remote!r}"
+            await anyio.to_thread.run_sync(lambda: self.guard.completed(answer.call_id, ok=False, error=why))
+            return _error(why, answer)
+        timeout = (declared.timeout_s if declared is not None else None) or 60.0
+        return await anyio.to_thread.run_sync(self.forward, answer, remote, args, timeout)
+
+    def forward(self, answer: Answer, remote: str, args: dict[str, Any], timeout_s: float) -> types.CallToolResult:
+        """Run an allowed call upstream between its two receipts."""
+        self.guard.started(answer.call_id)
+        began = time.monotonic()
+        try:
+            result = self.upstream.call(remote, args, timeout_s)
+        except McpCallFailed as e:
+            unknown = " Whether the call took effect is unknown." if e.kind in ("timeout", "died") else ""
+            error = f"{e}.{unknown}"
+            self.guard.completed(answer.call_id, ok=False, error=error, duration_s=time.monotonic() - began)
+            return _error(error, answer)
+        text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+        if not text and result.structured_content is not None:
+            text = json.dumps(result.structured_content, default=repr)
+        output = text
+        ok = not result.is_error
+        self.guard.completed(
+            answer.call_id,
+            ok=ok,
+            output=output,
+            error="" if ok else output or "error",
+            duration_s=time.monotonic() - began,
+        )
+        meta = {**(result.meta or {}), META_KEY: _label(answer)}
+        return result.model_copy(update={"meta": meta})
+
+    async def ask(self, ctx: Context, answer: Answer, args: Mapping[str, Any]) -> Answer:
+        """An ASK answered by the person at the client (elicitation), or by the CLI/console while the call waits."""
+        assert answer.approval_id is not None
+        if _can_elicit(ctx):
+            message = (
+                f"tether asks before {answer.tool} runs ({answer.rule}): {answer.reason}\n"
+                f"arguments: {json.dumps(dict(args), sort_keys=True, ensure_ascii=False)[:2000]}"
+            )
+            try:
+                reply = await ctx.session.elicit_form(message, APPROVE_SCHEMA, related_request_id=ctx.request_id)
+            except Exception:
+                reply = None
+            if reply is not None:
+                yes = reply.action == "accept" and bool((reply.content or {}).get("approve"))
+                why = "" if yes else f"the person at the MCP client answered {reply.action}"
+                return await anyio.to_thread.run_sync(
+                    lambda: self.guard.answer(
+                        answer.approval_id or "", "once" if yes else "deny", by="mcp client", reason=why
+                    )
+                )
+        while answer.verdict is Verdict.ASK:  # the approval's own timeout (approvals.timeout_s) ends the wait
+            await anyio.sleep(POLL_S)
+            answer = await anyio.to_thread.run_sync(self.guard.verdict, answer.call_id)
+        return answer
+
+
+def _can_elicit(ctx: Context) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None and ctx.session.can_send_request
+
+
+def _label(answer: Answer) -> dict[str, str]:
+    return {"trust": "untrusted", "source": f"mcp:{answer.tool}", "run": answer.run_id, "call": answer.call_id}
+
+
+def _refusal(answer: Answer) -> types.CallToolResult:
+    return _error(answer.message(), answer)
+
+
+def _error(text: str, answer: Answer) -> types.CallToolResult:
+    meta = {"dev.tether/decision": {"verdict": answer.verdict.value, "rule": answer.rule, "run": answer.run_id}}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, meta=meta)
+
+
+# ---- serving -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """What the proxy fronts: a stdio command, or a streamable HTTP URL."""
+
+    command: list[str] | None = None
+    url: str | None = None
+    startup_timeout_s: float = 30.0
+
+    def target(self, cwd: Path) -> StdioServerParameters | str:
+        if self.url is not None:
+            return self.url
+        assert self.command
+        return StdioServerParameters(command=self.command[0], args=self.command[1:], cwd=cwd)
+
+    def describe(self) -> str:
+        return self.url or " ".join(self.command or [])
+
+
+def open_proxy(
+    store: EventStore, envelope: str | Path, upstream: Upstream, *, name: str, session: str | None = None
+) -> Proxy:
+    """The governed session and the started upstream (a server that cannot start raises McpUnavailable)."""
+    session = session or uuid.uuid4().hex[:12]
+    guard = Guard.open(store, envelope, session, framework=FRAMEWORK, task=f"mcp-proxy {name}: {upstream.describe()}")
+    connection = McpConnection(name, upstream.target(guard.workspace), startup_timeout_s=upstream.startup_timeout_s)
+    listed = {t.name: t for t in connection.start()}
+    return Proxy(guard, connection, name, listed)
+
+
+def server_for(proxy: Proxy) -> Server[Any]:
+    """The MCP server the client talks to."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=proxy.offered())
+
+    return Server("tether-mcp-proxy", version="1", on_list_tools=list_tools, on_call_tool=proxy.call)
+
+
+def serve_stdio(proxy: Proxy) -> None:
+    """Serve the client on this process's stdin/stdout until it disconnects; then stop the upstream."""
+    server = server_for(proxy)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    finally:
+        proxy.upstream.close()
