@@ -91,7 +91,8 @@ class Answer:
     """The verdict on one call, as the program must act on it.
 
     ``rule`` is the deciding rule (``kernel:denied-before``, an envelope rule id, ``approval:granted`` …)
-    and ``reason`` says why in plain words. An ASK carries the ``approval_id`` a human answers.
+    and ``reason`` says why in plain words. ``approval_id`` names the approval the call was asked under:
+    pending while the verdict is ASK, answered (or expired) once it is not.
     """
 
     verdict: Verdict
@@ -314,18 +315,21 @@ class Guard:
                 outcome = self.env.approvals.on_timeout
                 why = f"the approval was not answered within {self.env.approvals.timeout_s:g}s (on_timeout: {outcome})"
                 expired = ApprovalExpired(approval_id=a.approval_id, outcome=outcome)
-                return [expired], self._answer_of(Verdict.DENY, "approval:expired", why, a.call_id, a.tool)
+                return [expired], self._answer_of(
+                    Verdict.DENY, "approval:expired", why, a.call_id, a.tool, a.approval_id
+                )
             return [], self._answer_of(Verdict.ASK, a.deciding_rule, a.reason, a.call_id, a.tool, a.approval_id)
         if a.status in (ActionStatus.DECIDED, ActionStatus.STARTED, ActionStatus.COMPLETED, ActionStatus.FAILED):
             if a.approved_by is not None:
                 why = f"approved by {a.approved_by} ({a.approval_id}); asked because: {a.reason}"
-                return [], self._answer_of(Verdict.ALLOW, "approval:granted", why, a.call_id, a.tool)
-            return [], self._answer_of(Verdict.ALLOW, a.deciding_rule, a.reason, a.call_id, a.tool)
+                return [], self._answer_of(Verdict.ALLOW, "approval:granted", why, a.call_id, a.tool, a.approval_id)
+            return [], self._answer_of(Verdict.ALLOW, a.deciding_rule, a.reason, a.call_id, a.tool, a.approval_id)
         if a.status is ActionStatus.DENIED and a.approval_id is not None:
             rule = "approval:expired" if a.reason.startswith("approval expired") else "approval:denied"
-            return [], self._answer_of(Verdict.DENY, rule, a.reason, a.call_id, a.tool)
+            return [], self._answer_of(Verdict.DENY, rule, a.reason, a.call_id, a.tool, a.approval_id)
         rule = a.deciding_rule or "envelope:undeclared-tool"
-        return [], self._answer_of(Verdict.DENY, rule, a.reason or a.error or "not allowed", a.call_id, a.tool)
+        why = a.reason or a.error or "not allowed"
+        return [], self._answer_of(Verdict.DENY, rule, why, a.call_id, a.tool, a.approval_id)
 
     def _answer(
         self, state: RunState, approval_id: str, choice: Literal["once", "run", "deny"], by: str | None, reason: str
@@ -346,7 +350,7 @@ class Guard:
         who = by or whoami()
         verdict, rule = (Verdict.ALLOW, "approval:granted") if granted else (Verdict.DENY, "approval:denied")
         why = f"approved by {who} ({approval_id})" if granted else (reason or f"denied by {who} ({approval_id})")
-        return [item], self._answer_of(verdict, rule, why, a.call_id, a.tool)
+        return [item], self._answer_of(verdict, rule, why, a.call_id, a.tool, approval_id)
 
     def _start(self, state: RunState, call_id: str) -> list[Payload]:
         a = self._action(state, call_id)
