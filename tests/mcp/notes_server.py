@@ -71,6 +71,12 @@ def whoami(probe: str) -> str:
     return f"uid={os.getuid()} sees_probe={os.path.exists(probe)} nets={nets}"
 
 
+@server.tool()
+def getenv(name: str) -> str:
+    """The value of an environment variable in the server's process, or '(unset)'."""
+    return os.environ.get(name, "(unset)")
+
+
 def main() -> None:
     if "--http" in sys.argv:
         import socket
@@ -79,6 +85,7 @@ def main() -> None:
 
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
+        sock.listen(64)  # connections wait in the backlog until uvicorn is up: the port is usable once printed
         print(sock.getsockname()[1], flush=True)
         config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
         uvicorn.Server(config).run(sockets=[sock])

@@ -124,7 +124,9 @@ def test_only_declared_and_listed_tools_are_offered(mcp_run: tuple[Path, str, li
         started = [e.payload for e in store.events(run_id) if e.kind == "mcp.started"]
         store.verify_run(run_id)
     assert len(started) == 1 and started[0]["sandbox"] == "bwrap"
-    assert started[0]["undeclared"] == ["delete_everything"] and started[0]["not_listed"] == ["mcp__notes__gone"]
+    assert started[0]["undeclared"] == ["delete_everything", "getenv"] and started[0]["not_listed"] == [
+        "mcp__notes__gone"
+    ]
 
 
 @pytest.mark.bwrap

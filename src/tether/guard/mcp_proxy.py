@@ -24,6 +24,7 @@ in and every later one, with its stderr's tail; the session's log stays valid ei
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -40,6 +41,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from tether.envelope.schema import mcp_tool_name
+from tether.envelope.trust import trust_of
 from tether.events.store import EventStore
 from tether.policy.decision import Verdict
 from tether.tools.mcp_client import McpCallFailed, McpConnection
@@ -123,8 +125,15 @@ class Proxy:
             error="" if ok else output or "error",
             duration_s=time.monotonic() - began,
         )
-        meta = {**(result.meta or {}), META_KEY: _label(answer)}
+        meta = {**(result.meta or {}), META_KEY: self.label(answer)}
         return result.model_copy(update={"meta": meta})
+
+    def label(self, answer: Answer) -> dict[str, str]:
+        """Provenance of a forwarded result: whose words (untrusted unless the contract says otherwise), and
+        the run and call that logged it."""
+        contract = self.guard.env.tool(answer.tool)
+        trust = trust_of(contract, self.guard.env).value if contract is not None else "untrusted"
+        return {"trust": trust, "source": f"mcp:{answer.tool}", "run": answer.run_id, "call": answer.call_id}
 
     async def ask(self, ctx: Context, answer: Answer, args: Mapping[str, Any]) -> Answer:
         """An ASK answered by the person at the client (elicitation), or by the CLI/console while the call waits."""
@@ -157,10 +166,6 @@ def _can_elicit(ctx: Context) -> bool:
     return caps is not None and caps.elicitation is not None and ctx.session.can_send_request
 
 
-def _label(answer: Answer) -> dict[str, str]:
-    return {"trust": "untrusted", "source": f"mcp:{answer.tool}", "run": answer.run_id, "call": answer.call_id}
-
-
 def _refusal(answer: Answer) -> types.CallToolResult:
     return _error(answer.message(), answer)
 
@@ -185,7 +190,8 @@ class Upstream:
         if self.url is not None:
             return self.url
         assert self.command
-        return StdioServerParameters(command=self.command[0], args=self.command[1:], cwd=cwd)
+        # the proxy stands where the server would: the client's environment for it passes through unchanged
+        return StdioServerParameters(command=self.command[0], args=self.command[1:], env=dict(os.environ), cwd=cwd)
 
     def describe(self) -> str:
         return self.url or " ".join(self.command or [])

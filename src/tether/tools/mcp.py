@@ -14,7 +14,8 @@ same unprivileged user and masks as a command (docs/mcp.md). With the ``local`` 
 subprocess of tether with the allowlisted environment, in the workspace. A streamable HTTP server runs
 wherever it runs; tether only connects to it.
 
-Results are the server's words: untrusted data for provenance (``data.trust``), bounded like every tool's.
+Results are the server's words: untrusted data for provenance (``data.trust``; :func:`tether.envelope.trust.trust_of`:
+untrusted unless the envelope's contract says ``trust: trusted``), bounded like every tool's.
 A server that cannot start is recorded and its tools are not offered; one that dies or hangs fails the
 call it was in (``died`` / ``timeout``), never the run.
 """
@@ -36,6 +37,7 @@ from mcp import StdioServerParameters
 from pydantic import BaseModel, ConfigDict
 
 from tether.envelope.schema import Envelope, McpServer, ToolContract, mcp_tool_name
+from tether.envelope.trust import trust_of
 from tether.errors import Problem
 from tether.sandbox.base import Sandbox
 from tether.sandbox.environment import build_env
@@ -99,7 +101,7 @@ class McpTool(Tool):
         return result_of(result, self._origin())
 
     def _origin(self) -> dict[str, Any]:
-        return {"mcp": {"server": self.server, "tool": self.remote}, "trust": "untrusted"}
+        return {"mcp": {"server": self.server, "tool": self.remote}, "trust": trust_of(self.contract).value}
 
 
 def result_of(result: types.CallToolResult, origin: Mapping[str, Any]) -> ToolResult:

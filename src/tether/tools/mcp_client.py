@@ -93,16 +93,13 @@ class McpConnection:
         try:
             return ready.result(self.startup_timeout_s)
         except concurrent.futures.TimeoutError:
+            why = f"did not start and list its tools within {self.startup_timeout_s:g}s{self._stderr_note()}"
             self.close()
-            raise McpUnavailable(
-                f"MCP server {self.name!r} did not start and list its tools within {self.startup_timeout_s:g}s"
-                + self._stderr_note()
-            ) from None
+            raise McpUnavailable(f"MCP server {self.name!r} {why}") from None
         except Exception as e:
+            why = f"{_describe(e)}{self._stderr_note()}"
             self.close()
-            raise McpUnavailable(
-                f"MCP server {self.name!r} could not start: {_describe(e)}{self._stderr_note()}"
-            ) from e
+            raise McpUnavailable(f"MCP server {self.name!r} could not start: {why}") from e
 
     async def _hold(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
         """The task that owns the transport and session: open, list, wait for the stop, close — all here."""
