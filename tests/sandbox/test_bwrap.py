@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,8 +96,8 @@ def test_cwd_outside_workspace_is_refused(box: BwrapSandbox, tmp_path: Path) -> 
 
 def test_setup_failure_raises_instead_of_returning_a_receipt(workspace: Path) -> None:
     class Broken(BwrapSandbox):
-        def argv(self, inner: object, *, workspace: Path, cwd: Path) -> list[str]:  # type: ignore[override]
-            args = super().argv(inner, workspace=workspace, cwd=cwd)  # type: ignore[arg-type]
+        def argv(self, inner: object, **kw: Any) -> list[str]:  # type: ignore[override]
+            args = super().argv(inner, **kw)  # type: ignore[arg-type]
             return [args[0], "--ro-bind", "/tether/does/not/exist", "/x", *args[1:]]
 
     with pytest.raises(SandboxUnavailable, match="does/not/exist"):

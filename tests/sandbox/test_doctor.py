@@ -33,6 +33,7 @@ ALL_CHECKS = {
     "other_process_env",
     "denied_file_hidden",
     "output_bounded",
+    "egress_allowlist",
 }
 
 
@@ -46,6 +47,7 @@ def test_local_reports_what_it_does_not_enforce_honestly() -> None:
     assert statuses["host_loopback"] is Status.NOT_ENFORCED
     assert statuses["other_process_env"] is Status.NOT_ENFORCED
     assert statuses["denied_file_hidden"] is Status.NOT_ENFORCED
+    assert statuses["egress_allowlist"] is Status.NOT_ENFORCED
     for name in ("host_env_hidden", "background_child_killed", "orphan_reaped", "timeout_kills", "output_bounded"):
         assert statuses[name] is Status.PASS, name
     assert Status.FAIL not in statuses.values()

@@ -12,6 +12,7 @@ runs, ``action.completed`` after, so a crash in between is visible on resume.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -69,6 +70,7 @@ from tether.review.model_reviewer import REPORT, model_review, review_messages
 from tether.review.reviewer import ReviewFinding, review
 from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.sandbox.base import Sandbox
+from tether.sandbox.bwrap import for_call, take_egress
 from tether.sandbox.environment import mask, passed_values
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import RunState
@@ -401,19 +403,25 @@ class Runtime:
         )
         before = self.snapshots.latest or self.snapshot()
         started = time.monotonic()
+        ctx = self.tool_context(tool)
+        carried = [(s.name, s.hosts) for s in self.env.environment.secrets_for(action.tool)]
+        ctx = dataclasses.replace(ctx, sandbox=for_call(ctx.sandbox, action.call_id, carried))
         try:
-            result = tool.invoke(action.args, self.tool_context(tool))
+            result = tool.invoke(action.args, ctx)
         except RuntimeFailure as e:
-            self.append(
-                ActionFailed(
-                    call_id=action.call_id,
-                    tool=action.tool,
-                    error=str(e),
-                    failure_class="runtime",
-                    attempt=step.attempt,
-                    dependency=isinstance(e, SandboxUnavailable),
-                    fix=getattr(e, "fix", ""),
-                ),
+            self.append_many(
+                [
+                    *take_egress(ctx.sandbox),
+                    ActionFailed(
+                        call_id=action.call_id,
+                        tool=action.tool,
+                        error=str(e),
+                        failure_class="runtime",
+                        attempt=step.attempt,
+                        dependency=isinstance(e, SandboxUnavailable),
+                        fix=getattr(e, "fix", ""),
+                    ),
+                ]
             )
             return
         payload = mask(result.to_dict(), self.passed)  # what the command was handed never reaches the log
@@ -435,7 +443,8 @@ class Runtime:
             unexplained=problems,
             duration_s=round(time.monotonic() - started, 6),
         )
-        self.append_many([completed] if receipt is None else [receipt, completed])  # one transaction
+        # One transaction: the call's connection attempts are in the log before its result is.
+        self.append_many([*take_egress(ctx.sandbox), *([] if receipt is None else [receipt]), completed])
         self.observe()
 
     def preflight(self) -> None:
@@ -445,7 +454,7 @@ class Runtime:
         for data in pf.blobs.values():
             self.store.put_blob(data)
         items: list[Payload] = [pf.baseline] if pf.baseline is not None else []
-        self.append_many([*items, PreflightCompleted(ok=pf.ok, checks=pf.checks)])
+        self.append_many([*items, *take_egress(self.sandbox), PreflightCompleted(ok=pf.ok, checks=pf.checks)])
 
     def test_baseline(self) -> SuiteBaseline | None:
         found = next((e for e in reversed(self.events) if e.kind == SuiteBaseline.KIND), None)
@@ -499,7 +508,8 @@ class Runtime:
             test_baseline=test_baseline,
         )
         results = [check, *cascade]
-        self.append_many(cascade_events(results, self.env, trigger="completion", changed_files=changed))
+        egress = take_egress(self.sandbox)  # what the sensors' commands asked the proxy for
+        self.append_many([*egress, *cascade_events(results, self.env, trigger="completion", changed_files=changed)])
         accepted, _ = completion_verdict(results, self.env)
         findings = self.integrity_findings(test_baseline, diff)
         findings += review(self.env, diff, self.events) if accepted else []

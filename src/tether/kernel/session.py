@@ -95,6 +95,7 @@ def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sand
             env_allow=environment.env_allow,
             deny=environment.filesystem.deny if environment.filesystem else (),
             secrets=[s.name for s in environment.secrets or ()],
+            network=environment.network,
         ), None
     except SandboxUnavailable as e:
         return None, e

@@ -32,8 +32,10 @@ the sandbox down with it.
 
 from __future__ import annotations
 
+import copy
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -41,11 +43,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from tether.errors import FileError, SandboxUnavailable
+from tether.events.kinds_egress import EgressAttempted
 
 from . import acl
 from .base import to_argv
+from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
 from .environment import build_env
 from .limits import Limits
 from .mask import masks
@@ -60,6 +65,7 @@ MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SANDBOX_HOME = "/home/sandbox"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SANDBOX_USERS = ("tether-sandbox", "nobody")
+S = TypeVar("S")
 
 INSTALL_FIX = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap; Fedora: dnf install bubblewrap)"
 USER_FIX = (
@@ -122,10 +128,12 @@ class BwrapSandbox:
         ro_paths: Sequence[Path] | None = None,
         user: str | None = None,
         deny: Sequence[str] = (),
+        egress: Egress | None = None,
     ) -> None:
         """``workspace`` is bound read-write (default: each call's ``cwd``); ``ro_paths`` are bound read-only
         at their own paths (default: the interpreter prefix); ``user`` names the sandbox user when root;
-        workspace paths matching the ``deny`` globs are covered inside the sandbox."""
+        workspace paths matching the ``deny`` globs are covered inside the sandbox; with ``egress``, each command
+        reaches the network through its own proxy (:mod:`tether.sandbox.egress`), else not at all."""
         exe = shutil.which("bwrap")
         if exe is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed.", fix=INSTALL_FIX)
@@ -155,12 +163,26 @@ class BwrapSandbox:
         else:
             self.user = SandboxUser(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name)
         self._granted: set[Path] = set()
+        self.egress = egress
+        self.egress_attempts: list[EgressAttempted] = []
+        """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
+
+    def with_egress(self, egress: Egress | None) -> BwrapSandbox:
+        """This sandbox with another network: ``egress``'s proxy for each command, or none (no network)."""
+        view = copy.copy(self)
+        view.egress, view.egress_attempts = egress, []
+        return view
+
+    def for_call(self, call_id: str, secrets: Sequence[tuple[str, Sequence[str]]] = ()) -> BwrapSandbox:
+        """This sandbox for one tool call: its proxy's attempts are the call's, and a call carrying ``secrets``
+        (name, hosts) reaches only hosts every one of them may go to. ``self`` is unchanged."""
+        return self if self.egress is None else self.with_egress(self.egress.for_call(call_id, secrets))
 
     # -- argv ---------------------------------------------------------------------------------------
 
-    def argv(self, inner: Sequence[str], *, workspace: Path, cwd: Path) -> list[str]:
+    def argv(self, inner: Sequence[str], *, workspace: Path, cwd: Path, proxy_dir: Path | None = None) -> list[str]:
         """The full bubblewrap command line for running ``inner`` with ``workspace`` writable, less what
-        ``deny`` matches in it now."""
+        ``deny`` matches in it now, and the egress proxy's socket directory when there is one."""
         args = [self.exe, "--die-with-parent", "--new-session"]
         if self.privileged:
             args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -203,6 +225,8 @@ class BwrapSandbox:
                 continue
             args += [*ancestors(p), "--ro-bind", str(p), str(p)]
         args += [*ancestors(workspace), "--bind", str(workspace), str(workspace)]
+        if proxy_dir is not None:
+            args += [*ancestors(Path(SANDBOX_SOCKET_DIR)), "--ro-bind", str(proxy_dir), SANDBOX_SOCKET_DIR]
         args += [*masks(workspace, self.deny).bwrap_args(), "--chdir", str(cwd), "--"]
         if self.setpriv is not None:
             uid, gid = str(self.user.uid), str(self.user.gid)
@@ -249,6 +273,24 @@ class BwrapSandbox:
         if not cwd.is_relative_to(workspace):
             raise FileError(f"{cwd}: working directory is outside the sandbox workspace {workspace}")
         self.prepare(workspace)
+        proxy = self.egress.start() if self.egress is not None else None  # none: no network at all
+        try:
+            return self._run(command, cwd=cwd, workspace=workspace, timeout_s=timeout_s, env=env, proxy=proxy)
+        finally:
+            if proxy is not None:
+                proxy.close()  # first: a connection still open is ended and recorded
+                self.egress_attempts += proxy.attempts
+
+    def _run(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: Path,
+        workspace: Path,
+        timeout_s: float,
+        env: Mapping[str, str] | None,
+        proxy: EgressProxy | None,
+    ) -> Receipt:
         # The start pipe: a one-line bash trampoline inside the sandbox writes a byte to it and then execs the
         # command, so a setup failure (bwrap dies before that) is told apart from the command failing.
         start_r, start_w = os.pipe()
@@ -256,9 +298,14 @@ class BwrapSandbox:
             # (bash, not sh: dash cannot redirect file descriptors above 9.)
             # The same bash applies the rlimits as builtins (no preexec_fn: Python can then vfork).
             limits = self.limits.ulimit_script(timeout_s, unprivileged=True)
-            script = f'{limits}; printf . >&{start_w} && exec {start_w}>&- && exec "$@"'
+            start = f'printf . >&{start_w} && exec {start_w}>&- && exec "$@"'
+            if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
+                bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
+                start = f"{bridge} {start_w}>&- && {start}"
+            script = f"{limits}; {start}"
             trampoline = ["/bin/bash", "-c", script, "tether"]
-            argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd)
+            proxy_dir = proxy.directory if proxy is not None else None
+            argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
             try:
                 leftovers = Leftovers()  # if tether is a subreaper (see .reaper), bwrap's inner process may come back
 
@@ -269,7 +316,7 @@ class BwrapSandbox:
                 got = run_captured(
                     argv,
                     cwd=cwd,
-                    env=self.env(env),
+                    env=self.env(env) | (proxy_env() if proxy is not None else {}),
                     timeout_s=timeout_s,
                     cap=self.cap,
                     kill=kill,
@@ -290,6 +337,19 @@ class BwrapSandbox:
             fix = USERNS_FIX if "namespace" in reason.lower() else INSTALL_FIX
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {reason}", fix=fix)
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+
+def take_egress(sandbox: object) -> list[EgressAttempted]:
+    """The connection attempts a sandbox's commands made since the last call (a sandbox without a proxy: none)."""
+    if not isinstance(sandbox, BwrapSandbox):
+        return []
+    taken, sandbox.egress_attempts = sandbox.egress_attempts, []
+    return taken
+
+
+def for_call(sandbox: S, call_id: str, secrets: Sequence[tuple[str, Sequence[str]]] = ()) -> S:
+    """``sandbox`` for one tool call (see :meth:`BwrapSandbox.for_call`); any other sandbox as it is."""
+    return sandbox.for_call(call_id, secrets) if isinstance(sandbox, BwrapSandbox) else sandbox  # type: ignore[return-value]
 
 
 def probe(user: str | None = None) -> SandboxUnavailable | None:
@@ -313,4 +373,13 @@ def bwrap_available(user: str | None = None) -> str | None:
     return None if error is None else str(error)
 
 
-__all__ = ["BwrapSandbox", "SandboxUser", "bwrap_available", "interpreter_paths", "probe", "resolve_user"]
+__all__ = [
+    "BwrapSandbox",
+    "SandboxUser",
+    "bwrap_available",
+    "for_call",
+    "interpreter_paths",
+    "probe",
+    "resolve_user",
+    "take_egress",
+]

@@ -25,10 +25,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from tether.envelope.schema import Network
 from tether.errors import SandboxUnavailable
 
 from .base import Sandbox
 from .bwrap import BwrapSandbox, interpreter_paths, probe
+from .egress import Egress
+from .egress_policy import EgressPolicy
 from .local import LocalSandbox
 from .output import OutputCap
 from .receipt import TIMEOUT_EXIT_CODE, Receipt
@@ -42,6 +45,7 @@ LOCAL_NOT_ENFORCED = frozenset(
         "host_loopback",
         "other_process_env",
         "denied_file_hidden",
+        "egress_allowlist",
     }
 )
 LOCAL_DOES_NOT_ISOLATE = (
@@ -390,6 +394,90 @@ def check_output_bounded(sandbox: Sandbox, s: Scratch) -> Check:
     return Check("output_bounded", Status.PASS, f"{r.stdout_bytes} bytes counted, {kept} kept")
 
 
+ALLOWED_NAME, REFUSED_NAME = "allowed.tether-doctor.test", "refused.tether-doctor.test"
+EGRESS_PROBE = """
+import socket, sys, urllib.error, urllib.request
+def get(url):
+    try:
+        return urllib.request.urlopen(url, timeout=5).read().decode()
+    except urllib.error.HTTPError as e:
+        return f"HTTP {e.code} {e.headers.get('X-Tether-Egress')}"
+    except Exception as e:
+        return f"ERROR {e!r}"
+allowed, refused, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+print("ALLOWED", get(f"http://{allowed}:{port}/"))
+print("REFUSED", get(f"http://{refused}:{port}/"))
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect(("127.0.0.1", port))
+    print("DIRECT connected")
+except OSError as e:
+    print("DIRECT", e)
+"""
+
+
+@contextmanager
+def http_server(token: str) -> Iterator[tuple[int, list[str]]]:
+    """An HTTP server on the host's 127.0.0.1 answering ``token``; the list collects each request's path."""
+    import http.server
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            body = token.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="tether-doctor-http", daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
+def check_egress(sandbox: Sandbox, s: Scratch) -> Check:
+    """Through the real proxy: a listed name (mapped to a server on 127.0.0.1) answers, another is refused,
+    and a direct connection to the same server's port fails. Nothing leaves this machine's loopback."""
+    if not isinstance(sandbox, BwrapSandbox):
+        return Check("egress_allowlist", Status.FAIL, "no egress proxy: a command reaches every host the machine can")
+    token = "tether-doctor-egress-" + secrets.token_hex(8)
+    with http_server(token) as (port, seen):
+        network = Network(allow=[f"{ALLOWED_NAME}:{port}"], allow_loopback=True)
+        resolve = {ALLOWED_NAME: ["127.0.0.1"], REFUSED_NAME: ["127.0.0.1"]}
+        box = sandbox.with_egress(Egress(EgressPolicy.of(network), lambda host, _port: resolve.get(host, [])))
+        probe_argv = [sys.executable, "-c", EGRESS_PROBE, ALLOWED_NAME, REFUSED_NAME, str(port)]
+        r = box.run(probe_argv, cwd=s.workspace, timeout_s=CHECK_TIMEOUT_S)
+    said = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
+    rules = [(a.host, a.rule.value) for a in box.egress_attempts]
+    problems = []
+    if said.get("ALLOWED") != token:
+        problems.append(f"the listed name did not answer through the proxy ({said.get('ALLOWED', r.stderr[-200:])})")
+    if said.get("REFUSED") != "HTTP 403 not-listed" or (REFUSED_NAME, "not-listed") not in rules:
+        problems.append(f"the unlisted name was not refused ({said.get('REFUSED')})")
+    if said.get("DIRECT", "connected") == "connected" or len(seen) != 1:
+        problems.append(f"a direct connection to 127.0.0.1:{port} got through ({said.get('DIRECT')}, {seen})")
+    if problems:
+        return Check("egress_allowlist", Status.FAIL, "; ".join(problems))
+    return Check(
+        "egress_allowlist",
+        Status.PASS,
+        f"{ALLOWED_NAME} answered through the proxy; {REFUSED_NAME} refused (not-listed); direct 127.0.0.1:{port} "
+        f"failed ({said['DIRECT'][:60]}); {len(rules)} attempts logged",
+    )
+
+
 CHECKS: tuple[CheckFn, ...] = (
     check_interpreter,
     check_workspace_writable,
@@ -404,6 +492,7 @@ CHECKS: tuple[CheckFn, ...] = (
     check_other_process_env,
     check_denied_file,
     check_output_bounded,
+    check_egress,
 )
 
 

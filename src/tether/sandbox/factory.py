@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tether.envelope.schema import Network
 from tether.envelope.schema import Sandbox as SandboxSpec
 from tether.errors import SandboxUnavailable
 
 from .base import Sandbox
 from .bwrap import BwrapSandbox, bwrap_available, probe
+from .egress import Egress, Resolver
+from .egress_policy import EgressPolicy
 from .local import LocalSandbox
 
 
@@ -20,6 +23,8 @@ def make_sandbox(
     env_allow: Sequence[str] = (),
     deny: Sequence[str] = (),
     secrets: Sequence[str] = (),
+    network: Network | None = None,
+    resolver: Resolver | None = None,
 ) -> Sandbox:
     """The sandbox the envelope asks for.
 
@@ -27,13 +32,16 @@ def make_sandbox(
     otherwise a :class:`LocalSandbox` whose ``fallback_reason`` says why. Never a silent fallback.
     ``deny`` globs are covered inside bwrap. An envelope that declares ``secrets`` never gets ``local``,
     asked for or as a fallback: it isolates nothing, so the secrets would be one ``cat`` away.
+    A ``network`` that lists hosts gives each bwrap command the egress proxy (``resolver``: tests' names);
+    none, or an empty list, leaves it without any network.
     """
     if spec.backend == "local":
         refuse_secrets(secrets, "the local sandbox was asked for")
         return LocalSandbox(env_allow=env_allow)
     error = probe()
     if error is None:
-        return BwrapSandbox(workspace, env_allow=env_allow, deny=deny)
+        egress = Egress(EgressPolicy.of(network), resolver) if network is not None and network.allow else None
+        return BwrapSandbox(workspace, env_allow=env_allow, deny=deny, egress=egress)
     if spec.required:
         raise SandboxUnavailable(
             f"the envelope requires the bwrap sandbox and it cannot start; the command was not run. {error}",
