@@ -32,6 +32,23 @@ def test_declarative_sentences_and_standing_rules_are_kept_requests_and_question
     ]
 
 
+@pytest.mark.parametrize(
+    ("sentence", "kept"),
+    [
+        ("Python 3.11 is required.", True),
+        ("We deploy on Fridays.", True),
+        ("Do not use tabs.", True),
+        ("Carry on with the fix.", False),
+        ("Postgres runs on port 5432.", False),  # no subject word, no linking verb: missed, by design
+        ("Do the release now.", False),
+        ("Is the cache warm?", False),
+        ("Fix it, the build is red.", False),
+    ],
+)
+def test_what_counts_as_a_statement(sentence: str, kept: bool) -> None:
+    assert facts_in(sentence) == ([sentence] if kept else [])
+
+
 def test_the_same_fact_twice_is_kept_once_and_huge_text_is_bounded() -> None:
     assert facts_in("The db is postgres. the DB   is Postgres") == ["The db is postgres."]
     assert len(facts_in("The sky is blue today. " * 100_000)) == 1

@@ -92,6 +92,9 @@ def run_cmd(
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
     progress: bool | None = ProgressOption,
+    continue_plan: bool = typer.Option(
+        False, "--continue-plan", help="Start from the task list of the latest earlier run on this workspace."
+    ),
 ) -> None:
     """Run an agent on a task under an envelope. Exit 0 COMPLETE/NO_OP, 1 stopped, 4 blocked, 5 waiting/needs input."""
     loaded = session.load_checked(envelope)
@@ -109,6 +112,7 @@ def run_cmd(
         workspace=ws,
         sandbox=sandbox,
         approver=approver,
+        continue_plan=continue_plan,
     )
     with writer(db, ws, create=True) as store, progress_line(err_console, progress, as_json) as line:
         with traced(printer(as_json, verbose, line)) as sink:  # and to OpenTelemetry when OTEL_* ask for it

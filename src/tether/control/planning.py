@@ -26,6 +26,7 @@ import pathspec
 
 from tether.envelope.schema import Envelope
 from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded, TaskData
+from tether.events.kinds_knowledge import PlanCarried
 from tether.events.store import Event
 
 from .receipts import IntentCalls
@@ -163,6 +164,15 @@ class PlanFold:
             self._updated(e, args)
         elif e.kind == ReviewFindingRecorded.KIND:
             self._reviewed(e, e.data_as(ReviewFindingRecorded))
+        elif e.kind == PlanCarried.KIND:
+            self._carried(e, e.data_as(PlanCarried))
+
+    def _carried(self, e: Event, carried: PlanCarried) -> None:
+        """An earlier run's task list, states and all (``--continue-plan``): the plan starts from it."""
+        tasks = {t.id: Task(t.id, t.title, t.status, tuple(t.depends_on), tuple(t.files)) for t in carried.tasks}
+        self.plan = rated(Plan(tasks), self.envelope)
+        self.plan.cites = [e.id]
+        self.version += 1
 
     def _updated(self, e: Event, args: dict[str, Any]) -> None:
         plan = self.plan

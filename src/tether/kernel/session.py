@@ -26,14 +26,17 @@ from tether.models.registry import load_model
 from tether.policy.strict import strict_check
 from tether.sandbox.base import Sandbox
 from tether.sandbox.factory import make_sandbox
+from tether.skills import Skill
 from tether.snapshot import SnapshotError, skipped_dirs
 from tether.state import RunState
 from tether.status import RunStatus
 from tether.tools.contract import Tool
 from tether.tools.registry import resolve_tools
+from tether.tools.skill import LOAD_SKILL, load_skill_tool
 
 from .approvals import Approver, whoami
 from .continuation import FINAL, Request, ResumeRefused, continuation, effective_envelope
+from .knowledge import bound_skills, carried_plan, recall_events, remembered, skill_events
 from .runtime import EventSink, Runtime
 
 
@@ -52,6 +55,8 @@ class Options:
     review_model: bool = True  # False: no second-model review (a replay: the recording holds no reviewer answers)
     sections: Sequence[ContextSection] = ()
     """Extra labelled sections of the system message (bound skills, memory), logged right after ``run.started``."""
+    continue_plan: bool = False
+    """Start from the task list of the latest earlier run on the same workspace (``tether run --continue-plan``)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,12 @@ def begin(
     ``start`` calls it for a new run; replay for the re-execution of a recorded one (``replay_of``).
     """
     env = loaded.envelope
-    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, plan)
+    known = [
+        *skill_events(env, loaded.base_dir, workspace, task),
+        *(recall_events(store.path, env) if replay_of is None else []),  # a replay re-executes, it does not learn
+        *(carried_plan(store, workspace) if options.continue_plan else []),
+    ]
+    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, plan, bound_skills(known))
     sandbox = runtime.sandbox
     try:  # before the agent's first action: what the run starts from, read by tether, never by git
         snap_hash, baseline = runtime.snapshots.take_baseline()
@@ -178,10 +188,20 @@ def begin(
                 replay_of=replay_of,
             ),
             start,
+            *known,
             *options.sections,
         ],
     )
+    if replay_of is None:
+        _remember(runtime)
     return runtime
+
+
+def _remember(runtime: Runtime) -> None:
+    """Put what the run's user has stated so far into the project's memory, and log what was new."""
+    new = remembered(runtime.store, runtime.run_id, runtime.env)
+    if new is not None:
+        runtime.append(new)
 
 
 def resume(store: EventStore, run_id: str, options: Options, request: Request | None = None) -> Runtime:
@@ -215,6 +235,7 @@ def _resume(store: EventStore, run_id: str, options: Options, request: Request) 
     )
     runtime = attach(store, info.run_id, options, continued)
     runtime.append(continued)
+    _remember(runtime)
     return runtime
 
 
@@ -237,7 +258,8 @@ def attach(store: EventStore, run_id: str, options: Options, continued: RunConti
     recorded = events[0].payload.get("prices")  # the prices the run began with, not the price file as it is today
     prices = {n: Price.model_validate(p) for n, p in recorded.items()} if recorded is not None else dict(env.pricing)
     loaded = Loaded(env, Path(path).parent if path else Path.cwd(), Path(path) if path else None, prices=prices)
-    return _runtime(store, run_id, loaded, Path(state.workspace), options.model or state.model, options, plan)
+    workspace, model = Path(state.workspace), options.model or state.model
+    return _runtime(store, run_id, loaded, workspace, model, options, plan, bound_skills(events))
 
 
 def _runtime(
@@ -248,9 +270,16 @@ def _runtime(
     model: Model | str | None,
     options: Options,
     plan: dict[str, Any] | None,
+    bound: Sequence[Skill] = (),
 ) -> Runtime:
-    """Everything a run needs, wired: the model, the tools the envelope allows, the sandbox, the plan."""
+    """Everything a run needs, wired: the model, the tools the envelope allows, the sandbox, the plan.
+
+    ``load_skill``, when the envelope declares it, is the run's own: it loads only the skills ``bound``.
+    """
     env = loaded.envelope
+    tools = list(options.tools)
+    if env.tool(LOAD_SKILL) is not None and all(t.name != LOAD_SKILL for t in tools):
+        tools.append(load_skill_tool(bound))
     sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
     return Runtime(
         store,
@@ -258,7 +287,7 @@ def _runtime(
         env,
         workspace,
         _model(model, env, loaded.base_dir, options.base_url),
-        resolve_tools(env, options.tools),
+        resolve_tools(env, tools),
         sandbox,
         sandbox_error=sandbox_error,
         plan=plan,

@@ -7,13 +7,17 @@ code blocks are dropped and the rest is cut into sentences (at ``.``, ``!`` or `
 line ends and list bullets). A sentence is kept as a fact when it
 
 - is not a question (does not end with ``?``),
+- is a standing rule (starts ``always``, ``never``, ``don't``, ``do not``), or else
 - does not start with a request verb (``fix``, ``add``, ``please`` …: :data:`REQUESTS`) — those say what
-  to do now, not what is true — unless it is a standing rule (starts ``always``, ``never``, ``don't``),
+  to do now, not what is true — and looks like a statement: it starts with a subject word (``the``,
+  ``our``, ``we``, ``it`` …: :data:`SUBJECTS`) or has a linking verb or modal after its first word
+  (``is``, ``are``, ``must`` …: :data:`LINKING`),
 - has 3 to 60 words and at most 400 characters, and is not a heading (ending with ``:``).
 
-So "Our staging server listens on port 8080." and "Never edit the generated files." are kept; "Fix the
-parser." and "Why does it fail?" are not. It will keep some sentences a person would not call facts and miss
-facts phrased as requests; the user sees every one (``tether memory list``) and can forget it.
+So "Our staging server listens on port 8080.", "Python 3.11 is required." and "Never edit the generated
+files." are kept; "Fix the parser.", "Carry on with the fix." and "Why does it fail?" are not, and neither
+is "Postgres runs on 5432." (no subject word, no linking verb). It keeps some sentences a person would not
+call facts and misses others; the user sees every one (``tether memory list``) and can forget it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ _REQUEST_VERBS = (
 )
 REQUESTS = frozenset(_REQUEST_VERBS.split())
 RULES = frozenset({"always", "never", "don't", "dont", "do"})
+_SUBJECT_WORDS = (
+    "the a an our my your their its his her this that these those we i it they he she there all every each no "
+    "some most both none either neither one"
+)
+SUBJECTS = frozenset(_SUBJECT_WORDS.split())
+_LINKING_WORDS = "is are was were am be been isn't aren't wasn't weren't must should shall will cannot can't won't"
+LINKING = frozenset(_LINKING_WORDS.split())
 MAX_WORDS, MIN_WORDS, MAX_CHARS = 60, 3, 400
 MAX_TEXT = 64 * 1024
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
@@ -77,10 +88,13 @@ def is_fact(sentence: str) -> bool:
         return False
     if sentence.endswith(("?", ":")) or not re.search(r"[A-Za-z]", sentence):
         return False
-    first = words[0].lower().strip(",;'\"")
-    if first == "do" and len(words) > 1 and words[1].lower() != "not":
+    lowered = [w.lower().strip(",;:'\"()") for w in words]
+    first = lowered[0]
+    if first == "do" and lowered[1] != "not":
         return False
-    return first in RULES or first not in REQUESTS
+    if first in RULES:
+        return True
+    return first not in REQUESTS and (first in SUBJECTS or not LINKING.isdisjoint(lowered[1:]))
 
 
 def facts_in(text: str) -> list[str]:

@@ -31,6 +31,7 @@ from .effects import Effects, Target, effects
 from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
+from .scripts import Unreadable, script_of, script_text
 from .shell import Analysis, analyse
 
 _UNKNOWN_COMMAND = RuleMatch(
@@ -63,6 +64,7 @@ _GIT_CONTENT = frozenset(
 )
 _GIT_PATCH_LOG = frozenset({"log", "whatchanged", "reflog", "stash", "shortlog"})
 _WHY_UNKNOWN = " (its directory is unknown after a cd that may fail, or the path is unreadable)"
+MAX_SCRIPT_DEPTH = 3
 _NO_COMMAND = RuleMatch("default:empty", Verdict.ASK, "no command to run")
 
 
@@ -132,10 +134,11 @@ class Gate:
 
     # -- shell ------------------------------------------------------------------------------
 
-    def _shell(self, tool: str, analysis: Analysis, args: Mapping[str, Any]) -> Decision:
+    def _shell(self, tool: str, analysis: Analysis, args: Mapping[str, Any], depth: int = 0) -> Decision:
         parts: list[Decision] = []
         secret_reads = False
         for cmd in analysis.commands:
+            parts += self._script(tool, cmd, args, depth)
             findings, secret = self._command_findings(tool, cmd, args)
             secret_reads = secret_reads or secret
             default = _REDIRECT_ONLY if not cmd.argv else _UNKNOWN_COMMAND
@@ -147,6 +150,24 @@ class Gate:
             parts.append(resolve(whole, _UNKNOWN_COMMAND))
         parts += self._deny_may_match(tool, args, parts)
         return strictest(parts, _NO_COMMAND)
+
+    def _script(self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any], depth: int) -> list[Decision]:
+        """A workspace shell script that ``cmd`` runs is judged like the commands written in it."""
+        path = script_of(cmd, self.paths)
+        if path is None:
+            return []
+        where = self.paths.relative(path)
+        try:
+            if depth >= MAX_SCRIPT_DEPTH:
+                raise Unreadable(f"scripts run scripts more than {MAX_SCRIPT_DEPTH} deep")
+            text = script_text(path)
+        except (Unreadable, OSError) as e:
+            m = RuleMatch("shell:script-unchecked", Verdict.ASK, f"{where}: {e}")
+            return [Decision(m.verdict, m.id, m.reason, (m,))]
+        inner = self._shell(tool, analyse(text, cmd.cwd), args, depth + 1)
+        if inner.verdict is Verdict.ALLOW:  # what runs it decides (the profile's allow-run-workspace)
+            return []
+        return [Decision(inner.verdict, inner.deciding_rule, f"in the script {where}: {inner.reason}", inner.matches)]
 
     def _deny_may_match(self, tool: str, args: Mapping[str, Any], parts: list[Decision]) -> list[Decision]:
         """Deny means deny: code the gate cannot see through may be exactly what a deny rule forbids."""

@@ -17,8 +17,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rank_bm25 import BM25Plus
-
 from tether.errors import Problem
 
 from .catalog import Catalog, Skill
@@ -63,6 +61,8 @@ def _document(skill: Skill) -> list[str]:
 
 def rank(catalog: Catalog, task: str) -> list[tuple[Skill, float, tuple[str, ...]]]:
     """Every skill with its BM25 score for ``task`` and the task words it contains, best first (ties by name)."""
+    from rank_bm25 import BM25Plus  # numpy underneath: imported when skills are ranked, not with the CLI
+
     skills = list(catalog.skills)
     if not skills:
         return []
