@@ -107,6 +107,8 @@ def test_a_bound_skill_is_loaded_and_its_script_still_passes_the_gate(bugfix: Pa
     assert verdicts[0]["verdict"] == "DENY" and verdicts[0]["deciding_rule"] == "no-push"
     assert verdicts[1]["verdict"] != "ALLOW", verdicts[1]  # the same push, inside the skill's script
     assert not any(e.kind == "action.completed" and e.payload["tool"] == "bash" for e in evs)
+    shown = tether("show", evs[0].run_id, "--db", str(bugfix / "t.db")).stdout
+    assert "skills bound: release-fix" in shown and "1 malformed" in shown
 
 
 @pytest.mark.slow

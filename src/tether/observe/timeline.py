@@ -152,6 +152,13 @@ def _continued(p: dict[str, Any]) -> str:
     return f"[bold]run continued[/] from {p['from_status']} by {escape(p['by'])}{what}"  # _short escapes the note
 
 
+def _skills(p: dict[str, Any]) -> str:
+    bound = ", ".join(f"{b['skill']['name']} ({b['why']})" for b in p["bound"]) or "none"
+    n = len(p["problems"])
+    trouble = f"; [red]{n} malformed[/] (tether skills list)" if n else ""
+    return f"[blue]skills bound[/]: {_short(bound, 160)}{trouble}"
+
+
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.started": _started,
     "run.resumed": lambda p: f"[bold]run resumed[/] ({_short(p['reason'])})",
@@ -208,6 +215,12 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "review.finding": lambda p: f"  [yellow]review[/] {p['view']}/{p['severity']}: {_short(p['message'])}",
     "review.gate": lambda p: "" if p["ok"] else f"    [yellow]review gate[/] ({p['risk']}): {_short(p['reasons'])}",
     "plan.updated": lambda p: "  [blue]plan[/] " + ", ".join(f"{t['id']}:{t['status']}" for t in p["tasks"]),
+    "skills.bound": _skills,
+    "memory.recalled": lambda p: f"[blue]memory[/]: {len(p['facts'])} remembered fact(s) offered (tether memory list)",
+    "memory.remembered": lambda p: "[blue]remembered[/]: " + _short("; ".join(f["text"] for f in p["facts"]), 160),
+    "plan.carried": lambda p: (
+        f"[blue]plan carried[/] from {p['from_run']}: " + ", ".join(f"{t['id']}:{t['status']}" for t in p["tasks"])
+    ),
     "hypothesis.recorded": lambda p: f"  [blue]hypothesis[/] {p['id']} ({p['score']:.2f}): {_short(p['statement'])}",
 }
 
