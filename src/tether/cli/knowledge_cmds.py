@@ -15,9 +15,7 @@ from rich.table import Table
 
 from .common import DbOption, JsonOption, console, find_db, print_json
 
-skills_app = typer.Typer(
-    help="Skills: SKILL.md folders a run can bind and load (docs/knowledge.md).", no_args_is_help=True
-)
+skills_app = typer.Typer(help="Skills: SKILL.md folders a run can bind and load.", no_args_is_help=True)
 FactArgument = typer.Argument(..., help="A fact id (or a unique prefix).")
 memory_app = typer.Typer(help="Project memory: facts the user stated, with their source.", no_args_is_help=True)
 
