@@ -41,8 +41,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two workers (pytest-xdist), a test file per worker at a time: module fixtures (a browser, a server) start once.
 test: lint typecheck $(PROXY_STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" TETHER_LITELLM="$(CURDIR)/$(PROXY_VENV)/bin/litellm" $(BIN)/pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" TETHER_LITELLM="$(CURDIR)/$(PROXY_VENV)/bin/litellm" $(BIN)/pytest -n auto --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/eventlog.py
