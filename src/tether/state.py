@@ -42,6 +42,7 @@ from tether.events.kinds import (
     RunWaiting,
     SandboxFailed,
 )
+from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import REGISTRY, Payload
@@ -292,6 +293,11 @@ class RunState:
         self.used.tokens += p.input_tokens + p.output_tokens
         self.used.usd += p.cost_usd
 
+    def _context_compacted(self, e: Event, p: ContextCompacted) -> None:
+        """A compaction's summary call is money and tokens like any other (not a turn)."""
+        self.used.tokens += p.input_tokens + p.output_tokens
+        self.used.usd += p.cost_usd
+
     def _model_failed(self, e: Event, p: ModelFailed) -> None:
         self.last_error = p.error
         self.stop = p
@@ -400,6 +406,7 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     ModelResponded: RunState._model_responded,
     ModelFailed: RunState._model_failed,
     ReviewerCalled: RunState._reviewer_called,
+    ContextCompacted: RunState._context_compacted,
     ActionProposed: RunState._action_proposed,
     ActionInvalid: RunState._action_invalid,
     ActionDecided: RunState._action_decided,

@@ -48,7 +48,7 @@ FACTS: list[tuple[str, dict[str, Any], Finish]] = [
             "context window full: the prompt needs 9000 tokens of 8192",
             "give the model more room: raise agent.context_window together with the server's own context size "
             "(llama-server -c), lower agent.max_output_tokens, or use a model with a larger window; then start a "
-            "new run (tether does not compact a conversation yet)",
+            "new run (what is left after compaction did not fit: docs/context.md)",
         ),
     ),
     (
@@ -86,7 +86,7 @@ FACTS: list[tuple[str, dict[str, Any], Finish]] = [
             "context window full: the provider said the request does not fit (after 2 attempts): too long",
             "give the model more room: raise agent.context_window together with the server's own context size "
             "(the server's context size), lower agent.max_output_tokens, or use a model with a larger window; "
-            "then start a new run (tether does not compact a conversation yet)",
+            "then start a new run (what is left after compaction did not fit: docs/context.md)",
         ),
     ),
     (

@@ -178,11 +178,18 @@ def show_cmd(
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every event, and the summary tables."),
     full: bool = typer.Option(False, "--full", help="Every text whole (no … cuts), and the whole diff."),
+    context: int | None = typer.Option(
+        None,
+        "--context",
+        metavar="TURN",
+        help="Exactly the messages sent to the model at TURN, rebuilt from the log and checked against its manifest.",
+    ),
 ) -> None:
     """A run for a person: turns, verdicts and reasons, changed files, sensors, the final diff, the contract.
 
     Compact by default; --verbose adds every event (diagnostics, beliefs, checkpoints) and the summary
-    tables. Whatever is shortened says so, and --full prints it whole.
+    tables. Whatever is shortened says so, and --full prints it whole. --context TURN prints one model
+    call's messages instead (docs/context.md).
     """
     from tether.observe.diff import run_diff
     from tether.observe.summary import summarize
@@ -191,6 +198,9 @@ def show_cmd(
         info = store.run(run)
         store.verify(info.run_id)  # the timeline is a fold: of a verified log only (`tether log show` prints any)
         events = store.events(info.run_id)
+        if context is not None:
+            show_context(info.run_id, events, context, as_json)
+            return
         diff = run_diff(store, events)
     state = RunState.from_events(events)
     ledger = Ledger.of(events)
@@ -224,6 +234,56 @@ def show_cmd(
     show_contract(OutputContract.from_state(state), False)
     if cuts:
         console.print(f"\n[dim]{cuts} text(s) shortened (…); `tether show {info.run_id} --full` prints them whole[/]")
+
+
+def show_context(run_id: str, events: list[Event], turn: int, as_json: bool) -> None:
+    """One call's messages as sent, each with its role, tokens, hash and the events it was built from."""
+    from tether.kernel.manifest import context_at
+
+    ctx = context_at(events, turn)
+    request = ctx.request
+    rows = [
+        {
+            "role": m.role,
+            "content": m.content,
+            "tool_calls": [{"id": c.id, "name": c.name, "args": c.args} for c in m.tool_calls],
+            "tool_call_id": m.tool_call_id,
+            **r.model_dump(exclude={"role"}),
+        }
+        for m, r in zip(ctx.messages, request.manifest, strict=True)
+    ]
+    if as_json:
+        print_json(
+            {
+                "run_id": run_id,
+                "turn": turn,
+                "seq": ctx.seq,
+                "model": request.model,
+                "counter": request.counter,
+                "prompt_tokens": request.prompt_tokens_est,
+                "tools_tokens": request.tools_tokens,
+                "messages": rows,
+            }
+        )
+        return
+    console.print(
+        f"[bold]run {run_id} — turn {turn}[/] (event {ctx.seq}): {len(rows)} messages to {escape(request.model)}, "
+        f"{request.prompt_tokens_est} tokens by {escape(request.counter)} ({request.tools_tokens} of them the "
+        "tool definitions); every message matches its recorded hash"
+    )
+    for n, row in enumerate(rows, start=1):
+        built = ", ".join(str(s) for s in row["seqs"]) or "the envelope"
+        console.print(
+            f"\n[bold cyan]── {n} {row['role']}[/] [dim]{row['tokens']} tokens · {row['hash']} · events {built}"
+            + (f" · answers {escape(row['tool_call_id'])}" if row["tool_call_id"] else "")
+            + "[/]"
+        )
+        if row["content"]:
+            console.print(escape(row["content"]), soft_wrap=True)
+        for c in row["tool_calls"]:
+            console.print(
+                f"[green]→ {escape(c['name'])}[/] {escape(json.dumps(c['args'], sort_keys=True))} [dim]({c['id']})[/]"
+            )
 
 
 def show_undo(ledger: Ledger, rollback: dict[str, str]) -> None:

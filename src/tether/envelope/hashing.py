@@ -22,6 +22,7 @@ LATER_FIELDS = ("pricing_file", "mcp_servers", "skills", "memory")
 LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": TrustSettings().model_dump(mode="json")}
 LATER_TOOL_FIELDS: dict[str, Any] = {"trust": None}
 LATER_NETWORK_FIELDS: dict[str, Any] = {"allow_loopback": False}
+LATER_AGENT_FIELDS: dict[str, Any] = {"context": None}
 
 
 def _drop_unset(data: dict[str, Any], later: dict[str, Any]) -> None:
@@ -43,6 +44,9 @@ def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
         if isinstance(data["environment"].get("network"), dict):
             data["environment"]["network"] = dict(data["environment"]["network"])
             _drop_unset(data["environment"]["network"], LATER_NETWORK_FIELDS)
+    if isinstance(data.get("agent"), dict):
+        data["agent"] = dict(data["agent"])
+        _drop_unset(data["agent"], LATER_AGENT_FIELDS)
     if isinstance(data.get("tools"), list):
         data["tools"] = [dict(t) for t in data["tools"]]
         for t in data["tools"]:

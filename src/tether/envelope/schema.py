@@ -65,6 +65,19 @@ class PlanRef(Strict):
 ProviderProfile = Literal["openai", "anthropic", "llama.cpp", "vllm", "ollama", "lmstudio", "litellm", "local"]
 
 
+class ContextSettings(Strict):
+    """When and how the model's context is compacted (docs/context.md)."""
+
+    compact_at: float = Field(
+        0.7, gt=0, le=1, description="Compact when the prompt exceeds this fraction of the model's window."
+    )
+    keep_turns: int = Field(3, ge=1, description="The last turns kept whole by a compaction.")
+    summary: Literal["model", "digest"] = Field(
+        "model", description="Who summarises older turns: the model (digest when it cannot), or always the digest."
+    )
+    summary_tokens: int = Field(1024, ge=64, description="The output budget of the model's summary.")
+
+
 class Agent(Strict):
     model: str = Field("scripted:trajectory.yaml", description="scripted:FILE | openai:MODEL | anthropic:MODEL")
     instructions: str = ""
@@ -79,6 +92,7 @@ class Agent(Strict):
     provider_profile: ProviderProfile | None = Field(
         None, description="What the server accepts (docs/providers.md); default: detected from the base URL."
     )
+    context: ContextSettings | None = Field(None, description="Compaction settings; default: ContextSettings().")
 
 
 class Sandbox(Strict):

@@ -168,15 +168,27 @@ class ToolCallData(Payload):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class MessageRecord(Payload):
+    """One message of a call's manifest: what went in, rebuilt and checked by ``tether show RUN --context TURN``."""
+
+    role: str
+    tokens: int = Field(ge=0, description="Its tokens, by the call's counter.")
+    hash: str = Field(description="The first 16 hex digits of the sha256 of the message as sent (canonical JSON).")
+    seqs: list[int] = Field(default_factory=list, description="The events it was built from.")
+
+
 @register("model.requested")
 class ModelRequested(Payload):
     turn: int
     model: str
     n_messages: int = 0
     max_tokens: int | None = Field(None, description="The output budget sent: what fits the window and the budgets.")
-    prompt_tokens_est: int | None = Field(None, description="Estimated input tokens (1 per 3.5 characters).")
+    prompt_tokens_est: int | None = Field(None, description="Input tokens counted before the call (see counter).")
     capped_by: str | None = Field(None, description="The budget (usd, tokens) that lowered max_tokens, if one did.")
     worst_case_usd: float | None = Field(None, description="The most this call can cost (None: no price known).")
+    counter: str = Field("", description="What counted prompt_tokens_est: a tiktoken encoding or the estimate.")
+    tools_tokens: int = Field(0, ge=0, description="The tool definitions' share of prompt_tokens_est.")
+    manifest: list[MessageRecord] = Field(default_factory=list, description="Every message sent, in order.")
 
 
 @register("model.responded")

@@ -16,12 +16,12 @@ keeps with its summary and invariant block (docs/context.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
-from tether.models.base import Message, ToolCall
+from tether.models.base import COMPACTED_HEAD, Message, ToolCall
 
 SHOWN_CHARS = 12_000
 """A tool result longer than this is shown as its head and tail and a handle that ``read_result`` pages through."""
@@ -36,7 +36,11 @@ CONTROL = {
 
 
 def system_prompt(env: Envelope, plan: dict[str, Any] | None) -> str:
-    parts = [env.agent.instructions.strip() or "You are a careful agent working inside a governed workspace."]
+    return _system_prompt(env.agent.instructions, plan)
+
+
+def _system_prompt(instructions: str, plan: dict[str, Any] | None) -> str:
+    parts = [instructions.strip() or "You are a careful agent working inside a governed workspace."]
     if plan:
         parts.append("Intent plan:\n" + json.dumps(plan, indent=2))
     parts.append(
@@ -62,10 +66,12 @@ class Transcript:
 
     def __init__(self, env: Envelope, plan: dict[str, Any] | None = None) -> None:
         self.base = system_prompt(env, plan)
+        self.base_seq: int | None = None  # the run.started / run.forked whose envelope and plan made it
         self.sections: list[tuple[str, int]] = []  # (rendered section, seq)
         self.done: list[Message] = [Message("system", self.base)]
         self.froms: list[Sources] = [()]
         self.summarised = False
+        self.compacted_turns = 0  # assistant turns the summary stands for
         self.results: dict[str, tuple[str, int]] = {}  # call id -> (what the model is shown, seq)
         self.order: list[tuple[str, int]] = []  # the open turn's calls: (call id, seq of its model.responded)
         self.notes: list[tuple[str, int]] = []
@@ -113,6 +119,8 @@ class Transcript:
 
     def _take(self, e: Event) -> None:
         p = e.payload
+        if e.kind in ("run.started", "run.forked") and p.get("envelope"):
+            self._rebase(e.seq, p)
         if e.kind == "run.started":
             self.done.append(Message("user", p["task"]))
             self.froms.append((e.seq,))
@@ -152,11 +160,20 @@ class Transcript:
         elif (note := _host_note(e.kind, p)) is not None:
             self.notes.append((note, e.seq))
 
+    def _rebase(self, seq: int, p: dict[str, Any]) -> None:
+        """The system prompt of the envelope and plan the log says the run began (or was forked) with."""
+        self.base = _system_prompt(str((p["envelope"].get("agent") or {}).get("instructions", "")), p.get("plan"))
+        self.base_seq = seq
+        self._system()
+
     def _section(self, seq: int, p: dict[str, Any]) -> None:
         """A labelled section joins the system message (whose sources it joins too)."""
         self.sections.append((f"{p['label']}:\n{p['text'].strip()}", seq))
+        self._system()
+
+    def _system(self) -> None:
         self.done[0] = Message("system", "\n\n".join([self.base, *(text for text, _ in self.sections)]))
-        self.froms[0] = tuple(s for _, s in self.sections)
+        self.froms[0] = (*(() if self.base_seq is None else (self.base_seq,)), *(s for _, s in self.sections))
 
     def _compact(self, seq: int, p: dict[str, Any]) -> None:
         """Replace the settled messages before the first kept turn (after ``last_seq``) with the summary."""
@@ -165,16 +182,17 @@ class Transcript:
             (i for i in range(first, len(self.done)) if self.froms[i] and min(self.froms[i]) > p["last_seq"]),
             len(self.done),
         )
+        self.compacted_turns += sum(1 for m in self.done[2:kept] if m.role == "assistant")
         del self.done[2:kept], self.froms[2:kept]
-        self.done.insert(2, Message("user", compacted_text(p)))
+        self.done.insert(2, Message("user", compacted_text(p, self.compacted_turns)))
         self.froms.insert(2, (seq,))
         self.summarised = True
 
 
-def compacted_text(p: dict[str, Any]) -> str:
+def compacted_text(p: dict[str, Any], turns: int) -> str:
     """The message that stands for the compacted turns: the summary, then the invariant block."""
     head = (
-        f"[Earlier turns (events {p['first_seq']}-{p['last_seq']}) were compacted to save context. "
+        COMPACTED_HEAD.format(turns=turns) + " to save context (the log keeps them whole). "
         f"Summary ({'by the model' if p['method'] == 'model' else 'a digest of the log'}):]"
     )
     return f"{head}\n{p['summary'].strip()}\n\n{p['invariants'].strip()}".strip()
@@ -192,6 +210,19 @@ def _call_result(kind: str, p: dict[str, Any]) -> str | None:
     if kind == "action.failed":
         return _json({"error": p["failure_class"], "detail": p["error"]})
     return None
+
+
+def kept_result(whole: str, put_blob: Callable[[bytes], str]) -> dict[str, Any]:
+    """What a receipt keeps of a tool's output: all of it, or (when too long to show) its head and tail in the
+    event and the whole as a blob (``blob``, ``chars``), for ``read_result``."""
+    if len(whole) <= SHOWN_CHARS:
+        return {"content": whole}
+    cut = f"\n[... {len(whole) - HEAD_CHARS - TAIL_CHARS} characters in the blob ...]\n"
+    return {
+        "content": whole[:HEAD_CHARS] + cut + whole[-TAIL_CHARS:],
+        "blob": put_blob(whole.encode("utf-8")),
+        "chars": len(whole),
+    }
 
 
 def shown_result(call_id: str, result: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ option that would make it go. The table :data:`NEEDS` is the whole rule:
 - BUDGET_STOP goes on with raised limits (``--budget usd=5``) that leave no budget exhausted;
 - VERIFY_FAILED goes on with more completion attempts (``--attempts N``);
 - COMPLETE, NO_OP and BLOCKED_PERMISSION are final (:data:`FINAL` says why), and so is a run whose
-  conversation no longer fits the model's window (tether does not compact one).
+  conversation no longer fits the model's window even compacted (docs/context.md).
 
 :func:`resume_command` is the same table read the other way: the exact command a run's ``next_action``
 names, so a closing never suggests a resume that would be refused.
@@ -125,8 +125,8 @@ def continuation(state: RunState, env: Envelope, request: Request, now: datetime
         raise ResumeRefused(f"run {run} is {status} and final: {FINAL.get(status, 'it cannot be continued')}")
     if ended_beyond_resume(state.ended_by):
         raise ResumeRefused(
-            f"run {run} stopped because its conversation no longer fits the model's window, and tether does not "
-            "compact a conversation; raise agent.context_window (or use a larger model) and start a new run"
+            f"run {run} stopped because its conversation no longer fits the model's window, even compacted; "
+            "raise agent.context_window (or use a larger model) and start a new run"
         )
     if request.note is not None and not request.note.strip():
         raise ResumeRefused("--note: expected a message for the model, found an empty one")

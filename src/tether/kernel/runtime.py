@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
-from tether.envelope.schema import Effect, Envelope, Price, Rule
+from tether.envelope.schema import ContextSettings, Effect, Envelope, Price, Rule
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
 from tether.events.kinds import (
@@ -51,15 +51,24 @@ from tether.events.kinds import (
     RunStarted,
     SandboxFailed,
 )
+from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import ReviewerCalled
 from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
-from tether.models.base import Model, ToolSpec, Usage
-from tether.models.pricing import cost_usd, price_for
+from tether.models.base import Message, Model, ToolSpec, Usage
+from tether.models.pricing import cost_usd, price_for, split_provider
 from tether.models.retry import complete_with_retries
-from tether.models.window import MIN_OUTPUT_TOKENS, budget_for, estimate_tokens, learned_window
+from tether.models.tokens import counter_for
+from tether.models.window import (
+    MIN_OUTPUT_TOKENS,
+    budget_for,
+    estimate_tokens,
+    learned_window,
+    limits_for,
+    output_budget,
+)
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
@@ -85,7 +94,9 @@ from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .budgets import cap_call
-from .context import Transcript
+from .compaction import Cut, Summary, digest, invariants, over, plan_cut, render_diff, settings_of, summary_request
+from .context import Transcript, compacted_text, kept_result
+from .manifest import Counted, Manifests
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
@@ -133,6 +144,7 @@ class Runtime:
         self.state = RunState.from_events(self.events)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
+        self._manifests: Manifests | None = None
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
         self.passed = passed_values(os.environ, environment.env_allow, [s.source for s in environment.secrets or ()])
@@ -202,13 +214,17 @@ class Runtime:
     # ---- effects ---------------------------------------------------------------------------
 
     def call_model(self, step: CallModel) -> None:
-        messages = self.transcript.feed(self.events).messages()
         specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
         agent, retry = self.env.agent, self.env.retry
         window_setting = getattr(getattr(self.model, "profile", None), "window_setting", WINDOW_SETTING)
-        budget = budget_for(
-            self.model.name, messages, specs, window=self.context_window(), max_output=agent.max_output_tokens
-        )
+        limits = limits_for(self.model.name, window=self.context_window(), max_output=agent.max_output_tokens)
+        prompt = self.prompt(specs)
+        settings = settings_of(agent.context)
+        window = limits.window
+        if window and over(prompt.total, window, settings) and self.compact(step.turn, prompt, window, settings):
+            prompt = self.prompt(specs)
+        messages = prompt.messages
+        budget = output_budget(limits, prompt.total)
         if budget.problem:
             self.append(ContextFull(turn=step.turn, problem=budget.problem, window_setting=window_setting))
             return
@@ -229,6 +245,9 @@ class Runtime:
                 prompt_tokens_est=budget.prompt_tokens,
                 capped_by=cap.capped_by,
                 worst_case_usd=cap.worst_case_usd,
+                counter=prompt.counter,
+                tools_tokens=prompt.tools_tokens,
+                manifest=prompt.records,
             ),
         )
         try:
@@ -296,6 +315,74 @@ class Runtime:
         if cut_off:
             batch.append(ModelTruncated(turn=step.turn, max_tokens=cap.max_tokens, not_run=[i for i, _ in calls]))
         self.append_many(batch)  # a turn is recorded whole or not at all
+
+    def prompt(self, specs: Sequence[ToolSpec]) -> Counted:
+        """The messages of the next call, rebuilt from the log, with their manifest and token counts."""
+        if self._manifests is None:  # tiktoken loads its encoding once, on the first call that needs it
+            self._manifests = Manifests(counter_for(self.model.name))
+        return self._manifests.count(self.transcript.feed(self.events).sourced(), specs)
+
+    def compact(self, turn: int, prompt: Counted, window: int, settings: ContextSettings) -> bool:
+        """Replace older turns with a summary (the model's, else the digest) and the invariant block; log it."""
+        assert self._manifests is not None
+        counter = self._manifests.counter
+        kept = invariants(self.events, render_diff(self.run_diff()))
+        cut = plan_cut(self.transcript, prompt, window, settings, settings.summary_tokens + counter.count(kept))
+        if cut is None:
+            return False
+        summary = self.summarise(cut, settings)
+        text = summary.text or digest(self.events, cut.first_seq, cut.last_seq)
+        fields = {"first_seq": cut.first_seq, "last_seq": cut.last_seq, "summary": text, "invariants": kept}
+        turns = self.transcript.compacted_turns + sum(1 for m in cut.covered if m.role == "assistant")
+        message = counter.message(Message("user", compacted_text({**fields, "method": summary.method}, turns)))
+        covered = sum(r.tokens for r in prompt.records[2 : 2 + len(cut.covered)])
+        self.append(
+            ContextCompacted(
+                turn=turn,
+                method=summary.method,
+                before_tokens=prompt.total,
+                after_tokens=prompt.total - covered + message,
+                counter=counter.name,
+                fallback=summary.fallback,
+                model=summary.model,
+                input_tokens=summary.usage.input_tokens,
+                output_tokens=summary.usage.output_tokens,
+                cost_usd=cost_usd(self.model.name, summary.usage, self.prices) if summary.model else 0.0,
+                **fields,
+            )
+        )
+        return True
+
+    def summarise(self, cut: Cut, settings: ContextSettings) -> Summary:
+        """The model's summary of the cut turns, or why there is none (then the digest is used)."""
+        if settings.summary == "digest":
+            return Summary.none("the envelope asks for the digest (agent.context.summary: digest)")
+        if split_provider(self.model.name)[0] == "scripted":
+            return Summary.none("a scripted model's script holds no summaries")
+        messages = summary_request(cut.covered)
+        assert self._manifests is not None
+        asked = sum(self._manifests.counter.message(m) for m in messages)
+        cap = cap_call(settings.summary_tokens, asked, price_for(self.model.name, self.prices), self.state)
+        if cap.short is not None:
+            return Summary.none(f"the budget does not allow a summary call: {cap.reason}")
+        try:
+            response = self.model.complete(messages, [], max_tokens=cap.max_tokens)
+        except ProviderError as e:
+            return Summary.none(f"the model could not summarise: {e}")
+        usage = response.usage
+        if not usage.reported:
+            usage = Usage(asked, estimate_tokens(response.text), reported=False)
+        if not response.text.strip():
+            return Summary("", "digest", "the model's summary was empty", self.model.name, usage)
+        return Summary(response.text.strip(), "model", "", self.model.name, usage)
+
+    def run_diff(self) -> WorkspaceDiff:
+        """The run's changes from its baseline snapshot to the latest one (read from the store's blobs)."""
+        try:
+            latest = self.snapshots.latest or self.snapshots.take()
+            return run_diff(self.snapshots.baseline(), latest, self.store, str(self.workspace))
+        except SnapshotError as e:
+            return WorkspaceDiff(False, str(e))
 
     def context_window(self) -> int | None:
         """The envelope's window, or a smaller one a provider stated in an overflow during this run."""
@@ -427,10 +514,10 @@ class Runtime:
         payload = mask(result.to_dict(), self.passed)  # what the command was handed never reaches the log
         payload["effects"] = effects = [e.value for e in contract.effects]
         observed, problems = self.window(before, effects, result.changed_files)
+        whole = payload["content"] if result.whole is None else mask({"w": result.whole}, self.passed)["w"]
         if observed and Effect.EXEC in contract.effects:  # a command's changes are the snapshot's to tell
-            payload["content"] += (
-                "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
-            )
+            whole += "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
+        payload.update(kept_result(whole, self.store.put_blob))
         after = self.snapshots.latest if observed is not None else None
         receipt = None if before is None or after is None else rollback_receipt(action.call_id, before, after)
         completed = ActionCompleted(
@@ -627,7 +714,16 @@ class Runtime:
         declared = self.env.tool(tool.contract.name)
         timeout = (declared.timeout_s if declared else None) or tool.contract.timeout_s or 30
         assert self.sandbox is not None
-        return ToolContext(self.workspace, self.sandbox, self.env, float(timeout))
+        return ToolContext(self.workspace, self.sandbox, self.env, float(timeout), stored_result=self.stored_result)
+
+    def stored_result(self, call_id: str) -> str | None:
+        """The whole text of a shortened result of this run's call ``call_id`` (never another run's blob)."""
+        for e in reversed(self.events):
+            if e.kind == ActionCompleted.KIND and e.payload["call_id"] == call_id:
+                blob = e.payload["result"].get("blob")
+                data = self.blob(blob) if isinstance(blob, str) else None
+                return data.decode("utf-8", "replace") if data is not None else None
+        return None
 
     @staticmethod
     def now() -> datetime:

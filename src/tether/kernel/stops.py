@@ -89,7 +89,7 @@ def context_full(problem: str, window_setting: str) -> Finish:
         f"context window full: {problem}",
         "give the model more room: raise agent.context_window together with the server's own context size "
         f"({window_setting or WINDOW_SETTING}), lower agent.max_output_tokens, or use a model with a larger "
-        "window; then start a new run (tether does not compact a conversation yet)",
+        "window; then start a new run (what is left after compaction did not fit: docs/context.md)",
     )
 
 

@@ -23,6 +23,10 @@ value exists so the host can record a turn that ended in a provider failure
 with the same vocabulary as every other turn.
 """
 
+COMPACTED_HEAD = "[{turns} earlier turns were compacted"
+"""How the message standing for compacted turns begins (tether.kernel.compaction), with how many turns it replaced:
+a model that counts its turns from the conversation (the scripted one) adds them back."""
+
 TERMINATIONS: tuple[Termination, ...] = ("complete", "tool_request", "truncated", "refusal", "error", "unknown")
 
 

@@ -22,6 +22,7 @@ script runs out it answers ``complete`` with a text saying so and
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from tether.envelope.document import parse_yaml, read_text
 from tether.errors import InputError, Problem
-from tether.models.base import Message, ModelResponse, Termination, ToolCall, ToolSpec, Usage
+from tether.models.base import COMPACTED_HEAD, Message, ModelResponse, Termination, ToolCall, ToolSpec, Usage
 
 EXHAUSTED = "script_exhausted"
+_COMPACTED = re.compile("^" + re.escape(COMPACTED_HEAD).replace(r"\{turns\}", r"(\d+)"))
+
+
+def compacted_turns(messages: Sequence[Message]) -> int:
+    """Turns a compaction replaced (its message says how many), so that the script's place survives it."""
+    for m in messages:
+        found = _COMPACTED.match(m.content) if m.role == "user" else None
+        if found:
+            return int(found.group(1))
+    return 0
+
+
 MAX_TRAJECTORY_BYTES = 8 * 1024 * 1024  # a recorded run of thousands of turns fits; a runaway file is refused unread
 
 
@@ -114,7 +127,7 @@ class ScriptedModel:
         return cls(load_script(path), name=name or f"scripted:{path}")
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:
-        index = sum(1 for m in messages if m.role == "assistant")
+        index = sum(1 for m in messages if m.role == "assistant") + compacted_turns(messages)
         if index >= len(self.script.turns):
             return ModelResponse(
                 text=f"[{self.name}] the script has {len(self.script.turns)} turns and all have been played.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,3 +25,5 @@ class ToolContext:
     sandbox: Sandbox
     envelope: Envelope
     timeout_s: float
+    stored_result: Callable[[str], str | None] | None = None
+    """The whole text of an earlier shortened result of this run, by call id (``read_result``); None outside a run."""

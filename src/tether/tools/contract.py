@@ -235,6 +235,7 @@ def _bounded(result: ToolResult) -> ToolResult:
         data=result.data,
         changed_files=result.changed_files,
         failure_class=result.failure_class,
+        whole=result.content,
     )
 
 

@@ -20,6 +20,7 @@ from .files import edit_file, list_dir, read_file, write_file
 from .finish import finish
 from .git import git_diff
 from .intent import hypothesis, plan
+from .results import read_result
 from .search import search
 from .shell import bash, run_tests
 
@@ -35,6 +36,7 @@ BUILTINS: tuple[Tool, ...] = (
     finish,
     plan,
     hypothesis,
+    read_result,
 )
 
 

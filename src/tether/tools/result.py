@@ -41,6 +41,8 @@ class ToolResult:
     data: dict[str, Any] = field(default_factory=dict)
     changed_files: tuple[str, ...] = ()
     failure_class: str | None = None
+    whole: str | None = field(default=None, compare=False, repr=False)
+    """The content before it was cut to its bound, when it was: the kernel keeps it as a blob (never in an event)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

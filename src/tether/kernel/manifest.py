@@ -1,0 +1,144 @@
+"""The context manifest: what went into each model call, and the check that the log rebuilds it exactly.
+
+Before every call the runtime records, per message, its role, its token count, a hash of the message as
+sent and the seqs of the events it was built from (``model.requested``'s ``manifest``). The messages
+themselves are not stored a second time: they are a function of the log (:class:`~.context.Transcript`),
+so ``tether show RUN --context TURN`` rebuilds them from the events before that call and checks each
+against its recorded hash. A mismatch means the log or the context code changed since; it is an error
+naming the message, never a silently different answer.
+
+Counting and hashing a message is cached per message object (a settled message never changes), so the
+cost per call is the new messages' plus a pass over the list: flat in the length of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tether.canonical import content_hash
+from tether.envelope.schema import Envelope
+from tether.errors import InputError
+from tether.events.kinds import MessageRecord, ModelRequested
+from tether.events.store import Event
+from tether.models.base import Message, ToolSpec
+from tether.models.tokens import Counter
+
+from .context import Sources, Transcript
+
+HASH_DIGITS = 16
+
+
+def message_hash(m: Message) -> str:
+    """The first 64 bits of the sha256 of the message as sent: role, text, tool calls and the call it answers."""
+    calls = [{"id": c.id, "name": c.name, "args": c.args} for c in m.tool_calls]
+    wire = {"role": m.role, "content": m.content, "tool_calls": calls, "tool_call_id": m.tool_call_id}
+    return content_hash(wire).removeprefix("sha256:")[:HASH_DIGITS]
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A prompt about to be sent: its messages, their manifest, and its tokens by ``counter``."""
+
+    messages: list[Message]
+    records: list[MessageRecord]
+    tools_tokens: int
+    counter: str
+
+    @property
+    def total(self) -> int:
+        return sum(r.tokens for r in self.records) + self.tools_tokens
+
+
+class Manifests:
+    """Counts and hashes the messages of each call, remembering settled messages between calls."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+        self._seen: dict[int, tuple[Message, int, str]] = {}  # id(message) -> (message, tokens, hash)
+        self._tools: tuple[tuple[str, ...], int] | None = None
+
+    def count(self, sourced: Sequence[tuple[Message, Sources]], specs: Sequence[ToolSpec]) -> Counted:
+        records = [self._record(m, seqs) for m, seqs in sourced]
+        if len(self._seen) > 2 * len(sourced) + 64:  # drop what compaction removed
+            live = {id(m) for m, _ in sourced}
+            self._seen = {k: v for k, v in self._seen.items() if k in live}
+        return Counted([m for m, _ in sourced], records, self._tools_tokens(specs), self.counter.name)
+
+    def _record(self, m: Message, seqs: Sources) -> MessageRecord:
+        seen = self._seen.get(id(m))
+        if seen is None or seen[0] is not m:
+            seen = (m, self.counter.message(m), message_hash(m))
+            self._seen[id(m)] = seen
+        return MessageRecord(role=m.role, tokens=seen[1], hash=seen[2], seqs=list(seqs))
+
+    def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
+        key = tuple(t.name for t in specs)
+        if self._tools is None or self._tools[0] != key:
+            self._tools = (key, self.counter.tools(specs))
+        return self._tools[1]
+
+
+class ManifestMismatch(InputError):
+    """The messages rebuilt from the log are not those the call recorded."""
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """The messages of one recorded call, rebuilt from the log and checked against its manifest."""
+
+    turn: int
+    seq: int
+    request: ModelRequested
+    messages: list[Message]
+
+
+def requests(events: Sequence[Event]) -> list[tuple[int, ModelRequested]]:
+    """Every recorded call: (its index in ``events``, its ``model.requested``)."""
+    return [(i, e.data_as(ModelRequested)) for i, e in enumerate(events) if e.kind == ModelRequested.KIND]
+
+
+def context_at(events: Sequence[Event], turn: int) -> TurnContext:
+    """The messages sent at ``turn`` (its last call, if it was retried after a compaction), checked.
+
+    Raises :class:`ManifestMismatch` naming the first message whose rebuilt hash, role or count differs,
+    and :class:`~tether.errors.InputError` for a turn with no recorded call or a call recorded without
+    a manifest (older logs).
+    """
+    calls = [(i, r) for i, r in requests(events) if r.turn == turn]
+    if not calls:
+        turns = sorted({r.turn for _, r in requests(events)})
+        known = f"turns with a model call: {turns[0]}-{turns[-1]}" if turns else "no model call was recorded"
+        raise InputError(f"turn {turn}: no model call at that turn ({known})")
+    index, request = calls[-1]
+    if not request.manifest:
+        raise InputError(f"turn {turn}: the call (event {events[index].seq}) was recorded without a manifest")
+    messages = Transcript(_envelope(events), None).feed(events[:index]).messages()
+    check(messages, request.manifest, f"turn {turn} (event {events[index].seq})")
+    return TurnContext(turn, events[index].seq, request, messages)
+
+
+def check(messages: Sequence[Message], manifest: Sequence[MessageRecord], where: str) -> None:
+    if len(messages) != len(manifest):
+        raise ManifestMismatch(f"{where}: the log rebuilds {len(messages)} messages; the call recorded {len(manifest)}")
+    for n, (m, r) in enumerate(zip(messages, manifest, strict=True), start=1):
+        got = message_hash(m)
+        if m.role != r.role or got != r.hash:
+            raise ManifestMismatch(
+                f"{where}: message {n} ({r.role}, built from events {_seqs(r.seqs)}) does not match the "
+                f"manifest: recorded hash {r.hash}, rebuilt {m.role} message hashes to {got}"
+            )
+
+
+def _envelope(events: Sequence[Event]) -> Envelope:
+    """The envelope the run began with (the transcript takes the system prompt from the log itself)."""
+    data: dict[str, Any] = events[0].payload.get("envelope") or {} if events else {}
+    try:
+        return Envelope.model_validate(data)
+    except ValueError as e:
+        raise InputError(f"the run's run.started event holds no valid envelope: {e}") from e
+
+
+def _seqs(seqs: Sequence[int]) -> str:
+    return ", ".join(str(s) for s in seqs) or "the envelope"
