@@ -195,7 +195,7 @@ def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
     """Envelopes sealed before ``pricing_file`` and ``mcp_servers`` existed keep their hash; setting one is hashed."""
     from tether.canonical import content_hash
     from tether.envelope.hashing import contract_hash
-    from tether.envelope.schema import Skills, Trust, TrustSettings
+    from tether.envelope.schema import ContextSettings, Skills, Trust, TrustSettings
     from tether.policy.defaults import default_envelope
 
     env = default_envelope()
@@ -206,10 +206,13 @@ def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
     before.pop("skills")
     before.pop("memory")
     before["environment"].pop("trust")
+    before["agent"].pop("context")
     for t in before["tools"]:
         t.pop("trust")
     assert contract_hash(env) == content_hash(before)
     assert contract_hash(env.model_copy(update={"pricing_file": "p.yaml"})) != contract_hash(env)
+    compacting = env.agent.model_copy(update={"context": ContextSettings(keep_turns=5)})
+    assert contract_hash(env.model_copy(update={"agent": compacting})) != contract_hash(env)
     assert contract_hash(env.model_copy(update={"skills": Skills(pin=["x"])})) != contract_hash(env)
     untrusting = env.model_copy(
         update={"environment": env.environment.model_copy(update={"trust": TrustSettings(workspace=Trust.UNTRUSTED)})}

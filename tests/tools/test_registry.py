@@ -22,6 +22,7 @@ BUILTIN_NAMES = [
     "finish",
     "plan",
     "hypothesis",
+    "read_result",
 ]
 
 EXPECTED_EFFECTS = {
@@ -36,6 +37,7 @@ EXPECTED_EFFECTS = {
     "finish": [Effect.READ],
     "plan": [Effect.READ],
     "hypothesis": [Effect.READ],
+    "read_result": [Effect.READ],
 }
 
 
@@ -77,6 +79,7 @@ def test_builtins_and_their_effects() -> None:
         "finish",
         "plan",
         "hypothesis",
+        "read_result",
     }
 
 
