@@ -19,6 +19,7 @@ def upstream() -> Iterator[Upstream]:
 
         def answer(self) -> None:
             body = self.body()
+            record.headers.append({k.lower(): v for k, v in self.headers.items()})
             record.requests.append((self.command, self.path, self.headers.get("Host", ""), body))
             out = f"{TOKEN} {self.command} {self.path}".encode()
             self.send_response(200)

@@ -17,9 +17,12 @@ class Upstream:
     port: int
     requests: list[tuple[str, str, str, bytes]] = field(default_factory=list)
     """(method, path, Host header, body) of every request that reached the server."""
+    headers: list[dict[str, str]] = field(default_factory=list)
+    """Each request's headers (names in lower case)."""
 
     def clear(self) -> None:
         self.requests.clear()
+        self.headers.clear()
 
 
 @dataclass

@@ -13,8 +13,9 @@ import pytest
 from egresskit import TOKEN, Names, Upstream
 
 from tether.envelope.schema import Network
+from tether.errors import SandboxUnavailable
 from tether.events.kinds_egress import EgressRule
-from tether.sandbox import BwrapSandbox
+from tether.sandbox import BwrapSandbox, bwrap
 from tether.sandbox.bwrap import for_call, take_egress
 from tether.sandbox.egress import Egress
 from tether.sandbox.egress_policy import EgressPolicy
@@ -132,3 +133,15 @@ def test_without_a_listed_host_there_is_no_proxy_at_all(tmp_path: Path) -> None:
     box = BwrapSandbox(tmp_path)
     r = box.run("env | grep -ci proxy; ls /run/tether-egress 2>&1", cwd=tmp_path, timeout_s=30)
     assert r.stdout.split()[0] == "0" and "No such file" in r.stdout
+
+
+def test_a_bridge_that_cannot_listen_stops_the_command_from_starting(
+    box: BwrapSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fail closed: without its way out, the command does not run at all (it would run with no network)."""
+    monkeypatch.setattr(bwrap, "bridge_command", lambda *_: ["sh", "-c", "echo 'bridge: cannot listen' >&2; exit 1"])
+    assert box.workspace is not None
+    with pytest.raises(SandboxUnavailable, match="cannot listen"):
+        box.run("touch ran", cwd=box.workspace, timeout_s=30)
+    assert not (box.workspace / "ran").exists()
+    assert take_egress(box) == []

@@ -43,8 +43,11 @@ class Session:
 
 def read_all(s: socket.socket) -> bytes:
     out = b""
-    while chunk := s.recv(65536):
-        out += chunk
+    try:
+        while chunk := s.recv(65536):
+            out += chunk
+    except ConnectionResetError:  # closed unread: what came before the reset is the answer
+        pass
     return out
 
 
@@ -177,6 +180,8 @@ def test_one_request_per_connection_is_forwarded_re_framed(run: Session, upstrea
     answer = run.send(first + second)
     assert answer.count(b"HTTP/1.1 ") == 1 and TOKEN.encode() + b" POST /one" in answer
     assert [(m, p, b) for m, p, _, b in upstream.requests] == [("POST", "/one", b"hello")]
+    [headers] = upstream.headers
+    assert "proxy-authorization" not in headers and headers["connection"] == "close"
     [a] = run.attempts()
     assert a.allowed and a.host == "allowed.test"
 
@@ -188,6 +193,26 @@ def test_conflicting_lengths_are_refused(run: Session, upstream: Upstream) -> No
     )
     answer = run.send(smuggle)
     assert answer.startswith(b"HTTP/1.1 400") and upstream.requests == []
+
+
+def test_a_flood_of_connections_is_cut_off_and_counted_once(upstream: Upstream, names: Names) -> None:
+    limits = ProxyLimits(max_connections=3)
+    with EgressProxy(policy(upstream.port), resolver=names, limits=limits) as proxy:
+        answers = [Session(proxy).send(get("other.test", upstream.port)) for _ in range(5)]
+    assert [a[:12] for a in answers] == [b"HTTP/1.1 403"] * 3 + [b""] * 2
+    assert [a.rule for a in proxy.attempts] == [EgressRule.NOT_LISTED] * 3 + [EgressRule.TOO_MANY]
+    assert "2 connection(s) past the limit of 3" in proxy.attempts[-1].detail
+
+
+def test_an_allowed_name_whose_server_is_down_is_unreachable(names: Names) -> None:
+    with socket.socket() as closed:  # a port nothing listens on: bound, never listening
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        with EgressProxy(policy(port), resolver=names) as proxy:
+            answer = Session(proxy).send(get("allowed.test", port))
+    assert answer.startswith(b"HTTP/1.1 502") and b"X-Tether-Egress: unreachable" in answer
+    [a] = proxy.attempts
+    assert a.rule is EgressRule.UNREACHABLE and not a.allowed and a.address is None
 
 
 def test_closing_ends_open_tunnels_records_them_and_leaves_no_thread(upstream: Upstream, names: Names) -> None:

@@ -41,6 +41,8 @@ class EgressRule(StrEnum):
     """The request head did not arrive in time."""
     UNREACHABLE = "unreachable"
     """Allowed, but no connection to the checked address could be made."""
+    TOO_MANY = "too-many"
+    """The command opened more connections than one command may; those past the limit are refused, counted once."""
 
 
 @register("egress.attempt")

@@ -74,6 +74,8 @@ class ProxyLimits:
     """Time for the whole head to arrive; a slower client is refused (408)."""
     resolve_timeout_s: float = 10.0
     connect_timeout_s: float = 10.0
+    max_connections: int = 1000
+    """Connections one command may open; past it each is closed at once, and the log gets one event counting them."""
 
 
 class Refused(Exception):
@@ -182,6 +184,7 @@ class EgressProxy:
         self._lookups = ThreadPoolExecutor(max_workers=4, thread_name_prefix="tether-egress-dns")
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.AbstractServer | None = None
+        self._accepted = self._dropped = 0
 
     # -- lifecycle (called from the host's thread) ------------------------------------------------
 
@@ -204,6 +207,10 @@ class EgressProxy:
                 asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
+            if self._dropped:
+                detail = f"{self._dropped} connection(s) past the limit of {self.limits.max_connections} were refused"
+                too_many = Attempt(self.call_id, ruling=Ruling(EgressRule.TOO_MANY, detail))
+                self.attempts.append(too_many.event())
         if not self._loop.is_running():
             self._loop.close()
         self._lookups.shutdown(wait=False, cancel_futures=True)
@@ -224,6 +231,11 @@ class EgressProxy:
     # -- one connection (on the proxy's loop) -----------------------------------------------------
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._accepted += 1
+        if self._accepted > self.limits.max_connections:  # a flood: no answer, no event each (see close)
+            self._dropped += 1
+            writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
