@@ -24,6 +24,7 @@ from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
 from tether.events import kinds_egress as ke
 from tether.events import kinds_guard as kg
+from tether.events import kinds_hooks as kh
 from tether.events import kinds_knowledge as kk
 from tether.events import kinds_mcp as km
 from tether.events import kinds_verify as kv
@@ -283,6 +284,8 @@ SAMPLES: list[Payload] = [
         refused={"mcp__notes__bad": "its input schema is not a valid JSON Schema"},
     ),
     km.McpFailed(server="web", transport="streamable-http", error="did not start within 30s"),
+    kh.HookReceived(agent="claude-code", event="PreToolUse", session_id="s-1", cwd="/w", detail={"tool_name": "Bash"}),
+    kh.HookStop(blocked=True, accepted=False, reasons=["required sensor tests FAILED"], blocks_in_row=1),
 ]
 
 

@@ -1,8 +1,9 @@
 """The ``tether`` command: a table of sub-commands, each module imported only when its command runs.
 
 Start-up is on the critical path (``tether hook`` answers before every tool call of another agent), so this
-module imports nothing but the standard library at its top. Two paths, cheapest first:
+module imports nothing but the standard library at its top. Three paths, cheapest first:
 
+* ``tether hook …`` goes straight to :mod:`tether.hooks.entry` (no typer; no pydantic when a daemon answers);
 * ``tether --version`` is printed from the installed metadata;
 * everything else builds the typer app, whose group (:class:`tether.cli.lazy.LazyGroup`) imports a command's
   module only when that command is invoked; ``tether --help`` lists the commands from :data:`COMMANDS`
@@ -104,6 +105,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "key": ("key_cmds", "The anchor key: signed checkpoints of every run's head."),
     "skills": ("knowledge_cmds", "Skills: SKILL.md folders a run can bind and load."),
     "memory": ("knowledge_cmds", "Project memory: facts the user stated, with their source."),
+    "daemon": (
+        "daemon_cmds",
+        "Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand).",
+    ),
 }
 
 _app: typer.Typer | None = None
@@ -209,6 +214,10 @@ def fail(message: str, code: int, as_json: bool, error: BaseException, markup: s
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["hook"]:
+        from tether.hooks.entry import main as hook_main
+
+        sys.exit(hook_main(args[1:]))
     if args == ["--version"]:
         print(_version())
         return

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_control,
     kinds_egress,
     kinds_guard,
+    kinds_hooks,
     kinds_knowledge,
     kinds_mcp,
     kinds_verify,

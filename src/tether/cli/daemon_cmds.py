@@ -1,0 +1,24 @@
+"""``tether daemon``: the resident process that answers hook calls in milliseconds (docs/hooks.md)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("daemon")(daemon_cmd)
+
+
+def daemon_cmd(
+    socket: str | None = typer.Option(
+        None, "--socket", help="Unix socket (default: $TETHER_HOOK_SOCKET, else per user)."
+    ),
+    idle: float = typer.Option(1800.0, "--idle", min=1.0, help="Exit after this many seconds without a call."),
+    stop: bool = typer.Option(False, "--stop", help="Ask the running daemon to exit (exit 1 if none answered)."),
+) -> None:
+    """Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand)."""
+    from tether.hooks.daemon import serve, stop_daemon
+
+    if stop:
+        raise typer.Exit(0 if stop_daemon(socket) else 1)
+    raise typer.Exit(serve(socket, idle_s=idle))

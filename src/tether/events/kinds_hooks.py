@@ -1,0 +1,34 @@
+"""Event kinds of a run driven by another agent's hooks (Claude Code, Codex; see tether.hooks).
+
+- ``hook.received``  one hook call as the agent sent it: which agent, which event, its session and directory,
+  and the fields of the event tether keeps (the prompt, the session's source, the stop flag). Tool calls
+  themselves become the usual ``action.proposed`` / ``action.decided`` / ``action.completed`` events.
+- ``hook.stop``      the answer to a stop: the sensors' verdict, and whether the stop was blocked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .payload import Payload, register
+
+Agent = Literal["claude-code", "codex"]
+
+
+@register("hook.received")
+class HookReceived(Payload):
+    agent: Agent
+    event: str = Field(description="The hook event name (PreToolUse, Stop, UserPromptSubmit, ...).")
+    session_id: str
+    cwd: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict, description="The event's own fields tether keeps.")
+
+
+@register("hook.stop")
+class HookStop(Payload):
+    blocked: bool = Field(description="True: the agent was told to go on (the evidence does not accept the stop).")
+    accepted: bool = Field(description="The verdict of the required sensors.")
+    reasons: list[str] = Field(default_factory=list)
+    blocks_in_row: int = Field(0, ge=0, description="Stops blocked in a row, this one included.")

@@ -1,0 +1,37 @@
+"""The one function that turns a parsed hook call into the agent's reply: used in-process and by the daemon.
+
+Every failure becomes a refusal (exit 2, which blocks the tool call, the prompt or the stop): a hook that
+crashed must not let the agent go on as if tether had said yes.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+from tether.errors import TetherError
+
+from .session import EnvelopeChanged, Settings, handle
+from .wire import Reply, refuse, reply
+
+
+def settings_from(request: dict[str, Any]) -> Settings:
+    """The request's settings (absolute paths, as the client resolved them)."""
+
+    def path(key: str) -> Path | None:
+        value = request.get(key)
+        return Path(value) if isinstance(value, str) and value else None
+
+    return Settings(str(request["agent"]), envelope=path("envelope"), db=path("db"), project=path("project"))
+
+
+def answer(request: dict[str, Any], data: dict[str, Any]) -> Reply:
+    """Handle one hook call and put the outcome in the agent's format; never raises."""
+    try:
+        settings = settings_from(request)
+        return reply(settings.agent, str(data["hook_event_name"]), handle(settings, data))
+    except (TetherError, EnvelopeChanged) as e:
+        return refuse(str(e))
+    except Exception as e:
+        return refuse(f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")

@@ -1,0 +1,122 @@
+"""Another agent's tool calls as tether tool calls, and the envelope used when a project names none.
+
+Claude Code's tools map onto tether's contracts by what they do: ``Bash`` is ``bash``, ``Read`` is
+``read_file``, ``Write`` is ``write_file``, ``Edit``/``MultiEdit``/``NotebookEdit`` are ``edit_file``,
+``Glob``/``Grep`` are ``search``, ``LS`` is ``list_dir``, ``WebFetch``/``WebSearch`` are ``web_fetch``/
+``web_search``. Codex's ``Bash`` is ``bash`` and its ``apply_patch`` is ``edit_file`` once per file the patch
+names. The agent's own bookkeeping tools (``TodoWrite``, ``Task``, ...) are ``agent_internal``, a read. Every
+other name, ``mcp__server__tool`` included, is kept as it is: the envelope governs it by declaring a contract
+of that name, and the gate denies a tool the envelope does not declare (``default:unknown-tool``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+
+AGENT_INTERNAL = "agent_internal"
+INTERNAL_TOOLS = frozenset(
+    {"TodoWrite", "Task", "ExitPlanMode", "BashOutput", "KillShell", "KillBash", "TodoRead", "update_plan"}
+)
+
+
+class CallError(ValueError):
+    """A tool call whose input lacks what tether needs to judge it (a Read without a file path)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tether tool call: the contract name and the arguments the gate reads."""
+
+    tool: str
+    args: dict[str, Any]
+
+
+def _text(tool_input: Mapping[str, Any], key: str, tool: str) -> str:
+    value = tool_input.get(key)
+    if not isinstance(value, str) or not value:
+        raise CallError(f"{tool}: tool_input.{key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _search(tool_input: Mapping[str, Any], cwd: str) -> dict[str, Any]:
+    path = tool_input.get("path")
+    return {"path": path if isinstance(path, str) and path else cwd, "pattern": str(tool_input.get("pattern", ""))}
+
+
+def _claude(name: str, ti: Mapping[str, Any], cwd: str) -> list[Call]:
+    match name:
+        case "Bash":
+            return [Call("bash", {"command": _text(ti, "command", name)})]
+        case "Read":
+            return [Call("read_file", {"path": _text(ti, "file_path", name)})]
+        case "Write":
+            return [Call("write_file", {"path": _text(ti, "file_path", name), "content": str(ti.get("content", ""))})]
+        case "Edit":
+            path = _text(ti, "file_path", name)
+            return [Call("edit_file", {"path": path, "old": ti.get("old_string"), "new": ti.get("new_string")})]
+        case "MultiEdit":
+            return [Call("edit_file", {"path": _text(ti, "file_path", name), "edits": ti.get("edits")})]
+        case "NotebookEdit":
+            return [Call("edit_file", {"path": _text(ti, "notebook_path", name), "new": ti.get("new_source")})]
+        case "Glob" | "Grep":
+            return [Call("search", _search(ti, cwd))]
+        case "LS":
+            return [Call("list_dir", {"path": _text(ti, "path", name)})]
+        case "WebFetch":
+            return [Call("web_fetch", {"url": _text(ti, "url", name), "prompt": str(ti.get("prompt", ""))})]
+        case "WebSearch":
+            return [Call("web_search", {"query": _text(ti, "query", name)})]
+    return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
+
+
+#: The file lines of an apply_patch envelope: ``*** Add File: p``, ``*** Update File: p``, ``*** Move to: p``.
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+
+
+def _codex(name: str, ti: Mapping[str, Any], cwd: str) -> list[Call]:
+    if name == "Bash":
+        return [Call("bash", {"command": _text(ti, "command", name)})]
+    if name == "apply_patch":
+        patch = _text(ti, "command", name) if "command" in ti else _text(ti, "patch", name)
+        paths = list(dict.fromkeys(_PATCH_FILE.findall(patch)))
+        if not paths:
+            raise CallError("apply_patch: the patch names no file (*** Add/Update/Delete File: PATH)")
+        return [Call("edit_file", {"path": p, "patch": patch}) for p in paths]
+    return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
+
+
+def tether_calls(agent: str, tool_name: str, tool_input: Mapping[str, Any], cwd: str) -> list[Call]:
+    """The tether calls one agent tool call amounts to (more than one only for a multi-file patch)."""
+    return (_codex if agent == "codex" else _claude)(tool_name, tool_input, cwd)
+
+
+def hook_envelope() -> Envelope:
+    """The envelope of a project that has none: the built-in ``coding`` profile over the mapped tools.
+
+    The whole workspace is readable and writable (the profile still denies ``.git/``, ``.tether/``, secrets
+    and destructive commands); the network tools need a human; no sensor is required at a stop.
+    """
+
+    def contract(name: str, purpose: str, *effects: Effect) -> ToolContract:
+        return ToolContract(name=name, purpose=purpose, effects=list(effects))
+
+    return Envelope(
+        plan=PlanRef(path="(built-in hooks envelope)", hash="sha256:" + "0" * 64),
+        environment=Environment(filesystem=Filesystem(read=["**"], write=["**"])),
+        tools=[
+            contract("bash", "Run a shell command in the workspace.", Effect.EXEC),
+            contract("read_file", "Read a file.", Effect.READ),
+            contract("write_file", "Write a file.", Effect.WRITE),
+            contract("edit_file", "Edit a file in place.", Effect.READ, Effect.WRITE),
+            contract("search", "Find files or lines by pattern.", Effect.READ),
+            contract("list_dir", "List a directory.", Effect.READ),
+            contract("web_fetch", "Fetch a URL.", Effect.NETWORK),
+            contract("web_search", "Search the web.", Effect.NETWORK),
+            contract(AGENT_INTERNAL, "The agent's own bookkeeping (todo lists, sub-agents, plans).", Effect.READ),
+        ],
+    )

@@ -1,0 +1,94 @@
+"""The hook's side of the daemon: find the user's socket, ask it, start it when nobody answers.
+
+Standard library only (this runs on every tool call). The socket lives in a directory only its user can
+enter (``$TETHER_HOOK_SOCKET``, else ``$XDG_RUNTIME_DIR/tether/hookd.sock``, else
+``/tmp/tether-<uid>/hookd.sock``); a directory that another user owns or others can open is not used.
+No answer from a daemon is never an answer: the caller then decides in-process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import stat
+import sys
+
+from .wire import Reply
+
+CONNECT_TIMEOUT_S = 1.0
+
+
+def socket_path() -> str:
+    explicit = os.environ.get("TETHER_HOOK_SOCKET")
+    if explicit:
+        return explicit
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = os.path.join(runtime, "tether") if runtime else f"/tmp/tether-{os.getuid()}"
+    return os.path.join(base, "hookd.sock")
+
+
+def private_dir(path: str) -> bool:
+    """Create the socket's directory 0700, or check that an existing one is the user's alone."""
+    directory = os.path.dirname(path) or "."
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def code_stamp() -> int:
+    """Which tether code this is: a daemon started from other code (an upgrade) is not asked."""
+    return os.stat(__file__).st_mtime_ns
+
+
+def ask(request: dict[str, str], raw: bytes, *, start: bool = True) -> Reply | None:
+    """The daemon's reply to one hook call, or None (no daemon, a stale one, or a failure: decide in-process).
+
+    With ``start``, a missing daemon is started in the background for the next call.
+    """
+    path = socket_path()
+    if not private_dir(path):
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(CONNECT_TIMEOUT_S)
+        try:
+            conn.connect(path)
+        except OSError:
+            if start:
+                spawn(path)
+            return None
+        conn.settimeout(None)  # a Stop's sensors may take minutes; the agent's own hook timeout bounds us
+        header = dict(request, size=len(raw), code=code_stamp())
+        conn.sendall(json.dumps(header).encode() + b"\n" + raw)
+        conn.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+        answer = json.loads(b"".join(chunks) or b"null")
+    except (OSError, ValueError):
+        return None
+    finally:
+        conn.close()
+    if not isinstance(answer, dict) or not isinstance(answer.get("exit"), int):
+        return None  # a daemon that refused (stale code) or died
+    return Reply(str(answer.get("stdout", "")), str(answer.get("stderr", "")), answer["exit"])
+
+
+def spawn(path: str) -> None:
+    """Start a daemon for ``path`` in its own session; if another starts at once, one of them gives way."""
+    import subprocess
+
+    with contextlib.suppress(OSError):  # this call is answered in-process anyway
+        subprocess.Popen(
+            [sys.executable, "-m", "tether.hooks.daemon", "--socket", path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )

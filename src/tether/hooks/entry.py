@@ -1,0 +1,85 @@
+"""``tether hook claude-code|codex``: the command another agent runs before and after its tool calls.
+
+Standard library only until it must decide in-process: this is the whole cost of a call a daemon answers.
+Order: read stdin (bounded), check it (:func:`tether.hooks.wire.parse`), ask the user's daemon
+(:mod:`tether.hooks.client`, which starts one when none answers), else decide in this process. Whatever
+goes wrong is answered with a refusal (exit 2), never with an exit code the agent reads as "no objection".
+
+Options: ``--envelope FILE`` (else ``$TETHER_ENVELOPE``), ``--db FILE`` (else ``$TETHER_DB``), ``--no-daemon``
+(decide in-process; also ``TETHER_HOOK_DAEMON=0``). ``tether hook install …`` writes the agent's settings.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
+
+USAGE = (
+    "usage: tether hook {claude-code|codex} [--envelope FILE] [--db FILE] [--no-daemon] < HOOK_JSON\n"
+    "       tether hook install {claude-code|codex} [--project|--user] [--envelope FILE] [--dir DIR]"
+)
+
+
+def options(argv: list[str]) -> tuple[dict[str, str], bool]:
+    """The request settings (absolute paths) and whether a daemon may answer; ValueError on a bad flag."""
+    if not argv or argv[0] not in AGENTS:
+        raise ValueError(f"the agent must be one of {', '.join(AGENTS)}")
+    request = {"agent": argv[0]}
+    daemon = os.environ.get("TETHER_HOOK_DAEMON", "1") != "0"
+    rest = argv[1:]
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--no-daemon":
+            daemon = False
+        elif flag in ("--envelope", "--db") and rest:
+            request[flag[2:]] = os.path.abspath(rest.pop(0))
+        else:
+            raise ValueError(f"unknown or incomplete option {flag!r}")
+    for key, var in (("envelope", "TETHER_ENVELOPE"), ("db", "TETHER_DB")):
+        if key not in request and os.environ.get(var):
+            request[key] = os.path.abspath(os.environ[var])
+    if os.environ.get("CLAUDE_PROJECT_DIR"):
+        request["project"] = os.path.abspath(os.environ["CLAUDE_PROJECT_DIR"])
+    return request, daemon
+
+
+def write(out: Reply) -> int:
+    if out.stdout:
+        sys.stdout.write(out.stdout + "\n")
+    if out.stderr:
+        sys.stderr.write(out.stderr)
+    sys.stdout.flush()
+    return out.exit
+
+
+def main(argv: list[str]) -> int:
+    """Run one hook call; the return value is the exit code."""
+    try:
+        if argv[:1] == ["install"]:
+            from .install import main as install
+
+            code: int = install(argv[1:])
+            return code
+        try:
+            request, daemon = options(argv)
+        except ValueError as e:
+            return write(refuse(f"{e}\n{USAGE}"))
+        raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        try:
+            data = parse(raw)
+        except HookInputError as e:
+            return write(refuse(str(e)))
+        reply = None
+        if daemon:
+            from .client import ask
+
+            reply = ask(request, raw)
+        if reply is None:
+            from .answer import answer
+
+            reply = answer(request, data)
+        return write(reply)
+    except BaseException as e:  # anything at all: refuse, never exit 1 (which lets the call through)
+        return write(refuse(f"tether hook failed: {type(e).__name__}: {e}"))

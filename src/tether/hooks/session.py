@@ -1,0 +1,385 @@
+"""One hook call, handled: the session's run, the decision, the record.
+
+Each agent session is one hash-chained run, ``<agent>-<session id>``, in the project's store (``--db``,
+``$TETHER_DB``, else ``<workspace>/.tether/tether.db``). The workspace is fixed when the run starts (the
+project directory the agent names, else its first ``cwd``); so is the envelope (``--envelope``,
+``$TETHER_ENVELOPE``, else ``<workspace>/.tether/envelope.yaml``, else :func:`~tether.hooks.calls.hook_envelope`).
+An envelope whose contract hash differs from the one the run started with is refused: the session's decisions
+are bound to one contract.
+
+* ``PreToolUse``: the call becomes ``action.proposed``; the one decider (:func:`tether.policy.decide.decide`)
+  rules; ``action.decided`` names the rule. A Codex ASK stages an approval (``tether approve`` answers it) and
+  the identical call, retried, is allowed once by that answer.
+* ``PostToolUse`` / ``PostToolUseFailure``: the receipt (``action.completed`` / ``action.failed``).
+* ``Stop``: the envelope's required sensors run in the sandbox on the workspace; when they do not accept,
+  the stop is blocked with their reasons, at most :data:`MAX_STOP_BLOCKS` times in a row (then the agent may
+  stop, and the user is told it stopped without evidence) — Claude Code's ``stop_hook_active`` alone would
+  let the second stop through unchecked.
+* every call, whatever its event, is first a ``hook.received``.
+
+The run is never finished here (only the kernel's ``next_step`` ends runs): a hook session stays RUNNING.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tether.canonical import content_hash, sha256_hex
+from tether.envelope.hashing import contract_hash
+from tether.envelope.load import load_envelope
+from tether.envelope.schema import Envelope
+from tether.events.anchor import Signer
+from tether.events.kinds import (
+    ActionCompleted,
+    ActionDecided,
+    ActionFailed,
+    ActionProposed,
+    ApprovalRequested,
+    RunStarted,
+)
+from tether.events.kinds_hooks import HookReceived, HookStop
+from tether.events.payload import Payload
+from tether.events.store import Event, EventStore
+from tether.policy.decide import decide
+from tether.policy.decision import Decision, RuleMatch, Verdict
+from tether.policy.gate import Gate
+from tether.review.execution import review_gate_event
+from tether.state import RunState
+from tether.status import ActionStatus
+
+from .calls import Call, CallError, hook_envelope, tether_calls
+from .wire import Outcome
+
+MAX_STOP_BLOCKS = 3
+RESULT_CHARS = 4000  # of a tool's response kept in the receipt
+APPROVAL_TTL_S = 24 * 3600.0
+ENVELOPE_NAME = Path(".tether") / "envelope.yaml"
+DB_NAME = Path(".tether") / "tether.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the hook finds its envelope and store; the client resolves them from its flags and environment."""
+
+    agent: str
+    envelope: Path | None = None
+    db: Path | None = None
+    project: Path | None = None  # $CLAUDE_PROJECT_DIR
+
+
+@dataclass
+class Session:
+    """The run of one agent session, loaded for one hook call."""
+
+    store: EventStore
+    run_id: str
+    env: Envelope
+    workspace: Path
+    events: list[Event]
+
+    def append(self, items: Sequence[Payload]) -> None:
+        self.events += self.store.append_many(self.run_id, list(items))
+
+    @property
+    def state(self) -> RunState:
+        return RunState.from_events(self.events)
+
+
+def run_id_for(agent: str, session_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "", session_id)[:80]
+    return f"{agent}-{safe if safe == session_id else sha256_hex(session_id)[:32]}"
+
+
+def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope, str]:
+    """The envelope and where it came from (see the module docstring for the order)."""
+    path = settings.envelope
+    if path is None and (workspace / ENVELOPE_NAME).is_file():
+        path = workspace / ENVELOPE_NAME
+    if path is None:
+        return hook_envelope(), "(built-in hooks envelope)"
+    return load_envelope(path), str(path)
+
+
+def open_session(settings: Settings, data: dict[str, Any]) -> Session:
+    """The session's store and run (created, with ``run.started``, on its first hook call)."""
+    workspace = (settings.project or Path(str(data["cwd"]))).resolve()
+    db = settings.db or workspace / DB_NAME
+    store = EventStore.open(db, create=True, signer=Signer.configured())
+    run_id = run_id_for(settings.agent, str(data["session_id"]))
+    events = store.events(run_id) if _exists(store, run_id) else []
+    if events:
+        started = events[0].data_as(RunStarted)
+        workspace = Path(started.workspace)
+    env, source = envelope_for(settings, workspace)
+    if not events:
+        first = RunStarted(
+            task=f"{settings.agent} session {data['session_id']}",
+            envelope_path=source,
+            envelope=env.model_dump(mode="json"),
+            plan_hash=env.plan.hash,
+            contract_hash=contract_hash(env),
+            model=str(data.get("model") or settings.agent),
+            workspace=str(workspace),
+            budgets=env.budgets.model_dump(),
+            max_external=env.outputs.max_external,
+            sandbox=env.environment.sandbox.backend,
+        )
+        try:
+            store.create_run(first.task, [first], run_id=run_id)
+        except Exception:
+            if not _exists(store, run_id):  # not a racing first call that created it a moment earlier
+                raise
+        events = store.events(run_id)
+        started = events[0].data_as(RunStarted)
+    if started.contract_hash != contract_hash(env):
+        raise EnvelopeChanged(
+            f"the envelope ({source}) is not the one this session's run started with "
+            f"({started.contract_hash[:19]}…, now {contract_hash(env)[:19]}…); start a new session to use it"
+        )
+    return Session(store, run_id, env, workspace, events)
+
+
+class EnvelopeChanged(RuntimeError):
+    """The session's envelope was changed after its run started."""
+
+
+def _exists(store: EventStore, run_id: str) -> bool:
+    try:
+        return store.run(run_id).run_id == run_id  # run() also accepts a prefix: only an exact hit counts
+    except Exception:
+        return False
+
+
+def received(agent: str, data: dict[str, Any]) -> HookReceived:
+    keep = ("tool_name", "tool_use_id", "prompt", "source", "reason", "stop_hook_active", "permission_mode", "turn_id")
+    detail = {k: data[k] for k in keep if k in data}
+    if isinstance(detail.get("prompt"), str):
+        detail["prompt"] = detail["prompt"][:RESULT_CHARS]
+    return HookReceived(
+        agent=agent,
+        event=str(data["hook_event_name"]),
+        session_id=str(data["session_id"]),
+        cwd=str(data["cwd"]),
+        detail=detail,
+    )
+
+
+def handle(settings: Settings, data: dict[str, Any]) -> Outcome:
+    """Answer one hook call (``data`` has passed :func:`tether.hooks.wire.parse`)."""
+    session = open_session(settings, data)
+    event = str(data["hook_event_name"])
+    head: list[Payload] = [received(settings.agent, data)]
+    if event == "PreToolUse":
+        return pre_tool_use(session, settings.agent, data, head)
+    if event in ("PostToolUse", "PostToolUseFailure"):
+        session.append([*head, *receipt(session, settings.agent, data, failed=event == "PostToolUseFailure")])
+        return Outcome("PASS")
+    if event in ("Stop", "SubagentStop"):
+        session.append(head)
+        return stop(session)
+    session.append(head)
+    return Outcome("PASS")
+
+
+# -- PreToolUse ------------------------------------------------------------------------------------
+
+
+def turn_of(events: Sequence[Event]) -> int:
+    """Turns are the user's prompts: tool calls after the n-th prompt belong to turn n."""
+    return sum(1 for e in events if e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit")
+
+
+def pre_tool_use(session: Session, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
+    call_id = str(data.get("tool_use_id") or f"hook-{len(session.events)}")
+    try:
+        calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))
+    except CallError as e:
+        calls, problem = [], str(e)
+    if not calls:
+        bad = Call(str(data["tool_name"]), dict(data["tool_input"]))
+        proposed = _proposed(call_id, bad, turn_of(session.events))
+        decided = ActionDecided(call_id=call_id, verdict="DENY", deciding_rule="hook:malformed-call", reason=problem)
+        session.append([*head, proposed, decided])
+        return Outcome("DENY", problem, "hook:malformed-call")
+    rulings = [
+        _decide_one(session, agent, call_id if i == 0 else f"{call_id}#{i}", c, head if i == 0 else [])
+        for i, c in enumerate(calls)
+    ]
+    return max(rulings, key=lambda o: ("ALLOW", "ASK", "DENY").index(o.verdict))
+
+
+def _proposed(call_id: str, call: Call, turn: int) -> ActionProposed:
+    return ActionProposed(call_id=call_id, tool=call.tool, args=call.args, args_hash=content_hash(call.args), turn=turn)
+
+
+def _decide_one(session: Session, agent: str, call_id: str, call: Call, head: Sequence[Payload]) -> Outcome:
+    session.append([*head, _proposed(call_id, call, turn_of(session.events))])
+    state = session.state
+    action = state.actions[call_id]
+    granted = approved_before(state, action.tool, action.args_hash, call_id) if agent == "codex" else None
+    contract = session.env.tool(call.tool)
+    if granted is not None:
+        reason = f"a human approved this exact call ({granted})"
+        decision = Decision(
+            Verdict.ALLOW, "human:approved", reason, (RuleMatch("human:approved", Verdict.ALLOW, reason),)
+        )
+        review: list[Payload] = []
+    elif contract is None:
+        reason = f"tool {call.tool!r} is not in the envelope (declare a contract named {call.tool!r} to govern it)"
+        decision = Decision(
+            Verdict.DENY, "default:unknown-tool", reason, (RuleMatch("default:unknown-tool", Verdict.DENY, reason),)
+        )
+        review = []
+    else:
+        gate = Gate(session.env, session.workspace)
+        ruling = decide(action, contract, lambda: gate, state, session.events, session.env)
+        decision = ruling.decision
+        review = [] if ruling.review is None else [review_gate_event(call_id, contract.name, ruling.review)]
+    items: list[Payload] = [*review, ActionDecided(call_id=call_id, **decision.to_dict())]
+    approval = ""
+    if decision.verdict is Verdict.ASK and agent == "codex":  # Claude Code asks its user itself
+        approval = "ap-" + sha256_hex(f"{session.run_id}/{call_id}")[:8]
+        items.append(_approval(session, approval, call_id, call, decision.reason))
+    session.append(items)
+    return Outcome(decision.verdict.name, decision.reason, decision.deciding_rule, approve=approval)
+
+
+def _approval(session: Session, approval_id: str, call_id: str, call: Call, reason: str) -> ApprovalRequested:
+    preview = call.args.get("command") or call.args.get("path") or str(call.args)[:500]
+    return ApprovalRequested(
+        approval_id=approval_id,
+        call_id=call_id,
+        tool=call.tool,
+        args_hash=content_hash(call.args),
+        preview=str(preview),
+        reason=reason,
+        expires_at=time.time() + APPROVAL_TTL_S,
+    )
+
+
+def approved_before(state: RunState, tool: str, args_hash: str, call_id: str) -> str | None:
+    """An approval a human granted to an identical earlier call that no later call has used yet."""
+    same = [a for a in state.actions.values() if (a.tool, a.args_hash) == (tool, args_hash) and a.call_id != call_id]
+    for a in sorted(same, key=lambda a: a.seq):
+        if a.approval_id and a.approved_by and a.status is ActionStatus.DECIDED:
+            used = any(b.seq > a.seq and b.deciding_rule == "human:approved" for b in same)
+            if not used:
+                return f"{a.approval_id} by {a.approved_by}"
+    return None
+
+
+# -- PostToolUse -----------------------------------------------------------------------------------
+
+
+def receipt(session: Session, agent: str, data: dict[str, Any], *, failed: bool) -> list[Payload]:
+    """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
+    call_id = str(data.get("tool_use_id") or f"hook-{len(session.events)}")
+    state = session.state
+    items: list[Payload] = []
+    action = state.actions.get(call_id)
+    if action is None:
+        try:
+            call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))[0]
+        except CallError:
+            call = Call(str(data["tool_name"]), dict(data["tool_input"]))
+        items.append(_proposed(call_id, call, turn_of(session.events)))
+        tool = call.tool
+    else:
+        tool = action.tool
+    if failed:
+        error = str(data.get("error") or data.get("error_message") or "the tool failed")[:RESULT_CHARS]
+        return [*items, ActionFailed(call_id=call_id, tool=tool, error=error, failure_class="tool_error")]
+    text = json.dumps(data.get("tool_response"), default=str)
+    result = {"response": text[:RESULT_CHARS], "bytes": len(text), "truncated": len(text) > RESULT_CHARS}
+    return [*items, ActionCompleted(call_id=call_id, tool=tool, ok=True, result=result)]
+
+
+# -- Stop --------------------------------------------------------------------------------------------
+
+
+def blocks_in_row(events: Sequence[Event]) -> int:
+    """Stops blocked since the last prompt or the last stop let through."""
+    n = 0
+    for e in reversed(events):
+        if e.kind == HookStop.KIND:
+            if not e.payload.get("blocked"):
+                break
+            n += 1
+        elif e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit":
+            break
+    return n
+
+
+def changed_files(session: Session) -> list[str]:
+    """Workspace-relative paths the session's completed file tools wrote."""
+    out = set()
+    for a in session.state.actions.values():
+        path = a.args.get("path")
+        if a.status is ActionStatus.COMPLETED and a.tool in ("write_file", "edit_file") and isinstance(path, str):
+            p = Path(path)
+            rel = (
+                p.resolve().relative_to(session.workspace)
+                if p.is_absolute() and p.resolve().is_relative_to(session.workspace)
+                else p
+            )
+            out.add(str(rel))
+    return sorted(out)
+
+
+def stop(session: Session) -> Outcome:
+    """The required sensors decide whether the agent may stop."""
+    from tether.verify.cascade import cascade_events, planned_sensors
+
+    env = session.env
+    if not any(required for _, required in planned_sensors(env)):
+        session.append([HookStop(blocked=False, accepted=True, reasons=["the envelope requires no sensor"])])
+        return Outcome("PASS")
+    results, reasons = sensors(session)
+    accepted = not reasons
+    changed = changed_files(session)
+    items: list[Payload] = cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
+    if accepted:
+        session.append([*items, HookStop(blocked=False, accepted=True)])
+        return Outcome("PASS")
+    in_row = blocks_in_row(session.events) + 1
+    if in_row > MAX_STOP_BLOCKS:
+        session.append([*items, HookStop(blocked=False, accepted=False, reasons=reasons, blocks_in_row=in_row - 1)])
+        note = f"tether: the agent stopped without evidence after {MAX_STOP_BLOCKS} refused stops: " + "; ".join(
+            reasons
+        )
+        return Outcome("PASS", note=note)
+    session.append([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
+    why = "; ".join(reasons)
+    return Outcome(
+        "BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", "verify:required"
+    )
+
+
+def sensors(session: Session) -> tuple[list[Any], list[str]]:
+    """Run the cascade in the envelope's sandbox; a sandbox that cannot start is a reason not to stop."""
+    from tether.errors import SandboxUnavailable
+    from tether.sandbox.factory import make_sandbox
+    from tether.verify.cascade import completion_verdict, run_cascade
+    from tether.verify.changes import WorkspaceDiff
+
+    env = session.env
+    environment = env.environment
+    try:
+        box = make_sandbox(
+            environment.sandbox,
+            session.workspace,
+            env_allow=environment.env_allow,
+            deny=environment.filesystem.deny if environment.filesystem else (),
+            secrets=[s.name for s in environment.secrets or ()],
+        )
+    except SandboxUnavailable as e:
+        return [], [f"the sandbox cannot start: {e}"]
+    diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
+    results = run_cascade(env, session.workspace, changed_files(session), box, diff)
+    return results, completion_verdict(results, env)[1]

@@ -1,0 +1,117 @@
+"""The hook wire formats of Claude Code and Codex: what comes in on stdin, what goes back on stdout.
+
+Standard library only: the hook client (:mod:`tether.hooks.entry`) imports this on every tool call.
+
+In: one JSON object with ``hook_event_name``, ``session_id`` and ``cwd``, plus the event's fields
+(``tool_name``/``tool_input``/``tool_use_id`` for tool events, ``prompt``, ``stop_hook_active``, ...).
+
+Out, for both agents: exit 0 with a JSON object (or nothing) is an answer; exit 2 with a reason on stderr
+blocks whatever the event was about (the tool call, the prompt, the stop). Any other exit code lets the agent
+go on as if no hook ran, so tether never exits with one: input it cannot read is answered with exit 2.
+
+* Claude Code PreToolUse: ``hookSpecificOutput.permissionDecision`` allow | deny | ask and its
+  ``permissionDecisionReason``. Stop: ``{"decision": "block", "reason": ...}`` makes Claude go on.
+* Codex PreToolUse has no ask, and older releases no allow: ALLOW is an empty answer, DENY and ASK are
+  exit 2 with the reason (for ASK, the ``tether approve`` command that lets the retried call through).
+  Stop: the same ``decision: block`` as Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+AGENTS = ("claude-code", "codex")
+
+#: Bigger input is refused whole (Claude Code's Write of a large file is the biggest legitimate payload).
+MAX_INPUT_BYTES = 8 * 1024 * 1024
+
+#: The events a tool call passes through; every other event is recorded (and a Stop judged).
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+
+
+class HookInputError(ValueError):
+    """The hook input is not what the agent's documented schema says; the answer fails closed."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """tether's answer to one hook call, before it is put in the agent's format.
+
+    ``verdict``: ALLOW | ASK | DENY for a tool call; BLOCK (the stop or prompt is refused) or PASS (recorded,
+    nothing to say) otherwise. ``rule`` names what decided; ``note`` is shown to the user without blocking.
+    """
+
+    verdict: str
+    reason: str = ""
+    rule: str = ""
+    note: str = ""
+    approve: str = ""  # an ASK's approval id (Codex: the command that lets the retry through)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the hook process writes and how it exits."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"stdout": self.stdout, "stderr": self.stderr, "exit": self.exit}
+
+
+def parse(raw: bytes) -> dict[str, object]:
+    """The hook input as a dict, checked for what every event carries; :class:`HookInputError` otherwise."""
+    if len(raw) > MAX_INPUT_BYTES:
+        raise HookInputError(f"hook input is {len(raw)} bytes, over tether's limit of {MAX_INPUT_BYTES}")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
+    if not isinstance(data, dict):
+        raise HookInputError(f"hook input must be a JSON object, got {type(data).__name__}")
+    for field in ("hook_event_name", "session_id", "cwd"):
+        if not isinstance(data.get(field), str) or not data[field]:
+            raise HookInputError(f"hook input field {field!r}: expected a non-empty string, got {data.get(field)!r}")
+    if data["hook_event_name"] in TOOL_EVENTS:
+        if not isinstance(data.get("tool_name"), str) or not data["tool_name"]:
+            raise HookInputError(
+                f"hook input field 'tool_name': expected a non-empty string, got {data.get('tool_name')!r}"
+            )
+        if not isinstance(data.get("tool_input"), dict):
+            raise HookInputError(f"hook input field 'tool_input': expected an object, got {data.get('tool_input')!r}")
+    return data
+
+
+def reply(agent: str, event: str, outcome: Outcome) -> Reply:
+    """``outcome`` in ``agent``'s format for ``event``."""
+    text = f"tether {outcome.verdict} ({outcome.rule}): {outcome.reason}" if outcome.rule else outcome.reason
+    if event == "PreToolUse":
+        if agent == "codex":
+            return _codex_pre_tool_use(outcome, text)
+        decision = {"ALLOW": "allow", "ASK": "ask"}.get(outcome.verdict, "deny")  # anything else fails closed
+        out = {"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": text}
+        return Reply(json.dumps({"hookSpecificOutput": out}))
+    if outcome.verdict == "BLOCK":
+        return Reply(json.dumps({"decision": "block", "reason": text}))
+    if outcome.note:
+        return Reply(json.dumps({"systemMessage": outcome.note}))
+    return Reply()
+
+
+def _codex_pre_tool_use(outcome: Outcome, text: str) -> Reply:
+    if outcome.verdict == "ALLOW":
+        return Reply()
+    if outcome.verdict == "ASK":
+        text += (
+            f"\nA human must approve this exact call: `tether approve {outcome.approve}`, then retry it."
+            if outcome.approve
+            else "\nA human must approve this call; Codex hooks cannot ask, so it is refused."
+        )
+    return Reply(stderr=text + "\n", exit=2)
+
+
+def refuse(reason: str) -> Reply:
+    """The fail-closed answer when tether cannot even tell what was asked: exit 2 blocks any event."""
+    return Reply(stderr=f"tether refused (fail closed): {reason}\n", exit=2)

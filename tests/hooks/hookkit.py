@@ -1,0 +1,37 @@
+"""Helpers for the hook tests: recorded payloads, and one hook call answered in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tether.hooks.answer import answer
+from tether.hooks.wire import Reply
+
+PAYLOADS = Path(__file__).parent / "payloads"
+
+
+def payload(name: str, cwd: Path, **fields: Any) -> dict[str, Any]:
+    """A recorded payload (``payloads/<agent>.<Event>.json``) with its cwd set and ``fields`` replaced."""
+    data: dict[str, Any] = json.loads((PAYLOADS / f"{name}.json").read_text())
+    return {**data, "cwd": str(cwd), **fields}
+
+
+class Hook:
+    """Hook calls of one project, answered in-process (the daemon runs the same function)."""
+
+    def __init__(self, workspace: Path, agent: str = "claude-code", envelope: Path | None = None) -> None:
+        self.workspace, self.agent = workspace, agent
+        self.request = {"agent": agent, "db": str(workspace / ".tether" / "tether.db")}
+        if envelope is not None:
+            self.request["envelope"] = str(envelope)
+
+    def __call__(self, event: str, **fields: Any) -> Reply:
+        return answer(self.request, payload(f"{self.agent}.{event}", self.workspace, **fields))
+
+    def bash(self, command: str, call_id: str = "toolu_x") -> tuple[str, str]:
+        """Claude Code's decision on a Bash call and its reason."""
+        out = json.loads(self("PreToolUse", tool_input={"command": command}, tool_use_id=call_id).stdout)
+        spec = out["hookSpecificOutput"]
+        return spec["permissionDecision"], spec["permissionDecisionReason"]

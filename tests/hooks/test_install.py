@@ -1,0 +1,53 @@
+"""`tether hook install`: merges into the settings file, idempotently; never overwrites a malformed one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.hooks.install import EVENTS, main
+
+
+def settings(tmp_path: Path, agent: str = "claude-code") -> dict:
+    name = ".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json"
+    return json.loads((tmp_path / name).read_text())
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_install_is_idempotent_and_keeps_what_is_there(tmp_path: Path, agent: str) -> None:
+    name = ".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json"
+    (tmp_path / name).parent.mkdir()
+    mine = {"type": "command", "command": "my-formatter"}
+    (tmp_path / name).write_text(
+        json.dumps({"model": "x", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [mine]}]}})
+    )
+    assert main([agent, "--dir", str(tmp_path)]) == 0
+    once = settings(tmp_path, agent)
+    assert main([agent, "--dir", str(tmp_path)]) == 0
+    assert settings(tmp_path, agent) == once, "a second install changes nothing"
+    assert once["model"] == "x" and once["hooks"]["PreToolUse"][0]["hooks"] == [mine]
+    for event in EVENTS[agent]:
+        commands = [h["command"] for g in once["hooks"][event] for h in g["hooks"]]
+        assert sum(f"hook {agent}" in c for c in commands) == 1, event
+        assert all(c.endswith("|| exit 2") for c in commands if "tether" in c)
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"hooks": []}', '{"hooks": {"Stop": {"hooks": []}}}'])
+def test_a_malformed_settings_file_is_an_error_and_left_untouched(tmp_path: Path, text: str, capsys) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(text)
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert path.read_text() == text
+    assert str(path) in capsys.readouterr().err
+
+
+def test_the_envelope_is_named_absolutely_and_must_exist(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["claude-code", "--envelope", "nope.yaml"]) == 2
+    (tmp_path / "env.yaml").write_text("x: 1\n")
+    assert main(["claude-code", "--envelope", "env.yaml"]) == 0
+    command = settings(tmp_path)["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert f"--envelope {tmp_path / 'env.yaml'}" in command

@@ -1,0 +1,81 @@
+"""The wire formats: every recorded payload parses; malformed, truncated and oversized input fails closed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hookkit import PAYLOADS
+
+from tether.hooks.wire import MAX_INPUT_BYTES, HookInputError, Outcome, parse, reply
+
+
+@pytest.mark.parametrize("path", sorted(PAYLOADS.glob("*.json")), ids=lambda p: p.stem)
+def test_every_recorded_payload_parses(path: Path) -> None:
+    data = parse(path.read_bytes())
+    assert data["hook_event_name"] == path.stem.split(".")[1]
+
+
+GOOD = (PAYLOADS / "claude-code.PreToolUse.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        GOOD[: len(GOOD) // 2],  # truncated
+        b"[1, 2]",
+        b'"PreToolUse"',
+        b"\xff\xfe not utf-8",
+        json.dumps({"hook_event_name": "PreToolUse", "cwd": "/w"}).encode(),  # no session
+        json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/w", "tool_input": {}}).encode(),
+        json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/w", "tool_name": "Bash"}).encode(),
+        json.dumps(
+            {"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/w", "tool_name": "Bash", "tool_input": "ls"}
+        ).encode(),
+        json.dumps({"hook_event_name": 7, "session_id": "s", "cwd": "/w"}).encode(),
+    ],
+    ids=[
+        "empty",
+        "truncated",
+        "array",
+        "string",
+        "bytes",
+        "no-session",
+        "no-tool",
+        "no-input",
+        "input-str",
+        "event-int",
+    ],
+)
+def test_malformed_input_is_refused(raw: bytes) -> None:
+    with pytest.raises(HookInputError):
+        parse(raw)
+
+
+def test_oversized_input_is_refused_before_parsing() -> None:
+    with pytest.raises(HookInputError, match="over tether's limit"):
+        parse(b" " * (MAX_INPUT_BYTES + 1))
+
+
+def test_claude_pre_tool_use_answers_in_the_documented_shape() -> None:
+    for verdict, word in (("ALLOW", "allow"), ("ASK", "ask"), ("DENY", "deny"), ("BOGUS", "deny")):
+        out = reply("claude-code", "PreToolUse", Outcome(verdict, "why", "rule:x"))
+        spec = json.loads(out.stdout)["hookSpecificOutput"]
+        assert out.exit == 0 and spec["hookEventName"] == "PreToolUse"
+        assert spec["permissionDecision"] == word and "rule:x" in spec["permissionDecisionReason"]
+
+
+def test_codex_has_no_ask_an_ask_is_a_refusal_naming_the_approve_command() -> None:
+    assert reply("codex", "PreToolUse", Outcome("ALLOW", "ok", "r")).exit == 0
+    asked = reply("codex", "PreToolUse", Outcome("ASK", "git push talks to a remote", "coding:ask", approve="ap-1"))
+    assert asked.exit == 2 and "tether approve ap-1" in asked.stderr and asked.stdout == ""
+    assert reply("codex", "PreToolUse", Outcome("DENY", "no", "r")).exit == 2
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_blocked_stop_is_decision_block_with_a_reason(agent: str) -> None:
+    out = json.loads(reply(agent, "Stop", Outcome("BLOCK", "tests fail", "verify:required")).stdout)
+    assert out["decision"] == "block" and "tests fail" in out["reason"]
+    assert reply(agent, "Stop", Outcome("PASS")).stdout == ""
