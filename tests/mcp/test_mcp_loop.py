@@ -15,6 +15,7 @@ from tether import EventStore, FunctionModel, Harness, load_envelope
 from tether.cli.demo_cmds import prepare
 from tether.models.base import Message, ModelResponse, ToolSpec
 from tether.models.function import call, reply
+from tether.observe.timeline import timeline
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parents[1] / "examples" / "bugfix"
@@ -121,8 +122,10 @@ def test_only_declared_and_listed_tools_are_offered(mcp_run: tuple[Path, str, li
     want += ["mcp__notes__slow", "mcp__notes__whoami", "mcp__notes__add_note"]
     assert all(o == sorted(want) for o in offered)  # never delete_everything, never the unlisted 'gone'
     with EventStore.open(db) as store:
-        started = [e.payload for e in store.events(run_id) if e.kind == "mcp.started"]
+        events = store.events(run_id)
         store.verify_run(run_id)
+    started = [e.payload for e in events if e.kind == "mcp.started"]
+    assert any("MCP server notes" in line and "delete_everything" in line for line in timeline(events)[0])
     assert len(started) == 1 and started[0]["sandbox"] == "bwrap"
     assert started[0]["undeclared"] == ["delete_everything", "getenv"] and started[0]["not_listed"] == [
         "mcp__notes__gone"

@@ -42,12 +42,12 @@ def proxied(notes_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         store.close()
 
 
-def _session(proxy: Proxy, **client: Any) -> Any:
-    """Run ``body(client)`` against the proxy's server in-process (a fresh client per test)."""
+def _session(proxy: Proxy, mode: str = "legacy", **client: Any) -> Any:
+    """Run ``body(client)`` against the proxy's server in-process (a fresh client per call of ``run``)."""
 
     def run(body: Any) -> Any:
         async def main() -> Any:
-            async with Client(server_for(proxy), mode="legacy", **client) as c:
+            async with Client(server_for(proxy), mode=mode, **client) as c:
                 return await body(c)
 
         return anyio.run(main)
@@ -99,21 +99,45 @@ def test_a_refused_call_is_an_error_naming_the_rule(
     assert (result.meta or {})["dev.tether/decision"]["rule"] == rule
 
 
-def test_ask_is_an_elicitation_when_the_client_can(proxied: tuple[Proxy, Path]) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # a request mid-call (2025), an input-required retry (2026)
+def test_ask_is_an_elicitation_when_the_client_can(proxied: tuple[Proxy, Path], mode: str) -> None:
     proxy, _ = proxied
     asked: list[str] = []
 
     async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
-        approve = '"title": "yes"' in params.message
+        approve = f'"title": "yes-{mode}"' in params.message
         return types.ElicitResult(action="accept", content={"approve": approve})
 
-    run = _session(proxy, elicitation_callback=person)
-    yes = run(lambda c: c.call_tool("add_note", {"title": "yes", "body": "b"}))
-    no = run(lambda c: c.call_tool("add_note", {"title": "no", "body": "b"}))
-    assert not yes.is_error and _text(yes) == "added yes"
+    run = _session(proxy, mode, elicitation_callback=person)
+    yes = run(lambda c: c.call_tool("add_note", {"title": f"yes-{mode}", "body": "b"}))
+    no = run(lambda c: c.call_tool("add_note", {"title": f"no-{mode}", "body": "b"}))
+    assert not yes.is_error and _text(yes) == f"added yes-{mode}"
     assert no.is_error and "approval:denied" in _text(no)
     assert len(asked) == 2 and "mcp__up__add_note" in asked[0]
+
+
+def test_an_answer_is_not_carried_over_to_other_arguments(proxied: tuple[Proxy, Path]) -> None:
+    """A retry that names the asked call but changes its arguments is a new call: asked again, not run."""
+    proxy, _ = proxied
+    accept = types.ElicitResult(action="accept", content={"approve": True})
+
+    async def forge(c: Any) -> Any:
+        first = await c.session.call_tool("add_note", {"title": "seen", "body": "b"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        return await c.session.call_tool(
+            "add_note",
+            {"title": "never shown", "body": "b"},
+            input_responses={"dev.tether/approval": accept},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return accept
+
+    again = _session(proxy, "auto", elicitation_callback=person)(forge)
+    assert isinstance(again, types.InputRequiredResult) and "never shown" in str(again.input_requests)
 
 
 def test_ask_without_elicitation_waits_and_is_denied_when_nobody_answers(proxied: tuple[Proxy, Path]) -> None:

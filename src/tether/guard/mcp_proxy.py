@@ -11,7 +11,8 @@ framework ``mcp-proxy``) per proxy process:
   would hide).
 - ``tools/call`` of anything else is refused; a declared call goes through the one decider. DENY is an
   error result naming the deciding rule. ASK asks the person at the client by an MCP elicitation when the
-  client supports it (an accept with ``approve: true`` approves this call once; anything else denies);
+  client supports it (a request mid-call on the handshake-era protocol, an ``InputRequiredResult`` on the
+  2026 one; an accept with ``approve: true`` approves this call once; anything else denies);
   otherwise the call waits as a pending approval that ``tether approve|deny`` or the console answers, and
   is denied when ``approvals.timeout_s`` passes. An ALLOW is forwarded, with its receipts before and after.
 - Results come back as the upstream sent them, with ``_meta`` naming the run and call and labelling the
@@ -39,6 +40,7 @@ from mcp import StdioServerParameters
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tether.envelope.schema import mcp_tool_name
 from tether.envelope.trust import trust_of
@@ -49,6 +51,9 @@ from tether.tools.mcp_client import McpCallFailed, McpConnection
 from .session import Answer, Guard
 
 FRAMEWORK = "mcp-proxy"
+#: The key of the approval question in an ``InputRequiredResult`` (the 2026 protocol's elicitation).
+ANSWER_KEY = "dev.tether/approval"
+Pending = types.InputRequiredResult
 Context = ServerRequestContext[Any, Any]
 #: Seconds between reads of the log while a call waits for a human's answer (by the CLI or the console).
 POLL_S = 0.25
@@ -83,15 +88,20 @@ class Proxy:
 
     # ---- tools/call --------------------------------------------------------------------------
 
-    async def call(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult | Pending:
         remote, args = params.name, dict(params.arguments or {})
         declared = self.guard.env.tool(mcp_tool_name(self.name, remote))
         name = mcp_tool_name(self.name, remote) if remote in self.listed or declared else remote
-        answer = await anyio.to_thread.run_sync(self.guard.check, name, args)
+        # a retry that carries the person's answer names its call in request_state; the arguments must match
+        # that call's (the guard binds an id to its argument hash), or it is a new call, decided on its own
+        answer = await anyio.to_thread.run_sync(self.guard.check, name, args, params.request_state)
         if answer.verdict is Verdict.ASK:
-            answer = await self.ask(ctx, answer, args)
+            # an answer counts only for the very call it was asked about (same id, same arguments)
+            responses = (params.input_responses or {}) if answer.call_id == params.request_state else {}
+            asked = await self.ask(ctx, answer, args, responses)
+            if isinstance(asked, types.InputRequiredResult):
+                return asked
+            answer = asked
         if not answer.allowed:
             return _refusal(answer)
         if remote not in self.listed:  # declared, allowed, but the upstream does not offer it
@@ -135,35 +145,45 @@ class Proxy:
         trust = trust_of(contract, self.guard.env).value if contract is not None else "untrusted"
         return {"trust": trust, "source": f"mcp:{answer.tool}", "run": answer.run_id, "call": answer.call_id}
 
-    async def ask(self, ctx: Context, answer: Answer, args: Mapping[str, Any]) -> Answer:
-        """An ASK answered by the person at the client (elicitation), or by the CLI/console while the call waits."""
-        assert answer.approval_id is not None
-        if _can_elicit(ctx):
+    async def ask(
+        self, ctx: Context, answer: Answer, args: Mapping[str, Any], responses: Mapping[str, Any]
+    ) -> Answer | Pending:
+        """An ASK answered by the person at the client (an elicitation), else by the CLI or console while the
+        call waits. The elicitation is a request to the client mid-call on the handshake-era protocol, and an
+        ``InputRequiredResult`` the client answers by retrying the call on the 2026 per-request protocol."""
+        approval_id = answer.approval_id or ""
+        reply = responses.get(ANSWER_KEY)
+        if isinstance(reply, types.ElicitResult):
+            return await self.record(approval_id, reply)
+        caps = ctx.session.client_capabilities
+        if caps is not None and caps.elicitation is not None:
             message = (
                 f"tether asks before {answer.tool} runs ({answer.rule}): {answer.reason}\n"
                 f"arguments: {json.dumps(dict(args), sort_keys=True, ensure_ascii=False)[:2000]}"
             )
-            try:
-                reply = await ctx.session.elicit_form(message, APPROVE_SCHEMA, related_request_id=ctx.request_id)
-            except Exception:
-                reply = None
-            if reply is not None:
-                yes = reply.action == "accept" and bool((reply.content or {}).get("approve"))
-                why = "" if yes else f"the person at the MCP client answered {reply.action}"
-                return await anyio.to_thread.run_sync(
-                    lambda: self.guard.answer(
-                        answer.approval_id or "", "once" if yes else "deny", by="mcp client", reason=why
-                    )
-                )
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                form = types.ElicitRequestFormParams(message=message, requested_schema=APPROVE_SCHEMA)
+                ask = types.ElicitRequest(params=form)
+                return types.InputRequiredResult(input_requests={ANSWER_KEY: ask}, request_state=answer.call_id)
+            if ctx.session.can_send_request:
+                try:
+                    elicited = await ctx.session.elicit_form(message, APPROVE_SCHEMA, related_request_id=ctx.request_id)
+                except Exception:
+                    elicited = None
+                if elicited is not None:
+                    return await self.record(approval_id, elicited)
         while answer.verdict is Verdict.ASK:  # the approval's own timeout (approvals.timeout_s) ends the wait
             await anyio.sleep(POLL_S)
             answer = await anyio.to_thread.run_sync(self.guard.verdict, answer.call_id)
         return answer
 
-
-def _can_elicit(ctx: Context) -> bool:
-    caps = ctx.session.client_capabilities
-    return caps is not None and caps.elicitation is not None and ctx.session.can_send_request
+    async def record(self, approval_id: str, reply: types.ElicitResult) -> Answer:
+        """The person's answer, recorded like ``tether approve|deny``: only an accept with ``approve: true`` allows."""
+        yes = reply.action == "accept" and (reply.content or {}).get("approve") is True
+        why = "" if yes else f"the person at the MCP client answered {reply.action} without approving"
+        return await anyio.to_thread.run_sync(
+            lambda: self.guard.answer(approval_id, "once" if yes else "deny", by="mcp client", reason=why)
+        )
 
 
 def _refusal(answer: Answer) -> types.CallToolResult:

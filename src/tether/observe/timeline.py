@@ -222,6 +222,12 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
         f"[blue]plan carried[/] from {p['from_run']}: " + ", ".join(f"{t['id']}:{t['status']}" for t in p["tasks"])
     ),
     "hypothesis.recorded": lambda p: f"  [blue]hypothesis[/] {p['id']} ({p['score']:.2f}): {_short(p['statement'])}",
+    "mcp.started": lambda p: (
+        f"[bold]MCP server {escape(p['server'])}[/] ({p['transport']}, {p['sandbox'] or 'remote'}): offers "
+        + _short(", ".join(p["offered"]) or "nothing", 120)
+        + (f"; not offered (undeclared): {_short(', '.join(p['undeclared']), 80)}" if p["undeclared"] else "")
+    ),
+    "mcp.failed": lambda p: f"[red]MCP server {escape(p['server'])} did not start[/]: {_short(p['error'], 160)}",
 }
 
 
