@@ -14,6 +14,7 @@ from tether.cli.demo_cmds import prepare
 from tether.envelope import contract_hash
 from tether.envelope.schema import Envelope
 from tether.kernel.harness import Harness
+from tether.observe.timeline import render
 from tether.sandbox import egress
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow]  # a whole run: baseline tests, the calls, verification
@@ -92,3 +93,6 @@ def test_attempts_are_logged_with_the_call_before_its_result(
         and "refused not-listed" in events[done].payload["result"]["content"]
     )
     assert [p for _, p, _, _ in upstream.requests] == ["/from-the-run"]
+    shown = [render(e) or "" for e in events if e.kind == "egress.attempt"]  # what tether show prints
+    assert "egress[/] GET allowed.test" in shown[0] and "→ 127.0.0.1" in shown[0]
+    assert "egress refused[/] (not-listed) GET other.test" in shown[1]

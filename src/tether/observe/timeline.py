@@ -159,6 +159,14 @@ def _skills(p: dict[str, Any]) -> str:
     return f"[blue]skills bound[/]: {_short(bound, 160)}{trouble}"
 
 
+def _egress(p: dict[str, Any]) -> str:
+    where = f"{escape(p['host'])}:{p['port']}" if p["port"] is not None else escape(p["host"]) or "?"
+    if p["allowed"]:
+        to = f" → {p['address']}" if p["address"] else ""
+        return f"    [green]egress[/] {p['method']} {where}{to} ({p['bytes_up']} up, {p['bytes_down']} down)"
+    return f"    [red]egress refused[/] ({p['rule']}) {p['method']} {where}: {_short(p['detail'], 90)}"
+
+
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.started": _started,
     "run.resumed": lambda p: f"[bold]run resumed[/] ({_short(p['reason'])})",
@@ -187,6 +195,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "approval.denied": lambda p: f"    [red]denied[/] by {escape(p['by'])}: {_short(p['reason'])}",
     "approval.expired": lambda p: f"    [red]approval expired[/] → {p['outcome']}",
     "action.started": lambda p: f"    running (attempt {p['attempt']})" if p["attempt"] > 1 else "",
+    "egress.attempt": _egress,
     "action.completed": _completed,
     "action.rollback": _rollback,
     "run.undone": _undone,
