@@ -10,7 +10,7 @@ What the command sees:
   ``environment.filesystem.deny`` matches when the command starts, which is covered (a file by
   ``/dev/null``, a directory by an empty read-only tmpfs; see :mod:`tether.sandbox.mask`);
 * private tmpfs ``/tmp``, ``/var/tmp`` and ``$HOME`` (``/home/sandbox``); a minimal ``/dev``; a new ``/proc``;
-* new pid, network (loopback only, down), ipc, uts and cgroup namespaces; ``--die-with-parent``,
+* new pid, network (loopback only, no route), ipc, uts and cgroup namespaces; ``--die-with-parent``,
   ``--new-session``; capabilities dropped, ``no_new_privs`` set; the same allowlisted environment and
   non-interactive guards as ``local``; rlimits and bounded output.
 
@@ -24,6 +24,10 @@ uid and the kernel's permission checks protect root-only files, in addition to t
   unprivileged user (``tether-sandbox``, else ``nobody``) with no capabilities, an empty bounding set,
   no supplementary groups and ``no_new_privs``. That user is granted ``rwX`` on the workspace with a POSIX
   ACL (ownership unchanged; see :mod:`tether.sandbox.acl`).
+
+Network. Without ``egress`` there is none. With it (``environment.network.allow`` lists hosts), each command
+gets its own host-side proxy, its socket bound at ``/run/tether-egress``, and a bridge on the sandbox's
+127.0.0.1:3128 started before the command (see :mod:`tether.sandbox.egress`).
 
 The pid namespace ends with the command: when it exits, every process it started (``setsid`` or not) is
 killed by the kernel. On timeout the bubblewrap process group is killed, and ``--die-with-parent`` takes
@@ -273,7 +277,10 @@ class BwrapSandbox:
         if not cwd.is_relative_to(workspace):
             raise FileError(f"{cwd}: working directory is outside the sandbox workspace {workspace}")
         self.prepare(workspace)
-        proxy = self.egress.start() if self.egress is not None else None  # none: no network at all
+        try:
+            proxy = self.egress.start() if self.egress is not None else None  # none: no network at all
+        except OSError as e:  # fail closed: the command does not run without its way out
+            raise SandboxUnavailable(f"cannot start the egress proxy: {e}", fix="check that /tmp is writable") from e
         try:
             return self._run(command, cwd=cwd, workspace=workspace, timeout_s=timeout_s, env=env, proxy=proxy)
         finally:
