@@ -151,3 +151,14 @@ def test_a_plan_and_a_users_fact_reach_the_next_run_with_their_source(bugfix: Pa
     assert json.loads(tether("memory", "list", "--json", *db, check=True).stdout)["facts"] == []
     (gone,) = json.loads(tether("memory", "list", "--json", "--forgotten", *db, check=True).stdout)["facts"]
     assert (gone["fact_id"], gone["reason"]) == (fact["id"], "we moved to 3.12")
+
+
+def test_continue_plan_without_an_earlier_plan_is_refused_before_anything_is_created(bugfix: Path) -> None:
+    from tether import Harness
+    from tether.errors import InputError
+
+    harness = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local")
+    with pytest.raises(InputError, match=r"no earlier run on workspace .* has a task list"):
+        harness.run("go on", continue_plan=True)
+    with EventStore.open(bugfix / "t.db") as store:
+        assert store.runs() == []

@@ -86,6 +86,18 @@ def test_a_huge_or_binary_skill_file_is_refused_without_reading_it_all(tmp_path:
     assert "UTF-8" in problems["bin"].expected
 
 
+def test_a_yaml_alias_bomb_is_reported_quickly(tmp_path: Path) -> None:
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(20)
+    )
+    base = tmp_path / "skills"
+    (base / "bomb").mkdir(parents=True)
+    (base / "bomb" / "SKILL.md").write_text(f"---\n{bomb}name: *u\ndescription: *u\n---\n")
+    (problem,) = discover([SkillRoot(base, "workspace")]).problems
+    assert (problem.path, problem.found) == ("$.name", "a list")
+
+
 def test_symlinks_out_of_the_skills_directory_are_refused(tmp_path: Path) -> None:
     outside = skill(tmp_path / "elsewhere", "secret", "name: secret\ndescription: outside")
     (tmp_path / "elsewhere" / "passwd").write_text("root:x")

@@ -65,13 +65,15 @@ class Harness:
         """The run store; with an anchor key configured (``tether key init``), checkpoints are signed."""
         return EventStore.open(self.db, signer=Signer.configured())
 
-    def run(self, task: str) -> OutputContract:
+    def run(self, task: str, *, continue_plan: bool = False) -> OutputContract:
+        """Run ``task``; ``continue_plan`` starts from the task list of the latest earlier run on the workspace."""
+        options = dataclasses.replace(self.options, continue_plan=continue_plan)
         with self.store() as store:
             source = self.loaded.path or self.envelope
-            return session.start(store, source, task, self.options).drive()
+            return session.start(store, source, task, options).drive()
 
-    async def arun(self, task: str) -> OutputContract:
-        return await asyncio.to_thread(self.run, task)
+    async def arun(self, task: str, *, continue_plan: bool = False) -> OutputContract:
+        return await asyncio.to_thread(lambda: self.run(task, continue_plan=continue_plan))
 
     def resume(
         self,
