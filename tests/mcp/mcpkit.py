@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tether.envelope.hashing import contract_hash
@@ -12,6 +15,16 @@ from tether.envelope.schema import Envelope
 
 HERE = Path(__file__).resolve().parent
 GUARDED = HERE.parents[1] / "examples" / "guarded"
+
+
+@contextmanager
+def private_config(root: Path) -> Iterator[None]:
+    """What the autouse fixture gives a test, for a module-scoped fixture (which runs before it): no write to
+    the developer's ~/.config/tether or ~/.local/state/tether (the list of databases)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
+        mp.setenv("XDG_STATE_HOME", str(root / "xdg-state"))
+        yield
 
 
 def _contract(name: str, effects: list[str], **extra: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcpkit import private_config
 
 from tether import EventStore, FunctionModel, Harness, load_envelope
 from tether.cli.demo_cmds import prepare
@@ -99,7 +100,8 @@ def mcp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[l
         )
 
     harness = Harness(_envelope(project, "bwrap"), model=FunctionModel(agent), workspace=project, db=root / "t.db")
-    result = harness.run("look at the notes, then fix the median")
+    with private_config(root):
+        result = harness.run("look at the notes, then fix the median")
     assert result.status == "COMPLETE", result
     return root / "t.db", result.run_id, offered
 

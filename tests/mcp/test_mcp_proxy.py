@@ -19,7 +19,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from mcpkit import HERE, write_envelope
+from mcpkit import HERE, private_config, write_envelope
 
 from tether.events.store import EventStore
 from tether.guard.mcp_proxy import META_KEY, Proxy, Upstream, open_proxy, server_for
@@ -33,13 +33,12 @@ OFFERED = ["add_note", "crash", "huge", "search_notes", "slow"]
 def proxied(notes_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proxy, Path]]:
     root = tmp_path_factory.mktemp("proxy")
     envelope = write_envelope(root / "contract", approval_timeout_s=2)
-    store = EventStore.open(root / "t.db", create=True)
-    proxy = open_proxy(store, envelope, Upstream(url=notes_url), name="up")
-    try:
-        yield proxy, root / "t.db"
-    finally:
-        proxy.upstream.close()
-        store.close()
+    with private_config(root), EventStore.open(root / "t.db", create=True) as store:
+        proxy = open_proxy(store, envelope, Upstream(url=notes_url), name="up")
+        try:
+            yield proxy, root / "t.db"
+        finally:
+            proxy.upstream.close()
 
 
 def _session(proxy: Proxy, mode: str = "legacy", **client: Any) -> Any:
