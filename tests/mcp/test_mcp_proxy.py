@@ -139,6 +139,27 @@ def test_an_answer_is_not_carried_over_to_other_arguments(proxied: tuple[Proxy, 
     assert isinstance(again, types.InputRequiredResult) and "never shown" in str(again.input_requests)
 
 
+def test_an_approval_once_cannot_be_replayed(proxied: tuple[Proxy, Path]) -> None:
+    """The retry that carried a yes, sent again, is a new call: asked again, not run a second time."""
+    proxy, _ = proxied
+    accept = types.ElicitResult(action="accept", content={"approve": True})
+    args = {"title": "once", "body": "b"}
+
+    async def replay(c: Any) -> Any:
+        first = await c.session.call_tool("add_note", args, allow_input_required=True)
+        answered = {"input_responses": {"dev.tether/approval": accept}, "request_state": first.request_state}
+        ran = await c.session.call_tool("add_note", args, allow_input_required=True, **answered)
+        again = await c.session.call_tool("add_note", args, allow_input_required=True, **answered)
+        return ran, again
+
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return accept
+
+    ran, again = _session(proxy, "auto", elicitation_callback=person)(replay)
+    assert isinstance(ran, types.CallToolResult) and _text(ran) == "added once"
+    assert isinstance(again, types.InputRequiredResult) and again.request_state != ran.meta[META_KEY]["call"]
+
+
 def test_ask_without_elicitation_waits_and_is_denied_when_nobody_answers(proxied: tuple[Proxy, Path]) -> None:
     proxy, _ = proxied  # approvals.timeout_s is 2 in this envelope
     began = time.monotonic()

@@ -94,7 +94,10 @@ class Proxy:
         name = mcp_tool_name(self.name, remote) if remote in self.listed or declared else remote
         # a retry that carries the person's answer names its call in request_state; the arguments must match
         # that call's (the guard binds an id to its argument hash), or it is a new call, decided on its own
-        answer = await anyio.to_thread.run_sync(self.guard.check, name, args, params.request_state)
+        asked_id = params.request_state if params.input_responses else None
+        answer = await anyio.to_thread.run_sync(self.guard.check, name, args, asked_id)
+        if asked_id is not None and answer.verdict is not Verdict.ASK:  # only a pending question takes an answer:
+            answer = await anyio.to_thread.run_sync(self.guard.check, name, args, None)  # a replay is a new call
         if answer.verdict is Verdict.ASK:
             # an answer counts only for the very call it was asked about (same id, same arguments)
             responses = (params.input_responses or {}) if answer.call_id == params.request_state else {}
@@ -126,15 +129,9 @@ class Proxy:
         text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
         if not text and result.structured_content is not None:
             text = json.dumps(result.structured_content, default=repr)
-        output = text
         ok = not result.is_error
-        self.guard.completed(
-            answer.call_id,
-            ok=ok,
-            output=output,
-            error="" if ok else output or "error",
-            duration_s=time.monotonic() - began,
-        )
+        error = "" if ok else text or "the server reported an error"
+        self.guard.completed(answer.call_id, ok=ok, output=text, error=error, duration_s=time.monotonic() - began)
         meta = {**(result.meta or {}), META_KEY: self.label(answer)}
         return result.model_copy(update={"meta": meta})
 
@@ -168,7 +165,7 @@ class Proxy:
             if ctx.session.can_send_request:
                 try:
                     elicited = await ctx.session.elicit_form(message, APPROVE_SCHEMA, related_request_id=ctx.request_id)
-                except Exception:
+                except Exception:  # a client that cannot be asked after all: the CLI or console answers instead
                     elicited = None
                 if elicited is not None:
                     return await self.record(approval_id, elicited)
