@@ -187,7 +187,8 @@ class Runtime:
             return
         try:
             tools, reports = servers.open()
-            self.append_many([_mcp_event(r) for r in reports])
+            if reports:
+                self.append_many([_mcp_event(r) for r in reports])
             self.tools = {**self.tools, **tools}
             yield
         finally:

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tether.envelope.schema import Envelope, McpServer, ToolContract, mcp_tool_name
 from tether.envelope.trust import trust_of
-from tether.errors import Problem
+from tether.errors import Problem, RuntimeFailure
 from tether.sandbox.base import Sandbox
 from tether.sandbox.environment import build_env
 
@@ -183,8 +183,12 @@ class McpServers:
         return tools, reports
 
     def _start(self, server: McpServer) -> tuple[Started, dict[str, Tool]]:
-        target, sandbox = self.target(server)
-        report = Started(server.name, "stdio" if server.command else "streamable-http", sandbox)
+        transport = "stdio" if server.command else "streamable-http"
+        try:
+            target, sandbox = self.target(server)
+        except (RuntimeFailure, OSError) as e:  # e.g. the sandbox cannot grant the workspace to its user
+            return Started(server.name, transport, None, error=f"MCP server {server.name!r} could not start: {e}"), {}
+        report = Started(server.name, transport, sandbox)
         connection = McpConnection(server.name, target, startup_timeout_s=server.startup_timeout_s)
         try:
             listed = {t.name: t for t in connection.start()}
