@@ -144,6 +144,12 @@ def test_an_allow_entry_that_is_no_host_name_is_named(example: Path, host: str) 
     assert p.path == "$.environment.network.allow[1]" and "expected" in p.expected
 
 
+def test_loopback_is_a_risk_to_acknowledge(example: Path) -> None:
+    env = edit(example / "envelope.yaml", lambda d: d["environment"]["network"].update(allow_loopback=True))
+    p = only(env)
+    assert p.path == "$.environment.network.allow_loopback" and "risk: network-loopback" in p.expected
+
+
 def test_exact_hosts_pass(example: Path) -> None:
     env = edit(example / "envelope.yaml", lambda d: d["environment"]["network"].update(allow=["pypi.org"]))
     assert problems(env) == []

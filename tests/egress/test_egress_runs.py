@@ -65,6 +65,7 @@ def test_attempts_are_logged_with_the_call_before_its_result(
 
     def mutate(d: dict[str, Any]) -> None:
         d["environment"]["network"] = {"allow": [f"allowed.test:{upstream.port}"], "allow_loopback": True}
+        d["acknowledge"] = [{"risk": "network-loopback", "reason": "the test's server on 127.0.0.1"}]
         d["environment"]["sandbox"]["required"] = True
         d["permissions"]["allow"].append({"id": "fetch", "rule": "bash(python3 fetch.py)"})
 

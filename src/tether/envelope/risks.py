@@ -167,7 +167,15 @@ def network_risks(envelope: Envelope) -> list[Risky]:
     net = envelope.environment.network
     if net is None:
         return []
-    return [
+    loopback = [
+        Risky(
+            "$.environment.network.allow_loopback",
+            "true (a listed name may resolve to this machine's own services)",
+            "false; true only in an envelope for a local test or development server",
+            Risk.NETWORK_LOOPBACK,
+        )
+    ]
+    return (loopback if net.allow_loopback else []) + [
         Risky(
             f"$.environment.network.allow[{i}]",
             f"{host!r} (any host)",

@@ -431,6 +431,8 @@ class Risk(StrEnum):
     """An allow rule lets the shell tool run any program or inline interpreter code."""
     GIT_WRITABLE = "git-writable"
     """``environment.filesystem.write`` reaches ``.git/`` (hooks and config run code)."""
+    NETWORK_LOOPBACK = "network-loopback"
+    """``environment.network.allow_loopback``: a listed name may lead to this machine's own services."""
 
 
 class Acknowledgement(Strict):
