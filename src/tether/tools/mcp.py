@@ -40,6 +40,7 @@ from tether.envelope.schema import Envelope, McpServer, ToolContract, mcp_tool_n
 from tether.envelope.trust import trust_of
 from tether.errors import Problem, RuntimeFailure
 from tether.sandbox.base import Sandbox
+from tether.sandbox.bwrap import BwrapSandbox
 from tether.sandbox.environment import build_env
 
 from .context import ToolContext
@@ -220,24 +221,17 @@ class McpServers:
             return server.url, None
         assert server.command is not None
         argv = [sys.executable if a == "{python}" else a for a in server.command]
-        environment = self.envelope.environment
-        argv_for = getattr(self.sandbox, "argv", None)
-        if argv_for is not None and self.sandbox is not None:  # bubblewrap: one long-lived sandbox for the server
-            prepare = getattr(self.sandbox, "prepare", None)
-            if prepare is not None:
-                prepare(self.workspace)
-            wrapped = argv_for(argv, workspace=self.workspace, cwd=self.workspace)
-            env = self.sandbox.env(server.env)  # type: ignore[attr-defined]
-            return StdioServerParameters(command=wrapped[0], args=wrapped[1:], env=env, cwd=self.workspace), "bwrap"
-        env = build_env(_host_env(), env_allow=environment.env_allow, extra=server.env)
-        kind = getattr(self.sandbox, "name", None) or "none"
-        return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=self.workspace), kind
+        ws = self.workspace
+        if isinstance(self.sandbox, BwrapSandbox):  # one long-lived bubblewrap sandbox for the server's process
+            self.sandbox.prepare(ws)
+            wrapped = self.sandbox.argv(argv, workspace=ws, cwd=ws)
+            env = self.sandbox.env(server.env)
+            return StdioServerParameters(command=wrapped[0], args=wrapped[1:], env=env, cwd=ws), BwrapSandbox.name
+        env = build_env(os.environ, env_allow=self.envelope.environment.env_allow, extra=server.env)
+        kind = self.sandbox.name if self.sandbox is not None else "none"
+        return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=ws), kind
 
     def close(self) -> None:
         for connection in self.connections:
             connection.close()
         self.connections.clear()
-
-
-def _host_env() -> dict[str, str]:
-    return dict(os.environ)
