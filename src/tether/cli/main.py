@@ -24,9 +24,11 @@ the same either way.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
 
+TYPE_CHECKING = False  # not `typing`'s: `tether hook` must not import typing
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     import typer
 
     from tether.errors import TetherError

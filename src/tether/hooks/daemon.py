@@ -87,9 +87,9 @@ def _serve_one(conn: socket.socket, stop: threading.Event, path: str) -> None:
                 return
             header, raw = _read(conn)
             if header.get("op") == "stop":
+                conn.sendall(b'{"stopped": true}')  # before waking the loop: the process may exit right after
                 stop.set()
                 _wake(path)
-                conn.sendall(b'{"stopped": true}')
                 return
             if header.get("code") != code_stamp():  # the client is other code: let a current daemon start
                 stop.set()

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from tether.canonical import content_hash, sha256_hex
 from tether.envelope.hashing import contract_hash
@@ -50,12 +51,13 @@ from tether.policy.decide import decide
 from tether.policy.decision import Decision, RuleMatch, Verdict
 from tether.policy.gate import Gate
 from tether.review.execution import review_gate_event
-from tether.state import RunState
+from tether.state import Action, RunState
 from tether.status import ActionStatus
 
 from .calls import Call, CallError, hook_envelope, tether_calls
 from .wire import Outcome
 
+T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
 RESULT_CHARS = 4000  # of a tool's response kept in the receipt
 APPROVAL_TTL_S = 24 * 3600.0
@@ -96,23 +98,48 @@ def run_id_for(agent: str, session_id: str) -> str:
     return f"{agent}-{safe if safe == session_id else sha256_hex(session_id)[:32]}"
 
 
+#: What a resident process (the daemon) keeps between calls: open stores, parsed envelopes, built gates.
+#: Keys carry what would make an entry stale (an envelope file's mtime and size; a contract's hash).
+_CACHE: dict[tuple[Any, ...], Any] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 256
+
+
+def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return cast(T, _CACHE[key])
+    value = make()
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()  # rare (many projects); the stores it held are closed when collected
+        return cast(T, _CACHE.setdefault(key, value))
+
+
 def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope, str]:
     """The envelope and where it came from (see the module docstring for the order)."""
     path = settings.envelope
     if path is None and (workspace / ENVELOPE_NAME).is_file():
         path = workspace / ENVELOPE_NAME
     if path is None:
-        return hook_envelope(), "(built-in hooks envelope)"
-    return load_envelope(path), str(path)
+        return cached(("envelope",), hook_envelope), "(built-in hooks envelope)"
+    st = path.stat()
+    found = path
+    return cached(("envelope", str(path), st.st_mtime_ns, st.st_size), lambda: load_envelope(found)), str(path)
+
+
+def gate_for(env: Envelope, workspace: Path) -> Gate:
+    return cached(("gate", contract_hash(env), str(workspace)), lambda: Gate(env, workspace))
 
 
 def open_session(settings: Settings, data: dict[str, Any]) -> Session:
     """The session's store and run (created, with ``run.started``, on its first hook call)."""
     workspace = (settings.project or Path(str(data["cwd"]))).resolve()
     db = settings.db or workspace / DB_NAME
-    store = EventStore.open(db, create=True, signer=Signer.configured())
+    inode = db.stat().st_ino if db.exists() else None  # a database removed and made anew is opened anew
+    store = cached(("store", str(db), inode), lambda: EventStore.open(db, create=True, signer=Signer.configured()))
     run_id = run_id_for(settings.agent, str(data["session_id"]))
-    events = store.events(run_id) if _exists(store, run_id) else []
+    events = _read(store, run_id)
     if events:
         started = events[0].data_as(RunStarted)
         workspace = Path(started.workspace)
@@ -135,7 +162,7 @@ def open_session(settings: Settings, data: dict[str, Any]) -> Session:
         except Exception:
             if not _exists(store, run_id):  # not a racing first call that created it a moment earlier
                 raise
-        events = store.events(run_id)
+        events = _read(store, run_id)
         started = events[0].data_as(RunStarted)
     if started.contract_hash != contract_hash(env):
         raise EnvelopeChanged(
@@ -143,6 +170,15 @@ def open_session(settings: Settings, data: dict[str, Any]) -> Session:
             f"({started.contract_hash[:19]}…, now {contract_hash(env)[:19]}…); start a new session to use it"
         )
     return Session(store, run_id, env, workspace, events)
+
+
+def _read(store: EventStore, run_id: str) -> list[Event]:
+    """The run's events: the ones this process has read before, then only what was appended since."""
+    known: list[Event] = cached(("events", store, run_id), list)  # the store object: a new database, a new list
+    if not known and not _exists(store, run_id):
+        return known
+    known += store.events(run_id, after=known[-1].seq if known else -1)
+    return known
 
 
 class EnvelopeChanged(RuntimeError):
@@ -171,7 +207,16 @@ def received(agent: str, data: dict[str, Any]) -> HookReceived:
 
 
 def handle(settings: Settings, data: dict[str, Any]) -> Outcome:
-    """Answer one hook call (``data`` has passed :func:`tether.hooks.wire.parse`)."""
+    """Answer one hook call (``data`` has passed :func:`tether.hooks.wire.parse`).
+
+    Calls of one session are answered one at a time in a process (the daemon serves several at once), so
+    each decision reads the log its predecessor wrote.
+    """
+    with cached(("session", settings.agent, str(data["session_id"])), threading.Lock):
+        return _handle(settings, data)
+
+
+def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
     session = open_session(settings, data)
     event = str(data["hook_event_name"])
     head: list[Payload] = [received(settings.agent, data)]
@@ -219,9 +264,11 @@ def _proposed(call_id: str, call: Call, turn: int) -> ActionProposed:
 
 
 def _decide_one(session: Session, agent: str, call_id: str, call: Call, head: Sequence[Payload]) -> Outcome:
-    session.append([*head, _proposed(call_id, call, turn_of(session.events))])
+    """Propose, decide and record one call in a single transaction (one fsync per tool call)."""
+    proposed = _proposed(call_id, call, turn_of(session.events))
     state = session.state
-    action = state.actions[call_id]
+    seq = (session.events[-1].seq if session.events else -1) + len(head) + 1
+    action = Action(call_id, proposed.tool, proposed.args, proposed.args_hash, proposed.turn, seq)
     granted = approved_before(state, action.tool, action.args_hash, call_id) if agent == "codex" else None
     contract = session.env.tool(call.tool)
     if granted is not None:
@@ -237,11 +284,11 @@ def _decide_one(session: Session, agent: str, call_id: str, call: Call, head: Se
         )
         review = []
     else:
-        gate = Gate(session.env, session.workspace)
+        gate = gate_for(session.env, session.workspace)
         ruling = decide(action, contract, lambda: gate, state, session.events, session.env)
         decision = ruling.decision
         review = [] if ruling.review is None else [review_gate_event(call_id, contract.name, ruling.review)]
-    items: list[Payload] = [*review, ActionDecided(call_id=call_id, **decision.to_dict())]
+    items: list[Payload] = [*head, proposed, *review, ActionDecided(call_id=call_id, **decision.to_dict())]
     approval = ""
     if decision.verdict is Verdict.ASK and agent == "codex":  # Claude Code asks its user itself
         approval = "ap-" + sha256_hex(f"{session.run_id}/{call_id}")[:8]

@@ -19,7 +19,6 @@ go on as if no hook ran, so tether never exits with one: input it cannot read is
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 AGENTS = ("claude-code", "codex")
 
@@ -34,28 +33,40 @@ class HookInputError(ValueError):
     """The hook input is not what the agent's documented schema says; the answer fails closed."""
 
 
-@dataclass(frozen=True)
 class Outcome:
     """tether's answer to one hook call, before it is put in the agent's format.
 
     ``verdict``: ALLOW | ASK | DENY for a tool call; BLOCK (the stop or prompt is refused) or PASS (recorded,
-    nothing to say) otherwise. ``rule`` names what decided; ``note`` is shown to the user without blocking.
+    nothing to say) otherwise. ``rule`` names what decided; ``note`` is shown to the user without blocking;
+    ``approve`` is an ASK's approval id (for Codex, the command that lets the retried call through).
+    (Plain classes, not dataclasses: importing ``dataclasses`` costs the hook client milliseconds.)
     """
 
-    verdict: str
-    reason: str = ""
-    rule: str = ""
-    note: str = ""
-    approve: str = ""  # an ASK's approval id (Codex: the command that lets the retry through)
+    __slots__ = ("approve", "note", "reason", "rule", "verdict")
+
+    def __init__(self, verdict: str, reason: str = "", rule: str = "", note: str = "", approve: str = "") -> None:
+        self.verdict, self.reason, self.rule, self.note, self.approve = verdict, reason, rule, note, approve
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.verdict!r}, {self.reason!r}, {self.rule!r})"
 
 
-@dataclass(frozen=True)
 class Reply:
     """What the hook process writes and how it exits."""
 
-    stdout: str = ""
-    stderr: str = ""
-    exit: int = 0
+    __slots__ = ("exit", "stderr", "stdout")
+
+    def __init__(self, stdout: str = "", stderr: str = "", exit: int = 0) -> None:
+        self.stdout, self.stderr, self.exit = stdout, stderr, exit
+
+    def __repr__(self) -> str:
+        return f"Reply(stdout={self.stdout!r}, stderr={self.stderr!r}, exit={self.exit})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reply) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.stdout, self.stderr, self.exit))
 
     def to_dict(self) -> dict[str, object]:
         return {"stdout": self.stdout, "stderr": self.stderr, "exit": self.exit}

@@ -1,0 +1,145 @@
+"""The real command: a whole Claude Code session through `tether hook claude-code` and the daemon, then
+`tether log verify` and `tether show` on its run; the daemon's start-up races, stale sockets and permissions."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hookkit import payload
+
+from tether.hooks.client import ask
+from tether.hooks.daemon import stop_daemon
+from tether.hooks.session import run_id_for
+
+TETHER = [sys.executable, "-m", "tether.cli.main"]
+
+
+def wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A daemon on a socket of its own for this module's tests; stopped at the end."""
+    sock = tmp_path_factory.mktemp("d") / "hookd.sock"
+    proc = subprocess.Popen([*TETHER, "daemon", "--socket", str(sock), "--idle", "120"])
+    wait_for(sock)
+    yield sock
+    assert stop_daemon(str(sock))
+    assert proc.wait(timeout=30) == 0
+    assert not sock.exists(), "the daemon removes its socket"
+
+
+def run(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TETHER, *args], input=stdin, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.slow
+def test_a_whole_session_through_the_command_is_one_verified_run(daemon: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    db = tmp_path / ".tether" / "tether.db"
+
+    def hook(event: str, **fields: object) -> subprocess.CompletedProcess[str]:
+        out = run(["hook", "claude-code"], env, json.dumps(payload(f"claude-code.{event}", tmp_path, **fields)))
+        assert out.returncode in (0, 2), out.stderr
+        return out
+
+    def decision(out: subprocess.CompletedProcess[str]) -> str:
+        return str(json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"])
+
+    hook("SessionStart")
+    hook("UserPromptSubmit")
+    assert decision(hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="t1")) == "allow"
+    hook("PostToolUse", tool_input={"command": "ls"}, tool_use_id="t1")
+    assert decision(hook("PreToolUse", tool_input={"command": "timeout 5 rm -rf /"}, tool_use_id="t2")) == "deny"
+    assert decision(hook("PreToolUse", tool_input={"command": "bash -c 'git push -f'"}, tool_use_id="t3")) == "ask"
+    write = {"file_path": str(tmp_path / ".tether" / "envelope.yaml"), "content": "x"}
+    assert decision(hook("PreToolUse", tool_name="Write", tool_input=write, tool_use_id="t4")) == "deny"
+    assert hook("Stop").stdout == ""
+    hook("SessionEnd")
+    assert hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="t5").stdout, "answered after a SessionEnd too"
+    broken = run(["hook", "claude-code"], env, '{"hook_event_name": "PreToolUse", "session_id": ')
+    assert broken.returncode == 2 and "not JSON" in broken.stderr, "truncated input is refused"
+
+    sid = str(payload("claude-code.PreToolUse", tmp_path)["session_id"])
+    run_id = run_id_for("claude-code", sid)
+    verify = run(["log", "verify", run_id, "--db", str(db)], env)
+    assert verify.returncode == 0 and "chain intact" in verify.stdout, verify.stdout + verify.stderr
+    show = run(["show", run_id, "--db", str(db)], env)
+    assert show.returncode in (0, 3), show.stderr
+    for seen in ("coding:deny-rm-root", "coding:ask-git-push", "path:protected", "RUNNING"):
+        assert seen in show.stdout, seen
+
+
+PROBE = """
+import json, sys
+from tether.cli.main import main
+try:
+    main(["hook", "claude-code"])
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"exit": code, "heavy": sorted(m for m in ("pydantic", "typer", "sqlite3") if m in sys.modules)}))
+"""
+
+
+def test_a_call_the_daemon_answers_imports_no_heavy_module(daemon: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon)}
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}))
+    out = subprocess.run([sys.executable, "-c", PROBE], input=data, capture_output=True, text=True, env=env, timeout=60)
+    lines = out.stdout.splitlines()
+    assert json.loads(lines[0])["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert json.loads(lines[-1]) == {"exit": 0, "heavy": []}
+
+
+def test_the_socket_is_private_and_a_stranger_directory_is_not_used(
+    daemon: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert stat.S_IMODE(daemon.stat().st_mode) == 0o600
+    assert stat.S_IMODE(daemon.parent.stat().st_mode) == 0o700
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o777)
+    open_dir.chmod(0o777)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(open_dir / "s.sock"))
+    assert ask({"agent": "claude-code"}, b"{}", start=False) is None, "a world-writable directory is refused"
+
+
+def test_two_daemons_started_at_once_leave_one_serving_and_a_stale_socket_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sock = tmp_path / "s" / "d.sock"
+    sock.parent.mkdir(mode=0o700)
+    sock.write_text("stale")  # left behind by a daemon that died
+    cmd = [sys.executable, "-m", "tether.hooks.daemon", "--socket", str(sock)]
+    a, b = subprocess.Popen(cmd), subprocess.Popen(cmd)
+    try:
+        deadline = time.monotonic() + 30
+        while a.poll() is None and b.poll() is None:
+            assert time.monotonic() < deadline, "neither daemon gave way"
+            time.sleep(0.05)
+        loser, winner = (a, b) if a.poll() is not None else (b, a)
+        assert loser.returncode == 0 and winner.poll() is None
+        deadline = time.monotonic() + 30
+        while not stat.S_ISSOCK(os.lstat(sock).st_mode):
+            assert time.monotonic() < deadline, "the stale file was not replaced"
+            time.sleep(0.05)
+        raw = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"})).encode()
+        monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+        reply = ask({"agent": "claude-code", "db": str(tmp_path / "t.db")}, raw, start=False)
+        assert reply is not None and "allow" in reply.stdout
+        assert stop_daemon(str(sock))
+        assert winner.wait(timeout=30) == 0
+    finally:
+        for p in (a, b):
+            if p.poll() is None:
+                p.kill()
