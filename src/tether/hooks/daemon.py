@@ -15,7 +15,6 @@ seconds without a call.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import socket
 import struct
@@ -24,7 +23,7 @@ import threading
 from typing import Any
 
 from .client import code_stamp, private_dir, socket_path
-from .wire import HookInputError, parse, refuse
+from .wire import HookInputError, Reply, parse, refuse
 
 IDLE_S = 30 * 60.0
 MAX_HEADER = 64 * 1024
@@ -87,20 +86,20 @@ def _serve_one(conn: socket.socket, stop: threading.Event, path: str) -> None:
                 return
             header, raw = _read(conn)
             if header.get("op") == "stop":
-                conn.sendall(b'{"stopped": true}')  # before waking the loop: the process may exit right after
+                conn.sendall(b"stopped")  # before waking the loop: the process may exit right after
                 stop.set()
                 _wake(path)
                 return
-            if header.get("code") != code_stamp():  # the client is other code: let a current daemon start
+            if header.get("code") != str(code_stamp()):  # the client is other code: let a current daemon start
                 stop.set()
                 _wake(path)
                 return
-            conn.sendall(json.dumps(respond(header, raw).to_dict()).encode())
+            conn.sendall(_frame(respond(header, raw)))
         except OSError:
             return
 
 
-def respond(header: dict[str, Any], raw: bytes) -> Any:
+def respond(header: dict[str, Any], raw: bytes) -> Reply:
     """The reply to one call (imports the deciding code on first use, then keeps it)."""
     from .answer import answer
 
@@ -112,14 +111,15 @@ def respond(header: dict[str, Any], raw: bytes) -> Any:
 
 
 def _read(conn: socket.socket) -> tuple[dict[str, Any], bytes]:
+    """A request as :func:`tether.hooks.client.encode` frames it."""
     buf = b""
-    while b"\n" not in buf:
+    while b"\n\n" not in buf:
         chunk = conn.recv(65536)
         if not chunk or len(buf) > MAX_HEADER:
             raise OSError("no request header")
         buf += chunk
-    line, raw = buf.split(b"\n", 1)
-    header = json.loads(line)
+    head, raw = buf.split(b"\n\n", 1)
+    header: dict[str, Any] = dict(line.split("=", 1) for line in head.decode().split("\n") if "=" in line)
     size = int(header.get("size", 0))
     while len(raw) < size:
         chunk = conn.recv(max(65536, size - len(raw)))
@@ -127,6 +127,11 @@ def _read(conn: socket.socket) -> tuple[dict[str, Any], bytes]:
             break
         raw += chunk
     return header, raw
+
+
+def _frame(reply: Reply) -> bytes:
+    out = reply.stdout.encode()
+    return f"{reply.exit} {len(out)}\n".encode() + out + reply.stderr.encode()
 
 
 def _wake(path: str) -> None:
@@ -145,7 +150,7 @@ def stop_daemon(path: str | None = None) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(2.0)
             s.connect(path)
-            s.sendall(b'{"op": "stop"}\n')
+            s.sendall(b"op=stop\n\n")
             s.shutdown(socket.SHUT_WR)
             return b"stopped" in s.recv(100)
     except OSError:

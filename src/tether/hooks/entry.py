@@ -1,8 +1,8 @@
 """``tether hook claude-code|codex``: the command another agent runs before and after its tool calls.
 
 Standard library only until it must decide in-process: this is the whole cost of a call a daemon answers.
-Order: read stdin (bounded), check it (:func:`tether.hooks.wire.parse`), ask the user's daemon
-(:mod:`tether.hooks.client`, which starts one when none answers), else decide in this process. Whatever
+Order: read stdin (bounded), ask the user's daemon (:mod:`tether.hooks.client`, which starts one when none
+answers; the daemon checks the input), else check it (:func:`tether.hooks.wire.parse`) and decide here. Whatever
 goes wrong is answered with a refusal (exit 2), never with an exit code the agent reads as "no objection".
 
 Options: ``--envelope FILE`` (else ``$TETHER_ENVELOPE``), ``--db FILE`` (else ``$TETHER_DB``), ``--no-daemon``
@@ -67,19 +67,19 @@ def main(argv: list[str]) -> int:
         except ValueError as e:
             return write(refuse(f"{e}\n{USAGE}"))
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if daemon:
+            from .client import ask
+
+            answered = ask(request, raw)
+            if answered is not None:
+                return write(answered)
         try:
             data = parse(raw)
         except HookInputError as e:
             return write(refuse(str(e)))
-        reply = None
-        if daemon:
-            from .client import ask
+        from .answer import answer
 
-            reply = ask(request, raw)
-        if reply is None:
-            from .answer import answer
-
-            reply = answer(request, data)
+        reply = answer(request, data)
         return write(reply)
     except BaseException as e:  # anything at all: refuse, never exit 1 (which lets the call through)
         return write(refuse(f"tether hook failed: {type(e).__name__}: {e}"))

@@ -1,6 +1,7 @@
 """The hook wire formats of Claude Code and Codex: what comes in on stdin, what goes back on stdout.
 
-Standard library only: the hook client (:mod:`tether.hooks.entry`) imports this on every tool call.
+Standard library only, and ``json`` only when used: the hook client (:mod:`tether.hooks.entry`) imports this
+on every tool call.
 
 In: one JSON object with ``hook_event_name``, ``session_id`` and ``cwd``, plus the event's fields
 (``tool_name``/``tool_input``/``tool_use_id`` for tool events, ``prompt``, ``stop_hook_active``, ...).
@@ -17,8 +18,6 @@ go on as if no hook ran, so tether never exits with one: input it cannot read is
 """
 
 from __future__ import annotations
-
-import json
 
 AGENTS = ("claude-code", "codex")
 
@@ -74,6 +73,8 @@ class Reply:
 
 def parse(raw: bytes) -> dict[str, object]:
     """The hook input as a dict, checked for what every event carries; :class:`HookInputError` otherwise."""
+    import json  # here, not at the top: the client that a daemon answers never parses (json costs it ms)
+
     if len(raw) > MAX_INPUT_BYTES:
         raise HookInputError(f"hook input is {len(raw)} bytes, over tether's limit of {MAX_INPUT_BYTES}")
     try:
@@ -97,6 +98,8 @@ def parse(raw: bytes) -> dict[str, object]:
 
 def reply(agent: str, event: str, outcome: Outcome) -> Reply:
     """``outcome`` in ``agent``'s format for ``event``."""
+    import json
+
     text = f"tether {outcome.verdict} ({outcome.rule}): {outcome.reason}" if outcome.rule else outcome.reason
     if event == "PreToolUse":
         if agent == "codex":
