@@ -162,3 +162,23 @@ def test_continue_plan_without_an_earlier_plan_is_refused_before_anything_is_cre
         harness.run("go on", continue_plan=True)
     with EventStore.open(bugfix / "t.db") as store:
         assert store.runs() == []
+
+
+def test_a_reason_given_when_declining_at_the_prompt_is_remembered_at_once(bugfix: Path) -> None:
+    from tether import Harness
+    from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
+
+    edit(bugfix / "envelope.yaml", memory={})
+    write_script(bugfix, [call("bash", command="sudo ls")])
+
+    def decline(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer("deny", "ana", "No. This machine has no sudo rights for agents.")
+
+    harness = Harness(bugfix / "envelope.yaml", db=bugfix / "t.db", sandbox="local", approver=decline)
+    harness.run("Fix the median bug")
+    evs = events(bugfix)
+    denied = next(e for e in evs if e.kind == "approval.denied")
+    told = [e for e in evs if e.kind == "memory.remembered" and e.seq > denied.seq]
+    assert [(f["text"], f["seq"], f["source"]) for f in told[0].payload["facts"]] == [
+        ("This machine has no sudo rights for agents.", denied.seq, "note")
+    ]

@@ -3,8 +3,8 @@
 Each is worked out once, when the run begins, and logged — ``skills.bound``, ``memory.recalled``,
 ``plan.carried`` — with the words the model is shown as a ``context.section`` beside it. A resumed, forked
 or replayed run reads them back from its log instead of looking again, so the model sees the same words.
-Facts the user states are remembered when the run begins (its task) and each time it is continued (notes,
-and reasons given for declining an action); see docs/knowledge.md.
+Facts the user states are remembered when the run begins (its task), when a human declines an action (the
+reason) and each time it is continued (notes); see docs/knowledge.md.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from tether.events.kinds import (
     ActionInvalid,
     ActionProposed,
     ActionStarted,
+    ApprovalDenied,
     ApprovalExpired,
     ApprovalMismatch,
     ApprovalRequested,
@@ -96,6 +97,7 @@ from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .budgets import cap_call
 from .compaction import Cut, Summary, digest, invariants, over, plan_cut, render_diff, settings_of, summary_request
 from .context import Transcript, compacted_text, kept_result
+from .knowledge import remembered
 from .manifest import Counted, Manifests
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots
@@ -466,6 +468,14 @@ class Runtime:
         item = answer_payload(request, answer)
         if item is not None:
             self.append(item)
+        if isinstance(item, ApprovalDenied):  # the reason a human gave may state a fact worth remembering
+            self.remember()
+
+    def remember(self) -> None:
+        """Store what the run's user has stated so far in the project's memory (``memory.remember``); log the new."""
+        told = remembered(self.store, self.run_id, self.env)
+        if told is not None:
+            self.append(told)
 
     def expire_approval(self, step: ExpireApproval) -> None:
         outcome = self.env.approvals.on_timeout

@@ -36,7 +36,7 @@ from tether.tools.skill import LOAD_SKILL, load_skill_tool
 
 from .approvals import Approver, whoami
 from .continuation import FINAL, Request, ResumeRefused, continuation, effective_envelope
-from .knowledge import bound_skills, carried_plan, recall_events, remembered, skill_events
+from .knowledge import bound_skills, carried_plan, recall_events, skill_events
 from .runtime import EventSink, Runtime
 
 
@@ -193,15 +193,8 @@ def begin(
         ],
     )
     if replay_of is None:
-        _remember(runtime)
+        runtime.remember()
     return runtime
-
-
-def _remember(runtime: Runtime) -> None:
-    """Put what the run's user has stated so far into the project's memory, and log what was new."""
-    new = remembered(runtime.store, runtime.run_id, runtime.env)
-    if new is not None:
-        runtime.append(new)
 
 
 def resume(store: EventStore, run_id: str, options: Options, request: Request | None = None) -> Runtime:
@@ -235,7 +228,7 @@ def _resume(store: EventStore, run_id: str, options: Options, request: Request) 
     )
     runtime = attach(store, info.run_id, options, continued)
     runtime.append(continued)
-    _remember(runtime)
+    runtime.remember()
     return runtime
 
 
