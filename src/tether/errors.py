@@ -10,6 +10,7 @@ Three families, so callers can tell them apart without parsing messages::
     │   └── NotATetherDatabase a file that is not our SQLite schema
     ├── RuntimeFailure         the world failed us: the provider, the sandbox, the disk
     │   ├── SandboxUnavailable a required sandbox cannot start (fail closed)
+    │   │   └── SecretUnavailable a secret a call must carry cannot be resolved or carried
     │   ├── ProviderError      the model provider failed beyond retries (outage, rejected, malformed)
     │   │   └── ContextOverflow the request does not fit the model's context window (not an outage)
     │   ├── DatabaseLocked     another writer holds the database
@@ -102,6 +103,11 @@ class SandboxUnavailable(RuntimeFailure):
     def __init__(self, message: str, fix: str = "") -> None:
         self.fix = fix
         super().__init__(message + (f" Fix: {fix}" if fix else ""))
+
+
+class SecretUnavailable(SandboxUnavailable):
+    """A secret a tool call must carry cannot be resolved (missing, unreadable, too short or too large), or the
+    sandbox cannot carry it. The call does not run; the message names the secret and its source, never a value."""
 
 
 class ProviderError(RuntimeFailure):

@@ -63,6 +63,7 @@ from .chain import GENESIS, event_hash
 from .kinds import RunForked
 from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
 from .payload import REGISTRY, Emitted, Payload, parse, prepare
+from .redact import Redactor
 
 SCHEMA_VERSION = "2"
 READABLE_SCHEMAS = ("tether/1", "tether/2")
@@ -358,6 +359,27 @@ class EventStore:
         self._leases: dict[str, Lease] = {}  # runs this store drives
         self._heartbeat: tuple[threading.Thread, threading.Event] | None = None
         self._pending_anchor: list[Checkpoint] = []
+        self.redactor = Redactor()  # secret values handed out in this process: never written (see redact_also)
+
+    def redact_also(self, secrets: Mapping[str, str]) -> None:
+        """From now on, replace these values (name -> value) in every event and blob this store writes.
+
+        The broker calls this before it hands a value to a sandbox, so whatever the tool prints is redacted
+        before it is hashed and written. Values accumulate for the store's life (a redaction too many is safe).
+        """
+        with self._thread_lock:
+            self.redactor = self.redactor.with_secrets(secrets)
+
+    def _redacted(self, prepared: list[tuple[str, dict[str, Any], Payload | None]]) -> list[Any]:
+        """``prepared`` with secret values replaced; an event that changed is re-parsed from its redacted dict."""
+        redactor = self.redactor
+        if not redactor:
+            return prepared
+        out = []
+        for kind, payload, data in prepared:
+            clean = redactor.value(payload)
+            out.append((kind, payload, data) if clean is payload else prepare((kind, clean)))  # still valid?
+        return out
 
     # ---- opening ---------------------------------------------------------------------------
 
@@ -511,7 +533,8 @@ class EventStore:
 
         Invalid events raise before anything is written: no run without its first events.
         """
-        prepared = [prepare(item) for item in first]
+        prepared = self._redacted([prepare(item) for item in first])
+        task = self.redactor.value(task)
         run_id = run_id or new_run_id()
         with self._transaction() as conn:
             conn.execute(
@@ -541,7 +564,8 @@ class EventStore:
         at the parent's (seq, hash) there, so ``run.forked`` chains onto it. Refused when the parent has no
         event at that seq or its hash there is not ``forked.parent_hash`` (the parent moved or was rewritten).
         """
-        prepared = [prepare(item) for item in (forked, *rest)]
+        prepared = self._redacted([prepare(item) for item in (forked, *rest)])
+        task = self.redactor.value(task)
         run_id = run_id or new_run_id()
         parent = self.run(forked.parent_run)
         at = forked.at_seq
@@ -584,7 +608,7 @@ class EventStore:
         ``expect`` is the head (seq, hash) these events extend; if the run's head has moved, nothing is
         written and :class:`HeadMoved` is raised.
         """
-        prepared = [prepare(item) for item in items]
+        prepared = self._redacted([prepare(item) for item in items])
         with self._transaction(durable) as conn:
             row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
@@ -644,6 +668,7 @@ class EventStore:
         that event syncs the WAL, which makes every earlier commit (this one) durable too. A snapshot
         stores thousands of blobs; one fsync each would cost seconds.
         """
+        data = self.redactor.value(data)  # a file that holds a secret is kept redacted, under the redacted hash
         h = bytes_hash(data)
         with self._write():
             self._sync("NORMAL")

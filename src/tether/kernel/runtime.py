@@ -12,7 +12,6 @@ runs, ``action.completed`` after, so a crash in between is visible on resume.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -80,6 +79,7 @@ from tether.review.model_reviewer import REPORT, model_review, review_messages
 from tether.review.reviewer import ReviewFinding, review
 from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.sandbox.base import Sandbox
+from tether.sandbox.broker import Broker
 from tether.sandbox.bwrap import for_call, take_egress
 from tether.sandbox.environment import mask, passed_values
 from tether.snapshot import Manifest, SnapshotError
@@ -149,7 +149,8 @@ class Runtime:
         self._manifests: Manifests | None = None
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
-        self.passed = passed_values(os.environ, environment.env_allow, [s.source for s in environment.secrets or ()])
+        self.passed = passed_values(os.environ, environment.env_allow)
+        self.broker = Broker(environment, store.redact_also, workspace=workspace)
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -501,15 +502,14 @@ class Runtime:
         )
         before = self.snapshots.latest or self.snapshot()
         started = time.monotonic()
-        ctx = self.tool_context(tool)
-        carried = [(s.name, s.hosts) for s in self.env.environment.secrets_for(action.tool)]
-        ctx = dataclasses.replace(ctx, sandbox=for_call(ctx.sandbox, action.call_id, carried))
+        ctx: ToolContext | None = None
         try:
+            ctx = self.tool_context(tool, call_id=action.call_id)  # a secret that cannot be read fails the call
             result = tool.invoke(action.args, ctx)
         except RuntimeFailure as e:
             self.append_many(
                 [
-                    *take_egress(ctx.sandbox),
+                    *(take_egress(ctx.sandbox) if ctx is not None else ()),
                     ActionFailed(
                         call_id=action.call_id,
                         tool=action.tool,
@@ -522,10 +522,13 @@ class Runtime:
                 ]
             )
             return
-        payload = mask(result.to_dict(), self.passed)  # what the command was handed never reaches the log
+        # What the command was handed never reaches the log: env_allow values masked, secrets redacted here
+        # (the store would too, but kept_result cuts the output first, and could cut a value in two).
+        redact = self.store.redactor.value
+        payload = redact(mask(result.to_dict(), self.passed))
         payload["effects"] = effects = [e.value for e in contract.effects]
         observed, problems = self.window(before, effects, result.changed_files)
-        whole = payload["content"] if result.whole is None else mask({"w": result.whole}, self.passed)["w"]
+        whole = payload["content"] if result.whole is None else redact(mask({"w": result.whole}, self.passed))["w"]
         if observed and Effect.EXEC in contract.effects:  # a command's changes are the snapshot's to tell
             whole += "\nchanged files: " + ", ".join(observed[:50]) + (" ..." if len(observed) > 50 else "")
         payload.update(kept_result(whole, self.store.put_blob))
@@ -721,11 +724,18 @@ class Runtime:
             for r in self.state.run_rules
         ]
 
-    def tool_context(self, tool: Tool) -> ToolContext:
+    def tool_context(self, tool: Tool, call_id: str | None = None) -> ToolContext:
+        """Where and how a call of ``tool`` runs. For the call ``call_id`` (not for a preview, which only describes
+        it), the sandbox carries the tool's secrets (the broker) and the proxy holds them to their hosts."""
         declared = self.env.tool(tool.contract.name)
         timeout = (declared.timeout_s if declared else None) or tool.contract.timeout_s or 30
         assert self.sandbox is not None
-        return ToolContext(self.workspace, self.sandbox, self.env, float(timeout), stored_result=self.stored_result)
+        sandbox = self.sandbox
+        if call_id is not None:
+            carried = self.broker.secrets_for(tool.contract.name)
+            sandbox = self.broker.sandbox_for(sandbox, tool.contract.name)
+            sandbox = for_call(sandbox, call_id, [(s.name, s.hosts) for s in carried])
+        return ToolContext(self.workspace, sandbox, self.env, float(timeout), stored_result=self.stored_result)
 
     def stored_result(self, call_id: str) -> str | None:
         """The whole text of a shortened result of this run's call ``call_id`` (never another run's blob)."""

@@ -45,10 +45,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from tether.envelope.schema import SECRETS_DIR
 from tether.errors import FileError, SandboxUnavailable
 from tether.events.kinds_egress import EgressAttempted
 
@@ -80,6 +81,15 @@ USERNS_FIX = (
     "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
     "kernel.apparmor_restrict_unprivileged_userns=0), or run tether in a container that permits them"
 )
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Secret values one call's sandbox carries (see :mod:`tether.sandbox.broker`): variables, and files for the
+    sandbox's private ``/run/secrets`` tmpfs (name -> bytes), written there 0400 by the sandbox user itself."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -170,6 +180,7 @@ class BwrapSandbox:
         self.egress = egress
         self.egress_attempts: list[EgressAttempted] = []
         """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
+        self.carried = Carried()
 
     def with_egress(self, egress: Egress | None) -> BwrapSandbox:
         """This sandbox with another network: ``egress``'s proxy for each command, or none (no network)."""
@@ -181,6 +192,12 @@ class BwrapSandbox:
         """This sandbox for one tool call: its proxy's attempts are the call's, and a call carrying ``secrets``
         (name, hosts) reaches only hosts every one of them may go to. ``self`` is unchanged."""
         return self if self.egress is None else self.with_egress(self.egress.for_call(call_id, secrets))
+
+    def carrying(self, carried: Carried) -> BwrapSandbox:
+        """This sandbox for one call that carries ``carried``; ``self`` is unchanged (other calls get nothing)."""
+        twin = copy.copy(self)
+        twin.carried = carried
+        return twin
 
     # -- argv ---------------------------------------------------------------------------------------
 
@@ -231,7 +248,7 @@ class BwrapSandbox:
         args += [*ancestors(workspace), "--bind", str(workspace), str(workspace)]
         if proxy_dir is not None:
             args += [*ancestors(Path(SANDBOX_SOCKET_DIR)), "--ro-bind", str(proxy_dir), SANDBOX_SOCKET_DIR]
-        args += [*masks(workspace, self.deny).bwrap_args(), "--chdir", str(cwd), "--"]
+        args += [*masks(workspace, self.deny).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
         if self.setpriv is not None:
             uid, gid = str(self.user.uid), str(self.user.gid)
             args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]
@@ -244,7 +261,8 @@ class BwrapSandbox:
         overrides["LOGNAME"] = self.user.name
         # The workspace belongs to another uid; git inside the sandbox must still work on it.
         overrides |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
-        return build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=overrides)
+        env = build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=overrides)
+        return env | dict(self.carried.env)
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -301,15 +319,21 @@ class BwrapSandbox:
         # The start pipe: a one-line bash trampoline inside the sandbox writes a byte to it and then execs the
         # command, so a setup failure (bwrap dies before that) is told apart from the command failing.
         start_r, start_w = os.pipe()
+        secrets = self._secret_pipes()
         try:
             # (bash, not sh: dash cannot redirect file descriptors above 9.)
-            # The same bash applies the rlimits as builtins (no preexec_fn: Python can then vfork).
+            # The same bash applies the rlimits as builtins (no preexec_fn: Python can then vfork), and writes
+            # the carried secret files from their pipes (a value is never in an argv or on a host disk).
             limits = self.limits.ulimit_script(timeout_s, unprivileged=True)
+            unpack = "".join(
+                f"(umask 0277 && cat <&{fd} >{shlex.quote(f'{SECRETS_DIR}/{name}')}) && exec {fd}<&- && "
+                for name, fd in secrets
+            )
             start = f'printf . >&{start_w} && exec {start_w}>&- && exec "$@"'
             if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
                 bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
                 start = f"{bridge} {start_w}>&- && {start}"
-            script = f"{limits}; {start}"
+            script = f"{limits}; {unpack}{start}"
             trampoline = ["/bin/bash", "-c", script, "tether"]
             proxy_dir = proxy.directory if proxy is not None else None
             argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
@@ -327,7 +351,7 @@ class BwrapSandbox:
                     timeout_s=timeout_s,
                     cap=self.cap,
                     kill=kill,
-                    pass_fds=(start_w,),
+                    pass_fds=(start_w, *(fd for _, fd in secrets)),
                 )
             except (FileNotFoundError, PermissionError) as e:
                 raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e
@@ -337,13 +361,35 @@ class BwrapSandbox:
             except BlockingIOError:
                 started = False
         finally:
-            os.close(start_r)
-            os.close(start_w)
+            for fd in (start_r, start_w, *(fd for _, fd in secrets)):
+                os.close(fd)
         if not started and not got.timed_out:
             reason = got.stderr.text().strip() or f"bwrap exited {got.exit_code} before starting the command"
             fix = USERNS_FIX if "namespace" in reason.lower() else INSTALL_FIX
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {reason}", fix=fix)
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+    def _secrets_tmpfs(self) -> list[str]:
+        """The private tmpfs the carried files go on. The sandbox user writes them (its own, 0400); privileged,
+        the tmpfs itself is root's, so it is sticky and open to that user."""
+        return ["--perms", "1777" if self.privileged else "0700", "--tmpfs", SECRETS_DIR] if self.carried.files else []
+
+    def _secret_pipes(self) -> list[tuple[str, int]]:
+        """A pipe per carried file, filled and closed for writing: (file name, read end to pass on)."""
+        out: list[tuple[str, int]] = []
+        try:
+            for name, data in self.carried.files.items():
+                r, w = os.pipe()
+                out.append((name, r))
+                try:
+                    os.write(w, data)  # below the pipe's capacity (the broker's MAX_SECRET): never blocks
+                finally:
+                    os.close(w)
+        except OSError:
+            for _, fd in out:
+                os.close(fd)
+            raise
+        return out
 
 
 def take_egress(sandbox: object) -> list[EgressAttempted]:
@@ -382,6 +428,7 @@ def bwrap_available(user: str | None = None) -> str | None:
 
 __all__ = [
     "BwrapSandbox",
+    "Carried",
     "SandboxUser",
     "bwrap_available",
     "for_call",

@@ -1,0 +1,284 @@
+"""Redaction: every form of a secret's value becomes ``[secret:NAME]`` before anything is written.
+
+Why here, beside the store: the store is the one writer of events and blobs, so a redactor it applies on
+append cannot be bypassed by a new event kind, a new tool or a new view — and because redaction happens
+before the event is hashed, the chain stays valid and nothing raw is ever on disk (not in the WAL either).
+Everything downstream (the model's tool results, ``tether log show``, exports, the console, OpenTelemetry)
+reads the redacted log.
+
+The forms of a value ``v`` that are caught, in text and in bytes:
+
+* ``v`` itself, each character also in any URL-encoding (``%2F``/``%2f``, ``+`` or ``%20`` for a space);
+* its hex, lower, upper or mixed case;
+* its base64, standard and URL-safe alphabets, with or without padding; and the part of a longer base64
+  stream that ``v`` alone determines, at each of the three byte alignments ``v`` can have in that stream;
+* any of these split by whitespace (``fold``, ``base64``'s 76-column lines, a value printed across lines);
+* in text, a piece of at least :data:`MIN_FRAGMENT` characters of the value, its hex or its base64 at the
+  very start or end of a string or around tether's output-cut marker (a value cut by the output cap).
+
+Not caught: other transformations a command can apply (reversing, encrypting, ``rot13``, every other
+character). A command that holds a secret can always smuggle it out in a form no filter knows; the broker
+limits *which* commands get it, this module what tether itself records.
+
+Cost: the exact forms are one compiled alternation, but a regex over many alternatives is slow on large
+text, so it runs only where a secret may be. First, one Aho-Corasick pass (``ahocorasick_rs``, in Rust)
+over the text lowered and with its whitespace removed (and, when it holds a ``%``, percent-decoded) looks
+for any form of any value; a clean output — almost every output — costs that pass (about a millisecond
+per MiB: ``benchmarks/redact.py``) and the two edge checks.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ahocorasick_rs import BytesAhoCorasick, MatchKind
+
+MIN_SECRET = 8
+"""Shorter values are refused by the broker: they cannot be told from ordinary text, so cannot be redacted."""
+
+MIN_FRAGMENT = 8
+"""The shortest cut-off piece of a value that is redacted at a string's edge."""
+
+MIN_CORE = 8
+"""The shortest base64 run that is redacted as part of a longer base64 stream."""
+
+SEED = 12
+"""Bytes of each form the prefilter looks for: short enough for the automaton's SIMD prefilter, long enough
+that ordinary text almost never holds one."""
+
+OMITTED = re.compile(r"\n\[\.\.\. \d+ (?:bytes omitted by tether|characters in the blob)[^\n]*\]\n")
+"""The marks :class:`tether.sandbox.output.BoundedBuffer` and ``kernel/context.py``'s ``kept_result`` put where they
+cut an output: a value may be cut in two there."""
+
+_ASCII_WS = b" \t\n\r\x0b\x0c"  # the whitespace a split value may have in it (the prefilter removes these)
+_WS = re.compile(r"[ \t\n\r\x0b\x0c]+")
+_NOT_WS = re.compile(r"[^ \t\n\r\x0b\x0c]")
+_WS_BYTES = re.compile(rb"[ \t\n\r\x0b\x0c]+")
+_NOT_WS_BYTES = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+T = TypeVar("T", str, bytes)
+
+
+def marker(name: str) -> str:
+    return f"[secret:{name}]"
+
+
+def _char(c: str, url: bool) -> str:
+    """``c``, a space also as ``+``; with ``url``, also its percent-encoding (any case)."""
+    encoded = "".join(f"%{b:02X}" for b in c.encode())
+    alts = [re.escape(c), *([f"(?i:{encoded})"] if url else []), *([r"\+"] if c == " " else [])]
+    return alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"
+
+
+def _b64(raw: bytes) -> list[str]:
+    """The base64 text ``raw`` determines, in both alphabets: whole (with its padding), and the part of a longer
+    stream it determines at each of the three alignments it can have there."""
+    out: list[str] = []
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        out.append(encode(raw).decode())
+        for offset, drop in ((0, 0), (1, 2), (2, 3)):  # chars that also hold bits of the bytes before
+            core = encode(b"\0" * offset + raw).decode()[drop : 4 * ((offset + len(raw)) // 3)]  # full groups only
+            if len(core) >= MIN_CORE and core != out[-1].rstrip("="):
+                out.append(core)
+    return out
+
+
+def _b64_runs(raw: bytes) -> list[str]:
+    """:func:`_b64` as regexes; padding optional."""
+    runs = []
+    for text in _b64(raw):
+        bare = text.rstrip("=")
+        runs.append(re.escape(bare) + (f"(?:{text[len(bare) :]})?" if text != bare else ""))
+    return runs
+
+
+def _forms(value: str, *, squeezed: bool = False, url: bool = True) -> str:
+    """One regex for every form of ``value`` this module catches (longest first: the alternation takes the first);
+    ``squeezed``: as found in text whose whitespace was removed (the encoded forms have none of their own);
+    ``url``: characters may be percent-encoded (only worth its cost where the text holds a ``%``)."""
+    raw = value.encode()
+    chars = _WS.sub("", value) if squeezed else value
+    alts = ["".join(_char(c, url) for c in chars), f"(?i:{raw.hex()})", *_b64_runs(raw)]
+    return "|".join(sorted(alts, key=len, reverse=True))
+
+
+def _seeds(value: str) -> set[bytes]:
+    """What the prefilter looks for: the start of each form, lowered and without whitespace (as it looks in the
+    text it searches: lowered, whitespace removed, percent-decoded). Every exact hit starts with one."""
+    raw = value.encode()
+    forms = [raw, raw.replace(b" ", b"+"), raw.hex().encode(), *(t.rstrip("=").encode() for t in _b64(raw))]
+    return {f.lower().translate(None, _ASCII_WS)[:SEED] for f in forms} - {b""}
+
+
+def _literals(value: str) -> list[str]:
+    """The plain forms whose cut-off pieces are redacted at string edges."""
+    raw = value.encode()
+    return [value, raw.hex(), raw.hex().upper(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+
+
+@dataclass(frozen=True)
+class _Exact:
+    """One value's forms, compiled when first needed: as they are and with whitespace removed, with and without
+    percent-encoding, for text and for bytes (as bytes, a non-ASCII character is its UTF-8)."""
+
+    name: str
+    value: str
+    _compiled: dict[tuple[bool, bool, bool], re.Pattern[Any]] = field(default_factory=dict)
+
+    @property
+    def mark(self) -> str:
+        return marker(self.name)
+
+    def pattern(self, *, squeezed: bool, url: bool, data: bool) -> re.Pattern[Any]:
+        key = (squeezed, url, data)
+        if key not in self._compiled:
+            forms = _forms(self.value, squeezed=squeezed, url=url)
+            self._compiled[key] = re.compile(forms.encode() if data else forms)
+        return self._compiled[key]
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Replaces the values of ``secrets`` (name -> value) in text, bytes and JSON-like data. Build once per run."""
+
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    _exact: list[_Exact] = field(init=False, repr=False)
+    _edges: list[tuple[str, str]] = field(init=False, repr=False)
+    _seeds: BytesAhoCorasick | None = field(init=False, repr=False)
+    _owners: list[list[int]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        values = {n: v for n, v in self.secrets.items() if v}
+        short = sorted(n for n, v in values.items() if len(v) < MIN_SECRET)
+        if short:
+            raise ValueError(f"secret values shorter than {MIN_SECRET} characters cannot be redacted: {short}")
+        owners: dict[bytes, list[int]] = {}
+        for i, v in enumerate(values.values()):
+            for seed in _seeds(v):
+                owners.setdefault(seed, []).append(i)
+        set_ = object.__setattr__
+        set_(self, "_exact", [_Exact(self.secrets_name(n), v) for n, v in values.items()])
+        set_(self, "_edges", [(f, self.secrets_name(n)) for n, v in values.items() for f in _literals(v)])
+        set_(self, "_seeds", BytesAhoCorasick(list(owners), matchkind=MatchKind.LeftmostFirst) if owners else None)
+        set_(self, "_owners", list(owners.values()))
+
+    def __bool__(self) -> bool:
+        return bool(self._exact)
+
+    def with_secrets(self, more: Mapping[str, str]) -> Redactor:
+        """This redactor and ``more`` (a value seen again under the same name is kept as well: it may rotate)."""
+        merged = dict(self.secrets)
+        for name, value in more.items():
+            key = name
+            while key in merged and merged[key] != value:
+                key += "'"  # a rotated value: both are redacted, under the same name
+            merged[key] = value
+        return self if merged == dict(self.secrets) else Redactor(merged)
+
+    @staticmethod
+    def secrets_name(key: str) -> str:
+        return key.rstrip("'")
+
+    # ---- text ------------------------------------------------------------------------------------
+
+    def held(self, b: bytes) -> list[_Exact]:
+        """The values ``b`` may hold a form of: never one missing that it does hold (the forms, lowered and
+        unsplit, start with a seed), rarely one it does not. One automaton pass (two when ``b`` has a ``%``)."""
+        if self._seeds is None:
+            return []
+        flat = b.lower().translate(None, _ASCII_WS)
+        found = {i for p, _, _ in self._seeds.find_matches_as_indexes(flat) for i in self._owners[p]}
+        if b"%" in flat:
+            decoded = urllib.parse.unquote_to_bytes(b).lower().translate(None, _ASCII_WS)
+            found |= {i for p, _, _ in self._seeds.find_matches_as_indexes(decoded) for i in self._owners[p]}
+        return [self._exact[i] for i in sorted(found)]
+
+    def text(self, s: str) -> str:
+        if not self._exact:
+            return s
+        url = "%" in s
+        for exact in self.held(s.encode(errors="surrogatepass")):
+            s = exact.pattern(squeezed=False, url=url, data=False).sub(exact.mark, s)
+            s = _unsplit(s, exact.pattern(squeezed=True, url=url, data=False), _WS, _NOT_WS, exact.mark)
+        return self._cut_pieces(s) if len(s) >= MIN_FRAGMENT else s
+
+    def data(self, b: bytes) -> bytes:
+        url = b"%" in b
+        for exact in self.held(b):
+            mark = exact.mark.encode()
+            b = exact.pattern(squeezed=False, url=url, data=True).sub(mark, b)
+            b = _unsplit(b, exact.pattern(squeezed=True, url=url, data=True), _WS_BYTES, _NOT_WS_BYTES, mark)
+        return b
+
+    def value(self, v: Any) -> Any:
+        """``v`` (str, bytes, or JSON-like dicts and lists of them, keys included) redacted; ``v`` itself when
+        nothing in it changed, so a caller can tell by identity."""
+        if not self._exact:
+            return v
+        if isinstance(v, str):
+            out = self.text(v)
+            return v if out == v else out
+        if isinstance(v, bytes):
+            data = self.data(v)
+            return v if data == v else data
+        if isinstance(v, dict):
+            items = [(self.value(k), self.value(x)) for k, x in v.items()]
+            same = all(k is k0 and x is x0 for (k, x), (k0, x0) in zip(items, v.items(), strict=True))
+            return v if same else dict(items)
+        if isinstance(v, list | tuple):
+            seq = [self.value(x) for x in v]
+            return v if all(a is b for a, b in zip(seq, v, strict=True)) else type(v)(seq)
+        return v
+
+    def _cut_pieces(self, s: str) -> str:
+        """Pieces of a value at the edges of ``s`` and of the segments an output-cut marker separates."""
+        if not OMITTED.search(s):
+            return self._edge_pieces(s)
+        parts = OMITTED.split(s)
+        cuts = OMITTED.findall(s)
+        out = [self._edge_pieces(parts[0])]
+        for cut, part in zip(cuts, parts[1:], strict=True):
+            out += [cut, self._edge_pieces(part)]
+        return "".join(out)
+
+    def _edge_pieces(self, s: str) -> str:
+        start, end, head, tail = 0, len(s), "", ""
+        for form, name in self._edges:
+            window = s[start : start + len(form) - 1]
+            q = window.find(form[-MIN_FRAGMENT:])
+            while q != -1:
+                if form.endswith(window[: q + MIN_FRAGMENT]):
+                    start, head = start + q + MIN_FRAGMENT, marker(name)
+                    break
+                q = window.find(form[-MIN_FRAGMENT:], q + 1)
+            lo = max(start, end - len(form) + 1)
+            window = s[lo:end]
+            p = window.find(form[:MIN_FRAGMENT])
+            while p != -1:
+                if form.startswith(window[p:]):
+                    end, tail = lo + p, marker(name)
+                    break
+                p = window.find(form[:MIN_FRAGMENT], p + 1)
+        return s if not head and not tail else head + s[start:end] + tail
+
+
+def _unsplit(s: T, squeezed: re.Pattern[T], ws: re.Pattern[T], not_ws: re.Pattern[T], mark: T) -> T:
+    """Forms split by whitespace: found in ``s`` with its whitespace removed, replaced in ``s`` itself (from the
+    first character of the hit to its last, whitespace between included)."""
+    if not ws.search(s):
+        return s
+    hits = list(squeezed.finditer(ws.sub(s[:0], s)))
+    if not hits:
+        return s
+    at = [m.start() for m in not_ws.finditer(s)]
+    for hit in reversed(hits):
+        s = s[: at[hit.start()]] + mark + s[at[hit.end() - 1] + 1 :]
+    return s
+
+
+__all__ = ["MIN_SECRET", "OMITTED", "Redactor", "marker"]
