@@ -64,13 +64,19 @@ def test_base64_wrapped_at_76_columns() -> None:
     assert "\n" in stream and MARK in R.text(stream)
 
 
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "\n[... 100 bytes omitted by tether (kept first 10 and last 10 of 120) ...]\n",  # the sandbox's output cap
+        "\n[... 5000 characters in the blob ...]\n",  # kernel/context.py's kept_result
+    ],
+)
 @pytest.mark.parametrize("cut", [8, 12, len(CANARY) - 1])
-def test_a_value_cut_at_a_string_edge_or_the_output_marker(cut: str) -> None:
-    head = f"log line\n{CANARY[: int(cut)]}"
-    tail = f"{CANARY[-int(cut) :]}\nmore"
+def test_a_value_cut_at_a_string_edge_or_an_output_cut(cut: int, marker: str) -> None:
+    head = f"log line\n{CANARY[:cut]}"
+    tail = f"{CANARY[-cut:]}\nmore"
     assert R.text(head) == "log line\n" + MARK
     assert R.text(tail) == MARK + "\nmore"
-    marker = "\n[... 100 bytes omitted by tether (kept first 10 and last 10 of 120) ...]\n"
     out = R.text(head + marker + tail)
     assert out == "log line\n" + MARK + marker + MARK + "\nmore"
 

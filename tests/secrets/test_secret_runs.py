@@ -121,10 +121,11 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     turns: list[dict[str, Any]] = [{"tool_calls": [{"name": "bash", "args": {"command": c}}]} for c in COMMANDS]
     turns += [
         {"tool_calls": [{"name": "read_file", "args": {"path": "src/leak.txt"}}]},
-        {"tool_calls": [{"name": "bash", "args": {"command": f"echo typed {ENV_CANARY} into the command"}}]},
-        {"tool_calls": [{"name": "run_tests", "args": {}}]},
-        {"text": f"I found the token: {ENV_CANARY}", "tool_calls": [{"name": "finish", "args": {"summary": "x"}}]},
-    ]
+        {
+            "text": f"I found the token: {ENV_CANARY}",  # the model's own words are logged too
+            "tool_calls": [{"name": "bash", "args": {"command": f"echo typed {ENV_CANARY} into the command"}}],
+        },
+    ]  # then the script ends: the run stops NEEDS_INPUT, with no sensor run to wait for
     (example / "trajectory.yaml").write_text(yaml.safe_dump({"turns": turns}, sort_keys=False))
     env = {
         **os.environ,
@@ -152,7 +153,12 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "run", "x", "-e", str(example / "envelope.yaml"), "--sandbox", "local", "--headless", "--json",
         "--db", str(root / "local.db"), env=env,
     )  # fmt: skip
+    unset = {k: v for k, v in env.items() if k != "TETHER_TEST_CANARY"}
+    missing = tether(
+        "run", "x", "-e", str(example / "envelope.yaml"), "--headless", "--json", "--db", str(root / "m.db"), env=unset
+    )  # fmt: skip
     return {
+        "missing": missing,
         "local": local,
         "run": run,
         "lines": lines,
@@ -173,7 +179,7 @@ def completed(leaky: dict[str, Any]) -> list[dict[str, Any]]:
 def test_the_tools_really_received_and_printed_the_secrets(leaky: dict[str, Any]) -> None:
     """The attack is real: the listed tool got both values (redacted in every result), the run went on."""
     results = completed(leaky)
-    assert len(results) >= len(COMMANDS) + 2, leaky["run"].stdout[-3000:] + leaky["run"].stderr[-3000:]
+    assert len(results) == len(COMMANDS) + 2, leaky["run"].stdout[-3000:] + leaky["run"].stderr[-3000:]
     out = [r["result"].get("data", {}) for r in results]
     assert out[0]["stdout"].split() == ["[secret:CANARY_ENV]", "[secret:CANARY_FILE]"]
     assert out[6]["stderr"].split() == ["[secret:CANARY_ENV]", "[secret:CANARY_FILE]"] and out[6]["exit_code"] == 3
@@ -242,3 +248,13 @@ def test_the_local_sandbox_is_refused_and_nothing_runs(leaky: dict[str, Any]) ->
     assert local.returncode == 4 and "sandbox.failed" in kinds and "action.started" not in kinds, local.stdout
     failed = next(e["payload"] for e in lines if e.get("kind") == "sandbox.failed")
     assert "declares secrets (CANARY_ENV, CANARY_FILE, CANARY_B)" in failed["error"]
+
+
+def test_a_missing_source_fails_the_call_closed_naming_secret_and_source(leaky: dict[str, Any]) -> None:
+    missing = leaky["missing"]
+    lines = [json.loads(line) for line in missing.stdout.splitlines() if line.startswith("{")]
+    failed = [e["payload"] for e in lines if e.get("kind") == "action.failed"]
+    assert missing.returncode == 4 and len(failed) == 1 and failed[0]["dependency"], missing.stdout[-2000:]
+    assert "secret 'CANARY_ENV' (source env:TETHER_TEST_CANARY)" in failed[0]["error"]
+    assert "action.completed" not in [e.get("kind") for e in lines]  # the command never ran
+    assert leaks(missing.stdout.encode() + missing.stderr.encode()) == []
