@@ -329,7 +329,11 @@ class Rule(Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
     rule: str = Field(description="Tool or Tool(specifier), e.g. bash(git push:*), write_file(src/**).")
     reason: str = ""
-    when: dict[str, Any] = Field(default_factory=dict, description="Argument predicates: {arg: glob}.")
+    when: dict[str, Any] | str = Field(
+        default_factory=dict,
+        description="Argument predicates: {arg: glob}; or tainted(args.NAME, ...) / tainted(args): the argument holds "
+        "a value that first appeared in untrusted output (deny and ask rules; docs/trust.md).",
+    )
     match: list[Any] = Field(default_factory=list, description="Calls this rule must match.")
     not_match: list[Any] = Field(default_factory=list, description="Calls it must not match.")
 

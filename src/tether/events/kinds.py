@@ -295,6 +295,16 @@ class RuleHit(Payload):
     reason: str
 
 
+class TaintHit(Payload):
+    """A value in a call's argument that first appeared in untrusted output, and the event that brought it."""
+
+    arg: str
+    kind: str
+    value: str
+    source_seq: int
+    source_tool: str
+
+
 @register("action.decided")
 class ActionDecided(Payload):
     call_id: str
@@ -302,6 +312,9 @@ class ActionDecided(Payload):
     deciding_rule: str
     reason: str
     rules: list[RuleHit] = Field(default_factory=list)
+    taints: list[TaintHit] = Field(
+        default_factory=list, description="Values from untrusted output in the arguments (docs/trust.md)."
+    )
 
 
 @register("action.started")

@@ -19,7 +19,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tether.envelope.schema import Envelope
+from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
+from tether.envelope.trust import label_untrusted, trust_of
 from tether.events.store import Event
 from tether.models.base import COMPACTED_HEAD, Message, ToolCall
 
@@ -65,6 +66,7 @@ class Transcript:
     """
 
     def __init__(self, env: Envelope, plan: dict[str, Any] | None = None) -> None:
+        self.env = env
         self.base = system_prompt(env, plan)
         self.base_seq: int | None = None  # the run.started / run.forked whose envelope and plan made it
         self.sections: list[tuple[str, int]] = []  # (rendered section, seq)
@@ -156,7 +158,8 @@ class Transcript:
                 said = f"A human ({p['by']}) continued the run after it stopped {p['from_status']}: {p['note']}"
                 self.notes.append((said, e.seq))
         elif (result := _call_result(e.kind, p)) is not None:
-            self.results[p["call_id"]] = (result, e.seq)
+            untrusted = e.kind in ("action.completed", "action.failed") and self._untrusted(p["tool"])
+            self.results[p["call_id"]] = (label_untrusted(result, p["tool"], e.seq) if untrusted else result, e.seq)
         elif (note := _host_note(e.kind, p)) is not None:
             self.notes.append((note, e.seq))
 
@@ -165,6 +168,11 @@ class Transcript:
         self.base = _system_prompt(str((p["envelope"].get("agent") or {}).get("instructions", "")), p.get("plan"))
         self.base_seq = seq
         self._system()
+
+    def _untrusted(self, tool: str) -> bool:
+        """Does ``tool``'s output carry third-party content? Then the model sees it fenced as data (docs/trust.md)."""
+        contract = self.env.tool(tool) or ToolContract(name=tool, purpose="undeclared", effects=[Effect.READ])
+        return trust_of(contract, self.env) is Trust.UNTRUSTED
 
     def _section(self, seq: int, p: dict[str, Any]) -> None:
         """A labelled section joins the system message (whose sources it joins too)."""

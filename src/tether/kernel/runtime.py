@@ -72,6 +72,7 @@ from tether.models.window import (
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
+from tether.policy.provenance import Provenance
 from tether.review.completion import claim_event, judge_completion, no_op_check
 from tether.review.execution import review_gate_event
 from tether.review.model_reviewer import CHECK as REVIEWER_CHECK
@@ -147,6 +148,7 @@ class Runtime:
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
         self._manifests: Manifests | None = None
+        self.provenance = Provenance(env)  # fed the log as it grows: O(new output) per decision
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
         self.passed = passed_values(os.environ, environment.env_allow)
@@ -426,7 +428,9 @@ class Runtime:
             self.append(ActionInvalid(call_id=action.call_id, tool=action.tool, error=str(e)))
             return
         contract = self.env.tool(action.tool) or tool.contract
-        ruling = decide(action, contract, self.gate, self.state, self.events, self.env)
+        ruling = decide(
+            action, contract, self.gate, self.state, self.events, self.env, self.provenance.feed(self.events)
+        )
         review = [] if ruling.review is None else [review_gate_event(action.call_id, contract.name, ruling.review)]
         self.append_many([*review, ActionDecided(call_id=action.call_id, **ruling.decision.to_dict())])
         if ruling.decision.verdict is Verdict.DENY:

@@ -14,7 +14,11 @@
 3. **the gate** (:class:`tether.policy.gate.Gate`) — envelope rules, the built-in profile, places,
    effect defaults and the control state. A gate that cannot even be built is an ASK (``gate:error``):
    a broken gate must not kill the run, a human decides instead.
-4. **execution review** (:func:`tether.review.execution.review_action`) of an ALLOW whose effects go
+4. **taint** (:func:`tether.policy.taint.escalate`) — a call beyond reading whose arguments hold a value
+   that first appeared in untrusted output, and not in the user's words (:mod:`tether.policy.provenance`),
+   is escalated: DENY by an envelope rule ``when: tainted(args.NAME)``, else ASK, naming each value, its
+   argument and the event that brought it (docs/trust.md).
+5. **execution review** (:func:`tether.review.execution.review_action`) of an ALLOW whose effects go
    beyond reading: a refusal turns it into DENY (``review:gate``), or into ASK (``review:escalate``)
    once ``ESCALATE_AFTER`` reviews in a row have refused.
 
@@ -35,6 +39,8 @@ from tether.status import ActionStatus
 
 from .decision import Decision, RuleMatch, Verdict
 from .gate import Gate
+from .provenance import Provenance
+from .taint import escalate
 
 #: Rule prefixes whose denials depend on the run's condition at the time, not on the call itself.
 TRANSIENT_DENIALS = ("control:", "review:", "kernel:")
@@ -55,11 +61,13 @@ def decide(
     state: RunState,
     events: Sequence[Event],
     env: Envelope,
+    provenance: Provenance | None = None,
 ) -> Ruling:
     """The verdict on ``action`` (see the module docstring for the layers and their order).
 
     ``gate`` builds (or returns the cached) gate for the run's current control state and run rules;
-    it is only called when the repeat-denial layer has not already settled the call.
+    it is only called when the repeat-denial layer has not already settled the call. ``provenance`` is
+    the run's index, already fed ``events`` (the kernel keeps one); without it the index is built here.
     """
     earlier = denied_before(state, action)
     if earlier is not None:
@@ -69,7 +77,12 @@ def decide(
     if limit is not None:
         return Ruling(_single("outputs:max-external", Verdict.DENY, limit))
     decision = _gate(gate, action)
-    if decision.verdict is not Verdict.ALLOW or set(contract.effects) == {Effect.READ}:
+    if set(contract.effects) == {Effect.READ}:
+        return Ruling(decision)
+    if decision.verdict is not Verdict.DENY:
+        index = provenance if provenance is not None else Provenance(env).feed(events)
+        decision = escalate(decision, action.tool, index.taints(action.args), env)
+    if decision.verdict is not Verdict.ALLOW:
         return Ruling(decision)
     review = review_action(contract, action.args, events, env)
     return Ruling(decision if review.ok else _refused(decision, review, consecutive_failures(events) + 1), review)

@@ -43,14 +43,19 @@ class Decision:
     deciding_rule: str
     reason: str
     matches: tuple[RuleMatch, ...]
+    taints: tuple[dict[str, Any], ...] = ()
+    """Values from untrusted output in the arguments (``policy/taint.py``): arg, kind, value, source event."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "verdict": self.verdict.name,
             "deciding_rule": self.deciding_rule,
             "reason": self.reason,
             "rules": [m.to_dict() for m in self.matches],
         }
+        if self.taints:
+            out["taints"] = [dict(t) for t in self.taints]
+        return out
 
 
 class Layer(IntEnum):

@@ -71,7 +71,7 @@ def _matches(rule: CompiledRule, example: Any, shell: bool, paths: PathPolicy) -
         args = {str(k): v for k, v in example.items()}
     else:
         return None
-    if not rule.when_holds(args):
+    if rule.tainted is None and not rule.when_holds(args):  # taint is run state: examples show tool and specifier
         return False
     if shell and isinstance(args.get("command"), str):
         return any(rule.matches_command(c) for c in analyse(str(args["command"]), paths.workspace).commands)

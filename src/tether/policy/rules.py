@@ -9,6 +9,10 @@
 * For other tools the specifier is an ``fnmatch`` glob on the first of ``url``, ``host``,
   ``target``, ``name`` present in the arguments.
 * ``when: {arg: glob}`` adds predicates on arguments; all must hold.
+* ``when: tainted(args.NAME, ...)`` (or ``tainted(args)``: any argument) holds when the argument carries
+  a value that first appeared in untrusted output. Only deny and ask rules may say it, and the gate alone
+  never matches such a rule: it needs the run's provenance, so the one decider applies it
+  (``policy/taint.py``).
 
 Deny and ask rules match generously (a word computed at run time may be anything, so it matches
 any token; ``git -c x=y -C d push`` is seen as ``git push``). Allow rules match strictly: only
@@ -35,6 +39,9 @@ from .decision import Verdict
 from .knowledge import GIT_COMMANDS
 from .profile import git_words
 
+_TAINTED = re.compile(
+    r"^\s*tainted\(\s*(args(?:\.[A-Za-z_][A-Za-z0-9_]*)?(?:\s*,\s*args\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)\s*$"
+)
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _SUBJECT_KEYS = ("url", "host", "target", "name")
 _SYSTEM_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin")
@@ -55,6 +62,8 @@ class CompiledRule:
     prefix: bool
     when: tuple[tuple[str, str], ...]
     spec: pathspec.GitIgnoreSpec | None
+    tainted: tuple[str, ...] | None = None
+    """``when: tainted(...)``: the arguments named (``*``: any); None for an ordinary rule."""
 
     # -- shell ------------------------------------------------------------------------------
 
@@ -100,6 +109,8 @@ class CompiledRule:
         return subject is not None and fnmatchcase(subject, self.specifier)
 
     def when_holds(self, args: Mapping[str, Any]) -> bool:
+        if self.tainted is not None:
+            return False  # provenance is the decider's to judge (policy/taint.py), never the gate's
         for key, glob in self.when:
             if key not in args:
                 return False
@@ -166,8 +177,30 @@ def parse(rule: Rule, verdict: Verdict) -> CompiledRule:
             path_spec = pathspec.GitIgnoreSpec.from_lines([spec])
         except Exception:  # pathspec raises several types for odd patterns
             path_spec = None
+    if isinstance(rule.when, str):
+        return CompiledRule(
+            rule.id, verdict, rule.reason, tool, spec, tokens, prefix, (), path_spec, _tainted(rule, verdict)
+        )
     when = tuple((str(k), str(v)) for k, v in rule.when.items())
     return CompiledRule(rule.id, verdict, rule.reason, tool, spec, tokens, prefix, when, path_spec)
+
+
+def _tainted(rule: Rule, verdict: Verdict) -> tuple[str, ...]:
+    """The arguments a ``when: tainted(...)`` condition names (``*`` for ``tainted(args)``)."""
+    assert isinstance(rule.when, str)
+    m = _TAINTED.match(rule.when)
+    if m is None:
+        raise RuleSyntaxError(
+            f"rule {rule.id!r}: when {rule.when!r} is not a condition; expected tainted(args.NAME[, args.NAME ...]), "
+            "tainted(args), or a mapping {argument: glob}"
+        )
+    if verdict is Verdict.ALLOW:
+        raise RuleSyntaxError(
+            f"rule {rule.id!r}: when: tainted(...) belongs on a deny or ask rule; an allow rule cannot let "
+            "untrusted values through"
+        )
+    names = [a.strip() for a in m.group(1).split(",")]
+    return ("*",) if names == ["args"] else tuple(n.removeprefix("args.") for n in names)
 
 
 def compile_rules(rules: list[Rule], verdict: Verdict) -> list[CompiledRule]:

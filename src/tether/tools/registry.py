@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tether.envelope.schema import Envelope, ToolContract, split_mcp_tool
+from tether.envelope.schema import Envelope, ToolContract, Trust, split_mcp_tool
+from tether.envelope.trust import trust_of
 from tether.errors import EnvelopeInvalid, Problem
 
 from .contract import Tool
@@ -88,6 +89,15 @@ def resolve_tools(envelope: Envelope, extra: Sequence[Tool] = ()) -> dict[str, T
                     f"$.tools[{i}].effects",
                     "[" + ", ".join(e.value for e in declared.effects) + "]",
                     f"every effect the {declared.name!r} implementation has; add: {', '.join(missing)}",
+                )
+            )
+            continue
+        if impl.contract.trust is Trust.UNTRUSTED and trust_of(declared, envelope) is Trust.TRUSTED:
+            problems.append(
+                Problem(
+                    f"$.tools[{i}].trust",
+                    "trusted" if declared.trust else "unset (trusted by default)",
+                    f"untrusted: the {declared.name!r} implementation returns third-party content",
                 )
             )
             continue

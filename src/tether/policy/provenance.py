@@ -1,0 +1,323 @@
+"""Provenance: which values of a run first appeared in untrusted output, and which the user gave.
+
+An injected instruction works by getting a value the user never gave — a recipient, a URL, an account, an
+amount — into the arguments of a side-effecting call. So tether does not look for attack phrases (there is
+no list of them): it remembers where each *value* first appeared. The per-run :class:`Provenance` index is
+folded from the log in order, so a resumed or replayed run rebuilds the same index and the gate decides the
+same; each step feeds only the new events (O(new output), never a rescan).
+
+Sources, from the log:
+
+* the user's words: the task and the intent plan (``run.started``), a human's note when continuing a run
+  (``run.continued``), a human's reason for declining a call (``approval.denied``);
+* tool output (``action.completed`` content, ``action.failed`` error), trusted or untrusted by the tool's
+  contract (``envelope/trust.py``). Each value is indexed once, with the event that first brought it.
+
+A value is **tainted** when it first appeared in untrusted output and the user's words do not hold it. The
+model's own text is no source: a model that read an injection is exactly what this guards against.
+
+Candidate values, normalised before comparison (Unicode NFKC, case folding, whitespace): URLs (scheme and
+host lower-cased, IDNA host, default port, percent-decoding, no fragment, no trailing slash), e-mail
+addresses (without ``+tag``, IDNA domain), host names, IBAN- and account-like numbers (spaces removed),
+paths, and — only where an argument *is* one short value rather than free text — amounts and words of
+:data:`MIN_TOKEN` characters or more with a letter in them. A value inside a larger one that is known and
+clean (an address the user gave) is not judged on its own parts; one that is not known is, so a recipient
+assembled from two untrusted outputs is caught by its host or its name.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
+from tether.envelope.trust import trust_of
+from tether.events.store import Event
+
+#: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
+MIN_TOKEN = 5
+
+#: Longest argument still read as one value (an identifier, an address, an amount) rather than free text.
+MAX_ATOM = 200
+
+
+class ValueKind(StrEnum):
+    URL = "url"
+    EMAIL = "email"
+    ACCOUNT = "account"
+    HOST = "host"
+    PATH = "path"
+    NUMBER = "number"
+    TOKEN = "token"
+
+
+#: Which kind names a span that several kinds match (a host is also a word): the most specific.
+_RANK = {k: i for i, k in enumerate(ValueKind)}
+
+#: Kinds judged everywhere, also inside free text (a command, a message body).
+STRUCTURED = frozenset({ValueKind.URL, ValueKind.EMAIL, ValueKind.HOST, ValueKind.ACCOUNT, ValueKind.PATH})
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s<>\"'`]+")
+_EMAIL = re.compile(r"[\w.%+\-]+@(?:[\w\-]+\.)+[\w\-]{2,}")
+_HOST = re.compile(r"(?<![\w@.\-/])(?:[\w\-]+\.)+[^\W\d_][\w\-]*[^\W_]")
+_IBAN = re.compile(r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b")
+_DIGITS = re.compile(r"(?<![\w.\-])\d(?: ?\d){7,}(?!\w|[.\-]\d)")
+_PATH = re.compile(r"(?<![\w:/])(?:~|\.{1,2})?(?:/[\w.\-~]+)+/?")
+_AMOUNT = re.compile(r"(?<![\w.,\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w\-]|[.,]\d)")
+_TOKEN = re.compile(r"(?=[\w.\-]*[^\W\d_])[\w][\w.\-]*[\w]")
+_TRAILING = ".,;:!?)]}'\""
+
+
+def fold(text: str) -> str:
+    """Unicode NFKC, case-folded, whitespace collapsed: fullwidth, ligature and case spellings meet."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _idna(host: str) -> str:
+    host = host.strip(".")
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
+
+
+def canonical_url(url: str) -> str:
+    """One spelling per address: lower scheme and host, IDNA, no default port, decoded path, no fragment."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return fold(unquote(url)).rstrip("/")
+    host = _idna(parts.hostname or "")
+    if port is not None and (parts.scheme, port) not in (("http", 80), ("https", 443)):
+        host = f"{host}:{port}"
+    path = fold(unquote(parts.path)).rstrip("/")
+    query = fold(unquote(parts.query))
+    return f"{parts.scheme}://{host}{path}" + (f"?{query}" if query else "")
+
+
+def canonical_email(address: str) -> str:
+    local, _, domain = fold(address).rpartition("@")
+    return f"{local.split('+', 1)[0]}@{_idna(domain)}"
+
+
+def canonical_number(text: str) -> str | None:
+    try:
+        value = Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return None
+    return format(value.normalize(), "f")
+
+
+@dataclass(frozen=True)
+class Value:
+    """A candidate value: its kind, its canonical form, and where it sits in the folded text."""
+
+    kind: ValueKind
+    norm: str
+    start: int
+    end: int
+
+
+def _found(kind: ValueKind, pattern: re.Pattern[str], text: str) -> Iterator[tuple[ValueKind, str, int, int]]:
+    for m in pattern.finditer(text):
+        raw = m.group(0).rstrip(_TRAILING) if kind in (ValueKind.URL, ValueKind.PATH) else m.group(0)
+        yield kind, raw, m.start(), m.start() + len(raw)
+
+
+def _host_of(kind: ValueKind, raw: str, start: int) -> list[tuple[ValueKind, str, int, int]]:
+    """The host inside a URL or an e-mail address, as a value of its own (spanning where it sits)."""
+    if kind is ValueKind.EMAIL:
+        at = raw.rindex("@") + 1
+        return [(ValueKind.HOST, raw[at:], start + at, start + len(raw))]
+    try:
+        host = urlsplit(raw).hostname
+    except ValueError:
+        return []
+    at = raw.find(host) if host else -1
+    return [] if not host or at < 0 else [(ValueKind.HOST, host, start + at, start + at + len(host))]
+
+
+def _canonical(kind: ValueKind, raw: str) -> str | None:
+    if kind is ValueKind.URL:
+        return canonical_url(raw)
+    if kind is ValueKind.EMAIL:
+        return canonical_email(raw)
+    if kind is ValueKind.HOST:
+        return _idna(raw)
+    if kind is ValueKind.ACCOUNT:
+        return re.sub(r"[ \-]", "", raw).upper()
+    if kind is ValueKind.PATH:
+        return posixpath.normpath(unquote(raw))
+    return raw if len(raw) >= MIN_TOKEN else None
+
+
+def candidates(text: str, *, every: bool = True) -> list[Value]:
+    """The values in ``text``. ``every``: also its words and amounts (for indexing, and for an argument that is
+    one short value); otherwise only the structured kinds, which say where they point even inside prose."""
+    folded = fold(text)
+    found = [
+        *_found(ValueKind.URL, _URL, folded),
+        *_found(ValueKind.EMAIL, _EMAIL, folded),
+        *_found(ValueKind.HOST, _HOST, folded),
+        *_found(ValueKind.ACCOUNT, _IBAN, folded),
+        *_found(ValueKind.ACCOUNT, _DIGITS, folded),
+        *_found(ValueKind.PATH, _PATH, folded),
+    ]
+    if every:
+        found += [*_found(ValueKind.TOKEN, _TOKEN, folded), *_found(ValueKind.NUMBER, _AMOUNT, folded)]
+    found += [h for k, raw, start, _ in found if k in (ValueKind.URL, ValueKind.EMAIL) for h in _host_of(k, raw, start)]
+    out = []
+    for kind, raw, start, end in found:
+        norm = canonical_number(raw) if kind is ValueKind.NUMBER else _canonical(kind, raw)
+        if norm:
+            out.append(Value(kind, norm, start, end))
+    return out
+
+
+def _atom(text: str) -> bool:
+    """Is an argument one short value (an address, an identifier, an amount) rather than free text?"""
+    return len(text) <= MAX_ATOM and not any(c.isspace() for c in text.strip())
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value first appeared: the event (its seq), the tool, and whether that output was untrusted."""
+
+    seq: int
+    tool: str
+    untrusted: bool
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A value in an argument that first appeared in untrusted output and is not in the user's words."""
+
+    arg: str
+    kind: ValueKind
+    value: str
+    source: Source
+
+    def describe(self) -> str:
+        return (
+            f"args.{self.arg} holds {self.kind.value} {self.value!r}, which first appeared in untrusted output of "
+            f"{self.source.tool} (event {self.source.seq}) and is not in the task, the plan or the user's messages"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "arg": self.arg,
+            "kind": self.kind.value,
+            "value": self.value,
+            "source_seq": self.source.seq,
+            "source_tool": self.source.tool,
+        }
+
+
+def _key(v: Value) -> tuple[ValueKind, str]:
+    return (v.kind, v.norm)
+
+
+@dataclass
+class Provenance:
+    """The run's index of values: where each first appeared, and which the user gave. Feed it the log in order."""
+
+    env: Envelope
+    known: dict[tuple[ValueKind, str], Source] = field(default_factory=dict)
+    user: set[tuple[ValueKind, str]] = field(default_factory=set)
+    fed: int = 0
+    _trust: dict[str, bool] = field(default_factory=dict)
+
+    def feed(self, events: Sequence[Event]) -> Provenance:
+        """Take in ``events[self.fed:]`` (the caller passes the whole, growing log)."""
+        for e in events[self.fed :]:
+            self._take(e)
+        self.fed = max(self.fed, len(events))
+        return self
+
+    def _untrusted(self, tool: str) -> bool:
+        if tool not in self._trust:
+            contract = self.env.tool(tool) or ToolContract(name=tool, purpose="undeclared", effects=[Effect.READ])
+            self._trust[tool] = trust_of(contract, self.env) is Trust.UNTRUSTED
+        return self._trust[tool]
+
+    def _take(self, e: Event) -> None:
+        p = e.payload
+        if e.kind == "run.started":
+            self._user(p.get("task", ""), _strings(p.get("plan") or {}))
+        elif e.kind == "run.continued":
+            self._user(p.get("note") or "", [p.get("reason", "")])
+        elif e.kind == "approval.denied":
+            self._user(p.get("reason", ""), [])
+        elif e.kind == "action.completed":
+            self._output(e.seq, p["tool"], str(p.get("result", {}).get("content", "")))
+        elif e.kind == "action.failed":
+            self._output(e.seq, p["tool"], str(p.get("error", "")))
+
+    def _user(self, text: str, more: Sequence[str]) -> None:
+        for t in (text, *more):
+            self.user.update(_key(v) for v in candidates(t))
+
+    def _output(self, seq: int, tool: str, text: str) -> None:
+        source = Source(seq, tool, self._untrusted(tool))
+        for v in candidates(text):
+            self.known.setdefault(_key(v), source)
+
+    def tainted_source(self, v: Value) -> Source | None:
+        source = self.known.get(_key(v))
+        if source is None or not source.untrusted or _key(v) in self.user:
+            return None
+        return source
+
+    def taints(self, args: Mapping[str, Any]) -> list[Taint]:
+        """Every tainted value in ``args`` (nested values are named by their path: ``to[0]``, ``body.text``)."""
+        out: list[Taint] = []
+        for path, value in _leaves(args):
+            out += self._judge(path, value)
+        return out
+
+    def _judge(self, path: str, value: Any) -> list[Taint]:
+        if isinstance(value, bool) or value is None:
+            return []
+        text = str(value)
+        values = candidates(text, every=isinstance(value, int | float) or _atom(text))
+        judged: list[tuple[int, int]] = []
+        out: list[Taint] = []
+        seen: set[tuple[ValueKind, str]] = set()
+        for v in sorted(values, key=lambda v: (v.start - v.end, _RANK[v.kind])):  # longest first: a whole covers parts
+            if any(s <= v.start and v.end <= e for s, e in judged) or _key(v) in seen:
+                continue
+            seen.add(_key(v))
+            source = self.tainted_source(v)
+            if source is not None:
+                out.append(Taint(path, v.kind, v.norm, source))
+            if _key(v) in self.known or _key(v) in self.user:
+                judged.append((v.start, v.end))
+        return out
+
+
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            yield from _leaves(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for _, v in _leaves(value) if isinstance(v, str)]
+
+
+def provenance(events: Sequence[Event], env: Envelope) -> Provenance:
+    """The index of a whole log (a one-off caller; the kernel keeps one and feeds it the new events)."""
+    return Provenance(env).feed(events)
