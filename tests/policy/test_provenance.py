@@ -141,13 +141,14 @@ def test_accounts_and_amounts_are_matched_on_their_canonical_form(log: Any) -> N
 
 
 def test_words_inside_free_text_are_not_judged_only_addresses(log: Any) -> None:
-    """A summary may repeat the words of what it summarises; only where it points is a value to judge."""
+    """A summary may repeat the words of what it summarises; only where it points is a value to judge. A short
+    argument (a title, a name: a few words) is one value, and its words are judged."""
     events, output = log
     output("read_inbox", "Quarterly figures attached; revenue doubled in the northern region.")
-    assert (
-        taints(events, {"to": "alice@corp.example", "body": "Summary: revenue doubled in the northern region."}) == []
-    )
+    body = "Summary of the quarter: the figures are attached, and revenue doubled in the northern region this time."
+    assert taints(events, {"to": "alice@corp.example", "body": body}) == []
     assert taints(events, {"name": "northern"}) == [("name", "token", "northern")]
+    assert taints(events, {"title": "Northern region review"}) == [("title", "token", "northern")]  # a short title
 
 
 def test_the_index_fed_in_steps_equals_the_index_of_the_whole_log(log: Any) -> None:

@@ -451,6 +451,7 @@ class Runtime:
             preview = tool.preview(action.args, self.tool_context(tool))
         except Exception as e:  # a preview that cannot be built still needs a human
             preview = f"(no preview: {e})\n{action.tool} {action.args}"
+        preview += tainted_note(self.events, action.call_id)
         expires = self.now() + timedelta(seconds=self.env.approvals.timeout_s)
         self.append(
             ApprovalRequested(
@@ -771,3 +772,22 @@ def _mcp_event(r: Started) -> Payload:
 
 
 __all__ = ["Runtime"]
+
+
+def tainted_note(events: Sequence[Event], call_id: str) -> str:
+    """The values from untrusted output that made the decider ask about ``call_id``, for the approval preview."""
+    decided = next(
+        (e for e in reversed(events) if e.kind == "action.decided" and e.payload["call_id"] == call_id), None
+    )
+    taints = decided.payload.get("taints", []) if decided is not None else []
+    if not taints:
+        return ""
+    lines = [
+        f"- args.{t['arg']}: {t['kind']} {t['value']!r}, first seen in untrusted output of {t['source_tool']} "
+        f"(event {t['source_seq']})"
+        for t in taints
+    ]
+    return (
+        "\n\nValues from untrusted output in this call (not in the task, the plan or the user's messages):\n"
+        + "\n".join(lines)
+    )

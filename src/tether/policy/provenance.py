@@ -19,8 +19,10 @@ model's own text is no source: a model that read an injection is exactly what th
 Candidate values, normalised before comparison (Unicode NFKC, case folding, whitespace): URLs (scheme and
 host lower-cased, IDNA host, default port, percent-decoding, no fragment, no trailing slash), e-mail
 addresses (without ``+tag``, IDNA domain), host names, IBAN- and account-like numbers (spaces removed),
-paths, and — only where an argument *is* one short value rather than free text — amounts and words of
-:data:`MIN_TOKEN` characters or more with a letter in them. A value inside a larger one that is known and
+paths, and — only where an argument *is* one short value (at most :data:`MAX_ATOM` characters and
+:data:`MAX_ATOM_WORDS` words: an address, an id, an amount, a title) rather than free text — amounts (of two digits or
+more: a single digit is too common to say where it came from) and words of :data:`MIN_TOKEN` characters or more
+with a letter in them. A value inside a larger one that is known and
 clean (an address the user gave) is not judged on its own parts; one that is not known is, so a recipient
 assembled from two untrusted outputs is caught by its host or its name.
 """
@@ -44,8 +46,9 @@ from tether.events.store import Event
 #: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
 MIN_TOKEN = 5
 
-#: Longest argument still read as one value (an identifier, an address, an amount) rather than free text.
-MAX_ATOM = 200
+#: Longest argument still read as one value (an identifier, an address, an amount, a title) rather than free text.
+MAX_ATOM = 80
+MAX_ATOM_WORDS = 8
 
 
 class ValueKind(StrEnum):
@@ -71,7 +74,7 @@ _IBAN = re.compile(r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b
 _DIGITS = re.compile(r"(?<![\w.\-])\d(?: ?\d){7,}(?!\w|[.\-]\d)")
 _PATH = re.compile(r"(?<![\w:/])(?:~|\.{1,2})?(?:/[\w.\-~]+)+/?")
 _AMOUNT = re.compile(r"(?<![\w.,\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w\-]|[.,]\d)")
-_TOKEN = re.compile(r"(?=[\w.\-]*[^\W\d_])[\w][\w.\-]*[\w]")
+_TOKEN = re.compile(r"(?<![\w.\-])(?=[\w.\-]*[^\W\d_])[\w][\w.\-]*[\w](?![\w.\-]|://)")
 _TRAILING = ".,;:!?)]}'\""
 
 
@@ -177,14 +180,14 @@ def candidates(text: str, *, every: bool = True) -> list[Value]:
     out = []
     for kind, raw, start, end in found:
         norm = canonical_number(raw) if kind is ValueKind.NUMBER else _canonical(kind, raw)
-        if norm:
+        if norm and not (kind is ValueKind.NUMBER and sum(c.isdigit() for c in norm.lstrip("0.-")) < 2):
             out.append(Value(kind, norm, start, end))
     return out
 
 
 def _atom(text: str) -> bool:
-    """Is an argument one short value (an address, an identifier, an amount) rather than free text?"""
-    return len(text) <= MAX_ATOM and not any(c.isspace() for c in text.strip())
+    """Is an argument one short value (an address, an identifier, an amount, a title) rather than free text?"""
+    return len(text) <= MAX_ATOM and len(text.split()) <= MAX_ATOM_WORDS
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Evaluations of tether against public benchmarks (optional extras, imported lazily)."""
