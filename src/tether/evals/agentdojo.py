@@ -75,21 +75,25 @@ TRUSTED: dict[str, frozenset[str]] = {
     "workspace": frozenset({"search_contacts_by_name", "search_contacts_by_email", "get_current_day"}),
     "travel": frozenset({"get_user_information"}),
     "banking": frozenset(),
-    "slack": frozenset({"get_channels", "get_users_in_channel"}),
+    "slack": frozenset(),  # channel names and user names are anyone's to choose: left to the default table
 }
 
 _READS = ("get_", "search_", "list_", "read_", "check_")
+_FETCHES = frozenset({"get_webpage"})  # a fetch reaches out: the URL itself can carry data away
 _FINANCIAL = frozenset({"send_money", "schedule_transaction", "update_scheduled_transaction"})
 _EXTERNAL = ("send_", "share_", "post_", "invite_", "reserve_")
 
 
 def effects_of(name: str) -> list[Effect]:
-    """A suite tool's effects, as a user would declare them: reads read; sends, shares, posts, bookings and
-    invitations reach other people; payments are financial; the rest change the user's own data."""
+    """A suite tool's effects, as a user would declare them: reads read, and a web fetch also reaches the network;
+    sends, shares, posts, bookings and invitations reach other people; payments are financial; the rest change
+    the user's own data."""
     if name in _FINANCIAL:
         return [Effect.FINANCIAL]
     if name.startswith(_EXTERNAL):
         return [Effect.EXTERNAL]
+    if name in _FETCHES:
+        return [Effect.READ, Effect.NETWORK]
     if name.startswith(_READS):
         return [Effect.READ]
     return [Effect.WRITE]

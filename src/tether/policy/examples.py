@@ -17,7 +17,7 @@ from tether.errors import Problem
 
 from .decision import Verdict
 from .paths import PathPolicy
-from .rules import CompiledRule, RuleSyntaxError, parse
+from .rules import CompiledRule, RuleConditionError, RuleSyntaxError, parse
 from .shell import analyse
 
 _SHELL_NAMES = frozenset({"bash", "sh", "shell", "zsh"})
@@ -33,6 +33,9 @@ def check_rule_examples(envelope: Envelope, file: str = "") -> list[Problem]:
             where = f"$.permissions.{section}[{i}]"
             try:
                 compiled = parse(rule, verdict)
+            except RuleConditionError as e:
+                problems.append(Problem(f"{where}.when", repr(rule.when), str(e), file))
+                continue
             except RuleSyntaxError as e:
                 problems.append(Problem(f"{where}.rule", repr(rule.rule), f"Tool or Tool(specifier): {e}", file))
                 continue

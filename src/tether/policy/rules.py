@@ -51,6 +51,10 @@ class RuleSyntaxError(ValueError):
     pass
 
 
+class RuleConditionError(RuleSyntaxError):
+    """A rule's ``when`` is wrong (rather than its ``Tool(specifier)``)."""
+
+
 @dataclass(frozen=True)
 class CompiledRule:
     id: str
@@ -190,12 +194,12 @@ def _tainted(rule: Rule, verdict: Verdict) -> tuple[str, ...]:
     assert isinstance(rule.when, str)
     m = _TAINTED.match(rule.when)
     if m is None:
-        raise RuleSyntaxError(
+        raise RuleConditionError(
             f"rule {rule.id!r}: when {rule.when!r} is not a condition; expected tainted(args.NAME[, args.NAME ...]), "
             "tainted(args), or a mapping {argument: glob}"
         )
     if verdict is Verdict.ALLOW:
-        raise RuleSyntaxError(
+        raise RuleConditionError(
             f"rule {rule.id!r}: when: tainted(...) belongs on a deny or ask rule; an allow rule cannot let "
             "untrusted values through"
         )
