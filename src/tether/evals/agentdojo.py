@@ -31,7 +31,6 @@ incoming transfers, documents) are ``untrusted`` — per tool, never per payload
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -244,9 +243,6 @@ class Replayer:
             out.verdicts.append((call.function, verdict.name, injected))
             if verdict is Verdict.ALLOW or (verdict is Verdict.ASK and not injected):
                 ran.append(call)
-            if os.environ.get("TETHER_EVAL_DEBUG") and (verdict.name != "ALLOW" or injected):
-                d = next(e for e in reversed(events) if e.kind == "action.decided").payload
-                print(injected, call.function, d["deciding_rule"], d["reason"][:400])
         if injection is not None:
             out.goal_reached = goal_reached(injection, pre, world, ran)
         return out
