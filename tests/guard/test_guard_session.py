@@ -69,7 +69,10 @@ def test_an_undeclared_tool_is_refused_whatever_its_spelling(store: EventStore, 
 def test_arguments_that_are_not_json_are_refused_before_anything_is_written(store: EventStore, guarded: Path) -> None:
     g = open_guard(store, guarded)
     before = len(store.events(g.run_id))
-    for bad in ({"city": float("nan")}, {"city": object()}, ["Paris"]):
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    for bad in ({"city": float("nan")}, {"city": object()}, ["Paris"], {"city": deep}):
         with pytest.raises(GuardError, match=r"JSON|mapping"):
             g.check("get_weather", bad)  # type: ignore[arg-type]
     assert len(store.events(g.run_id)) == before

@@ -234,7 +234,10 @@ class Guard:
     def completed(self, call_id: str, *, ok: bool, output: str = "", error: str = "", duration_s: float = 0.0) -> None:
         """What the program's tool returned (or raised), as the call's receipt; ``started`` is implied."""
         with self._lock:
-            self._write(lambda events, state: (self._complete(state, call_id, ok, output, error, duration_s), None))
+            self._write(
+                lambda events, state: (self._complete(state, call_id, ok, output, error, duration_s), None),
+                durable=False,
+            )
             self._observe()
 
     def run_call(self, call_id: str, fn: Callable[[], T]) -> T:
@@ -386,9 +389,13 @@ class Guard:
 
     # ---- plumbing ----------------------------------------------------------------------------
 
-    def _write(self, build: Callable[[list[Event], RunState], tuple[list[Payload], T]]) -> T:
+    def _write(self, build: Callable[[list[Event], RunState], tuple[list[Payload], T]], *, durable: bool = True) -> T:
         """Build events from the freshest fold and append them on the head they were read at; on a race,
-        read again and build again. Nothing is written from a stale read."""
+        read again and build again. Nothing is written from a stale read.
+
+        Synced to disk before the call returns (``durable``): decisions, approvals and ``action.started``, which
+        come before the program's effect or a human. A receipt and the control layer's view of it are not:
+        the next durable write syncs them, as in tether's own loop."""
         for _ in range(WRITE_ATTEMPTS):
             state = self.refresh()
             items, out = build(self.events, state)
@@ -398,7 +405,7 @@ class Guard:
                 return out
             head = self.events[-1].head
             try:
-                written = self.store.append_many(self.run_id, items, expect=head)
+                written = self.store.append_many(self.run_id, items, expect=head, durable=durable)
             except HeadMoved:
                 continue
             for e in written:
@@ -418,7 +425,7 @@ class Guard:
 
     def _observe(self) -> None:
         """The control layer's view of the new receipts (beliefs, diagnostics, control state)."""
-        self._write(lambda events, state: (list(observe(events, self.env)), None))
+        self._write(lambda events, state: (list(observe(events, self.env)), None), durable=False)
 
     def _gate_for(self, events: Sequence[Event], state: RunState) -> Gate:
         key = (control_state(events), tuple(r["rule"] for r in state.run_rules))
@@ -467,8 +474,8 @@ def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:
         raise GuardError(f"tool arguments must be a mapping of names to JSON values, got {type(args).__name__}")
     try:
         plain = json.loads(json.dumps(dict(args), allow_nan=False))
-    except (TypeError, ValueError) as e:
-        raise GuardError(f"tool arguments must be JSON values: {e}") from e
+    except (TypeError, ValueError, RecursionError) as e:  # not JSON, NaN, or nested past what JSON tools read
+        raise GuardError(f"tool arguments must be JSON values: {type(e).__name__}: {e}") from e
     assert isinstance(plain, dict)
     return plain
 
