@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
 import json
 import re
 import sqlite3
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +324,25 @@ def test_a_long_result_is_kept_whole_and_paged_with_read_result(tmp_path: Path) 
     )
     assert "no stored result 'r1' in this run" in shown["nope"]
     assert "no stored result 'sha256:" in shown["hash"]
+
+
+def test_the_console_shows_what_the_model_saw_at_a_turn(long_run: LongRun) -> None:
+    """The loop view links to the turn's context page: every message, its tokens, hash and source events."""
+    from tether.console.server import Background
+
+    turn = next(e for e in long_run.events if e.kind == ContextCompacted.KIND).data_as(ContextCompacted).turn
+    ctx = context_at(long_run.events, turn)
+    server = Background(long_run.db)
+    base = server.url.rstrip("/")
+    try:
+        loop = urllib.request.urlopen(f"{base}/runs/{long_run.run_id}/turns/{turn}", timeout=30).read()
+        assert f'href="/runs/{long_run.run_id}/turns/{turn}/context"'.encode() in loop
+        page = urllib.request.urlopen(f"{base}/runs/{long_run.run_id}/turns/{turn}/context", timeout=30)
+        body = page.read().decode()
+        assert f"{len(ctx.messages)} messages to function:fn" in body and "every message matches" in body
+        assert all(r.hash in body for r in ctx.request.manifest)
+        assert html.escape(ctx.messages[2].content.splitlines()[0]) in body
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{base}/runs/{long_run.run_id}/turns/9999/context", timeout=30)
+    finally:
+        server.stop()

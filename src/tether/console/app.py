@@ -63,6 +63,7 @@ def create_app(db: Path, guard: Guard) -> Starlette:
             Route("/runs/{run_id}/stream", page(live.run_stream)),
             Route("/runs/{run_id}/events/{seq:int}", page(pages.event_page)),
             Route("/runs/{run_id}/turns/{turn:int}", page(pages.turn_page)),
+            Route("/runs/{run_id}/turns/{turn:int}/context", page(pages.context_page)),
             Route("/runs/{run_id}/verify", page(pages.verify_action), methods=["POST"]),
             Route("/runs/{run_id}/resume", page(pages.resume_action), methods=["POST"]),
             Route("/runs/{run_id}/fork", page(pages.fork_action), methods=["POST"]),

@@ -129,6 +129,18 @@ async def turn_page(console: Console, request: Request) -> Response:
     return render(request, "turn.html", info=info, view=view)
 
 
+async def context_page(console: Console, request: Request) -> Response:
+    """The messages sent to the model at one turn, rebuilt from the log and checked against its manifest."""
+    from tether.kernel.manifest import context_at
+
+    info, events, problem = await run_in_threadpool(_run, console, request.path_params["run_id"])
+    if problem is not None:
+        raise LogCorrupt(info.run_id, 0, problem)
+    ctx = await run_in_threadpool(context_at, events, request.path_params["turn"])
+    rows = list(zip(ctx.messages, ctx.request.manifest, strict=True))
+    return render(request, "context.html", info=info, ctx=ctx, rows=rows)
+
+
 async def verify_action(console: Console, request: Request) -> Response:
     """Recompute the chain and check signed checkpoints: what ``tether log verify RUN`` does."""
     form = await checked_form(request)

@@ -56,7 +56,7 @@ class Manifests:
 
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
-        self._seen: dict[int, tuple[Message, int, str]] = {}  # id(message) -> (message, tokens, hash)
+        self._seen: dict[int, tuple[Message, Sources, MessageRecord]] = {}  # id(message) -> (it, its seqs, record)
         self._tools: tuple[tuple[str, ...], int] | None = None
 
     def count(self, sourced: Sequence[tuple[Message, Sources]], specs: Sequence[ToolSpec]) -> Counted:
@@ -68,10 +68,11 @@ class Manifests:
 
     def _record(self, m: Message, seqs: Sources) -> MessageRecord:
         seen = self._seen.get(id(m))
-        if seen is None or seen[0] is not m:
-            seen = (m, self.counter.message(m), message_hash(m))
-            self._seen[id(m)] = seen
-        return MessageRecord(role=m.role, tokens=seen[1], hash=seen[2], seqs=list(seqs))
+        if seen is not None and seen[0] is m and seen[1] == seqs:
+            return seen[2]
+        record = MessageRecord(role=m.role, tokens=self.counter.message(m), hash=message_hash(m), seqs=list(seqs))
+        self._seen[id(m)] = (m, seqs, record)
+        return record
 
     def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
         key = tuple(t.name for t in specs)
