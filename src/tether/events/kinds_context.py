@@ -42,3 +42,6 @@ class ContextCompacted(Payload):
     input_tokens: int = Field(0, ge=0, description="The summary call's input tokens (counted against budgets).")
     output_tokens: int = Field(0, ge=0, description="The summary call's output tokens.")
     cost_usd: float = Field(0.0, ge=0)
+    untrusted: list[str] = Field(
+        default_factory=list, description="Tools with untrusted output among the covered calls (the summary says so)."
+    )

@@ -20,7 +20,7 @@ context without summarising again.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +84,12 @@ class Cut:
     kept_turns: int
 
 
+def untrusted_in(events: Sequence[Event], first_seq: int, last_seq: int, untrusted: Collection[str]) -> list[str]:
+    """The ``untrusted`` tools that completed a call among events ``first_seq``..``last_seq``."""
+    seen = {e.payload["tool"] for e in events if e.kind == "action.completed" and first_seq <= e.seq <= last_seq}
+    return sorted(seen & set(untrusted))
+
+
 def plan_cut(t: Transcript, counted: Counted, window: int, settings: ContextSettings, reserve: int) -> Cut | None:
     """What to compact so that the prompt falls under the threshold, ``reserve`` tokens of summary included.
 
@@ -118,8 +124,12 @@ def _as_text(m: Message) -> str:
 # ---- the deterministic digest --------------------------------------------------------------------
 
 
-def digest(events: Sequence[Event], first_seq: int, last_seq: int) -> str:
-    """Actions, verdicts, changed files and failures of events ``first_seq``..``last_seq``, one line each."""
+def digest(events: Sequence[Event], first_seq: int, last_seq: int, untrusted: Collection[str] = ()) -> str:
+    """Actions, verdicts, changed files and failures of events ``first_seq``..``last_seq``, one line each.
+
+    The first line of a result is repeated, except for the ``untrusted`` tools' (third-party text is not
+    carried into a message of the host's own).
+    """
     calls: dict[str, str] = {}
     lines: list[str] = []
     changed: dict[str, None] = {}
@@ -137,7 +147,7 @@ def digest(events: Sequence[Event], first_seq: int, last_seq: int) -> str:
             calls[p["call_id"]] = f"{p['tool']}({_args(p['args'])})"
         elif e.kind == "action.completed":
             changed.update(dict.fromkeys(p.get("changed_files", [])))
-            lines.append(_completed(calls.get(p["call_id"], p["tool"]), p))
+            lines.append(_completed(calls.get(p["call_id"], p["tool"]), p, p["tool"] in untrusted))
         elif (entry := _digest_line(e.kind, p, calls)) is not None:
             lines.append(entry)
     head = [f"Turns {min(turns)}-{max(turns)}." if turns else "No model turns in this range."]
@@ -165,9 +175,9 @@ def _digest_line(kind: str, p: dict[str, Any], calls: dict[str, str]) -> str | N
     return None
 
 
-def _completed(call: str, p: dict[str, Any]) -> str:
+def _completed(call: str, p: dict[str, Any], untrusted: bool) -> str:
     result = p.get("result") or {}
-    first = str(result.get("content", "")).strip().splitlines()
+    first = ["(untrusted output, not repeated)"] if untrusted else str(result.get("content", "")).strip().splitlines()
     outcome = "ok" if p["ok"] else f"not ok ({result.get('failure_class') or 'failed'})"
     files = f"; changed {', '.join(p['changed_files'][:5])}" if p.get("changed_files") else ""
     return f"{call}: {outcome}{files}" + (f": {first[0][:120]}" if first else "")

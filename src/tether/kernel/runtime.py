@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
-from tether.envelope.schema import ContextSettings, Effect, Envelope, Price, Rule
+from tether.envelope.schema import ContextSettings, Effect, Envelope, Price, Rule, Trust
+from tether.envelope.trust import trust_of
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
 from tether.events.kinds import (
@@ -96,7 +97,18 @@ from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
 from .budgets import cap_call
-from .compaction import Cut, Summary, digest, invariants, over, plan_cut, render_diff, settings_of, summary_request
+from .compaction import (
+    Cut,
+    Summary,
+    digest,
+    invariants,
+    over,
+    plan_cut,
+    render_diff,
+    settings_of,
+    summary_request,
+    untrusted_in,
+)
 from .context import Transcript, compacted_text, kept_result
 from .knowledge import remembered
 from .manifest import Counted, Manifests
@@ -337,8 +349,17 @@ class Runtime:
         if cut is None:
             return False
         summary = self.summarise(cut, settings)
-        text = summary.text or digest(self.events, cut.first_seq, cut.last_seq)
-        fields = {"first_seq": cut.first_seq, "last_seq": cut.last_seq, "summary": text, "invariants": kept}
+        third_party = [
+            n for n, t in self.tools.items() if trust_of(self.env.tool(n) or t.contract, self.env) is Trust.UNTRUSTED
+        ]
+        text = summary.text or digest(self.events, cut.first_seq, cut.last_seq, third_party)
+        fields: dict[str, Any] = {
+            "first_seq": cut.first_seq,
+            "last_seq": cut.last_seq,
+            "summary": text,
+            "invariants": kept,
+        }
+        fields["untrusted"] = untrusted_in(self.events, cut.first_seq, cut.last_seq, third_party)
         turns = self.transcript.compacted_turns + sum(1 for m in cut.covered if m.role == "assistant")
         message = counter.message(Message("user", compacted_text({**fields, "method": summary.method}, turns)))
         covered = sum(r.tokens for r in prompt.records[2 : 2 + len(cut.covered)])
