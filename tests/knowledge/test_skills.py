@@ -173,3 +173,23 @@ def test_one_skill_alone_still_scores_above_zero(tmp_path: Path) -> None:
     skill(tmp_path / "s", "x", "name: release-notes\ndescription: Write release notes.")
     (ranked,) = rank(discover([SkillRoot(tmp_path / "s", "user")]), "release notes please")
     assert ranked[1] > 0 and ranked[2] == ("release", "note")
+
+
+def test_an_untrusted_workspace_offers_no_skills_of_its_own(tmp_path: Path) -> None:
+    """A skill's description joins the system message: a workspace the envelope distrusts cannot put one there."""
+    from tether.envelope.schema import Envelope, Trust, TrustSettings
+    from tether.kernel.knowledge import skill_roots
+
+    env = Envelope.model_validate({"plan": {"path": "p", "hash": "h"}, "skills": {"dirs": ["mine"]}})
+    assert [r.source for r in skill_roots(env, tmp_path, tmp_path / "ws")] == [
+        "envelope",
+        "user",
+        "workspace",
+        "workspace",
+    ]
+    untrusted = env.model_copy(
+        update={"environment": env.environment.model_copy(update={"trust": TrustSettings(workspace=Trust.UNTRUSTED)})}
+    )
+    roots = skill_roots(untrusted, tmp_path, tmp_path / "ws")
+    assert (roots[0].source, roots[0].path) == ("envelope", tmp_path / "mine")
+    assert [r.source for r in roots] == ["envelope", "user"]

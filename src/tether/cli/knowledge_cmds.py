@@ -31,18 +31,17 @@ def skills_list_cmd(
 ) -> None:
     """Every skill found (and every malformed one); with --task, which would bind and each one's BM25 score."""
     from tether.envelope.load import load_envelope
-    from tether.envelope.schema import Skills
-    from tether.skills import bind, default_roots, discover
+    from tether.envelope.schema import Envelope, PlanRef, Skills
+    from tether.kernel.knowledge import skill_roots
+    from tether.skills import bind, discover
 
     if envelope is None and Path("envelope.yaml").is_file():
         envelope = Path("envelope.yaml")
-    cfg, base, ws = Skills(), Path.cwd(), workspace
+    env, base = Envelope(plan=PlanRef(path="", hash="")), Path.cwd()  # no envelope: the defaults
     if envelope is not None:
-        env = load_envelope(envelope)
-        base = envelope.resolve().parent
-        cfg = env.skills or cfg
-        ws = ws or base / env.environment.workspace
-    roots = default_roots((ws or Path.cwd()).resolve(), [base / d for d in cfg.dirs], user=cfg.user)
+        env, base = load_envelope(envelope), envelope.resolve().parent
+    cfg = env.skills or Skills()
+    roots = skill_roots(env, base, (workspace or base / env.environment.workspace).resolve())
     catalog = discover(roots)
     binding = bind(catalog, task, limit=cfg.max_bound, pin=cfg.pin, forbid=cfg.forbid)
     bound = {b.skill.name: b.why for b in binding.bound}

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tether.envelope.schema import Envelope, Skills
+from tether.envelope.schema import Envelope, Skills, Trust
 from tether.errors import InputError
 from tether.events.kinds_context import ContextSection
 from tether.events.kinds_knowledge import (
@@ -31,11 +31,19 @@ from tether.events.kinds_knowledge import (
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.memory import Fact, MemoryStore, memory_path, stated
-from tether.skills import Skill, bind, default_roots, discover
+from tether.skills import Skill, SkillRoot, bind, default_roots, discover
 from tether.tools.skill import LOAD_SKILL
 
 SHOWN_SCORES = 50  # skills.bound lists at most this many ranked skills and problems (the CLI shows all)
 PLAN_KINDS = ("plan.updated", "plan.carried")
+
+
+def skill_roots(env: Envelope, base_dir: Path, workspace: Path) -> list[SkillRoot]:
+    """The envelope's skill directories, the user's, and the workspace's unless the envelope distrusts it:
+    a skill's description joins the system message, so an untrusted workspace's skills are not searched."""
+    cfg = env.skills or Skills()
+    own = env.environment.trust.workspace is Trust.TRUSTED
+    return default_roots(workspace, [base_dir / d for d in cfg.dirs], user=cfg.user, own=own)
 
 
 def skill_events(env: Envelope, base_dir: Path, workspace: Path, task: str) -> list[Payload]:
@@ -43,7 +51,7 @@ def skill_events(env: Envelope, base_dir: Path, workspace: Path, task: str) -> l
     if env.tool(LOAD_SKILL) is None:
         return []
     cfg = env.skills or Skills()
-    roots = default_roots(workspace, [base_dir / d for d in cfg.dirs], user=cfg.user)
+    roots = skill_roots(env, base_dir, workspace)
     binding = bind(discover(roots), task, limit=cfg.max_bound, pin=cfg.pin, forbid=cfg.forbid)
     event = SkillsBound(
         roots=[str(r.path) for r in roots],

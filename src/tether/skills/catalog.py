@@ -103,16 +103,19 @@ def user_skills_dir(environ: dict[str, str] | os._Environ[str] | None = None) ->
     return Path(base) / "tether" / "skills"
 
 
-def default_roots(workspace: Path, extra: Iterable[Path] = (), *, user: bool = True) -> list[SkillRoot]:
+def default_roots(
+    workspace: Path, extra: Iterable[Path] = (), *, user: bool = True, own: bool = True
+) -> list[SkillRoot]:
     """Where skills are looked for, first match of a name wins: the envelope's directories, the user's, the workspace's.
 
     The workspace comes last because the agent can write there: a skill it planted cannot shadow one
-    the envelope or the user provides.
+    the envelope or the user provides. ``own=False`` leaves the workspace's out (an untrusted workspace).
     """
     roots = [SkillRoot(p, "envelope") for p in extra]
     if user:
         roots.append(SkillRoot(user_skills_dir(), "user"))
-    roots += [SkillRoot(workspace / sub / "skills", "workspace") for sub in (".tether", ".claude")]
+    if own:
+        roots += [SkillRoot(workspace / sub / "skills", "workspace") for sub in (".tether", ".claude")]
     return roots
 
 
