@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hookkit import payload
 
+from tether.events.store import EventStore
 from tether.hooks.client import ask
 from tether.hooks.daemon import stop_daemon
 from tether.hooks.session import run_id_for
@@ -143,3 +144,30 @@ def test_two_daemons_started_at_once_leave_one_serving_and_a_stale_socket_is_rep
         for p in (a, b):
             if p.poll() is None:
                 p.kill()
+
+
+@pytest.mark.slow
+def test_two_cold_calls_racing_on_a_new_session_both_land_in_one_run(tmp_path: Path) -> None:
+    """Claude Code runs the hooks of parallel tool calls at once: two processes create the session's run."""
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    procs = [
+        subprocess.Popen(
+            [*TETHER, "hook", "claude-code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+        )
+        for _ in range(2)
+    ]
+    for i, p in enumerate(procs):
+        assert p.stdin is not None
+        p.stdin.write(json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id=f"par{i}")))
+        p.stdin.close()
+    outs = [p.stdout.read() if p.stdout else "" for p in procs]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert all(json.loads(o)["hookSpecificOutput"]["permissionDecision"] == "allow" for o in outs)
+    sid = str(payload("claude-code.PreToolUse", tmp_path)["session_id"])
+    db = tmp_path / ".tether" / "tether.db"
+    with EventStore.open(db, readonly=True) as store:
+        store.verify_run(run_id_for("claude-code", sid))
+        decided = [
+            e.payload["call_id"] for e in store.events(run_id_for("claude-code", sid)) if e.kind == "action.decided"
+        ]
+    assert sorted(decided) == ["par0", "par1"]
