@@ -104,3 +104,27 @@ def test_the_store_redacts_events_blobs_and_the_task_once_told(tmp_path: Path) -
         assert store.get_blob(h) == b"file with [secret:T]\n" and store.run(run).task == "use [secret:T]"
         assert store.verify(run) >= 1
     assert VALUE.encode() not in (tmp_path / "t.db").read_bytes()
+
+
+@pytest.mark.bwrap
+def test_a_file_the_sandbox_mounts_and_its_user_can_read_is_refused(tmp_path: Path) -> None:
+    """A key under a directory the sandbox mounts (here an extra read-only path, like tether's interpreter or
+    /etc) is no secret when the sandbox user can read it: every command, listed or not, could."""
+    (tmp_path / "ws").mkdir()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    key = ro / "key"
+    key.write_text(VALUE)
+    box = BwrapSandbox(tmp_path / "ws", ro_paths=[ro])
+    b, seen = broker(tmp_path, {"name": "T", "source": f"file:{key}", "tools": ["bash"]})
+    key.chmod(0o644)
+    with pytest.raises(SecretUnavailable, match="mounted in the sandbox and readable by its user"):
+        b.sandbox_for(box, "bash")
+    assert seen == []
+    key.chmod(0o600)
+    if box.privileged:  # root's 0600 file: the sandbox user cannot read it, so it may be brokered
+        assert b.sandbox_for(box, "bash") is not box
+        assert box.run(["cat", str(key)], cwd=tmp_path / "ws", timeout_s=30).exit_code != 0
+    else:  # the sandbox runs as its owner
+        with pytest.raises(SecretUnavailable, match="readable by its user"):
+            b.sandbox_for(box, "bash")

@@ -67,6 +67,13 @@ class Broker:
                 "them from the command; nothing was run",
                 fix="run with the bwrap sandbox (tether doctor shows why it cannot start)",
             )
+        for s in handles:  # a file every command could read anyway is no secret to broker
+            if s.source_kind == "file" and sandbox.could_read(self._path(s)):
+                raise SecretUnavailable(
+                    f"secret {s.name!r} (source {s.source}): the file is mounted in the sandbox and readable by "
+                    "its user, so any command could read it; move it out of /usr, /etc, /opt and the workspace, "
+                    "or make it unreadable to others (chmod 600)"
+                )
         read = {s.name: self._read(s) for s in handles}
         self.redact({name: value for name, (value, _) in read.items()})  # before any sandbox holds a value
         env = {s.delivery.env: read[s.name][0] for s in handles if s.delivery.env is not None}
@@ -102,6 +109,15 @@ class Broker:
         if len(raw) > MAX_SECRET:
             raise SecretUnavailable(f"{where}: the value is larger than {MAX_SECRET} bytes")
         return value, raw
+
+    @staticmethod
+    def _path(s: Secret) -> Path:
+        """A file source's path, resolved (a link is judged by its target); as written when it does not exist."""
+        path = Path(os.path.expanduser(s.source_ref))
+        try:
+            return path.resolve(strict=True)
+        except OSError:
+            return path
 
     def _read_file(self, s: Secret, where: str) -> bytes:
         path = Path(os.path.expanduser(s.source_ref))

@@ -41,6 +41,7 @@ import os
 import pwd
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -368,6 +369,24 @@ class BwrapSandbox:
             fix = USERNS_FIX if "namespace" in reason.lower() else INSTALL_FIX
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {reason}", fix=fix)
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+    def could_read(self, path: Path) -> bool:
+        """Could a command in this sandbox read the host file ``path`` (resolved)? It is mounted (system
+        directories, tether's interpreter, the workspace) and its mode lets the sandbox user read it."""
+        roots = [*SYSTEM_RO, *SYSTEM_RO_TRY, *MERGED_USR, *map(str, self.ro_paths)]
+        if self.workspace is not None:
+            roots.append(str(self.workspace))
+        if not is_under(path, roots):
+            return False
+        try:
+            st = path.stat()
+        except OSError:
+            return False  # nothing there to read (the broker's read then fails, naming the path)
+        return bool(
+            st.st_mode & stat.S_IROTH
+            or (st.st_uid == self.user.uid and st.st_mode & stat.S_IRUSR)
+            or (st.st_gid == self.user.gid and st.st_mode & stat.S_IRGRP)
+        )
 
     def _secrets_tmpfs(self) -> list[str]:
         """The private tmpfs the carried files go on. The sandbox user writes them (its own, 0400); privileged,
