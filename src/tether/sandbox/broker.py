@@ -8,9 +8,9 @@ nothing), as an environment variable or a 0400 file on the sandbox's private tmp
 every form of its value is replaced by ``[secret:NAME]`` in whatever tether writes (:mod:`tether.events.redact`).
 
 Resolution fails closed: a source that is missing, unreadable, inside the workspace (where the agent could
-read it), shorter than :data:`~tether.events.redact.MIN_SECRET` (it could not be redacted) or larger than
-:data:`MAX_SECRET` raises :class:`SecretUnavailable` naming the secret and its source — never the value —
-and the call does not run.
+read it), mounted in the sandbox and readable by its user (any command could read it), shorter than
+:data:`~tether.events.redact.MIN_SECRET` (it could not be redacted) or larger than :data:`MAX_SECRET` raises
+:class:`SecretUnavailable` naming the secret and its source — never the value — and the call does not run.
 
 The egress proxy asks :meth:`Broker.secrets_for` which handles (and so which ``hosts``) a call carries.
 """
