@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pgkit import Postgres, running
+from pgkit import why_not as postgres_why_not
 
 from tether.sandbox import bwrap_available
 
@@ -32,14 +35,16 @@ def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``bwrap`` or ``browser`` are skipped, with the reason, where bubblewrap cannot start or no
-    chromium is installed — never in CI, which installs both and fails instead.
+    """Tests marked ``bwrap``, ``browser`` or ``postgres`` are skipped, with the reason, where bubblewrap cannot
+    start, no chromium is installed or no throwaway PostgreSQL can start (tests/pgkit.py) — never in CI, which
+    installs all three and fails instead.
 
-    One place for the rule, so that no test file can quietly skip a sandbox or browser test in CI.
+    One place for the rule, so that no test file can quietly skip a sandbox, browser or database test in CI.
     """
     needs = {
         "bwrap": lambda: bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed",
         "browser": lambda: None if shutil.which("chromium") else "chromium is not installed (apt-get install chromium)",
+        "postgres": postgres_why_not,
     }
     for marker, why_not in needs.items():
         marked = [item for item in items if item.get_closest_marker(marker)]
@@ -50,3 +55,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"CI must run the {marker} tests, but: {reason}")
         for item in marked:
             item.add_marker(pytest.mark.skip(reason=f"{marker} unavailable: {reason}"))
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL server, one per test process (each xdist worker starts its own): tests/pgkit.py.
+
+    Tests using it are marked ``postgres``; each makes its own database (:meth:`Postgres.create_database`).
+    """
+    with running() as pg:
+        yield pg

@@ -1,4 +1,4 @@
-"""Events: typed payloads and their kinds, the hash chain and the SQLite store.
+"""Events: typed payloads and their kinds, the hash chain, the store protocol and the SQLite store.
 
 Importing the package imports every kind module, so the registry of kinds is complete for any
 reader or writer (the kind modules import only :mod:`.payload`, never each other).
@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_verify,
 )
 from .payload import REGISTRY, Emitted, Payload, register
+from .protocol import Store
 from .store import Event, EventStore, RunInfo, default_db_path
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "EventStore",
     "Payload",
     "RunInfo",
+    "Store",
     "default_db_path",
     "register",
 ]
