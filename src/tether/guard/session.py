@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeVar
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe
+from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule
 from tether.errors import HeadMoved, InputError, RuntimeFailure
 from tether.events.kinds import (
@@ -190,7 +191,7 @@ class Guard:
                     raise
         if recorded is not None:
             store.verify_run(run_id)
-            if _contract(recorded) != _contract(env.model_dump(mode="json")):
+            if contract_hash(Envelope.model_validate(recorded)) != contract_hash(env):  # unset later fields aside
                 raise GuardError(
                     f"session {session!r} of {framework} is governed by run {run_id}, which began under another "
                     "envelope; a session keeps its contract: start a new session id to use this envelope"
@@ -232,11 +233,13 @@ class Guard:
             self._write(lambda events, state: (self._start(state, call_id), None))
 
     def completed(self, call_id: str, *, ok: bool, output: str = "", error: str = "", duration_s: float = 0.0) -> None:
-        """What the program's tool returned (or raised), as the call's receipt; ``started`` is implied."""
+        """What the program's tool returned (or raised), as the call's receipt; ``started`` is implied (and then
+        synced with it: a receipt that is the only trace of an effect is not left to the next write)."""
         with self._lock:
+            implied = self._action(self.refresh(), call_id).status is not ActionStatus.STARTED
             self._write(
                 lambda events, state: (self._complete(state, call_id, ok, output, error, duration_s), None),
-                durable=False,
+                durable=implied,
             )
             self._observe()
 
@@ -462,10 +465,6 @@ def _started(store: EventStore, run_id: str) -> dict[str, Any] | None:
 def _started_workspace(store: EventStore, run_id: str) -> str:
     first = store.events(run_id, kinds={RunStarted.KIND})
     return str(first[0].payload.get("workspace", "")) if first else ""
-
-
-def _contract(envelope: Mapping[str, Any]) -> str:
-    return content_hash(dict(envelope))
 
 
 def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:
