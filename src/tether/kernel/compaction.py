@@ -81,7 +81,6 @@ class Cut:
     first_seq: int
     last_seq: int
     covered: list[Message]
-    kept_turns: int
 
 
 def untrusted_in(events: Sequence[Event], first_seq: int, last_seq: int, untrusted: Collection[str]) -> list[str]:
@@ -105,7 +104,7 @@ def plan_cut(t: Transcript, counted: Counted, window: int, settings: ContextSett
         return None
     boundary, boundary_seq = starts[-keep]
     task_seq = t.froms[1][0]
-    return Cut(task_seq + 1, boundary_seq - 1, t.done[2:boundary], keep)
+    return Cut(task_seq + 1, boundary_seq - 1, t.done[2:boundary])
 
 
 def summary_request(covered: Sequence[Message]) -> list[Message]:
