@@ -101,7 +101,9 @@ def envelope(base: Path, window: int = WINDOW) -> Path:
     """The example's envelope with a small window, room for 300 turns and read_result, recompiled in place."""
     env = load_envelope(base / "envelope.yaml")
     agent_ = env.agent.model_copy(update={"max_turns": TURNS, "context_window": window})
-    reader = ToolContract(name="read_result", purpose="Page through a shortened result.", effects=["read"])
+    reader = ToolContract(
+        name="read_result", purpose="Page through a shortened result.", effects=["read"], trust="untrusted"
+    )
     budgets = env.budgets.model_copy(
         update={"turns": 10 * TURNS, "tool_calls": 10 * TURNS, "tokens": 10**9, "wall_s": 3600}
     )
