@@ -13,9 +13,11 @@ Three jobs, all pure:
   outage), keeping the window and prompt size when the message states them, and :func:`shrink`
   says what output budget to retry with, once.
 
-Token counts before a call are estimates (no tokenizer for every model exists offline): one token
-per :data:`CHARS_PER_TOKEN` characters of the request, which overestimates English prose and code
-a little, so the check errs towards leaving room. Providers' own counts, when they give them, win.
+The run's own calls count their prompt with :mod:`tether.models.tokens` (tiktoken for OpenAI's models);
+:func:`estimate_tokens` is the fallback for everyone else, and :func:`budget_for` (the reviewer's call)
+uses it alone: one token per :data:`CHARS_PER_TOKEN` characters of the request, which overestimates
+English prose and code, so the check errs towards leaving room. Providers' own counts, when they give
+them, are recorded after the call.
 """
 
 from __future__ import annotations
