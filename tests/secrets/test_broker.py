@@ -128,3 +128,17 @@ def test_a_file_the_sandbox_mounts_and_its_user_can_read_is_refused(tmp_path: Pa
     else:  # the sandbox runs as its owner
         with pytest.raises(SecretUnavailable, match="readable by its user"):
             b.sandbox_for(box, "bash")
+
+
+def test_learn_registers_every_readable_value_and_skips_a_missing_one(tmp_path: Path) -> None:
+    """A resumed driver must redact what an earlier process handed out (a file a call wrote the value into,
+    read back by a tool that carries no secret), so every readable value is learnt at start; nothing is
+    handed to a sandbox, and a missing source is left to fail the call that needs it."""
+    b, seen = broker(
+        tmp_path,
+        {"name": "T", "source": "env:TOK", "tools": ["bash"]},
+        {"name": "GONE", "source": "env:MISSING", "tools": ["bash"]},
+    )
+    b.learn()
+    assert seen == [{"T": VALUE}]
+

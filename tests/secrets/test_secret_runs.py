@@ -149,8 +149,8 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     package = root / "episode.tar.gz"
     exported = tether("export", run_id, "-o", str(package), "--db", str(db), env=env)
     verified = tether("log", "verify", run_id, "--db", str(db), env=env)
-    local = tether(
-        "run", "x", "-e", str(example / "envelope.yaml"), "--sandbox", "local", "--headless", "--json",
+    local = tether(  # the task carries a value: learnt before the first event, though no call ever resolves it
+        "run", f"use {ENV_CANARY}", "-e", str(example / "envelope.yaml"), "--sandbox", "local", "--headless", "--json",
         "--db", str(root / "local.db"), env=env,
     )  # fmt: skip
     unset = {k: v for k, v in env.items() if k != "TETHER_TEST_CANARY"}
@@ -160,6 +160,7 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {
         "missing": missing,
         "local": local,
+        "local_db": root / "local.db",
         "run": run,
         "lines": lines,
         "run_id": run_id,
@@ -248,6 +249,7 @@ def test_the_local_sandbox_is_refused_and_nothing_runs(leaky: dict[str, Any]) ->
     assert local.returncode == 4 and "sandbox.failed" in kinds and "action.started" not in kinds, local.stdout
     failed = next(e["payload"] for e in lines if e.get("kind") == "sandbox.failed")
     assert "declares secrets (CANARY_ENV, CANARY_FILE, CANARY_B)" in failed["error"]
+    assert leaks(local.stdout.encode() + local.stderr.encode() + leaky["local_db"].read_bytes()) == []
 
 
 def test_a_missing_source_fails_the_call_closed_naming_secret_and_source(leaky: dict[str, Any]) -> None:

@@ -165,6 +165,7 @@ class Runtime:
         environment = env.environment
         self.passed = passed_values(os.environ, environment.env_allow)
         self.broker = Broker(environment, store.redact_also, workspace=workspace)
+        self.broker.learn()  # before anything this driver appends: what an earlier process saw is redacted too
 
     # ---- the loop --------------------------------------------------------------------------
 

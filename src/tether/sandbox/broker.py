@@ -12,6 +12,10 @@ read it), mounted in the sandbox and readable by its user (any command could rea
 :data:`~tether.events.redact.MIN_SECRET` (it could not be redacted) or larger than :data:`MAX_SECRET` raises
 :class:`SecretUnavailable` naming the secret and its source — never the value — and the call does not run.
 
+Redaction does not wait for a call: :meth:`Broker.learn` registers every value that can be read when a driver
+starts (a new run or a resume), so a value a secret-bearing call left in the workspace before a crash, or one
+typed into the task, is redacted when a later call of any tool reads it back.
+
 The egress proxy asks :meth:`Broker.secrets_for` which handles (and so which ``hosts``) a call carries.
 """
 
@@ -79,6 +83,20 @@ class Broker:
         env = {s.delivery.env: read[s.name][0] for s in handles if s.delivery.env is not None}
         files = {s.delivery.file: read[s.name][1] for s in handles if s.delivery.file is not None}
         return sandbox.carrying(Carried(env=env, files=files))
+
+    def learn(self) -> None:
+        """Register every secret value that can be read now for redaction, handing none to any sandbox.
+
+        A source that cannot be read is skipped here: it fails the call that needs it, closed, with its reason.
+        """
+        values: dict[str, str] = {}
+        for s in self.environment.secrets or ():
+            try:
+                values[s.name] = self._read(s)[0]
+            except SecretUnavailable:
+                continue
+        if values:
+            self.redact(values)
 
     def resolve(self, handles: list[Secret]) -> dict[str, str]:
         """name -> value for ``handles``, each registered for redaction before it is returned."""
