@@ -141,4 +141,3 @@ def test_learn_registers_every_readable_value_and_skips_a_missing_one(tmp_path: 
     )
     b.learn()
     assert seen == [{"T": VALUE}]
-
