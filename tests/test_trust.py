@@ -37,6 +37,10 @@ def test_third_party_tools_are_untrusted_by_default(name: str) -> None:
     assert trust_of(_contract(name, ["read"])) is Trust.UNTRUSTED
 
 
+def test_a_page_of_an_earlier_result_is_untrusted_whatever_it_pages() -> None:
+    assert trust_of(_contract("read_result", ["read"]), _env()) is Trust.UNTRUSTED
+
+
 def test_a_tool_reaching_outside_is_untrusted_and_a_local_one_trusted() -> None:
     assert trust_of(_contract("lookup", ["network"])) is Trust.UNTRUSTED
     assert trust_of(_contract("lookup", ["read"])) is Trust.TRUSTED

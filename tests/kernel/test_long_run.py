@@ -319,11 +319,10 @@ def test_a_long_result_is_kept_whole_and_paged_with_read_result(tmp_path: Path) 
     }
     assert shown["big"].startswith(stored[:4000]) and shown["big"].endswith(stored[-6000:])
     assert 'read_result(handle="big", start=N, end=M)' in shown["big"]
-    assert (
-        shown["page"]
-        == f"[characters 20000-20400 of {len(stored)} of result big; read on with start=20400]\n"
-        + (stored[20_000:20_400])
+    page = (
+        f"[characters 20000-20400 of {len(stored)} of result big; read on with start=20400]\n" + stored[20_000:20_400]
     )
+    assert shown["page"].startswith("<<untrusted-data ") and page in shown["page"]  # a page may hold anyone's words
     assert "no stored result 'r1' in this run" in shown["nope"]
     assert "no stored result 'sha256:" in shown["hash"]
 

@@ -10,10 +10,11 @@ Resolution, first answer wins:
 1. the contract's own ``trust`` (the envelope's word is final);
 2. a built-in workspace tool (files, search, shell, git): ``environment.trust.workspace``, the user's by
    default, since the workspace is the user's;
-3. a name from the table below (web fetches, issue trackers, mail, chat, MCP results): untrusted;
-4. a tool whose effects reach outside the workspace (network, shared, published, financial, credentialed):
+3. ``read_result``, which pages through an earlier result of any tool: untrusted;
+4. a name from the table below (web fetches, issue trackers, mail, chat, MCP results): untrusted;
+5. a tool whose effects reach outside the workspace (network, shared, published, financial, credentialed):
    untrusted, since whatever it returns came from outside;
-5. anything else: trusted (a host tool of the user's own).
+6. anything else: trusted (a host tool of the user's own).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ WORKSPACE_TOOLS = frozenset(
 #: The model's own records (plan, hypotheses): its words, checked against the user's elsewhere.
 MODEL_TOOLS = frozenset({"plan", "hypothesis"})
 
+#: Tools that page through an earlier result of any tool: they may carry anyone's words, so untrusted.
+RESULT_READERS = frozenset({"read_result"})
+
 #: Name fragments of tools whose output carries third-party content (matched case-insensitively anywhere in
 #: the name): web fetches and browsers, issue trackers and code review, mail, chat, feeds, MCP servers.
 UNTRUSTED_NAMES = re.compile(
@@ -42,7 +46,7 @@ UNTRUSTED_NAMES = re.compile(
 
 
 def default_trust(contract: ToolContract) -> Trust:
-    """The default table (steps 3-5 of the module docstring) for a tool that is not a built-in workspace tool."""
+    """The default table (steps 4-6 of the module docstring) for a tool that is not a built-in workspace tool."""
     if UNTRUSTED_NAMES.search(contract.name) or contract.external_output:
         return Trust.UNTRUSTED
     return Trust.TRUSTED
@@ -52,6 +56,8 @@ def trust_of(contract: ToolContract, env: Envelope | None = None) -> Trust:
     """The trust of ``contract``'s output under ``env`` (see the module docstring for the order)."""
     if contract.trust is not None:
         return contract.trust
+    if contract.name in RESULT_READERS:
+        return Trust.UNTRUSTED
     if contract.name in WORKSPACE_TOOLS or contract.name in MODEL_TOOLS:
         return env.environment.trust.workspace if env is not None else Trust.TRUSTED
     return default_trust(contract)
