@@ -1,0 +1,195 @@
+"""The store conformance suite: the guarantees of tether's store protocol (events/protocol.py), checked only
+through the protocol, so that every store runs the same tests.
+
+``backend`` opens stores on one backend: a second ``open_store()`` is another process's view of the same log
+(another connection), which is how the races and the lease are attacked. SQLite is the only store today; the
+PostgreSQL store joins the parametrisation when it is built. Tests that need a backend's own access (editing
+rows behind the store's back) stay in that store's own tests (tests/test_eventlog.py for SQLite).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tether.canonical import bytes_hash
+from tether.errors import HeadMoved, InputError, LogCorrupt, RunLeased
+from tether.events import Store
+from tether.events.kinds import RunForked
+from tether.events.store import EventStore
+
+OpenStore = Callable[[], Store]
+STARTED = ("run.started", {"task": "t", "budgets": {"turns": 10}})
+
+
+def turn(i: int) -> tuple[str, dict[str, object]]:
+    return ("model.requested", {"turn": i, "model": "scripted:x"})
+
+
+def _sqlite(where: Path) -> OpenStore:
+    return lambda: EventStore.open(where / "tether.db")
+
+
+@pytest.fixture(params=[_sqlite], ids=["sqlite"])
+def backends(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], OpenStore]]:
+    """Backends of the kind under test, by name: each a store location of its own (closed at the end)."""
+    opened: list[Store] = []
+
+    def backend(name: str) -> OpenStore:
+        (tmp_path / name).mkdir(exist_ok=True)
+        open_at: OpenStore = request.param(tmp_path / name)
+
+        def open_store() -> Store:
+            opened.append(open_at())
+            return opened[-1]
+
+        return open_store
+
+    yield backend
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def backend(backends: Callable[[str], OpenStore]) -> OpenStore:
+    return backends("main")
+
+
+@pytest.fixture
+def store(backend: OpenStore) -> Store:
+    return backend()
+
+
+def test_a_run_is_one_hash_chain_from_genesis(store: Store) -> None:
+    run = store.create_run("t", [STARTED])
+    store.append_many(run, [turn(i) for i in range(4)])
+    events = store.events(run)
+    assert [e.seq for e in events] == list(range(5))
+    assert all(e.prev_hash == p.hash for p, e in itertools.pairwise(events))
+    assert store.head(run) == (4, events[-1].hash)
+    assert store.verify(run) == 5
+    assert store.verify_run(run).events == 5
+    assert [r[1] for r in store.rows(run)] == list(range(5))
+
+
+def test_compare_and_append_on_a_moved_head_writes_nothing(store: Store) -> None:
+    run = store.create_run("t", [STARTED])
+    seen = store.head(run)
+    store.append(run, *turn(1), expect=seen)
+    with pytest.raises(HeadMoved):
+        store.append_many(run, [turn(2), turn(3)], expect=seen)  # a stale writer: none of its batch lands
+    assert [e.seq for e in store.events(run)] == [0, 1]
+    assert store.verify(run) == 2
+
+
+def test_racing_writers_on_one_head_exactly_one_wins(backend: OpenStore) -> None:
+    """Eight connections append on the same head at once: one event lands, seven see HeadMoved."""
+    run = backend().create_run("t", [STARTED])
+    stores = [backend() for _ in range(8)]
+    head = stores[0].head(run)
+    results: list[str] = []
+    gate = threading.Barrier(len(stores))
+
+    def write(s: Store, i: int) -> None:
+        gate.wait()
+        try:
+            s.append(run, *turn(i), expect=head)
+            results.append("won")
+        except HeadMoved:
+            results.append("moved")
+
+    threads = [threading.Thread(target=write, args=(s, i)) for i, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["moved"] * 7 + ["won"]
+    assert stores[0].verify(run) == 2
+
+
+def test_a_bad_event_in_a_batch_writes_none_of_it(store: Store) -> None:
+    run = store.create_run("t", [STARTED])
+    with pytest.raises(InputError):
+        store.append_many(run, [turn(1), ("model.requested", {"turn": "not a number"})])
+    assert store.head(run)[0] == 0
+
+
+def test_a_run_is_created_with_its_first_events_or_not_at_all(store: Store) -> None:
+    with pytest.raises(InputError):
+        store.create_run("t", [STARTED, ("no.such.kind", {})], run_id="r-half")
+    with pytest.raises(InputError):
+        store.run("r-half")
+    assert store.runs() == []
+
+
+def test_runs_are_found_by_id_or_unique_literal_prefix(store: Store) -> None:
+    a = store.create_run("a", run_id="run-a1")
+    store.create_run("b", run_id="run-a2")
+    assert store.run("run-a1").run_id == a
+    with pytest.raises(InputError, match="ambiguous"):
+        store.run("run-a")
+    with pytest.raises(InputError, match="no run"):
+        store.run("run-%")  # a literal prefix: no wildcard
+    with pytest.raises(InputError):
+        store.append("nope", *turn(0))
+
+
+def test_blobs_are_content_addressed(store: Store) -> None:
+    data = b"\x00 output \xff" * 1000
+    h = store.put_blob(data)
+    assert h == bytes_hash(data)
+    assert store.put_blob(data) == h  # the same bytes, the same blob
+    assert store.get_blob(h) == data
+    with pytest.raises(InputError):
+        store.get_blob(bytes_hash(b"never stored"))
+
+
+def test_one_driver_per_run(backend: OpenStore) -> None:
+    first, second = backend(), backend()
+    run = first.create_run("t", [STARTED], lease=True)
+    assert first.holds(run)
+    held = first.lease(run)
+    assert held is not None
+    with pytest.raises(RunLeased):
+        second.acquire(run)  # a live holder is never taken over
+    assert not second.holds(run)
+    first.append(run, *turn(1))
+    first.release(run)
+    assert second.lease(run) is None
+    taken = second.acquire(run)
+    assert taken.owner != held.owner
+    assert first.lease(run) == taken
+
+
+def test_a_fork_shares_its_parents_prefix_and_verifies(store: Store) -> None:
+    parent = store.create_run("p", [STARTED, turn(1), turn(2)])
+    at = store.events(parent)[1]
+    fork = store.create_fork(
+        "f", RunForked(parent_run=parent, at_seq=1, parent_hash=at.hash, workspace="/w", by="t"), [turn(9)]
+    )
+    assert [(e.run_id, e.seq) for e in store.events(fork)] == [(parent, 0), (parent, 1), (fork, 2), (fork, 3)]
+    assert store.lineage(fork)[0] == (parent, 0, 1)
+    assert store.lineage(fork)[1][:2] == (fork, 2)  # the fork's own segment is open-ended
+    assert store.verify(fork) == 4
+    with pytest.raises(InputError, match="does not have the hash"):
+        store.create_fork("f", RunForked(parent_run=parent, at_seq=1, parent_hash="0" * 64, workspace="/w"))
+    assert len(store.runs()) == 2  # nothing half-created
+
+
+def test_an_exported_run_is_adopted_whole_by_another_store(backends: Callable[[str], OpenStore]) -> None:
+    source, target = backends("source")(), backends("target")()
+    run = source.create_run("t", [STARTED, turn(1)])
+    blob = source.put_blob(b"artifact")
+    forged = [*source.rows(run)[:1], (*source.rows(run)[1][:4], '{"turn": 2, "model": "x"}', *source.rows(run)[1][5:])]
+    with pytest.raises(LogCorrupt):
+        target.adopt([source.run(run)], forged, [])  # an edited export: verified before commit, nothing lands
+    assert target.runs() == []
+    target.adopt([source.run(run)], source.rows(run), [source.get_blob(blob)])
+    assert target.verify(run) == 2
+    assert target.get_blob(blob) == b"artifact"
+    with pytest.raises(InputError, match="already"):
+        target.adopt([source.run(run)], source.rows(run), [])
