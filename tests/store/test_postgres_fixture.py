@@ -1,12 +1,15 @@
 """The throwaway PostgreSQL (tests/pgkit.py) the PostgreSQL store's tests will run against: it starts, answers,
-runs unprivileged, listens on no TCP port, and gives each test a database of its own."""
+runs unprivileged, listens on no TCP port, and gives each test a database of its own.
+
+psycopg is imported in each test, not at the top: without it the tests skip with the reason (tests/conftest.py)
+instead of failing to collect — and in CI they fail, as they must.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import psycopg
 import pytest
 from pgkit import Postgres
 
@@ -14,6 +17,8 @@ pytestmark = pytest.mark.postgres
 
 
 def test_it_starts_and_answers_a_query(postgres: Postgres) -> None:
+    import psycopg
+
     with psycopg.connect(postgres.conninfo()) as conn:
         row = conn.execute("SELECT 6 * 7, current_setting('server_version_num')::int").fetchone()
     assert row is not None
@@ -23,6 +28,8 @@ def test_it_starts_and_answers_a_query(postgres: Postgres) -> None:
 
 
 def test_it_runs_unprivileged_and_reachable_only_by_its_socket(postgres: Postgres) -> None:
+    import psycopg
+
     with psycopg.connect(postgres.conninfo()) as conn:
         listen = conn.execute("SHOW listen_addresses").fetchone()
         data_dir = conn.execute("SHOW data_directory").fetchone()
@@ -34,6 +41,8 @@ def test_it_runs_unprivileged_and_reachable_only_by_its_socket(postgres: Postgre
 
 
 def test_each_test_gets_a_database_of_its_own(postgres: Postgres) -> None:
+    import psycopg
+
     a, b = postgres.create_database("fixture_a"), postgres.create_database("fixture_b")
     with psycopg.connect(a, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (x int)")
