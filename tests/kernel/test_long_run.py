@@ -113,9 +113,11 @@ def envelope(base: Path, window: int = WINDOW) -> Path:
     return base / "envelope.yaml"
 
 
-def drive(base: Path, model: FunctionModel, db: Path, run_id: str | None = None, **hooks: Any) -> str:
+def drive(
+    base: Path, model: FunctionModel, db: Path, run_id: str | None = None, window: int | None = None, **hooks: Any
+) -> str:
     h = Harness(base / "envelope.yaml", model=model, db=db, sandbox="local", **hooks)
-    h.options = dataclasses.replace(h.options, sections=[SECTION])
+    h.options = dataclasses.replace(h.options, sections=[SECTION], context_window=window)
     if run_id is None:
         with contextlib.suppress(Crash):
             h.run(TASK)
@@ -347,3 +349,14 @@ def test_the_console_shows_what_the_model_saw_at_a_turn(long_run: LongRun) -> No
             urllib.request.urlopen(f"{base}/runs/{long_run.run_id}/turns/9999/context", timeout=30)
     finally:
         server.stop()
+
+
+def test_a_run_s_context_window_overrides_the_envelope_s_and_is_logged(tmp_path: Path) -> None:
+    base = workspace(tmp_path, window=200_000)
+    db = base / "t.db"
+    run_id = drive(base, agent([], stop_after=0), db, window=3_000)
+    with EventStore.open(db) as store:
+        events = store.events(run_id)
+    request = next(e.data_as(ModelRequested) for e in events if e.kind == ModelRequested.KIND)
+    assert events[0].payload["context_window"] == 3_000
+    assert request.max_tokens == 3_000 - (request.prompt_tokens_est or 0)  # what the run's window leaves

@@ -85,6 +85,12 @@ def run_cmd(
     base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
     workspace: Path | None = typer.Option(None, "--workspace", "-w", help="Override the envelope's workspace."),
     sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
+    context_window: int | None = typer.Option(
+        None,
+        "--context-window",
+        min=1,
+        help="The model's context window in tokens, over the envelope's and the table's.",
+    ),
     interactive: bool = typer.Option(
         None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."
     ),
@@ -113,6 +119,7 @@ def run_cmd(
         sandbox=sandbox,
         approver=approver,
         continue_plan=continue_plan,
+        context_window=context_window,
     )
     with writer(db, ws, create=True) as store, progress_line(err_console, progress, as_json) as line:
         with traced(printer(as_json, verbose, line)) as sink:  # and to OpenTelemetry when OTEL_* ask for it

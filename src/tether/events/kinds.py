@@ -47,6 +47,11 @@ class RunStarted(Payload):
         None, description="Price overrides the run uses (the envelope's price file, then its pricing), read at start."
     )
     replay_of: str | None = Field(None, description="The run this one re-executes (tether replay).")
+    context_window: int | None = Field(
+        None,
+        ge=1,
+        description="--context-window: the model's window for this run, over the envelope's and the table's.",
+    )
 
 
 @register("run.resumed")

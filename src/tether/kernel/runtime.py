@@ -413,9 +413,11 @@ class Runtime:
             return WorkspaceDiff(False, str(e))
 
     def context_window(self) -> int | None:
-        """The envelope's window, or a smaller one a provider stated in an overflow during this run."""
+        """The run's window (``--context-window``, else the envelope's), or a smaller one a provider stated in an
+        overflow during this run; None: the model table's."""
         stated = learned_window([e.payload for e in self.events if e.kind in ("model.retried", "model.failed")])
-        known = [w for w in (self.env.agent.context_window, stated) if w]
+        chosen = self.events[0].payload.get("context_window") if self.events else None  # run --context-window
+        known = [w for w in (chosen or self.env.agent.context_window, stated) if w]
         return min(known) if known else None
 
     def log_retry(self, turn: int, attempt: int, err: ProviderError, max_tokens: int) -> None:

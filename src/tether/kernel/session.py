@@ -53,6 +53,8 @@ class Options:
     on_event: EventSink | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     review_model: bool = True  # False: no second-model review (a replay: the recording holds no reviewer answers)
+    context_window: int | None = None
+    """The model's window for this run (``tether run --context-window``), over the envelope's and the table's."""
     sections: Sequence[ContextSection] = ()
     """Extra labelled sections of the system message (bound skills, memory), logged right after ``run.started``."""
     continue_plan: bool = False
@@ -186,6 +188,7 @@ def begin(
                 acknowledged=[a.to_dict() for a in loaded.accepted],
                 prices={name: p.model_dump() for name, p in loaded.prices.items()},
                 replay_of=replay_of,
+                context_window=options.context_window,
             ),
             start,
             *known,
