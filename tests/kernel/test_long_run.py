@@ -56,7 +56,12 @@ def turn_of(messages: list[Message]) -> int:
     return sum(1 for m in messages if m.role == "assistant") + compacted_turns(messages)
 
 
-def agent(summaries: list[int], crash_at_summary: int | None = None, stop_after: int | None = None) -> FunctionModel:
+def agent(
+    summaries: list[int],
+    crash_at_summary: int | None = None,
+    stop_after: int | None = None,
+    summary_fails: bool = False,
+) -> FunctionModel:
     """Reads notes.txt a slice per turn; plans at turn 1 and 40; reads a missing file at turn 3 (never fixed)."""
 
     def fn(messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
@@ -64,6 +69,8 @@ def agent(summaries: list[int], crash_at_summary: int | None = None, stop_after:
             summaries.append(1)
             if crash_at_summary is not None and len(summaries) == crash_at_summary:
                 raise Crash()
+            if summary_fails:
+                raise ProviderError("503 overloaded", transient=True, status=503)
             turns = re.findall(r"turn (\d+):", messages[1].content)
             return ModelResponse(
                 f"Read notes.txt through turn {turns[-1] if turns else '?'}.",
@@ -360,3 +367,17 @@ def test_a_run_s_context_window_overrides_the_envelope_s_and_is_logged(tmp_path:
     request = next(e.data_as(ModelRequested) for e in events if e.kind == ModelRequested.KIND)
     assert events[0].payload["context_window"] == 3_000
     assert request.max_tokens == 3_000 - (request.prompt_tokens_est or 0)  # what the run's window leaves
+
+
+def test_when_the_model_cannot_summarise_the_digest_stands_in(tmp_path: Path) -> None:
+    base = workspace(tmp_path)
+    db = base / "t.db"
+    run_id = drive(base, agent([], stop_after=30, summary_fails=True), db)
+    with EventStore.open(db) as store:
+        events = store.events(run_id)
+    compactions = [e.data_as(ContextCompacted) for e in events if e.kind == ContextCompacted.KIND]
+    assert compactions and all(c.method == "digest" and c.input_tokens == 0 for c in compactions)
+    assert compactions[0].fallback == "the model could not summarise: 503 overloaded"
+    assert "notes.txt" in compactions[0].summary and "missing.py" in compactions[0].summary
+    last = [e for e in events if e.kind == ModelRequested.KIND][-1].data_as(ModelRequested).turn
+    assert "a digest of the log" in context_at(events, last).messages[2].content

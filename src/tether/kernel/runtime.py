@@ -359,8 +359,8 @@ class Runtime:
             "last_seq": cut.last_seq,
             "summary": text,
             "invariants": kept,
+            "untrusted": untrusted_in(self.events, cut.first_seq, cut.last_seq, third_party),
         }
-        fields["untrusted"] = untrusted_in(self.events, cut.first_seq, cut.last_seq, third_party)
         turns = self.transcript.compacted_turns + sum(1 for m in cut.covered if m.role == "assistant")
         message = counter.message(Message("user", compacted_text({**fields, "method": summary.method}, turns)))
         covered = sum(r.tokens for r in prompt.records[2 : 2 + len(cut.covered)])
