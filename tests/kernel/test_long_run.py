@@ -34,7 +34,7 @@ from tether.events.kinds_context import ContextCompacted, ContextSection
 from tether.events.store import Event
 from tether.kernel.compaction import SUMMARY_INSTRUCTION
 from tether.kernel.context import Transcript
-from tether.kernel.manifest import ManifestMismatch, check, context_at, message_hash, requests
+from tether.kernel.manifest import ManifestMismatch, check, context_at, full_manifests, message_hash, requests
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from tether.models.function import FunctionModel
 from tether.models.scripted import compacted_turns
@@ -180,6 +180,7 @@ def test_every_prompt_is_rebuilt_exactly_and_the_invariants_survive_every_compac
     events = long_run.events
     live = Transcript(load_envelope(EXAMPLE / "envelope.yaml"))
     compacted: set[int] = set()
+    manifests = full_manifests(events)
     for i, e in enumerate(events):
         if e.kind == ContextCompacted.KIND:
             compacted.add(e.data_as(ContextCompacted).turn)
@@ -187,7 +188,7 @@ def test_every_prompt_is_rebuilt_exactly_and_the_invariants_survive_every_compac
             continue
         request = e.data_as(ModelRequested)
         messages = live.feed(events[:i]).messages()
-        assert [message_hash(m) for m in messages] == [r.hash for r in request.manifest], request.turn
+        assert [message_hash(m) for m in messages] == [r.hash for r in manifests[i]], request.turn
         if request.turn in compacted or request.turn % 25 == 0:  # the rebuild `tether show --context` does
             assert context_at(events, request.turn).messages == messages
         if compacted:
@@ -220,7 +221,7 @@ def invariants_hold(events: list[Event], seq: int, messages: list[Message]) -> N
 def compare(events: list[Event], others: list[Event], turns: range) -> None:
     for turn in turns:
         ours, theirs = context_at(events, turn), context_at(others, turn)
-        assert [r.hash for r in ours.request.manifest] == [r.hash for r in theirs.request.manifest], turn
+        assert [r.hash for r in ours.records] == [r.hash for r in theirs.records], turn
 
 
 @pytest.mark.slow
@@ -270,7 +271,7 @@ def test_show_context_prints_the_messages_of_a_turn_checked(long_run: LongRun) -
     shown = json.loads(proc.stdout)
     ctx = context_at(long_run.events, compacted)
     assert [m["content"] for m in shown["messages"]] == [m.content for m in ctx.messages]
-    assert [m["hash"] for m in shown["messages"]] == [r.hash for r in ctx.request.manifest]
+    assert [m["hash"] for m in shown["messages"]] == [r.hash for r in ctx.records]
     assert shown["messages"][2]["seqs"] and shown["counter"] == "estimate:3.5chars"
     text = tether("show", long_run.run_id[:12], "--context", str(compacted), "--db", str(long_run.db))
     assert text.returncode == 0 and "every message matches its recorded hash" in text.stdout
@@ -279,16 +280,36 @@ def test_show_context_prints_the_messages_of_a_turn_checked(long_run: LongRun) -
         context_at(long_run.events, 9999)
 
 
+def test_each_call_records_only_the_messages_that_changed_since_the_call_before(long_run: LongRun) -> None:
+    """Repeating every earlier record at every call would grow the log with the square of its length."""
+    calls = requests(long_run.events)
+    whole = full_manifests(long_run.events)
+    written = sum(len(r.manifest) for _, r in calls)
+    sent = sum(len(whole[i]) for i, _ in calls)
+    assert calls[0][1].manifest_kept == 0 and all(r.manifest_kept >= 2 for _, r in calls[1:])  # system, task
+    assert written * 3 < sent, (written, sent)
+
+
+def test_a_call_that_keeps_more_records_than_the_call_before_had_is_named(tmp_path: Path) -> None:
+    with EventStore.open(tmp_path / "t.db") as store:
+        run = store.create_run("t", [ModelRequested(turn=0, model="m", manifest_kept=0)])
+        store.append(run, ModelRequested(turn=1, model="m", manifest_kept=3))
+        events = store.events(run)
+    with pytest.raises(InputError, match="keeps 3 records of the previous call's manifest, which has 0"):
+        full_manifests(events)
+
+
 def test_a_message_that_does_not_match_its_manifest_is_named(long_run: LongRun) -> None:
     events = long_run.events
-    index, request = requests(events)[40]
+    index, _ = requests(events)[40]
     messages = Transcript(load_envelope(EXAMPLE / "envelope.yaml")).feed(events[:index]).messages()
-    forged = [*request.manifest]
+    whole = full_manifests(events)[index]
+    forged = [*whole]
     forged[3] = forged[3].model_copy(update={"hash": "0" * 16})
     with pytest.raises(ManifestMismatch, match=r"message 4 \((assistant|tool|user)\b.*recorded hash 0{16}"):
         check(messages, forged, "turn 40")
     with pytest.raises(ManifestMismatch, match="rebuilds 2 messages; the call recorded"):
-        check(messages[:2], request.manifest, "turn 40")
+        check(messages[:2], whole, "turn 40")
 
 
 def test_a_long_result_is_kept_whole_and_paged_with_read_result(tmp_path: Path) -> None:
@@ -350,7 +371,7 @@ def test_the_console_shows_what_the_model_saw_at_a_turn(long_run: LongRun) -> No
         page = urllib.request.urlopen(f"{base}/runs/{long_run.run_id}/turns/{turn}/context", timeout=30)
         body = page.read().decode()
         assert f"{len(ctx.messages)} messages to function:fn" in body and "every message matches" in body
-        assert all(r.hash in body for r in ctx.request.manifest)
+        assert all(r.hash in body for r in ctx.records)
         assert html.escape(ctx.messages[2].content.splitlines()[0]) in body
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(f"{base}/runs/{long_run.run_id}/turns/9999/context", timeout=30)

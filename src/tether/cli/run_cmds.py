@@ -257,7 +257,7 @@ def show_context(run_id: str, events: list[Event], turn: int, as_json: bool) -> 
             "tool_call_id": m.tool_call_id,
             **r.model_dump(exclude={"role"}),
         }
-        for m, r in zip(ctx.messages, request.manifest, strict=True)
+        for m, r in zip(ctx.messages, ctx.records, strict=True)
     ]
     if as_json:
         print_json(

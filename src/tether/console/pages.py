@@ -137,7 +137,7 @@ async def context_page(console: Console, request: Request) -> Response:
     if problem is not None:
         raise LogCorrupt(info.run_id, 0, problem)
     ctx = await run_in_threadpool(context_at, events, request.path_params["turn"])
-    rows = list(zip(ctx.messages, ctx.request.manifest, strict=True))
+    rows = list(zip(ctx.messages, ctx.records, strict=True))
     return render(request, "context.html", info=info, ctx=ctx, rows=rows)
 
 

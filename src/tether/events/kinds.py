@@ -193,7 +193,13 @@ class ModelRequested(Payload):
     worst_case_usd: float | None = Field(None, description="The most this call can cost (None: no price known).")
     counter: str = Field("", description="What counted prompt_tokens_est: a tiktoken encoding or the estimate.")
     tools_tokens: int = Field(0, ge=0, description="The tool definitions' share of prompt_tokens_est.")
-    manifest: list[MessageRecord] = Field(default_factory=list, description="Every message sent, in order.")
+    manifest: list[MessageRecord] = Field(
+        default_factory=list,
+        description="The messages sent, in order, after the first manifest_kept (see kernel/manifest.py).",
+    )
+    manifest_kept: int = Field(
+        0, ge=0, description="Leading records the previous call's full manifest holds unchanged (not repeated)."
+    )
 
 
 @register("model.responded")

@@ -9,6 +9,11 @@ naming the message, never a silently different answer.
 
 Counting and hashing a message is cached per message object (a settled message never changes), so the
 cost per call is the new messages' plus a pass over the list: flat in the length of the run.
+
+A call records only what changed since the previous call: ``manifest_kept`` leading records of the previous
+call's full manifest, then its own. Without it a run whose window is unknown (so never compacted) would
+write every earlier message's record again at every call, and its log would grow with the square of its
+length. :func:`full_manifests` undoes the delta, walking the calls in log order.
 """
 
 from __future__ import annotations
@@ -81,6 +86,38 @@ class Manifests:
         return self._tools[1]
 
 
+def delta(
+    previous: Sequence[MessageRecord] | None, records: Sequence[MessageRecord]
+) -> tuple[int, list[MessageRecord]]:
+    """(kept, new): how many leading ``records`` the previous call's full manifest holds, and the rest.
+
+    ``previous`` is None when this driver has not recorded a call (a new process): then nothing is kept."""
+    kept = 0
+    if previous is not None:
+        for old, new in zip(previous, records, strict=False):
+            if old != new:
+                break
+            kept += 1
+    return kept, list(records[kept:])
+
+
+def full_manifests(events: Sequence[Event]) -> dict[int, list[MessageRecord]]:
+    """Each recorded call's whole manifest, by its index in ``events``.
+
+    A call that keeps more records than the previous call has is a damaged log, named as such."""
+    out: dict[int, list[MessageRecord]] = {}
+    previous: list[MessageRecord] = []
+    for i, request in requests(events):
+        if request.manifest_kept > len(previous):
+            raise InputError(
+                f"event {events[i].seq}: model.requested keeps {request.manifest_kept} records of the previous "
+                f"call's manifest, which has {len(previous)}"
+            )
+        previous = previous[: request.manifest_kept] + list(request.manifest)
+        out[i] = previous
+    return out
+
+
 class ManifestMismatch(InputError):
     """The messages rebuilt from the log are not those the call recorded."""
 
@@ -93,6 +130,8 @@ class TurnContext:
     seq: int
     request: ModelRequested
     messages: list[Message]
+    records: list[MessageRecord]
+    """The call's whole manifest (its own records after the ones it kept from the call before)."""
 
 
 def requests(events: Sequence[Event]) -> list[tuple[int, ModelRequested]]:
@@ -113,11 +152,12 @@ def context_at(events: Sequence[Event], turn: int) -> TurnContext:
         known = f"turns with a model call: {turns[0]}-{turns[-1]}" if turns else "no model call was recorded"
         raise InputError(f"turn {turn}: no model call at that turn ({known})")
     index, request = calls[-1]
-    if not request.manifest:
+    records = full_manifests(events)[index]
+    if not records:
         raise InputError(f"turn {turn}: the call (event {events[index].seq}) was recorded without a manifest")
     messages = Transcript(_envelope(events), None).feed(events[:index]).messages()
-    check(messages, request.manifest, f"turn {turn} (event {events[index].seq})")
-    return TurnContext(turn, events[index].seq, request, messages)
+    check(messages, records, f"turn {turn} (event {events[index].seq})")
+    return TurnContext(turn, events[index].seq, request, messages, records)
 
 
 def check(messages: Sequence[Message], manifest: Sequence[MessageRecord], where: str) -> None:

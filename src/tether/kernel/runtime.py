@@ -42,6 +42,7 @@ from tether.events.kinds import (
     BudgetExceeded,
     Checkpoint,
     ContextFull,
+    MessageRecord,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -111,7 +112,7 @@ from .compaction import (
 )
 from .context import Transcript, compacted_text, kept_result
 from .knowledge import remembered
-from .manifest import Counted, Manifests
+from .manifest import Counted, Manifests, delta
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
@@ -160,6 +161,7 @@ class Runtime:
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
         self._manifests: Manifests | None = None
+        self._recorded: list[MessageRecord] | None = None  # the last call's whole manifest, in this driver
         self.provenance = Provenance(env)  # fed the log as it grows: O(new output) per decision
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
@@ -255,6 +257,7 @@ class Runtime:
                 ModelUnaffordable(turn=step.turn, budget=b.budget, used=b.used, limit=b.limit, reason=cap.reason)
             )
             return
+        kept, new = delta(self._recorded, prompt.records)
         self.append(
             ModelRequested(
                 turn=step.turn,
@@ -266,9 +269,11 @@ class Runtime:
                 worst_case_usd=cap.worst_case_usd,
                 counter=prompt.counter,
                 tools_tokens=prompt.tools_tokens,
-                manifest=prompt.records,
+                manifest=new,
+                manifest_kept=kept,
             ),
         )
+        self._recorded = prompt.records
         try:
             response, attempts = complete_with_retries(
                 self.model,
