@@ -4,7 +4,10 @@ Usage: ``python benchmarks/hook.py [--calls N]``. Times N whole-process calls ea
 
 * ``python -c pass`` — the baseline, measured in the same run (the interpreter's own start-up);
 * cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides;
-* daemon — ``tether hook claude-code`` with a running daemon: the small client and one socket round trip.
+* daemon — ``tether hook claude-code`` with a running daemon: the console script, the small client and one
+  socket round trip;
+* daemon, launcher — the command ``tether hook install`` writes (``python -I -S …/tether/hooks/launch.py
+  claude-code``) with the same daemon: no ``site``, no console script.
 
 Prints p50 and p95 in milliseconds and each against the baseline's p50. Every call is a new tool call of one
 session (its log grows as in a real session); everything lives in a temporary directory, the daemon on its
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -24,7 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from tether.hooks.install import hook_command
+
 TETHER = shutil.which("tether", path=str(Path(sys.executable).parent)) or "tether"
+#: Exactly the command ``tether hook install claude-code`` writes (without its ``|| exit 2``).
+INSTALLED = shlex.split(hook_command("claude-code", None).removesuffix(" || exit 2"))
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
@@ -77,13 +85,19 @@ def main() -> None:
                 time.sleep(0.05)
             series([TETHER, "hook", "claude-code"], 3, env, workspace, "warmup")  # the daemon's first imports
             warm = series([TETHER, "hook", "claude-code"], calls, env, workspace, "daemon")
+            launched = series(INSTALLED, calls, env, workspace, "launch")
         finally:
             subprocess.run([TETHER, "daemon", "--socket", str(sock), "--stop"], env=env, check=False)
             daemon.wait(timeout=30)
     base = statistics.median(baseline)
     print(f"calls: {calls} (cold: {max(5, calls // 4)}); whole processes; milliseconds")
     print(f"{'':28}{'p50':>9}{'p95':>9}{'p50 / baseline':>17}")
-    for name, values in (("python -c pass (baseline)", baseline), ("cold (--no-daemon)", cold), ("daemon", warm)):
+    for name, values in (
+        ("python -c pass (baseline)", baseline),
+        ("cold (--no-daemon)", cold),
+        ("daemon", warm),
+        ("daemon, launcher", launched),
+    ):
         p50, p95 = pct(values, 0.5), pct(values, 0.95)
         print(f"{name:28}{p50:9.1f}{p95:9.1f}{p50 / base:16.1f}x")
 

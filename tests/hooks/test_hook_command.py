@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -171,3 +172,44 @@ def test_two_cold_calls_racing_on_a_new_session_both_land_in_one_run(tmp_path: P
             e.payload["call_id"] for e in store.events(run_id_for("claude-code", sid)) if e.kind == "action.decided"
         ]
     assert sorted(decided) == ["par0", "par1"]
+
+
+def installed_command(tmp_path: Path) -> str:
+    """The PreToolUse command `tether hook install` writes, as the agent runs it (through sh)."""
+    assert run(["hook", "install", "claude-code", "--dir", str(tmp_path)], dict(os.environ)).returncode == 0
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    return str(settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
+
+
+def test_the_installed_command_is_answered_by_the_daemon_without_site_or_heavy_modules(
+    daemon: Path, tmp_path: Path
+) -> None:
+    command = installed_command(tmp_path).replace(" -I -S ", " -I -S -X importtime ", 1)
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}))
+    out = subprocess.run(["sh", "-c", command], input=data, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "tether.hooks.client" in imported, "the daemon was asked"
+    assert not imported & {"site", "pydantic", "typer", "sqlite3", "tether.hooks.answer"}, sorted(imported)
+
+
+def test_the_installed_command_without_a_daemon_decides_in_process_and_fails_closed(tmp_path: Path) -> None:
+    command = installed_command(tmp_path)
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env["TETHER_HOOK_SOCKET"] = str(tmp_path / "none" / "hookd.sock")
+
+    def call(stdin: str, cmd: str = command) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["sh", "-c", cmd], input=stdin, capture_output=True, text=True, env=env, timeout=120)
+
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}))
+    out = call(data)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert call('{"hook_event_name": "PreToolUse", "tool_na').returncode == 2, "truncated input is refused"
+    words = shlex.split(command.removesuffix(" || exit 2"))
+    stray = tmp_path / "stray" / "launch.py"  # a launcher with no tether package beside it
+    stray.parent.mkdir()
+    stray.write_bytes(Path(words[3]).read_bytes())
+    out = call(data, shlex.join([*words[:3], str(stray), *words[4:]]) + " || exit 2")
+    assert out.returncode == 2 and "fail closed" in out.stderr

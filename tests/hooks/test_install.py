@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 
-from tether.hooks.install import EVENTS, main
+from tether.hooks.install import EVENTS, main, ours
 
 
 def settings(tmp_path: Path, agent: str = "claude-code") -> dict:
@@ -30,7 +32,7 @@ def test_install_is_idempotent_and_keeps_what_is_there(tmp_path: Path, agent: st
     assert once["model"] == "x" and once["hooks"]["PreToolUse"][0]["hooks"] == [mine]
     for event in EVENTS[agent]:
         commands = [h["command"] for g in once["hooks"][event] for h in g["hooks"]]
-        assert sum(f"hook {agent}" in c for c in commands) == 1, event
+        assert sum(ours({"command": c}, agent) for c in commands) == 1, event
         assert all(c.endswith("|| exit 2") for c in commands if "tether" in c)
 
 
@@ -51,3 +53,19 @@ def test_the_envelope_is_named_absolutely_and_must_exist(tmp_path: Path, monkeyp
     assert main(["claude-code", "--envelope", "env.yaml"]) == 0
     command = settings(tmp_path)["hooks"]["Stop"][0]["hooks"][0]["command"]
     assert f"--envelope {tmp_path / 'env.yaml'}" in command
+
+
+def test_the_command_runs_the_launcher_bare_and_replaces_an_earlier_tether_entry(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    old = {"type": "command", "command": "/opt/venv/bin/tether hook claude-code || exit 2"}
+    other = {"type": "command", "command": "lint-hook codex"}  # another agent's word order: not ours
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [old, other]}]}}))
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    entries = settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"]
+    assert len(entries) == 2 and entries[1] == other, "the old tether entry is replaced in place"
+    words = shlex.split(entries[0]["command"].removesuffix(" || exit 2"))
+    assert words[:3] == [sys.executable, "-I", "-S"] and words[3].endswith("tether/hooks/launch.py")
+    assert Path(words[3]).is_file() and words[4] == "claude-code"
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"] == entries, "the launcher entry is ours too"

@@ -54,6 +54,14 @@ def write(out: Reply) -> int:
     return out.exit
 
 
+def full_path() -> None:
+    """Load ``site`` when the launcher started Python without it (``-S``): deciding needs site-packages."""
+    if sys.flags.no_site:
+        import site
+
+        site.main()
+
+
 def main(argv: list[str]) -> int:
     """Run one hook call; the return value is the exit code."""
     try:
@@ -77,6 +85,7 @@ def main(argv: list[str]) -> int:
             data = parse(raw)
         except HookInputError as e:
             return write(refuse(str(e)))
+        full_path()
         from .answer import answer
 
         reply = answer(request, data)

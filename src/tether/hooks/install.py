@@ -9,7 +9,8 @@ Writes tether's hooks into the agent's settings, keeping everything else in the 
   UserPromptSubmit, SessionStart, Stop. (Codex releases that still gate hooks behind ``[features]
   codex_hooks = true`` in config.toml need that line too; the command says so.)
 
-Idempotent: a hook entry whose command runs ``tether hook <agent>`` is replaced in place, never added twice.
+Idempotent: a hook entry that runs ``tether hook <agent>`` (as earlier releases wrote it) or the launcher
+(``<python> -I -S …/tether/hooks/launch.py <agent>``) is replaced in place, never added twice.
 A settings file that is not a JSON object (or whose ``hooks`` is malformed) is an error naming the file and
 the field, and is left untouched. The file is replaced atomically, keeping its permissions.
 
@@ -19,10 +20,10 @@ agent reads exit 2 as "blocked", not as a hook that had nothing to say.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +44,7 @@ EVENTS = {
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 STOP_TIMEOUT_S = 600  # the required sensors run at a stop (a test suite)
 TIMEOUT_S = 60
+LAUNCHER = os.path.join("tether", "hooks", "launch.py")
 
 
 class InstallError(Exception):
@@ -55,13 +57,26 @@ def settings_file(agent: str, user: bool, directory: Path) -> Path:
 
 
 def hook_command(agent: str, envelope: Path | None) -> str:
-    exe = shutil.which("tether") or "tether"
-    parts = [exe, "hook", agent] + (["--envelope", str(envelope.resolve())] if envelope else [])
-    return shlex.join(parts) + " || exit 2"
+    """This interpreter running the launcher bare (``-I -S``: no site, no ``PYTHON*`` variables), not the
+    ``tether`` console script: a call the daemon answers then costs little more than ``python -c pass``."""
+    launcher = Path(__file__).resolve().with_name("launch.py")
+    parts = [sys.executable, "-I", "-S", str(launcher), agent]
+    return shlex.join(parts + (["--envelope", str(envelope.resolve())] if envelope else [])) + " || exit 2"
 
 
 def ours(entry: Any, agent: str) -> bool:
-    return isinstance(entry, dict) and f"hook {agent}" in str(entry.get("command", ""))
+    """A tether hook entry for ``agent``: ``… hook AGENT …`` (the console script, as earlier releases wrote
+    it) or ``… tether/hooks/launch.py AGENT …``."""
+    if not isinstance(entry, dict):
+        return False
+    command = str(entry.get("command", ""))
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return f"hook {agent}" in command
+    return any(
+        (word == "hook" or word.endswith(LAUNCHER)) and after == agent for word, after in itertools.pairwise(words)
+    )
 
 
 def merged(settings: dict[str, Any], agent: str, command: str, path: Path) -> dict[str, Any]:
