@@ -29,6 +29,6 @@ class HookReceived(Payload):
 @register("hook.stop")
 class HookStop(Payload):
     blocked: bool = Field(description="True: the agent was told to go on (the evidence does not accept the stop).")
-    accepted: bool = Field(description="The verdict of the required sensors.")
+    accepted: bool = Field(description="The verdict of the required sensors and the test-integrity checks.")
     reasons: list[str] = Field(default_factory=list)
     blocks_in_row: int = Field(0, ge=0, description="Stops blocked in a row, this one included.")

@@ -11,10 +11,11 @@ are bound to one contract.
   rules; ``action.decided`` names the rule. A Codex ASK stages an approval (``tether approve`` answers it) and
   the identical call, retried, is allowed once by that answer.
 * ``PostToolUse`` / ``PostToolUseFailure``: the receipt (``action.completed`` / ``action.failed``).
-* ``Stop``: the envelope's required sensors run in the sandbox on the workspace; when they do not accept,
-  the stop is blocked with their reasons, at most :data:`MAX_STOP_BLOCKS` times in a row (then the agent may
-  stop, and the user is told it stopped without evidence) — Claude Code's ``stop_hook_active`` alone would
-  let the second stop through unchecked.
+* ``Stop``: the envelope's required sensors run in the sandbox on the workspace, and the test-integrity
+  checks (:mod:`tether.hooks.integrity`) compare the tests with the baseline taken when the run was created;
+  when they do not accept, the stop is blocked with their reasons, at most :data:`MAX_STOP_BLOCKS` times in a
+  row (then the agent may stop, and the user is told it stopped without evidence) — Claude Code's
+  ``stop_hook_active`` alone would let the second stop through unchecked.
 * every call, whatever its event, is first a ``hook.received``.
 
 The run is never finished here (only the kernel's ``next_step`` ends runs): a hook session stays RUNNING.
@@ -55,10 +56,12 @@ from tether.state import Action, RunState
 from tether.status import ActionStatus
 
 from .calls import Call, CallError, hook_envelope, tether_calls
+from .integrity import findings, take_baseline
 from .wire import Outcome
 
 T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
+BLOCKING = ("medium", "high")  # a finding of these severities refuses a stop, as it refuses a completion claim
 RESULT_CHARS = 4000  # of a tool's response kept in the receipt
 APPROVAL_TTL_S = 24 * 3600.0
 ENVELOPE_NAME = Path(".tether") / "envelope.yaml"
@@ -158,7 +161,7 @@ def open_session(settings: Settings, data: dict[str, Any]) -> Session:
             sandbox=env.environment.sandbox.backend,
         )
         try:
-            store.create_run(first.task, [first], run_id=run_id)
+            store.create_run(first.task, [first, take_baseline(store, workspace)], run_id=run_id)
         except Exception:
             if not _exists(store, run_id):  # not a racing first call that created it a moment earlier
                 raise
@@ -380,19 +383,25 @@ def changed_files(session: Session) -> list[str]:
 
 
 def stop(session: Session) -> Outcome:
-    """The required sensors decide whether the agent may stop."""
+    """The required sensors and the test-integrity checks decide whether the agent may stop."""
     from tether.verify.cascade import cascade_events, planned_sensors
 
     env = session.env
-    if not any(required for _, required in planned_sensors(env)):
-        session.append([HookStop(blocked=False, accepted=True, reasons=["the envelope requires no sensor"])])
-        return Outcome("PASS")
-    results, reasons = sensors(session)
-    accepted = not reasons
-    changed = changed_files(session)
-    items: list[Payload] = cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
-    if accepted:
-        session.append([*items, HookStop(blocked=False, accepted=True)])
+    items: list[Payload] = []
+    reasons: list[str] = []
+    notes = ["the envelope requires no sensor"]
+    if any(required for _, required in planned_sensors(env)):
+        results, reasons = sensors(session)
+        changed = changed_files(session)
+        items = cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
+        notes = []
+    rule = "verify:required" if reasons else "verify:test-integrity"
+    found = findings(session.store, env, session.workspace, session.events, list(session.state.actions.values()))
+    items += [f.to_payload() for f in found]
+    reasons += [f.message for f in found if f.severity in BLOCKING]
+    notes += [f.message for f in found if f.severity not in BLOCKING]
+    if not reasons:
+        session.append([*items, HookStop(blocked=False, accepted=True, reasons=notes)])
         return Outcome("PASS")
     in_row = blocks_in_row(session.events) + 1
     if in_row > MAX_STOP_BLOCKS:
@@ -403,9 +412,7 @@ def stop(session: Session) -> Outcome:
         return Outcome("PASS", note=note)
     session.append([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
     why = "; ".join(reasons)
-    return Outcome(
-        "BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", "verify:required"
-    )
+    return Outcome("BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", rule)
 
 
 def sensors(session: Session) -> tuple[list[Any], list[str]]:

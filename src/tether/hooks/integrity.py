@@ -1,0 +1,140 @@
+"""The test-integrity checks of a hook session: what the agent did to the tests since the session began.
+
+tether's own loop takes its test baseline before the first model call; a Claude Code or Codex session has no
+such moment, so the baseline is taken when the session's run is created (its first hook call, usually
+SessionStart): the bytes of the test surface (``tether.verify.testsurface``: test files, ``conftest.py``,
+files under ``tests/``, pytest configuration), stored as blobs and named in a ``tests.baseline`` event. It
+costs one walk of the project per session, never one per tool call. No test run is part of it (a hook must
+answer in milliseconds), so the checks that need the suite's per-test report — a test that disappeared from
+the run, a weakened assertion judged by its shape — are not made here; any byte change to the test surface
+is, whichever tool made it.
+
+At a stop, the same findings as at a completion claim (``tether.review.test_integrity``):
+
+* ``test_changed`` — a test file or the pytest configuration added, modified or deleted. It blocks the stop
+  when tests may not change: ``verification.tests_may_change: false``, or unset and a prompt of the session
+  forbids editing tests (the prompts are the session's plan constraints).
+* ``special_case`` — a source line the session's file tools wrote compares a value with a literal a test
+  uses. The lines are found from the edits' new text (a shell command's edits are not attributed).
+
+A run without a baseline (begun by an older tether) cannot be checked, and says so: fail closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from tether.envelope.schema import Envelope
+from tether.errors import InputError
+from tether.events.kinds_hooks import HookReceived
+from tether.events.kinds_verify import SuiteBaseline
+from tether.events.store import Event, EventStore
+from tether.review.reviewer import ReviewFinding
+from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
+from tether.state import Action
+from tether.status import ActionStatus
+from tether.verify.testsurface import changes, read_bytes, surface_files
+
+NO_BASELINE = (
+    "this session's run has no test baseline (it began before tether took one at a session's start), so "
+    "changes to the tests cannot be ruled out; start a new session"
+)
+
+
+def take_baseline(store: EventStore, workspace: Path) -> SuiteBaseline:
+    """The test surface's bytes now, stored as blobs; the event names them by hash."""
+    surface: dict[str, str] = {}
+    for path in surface_files(workspace):
+        data = read_bytes(workspace, path)
+        if data is not None:
+            surface[path] = store.put_blob(data)
+    return SuiteBaseline(
+        command="",
+        runner="other",
+        ok=False,
+        detail="a hook session's baseline: the test surface at the session's start (no test run)",
+        surface=surface,
+    )
+
+
+def baseline_of(events: Sequence[Event]) -> SuiteBaseline | None:
+    found = next((e for e in events if e.kind == SuiteBaseline.KIND), None)
+    return found.data_as(SuiteBaseline) if found is not None else None
+
+
+def prompts(events: Sequence[Event]) -> list[str]:
+    """The user's prompts of the session: they play the part of a plan's constraints."""
+    out = []
+    for e in events:
+        if e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit":
+            prompt = e.payload.get("detail", {}).get("prompt")
+            if isinstance(prompt, str):
+                out.append(prompt)
+    return out
+
+
+def findings(
+    store: EventStore, env: Envelope, workspace: Path, events: Sequence[Event], actions: Sequence[Action]
+) -> list[ReviewFinding]:
+    """Changes to the test surface since the baseline, and written lines special-casing a test's literals."""
+    baseline = baseline_of(events)
+    if baseline is None:
+        return [ReviewFinding("adversarial", "high", NO_BASELINE, check="test_baseline")]
+
+    def blob(h: str) -> bytes | None:
+        try:
+            return store.get_blob(h)
+        except InputError:
+            return None
+
+    plan = {"constraints": prompts(events)}
+    out = surface_findings(env, plan, changes(baseline.surface, workspace, blob))
+    tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
+    added = written_lines(workspace, actions)
+    sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
+    return out + special_cases(sources, added, literals_in_tests(tests))
+
+
+def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:
+    """Per workspace-relative file, the numbers of its lines now whose text one of the session's edits wrote."""
+    texts: dict[str, set[str]] = {}
+    for a in actions:
+        path = a.args.get("path")
+        if a.status is not ActionStatus.COMPLETED or a.tool not in ("write_file", "edit_file"):
+            continue
+        rel = _relative(workspace, path) if isinstance(path, str) else None
+        if rel is not None:
+            texts.setdefault(rel, set()).update(line.strip() for line in _new_text(a.args) if line.strip())
+    out: dict[str, set[int]] = {}
+    for rel, wrote in texts.items():
+        data = read_bytes(workspace, rel)
+        if data is None:
+            continue
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        numbers = {n for n, line in enumerate(lines, 1) if line.strip() in wrote}
+        if numbers:
+            out[rel] = numbers
+    return out
+
+
+def _relative(workspace: Path, path: str) -> str | None:
+    p = Path(path)
+    p = p if p.is_absolute() else workspace / p
+    try:
+        return p.resolve().relative_to(workspace).as_posix()
+    except ValueError:
+        return None  # outside the project: not the tests' business
+
+
+def _new_text(args: dict[str, Any]) -> Iterator[str]:
+    """The lines an edit wrote: a Write's content, an Edit's new string, a MultiEdit's, a patch's + lines."""
+    for key in ("content", "new"):
+        if isinstance(args.get(key), str):
+            yield from args[key].splitlines()
+    for edit in args.get("edits") or ():
+        if isinstance(edit, dict) and isinstance(edit.get("new_string"), str):
+            yield from edit["new_string"].splitlines()
+    if isinstance(args.get("patch"), str):
+        yield from (line[1:] for line in args["patch"].splitlines() if line.startswith("+"))

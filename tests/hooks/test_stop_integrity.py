@@ -1,0 +1,157 @@
+"""A hook session's stop meets the test-integrity checks: the tests compared with the session's own baseline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hookkit import Hook
+
+from tether.events.kinds_hooks import HookReceived, HookStop
+from tether.events.kinds_verify import SuiteBaseline
+from tether.events.store import EventStore
+from tether.hooks import session as hook_session
+from tether.hooks.session import run_id_for
+
+TEST = "from calc import median\n\n\ndef test_median():\n    assert median([4, 1, 3, 2]) == 2.5\n"
+SOURCE = "def median(xs):\n    return sorted(xs)[len(xs) // 2]\n"
+FROZEN = """\
+version: 1
+plan: {path: plan.yaml, hash: "sha256:%s"}
+environment:
+  sandbox: {backend: local, required: false}
+  filesystem: {read: ["**"], write: ["**"]}
+tools:
+  - {name: bash, purpose: Run a command., effects: [exec]}
+  - {name: write_file, purpose: Write a file., effects: [write]}
+  - {name: edit_file, purpose: Edit a file., effects: [read, write]}
+verification:
+  tests_may_change: false
+""" % ("0" * 64)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_calc.py").write_text(TEST)
+    (tmp_path / "calc.py").write_text(SOURCE)
+    return tmp_path
+
+
+def frozen(project: Path) -> Hook:
+    """A session under an envelope that says the tests may not change."""
+    (project / ".tether").mkdir(exist_ok=True)
+    (project / ".tether" / "envelope.yaml").write_text(FROZEN)
+    return Hook(project)
+
+
+def write(hook: Hook, rel: str, content: str, call_id: str) -> None:
+    """The agent writes a file: tether decides, Claude Code writes it, tether records the receipt."""
+    path = str(hook.workspace / rel)
+    tool_input = {"file_path": path, "content": content}
+    hook("PreToolUse", tool_name="Write", tool_input=tool_input, tool_use_id=call_id)
+    (hook.workspace / rel).write_text(content)
+    hook("PostToolUse", tool_name="Write", tool_input=tool_input, tool_response={}, tool_use_id=call_id)
+
+
+def stop(hook: Hook) -> dict:
+    out = hook("Stop")
+    assert out.exit == 0, out
+    return json.loads(out.stdout) if out.stdout else {}
+
+
+def _sid() -> str:
+    return json.loads((Path(__file__).parent / "payloads" / "claude-code.Stop.json").read_text())["session_id"]
+
+
+def test_the_baseline_is_taken_once_when_the_run_is_created(project: Path) -> None:
+    hook = Hook(project)
+    hook("SessionStart")
+    hook.bash("ls")
+    with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
+        found = [e for e in store.events(run_id_for("claude-code", _sid())) if e.kind == SuiteBaseline.KIND]
+        assert len(found) == 1 and found[0].seq == 1, "right after run.started, not again per tool call"
+        surface = found[0].data_as(SuiteBaseline).surface
+        assert store.get_blob(surface["tests/test_calc.py"]) == TEST.encode()
+
+
+def skip(project: Path) -> None:
+    test = project / "tests" / "test_calc.py"
+    test.write_text(TEST.replace("def test", "import pytest\n\n\n@pytest.mark.skip\ndef test"))
+
+
+def delete(project: Path) -> None:
+    (project / "tests" / "test_calc.py").unlink()
+
+
+def deselect(project: Path) -> None:
+    (project / "pytest.ini").write_text("[pytest]\naddopts = -k 'not median'\n")
+
+
+@pytest.mark.parametrize(
+    ("weaken", "named"),
+    [(skip, "modified: tests/test_calc.py"), (delete, "deleted: tests/test_calc.py"), (deselect, "added: pytest.ini")],
+    ids=["skipped", "deleted", "deselected-by-config"],
+)
+def test_a_stop_after_touching_the_tests_is_blocked_naming_them(
+    project: Path, weaken: Callable[[Path], None], named: str
+) -> None:
+    hook = frozen(project)
+    hook("SessionStart")
+    weaken(project)  # by a shell command: the bytes tell, whichever tool changed them
+    out = stop(hook)
+    assert out["decision"] == "block" and named in out["reason"], out
+    assert "tests may not change" in out["reason"]
+
+
+def test_a_prompt_that_forbids_test_edits_makes_a_test_change_block(project: Path) -> None:
+    hook = Hook(project)  # the built-in envelope: tests may change unless the session's prompts say otherwise
+    hook("SessionStart")
+    hook("UserPromptSubmit", prompt="make median right; do not modify the tests")
+    write(hook, "tests/test_calc.py", TEST.replace("2.5", "3"), "w1")
+    assert "modified: tests/test_calc.py" in stop(hook)["reason"]
+
+
+def test_a_test_change_that_is_allowed_is_recorded_and_the_stop_let_through(project: Path) -> None:
+    hook = Hook(project)
+    hook("SessionStart")
+    hook("UserPromptSubmit", prompt="add a test for the empty list")
+    write(hook, "tests/test_calc.py", TEST + "\n\ndef test_empty():\n    assert median([]) is None\n", "w1")
+    assert stop(hook) == {}
+    with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
+        last = store.events(run_id_for("claude-code", _sid()))[-1].data_as(HookStop)
+    assert last.accepted and any("modified: tests/test_calc.py" in r for r in last.reasons)
+
+
+def test_source_that_special_cases_a_test_literal_is_blocked(project: Path) -> None:
+    hook = Hook(project)
+    hook("SessionStart")
+    cheat = "def median(xs):\n    if xs == [4, 1, 3, 2]:\n        return 2.5\n    return sorted(xs)[len(xs) // 2]\n"
+    write(hook, "calc.py", cheat, "w1")
+    out = stop(hook)
+    assert out["decision"] == "block" and "tests/test_calc.py" in out["reason"] and "[4, 1, 3, 2]" in out["reason"]
+
+
+def test_an_honest_fix_passes(project: Path) -> None:
+    hook = frozen(project)
+    hook("SessionStart")
+    hook("UserPromptSubmit", prompt="make median right; do not modify the tests")
+    fix = (
+        "def median(xs):\n    s, m = sorted(xs), len(xs) // 2\n"
+        "    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2\n"
+    )
+    write(hook, "calc.py", fix, "w1")
+    assert stop(hook) == {}
+
+
+def test_a_run_without_a_baseline_fails_closed(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session begun by an older tether, which recorded no baseline: the stop cannot be judged, and says so."""
+    older = lambda store, workspace: HookReceived(agent="claude-code", event="SessionStart", session_id="", cwd="")  # noqa: E731
+    monkeypatch.setattr(hook_session, "take_baseline", older)
+    hook = Hook(project)
+    hook("SessionStart")
+    monkeypatch.undo()
+    out = stop(hook)
+    assert out["decision"] == "block" and "no test baseline" in out["reason"], out
