@@ -11,8 +11,9 @@ import pytest
 from tether.envelope.schema import Price
 from tether.errors import EnvelopeInvalid, ProviderError
 from tether.models.base import Message, ModelResponse, ToolSpec, Usage
+from tether.models.catalog import load_catalog, run_catalog
 from tether.models.function import FunctionModel
-from tether.models.pricing import cost_usd, load_prices, price_for, price_known, run_prices
+from tether.models.pricing import cost_usd, price_for, price_known
 from tether.models.retry import backoff_delay, complete_with_retries, is_transient_status
 from tether.policy.defaults import default_envelope
 from tether.policy.strict import price_file_problems
@@ -149,7 +150,7 @@ def test_a_price_file_overrides_the_table_and_the_envelope_overrides_the_file(tm
     env = default_envelope().model_copy(
         update={"pricing_file": "prices.yaml", "pricing": {"my-local": Price(input_per_mtok=0, output_per_mtok=0)}}
     )
-    prices = run_prices(env, tmp_path)
+    prices = run_catalog(env, tmp_path)
     assert price_for("openai:gpt-4.1", prices) == Price(input_per_mtok=1.0, output_per_mtok=4.0)
     assert price_for("openai:my-local", prices) == Price(input_per_mtok=0, output_per_mtok=0)
     assert price_for("gpt-4o", prices) == price_for("gpt-4o")  # the rest of the table stands
@@ -169,7 +170,7 @@ def test_a_malformed_price_file_names_the_file_and_the_field(tmp_path: Path, tex
     path = tmp_path / "prices.yaml"
     path.write_text(text)
     with pytest.raises(EnvelopeInvalid) as err:
-        load_prices(path)
+        load_catalog(path)
     assert [p.path for p in err.value.problems] == [where]
     assert str(path) in str(err.value)
     problems = price_file_problems(

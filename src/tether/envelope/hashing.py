@@ -23,6 +23,7 @@ LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": TrustSettings().model_dump(
 LATER_TOOL_FIELDS: dict[str, Any] = {"trust": None}
 LATER_NETWORK_FIELDS: dict[str, Any] = {"allow_loopback": False}
 LATER_AGENT_FIELDS: dict[str, Any] = {"context": None}
+LATER_PRICE_FIELDS: dict[str, Any] = {"context_window": None, "max_output_tokens": None}
 
 
 def _drop_unset(data: dict[str, Any], later: dict[str, Any]) -> None:
@@ -47,6 +48,11 @@ def contract_hash(envelope: Envelope | dict[str, Any]) -> str:
     if isinstance(data.get("agent"), dict):
         data["agent"] = dict(data["agent"])
         _drop_unset(data["agent"], LATER_AGENT_FIELDS)
+    if isinstance(data.get("pricing"), dict):
+        data["pricing"] = {name: dict(p) if isinstance(p, dict) else p for name, p in data["pricing"].items()}
+        for p in data["pricing"].values():
+            if isinstance(p, dict):
+                _drop_unset(p, LATER_PRICE_FIELDS)
     if isinstance(data.get("tools"), list):
         data["tools"] = [dict(t) for t in data["tools"]]
         for t in data["tools"]:

@@ -447,8 +447,14 @@ class Acknowledgement(Strict):
 
 
 class Price(Strict):
+    """One model's entry in the model table (docs/providers.md): its price and, when stated, its limits.
+
+    A limit left unset falls through to the next table down (price file, then the built-in one)."""
+
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    context_window: int | None = Field(None, gt=0, description="Tokens the model reads and writes in one call.")
+    max_output_tokens: int | None = Field(None, gt=0, description="The most tokens it writes in one reply.")
 
 
 class Skills(Strict):
@@ -491,11 +497,14 @@ class Envelope(Strict):
     audit: Audit | None = None
     control: Control = Field(default_factory=Control)
     pricing: dict[str, Price] = Field(
-        default_factory=dict, description="USD per million tokens by model name; wins over pricing_file and the table."
+        default_factory=dict,
+        description="The model table's entries by model name: USD per million tokens, and optionally the context "
+        "window and output limit; wins over pricing_file and the built-in table.",
     )
     pricing_file: str | None = Field(
         None,
-        description="A YAML or JSON file of prices ({model: {input_per_mtok, output_per_mtok}}), relative to the "
+        description="A YAML or JSON file of model entries ({model: {input_per_mtok, output_per_mtok, context_window?, "
+        "max_output_tokens?}}), relative to the "
         "envelope; it overrides the built-in table, and `pricing` overrides it. Read when the run starts.",
     )
     acknowledge: list[Acknowledgement] = Field(

@@ -43,8 +43,10 @@ class RunStarted(Payload):
     sandbox: str = ""
     sandbox_fallback: str | None = Field(None, description="Why the sandbox is not the one the envelope asked for.")
     acknowledged: list[AcceptedRisk] = Field(default_factory=list, description="Risks accepted by acknowledgement.")
-    prices: dict[str, dict[str, float]] | None = Field(
-        None, description="Price overrides the run uses (the envelope's price file, then its pricing), read at start."
+    prices: dict[str, dict[str, float | int]] | None = Field(
+        None,
+        description="Model table overrides the run uses (prices and limits: the envelope's price file, then its "
+        "pricing), read at start; a resume and a replay use these, not the files as they are later.",
     )
     replay_of: str | None = Field(None, description="The run this one re-executes (tether replay).")
     context_window: int | None = Field(

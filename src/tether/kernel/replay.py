@@ -284,9 +284,10 @@ def _replay(
         sandbox=sandbox or (recorded if recorded in ("bwrap", "local") else None),
         approver=recorded_answers(events),
         review_model=False,
+        context_window=start.get("context_window"),
     )
     envelope = Envelope.model_validate(state.envelope)
-    loaded = session.Loaded(envelope, workdir, None)
+    loaded = session.Loaded(envelope, workdir, None, prices=session.recorded_prices(start, envelope))
     with EventStore.open(workdir / "replay.db", create=True) as mine:
         runtime = session.begin(mine, loaded, state.task, workspace, options, start.get("plan"), replay_of=run_id)
         replay_run = runtime.run_id

@@ -60,7 +60,8 @@ from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.models.base import Message, Model, ToolSpec, Usage
-from tether.models.pricing import cost_usd, price_for, split_provider
+from tether.models.catalog import split_provider
+from tether.models.pricing import cost_usd, price_for
 from tether.models.retry import complete_with_retries
 from tether.models.tokens import counter_for
 from tether.models.window import (
@@ -155,7 +156,7 @@ class Runtime:
         self.model, self.tools, self.sandbox, self.sandbox_error = model, tools, sandbox, sandbox_error
         self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
         self.reviewer = reviewer
-        self.prices = env.pricing if prices is None else prices  # overrides of the built-in price table
+        self.prices = env.pricing if prices is None else prices  # overrides of the built-in model table
         self.events: list[Event] = store.events(run_id)
         self.state = RunState.from_events(self.events)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
@@ -238,7 +239,9 @@ class Runtime:
         specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
         agent, retry = self.env.agent, self.env.retry
         window_setting = getattr(getattr(self.model, "profile", None), "window_setting", WINDOW_SETTING)
-        limits = limits_for(self.model.name, window=self.context_window(), max_output=agent.max_output_tokens)
+        limits = limits_for(
+            self.model.name, self.prices, window=self.context_window(), max_output=agent.max_output_tokens
+        )
         prompt = self.prompt(specs)
         settings = settings_of(agent.context)
         window = limits.window
@@ -661,7 +664,12 @@ class Runtime:
         messages = review_messages(self.env, self.plan, diff, self.events)
         agent = self.env.agent
         budget = budget_for(
-            reviewer.name, messages, [REPORT], window=agent.context_window, max_output=agent.max_output_tokens
+            reviewer.name,
+            messages,
+            [REPORT],
+            self.prices,
+            window=agent.context_window,
+            max_output=agent.max_output_tokens,
         )
         wanted = max(budget.max_tokens, MIN_OUTPUT_TOKENS)
         price = price_for(reviewer.name, self.prices)

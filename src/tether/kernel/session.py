@@ -7,7 +7,7 @@ began under — not whatever the files on disk say today.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.kinds_context import ContextSection
 from tether.events.store import EventStore, new_run_id
 from tether.models.base import Model
-from tether.models.pricing import run_prices
+from tether.models.catalog import run_catalog
 from tether.models.registry import load_model
 from tether.policy.strict import strict_check
 from tether.sandbox.base import Sandbox
@@ -69,7 +69,7 @@ class Loaded:
     accepted: tuple[Accepted, ...] = ()
     """Risky settings the envelope accepts by acknowledgement (recorded in ``run.started``)."""
     prices: dict[str, Price] = field(default_factory=dict)
-    """Price overrides (the envelope's price file, then its ``pricing``), read once and recorded in ``run.started``."""
+    """Model table overrides (the price file, then ``pricing``), read once and recorded in ``run.started``."""
 
 
 def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) -> Loaded:
@@ -87,7 +87,7 @@ def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) 
         base = path.parent
     if problems:
         raise EnvelopeInvalid(problems)
-    return Loaded(envelope, base, path, tuple(accepted), run_prices(envelope, base))
+    return Loaded(envelope, base, path, tuple(accepted), run_catalog(envelope, base))
 
 
 def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sandbox | None, SandboxUnavailable | None]:
@@ -186,7 +186,7 @@ def begin(
                 sandbox=getattr(sandbox, "name", None) or "unavailable",
                 sandbox_fallback=getattr(sandbox, "fallback_reason", None),
                 acknowledged=[a.to_dict() for a in loaded.accepted],
-                prices={name: p.model_dump() for name, p in loaded.prices.items()},
+                prices={name: p.model_dump(exclude_none=True) for name, p in loaded.prices.items()},
                 replay_of=replay_of,
                 context_window=options.context_window,
             ),
@@ -251,11 +251,16 @@ def attach(store: EventStore, run_id: str, options: Options, continued: RunConti
     raised = {**state.raised, **(continued.budgets if continued else {})}
     extra = state.extra_refusals + (continued.attempts if continued else 0)
     env = effective_envelope(Envelope.model_validate(state.envelope), raised, extra)
-    recorded = events[0].payload.get("prices")  # the prices the run began with, not the price file as it is today
-    prices = {n: Price.model_validate(p) for n, p in recorded.items()} if recorded is not None else dict(env.pricing)
+    prices = recorded_prices(events[0].payload, env)
     loaded = Loaded(env, Path(path).parent if path else Path.cwd(), Path(path) if path else None, prices=prices)
     workspace, model = Path(state.workspace), options.model or state.model
     return _runtime(store, run_id, loaded, workspace, model, options, plan, bound_skills(events))
+
+
+def recorded_prices(started: Mapping[str, Any], env: Envelope) -> dict[str, Price]:
+    """The model table overrides a run began with (``run.started``), not the price file as it is today."""
+    recorded = started.get("prices")
+    return {n: Price.model_validate(p) for n, p in recorded.items()} if recorded is not None else dict(env.pricing)
 
 
 def _runtime(

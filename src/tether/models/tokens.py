@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tether.models.base import Message, ToolSpec
-from tether.models.pricing import split_provider
+from tether.models.catalog import split_provider
 from tether.models.window import CHARS_PER_TOKEN, estimate_tokens
 
 MESSAGE_FRAMING = 4

@@ -2,8 +2,9 @@
 
 Three jobs, all pure:
 
-* the **model table** — each known model's window and output limit (tokens), overridable in the
-  envelope (``agent.context_window``, ``agent.max_output_tokens``);
+* the **limits** of a call — the model's window and output limit (tokens): ``tether run --context-window``,
+  else ``agent.context_window`` / ``agent.max_output_tokens``, else the model table's entry
+  (:mod:`tether.models.catalog`: the envelope's ``pricing``, its price file, the built-in table);
 * the **output budget** of a call — ``max_tokens`` defaults to what fits: the output limit, or the
   room the prompt leaves in the window, whichever is smaller; a prompt that leaves less than
   :data:`MIN_OUTPUT_TOKENS` is reported *before* calling;
@@ -29,9 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.envelope.schema import Price
 from tether.errors import ContextOverflow
 from tether.models.base import Message, ToolSpec
-from tether.models.pricing import longest_prefix, split_provider
+from tether.models.catalog import entries_for, first_stated
 
 CHARS_PER_TOKEN = 3.5
 MIN_OUTPUT_TOKENS = 256
@@ -39,36 +41,6 @@ MIN_OUTPUT_TOKENS = 256
 UNKNOWN_WINDOW_OUTPUT = 2048
 """``max_tokens`` for a model whose window nobody stated (a local server): an overflow then teaches it."""
 OVERFLOW_MARGIN = 16
-
-# (context window, output limit) in tokens, as published by the providers when this was written.
-MODEL_LIMITS: dict[str, tuple[int, int]] = {
-    # OpenAI
-    "gpt-5.1": (400_000, 128_000),
-    "gpt-5": (400_000, 128_000),
-    "gpt-5-pro": (400_000, 272_000),
-    "gpt-5-mini": (400_000, 128_000),
-    "gpt-5-nano": (400_000, 128_000),
-    "gpt-4.1": (1_047_576, 32_768),
-    "gpt-4.1-mini": (1_047_576, 32_768),
-    "gpt-4.1-nano": (1_047_576, 32_768),
-    "gpt-4o": (128_000, 16_384),
-    "gpt-4o-mini": (128_000, 16_384),
-    "o1": (200_000, 100_000),
-    "o3": (200_000, 100_000),
-    "o3-pro": (200_000, 100_000),
-    "o3-mini": (200_000, 100_000),
-    "o4-mini": (200_000, 100_000),
-    # Anthropic
-    "claude-opus-4-5": (200_000, 64_000),
-    "claude-opus-4-1": (200_000, 32_000),
-    "claude-opus-4": (200_000, 32_000),
-    "claude-sonnet-4-5": (200_000, 64_000),
-    "claude-sonnet-4": (200_000, 64_000),
-    "claude-3-7-sonnet": (200_000, 64_000),
-    "claude-haiku-4-5": (200_000, 64_000),
-    "claude-3-5-haiku": (200_000, 8_192),
-    "claude-3-haiku": (200_000, 4_096),
-}
 
 
 @dataclass(frozen=True)
@@ -79,12 +51,19 @@ class Limits:
     max_output: int | None
 
 
-def limits_for(model: str, *, window: int | None = None, max_output: int | None = None) -> Limits:
-    """The envelope's settings where given, else the model table (longest listed prefix of a dated name)."""
-    _, bare = split_provider(model)
-    key = bare if bare in MODEL_LIMITS else longest_prefix(bare, MODEL_LIMITS)
-    table_window, table_output = MODEL_LIMITS[key] if key is not None else (None, None)
-    return Limits(window or table_window, max_output or table_output)
+def limits_for(
+    model: str,
+    overrides: Mapping[str, Price] | None = None,
+    *,
+    window: int | None = None,
+    max_output: int | None = None,
+) -> Limits:
+    """The run's settings where given (``window`` and ``max_output``: the CLI flag or ``agent.*``), else the
+    model table's entry for ``model``, overrides first (:mod:`tether.models.catalog`), each limit on its own."""
+    entries = entries_for(model, overrides)
+    return Limits(
+        window or first_stated(entries, "context_window"), max_output or first_stated(entries, "max_output_tokens")
+    )
 
 
 def estimate_tokens(text: str) -> int:
@@ -129,10 +108,17 @@ def output_budget(limits: Limits, prompt_tokens: int) -> OutputBudget:
 
 
 def budget_for(
-    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, window: int | None, max_output: int | None
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    overrides: Mapping[str, Price] | None = None,
+    *,
+    window: int | None,
+    max_output: int | None,
 ) -> OutputBudget:
-    """The output budget of one call to ``model`` with these messages and tools, under the envelope's settings."""
-    return output_budget(limits_for(model, window=window, max_output=max_output), prompt_estimate(messages, tools))
+    """The output budget of one call to ``model`` with these messages and tools, under the run's settings."""
+    limits = limits_for(model, overrides, window=window, max_output=max_output)
+    return output_budget(limits, prompt_estimate(messages, tools))
 
 
 # ---- overflow ------------------------------------------------------------------------------

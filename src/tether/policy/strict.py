@@ -17,7 +17,7 @@ from tether.envelope.risks import Risky, risky_settings, takes_command
 from tether.envelope.schema import Envelope, Risk
 from tether.envelope.strict import Accepted, acknowledged, contract_problems
 from tether.errors import EnvelopeInvalid, InputError, Problem
-from tether.models.pricing import load_prices
+from tether.models.catalog import load_catalog
 
 from .decision import Verdict
 from .examples import check_rule_examples
@@ -52,7 +52,7 @@ def price_file_problems(envelope: Envelope, envelope_path: Path) -> list[Problem
     if not envelope.pricing_file:
         return []
     try:
-        load_prices(envelope_path.parent / envelope.pricing_file)
+        load_catalog(envelope_path.parent / envelope.pricing_file)
     except EnvelopeInvalid as e:
         return e.problems
     except InputError as e:
