@@ -25,7 +25,7 @@ from tether.errors import InputError
 class Payload(BaseModel):
     """The payload of one event kind. ``KIND`` is set by :func:`register`; an unregistered class has none."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     KIND: ClassVar[str] = ""
 
 
