@@ -105,6 +105,7 @@ async def run_page(console: Console, request: Request) -> Response:
         needs=_needs(row.status) if not row.approvals else None,  # the resume form asks for what the stop needs
         driving=(t := console.drivers.threads.get(info.run_id)) is not None and t.is_alive(),
         driver_failure=console.drivers.failures.get(info.run_id),
+        driven=info.run_id in console.drivers.threads,  # this console resumed or forked it (it may be done already)
         live=timeline.is_tail and row.status in ("RUNNING", "NEW", "WAITING_APPROVAL"),
         last_seq=events[-1].seq if events else -1,
     )
