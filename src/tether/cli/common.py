@@ -21,7 +21,8 @@ from tether.errors import FileError, TetherError
 from tether.status import RunStatus
 
 if TYPE_CHECKING:  # the store is imported by the commands that open one (tether/cli/main.py: start-up)
-    from tether.events.store import EventStore
+    from tether.events.backends import StoreSpec
+    from tether.events.protocol import Store
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -55,20 +56,25 @@ console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = typer.Option(
-    None, "--db", help="Event store (default: $TETHER_DB, else found from here: see `tether runs --help`)."
+    None,
+    "--db",
+    help="Event store: a file or a postgresql:// URL (default: $TETHER_DB, else found from here: see `tether runs --help`).",
 )
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
 DB_NAME = Path(".tether") / "tether.db"
 
 
-def db_path(db: Path | None, workspace: Path | None = None) -> Path:
-    """Where a command that may create the database puts it: --db, $TETHER_DB, else under the workspace."""
+def db_path(db: str | Path | None, workspace: Path | None = None) -> StoreSpec:
+    """Where a command that may create the log puts it: --db, $TETHER_DB (a file or a postgresql:// URL),
+    else under the workspace."""
+    from tether.events.backends import spec_of
+
     if db is not None:
-        return db
+        return spec_of(db)
     env = os.environ.get("TETHER_DB")
     if env:
-        return Path(env)
+        return spec_of(env)
     return (workspace or Path.cwd()) / DB_NAME
 
 
@@ -97,7 +103,7 @@ def candidates(start: Path | None = None) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def find_db(db: Path | None) -> Path:
+def find_db(db: str | Path | None) -> StoreSpec:
     """The database an existing-log command reads: --db, $TETHER_DB, else the first of :func:`candidates`.
 
     The error names every place it looked, so a user can tell "wrong directory" from "never ran".
@@ -119,23 +125,24 @@ def find_db(db: Path | None) -> Path:
     )
 
 
-def reader(db: Path | None) -> EventStore:
+def reader(db: str | Path | None) -> Store:
     """The store for a read-only command: never created, never migrated, never written."""
-    from tether.events.store import EventStore
+    from tether.events.backends import local_dir, open_store
 
-    return EventStore.open(find_db(db), readonly=True)
+    spec = find_db(db)
+    return open_store(spec, readonly=True, create=False, local=local_dir(spec))
 
 
-def writer(db: Path | None, workspace: Path | None = None, *, create: bool = False) -> EventStore:
+def writer(db: str | Path | None, workspace: Path | None = None, *, create: bool = False) -> Store:
     """The store for a command that appends, signing checkpoints when an anchor key is configured.
 
     ``create`` puts a new database under ``workspace``; otherwise the existing one is found as :func:`reader` does.
     """
     from tether.events.anchor import Signer
-    from tether.events.store import EventStore
+    from tether.events.backends import local_dir, open_store
 
-    path = db_path(db, workspace) if create else find_db(db)
-    return EventStore.open(path, create=create, signer=Signer.configured())
+    spec = db_path(db, workspace) if create else find_db(db)
+    return open_store(spec, create=create, signer=Signer.configured(), local=local_dir(spec, workspace))
 
 
 def print_json(value: Any) -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 
 from tether.events.anchor import AnchorKey, key_path
+from tether.events.backends import describe
 from tether.observe.episode import MAX_BYTES, Limits, export_run, import_package
 
-from .common import DbOption, JsonOption, console, print_json, reader, writer
+from .common import DbOption, JsonOption, console, db_path, print_json, reader, writer
 
 
 def export_cmd(
@@ -18,7 +19,7 @@ def export_cmd(
     key: Path | None = typer.Option(
         None, "--key", help="Sign with this anchor key (default: $TETHER_KEY or `tether key init`'s, if it exists)."
     ),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Write a run's episode package: its log (exact bytes), blobs, envelope, plan and starting workspace.
@@ -47,7 +48,7 @@ def import_cmd(
     package: Path = typer.Argument(..., help="An episode package written by `tether export`."),
     key: Path | None = typer.Option(None, "--key", help="Require a signature by this key (private or public)."),
     max_bytes: int = typer.Option(MAX_BYTES, "--max-bytes", help="Refuse a package larger than this, decompressed."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Verify a package whole (names, types, sizes, hashes, signature, chain), then add its run to the store.
@@ -55,9 +56,10 @@ def import_cmd(
     Nothing is imported unless everything checks; the import is one transaction.
     """
     trusted = AnchorKey.load(key_path(key)) if key is not None else None
-    with writer(db, create=True) as store:
+    spec = db_path(db)
+    with writer(spec, create=True) as store:
         done = import_package(store, package, trusted=trusted, limits=Limits(max_bytes=max_bytes))
-        with reader(store.path) as check:  # what `tether log verify` will say there
+        with reader(spec) as check:  # what `tether log verify` will say there
             audit = check.verify_run(done.run_id)
     info = {
         "run_id": done.run_id,
@@ -66,14 +68,14 @@ def import_cmd(
         "blobs": len(done.blobs),
         "signature": done.signature_note,
         "warnings": done.warnings,
-        "db": str(store.path),
+        "db": describe(spec),
     }
     if as_json:
         print_json(info)
         return
     console.print(
         f"imported {done.run_id}: {audit.events} events, chain intact, head seq {audit.head[0]}, "
-        f"{len(done.blobs)} blobs; {done.signature_note} -> {store.path}"
+        f"{len(done.blobs)} blobs; {done.signature_note} -> {describe(spec)}"
     )
     for w in done.warnings:
         console.print(f"[yellow]note:[/] {w}")

@@ -31,7 +31,7 @@ def fork_cmd(
     interactive: bool = typer.Option(
         None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."
     ),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
 ) -> None:
@@ -57,7 +57,7 @@ def fork_and_drive(
     at: Callable[[list[Event]], int],
     workspace: Path | None,
     options: session.Options,
-    db: Path | None,
+    db: str | None,
     as_json: bool,
     *,
     envelope: Path | None = None,

@@ -78,16 +78,18 @@ def _show_skills(rows: list[dict[str, object]], problems: list[dict[str, str]], 
         )
 
 
-def _memory(db: Path | None) -> Path:
-    from tether.memory import memory_path
+def _memory(db: str | None) -> Path:
+    """The memory beside the log: a file's directory, or a PostgreSQL-backed workspace's ``.tether/``."""
+    from tether.events.backends import local_dir
+    from tether.memory.store import MEMORY_FILE
 
-    return memory_path(find_db(db))
+    return local_dir(find_db(db)) / MEMORY_FILE
 
 
 @memory_app.command("list")
 def memory_list_cmd(
     forgotten: bool = typer.Option(False, "--forgotten", help="List what was forgotten (when, by whom, why)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """The facts remembered for this project (newest first), each with the run and event it came from."""
@@ -114,7 +116,7 @@ def memory_list_cmd(
 @memory_app.command("show")
 def memory_show_cmd(
     fact: str = typer.Argument(..., help="A fact id (or a unique prefix)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """One fact, with its source: the run, the event and the kind of user text it was stated in."""
@@ -134,7 +136,7 @@ def memory_show_cmd(
 def memory_forget_cmd(
     fact: str = FactArgument,
     reason: str = typer.Option("", "--reason", help="Why (recorded with the forgetting; the fact's text is not)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Delete a fact from memory for good: no later run is offered it, even if the user states it again."""

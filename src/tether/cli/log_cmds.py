@@ -13,6 +13,7 @@ from rich.table import Table
 from tether.errors import LogCorrupt, TetherError
 from tether.events import registry
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
+from tether.events.protocol import Store
 from tether.events.store import EventStore
 
 from .common import EXIT_INVALID, DbOption, JsonOption, console, print_json, reader
@@ -20,7 +21,7 @@ from .common import EXIT_INVALID, DbOption, JsonOption, console, print_json, rea
 log_app = typer.Typer(help="Inspect and verify run logs.", no_args_is_help=True)
 
 
-def run_rows(store: EventStore) -> list[dict[str, Any]]:
+def run_rows(store: Store) -> list[dict[str, Any]]:
     """One row per run of ``store``; a run whose log does not verify is listed as such, never folded.
 
     The status is folded from the kinds it depends on only (``STATUS_KINDS``), not from the whole log.
@@ -86,7 +87,7 @@ def runs_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def runs_cmd(
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     all_dbs: bool = typer.Option(
         False, "--all", help="Every database tether created on this machine (the list in $XDG_STATE_HOME/tether)."
     ),
@@ -125,7 +126,7 @@ PAYLOAD_CHARS = 160  # of each payload in `tether log show`'s text form; --full 
 @log_app.command("show")
 def show_cmd(
     run: str,
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
     full: bool = typer.Option(False, "--full", help="Print every payload whole."),
 ) -> None:
@@ -155,7 +156,7 @@ def verify_cmd(
         None, "--key", help="Anchor key, private or public (default: $TETHER_KEY or the one `tether key init` wrote)."
     ),
     anchor_file: Path | None = typer.Option(None, "--anchor-file", help="Anchor file (default: next to the key)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Recompute the hash chain and check signed checkpoints. Exit 1 naming the first bad seq.

@@ -31,7 +31,7 @@ def mcp_proxy(
     startup_timeout: float = typer.Option(
         30.0, "--startup-timeout", min=0.1, help="Seconds for the upstream to start."
     ),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
 ) -> None:
     """Serve MCP on stdio in front of another server: only declared tools, each call gated and logged.
 

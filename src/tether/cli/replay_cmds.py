@@ -31,7 +31,7 @@ def replay_cmd(
     workspace: Path | None = typer.Option(
         None, "--workspace", "-w", help="The counterfactual run's workspace (default: <workspace>-fork-<SEQ>)."
     ),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Re-execute a run from its recorded starting files and model answers; report the first divergence.

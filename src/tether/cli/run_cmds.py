@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from tether.control.loop import control_state
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
 from tether.kernel.continuation import Request, parse_budget
@@ -54,7 +55,7 @@ def printer(as_json: bool, verbose: bool = False, progress: ProgressLine | None 
     return on_event
 
 
-def control_line(store: EventStore, run_id: str) -> str:
+def control_line(store: Store, run_id: str) -> str:
     """The control state the run ended in, and the resolver's last reason."""
     events = store.events(run_id)
     last = next((e.payload for e in reversed(events) if e.kind == "control.changed"), None)
@@ -94,7 +95,7 @@ def run_cmd(
     interactive: bool = typer.Option(
         None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."
     ),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
     progress: bool | None = ProgressOption,
@@ -146,7 +147,7 @@ def resume_cmd(
     base_url: str | None = typer.Option(None, "--base-url"),
     sandbox: str | None = typer.Option(None, "--sandbox"),
     interactive: bool = typer.Option(None, "--interactive/--headless"),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
     progress: bool | None = ProgressOption,
@@ -181,7 +182,7 @@ DIFF_STYLE = {"+": "green", "-": "red", "@": "cyan"}
 
 def show_cmd(
     run: str = typer.Argument(..., help="Run id (or unique prefix)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every event, and the summary tables."),
     full: bool = typer.Option(False, "--full", help="Every text whole (no … cuts), and the whole diff."),
@@ -326,7 +327,7 @@ def show_diff(diff: RunDiff, full: bool) -> int:
     return 0
 
 
-def approvals_cmd(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+def approvals_cmd(db: str | None = DbOption, as_json: bool = JsonOption) -> None:
     """List pending approvals across runs."""
     with reader(db) as store:
         items = pending(store)
@@ -361,7 +362,7 @@ def approve_cmd(
     for_run: bool = typer.Option(False, "--for-run", help="Also allow this exact call for the rest of the run."),
     by: str | None = typer.Option(None, "--by", help="Who approves (default: current user)."),
     run: str | None = RunOption,
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Approve a pending action (then `tether resume RUN`)."""
@@ -376,7 +377,7 @@ def deny_cmd(
     reason: str = typer.Option(..., "--reason", help="Why; the model is told."),
     by: str | None = typer.Option(None, "--by"),
     run: str | None = RunOption,
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Deny a pending action with a reason (then `tether resume RUN`)."""

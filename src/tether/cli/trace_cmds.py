@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import typer
 
@@ -38,7 +37,7 @@ def traced(sink: Sink) -> Iterator[Sink]:
         provider.shutdown()
 
 
-def trace_cmd(run: str, db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+def trace_cmd(run: str, db: str | None = DbOption, as_json: bool = JsonOption) -> None:
     """Export a stored run as an OpenTelemetry trace, to the exporter the OTEL_* variables name."""
     provider = otel.provider_from_env()
     if provider is None:

@@ -23,7 +23,7 @@ def undo_cmd(
     workspace: Path | None = typer.Option(None, "--workspace", help="Default: the run's recorded workspace."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Plan and check only; change nothing, log nothing."),
     by: str | None = typer.Option(None, "--by", help="Who undoes (default: current user)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Restore the workspace to before a run's actions (all, those after --to SEQ, or one --action).

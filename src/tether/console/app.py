@@ -16,7 +16,6 @@ planted ``<script>`` would not run even if something were left unescaped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,6 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tether.errors import TetherError
+from tether.events.backends import StoreSpec
 
 from . import inbox, live, pages
 from .access import CSRF_COOKIE, TOKEN_COOKIE, Guard, new_csrf, same
@@ -46,7 +46,7 @@ HEADERS = {
 }
 
 
-def create_app(db: Path, guard: Guard) -> Starlette:
+def create_app(db: StoreSpec, guard: Guard) -> Starlette:
     """The console for the tether database at ``db``, guarded by ``guard``."""
     console = Console(db, guard, Drivers(db))
 

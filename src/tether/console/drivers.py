@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tether.events.anchor import Signer
-from tether.events.store import EventStore
+from tether.events.backends import StoreSpec, open_store
+from tether.events.protocol import Store
 from tether.kernel import session
 from tether.kernel.continuation import Request
 from tether.kernel.fork import fork, fork_workspace
@@ -27,7 +27,7 @@ from tether.kernel.runtime import Runtime
 class Drivers:
     """The runs this server is driving, and the last error of each driver that failed."""
 
-    db: Path
+    db: StoreSpec
     threads: dict[str, threading.Thread] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
@@ -52,10 +52,10 @@ class Drivers:
             raise
         return self._drive(store, runtime)
 
-    def _open(self) -> EventStore:
-        return EventStore.open(self.db, create=False, signer=Signer.configured())
+    def _open(self) -> Store:
+        return open_store(self.db, create=False, signer=Signer.configured())
 
-    def _drive(self, store: EventStore, runtime: Runtime) -> str:
+    def _drive(self, store: Store, runtime: Runtime) -> str:
         self.failures.pop(runtime.run_id, None)
 
         def drive() -> None:

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from tether.canonical import content_hash
 from tether.errors import InputError, RunLeased
-from tether.events.store import EventStore
+from tether.events.protocol import Store
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, pending, record_answer
 from tether.state import RunState
 
@@ -46,7 +46,7 @@ class Pending:
 
 
 def _pending(console: Console) -> list[Pending]:
-    if not console.db.exists():
+    if not console.has_log():
         return []
     out = []
     with console.reader() as store:
@@ -87,7 +87,7 @@ async def approvals_page(console: Console, request: Request) -> Response:
     return render(request, "approvals.html", items=items, operator=request.cookies.get("tether_operator", ""))
 
 
-def who_answered(store: EventStore, approval_id: str) -> str | None:
+def who_answered(store: Store, approval_id: str) -> str | None:
     """How an approval was answered, from the log: 'approved (once) by ana at …', 'denied by …', 'expired …'."""
     for info in store.runs():
         for e in store.events(info.run_id):

@@ -108,13 +108,13 @@ async def approvals_stream(console: Console, request: Request) -> Response:
     shown = {a for a in request.query_params.get("shown", "").split(",") if a}
 
     def heads() -> tuple[tuple[str, int], ...]:
-        if not console.db.exists():
+        if not console.has_log():
             return ()
         with console.reader() as store:
             return tuple((i.run_id, i.head_seq) for i in store.runs())
 
     def now_pending() -> set[str]:
-        if not console.db.exists():
+        if not console.has_log():
             return set()
         with console.reader() as store:
             return {r.approval_id for r in pending(store)}

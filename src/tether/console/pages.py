@@ -18,6 +18,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
+from tether.events.backends import describe
 from tether.events.store import Event
 from tether.kernel.continuation import NEEDS, Needs, parse_budget
 from tether.kernel.continuation import Request as Continuation
@@ -32,7 +33,7 @@ from .web import Console, checked_form, int_param, render
 
 
 def _rows(console: Console) -> list[views.RunRow]:
-    if not console.db.exists():
+    if not console.has_log():
         return []
     with console.reader() as store:
         rows = []
@@ -61,7 +62,7 @@ async def runs_page(console: Console, request: Request) -> Response:
         status=status,
         control=control,
         q=text,
-        db=str(console.db),
+        db=describe(console.db),
     )
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
 
 from tether.errors import RuntimeFailure
+from tether.events.backends import StoreSpec
 
 from .access import Guard, bind_token, is_loopback
 from .app import create_app
@@ -28,7 +28,7 @@ def url(host: str, port: int, token: str | None = None) -> str:
     return f"http://{name}:{port}/" + (f"?token={token}" if token else "")
 
 
-def serve(db: Path, host: str, port: int, token: str | None) -> None:
+def serve(db: StoreSpec, host: str, port: int, token: str | None) -> None:
     """Serve until interrupted. ``token`` must already be the one :func:`bind_token` settled on."""
     if token is None and not is_loopback(host):
         raise RuntimeFailure(f"refusing to serve on {host} without a token")  # bind_token never lets this happen
@@ -42,7 +42,7 @@ def serve(db: Path, host: str, port: int, token: str | None) -> None:
 class Background:
     """The console in a daemon thread on ``host`` and a free port; ``stop()`` ends it."""
 
-    def __init__(self, db: Path, host: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(self, db: StoreSpec, host: str = "127.0.0.1", token: str | None = None) -> None:
         self.token = bind_token(host, token)
         self.app = create_app(db, Guard(host, self.token))
         self.server = uvicorn.Server(_config(self.app, host, 0))

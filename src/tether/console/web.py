@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from tether.errors import InputError, LogCorrupt
-from tether.events.store import EventStore
+from tether.events.backends import StoreSpec, exists, open_store
+from tether.events.protocol import Store
 
 from . import views
 from .access import CSRF_COOKIE, CSRF_FIELD, Guard
@@ -34,17 +35,21 @@ templates.tests.update(hiding=views.has_hidden)
 class Console:
     """What one server serves: a database, its access guard, and the runs it resumed."""
 
-    db: Path
+    db: StoreSpec
     guard: Guard
     drivers: Drivers
 
-    def reader(self) -> EventStore:
-        return EventStore.open(self.db, readonly=True)
+    def has_log(self) -> bool:
+        """Whether there may be runs to show: the file exists (the server of a URL answers on open)."""
+        return exists(self.db)
 
-    def writer(self) -> EventStore:
+    def reader(self) -> Store:
+        return open_store(self.db, readonly=True, create=False)
+
+    def writer(self) -> Store:
         from tether.events.anchor import Signer
 
-        return EventStore.open(self.db, create=False, signer=Signer.configured())
+        return open_store(self.db, create=False, signer=Signer.configured())
 
 
 def csrf_of(request: Request) -> str:

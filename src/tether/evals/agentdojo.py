@@ -40,6 +40,7 @@ from typing import Any
 from tether.canonical import content_hash
 from tether.envelope.schema import Effect, Envelope, Permissions, PlanRef, Rule, ToolContract, Trust
 from tether.errors import InputError
+from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
@@ -195,7 +196,7 @@ def _jsonable(value: Any) -> Any:
 class Replayer:
     """Replays scenarios of one suite into one event store (a run per scenario)."""
 
-    def __init__(self, suite: Any, name: str, store: EventStore, workspace: Path) -> None:
+    def __init__(self, suite: Any, name: str, store: Store, workspace: Path) -> None:
         from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
         from agentdojo.functions_runtime import FunctionsRuntime
 
@@ -278,7 +279,7 @@ class Replayer:
 
 
 def evaluate_suite(
-    suite: Any, name: str, store: EventStore, workspace: Path, *, user_tasks: Sequence[str] | None = None
+    suite: Any, name: str, store: Store, workspace: Path, *, user_tasks: Sequence[str] | None = None
 ) -> SuiteReport:
     """The figures for one suite (``user_tasks``: only these ids, for a quick subset)."""
     from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack

@@ -1,4 +1,4 @@
-"""Events: typed payloads and their kinds, the hash chain, the store protocol and the SQLite store.
+"""Events: typed payloads and their kinds, the hash chain, the store protocol, its stores and :func:`open_store`.
 
 Importing the package imports every kind module, so the registry of kinds is complete for any
 reader or writer (the kind modules import only :mod:`.payload`, never each other).
@@ -15,9 +15,10 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_mcp,
     kinds_verify,
 )
+from .backends import StoreSpec, default_spec, open_store
 from .payload import REGISTRY, Emitted, Payload, register
 from .protocol import Store
-from .store import Event, EventStore, RunInfo, default_db_path
+from .store import Event, EventStore, RunInfo
 
 __all__ = [
     "REGISTRY",
@@ -27,6 +28,8 @@ __all__ = [
     "Payload",
     "RunInfo",
     "Store",
-    "default_db_path",
+    "StoreSpec",
+    "default_spec",
+    "open_store",
     "register",
 ]

@@ -27,6 +27,7 @@ from .anchor import AnchorKey, Checkpoint
 from .kinds import RunForked
 from .lease import Lease
 from .payload import Emitted, Payload
+from .redact import Redactor
 from .store import Audit, Event, EventStore, Head, RunInfo
 
 
@@ -40,6 +41,21 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release every lease this store holds, then the connection."""
+        ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    # ---- secrets: never written --------------------------------------------------------------
+
+    @property
+    def redactor(self) -> Redactor:
+        """The secret values this store replaces in every event and blob it writes."""
+        ...
+
+    def redact_also(self, secrets: Mapping[str, str]) -> None:
+        """From now on, replace these values (name -> value) in everything this store writes."""
         ...
 
     # ---- runs --------------------------------------------------------------------------------

@@ -330,11 +330,6 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def default_db_path(workspace: Path) -> Path:
-    env = os.environ.get("TETHER_DB")
-    return Path(env) if env else workspace / ".tether" / "tether.db"
-
-
 class EventStore:
     """Open with :meth:`open`; one instance may be shared by threads of one process."""
 

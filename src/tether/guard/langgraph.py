@@ -42,7 +42,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 from tether.envelope.schema import Envelope
-from tether.events.store import EventStore
+from tether.events.protocol import Store
 from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
 from tether.status import ActionStatus
@@ -72,7 +72,7 @@ class LangGraphGate:
     """Gates the tool calls of a LangGraph graph; one governed session per LangGraph thread."""
 
     def __init__(
-        self, store: EventStore, envelope: Envelope | str | Path, *, workspace: Path | None = None, task: str = ""
+        self, store: Store, envelope: Envelope | str | Path, *, workspace: Path | None = None, task: str = ""
     ) -> None:
         self.store, self.envelope, self.workspace, self.task = store, envelope, workspace, task
         self._guards: dict[str, Guard] = {}

@@ -44,7 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tether.envelope.schema import mcp_tool_name
 from tether.envelope.trust import trust_of
-from tether.events.store import EventStore
+from tether.events.protocol import Store
 from tether.policy.decision import Verdict
 from tether.tools.mcp_client import McpCallFailed, McpConnection
 
@@ -215,7 +215,7 @@ class Upstream:
 
 
 def open_proxy(
-    store: EventStore, envelope: str | Path, upstream: Upstream, *, name: str, session: str | None = None
+    store: Store, envelope: str | Path, upstream: Upstream, *, name: str, session: str | None = None
 ) -> Proxy:
     """The governed session and the started upstream (a server that cannot start raises McpUnavailable)."""
     session = session or uuid.uuid4().hex[:12]

@@ -59,7 +59,8 @@ from tether.events.kinds import (
 )
 from tether.events.kinds_guard import SessionOpened
 from tether.events.payload import Payload
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami
 from tether.kernel.outcome import closing
 from tether.kernel.session import load_checked
@@ -133,7 +134,7 @@ def session_run_id(framework: str, session: str) -> str:
 class Guard:
     """The governed run of one session. Thread-safe; build it with :meth:`open`."""
 
-    def __init__(self, store: EventStore, run_id: str, env: Envelope, workspace: Path) -> None:
+    def __init__(self, store: Store, run_id: str, env: Envelope, workspace: Path) -> None:
         self.store, self.run_id, self.env, self.workspace = store, run_id, env, workspace
         self.events: list[Event] = []
         self.state = RunState()
@@ -145,7 +146,7 @@ class Guard:
     @classmethod
     def open(
         cls,
-        store: EventStore,
+        store: Store,
         envelope: Envelope | str | Path,
         session: str,
         *,
@@ -452,7 +453,7 @@ class Guard:
         return Answer(verdict, rule, reason, call_id, self.run_id, tool, approval_id)
 
 
-def _started(store: EventStore, run_id: str) -> dict[str, Any] | None:
+def _started(store: Store, run_id: str) -> dict[str, Any] | None:
     """The envelope a session's run began under, or None when the run does not exist yet."""
     try:
         store.run(run_id)
@@ -462,7 +463,7 @@ def _started(store: EventStore, run_id: str) -> dict[str, Any] | None:
     return dict(first[0].payload["envelope"]) if first else None
 
 
-def _started_workspace(store: EventStore, run_id: str) -> str:
+def _started_workspace(store: Store, run_id: str) -> str:
     first = store.events(run_id, kinds={RunStarted.KIND})
     return str(first[0].payload.get("workspace", "")) if first else ""
 

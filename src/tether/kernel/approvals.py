@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from tether.errors import InputError, LogCorrupt
 from tether.events.kinds import ApprovalDenied, ApprovalGranted, ApprovalRequested
-from tether.events.store import EventStore
+from tether.events.protocol import Store
 from tether.state import STATUS_KINDS, RunState
 
 
@@ -71,7 +71,7 @@ def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> Approval
     return ApprovalGranted(approval_id=request.approval_id, by=answer.by, scope=answer.choice, rule=rule)
 
 
-def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest]:
+def pending(store: Store, *, verified: bool = True) -> list[ApprovalRequest]:
     """Every pending approval across the store's runs; by default only of runs whose log verifies.
 
     Nothing can be approved on a log that does not verify; ``verified=False`` still finds such a
@@ -97,7 +97,7 @@ def pending(store: EventStore, *, verified: bool = True) -> list[ApprovalRequest
     return out
 
 
-def _requested_raw(store: EventStore, run_id: str) -> list[ApprovalRequest]:
+def _requested_raw(store: Store, run_id: str) -> list[ApprovalRequest]:
     """The approval requests of a log that cannot be folded, read from the raw rows: only so that answering
     one is refused naming the log's first bad seq (``record_answer`` verifies before it appends)."""
     try:
@@ -111,9 +111,7 @@ def _requested_raw(store: EventStore, run_id: str) -> list[ApprovalRequest]:
     ]
 
 
-def record_answer(
-    store: EventStore, approval_id: str, answer: ApprovalAnswer, *, run: str | None = None
-) -> ApprovalRequest:
+def record_answer(store: Store, approval_id: str, answer: ApprovalAnswer, *, run: str | None = None) -> ApprovalRequest:
     """Record a human's answer to a pending approval (headless: `tether approve|deny`).
 
     ``run`` (an id or prefix) picks the run when the same approval waits in several: a fork taken at a

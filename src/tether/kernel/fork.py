@@ -34,7 +34,8 @@ from tether.events.kinds import (
     RunForked,
     UndoReceipt,
 )
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.snapshot import Entry, EntryKind, Manifest, SnapshotError, materialise
 from tether.state import RunState
 from tether.status import RunStatus
@@ -44,7 +45,7 @@ from .approvals import whoami
 from .runtime import Runtime
 
 
-def workspace_at(store: EventStore, events: Sequence[Event]) -> Manifest:
+def workspace_at(store: Store, events: Sequence[Event]) -> Manifest:
     """The workspace as ``events`` (a run's log from seq 0) leave it: start snapshot plus recorded images."""
     checkpoints = (e.data_as(Checkpoint) for e in events if e.kind == Checkpoint.KIND)
     baseline = next((c.snapshot for c in checkpoints if c.snapshot is not None), None)  # as RunState.baseline
@@ -77,7 +78,7 @@ def workspace_at(store: EventStore, events: Sequence[Event]) -> Manifest:
 
 
 def fork(
-    store: EventStore,
+    store: Store,
     run_id: str,
     at_seq: int,
     dest: Path,
@@ -124,7 +125,7 @@ def fork(
         raise
 
 
-def fork_workspace(store: EventStore, run_id: str, at_seq: int) -> Path:
+def fork_workspace(store: Store, run_id: str, at_seq: int) -> Path:
     """Where a fork's workspace goes by default: beside the parent's, ``<name>-fork-<seq>`` (numbered if taken)."""
     parent = Path(RunState.from_events(store.events(run_id)).workspace or Path.cwd())
     base = parent.with_name(f"{parent.name}-fork-{at_seq}")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
-from tether.events.store import EventStore, default_db_path
+from tether.events.backends import StoreSpec, default_spec, local_dir, open_store, spec_of
+from tether.events.protocol import Store
 from tether.models.base import Model
 from tether.tools.contract import Tool
 
@@ -59,11 +60,14 @@ class Harness:
             on_event=on_event,
         )
         self.envelope = self.loaded.envelope
-        self.db = Path(db) if db else default_db_path(self.options.workspace or Path.cwd())
+        where = self.options.workspace or Path.cwd()
+        self.db: StoreSpec = spec_of(db) if db else default_spec(where)
+        self.local = local_dir(self.db, where)  # memory.db: beside a file, in the workspace's .tether/ for a URL
 
-    def store(self) -> EventStore:
-        """The run store; with an anchor key configured (``tether key init``), checkpoints are signed."""
-        return EventStore.open(self.db, signer=Signer.configured())
+    def store(self) -> Store:
+        """The run store (a file, or a ``postgresql://`` URL); with an anchor key configured (``tether key init``),
+        checkpoints are signed."""
+        return open_store(self.db, signer=Signer.configured(), local=self.local)
 
     def run(self, task: str, *, continue_plan: bool = False) -> OutputContract:
         """Run ``task``; ``continue_plan`` starts from the task list of the latest earlier run on the workspace."""

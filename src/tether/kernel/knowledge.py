@@ -29,7 +29,8 @@ from tether.events.kinds_knowledge import (
     SkillScore,
 )
 from tether.events.payload import Payload
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.memory import Fact, MemoryStore, memory_path, stated
 from tether.skills import Skill, SkillRoot, bind, default_roots, discover
 from tether.tools.skill import LOAD_SKILL
@@ -103,7 +104,7 @@ def recall_events(database: Path, env: Envelope) -> list[Payload]:
     ]
 
 
-def remembered(store: EventStore, run_id: str, env: Envelope) -> MemoryRemembered | None:
+def remembered(store: Store, run_id: str, env: Envelope) -> MemoryRemembered | None:
     """Store the facts the run's user has stated so far (``memory.remember``); None when nothing is new."""
     cfg = env.memory
     if cfg is None or not cfg.remember:
@@ -117,7 +118,7 @@ def remembered(store: EventStore, run_id: str, env: Envelope) -> MemoryRemembere
     return MemoryRemembered(facts=[_fact(f) for f in new], store=str(path)) if new else None
 
 
-def carried_plan(store: EventStore, workspace: Path) -> list[Payload]:
+def carried_plan(store: Store, workspace: Path) -> list[Payload]:
     """The task list of the latest run on ``workspace`` that has one, as ``plan.carried`` and its section.
 
     Raises ``InputError`` when no earlier run of this workspace in the store has a plan.

@@ -57,6 +57,7 @@ from tether.events.kinds import (
     RunStarted,
 )
 from tether.events.kinds_control import CompletionAccepted, CompletionRefused
+from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from tether.models.scripted import EXHAUSTED
@@ -229,7 +230,7 @@ class ReplayReport:
 
 
 def replay(
-    store: EventStore,
+    store: Store,
     run_id: str,
     *,
     to_seq: int | None = None,
@@ -257,7 +258,7 @@ def replay(
 
 
 def _replay(
-    store: EventStore,
+    store: Store,
     run_id: str,
     events: list[Event],
     state: RunState,

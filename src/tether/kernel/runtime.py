@@ -58,7 +58,8 @@ from tether.events.kinds_control import ReviewerCalled
 from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.models.base import Message, Model, ToolSpec, Usage
 from tether.models.catalog import split_provider
 from tether.models.pricing import cost_usd, price_for
@@ -136,7 +137,7 @@ class Runtime:
 
     def __init__(
         self,
-        store: EventStore,
+        store: Store,
         run_id: str,
         env: Envelope,
         workspace: Path,

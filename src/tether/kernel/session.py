@@ -19,7 +19,8 @@ from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.kinds_context import ContextSection
-from tether.events.store import EventStore, new_run_id
+from tether.events.protocol import Store
+from tether.events.store import new_run_id
 from tether.models.base import Model
 from tether.models.catalog import run_catalog
 from tether.models.registry import load_model
@@ -123,7 +124,7 @@ def _model(spec: Model | str | None, env: Envelope, base_dir: Path, base_url: st
     return spec
 
 
-def start(store: EventStore, envelope: Envelope | str | Path, task: str, options: Options) -> Runtime:
+def start(store: Store, envelope: Envelope | str | Path, task: str, options: Options) -> Runtime:
     loaded = load_checked(envelope)
     env = loaded.envelope
     workspace = (options.workspace or loaded.base_dir / env.environment.workspace).resolve()
@@ -136,7 +137,7 @@ def start(store: EventStore, envelope: Envelope | str | Path, task: str, options
 
 
 def begin(
-    store: EventStore,
+    store: Store,
     loaded: Loaded,
     task: str,
     workspace: Path,
@@ -200,7 +201,7 @@ def begin(
     return runtime
 
 
-def resume(store: EventStore, run_id: str, options: Options, request: Request | None = None) -> Runtime:
+def resume(store: Store, run_id: str, options: Options, request: Request | None = None) -> Runtime:
     """Take the run's lease, verify its log (chain and anchor), rebuild the run from it and record who continues it.
 
     ``request`` is what the person continuing supplies (a note, raised budgets, more attempts;
@@ -218,7 +219,7 @@ def resume(store: EventStore, run_id: str, options: Options, request: Request | 
         raise
 
 
-def _resume(store: EventStore, run_id: str, options: Options, request: Request) -> Runtime:
+def _resume(store: Store, run_id: str, options: Options, request: Request) -> Runtime:
     info = store.run(run_id)
     store.verify_run(info.run_id)
     events = store.events(info.run_id)
@@ -235,7 +236,7 @@ def _resume(store: EventStore, run_id: str, options: Options, request: Request) 
     return runtime
 
 
-def attach(store: EventStore, run_id: str, options: Options, continued: RunContinued | None = None) -> Runtime:
+def attach(store: Store, run_id: str, options: Options, continued: RunContinued | None = None) -> Runtime:
     """A runtime for a run as its log stands: the contract, plan, prices, model and workspace it recorded.
 
     The envelope and plan are those the run began under (``run.started``) or a fork's replacement
@@ -264,7 +265,7 @@ def recorded_prices(started: Mapping[str, Any], env: Envelope) -> dict[str, Pric
 
 
 def _runtime(
-    store: EventStore,
+    store: Store,
     run_id: str,
     loaded: Loaded,
     workspace: Path,

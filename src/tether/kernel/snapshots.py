@@ -21,7 +21,7 @@ from pathlib import Path
 from tether.canonical import bytes_hash
 from tether.errors import TetherError
 from tether.events.kinds import Checkpoint
-from tether.events.store import EventStore
+from tether.events.protocol import Store
 from tether.snapshot import ALWAYS_SKIPPED, ContentMismatch, Manifest, SnapshotError, Watch, materialise, take
 
 STORE_SUFFIXES = ("", "-wal", "-shm", "-journal", ".lock")
@@ -41,7 +41,7 @@ def store_excludes(store: Path, workspace: Path) -> tuple[str, ...]:
 class Snapshots:
     """Baseline (from the log), latest (in memory); every snapshot's new bytes go to the store's blobs."""
 
-    def __init__(self, store: EventStore, workspace: Path, baseline_hash: str | None) -> None:
+    def __init__(self, store: Store, workspace: Path, baseline_hash: str | None) -> None:
         self.store, self.workspace, self.baseline_hash = store, workspace, baseline_hash
         self.exclude = (*store_excludes(store.path, workspace), REPORT_PATTERN)
         self._baseline: Manifest | None = None
@@ -82,7 +82,7 @@ class Snapshots:
         return self.store.put_blob(m.to_json())
 
 
-def start_checkpoint(store: EventStore, run_id: str) -> Checkpoint:
+def start_checkpoint(store: Store, run_id: str) -> Checkpoint:
     """The run's ``start`` checkpoint (SnapshotError when it has none)."""
     start = next((e for e in store.events(run_id) if e.kind == Checkpoint.KIND and e.payload["label"] == "start"), None)
     if start is None:
@@ -90,7 +90,7 @@ def start_checkpoint(store: EventStore, run_id: str) -> Checkpoint:
     return start.data_as(Checkpoint)
 
 
-def start_manifest(store: EventStore, run_id: str) -> Manifest:
+def start_manifest(store: Store, run_id: str) -> Manifest:
     """The workspace a run started from: the manifest its ``start`` checkpoint names, read from the store.
 
     Raises SnapshotError when the run has no start snapshot (a run from before tether kept them, or a
@@ -111,7 +111,7 @@ def start_manifest(store: EventStore, run_id: str) -> Manifest:
         raise SnapshotError(f"run {run_id}: start snapshot {h}: {e}") from e
 
 
-def materialise_start(store: EventStore, run_id: str, dest: Path) -> Manifest:
+def materialise_start(store: Store, run_id: str, dest: Path) -> Manifest:
     """Rebuild the workspace ``run_id`` started from in ``dest`` (empty or new), from the log and its blobs only.
 
     The one place replay, fork and import get a run's starting files: nothing is read from the

@@ -56,7 +56,8 @@ from tether.events.kinds import (
     RunStarted,
     UndoReceipt,
 )
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.snapshot import ALWAYS_SKIPPED, Entry, EntryKind, Manifest, SnapshotError, changes, probe
 
 from .approvals import whoami
@@ -366,7 +367,7 @@ def check(workspace: Path, steps: Sequence[Step]) -> tuple[list[Found], list[str
     return found, conflicts
 
 
-def contents(store: EventStore, steps: Iterable[Step]) -> tuple[dict[str, bytes], list[str]]:
+def contents(store: Store, steps: Iterable[Step]) -> tuple[dict[str, bytes], list[str]]:
     """The bytes of every image to restore, checked against its hash; problems for the ones missing or wrong."""
     out, problems = {}, []
     for s in steps:
@@ -576,7 +577,7 @@ class Outcome:
 
 
 def undo(
-    store: EventStore,
+    store: Store,
     run_id: str,
     selection: Selection = Selection(),
     *,

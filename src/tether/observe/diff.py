@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from tether.errors import TetherError
 from tether.events.kinds import Checkpoint
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.snapshot import Manifest, changes, unified_diff
 
 
@@ -27,11 +28,11 @@ class RunDiff:
     missing: str = ""
 
 
-def _manifest(store: EventStore, checkpoint: Event) -> Manifest:
+def _manifest(store: Store, checkpoint: Event) -> Manifest:
     return Manifest.from_json(store.get_blob(checkpoint.payload["snapshot"]))
 
 
-def run_diff(store: EventStore, events: Sequence[Event]) -> RunDiff:
+def run_diff(store: Store, events: Sequence[Event]) -> RunDiff:
     """The run's changes from its ``start`` checkpoint to its latest checkpoint with a snapshot."""
     snapshots = [e for e in events if e.kind == Checkpoint.KIND and e.payload.get("snapshot")]
     start = next((e for e in snapshots if e.payload["label"] == "start"), None)

@@ -51,7 +51,8 @@ from tether.canonical import canonical_json, sha256_hex
 from tether.errors import FileError, InputError, LogCorrupt, TetherError
 from tether.events.anchor import AnchorKey
 from tether.events.kinds import Checkpoint, RunForked, RunStarted
-from tether.events.store import Event, EventStore, RunInfo, now_iso, verify_rows
+from tether.events.protocol import Store
+from tether.events.store import Event, RunInfo, now_iso, verify_rows
 from tether.sandbox.environment import passed_values
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import RunState
@@ -101,7 +102,7 @@ class Package:
 
 
 def export_run(
-    store: EventStore,
+    store: Store,
     run_id: str,
     out: Path,
     *,
@@ -178,7 +179,7 @@ def _secret_in(data: bytes, secrets: Mapping[str, str]) -> str:
 
 
 def _referenced_blobs(
-    store: EventStore, rows: Iterable[tuple[Any, ...]], events: Iterable[Any]
+    store: Store, rows: Iterable[tuple[Any, ...]], events: Iterable[Any]
 ) -> tuple[dict[str, bytes], set[str]]:
     """Every blob an event names (any ``sha256:`` text that is a stored blob), and each snapshot's contents."""
     wanted = {h for row in rows for h in HASH_IN_TEXT.findall(row[4])}
@@ -210,14 +211,14 @@ def _referenced_blobs(
     return blobs, missing
 
 
-def _blob(store: EventStore, h: str) -> bytes | None:
+def _blob(store: Store, h: str) -> bytes | None:
     try:
         return store.get_blob(h)
     except TetherError:
         return None
 
 
-def _lineage_heads(store: EventStore, run_id: str, rows: list[tuple[Any, ...]]) -> list[RunInfo]:
+def _lineage_heads(store: Store, run_id: str, rows: list[tuple[Any, ...]]) -> list[RunInfo]:
     """The lineage's runs, each with the head the package holds of it (a parent's is the fork point)."""
     last: dict[str, tuple[int, str]] = {}
     for row in rows:
@@ -510,9 +511,7 @@ def _check_contents(path: Path, package: Package, members: Mapping[str, bytes]) 
         package.warnings.append(f"{len(withheld)} blob(s) were withheld on export (they held a host secret)")
 
 
-def import_package(
-    store: EventStore, path: Path, *, trusted: AnchorKey | None = None, limits: Limits = Limits()
-) -> Package:
+def import_package(store: Store, path: Path, *, trusted: AnchorKey | None = None, limits: Limits = Limits()) -> Package:
     """Verify ``path`` whole, then add its run (and the parent prefix it shares) to ``store`` in one transaction."""
     package = read_package(path, trusted=trusted, limits=limits)
     try:

@@ -1,0 +1,86 @@
+"""Which store a spec names, and opening it: a SQLite file path, or a ``postgresql://`` URL.
+
+One function opens a store for every caller (the CLI's ``--db`` and ``$TETHER_DB``, ``Harness(db=…)``, the
+console), so a new backend is added here and nowhere else. A spec stays a ``str`` until it is known to be a
+file: a URL made into a :class:`~pathlib.Path` would lose the ``//`` of its authority.
+
+A PostgreSQL-backed workspace still has local files: the memory database (``memory.db``) and nothing else
+that a store writes. They live in ``local`` (the workspace's ``.tether/`` directory); the store's ``path``
+names a place in that directory (``.tether/postgresql``) where no file is written, so that every caller that
+finds the memory "beside the log" (``path.parent``) finds it there. See docs/store.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from .anchor import Signer
+from .protocol import Store
+from .store import EventStore
+
+StoreSpec = str | Path  # a SQLite database file, or a postgresql:// URL
+URL_SCHEMES = ("postgresql", "postgres")
+LOCAL_DIR = ".tether"
+DB_FILE = Path(LOCAL_DIR) / "tether.db"
+PG_NAME = "postgresql"  # the name a PostgreSQL store's ``path`` gives in its local directory (no file is made)
+
+
+def is_url(spec: StoreSpec) -> bool:
+    """Whether ``spec`` is a PostgreSQL URL (``postgresql://…`` or ``postgres://…``) rather than a file."""
+    return isinstance(spec, str) and urlsplit(spec).scheme.lower() in URL_SCHEMES
+
+
+def spec_of(value: str | Path) -> StoreSpec:
+    """A ``--db`` or ``$TETHER_DB`` value as a spec: a URL kept as text, anything else a file path."""
+    return value if is_url(value) else Path(value)
+
+
+def default_spec(workspace: Path) -> StoreSpec:
+    """Where a workspace's log is: ``$TETHER_DB`` (a file or a URL), else ``<workspace>/.tether/tether.db``."""
+    env = os.environ.get("TETHER_DB")
+    return spec_of(env) if env else workspace / DB_FILE
+
+
+def describe(spec: StoreSpec) -> str:
+    """The spec for messages and pages: a file's path, or the URL with any password replaced by ``***``."""
+    if not is_url(spec):
+        return str(spec)
+    parts = urlsplit(str(spec))
+    if parts.password is None:
+        return str(spec)
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def exists(spec: StoreSpec) -> bool:
+    """Whether there may be a log to read: a file that exists; a URL always (the server answers on open)."""
+    return is_url(spec) or Path(spec).exists()
+
+
+def local_dir(spec: StoreSpec, workspace: Path | None = None) -> Path:
+    """The directory of the workspace's local files (memory.db): a file's own directory; for a URL, the
+    workspace's ``.tether/`` (the current directory's when no workspace is known)."""
+    if is_url(spec):
+        return (workspace or Path.cwd()) / LOCAL_DIR
+    return Path(spec).parent
+
+
+def open_store(
+    spec: StoreSpec,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    signer: Signer | None = None,
+    local: Path | None = None,
+) -> Store:
+    """Open the store ``spec`` names (see :func:`spec_of`); ``create`` makes a new one (a file, or the schema
+    in an empty PostgreSQL database); ``readonly`` never writes; ``signer`` signs checkpoints. ``local`` is
+    the directory of a PostgreSQL-backed workspace's local files (:func:`local_dir`)."""
+    if is_url(spec):
+        from tether.errors import InputError
+
+        raise InputError(f"{describe(spec)}: the PostgreSQL store is not built yet; pass a SQLite file to --db")
+    return EventStore.open(Path(spec), create=create, readonly=readonly, signer=signer)
