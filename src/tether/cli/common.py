@@ -58,7 +58,7 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 DbOption = typer.Option(
     None,
     "--db",
-    help="Event store: a file or a postgresql:// URL (default: $TETHER_DB, else found from here: see `tether runs --help`).",
+    help="Event store: a file or a postgresql:// URL (default: $TETHER_DB, else found from here: see `tether runs`).",
 )
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 
