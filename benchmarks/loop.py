@@ -1,0 +1,340 @@
+"""A governed step against a bare one: per-step time, memory, storage, commits and fsyncs, in one run.
+
+    python benchmarks/loop.py [--steps 50,200,1000,5000] [--repeat 3] [--cases local-plain,local-git,...]
+
+The workload (issue 18): a scripted model asks for one shell command running ``true`` per step, N steps.
+Each measurement runs in a fresh interpreter (so its peak RSS is its own) and the two sides alternate,
+``--repeat`` times; the table shows medians.
+
+- **tether**: the scripted model through :class:`tether.Harness` on the case's sandbox (local or bubblewrap)
+  and workspace (plain temp dir, or a git repository): context from the log, the gate, the sandbox, the
+  durable log, receipts, the control layer. Timed from the first model call to the (N+1)-th, so loading
+  the envelope and finishing the run are not counted.
+- **bare**: the same commands in a plain loop that runs each one the way the case's sandbox would — ``bash
+  -c`` for local, bubblewrap *with the same flags tether passes it* for bwrap — and appends and fsyncs one
+  JSON line per step. This is the floor a governed step is measured against.
+- **langgraph** (only where ``langgraph`` and ``langgraph-checkpoint-sqlite`` are installed: ``pip install
+  -e '.[bench]'``): the same loop as a LangGraph graph (agent node → tool node running ``bash -c``) with
+  its SQLite checkpointer, local only.
+
+Also printed: SQLite commits per step (counted in the store's connection between the first and last model
+call), fsyncs per step (``strace -c`` of two runs of different length, the difference divided by the extra
+steps, so start-up and finish cancel), peak RSS, and bytes of log per step. Figures only: nothing is
+asserted here; the aims are printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+EXAMPLE = HERE.parents[1] / "examples" / "bugfix"
+CASES = ("local-plain", "local-git", "bwrap-plain", "bwrap-git")
+
+
+# ---- the child: one measurement in a fresh interpreter ------------------------------------------
+
+
+def build_envelope(root: Path, n: int) -> Path:
+    """examples/bugfix's plan and envelope, copied, with budgets raised for N steps, recompiled."""
+    import yaml
+
+    from tether.envelope.compile import compile_envelope
+
+    dest = root / "envelope"
+    dest.mkdir(exist_ok=True)
+    shutil.copy(EXAMPLE / "plan.yaml", dest / "plan.yaml")
+    data = yaml.safe_load((EXAMPLE / "envelope.yaml").read_text())
+    headroom = 2 * n + 20  # the control layer escalates when less than 15% of a budget is left
+    data["agent"]["max_turns"] = headroom
+    data["budgets"].update(turns=headroom, tool_calls=headroom, tokens=10**9, usd=1000.0, wall_s=86400)
+    out = dest / "envelope.yaml"
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    compile_envelope(dest / "plan.yaml", out)
+    return out
+
+
+def make_workspace(root: Path, git: bool) -> Path:
+    """A small project with one test (the run's pre-flight needs a test to collect), optionally a git repo."""
+    ws = root / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("benchmark workspace\n")
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_sum.py").write_text("def test_sum():\n    assert sum([1, 2]) == 3\n")
+    if git:
+        for cmd in (
+            ["git", "init", "-q", "-b", "main"],
+            ["git", "add", "-A"],
+            ["git", "-c", "user.name=bench", "-c", "user.email=bench@tether.dev", "commit", "-qm", "initial"],
+        ):
+            subprocess.run(cmd, cwd=ws, check=True, capture_output=True)
+    return ws
+
+
+def peak_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def tether_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
+    from tether import Harness
+    from tether.events.store import EventStore
+    from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+    from tether.models.function import FunctionModel
+
+    commits = [0]
+    marks: list[tuple[float, int]] = []  # (time, commits so far) at each model call
+
+    def script(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        marks.append((time.perf_counter(), commits[0]))
+        i = len(marks)
+        if i > n:
+            return ModelResponse("benchmark over", (), "refusal", "refusal", Usage(), "bench")
+        # `true I`: an argument `true` ignores, so that the stuck detector does not (rightly) stop a run
+        # that repeats one identical action with one identical result.
+        call = ToolCall(f"c{i}", "bash", {"command": f"true {i}"})
+        return ModelResponse("", (call,), "tool_request", "tool_use", Usage(1, 1), "bench")
+
+    class Counted(Harness):
+        def store(self) -> EventStore:
+            store = super().store()
+            store._conn.set_trace_callback(lambda sql: _count_commit(sql, commits))
+            return store
+
+    ws = make_workspace(root, git)
+    db = root / "tether.db"
+    model = FunctionModel(script, name="bench")
+    harness = Counted(build_envelope(root, n), model=model, workspace=ws, db=db, sandbox=backend)
+    contract = harness.run("run `true` many times")
+    if len(marks) < n + 1:
+        raise SystemExit(f"tether ran {len(marks) - 1} of {n} steps: {contract.status}")
+    (t0, c0), (t1, c1) = marks[0], marks[n]
+    return {
+        "per_step": (t1 - t0) / n,
+        "commits": (c1 - c0) / n,
+        "rss_kib": peak_rss_kib(),
+        "bytes": sum(p.stat().st_size for p in root.glob("tether.db*")) / n,
+    }
+
+
+def _count_commit(sql: str, commits: list[int]) -> None:
+    if sql.lstrip()[:6].upper() == "COMMIT":
+        commits[0] += 1
+
+
+def bare_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
+    """Each command as the sandbox would start it, and one fsynced JSON line per step."""
+    ws = make_workspace(root, git)
+    env: dict[str, str] | None = None
+    if backend == "bwrap":
+        from tether.envelope.schema import Sandbox as SandboxSpec
+        from tether.sandbox.factory import make_sandbox
+
+        sandbox: Any = make_sandbox(SandboxSpec(backend="bwrap", required=True), ws)
+        sandbox.prepare(ws)
+        env = sandbox.env(None)
+
+        def argv(i: int) -> list[str]:
+            return list(sandbox.argv(["/bin/bash", "-c", f"true {i}"], workspace=ws, cwd=ws))
+    else:
+
+        def argv(i: int) -> list[str]:
+            return ["/bin/bash", "-c", f"true {i}"]
+
+    log = root / "bare.jsonl"
+    with open(log, "ab") as f:
+        t0 = time.perf_counter()
+        for i in range(1, n + 1):
+            done = subprocess.run(argv(i), cwd=ws, env=env, capture_output=True)
+            f.write(json.dumps({"step": i, "exit": done.returncode, "out": done.stdout.decode()}).encode() + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        t1 = time.perf_counter()
+    return {"per_step": (t1 - t0) / n, "commits": 0.0, "rss_kib": peak_rss_kib(), "bytes": log.stat().st_size / n}
+
+
+def langgraph_loop(root: Path, n: int) -> dict[str, Any]:
+    """The same loop as a LangGraph graph with its SQLite checkpointer (one checkpoint per node)."""
+    import sqlite3
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    ws = make_workspace(root, False)
+
+    # The functional form: evaluated here, so LangGraph can read the reducer (a class body's annotations would
+    # be strings under `from __future__ import annotations`, naming locals it cannot resolve).
+    State = TypedDict("State", {"messages": Annotated[list[AnyMessage], add_messages], "step": int})  # noqa: UP013
+
+    def agent(state: Any) -> dict[str, Any]:
+        i = state["step"] + 1
+        if i > n:
+            return {"messages": [AIMessage("benchmark over")], "step": i}
+        call = {"name": "bash", "args": {"command": f"true {i}"}, "id": f"c{i}"}
+        return {"messages": [AIMessage("", tool_calls=[call])], "step": i}
+
+    def tools(state: Any) -> dict[str, Any]:
+        call = state["messages"][-1].tool_calls[0]  # type: ignore[union-attr]
+        done = subprocess.run(["/bin/bash", "-c", call["args"]["command"]], cwd=ws, capture_output=True)
+        return {"messages": [ToolMessage(done.stdout.decode(), tool_call_id=call["id"])]}
+
+    def route(state: Any) -> str:
+        return "tools" if state["messages"][-1].tool_calls else END  # type: ignore[union-attr]
+
+    graph = StateGraph(State)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tools)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", route)
+    graph.add_edge("tools", "agent")
+    db = root / "langgraph.db"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    app = graph.compile(checkpointer=SqliteSaver(conn))
+    t0 = time.perf_counter()
+    app.invoke({"messages": [], "step": 0}, {"configurable": {"thread_id": "bench"}, "recursion_limit": 2 * n + 10})
+    t1 = time.perf_counter()
+    conn.close()
+    size = sum(p.stat().st_size for p in root.glob("langgraph.db*"))
+    return {"per_step": (t1 - t0) / n, "commits": float("nan"), "rss_kib": peak_rss_kib(), "bytes": size / n}
+
+
+def child(spec: dict[str, Any]) -> None:
+    root = Path(spec["root"])
+    backend, _, kind = spec["case"].partition("-")
+    git = kind == "git"
+    if spec["side"] == "tether":
+        out = tether_loop(root, backend, git, spec["n"])
+    elif spec["side"] == "bare":
+        out = bare_loop(root, backend, git, spec["n"])
+    else:
+        out = langgraph_loop(root, spec["n"])
+    print(json.dumps(out))
+
+
+# ---- the parent: alternate, take medians, print the table -----------------------------------------
+
+
+def measure(side: str, case: str, n: int, prefix: Sequence[str] = ()) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="tether-loop-") as d:
+        spec = {"side": side, "case": case, "n": n, "root": d}
+        argv = [*prefix, sys.executable, str(HERE), "--child", json.dumps(spec)]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{side} {case} N={n} failed:\n{done.stdout}\n{done.stderr}")
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def fsyncs_per_step(case: str, short: int = 20, long: int = 60) -> float | None:
+    """fsync + fdatasync calls per extra step between two runs of different length (strace -c)."""
+    if shutil.which("strace") is None:
+        return None
+    counts = []
+    for n in (short, long):
+        with tempfile.NamedTemporaryFile(prefix="tether-strace-") as out:
+            measure("tether", case, n, ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", out.name])
+            text = Path(out.name).read_text()
+        counts.append(
+            sum(
+                int(m.group(1))
+                for m in re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s.*?(?:fsync|fdatasync)\s*$", text, re.M)
+            )
+        )
+    return (counts[1] - counts[0]) / (long - short)
+
+
+def median_of(results: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in results)
+
+
+def bwrap_works() -> bool:
+    from tether.sandbox.factory import bwrap_available
+
+    return bwrap_available() is None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", default="50,200,1000,5000")
+    parser.add_argument("--repeat", type=int, default=3, help="alternating runs per side (N >= 1000: one)")
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(json.loads(args.child))
+        return
+    steps = [int(s) for s in args.steps.split(",")]
+    cases = [c for c in args.cases.split(",") if c]
+    if not bwrap_works():
+        print("bwrap cases skipped: bubblewrap cannot start here")
+        cases = [c for c in cases if not c.startswith("bwrap")]
+    try:
+        import langgraph.checkpoint.sqlite  # noqa: F401
+
+        with_langgraph = True
+    except ImportError:
+        with_langgraph = False
+    rows: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    for n in steps:
+        for case in cases:
+            runs: dict[str, list[dict[str, Any]]] = {"tether": [], "bare": []}
+            sides = ["tether", "bare"] + (["langgraph"] if with_langgraph and case == "local-plain" else [])
+            for r in range(args.repeat if n < 1000 else 1):
+                for side in sides if r % 2 == 0 else sides[::-1]:
+                    runs.setdefault(side, []).append(measure(side, case, n))
+            rows[(case, n)] = {side: {k: median_of(v, k) for k in v[0]} for side, v in runs.items()}
+    report(rows, cases, steps, with_langgraph)
+
+
+def report(
+    rows: dict[tuple[str, int], dict[str, dict[str, Any]]], cases: list[str], steps: list[int], lg: bool
+) -> None:
+    print(
+        f"{'case':12} {'N':>5} {'tether ms':>10} {'bare ms':>8} {'x bare':>7} {'+ms':>6} {'commits':>8}"
+        f" {'KiB/step':>9} {'RSS MiB':>8} {'lg ms':>7} {'x lg':>6}"
+    )
+    for case in cases:
+        for n in steps:
+            t, b = rows[(case, n)]["tether"], rows[(case, n)]["bare"]
+            lgr = rows[(case, n)].get("langgraph")
+            lcol = (
+                f"{lgr['per_step'] * 1e3:7.2f} {t['per_step'] / lgr['per_step']:6.2f}" if lgr else f"{'-':>7} {'-':>6}"
+            )
+            print(
+                f"{case:12} {n:5d} {t['per_step'] * 1e3:10.2f} {b['per_step'] * 1e3:8.2f}"
+                f" {t['per_step'] / b['per_step']:7.2f} {(t['per_step'] - b['per_step']) * 1e3:6.2f}"
+                f" {t['commits']:8.2f} {t['bytes'] / 1024:9.2f} {t['rss_kib'] / 1024:8.1f} {lcol}"
+            )
+    print("aims: local <= 2.5 ms/step and <= 3x bare; bwrap <= bare (raw bwrap, same flags) + 1.5 ms;")
+    print("      <= 2 commits and <= 1 fsync per step; <= 4 KiB/step; N=5000 per-step within 10% of N=200;")
+    print("      RSS at N=5000 within 20 MiB of N=50; <= 0.5x LangGraph at N=200")
+    for case in cases:
+        if 200 in steps and 5000 in steps:
+            a, z = rows[(case, 200)]["tether"]["per_step"], rows[(case, 5000)]["tether"]["per_step"]
+            print(f"{case}: per-step N=5000 / N=200 = {z / a:.2f}")
+        if 50 in steps and max(steps) > 50:
+            lo, hi = rows[(case, 50)]["tether"]["rss_kib"], rows[(case, max(steps))]["tether"]["rss_kib"]
+            print(f"{case}: peak RSS N={max(steps)} - N=50 = {(hi - lo) / 1024:.1f} MiB")
+    for case in cases:
+        f = fsyncs_per_step(case)
+        print(f"{case}: fsyncs per step = {'strace not found' if f is None else f'{f:.2f}'}")
+    if not lg:
+        print("LangGraph column: not installed (pip install -e '.[bench]')")
+
+
+if __name__ == "__main__":
+    main()
