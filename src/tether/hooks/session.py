@@ -27,8 +27,8 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -51,6 +51,7 @@ from tether.events.store import Event, EventStore
 from tether.policy.decide import decide
 from tether.policy.decision import Decision, RuleMatch, Verdict
 from tether.policy.gate import Gate
+from tether.policy.provenance import Provenance
 from tether.review.execution import review_gate_event
 from tether.state import Action, RunState
 from tether.status import ActionStatus
@@ -79,21 +80,53 @@ class Settings:
 
 
 @dataclass
+class Log:
+    """A run's events as this process has read them, and what is folded from them as they arrive.
+
+    A resident process (the daemon) keeps one per run, so a call pays for the events appended since the last
+    one, not for the whole session again: the state, the turn count and the provenance index grow with it.
+    """
+
+    events: list[Event] = field(default_factory=list)
+    state: RunState = field(default_factory=RunState)
+    turns: int = 0  # the user's prompts: tool calls after the n-th prompt belong to turn n
+    provenance: Provenance | None = None
+
+    def take(self, new: Iterable[Event]) -> None:
+        for e in new:
+            self.state.apply(e)
+            if e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit":
+                self.turns += 1
+            self.events.append(e)
+
+    def indexed(self, env: Envelope) -> Provenance:
+        """The provenance index fed up to the last event (built once, then fed only what is new)."""
+        if self.provenance is None:
+            self.provenance = Provenance(env)
+        return self.provenance.feed(self.events)
+
+
+@dataclass
 class Session:
     """The run of one agent session, loaded for one hook call."""
 
     store: EventStore
     run_id: str
     env: Envelope
+    contract: str  # the envelope's contract hash
     workspace: Path
-    events: list[Event]
+    log: Log
 
     def append(self, items: Sequence[Payload]) -> None:
-        self.events += self.store.append_many(self.run_id, list(items))
+        self.log.take(self.store.append_many(self.run_id, list(items)))
+
+    @property
+    def events(self) -> list[Event]:
+        return self.log.events
 
     @property
     def state(self) -> RunState:
-        return RunState.from_events(self.events)
+        return self.log.state
 
 
 def run_id_for(agent: str, session_id: str) -> str:
@@ -119,20 +152,26 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
         return cast(T, _CACHE.setdefault(key, value))
 
 
-def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope, str]:
-    """The envelope and where it came from (see the module docstring for the order)."""
+def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope, str, str]:
+    """The envelope, its contract hash and where it came from (see the module docstring for the order)."""
     path = settings.envelope
     if path is None and (workspace / ENVELOPE_NAME).is_file():
         path = workspace / ENVELOPE_NAME
     if path is None:
-        return cached(("envelope",), hook_envelope), "(built-in hooks envelope)"
+        return *cached(("envelope",), lambda: _hashed(hook_envelope())), "(built-in hooks envelope)"
     st = path.stat()
     found = path
-    return cached(("envelope", str(path), st.st_mtime_ns, st.st_size), lambda: load_envelope(found)), str(path)
+    key = ("envelope", str(path), st.st_mtime_ns, st.st_size)
+    return *cached(key, lambda: _hashed(load_envelope(found))), str(path)
 
 
-def gate_for(env: Envelope, workspace: Path) -> Gate:
-    return cached(("gate", contract_hash(env), str(workspace)), lambda: Gate(env, workspace))
+def _hashed(env: Envelope) -> tuple[Envelope, str]:
+    return env, contract_hash(env)
+
+
+def gate_for(session: Session) -> Gate:
+    env, workspace = session.env, session.workspace
+    return cached(("gate", session.contract, str(workspace)), lambda: Gate(env, workspace))
 
 
 def open_session(settings: Settings, data: dict[str, Any]) -> Session:
@@ -142,18 +181,18 @@ def open_session(settings: Settings, data: dict[str, Any]) -> Session:
     inode = db.stat().st_ino if db.exists() else None  # a database removed and made anew is opened anew
     store = cached(("store", str(db), inode), lambda: EventStore.open(db, create=True, signer=Signer.configured()))
     run_id = run_id_for(settings.agent, str(data["session_id"]))
-    events = _read(store, run_id)
-    if events:
-        started = events[0].data_as(RunStarted)
+    log = _read(store, run_id)
+    if log.events:
+        started = log.events[0].data_as(RunStarted)
         workspace = Path(started.workspace)
-    env, source = envelope_for(settings, workspace)
-    if not events:
+    env, contract, source = envelope_for(settings, workspace)
+    if not log.events:
         first = RunStarted(
             task=f"{settings.agent} session {data['session_id']}",
             envelope_path=source,
             envelope=env.model_dump(mode="json"),
             plan_hash=env.plan.hash,
-            contract_hash=contract_hash(env),
+            contract_hash=contract,
             model=str(data.get("model") or settings.agent),
             workspace=str(workspace),
             budgets=env.budgets.model_dump(),
@@ -165,23 +204,23 @@ def open_session(settings: Settings, data: dict[str, Any]) -> Session:
         except Exception:
             if not _exists(store, run_id):  # not a racing first call that created it a moment earlier
                 raise
-        events = _read(store, run_id)
-        started = events[0].data_as(RunStarted)
-    if started.contract_hash != contract_hash(env):
+        log = _read(store, run_id)
+        started = log.events[0].data_as(RunStarted)
+    if started.contract_hash != contract:
         raise EnvelopeChanged(
             f"the envelope ({source}) is not the one this session's run started with "
-            f"({started.contract_hash[:19]}…, now {contract_hash(env)[:19]}…); start a new session to use it"
+            f"({started.contract_hash[:19]}…, now {contract[:19]}…); start a new session to use it"
         )
-    return Session(store, run_id, env, workspace, events)
+    return Session(store, run_id, env, contract, workspace, log)
 
 
-def _read(store: EventStore, run_id: str) -> list[Event]:
-    """The run's events: the ones this process has read before, then only what was appended since."""
-    known: list[Event] = cached(("events", store, run_id), list)  # the store object: a new database, a new list
-    if not known and not _exists(store, run_id):
-        return known
-    known += store.events(run_id, after=known[-1].seq if known else -1)
-    return known
+def _read(store: EventStore, run_id: str) -> Log:
+    """The run's log: what this process has read before, then only what was appended since."""
+    log: Log = cached(("log", store, run_id), Log)  # keyed by the store object: a new database, a new log
+    if not log.events and not _exists(store, run_id):
+        return log
+    log.take(store.events(run_id, after=log.events[-1].seq if log.events else -1))
+    return log
 
 
 class EnvelopeChanged(RuntimeError):
@@ -238,11 +277,6 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
 # -- PreToolUse ------------------------------------------------------------------------------------
 
 
-def turn_of(events: Sequence[Event]) -> int:
-    """Turns are the user's prompts: tool calls after the n-th prompt belong to turn n."""
-    return sum(1 for e in events if e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit")
-
-
 def pre_tool_use(session: Session, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
     call_id = str(data.get("tool_use_id") or f"hook-{len(session.events)}")
     try:
@@ -251,7 +285,7 @@ def pre_tool_use(session: Session, agent: str, data: dict[str, Any], head: Seque
         calls, problem = [], str(e)
     if not calls:
         bad = Call(str(data["tool_name"]), dict(data["tool_input"]))
-        proposed = _proposed(call_id, bad, turn_of(session.events))
+        proposed = _proposed(call_id, bad, session.log.turns)
         decided = ActionDecided(call_id=call_id, verdict="DENY", deciding_rule="hook:malformed-call", reason=problem)
         session.append([*head, proposed, decided])
         return Outcome("DENY", problem, "hook:malformed-call")
@@ -268,7 +302,7 @@ def _proposed(call_id: str, call: Call, turn: int) -> ActionProposed:
 
 def _decide_one(session: Session, agent: str, call_id: str, call: Call, head: Sequence[Payload]) -> Outcome:
     """Propose, decide and record one call in a single transaction (one fsync per tool call)."""
-    proposed = _proposed(call_id, call, turn_of(session.events))
+    proposed = _proposed(call_id, call, session.log.turns)
     state = session.state
     seq = (session.events[-1].seq if session.events else -1) + len(head) + 1
     action = Action(call_id, proposed.tool, proposed.args, proposed.args_hash, proposed.turn, seq)
@@ -287,8 +321,9 @@ def _decide_one(session: Session, agent: str, call_id: str, call: Call, head: Se
         )
         review = []
     else:
-        gate = gate_for(session.env, session.workspace)
-        ruling = decide(action, contract, lambda: gate, state, session.events, session.env)
+        gate = gate_for(session)
+        index = session.log.indexed(session.env)
+        ruling = decide(action, contract, lambda: gate, state, session.events, session.env, index)
         decision = ruling.decision
         review = [] if ruling.review is None else [review_gate_event(call_id, contract.name, ruling.review)]
     items: list[Payload] = [*head, proposed, *review, ActionDecided(call_id=call_id, **decision.to_dict())]
@@ -338,7 +373,7 @@ def receipt(session: Session, agent: str, data: dict[str, Any], *, failed: bool)
             call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))[0]
         except CallError:
             call = Call(str(data["tool_name"]), dict(data["tool_input"]))
-        items.append(_proposed(call_id, call, turn_of(session.events)))
+        items.append(_proposed(call_id, call, session.log.turns))
         tool = call.tool
     else:
         tool = action.tool
