@@ -27,11 +27,13 @@ from tether.events import kinds_guard as kg
 from tether.events import kinds_hooks as kh
 from tether.events import kinds_knowledge as kk
 from tether.events import kinds_mcp as km
+from tether.events import kinds_schedule as ks
 from tether.events import kinds_verify as kv
 from tether.events.chain import event_hash
 from tether.events.payload import InvalidPayload, UnknownEventKind, parse, register
 from tether.events.store import Event, EventStore
 from tether.state import STATUS_KINDS, RunState
+from tether.status import RunStatus
 
 OLD = Path(__file__).parent / "data" / "old_log"
 H = "sha256:" + "3" * 64
@@ -286,6 +288,52 @@ SAMPLES: list[Payload] = [
     km.McpFailed(server="web", transport="streamable-http", error="did not start within 30s"),
     kh.HookReceived(agent="claude-code", event="PreToolUse", session_id="s-1", cwd="/w", detail={"tool_name": "Bash"}),
     kh.HookStop(blocked=True, accepted=False, reasons=["required sensor tests FAILED"], blocks_in_row=1),
+    ks.ScheduleAdded(
+        name="nightly",
+        cron="0 3 * * *",
+        envelope_path="/w/envelope.yaml",
+        envelope_hash=H,
+        contract_hash=H,
+        task="tidy the imports",
+        workspace="/w",
+        budget={"usd": 0.5, "turns": 10},
+        daily_usd=2.0,
+        missed="once",
+        grace_s=60,
+        max_failures=2,
+        noop_if="ruff check .",
+        added_at="2026-12-01T03:00:00+00:00",
+        by="ana",
+    ),
+    ks.SchedulePaused(at="2026-12-01T03:00:00+00:00", by="scheduler", reason="3 consecutive failed firings"),
+    ks.ScheduleResumed(at="2026-12-01T03:00:00+00:00", by="ana"),
+    ks.ScheduleRemoved(at="2026-12-01T03:00:00+00:00", by="ana"),
+    ks.TriggerFired(
+        trigger="ab" * 16,
+        fire_at="2026-12-01T03:00:00+00:00",
+        fired_at="2026-12-01T03:00:00+00:00",
+        run_id="nightly-20261201T0300Z-abababab",
+        catch_up=True,
+    ),
+    ks.TriggerMissed(
+        first="2026-12-01T03:00:00+00:00",
+        last="2026-12-01T03:00:00+00:00",
+        count=1,
+        policy="skip",
+        seen_at="2026-12-01T03:00:00+00:00",
+    ),
+    ks.EligibilityChecked(
+        trigger="ab" * 16, command="ruff check .", verdict="nothing_to_do", exit_code=0, backend="bwrap", output="ok"
+    ),
+    ks.FiringFinished(
+        trigger="ab" * 16,
+        run_id="nightly-20261201T0300Z-abababab",
+        status=RunStatus.NO_OP,
+        spend_usd=0.01,
+        finished_at="2026-12-01T03:00:00+00:00",
+    ),
+    ks.ScheduleAlert(reason="3 consecutive failed firings", failures=3, trigger="ab" * 16),
+    ks.ScheduleFiring(schedule="nightly", trigger="ab" * 16, fire_at="2026-12-01T03:00:00+00:00", budget={"usd": 0.5}),
 ]
 
 
@@ -339,6 +387,7 @@ def test_the_kind_modules_do_not_import_each_other() -> None:
         "kinds_egress",
         "kinds_guard",
         "kinds_mcp",
+        "kinds_schedule",
         "kinds_verify",
         "payload",
     ):

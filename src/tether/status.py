@@ -89,3 +89,10 @@ class ClaimStatus(StrEnum):
     PENDING = "pending"  # claimed, not verified yet
     ACCEPTED = "accepted"
     REFUSED = "refused"
+
+
+class FiringStatus(StrEnum):
+    """How a schedule's firing ended when it did not end as its run's status (see tether.kernel.schedule)."""
+
+    FAILED = "FAILED"  # could not run or could not be trusted: envelope changed, store stale, eligibility error
+    REFUSED = "REFUSED"  # over the schedule's daily budget: refused with a receipt, not run

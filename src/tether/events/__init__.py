@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_hooks,
     kinds_knowledge,
     kinds_mcp,
+    kinds_schedule,
     kinds_verify,
 )
 from .backends import StoreSpec, default_spec, open_store

@@ -19,6 +19,7 @@ from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.kinds_context import ContextSection
+from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import new_run_id
 from tether.models.base import Model
@@ -60,6 +61,11 @@ class Options:
     """Extra labelled sections of the system message (bound skills, memory), logged right after ``run.started``."""
     continue_plan: bool = False
     """Start from the task list of the latest earlier run on the same workspace (``tether run --continue-plan``)."""
+    run_id: str | None = None
+    """The new run's id (default: a fresh one). A schedule's firing derives it from its trigger, so that one
+    trigger names one run: the store refuses a second run of the same id."""
+    origin: Sequence[Payload] = ()
+    """Events that say why the run exists (a schedule's firing), logged right after ``run.started``."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,11 @@ def _model(spec: Model | str | None, env: Envelope, base_dir: Path, base_url: st
 
 
 def start(store: Store, envelope: Envelope | str | Path, task: str, options: Options) -> Runtime:
-    loaded = load_checked(envelope)
+    return start_checked(store, load_checked(envelope), task, options)
+
+
+def start_checked(store: Store, loaded: Loaded, task: str, options: Options) -> Runtime:
+    """A new run of an envelope already loaded and checked (a schedule narrows its budgets first)."""
     env = loaded.envelope
     workspace = (options.workspace or loaded.base_dir / env.environment.workspace).resolve()
     if not workspace.is_dir():
@@ -156,7 +166,9 @@ def begin(
         *(recall_events(store.path, env) if replay_of is None else []),  # a replay re-executes, it does not learn
         *(carried_plan(store, workspace) if options.continue_plan else []),
     ]
-    runtime = _runtime(store, new_run_id(), loaded, workspace, options.model, options, plan, bound_skills(known))
+    runtime = _runtime(
+        store, options.run_id or new_run_id(), loaded, workspace, options.model, options, plan, bound_skills(known)
+    )
     sandbox = runtime.sandbox
     try:  # before the agent's first action: what the run starts from, read by tether, never by git
         snap_hash, baseline = runtime.snapshots.take_baseline()
@@ -191,6 +203,7 @@ def begin(
                 replay_of=replay_of,
                 context_window=options.context_window,
             ),
+            *options.origin,
             start,
             *known,
             *options.sections,
