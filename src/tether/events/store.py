@@ -35,7 +35,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -365,17 +365,6 @@ class EventStore:
         with self._thread_lock:
             self.redactor = self.redactor.with_secrets(secrets)
 
-    def _redacted(self, prepared: list[tuple[str, dict[str, Any], Payload | None]]) -> list[Any]:
-        """``prepared`` with secret values replaced; an event that changed is re-parsed from its redacted dict."""
-        redactor = self.redactor
-        if not redactor:
-            return prepared
-        out = []
-        for kind, payload, data in prepared:
-            clean = redactor.value(payload)
-            out.append((kind, payload, data) if clean is payload else prepare((kind, clean)))  # still valid?
-        return out
-
     # ---- opening ---------------------------------------------------------------------------
 
     @classmethod
@@ -528,7 +517,7 @@ class EventStore:
 
         Invalid events raise before anything is written: no run without its first events.
         """
-        prepared = self._redacted([prepare(item) for item in first])
+        prepared = prepare_all(self.redactor, first)
         task = self.redactor.value(task)
         run_id = run_id or new_run_id()
         with self._transaction() as conn:
@@ -559,7 +548,7 @@ class EventStore:
         at the parent's (seq, hash) there, so ``run.forked`` chains onto it. Refused when the parent has no
         event at that seq or its hash there is not ``forked.parent_hash`` (the parent moved or was rewritten).
         """
-        prepared = self._redacted([prepare(item) for item in (forked, *rest)])
+        prepared = prepare_all(self.redactor, (forked, *rest))
         task = self.redactor.value(task)
         run_id = run_id or new_run_id()
         parent = self.run(forked.parent_run)
@@ -603,7 +592,7 @@ class EventStore:
         ``expect`` is the head (seq, hash) these events extend; if the run's head has moved, nothing is
         written and :class:`HeadMoved` is raised.
         """
-        prepared = self._redacted([prepare(item) for item in items])
+        prepared = prepare_all(self.redactor, items)
         with self._transaction(durable) as conn:
             row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is None:
@@ -619,22 +608,13 @@ class EventStore:
         self,
         conn: sqlite3.Connection,
         run_id: str,
-        prepared: Sequence[tuple[str, dict[str, Any], Payload | None]],
+        prepared: Sequence[Prepared],
         head: Head,
     ) -> list[Event]:
-        seq, prev = head
-        out: list[Event] = []
-        for kind, payload, data in prepared:
-            seq += 1
-            ts = now_iso()
-            body = canonical_json(payload)
-            h = event_hash(prev, run_id, seq, ts, kind, body)
-            conn.execute(
-                "INSERT INTO events (run_id, seq, ts, kind, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
-                (run_id, seq, ts, kind, body, prev, h),
-            )
-            out.append(_new(run_id, seq, ts, kind, prev, h, payload, data, None))  # data: parsed from this dict
-            prev = h
+        rows = chained(run_id, prepared, head)
+        conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)", [row for row, _ in rows])
+        out = [event for _, event in rows]
+        seq, prev = out[-1].head if out else head
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
         if self.signer is not None and self.signer.due(head[0], seq, (p[0] for p in prepared)):
             cp = self.signer.sign(run_id, seq, prev, now_iso())
@@ -799,40 +779,16 @@ class EventStore:
         return rows
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
-        """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first.
-
-        A run that is not a fork is one segment of its own. A fork (its first own event is ``run.forked``)
-        is its parent's lineage cut at the fork point, then its own events; forks of forks nest.
-        """
-        segments: list[tuple[str, int, int]] = []
-        rid, upto, seen = run_id, MAX_SEQ, set()
-        while True:
-            if rid in seen:
-                raise LogCorrupt(run_id, 0, f"run.forked events form a cycle through run {rid}")
-            seen.add(rid)
-            fork = self._fork_point(rid)
-            first = fork[1] + 1 if fork else 0
-            segments.append((rid, first, upto))
-            if fork is None:
-                return segments[::-1]
-            rid, upto = fork[0], min(upto, fork[1])
+        """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first."""
+        return lineage(run_id, self._fork_point)
 
     def _fork_point(self, run_id: str) -> tuple[str, int] | None:
-        """(parent, seq) named by a run with a parent whose first own event is ``run.forked``, else None."""
         row = self._conn.execute(
             "SELECT e.seq, e.kind, e.payload FROM runs r JOIN events e ON e.run_id = r.run_id "
             "WHERE r.run_id=? AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
             (run_id,),
         ).fetchone()
-        if row is None or row[1] != RunForked.KIND:
-            return None
-        try:
-            p = RunForked.model_validate_json(row[2])
-        except ValueError as e:
-            raise LogCorrupt(run_id, int(row[0]), f"run.forked payload does not fit its model: {e}") from None
-        if p.at_seq != int(row[0]) - 1:
-            raise LogCorrupt(run_id, int(row[0]), f"run.forked names seq {p.at_seq}, but it is seq {row[0]}")
-        return p.parent_run, p.at_seq
+        return fork_point(run_id, row)
 
     def head(self, run_id: str) -> Head:
         info = self.run(run_id)
@@ -937,6 +893,80 @@ class EventStore:
             except sqlite3.DatabaseError as e:
                 raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
             return verify_rows(info, rows)
+
+
+Prepared = tuple[str, dict[str, Any], Payload | None]  # an event checked for appending: kind, JSON dict, model
+
+
+def prepare_all(redactor: Redactor, items: Iterable[Emitted]) -> list[Prepared]:
+    """The append path's first step, shared by every store: validate each item (:func:`~.payload.prepare`),
+    then replace secret values; an event that changed is validated again from its redacted dict.
+
+    Raises (an unknown kind, a payload that does not fit) before anything is written.
+    """
+    prepared = [prepare(item) for item in items]
+    if not redactor:
+        return prepared
+    out = []
+    for kind, payload, data in prepared:
+        clean = redactor.value(payload)
+        out.append((kind, payload, data) if clean is payload else prepare((kind, clean)))  # still valid?
+    return out
+
+
+def chained(run_id: str, prepared: Sequence[Prepared], head: Head) -> list[tuple[tuple[Any, ...], Event]]:
+    """The append path's second step, shared by every store: number, time and chain the events after ``head``.
+
+    Each comes as the row to insert (``run_id, seq, ts, kind, payload text, prev_hash, hash``: the payload
+    canonical JSON, hashed verbatim) and the :class:`Event` the append returns.
+    """
+    seq, prev = head
+    out: list[tuple[tuple[Any, ...], Event]] = []
+    for kind, payload, data in prepared:
+        seq += 1
+        ts = now_iso()
+        body = canonical_json(payload)
+        h = event_hash(prev, run_id, seq, ts, kind, body)
+        event = _new(run_id, seq, ts, kind, prev, h, payload, data, None)  # data: parsed from this dict
+        out.append(((run_id, seq, ts, kind, body, prev, h), event))
+        prev = h
+    return out
+
+
+def lineage(run_id: str, fork_point: Callable[[str], tuple[str, int] | None]) -> list[tuple[str, int, int]]:
+    """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first.
+
+    A run that is not a fork is one segment of its own. A fork (its first own event is ``run.forked``)
+    is its parent's lineage cut at the fork point, then its own events; forks of forks nest.
+    ``fork_point`` gives a run's (parent, seq) or None (a store reads it with :func:`fork_point`).
+    """
+    segments: list[tuple[str, int, int]] = []
+    rid, upto, seen = run_id, MAX_SEQ, set()
+    while True:
+        if rid in seen:
+            raise LogCorrupt(run_id, 0, f"run.forked events form a cycle through run {rid}")
+        seen.add(rid)
+        fork = fork_point(rid)
+        first = fork[1] + 1 if fork else 0
+        segments.append((rid, first, upto))
+        if fork is None:
+            return segments[::-1]
+        rid, upto = fork[0], min(upto, fork[1])
+
+
+def fork_point(run_id: str, first: tuple[Any, ...] | None) -> tuple[str, int] | None:
+    """(parent, seq) named by a run's ``first`` own event ``(seq, kind, payload text)`` — read only for a run
+    with a parent — when it is ``run.forked``; else None."""
+    if first is None or first[1] != RunForked.KIND:
+        return None
+    seq = int(first[0])
+    try:
+        p = RunForked.model_validate_json(first[2])
+    except ValueError as e:
+        raise LogCorrupt(run_id, seq, f"run.forked payload does not fit its model: {e}") from None
+    if p.at_seq != seq - 1:
+        raise LogCorrupt(run_id, seq, f"run.forked names seq {p.at_seq}, but it is seq {seq}")
+    return p.parent_run, p.at_seq
 
 
 def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
