@@ -2,8 +2,8 @@
 through the protocol, so that every store runs the same tests.
 
 ``backend`` opens stores on one backend: a second ``open_store()`` is another process's view of the same log
-(another connection), which is how the races and the lease are attacked. SQLite is the only store today; the
-PostgreSQL store joins the parametrisation when it is built. Tests that need a backend's own access (editing
+(another connection), which is how the races and the lease are attacked. Every test runs on SQLite and on
+PostgreSQL (a schema of its own on the worker's throwaway server, opened as the insert-only role). Tests that need a backend's own access (editing
 rows behind the store's back) stay in that store's own tests (tests/test_eventlog.py for SQLite).
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from tether.canonical import bytes_hash
 from tether.errors import HeadMoved, InputError, LogCorrupt, RunLeased
-from tether.events import Store
+from tether.events import Store, open_store
 from tether.events.kinds import RunForked
 from tether.events.store import EventStore
 
@@ -30,18 +30,24 @@ def turn(i: int) -> tuple[str, dict[str, object]]:
     return ("model.requested", {"turn": i, "model": "scripted:x"})
 
 
-def _sqlite(where: Path) -> OpenStore:
+def _sqlite(request: pytest.FixtureRequest, where: Path) -> OpenStore:
     return lambda: EventStore.open(where / "tether.db")
 
 
-@pytest.fixture(params=[_sqlite], ids=["sqlite"])
+def _postgres(request: pytest.FixtureRequest, where: Path) -> OpenStore:
+    """A schema of its own on the worker's server, opened as the insert-only application role."""
+    url = request.getfixturevalue("postgres").tether_store()
+    return lambda: open_store(url, local=where)
+
+
+@pytest.fixture(params=[_sqlite, pytest.param(_postgres, marks=pytest.mark.postgres)], ids=["sqlite", "postgres"])
 def backends(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], OpenStore]]:
     """Backends of the kind under test, by name: each a store location of its own (closed at the end)."""
     opened: list[Store] = []
 
     def backend(name: str) -> OpenStore:
         (tmp_path / name).mkdir(exist_ok=True)
-        open_at: OpenStore = request.param(tmp_path / name)
+        open_at: OpenStore = request.param(request, tmp_path / name)
 
         def open_store() -> Store:
             opened.append(open_at())

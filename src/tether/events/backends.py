@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from .anchor import Signer
 from .protocol import Store
+from .redact import url_without_password
 from .store import EventStore
 
 StoreSpec = str | Path  # a SQLite database file, or a postgresql:// URL
@@ -45,14 +46,7 @@ def default_spec(workspace: Path) -> StoreSpec:
 
 def describe(spec: StoreSpec) -> str:
     """The spec for messages and pages: a file's path, or the URL with any password replaced by ``***``."""
-    if not is_url(spec):
-        return str(spec)
-    parts = urlsplit(str(spec))
-    if parts.password is None:
-        return str(spec)
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    return url_without_password(spec) if isinstance(spec, str) and is_url(spec) else str(spec)
 
 
 def exists(spec: StoreSpec) -> bool:
@@ -80,7 +74,13 @@ def open_store(
     in an empty PostgreSQL database); ``readonly`` never writes; ``signer`` signs checkpoints. ``local`` is
     the directory of a PostgreSQL-backed workspace's local files (:func:`local_dir`)."""
     if is_url(spec):
-        from tether.errors import InputError
+        try:
+            from .pgstore import PgStore
+        except ImportError as e:
+            from tether.errors import InputError
 
-        raise InputError(f"{describe(spec)}: the PostgreSQL store is not built yet; pass a SQLite file to --db")
+            raise InputError(
+                f"{describe(spec)}: a PostgreSQL store needs psycopg ({e}); pip install 'tether[postgres]'"
+            ) from e
+        return PgStore.open(str(spec), create=create, readonly=readonly, signer=signer, local=local)
     return EventStore.open(Path(spec), create=create, readonly=readonly, signer=signer)

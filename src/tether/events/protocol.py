@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .anchor import AnchorKey, Checkpoint
 from .kinds import RunForked
@@ -29,6 +29,9 @@ from .lease import Lease
 from .payload import Emitted, Payload
 from .redact import Redactor
 from .store import Audit, Event, EventStore, Head, RunInfo
+
+if TYPE_CHECKING:
+    from .pgstore import PgStore
 
 
 class Store(Protocol):
@@ -170,4 +173,9 @@ class Store(Protocol):
 
 def _sqlite_is_a_store(store: EventStore) -> Store:
     """Never called: mypy --strict checks here that the SQLite store satisfies :class:`Store`."""
+    return store
+
+
+def _postgres_is_a_store(store: PgStore) -> Store:
+    """Never called: mypy --strict checks here that the PostgreSQL store satisfies :class:`Store`."""
     return store

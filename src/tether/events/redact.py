@@ -282,3 +282,12 @@ def _unsplit(s: T, squeezed: re.Pattern[T], ws: re.Pattern[T], not_ws: re.Patter
 
 
 __all__ = ["MIN_SECRET", "OMITTED", "Redactor", "marker"]
+
+
+def url_without_password(url: str) -> str:
+    """``url`` with the password of its authority, if any, replaced by ``***``: a database URL fit for messages."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{host}"))

@@ -1,0 +1,675 @@
+"""The PostgreSQL event store (psycopg 3): the same log, chain and guarantees as the SQLite store, for many
+processes on many machines.
+
+The append path is the SQLite store's own code (:func:`~.store.prepare_all` validates and redacts,
+:func:`~.store.chained` numbers, times and hashes), so an event is byte for byte what SQLite would write and
+``tether log verify`` checks both the same way (:func:`~.store.verify_rows`).
+
+Schema (``tether/pg1``) in the connection's current schema: ``tether_meta``, ``runs`` (one row per run,
+never changed), ``events`` (primary key ``(run_id, seq)``), ``blobs`` (content-addressed), ``anchors``
+(signed checkpoints) and ``leases`` (who drives a run). A run's head is its last event: no row is ever
+updated to move it, so the application role needs only SELECT and INSERT on the log's tables.
+
+- **append-only, twice:** the application role is granted SELECT and INSERT on runs, events, blobs and
+  anchors, nothing else (``tether db init URL --app-role NAME`` sets this up as the schema's owner); and
+  triggers refuse UPDATE, DELETE and TRUNCATE on those tables for everyone, the owner included. A superuser
+  can disable triggers; what it rewrites then only a signed checkpoint kept outside the database (the anchor
+  file) reveals, as for a SQLite file its owner rewrites. Leases are not history: the application role may
+  update and delete them.
+- **compare-and-append:** each append is one transaction that first takes a transaction-scoped advisory
+  lock on the run (``pg_advisory_xact_lock``), so writers of one run queue and writers of different runs do
+  not meet; it then reads the head, compares ``expect``, checks the lease and inserts. The primary key is
+  the backstop: a second row at a seq can never land.
+- **one driver per run:** the lease row is read and written under the same advisory lock as the append,
+  so an append by a driver whose lease was taken over fails in the transaction that would have written.
+- **durability:** a durable append commits with ``synchronous_commit`` as the server has it (on, by
+  default: the commit returns once the WAL is flushed); ``durable=False`` commits with it off, and a later
+  durable commit flushes the WAL before it, so order is never lost.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+import psycopg
+from psycopg import errors as pgerr
+from psycopg import sql
+
+from tether.canonical import bytes_hash
+from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase, RunLeased, RuntimeFailure
+
+from .anchor import AnchorKey, Checkpoint, Signer, check_anchor, read_anchor_file
+from .bulk import gc_paused
+from .chain import GENESIS
+from .kinds import RunForked
+from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
+from .payload import Emitted, Payload
+from .redact import Redactor, url_without_password
+from .store import (
+    EVENT_COLUMNS,
+    Audit,
+    Event,
+    Head,
+    Prepared,
+    RunInfo,
+    _row_event,
+    chained,
+    fork_point,
+    lineage,
+    new_run_id,
+    now_iso,
+    prepare_all,
+    verify_rows,
+)
+
+if TYPE_CHECKING:
+    from psycopg import Cursor
+
+SCHEMA_TAG = "tether/pg1"
+LOG_TABLES = ("runs", "events", "blobs", "anchors")  # append-only: triggers, and INSERT/SELECT for the app role
+SCHEMA_LOCK = 0x7E7E_0001  # advisory lock key while a schema is created (two first opens at once)
+RUN_COLUMNS = (
+    "SELECT r.run_id, r.created_at, r.task, r.parent_run, coalesce(h.seq, -1), coalesce(h.hash, %s) FROM runs r "
+    "LEFT JOIN LATERAL (SELECT seq, hash FROM events e WHERE e.run_id = r.run_id ORDER BY seq DESC LIMIT 1) h ON true"
+)
+LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
+
+DDL = """
+CREATE TABLE tether_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE runs (
+    run_id text PRIMARY KEY,
+    created_at text NOT NULL,
+    task text NOT NULL,
+    parent_run text
+);
+CREATE INDEX runs_created ON runs (created_at, run_id);
+CREATE TABLE events (
+    run_id text NOT NULL REFERENCES runs (run_id),
+    seq bigint NOT NULL CHECK (seq >= 0),
+    ts text NOT NULL,
+    kind text NOT NULL,
+    payload text NOT NULL,
+    prev_hash text NOT NULL,
+    hash text NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE blobs (hash text PRIMARY KEY, size bigint NOT NULL, data bytea NOT NULL);
+CREATE TABLE anchors (
+    run_id text NOT NULL REFERENCES runs (run_id),
+    seq bigint NOT NULL,
+    hash text NOT NULL,
+    key_id text NOT NULL,
+    signed_at text NOT NULL,
+    signature text NOT NULL,
+    PRIMARY KEY (run_id, seq, key_id)
+);
+CREATE TABLE leases (
+    run_id text PRIMARY KEY REFERENCES runs (run_id),
+    owner text NOT NULL,
+    host text NOT NULL,
+    pid bigint NOT NULL,
+    pid_start text NOT NULL,
+    since text NOT NULL,
+    heartbeat double precision NOT NULL,
+    ttl_s double precision NOT NULL
+);
+CREATE FUNCTION tether_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'tether % are append-only: % refused', TG_TABLE_NAME, TG_OP;
+END $$;
+"""
+TRIGGERS = """
+CREATE TRIGGER {t}_append_only BEFORE UPDATE OR DELETE ON {t} FOR EACH ROW EXECUTE FUNCTION tether_append_only();
+CREATE TRIGGER {t}_no_truncate BEFORE TRUNCATE ON {t} FOR EACH STATEMENT EXECUTE FUNCTION tether_append_only();
+"""
+
+
+@contextmanager
+def _database_errors(where: str) -> Iterator[None]:
+    """psycopg's errors as tether's, naming the database (its password hidden)."""
+    try:
+        yield
+    except pgerr.InsufficientPrivilege as e:
+        raise RuntimeFailure(f"{where}: the database role may not do this ({e.diag.message_primary})") from e
+    except pgerr.RaiseException as e:  # a trigger refused a change
+        raise RuntimeFailure(f"{where}: {e.diag.message_primary}") from e
+    except (pgerr.DataError, pgerr.IntegrityError) as e:
+        raise InputError(f"{where}: {e.diag.message_primary}") from e
+    except psycopg.OperationalError as e:
+        raise RuntimeFailure(f"{where}: the database is unreachable ({str(e).strip()})") from e
+
+
+class PgStore:
+    """Open with :meth:`open` (or :func:`~.backends.open_store`); one instance may be shared by threads."""
+
+    def __init__(
+        self, url: str, conn: psycopg.Connection[Any], local: Path, *, readonly: bool, signer: Signer | None
+    ) -> None:
+        self.url = url
+        self.where = url_without_password(url)
+        self.path = local / "postgresql"  # no file here: its directory holds the workspace's memory.db
+        self.readonly = readonly
+        self.signer = signer
+        self.redactor = Redactor()
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._leases: dict[str, Lease] = {}
+        self._heartbeat: tuple[threading.Thread, threading.Event] | None = None
+        self._pending_anchor: list[Checkpoint] = []
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        signer: Signer | None = None,
+        local: Path | None = None,
+    ) -> PgStore:
+        """Connect; with ``create``, make the schema in a database that has none (as the connecting role)."""
+        where = url_without_password(url)
+        with _database_errors(where):
+            conn = psycopg.connect(url, autocommit=True)
+        store = cls(url, conn, local or Path.cwd() / ".tether", readonly=readonly, signer=signer)
+        try:
+            with _database_errors(where):
+                if readonly:
+                    conn.execute("SET default_transaction_read_only = on")
+                store._init_schema(create and not readonly)
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _init_schema(self, create: bool) -> None:
+        if _has_schema(self._conn):
+            return self._check_tag()
+        if not create:
+            raise NotATetherDatabase(
+                f"{self.where}: no tether schema here (create it with `tether db init URL`, or run something first)"
+            )
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            if not _has_schema(self._conn):  # not made meanwhile by another first open
+                create_schema(self._conn)
+        self._check_tag()
+
+    def _check_tag(self) -> None:
+        row = self._conn.execute("SELECT value FROM tether_meta WHERE key='schema'").fetchone()
+        if row is None or row[0] != SCHEMA_TAG:
+            raise NotATetherDatabase(f"{self.where}: tether_meta.schema is {row and row[0]!r}; expected {SCHEMA_TAG}")
+
+    def close(self) -> None:
+        for run_id in list(self._leases):
+            with suppress(Exception):  # closing must not fail; a lease left behind is taken over once we are gone
+                self.release(run_id)
+        self._stop_heartbeat()
+        self._conn.close()
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def redact_also(self, secrets: Mapping[str, str]) -> None:
+        """From now on, replace these values (name -> value) in every event and blob this store writes."""
+        with self._lock:
+            self.redactor = self.redactor.with_secrets(secrets)
+
+    # ---- transactions ------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, durable: bool = True) -> Iterator[Cursor[Any]]:
+        """One transaction on this store's connection; anything raised rolls it back whole."""
+        if self.readonly:
+            raise InputError(f"{self.where}: opened read-only")
+        with self._lock, _database_errors(self.where):
+            try:
+                with self._conn.transaction(), self._conn.cursor() as cur:
+                    if not durable:
+                        cur.execute("SET LOCAL synchronous_commit = off")
+                    yield cur
+            except BaseException:
+                self._pending_anchor.clear()
+                raise
+            while self._pending_anchor and self.signer is not None:  # committed: now the anchor file
+                self.signer.record(self._pending_anchor.pop(0))
+
+    def _query(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock, _database_errors(self.where):
+            return self._conn.execute(query, params).fetchall()
+
+    @staticmethod
+    def _lock_run(cur: Cursor[Any], run_id: str) -> None:
+        """Queue behind any other transaction writing this run (released at commit or rollback)."""
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (run_id,))
+
+    @staticmethod
+    def _head_in(cur: Cursor[Any], run_id: str) -> Head:
+        row = cur.execute(
+            "SELECT seq, hash FROM events WHERE run_id=%s ORDER BY seq DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return (-1, GENESIS) if row is None else (int(row[0]), str(row[1]))
+
+    # ---- writing -----------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        task: str,
+        first: Sequence[Emitted] = (),
+        *,
+        run_id: str | None = None,
+        parent_run: str | None = None,
+        lease: bool = False,
+    ) -> str:
+        """Create a run with its ``first`` events (and, with ``lease``, its lease) in one transaction."""
+        prepared = prepare_all(self.redactor, first)
+        task = self.redactor.value(task)
+        run_id = run_id or new_run_id()
+        with self._transaction() as cur:
+            self._lock_run(cur, run_id)
+            self._insert_run(cur, run_id, task, parent_run)
+            self._append_locked(cur, run_id, prepared, (-1, GENESIS))
+            if lease:
+                self._lease_locked(cur, run_id)
+        if lease:
+            self._start_heartbeat()
+        return run_id
+
+    def _insert_run(self, cur: Cursor[Any], run_id: str, task: str, parent_run: str | None) -> None:
+        cur.execute(
+            "INSERT INTO runs (run_id, created_at, task, parent_run) VALUES (%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+            (run_id, now_iso(), task, parent_run),
+        )
+        if cur.rowcount != 1:
+            raise InputError(f"{self.where}: run {run_id} already exists")
+
+    def create_fork(
+        self,
+        task: str,
+        forked: RunForked,
+        rest: Sequence[Emitted] = (),
+        *,
+        run_id: str | None = None,
+        lease: bool = False,
+    ) -> str:
+        """A run that goes on from ``forked.parent_run``'s log at ``forked.at_seq`` (the prefix is shared)."""
+        prepared = prepare_all(self.redactor, (forked, *rest))
+        task = self.redactor.value(task)
+        run_id = run_id or new_run_id()
+        parent = self.run(forked.parent_run)
+        at = forked.at_seq
+        if at > parent.head_seq:
+            raise InputError(f"run {parent.run_id} has no event seq {at} (its last is {parent.head_seq})")
+        found = self._events_in(parent.run_id, after=at - 1, upto=at)
+        if not found or found[0].hash != forked.parent_hash:  # the parent's events up to `at` never change
+            raise InputError(
+                f"run {parent.run_id}: event seq {at} does not have the hash the fork names "
+                f"({forked.parent_hash}); see `tether log verify {parent.run_id}`"
+            )
+        with self._transaction() as cur:
+            self._lock_run(cur, run_id)
+            self._insert_run(cur, run_id, task, parent.run_id)
+            self._append_locked(cur, run_id, prepared, (at, forked.parent_hash))
+            if lease:
+                self._lease_locked(cur, run_id)
+        if lease:
+            self._start_heartbeat()
+        return run_id
+
+    @overload
+    def append(self, run_id: str, event: Payload, *, expect: Head | None = None) -> Event: ...
+    @overload
+    def append(self, run_id: str, event: str, payload: Mapping[str, Any], *, expect: Head | None = None) -> Event: ...
+    def append(
+        self, run_id: str, event: Payload | str, payload: Mapping[str, Any] | None = None, *, expect: Head | None = None
+    ) -> Event:
+        """Validate, chain and durably commit one event: a payload object, or a kind and its dict."""
+        item: Emitted = event if isinstance(event, Payload) else (event, payload if payload is not None else {})
+        return self.append_many(run_id, [item], expect=expect)[0]
+
+    def append_many(
+        self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
+    ) -> list[Event]:
+        """Append events in one transaction; nothing, and :class:`HeadMoved`, if the head is not ``expect``."""
+        prepared = prepare_all(self.redactor, items)
+        with self._transaction(durable) as cur:
+            self._lock_run(cur, run_id)
+            if cur.execute("SELECT 1 FROM runs WHERE run_id=%s", (run_id,)).fetchone() is None:
+                raise InputError(f"unknown run {run_id!r}")
+            head = self._head_in(cur, run_id)  # a fork's own events start with run.forked: never empty
+            if expect is not None and tuple(expect) != head:
+                raise HeadMoved(run_id, (int(expect[0]), str(expect[1])), head)
+            if run_id in self._leases:
+                self._check_lease_locked(cur, run_id)
+            return self._append_locked(cur, run_id, prepared, head)
+
+    def _append_locked(self, cur: Cursor[Any], run_id: str, prepared: Sequence[Prepared], head: Head) -> list[Event]:
+        rows = chained(run_id, prepared, head)
+        if not rows:
+            return []
+        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s)", [r for r, _ in rows])
+        out = [event for _, event in rows]
+        seq, h = out[-1].head
+        if self.signer is not None and self.signer.due(head[0], seq, (p[0] for p in prepared)):
+            cp = self.signer.sign(run_id, seq, h, now_iso())
+            cur.execute(
+                "INSERT INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT DO NOTHING",
+                (cp.run_id, cp.seq, cp.hash, cp.key_id, cp.signed_at, cp.signature),
+            )
+            self._pending_anchor.append(cp)
+        return out
+
+    def put_blob(self, data: bytes) -> str:
+        """Store ``data`` content-addressed; its ``sha256:`` hash (made durable by the next durable append)."""
+        data = self.redactor.value(data)  # a file that holds a secret is kept redacted, under the redacted hash
+        h = bytes_hash(data)
+        with self._transaction(durable=False) as cur:
+            cur.execute(
+                "INSERT INTO blobs (hash, size, data) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING", (h, len(data), data)
+            )
+        return h
+
+    def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
+        """Add an imported run exactly as exported, in one transaction: all of it, or nothing (its chain and
+        the head the package names are checked inside the transaction, before the commit)."""
+        main = runs[-1]
+        with self._transaction() as cur:
+            for info in runs:
+                self._lock_run(cur, info.run_id)
+            if cur.execute("SELECT 1 FROM runs WHERE run_id=%s", (main.run_id,)).fetchone():
+                raise InputError(f"{self.where}: run {main.run_id} is already in this store")
+            for info in runs:
+                cur.execute(
+                    "INSERT INTO runs (run_id, created_at, task, parent_run) VALUES (%s,%s,%s,%s) "
+                    "ON CONFLICT DO NOTHING",
+                    (info.run_id, info.created_at, info.task, info.parent_run),
+                )
+            for row in rows:
+                found = cur.execute("SELECT hash FROM events WHERE run_id=%s AND seq=%s", (row[0], row[1])).fetchone()
+                if found is None:
+                    cur.execute(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s)", tuple(row))
+                elif found[0] != row[6]:
+                    raise InputError(
+                        f"{self.where}: run {row[0]} is already here with a different event seq {row[1]}; "
+                        "import into another store"
+                    )
+            for data in blobs:
+                cur.execute(
+                    "INSERT INTO blobs (hash, size, data) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING",
+                    (bytes_hash(data), len(data), data),
+                )
+            here = self._run_in(cur, main.run_id)
+            if here is None or (here.head_seq, here.head_hash) != (main.head_seq, main.head_hash):
+                raise LogCorrupt(main.run_id, main.head_seq + 1, "the package's events do not end at its head")
+            verify_rows(here, self._rows_in(cur, main.run_id, EVENT_COLUMNS))
+
+    # ---- the lease: one driver per run -------------------------------------------------------
+
+    def acquire(self, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
+        """Take the run's lease, or take over a dead holder's, in one transaction; else :class:`RunLeased`."""
+        with self._transaction() as cur:
+            self._lock_run(cur, run_id)
+            lease = self._lease_locked(cur, run_id, ttl_s)
+        self._start_heartbeat()
+        return lease
+
+    def _lease_locked(self, cur: Cursor[Any], run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
+        row = cur.execute(LEASE_COLUMNS + " WHERE run_id=%s", (run_id,)).fetchone()
+        mine = self._leases.get(run_id)
+        if row is not None:
+            held = Lease(*row)
+            if (mine is None or held.owner != mine.owner) and not holder_is_gone(held, this_host(), time.time()):
+                raise RunLeased(run_id, held.describe())
+        pid = os.getpid()
+        lease = Lease(
+            run_id, uuid.uuid4().hex, this_host(), pid, process_start(pid) or "", now_iso(), time.time(), ttl_s
+        )
+        cur.execute(
+            "INSERT INTO leases (run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (run_id) DO UPDATE SET owner=EXCLUDED.owner, "
+            "host=EXCLUDED.host, pid=EXCLUDED.pid, pid_start=EXCLUDED.pid_start, since=EXCLUDED.since, "
+            "heartbeat=EXCLUDED.heartbeat, ttl_s=EXCLUDED.ttl_s",
+            (lease.run_id, lease.owner, lease.host, lease.pid, lease.pid_start, lease.since, lease.heartbeat, ttl_s),
+        )
+        self._leases[run_id] = lease
+        return lease
+
+    def _check_lease_locked(self, cur: Cursor[Any], run_id: str) -> None:
+        row = cur.execute(LEASE_COLUMNS + " WHERE run_id=%s", (run_id,)).fetchone()
+        if row is None or row[1] != self._leases[run_id].owner:
+            del self._leases[run_id]
+            holder = Lease(*row).describe() if row else "nobody (the lease was released)"
+            raise RunLeased(run_id, f"{holder}; this driver's lease was taken over, so it stops")
+
+    def holds(self, run_id: str) -> bool:
+        """Whether this store holds the run's lease (as far as it knows; appends check the row itself)."""
+        return run_id in self._leases
+
+    def release(self, run_id: str) -> None:
+        """Give the run's lease back (a no-op if this store does not hold it)."""
+        lease = self._leases.pop(run_id, None)
+        if not self._leases:
+            self._stop_heartbeat()
+        if lease is not None:
+            with self._transaction() as cur:
+                self._lock_run(cur, run_id)
+                cur.execute("DELETE FROM leases WHERE run_id=%s AND owner=%s", (run_id, lease.owner))
+
+    def lease(self, run_id: str) -> Lease | None:
+        """The run's current lease row, whoever holds it (None if free)."""
+        rows = self._query(LEASE_COLUMNS + " WHERE run_id=%s", (run_id,))
+        return Lease(*rows[0]) if rows else None
+
+    def _start_heartbeat(self) -> None:
+        """While this store holds leases, refresh their heartbeat (a holder on another host is judged by it)."""
+        if self._heartbeat is not None or not self._leases:
+            return
+        stop = threading.Event()
+        interval = min(lease.ttl_s for lease in self._leases.values()) / 3
+
+        def beat() -> None:
+            while not stop.wait(interval):
+                try:
+                    with self._transaction() as cur:
+                        for run_id, lease in list(self._leases.items()):
+                            cur.execute(
+                                "UPDATE leases SET heartbeat=%s WHERE run_id=%s AND owner=%s",
+                                (time.time(), run_id, lease.owner),
+                            )
+                except Exception:  # a missed beat is retried; a lost lease is caught by the next append
+                    continue
+
+        thread = threading.Thread(target=beat, name="tether-lease-heartbeat", daemon=True)
+        self._heartbeat = (thread, stop)
+        thread.start()
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            thread, stop = self._heartbeat
+            self._heartbeat = None
+            stop.set()
+            if thread is not threading.current_thread():
+                thread.join()
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def get_blob(self, h: str) -> bytes:
+        rows = self._query("SELECT data FROM blobs WHERE hash=%s", (h,))
+        if not rows:
+            raise InputError(f"no blob {h}")
+        return bytes(rows[0][0])
+
+    def events(self, run_id: str, *, after: int = -1, kinds: Collection[str] | None = None) -> list[Event]:
+        """The run's log after seq ``after`` (of ``kinds``), a fork's starting with its parent's prefix."""
+        return self._events_in(run_id, after=after, kinds=kinds)
+
+    def _events_in(
+        self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
+            rows = self._rows_in(cur, run_id, EVENT_COLUMNS, after, upto, kinds)
+        with gc_paused():
+            return [_row_event(r) for r in rows]
+
+    def _rows_in(
+        self,
+        cur: Cursor[Any],
+        run_id: str,
+        columns: str,
+        after: int = -1,
+        upto: int | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """Rows of the run's log (its lineage's segments, oldest first) with after < seq <= upto (of ``kinds``)."""
+        where = "run_id=%s AND seq BETWEEN %s AND %s" + ("" if kinds is None else " AND kind = ANY(%s)")
+        extra: tuple[Any, ...] = () if kinds is None else (sorted(kinds),)
+        rows: list[tuple[Any, ...]] = []
+        for rid, first, last in lineage(run_id, lambda rid: self._fork_point(cur, rid)):
+            lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
+            if lo <= hi:
+                rows += cur.execute(
+                    f"SELECT {columns} FROM events WHERE {where} ORDER BY seq",
+                    (rid, lo, hi, *extra),
+                ).fetchall()
+        return rows
+
+    def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
+        """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first."""
+        with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
+            return lineage(run_id, lambda rid: self._fork_point(cur, rid))
+
+    @staticmethod
+    def _fork_point(cur: Cursor[Any], run_id: str) -> tuple[str, int] | None:
+        row = cur.execute(
+            "SELECT e.seq, e.kind, e.payload FROM runs r JOIN events e ON e.run_id = r.run_id "
+            "WHERE r.run_id=%s AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        return fork_point(run_id, row)
+
+    def head(self, run_id: str) -> Head:
+        info = self.run(run_id)
+        return info.head_seq, info.head_hash
+
+    def _run_in(self, cur: Cursor[Any], run_id: str) -> RunInfo | None:
+        row = cur.execute(RUN_COLUMNS + " WHERE r.run_id=%s", (GENESIS, run_id)).fetchone()
+        return None if row is None else RunInfo(*row)
+
+    def run(self, run_id: str) -> RunInfo:
+        """A run by exact id or unique prefix (a literal prefix: no character is a wildcard)."""
+        if not run_id:
+            raise InputError(f"{self.where}: empty run id; see `tether runs`")
+        rows = self._query(RUN_COLUMNS + " WHERE r.run_id=%s", (GENESIS, run_id))
+        if not rows:
+            rows = self._query(
+                RUN_COLUMNS + " WHERE starts_with(r.run_id, %s) ORDER BY r.run_id LIMIT 11", (GENESIS, run_id)
+            )
+        if len(rows) == 1:
+            return RunInfo(*rows[0])
+        if not rows:
+            raise InputError(f"{self.where}: no run {run_id!r}; see `tether runs`")
+        names = ", ".join(r[0] for r in rows[:10]) + (", …" if len(rows) > 10 else "")
+        raise InputError(f"{self.where}: run id prefix {run_id!r} is ambiguous; it matches {names}")
+
+    def runs(self) -> list[RunInfo]:
+        return [RunInfo(*r) for r in self._query(RUN_COLUMNS + " ORDER BY r.created_at, r.run_id", (GENESIS,))]
+
+    def rows(self, run_id: str) -> list[tuple[Any, ...]]:
+        """The run's log as stored, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
+        info = self.run(run_id)
+        with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
+            return self._rows_in(cur, info.run_id, EVENT_COLUMNS)
+
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """The run's signed checkpoints recorded in the database."""
+        rows = self._query(
+            "SELECT run_id, seq, hash, key_id, signed_at, signature FROM anchors WHERE run_id=%s ORDER BY seq",
+            (run_id,),
+        )
+        return [Checkpoint(*r) for r in rows]
+
+    def verify(self, run_id: str) -> int:
+        """Recompute the chain; return the number of events. Raises :class:`LogCorrupt`."""
+        info = self.run(run_id)
+        return len(verify_rows(info, self.rows(info.run_id)))
+
+    def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
+        """The chain, then every signed checkpoint (database and anchor file) against it."""
+        if key is None and self.signer is not None:
+            key, anchor_file = self.signer.key, self.signer.anchor_file
+        info = self.run(run_id)
+        with gc_paused():
+            hashes = verify_rows(info, self.rows(info.run_id))
+        checkpoints = self.checkpoints(info.run_id)
+        if key is not None and anchor_file is not None:
+            checkpoints += read_anchor_file(anchor_file, info.run_id)
+        report = check_anchor(info.run_id, hashes, checkpoints, key)
+        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
+
+
+def _has_schema(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('tether_meta') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def create_schema(conn: psycopg.Connection[Any], app_role: str | None = None) -> None:
+    """Make tether's tables and triggers (in the current transaction) as the connecting role, their owner;
+    with ``app_role``, grant that role what the store needs and nothing more."""
+    cur = conn.cursor()
+    cur.execute(DDL)
+    for table in LOG_TABLES:
+        cur.execute(TRIGGERS.format(t=table))  # table names are ours, not input
+    cur.execute("INSERT INTO tether_meta VALUES ('schema', %s)", (SCHEMA_TAG,))
+    if app_role is not None:
+        grant(cur, app_role)
+
+
+def grant(cur: Cursor[Any], app_role: str) -> None:
+    """The application role's privileges: read and insert the log; read and write leases; nothing else."""
+    role = sql.Identifier(app_role)
+    cur.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(_current_schema(cur)), role))
+    cur.execute(sql.SQL("GRANT SELECT ON tether_meta TO {}").format(role))
+    for table in LOG_TABLES:
+        cur.execute(sql.SQL("GRANT SELECT, INSERT ON {} TO {}").format(sql.Identifier(table), role))
+    cur.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON leases TO {}").format(role))
+
+
+def _current_schema(cur: Cursor[Any]) -> str:
+    row = cur.execute("SELECT current_schema()").fetchone()
+    if row is None or row[0] is None:
+        raise InputError("the connection has no current schema (search_path is empty)")
+    return str(row[0])
+
+
+def init(url: str, app_role: str | None = None) -> str:
+    """``tether db init``: make the schema as the URL's role (its owner) and grant ``app_role``; what was done.
+
+    A database that already holds the schema gets the grant only (run again for another application role).
+    """
+    where = url_without_password(url)
+    with _database_errors(where), psycopg.connect(url, autocommit=True) as conn:
+        known = app_role is None or conn.execute("SELECT 1 FROM pg_roles WHERE rolname=%s", (app_role,)).fetchone()
+        if not known:
+            raise InputError(f"{where}: no role {app_role!r}; create it first (CREATE ROLE {app_role} LOGIN)")
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            if not _has_schema(conn):
+                create_schema(conn, app_role)
+                done = "created the tether schema"
+            elif app_role is not None:
+                grant(conn.cursor(), app_role)
+                done = "the tether schema was already there"
+            else:
+                done = "the tether schema was already there; nothing to do"
+    return done + (f"; granted role {app_role} SELECT and INSERT on the log, and its leases" if app_role else "")
