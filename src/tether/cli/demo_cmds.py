@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 
 from tether.events.anchor import Signer
-from tether.events.store import EventStore
+from tether.events.backends import describe, open_store, spec_of
 from tether.kernel import session
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
 from tether.status import RunStatus
@@ -63,6 +63,9 @@ def demo_cmd(
     sandbox: str | None = typer.Option(None, "--sandbox", help="Override the sandbox backend: bwrap | local."),
     model: str | None = typer.Option(None, "--model", "-m", help="A real model instead of the recorded trajectory."),
     base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL (local servers)."),
+    db: str | None = typer.Option(
+        None, "--db", help="Event store for the run (default: tether.db in the work dir); e.g. a postgresql:// URL."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE.
@@ -73,7 +76,7 @@ def demo_cmd(
     work = workdir or Path(tempfile.mkdtemp(prefix="tether-demo-"))
     try:
         options = session.Options(model=model, base_url=base_url, sandbox=sandbox)
-        code = run_demo(example, work, options, as_json, kept=keep or workdir is not None)
+        code = run_demo(example, work, options, as_json, kept=keep or workdir is not None, db=db)
     finally:
         if workdir is None and not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -82,12 +85,15 @@ def demo_cmd(
     raise typer.Exit(code)
 
 
-def run_demo(example: Path, work: Path, options: session.Options, as_json: bool, *, kept: bool) -> int:
+def run_demo(
+    example: Path, work: Path, options: session.Options, as_json: bool, *, kept: bool, db: str | None = None
+) -> int:
     """Copy the example into ``work``, run it to its end, verify the log; the exit code."""
     work.mkdir(parents=True, exist_ok=True)
     dest = prepare(example, work)
-    db = work / "tether.db"
-    with EventStore.open(db, signer=Signer.configured()) as store, progress_line(err_console, None, as_json) as line:
+    spec = spec_of(db) if db else work / "tether.db"
+    store = open_store(spec, signer=Signer.configured(), local=work)  # a URL's local files: the work dir
+    with store, progress_line(err_console, None, as_json) as line:
         with traced(printer(as_json, progress=line)) as sink:  # and to OpenTelemetry when OTEL_* ask for it
             options = replace(options, approver=demo_approver, on_event=sink)
             runtime = session.start(store, dest / "envelope.yaml", "Fix the failing median test.", options)
@@ -97,9 +103,9 @@ def run_demo(example: Path, work: Path, options: session.Options, as_json: bool,
     show_contract(contract, as_json)
     if not as_json:
         console.print(control)
-        console.print(f"\nlog verified: {count} events, hash chain intact ({db})")
+        console.print(f"\nlog verified: {count} events, hash chain intact ({describe(spec)})")
         if kept:
-            console.print(f"inspect it:   {cli_name()} show {contract.run_id} --db {db}")
+            console.print(f"inspect it:   {cli_name()} show {contract.run_id} --db {describe(spec)}")
             console.print(f"the diff:     git -C {dest / 'project'} diff")
     code = exit_code(contract.status)
     return code if code else (0 if contract.status is RunStatus.COMPLETE else EXIT_INVALID)

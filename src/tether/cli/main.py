@@ -105,6 +105,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("log_cmds", "Inspect and verify run logs."),
     "policy": ("policy_cmds", "Ask the gate about a call, or run policy test cases."),
     "key": ("key_cmds", "The anchor key: signed checkpoints of every run's head."),
+    "db": ("db_cmds", "The PostgreSQL event store: its schema and roles."),
     "eval": ("eval_cmds", "Measure tether against public benchmarks."),
     "skills": ("knowledge_cmds", "Skills: SKILL.md folders a run can bind and load."),
     "memory": ("knowledge_cmds", "Project memory: facts the user stated, with their source."),

@@ -190,7 +190,7 @@ class PgStore:
         return store
 
     def _init_schema(self, create: bool) -> None:
-        if _has_schema(self._conn):
+        if _has_schema(self._conn, self.where):
             return self._check_tag()
         if not create:
             raise NotATetherDatabase(
@@ -198,7 +198,7 @@ class PgStore:
             )
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            if not _has_schema(self._conn):  # not made meanwhile by another first open
+            if not _has_schema(self._conn, self.where):  # not made meanwhile by another first open
                 create_schema(self._conn)
         self._check_tag()
 
@@ -618,9 +618,15 @@ class PgStore:
         return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
 
 
-def _has_schema(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute("SELECT to_regclass('tether_meta') IS NOT NULL").fetchone()
-    return bool(row and row[0])
+def _has_schema(conn: psycopg.Connection[Any], where: str) -> bool:
+    """Whether the current schema holds tether's tables; refuses one holding tables of the same names that are
+    not tether's (made by something else: tether never writes into them)."""
+    names = ("tether_meta", *LOG_TABLES, "leases")
+    row = conn.execute("SELECT array_agg(n) FROM unnest(%s::text[]) n WHERE to_regclass(n) IS NOT NULL", (list(names),))
+    found = (row.fetchone() or [None])[0] or []
+    if found and "tether_meta" not in found:
+        raise NotATetherDatabase(f"{where}: tables {', '.join(sorted(found))} are here but are not tether's (no tether_meta)")
+    return bool(found)
 
 
 def create_schema(conn: psycopg.Connection[Any], app_role: str | None = None) -> None:
@@ -664,7 +670,7 @@ def init(url: str, app_role: str | None = None) -> str:
             raise InputError(f"{where}: no role {app_role!r}; create it first (CREATE ROLE {app_role} LOGIN)")
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            if not _has_schema(conn):
+            if not _has_schema(conn, where):
                 create_schema(conn, app_role)
                 done = "created the tether schema"
             elif app_role is not None:
