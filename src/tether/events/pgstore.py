@@ -625,7 +625,8 @@ def _has_schema(conn: psycopg.Connection[Any], where: str) -> bool:
     row = conn.execute("SELECT array_agg(n) FROM unnest(%s::text[]) n WHERE to_regclass(n) IS NOT NULL", (list(names),))
     found = (row.fetchone() or [None])[0] or []
     if found and "tether_meta" not in found:
-        raise NotATetherDatabase(f"{where}: tables {', '.join(sorted(found))} are here but are not tether's (no tether_meta)")
+        names = ", ".join(sorted(found))
+        raise NotATetherDatabase(f"{where}: tables {names} are here but are not tether's (no tether_meta)")
     return bool(found)
 
 
