@@ -3,8 +3,9 @@ through the protocol, so that every store runs the same tests.
 
 ``backend`` opens stores on one backend: a second ``open_store()`` is another process's view of the same log
 (another connection), which is how the races and the lease are attacked. Every test runs on SQLite and on
-PostgreSQL (a schema of its own on the worker's throwaway server, opened as the insert-only role). Tests that need a backend's own access (editing
-rows behind the store's back) stay in that store's own tests (tests/test_eventlog.py for SQLite).
+PostgreSQL (a schema of its own on the worker's throwaway server, opened as the insert-only role). Tests that
+need a backend's own access (editing rows behind the store's back) stay in that store's own tests
+(tests/test_eventlog.py for SQLite, tests/store/test_pgstore.py for PostgreSQL).
 """
 
 from __future__ import annotations
