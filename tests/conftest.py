@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,33 @@ def example(tmp_path: Path) -> Path:
     dest = tmp_path / "bugfix"
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".tether", "__pycache__", ".pytest_cache"))
     return dest
+
+
+PROJECT_TOOLS = ("python", "python3", "pytest", "py.test")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _projects_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """PATH for the whole session: the scratch projects' ``python``/``pytest``, then this venv's ``bin``.
+
+    Why: a run's test command (``python -m pytest -q``) finds ``python`` on PATH, here this venv's, whose pytest
+    would auto-load every plugin the dev extras installed — langsmith's alone costs ~0.6 s of CPU — on each of
+    the ~6 test runs of every end-to-end run. A project has its own environment without those; these shims are
+    this venv's interpreter with plugin auto-loading off (a plugin named with ``-p``, as tether's reporter is,
+    still loads). Only commands that look ``python`` up on PATH (the local sandbox) see them; bubblewrap sets its
+    own PATH. Subprocess helpers pass ``os.environ["PATH"]`` on, so their ``tether`` runs see the same.
+    """
+    shims = tmp_path_factory.mktemp("projects-python")
+    venv_bin = Path(sys.executable).parent
+    for name in PROJECT_TOOLS:
+        target = venv_bin / name
+        if target.exists():
+            (shims / name).write_text(f'#!/bin/sh\nPYTEST_DISABLE_PLUGIN_AUTOLOAD=1 exec "{target}" "$@"\n')
+            (shims / name).chmod(0o755)
+    before = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{shims}:{venv_bin}:{before}"
+    yield
+    os.environ["PATH"] = before
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def demo(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TMPDIR": str(tmp), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "TMPDIR": str(tmp), "PATH": os.environ["PATH"]}
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", "demo", "--sandbox", "local", *args],
         capture_output=True,

@@ -21,7 +21,7 @@ FINISH = {"name": "finish", "args": {"summary": "fixed add"}}
 
 
 def tether(cwd: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": path or f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": path or os.environ["PATH"]}
     env.pop("TETHER_DB", None)
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],

@@ -25,7 +25,7 @@ def documented(heading: str) -> set[str]:
 
 
 def tether(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": os.environ["PATH"]}
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,

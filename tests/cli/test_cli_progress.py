@@ -34,7 +34,7 @@ def envelope(tmp_path: Path) -> Path:
 
 
 def run(envelope: Path, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": os.environ["PATH"]}
     args = ["run", "-e", str(envelope), "--db", str(envelope.parent / "t.db"), "--sandbox", "local", "--headless"]
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args, *extra],

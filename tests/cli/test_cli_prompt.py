@@ -26,7 +26,7 @@ def run_answering(tmp_path: Path, answers: str) -> tuple[subprocess.CompletedPro
     db = tmp_path / "t.db"
     base = [sys.executable, "-m", "tether.cli.main"]
     args = ["run", "push", "-e", str(bugfix / "envelope.yaml"), "--db", str(db), "--sandbox", "local"]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": os.environ["PATH"]}
     proc = subprocess.run(
         [*base, *args, "--interactive"], input=answers, capture_output=True, text=True, timeout=120, env=env
     )

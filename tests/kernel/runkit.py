@@ -16,7 +16,7 @@ def write_script(example: Path, turns: list[dict[str, Any]]) -> None:
 
 
 def tether(*args: str, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": os.environ["PATH"]}
     proc = subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,

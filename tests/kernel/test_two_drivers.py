@@ -47,7 +47,7 @@ def crashed_before_the_marker(bugfix: Path) -> tuple[Path, str]:
 
 
 def resume_process(db: Path, run_id: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": os.environ["PATH"]}
     return subprocess.Popen(
         [sys.executable, "-m", "tether.cli.main", "resume", run_id, "--db", str(db), "--sandbox", "local", "--json"],
         stdout=subprocess.PIPE,
