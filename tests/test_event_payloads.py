@@ -23,6 +23,7 @@ from tether.events import kinds as k
 from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
 from tether.events import kinds_egress as ke
+from tether.events import kinds_graph as kgr
 from tether.events import kinds_guard as kg
 from tether.events import kinds_hooks as kh
 from tether.events import kinds_knowledge as kk
@@ -334,6 +335,36 @@ SAMPLES: list[Payload] = [
     ),
     ks.ScheduleAlert(reason="3 consecutive failed firings", failures=3, trigger="ab" * 16),
     ks.ScheduleFiring(schedule="nightly", trigger="ab" * 16, fire_at="2026-12-01T03:00:00+00:00", budget={"usd": 0.5}),
+    kgr.GraphStarted(
+        name="g",
+        graph_path="/g.yaml",
+        graph={"name": "g", "envelope": "/e.yaml", "nodes": [{"id": "a", "envelope": "/e.yaml", "task": "t"}]},
+        contracts={"a": H},
+        lease_s=30,
+        sandbox="local",
+        strict=True,
+        warnings=["w"],
+        by="me",
+    ),
+    kgr.NodeLeased(node="a", attempt=1, phase="compensate", worker="h:1:x", expires_at=1.5),
+    kgr.NodeRenewed(node="a", attempt=1, worker="h:1:x", expires_at=2.5),
+    kgr.NodeStarted(node="a", attempt=1, run_id="r", graph_run="g", resumed=True),
+    kgr.NodeCompleted(node="a", attempt=1, run_id="r", status="COMPLETE", result="ok", worker="h:1:x"),
+    kgr.NodeFailed(node="a", attempt=2, run_id=None, status="NEEDS_INPUT", reason="why", worker="h:1:x"),
+    kgr.NodeWaiting(node="a", attempt=1, run_id="r", approvals=["ap"], worker="h:1:x"),
+    kgr.NodeCompensated(
+        node="a",
+        step=1,
+        attempt=3,
+        command="echo",
+        verdict="ALLOW",
+        rule="r",
+        ran=True,
+        ok=False,
+        exit_code=1,
+        output="o",
+    ),
+    kgr.GraphFinished(status="NEEDS_INPUT", nodes={"a": "failed"}, reason="node a"),
 ]
 
 

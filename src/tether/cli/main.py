@@ -102,6 +102,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mcp_cmds",
         "Serve MCP on stdio in front of another server: only declared tools, each call gated and logged.",
     ),
+    "graph": ("graph_cmds", "Task graphs: nodes are runs, edges are dependencies, workers take nodes under leases."),
     "log": ("log_cmds", "Inspect and verify run logs."),
     "policy": ("policy_cmds", "Ask the gate about a call, or run policy test cases."),
     "key": ("key_cmds", "The anchor key: signed checkpoints of every run's head."),

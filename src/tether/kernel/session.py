@@ -63,7 +63,8 @@ class Options:
     """Start from the task list of the latest earlier run on the same workspace (``tether run --continue-plan``)."""
     run_id: str | None = None
     """The new run's id (default: a fresh one). A schedule's firing derives it from its trigger, so that one
-    trigger names one run: the store refuses a second run of the same id."""
+    trigger names one run: the store refuses a second run of the same id. A task graph records it before the run
+    exists, so a retried node finds its run."""
     origin: Sequence[Payload] = ()
     """Events that say why the run exists (a schedule's firing), logged right after ``run.started``."""
 
@@ -97,7 +98,10 @@ def load_checked(envelope: Envelope | str | Path, base_dir: Path | None = None) 
     return Loaded(envelope, base, path, tuple(accepted), run_catalog(envelope, base))
 
 
-def _sandbox(env: Envelope, workspace: Path, override: str | None) -> tuple[Sandbox | None, SandboxUnavailable | None]:
+def sandbox_for(
+    env: Envelope, workspace: Path, override: str | None
+) -> tuple[Sandbox | None, SandboxUnavailable | None]:
+    """The envelope's sandbox on ``workspace`` (``override``: another backend), or why it cannot start."""
     spec = env.environment.sandbox
     if override:
         spec = spec.model_copy(update={"backend": override})
@@ -295,7 +299,7 @@ def _runtime(
     tools = list(options.tools)
     if env.tool(LOAD_SKILL) is not None and all(t.name != LOAD_SKILL for t in tools):
         tools.append(load_skill_tool(bound))
-    sandbox, sandbox_error = _sandbox(env, workspace, options.sandbox)
+    sandbox, sandbox_error = sandbox_for(env, workspace, options.sandbox)
     return Runtime(
         store,
         run_id,
