@@ -1,0 +1,205 @@
+"""Task graphs end to end: real runs, real worker processes, SIGKILL and SIGSTOP at the worst moment.
+
+Scripted models only. Each node's effect appends a line to a file, so "exactly once" is a line count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graphkit import bash, write_graph
+
+from tether.cli.main import main
+from tether.events.store import EventStore
+from tether.graph.fold import GraphState
+from tether.graph.launch import start_graph
+from tether.graph.worker import Worker
+
+pytestmark = pytest.mark.slow
+
+#: A worker process that stops itself (SIGKILL or SIGSTOP) right after the first node's bash action completed
+#: (durably, in that node's run), before the worker records anything in the graph.
+DOOMED = """
+import os, signal, sys
+from pathlib import Path
+from tether.graph.worker import Worker
+
+db, graph_run, sig = sys.argv[1:4]
+
+def hook(event):
+    if event.kind == "action.completed" and event.payload.get("tool") == "bash":
+        os.kill(os.getpid(), getattr(signal, sig))
+
+Worker(Path(db), graph_run, on_event=hook).work()
+"""
+
+
+def lines(root: Path, name: str) -> list[str]:
+    path = root / "ws" / "out" / name
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def graph_events(db: Path, graph_run: str) -> list[Any]:
+    with EventStore.open(db) as store:
+        assert store.verify(graph_run) > 0
+        return store.events(graph_run)
+
+
+def start(root: Path, nodes: dict[str, dict[str, Any]], lease_s: float = 30.0) -> tuple[Path, str]:
+    path = write_graph(root, nodes, lease_s=lease_s)
+    db = root / "t.db"
+    with EventStore.open(db, create=True) as store:
+        return db, start_graph(store, path, sandbox="local")
+
+
+def tether(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", *args], capture_output=True, text=True, timeout=180,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_a_diamond_runs_to_complete_with_two_worker_processes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = {
+        "a": {"turns": bash("echo a >> out/a.txt")},
+        "b": {"turns": bash("echo b >> out/b.txt"), "needs": ["a"]},
+        "c": {"turns": bash("echo c >> out/c.txt"), "needs": ["a"]},
+        "d": {"turns": bash("echo d >> out/d.txt"), "needs": ["b", "c"]},
+    }
+    path = write_graph(tmp_path, nodes)
+    db = tmp_path / "t.db"
+    proc = tether("graph", "run", str(path), "--workers", "2", "--sandbox", "local", "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["status"] == "COMPLETE"
+    assert [(n["id"], n["state"], n["depth"]) for n in view["nodes"]] == [
+        ("a", "complete", 0), ("b", "complete", 1), ("c", "complete", 1), ("d", "complete", 2),
+    ]  # fmt: skip
+    for name in "abcd":
+        assert lines(tmp_path, f"{name}.txt") == [name]
+    events = graph_events(db, view["graph_run"])
+    done = {e.payload["node"]: e.seq for e in events if e.kind == "node.completed"}
+    leased = {e.payload["node"]: e.seq for e in events if e.kind == "node.leased"}
+    assert leased["d"] > max(done["b"], done["c"]) and min(leased["b"], leased["c"]) > done["a"]  # persisted first
+    with EventStore.open(db) as store:
+        for n in view["nodes"]:
+            assert store.verify(n["run_id"]) > 0  # each node is a real run with its own verified log
+    main(["graph", "show", view["graph_run"][:15], "--db", str(db)])  # a unique prefix names the graph; exit 0
+    assert "[    complete] d  <- b, c" in capsys.readouterr().out
+
+
+def test_a_killed_workers_node_is_taken_over_after_its_lease_and_its_effect_happens_once(tmp_path: Path) -> None:
+    nodes = {
+        "a": {"turns": bash("echo a >> out/a.txt")},
+        "b": {"turns": bash("echo b >> out/b.txt"), "needs": ["a"]},
+    }
+    db, graph_run = start(tmp_path, nodes, lease_s=1.0)
+    doomed = subprocess.run(
+        [sys.executable, "-c", DOOMED, str(db), graph_run, "SIGKILL"], capture_output=True, text=True, timeout=120
+    )
+    assert doomed.returncode == -9, doomed.stderr
+    assert lines(tmp_path, "a.txt") == ["a"]  # the effect happened, then the worker died before recording the node
+    g = Worker(db, graph_run, poll_s=0.1).work()
+    assert g.finished is not None and g.finished.status == "COMPLETE"
+    assert lines(tmp_path, "a.txt") == ["a"] and lines(tmp_path, "b.txt") == ["b"]  # once each
+    started = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.started" and e.payload["node"] == "a"]
+    assert [(s["attempt"], s["resumed"]) for s in started] == [(1, False), (2, True)]
+    assert started[0]["run_id"] == started[1]["run_id"]  # attempt 2 resumed attempt 1's run from its log
+
+
+def test_a_completion_after_lease_expiry_is_deduplicated_and_successors_start_once(tmp_path: Path) -> None:
+    nodes = {
+        "a": {"turns": bash("echo a >> out/a.txt")},
+        "b": {"turns": bash("echo b >> out/b.txt"), "needs": ["a"]},
+    }
+    db, graph_run = start(tmp_path, nodes, lease_s=1.0)
+    stalled = subprocess.Popen(
+        [sys.executable, "-c", DOOMED, str(db), graph_run, "SIGSTOP"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for(lambda: process_state(stalled.pid) == "T")  # paused right after its effect
+        time.sleep(1.2)  # its lease expires: nobody renews it
+        result: list[GraphState] = []
+        second = threading.Thread(target=lambda: result.append(Worker(db, graph_run, poll_s=0.1).work()))
+        second.start()
+        wait_for(
+            lambda: any(e.kind == "node.started" and e.payload["attempt"] == 2 for e in graph_events(db, graph_run))
+        )
+        os.kill(stalled.pid, signal.SIGCONT)  # the first worker wakes up and finishes the node anyway
+        second.join(timeout=120)
+        assert stalled.wait(timeout=120) == 0, stalled.stderr.read() if stalled.stderr else ""
+    finally:
+        if stalled.poll() is None:
+            stalled.kill()
+    assert result and result[0].finished is not None and result[0].finished.status == "COMPLETE"
+    events = graph_events(db, graph_run)
+    completions = [e for e in events if e.kind == "node.completed" and e.payload["node"] == "a"]
+    assert sorted(e.payload["attempt"] for e in completions) == [1, 2]  # completed twice...
+    g = GraphState.fold(graph_run, events)
+    stale = next(e.seq for e in completions if e.payload["attempt"] == 1)
+    counted = next(e.seq for e in completions if e.payload["attempt"] == 2)
+    assert g.nodes["a"].ignored == [stale] and g.nodes["a"].outcome_seq == counted  # ...counted once
+    b_leases = [e.seq for e in events if e.kind == "node.leased" and e.payload["node"] == "b"]
+    assert len(b_leases) == 1 and b_leases[0] > counted  # released by the counted transition only
+    assert lines(tmp_path, "a.txt") == ["a"] and lines(tmp_path, "b.txt") == ["b"]
+
+
+def test_a_denied_node_fails_the_graph_and_compensation_runs_in_reverse(tmp_path: Path) -> None:
+    nodes = {
+        "a": {
+            "turns": bash("echo a >> out/a.txt"),
+            "compensate": ["echo a0 >> out/undo.txt", "echo a1 >> out/undo.txt"],
+        },
+        "b": {
+            "turns": [*bash("git push --force origin main")[:1], *bash("echo b >> out/b.txt")],
+            "needs": ["a"],
+            "compensate": ["echo b0 >> out/undo.txt", "git push --force origin main", "echo b2 >> out/undo.txt"],
+        },
+        "c": {"turns": bash("echo c >> out/c.txt"), "needs": ["b"]},
+    }
+    # b is denied its push (the envelope's no-force-push rule), goes on, and is then refused completion: its
+    # policy forbids b's write set from holding b.txt
+    nodes["b"]["tweak"] = lambda env: env["environment"]["filesystem"].update(write=["out/a.txt", "out/undo.txt"])
+    db, graph_run = start(tmp_path, nodes)
+    g = Worker(db, graph_run).work()
+    assert g.finished is not None and g.finished.status not in ("COMPLETE", "NO_OP")
+    with EventStore.open(db) as store:
+        run_b = g.nodes["b"].run_id
+        assert run_b is not None
+        child = store.events(run_b)
+        denied = [e for e in child if e.kind == "action.decided" and e.payload.get("verdict") == "DENY"]
+        assert denied and "no-force-push" in json.dumps(denied[0].payload)
+        finished = [e.payload["status"] for e in child if e.kind == "run.finished"]
+    assert g.nodes["b"].status == finished[-1] == g.finished.status  # the graph records the kernel's status
+    assert g.finished.nodes == {"a": "compensated", "b": "compensated", "c": "skipped"}
+    assert lines(tmp_path, "undo.txt") == ["b2", "b0", "a1", "a0"]  # latest outcome first, steps last first
+    assert lines(tmp_path, "c.txt") == []
+    steps = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.compensated"]
+    assert [(s["node"], s["step"], s["verdict"], s["ran"]) for s in steps] == [
+        ("b", 2, "ALLOW", True), ("b", 1, "DENY", False), ("b", 0, "ALLOW", True),
+        ("a", 1, "ALLOW", True), ("a", 0, "ALLOW", True),
+    ]  # fmt: skip
+    assert "b step 1" in g.finished.reason  # the denied step is named, not hidden
+
+
+def wait_for(condition: Any, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def process_state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
