@@ -9,11 +9,15 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
 from tether.status import RunStatus
+
+if TYPE_CHECKING:
+    from tether.events.backends import StoreSpec
 
 from .common import (
     EXIT_RUNTIME,
@@ -39,15 +43,16 @@ def run_cmd(
     graph_file: Path = typer.Argument(..., help="GRAPH.yaml", exists=False),
     workers: int = typer.Option(2, "--workers", "-n", min=1, max=64, help="Worker processes on this machine."),
     sandbox: str | None = typer.Option(None, "--sandbox", help="Every node's sandbox backend: bwrap | local."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Check a graph, record it, and drive it with N worker processes until it finishes."""
-    from tether.events.store import EventStore
+    from tether.events.backends import local_dir, open_store
     from tether.graph.launch import spawn_workers, start_graph
 
-    path = db_path(db, graph_file.resolve().parent)
-    with EventStore.open(path, create=True) as store:
+    workspace = graph_file.resolve().parent
+    path = db_path(db, workspace)
+    with open_store(path, create=True, local=local_dir(path, workspace)) as store:
         graph_run = start_graph(store, graph_file, sandbox=sandbox)
     if not json_out:
         err_console.print(f"graph run {graph_run}: {workers} worker(s); `tether graph show {graph_run}` to watch")
@@ -65,17 +70,16 @@ def run_cmd(
 @graph_app.command("work")
 def work_cmd(
     graph_run: str = typer.Argument(..., help="The graph's run id (or a unique prefix)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Join a graph as one more worker: take ready nodes under leases until the graph finishes."""
-    from tether.events.store import EventStore
     from tether.graph.worker import Worker
 
-    from .common import find_db
+    from .common import find_db, reader
 
     path = find_db(db)
-    with EventStore.open(path, readonly=True) as store:
+    with reader(db) as store:
         run_id = store.run(graph_run).run_id
     Worker(path, run_id, note=lambda line: print(line, file=sys.stderr, flush=True)).work()
     _report(path, run_id, json_out)
@@ -84,21 +88,20 @@ def work_cmd(
 @graph_app.command("show")
 def show_cmd(
     graph_run: str = typer.Argument(..., help="The graph's run id (or a unique prefix)."),
-    db: Path | None = DbOption,
+    db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Draw a graph's nodes with their states, runs, compensations and ignored outcomes."""
-    from .common import find_db
-
-    _report(find_db(db), graph_run, json_out, exit_with_status=False)
+    _report(db, graph_run, json_out, exit_with_status=False)
 
 
-def _report(db: Path, graph_run: str, json_out: bool, *, exit_with_status: bool = True) -> None:
-    from tether.events.store import EventStore
+def _report(db: StoreSpec | None, graph_run: str, json_out: bool, *, exit_with_status: bool = True) -> None:
     from tether.graph.draw import as_dict, as_text
     from tether.graph.fold import GraphState
 
-    with EventStore.open(db, readonly=True) as store:
+    from .common import reader
+
+    with reader(db) as store:
         run_id = store.run(graph_run).run_id
         store.verify(run_id)
         view = as_dict(GraphState.read(store, run_id), time.time())

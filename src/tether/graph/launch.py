@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from tether.errors import EnvelopeInvalid, InputError, Problem
+from tether.events.backends import StoreSpec
 from tether.events.kinds_graph import GraphStarted
-from tether.events.store import EventStore
+from tether.events.protocol import Store
 from tether.kernel import session
 from tether.kernel.approvals import whoami
 
@@ -41,7 +42,7 @@ def check_graph(path: Path) -> tuple[Graph, dict[str, str]]:
     return graph, hashes
 
 
-def start_graph(store: EventStore, path: Path, *, sandbox: str | None = None, by: str | None = None) -> str:
+def start_graph(store: Store, path: Path, *, sandbox: str | None = None, by: str | None = None) -> str:
     """Check the graph and create its log (``graph.started``); the graph's run id. Nothing runs yet."""
     graph, hashes = check_graph(path)
     started = GraphStarted(
@@ -56,7 +57,7 @@ def start_graph(store: EventStore, path: Path, *, sandbox: str | None = None, by
     return store.create_run(f"graph {graph.name}", [started])
 
 
-def spawn_workers(db: Path, graph_run: str, n: int) -> list[subprocess.Popen[bytes]]:
+def spawn_workers(db: StoreSpec, graph_run: str, n: int) -> list[subprocess.Popen[bytes]]:
     """``n`` worker processes (``tether graph work``) on this machine; their progress goes to stderr."""
     argv = [sys.executable, "-m", "tether.cli.main", "graph", "work", graph_run, "--db", str(db)]
     return [subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) for _ in range(n)]

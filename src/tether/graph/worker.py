@@ -23,9 +23,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from tether.errors import HeadMoved, RunLeased, TetherError
+from tether.events.backends import StoreSpec, local_dir, open_store
 from tether.events.kinds_graph import (
     NodeCompensated,
     NodeCompleted,
@@ -38,7 +38,8 @@ from tether.events.kinds_graph import (
 )
 from tether.events.lease import this_host
 from tether.events.payload import Payload
-from tether.events.store import EventStore, new_run_id
+from tether.events.protocol import Store
+from tether.events.store import new_run_id
 from tether.kernel import session
 from tether.kernel.continuation import Request
 from tether.kernel.runtime import EventSink
@@ -62,7 +63,7 @@ def worker_id() -> str:
 class Worker:
     """One worker on one graph. ``work()`` returns when the graph is finished or only waits for people."""
 
-    db: Path
+    db: StoreSpec
     graph_run: str
     note: Note = lambda _: None
     on_event: EventSink | None = None  # every event of the nodes' runs, as they are appended
@@ -73,7 +74,7 @@ class Worker:
         self.id = self.id or worker_id()
 
     def work(self) -> GraphState:
-        with EventStore.open(self.db) as store:
+        with open_store(self.db, create=False, local=local_dir(self.db)) as store:
             while True:
                 g, now = GraphState.read(store, self.graph_run), time.time()
                 if g.finished is not None:
@@ -109,7 +110,7 @@ class Worker:
 
     # ---- choosing -------------------------------------------------------------------------------
 
-    def _pick(self, store: EventStore, g: GraphState, now: float) -> Job | None:
+    def _pick(self, store: Store, g: GraphState, now: float) -> Job | None:
         for job in g.jobs(now):
             node = g.nodes[job.node]
             if node.waiting and node.run_id and _pending_approvals(store, node.run_id):
@@ -124,7 +125,7 @@ class Worker:
 
     # ---- running a node -------------------------------------------------------------------------
 
-    def _run(self, store: EventStore, node_id: str, attempt: int) -> None:
+    def _run(self, store: Store, node_id: str, attempt: int) -> None:
         g = GraphState.read(store, self.graph_run)
         spec, prior = g.graph.node(node_id), g.nodes[node_id].run_id
         exists = prior is not None and _exists(store, prior)
@@ -155,7 +156,7 @@ class Worker:
             return
         self._record_end(store, node_id, attempt, run_id)
 
-    def _resume(self, store: EventStore, run_id: str, options: session.Options, attempt: int) -> None:
+    def _resume(self, store: Store, run_id: str, options: session.Options, attempt: int) -> None:
         """Resume the child run from its log, unless it already ended; wait while another driver holds it."""
         while True:
             status = _status(store, run_id)
@@ -167,7 +168,7 @@ class Worker:
             except RunLeased:
                 time.sleep(self.poll_s)  # the worker that lost the node still drives it: its run ends first
 
-    def _record_end(self, store: EventStore, node_id: str, attempt: int, run_id: str) -> None:
+    def _record_end(self, store: Store, node_id: str, attempt: int, run_id: str) -> None:
         """Read the run's end from its verified log (not from memory) and record the node's transition."""
         store.verify(run_id)
         state = RunState.from_events(store.events(run_id, kinds=STATUS_KINDS))
@@ -195,7 +196,7 @@ class Worker:
 
     # ---- compensating a node --------------------------------------------------------------------
 
-    def _compensate(self, store: EventStore, node_id: str, attempt: int) -> None:
+    def _compensate(self, store: Store, node_id: str, attempt: int) -> None:
         """Run the node's compensation steps not yet recorded, last declared first, each through the gate."""
         g = GraphState.read(store, self.graph_run)
         spec, done = g.graph.node(node_id), set(g.nodes[node_id].compensated)
@@ -233,7 +234,7 @@ class Worker:
 
     # ---- the log --------------------------------------------------------------------------------
 
-    def _append(self, store: EventStore, event: Payload) -> None:
+    def _append(self, store: Store, event: Payload) -> None:
         """Compare-and-append on the current head. The event's meaning does not depend on the head (the fold
         judges it), so a moved head only means reading the head again."""
         while True:
@@ -250,7 +251,7 @@ class Worker:
         stop = threading.Event()
 
         def beat() -> None:
-            with EventStore.open(self.db) as store:
+            with open_store(self.db, create=False, local=local_dir(self.db)) as store:
                 while not stop.wait(lease_s / 3):
                     g = GraphState.read(store, self.graph_run)
                     lease = g.nodes[node_id].lease
@@ -274,19 +275,19 @@ class Worker:
             thread.join()
 
 
-def _exists(store: EventStore, run_id: str) -> bool:
+def _exists(store: Store, run_id: str) -> bool:
     return any(info.run_id == run_id for info in store.runs())
 
 
-def _status(store: EventStore, run_id: str) -> RunStatus:
+def _status(store: Store, run_id: str) -> RunStatus:
     return RunState.from_events(store.events(run_id, kinds=STATUS_KINDS)).status
 
 
-def _pending_approvals(store: EventStore, run_id: str) -> bool:
+def _pending_approvals(store: Store, run_id: str) -> bool:
     return bool(RunState.from_events(store.events(run_id, kinds=STATUS_KINDS)).pending_approvals)
 
 
-def _result(store: EventStore, run_id: str) -> str:
+def _result(store: Store, run_id: str) -> str:
     finished = store.events(run_id, kinds={"run.finished"})
     return str(finished[-1].payload.get("result", "")) if finished else ""
 
