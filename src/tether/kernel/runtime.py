@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe, stop_reason
@@ -92,7 +92,6 @@ from tether.state import RunState
 from tether.status import ControlState
 from tether.tools.context import ToolContext
 from tether.tools.contract import Tool, ToolArgsError
-from tether.tools.mcp import McpServers, McpTool, Started
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
 from tether.verify.changes import WorkspaceDiff, run_diff, snapshot_check, unexplained, window_changes, windows
 from tether.verify.preflight import run_preflight
@@ -121,6 +120,9 @@ from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageAppro
 from .steps import next_step
 from .stops import WINDOW_SETTING
 from .undo import rollback_receipt
+
+if TYPE_CHECKING:
+    from tether.tools.mcp import Started
 
 EventSink = Callable[[Event], None]
 #: Why a call in a reply cut off at the output limit does not run (its arguments may be cut off too).
@@ -203,10 +205,12 @@ class Runtime:
     def mcp_servers(self, going: bool) -> Iterator[None]:
         """The envelope's MCP servers, for as long as this drive lasts: started, their declared tools offered
         (each start recorded, ``mcp.started`` or ``mcp.failed``), then stopped and their tools withdrawn."""
-        servers = McpServers(self.env, self.workspace, self.sandbox) if going and self.env.mcp_servers else None
-        if servers is None:
+        if not (going and self.env.mcp_servers):
             yield
             return
+        from tether.tools.mcp import McpServers, McpTool  # the MCP SDK: ~0.7 s to import, only for runs that use it
+
+        servers = McpServers(self.env, self.workspace, self.sandbox)
         try:
             tools, reports = servers.open()
             if reports:
