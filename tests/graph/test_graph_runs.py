@@ -58,7 +58,7 @@ def start(root: Path, nodes: dict[str, dict[str, Any]], lease_s: float = 30.0) -
     path = write_graph(root, nodes, lease_s=lease_s)
     db = root / "t.db"
     with EventStore.open(db, create=True) as store:
-        return db, start_graph(store, path, sandbox="local")
+        return db, start_graph(store, path, sandbox="local")[0]
 
 
 def tether(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -75,3 +76,39 @@ def test_every_node_envelope_is_strictly_checked_before_anything_is_created(tmp_
     assert "$.nodes[1]" not in text  # b is valid
     with EventStore.open(db) as store:
         assert store.runs() == []
+
+
+def test_strict_refuses_a_node_that_holds_more_than_the_graph_and_names_each_widening(tmp_path: Path) -> None:
+    def wider(env: dict[str, Any]) -> None:
+        env["environment"]["filesystem"]["write"] = ["out/**", "src/**"]
+        env["budgets"]["usd"] = 50.0
+
+    def same_place(env: dict[str, Any]) -> None:
+        env["environment"]["workspace"] = "../a/../ws/"  # another spelling of the graph's workspace
+
+    def elsewhere(env: dict[str, Any]) -> None:
+        env["environment"]["workspace"] = "../elsewhere"
+
+    (tmp_path / "elsewhere").mkdir()
+    nodes = {
+        "ok": {"turns": bash("echo")},
+        "wide": {"turns": bash("echo"), "tweak": wider},
+        "same": {"turns": bash("echo"), "tweak": same_place},
+        "away": {"turns": bash("echo"), "tweak": elsewhere},
+    }
+    path = write_graph(tmp_path, nodes)
+    db = tmp_path / "t.db"
+    with EventStore.open(db, create=True) as store, pytest.raises(EnvelopeInvalid) as e:
+        start_graph(store, path, strict=True)
+    found = {(p.path, p.file) for p in e.value.problems}
+    wide, away = str(tmp_path / "wide" / "envelope.yaml"), str(tmp_path / "away" / "envelope.yaml")
+    assert ("$.nodes[1].envelope -> $.environment.filesystem.write[1]", wide) in found
+    assert ("$.nodes[1].envelope -> $.budgets.usd", wide) in found
+    assert ("$.nodes[3].envelope -> $.environment.workspace", away) in found
+    assert not any(p.startswith(("$.nodes[0]", "$.nodes[2]")) for p, _ in found)
+    with EventStore.open(db) as store:
+        assert store.runs() == []  # refused: nothing created
+        graph_run, warned = start_graph(store, path)  # without --strict: recorded, and said
+        (started,) = store.events(graph_run)
+    assert started.payload["warnings"] == [str(p) for p in warned] and len(warned) == len(found)
+    assert started.payload["strict"] is False

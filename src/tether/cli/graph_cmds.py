@@ -42,6 +42,9 @@ def register(app: typer.Typer) -> None:
 def run_cmd(
     graph_file: Path = typer.Argument(..., help="GRAPH.yaml", exists=False),
     workers: int = typer.Option(2, "--workers", "-n", min=1, max=64, help="Worker processes on this machine."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Refuse a node envelope that holds more than the graph's (else: warn and record)."
+    ),
     sandbox: str | None = typer.Option(None, "--sandbox", help="Every node's sandbox backend: bwrap | local."),
     db: str | None = DbOption,
     json_out: bool = JsonOption,
@@ -53,7 +56,9 @@ def run_cmd(
     workspace = graph_file.resolve().parent
     path = db_path(db, workspace)
     with open_store(path, create=True, local=local_dir(path, workspace)) as store:
-        graph_run = start_graph(store, graph_file, sandbox=sandbox)
+        graph_run, widened = start_graph(store, graph_file, strict=strict, sandbox=sandbox)
+    for problem in widened:
+        err_console.print(f"[yellow]warning:[/] {escape(str(problem))} (--strict refuses this)")
     if not json_out:
         err_console.print(f"graph run {graph_run}: {workers} worker(s); `tether graph show {graph_run}` to watch")
     procs = spawn_workers(path, graph_run, workers)
