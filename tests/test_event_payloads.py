@@ -277,6 +277,9 @@ SAMPLES: list[Payload] = [
     kk.MemoryRemembered(facts=[], store="m.db"),
     kk.PlanCarried(from_run="r", from_seq=4, tasks=[kk.CarriedTask(id="t1", status="COMPLETE", files=["a.py"])]),
     kg.SessionOpened(framework="langgraph", session="thread-1", by="alice"),
+    kg.SessionEnded(
+        how="budget", reason="budgets.tool_calls exhausted", by="tether", budget="tool_calls", used=3, limit=3
+    ),
     km.McpStarted(
         server="notes",
         transport="stdio",

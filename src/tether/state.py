@@ -44,6 +44,7 @@ from tether.events.kinds import (
 )
 from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
+from tether.events.kinds_guard import SessionEnded
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
@@ -59,7 +60,21 @@ StopFact = (
     | ApprovalMismatch
     | ActionFailed
     | PreflightCompleted
+    | SessionEnded
 )
+
+#: ``run.started``'s ``sandbox`` of a run whose tools another program runs: ``external: <program>``.
+EXTERNAL = "external"
+
+
+def external_driver(sandbox: str) -> str:
+    """The program that drives a governed run and runs its tools (``claude-code``, ``langgraph``), or ``""``
+    for a run of tether's own loop. Runs recorded before the program was named say only ``external``."""
+    if sandbox == EXTERNAL:
+        return "an external program"
+    head, sep, name = sandbox.partition(":")
+    return name.strip() if sep and head == EXTERNAL else ""
+
 
 #: The kinds a run's status depends on: those whose handlers set ``status`` or the pending approvals, and
 #: the proposals the approvals name. Folding only these gives the full fold's ``status`` and
@@ -130,6 +145,7 @@ class RunState:
     contract_hash: str = ""
     model: str = ""
     workspace: str = ""
+    driver: str = ""  # the program that drives a governed run (external_driver); "" for tether's own loop
     limits: dict[str, float | int | None] = field(default_factory=dict)
     used: Usage = field(default_factory=Usage)
     actions: dict[str, Action] = field(default_factory=dict)
@@ -219,6 +235,7 @@ class RunState:
         self.envelope = p.envelope
         self.plan_hash, self.contract_hash = p.plan_hash, p.contract_hash
         self.model, self.workspace = p.model, p.workspace
+        self.driver = external_driver(p.sandbox)
         self.limits = dict(p.budgets)
         self.max_external = p.max_external
         self._active_since = datetime.fromisoformat(e.ts)
@@ -269,7 +286,9 @@ class RunState:
         self.ended_by, self.stop = self.stop, None
         self._pause(e)
 
-    def _stopped(self, e: Event, p: SandboxFailed | ContextFull | ModelUnaffordable | ApprovalMismatch) -> None:
+    def _stopped(
+        self, e: Event, p: SandboxFailed | ContextFull | ModelUnaffordable | ApprovalMismatch | SessionEnded
+    ) -> None:
         """A fact the run cannot go on from; ``next_step`` turns it into the finish."""
         self.stop = p
 
@@ -426,4 +445,5 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     ContextFull: RunState._stopped,
     ModelUnaffordable: RunState._stopped,
     ApprovalMismatch: RunState._stopped,
+    SessionEnded: RunState._stopped,
 }

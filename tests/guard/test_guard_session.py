@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from tether.cli.main import app
 from tether.errors import LogCorrupt
 from tether.events import EventStore
-from tether.guard import Guard, GuardError, session_run_id
+from tether.guard import BudgetStop, Guard, GuardError, session_run_id
 from tether.kernel.approvals import ApprovalAnswer, record_answer
 from tether.policy.decision import Verdict
 from tether.state import RunState
@@ -269,3 +269,67 @@ def test_record_answer_from_another_process_is_seen(store: EventStore, guarded: 
     with EventStore.open(store.path) as other:
         record_answer(other, asked.approval_id or "", ApprovalAnswer("deny", "bob", "wrong list"))
     assert g.verdict(asked.call_id).reason == "wrong list"
+
+
+def budgets(envelope: Path, **limits: object) -> None:
+    """Change the envelope's budgets and compile it again."""
+    doc = yaml.safe_load(envelope.read_text())
+    doc["budgets"].update(limits)
+    envelope.write_text(yaml.safe_dump(doc))
+    compiled = CliRunner().invoke(app, ["compile", str(envelope.with_name("plan.yaml")), "-o", str(envelope)])
+    assert compiled.exit_code == 0, compiled.output
+
+
+def test_past_the_tool_call_budget_the_guard_raises_and_the_run_ends_budget_stop(
+    store: EventStore, guarded: Path
+) -> None:
+    budgets(guarded, tool_calls=2)
+    g = open_guard(store, guarded)
+    g.check("delete_records", {"table": "customers"})  # denied: a refused call spends nothing
+    first = g.check("get_weather", {"city": "Oslo"})
+    g.run_call(first.call_id, lambda: "rain")
+    assert g.check("get_weather", {"city": "Rome"}).allowed  # allowed is spent, before its receipt comes
+    with pytest.raises(BudgetStop, match=r"budgets.tool_calls exhausted: used 2 of 2") as spent:
+        g.check("get_weather", {"city": "Paris"})
+    assert spent.value.answer.rule == "budget:tool_calls"
+    state = g.refresh()
+    assert state.status is RunStatus.BUDGET_STOP and "budgets.tool_calls" in state.result
+    assert kinds(store, g.run_id)[-3:] == ["session.ended", "budget.exceeded", "run.finished"]
+    assert "tether resume" not in state.next_action, "a governed run is not continued by tether resume"
+    with pytest.raises(BudgetStop, match="BUDGET_STOP"):  # every later call too: the session is spent
+        g.check("get_weather", {"city": "Paris"})
+    assert store.verify(g.run_id) == len(store.events(g.run_id))
+
+
+def test_past_the_wall_time_budget_the_next_call_ends_the_run(store: EventStore, guarded: Path) -> None:
+    budgets(guarded, wall_s=0.2)
+    g = open_guard(store, guarded)
+    assert g.check("get_weather", {"city": "Oslo"}).allowed
+    time.sleep(0.3)
+    with pytest.raises(BudgetStop, match=r"budgets.wall_s exhausted"):
+        g.check("get_weather", {"city": "Oslo"})
+    assert g.refresh().status is RunStatus.BUDGET_STOP
+
+
+def test_close_ends_the_run_through_next_step_and_later_calls_are_refused(store: EventStore, guarded: Path) -> None:
+    g = open_guard(store, guarded)
+    g.run_call(g.check("get_weather", {"city": "Oslo"}).call_id, lambda: "rain")
+    asked = g.check("send_email", {"to": "team@example.com", "body": "x"})
+    state = g.close("the conversation is over")
+    assert state.status is RunStatus.COMPLETE and "the conversation is over" in state.result
+    assert asked.approval_id not in state.pending_approvals, "a pending approval expires with the session"
+    assert kinds(store, g.run_id)[-2:] == ["session.ended", "run.finished"]
+    later = g.check("get_weather", {"city": "Oslo"})
+    assert (later.verdict, later.rule) == (Verdict.DENY, "run:finished")
+    assert g.close().status is RunStatus.COMPLETE, "closing an ended run changes nothing"
+    assert kinds(store, g.run_id).count("run.finished") == 1
+    runs = CliRunner().invoke(app, ["runs", "--db", str(store.path)])
+    assert g.run_id in runs.output and "COMPLETE" in runs.output, runs.output
+
+
+def test_a_session_closed_with_a_call_still_running_needs_input(store: EventStore, guarded: Path) -> None:
+    g = open_guard(store, guarded)
+    call = g.check("get_weather", {"city": "Oslo"})
+    g.started(call.call_id)  # the program crashed or closed before the receipt
+    state = g.close()
+    assert state.status is RunStatus.NEEDS_INPUT and call.call_id in state.result

@@ -1,7 +1,7 @@
 """What makes a hook call fast must not change what it decides or records.
 
-The daemon keeps each session's log folded between calls (state, turn count, provenance index): the fold it
-keeps must equal a fresh fold of the stored log, also when another process wrote in between.
+The daemon keeps each session's guard between calls, with the log folded (state, provenance index) and the turn
+count: what it keeps must equal a fresh fold of the stored log, also when another process wrote in between.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from hookkit import Hook, payload
 
 from tether.events.store import EventStore
-from tether.hooks.session import Settings, open_session, run_id_for
+from tether.hooks.session import Settings, Turns, cached, open_guard, run_id_for
 from tether.policy.provenance import Provenance
 from tether.state import RunState
 
@@ -24,13 +24,16 @@ def test_the_fold_a_resident_process_keeps_equals_a_fresh_fold_of_the_log(tmp_pa
     settings = Settings("codex", db=db)
 
     def check() -> None:
-        session = open_session(settings, payload("codex.PreToolUse", tmp_path))
+        guard = open_guard(settings, payload("codex.PreToolUse", tmp_path))
+        assert guard is open_guard(settings, payload("codex.PreToolUse", tmp_path)), "kept between calls"
+        guard.refresh()
         with EventStore.open(db, readonly=True) as store:
-            stored = store.events(session.run_id)
-        assert [e.seq for e in session.events] == [e.seq for e in stored]
-        assert session.state == RunState.from_events(stored)
-        assert session.log.turns == sum(1 for e in stored if e.payload.get("event") == "UserPromptSubmit")
-        kept, fresh = session.log.indexed(session.env), Provenance(session.env).feed(stored)
+            stored = store.events(guard.run_id)
+        assert [e.seq for e in guard.events] == [e.seq for e in stored]
+        assert guard.state == RunState.from_events(stored)
+        turns = cached(("turns", guard), Turns).of(guard.events)
+        assert turns == sum(1 for e in stored if e.payload.get("event") == "UserPromptSubmit")
+        kept, fresh = guard.indexed(), Provenance(guard.env).feed(stored)
         assert (kept.known, kept.user) == (fresh.known, fresh.user)
 
     assert hook("UserPromptSubmit", prompt="deploy the fix with token tok-3d9a0c").exit == 0

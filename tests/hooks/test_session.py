@@ -65,7 +65,9 @@ def test_a_session_is_one_verified_run_with_attributed_decisions_and_receipts(ho
     state = RunState.from_events(log)
     assert state.actions["toolu_1"].status.name == "COMPLETED"
     assert state.actions["toolu_2"].deciding_rule == "coding:deny-rm-root"
-    assert state.actions["toolu_3"].status.name == "FAILED"
+    failed = state.actions["toolu_3"]
+    assert (failed.status.name, failed.ok, failed.result["content"]) == ("COMPLETED", False, "Exit code 1")
+    assert state.status.name == "RUNNING", "a tool the agent ran failing is its receipt, not the session's end"
     assert state.actions["r"].tool == "read_file"
     assert [e.payload["event"] for e in log if e.kind == "hook.received"][:2] == ["SessionStart", "UserPromptSubmit"]
 
@@ -146,10 +148,86 @@ def test_an_envelope_changed_mid_session_is_refused(tmp_path: Path) -> None:
     env = tmp_path / ".tether" / "envelope.yaml"
     env.write_text(env.read_text().replace("python -c pass", "true"))
     out = hook("PreToolUse", tool_input={"command": "ls"})
-    assert out.exit == 2 and "not the one this session's run started with" in out.stderr
+    assert out.exit == 2 and "began under another envelope" in out.stderr
 
 
 def test_a_broken_envelope_fails_closed(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("tools: [")
     out = Hook(tmp_path, envelope=tmp_path / "bad.yaml")("PreToolUse")
     assert out.exit == 2 and "bad.yaml" in out.stderr
+
+
+def status(hook: Hook) -> str:
+    return RunState.from_events(events(hook, str(payload_sid()))).status.name
+
+
+def payload_sid() -> str:
+    return str(json.loads((Path(__file__).parent / "payloads" / "claude-code.Stop.json").read_text())["session_id"])
+
+
+def test_an_accepted_stop_completes_the_run_and_a_new_prompt_continues_it(hook: Hook) -> None:
+    hook("SessionStart")
+    hook("UserPromptSubmit")
+    assert status(hook) == "RUNNING"
+    assert hook("Stop").stdout == ""
+    assert status(hook) == "COMPLETE", "a stop the evidence accepts ends the run through next_step"
+    hook("SessionEnd")
+    assert status(hook) == "COMPLETE", "the session's end does not undo an accepted stop"
+    hook("UserPromptSubmit")
+    assert status(hook) == "RUNNING", "the user prompting again continues the run"
+    assert hook.bash("ls", "t-after")[0] == "allow"
+    hook("SessionEnd")
+    log = events(hook, payload_sid())
+    assert RunState.from_events(log).status.name == "NEEDS_INPUT", "ended without an accepted stop"
+    assert [e.kind for e in log].count("run.continued") == 1
+
+
+def test_a_stop_let_through_without_evidence_ends_the_run_verify_failed(tmp_path: Path) -> None:
+    hook = sensing(tmp_path, "python -c 'import sys; sys.exit(3)'")
+    for _ in range(MAX_STOP_BLOCKS):
+        hook("Stop")
+        assert status(hook) == "RUNNING", "a blocked stop ends nothing"
+    hook("Stop")
+    assert status(hook) == "VERIFY_FAILED"
+
+
+def test_a_subagent_stop_is_judged_but_ends_nothing(tmp_path: Path) -> None:
+    hook = sensing(tmp_path, "python -c pass")
+    hook("SubagentStop")
+    assert status(hook) == "RUNNING"
+
+
+BUDGETED = """\
+version: 1
+plan: {path: plan.yaml, hash: "sha256:%s"}
+environment:
+  filesystem: {read: ["**"], write: ["**"]}
+tools:
+  - {name: bash, purpose: Run a command., effects: [exec]}
+budgets: {tool_calls: 2}
+"""
+
+
+def test_past_the_tool_call_budget_every_call_is_denied_naming_the_budget(tmp_path: Path) -> None:
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "envelope.yaml").write_text(BUDGETED % ("0" * 64))
+    hook = Hook(tmp_path)
+    assert hook.bash("rm -rf /", "t0")[0] == "deny", "a denied call spends nothing"
+    assert hook.bash("ls", "t1")[0] == "allow"
+    assert hook.bash("ls -la", "t2")[0] == "allow"
+    decision, reason = hook.bash("pwd", "t3")
+    assert decision == "deny" and reason.startswith("tether DENY (budget:tool_calls): budgets.tool_calls exhausted")
+    assert status(hook) == "BUDGET_STOP"
+    hook("UserPromptSubmit")
+    assert status(hook) == "BUDGET_STOP", "a spent budget is not reopened by a prompt"
+    decision, reason = hook.bash("pwd", "t4")
+    assert decision == "deny" and "BUDGET_STOP" in reason
+
+
+def test_codex_stop_ends_the_run(tmp_path: Path) -> None:
+    hook = Hook(tmp_path, "codex")
+    hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="c1")
+    assert hook("Stop").exit == 0
+    sid = str(json.loads((Path(__file__).parent / "payloads" / "codex.Stop.json").read_text())["session_id"])
+    with EventStore.open(tmp_path / ".tether" / "tether.db", readonly=True) as store:
+        assert RunState.from_events(store.events(run_id_for("codex", sid))).status.name == "COMPLETE"

@@ -72,7 +72,7 @@ def test_the_baseline_is_taken_once_when_the_run_is_created(project: Path) -> No
     hook.bash("ls")
     with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
         found = [e for e in store.events(run_id_for("claude-code", _sid())) if e.kind == SuiteBaseline.KIND]
-        assert len(found) == 1 and found[0].seq == 1, "right after run.started, not again per tool call"
+        assert len(found) == 1 and found[0].seq == 2, "right after run.started and session.opened, once"
         surface = found[0].data_as(SuiteBaseline).surface
         assert store.get_blob(surface["tests/test_calc.py"]) == TEST.encode()
 
@@ -121,7 +121,7 @@ def test_a_test_change_that_is_allowed_is_recorded_and_the_stop_let_through(proj
     write(hook, "tests/test_calc.py", TEST + "\n\ndef test_empty():\n    assert median([]) is None\n", "w1")
     assert stop(hook) == {}
     with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
-        last = store.events(run_id_for("claude-code", _sid()))[-1].data_as(HookStop)
+        last = store.events(run_id_for("claude-code", _sid()), kinds={HookStop.KIND})[-1].data_as(HookStop)
     assert last.accepted and any("modified: tests/test_calc.py" in r for r in last.reasons)
 
 

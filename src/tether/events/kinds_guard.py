@@ -3,9 +3,13 @@
 - ``session.opened``  right after ``run.started``: which framework and which of its sessions this run
   governs. The run's id is derived from the two, so the same session always finds the same run; this
   event says so in the log, for a reader who only has the log.
+- ``session.ended``   the session is over (a verified stop, an unverified one, a close, a spent budget): the
+  stop fact that ``next_step`` ends the run on, as it ends tether's own runs.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -17,3 +21,22 @@ class SessionOpened(Payload):
     framework: str = Field(description="The program whose tool calls this run gates: langgraph, openai-agents, ...")
     session: str = Field(description="The program's own id of the session (thread id, conversation id).")
     by: str = Field("", description="The user the session was opened as.")
+
+
+@register("session.ended")
+class SessionEnded(Payload):
+    """A governed session is over: a fact the run cannot go on from, which ``next_step`` turns into the finish.
+
+    ``how`` says what ended it (the status is :func:`tether.kernel.stops.finish_after`'s to name):
+    ``verified`` — a stop the required evidence accepted; ``unverified`` — the agent stopped although the
+    evidence refused it; ``closed`` — the program closed the session with nothing left open; ``abandoned`` —
+    the session ended with work left open (a call without its receipt, a stop not yet accepted);
+    ``budget`` — a budget of the envelope is spent (``budget``, ``used`` and ``limit`` name it).
+    """
+
+    how: Literal["verified", "unverified", "closed", "abandoned", "budget"]
+    reason: str
+    by: str = Field("", description="Who ended it: the agent's event (SessionEnd, Stop), the program, tether.")
+    budget: str | None = None
+    used: float | None = None
+    limit: float | None = None

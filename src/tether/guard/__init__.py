@@ -4,6 +4,6 @@
 front of those frameworks' tools (each needs its optional extra).
 """
 
-from .session import Answer, Guard, GuardError, session_run_id
+from .session import Answer, Asking, BudgetStop, Guard, GuardError, session_run_id
 
-__all__ = ["Answer", "Guard", "GuardError", "session_run_id"]
+__all__ = ["Answer", "Asking", "BudgetStop", "Guard", "GuardError", "session_run_id"]

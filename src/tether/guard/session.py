@@ -21,9 +21,14 @@ the program may run it and records what came back. Several processes may serve o
 every write names the head of the log it read (``expect``) and is retried on a fresh read when someone
 else wrote first, so no decision rests on a stale log.
 
-The run ends only in :func:`tether.kernel.steps.next_step`: the guard asks it whenever a fact it records
-can end the run (an approval that expired with ``on_timeout: stop``). A session's run otherwise stays
-open, as long as the session lives; a later :meth:`Guard.open` of the same session continues it.
+- **budgets.** The envelope's ``tool_calls`` and ``wall_s`` budgets hold: past them a call is refused and
+  the run ends BUDGET_STOP (:class:`BudgetStop` is raised). Money and tokens are the program's model calls,
+  which the guard does not see.
+- **an end.** :meth:`Guard.close` ends the session (a hook's SessionEnd or accepted Stop calls :meth:`Guard.end`).
+
+The run ends only in :func:`tether.kernel.steps.next_step`: the guard records the fact that ends it (an
+approval that expired with ``on_timeout: stop``, ``session.ended``) and performs the ``Finish`` that
+``next_step`` names, exactly as tether's own runtime does.
 """
 
 from __future__ import annotations
@@ -36,14 +41,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
+from tether.envelope.load import load_envelope
 from tether.envelope.schema import Envelope, Rule
 from tether.errors import HeadMoved, InputError, RuntimeFailure
 from tether.events.kinds import (
@@ -54,23 +61,27 @@ from tether.events.kinds import (
     ActionStarted,
     ApprovalExpired,
     ApprovalRequested,
+    BudgetExceeded,
+    RunContinued,
     RunResumed,
     RunStarted,
 )
-from tether.events.kinds_guard import SessionOpened
+from tether.events.kinds_guard import SessionEnded, SessionOpened
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami
+from tether.kernel.budgets import Breach, breach
 from tether.kernel.outcome import closing
-from tether.kernel.session import load_checked
+from tether.kernel.session import Loaded, load_checked
 from tether.kernel.step import Finish
 from tether.kernel.steps import next_step
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
+from tether.policy.provenance import Provenance
 from tether.review.execution import review_gate_event
-from tether.state import Action, RunState
+from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus
 
 #: How often a write is retried on a fresh read when another writer moved the log's head first.
@@ -83,9 +94,35 @@ PREVIEW_CAP = 4000
 T = TypeVar("T")
 
 
+#: Calls in these states were let through (by the gate, a human, or the agent's own user): they count
+#: against ``budgets.tool_calls`` from the moment they are allowed, since the program runs them at once.
+LET_THROUGH = frozenset({ActionStatus.DECIDED, ActionStatus.STARTED, ActionStatus.COMPLETED, ActionStatus.FAILED})
+
+
 class GuardError(InputError):
     """The program asked for something the session's log does not allow (a receipt for a call never allowed,
     an answer to an approval that is not pending, a session opened with another envelope)."""
+
+
+class BudgetStop(GuardError):
+    """A budget of the envelope is spent: the call is refused and the session's run has ended BUDGET_STOP.
+    ``answer`` is the refusal (its rule is ``budget:<name>``, or ``run:finished`` for a later call)."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__(answer.message())
+        self.answer = answer
+
+
+class Asking(Enum):
+    """Who answers an ASK. ``TETHER``: a pending approval (``tether approve``, the console, :meth:`Guard.answer`);
+    the same call id checked again reads the answer. ``AGENT``: the agent asks its own user (Claude Code), so
+    nothing is staged and the receipt says whether the call ran. ``RETRY``: a pending approval, and an
+    identical call proposed later under a new id takes a granted approval once (Codex retries a refused call
+    under a new id)."""
+
+    TETHER = "tether"
+    AGENT = "agent"
+    RETRY = "retry"
 
 
 @dataclass(frozen=True)
@@ -134,12 +171,15 @@ def session_run_id(framework: str, session: str) -> str:
 class Guard:
     """The governed run of one session. Thread-safe; build it with :meth:`open`."""
 
-    def __init__(self, store: Store, run_id: str, env: Envelope, workspace: Path) -> None:
-        self.store, self.run_id, self.env, self.workspace = store, run_id, env, workspace
+    def __init__(
+        self, store: Store, run_id: str, env: Envelope, workspace: Path, asking: Asking = Asking.TETHER
+    ) -> None:
+        self.store, self.run_id, self.env, self.workspace, self.asking = store, run_id, env, workspace, asking
         self.events: list[Event] = []
         self.state = RunState()
         self._lock = threading.RLock()
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
+        self._provenance: Provenance | None = None  # fed only the events appended since the last call
 
     # ---- opening ---------------------------------------------------------------------------
 
@@ -153,21 +193,29 @@ class Guard:
         framework: str,
         workspace: Path | None = None,
         task: str = "",
+        run_id: str | None = None,
+        begin: Callable[[Path], Sequence[Payload]] | None = None,
+        asking: Asking = Asking.TETHER,
+        strict: bool = True,
     ) -> Guard:
         """The session's run: created on first sight, else found, its log verified, and bound to ``envelope``.
 
         The envelope is strictly validated like any run's. A session continues under the contract it began
         with: opening it with an envelope whose contract differs is refused (:class:`GuardError`), so that a
-        changed file never silently re-governs calls already decided.
+        changed file never silently re-governs calls already decided. ``run_id`` overrides the derived id
+        (the hooks name runs after the agent's session); ``begin(workspace)`` gives the events a new run starts
+        with after ``session.opened`` (the hooks' test baseline); ``asking`` says who answers an ASK.
+        ``strict=False`` takes the envelope as it parses (the hooks' built-in envelope and a project's quick
+        one), without the strict checks a run's envelope meets.
         """
         if not session:
             raise GuardError("a governed session needs a session id (the framework's thread or conversation id)")
-        loaded = load_checked(envelope)
+        loaded = load_checked(envelope) if strict else _parsed(envelope)
         env = loaded.envelope
         ws = (workspace or loaded.base_dir / env.environment.workspace).resolve()
         if not ws.is_dir():
             raise InputError(f"workspace {ws} does not exist ($.environment.workspace or workspace=)")
-        run_id = session_run_id(framework, session)
+        run_id = run_id or session_run_id(framework, session)
         recorded = _started(store, run_id)
         if recorded is None:
             started = RunStarted(
@@ -175,17 +223,18 @@ class Guard:
                 envelope_path=str(loaded.path or ""),
                 envelope=env.model_dump(mode="json"),
                 plan_hash=env.plan.hash,
-                contract_hash=env.contract_hash,
+                contract_hash=env.contract_hash or contract_hash(env),
                 model=f"{framework} (external)",
                 workspace=str(ws),
                 budgets=env.budgets.model_dump(),
                 max_external=env.outputs.max_external,
-                sandbox="external",
+                sandbox=f"{EXTERNAL}: {framework}",  # the program runs the tools, in no sandbox of tether's
                 acknowledged=[a.to_dict() for a in loaded.accepted],
             )
             opened = SessionOpened(framework=framework, session=session, by=whoami())
+            first = [started, opened, *(begin(ws) if begin is not None else ())]
             try:
-                store.create_run(started.task, [started, opened], run_id=run_id)
+                store.create_run(started.task, first, run_id=run_id)
             except sqlite3.IntegrityError:  # another process created it between our read and our write
                 recorded = _started(store, run_id)
                 if recorded is None:
@@ -199,19 +248,92 @@ class Guard:
                 )
             env = Envelope.model_validate(recorded)
             ws = Path(_started_workspace(store, run_id) or ws)
-        guard = cls(store, run_id, env, ws)
+        guard = cls(store, run_id, env, ws, asking)
         guard.refresh()
         return guard
 
     # ---- the gate ----------------------------------------------------------------------------
 
-    def check(self, tool: str, args: Mapping[str, Any], call_id: str | None = None) -> Answer:
+    def check(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        call_id: str | None = None,
+        *,
+        lead: Sequence[Payload] = (),
+        turn: int | None = None,
+    ) -> Answer:
         """The verdict on a proposed call: a new call is recorded and decided; a known ``call_id`` (the
         framework asking again, e.g. after resuming from an ASK) gets its current verdict, which a human's
-        answer may have changed since. A known id with other arguments is a new call."""
+        answer may have changed since. A known id with other arguments is a new call.
+
+        ``lead``: events recorded just before the proposal in the same transaction (a hook's ``hook.received``);
+        ``turn``: the program's turn number, when it has one. Past a budget :class:`BudgetStop` is raised."""
         plain = _json_args(args)
         with self._lock:
-            return self._write(lambda events, state: self._check(events, state, tool, plain, call_id))
+            answer = self._write(lambda events, state: self._check(events, state, tool, plain, call_id, lead, turn))
+        if answer.rule.startswith("budget:") or (
+            answer.rule == "run:finished" and self.state.status is RunStatus.BUDGET_STOP
+        ):
+            raise BudgetStop(answer)
+        return answer
+
+    def refuse(
+        self, tool: str, args: Mapping[str, Any], rule: str, reason: str, call_id: str, *, lead: Sequence[Payload] = ()
+    ) -> Answer:
+        """Record a call the program's side refuses before the gate can judge it (a hook call missing what its
+        tool needs): proposed and denied under ``rule``, so the log shows every call the agent tried."""
+        plain = _json_args(args)
+
+        def build(events: list[Event], state: RunState) -> tuple[list[Payload], Answer]:
+            proposed = ActionProposed(
+                call_id=call_id, tool=tool, args=plain, args_hash=content_hash(plain), turn=state.used.turns
+            )
+            decided = ActionDecided(call_id=call_id, verdict="DENY", deciding_rule=rule, reason=reason)
+            return [*lead, proposed, decided], self._answer_of(Verdict.DENY, rule, reason, call_id, tool)
+
+        with self._lock:
+            return self._write(build)
+
+    def record(self, items: Sequence[Payload]) -> None:
+        """Append what the program observed (a hook call, a sensor's verdict) to the session's run."""
+        with self._lock:
+            self._write(lambda events, state: (list(items), None))
+
+    # ---- the end ------------------------------------------------------------------------------
+
+    def close(self, reason: str = "", *, ok: bool = True) -> RunState:
+        """The program is done with the session: the run ends through ``next_step`` — COMPLETE when nothing is
+        left open, else NEEDS_INPUT naming what is (a call started without its receipt, or ``ok=False``).
+        Approvals still pending expire (denied). Closing an ended run changes nothing; a later call is refused."""
+        with self._lock:
+            self._write(lambda events, state: (self._closing(state, reason, ok), None))
+            return self.state
+
+    def end(self, how: str, reason: str, *, by: str = "", lead: Sequence[Payload] = ()) -> RunState:
+        """Record that the session is over (``how``: see :class:`~tether.events.kinds_guard.SessionEnded`) after
+        ``lead``; ``next_step`` names the finish. An ended run is left as it is (``lead`` is still recorded)."""
+
+        def build(events: list[Event], state: RunState) -> tuple[list[Payload], None]:
+            if state.finished:
+                return list(lead), None
+            return [*lead, SessionEnded.model_validate({"how": how, "reason": reason, "by": by})], None
+
+        with self._lock:
+            self._write(build)
+            return self.state
+
+    def reopen(self, by: str, reason: str) -> bool:
+        """A session that ended goes on (the agent's user prompted it again): ``run.continued``, as a person
+        continuing a run records it. A spent budget is not reopened (False): the session needs a new run."""
+
+        def build(events: list[Event], state: RunState) -> tuple[list[Payload], bool]:
+            if not state.finished or state.status is RunStatus.BUDGET_STOP:
+                return [], False
+            return [RunContinued(by=by, from_status=state.status, reason=reason)], True
+
+        with self._lock:
+            return self._write(build)
 
     def verdict(self, call_id: str) -> Answer:
         """The current verdict of a call already checked (an approval answered meanwhile changes it)."""
@@ -244,6 +366,40 @@ class Guard:
             )
             self._observe()
 
+    def report(
+        self,
+        call_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        ok: bool,
+        output: str = "",
+        error: str = "",
+        lead: Sequence[Payload] = (),
+    ) -> None:
+        """The receipt of a call the agent ran on its own authority (a hook's PostToolUse: Claude Code's user
+        may have approved an ASK): recorded whatever tether decided, the proposal first when tether never saw
+        the call. The truth of what ran is the log's, not only what tether allowed. A second receipt of a call
+        is not recorded (``lead`` is)."""
+        plain = _json_args(args)
+
+        def build(events: list[Event], state: RunState) -> tuple[list[Payload], None]:
+            a = state.actions.get(call_id)
+            items: list[Payload] = list(lead)
+            if a is not None and a.status in (ActionStatus.COMPLETED, ActionStatus.FAILED):
+                return items, None
+            if a is None:
+                args_hash = content_hash(plain)
+                items.append(ActionProposed(call_id=call_id, tool=tool, args=plain, args_hash=args_hash, turn=0))
+                a = Action(call_id, tool, plain, args_hash, 0, state.last_seq + 1)
+            if a.status is not ActionStatus.STARTED:
+                items.append(ActionStarted(call_id=call_id, tool=a.tool, args_hash=a.args_hash, attempt=1))
+            return [*items, self._receipt(a, ok, output, error, 0.0)], None
+
+        with self._lock:
+            self._write(build)
+            self._observe()
+
     def run_call(self, call_id: str, fn: Callable[[], T]) -> T:
         """Run an allowed call's tool between its two receipts: ``fn``'s exception is recorded, then re-raised."""
         self.started(call_id)
@@ -267,38 +423,70 @@ class Guard:
                 self.state.apply(e)
             return self.state
 
+    def indexed(self) -> Provenance:
+        """The provenance index of the log read so far: built once, then fed only what is new, so a call's
+        cost does not grow with the session (the events list only ever grows)."""
+        if self._provenance is None:
+            self._provenance = Provenance(self.env)
+        return self._provenance.feed(self.events)
+
     # ---- the pure steps (read the fold, name the events) ---------------------------------
 
     def _check(
-        self, events: Sequence[Event], state: RunState, tool: str, args: dict[str, Any], call_id: str | None
+        self,
+        events: Sequence[Event],
+        state: RunState,
+        tool: str,
+        args: dict[str, Any],
+        call_id: str | None,
+        lead: Sequence[Payload] = (),
+        turn: int | None = None,
     ) -> tuple[list[Payload], Answer]:
         known = state.actions.get(call_id) if call_id else None
         if known is not None and known.args_hash == content_hash(args):
-            return self._current(state, known)
+            now, answer = self._current(state, known)
+            return [*lead, *now], answer
         if known is not None:  # the same id with other arguments: a different call, decided on its own
             call_id = f"{call_id}~{uuid.uuid4().hex[:6]}"
         call_id = call_id or f"c-{uuid.uuid4().hex[:12]}"
         args_hash = content_hash(args)
-        proposed = ActionProposed(call_id=call_id, tool=tool, args=args, args_hash=args_hash, turn=state.used.turns)
+        turn = state.used.turns if turn is None else turn
+        proposed = ActionProposed(call_id=call_id, tool=tool, args=args, args_hash=args_hash, turn=turn)
+        head: list[Payload] = [*lead, proposed]
         if state.finished:
             why = f"run {self.run_id} has ended ({state.status}): {state.result or state.next_action}"
-            return [proposed, ActionInvalid(call_id=call_id, tool=tool, error=why)], self._answer_of(
+            return [*head, ActionInvalid(call_id=call_id, tool=tool, error=why)], self._answer_of(
                 Verdict.DENY, "run:finished", why, call_id, tool
             )
         contract = self.env.tool(tool)
         if contract is None:
             why = f"{tool!r} is not a tool the envelope declares; declared: {sorted(t.name for t in self.env.tools)}"
             invalid = ActionInvalid(call_id=call_id, tool=tool, error=why)
-            return [proposed, invalid], self._answer_of(Verdict.DENY, "envelope:undeclared-tool", why, call_id, tool)
-        action = Action(call_id, tool, args, args_hash, state.used.turns, state.last_seq + 1)
-        ruling = decide(action, contract, lambda: self._gate_for(events, state), state, events, self.env)
+            return [*head, invalid], self._answer_of(Verdict.DENY, "envelope:undeclared-tool", why, call_id, tool)
+        over = spent(state, datetime.now(UTC))
+        if over is not None:
+            rule = f"budget:{over.budget}"
+            decided = ActionDecided(call_id=call_id, verdict="DENY", deciding_rule=rule, reason=over.reason)
+            ended = SessionEnded(
+                how="budget", reason=over.reason, by="tether", budget=over.budget, used=over.used, limit=over.limit
+            )
+            return [*head, decided, ended], self._answer_of(Verdict.DENY, rule, over.reason, call_id, tool)
+        granted = self._granted_before(state, tool, args_hash, call_id) if self.asking is Asking.RETRY else None
+        if granted is not None:
+            why = f"a human approved this exact call ({granted})"
+            decided = ActionDecided(call_id=call_id, verdict="ALLOW", deciding_rule="approval:granted", reason=why)
+            return [*head, decided], self._answer_of(Verdict.ALLOW, "approval:granted", why, call_id, tool)
+        action = Action(call_id, tool, args, args_hash, turn, state.last_seq + len(head))
+        ruling = decide(
+            action, contract, lambda: self._gate_for(events, state), state, events, self.env, self.indexed()
+        )
         d = ruling.decision
-        items: list[Payload] = [proposed]
+        items: list[Payload] = head
         if ruling.review is not None:
             items.append(review_gate_event(call_id, contract.name, ruling.review))
         items.append(ActionDecided(call_id=call_id, **d.to_dict()))
         approval_id = None
-        if d.verdict is Verdict.ASK:
+        if d.verdict is Verdict.ASK and self.asking is not Asking.AGENT:
             approval_id = "ap-" + uuid.uuid4().hex[:8]
             expires = datetime.now(UTC) + timedelta(seconds=self.env.approvals.timeout_s)
             items.append(
@@ -359,6 +547,33 @@ class Guard:
         why = f"approved by {who} ({approval_id})" if granted else (reason or f"denied by {who} ({approval_id})")
         return [item], self._answer_of(verdict, rule, why, a.call_id, a.tool, approval_id)
 
+    @staticmethod
+    def _granted_before(state: RunState, tool: str, args_hash: str, call_id: str) -> str | None:
+        """An approval granted to an identical earlier call that never ran and no later retry has taken yet."""
+        same = [
+            a for a in state.actions.values() if (a.tool, a.args_hash) == (tool, args_hash) and a.call_id != call_id
+        ]
+        for a in sorted(same, key=lambda a: a.seq):
+            taken = any(b.seq > a.seq and b.deciding_rule == "approval:granted" for b in same)
+            if a.approval_id and a.approved_by and a.status is ActionStatus.DECIDED and not taken:
+                return f"{a.approval_id} by {a.approved_by}"
+        return None
+
+    def _closing(self, state: RunState, reason: str, ok: bool) -> list[Payload]:
+        if state.finished:
+            return []
+        items: list[Payload] = [ApprovalExpired(approval_id=a, outcome="deny") for a in state.pending_approvals]
+        open_calls = [f"{a.call_id} ({a.tool})" for a in state.open_actions]
+        said = f": {reason}" if reason else ""
+        if open_calls:
+            why = f"the session was closed{said}, with calls started and no receipt: {', '.join(open_calls)}"
+            items.append(SessionEnded(how="abandoned", reason=why, by="program"))
+        elif not ok:
+            items.append(SessionEnded(how="abandoned", reason=f"the program closed the session unfinished{said}"))
+        else:
+            items.append(SessionEnded(how="closed", reason=f"the program closed the session{said}", by="program"))
+        return items
+
     def _start(self, state: RunState, call_id: str) -> list[Payload]:
         a = self._action(state, call_id)
         if a.status is ActionStatus.STARTED:
@@ -377,23 +592,29 @@ class Guard:
         a = self._action(state, call_id)
         if a.status in (ActionStatus.COMPLETED, ActionStatus.FAILED):
             raise GuardError(f"call {call_id} ({a.tool}) already has its receipt; a call completes once")
-        started = self._start(state, call_id)
+        return [*self._start(state, call_id), self._receipt(a, ok, output, error, duration_s)]
+
+    def _receipt(self, a: Action, ok: bool, output: str, error: str, duration_s: float) -> ActionCompleted:
         contract = self.env.tool(a.tool)
-        content = _bounded(output if ok else (error or output or "failed"))
         result = {
             "ok": ok,
-            "content": content,
+            "content": _bounded(output if ok else (error or output or "failed")),
             "data": {"chars": len(output), "error": error} if error else {"chars": len(output)},
             "changed_files": [],
             "failure_class": None if ok else "tool_error",
             "effects": [e.value for e in contract.effects] if contract is not None else [],
         }
-        done = ActionCompleted(call_id=call_id, tool=a.tool, ok=ok, result=result, duration_s=round(duration_s, 6))
-        return [*started, done]
+        return ActionCompleted(call_id=a.call_id, tool=a.tool, ok=ok, result=result, duration_s=round(duration_s, 6))
 
     # ---- plumbing ----------------------------------------------------------------------------
 
-    def _write(self, build: Callable[[list[Event], RunState], tuple[list[Payload], T]], *, durable: bool = True) -> T:
+    def _write(
+        self,
+        build: Callable[[list[Event], RunState], tuple[list[Payload], T]],
+        *,
+        durable: bool = True,
+        goes_on: bool = True,
+    ) -> T:
         """Build events from the freshest fold and append them on the head they were read at; on a race,
         read again and build again. Nothing is written from a stale read.
 
@@ -403,7 +624,8 @@ class Guard:
         for _ in range(WRITE_ATTEMPTS):
             state = self.refresh()
             items, out = build(self.events, state)
-            if state.status is RunStatus.WAITING_APPROVAL and not state.pending_approvals:  # answered meanwhile
+            waited = state.status is RunStatus.WAITING_APPROVAL and not state.pending_approvals  # answered meanwhile
+            if goes_on and waited:
                 items = [RunResumed(reason="every pending approval was answered; the session goes on"), *items]
             if not items:
                 return out
@@ -424,8 +646,12 @@ class Guard:
         if self.state.stop is None or self.state.finished:
             return
         step = next_step(self.state, self.env, datetime.now(UTC))
-        if isinstance(step, Finish):
-            self._write(lambda events, state: ([closing(state, events, step)] if not state.finished else [], None))
+        if isinstance(step, Finish):  # as the runtime finishes: the budget breach first, when one is why
+            spent = [] if step.breach is None else [BudgetExceeded(**_breach(step.breach))]
+            self._write(
+                lambda events, state: ([*spent, closing(state, events, step)] if not state.finished else [], None),
+                goes_on=False,
+            )
 
     def _observe(self) -> None:
         """The control layer's view of the new receipts (beliefs, diagnostics, control state)."""
@@ -451,6 +677,28 @@ class Guard:
         self, verdict: Verdict, rule: str, reason: str, call_id: str, tool: str, approval_id: str | None = None
     ) -> Answer:
         return Answer(verdict, rule, reason, call_id, self.run_id, tool, approval_id)
+
+
+def _parsed(envelope: Envelope | str | Path) -> Loaded:
+    """The envelope as it parses, without the strict checks."""
+    if isinstance(envelope, Envelope):
+        return Loaded(envelope, Path.cwd(), None)
+    path = Path(envelope).resolve()
+    return Loaded(load_envelope(path), path.parent, path)
+
+
+def spent(state: RunState, now: datetime) -> Breach | None:
+    """The budget a governed session has spent, if any: ``tool_calls`` counts the calls let through (the
+    program runs them at once, so a call is spent when it is allowed, not when its receipt comes), and wall
+    time runs while the session is open. Money and tokens are the program's model calls, which tether does
+    not see: they stay 0 here."""
+    through = sum(1 for a in state.actions.values() if a.status in LET_THROUGH)
+    counted = replace(state, used=replace(state.used, tool_calls=max(state.used.tool_calls, through)))
+    return breach(counted, now, before="action")
+
+
+def _breach(b: Breach) -> dict[str, Any]:
+    return {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)}
 
 
 def _started(store: Store, run_id: str) -> dict[str, Any] | None:

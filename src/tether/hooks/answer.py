@@ -12,7 +12,7 @@ from typing import Any
 
 from tether.errors import TetherError
 
-from .session import EnvelopeChanged, Settings, handle
+from .session import Settings, handle
 from .wire import Reply, refuse, reply
 
 
@@ -31,7 +31,7 @@ def answer(request: dict[str, Any], data: dict[str, Any]) -> Reply:
     try:
         settings = settings_from(request)
         return reply(settings.agent, str(data["hook_event_name"]), handle(settings, data))
-    except (TetherError, EnvelopeChanged) as e:
+    except TetherError as e:
         return refuse(str(e))
     except Exception as e:
         return refuse(f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")

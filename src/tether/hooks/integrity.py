@@ -30,7 +30,8 @@ from tether.envelope.schema import Envelope
 from tether.errors import InputError
 from tether.events.kinds_hooks import HookReceived
 from tether.events.kinds_verify import SuiteBaseline
-from tether.events.store import Event, EventStore
+from tether.events.protocol import Store
+from tether.events.store import Event
 from tether.review.reviewer import ReviewFinding
 from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.state import Action
@@ -43,7 +44,7 @@ NO_BASELINE = (
 )
 
 
-def take_baseline(store: EventStore, workspace: Path) -> SuiteBaseline:
+def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
     """The test surface's bytes now, stored as blobs; the event names them by hash."""
     surface: dict[str, str] = {}
     for path in surface_files(workspace):
@@ -76,7 +77,7 @@ def prompts(events: Sequence[Event]) -> list[str]:
 
 
 def findings(
-    store: EventStore, env: Envelope, workspace: Path, events: Sequence[Event], actions: Sequence[Action]
+    store: Store, env: Envelope, workspace: Path, events: Sequence[Event], actions: Sequence[Action]
 ) -> list[ReviewFinding]:
     """Changes to the test surface since the baseline, and written lines special-casing a test's literals."""
     baseline = baseline_of(events)
@@ -102,7 +103,7 @@ def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[i
     texts: dict[str, set[str]] = {}
     for a in actions:
         path = a.args.get("path")
-        if a.status is not ActionStatus.COMPLETED or a.tool not in ("write_file", "edit_file"):
+        if a.status is not ActionStatus.COMPLETED or not a.ok or a.tool not in ("write_file", "edit_file"):
             continue
         rel = _relative(workspace, path) if isinstance(path, str) else None
         if rel is not None:

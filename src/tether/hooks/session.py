@@ -1,24 +1,28 @@
-"""One hook call, handled: the session's run, the decision, the record.
+"""One hook call, handled on the session's :class:`~tether.guard.Guard`: the hooks keep only what is theirs.
 
-Each agent session is one hash-chained run, ``<agent>-<session id>``, in the project's store (``--db``,
-``$TETHER_DB``, else ``<workspace>/.tether/tether.db``). The workspace is fixed when the run starts (the
-project directory the agent names, else its first ``cwd``); so is the envelope (``--envelope``,
-``$TETHER_ENVELOPE``, else ``<workspace>/.tether/envelope.yaml``, else :func:`~tether.hooks.calls.hook_envelope`).
-An envelope whose contract hash differs from the one the run started with is refused: the session's decisions
-are bound to one contract.
+The guard (:mod:`tether.guard.session`) is the one place that opens a governed session's run, decides a tool
+call, records its receipt, holds its budgets and ends it; the LangGraph, Agents SDK and MCP integrations use the
+same. What is the hooks' own: the wire format (:mod:`.wire`), the agent's tool names as tether calls
+(:mod:`.calls`), where the envelope and store are, and the stop — the required sensors and the test-integrity
+checks (:mod:`.integrity`) against the baseline taken when the run was created.
 
-* ``PreToolUse``: the call becomes ``action.proposed``; the one decider (:func:`tether.policy.decide.decide`)
-  rules; ``action.decided`` names the rule. A Codex ASK stages an approval (``tether approve`` answers it) and
-  the identical call, retried, is allowed once by that answer.
-* ``PostToolUse`` / ``PostToolUseFailure``: the receipt (``action.completed`` / ``action.failed``).
-* ``Stop``: the envelope's required sensors run in the sandbox on the workspace, and the test-integrity
-  checks (:mod:`tether.hooks.integrity`) compare the tests with the baseline taken when the run was created;
-  when they do not accept, the stop is blocked with their reasons, at most :data:`MAX_STOP_BLOCKS` times in a
-  row (then the agent may stop, and the user is told it stopped without evidence) — Claude Code's
-  ``stop_hook_active`` alone would let the second stop through unchecked.
+Each agent session is one run, ``<agent>-<session id>``, in the project's store (``--db``, ``$TETHER_DB``,
+else ``<workspace>/.tether/tether.db``). The workspace is fixed when the run starts (the project directory the
+agent names, else its first ``cwd``); so is the envelope (``--envelope``, ``$TETHER_ENVELOPE``, else
+``<workspace>/.tether/envelope.yaml``, else :func:`~tether.hooks.calls.hook_envelope`): the guard refuses an
+envelope whose contract differs from the one the run began under.
+
+* ``PreToolUse``: :meth:`Guard.check`. Claude Code asks its own user on an ASK (nothing is staged); a Codex
+  ASK stages an approval that ``tether approve`` answers, and the identical call, retried, takes it once.
+* ``PostToolUse`` / ``PostToolUseFailure``: :meth:`Guard.report`, the receipt of what the agent ran.
+* ``Stop``: the sensors and the test-integrity checks; when they do not accept, the stop is blocked with their
+  reasons, at most :data:`MAX_STOP_BLOCKS` times in a row (then the agent may stop, and the user is told it
+  stopped without evidence) — Claude Code's ``stop_hook_active`` alone would let the second stop through
+  unchecked. A stop ends the run (:meth:`Guard.end`): COMPLETE when accepted, VERIFY_FAILED when let through
+  without evidence. ``SubagentStop`` is judged the same way but ends nothing: the main agent goes on.
+* ``SessionEnd`` ends a run still open (NEEDS_INPUT: no stop was accepted). Activity in a session whose run
+  ended (a new prompt, a tool call) continues the run (``run.continued``), unless a budget ended it.
 * every call, whatever its event, is first a ``hook.received``.
-
-The run is never finished here (only the kernel's ``next_step`` ends runs): a hook session stays RUNNING.
 """
 
 from __future__ import annotations
@@ -26,34 +30,21 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from tether.canonical import content_hash, sha256_hex
-from tether.envelope.hashing import contract_hash
-from tether.envelope.load import load_envelope
+from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
-from tether.events.kinds import (
-    ActionCompleted,
-    ActionDecided,
-    ActionFailed,
-    ActionProposed,
-    ApprovalRequested,
-    RunStarted,
-)
+from tether.events.kinds import RunStarted
 from tether.events.kinds_hooks import HookReceived, HookStop
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
-from tether.policy.decide import decide
-from tether.policy.decision import Decision, RuleMatch, Verdict
-from tether.policy.gate import Gate
-from tether.policy.provenance import Provenance
-from tether.review.execution import review_gate_event
-from tether.state import Action, RunState
+from tether.guard.session import Answer, Asking, BudgetStop, Guard
+from tether.kernel.approvals import whoami
+from tether.policy.decision import Verdict
 from tether.status import ActionStatus
 
 from .calls import Call, CallError, hook_envelope, tether_calls
@@ -63,10 +54,11 @@ from .wire import Outcome
 T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
 BLOCKING = ("medium", "high")  # a finding of these severities refuses a stop, as it refuses a completion claim
-RESULT_CHARS = 4000  # of a tool's response kept in the receipt
-APPROVAL_TTL_S = 24 * 3600.0
+PROMPT_CHARS = 4000  # of a prompt kept in hook.received
 ENVELOPE_NAME = Path(".tether") / "envelope.yaml"
 DB_NAME = Path(".tether") / "tether.db"
+#: Events that mean the session is active again after its run ended: they continue the run.
+ACTIVITY = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
 
 @dataclass(frozen=True)
@@ -79,63 +71,13 @@ class Settings:
     project: Path | None = None  # $CLAUDE_PROJECT_DIR
 
 
-@dataclass
-class Log:
-    """A run's events as this process has read them, and what is folded from them as they arrive.
-
-    A resident process (the daemon) keeps one per run, so a call pays for the events appended since the last
-    one, not for the whole session again: the state, the turn count and the provenance index grow with it.
-    """
-
-    events: list[Event] = field(default_factory=list)
-    state: RunState = field(default_factory=RunState)
-    turns: int = 0  # the user's prompts: tool calls after the n-th prompt belong to turn n
-    provenance: Provenance | None = None
-
-    def take(self, new: Iterable[Event]) -> None:
-        for e in new:
-            self.state.apply(e)
-            if e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit":
-                self.turns += 1
-            self.events.append(e)
-
-    def indexed(self, env: Envelope) -> Provenance:
-        """The provenance index fed up to the last event (built once, then fed only what is new)."""
-        if self.provenance is None:
-            self.provenance = Provenance(env)
-        return self.provenance.feed(self.events)
-
-
-@dataclass
-class Session:
-    """The run of one agent session, loaded for one hook call."""
-
-    store: EventStore
-    run_id: str
-    env: Envelope
-    contract: str  # the envelope's contract hash
-    workspace: Path
-    log: Log
-
-    def append(self, items: Sequence[Payload]) -> None:
-        self.log.take(self.store.append_many(self.run_id, list(items)))
-
-    @property
-    def events(self) -> list[Event]:
-        return self.log.events
-
-    @property
-    def state(self) -> RunState:
-        return self.log.state
-
-
 def run_id_for(agent: str, session_id: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9._-]", "", session_id)[:80]
     return f"{agent}-{safe if safe == session_id else sha256_hex(session_id)[:32]}"
 
 
-#: What a resident process (the daemon) keeps between calls: open stores, parsed envelopes, built gates.
-#: Keys carry what would make an entry stale (an envelope file's mtime and size; a contract's hash).
+#: What a resident process (the daemon) keeps between calls: open stores and the sessions' guards.
+#: Keys carry what would make an entry stale (a database's inode; an envelope file's mtime and size).
 _CACHE: dict[tuple[Any, ...], Any] = {}
 _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 256
@@ -146,99 +88,72 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
         if key in _CACHE:
             return cast(T, _CACHE[key])
     value = make()
+    if value is None:  # nothing to keep yet (a run not created): asked again next time
+        return value
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()  # rare (many projects); the stores it held are closed when collected
         return cast(T, _CACHE.setdefault(key, value))
 
 
-def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope, str, str]:
-    """The envelope, its contract hash and where it came from (see the module docstring for the order)."""
+def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope | Path, tuple[Any, ...]]:
+    """The envelope (see the module docstring for the order) and a key that changes when its file does."""
     path = settings.envelope
     if path is None and (workspace / ENVELOPE_NAME).is_file():
         path = workspace / ENVELOPE_NAME
     if path is None:
-        return *cached(("envelope",), lambda: _hashed(hook_envelope())), "(built-in hooks envelope)"
-    st = path.stat()
-    found = path
-    key = ("envelope", str(path), st.st_mtime_ns, st.st_size)
-    return *cached(key, lambda: _hashed(load_envelope(found))), str(path)
+        return cached(("envelope",), hook_envelope), ("built-in",)
+    st = path.stat() if path.exists() else None  # a missing file: the guard's loader names it
+    return path, (str(path), st and st.st_mtime_ns, st and st.st_size)
 
 
-def _hashed(env: Envelope) -> tuple[Envelope, str]:
-    return env, contract_hash(env)
-
-
-def gate_for(session: Session) -> Gate:
-    env, workspace = session.env, session.workspace
-    return cached(("gate", session.contract, str(workspace)), lambda: Gate(env, workspace))
-
-
-def open_session(settings: Settings, data: dict[str, Any]) -> Session:
-    """The session's store and run (created, with ``run.started``, on its first hook call)."""
-    workspace = (settings.project or Path(str(data["cwd"]))).resolve()
-    db = settings.db or workspace / DB_NAME
+def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
+    """The session's guard: its run created (with the test baseline) on the first hook call, else found."""
+    project = (settings.project or Path(str(data["cwd"]))).resolve()
+    db = settings.db or project / DB_NAME
     inode = db.stat().st_ino if db.exists() else None  # a database removed and made anew is opened anew
     store = cached(("store", str(db), inode), lambda: EventStore.open(db, create=True, signer=Signer.configured()))
-    run_id = run_id_for(settings.agent, str(data["session_id"]))
-    log = _read(store, run_id)
-    if log.events:
-        started = log.events[0].data_as(RunStarted)
-        workspace = Path(started.workspace)
-    env, contract, source = envelope_for(settings, workspace)
-    if not log.events:
-        first = RunStarted(
-            task=f"{settings.agent} session {data['session_id']}",
-            envelope_path=source,
-            envelope=env.model_dump(mode="json"),
-            plan_hash=env.plan.hash,
-            contract_hash=contract,
-            model=str(data.get("model") or settings.agent),
-            workspace=str(workspace),
-            budgets=env.budgets.model_dump(),
-            max_external=env.outputs.max_external,
-            sandbox=env.environment.sandbox.backend,
-        )
-        try:
-            store.create_run(first.task, [first, take_baseline(store, workspace)], run_id=run_id)
-        except Exception:
-            if not _exists(store, run_id):  # not a racing first call that created it a moment earlier
-                raise
-        log = _read(store, run_id)
-        started = log.events[0].data_as(RunStarted)
-    if started.contract_hash != contract:
-        raise EnvelopeChanged(
-            f"the envelope ({source}) is not the one this session's run started with "
-            f"({started.contract_hash[:19]}…, now {contract[:19]}…); start a new session to use it"
-        )
-    return Session(store, run_id, env, contract, workspace, log)
+    session = str(data["session_id"])
+    run_id = run_id_for(settings.agent, session)
+    workspace = Path(
+        cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id)) or project
+    )
+    envelope, stamp = envelope_for(settings, workspace)
+    asking = Asking.RETRY if settings.agent == "codex" else Asking.AGENT  # Claude Code asks its user itself
+    return cached(
+        ("guard", str(db), inode, run_id, stamp),
+        lambda: Guard.open(
+            store,
+            envelope,
+            session,
+            framework=settings.agent,
+            workspace=workspace,
+            task=f"{settings.agent} session {session}",
+            run_id=run_id,
+            begin=lambda ws: [take_baseline(store, ws)],
+            asking=asking,
+            strict=False,
+        ),
+    )
 
 
-def _read(store: EventStore, run_id: str) -> Log:
-    """The run's log: what this process has read before, then only what was appended since."""
-    log: Log = cached(("log", store, run_id), Log)  # keyed by the store object: a new database, a new log
-    if not log.events and not _exists(store, run_id):
-        return log
-    log.take(store.events(run_id, after=log.events[-1].seq if log.events else -1))
-    return log
-
-
-class EnvelopeChanged(RuntimeError):
-    """The session's envelope was changed after its run started."""
-
-
-def _exists(store: EventStore, run_id: str) -> bool:
+def _recorded_workspace(store: EventStore, run_id: str) -> str | None:
+    """The workspace a session's run began in (a later ``cd`` of the agent does not move it); None (not kept
+    by :func:`cached`, so asked again) while the run does not exist."""
     try:
-        return store.run(run_id).run_id == run_id  # run() also accepts a prefix: only an exact hit counts
+        if store.run(run_id).run_id != run_id:  # run() also accepts a prefix: only an exact hit counts
+            return None
     except Exception:
-        return False
+        return None
+    first = store.events(run_id, kinds={RunStarted.KIND})
+    return str(first[0].payload.get("workspace", "")) if first else None
 
 
 def received(agent: str, data: dict[str, Any]) -> HookReceived:
     keep = ("tool_name", "tool_use_id", "prompt", "source", "reason", "stop_hook_active", "permission_mode", "turn_id")
     detail = {k: data[k] for k in keep if k in data}
     if isinstance(detail.get("prompt"), str):
-        detail["prompt"] = detail["prompt"][:RESULT_CHARS]
+        detail["prompt"] = detail["prompt"][:PROMPT_CHARS]
     return HookReceived(
         agent=agent,
         event=str(data["hook_event_name"]),
@@ -259,130 +174,89 @@ def handle(settings: Settings, data: dict[str, Any]) -> Outcome:
 
 
 def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
-    session = open_session(settings, data)
+    guard = open_guard(settings, data)
     event = str(data["hook_event_name"])
     head: list[Payload] = [received(settings.agent, data)]
+    if event in ACTIVITY and guard.refresh().finished:
+        guard.reopen(whoami(), f"{event} in the {settings.agent} session after its run ended")
     if event == "PreToolUse":
-        return pre_tool_use(session, settings.agent, data, head)
+        return pre_tool_use(guard, settings.agent, data, head)
     if event in ("PostToolUse", "PostToolUseFailure"):
-        session.append([*head, *receipt(session, settings.agent, data, failed=event == "PostToolUseFailure")])
+        receipt(guard, settings.agent, data, head, failed=event == "PostToolUseFailure")
         return Outcome("PASS")
-    if event in ("Stop", "SubagentStop"):
-        session.append(head)
-        return stop(session)
-    session.append(head)
+    if event in ("Stop", "SubagentStop") and not guard.refresh().finished:
+        return stop(guard, head, final=event == "Stop", by=f"{settings.agent} {event}")
+    if event == "SessionEnd":
+        why = (
+            f"the {settings.agent} session ended ({data.get('reason') or 'no reason given'}) before a stop was accepted"
+        )
+        guard.end("abandoned", why, by=f"{settings.agent} SessionEnd", lead=head)
+        return Outcome("PASS")
+    guard.record(head)
     return Outcome("PASS")
 
 
 # -- PreToolUse ------------------------------------------------------------------------------------
 
 
-def pre_tool_use(session: Session, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
-    call_id = str(data.get("tool_use_id") or f"hook-{len(session.events)}")
+class Turns:
+    """Turns are the user's prompts: tool calls after the n-th prompt belong to turn n. Counted as the
+    guard's log grows (a resident process keeps one per guard), not over the whole session on every call."""
+
+    def __init__(self) -> None:
+        self.seen = self.turns = 0
+
+    def of(self, events: Sequence[Event]) -> int:
+        for e in events[self.seen :]:
+            self.turns += e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit"
+        self.seen = len(events)
+        return self.turns
+
+
+def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
+    call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
         calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))
     except CallError as e:
-        calls, problem = [], str(e)
-    if not calls:
-        bad = Call(str(data["tool_name"]), dict(data["tool_input"]))
-        proposed = _proposed(call_id, bad, session.log.turns)
-        decided = ActionDecided(call_id=call_id, verdict="DENY", deciding_rule="hook:malformed-call", reason=problem)
-        session.append([*head, proposed, decided])
-        return Outcome("DENY", problem, "hook:malformed-call")
-    rulings = [
-        _decide_one(session, agent, call_id if i == 0 else f"{call_id}#{i}", c, head if i == 0 else [])
+        refused = guard.refuse(
+            str(data["tool_name"]), data["tool_input"], "hook:malformed-call", str(e), call_id, lead=head
+        )
+        return _outcome(refused)
+    turn = cached(("turns", guard), Turns).of(guard.events)
+    answers = [
+        _check(guard, c, call_id if i == 0 else f"{call_id}#{i}", head if i == 0 else (), turn)
         for i, c in enumerate(calls)
     ]
-    return max(rulings, key=lambda o: ("ALLOW", "ASK", "DENY").index(o.verdict))
+    return _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
 
 
-def _proposed(call_id: str, call: Call, turn: int) -> ActionProposed:
-    return ActionProposed(call_id=call_id, tool=call.tool, args=call.args, args_hash=content_hash(call.args), turn=turn)
+def _check(guard: Guard, call: Call, call_id: str, lead: Sequence[Payload], turn: int) -> Answer:
+    try:
+        return guard.check(call.tool, call.args, call_id, lead=lead, turn=turn)
+    except BudgetStop as spent:  # the run has ended BUDGET_STOP; the agent reads the refusal, naming the budget
+        return spent.answer
 
 
-def _decide_one(session: Session, agent: str, call_id: str, call: Call, head: Sequence[Payload]) -> Outcome:
-    """Propose, decide and record one call in a single transaction (one fsync per tool call)."""
-    proposed = _proposed(call_id, call, session.log.turns)
-    state = session.state
-    seq = (session.events[-1].seq if session.events else -1) + len(head) + 1
-    action = Action(call_id, proposed.tool, proposed.args, proposed.args_hash, proposed.turn, seq)
-    granted = approved_before(state, action.tool, action.args_hash, call_id) if agent == "codex" else None
-    contract = session.env.tool(call.tool)
-    if granted is not None:
-        reason = f"a human approved this exact call ({granted})"
-        decision = Decision(
-            Verdict.ALLOW, "human:approved", reason, (RuleMatch("human:approved", Verdict.ALLOW, reason),)
-        )
-        review: list[Payload] = []
-    elif contract is None:
-        reason = f"tool {call.tool!r} is not in the envelope (declare a contract named {call.tool!r} to govern it)"
-        decision = Decision(
-            Verdict.DENY, "default:unknown-tool", reason, (RuleMatch("default:unknown-tool", Verdict.DENY, reason),)
-        )
-        review = []
-    else:
-        gate = gate_for(session)
-        index = session.log.indexed(session.env)
-        ruling = decide(action, contract, lambda: gate, state, session.events, session.env, index)
-        decision = ruling.decision
-        review = [] if ruling.review is None else [review_gate_event(call_id, contract.name, ruling.review)]
-    items: list[Payload] = [*head, proposed, *review, ActionDecided(call_id=call_id, **decision.to_dict())]
-    approval = ""
-    if decision.verdict is Verdict.ASK and agent == "codex":  # Claude Code asks its user itself
-        approval = "ap-" + sha256_hex(f"{session.run_id}/{call_id}")[:8]
-        items.append(_approval(session, approval, call_id, call, decision.reason))
-    session.append(items)
-    return Outcome(decision.verdict.name, decision.reason, decision.deciding_rule, approve=approval)
-
-
-def _approval(session: Session, approval_id: str, call_id: str, call: Call, reason: str) -> ApprovalRequested:
-    preview = call.args.get("command") or call.args.get("path") or str(call.args)[:500]
-    return ApprovalRequested(
-        approval_id=approval_id,
-        call_id=call_id,
-        tool=call.tool,
-        args_hash=content_hash(call.args),
-        preview=str(preview),
-        reason=reason,
-        expires_at=time.time() + APPROVAL_TTL_S,
-    )
-
-
-def approved_before(state: RunState, tool: str, args_hash: str, call_id: str) -> str | None:
-    """An approval a human granted to an identical earlier call that no later call has used yet."""
-    same = [a for a in state.actions.values() if (a.tool, a.args_hash) == (tool, args_hash) and a.call_id != call_id]
-    for a in sorted(same, key=lambda a: a.seq):
-        if a.approval_id and a.approved_by and a.status is ActionStatus.DECIDED:
-            used = any(b.seq > a.seq and b.deciding_rule == "human:approved" for b in same)
-            if not used:
-                return f"{a.approval_id} by {a.approved_by}"
-    return None
+def _outcome(a: Answer) -> Outcome:
+    return Outcome(a.verdict.name, a.reason, a.rule, approve=a.approval_id or "")
 
 
 # -- PostToolUse -----------------------------------------------------------------------------------
 
 
-def receipt(session: Session, agent: str, data: dict[str, Any], *, failed: bool) -> list[Payload]:
+def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload], *, failed: bool) -> None:
     """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
-    call_id = str(data.get("tool_use_id") or f"hook-{len(session.events)}")
-    state = session.state
-    items: list[Payload] = []
-    action = state.actions.get(call_id)
-    if action is None:
-        try:
-            call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))[0]
-        except CallError:
-            call = Call(str(data["tool_name"]), dict(data["tool_input"]))
-        items.append(_proposed(call_id, call, session.log.turns))
-        tool = call.tool
-    else:
-        tool = action.tool
+    call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
+    try:
+        call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))[0]
+    except CallError:
+        call = Call(str(data["tool_name"]), dict(data["tool_input"]))
     if failed:
-        error = str(data.get("error") or data.get("error_message") or "the tool failed")[:RESULT_CHARS]
-        return [*items, ActionFailed(call_id=call_id, tool=tool, error=error, failure_class="tool_error")]
-    text = json.dumps(data.get("tool_response"), default=str)
-    result = {"response": text[:RESULT_CHARS], "bytes": len(text), "truncated": len(text) > RESULT_CHARS}
-    return [*items, ActionCompleted(call_id=call_id, tool=tool, ok=True, result=result)]
+        error = str(data.get("error") or data.get("error_message") or "the tool failed")
+        guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head)
+    else:
+        text = json.dumps(data.get("tool_response"), default=str)
+        guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head)
 
 
 # -- Stop --------------------------------------------------------------------------------------------
@@ -401,68 +275,76 @@ def blocks_in_row(events: Sequence[Event]) -> int:
     return n
 
 
-def changed_files(session: Session) -> list[str]:
-    """Workspace-relative paths the session's completed file tools wrote."""
+def changed_files(guard: Guard) -> list[str]:
+    """Workspace-relative paths the session's file tools wrote (calls that ran and succeeded)."""
     out = set()
-    for a in session.state.actions.values():
+    for a in guard.state.actions.values():
         path = a.args.get("path")
-        if a.status is ActionStatus.COMPLETED and a.tool in ("write_file", "edit_file") and isinstance(path, str):
+        done = a.status is ActionStatus.COMPLETED and a.ok
+        if done and a.tool in ("write_file", "edit_file") and isinstance(path, str):
             p = Path(path)
-            rel = (
-                p.resolve().relative_to(session.workspace)
-                if p.is_absolute() and p.resolve().is_relative_to(session.workspace)
-                else p
-            )
-            out.add(str(rel))
+            inside = p.is_absolute() and p.resolve().is_relative_to(guard.workspace)
+            out.add(str(p.resolve().relative_to(guard.workspace) if inside else p))
     return sorted(out)
 
 
-def stop(session: Session) -> Outcome:
-    """The required sensors and the test-integrity checks decide whether the agent may stop."""
+def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outcome:
+    """The required sensors and the test-integrity checks decide whether the agent may stop.
+
+    A final stop (``Stop``, not a sub-agent's) that is let through ends the run: COMPLETE when the evidence
+    accepted it, VERIFY_FAILED when the agent stopped after :data:`MAX_STOP_BLOCKS` refusals in a row.
+    """
     from tether.verify.cascade import cascade_events, planned_sensors
 
-    env = session.env
-    items: list[Payload] = []
+    env = guard.env
+    items: list[Payload] = list(head)
     reasons: list[str] = []
     notes = ["the envelope requires no sensor"]
     if any(required for _, required in planned_sensors(env)):
-        results, reasons = sensors(session)
-        changed = changed_files(session)
-        items = cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
+        results, reasons = sensors(guard)
+        items += cascade_events(results, env, trigger="stop", changed_files=changed_files(guard)) if results else []
         notes = []
     rule = "verify:required" if reasons else "verify:test-integrity"
-    found = findings(session.store, env, session.workspace, session.events, list(session.state.actions.values()))
+    state = guard.refresh()
+    found = findings(guard.store, env, guard.workspace, guard.events, list(state.actions.values()))
     items += [f.to_payload() for f in found]
     reasons += [f.message for f in found if f.severity in BLOCKING]
     notes += [f.message for f in found if f.severity not in BLOCKING]
     if not reasons:
-        session.append([*items, HookStop(blocked=False, accepted=True, reasons=notes)])
+        items.append(HookStop(blocked=False, accepted=True, reasons=notes))
+        _end(guard, items, final, "verified", "the stop was accepted: " + ("; ".join(notes) or "the checks passed"), by)
         return Outcome("PASS")
-    in_row = blocks_in_row(session.events) + 1
-    if in_row > MAX_STOP_BLOCKS:
-        session.append([*items, HookStop(blocked=False, accepted=False, reasons=reasons, blocks_in_row=in_row - 1)])
-        note = f"tether: the agent stopped without evidence after {MAX_STOP_BLOCKS} refused stops: " + "; ".join(
-            reasons
-        )
-        return Outcome("PASS", note=note)
-    session.append([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
     why = "; ".join(reasons)
+    in_row = blocks_in_row(guard.events) + 1
+    if in_row > MAX_STOP_BLOCKS:
+        items.append(HookStop(blocked=False, accepted=False, reasons=reasons, blocks_in_row=in_row - 1))
+        note = f"tether: the agent stopped without evidence after {MAX_STOP_BLOCKS} refused stops: {why}"
+        _end(guard, items, final, "unverified", note.removeprefix("tether: "), by)
+        return Outcome("PASS", note=note)
+    guard.record([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
     return Outcome("BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", rule)
 
 
-def sensors(session: Session) -> tuple[list[Any], list[str]]:
+def _end(guard: Guard, items: Sequence[Payload], final: bool, how: str, reason: str, by: str) -> None:
+    if final:
+        guard.end(how, reason, by=by, lead=items)
+    else:
+        guard.record(items)
+
+
+def sensors(guard: Guard) -> tuple[list[Any], list[str]]:
     """Run the cascade in the envelope's sandbox; a sandbox that cannot start is a reason not to stop."""
     from tether.errors import SandboxUnavailable
     from tether.sandbox.factory import make_sandbox
     from tether.verify.cascade import completion_verdict, run_cascade
     from tether.verify.changes import WorkspaceDiff
 
-    env = session.env
+    env = guard.env
     environment = env.environment
     try:
         box = make_sandbox(
             environment.sandbox,
-            session.workspace,
+            guard.workspace,
             env_allow=environment.env_allow,
             deny=environment.filesystem.deny if environment.filesystem else (),
             secrets=[s.name for s in environment.secrets or ()],
@@ -470,5 +352,5 @@ def sensors(session: Session) -> tuple[list[Any], list[str]]:
     except SandboxUnavailable as e:
         return [], [f"the sandbox cannot start: {e}"]
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
-    results = run_cascade(env, session.workspace, changed_files(session), box, diff)
+    results = run_cascade(env, guard.workspace, changed_files(guard), box, diff)
     return results, completion_verdict(results, env)[1]

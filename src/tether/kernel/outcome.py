@@ -88,11 +88,14 @@ def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFini
                 done.append(e.id)
     evidence = checks[-3:] + done[-5:]
     next_action = finish.next_action or default_next_action(finish)
-    command = resume_command(
-        state.run_id, finish.status, budget=finish.breach.budget if finish.breach else None, ended_by=state.stop
-    )
-    if command is not None:  # the exact command that continues this run, never one that would be refused
-        next_action += f"; to continue this run: {command}"
+    if state.driver:  # a governed session: its program drives it, not tether resume
+        next_action += f"; the run is driven by {state.driver}: it goes on only when that session does"
+    else:
+        command = resume_command(
+            state.run_id, finish.status, budget=finish.breach.budget if finish.breach else None, ended_by=state.stop
+        )
+        if command is not None:  # the exact command that continues this run, never one that would be refused
+            next_action += f"; to continue this run: {command}"
     return RunFinished(
         status=finish.status,
         result=result,

@@ -20,6 +20,7 @@ from tether.events.kinds import (
     ModelUnaffordable,
     SandboxFailed,
 )
+from tether.events.kinds_guard import SessionEnded
 from tether.events.kinds_verify import PreflightCompleted
 from tether.state import StopFact
 from tether.status import RunStatus
@@ -49,6 +50,26 @@ def finish_after(fact: StopFact) -> Finish:
             return Finish(status, f"{fact.tool} could not run: {fact.error}", fact.fix)
         case PreflightCompleted():
             return after_preflight(fact)
+        case SessionEnded():
+            return session_ended(fact)
+
+
+#: What ends a governed session, and the status each ending gives its run.
+SESSION_ENDS = {
+    "verified": RunStatus.COMPLETE,
+    "closed": RunStatus.COMPLETE,
+    "unverified": RunStatus.VERIFY_FAILED,
+    "abandoned": RunStatus.NEEDS_INPUT,
+    "budget": RunStatus.BUDGET_STOP,
+}
+
+
+def session_ended(fact: SessionEnded) -> Finish:
+    """A governed session is over (:class:`~tether.events.kinds_guard.SessionEnded`): its ending names the status."""
+    if fact.how == "budget" and fact.budget is not None:
+        spent = Breach(fact.budget, fact.used or 0.0, fact.limit or 0.0)
+        return Finish(RunStatus.BUDGET_STOP, fact.reason, f"raise {spent.field} and start a new session", spent)
+    return Finish(SESSION_ENDS[fact.how], fact.reason)
 
 
 def after_model_failure(fact: ModelFailed) -> Finish:
