@@ -25,11 +25,15 @@ def run_rows(store: Store) -> list[dict[str, Any]]:
     """One row per run of ``store``; a run whose log does not verify is listed as such, never folded.
 
     The status is folded from the kinds it depends on only (``STATUS_KINDS``), not from the whole log.
+    Schedules' logs are not runs of an agent: ``tether schedule list`` shows them.
     """
+    from tether.events.kinds_schedule import is_schedule_log
     from tether.state import STATUS_KINDS, RunState
 
     rows: list[dict[str, Any]] = []
     for info in store.runs():
+        if is_schedule_log(info.run_id):
+            continue
         try:
             store.verify(info.run_id)
             status: str = RunState.from_events(store.events(info.run_id, kinds=STATUS_KINDS)).status

@@ -110,6 +110,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("eval_cmds", "Measure tether against public benchmarks."),
     "skills": ("knowledge_cmds", "Skills: SKILL.md folders a run can bind and load."),
     "memory": ("knowledge_cmds", "Project memory: facts the user stated, with their source."),
+    "schedule": (
+        "schedule_cmds",
+        "Schedules: governed tasks fired on a cron, each firing with its receipts in the log.",
+    ),
+    "scheduler": (
+        "schedule_cmds",
+        "Fire due schedules, each firing with its trigger receipt first (--once: one pass; --now: a given clock).",
+    ),
     "daemon": (
         "daemon_cmds",
         "Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand).",

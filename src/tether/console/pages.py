@@ -19,6 +19,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 from tether.events.backends import describe
+from tether.events.kinds_schedule import is_schedule_log
 from tether.events.store import Event
 from tether.kernel.continuation import NEEDS, Needs, parse_budget
 from tether.kernel.continuation import Request as Continuation
@@ -38,6 +39,8 @@ def _rows(console: Console) -> list[views.RunRow]:
     with console.reader() as store:
         rows = []
         for info in store.runs():
+            if is_schedule_log(info.run_id):  # a schedule's log, not a run (`tether schedule list`)
+                continue
             try:
                 store.verify(info.run_id)
                 problem = None

@@ -31,6 +31,7 @@ from .payload import Payload, register
 SCHEDULE_PREFIX = "schedule:"
 
 Missed = Literal["skip", "once"]
+Verdict = Literal["nothing_to_do", "work", "error"]
 
 
 def schedule_log(name: str) -> str:
@@ -105,7 +106,7 @@ class TriggerMissed(Payload):
 class EligibilityChecked(Payload):
     trigger: str
     command: str
-    verdict: Literal["nothing_to_do", "work", "error"]
+    verdict: Verdict
     exit_code: int | None = None
     backend: str = ""
     duration_s: float = 0.0
