@@ -35,7 +35,15 @@ from pathlib import Path
 from tether.canonical import bytes_hash
 from tether.envelope.narrow import narrow
 from tether.envelope.schema import Budgets, Envelope
-from tether.errors import HeadMoved, InputError, LogCorrupt, RunLeased, RuntimeFailure, TetherError
+from tether.errors import (
+    HeadMoved,
+    InputError,
+    LogCorrupt,
+    RunLeased,
+    RuntimeFailure,
+    SandboxUnavailable,
+    TetherError,
+)
 from tether.events.kinds_schedule import (
     EligibilityChecked,
     FiringFinished,
@@ -451,7 +459,9 @@ def _limits(budgets: Budgets) -> dict[str, float]:
 def _eligibility(command: str, env: Envelope, workspace: Path, trigger: str, sandbox: str | None) -> EligibilityChecked:
     """Run the eligibility command in the envelope's sandbox: exit 0 nothing to do, 1 work, anything else error."""
     try:
-        box = session.sandbox_for(env, workspace, sandbox)
+        box, unavailable = session.sandbox_for(env, workspace, sandbox)
+        if box is None:
+            raise unavailable or SandboxUnavailable("no sandbox")
         receipt = box.run(command, cwd=workspace, timeout_s=ELIGIBILITY_TIMEOUT_S)
     except TetherError as e:
         return EligibilityChecked(trigger=trigger, command=command, verdict="error", error=str(e))

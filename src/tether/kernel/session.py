@@ -119,14 +119,6 @@ def sandbox_for(
         return None, e
 
 
-def sandbox_for(env: Envelope, workspace: Path, override: str | None = None) -> Sandbox:
-    """The envelope's sandbox on ``workspace``; :class:`SandboxUnavailable` (with the fix) if it cannot start."""
-    sandbox, error = _sandbox(env, workspace, override)
-    if sandbox is None:
-        raise error or SandboxUnavailable("no sandbox")
-    return sandbox
-
-
 def _model(spec: Model | str | None, env: Envelope, base_dir: Path, base_url: str | None) -> Model:
     if spec is None:
         spec = env.agent.model
