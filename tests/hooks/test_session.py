@@ -231,3 +231,10 @@ def test_codex_stop_ends_the_run(tmp_path: Path) -> None:
     sid = str(json.loads((Path(__file__).parent / "payloads" / "codex.Stop.json").read_text())["session_id"])
     with EventStore.open(tmp_path / ".tether" / "tether.db", readonly=True) as store:
         assert RunState.from_events(store.events(run_id_for("codex", sid))).status.name == "COMPLETE"
+
+
+def test_the_run_records_that_the_agent_runs_the_tools_not_a_tether_sandbox(hook: Hook) -> None:
+    hook("SessionStart")
+    started = events(hook, payload_sid())[0]
+    assert started.payload["sandbox"] == "external: claude-code"
+    assert started.payload["model"] == "claude-code (external)"

@@ -64,8 +64,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "A run for a person: turns, verdicts and reasons, changed files, sensors, the final diff, the contract.",
     ),
     "approvals": ("run_cmds", "List pending approvals across runs."),
-    "approve": ("run_cmds", "Approve a pending action (then `tether resume RUN`)."),
-    "deny": ("run_cmds", "Deny a pending action with a reason (then `tether resume RUN`)."),
+    "approve": (
+        "run_cmds",
+        "Approve a pending action (then `tether resume RUN`, or the governed agent retries the call).",
+    ),
+    "deny": (
+        "run_cmds",
+        "Deny a pending action with a reason (then `tether resume RUN`, or the governed agent retries the call).",
+    ),
     "demo": (
         "demo_cmds",
         "Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE.",

@@ -16,7 +16,15 @@ from tether.control.loop import control_state
 from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.kernel import session
-from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver, pending, record_answer, whoami
+from tether.kernel.approvals import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    pending,
+    record_answer,
+    takes_effect,
+    whoami,
+)
 from tether.kernel.continuation import Request, parse_budget
 from tether.kernel.outcome import OutputContract
 from tether.kernel.undo import Ledger, undoable
@@ -365,11 +373,12 @@ def approve_cmd(
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Approve a pending action (then `tether resume RUN`)."""
+    """Approve a pending action (then `tether resume RUN`, or the governed agent retries the call)."""
     with writer(db) as store:
         answer = ApprovalAnswer("run" if for_run else "once", by or whoami())
         req = record_answer(store, approval_id, answer, run=run)
-    answered(req, "approved", as_json)
+        then = takes_effect(store, req.run_id)
+    answered(req, "approved", then, as_json)
 
 
 def deny_cmd(
@@ -380,17 +389,21 @@ def deny_cmd(
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Deny a pending action with a reason (then `tether resume RUN`)."""
+    """Deny a pending action with a reason (then `tether resume RUN`, or the governed agent retries the call)."""
     with writer(db) as store:
         req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason), run=run)
-    answered(req, "denied", as_json)
+        then = takes_effect(store, req.run_id)
+    answered(req, "denied", then, as_json)
 
 
-def answered(req: ApprovalRequest, verb: str, as_json: bool) -> None:
+def answered(req: ApprovalRequest, verb: str, then: str, as_json: bool) -> None:
+    """The answer, and how it takes effect (``tether resume``, or the agent retrying a governed session's call)."""
     if as_json:
-        print_json({"approval_id": req.approval_id, "run_id": req.run_id, "tool": req.tool, "answer": verb})
+        print_json(
+            {"approval_id": req.approval_id, "run_id": req.run_id, "tool": req.tool, "answer": verb, "then": then}
+        )
     else:
-        console.print(f"{verb} {req.approval_id} ({req.tool}); continue with: tether resume {req.run_id}")
+        console.print(f"{verb} {req.approval_id} ({req.tool}); {then}")
 
 
 def register(app: typer.Typer) -> None:

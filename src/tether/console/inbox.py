@@ -15,7 +15,14 @@ from starlette.responses import Response
 from tether.canonical import content_hash
 from tether.errors import InputError, RunLeased
 from tether.events.protocol import Store
-from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, pending, record_answer
+from tether.kernel.approvals import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    driver_of,
+    pending,
+    record_answer,
+    takes_effect_when,
+)
 from tether.state import RunState
 
 from .views import has_hidden, visible
@@ -149,8 +156,12 @@ def answer(console: Console, approval_id: str, form: dict[str, str]) -> Outcome:
                 if told is None:
                     raise
                 return Outcome(409, "already answered", f"{approval_id} was {told}")
+        driver = driver_of(store, current.run_id)
     verb = "denied" if choice == "deny" else "approved" + (" for this run" if choice == "run" else " once")
-    message = f"{verb} {approval_id} ({current.tool}) as {by}; the run goes on when it is resumed: from its page, or "
+    message = f"{verb} {approval_id} ({current.tool}) as {by}; "
+    if driver:
+        return Outcome(200, verb, message + takes_effect_when(driver), current.run_id)
+    message += "the run goes on when it is resumed: from its page, or "
     return Outcome(200, verb, message + f"with `tether resume {current.run_id}`", current.run_id)
 
 

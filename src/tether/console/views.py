@@ -18,7 +18,7 @@ from tether.errors import LogCorrupt
 from tether.events.kinds_control import ControlChanged
 from tether.events.payload import REGISTRY
 from tether.events.store import Event, RunInfo
-from tether.state import RunState
+from tether.state import RunState, external_driver
 from tether.status import ControlState, RunStatus
 
 PAGE_SIZE = 200  # events on one page of a run's timeline, however long the run (benchmarks/console.py)
@@ -166,6 +166,9 @@ def _started(p: dict[str, Any]) -> tuple[str, list[tuple[str, str]], str]:
     ]
     if p.get("sandbox_fallback"):
         facts.append(("sandbox fallback", _s(p["sandbox_fallback"])))
+    driver = external_driver(str(p.get("sandbox", "")))
+    if driver:
+        facts.append(("governed session", f"{driver} runs the tools, outside any tether sandbox"))
     return "run started", facts, _s(p.get("task", ""))
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from tether.errors import InputError, LogCorrupt
 from tether.events.kinds import ApprovalDenied, ApprovalGranted, ApprovalRequested
 from tether.events.protocol import Store
-from tether.state import STATUS_KINDS, RunState
+from tether.state import STATUS_KINDS, RunState, external_driver
 
 
 @dataclass(frozen=True)
@@ -148,3 +148,21 @@ def record_answer(store: Store, approval_id: str, answer: ApprovalAnswer, *, run
     finally:
         store.release(request.run_id)
     return request
+
+
+def driver_of(store: Store, run_id: str) -> str:
+    """The program driving ``run_id`` when it is a governed session (``claude-code``, ``langgraph``), else ``""``."""
+    started = store.events(run_id, kinds={"run.started"})
+    return external_driver(str(started[0].payload.get("sandbox", ""))) if started else ""
+
+
+def takes_effect_when(driver: str) -> str:
+    """How an answer reaches a governed session: its program reads it when the agent retries the call."""
+    return f"{driver} drives this run: the answer takes effect when the agent retries the call"
+
+
+def takes_effect(store: Store, run_id: str) -> str:
+    """How an answered approval takes effect: a run tether drives goes on with ``tether resume``; a governed
+    session's program reads the answer when the agent retries the call (``tether resume`` refuses such a run)."""
+    driver = driver_of(store, run_id)
+    return takes_effect_when(driver) if driver else f"continue with: tether resume {run_id}"

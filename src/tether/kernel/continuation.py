@@ -118,8 +118,24 @@ def ended_beyond_resume(fact: StopFact | None) -> bool:
     return isinstance(fact, ContextFull) or (isinstance(fact, ModelFailed) and fact.failure == "context_overflow")
 
 
+class ExternallyDriven(InputError):
+    """The run is a governed session: another program runs its model and tools, so tether cannot drive it."""
+
+
+def refuse_governed(state: RunState, command: str) -> None:
+    """:class:`ExternallyDriven` for a governed session's run (``tether resume|fork|replay`` would need a model
+    tether never called and tools it never ran: the run's ``model`` names the program, not a model)."""
+    if state.driver:
+        raise ExternallyDriven(
+            f"run {state.run_id} is a governed session driven by an external agent ({state.driver}): tether never "
+            f"called its model nor ran its tools, so `tether {command}` cannot drive it; it goes on when that "
+            "session does (the agent's next prompt or tool call, or Guard.open of the same session)"
+        )
+
+
 def continuation(state: RunState, env: Envelope, request: Request, now: datetime) -> RunContinued:
     """The ``run.continued`` event for ``request``, or :class:`ResumeRefused` saying why not and what would do."""
+    refuse_governed(state, "resume")
     run, status = state.run_id, state.status
     if status in FINAL or status not in NEEDS:
         raise ResumeRefused(f"run {run} is {status} and final: {FINAL.get(status, 'it cannot be continued')}")

@@ -42,6 +42,7 @@ from tether.status import RunStatus
 
 from . import session
 from .approvals import whoami
+from .continuation import refuse_governed
 from .runtime import Runtime
 
 
@@ -97,7 +98,9 @@ def fork(
     if not 0 <= at_seq < len(events):
         raise InputError(f"run {info.run_id} has events 0..{len(events) - 1}; --at {at_seq} is not one of them")
     prefix = events[: at_seq + 1]
-    _check_point(info.run_id, at_seq, RunState.from_events(prefix), events)
+    at = RunState.from_events(prefix)
+    refuse_governed(at, "fork")
+    _check_point(info.run_id, at_seq, at, events)
     manifest = workspace_at(store, prefix)
     dest = dest.resolve()
     created = not dest.exists()

@@ -66,7 +66,7 @@ from tether.state import RunState
 
 from . import session
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver
-from .continuation import Request
+from .continuation import Request, refuse_governed
 from .snapshots import materialise_start
 
 #: Durations in tool output ("in 0.43s", "(0.01s)", "12 ms"): they differ between any two executions.
@@ -249,6 +249,7 @@ def replay(
             "replay the run it was forked from"
         )
     state = RunState.from_events(events)
+    refuse_governed(state, "replay")
     workdir = Path(tempfile.mkdtemp(prefix="tether-replay-")) if keep is None else keep
     try:
         return _replay(store, info.run_id, events, state, workdir, to_seq, sandbox, keep is not None)

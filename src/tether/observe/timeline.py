@@ -20,6 +20,7 @@ from typing import Any
 from rich.markup import escape
 
 from tether.events.store import Event
+from tether.state import external_driver
 
 VERDICT_STYLE = {"ALLOW": "green", "ASK": "yellow", "DENY": "red"}
 RESULT_STYLE = {"PASS": "green", "FAIL": "red", "SKIPPED": "yellow"}
@@ -53,6 +54,9 @@ def _started(p: dict[str, Any]) -> str:
     line = f"[bold]run started[/] model={p['model']} sandbox={p.get('sandbox', '?')} task: {_short(p['task'], 80)}"
     if p.get("sandbox_fallback"):
         line += f"\n    [yellow]sandbox fallback (required: false):[/] {_short(p['sandbox_fallback'], 140)}"
+    driver = external_driver(str(p.get("sandbox", "")))
+    if driver:
+        line += f"\n    [yellow]governed session:[/] {escape(driver)} runs the tools, outside any tether sandbox"
     for a in p.get("acknowledged") or ():
         line += (
             f"\n    [yellow]accepted risk {escape(a['risk'])}[/] at {escape(a['path'])} = {_short(a['found'], 80)}"
