@@ -333,3 +333,28 @@ def test_a_session_closed_with_a_call_still_running_needs_input(store: EventStor
     g.started(call.call_id)  # the program crashed or closed before the receipt
     state = g.close()
     assert state.status is RunStatus.NEEDS_INPUT and call.call_id in state.result
+
+
+def test_two_writers_racing_for_the_last_call_of_a_budget_let_only_one_through(tmp_path: Path, guarded: Path) -> None:
+    budgets(guarded, tool_calls=1)
+    stores = [EventStore.open(tmp_path / "race.db", create=True) for _ in range(2)]
+    guards = [open_guard(s, guarded) for s in stores]
+    barrier = threading.Barrier(2)
+    verdicts: list[str] = []
+
+    def call(g: Guard, city: str) -> None:
+        barrier.wait()
+        try:
+            verdicts.append(g.check("get_weather", {"city": city}).verdict.name)
+        except BudgetStop:
+            verdicts.append("BUDGET_STOP")
+
+    threads = [threading.Thread(target=call, args=(g, c)) for g, c in zip(guards, ("Oslo", "Rome"), strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(verdicts) == ["ALLOW", "BUDGET_STOP"]
+    assert stores[0].verify(guards[0].run_id) == len(stores[0].events(guards[0].run_id))
+    for s in stores:
+        s.close()

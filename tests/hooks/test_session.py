@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from hookkit import Hook
+from typer.testing import CliRunner
 
+from tether.cli.main import app
 from tether.events.store import EventStore
 from tether.hooks.session import MAX_STOP_BLOCKS, run_id_for
 from tether.state import RunState
@@ -238,3 +240,17 @@ def test_the_run_records_that_the_agent_runs_the_tools_not_a_tether_sandbox(hook
     started = events(hook, payload_sid())[0]
     assert started.payload["sandbox"] == "external: claude-code"
     assert started.payload["model"] == "claude-code (external)"
+
+
+def test_codex_an_approval_given_after_the_turn_stopped_lets_the_retry_through(tmp_path: Path) -> None:
+    """Codex refuses an ASK and ends its turn (the run completes); the human approves; the next prompt's retry runs."""
+    hook = Hook(tmp_path, "codex")
+    push = {"command": "git push origin main"}
+    refused = hook("PreToolUse", tool_input=push, tool_use_id="c1")
+    approval = refused.stderr.split("tether approve ")[1].split("`")[0]
+    assert hook("Stop").exit == 0
+    out = CliRunner().invoke(app, ["approve", approval, "--db", str(tmp_path / ".tether" / "tether.db")])
+    assert out.exit_code == 0 and "codex drives this run" in out.output, out.output
+    hook("UserPromptSubmit", prompt="approved, push it")
+    assert hook("PreToolUse", tool_input=push, tool_use_id="c2").exit == 0
+    assert hook("PreToolUse", tool_input=push, tool_use_id="c3").exit == 2, "once"
