@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graphkit import bash, write_graph
+from graphkit import bash, node_envelope, write_graph
 
 from tether.cli.main import main
 from tether.events.store import EventStore
 from tether.graph.fold import GraphState
 from tether.graph.launch import start_graph
 from tether.graph.worker import Worker
+from tether.kernel.approvals import ApprovalAnswer, pending, record_answer
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +33,7 @@ DOOMED = """
 import os, signal, sys
 from pathlib import Path
 from tether.graph.worker import Worker
+from tether.kernel.approvals import ApprovalAnswer, pending, record_answer
 
 db, graph_run, sig = sys.argv[1:4]
 
@@ -191,6 +193,48 @@ def test_a_denied_node_fails_the_graph_and_compensation_runs_in_reverse(tmp_path
         ("a", 1, "ALLOW", True), ("a", 0, "ALLOW", True),
     ]  # fmt: skip
     assert "b step 1" in g.finished.reason  # the denied step is named, not hidden
+
+
+def test_a_node_waiting_for_approval_gives_its_lease_back_and_goes_on_once_answered(tmp_path: Path) -> None:
+    def ask(env: dict[str, Any]) -> None:
+        env["permissions"]["ask"] = [
+            {
+                "id": "ask-publish",
+                "rule": "bash(echo published:*)",
+                "reason": "a person publishes",
+                "match": ["echo published x"],
+            }
+        ]
+
+    nodes = {
+        "a": {"turns": bash("echo published >> out/a.txt"), "tweak": ask},
+        "b": {"turns": bash("echo b >> out/b.txt"), "needs": ["a"]},
+    }
+    db, graph_run = start(tmp_path, nodes)
+    g = Worker(db, graph_run).work()  # returns: only a person can move the graph now
+    assert g.finished is None and g.state_of("a", time.time()).value == "waiting" and g.nodes["a"].lease is None
+    assert lines(tmp_path, "a.txt") == []
+    assert Worker(db, graph_run).work().finished is None  # nobody answered: a second worker does not spin on it
+    with EventStore.open(db) as store:
+        (request,) = pending(store)
+        record_answer(store, request.approval_id, ApprovalAnswer("once", "ana"))
+    g = Worker(db, graph_run).work()
+    assert g.finished is not None and g.finished.status == "COMPLETE"
+    assert lines(tmp_path, "a.txt") == ["published"] and lines(tmp_path, "b.txt") == ["b"]
+    started = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.started" and e.payload["node"] == "a"]
+    assert [(s["attempt"], s["resumed"]) for s in started] == [(1, False), (2, True)]
+
+
+def test_a_node_envelope_edited_after_the_graph_started_is_neither_run_nor_used_to_compensate(tmp_path: Path) -> None:
+    nodes = {"a": {"turns": bash("echo a >> out/a.txt"), "compensate": ["echo undo >> out/undo.txt"]}}
+    db, graph_run = start(tmp_path, nodes)
+    node_envelope(tmp_path / "a", bash("echo a >> out/a.txt"), tweak=lambda env: env["budgets"].update(usd=1.0))
+    g = Worker(db, graph_run).work()
+    assert g.finished is not None and g.finished.status == "NEEDS_INPUT"
+    assert "contract hash" in g.nodes["a"].reason and g.nodes["a"].run_id is None
+    (step,) = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.compensated"]
+    assert (step["verdict"], step["ran"]) == ("NONE", False) and "contract hash" in step["output"]
+    assert lines(tmp_path, "a.txt") == [] and lines(tmp_path, "undo.txt") == []
 
 
 def wait_for(condition: Any, timeout: float = 90.0) -> None:

@@ -107,7 +107,10 @@ class NodeCompensated(Payload):
     step: int = Field(ge=0, description="The step's index in the node's compensate list.")
     attempt: int = Field(ge=1)
     command: str
-    verdict: str = Field(description="The gate's verdict: ALLOW, ASK or DENY (ASK and DENY are not run).")
+    verdict: str = Field(
+        description="The gate's verdict: ALLOW, ASK or DENY (ASK and DENY are not run); NONE: the node's envelope "
+        "changed or no longer loads, so nothing was decided and nothing ran."
+    )
     rule: str = ""
     ran: bool
     ok: bool

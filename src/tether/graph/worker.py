@@ -89,7 +89,7 @@ class Worker:
                     continue
                 job = self._pick(store, g, now)
                 if job is None:
-                    if not self._worth_waiting(g, now):
+                    if not self._worth_waiting(g):
                         return g  # only people can move it now (approvals): `tether graph work` again after
                     time.sleep(self.poll_s)
                     continue
@@ -119,7 +119,7 @@ class Worker:
         return None
 
     @staticmethod
-    def _worth_waiting(g: GraphState, now: float) -> bool:
+    def _worth_waiting(g: GraphState) -> bool:
         """Another worker holds a lease, or one will expire and its node be retried."""
         return any(n.lease is not None for n in g.nodes.values() if not n.waiting)
 
@@ -130,16 +130,16 @@ class Worker:
         spec, prior = g.graph.node(node_id), g.nodes[node_id].run_id
         exists = prior is not None and _exists(store, prior)
         run_id = prior if prior is not None else new_run_id()
-        self._append(
-            store, NodeStarted(node=node_id, attempt=attempt, run_id=run_id, graph_run=self.graph_run, resumed=exists)
-        )
+        started = NodeStarted(node=node_id, attempt=attempt, run_id=run_id, graph_run=self.graph_run, resumed=exists)
         options = session.Options(sandbox=g.started.sandbox, run_id=run_id, on_event=self.on_event)
         try:
             if exists:
+                self._append(store, started)
                 self.note(f"node {node_id}: resuming run {run_id}")
                 self._resume(store, run_id, options, attempt)
             else:
-                _check_unchanged(spec.envelope, g.started.contracts.get(node_id, ""))
+                _check_unchanged(spec.envelope, g.started.contracts.get(node_id, ""))  # before naming a run
+                self._append(store, started)
                 self.note(f"node {node_id}: run {run_id}")
                 session.start(store, spec.envelope, spec.task, options).drive()
         except TetherError as e:  # the run could not start or go on: the failure protocol, with the reason
@@ -197,30 +197,37 @@ class Worker:
     # ---- compensating a node --------------------------------------------------------------------
 
     def _compensate(self, store: Store, node_id: str, attempt: int) -> None:
-        """Run the node's compensation steps not yet recorded, last declared first, each through the gate."""
+        """Run the node's compensation steps not yet recorded, last declared first, each through the gate.
+
+        Under the envelope the graph started with: one that changed or no longer loads runs no step (each is
+        recorded as not run, with the reason), rather than letting an edited file decide what the gate allows.
+        """
         g = GraphState.read(store, self.graph_run)
         spec, done = g.graph.node(node_id), set(g.nodes[node_id].compensated)
-        loaded = session.load_checked(spec.envelope)
+        todo = [i for i in reversed(range(len(spec.compensate))) if i not in done]
+        try:
+            _check_unchanged(spec.envelope, g.started.contracts.get(node_id, ""))
+            loaded = session.load_checked(spec.envelope)
+        except TetherError as e:
+            for index in todo:
+                step = NodeCompensated(
+                    node=node_id, step=index, attempt=attempt, command=spec.compensate[index].command,
+                    verdict="NONE", ran=False, ok=False, output=f"not run: {e}"[:OUTPUT_TAIL],
+                )  # fmt: skip
+                self._append(store, step)
+            return
         env = loaded.envelope
         workspace = (loaded.base_dir / env.environment.workspace).resolve()
         box, unavailable = session.sandbox_for(env, workspace, g.started.sandbox)
         tool = env.tool("bash")
         timeout_s = tool.timeout_s if tool is not None and tool.timeout_s else 120.0
-        for index in reversed(range(len(spec.compensate))):
-            if index in done:
-                continue
+        for index in todo:
             command = spec.compensate[index].command
             decision = Gate(env, workspace).decide("bash", {"command": command})
             step = NodeCompensated(
-                node=node_id,
-                step=index,
-                attempt=attempt,
-                command=command,
-                verdict=decision.verdict.name,
-                rule=decision.deciding_rule,
-                ran=False,
-                ok=False,
-            )
+                node=node_id, step=index, attempt=attempt, command=command, verdict=decision.verdict.name,
+                rule=decision.deciding_rule, ran=False, ok=False,
+            )  # fmt: skip
             if decision.verdict is Verdict.ALLOW and box is not None:
                 receipt = box.run(command, cwd=workspace, timeout_s=timeout_s)
                 output = (receipt.stdout + receipt.stderr)[-OUTPUT_TAIL:]
