@@ -1,0 +1,192 @@
+"""The PostgreSQL store's own guarantees, attacked with the database's own access (the conformance suite runs
+the shared ones through the protocol): the insert-only role, the append-only triggers, real processes racing
+on one head, opening what is not a tether store, and the CLI end to end with ``--db postgresql://…``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from pgkit import OWNER, STORES, Postgres
+
+from tether.errors import HeadMoved, InputError, NotATetherDatabase, RuntimeFailure
+from tether.events import open_store
+from tether.events.pgstore import PgStore
+
+pytestmark = pytest.mark.postgres
+psycopg = pytest.importorskip("psycopg")
+STARTED = ("run.started", {"task": "t", "budgets": {"turns": 10}})
+CHANGES = {
+    "UPDATE": "UPDATE {t} SET {c} = {c}",
+    "DELETE": "DELETE FROM {t}",
+    "TRUNCATE": "TRUNCATE {t} CASCADE",
+}
+LOG = {"runs": "task", "events": "kind", "blobs": "size", "anchors": "seq"}
+
+
+@pytest.fixture
+def url(postgres: Postgres) -> str:
+    return postgres.tether_store()
+
+
+@pytest.fixture
+def store(url: str, tmp_path: Path) -> Iterator[PgStore]:
+    with open_store(url, local=tmp_path) as s:
+        assert isinstance(s, PgStore)
+        yield s
+
+
+def _filled(store: PgStore) -> str:
+    """A run with events, a blob and a signed-checkpoint row: every log table holds something to change."""
+    run = store.create_run("t", [STARTED])
+    store.put_blob(b"bytes")
+    with psycopg.connect(store.url.replace("tether_app@", f"{OWNER}@"), autocommit=True) as owner:
+        owner.execute(
+            "INSERT INTO anchors VALUES (%s, 0, %s, 'k', 'now', 'sig')", (run, store.head(run)[1])
+        )  # the owner may insert too: only changing is refused
+    return run
+
+
+def test_the_application_role_may_only_read_and_insert_the_log(store: PgStore) -> None:
+    run = _filled(store)
+    with psycopg.connect(store.url, autocommit=True) as app:
+        for table, column in LOG.items():
+            for op, statement in CHANGES.items():
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    app.execute(statement.format(t=table, c=column))
+                assert app.execute(f"SELECT count(*) FROM {table}").fetchone() == (1,), (table, op)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            app.execute("ALTER TABLE events DISABLE TRIGGER ALL")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            app.execute("DROP TABLE events CASCADE")
+    assert store.verify(run) == 1
+
+
+def test_the_owner_is_refused_by_the_triggers(store: PgStore) -> None:
+    run = _filled(store)
+    with psycopg.connect(store.url.replace("tether_app@", f"{OWNER}@"), autocommit=True) as owner:
+        for table, column in LOG.items():
+            for op, statement in CHANGES.items():
+                with pytest.raises(psycopg.errors.RaiseException, match=f"append-only: {op} refused"):
+                    owner.execute(statement.format(t=table, c=column))
+    assert store.verify(run) == 1 and store.get_blob(store.put_blob(b"bytes")) == b"bytes"
+
+
+def test_a_refused_change_through_the_store_is_a_clear_error_and_writes_nothing(store: PgStore) -> None:
+    run = store.create_run("t", [STARTED])
+    with pytest.raises(InputError, match="already exists"):
+        store.create_run("again", run_id=run)
+    with pytest.raises(InputError):
+        store.create_run("nul \x00 in a task")  # PostgreSQL text holds no NUL: refused, nothing half-written
+    assert [r.run_id for r in store.runs()] == [run]
+
+
+RACER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from tether.errors import HeadMoved
+    from tether.events import open_store
+    url, run, seq, h, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], Path(sys.argv[5])
+    with open_store(url, create=False) as store:
+        store.head(run)  # connected and warm: now wait for the start line
+        while not go.exists():
+            time.sleep(0.001)
+        try:
+            store.append(run, "model.requested", {"turn": 1, "model": "x"}, expect=(seq, h))
+            print("won")
+        except HeadMoved:
+            print("moved")
+    """
+)
+
+
+def test_processes_racing_on_one_head_exactly_one_wins(store: PgStore, tmp_path: Path) -> None:
+    run = store.create_run("t", [STARTED])
+    seq, h = store.head(run)
+    go = tmp_path / "go"
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, store.url, run, str(seq), h, str(go)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    time.sleep(1.0)  # let them connect; a slow one only races less, it cannot make two win
+    go.touch()
+    said = sorted(p.communicate(timeout=60)[0].strip() for p in racers)
+    assert said == ["moved"] * 3 + ["won"]
+    assert store.verify(run) == 2
+    with pytest.raises(HeadMoved):
+        store.append(run, "model.requested", {"turn": 2, "model": "x"}, expect=(seq, h))
+
+
+def test_what_is_not_a_tether_store_is_refused(postgres: Postgres, tmp_path: Path) -> None:
+    empty = postgres.url(STORES, OWNER, "public")
+    with pytest.raises(NotATetherDatabase, match="no tether schema"):
+        open_store(empty, readonly=True)
+    with psycopg.connect(postgres.conninfo(STORES), autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA other AUTHORIZATION tether_owner")
+    other = postgres.url(STORES, OWNER, "other")
+    with psycopg.connect(other, autocommit=True) as conn:
+        conn.execute("CREATE TABLE events (x int)")
+    with pytest.raises(NotATetherDatabase, match="events are here but are not tether's"):
+        open_store(other)
+    gone = f"postgresql://app:s3cret@/tether?host={tmp_path}"  # no server listens there
+    with pytest.raises(RuntimeFailure, match="unreachable") as caught:
+        open_store(gone)
+    assert "s3cret" not in str(caught.value) and "app:***@" in str(caught.value)
+
+
+def test_a_read_only_store_never_writes(url: str, store: PgStore) -> None:
+    run = store.create_run("t", [STARTED])
+    with open_store(url, readonly=True) as reader:
+        assert reader.verify(run) == 1
+        with pytest.raises(InputError, match="read-only"):
+            reader.append(run, *STARTED)
+
+
+def _tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("tether")
+    env = {**os.environ, "TETHER_DB": ""}
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+@pytest.mark.slow
+def test_the_cli_end_to_end_on_postgres(postgres: Postgres, example: Path, tmp_path: Path) -> None:
+    """`tether db init`, a scripted run, its approval denied and resumed, and the log verified: all --db URL."""
+    url = postgres.tether_store()
+    owner = url.replace("tether_app@", f"{OWNER}@")
+    init = _tether("db", "init", owner, "--app-role", "tether_app", cwd=tmp_path)
+    assert init.returncode == 0 and "already there" in init.stdout, init.stderr
+    trajectory = (example / "trajectory.yaml").read_text()  # the fix, the turn that asks (git push), finish
+    turns = yaml.safe_load(trajectory)["turns"]
+    asks = next(t for t in turns if "git push" in json.dumps(t))
+    fixed = [t for t in turns if "edit_file" in json.dumps(t)][-1]
+    fixed["tool_calls"][0]["args"]["old"] = "    return ordered[middle]\n"  # the right fix, made first
+    done = next(t for t in turns if '"finish"' in json.dumps(t))
+    (example / "trajectory.yaml").write_text(yaml.safe_dump({"turns": [fixed, asks, done]}))
+
+    run = _tether("run", "Fix the median.", "-e", "envelope.yaml", "--db", url, "--sandbox", "local", "--headless",
+                  "--json", cwd=example)  # fmt: skip
+    assert run.returncode == 5, run.stderr  # git push asks a person: WAITING_APPROVAL
+    run_id = json.loads(run.stdout.splitlines()[-1])["run_id"]
+    pending = json.loads(_tether("approvals", "--db", url, "--json", cwd=tmp_path).stdout)
+    assert [p["run_id"] for p in pending] == [run_id]
+    deny = _tether("deny", pending[0]["approval_id"], "--reason", "no pushing", "--db", url, cwd=tmp_path)
+    assert deny.returncode == 0, deny.stderr
+    resumed = _tether("resume", run_id, "--db", url, "--sandbox", "local", "--headless", "--json", cwd=example)
+    assert resumed.returncode == 0 and json.loads(resumed.stdout.splitlines()[-1])["status"] == "COMPLETE"
+
+    verify = _tether("log", "verify", run_id, "--db", url, "--json", cwd=tmp_path)
+    assert verify.returncode == 0, verify.stderr
+    shown = _tether("show", run_id, "--db", url, cwd=tmp_path)
+    assert shown.returncode == 0 and "COMPLETE" in shown.stdout and "no pushing" in shown.stdout
+    assert not (example / ".tether" / "tether.db").exists()  # nothing went to a SQLite file on the side
