@@ -621,9 +621,9 @@ class PgStore:
 def _has_schema(conn: psycopg.Connection[Any], where: str) -> bool:
     """Whether the current schema holds tether's tables; refuses one holding tables of the same names that are
     not tether's (made by something else: tether never writes into them)."""
-    names = ("tether_meta", *LOG_TABLES, "leases")
-    row = conn.execute("SELECT array_agg(n) FROM unnest(%s::text[]) n WHERE to_regclass(n) IS NOT NULL", (list(names),))
-    found = (row.fetchone() or [None])[0] or []
+    ours = ["tether_meta", *LOG_TABLES, "leases"]
+    row = conn.execute("SELECT array_agg(n) FROM unnest(%s::text[]) n WHERE to_regclass(n) IS NOT NULL", (ours,))
+    found: list[str] = (row.fetchone() or [None])[0] or []
     if found and "tether_meta" not in found:
         names = ", ".join(sorted(found))
         raise NotATetherDatabase(f"{where}: tables {names} are here but are not tether's (no tether_meta)")
