@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # pgkit: the throwaway PostgreSQL
 
-from tether.events import open_store  # noqa: E402
+from tether.events import open_store
 
 SECONDS = 3.0
 RUNS = (1, 4, 16)
