@@ -73,7 +73,6 @@ from tether.events.store import Event
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami
 from tether.kernel.budgets import Breach, breach
 from tether.kernel.outcome import closing
-from tether.kernel.session import Loaded, load_checked
 from tether.kernel.step import Finish
 from tether.kernel.steps import next_step
 from tether.policy.decide import decide
@@ -210,7 +209,7 @@ class Guard:
         """
         if not session:
             raise GuardError("a governed session needs a session id (the framework's thread or conversation id)")
-        loaded = load_checked(envelope) if strict else _parsed(envelope)
+        loaded = _strict(envelope) if strict else _parsed(envelope)
         env = loaded.envelope
         ws = (workspace or loaded.base_dir / env.environment.workspace).resolve()
         if not ws.is_dir():
@@ -679,12 +678,29 @@ class Guard:
         return Answer(verdict, rule, reason, call_id, self.run_id, tool, approval_id)
 
 
-def _parsed(envelope: Envelope | str | Path) -> Loaded:
+@dataclass(frozen=True)
+class _Loaded:
+    envelope: Envelope
+    base_dir: Path
+    path: Path | None
+    accepted: tuple[Any, ...] = ()
+
+
+def _strict(envelope: Envelope | str | Path) -> _Loaded:
+    """The envelope strictly validated, as a run's is (imported here: the hooks' decision path, which opens
+    sessions without it, does not pay for the kernel's runtime)."""
+    from tether.kernel.session import load_checked
+
+    loaded = load_checked(envelope)
+    return _Loaded(loaded.envelope, loaded.base_dir, loaded.path, loaded.accepted)
+
+
+def _parsed(envelope: Envelope | str | Path) -> _Loaded:
     """The envelope as it parses, without the strict checks."""
     if isinstance(envelope, Envelope):
-        return Loaded(envelope, Path.cwd(), None)
+        return _Loaded(envelope, Path.cwd(), None)
     path = Path(envelope).resolve()
-    return Loaded(load_envelope(path), path.parent, path)
+    return _Loaded(load_envelope(path), path.parent, path)
 
 
 def spent(state: RunState, now: datetime) -> Breach | None:
