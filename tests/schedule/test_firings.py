@@ -30,7 +30,7 @@ def add(db: Path, envelope: Path, **over: Any) -> None:
         "now": T0 - timedelta(minutes=30),
     }
     with EventStore.open(db) as store:
-        scheduler.add(store, "nightly", **{**fields, **over})
+        scheduler.add(store, scheduler.define("nightly", **{**fields, **over}))
 
 
 def tick(db: Path, now: datetime) -> list[scheduler.Outcome]:

@@ -68,7 +68,6 @@ def add_cmd(
     from tether.errors import InputError
     from tether.kernel import scheduler
     from tether.kernel.continuation import parse_budget
-    from tether.kernel.session import load_checked
 
     if missed not in ("skip", "once"):
         raise InputError(f"--missed {missed!r}: expected skip or once")
@@ -76,26 +75,23 @@ def add_cmd(
     for text in budget:
         key, value = parse_budget(text)
         limits[key] = value
-    loaded = load_checked(envelope)  # names the envelope's problems before any database is made
-    home = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
-    with writer(db, home, create=True) as store:
-        s = scheduler.add(
-            store,
-            name,
-            cron=cron,
-            envelope=envelope,
-            task=task,
-            now=datetime.now(UTC),
-            workspace=workspace,
-            budget=limits,
-            daily_usd=daily_budget,
-            missed="once" if missed == "once" else "skip",
-            grace_s=grace,
-            max_failures=max_failures,
-            noop_if=noop_if,
-            by=_who(by),
-        )
-        _show(s, as_json)
+    added = scheduler.define(
+        name,
+        cron=cron,
+        envelope=envelope,
+        task=task,
+        now=datetime.now(UTC),
+        workspace=workspace,
+        budget=limits,
+        daily_usd=daily_budget,
+        missed="once" if missed == "once" else "skip",
+        grace_s=grace,
+        max_failures=max_failures,
+        noop_if=noop_if,
+        by=_who(by),
+    )
+    with writer(db, Path(added.workspace), create=True) as store:
+        _show(scheduler.add(store, added), as_json)
 
 
 @schedule_app.command("list")

@@ -121,8 +121,7 @@ def schedules(store: Store) -> list[Schedule]:
     return sorted((Schedule.from_events(log, store.events(log)) for log in logs), key=lambda s: s.name)
 
 
-def add(
-    store: Store,
+def define(
     name: str,
     *,
     cron: str,
@@ -137,9 +136,10 @@ def add(
     max_failures: int = 3,
     noop_if: str | None = None,
     by: str = "",
-) -> Schedule:
-    """Add a schedule (or add again one that was removed). Everything is checked before anything is written:
-    the name, the cron expression, the envelope (strictly), the per-firing budget (it may only narrow)."""
+) -> ScheduleAdded:
+    """A schedule's ``schedule.added`` event, every part checked: the name, the cron expression, the envelope
+    (strictly, and its bytes hashed), the per-firing budget (it may only narrow), the workspace. Nothing is
+    written; :func:`add` writes it."""
     check_name(name)
     check_cron(cron)
     if not task.strip():
@@ -155,7 +155,7 @@ def add(
     ws = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
     if not ws.is_dir():
         raise InputError(f"workspace {ws} does not exist ($.environment.workspace or --workspace)")
-    added = ScheduleAdded(
+    return ScheduleAdded(
         name=name,
         cron=cron,
         envelope_path=str(path),
@@ -172,7 +172,11 @@ def add(
         added_at=iso(now),
         by=by,
     )
-    log = schedule_log(name)
+
+
+def add(store: Store, added: ScheduleAdded) -> Schedule:
+    """Add the schedule :func:`define` made (or add again one that was removed)."""
+    name, log = added.name, schedule_log(added.name)
     try:
         current = fold(store, name)
     except InputError:
