@@ -35,7 +35,9 @@ def _contract(name: str, effects: list[str], **extra: Any) -> dict[str, Any]:
     return out | extra
 
 
-def write_envelope(directory: Path, *, name: str = "up", approval_timeout_s: float = 60) -> Path:
+def write_envelope(
+    directory: Path, *, name: str = "up", approval_timeout_s: float = 60, tool_calls: int | None = None
+) -> Path:
     """A gateway envelope for the notes server under ``name``: which tools are declared, and how each is gated."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "plan.yaml").write_text((GUARDED / "plan.yaml").read_text())
@@ -63,6 +65,8 @@ def write_envelope(directory: Path, *, name: str = "up", approval_timeout_s: flo
         ],
     }
     data["approvals"]["timeout_s"] = approval_timeout_s
+    if tool_calls is not None:
+        data["budgets"]["tool_calls"] = tool_calls
     data["contract_hash"] = contract_hash(Envelope.model_validate(data))
     path = directory / "envelope.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -24,6 +24,7 @@ from mcpkit import HERE, private_config, write_envelope
 from tether.events.store import EventStore
 from tether.guard.mcp_proxy import META_KEY, Proxy, Upstream, open_proxy, server_for
 from tether.kernel.approvals import pending
+from tether.state import RunState
 from tether.tools.mcp_client import McpUnavailable
 
 OFFERED = ["add_note", "crash", "huge", "search_notes", "slow"]
@@ -184,6 +185,21 @@ def test_a_hang_a_huge_answer_and_a_crash_fail_closed(proxied: tuple[Proxy, Path
     assert not receipts["mcp__up__slow"]["ok"]
 
 
+def test_past_the_tool_call_budget_a_call_is_an_error_naming_the_budget(notes_url: str, tmp_path: Path) -> None:
+    envelope = write_envelope(tmp_path / "c", tool_calls=1)
+    with private_config(tmp_path), EventStore.open(tmp_path / "t.db", create=True) as store:
+        proxy = open_proxy(store, envelope, Upstream(url=notes_url), name="up")
+        try:
+            run = _session(proxy)
+            first = run(lambda c: c.call_tool("search_notes", {"query": "a"}))
+            second = run(lambda c: c.call_tool("search_notes", {"query": "b"}))
+        finally:
+            proxy.upstream.close()
+        assert not first.is_error
+        assert second.is_error and "budgets.tool_calls exhausted: used 1 of 1" in _text(second)
+        assert proxy.guard.refresh().status.name == "BUDGET_STOP"
+
+
 def test_an_upstream_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
     envelope = write_envelope(tmp_path / "c")
     with EventStore.open(tmp_path / "t.db", create=True) as store, pytest.raises(McpUnavailable, match="'up'"):
@@ -217,6 +233,7 @@ def test_the_cli_over_stdio_with_a_crashing_upstream_and_an_approval_by_cli(tmp_
     assert (after.is_error and "not running" in _text(after)) or "went away" in _text(after)
     with EventStore.open(db, readonly=True) as store:
         (run_id,) = [r.run_id for r in store.runs()]
+        assert RunState.from_events(store.events(run_id)).status.name == "COMPLETE", "the disconnect closed it"
     assert _tether("log", "verify", run_id, "--db", str(db)).returncode == 0
     shown = _tether("show", run_id, "--db", str(db)).stdout
     assert "mcp__notes__add_note" in shown and "mcp__notes__crash" in shown

@@ -45,10 +45,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from tether.envelope.schema import mcp_tool_name
 from tether.envelope.trust import trust_of
 from tether.events.protocol import Store
+from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
 from tether.tools.mcp_client import McpCallFailed, McpConnection
 
-from .session import Answer, Guard
+from .session import Answer, BudgetStop, Guard
 
 FRAMEWORK = "mcp-proxy"
 #: The key of the approval question in an ``InputRequiredResult`` (the 2026 protocol's elicitation).
@@ -95,9 +96,12 @@ class Proxy:
         # a retry that carries the person's answer names its call in request_state; the arguments must match
         # that call's (the guard binds an id to its argument hash), or it is a new call, decided on its own
         asked_id = params.request_state if params.input_responses else None
-        answer = await anyio.to_thread.run_sync(self.guard.check, name, args, asked_id)
-        if asked_id is not None and answer.verdict is not Verdict.ASK:  # only a pending question takes an answer:
-            answer = await anyio.to_thread.run_sync(self.guard.check, name, args, None)  # a replay is a new call
+        try:
+            answer = await anyio.to_thread.run_sync(self.guard.check, name, args, asked_id)
+            if asked_id is not None and answer.verdict is not Verdict.ASK:  # only a pending question takes an answer:
+                answer = await anyio.to_thread.run_sync(self.guard.check, name, args, None)  # a replay is a new call
+        except BudgetStop as spent:  # the session's run has ended BUDGET_STOP: the client reads which budget
+            return _refusal(spent.answer)
         if answer.verdict is Verdict.ASK:
             # an answer counts only for the very call it was asked about (same id, same arguments)
             responses = (params.input_responses or {}) if answer.call_id == params.request_state else {}
@@ -220,6 +224,7 @@ def open_proxy(
     """The governed session and the started upstream (a server that cannot start raises McpUnavailable)."""
     session = session or uuid.uuid4().hex[:12]
     guard = Guard.open(store, envelope, session, framework=FRAMEWORK, task=f"mcp-proxy {name}: {upstream.describe()}")
+    guard.reopen(whoami(), f"mcp-proxy {name} serves the session again")  # a session closed before goes on
     connection = McpConnection(name, upstream.target(guard.workspace), startup_timeout_s=upstream.startup_timeout_s)
     listed = {t.name: t for t in connection.start()}
     return Proxy(guard, connection, name, listed)
@@ -237,7 +242,8 @@ def server_for(proxy: Proxy) -> Server[Any]:
 
 
 def serve_stdio(proxy: Proxy) -> None:
-    """Serve the client on this process's stdin/stdout until it disconnects; then stop the upstream."""
+    """Serve the client on this process's stdin/stdout until it disconnects; then stop the upstream and close the
+    session (its run ends COMPLETE; `--session` opens it again)."""
     server = server_for(proxy)
 
     async def main() -> None:
@@ -248,3 +254,4 @@ def serve_stdio(proxy: Proxy) -> None:
         anyio.run(main)
     finally:
         proxy.upstream.close()
+        proxy.guard.close("the MCP client disconnected")  # the run ends through next_step, not left RUNNING
