@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -20,7 +21,7 @@ from typer.testing import CliRunner
 
 from tether.cli.main import app
 from tether.events import EventStore
-from tether.guard import GuardError
+from tether.guard import BudgetStop, GuardError
 from tether.guard.langgraph import LangGraphGate
 from tether.state import RunState
 from tether.status import ActionStatus, RunStatus
@@ -254,3 +255,20 @@ def test_the_example_runs_offline_and_its_log_verifies(tmp_path: Path, capsys: p
     with EventStore.open(db) as s:
         (run,) = s.runs()
         assert s.verify(run.run_id) == len(s.events(run.run_id))
+
+
+def test_past_the_tool_call_budget_the_graph_raises_budget_stop(store: EventStore, guarded: Path) -> None:
+    doc = yaml.safe_load(guarded.read_text())
+    doc["budgets"]["tool_calls"] = 1
+    guarded.write_text(yaml.safe_dump(doc))
+    compiled = CliRunner().invoke(app, ["compile", str(guarded.with_name("plan.yaml")), "-o", str(guarded)])
+    assert compiled.exit_code == 0, compiled.output
+    graph, ran = build(
+        LangGraphGate(store, guarded),
+        [calls(("get_weather", {"city": "Oslo"})), calls(("get_weather", {"city": "Rome"}), prefix="b")],
+    )
+    with pytest.raises(BudgetStop, match=r"budgets\.tool_calls exhausted: used 1 of 1"):
+        graph.invoke({"messages": [HumanMessage("weather twice")]}, config())
+    assert ran["get_weather"] == [{"city": "Oslo"}], "the call past the budget never ran"
+    (info,) = store.runs()
+    assert RunState.from_events(store.events(info.run_id)).status is RunStatus.BUDGET_STOP
