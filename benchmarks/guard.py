@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tether.envelope.load import load_envelope
+from tether.envelope.schema import Envelope
 from tether.events import EventStore
 from tether.events.kinds import RunResumed
 from tether.guard import Guard
@@ -38,6 +40,15 @@ def line(label: str, ms: list[float], base: float) -> str:
     return f"{label:34} p50 {p50:7.2f} ms   p95 {p95:7.2f} ms   {p50 / base:5.1f}x baseline"
 
 
+def envelope(directory: Path, *, calls: int) -> Envelope:
+    """The example's envelope with a tool-call budget the benchmark's calls fit in (the guard enforces it)."""
+    env = load_envelope(directory / "envelope.yaml")
+    env = env.model_copy(
+        update={"budgets": env.budgets.model_copy(update={"tool_calls": calls}), "contract_hash": None}
+    )
+    return env.model_copy(update={"environment": env.environment.model_copy(update={"workspace": str(directory)})})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=200)
@@ -45,7 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(GUARDED, Path(tmp) / "guarded", ignore=shutil.ignore_patterns(".tether"))
         with EventStore.open(Path(tmp) / "bench.db") as store:
-            guard = Guard.open(store, Path(tmp) / "guarded" / "envelope.yaml", "bench", framework="bench")
+            guard = Guard.open(store, envelope(Path(tmp) / "guarded", calls=20 + 2 * n), "bench", framework="bench")
             timed(lambda i: guard.check("get_weather", {"city": f"warm-{i}"}), 20)  # warm up
             baseline = timed(lambda i: store.append(guard.run_id, RunResumed(reason=f"baseline {i}")), n)
             guard.refresh()
