@@ -5,6 +5,8 @@ Scripted models only. Each node's effect appends a line to a file, so "exactly o
 
 from __future__ import annotations
 
+import html
+import http.client
 import json
 import os
 import signal
@@ -19,6 +21,7 @@ import pytest
 from graphkit import bash, node_envelope, write_graph
 
 from tether.cli.main import main
+from tether.console.server import Background
 from tether.events.store import EventStore
 from tether.graph.fold import GraphState
 from tether.graph.launch import start_graph
@@ -193,6 +196,18 @@ def test_a_denied_node_fails_the_graph_and_compensation_runs_in_reverse(tmp_path
         ("a", 1, "ALLOW", True), ("a", 0, "ALLOW", True),
     ]  # fmt: skip
     assert "b step 1" in g.finished.reason  # the denied step is named, not hidden
+    # the console draws the same graph: states, runs linked, the compensation, the graph's status in the list
+    server = Background(db)
+    try:
+        page = fetch(server, f"/runs/{graph_run}")
+        listing = fetch(server, "/")
+    finally:
+        server.stop()
+    assert f'href="/runs/{run_b}"' in page and 'id="node-c"' in page
+    assert 'class="node state-compensated" id="node-b"' in page and 'class="node state-skipped" id="node-c"' in page
+    assert "step 1 NOT done" in page and html.escape(g.finished.reason) in page
+    row = listing.split(f'data-run="{graph_run}"', 1)[1].split("</tr>", 1)[0]
+    assert f'<span class="status status-{g.finished.status}">{g.finished.status}</span>' in row
 
 
 def test_a_node_waiting_for_approval_gives_its_lease_back_and_goes_on_once_answered(tmp_path: Path) -> None:
@@ -235,6 +250,17 @@ def test_a_node_envelope_edited_after_the_graph_started_is_neither_run_nor_used_
     (step,) = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.compensated"]
     assert (step["verdict"], step["ran"]) == ("NONE", False) and "contract hash" in step["output"]
     assert lines(tmp_path, "a.txt") == [] and lines(tmp_path, "undo.txt") == []
+
+
+def fetch(server: Background, path: str) -> str:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        assert response.status == 200, response.status
+        return response.read().decode()
+    finally:
+        conn.close()
 
 
 def wait_for(condition: Any, timeout: float = 90.0) -> None:

@@ -4,9 +4,11 @@ resume it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,11 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from tether.errors import InputError, LogCorrupt
 from tether.events.anchor import AnchorKey, anchor_file_path, key_path
 from tether.events.backends import describe
+from tether.events.kinds_graph import GraphStarted
 from tether.events.kinds_schedule import is_schedule_log
 from tether.events.store import Event
+from tether.graph.draw import as_dict
+from tether.graph.fold import GraphState
 from tether.kernel.continuation import NEEDS, Needs, parse_budget
 from tether.kernel.continuation import Request as Continuation
 from tether.kernel.undo import Outcome as UndoOutcome
@@ -46,7 +51,12 @@ def _rows(console: Console) -> list[views.RunRow]:
                 problem = None
             except LogCorrupt as e:
                 problem = str(e)
-            rows.append(views.run_row(info, store.events(info.run_id), problem, datetime.now(UTC)))
+            events = store.events(info.run_id)
+            row = views.run_row(info, events, problem, datetime.now(UTC))
+            if problem is None and events and events[0].kind == GraphStarted.KIND:  # a task graph: its own status
+                finished = GraphState.fold(info.run_id, events).finished
+                row = dataclasses.replace(row, status=finished.status if finished else RunStatus.RUNNING)
+            rows.append(row)
     return rows
 
 
@@ -89,6 +99,8 @@ def _final_diff(console: Console, events: list[Event]) -> RunDiff:
 
 async def run_page(console: Console, request: Request) -> Response:
     info, events, problem = await run_in_threadpool(_run, console, request.path_params["run_id"])
+    if problem is None and events and events[0].kind == GraphStarted.KIND:
+        return _graph_page(request, info, events)
     row = views.run_row(info, events, problem, datetime.now(UTC))
     at = int_param(request.query_params.get("at"))
     start = views.page_of_seq(events, at) if at is not None else int_param(request.query_params.get("start"))
@@ -113,6 +125,12 @@ async def run_page(console: Console, request: Request) -> Response:
         live=timeline.is_tail and row.status in ("RUNNING", "NEW", "WAITING_APPROVAL"),
         last_seq=events[-1].seq if events else -1,
     )
+
+
+def _graph_page(request: Request, info: Any, events: list[Event]) -> Response:
+    """A task graph's log: its nodes by depth with their states (``tether graph show``, drawn), not a run's turns."""
+    view = as_dict(GraphState.fold(info.run_id, events), time.time())
+    return render(request, "graph.html", info=info, view=view, events=len(events))
 
 
 async def event_page(console: Console, request: Request) -> Response:
