@@ -17,7 +17,7 @@ import pytest
 import yaml
 from pgkit import OWNER, STORES, Postgres
 
-from tether.errors import HeadMoved, InputError, NotATetherDatabase, RuntimeFailure
+from tether.errors import HeadMoved, InputError, NotATetherDatabase, RunLeased, RuntimeFailure
 from tether.events import open_store
 from tether.events.pgstore import PgStore
 
@@ -143,6 +143,21 @@ def test_what_is_not_a_tether_store_is_refused(postgres: Postgres, tmp_path: Pat
     with pytest.raises(RuntimeFailure, match="unreachable") as caught:
         open_store(gone)
     assert "s3cret" not in str(caught.value) and "app:***@" in str(caught.value)
+    with pytest.raises(InputError, match="not a usable PostgreSQL URL"):
+        open_store(f"postgresql://app@/tether?host={tmp_path}&no_such_option=1")
+
+
+def test_a_driver_whose_lease_was_taken_over_cannot_append(url: str, store: PgStore, tmp_path: Path) -> None:
+    """A holder on another host whose heartbeat stopped is taken over; its next append fails and writes nothing."""
+    run = store.create_run("t", [STARTED], lease=True)
+    with psycopg.connect(url, autocommit=True) as app:  # the holder looks like a silent driver elsewhere
+        app.execute("UPDATE leases SET host='elsewhere', heartbeat=0 WHERE run_id=%s", (run,))
+    with open_store(url, local=tmp_path) as other:
+        other.acquire(run)
+        with pytest.raises(RunLeased, match="taken over"):
+            store.append(run, *STARTED)
+        assert not store.holds(run) and other.verify(run) == 1
+        other.append(run, *STARTED)  # the new driver goes on
 
 
 def test_a_read_only_store_never_writes(url: str, store: PgStore) -> None:

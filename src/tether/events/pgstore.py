@@ -146,6 +146,14 @@ def _database_errors(where: str) -> Iterator[None]:
         raise RuntimeFailure(f"{where}: the database is unreachable ({str(e).strip()})") from e
 
 
+def _connect(url: str, where: str) -> psycopg.Connection[Any]:
+    with _database_errors(where):
+        try:
+            return psycopg.connect(url, autocommit=True)
+        except psycopg.ProgrammingError as e:  # the URL itself: an unknown parameter, a malformed part
+            raise InputError(f"{where}: not a usable PostgreSQL URL ({str(e).strip()})") from e
+
+
 class PgStore:
     """Open with :meth:`open` (or :func:`~.backends.open_store`); one instance may be shared by threads."""
 
@@ -176,8 +184,7 @@ class PgStore:
     ) -> PgStore:
         """Connect; with ``create``, make the schema in a database that has none (as the connecting role)."""
         where = url_without_password(url)
-        with _database_errors(where):
-            conn = psycopg.connect(url, autocommit=True)
+        conn = _connect(url, where)
         store = cls(url, conn, local or Path.cwd() / ".tether", readonly=readonly, signer=signer)
         try:
             with _database_errors(where):
@@ -665,7 +672,7 @@ def init(url: str, app_role: str | None = None) -> str:
     A database that already holds the schema gets the grant only (run again for another application role).
     """
     where = url_without_password(url)
-    with _database_errors(where), psycopg.connect(url, autocommit=True) as conn:
+    with _database_errors(where), _connect(url, where) as conn:
         known = app_role is None or conn.execute("SELECT 1 FROM pg_roles WHERE rolname=%s", (app_role,)).fetchone()
         if not known:
             raise InputError(f"{where}: no role {app_role!r}; create it first (CREATE ROLE {app_role} LOGIN)")
