@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,6 +167,31 @@ def test_a_read_only_store_never_writes(url: str, store: PgStore) -> None:
         assert reader.verify(run) == 1
         with pytest.raises(InputError, match="read-only"):
             reader.append(run, *STARTED)
+
+
+def test_the_console_serves_a_postgres_store(url: str, store: PgStore) -> None:
+    from tether.console.server import Background
+
+    run = store.create_run("a task in postgres", [STARTED])
+    server = Background(url)
+    try:
+        with urllib.request.urlopen(server.url, timeout=30) as page:
+            html = page.read().decode()
+        with urllib.request.urlopen(f"{server.url}runs/{run}", timeout=30) as page:
+            assert page.status == 200
+    finally:
+        server.stop()
+    assert run in html and "a task in postgres" in html
+
+
+def test_the_python_api_takes_a_url_and_keeps_local_files_in_the_workspace(url: str, example: Path) -> None:
+    from tether import Harness
+
+    harness = Harness(example / "envelope.yaml", db=url)
+    with harness.store() as store:
+        assert isinstance(store, PgStore)
+        assert store.path.parent == example / "project" / ".tether"  # memory.db goes here; nothing is written yet
+        assert not store.path.exists()
 
 
 def _tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
