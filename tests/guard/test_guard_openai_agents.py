@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from agents import Agent, FunctionTool, RunConfig, Runner, function_tool
+from agents.exceptions import UserError
 from agents.testing import ScriptedModel, assistant_message, function_call
 from typer.testing import CliRunner
 
 from tether.cli.main import app
 from tether.events import EventStore
-from tether.guard import Guard, GuardError
+from tether.guard import BudgetStop, Guard, GuardError
 from tether.guard.openai_agents import FRAMEWORK, approve, gate_tools, pending, reject, settle
 from tether.policy.decision import Verdict
 from tether.state import RunState
@@ -177,3 +179,23 @@ def test_the_example_runs_offline_and_its_log_verifies(tmp_path: Path, capsys: p
     with EventStore.open(db) as s:
         (info,) = s.runs()
         assert s.verify(info.run_id) == len(s.events(info.run_id))
+
+
+def test_past_the_tool_call_budget_the_run_raises_with_budget_stop_as_its_cause(
+    store: EventStore, guarded: Path
+) -> None:
+    doc = yaml.safe_load(guarded.read_text())
+    doc["budgets"]["tool_calls"] = 1
+    guarded.write_text(yaml.safe_dump(doc))
+    compiled = CliRunner().invoke(app, ["compile", str(guarded.with_name("plan.yaml")), "-o", str(guarded)])
+    assert compiled.exit_code == 0, compiled.output
+    guard = Guard.open(store, guarded, "conversation-b", framework=FRAMEWORK)
+    tools = Tools()
+    first = [function_call("get_weather", {"city": "Oslo"}, call_id="c1")]
+    second = [function_call("get_weather", {"city": "Rome"}, call_id="c2")]
+    with pytest.raises(UserError) as stopped:  # the SDK wraps what a tool raises; the cause is tether's
+        run(agent_for(guard, tools, first, second), "weather twice")
+    assert isinstance(stopped.value.__cause__, BudgetStop)
+    assert "budgets.tool_calls exhausted: used 1 of 1" in str(stopped.value.__cause__)
+    assert tools.ran["get_weather"] == [{"city": "Oslo"}], "the call past the budget never ran"
+    assert guard.refresh().status.name == "BUDGET_STOP"
