@@ -22,6 +22,7 @@ from tether.events import REGISTRY, Payload
 from tether.events import kinds as k
 from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
+from tether.events import kinds_delegate as kd
 from tether.events import kinds_egress as ke
 from tether.events import kinds_graph as kgr
 from tether.events import kinds_guard as kg
@@ -290,6 +291,24 @@ SAMPLES: list[Payload] = [
         refused={"mcp__notes__bad": "its input schema is not a valid JSON Schema"},
     ),
     km.McpFailed(server="web", transport="streamable-http", error="did not start within 30s"),
+    kd.DelegateStarted(
+        call_id="call_0_0",
+        child_run="20260101-000000-abcdef",
+        task="fix median()",
+        tools=["read_file", "edit_file", "finish"],
+        write=["src/stats/**"],
+        network=[],
+        budgets={"usd": 1.0, "turns": 15},
+        contract_hash="sha256:" + "0" * 64,
+    ),
+    kd.DelegateFinished(
+        call_id="call_0_0",
+        child_run="20260101-000000-abcdef",
+        status=RunStatus.COMPLETE,
+        summary="fixed median",
+        evidence=["20260101-000000-abcdef#31"],
+        spend={"usd": 0.01, "tokens": 900, "turns": 2, "tool_calls": 3},
+    ),
     kh.HookReceived(agent="claude-code", event="PreToolUse", session_id="s-1", cwd="/w", detail={"tool_name": "Bash"}),
     kh.HookStop(blocked=True, accepted=False, reasons=["required sensor tests FAILED"], blocks_in_row=1),
     ks.ScheduleAdded(
@@ -418,6 +437,7 @@ def test_the_kind_modules_do_not_import_each_other() -> None:
         "kinds",
         "kinds_context",
         "kinds_control",
+        "kinds_delegate",
         "kinds_egress",
         "kinds_guard",
         "kinds_mcp",

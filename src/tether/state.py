@@ -44,6 +44,7 @@ from tether.events.kinds import (
 )
 from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
+from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
 from tether.events.kinds_guard import SessionEnded
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import REGISTRY, Payload
@@ -146,6 +147,7 @@ class RunState:
     model: str = ""
     workspace: str = ""
     driver: str = ""  # the program that drives a governed run (external_driver); "" for tether's own loop
+    parent_run: str | None = None  # the run that delegated this one (docs/delegation.md)
     limits: dict[str, float | int | None] = field(default_factory=dict)
     used: Usage = field(default_factory=Usage)
     actions: dict[str, Action] = field(default_factory=dict)
@@ -177,6 +179,8 @@ class RunState:
     last_text: str = ""
     raw_stop_reason: str | None = None
     changed_files: list[str] = field(default_factory=list)
+    children: dict[str, DelegateStarted] = field(default_factory=dict)  # delegate call id -> the child it started
+    delegated: dict[str, dict[str, float]] = field(default_factory=dict)  # delegate call id -> what it is charged
     last_seq: int = -1
     head_hash: str = ""
     _active_since: datetime | None = None
@@ -199,10 +203,16 @@ class RunState:
         return [a for a in self.actions.values() if a.status is ActionStatus.STARTED]
 
     def usage(self, now: datetime | None = None) -> dict[str, float]:
-        """What the run has used, by budget name; wall time counts up to ``now`` when given."""
+        """What the run has used, by budget name, its children's spend included; wall time counts up to ``now``
+        when given (a child's wall time is the parent's own: the parent waits while its child runs)."""
         u = self.used
         wall = self.wall_used(now) if now is not None else u.wall_s
-        return {"turns": u.turns, "tokens": u.tokens, "usd": u.usd, "tool_calls": u.tool_calls, "wall_s": wall}
+        own = {"turns": u.turns, "tokens": u.tokens, "usd": u.usd, "tool_calls": u.tool_calls, "wall_s": wall}
+        for spend in self.delegated.values():
+            for name, value in spend.items():
+                if name in own and name != "wall_s":
+                    own[name] += value
+        return own
 
     def budget_left(self) -> dict[str, float | None]:
         return {
@@ -236,6 +246,7 @@ class RunState:
         self.plan_hash, self.contract_hash = p.plan_hash, p.contract_hash
         self.model, self.workspace = p.model, p.workspace
         self.driver = external_driver(p.sandbox)
+        self.parent_run = p.parent_run
         self.limits = dict(p.budgets)
         self.max_external = p.max_external
         self._active_since = datetime.fromisoformat(e.ts)
@@ -399,6 +410,13 @@ class RunState:
         if not p.ok:
             self.stop = p
 
+    def _delegate_started(self, e: Event, p: DelegateStarted) -> None:
+        self.children[p.call_id] = p
+
+    def _delegate_finished(self, e: Event, p: DelegateFinished) -> None:
+        """A child's spend is the parent's: charged once per delegate call, whatever the retries."""
+        self.delegated[p.call_id] = dict(p.spend)
+
     def _budget_exceeded(self, e: Event, p: BudgetExceeded) -> None:
         self.last_error = f"budget {p.budget} exceeded: used {p.used} of {p.limit}"
 
@@ -441,6 +459,8 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     NoOpChecked: RunState._no_op_checked,
     PreflightCompleted: RunState._preflight,
     BudgetExceeded: RunState._budget_exceeded,
+    DelegateStarted: RunState._delegate_started,
+    DelegateFinished: RunState._delegate_finished,
     SandboxFailed: RunState._stopped,
     ContextFull: RunState._stopped,
     ModelUnaffordable: RunState._stopped,

@@ -23,6 +23,7 @@ BUILTIN_NAMES = [
     "plan",
     "hypothesis",
     "read_result",
+    "delegate",
 ]
 
 EXPECTED_EFFECTS = {
@@ -38,6 +39,7 @@ EXPECTED_EFFECTS = {
     "plan": [Effect.READ],
     "hypothesis": [Effect.READ],
     "read_result": [Effect.READ],
+    "delegate": [Effect.EXEC],
 }
 
 
@@ -80,6 +82,7 @@ def test_builtins_and_their_effects() -> None:
         "plan",
         "hypothesis",
         "read_result",
+        "delegate",
     }
 
 

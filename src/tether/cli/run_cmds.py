@@ -231,10 +231,18 @@ def show_cmd(
                 "diff": dataclasses.asdict(diff),
                 "contract": OutputContract.from_state(state).model_dump(),
                 "undo": rollback,
+                "parent_run": state.parent_run,
+                "children": [
+                    {"call_id": c.call_id, "run_id": c.child_run, "task": c.task} for c in state.children.values()
+                ],
             }
         )
         return
     console.print(f"[bold]run {info.run_id}[/] — {state.status} — {escape(info.task)}")
+    if state.parent_run:
+        console.print(f"  delegated by run {state.parent_run} (`tether show {state.parent_run}`)")
+    for c in state.children.values():
+        console.print(f"  delegated to child run {c.child_run} ({c.call_id}): {escape(c.task[:80])}")
     lines, cuts = timeline(events, verbose=verbose, whole=full)
     for line in lines:
         console.print(line)

@@ -109,7 +109,10 @@ def narrow(
         raise InputError(f"budget_share: found {budget_share}; expected a share above 0 and at most 1")
     env = parent.environment
     fs = env.filesystem or Filesystem(read=["**"], write=[], deny=[])
-    kept = _kept_tools(parent, tools)
+    names = [t.name for t in parent.tools]
+    asked = names if tools is None else list(tools)
+    kept = {n for n in asked if n in names}
+    unknown = [Widening(f"$.tools[{n!r}]", f"tool {n!r}", f"only the tools {names}") for n in asked if n not in names]
     secrets = None
     if env.secrets is not None:
         secrets = [
@@ -133,7 +136,7 @@ def narrow(
         }
     )
     child = child.model_copy(update={"contract_hash": contract_hash(child)})
-    found = widenings(parent, child)
+    found = unknown + widenings(parent, child)
     if found:
         raise NarrowingError(found)
     return child
@@ -148,19 +151,6 @@ def share_budgets(parent: Budgets, share: float, ceiling: Budgets | None = None)
         cap = getattr(ceiling, name) if ceiling is not None else None
         out[name] = cap if value is None else value if cap is None else min(value, cap)
     return Budgets(**out)
-
-
-def _kept_tools(parent: Envelope, tools: Iterable[str] | None) -> set[str]:
-    names = {t.name for t in parent.tools}
-    if tools is None:
-        return names
-    asked = list(tools)
-    missing = [n for n in asked if n not in names]
-    if missing:
-        raise NarrowingError(
-            [Widening(f"$.tools[{n!r}]", f"tool {n!r}", f"only the tools {sorted(names)}") for n in missing]
-        )
-    return set(asked)
 
 
 # -- the checks, one per section ----------------------------------------------------------------

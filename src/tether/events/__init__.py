@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds,
     kinds_context,
     kinds_control,
+    kinds_delegate,
     kinds_egress,
     kinds_graph,
     kinds_guard,

@@ -54,6 +54,8 @@ class RunStarted(Payload):
         ge=1,
         description="--context-window: the model's window for this run, over the envelope's and the table's.",
     )
+    parent_run: str | None = Field(None, description="The run whose delegate call started this one (a child run).")
+    parent_call: str | None = Field(None, description="That delegate call's id in the parent's log.")
 
 
 @register("run.resumed")

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,6 +56,7 @@ from tether.events.kinds import (
 )
 from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import ReviewerCalled
+from tether.events.kinds_delegate import DelegateStarted
 from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
@@ -90,8 +92,9 @@ from tether.sandbox.environment import mask, passed_values
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import RunState
 from tether.status import ControlState
-from tether.tools.context import ToolContext
+from tether.tools.context import Delegation, ToolContext
 from tether.tools.contract import Tool, ToolArgsError
+from tether.tools.result import ToolResult
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
 from tether.verify.changes import WorkspaceDiff, run_diff, snapshot_check, unexplained, window_changes, windows
 from tether.verify.preflight import run_preflight
@@ -115,7 +118,7 @@ from .context import Transcript, compacted_text, kept_result
 from .knowledge import remembered
 from .manifest import Counted, Manifests, delta
 from .outcome import OutputContract, closing
-from .snapshots import Snapshots
+from .snapshots import Snapshots, start_manifest
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
 from .steps import next_step
 from .stops import WINDOW_SETTING
@@ -131,7 +134,9 @@ TRUNCATED_CALL = (
     "be incomplete; repeat it in full if it is still needed"
 )
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
-DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, RunFinished))
+DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, DelegateStarted, RunFinished))
+#: Runs a child run for a parent's ``delegate`` call (:class:`tether.kernel.delegation.Delegator`).
+DelegateFn = Callable[["Runtime", str, Delegation], ToolResult]
 
 
 class Runtime:
@@ -154,8 +159,10 @@ class Runtime:
         reviewer: Model | None = None,
         sleep: Callable[[float], None] = time.sleep,
         prices: Mapping[str, Price] | None = None,
+        delegator: DelegateFn | None = None,
     ) -> None:
         self.store, self.run_id, self.env, self.workspace = store, run_id, env, workspace
+        self.delegator = delegator
         self.model, self.tools, self.sandbox, self.sandbox_error = model, tools, sandbox, sandbox_error
         self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
         self.reviewer = reviewer
@@ -175,9 +182,9 @@ class Runtime:
 
     # ---- the loop --------------------------------------------------------------------------
 
-    def begin(self, task: str, first: Sequence[Payload]) -> None:
+    def begin(self, task: str, first: Sequence[Payload], parent_run: str | None = None) -> None:
         """Create the run with its first events and this driver's lease, in one transaction."""
-        self.store.create_run(task, first, run_id=self.run_id, lease=True)
+        self.store.create_run(task, first, run_id=self.run_id, parent_run=parent_run, lease=True)
         for e in self.store.events(self.run_id):
             self._applied(e)
 
@@ -542,7 +549,7 @@ class Runtime:
                 idempotent=contract.retry_safe,
             ),
         )
-        before = self.snapshots.latest or self.snapshot()
+        before = self.window_start(action.call_id)
         started = time.monotonic()
         ctx: ToolContext | None = None
         try:
@@ -728,6 +735,17 @@ class Runtime:
         observed, unreadable = window_changes(before, after)
         return observed, unexplained(effects, reported, observed, after) + [f"{p}: unreadable" for p in unreadable]
 
+    def window_start(self, call_id: str) -> Manifest | None:
+        """Where an action's snapshot window begins: the latest snapshot; for a delegate call run again after a
+        crash, the workspace its child started from (what changed since is the child's, told by its own log)."""
+        child = self.state.children.get(call_id)
+        if child is not None:
+            try:
+                return start_manifest(self.store, child.child_run)
+            except SnapshotError:
+                pass  # the child was never created: the window starts now, before it is
+        return self.snapshots.latest or self.snapshot()
+
     def checkpoint(self, label: str, note: str) -> Manifest | None:
         """A snapshot recorded in the log (its manifest as a blob): for the verdict, and for undo and fork later."""
         m = self.snapshot(full=True)  # a whole walk: the verdict does not rest on the watch alone
@@ -782,7 +800,10 @@ class Runtime:
             carried = self.broker.secrets_for(tool.contract.name)
             sandbox = self.broker.sandbox_for(sandbox, tool.contract.name)
             sandbox = for_call(sandbox, call_id, [(s.name, s.hosts) for s in carried])
-        return ToolContext(self.workspace, sandbox, self.env, float(timeout), stored_result=self.stored_result)
+        delegate = partial(self.delegator, self, call_id) if call_id is not None and self.delegator else None
+        return ToolContext(
+            self.workspace, sandbox, self.env, float(timeout), stored_result=self.stored_result, delegate=delegate
+        )
 
     def stored_result(self, call_id: str) -> str | None:
         """The whole text of a shortened result of this run's call ``call_id`` (never another run's blob)."""

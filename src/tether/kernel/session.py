@@ -7,18 +7,21 @@ began under — not whatever the files on disk say today.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tether.envelope.load import load_envelope, load_plan
 from tether.envelope.risks import workspace_risk
-from tether.envelope.schema import Envelope, Price
+from tether.envelope.schema import Envelope, Price, split_mcp_tool
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.kinds_context import ContextSection
+from tether.events.kinds_delegate import DelegateStarted
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import new_run_id
@@ -38,6 +41,7 @@ from tether.tools.skill import LOAD_SKILL, load_skill_tool
 
 from .approvals import Approver, whoami
 from .continuation import FINAL, Request, ResumeRefused, continuation, effective_envelope
+from .delegation import Delegator, child_model
 from .knowledge import bound_skills, carried_plan, recall_events, skill_events
 from .runtime import EventSink, Runtime
 
@@ -159,10 +163,13 @@ def begin(
     plan: dict[str, Any] | None,
     *,
     replay_of: str | None = None,
+    child_of: DelegateStarted | None = None,
+    parent_run: str | None = None,
 ) -> Runtime:
     """Create a run of a checked envelope on ``workspace``: its start snapshot, then ``run.started``.
 
-    ``start`` calls it for a new run; replay for the re-execution of a recorded one (``replay_of``).
+    ``start`` calls it for a new run; replay for the re-execution of a recorded one (``replay_of``); a
+    parent's delegation for a child run (``child_of``, in run ``parent_run``), under the id it recorded.
     """
     env = loaded.envelope
     known = [
@@ -170,9 +177,8 @@ def begin(
         *(recall_events(store.path, env) if replay_of is None else []),  # a replay re-executes, it does not learn
         *(carried_plan(store, workspace) if options.continue_plan else []),
     ]
-    runtime = _runtime(
-        store, options.run_id or new_run_id(), loaded, workspace, options.model, options, plan, bound_skills(known)
-    )
+    run_id = child_of.child_run if child_of is not None else options.run_id or new_run_id()
+    runtime = _runtime(store, run_id, loaded, workspace, options.model, options, plan, bound_skills(known))
     sandbox = runtime.sandbox
     try:  # before the agent's first action: what the run starts from, read by tether, never by git
         snap_hash, baseline = runtime.snapshots.take_baseline()
@@ -206,12 +212,15 @@ def begin(
                 prices={name: p.model_dump(exclude_none=True) for name, p in loaded.prices.items()},
                 replay_of=replay_of,
                 context_window=options.context_window,
+                parent_run=parent_run,
+                parent_call=child_of.call_id if child_of is not None else None,
             ),
             *options.origin,
             start,
             *known,
             *options.sections,
         ],
+        parent_run=parent_run,
     )
     if replay_of is None:
         runtime.remember()
@@ -314,7 +323,56 @@ def _runtime(
         on_event=options.on_event,
         reviewer=_reviewer(env, loaded.base_dir) if options.review_model else None,
         prices=loaded.prices,
+        delegator=Delegator(partial(_child, loaded=loaded, options=options)),
     )
+
+
+def _child(
+    parent: Runtime, started: DelegateStarted, envelope: Callable[[], Envelope], *, loaded: Loaded, options: Options
+) -> Runtime:
+    """The child run a parent's ``delegate.started`` names: resumed when it exists, else created under that id.
+
+    It runs as its parent does — same store, workspace, sandbox backend, extra tools, approver and event sink —
+    with the model :func:`child_model` gives for the call, and its own lease (``drive`` takes and releases it).
+    """
+    backend = getattr(parent.sandbox, "name", None)
+    extra = [t for t in parent.tools.values() if split_mcp_tool(t.name) is None and t.name != LOAD_SKILL]
+    child_options = dataclasses.replace(
+        options,
+        model=child_model(parent.model, started.call_id),
+        workspace=parent.workspace,
+        sandbox=backend if backend in ("bwrap", "local") else options.sandbox,
+        tools=extra,
+        approver=parent.approver,
+        on_event=parent.on_event,
+        sections=(),
+        continue_plan=False,
+    )
+    store = parent.store
+    if _exists(store, started.child_run):
+        if RunState.from_events(store.events(started.child_run)).finished:
+            store.verify_run(started.child_run)
+            return attach(store, started.child_run, child_options)
+        why = f"resumed by its parent {parent.run_id} ({started.call_id})"
+        return resume(store, started.child_run, child_options, Request(by=whoami(), reason=why))
+    child = Loaded(envelope(), loaded.base_dir, loaded.path, prices=dict(parent.prices))
+    return begin(
+        store,
+        child,
+        started.task,
+        parent.workspace,
+        child_options,
+        parent.plan,
+        child_of=started,
+        parent_run=parent.run_id,
+    )
+
+
+def _exists(store: Store, run_id: str) -> bool:
+    try:
+        return store.run(run_id).run_id == run_id
+    except InputError:
+        return False
 
 
 def _reviewer(env: Envelope, base_dir: Path) -> Model | None:

@@ -34,6 +34,7 @@ from tether.errors import InputError, Problem
 from tether.models.base import COMPACTED_HEAD, Message, ModelResponse, Termination, ToolCall, ToolSpec, Usage
 
 EXHAUSTED = "script_exhausted"
+_CALL_ID = re.compile(r"^call_(\d+)_(\d+)$")
 _COMPACTED = re.compile("^" + re.escape(COMPACTED_HEAD).replace(r"\{turns\}", r"(\d+)"))
 
 
@@ -64,6 +65,7 @@ class _Strict(BaseModel):
 class ScriptedToolCall(_Strict):
     name: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
+    child: Script | None = Field(None, description="A delegate call's child run: its own script (docs/delegation.md).")
 
 
 class ScriptedUsage(_Strict):
@@ -125,6 +127,24 @@ class ScriptedModel:
     @classmethod
     def from_file(cls, path: Path, *, name: str | None = None) -> ScriptedModel:
         return cls(load_script(path), name=name or f"scripted:{path}")
+
+    def for_child(self, call_id: str) -> ScriptedModel:
+        """The model of the child run a ``delegate`` call ``call_id`` of this script starts: the call's ``child``.
+
+        A child's conversation starts afresh, so it cannot share the parent's script; a delegate call scripted
+        without a ``child`` gets a script that says so and ends (the child then stops NEEDS_INPUT).
+        """
+        found = _CALL_ID.match(call_id)
+        script = None
+        if found:
+            index, i = int(found.group(1)), int(found.group(2))
+            calls = self.script.turns[index].tool_calls if index < len(self.script.turns) else []
+            script = calls[i].child if i < len(calls) else None
+        if script is None:
+            script = Script(
+                turns=[ScriptedTurn(text=f"[{self.name}] no child script for call {call_id}", stop="error")]
+            )
+        return ScriptedModel(script, name=self.name)
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:
         index = sum(1 for m in messages if m.role == "assistant") + compacted_turns(messages)

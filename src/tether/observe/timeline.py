@@ -52,6 +52,9 @@ def _args(args: dict[str, Any]) -> str:
 
 def _started(p: dict[str, Any]) -> str:
     line = f"[bold]run started[/] model={p['model']} sandbox={p.get('sandbox', '?')} task: {_short(p['task'], 80)}"
+    if p.get("parent_run"):
+        call = escape(p.get("parent_call") or "?")
+        line += f"\n    [blue]delegated by run {escape(p['parent_run'])}[/] (its call {call})"
     if p.get("sandbox_fallback"):
         line += f"\n    [yellow]sandbox fallback (required: false):[/] {_short(p['sandbox_fallback'], 140)}"
     driver = external_driver(str(p.get("sandbox", "")))
@@ -239,6 +242,15 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
         f"[bold]MCP server {escape(p['server'])}[/] ({p['transport']}, {p['sandbox'] or 'remote'}): offers "
         + _short(", ".join(p["offered"]) or "nothing", 120)
         + (f"; not offered (undeclared): {_short(', '.join(p['undeclared']), 80)}" if p["undeclared"] else "")
+    ),
+    "delegate.started": lambda p: (
+        f"    [blue]delegated[/] to child run {escape(p['child_run'])}: {_short(p['task'], 80)} "
+        f"(tools {_short(', '.join(p['tools']), 60)}; write {_short(p['write'], 50)})"
+    ),
+    "delegate.finished": lambda p: (
+        f"    [blue]child run {escape(p['child_run'])} ended {p['status']}[/]: {_short(p['summary'], 80)} — charged "
+        + ", ".join(f"{k}={v:g}" for k, v in p["spend"].items())
+        + (" (its whole budgets: it has not ended)" if p["reserved"] else "")
     ),
     "mcp.failed": lambda p: f"[red]MCP server {escape(p['server'])} did not start[/]: {_short(p['error'], 160)}",
 }

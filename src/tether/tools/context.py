@@ -11,6 +11,23 @@ if TYPE_CHECKING:
     from tether.envelope.schema import Envelope
     from tether.sandbox.base import Sandbox
 
+    from .result import ToolResult
+
+
+@dataclass(frozen=True)
+class Delegation:
+    """What a ``delegate`` call asks for: a sub-task and the narrowing of the caller's envelope it runs under.
+
+    ``tools``, ``write`` and ``network`` None keep the caller's; ``budget_share`` is the share of each of the
+    caller's budgets the child gets, never more than what the caller has left.
+    """
+
+    task: str
+    tools: list[str] | None
+    write: list[str] | None
+    budget_share: float
+    network: list[str] | None = None
+
 
 @dataclass(frozen=True)
 class ToolContext:
@@ -27,3 +44,5 @@ class ToolContext:
     timeout_s: float
     stored_result: Callable[[str], str | None] | None = None
     """The whole text of an earlier shortened result of this run, by call id (``read_result``); None outside a run."""
+    delegate: Callable[[Delegation], ToolResult] | None = None
+    """Runs a child run for this call and returns its receipt (``delegate``); the kernel's, None outside a run."""

@@ -17,6 +17,7 @@ from tether.envelope.trust import trust_of
 from tether.errors import EnvelopeInvalid, Problem
 
 from .contract import Tool
+from .delegate import delegate
 from .files import edit_file, list_dir, read_file, write_file
 from .finish import finish
 from .git import git_diff
@@ -38,6 +39,7 @@ BUILTINS: tuple[Tool, ...] = (
     plan,
     hypothesis,
     read_result,
+    delegate,
 )
 
 
