@@ -386,6 +386,7 @@ SAMPLES: list[Payload] = [
         exit_code=1,
         output="o",
     ),
+    kgr.GraphNode(graph_run="g", node="a", attempt=1),
     kgr.GraphFinished(status="NEEDS_INPUT", nodes={"a": "failed"}, reason="node a"),
 ]
 

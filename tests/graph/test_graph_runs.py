@@ -100,8 +100,13 @@ def test_a_diamond_runs_to_complete_with_two_worker_processes(
     with EventStore.open(db) as store:
         for n in view["nodes"]:
             assert store.verify(n["run_id"]) > 0  # each node is a real run with its own verified log
+            (link,) = store.events(n["run_id"], kinds={"graph.node"})  # which names its graph and node
+            assert link.payload == {"graph_run": view["graph_run"], "node": n["id"], "attempt": 1}
     main(["graph", "show", view["graph_run"][:15], "--db", str(db)])  # a unique prefix names the graph; exit 0
     assert "[    complete] d  <- b, c" in capsys.readouterr().out
+    main(["runs", "--db", str(db), "--json"])
+    listed = {r["run_id"]: r["status"] for r in json.loads(capsys.readouterr().out)}
+    assert listed[view["graph_run"]] == "COMPLETE" and len(listed) == 5  # the graph with its own status, 4 runs
 
 
 def test_a_killed_workers_node_is_taken_over_after_its_lease_and_its_effect_happens_once(tmp_path: Path) -> None:

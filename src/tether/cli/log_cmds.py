@@ -25,9 +25,11 @@ def run_rows(store: Store) -> list[dict[str, Any]]:
     """One row per run of ``store``; a run whose log does not verify is listed as such, never folded.
 
     The status is folded from the kinds it depends on only (``STATUS_KINDS``), not from the whole log.
-    Schedules' logs are not runs of an agent: ``tether schedule list`` shows them.
+    Schedules' logs are not runs of an agent: ``tether schedule list`` shows them. A task graph's log is
+    listed with the graph's status (``tether graph show``).
     """
     from tether.events.kinds_schedule import is_schedule_log
+    from tether.graph.fold import graph_status
     from tether.state import STATUS_KINDS, RunState
 
     rows: list[dict[str, Any]] = []
@@ -36,7 +38,10 @@ def run_rows(store: Store) -> list[dict[str, Any]]:
             continue
         try:
             store.verify(info.run_id)
-            status: str = RunState.from_events(store.events(info.run_id, kinds=STATUS_KINDS)).status
+            status: str = (
+                graph_status(store, info.run_id, info.task)
+                or RunState.from_events(store.events(info.run_id, kinds=STATUS_KINDS)).status
+            )
         except LogCorrupt as e:
             status = f"CORRUPT at seq {e.seq}"
         rows.append(

@@ -14,6 +14,7 @@ them with compare-and-append, so two workers deciding on the same head cannot bo
   appends an outcome the fold ignores);
 - ``node.waiting``     the attempt's run waits for an approval: the lease is given back; once a person answers
   (``tether approve|deny``), the next worker resumes the run;
+- ``graph.node``       (in the node's own run, not the graph's) the graph, node and attempt that started it;
 - ``node.compensated`` one compensation step of a node: what the gate decided and what running it gave;
 - ``graph.finished``   the graph's end status and every node's state.
 """
@@ -99,6 +100,16 @@ class NodeWaiting(Payload):
     run_id: str
     approvals: list[str] = Field(default_factory=list, description="The pending approval ids of the node's run.")
     worker: str = ""
+
+
+@register("graph.node")
+class GraphNode(Payload):
+    """In a node's own run, right after ``run.started``: which graph, node and attempt started it (the child's
+    link to its parent, as ``node.started`` is the parent's link to the child)."""
+
+    graph_run: str
+    node: str
+    attempt: int = Field(ge=1)
 
 
 @register("node.compensated")

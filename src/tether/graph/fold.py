@@ -40,6 +40,20 @@ from tether.status import SUCCESS, RunStatus
 
 from .spec import Graph, graph_of
 
+GRAPH_TASK = "graph "  # a graph's log is created with the task "graph NAME" (launch.py)
+
+
+def graph_status(store: Store, run_id: str, task: str) -> str | None:
+    """A graph's status for a list of runs (its ``graph.finished`` status, else RUNNING); None for a run that is
+    not a graph. Reads two kinds, not the log, and only for a run whose task names a graph."""
+    if not task.startswith(GRAPH_TASK):
+        return None
+    ends = store.events(run_id, kinds={GraphStarted.KIND, GraphFinished.KIND})
+    if not ends or ends[0].kind != GraphStarted.KIND:
+        return None
+    last = ends[-1].data
+    return last.status if isinstance(last, GraphFinished) else RunStatus.RUNNING
+
 
 class NodeState(StrEnum):
     PENDING = "pending"  # waits for the nodes it needs

@@ -20,6 +20,7 @@ from tether.events.protocol import Store
 from tether.kernel import session
 from tether.kernel.approvals import whoami
 
+from .fold import GRAPH_TASK
 from .spec import Graph, load_graph
 
 
@@ -84,7 +85,7 @@ def start_graph(
         warnings=[str(p) for p in found],
         by=by or whoami(),
     )
-    return store.create_run(f"graph {graph.name}", [started]), found
+    return store.create_run(f"{GRAPH_TASK}{graph.name}", [started]), found
 
 
 def spawn_workers(db: StoreSpec, graph_run: str, n: int) -> list[subprocess.Popen[bytes]]:

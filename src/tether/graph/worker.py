@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from tether.errors import HeadMoved, RunLeased, TetherError
 from tether.events.backends import StoreSpec, local_dir, open_store
 from tether.events.kinds_graph import (
+    GraphNode,
     NodeCompensated,
     NodeCompleted,
     NodeFailed,
@@ -131,7 +132,8 @@ class Worker:
         exists = prior is not None and _exists(store, prior)
         run_id = prior if prior is not None else new_run_id()
         started = NodeStarted(node=node_id, attempt=attempt, run_id=run_id, graph_run=self.graph_run, resumed=exists)
-        options = session.Options(sandbox=g.started.sandbox, run_id=run_id, on_event=self.on_event)
+        origin = [GraphNode(graph_run=self.graph_run, node=node_id, attempt=attempt)]
+        options = session.Options(sandbox=g.started.sandbox, run_id=run_id, on_event=self.on_event, origin=origin)
         try:
             if exists:
                 self._append(store, started)
