@@ -46,37 +46,67 @@ def crashed_before_the_marker(bugfix: Path) -> tuple[Path, str]:
     return db, info.run_id
 
 
-def resume_process(db: Path, run_id: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PATH": os.environ["PATH"]}
-    return subprocess.Popen(
-        [sys.executable, "-m", "tether.cli.main", "resume", run_id, "--db", str(db), "--sandbox", "local", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+RACERS, ROUNDS = 4, 4
+"""Each round, RACERS drivers resume one run at the same instant: 16 drivers, 12 of which must be refused."""
+
+# A driver: the real CLI entry point in its own process. It imports tether first, says it is ready, and waits
+# at the barrier (a pipe the test closes): all the drivers of a round then reach the lease at the same moment,
+# instead of a few milliseconds apart as their imports happen to end.
+RACER = """
+import os, sys
+import tether.cli.main, tether.cli.run_cmds, tether.kernel.session
+
+barrier, argv = int(sys.argv[1]), sys.argv[2:]
+print("ready", flush=True)
+os.read(barrier, 1)  # end of file: the test closed its end, every racer goes at once
+tether.cli.main.main(argv)
+"""
 
 
-def test_two_resumes_racing_twenty_times_act_exactly_once(bugfix: Path) -> None:
+def racers(db: Path, run_id: str, n: int) -> list[subprocess.Popen[str]]:
+    """``n`` ``tether resume`` processes, started once all of them are ready, at the same instant."""
+    gate_r, gate_w = os.pipe()
+    args = ["resume", run_id, "--db", str(db), "--sandbox", "local", "--json"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(gate_r), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            pass_fds=(gate_r,),
+        )
+        for _ in range(n)
+    ]
+    os.close(gate_r)
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline() == "ready\n", p.communicate()
+    os.close(gate_w)
+    return procs
+
+
+def test_drivers_racing_for_one_run_act_exactly_once(bugfix: Path) -> None:
     db, run_id = crashed_before_the_marker(bugfix)
     pristine = bugfix.parent / "pristine"
     shutil.copytree(bugfix, pristine, symlinks=True)  # the crashed run and its workspace, restored each round
-    for round_ in range(20):
+    for round_ in range(ROUNDS):
         shutil.rmtree(bugfix)
         shutil.copytree(pristine, bugfix, symlinks=True)
-        a, b = resume_process(db, run_id), resume_process(db, run_id)
+        procs = racers(db, run_id, RACERS)
         deadline = time.monotonic() + 120
-        while a.poll() is None and b.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert a.poll() is not None or b.poll() is not None, f"round {round_}: neither driver stopped: both drive"
+        while sum(p.poll() is None for p in procs) > 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # Two drivers that both acted would both wait in the marker command for the go-ahead: none would stop.
+        assert sum(p.poll() is None for p in procs) <= 1, f"round {round_}: more than one driver is driving"
         (bugfix / "project" / "src" / "go").touch()  # now let the winner finish
-        outs = [(p.wait(timeout=180), *p.communicate()) for p in (a, b)]
+        outs = [(p.wait(timeout=180), *p.communicate()) for p in procs]
         codes = sorted(code for code, _, _ in outs)
-        assert codes == [3, 5], f"round {round_}: {outs}"  # the winner stops when the script ends (5)
-        loser = json.loads(next(out for code, out, _ in outs if code == 3).splitlines()[-1])  # --json: on stdout
-        assert loser["type"] == "RunLeased" and loser["exit"] == 3, loser
-        assert f"run {run_id} is being driven by pid" in loser["error"] and "since" in loser["error"], loser
+        assert codes == [3] * (RACERS - 1) + [5], f"round {round_}: {outs}"  # the winner stops at the script's end
+        for code, out, _ in outs:
+            if code == 3:
+                loser = json.loads(out.splitlines()[-1])  # --json: on stdout
+                assert loser["type"] == "RunLeased" and loser["exit"] == 3, loser
+                assert f"run {run_id} is being driven by pid" in loser["error"] and "since" in loser["error"], loser
         assert marker_lines(bugfix) == 1, f"round {round_}: the non-idempotent command ran more than once"
         source = (bugfix / "project" / "src" / "stats" / "core.py").read_text()
         assert source.count("if len(ordered) % 2:") == 1
