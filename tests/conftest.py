@@ -38,7 +38,7 @@ def _projects_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
     the ~6 test runs of every end-to-end run. A project has its own environment without those; these shims are
     this venv's interpreter with plugin auto-loading off (a plugin named with ``-p``, as tether's reporter is,
     still loads). Only commands that look ``python`` up on PATH (the local sandbox) see them; bubblewrap sets its
-    own PATH. Subprocess helpers pass ``os.environ["PATH"]`` on, so their ``tether`` runs see the same.
+    own PATH. The ``tether`` subprocesses of the tests inherit this PATH, so their runs see the same.
     """
     shims = tmp_path_factory.mktemp("projects-python")
     venv_bin = Path(sys.executable).parent

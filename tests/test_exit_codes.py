@@ -37,7 +37,6 @@ def tether(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
         k: v for k, v in os.environ.items() if k not in PROXY_ENV_VARS and not k.startswith(("OPENAI_", "ANTHROPIC_"))
     }
     env["NO_PROXY"] = "127.0.0.1"
-    env["PATH"] = os.environ["PATH"]
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def demo(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TMPDIR": str(tmp), "PATH": os.environ["PATH"]}
+    env = {**os.environ, "TMPDIR": str(tmp)}
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", "demo", "--sandbox", "local", *args],
         capture_output=True,

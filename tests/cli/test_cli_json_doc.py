@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -25,14 +24,12 @@ def documented(heading: str) -> set[str]:
 
 
 def tether(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": os.environ["PATH"]}
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=180,
         stdin=subprocess.DEVNULL,
-        env=env,
     )
 
 

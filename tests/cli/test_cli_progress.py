@@ -34,13 +34,11 @@ def envelope(tmp_path: Path) -> Path:
 
 
 def run(envelope: Path, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": os.environ["PATH"]}
     args = ["run", "-e", str(envelope), "--db", str(envelope.parent / "t.db"), "--sandbox", "local", "--headless"]
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args, *extra],
         text=True,
         timeout=180,
-        env=env,
         **kw,  # type: ignore[call-overload]
     )
 

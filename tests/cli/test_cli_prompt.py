@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +25,7 @@ def run_answering(tmp_path: Path, answers: str) -> tuple[subprocess.CompletedPro
     db = tmp_path / "t.db"
     base = [sys.executable, "-m", "tether.cli.main"]
     args = ["run", "push", "-e", str(bugfix / "envelope.yaml"), "--db", str(db), "--sandbox", "local"]
-    env = {**os.environ, "PATH": os.environ["PATH"]}
-    proc = subprocess.run(
-        [*base, *args, "--interactive"], input=answers, capture_output=True, text=True, timeout=120, env=env
-    )
+    proc = subprocess.run([*base, *args, "--interactive"], input=answers, capture_output=True, text=True, timeout=120)
     run_id = json.loads(subprocess.run([*base, "runs", "--db", str(db), "--json"], capture_output=True).stdout)[0]
     log = subprocess.run([*base, "log", "show", run_id["run_id"], "--db", str(db), "--json"], capture_output=True)
     return proc, [json.loads(line) for line in log.stdout.splitlines()]

@@ -25,7 +25,7 @@ FINISH = {"name": "finish", "args": {"summary": "fixed median"}}
 
 
 def tether(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": os.environ["PATH"], "COLUMNS": "100"}
+    env = {**os.environ, "COLUMNS": "100"}
     return subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +15,12 @@ def write_script(example: Path, turns: list[dict[str, Any]]) -> None:
 
 
 def tether(*args: str, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": os.environ["PATH"]}
     proc = subprocess.run(
         [sys.executable, "-m", "tether.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
-        env=env,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"tether {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

@@ -66,7 +66,6 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
         k: v for k, v in os.environ.items() if k not in PROXY_ENV_VARS and not k.startswith(("OPENAI_", "ANTHROPIC_"))
     }
     keep.update(NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost", LITELLM_LOCAL_MODEL_COST_MAP="True")
-    keep["PATH"] = os.environ["PATH"]
     return {**keep, **(extra or {})}
 
 

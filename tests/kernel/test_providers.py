@@ -115,7 +115,6 @@ def server(provider: Provider) -> Iterator[WireServer]:
 def scrubbed_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in PROXY_ENV_VARS and k not in PROVIDER_ENV_VARS}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    env["PATH"] = os.environ["PATH"]
     return {**env, **extra}
 
 

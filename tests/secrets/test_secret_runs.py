@@ -129,7 +129,6 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (example / "trajectory.yaml").write_text(yaml.safe_dump({"turns": turns}, sort_keys=False))
     env = {
         **os.environ,
-        "PATH": os.environ["PATH"],
         "TETHER_TEST_CANARY": ENV_CANARY,
         "TETHER_TEST_CANARY_B": B_CANARY,
         "XDG_CONFIG_HOME": str(root / "xdg-config"),
