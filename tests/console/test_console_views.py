@@ -169,3 +169,17 @@ def test_every_registered_kind_has_a_family_the_timeline_can_hide() -> None:
     shown = views.families()
     assert all(kind.split(".")[0] in shown for kind in REGISTRY)
     assert shown[:3] == ["run", "model", "action"] and len(shown) == len(set(shown))
+
+
+def test_a_governed_sessions_start_says_which_program_ran_the_tools(tmp_path: Path) -> None:
+    from tether.events import EventStore
+    from tether.hooks.answer import answer
+
+    data = {"hook_event_name": "SessionStart", "session_id": "s-1", "cwd": str(tmp_path), "source": "startup"}
+    db = tmp_path / ".tether" / "tether.db"
+    assert answer({"agent": "claude-code", "db": str(db)}, data).exit == 0
+    with EventStore.open(db, readonly=True) as store:
+        (info,) = store.runs()
+        started = views.item(store.events(info.run_id)[0], 0)
+    assert ("sandbox", "external: claude-code") in started.facts
+    assert ("governed session", "claude-code runs the tools, outside any tether sandbox") in started.facts
