@@ -172,7 +172,6 @@ def test_every_registered_kind_has_a_family_the_timeline_can_hide() -> None:
 
 
 def test_a_governed_sessions_start_says_which_program_ran_the_tools(tmp_path: Path) -> None:
-    from tether.events import EventStore
     from tether.hooks.answer import answer
 
     data = {"hook_event_name": "SessionStart", "session_id": "s-1", "cwd": str(tmp_path), "source": "startup"}

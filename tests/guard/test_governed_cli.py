@@ -63,9 +63,11 @@ def test_resume_fork_and_replay_refuse_a_governed_run_naming_why(
     assert not (tmp_path / "forked").exists(), "nothing was materialised"
 
 
-def test_show_says_the_program_ran_the_tools(asked: tuple[Guard, str]) -> None:
+def test_show_says_the_program_ran_the_tools_and_how_the_session_ended(asked: tuple[Guard, str]) -> None:
     g, _ = asked
+    g.close("the thread is done")
     out = runner.invoke(app, ["show", g.run_id, "--db", str(g.store.path), "--verbose"])
-    assert out.exit_code in (0, 5), out.output
+    assert out.exit_code == 0, out.output
     assert "external: langgraph" in out.output
     assert "langgraph runs the tools, outside any tether sandbox" in out.output
+    assert "session ended (closed, by program): the program closed the session: the thread is done" in out.output

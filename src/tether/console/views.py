@@ -258,6 +258,7 @@ RENDER = {
     "action.failed": _fields("tool", "failure_class", "error", "fix", title="could not run"),
     "action.invalid": _fields("tool", "error", title="invalid arguments"),
     "run.finished": _fields("status", "result", "next_action", "last_error", title="run finished"),
+    "session.ended": _fields("how", "reason", "by", "budget", title="session ended"),
     "run.waiting": _fields("status", "reason", title="waiting"),
     "model.requested": _fields("model", "n_messages", "max_tokens", "prompt_tokens_est", title="model called"),
     "action.started": _fields("tool", "attempt", "idempotent", title="running"),

@@ -568,7 +568,9 @@ class Guard:
             why = f"the session was closed{said}, with calls started and no receipt: {', '.join(open_calls)}"
             items.append(SessionEnded(how="abandoned", reason=why, by="program"))
         elif not ok:
-            items.append(SessionEnded(how="abandoned", reason=f"the program closed the session unfinished{said}"))
+            items.append(
+                SessionEnded(how="abandoned", reason=f"the program closed the session unfinished{said}", by="program")
+            )
         else:
             items.append(SessionEnded(how="closed", reason=f"the program closed the session{said}", by="program"))
         return items

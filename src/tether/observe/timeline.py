@@ -180,6 +180,9 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "run.continued": _continued,
     "run.waiting": lambda p: f"[yellow]waiting: {p['status']}[/] {_short(p['reason'])}",
     "run.finished": _finished,
+    "session.ended": lambda p: (
+        f"[bold]session ended[/] ({p['how']}, by {p.get('by') or '?'}): {_short(p['reason'], 120)}"
+    ),
     "model.responded": _responded,
     "model.retried": _retried,
     "model.failed": _failed,
