@@ -28,8 +28,6 @@ from tether.graph.launch import start_graph
 from tether.graph.worker import Worker
 from tether.kernel.approvals import ApprovalAnswer, pending, record_answer
 
-pytestmark = pytest.mark.slow
-
 #: A worker process that stops itself (SIGKILL or SIGSTOP) right after the first node's bash action completed
 #: (durably, in that node's run), before the worker records anything in the graph.
 DOOMED = """
@@ -73,6 +71,7 @@ def tether(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_diamond_runs_to_complete_with_two_worker_processes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,6 +108,7 @@ def test_a_diamond_runs_to_complete_with_two_worker_processes(
     assert listed[view["graph_run"]] == "COMPLETE" and len(listed) == 5  # the graph with its own status, 4 runs
 
 
+@pytest.mark.slow
 def test_a_killed_workers_node_is_taken_over_after_its_lease_and_its_effect_happens_once(tmp_path: Path) -> None:
     nodes = {
         "a": {"turns": bash("echo a >> out/a.txt")},
@@ -128,6 +128,7 @@ def test_a_killed_workers_node_is_taken_over_after_its_lease_and_its_effect_happ
     assert started[0]["run_id"] == started[1]["run_id"]  # attempt 2 resumed attempt 1's run from its log
 
 
+@pytest.mark.slow
 def test_a_completion_after_lease_expiry_is_deduplicated_and_successors_start_once(tmp_path: Path) -> None:
     nodes = {
         "a": {"turns": bash("echo a >> out/a.txt")},

@@ -184,7 +184,7 @@ class GraphState:
         bad = [n for n in self.nodes.values() if n.ended and n.status not in SUCCESS]
         return min(bad, key=lambda n: n.outcome_seq) if bad else None
 
-    def in_flight(self, now: float) -> list[NodeView]:
+    def in_flight(self) -> list[NodeView]:
         """Nodes tried and not ended (running, stalled or waiting)."""
         return [n for n in self.nodes.values() if n.attempt > 0 and not n.ended]
 
@@ -218,7 +218,7 @@ class GraphState:
         states = {n: self.state_of(n, now) for n in self.nodes}
         runnable = [Job(n, "run") for n, s in states.items() if s in (NodeState.READY, NodeState.STALLED)]
         runnable += [Job(n, "run") for n, s in states.items() if s is NodeState.WAITING]
-        if runnable or self.failed is None or self.in_flight(now):
+        if runnable or self.failed is None or self.in_flight():
             return runnable
         pending = sorted((n for n in self.nodes.values() if n.to_compensate), key=lambda n: -n.outcome_seq)
         if not pending:
@@ -228,7 +228,7 @@ class GraphState:
 
     def outcome(self, now: float) -> GraphFinished | None:
         """The graph's end, once nothing is left to run, wait for or compensate; None while something is."""
-        if self.finished is not None or self.jobs(now) or self.in_flight(now):
+        if self.finished is not None or self.jobs(now) or self.in_flight():
             return None
         if any(n.lease is not None and n.lease.live(now) for n in self.nodes.values()):
             return None

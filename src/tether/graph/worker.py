@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from tether.errors import HeadMoved, RunLeased, TetherError
+from tether.errors import HeadMoved, InputError, RunLeased, TetherError
 from tether.events.backends import StoreSpec, local_dir, open_store
 from tether.events.kinds_graph import (
     GraphNode,
@@ -35,7 +35,6 @@ from tether.events.kinds_graph import (
     NodeRenewed,
     NodeStarted,
     NodeWaiting,
-    Phase,
 )
 from tether.events.lease import this_host
 from tether.events.payload import Payload
@@ -138,7 +137,7 @@ class Worker:
             if exists:
                 self._append(store, started)
                 self.note(f"node {node_id}: resuming run {run_id}")
-                self._resume(store, run_id, options, attempt)
+                self._resume(store, run_id, options)
             else:
                 _check_unchanged(spec.envelope, g.started.contracts.get(node_id, ""))  # before naming a run
                 self._append(store, started)
@@ -158,7 +157,7 @@ class Worker:
             return
         self._record_end(store, node_id, attempt, run_id)
 
-    def _resume(self, store: Store, run_id: str, options: session.Options, attempt: int) -> None:
+    def _resume(self, store: Store, run_id: str, options: session.Options) -> None:
         """Resume the child run from its log, unless it already ended; wait while another driver holds it."""
         while True:
             status = _status(store, run_id)
@@ -285,7 +284,10 @@ class Worker:
 
 
 def _exists(store: Store, run_id: str) -> bool:
-    return any(info.run_id == run_id for info in store.runs())
+    try:
+        return store.run(run_id).run_id == run_id  # exactly this id, not a run it is a prefix of
+    except InputError:
+        return False
 
 
 def _status(store: Store, run_id: str) -> RunStatus:
@@ -303,11 +305,9 @@ def _result(store: Store, run_id: str) -> str:
 
 def _check_unchanged(envelope: str, contract_hash: str) -> None:
     """A node's envelope must be the one the graph was started with; an edited file is refused, not run."""
-    from tether.errors import InputError
-
     now = session.load_checked(envelope).envelope.contract_hash
     if now != contract_hash:
         raise InputError(f"{envelope}: its contract hash is {now}, not {contract_hash} as when the graph started")
 
 
-__all__ = ["Phase", "Worker", "worker_id"]
+__all__ = ["Worker", "worker_id"]
