@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -127,6 +128,39 @@ def test_processes_racing_on_one_head_exactly_one_wins(store: PgStore, tmp_path:
     assert store.verify(run) == 2
     with pytest.raises(HeadMoved):
         store.append(run, "model.requested", {"turn": 2, "model": "x"}, expect=(seq, h))
+
+
+KILLED_MIDWAY = textwrap.dedent(
+    """
+    import sys, time
+    from tether.events import open_store
+    from tether.events.store import prepare_all
+    store = open_store(sys.argv[1], create=False)
+    run = sys.argv[2]
+    with store._transaction() as cur:  # an append, stopped between its insert and its commit
+        store._lock_run(cur, run)
+        head = store._head_in(cur, run)
+        event = prepare_all(store.redactor, [("model.requested", {"turn": 1, "model": "x"})])
+        store._append_locked(cur, run, event, head)
+        print("inside", flush=True)
+        time.sleep(600)
+    """
+)
+
+
+def test_a_writer_killed_inside_its_transaction_leaves_nothing_and_blocks_no_one(store: PgStore) -> None:
+    run = store.create_run("t", [STARTED])
+    head = store.head(run)
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_MIDWAY, store.url, run], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "inside"
+        writer.send_signal(signal.SIGKILL)  # holding the run's lock, one event inserted, nothing committed
+    finally:
+        writer.kill()
+        writer.wait()
+    assert store.head(run) == head  # the half-done append is gone with its connection
+    store.append(run, "model.requested", {"turn": 1, "model": "x"}, expect=head)  # and so is its lock
+    assert store.verify(run) == 2
 
 
 def test_what_is_not_a_tether_store_is_refused(postgres: Postgres, tmp_path: Path) -> None:
