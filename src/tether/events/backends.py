@@ -25,7 +25,6 @@ StoreSpec = str | Path  # a SQLite database file, or a postgresql:// URL
 URL_SCHEMES = ("postgresql", "postgres")
 LOCAL_DIR = ".tether"
 DB_FILE = Path(LOCAL_DIR) / "tether.db"
-PG_NAME = "postgresql"  # the name a PostgreSQL store's ``path`` gives in its local directory (no file is made)
 
 
 def is_url(spec: StoreSpec) -> bool:

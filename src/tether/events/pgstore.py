@@ -59,7 +59,7 @@ from .store import (
     Head,
     Prepared,
     RunInfo,
-    _row_event,
+    row_event,
     chained,
     fork_point,
     lineage,
@@ -527,7 +527,7 @@ class PgStore:
         with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
             rows = self._rows_in(cur, run_id, EVENT_COLUMNS, after, upto, kinds)
         with gc_paused():
-            return [_row_event(r) for r in rows]
+            return [row_event(r) for r in rows]
 
     def _rows_in(
         self,

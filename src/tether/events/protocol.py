@@ -39,7 +39,10 @@ class Store(Protocol):
 
     @property
     def path(self) -> Path:
-        """Where the log lives: error messages name it, and the workspace's memory and snapshots sit beside it."""
+        """Where the log lives: error messages name it, and the workspace's memory and snapshots sit beside it.
+
+        A SQLite store's file; a PostgreSQL store's is a name in the workspace's ``.tether/``, never a file.
+        """
         ...
 
     def close(self) -> None:

@@ -755,7 +755,7 @@ class EventStore:
     ) -> list[Event]:
         rows = self._rows(run_id, EVENT_COLUMNS, after, upto, kinds)
         with gc_paused():
-            return [_row_event(r) for r in rows]
+            return [row_event(r) for r in rows]
 
     def _rows(
         self,
@@ -1022,7 +1022,7 @@ def _not_text(*values: object) -> str:
     return ", ".join(f"{n} is {type(v).__name__}, not text" for n, v in found if type(v) is not str)
 
 
-def _row_event(r: tuple[Any, ...]) -> Event:
+def row_event(r: tuple[Any, ...]) -> Event:
     run_id, seq, ts, kind, text, prev_hash, h = r
     if type(seq) is not int or type(text) is not str:
         seq = seq if type(seq) is int else -1
