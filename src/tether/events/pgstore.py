@@ -59,13 +59,13 @@ from .store import (
     Head,
     Prepared,
     RunInfo,
-    row_event,
     chained,
     fork_point,
     lineage,
     new_run_id,
     now_iso,
     prepare_all,
+    row_event,
     verify_rows,
 )
 
