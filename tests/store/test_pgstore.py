@@ -19,8 +19,10 @@ import pytest
 import yaml
 from pgkit import OWNER, STORES, Postgres
 
-from tether.errors import HeadMoved, InputError, NotATetherDatabase, RunLeased, RuntimeFailure
+from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase, RunLeased, RuntimeFailure
 from tether.events import open_store
+from tether.events.anchor import AnchorKey, Signer
+from tether.events.chain import GENESIS, event_hash
 from tether.events.pgstore import PgStore
 
 pytestmark = pytest.mark.postgres
@@ -201,6 +203,35 @@ def test_a_read_only_store_never_writes(url: str, store: PgStore) -> None:
         assert reader.verify(run) == 1
         with pytest.raises(InputError, match="read-only"):
             reader.append(run, *STARTED)
+
+
+def test_a_superusers_full_rewrite_is_caught_by_the_signed_checkpoints(
+    postgres: Postgres, url: str, tmp_path: Path
+) -> None:
+    """Around the role and the triggers (a superuser disables them and recomputes every hash): the chain alone
+    still verifies, the checkpoints signed outside the database do not."""
+    key = AnchorKey.generate(tmp_path / "anchor.key")
+    signer = Signer(key, tmp_path / "anchors.jsonl", every=2)
+    with open_store(url, signer=signer, local=tmp_path) as store:
+        run = store.create_run("t", [STARTED])
+        for i in range(4):
+            store.append(run, "model.requested", {"turn": i, "model": "x"})
+        assert store.verify_run(run).anchor.checkpoints >= 2
+    with psycopg.connect(postgres.url(STORES, schema=url.rsplit("%3D", 1)[1]), autocommit=True) as root:
+        root.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
+        body = '{"model":"x","turn":99}'
+        root.execute("UPDATE events SET payload=%s WHERE run_id=%s AND seq=1", (body, run))
+        prev = GENESIS
+        for seq, ts, kind, payload in root.execute(
+            "SELECT seq, ts, kind, payload FROM events WHERE run_id=%s ORDER BY seq", (run,)
+        ).fetchall():
+            h = event_hash(prev, run, seq, ts, kind, payload)
+            root.execute("UPDATE events SET prev_hash=%s, hash=%s WHERE run_id=%s AND seq=%s", (prev, h, run, seq))
+            prev = h
+    with open_store(url, readonly=True) as store:
+        assert store.verify(run) == 5  # a consistent rewrite: the chain cannot tell
+        with pytest.raises(LogCorrupt, match="checkpoint"):
+            store.verify_run(run, key, tmp_path / "anchors.jsonl")
 
 
 def test_the_console_serves_a_postgres_store(url: str, store: PgStore) -> None:
