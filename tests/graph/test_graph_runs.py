@@ -22,6 +22,8 @@ from graphkit import bash, node_envelope, write_graph
 
 from tether.cli.main import main
 from tether.console.server import Background
+from tether.errors import HeadMoved
+from tether.events.kinds_graph import NodeLeased
 from tether.events.store import EventStore
 from tether.graph.fold import GraphState
 from tether.graph.launch import start_graph
@@ -43,6 +45,20 @@ def hook(event):
         os.kill(os.getpid(), getattr(signal, sig))
 
 Worker(Path(db), graph_run, on_event=hook).work()
+"""
+
+
+#: A worker process that dies (SIGKILL) right after it recorded its first compensation step.
+DIES_COMPENSATING = """
+import os, signal, sys
+from pathlib import Path
+from tether.graph.worker import Worker
+
+def note(line):
+    if "compensation step" in line:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+Worker(Path(sys.argv[1]), sys.argv[2], note=note).work()
 """
 
 
@@ -93,6 +109,8 @@ def test_a_diamond_runs_to_complete_with_two_worker_processes(
     for name in "abcd":
         assert lines(tmp_path, f"{name}.txt") == [name]
     events = graph_events(db, view["graph_run"])
+    leases = sorted(e.payload["node"] for e in events if e.kind == "node.leased")
+    assert leases == ["a", "b", "c", "d"]  # two workers, no node taken twice
     done = {e.payload["node"]: e.seq for e in events if e.kind == "node.completed"}
     leased = {e.payload["node"]: e.seq for e in events if e.kind == "node.leased"}
     assert leased["d"] > max(done["b"], done["c"]) and min(leased["b"], leased["c"]) > done["a"]  # persisted first
@@ -214,6 +232,54 @@ def test_a_denied_node_fails_the_graph_and_compensation_runs_in_reverse(tmp_path
     assert "step 1 NOT done" in page and html.escape(g.finished.reason) in page
     row = listing.split(f'data-run="{graph_run}"', 1)[1].split("</tr>", 1)[0]
     assert f'<span class="status status-{g.finished.status}">{g.finished.status}</span>' in row
+
+
+@pytest.mark.slow
+def test_a_compensator_killed_mid_way_is_replaced_and_each_step_runs_once(tmp_path: Path) -> None:
+    undo = [f"echo a{i} >> out/undo.txt" for i in range(3)]
+    nodes = {
+        "a": {"turns": bash("echo a >> out/a.txt"), "compensate": undo},
+        "b": {"turns": bash("git push --force origin main")[:1], "needs": ["a"]},  # denied, then no more turns
+    }
+    db, graph_run = start(tmp_path, nodes, lease_s=1.0)
+    doomed = subprocess.run(
+        [sys.executable, "-c", DIES_COMPENSATING, str(db), graph_run], capture_output=True, text=True, timeout=120
+    )
+    assert doomed.returncode == -9, doomed.stderr
+    assert lines(tmp_path, "undo.txt") == ["a2"]  # the last step ran first, was recorded, then the worker died
+    g = Worker(db, graph_run, poll_s=0.1).work()
+    assert g.finished is not None and g.finished.status == "NEEDS_INPUT"
+    assert lines(tmp_path, "undo.txt") == ["a2", "a1", "a0"]  # the replacement went on from the next step
+    steps = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.compensated"]
+    assert [(s["step"], s["attempt"]) for s in steps] == [(2, 2), (1, 3), (0, 3)]
+
+
+def test_workers_racing_for_one_node_on_the_same_head_one_wins(tmp_path: Path) -> None:
+    db, graph_run = start(tmp_path, {"a": {"turns": bash("echo a")}})
+    with EventStore.open(db) as store:
+        head = GraphState.read(store, graph_run).head
+    barrier, won, lost = threading.Barrier(8), [], []
+
+    def take(i: int) -> None:
+        with EventStore.open(db) as store:  # each worker its own connection, as separate processes have
+            lease = NodeLeased(node="a", attempt=1, worker=f"w{i}", expires_at=time.time() + 30)
+            barrier.wait()
+            try:
+                store.append(graph_run, lease, expect=head)
+                won.append(i)
+            except HeadMoved:
+                lost.append(i)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and len(lost) == 7
+    with EventStore.open(db) as store:
+        g = GraphState.read(store, graph_run)
+    lease = g.nodes["a"].lease
+    assert lease is not None and lease.worker == f"w{won[0]}" and g.jobs(time.time()) == []
 
 
 def test_a_node_waiting_for_approval_gives_its_lease_back_and_goes_on_once_answered(tmp_path: Path) -> None:
