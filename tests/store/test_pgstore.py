@@ -4,6 +4,7 @@ on one head, opening what is not a tether store, and the CLI end to end with ``-
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -23,7 +24,9 @@ from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase,
 from tether.events import open_store
 from tether.events.anchor import AnchorKey, Signer
 from tether.events.chain import GENESIS, event_hash
-from tether.events.pgstore import PgStore
+from tether.events.kinds import RunForked
+from tether.events.pgstore import PgStore, init
+from tether.events.store import EventStore
 
 pytestmark = pytest.mark.postgres
 psycopg = pytest.importorskip("psycopg")
@@ -232,6 +235,33 @@ def test_a_superusers_full_rewrite_is_caught_by_the_signed_checkpoints(
         assert store.verify(run) == 5  # a consistent rewrite: the chain cannot tell
         with pytest.raises(LogCorrupt, match="checkpoint"):
             store.verify_run(run, key, tmp_path / "anchors.jsonl")
+
+
+def test_a_run_moves_between_the_stores_byte_for_byte(store: PgStore, tmp_path: Path) -> None:
+    """The same log on both: a PostgreSQL run (a fork, with its parent's prefix) adopted by SQLite verifies there
+    with identical rows, and back again into a fresh PostgreSQL schema."""
+    parent = store.create_run("p", [STARTED, ("model.requested", {"turn": 1, "model": "x \u00e9 \U0001f600"})])
+    at = store.events(parent)[1]
+    fork = store.create_fork("f", RunForked(parent_run=parent, at_seq=1, parent_hash=at.hash, workspace="/w"))
+    store.append(fork, "model.requested", {"turn": 2, "model": "y"})
+    lineage = [store.run(parent), store.run(fork)]
+    lineage[0] = dataclasses.replace(lineage[0], head_seq=1, head_hash=at.hash)  # the parent as the fork sees it
+    with EventStore.open(tmp_path / "copy.db") as lite:
+        lite.adopt(lineage, store.rows(fork), [])
+        assert lite.rows(fork) == store.rows(fork) and lite.verify(fork) == 4
+        with open_store(store.url.replace(store.url.rsplit("%3D", 1)[1], _fresh_schema(store)), local=tmp_path) as back:
+            back.adopt([lite.run(parent), lite.run(fork)], lite.rows(fork), [])
+            assert back.rows(fork) == store.rows(fork) and back.verify(fork) == 4
+
+
+def _fresh_schema(store: PgStore) -> str:
+    """Another empty tether schema beside ``store``'s, its tables made by the owner and granted to the app role."""
+    name = f"s_{os.urandom(6).hex()}"
+    owner = store.url.replace("tether_app@", f"{OWNER}@")
+    with psycopg.connect(owner.replace(owner.rsplit("%3D", 1)[1], "public"), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    init(owner.replace(owner.rsplit("%3D", 1)[1], name), app_role="tether_app")
+    return name
 
 
 def test_the_console_serves_a_postgres_store(url: str, store: PgStore) -> None:
