@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +42,24 @@ FIX = {
     },
 }
 FINISH = {"name": "finish", "args": {"summary": "fixed median"}}
+
+
+@dataclass(frozen=True)
+class FinishedDemo:
+    """`tether demo --json` run to its end: what it printed and its log; its workspace is gone."""
+
+    db: Path
+    run_id: str
+    lines: list[dict[str, Any]]
+    """The JSON lines it printed: the events as they were appended, then the output contract."""
+
+    def copy_db(self, to: Path) -> Path:
+        """A private copy of the log (SQLite's backup: consistent whatever the source's journal holds)."""
+        to.mkdir(parents=True, exist_ok=True)
+        src, dst = sqlite3.connect(self.db), sqlite3.connect(to / self.db.name)
+        try:
+            src.backup(dst)
+        finally:
+            src.close()
+            dst.close()
+        return to / self.db.name

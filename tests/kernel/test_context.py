@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from runkit import tether
+from runkit import FinishedDemo
 
 from tether import EventStore
 from tether.envelope.schema import Envelope
 from tether.kernel.context import Transcript, build_messages
 
 
-def test_incremental_transcript_equals_a_rebuild_at_every_step(tmp_path: Path) -> None:
-    assert tether("demo", "--workdir", str(tmp_path), "--sandbox", "local", "--json").returncode == 0
-    with EventStore.open(tmp_path / "tether.db") as store:
-        (info,) = store.runs()
-        events = store.events(info.run_id)
+def test_incremental_transcript_equals_a_rebuild_at_every_step(finished_demo: FinishedDemo) -> None:
+    with EventStore.open(finished_demo.db, readonly=True) as store:
+        events = store.events(finished_demo.run_id)
     env = Envelope.model_validate(events[0].payload["envelope"])
     live = Transcript(env)
     for n in range(1, len(events) + 1):

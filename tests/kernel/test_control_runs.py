@@ -8,13 +8,12 @@ reviewer findings and completion verdicts.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, FinishedDemo, tether, write_script
 
 from tether import EventStore, Harness
 from tether.control import DIMENSIONS, LADDER, ControlState
@@ -359,10 +358,8 @@ def test_oscillating_edits_make_the_run_cautious_then_blocked(bugfix: Path) -> N
 # ---- 7. the demo -------------------------------------------------------------------------------
 
 
-def test_demo_shows_sensors_beliefs_and_diagnostics(tmp_path: Path) -> None:
-    proc = tether("demo", "--workdir", str(tmp_path), "--sandbox", "local", "--json")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+def test_demo_shows_sensors_beliefs_and_diagnostics(finished_demo: FinishedDemo) -> None:
+    lines, db = finished_demo.lines, str(finished_demo.db)
     assert lines[-1]["kind"] == "output_contract" and lines[-1]["status"] == "COMPLETE"
     kinds = [e.get("kind") for e in lines]
     sensors = [e["payload"] for e in lines if e.get("kind") == "sensor.result"]
@@ -370,7 +367,7 @@ def test_demo_shows_sensors_beliefs_and_diagnostics(tmp_path: Path) -> None:
     assert all(s["result"] in ("PASS", "SKIPPED") for s in sensors)
     assert all(s["result"] == "PASS" for s in sensors if s["required"])
     assert "verify.completed" in kinds and "completion.accepted" in kinds and "belief.recorded" in kinds
-    with EventStore.open(tmp_path / "tether.db") as store:
+    with EventStore.open(db) as store:
         log = store.events(lines[-1]["run_id"])
     # Every diagnostics change in the log was printed in the run's output too.
     printed = [e["payload"] for e in lines if e.get("kind") == "diagnostics.computed"]
@@ -380,7 +377,7 @@ def test_demo_shows_sensors_beliefs_and_diagnostics(tmp_path: Path) -> None:
     assert failing[0] and failing[-1] == []
     assert all(p["state"] != "BLOCKED" for p in of(log, "control.changed"))
     assert_control_explained(log)
-    show = tether("show", lines[-1]["run_id"], "--db", str(tmp_path / "tether.db"), check=True).stdout
+    show = tether("show", lines[-1]["run_id"], "--db", db, check=True).stdout
     assert "sensor tests (required): PASS" in show and "diagnostics " not in show  # compact: verdicts, not steps
-    every = tether("show", lines[-1]["run_id"], "--db", str(tmp_path / "tether.db"), "--verbose", check=True).stdout
+    every = tether("show", lines[-1]["run_id"], "--db", db, "--verbose", check=True).stdout
     assert "sensor tests (required): PASS" in every and "diagnostics " in every and "belief " in every

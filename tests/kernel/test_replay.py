@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, FinishedDemo, tether, write_script
 
 from tether import EventStore
 from tether.kernel.replay import Fact, first_divergence
@@ -31,14 +31,14 @@ def replay(db: Path, run_id: str, *options: str) -> tuple[int, dict[str, Any]]:
     return proc.returncode, json.loads(proc.stdout.splitlines()[-1])
 
 
-def test_the_demo_reproduces_on_another_machine_with_its_workspace_gone(tmp_path: Path) -> None:
+def test_the_demo_reproduces_on_another_machine_with_its_workspace_gone(
+    finished_demo: FinishedDemo, tmp_path: Path
+) -> None:
     """The bugfix demo (a DENY, an approval a human declined, a wrong edit, the fix) replays to the same facts."""
-    assert tether("demo", "--workdir", str(tmp_path), "--sandbox", "local").returncode == 0
-    db = tmp_path / "tether.db"
+    db = finished_demo.copy_db(tmp_path)  # only the log is left: replay must not need the original directory
     with EventStore.open(db) as store:
         (info,) = store.runs()
         before = store.verify(info.run_id), store.head(info.run_id)
-    shutil.rmtree(tmp_path / "bugfix")  # only the log is left: replay must not need the original directory
     code, report = replay(db, info.run_id)
     assert code == 0 and report["reproduced"] and report["divergence"] is None, report
     assert report["original_status"] == report["replay_status"] == "COMPLETE"
@@ -50,10 +50,10 @@ def test_the_demo_reproduces_on_another_machine_with_its_workspace_gone(tmp_path
     assert human.returncode == 0 and "reproduced" in human.stdout
 
 
-def test_an_exported_run_replays_on_another_machine(tmp_path: Path) -> None:
+def test_an_exported_run_replays_on_another_machine(finished_demo: FinishedDemo, tmp_path: Path) -> None:
     """Hand it to a colleague: export, import into another directory's store with the original gone, replay."""
     here, there = tmp_path / "here", tmp_path / "there"
-    assert tether("demo", "--workdir", str(here), "--sandbox", "local").returncode == 0
+    finished_demo.copy_db(here)
     with EventStore.open(here / "tether.db") as store:
         (info,) = store.runs()
     package = tmp_path / "run.tar.gz"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, FinishedDemo, tether, write_script
 
 from tether import EventStore, Harness, RunState, ToolResult, tool
 from tether.errors import EnvelopeInvalid
@@ -23,10 +23,8 @@ def events(db: Path, run_id: str) -> list[dict]:  # type: ignore[type-arg]
         return [e.to_dict() for e in store.events(run_id)]
 
 
-def test_demo_completes_with_denial_and_declined_approval(tmp_path: Path) -> None:
-    proc = tether("demo", "--workdir", str(tmp_path), "--sandbox", "local", "--json")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+def test_demo_completes_with_denial_and_declined_approval(finished_demo: FinishedDemo) -> None:
+    lines = finished_demo.lines
     contract = lines[-1]
     assert contract["kind"] == "output_contract" and contract["status"] == "COMPLETE"
     decided = [e["payload"] for e in lines if e.get("kind") == "action.decided"]
@@ -42,7 +40,7 @@ def test_demo_completes_with_denial_and_declined_approval(tmp_path: Path) -> Non
         e["payload"] for e in lines if e.get("kind") == "action.completed" and e["payload"]["tool"] == "run_tests"
     ]
     assert [r["ok"] for r in results] == [False, False, True]
-    assert tether("log", "verify", "--all", "--db", str(tmp_path / "tether.db")).returncode == 0
+    assert tether("log", "verify", "--all", "--db", str(finished_demo.db)).returncode == 0
 
 
 def test_headless_approval_deny_then_resume(bugfix: Path) -> None:
