@@ -104,20 +104,24 @@ def test_a_scheduler_killed_during_a_firing_is_finished_by_the_next_without_a_se
     assert (project.parent / "out" / "a.txt").read_text() == "hi\n"
 
 
-def test_a_store_locked_past_the_timeout_stops_the_scheduler_naming_why(tmp_path: Path, project: Path) -> None:
+def test_a_store_locked_past_the_timeout_stops_the_scheduler_naming_why(
+    tmp_path: Path, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tether.cli.main import main
+
     db = tmp_path / "t.db"
     add(db, project)
     before = kinds(db)
     fd = os.open(str(db) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another writer holds the lock and does not let go
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another writer holds the lock and does not let go (flock is per open file)
         now = (T0 + timedelta(seconds=3)).isoformat()
-        p = cli("scheduler", "--once", "--now", now, "--db", str(db), "--lock-timeout", "0.3")
-        out, err = p.communicate(timeout=60)
+        with pytest.raises(SystemExit) as exited:
+            main(["scheduler", "--once", "--now", now, "--db", str(db), "--lock-timeout", "0.3"])
     finally:
         os.close(fd)
-    assert p.returncode == 3, (out, err)
-    assert "nightly" in err and "writer lock" in err
+    err = " ".join(capsys.readouterr().err.split())
+    assert exited.value.code == 3 and "schedule nightly" in err and "writer lock for 0.3s" in err, err
     assert kinds(db) == before and firing_runs(db) == []  # nothing fired, nothing half-written
 
 

@@ -61,6 +61,7 @@ def add_cmd(
         None, "--noop-if", help="Eligibility command run in the sandbox: exit 0 nothing to do (NO_OP), 1 work."
     ),
     by: str | None = typer.Option(None, "--by", help="Who adds it (default: current user)."),
+    now: str | None = typer.Option(None, "--now", help="When it is added (ISO 8601): its first firing comes after."),
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -75,12 +76,13 @@ def add_cmd(
     for text in budget:
         key, value = parse_budget(text)
         limits[key] = value
+    at = _now(now)
     added = scheduler.define(
         name,
         cron=cron,
         envelope=envelope,
         task=task,
-        now=datetime.now(UTC),
+        now=at,
         workspace=workspace,
         budget=limits,
         daily_usd=daily_budget,
@@ -91,7 +93,7 @@ def add_cmd(
         by=_who(by),
     )
     with writer(db, Path(added.workspace), create=True) as store:
-        _show(scheduler.add(store, added), as_json)
+        _show(scheduler.add(store, added), as_json, at)
 
 
 @schedule_app.command("list")
