@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from tether import EventStore, Harness
 from tether.cli.main import app
 from tether.envelope import compile_envelope
+from tether.events.kinds import ApprovalRequested
 from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
 from tether.state import RunState
 from tether.tools.delegate import delegate
@@ -74,10 +75,11 @@ def only(found: list[Any], kind: type[Any]) -> Any:
     return e.data_as(kind)
 
 
-def test_a_child_fixes_the_bug_and_its_receipt_and_spend_come_back(bugfix: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["local", pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_child_fixes_the_bug_and_its_receipt_and_spend_come_back(bugfix: Path, sandbox: str) -> None:
     env = delegating(bugfix, [{"tool_calls": [delegation(budget_share=0.5)]}, {"tool_calls": [FINISH]}])
     db = bugfix / "t.db"
-    contract = Harness(env, db=db, sandbox="local").run("fix the median, by delegating")
+    contract = Harness(env, db=db, sandbox=sandbox).run("fix the median, by delegating")
     assert contract.status == "COMPLETE"
     parent = events(db, contract.run_id)
     started, finished = only(parent, DelegateStarted), only(parent, DelegateFinished)
@@ -85,6 +87,7 @@ def test_a_child_fixes_the_bug_and_its_receipt_and_spend_come_back(bugfix: Path)
     assert started.budgets["usd"] == pytest.approx(1.0) and started.budgets["turns"] == 15
     assert finished.status == "COMPLETE" and finished.summary == "fixed median" and finished.evidence
     child = events(db, started.child_run)
+    assert child[0].payload["sandbox"] == sandbox  # the parent's backend
     assert child[0].payload["parent_run"] == contract.run_id and child[0].payload["parent_call"] == started.call_id
     assert child[0].payload["envelope"]["budgets"]["usd"] == pytest.approx(1.0)
     child_state = RunState.from_events(child)
@@ -172,3 +175,41 @@ def test_a_crash_mid_delegation_resumes_the_same_child(bugfix: Path) -> None:
     child = events(db, started.child_run)  # both chains verify
     assert sum(1 for e in child if e.kind == "action.completed" and e.payload["tool"] == "edit_file") == 1
     assert RunState.from_events(child).status == "COMPLETE"
+
+
+def test_a_parent_with_nothing_left_starts_no_child(bugfix: Path) -> None:
+    """The delegate call is the parent's last tool call: a child could be granted none, so none is started."""
+    env = delegating(bugfix, [{"tool_calls": [delegation()]}], budgets={"tool_calls": 1})
+    db = bugfix / "t.db"
+    contract = Harness(env, db=db, sandbox="local").run("delegate with nothing left")
+    parent = events(db, contract.run_id)
+    (done,) = [e for e in parent if e.kind == "action.completed" and e.payload["tool"] == "delegate"]
+    assert done.payload["result"]["failure_class"] == "budget"
+    assert "budgets.tool_calls is exhausted" in done.payload["result"]["content"]
+    assert not [e for e in parent if e.kind == DelegateStarted.KIND]
+
+
+def test_delegation_asks_by_default_and_a_waiting_child_is_charged_its_whole_budgets(bugfix: Path) -> None:
+    push = {"name": "bash", "args": {"command": "git push origin main"}}  # the coding profile asks for a push
+    child = {"turns": [{"tool_calls": [push]}]}
+    env = delegating(bugfix, [{"tool_calls": [delegation(child=child, tools=["bash"])]}, {"tool_calls": [FINISH]}])
+    # Without the allow rule the gate asks a human, and the preview shows the envelope the child would get.
+    data = yaml.safe_load(env.read_text())
+    data["permissions"]["allow"] = [r for r in data["permissions"]["allow"] if r["id"] != "allow-delegate"]
+    env.write_text(yaml.safe_dump(data, sort_keys=False))
+    compile_envelope(bugfix / "plan.yaml", env)
+    db = bugfix / "t.db"
+    harness = Harness(env, db=db, sandbox="local")
+    waiting = harness.run("delegate a push")
+    assert waiting.status == "WAITING_APPROVAL"
+    asked = only(events(db, waiting.run_id), ApprovalRequested)
+    assert asked.tool == "delegate" and "tools: bash, finish" in asked.preview and "a 0.5 share" in asked.preview
+    # Approved; the child then waits for its own push approval, which nobody answers here.
+    harness.approve(asked.approval_id)
+    returned = harness.resume(waiting.run_id)
+    log = events(db, waiting.run_id)
+    finished = only(log, DelegateFinished)
+    assert finished.status == "WAITING_APPROVAL" and finished.reserved
+    granted = only(log, DelegateStarted).budgets
+    assert finished.spend == {name: float(granted[name]) for name in ("usd", "tokens", "turns", "tool_calls")}
+    assert returned.status in ("COMPLETE", "NEEDS_INPUT", "VERIFY_FAILED")  # the parent went on without it

@@ -31,13 +31,11 @@ from tether.events.store import new_run_id
 from tether.models.base import Model
 from tether.status import RunStatus
 from tether.tools.context import Delegation
+from tether.tools.delegate import child_tools
 from tether.tools.result import ToolResult
 
 from .outcome import OutputContract
 from .runtime import Runtime
-
-#: Tools every child has when its parent has them: without ``finish`` a child could never complete.
-ALWAYS = ("finish",)
 
 
 class Children(Protocol):
@@ -114,10 +112,7 @@ def child_envelope(parent: Runtime, ask: Delegation) -> Envelope:
         left[name] = float(limit) - value
         if left[name] <= 0:
             raise Exhausted(f"budgets.{name} is exhausted: used {value:g} of {float(limit):g}")
-    tools = None
-    if ask.tools is not None:
-        have = {t.name for t in parent.env.tools}
-        tools = list(dict.fromkeys([*ask.tools, *(t for t in ALWAYS if t in have)]))
+    tools = child_tools(parent.env, ask.tools)
     ceiling = Budgets(**{k: (int(v) if k in ("turns", "tokens", "tool_calls") else v) for k, v in left.items()})
     return narrow(
         parent.env, tools=tools, write=ask.write, network=ask.network, budget_share=ask.budget_share, budgets=ceiling

@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.envelope.narrow import NarrowingError, narrow
+from tether.envelope.schema import Envelope
 
 from .context import Delegation, ToolContext
 from .contract import tool
@@ -26,12 +27,30 @@ Share = Annotated[float, Field(gt=0, le=1)]
 Hosts = Annotated[list[Annotated[str, Field(min_length=1, max_length=260)]] | None, Field(max_length=64)]
 
 
+#: Tools every child has when its parent has them: without ``finish`` a child could never complete.
+ALWAYS = ("finish",)
+
+
+def child_tools(envelope: Envelope, asked: list[str] | None) -> list[str] | None:
+    """The tools a child gets for ``asked``: those, plus :data:`ALWAYS` where the caller has them (None: all)."""
+    if asked is None:
+        return None
+    have = {t.name for t in envelope.tools}
+    return list(dict.fromkeys([*asked, *(t for t in ALWAYS if t in have)]))
+
+
 def _preview(
     ctx: ToolContext, task: Task, tools: Tools, write: Globs, budget_share: Share = 0.5, network: Hosts = None
 ) -> str:
     """What an approver sees: the sub-task and the envelope the child would run under (or why it cannot)."""
     try:
-        child = narrow(ctx.envelope, tools=tools, write=write, network=network, budget_share=budget_share)
+        child = narrow(
+            ctx.envelope,
+            tools=child_tools(ctx.envelope, tools),
+            write=write,
+            network=network,
+            budget_share=budget_share,
+        )
     except NarrowingError as e:
         return f"delegate: {task}\nrefused, it would widen the envelope:\n" + "\n".join(f"- {w}" for w in e.widenings)
     fs = child.environment.filesystem
