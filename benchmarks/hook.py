@@ -1,15 +1,21 @@
 """Hook latency: how long `tether hook claude-code` takes to answer a PreToolUse, as a whole process.
 
-Usage: ``python benchmarks/hook.py [--calls N]``. Times N whole-process calls each of:
+Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-process calls each of:
 
 * ``python -c pass`` — the baseline, measured in the same run (the interpreter's own start-up);
+* ``python -I -S -c pass`` — the bare interpreter the launcher starts: the floor of the launcher rows;
 * cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides;
 * daemon — ``tether hook claude-code`` with a running daemon: the console script, the small client and one
   socket round trip;
 * daemon, launcher — the command ``tether hook install`` writes (``python -I -S …/tether/hooks/launch.py
-  claude-code``) with the same daemon: no ``site``, no console script.
+  claude-code``) with the same daemon: no ``site``, no console script;
+* daemon, launcher, long session — the same, in a session that already holds M tool calls (a call must not
+  cost more as the session grows).
 
-Prints p50 and p95 in milliseconds and each against the baseline's p50. Every call is a new tool call of one
+The rows are measured in turn (one call of each, then the next round), so a burst of load on a shared machine
+falls on every row alike. Bytecode is written and every row is warmed up first, as in an installed tether
+(pip compiles on install; ``PYTHONDONTWRITEBYTECODE`` would make every cold call compile tether again).
+Prints p50 and p95 in milliseconds and each p50 against the baseline's. Every call is a new tool call of its
 session (its log grows as in a real session); everything lives in a temporary directory, the daemon on its
 own socket there, stopped at the end. No thresholds; figures only.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -35,28 +42,30 @@ TETHER = shutil.which("tether", path=str(Path(sys.executable).parent)) or "tethe
 INSTALLED = shlex.split(hook_command("claude-code", None).removesuffix(" || exit 2"))
 
 
-def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
+def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) milliseconds of one process; CPU is what load on a shared machine inflates
+    least (a daemon's own work is not in it: the daemon is not this process's child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run(cmd, input=stdin, capture_output=True, env=env, check=False)
     elapsed = (time.perf_counter() - start) * 1000
-    if out.returncode not in (0,):
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
         raise SystemExit(f"{cmd} failed ({out.returncode}): {out.stderr.decode()[-500:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return elapsed, cpu
 
 
-def series(cmd: list[str], calls: int, env: dict[str, str], workspace: Path, session: str) -> list[float]:
-    times = []
-    for i in range(calls):
-        data = {
-            "session_id": session,
-            "cwd": str(workspace),
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": f"grep -n needle{i} src/app.py"},
-            "tool_use_id": f"toolu_{i}",
-        }
-        times.append(timed(cmd, json.dumps(data).encode(), env))
-    return times
+def pre_tool_use(workspace: Path, session: str, i: int) -> bytes:
+    data = {
+        "session_id": session,
+        "cwd": str(workspace),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"grep -n needle{i} src/app.py"},
+        "tool_use_id": f"toolu_{i}",
+    }
+    return json.dumps(data).encode()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -64,42 +73,71 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def start_daemon(sock: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    daemon = subprocess.Popen([TETHER, "daemon", "--socket", str(sock), "--idle", "300"], env=env)
+    deadline = time.monotonic() + 60
+    while not sock.exists():
+        if time.monotonic() > deadline:
+            daemon.kill()
+            raise SystemExit("the daemon did not start")
+        time.sleep(0.05)
+    return daemon
+
+
+def seed(request: dict[str, str], workspace: Path, session: str, prior: int) -> None:
+    """``prior`` tool calls of ``session``, answered by the daemon (in this process: no start-up to pay)."""
+    from tether.hooks.client import ask
+
+    for i in range(prior):
+        if ask(request, pre_tool_use(workspace, session, -1 - i), start=False) is None:
+            raise SystemExit("the daemon did not answer while seeding the long session")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=40)
-    calls = parser.parse_args().calls
+    parser.add_argument("--prior", type=int, default=1000, help="tool calls already in the long session")
+    args = parser.parse_args()
+    calls, cold_calls = args.calls, max(5, args.calls // 4)
     with tempfile.TemporaryDirectory(prefix="tether-hook-bench-") as tmp:
         workspace = Path(tmp)
         sock = workspace / "d" / "hookd.sock"
         sock.parent.mkdir(mode=0o700)
         env = {**os.environ, "TETHER_HOOK_SOCKET": str(sock), "CLAUDE_PROJECT_DIR": str(workspace)}
-        env.pop("TETHER_DB", None)
-        baseline = [timed([sys.executable, "-c", "pass"], b"", env) for _ in range(calls)]
-        cold = series([TETHER, "hook", "claude-code", "--no-daemon"], max(5, calls // 4), env, workspace, "cold")
-        daemon = subprocess.Popen([TETHER, "daemon", "--socket", str(sock), "--idle", "300"], env=env)
+        for name in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_DAEMON", "PYTHONDONTWRITEBYTECODE"):
+            env.pop(name, None)
+        os.environ.update(TETHER_HOOK_SOCKET=env["TETHER_HOOK_SOCKET"], CLAUDE_PROJECT_DIR=str(workspace))
+        # (name, command, session, calls): each daemon row in a session of its own
+        rows: list[tuple[str, list[str], str, int]] = [
+            ("python -c pass (baseline)", [sys.executable, "-c", "pass"], "", calls),
+            ("python -I -S -c pass", [sys.executable, "-I", "-S", "-c", "pass"], "", calls),
+            ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
+            ("daemon", [TETHER, "hook", "claude-code"], "daemon", calls),
+            ("daemon, launcher", INSTALLED, "launch", calls),
+            (f"  ... session of {args.prior} calls", INSTALLED, "long", calls),
+        ]
+        daemon = start_daemon(sock, env)
         try:
-            deadline = time.monotonic() + 60
-            while not sock.exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit("the daemon did not start")
-                time.sleep(0.05)
-            series([TETHER, "hook", "claude-code"], 3, env, workspace, "warmup")  # the daemon's first imports
-            warm = series([TETHER, "hook", "claude-code"], calls, env, workspace, "daemon")
-            launched = series(INSTALLED, calls, env, workspace, "launch")
+            from tether.hooks.entry import options
+
+            seed(options(["claude-code"])[0], workspace, "long", args.prior)
+            for _, cmd, session, _ in rows:  # warm-up: bytecode written, the daemon's first imports done
+                timed(cmd, pre_tool_use(workspace, session or "warmup", 10**6) if session else b"", env)
+            times: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in rows}
+            for i in range(calls):
+                for name, cmd, session, n in rows:
+                    if i < n:
+                        times[name].append(timed(cmd, pre_tool_use(workspace, session, i) if session else b"", env))
         finally:
             subprocess.run([TETHER, "daemon", "--socket", str(sock), "--stop"], env=env, check=False)
             daemon.wait(timeout=30)
-    base = statistics.median(baseline)
-    print(f"calls: {calls} (cold: {max(5, calls // 4)}); whole processes; milliseconds")
-    print(f"{'':28}{'p50':>9}{'p95':>9}{'p50 / baseline':>17}")
-    for name, values in (
-        ("python -c pass (baseline)", baseline),
-        ("cold (--no-daemon)", cold),
-        ("daemon", warm),
-        ("daemon, launcher", launched),
-    ):
-        p50, p95 = pct(values, 0.5), pct(values, 0.95)
-        print(f"{name:28}{p50:9.1f}{p95:9.1f}{p50 / base:16.1f}x")
+    base = statistics.median(wall for wall, _ in times[rows[0][0]])
+    print(f"calls: {calls} (cold: {cold_calls}); whole processes, rows in turn; milliseconds")
+    print(f"{'':34}{'p50':>9}{'p95':>9}{'p50 / baseline':>17}{'CPU p50':>10}")
+    for name, values in times.items():
+        walls = [wall for wall, _ in values]
+        p50, p95, cpu = pct(walls, 0.5), pct(walls, 0.95), statistics.median(c for _, c in values)
+        print(f"{name:34}{p50:9.1f}{p95:9.1f}{p50 / base:16.1f}x{cpu:10.1f}")
 
 
 if __name__ == "__main__":

@@ -5,14 +5,54 @@ The kernel calls: ``observe`` (new events for the log), ``control_state``, ``gui
 state is the other wing's job: :mod:`tether.review`.
 """
 
-from tether.status import ControlState
+from __future__ import annotations
 
-from .beliefs import Belief, BeliefView, tool_reliability
-from .diagnostics import DIMENSIONS, Diagnostics, compute
-from .loop import HumanRequired, control_state, guidance, observe, stop_reason
-from .planning import Plan, Task, fold_plan
-from .recovery import LADDER
-from .resolver import Resolution, ResolverInput, resolve
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.status import ControlState
+
+    from .beliefs import Belief, BeliefView, tool_reliability
+    from .diagnostics import DIMENSIONS, Diagnostics, compute
+    from .loop import HumanRequired, control_state, guidance, observe, stop_reason
+    from .planning import Plan, Task, fold_plan
+    from .recovery import LADDER
+    from .resolver import Resolution, ResolverInput, resolve
+
+#: Where each public name lives. Each is imported on first use (PEP 562): importing one module of the
+#: package does not import all of them (a hook call's execution review reads the fold, not the loop).
+_HOMES = {
+    "ControlState": "tether.status",
+    "Belief": ".beliefs",
+    "BeliefView": ".beliefs",
+    "tool_reliability": ".beliefs",
+    "DIMENSIONS": ".diagnostics",
+    "Diagnostics": ".diagnostics",
+    "compute": ".diagnostics",
+    "HumanRequired": ".loop",
+    "control_state": ".loop",
+    "guidance": ".loop",
+    "observe": ".loop",
+    "stop_reason": ".loop",
+    "Plan": ".planning",
+    "Task": ".planning",
+    "fold_plan": ".planning",
+    "LADDER": ".recovery",
+    "Resolution": ".resolver",
+    "ResolverInput": ".resolver",
+    "resolve": ".resolver",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DIMENSIONS",

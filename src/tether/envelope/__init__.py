@@ -4,11 +4,43 @@ The whole strict validation also judges the rules, which takes the policy engine
 ``tether.policy.strict.strict_problems`` (exported as ``tether.strict_problems``).
 """
 
-from .compile import compile_envelope
-from .hashing import contract_hash, plan_hash
-from .load import load_envelope, load_plan
-from .schema import Effect, Envelope, IntentPlan, ToolContract, Trust
-from .trust import trust_of
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .compile import compile_envelope
+    from .hashing import contract_hash, plan_hash
+    from .load import load_envelope, load_plan
+    from .schema import Effect, Envelope, IntentPlan, ToolContract, Trust
+    from .trust import trust_of
+
+#: Where each public name lives. Each is imported on first use (PEP 562): importing one module of the
+#: package does not import all of them (a hook call imports the schema and the hashing, not the YAML compiler).
+_HOMES = {
+    "compile_envelope": ".compile",
+    "contract_hash": ".hashing",
+    "plan_hash": ".hashing",
+    "load_envelope": ".load",
+    "load_plan": ".load",
+    "Effect": ".schema",
+    "Envelope": ".schema",
+    "IntentPlan": ".schema",
+    "ToolContract": ".schema",
+    "Trust": ".schema",
+    "trust_of": ".trust",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Effect",

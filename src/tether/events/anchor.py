@@ -26,13 +26,13 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from tether.canonical import sha256_hex
 from tether.errors import DiskFull, FileError, LogCorrupt
+
+if TYPE_CHECKING:  # cryptography is imported where a key is made or loaded: a store without a key never needs it
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 DEFAULT_EVERY = 100
 MAX_ANCHOR_FILE = 256 * 1024 * 1024  # a line per checkpoint; far beyond any real use
@@ -100,12 +100,14 @@ class AnchorKey:
 
     def __init__(self, public: Ed25519PublicKey, private: Ed25519PrivateKey | None, path: Path) -> None:
         self.public, self.private, self.path = public, private, path
-        raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        self.key_id = "ed25519:" + sha256_hex(raw)[:16]
+        self.key_id = "ed25519:" + sha256_hex(_raw(public))[:16]
 
     @classmethod
     def generate(cls, path: Path) -> AnchorKey:
         """Write a new private key to ``path`` (mode 0600, directory 0700); never overwrite one."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         private = Ed25519PrivateKey.generate()
         pem = private.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -130,6 +132,9 @@ class AnchorKey:
     @classmethod
     def load(cls, path: Path) -> AnchorKey:
         """A private key (signs and verifies) or a public one (verifies only)."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
         try:
             if path.stat().st_size > 64 * 1024:
                 raise FileError(f"{path}: {path.stat().st_size} bytes; expected a PEM key of a few hundred bytes")
@@ -164,13 +169,13 @@ class AnchorKey:
         return base64.b64encode(self.private.sign(message)).decode()
 
     def public_b64(self) -> str:
-        return base64.b64encode(
-            self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        ).decode()
+        return base64.b64encode(_raw(self.public)).decode()
 
     @classmethod
     def from_public_b64(cls, raw: str, where: str) -> AnchorKey:
         """A verify-only key from its raw public bytes in base64 (as a package carries it)."""
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
         try:
             public = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw, validate=True))
         except ValueError as e:
@@ -178,6 +183,8 @@ class AnchorKey:
         return cls(public, None, Path(where))
 
     def verifies_bytes(self, message: bytes, signature: str) -> bool:
+        from cryptography.exceptions import InvalidSignature
+
         try:
             self.public.verify(base64.b64decode(signature, validate=True), message)
         except (InvalidSignature, ValueError):
@@ -185,12 +192,20 @@ class AnchorKey:
         return True
 
     def verifies(self, cp: Checkpoint) -> bool:
+        from cryptography.exceptions import InvalidSignature
+
         try:
             signature = base64.b64decode(cp.signature, validate=True)
             self.public.verify(signature, signed_message(cp.run_id, cp.seq, cp.hash))
         except (InvalidSignature, ValueError):
             return False
         return True
+
+
+def _raw(public: Ed25519PublicKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
 class Signer:

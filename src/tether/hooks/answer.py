@@ -6,7 +6,6 @@ crashed must not let the agent go on as if tether had said yes.
 
 from __future__ import annotations
 
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -34,4 +33,6 @@ def answer(request: dict[str, Any], data: dict[str, Any]) -> Reply:
     except TetherError as e:
         return refuse(str(e))
     except Exception as e:
+        import traceback  # only here: it costs a call that goes well milliseconds
+
         return refuse(f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")

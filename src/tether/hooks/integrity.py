@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import Envelope
 from tether.errors import InputError
@@ -32,11 +32,12 @@ from tether.events.kinds_hooks import HookReceived
 from tether.events.kinds_verify import SuiteBaseline
 from tether.events.protocol import Store
 from tether.events.store import Event
-from tether.review.reviewer import ReviewFinding
-from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
 from tether.state import Action
 from tether.status import ActionStatus
 from tether.verify.testsurface import changes, read_bytes, surface_files
+
+if TYPE_CHECKING:  # the reviewer is imported by the stop that judges: a tool call never pays for it
+    from tether.review.reviewer import ReviewFinding
 
 NO_BASELINE = (
     "this session's run has no test baseline (it began before tether took one at a session's start), so "
@@ -80,6 +81,9 @@ def findings(
     store: Store, env: Envelope, workspace: Path, events: Sequence[Event], actions: Sequence[Action]
 ) -> list[ReviewFinding]:
     """Changes to the test surface since the baseline, and written lines special-casing a test's literals."""
+    from tether.review.reviewer import ReviewFinding
+    from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
+
     baseline = baseline_of(events)
     if baseline is None:
         return [ReviewFinding("adversarial", "high", NO_BASELINE, check="test_baseline")]

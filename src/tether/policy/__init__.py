@@ -8,11 +8,43 @@ it. ``strict_check`` is the whole strict validation of an envelope, its permissi
 ``load_cases`` / ``run_cases`` run a table of calls and expected decisions (``tether policy test``).
 """
 
-from .cases import load_cases, run_cases
-from .decision import Decision, RuleMatch, Verdict
-from .defaults import default_envelope
-from .gate import Gate, shell_decision
-from .strict import accepted_risks, strict_check, strict_problems
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cases import load_cases, run_cases
+    from .decision import Decision, RuleMatch, Verdict
+    from .defaults import default_envelope
+    from .gate import Gate, shell_decision
+    from .strict import accepted_risks, strict_check, strict_problems
+
+#: Where each public name lives. Each is imported on first use (PEP 562): importing one module of the
+#: package does not import all of them (a hook call imports the gate, not the strict checks and their model catalogue).
+_HOMES = {
+    "load_cases": ".cases",
+    "run_cases": ".cases",
+    "Decision": ".decision",
+    "RuleMatch": ".decision",
+    "Verdict": ".decision",
+    "default_envelope": ".defaults",
+    "Gate": ".gate",
+    "shell_decision": ".gate",
+    "accepted_risks": ".strict",
+    "strict_check": ".strict",
+    "strict_problems": ".strict",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Decision",

@@ -7,9 +7,40 @@ and the verdict on the claim (:mod:`tether.review.completion`). Review reads the
 (beliefs, plan, recovery) and never writes it.
 """
 
-from .completion import claim_event, judge_completion
-from .execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action, review_gate_event
-from .reviewer import ReviewFinding, blocking, review
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .completion import claim_event, judge_completion
+    from .execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action, review_gate_event
+    from .reviewer import ReviewFinding, blocking, review
+
+#: Where each public name lives. Each is imported on first use (PEP 562): importing one module of the
+#: package does not import all of them (a hook call imports the execution review, not the completion review).
+_HOMES = {
+    "claim_event": ".completion",
+    "judge_completion": ".completion",
+    "ESCALATE_AFTER": ".execution",
+    "ReviewResult": ".execution",
+    "consecutive_failures": ".execution",
+    "review_action": ".execution",
+    "review_gate_event": ".execution",
+    "ReviewFinding": ".reviewer",
+    "blocking": ".reviewer",
+    "review": ".reviewer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ESCALATE_AFTER",

@@ -19,10 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pathspec
-
-from tether.control.fold import folded
-from tether.control.risk import action_paths, is_test_path, rate_action, rate_path
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_control import ReviewGate
 from tether.events.store import Event
@@ -43,6 +39,10 @@ class ReviewResult:
 def review_action(
     tool_contract: ToolContract, args: Mapping[str, Any], events: Sequence[Event], envelope: Envelope
 ) -> ReviewResult:
+    # Imported here: the decider imports this module for every call, and a read is never reviewed.
+    from tether.control.fold import folded
+    from tether.control.risk import action_paths, is_test_path, rate_action, rate_path
+
     effects = list(tool_contract.effects)
     risk, risk_reasons = rate_action(effects, args, envelope)
     problems: list[str] = []
@@ -66,6 +66,8 @@ def review_action(
             else:
                 scoped = [g for t in active for g in t.files]
                 if scoped and paths:
+                    import pathspec
+
                     spec = pathspec.PathSpec.from_lines("gitignore", scoped)
                     outside = [p for p in paths if not spec.match_file(p)]
                     if outside:
