@@ -50,7 +50,6 @@ from typing import Any, Literal, TypeVar
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
-from tether.envelope.load import load_envelope
 from tether.envelope.schema import Envelope, Rule
 from tether.errors import HeadMoved, InputError, RuntimeFailure
 from tether.events.kinds import (
@@ -701,6 +700,8 @@ def _parsed(envelope: Envelope | str | Path) -> _Loaded:
     """The envelope as it parses, without the strict checks."""
     if isinstance(envelope, Envelope):
         return _Loaded(envelope, Path.cwd(), None)
+    from tether.envelope.load import load_envelope  # YAML: only for a file
+
     path = Path(envelope).resolve()
     return _Loaded(load_envelope(path), path.parent, path)
 

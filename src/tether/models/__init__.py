@@ -13,21 +13,60 @@ adapter only when its spec names it. Test servers live in
 :mod:`tether.models.testing`.
 """
 
-from tether.models.base import (
-    TERMINATIONS,
-    Message,
-    Model,
-    ModelResponse,
-    Termination,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
-from tether.models.function import FunctionModel, call, reply
-from tether.models.pricing import cost_usd, price_for, price_known
-from tether.models.registry import load_model
-from tether.models.retry import complete_with_retries
-from tether.models.scripted import ScriptedModel, ScriptInvalid
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.models.base import (
+        TERMINATIONS,
+        Message,
+        Model,
+        ModelResponse,
+        Termination,
+        ToolCall,
+        ToolSpec,
+        Usage,
+    )
+    from tether.models.function import FunctionModel, call, reply
+    from tether.models.pricing import cost_usd, price_for, price_known
+    from tether.models.registry import load_model
+    from tether.models.retry import complete_with_retries
+    from tether.models.scripted import ScriptedModel, ScriptInvalid
+
+#: Where each public name lives. Each is imported on first use (PEP 562): importing one module of the
+#: package does not import all of them (a governed session's budget check reads the window's constants).
+_HOMES = {
+    "TERMINATIONS": "tether.models.base",
+    "Message": "tether.models.base",
+    "Model": "tether.models.base",
+    "ModelResponse": "tether.models.base",
+    "Termination": "tether.models.base",
+    "ToolCall": "tether.models.base",
+    "ToolSpec": "tether.models.base",
+    "Usage": "tether.models.base",
+    "FunctionModel": "tether.models.function",
+    "call": "tether.models.function",
+    "reply": "tether.models.function",
+    "cost_usd": "tether.models.pricing",
+    "price_for": "tether.models.pricing",
+    "price_known": "tether.models.pricing",
+    "load_model": "tether.models.registry",
+    "complete_with_retries": "tether.models.retry",
+    "ScriptedModel": "tether.models.scripted",
+    "ScriptInvalid": "tether.models.scripted",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TERMINATIONS",

@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tether.envelope.load import problems_from, read_document
 from tether.envelope.schema import Envelope, Price
 from tether.errors import EnvelopeInvalid, Problem
 
@@ -93,15 +92,14 @@ def first_stated(entries: Sequence[Price], field: str) -> Any:
     return next((getattr(e, field) for e in entries if getattr(e, field) is not None), None)
 
 
-_ENTRIES = TypeAdapter(dict[str, Price])
-
-
 def load_catalog(path: Path) -> dict[str, Price]:
     """A price file: ``{model: {input_per_mtok, output_per_mtok, context_window?, max_output_tokens?}}``, YAML or JSON.
 
     Raises :class:`~tether.errors.EnvelopeInvalid` naming the file and each bad field
     (``$.gpt-5.output_per_mtok: found -1; expected ≥ 0``), or a file error.
     """
+    from tether.envelope.load import problems_from, read_document  # YAML, and a validator: only for a price file
+
     data = read_document(path)
     if not isinstance(data, dict):
         found = type(data).__name__
@@ -109,7 +107,7 @@ def load_catalog(path: Path) -> dict[str, Price]:
             [Problem("$", found, "a mapping of model name to {input_per_mtok, output_per_mtok, ...}", str(path))]
         )
     try:
-        return _ENTRIES.validate_python(data)
+        return TypeAdapter(dict[str, Price]).validate_python(data)
     except ValidationError as e:
         raise EnvelopeInvalid(problems_from(e, str(path))) from e
 
