@@ -27,6 +27,7 @@ from tether.events.chain import GENESIS, event_hash
 from tether.events.kinds import RunForked
 from tether.events.pgstore import PgStore, init
 from tether.events.store import EventStore
+from tether.kernel.approvals import pending
 
 pytestmark = pytest.mark.postgres
 psycopg = pytest.importorskip("psycopg")
@@ -306,6 +307,7 @@ def test_the_cli_end_to_end_on_postgres(postgres: Postgres, example: Path, tmp_p
     turns = yaml.safe_load(trajectory)["turns"]
     asks = next(t for t in turns if "git push" in json.dumps(t))
     fixed = [t for t in turns if "edit_file" in json.dumps(t)][-1]
+    fixed["tool_calls"] = fixed["tool_calls"][:1]  # the edit alone: the sensors run the tests at the end
     fixed["tool_calls"][0]["args"]["old"] = "    return ordered[middle]\n"  # the right fix, made first
     done = next(t for t in turns if '"finish"' in json.dumps(t))
     (example / "trajectory.yaml").write_text(yaml.safe_dump({"turns": [fixed, asks, done]}))
@@ -314,9 +316,10 @@ def test_the_cli_end_to_end_on_postgres(postgres: Postgres, example: Path, tmp_p
                   "--json", cwd=example)  # fmt: skip
     assert run.returncode == 5, run.stderr  # git push asks a person: WAITING_APPROVAL
     run_id = json.loads(run.stdout.splitlines()[-1])["run_id"]
-    pending = json.loads(_tether("approvals", "--db", url, "--json", cwd=tmp_path).stdout)
-    assert [p["run_id"] for p in pending] == [run_id]
-    deny = _tether("deny", pending[0]["approval_id"], "--reason", "no pushing", "--db", url, cwd=tmp_path)
+    with open_store(url, readonly=True) as store:  # `tether approvals` reads this (tests/kernel)
+        waiting = pending(store)
+    assert [p.run_id for p in waiting] == [run_id]
+    deny = _tether("deny", waiting[0].approval_id, "--reason", "no pushing", "--db", url, cwd=tmp_path)
     assert deny.returncode == 0, deny.stderr
     resumed = _tether("resume", run_id, "--db", url, "--sandbox", "local", "--headless", "--json", cwd=example)
     assert resumed.returncode == 0 and json.loads(resumed.stdout.splitlines()[-1])["status"] == "COMPLETE"
