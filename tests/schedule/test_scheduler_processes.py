@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -177,3 +178,27 @@ def test_a_malformed_envelope_is_named_with_its_field(tmp_path: Path, project: P
     project.write_text(project.read_text().replace("max_turns: 30", "max_turns: many"))
     with pytest.raises(EnvelopeInvalid, match=r"envelope.yaml.*max_turns"):
         scheduler.define("nightly", cron="0 3 * * *", envelope=project, task="x", now=T0)
+
+
+@pytest.mark.slow
+def test_a_running_scheduler_fires_on_the_real_clock_and_stops_cleanly(tmp_path: Path, project: Path) -> None:
+    db = tmp_path / "t.db"
+    with EventStore.open(db) as store:  # every minute, added two minutes ago: the latest minute is due at once
+        now = datetime.now(UTC)
+        added = scheduler.define(
+            "nightly", cron="* * * * *", envelope=project, task="write a", now=now - timedelta(minutes=2), missed="once"
+        )
+        scheduler.add(store, added)
+    proc = cli("scheduler", "--interval", "0.5", "--db", str(db), "--sandbox", "local")
+    try:
+        deadline = time.monotonic() + 90
+        while "firing.finished" not in kinds(db) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    log = kinds(db)
+    assert "nightly: COMPLETE" in out and log.index("trigger.fired") < log.index("firing.finished")

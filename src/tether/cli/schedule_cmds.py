@@ -9,6 +9,7 @@ failed is recorded, not an error of the scheduler), 2 bad input, 3 a firing that
 
 from __future__ import annotations
 
+import signal
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -209,12 +210,20 @@ def scheduler_cmd(
     options = scheduler.Options(model=model, sandbox=sandbox)
     with writer(db) as store:
         _lock_timeout(store, lock_timeout)
+        if not once:
+            signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: between passes, a clean exit
         while True:
-            outcomes = scheduler.tick(store, _now(now), options)
-            _report(outcomes, as_json)
+            _report(scheduler.tick(store, _now(now), options), as_json)
             if once:
                 return
-            time.sleep(interval)
+            try:
+                time.sleep(interval)
+            except KeyboardInterrupt:
+                return  # between passes nothing is in flight; during one, the next scheduler finishes the firing
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _lock_timeout(store: Store, seconds: float | None) -> None:
