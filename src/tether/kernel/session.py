@@ -347,6 +347,8 @@ def _child(
         on_event=parent.on_event,
         sections=(),
         continue_plan=False,
+        run_id=None,  # the child's id is the one delegate.started recorded
+        origin=(),  # why the parent exists (a schedule's firing) is not the child's story
     )
     store = parent.store
     if _exists(store, started.child_run):
