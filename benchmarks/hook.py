@@ -10,7 +10,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * daemon, launcher — the command ``tether hook install`` writes (``python -I -S …/tether/hooks/launch.py
   claude-code``) with the same daemon: no ``site``, no console script;
 * daemon, launcher, long session — the same, in a session that already holds M tool calls (a call must not
-  cost more as the session grows).
+  cost more as the session grows);
+* daemon round trip only — the client's request from this process, no interpreter started: the daemon's own
+  share of a call (parse, decide, one durable commit), in a fresh session and in the long one. Its CPU column
+  is 0: the work is the daemon's.
 
 The rows are measured in turn (one call of each, then the next round), so a burst of load on a shared machine
 falls on every row alike. Bytecode is written and every row is warmed up first, as in an installed tether
@@ -84,13 +87,20 @@ def start_daemon(sock: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return daemon
 
 
-def seed(request: dict[str, str], workspace: Path, session: str, prior: int) -> None:
-    """``prior`` tool calls of ``session``, answered by the daemon (in this process: no start-up to pay)."""
+def asked(request: dict[str, str], stdin: bytes) -> tuple[float, float]:
+    """One round trip to the daemon from this process (no interpreter start): the daemon's share of a call."""
     from tether.hooks.client import ask
 
+    start = time.perf_counter()
+    if ask(request, stdin, start=False) is None:
+        raise SystemExit("the daemon did not answer")
+    return (time.perf_counter() - start) * 1000, 0.0
+
+
+def seed(request: dict[str, str], workspace: Path, session: str, prior: int) -> None:
+    """``prior`` tool calls of ``session``, answered by the daemon (in this process: no start-up to pay)."""
     for i in range(prior):
-        if ask(request, pre_tool_use(workspace, session, -1 - i), start=False) is None:
-            raise SystemExit("the daemon did not answer while seeding the long session")
+        asked(request, pre_tool_use(workspace, session, -1 - i))
 
 
 def main() -> None:
@@ -115,26 +125,34 @@ def main() -> None:
             ("daemon", [TETHER, "hook", "claude-code"], "daemon", calls),
             ("daemon, launcher", INSTALLED, "launch", calls),
             (f"  ... session of {args.prior} calls", INSTALLED, "long", calls),
+            ("daemon round trip only", [], "trip", calls),
+            (f"  ... session of {args.prior} calls", [], "long", calls),
         ]
         daemon = start_daemon(sock, env)
         try:
             from tether.hooks.entry import options
 
-            seed(options(["claude-code"])[0], workspace, "long", args.prior)
+            request = options(["claude-code"])[0]
+            seed(request, workspace, "long", args.prior)
+
+            def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
+                stdin = pre_tool_use(workspace, session, i) if session else b""
+                return timed(cmd, stdin, env) if cmd else asked(request, stdin)
+
             for _, cmd, session, _ in rows:  # warm-up: bytecode written, the daemon's first imports done
-                timed(cmd, pre_tool_use(workspace, session or "warmup", 10**6) if session else b"", env)
-            times: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in rows}
+                one(cmd, session and f"{session}-warmup", 10**6)
+            times: dict[str, list[tuple[float, float]]] = {name + str(r): [] for r, (name, *_) in enumerate(rows)}
             for i in range(calls):
-                for name, cmd, session, n in rows:
+                for r, (name, cmd, session, n) in enumerate(rows):
                     if i < n:
-                        times[name].append(timed(cmd, pre_tool_use(workspace, session, i) if session else b"", env))
+                        times[name + str(r)].append(one(cmd, session, 10 * i + r))
         finally:
             subprocess.run([TETHER, "daemon", "--socket", str(sock), "--stop"], env=env, check=False)
             daemon.wait(timeout=30)
-    base = statistics.median(wall for wall, _ in times[rows[0][0]])
+    base = statistics.median(wall for wall, _ in times[rows[0][0] + "0"])
     print(f"calls: {calls} (cold: {cold_calls}); whole processes, rows in turn; milliseconds")
     print(f"{'':34}{'p50':>9}{'p95':>9}{'p50 / baseline':>17}{'CPU p50':>10}")
-    for name, values in times.items():
+    for (name, *_), values in zip(rows, times.values(), strict=True):
         walls = [wall for wall, _ in values]
         p50, p95, cpu = pct(walls, 0.5), pct(walls, 0.95), statistics.median(c for _, c in values)
         print(f"{name:34}{p50:9.1f}{p95:9.1f}{p50 / base:16.1f}x{cpu:10.1f}")
