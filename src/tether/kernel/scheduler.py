@@ -69,7 +69,18 @@ from tether.status import FiringStatus, RunStatus
 from . import session
 from .continuation import Request
 from .runtime import EventSink, Runtime
-from .schedule import BUDGET_NAMES, Firing, Schedule, check_cron, check_name, failed, firing_run_id, iso, trigger_id
+from .schedule import (
+    BUDGET_NAMES,
+    Due,
+    Firing,
+    Schedule,
+    check_cron,
+    check_name,
+    failed,
+    firing_run_id,
+    iso,
+    trigger_id,
+)
 
 #: How long the eligibility command may run.
 ELIGIBILITY_TIMEOUT_S = 300.0
@@ -236,22 +247,9 @@ def _fire(store: Store, name: str, now: datetime, options: Options) -> Outcome:
         s = _verified(store, name)
         open_firing = s.in_flight()
         if open_firing is not None:
-            return _recover(store, s, open_firing, now, options)
+            return _recover(store, s, open_firing, options)
         due = s.due(now)
-        receipts: list[Payload] = []
-        if due.missed_count and due.missed_first and due.missed_last and s.spec:
-            first, last = iso(due.missed_first), iso(due.missed_last)
-            receipts.append(
-                TriggerMissed(first=first, last=last, count=due.missed_count, policy=s.spec.missed, seen_at=iso(now))
-            )
-        trigger = ""
-        if due.fire_at is not None:
-            trigger = trigger_id(s.generation, due.fire_at)
-            run_id = firing_run_id(s.name, due.fire_at, trigger)
-            fire_at, fired_at = iso(due.fire_at), iso(now)
-            receipts.append(
-                TriggerFired(trigger=trigger, fire_at=fire_at, fired_at=fired_at, run_id=run_id, catch_up=due.catch_up)
-            )
+        receipts, trigger = _receipts(s, due, now)
         if not receipts:
             return Outcome(name, "idle")
         try:
@@ -263,8 +261,26 @@ def _fire(store: Store, name: str, now: datetime, options: Options) -> Outcome:
                 name, "missed", reason=f"{due.missed_count} fire time(s) missed, policy {s.spec and s.spec.missed}"
             )
         s = _verified(store, name)
-        return _run(store, s, s.firings[trigger], now, options)
+        return _run(store, s, s.firings[trigger], options)
     raise SchedulerError(f"schedule {name}: its log kept moving under the scheduler; nothing was fired")
+
+
+def _receipts(s: Schedule, due: Due, now: datetime) -> tuple[list[Payload], str]:
+    """What a pass writes for ``due``: the missed fire times, then the trigger receipt (and its trigger id)."""
+    receipts: list[Payload] = []
+    if due.missed_count and due.missed_first and due.missed_last and s.spec:
+        first, last = iso(due.missed_first), iso(due.missed_last)
+        receipts.append(
+            TriggerMissed(first=first, last=last, count=due.missed_count, policy=s.spec.missed, seen_at=iso(now))
+        )
+    if due.fire_at is None:
+        return receipts, ""
+    trigger = trigger_id(s.generation, due.fire_at)
+    run_id = firing_run_id(s.name, due.fire_at, trigger)
+    fired = TriggerFired(
+        trigger=trigger, fire_at=iso(due.fire_at), fired_at=iso(now), run_id=run_id, catch_up=due.catch_up
+    )
+    return [*receipts, fired], trigger
 
 
 def _verified(store: Store, name: str) -> Schedule:
@@ -285,10 +301,10 @@ def _write(store: Store, log: str, events: list[Payload], head: tuple[int, str] 
         raise SchedulerError(f"{log}: cannot record {', '.join(type(p).KIND for p in events)}: {e}") from e
 
 
-def _recover(store: Store, s: Schedule, firing: Firing, now: datetime, options: Options) -> Outcome:
+def _recover(store: Store, s: Schedule, firing: Firing, options: Options) -> Outcome:
     """A firing a scheduler began and did not finish: its run goes on (never a second one), or it starts."""
     if not _exists(store, firing.run_id):
-        return _run(store, s, firing, now, options)
+        return _run(store, s, firing, options)
     state = RunState.from_events(store.events(firing.run_id))
     if state.status.terminal or state.status.waiting:
         return _finished(store, s.name, firing, state)
@@ -302,7 +318,7 @@ def _recover(store: Store, s: Schedule, firing: Firing, now: datetime, options: 
     return _drive(store, s.name, firing, runtime)
 
 
-def _run(store: Store, s: Schedule, firing: Firing, now: datetime, options: Options) -> Outcome:
+def _run(store: Store, s: Schedule, firing: Firing, options: Options) -> Outcome:
     """The firing after its receipt: checks, eligibility, then its one run."""
     spec = s.spec
     assert spec is not None  # a firing has a schedule.added before it
