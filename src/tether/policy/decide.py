@@ -90,10 +90,12 @@ def decide(
 
 def denied_before(state: RunState, action: Action) -> Action | None:
     """An earlier identical call (same tool, same argument hash) that a rule or a human denied for good."""
-    for other in state.actions.values():
+    key = (action.tool, action.args_hash)
+    for other in state.actions.values():  # every call of the run: the cheap tests first
+        if other.status is not ActionStatus.DENIED or (other.tool, other.args_hash) != key:
+            continue
         transient = other.deciding_rule.startswith(TRANSIENT_DENIALS) and other.approval_id is None
-        same = (other.tool, other.args_hash) == (action.tool, action.args_hash)
-        if other.seq < action.seq and other.status is ActionStatus.DENIED and same and not transient:
+        if other.seq < action.seq and not transient:
             return other
     return None
 
