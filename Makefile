@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,otel,langgraph,openai-agents,agentdojo,postgres,hook-schemas]'
+	$(BIN)/pip install --quiet -e '.[dev,otel,langgraph,openai-agents,agentdojo,postgres,temporal,hook-schemas]'
 	touch $(STAMP)
 
 # LiteLLM's proxy (pyproject's `proxy` extra) in a venv of its own: the provider tests start it on 127.0.0.1.

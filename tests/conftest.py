@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pgkit import Postgres, running
 from pgkit import why_not as postgres_why_not
+from temporalkit import why_not as temporal_why_not
 
 from tether.sandbox import bwrap_available
 
@@ -63,9 +64,9 @@ def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``bwrap``, ``browser`` or ``postgres`` are skipped, with the reason, where bubblewrap cannot
-    start, no chromium is installed or no throwaway PostgreSQL can start (tests/pgkit.py) — never in CI, which
-    installs all three and fails instead.
+    """Tests marked ``bwrap``, ``browser``, ``postgres`` or ``temporal`` are skipped, with the reason, where
+    bubblewrap cannot start, no chromium is installed, no throwaway PostgreSQL can start (tests/pgkit.py) or no
+    Temporal dev server (tests/temporalkit.py) — never in CI, which installs all four and fails instead.
 
     One place for the rule, so that no test file can quietly skip a sandbox, browser or database test in CI.
     """
@@ -73,6 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "bwrap": lambda: bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed",
         "browser": lambda: None if shutil.which("chromium") else "chromium is not installed (apt-get install chromium)",
         "postgres": postgres_why_not,
+        "temporal": temporal_why_not,
     }
     for marker, why_not in needs.items():
         marked = [item for item in items if item.get_closest_marker(marker)]

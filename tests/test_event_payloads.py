@@ -23,6 +23,7 @@ from tether.events import kinds as k
 from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
 from tether.events import kinds_delegate as kd
+from tether.events import kinds_distributed as kdi
 from tether.events import kinds_egress as ke
 from tether.events import kinds_graph as kgr
 from tether.events import kinds_guard as kg
@@ -388,6 +389,9 @@ SAMPLES: list[Payload] = [
     ),
     kgr.GraphNode(graph_run="g", node="a", attempt=1),
     kgr.GraphFinished(status="NEEDS_INPUT", nodes={"a": "failed"}, reason="node a"),
+    kdi.RunHosted(
+        address="127.0.0.1:7233", namespace="default", workflow_id="tether-run-r", task_queue="tether", worker="q"
+    ),
 ]
 
 

@@ -72,6 +72,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run_cmds",
         "Deny a pending action with a reason (then `tether resume RUN`, or the governed agent retries the call).",
     ),
+    "worker": (
+        "distributed_cmds",
+        "Host runs as Temporal workflows: poll the shared task queue and this worker's own, until Ctrl-C.",
+    ),
+    "submit": (
+        "distributed_cmds",
+        "Start a run as a Temporal workflow; print its run id and workflow id (--wait: its outcome).",
+    ),
     "demo": (
         "demo_cmds",
         "Run the bugfix demo: a denial, a declined approval, a wrong edit, a fix, verification, COMPLETE.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import sys
@@ -370,6 +371,7 @@ def approvals_cmd(db: str | None = DbOption, as_json: bool = JsonOption) -> None
         console.print("  " + escape(r.preview).replace("\n", "\n  "))
 
 
+SIGNAL_TIMEOUT_S = 10.0
 RunOption = typer.Option(None, "--run", help="The run, when the approval waits in several (a fork and its parent).")
 
 
@@ -386,7 +388,8 @@ def approve_cmd(
         answer = ApprovalAnswer("run" if for_run else "once", by or whoami())
         req = record_answer(store, approval_id, answer, run=run)
         then = takes_effect(store, req.run_id)
-    answered(req, "approved", then, as_json)
+        hosted = signal_workflow(store, req)
+    answered(req, "approved", then, as_json, hosted)
 
 
 def deny_cmd(
@@ -401,15 +404,42 @@ def deny_cmd(
     with writer(db) as store:
         req = record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason), run=run)
         then = takes_effect(store, req.run_id)
-    answered(req, "denied", then, as_json)
+        hosted = signal_workflow(store, req)
+    answered(req, "denied", then, as_json, hosted)
 
 
-def answered(req: ApprovalRequest, verb: str, then: str, as_json: bool) -> None:
-    """The answer, and how it takes effect (``tether resume``, or the agent retrying a governed session's call)."""
-    if as_json:
-        print_json(
-            {"approval_id": req.approval_id, "run_id": req.run_id, "tool": req.tool, "answer": verb, "then": then}
+def signal_workflow(store: Store, req: ApprovalRequest) -> dict[str, Any] | None:
+    """For a run hosted as a Temporal workflow: signal it that the answer (already in the log) is there.
+
+    A signal that cannot be sent loses nothing: the waiting workflow re-reads the log at its next re-check.
+    """
+    from tether.events.kinds_distributed import RunHosted
+
+    found = store.events(req.run_id, kinds={RunHosted.KIND})
+    if not found:
+        return None
+    from tether.distributed.client import notify
+
+    hosted = found[0].data_as(RunHosted)
+    try:
+        asyncio.run(asyncio.wait_for(notify(hosted, req.approval_id), SIGNAL_TIMEOUT_S))
+        return {"workflow_id": hosted.workflow_id, "signalled": True}
+    except Exception as e:  # any failure to reach the server: the log holds the answer
+        err_console.print(
+            f"[yellow]the answer is in the log, but workflow {hosted.workflow_id} on {hosted.address} was not "
+            f"signalled ({type(e).__name__}: {e}); it reads the log at its next re-check[/]"
         )
+        return {"workflow_id": hosted.workflow_id, "signalled": False}
+
+
+def answered(req: ApprovalRequest, verb: str, then: str, as_json: bool, hosted: dict[str, Any] | None = None) -> None:
+    """The answer, and how it takes effect (``tether resume``, the agent retrying a governed session's call, or the
+    Temporal workflow hosting the run, signalled)."""
+    if hosted is not None:
+        then = f"the run continues as workflow {hosted['workflow_id']}"
+    if as_json:
+        out = {"approval_id": req.approval_id, "run_id": req.run_id, "tool": req.tool, "answer": verb, "then": then}
+        print_json(out if hosted is None else {**out, "hosted": hosted})
     else:
         console.print(f"{verb} {req.approval_id} ({req.tool}); {then}")
 

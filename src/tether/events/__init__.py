@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_context,
     kinds_control,
     kinds_delegate,
+    kinds_distributed,
     kinds_egress,
     kinds_graph,
     kinds_guard,

@@ -6,9 +6,9 @@ Every fact in a run's log is a :class:`Payload` subclass registered under its ki
 a kind or a field as a string. The stored JSON is the model's ``model_dump(mode="json")``, exactly
 what the ``(kind, dict)`` form wrote before, so old logs hash and read the same.
 
-The kind modules (``kinds``, ``kinds_context``, ``kinds_control``, ``kinds_egress``, ``kinds_graph``, ``kinds_guard``,
-``kinds_mcp``, ``kinds_verify``) import this one and nothing of each other; ``tether.events`` imports them all, so the
-registry is complete whenever anything in the package is used.
+The kind modules (``kinds``, ``kinds_context``, ``kinds_control``, ``kinds_distributed``, ``kinds_egress``,
+``kinds_graph``, ``kinds_guard``, ``kinds_mcp``, ``kinds_verify``) import this one and nothing of each other;
+``tether.events`` imports them all, so the registry is complete whenever anything in the package is used.
 """
 
 from __future__ import annotations

@@ -188,8 +188,13 @@ class Runtime:
         for e in self.store.events(self.run_id):
             self._applied(e)
 
-    def drive(self) -> OutputContract:
-        """Walk the run until it finishes or waits, holding its lease (one driver per run) throughout."""
+    def drive(self, *, steps: int | None = None) -> OutputContract:
+        """Walk the run until it finishes or waits, holding its lease (one driver per run) throughout.
+
+        ``steps`` bounds how many steps this call performs: a Temporal activity performs one
+        (:mod:`tether.distributed`), so that a retried activity repeats at most one step, which the log
+        already tells apart (a completed action is not re-run; an ambiguous one ends NEEDS_INPUT).
+        """
         if not self.store.holds(self.run_id):
             self.store.acquire(self.run_id)
         try:
@@ -200,10 +205,12 @@ class Runtime:
             elif going and self.state.preflight_ok is not True and not self.state.actions:
                 self.preflight()
             with self.mcp_servers(going and self.sandbox is not None):
+                performed = 0
                 while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
-                    if isinstance(step, Wait):
+                    if isinstance(step, Wait) or (steps is not None and performed >= steps):
                         break
                     self.perform(step)
+                    performed += 1
         finally:
             self.store.release(self.run_id)
         return OutputContract.from_state(self.state)

