@@ -213,3 +213,21 @@ def test_delegation_asks_by_default_and_a_waiting_child_is_charged_its_whole_bud
     granted = only(log, DelegateStarted).budgets
     assert finished.spend == {name: float(granted[name]) for name in ("usd", "tokens", "turns", "tool_calls")}
     assert returned.status in ("COMPLETE", "NEEDS_INPUT", "VERIFY_FAILED")  # the parent went on without it
+
+
+def test_a_childs_spend_is_charged_once_per_call_whatever_the_log_repeats(tmp_path: Path) -> None:
+    """The fold charges a delegate call's receipt once: a repeated delegate.finished (a retry) does not double it."""
+    from tether.events.kinds import RunStarted
+
+    receipt = DelegateFinished(
+        call_id="call_0_0",
+        child_run="child",
+        status="COMPLETE",  # type: ignore[arg-type]
+        spend={"usd": 0.5, "tokens": 100, "turns": 2, "tool_calls": 3},
+    )
+    with EventStore.open(tmp_path / "t.db") as store:
+        run = store.create_run("t", [RunStarted(task="t", budgets={"turns": 10})])
+        store.append_many(run, [receipt, receipt.model_copy(update={"spend": {**receipt.spend, "turns": 4}})])
+        state = RunState.from_events(store.events(run))
+    used = state.usage()
+    assert (used["turns"], used["tool_calls"], used["usd"]) == (4, 3, 0.5)  # the latest receipt, once
