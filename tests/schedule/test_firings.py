@@ -197,3 +197,15 @@ def test_a_per_firing_budget_narrows_the_envelope_and_may_not_widen_it(tmp_path:
         started, origin = store.events(str(out.run_id))[:2]
     assert started.payload["budgets"]["usd"] == 0.25 and started.payload["budgets"]["turns"] == 5
     assert origin.payload["budget"]["usd"] == 0.25
+
+
+def test_the_python_api_schedules_and_fires(tmp_path: Path, project: Path) -> None:
+    from tether import Harness
+
+    harness = Harness(project, db=tmp_path / "t.db", sandbox="local")
+    added = harness.schedule("nightly", "0 * * * *", "write a", now=T0, max_failures=1, noop_if="test -f out/a.txt")
+    assert added.spec is not None and added.spec.max_failures == 1 and added.health(T0)["state"] == "active"
+    (out,) = harness.fire_schedules(T0 + timedelta(hours=1, seconds=1))
+    assert out.status == "COMPLETE" and out.run_id == runs(tmp_path / "t.db")[0]
+    with pytest.raises(InputError, match="exists"):
+        harness.schedule("nightly", "0 * * * *", "again", now=T0)

@@ -9,21 +9,25 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tether.envelope.schema import Envelope
+from tether.errors import InputError
 from tether.events.anchor import Signer
 from tether.events.backends import StoreSpec, default_spec, local_dir, open_store, spec_of
 from tether.events.protocol import Store
 from tether.models.base import Model
 from tether.tools.contract import Tool
 
-from . import session
+from . import scheduler, session
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, record_answer, whoami
 from .continuation import BUDGET_OPTIONS, Request
 from .fork import fork
 from .outcome import OutputContract
 from .runtime import EventSink
+from .schedule import Schedule
 
 
 class Harness:
@@ -137,3 +141,24 @@ class Harness:
         """Deny a pending action with a reason the model is told (then :meth:`resume`)."""
         with self.store() as store:
             return record_answer(store, approval_id, ApprovalAnswer("deny", by or whoami(), reason))
+
+    def schedule(self, name: str, cron: str, task: str, *, now: datetime | None = None, **settings: Any) -> Schedule:
+        """Add a schedule that fires ``task`` under this envelope (a file: its bytes are hashed) on ``cron``, as
+        ``tether schedule add`` does; ``settings`` are :func:`~tether.kernel.scheduler.define`'s (budget,
+        daily_usd, missed, grace_s, max_failures, noop_if). See docs/schedules.md."""
+        if self.loaded.path is None:
+            raise InputError("a schedule needs an envelope file: a firing checks its bytes against the ones added")
+        at = now or datetime.now(UTC)
+        added = scheduler.define(
+            name, cron=cron, envelope=self.loaded.path, task=task, now=at, workspace=self.options.workspace, **settings
+        )
+        with self.store() as store:
+            return scheduler.add(store, added)
+
+    def fire_schedules(self, now: datetime | None = None) -> list[scheduler.Outcome]:
+        """One scheduler pass over the store's schedules at ``now`` (default: the clock), as ``tether scheduler
+        --once``, with this harness's model, sandbox and event sink."""
+        o = self.options
+        options = scheduler.Options(model=o.model, sandbox=o.sandbox, on_event=o.on_event)
+        with self.store() as store:
+            return scheduler.tick(store, now or datetime.now(UTC), options)
