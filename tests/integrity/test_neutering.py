@@ -212,6 +212,10 @@ def base_envelope() -> dict[str, Any]:
     ]
     data["verification"]["max_refusals"] = 0
     data["verification"]["tests_may_change"] = True
+    # The project's pytest without the plugins this dev venv installs (langsmith's alone is ~0.6 s of CPU per
+    # start; bubblewrap runs this venv's python, so tests/conftest.py's PATH shims do not reach it). tether's
+    # reporter is named with -p and still loads; the attacks go through conftest.py and the pytest config.
+    data["verification"]["test_command"] = "env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q"
     return data
 
 
