@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
+from temporalio.client import Client
 from temporalkit import Temporal, Worker, start_worker
 
-from tether.distributed.client import outcome, submission, submit
+from tether.distributed.client import submission, submit, workflow_id
 from tether.distributed.submission import Timing
 from tether.events.store import EventStore
 from tether.state import RunState
@@ -102,16 +103,15 @@ def started(temporal: Temporal, example: Path, db: Path, task: str = "fix the me
     return sub.run_id
 
 
-def finished(temporal: Temporal, example: Path, db: Path, run_id: str) -> dict[str, Any]:
-    sub = submission(example / "envelope.yaml", "-", db=str(db), address=temporal.address, timing=FAST)
-    result: dict[str, Any] = asyncio.run(asyncio.wait_for(outcome(_same_run(sub, run_id)), 90))
-    return result
+def finished(temporal: Temporal, run_id: str) -> dict[str, Any]:
+    """The run's output contract, once its workflow ends (on whichever worker)."""
 
+    async def result() -> dict[str, Any]:
+        client = await Client.connect(temporal.address)
+        out: dict[str, Any] = await client.get_workflow_handle(workflow_id(run_id)).result()
+        return out
 
-def _same_run(sub: Any, run_id: str) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(sub, run_id=run_id)
+    return asyncio.run(asyncio.wait_for(result(), 90))
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def workers(temporal: Temporal, db: Path) -> Any:
 def test_submit_runs_on_a_worker_to_the_same_log_as_a_local_run(
     temporal: Temporal, example: Path, db: Path, workers: Any
 ) -> None:
-    script(example, [FIX, {"name": "run_tests", "args": {}}], [FINISH])
+    script(example, [FIX], [FINISH])
     workers()
     proc = tether(
         "submit", str(example / "envelope.yaml"), "fix the median", "--temporal", temporal.address,
@@ -148,3 +148,52 @@ def test_submit_runs_on_a_worker_to_the_same_log_as_a_local_run(
     assert RunState.from_events(events).status.value == "COMPLETE"
     shown = tether("show", ids["run_id"], "--db", str(db), "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["status"] == "COMPLETE"
+
+
+def pending_approval(db: Path, run_id: str) -> str | None:
+    if not db.exists():
+        return None
+    with EventStore.open(db, readonly=True) as store:
+        if not [r for r in store.runs() if r.run_id == run_id]:
+            return None
+        pending = RunState.from_events(store.events(run_id)).pending_approvals
+    return next(iter(pending), None)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_inside_a_non_idempotent_tool_is_never_rerun_by_the_next(
+    temporal: Temporal, example: Path, db: Path, workers: Any
+) -> None:
+    script(example, [{"name": "bash", "args": {"command": f"{MARK}; sleep 30"}}])
+    first = workers()
+    run_id = started(temporal, example, db)
+    until("the tool's effect", lambda: marks(example) == 1)
+    first.kill()  # mid-activity: action.started is durable, action.completed never will be
+    workers()
+    contract = finished(temporal, run_id)
+    assert contract["status"] == "NEEDS_INPUT" and "not idempotent" in contract["result"]
+    assert marks(example) == 1  # the second worker did not run the command again
+    kinds = [e.kind for e in run_events(db, run_id)]
+    assert kinds.count("action.started") == 1 and "action.completed" not in kinds
+
+
+@pytest.mark.slow
+def test_an_approval_answered_while_no_worker_runs_continues_when_one_starts(
+    temporal: Temporal, example: Path, db: Path, workers: Any
+) -> None:
+    push = {"name": "bash", "args": {"command": "git push origin main"}}  # the envelope asks a human
+    script(example, [{"name": "bash", "args": {"command": MARK}}], [push], [FIX], [FINISH])
+    first = workers()
+    run_id = started(temporal, example, db)
+    approval = until("the approval", lambda: pending_approval(db, run_id))
+    first.kill()  # no worker is up from here on
+    answer = tether("deny", approval, "--reason", "not now", "--db", str(db), "--json")
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["hosted"]["signalled"] is True  # the server holds the signal for the workflow
+    workers()  # the run was on the killed worker's queue: it moves to the shared one, and on
+    contract = finished(temporal, run_id)
+    assert contract["status"] == "COMPLETE", contract
+    assert marks(example) == 1  # the first turn's effect, once, across two workers
+    events = run_events(db, run_id)
+    assert [e.payload["reason"] for e in events if e.kind == "approval.denied"] == ["not now"]
+    assert [e.payload["tool"] for e in events if e.kind == "action.started"].count("bash") == 1  # the push never ran
