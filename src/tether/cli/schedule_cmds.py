@@ -13,7 +13,7 @@ import signal
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -24,6 +24,7 @@ from .common import DbOption, JsonOption, console, print_json, reader, writer
 if TYPE_CHECKING:
     from tether.events.protocol import Store
     from tether.kernel.schedule import Schedule
+    from tether.kernel.scheduler import Outcome
 
 schedule_app = typer.Typer(
     help="Schedules: governed tasks fired on a cron, each firing with its receipts in the log.", no_args_is_help=True
@@ -233,7 +234,7 @@ def _lock_timeout(store: Store, seconds: float | None) -> None:
         store.lock_timeout_s = seconds
 
 
-def _report(outcomes: list[Any], as_json: bool) -> None:
+def _report(outcomes: list[Outcome], as_json: bool) -> None:
     import dataclasses
 
     if as_json:
