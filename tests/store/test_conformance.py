@@ -133,6 +133,21 @@ def test_a_run_is_created_with_its_first_events_or_not_at_all(store: Store) -> N
     assert store.runs() == []
 
 
+def test_a_run_id_starts_one_run_only(store: Store) -> None:
+    """A caller that names its run (a schedule's trigger, a graph node's attempt) gets a second creation
+    refused as an input error naming the id, with the first run and its log untouched."""
+    store.create_run("first", [STARTED], run_id="r-once")
+    head = store.head("r-once")
+    with pytest.raises(InputError, match="r-once already exists"):
+        store.create_run("second", [STARTED, turn(1)], run_id="r-once")
+    parent = store.events("r-once")[0]
+    forked = RunForked(parent_run="r-once", at_seq=parent.seq, parent_hash=parent.hash, workspace="/w")
+    with pytest.raises(InputError, match="r-once already exists"):
+        store.create_fork("again", forked, run_id="r-once")
+    assert store.head("r-once") == head and store.run("r-once").task == "first"
+    assert store.verify("r-once") == 1
+
+
 def test_runs_are_found_by_id_or_unique_literal_prefix(store: Store) -> None:
     a = store.create_run("a", run_id="run-a1")
     store.create_run("b", run_id="run-a2")

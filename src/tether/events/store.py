@@ -521,10 +521,7 @@ class EventStore:
         task = self.redactor.value(task)
         run_id = run_id or new_run_id()
         with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) VALUES (?,?,?,?,?,?)",
-                (run_id, now_iso(), task, parent_run, -1, GENESIS),
-            )
+            self._insert_run(conn, run_id, task, parent_run, (-1, GENESIS))
             if prepared:
                 self._append_locked(conn, run_id, prepared, (-1, GENESIS))
             if lease:
@@ -532,6 +529,16 @@ class EventStore:
         if lease:
             self._start_heartbeat()
         return run_id
+
+    def _insert_run(self, conn: sqlite3.Connection, run_id: str, task: str, parent: str | None, head: Head) -> None:
+        """The run's row; a run id taken already is an input error naming it (the caller's transaction rolls back)."""
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) "
+            "VALUES (?,?,?,?,?,?)",
+            (run_id, now_iso(), task, parent, *head),
+        )
+        if cur.rowcount != 1:
+            raise InputError(f"{self.path}: run {run_id} already exists")
 
     def create_fork(
         self,
@@ -562,10 +569,7 @@ class EventStore:
                     f"run {parent.run_id}: event seq {at} does not have the hash the fork names "
                     f"({forked.parent_hash}); see `tether log verify {parent.run_id}`"
                 )
-            conn.execute(
-                "INSERT INTO runs (run_id, created_at, task, parent_run, head_seq, head_hash) VALUES (?,?,?,?,?,?)",
-                (run_id, now_iso(), task, parent.run_id, at, forked.parent_hash),
-            )
+            self._insert_run(conn, run_id, task, parent.run_id, (at, forked.parent_hash))
             self._append_locked(conn, run_id, prepared, (at, forked.parent_hash))
             if lease:
                 self._lease_locked(conn, run_id)
