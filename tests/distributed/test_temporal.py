@@ -23,6 +23,7 @@ from temporalkit import Temporal, Worker, start_worker
 
 from tether.distributed.client import submission, submit, workflow_id
 from tether.distributed.submission import Timing
+from tether.errors import TetherError
 from tether.events.store import EventStore
 from tether.state import RunState
 
@@ -151,12 +152,12 @@ def test_submit_runs_on_a_worker_to_the_same_log_as_a_local_run(
 
 
 def pending_approval(db: Path, run_id: str) -> str | None:
-    if not db.exists():
+    """The run's pending approval, or None (also while a worker is still creating the database or the run)."""
+    try:
+        with EventStore.open(db, readonly=True) as store:
+            pending = RunState.from_events(store.events(store.run(run_id).run_id)).pending_approvals
+    except TetherError:
         return None
-    with EventStore.open(db, readonly=True) as store:
-        if not [r for r in store.runs() if r.run_id == run_id]:
-            return None
-        pending = RunState.from_events(store.events(run_id)).pending_approvals
     return next(iter(pending), None)
 
 
@@ -197,3 +198,21 @@ def test_an_approval_answered_while_no_worker_runs_continues_when_one_starts(
     events = run_events(db, run_id)
     assert [e.payload["reason"] for e in events if e.kind == "approval.denied"] == ["not now"]
     assert [e.payload["tool"] for e in events if e.kind == "action.started"].count("bash") == 1  # the push never ran
+
+
+@pytest.mark.slow
+def test_the_temporal_server_restarted_during_a_run_loses_nothing(
+    temporal: Temporal, example: Path, db: Path, workers: Any
+) -> None:
+    push = {"name": "bash", "args": {"command": "git push origin main"}}
+    script(example, [{"name": "bash", "args": {"command": MARK}}], [push], [FIX], [FINISH])
+    workers()
+    run_id = started(temporal, example, db)
+    approval = until("the approval", lambda: pending_approval(db, run_id))
+    temporal.restart()  # the workflow's state is in the server's file; the worker reconnects on its own
+    answer = tether("deny", approval, "--reason", "not now", "--db", str(db), "--json")
+    assert answer.returncode == 0 and json.loads(answer.stdout)["hosted"]["signalled"] is True, answer.stderr
+    contract = finished(temporal, run_id)
+    assert contract["status"] == "COMPLETE", contract
+    assert marks(example) == 1
+    assert run_events(db, run_id)[-1].kind == "run.finished"
