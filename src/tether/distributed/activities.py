@@ -124,9 +124,8 @@ class Activities:
     def step(self, sub: Submission, steps: int = 1) -> Progress:
         """Advance the run by ``steps`` under its lease (0: only check it and record who hosts it)."""
         with self.open(sub) as store:
-            store.acquire(
-                sub.run_id
-            )  # RunLeased (a live driver, e.g. a step a lost-looking worker still runs): retried
+            # RunLeased (a live driver: a step a worker that only looked lost still runs) is retried, never raced.
+            store.acquire(sub.run_id)
             try:
                 store.verify_run(sub.run_id)
                 events = store.events(sub.run_id)
