@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -71,6 +73,31 @@ def holder_is_gone(lease: Lease, host: str, now: float) -> bool:
         start = process_start(lease.pid)
         return start is None or (bool(lease.pid_start) and bool(start) and start != lease.pid_start)
     return now > lease.heartbeat + lease.ttl_s
+
+
+class Heartbeat:
+    """A holder's sign of life: a daemon thread calling ``beat`` every ``interval`` seconds until stopped.
+
+    A beat that fails is tried again at the next interval; a lease lost meanwhile is caught by the next append.
+    """
+
+    def __init__(self, interval: float, beat: Callable[[], None]) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval, beat), name="tether-lease-heartbeat")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _run(self, interval: float, beat: Callable[[], None]) -> None:
+        while not self._stop.wait(interval):
+            try:
+                beat()
+            except Exception:
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
 
 
 def now_iso() -> str:

@@ -49,7 +49,7 @@ from .anchor import AnchorKey, Checkpoint, Signer, check_anchor, read_anchor_fil
 from .bulk import gc_paused
 from .chain import GENESIS
 from .kinds import RunForked
-from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
+from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
 from .payload import Emitted, Payload
 from .redact import Redactor, url_without_password
 from .store import (
@@ -169,7 +169,7 @@ class PgStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._leases: dict[str, Lease] = {}
-        self._heartbeat: tuple[threading.Thread, threading.Event] | None = None
+        self._heartbeat: Heartbeat | None = None
         self._pending_anchor: list[Checkpoint] = []
 
     @classmethod
@@ -480,34 +480,20 @@ class PgStore:
 
     def _start_heartbeat(self) -> None:
         """While this store holds leases, refresh their heartbeat (a holder on another host is judged by it)."""
-        if self._heartbeat is not None or not self._leases:
-            return
-        stop = threading.Event()
-        interval = min(lease.ttl_s for lease in self._leases.values()) / 3
+        if self._heartbeat is None and self._leases:
+            self._heartbeat = Heartbeat(min(lease.ttl_s for lease in self._leases.values()) / 3, self._beat)
 
-        def beat() -> None:
-            while not stop.wait(interval):
-                try:
-                    with self._transaction() as cur:
-                        for run_id, lease in list(self._leases.items()):
-                            cur.execute(
-                                "UPDATE leases SET heartbeat=%s WHERE run_id=%s AND owner=%s",
-                                (time.time(), run_id, lease.owner),
-                            )
-                except Exception:  # a missed beat is retried; a lost lease is caught by the next append
-                    continue
-
-        thread = threading.Thread(target=beat, name="tether-lease-heartbeat", daemon=True)
-        self._heartbeat = (thread, stop)
-        thread.start()
+    def _beat(self) -> None:
+        with self._transaction() as cur:
+            for run_id, lease in list(self._leases.items()):
+                cur.execute(
+                    "UPDATE leases SET heartbeat=%s WHERE run_id=%s AND owner=%s", (time.time(), run_id, lease.owner)
+                )
 
     def _stop_heartbeat(self) -> None:
-        if self._heartbeat is not None:
-            thread, stop = self._heartbeat
-            self._heartbeat = None
-            stop.set()
-            if thread is not threading.current_thread():
-                thread.join()
+        beat, self._heartbeat = self._heartbeat, None
+        if beat is not None:
+            beat.stop()
 
     # ---- reading -----------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, r
 from .bulk import gc_paused
 from .chain import GENESIS, event_hash
 from .kinds import RunForked
-from .lease import LEASE_TTL_S, Lease, holder_is_gone, process_start, this_host
+from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
 from .payload import REGISTRY, Emitted, Payload, parse, prepare
 from .redact import Redactor
 
@@ -352,7 +352,7 @@ class EventStore:
         self._lock_fd: int | None = None
         self._sync_mode = "FULL"
         self._leases: dict[str, Lease] = {}  # runs this store drives
-        self._heartbeat: tuple[threading.Thread, threading.Event] | None = None
+        self._heartbeat: Heartbeat | None = None
         self._pending_anchor: list[Checkpoint] = []
         self.redactor = Redactor()  # secret values handed out in this process: never written (see redact_also)
 
@@ -712,34 +712,20 @@ class EventStore:
 
     def _start_heartbeat(self) -> None:
         """While this store holds leases, refresh their heartbeat (a holder on another host is judged by it)."""
-        if self._heartbeat is not None or not self._leases:
-            return
-        stop = threading.Event()
-        interval = min(lease.ttl_s for lease in self._leases.values()) / 3
+        if self._heartbeat is None and self._leases:
+            self._heartbeat = Heartbeat(min(lease.ttl_s for lease in self._leases.values()) / 3, self._beat)
 
-        def beat() -> None:
-            while not stop.wait(interval):
-                try:
-                    with self._transaction() as conn:
-                        for run_id, lease in list(self._leases.items()):
-                            conn.execute(
-                                "UPDATE leases SET heartbeat=? WHERE run_id=? AND owner=?",
-                                (time.time(), run_id, lease.owner),
-                            )
-                except Exception:  # a missed beat is retried; a lost lease is caught by the next append
-                    continue
-
-        thread = threading.Thread(target=beat, name="tether-lease-heartbeat", daemon=True)
-        self._heartbeat = (thread, stop)
-        thread.start()
+    def _beat(self) -> None:
+        with self._transaction() as conn:
+            for run_id, lease in list(self._leases.items()):
+                conn.execute(
+                    "UPDATE leases SET heartbeat=? WHERE run_id=? AND owner=?", (time.time(), run_id, lease.owner)
+                )
 
     def _stop_heartbeat(self) -> None:
-        if self._heartbeat is not None:
-            thread, stop = self._heartbeat
-            self._heartbeat = None
-            stop.set()
-            if thread is not threading.current_thread():
-                thread.join()
+        beat, self._heartbeat = self._heartbeat, None
+        if beat is not None:
+            beat.stop()
 
     # ---- reading ---------------------------------------------------------------------------
 
