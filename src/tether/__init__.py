@@ -6,10 +6,10 @@ hook answering another agent's tool call) must not pay for the whole kernel.
 
 from __future__ import annotations
 
+from tether.exports import lazy
+
 TYPE_CHECKING = False  # not `typing`'s: importing typing costs a hook call milliseconds
 if TYPE_CHECKING:
-    from typing import Any
-
     from tether.envelope import Envelope, compile_envelope, load_envelope
     from tether.events import Event, EventStore
     from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, Approver
@@ -40,15 +40,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'tether' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy(globals(), _HOMES)
 
 
 __all__ = [

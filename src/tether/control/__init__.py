@@ -7,8 +7,9 @@ state is the other wing's job: :mod:`tether.review`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether.exports import lazy
 
 if TYPE_CHECKING:
     from tether.status import ControlState
@@ -45,13 +46,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy(globals(), _HOMES)
 
 
 __all__ = [

@@ -15,8 +15,9 @@ adapter only when its spec names it. Test servers live in
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether.exports import lazy
 
 if TYPE_CHECKING:
     from tether.models.base import (
@@ -59,13 +60,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy(globals(), _HOMES)
 
 
 __all__ = [

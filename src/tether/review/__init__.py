@@ -9,8 +9,9 @@ and the verdict on the claim (:mod:`tether.review.completion`). Review reads the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether.exports import lazy
 
 if TYPE_CHECKING:
     from .completion import claim_event, judge_completion
@@ -33,13 +34,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy(globals(), _HOMES)
 
 
 __all__ = [
