@@ -8,23 +8,27 @@ ambiguous effect ends NEEDS_INPUT as it does locally, and the log's chain verifi
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
 from temporalio.client import Client
 from temporalkit import Temporal, Worker, start_worker
 
+from tether.console.server import Background
 from tether.distributed.client import submission, submit, workflow_id
 from tether.distributed.submission import Timing
 from tether.errors import TetherError
-from tether.events.store import EventStore
+from tether.events.backends import open_store
 from tether.state import RunState
 
 pytestmark = pytest.mark.temporal
@@ -80,8 +84,8 @@ def marks(example: Path) -> int:
     return len(marker.read_text().splitlines()) if marker.exists() else 0
 
 
-def run_events(db: Path, run_id: str) -> list[Any]:
-    with EventStore.open(db, readonly=True) as store:
+def run_events(db: str, run_id: str) -> list[Any]:
+    with open_store(db, readonly=True, create=False) as store:
         assert store.verify(run_id) > 0  # the chain verifies
         return store.events(run_id)
 
@@ -96,32 +100,46 @@ def until(what: str, check: Any, timeout: float = 60.0) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def started(temporal: Temporal, example: Path, db: Path, task: str = "fix the median") -> str:
+def started(temporal: Temporal, example: Path, db: str, timing: Timing = FAST) -> str:
     sub = submission(
-        example / "envelope.yaml", task, db=str(db), address=temporal.address, sandbox="local", timing=FAST
+        example / "envelope.yaml", "fix the median", db=db, address=temporal.address, sandbox="local", timing=timing
     )
     asyncio.run(submit(sub))
     return sub.run_id
 
 
-def finished(temporal: Temporal, run_id: str) -> dict[str, Any]:
-    """The run's output contract, once its workflow ends (on whichever worker)."""
+def finished(temporal: Temporal, run_id: str, timeout: float = 90) -> dict[str, Any]:
+    """The run's output contract, once its workflow ends (on whichever worker), within ``timeout`` seconds."""
 
     async def result() -> dict[str, Any]:
         client = await Client.connect(temporal.address)
         out: dict[str, Any] = await client.get_workflow_handle(workflow_id(run_id)).result()
         return out
 
-    return asyncio.run(asyncio.wait_for(result(), 90))
+    return asyncio.run(asyncio.wait_for(result(), timeout))
 
 
 @pytest.fixture
-def workers(temporal: Temporal, db: Path) -> Any:
+def store(request: pytest.FixtureRequest, db: Path) -> str:
+    """The runs' store: the SQLite file all workers share, or (parametrised ``postgresql``) a fresh schema on the
+    throwaway PostgreSQL server, as the application role that may only read and insert."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return str(db)
+    return str(request.getfixturevalue("postgres").tether_store())
+
+
+BOTH_STORES = pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+@pytest.fixture
+def workers(temporal: Temporal, store: str) -> Any:
     """Start workers on the module's server; every one is stopped (or was killed) when the test ends."""
     started_: list[Worker] = []
 
     def start() -> Worker:
-        w = start_worker(temporal.address, "--db", str(db))
+        w = start_worker(temporal.address, "--db", store)
         started_.append(w)
         return w
 
@@ -132,29 +150,29 @@ def workers(temporal: Temporal, db: Path) -> Any:
 
 @pytest.mark.slow
 def test_submit_runs_on_a_worker_to_the_same_log_as_a_local_run(
-    temporal: Temporal, example: Path, db: Path, workers: Any
+    temporal: Temporal, example: Path, store: str, workers: Any
 ) -> None:
     script(example, [FIX], [FINISH])
     workers()
     proc = tether(
         "submit", str(example / "envelope.yaml"), "fix the median", "--temporal", temporal.address,
-        "--db", str(db), "--sandbox", "local", "--wait", "--json",
+        "--db", store, "--sandbox", "local", "--wait", "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     ids, contract = documents(proc.stdout)
     assert contract["status"] == "COMPLETE" and contract["run_id"] == ids["run_id"]
-    events = run_events(db, ids["run_id"])
+    events = run_events(store, ids["run_id"])
     hosted = [e.payload for e in events if e.kind == "run.hosted"]
     assert len(hosted) == 1 and hosted[0]["workflow_id"] == ids["workflow_id"]
     assert RunState.from_events(events).status.value == "COMPLETE"
-    shown = tether("show", ids["run_id"], "--db", str(db), "--json")
+    shown = tether("show", ids["run_id"], "--db", store, "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["status"] == "COMPLETE"
 
 
-def pending_approval(db: Path, run_id: str) -> str | None:
+def pending_approval(db: str, run_id: str) -> str | None:
     """The run's pending approval, or None (also while a worker is still creating the database or the run)."""
     try:
-        with EventStore.open(db, readonly=True) as store:
+        with open_store(db, readonly=True, create=False) as store:
             pending = RunState.from_events(store.events(store.run(run_id).run_id)).pending_approvals
     except TetherError:
         return None
@@ -162,57 +180,103 @@ def pending_approval(db: Path, run_id: str) -> str | None:
 
 
 @pytest.mark.slow
+@BOTH_STORES
 def test_a_worker_killed_inside_a_non_idempotent_tool_is_never_rerun_by_the_next(
-    temporal: Temporal, example: Path, db: Path, workers: Any
+    temporal: Temporal, example: Path, store: str, workers: Any
 ) -> None:
     script(example, [{"name": "bash", "args": {"command": f"{MARK}; sleep 30"}}])
     first = workers()
-    run_id = started(temporal, example, db)
+    run_id = started(temporal, example, store)
     until("the tool's effect", lambda: marks(example) == 1)
     first.kill()  # mid-activity: action.started is durable, action.completed never will be
     workers()
     contract = finished(temporal, run_id)
     assert contract["status"] == "NEEDS_INPUT" and "not idempotent" in contract["result"]
     assert marks(example) == 1  # the second worker did not run the command again
-    kinds = [e.kind for e in run_events(db, run_id)]
+    kinds = [e.kind for e in run_events(store, run_id)]
     assert kinds.count("action.started") == 1 and "action.completed" not in kinds
+    verified = tether("log", "verify", run_id, "--db", store)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 @pytest.mark.slow
 def test_an_approval_answered_while_no_worker_runs_continues_when_one_starts(
-    temporal: Temporal, example: Path, db: Path, workers: Any
+    temporal: Temporal, example: Path, store: str, workers: Any
 ) -> None:
     push = {"name": "bash", "args": {"command": "git push origin main"}}  # the envelope asks a human
     script(example, [{"name": "bash", "args": {"command": MARK}}], [push], [FIX], [FINISH])
     first = workers()
-    run_id = started(temporal, example, db)
-    approval = until("the approval", lambda: pending_approval(db, run_id))
+    run_id = started(temporal, example, store)
+    approval = until("the approval", lambda: pending_approval(store, run_id))
     first.kill()  # no worker is up from here on
-    answer = tether("deny", approval, "--reason", "not now", "--db", str(db), "--json")
+    answer = tether("deny", approval, "--reason", "not now", "--db", store, "--json")
     assert answer.returncode == 0, answer.stderr
     assert json.loads(answer.stdout)["hosted"]["signalled"] is True  # the server holds the signal for the workflow
     workers()  # the run was on the killed worker's queue: it moves to the shared one, and on
     contract = finished(temporal, run_id)
     assert contract["status"] == "COMPLETE", contract
     assert marks(example) == 1  # the first turn's effect, once, across two workers
-    events = run_events(db, run_id)
+    events = run_events(store, run_id)
     assert [e.payload["reason"] for e in events if e.kind == "approval.denied"] == ["not now"]
     assert [e.payload["tool"] for e in events if e.kind == "action.started"].count("bash") == 1  # the push never ran
 
 
 @pytest.mark.slow
 def test_the_temporal_server_restarted_during_a_run_loses_nothing(
-    temporal: Temporal, example: Path, db: Path, workers: Any
+    temporal: Temporal, example: Path, store: str, workers: Any
 ) -> None:
     push = {"name": "bash", "args": {"command": "git push origin main"}}
     script(example, [{"name": "bash", "args": {"command": MARK}}], [push], [FIX], [FINISH])
     workers()
-    run_id = started(temporal, example, db)
-    approval = until("the approval", lambda: pending_approval(db, run_id))
+    run_id = started(temporal, example, store)
+    approval = until("the approval", lambda: pending_approval(store, run_id))
     temporal.restart()  # the workflow's state is in the server's file; the worker reconnects on its own
-    answer = tether("deny", approval, "--reason", "not now", "--db", str(db), "--json")
+    answer = tether("deny", approval, "--reason", "not now", "--db", store, "--json")
     assert answer.returncode == 0 and json.loads(answer.stdout)["hosted"]["signalled"] is True, answer.stderr
     contract = finished(temporal, run_id)
     assert contract["status"] == "COMPLETE", contract
     assert marks(example) == 1
-    assert run_events(db, run_id)[-1].kind == "run.finished"
+    assert run_events(store, run_id)[-1].kind == "run.finished"
+
+
+def console_answer(db: str, approval_id: str, **form: str) -> tuple[int, str]:
+    """An operator's answer posted to the web console over HTTP, as a browser would (its CSRF cookie and origin):
+    the page's status and text."""
+    server = Background(db)
+    try:
+
+        def send(method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None) -> Any:
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+            conn.request(method, path, body=body, headers=headers or {})
+            return conn.getresponse()
+
+        page = send("GET", "/approvals")
+        args_hash = re.search(r'name="args_hash" value="([^"]+)"', page.read().decode())
+        assert page.status == 200 and args_hash is not None
+        cookie = page.getheader("set-cookie").split(";")[0]
+        body = urlencode({"csrf": cookie.split("=", 1)[1], "args_hash": args_hash[1], **form})
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, "Origin": server.url}
+        answered = send("POST", f"/approvals/{approval_id}", body, headers)
+        return answered.status, " ".join(re.sub(r"<[^>]+>", " ", answered.read().decode()).split())
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_an_answer_in_the_web_console_signals_the_workflow(
+    temporal: Temporal, example: Path, store: str, workers: Any
+) -> None:
+    """Answered in the console, the run goes on at once, not at its re-check (10 minutes here)."""
+    push = {"name": "bash", "args": {"command": "git push origin main"}}
+    script(example, [push], [FIX], [FINISH])
+    workers()
+    run_id = started(temporal, example, store, Timing(heartbeat_s=2.0, affinity_s=3.0, recheck_s=600.0))
+    approval = until("the approval", lambda: pending_approval(store, run_id))
+    status, page = console_answer(store, approval, by="ana", choice="deny", reason="not from here")
+    assert status == 200 and f"the run continues as workflow {workflow_id(run_id)}" in page, page
+    contract = finished(temporal, run_id, timeout=60)  # far short of the re-check: the signal woke it
+    assert contract["status"] == "COMPLETE", contract
+    events = run_events(store, run_id)
+    assert [(e.payload["by"], e.payload["reason"]) for e in events if e.kind == "approval.denied"] == [
+        ("ana", "not from here")
+    ]

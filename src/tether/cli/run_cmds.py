@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import sys
@@ -371,7 +370,6 @@ def approvals_cmd(db: str | None = DbOption, as_json: bool = JsonOption) -> None
         console.print("  " + escape(r.preview).replace("\n", "\n  "))
 
 
-SIGNAL_TIMEOUT_S = 10.0
 RunOption = typer.Option(None, "--run", help="The run, when the approval waits in several (a fork and its parent).")
 
 
@@ -409,27 +407,18 @@ def deny_cmd(
 
 
 def signal_workflow(store: Store, req: ApprovalRequest) -> dict[str, Any] | None:
-    """For a run hosted as a Temporal workflow: signal it that the answer (already in the log) is there.
+    """For a run hosted as a Temporal workflow: signal it that the answer (already in the log) is there."""
+    from tether.distributed.answers import signal_answer
 
-    A signal that cannot be sent loses nothing: the waiting workflow re-reads the log at its next re-check.
-    """
-    from tether.events.kinds_distributed import RunHosted
-
-    found = store.events(req.run_id, kinds={RunHosted.KIND})
-    if not found:
+    sent = signal_answer(store, req.run_id, req.approval_id)
+    if sent is None:
         return None
-    from tether.distributed.client import notify
-
-    hosted = found[0].data_as(RunHosted)
-    try:
-        asyncio.run(asyncio.wait_for(notify(hosted, req.approval_id), SIGNAL_TIMEOUT_S))
-        return {"workflow_id": hosted.workflow_id, "signalled": True}
-    except Exception as e:  # any failure to reach the server: the log holds the answer
+    if not sent.signalled:
         err_console.print(
-            f"[yellow]the answer is in the log, but workflow {hosted.workflow_id} on {hosted.address} was not "
-            f"signalled ({type(e).__name__}: {e}); it reads the log at its next re-check[/]"
+            f"[yellow]the answer is in the log, but workflow {sent.workflow_id} on {sent.address} was not "
+            f"signalled ({escape(sent.error)}); it reads the log at its next re-check[/]"
         )
-        return {"workflow_id": hosted.workflow_id, "signalled": False}
+    return {"workflow_id": sent.workflow_id, "signalled": sent.signalled}
 
 
 def answered(req: ApprovalRequest, verb: str, then: str, as_json: bool, hosted: dict[str, Any] | None = None) -> None:

@@ -1,5 +1,6 @@
 """The approval inbox: every pending approval across the database's runs, and a person's answer to one,
-recorded by ``kernel/approvals.py: record_answer`` (what ``tether approve`` and ``tether deny`` call)."""
+recorded by ``kernel/approvals.py: record_answer`` and, for a run hosted as a Temporal workflow, signalled by
+``distributed/answers.py: signal_answer`` (both what ``tether approve`` and ``tether deny`` call)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tether.canonical import content_hash
+from tether.distributed.answers import Signalled, signal_answer
 from tether.errors import InputError, RunLeased
 from tether.events.protocol import Store
 from tether.kernel.approvals import (
@@ -157,12 +159,24 @@ def answer(console: Console, approval_id: str, form: dict[str, str]) -> Outcome:
                     raise
                 return Outcome(409, "already answered", f"{approval_id} was {told}")
         driver = driver_of(store, current.run_id)
+        hosted = signal_answer(store, current.run_id, approval_id)
     verb = "denied" if choice == "deny" else "approved" + (" for this run" if choice == "run" else " once")
-    message = f"{verb} {approval_id} ({current.tool}) as {by}; "
+    message = f"{verb} {approval_id} ({current.tool}) as {by}; {how_it_goes_on(current.run_id, driver, hosted)}"
+    return Outcome(200, verb, message, current.run_id)
+
+
+def how_it_goes_on(run_id: str, driver: str, hosted: Signalled | None) -> str:
+    """What happens next to the answered run: its Temporal workflow was woken (or re-reads the log at its
+    next re-check), its driver picks the answer up, or someone resumes it."""
+    if hosted is not None and hosted.signalled:
+        return f"the run continues as workflow {hosted.workflow_id}"
+    if hosted is not None:
+        return (
+            f"workflow {hosted.workflow_id} was not signalled ({hosted.error}); it reads the log at its next re-check"
+        )
     if driver:
-        return Outcome(200, verb, message + takes_effect_when(driver), current.run_id)
-    message += "the run goes on when it is resumed: from its page, or "
-    return Outcome(200, verb, message + f"with `tether resume {current.run_id}`", current.run_id)
+        return takes_effect_when(driver)
+    return f"the run goes on when it is resumed: from its page, or with `tether resume {run_id}`"
 
 
 async def answer_action(console: Console, request: Request) -> Response:
