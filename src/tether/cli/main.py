@@ -23,6 +23,7 @@ the same either way.
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False  # not `typing`'s: `tether hook` must not import typing
@@ -295,5 +296,27 @@ def _run_app(args: list[str]) -> None:
         fail(message, EXIT_RUNTIME, as_json, e, markup=f"[bold red]{escape(message)}[/]")
 
 
+def script() -> None:
+    """The ``tether`` executable: :func:`main`, then, if the command used the Temporal SDK, an exit that skips the
+    interpreter's finalization. The SDK's Rust threads can outlive it and abort the process (SIGABRT,
+    "PyGILState_Release: thread state … must be current", temporalio/sdk-python#300) after a command that
+    succeeded, e.g. ``tether submit --wait``. Not in :func:`main`, which tests call in their own process."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as e:
+        code = e.code
+        if "temporalio" not in sys.modules:
+            raise
+    if "temporalio" not in sys.modules:
+        return
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # as sys.exit("message") would
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    main()
+    script()
