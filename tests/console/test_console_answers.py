@@ -20,6 +20,7 @@ from consolekit import ask, write_run
 
 from tether.console import inbox
 from tether.console.server import Background
+from tether.events.kinds_distributed import RunHosted
 from tether.events.store import EventStore
 
 Answer = tuple[int, str]
@@ -196,3 +197,25 @@ def test_tether_serve_refuses_a_weak_token_before_binding(db: Path) -> None:
     cmd = [sys.executable, "-m", "tether.cli.main", "serve", "--db", str(db), "--host", "10.0.0.1", "--token", "abc"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "at least 16 characters" in proc.stderr
+
+
+def test_an_answer_to_a_hosted_run_whose_temporal_server_is_gone_is_recorded_and_says_so(
+    served: Background, db: Path
+) -> None:
+    """The console signals a run hosted as a Temporal workflow (docs/distributed.md). With the server unreachable
+    the answer is still in the log, and the page says the workflow reads it at its next re-check rather than
+    claiming the run goes on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    hosted = RunHosted(
+        address=f"127.0.0.1:{port}", namespace="default", workflow_id="tether-run-x", task_queue="tether", worker="w"
+    )
+    with EventStore.open(db) as store:
+        run_id = write_run(store, "push", 1)
+        store.append_many(run_id, [hosted])
+        approval_id = ask(store, run_id, 2, "git push origin main", "$ git push origin main")
+    args_hash = pending_hash(db, run_id, approval_id)
+    status, text = Operator(served).answer(approval_id, args_hash, by="ana", choice="once")
+    assert status == 200 and "workflow tether-run-x was not signalled" in text and "next re-check" in text, text
+    assert answers(db, run_id) == [("approval.granted", "ana")]
