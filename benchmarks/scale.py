@@ -119,7 +119,6 @@ FIX = {
         "    return (ordered[middle - 1] + ordered[middle]) / 2\n"
     ),
 }
-READ = {"name": "read_file", "args": {"path": "src/stats/core.py"}}
 EDIT = {"name": "edit_file", "args": FIX}
 FINISH = {"name": "finish", "args": {"summary": "fixed median"}}
 TASK = "fix the median"
@@ -131,10 +130,12 @@ WAIT_S = 300.0  # the longest the benchmark waits for one batch of runs; a stuck
 
 
 def _example(dest: Path, reads: int = 0) -> Path:
-    """A private copy of examples/bugfix scripted to the cheap run (after ``reads`` turns that read a file, one
-    action each); its envelope's path."""
+    """A private copy of examples/bugfix scripted to the cheap run (after ``reads`` turns that each read one line
+    of a file, a different line each: an identical call repeated is a loop the runtime stops); its envelope's
+    path."""
     shutil.copytree(ROOT / "examples" / "bugfix", dest, ignore=shutil.ignore_patterns(".tether", "__pycache__"))
-    turns = [{"tool_calls": [call]} for call in [READ] * reads + [EDIT, FINISH]]
+    read = [{"name": "read_file", "args": {"path": "src/stats/core.py", "start_line": i + 1}} for i in range(reads)]
+    turns = [{"tool_calls": [call]} for call in [*read, EDIT, FINISH]]
     (dest / "trajectory.yaml").write_text(yaml.safe_dump({"turns": turns}))
     return dest / "envelope.yaml"
 
@@ -196,6 +197,8 @@ def per_action(tmp: Path, address: str, repeat: int, reads: int) -> tuple[float,
             local.append((time.monotonic() - began) * 1000 / _actions(db, contract.run_id))
             began = time.monotonic()
             (result,) = asyncio.run(_hosted([_example(tmp / f"hosted-{i}", reads)], db, address))
+            if {str(contract.status), str(result["status"])} != {"COMPLETE"}:  # else the two did not do the same
+                sys.exit(f"scale.py: the overhead runs ended {contract.status} (local), {result['status']} (hosted)")
             hosted.append((time.monotonic() - began) * 1000 / _actions(db, str(result["run_id"])))
     finally:
         worker.stop()
