@@ -93,6 +93,11 @@ class NotATetherDatabase(InputError):
     pass
 
 
+class RunExists(InputError):
+    """A run id that is taken already: a caller that names its runs (a session, a trigger, a node's attempt)
+    tells "another process created it first" from a real failure by this type, on every store."""
+
+
 class RuntimeFailure(TetherError):
     pass
 

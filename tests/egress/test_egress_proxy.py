@@ -32,8 +32,11 @@ class Session:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(10)
             s.connect(str(self.proxy.socket_path))
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
+            try:
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+            except (BrokenPipeError, ConnectionResetError):  # the proxy hung up first (a connection past its
+                pass  # limit is closed unread): what it said before, if anything, is the answer
             return read_all(s)
 
     def attempts(self) -> list[EgressAttempted]:

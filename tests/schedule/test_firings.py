@@ -4,14 +4,13 @@ follow the policy, failures pause the schedule, and a firing on a stale view or 
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tether.errors import InputError
+from tether.errors import InputError, RunExists
 from tether.events.kinds_schedule import FiringFinished, SchedulePaused, TriggerFired, is_schedule_log, schedule_log
 from tether.events.store import EventStore
 from tether.kernel import scheduler
@@ -61,7 +60,7 @@ def test_the_receipt_comes_first_and_one_trigger_makes_one_run(tmp_path: Path, p
         assert started[0].kind == "run.started" and started[1].kind == "schedule.firing"
         assert started[1].payload["trigger"] == out.trigger == fired.payload["trigger"]
         assert fired.ts < started[0].ts  # durable before anything of the firing started
-        with pytest.raises(sqlite3.IntegrityError):  # the store itself refuses a second run of the trigger
+        with pytest.raises(RunExists):  # the store itself refuses a second run of the trigger
             store.create_run("again", run_id=out.run_id)
     assert runs(db) == [out.run_id]
     assert tick(db, T0 + timedelta(seconds=50))[0].status == "idle"  # the same fire time again: nothing

@@ -43,7 +43,7 @@ from psycopg import errors as pgerr
 from psycopg import sql
 
 from tether.canonical import bytes_hash
-from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase, RunLeased, RuntimeFailure
+from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase, RunExists, RunLeased, RuntimeFailure
 
 from .anchor import AnchorKey, Checkpoint, Signer, check_anchor, read_anchor_file
 from .bulk import gc_paused
@@ -251,6 +251,14 @@ class PgStore:
             while self._pending_anchor and self.signer is not None:  # committed: now the anchor file
                 self.signer.record(self._pending_anchor.pop(0))
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Reads that must agree (a run's head and its rows) in one repeatable-read transaction, so an append
+        by another process between them is not mistaken for a truncated log."""
+        with self._lock, _database_errors(self.where), self._conn.transaction():
+            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
     def _query(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock, _database_errors(self.where):
             return self._conn.execute(query, params).fetchall()
@@ -298,7 +306,7 @@ class PgStore:
             (run_id, now_iso(), task, parent_run),
         )
         if cur.rowcount != 1:
-            raise InputError(f"{self.where}: run {run_id} already exists")
+            raise RunExists(f"{self.where}: run {run_id} already exists")
 
     def create_fork(
         self,
@@ -594,17 +602,18 @@ class PgStore:
 
     def verify(self, run_id: str) -> int:
         """Recompute the chain; return the number of events. Raises :class:`LogCorrupt`."""
-        info = self.run(run_id)
-        return len(verify_rows(info, self.rows(info.run_id)))
+        with self._snapshot():
+            info = self.run(run_id)
+            return len(verify_rows(info, self.rows(info.run_id)))
 
     def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
         """The chain, then every signed checkpoint (database and anchor file) against it."""
         if key is None and self.signer is not None:
             key, anchor_file = self.signer.key, self.signer.anchor_file
-        info = self.run(run_id)
-        with gc_paused():
+        with self._snapshot(), gc_paused():
+            info = self.run(run_id)
             hashes = verify_rows(info, self.rows(info.run_id))
-        checkpoints = self.checkpoints(info.run_id)
+            checkpoints = self.checkpoints(info.run_id)
         if key is not None and anchor_file is not None:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
         report = check_anchor(info.run_id, hashes, checkpoints, key)

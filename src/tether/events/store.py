@@ -53,6 +53,7 @@ from tether.errors import (
     InputError,
     LogCorrupt,
     NotATetherDatabase,
+    RunExists,
     RunLeased,
 )
 
@@ -504,6 +505,17 @@ class EventStore:
                 raise
             self._flush_anchor()  # under the writer lock, so the anchor file's lines keep the log's order
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Reads that must agree (a run's head and its rows) in one read transaction: one WAL snapshot, so an
+        append by another process between them is not mistaken for a truncated log."""
+        with self._thread_lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._conn.execute("COMMIT")
+
     def create_run(
         self,
         task: str,
@@ -538,7 +550,7 @@ class EventStore:
             (run_id, now_iso(), task, parent, *head),
         )
         if cur.rowcount != 1:
-            raise InputError(f"{self.path}: run {run_id} already exists")
+            raise RunExists(f"{self.path}: run {run_id} already exists")
 
     def create_fork(
         self,
@@ -856,7 +868,8 @@ class EventStore:
 
     def verify(self, run_id: str) -> int:
         """Recompute the chain; return the number of events. Raises :class:`LogCorrupt`."""
-        return len(self._verified_hashes(self.run(run_id)))
+        with self._snapshot():
+            return len(self._verified_hashes(self.run(run_id)))
 
     def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
         """The chain, then every signed checkpoint (database and anchor file) against it.
@@ -867,9 +880,10 @@ class EventStore:
         """
         if key is None and self.signer is not None:
             key, anchor_file = self.signer.key, self.signer.anchor_file
-        info = self.run(run_id)
-        hashes = self._verified_hashes(info)
-        checkpoints = self.checkpoints(info.run_id)
+        with self._snapshot():
+            info = self.run(run_id)
+            hashes = self._verified_hashes(info)
+            checkpoints = self.checkpoints(info.run_id)
         if key is not None and anchor_file is not None:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
         report = check_anchor(info.run_id, hashes, checkpoints, key)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 import threading
 import time
 import uuid
@@ -51,7 +50,7 @@ from tether.canonical import content_hash
 from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule
-from tether.errors import HeadMoved, InputError, RuntimeFailure
+from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
 from tether.events.kinds import (
     ActionCompleted,
     ActionDecided,
@@ -233,7 +232,7 @@ class Guard:
             first = [started, opened, *(begin(ws) if begin is not None else ())]
             try:
                 store.create_run(started.task, first, run_id=run_id)
-            except sqlite3.IntegrityError:  # another process created it between our read and our write
+            except RunExists:  # another process created it between our read and our write
                 recorded = _started(store, run_id)
                 if recorded is None:
                     raise
