@@ -13,6 +13,7 @@ from test_sandbox_conformance import DOUBLE_FORK
 from tether.sandbox import BwrapSandbox, LocalSandbox
 from tether.sandbox.doctor import survivors
 from tether.sandbox.reaper import become_subreaper, children, is_subreaper, stat_fields
+from tether.sandbox.receipt import Receipt
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="Linux only")
 
@@ -81,3 +82,27 @@ def test_a_subreaper_running_bwrap_collects_what_comes_back(workspace: Path) -> 
         assert box.run("true", cwd=workspace, timeout_s=30).ok
         assert box.run("sleep 30", cwd=workspace, timeout_s=0.3).timed_out
     assert children() - before == set()
+
+
+def test_two_threads_commands_never_reap_each_other(workspace: Path) -> None:
+    """A worker hosting two runs at once: the short command's cleanup must not take the long one's process for
+    its own leftover. Each command holds the process's one-command lock, so the second waits for the first."""
+    import threading
+    import time
+
+    box = LocalSandbox()
+    assert box.subreaper
+    results: dict[str, Receipt] = {}
+
+    def run(name: str, command: str) -> None:
+        results[name] = box.run(command, cwd=workspace, timeout_s=30)
+
+    short = threading.Thread(target=run, args=("short", "sleep 0.4"))
+    long = threading.Thread(target=run, args=("long", "sleep 1; echo survived"))
+    short.start()
+    time.sleep(0.1)  # the short command is running (its "before" taken) when the long one asks to start
+    long.start()
+    short.join()
+    long.join()
+    assert results["short"].ok
+    assert results["long"].ok and "survived" in results["long"].stdout

@@ -338,22 +338,23 @@ class BwrapSandbox:
             trampoline = ["/bin/bash", "-c", script, "tether"]
             proxy_dir = proxy.directory if proxy is not None else None
             argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
+            # If tether is a subreaper (see .reaper), bwrap's inner process may come back.
             try:
-                leftovers = Leftovers()  # if tether is a subreaper (see .reaper), bwrap's inner process may come back
+                with Leftovers() as leftovers:
 
-                def kill(proc: subprocess.Popen[bytes]) -> None:
-                    kill_group(proc)
-                    leftovers.reap(proc.pid)
+                    def kill(proc: subprocess.Popen[bytes]) -> None:
+                        kill_group(proc)
+                        leftovers.reap(proc.pid)
 
-                got = run_captured(
-                    argv,
-                    cwd=cwd,
-                    env=self.env(env) | (proxy_env() if proxy is not None else {}),
-                    timeout_s=timeout_s,
-                    cap=self.cap,
-                    kill=kill,
-                    pass_fds=(start_w, *(fd for _, fd in secrets)),
-                )
+                    got = run_captured(
+                        argv,
+                        cwd=cwd,
+                        env=self.env(env) | (proxy_env() if proxy is not None else {}),
+                        timeout_s=timeout_s,
+                        cap=self.cap,
+                        kill=kill,
+                        pass_fds=(start_w, *(fd for _, fd in secrets)),
+                    )
             except (FileNotFoundError, PermissionError) as e:
                 raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e
             os.set_blocking(start_r, False)

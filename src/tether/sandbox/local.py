@@ -103,13 +103,6 @@ class LocalSandbox:
         token = secrets.token_hex(8)
         child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
 
-        leftovers = Leftovers(active=self.subreaper)
-
-        def kill(proc: subprocess.Popen[bytes]) -> None:
-            kill_group(proc)
-            sweep(token)
-            leftovers.reap(proc.pid)
-
         unprivileged = os.geteuid() != 0
         preexec = None
         if isinstance(command, str):  # already a bash script: its first line sets the limits (no preexec fork)
@@ -117,15 +110,22 @@ class LocalSandbox:
         else:
             preexec = self.limits.preexec(timeout_s, unprivileged=unprivileged)
         try:
-            got = run_captured(
-                argv,
-                cwd=cwd,
-                env=child_env,
-                timeout_s=timeout_s,
-                cap=self.cap,
-                kill=kill,
-                preexec=preexec,
-            )
+            with Leftovers(active=self.subreaper) as leftovers:
+
+                def kill(proc: subprocess.Popen[bytes]) -> None:
+                    kill_group(proc)
+                    sweep(token)
+                    leftovers.reap(proc.pid)
+
+                got = run_captured(
+                    argv,
+                    cwd=cwd,
+                    env=child_env,
+                    timeout_s=timeout_s,
+                    cap=self.cap,
+                    kill=kill,
+                    preexec=preexec,
+                )
         except (FileNotFoundError, PermissionError) as e:
             # The program could not be executed: that is the command failing, so it is data.
             return not_executable(self.name, command, cwd, e)

@@ -11,9 +11,13 @@ Once a subreaper, always one: orphans from *any* command come back, so both back
 command leaves (for bwrap, the sandbox's own inner process when it outlives the outer one), or it would
 stay a zombie for the life of the process.
 
-Limits: a leftover whose parent is still alive at that moment is found one round later, once its
-parent is killed; processes that tether starts from *other threads* while a local command runs would
-be taken for leftovers (tether runs one command at a time).
+Every child that was not there when the command started is taken for its leftover, so two commands must
+never overlap in one process: a worker hosting several runs at once (``tether worker``) would have each
+command's cleanup kill the other's processes. So a command that reaps holds a process-wide lock from the
+moment its "before" is taken until its leftovers are reaped: commands of one process run one at a time
+(model calls and everything else still overlap). Limits: a leftover whose parent is still alive at that
+moment is found one round later, once its parent is killed; a process tether starts *outside* the
+sandboxes from another thread while a command runs would still be taken for a leftover.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ import ctypes.util
 import os
 import signal
 import sys
+import threading
 from functools import cache
+from types import TracebackType
 
 PR_SET_CHILD_SUBREAPER = 36
 ROUNDS = 20
+_ONE_COMMAND = threading.Lock()  # see the module docstring: commands that reap never overlap in one process
 
 
 @cache
@@ -84,11 +91,21 @@ def children() -> set[int]:
 
 class Leftovers:
     """This process's children when a command starts; any other child it has when the command ends is the
-    command's leftover."""
+    command's leftover. A context: while it is open, no other thread's command runs (see the module)."""
 
     def __init__(self, active: bool | None = None) -> None:
         self.active = is_subreaper() if active is None else active
-        self.before = children() if self.active else set()
+        self.before: set[int] = set()
+
+    def __enter__(self) -> Leftovers:
+        if self.active:
+            _ONE_COMMAND.acquire()
+            self.before = children()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self.active:
+            _ONE_COMMAND.release()
 
     def reap(self, command_pid: int) -> int:
         return reap_orphans(command_pid, self.before) if self.active else 0
