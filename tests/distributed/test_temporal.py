@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 import yaml
+from kernel.runkit import FINISH, FIX
 from temporalio.client import Client
 from temporalkit import Temporal, Worker, start_worker
 
@@ -33,19 +34,6 @@ from tether.state import RunState
 
 pytestmark = pytest.mark.temporal
 
-FIX = {
-    "name": "edit_file",
-    "args": {
-        "path": "src/stats/core.py",
-        "old": "    return ordered[middle]\n",
-        "new": (
-            "    if len(ordered) % 2:\n"
-            "        return ordered[middle]\n"
-            "    return (ordered[middle - 1] + ordered[middle]) / 2\n"
-        ),
-    },
-}
-FINISH = {"name": "finish", "args": {"summary": "fixed median"}}
 MARK = "echo ran >> src/marker.txt"
 #: Short enough that a lost worker is noticed in seconds (an operator's defaults are 30 s and 60 s).
 FAST = Timing(heartbeat_s=2.0, affinity_s=3.0, recheck_s=60.0)
