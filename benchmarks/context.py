@@ -85,7 +85,7 @@ class Run:
 
     def prompt_tokens(self) -> int:
         """Build the next call's context (compacting first when over the threshold); its tokens."""
-        counted = self.manifests.count(self.transcript.feed(self.events).sourced(), SPECS)
+        counted = self.manifests.count(self.transcript.feed(self.events), SPECS)
         if self.compact and over(counted.total, WINDOW, SETTINGS):
             kept = invariants(self.events, "")
             reserve = SETTINGS.summary_tokens + ESTIMATOR.count(kept)
@@ -94,7 +94,7 @@ class Run:
                 summary = digest(self.events, cut.first_seq, cut.last_seq)
                 fields = {"first_seq": cut.first_seq, "last_seq": cut.last_seq, "method": "digest"}
                 self.add([("context.compacted", {**fields, "summary": summary, "invariants": kept})])
-                counted = self.manifests.count(self.transcript.feed(self.events).sourced(), SPECS)
+                counted = self.manifests.count(self.transcript.feed(self.events), SPECS)
         return counted.total
 
 
@@ -122,7 +122,7 @@ def main() -> None:
             if t <= i < t + REPEAT:
                 events = runs["uncompacted"].events
                 started = time.perf_counter()
-                Manifests(ESTIMATOR).count(Transcript(ENV).feed(events).sourced(), SPECS)
+                Manifests(ESTIMATOR).count(Transcript(ENV).feed(events), SPECS)
                 rebuild[t].append(time.perf_counter() - started)
     compactions = sum(1 for e in runs["compacted"].events if e.kind == "context.compacted")
     print(f"context build per call (median of {REPEAT}), {WINDOW}-token window, compact_at {SETTINGS.compact_at}")

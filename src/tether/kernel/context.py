@@ -63,6 +63,10 @@ class Transcript:
     and host notes stay open until the next response, so an answer that arrives later
     (an approval, a denial) lands in the right place. ``done[0]`` is the system message and
     ``done[1]`` the task; a compaction's summary, when there is one, is ``done[2]``.
+
+    ``done`` otherwise only grows; ``rewrites`` counts the times a settled message was replaced or removed
+    (a section joining the system message, a compaction), so that a reader who remembers what it saw of
+    ``done`` (the manifest's counts) knows when that still holds.
     """
 
     def __init__(self, env: Envelope, plan: dict[str, Any] | None = None) -> None:
@@ -72,6 +76,7 @@ class Transcript:
         self.sections: list[tuple[str, int]] = []  # (rendered section, seq)
         self.done: list[Message] = [Message("system", self.base)]
         self.froms: list[Sources] = [()]
+        self.rewrites = 0
         self.summarised = False
         self.compacted_turns = 0  # assistant turns the summary stands for
         self.results: dict[str, tuple[str, int]] = {}  # call id -> (what the model is shown, seq)
@@ -92,7 +97,7 @@ class Transcript:
 
     def sourced(self) -> list[tuple[Message, Sources]]:
         """Every message with the seqs of the events it was built from."""
-        return [*zip(self.done, self.froms, strict=True), *self._tail()]
+        return [*zip(self.done, self.froms, strict=True), *self.open_turn()]
 
     def turn_starts(self) -> list[tuple[int, int]]:
         """``(index in done, seq)`` of each settled assistant message after the summary: where a turn begins."""
@@ -103,7 +108,8 @@ class Transcript:
             if i >= first and m.role == "assistant"
         ]
 
-    def _tail(self) -> list[tuple[Message, Sources]]:
+    def open_turn(self) -> list[tuple[Message, Sources]]:
+        """The messages after ``done``: the open turn's tool results and host notes, built afresh each time."""
         out: list[tuple[Message, Sources]] = []
         for call_id, asked in self.order:
             text, seq = self.results.get(call_id, (_missing(), asked))
@@ -113,7 +119,7 @@ class Transcript:
         return out
 
     def _settle(self) -> None:
-        for m, f in self._tail():
+        for m, f in self.open_turn():
             self.done.append(m)
             self.froms.append(f)
         self.order.clear()
@@ -180,6 +186,7 @@ class Transcript:
         self._system()
 
     def _system(self) -> None:
+        self.rewrites += 1
         self.done[0] = Message("system", "\n\n".join([self.base, *(text for text, _ in self.sections)]))
         self.froms[0] = (*(() if self.base_seq is None else (self.base_seq,)), *(s for _, s in self.sections))
 
@@ -191,6 +198,7 @@ class Transcript:
             len(self.done),
         )
         self.compacted_turns += sum(1 for m in self.done[2:kept] if m.role == "assistant")
+        self.rewrites += 1
         del self.done[2:kept], self.froms[2:kept]
         self.done.insert(2, Message("user", compacted_text(p, self.compacted_turns)))
         self.froms.insert(2, (seq,))

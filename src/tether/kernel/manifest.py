@@ -7,8 +7,9 @@ so ``tether show RUN --context TURN`` rebuilds them from the events before that 
 against its recorded hash. A mismatch means the log or the context code changed since; it is an error
 naming the message, never a silently different answer.
 
-Counting and hashing a message is cached per message object (a settled message never changes), so the
-cost per call is the new messages' plus a pass over the list: flat in the length of the run.
+Counting and hashing a message is done once: the settled messages' records are kept between calls and
+extended by the messages settled since (see :class:`Manifests`), so a call costs its new messages, flat in
+the length of the run.
 
 A call records only what changed since the previous call: ``manifest_kept`` leading records of the previous
 call's full manifest, then its own. Without it a run whose window is unknown (so never compacted) would
@@ -44,40 +45,86 @@ def message_hash(m: Message) -> str:
 
 @dataclass(frozen=True)
 class Counted:
-    """A prompt about to be sent: its messages, their manifest, and its tokens by ``counter``."""
+    """A prompt about to be sent: its messages, their manifest, and its tokens by ``counter``.
+
+    ``records[:settled]`` are the very objects of the manifests' ``lineage`` (the records of the transcript's
+    settled messages, which only grows until the transcript rewrites a message): two prompts of one lineage
+    share that many leading records without comparing them."""
 
     messages: list[Message]
     records: list[MessageRecord]
     tools_tokens: int
     counter: str
+    message_tokens: int
+    lineage: object
+    settled: int
 
     @property
     def total(self) -> int:
-        return sum(r.tokens for r in self.records) + self.tools_tokens
+        return self.message_tokens + self.tools_tokens
 
 
 class Manifests:
-    """Counts and hashes the messages of each call, remembering settled messages between calls."""
+    """Counts and hashes the messages of each call, remembering the settled ones between calls.
+
+    The settled messages' records and their token sum are kept across calls and only extended by the
+    messages settled since, so a call costs its new messages, not the length of the run. A rewrite of a
+    settled message (``Transcript.rewrites``: a section, a compaction) starts a new lineage, rebuilt from
+    the per-message cache (a message object never changes, so its record is reused when its sources match).
+    """
 
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
         self._seen: dict[int, tuple[Message, Sources, MessageRecord]] = {}  # id(message) -> (it, its seqs, record)
         self._tools: tuple[tuple[str, ...], int] | None = None
+        self._of: tuple[Transcript, int] | None = None  # the transcript and its rewrites the lineage follows
+        self._lineage = object()
+        self._settled: list[MessageRecord] = []
+        self._settled_tokens = 0
 
-    def count(self, sourced: Sequence[tuple[Message, Sources]], specs: Sequence[ToolSpec]) -> Counted:
-        records = [self._record(m, seqs) for m, seqs in sourced]
-        if len(self._seen) > 2 * len(sourced) + 64:  # drop what compaction removed
-            live = {id(m) for m, _ in sourced}
-            self._seen = {k: v for k, v in self._seen.items() if k in live}
-        return Counted([m for m, _ in sourced], records, self._tools_tokens(specs), self.counter.name)
+    def count(self, transcript: Transcript, specs: Sequence[ToolSpec]) -> Counted:
+        done, froms = transcript.done, transcript.froms
+        if (
+            self._of is None
+            or self._of[0] is not transcript
+            or self._of[1] != transcript.rewrites
+            or len(done) < len(self._settled)
+        ):
+            self._restart(transcript)
+        for i in range(len(self._settled), len(done)):
+            record = self._record(done[i], froms[i])
+            self._settled.append(record)
+            self._settled_tokens += record.tokens
+        tail = [(m, self._new(m, seqs)) for m, seqs in transcript.open_turn()]  # fresh objects every call
+        return Counted(
+            messages=[*done, *(m for m, _ in tail)],
+            records=[*self._settled, *(r for _, r in tail)],
+            tools_tokens=self._tools_tokens(specs),
+            counter=self.counter.name,
+            message_tokens=self._settled_tokens + sum(r.tokens for _, r in tail),
+            lineage=self._lineage,
+            settled=len(self._settled),
+        )
+
+    def _restart(self, transcript: Transcript) -> None:
+        """A new lineage; the cache keeps only the records of messages still in ``done``."""
+        live = {id(m) for m in transcript.done}
+        self._seen = {k: v for k, v in self._seen.items() if k in live}
+        self._of = (transcript, transcript.rewrites)
+        self._lineage = object()
+        self._settled = []
+        self._settled_tokens = 0
 
     def _record(self, m: Message, seqs: Sources) -> MessageRecord:
         seen = self._seen.get(id(m))
         if seen is not None and seen[0] is m and seen[1] == seqs:
             return seen[2]
-        record = MessageRecord(role=m.role, tokens=self.counter.message(m), hash=message_hash(m), seqs=list(seqs))
+        record = self._new(m, seqs)
         self._seen[id(m)] = (m, seqs, record)
         return record
+
+    def _new(self, m: Message, seqs: Sources) -> MessageRecord:
+        return MessageRecord(role=m.role, tokens=self.counter.message(m), hash=message_hash(m), seqs=list(seqs))
 
     def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
         key = tuple(t.name for t in specs)
@@ -86,19 +133,19 @@ class Manifests:
         return self._tools[1]
 
 
-def delta(
-    previous: Sequence[MessageRecord] | None, records: Sequence[MessageRecord]
-) -> tuple[int, list[MessageRecord]]:
-    """(kept, new): how many leading ``records`` the previous call's full manifest holds, and the rest.
+def delta(previous: Counted | None, current: Counted) -> tuple[int, list[MessageRecord]]:
+    """(kept, new): how many leading records of ``current`` the previous call's full manifest holds, and the rest.
 
-    ``previous`` is None when this driver has not recorded a call (a new process): then nothing is kept."""
+    ``previous`` is None when this driver has not recorded a call (a new process): then nothing is kept.
+    Records shared by lineage are kept without a comparison; the rest are compared until one differs."""
     kept = 0
     if previous is not None:
-        for old, new in zip(previous, records, strict=False):
-            if old != new:
-                break
+        old, new = previous.records, current.records
+        if previous.lineage is current.lineage:
+            kept = min(previous.settled, current.settled)
+        while kept < len(old) and kept < len(new) and old[kept] == new[kept]:
             kept += 1
-    return kept, list(records[kept:])
+    return kept, current.records[kept:]
 
 
 def full_manifests(events: Sequence[Event]) -> dict[int, list[MessageRecord]]:

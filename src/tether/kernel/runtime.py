@@ -43,7 +43,6 @@ from tether.events.kinds import (
     BudgetExceeded,
     Checkpoint,
     ContextFull,
-    MessageRecord,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -172,7 +171,7 @@ class Runtime:
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
         self._manifests: Manifests | None = None
-        self._recorded: list[MessageRecord] | None = None  # the last call's whole manifest, in this driver
+        self._recorded: Counted | None = None  # the last recorded call's prompt, in this driver
         self.provenance = Provenance(env)  # fed the log as it grows: O(new output) per decision
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
@@ -279,7 +278,7 @@ class Runtime:
                 ModelUnaffordable(turn=step.turn, budget=b.budget, used=b.used, limit=b.limit, reason=cap.reason)
             )
             return
-        kept, new = delta(self._recorded, prompt.records)
+        kept, new = delta(self._recorded, prompt)
         self.append(
             ModelRequested(
                 turn=step.turn,
@@ -295,7 +294,7 @@ class Runtime:
                 manifest_kept=kept,
             ),
         )
-        self._recorded = prompt.records
+        self._recorded = prompt
         try:
             response, attempts = complete_with_retries(
                 self.model,
@@ -366,7 +365,7 @@ class Runtime:
         """The messages of the next call, rebuilt from the log, with their manifest and token counts."""
         if self._manifests is None:  # tiktoken loads its encoding once, on the first call that needs it
             self._manifests = Manifests(counter_for(self.model.name))
-        return self._manifests.count(self.transcript.feed(self.events).sourced(), specs)
+        return self._manifests.count(self.transcript.feed(self.events), specs)
 
     def compact(self, turn: int, prompt: Counted, window: int, settings: ContextSettings) -> bool:
         """Replace older turns with a summary (the model's, else the digest) and the invariant block; log it."""
