@@ -1,59 +1,114 @@
-"""Per-command overhead of the sandboxes against a bare ``subprocess.run(['true'])``, in the same run.
+"""What each sandbox costs per command, against the same command started without tether, in one run.
 
     python benchmarks/sandbox.py [N]
 
-Prints mean and median per command and the ratio to the baseline. bwrap is skipped (with the reason)
-if it cannot start here. Then the cost bwrap adds per command for covering ``filesystem.deny`` (the walk
-that lists what to cover) on a generated 10,000-file workspace, against a bare ``os.walk`` of it.
+Four cases, run round-robin (one of each in turn, N rounds) so that load from other processes falls on all
+alike: a raw ``bash -c true``; ``LocalSandbox.run("true")`` (a shell command, as an agent's ``bash`` tool
+sends it); raw bubblewrap with exactly the flags tether passes it, running ``/bin/bash -c true``; and
+``BwrapSandbox.run("true")``. For each: median wall ms per command, CPU ms of this process and of its
+children per command, and the difference and ratio to its raw twin. bwrap is skipped (with the reason) if
+it cannot start here. Then the cost bwrap adds per command for covering ``filesystem.deny`` (the walk that
+lists what to cover) on a generated 10,000-file workspace, against a bare ``os.walk`` of it.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tether.sandbox import BwrapSandbox, LocalSandbox, bwrap_available
 from tether.sandbox.mask import masks
 
 
-def measure(fn: Callable[[], object], n: int) -> list[float]:
+@dataclass
+class Case:
+    name: str
+    fn: Callable[[], object]
+    twin: str | None = None
+    """The raw case this one is compared with."""
+    wall: list[float] = field(default_factory=list)
+    cpu_self: float = 0.0
+    cpu_children: float = 0.0
+
+
+def cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(cases: list[Case], n: int) -> None:
+    """Round-robin: one call of each case per round, after a few warm-up rounds."""
     for _ in range(min(5, n)):
-        fn()  # warm up
-    out = []
+        for case in cases:
+            case.fn()
     for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+        for case in cases:
+            s, c, t = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
+            case.fn()
+            case.wall.append(time.perf_counter() - t)
+            case.cpu_self += cpu(resource.RUSAGE_SELF) - s
+            case.cpu_children += cpu(resource.RUSAGE_CHILDREN) - c
+
+
+def must_pass(done: object) -> None:
+    ok = done.returncode == 0 if isinstance(done, subprocess.CompletedProcess) else getattr(done, "ok", False)
+    if not ok:
+        raise SystemExit(f"a benchmarked command failed: {done}")
+
+
+RAW_BASH = "raw bash -c true"
+RAW_BWRAP = "raw bwrap (tether's flags)"
+
+
+def sandbox_cases(ws: Path) -> list[Case]:
+    def raw(argv: list[str], env: dict[str, str] | None = None) -> Callable[[], object]:
+        return lambda: must_pass(subprocess.run(argv, cwd=ws, env=env, capture_output=True))
+
+    local = LocalSandbox()
+    cases = [
+        Case(RAW_BASH, raw(["bash", "-c", "true"])),
+        Case("LocalSandbox.run('true')", lambda: must_pass(local.run("true", cwd=ws, timeout_s=30)), RAW_BASH),
+    ]
+    reason = bwrap_available()
+    if reason is not None:
+        print(f"bwrap skipped: {reason}")
+        return cases
+    bwrap = BwrapSandbox(ws)
+    bwrap.prepare(ws)
+    argv = bwrap.argv(["/bin/bash", "-c", "true"], workspace=ws, cwd=ws)
+    cases.append(Case(RAW_BWRAP, raw(argv, bwrap.env(None))))
+    run = lambda: must_pass(bwrap.run("true", cwd=ws, timeout_s=30))  # noqa: E731
+    cases.append(Case("BwrapSandbox.run('true')", run, RAW_BWRAP))
+    return cases
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as d:
-        ws = Path(d)
-        cases: dict[str, Callable[[], object]] = {"bare subprocess.run(['true'])": lambda: subprocess.run(["true"])}
-        local = LocalSandbox()
-        cases["local sandbox ['true']"] = lambda: local.run(["true"], cwd=ws, timeout_s=30)
-        reason = bwrap_available()
-        if reason is None:
-            bwrap = BwrapSandbox(ws)
-            cases["bwrap sandbox ['true']"] = lambda: bwrap.run(["true"], cwd=ws, timeout_s=30)
-            bare_bwrap = bwrap.argv(["true"], workspace=ws, cwd=ws)
-            cases["bare bwrap argv (no tether)"] = lambda: subprocess.run(bare_bwrap)
-        else:
-            print(f"bwrap skipped: {reason}")
-        results = {name: measure(fn, n) for name, fn in cases.items()}
-    base = statistics.median(results["bare subprocess.run(['true'])"])
-    print(f"{'case':34} {'median ms':>10} {'mean ms':>9} {'x baseline':>11}")
-    for name, times in results.items():
-        med = statistics.median(times)
-        print(f"{name:34} {med * 1e3:10.2f} {statistics.fmean(times) * 1e3:9.2f} {med / base:11.1f}")
+        cases = sandbox_cases(Path(d).resolve())
+        measure(cases, n)
+    by_name = {c.name: c for c in cases}
+    print(f"per command, {n} rounds (median wall; CPU means: this process / its children)")
+    print(f"{'case':28} {'wall ms':>8} {'cpu ms':>7} {'child ms':>9} {'vs raw':>17}")
+    for case in cases:
+        med = statistics.median(case.wall)
+        versus = ""
+        if case.twin is not None:
+            raw = statistics.median(by_name[case.twin].wall)
+            versus = f"{(med - raw) * 1e3:+.2f} ms {med / raw:5.2f}x"
+        print(
+            f"{case.name:28} {med * 1e3:8.2f} {case.cpu_self / n * 1e3:7.2f} {case.cpu_children / n * 1e3:9.2f}"
+            f" {versus:>17}"
+        )
+    print("aims: bwrap <= raw bwrap + 1.5 ms per command; local's added cost as small as possible")
     deny_cover()
 
 
@@ -65,12 +120,22 @@ def deny_cover(dirs: int = 100, files: int = 100) -> None:
             for j in range(files):
                 (ws / f"pkg{i}" / f"m{j}.py").touch()
         (ws / ".env").touch()
-        walk = statistics.median(measure(lambda: sum(len(f) for _, _, f in os.walk(ws)), 20))
-        cover = statistics.median(measure(lambda: masks(ws, [".env", "**/*.pem", "**/id_rsa*"]), 20))
+        walk = statistics.median(timed(lambda: sum(len(f) for _, _, f in os.walk(ws)), 20))
+        cover = statistics.median(timed(lambda: masks(ws, [".env", "**/*.pem", "**/id_rsa*"]), 20))
     print(
         f"deny cover list, {dirs * files} files: {cover * 1e3:.1f} ms (bare os.walk {walk * 1e3:.1f} ms, "
         f"{cover / walk:.1f}x)"
     )
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    fn()  # warm up
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
 
 
 if __name__ == "__main__":
