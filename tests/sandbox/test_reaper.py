@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 from test_sandbox_conformance import DOUBLE_FORK
 
 from tether.sandbox import BwrapSandbox, LocalSandbox
-from tether.sandbox.doctor import survivors
+from tether.sandbox.doctor import kill_all, survivors
 from tether.sandbox.reaper import become_subreaper, children, is_subreaper, stat_fields
 from tether.sandbox.receipt import Receipt
 
@@ -58,6 +59,42 @@ def test_leftover_that_keeps_forking_is_caught(workspace: Path) -> None:
     script = f"( setsid env -i /bin/bash -c '{loop}' >/dev/null 2>&1 & ); sleep 0.3"
     assert LocalSandbox().run(script, cwd=workspace, timeout_s=30).ok
     assert survivors(marker) == []
+
+
+CHAIN = """n=$1
+if [ "$n" -gt 0 ]; then setsid /bin/bash chain.sh $((n - 1)) "$2" & wait; else echo ready > ready; exec sleep 1000; fi
+"""
+"""A chain of bash processes, each in its own session and the parent of the next, ``$2`` (a marker) on every
+command line: killing one hands only the next to tether, so the reaper needs one round per link."""
+
+
+def test_leftover_chain_deeper_than_any_round_limit_is_caught(workspace: Path) -> None:
+    marker = "tether-test-chain-" + secrets.token_hex(6)
+    (workspace / "chain.sh").write_text(CHAIN)
+    script = (
+        f"( env -i /bin/bash chain.sh 40 {marker} >/dev/null 2>&1 & ); "
+        "for i in $(seq 1 1000); do [ -s ready ] && break; sleep 0.01; done; [ -s ready ]"
+    )
+    r = LocalSandbox().run(script, cwd=workspace, timeout_s=60)
+    left = survivors(marker, grace_s=0)
+    kill_all(left)
+    assert r.ok, r.stderr
+    assert left == []
+
+
+def test_without_a_subreaper_the_token_sweep_kills_what_carries_the_token(workspace: Path) -> None:
+    """The fallback where tether cannot be a subreaper: a ``setsid`` orphan that kept its environment is found by
+    the per-run token (one that scrubbed it, ``env -i``, is not: the control test above)."""
+    box = LocalSandbox()
+    box.subreaper = False
+    marker = "tether-test-sweep-" + secrets.token_hex(6)
+    orphan = ORPHAN.replace("setsid env -i /bin/bash", "setsid /bin/bash")
+    r = box.run(orphan.format(marker=marker), cwd=workspace, timeout_s=30)
+    left = survivors(marker)
+    kill_all(left)
+    assert r.ok and left == []
+    with contextlib.suppress(ChildProcessError):  # the killed orphan came back to us as a zombie: collect it
+        os.waitpid(int((workspace / "orphan.pid").read_text()), 0)
 
 
 def test_processes_started_before_the_command_are_left_alone(workspace: Path) -> None:

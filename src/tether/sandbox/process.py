@@ -23,8 +23,8 @@ from .receipt import TIMEOUT_EXIT_CODE, Receipt
 
 CHUNK = 64 * 1024
 POLL_S = 0.05
-"""How often an idle, still-running command is checked for exit (only matters while a background child
-holds the pipes open; normally the pipes close when the command exits)."""
+"""Where there are no pidfds: how often an idle, still-running command is checked for exit (only matters while a
+background child holds the pipes open; normally the pipes close when the command exits)."""
 DRAIN_GRACE_S = 0.5
 """After the command exited and its tree was killed, how long to wait for pipes to reach EOF."""
 
@@ -45,6 +45,15 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group led by ``proc`` (it was started in its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def exit_fd(proc: subprocess.Popen[bytes]) -> int | None:
+    """A pidfd that becomes readable when ``proc`` exits (Linux 5.3+), so the wait for a command wakes the moment
+    it ends; None where there is none (then the loop polls every ``POLL_S``)."""
+    try:
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def normalise(returncode: int, timed_out: bool) -> int:
@@ -83,6 +92,9 @@ def run_captured(
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
     sel.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
+    exited = exit_fd(proc)
+    if exited is not None:
+        sel.register(exited, selectors.EVENT_READ, None)
     deadline = start + timeout_s
     timed_out = False
     drain_until: float | None = None
@@ -97,16 +109,23 @@ def run_captured(
             if rc is not None and drain_until is None:
                 kill(proc)  # the command is done: nothing it started may outlive it
                 drain_until = time.monotonic() + DRAIN_GRACE_S
-            if not sel.get_map():
-                if rc is not None:
-                    break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=max(0.0, deadline - now))
-                continue
+                if exited is not None:
+                    sel.unregister(exited)  # readable from now on: it would wake every select
+                    os.close(exited)
+                    exited = None
+            pipes_open = any(key.data is not None for key in sel.get_map().values())
+            if not pipes_open and rc is not None:
+                break
             if drain_until is not None and now >= drain_until:
                 break  # a writer escaped the kill; stop reading rather than hang
-            limit = drain_until if drain_until is not None else deadline
-            for key, _ in sel.select(min(max(0.0, limit - now), POLL_S)):
+            wait = max(0.0, (drain_until if drain_until is not None else deadline) - now)
+            if exited is None and not pipes_open:  # no pidfd: the pipes are closed, wait for the exit itself
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=wait)
+                continue
+            for key, _ in sel.select(wait if exited is not None else min(wait, POLL_S)):
+                if key.data is None:
+                    continue  # the command exited: seen by proc.poll() at the top
                 data = os.read(key.fd, CHUNK)
                 if data:
                     key.data.feed(data)
@@ -114,9 +133,12 @@ def run_captured(
                     sel.unregister(key.fd)
     finally:
         sel.close()
-        if proc.poll() is None:
+        if exited is not None:
+            os.close(exited)
+        if proc.poll() is None:  # interrupted (an exception): stop the command, then clean up after it
             kill(proc)
             proc.wait()
+            kill(proc)
         proc.stdout.close()
         proc.stderr.close()
     duration = time.monotonic() - start

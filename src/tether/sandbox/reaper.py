@@ -33,31 +33,42 @@ from functools import cache
 from types import TracebackType
 
 PR_SET_CHILD_SUBREAPER = 36
-ROUNDS = 20
+PR_GET_CHILD_SUBREAPER = 37
+ROUNDS = 100_000
+"""A safety cap only: each round kills one generation of what is left, so a tree needs as many rounds as it is
+deep (a chain of ``setsid`` processes, each the parent of the next, is as deep as it is long)."""
 _ONE_COMMAND = threading.Lock()  # see the module docstring: commands that reap never overlap in one process
+
+
+@cache
+def libc() -> ctypes.CDLL | None:
+    """The C library, loaded once: ``find_library`` runs ``ldconfig`` in a subprocess (~2 ms), far too slow to
+    repeat for every command (the bwrap sandbox asks :func:`is_subreaper` per command). None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
 
 
 @cache
 def become_subreaper() -> bool:
     """Make this process a child subreaper (once); False where the kernel or libc does not offer it."""
-    if not sys.platform.startswith("linux"):
-        return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
+        c = libc()
+        return c is not None and bool(c.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except AttributeError:
         return False
 
 
 def is_subreaper() -> bool:
-    """What the kernel says now (``PR_GET_CHILD_SUBREAPER``), for ``tether doctor``."""
-    if not sys.platform.startswith("linux"):
-        return False
+    """What the kernel says now (``PR_GET_CHILD_SUBREAPER``): for ``tether doctor``, and per bwrap command."""
+    flag = ctypes.c_int(0)
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        flag = ctypes.c_int(0)
-        return bool(libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
-    except (OSError, AttributeError):
+        c = libc()
+        return c is not None and bool(c.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
+    except AttributeError:
         return False
 
 
@@ -113,25 +124,28 @@ class Leftovers:
 
 def reap_orphans(command_pid: int, before: set[int]) -> int:
     """Kill and reap this process's children other than ``command_pid`` and those in ``before`` (the children
-    it had when the command started); repeat until a round finds none. Returns how many were killed."""
+    it had when the command started); repeat until a round finds none. Returns how many were killed.
+
+    Complete once the command itself is reaped: every process it left then hangs below one of tether's children,
+    and reaping a child hands its own children to tether before ``waitpid`` returns, for the next round."""
     killed = 0
     for _ in range(ROUNDS):
-        found = 0
-        for pid in children() - before - {command_pid}:
-            try:
-                pidfd = os.pidfd_open(pid)
-            except OSError:
-                continue
-            try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                found += 1
-            except OSError:
-                pass
-            finally:
-                os.close(pidfd)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-        killed += found
-        if not found:
+        left = children() - before - {command_pid}
+        if not left:
             break
+        for pid in left:
+            kill_and_reap(pid)
+        killed += len(left)
     return killed
+
+
+def kill_and_reap(pid: int) -> None:
+    """SIGKILL a child through a pidfd (a recycled pid is never signalled), then wait for it to be gone."""
+    with contextlib.suppress(OSError):
+        pidfd = os.pidfd_open(pid)
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        finally:
+            os.close(pidfd)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
