@@ -24,6 +24,18 @@ def test_exit_status_and_streams_are_data(sandbox: Sandbox, workspace: Path) -> 
     assert r.backend == sandbox.name and r.cwd == str(workspace.resolve())
 
 
+def test_shell_command_runs_as_bash_c_would_with_no_descriptor_of_tethers(sandbox: Sandbox, workspace: Path) -> None:
+    """$0 is bash and there are no arguments, as for ``bash -c``; and only stdin, stdout and stderr are open (3 is
+    the glob's own directory): not bwrap's start pipe, nor a carried secret's pipe."""
+    r = run(sandbox, workspace, "echo $0 $#; cd /proc/$$/fd && echo *")
+    assert r.ok and r.stdout == "bash 0\n0 1 2 3\n", r.stderr
+
+
+def test_syntax_error_is_data_after_the_lines_before_it_ran(sandbox: Sandbox, workspace: Path) -> None:
+    r = run(sandbox, workspace, "echo before\nfi")
+    assert (r.exit_code, r.stdout) == (2, "before\n") and "syntax error" in r.stderr
+
+
 def test_argv_is_not_reparsed_by_a_shell(sandbox: Sandbox, workspace: Path) -> None:
     r = run(sandbox, workspace, ["printf", "%s|", "a b", "$HOME", ";x"])
     assert r.ok and r.stdout == "a b|$HOME|;x|"

@@ -317,8 +317,8 @@ class BwrapSandbox:
         env: Mapping[str, str] | None,
         proxy: EgressProxy | None,
     ) -> Receipt:
-        # The start pipe: a one-line bash trampoline inside the sandbox writes a byte to it and then execs the
-        # command, so a setup failure (bwrap dies before that) is told apart from the command failing.
+        # The start pipe: a bash trampoline inside the sandbox writes a byte to it and then runs the command, so a
+        # setup failure (bwrap dies before that) is told apart from the command failing.
         start_r, start_w = os.pipe()
         secrets = self._secret_pipes()
         try:
@@ -330,14 +330,18 @@ class BwrapSandbox:
                 f"(umask 0277 && cat <&{fd} >{shlex.quote(f'{SECRETS_DIR}/{name}')}) && exec {fd}<&- && "
                 for name, fd in secrets
             )
-            start = f'printf . >&{start_w} && exec {start_w}>&- && exec "$@"'
+            start = f"printf . >&{start_w} && exec {start_w}>&-"
             if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
                 bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
                 start = f"{bridge} {start_w}>&- && {start}"
-            script = f"{limits}; {unpack}{start}"
-            trampoline = ["/bin/bash", "-c", script, "tether"]
+            if isinstance(command, str):
+                # A shell command runs in the trampoline's own bash, on the lines after it (as local runs its
+                # limits line): a second bash would cost more than bubblewrap's own setup adds to a `true`.
+                inner = ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126\n{command}", "bash"]
+            else:
+                inner = ["/bin/bash", "-c", f'{limits}; {unpack}{start} && exec "$@"', "tether", *to_argv(command)]
             proxy_dir = proxy.directory if proxy is not None else None
-            argv = self.argv([*trampoline, *to_argv(command)], workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
+            argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
             # If tether is a subreaper (see .reaper), bwrap's inner process may come back.
             try:
                 with Leftovers() as leftovers:
