@@ -333,7 +333,9 @@ def check_background_child(sandbox: Sandbox, s: Scratch) -> Check:
         return Check("background_child_killed", Status.FAIL, "the background child never started; inconclusive")
     if left:
         return Check("background_child_killed", Status.FAIL, f"setsid child outlived the command (pids {left})")
-    how = "" if isinstance(sandbox, BwrapSandbox) else " (best effort: env-token sweep)"
+    how = ""
+    if isinstance(sandbox, LocalSandbox):
+        how = " (subreaper)" if sandbox.subreaper else " (best effort: env-token sweep)"
     return Check("background_child_killed", Status.PASS, f"setsid child gone when the command returned{how}")
 
 
