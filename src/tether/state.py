@@ -151,6 +151,9 @@ class RunState:
     limits: dict[str, float | int | None] = field(default_factory=dict)
     used: Usage = field(default_factory=Usage)
     actions: dict[str, Action] = field(default_factory=dict)
+    # (tool, args hash) -> the calls proposed with them, in proposal order: an identical call's earlier
+    # denials are looked up here (policy/decide.py ``denied_before``), not found by scanning every call.
+    same_calls: dict[tuple[str, str], list[Action]] = field(default_factory=dict, repr=False, compare=False)
     pending_approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_rules: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
@@ -333,7 +336,8 @@ class RunState:
         self.stop = p
 
     def _action_proposed(self, e: Event, p: ActionProposed) -> None:
-        self.actions[p.call_id] = Action(p.call_id, p.tool, p.args, p.args_hash, p.turn, e.seq)
+        a = self.actions[p.call_id] = Action(p.call_id, p.tool, p.args, p.args_hash, p.turn, e.seq)
+        self.same_calls.setdefault((p.tool, p.args_hash), []).append(a)
 
     def _action_invalid(self, e: Event, p: ActionInvalid) -> None:
         a = self.actions.get(p.call_id)

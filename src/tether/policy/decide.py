@@ -90,9 +90,8 @@ def decide(
 
 def denied_before(state: RunState, action: Action) -> Action | None:
     """An earlier identical call (same tool, same argument hash) that a rule or a human denied for good."""
-    key = (action.tool, action.args_hash)
-    for other in state.actions.values():  # every call of the run: the cheap tests first
-        if other.status is not ActionStatus.DENIED or (other.tool, other.args_hash) != key:
+    for other in state.same_calls.get((action.tool, action.args_hash), ()):  # the identical calls, oldest first
+        if other.status is not ActionStatus.DENIED or state.actions.get(other.call_id) is not other:
             continue
         transient = other.deciding_rule.startswith(TRANSIENT_DENIALS) and other.approval_id is None
         if other.seq < action.seq and not transient:
