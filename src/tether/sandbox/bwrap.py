@@ -128,6 +128,28 @@ def interpreter_paths() -> list[Path]:
     return [p for p in prefixes if not is_under(p, (*SYSTEM_RO, *SYSTEM_RO_TRY))]
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Arguments built so far, the directories they make exist inside the sandbox, and the system directories."""
+
+    args: tuple[str, ...]
+    made: frozenset[str]
+    system: tuple[str, ...]
+
+    def dirs_for(self, path: Path) -> list[str]:
+        """``--dir`` arguments for the ancestors of ``path`` that nothing mounted or made so far provides."""
+        out: list[str] = []
+        for parent in reversed(path.parents):
+            if str(parent) not in self.made and not is_under(parent, self.system):
+                out += ["--perms", "0755", "--dir", str(parent)]
+        return out
+
+    def bind(self, path: Path, how: str) -> Layout:
+        """This layout with ``path`` bound at its own path (``how``: ``--bind`` or ``--ro-bind``), and the way to it."""
+        made = self.made | {str(parent) for parent in path.parents}
+        return Layout((*self.args, *self.dirs_for(path), how, str(path), str(path)), made, self.system)
+
+
 class BwrapSandbox:
     """Runs each command in a fresh bubblewrap sandbox. See the module docstring for what is enforced."""
 
@@ -178,6 +200,7 @@ class BwrapSandbox:
         else:
             self.user = SandboxUser(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name)
         self._granted: set[Path] = set()
+        self._layouts: dict[Path, Layout] = {}
         self.egress = egress
         self.egress_attempts: list[EgressAttempted] = []
         """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
@@ -205,6 +228,24 @@ class BwrapSandbox:
     def argv(self, inner: Sequence[str], *, workspace: Path, cwd: Path, proxy_dir: Path | None = None) -> list[str]:
         """The full bubblewrap command line for running ``inner`` with ``workspace`` writable, less what
         ``deny`` matches in it now, and the egress proxy's socket directory when there is one."""
+        layout = self._layouts.get(workspace)
+        if layout is None:
+            layout = self._layouts[workspace] = self.layout(workspace)
+        args = list(layout.args)
+        if proxy_dir is not None:
+            args += [*layout.dirs_for(Path(SANDBOX_SOCKET_DIR)), "--ro-bind", str(proxy_dir), SANDBOX_SOCKET_DIR]
+        args += [*masks(workspace, self.deny).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
+        if self.setpriv is not None:
+            uid, gid = str(self.user.uid), str(self.user.gid)
+            args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]
+            args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+        return [*args, *inner]
+
+    def layout(self, workspace: Path) -> Layout:
+        """Namespaces and the mounts that do not change from one command to the next: the system directories,
+        tether's interpreter and the workspace. Built once per workspace (the host's directory layout is read
+        then); what may change between commands (covered paths, the proxy, carried secrets) is added per command.
+        """
         args = [self.exe, "--die-with-parent", "--new-session"]
         if self.privileged:
             args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -229,32 +270,13 @@ class BwrapSandbox:
         args += ["--dev", "/dev", "--proc", "/proc"]
         args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
         args += ["--perms", "0777", "--tmpfs", SANDBOX_HOME]
-        mounted = {"/", "/dev", "/proc", "/tmp", "/var/tmp", SANDBOX_HOME, *system}
-        created: set[str] = set()
-
-        def ancestors(path: Path) -> list[str]:
-            out: list[str] = []
-            for parent in reversed(path.parents):
-                s = str(parent)
-                if s in mounted or s in created or is_under(parent, system):
-                    continue
-                created.add(s)
-                out += ["--perms", "0755", "--dir", s]
-            return out
-
+        mounted = frozenset({"/", "/dev", "/proc", "/tmp", "/var/tmp", SANDBOX_HOME, *system})
+        layout = Layout(tuple(args), mounted, tuple(system))
         for p in self.ro_paths:
             if is_under(p, system) or p == workspace or p.is_relative_to(workspace) or not p.exists():
                 continue
-            args += [*ancestors(p), "--ro-bind", str(p), str(p)]
-        args += [*ancestors(workspace), "--bind", str(workspace), str(workspace)]
-        if proxy_dir is not None:
-            args += [*ancestors(Path(SANDBOX_SOCKET_DIR)), "--ro-bind", str(proxy_dir), SANDBOX_SOCKET_DIR]
-        args += [*masks(workspace, self.deny).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
-        if self.setpriv is not None:
-            uid, gid = str(self.user.uid), str(self.user.gid)
-            args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]
-            args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
-        return [*args, *inner]
+            layout = layout.bind(p, "--ro-bind")
+        return layout.bind(workspace, "--bind")
 
     def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         path = ":".join([*(str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()), SYSTEM_PATH])
@@ -358,6 +380,7 @@ class BwrapSandbox:
                         cap=self.cap,
                         kill=kill,
                         pass_fds=(start_w, *(fd for _, fd in secrets)),
+                        new_session=False,  # the command gets its own from --new-session
                     )
             except (FileNotFoundError, PermissionError) as e:
                 raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import pathspec
@@ -48,7 +49,7 @@ class Masks:
 
 def masks(workspace: Path, deny: Sequence[str]) -> Masks:
     """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers."""
-    matches = matcher([*deny, *ALWAYS_COVERED])
+    matches = matcher((*deny, *ALWAYS_COVERED))
     root = Path(os.path.realpath(workspace))
     files: dict[Path, None] = {}
     dirs: dict[Path, None] = {}
@@ -84,9 +85,11 @@ def masks(workspace: Path, deny: Sequence[str]) -> Masks:
     )
 
 
-def matcher(globs: Sequence[str]) -> Callable[[str], bool]:
+@lru_cache(maxsize=32)
+def matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
     """gitignore-style matching; one combined regular expression when no glob negates (the common case:
-    a walk of a large workspace calls this once per entry)."""
+    a walk of a large workspace calls this once per entry). Cached: a sandbox asks for the same globs on
+    every command."""
     spec = pathspec.GitIgnoreSpec.from_lines(globs)
     patterns = [p for p in spec.patterns if p.include is not None]
     if not all(isinstance(p, RegexPattern) and p.include and p.regex is not None for p in patterns):

@@ -1,6 +1,6 @@
 """The one place a sandboxed child process is started, watched, bounded and killed.
 
-Both backends call :func:`run_captured`: stdin closed, its own session and process group, pipes read
+Both backends call :func:`run_captured`: stdin closed, its own process group (and session), pipes read
 incrementally into bounded buffers, a wall-clock deadline after which the whole tree is killed, and a
 cleanup kill as soon as the command exits so that background children do not outlive it.
 """
@@ -72,8 +72,14 @@ def run_captured(
     kill: Killer = kill_group,
     preexec: Callable[[], None] | None = None,
     pass_fds: Sequence[int] = (),
+    new_session: bool = True,
 ) -> Captured:
-    """Run ``argv`` and capture bounded output. Raises ``OSError`` only if the process cannot be started."""
+    """Run ``argv`` and capture bounded output. Raises ``OSError`` only if the process cannot be started.
+
+    The process leads its own process group, so that the group kill reaches its tree; with ``new_session``
+    (the default) its own session too. bwrap passes False: it gives the command a session of its own
+    (``--new-session``), and one more ``setsid`` for bwrap itself costs milliseconds on a loaded machine (each
+    session is a new scheduler autogroup there) and isolates nothing more."""
     out, err = BoundedBuffer(cap), BoundedBuffer(cap)
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -83,7 +89,8 @@ def run_captured(
         stderr=subprocess.PIPE,
         cwd=cwd,
         env=dict(env),
-        start_new_session=True,
+        start_new_session=new_session,
+        process_group=None if new_session else 0,
         preexec_fn=preexec,
         pass_fds=tuple(pass_fds),
         close_fds=True,
