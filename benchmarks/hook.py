@@ -4,12 +4,15 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 
 * ``python -c pass`` — the baseline, measured in the same run (the interpreter's own start-up);
 * ``python -I -S -c pass`` — the bare interpreter the launcher starts: the floor of the launcher rows;
+* ``bash -c true`` — the shell the bash client runs in: the floor of the bash client rows;
 * cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides;
 * daemon — ``tether hook claude-code`` with a running daemon: the console script, the small client and one
   socket round trip;
-* daemon, launcher — the command ``tether hook install`` writes (``python -I -S …/tether/hooks/launch.py
-  claude-code``) with the same daemon: no ``site``, no console script;
-* daemon, launcher, long session — the same, in a session that already holds M tool calls (a call must not
+* daemon, launcher — the Python launcher (``python -I -S …/tether/hooks/launch.py claude-code``, what ``tether
+  hook install`` writes where there is no bash) with the same daemon: no ``site``, no console script;
+* daemon, bash client — the command ``tether hook install`` writes (``bash …/tether/hooks/hook.sh PYTHON
+  claude-code``): no interpreter at all, one loopback TCP round trip to the same daemon;
+* daemon, bash client, long session — the same, in a session that already holds M tool calls (a call must not
   cost more as the session grows);
 * daemon round trip only — the client's request from this process, no interpreter started: the daemon's own
   share of a call (parse, decide, one durable commit), in a fresh session and in the long one. Its CPU column
@@ -38,11 +41,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from tether.hooks.install import hook_command
+from tether.hooks.install import hook_command, launcher_command
 
 TETHER = shutil.which("tether", path=str(Path(sys.executable).parent)) or "tether"
-#: Exactly the command ``tether hook install claude-code`` writes (without its ``|| exit 2``).
+#: Exactly the command ``tether hook install claude-code`` writes (without its ``|| exit 2``): the bash client.
 INSTALLED = shlex.split(hook_command("claude-code", None).removesuffix(" || exit 2"))
+LAUNCHER = shlex.split(launcher_command("claude-code", None).removesuffix(" || exit 2"))
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
@@ -121,9 +125,11 @@ def main() -> None:
         rows: list[tuple[str, list[str], str, int]] = [
             ("python -c pass (baseline)", [sys.executable, "-c", "pass"], "", calls),
             ("python -I -S -c pass", [sys.executable, "-I", "-S", "-c", "pass"], "", calls),
+            ("bash -c true", [INSTALLED[0], "-c", "true"], "", calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("daemon", [TETHER, "hook", "claude-code"], "daemon", calls),
-            ("daemon, launcher", INSTALLED, "launch", calls),
+            ("daemon, launcher", LAUNCHER, "launch", calls),
+            ("daemon, bash client (installed)", INSTALLED, "bash", calls),
             (f"  ... session of {args.prior} calls", INSTALLED, "long", calls),
             ("daemon round trip only", [], "trip", calls),
             (f"  ... session of {args.prior} calls", [], "long", calls),

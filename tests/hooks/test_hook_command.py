@@ -19,6 +19,7 @@ from hookkit import payload
 from tether.events.store import EventStore
 from tether.hooks.client import ask
 from tether.hooks.daemon import stop_daemon
+from tether.hooks.install import launcher_command
 from tether.hooks.session import run_id_for
 
 TETHER = [sys.executable, "-m", "tether.cli.main"]
@@ -181,10 +182,8 @@ def installed_command(tmp_path: Path) -> str:
     return str(settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
 
 
-def test_the_installed_command_is_answered_by_the_daemon_without_site_or_heavy_modules(
-    daemon: Path, tmp_path: Path
-) -> None:
-    command = installed_command(tmp_path).replace(" -I -S ", " -I -S -X importtime ", 1)
+def test_the_launcher_is_answered_by_the_daemon_without_site_or_heavy_modules(daemon: Path, tmp_path: Path) -> None:
+    command = launcher_command("claude-code", None).replace(" -I -S ", " -I -S -X importtime ", 1)
     env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}))
     out = subprocess.run(["sh", "-c", command], input=data, capture_output=True, text=True, env=env, timeout=60)
@@ -207,9 +206,15 @@ def test_the_installed_command_without_a_daemon_decides_in_process_and_fails_clo
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
     assert call('{"hook_event_name": "PreToolUse", "tool_na').returncode == 2, "truncated input is refused"
-    words = shlex.split(command.removesuffix(" || exit 2"))
+    words = shlex.split(launcher_command("claude-code", None).removesuffix(" || exit 2"))
     stray = tmp_path / "stray" / "launch.py"  # a launcher with no tether package beside it
     stray.parent.mkdir()
     stray.write_bytes(Path(words[3]).read_bytes())
     out = call(data, shlex.join([*words[:3], str(stray), *words[4:]]) + " || exit 2")
     assert out.returncode == 2 and "fail closed" in out.stderr
+    client = shlex.split(command.removesuffix(" || exit 2"))
+    lone = tmp_path / "lone" / "hook.sh"  # the bash client with no launcher beside it to fall back to
+    lone.parent.mkdir()
+    lone.write_bytes(Path(client[1]).read_bytes())
+    out = call(data, shlex.join([client[0], str(lone), *client[2:]]) + " || exit 2")
+    assert out.returncode == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def test_the_envelope_is_named_absolutely_and_must_exist(tmp_path: Path, monkeyp
     assert f"--envelope {tmp_path / 'env.yaml'}" in command
 
 
-def test_the_command_runs_the_launcher_bare_and_replaces_an_earlier_tether_entry(tmp_path: Path) -> None:
+def test_the_command_runs_the_bash_client_and_replaces_an_earlier_tether_entry(tmp_path: Path) -> None:
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
     old = {"type": "command", "command": "/opt/venv/bin/tether hook claude-code || exit 2"}
@@ -65,7 +66,28 @@ def test_the_command_runs_the_launcher_bare_and_replaces_an_earlier_tether_entry
     entries = settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"]
     assert len(entries) == 2 and entries[1] == other, "the old tether entry is replaced in place"
     words = shlex.split(entries[0]["command"].removesuffix(" || exit 2"))
+    assert words[0] == shutil.which("bash") and words[1].endswith("tether/hooks/hook.sh")
+    assert Path(words[1]).is_file() and words[2:] == [sys.executable, "claude-code"]
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"] == entries, "the bash client's entry is ours too"
+
+
+def test_without_bash_the_launcher_is_written_and_each_form_replaces_the_other(tmp_path: Path, monkeypatch) -> None:
+    with_bash = settings_after_install(tmp_path)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    without = settings_after_install(tmp_path)
+    words = shlex.split(without["hooks"]["Stop"][0]["hooks"][0]["command"].removesuffix(" || exit 2"))
     assert words[:3] == [sys.executable, "-I", "-S"] and words[3].endswith("tether/hooks/launch.py")
     assert Path(words[3]).is_file() and words[4] == "claude-code"
+    monkeypatch.undo()
+    assert settings_after_install(tmp_path) == with_bash, "one entry per event, whichever form was there"
+    assert not ours({"command": "bash /x/tether/hooks/hook.sh /usr/bin/python3 codex"}, "claude-code")
+    assert ours({"command": "bash /x/tether/hooks/hook.sh /usr/bin/python3 codex --envelope e"}, "codex")
+
+
+def settings_after_install(tmp_path: Path) -> dict:
     assert main(["claude-code", "--dir", str(tmp_path)]) == 0
-    assert settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"] == entries, "the launcher entry is ours too"
+    written = settings(tmp_path)
+    for event in EVENTS["claude-code"]:
+        assert len([h for g in written["hooks"][event] for h in g["hooks"]]) == 1, event
+    return written

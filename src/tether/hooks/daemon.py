@@ -1,32 +1,76 @@
-"""``tether daemon``: one resident process per user that answers hook calls over a Unix socket.
+"""``tether daemon``: one resident process per user that answers hook calls over a Unix socket and loopback TCP.
 
-A hook call then costs a small process that reads stdin and talks to the socket (no typer, no pydantic)
-instead of importing the gate each time. The daemon serves every session of its user (one thread per call;
-the store serialises appends per database).
+A hook call then costs a small client instead of importing the gate each time: the Python client
+(:mod:`tether.hooks.client`) on the Unix socket, or the bash client (``hook.sh``, no interpreter start-up) on a
+loopback TCP port, since bash cannot open a Unix socket. The daemon serves every session of its user (one thread
+per call; the store serialises appends per database).
 
 Safety: one daemon per socket — the first to take an exclusive ``flock`` on ``<socket>.lock`` serves, a
 second started at the same moment sees the lock held and exits; a socket file left by a daemon that died is
 stale exactly when nobody holds the lock, and is replaced. The socket is 0600 in a 0700 directory, and a
-peer whose uid (``SO_PEERCRED``) is not the daemon's is refused. A client built from other code (an upgrade)
-gets no answer and the daemon exits, so the next call starts a current one. It exits after ``idle_s``
-seconds without a call.
+peer whose uid (``SO_PEERCRED``) is not the daemon's is refused.
+
+The TCP port (127.0.0.1, chosen by the OS) is published in ``<socket>.tcp`` (0600, in the same directory,
+written atomically, replaced at each start and removed at exit) with two fresh 256-bit tokens. A connection must
+send the client token first (compared in constant time), come from a socket of the daemon's uid as the kernel
+reports it (``sock_diag``, else ``/proc/net/tcp``), and arrive while the endpoint file is still private; only
+then does the daemon send the server token, which proves to the client that this is its daemon and not another
+process that took a stale port, before the client sends the hook input. Anything else is closed without a byte.
+
+A daemon answers only for its own code: a Python client of other code (an upgrade), or a bash client calling
+after the code on disk changed, gets no answer and the daemon exits, so the next call starts a current one. It
+exits after ``idle_s`` seconds without a call.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hmac
 import os
+import secrets
+import select
 import socket
+import stat
 import struct
 import sys
 import threading
 from typing import Any
 
-from .client import code_stamp, private_dir, socket_path
-from .wire import HookInputError, Reply, parse, refuse
+from .client import HOOK_SCRIPT, code_stamp, endpoint_path, private_dir, socket_path
+from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 
 IDLE_S = 30 * 60.0
 MAX_HEADER = 64 * 1024
+HANDSHAKE_S = 5.0  # a TCP peer that does not send its token within this is closed
+
+
+class Endpoint:
+    """The loopback TCP listener the bash client uses, and the secrets its endpoint file shares."""
+
+    __slots__ = ("client_token", "file", "server_token")
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.client_token, self.server_token = secrets.token_hex(32).encode(), secrets.token_hex(32).encode()
+
+    def publish(self, port: int) -> None:
+        """Write ``PORT CLIENT_TOKEN SERVER_TOKEN SCRIPT`` to a 0600 file and move it into place at once."""
+        tmp = f"{self.file}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            line = f"{port} {self.client_token.decode()} {self.server_token.decode()} {HOOK_SCRIPT}\n"
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.file)
+
+    def private(self) -> bool:
+        """The endpoint file is still this user's alone (a token others could read is not honoured)."""
+        try:
+            st = os.lstat(self.file)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def serve(path: str | None = None, *, idle_s: float = IDLE_S) -> int:
@@ -47,30 +91,65 @@ def serve(path: str | None = None, *, idle_s: float = IDLE_S) -> int:
         lock.close()
 
 
+def _listen_tcp(path: str) -> tuple[socket.socket, Endpoint] | None:
+    """The loopback listener and its published endpoint; None where loopback TCP is unavailable (the bash client
+    then falls back to the Python one)."""
+    endpoint = Endpoint(endpoint_path(path))
+    try:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        endpoint.publish(server.getsockname()[1])
+    except OSError:
+        server.close()
+        return None
+    return server, endpoint
+
+
 def _serve_locked(path: str, idle_s: float) -> int:
-    if os.path.lexists(path):
-        os.unlink(path)  # stale: its daemon no longer holds the lock
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stamp = code_stamp()
+    for stale in (path, endpoint_path(path)):  # left by a daemon that no longer holds the lock
+        if os.path.lexists(stale):
+            os.unlink(stale)
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        server.bind(path)
+        unix.bind(path)
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    server.listen(64)
-    server.settimeout(idle_s)
+    unix.listen(64)
+    listeners: dict[socket.socket, Endpoint | None] = {unix: None}
+    tcp = _listen_tcp(path)
+    if tcp is not None:
+        listeners[tcp[0]] = tcp[1]
     stop = threading.Event()
     try:
+        for server in listeners:
+            server.setblocking(False)
         while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                break
-            threading.Thread(target=_serve_one, args=(conn, stop, path), daemon=True).start()
+            ready, _, _ = select.select(list(listeners), [], [], idle_s)
+            if not ready:
+                break  # idle
+            for server in ready:
+                try:
+                    conn, _ = server.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    continue
+                conn.setblocking(True)
+                if listeners[server] is not None:  # the reply in one segment, not held for an ACK
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                call = (conn, stop, path, stamp, listeners[server])
+                threading.Thread(target=_serve_one, args=call, daemon=True).start()
     finally:
-        server.close()
-        if os.path.lexists(path):
-            os.unlink(path)
+        for server in listeners:
+            server.close()
+        for own in (path, endpoint_path(path)):
+            if os.path.lexists(own):
+                os.unlink(own)
     return 0
 
 
@@ -79,9 +158,91 @@ def _peer_uid(conn: socket.socket) -> int:
     return int(struct.unpack("3i", creds)[1])
 
 
-def _serve_one(conn: socket.socket, stop: threading.Event, path: str) -> None:
+#: sock_diag (linux/sock_diag.h, linux/inet_diag.h): a request for one socket by its addresses and ports.
+NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST = 4, 20, 1
+_UID_AT = 16 + 4 + 48 + 12  # nlmsghdr, inet_diag_msg's family/state/timer/retrans, its sockid, expires/queues
+
+
+def tcp_peer_uid(conn: socket.socket) -> int | None:
+    """The uid owning the client's end of an accepted loopback connection, as Linux reports it; None where it
+    cannot tell (not Linux), -1 when it does not know the connection (then it is refused).
+
+    Asked of ``sock_diag`` over netlink for exactly that socket (microseconds); where netlink is refused, read
+    from ``/proc/net/tcp`` (milliseconds: the kernel lists every socket)."""
+    (peer, peer_port), (host, port) = conn.getpeername(), conn.getsockname()
+    sockid = struct.pack(
+        "!HH16s16s", peer_port, port, socket.inet_aton(peer).ljust(16, b"\0"), socket.inet_aton(host).ljust(16, b"\0")
+    ) + struct.pack("=III", 0, 0xFFFFFFFF, 0xFFFFFFFF)  # any interface, no cookie
+    request = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as nl:
+            header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0)
+            nl.sendto(header + request, (0, 0))
+            answer = nl.recv(8192)
+    except (OSError, AttributeError):  # no AF_NETLINK here, or netlink refused
+        return proc_net_tcp_uid(conn)
+    if len(answer) < _UID_AT + 4 or struct.unpack_from("=H", answer, 4)[0] != SOCK_DIAG_BY_FAMILY:
+        return -1  # an error message: no such socket
+    return int(struct.unpack_from("=I", answer, _UID_AT)[0])
+
+
+def _tcp_address(host: str, port: int) -> str:
+    """An IPv4 address as ``/proc/net/tcp`` spells it: the address as a native-endian word, the port, in hex."""
+    return f"{int.from_bytes(socket.inet_aton(host), sys.byteorder):08X}:{port:04X}"
+
+
+def proc_net_tcp_uid(conn: socket.socket, table: str = "/proc/net/tcp") -> int | None:
+    """:func:`tcp_peer_uid` from the kernel's socket table; None where there is none, -1 when it lacks the socket."""
+    want = (_tcp_address(*conn.getpeername()), _tcp_address(*conn.getsockname()))
+    try:
+        f = open(table)  # noqa: SIM115 — closed below; a missing table is a normal case, not an error
+    except OSError:
+        return None
+    with f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 7 and (fields[1], fields[2]) == want:
+                return int(fields[7])
+    return -1
+
+
+def _admit(conn: socket.socket, endpoint: Endpoint, stop: threading.Event, path: str, stamp: str) -> bytes | None:
+    """The TCP handshake: the client token, the peer's uid, a private endpoint, current code; then the server
+    token. The bytes the client sent after its token line (the start of its request), or None: close."""
+    conn.settimeout(HANDSHAKE_S)
+    buf = b""
+    while b"\n" not in buf:
+        chunk = conn.recv(128)
+        if not chunk:
+            return None
+        buf += chunk
+        if b"\n" not in buf[: len(endpoint.client_token) + 1] and len(buf) > len(endpoint.client_token):
+            return None  # no token line where one must be
+    token, rest = buf.split(b"\n", 1)
+    if not hmac.compare_digest(token, endpoint.client_token):
+        return None
+    uid = tcp_peer_uid(conn)
+    if (uid is not None and uid != os.getuid()) or not endpoint.private() or not private_dir(path):
+        return None
+    if code_stamp() != stamp:  # tether changed on disk: let a current daemon start
+        stop.set()
+        _wake(path)
+        return None
+    conn.sendall(endpoint.server_token + b"\n")
+    conn.settimeout(None)  # a Stop's sensors may take minutes; the agent's own hook timeout bounds the client
+    return rest
+
+
+def _serve_one(conn: socket.socket, stop: threading.Event, path: str, stamp: str, endpoint: Endpoint | None) -> None:
     with conn:
         try:
+            if endpoint is not None:
+                rest = _admit(conn, endpoint, stop, path, stamp)
+                if rest is None:
+                    return
+                header, raw = _read(conn, rest, b"\0")
+                conn.sendall(_frame(respond(_tcp_request(header), raw)))
+                return
             if _peer_uid(conn) != os.getuid():
                 return
             header, raw = _read(conn)
@@ -90,13 +251,29 @@ def _serve_one(conn: socket.socket, stop: threading.Event, path: str) -> None:
                 stop.set()
                 _wake(path)
                 return
-            if header.get("code") != str(code_stamp()):  # the client is other code: let a current daemon start
+            if header.get("code") != stamp:  # the client is other code: let a current daemon start
                 stop.set()
                 _wake(path)
                 return
             conn.sendall(_frame(respond(header, raw)))
-        except OSError:
+        except (OSError, ValueError):
             return
+
+
+def _tcp_request(header: dict[str, str]) -> dict[str, str]:
+    """The bash client's request: its agent and absolute paths (normalised here, as ``os.path.abspath`` does in
+    the Python client); ValueError for anything else."""
+    agent = header.get("agent", "")
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}")
+    request = {"agent": agent}
+    for key in ("envelope", "db", "project"):
+        value = header.get(key)
+        if value:
+            if not value.startswith("/"):
+                raise ValueError(f"{key} is not an absolute path")
+            request[key] = os.path.normpath(value)
+    return request
 
 
 def respond(header: dict[str, Any], raw: bytes) -> Reply:
@@ -110,28 +287,35 @@ def respond(header: dict[str, Any], raw: bytes) -> Reply:
     return answer(header, data)
 
 
-def _read(conn: socket.socket) -> tuple[dict[str, Any], bytes]:
-    """A request as :func:`tether.hooks.client.encode` frames it."""
-    buf = b""
-    while b"\n\n" not in buf:
+def _read(conn: socket.socket, buf: bytes = b"", sep: bytes = b"\n") -> tuple[dict[str, str], bytes]:
+    """A request: ``key=value`` fields each ended by ``sep`` (a newline from :func:`tether.hooks.client.encode`,
+    a NUL from the bash client), an empty field, exactly ``size`` bytes of input. A request cut short is an
+    error, never answered (the client then decides itself)."""
+    while sep + sep not in buf:
         chunk = conn.recv(65536)
         if not chunk or len(buf) > MAX_HEADER:
             raise OSError("no request header")
         buf += chunk
-    head, raw = buf.split(b"\n\n", 1)
-    header: dict[str, Any] = dict(line.split("=", 1) for line in head.decode().split("\n") if "=" in line)
-    size = int(header.get("size", 0))
-    while len(raw) < size:
-        chunk = conn.recv(max(65536, size - len(raw)))
+    head, raw = buf.split(sep + sep, 1)
+    header = dict(line.split("=", 1) for line in head.decode().split(sep.decode()) if "=" in line)
+    size = int(header.get("size", "0"))
+    if not 0 <= size <= MAX_INPUT_BYTES + 1:
+        raise ValueError(f"request size {size} out of range")
+    if len(raw) > size:
+        raise ValueError("more input than the request's size")
+    data = bytearray(raw)
+    while len(data) < size:
+        chunk = conn.recv(min(1 << 20, size - len(data)))
         if not chunk:
-            break
-        raw += chunk
-    return header, raw
+            raise OSError("request cut short")
+        data += chunk
+    return header, bytes(data)
 
 
 def _frame(reply: Reply) -> bytes:
-    out = reply.stdout.encode()
-    return f"{reply.exit} {len(out)}\n".encode() + out + reply.stderr.encode()
+    """``<exit> <stdout bytes> <stderr bytes>\n<stdout><stderr>``: both sizes, so a client sees a reply cut short."""
+    out, err = reply.stdout.encode(), reply.stderr.encode()
+    return f"{reply.exit} {len(out)} {len(err)}\n".encode() + out + err
 
 
 def _wake(path: str) -> None:

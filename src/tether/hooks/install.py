@@ -9,8 +9,10 @@ Writes tether's hooks into the agent's settings, keeping everything else in the 
   UserPromptSubmit, SessionStart, Stop. (Codex releases that still gate hooks behind ``[features]
   codex_hooks = true`` in config.toml need that line too; the command says so.)
 
-Idempotent: a hook entry that runs ``tether hook <agent>`` (as earlier releases wrote it) or the launcher
-(``<python> -I -S …/tether/hooks/launch.py <agent>``) is replaced in place, never added twice.
+The command is the bash client (``<bash> …/tether/hooks/hook.sh <python> <agent>``: no interpreter start-up
+when the daemon answers) where bash exists, else the Python launcher (``<python> -I -S …/tether/hooks/launch.py
+<agent>``). Idempotent: a hook entry in either form, or ``tether hook <agent>`` (as earlier releases wrote it), is
+replaced in place, never added twice.
 A settings file that is not a JSON object (or whose ``hooks`` is malformed) is an error naming the file and
 the field, and is left untouched. The file is replaced atomically, keeping its permissions.
 
@@ -24,6 +26,7 @@ import itertools
 import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -45,6 +48,7 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 STOP_TIMEOUT_S = 600  # the required sensors run at a stop (a test suite)
 TIMEOUT_S = 60
 LAUNCHER = os.path.join("tether", "hooks", "launch.py")
+CLIENT = os.path.join("tether", "hooks", "hook.sh")
 
 
 class InstallError(Exception):
@@ -57,6 +61,18 @@ def settings_file(agent: str, user: bool, directory: Path) -> Path:
 
 
 def hook_command(agent: str, envelope: Path | None) -> str:
+    """The bash client where bash exists (a call the daemon answers costs bash's start-up and a round trip, no
+    Python), else :func:`launcher_command`. The client falls back to that same launcher, run by this
+    interpreter, whenever the daemon cannot answer it."""
+    bash = shutil.which("bash")
+    if not bash:
+        return launcher_command(agent, envelope)
+    client = Path(__file__).resolve().with_name("hook.sh")
+    parts = [bash, str(client), sys.executable, agent]
+    return shlex.join(parts + (["--envelope", str(envelope.resolve())] if envelope else [])) + " || exit 2"
+
+
+def launcher_command(agent: str, envelope: Path | None) -> str:
     """This interpreter running the launcher bare (``-I -S``: no site, no ``PYTHON*`` variables), not the
     ``tether`` console script: a call the daemon answers then costs little more than ``python -c pass``."""
     launcher = Path(__file__).resolve().with_name("launch.py")
@@ -66,7 +82,7 @@ def hook_command(agent: str, envelope: Path | None) -> str:
 
 def ours(entry: Any, agent: str) -> bool:
     """A tether hook entry for ``agent``: ``… hook AGENT …`` (the console script, as earlier releases wrote
-    it) or ``… tether/hooks/launch.py AGENT …``."""
+    it), ``… tether/hooks/launch.py AGENT …`` or ``… tether/hooks/hook.sh PYTHON AGENT …``."""
     if not isinstance(entry, dict):
         return False
     command = str(entry.get("command", ""))
@@ -76,7 +92,7 @@ def ours(entry: Any, agent: str) -> bool:
         return f"hook {agent}" in command
     return any(
         (word == "hook" or word.endswith(LAUNCHER)) and after == agent for word, after in itertools.pairwise(words)
-    )
+    ) or any(word.endswith(CLIENT) and words[i + 2 : i + 3] == [agent] for i, word in enumerate(words))
 
 
 def merged(settings: dict[str, Any], agent: str, command: str, path: Path) -> dict[str, Any]:
