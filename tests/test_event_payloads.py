@@ -312,6 +312,14 @@ SAMPLES: list[Payload] = [
     ),
     kh.HookReceived(agent="claude-code", event="PreToolUse", session_id="s-1", cwd="/w", detail={"tool_name": "Bash"}),
     kh.HookStop(blocked=True, accepted=False, reasons=["required sensor tests FAILED"], blocks_in_row=1),
+    kh.HookBypassed(
+        call_id="toolu_1",
+        tool="bash",
+        verdict="DENY",
+        rule="coding:deny-rm-root",
+        reason="rm of /",
+        event="PostToolUse",
+    ),
     ks.ScheduleAdded(
         name="nightly",
         cron="0 3 * * *",

@@ -66,6 +66,7 @@ def test_a_whole_session_through_the_command_is_one_verified_run(daemon: Path, t
     assert decision(hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="t1")) == "allow"
     hook("PostToolUse", tool_input={"command": "ls"}, tool_use_id="t1")
     assert decision(hook("PreToolUse", tool_input={"command": "timeout 5 rm -rf /"}, tool_use_id="t2")) == "deny"
+    hook("PostToolUse", tool_input={"command": "timeout 5 rm -rf /"}, tool_use_id="t2")  # ran anyway: a bypass
     assert decision(hook("PreToolUse", tool_input={"command": "bash -c 'git push -f'"}, tool_use_id="t3")) == "ask"
     write = {"file_path": str(tmp_path / ".tether" / "envelope.yaml"), "content": "x"}
     assert decision(hook("PreToolUse", tool_name="Write", tool_input=write, tool_use_id="t4")) == "deny"
@@ -81,7 +82,7 @@ def test_a_whole_session_through_the_command_is_one_verified_run(daemon: Path, t
     assert verify.returncode == 0 and "chain intact" in verify.stdout, verify.stdout + verify.stderr
     show = run(["show", run_id, "--db", str(db)], env)
     assert show.returncode in (0, 3), show.stderr
-    for seen in ("coding:deny-rm-root", "coding:ask-git-push", "path:protected", "RUNNING"):
+    for seen in ("coding:deny-rm-root", "coding:ask-git-push", "path:protected", "RUNNING", "BYPASSED t2 (bash)"):
         assert seen in show.stdout, seen
 
 

@@ -4,6 +4,9 @@
   and the fields of the event tether keeps (the prompt, the session's source, the stop flag). Tool calls
   themselves become the usual ``action.proposed`` / ``action.decided`` / ``action.completed`` events.
 - ``hook.stop``      the answer to a stop: the sensors' verdict, and whether the stop was blocked.
+- ``hook.bypassed``  the agent reported running a call tether had refused it (DENY; for Codex also ASK, which
+  Codex is told as a refusal): the user overrode the hook, or the hook was not in the way. Recorded with the
+  call's receipt and flagged by ``tether show``: the log says what ran, and that it ran against the verdict.
 """
 
 from __future__ import annotations
@@ -32,3 +35,13 @@ class HookStop(Payload):
     accepted: bool = Field(description="The verdict of the required sensors and the test-integrity checks.")
     reasons: list[str] = Field(default_factory=list)
     blocks_in_row: int = Field(0, ge=0, description="Stops blocked in a row, this one included.")
+
+
+@register("hook.bypassed")
+class HookBypassed(Payload):
+    call_id: str
+    tool: str
+    verdict: str = Field(description="What tether had answered the agent: DENY, or ASK (a refusal for Codex).")
+    rule: str = Field("", description="The rule that decided.")
+    reason: str = ""
+    event: str = Field(description="The hook event that reported the run (PostToolUse or PostToolUseFailure).")

@@ -14,7 +14,8 @@ envelope whose contract differs from the one the run began under.
 
 * ``PreToolUse``: :meth:`Guard.check`. Claude Code asks its own user on an ASK (nothing is staged); a Codex
   ASK stages an approval that ``tether approve`` answers, and the identical call, retried, takes it once.
-* ``PostToolUse`` / ``PostToolUseFailure``: :meth:`Guard.report`, the receipt of what the agent ran.
+* ``PostToolUse`` / ``PostToolUseFailure``: :meth:`Guard.report`, the receipt of what the agent ran; for a
+  call tether refused the agent, a ``hook.bypassed`` first.
 * ``Stop``: the sensors and the test-integrity checks; when they do not accept, the stop is blocked with their
   reasons, at most :data:`MAX_STOP_BLOCKS` times in a row (then the agent may stop, and the user is told it
   stopped without evidence) — Claude Code's ``stop_hook_active`` alone would let the second stop through
@@ -39,7 +40,7 @@ from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
 from tether.events.kinds import RunStarted
-from tether.events.kinds_hooks import HookReceived, HookStop
+from tether.events.kinds_hooks import HookBypassed, HookReceived, HookStop
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
@@ -182,7 +183,8 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
     if event == "PreToolUse":
         return pre_tool_use(guard, settings.agent, data, head)
     if event in ("PostToolUse", "PostToolUseFailure"):
-        receipt(guard, settings.agent, data, head, failed=event == "PostToolUseFailure")
+        bypass = bypassed(guard, settings.agent, data)
+        receipt(guard, settings.agent, data, [*head, *bypass], failed=event == "PostToolUseFailure")
         return Outcome("PASS")
     if event in ("Stop", "SubagentStop") and not guard.refresh().finished:
         return stop(guard, head, final=event == "Stop", by=f"{settings.agent} {event}")
@@ -242,6 +244,21 @@ def _outcome(a: Answer) -> Outcome:
 
 
 # -- PostToolUse -----------------------------------------------------------------------------------
+
+
+def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[HookBypassed]:
+    """A ``hook.bypassed`` when the agent reports running a call tether refused it: denied, or (Codex, which
+    has no ask) refused pending approval. A second report of the call finds it completed: not flagged twice."""
+    a = guard.state.actions.get(str(data.get("tool_use_id") or ""))
+    refused = ActionStatus.DENIED, *((ActionStatus.WAITING,) if agent == "codex" else ())
+    if a is None or a.status not in refused:
+        return []
+    event = str(data["hook_event_name"])
+    return [
+        HookBypassed(
+            call_id=a.call_id, tool=a.tool, verdict=a.verdict or "", rule=a.deciding_rule, reason=a.reason, event=event
+        )
+    ]
 
 
 def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload], *, failed: bool) -> None:

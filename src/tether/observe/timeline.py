@@ -255,6 +255,10 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
         + ", ".join(f"{k}={v:g}" for k, v in p["spend"].items())
         + (" (its whole budgets: it has not ended)" if p["reserved"] else "")
     ),
+    "hook.bypassed": lambda p: (
+        f"    [bold red]BYPASSED[/] {escape(p['call_id'])} ({escape(p['tool'])}) ran after tether answered "
+        f"{p['verdict']} ({escape(p['rule'])}): {_short(p['reason'])}"
+    ),
     "mcp.failed": lambda p: f"[red]MCP server {escape(p['server'])} did not start[/]: {_short(p['error'], 160)}",
 }
 
