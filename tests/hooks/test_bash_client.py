@@ -370,11 +370,13 @@ def test_a_well_formed_reply_is_relayed_byte_for_byte(tmp_path: Path) -> None:
     fake = FakeDaemon(sock, f"2 {len(stdout)} {len(stderr)}\n".encode() + stdout + stderr)
     client = Client(tmp_path, sock, tmp_path)
     data = '{"hook_event_name": "Stop", "x": "é"}'
-    out, err, code = client(data.encode(), "codex", "--envelope", "e.yaml")
+    url = "postgresql://app@/tether?host=/run/pg&options=-csearch_path%3Ds1"  # a store URL is passed as given
+    out, err, code = client(data.encode(), "codex", "--envelope", "e.yaml", "--db", url)
     header = fake.close()
     assert (out, err, code) == (stdout.decode() + "\n", stderr.decode(), 2)
     size = str(len(data.encode()))
-    assert header == {"agent": "codex", "envelope": f"{os.getcwd()}/e.yaml", "project": str(tmp_path), "size": size}
+    envelope = f"{os.getcwd()}/e.yaml"
+    assert header == {"agent": "codex", "envelope": envelope, "db": url, "project": str(tmp_path), "size": size}
     assert fake.received.endswith(b"\0\0" + data.encode())
 
 

@@ -10,19 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.events.backends import is_url
 
 from .session import Settings, handle
 from .wire import Reply, refuse, reply
 
 
 def settings_from(request: dict[str, Any]) -> Settings:
-    """The request's settings (absolute paths, as the client resolved them)."""
+    """The request's settings (absolute paths, as the client resolved them; the store may be a URL)."""
 
     def path(key: str) -> Path | None:
         value = request.get(key)
         return Path(value) if isinstance(value, str) and value else None
 
-    return Settings(str(request["agent"]), envelope=path("envelope"), db=path("db"), project=path("project"))
+    db = request.get("db")
+    spec = db if isinstance(db, str) and is_url(db) else path("db")  # a postgresql:// URL is kept as text
+    return Settings(str(request["agent"]), envelope=path("envelope"), db=spec, project=path("project"))
 
 
 def answer(request: dict[str, Any], data: dict[str, Any]) -> Reply:

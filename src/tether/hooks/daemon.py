@@ -262,14 +262,16 @@ def _serve_one(conn: socket.socket, stop: threading.Event, path: str, stamp: str
 
 def _tcp_request(header: dict[str, str]) -> dict[str, str]:
     """The bash client's request: its agent and absolute paths (normalised here, as ``os.path.abspath`` does in
-    the Python client); ValueError for anything else."""
+    the Python client) or a store URL; ValueError for anything else."""
     agent = header.get("agent", "")
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}")
     request = {"agent": agent}
     for key in ("envelope", "db", "project"):
         value = header.get(key)
-        if value:
+        if key == "db" and value and "://" in value:
+            request[key] = value  # a store URL, as given
+        elif value:
             if not value.startswith("/"):
                 raise ValueError(f"{key} is not an absolute path")
             request[key] = os.path.normpath(value)

@@ -5,7 +5,7 @@ Order: read stdin (bounded), ask the user's daemon (:mod:`tether.hooks.client`, 
 answers; the daemon checks the input), else check it (:func:`tether.hooks.wire.parse`) and decide here. Whatever
 goes wrong is answered with a refusal (exit 2), never with an exit code the agent reads as "no objection".
 
-Options: ``--envelope FILE`` (else ``$TETHER_ENVELOPE``), ``--db FILE`` (else ``$TETHER_DB``), ``--no-daemon``
+Options: ``--envelope FILE`` (else ``$TETHER_ENVELOPE``), ``--db FILE|URL`` (else ``$TETHER_DB``), ``--no-daemon``
 (decide in-process; also ``TETHER_HOOK_DAEMON=0``). ``tether hook install …`` writes the agent's settings.
 """
 
@@ -17,9 +17,14 @@ import sys
 from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 
 USAGE = (
-    "usage: tether hook {claude-code|codex} [--envelope FILE] [--db FILE] [--no-daemon] < HOOK_JSON\n"
+    "usage: tether hook {claude-code|codex} [--envelope FILE] [--db FILE|URL] [--no-daemon] < HOOK_JSON\n"
     "       tether hook install {claude-code|codex} [--project|--user] [--envelope FILE] [--dir DIR]"
 )
+
+
+def located(value: str) -> str:
+    """A file as an absolute path; a store URL (``postgresql://…``) as given."""
+    return value if "://" in value else os.path.abspath(value)
 
 
 def options(argv: list[str]) -> tuple[dict[str, str], bool]:
@@ -34,12 +39,12 @@ def options(argv: list[str]) -> tuple[dict[str, str], bool]:
         if flag == "--no-daemon":
             daemon = False
         elif flag in ("--envelope", "--db") and rest:
-            request[flag[2:]] = os.path.abspath(rest.pop(0))
+            request[flag[2:]] = located(rest.pop(0))
         else:
             raise ValueError(f"unknown or incomplete option {flag!r}")
     for key, var in (("envelope", "TETHER_ENVELOPE"), ("db", "TETHER_DB")):
         if key not in request and os.environ.get(var):
-            request[key] = os.path.abspath(os.environ[var])
+            request[key] = located(os.environ[var])
     if os.environ.get("CLAUDE_PROJECT_DIR"):
         request["project"] = os.path.abspath(os.environ["CLAUDE_PROJECT_DIR"])
     return request, daemon

@@ -46,11 +46,11 @@ fallback() {
 }
 
 # field KEY VALUE: add KEY=<VALUE as an absolute path> to the request (the Python client's abspath; the daemon
-# normalises it).
+# normalises it), or as given when it is a store URL (postgresql://...).
 field() {
 	[[ -n $2 ]] || return 0
 	local value=$2
-	[[ $value == /* ]] || value=$PWD/$value
+	[[ $value == /* || $value == *://* ]] || value=$PWD/$value
 	[[ $value != *$'\n'* ]] || fallback
 	fields+=("$1=$value")
 }

@@ -6,11 +6,11 @@ same. What is the hooks' own: the wire format (:mod:`.wire`), the agent's tool n
 (:mod:`.calls`), where the envelope and store are, and the stop — the required sensors and the test-integrity
 checks (:mod:`.integrity`) against the baseline taken when the run was created.
 
-Each agent session is one run, ``<agent>-<session id>``, in the project's store (``--db``, ``$TETHER_DB``,
-else ``<workspace>/.tether/tether.db``). The workspace is fixed when the run starts (the project directory the
-agent names, else its first ``cwd``); so is the envelope (``--envelope``, ``$TETHER_ENVELOPE``, else
-``<workspace>/.tether/envelope.yaml``, else :func:`~tether.hooks.calls.hook_envelope`): the guard refuses an
-envelope whose contract differs from the one the run began under.
+Each agent session is one run, ``<agent>-<session id>``, in the project's store (``--db``, ``$TETHER_DB``: a
+file or a ``postgresql://`` URL, else ``<workspace>/.tether/tether.db``). The workspace is fixed when the run
+starts (the project directory the agent names, else its first ``cwd``); so is the envelope (``--envelope``,
+``$TETHER_ENVELOPE``, else ``<workspace>/.tether/envelope.yaml``, else :func:`~tether.hooks.calls.hook_envelope`):
+the guard refuses an envelope whose contract differs from the one the run began under.
 
 * ``PreToolUse``: :meth:`Guard.check`. Claude Code asks its own user on an ASK (nothing is staged); a Codex
   ASK stages an approval that ``tether approve`` answers, and the identical call, retried, takes it once.
@@ -39,9 +39,11 @@ from typing import Any, TypeVar, cast
 from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
+from tether.events.backends import StoreSpec, is_url, local_dir, open_store
 from tether.events.kinds import RunStarted
 from tether.events.kinds_hooks import HookBypassed, HookReceived, HookStop
 from tether.events.payload import Payload
+from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.kernel.approvals import whoami
@@ -68,7 +70,7 @@ class Settings:
 
     agent: str
     envelope: Path | None = None
-    db: Path | None = None
+    db: StoreSpec | None = None  # a file, or a postgresql:// URL
     project: Path | None = None  # $CLAUDE_PROJECT_DIR
 
 
@@ -112,8 +114,7 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     """The session's guard: its run created (with the test baseline) on the first hook call, else found."""
     project = (settings.project or Path(str(data["cwd"]))).resolve()
     db = settings.db or project / DB_NAME
-    inode = db.stat().st_ino if db.exists() else None  # a database removed and made anew is opened anew
-    store = cached(("store", str(db), inode), lambda: EventStore.open(db, create=True, signer=Signer.configured()))
+    store, inode = _store(db, project)
     session = str(data["session_id"])
     run_id = run_id_for(settings.agent, session)
     workspace = Path(
@@ -138,7 +139,19 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     )
 
 
-def _recorded_workspace(store: EventStore, run_id: str) -> str | None:
+def _store(db: StoreSpec, project: Path) -> tuple[Store, int | None]:
+    """The session's store, kept between calls: a file (a database removed and made anew is opened anew, by its
+    inode) or a PostgreSQL URL (its local files in the project's ``.tether/``)."""
+    if is_url(db):
+        spec = str(db)
+        local = local_dir(spec, project)
+        return cached(("store", spec), lambda: open_store(spec, signer=Signer.configured(), local=local)), None
+    path = Path(db)
+    inode = path.stat().st_ino if path.exists() else None
+    return cached(("store", str(path), inode), lambda: EventStore.open(path, signer=Signer.configured())), inode
+
+
+def _recorded_workspace(store: Store, run_id: str) -> str | None:
     """The workspace a session's run began in (a later ``cd`` of the agent does not move it); None (not kept
     by :func:`cached`, so asked again) while the run does not exist."""
     try:
