@@ -21,9 +21,7 @@ Verdicts on places (rule ids in brackets):
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cached_property
@@ -34,6 +32,7 @@ import pathspec
 from tether.envelope.schema import Filesystem
 
 from .decision import Verdict
+from .globs import GlobSet
 
 _HOMES = ("{home}", "/root", "/home/*")
 
@@ -143,11 +142,6 @@ def _in_homes(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
     return tuple(f"{h.replace('{home}', home)}/{p}" for h in _HOMES for p in patterns)
 
 
-def _one_pattern(globs: tuple[str, ...]) -> re.Pattern[str]:
-    """Many shell globs as one compiled regular expression (one match instead of a hundred)."""
-    return re.compile("|".join(fnmatch.translate(g) for g in globs))
-
-
 @dataclass(frozen=True)
 class PlaceVerdict:
     rule_id: str
@@ -165,8 +159,8 @@ class PathPolicy:
         self._credential = _in_homes(_CREDENTIAL_IN_HOME, self.home) + _CREDENTIAL_ABSOLUTE
         self._startup = _in_homes(_STARTUP_IN_HOME, self.home) + _STARTUP_ABSOLUTE
         self._cred_roots = _expand(_CREDENTIAL_ROOTS, self.home)
-        self._credential_re = _one_pattern(self._credential)
-        self._startup_re = _one_pattern(self._startup)
+        self._credential_globs = GlobSet(self._credential)
+        self._startup_globs = GlobSet(self._startup)
 
     @cached_property
     def _read_spec(self) -> pathspec.GitIgnoreSpec | None:
@@ -218,8 +212,7 @@ class PathPolicy:
     # -- classification ---------------------------------------------------------------------
 
     def is_credential(self, path: PurePosixPath) -> bool:
-        s = str(path)
-        return self._credential_re.match(s) is not None
+        return self._credential_globs.match(str(path))
 
     def glob_may_hit_credential(self, pattern: str) -> bool:
         """Could a shell glob such as ``~/.ss*/id_*`` name a credential file?"""
@@ -233,8 +226,7 @@ class PathPolicy:
         return any(fnmatchcase(s, p) for p in self._cred_roots) or self.is_credential(path)
 
     def is_startup(self, path: PurePosixPath) -> bool:
-        s = str(path)
-        return self._startup_re.match(s) is not None
+        return self._startup_globs.match(str(path))
 
     def read(self, path: PurePosixPath, *, shell: bool) -> PlaceVerdict | None:
         """Verdict for reading ``path``; None means no objection.
