@@ -1,6 +1,7 @@
 """Events: typed payloads and their kinds, the hash chain, the store protocol, its stores and :func:`open_store`.
 
-Importing the package imports every kind module, so the registry of kinds is complete for any
+Importing the package imports the kind modules every run reads; the registry imports the rest
+(:data:`.payload.LATER`) the first time it is asked for a kind it does not hold, so it is complete for any
 reader or writer (the kind modules import only :mod:`.payload`, never each other).
 """
 
@@ -9,14 +10,9 @@ from . import (  # noqa: F401  (each registers its kinds)
     kinds_context,
     kinds_control,
     kinds_delegate,
-    kinds_distributed,
-    kinds_egress,
-    kinds_graph,
     kinds_guard,
     kinds_hooks,
     kinds_knowledge,
-    kinds_mcp,
-    kinds_schedule,
     kinds_verify,
 )
 from .backends import StoreSpec, default_spec, open_store

@@ -7,19 +7,27 @@ a kind or a field as a string. The stored JSON is the model's ``model_dump(mode=
 what the ``(kind, dict)`` form wrote before, so old logs hash and read the same.
 
 The kind modules (``kinds``, ``kinds_context``, ``kinds_control``, ``kinds_distributed``, ``kinds_egress``,
-``kinds_graph``, ``kinds_guard``, ``kinds_mcp``, ``kinds_verify``) import this one and nothing of each other;
-``tether.events`` imports them all, so the registry is complete whenever anything in the package is used.
+``kinds_graph``, ``kinds_guard``, ``kinds_mcp``, ``kinds_verify``, …) import this one and nothing of each
+other. ``tether.events`` imports the ones every run reads; the kinds only graphs, schedules, workers, egress
+and MCP servers write (:data:`LATER`) are imported by the code that writes them, or by the registry itself the
+first time it is asked for a kind it does not hold (or iterated): so the registry is complete whenever it is
+read, and a hook deciding one tool call in a fresh process does not build ~25 payload classes it never reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+import importlib
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tether.errors import InputError
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
 
 
 class Payload(BaseModel):
@@ -37,7 +45,73 @@ class InvalidPayload(InputError):
     pass
 
 
-REGISTRY: dict[str, type[Payload]] = {}
+D = TypeVar("D")
+#: Kind modules imported on the registry's first miss, not with the package (see the module docstring).
+LATER = ("kinds_distributed", "kinds_egress", "kinds_graph", "kinds_mcp", "kinds_schedule")
+
+
+class Registry(dict[str, type[Payload]]):
+    """Kind -> payload class. A lookup that misses, and any iteration, first imports the kind modules of
+    :data:`LATER` that are not imported yet (once; under a lock, so a thread never reads it half-loaded)."""
+
+    def __init__(self, later: tuple[str, ...]) -> None:
+        super().__init__()
+        self._later = later
+        self._lock = threading.RLock()
+
+    def _load_later(self) -> None:
+        """Import the later kind modules, once; a thread that comes while another imports them waits for it."""
+        with self._lock:
+            for name in self._later:
+                importlib.import_module(f"{__package__}.{name}")
+            self._later = ()
+
+    @overload  # type: ignore[override]
+    def get(self, kind: str, /) -> type[Payload] | None: ...
+    @overload
+    def get(self, kind: str, default: D, /) -> type[Payload] | D: ...
+    def get(self, kind: str, default: Any = None, /) -> Any:
+        found = dict.get(self, kind)
+        if found is None:
+            self._load_later()  # (or waits for the thread loading them): then read again
+            found = dict.get(self, kind)
+        return default if found is None else found
+
+    def __contains__(self, kind: object) -> bool:
+        if dict.__contains__(self, kind):
+            return True
+        self._load_later()
+        return dict.__contains__(self, kind)
+
+    def __missing__(self, kind: str) -> type[Payload]:
+        self._load_later()
+        found = dict.get(self, kind)
+        if found is None:
+            raise KeyError(kind)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_later()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._load_later()
+        return dict.__len__(self)
+
+    def keys(self) -> dict_keys[str, type[Payload]]:
+        self._load_later()
+        return dict.keys(self)
+
+    def values(self) -> dict_values[str, type[Payload]]:
+        self._load_later()
+        return dict.values(self)
+
+    def items(self) -> dict_items[str, type[Payload]]:
+        self._load_later()
+        return dict.items(self)
+
+
+REGISTRY = Registry(LATER)
 P = TypeVar("P", bound=type[Payload])
 #: What may be appended: a payload object, or the raw ``(kind, dict)`` form (validated to the same model).
 Emitted = Payload | tuple[str, Mapping[str, Any]]
@@ -47,7 +121,7 @@ def register(kind: str) -> Callable[[P], P]:
     """Class decorator: ``cls`` is the payload of ``kind`` (one class per kind, one kind per class)."""
 
     def wrap(cls: P) -> P:
-        if kind in REGISTRY or cls.KIND:
+        if dict.__contains__(REGISTRY, kind) or cls.KIND:  # not `in`: that would import the later modules
             raise TypeError(f"event kind {kind!r}: {cls.__name__} is registered twice or the kind is taken")
         cls.KIND = kind
         REGISTRY[kind] = cls
