@@ -70,9 +70,6 @@ from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami
 from tether.kernel.budgets import Breach, breach
-from tether.kernel.outcome import closing
-from tether.kernel.step import Finish
-from tether.kernel.steps import next_step
 from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
@@ -238,13 +235,14 @@ class Guard:
                     raise
         if recorded is not None:
             store.verify_run(run_id)
-            if contract_hash(Envelope.model_validate(recorded)) != contract_hash(env):  # unset later fields aside
+            began = Envelope.model_validate(recorded.envelope)  # validated once: compared, then governs
+            if contract_hash(began) != contract_hash(env):  # unset later fields aside
                 raise GuardError(
                     f"session {session!r} of {framework} is governed by run {run_id}, which began under another "
                     "envelope; a session keeps its contract: start a new session id to use this envelope"
                 )
-            env = Envelope.model_validate(recorded)
-            ws = Path(_started_workspace(store, run_id) or ws)
+            env = began
+            ws = Path(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking)
         guard.refresh()
         return guard
@@ -644,6 +642,10 @@ class Guard:
         """A recorded fact the run cannot go on from: ``next_step`` names the finish, the guard performs it."""
         if self.state.stop is None or self.state.finished:
             return
+        from tether.kernel.outcome import closing  # here: only a call that ends the run needs the kernel's ending
+        from tether.kernel.step import Finish
+        from tether.kernel.steps import next_step
+
         step = next_step(self.state, self.env, datetime.now(UTC))
         if isinstance(step, Finish):  # as the runtime finishes: the budget breach first, when one is why
             spent = [] if step.breach is None else [BudgetExceeded(**_breach(step.breach))]
@@ -719,19 +721,14 @@ def _breach(b: Breach) -> dict[str, Any]:
     return {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)}
 
 
-def _started(store: Store, run_id: str) -> dict[str, Any] | None:
-    """The envelope a session's run began under, or None when the run does not exist yet."""
+def _started(store: Store, run_id: str) -> RunStarted | None:
+    """How a session's run began (its envelope, its workspace), or None when the run does not exist yet."""
     try:
         store.run(run_id)
     except InputError:
         return None
     first = store.events(run_id, kinds={RunStarted.KIND})
-    return dict(first[0].payload["envelope"]) if first else None
-
-
-def _started_workspace(store: Store, run_id: str) -> str:
-    first = store.events(run_id, kinds={RunStarted.KIND})
-    return str(first[0].payload.get("workspace", "")) if first else ""
+    return first[0].data_as(RunStarted) if first else None
 
 
 def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,6 @@ from tether.policy.decision import Verdict
 from tether.status import ActionStatus
 
 from .calls import Call, CallError, hook_envelope, tether_calls
-from .integrity import findings, take_baseline
 from .wire import Outcome
 
 T = TypeVar("T")
@@ -149,6 +148,14 @@ def _store(db: StoreSpec, project: Path) -> tuple[Store, int | None]:
     path = Path(db)
     inode = path.stat().st_ino if path.exists() else None
     return cached(("store", str(path), inode), lambda: EventStore.open(path, signer=Signer.configured())), inode
+
+
+def take_baseline(store: Store, workspace: Path) -> Payload:
+    """The test baseline a new session's run starts with (:func:`.integrity.take_baseline`, imported here: only
+    a session's first call and a stop read the test surface, so a tool call does not import its parsers)."""
+    from .integrity import take_baseline as take
+
+    return take(store, workspace)
 
 
 def _recorded_workspace(store: Store, run_id: str) -> str | None:
@@ -325,6 +332,8 @@ def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outc
     accepted it, VERIFY_FAILED when the agent stopped after :data:`MAX_STOP_BLOCKS` refusals in a row.
     """
     from tether.verify.cascade import cascade_events, planned_sensors
+
+    from .integrity import findings
 
     env = guard.env
     items: list[Payload] = list(head)
