@@ -351,6 +351,7 @@ class FakeDaemon:
         b"garbage\n",
         b"0 2 0",
         b"0 -1 0\n",
+        b"0 09 0\n{}{}{}{}{}",
         b"0 2 0 0\n{}",
     ],
 )

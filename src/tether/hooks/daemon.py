@@ -140,8 +140,6 @@ def _serve_locked(path: str, idle_s: float) -> int:
                 except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                     continue
                 conn.setblocking(True)
-                if listeners[server] is not None:  # the reply in one segment, not held for an ACK
-                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 call = (conn, stop, path, stamp, listeners[server])
                 threading.Thread(target=_serve_one, args=call, daemon=True).start()
     finally:
@@ -176,6 +174,7 @@ def tcp_peer_uid(conn: socket.socket) -> int | None:
     request = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
     try:
         with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as nl:
+            nl.settimeout(1.0)
             header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0)
             nl.sendto(header + request, (0, 0))
             answer = nl.recv(8192)
@@ -237,6 +236,7 @@ def _serve_one(conn: socket.socket, stop: threading.Event, path: str, stamp: str
     with conn:
         try:
             if endpoint is not None:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each reply at once, not held for an ACK
                 rest = _admit(conn, endpoint, stop, path, stamp)
                 if rest is None:
                     return

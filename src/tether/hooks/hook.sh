@@ -5,9 +5,9 @@
 # start-up and one round trip to the user's daemon (tether/hooks/daemon.py) over loopback TCP: bash cannot open
 # a Unix socket, so the daemon publishes a port and two tokens in `<socket>.tcp`. Builtins only.
 #
-# Whenever anything is off before the daemon has the request (options this client does not relay, no endpoint
-# file, one that is not the user's or is older than this script, connection refused, a handshake that fails,
-# a bash without /dev/tcp) it execs the Python launcher (launch.py beside this file, run by PYTHON) with the same
+# Whenever anything is off before the daemon has the request (options this client does not relay, input over
+# 32 KiB or holding a NUL byte, no endpoint file, one that is not the user's or is older than this script,
+# connection refused, a handshake that fails, a bash without /dev/tcp) it execs the Python launcher (launch.py beside this file, run by PYTHON) with the same
 # arguments and the input it already read: that path asks the daemon on its Unix socket or decides in-process
 # and starts a daemon, so the answer is never weaker. Once the daemon has the request, a reply that is not
 # exactly well formed is exit 2 with the reason (the daemon may have recorded the call: not asked twice).
@@ -35,6 +35,7 @@ refuse() {
 
 fallback() {
 	if [[ ${caller_lc_all+set} ]]; then LC_ALL=$caller_lc_all; else unset LC_ALL; fi
+	trap - PIPE # cat feeding a launcher that stopped reading (input over its limit) ends quietly
 	local launch=("$py" -I -S "$here/launch.py" "${args[@]}")
 	case $have_input in
 	0) exec "${launch[@]}" ;;
@@ -108,7 +109,8 @@ printf "$format"'size=%s\0\0%s' "${fields[@]}" "${#input}" "$input" >&3 2>/dev/n
 
 # The reply: "<exit> <stdout bytes> <stderr bytes>\n<stdout><stderr>", exactly.
 IFS=' ' read -r -n 64 code out_size err_size extra <&3 || refuse "the daemon closed the connection without a reply"
-[[ $code =~ ^[02]$ && $out_size =~ ^[0-9]{1,9}$ && $err_size =~ ^[0-9]{1,9}$ && -z $extra ]] ||
+size='^(0|[1-9][0-9]{0,8})$' # no leading zero: bash arithmetic would read it as octal
+[[ $code =~ ^[02]$ && $out_size =~ $size && $err_size =~ $size && -z $extra ]] ||
 	refuse "the daemon's reply is malformed"
 out=
 err=
