@@ -68,16 +68,20 @@ def hook_command(agent: str, envelope: Path | None) -> str:
     if not bash:
         return launcher_command(agent, envelope)
     client = Path(__file__).resolve().with_name("hook.sh")
-    parts = [bash, str(client), sys.executable, agent]
-    return shlex.join(parts + (["--envelope", str(envelope.resolve())] if envelope else [])) + " || exit 2"
+    return _command([bash, str(client), sys.executable], agent, envelope)
 
 
 def launcher_command(agent: str, envelope: Path | None) -> str:
     """This interpreter running the launcher bare (``-I -S``: no site, no ``PYTHON*`` variables), not the
     ``tether`` console script: a call the daemon answers then costs little more than ``python -c pass``."""
     launcher = Path(__file__).resolve().with_name("launch.py")
-    parts = [sys.executable, "-I", "-S", str(launcher), agent]
-    return shlex.join(parts + (["--envelope", str(envelope.resolve())] if envelope else [])) + " || exit 2"
+    return _command([sys.executable, "-I", "-S", str(launcher)], agent, envelope)
+
+
+def _command(program: list[str], agent: str, envelope: Path | None) -> str:
+    """``program AGENT [--envelope FILE] || exit 2``: if it cannot even start, the agent reads "blocked"."""
+    options = ["--envelope", str(envelope.resolve())] if envelope else []
+    return shlex.join([*program, agent, *options]) + " || exit 2"
 
 
 def ours(entry: Any, agent: str) -> bool:
