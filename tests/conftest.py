@@ -64,15 +64,17 @@ def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``bwrap``, ``browser``, ``postgres`` or ``temporal`` are skipped, with the reason, where
-    bubblewrap cannot start, no chromium is installed, no throwaway PostgreSQL can start (tests/pgkit.py) or no
-    Temporal dev server (tests/temporalkit.py) — never in CI, which installs all four and fails instead.
+    """Tests marked ``bwrap``, ``browser``, ``strace``, ``postgres`` or ``temporal`` are skipped, with the reason,
+    where bubblewrap cannot start, no chromium or strace is installed, no throwaway PostgreSQL can start
+    (tests/pgkit.py) or no Temporal dev server (tests/temporalkit.py) — never in CI, which installs all five and
+    fails instead.
 
     One place for the rule, so that no test file can quietly skip a sandbox, browser or database test in CI.
     """
     needs = {
         "bwrap": lambda: bwrap_available() if shutil.which("bwrap") else "bubblewrap (bwrap) is not installed",
         "browser": lambda: None if shutil.which("chromium") else "chromium is not installed (apt-get install chromium)",
+        "strace": lambda: None if shutil.which("strace") else "strace is not installed (apt-get install strace)",
         "postgres": postgres_why_not,
         "temporal": temporal_why_not,
     }

@@ -14,22 +14,41 @@ from runkit import FINISH, FIX, tether, write_script
 from tether import EventStore
 
 KILLER = """
-import os, signal, sys
+import os, pathlib, signal, sys, threading, time
 from tether import Harness
+from tether.events.store import EventStore
 
-envelope, db, kind, tool = sys.argv[1:5]
+envelope, db, kind, tool, when = (sys.argv[1:] + ["written"])[:5]
+write = EventStore.append_batch
+marker = pathlib.Path(envelope).parent / "project" / "src" / "marker.txt"
 
-def hook(event):
-    if event.kind == kind and event.payload.get("tool", tool) == tool:
-        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash
+def kill_once_marked():
+    while not marker.exists():
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)  # the command has acted and is still running
 
-Harness(envelope, db=db, sandbox="local", on_event=hook).run("fix the median")
+def append_batch(self, batch):  # the runtime writes every event through here: a step's batch at a time
+    hit = any(e.kind == kind and e.payload.get("tool", tool) == tool for e in batch.events)
+    if hit and when == "unwritten":
+        os.kill(os.getpid(), signal.SIGKILL)  # staged, not written: the crash loses the whole batch
+    write(self, batch)
+    if hit and when == "written":
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash, right after the commit
+    if hit and when == "running":
+        threading.Thread(target=kill_once_marked, daemon=True).start()
+
+EventStore.append_batch = append_batch
+Harness(envelope, db=db, sandbox="local").run("fix the median")
 """
 
 MARK = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt"}}
 
 
-def crash(bugfix: Path, kind: str, tool: str = "-", first: tuple[dict[str, Any], ...] = (MARK,)) -> tuple[Path, str]:
+def crash(
+    bugfix: Path, kind: str, tool: str = "-", first: tuple[dict[str, Any], ...] = (MARK,), when: str = "written"
+) -> tuple[Path, str]:
+    """Run the script and SIGKILL it right after the batch holding ``kind`` (of ``tool``) is written; with
+    ``when="unwritten"``, right before; with ``"running"``, once the command it started wrote the marker."""
     write_script(
         bugfix,
         [
@@ -40,7 +59,7 @@ def crash(bugfix: Path, kind: str, tool: str = "-", first: tuple[dict[str, Any],
     )
     db = bugfix / "t.db"
     proc = subprocess.run(
-        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), kind, tool],
+        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), kind, tool, when],
         capture_output=True,
         text=True,
         timeout=120,
@@ -49,7 +68,8 @@ def crash(bugfix: Path, kind: str, tool: str = "-", first: tuple[dict[str, Any],
     with EventStore.open(db) as store:
         (info,) = store.runs()
         assert store.verify(info.run_id) > 0  # the log survived the crash intact
-        assert kind in {e.kind for e in store.events(info.run_id)[-4:]}  # died right after it was durable
+        written = {e.kind for e in store.events(info.run_id)}
+        assert (kind in written) is (when != "unwritten")  # it died right after (before) that was written
     return db, info.run_id
 
 
@@ -70,6 +90,26 @@ def test_crash_inside_a_non_idempotent_action_is_never_rerun(bugfix: Path) -> No
     assert code == 5 and contract["status"] == "NEEDS_INPUT"
     assert "bash" in contract["result"] and "not idempotent" in contract["result"]
     assert marker_lines(bugfix) == 0  # the crash came before the command; resume did not run it blind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "when"),
+    [
+        ("action.started", "running"),  # killed while the command runs, after it acted
+        ("action.completed", "unwritten"),  # killed after the command, before its result is written
+    ],
+)
+def test_a_crash_after_a_command_acted_leaves_it_in_doubt_never_rerun(bugfix: Path, kind: str, when: str) -> None:
+    first = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt && sleep 1"}}
+    db, run_id = crash(bugfix, kind, "bash", first=(first,), when=when)
+    with EventStore.open(db) as store:
+        kinds = [e.kind for e in store.events(run_id)]
+    assert kinds[-1] == "action.started" and "action.completed" not in kinds  # the durable write, then nothing
+    code, contract = resume(db, run_id)
+    assert code == 5 and contract["status"] == "NEEDS_INPUT"
+    assert "not idempotent" in contract["result"]
+    assert marker_lines(bugfix) == 1  # it acted once; resume did not run it again
 
 
 def test_crash_after_a_completed_action_continues_without_repeating_it(bugfix: Path) -> None:
@@ -106,9 +146,18 @@ def test_crash_inside_read_file_reruns_it(bugfix: Path) -> None:
     assert marker_lines(bugfix) == 1
 
 
-@pytest.mark.parametrize("kind", ["model.responded", "action.decided", "completion.claimed", "verify.completed"])
-def test_crash_between_steps_resumes_to_complete(bugfix: Path, kind: str) -> None:
-    db, run_id = crash(bugfix, kind)
+@pytest.mark.parametrize(
+    ("kind", "when"),
+    [
+        # a model turn is written with its decision and the durable action.started: lost whole, asked again
+        ("model.responded", "unwritten"),
+        ("action.decided", "unwritten"),
+        ("completion.claimed", "written"),  # written before the sensors run
+        ("verify.completed", "unwritten"),  # written with the finish: lost whole, verified again
+    ],
+)
+def test_crash_between_steps_resumes_to_complete(bugfix: Path, kind: str, when: str) -> None:
+    db, run_id = crash(bugfix, kind, when=when)
     code, contract = resume(db, run_id)
     assert code == 0 and contract["status"] == "COMPLETE", contract
     assert marker_lines(bugfix) == 1

@@ -237,18 +237,22 @@ KILLER = """
 import os, signal, sys
 from tether import Harness
 from tether.errors import ProviderError
+from tether.kernel.runtime import Runtime
 from tether.models.function import FunctionModel
 
 envelope, db, kind = sys.argv[1:4]
+drive = Runtime.drive
 
-def hook(event):
-    if event.kind == kind:
-        os.kill(os.getpid(), signal.SIGKILL)  # after the fact is durable, before the finish
+def step_by_step(self, steps=None):  # as a distributed worker drives: one step per call, written when it returns
+    while drive(self, steps=1) is not None:
+        if any(e.kind == kind for e in self.store.events(self.run_id)):
+            os.kill(os.getpid(), signal.SIGKILL)  # after the fact is written, before the finish
 
 def provider(messages, tools):
     raise ProviderError("401 invalid key", transient=False, status=401)
 
-Harness(envelope, db=db, sandbox="local", on_event=hook, model=FunctionModel(provider)).run("fix the median")
+Runtime.drive = step_by_step
+Harness(envelope, db=db, sandbox="local", model=FunctionModel(provider)).run("fix the median")
 """
 
 

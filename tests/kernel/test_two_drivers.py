@@ -35,7 +35,7 @@ def crashed_before_the_marker(bugfix: Path) -> tuple[Path, str]:
     )
     db = bugfix / "t.db"
     proc = subprocess.run(
-        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), "action.decided", "-"],
+        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), "action.decided", "-", "unwritten"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -132,7 +132,7 @@ def test_resume_refuses_a_log_that_does_not_verify_and_runs_nothing(bugfix: Path
     write_script(bugfix, [{"tool_calls": [MARK]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     db = bugfix / "t.db"
     proc = subprocess.run(
-        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), "action.decided", "-"],
+        [sys.executable, "-c", KILLER, str(bugfix / "envelope.yaml"), str(db), "action.decided", "-", "unwritten"],
         capture_output=True,
         timeout=120,
     )

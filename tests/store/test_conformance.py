@@ -21,7 +21,7 @@ from tether.canonical import bytes_hash
 from tether.errors import HeadMoved, InputError, LogCorrupt, RunLeased
 from tether.events import Store, open_store
 from tether.events.kinds import RunForked
-from tether.events.store import EventStore
+from tether.events.store import Batch, EventStore
 
 OpenStore = Callable[[], Store]
 STARTED = ("run.started", {"task": "t", "budgets": {"turns": 10}})
@@ -91,6 +91,55 @@ def test_compare_and_append_on_a_moved_head_writes_nothing(store: Store) -> None
         store.append_many(run, [turn(2), turn(3)], expect=seen)  # a stale writer: none of its batch lands
     assert [e.seq for e in store.events(run)] == [0, 1]
     assert store.verify(run) == 2
+
+
+def test_a_batch_chained_in_memory_is_written_whole_as_it_was_chained(store: Store) -> None:
+    """The runtime stages a step's events (Batch) and writes them in one transaction: the store writes exactly
+    the events the batch numbered, timed and hashed, so what the runtime folded is what the log holds."""
+    run = store.create_run("t", [STARTED])
+    batch = Batch(run, store.head(run))
+    staged = batch.add(store.redactor, [turn(1), turn(2)]) + batch.add(store.redactor, [turn(3)], durable=True)
+    assert batch.durable and store.head(run)[0] == 0  # nothing written while it is staged
+    store.append_batch(batch)
+    assert store.events(run)[1:] == staged
+    assert store.head(run) == batch.head == staged[-1].head
+    assert store.verify(run) == 4
+    store.append_batch(Batch(run, store.head(run)))  # an empty batch writes nothing and moves nothing
+    assert store.head(run) == batch.head
+
+
+def test_a_batch_on_a_moved_head_writes_none_of_it(backend: OpenStore) -> None:
+    """Another writer appended after the batch was begun: HeadMoved, and not one of its events lands."""
+    mine, other = backend(), backend()
+    run = mine.create_run("t", [STARTED])
+    batch = Batch(run, mine.head(run))
+    batch.add(mine.redactor, [turn(1), turn(2)], durable=True)
+    other.append(run, *turn(9))
+    with pytest.raises(HeadMoved):
+        mine.append_batch(batch)
+    assert [e.payload["turn"] for e in mine.events(run)[1:]] == [9]
+    assert mine.verify(run) == 2
+
+
+def test_a_batch_of_a_driver_whose_lease_is_gone_writes_nothing(backend: OpenStore) -> None:
+    """A driver whose lease row is no longer its own cannot write its staged step."""
+    first, second = backend(), backend()
+    run = first.create_run("t", [STARTED], lease=True)
+    batch = Batch(run, first.head(run))
+    batch.add(first.redactor, [turn(1)])
+    release_behind_its_back(first, run)
+    second.acquire(run)
+    with pytest.raises(RunLeased):
+        first.append_batch(batch)
+    assert first.head(run)[0] == 0
+    second.release(run)
+
+
+def release_behind_its_back(store: Store, run: str) -> None:
+    """Free the run's lease row as if its holder had died, while ``store`` still believes it holds it."""
+    held = store._leases[run]  # type: ignore[attr-defined]
+    store.release(run)
+    store._leases[run] = held  # type: ignore[attr-defined]
 
 
 def test_racing_writers_on_one_head_exactly_one_wins(backend: OpenStore) -> None:

@@ -55,6 +55,8 @@ from .redact import Redactor, url_without_password
 from .store import (
     EVENT_COLUMNS,
     Audit,
+    Batch,
+    Chained,
     Event,
     Head,
     Prepared,
@@ -368,14 +370,31 @@ class PgStore:
                 self._check_lease_locked(cur, run_id)
             return self._append_locked(cur, run_id, prepared, head)
 
+    def append_batch(self, batch: Batch) -> None:
+        """Write events chained in memory in one transaction; nothing, and :class:`HeadMoved`, if the head is
+        no longer ``batch.base`` (as :meth:`EventStore.append_batch`)."""
+        with self._transaction(batch.durable) as cur:
+            self._lock_run(cur, batch.run_id)
+            if cur.execute("SELECT 1 FROM runs WHERE run_id=%s", (batch.run_id,)).fetchone() is None:
+                raise InputError(f"unknown run {batch.run_id!r}")
+            head = self._head_in(cur, batch.run_id)
+            if tuple(batch.base) != head:
+                raise HeadMoved(batch.run_id, batch.base, head)
+            if batch.run_id in self._leases:
+                self._check_lease_locked(cur, batch.run_id)
+            self._insert_locked(cur, batch.run_id, batch.rows, head)
+
     def _append_locked(self, cur: Cursor[Any], run_id: str, prepared: Sequence[Prepared], head: Head) -> list[Event]:
         rows = chained(run_id, prepared, head)
+        self._insert_locked(cur, run_id, rows, head)
+        return [event for _, event in rows]
+
+    def _insert_locked(self, cur: Cursor[Any], run_id: str, rows: Sequence[Chained], head: Head) -> None:
         if not rows:
-            return []
+            return
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s)", [r for r, _ in rows])
-        out = [event for _, event in rows]
-        seq, h = out[-1].head
-        if self.signer is not None and self.signer.due(head[0], seq, (p[0] for p in prepared)):
+        seq, h = rows[-1][1].head
+        if self.signer is not None and self.signer.due(head[0], seq, (e.kind for _, e in rows)):
             cp = self.signer.sign(run_id, seq, h, now_iso())
             cur.execute(
                 "INSERT INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (%s,%s,%s,%s,%s,%s) "
@@ -383,7 +402,6 @@ class PgStore:
                 (cp.run_id, cp.seq, cp.hash, cp.key_id, cp.signed_at, cp.signature),
             )
             self._pending_anchor.append(cp)
-        return out
 
     def put_blob(self, data: bytes) -> str:
         """Store ``data`` content-addressed; its ``sha256:`` hash (made durable by the next durable append)."""
@@ -492,7 +510,8 @@ class PgStore:
             self._heartbeat = Heartbeat(min(lease.ttl_s for lease in self._leases.values()) / 3, self._beat)
 
     def _beat(self) -> None:
-        with self._transaction() as cur:
+        # Not synced: a heartbeat lost to a power cut only makes its (dead) holder look dead sooner.
+        with self._transaction(durable=False) as cur:
             for run_id, lease in list(self._leases.items()):
                 cur.execute(
                     "UPDATE leases SET heartbeat=%s WHERE run_id=%s AND owner=%s", (time.time(), run_id, lease.owner)

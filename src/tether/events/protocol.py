@@ -28,7 +28,7 @@ from .kinds import RunForked
 from .lease import Lease
 from .payload import Emitted, Payload
 from .redact import Redactor
-from .store import Audit, Event, EventStore, Head, RunInfo
+from .store import Audit, Batch, Event, EventStore, Head, RunInfo
 
 if TYPE_CHECKING:
     from .pgstore import PgStore
@@ -117,6 +117,11 @@ class Store(Protocol):
         self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
     ) -> list[Event]:
         """Validate, chain and commit events in one transaction; nothing if the head is not ``expect``."""
+        ...
+
+    def append_batch(self, batch: Batch) -> None:
+        """Write events chained in memory in one transaction (synced if ``batch.durable``); nothing, and
+        :class:`~tether.errors.HeadMoved`, if the run's head is no longer ``batch.base``."""
         ...
 
     def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:

@@ -18,8 +18,10 @@ earlier commit durable, so order is never lost. ``durable=False`` commits with
 crash or power loss can lose at most the tail after the last durable event —
 which a resume reads as an action without a completion, and refuses to repeat.
 The runtime appends durably exactly the kinds in ``tether.kernel.runtime.DURABLE_KINDS``
-(run.started, action.started, approval.requested, run.finished) and every batch holding one;
-creating a run, leases, blobs and checkpoints are always durable.
+(run.started, action.started, approval.requested, delegate.started, run.finished) and every batch
+holding one; it stages a step's events and writes them with :meth:`EventStore.append_batch`, two
+commits per tool step (docs/store.md, "Commits per step"). Creating a run and taking or releasing
+a lease are always durable; blobs and lease heartbeats are not synced on their own.
 Writers are serialised by an advisory file lock (``<db>.lock``): contending
 SQLite writers starve each other on busy-retry, a lock queues them.
 A full disk is reported as :class:`DiskFull` naming the path; the transaction is rolled back whole.
@@ -37,7 +39,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -620,6 +622,23 @@ class EventStore:
                 self._check_lease_locked(conn, run_id)
             return self._append_locked(conn, run_id, prepared, head)
 
+    def append_batch(self, batch: Batch) -> None:
+        """Write events chained in memory (:class:`Batch`) in one transaction, synced if ``batch.durable``.
+
+        Nothing is written, and :class:`HeadMoved` is raised, if the run's head is no longer ``batch.base``;
+        the lease is checked as for :meth:`append_many`.
+        """
+        with self._transaction(batch.durable) as conn:
+            row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (batch.run_id,)).fetchone()
+            if row is None:
+                raise InputError(f"unknown run {batch.run_id!r}")
+            head = (int(row[0]), str(row[1]))
+            if tuple(batch.base) != head:
+                raise HeadMoved(batch.run_id, batch.base, head)
+            if batch.run_id in self._leases:
+                self._check_lease_locked(conn, batch.run_id)
+            self._insert_locked(conn, batch.run_id, batch.rows, head)
+
     def _append_locked(
         self,
         conn: sqlite3.Connection,
@@ -628,18 +647,20 @@ class EventStore:
         head: Head,
     ) -> list[Event]:
         rows = chained(run_id, prepared, head)
+        self._insert_locked(conn, run_id, rows, head)
+        return [event for _, event in rows]
+
+    def _insert_locked(self, conn: sqlite3.Connection, run_id: str, rows: Sequence[Chained], head: Head) -> None:
         conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)", [row for row, _ in rows])
-        out = [event for _, event in rows]
-        seq, prev = out[-1].head if out else head
+        seq, prev = rows[-1][1].head if rows else head
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
-        if self.signer is not None and self.signer.due(head[0], seq, (p[0] for p in prepared)):
+        if self.signer is not None and self.signer.due(head[0], seq, (e.kind for _, e in rows)):
             cp = self.signer.sign(run_id, seq, prev, now_iso())
             conn.execute(
                 "INSERT OR IGNORE INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (?,?,?,?,?,?)",
                 (cp.run_id, cp.seq, cp.hash, cp.key_id, cp.signed_at, cp.signature),
             )
             self._pending_anchor.append(cp)
-        return out
 
     def _flush_anchor(self) -> None:
         """After the commit: append the transaction's checkpoints to the anchor file outside the database."""
@@ -728,7 +749,8 @@ class EventStore:
             self._heartbeat = Heartbeat(min(lease.ttl_s for lease in self._leases.values()) / 3, self._beat)
 
     def _beat(self) -> None:
-        with self._transaction() as conn:
+        # Not synced: a heartbeat lost to a power cut only makes its (dead) holder look dead sooner.
+        with self._transaction(durable=False) as conn:
             for run_id, lease in list(self._leases.items()):
                 conn.execute(
                     "UPDATE leases SET heartbeat=? WHERE run_id=? AND owner=?", (time.time(), run_id, lease.owner)
@@ -918,14 +940,17 @@ def prepare_all(redactor: Redactor, items: Iterable[Emitted]) -> list[Prepared]:
     return out
 
 
-def chained(run_id: str, prepared: Sequence[Prepared], head: Head) -> list[tuple[tuple[Any, ...], Event]]:
+Chained = tuple[tuple[Any, ...], Event]  # an event ready to insert: its row, and the Event an append returns
+
+
+def chained(run_id: str, prepared: Sequence[Prepared], head: Head) -> list[Chained]:
     """The append path's second step, shared by every store: number, time and chain the events after ``head``.
 
     Each comes as the row to insert (``run_id, seq, ts, kind, payload text, prev_hash, hash``: the payload
     canonical JSON, hashed verbatim) and the :class:`Event` the append returns.
     """
     seq, prev = head
-    out: list[tuple[tuple[Any, ...], Event]] = []
+    out: list[Chained] = []
     for kind, payload, data in prepared:
         seq += 1
         ts = now_iso()
@@ -935,6 +960,37 @@ def chained(run_id: str, prepared: Sequence[Prepared], head: Head) -> list[tuple
         out.append(((run_id, seq, ts, kind, body, prev, h), event))
         prev = h
     return out
+
+
+@dataclass
+class Batch:
+    """Events numbered, timed and chained in memory after ``base`` (the run's head they extend), to be written
+    later in one transaction by ``Store.append_batch``: how the runtime records a step in one commit.
+
+    Each event is validated and redacted as it is added (with the redactor of that moment, as an append
+    would), so writing the batch cannot fail on its contents; only on the store (a moved head, a lost
+    lease, a full disk), and then nothing of it is written.
+    """
+
+    run_id: str
+    base: Head
+    rows: list[Chained] = field(default_factory=list)
+    durable: bool = False  # synced to disk when written: it holds an event that precedes an effect or a human
+
+    @property
+    def head(self) -> Head:
+        return self.rows[-1][1].head if self.rows else self.base
+
+    @property
+    def events(self) -> list[Event]:
+        return [e for _, e in self.rows]
+
+    def add(self, redactor: Redactor, items: Iterable[Emitted], *, durable: bool = False) -> list[Event]:
+        """Validate, redact and chain ``items`` after the batch's head; their events (not yet written)."""
+        new = chained(self.run_id, prepare_all(redactor, items), self.head)
+        self.rows += new
+        self.durable = self.durable or durable
+        return [e for _, e in new]
 
 
 def lineage(run_id: str, fork_point: Callable[[str], tuple[str, int] | None]) -> list[tuple[str, int, int]]:

@@ -8,6 +8,11 @@
 
 Every effect is bracketed by events: ``action.started`` is durable before a tool
 runs, ``action.completed`` after, so a crash in between is visible on resume.
+
+While it drives, the runtime stages what it appends (folded into its state at once) and writes the staged
+events in one transaction where that matters: with the first durable kind (before an effect, a human or
+the end), before a model call or a sensor run, before anything reads the log, and when the drive returns —
+two commits and one fsync per tool step (docs/store.md, "Commits per step").
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.protocol import Store
-from tether.events.store import Event
+from tether.events.store import Batch, Event, Head
 from tether.models.base import Message, Model, ToolSpec, Usage
 from tether.models.catalog import split_provider
 from tether.models.pricing import cost_usd, price_for
@@ -168,6 +173,9 @@ class Runtime:
         self.prices = env.pricing if prices is None else prices  # overrides of the built-in model table
         self.events: list[Event] = store.events(run_id)
         self.state = RunState.from_events(self.events)
+        self.head: Head = self.events[-1].head if self.events else (-1, GENESIS)  # the last event staged or written
+        self._batch: Batch | None = None  # staged: in the state, not yet in the store
+        self._batching = False
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self.transcript = Transcript(env, plan)
         self._manifests: Manifests | None = None
@@ -186,6 +194,9 @@ class Runtime:
         self.store.create_run(task, first, run_id=self.run_id, parent_run=parent_run, lease=True)
         for e in self.store.events(self.run_id):
             self._applied(e)
+            self.head = e.head
+            if self.on_event is not None:
+                self.on_event(e)
 
     def drive(self, *, steps: int | None = None) -> OutputContract:
         """Walk the run until it finishes or waits, holding its lease (one driver per run) throughout.
@@ -197,19 +208,20 @@ class Runtime:
         if not self.store.holds(self.run_id):
             self.store.acquire(self.run_id)
         try:
-            going = not self.state.finished and self.state.stop is None
-            if going and self.sandbox is None:
-                err = self.sandbox_error or SandboxUnavailable("no sandbox")
-                self.append(SandboxFailed(error=str(err), fix=err.fix))
-            elif going and self.state.preflight_ok is not True and not self.state.actions:
-                self.preflight()
-            with self.mcp_servers(going and self.sandbox is not None):
-                performed = 0
-                while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
-                    if isinstance(step, Wait) or (steps is not None and performed >= steps):
-                        break
-                    self.perform(step)
-                    performed += 1
+            with self.batched():
+                going = not self.state.finished and self.state.stop is None
+                if going and self.sandbox is None:
+                    err = self.sandbox_error or SandboxUnavailable("no sandbox")
+                    self.append(SandboxFailed(error=str(err), fix=err.fix))
+                elif going and self.state.preflight_ok is not True and not self.state.actions:
+                    self.preflight()
+                with self.mcp_servers(going and self.sandbox is not None):
+                    performed = 0
+                    while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
+                        if isinstance(step, Wait) or (steps is not None and performed >= steps):
+                            break
+                        self.perform(step)
+                        performed += 1
         finally:
             self.store.release(self.run_id)
         return OutputContract.from_state(self.state)
@@ -224,6 +236,7 @@ class Runtime:
         from tether.tools.mcp import McpServers, McpTool  # the MCP SDK: ~0.7 s to import, only for runs that use it
 
         servers = McpServers(self.env, self.workspace, self.sandbox)
+        self.flush()  # before starting servers: a crash while they start keeps what was recorded
         try:
             tools, reports = servers.open()
             if reports:
@@ -295,6 +308,7 @@ class Runtime:
             ),
         )
         self._recorded = prompt
+        self.flush()  # a crash during a long model call must not lose the last step's receipts
         try:
             response, attempts = complete_with_retries(
                 self.model,
@@ -419,6 +433,7 @@ class Runtime:
         cap = cap_call(settings.summary_tokens, asked, price_for(self.model.name, self.prices), self.state)
         if cap.short is not None:
             return Summary.none(f"the budget does not allow a summary call: {cap.reason}")
+        self.flush()  # before a model call
         try:
             response = self.model.complete(messages, [], max_tokens=cap.max_tokens)
         except ProviderError as e:
@@ -459,6 +474,7 @@ class Runtime:
                 window=getattr(err, "window", None),
             ),
         )
+        self.flush()  # the retry's model call comes next
 
     def decide(self, step: Decide) -> None:
         action = self.state.actions[step.call_id]
@@ -529,6 +545,7 @@ class Runtime:
 
     def remember(self) -> None:
         """Store what the run's user has stated so far in the project's memory (``memory.remember``); log the new."""
+        self.flush()  # remembered reads the log
         told = remembered(self.store, self.run_id, self.env)
         if told is not None:
             self.append(told)
@@ -653,6 +670,7 @@ class Runtime:
             baseline, diff = None, WorkspaceDiff(False, str(e))
         check = snapshot_check(diff, windows(self.events), late)
         changed = sorted({*self.state.changed_files, *diff.paths})
+        self.flush()  # the claim and its checkpoint are in the log before the sensors run
         cascade = run_cascade(
             self.env,
             self.workspace,
@@ -705,6 +723,7 @@ class Runtime:
                     "reviewer", "medium", f"the model reviewer was not asked: {cap.reason}", check=REVIEWER_CHECK
                 )
             ]
+        self.flush()  # before a model call
         findings, usage = model_review(reviewer, messages, cap.max_tokens)
         cost = cost_usd(reviewer.name, usage, self.prices)
         self.append(
@@ -776,18 +795,47 @@ class Runtime:
         return self.append_many([item])[0]
 
     def append_many(self, items: Sequence[Payload]) -> list[Event]:
-        durable = any(item.KIND in DURABLE_KINDS for item in items)
-        head = self.events[-1].head if self.events else (-1, GENESIS)
-        events = self.store.append_many(self.run_id, items, durable=durable, expect=head)
+        """Record ``items`` as one whole: folded into the state now, written now unless a drive is batching.
+
+        A durable kind (:data:`DURABLE_KINDS`) is written, and synced, before this returns in any case.
+        """
+        batch = self._batch or Batch(self.run_id, self.head)
+        events = batch.add(self.store.redactor, items, durable=any(item.KIND in DURABLE_KINDS for item in items))
+        self._batch = batch
         for e in events:
             self._applied(e)
+        self.head = batch.head
+        if batch.durable or not self._batching:
+            self.flush()
         return events
+
+    def flush(self) -> None:
+        """Write the staged events in one transaction (compare-and-append on the head they extend, lease
+        checked). If that fails they stay staged, so every later flush fails the same way and nothing that
+        needs them written (an effect, a human, the end) can happen; the log holds none of them."""
+        batch = self._batch
+        if batch is None:
+            return
+        self.store.append_batch(batch)
+        self._batch = None
+        if self.on_event is not None:  # once written: a sink may read the store
+            for e in batch.events:
+                self.on_event(e)
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Within: appends are staged and written at the points that need it, at the latest on the way out
+        (also when it raises: what was recorded before the error is kept, as one transaction)."""
+        self._batching = True
+        try:
+            yield
+        finally:
+            self._batching = False
+            self.flush()
 
     def _applied(self, e: Event) -> None:
         self.events.append(e)
         self.state.apply(e)
-        if self.on_event is not None:
-            self.on_event(e)
 
     def run_rules(self) -> list[Rule]:
         return [
