@@ -93,6 +93,15 @@ def test_rlimits_applied(sandbox: Sandbox, workspace: Path) -> None:
     assert int(vmem_kib) * 1024 == 8 * 1024**3
 
 
+def test_rlimits_applied_to_an_argv_command_too(sandbox: Sandbox, workspace: Path) -> None:
+    """An argv is exec'd by the same bash that sets the limits: soft and hard, as the kernel reports them."""
+    r = run(sandbox, workspace, ["cat", "/proc/self/limits"])
+    rows = {line[:26].strip(): line[26:].split()[:2] for line in r.stdout.splitlines()[1:]}
+    assert rows["Max open files"] == ["1024", "1024"]
+    assert rows["Max file size"] == [str(1024**3)] * 2
+    assert rows["Max cpu time"] == ["35", "35"]
+
+
 def test_file_size_limit_stops_a_runaway_write(sandbox: Sandbox, workspace: Path) -> None:
     from tether.sandbox import BwrapSandbox, Limits, LocalSandbox
 

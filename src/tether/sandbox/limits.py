@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import resource
-from collections.abc import Callable
 from dataclasses import dataclass
 
 GiB = 1024**3
@@ -42,10 +41,10 @@ class Limits:
         return out
 
     def ulimit_script(self, timeout_s: float, *, unprivileged: bool) -> str:
-        """The same limits as bash ``ulimit`` builtins, for a command that already starts through bash.
+        """The limits as bash ``ulimit`` builtins (soft and hard), which both sandboxes run before the command.
 
-        Cheaper than :meth:`preexec`: a ``preexec_fn`` forces Python to fork its whole address space
-        (about 2 ms here) where it could otherwise use vfork. Each limit only ever lowers what is
+        Rather than a ``preexec_fn`` calling ``setrlimit``: that forces Python to fork its whole address space
+        (milliseconds for a large tether) where it otherwise uses vfork. Each limit only ever lowers what is
         inherited; a hard limit that is already lower stays (bash refuses to raise it, which is fine).
         """
         flags = {
@@ -60,16 +59,3 @@ class Limits:
             flag, unit = flags[which]
             parts.append(f"ulimit {flag} {max(1, value // unit)} 2>/dev/null")
         return "; ".join(parts)
-
-    def preexec(self, timeout_s: float, *, unprivileged: bool) -> Callable[[], None]:
-        """A function to run in the child between fork and exec (only ``setrlimit`` calls, nothing else)."""
-        pairs = self.pairs(timeout_s, unprivileged=unprivileged)
-
-        def apply() -> None:
-            for which, value in pairs:
-                _soft, hard = resource.getrlimit(which)
-                if hard != resource.RLIM_INFINITY:
-                    value = min(value, hard)  # never try to raise a hard limit
-                resource.setrlimit(which, (value, value))
-
-        return apply

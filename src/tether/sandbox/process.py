@@ -70,7 +70,6 @@ def run_captured(
     timeout_s: float,
     cap: OutputCap,
     kill: Killer = kill_group,
-    preexec: Callable[[], None] | None = None,
     pass_fds: Sequence[int] = (),
     new_session: bool = True,
 ) -> Captured:
@@ -91,7 +90,6 @@ def run_captured(
         env=dict(env),
         start_new_session=new_session,
         process_group=None if new_session else 0,
-        preexec_fn=preexec,
         pass_fds=tuple(pass_fds),
         close_fds=True,
     )
@@ -171,7 +169,7 @@ def to_receipt(got: Captured, *, backend: str, command: str | Sequence[str], cwd
 def not_executable(backend: str, command: str | Sequence[str], cwd: Path, error: OSError) -> Receipt:
     """The receipt for a program that could not be executed (127 not found, 126 not permitted), like a shell."""
     code = 127 if isinstance(error, FileNotFoundError) else 126
-    message = f"tether: cannot execute {to_name(command)}: {error.strerror}\n"
+    message = f"tether: cannot execute {error.filename or to_name(command)}: {error.strerror}\n"
     return Receipt(
         backend=backend,
         command=display(command),
