@@ -281,3 +281,35 @@ def test_strict_validation_names_a_bad_taint_condition_by_its_path() -> None:
     )
     (problem,) = check_rule_examples(env, "envelope.yaml")
     assert problem.path == "$.permissions.deny[0].when" and "tainted(args.NAME" in problem.expected
+
+
+# ---- hostile text: value finding stays linear ---------------------------------------------------
+
+_LONG_RUNS = """
+import sys
+from tether.policy.provenance import candidates
+for unit in ("x", "a.", "a1", "1.", "a-", "%", "xx."):
+    candidates(unit * (262144 // len(unit)))
+print("done")
+"""
+
+
+def test_values_in_a_long_run_of_word_characters_are_found_in_linear_time() -> None:
+    """A tool call carrying 256 KiB of base64 or minified code: every pattern must pass over it once. With an
+    unbounded address local part or URL scheme each position rescanned the rest of the run (quadratic: about
+    200 s for these inputs), holding the decision — and, through a hook, the daemon — hostage. The generous
+    deadline is not a speed claim: it separates linear from quadratic by two orders of magnitude."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LONG_RUNS], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "done", done.stderr
+
+
+def test_bounded_patterns_still_find_real_addresses() -> None:
+    found = {
+        (v.kind.value, v.norm)
+        for v in candidates("mail a.very.long-name+tag@example.co.uk or see git+ssh://host.example/x")
+    }
+    assert ("email", "a.very.long-name@example.co.uk") in found
+    assert any(kind == "url" and norm.startswith("git+ssh://host.example") for kind, norm in found)

@@ -67,8 +67,11 @@ _RANK = {k: i for i, k in enumerate(ValueKind)}
 #: Kinds judged everywhere, also inside free text (a command, a message body).
 STRUCTURED = frozenset({ValueKind.URL, ValueKind.EMAIL, ValueKind.HOST, ValueKind.ACCOUNT, ValueKind.PATH})
 
-_URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s<>\"'`]+")
-_EMAIL = re.compile(r"[\w.%+\-]+@(?:[\w\-]+\.)+[\w\-]{2,}")
+# A scheme and an address's local part are bounded (RFC 5321 caps a local part at 64 characters): unbounded,
+# every position of a long run of word characters would scan to the run's end — quadratic in the text, so a
+# tool call carrying a base64 blob or minified code would hold a decision (and the hook daemon) for minutes.
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{0,63}://[^\s<>\"'`]+")
+_EMAIL = re.compile(r"[\w.%+\-]{1,64}@(?:[\w\-]+\.)+[\w\-]{2,}")
 _HOST = re.compile(r"(?<![\w@.\-/])(?:[\w\-]+\.)+[^\W\d_][\w\-]*[^\W_]")
 _IBAN = re.compile(r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b")
 _DIGITS = re.compile(r"(?<![\w.\-])\d(?: ?\d){7,}(?!\w|[.\-]\d)")
