@@ -50,7 +50,6 @@ def is_git_worktree(workspace: Path) -> bool:
 
 
 def run_git(ctx: ToolContext, args: Sequence[str], *, timeout_s: float | None = None) -> Receipt:
-    # A quoted shell string rather than an argv: sandboxes start bash scripts without a preexec fork.
     command = shlex.join([*GIT, *args])
     return ctx.sandbox.run(command, cwd=ctx.workspace, timeout_s=min(timeout_s or ctx.timeout_s, ctx.timeout_s))
 
