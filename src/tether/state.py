@@ -97,6 +97,10 @@ STATUS_KINDS = frozenset(
     )
 )
 
+#: Statuses after which no step is about a call any more (``_live``); a completed call joins them once it ran ok
+#: or a person continued past its failure.
+DONE = frozenset({ActionStatus.INVALID, ActionStatus.DENIED, ActionStatus.FAILED})
+
 #: What a gate verdict makes of the action it decides.
 VERDICT_STATUS = {"ALLOW": ActionStatus.DECIDED, "ASK": ActionStatus.WAITING, "DENY": ActionStatus.DENIED}
 
@@ -122,6 +126,7 @@ class Action:
     failure_class: str | None = None
     approval_id: str | None = None
     approved_by: str | None = None
+    taints: list[dict[str, Any]] = field(default_factory=list)  # why the decider asked: untrusted values in its args
 
 
 @dataclass
@@ -183,10 +188,15 @@ class RunState:
     raw_stop_reason: str | None = None
     changed_files: list[str] = field(default_factory=list)
     children: dict[str, DelegateStarted] = field(default_factory=dict)  # delegate call id -> the child it started
+    children_done: dict[str, DelegateFinished] = field(default_factory=dict)  # delegate call id -> its outcome
     delegated: dict[str, dict[str, float]] = field(default_factory=dict)  # delegate call id -> what it is charged
     last_seq: int = -1
     head_hash: str = ""
     _active_since: datetime | None = None
+    # The calls a step may still be about (``next_step`` reads only these), in proposal order: every action
+    # but those done for good (ran ok, denied, invalid, failed to run, or failed and continued past).
+    # Kept as each event lands, so a step costs O(live calls), not O(every call of the run).
+    _live: dict[str, Action] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunState:
@@ -203,7 +213,22 @@ class RunState:
     @property
     def open_actions(self) -> list[Action]:
         """Started with no completion: ambiguous side effects after a crash."""
-        return [a for a in self.actions.values() if a.status is ActionStatus.STARTED]
+        return [a for a in self._live.values() if a.status is ActionStatus.STARTED]
+
+    @property
+    def live_actions(self) -> list[Action]:
+        """The calls a step may still be about, in proposal order (see ``_live``); ``next_step`` reads these."""
+        return list(self._live.values())
+
+    def _settle(self, a: Action) -> None:
+        """Take ``a`` out of the live calls once its status says no step will ever be about it again."""
+        done = a.status in DONE or (a.status is ActionStatus.COMPLETED and (a.ok or a.call_id in self.settled))
+        if done:
+            self._live.pop(a.call_id, None)
+        elif a.call_id not in self._live:  # a call some event brought back: in its place among the others
+            self._live[a.call_id] = a
+            if next(reversed(self.actions)) != a.call_id:
+                self._live = {k: x for k, x in self.actions.items() if k in self._live}
 
     def usage(self, now: datetime | None = None) -> dict[str, float]:
         """What the run has used, by budget name, its children's spend included; wall time counts up to ``now``
@@ -288,6 +313,7 @@ class RunState:
                 a.status, a.ok, a.error = ActionStatus.FAILED, False, "outcome unknown: started, never completed"
             if a.ok is False:
                 self.settled.add(a.call_id)
+            self._settle(a)
 
     def _run_waiting(self, e: Event, p: RunWaiting) -> None:
         self.status, self.next_action = p.status, p.reason
@@ -338,16 +364,20 @@ class RunState:
     def _action_proposed(self, e: Event, p: ActionProposed) -> None:
         a = self.actions[p.call_id] = Action(p.call_id, p.tool, p.args, p.args_hash, p.turn, e.seq)
         self.same_calls.setdefault((p.tool, p.args_hash), []).append(a)
+        self._settle(a)
 
     def _action_invalid(self, e: Event, p: ActionInvalid) -> None:
         a = self.actions.get(p.call_id)
         if a:
             a.status, a.error, a.ok = ActionStatus.INVALID, p.error, False
+            self._settle(a)
 
     def _action_decided(self, e: Event, p: ActionDecided) -> None:
         a = self.actions[p.call_id]
         a.verdict, a.reason, a.deciding_rule = p.verdict, p.reason, p.deciding_rule
         a.status = VERDICT_STATUS[p.verdict]
+        a.taints = [t.model_dump(mode="json") for t in p.taints]
+        self._settle(a)
 
     def _approval_requested(self, e: Event, p: ApprovalRequested) -> None:
         self.pending_approvals[p.approval_id] = dict(e.payload)
@@ -359,6 +389,7 @@ class RunState:
         if req is not None:
             a = self.actions[req["call_id"]]
             a.status, a.approved_by = ActionStatus.DECIDED, p.by
+            self._settle(a)
             if p.scope == "run" and p.rule:
                 self.run_rules.append({"rule": p.rule, "by": p.by, "approval_id": p.approval_id})
 
@@ -368,6 +399,7 @@ class RunState:
             a = self.actions[req["call_id"]]
             a.status = ActionStatus.DENIED
             a.reason = p.reason if isinstance(p, ApprovalDenied) and p.reason else f"approval expired ({_outcome(p)})"
+            self._settle(a)
         if isinstance(p, ApprovalExpired) and p.outcome == "stop":
             self.stop = p
 
@@ -376,11 +408,13 @@ class RunState:
         a.status, a.attempts = ActionStatus.STARTED, p.attempt
         if p.attempt == 1:
             self.used.tool_calls += 1
+        self._settle(a)
 
     def _action_completed(self, e: Event, p: ActionCompleted) -> None:
         a = self.actions[p.call_id]
         a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, p.result
         a.failure_class = p.result.get("failure_class")
+        self._settle(a)
         self.evidence.append(e.id)
         for f in p.changed_files:
             if f not in self.changed_files:
@@ -394,6 +428,7 @@ class RunState:
     def _action_failed(self, e: Event, p: ActionFailed) -> None:
         a = self.actions[p.call_id]
         a.status, a.ok, a.error, a.failure_class = ActionStatus.FAILED, False, p.error, p.failure_class
+        self._settle(a)
         self.last_error = p.error
         self.stop = p
 
@@ -420,6 +455,7 @@ class RunState:
     def _delegate_finished(self, e: Event, p: DelegateFinished) -> None:
         """A child's spend is the parent's: charged once per delegate call, whatever the retries."""
         self.delegated[p.call_id] = dict(p.spend)
+        self.children_done[p.call_id] = p
 
     def _budget_exceeded(self, e: Event, p: BudgetExceeded) -> None:
         self.last_error = f"budget {p.budget} exceeded: used {p.used} of {p.limit}"

@@ -39,6 +39,7 @@ from tether.events.kinds_control import (
     HypothesisRecorded,
     PlanUpdated,
     RecoverySwitched,
+    ReviewGate,
     StuckDetected,
     VerifyCompleted,
 )
@@ -98,8 +99,9 @@ class _Window:
     """What stuck detection and the behavioural diagnostics read from the current strategy's attempt."""
 
     def __init__(self) -> None:
-        self.actions: list[ActionRecord] = []
-        self.streak_start = 0  # actions[streak_start:]: the trailing run identical to the last action
+        self.attempts = 0  # actions in this attempt
+        self.streak: list[ActionRecord] = []  # the trailing run of actions identical to the last one
+        self.last4: deque[ActionRecord] = deque(maxlen=4)
         self.receipts: deque[ActionRecord | SensorRecord] = deque(maxlen=ERROR_SPAN)
         self.novel: deque[bool] = deque(maxlen=PROGRESS_SPAN)
         self.failures = FailureCounts()
@@ -115,7 +117,7 @@ class RunFold:
         self.n = 0  # events taken in
         self.head_hash = ""
         self.last: Event | None = None
-        self.lv = LogView([])  # grown by LogView.add; its ``events`` stay empty (the caller holds the log)
+        self.lv = LogView([], keep=False)  # grown by LogView.add; it keeps no per-event lists
         self.state = RunState()
         # beliefs
         self.beliefs: dict[str, Belief] = {}
@@ -145,6 +147,7 @@ class RunFold:
         self.last_control: Event | None = None
         self.last_refused: Event | None = None
         self.last_accepted: Event | None = None
+        self.review_refusals = 0  # the trailing run of refused ``review.gate`` events (consecutive_failures)
         self.strategy = LADDER[0]
         self.strategy_seq = -1  # the recovery.switched that set it
         self.continued_seq = -1  # the latest run.continued: a person answered whatever was escalated before it
@@ -168,6 +171,15 @@ class RunFold:
                     raise NotAChain(f"event {i} ({e.id}) does not continue the chain")
                 self._add(e)
                 self.n, self.head_hash, self.last = i + 1, e.hash, e
+
+    def add(self, e: Event) -> None:
+        """Take in the log's next event, checked to continue the chain: for a holder of the fold that sees
+        each event once as it is appended (the runtime), and keeps no list of them."""
+        last = self.last
+        if len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq)):
+            raise NotAChain(f"event {e.id} does not continue the chain")
+        self._add(e)
+        self.n, self.head_hash, self.last = self.n + 1, e.hash, e
 
     def _add(self, e: Event) -> None:
         self.state.apply(e)
@@ -233,6 +245,9 @@ class RunFold:
         self.strategy, self.strategy_seq = p.strategy, e.seq
         self.window = _Window()
 
+    def _review_gate(self, e: Event, p: ReviewGate, epoch: int) -> None:
+        self.review_refusals = 0 if p.ok else self.review_refusals + 1
+
     def _continued(self, e: Event, p: RunContinued, epoch: int) -> None:
         self.continued_seq = e.seq
 
@@ -271,11 +286,13 @@ class RunFold:
         key = (a.tool, a.args_hash, a.observation)
         w.novel.append(key not in self.seen_actions)
         self.seen_actions.add(key)
-        if w.actions:
-            prev = w.actions[-1]
+        if w.streak:
+            prev = w.streak[-1]
             if not (prev.identity == a.identity and prev.observation == a.observation):
-                w.streak_start = len(w.actions)
-        w.actions.append(a)
+                w.streak = []
+        w.streak.append(a)
+        w.last4.append(a)
+        w.attempts += 1
         w.receipts.append(a)
         w.failures.add_action(a)
         w.flips.add(a)
@@ -323,7 +340,7 @@ class RunFold:
 
     def stuck(self) -> list[Stuck]:
         w = self.window
-        return patterns(w.actions[w.streak_start :], list(w.receipts), w.actions[-4:], w.silent)
+        return patterns(list(w.streak), list(w.receipts), list(w.last4), w.silent)
 
     def progress(self) -> tuple[float, str]:
         return progress_score(list(self.window.novel))
@@ -365,6 +382,7 @@ _HANDLERS: dict[type[Payload], Callable[[RunFold, Event, Any, int], None]] = {
     ControlChanged: RunFold._control,
     RecoverySwitched: RunFold._recovery,
     RunContinued: RunFold._continued,
+    ReviewGate: RunFold._review_gate,
     CompletionAccepted: RunFold._accepted,
     CompletionRefused: RunFold._refused,
     VerifyCompleted: RunFold._verified,
@@ -376,8 +394,15 @@ _HANDLERS: dict[type[Payload], Callable[[RunFold, Event, Any, int], None]] = {
 _FOLDS: OrderedDict[str, RunFold] = OrderedDict()
 
 
-def folded(events: Sequence[Event]) -> RunFold:
-    """The fold of ``events``: the run's cached fold extended when they are a hash chain, else a fresh one."""
+#: What the control layer's entry points read: a run's events, or a fold of them its holder keeps up to date.
+History = Sequence[Event] | RunFold
+
+
+def folded(events: History) -> RunFold:
+    """The fold of ``events``: the run's cached fold extended when they are a hash chain, else a fresh one;
+    a :class:`RunFold` is its own fold (its holder fed it the log)."""
+    if isinstance(events, RunFold):
+        return events
     if not events or len(events[-1].hash) != 64:
         return _unchained(events)
     run = events[-1].run_id

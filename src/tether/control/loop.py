@@ -52,7 +52,7 @@ from .diagnostics import (
     freshness_score,
     verification_score,
 )
-from .fold import RunFold, folded
+from .fold import History, RunFold, folded
 from .hypotheses import hypothesis_updates
 from .planning import plan_update
 from .recovery import budget_left, guidance_text
@@ -63,9 +63,9 @@ from .stuck import new_stuck as new_stuck_events
 class _Work:
     """This call's pending output, as synthetic events continuing the log (what it will look like)."""
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, last: Event | None) -> None:
         self.events: list[Event] = []  # only the pending ones; the fold holds the log
-        self.last: Event | None = events[-1] if events else None
+        self.last = last
         self.out: list[Payload] = []
 
     def add(self, items: Sequence[Payload]) -> None:
@@ -86,16 +86,16 @@ def _state_of(last: ControlChanged | None) -> ControlState:
     return ControlState(last.state) if last else ControlState.NORMAL
 
 
-def control_state(events: Sequence[Event]) -> ControlState:
+def control_state(events: History) -> ControlState:
     """Fold: the state set by the latest ``control.changed`` (NORMAL before any)."""
     return _state_of(_control_of(folded(events)))
 
 
-def observe(events: Sequence[Event], envelope: Envelope) -> list[Payload]:
+def observe(events: History, envelope: Envelope) -> list[Payload]:
     """The new events for the log (see the module docstring), stage by stage, from the run's fold
     plus this call's pending events."""
     fold = folded(events)
-    work = _Work(events)
+    work = _Work(fold.last)
     work.add(fold.derive())
     work.add(plan_update(fold.rated_plan(envelope), fold.last_plan_updated, fold.plan_revisions))
     beliefs = fold.belief_view(work.events)
@@ -126,7 +126,7 @@ def observe(events: Sequence[Event], envelope: Envelope) -> list[Payload]:
             system_breaking_total=total_sb,
             stuck=[s.pattern for s in stuck],
             strategy=fold.strategy,
-            attempts_in_strategy=len(fold.window.actions),
+            attempts_in_strategy=fold.window.attempts,
             recovery_budget_ok=ok,
             recovery_budget_note=note,
         )
@@ -273,7 +273,7 @@ class HumanRequired:
     seq: int = -1  # the control.changed that said so: a person who continued the run after it has answered it
 
 
-def stop_reason(events: Sequence[Event]) -> HumanRequired | None:
+def stop_reason(events: History) -> HumanRequired | None:
     """Whether the control layer says the run must stop, and why; None while it may go on."""
     fold = folded(events)
     last = _control_of(fold)

@@ -138,7 +138,11 @@ class SensorRecord:
 
 @dataclass
 class LogView:
-    """Everything the control modules read, extracted in one pass (or grown one event at a time: :meth:`add`)."""
+    """Everything the control modules read, extracted in one pass (or grown one event at a time: :meth:`add`).
+
+    ``keep=False`` (the run's incremental fold) keeps no per-event lists: the receipts and epochs of the
+    whole run would grow with it, and the fold reads only the epoch, the proposals and the writes.
+    """
 
     events: Sequence[Event]
     actions: list[ActionRecord] = field(default_factory=list)
@@ -151,6 +155,7 @@ class LogView:
     # path -> seqs of the ok actions that changed it, in log order; ``_ordered`` while those seqs only grow.
     _writes: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _ordered: bool = field(default=True, repr=False)
+    keep: bool = field(default=True, repr=False)
 
     def in_window(self, e: Event) -> bool:
         return e.seq > self.window_start
@@ -164,7 +169,8 @@ class LogView:
 
     def add(self, e: Event) -> ActionRecord | SensorRecord | None:
         """Take in the next event of the log; the receipt record it produced, if any."""
-        self.epoch_at[e.seq] = self.epoch
+        if self.keep:
+            self.epoch_at[e.seq] = self.epoch
         handler = _VIEW_HANDLERS.get(REGISTRY.get(e.kind, Payload))
         return handler(self, e, e.data) if handler is not None else None
 
@@ -175,10 +181,11 @@ class LogView:
         self.window_start = e.seq
 
     def _action(self, e: Event, p: ActionCompleted | ActionFailed) -> ActionRecord:
-        known = _memo(e)
+        known = _memo(e) if self.keep else None
         action = known if isinstance(known, ActionRecord) else _action_record(e, p, self._proposals, self.epoch)
-        _remember(action)
-        self.actions.append(action)
+        if self.keep:
+            _remember(action)
+            self.actions.append(action)
         if action.ok:
             for path in set(action.changed_files):
                 seqs = self._writes.setdefault(path, [])
@@ -190,10 +197,11 @@ class LogView:
         return action
 
     def _sensor(self, e: Event, p: SensorResultEvent) -> SensorRecord:
-        known = _memo(e)
+        known = _memo(e) if self.keep else None
         sensor = known if isinstance(known, SensorRecord) else _sensor_record(e, p, self.epoch)
-        _remember(sensor)
-        self.sensors.append(sensor)
+        if self.keep:
+            _remember(sensor)
+            self.sensors.append(sensor)
         return sensor
 
 

@@ -21,7 +21,6 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tether.canonical import content_hash
-from tether.control.loop import stop_reason
 from tether.envelope.schema import Envelope
 from tether.errors import InputError, LogCorrupt, TetherError
 from tether.events.anchor import Signer
@@ -159,7 +158,7 @@ class Activities:
         if state.finished:
             contract = OutputContract.from_state(state).model_dump(mode="json")
             return Progress(state.status.value, True, False, self.queue, contract=contract)
-        nxt = next_step(state, runtime.env, runtime.now(), stop_reason(runtime.events))
+        nxt = next_step(state, runtime.env, runtime.now(), runtime.control_stop())
         waiting = isinstance(nxt, Wait)
         expires = [float(req["expires_at"]) for req in state.pending_approvals.values()] if waiting else []
         status = RunStatus.WAITING_APPROVAL if waiting else RunStatus.RUNNING

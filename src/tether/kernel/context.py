@@ -92,6 +92,12 @@ class Transcript:
         self.fed = len(events)
         return self
 
+    def add(self, e: Event) -> Transcript:
+        """Take in the log's next event (for a holder that feeds it each event as it lands)."""
+        self._take(e)
+        self.fed += 1
+        return self
+
     def messages(self) -> list[Message]:
         return [m for m, _ in self.sourced()]
 

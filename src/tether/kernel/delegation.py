@@ -141,11 +141,7 @@ def receipt(done: DelegateFinished) -> ToolResult:
 
 
 def _finished(parent: Runtime, call_id: str) -> DelegateFinished | None:
-    found = next(
-        (e for e in reversed(parent.events) if e.kind == DelegateFinished.KIND and e.payload["call_id"] == call_id),
-        None,
-    )
-    return found.data_as(DelegateFinished) if found is not None else None
+    return parent.state.children_done.get(call_id)
 
 
 def _receipt_of(started: DelegateStarted, contract: OutputContract, child: Runtime) -> DelegateFinished:

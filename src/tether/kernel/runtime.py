@@ -13,6 +13,11 @@ While it drives, the runtime stages what it appends (folded into its state at on
 events in one transaction where that matters: with the first durable kind (before an effect, a human or
 the end), before a model call or a sensor run, before anything reads the log, and when the drive returns —
 two commits and one fsync per tool step (docs/store.md, "Commits per step").
+
+The runtime holds no list of the run's events: each event, as it lands, moves on the folds that hold what the
+next step needs (the run state and control fold, the model's transcript, the provenance index, the last test
+baseline), so a step costs the same at step 5,000 as at step 50. The few consumers of the whole history
+(verification, compaction, the closing) read it back from the store (:meth:`Runtime.whole_log`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tether.canonical import content_hash
-from tether.control.loop import control_state, observe, stop_reason
+from tether.control.fold import RunFold
+from tether.control.loop import HumanRequired, control_state, observe, stop_reason
 from tether.envelope.schema import ContextSettings, Effect, Envelope, Price, Rule, Trust
 from tether.envelope.trust import trust_of
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
@@ -171,16 +177,22 @@ class Runtime:
         self.plan, self.approver, self.on_event, self.sleep = plan, approver, on_event, sleep
         self.reviewer = reviewer
         self.prices = env.pricing if prices is None else prices  # overrides of the built-in model table
-        self.events: list[Event] = store.events(run_id)
-        self.state = RunState.from_events(self.events)
-        self.head: Head = self.events[-1].head if self.events else (-1, GENESIS)  # the last event staged or written
+        self.fold = RunFold()  # the control layer's fold of the log
+        self.state: RunState = self.fold.state  # the run state it folds: what ``next_step`` reads
+        self.transcript = Transcript(env, plan)  # the model's view of the run
+        self.provenance = Provenance(env)  # where each value in an untrusted output was first seen
+        self.head: Head = (-1, GENESIS)  # the last event staged or written
         self._batch: Batch | None = None  # staged: in the state, not yet in the store
         self._batching = False
+        self.suite_baseline: SuiteBaseline | None = None  # the latest test-integrity baseline
+        self._first: dict[str, Any] | None = None  # run.started's payload (its --context-window)
+        self._overflows: list[dict[str, Any]] = []  # model.retried / model.failed payloads: a window a provider stated
+        self._readers: list[list[Event]] = []  # whole logs being read (whole_log), kept current by each append
+        for e in store.events(run_id):
+            self._take(e)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
-        self.transcript = Transcript(env, plan)
         self._manifests: Manifests | None = None
         self._recorded: Counted | None = None  # the last recorded call's prompt, in this driver
-        self.provenance = Provenance(env)  # fed the log as it grows: O(new output) per decision
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
         self.passed = passed_values(os.environ, environment.env_allow)
@@ -217,7 +229,7 @@ class Runtime:
                     self.preflight()
                 with self.mcp_servers(going and self.sandbox is not None):
                     performed = 0
-                    while (step := next_step(self.state, self.env, self.now(), stop_reason(self.events))) is not None:
+                    while (step := next_step(self.state, self.env, self.now(), self.control_stop())) is not None:
                         if isinstance(step, Wait) or (steps is not None and performed >= steps):
                             break
                         self.perform(step)
@@ -379,13 +391,18 @@ class Runtime:
         """The messages of the next call, rebuilt from the log, with their manifest and token counts."""
         if self._manifests is None:  # tiktoken loads its encoding once, on the first call that needs it
             self._manifests = Manifests(counter_for(self.model.name))
-        return self._manifests.count(self.transcript.feed(self.events), specs)
+        return self._manifests.count(self.transcript, specs)
 
     def compact(self, turn: int, prompt: Counted, window: int, settings: ContextSettings) -> bool:
         """Replace older turns with a summary (the model's, else the digest) and the invariant block; log it."""
         assert self._manifests is not None
+        with self.whole_log() as log:
+            return self._compact(log, turn, prompt, window, settings)
+
+    def _compact(self, log: list[Event], turn: int, prompt: Counted, window: int, settings: ContextSettings) -> bool:
+        assert self._manifests is not None
         counter = self._manifests.counter
-        kept = invariants(self.events, render_diff(self.run_diff()))
+        kept = invariants(log, render_diff(self.run_diff()))
         cut = plan_cut(self.transcript, prompt, window, settings, settings.summary_tokens + counter.count(kept))
         if cut is None:
             return False
@@ -393,13 +410,13 @@ class Runtime:
         third_party = [
             n for n, t in self.tools.items() if trust_of(self.env.tool(n) or t.contract, self.env) is Trust.UNTRUSTED
         ]
-        text = summary.text or digest(self.events, cut.first_seq, cut.last_seq, third_party)
+        text = summary.text or digest(log, cut.first_seq, cut.last_seq, third_party)
         fields: dict[str, Any] = {
             "first_seq": cut.first_seq,
             "last_seq": cut.last_seq,
             "summary": text,
             "invariants": kept,
-            "untrusted": untrusted_in(self.events, cut.first_seq, cut.last_seq, third_party),
+            "untrusted": untrusted_in(log, cut.first_seq, cut.last_seq, third_party),
         }
         turns = self.transcript.compacted_turns + sum(1 for m in cut.covered if m.role == "assistant")
         message = counter.message(Message("user", compacted_text({**fields, "method": summary.method}, turns)))
@@ -456,8 +473,8 @@ class Runtime:
     def context_window(self) -> int | None:
         """The run's window (``--context-window``, else the envelope's), or a smaller one a provider stated in an
         overflow during this run; None: the model table's."""
-        stated = learned_window([e.payload for e in self.events if e.kind in ("model.retried", "model.failed")])
-        chosen = self.events[0].payload.get("context_window") if self.events else None  # run --context-window
+        stated = learned_window(self._overflows)
+        chosen = self._first.get("context_window") if self._first else None  # run --context-window
         known = [w for w in (chosen or self.env.agent.context_window, stated) if w]
         return min(known) if known else None
 
@@ -494,9 +511,7 @@ class Runtime:
             self.append(ActionInvalid(call_id=action.call_id, tool=action.tool, error=str(e)))
             return
         contract = self.env.tool(action.tool) or tool.contract
-        ruling = decide(
-            action, contract, self.gate, self.state, self.events, self.env, self.provenance.feed(self.events)
-        )
+        ruling = decide(action, contract, self.gate, self.state, self.fold, self.env, self.provenance)
         review = [] if ruling.review is None else [review_gate_event(action.call_id, contract.name, ruling.review)]
         self.append_many([*review, ActionDecided(call_id=action.call_id, **ruling.decision.to_dict())])
         if ruling.decision.verdict is Verdict.DENY:
@@ -504,7 +519,7 @@ class Runtime:
 
     def gate(self) -> Gate:
         """The gate for the current control state and run rules (rebuilt only when they change)."""
-        key = (control_state(self.events), tuple(r["rule"] for r in self.state.run_rules))
+        key = (control_state(self.fold), tuple(r["rule"] for r in self.state.run_rules))
         if self._gate is None or self._gate[0] != key:
             self._gate = (key, Gate(self.env, self.workspace, control=key[0], run_rules=self.run_rules()))
         return self._gate[1]
@@ -517,7 +532,7 @@ class Runtime:
             preview = tool.preview(action.args, self.tool_context(tool))
         except Exception as e:  # a preview that cannot be built still needs a human
             preview = f"(no preview: {e})\n{action.tool} {action.args}"
-        preview += tainted_note(self.events, action.call_id)
+        preview += tainted_note(action.taints)
         expires = self.now() + timedelta(seconds=self.env.approvals.timeout_s)
         self.append(
             ApprovalRequested(
@@ -630,8 +645,7 @@ class Runtime:
         self.append_many([*items, *take_egress(self.sandbox), PreflightCompleted(ok=pf.ok, checks=pf.checks)])
 
     def test_baseline(self) -> SuiteBaseline | None:
-        found = next((e for e in reversed(self.events) if e.kind == SuiteBaseline.KIND), None)
-        return found.data_as(SuiteBaseline) if found is not None else None
+        return self.suite_baseline
 
     def blob(self, h: str) -> bytes | None:
         try:
@@ -655,6 +669,10 @@ class Runtime:
         The final snapshot is compared with the baseline (what the run changed) and with the one after
         the last action (a change since then was made by no action); nothing here runs git on the host.
         """
+        with self.whole_log() as log:
+            self._verify(step, log)
+
+    def _verify(self, step: Verify, log: list[Event]) -> None:
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
         self.append(claim_event(step.call_id, summary))
@@ -668,7 +686,7 @@ class Runtime:
             diff = run_diff(baseline, final, self.store, str(self.workspace))
         except SnapshotError as e:
             baseline, diff = None, WorkspaceDiff(False, str(e))
-        check = snapshot_check(diff, windows(self.events), late)
+        check = snapshot_check(diff, windows(log), late)
         changed = sorted({*self.state.changed_files, *diff.paths})
         self.flush()  # the claim and its checkpoint are in the log before the sensors run
         cascade = run_cascade(
@@ -686,18 +704,18 @@ class Runtime:
         self.append_many([*egress, *cascade_events(results, self.env, trigger="completion", changed_files=changed)])
         accepted, _ = completion_verdict(results, self.env)
         findings = self.integrity_findings(test_baseline, diff)
-        findings += review(self.env, diff, self.events) if accepted else []
+        findings += review(self.env, diff, log) if accepted else []
         if accepted and self.reviewer is not None:
-            findings += self.ask_reviewer(self.reviewer, diff)
+            findings += self.ask_reviewer(self.reviewer, diff, log)
         no_op = no_op_check(self.env, results, changed, self.state.external_used, step.call_id)
         if no_op is not None:
             self.append(no_op)
-        self.append_many(judge_completion(self.events, self.env, findings, step.call_id, no_op))
+        self.append_many(judge_completion(log, self.env, findings, step.call_id, no_op))
         self.observe()
 
-    def ask_reviewer(self, reviewer: Model, diff: WorkspaceDiff) -> list[ReviewFinding]:
+    def ask_reviewer(self, reviewer: Model, diff: WorkspaceDiff, log: Sequence[Event]) -> list[ReviewFinding]:
         """The optional model reviewer, its output capped by the budgets like any model call, its use recorded."""
-        messages = review_messages(self.env, self.plan, diff, self.events)
+        messages = review_messages(self.env, self.plan, diff, log)
         agent = self.env.agent
         budget = budget_for(
             reviewer.name,
@@ -740,7 +758,8 @@ class Runtime:
         if step.breach:  # before the closing: the breach is the run's last error
             b = step.breach
             self.append(BudgetExceeded(budget=b.budget, used=float(b.used), limit=float(b.limit)))
-        self.append(closing(self.state, self.events, step))
+        with self.whole_log() as log:
+            self.append(closing(self.state, log, step))
 
     # ---- snapshots -------------------------------------------------------------------------
 
@@ -787,7 +806,7 @@ class Runtime:
 
     def observe(self) -> None:
         """Let the control layer derive beliefs, diagnostics and control state from the new receipts."""
-        new = observe(self.events, self.env)
+        new = observe(self.fold, self.env)
         if new:
             self.append_many(new)
 
@@ -834,8 +853,38 @@ class Runtime:
             self.flush()
 
     def _applied(self, e: Event) -> None:
-        self.events.append(e)
-        self.state.apply(e)
+        self._take(e)
+
+    def _take(self, e: Event) -> None:
+        """One event of the log moves every fold this driver holds on; the event itself is not kept."""
+        self.fold.add(e)  # the control fold, and the run state it folds
+        self.transcript.add(e)
+        self.provenance.add(e)
+        self.head = e.head
+        if self._first is None:
+            self._first = e.payload
+        if e.kind == SuiteBaseline.KIND:
+            self.suite_baseline = e.data_as(SuiteBaseline)
+        elif e.kind in (ModelRetried.KIND, ModelFailed.KIND):
+            self._overflows.append(e.payload)
+        for log in self._readers:
+            log.append(e)
+
+    @contextmanager
+    def whole_log(self) -> Iterator[list[Event]]:
+        """The run's whole log, read back from the store once (with what is staged, not yet written) and kept
+        current by this driver's appends while the block runs: for the rare consumers of the whole history
+        (verification, compaction, the closing)."""
+        log = [*self.store.events(self.run_id), *(self._batch.events if self._batch is not None else ())]
+        self._readers.append(log)
+        try:
+            yield log
+        finally:
+            self._readers.remove(log)
+
+    def control_stop(self) -> HumanRequired | None:
+        """Whether the control layer says the run must stop (``next_step``'s ``control_stop``)."""
+        return stop_reason(self.fold)
 
     def run_rules(self) -> list[Rule]:
         return [
@@ -861,12 +910,10 @@ class Runtime:
 
     def stored_result(self, call_id: str) -> str | None:
         """The whole text of a shortened result of this run's call ``call_id`` (never another run's blob)."""
-        for e in reversed(self.events):
-            if e.kind == ActionCompleted.KIND and e.payload["call_id"] == call_id:
-                blob = e.payload["result"].get("blob")
-                data = self.blob(blob) if isinstance(blob, str) else None
-                return data.decode("utf-8", "replace") if data is not None else None
-        return None
+        action = self.state.actions.get(call_id)  # its result: the latest completion's
+        blob = action.result.get("blob") if action is not None else None
+        data = self.blob(blob) if isinstance(blob, str) else None
+        return data.decode("utf-8", "replace") if data is not None else None
 
     @staticmethod
     def now() -> datetime:
@@ -891,12 +938,9 @@ def _mcp_event(r: Started) -> Payload:
 __all__ = ["Runtime"]
 
 
-def tainted_note(events: Sequence[Event], call_id: str) -> str:
-    """The values from untrusted output that made the decider ask about ``call_id``, for the approval preview."""
-    decided = next(
-        (e for e in reversed(events) if e.kind == "action.decided" and e.payload["call_id"] == call_id), None
-    )
-    taints = decided.payload.get("taints", []) if decided is not None else []
+def tainted_note(taints: Sequence[dict[str, Any]]) -> str:
+    """The values from untrusted output that made the decider ask about a call (its decision's ``taints``), for
+    the approval preview."""
     if not taints:
         return ""
     lines = [

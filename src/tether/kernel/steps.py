@@ -143,7 +143,7 @@ def human_required(stop: HumanRequired) -> tuple[RunStatus, str]:
 
 
 def turn_actions(s: Situation) -> Step | None:
-    for a in s.state.actions.values():  # insertion order is proposal order
+    for a in s.state.live_actions:  # proposal order; a call done for good names no step (RunState._live)
         step = _action_step(a, s)
         if step is not None:
             return step

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
-from tether.events.store import Event
 from tether.review.execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action
 from tether.state import Action, RunState
 from tether.status import ActionStatus
@@ -41,6 +41,9 @@ from .decision import Decision, RuleMatch, Verdict
 from .gate import Gate
 from .provenance import Provenance
 from .taint import escalate
+
+if TYPE_CHECKING:
+    from tether.control.fold import History
 
 #: Rule prefixes whose denials depend on the run's condition at the time, not on the call itself.
 TRANSIENT_DENIALS = ("control:", "review:", "kernel:")
@@ -59,15 +62,16 @@ def decide(
     contract: ToolContract,
     gate: Callable[[], Gate],
     state: RunState,
-    events: Sequence[Event],
+    events: History,
     env: Envelope,
     provenance: Provenance | None = None,
 ) -> Ruling:
     """The verdict on ``action`` (see the module docstring for the layers and their order).
 
     ``gate`` builds (or returns the cached) gate for the run's current control state and run rules;
-    it is only called when the repeat-denial layer has not already settled the call. ``provenance`` is
-    the run's index, already fed ``events`` (the kernel keeps one); without it the index is built here.
+    it is only called when the repeat-denial layer has not already settled the call. ``events`` is the
+    run's log, or the control fold of it that the kernel keeps. ``provenance`` is the run's index, already
+    fed the log (the kernel keeps one); without it the index is built here from the log's events.
     """
     earlier = denied_before(state, action)
     if earlier is not None:
@@ -80,12 +84,18 @@ def decide(
     if set(contract.effects) == {Effect.READ}:
         return Ruling(decision)
     if decision.verdict is not Verdict.DENY:
-        index = provenance if provenance is not None else Provenance(env).feed(events)
+        index = provenance if provenance is not None else _provenance(events, env)
         decision = escalate(decision, action.tool, index.taints(action.args), env)
     if decision.verdict is not Verdict.ALLOW:
         return Ruling(decision)
     review = review_action(contract, action.args, events, env)
     return Ruling(decision if review.ok else _refused(decision, review, consecutive_failures(events) + 1), review)
+
+
+def _provenance(events: History, env: Envelope) -> Provenance:
+    if not isinstance(events, Sequence):  # a fold keeps no events to build the index from
+        raise TypeError("decide: pass the run's provenance index with a fold of its log")
+    return Provenance(env).feed(events)
 
 
 def denied_before(state: RunState, action: Action) -> Action | None:

@@ -248,6 +248,12 @@ class Provenance:
         self.fed = max(self.fed, len(events))
         return self
 
+    def add(self, e: Event) -> Provenance:
+        """Take in the log's next event (for a holder that feeds it each event as it lands)."""
+        self._take(e)
+        self.fed += 1
+        return self
+
     def _untrusted(self, tool: str) -> bool:
         if tool not in self._trust:
             contract = self.env.tool(tool) or ToolContract(name=tool, purpose="undeclared", effects=[Effect.READ])

@@ -15,13 +15,15 @@ refusing after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_control import ReviewGate
-from tether.events.store import Event
+
+if TYPE_CHECKING:
+    from tether.control.fold import History
 
 ESCALATE_AFTER = 2
 
@@ -37,7 +39,7 @@ class ReviewResult:
 
 
 def review_action(
-    tool_contract: ToolContract, args: Mapping[str, Any], events: Sequence[Event], envelope: Envelope
+    tool_contract: ToolContract, args: Mapping[str, Any], events: History, envelope: Envelope
 ) -> ReviewResult:
     # Imported here: the decider imports this module for every call, and a read is never reviewed.
     from tether.control.fold import folded
@@ -89,13 +91,8 @@ def review_gate_event(call_id: str, tool: str, result: ReviewResult) -> ReviewGa
     return result.to_payload(call_id, tool)
 
 
-def consecutive_failures(events: Sequence[Event]) -> int:
+def consecutive_failures(events: History) -> int:
     """Trailing run of refused ``review.gate`` events; the decider escalates at ``ESCALATE_AFTER``."""
-    n = 0
-    for e in reversed(events):
-        if e.kind != ReviewGate.KIND:
-            continue
-        if e.data_as(ReviewGate).ok:
-            break
-        n += 1
-    return n
+    from tether.control.fold import folded  # see review_action
+
+    return folded(events).review_refusals
