@@ -122,7 +122,10 @@ def tether_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
     harness = Counted(build_envelope(root, n), model=model, workspace=ws, db=db, sandbox=backend)
     contract = harness.run("run `true` many times")
     if len(marks) < n + 1:
-        raise SystemExit(f"tether ran {len(marks) - 1} of {n} steps: {contract.status}")
+        raise SystemExit(
+            f"tether ran {len(marks) - 1} of {n} steps: {contract.status}: {contract.result}"
+            f" | {contract.last_error} | {contract.unknowns} | next: {contract.next_action}"
+        )
     (t0, c0), (t1, c1) = marks[0], marks[n]
     return {
         "per_step": (t1 - t0) / n,
