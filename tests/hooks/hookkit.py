@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,14 @@ def payload(name: str, cwd: Path, **fields: Any) -> dict[str, Any]:
     """A recorded payload (``payloads/<agent>.<Event>.json``) with its cwd set and ``fields`` replaced."""
     data: dict[str, Any] = json.loads((PAYLOADS / f"{name}.json").read_text())
     return {**data, "cwd": str(cwd), **fields}
+
+
+def wait_for(path: Path, timeout: float = 30.0) -> None:
+    """Until ``path`` exists (a daemon's socket or endpoint file), failing after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.02)
 
 
 class Hook:

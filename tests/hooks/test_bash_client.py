@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import payload
+from hookkit import payload, wait_for
 
 from tether.events.store import EventStore
 from tether.hooks import daemon as daemon_module
@@ -35,13 +35,6 @@ LAUNCHER = ["-I", "-S", str(Path(HOOK_SCRIPT).parent / "launch.py")]
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None and os.environ.get("CI") != "true", reason="no bash here")
-
-
-def wait_for(path: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hookkit import payload
+from hookkit import payload, wait_for
 
 from tether.events.store import EventStore
 from tether.hooks.client import ask
@@ -23,13 +23,6 @@ from tether.hooks.install import launcher_command
 from tether.hooks.session import run_id_for
 
 TETHER = [sys.executable, "-m", "tether.cli.main"]
-
-
-def wait_for(path: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
