@@ -342,8 +342,11 @@ def check_background_child(sandbox: Sandbox, s: Scratch) -> Check:
 def check_orphan(sandbox: Sandbox, s: Scratch) -> Check:
     """A double fork with a new session and a scrubbed environment: no group, no token to find it by."""
     marker = "tether-doctor-orphan-" + secrets.token_hex(6)
+    # The pid file appears whole (written aside, then renamed) and a previous check's is removed first: a
+    # stale file would end the wait at once and be read while the new child truncates it (an empty answer).
     script = (
-        f"( setsid env -i /bin/bash -c 'echo $$ > orphan.pid; exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1"
+        "rm -f orphan.pid; ( setsid env -i /bin/bash -c"
+        f" 'echo $$ > orphan.tmp && mv orphan.tmp orphan.pid; exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1"
         " & ); for i in $(seq 1 250); do [ -s orphan.pid ] && break; sleep 0.02; done; cat orphan.pid"
     )
     r = run(sandbox, s, script)
