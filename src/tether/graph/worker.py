@@ -41,7 +41,7 @@ from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import new_run_id
 from tether.kernel import session
-from tether.kernel.continuation import Request
+from tether.kernel.continuation import Request, ResumeRefused
 from tether.kernel.runtime import EventSink
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
@@ -168,6 +168,10 @@ class Worker:
                 return
             except RunLeased:
                 time.sleep(self.poll_s)  # the worker that lost the node still drives it: its run ends first
+            except ResumeRefused:
+                if _status(store, run_id) not in TERMINAL:
+                    raise
+                return  # that worker ended the run between the check above and this resume: its end is the outcome
 
     def _record_end(self, store: Store, node_id: str, attempt: int, run_id: str) -> None:
         """Read the run's end from its verified log (not from memory) and record the node's transition."""
