@@ -17,6 +17,11 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * daemon round trip only — the client's request from this process, no interpreter started: the daemon's own
   share of a call (parse, decide, one durable commit), in a fresh session and in the long one. Its CPU column
   is 0: the work is the daemon's.
+* cold, long session — ``--no-daemon`` in a session that already holds M tool calls: a fresh process that opens
+  the session's log (a fold checkpoint, when one is valid, spares it the refold of the whole log).
+* the daemon's decision CPU — what the daemon itself runs for one call (``hooks.daemon.respond``: parse, decide,
+  one durable commit), called in this process on its resident state so its CPU (``time.thread_time``) can be
+  read: in a fresh session and in one of M calls. The wall column includes the commit's sync.
 
 The rows are measured in turn (one call of each, then the next round), so a burst of load on a shared machine
 falls on every row alike. Bytecode is written and every row is warmed up first, as in an installed tether
@@ -101,10 +106,24 @@ def asked(request: dict[str, str], stdin: bytes) -> tuple[float, float]:
     return (time.perf_counter() - start) * 1000, 0.0
 
 
-def seed(request: dict[str, str], workspace: Path, session: str, prior: int) -> None:
-    """``prior`` tool calls of ``session``, answered by the daemon (in this process: no start-up to pay)."""
+def decided_here(request: dict[str, str], stdin: bytes) -> tuple[float, float]:
+    """One call answered in this process by the daemon's own code on its resident state: wall and CPU."""
+    from tether.hooks.daemon import respond
+
+    start, cpu = time.perf_counter(), time.thread_time()
+    reply = respond(request, stdin)
+    cpu, wall = (time.thread_time() - cpu) * 1000, (time.perf_counter() - start) * 1000
+    if reply.exit != 0:
+        raise SystemExit(f"the call failed: {reply.stderr[-500:]}")
+    return wall, cpu
+
+
+def seed(request: dict[str, str], workspace: Path, session: str, prior: int, *, here: bool = False) -> None:
+    """``prior`` tool calls of ``session``, answered by the daemon (in this process: no start-up to pay), or by
+    the daemon's code in this process (``here``)."""
     for i in range(prior):
-        asked(request, pre_tool_use(workspace, session, -1 - i))
+        stdin = pre_tool_use(workspace, session, -1 - i)
+        decided_here(request, stdin) if here else asked(request, stdin)
 
 
 def main() -> None:
@@ -133,6 +152,14 @@ def main() -> None:
             (f"  ... session of {args.prior} calls", INSTALLED, "long", calls),
             ("daemon round trip only", [], "trip", calls),
             (f"  ... session of {args.prior} calls", [], "long", calls),
+            (
+                f"cold, session of {args.prior} calls",
+                [TETHER, "hook", "claude-code", "--no-daemon"],
+                "cold-long",
+                cold_calls,
+            ),
+            ("daemon's decision CPU", ["here"], "here", calls),
+            (f"  ... session of {args.prior} calls", ["here"], "here-long", calls),
         ]
         daemon = start_daemon(sock, env)
         try:
@@ -140,9 +167,13 @@ def main() -> None:
 
             request = options(["claude-code"])[0]
             seed(request, workspace, "long", args.prior)
+            seed(request, workspace, "cold-long", args.prior)
+            seed(request, workspace, "here-long", args.prior, here=True)
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
                 stdin = pre_tool_use(workspace, session, i) if session else b""
+                if cmd == ["here"]:
+                    return decided_here(request, stdin)
                 return timed(cmd, stdin, env) if cmd else asked(request, stdin)
 
             for _, cmd, session, _ in rows:  # warm-up: bytecode written, the daemon's first imports done

@@ -197,6 +197,11 @@ class RunState:
     # but those done for good (ran ok, denied, invalid, failed to run, or failed and continued past).
     # Kept as each event lands, so a step costs O(live calls), not O(every call of the run).
     _live: dict[str, Action] = field(default_factory=dict, repr=False, compare=False)
+    # (status, tool) -> the calls now in that status, by call id, kept by ``_settle`` (which every status change
+    # passes through): a governed session's count of calls let through (guard/session.py ``spent``) and the
+    # decider's external calls committed (policy/decide.py ``external_limit``) read these, not every call.
+    calls_by: dict[tuple[ActionStatus, str], dict[str, Action]] = field(default_factory=dict, repr=False, compare=False)
+    _filed: dict[str, tuple[ActionStatus, str]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunState:
@@ -220,8 +225,30 @@ class RunState:
         """The calls a step may still be about, in proposal order (see ``_live``); ``next_step`` reads these."""
         return list(self._live.values())
 
+    def calls_in(self, statuses: Iterable[ActionStatus], tool: str | None = None) -> int:
+        """How many calls are now in one of ``statuses`` (of ``tool`` only, when given): from ``calls_by``."""
+        wanted = frozenset(statuses)
+        return sum(len(ids) for (st, t), ids in self.calls_by.items() if st in wanted and tool in (None, t))
+
+    def _file(self, a: Action) -> None:
+        """File ``a`` under its current (status, tool) in ``calls_by``, out of where it was (a call id proposed
+        again replaces the earlier action of that id, as ``actions`` does)."""
+        key = (a.status, a.tool)
+        was = self._filed.get(a.call_id)
+        if was is not None:
+            if was == key and self.calls_by[was].get(a.call_id) is a:
+                return
+            bucket = self.calls_by[was]
+            bucket.pop(a.call_id, None)
+            if not bucket:
+                del self.calls_by[was]
+        self._filed[a.call_id] = key
+        self.calls_by.setdefault(key, {})[a.call_id] = a
+
     def _settle(self, a: Action) -> None:
-        """Take ``a`` out of the live calls once its status says no step will ever be about it again."""
+        """Take ``a`` out of the live calls once its status says no step will ever be about it again (and file
+        it under its status in ``calls_by``)."""
+        self._file(a)
         done = a.status in DONE or (a.status is ActionStatus.COMPLETED and (a.ok or a.call_id in self.settled))
         if done:
             self._live.pop(a.call_id, None)

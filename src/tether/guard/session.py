@@ -545,12 +545,19 @@ class Guard:
     @staticmethod
     def _granted_before(state: RunState, tool: str, args_hash: str, call_id: str) -> str | None:
         """An approval granted to an identical earlier call that never ran and no later retry has taken yet."""
+        # the identical calls from the state's index (RunState.same_calls), the current action of each id only
         same = [
-            a for a in state.actions.values() if (a.tool, a.args_hash) == (tool, args_hash) and a.call_id != call_id
+            a
+            for a in state.same_calls.get((tool, args_hash), ())
+            if a.call_id != call_id and state.actions.get(a.call_id) is a
         ]
-        for a in sorted(same, key=lambda a: a.seq):
-            taken = any(b.seq > a.seq and b.deciding_rule == "approval:granted" for b in same)
-            if a.approval_id and a.approved_by and a.status is ActionStatus.DECIDED and not taken:
+        same.sort(key=lambda a: a.seq)
+        taken_after = -1  # the latest seq of an identical call that took a grant: earlier grants are taken
+        for b in same:
+            if b.deciding_rule == "approval:granted":
+                taken_after = max(taken_after, b.seq)
+        for a in same:
+            if a.approval_id and a.approved_by and a.status is ActionStatus.DECIDED and a.seq >= taken_after:
                 return f"{a.approval_id} by {a.approved_by}"
         return None
 
@@ -712,7 +719,7 @@ def spent(state: RunState, now: datetime) -> Breach | None:
     program runs them at once, so a call is spent when it is allowed, not when its receipt comes), and wall
     time runs while the session is open. Money and tokens are the program's model calls, which tether does
     not see: they stay 0 here."""
-    through = sum(1 for a in state.actions.values() if a.status in LET_THROUGH)
+    through = state.calls_in(LET_THROUGH)  # RunState.calls_by: not a scan of every call of the session
     counted = replace(state, used=replace(state.used, tool_calls=max(state.used.tool_calls, through)))
     return breach(counted, now, before="action")
 

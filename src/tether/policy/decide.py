@@ -121,10 +121,10 @@ def external_limit(action: Action, contract: ToolContract, state: RunState, env:
     if limit is None or not contract.external_output:
         return None
     committed = set(state.external_calls)
-    for other in state.actions.values():
-        c = env.tool(other.tool)
-        if other.call_id != action.call_id and other.status in COMMITTED and c is not None and c.external_output:
-            committed.add(other.call_id)
+    for (status, tool), calls in state.calls_by.items():  # by (status, tool): no scan of every call of the run
+        c = env.tool(tool) if status in COMMITTED else None
+        if c is not None and c.external_output:
+            committed.update(k for k in calls if k != action.call_id)
     if len(committed) < limit:
         return None
     effects = ", ".join(sorted(e.value for e in contract.effects))
