@@ -516,7 +516,7 @@ def _forge(db: Path, run: str, kind: str, payload: dict[str, Any]) -> int:
     seq += 1
     ts, body = "2026-01-01T00:00:00.000000+00:00", canonical_json(payload)
     h = event_hash(prev, run, seq, ts, kind, body)
-    conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)", (run, seq, ts, kind, body, prev, h))
+    conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (run, seq, ts, kind, body, bytes.fromhex(h)))
     conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, h, run))
     conn.commit()
     conn.close()

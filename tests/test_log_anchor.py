@@ -54,7 +54,7 @@ def rewrite(db: Path, run: str, seq: int, payload: dict[str, Any], *, drop_ancho
     for s, ts, kind, body in rows:
         head = json.dumps({"kind": kind, "run_id": run, "seq": s, "ts": ts}, sort_keys=True, separators=(",", ":"))
         h = hashlib.sha256((prev + head + body).encode()).hexdigest()
-        conn.execute("UPDATE events SET prev_hash=?, hash=? WHERE run_id=? AND seq=?", (prev, h, run, s))
+        conn.execute("UPDATE events SET hash=? WHERE run_id=? AND seq=?", (bytes.fromhex(h), run, s))
         prev = h
     conn.execute("UPDATE runs SET head_hash=? WHERE run_id=?", (prev, run))
     conn.commit()

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from oldschema import downgrade
 
 from tether.errors import HeadMoved, RunLeased
 from tether.events.chain import GENESIS
@@ -134,12 +135,7 @@ def test_a_database_made_by_schema_1_is_read_as_is_and_migrated_by_a_writer(tmp_
     db = tmp_path / "t.db"
     with EventStore.open(db) as store:
         run = store.create_run("t", [STARTED, req(0)])
-    conn = sqlite3.connect(db)  # exactly what the schema-1 code made: no leases, no anchors
-    conn.executescript(
-        "DROP TABLE leases; DROP TRIGGER anchors_no_update; DROP TRIGGER anchors_no_delete; DROP TABLE anchors;"
-        "UPDATE meta SET value='tether/1' WHERE key='schema';"
-    )
-    conn.close()
+    downgrade(db, 1)  # exactly what the schema-1 code made: no leases, no anchors, prev_hash and hash as text
     with EventStore.open(db, readonly=True) as ro:
         assert ro.verify(run) == 2 and ro.checkpoints(run) == [] and ro.lease(run) is None
     assert sqlite3.connect(db).execute("SELECT value FROM meta").fetchone()[0] == "tether/1"  # untouched
@@ -147,4 +143,4 @@ def test_a_database_made_by_schema_1_is_read_as_is_and_migrated_by_a_writer(tmp_
         store.acquire(run)
         store.append(run, *req(1))
         assert store.verify(run) == 3
-    assert sqlite3.connect(db).execute("SELECT value FROM meta").fetchone()[0] == "tether/2"
+    assert sqlite3.connect(db).execute("SELECT value FROM meta").fetchone()[0] == "tether/3"

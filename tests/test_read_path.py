@@ -99,7 +99,7 @@ def _forge(db: Path, run: str, kind: str, body: str) -> int:
     seq += 1
     ts = "2026-01-01T00:00:00.000000+00:00"
     h = event_hash(prev, run, seq, ts, kind, body)
-    conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)", (run, seq, ts, kind, body, prev, h))
+    conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (run, seq, ts, kind, body, bytes.fromhex(h)))
     conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, h, run))
     conn.commit()
     conn.close()

@@ -1,10 +1,13 @@
 """The event store: SQLite, append-only, hash-chained. The only writer of events.
 
-Schema (``tether/2``): ``runs`` (one row per run, holding its head seq and hash so truncation
+Schema (``tether/3``): ``runs`` (one row per run, holding its head seq and hash so truncation
 is detectable), ``events`` (append-only: triggers reject UPDATE and DELETE), ``blobs``
 (content-addressed large outputs), ``leases`` (who drives a run: :mod:`.lease`) and ``anchors``
-(signed checkpoints of the head: :mod:`.anchor`). A ``tether/1`` database is migrated in place
-(the two new tables) the first time a writer opens it; readers open it as it is.
+(signed checkpoints of the head: :mod:`.anchor`). An event row stores its chain hash as 32 bytes and
+not its ``prev_hash``: that is the previous row's hash (a fork's first row: its parent's at the fork
+point), which the readers join back in, so an :class:`Event` reads as before. A ``tether/1`` or
+``tether/2`` database is migrated in place, in one transaction, the first time a writer opens it;
+readers open it as it is (docs/store.md, "The schema and its versions").
 
 Appends are compare-and-append: ``expect=(seq, hash)`` names the head the caller extends, and an
 append on a moved head raises :class:`HeadMoved` instead of forking the run's history. A store that
@@ -68,10 +71,18 @@ from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start,
 from .payload import REGISTRY, Emitted, Payload, parse, prepare
 from .redact import Redactor
 
-SCHEMA_VERSION = "2"
-READABLE_SCHEMAS = ("tether/1", "tether/2")
+SCHEMA_VERSION = "3"
+READABLE_SCHEMAS = ("tether/1", "tether/2", "tether/3")
 RUN_COLUMNS = "SELECT run_id, created_at, task, parent_run, head_seq, head_hash FROM runs"
-EVENT_COLUMNS = "run_id, seq, ts, kind, payload, prev_hash, hash"
+EVENT_COLUMNS = "run_id, seq, ts, kind, payload, prev_hash, hash"  # an event as read and exported (rows())
+STORED_COLUMNS = "run_id, seq, ts, kind, payload, hash"  # an event row as tether/3 stores it (hash: 32 bytes)
+#: A run's rows with their prev_hash: the previous row's hash, joined (hex, lower case, as hashes are read).
+SELECT_ROWS = (
+    "SELECT e.run_id, e.seq, e.ts, e.kind, e.payload, lower(hex(p.hash)), lower(hex(e.hash)) FROM events e "
+    "LEFT JOIN events p ON p.run_id = e.run_id AND p.seq = e.seq - 1 "
+    "WHERE e.run_id=? AND e.seq BETWEEN ? AND ?"
+)
+SELECT_ROWS_BEFORE_3 = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.run_id=? AND e.seq BETWEEN ? AND ?"
 MAX_SEQ = 2**63 - 1
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
 LOCK_TIMEOUT_S = 10.0
@@ -88,21 +99,7 @@ CREATE TABLE IF NOT EXISTS runs (
     head_seq INTEGER NOT NULL DEFAULT -1,
     head_hash TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    seq INTEGER NOT NULL,
-    ts TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);
-CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-    BEGIN SELECT RAISE(ABORT, 'tether events are append-only'); END;
-CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-    BEGIN SELECT RAISE(ABORT, 'tether events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS blobs_no_update BEFORE UPDATE ON blobs
     BEGIN SELECT RAISE(ABORT, 'tether blobs are immutable'); END;
 CREATE TRIGGER IF NOT EXISTS blobs_no_delete BEFORE DELETE ON blobs
@@ -133,6 +130,37 @@ CREATE TRIGGER IF NOT EXISTS anchors_no_update BEFORE UPDATE ON anchors
 CREATE TRIGGER IF NOT EXISTS anchors_no_delete BEFORE DELETE ON anchors
     BEGIN SELECT RAISE(ABORT, 'tether anchors are append-only'); END;
 """
+#: tether/3's events: no prev_hash (the previous row's hash), the hash as 32 bytes (64 hex characters before).
+EVENTS_V3 = """
+CREATE TABLE IF NOT EXISTS {table} (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    seq INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    hash BLOB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"""
+EVENT_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'tether events are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'tether events are append-only'); END;
+"""
+#: tether/1 and tether/2 to tether/3, inside the transaction that also adds SCHEMA_V2's tables. Every row is
+#: copied with its hash as bytes (:func:`stored_hash`); the old prev_hash is dropped, which loses nothing the
+#: chain checks: each hash covers its prev_hash, so a row whose stored prev_hash was edited (and its hash
+#: recomputed) fails verification as before. DROP TABLE fires no trigger.
+MIGRATE_EVENTS = (
+    EVENTS_V3.format(table="events_v3")
+    + """
+INSERT INTO events_v3 (run_id, seq, ts, kind, payload, hash)
+    SELECT run_id, seq, ts, kind, payload, tether_stored_hash(hash) FROM events ORDER BY run_id, seq;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
+"""
+)
 
 
 class Event:
@@ -357,6 +385,7 @@ class EventStore:
         self._leases: dict[str, Lease] = {}  # runs this store drives
         self._heartbeat: Heartbeat | None = None
         self._pending_anchor: list[Checkpoint] = []
+        self._select_rows = SELECT_ROWS  # SELECT_ROWS_BEFORE_3 for an older database opened read-only
         self.redactor = Redactor()  # secret values handed out in this process: never written (see redact_also)
 
     def redact_also(self, secrets: Mapping[str, str]) -> None:
@@ -417,27 +446,63 @@ class EventStore:
         return store
 
     def _init_schema(self) -> None:
+        version = self._schema_version()
+        if version == SCHEMA_VERSION or (self.readonly and version is not None):
+            self._select_rows = SELECT_ROWS if version == SCHEMA_VERSION else SELECT_ROWS_BEFORE_3
+            return
+        if version is None and self.readonly:
+            raise NotATetherDatabase(f"{self.path}: an empty file, not a tether database")
+        # One transaction: a new database gets the whole schema; a tether/1 or tether/2 one the new tables and
+        # its events copied into tether/3's table. A failure or a crash before the COMMIT leaves it as it was.
+        self._conn.create_function("tether_stored_hash", 1, lambda h: stored_hash(h), deterministic=True)
+        with self._write():  # every writer takes this lock first: no other can make or migrate it meanwhile
+            version = self._schema_version()
+            if version != SCHEMA_VERSION:
+                events = EVENTS_V3.format(table="events") if version is None else MIGRATE_EVENTS
+                try:  # BEGIN inside the script: executescript commits a transaction begun before it
+                    self._conn.executescript(
+                        "BEGIN IMMEDIATE;"
+                        + SCHEMA_V1
+                        + SCHEMA_V2
+                        + events
+                        + EVENT_TRIGGERS
+                        + f"INSERT OR REPLACE INTO meta VALUES ('schema', 'tether/{SCHEMA_VERSION}');COMMIT;"
+                    )
+                except BaseException as e:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    if version is None or not isinstance(e, sqlite3.Error) or "locked" in str(e):
+                        raise
+                    if _is_disk_full(e, self.path):
+                        raise DiskFull(f"disk full: {self.path} ({e}); the database is unchanged") from e
+                    raise NotATetherDatabase(
+                        f"{self.path}: migrating tether/{version} to tether/{SCHEMA_VERSION} failed ({e}); "
+                        "the database is unchanged (`tether log verify` it)",
+                        path=str(self.path),
+                    ) from e
+        self._select_rows = SELECT_ROWS
+
+    def _schema_version(self) -> str | None:
+        """The database's schema version (``"2"`` for ``tether/2``), None for an empty one; refuses anything else."""
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables and "meta" not in tables:
+        if not tables:
+            return None
+        if "meta" not in tables:
             raise NotATetherDatabase(
                 f"{self.path}: an SQLite database, but not a tether one (tables: {sorted(tables)})"
             )
-        if tables:
-            row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None or row[0] not in READABLE_SCHEMAS:
-                raise NotATetherDatabase(
-                    f"{self.path}: meta.schema is {row and row[0]!r}; expected one of {', '.join(READABLE_SCHEMAS)}"
-                )
-            if row[0] == f"tether/{SCHEMA_VERSION}" or self.readonly:
-                return
-        elif self.readonly:
-            raise NotATetherDatabase(f"{self.path}: an empty file, not a tether database")
-        with self._write():
-            # One transaction: a new database gets the whole schema, a tether/1 one the new tables.
-            self._conn.executescript(
-                "BEGIN IMMEDIATE;" + SCHEMA_V1 + SCHEMA_V2 + "INSERT OR REPLACE INTO meta VALUES "
-                f"('schema', 'tether/{SCHEMA_VERSION}');COMMIT;"
+        row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is not None and row[0] in READABLE_SCHEMAS:
+            return str(row[0]).removeprefix("tether/")
+        found = row and row[0]
+        if isinstance(found, str) and found.startswith("tether/") and found[7:].isdigit():
+            raise NotATetherDatabase(
+                f"{self.path}: meta.schema is {found!r}, written by a newer tether than this one (it reads "
+                f"{', '.join(READABLE_SCHEMAS)}); upgrade tether to open it"
             )
+        raise NotATetherDatabase(
+            f"{self.path}: meta.schema is {found!r}; expected one of {', '.join(READABLE_SCHEMAS)}"
+        )
 
     def close(self) -> None:
         for run_id in list(self._leases):
@@ -651,7 +716,7 @@ class EventStore:
         return [event for _, event in rows]
 
     def _insert_locked(self, conn: sqlite3.Connection, run_id: str, rows: Sequence[Chained], head: Head) -> None:
-        conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)", [row for row, _ in rows])
+        conn.executemany(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", [stored(r) for r, _ in rows])
         seq, prev = rows[-1][1].head if rows else head
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
         if self.signer is not None and self.signer.due(head[0], seq, (e.kind for _, e in rows)):
@@ -777,30 +842,41 @@ class EventStore:
     def _events_in(
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
     ) -> list[Event]:
-        rows = self._rows(run_id, EVENT_COLUMNS, after, upto, kinds)
+        rows = self._rows(run_id, after, upto, kinds)
         with gc_paused():
             return [row_event(r) for r in rows]
 
     def _rows(
-        self,
-        run_id: str,
-        columns: str,
-        after: int = -1,
-        upto: int | None = None,
-        kinds: Collection[str] | None = None,
+        self, run_id: str, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
     ) -> list[tuple[Any, ...]]:
-        """Rows of the run's log (its lineage's segments, oldest first) with after < seq <= upto (of ``kinds``)."""
-        where = "run_id=? AND seq BETWEEN ? AND ?"
+        """Rows ``(run_id, seq, ts, kind, payload, prev_hash, hash)`` of the run's log (its lineage's segments,
+        oldest first) with after < seq <= upto (of ``kinds``); ``prev_hash`` is the previous row's hash."""
+        query = self._select_rows
         if kinds is not None:
-            where += f" AND kind IN ({','.join('?' * len(kinds))})"
+            query += f" AND e.kind IN ({','.join('?' * len(kinds))})"
+        query += " ORDER BY e.seq"
         rows: list[tuple[Any, ...]] = []
-        for rid, first, last in self.lineage(run_id):
+        segments = self.lineage(run_id)
+        for n, (rid, first, last) in enumerate(segments):
             lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
             if lo <= hi:
-                rows += self._conn.execute(
-                    f"SELECT {columns} FROM events WHERE {where} ORDER BY seq", (rid, lo, hi, *sorted(kinds or ()))
-                ).fetchall()
+                found = self._conn.execute(query, (rid, lo, hi, *sorted(kinds or ()))).fetchall()
+                if found and found[0][1] == first and not found[0][5]:  # no previous row in its own run
+                    found[0] = _with_prev(found[0], self._fork_base(segments[:n], first) if n else GENESIS)
+                rows += found
         return rows
+
+    def _fork_base(self, before: Sequence[tuple[str, int, int]], first: int) -> str:
+        """The hash a fork's first own row (seq ``first``) chains onto: the event at ``first - 1`` in the
+        lineage's earlier segments ``before``, its parent's at the fork point (or a grandparent's)."""
+        query = "SELECT lower(hex(hash)) FROM events WHERE run_id=? AND seq=?"
+        if self._select_rows is not SELECT_ROWS:
+            query = "SELECT hash FROM events WHERE run_id=? AND seq=?"
+        for rid, lo, hi in reversed(before):
+            if lo <= first - 1 <= hi:
+                row = self._conn.execute(query, (rid, first - 1)).fetchone()
+                return "" if row is None else str(row[0])
+        return ""
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
         """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first."""
@@ -836,8 +912,8 @@ class EventStore:
         raise InputError(f"{self.path}: run id prefix {run_id!r} is ambiguous; it matches {names}")
 
     def rows(self, run_id: str) -> list[tuple[Any, ...]]:
-        """The run's log as stored, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
-        return self._rows(self.run(run_id).run_id, EVENT_COLUMNS)
+        """The run's log, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
+        return self._rows(self.run(run_id).run_id)
 
     def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
         """Add an imported run exactly as exported, in one transaction: all of it, or nothing.
@@ -848,6 +924,7 @@ class EventStore:
         verified again inside the transaction, before anything is committed.
         """
         main = runs[-1]
+        verify_rows(main, rows)  # the rows as given: their prev_hash too, which the store does not keep
         with self._transaction() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE run_id=?", (main.run_id,)).fetchone():
                 raise InputError(f"{self.path}: run {main.run_id} is already in this store")
@@ -859,9 +936,11 @@ class EventStore:
                         (info.run_id, info.created_at, info.task, info.parent_run, info.head_seq, info.head_hash),
                     )
             for row in rows:
-                found = conn.execute("SELECT hash FROM events WHERE run_id=? AND seq=?", (row[0], row[1])).fetchone()
+                found = conn.execute(
+                    "SELECT lower(hex(hash)) FROM events WHERE run_id=? AND seq=?", (row[0], row[1])
+                ).fetchone()
                 if found is None:
-                    conn.execute(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)", tuple(row))
+                    conn.execute(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", stored(row))
                 elif found[0] != row[6]:
                     raise InputError(
                         f"{self.path}: run {row[0]} is already here with a different event seq {row[1]}; "
@@ -915,7 +994,7 @@ class EventStore:
         """The chain of the run's whole log: a fork's shared prefix is verified against the parent's rows."""
         with gc_paused():  # a row tuple per event, none of them cyclic: see events/bulk.py
             try:
-                rows = self._rows(info.run_id, "run_id, seq, ts, kind, payload, prev_hash, hash")
+                rows = self._rows(info.run_id)
             except sqlite3.DatabaseError as e:
                 raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
             return verify_rows(info, rows)
@@ -1059,6 +1138,30 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
             info.run_id, n, f"log ends at seq {n - 1} but the run's head is seq {info.head_seq} (truncated)"
         )
     return hashes
+
+
+def stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row ``(run_id, seq, ts, kind, payload, prev_hash, hash)`` as tether/3 inserts it: no prev_hash (the
+    previous row's hash, joined back when read), the hash as its 32 bytes."""
+    return row[0], row[1], row[2], row[3], row[4], bytes.fromhex(row[6])
+
+
+def stored_hash(h: str | bytes | int | float | None) -> bytes | int | float | None:
+    """An older schema's stored hash as tether/3 keeps it (the migration): 64 lower-case hex characters as their
+    32 bytes; anything else (a row tether did not write) as its UTF-8 bytes, which read back as a hash that
+    no event has, so verification fails on that row as it did before."""
+    if isinstance(h, str):
+        if len(h) == 64 and h.isascii():
+            with suppress(ValueError):
+                b = bytes.fromhex(h)
+                if b.hex() == h:
+                    return b
+        return h.encode()
+    return h
+
+
+def _with_prev(row: tuple[Any, ...], prev: str) -> tuple[Any, ...]:
+    return (*row[:5], prev, row[6])
 
 
 def _shared(info: RunInfo, rid: str) -> str:
