@@ -23,7 +23,7 @@ from hookkit import Hook, payload
 from tether.events.store import EventStore
 from tether.hooks.client import ask
 from tether.hooks.daemon import stop_daemon
-from tether.hooks.session import Settings, Turns, cached, open_guard, run_id_for
+from tether.hooks.session import Settings, open_guard, run_id_for, turn_of
 from tether.policy.provenance import Provenance
 from tether.state import RunState
 
@@ -43,7 +43,7 @@ def test_the_fold_a_resident_process_keeps_equals_a_fresh_fold_of_the_log(tmp_pa
             stored = store.events(guard.run_id)
         assert [e.seq for e in guard.events] == [e.seq for e in stored]
         assert guard.state == RunState.from_events(stored)
-        turns = cached(("turns", guard), Turns).of(guard.events)
+        turns = turn_of(guard)
         assert turns == sum(1 for e in stored if e.payload.get("event") == "UserPromptSubmit")
         kept, fresh = guard.indexed(), Provenance(guard.env).feed(stored)
         assert (kept.known, kept.user) == (fresh.known, fresh.user)

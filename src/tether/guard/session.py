@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe
@@ -76,6 +76,9 @@ from tether.policy.gate import Gate
 from tether.policy.provenance import Provenance
 from tether.review.execution import review_gate_event
 from tether.state import EXTERNAL, Action, RunState
+
+if TYPE_CHECKING:
+    from .checkpoint import Log
 from tether.status import ActionStatus, ControlState, RunStatus
 
 #: How often a write is retried on a fresh read when another writer moved the log's head first.
@@ -169,7 +172,11 @@ class Guard:
         self, store: Store, run_id: str, env: Envelope, workspace: Path, asking: Asking = Asking.TETHER
     ) -> None:
         self.store, self.run_id, self.env, self.workspace, self.asking = store, run_id, env, workspace, asking
-        self.events: list[Event] = []
+        self.events: list[Event] | Log = []  # a Log when restored from a fold checkpoint (guard/checkpoint.py)
+        self.genesis = ""  # the hash of the run's first event (a checkpoint names it)
+        self.contract = env.contract_hash or contract_hash(env)
+        self.turns = (0, 0)  # (events seen, turns counted): the hooks count their prompts here
+        self.checkpointed = 0  # the log's length at the last fold checkpoint this guard wrote or loaded
         self.state = RunState()
         self._lock = threading.RLock()
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
@@ -191,6 +198,7 @@ class Guard:
         begin: Callable[[Path], Sequence[Payload]] | None = None,
         asking: Asking = Asking.TETHER,
         strict: bool = True,
+        checkpoints: Path | None = None,
     ) -> Guard:
         """The session's run: created on first sight, else found, its log verified, and bound to ``envelope``.
 
@@ -200,7 +208,9 @@ class Guard:
         (the hooks name runs after the agent's session); ``begin(workspace)`` gives the events a new run starts
         with after ``session.opened`` (the hooks' test baseline); ``asking`` says who answers an ASK.
         ``strict=False`` takes the envelope as it parses (the hooks' built-in envelope and a project's quick
-        one), without the strict checks a run's envelope meets.
+        one), without the strict checks a run's envelope meets. ``checkpoints``: the folder of fold checkpoints
+        (guard/checkpoint.py): a valid one for this run spares the fold of the log up to its head, never the
+        verification of the whole log.
         """
         if not session:
             raise GuardError("a governed session needs a session id (the framework's thread or conversation id)")
@@ -233,8 +243,9 @@ class Guard:
                 recorded = _started(store, run_id)
                 if recorded is None:
                     raise
+        audited = 0
         if recorded is not None:
-            store.verify_run(run_id)
+            audited = store.verify_run(run_id).events
             began = Envelope.model_validate(recorded.envelope)  # validated once: compared, then governs
             if contract_hash(began) != contract_hash(env):  # unset later fields aside
                 raise GuardError(
@@ -244,6 +255,11 @@ class Guard:
             env = began
             ws = Path(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking)
+        if recorded is not None and checkpoints is not None:
+            from .checkpoint import load
+
+            guard.genesis = _genesis(store, run_id)
+            load(guard, checkpoints, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
         guard.refresh()
         return guard
 
@@ -280,7 +296,7 @@ class Guard:
         tool needs): proposed and denied under ``rule``, so the log shows every call the agent tried."""
         plain = _json_args(args)
 
-        def build(events: list[Event], state: RunState) -> tuple[list[Payload], Answer]:
+        def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], Answer]:
             proposed = ActionProposed(
                 call_id=call_id, tool=tool, args=plain, args_hash=content_hash(plain), turn=state.used.turns
             )
@@ -309,7 +325,7 @@ class Guard:
         """Record that the session is over (``how``: see :class:`~tether.events.kinds_guard.SessionEnded`) after
         ``lead``; ``next_step`` names the finish. An ended run is left as it is (``lead`` is still recorded)."""
 
-        def build(events: list[Event], state: RunState) -> tuple[list[Payload], None]:
+        def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], None]:
             if state.finished:
                 return list(lead), None
             return [*lead, SessionEnded.model_validate({"how": how, "reason": reason, "by": by})], None
@@ -322,7 +338,7 @@ class Guard:
         """A session that ended goes on (the agent's user prompted it again): ``run.continued``, as a person
         continuing a run records it. A spent budget is not reopened (False): the session needs a new run."""
 
-        def build(events: list[Event], state: RunState) -> tuple[list[Payload], bool]:
+        def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], bool]:
             if not state.finished or state.status is RunStatus.BUDGET_STOP:
                 return [], False
             return [RunContinued(by=by, from_status=state.status, reason=reason)], True
@@ -378,7 +394,7 @@ class Guard:
         is not recorded (``lead`` is)."""
         plain = _json_args(args)
 
-        def build(events: list[Event], state: RunState) -> tuple[list[Payload], None]:
+        def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], None]:
             a = state.actions.get(call_id)
             items: list[Payload] = list(lead)
             if a is not None and a.status in (ActionStatus.COMPLETED, ActionStatus.FAILED):
@@ -614,7 +630,7 @@ class Guard:
 
     def _write(
         self,
-        build: Callable[[list[Event], RunState], tuple[list[Payload], T]],
+        build: Callable[[Sequence[Event], RunState], tuple[list[Payload], T]],
         *,
         durable: bool = True,
         goes_on: bool = True,
@@ -726,6 +742,12 @@ def spent(state: RunState, now: datetime) -> Breach | None:
 
 def _breach(b: Breach) -> dict[str, Any]:
     return {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)}
+
+
+def _genesis(store: Store, run_id: str) -> str:
+    """The hash of the run's first event (its ``run.started``), or "" when it has none."""
+    first = store.events(run_id, kinds={RunStarted.KIND})
+    return first[0].hash if first and first[0].seq == 0 else ""
 
 
 def _started(store: Store, run_id: str) -> RunStarted | None:

@@ -134,8 +134,28 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
             begin=lambda ws: [take_baseline(store, ws)],
             asking=asking,
             strict=False,
+            checkpoints=checkpoints_of(db),
         ),
     )
+
+
+def checkpoints_of(db: StoreSpec) -> Path | None:
+    """Where a session's fold checkpoints live: beside a database file (``<db>.folds/``); none for a URL."""
+    return None if is_url(db) else Path(str(db) + ".folds")
+
+
+def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
+    """Leave the session's folded state for the next process that opens it cold, once enough was folded since
+    the last one (``checkpoint.EVERY`` events): guard/checkpoint.py."""
+    from tether.guard.checkpoint import EVERY, save
+
+    project = (settings.project or Path(str(data["cwd"]))).resolve()
+    folder = checkpoints_of(settings.db or project / DB_NAME)
+    if folder is None or len(guard.events) - guard.checkpointed < EVERY:
+        return
+    turn_of(guard)
+    if save(guard, folder) is not None:
+        guard.checkpointed = len(guard.events)
 
 
 def _store(db: StoreSpec, project: Path) -> tuple[Store, int | None]:
@@ -191,7 +211,9 @@ def handle(settings: Settings, data: dict[str, Any]) -> Outcome:
     each decision reads the log its predecessor wrote.
     """
     with cached(("session", settings.agent, str(data["session_id"])), threading.Lock):
-        return _handle(settings, data)
+        out = _handle(settings, data)
+        checkpoint(settings, data, open_guard(settings, data))
+        return out
 
 
 def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
@@ -221,18 +243,15 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
 # -- PreToolUse ------------------------------------------------------------------------------------
 
 
-class Turns:
+def turn_of(guard: Guard) -> int:
     """Turns are the user's prompts: tool calls after the n-th prompt belong to turn n. Counted as the
-    guard's log grows (a resident process keeps one per guard), not over the whole session on every call."""
-
-    def __init__(self) -> None:
-        self.seen = self.turns = 0
-
-    def of(self, events: Sequence[Event]) -> int:
-        for e in events[self.seen :]:
-            self.turns += e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit"
-        self.seen = len(events)
-        return self.turns
+    guard's log grows (``Guard.turns``, which a fold checkpoint keeps), not over the whole session on every call."""
+    seen, turns = guard.turns
+    events = guard.events
+    for e in events[seen:]:
+        turns += e.kind == HookReceived.KIND and e.payload.get("event") == "UserPromptSubmit"
+    guard.turns = (len(events), turns)
+    return turns
 
 
 def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
@@ -244,7 +263,7 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
             str(data["tool_name"]), data["tool_input"], "hook:malformed-call", str(e), call_id, lead=head
         )
         return _outcome(refused)
-    turn = cached(("turns", guard), Turns).of(guard.events)
+    turn = turn_of(guard)
     answers = [
         _check(guard, c, call_id if i == 0 else f"{call_id}#{i}", head if i == 0 else (), turn)
         for i, c in enumerate(calls)

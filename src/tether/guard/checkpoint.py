@@ -1,0 +1,364 @@
+"""Fold checkpoints: a process that opens a long session loads the guard's folded state instead of refolding.
+
+A cold hook call (no daemon) in a session of 1,000 tool calls used to parse and fold every event of the log
+three times over (the run state, the control layer's fold, the provenance index). A checkpoint is that folded
+state at a head ``(seq, hash)`` of the log, kept in a file of its own beside the database
+(``<db>.folds/<run id>.ckpt``); a later process that finds a valid one folds only the events after it.
+
+What a checkpoint is trusted for, and what it is not (docs/hooks.md, "A cold call in a long session"):
+
+- **It never replaces verification.** :meth:`Guard.open` runs ``verify_run`` over the whole log (every hash
+  recomputed, the head against the runs table, every signed anchor) before a checkpoint is even read, exactly
+  as without one. The checkpoint spares the fold, not the audit.
+- **It is taken over exactly that log.** It names the head it was taken at and the run's first event; it is
+  used only when the verified log has that run, that first event, and the row at its seq has its hash (the
+  hash chains every event before it), when the session's envelope has its contract hash, and when the code
+  that wrote it is this code. A log whose head is behind it, a rewritten log, a checkpoint of another run,
+  session or database, of another version or code, a torn or malformed file: each is ignored and the whole
+  log is folded, as without one.
+- **It is no easier to forge than the log.** When the store signs anchors (a key from ``tether key init``),
+  a checkpoint is signed with the same key and one without a valid signature is ignored. Without a key the
+  log itself can be rewritten consistently by whoever can write the database, and the checkpoint beside it
+  is as trusted as the log.
+- **Reading it runs no code of the file's choosing.** The body is a pickle read by an unpickler that finds
+  only tether's own data classes (dataclasses, pydantic models, enums, the folds' classes) and a few plain
+  standard types; any other global fails the read, and the checkpoint is ignored.
+
+Written atomically (a temporary file in the same directory, then ``rename``): a crash leaves the old file or
+the new one, never a mix; a torn body fails its SHA-256 and is ignored. Two processes writing at once each
+rename a whole file: the last rename wins, and either file is valid for the head it names.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import copyreg
+import dataclasses
+import enum
+import hashlib
+import io
+import itertools
+import json
+import os
+import pickle
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from tether.events.store import Event
+
+if TYPE_CHECKING:
+    from .session import Guard
+
+#: The checkpoint format; a file of another version is ignored.
+VERSION = 1
+MAGIC = b"tether-fold-checkpoint\n"
+#: A checkpoint is written once this many events have been folded since the last one (or since opening).
+EVERY = 256
+#: Larger files are not read (a session's fold is far smaller).
+MAX_BYTES = 256 * 1024 * 1024
+
+_STD: dict[tuple[str, str], Any] = {}
+
+
+def _std() -> dict[tuple[str, str], Any]:
+    if not _STD:
+        import builtins
+        import collections
+        import datetime
+
+        for mod, names in (
+            (datetime, ("datetime", "date", "time", "timedelta", "timezone")),
+            (collections, ("OrderedDict", "deque", "Counter", "defaultdict")),
+        ):
+            for name in names:
+                _STD[(mod.__name__, name)] = getattr(mod, name)
+        for name in ("set", "frozenset", "bytearray", "complex", "slice", "object"):
+            _STD[("builtins", name)] = getattr(builtins, name)
+        _STD[("copyreg", "_reconstructor")] = copyreg._reconstructor  # type: ignore[attr-defined]
+    return _STD
+
+
+def _event(run_id: str, seq: int, ts: str, kind: str, payload: dict[str, Any], prev_hash: str, hash_: str) -> Event:
+    return Event(run_id, seq, ts, kind, payload, prev_hash, hash_)
+
+
+def _reduce_event(e: Event) -> tuple[Any, ...]:
+    return _event, (e.run_id, e.seq, e.ts, e.kind, e.payload, e.prev_hash, e.hash)
+
+
+#: The folds' own classes (plain classes, not dataclasses): made by ``__new__`` and given their ``__dict__``.
+_FOLD_CLASSES = frozenset(
+    {
+        ("tether.control.fold", "RunFold"),
+        ("tether.control.fold", "_Window"),
+        ("tether.control.fold", "_Derivation"),
+        ("tether.control.planning", "PlanFold"),
+        ("tether.control.diagnostics", "FailureCounts"),
+        ("tether.control.diagnostics", "Flips"),
+        ("tether.control.hypotheses", "HypothesisFold"),
+        ("tether.control.receipts", "IntentCalls"),
+    }
+)
+
+
+def _data_class(module: str, name: str) -> Any:
+    """A class of tether's whose instances are data, from a module already imported (a checkpoint imports
+    nothing), or None."""
+    import sys
+
+    if not (module == "tether" or module.startswith("tether.")) or "." in name or module not in sys.modules:
+        return None
+    obj = getattr(sys.modules[module], name, None)
+    if not isinstance(obj, type) or obj.__module__ != module:
+        return None
+    from pydantic import BaseModel
+
+    if issubclass(obj, BaseModel | enum.Enum) or dataclasses.is_dataclass(obj) or (module, name) in _FOLD_CLASSES:
+        return obj
+    return None
+
+
+class _Unpickler(pickle.Unpickler):
+    """Finds only the standard types of ``_std``, the event maker and tether's data classes: a checkpoint's
+    body cannot name a function to call."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        std = _std().get((module, name))
+        if std is not None:
+            return std
+        if module == __name__ and name == "_event":
+            return _event
+        found = _data_class(module, name)
+        if found is None:
+            raise pickle.UnpicklingError(f"a fold checkpoint may not name {module}.{name}")
+        return found
+
+
+def _code_stamp() -> str:
+    """Which code wrote a checkpoint: the size and mtime of every module of tether (a checkpoint pickles its
+    classes, so another code's is not read)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+_STAMP: list[str] = []
+
+
+def code_stamp() -> str:
+    if not _STAMP:
+        _STAMP.append(_code_stamp())
+    return _STAMP[0]
+
+
+def path_for(folder: Path, run_id: str) -> Path:
+    return folder / f"{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.ckpt"
+
+
+# ---- the log a restored guard holds -----------------------------------------------------------------
+
+
+class Log(Sequence[Event]):
+    """The guard's log when it was restored from a checkpoint: the events from the checkpoint's head on are in
+    memory; the ones before it are read from the store only if something asks for them (a stop's checks, the
+    closing), then kept. Its length is the whole log's."""
+
+    def __init__(self, store: Any, run_id: str, base: int, tail: list[Event]) -> None:
+        self._store, self._run_id, self._base, self._tail = store, run_id, base, tail
+
+    def __len__(self) -> int:
+        return self._base + len(self._tail)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step == 1 and start >= self._base:
+                return self._tail[start - self._base : max(start, stop) - self._base]
+            return self._whole()[i]
+        n = len(self)
+        j = i + n if i < 0 else i
+        if not 0 <= j < n:
+            raise IndexError("log index out of range")
+        if j >= self._base:
+            return self._tail[j - self._base]
+        return self._whole()[j]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._whole())
+
+    def append(self, e: Event) -> None:
+        self._tail.append(e)
+
+    def _whole(self) -> list[Event]:
+        if self._base:
+            from tether.errors import LogCorrupt
+
+            upto = self._tail[-1].seq
+            whole = [e for e in self._store.events(self._run_id) if e.seq <= upto]
+            if len(whole) != len(self) or [e.hash for e in whole[self._base :]] != [e.hash for e in self._tail]:
+                raise LogCorrupt(self._run_id, self._base, "the log changed under the session's fold checkpoint")
+            self._tail, self._base = whole, 0
+        return self._tail
+
+
+# ---- writing and reading ----------------------------------------------------------------------------------
+
+
+def _header_bytes(header: dict[str, Any]) -> bytes:
+    return json.dumps({k: v for k, v in header.items() if k != "sig"}, sort_keys=True).encode()
+
+
+def save(guard: Guard, folder: Path) -> Path | None:
+    """Write the guard's folded state at its head, atomically; None when there is nothing to checkpoint (a log
+    whose folds are not all at its head, an empty one). Never raises for an I/O failure: a checkpoint is a
+    cache, and the log is the truth."""
+    from tether.control.fold import folded
+
+    events = guard.events
+    genesis = guard.genesis or (events[0].hash if isinstance(events, list) and events and events[0].seq == 0 else "")
+    if not len(events) or not genesis:
+        return None
+    head = events[-1]
+    fold = folded(events)  # the control layer's fold and the provenance index, brought to the head
+    prov = guard.indexed()
+    turns = guard.turns
+    if fold.n != len(events) or fold.head_hash != head.hash or head.seq != len(events) - 1:
+        return None
+    if prov.fed != len(events) or guard.state.last_seq != head.seq or turns[0] != len(events):
+        return None
+    fold_copy = copy.copy(fold)
+    fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
+    body_obj = {
+        "state": guard.state,
+        "fold": fold_copy,
+        "known": prov.known,
+        "user": prov.user,
+        "turns": turns[1],
+    }
+    buf = io.BytesIO()
+    p = pickle.Pickler(buf, protocol=5)
+    p.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
+    try:
+        p.dump(body_obj)
+    except Exception:  # something unpicklable: no checkpoint, the fold is still right
+        return None
+    body = buf.getvalue()
+    header: dict[str, Any] = {
+        "version": VERSION,
+        "code": code_stamp(),
+        "run_id": guard.run_id,
+        "genesis": genesis,
+        "seq": head.seq,
+        "hash": head.hash,
+        "events": len(events),
+        "contract": guard.contract,
+        "asking": guard.asking.value,
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+    }
+    signer = getattr(guard.store, "signer", None)
+    if signer is not None:
+        header["key_id"] = signer.key.key_id
+        header["sig"] = base64.b64encode(signer._private.sign(_header_bytes(header))).decode()
+    import tempfile  # here: only a process that writes a checkpoint needs it
+
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ckpt-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+            target = path_for(folder, guard.run_id)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None
+    return target
+
+
+def load(guard: Guard, folder: Path, audited: int) -> bool:
+    """Restore ``guard`` (fresh from :meth:`Guard.open`, its log verified: ``audited`` events) from its
+    checkpoint, then fold what came after. False, with the guard untouched, on any doubt."""
+    target = path_for(folder, guard.run_id)
+    try:
+        with open(target, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError:
+        return False
+    try:
+        restored = _restore(guard, raw, audited)
+    except Exception:  # malformed, forged, another code's: the whole fold, as without a checkpoint
+        return False
+    if restored is None:
+        return False
+    state, fold, known, user, turns, tail = restored
+    from tether.control.fold import _FOLDS
+    from tether.policy.provenance import Provenance
+
+    base = tail[0].seq
+    guard.events = Log(guard.store, guard.run_id, base, [tail[0]])
+    guard.state = state
+    prov = Provenance(guard.env)
+    prov.known, prov.user, prov.fed = known, user, base + 1
+    guard._provenance = prov
+    guard.turns = (base + 1, turns)
+    guard.checkpointed = base + 1
+    _FOLDS[guard.run_id] = fold
+    for e in tail[1:]:
+        guard.events.append(e)
+        guard.state.apply(e)
+    return True
+
+
+def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
+    if len(raw) > MAX_BYTES or not raw.startswith(MAGIC):
+        return None
+    line, sep, body = raw[len(MAGIC) :].partition(b"\n")
+    if not sep:
+        return None
+    header = json.loads(line)
+    if not isinstance(header, dict) or header.get("version") != VERSION or header.get("code") != code_stamp():
+        return None
+    if header.get("run_id") != guard.run_id or header.get("contract") != guard.contract:
+        return None
+    if header.get("asking") != guard.asking.value or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+        return None
+    signer = getattr(guard.store, "signer", None)
+    if signer is not None:
+        sig = header.get("sig")
+        if header.get("key_id") != signer.key.key_id or not isinstance(sig, str):
+            return None
+        signer.key.public.verify(base64.b64decode(sig, validate=True), _header_bytes(header))  # raises if forged
+    seq, events = header.get("seq"), header.get("events")
+    if not isinstance(seq, int) or isinstance(seq, bool) or events != seq + 1 or seq < 0:
+        return None
+    if audited < seq + 1 or not guard.genesis or header.get("genesis") != guard.genesis:
+        return None  # the verified log is behind the checkpoint, or is another log
+    tail = guard.store.events(guard.run_id, after=seq - 1)
+    if not tail or tail[0].seq != seq or tail[0].hash != header.get("hash"):
+        return None  # the log at the checkpoint's seq is not the one it was taken over
+    if any(b.seq != a.seq + 1 or b.prev_hash != a.hash for a, b in itertools.pairwise(tail)):
+        return None
+    obj = _Unpickler(io.BytesIO(body)).load()
+    from tether.control.fold import RunFold
+    from tether.state import RunState
+
+    state, fold = obj.get("state"), obj.get("fold")
+    if not isinstance(state, RunState) or not isinstance(fold, RunFold):
+        return None
+    if state.last_seq != seq or state.head_hash != tail[0].hash or fold.n != seq + 1 or fold.head_hash != tail[0].hash:
+        return None
+    known, user, turns = obj.get("known"), obj.get("user"), obj.get("turns")
+    if not isinstance(known, dict) or not isinstance(user, set) or not isinstance(turns, int):
+        return None
+    return state, fold, known, user, turns, tail
