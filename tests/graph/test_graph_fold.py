@@ -26,9 +26,9 @@ from tether.status import RunStatus
 NOW = 1000.0
 
 
-def started(nodes: list[dict[str, Any]]) -> GraphStarted:
+def started(nodes: list[dict[str, Any]], workspaces: dict[str, str] | None = None) -> GraphStarted:
     graph = {"name": "g", "envelope": "/e.yaml", "lease_s": 10, "nodes": nodes}
-    return GraphStarted(name="g", graph_path="/g.yaml", graph=graph, lease_s=10)
+    return GraphStarted(name="g", graph_path="/g.yaml", graph=graph, lease_s=10, workspaces=workspaces or {})
 
 
 def node(node_id: str, *needs: str, steps: int = 0) -> dict[str, Any]:
@@ -44,8 +44,11 @@ def node(node_id: str, *needs: str, steps: int = 0) -> dict[str, Any]:
 DIAMOND = [node("a", steps=2), node("b", "a", steps=1), node("c", "a"), node("d", "b", "c")]
 
 
-def fold(*payloads: Payload, nodes: list[dict[str, Any]] = DIAMOND) -> GraphState:
-    events = [Event.of("G", i, "t", p, hash=f"h{i}") for i, p in enumerate([started(nodes), *payloads])]
+def fold(
+    *payloads: Payload, nodes: list[dict[str, Any]] = DIAMOND, workspaces: dict[str, str] | None = None
+) -> GraphState:
+    first = started(nodes, workspaces)
+    events = [Event.of("G", i, "t", p, hash=f"h{i}") for i, p in enumerate([first, *payloads])]
     return GraphState.fold("G", events)
 
 
@@ -153,6 +156,26 @@ def test_a_waiting_node_releases_its_lease_and_is_offered_again() -> None:
     g = fold(lease("a"), NodeWaiting(node="a", attempt=1, run_id="r", approvals=["ap1"]))
     assert g.state_of("a", NOW) is NodeState.WAITING and g.nodes["a"].lease is None
     assert g.jobs(NOW) == [Job("a", "run")] and g.outcome(NOW) is None
+
+
+def test_nodes_on_overlapping_workspaces_run_one_at_a_time() -> None:
+    """A node does not start while a node whose workspace is the same, or holds it, or is inside it, is in flight
+    (running, stalled or waiting): its run's verification would see the other's writes as nobody's."""
+    nodes = [node("a"), node("b"), node("c"), node("d"), node("e")]
+    where = {"a": "/w/x", "b": "/w/x", "c": "/w", "d": "/w/x/sub", "e": "/w/xy"}  # /w/xy is not inside /w/x
+    g = fold(nodes=nodes, workspaces=where)
+    assert [j.node for j in g.jobs(NOW)] == ["a", "b", "c", "d", "e"]  # nothing in flight: a worker takes one
+    g = fold(lease("a"), nodes=nodes, workspaces=where)
+    assert [j.node for j in g.jobs(NOW)] == ["e"]
+    assert {n: g.blocked_by(n) for n in "bcde"} == {"b": "a", "c": "a", "d": "a", "e": None}
+    assert g.state_of("b", NOW) is NodeState.PENDING and g.outcome(NOW) is None
+    assert [j.node for j in g.jobs(NOW + 11)] == ["a", "e"]  # a stalled: its run is resumed first, b still waits
+    waiting = NodeWaiting(node="a", attempt=1, run_id="r", approvals=["ap1"])
+    g = fold(lease("a"), waiting, nodes=nodes, workspaces=where)
+    assert [j.node for j in g.jobs(NOW)] == ["e", "a"]  # a waits for a person, holding its workspace
+    g = fold(lease("a"), done("a"), nodes=nodes, workspaces=where)
+    assert [j.node for j in g.jobs(NOW)] == ["b", "c", "d", "e"]  # a ended: the next one may take it
+    assert fold(lease("a"), nodes=nodes).blocked_by("b") is None  # a log from before workspaces were recorded
 
 
 def test_a_log_that_is_not_a_graph_is_refused() -> None:

@@ -282,6 +282,52 @@ def test_workers_racing_for_one_node_on_the_same_head_one_wins(tmp_path: Path) -
     assert lease is not None and lease.worker == f"w{won[0]}" and g.jobs(time.time()) == []
 
 
+class CountingWorker(Worker):
+    """A worker that counts the times it looked for a node and found none it may take."""
+
+    idle = 0
+
+    def _pick(self, store: Any, g: GraphState, now: float) -> Any:
+        job = super()._pick(store, g, now)
+        if job is None:
+            type(self).idle += 1
+        return job
+
+
+def test_two_nodes_on_one_workspace_never_run_at_the_same_time(tmp_path: Path) -> None:
+    """b and c share a workspace and need nothing: a second worker must not run c while b's run is open, or c's
+    write lands in b's run between its baseline and its verification ("changed in no action's window") and b
+    ends NEEDS_INPUT. Driven by hand: the worker running b stops right after b's effect until the other worker
+    has either finished c or looked three times and found nothing it may take."""
+    nodes = {"b": {"turns": bash("echo b >> out/b.txt")}, "c": {"turns": bash("echo c >> out/c.txt")}}
+    db, graph_run = start(tmp_path, nodes)
+    second: list[threading.Thread] = []
+    results: list[GraphState] = []
+
+    def c_done() -> bool:
+        return any(e.kind == "node.completed" and e.payload["node"] == "c" for e in graph_events(db, graph_run))
+
+    def hook(event: Any) -> None:
+        if second or event.kind != "action.completed" or event.payload.get("tool") != "bash":
+            return
+        assert lines(tmp_path, "b.txt") == ["b"]  # the first worker took b (graph order) and its effect is done
+        other = CountingWorker(db, graph_run, poll_s=0.05)
+        second.append(threading.Thread(target=lambda: results.append(other.work())))
+        second[0].start()
+        wait_for(lambda: c_done() or CountingWorker.idle >= 3, timeout=60)
+
+    g = Worker(db, graph_run, on_event=hook, poll_s=0.05).work()
+    assert second, "the hook never ran"
+    second[0].join(timeout=120)
+    assert g.finished is not None and g.finished.status == "COMPLETE", g.finished
+    assert results and results[0].finished is not None and results[0].finished.status == "COMPLETE"
+    assert lines(tmp_path, "b.txt") == ["b"] and lines(tmp_path, "c.txt") == ["c"]
+    events = graph_events(db, graph_run)
+    b_done = next(e.seq for e in events if e.kind == "node.completed" and e.payload["node"] == "b")
+    c_leased = next(e.seq for e in events if e.kind == "node.leased" and e.payload["node"] == "c")
+    assert c_leased > b_done  # c waited for b, though it needs nothing: they share a workspace
+
+
 def test_a_node_waiting_for_approval_gives_its_lease_back_and_goes_on_once_answered(tmp_path: Path) -> None:
     def ask(env: dict[str, Any]) -> None:
         env["permissions"]["ask"] = [

@@ -3,8 +3,8 @@
 A graph is a run in the store whose log holds no agent turns, only the graph's transitions. Workers append
 them with compare-and-append, so two workers deciding on the same head cannot both win:
 
-- ``graph.started``    the validated graph: its envelope, every node (envelope, contract hash, task, needs,
-  compensation steps), the lease time to live, the sandbox override, narrowing findings;
+- ``graph.started``    the validated graph: its envelope, every node (envelope, contract hash, workspace, task,
+  needs, compensation steps), the lease time to live, the sandbox override, narrowing findings;
 - ``node.leased``      a worker takes a node for one attempt (to run it, or to compensate it) until ``expires_at``;
 - ``node.renewed``     the holder of that attempt pushes its expiry on (a heartbeat);
 - ``node.started``     the attempt's child run, by id, appended BEFORE the child run is created, so a retry
@@ -39,6 +39,10 @@ class GraphStarted(Payload):
     graph: dict[str, Any] = Field(description="The validated graph, node envelopes as absolute paths.")
     contracts: dict[str, str] = Field(
         default_factory=dict, description="Each node's (and the graph's) envelope contract hash when it started."
+    )
+    workspaces: dict[str, str] = Field(
+        default_factory=dict,
+        description="Each node's workspace, resolved: nodes whose workspaces overlap run one at a time.",
     )
     lease_s: float = Field(gt=0, description="How long a node lease lasts unless its holder renews it.")
     sandbox: str | None = Field(None, description="The sandbox backend every node's run uses (else its envelope's).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fold import GraphState
+from .fold import GraphState, NodeState
 
 
 def depth_order(g: GraphState) -> list[tuple[int, str]]:
@@ -24,11 +24,12 @@ def as_dict(g: GraphState, now: float) -> dict[str, Any]:
     for depth, node_id in depth_order(g):
         n = g.nodes[node_id]
         lease = n.lease
+        state = g.state_of(node_id, now)
         nodes.append(
             {
                 "id": node_id,
                 "depth": depth,
-                "state": g.state_of(node_id, now).value,
+                "state": state.value,
                 "needs": n.needs,
                 "attempt": n.attempt,
                 "run_id": n.run_id,
@@ -44,6 +45,7 @@ def as_dict(g: GraphState, now: float) -> dict[str, Any]:
                 },
                 "compensated": {str(k): v for k, v in sorted(n.compensated.items())},
                 "ignored_outcomes": n.ignored,
+                "waits_for_workspace": g.blocked_by(node_id) if state is NodeState.PENDING else None,
             }
         )
     finished = g.finished
@@ -71,6 +73,8 @@ def as_text(view: dict[str, Any]) -> str:
         lines.append(line)
         if n["reason"]:
             lines.append(f"{pad}{'':14}{n['reason'].splitlines()[0][:160]}")
+        if n["waits_for_workspace"]:
+            lines.append(f"{pad}{'':14}waits for node {n['waits_for_workspace']}: it runs on the same workspace")
         if n["compensated"]:
             steps = ", ".join(f"step {k} {'ok' if ok else 'NOT done'}" for k, ok in n["compensated"].items())
             lines.append(f"{pad}{'':14}compensation: {steps}")

@@ -2,9 +2,12 @@
 
 The rules a worker relies on, all here:
 
-- a node is **ready** when every node it needs completed (COMPLETE or NO_OP) and the graph has not failed; a
-  node already tried (an earlier attempt's lease expired without an outcome) is ready again even after a
-  failure, so the run it started is finished rather than left half-done;
+- a node is **ready** when every node it needs completed (COMPLETE or NO_OP), the graph has not failed, and
+  no other node whose workspace overlaps its own (the same directory, or one inside the other) is in flight:
+  a run's verification holds every change since its baseline to its own actions' receipts, so a sibling's
+  write in a shared workspace would fail it. A node already tried (an earlier attempt's lease expired without
+  an outcome) is ready again even after a failure, so the run it started is finished rather than left
+  half-done;
 - a lease is live until its ``expires_at`` (pushed on by ``node.renewed`` from its holder only);
 - an outcome counts only for the node's current attempt and only once: a worker that lost its lease and
   finished anyway appends an outcome for an older attempt, which is listed as ignored and changes nothing.
@@ -20,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import PurePath
 
 from tether.errors import InputError
 from tether.events.kinds_graph import (
@@ -84,6 +88,7 @@ class NodeView:
     id: str
     needs: list[str]
     steps: int  # compensation steps declared
+    workspace: str | None = None  # as resolved when the graph started (None: a log from before it was recorded)
     attempt: int = 0
     lease: Lease | None = None
     run_id: str | None = None
@@ -125,7 +130,8 @@ class GraphState:
         if first is None or not isinstance(first.data, GraphStarted):
             raise InputError(f"run {run_id} is not a task graph (its log does not begin with graph.started)")
         graph = graph_of(first.data.graph)
-        nodes = {n.id: NodeView(n.id, list(n.needs), len(n.compensate)) for n in graph.nodes}
+        where = first.data.workspaces
+        nodes = {n.id: NodeView(n.id, list(n.needs), len(n.compensate), where.get(n.id)) for n in graph.nodes}
         state = cls(run_id, first.data, graph, nodes, (first.seq, first.hash))
         for e in it:
             state.apply(e)
@@ -206,7 +212,17 @@ class GraphState:
         if self.failed is not None or self.finished is not None:
             return NodeState.SKIPPED
         done = all(self.nodes[n].status in SUCCESS for n in node.needs)
-        return NodeState.READY if done else NodeState.PENDING
+        return NodeState.READY if done and self.blocked_by(node_id) is None else NodeState.PENDING
+
+    def blocked_by(self, node_id: str) -> str | None:
+        """The node in flight whose workspace overlaps this node's, if any (then this one may not start)."""
+        mine = self.nodes[node_id].workspace
+        if mine is None:
+            return None
+        for other in self.in_flight():
+            if other.id != node_id and other.workspace is not None and _overlap(mine, other.workspace):
+                return other.id
+        return None
 
     def jobs(self, now: float) -> list[Job]:
         """What a worker may lease now, in graph order: nodes to run, else the next node to compensate.
@@ -245,3 +261,9 @@ class GraphState:
         if failed_steps:
             reason += "; compensation steps that did not succeed: " + ", ".join(failed_steps)
         return GraphFinished(status=first.status, nodes=nodes, reason=reason)
+
+
+def _overlap(a: str, b: str) -> bool:
+    """The same directory, or one inside the other."""
+    pa, pb = PurePath(a), PurePath(b)
+    return pa == pb or pa.is_relative_to(pb) or pb.is_relative_to(pa)

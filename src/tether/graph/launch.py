@@ -2,8 +2,9 @@
 
 Nothing is created for a graph that does not check: GRAPH.yaml (fields, ids, needs, cycles), then the
 graph's envelope and every node's strictly validated (as ``tether run`` would), each finding naming the
-file and field. The graph log records each node envelope's contract hash; a worker refuses to run a node
-whose envelope file changed since.
+file and field. The graph log records each node envelope's contract hash (a worker refuses to run a node
+whose envelope file changed since) and each node's resolved workspace (nodes whose workspaces overlap run one
+at a time: :mod:`.fold`).
 """
 
 from __future__ import annotations
@@ -45,18 +46,22 @@ def check_graph(path: Path) -> tuple[Graph, dict[str, session.Loaded]]:
     return graph, loaded
 
 
+def _workspace(loaded: session.Loaded) -> Path:
+    return (loaded.base_dir / loaded.envelope.environment.workspace).resolve()
+
+
 def widening_problems(graph: Graph, loaded: dict[str, session.Loaded]) -> list[Problem]:
     """Every way a node's envelope holds more than the graph's (:func:`tether.envelope.narrow.widenings`).
 
     Workspaces are compared where they lead, not as written: envelopes in different directories name the
     same workspace with different relative paths."""
     parent = loaded["graph"]
-    parent_ws = (parent.base_dir / parent.envelope.environment.workspace).resolve()
+    parent_ws = _workspace(parent)
     problems: list[Problem] = []
     for i, node in enumerate(graph.nodes):
         child = loaded[node.id]
         env = child.envelope
-        if (child.base_dir / env.environment.workspace).resolve() == parent_ws:
+        if _workspace(child) == parent_ws:
             same = env.environment.model_copy(update={"workspace": parent.envelope.environment.workspace})
             env = env.model_copy(update={"environment": same})
         field = f"$.nodes[{i}].envelope"
@@ -79,6 +84,7 @@ def start_graph(
         graph_path=str(path.resolve()),
         graph=graph.model_dump(mode="json"),
         contracts={name: one.envelope.contract_hash for name, one in loaded.items()},
+        workspaces={n.id: str(_workspace(loaded[n.id])) for n in graph.nodes},
         lease_s=graph.lease_s,
         sandbox=sandbox,
         strict=strict,
