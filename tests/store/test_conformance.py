@@ -21,7 +21,8 @@ from tether.canonical import bytes_hash
 from tether.errors import HeadMoved, InputError, LogCorrupt, RunLeased
 from tether.events import Store, open_store
 from tether.events.kinds import RunForked
-from tether.events.store import Batch, EventStore
+from tether.events.store import Batch, Event, EventStore
+from tether.events.stream import PagedLog, stream, stream_back
 
 OpenStore = Callable[[], Store]
 STARTED = ("run.started", {"task": "t", "budgets": {"turns": 10}})
@@ -249,6 +250,39 @@ def test_a_fork_shares_its_parents_prefix_and_verifies(store: Store) -> None:
     with pytest.raises(InputError, match="does not have the hash"):
         store.create_fork("f", RunForked(parent_run=parent, at_seq=1, parent_hash="0" * 64, workspace="/w"))
     assert len(store.runs()) == 2  # nothing half-created
+
+
+def test_a_log_read_in_pages_is_the_log(store: Store) -> None:
+    """stream / PagedLog (what a long run's whole-history readers use): every page size, a fork's prefix, ranges,
+    kinds, backwards, indexing and slicing give exactly what one whole read gives."""
+    parent = store.create_run("p", [STARTED, *(turn(i) for i in range(1, 12))])
+    at = store.events(parent)[6]
+    fork = store.create_fork(
+        "f", RunForked(parent_run=parent, at_seq=6, parent_hash=at.hash, workspace="/w", by="t"), [turn(99)]
+    )
+    store.append_many(fork, [turn(i) for i in range(100, 105)])
+    for run in (parent, fork):
+        whole = store.events(run)
+        assert store.events(run, after=2, upto=8) == whole[3:9]
+        assert store.events(run, after=5, upto=5) == []
+        for page in (1, 2, 3, 7, 512):
+            assert list(stream(store, run, page=page)) == whole
+            assert list(stream(store, run, after=4, upto=9, page=page)) == whole[5:10]
+            assert list(stream(store, run, kinds={"run.forked", "run.started"}, page=page)) == [
+                e for e in whole if e.kind in {"run.forked", "run.started"}
+            ]
+            assert list(stream_back(store, run, upto=len(whole) - 1, page=page)) == whole[::-1]
+            staged = [Event("x", len(whole), "", "note", {})]
+            view = PagedLog(store, run, lambda w=whole, s=staged: (len(w) - 1, s), page=page)
+            full = [*whole, *staged]
+            assert len(view) == len(full) and list(view) == full and list(reversed(view)) == full[::-1]
+            assert [view[i] for i in range(-len(full), len(full))] == full + full
+            for sl in (slice(None), slice(3, 9), slice(-4, None), slice(None, None, 3), slice(None, None, -2)):
+                assert view[sl] == full[sl], sl
+            with pytest.raises(IndexError):
+                view[len(full)]
+    with pytest.raises(InputError):
+        list(stream(store, parent, page=0))
 
 
 def test_an_exported_run_is_adopted_whole_by_another_store(backends: Callable[[str], OpenStore]) -> None:

@@ -530,9 +530,12 @@ class PgStore:
             raise InputError(f"no blob {h}")
         return bytes(rows[0][0])
 
-    def events(self, run_id: str, *, after: int = -1, kinds: Collection[str] | None = None) -> list[Event]:
-        """The run's log after seq ``after`` (of ``kinds``), a fork's starting with its parent's prefix."""
-        return self._events_in(run_id, after=after, kinds=kinds)
+    def events(
+        self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The run's log after seq ``after`` up to seq ``upto`` (of ``kinds``), a fork's starting with its parent's
+        prefix."""
+        return self._events_in(run_id, after=after, upto=upto, kinds=kinds)
 
     def _events_in(
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None

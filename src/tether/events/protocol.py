@@ -158,8 +158,12 @@ class Store(Protocol):
 
     # ---- reading and auditing ----------------------------------------------------------------
 
-    def events(self, run_id: str, *, after: int = -1, kinds: Collection[str] | None = None) -> list[Event]:
-        """The run's log after seq ``after`` (of ``kinds``), a fork's starting with its parent's prefix."""
+    def events(
+        self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The run's log after seq ``after`` up to seq ``upto`` (all of it: None), of ``kinds`` (all: None), a
+        fork's starting with its parent's prefix. A long log is read a page at a time
+        (:func:`tether.events.stream.stream`), never whole, on a run's own path."""
         ...
 
     def rows(self, run_id: str) -> list[tuple[Any, ...]]:

@@ -834,10 +834,13 @@ class EventStore:
             raise InputError(f"no blob {h}")
         return bytes(row[0])
 
-    def events(self, run_id: str, *, after: int = -1, kinds: Collection[str] | None = None) -> list[Event]:
-        """The run's log after seq ``after`` (only the events of ``kinds``, when given), each payload parsed into
-        its model (:meth:`Event.from_row`); a fork's starts with its parent's events up to the fork point."""
-        return self._events_in(run_id, after=after, kinds=kinds)
+    def events(
+        self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The run's log after seq ``after`` up to seq ``upto`` (only the events of ``kinds``, when given), each
+        payload parsed into its model (:meth:`Event.from_row`); a fork's starts with its parent's events up to
+        the fork point. A whole log a page at a time: :func:`tether.events.stream.stream`."""
+        return self._events_in(run_id, after=after, upto=upto, kinds=kinds)
 
     def _events_in(
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None

@@ -17,7 +17,8 @@ two commits and one fsync per tool step (docs/store.md, "Commits per step").
 The runtime holds no list of the run's events: each event, as it lands, moves on the folds that hold what the
 next step needs (the run state and control fold, the model's transcript, the provenance index, the last test
 baseline), so a step costs the same at step 5,000 as at step 50. The few consumers of the whole history
-(verification, compaction, the closing) read it back from the store (:meth:`Runtime.whole_log`).
+(verification, compaction, the closing) read it back from the store a page at a time
+(:meth:`Runtime.whole_log`), so the log is never in memory whole.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Batch, Event, Head
+from tether.events.stream import PagedLog, stream
 from tether.models.base import Message, Model, ToolSpec, Usage
 from tether.models.catalog import split_provider
 from tether.models.pricing import cost_usd, price_for
@@ -187,8 +189,7 @@ class Runtime:
         self.suite_baseline: SuiteBaseline | None = None  # the latest test-integrity baseline
         self._first: dict[str, Any] | None = None  # run.started's payload (its --context-window)
         self._overflows: list[dict[str, Any]] = []  # model.retried / model.failed payloads: a window a provider stated
-        self._readers: list[list[Event]] = []  # whole logs being read (whole_log), kept current by each append
-        for e in store.events(run_id):
+        for e in stream(store, run_id):  # a page at a time: a resumed long run is never read whole
             self._take(e)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self._manifests: Manifests | None = None
@@ -399,7 +400,9 @@ class Runtime:
         with self.whole_log() as log:
             return self._compact(log, turn, prompt, window, settings)
 
-    def _compact(self, log: list[Event], turn: int, prompt: Counted, window: int, settings: ContextSettings) -> bool:
+    def _compact(
+        self, log: Sequence[Event], turn: int, prompt: Counted, window: int, settings: ContextSettings
+    ) -> bool:
         assert self._manifests is not None
         counter = self._manifests.counter
         kept = invariants(log, render_diff(self.run_diff()))
@@ -672,7 +675,7 @@ class Runtime:
         with self.whole_log() as log:
             self._verify(step, log)
 
-    def _verify(self, step: Verify, log: list[Event]) -> None:
+    def _verify(self, step: Verify, log: Sequence[Event]) -> None:
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
         self.append(claim_event(step.call_id, summary))
@@ -867,20 +870,19 @@ class Runtime:
             self.suite_baseline = e.data_as(SuiteBaseline)
         elif e.kind in (ModelRetried.KIND, ModelFailed.KIND):
             self._overflows.append(e.payload)
-        for log in self._readers:
-            log.append(e)
 
     @contextmanager
-    def whole_log(self) -> Iterator[list[Event]]:
-        """The run's whole log, read back from the store once (with what is staged, not yet written) and kept
-        current by this driver's appends while the block runs: for the rare consumers of the whole history
-        (verification, compaction, the closing)."""
-        log = [*self.store.events(self.run_id), *(self._batch.events if self._batch is not None else ())]
-        self._readers.append(log)
-        try:
-            yield log
-        finally:
-            self._readers.remove(log)
+    def whole_log(self) -> Iterator[PagedLog]:
+        """The run's whole log for the rare consumers of the whole history (verification, compaction, the
+        closing): a view that reads the store a page at a time on each pass, the staged events (not yet
+        written) after the written ones, so it is current after this driver's appends, as a list kept current
+        would be; the log is never held in memory whole."""
+        yield PagedLog(self.store, self.run_id, self._written)
+
+    def _written(self) -> tuple[int, list[Event]]:
+        """The last written seq, and the events staged after it."""
+        batch = self._batch
+        return (batch.base[0], batch.events) if batch is not None else (self.head[0], [])
 
     def control_stop(self) -> HumanRequired | None:
         """Whether the control layer says the run must stop (``next_step``'s ``control_stop``)."""

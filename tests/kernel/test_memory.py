@@ -1,0 +1,105 @@
+"""Memory independent of run length (issue 18): the runtime never holds the run's log whole.
+
+The folds keep what the next step needs; the few readers of the whole history (verification, compaction,
+the closing) read the store a page at a time (:mod:`tether.events.stream`). Checked by counting, never by
+timing: no read of the store during a drive returns more than a page, and what the closing allocates on top
+of what the run holds does not grow with the run's length (tracemalloc, with a generous margin).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tether import EventStore, Harness
+from tether.events import stream
+from tether.events.protocol import Store
+from tether.events.store import Event
+from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+from tether.models.function import FunctionModel
+
+PAGE = 64
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _loop() -> ModuleType:
+    """benchmarks/loop.py: the test runs the benchmark's workload (its envelope and workspace)."""
+    spec = importlib.util.spec_from_file_location("bench_loop", ROOT / "benchmarks" / "loop.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LOOP = _loop()
+
+
+class Measured:
+    """One scripted run of ``n`` shell steps: the largest read of the store, and the closing's own allocations
+    (tracemalloc's peak after the last model call, over what was held at that call)."""
+
+    def __init__(self, root: Path, n: int) -> None:
+        self.n, self.largest_read, self.events = n, 0, 0
+        self.held = self.closing_peak = 0
+        root.mkdir()
+        ws = LOOP.make_workspace(root, git=False)
+        measured = self
+
+        class Counting(Harness):
+            def store(self) -> Store:
+                store = super().store()
+                read = store.events
+
+                def events(*a: Any, **k: Any) -> list[Event]:
+                    out = read(*a, **k)
+                    measured.largest_read = max(measured.largest_read, len(out))
+                    return out
+
+                store.events = events  # type: ignore[method-assign]
+                return store
+
+        model = FunctionModel(self.script, name="bench")
+        self.db = root / "t.db"
+        self.harness = Counting(LOOP.build_envelope(root, n), model=model, workspace=ws, db=self.db, sandbox="local")
+        self.calls = 0
+
+    def script(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        self.calls += 1
+        if self.calls > self.n:  # the last call: what the run holds now; the closing comes next
+            gc.collect()
+            self.held = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            return ModelResponse("over", (), "refusal", "refusal", Usage(), "bench")
+        call = ToolCall(f"c{self.calls}", "bash", {"command": f"true {self.calls}"})
+        return ModelResponse("", (call,), "tool_request", "tool_use", Usage(1, 1), "bench")
+
+    def run(self) -> Measured:
+        tracemalloc.start()
+        try:
+            contract = self.harness.run("run true many times")
+            self.closing_peak = tracemalloc.get_traced_memory()[1] - self.held
+        finally:
+            tracemalloc.stop()
+        assert self.calls == self.n + 1, contract
+        with EventStore.open(self.db) as store:
+            self.events = len(store.events(contract.run_id))
+        return self
+
+
+def test_a_long_run_reads_its_log_a_page_at_a_time_and_its_closing_does_not_grow_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stream, "PAGE", PAGE)  # smaller than the short run's log: both closings read pages
+    short = Measured(tmp_path / "short", 15).run()
+    long = Measured(tmp_path / "long", 150).run()
+    assert long.events > 2 * PAGE  # the whole log is pages long
+    assert long.largest_read <= PAGE  # no read during the run held more than a page of it
+    # The closing read the whole log as a list before (~2.5 KiB per event: 3 MiB here); now a page at a time.
+    assert long.closing_peak < short.closing_peak + 1024 * 1024, (short.closing_peak, long.closing_peak)
