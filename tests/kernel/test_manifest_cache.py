@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tether.envelope.schema import Envelope
 from tether.events.kinds import MessageRecord
 from tether.events.store import Event
 from tether.kernel.context import Transcript
-from tether.kernel.manifest import Counted, Manifests, delta
+from tether.kernel.manifest import Counted, Joined, Manifests, delta
 from tether.models.base import Message, ToolSpec
 from tether.models.tokens import ESTIMATOR, Counter
 
@@ -137,3 +139,33 @@ def test_messages_are_never_shared_with_the_transcript() -> None:
     manifests.count(transcript.feed(EVENTS[:10]), SPECS)
     assert (sent.messages, sent.records) == copy
     assert all(isinstance(m, Message) for m in sent.messages)
+
+
+def test_every_sent_prompt_stays_as_sent_through_sections_and_a_compaction() -> None:
+    """A prompt reads the transcript's settled messages without copying them: no later event (a section
+    replacing the system message, a compaction removing turns, more turns) may change one already built."""
+    manifests, transcript = Manifests(ESTIMATOR), Transcript(env())
+    sent: list[tuple[Counted, list[Message], list[MessageRecord]]] = []
+    for n in range(1, len(EVENTS) + 1):
+        counted = manifests.count(transcript.feed(EVENTS[:n]), SPECS)
+        sent.append((counted, list(counted.messages), list(counted.records)))
+    for n, (counted, messages, records) in enumerate(sent, 1):
+        assert list(counted.messages) == messages == fresh(EVENTS[:n]).messages, n
+        assert list(counted.records) == records, n
+
+
+def test_a_joined_prompt_reads_like_the_list_it_stands_for() -> None:
+    head = list("abcdef")
+    joined, expected = Joined(head, 4, ["x", "y"]), list("abcdxy")
+    head.append("g")  # the head grows after the prompt was built: not part of it
+    assert list(joined) == expected and len(joined) == 6 and joined == expected
+    for i in range(-6, 6):
+        assert joined[i] == expected[i]
+    for i in (6, -7):
+        with pytest.raises(IndexError):
+            joined[i]
+    for start in range(-8, 9):
+        for stop in [*range(-8, 9), None]:
+            for step in (None, 1, 2, -1, -3):
+                assert joined[start:stop:step] == expected[start:stop:step], (start, stop, step)
+    assert joined != list("abcdx") and joined != "abcdxy"

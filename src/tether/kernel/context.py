@@ -66,7 +66,9 @@ class Transcript:
 
     ``done`` otherwise only grows; ``rewrites`` counts the times a settled message was replaced or removed
     (a section joining the system message, a compaction), so that a reader who remembers what it saw of
-    ``done`` (the manifest's counts) knows when that still holds.
+    ``done`` (the manifest's counts) knows when that still holds. A rewrite builds new ``done`` and ``froms``
+    lists and leaves the old ones as they were: a list this transcript ever held is only appended to, so a
+    prompt may read its first n messages without copying them (:class:`~.manifest.Joined`).
     """
 
     def __init__(self, env: Envelope, plan: dict[str, Any] | None = None) -> None:
@@ -192,9 +194,13 @@ class Transcript:
         self._system()
 
     def _system(self) -> None:
-        self.rewrites += 1
-        self.done[0] = Message("system", "\n\n".join([self.base, *(text for text, _ in self.sections)]))
-        self.froms[0] = (*(() if self.base_seq is None else (self.base_seq,)), *(s for _, s in self.sections))
+        self.rewrites += 1  # new lists, never the old ones changed in place (see the class docstring)
+        system = Message("system", "\n\n".join([self.base, *(text for text, _ in self.sections)]))
+        self.done = [system, *self.done[1:]]
+        self.froms = [
+            (*(() if self.base_seq is None else (self.base_seq,)), *(s for _, s in self.sections)),
+            *self.froms[1:],
+        ]
 
     def _compact(self, seq: int, p: dict[str, Any]) -> None:
         """Replace the settled messages before the first kept turn (after ``last_seq``) with the summary."""
@@ -204,10 +210,10 @@ class Transcript:
             len(self.done),
         )
         self.compacted_turns += sum(1 for m in self.done[2:kept] if m.role == "assistant")
-        self.rewrites += 1
-        del self.done[2:kept], self.froms[2:kept]
-        self.done.insert(2, Message("user", compacted_text(p, self.compacted_turns)))
-        self.froms.insert(2, (seq,))
+        self.rewrites += 1  # new lists, never the old ones changed in place (see the class docstring)
+        summary = Message("user", compacted_text(p, self.compacted_turns))
+        self.done = [*self.done[:2], summary, *self.done[kept:]]
+        self.froms = [*self.froms[:2], (seq,), *self.froms[kept:]]
         self.summarised = True
 
 

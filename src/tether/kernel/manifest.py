@@ -19,9 +19,10 @@ length. :func:`full_manifests` undoes the delta, walking the calls in log order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain, islice
+from typing import Any, TypeVar, overload
 
 from tether.canonical import content_hash
 from tether.envelope.schema import Envelope
@@ -34,6 +35,7 @@ from tether.models.tokens import Counter
 from .context import Sources, Transcript
 
 HASH_DIGITS = 16
+T = TypeVar("T")
 
 
 def message_hash(m: Message) -> str:
@@ -41,6 +43,52 @@ def message_hash(m: Message) -> str:
     calls = [{"id": c.id, "name": c.name, "args": c.args} for c in m.tool_calls]
     wire = {"role": m.role, "content": m.content, "tool_calls": calls, "tool_call_id": m.tool_call_id}
     return content_hash(wire).removeprefix("sha256:")[:HASH_DIGITS]
+
+
+class Joined(Sequence[T]):
+    """``head[:n]`` followed by ``tail``, without copying ``head``: a prompt's settled part is the transcript's and
+    the manifests' own lists, which only grow by appending until they are rewritten (then a reader builds a new
+    :class:`Counted`), so a call reads the run's history without copying it (a copy costs the run's length).
+
+    Slices are lists."""
+
+    __slots__ = ("_head", "_n", "_tail")
+
+    def __init__(self, head: list[T], n: int, tail: list[T]) -> None:
+        self._head, self._n, self._tail = head, n, tail
+
+    def __len__(self) -> int:
+        return self._n + len(self._tail)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        n = self._n
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                return [self[j] for j in range(start, stop, step)]
+            return self._head[start : max(start, min(stop, n))] + self._tail[max(start - n, 0) : max(stop - n, 0)]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("prompt index out of range")
+        return self._head[i] if i < n else self._tail[i - n]
+
+    def __iter__(self) -> Iterator[T]:
+        return chain(islice(self._head, self._n), self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Joined({list(self)!r})"
 
 
 @dataclass(frozen=True)
@@ -51,8 +99,8 @@ class Counted:
     settled messages, which only grows until the transcript rewrites a message): two prompts of one lineage
     share that many leading records without comparing them."""
 
-    messages: list[Message]
-    records: list[MessageRecord]
+    messages: Sequence[Message]
+    records: Sequence[MessageRecord]
     tools_tokens: int
     counter: str
     message_tokens: int
@@ -96,9 +144,10 @@ class Manifests:
             self._settled.append(record)
             self._settled_tokens += record.tokens
         tail = [(m, self._new(m, seqs)) for m, seqs in transcript.open_turn()]  # fresh objects every call
+        settled = len(self._settled)
         return Counted(
-            messages=[*done, *(m for m, _ in tail)],
-            records=[*self._settled, *(r for _, r in tail)],
+            messages=Joined(done, settled, [m for m, _ in tail]),
+            records=Joined(self._settled, settled, [r for _, r in tail]),
             tools_tokens=self._tools_tokens(specs),
             counter=self.counter.name,
             message_tokens=self._settled_tokens + sum(r.tokens for _, r in tail),
@@ -145,7 +194,7 @@ def delta(previous: Counted | None, current: Counted) -> tuple[int, list[Message
             kept = min(previous.settled, current.settled)
         while kept < len(old) and kept < len(new) and old[kept] == new[kept]:
             kept += 1
-    return kept, current.records[kept:]
+    return kept, list(current.records[kept:])
 
 
 def full_manifests(events: Sequence[Event]) -> dict[int, list[MessageRecord]]:

@@ -349,10 +349,11 @@ class Runtime:
                 ),
             )
             return
-        seen = set(self.state.actions)
+        known, seen = self.state.actions, set[str]()  # the run's call ids and this response's (not a copy of all)
         calls = []
         for i, c in enumerate(response.tool_calls):
-            call_id = c.id if c.id and c.id not in seen else f"t{step.turn}_{i}_{uuid.uuid4().hex[:6]}"
+            taken = not c.id or c.id in known or c.id in seen
+            call_id = f"t{step.turn}_{i}_{uuid.uuid4().hex[:6]}" if taken else c.id
             seen.add(call_id)
             calls.append((call_id, c))
         usage = response.usage
