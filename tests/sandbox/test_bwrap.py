@@ -107,3 +107,28 @@ def test_setup_failure_raises_instead_of_returning_a_receipt(workspace: Path) ->
 def test_failing_command_that_prints_like_bwrap_is_still_data(box: BwrapSandbox, workspace: Path) -> None:
     r = box.run("echo 'bwrap: fake' >&2; exit 1", cwd=workspace, timeout_s=30)
     assert r.exit_code == 1
+
+
+def test_environment_built_once_carries_nothing_from_one_command_to_the_next(
+    box: BwrapSandbox, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox's own variables (PATH, HOME, USER, ...) are built once per sandbox; the rest is read per command.
+    Attack on that cache: a call's own variables and a twin's carried secret never reach a later command, a call
+    cannot change the fixed variables (for itself or the next), and the host's allowlisted variables are read anew."""
+    from tether.sandbox.bwrap import Carried
+
+    monkeypatch.setenv("TZ", "Europe/Paris")
+    show = 'echo "[$TETHER_CARRIED][$MINE][$TZ][$PATH][$HOME][$USER]"'
+    twin = box.carrying(Carried(env={"TETHER_CARRIED": "s3cret"}))
+    first = twin.run(
+        show, cwd=workspace, timeout_s=30, env={"MINE": "x", "PATH": "/evil", "HOME": "/evil", "USER": "root"}
+    )
+    assert first.ok, first.stderr
+    carried, mine, tz, path, home, user = first.stdout.strip()[1:-1].split("][")
+    assert (carried, mine, tz, home) == ("s3cret", "x", "Europe/Paris", "/home/sandbox")
+    assert "/evil" not in path and user == box.user.name
+    monkeypatch.delenv("TZ")
+    later = box.run(show, cwd=workspace, timeout_s=30)
+    assert later.ok, later.stderr
+    assert later.stdout == f"[][][][{path}][/home/sandbox][{user}]\n"
+    assert box.env(None) == {**box.env(None), "PATH": path}  # nothing the calls passed was kept

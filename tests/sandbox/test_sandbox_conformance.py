@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,19 @@ def test_signal_death_is_128_plus_signal(sandbox: Sandbox, workspace: Path) -> N
 def test_receipt_round_trips_as_json(sandbox: Sandbox, workspace: Path) -> None:
     r = run(sandbox, workspace, "echo hi")
     assert Receipt.model_validate_json(r.model_dump_json()) == r
+
+
+def test_a_limit_that_cannot_be_set_does_not_skip_the_others(tmp_path: Path) -> None:
+    """The limits share one ``2>/dev/null``: a ulimit that fails (open files above the kernel's ``nr_open``, which
+    not even root may set) leaves the ones after it applied, and prints nothing."""
+    from tether.sandbox.limits import Limits
+
+    script = Limits(open_files=2**40).ulimit_script(100, unprivileged=True)
+    done = subprocess.run(
+        ["bash", "-c", f"{script}\nulimit -t; ulimit -f; ulimit -Hf; ulimit -u"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.split() == ["105", str(1024**2), str(1024**2), "1024"]

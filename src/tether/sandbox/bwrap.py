@@ -201,6 +201,7 @@ class BwrapSandbox:
             self.user = SandboxUser(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name)
         self._granted: set[Path] = set()
         self._layouts: dict[Path, Layout] = {}
+        self._fixed_env = self.fixed_env()  # never changed in place: the per-call twins share it
         self.egress = egress
         self.egress_attempts: list[EgressAttempted] = []
         """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
@@ -278,13 +279,19 @@ class BwrapSandbox:
             layout = layout.bind(p, "--ro-bind")
         return layout.bind(workspace, "--bind")
 
-    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+    def fixed_env(self) -> dict[str, str]:
+        """What the sandbox sets in every command's environment whatever the host's: the sandbox's own PATH
+        (tether's interpreter first), home and user. It depends only on the sandbox's mounts and user, so it is
+        built once (the host's allowlisted variables, the call's own and carried secrets are read per command)."""
         path = ":".join([*(str(p / "bin") for p in self.ro_paths if (p / "bin").is_dir()), SYSTEM_PATH])
         overrides = {"PATH": path, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": self.user.name}
         overrides["LOGNAME"] = self.user.name
         # The workspace belongs to another uid; git inside the sandbox must still work on it.
         overrides |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
-        env = build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=overrides)
+        return overrides
+
+    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        env = build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=self._fixed_env)
         return env | dict(self.carried.env)
 
     # -- running ------------------------------------------------------------------------------------

@@ -57,5 +57,7 @@ class Limits:
         parts = []
         for which, value in self.pairs(timeout_s, unprivileged=unprivileged):
             flag, unit = flags[which]
-            parts.append(f"ulimit {flag} {max(1, value // unit)} 2>/dev/null")
-        return "; ".join(parts)
+            parts.append(f"ulimit {flag} {max(1, value // unit)}")
+        # One redirection for the group (a failing ulimit still lets the next ones run): a redirection per
+        # builtin cost bash eight system calls each, on every command.
+        return "{ " + "; ".join(parts) + "; } 2>/dev/null"
