@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -74,8 +75,8 @@ def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFini
     unknowns = [
         f"{a.call_id} ({a.tool}) was proposed but not executed" for a in state.actions.values() if a.status in NOT_RUN
     ]
-    checks: list[str] = []  # verification verdicts (verify.completed, completion.accepted), newest last
-    done: list[str] = []  # actions that succeeded, newest last
+    checks: deque[str] = deque(maxlen=3)  # the latest verification verdicts (verify.completed, completion.accepted)
+    done: deque[str] = deque(maxlen=5)  # the latest actions that succeeded: what a long log holds stays bounded
     for e in events:
         if e.kind not in CLOSING_KINDS:
             continue
@@ -86,7 +87,7 @@ def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFini
                 checks.append(e.id)
             case ActionCompleted(ok=True):
                 done.append(e.id)
-    evidence = checks[-3:] + done[-5:]
+    evidence = [*checks, *done]
     next_action = finish.next_action or default_next_action(finish)
     if state.driver:  # a governed session: its program drives it, not tether resume
         next_action += f"; the run is driven by {state.driver}: it goes on only when that session does"

@@ -414,13 +414,14 @@ class Runtime:
         third_party = [
             n for n, t in self.tools.items() if trust_of(self.env.tool(n) or t.contract, self.env) is Trust.UNTRUSTED
         ]
-        text = summary.text or digest(log, cut.first_seq, cut.last_seq, third_party)
+        span = log[cut.first_seq : cut.last_seq + 1]  # seq = index; the turns the prompt held: one read
+        text = summary.text or digest(span, cut.first_seq, cut.last_seq, third_party)
         fields: dict[str, Any] = {
             "first_seq": cut.first_seq,
             "last_seq": cut.last_seq,
             "summary": text,
             "invariants": kept,
-            "untrusted": untrusted_in(log, cut.first_seq, cut.last_seq, third_party),
+            "untrusted": untrusted_in(span, cut.first_seq, cut.last_seq, third_party),
         }
         turns = self.transcript.compacted_turns + sum(1 for m in cut.covered if m.role == "assistant")
         message = counter.message(Message("user", compacted_text({**fields, "method": summary.method}, turns)))
