@@ -234,3 +234,19 @@ def test_closing_ends_open_tunnels_records_them_and_leaves_no_thread(upstream: U
     assert not proxy.socket_path.exists()
     time.sleep(0.05)
     assert {t.name for t in threading.enumerate()} - before == set()
+
+
+def test_attempts_are_logged_in_the_order_the_command_made_them_not_the_order_they_ended(
+    upstream: Upstream, names: Names
+) -> None:
+    """A tunnel opened first and closed last is still the first attempt (seen in CI: the order depended on when
+    the proxy noticed the tunnel's end, so the log's order depended on the machine's load)."""
+    with EgressProxy(policy(upstream.port), resolver=names) as proxy:
+        tunnel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        tunnel.connect(str(proxy.socket_path))
+        tunnel.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" % ((upstream.port,) * 2))
+        assert tunnel.recv(100).startswith(b"HTTP/1.1 200")
+        assert Session(proxy).send(get("other.test", upstream.port)).startswith(b"HTTP/1.1 403")
+        tunnel.close()
+    assert [(a.method, a.host) for a in proxy.attempts] == [("CONNECT", "allowed.test"), ("GET", "other.test")]
+    assert proxy.attempts[0].allowed and not proxy.attempts[1].allowed

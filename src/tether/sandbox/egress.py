@@ -163,7 +163,8 @@ def check_host_header(headers: list[tuple[bytes, bytes]], host: str, port: int, 
 
 class EgressProxy:
     """One command's proxy: ``with EgressProxy(policy) as proxy:`` listens at ``proxy.socket_path``;
-    after the block, ``proxy.attempts`` holds one event per connection, in the order they ended."""
+    after the block, ``proxy.attempts`` holds one event per connection, in the order they were accepted (a
+    tunnel still open when the next request arrives is logged before it, as the command made them)."""
 
     def __init__(
         self,
@@ -177,6 +178,7 @@ class EgressProxy:
         self.resolver = resolver or system_resolver
         self.limits = limits or ProxyLimits()
         self.attempts: list[EgressAttempted] = []
+        self._slots: list[Attempt | EgressAttempted] = []  # one per accepted connection: its event once it ended
         self.directory = Path(tempfile.mkdtemp(prefix="tether-egress-"))
         self.socket_path = self.directory / "proxy.sock"
         self._loop = asyncio.new_event_loop()
@@ -207,6 +209,8 @@ class EgressProxy:
                 asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
+            self.attempts += [a if isinstance(a, EgressAttempted) else a.event() for a in self._slots]
+            self._slots = []
             if self._dropped:
                 detail = f"{self._dropped} connection(s) past the limit of {self.limits.max_connections} were refused"
                 too_many = Attempt(self.call_id, ruling=Ruling(EgressRule.TOO_MANY, detail))
@@ -239,7 +243,8 @@ class EgressProxy:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
-        attempt = Attempt(self.call_id)
+        attempt, slot = Attempt(self.call_id), len(self._slots)
+        self._slots.append(attempt)
         try:
             await self._serve(reader, writer, attempt)
         except Refused as e:
@@ -250,7 +255,7 @@ class EgressProxy:
             attempt.ruling = Ruling(attempt.ruling.rule, f"{attempt.ruling.detail}; ended by {ended}")
         finally:
             writer.close()
-            self.attempts.append(attempt.event())
+            self._slots[slot] = attempt.event()
             self._tasks.discard(task)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, attempt: Attempt) -> None:
