@@ -9,7 +9,7 @@ import pytest
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Price
 from tether.errors import EnvelopeInvalid
-from tether.models.catalog import CATALOG, load_catalog, run_catalog
+from tether.models.catalog import CATALOG, _catalog_key, _key_in, entries_for, load_catalog, run_catalog, split_provider
 from tether.models.pricing import price_for
 from tether.models.window import Limits, limits_for
 from tether.policy.defaults import default_envelope
@@ -100,3 +100,17 @@ def test_unset_limits_leave_a_priced_envelope_s_hash_as_it_was_and_set_ones_are_
     sealed = contract_hash(env)
     assert contract_hash(before) == sealed
     assert contract_hash(env.model_copy(update={"pricing": {"gpt-4.1": entry(1.0, window=8_000)}})) != sealed
+
+
+def test_the_built_in_tables_key_is_looked_up_once_and_overrides_are_read_every_time() -> None:
+    """The catalog's lookup is cached by name (the table never changes); the overrides are never cached."""
+
+    names = [*CATALOG, *(f"{k}-2030-01-01" for k in CATALOG), *(f"openai:{k}" for k in CATALOG), "nope", "x:nope"]
+    for name in names * 2:
+        bare = split_provider(name)[1]
+        assert _catalog_key(name, bare) == _key_in(name, bare, CATALOG)
+        assert entries_for(name) == ([CATALOG[k]] if (k := _key_in(name, bare, CATALOG)) else [])
+    cheap = Price(input_per_mtok=0.5, output_per_mtok=1.0)
+    assert entries_for("nope", {"nope": cheap}) == [cheap]
+    dearer = Price(input_per_mtok=5.0, output_per_mtok=10.0)
+    assert entries_for("nope", {"nope": dearer}) == [dearer]

@@ -16,6 +16,7 @@ through to the next table down, so an entry may restate a price without repeatin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +81,25 @@ def entries_for(model: str, overrides: Mapping[str, Price] | None = None) -> lis
     """
     _, bare = split_provider(model)
     found: list[Price] = []
-    for table in (overrides or {}, CATALOG):
-        key = next((k for k in (model, bare) if k in table), None) or longest_prefix(bare, table)
+    if overrides:
+        key = _key_in(model, bare, overrides)
         if key is not None:
-            found.append(table[key])
+            found.append(overrides[key])
+    key = _catalog_key(model, bare)
+    if key is not None:
+        found.append(CATALOG[key])
     return found
+
+
+def _key_in(model: str, bare: str, table: Mapping[str, Any]) -> str | None:
+    return next((k for k in (model, bare) if k in table), None) or longest_prefix(bare, table)
+
+
+@lru_cache(maxsize=256)
+def _catalog_key(model: str, bare: str) -> str | None:
+    """The built-in table's key for ``model``: the table never changes, so each name is looked up once (a
+    run asks at every model call, and the prefix search reads the whole table)."""
+    return _key_in(model, bare, CATALOG)
 
 
 def first_stated(entries: Sequence[Price], field: str) -> Any:
