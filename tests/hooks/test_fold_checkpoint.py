@@ -303,3 +303,15 @@ def test_under_an_anchor_key_only_a_checkpoint_signed_with_it_is_used(
     cold()
     calls(hook, 1, start=14)
     assert not isinstance(guard_of(hook).events, Log)
+
+
+def test_without_sources_to_stamp_no_checkpoint_is_written_or_read(hook: Hook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint pickles tether's classes: code that cannot tell which version it is neither writes nor reads."""
+    calls(hook, 12)
+    assert checkpoint_file(hook).exists()
+    monkeypatch.setattr(ck, "_STAMP", [""])
+    cold()
+    calls(hook, 12, start=12)
+    assert not isinstance(guard_of(hook).events, Log)
+    header = json.loads(checkpoint_file(hook).read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
+    assert header["seq"] < len(guard_of(hook).events) - 12  # the old one: none written since

@@ -138,13 +138,16 @@ class _Unpickler(pickle.Unpickler):
 
 def _code_stamp() -> str:
     """Which code wrote a checkpoint: the size and mtime of every module of tether (a checkpoint pickles its
-    classes, so another code's is not read)."""
+    classes, so another code's is not read). "" when the modules are not files to stat (an installation
+    without sources): then no checkpoint is written or read."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
+    n = 0
     for path in sorted(root.rglob("*.py")):
         st = path.stat()
         h.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
+        n += 1
+    return h.hexdigest() if n and Path(__file__).suffix == ".py" else ""
 
 
 _STAMP: list[str] = []
@@ -225,7 +228,7 @@ def save(guard: Guard, folder: Path) -> Path | None:
 
     events = guard.events
     genesis = guard.genesis or (events[0].hash if isinstance(events, list) and events and events[0].seq == 0 else "")
-    if not len(events) or not genesis:
+    if not len(events) or not genesis or not code_stamp():
         return None
     head = events[-1]
     fold = folded(events)  # the control layer's fold and the provenance index, brought to the head
@@ -320,6 +323,24 @@ def load(guard: Guard, folder: Path, audited: int) -> bool:
     return True
 
 
+def _vouched(guard: Guard, header: dict[str, Any], body: bytes) -> bool:
+    """The header is this format's, this code's, this session's (run, contract, asking mode), the body is the one
+    it names, and under an anchor key it is signed with that key (a forged signature raises)."""
+    if header.get("version") != VERSION or not code_stamp() or header.get("code") != code_stamp():
+        return False
+    if header.get("run_id") != guard.run_id or header.get("contract") != guard.contract:
+        return False
+    if header.get("asking") != guard.asking.value or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+        return False
+    signer = getattr(guard.store, "signer", None)
+    if signer is not None:
+        sig = header.get("sig")
+        if header.get("key_id") != signer.key.key_id or not isinstance(sig, str):
+            return False
+        signer.key.public.verify(base64.b64decode(sig, validate=True), _header_bytes(header))  # raises if forged
+    return True
+
+
 def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
     if len(raw) > MAX_BYTES or not raw.startswith(MAGIC):
         return None
@@ -327,18 +348,8 @@ def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
     if not sep:
         return None
     header = json.loads(line)
-    if not isinstance(header, dict) or header.get("version") != VERSION or header.get("code") != code_stamp():
+    if not isinstance(header, dict) or not _vouched(guard, header, body):
         return None
-    if header.get("run_id") != guard.run_id or header.get("contract") != guard.contract:
-        return None
-    if header.get("asking") != guard.asking.value or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
-        return None
-    signer = getattr(guard.store, "signer", None)
-    if signer is not None:
-        sig = header.get("sig")
-        if header.get("key_id") != signer.key.key_id or not isinstance(sig, str):
-            return None
-        signer.key.public.verify(base64.b64decode(sig, validate=True), _header_bytes(header))  # raises if forged
     seq, events = header.get("seq"), header.get("events")
     if not isinstance(seq, int) or isinstance(seq, bool) or events != seq + 1 or seq < 0:
         return None
