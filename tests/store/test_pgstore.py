@@ -230,7 +230,7 @@ def test_a_superusers_full_rewrite_is_caught_by_the_signed_checkpoints(
             "SELECT seq, ts, kind, payload FROM events WHERE run_id=%s ORDER BY seq", (run,)
         ).fetchall():
             h = event_hash(prev, run, seq, ts, kind, payload)
-            root.execute("UPDATE events SET prev_hash=%s, hash=%s WHERE run_id=%s AND seq=%s", (prev, h, run, seq))
+            root.execute("UPDATE events SET hash=%s WHERE run_id=%s AND seq=%s", (bytes.fromhex(h), run, seq))
             prev = h
     with open_store(url, readonly=True) as store:
         assert store.verify(run) == 5  # a consistent rewrite: the chain cannot tell

@@ -21,7 +21,8 @@ def init_cmd(
 
     Runs then connect as the application role (--db or $TETHER_DB with its URL), which can read the log and
     insert into it but never update, delete or truncate it; triggers refuse those to the owner as well.
-    Running it again on a database that has the schema only grants the role. See docs/store.md.
+    Running it again on a database that has the schema only grants the role; on an older schema
+    (tether/pg1) it first migrates it in place, in one transaction. See docs/store.md.
     """
     from tether.errors import InputError
     from tether.events.backends import describe, is_url

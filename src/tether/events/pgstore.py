@@ -5,10 +5,13 @@ The append path is the SQLite store's own code (:func:`~.store.prepare_all` vali
 :func:`~.store.chained` numbers, times and hashes), so an event is byte for byte what SQLite would write and
 ``tether log verify`` checks both the same way (:func:`~.store.verify_rows`).
 
-Schema (``tether/pg1``) in the connection's current schema: ``tether_meta``, ``runs`` (one row per run,
-never changed), ``events`` (primary key ``(run_id, seq)``), ``blobs`` (content-addressed), ``anchors``
-(signed checkpoints) and ``leases`` (who drives a run). A run's head is its last event: no row is ever
-updated to move it, so the application role needs only SELECT and INSERT on the log's tables.
+Schema (``tether/pg2``) in the connection's current schema: ``tether_meta``, ``runs`` (one row per run,
+never changed), ``events`` (primary key ``(run_id, seq)``; the hash as 32 bytes, no ``prev_hash``: readers
+join the previous row's hash back, as the SQLite store's ``tether/3``), ``blobs`` (content-addressed),
+``anchors`` (signed checkpoints) and ``leases`` (who drives a run). A run's head is its last event: no row
+is ever updated to move it, so the application role needs only SELECT and INSERT on the log's tables. A
+``tether/pg1`` schema is migrated in place, in one transaction, by its owner (``tether db init URL``, or
+the first writer that owns the tables); the application role cannot alter tables and is told so.
 
 - **append-only, twice:** the application role is granted SELECT and INSERT on runs, events, blobs and
   anchors, nothing else (``tether db init URL --app-role NAME`` sets this up as the schema's owner); and
@@ -53,7 +56,7 @@ from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start,
 from .payload import Emitted, Payload
 from .redact import Redactor, url_without_password
 from .store import (
-    EVENT_COLUMNS,
+    STORED_COLUMNS,
     Audit,
     Batch,
     Chained,
@@ -63,25 +66,44 @@ from .store import (
     RunInfo,
     chained,
     fork_point,
+    join_base,
     lineage,
     new_run_id,
     now_iso,
     prepare_all,
     row_event,
+    stored,
     verify_rows,
 )
 
 if TYPE_CHECKING:
     from psycopg import Cursor
 
-SCHEMA_TAG = "tether/pg1"
+SCHEMA_TAG = "tether/pg2"
+OLDER_TAGS = ("tether/pg1",)  # migrated in place by the tables' owner (MIGRATE)
 LOG_TABLES = ("runs", "events", "blobs", "anchors")  # append-only: triggers, and INSERT/SELECT for the app role
 SCHEMA_LOCK = 0x7E7E_0001  # advisory lock key while a schema is created (two first opens at once)
 RUN_COLUMNS = (
-    "SELECT r.run_id, r.created_at, r.task, r.parent_run, coalesce(h.seq, -1), coalesce(h.hash, %s) FROM runs r "
+    "SELECT r.run_id, r.created_at, r.task, r.parent_run, coalesce(h.seq, -1), coalesce(encode(h.hash, 'hex'), %s) "
+    "FROM runs r "
     "LEFT JOIN LATERAL (SELECT seq, hash FROM events e WHERE e.run_id = r.run_id ORDER BY seq DESC LIMIT 1) h ON true"
 )
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
+#: A run's rows with their prev_hash, the previous row's hash (hashes read as 64 hex characters).
+SELECT_ROWS = (
+    "SELECT e.run_id, e.seq, e.ts, e.kind, e.payload, encode(p.hash, 'hex'), encode(e.hash, 'hex') FROM events e "
+    "LEFT JOIN events p ON p.run_id = e.run_id AND p.seq = e.seq - 1 "
+    "WHERE e.run_id=%s AND e.seq BETWEEN %s AND %s"
+)
+#: tether/pg1 to tether/pg2 (in one transaction, as the tables' owner): the stored prev_hash dropped (each hash
+#: covers it), the hash as its 32 bytes; a hash that is not 64 lower-case hex characters (tether never wrote
+#: one) kept as its UTF-8 bytes, which no event hashes to, so verification fails on that row as it did before.
+#: ALTER TABLE fires no row trigger.
+MIGRATE = [
+    "ALTER TABLE events DROP COLUMN prev_hash, ALTER COLUMN hash TYPE bytea USING (CASE WHEN hash ~ "
+    "'^[0-9a-f]{64}$' THEN decode(hash, 'hex') ELSE convert_to(hash, 'UTF8') END)",
+    f"UPDATE tether_meta SET value = '{SCHEMA_TAG}' WHERE key = 'schema'",
+]
 
 DDL = """
 CREATE TABLE tether_meta (key text PRIMARY KEY, value text NOT NULL);
@@ -98,8 +120,7 @@ CREATE TABLE events (
     ts text NOT NULL,
     kind text NOT NULL,
     payload text NOT NULL,
-    prev_hash text NOT NULL,
-    hash text NOT NULL,
+    hash bytea NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
 CREATE TABLE blobs (hash text PRIMARY KEY, size bigint NOT NULL, data bytea NOT NULL);
@@ -200,6 +221,8 @@ class PgStore:
 
     def _init_schema(self, create: bool) -> None:
         if _has_schema(self._conn, self.where):
+            if create and _tag(self._conn) in OLDER_TAGS:
+                migrate(self._conn, self.where)
             return self._check_tag()
         if not create:
             raise NotATetherDatabase(
@@ -212,9 +235,16 @@ class PgStore:
         self._check_tag()
 
     def _check_tag(self) -> None:
-        row = self._conn.execute("SELECT value FROM tether_meta WHERE key='schema'").fetchone()
-        if row is None or row[0] != SCHEMA_TAG:
-            raise NotATetherDatabase(f"{self.where}: tether_meta.schema is {row and row[0]!r}; expected {SCHEMA_TAG}")
+        tag = _tag(self._conn)
+        if tag in OLDER_TAGS:
+            raise NotATetherDatabase(
+                f"{self.where}: tether_meta.schema is {tag!r}, an older schema; migrate it to {SCHEMA_TAG} with "
+                "`tether db init URL` as the role that owns its tables (nothing else changes)"
+            )
+        if tag != SCHEMA_TAG:
+            newer = isinstance(tag, str) and tag.startswith("tether/pg") and tag[9:].isdigit()
+            why = ", written by a newer tether than this one; upgrade tether to open it" if newer else ""
+            raise NotATetherDatabase(f"{self.where}: tether_meta.schema is {tag!r}; expected {SCHEMA_TAG}{why}")
 
     def close(self) -> None:
         for run_id in list(self._leases):
@@ -273,7 +303,7 @@ class PgStore:
     @staticmethod
     def _head_in(cur: Cursor[Any], run_id: str) -> Head:
         row = cur.execute(
-            "SELECT seq, hash FROM events WHERE run_id=%s ORDER BY seq DESC LIMIT 1", (run_id,)
+            "SELECT seq, encode(hash, 'hex') FROM events WHERE run_id=%s ORDER BY seq DESC LIMIT 1", (run_id,)
         ).fetchone()
         return (-1, GENESIS) if row is None else (int(row[0]), str(row[1]))
 
@@ -392,7 +422,9 @@ class PgStore:
     def _insert_locked(self, cur: Cursor[Any], run_id: str, rows: Sequence[Chained], head: Head) -> None:
         if not rows:
             return
-        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s)", [r for r, _ in rows])
+        cur.executemany(
+            f"INSERT INTO events ({STORED_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s)", [stored(r) for r, _ in rows]
+        )
         seq, h = rows[-1][1].head
         if self.signer is not None and self.signer.due(head[0], seq, (e.kind for _, e in rows)):
             cp = self.signer.sign(run_id, seq, h, now_iso())
@@ -417,6 +449,7 @@ class PgStore:
         """Add an imported run exactly as exported, in one transaction: all of it, or nothing (its chain and
         the head the package names are checked inside the transaction, before the commit)."""
         main = runs[-1]
+        verify_rows(main, rows)  # the rows as given: their prev_hash too, which the store does not keep
         with self._transaction() as cur:
             for info in runs:
                 self._lock_run(cur, info.run_id)
@@ -429,9 +462,11 @@ class PgStore:
                     (info.run_id, info.created_at, info.task, info.parent_run),
                 )
             for row in rows:
-                found = cur.execute("SELECT hash FROM events WHERE run_id=%s AND seq=%s", (row[0], row[1])).fetchone()
+                found = cur.execute(
+                    "SELECT encode(hash, 'hex') FROM events WHERE run_id=%s AND seq=%s", (row[0], row[1])
+                ).fetchone()
                 if found is None:
-                    cur.execute(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s)", tuple(row))
+                    cur.execute(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s)", stored(row))
                 elif found[0] != row[6]:
                     raise InputError(
                         f"{self.where}: run {row[0]} is already here with a different event seq {row[1]}; "
@@ -445,7 +480,7 @@ class PgStore:
             here = self._run_in(cur, main.run_id)
             if here is None or (here.head_seq, here.head_hash) != (main.head_seq, main.head_hash):
                 raise LogCorrupt(main.run_id, main.head_seq + 1, "the package's events do not end at its head")
-            verify_rows(here, self._rows_in(cur, main.run_id, EVENT_COLUMNS))
+            verify_rows(here, self._rows_in(cur, main.run_id))
 
     # ---- the lease: one driver per run -------------------------------------------------------
 
@@ -541,7 +576,7 @@ class PgStore:
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
     ) -> list[Event]:
         with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
-            rows = self._rows_in(cur, run_id, EVENT_COLUMNS, after, upto, kinds)
+            rows = self._rows_in(cur, run_id, after, upto, kinds)
         with gc_paused():
             return [row_event(r) for r in rows]
 
@@ -549,22 +584,21 @@ class PgStore:
         self,
         cur: Cursor[Any],
         run_id: str,
-        columns: str,
         after: int = -1,
         upto: int | None = None,
         kinds: Collection[str] | None = None,
     ) -> list[tuple[Any, ...]]:
-        """Rows of the run's log (its lineage's segments, oldest first) with after < seq <= upto (of ``kinds``)."""
-        where = "run_id=%s AND seq BETWEEN %s AND %s" + ("" if kinds is None else " AND kind = ANY(%s)")
+        """Rows ``(run_id, seq, ts, kind, payload, prev_hash, hash)`` of the run's log (its lineage's segments,
+        oldest first) with after < seq <= upto (of ``kinds``); ``prev_hash`` is the previous row's hash."""
+        query = SELECT_ROWS + ("" if kinds is None else " AND e.kind = ANY(%s)") + " ORDER BY e.seq"
         extra: tuple[Any, ...] = () if kinds is None else (sorted(kinds),)
         rows: list[tuple[Any, ...]] = []
-        for rid, first, last in lineage(run_id, lambda rid: self._fork_point(cur, rid)):
+        segments = lineage(run_id, lambda rid: self._fork_point(cur, rid))
+        for n, (rid, first, last) in enumerate(segments):
             lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
             if lo <= hi:
-                rows += cur.execute(
-                    f"SELECT {columns} FROM events WHERE {where} ORDER BY seq",
-                    (rid, lo, hi, *extra),
-                ).fetchall()
+                found = cur.execute(query, (rid, lo, hi, *extra)).fetchall()
+                rows += join_base(found, segments[:n], first, lambda r, s: _hash_at(cur, r, s))
         return rows
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
@@ -612,7 +646,7 @@ class PgStore:
         """The run's log as stored, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
         info = self.run(run_id)
         with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
-            return self._rows_in(cur, info.run_id, EVENT_COLUMNS)
+            return self._rows_in(cur, info.run_id)
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         """The run's signed checkpoints recorded in the database."""
@@ -640,6 +674,34 @@ class PgStore:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
         report = check_anchor(info.run_id, hashes, checkpoints, key)
         return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
+
+
+def _hash_at(cur: Cursor[Any], run_id: str, seq: int) -> str | None:
+    row = cur.execute("SELECT encode(hash, 'hex') FROM events WHERE run_id=%s AND seq=%s", (run_id, seq)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _tag(conn: psycopg.Connection[Any]) -> str | None:
+    row = conn.execute("SELECT value FROM tether_meta WHERE key='schema'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def migrate(conn: psycopg.Connection[Any], where: str) -> bool:
+    """Migrate an older schema (``OLDER_TAGS``) to ``SCHEMA_TAG`` in one transaction; whether it did. Only the
+    tables' owner may: anyone else is told to run ``tether db init`` as the owner, and nothing changes."""
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            if _tag(conn) not in OLDER_TAGS:  # migrated meanwhile by another first open
+                return False
+            for statement in MIGRATE:
+                conn.execute(statement)  # our constant SQL, not input
+    except pgerr.InsufficientPrivilege as e:
+        raise NotATetherDatabase(
+            f"{where}: tether_meta.schema is an older schema; migrate it to {SCHEMA_TAG} with `tether db init URL` "
+            f"as the role that owns its tables ({e.diag.message_primary}); nothing was changed"
+        ) from e
+    return True
 
 
 def _has_schema(conn: psycopg.Connection[Any], where: str) -> bool:
@@ -698,6 +760,11 @@ def init(url: str, app_role: str | None = None) -> str:
             if not _has_schema(conn, where):
                 create_schema(conn, app_role)
                 done = "created the tether schema"
+            elif _tag(conn) in OLDER_TAGS:
+                migrate(conn, where)
+                if app_role is not None:
+                    grant(conn.cursor(), app_role)
+                done = f"migrated the tether schema to {SCHEMA_TAG}"
             elif app_role is not None:
                 grant(conn.cursor(), app_role)
                 done = "the tether schema was already there"

@@ -864,22 +864,14 @@ class EventStore:
             lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
             if lo <= hi:
                 found = self._conn.execute(query, (rid, lo, hi, *sorted(kinds or ()))).fetchall()
-                if found and found[0][1] == first and not found[0][5]:  # no previous row in its own run
-                    found[0] = _with_prev(found[0], self._fork_base(segments[:n], first) if n else GENESIS)
-                rows += found
+                rows += join_base(found, segments[:n], first, self._hash_at)
         return rows
 
-    def _fork_base(self, before: Sequence[tuple[str, int, int]], first: int) -> str:
-        """The hash a fork's first own row (seq ``first``) chains onto: the event at ``first - 1`` in the
-        lineage's earlier segments ``before``, its parent's at the fork point (or a grandparent's)."""
-        query = "SELECT lower(hex(hash)) FROM events WHERE run_id=? AND seq=?"
-        if self._select_rows is not SELECT_ROWS:
-            query = "SELECT hash FROM events WHERE run_id=? AND seq=?"
-        for rid, lo, hi in reversed(before):
-            if lo <= first - 1 <= hi:
-                row = self._conn.execute(query, (rid, first - 1)).fetchone()
-                return "" if row is None else str(row[0])
-        return ""
+    def _hash_at(self, run_id: str, seq: int) -> str | None:
+        old = self._select_rows is not SELECT_ROWS  # an older file read as it is: the hash as stored, text
+        query = "SELECT hash FROM events" if old else "SELECT lower(hex(hash)) FROM events"
+        row = self._conn.execute(query + " WHERE run_id=? AND seq=?", (run_id, seq)).fetchone()
+        return None if row is None else str(row[0])
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
         """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first."""
@@ -1163,8 +1155,24 @@ def stored_hash(h: str | bytes | int | float | None) -> bytes | int | float | No
     return h
 
 
-def _with_prev(row: tuple[Any, ...], prev: str) -> tuple[Any, ...]:
-    return (*row[:5], prev, row[6])
+def join_base(
+    rows: list[tuple[Any, ...]],
+    before: Sequence[tuple[str, int, int]],
+    first: int,
+    hash_at: Callable[[str, int], str | None],
+) -> list[tuple[Any, ...]]:
+    """One lineage segment's rows (from seq ``first`` on), the prev_hash of its first row filled in where its own
+    run has no previous row: GENESIS at seq 0; a fork's first own row chains onto the event at ``first - 1`` in
+    the earlier segments ``before`` (its parent's at the fork point, or a grandparent's). ``hash_at(run, seq)``
+    reads one stored hash. A row whose previous row is missing otherwise (deleted) keeps an empty prev_hash."""
+    if rows and rows[0][1] == first and not rows[0][5]:
+        prev = GENESIS if first == 0 else ""
+        for rid, lo, hi in reversed(before):
+            if lo <= first - 1 <= hi:
+                prev = hash_at(rid, first - 1) or ""
+                break
+        rows[0] = (*rows[0][:5], prev, rows[0][6])
+    return rows
 
 
 def _shared(info: RunInfo, rid: str) -> str:
