@@ -23,12 +23,14 @@ from graphkit import bash, node_envelope, write_graph
 from tether.cli.main import main
 from tether.console.server import Background
 from tether.errors import HeadMoved
-from tether.events.kinds_graph import NodeLeased
+from tether.events.kinds_graph import NodeLeased, NodeRenewed
 from tether.events.store import EventStore
+from tether.graph import worker as worker_module
 from tether.graph.fold import GraphState
 from tether.graph.launch import start_graph
 from tether.graph.worker import Worker
 from tether.kernel.approvals import ApprovalAnswer, pending, record_answer
+from tether.status import RunStatus
 
 #: A worker process that stops itself (SIGKILL or SIGSTOP) right after the first node's bash action completed
 #: (durably, in that node's run), before the worker records anything in the graph.
@@ -39,9 +41,11 @@ from tether.graph.worker import Worker
 from tether.kernel.approvals import ApprovalAnswer, pending, record_answer
 
 db, graph_run, sig = sys.argv[1:4]
+stopped = []
 
 def hook(event):
-    if event.kind == "action.completed" and event.payload.get("tool") == "bash":
+    if not stopped and event.kind == "action.completed" and event.payload.get("tool") == "bash":
+        stopped.append(event)  # once: woken up (SIGCONT), it goes on as an ordinary worker
         os.kill(os.getpid(), getattr(signal, sig))
 
 Worker(Path(db), graph_run, on_event=hook).work()
@@ -180,8 +184,89 @@ def test_a_completion_after_lease_expiry_is_deduplicated_and_successors_start_on
     counted = next(e.seq for e in completions if e.payload["attempt"] == 2)
     assert g.nodes["a"].ignored == [stale] and g.nodes["a"].outcome_seq == counted  # ...counted once
     b_leases = [e.seq for e in events if e.kind == "node.leased" and e.payload["node"] == "b"]
-    assert len(b_leases) == 1 and b_leases[0] > counted  # released by the counted transition only
+    assert b_leases[0] > counted  # released by the counted transition only
+    b_runs = {e.payload["run_id"] for e in events if e.kind == "node.started" and e.payload["node"] == "b"}
+    assert len(b_runs) == 1  # started once: a 1 s lease may expire under load, the next attempt continues its run
     assert lines(tmp_path, "a.txt") == ["a"] and lines(tmp_path, "b.txt") == ["b"]
+
+
+def test_a_renewal_that_loses_the_race_for_the_head_is_tried_again_at_once(tmp_path: Path) -> None:
+    """Another worker appends between the holder's read and its renewal: the renewal is read and appended again
+    now, not a third of the lease later (two such misses in a row let a 1 s lease expire under load)."""
+    db, graph_run = start(tmp_path, {"a": {"turns": bash("echo a")}})
+    holder = Worker(db, graph_run)
+    with EventStore.open(db) as store, EventStore.open(db) as other:
+        store.append(graph_run, NodeLeased(node="a", attempt=1, worker=holder.id, expires_at=time.time() + 30))
+        real, raced = store.append, []
+
+        def append_after_another(run_id: str, event: Any, **kw: Any) -> Any:
+            if not raced:  # the other worker's event lands first: this append's expected head is gone
+                raced.append(other.append(graph_run, NodeRenewed(node="a", attempt=1, worker="w2", expires_at=1e10)))
+            return real(run_id, event, **kw)
+
+        store.append = append_after_another  # type: ignore[method-assign]
+        assert holder._renew(store, "a", 1, 30.0)
+        kinds = [(e.kind, e.payload.get("worker")) for e in store.events(graph_run)][-2:]
+    assert kinds == [("node.renewed", "w2"), ("node.renewed", holder.id)]
+
+
+class Abandon(Exception):
+    """Raised from a worker's event hook: the worker stops there, as one that lost its lease would look."""
+
+
+def abandoned_at(kind: str, tmp_path: Path) -> tuple[Path, str]:
+    """A one-node graph whose first worker stopped right after its run's ``kind`` event, its lease since expired."""
+    db, graph_run = start(tmp_path, {"a": {"turns": bash("echo a >> out/a.txt")}}, lease_s=0.5)
+
+    def hook(event: Any) -> None:
+        if event.kind == kind:
+            raise Abandon(kind)
+
+    with pytest.raises(Abandon):
+        Worker(db, graph_run, on_event=hook).work()
+    with EventStore.open(db) as store:
+        lease = GraphState.read(store, graph_run).nodes["a"].lease
+    assert lease is not None
+    time.sleep(max(0.0, lease.expires_at - time.time()) + 0.05)
+    return db, graph_run
+
+
+def once_wrong(monkeypatch: pytest.MonkeyPatch, name: str, answer: Any) -> None:
+    """``tether.graph.worker.<name>`` answers ``answer`` the first time it is asked (the earlier worker acts
+    right after that answer), the truth after."""
+    real, calls = getattr(worker_module, name), []
+
+    def first_stale(*args: Any) -> Any:
+        calls.append(args)
+        return answer if len(calls) == 1 else real(*args)
+
+    monkeypatch.setattr(worker_module, name, first_stale)
+
+
+def test_a_run_the_earlier_attempt_creates_after_the_retry_looked_is_resumed_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attempt 1 named its run (node.started) and created it after attempt 2 found it missing: attempt 2's start
+    is refused (the id is taken) and it resumes that run instead of failing the node (seen in CI under load)."""
+    db, graph_run = abandoned_at("run.started", tmp_path)
+    once_wrong(monkeypatch, "_exists", False)
+    g = Worker(db, graph_run, poll_s=0.05).work()
+    assert g.finished is not None and g.finished.status == "COMPLETE", g.finished
+    started = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.started"]
+    assert [s["attempt"] for s in started] == [1, 2] and len({s["run_id"] for s in started}) == 1
+    assert lines(tmp_path, "a.txt") == ["a"]
+
+
+def test_a_run_the_earlier_attempt_ended_after_the_retry_looked_gives_the_nodes_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run ended between attempt 2's status check and its resume: the resume is refused ("COMPLETE and
+    final") and that end is the node's outcome (d292a78; that race was seen once in CI)."""
+    db, graph_run = abandoned_at("run.finished", tmp_path)
+    once_wrong(monkeypatch, "_status", RunStatus.RUNNING)
+    g = Worker(db, graph_run, poll_s=0.05).work()
+    assert g.finished is not None and g.finished.status == "COMPLETE", g.finished
+    assert g.nodes["a"].attempt == 2 and lines(tmp_path, "a.txt") == ["a"]
 
 
 def test_a_denied_node_fails_the_graph_and_compensation_runs_in_reverse(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ Order of effects for a node (each arrow is a durable append before the next effe
 ``node.leased`` -> ``node.started`` (the child run's id, chosen before the run exists) -> the child run
 (the kernel's own log, lease and resume) -> its end status read back from its verified log ->
 ``node.completed`` / ``node.failed`` / ``node.waiting``. A retried node whose child run exists is resumed
-by the kernel from that run's log (a completed action is not repeated; an ambiguous one ends NEEDS_INPUT).
+by the kernel from that run's log (a completed action is not repeated; an ambiguous one ends NEEDS_INPUT);
+one the earlier attempt named but had not created is created by the retry, or resumed if the earlier worker
+created it first (the store refuses a second run of one id).
 While a worker holds a lease, a heartbeat thread renews it; a worker that lost it (stopped, partitioned)
 may still finish its run and append an outcome: the fold ignores it.
 """
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from tether.errors import HeadMoved, InputError, RunLeased, TetherError
+from tether.errors import HeadMoved, InputError, RunExists, RunLeased, TetherError
 from tether.events.backends import StoreSpec, local_dir, open_store
 from tether.events.kinds_graph import (
     GraphNode,
@@ -142,7 +144,7 @@ class Worker:
                 _check_unchanged(spec.envelope, g.started.contracts.get(node_id, ""))  # before naming a run
                 self._append(store, started)
                 self.note(f"node {node_id}: run {run_id}")
-                session.start(store, spec.envelope, spec.task, options).drive()
+                self._start(store, node_id, spec.envelope, spec.task, options, earlier=prior is not None)
         except TetherError as e:  # the run could not start or go on: the failure protocol, with the reason
             fail = NodeFailed(
                 node=node_id,
@@ -156,6 +158,20 @@ class Worker:
             self.note(f"node {node_id}: failed: {fail.reason}")
             return
         self._record_end(store, node_id, attempt, run_id)
+
+    def _start(
+        self, store: Store, node_id: str, envelope: str, task: str, options: session.Options, *, earlier: bool
+    ) -> None:
+        """Start the node's run. A run an earlier attempt named may be created by that attempt's worker (its lease
+        expired, the worker is alive) between the check that it did not exist and this start: the store refuses
+        a second run of the id, and the run that exists is resumed like any retried node's."""
+        try:
+            session.start(store, envelope, task, options).drive()
+        except RunExists:
+            if not earlier or options.run_id is None:
+                raise
+            self.note(f"node {node_id}: run {options.run_id} was created meanwhile by the earlier attempt; resuming it")
+            self._resume(store, options.run_id, options)
 
     def _resume(self, store: Store, run_id: str, options: session.Options) -> None:
         """Resume the child run from its log, unless it already ended; wait while another driver holds it."""
@@ -265,18 +281,11 @@ class Worker:
         def beat() -> None:
             with open_store(self.db, create=False, local=local_dir(self.db)) as store:
                 while not stop.wait(lease_s / 3):
-                    g = GraphState.read(store, self.graph_run)
-                    lease = g.nodes[node_id].lease
-                    if lease is None or lease.attempt != attempt or lease.worker != self.id:
-                        return
-                    if not lease.live(time.time()):
-                        self.note(f"node {node_id}: lease lost (attempt {attempt})")
-                        return
-                    renew = NodeRenewed(node=node_id, attempt=attempt, worker=self.id, expires_at=time.time() + lease_s)
                     try:
-                        store.append(self.graph_run, renew, expect=g.head)
-                    except HeadMoved:
-                        continue
+                        if not self._renew(store, node_id, attempt, lease_s):
+                            return
+                    except TetherError as e:  # the store was busy or failing: try again at the next beat
+                        self.note(f"node {node_id}: lease not renewed ({type(e).__name__}: {e})")
 
         thread = threading.Thread(target=beat, name=f"lease {node_id}", daemon=True)
         thread.start()
@@ -285,6 +294,24 @@ class Worker:
         finally:
             stop.set()
             thread.join()
+
+    def _renew(self, store: Store, node_id: str, attempt: int, lease_s: float) -> bool:
+        """Push this worker's lease on; False once it is no longer this worker's or has expired. A moved head is
+        read again at once: waiting a whole beat would let a lease that other appends keep racing run out."""
+        while True:
+            g = GraphState.read(store, self.graph_run)
+            lease = g.nodes[node_id].lease
+            if lease is None or lease.attempt != attempt or lease.worker != self.id:
+                return False
+            if not lease.live(time.time()):
+                self.note(f"node {node_id}: lease lost (attempt {attempt})")
+                return False
+            renew = NodeRenewed(node=node_id, attempt=attempt, worker=self.id, expires_at=time.time() + lease_s)
+            try:
+                store.append(self.graph_run, renew, expect=g.head)
+                return True
+            except HeadMoved:
+                continue
 
 
 def _exists(store: Store, run_id: str) -> bool:
