@@ -379,7 +379,6 @@ class EventStore:
         self.signer = signer
         self._conn = conn
         self._thread_lock = threading.RLock()
-        self._lock_path = Path(str(path) + ".lock")
         self._lock_fd: int | None = None
         self._sync_mode = "FULL"
         self._leases: dict[str, Lease] = {}  # runs this store drives
@@ -422,17 +421,8 @@ class EventStore:
         elif path.is_dir():
             raise FileError(f"{path}: is a directory, expected a tether database file", path=str(path))
         try:
-            if readonly:
-                conn = sqlite3.connect(
-                    path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-                )
-            else:
-                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=LOCK_TIMEOUT_S)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            store = cls(path, conn, lock_timeout_s, readonly=readonly, signer=signer)
-            store._init_schema()
+            connect = cls._connect_reader if readonly else cls._connect_writer
+            store = connect(path, signer=signer, lock_timeout_s=lock_timeout_s)
         except sqlite3.DatabaseError as e:
             if "locked" in str(e):
                 raise DatabaseLocked(f"{path}: database is locked by another process ({e})") from e
@@ -445,9 +435,69 @@ class EventStore:
             registry.record(path)  # so that `tether runs --all` finds it wherever it lives
         return store
 
+    @classmethod
+    def _connect_reader(cls, path: Path, *, signer: Signer | None, lock_timeout_s: float) -> EventStore:
+        """A read-only connection. An empty file may be one a writer is creating (it does so under the writer
+        lock, :meth:`_connect_writer`): wait for that lock, then look once more."""
+
+        def connect() -> EventStore:
+            uri = path.resolve().as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=lock_timeout_s)
+            return cls(path, conn, lock_timeout_s, readonly=True, signer=signer)
+
+        store = connect()
+        try:
+            if store._schema_version() is None:
+                store._conn.close()
+                _wait_for_writer(path, lock_timeout_s)
+                store = connect()
+            store._conn.execute("PRAGMA foreign_keys=ON")
+            store._init_schema()
+        except BaseException:
+            store._conn.close()
+            raise
+        return store
+
+    @classmethod
+    def _connect_writer(cls, path: Path, *, signer: Signer | None, lock_timeout_s: float) -> EventStore:
+        """A connection to a file made (if need be) a current tether database: WAL mode, whole schema.
+
+        That set-up writes, so it runs under the writer lock (:meth:`_init_schema`); a file already set up,
+        the usual case, is opened without it.
+        """
+        fd = None
+        if not _has_content(path):
+            # A new file is made under the writer lock, taken before SQLite creates it: a reader that finds
+            # the file empty waits for that lock (:func:`_wait_for_writer`). ``_write`` takes the same
+            # descriptor's lock again (a no-op) and releases it once the schema is committed; if another
+            # process made the file while this one waited, the ``finally`` releases it.
+            fd = _open_lock(path)
+            try:
+                _flock(fd, fcntl.LOCK_EX, path, lock_timeout_s)
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=lock_timeout_s)
+            except BaseException:
+                os.close(fd)
+                raise
+        else:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=lock_timeout_s)
+        store = cls(path, conn, lock_timeout_s, signer=signer)
+        store._lock_fd = fd
+        try:
+            conn.execute("PRAGMA foreign_keys=ON")
+            store._init_schema()
+            conn.execute("PRAGMA synchronous=FULL")
+        except BaseException:
+            store.close()  # the connection and the lock file's descriptor: the lock is released
+            raise
+        finally:
+            if fd is not None and store._lock_fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)  # another process made the file meanwhile: ``_write`` never ran
+        return store
+
     def _init_schema(self) -> None:
         version = self._schema_version()
-        if version == SCHEMA_VERSION or (self.readonly and version is not None):
+        wal = self.readonly or self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        if (version == SCHEMA_VERSION and wal) or (self.readonly and version is not None):
             self._select_rows = SELECT_ROWS if version == SCHEMA_VERSION else SELECT_ROWS_BEFORE_3
             return
         if version is None and self.readonly:
@@ -456,6 +506,9 @@ class EventStore:
         # its events copied into tether/3's table. A failure or a crash before the COMMIT leaves it as it was.
         self._conn.create_function("tether_stored_hash", 1, lambda h: stored_hash(h), deterministic=True)
         with self._write():  # every writer takes this lock first: no other can make or migrate it meanwhile
+            # Under the lock: switching a new file to WAL upgrades a read transaction to a write one, which
+            # SQLite refuses at once ("database is locked", no busy wait) while another connection switches it.
+            self._conn.execute("PRAGMA journal_mode=WAL")
             version = self._schema_version()
             if version != SCHEMA_VERSION:
                 events = EVENTS_V3.format(table="events") if version is None else MIGRATE_EVENTS
@@ -528,30 +581,15 @@ class EventStore:
             raise InputError(f"{self.path}: opened read-only")
         with self._thread_lock:
             if self._lock_fd is None:
-                try:
-                    self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                except OSError as e:
-                    raise _os_error(e, self._lock_path) from e
+                self._lock_fd = _open_lock(self.path)
             fd = self._lock_fd
+            _flock(fd, fcntl.LOCK_EX, self.path, self.lock_timeout_s)
             try:
-                deadline = time.monotonic() + self.lock_timeout_s
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            raise DatabaseLocked(
-                                f"{self.path}: another tether process has held the writer lock "
-                                f"for {self.lock_timeout_s:g}s ({self._lock_path})"
-                            ) from None
-                        time.sleep(0.002)
-                try:
-                    yield
-                except sqlite3.OperationalError as e:
-                    if _is_disk_full(e, self.path):
-                        raise DiskFull(f"disk full: {self.path} ({e}); nothing was written") from e
-                    raise
+                yield
+            except sqlite3.OperationalError as e:
+                if _is_disk_full(e, self.path):
+                    raise DiskFull(f"disk full: {self.path} ({e}); nothing was written") from e
+                raise
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -1202,6 +1240,51 @@ def row_event(r: tuple[Any, ...]) -> Event:
         seq = seq if type(seq) is int else -1
         raise LogCorrupt(str(run_id), seq, "row is malformed: payload is not a JSON object (see `tether log verify`)")
     return Event.from_row(run_id, seq, ts, kind, text, prev_hash, h)
+
+
+def _flock(fd: int, op: int, path: Path, timeout_s: float) -> None:
+    """Take the writer lock file's lock (``LOCK_EX`` to write, ``LOCK_SH`` to wait for a writer), polling: a
+    blocking flock could not time out. Held past ``timeout_s`` by another process: :class:`DatabaseLocked`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, op | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise DatabaseLocked(
+                    f"{path}: another tether process has held the writer lock for {timeout_s:g}s ({path}.lock)"
+                ) from None
+            time.sleep(0.002)
+
+
+def _open_lock(path: Path) -> int:
+    """The descriptor of the database's writer lock file, ``<db>.lock`` (made if missing)."""
+    lock_path = Path(str(path) + ".lock")
+    try:
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise _os_error(e, lock_path) from e
+
+
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for_writer(path: Path, timeout_s: float) -> None:
+    """Wait until no process holds the writer lock of the database at ``path`` (a read-only open that found
+    the file empty: its creator makes it under that lock). No lock file: no writer has started."""
+    try:
+        fd = os.open(str(path) + ".lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        _flock(fd, fcntl.LOCK_SH, path, timeout_s)
+    finally:
+        os.close(fd)  # closing the descriptor releases its lock
 
 
 def _is_disk_full(e: sqlite3.Error, path: Path) -> bool:
