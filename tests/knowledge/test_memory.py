@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -104,6 +107,36 @@ def test_two_writers_remember_without_losing_or_doubling(tmp_path: Path) -> None
         a.remember("r1", [Stated("Fact one is true.", 0, "task")], "t")
         b.remember("r2", [Stated("Fact one is true.", 0, "task"), Stated("Fact two holds.", 0, "task")], "t")
         assert sorted(f.text for f in a.facts()) == ["Fact one is true.", "Fact two holds."]
+
+
+def test_an_open_while_another_process_switches_a_new_memory_to_wal_waits_for_it(tmp_path: Path) -> None:
+    """Two runs open a new memory at once. The other process holds SQLite's write lock on the empty file, as a
+    WAL switch does: the switch's lock upgrade is not busy-waited by SQLite, so it used to fail at once
+    ("database is locked"); the open retries it until the other lets go."""
+    path = tmp_path / "memory.db"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None);"
+            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); sys.stdin.read(); c.execute('ROLLBACK')",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "held" and path.stat().st_size == 0
+        threading.Timer(0.5, holder.stdin.close).start()
+        with MemoryStore.open(path) as mem:
+            assert [f.text for f in mem.remember("r1", [Stated("Fact one is true.", 0, "task")], "t")] == [
+                "Fact one is true."
+            ]
+        assert holder.wait(timeout=60) == 0
+    finally:
+        holder.kill()
 
 
 def test_a_file_that_is_not_a_memory_database_is_a_clear_error(tmp_path: Path) -> None:

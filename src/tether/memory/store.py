@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -25,6 +26,7 @@ from tether.errors import FileError, InputError
 from .extract import Stated, fact_id, normal
 
 MEMORY_FILE = "memory.db"
+LOCK_TIMEOUT_S = 30.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS facts (
   id TEXT PRIMARY KEY, text TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -64,6 +66,21 @@ class Forgotten:
         return asdict(self)
 
 
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another process holds the write lock: switching a new file
+    upgrades a read transaction to a write one, which SQLite refuses at once ("database is locked", no busy
+    wait), so two runs opening a new memory at one moment failed one of them. Switched already: a no-op."""
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 def memory_path(database: Path) -> Path:
     """The memory that goes with the run database ``database``: the file beside it."""
     return database.parent / MEMORY_FILE
@@ -85,9 +102,9 @@ class MemoryStore:
             raise FileError(f"{path}: no memory here yet (a run remembers what its task states)", path=str(path))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+            conn = sqlite3.connect(path, isolation_level=None, timeout=LOCK_TIMEOUT_S)
             conn.execute("PRAGMA secure_delete=ON")
-            conn.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(conn)
             conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             raise FileError(f"{path}: not a tether memory database ({e})", path=str(path)) from e
