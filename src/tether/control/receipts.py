@@ -151,7 +151,8 @@ class LogView:
     file_epoch_at: dict[tuple[int, str], int] = field(default_factory=dict)
     epoch: int = 0
     window_start: int = -1  # seq of the latest recovery.switched (-1: whole run)
-    _proposals: dict[str, ActionProposed] = field(default_factory=dict, repr=False)
+    # call id -> (args, args hash) of its proposal: what a receipt joins, not the whole payload (one per call)
+    _proposals: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict, repr=False)
     # path -> seqs of the ok actions that changed it, in log order; ``_ordered`` while those seqs only grow.
     _writes: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _ordered: bool = field(default=True, repr=False)
@@ -175,7 +176,7 @@ class LogView:
         return handler(self, e, e.data) if handler is not None else None
 
     def _proposed(self, e: Event, p: ActionProposed) -> None:
-        self._proposals[p.call_id] = p
+        self._proposals[p.call_id] = (p.args, p.args_hash)
 
     def _switched(self, e: Event, p: RecoverySwitched) -> None:
         self.window_start = e.seq
@@ -250,11 +251,11 @@ def view(events: Sequence[Event]) -> LogView:
 
 
 def _action_record(
-    e: Event, p: ActionCompleted | ActionFailed, proposals: dict[str, ActionProposed], epoch: int
+    e: Event, p: ActionCompleted | ActionFailed, proposals: dict[str, tuple[dict[str, Any], str]], epoch: int
 ) -> ActionRecord:
     prop = proposals.get(p.call_id)
-    args = dict(prop.args) if prop is not None else {}
-    args_hash = (prop.args_hash if prop is not None else "") or content_hash(args)
+    args = dict(prop[0]) if prop is not None else {}
+    args_hash = (prop[1] if prop is not None else "") or content_hash(args)
     if isinstance(p, ActionFailed):
         failure = _failure(p.failure_class, False)
         return ActionRecord(e, p.call_id, p.tool, args, args_hash, False, failure, p.error, {}, (), epoch)
