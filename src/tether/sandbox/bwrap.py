@@ -59,7 +59,7 @@ from .base import to_argv
 from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
 from .environment import build_env
 from .limits import Limits
-from .mask import masks
+from .mask import Listings, masks
 from .output import OutputCap
 from .process import kill_group, run_captured, to_receipt
 from .reaper import Leftovers
@@ -202,6 +202,8 @@ class BwrapSandbox:
         self._granted: set[Path] = set()
         self._layouts: dict[Path, Layout] = {}
         self._fixed_env = self.fixed_env()  # never changed in place: the per-call twins share it
+        self._listings: dict[Path, Listings] = {}
+        """The deny walk's directory listings per workspace, for the next command's walk (see :mod:`.mask`)."""
         self.egress = egress
         self.egress_attempts: list[EgressAttempted] = []
         """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
@@ -235,7 +237,8 @@ class BwrapSandbox:
         args = list(layout.args)
         if proxy_dir is not None:
             args += [*layout.dirs_for(Path(SANDBOX_SOCKET_DIR)), "--ro-bind", str(proxy_dir), SANDBOX_SOCKET_DIR]
-        args += [*masks(workspace, self.deny).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
+        listings = self._listings.setdefault(workspace, Listings())
+        args += [*masks(workspace, self.deny, listings).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
         if self.setpriv is not None:
             uid, gid = str(self.user.uid), str(self.user.gid)
             args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]

@@ -15,12 +15,24 @@ Also covered:
 Not covered: files created *after* the command starts (the list is taken at sandbox start; a file the
 command itself creates is its own), and copies of a denied file's content under another name made
 outside the sandbox.
+
+The walk runs before every command. With a :class:`Listings` (the bubblewrap sandbox keeps one per workspace
+and glob list), a directory whose inode, ctime and mtime are those of the last walk is not listed again: its
+matches and subdirectories are taken from that walk. Any change of a directory's entries (a name created,
+removed, renamed in or out, a file replaced by a directory or a link) moves its ctime, which nothing
+unprivileged can set back (``touch`` restores an mtime, never a ctime); a directory replaced by another has
+another inode. The racy-git rule guards the clock's coarseness: a listing whose directory changed within
+:data:`RACY_WINDOW_NS` before it was read may have missed a change made in the same tick, so it is not kept.
+What is not a directory's entry is looked at on every walk: the targets of matching links, and the link
+count of every denied file (other names of it are then searched afresh).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,6 +40,8 @@ from pathlib import Path
 
 import pathspec
 from pathspec.pattern import RegexPattern
+
+from tether.snapshot import RACY_WINDOW_NS
 
 ALWAYS_COVERED = ("/.tether/",)
 
@@ -47,32 +61,57 @@ class Masks:
         return args
 
 
-def masks(workspace: Path, deny: Sequence[str]) -> Masks:
-    """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers."""
+@dataclass(frozen=True)
+class Listing:
+    """What one directory of the walk gave: its key when listed, and its entries by what the walk does with them
+    (paths relative to the workspace)."""
+
+    key: tuple[int, int, int, int]
+    """``(st_dev, st_ino, st_ctime_ns, st_mtime_ns)`` of the directory."""
+    files: tuple[str, ...]
+    dirs: tuple[str, ...]
+    links: tuple[str, ...]
+    walk: tuple[str, ...]
+    """Subdirectories to descend into (those not covered)."""
+
+
+@dataclass
+class Listings:
+    """The directory listings of a workspace's last walk, for the next (see the module docstring). Only for the
+    same workspace and the same deny globs: the caller keeps one per pair."""
+
+    root: str = ""
+    """The resolved workspace the listings are of: another one (its path now leads elsewhere) starts afresh."""
+    by_dir: dict[str, Listing] = field(default_factory=dict)
+    listed: int = 0
+    """Directories listed (not taken from the last walk) so far: for tests and benchmarks."""
+
+
+def masks(workspace: Path, deny: Sequence[str], listings: Listings | None = None) -> Masks:
+    """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers; with ``listings``, the
+    directories unchanged since the walk that filled it are not listed again."""
     matches = matcher((*deny, *ALWAYS_COVERED))
     root = Path(os.path.realpath(workspace))
+    if listings is not None and listings.root != str(root):
+        listings.root, listings.by_dir = str(root), {}
     files: dict[Path, None] = {}
     dirs: dict[Path, None] = {}
     links: list[Path] = []
+    seen: dict[str, Listing] = {}
     stack = [""]  # paths relative to the workspace, as strings: Path objects would dominate the walk's cost
     while stack:
         here = stack.pop()
-        try:
-            entries = list(os.scandir(f"{root}/{here}" if here else root))
-        except OSError:
+        got = _listing(f"{root}/{here}" if here else str(root), here, matches, listings)
+        if got is None:
             continue  # unreadable here means unreadable in the sandbox too
-        for entry in entries:
-            rel = f"{here}/{entry.name}" if here else entry.name
-            if entry.is_symlink():
-                if matches(rel):
-                    links.append(root / rel)
-            elif entry.is_dir(follow_symlinks=False):
-                if matches(rel + "/"):
-                    dirs[root / rel] = None
-                else:
-                    stack.append(rel)
-            elif matches(rel):
-                files[root / rel] = None
+        if got.key[0] >= 0:
+            seen[here] = got
+        files.update((root / rel, None) for rel in got.files)
+        dirs.update((root / rel, None) for rel in got.dirs)
+        links += (root / rel for rel in got.links)
+        stack += got.walk
+    if listings is not None:
+        listings.by_dir = seen  # what is no longer walked is dropped
     for link in links:  # cover what a matching link points at, if it is inside the workspace
         target = Path(os.path.realpath(link))
         if target.is_relative_to(root) and target != root and target.exists():
@@ -83,6 +122,45 @@ def masks(workspace: Path, deny: Sequence[str]) -> Masks:
         files=[f for f in files if not any(f.is_relative_to(d) for d in covered)],
         dirs=[d for d in dirs if not any(d != o and d.is_relative_to(o) for o in covered)],
     )
+
+
+def _listing(path: str, here: str, matches: Callable[[str], bool], listings: Listings | None) -> Listing | None:
+    """The directory ``path`` (``here`` relative to the workspace) sorted by what the walk does with each entry:
+    the last walk's listing if the directory has not changed since, else listed now. None: it cannot be listed.
+    A listing that may be stale by next time (see the racy rule) gets a key of -1s: never reused."""
+    key = (-1, -1, -1, -1)
+    if listings is not None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISDIR(st.st_mode) and max(st.st_ctime_ns, st.st_mtime_ns) < time.time_ns() - RACY_WINDOW_NS:
+            key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+            last = listings.by_dir.get(here)
+            if last is not None and last.key == key:
+                return last
+        listings.listed += 1
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return None
+    files: list[str] = []
+    dirs: list[str] = []
+    links: list[str] = []
+    walk: list[str] = []
+    for entry in entries:
+        rel = f"{here}/{entry.name}" if here else entry.name
+        if entry.is_symlink():
+            if matches(rel):
+                links.append(rel)
+        elif entry.is_dir(follow_symlinks=False):
+            if matches(rel + "/"):
+                dirs.append(rel)
+            else:
+                walk.append(rel)
+        elif matches(rel):
+            files.append(rel)
+    return Listing(key, tuple(files), tuple(dirs), tuple(links), tuple(walk))
 
 
 @lru_cache(maxsize=32)
