@@ -349,3 +349,17 @@ def test_events_hold_the_same_json_as_before(two_runs: tuple[Path, str, str]) ->
         rows = store.rows(a)
     assert all(len(r) == 7 and json.loads(r[4]) for r in rows)
     assert [r[5] for r in rows[1:]] == [r[6] for r in rows[:-1]] and rows[0][5] == GENESIS
+
+
+def test_a_row_after_a_deleted_one_reads_with_no_prev_hash_not_an_older_one(two_runs: tuple[Path, str, str]) -> None:
+    """A reader that checks the chain itself (control/fold.py) sees the gap: the hash two rows back is never
+    passed off as the previous one, whichever way the rows are read."""
+    db, a, _ = two_runs
+    edit(db, "DELETE FROM events WHERE run_id=? AND seq=3", (a,))
+    with EventStore.open(db, readonly=True) as store:
+        for events in (store.events(a), store.events(a, after=1), store.events(a, kinds={"model.requested"})):
+            after_gap = next(e for e in events if e.seq == 4)
+            assert after_gap.prev_hash == ""
+        every = store.events(a)
+        assert [e.seq for e in every] == [0, 1, 2, 4, 5, 6]
+        assert every[4].prev_hash == every[3].hash and every[1].prev_hash == every[0].hash
