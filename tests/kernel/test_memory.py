@@ -103,3 +103,73 @@ def test_a_long_run_reads_its_log_a_page_at_a_time_and_its_closing_does_not_grow
     assert long.largest_read <= PAGE  # no read during the run held more than a page of it
     # The closing read the whole log as a list before (~2.5 KiB per event: 3 MiB here); now a page at a time.
     assert long.closing_peak < short.closing_peak + 1024 * 1024, (short.closing_peak, long.closing_peak)
+
+
+def test_the_invariant_block_from_the_paged_log_is_the_one_from_the_list(tmp_path: Path) -> None:
+    """Compaction's invariant block reads only the kinds each part folds from the paged log: the same block
+    as from the whole list, for a log with a plan, beliefs, a contradiction (one re-observed, one open),
+    failed and repaired calls and a refused claim; staged events included."""
+    from tether.events.stream import PagedLog
+    from tether.kernel.compaction import invariants
+
+    def proposed(call: str, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return ("action.proposed", {"call_id": call, "tool": tool, "args": args, "args_hash": f"h-{args}", "turn": 1})
+
+    def belief(key: str, value: Any, cite: str) -> tuple[str, dict[str, Any]]:
+        return (
+            "belief.recorded",
+            {"key": key, "kind": "file_exists", "value": value, "generation": 1, "cites": [cite]},
+        )
+
+    plan = {"tasks": [{"id": "t1", "title": "fix it", "status": "ACTIVE"}]}
+    with EventStore.open(tmp_path / "t.db") as store:
+        run = store.create_run("t", [("run.started", {"task": "t", "budgets": {"turns": 10}})])
+        store.append_many(
+            run,
+            [
+                proposed("c1", "plan", plan),
+                ("action.completed", {"call_id": "c1", "tool": "plan", "ok": True}),
+                proposed("c2", "read_file", {"path": "a.py"}),
+                ("action.failed", {"call_id": "c2", "tool": "read_file", "error": "missing", "failure_class": "x"}),
+                proposed("c3", "bash", {"command": "make"}),
+                ("action.completed", {"call_id": "c3", "tool": "bash", "ok": False, "result": {"content": "no"}}),
+                belief("file:a.py", True, f"{run}#3"),
+                (
+                    "contradiction.detected",
+                    {
+                        "key": "file:a.py",
+                        "severity": "high",
+                        "previous": True,
+                        "observed": False,
+                        "explanation": "gone",
+                        "cites": [f"{run}#4"],
+                    },
+                ),
+                (
+                    "contradiction.detected",
+                    {
+                        "key": "file:b.py",
+                        "severity": "low",
+                        "previous": 1,
+                        "observed": 2,
+                        "explanation": "moved",
+                        "cites": [f"{run}#1"],
+                    },
+                ),
+                belief("file:b.py", 2, f"{run}#6"),
+                proposed("c4", "bash", {"command": "make"}),
+                ("action.completed", {"call_id": "c4", "tool": "bash", "ok": True}),
+            ],
+        )
+        whole = store.events(run)
+        staged = [
+            Event(
+                run, len(whole), "", "completion.refused", {"reasons": ["tests fail"], "refusals": 1, "max_refusals": 3}
+            )
+        ]
+        expected = invariants([*whole, *staged], "a.py changed")
+        for page in (1, 2, 5, 512):
+            view = PagedLog(store, run, lambda w=whole, s=staged: (len(w) - 1, s), page=page)
+            assert invariants(view, "a.py changed") == expected
+    assert "fix it" in expected and "gone" in expected and "moved" not in expected and "tests fail" in expected
+    assert "read_file" in expected and "make" not in expected.split("Unresolved failures")[1]

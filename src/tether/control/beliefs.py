@@ -33,7 +33,7 @@ outcomes (flaky tests), ``low`` otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,7 @@ class BeliefView:
         self.generation = generation
 
     @classmethod
-    def from_events(cls, events: Sequence[Event]) -> BeliefView:
+    def from_events(cls, events: Iterable[Event]) -> BeliefView:
         beliefs: dict[str, Belief] = {}
         generation = 0
         for e in events:

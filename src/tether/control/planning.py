@@ -18,7 +18,7 @@ match the finding's file (all of them when none match).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -194,7 +194,7 @@ class PlanFold:
             self.version += 1
 
 
-def fold_plan(events: Sequence[Event], envelope: Envelope | None = None) -> Plan:
+def fold_plan(events: Iterable[Event], envelope: Envelope | None = None) -> Plan:
     fold = PlanFold(envelope)
     for e in events:
         fold.add(e)

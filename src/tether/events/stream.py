@@ -9,7 +9,7 @@ reads the store on every pass (and on each index), holding at most one page: a c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
 from tether.errors import InputError
@@ -89,6 +89,11 @@ class PagedLog(Sequence[Event]):
         yield from reversed(staged)
         yield from stream_back(self.store, self.run_id, upto=upto, page=self.page)
 
+    def only(self, kinds: Collection[str]) -> Iterable[Event]:
+        """The log's events of ``kinds`` (each pass a query of those kinds, a page at a time, then the staged ones
+        of those kinds): a reader of a few kinds parses no event of another."""
+        return _Only(self, frozenset(kinds))
+
     @overload
     def __getitem__(self, i: int) -> Event: ...
 
@@ -112,6 +117,19 @@ class PagedLog(Sequence[Event]):
         if j > upto:
             return staged[j - upto - 1]
         return self.store.events(self.run_id, after=j - 1, upto=j)[0]
+
+
+class _Only:
+    """:meth:`PagedLog.only`: re-iterable, each pass current like the log's own."""
+
+    def __init__(self, log: PagedLog, kinds: frozenset[str]) -> None:
+        self.log, self.kinds = log, kinds
+
+    def __iter__(self) -> Iterator[Event]:
+        log = self.log
+        upto, staged = log.written()
+        yield from stream(log.store, log.run_id, upto=upto, kinds=self.kinds, page=log.page)
+        yield from (e for e in staged if e.kind in self.kinds)
 
 
 __all__ = ["PAGE", "PagedLog", "stream", "stream_back"]

@@ -20,7 +20,7 @@ context without summarising again.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,18 @@ from tether.control.beliefs import BeliefView
 from tether.control.fold import max_cite
 from tether.control.planning import fold_plan
 from tether.envelope.schema import ContextSettings
+from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed
 from tether.events.kinds_context import CompactionMethod
+from tether.events.kinds_control import (
+    BeliefRecorded,
+    CompletionAccepted,
+    CompletionRefused,
+    ContradictionDetected,
+    ReviewFindingRecorded,
+)
+from tether.events.kinds_knowledge import PlanCarried
 from tether.events.store import Event
+from tether.events.stream import PagedLog
 from tether.models.base import Message, Usage
 from tether.verify.changes import WorkspaceDiff
 
@@ -190,13 +200,28 @@ def _args(args: dict[str, Any]) -> str:
 # ---- the invariant block -------------------------------------------------------------------------
 
 
+#: The kinds each part of the invariant block reads (the rest of the log is not read for it).
+PLAN_FOLD_KINDS = frozenset(
+    k.KIND for k in (ActionProposed, ActionCompleted, ReviewFindingRecorded, PlanCarried)
+)  # what PlanFold takes in
+BELIEF_KINDS = frozenset({BeliefRecorded.KIND})
+CONTRADICTION_KINDS = frozenset({BeliefRecorded.KIND, ContradictionDetected.KIND})
+FAILURE_KINDS = frozenset(
+    k.KIND for k in (ActionProposed, ActionFailed, ActionCompleted, CompletionRefused, CompletionAccepted)
+)
+
+
 def invariants(events: Sequence[Event], diff: str) -> str:
-    """What the model must still know after any compaction, from the whole log as it stands."""
+    """What the model must still know after any compaction, from the whole log as it stands.
+
+    Each part reads only the kinds it folds: from a :class:`~tether.events.stream.PagedLog` (the runtime's
+    whole log) that is a query of those kinds a page at a time, so no event of another kind is parsed and the
+    log is never held whole."""
     parts = [
-        _section("Current tasks (the plan tool)", _tasks(events)),
-        _section("Current beliefs", _beliefs(events)),
-        _section("Open contradictions", _contradictions(events)),
-        _section("Unresolved failures", _failures(events)),
+        _section("Current tasks (the plan tool)", _tasks(_only(events, PLAN_FOLD_KINDS))),
+        _section("Current beliefs", _beliefs(_only(events, BELIEF_KINDS))),
+        _section("Open contradictions", _contradictions(_only(events, CONTRADICTION_KINDS))),
+        _section("Unresolved failures", _failures(_only(events, FAILURE_KINDS))),
         _section("The run's changes so far", [diff] if diff else []),
     ]
     return "\n\n".join(parts)
@@ -208,15 +233,22 @@ def _section(title: str, items: Sequence[str]) -> str:
     return f"{title}:\n" + ("\n".join(f"- {i}" for i in shown) + more if shown else "- none")
 
 
-def _tasks(events: Sequence[Event]) -> list[str]:
+def _only(events: Sequence[Event], kinds: frozenset[str]) -> Iterable[Event]:
+    """The events of ``kinds``, in log order."""
+    if isinstance(events, PagedLog):
+        return events.only(kinds)
+    return (e for e in events if e.kind in kinds)
+
+
+def _tasks(events: Iterable[Event]) -> list[str]:
     return [f"{t.id} [{t.status}] {t.title}" for t in fold_plan(events).ordered()]
 
 
-def _beliefs(events: Sequence[Event]) -> list[str]:
+def _beliefs(events: Iterable[Event]) -> list[str]:
     return [f"{b.key} = {_value(b.value)}" for b in BeliefView.from_events(events)]
 
 
-def _contradictions(events: Sequence[Event]) -> list[str]:
+def _contradictions(events: Iterable[Event]) -> list[str]:
     """Contradictions whose key was not re-observed since (a belief citing a newer receipt)."""
     newest: dict[str, int] = {}
     found: list[Event] = []
@@ -234,7 +266,7 @@ def _contradictions(events: Sequence[Event]) -> list[str]:
     return open_
 
 
-def _failures(events: Sequence[Event]) -> list[str]:
+def _failures(events: Iterable[Event]) -> list[str]:
     """Failed calls not followed by a success of the same tool with the same arguments, and a standing refusal."""
     proposed: dict[str, tuple[str, str, dict[str, Any]]] = {}
     failing: dict[tuple[str, str], str] = {}
