@@ -22,8 +22,10 @@ from tether import EventStore, Harness
 from tether.events import stream
 from tether.events.protocol import Store
 from tether.events.store import Event
+from tether.kernel.session import Options, attach
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from tether.models.function import FunctionModel
+from tether.state import RunState
 
 PAGE = 64
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +90,7 @@ class Measured:
         finally:
             tracemalloc.stop()
         assert self.calls == self.n + 1, contract
+        self.run_id = contract.run_id
         with EventStore.open(self.db) as store:
             self.events = len(store.events(contract.run_id))
         return self
@@ -103,6 +106,26 @@ def test_a_long_run_reads_its_log_a_page_at_a_time_and_its_closing_does_not_grow
     assert long.largest_read <= PAGE  # no read during the run held more than a page of it
     # The closing read the whole log as a list before (~2.5 KiB per event: 3 MiB here); now a page at a time.
     assert long.closing_peak < short.closing_peak + 1024 * 1024, (short.closing_peak, long.closing_peak)
+
+    # Resuming it rebuilds the run from its log a page at a time too, to the same state.
+    largest = 0
+    with EventStore.open(long.db) as store:
+        read = store.events
+
+        def events(*a: Any, **k: Any) -> list[Event]:
+            nonlocal largest
+            out = read(*a, **k)
+            largest = max(largest, len(out))
+            return out
+
+        store.events = events  # type: ignore[method-assign]
+        runtime = attach(store, long.run_id, Options(model=FunctionModel(long.script, name="bench"), sandbox="local"))
+        runtime.snapshots.close()
+        store.events = read  # type: ignore[method-assign]
+        whole = RunState.from_events(store.events(long.run_id))
+    assert largest <= PAGE
+    assert runtime.state.status == whole.status and runtime.head == (whole.last_seq, whole.head_hash)
+    assert runtime.state.actions == whole.actions and runtime.state.used == whole.used
 
 
 def test_the_invariant_block_from_the_paged_log_is_the_one_from_the_list(tmp_path: Path) -> None:

@@ -22,9 +22,11 @@ from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailab
 from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.kinds_context import ContextSection
 from tether.events.kinds_delegate import DelegateStarted
+from tether.events.kinds_knowledge import SkillsBound
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import new_run_id
+from tether.events.stream import stream
 from tether.models.base import Model
 from tether.models.catalog import run_catalog
 from tether.models.registry import load_model
@@ -248,8 +250,7 @@ def resume(store: Store, run_id: str, options: Options, request: Request | None 
 def _resume(store: Store, run_id: str, options: Options, request: Request) -> Runtime:
     info = store.run(run_id)
     store.verify_run(info.run_id)
-    events = store.events(info.run_id)
-    state = RunState.from_events(events)
+    state = RunState.from_events(stream(store, info.run_id))  # a page at a time: a long run is never read whole
     if state.status is RunStatus.NEW:
         raise ResumeRefused(f"run {info.run_id}: {FINAL[RunStatus.NEW]}")
     started = Envelope.model_validate(state.envelope)
@@ -269,19 +270,20 @@ def attach(store: Store, run_id: str, options: Options, continued: RunContinued 
     (``run.forked``), never the files as they are today, with every raise of its continuations (and of
     ``continued``, about to be appended) applied. Resume and fork continue from here.
     """
-    events = store.events(run_id)
-    state = RunState.from_events(events)
-    path, plan = events[0].payload["envelope_path"], events[0].payload.get("plan")  # run.started is seq 0
-    for e in events:
-        if e.kind == RunForked.KIND and e.payload.get("envelope") is not None:
+    state = RunState.from_events(stream(store, run_id))  # the log a page at a time, never whole
+    started = store.events(run_id, upto=0)[0].payload  # run.started is seq 0
+    path, plan = started["envelope_path"], started.get("plan")
+    for e in stream(store, run_id, kinds={RunForked.KIND}):
+        if e.payload.get("envelope") is not None:
             path, plan = e.payload["envelope_path"], e.payload.get("plan")
     raised = {**state.raised, **(continued.budgets if continued else {})}
     extra = state.extra_refusals + (continued.attempts if continued else 0)
     env = effective_envelope(Envelope.model_validate(state.envelope), raised, extra)
-    prices = recorded_prices(events[0].payload, env)
+    prices = recorded_prices(started, env)
     loaded = Loaded(env, Path(path).parent if path else Path.cwd(), Path(path) if path else None, prices=prices)
     workspace, model = Path(state.workspace), options.model or state.model
-    return _runtime(store, run_id, loaded, workspace, model, options, plan, bound_skills(events))
+    skills = bound_skills(list(stream(store, run_id, kinds={SkillsBound.KIND})))
+    return _runtime(store, run_id, loaded, workspace, model, options, plan, skills)
 
 
 def recorded_prices(started: Mapping[str, Any], env: Envelope) -> dict[str, Price]:
