@@ -113,7 +113,7 @@ def tether_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
     class Counted(Harness):
         def store(self) -> EventStore:
             store = super().store()
-            store._conn.set_trace_callback(lambda sql: _count_commit(sql, commits))
+            store._conn = CountingConnection(store._conn, commits)
             return store
 
     ws = make_workspace(root, git)
@@ -135,9 +135,23 @@ def tether_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
     }
 
 
-def _count_commit(sql: str, commits: list[int]) -> None:
-    if sql.lstrip()[:6].upper() == "COMMIT":
-        commits[0] += 1
+class CountingConnection:
+    """The store's connection, counting the COMMITs it is asked to execute (from any thread).
+
+    Not ``set_trace_callback``: that Python callback runs inside SQLite while it holds the connection's mutex,
+    so when the lease heartbeat thread's COMMIT called it while the main thread held the GIL and waited for
+    that mutex (binding a read's parameters), both waited for ever: seen once in about fifteen runs."""
+
+    def __init__(self, conn: Any, commits: list[int]) -> None:
+        self._conn, self._commits = conn, commits
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql.lstrip()[:6].upper() == "COMMIT":
+            self._commits[0] += 1
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
 
 
 def bare_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
