@@ -14,6 +14,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -252,6 +253,15 @@ def test_a_fork_shares_its_parents_prefix_and_verifies(store: Store) -> None:
     assert len(store.runs()) == 2  # nothing half-created
 
 
+class _CountingReads:
+    def __init__(self, store: Store) -> None:
+        self.store, self.reads = store, 0
+
+    def events(self, *args: Any, **kwargs: Any) -> list[Event]:
+        self.reads += 1
+        return self.store.events(*args, **kwargs)
+
+
 def test_a_log_read_in_pages_is_the_log(store: Store) -> None:
     """stream / PagedLog (what a long run's whole-history readers use): every page size, a fork's prefix, ranges,
     kinds, backwards, indexing and slicing give exactly what one whole read gives."""
@@ -281,6 +291,10 @@ def test_a_log_read_in_pages_is_the_log(store: Store) -> None:
                 assert view[sl] == full[sl], sl
             with pytest.raises(IndexError):
                 view[len(full)]
+            counting = _CountingReads(store)  # an index scan reads a page per page, not a query per event
+            view = PagedLog(cast(Store, counting), run, lambda w=whole: (len(w) - 1, []), page=page)
+            assert [view[i] for i in reversed(range(len(whole)))] == whole[::-1]
+            assert counting.reads == -(-len(whole) // page)
     with pytest.raises(InputError):
         list(stream(store, parent, page=0))
 

@@ -3,7 +3,8 @@
 A run's log is numbered without gaps from seq 0 (a fork's starting with its parent's prefix), so a page is
 a range of seqs and the log's length is its head's seq + 1. :func:`stream` yields the events of a range in
 pages of :data:`PAGE` seqs; :class:`PagedLog` is the whole log as a :class:`~collections.abc.Sequence` that
-reads the store on every pass (and on each index), holding at most one page: a consumer written for a list
+reads the store on every pass (an index reads the page it falls in, kept until an index falls outside it: the
+written log never changes), holding at most one page: a consumer written for a list
 (``for e in log``, ``reversed(log)``, ``log[-1]``, ``len(log)``) reads the same events without the list.
 """
 
@@ -74,6 +75,7 @@ class PagedLog(Sequence[Event]):
         self, store: Store, run_id: str, written: Callable[[], tuple[int, Sequence[Event]]], page: int | None = None
     ) -> None:
         self.store, self.run_id, self.written, self.page = store, run_id, written, page
+        self._held: tuple[int, list[Event]] = (0, [])  # the page the last index fell in: (its first seq, events)
 
     def __len__(self) -> int:
         upto, staged = self.written()
@@ -116,7 +118,13 @@ class PagedLog(Sequence[Event]):
             raise IndexError(f"log index {i} out of range (the log holds {n} events)")
         if j > upto:
             return staged[j - upto - 1]
-        return self.store.events(self.run_id, after=j - 1, upto=j)[0]
+        first, held = self._held
+        if not first <= j < first + len(held):  # one page held: a scan by index reads a page per page, not per event
+            size = PAGE if self.page is None else self.page
+            first = j - j % size
+            held = self.store.events(self.run_id, after=first - 1, upto=min(first + size - 1, upto))
+            self._held = (first, held)
+        return held[j - first]
 
 
 class _Only:
