@@ -24,7 +24,7 @@ import tether.hooks.session as hook_session
 from tether.control import fold as control_fold
 from tether.control.loop import control_state
 from tether.guard import checkpoint as ck
-from tether.guard.checkpoint import Log
+from tether.guard.log import Log
 from tether.guard.session import Guard
 
 

@@ -78,7 +78,7 @@ from tether.review.execution import review_gate_event
 from tether.state import EXTERNAL, Action, RunState
 
 if TYPE_CHECKING:
-    from .checkpoint import Log
+    from .log import Log
 from tether.status import ActionStatus, ControlState, RunStatus
 
 #: How often a write is retried on a fresh read when another writer moved the log's head first.
@@ -198,7 +198,7 @@ class Guard:
         begin: Callable[[Path], Sequence[Payload]] | None = None,
         asking: Asking = Asking.TETHER,
         strict: bool = True,
-        checkpoints: Path | None = None,
+        restore: Callable[[Guard, int], object] | None = None,
     ) -> Guard:
         """The session's run: created on first sight, else found, its log verified, and bound to ``envelope``.
 
@@ -208,9 +208,9 @@ class Guard:
         (the hooks name runs after the agent's session); ``begin(workspace)`` gives the events a new run starts
         with after ``session.opened`` (the hooks' test baseline); ``asking`` says who answers an ASK.
         ``strict=False`` takes the envelope as it parses (the hooks' built-in envelope and a project's quick
-        one), without the strict checks a run's envelope meets. ``checkpoints``: the folder of fold checkpoints
-        (guard/checkpoint.py): a valid one for this run spares the fold of the log up to its head, never the
-        verification of the whole log.
+        one), without the strict checks a run's envelope meets. ``restore(guard, audited)``: a fold checkpoint's
+        loader (guard/checkpoint.py; the hooks pass one), called once the whole log (``audited`` events) is
+        verified: a valid checkpoint spares the fold of the log up to its head, never the verification.
         """
         if not session:
             raise GuardError("a governed session needs a session id (the framework's thread or conversation id)")
@@ -255,11 +255,9 @@ class Guard:
             env = began
             ws = Path(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking)
-        if recorded is not None and checkpoints is not None:
-            from .checkpoint import load
-
+        if recorded is not None and restore is not None:
             guard.genesis = _genesis(store, run_id)
-            load(guard, checkpoints, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
+            restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
         guard.refresh()
         return guard
 

@@ -134,7 +134,7 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
             begin=lambda ws: [take_baseline(store, ws)],
             asking=asking,
             strict=False,
-            checkpoints=checkpoints_of(db),
+            restore=restorer(checkpoints_of(db)),
         ),
     )
 
@@ -142,6 +142,20 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
 def checkpoints_of(db: StoreSpec) -> Path | None:
     """Where a session's fold checkpoints live: beside a database file (``<db>.folds/``); none for a URL."""
     return None if is_url(db) else Path(str(db) + ".folds")
+
+
+def restorer(folder: Path | None) -> Callable[[Guard, int], object] | None:
+    """:meth:`Guard.open`'s ``restore``: load the session's fold checkpoint from ``folder`` (guard/checkpoint.py,
+    imported only when there is a log to restore)."""
+    if folder is None:
+        return None
+
+    def restore(guard: Guard, audited: int) -> bool:
+        from tether.guard.checkpoint import load
+
+        return load(guard, folder, audited)
+
+    return restore
 
 
 def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:

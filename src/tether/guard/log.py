@@ -1,0 +1,57 @@
+"""The log a guard holds when it was restored from a fold checkpoint (guard/checkpoint.py): its tail in memory,
+the rest read from the store only when something asks for it. Its own module so that the guard's session can
+name it without importing the checkpoint's reader and writer (which import the session)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from tether.events.store import Event
+
+
+class Log(Sequence[Event]):
+    """The guard's log when it was restored from a checkpoint: the events from the checkpoint's head on are in
+    memory; the ones before it are read from the store only if something asks for them (a stop's checks, the
+    closing), then kept. Its length is the whole log's."""
+
+    def __init__(self, store: Any, run_id: str, base: int, tail: list[Event]) -> None:
+        self._store, self._run_id, self._base, self._tail = store, run_id, base, tail
+
+    def __len__(self) -> int:
+        return self._base + len(self._tail)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step == 1 and start >= self._base:
+                return self._tail[start - self._base : max(start, stop) - self._base]
+            return self._whole()[i]
+        n = len(self)
+        j = i + n if i < 0 else i
+        if not 0 <= j < n:
+            raise IndexError("log index out of range")
+        if j >= self._base:
+            return self._tail[j - self._base]
+        return self._whole()[j]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._whole())
+
+    def append(self, e: Event) -> None:
+        self._tail.append(e)
+
+    def _whole(self) -> list[Event]:
+        if self._base:
+            from tether.errors import LogCorrupt
+
+            upto = self._tail[-1].seq
+            whole = [e for e in self._store.events(self._run_id) if e.seq <= upto]
+            if len(whole) != len(self) or [e.hash for e in whole[self._base :]] != [e.hash for e in self._tail]:
+                raise LogCorrupt(self._run_id, self._base, "the log changed under the session's fold checkpoint")
+            self._tail, self._base = whole, 0
+        return self._tail
