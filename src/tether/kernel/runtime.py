@@ -677,7 +677,7 @@ class Runtime:
         with self.whole_log() as log:
             self._verify(step, log)
 
-    def _verify(self, step: Verify, log: Sequence[Event]) -> None:
+    def _verify(self, step: Verify, log: PagedLog) -> None:
         action = self.state.actions[step.call_id]
         summary = str(action.result.get("data", {}).get("claim", ""))
         self.append(claim_event(step.call_id, summary))
@@ -691,7 +691,7 @@ class Runtime:
             diff = run_diff(baseline, final, self.store, str(self.workspace))
         except SnapshotError as e:
             baseline, diff = None, WorkspaceDiff(False, str(e))
-        check = snapshot_check(diff, windows(log), late)
+        check = snapshot_check(diff, windows(log.only({ActionCompleted.KIND})), late)
         changed = sorted({*self.state.changed_files, *diff.paths})
         self.flush()  # the claim and its checkpoint are in the log before the sensors run
         cascade = run_cascade(
