@@ -84,11 +84,7 @@ class Postgres:
 
         from tether.events.pgstore import init
 
-        with psycopg.connect(self.conninfo(), autocommit=True) as conn:
-            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname=%s", (OWNER,)).fetchone() is None:
-                conn.execute(f"CREATE ROLE {OWNER} LOGIN")
-                conn.execute(f"CREATE ROLE {APP} LOGIN")
-                conn.execute(f"CREATE DATABASE {STORES} OWNER {OWNER}")
+        self.stores_database()
         schema = f"s_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.conninfo(STORES), autocommit=True) as conn:
             conn.execute(
@@ -96,6 +92,16 @@ class Postgres:
             )
         init(self.url(STORES, OWNER, schema), app_role=APP)
         return self.url(STORES, APP, schema)
+
+    def stores_database(self) -> None:
+        """The owner and application roles and the database of the stores' schemas, made on first use."""
+        import psycopg
+
+        with psycopg.connect(self.conninfo(), autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname=%s", (OWNER,)).fetchone() is None:
+                conn.execute(f"CREATE ROLE {OWNER} LOGIN")
+                conn.execute(f"CREATE ROLE {APP} LOGIN")
+                conn.execute(f"CREATE DATABASE {STORES} OWNER {OWNER}")
 
     def create_database(self, name: str, owner: str = SUPERUSER) -> str:
         """A new, empty database (a test's own): its conninfo."""

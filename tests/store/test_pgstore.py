@@ -170,6 +170,7 @@ def test_a_writer_killed_inside_its_transaction_leaves_nothing_and_blocks_no_one
 
 
 def test_what_is_not_a_tether_store_is_refused(postgres: Postgres, tmp_path: Path) -> None:
+    postgres.stores_database()  # the roles and database exist whether or not a store was made before (xdist order)
     empty = postgres.url(STORES, OWNER, "public")
     with pytest.raises(NotATetherDatabase, match="no tether schema"):
         open_store(empty, readonly=True)
