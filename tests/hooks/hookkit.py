@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,26 @@ def payload(name: str, cwd: Path, **fields: Any) -> dict[str, Any]:
     return {**data, "cwd": str(cwd), **fields}
 
 
-def wait_for(path: Path, timeout: float = 30.0) -> None:
-    """Until ``path`` exists (a daemon's socket or endpoint file), failing after ``timeout`` seconds."""
+def wait_for(path: Path, timeout: float = 60.0) -> None:
+    """Until ``path`` exists (a daemon's endpoint file) and, for a socket, accepts a connection; failing after
+    ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear"
+    while not _ready(path):
+        assert time.monotonic() < deadline, f"{path} did not appear or did not accept"
         time.sleep(0.02)
+
+
+def _ready(path: Path) -> bool:
+    if not path.exists():
+        return False
+    if not path.is_socket():
+        return True
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 class Hook:

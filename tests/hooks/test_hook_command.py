@@ -111,6 +111,35 @@ def test_the_socket_is_private_and_a_stranger_directory_is_not_used(
     assert ask({"agent": "claude-code"}, b"{}", start=False) is None, "a world-writable directory is refused"
 
 
+def test_the_socket_appears_only_once_the_daemon_listens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that finds the socket file connects at once: bound but not yet listening, its connect was refused
+    and the call was decided cold (seen under load as a test's first call missing the daemon)."""
+    import socket
+    import threading
+
+    from tether.hooks.daemon import serve
+
+    sock = tmp_path / "s" / "d.sock"
+    sock.parent.mkdir(mode=0o700)
+    seen: list[bool] = []
+    listen = socket.socket.listen
+
+    def spy(self: socket.socket, *args: int) -> None:
+        if self.family == socket.AF_UNIX:
+            seen.append(os.path.lexists(sock))
+        listen(self, *args)
+
+    monkeypatch.setattr(socket.socket, "listen", spy)
+    daemon = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60.0})
+    daemon.start()
+    wait_for(sock)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stop_daemon(str(sock))
+    daemon.join(timeout=30)
+    assert seen == [False], "the socket file existed before the daemon listened"
+    assert sorted(p.name for p in sock.parent.iterdir()) == ["d.sock.lock"], "nothing left behind"
+
+
 def test_two_daemons_started_at_once_leave_one_serving_and_a_stale_socket_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

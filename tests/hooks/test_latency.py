@@ -12,13 +12,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import Hook, payload
+from hookkit import Hook, payload, wait_for
 
 from tether.events.store import EventStore
 from tether.hooks.client import ask
@@ -69,10 +68,7 @@ def test_the_fold_a_resident_process_keeps_equals_a_fresh_fold_of_the_log(tmp_pa
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     sock = tmp_path_factory.mktemp("d") / "hookd.sock"
     proc = subprocess.Popen([sys.executable, "-m", "tether.hooks.daemon", "--socket", str(sock)])
-    deadline = time.monotonic() + 60
-    while not sock.exists():
-        assert time.monotonic() < deadline and proc.poll() is None, "the daemon did not start"
-        time.sleep(0.05)
+    wait_for(sock)  # until it accepts: the test's first call must reach it, not decide cold
     yield sock
     assert stop_daemon(str(sock))
     assert proc.wait(timeout=30) == 0

@@ -114,14 +114,20 @@ def _serve_locked(path: str, idle_s: float) -> int:
     for stale in (path, endpoint_path(path)):  # left by a daemon that no longer holds the lock
         if os.path.lexists(stale):
             os.unlink(stale)
+    # Bound and listening under a private name, then renamed into place: a socket file at ``path`` always
+    # accepts (bound but not yet listening, a client's connect was refused, and it decided cold or spawned).
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    pending = os.path.join(os.path.dirname(path), f".{os.getpid()}.s")  # no longer than hookd.sock: sun_path
+    if os.path.lexists(pending):
+        os.unlink(pending)
     old = os.umask(0o177)
     try:
-        unix.bind(path)
+        unix.bind(pending)
     finally:
         os.umask(old)
-    os.chmod(path, 0o600)
+    os.chmod(pending, 0o600)
     unix.listen(64)
+    os.rename(pending, path)
     listeners: dict[socket.socket, Endpoint | None] = {unix: None}
     tcp = _listen_tcp(path)
     if tcp is not None:
