@@ -129,6 +129,21 @@ class Action:
     taints: list[dict[str, Any]] = field(default_factory=list)  # why the decider asked: untrusted values in its args
 
 
+#: The one tool whose result's ``data`` a reader of the run state reads: the finish call's claim (the runtime's
+#: verification, the outcome). Every other ``data`` (a command's cwd, exit code, stdout and stderr, sizes...)
+#: is read from the log's ``action.completed`` by those who show it, never from the fold.
+KEEPS_DATA = frozenset({"finish"})
+
+
+def kept_result(tool: str, result: dict[str, Any]) -> dict[str, Any]:
+    """What the fold keeps of a completed call's result (issue 18: held per step for the whole run): all of it
+    but ``data``, which only the finish call's readers read. ``content``, ``blob``, ``failure_class``,
+    ``effects`` and the rest stay, so every reader of ``Action.result`` gets the answer it got before."""
+    if tool in KEEPS_DATA or "data" not in result:
+        return result
+    return {k: v for k, v in result.items() if k != "data"}
+
+
 @dataclass
 class Usage:
     turns: int = 0
@@ -439,7 +454,7 @@ class RunState:
 
     def _action_completed(self, e: Event, p: ActionCompleted) -> None:
         a = self.actions[p.call_id]
-        a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, p.result
+        a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, kept_result(a.tool, p.result)
         a.failure_class = p.result.get("failure_class")
         self._settle(a)
         self.evidence.append(e.id)
