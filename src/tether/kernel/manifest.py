@@ -123,7 +123,11 @@ class Manifests:
 
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
-        self._seen: dict[int, tuple[Message, Sources, MessageRecord]] = {}  # id(message) -> (it, its seqs, record)
+        # The settled messages and their sources, beside their records (two list slots a message, issue 18); a
+        # restart turns them into ``_seen``, id(message) -> (it, its seqs, record), for the rebuild only.
+        self._msgs: list[Message] = []
+        self._froms: list[Sources] = []
+        self._seen: dict[int, tuple[Message, Sources, MessageRecord]] = {}
         self._tools: tuple[tuple[str, ...], int] | None = None
         self._of: tuple[Transcript, int] | None = None  # the transcript and its rewrites the lineage follows
         self._lineage = object()
@@ -142,7 +146,10 @@ class Manifests:
         for i in range(len(self._settled), len(done)):
             record = self._record(done[i], froms[i])
             self._settled.append(record)
+            self._msgs.append(done[i])
+            self._froms.append(froms[i])
             self._settled_tokens += record.tokens
+        self._seen = {}
         tail = [(m, self._new(m, seqs)) for m, seqs in transcript.open_turn()]  # fresh objects every call
         settled = len(self._settled)
         return Counted(
@@ -156,9 +163,11 @@ class Manifests:
         )
 
     def _restart(self, transcript: Transcript) -> None:
-        """A new lineage; the cache keeps only the records of messages still in ``done``."""
+        """A new lineage, rebuilt reusing the records of the last lineage's messages still in ``done``."""
         live = {id(m) for m in transcript.done}
-        self._seen = {k: v for k, v in self._seen.items() if k in live}
+        last = zip(self._msgs, self._froms, self._settled, strict=True)
+        self._seen = {id(m): (m, f, r) for m, f, r in last if id(m) in live}
+        self._msgs, self._froms = [], []
         self._of = (transcript, transcript.rewrites)
         self._lineage = object()
         self._settled = []
@@ -168,9 +177,7 @@ class Manifests:
         seen = self._seen.get(id(m))
         if seen is not None and seen[0] is m and seen[1] == seqs:
             return seen[2]
-        record = self._new(m, seqs)
-        self._seen[id(m)] = (m, seqs, record)
-        return record
+        return self._new(m, seqs)
 
     def _new(self, m: Message, seqs: Sources) -> MessageRecord:
         return MessageRecord(role=m.role, tokens=self.counter.message(m), hash=message_hash(m), seqs=list(seqs))
