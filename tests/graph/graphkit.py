@@ -49,12 +49,15 @@ def node_envelope(
 
 def write_graph(root: Path, nodes: dict[str, dict[str, Any]], *, lease_s: float = 30.0, name: str = "g") -> Path:
     """GRAPH.yaml under ``root`` with a shared workspace ``root/ws`` (out/ made), the graph's own envelope, and
-    one envelope per node. ``nodes``: id -> {turns, needs?, compensate? (commands), tweak?}."""
+    one envelope per node. ``nodes``: id -> {turns, needs?, compensate? (commands), tweak?, workspace? (a
+    directory under ``root`` instead of ws)}."""
     (root / "ws" / "out").mkdir(parents=True, exist_ok=True)
     node_envelope(root / "top", bash("true"))
     listed = []
     for node_id, spec in nodes.items():
-        node_envelope(root / node_id, spec["turns"], tweak=spec.get("tweak"))
+        workspace = spec.get("workspace", "ws")
+        (root / workspace / "out").mkdir(parents=True, exist_ok=True)
+        node_envelope(root / node_id, spec["turns"], workspace=f"../{workspace}", tweak=spec.get("tweak"))
         entry: dict[str, Any] = {"id": node_id, "envelope": f"{node_id}/envelope.yaml", "task": f"node {node_id}"}
         if spec.get("needs"):
             entry["needs"] = spec["needs"]

@@ -367,6 +367,66 @@ def test_workers_racing_for_one_node_on_the_same_head_one_wins(tmp_path: Path) -
     assert lease is not None and lease.worker == f"w{won[0]}" and g.jobs(time.time()) == []
 
 
+#: A worker process that, right after its node's effect, waits until both nodes b and c are leased (up to two
+#: minutes) before it goes on to finish the node: both workers finish only if the two nodes ran at once.
+WAITS_FOR_THE_OTHER = """
+import sys, time
+from pathlib import Path
+from tether.events.store import EventStore
+from tether.graph.worker import Worker
+
+db, graph_run = Path(sys.argv[1]), sys.argv[2]
+waited = []
+
+def nodes(kind):
+    with EventStore.open(db, readonly=True) as store:
+        return {e.payload["node"] for e in store.events(graph_run, kinds={kind})}
+
+def hook(event):
+    if waited or event.kind != "action.completed" or event.payload.get("tool") != "bash":
+        return
+    if "a" not in nodes("node.completed"):
+        return  # a's effect: b and c need a
+    waited.append(event)
+    deadline = time.monotonic() + 120
+    while not {"b", "c"} <= nodes("node.leased") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+Worker(db, graph_run, on_event=hook).work()
+"""
+
+
+@pytest.mark.slow
+def test_two_worker_processes_run_two_nodes_on_separate_workspaces_at_the_same_time(tmp_path: Path) -> None:
+    """Nodes on one workspace run one at a time; nodes on separate ones still run in parallel, each in its own
+    worker process: b's and c's runs are both open (each leased, neither completed) at once, and each node's
+    run verifies with only its own effect."""
+    nodes = {
+        "a": {"turns": bash("echo a >> out/a.txt")},
+        "b": {"turns": bash("echo b >> out/b.txt"), "needs": ["a"], "workspace": "wb"},
+        "c": {"turns": bash("echo c >> out/c.txt"), "needs": ["a"], "workspace": "wc"},
+    }
+    db, graph_run = start(tmp_path, nodes, lease_s=60.0)
+    cmd = [sys.executable, "-c", WAITS_FOR_THE_OTHER, str(db), graph_run]
+    workers = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for w in workers:
+        _, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err
+    events = graph_events(db, graph_run)
+    leased = {e.payload["node"]: e for e in events if e.kind == "node.leased"}
+    done = {e.payload["node"]: e.seq for e in events if e.kind == "node.completed"}
+    assert sorted(leased) == ["a", "b", "c"] and sorted(done) == ["a", "b", "c"], [e.kind for e in events]
+    assert max(leased["b"].seq, leased["c"].seq) < min(done["b"], done["c"]), "b and c ran one after the other"
+    assert leased["b"].payload["worker"] != leased["c"].payload["worker"], "one worker ran both"
+    with EventStore.open(db) as store:
+        g = GraphState.read(store, graph_run)
+        assert g.finished is not None and g.finished.status == "COMPLETE", g.finished
+        for name, workspace in (("a", "ws"), ("b", "wb"), ("c", "wc")):
+            assert (tmp_path / workspace / "out" / f"{name}.txt").read_text().splitlines() == [name]
+            run_id = g.nodes[name].run_id
+            assert run_id is not None and store.verify(run_id) > 0 and g.nodes[name].status is RunStatus.COMPLETE
+
+
 class CountingWorker(Worker):
     """A worker that counts the times it looked for a node and found none it may take."""
 
