@@ -121,7 +121,7 @@ class Action:
     status: ActionStatus = ActionStatus.PROPOSED
     attempts: int = 0
     ok: bool | None = None
-    result: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)  # the latest completion's, as kept_result keeps it
     error: str = ""
     failure_class: str | None = None
     approval_id: str | None = None
