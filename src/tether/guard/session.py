@@ -76,10 +76,10 @@ from tether.policy.gate import Gate
 from tether.policy.provenance import Provenance
 from tether.review.execution import review_gate_event
 from tether.state import EXTERNAL, Action, RunState
+from tether.status import ActionStatus, ControlState, RunStatus
 
 if TYPE_CHECKING:
     from .log import Log
-from tether.status import ActionStatus, ControlState, RunStatus
 
 #: How often a write is retried on a fresh read when another writer moved the log's head first.
 WRITE_ATTEMPTS = 20
