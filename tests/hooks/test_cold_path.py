@@ -18,8 +18,10 @@ from typing import Any
 from hookkit import payload
 
 #: Not imported to decide a PreToolUse: the CLI and its libraries, the YAML loader, signing, the kernel's
-#: runtime and strict loader, sensors and the test surface (a stop's), sandboxes, model adapters, the event
-#: kinds of graphs/schedules/workers/egress/MCP, the daemon's and installer's modules, observability.
+#: runtime and strict loader, sensors and the test surface (a stop's), sandboxes, the model adapters and
+#: tables, the event kinds of graphs/schedules/workers/egress/MCP, the daemon's and installer's modules,
+#: observability, the fold checkpoint's reader and writer while a session has none (and pickle with them),
+#: pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``.
 NOT_ON_THE_COLD_PATH = (
     "typer",
     "rich",
@@ -45,8 +47,11 @@ NOT_ON_THE_COLD_PATH = (
     "tether.events.kinds_egress",
     "tether.events.kinds_mcp",
     "tether.events.kinds_distributed",
-    "tether.models.anthropic",
-    "tether.models.openai",
+    "tether.models",
+    "tether.guard.checkpoint",
+    "importlib.metadata",
+    "socket",
+    "pickle",
 )
 
 PROBE = """
@@ -80,3 +85,56 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     loaded = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_COLD_PATH))
     assert loaded == [], f"imported on the cold path: {loaded}"
     assert "tether.guard.session" in modules and "pydantic" in modules  # the probe did decide in-process
+
+
+def test_pydantic_takes_only_get_plugins_from_its_plugin_loader() -> None:
+    """hooks/entry.py stands in for ``pydantic.plugin._loader`` with a module that has only ``get_plugins``
+    (plugins disabled): that holds while pydantic takes nothing else from it. A pydantic that does fails here,
+    by name, rather than in every hook call."""
+    import ast
+
+    import pydantic
+
+    from tether.hooks.entry import PLUGIN_LOADER
+
+    root = Path(pydantic.__file__).parent
+    taken: set[str] = set()
+    for source in root.rglob("*.py"):
+        package = ".".join(("pydantic", *source.parent.relative_to(root).parts))
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                module = ".".join(p for p in (base, node.module or "") if p)
+                if module == PLUGIN_LOADER:
+                    taken |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.Import) and any(a.name == PLUGIN_LOADER for a in node.names):
+                taken.add("(the module itself)")
+    assert taken == {"get_plugins"}, f"pydantic takes {taken} from its plugin loader; the stand-in has get_plugins"
+
+
+def test_the_stand_in_loader_finds_no_plugins_only_when_they_are_disabled(tmp_path: Path) -> None:
+    """The stand-in is installed only under ``PYDANTIC_DISABLE_PLUGINS=__all__`` (set by the hook unless the
+    user set it otherwise) and before pydantic loads its own; a model still validates with it."""
+    probe = """
+import os, sys
+from tether.hooks.entry import PLUGIN_LOADER, no_pydantic_plugins
+no_pydantic_plugins()
+from pydantic import BaseModel
+class M(BaseModel):
+    x: int
+assert M.model_validate({"x": "1"}).x == 1
+loader = sys.modules[PLUGIN_LOADER]
+print(list(loader.get_plugins()), "importlib.metadata" in sys.modules, (loader.__doc__ or "").startswith("pydantic's"))
+"""
+
+    def run(**env: str) -> str:
+        base = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+        out = subprocess.run(
+            [sys.executable, "-c", probe], env={**base, **env}, capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run() == "[] False True"
+    assert run(PYDANTIC_DISABLE_PLUGINS="__all__") == "[] False True"
+    assert run(PYDANTIC_DISABLE_PLUGINS="some_plugin") == "[] True False"  # pydantic's own loader, not ours

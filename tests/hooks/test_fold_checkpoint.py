@@ -24,6 +24,7 @@ import tether.hooks.session as hook_session
 from tether.control import fold as control_fold
 from tether.control.loop import control_state
 from tether.guard import checkpoint as ck
+from tether.guard import log as guard_log
 from tether.guard.log import Log
 from tether.guard.session import Guard
 
@@ -52,7 +53,7 @@ def calls(hook: Hook, n: int, start: int = 0) -> list[str]:
 
 @pytest.fixture
 def hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Hook:
-    monkeypatch.setattr(ck, "EVERY", 8)
+    monkeypatch.setattr(guard_log, "EVERY", 8)
     cold()
     yield Hook(tmp_path)
     cold()
@@ -236,8 +237,8 @@ def test_a_crash_while_writing_leaves_no_checkpoint_or_the_old_one(hook: Hook, m
 RACER = """
 import sys
 sys.path.insert(0, {tests!r})
-import tether.guard.checkpoint as ck
-ck.EVERY = 1
+import tether.guard.log as guard_log
+guard_log.EVERY = 1
 from hookkit import Hook
 from pathlib import Path
 import tether.hooks.session as hs

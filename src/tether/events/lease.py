@@ -15,7 +15,6 @@ This module decides; the store reads and writes the row in one SQL transaction.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +39,8 @@ class Lease:
 
 
 def this_host() -> str:
+    import socket  # here: a hook deciding one call in a fresh process takes no lease (~2 ms of imports)
+
     return socket.gethostname()
 
 

@@ -55,8 +55,6 @@ if TYPE_CHECKING:
 #: The checkpoint format; a file of another version is ignored.
 VERSION = 1
 MAGIC = b"tether-fold-checkpoint\n"
-#: A checkpoint is written once this many events have been folded since the last one (or since opening).
-EVERY = 256
 #: Larger files are not read (a session's fold is far smaller).
 MAX_BYTES = 256 * 1024 * 1024
 

@@ -9,6 +9,10 @@ from typing import Any, overload
 
 from tether.events.store import Event
 
+#: A fold checkpoint is written once this many events have been folded since the last one (or since opening).
+#: Here, not in guard/checkpoint.py: a hook call that writes none decides so without importing the writer.
+EVERY = 256
+
 
 class Log(Sequence[Event]):
     """The guard's log when it was restored from a checkpoint: the events from the checkpoint's head on are in

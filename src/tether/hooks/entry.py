@@ -67,6 +67,33 @@ def full_path() -> None:
         site.main()
 
 
+#: pydantic's plugin loader, which this process replaces by one that finds none (:func:`no_pydantic_plugins`).
+PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def no_pydantic_plugins() -> None:
+    """No pydantic plugins in a hook process that decides: tether has none, and looking for them costs.
+
+    ``PYDANTIC_DISABLE_PLUGINS=__all__`` spares the scan of every installed distribution's entry points (~8 ms a
+    call); sandboxed commands do not inherit it (their environment is allowlisted). With it set, pydantic's
+    loader's one function, ``get_plugins``, returns ``()`` at once, yet importing the loader still imports
+    ``importlib.metadata`` (with zipfile, email, csv, socket: ~14 ms of CPU). So, when plugins are disabled this
+    way and pydantic has not loaded its loader yet, the loader is a module whose ``get_plugins`` returns ``()``:
+    what the real one returns under that setting. pydantic imports it in one place, ``from ._loader import
+    get_plugins`` (``tests/hooks/test_cold_path.py`` checks that the installed pydantic still does).
+    """
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if os.environ["PYDANTIC_DISABLE_PLUGINS"] != "__all__" or PLUGIN_LOADER in sys.modules:
+        return
+    loader = type(sys)(PLUGIN_LOADER, "pydantic's plugin loader, plugins disabled: tether.hooks.entry")
+    loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    sys.modules[PLUGIN_LOADER] = loader
+
+
+def _no_plugins() -> tuple[()]:
+    return ()
+
+
 def main(argv: list[str]) -> int:
     """Run one hook call; the return value is the exit code."""
     try:
@@ -91,9 +118,7 @@ def main(argv: list[str]) -> int:
         except HookInputError as e:
             return write(refuse(str(e)))
         full_path()
-        # No pydantic plugins in a hook process: looking for them scans every installed distribution's entry
-        # points (~8 ms a call) and tether has none. Sandboxed commands do not inherit it (their env is allowlisted).
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        no_pydantic_plugins()
         from .answer import answer
 
         reply = answer(request, data)

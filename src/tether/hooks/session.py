@@ -45,6 +45,7 @@ from tether.events.kinds_hooks import HookBypassed, HookReceived, HookStop
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
+from tether.guard import log as guard_log
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
@@ -151,6 +152,8 @@ def restorer(folder: Path | None) -> Callable[[Guard, int], object] | None:
         return None
 
     def restore(guard: Guard, audited: int) -> bool:
+        if not folder.is_dir():  # none written yet (a session under 256 events): as load() finds, without pickle
+            return False
         from tether.guard.checkpoint import load
 
         return load(guard, folder, audited)
@@ -160,13 +163,13 @@ def restorer(folder: Path | None) -> Callable[[Guard, int], object] | None:
 
 def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
     """Leave the session's folded state for the next process that opens it cold, once enough was folded since
-    the last one (``checkpoint.EVERY`` events): guard/checkpoint.py."""
-    from tether.guard.checkpoint import EVERY, save
-
+    the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
     project = (settings.project or Path(str(data["cwd"]))).resolve()
     folder = checkpoints_of(settings.db or project / DB_NAME)
-    if folder is None or len(guard.events) - guard.checkpointed < EVERY:
+    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY:
         return
+    from tether.guard.checkpoint import save
+
     turn_of(guard)
     if save(guard, folder) is not None:
         guard.checkpointed = len(guard.events)

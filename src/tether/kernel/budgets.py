@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tether.envelope.schema import Price
-from tether.models.window import MIN_OUTPUT_TOKENS
 from tether.state import RunState
 
 
@@ -68,6 +67,8 @@ def cap_call(max_tokens: int, prompt_tokens: int, price: Price | None, state: Ru
     (its cost is recorded as 0; ``tether.models.pricing.price_known`` says so). Below
     :data:`~tether.models.window.MIN_OUTPUT_TOKENS` (or the model's own smaller limit) no useful reply fits.
     """
+    from tether.models.window import MIN_OUTPUT_TOKENS  # here: a hook's decision path needs no model adapter
+
     rooms: dict[str, int] = {}
     used, left = state.usage(), state.budget_left()
     if left["tokens"] is not None:
