@@ -9,9 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from tether.hooks.answer import answer
-from tether.hooks.wire import Reply
+from tether.hooks.wire import HookInputError, Reply, parse, refuse
 
 PAYLOADS = Path(__file__).parent / "payloads"
+
+#: Daemon replies that are cut short or malformed: every client refuses them (exit 2), never lets the call through.
+MALFORMED_REPLIES = [
+    b"0 200 0\n" + b"{" * 20,
+    b"0 2 5\n{}",
+    b"1 0 0\n",
+    b"0 2 0\n{}extra",
+    b"garbage\n",
+    b"0 2 0",
+    b"0 -1 0\n",
+    b"0 09 0\n{}{}{}{}{}",
+    b"0 2 0 0\n{}",
+]
 
 
 def payload(name: str, cwd: Path, **fields: Any) -> dict[str, Any]:
@@ -40,6 +53,15 @@ def _ready(path: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def in_process(agent: str, project: Path, raw: bytes) -> Reply:
+    """The reply ``tether hook AGENT --no-daemon`` gives (tether.hooks.entry.main without the daemon)."""
+    try:
+        data = parse(raw)
+    except HookInputError as e:
+        return refuse(str(e))
+    return answer({"agent": agent, "project": str(project)}, data)
 
 
 class Hook:

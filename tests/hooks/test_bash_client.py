@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import payload, wait_for
+from hookkit import MALFORMED_REPLIES, in_process, payload, wait_for
 
 from tether.events.store import EventStore
 from tether.hooks import daemon as daemon_module
-from tether.hooks.answer import answer
 from tether.hooks.client import HOOK_SCRIPT, endpoint_path
 from tether.hooks.daemon import proc_net_tcp_uid, stop_daemon, tcp_peer_uid
 from tether.hooks.session import run_id_for
-from tether.hooks.wire import MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
+from tether.hooks.wire import MAX_INPUT_BYTES
 
 LAUNCHER = ["-I", "-S", str(Path(HOOK_SCRIPT).parent / "launch.py")]
 
@@ -117,15 +116,6 @@ CALLS: list[tuple[str, dict[str, Any] | bytes]] = [
     ("", b""),
     ("codex.PreToolUse", {"tool_input": {"command": "rm -rf /"}, "tool_use_id": "x1"}),
 ]
-
-
-def in_process(agent: str, project: Path, raw: bytes) -> Reply:
-    """The reply ``tether hook AGENT --no-daemon`` gives (tether.hooks.entry.main without the daemon)."""
-    try:
-        data = parse(raw)
-    except HookInputError as e:
-        return refuse(str(e))
-    return answer({"agent": agent, "project": str(project)}, data)
 
 
 def test_answers_are_exactly_the_in_process_ones_and_no_python_runs(client: Client, tmp_path: Path) -> None:
@@ -333,21 +323,7 @@ class FakeDaemon:
         return self.header()
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        b"",
-        b"0 200 0\n" + b"{" * 20,
-        b"0 2 5\n{}",
-        b"1 0 0\n",
-        b"0 2 0\n{}extra",
-        b"garbage\n",
-        b"0 2 0",
-        b"0 -1 0\n",
-        b"0 09 0\n{}{}{}{}{}",
-        b"0 2 0 0\n{}",
-    ],
-)
+@pytest.mark.parametrize("reply", [b"", *MALFORMED_REPLIES])  # for bash, no reply at all is malformed too
 def test_a_reply_cut_short_or_malformed_is_refused_never_let_through(tmp_path: Path, reply: bytes) -> None:
     sock = tmp_path / "d" / "hookd.sock"
     fake = FakeDaemon(sock, reply)

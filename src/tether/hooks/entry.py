@@ -94,8 +94,9 @@ def _no_plugins() -> tuple[()]:
     return ()
 
 
-def main(argv: list[str]) -> int:
-    """Run one hook call; the return value is the exit code."""
+def main(argv: list[str], raw: bytes | None = None) -> int:
+    """Run one hook call; the return value is the exit code. ``raw``: the input, when the launcher's relay
+    (:mod:`.relay`) already read it from stdin."""
     try:
         if argv[:1] == ["install"]:
             from .install import main as install
@@ -106,7 +107,8 @@ def main(argv: list[str]) -> int:
             request, daemon = options(argv)
         except ValueError as e:
             return write(refuse(f"{e}\n{USAGE}"))
-        raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if raw is None:
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         if daemon:
             from .client import ask
 

@@ -1,23 +1,23 @@
-"""The command ``tether hook install`` writes: ``<python> -I -S <this file> AGENT [options]``.
+"""The command ``tether hook install`` writes where there is no bash: ``<python> -I -S <this file> AGENT [options]``.
 
-A hook runs before every tool call, so its start-up is the agent's wait. The ``tether`` console script pays
-for ``site`` (every ``.pth`` file), the entry-point wrapper and the CLI; this file pays for none of them:
-``-I -S`` starts a bare interpreter (no site-packages, no ``PYTHON*`` variables, no user site), and the
-directory holding the ``tether`` package is put on the path after the standard library. The call then goes
-to :func:`tether.hooks.entry.main`, which asks the daemon (standard library only) and, when no daemon answers,
-loads ``site`` before it imports the deciding code (:func:`tether.hooks.entry.full_path`). Fail closed: a
-launcher that cannot even import tether exits 2.
+A hook runs before every tool call, so its start-up is the agent's wait. ``-I -S`` starts a bare interpreter
+(no ``site`` and its ``.pth`` files, no ``PYTHON*`` variables, no user site). This file is compiled at every
+call (a script has no cached bytecode), so it only loads :mod:`tether.hooks.relay` beside it by path, from that
+module's cached bytecode, without importing tether: the relay reads stdin, asks the daemon and prints its
+reply. Whatever the relay cannot vouch for goes to :func:`tether.hooks.entry.main`, which loads ``site`` before
+it decides in-process. Fail closed: a launcher that cannot load the relay or import tether exits 2.
 """
 
-import os
 import sys
 
 if __name__ == "__main__":
     try:
-        sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-        from tether.hooks.entry import main
+        from _frozen_importlib_external import SourceFileLoader  # loaded at start-up: the import system itself
 
-        code = main(sys.argv[1:])
+        relay = type(sys)("tether.hooks.relay")
+        relay.__file__ = (__file__[: __file__.rfind("/") + 1] or "./") + "relay.py"
+        SourceFileLoader(relay.__name__, relay.__file__).exec_module(relay)
+        code = relay.launch(sys.argv[1:])
     except BaseException as e:  # never exit 1, which the agent reads as "no objection"
         sys.stderr.write(f"tether refused (fail closed): the hook launcher failed: {type(e).__name__}: {e}\n")
         code = 2
