@@ -7,6 +7,7 @@ profile); :mod:`.shell` makes them from a command string.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 
 
@@ -61,11 +62,13 @@ class SimpleCommand:
     computed: bool = False  # the command word itself was computed
     text: str = ""
 
-    @property
+    # ``name`` and ``args`` are read dozens of times per command by the gate's layers; a command never changes
+    # (frozen; ``dataclasses.replace`` makes a new one), so each is worked out once, on first use.
+    @cached_property
     def name(self) -> str:
         return command_name(self.argv[0].text) if self.argv else ""
 
-    @property
+    @cached_property
     def args(self) -> tuple[Word, ...]:
         return self.argv[1:]
 

@@ -110,8 +110,9 @@ class Gate:
         command = args.get("command")
         if Effect.EXEC in effects_ and isinstance(command, str):
             analysis = analyse(command, self.workspace)
-            decision = self._shell(tool, analysis, args)
-            read_only = decision.verdict is Verdict.ALLOW and _read_only(analysis)
+            known: dict[int, Effects] = {}  # each top-level command's effects, worked out once for both uses
+            decision = self._shell(tool, analysis, args, known=known)
+            read_only = decision.verdict is Verdict.ALLOW and _read_only(analysis, known)
         elif isinstance(args.get("path"), str):
             decision = self._file(contract, str(args["path"]), args)
             read_only = effects_ == {Effect.READ}
@@ -134,12 +135,22 @@ class Gate:
 
     # -- shell ------------------------------------------------------------------------------
 
-    def _shell(self, tool: str, analysis: Analysis, args: Mapping[str, Any], depth: int = 0) -> Decision:
+    def _shell(
+        self,
+        tool: str,
+        analysis: Analysis,
+        args: Mapping[str, Any],
+        depth: int = 0,
+        known: dict[int, Effects] | None = None,
+    ) -> Decision:
+        """``known``: filled with each command's effects by ``id`` (the caller keeps ``analysis`` alive)."""
         parts: list[Decision] = []
         secret_reads = False
         for cmd in analysis.commands:
             parts += self._script(tool, cmd, args, depth)
-            findings, secret = self._command_findings(tool, cmd, args)
+            findings, secret, eff = self._command_findings(tool, cmd, args)
+            if known is not None:
+                known[id(cmd)] = eff
             secret_reads = secret_reads or secret
             default = _REDIRECT_ONLY if not cmd.argv else _UNKNOWN_COMMAND
             parts.append(resolve(findings, default))
@@ -186,7 +197,9 @@ class Gate:
         ]
         return [resolve(may, _UNKNOWN_COMMAND)] if may else []
 
-    def _command_findings(self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any]) -> tuple[list[Finding], bool]:
+    def _command_findings(
+        self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any]
+    ) -> tuple[list[Finding], bool, Effects]:
         out: list[Finding] = []
         eff = effects(cmd) if cmd.argv else Effects()
         secret = self._places(cmd, eff, out)
@@ -194,7 +207,7 @@ class Gate:
             out = profile.findings_for(cmd, eff, self.context) + out
         if cmd.argv:
             out += self._rules(tool, args, lambda r: r.matches_command(cmd))
-        return out, secret
+        return out, secret, eff
 
     def _places(self, cmd: SimpleCommand, eff: Effects, out: list[Finding]) -> bool:
         """Judge every place the command touches; return whether it reads a secret."""
@@ -488,10 +501,13 @@ class Gate:
         return Decision(m.verdict, m.id, m.reason, (m, *decision.matches))
 
 
-def _read_only(analysis: Analysis) -> bool:
-    """Only read-only programs, no writes: what a CAUTIOUS or BLOCKED run may still do."""
+def _read_only(analysis: Analysis, known: Mapping[int, Effects]) -> bool:
+    """Only read-only programs, no writes: what a CAUTIOUS or BLOCKED run may still do (``known``: the effects
+    already worked out, by the command's ``id``)."""
     for cmd in analysis.commands:
-        eff = effects(cmd)
+        eff = known.get(id(cmd))
+        if eff is None:
+            eff = effects(cmd)
         if eff.writes or any(r.writes for r in cmd.redirects):
             return False
         if cmd.name == "git":
