@@ -3,9 +3,10 @@
 A hook runs before every tool call, so its start-up is the agent's wait. ``-I -S`` starts a bare interpreter
 (no ``site`` and its ``.pth`` files, no ``PYTHON*`` variables, no user site). This file is compiled at every
 call (a script has no cached bytecode), so it only loads :mod:`tether.hooks.relay` beside it by path, from that
-module's cached bytecode, without importing tether: the relay reads stdin, asks the daemon and prints its
-reply. Whatever the relay cannot vouch for goes to :func:`tether.hooks.entry.main`, which loads ``site`` before
-it decides in-process. Fail closed: a launcher that cannot load the relay or import tether exits 2.
+module's cached bytecode, without importing tether: the relay reads stdin, asks the daemon, prints its reply
+and ends the process. Whatever the relay cannot vouch for goes, with the input it read, to
+:func:`tether.hooks.entry.main`, which loads ``site`` before it decides in-process. Fail closed: a launcher
+that cannot load the relay or import tether exits 2.
 """
 
 import sys
@@ -17,7 +18,13 @@ if __name__ == "__main__":
         relay = type(sys)("tether.hooks.relay")
         relay.__file__ = (__file__[: __file__.rfind("/") + 1] or "./") + "relay.py"
         SourceFileLoader(relay.__name__, relay.__file__).exec_module(relay)
-        code = relay.launch(sys.argv[1:])
+        raw = relay.launch(sys.argv[1:])  # returns only when the daemon did not answer
+        import os
+
+        sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        from tether.hooks.entry import main
+
+        code = main(sys.argv[1:], raw)
     except BaseException as e:  # never exit 1, which the agent reads as "no objection"
         sys.stderr.write(f"tether refused (fail closed): the hook launcher failed: {type(e).__name__}: {e}\n")
         code = 2

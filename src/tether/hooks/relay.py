@@ -8,13 +8,13 @@ it ends the process at once (``posix._exit``): the interpreter's tear-down is a 
 nothing left to flush. The same functions serve :mod:`tether.hooks.client` (the ``tether hook`` console command)
 and the daemon (:func:`code_stamp`), so both sides speak one protocol.
 
-Anything this path cannot vouch for goes, with the input already read, to :func:`tether.hooks.entry.main` (the
-full path: it asks the daemon again, starts one when none answers and decides in-process): an option other than
-``--envelope`` / ``--db``, a relative or unnormalised path, ``--no-daemon`` or ``TETHER_HOOK_DAEMON=0``, no
-socket directory yet, a code file missing beside this one, a refused connection, a failed write of the request,
-or a daemon that closed the connection without a byte (it declines clients of other code). Once the daemon has
-the whole request, a reply that is not exactly well formed is a refusal (exit 2): the daemon may have recorded
-the call, so it is not asked twice, and nothing but a valid reply exits 0.
+Anything this path cannot vouch for goes, with the input already read, to :func:`tether.hooks.entry.main`, the
+full path that ``launch.py`` runs (it asks the daemon again, starts one when none answers and decides
+in-process): an option other than ``--envelope`` / ``--db``, a relative or unnormalised path, ``--no-daemon`` or
+``TETHER_HOOK_DAEMON=0``, no socket directory yet, a code file missing beside this one, a refused connection, a
+failed write of the request, or a daemon that closed the connection without a byte (it declines clients of
+other code). Once the daemon has the whole request, a reply that is not exactly well formed is a refusal (exit
+2): the daemon may have recorded the call, so it is not asked twice, and nothing but a valid reply exits 0.
 """
 
 import _socket  # the C module: socket.py's imports (selectors, enum classes) cost milliseconds
@@ -185,14 +185,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[posix.write(fd, view) :]
 
 
-def launch(argv: list[str]) -> int:
-    """One hook call from ``launch.py``; returns the exit code only when it did not end the process itself."""
+def launch(argv: list[str]) -> bytes | None:
+    """One hook call from ``launch.py``. It ends the process itself once the daemon has answered; otherwise it
+    returns the input it read (None: not read) for the full path, :func:`tether.hooks.entry.main`, which
+    ``launch.py`` runs (this module imports nothing of tether)."""
     if argv[:1] not in (["claude-code"], ["codex"]):  # ``install``, or a mistake the full path explains
-        return full(argv, None)
+        return None
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except Exception:  # the full path reads again, and reports what fails
-        return full(argv, None)
+        return None
     request = request_of(argv)
     path = socket_path()
     stamp = code_stamp()
@@ -201,10 +203,10 @@ def launch(argv: list[str]) -> int:
     except UnicodeError:  # a value the full path refuses, naming it
         message = None
     if message is None or not is_private_dir(dirname(path) or "."):
-        return full(argv, raw)
+        return raw
     answer = exchange(path, message)
     if answer is None or answer == b"":  # the daemon never had it, or declined it: decide in-process
-        return full(argv, raw)
+        return raw
     reply = decode(answer)
     if reply is None:
         code, out, err = 2, b"", b"tether refused (fail closed): the daemon's reply is malformed or cut short\n"
@@ -218,15 +220,3 @@ def launch(argv: list[str]) -> int:
     except OSError:
         code = 2  # the agent is not reading: never exit 0 without the answer delivered
     posix._exit(code)
-
-
-def full(argv: list[str], raw: bytes | None) -> int:
-    """The full path (:func:`tether.hooks.entry.main`), with the input already read: ``site`` is loaded there
-    only when it decides in-process."""
-    import os
-
-    sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from tether.hooks.entry import main
-
-    code: int = main(argv, raw)
-    return code
