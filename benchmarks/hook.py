@@ -19,9 +19,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   is 0: the work is the daemon's.
 * cold, long session — ``--no-daemon`` in a session that already holds M tool calls: a fresh process that opens
   the session's log (a fold checkpoint, when one is valid, spares it the refold of the whole log).
-* the daemon's decision CPU — what the daemon itself runs for one call (``hooks.daemon.respond``: parse, decide,
-  one durable commit), called in this process on its resident state so its CPU (``time.thread_time``) can be
-  read: in a fresh session and in one of M calls. The wall column includes the commit's sync.
+* the daemon's decision CPU — what the daemon itself runs for one call before its reply (``hooks.daemon.respond``:
+  parse, decide, one durable commit; a fold checkpoint that comes due is written after the reply, untimed, as
+  the daemon does), called in this process on its resident state so its CPU (``time.thread_time``) can be read:
+  in a fresh session and in one of M calls. The wall column includes the commit's sync.
 
 The rows are measured in turn (one call of each, then the next round), so a burst of load on a shared machine
 falls on every row alike. Bytecode is written and every row is warmed up first, as in an installed tether
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tether.hooks.install import hook_command, launcher_command
@@ -110,9 +112,12 @@ def decided_here(request: dict[str, str], stdin: bytes) -> tuple[float, float]:
     """One call answered in this process by the daemon's own code on its resident state: wall and CPU."""
     from tether.hooks.daemon import respond
 
+    later: list[Callable[[], None]] = []
     start, cpu = time.perf_counter(), time.thread_time()
-    reply = respond(request, stdin)
+    reply = respond(request, stdin, later)
     cpu, wall = (time.thread_time() - cpu) * 1000, (time.perf_counter() - start) * 1000
+    for work in later:  # as the daemon does, once the reply is sent: a fold checkpoint when one is due
+        work()
     if reply.exit != 0:
         raise SystemExit(f"the call failed: {reply.stderr[-500:]}")
     return wall, cpu

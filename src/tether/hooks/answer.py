@@ -6,6 +6,7 @@ crashed must not let the agent go on as if tether had said yes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,12 @@ def settings_from(request: dict[str, Any]) -> Settings:
     return Settings(str(request["agent"]), envelope=path("envelope"), db=spec, project=path("project"))
 
 
-def answer(request: dict[str, Any], data: dict[str, Any]) -> Reply:
-    """Handle one hook call and put the outcome in the agent's format; never raises."""
+def answer(request: dict[str, Any], data: dict[str, Any], later: list[Callable[[], None]] | None = None) -> Reply:
+    """Handle one hook call and put the outcome in the agent's format; never raises. ``later``: where the
+    daemon collects what may run once the reply is sent (:func:`.session.handle`)."""
     try:
         settings = settings_from(request)
-        return reply(settings.agent, str(data["hook_event_name"]), handle(settings, data))
+        return reply(settings.agent, str(data["hook_event_name"]), handle(settings, data, later))
     except TetherError as e:
         return refuse(str(e))
     except Exception as e:

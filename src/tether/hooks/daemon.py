@@ -34,6 +34,7 @@ import stat
 import struct
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .client import HOOK_SCRIPT, code_stamp, endpoint_path, private_dir, socket_path
@@ -239,31 +240,47 @@ def _admit(conn: socket.socket, endpoint: Endpoint, stop: threading.Event, path:
 
 
 def _serve_one(conn: socket.socket, stop: threading.Event, path: str, stamp: str, endpoint: Endpoint | None) -> None:
+    later: list[Callable[[], None]] = []
     with conn:
         try:
-            if endpoint is not None:
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each reply at once, not held for an ACK
-                rest = _admit(conn, endpoint, stop, path, stamp)
-                if rest is None:
-                    return
-                header, raw = _read(conn, rest, b"\0")
-                conn.sendall(_frame(respond(_tcp_request(header), raw)))
-                return
-            if _peer_uid(conn) != os.getuid():
-                return
-            header, raw = _read(conn)
-            if header.get("op") == "stop":
-                conn.sendall(b"stopped")  # before waking the loop: the process may exit right after
-                stop.set()
-                _wake(path)
-                return
-            if header.get("code") != stamp:  # the client is other code: let a current daemon start
-                stop.set()
-                _wake(path)
-                return
-            conn.sendall(_frame(respond(header, raw)))
+            _converse(conn, stop, path, stamp, endpoint, later)
         except (OSError, ValueError):
             return
+    # The reply is sent and the connection closed (the client reads to the end: it has its answer), and the
+    # events it depends on were on disk before it was sent. Only now the work nobody waits for: a fold checkpoint.
+    for work in later:
+        work()
+
+
+def _converse(
+    conn: socket.socket,
+    stop: threading.Event,
+    path: str,
+    stamp: str,
+    endpoint: Endpoint | None,
+    later: list[Callable[[], None]],
+) -> None:
+    if endpoint is not None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each reply at once, not held for an ACK
+        rest = _admit(conn, endpoint, stop, path, stamp)
+        if rest is None:
+            return
+        header, raw = _read(conn, rest, b"\0")
+        conn.sendall(_frame(respond(_tcp_request(header), raw, later)))
+        return
+    if _peer_uid(conn) != os.getuid():
+        return
+    header, raw = _read(conn)
+    if header.get("op") == "stop":
+        conn.sendall(b"stopped")  # before waking the loop: the process may exit right after
+        stop.set()
+        _wake(path)
+        return
+    if header.get("code") != stamp:  # the client is other code: let a current daemon start
+        stop.set()
+        _wake(path)
+        return
+    conn.sendall(_frame(respond(header, raw, later)))
 
 
 def _tcp_request(header: dict[str, str]) -> dict[str, str]:
@@ -284,15 +301,16 @@ def _tcp_request(header: dict[str, str]) -> dict[str, str]:
     return request
 
 
-def respond(header: dict[str, Any], raw: bytes) -> Reply:
-    """The reply to one call (imports the deciding code on first use, then keeps it)."""
+def respond(header: dict[str, Any], raw: bytes, later: list[Callable[[], None]] | None = None) -> Reply:
+    """The reply to one call (imports the deciding code on first use, then keeps it); with ``later``, work that
+    need not delay the reply (a fold checkpoint) is left there to run once it is sent."""
     from .answer import answer
 
     try:
         data = parse(raw)
     except HookInputError as e:
         return refuse(str(e))
-    return answer(header, data)
+    return answer(header, data, later)
 
 
 def _read(conn: socket.socket, buf: bytes = b"", sep: bytes = b"\n") -> tuple[dict[str, str], bytes]:

@@ -221,16 +221,34 @@ def received(agent: str, data: dict[str, Any]) -> HookReceived:
     )
 
 
-def handle(settings: Settings, data: dict[str, Any]) -> Outcome:
+def handle(settings: Settings, data: dict[str, Any], later: list[Callable[[], None]] | None = None) -> Outcome:
     """Answer one hook call (``data`` has passed :func:`tether.hooks.wire.parse`).
 
     Calls of one session are answered one at a time in a process (the daemon serves several at once), so
-    each decision reads the log its predecessor wrote.
+    each decision reads the log its predecessor wrote. The fold checkpoint (when one is due) is written before
+    returning, or, given ``later`` (the daemon), left there as work to run once the reply is sent: the agent
+    does not wait for it. The events the answer depends on are on disk before it returns either way.
     """
-    with cached(("session", settings.agent, str(data["session_id"])), threading.Lock):
+    lock = cached(("session", settings.agent, str(data["session_id"])), threading.Lock)
+    with lock:
         out = _handle(settings, data)
-        checkpoint(settings, data, open_guard(settings, data))
+        if later is None:
+            checkpoint(settings, data, open_guard(settings, data))
+        else:
+            later.append(lambda: checkpoint_later(lock, settings, data))
         return out
+
+
+def checkpoint_later(lock: threading.Lock, settings: Settings, data: dict[str, Any]) -> None:
+    """:func:`checkpoint` after the reply: under the session's lock, so the folded state it pickles is not moved
+    by the session's next call meanwhile, and two of the daemon's writers of one session never overlap (the file
+    itself is renamed into place whole: a crash leaves the old one or none). A checkpoint is a cache: a failure
+    here is the next cold call's longer fold, nothing else."""
+    try:
+        with lock:
+            checkpoint(settings, data, open_guard(settings, data))
+    except Exception:
+        pass
 
 
 def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:

@@ -1,0 +1,206 @@
+"""The daemon answers first, then writes the fold checkpoint: the call that crosses the threshold gets its reply
+while the writer is still held, and a daemon killed between its reply and the checkpoint's rename leaves a log
+that verifies and either no checkpoint or the previous one, which a cold process still restores from."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookkit import Hook, payload, wait_for
+
+import tether.hooks.session as hook_session
+from tether.control import fold as control_fold
+from tether.events.store import EventStore
+from tether.guard import checkpoint as ck
+from tether.guard import log as guard_log
+from tether.hooks.client import ask
+from tether.hooks.daemon import serve, stop_daemon
+from tether.hooks.session import run_id_for
+
+EVERY = 8  # a checkpoint is due every few calls (each PreToolUse is three events)
+
+
+def cold() -> None:
+    hook_session._CACHE.clear()
+    control_fold.clear()
+
+
+@pytest.fixture
+def small_every(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(guard_log, "EVERY", EVERY)
+    cold()
+    yield
+    cold()
+
+
+def pre_tool_use(project: Path, session: str, i: int) -> bytes:
+    data = payload("claude-code.PreToolUse", project, tool_input={"command": f"ls d{i}"}, tool_use_id=f"t{i}")
+    return json.dumps({**data, "session_id": session}).encode()
+
+
+def call(project: Path, session: str, i: int) -> str:
+    request = {"agent": "claude-code", "db": str(project / ".tether" / "tether.db")}
+    reply = ask(request, pre_tool_use(project, session, i), start=False)
+    assert reply is not None and reply.exit == 0, reply
+    return str(json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"])
+
+
+def in_process(project: Path, command: str) -> str:
+    """A call of session s1 decided in this process, as a cold process would (its caches dropped first)."""
+    reply = Hook(project)("PreToolUse", tool_input={"command": command}, tool_use_id="t-after", session_id="s1")
+    return str(json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"])
+
+
+def spy_on_restores(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each read of a checkpoint returns from now on (True: the guard was restored from it)."""
+    restored: list[bool] = []
+    real_load = ck.load
+
+    def spy(guard: Any, folder: Path, audited: int) -> bool:
+        restored.append(real_load(guard, folder, audited))
+        return restored[-1]
+
+    monkeypatch.setattr(ck, "load", spy)
+    return restored
+
+
+def checkpoints(project: Path) -> list[Path]:
+    return sorted((project / ".tether" / "tether.db.folds").glob("*.ckpt"))
+
+
+def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
+) -> None:
+    started, release = threading.Event(), threading.Event()
+    real_save = ck.save
+
+    def held_save(guard: Any, folder: Path) -> Any:
+        started.set()
+        assert release.wait(60), "the test never released the writer"
+        return real_save(guard, folder)
+
+    monkeypatch.setattr(ck, "save", held_save)
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    daemon = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60.0}, daemon=True)
+    daemon.start()
+    wait_for(sock)
+    project = tmp_path / "p"
+    project.mkdir()
+    try:
+        for i in range(20):
+            assert call(project, "s1", i) == "allow"  # answered, though a checkpoint may be due
+            if started.wait(0.5):
+                break
+        assert started.is_set(), "no checkpoint came due"
+        assert checkpoints(project) == [], "the reply came first: the writer is still held"
+        assert call(project, "s2", 100) == "allow", "another session is answered meanwhile"
+        release.set()
+        deadline = time.monotonic() + 30
+        while not checkpoints(project):
+            assert time.monotonic() < deadline, "the checkpoint was never written"
+            time.sleep(0.02)
+    finally:
+        release.set()
+        stop_daemon(str(sock))
+        daemon.join(timeout=30)
+    cold()
+    restored = spy_on_restores(monkeypatch)
+    assert in_process(project, "ls again") == "allow"
+    assert restored == [True], "a cold process restores from the checkpoint written after the reply"
+
+
+#: A daemon whose checkpoint writer stops at a given point (and signals it through a flag file) so that the test
+#: can kill it there: "save" before anything is written; "rename" with the new file written, before its rename.
+DAEMON = """
+import os, sys, time
+from tether.guard import checkpoint as ck
+from tether.guard import log as guard_log
+from tether.hooks.daemon import serve
+
+sock, stop_at, flag = sys.argv[1:4]
+guard_log.EVERY = int(sys.argv[4])
+real_save, real_replace, saves = ck.save, os.replace, []
+
+
+def hold(point):
+    with open(flag, "w") as f:
+        f.write(point)
+    time.sleep(600)
+
+
+def save(guard, folder):
+    saves.append(1)
+    if stop_at == "save":
+        hold("save")
+    return real_save(guard, folder)
+
+
+def replace(src, dst):
+    if str(dst).endswith(".ckpt") and stop_at == "rename" and len(saves) >= 2:
+        hold("rename")
+    return real_replace(src, dst)
+
+
+ck.save, ck.os.replace = save, replace
+sys.exit(serve(sock, idle_s=120))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop_at", ["save", "rename"])
+def test_a_daemon_killed_after_the_reply_leaves_a_valid_log_and_no_torn_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None, stop_at: str
+) -> None:
+    sock, flag = tmp_path / "d" / "hookd.sock", tmp_path / "held"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    cmd = [sys.executable, "-c", DAEMON, str(sock), stop_at, str(flag), str(EVERY)]
+    daemon = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    project = tmp_path / "p"
+    project.mkdir()
+    answered = 0
+    try:
+        wait_for(sock)
+        while not flag.exists():
+            assert answered < 60, "the writer never came to the point to stop at"
+            assert call(project, "s1", answered) == "allow"
+            answered += 1
+            deadline = time.monotonic() + 0.5
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        os.kill(daemon.pid, signal.SIGKILL)  # the crossing call has its reply; its checkpoint is not in place
+        assert daemon.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+    run_id = run_id_for("claude-code", "s1")
+    with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
+        store.verify_run(run_id)
+        decided = [e.payload["call_id"] for e in store.events(run_id) if e.kind == "action.decided"]
+    assert decided == [f"t{i}" for i in range(answered)], "every answered call is in the log, in order"
+    files = checkpoints(project)
+    folds = project / ".tether" / "tether.db.folds"
+    if stop_at == "save":
+        assert files == [], "killed before anything was written: no checkpoint"
+    else:
+        assert len(files) == 1, "killed before the rename: the previous checkpoint, whole"
+        assert list(folds.glob(".ckpt-*")), "the new one was written under a temporary name only"
+    cold()
+    restored = spy_on_restores(monkeypatch)
+    sock.unlink(missing_ok=True)  # the dead daemon's socket: this process answers in-process
+    assert in_process(project, "ls after the crash") == "allow"
+    assert restored == ([True] if stop_at == "rename" else []), "the old checkpoint is still used; none is read"
+    with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
+        store.verify_run(run_id)
