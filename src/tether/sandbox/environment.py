@@ -27,7 +27,8 @@ def build_env(
     overrides: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Allowlisted host variables, then the caller's ``extra``, then backend ``overrides``, then the guards."""
-    env = {name: host[name] for name in (*BASE_ALLOW, *env_allow) if name in host}
+    # One lookup per name (``os.environ`` encodes the key for ``in`` and again for ``[]``); None is never a value.
+    env = {name: value for name in (*BASE_ALLOW, *env_allow) if (value := host.get(name)) is not None}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
     env.update(extra or {})
