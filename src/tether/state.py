@@ -105,9 +105,9 @@ DONE = frozenset({ActionStatus.INVALID, ActionStatus.DENIED, ActionStatus.FAILED
 VERDICT_STATUS = {"ALLOW": ActionStatus.DECIDED, "ASK": ActionStatus.WAITING, "DENY": ActionStatus.DENIED}
 
 
-@dataclass
+@dataclass(slots=True)
 class Action:
-    """One proposed tool call and everything that happened to it."""
+    """One proposed tool call and everything that happened to it (slots: one is held per call for the whole run)."""
 
     call_id: str
     tool: str

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds import MessageRecord
 from tether.events.store import Event
 from tether.kernel.context import Transcript
-from tether.kernel.manifest import Counted, Joined, Manifests, delta
+from tether.kernel.manifest import Counted, Joined, Manifests, Record, delta
 from tether.models.base import Message, ToolSpec
 from tether.models.tokens import ESTIMATOR, Counter
 
@@ -61,7 +60,7 @@ def fresh(events: list[Event]) -> Counted:
     return Manifests(ESTIMATOR).count(Transcript(env()).feed(events), SPECS)
 
 
-def naive_delta(previous: Counted | None, current: Counted) -> tuple[int, list[MessageRecord]]:
+def naive_delta(previous: Counted | None, current: Counted) -> tuple[int, list[Record]]:
     kept = 0
     if previous is not None:
         for old, new in zip(previous.records, current.records, strict=False):
@@ -92,7 +91,7 @@ def test_a_section_added_between_two_calls_is_in_the_next_manifest() -> None:
     before = manifests.count(transcript.feed(EVENTS[:4]), SPECS)
     after = manifests.count(transcript.feed(EVENTS[:5]), SPECS)
     assert "run pytest first" in after.messages[0].content and after.records[0] != before.records[0]
-    assert after.records[0].seqs == [4] and after.total > before.total
+    assert after.records[0].seqs == (4,) and after.total > before.total
     assert delta(before, after)[0] == 0  # the system message differs: nothing is kept
 
 
@@ -100,7 +99,7 @@ def test_a_compaction_drops_the_covered_records() -> None:
     manifests, transcript = Manifests(ESTIMATOR), Transcript(env())
     before = manifests.count(transcript.feed(EVENTS[:10]), SPECS)
     after = manifests.count(transcript.feed(EVENTS[:11]), SPECS)
-    assert after.messages[2].content.startswith("[") and after.records[2].seqs == [10]
+    assert after.messages[2].content.startswith("[") and after.records[2].seqs == (10,)
     assert len(after.records) < len(before.records) and after.records == fresh(EVENTS[:11]).records
     assert delta(before, after)[0] == 2  # system and task only
 
@@ -145,7 +144,7 @@ def test_every_sent_prompt_stays_as_sent_through_sections_and_a_compaction() -> 
     """A prompt reads the transcript's settled messages without copying them: no later event (a section
     replacing the system message, a compaction removing turns, more turns) may change one already built."""
     manifests, transcript = Manifests(ESTIMATOR), Transcript(env())
-    sent: list[tuple[Counted, list[Message], list[MessageRecord]]] = []
+    sent: list[tuple[Counted, list[Message], list[Record]]] = []
     for n in range(1, len(EVENTS) + 1):
         counted = manifests.count(transcript.feed(EVENTS[:n]), SPECS)
         sent.append((counted, list(counted.messages), list(counted.records)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 from tether.canonical import content_hash
 from tether.envelope.schema import Envelope
@@ -36,6 +36,26 @@ from .context import Sources, Transcript
 
 HASH_DIGITS = 16
 T = TypeVar("T")
+
+
+class Record(NamedTuple):
+    """One message's manifest record as the runtime keeps it between calls (issue 18: two a step, held for the
+    whole uncompacted run): a tuple whose ``seqs`` is the transcript's own sources tuple, where the payload model
+    (:class:`~tether.events.kinds.MessageRecord`: an instance dict, a fields-set and a list of seqs) cost about
+    five times as much. A call's new records become payload models only to be recorded (:func:`as_payload`)."""
+
+    role: str
+    tokens: int
+    hash: str
+    seqs: Sources
+
+    def payload(self) -> MessageRecord:
+        return MessageRecord(role=self.role, tokens=self.tokens, hash=self.hash, seqs=list(self.seqs))
+
+
+def as_payload(records: Sequence[Record]) -> list[MessageRecord]:
+    """``model.requested``'s ``manifest``: the records a call adds, as the event's payload models."""
+    return [r.payload() for r in records]
 
 
 def message_hash(m: Message) -> str:
@@ -100,7 +120,7 @@ class Counted:
     share that many leading records without comparing them."""
 
     messages: Sequence[Message]
-    records: Sequence[MessageRecord]
+    records: Sequence[Record]
     tools_tokens: int
     counter: str
     message_tokens: int
@@ -127,11 +147,11 @@ class Manifests:
         # restart turns them into ``_seen``, id(message) -> (it, its seqs, record), for the rebuild only.
         self._msgs: list[Message] = []
         self._froms: list[Sources] = []
-        self._seen: dict[int, tuple[Message, Sources, MessageRecord]] = {}
+        self._seen: dict[int, tuple[Message, Sources, Record]] = {}
         self._tools: tuple[tuple[str, ...], int] | None = None
         self._of: tuple[Transcript, int] | None = None  # the transcript and its rewrites the lineage follows
         self._lineage = object()
-        self._settled: list[MessageRecord] = []
+        self._settled: list[Record] = []
         self._settled_tokens = 0
 
     def count(self, transcript: Transcript, specs: Sequence[ToolSpec]) -> Counted:
@@ -173,14 +193,14 @@ class Manifests:
         self._settled = []
         self._settled_tokens = 0
 
-    def _record(self, m: Message, seqs: Sources) -> MessageRecord:
+    def _record(self, m: Message, seqs: Sources) -> Record:
         seen = self._seen.get(id(m))
         if seen is not None and seen[0] is m and seen[1] == seqs:
             return seen[2]
         return self._new(m, seqs)
 
-    def _new(self, m: Message, seqs: Sources) -> MessageRecord:
-        return MessageRecord(role=m.role, tokens=self.counter.message(m), hash=message_hash(m), seqs=list(seqs))
+    def _new(self, m: Message, seqs: Sources) -> Record:
+        return Record(m.role, self.counter.message(m), message_hash(m), seqs)
 
     def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
         key = tuple(t.name for t in specs)
@@ -189,7 +209,7 @@ class Manifests:
         return self._tools[1]
 
 
-def delta(previous: Counted | None, current: Counted) -> tuple[int, list[MessageRecord]]:
+def delta(previous: Counted | None, current: Counted) -> tuple[int, list[Record]]:
     """(kept, new): how many leading records of ``current`` the previous call's full manifest holds, and the rest.
 
     ``previous`` is None when this driver has not recorded a call (a new process): then nothing is kept.
@@ -263,7 +283,7 @@ def context_at(events: Sequence[Event], turn: int) -> TurnContext:
     return TurnContext(turn, events[index].seq, request, messages, records)
 
 
-def check(messages: Sequence[Message], manifest: Sequence[MessageRecord], where: str) -> None:
+def check(messages: Sequence[Message], manifest: Sequence[MessageRecord | Record], where: str) -> None:
     if len(messages) != len(manifest):
         raise ManifestMismatch(f"{where}: the log rebuilds {len(messages)} messages; the call recorded {len(manifest)}")
     for n, (m, r) in enumerate(zip(messages, manifest, strict=True), start=1):

@@ -128,7 +128,7 @@ from .compaction import (
 )
 from .context import Transcript, compacted_text, kept_result
 from .knowledge import remembered
-from .manifest import Counted, Manifests, delta
+from .manifest import Counted, Manifests, as_payload, delta
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots, start_manifest
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
@@ -316,7 +316,7 @@ class Runtime:
                 worst_case_usd=cap.worst_case_usd,
                 counter=prompt.counter,
                 tools_tokens=prompt.tools_tokens,
-                manifest=new,
+                manifest=as_payload(new),
                 manifest_kept=kept,
             ),
         )

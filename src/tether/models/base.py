@@ -30,7 +30,7 @@ a model that counts its turns from the conversation (the scripted one) adds them
 TERMINATIONS: tuple[Termination, ...] = ("complete", "tool_request", "truncated", "refusal", "error", "unknown")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call the model proposed. ``id`` pairs it with its result message.
 
@@ -62,7 +62,7 @@ class ToolSpec:
         return {"type": "object", "properties": {}, **self.input_schema}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One conversation entry. ``tool`` messages answer the call named by ``tool_call_id``."""
 
