@@ -14,6 +14,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
+def new_list() -> list[Any]:
+    """A fresh ``[]``, as a field's default factory (why not ``list``: :func:`tether.events.payload.new_dict`)."""
+    return []
+
+
+def new_dict() -> dict[Any, Any]:
+    """A fresh ``{}``, as a field's default factory (why not ``dict``: :func:`tether.events.payload.new_dict`)."""
+    return {}
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -103,7 +113,7 @@ class Sandbox(Strict):
 class Filesystem(Strict):
     read: list[str] = Field(description="Globs (relative to the workspace) the agent may read.")
     write: list[str] = Field(description="Globs the agent may write.")
-    deny: list[str] = Field(default_factory=list, description="Globs never read or written.")
+    deny: list[str] = Field(default_factory=new_list, description="Globs never read or written.")
 
 
 class Network(Strict):
@@ -157,8 +167,8 @@ class Secret(Strict):
 
     name: str = Field(pattern=SECRET_NAME, description="Handle the agent refers to; never the literal value.")
     source: str = Field(description="Where the host reads it: env:VAR (its environment) or file:/ABSOLUTE/PATH.")
-    tools: list[str] = Field(default_factory=list, description="Tools whose calls receive it; no other call does.")
-    hosts: list[str] = Field(default_factory=list, description="Host names it may be sent to (the egress proxy).")
+    tools: list[str] = Field(default_factory=new_list, description="Tools whose calls receive it; no other call does.")
+    hosts: list[str] = Field(default_factory=new_list, description="Host names it may be sent to (the egress proxy).")
     inject: SecretInject | None = Field(None, description="How the tool receives it; default: env var NAME.")
 
     @field_validator("source")
@@ -222,7 +232,7 @@ class Environment(Strict):
     filesystem: Filesystem | None = None
     network: Network | None = None
     secrets: list[Secret] | None = None
-    env_allow: list[str] = Field(default_factory=list, description="Extra host env vars passed to commands.")
+    env_allow: list[str] = Field(default_factory=new_list, description="Extra host env vars passed to commands.")
 
     def secrets_for(self, tool: str) -> list[Secret]:
         """The secrets a call of ``tool`` carries (declared with it in ``tools``); no other call gets any."""
@@ -315,7 +325,7 @@ class McpServer(Strict):
         None, min_length=1, description="stdio: the server's argv, started in the workspace (in the sandbox)."
     )
     url: str | None = Field(None, pattern=r"^https?://", description="Streamable HTTP: the server's endpoint.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for a stdio server.")
+    env: dict[str, str] = Field(default_factory=new_dict, description="Extra environment for a stdio server.")
     startup_timeout_s: float = Field(30, gt=0, description="Seconds to start, connect and list its tools.")
 
     @model_validator(mode="after")
@@ -330,19 +340,19 @@ class Rule(Strict):
     rule: str = Field(description="Tool or Tool(specifier), e.g. bash(git push:*), write_file(src/**).")
     reason: str = ""
     when: dict[str, Any] | str = Field(
-        default_factory=dict,
+        default_factory=new_dict,
         description="Argument predicates: {arg: glob}; or tainted(args.NAME, ...) / tainted(args): the argument holds "
         "a value that first appeared in untrusted output (deny and ask rules; docs/trust.md).",
     )
-    match: list[Any] = Field(default_factory=list, description="Calls this rule must match.")
-    not_match: list[Any] = Field(default_factory=list, description="Calls it must not match.")
+    match: list[Any] = Field(default_factory=new_list, description="Calls this rule must match.")
+    not_match: list[Any] = Field(default_factory=new_list, description="Calls it must not match.")
 
 
 class Permissions(Strict):
     profile: Literal["coding", "none"] = "coding"
-    allow: list[Rule] = Field(default_factory=list)
-    ask: list[Rule] = Field(default_factory=list)
-    deny: list[Rule] = Field(default_factory=list)
+    allow: list[Rule] = Field(default_factory=new_list)
+    ask: list[Rule] = Field(default_factory=new_list)
+    deny: list[Rule] = Field(default_factory=new_list)
 
 
 class Budgets(Strict):
@@ -358,7 +368,7 @@ class Budgets(Strict):
 
 
 class Approvals(Strict):
-    require_for: list[ApprovalClass] = Field(default_factory=list)
+    require_for: list[ApprovalClass] = Field(default_factory=new_list)
     timeout_s: float = Field(3600, gt=0)
     on_timeout: Literal["deny", "stop"] = "deny"
 
@@ -377,10 +387,10 @@ class SensorSpec(Strict):
 
 
 class Verification(Strict):
-    sensors: list[SensorSpec] = Field(default_factory=list)
+    sensors: list[SensorSpec] = Field(default_factory=new_list)
     test_command: str = "python -m pytest -q"
     tools: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=new_dict,
         description="Sensor tools by name (ruff, mypy, pyright, the test runner): a path, or a name looked up on "
         "PATH. Unnamed tools are looked for beside tether's own Python, then in the workspace's virtualenv, then PATH.",
     )
@@ -461,11 +471,11 @@ class Skills(Strict):
     """Which skills a run may bind (docs/knowledge.md). Skills are bound when the envelope declares ``load_skill``."""
 
     dirs: list[str] = Field(
-        default_factory=list, description="Extra skill directories, relative to the envelope; searched first."
+        default_factory=new_list, description="Extra skill directories, relative to the envelope; searched first."
     )
     user: bool = Field(True, description="Search the user's skills ($XDG_CONFIG_HOME/tether/skills).")
-    pin: list[str] = Field(default_factory=list, description="Skills bound whatever their relevance.")
-    forbid: list[str] = Field(default_factory=list, description="Skills never bound.")
+    pin: list[str] = Field(default_factory=new_list, description="Skills bound whatever their relevance.")
+    forbid: list[str] = Field(default_factory=new_list, description="Skills never bound.")
     max_bound: int = Field(3, ge=0, le=8, description="How many skills a run binds (pinned ones count).")
 
 
@@ -484,9 +494,9 @@ class Envelope(Strict):
     tool_execution_owner: str = "host"
     agent: Agent = Field(default_factory=Agent)
     environment: Environment = Field(default_factory=Environment)
-    tools: list[ToolContract] = Field(default_factory=list)
+    tools: list[ToolContract] = Field(default_factory=new_list)
     mcp_servers: list[McpServer] = Field(
-        default_factory=list, description="MCP servers whose declared tools (mcp__<server>__<tool>) are offered."
+        default_factory=new_list, description="MCP servers whose declared tools (mcp__<server>__<tool>) are offered."
     )
     permissions: Permissions = Field(default_factory=Permissions)
     budgets: Budgets = Field(default_factory=Budgets)
@@ -497,7 +507,7 @@ class Envelope(Strict):
     audit: Audit | None = None
     control: Control = Field(default_factory=Control)
     pricing: dict[str, Price] = Field(
-        default_factory=dict,
+        default_factory=new_dict,
         description="The model table's entries by model name: USD per million tokens, and optionally the context "
         "window and output limit; wins over pricing_file and the built-in table.",
     )
@@ -508,7 +518,7 @@ class Envelope(Strict):
         "envelope; it overrides the built-in table, and `pricing` overrides it. Read when the run starts.",
     )
     acknowledge: list[Acknowledgement] = Field(
-        default_factory=list, description="Risky settings this contract accepts on purpose (see docs/envelope.md)."
+        default_factory=new_list, description="Risky settings this contract accepts on purpose (see docs/envelope.md)."
     )
     skills: Skills | None = Field(None, description="Skill directories, pins and bans (default: the usual places).")
     memory: Memory | None = Field(None, description="Project memory (default: remember and recall).")
@@ -521,8 +531,8 @@ class IntentPlan(Strict):
     """The human-reviewable source an envelope is compiled from."""
 
     goal: str
-    steps: list[str] = Field(default_factory=list)
-    constraints: list[str] = Field(default_factory=list)
-    non_goals: list[str] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=new_list)
+    constraints: list[str] = Field(default_factory=new_list)
+    non_goals: list[str] = Field(default_factory=new_list)
     owner: str
     approver: str | None = None

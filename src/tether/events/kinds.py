@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from tether.status import TERMINAL, WAITING, RunStatus
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, new_list, register
 
 # ---- run lifecycle -------------------------------------------------------------------------
 
@@ -32,17 +32,17 @@ class AcceptedRisk(Payload):
 class RunStarted(Payload):
     task: str
     envelope_path: str = ""
-    envelope: dict[str, Any] = Field(default_factory=dict, description="The full envelope, for resume.")
+    envelope: dict[str, Any] = Field(default_factory=new_dict, description="The full envelope, for resume.")
     plan: dict[str, Any] | None = Field(None, description="The intent plan the model is shown, for resume.")
     plan_hash: str = ""
     contract_hash: str = ""
     model: str = ""
     workspace: str = ""
-    budgets: dict[str, float | int | None] = Field(default_factory=dict)
+    budgets: dict[str, float | int | None] = Field(default_factory=new_dict)
     max_external: int | None = None
     sandbox: str = ""
     sandbox_fallback: str | None = Field(None, description="Why the sandbox is not the one the envelope asked for.")
-    acknowledged: list[AcceptedRisk] = Field(default_factory=list, description="Risks accepted by acknowledgement.")
+    acknowledged: list[AcceptedRisk] = Field(default_factory=new_list, description="Risks accepted by acknowledgement.")
     prices: dict[str, dict[str, float | int]] | None = Field(
         None,
         description="Model table overrides the run uses (prices and limits: the envelope's price file, then its "
@@ -100,11 +100,12 @@ class RunContinued(Payload):
     from_status: RunStatus
     reason: str
     note: str | None = Field(None, description="A human message the model sees before its next turn.")
-    budgets: dict[str, float] = Field(default_factory=dict, description="Raised limits: budget name -> new limit.")
-    before: dict[str, float | None] = Field(default_factory=dict, description="The limits the raised ones replace.")
+    budgets: dict[str, float] = Field(default_factory=new_dict, description="Raised limits: budget name -> new limit.")
+    before: dict[str, float | None] = Field(default_factory=new_dict, description="The limits the raised ones replace.")
     attempts: int = Field(0, ge=0, description="More completion refusals allowed before VERIFY_FAILED.")
     resolved: list[str] = Field(
-        default_factory=list, description="Actions started without a completion whose outcome the human answered for."
+        default_factory=new_list,
+        description="Actions started without a completion whose outcome the human answered for.",
     )
 
 
@@ -127,8 +128,8 @@ class RunWaiting(Payload):
 class RunFinished(Payload):
     status: RunStatus
     result: str = ""
-    evidence: list[str] = Field(default_factory=list)
-    unknowns: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=new_list)
+    unknowns: list[str] = Field(default_factory=new_list)
     next_action: str = ""
     last_error: str | None = None
 
@@ -160,9 +161,9 @@ class Checkpoint(Payload):
     label: str
     snapshot: str | None = None
     files: int | None = Field(None, description="Paths in the snapshot.")
-    unreadable: list[str] = Field(default_factory=list, description="Paths the snapshot could not read.")
+    unreadable: list[str] = Field(default_factory=new_list, description="Paths the snapshot could not read.")
     skipped: list[str] = Field(
-        default_factory=list, description="Root directories left out by name (.git, caches); rebuilt empty."
+        default_factory=new_list, description="Root directories left out by name (.git, caches); rebuilt empty."
     )
     git_head: str | None = None
     note: str = ""
@@ -174,7 +175,7 @@ class Checkpoint(Payload):
 class ToolCallData(Payload):
     id: str
     name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = Field(default_factory=new_dict)
 
 
 class MessageRecord(Payload):
@@ -183,7 +184,7 @@ class MessageRecord(Payload):
     role: str
     tokens: int = Field(ge=0, description="Its tokens, by the call's counter.")
     hash: str = Field(description="The first 16 hex digits of the sha256 of the message as sent (canonical JSON).")
-    seqs: list[int] = Field(default_factory=list, description="The events it was built from.")
+    seqs: list[int] = Field(default_factory=new_list, description="The events it was built from.")
 
 
 @register("model.requested")
@@ -198,7 +199,7 @@ class ModelRequested(Payload):
     counter: str = Field("", description="What counted prompt_tokens_est: a tiktoken encoding or the estimate.")
     tools_tokens: int = Field(0, ge=0, description="The tool definitions' share of prompt_tokens_est.")
     manifest: list[MessageRecord] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="The messages sent, in order, after the first manifest_kept (see kernel/manifest.py).",
     )
     manifest_kept: int = Field(
@@ -211,7 +212,7 @@ class ModelResponded(Payload):
     turn: int
     model: str
     text: str = ""
-    tool_calls: list[ToolCallData] = Field(default_factory=list)
+    tool_calls: list[ToolCallData] = Field(default_factory=new_list)
     termination: str
     raw_stop_reason: str | None = None
     input_tokens: int = 0
@@ -228,7 +229,7 @@ class ModelTruncated(Payload):
 
     turn: int
     max_tokens: int | None = Field(None, description="The output limit the reply hit.")
-    not_run: list[str] = Field(default_factory=list, description="Call ids of the reply that were not run.")
+    not_run: list[str] = Field(default_factory=new_list, description="Call ids of the reply that were not run.")
 
 
 ModelFailure = Literal["outage", "rejected", "malformed", "context_overflow"]
@@ -290,7 +291,7 @@ class ModelUnaffordable(Payload):
 class ActionProposed(Payload):
     call_id: str
     tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = Field(default_factory=new_dict)
     args_hash: str
     turn: int
 
@@ -326,9 +327,9 @@ class ActionDecided(Payload):
     verdict: str
     deciding_rule: str
     reason: str
-    rules: list[RuleHit] = Field(default_factory=list)
+    rules: list[RuleHit] = Field(default_factory=new_list)
     taints: list[TaintHit] = Field(
-        default_factory=list, description="Values from untrusted output in the arguments (docs/trust.md)."
+        default_factory=new_list, description="Values from untrusted output in the arguments (docs/trust.md)."
     )
 
 
@@ -346,15 +347,15 @@ class ActionCompleted(Payload):
     call_id: str
     tool: str
     ok: bool
-    result: dict[str, Any] = Field(default_factory=dict)
+    result: dict[str, Any] = Field(default_factory=new_dict)
     changed_files: list[str] = Field(
-        default_factory=list, description="What the receipt reported and the snapshot saw change, together."
+        default_factory=new_list, description="What the receipt reported and the snapshot saw change, together."
     )
     observed_files: list[str] | None = Field(
         None, description="Paths the workspace snapshot saw change during this action (None: not snapshotted)."
     )
     unexplained: list[str] = Field(
-        default_factory=list, description="How the receipt and the snapshot disagree (tether.verify.changes)."
+        default_factory=new_list, description="How the receipt and the snapshot disagree (tether.verify.changes)."
     )
     undo: dict[str, Any] | None = Field(
         None, description="Read from old logs only: file tools' undo records, replaced by action.rollback receipts."
@@ -402,7 +403,7 @@ class RollbackReceipt(Payload):
 
     call_id: str
     files: list[FileChange]
-    unreadable: list[str] = Field(default_factory=list)
+    unreadable: list[str] = Field(default_factory=new_list)
 
 
 @register("action.failed")

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .payload import Payload, register
+from .payload import Payload, new_list, register
 
 
 @register("context.section")
@@ -43,5 +43,6 @@ class ContextCompacted(Payload):
     output_tokens: int = Field(0, ge=0, description="The summary call's output tokens.")
     cost_usd: float = Field(0.0, ge=0)
     untrusted: list[str] = Field(
-        default_factory=list, description="Tools with untrusted output among the covered calls (the summary says so)."
+        default_factory=new_list,
+        description="Tools with untrusted output among the covered calls (the summary says so).",
     )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, new_list, register
 
 SensorName = Literal["snapshot", "syntax", "lint", "types", "scoped_tests", "tests", "policy"]
 SensorOutcome = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]
@@ -48,7 +48,7 @@ class SensorResultEvent(Payload):
     result: SensorOutcome
     required: bool = False
     summary: str = ""
-    diagnostics: list[DiagnosticData] = Field(default_factory=list)
+    diagnostics: list[DiagnosticData] = Field(default_factory=new_list)
     duration_s: float = 0.0
     trigger: str = Field("", description="Why the cascade ran: 'action', 'completion', ... (free text).")
     tool: str = Field("", description="The binary that ran, with its version.")
@@ -57,10 +57,10 @@ class SensorResultEvent(Payload):
 @register("verify.completed")
 class VerifyCompleted(Payload):
     trigger: str = ""
-    results: dict[str, SensorOutcome] = Field(default_factory=dict, description="sensor -> outcome, cascade order.")
-    changed_files: list[str] = Field(default_factory=list)
+    results: dict[str, SensorOutcome] = Field(default_factory=new_dict, description="sensor -> outcome, cascade order.")
+    changed_files: list[str] = Field(default_factory=new_list)
     accepted: bool = Field(description="Would a completion claim be accepted on this state?")
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=new_list)
 
 
 # ---- completion ----------------------------------------------------------------------------
@@ -78,13 +78,13 @@ class CompletionRefused(Payload):
     reasons: list[str]
     refusals: int = Field(description="Refused claims so far in this run, this one included.")
     max_refusals: int
-    diagnostics: list[DiagnosticData] = Field(default_factory=list)
+    diagnostics: list[DiagnosticData] = Field(default_factory=new_list)
 
 
 @register("completion.accepted")
 class CompletionAccepted(Payload):
     call_id: str = ""
-    evidence: list[str] = Field(default_factory=list, description="Event ids of the passing sensor results.")
+    evidence: list[str] = Field(default_factory=new_list, description="Event ids of the passing sensor results.")
 
 
 # ---- world model ---------------------------------------------------------------------------
@@ -105,7 +105,7 @@ class NoOpChecked(Payload):
     call_id: str
     condition: str
     holds: bool
-    clauses: list[NoOpClause] = Field(default_factory=list)
+    clauses: list[NoOpClause] = Field(default_factory=new_list)
     changed_files: int = Field(0, description="Files the run changed (receipts and snapshot): zero for a no-op.")
     external_outputs: int = Field(0, description="External outputs the run executed: zero for a no-op.")
 
@@ -128,7 +128,7 @@ class ContradictionDetected(Payload):
     previous: Any
     observed: Any
     explanation: str
-    cites: list[str] = Field(default_factory=list)
+    cites: list[str] = Field(default_factory=new_list)
 
 
 # ---- diagnostics and control ---------------------------------------------------------------
@@ -137,7 +137,7 @@ class ContradictionDetected(Payload):
 @register("diagnostics.computed")
 class DiagnosticsComputed(Payload):
     dimensions: dict[str, float] = Field(description="Each in [0, 1]; 1 is healthy.")
-    notes: dict[str, str] = Field(default_factory=dict, description="How each value was reached.")
+    notes: dict[str, str] = Field(default_factory=new_dict, description="How each value was reached.")
     through: str = Field(description="Id of the last event these diagnostics considered.")
 
 
@@ -158,7 +158,7 @@ class RecoverySwitched(Payload):
     strategy: Strategy
     reason: str
     guidance: str
-    budget: dict[str, float] = Field(default_factory=dict, description="Recovery budget left when switching.")
+    budget: dict[str, float] = Field(default_factory=new_dict, description="Recovery budget left when switching.")
     through: str = ""
 
 
@@ -167,7 +167,7 @@ class StuckDetected(Payload):
     pattern: StuckPattern
     detail: str
     count: int
-    cites: list[str] = Field(default_factory=list)
+    cites: list[str] = Field(default_factory=new_list)
 
 
 # ---- review, plan, hypotheses --------------------------------------------------------------
@@ -189,7 +189,7 @@ class ReviewGate(Payload):
     tool: str
     ok: bool
     risk: Risk
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=new_list)
 
 
 @register("review.model_called")
@@ -211,27 +211,27 @@ class TaskData(Payload):
     id: str
     title: str = ""
     status: Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"] = "PENDING"
-    depends_on: list[str] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=new_list)
+    files: list[str] = Field(default_factory=new_list)
     risk: Risk = "LOW"
 
 
 @register("plan.updated")
 class PlanUpdated(Payload):
     tasks: list[TaskData]
-    rejected: list[str] = Field(default_factory=list, description="Requested changes the state machine refused.")
+    rejected: list[str] = Field(default_factory=new_list, description="Requested changes the state machine refused.")
     revision: int = Field(ge=1)
-    cites: list[str] = Field(default_factory=list)
+    cites: list[str] = Field(default_factory=new_list)
 
 
 @register("hypothesis.recorded")
 class HypothesisRecorded(Payload):
     id: str
     statement: str
-    files: list[str] = Field(default_factory=list)
-    tests: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=new_list)
+    tests: list[str] = Field(default_factory=new_list)
     acted_on: bool = False
     score: float = Field(ge=0, le=1)
-    support: list[str] = Field(default_factory=list)
-    refute: list[str] = Field(default_factory=list)
-    cites: list[str] = Field(default_factory=list)
+    support: list[str] = Field(default_factory=new_list)
+    refute: list[str] = Field(default_factory=new_list)
+    cites: list[str] = Field(default_factory=new_list)

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from tether.status import RunStatus
 
-from .payload import Payload, register
+from .payload import Payload, new_list, register
 
 #: The budgets a child's spend is charged to in its parent (wall time is shared: the parent waits meanwhile).
 CHARGED = ("usd", "tokens", "turns", "tool_calls")
@@ -41,8 +41,8 @@ class DelegateFinished(Payload):
     child_run: str
     status: RunStatus = Field(description="The child's status when it returned (terminal, or waiting).")
     summary: str = ""
-    evidence: list[str] = Field(default_factory=list, description="The child's evidence: its event ids.")
-    unknowns: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=new_list, description="The child's evidence: its event ids.")
+    unknowns: list[str] = Field(default_factory=new_list)
     spend: dict[str, float] = Field(
         description="What the parent is charged, by budget (usd, tokens, turns, tool_calls)."
     )

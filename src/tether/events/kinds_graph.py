@@ -27,7 +27,7 @@ from pydantic import Field
 
 from tether.status import RunStatus
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, new_list, register
 
 Phase = Literal["run", "compensate"]
 
@@ -38,16 +38,16 @@ class GraphStarted(Payload):
     graph_path: str = Field(description="The GRAPH.yaml the graph was read from.")
     graph: dict[str, Any] = Field(description="The validated graph, node envelopes as absolute paths.")
     contracts: dict[str, str] = Field(
-        default_factory=dict, description="Each node's (and the graph's) envelope contract hash when it started."
+        default_factory=new_dict, description="Each node's (and the graph's) envelope contract hash when it started."
     )
     workspaces: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=new_dict,
         description="Each node's workspace, resolved: nodes whose workspaces overlap run one at a time.",
     )
     lease_s: float = Field(gt=0, description="How long a node lease lasts unless its holder renews it.")
     sandbox: str | None = Field(None, description="The sandbox backend every node's run uses (else its envelope's).")
     strict: bool = False
-    warnings: list[str] = Field(default_factory=list, description="Narrowing findings reported, not refused.")
+    warnings: list[str] = Field(default_factory=new_list, description="Narrowing findings reported, not refused.")
     by: str = ""
 
 
@@ -102,7 +102,7 @@ class NodeWaiting(Payload):
     node: str
     attempt: int = Field(ge=1)
     run_id: str
-    approvals: list[str] = Field(default_factory=list, description="The pending approval ids of the node's run.")
+    approvals: list[str] = Field(default_factory=new_list, description="The pending approval ids of the node's run.")
     worker: str = ""
 
 
@@ -136,5 +136,5 @@ class NodeCompensated(Payload):
 @register("graph.finished")
 class GraphFinished(Payload):
     status: RunStatus
-    nodes: dict[str, str] = Field(default_factory=dict, description="Every node's final state.")
+    nodes: dict[str, str] = Field(default_factory=new_dict, description="Every node's final state.")
     reason: str = ""

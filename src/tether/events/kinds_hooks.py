@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, new_list, register
 
 Agent = Literal["claude-code", "codex"]
 
@@ -26,14 +26,14 @@ class HookReceived(Payload):
     event: str = Field(description="The hook event name (PreToolUse, Stop, UserPromptSubmit, ...).")
     session_id: str
     cwd: str = ""
-    detail: dict[str, Any] = Field(default_factory=dict, description="The event's own fields tether keeps.")
+    detail: dict[str, Any] = Field(default_factory=new_dict, description="The event's own fields tether keeps.")
 
 
 @register("hook.stop")
 class HookStop(Payload):
     blocked: bool = Field(description="True: the agent was told to go on (the evidence does not accept the stop).")
     accepted: bool = Field(description="The verdict of the required sensors and the test-integrity checks.")
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=new_list)
     blocks_in_row: int = Field(0, ge=0, description="Stops blocked in a row, this one included.")
 
 

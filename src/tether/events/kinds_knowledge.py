@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .payload import Payload, register
+from .payload import Payload, new_list, register
 
 
 class SkillData(Payload):
@@ -27,7 +27,7 @@ class SkillData(Payload):
     root: str = Field(description="the skills directory it was found in (a load may not leave it)")
     source: str = Field(description="envelope | user | workspace")
     digest: str = Field(description="sha256 of SKILL.md when bound; a load of changed content is refused")
-    files: list[str] = Field(default_factory=list, description="files beside SKILL.md, relative to its folder")
+    files: list[str] = Field(default_factory=new_list, description="files beside SKILL.md, relative to its folder")
 
 
 class BoundSkill(Payload):
@@ -39,7 +39,7 @@ class BoundSkill(Payload):
 class SkillScore(Payload):
     name: str
     score: float
-    matched: list[str] = Field(default_factory=list, description="task words found in its name or description")
+    matched: list[str] = Field(default_factory=new_list, description="task words found in its name or description")
 
 
 class SkillProblem(Payload):
@@ -52,9 +52,9 @@ class SkillProblem(Payload):
 @register("skills.bound")
 class SkillsBound(Payload):
     roots: list[str] = Field(description="the directories searched, in order (first name wins)")
-    bound: list[BoundSkill] = Field(default_factory=list)
-    ranked: list[SkillScore] = Field(default_factory=list, description="every skill found, best first")
-    problems: list[SkillProblem] = Field(default_factory=list)
+    bound: list[BoundSkill] = Field(default_factory=new_list)
+    ranked: list[SkillScore] = Field(default_factory=new_list, description="every skill found, best first")
+    problems: list[SkillProblem] = Field(default_factory=new_list)
 
 
 class FactData(Payload):
@@ -68,13 +68,13 @@ class FactData(Payload):
 
 @register("memory.recalled")
 class MemoryRecalled(Payload):
-    facts: list[FactData] = Field(default_factory=list)
+    facts: list[FactData] = Field(default_factory=new_list)
     store: str = Field(description="the memory database the facts were read from")
 
 
 @register("memory.remembered")
 class MemoryRemembered(Payload):
-    facts: list[FactData] = Field(default_factory=list)
+    facts: list[FactData] = Field(default_factory=new_list)
     store: str
 
 
@@ -84,8 +84,8 @@ class CarriedTask(Payload):
     id: str
     title: str = ""
     status: Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"] = "PENDING"
-    depends_on: list[str] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=new_list)
+    files: list[str] = Field(default_factory=new_list)
 
 
 @register("plan.carried")

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, new_list, register
 
 
 @register("mcp.started")
@@ -21,10 +21,12 @@ class McpStarted(Payload):
     server: str
     transport: Literal["stdio", "streamable-http"]
     sandbox: str | None = Field(None, description="Where a stdio server's process runs (bwrap, local); None: remote.")
-    offered: list[str] = Field(default_factory=list, description="Envelope names of the tools the model is offered.")
-    not_listed: list[str] = Field(default_factory=list, description="Declared tools the server does not list.")
-    undeclared: list[str] = Field(default_factory=list, description="Tools the server lists that are not declared.")
-    refused: dict[str, str] = Field(default_factory=dict, description="Declared, listed, but not offered: why.")
+    offered: list[str] = Field(
+        default_factory=new_list, description="Envelope names of the tools the model is offered."
+    )
+    not_listed: list[str] = Field(default_factory=new_list, description="Declared tools the server does not list.")
+    undeclared: list[str] = Field(default_factory=new_list, description="Tools the server lists that are not declared.")
+    refused: dict[str, str] = Field(default_factory=new_dict, description="Declared, listed, but not offered: why.")
 
 
 @register("mcp.failed")

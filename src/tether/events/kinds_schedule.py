@@ -25,7 +25,7 @@ from pydantic import Field
 
 from tether.status import FiringStatus, RunStatus
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, register
 
 #: The reserved run-id prefix of a schedule's log.
 SCHEDULE_PREFIX = "schedule:"
@@ -54,7 +54,8 @@ class ScheduleAdded(Payload):
     task: str
     workspace: str = Field(description="Absolute workspace path the firings run on.")
     budget: dict[str, float] = Field(
-        default_factory=dict, description="Per-firing limits (usd, tokens, turns, tool_calls, wall_s): each narrows."
+        default_factory=new_dict,
+        description="Per-firing limits (usd, tokens, turns, tool_calls, wall_s): each narrows.",
     )
     daily_usd: float | None = Field(None, ge=0, description="Spend of one UTC day's firings, at most.")
     missed: Missed = "skip"
@@ -137,4 +138,4 @@ class ScheduleFiring(Payload):
     schedule: str
     trigger: str
     fire_at: str
-    budget: dict[str, float] = Field(default_factory=dict, description="The limits this firing narrowed to.")
+    budget: dict[str, float] = Field(default_factory=new_dict, description="The limits this firing narrowed to.")

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .payload import Payload, register
+from .payload import Payload, new_dict, new_list, register
 
 CaseOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "not_run"]
 
@@ -53,15 +53,15 @@ class SuiteBaseline(Payload):
     ok: bool = Field(description="a trustworthy report arrived (always False for a non-pytest runner)")
     detail: str = ""
     exit_code: int | None = None
-    tests: list[CaseRecord] = Field(default_factory=list)
-    deselected: list[str] = Field(default_factory=list)
-    errors: list[str] = Field(default_factory=list, description="collection errors: 'node id: message'")
+    tests: list[CaseRecord] = Field(default_factory=new_list)
+    deselected: list[str] = Field(default_factory=new_list)
+    errors: list[str] = Field(default_factory=new_list, description="collection errors: 'node id: message'")
     surface: dict[str, str] = Field(
-        default_factory=dict, description="test files and test configuration: path -> blob hash of the bytes"
+        default_factory=new_dict, description="test files and test configuration: path -> blob hash of the bytes"
     )
     duration_s: float = 0.0
     bytecode: list[CachedBytecode] = Field(
-        default_factory=list, description="bytecode the baseline run compiled (see tether.verify.bytecode)"
+        default_factory=new_list, description="bytecode the baseline run compiled (see tether.verify.bytecode)"
     )
     loaders: str | None = Field(
         None, description="blob hash of the stamps of the files Python loads ahead of source (tether.verify.shadowing)"
@@ -81,4 +81,4 @@ class PreflightCheck(Payload):
 @register("preflight.completed")
 class PreflightCompleted(Payload):
     ok: bool
-    checks: list[PreflightCheck] = Field(default_factory=list)
+    checks: list[PreflightCheck] = Field(default_factory=new_list)
