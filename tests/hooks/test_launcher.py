@@ -286,3 +286,21 @@ def test_the_socket_path_is_where_the_daemon_listens(
     assert relay.socket_path() == want
     if runtime and not socket_var:
         assert want == os.path.join(os.path.join(runtime, "tether"), "hookd.sock")
+
+
+def test_an_answer_the_agent_cannot_read_is_exit_2_never_0(daemon: Path, tmp_path: Path) -> None:
+    """stdout closed before the reply is written: the relay cannot deliver the allow, so it does not exit 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "ls"}, tool_use_id="gone")
+    try:
+        out = subprocess.run(
+            [*LAUNCH, "claude-code"],
+            input=data,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env_for(daemon, tmp_path),
+        )
+    finally:
+        os.close(write_end)
+    assert out.returncode == 2, out.stderr
