@@ -19,8 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tether.events.store as store_module
+from tether.canonical import canonical_json, sha256_hex
+from tether.events.chain import event_hash
 from tether.events.payload import Payload, model_of
 from tether.events.store import Batch, Event, EventStore
 
@@ -255,3 +259,36 @@ def test_a_scripted_step_appends_the_golden_bytes(tmp_path: Path, fixed_clock: N
     assert [e.data for e in returned] == [e.data for e in stored[1:]]
     assert (digest, store.head(run)) == (GOLDEN_ROWS, GOLDEN_HEAD)
     store.close()
+
+
+def _reference_hash(prev: str, run_id: object, seq: object, ts: object, kind: object, body: str) -> str:
+    """The chain's definition, spelled out: SHA-256 of prev ‖ canonical JSON of the head ‖ the payload text."""
+    return sha256_hex(prev + canonical_json({"run_id": run_id, "seq": seq, "ts": ts, "kind": kind}) + body)
+
+
+TEXT = st.text(st.characters(exclude_categories=("Cs",)))  # any text UTF-8 can encode
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_id=TEXT, seq=st.integers(min_value=-(2**70), max_value=2**70), ts=TEXT, kind=TEXT, body=TEXT)
+def test_the_head_written_directly_is_the_canonical_json(run_id: str, seq: int, ts: str, kind: str, body: str) -> None:
+    assert event_hash("0" * 64, run_id, seq, ts, kind, body) == _reference_hash("0" * 64, run_id, seq, ts, kind, body)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        ("r", True, "t", "k"),  # a bool is an int to Python, not to JSON
+        ("r", 1.0, "t", "k"),
+        ("r", 3, None, "k"),
+        (["r"], 3, "t", "k"),
+    ],
+)
+def test_a_head_of_other_types_goes_through_the_canonical_json(head: tuple[Any, Any, Any, Any]) -> None:
+    run_id, seq, ts, kind = head
+    assert event_hash("p", run_id, seq, ts, kind, "{}") == _reference_hash("p", run_id, seq, ts, kind, "{}")
+
+
+def test_a_lone_surrogate_fails_as_before() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        event_hash("0" * 64, "r\ud800", 1, "t", "k", "{}")

@@ -14,9 +14,14 @@ from typing import Any
 HASH_PREFIX = "sha256:"
 
 
+#: What ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`` builds
+#: for every call, built once: ``dumps`` is ``JSONEncoder(**options).encode(value)``.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` deterministically (sorted keys, compact separators)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def sha256_hex(data: bytes | str) -> str:

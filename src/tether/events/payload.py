@@ -160,7 +160,7 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
     """
     if isinstance(item, Payload):
         kind = item.KIND
-        if REGISTRY.get(kind) is not type(item):
+        if dict.get(REGISTRY, kind) is not type(item) and REGISTRY.get(kind) is not type(item):  # loaded, or load
             raise UnknownEventKind(f"{type(item).__name__} is not a registered event payload")
         try:
             data = item.model_dump(mode="json", warnings=False)

@@ -91,6 +91,10 @@ SELECT_RANGE = (
 SELECT_ROWS_BEFORE_3 = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.run_id=? AND e.seq BETWEEN ? AND ?"
 MAX_SEQ = 2**63 - 1
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
+#: A run's head moved from (seq, hash) to the new one; no row changes if the head is elsewhere.
+ADVANCE = "UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=? AND head_seq=? AND head_hash=?"
+#: The same, and only while the run's lease is the given owner's.
+ADVANCE_LEASED = ADVANCE + " AND EXISTS (SELECT 1 FROM leases WHERE run_id=? AND owner=?)"
 LOCK_TIMEOUT_S = 10.0
 Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
 P = TypeVar("P", bound=Payload)
@@ -737,16 +741,37 @@ class EventStore:
         Nothing is written, and :class:`HeadMoved` is raised, if the run's head is no longer ``batch.base``;
         the lease is checked as for :meth:`append_many`.
         """
+        run_id, rows = batch.run_id, batch.rows
         with self._transaction(batch.durable) as conn:
-            row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (batch.run_id,)).fetchone()
-            if row is None:
-                raise InputError(f"unknown run {batch.run_id!r}")
-            head = (int(row[0]), str(row[1]))
-            if tuple(batch.base) != head:
-                raise HeadMoved(batch.run_id, batch.base, head)
-            if batch.run_id in self._leases:
-                self._check_lease_locked(conn, batch.run_id)
-            self._insert_locked(conn, batch.run_id, batch.rows, head)
+            # The checks and the head's move in one statement: it moves only from the batch's base, and (when this
+            # store holds the run's lease) only while the lease is still this store's. When it does not, the
+            # checks run one by one, to say what failed (or, for a head SQLite compares otherwise, to move it).
+            seq, prev = rows[-1][1].head if rows else batch.base
+            base_seq, base_hash = batch.base
+            lease = self._leases.get(run_id)
+            if lease is None:
+                cur = conn.execute(ADVANCE, (seq, prev, run_id, base_seq, base_hash))
+            else:
+                cur = conn.execute(ADVANCE_LEASED, (seq, prev, run_id, base_seq, base_hash, run_id, lease.owner))
+            if cur.rowcount != 1:
+                self._check_head_locked(conn, batch)
+                conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
+            conn.executemany(
+                f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", [stored(r) for r, _ in rows]
+            )
+            self._sign_locked(conn, run_id, rows, batch.base[0], seq, prev)
+
+    def _check_head_locked(self, conn: sqlite3.Connection, batch: Batch) -> None:
+        """What :meth:`append_batch` checks, one at a time: the run exists, its head is the batch's base, and
+        the lease (if this store holds it) is still this store's; raises naming the first that fails."""
+        row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (batch.run_id,)).fetchone()
+        if row is None:
+            raise InputError(f"unknown run {batch.run_id!r}")
+        head = (int(row[0]), str(row[1]))
+        if tuple(batch.base) != head:
+            raise HeadMoved(batch.run_id, batch.base, head)
+        if batch.run_id in self._leases:
+            self._check_lease_locked(conn, batch.run_id)
 
     def _append_locked(
         self,
@@ -763,7 +788,13 @@ class EventStore:
         conn.executemany(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", [stored(r) for r, _ in rows])
         seq, prev = rows[-1][1].head if rows else head
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
-        if self.signer is not None and self.signer.due(head[0], seq, (e.kind for _, e in rows)):
+        self._sign_locked(conn, run_id, rows, head[0], seq, prev)
+
+    def _sign_locked(
+        self, conn: sqlite3.Connection, run_id: str, rows: Sequence[Chained], base_seq: int, seq: int, prev: str
+    ) -> None:
+        """A checkpoint of the new head, when the signer says one is due (written after the commit)."""
+        if self.signer is not None and self.signer.due(base_seq, seq, (e.kind for _, e in rows)):
             cp = self.signer.sign(run_id, seq, prev, now_iso())
             conn.execute(
                 "INSERT OR IGNORE INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (?,?,?,?,?,?)",
