@@ -43,7 +43,7 @@ from tether.events.kinds_control import (
     StuckDetected,
     VerifyCompleted,
 )
-from tether.events.payload import REGISTRY, Payload
+from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.state import RunState
 
@@ -187,15 +187,17 @@ class RunFold:
         record = self.lv.add(e)
         self.plan.add(e)
         self.hypotheses.add(e)
-        if isinstance(record, ActionRecord):
+        if record is None:  # most events are no receipt
+            pass
+        elif isinstance(record, ActionRecord):
             self._action(record)
-        elif isinstance(record, SensorRecord):
+        else:
             self._sensor(record)
         if e.kind in MARKER_KINDS:
             self.marker_seq = max(self.marker_seq, e.seq)
         if e.kind not in CONTROL_KINDS:
             self.last_input = e
-        handler = _HANDLERS.get(REGISTRY.get(e.kind, Payload))
+        handler = _BY_KIND.get(e.kind)
         if handler is not None:
             handler(self, e, e.data, epoch)
         self._count_completed_tasks(epoch)
@@ -204,6 +206,8 @@ class RunFold:
         """Plan tasks completed by this event: supported when the latest verification before it, on the
         same workspace state, was accepted (evidence_support)."""
         transitions = self.plan.plan.completed_transitions
+        if len(transitions) == self._transitions_seen:  # most events complete no task: no slice to build
+            return
         for _tid, _seq in transitions[self._transitions_seen :]:  # all at this event (seq == e.seq)
             self.claims += 1
             v = self._last_verify
@@ -389,6 +393,8 @@ _HANDLERS: dict[type[Payload], Callable[[RunFold, Event, Any, int], None]] = {
     ModelResponded: RunFold._responded,
     ActionProposed: RunFold._proposed,
 }
+#: The same by kind: the per-event lookup is one dict lookup of the event's kind (an unknown kind has none).
+_BY_KIND = {cls.KIND: handler for cls, handler in _HANDLERS.items()}
 
 
 _FOLDS: OrderedDict[str, RunFold] = OrderedDict()

@@ -31,7 +31,7 @@ from tether.events.kinds_control import (
     SensorResultEvent,
     StuckDetected,
 )
-from tether.events.payload import REGISTRY, Payload
+from tether.events.payload import Payload
 from tether.events.store import Event
 
 RECEIPT_KINDS = frozenset(k.KIND for k in (ActionCompleted, ActionFailed, SensorResultEvent))
@@ -172,7 +172,7 @@ class LogView:
         """Take in the next event of the log; the receipt record it produced, if any."""
         if self.keep:
             self.epoch_at[e.seq] = self.epoch
-        handler = _VIEW_HANDLERS.get(REGISTRY.get(e.kind, Payload))
+        handler = _VIEW_BY_KIND.get(e.kind)
         return handler(self, e, e.data) if handler is not None else None
 
     def _proposed(self, e: Event, p: ActionProposed) -> None:
@@ -214,6 +214,7 @@ _VIEW_HANDLERS: dict[type[Payload], Callable[[LogView, Event, Any], ActionRecord
     ActionFailed: LogView._action,
     SensorResultEvent: LogView._sensor,
 }
+_VIEW_BY_KIND = {cls.KIND: handler for cls, handler in _VIEW_HANDLERS.items()}  # the same, looked up by kind
 
 
 def _text(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -79,6 +79,7 @@ _PATH = re.compile(r"(?<![\w:/])(?:~|\.{1,2})?(?:/[\w.\-~]+)+/?")
 _AMOUNT = re.compile(r"(?<![\w.,\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w\-]|[.,]\d)")
 _TOKEN = re.compile(r"(?<![\w\-])(?<!\w\.)(?=[\w.\-]*[^\W\d_])[\w][\w.\-]*[\w](?![\w\-]|\.\w|://)")
 _TRAILING = ".,;:!?)]}'\""
+_DIGIT = re.compile(r"\d")  # what _IBAN, _DIGITS and _AMOUNT match always holds (the same \d)
 
 
 def fold(text: str) -> str:
@@ -169,16 +170,22 @@ def candidates(text: str, *, every: bool = True) -> list[Value]:
     """The values in ``text``. ``every``: also its words and amounts (for indexing, and for an argument that is
     one short value); otherwise only the structured kinds, which say where they point even inside prose."""
     folded = fold(text)
+    # Each pattern is tried only on text holding what every match of it holds (a scan in C, no match set up):
+    # ``://`` for a URL, ``@`` for an address, a dot for a host, a slash for a path, a digit for the numbers.
+    digit = _DIGIT.search(folded) is not None
     found = [
-        *_found(ValueKind.URL, _URL, folded),
-        *_found(ValueKind.EMAIL, _EMAIL, folded),
-        *_found(ValueKind.HOST, _HOST, folded),
-        *_found(ValueKind.ACCOUNT, _IBAN, folded),
-        *_found(ValueKind.ACCOUNT, _DIGITS, folded),
-        *_found(ValueKind.PATH, _PATH, folded),
+        *(_found(ValueKind.URL, _URL, folded) if "://" in folded else ()),
+        *(_found(ValueKind.EMAIL, _EMAIL, folded) if "@" in folded else ()),
+        *(_found(ValueKind.HOST, _HOST, folded) if "." in folded else ()),
+        *(_found(ValueKind.ACCOUNT, _IBAN, folded) if digit else ()),
+        *(_found(ValueKind.ACCOUNT, _DIGITS, folded) if digit else ()),
+        *(_found(ValueKind.PATH, _PATH, folded) if "/" in folded else ()),
     ]
     if every:
-        found += [*_found(ValueKind.TOKEN, _TOKEN, folded), *_found(ValueKind.NUMBER, _AMOUNT, folded)]
+        found += [
+            *_found(ValueKind.TOKEN, _TOKEN, folded),
+            *(_found(ValueKind.NUMBER, _AMOUNT, folded) if digit else ()),
+        ]
     found += [h for k, raw, start, _ in found if k in (ValueKind.URL, ValueKind.EMAIL) for h in _host_of(k, raw, start)]
     out = []
     for kind, raw, start, end in found:
@@ -227,6 +234,10 @@ class Taint:
         }
 
 
+#: The kinds whose events hold the user's words or a tool's output: what the index reads.
+_SOURCE_KINDS = frozenset({"run.started", "run.continued", "approval.denied", "action.completed", "action.failed"})
+
+
 def _key(v: Value) -> tuple[ValueKind, str]:
     return (v.kind, v.norm)
 
@@ -261,16 +272,19 @@ class Provenance:
         return self._trust[tool]
 
     def _take(self, e: Event) -> None:
+        kind = e.kind
+        if kind not in _SOURCE_KINDS:  # most events: their payload is not read (nor, for a read event, parsed)
+            return
         p = e.payload
-        if e.kind == "run.started":
+        if kind == "run.started":
             self._user(p.get("task", ""), _strings(p.get("plan") or {}))
-        elif e.kind == "run.continued":
+        elif kind == "run.continued":
             self._user(p.get("note") or "", [p.get("reason", "")])
-        elif e.kind == "approval.denied":
+        elif kind == "approval.denied":
             self._user(p.get("reason", ""), [])
-        elif e.kind == "action.completed":
+        elif kind == "action.completed":
             self._output(e.seq, p["tool"], str(p.get("result", {}).get("content", "")))
-        elif e.kind == "action.failed":
+        else:  # action.failed
             self._output(e.seq, p["tool"], str(p.get("error", "")))
 
     def _user(self, text: str, more: Sequence[str]) -> None:

@@ -1,0 +1,66 @@
+"""``candidates`` skips a pattern on text that lacks what every match of it holds (``://``, ``@``, a dot, a
+slash, a digit): the values found must be exactly those of every pattern tried on every text."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.policy import provenance as pv
+
+
+def _every_pattern(text: str, *, every: bool = True) -> list[pv.Value]:
+    """``candidates`` as it was: each pattern run on the whole folded text."""
+    folded = pv.fold(text)
+    found = [
+        *pv._found(pv.ValueKind.URL, pv._URL, folded),
+        *pv._found(pv.ValueKind.EMAIL, pv._EMAIL, folded),
+        *pv._found(pv.ValueKind.HOST, pv._HOST, folded),
+        *pv._found(pv.ValueKind.ACCOUNT, pv._IBAN, folded),
+        *pv._found(pv.ValueKind.ACCOUNT, pv._DIGITS, folded),
+        *pv._found(pv.ValueKind.PATH, pv._PATH, folded),
+    ]
+    if every:
+        found += [
+            *pv._found(pv.ValueKind.TOKEN, pv._TOKEN, folded),
+            *pv._found(pv.ValueKind.NUMBER, pv._AMOUNT, folded),
+        ]
+    found += [
+        h
+        for k, raw, start, _ in found
+        if k in (pv.ValueKind.URL, pv.ValueKind.EMAIL)
+        for h in pv._host_of(k, raw, start)
+    ]
+    out = []
+    for kind, raw, start, end in found:
+        norm = pv.canonical_number(raw) if kind is pv.ValueKind.NUMBER else pv._canonical(kind, raw)
+        if norm and not (kind is pv.ValueKind.NUMBER and sum(c.isdigit() for c in norm.lstrip("0.-")) < 2):
+            out.append(pv.Value(kind, norm, start, end))
+    return out
+
+
+SAMPLES = [
+    "$ true 3\nexit 0 (0.00s)\n(no output)",
+    "send 1,250.00 EUR to DE89 3704 0044 0532 0130 00 or bob+x@Exämple.com via https://pay.example:443/a/",
+    "see ~/notes/plan.md and ../src/x.py, host api.internal.example, "
+    "\uff48\uff54\uff54\uff50\uff53\uff1a\uff0f\uff0f\uff45\uff56\uff49\uff4c\uff0e\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45",
+    "٣٤٥٦٧٨٩٠١٢ digits in another script, ① ² ½ and a fullwidth \uff20 sign: a\uff20b\uff0ecd",
+    "",
+    "no values here at all",
+]
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+@pytest.mark.parametrize("every", [True, False])
+def test_samples_find_what_every_pattern_finds(text: str, every: bool) -> None:
+    assert pv.candidates(text, every=every) == _every_pattern(text, every=every)
+
+
+ALPHABET = st.sampled_from([*"ab9Z0 .,/@:-_~+%", "://", "\u0663", "\uff0f", "\uff20", "\u2024", "é", "ß", "\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(ALPHABET, max_size=40).map("".join), every=st.booleans())
+def test_any_text_finds_what_every_pattern_finds(text: str, every: bool) -> None:
+    assert pv.candidates(text, every=every) == _every_pattern(text, every=every)
