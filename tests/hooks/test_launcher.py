@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from hookkit import MALFORMED_REPLIES, in_process, payload, wait_for
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tether.hooks import relay
@@ -230,6 +230,8 @@ ENV = st.sampled_from([None, "", "/abs/x", "rel/x", "/abs/x/", "postgresql://u@/
 
 @settings(max_examples=300, deadline=None)
 @given(argv=st.lists(ARG, max_size=5), envelope=ENV, db=ENV, project=ENV, daemon=ENV)
+# a project is a directory, never a URL: the relay once sent this one as given
+@example(argv=["claude-code"], envelope=None, db=None, project="postgresql://u@/d", daemon=None)
 def test_the_relay_reads_options_exactly_as_the_full_path_or_hands_them_over(
     argv: list[str], envelope: str | None, db: str | None, project: str | None, daemon: str | None
 ) -> None:

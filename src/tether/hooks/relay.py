@@ -144,10 +144,13 @@ def exchange(path: str, message: bytes) -> bytes | None:
 
 
 def located(value: str) -> str | None:
-    """A store URL as given, an absolute normal path as given (what ``os.path.abspath`` would leave as it is);
-    None for anything the full path must resolve."""
-    if "://" in value:
-        return value
+    """A store URL as given, else :func:`absolute`: what ``entry.located`` would send."""
+    return value if "://" in value else absolute(value)
+
+
+def absolute(value: str) -> str | None:
+    """An absolute normal path as given (what ``os.path.abspath`` would leave as it is); None for anything the
+    full path must resolve."""
     parts = value.split("/")
     if value == "/" or (parts[0] == "" and all(p not in ("", ".", "..") for p in parts[1:])):
         return value
@@ -170,12 +173,14 @@ def request_of(argv: list[str]) -> dict[str, str] | None:
         value = env(var)
         if key not in request and value:
             request[key] = value
-    project = env("CLAUDE_PROJECT_DIR")
-    if project:
-        request["project"] = project
     for key, value in request.items():
         if key != "agent" and located(value) is None:
             return None
+    project = env("CLAUDE_PROJECT_DIR")
+    if project:  # a directory, never a URL: ``entry.options`` makes it absolute whatever it holds
+        if absolute(project) is None:
+            return None
+        request["project"] = project
     return request
 
 
