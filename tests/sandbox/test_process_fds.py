@@ -89,3 +89,23 @@ def test_commands_from_many_threads_leak_nothing(sandbox: Sandbox, workspace: Pa
         t.join()
     assert errors == []
     assert open_fds() - before == set()
+
+
+def test_a_command_that_closes_its_pipes_and_keeps_running_still_times_out(sandbox: Sandbox, workspace: Path) -> None:
+    """Both pipes at EOF long before the exit: the wait goes on on the exit itself, and the deadline still holds."""
+    r = sandbox.run("echo early; exec >&- 2>&-; exec sleep 300", cwd=workspace, timeout_s=0.5)
+    assert r.timed_out and r.stdout == "early\n"
+    assert r.duration_s < 30
+
+
+def test_a_command_that_closes_its_pipes_then_exits_is_waited_for(sandbox: Sandbox, workspace: Path) -> None:
+    r = sandbox.run("exec >&- 2>&-; sleep 0.3; exit 7", cwd=workspace, timeout_s=30)
+    assert (r.exit_code, r.timed_out, r.stdout, r.stderr) == (7, False, "", "")
+
+
+def test_both_pipes_full_at_once_do_not_deadlock(sandbox: Sandbox, workspace: Path) -> None:
+    """A megabyte on each stream, written alternately in small pieces: neither pipe may be left to fill up."""
+    script = "for i in $(seq 2000); do head -c 512 /dev/zero; head -c 512 /dev/zero >&2; done"
+    r = sandbox.run(script, cwd=workspace, timeout_s=60)
+    assert r.ok and not r.timed_out
+    assert (r.stdout_bytes, r.stderr_bytes) == (1_024_000, 1_024_000)
