@@ -143,3 +143,25 @@ def test_two_threads_commands_never_reap_each_other(workspace: Path) -> None:
     long.join()
     assert results["short"].ok
     assert results["long"].ok and "survived" in results["long"].stdout
+
+
+def test_a_remembered_yes_is_not_believed_in_a_forked_child() -> None:
+    """``is_subreaper`` remembers the kernel's yes, for this process only: a fork's child is no subreaper (the flag
+    is not inherited) and says so, so its commands do not count on orphans coming back."""
+    become_subreaper()
+    assert is_subreaper() and is_subreaper()  # the second answer is the remembered one
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.write(w, b"1" if is_subreaper() else b"0")
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        said = os.read(r, 1)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert said == b"0"
+    assert is_subreaper()

@@ -62,14 +62,26 @@ def become_subreaper() -> bool:
         return False
 
 
+_subreaper_pid = 0  # the process the kernel last said yes for (a forked child is not a subreaper: asked anew)
+
+
 def is_subreaper() -> bool:
-    """What the kernel says now (``PR_GET_CHILD_SUBREAPER``): for ``tether doctor``, and per bwrap command."""
+    """What the kernel says (``PR_GET_CHILD_SUBREAPER``): for ``tether doctor``, and per bwrap command. A yes is
+    remembered for this process (tether never clears the flag, "once a subreaper, always one"; a fork's child does
+    not inherit it): no ``prctl`` through ctypes per command then; a no is asked again, since a local sandbox may
+    make tether one later."""
+    global _subreaper_pid
+    if _subreaper_pid == os.getpid():
+        return True
     flag = ctypes.c_int(0)
     try:
         c = libc()
-        return c is not None and bool(c.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
+        yes = c is not None and bool(c.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
     except AttributeError:
         return False
+    if yes:
+        _subreaper_pid = os.getpid()
+    return yes
 
 
 def stat_fields(pid: int) -> tuple[int, int] | None:
