@@ -9,9 +9,10 @@ without a handler leave state unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from sys import intern
 from typing import Any
 
 from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS
@@ -126,7 +127,7 @@ class Action:
     failure_class: str | None = None
     approval_id: str | None = None
     approved_by: str | None = None
-    taints: list[dict[str, Any]] = field(default_factory=list)  # why the decider asked: untrusted values in its args
+    taints: Sequence[dict[str, Any]] = ()  # why the decider asked: untrusted values in its args (() when none)
 
 
 #: The one tool whose result's ``data`` a reader of the run state reads: the finish call's claim (the runtime's
@@ -173,7 +174,8 @@ class RunState:
     actions: dict[str, Action] = field(default_factory=dict)
     # (tool, args hash) -> the calls proposed with them, in proposal order: an identical call's earlier
     # denials are looked up here (policy/decide.py ``denied_before``), not found by scanning every call.
-    same_calls: dict[tuple[str, str], list[Action]] = field(default_factory=dict, repr=False, compare=False)
+    # A tuple, not a list: nearly every key has one call, and a tuple of one is half a list's size (issue 18).
+    same_calls: dict[tuple[str, str], tuple[Action, ...]] = field(default_factory=dict, repr=False, compare=False)
     pending_approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_rules: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
@@ -217,6 +219,9 @@ class RunState:
     # decider's external calls committed (policy/decide.py ``external_limit``) read these, not every call.
     calls_by: dict[tuple[ActionStatus, str], dict[str, Action]] = field(default_factory=dict, repr=False, compare=False)
     _filed: dict[str, tuple[ActionStatus, str]] = field(default_factory=dict, repr=False, compare=False)
+    _keys: dict[tuple[ActionStatus, str], tuple[ActionStatus, str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )  # one (status, tool) tuple each, shared by every call ``_filed`` under it (issue 18)
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunState:
@@ -249,6 +254,7 @@ class RunState:
         """File ``a`` under its current (status, tool) in ``calls_by``, out of where it was (a call id proposed
         again replaces the earlier action of that id, as ``actions`` does)."""
         key = (a.status, a.tool)
+        key = self._keys.setdefault(key, key)
         was = self._filed.get(a.call_id)
         if was is not None:
             if was == key and self.calls_by[was].get(a.call_id) is a:
@@ -404,8 +410,10 @@ class RunState:
         self.stop = p
 
     def _action_proposed(self, e: Event, p: ActionProposed) -> None:
-        a = self.actions[p.call_id] = Action(p.call_id, p.tool, p.args, p.args_hash, p.turn, e.seq)
-        self.same_calls.setdefault((p.tool, p.args_hash), []).append(a)
+        tool = intern(p.tool)  # one string for every call of a tool, not one per call (issue 18)
+        a = self.actions[p.call_id] = Action(p.call_id, tool, p.args, p.args_hash, p.turn, e.seq)
+        key = (tool, p.args_hash)
+        self.same_calls[key] = (*self.same_calls.get(key, ()), a)
         self._settle(a)
 
     def _action_invalid(self, e: Event, p: ActionInvalid) -> None:
@@ -416,9 +424,10 @@ class RunState:
 
     def _action_decided(self, e: Event, p: ActionDecided) -> None:
         a = self.actions[p.call_id]
-        a.verdict, a.reason, a.deciding_rule = p.verdict, p.reason, p.deciding_rule
+        # A rule's id and reason repeat call after call: one string each, not one per call (issue 18).
+        a.verdict, a.reason, a.deciding_rule = intern(p.verdict), intern(p.reason), intern(p.deciding_rule)
         a.status = VERDICT_STATUS[p.verdict]
-        a.taints = [t.model_dump(mode="json") for t in p.taints]
+        a.taints = [t.model_dump(mode="json") for t in p.taints] if p.taints else ()
         self._settle(a)
 
     def _approval_requested(self, e: Event, p: ApprovalRequested) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from tether.errors import StaleBelief
@@ -65,8 +66,12 @@ class Belief:
         return self.key.startswith(STATE_KEYS_PREFIX)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Observation:
+    """What one receipt says of one belief key. The control fold keeps every receipt's observations for the
+    whole run (a new belief replays those after its mark), so it is slotted and its key is interned: the same
+    key (``command:true``, ``file:a.py``) comes back receipt after receipt (issue 18)."""
+
     key: str
     kind: BeliefKind
     value: Any
@@ -140,16 +145,18 @@ def observations_of_action(a: ActionRecord, lv: LogView, conf: float) -> list[Ob
     if a.ok and a.changed_files:
         for path in a.changed_files:
             ep = lv.file_writes(path, a.event.seq)
-            out.append(Observation(f"file:{path}", "file_exists", True, ep, cite, conf))
+            out.append(Observation(intern(f"file:{path}"), "file_exists", True, ep, cite, conf))
             sha = a.data.get("sha256_after") if a.data.get("path") == path else None
             if isinstance(sha, str):
-                out.append(Observation(f"file:{path}.sha256", "file_changed", sha, ep, cite, conf))
+                out.append(Observation(intern(f"file:{path}.sha256"), "file_changed", sha, ep, cite, conf))
     elif a.ok and a.tool in READ_TOOLS:
         for path in _paths(a.args):
-            out.append(Observation(f"file:{path}", "file_exists", True, lv.file_writes(path, a.event.seq), cite, conf))
+            key, seen = intern(f"file:{path}"), lv.file_writes(path, a.event.seq)
+            out.append(Observation(key, "file_exists", True, seen, cite, conf))
     if not a.ok and a.failure_class == "not_found":
         for path in _paths(a.args):
-            out.append(Observation(f"file:{path}", "file_exists", False, lv.file_writes(path, a.event.seq), cite, conf))
+            key, seen = intern(f"file:{path}"), lv.file_writes(path, a.event.seq)
+            out.append(Observation(key, "file_exists", False, seen, cite, conf))
     if a.tool == "run_tests" and not a.args.get("args"):
         exit_code = a.data.get("exit_code")
         failing = a.data.get("failing")
@@ -159,13 +166,13 @@ def observations_of_action(a: ActionRecord, lv: LogView, conf: float) -> list[Ob
         name = _argv0(a.args.get("command"))
         exit_code = a.data.get("exit_code")
         if name and exit_code in (0, 127):
-            out.append(Observation(f"command:{name}", "command_available", exit_code == 0, a.epoch, cite, conf))
+            out.append(Observation(intern(f"command:{name}"), "command_available", exit_code == 0, a.epoch, cite, conf))
     return out
 
 
 def observations_of_sensor(s: SensorRecord) -> list[Observation]:
     cite = s.event.id
-    out = [Observation(f"sensor:{s.sensor}", "sensor", s.result, s.epoch, cite, 1.0)]
+    out = [Observation(intern(f"sensor:{s.sensor}"), "sensor", s.result, s.epoch, cite, 1.0)]
     if s.sensor == "tests" and s.result in ("PASS", "FAIL"):
         failing = sorted(str(d.code or d.file or "?") for d in s.diagnostics) if s.result == "FAIL" else []
         out.append(Observation("tests.failing", "tests_failing", failing, s.epoch, cite, 1.0))

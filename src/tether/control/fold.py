@@ -24,6 +24,7 @@ from bisect import bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from hashlib import sha256
 from typing import Any
 
 from tether.envelope.schema import Envelope
@@ -125,7 +126,7 @@ class RunFold:
         self.beliefs_seen = 0
         self.belief_max_cite: dict[str, int] = {}  # key -> newest receipt any belief of it cites
         self.receipt_seqs: list[int] = []
-        self.receipt_obs: list[list[Observation]] = []
+        self.receipt_obs: list[tuple[Observation, ...]] = []  # tuples: most receipts observe one key or none
         self._history: dict[str, tuple[int, int]] = {}  # tool -> (ok, n): confidence of the next receipt
         self._derivation: _Derivation | None = None
         # plan and hypotheses
@@ -153,7 +154,7 @@ class RunFold:
         self.continued_seq = -1  # the latest run.continued: a person answered whatever was escalated before it
         self.stuck_reported: set[tuple[str, str]] = set()
         self.system_breaking: list[Event] = []
-        self.seen_actions: set[tuple[str, str, str]] = set()
+        self.seen_actions: set[bytes] = set()  # novelty: digests of (tool, args hash, observation), see _action
         self.latest_sensor: dict[str, SensorRecord] = {}
         self.window = _Window()
 
@@ -287,7 +288,8 @@ class RunFold:
         self._history[a.tool] = (ok + int(a.ok), n + 1)
         self._receipt(a, observations_of_action(a, self.lv, conf))
         w = self.window
-        key = (a.tool, a.args_hash, a.observation)
+        # Held for the whole run: the sha256 of the three (32 bytes), not the tuple and the observation's hex hash.
+        key = sha256(f"{a.tool}\0{a.args_hash}\0{a.observation}".encode()).digest()
         w.novel.append(key not in self.seen_actions)
         self.seen_actions.add(key)
         if w.streak:
@@ -310,7 +312,7 @@ class RunFold:
 
     def _receipt(self, r: ActionRecord | SensorRecord, observations: list[Observation]) -> None:
         self.receipt_seqs.append(r.event.seq)
-        self.receipt_obs.append(observations)
+        self.receipt_obs.append(tuple(observations) if observations else ())
 
     # ---- reading -----------------------------------------------------------------------------
 
