@@ -136,13 +136,20 @@ class Action:
 KEEPS_DATA = frozenset({"finish"})
 
 
+#: What the fold keeps of any other call's result: what the readers of ``Action.result`` read — the content the
+#: model was shown (the guard adapters hand it back to their framework) and, for an output too long to show, its
+#: blob and size (``stored_result``). ``ok`` and ``failure_class`` are the action's own fields; ``effects`` and
+#: ``changed_files`` are read from the log's ``action.completed`` by those who use them (the fold, undo, replay).
+KEPT_KEYS = ("content", "blob", "chars")
+
+
 def kept_result(tool: str, result: dict[str, Any]) -> dict[str, Any]:
-    """What the fold keeps of a completed call's result (issue 18: held per step for the whole run): all of it
-    but ``data``, which only the finish call's readers read. ``content``, ``blob``, ``failure_class``,
-    ``effects`` and the rest stay, so every reader of ``Action.result`` gets the answer it got before."""
-    if tool in KEEPS_DATA or "data" not in result:
+    """What the fold keeps of a completed call's result (issue 18: held per step for the whole run): the finish
+    call's whole result (its claim, in ``data``), and of any other call only ``KEPT_KEYS``, so every reader of
+    ``Action.result`` gets the answer it got before."""
+    if tool in KEEPS_DATA:
         return result
-    return {k: v for k, v in result.items() if k != "data"}
+    return {k: result[k] for k in KEPT_KEYS if k in result}
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.kernel.context import Transcript
-from tether.kernel.manifest import Counted, Joined, Manifests, Record, delta
+from tether.kernel.manifest import Counted, Joined, Manifests, Record, Settled, delta
 from tether.models.base import Message, ToolSpec
 from tether.models.tokens import ESTIMATOR, Counter
 
@@ -168,3 +168,24 @@ def test_a_joined_prompt_reads_like_the_list_it_stands_for() -> None:
             for step in (None, 1, 2, -1, -3):
                 assert joined[start:stop:step] == expected[start:stop:step], (start, stop, step)
     assert joined != list("abcdx") and joined != "abcdxy"
+
+
+def test_settled_records_read_back_as_appended() -> None:
+    """The settled records are kept column by column (the hash as a 64-bit integer): each reads back equal to
+    the record appended, leading zeros of its hash and its very sources tuple included."""
+    appended = [
+        Record("system", 0, "0" * 16, ()),
+        Record("user", 5, "000000000000abcd", (0,)),
+        Record("assistant", 2**40, "f" * 16, (3, 7)),
+        Record("tool", 1, "0123456789abcdef", (9,)),
+    ]
+    settled = Settled()
+    for r in appended:
+        settled.append(r)
+    assert len(settled) == 4 and list(settled) == appended and settled[-1] == appended[-1]
+    assert all(a.seqs is b.seqs for a, b in zip(settled, appended, strict=True))
+    assert settled[1:3] == appended[1:3] and settled[::-2] == appended[::-2]
+    with pytest.raises(IndexError):
+        settled[4]
+    joined = Joined(settled, 3, [appended[3]])
+    assert list(joined) == appended and joined[1:] == appended[1:]

@@ -118,8 +118,9 @@ class RunFold:
         self.n = 0  # events taken in
         self.head_hash = ""
         self.last: Event | None = None
-        self.lv = LogView([], keep=False)  # grown by LogView.add; it keeps no per-event lists
         self.state = RunState()
+        # grown by LogView.add; it keeps no per-event lists, and reads each call's proposal from the state
+        self.lv = LogView([], keep=False, proposals=self.state.actions)
         # beliefs
         self.beliefs: dict[str, Belief] = {}
         self.generation = 0

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from tether.canonical import content_hash
 from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed
@@ -136,6 +136,15 @@ class SensorRecord:
         )
 
 
+class Proposal(Protocol):
+    """What a receipt joins from its call's proposal (a :class:`tether.state.Action` has both)."""
+
+    @property
+    def args(self) -> dict[str, Any]: ...
+    @property
+    def args_hash(self) -> str: ...
+
+
 @dataclass
 class LogView:
     """Everything the control modules read, extracted in one pass (or grown one event at a time: :meth:`add`).
@@ -153,6 +162,9 @@ class LogView:
     window_start: int = -1  # seq of the latest recovery.switched (-1: whole run)
     # call id -> (args, args hash) of its proposal: what a receipt joins, not the whole payload (one per call)
     _proposals: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict, repr=False)
+    # When given (the run's fold: its RunState keeps every call's proposal, folded before this view sees the
+    # event), the proposals are read from it instead of being kept a second time (issue 18).
+    proposals: Mapping[str, Proposal] | None = field(default=None, repr=False)
     # path -> seqs of the ok actions that changed it, in log order; ``_ordered`` while those seqs only grow.
     _writes: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _ordered: bool = field(default=True, repr=False)
@@ -176,14 +188,22 @@ class LogView:
         return handler(self, e, e.data) if handler is not None else None
 
     def _proposed(self, e: Event, p: ActionProposed) -> None:
-        self._proposals[p.call_id] = (p.args, p.args_hash)
+        if self.proposals is None:
+            self._proposals[p.call_id] = (p.args, p.args_hash)
+
+    def _proposal(self, call_id: str) -> tuple[dict[str, Any], str] | None:
+        if self.proposals is None:
+            return self._proposals.get(call_id)
+        a = self.proposals.get(call_id)
+        return None if a is None else (a.args, a.args_hash)
 
     def _switched(self, e: Event, p: RecoverySwitched) -> None:
         self.window_start = e.seq
 
     def _action(self, e: Event, p: ActionCompleted | ActionFailed) -> ActionRecord:
-        known = _memo(e) if self.keep else None
-        action = known if isinstance(known, ActionRecord) else _action_record(e, p, self._proposals, self.epoch)
+        action = _memo(e) if self.keep else None
+        if not isinstance(action, ActionRecord):
+            action = _action_record(e, p, self._proposal(p.call_id), self.epoch)
         if self.keep:
             _remember(action)
             self.actions.append(action)
@@ -252,9 +272,8 @@ def view(events: Sequence[Event]) -> LogView:
 
 
 def _action_record(
-    e: Event, p: ActionCompleted | ActionFailed, proposals: dict[str, tuple[dict[str, Any], str]], epoch: int
+    e: Event, p: ActionCompleted | ActionFailed, prop: tuple[dict[str, Any], str] | None, epoch: int
 ) -> ActionRecord:
-    prop = proposals.get(p.call_id)
     args = dict(prop[0]) if prop is not None else {}
     args_hash = (prop[1] if prop is not None else "") or content_hash(args)
     if isinstance(p, ActionFailed):

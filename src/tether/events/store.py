@@ -181,7 +181,7 @@ class Event:
     from the text only when something asks for it (display, export). Events are immutable.
     """
 
-    __slots__ = ("_data", "_payload", "_text", "hash", "kind", "prev_hash", "run_id", "seq", "ts")
+    __slots__ = ("_data", "_id", "_payload", "_text", "hash", "kind", "prev_hash", "run_id", "seq", "ts")
     run_id: str
     seq: int
     ts: str
@@ -191,6 +191,7 @@ class Event:
     _payload: dict[str, Any] | None
     _data: Payload | None
     _text: str | None
+    _id: str  # set by the first read of ``id``
 
     def __init__(
         self, run_id: str, seq: int, ts: str, kind: str, payload: dict[str, Any], prev_hash: str = "", hash: str = ""
@@ -251,8 +252,14 @@ class Event:
 
     @property
     def id(self) -> str:
-        """Stable citation for this event: ``<run>#<seq>``."""
-        return f"{self.run_id}#{self.seq}"
+        """Stable citation for this event: ``<run>#<seq>``. Built once, so the folds that keep it for the whole run
+        (the run state's evidence, the beliefs' citations) share one string (issue 18)."""
+        try:
+            return self._id
+        except AttributeError:
+            cite = f"{self.run_id}#{self.seq}"
+            _set(self, "_id", cite)
+            return cite
 
     @property
     def head(self) -> Head:

@@ -19,6 +19,7 @@ length. :func:`full_manifests` undoes the delta, walking the calls in log order.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
@@ -39,10 +40,10 @@ T = TypeVar("T")
 
 
 class Record(NamedTuple):
-    """One message's manifest record as the runtime keeps it between calls (issue 18: two a step, held for the
-    whole uncompacted run): a tuple whose ``seqs`` is the transcript's own sources tuple, where the payload model
-    (:class:`~tether.events.kinds.MessageRecord`: an instance dict, a fields-set and a list of seqs) cost about
-    five times as much. A call's new records become payload models only to be recorded (:func:`as_payload`)."""
+    """One message's manifest record as a call reads it: a tuple whose ``seqs`` is the transcript's own sources
+    tuple. The settled messages' records are not held as these but column by column (:class:`Settled`); a call's
+    new records become payload models (:class:`~tether.events.kinds.MessageRecord`) only to be recorded
+    (:func:`as_payload`)."""
 
     role: str
     tokens: int
@@ -65,6 +66,41 @@ def message_hash(m: Message) -> str:
     return content_hash(wire).removeprefix("sha256:")[:HASH_DIGITS]
 
 
+class Settled(Sequence[Record]):
+    """The settled messages' records, kept for the whole run (two a step while the prompt never compacts, issue
+    18), column by column: a role, a token count and the 64-bit hash as a machine integer each, and the
+    transcript's own sources tuple; 32 bytes a record where a :class:`Record` and its hash string held 160, and a
+    payload model five times that. Reading one builds its :class:`Record` (equal to the one appended). Only
+    appended to: a new lineage starts a new one, so a prompt reading the first n records reads them as they
+    were."""
+
+    __slots__ = ("_hashes", "_roles", "_seqs", "_tokens")
+
+    def __init__(self) -> None:
+        self._roles: list[str] = []
+        self._tokens = array("q")
+        self._hashes = array("Q")
+        self._seqs: list[Sources] = []
+
+    def append(self, r: Record) -> None:
+        self._roles.append(r.role)
+        self._tokens.append(r.tokens)
+        self._hashes.append(int(r.hash, 16))
+        self._seqs.append(r.seqs)
+
+    def __len__(self) -> int:
+        return len(self._roles)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return Record(self._roles[i], self._tokens[i], f"{self._hashes[i]:0{HASH_DIGITS}x}", self._seqs[i])
+
+
 class Joined(Sequence[T]):
     """``head[:n]`` followed by ``tail``, without copying ``head``: a prompt's settled part is the transcript's and
     the manifests' own lists, which only grow by appending until they are rewritten (then a reader builds a new
@@ -74,7 +110,7 @@ class Joined(Sequence[T]):
 
     __slots__ = ("_head", "_n", "_tail")
 
-    def __init__(self, head: list[T], n: int, tail: list[T]) -> None:
+    def __init__(self, head: Sequence[T], n: int, tail: list[T]) -> None:
         self._head, self._n, self._tail = head, n, tail
 
     def __len__(self) -> int:
@@ -90,7 +126,8 @@ class Joined(Sequence[T]):
             start, stop, step = i.indices(len(self))
             if step != 1:
                 return [self[j] for j in range(start, stop, step)]
-            return self._head[start : max(start, min(stop, n))] + self._tail[max(start - n, 0) : max(stop - n, 0)]
+            head = self._head[start : max(start, min(stop, n))]
+            return (head if isinstance(head, list) else list(head)) + self._tail[max(start - n, 0) : max(stop - n, 0)]
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
@@ -115,9 +152,9 @@ class Joined(Sequence[T]):
 class Counted:
     """A prompt about to be sent: its messages, their manifest, and its tokens by ``counter``.
 
-    ``records[:settled]`` are the very objects of the manifests' ``lineage`` (the records of the transcript's
-    settled messages, which only grows until the transcript rewrites a message): two prompts of one lineage
-    share that many leading records without comparing them."""
+    ``records[:settled]`` are read from the manifests' ``lineage`` (:class:`Settled`, the records of the
+    transcript's settled messages, which only grows until the transcript rewrites a message): two prompts of one
+    lineage share that many leading records without comparing them."""
 
     messages: Sequence[Message]
     records: Sequence[Record]
@@ -143,15 +180,14 @@ class Manifests:
 
     def __init__(self, counter: Counter) -> None:
         self.counter = counter
-        # The settled messages and their sources, beside their records (two list slots a message, issue 18); a
-        # restart turns them into ``_seen``, id(message) -> (it, its seqs, record), for the rebuild only.
+        # The settled messages beside their records (issue 18); a restart turns them into ``_seen``,
+        # id(message) -> (it, its seqs, record), for the rebuild only.
         self._msgs: list[Message] = []
-        self._froms: list[Sources] = []
         self._seen: dict[int, tuple[Message, Sources, Record]] = {}
         self._tools: tuple[tuple[str, ...], int] | None = None
         self._of: tuple[Transcript, int] | None = None  # the transcript and its rewrites the lineage follows
         self._lineage = object()
-        self._settled: list[Record] = []
+        self._settled = Settled()
         self._settled_tokens = 0
 
     def count(self, transcript: Transcript, specs: Sequence[ToolSpec]) -> Counted:
@@ -167,7 +203,6 @@ class Manifests:
             record = self._record(done[i], froms[i])
             self._settled.append(record)
             self._msgs.append(done[i])
-            self._froms.append(froms[i])
             self._settled_tokens += record.tokens
         self._seen = {}
         tail = [(m, self._new(m, seqs)) for m, seqs in transcript.open_turn()]  # fresh objects every call
@@ -185,12 +220,12 @@ class Manifests:
     def _restart(self, transcript: Transcript) -> None:
         """A new lineage, rebuilt reusing the records of the last lineage's messages still in ``done``."""
         live = {id(m) for m in transcript.done}
-        last = zip(self._msgs, self._froms, self._settled, strict=True)
-        self._seen = {id(m): (m, f, r) for m, f, r in last if id(m) in live}
-        self._msgs, self._froms = [], []
+        last = zip(self._msgs, self._settled, strict=True)
+        self._seen = {id(m): (m, r.seqs, r) for m, r in last if id(m) in live}
+        self._msgs = []
         self._of = (transcript, transcript.rewrites)
         self._lineage = object()
-        self._settled = []
+        self._settled = Settled()
         self._settled_tokens = 0
 
     def _record(self, m: Message, seqs: Sources) -> Record:
