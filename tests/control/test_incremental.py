@@ -202,3 +202,35 @@ def test_work_per_call_does_not_grow_with_the_log(tmp_path: Path, monkeypatch: p
     assert {t for _, t, _ in per_step[10:]} == {per_step[10][1]}
     assert per_step[10][1] <= 12
     assert max(r for _, _, r in per_step[10:]) <= 1
+
+
+def test_the_folds_receipts_join_the_proposals_a_standalone_view_keeps() -> None:
+    """The run's fold reads each call's proposal from its run state (issue 18), not from a copy of its own: its
+    receipts join the same arguments and hash as a standalone :class:`LogView`'s, for a call id proposed again
+    with other arguments and a failure."""
+
+    def proposed(call: str, tool: str, args: dict[str, Any], h: str) -> tuple[str, dict[str, Any]]:
+        return "action.proposed", {"call_id": call, "tool": tool, "args": args, "args_hash": h, "turn": 1}
+
+    def completed(call: str, tool: str) -> tuple[str, dict[str, Any]]:
+        return "action.completed", {"call_id": call, "tool": tool, "ok": True, "result": {"content": call}}
+
+    log = [
+        ("run.started", {"task": "t"}),
+        proposed("c1", "bash", {"command": "ls"}, "h-ls"),
+        completed("c1", "bash"),
+        proposed("c1", "bash", {"command": "pwd"}, "h-pwd"),  # the same id again, other arguments
+        ("action.failed", {"call_id": "c1", "tool": "bash", "error": "x", "failure_class": "crash"}),
+        proposed("c2", "read_file", {"path": "a.py"}, "h-a"),
+        completed("c2", "read_file"),
+    ]
+    events = [Event("r", seq, "2026-01-01T00:00:00+00:00", kind, payload) for seq, (kind, payload) in enumerate(log)]
+    run_fold = fold.RunFold()
+    run_fold.extend(events, chained=False)
+    joined = [(a.call_id, a.args, a.args_hash, a.ok) for a in run_fold.window.last4]
+    alone = LogView(events)
+    for e in events:
+        alone.add(e)
+    assert joined == [(a.call_id, a.args, a.args_hash, a.ok) for a in alone.actions]
+    assert [j[2] for j in joined] == ["h-ls", "h-pwd", "h-a"]
+    assert run_fold.lv.proposals is run_fold.state.actions and not run_fold.lv._proposals  # no second copy
