@@ -234,6 +234,22 @@ def test_a_crash_while_writing_leaves_no_checkpoint_or_the_old_one(hook: Hook, m
     assert isinstance(guard_of(hook).events, Log)  # the old checkpoint, then the events after it
 
 
+def test_a_writer_killed_mid_write_leaves_a_temporary_file_the_next_write_removes(hook: Hook) -> None:
+    calls(hook, 12)
+    dead = folder(hook) / f"{ck.TMP_PREFIX}dead"  # what a SIGKILL between mkstemp and rename leaves
+    live = folder(hook) / f"{ck.TMP_PREFIX}live"  # another writer's, mid-write
+    dead.write_bytes(b"torn")
+    live.write_bytes(b"half")
+    old = os.stat(dead).st_mtime - ck.STALE_S - 1
+    os.utime(dead, (old, old))
+    other = folder(hook) / "notes.txt"  # not a temporary file of ours: kept whatever its age
+    other.write_bytes(b"x")
+    os.utime(other, (old, old))
+    calls(hook, 10, start=12)  # a checkpoint is due: its write sweeps
+    assert not dead.exists() and live.exists() and other.exists()
+    assert checkpoint_file(hook).read_bytes().startswith(ck.MAGIC)
+
+
 RACER = """
 import sys
 sys.path.insert(0, {tests!r})

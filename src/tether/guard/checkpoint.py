@@ -57,6 +57,10 @@ VERSION = 1
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read (a session's fold is far smaller).
 MAX_BYTES = 256 * 1024 * 1024
+#: A checkpoint being written; a process killed mid-write leaves one (:func:`sweep` removes it later).
+TMP_PREFIX = ".ckpt-"
+#: A temporary file this old is a dead writer's: a write takes milliseconds, and no writer reopens its file.
+STALE_S = 600.0
 
 _STD: dict[tuple[str, str], Any] = {}
 
@@ -224,7 +228,8 @@ def save(guard: Guard, folder: Path) -> Path | None:
 
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ckpt-")
+        sweep(folder)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
@@ -236,6 +241,21 @@ def save(guard: Guard, folder: Path) -> Path | None:
     except OSError:
         return None
     return target
+
+
+def sweep(folder: Path, now: float | None = None) -> None:
+    """Remove what writers killed mid-write left (a SIGKILL skips their clean-up): each up to a fold's size,
+    one per kill, which nothing else would ever delete. A live writer's file is young, so it stays."""
+    import time
+
+    cutoff = (time.time() if now is None else now) - STALE_S
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(TMP_PREFIX) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+    except OSError:  # a file another sweep removed first, a folder gone: the next write sweeps again
+        pass
 
 
 def load(guard: Guard, folder: Path, audited: int) -> bool:
