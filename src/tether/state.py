@@ -317,11 +317,11 @@ class RunState:
         at all is a log tether did not write, and fails closed (:class:`~tether.errors.LogCorrupt`).
         """
         self.last_seq, self.head_hash = e.seq, e.hash
-        if e.kind not in REGISTRY:
-            _ = e.data  # raises LogCorrupt naming the seq and the kind
-        handler = _HANDLERS.get(REGISTRY.get(e.kind, Payload))
+        handler = _BY_KIND.get(e.kind)  # one dict lookup per event; a handled kind is registered
         if handler is not None:
             handler(self, e, e.data)
+        elif e.kind not in REGISTRY:
+            _ = e.data  # raises LogCorrupt naming the seq and the kind
 
     def _run_started(self, e: Event, p: RunStarted) -> None:
         self.run_id, self.task, self.status, self.attempt = e.run_id, p.task, RunStatus.RUNNING, 1
@@ -565,3 +565,4 @@ _HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
     ApprovalMismatch: RunState._stopped,
     SessionEnded: RunState._stopped,
 }
+_BY_KIND = {cls.KIND: handler for cls, handler in _HANDLERS.items()}  # the same, looked up by the event's kind
