@@ -187,19 +187,22 @@ class RunFold:
         self.state.apply(e)
         epoch = self.lv.epoch  # the epoch at this event (LogView.add counts a write after it)
         record = self.lv.add(e)
-        self.plan.add(e)
-        self.hypotheses.add(e)
+        kind = e.kind
+        if kind in PlanFold.KINDS:  # the plan and hypothesis folds read a few kinds: not called for the rest
+            self.plan.add(e)
+        if kind in HypothesisFold.KINDS:
+            self.hypotheses.add(e)
         if record is None:  # most events are no receipt
             pass
         elif isinstance(record, ActionRecord):
             self._action(record)
         else:
             self._sensor(record)
-        if e.kind in MARKER_KINDS:
+        if kind in MARKER_KINDS:
             self.marker_seq = max(self.marker_seq, e.seq)
-        if e.kind not in CONTROL_KINDS:
+        if kind not in CONTROL_KINDS:
             self.last_input = e
-        handler = _BY_KIND.get(e.kind)
+        handler = _BY_KIND.get(kind)
         if handler is not None:
             handler(self, e, e.data, epoch)
         self._count_completed_tasks(epoch)

@@ -44,6 +44,9 @@ class HypothesisFold:
         self.hypotheses: dict[str, Hypothesis] = {}
         self._calls = IntentCalls(HYPOTHESIS_TOOL)
 
+    #: The kinds :meth:`add` reads; any other event leaves the fold as it is (a holder may skip it).
+    KINDS = IntentCalls.KINDS
+
     def add(self, e: Event) -> None:
         """Take in one event: a successful hypothesis call records (or revises) a hypothesis."""
         args = self._calls.completed(e)

@@ -157,6 +157,9 @@ class PlanFold:
         self.version = 0
         self._calls = IntentCalls(PLAN_TOOL)
 
+    #: The kinds :meth:`add` reads; any other event leaves the fold as it is (a holder may skip it).
+    KINDS = IntentCalls.KINDS | {ReviewFindingRecorded.KIND, PlanCarried.KIND}
+
     def add(self, e: Event) -> None:
         """Take in one event: a successful plan call updates the plan; a reviewer's finding may reopen a task."""
         args = self._calls.completed(e)

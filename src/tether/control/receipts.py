@@ -308,6 +308,9 @@ class IntentCalls:
     folds both need the pair joined, so they share this one joiner.
     """
 
+    #: The kinds :meth:`completed` reads; for any other event it does nothing and returns None.
+    KINDS = frozenset({ActionProposed.KIND, ActionCompleted.KIND})
+
     def __init__(self, tool: str) -> None:
         self.tool = tool
         self._proposed: dict[str, dict[str, Any]] = {}
