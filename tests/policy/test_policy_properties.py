@@ -4,6 +4,11 @@ The gate must return a Decision for anything (never raise); nothing that contain
 command is ALLOWed however it is nested; a deny rule's command is DENY however it is nested; and
 read-only commands stay ALLOWed whatever order their vetted options come in. Time is not asserted
 here (hypothesis' deadline is off): benchmarks/gate.py measures it.
+
+``derandomize=True`` does not fix the inputs across processes: hypothesis (6.170) also draws from the
+constants of every local module loaded in the process, so the examples depend on which test files ran
+before in the same worker (xdist hands them out by load). Inputs found that way are pinned with
+``@example`` so they run every time.
 """
 
 from __future__ import annotations
@@ -13,13 +18,13 @@ import shlex
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tether.envelope.schema import Rule
 from tether.policy.decision import Decision, Verdict
 from tether.policy.defaults import default_envelope
-from tether.policy.gate import Gate
+from tether.policy.gate import _OPAQUE, Gate
 
 SETTINGS = settings(
     max_examples=120,
@@ -122,6 +127,9 @@ def test_a_dangerous_command_is_never_allowed_however_nested(data: st.DataObject
 
 @SETTINGS
 @given(command=nest(st.one_of(safe_command(), st.sampled_from(["git push", "git push origin main"]))))
+@example(command="sh -c 'f() { f() { cat; }; f; }; f'")  # not recursion: the inner f replaces the outer
+@example(command="f() { f() { ( cd src && git push origin main ); }; f; }; f")  # was a fork bomb, no-push unseen
+@example(command="f() { f() { f; }; f; }; f")  # the inner body does call itself
 def test_a_denied_command_is_denied_however_nested(command: str, ws: Path) -> None:
     deny = Rule.model_validate({"id": "no-push", "rule": "bash(git push:*)"})
     env = default_envelope()
@@ -131,11 +139,29 @@ def test_a_denied_command_is_denied_however_nested(command: str, ws: Path) -> No
     if "git push" in command:
         assert d.verdict is Verdict.DENY and "no-push" in ids, (command, d.to_dict())
     elif "no-push" in ids:  # only when the gate could not see through something that may be a push
-        assert ids & {"shell:unparseable", "shell:dynamic-code", "shell:too-deep"}, (command, d.to_dict())
+        assert ids & _OPAQUE, (command, d.to_dict())
 
 
 @SETTINGS
 @given(command=nest(safe_command()))
+@example(command="f() { f() { git status --porcelain -b -s; }; f; }; f")  # not recursion
 def test_read_only_commands_stay_allowed_in_any_option_order(command: str, ws: Path) -> None:
     d = Gate(default_envelope(), ws).decide("bash", {"command": command})
     assert d.verdict is Verdict.ALLOW, (command, d.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("command", "verdict", "rule"),
+    [
+        ("f() { f() { ls; }; f; }; f", Verdict.ALLOW, "coding:allow-read-only"),  # runs the new f: ls
+        ("f() { f; }; f", Verdict.ASK, "shell:recursive-function"),
+        ("f() { f() { f; }; f; }; f", Verdict.ASK, "shell:recursive-function"),  # the new f calls itself
+        ("f() { f() { ls | f; }; f; }; f", Verdict.DENY, "coding:deny-fork-bomb"),
+        (":(){ :|:& };:", Verdict.DENY, "coding:deny-fork-bomb"),
+    ],
+)
+def test_a_function_is_recursive_only_when_its_running_body_calls_itself(
+    command: str, verdict: Verdict, rule: str, ws: Path
+) -> None:
+    d = Gate(default_envelope(), ws).decide("bash", {"command": command})
+    assert (d.verdict, d.deciding_rule) == (verdict, rule), d.to_dict()

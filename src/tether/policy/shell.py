@@ -113,7 +113,7 @@ class _Session:
 
     out: Analysis
     functions: dict[str, str] = field(default_factory=dict)  # name -> body text
-    calling: set[str] = field(default_factory=set)
+    calling: set[tuple[str, str]] = field(default_factory=set)  # (name, body) of each function being run
     nodes: int = 0
     level: int = 0
 
@@ -457,17 +457,18 @@ class _Walker:
         body = self.session.functions[name]
         self.emit_redirects(cmd.redirects)  # the call runs the body (judged below), not a program
         calling = self.session.calling
-        if name in calling:
+        running = (name, body)  # a body that redefines its own name then calls it runs the new body: no recursion
+        if running in calling:
             if cmd.piped or "&" in body:
                 self.out.hard("coding:deny-fork-bomb", Verdict.DENY, f"function {name!r} spawns itself (fork bomb)")
             else:
                 self.out.hard("shell:recursive-function", Verdict.ASK, f"function {name!r} calls itself")
             return
-        calling.add(name)
+        calling.add(running)
         try:
             self.recurse(body, cmd, f"function {name}")
         finally:
-            calling.discard(name)
+            calling.discard(running)
 
     def command(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         words: list[Word] = []
