@@ -25,8 +25,9 @@ from hookkit import MALFORMED_REPLIES, in_process, payload, wait_for
 
 from tether.events.store import EventStore
 from tether.hooks import daemon as daemon_module
-from tether.hooks.client import HOOK_SCRIPT, endpoint_path
+from tether.hooks.client import HOOK_SCRIPT
 from tether.hooks.daemon import proc_net_tcp_uid, stop_daemon, tcp_peer_uid
+from tether.hooks.relay import endpoint_path
 from tether.hooks.session import run_id_for
 from tether.hooks.wire import MAX_INPUT_BYTES
 

@@ -7,7 +7,7 @@ directory that another user owns or others can open is not used. No answer from 
 the caller then decides in-process. A reply that is not well formed is a refusal: the daemon had the request.
 
 The bash client (``hook.sh`` beside this file) reaches the same daemon over loopback TCP; the daemon publishes
-that endpoint in ``<socket>.tcp`` (:func:`endpoint_path`).
+that endpoint in ``<socket>.tcp`` (:func:`.relay.endpoint_path`).
 """
 
 from __future__ import annotations
@@ -15,19 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .relay import CONNECT_TIMEOUT_S, code_stamp, decode, encode, endpoint_path, exchange, private_dir, socket_path
+from .relay import decode, encode, exchange, private_dir, socket_path
 from .wire import Reply, refuse
-
-__all__ = [
-    "CONNECT_TIMEOUT_S",
-    "HOOK_SCRIPT",
-    "ask",
-    "code_stamp",
-    "endpoint_path",
-    "private_dir",
-    "socket_path",
-    "spawn",
-]
 
 #: The bash client: ``bash hook.sh PYTHON AGENT [OPTIONS]`` (what ``tether hook install`` writes where bash exists).
 HOOK_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "hook.sh")

@@ -38,7 +38,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .client import HOOK_SCRIPT, code_stamp, endpoint_path, private_dir, socket_path
+from .client import HOOK_SCRIPT
+from .relay import code_stamp, endpoint_path, private_dir, socket_path
 from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 
 IDLE_S = 30 * 60.0
