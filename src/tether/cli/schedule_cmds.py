@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -211,20 +212,49 @@ def scheduler_cmd(
     options = scheduler.Options(model=model, sandbox=sandbox)
     with writer(db) as store:
         _lock_timeout(store, lock_timeout)
-        if not once:
-            signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: between passes, a clean exit
-        while True:
+
+        def step() -> None:
             _report(scheduler.tick(store, _now(now), options), as_json)
-            if once:
+
+        if once:
+            step()
+        else:
+            serve(step, interval)
+
+
+def serve(step: Callable[[], None], interval: float) -> None:
+    """Run ``step`` (one pass) every ``interval`` seconds until stopped. SIGTERM stops it cleanly: between
+    passes at once, during one once the pass is done (its firing finished, not left for the next scheduler).
+    Ctrl-C between passes is a clean stop too; during a pass it interrupts the pass (exit 130), and the next
+    scheduler finishes the firing."""
+    stopping = _Stopping()
+    previous = signal.signal(signal.SIGTERM, stopping.handle)
+    try:
+        while True:
+            stopping.in_pass = True
+            step()
+            stopping.in_pass = False
+            if stopping.requested:
                 return
-            try:
-                time.sleep(interval)
-            except KeyboardInterrupt:
-                return  # between passes nothing is in flight; during one, the next scheduler finishes the firing
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        if stopping.in_pass:
+            raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class _Stopping:
+    """What SIGTERM found: a pass in flight (let it finish) or none (stop now)."""
+
+    def __init__(self) -> None:
+        self.in_pass = False
+        self.requested = False
+
+    def handle(self, signum: int, frame: object) -> None:
+        self.requested = True
+        if not self.in_pass:
+            raise KeyboardInterrupt
 
 
 def _lock_timeout(store: Store, seconds: float | None) -> None:
