@@ -5,7 +5,19 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * ``python -c pass`` — the baseline, measured in the same run (the interpreter's own start-up);
 * ``python -I -S -c pass`` — the bare interpreter the launcher starts: the floor of the launcher rows;
 * ``bash -c true`` — the shell the bash client runs in: the floor of the bash client rows;
-* cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides;
+* floor: imports any decision needs — the bare interpreter as the launcher starts it (``-I -S``), ``site`` loaded
+  as ``hooks/entry.py`` loads it before deciding, then ``sqlite3``, ``json``, ``hashlib``, ``re`` and the Bash
+  grammar's parser exactly as tether builds it (``policy/grammar.py``, loaded by its path, without the tether
+  package): what any decision of a Bash call that parses the command and writes the hash-chained SQLite log
+  imports, whatever it is written in. No tether module;
+* floor + pydantic — the same and ``from pydantic import BaseModel`` (plugins disabled, as in a hook process);
+* tether's deciding modules (no call) — the same start, then what ``hooks/entry.py`` does before a call decided
+  in-process (``no_pydantic_plugins``, ``import tether.hooks.answer``) and nothing else;
+* cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process.
+  With the three rows before it, its cost splits into the interpreter, the unavoidable libraries, pydantic,
+  tether's modules and the call;
+* cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides, through the
+  console script (with ``site`` and its ``.pth`` files, as an installed ``tether`` command starts);
 * daemon — ``tether hook claude-code`` with a running daemon: the console script, the small client and one
   socket round trip;
 * daemon, launcher — the Python launcher (``python -I -S …/tether/hooks/launch.py claude-code``, what ``tether
@@ -48,12 +60,29 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import tether
 from tether.hooks.install import hook_command, launcher_command
+from tether.policy import grammar
 
 TETHER = shutil.which("tether", path=str(Path(sys.executable).parent)) or "tether"
 #: Exactly the command ``tether hook install claude-code`` writes (without its ``|| exit 2``): the bash client.
 INSTALLED = shlex.split(hook_command("claude-code", None).removesuffix(" || exit 2"))
 LAUNCHER = shlex.split(launcher_command("claude-code", None).removesuffix(" || exit 2"))
+#: The launcher's start when it decides in-process: a bare interpreter, tether's directory on the path (as
+#: ``launch.py`` puts it), ``site`` (as ``hooks/entry.py``'s ``full_path``), plugins disabled (``no_pydantic_plugins``).
+START = (
+    f"import sys; sys.path.append({os.path.dirname(os.path.dirname(tether.__file__))!r}); import site; site.main(); "
+    "import os; os.environ.setdefault('PYDANTIC_DISABLE_PLUGINS', '__all__')"
+)
+#: The libraries any decision of a Bash call needs, and the Bash parser built as tether builds it.
+FLOOR = (
+    f"{START}; import sqlite3, json, hashlib, re; "
+    "from _frozen_importlib_external import SourceFileLoader; "
+    f"g = type(sys)('bench_grammar'); g.__file__ = {grammar.__file__!r}; "
+    "SourceFileLoader(g.__name__, g.__file__).exec_module(g); g.parser()"
+)
+PYDANTIC = f"{FLOOR}; from pydantic import BaseModel"
+MODULES = f"{START}; import tether.hooks.entry as e; e.no_pydantic_plugins(); import tether.hooks.answer"
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
@@ -150,6 +179,10 @@ def main() -> None:
             ("python -c pass (baseline)", [sys.executable, "-c", "pass"], "", calls),
             ("python -I -S -c pass", [sys.executable, "-I", "-S", "-c", "pass"], "", calls),
             ("bash -c true", [INSTALLED[0], "-c", "true"], "", calls),
+            ("floor: imports any decision needs", [sys.executable, "-I", "-S", "-c", FLOOR], "", calls),
+            ("floor + pydantic", [sys.executable, "-I", "-S", "-c", PYDANTIC], "", calls),
+            ("tether's deciding modules (no call)", [sys.executable, "-I", "-S", "-c", MODULES], "", cold_calls),
+            ("cold, launcher (--no-daemon)", [*LAUNCHER, "--no-daemon"], "cold-launch", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("daemon", [TETHER, "hook", "claude-code"], "daemon", calls),
             ("daemon, launcher", LAUNCHER, "launch", calls),
@@ -193,11 +226,11 @@ def main() -> None:
             daemon.wait(timeout=30)
     base = statistics.median(wall for wall, _ in times[rows[0][0] + "0"])
     print(f"calls: {calls} (cold: {cold_calls}); whole processes, rows in turn; milliseconds")
-    print(f"{'':34}{'p50':>9}{'p95':>9}{'p50 / baseline':>17}{'CPU p50':>10}")
+    print(f"{'':36}{'p50':>9}{'p95':>9}{'p50 / baseline':>17}{'CPU p50':>10}")
     for (name, *_), values in zip(rows, times.values(), strict=True):
         walls = [wall for wall, _ in values]
         p50, p95, cpu = pct(walls, 0.5), pct(walls, 0.95), statistics.median(c for _, c in values)
-        print(f"{name:34}{p50:9.1f}{p95:9.1f}{p50 / base:16.1f}x{cpu:10.1f}")
+        print(f"{name:36}{p50:9.1f}{p95:9.1f}{p50 / base:16.1f}x{cpu:10.1f}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ from hookkit import payload
 #: runtime and strict loader, sensors and the test surface (a stop's), sandboxes, the model adapters and
 #: tables, the event kinds of graphs/schedules/workers/egress/MCP, the daemon's and installer's modules,
 #: observability, the fold checkpoint's reader and writer while a session has none (and pickle with them),
-#: pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``.
+#: pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
+#: ``tree_sitter_bash``'s package ``__init__`` imports for a highlight query tether never reads
+#: (``importlib.resources``, ``tempfile``, ``shutil``, ``bz2``, ``lzma``: policy/grammar.py skips it).
 NOT_ON_THE_COLD_PATH = (
     "typer",
     "rich",
@@ -52,6 +54,11 @@ NOT_ON_THE_COLD_PATH = (
     "importlib.metadata",
     "socket",
     "pickle",
+    "importlib.resources",
+    "tempfile",
+    "shutil",
+    "bz2",
+    "lzma",
 )
 
 PROBE = """
@@ -84,6 +91,7 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     modules = set(probe["modules"])
     loaded = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_COLD_PATH))
     assert loaded == [], f"imported on the cold path: {loaded}"
+    assert "tree_sitter_bash" not in modules and "tree_sitter_bash._binding" in modules  # the grammar, no __init__
     assert "tether.guard.session" in modules and "pydantic" in modules  # the probe did decide in-process
 
 

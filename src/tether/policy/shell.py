@@ -35,10 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-import tree_sitter
-import tree_sitter_bash
-
-from . import envvars, interp, programs
+from . import envvars, grammar, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name
 from .decision import Finding, Layer, Verdict
 from .knowledge import (
@@ -64,7 +61,7 @@ MAX_NODES = 20_000
 MAX_COMMANDS = 2000
 MAX_INPUT = 256 * 1024
 
-_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+_PARSER = grammar.parser()
 
 
 @dataclass

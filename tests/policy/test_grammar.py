@@ -1,0 +1,82 @@
+"""The Bash grammar loaded without ``tree_sitter_bash``'s ``__init__`` (:mod:`tether.policy.grammar`).
+
+The shortcut is only valid while the package's public ``language`` is its extension module's: an upgrade that
+moves it fails here, by name, rather than parsing with something else. Each check runs in a fresh interpreter
+(the package must not be imported before), except the comparison of the two grammars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import tree_sitter
+import tree_sitter_bash
+
+from tether.policy import grammar
+
+
+def fresh(code: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=120, check=True
+    )
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_the_public_language_is_the_extension_modules() -> None:
+    """What the shortcut loads is exactly what ``tree_sitter_bash.language`` is."""
+    binding = sys.modules[grammar.BINDING]
+    assert tree_sitter_bash.language is binding.language
+    assert binding.__spec__ is not None and binding.__spec__.origin is not None
+    assert Path(binding.__spec__.origin).parent == Path(tree_sitter_bash.__file__).parent  # the package's own
+
+
+def test_loaded_without_the_package_init_and_the_same_grammar() -> None:
+    probe = """
+import json, sys
+from tree_sitter import Language
+from tether.policy import grammar
+pointer = grammar.language()
+before = {m: m in sys.modules for m in ("tree_sitter_bash", "importlib.resources", "tempfile")}
+import tree_sitter_bash  # afterwards, the ordinary way: reuses the loaded binding, same pointer
+print(json.dumps({"before": before, "same": Language(tree_sitter_bash.language()) == Language(pointer),
+                  "reused": tree_sitter_bash.language is sys.modules[grammar.BINDING].language}))
+"""
+    seen = fresh(probe)
+    assert seen["before"] == {"tree_sitter_bash": False, "importlib.resources": False, "tempfile": False}
+    assert seen["same"] is True and seen["reused"] is True
+
+
+def test_after_the_package_was_imported_its_own_binding_is_used() -> None:
+    probe = """
+import json, sys
+import tree_sitter_bash
+from tree_sitter import Language
+from tether.policy import grammar
+print(json.dumps({"same": Language(grammar.language()) == Language(tree_sitter_bash.language())}))
+"""
+    assert fresh(probe) == {"same": True}
+
+
+def test_the_ordinary_import_when_the_binding_cannot_be_found() -> None:
+    """No package directory to load from (a finder that is not a path, a zip): the package is imported."""
+    probe = """
+import json, sys
+from tree_sitter import Language
+from tether.policy import grammar
+grammar.find_spec = lambda name: None
+pointer = grammar.language()
+print(json.dumps({"package": "tree_sitter_bash" in sys.modules,
+                  "same": Language(pointer) == Language(sys.modules["tree_sitter_bash"].language())}))
+"""
+    assert fresh(probe) == {"package": True, "same": True}
+
+
+def test_the_parser_parses_bash() -> None:
+    tree = grammar.parser().parse(b"ls -la | grep x > out")
+    assert tree.root_node.type == "program" and not tree.root_node.has_error
+    assert tree_sitter.Language(grammar.language()) == tree_sitter.Language(tree_sitter_bash.language())
