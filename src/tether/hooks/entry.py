@@ -6,7 +6,8 @@ answers; the daemon checks the input), else check it (:func:`tether.hooks.wire.p
 goes wrong is answered with a refusal (exit 2), never with an exit code the agent reads as "no objection".
 
 Options: ``--envelope FILE`` (else ``$TETHER_ENVELOPE``), ``--db FILE|URL`` (else ``$TETHER_DB``), ``--no-daemon``
-(decide in-process; also ``TETHER_HOOK_DAEMON=0``). ``tether hook install …`` writes the agent's settings.
+(decide in-process; also ``TETHER_HOOK_DAEMON=0``). ``tether hook install|uninstall …`` writes the agent's
+settings; ``tether hook status`` checks them.
 """
 
 from __future__ import annotations
@@ -18,8 +19,24 @@ from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 
 USAGE = (
     "usage: tether hook {claude-code|codex} [--envelope FILE] [--db FILE|URL] [--no-daemon] < HOOK_JSON\n"
-    "       tether hook install {claude-code|codex} [--project|--user] [--envelope FILE] [--dir DIR]"
+    "       tether hook install {claude-code|codex} [--project|--user|--managed [--lock] [--managed-dir DIR]]"
+    " [--envelope FILE] [--dir DIR]\n"
+    "       tether hook uninstall {claude-code|codex} [--project|--user|--managed [--managed-dir DIR]] [--dir DIR]\n"
+    "       tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
 )
+
+
+def manage(argv: list[str]) -> int:
+    """``tether hook install|uninstall|status …``: settings, not a hook call (their exit codes are their own)."""
+    if argv[0] == "status":
+        from .status import main as status
+
+        return status(argv[1:])
+    from .install import main as install
+    from .install import uninstall_main
+
+    code: int = (install if argv[0] == "install" else uninstall_main)(argv[1:])
+    return code
 
 
 def located(value: str) -> str:
@@ -98,11 +115,8 @@ def main(argv: list[str], raw: bytes | None = None) -> int:
     """Run one hook call; the return value is the exit code. ``raw``: the input, when the launcher's relay
     (:mod:`.relay`) already read it from stdin."""
     try:
-        if argv[:1] == ["install"]:
-            from .install import main as install
-
-            code: int = install(argv[1:])
-            return code
+        if argv[:1] in (["install"], ["uninstall"], ["status"]):
+            return manage(argv)
         try:
             request, daemon = options(argv)
         except ValueError as e:

@@ -1,20 +1,28 @@
-"""``tether hook install claude-code|codex [--project|--user] [--envelope FILE] [--dir DIR]``.
+"""``tether hook install|uninstall claude-code|codex [--project|--user|--managed [--lock] [--managed-dir DIR]]``.
 
-Writes tether's hooks into the agent's settings, keeping everything else in the file:
+Writes (or removes) tether's hooks in the agent's settings, keeping everything else in the file:
 
-* Claude Code: ``<dir>/.claude/settings.json`` (``--project``, the default) or ``~/.claude/settings.json``
-  (``--user``); events PreToolUse, PostToolUse, PostToolUseFailure (every tool), UserPromptSubmit,
-  SessionStart, SessionEnd, Stop.
-* Codex: ``<dir>/.codex/hooks.json`` or ``~/.codex/hooks.json``; events PreToolUse, PostToolUse,
-  UserPromptSubmit, SessionStart, Stop. (Codex releases that still gate hooks behind ``[features]
-  codex_hooks = true`` in config.toml need that line too; the command says so.)
+* Claude Code: ``<dir>/.claude/settings.json`` (``--project``, the default), ``~/.claude/settings.json``
+  (``--user``), or a drop-in of tether's own, ``<managed>/managed-settings.d/tether.json`` (``--managed``: the
+  managed-settings layer no user or project setting overrides; ``<managed>`` is ``/etc/claude-code`` on Linux,
+  ``/Library/Application Support/ClaudeCode`` on macOS, or ``--managed-dir DIR``). ``--lock`` also writes
+  ``allowManagedHooksOnly: true`` there. Events PreToolUse, PostToolUse, PostToolUseFailure (every tool),
+  UserPromptSubmit, SessionStart, SessionEnd, Stop.
+* Codex: ``<dir>/.codex/hooks.json``, ``~/.codex/hooks.json``, or (``--managed``) ``/etc/codex/hooks.json``, the
+  hooks file of Codex's system layer, whose hooks Codex treats as managed. Events PreToolUse, PostToolUse,
+  UserPromptSubmit, SessionStart, Stop. (``--lock`` is Codex's ``allow_managed_hooks_only = true`` in
+  ``requirements.toml``, a TOML file tether does not edit: a usage error that says so.)
 
 The command is the bash client (``<bash> …/tether/hooks/hook.sh <python> <agent>``: no interpreter start-up
 when the daemon answers) where bash exists, else the Python launcher (``<python> -I -S …/tether/hooks/launch.py
 <agent>``). Idempotent: a hook entry in either form, or ``tether hook <agent>`` (as earlier releases wrote it), is
-replaced in place, never added twice.
-A settings file that is not a JSON object (or whose ``hooks`` is malformed) is an error naming the file and
-the field, and is left untouched. The file is replaced atomically, keeping its permissions.
+replaced in place, never added twice; uninstall removes every such entry and nothing else.
+
+A settings file that is not a JSON object (or whose ``hooks`` is malformed), or that is a symbolic link, is an
+error naming the file, and is left untouched. The file is replaced atomically (a temporary file in the same
+directory, then ``rename``), keeping its permissions; installers racing on one directory take turns (``flock``
+on the directory). A managed install runs for every user of the machine, so it refuses a command any part of
+which (interpreter, client, tether's package, envelope) other users could not read or run.
 
 Each command ends in ``|| exit 2``: if tether cannot start at all (not installed, broken interpreter), the
 agent reads exit 2 as "blocked", not as a hook that had nothing to say.
@@ -22,13 +30,18 @@ agent reads exit 2 as "blocked", not as a hook that had nothing to say.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
 import json
 import os
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +62,38 @@ STOP_TIMEOUT_S = 600  # the required sensors run at a stop (a test suite)
 TIMEOUT_S = 60
 LAUNCHER = os.path.join("tether", "hooks", "launch.py")
 CLIENT = os.path.join("tether", "hooks", "hook.sh")
+SCOPES = ("project", "user", "managed")
+#: tether's own file in Claude Code's managed drop-in directory (merged after ``managed-settings.json``).
+DROP_IN = "tether.json"
+LOCK_KEY = "allowManagedHooksOnly"
+USAGE = (
+    "usage: tether hook install {claude-code|codex} [--project|--user|--managed [--lock] [--managed-dir DIR]]"
+    " [--envelope FILE] [--dir DIR]\n"
+    "       tether hook uninstall {claude-code|codex} [--project|--user|--managed [--managed-dir DIR]] [--dir DIR]"
+)
 
 
 class InstallError(Exception):
-    """Bad arguments or a settings file tether will not rewrite."""
+    """Bad arguments (exit 2), a settings file tether will not rewrite (2), or one it cannot write (1)."""
+
+    def __init__(self, message: str, exit: int = 2) -> None:
+        super().__init__(message)
+        self.exit = exit
 
 
-def settings_file(agent: str, user: bool, directory: Path) -> Path:
-    base = Path.home() if user else directory
+def default_managed_dir(agent: str) -> Path:
+    """Where the agent reads managed settings: Claude Code's documented system directories; Codex's system layer."""
+    if agent == "codex":
+        return Path("/etc/codex")
+    return Path("/Library/Application Support/ClaudeCode") if sys.platform == "darwin" else Path("/etc/claude-code")
+
+
+def settings_file(agent: str, scope: str, directory: Path, managed_dir: Path | None = None) -> Path:
+    """The file a ``scope`` install writes."""
+    if scope == "managed":
+        base = managed_dir or default_managed_dir(agent)
+        return base / "managed-settings.d" / DROP_IN if agent == "claude-code" else base / "hooks.json"
+    base = Path.home() if scope == "user" else directory
     return base / (".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json")
 
 
@@ -99,21 +136,29 @@ def ours(entry: Any, agent: str) -> bool:
     ) or any(word.endswith(CLIENT) and words[i + 2 : i + 3] == [agent] for i, word in enumerate(words))
 
 
-def merged(settings: dict[str, Any], agent: str, command: str, path: Path) -> dict[str, Any]:
-    """``settings`` with tether's hook on every event of ``agent`` (replacing an earlier tether entry)."""
-    hooks = settings.setdefault("hooks", {})
+def groups_of(settings: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``settings["hooks"]`` checked: an object whose events are lists of objects each with a ``hooks`` list."""
+    hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         raise InstallError(f"{path}: field 'hooks' must be an object, got {type(hooks).__name__}; not changed")
-    for event in EVENTS[agent]:
-        groups = hooks.setdefault(event, [])
+    for event, groups in hooks.items():
         if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
             raise InstallError(f"{path}: field 'hooks.{event}' must be a list of objects; not changed")
+        if not all(isinstance(g.get("hooks"), list) for g in groups):
+            raise InstallError(f"{path}: field 'hooks.{event}[].hooks' must be a list; not changed")
+    return hooks
+
+
+def merged(settings: dict[str, Any], agent: str, command: str, path: Path) -> dict[str, Any]:
+    """``settings`` with tether's hook on every event of ``agent`` (replacing an earlier tether entry)."""
+    hooks = groups_of(settings, path)
+    settings["hooks"] = hooks
+    for event in EVENTS[agent]:
+        groups = hooks.setdefault(event, [])
         entry = {"type": "command", "command": command, "timeout": STOP_TIMEOUT_S if event == "Stop" else TIMEOUT_S}
         found = False
         for group in groups:
-            entries = group.get("hooks")
-            if not isinstance(entries, list):
-                raise InstallError(f"{path}: field 'hooks.{event}[].hooks' must be a list; not changed")
+            entries = group["hooks"]
             for i, e in enumerate(entries):
                 if ours(e, agent):
                     entries[i], found = entry, True
@@ -125,56 +170,297 @@ def merged(settings: dict[str, Any], agent: str, command: str, path: Path) -> di
     return settings
 
 
-def install(agent: str, *, user: bool = False, directory: Path | None = None, envelope: Path | None = None) -> Path:
-    """Write the hooks; the settings file written."""
-    path = settings_file(agent, user, (directory or Path.cwd()).resolve())
-    settings: Any = {}
-    if path.exists():
-        try:
-            settings = json.loads(path.read_text() or "{}")
-        except (OSError, ValueError) as e:
-            raise InstallError(f"{path}: not valid JSON ({e}); fix or remove it, tether does not overwrite it") from e
-        if not isinstance(settings, dict):
-            raise InstallError(f"{path}: expected a JSON object at the top, got {type(settings).__name__}; not changed")
-    if envelope is not None and not envelope.is_file():
-        raise InstallError(f"--envelope {envelope}: no such file")
-    text = json.dumps(merged(settings, agent, hook_command(agent, envelope), path), indent=2) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+def removed(settings: dict[str, Any], agent: str, path: Path) -> int:
+    """Take every tether entry of ``agent`` out of ``settings``; the number taken. A group (and an event, and
+    ``hooks``) that this emptied goes too; one that was empty before stays as it was."""
+    hooks = groups_of(settings, path)
+    count = 0
+    for event in list(hooks):
+        kept_groups = []
+        for group in hooks[event]:
+            kept = [e for e in group["hooks"] if not ours(e, agent)]
+            count += len(group["hooks"]) - len(kept)
+            if kept or not group["hooks"]:
+                kept_groups.append({**group, "hooks": kept})
+        if kept_groups or not hooks[event]:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    if count and not hooks and "hooks" in settings:
+        del settings["hooks"]
+    return count
+
+
+def read_settings(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when there is no file. InstallError for a symbolic link (replacing it
+    would turn the link into a plain file and detach whatever it pointed to) or a file that is not a JSON
+    object."""
+    if path.is_symlink():
+        raise InstallError(
+            f"{path}: is a symbolic link (to {os.readlink(path)}); tether does not replace links: edit the"
+            " target yourself, or replace the link with a plain file; not changed"
+        )
+    if not path.exists():
+        return None
+    try:
+        settings = json.loads(path.read_text() or "{}")
+    except PermissionError as e:
+        raise InstallError(f"{path}: cannot read it ({e.strerror}); {_as_root(path)}", exit=1) from e
+    except (OSError, ValueError) as e:
+        raise InstallError(f"{path}: not valid JSON ({e}); fix or remove it, tether does not overwrite it") from e
+    if not isinstance(settings, dict):
+        raise InstallError(f"{path}: expected a JSON object at the top, got {type(settings).__name__}; not changed")
+    return settings
+
+
+def _as_root(path: Path) -> str:
+    return (
+        f"the owner of {path.parent} (root, for managed settings) must run it:"
+        f" sudo {shlex.quote(sys.executable)} -m tether.cli.main hook …"
+    )
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Installers on one directory take turns (an exclusive ``flock`` on the directory itself)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, settings: dict[str, Any] | None, mode: int = 0o644) -> None:
+    """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions."""
+    if settings is None:
+        path.unlink()
+        return
+    text = json.dumps(settings, indent=2) + "\n"
+    mode = path.stat().st_mode & 0o777 if path.exists() else mode
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def unreadable_for_others(command: str) -> list[str]:
+    """What in ``command`` a user other than its files' owners could not use: an interpreter, a client, bash or
+    an envelope under a directory they cannot enter (``/root/…``), a file they cannot read or run, tether's
+    package (the interpreter imports it) not readable. Judged by the "other" permission bits, the path as
+    written and the file it resolves to (a venv's ``python`` links to its base interpreter)."""
+    try:
+        words = shlex.split(command.removesuffix(" || exit 2"))
+    except ValueError:
+        return [f"the command {command!r} (not parseable)"]
+    package = Path(__file__).resolve().parent.parent
+    checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
+    for i, word in enumerate(words):
+        if word.startswith("/"):
+            executable = i == 0 or (i == 2 and words[1].endswith(CLIENT))
+            checks.append((Path(word), 0o5 if executable else 0o4))
+    problems = []
+    for path, need in checks:
+        for p in dict.fromkeys([path, Path(os.path.realpath(path))]):
+            problem = _other_access(p, need)
+            if problem:
+                problems.append(problem)
+    return list(dict.fromkeys(problems))
+
+
+def _other_access(path: Path, need: int) -> str | None:
+    for parent in reversed(path.parents):
+        try:
+            mode = parent.stat().st_mode
+        except OSError:
+            return f"{path} (its directory {parent} cannot be read)"
+        if not mode & stat.S_IXOTH:
+            return f"{path} (under {parent}, mode {stat.filemode(mode)}: other users cannot enter it)"
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        return f"{path} ({e.strerror})"
+    if mode & need != need:
+        kind = "read and run" if need & 0o1 else "read"
+        return f"{path} (mode {stat.filemode(mode)}: other users cannot {kind} it)"
+    return None
+
+
+@dataclass(frozen=True)
+class Target:
+    """One install or uninstall: the agent, the layer, where."""
+
+    agent: str
+    scope: str = "project"
+    directory: Path | None = None
+    managed_dir: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        return settings_file(self.agent, self.scope, (self.directory or Path.cwd()).resolve(), self.managed_dir)
+
+
+def _edit(path: Path, change: Any) -> Any:
+    """Under the directory's lock: read ``path``, apply ``change(settings) -> (new settings | None, result)``,
+    write it atomically. OS errors (a read-only directory, not root) are an InstallError naming the file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(path.parent):
+            settings, result = change(read_settings(path))
+            if settings is not False:
+                write_atomically(path, settings)
+            return result
+    except PermissionError as e:
+        raise InstallError(f"cannot write {path}: {e.strerror}; nothing was changed. {_as_root(path)}", exit=1) from e
+    except OSError as e:
+        raise InstallError(f"cannot write {path}: {e.strerror or e}; nothing was changed", exit=1) from e
+
+
+def install(
+    agent: str,
+    *,
+    user: bool = False,
+    directory: Path | None = None,
+    envelope: Path | None = None,
+    scope: str | None = None,
+    managed_dir: Path | None = None,
+    lock: bool = False,
+) -> Path:
+    """Write the hooks; the settings file written."""
+    target = Target(agent, scope or ("user" if user else "project"), directory, managed_dir)
+    if envelope is not None and not envelope.is_file():
+        raise InstallError(f"--envelope {envelope}: no such file")
+    if lock and (target.scope != "managed" or agent != "claude-code"):
+        raise InstallError(
+            "--lock: Codex's managed-hooks-only switch is `allow_managed_hooks_only = true` in"
+            " /etc/codex/requirements.toml, which tether does not edit: add it there yourself"
+            if agent == "codex"
+            else "--lock only goes with --managed (allowManagedHooksOnly is read from managed settings only)"
+        )
+    command = hook_command(agent, envelope)
+    if target.scope == "managed":
+        problems = unreadable_for_others(command)
+        if problems:
+            raise InstallError(
+                "a managed hook runs as every user of this machine, but other users cannot use "
+                + "; ".join(problems)
+                + ". Install tether where every user can read and run it (e.g. a venv under /opt, chmod -R a+rX)"
+                " and run the install with that interpreter; nothing was changed"
+            )
+    path = target.path
+
+    def change(settings: dict[str, Any] | None) -> tuple[dict[str, Any], None]:
+        settings = merged(settings if settings is not None else {}, agent, command, path)
+        if lock:
+            settings[LOCK_KEY] = True
+        return settings, None
+
+    _edit(path, change)
     return path
 
 
+def uninstall(
+    agent: str, *, scope: str = "project", directory: Path | None = None, managed_dir: Path | None = None
+) -> tuple[Path, int]:
+    """Remove tether's hooks from one layer: the file and the number of entries removed (0: none were there).
+
+    tether's managed drop-in is deleted when nothing but tether's hooks (and its ``allowManagedHooksOnly``)
+    is left in it."""
+    target = Target(agent, scope, directory, managed_dir)
+    path = target.path
+    if not path.exists() and not path.is_symlink():
+        return path, 0
+    drop_in = scope == "managed" and agent == "claude-code"
+
+    def change(settings: dict[str, Any] | None) -> tuple[dict[str, Any] | bool | None, int]:
+        if settings is None:
+            return False, 0
+        count = removed(settings, agent, path)
+        if not count:
+            return False, 0
+        if drop_in:
+            settings.pop(LOCK_KEY, None)
+            if not settings:
+                return None, count
+        return settings, count
+
+    count: int = _edit(path, change)
+    return path, count
+
+
+VALUED = {"--envelope": "envelope", "--dir": "directory", "--managed-dir": "managed_dir"}
+
+
+def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
+    """``AGENT [options]`` → the agent and keyword arguments for :func:`install`; InstallError on bad usage."""
+    if not argv or argv[0] not in EVENTS:
+        raise InstallError(USAGE)
+    agent, rest = argv[0], argv[1:]
+    kw: dict[str, Any] = {}
+    scopes = []
+    while rest:
+        flag = rest.pop(0)
+        if flag in ("--user", "--project", "--managed"):
+            scopes.append(flag[2:])
+        elif flag == "--lock":
+            kw["lock"] = True
+        elif flag in VALUED and rest:
+            kw[VALUED[flag]] = Path(rest.pop(0))
+        else:
+            raise InstallError(f"unknown or incomplete option {flag!r}\n{USAGE}")
+    if len(set(scopes)) > 1:
+        raise InstallError(f"choose one of --project, --user, --managed\n{USAGE}")
+    kw["scope"] = scopes[0] if scopes else "project"
+    if "managed_dir" in kw and kw["scope"] != "managed":
+        raise InstallError(f"--managed-dir goes with --managed\n{USAGE}")
+    return agent, kw
+
+
 def main(argv: list[str]) -> int:
-    """The command line: 0 written, 2 bad arguments or a settings file left as it was."""
+    """``tether hook install …``: 0 written; 2 bad arguments or a settings file left as it was; 1 a file that
+    could not be written (not root)."""
     try:
-        if not argv or argv[0] not in EVENTS:
-            raise InstallError(
-                f"usage: tether hook install {{{'|'.join(EVENTS)}}} [--project|--user] [--envelope FILE] [--dir DIR]"
-            )
-        agent, rest, user, directory, envelope = argv[0], argv[1:], False, None, None
-        while rest:
-            flag = rest.pop(0)
-            if flag in ("--user", "--project"):
-                user = flag == "--user"
-            elif flag in ("--envelope", "--dir") and rest:
-                value = Path(rest.pop(0))
-                directory, envelope = (value, envelope) if flag == "--dir" else (directory, value)
-            else:
-                raise InstallError(f"unknown or incomplete option {flag!r}")
-        path = install(agent, user=user, directory=directory, envelope=envelope)
+        agent, kw = parse(argv)
+        path = install(agent, **kw)
     except InstallError as e:
         sys.stderr.write(f"error: {e}\n")
-        return 2
+        return e.exit
     print(f"tether hooks for {agent} written to {path}")
+    if kw["scope"] == "managed":
+        print(f"every user's {agent} now runs: {hook_command(agent, kw.get('envelope'))}")
+        print(
+            f"check it with: tether hook status {agent}"
+            + (f" --managed-dir {kw['managed_dir']}" if "managed_dir" in kw else "")
+        )
     if agent == "codex":
         print("Codex releases that gate hooks need `[features]\\ncodex_hooks = true` in ~/.codex/config.toml.")
+        if kw["scope"] != "managed":
+            print("Codex runs a hook that is not managed only once you trust it: open /hooks in Codex and trust it.")
+    return 0
+
+
+def uninstall_main(argv: list[str]) -> int:
+    """``tether hook uninstall …``: 0 removed or nothing to remove (said so); 2 bad arguments or a settings file
+    left as it was; 1 a file that could not be written."""
+    try:
+        agent, kw = parse(argv)
+        if kw.get("lock") or "envelope" in kw:
+            raise InstallError(f"uninstall takes no --lock or --envelope\n{USAGE}")
+        path, count = uninstall(agent, **kw)
+    except InstallError as e:
+        sys.stderr.write(f"error: {e}\n")
+        return e.exit
+    if count:
+        print(f"removed {count} tether hook entr{'y' if count == 1 else 'ies'} for {agent} from {path}")
+        if not path.exists():
+            print(f"deleted {path} (tether's own drop-in)")
+    else:
+        print(f"tether's hooks for {agent} are not installed in {path}; nothing changed")
     return 0

@@ -1,0 +1,427 @@
+"""``tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]``: is tether governing?
+
+For each settings layer the agent reads (Claude Code: managed — ``managed-settings.json`` and each drop-in of
+``managed-settings.d/`` — user, project, project-local; Codex: managed ``/etc/codex/hooks.json``, user,
+project), which events carry tether's hook, and whether each command written there runs now: its bash,
+interpreter and client or launcher exist, the interpreter imports tether, and that tether is the code of the
+one answering (version and a digest of the package's files: a venv moved or upgraded after the install is the
+common rollout failure). Also: events missing, ``allowManagedHooksOnly`` / ``disableAllHooks`` (Claude Code)
+and ``allow_managed_hooks_only`` (Codex's ``requirements.toml``) and what they mean for the hooks found, and
+whether a daemon answers on this user's socket (a plain connect, as the daemon's own wake-up does: no new
+protocol; none running is no problem, the first hook call starts one).
+
+Exit 0: no problem; 1: problems, each named with its file and its fix; 2: usage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .install import (
+    CLIENT,
+    EVENTS,
+    LAUNCHER,
+    LOCK_KEY,
+    InstallError,
+    default_managed_dir,
+    groups_of,
+    ours,
+    settings_file,
+    unreadable_for_others,
+)
+from .relay import socket_path
+
+USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
+PROBE_TIMEOUT_S = 30
+#: What an interpreter named in a hook command says about the tether it imports.
+PROBE = "import json, os, tether; print(json.dumps([tether.__version__, os.path.dirname(tether.__file__)]))"
+
+
+@dataclass
+class Problem:
+    file: str
+    problem: str
+    fix: str
+
+
+@dataclass
+class Command:
+    command: str
+    events: list[str]
+    runnable: bool = False
+    interpreter: str | None = None
+    version: str | None = None
+    package: str | None = None
+    same_code: bool | None = None
+
+
+@dataclass
+class Layer:
+    layer: str
+    file: str
+    exists: bool = False
+    error: str | None = None
+    events: list[str] = field(default_factory=list)
+    commands: list[Command] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]:
+    """The settings files ``agent`` reads, highest precedence first."""
+    managed = managed_dir or default_managed_dir(agent)
+    if agent == "codex":
+        files = [("managed", managed / "hooks.json")]
+    else:
+        files = [("managed", managed / "managed-settings.json")]
+        drop_ins = managed / "managed-settings.d"
+        if drop_ins.is_dir():  # Claude Code merges them after the base file, sorted by name, hidden ones skipped
+            names = sorted(
+                p.name for p in drop_ins.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
+            )
+            files += [("managed", drop_ins / name) for name in names]
+        else:
+            files.append(("managed", settings_file(agent, "managed", directory, managed)))
+        files.append(("local", directory / ".claude" / "settings.local.json"))
+    files += [
+        ("project", settings_file(agent, "project", directory)),
+        ("user", settings_file(agent, "user", directory)),
+    ]
+    return [read_layer(name, path, agent) for name, path in files]
+
+
+def read_layer(name: str, path: Path, agent: str) -> Layer:
+    layer = Layer(name, str(path), exists=path.exists())
+    if not layer.exists:
+        return layer
+    try:
+        settings = json.loads(path.read_text() or "{}")
+        if not isinstance(settings, dict):
+            raise InstallError(f"expected a JSON object at the top, got {type(settings).__name__}")
+        hooks = groups_of(settings, path)
+    except (OSError, ValueError, InstallError) as e:
+        layer.error = str(e)
+        return layer
+    layer.settings = settings
+    commands: dict[str, list[str]] = {}
+    for event, groups in hooks.items():
+        for group in groups:
+            for entry in group["hooks"]:
+                if ours(entry, agent):
+                    commands.setdefault(str(entry.get("command", "")), []).append(event)
+                    if event not in layer.events:
+                        layer.events.append(event)
+    layer.commands = [Command(c, e) for c, e in commands.items()]
+    return layer
+
+
+@cache
+def fingerprint(package: str) -> str:
+    """A digest of a tether package's code (every ``.py`` and ``.sh`` file, by relative path and content)."""
+    digest = hashlib.sha256()
+    root = Path(package)
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".sh") and path.is_file():
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def this_tether() -> dict[str, str]:
+    import tether
+
+    package = os.path.dirname(os.path.abspath(tether.__file__))
+    return {"version": tether.__version__, "package": package, "code": fingerprint(package)}
+
+
+def probe(python: str) -> tuple[str, str] | str:
+    """(version, package directory) of the tether ``python`` imports, as a hook call would (``-I``: no
+    ``PYTHON*`` variables, no user site), or what went wrong."""
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{python} does not run ({e})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{python} cannot import tether ({last})"
+    try:
+        version, package = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return f"{python} printed no tether version"
+    return str(version), str(package)
+
+
+def check_command(cmd: Command, layer: Layer, agent: str, me: dict[str, str], flag: str) -> list[Problem]:
+    """Fill in what ``cmd`` runs; the problems that would make it fail or run other code than this tether's."""
+    reinstall = f"run `tether hook install {agent}{flag}` with the interpreter that should answer"
+    try:
+        words = shlex.split(cmd.command.removesuffix(" || exit 2"))
+    except ValueError:
+        return [Problem(layer.file, f"tether's command {cmd.command!r} is not valid shell", reinstall)]
+    script = next((w for w in words if w.endswith((CLIENT, LAUNCHER))), None)
+    if script is None:
+        return [
+            Problem(layer.file, f"tether's command {cmd.command!r} is an earlier release's console script", reinstall)
+        ]
+    i = words.index(script)
+    python = words[i + 1] if script.endswith(CLIENT) else words[0]
+    cmd.interpreter = python
+    needed = [(words[0], True), (script, False)] + ([(python, True)] if script.endswith(CLIENT) else [])
+    problems = []
+    for path, executable in needed:
+        if not os.path.isfile(path) or (executable and not os.access(path, os.X_OK)):
+            what = "does not exist" if not os.path.exists(path) else "is not an executable file"
+            problems.append(
+                Problem(layer.file, f"{path} in tether's command {what} (a moved or deleted venv?)", reinstall)
+            )
+    if "--envelope" in words[i:]:
+        envelope = words[words.index("--envelope", i) + 1 :][:1]
+        if not envelope or not os.path.isfile(envelope[0]):
+            problems.append(
+                Problem(layer.file, f"the envelope {envelope[:1]} named in tether's command is missing", reinstall)
+            )
+    if layer.layer == "managed":
+        problems += [
+            Problem(
+                layer.file,
+                f"a managed hook runs as every user, but other users cannot use {p}",
+                "install tether where every user can read and run it (e.g. under /opt, chmod -R a+rX), then "
+                + reinstall,
+            )
+            for p in unreadable_for_others(cmd.command)
+        ]
+    if problems:
+        return problems
+    found = probe(python)
+    if isinstance(found, str):
+        return [Problem(layer.file, found, reinstall)]
+    cmd.version, cmd.package = found
+    cmd.runnable = True
+    script_package = str(Path(script).resolve().parent.parent)
+    if os.path.realpath(cmd.package) != os.path.realpath(script_package):
+        problems.append(
+            Problem(
+                layer.file,
+                f"the command's script is tether's at {script_package} but {python} imports tether from {cmd.package}",
+                reinstall,
+            )
+        )
+    cmd.same_code = cmd.version == me["version"] and fingerprint(os.path.realpath(cmd.package)) == me["code"]
+    if not cmd.same_code:
+        problems.append(
+            Problem(
+                layer.file,
+                f"the command runs tether {cmd.version} from {cmd.package}, not this tether"
+                f" ({me['version']}, {me['package']}): stale after an upgrade or a move",
+                reinstall,
+            )
+        )
+    return problems
+
+
+def agent_report(
+    agent: str, directory: Path, managed_dir: Path | None, me: dict[str, str]
+) -> tuple[dict[str, Any], list[Problem]]:
+    found = layers(agent, directory, managed_dir)
+    problems: list[Problem] = []
+    flags = {
+        "managed": " --managed" + (f" --managed-dir {managed_dir}" if managed_dir else ""),
+        "user": " --user",
+        "project": f" --dir {directory}",
+        "local": "",
+    }
+    for layer in found:
+        if layer.error:
+            problems.append(
+                Problem(
+                    layer.file, f"cannot read it: {layer.error}", "fix or remove the file; tether does not rewrite it"
+                )
+            )
+        if not layer.commands:
+            continue
+        missing = [e for e in EVENTS[agent] if e not in layer.events]
+        if missing:
+            problems.append(
+                Problem(
+                    layer.file,
+                    f"tether's hook is missing on {', '.join(missing)}",
+                    f"run `tether hook install {agent}{flags[layer.layer]}`",
+                )
+            )
+        for cmd in layer.commands:
+            problems += check_command(cmd, layer, agent, me, flags[layer.layer])
+    installed = [layer for layer in found if layer.commands]
+    managed = [layer for layer in installed if layer.layer == "managed"]
+    switches = managed_switches(agent, found, managed_dir)
+    if not installed:
+        problems.append(
+            Problem(
+                "-",
+                f"tether's hooks are not installed for {agent} in any layer",
+                f"run `tether hook install {agent}` (--managed for every user of this machine)",
+            )
+        )
+    elif switches.get("disable_all"):
+        problems.append(
+            Problem(
+                switches["disable_all"],
+                "managed settings set disableAllHooks: no hook runs, tether's neither",
+                "remove disableAllHooks from the managed settings",
+            )
+        )
+    elif switches.get("managed_only") and not managed:
+        problems.append(
+            Problem(
+                switches["managed_only"],
+                "only managed hooks run, and tether's are in no managed layer",
+                f"run `tether hook install {agent}{flags['managed']}`",
+            )
+        )
+    distinct = {
+        cmd.command
+        for layer in installed
+        for cmd in layer.commands
+        if not (switches.get("managed_only") and layer.layer != "managed")
+    }
+    if len(distinct) > 1:
+        problems.append(
+            Problem(
+                ", ".join(layer.file for layer in installed),
+                f"{len(distinct)} different tether commands run on each call (the agent runs every matching hook)",
+                "keep one: `tether hook uninstall` the others",
+            )
+        )
+    report = {
+        "layers": [{k: v for k, v in asdict(layer).items() if k != "settings"} for layer in found],
+        "installed": bool(installed),
+        "missing_events": [e for e in EVENTS[agent] if all(e not in layer.events for layer in installed)],
+        **{k: v for k, v in switches.items() if k in ("managed_only", "disable_all", "managed_only_error")},
+    }
+    return report, problems
+
+
+def managed_switches(agent: str, found: list[Layer], managed_dir: Path | None) -> dict[str, Any]:
+    """Which file turns on "managed hooks only" or "no hooks at all" (None: nobody), as the agent merges them."""
+    out: dict[str, Any] = {"managed_only": None, "disable_all": None}
+    if agent == "claude-code":
+        for layer in found:  # base first, then drop-ins by name: a later file's scalar wins
+            if layer.layer == "managed":
+                for key, name in ((LOCK_KEY, "managed_only"), ("disableAllHooks", "disable_all")):
+                    if key in layer.settings:
+                        out[name] = layer.file if layer.settings[key] is True else None
+        return out
+    import tomllib
+
+    requirements = (managed_dir or default_managed_dir(agent)) / "requirements.toml"
+    try:
+        if tomllib.loads(requirements.read_text()).get("allow_managed_hooks_only") is True:
+            out["managed_only"] = str(requirements)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as e:
+        out["managed_only_error"] = f"{requirements}: {e}"
+    return out
+
+
+def daemon() -> dict[str, Any]:
+    """Whether a daemon accepts connections on this user's socket (a bare connect, which the daemon reads as
+    an empty request and closes)."""
+    path = socket_path()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0)
+            s.connect(path)
+        running = True
+    except OSError:
+        running = False
+    return {"socket": path, "running": running}
+
+
+def report(agents: list[str], directory: Path, managed_dir: Path | None) -> dict[str, Any]:
+    me = this_tether()
+    out: dict[str, Any] = {"tether": me, "agents": {}, "problems": []}
+    problems: list[Problem] = []
+    results = {agent: agent_report(agent, directory, managed_dir, me) for agent in agents}
+    if len(agents) > 1 and any(r["installed"] for r, _ in results.values()):
+        results = {agent: r for agent, r in results.items() if r[0]["installed"]}  # only the agents tether is in
+    for agent, (agent_out, agent_problems) in results.items():
+        out["agents"][agent] = agent_out
+        problems += agent_problems
+        if agent_out.get("managed_only_error"):
+            problems.append(
+                Problem(
+                    agent_out["managed_only_error"].split(":")[0],
+                    f"cannot read it: {agent_out['managed_only_error']}",
+                    "fix the TOML",
+                )
+            )
+    out["daemon"] = daemon()
+    out["problems"] = [asdict(p) for p in problems]
+    out["ok"] = not problems
+    return out
+
+
+def text(out: dict[str, Any]) -> str:
+    me = out["tether"]
+    lines = [f"tether {me['version']} at {me['package']} (code {me['code']})"]
+    for agent, agent_out in out["agents"].items():
+        lines.append(agent)
+        for layer in agent_out["layers"]:
+            if layer["error"]:
+                state = "unreadable"
+            elif not layer["exists"]:
+                state = "no file"
+            elif not layer["commands"]:
+                state = "tether not installed"
+            else:
+                state = f"tether on {len(layer['events'])} events: {', '.join(layer['events'])}"
+            lines.append(f"  {layer['layer']:<8} {layer['file']}: {state}")
+            for cmd in layer["commands"]:
+                verdict = (
+                    f"runs tether {cmd['version']}" + ("" if cmd["same_code"] else " (other code)")
+                    if cmd["runnable"]
+                    else "NOT RUNNABLE"
+                )
+                lines.append(f"           {cmd['command']}  [{verdict}]")
+        if agent_out.get("managed_only"):
+            lines.append(f"  only managed hooks run (set in {agent_out['managed_only']})")
+    d = out["daemon"]
+    lines.append(
+        f"daemon: {'running on ' + d['socket'] if d['running'] else 'not running (the first hook call starts one)'}"
+    )
+    for p in out["problems"]:
+        lines += [f"problem: {p['file']}: {p['problem']}", f"  fix: {p['fix']}"]
+    lines.append("ok" if out["ok"] else f"{len(out['problems'])} problem(s)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    agents, rest, as_json, directory, managed_dir = list(EVENTS), list(argv), False, Path.cwd(), None
+    if rest and rest[0] in EVENTS:
+        agents = [rest.pop(0)]
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--json":
+            as_json = True
+        elif flag in ("--dir", "--managed-dir") and rest:
+            value = Path(rest.pop(0)).resolve()
+            directory, managed_dir = (value, managed_dir) if flag == "--dir" else (directory, value)
+        else:
+            sys.stderr.write(f"error: unknown or incomplete option {flag!r}\n{USAGE}\n")
+            return 2
+    if managed_dir is not None and len(agents) > 1:
+        sys.stderr.write(f"error: --managed-dir needs the agent (their managed directories differ)\n{USAGE}\n")
+        return 2
+    out = report(agents, directory.resolve(), managed_dir)
+    print(json.dumps(out, indent=2) if as_json else text(out))
+    return 0 if out["ok"] else 1

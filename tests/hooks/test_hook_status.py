@@ -1,0 +1,179 @@
+"""`tether hook status`: every layer, every problem named with its file and fix, exit 0 / 1 / 2; real files under
+tmp_path, HOME a tmp dir, the managed directory given (never the real /etc or ~)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.hooks import status
+from tether.hooks.install import EVENTS
+from tether.hooks.install import main as install
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
+    return home
+
+
+@pytest.fixture
+def same_tether(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interpreter in the command imports this very tether (in this dev tree the venv's interpreter imports
+    the main checkout's, which is other code: the probe's real answer is tested on its own below)."""
+    me = status.this_tether()
+    monkeypatch.setattr(status, "probe", lambda python: (me["version"], me["package"]))
+
+
+def run(tmp_path: Path, capsys, *extra: str, agent: str = "claude-code") -> tuple[int, dict]:
+    capsys.readouterr()  # what an install printed
+    code = status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "managed"), "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def problems(out: dict) -> str:
+    return "\n".join(f"{p['file']}: {p['problem']} | {p['fix']}" for p in out["problems"])
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_good_install_is_exit_0_and_every_layer_is_reported(tmp_path: Path, capsys, same_tether, agent: str) -> None:
+    assert install([agent, "--dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    code, out = run(tmp_path, capsys, agent=agent)
+    assert code == 0, problems(out)
+    layers = out["agents"][agent]["layers"]
+    expected = {"managed", "project", "user"} | ({"local"} if agent == "claude-code" else set())
+    assert {layer["layer"] for layer in layers} == expected
+    (project,) = [layer for layer in layers if layer["layer"] == "project"]
+    assert project["events"] == list(EVENTS[agent])
+    (cmd,) = project["commands"]
+    assert cmd["runnable"] and cmd["same_code"] and cmd["interpreter"] == sys.executable
+    assert out["agents"][agent]["missing_events"] == [] and out["daemon"]["running"] is False
+    assert status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "managed")]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("ok")
+
+
+def test_nothing_installed_is_a_problem_with_the_command_to_fix_it(tmp_path: Path, capsys) -> None:
+    code, out = run(tmp_path, capsys)
+    assert code == 1 and "not installed for claude-code in any layer" in problems(out)
+    assert "tether hook install claude-code" in problems(out)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{not json", "cannot read it"),
+        ('{"hooks": "tether hook claude-code"}', "field 'hooks' must be an object"),
+        ('{"hooks": {"Stop": ["a string entry"]}}', "hooks.Stop' must be a list of objects"),
+        ("[1]", "expected a JSON object"),
+    ],
+)
+def test_a_malformed_settings_file_is_named(tmp_path: Path, capsys, same_tether, text: str, says: str) -> None:
+    assert install(["claude-code", "--user"]) == 0
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(text)
+    code, out = run(tmp_path, capsys)
+    assert code == 1
+    (problem,) = out["problems"]
+    assert problem["file"] == str(local) and says in problem["problem"]
+
+
+def test_a_missing_event_and_a_deleted_venv_are_problems(tmp_path: Path, capsys, monkeypatch) -> None:
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(venv / "python"))
+    assert install(["claude-code", "--dir", str(tmp_path)]) == 0
+    path = tmp_path / ".claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    del settings["hooks"]["Stop"]
+    path.write_text(json.dumps(settings))
+    shutil.rmtree(tmp_path / "venv")
+    code, out = run(tmp_path, capsys)
+    assert code == 1
+    text = problems(out)
+    assert "missing on Stop" in text and f"tether hook install claude-code --dir {tmp_path}" in text
+    assert f"{venv / 'python'} in tether's command does not exist (a moved or deleted venv?)" in text
+    assert out["agents"]["claude-code"]["missing_events"] == ["Stop"]
+    assert out["agents"]["claude-code"]["layers"][-2]["commands"][0]["runnable"] is False
+
+
+def test_the_real_probe_names_an_interpreter_without_tether(tmp_path: Path, capsys, monkeypatch) -> None:
+    if not os.path.isfile("/usr/bin/python3"):
+        pytest.skip("no system python3")
+    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")  # shared by every user; tether not installed in it
+    assert install(["claude-code", "--managed", "--managed-dir", str(tmp_path / "managed")]) == 0
+    capsys.readouterr()
+    code, out = run(tmp_path, capsys)
+    assert code == 1
+    assert "/usr/bin/python3 cannot import tether (ModuleNotFoundError: No module named 'tether')" in problems(out)
+    assert "/nonexistent/python does not run" in str(status.probe("/nonexistent/python"))
+
+
+def test_the_probe_reports_the_tether_an_interpreter_imports() -> None:
+    found = status.probe(sys.executable)
+    assert isinstance(found, tuple) and found[0] == status.this_tether()["version"]
+    assert Path(found[1], "hooks", "install.py").is_file()
+
+
+def test_lock_without_a_managed_install_says_tethers_hooks_do_not_run(tmp_path: Path, capsys, same_tether) -> None:
+    assert install(["claude-code", "--dir", str(tmp_path)]) == 0
+    drop_ins = tmp_path / "managed" / "managed-settings.d"
+    drop_ins.mkdir(parents=True)
+    (drop_ins / "00-security.json").write_text('{"allowManagedHooksOnly": true}')
+    code, out = run(tmp_path, capsys)
+    assert code == 1 and "only managed hooks run, and tether's are in no managed layer" in problems(out)
+    assert out["agents"]["claude-code"]["managed_only"] == str(drop_ins / "00-security.json")
+    (drop_ins / "zz-later.json").write_text('{"allowManagedHooksOnly": false}')  # a later drop-in wins
+    code, out = run(tmp_path, capsys)
+    assert code == 0, problems(out)
+    (tmp_path / "managed" / "managed-settings.json").write_text('{"disableAllHooks": true}')
+    code, out = run(tmp_path, capsys)
+    assert code == 1 and "disableAllHooks: no hook runs" in problems(out)
+
+
+def test_two_different_tether_commands_are_a_problem(tmp_path: Path, capsys, same_tether) -> None:
+    (tmp_path / "e.yaml").write_text("x: 1\n")
+    assert install(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert install(["claude-code", "--user", "--envelope", str(tmp_path / "e.yaml")]) == 0
+    code, out = run(tmp_path, capsys)
+    assert code == 1 and "2 different tether commands run on each call" in problems(out)
+
+
+def test_codex_managed_only_is_read_from_requirements_toml(tmp_path: Path, capsys, same_tether) -> None:
+    assert install(["codex", "--dir", str(tmp_path)]) == 0
+    (tmp_path / "managed").mkdir()
+    (tmp_path / "managed" / "requirements.toml").write_text("allow_managed_hooks_only = true\n")
+    code, out = run(tmp_path, capsys, agent="codex")
+    assert code == 1 and "only managed hooks run" in problems(out)
+    (tmp_path / "managed" / "requirements.toml").write_text("allow_managed_hooks_only = [\n")
+    code, out = run(tmp_path, capsys, agent="codex")
+    assert code == 1 and "requirements.toml" in problems(out)
+
+
+def test_a_daemon_listening_on_the_socket_is_seen(tmp_path: Path, capsys, monkeypatch) -> None:
+    path = tmp_path / "s" / "hookd.sock"
+    path.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(path))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(1)
+        assert status.daemon() == {"socket": str(path), "running": True}
+    _, out = run(tmp_path, capsys)
+    assert out["daemon"]["running"] is False
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["--dir"], ["--managed-dir", "/x"]])
+def test_usage_is_exit_2(argv: list[str], capsys) -> None:
+    assert status.main(argv) == 2
+    assert "usage: tether hook status" in capsys.readouterr().err

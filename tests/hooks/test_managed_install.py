@@ -1,0 +1,277 @@
+"""`tether hook install --managed [--lock]` and `tether hook uninstall`: the managed layer, a drop-in of tether's
+own, refusals that leave every file as it was (not root, other users locked out, a link), racing installers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tether.hooks.install import EVENTS, main, ours, uninstall_main
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+SHARED_PYTHON = "/usr/bin/python3"  # a system interpreter every user may run (the venv's is under /root)
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def shared_python(monkeypatch: pytest.MonkeyPatch) -> str:
+    if not os.path.isfile(SHARED_PYTHON):
+        pytest.skip("no system python3 to stand for an interpreter every user can run")
+    monkeypatch.setattr(sys, "executable", SHARED_PYTHON)
+    return SHARED_PYTHON
+
+
+def tether_commands(settings: dict, event: str, agent: str = "claude-code") -> list[str]:
+    return [h["command"] for g in settings.get("hooks", {}).get(event, []) for h in g["hooks"] if ours(h, agent)]
+
+
+def test_managed_writes_a_drop_in_of_its_own_and_never_the_platform_teams_file(tmp_path: Path, shared_python) -> None:
+    managed = tmp_path / "etc-claude-code"
+    managed.mkdir()
+    base = managed / "managed-settings.json"
+    base.write_text('{"permissions": {"deny": ["Read(./.env)"]}, "hooks": {"Stop": []}}')
+    before = base.read_bytes()
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    drop_in = managed / "managed-settings.d" / "tether.json"
+    written = json.loads(drop_in.read_text())
+    assert base.read_bytes() == before, "the platform team's file is not touched"
+    for event in EVENTS["claude-code"]:
+        (command,) = tether_commands(written, event)
+        assert f" {shared_python} claude-code" in command
+    assert "allowManagedHooksOnly" not in written
+    assert main(["claude-code", "--managed", "--lock", "--managed-dir", str(managed)]) == 0
+    locked = json.loads(drop_in.read_text())
+    assert locked["allowManagedHooksOnly"] is True
+    assert {k: v for k, v in locked.items() if k != "allowManagedHooksOnly"} == written, "idempotent"
+    assert oct(drop_in.stat().st_mode & 0o777) == oct(0o644), "every user's Claude Code reads it"
+
+
+def test_managed_codex_writes_the_system_layers_hooks_file(tmp_path: Path, shared_python, capsys) -> None:
+    managed = tmp_path / "etc-codex"
+    assert main(["codex", "--managed", "--managed-dir", str(managed)]) == 0
+    written = json.loads((managed / "hooks.json").read_text())
+    assert all(len(tether_commands(written, e, "codex")) == 1 for e in EVENTS["codex"])
+    assert main(["codex", "--managed", "--lock", "--managed-dir", str(managed)]) == 2
+    assert "allow_managed_hooks_only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["claude-code", "--lock"],  # --lock without --managed
+        ["claude-code", "--managed", "--user"],
+        ["claude-code", "--managed-dir", "/x"],  # --managed-dir without --managed
+        ["claude-code", "--managed", "--managed-dir"],
+        ["cursor", "--managed"],
+    ],
+)
+def test_usage_errors(argv: list[str], capsys) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_managed_refuses_an_interpreter_other_users_cannot_reach(tmp_path: Path, monkeypatch, capsys) -> None:
+    private = tmp_path / "private"
+    (private / "venv" / "bin").mkdir(parents=True)
+    private.chmod(0o700)
+    python = private / "venv" / "bin" / "python"
+    python.symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(python))
+    managed = tmp_path / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
+    err = capsys.readouterr().err
+    assert str(python) in err and "other users cannot" in err
+    assert not managed.exists(), "nothing written"
+
+
+def test_managed_refuses_an_envelope_other_users_cannot_read(tmp_path: Path, shared_python, capsys) -> None:
+    envelope = Path(tempfile.mkdtemp(dir="/tmp")) / "envelope.yaml"
+    try:
+        envelope.parent.chmod(0o755)
+        envelope.write_text("x: 1\n")
+        envelope.chmod(0o600)
+        managed = tmp_path / "m"
+        assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 2
+        assert f"{envelope} (mode -rw-------" in capsys.readouterr().err
+        envelope.chmod(0o644)
+        assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 0
+    finally:
+        shutil.rmtree(envelope.parent)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+def test_not_root_is_a_clear_error_and_nothing_is_half_written() -> None:
+    """A real non-root installer (nobody) against a root-owned managed directory: exit 1, the file and the fix
+    named, no temporary file left behind."""
+    if not os.path.isfile(SHARED_PYTHON):
+        pytest.skip("no system python3")
+    managed = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        managed.chmod(0o755)
+        (managed / "managed-settings.d").mkdir(mode=0o755)
+        argv = ["claude-code", "--managed", "--managed-dir", str(managed)]
+        code = f"import sys; from tether.hooks.install import main; sys.exit(main({argv!r}))"
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SHARED_PYTHON, "-c", code],
+            env={"PYTHONPATH": str(SRC), "HOME": "/nonexistent", "PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr
+        assert f"cannot write {managed}/managed-settings.d/tether.json" in done.stderr
+        assert "sudo" in done.stderr and "nothing was changed" in done.stderr
+        assert os.listdir(managed / "managed-settings.d") == []
+    finally:
+        shutil.rmtree(managed)
+
+
+def test_a_settings_file_that_is_a_link_is_refused_and_neither_link_nor_target_changes(tmp_path: Path, capsys) -> None:
+    target = tmp_path / "dotfiles" / "settings.json"
+    target.parent.mkdir()
+    target.write_text('{"model": "x"}')
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert link.is_symlink() and target.read_text() == '{"model": "x"}'
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert link.is_symlink() and target.read_text() == '{"model": "x"}'
+
+
+def test_uninstall_removes_exactly_tethers_entries_and_what_it_emptied(tmp_path: Path, capsys) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    mine = {"type": "command", "command": "my-formatter"}
+    path.write_text(
+        json.dumps(
+            {
+                "model": "x",
+                "hooks": {
+                    "PreToolUse": [{"matcher": "Bash", "hooks": [mine, "a string entry"]}],
+                    "Notification": [],
+                },
+            }
+        )
+    )
+    path.chmod(0o600)
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    installed = json.loads(path.read_text())
+    # a hand-edited entry: another interpreter, an extra key: still tether's, still removed
+    group = installed["hooks"]["Stop"][0]
+    group["hooks"][0] = {
+        **group["hooks"][0],
+        "command": "/opt/other/bin/python -I -S /opt/x/tether/hooks/launch.py claude-code --envelope /e.yaml || exit 2",
+        "statusMessage": "mine now",
+    }
+    path.write_text(json.dumps(installed))
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert "removed 7 tether hook entries" in capsys.readouterr().out
+    left = json.loads(path.read_text())
+    assert left == {
+        "model": "x",
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [mine, "a string entry"]}], "Notification": []},
+    }
+    assert path.stat().st_mode & 0o777 == 0o600, "permissions kept"
+    before = path.read_bytes()
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert "not installed" in capsys.readouterr().out and path.read_bytes() == before
+
+
+def test_uninstall_of_a_file_with_only_tether_leaves_an_empty_object_and_a_malformed_one_is_untouched(
+    tmp_path: Path,
+) -> None:
+    assert main(["codex", "--dir", str(tmp_path)]) == 0
+    assert uninstall_main(["codex", "--dir", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / ".codex" / "hooks.json").read_text()) == {}
+    bad = tmp_path / ".claude" / "settings.json"
+    bad.parent.mkdir()
+    for text in ("{not json", '{"hooks": {"Stop": "tether hook claude-code"}}', '{"hooks": []}'):
+        bad.write_text(text)
+        assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 2
+        assert bad.read_text() == text
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path / "nowhere")]) == 0
+
+
+def test_uninstall_managed_deletes_tethers_drop_in_unless_someone_added_to_it(tmp_path: Path, shared_python) -> None:
+    managed = tmp_path / "m"
+    drop_in = managed / "managed-settings.d" / "tether.json"
+    assert main(["claude-code", "--managed", "--lock", "--managed-dir", str(managed)]) == 0
+    assert uninstall_main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    assert not drop_in.exists()
+    assert main(["claude-code", "--managed", "--lock", "--managed-dir", str(managed)]) == 0
+    added = {**json.loads(drop_in.read_text()), "env": {"X": "1"}}
+    drop_in.write_text(json.dumps(added))
+    assert uninstall_main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    assert json.loads(drop_in.read_text()) == {"env": {"X": "1"}}, "the lock goes with tether's hooks; the rest stays"
+
+
+def test_racing_installers_leave_valid_json_with_one_entry_per_event(tmp_path: Path) -> None:
+    """Eight installers at once, each with its own envelope: the file is valid JSON throughout and ends with one
+    tether entry per event (the installers take turns on the directory's lock; each replaces atomically)."""
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text('{"model": "x"}')
+    envelopes = []
+    for i in range(8):
+        envelopes.append(tmp_path / f"e{i}.yaml")
+        envelopes[-1].write_text("x: 1\n")
+    code = "import sys; from tether.hooks.install import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, "claude-code", "--dir", str(tmp_path), "--envelope", str(e)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        for e in envelopes
+    ]
+    seen = 0
+    while any(p.poll() is None for p in procs):
+        json.loads((tmp_path / ".claude" / "settings.json").read_text())  # never a torn file
+        seen += 1
+    assert all(p.wait() == 0 for p in procs)
+    final = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert final["model"] == "x"
+    for event in EVENTS["claude-code"]:
+        assert len(tether_commands(final, event)) == 1, event
+    assert [p.name for p in (tmp_path / ".claude").iterdir()] == ["settings.json"], "no temporary file left"
+
+
+def test_the_cli_dispatches_install_uninstall_and_status(tmp_path: Path) -> None:
+    """`tether hook install|uninstall|status` through the real command line (hooks go before typer)."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": str(tmp_path / "home")}
+
+    def tether(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tether.cli.main", "hook", *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    assert tether("install", "claude-code", "--dir", str(tmp_path)).returncode == 0
+    done = tether("status", "claude-code", "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "m"), "--json")
+    assert done.returncode in (0, 1), done.stderr  # 1 where the venv's interpreter imports another checkout's tether
+    layers = json.loads(done.stdout)["agents"]["claude-code"]["layers"]
+    assert [layer["events"] for layer in layers if layer["layer"] == "project"] == [list(EVENTS["claude-code"])]
+    assert tether("status", "--nope").returncode == 2
+    done = tether("uninstall", "claude-code", "--dir", str(tmp_path))
+    assert done.returncode == 0 and "removed 7" in done.stdout
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {}
+    assert tether("uninstall", "claude-code", "--dir", str(tmp_path), "--lock").returncode == 2
