@@ -8,6 +8,8 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def managed() -> Iterator[Path]:
+    """The managed directory of every test: under /tmp itself, which every user may enter (tmp_path is under a
+    0700 directory, which status rightly reports as a managed layer other users cannot read)."""
+    directory = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-managed-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory)
+
+
 @pytest.fixture
 def same_tether(monkeypatch: pytest.MonkeyPatch) -> None:
     """The interpreter in the command imports this very tether (in this dev tree the venv's interpreter imports
@@ -34,9 +46,9 @@ def same_tether(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status, "probe", lambda python: (me["version"], me["package"]))
 
 
-def run(tmp_path: Path, capsys, *extra: str, agent: str = "claude-code") -> tuple[int, dict]:
+def run(tmp_path: Path, capsys, managed: Path, *extra: str, agent: str = "claude-code") -> tuple[int, dict]:
     capsys.readouterr()  # what an install printed
-    code = status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "managed"), "--json", *extra])
+    code = status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(managed), "--json", *extra])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -45,10 +57,12 @@ def problems(out: dict) -> str:
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
-def test_a_good_install_is_exit_0_and_every_layer_is_reported(tmp_path: Path, capsys, same_tether, agent: str) -> None:
+def test_a_good_install_is_exit_0_and_every_layer_is_reported(
+    tmp_path: Path, capsys, same_tether, agent: str, managed: Path
+) -> None:
     assert install([agent, "--dir", str(tmp_path)]) == 0
     capsys.readouterr()
-    code, out = run(tmp_path, capsys, agent=agent)
+    code, out = run(tmp_path, capsys, managed, agent=agent)
     assert code == 0, problems(out)
     layers = out["agents"][agent]["layers"]
     expected = {"managed", "project", "user"} | ({"local"} if agent == "claude-code" else set())
@@ -58,12 +72,12 @@ def test_a_good_install_is_exit_0_and_every_layer_is_reported(tmp_path: Path, ca
     (cmd,) = project["commands"]
     assert cmd["runnable"] and cmd["same_code"] and cmd["interpreter"] == sys.executable
     assert out["agents"][agent]["missing_events"] == [] and out["daemon"]["running"] is False
-    assert status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "managed")]) == 0
+    assert status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(managed)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("ok")
 
 
-def test_nothing_installed_is_a_problem_with_the_command_to_fix_it(tmp_path: Path, capsys) -> None:
-    code, out = run(tmp_path, capsys)
+def test_nothing_installed_is_a_problem_with_the_command_to_fix_it(tmp_path: Path, capsys, managed: Path) -> None:
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1 and "not installed for claude-code in any layer" in problems(out)
     assert "tether hook install claude-code" in problems(out)
 
@@ -77,18 +91,20 @@ def test_nothing_installed_is_a_problem_with_the_command_to_fix_it(tmp_path: Pat
         ("[1]", "expected a JSON object"),
     ],
 )
-def test_a_malformed_settings_file_is_named(tmp_path: Path, capsys, same_tether, text: str, says: str) -> None:
+def test_a_malformed_settings_file_is_named(
+    tmp_path: Path, capsys, same_tether, text: str, says: str, managed: Path
+) -> None:
     assert install(["claude-code", "--user"]) == 0
     local = tmp_path / ".claude" / "settings.local.json"
     local.parent.mkdir()
     local.write_text(text)
-    code, out = run(tmp_path, capsys)
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1
     (problem,) = out["problems"]
     assert problem["file"] == str(local) and says in problem["problem"]
 
 
-def test_a_missing_event_and_a_deleted_venv_are_problems(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_a_missing_event_and_a_deleted_venv_are_problems(tmp_path: Path, capsys, monkeypatch, managed: Path) -> None:
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").symlink_to(sys.executable)
@@ -99,7 +115,7 @@ def test_a_missing_event_and_a_deleted_venv_are_problems(tmp_path: Path, capsys,
     del settings["hooks"]["Stop"]
     path.write_text(json.dumps(settings))
     shutil.rmtree(tmp_path / "venv")
-    code, out = run(tmp_path, capsys)
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1
     text = problems(out)
     assert "missing on Stop" in text and f"tether hook install claude-code --dir {tmp_path}" in text
@@ -108,13 +124,12 @@ def test_a_missing_event_and_a_deleted_venv_are_problems(tmp_path: Path, capsys,
     assert out["agents"]["claude-code"]["layers"][-2]["commands"][0]["runnable"] is False
 
 
-def test_the_real_probe_names_an_interpreter_without_tether(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_the_real_probe_names_an_interpreter_without_tether(tmp_path: Path, capsys, monkeypatch, managed: Path) -> None:
     if not os.path.isfile("/usr/bin/python3"):
         pytest.skip("no system python3")
     monkeypatch.setattr(sys, "executable", "/usr/bin/python3")  # shared by every user; tether not installed in it
-    assert install(["claude-code", "--managed", "--managed-dir", str(tmp_path / "managed")]) == 0
-    capsys.readouterr()
-    code, out = run(tmp_path, capsys)
+    assert install(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1
     assert "/usr/bin/python3 cannot import tether (ModuleNotFoundError: No module named 'tether')" in problems(out)
     assert "/nonexistent/python does not run" in str(status.probe("/nonexistent/python"))
@@ -126,42 +141,44 @@ def test_the_probe_reports_the_tether_an_interpreter_imports() -> None:
     assert Path(found[1], "hooks", "install.py").is_file()
 
 
-def test_lock_without_a_managed_install_says_tethers_hooks_do_not_run(tmp_path: Path, capsys, same_tether) -> None:
+def test_lock_without_a_managed_install_says_tethers_hooks_do_not_run(
+    tmp_path: Path, capsys, same_tether, managed: Path
+) -> None:
     assert install(["claude-code", "--dir", str(tmp_path)]) == 0
-    drop_ins = tmp_path / "managed" / "managed-settings.d"
+    drop_ins = managed / "managed-settings.d"
     drop_ins.mkdir(parents=True)
     (drop_ins / "00-security.json").write_text('{"allowManagedHooksOnly": true}')
-    code, out = run(tmp_path, capsys)
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1 and "only managed hooks run, and tether's are in no managed layer" in problems(out)
     assert out["agents"]["claude-code"]["managed_only"] == str(drop_ins / "00-security.json")
     (drop_ins / "zz-later.json").write_text('{"allowManagedHooksOnly": false}')  # a later drop-in wins
-    code, out = run(tmp_path, capsys)
+    code, out = run(tmp_path, capsys, managed)
     assert code == 0, problems(out)
-    (tmp_path / "managed" / "managed-settings.json").write_text('{"disableAllHooks": true}')
-    code, out = run(tmp_path, capsys)
+    (managed / "managed-settings.json").write_text('{"disableAllHooks": true}')
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1 and "disableAllHooks: no hook runs" in problems(out)
 
 
-def test_two_different_tether_commands_are_a_problem(tmp_path: Path, capsys, same_tether) -> None:
+def test_two_different_tether_commands_are_a_problem(tmp_path: Path, capsys, same_tether, managed: Path) -> None:
     (tmp_path / "e.yaml").write_text("x: 1\n")
     assert install(["claude-code", "--dir", str(tmp_path)]) == 0
     assert install(["claude-code", "--user", "--envelope", str(tmp_path / "e.yaml")]) == 0
-    code, out = run(tmp_path, capsys)
+    code, out = run(tmp_path, capsys, managed)
     assert code == 1 and "2 different tether commands run on each call" in problems(out)
 
 
-def test_codex_managed_only_is_read_from_requirements_toml(tmp_path: Path, capsys, same_tether) -> None:
+def test_codex_managed_only_is_read_from_requirements_toml(tmp_path: Path, capsys, same_tether, managed: Path) -> None:
     assert install(["codex", "--dir", str(tmp_path)]) == 0
-    (tmp_path / "managed").mkdir()
-    (tmp_path / "managed" / "requirements.toml").write_text("allow_managed_hooks_only = true\n")
-    code, out = run(tmp_path, capsys, agent="codex")
+
+    (managed / "requirements.toml").write_text("allow_managed_hooks_only = true\n")
+    code, out = run(tmp_path, capsys, managed, agent="codex")
     assert code == 1 and "only managed hooks run" in problems(out)
-    (tmp_path / "managed" / "requirements.toml").write_text("allow_managed_hooks_only = [\n")
-    code, out = run(tmp_path, capsys, agent="codex")
+    (managed / "requirements.toml").write_text("allow_managed_hooks_only = [\n")
+    code, out = run(tmp_path, capsys, managed, agent="codex")
     assert code == 1 and "requirements.toml" in problems(out)
 
 
-def test_a_daemon_listening_on_the_socket_is_seen(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_a_daemon_listening_on_the_socket_is_seen(tmp_path: Path, capsys, monkeypatch, managed: Path) -> None:
     path = tmp_path / "s" / "hookd.sock"
     path.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(path))
@@ -169,7 +186,7 @@ def test_a_daemon_listening_on_the_socket_is_seen(tmp_path: Path, capsys, monkey
         server.bind(str(path))
         server.listen(1)
         assert status.daemon() == {"socket": str(path), "running": True}
-    _, out = run(tmp_path, capsys)
+    _, out = run(tmp_path, capsys, managed)
     assert out["daemon"]["running"] is False
 
 
@@ -177,3 +194,47 @@ def test_a_daemon_listening_on_the_socket_is_seen(tmp_path: Path, capsys, monkey
 def test_usage_is_exit_2(argv: list[str], capsys) -> None:
     assert status.main(argv) == 2
     assert "usage: tether hook status" in capsys.readouterr().err
+
+
+def test_status_runs_no_program_from_the_project_it_checks(tmp_path: Path, capsys, monkeypatch, managed: Path) -> None:
+    """A project's settings can name any file of the project as tether's interpreter: status reads, never runs
+    it (the code check is then static: the version and digest of the package the client sits in)."""
+    trap = tmp_path / ".venv" / "bin" / "python"
+    trap.parent.mkdir(parents=True)
+    trap.write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
+    trap.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(trap))
+    assert install(["claude-code", "--dir", str(tmp_path)]) == 0
+    code, out = run(tmp_path, capsys, managed)
+    assert not (tmp_path / "ran").exists(), "the project's program was run"
+    (project,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["layer"] == "project"]
+    (cmd,) = project["commands"]
+    assert "is inside the project: not run" in cmd["notes"][0] and cmd["runnable"] is False
+    assert cmd["same_code"] is True and code == 0, problems(out)
+    status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(managed)])
+    assert "[not run: " in capsys.readouterr().out
+
+
+def test_a_managed_file_other_users_cannot_read_is_a_problem(
+    tmp_path: Path, capsys, same_tether, managed: Path
+) -> None:
+    drop_in = managed / "managed-settings.d" / "tether.json"
+    drop_in.parent.mkdir()
+    drop_in.write_text("{}")
+    drop_in.chmod(0o600)
+    assert install(["claude-code", "--dir", str(tmp_path)]) == 0
+    code, out = run(tmp_path, capsys, managed)
+    assert code == 1 and f"{drop_in}: other users' claude-code cannot read it" in problems(out)
+
+
+def test_a_settings_link_is_read_through_and_reported(
+    tmp_path: Path, capsys, same_tether, home: Path, managed: Path
+) -> None:
+    assert install(["claude-code", "--user"]) == 0
+    real = home / ".claude" / "settings.json"
+    moved = tmp_path / "dotfiles.json"
+    real.rename(moved)
+    real.symlink_to(moved)
+    code, out = run(tmp_path, capsys, managed)
+    (user,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["layer"] == "user"]
+    assert code == 0 and user["link"] == str(moved) and user["events"] == list(EVENTS["claude-code"])

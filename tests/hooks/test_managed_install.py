@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def shared() -> Iterator[Path]:
+    """A directory every user may enter (tmp_path is under a 0700 directory): where a managed layer can live."""
+    directory = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-managed-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory)
+
+
+@pytest.fixture
 def shared_python(monkeypatch: pytest.MonkeyPatch) -> str:
     if not os.path.isfile(SHARED_PYTHON):
         pytest.skip("no system python3 to stand for an interpreter every user can run")
@@ -39,8 +49,8 @@ def tether_commands(settings: dict, event: str, agent: str = "claude-code") -> l
     return [h["command"] for g in settings.get("hooks", {}).get(event, []) for h in g["hooks"] if ours(h, agent)]
 
 
-def test_managed_writes_a_drop_in_of_its_own_and_never_the_platform_teams_file(tmp_path: Path, shared_python) -> None:
-    managed = tmp_path / "etc-claude-code"
+def test_managed_writes_a_drop_in_of_its_own_and_never_the_platform_teams_file(shared: Path, shared_python) -> None:
+    managed = shared / "etc-claude-code"
     managed.mkdir()
     base = managed / "managed-settings.json"
     base.write_text('{"permissions": {"deny": ["Read(./.env)"]}, "hooks": {"Stop": []}}')
@@ -60,8 +70,8 @@ def test_managed_writes_a_drop_in_of_its_own_and_never_the_platform_teams_file(t
     assert oct(drop_in.stat().st_mode & 0o777) == oct(0o644), "every user's Claude Code reads it"
 
 
-def test_managed_codex_writes_the_system_layers_hooks_file(tmp_path: Path, shared_python, capsys) -> None:
-    managed = tmp_path / "etc-codex"
+def test_managed_codex_writes_the_system_layers_hooks_file(shared: Path, shared_python, capsys) -> None:
+    managed = shared / "etc-codex"
     assert main(["codex", "--managed", "--managed-dir", str(managed)]) == 0
     written = json.loads((managed / "hooks.json").read_text())
     assert all(len(tether_commands(written, e, "codex")) == 1 for e in EVENTS["codex"])
@@ -98,19 +108,38 @@ def test_managed_refuses_an_interpreter_other_users_cannot_reach(tmp_path: Path,
     assert not managed.exists(), "nothing written"
 
 
-def test_managed_refuses_an_envelope_other_users_cannot_read(tmp_path: Path, shared_python, capsys) -> None:
-    envelope = Path(tempfile.mkdtemp(dir="/tmp")) / "envelope.yaml"
+def test_managed_refuses_an_envelope_other_users_cannot_read(shared: Path, shared_python, capsys) -> None:
+    envelope = shared / "envelope.yaml"
+    envelope.write_text("x: 1\n")
+    envelope.chmod(0o600)
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 2
+    assert f"{envelope} (mode -rw-------" in capsys.readouterr().err
+    envelope.chmod(0o644)
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 0
+
+
+def test_managed_layer_is_readable_by_every_user_whatever_the_umask(shared: Path, shared_python) -> None:
+    old = os.umask(0o077)
     try:
-        envelope.parent.chmod(0o755)
-        envelope.write_text("x: 1\n")
-        envelope.chmod(0o600)
-        managed = tmp_path / "m"
-        assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 2
-        assert f"{envelope} (mode -rw-------" in capsys.readouterr().err
-        envelope.chmod(0o644)
-        assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 0
+        assert main(["claude-code", "--managed", "--managed-dir", str(shared / "new" / "etc")]) == 0
     finally:
-        shutil.rmtree(envelope.parent)
+        os.umask(old)
+    drop_in = shared / "new" / "etc" / "managed-settings.d" / "tether.json"
+    for path in (shared / "new", shared / "new" / "etc", drop_in.parent):
+        assert path.stat().st_mode & 0o777 == 0o755, path
+    assert drop_in.stat().st_mode & 0o777 == 0o644
+
+
+def test_managed_refuses_a_directory_other_users_cannot_enter(shared: Path, shared_python, capsys) -> None:
+    managed = shared / "etc"
+    managed.mkdir(mode=0o700)
+    managed.chmod(0o700)
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
+    assert (
+        f"other users' claude-code could not read {managed}/managed-settings.d/tether.json" in capsys.readouterr().err
+    )
+    assert os.listdir(managed) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
@@ -208,8 +237,8 @@ def test_uninstall_of_a_file_with_only_tether_leaves_an_empty_object_and_a_malfo
     assert uninstall_main(["claude-code", "--dir", str(tmp_path / "nowhere")]) == 0
 
 
-def test_uninstall_managed_deletes_tethers_drop_in_unless_someone_added_to_it(tmp_path: Path, shared_python) -> None:
-    managed = tmp_path / "m"
+def test_uninstall_managed_deletes_tethers_drop_in_unless_someone_added_to_it(shared: Path, shared_python) -> None:
+    managed = shared / "m"
     drop_in = managed / "managed-settings.d" / "tether.json"
     assert main(["claude-code", "--managed", "--lock", "--managed-dir", str(managed)]) == 0
     assert uninstall_main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0

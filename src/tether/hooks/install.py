@@ -307,11 +307,31 @@ class Target:
         return settings_file(self.agent, self.scope, (self.directory or Path.cwd()).resolve(), self.managed_dir)
 
 
-def _edit(path: Path, change: Any) -> Any:
+def _make_dirs(directory: Path, shared: bool) -> None:
+    """``mkdir -p``; with ``shared``, each directory made is ``0755`` whatever the umask (every user reads it)."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for d in reversed(missing):
+        d.mkdir(exist_ok=True)
+        if shared:
+            d.chmod(0o755)
+
+
+def shared_problem(path: Path) -> str | None:
+    """Why another user could not read ``path`` (its existing directories must let others in, an existing
+    file must be readable by them); None when nothing stands in the way."""
+    existing = next((d for d in (path.parent, *path.parent.parents) if d.exists()), Path("/"))
+    problem = _other_access(existing, 0o1)
+    if problem is None and path.exists():
+        problem = _other_access(path, 0o4)
+    return problem
+
+
+def _edit(path: Path, change: Any, shared: bool = False) -> Any:
     """Under the directory's lock: read ``path``, apply ``change(settings) -> (new settings | None, result)``,
-    write it atomically. OS errors (a read-only directory, not root) are an InstallError naming the file."""
+    write it atomically. OS errors (a read-only directory, not root) are an InstallError naming the file.
+    ``shared``: a file every user's agent reads (directories made ``0755``, a new file ``0644``)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_dirs(path.parent, shared)
         with _locked(path.parent):
             settings, result = change(read_settings(path))
             if settings is not False:
@@ -355,6 +375,12 @@ def install(
                 " and run the install with that interpreter; nothing was changed"
             )
     path = target.path
+    blocked = shared_problem(path) if target.scope == "managed" else None
+    if blocked:
+        raise InstallError(
+            f"other users' {agent} could not read {path}: {blocked}; let every user read it (chmod o+rx on the"
+            " directories, o+r on the file) or choose another --managed-dir; nothing was changed"
+        )
 
     def change(settings: dict[str, Any] | None) -> tuple[dict[str, Any], None]:
         settings = merged(settings if settings is not None else {}, agent, command, path)
@@ -362,7 +388,7 @@ def install(
             settings[LOCK_KEY] = True
         return settings, None
 
-    _edit(path, change)
+    _edit(path, change, shared=target.scope == "managed")
     return path
 
 

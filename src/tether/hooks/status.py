@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -37,6 +38,7 @@ from .install import (
     groups_of,
     ours,
     settings_file,
+    shared_problem,
     unreadable_for_others,
 )
 from .relay import socket_path
@@ -58,11 +60,12 @@ class Problem:
 class Command:
     command: str
     events: list[str]
-    runnable: bool = False
+    runnable: bool = False  # the interpreter was run and imported tether
     interpreter: str | None = None
     version: str | None = None
     package: str | None = None
     same_code: bool | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Layer:
     layer: str
     file: str
     exists: bool = False
+    link: str | None = None  # a symbolic link's target: read through; install and uninstall refuse to rewrite it
     error: str | None = None
     events: list[str] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
@@ -100,7 +104,7 @@ def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]
 
 
 def read_layer(name: str, path: Path, agent: str) -> Layer:
-    layer = Layer(name, str(path), exists=path.exists())
+    layer = Layer(name, str(path), exists=path.exists(), link=os.readlink(path) if path.is_symlink() else None)
     if not layer.exists:
         return layer
     try:
@@ -147,7 +151,7 @@ def probe(python: str) -> tuple[str, str] | str:
     ``PYTHON*`` variables, no user site), or what went wrong."""
     try:
         done = subprocess.run(
-            [python, "-I", "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
+            [python, "-I", "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False, cwd="/"
         )
     except (OSError, subprocess.SubprocessError) as e:
         return f"{python} does not run ({e})"
@@ -161,35 +165,17 @@ def probe(python: str) -> tuple[str, str] | str:
     return str(version), str(package)
 
 
-def check_command(cmd: Command, layer: Layer, agent: str, me: dict[str, str], flag: str) -> list[Problem]:
+def check_command(
+    cmd: Command, layer: Layer, agent: str, me: dict[str, str], flag: str, project: Path
+) -> list[Problem]:
     """Fill in what ``cmd`` runs; the problems that would make it fail or run other code than this tether's."""
     reinstall = f"run `tether hook install {agent}{flag}` with the interpreter that should answer"
-    try:
-        words = shlex.split(cmd.command.removesuffix(" || exit 2"))
-    except ValueError:
-        return [Problem(layer.file, f"tether's command {cmd.command!r} is not valid shell", reinstall)]
-    script = next((w for w in words if w.endswith((CLIENT, LAUNCHER))), None)
-    if script is None:
-        return [
-            Problem(layer.file, f"tether's command {cmd.command!r} is an earlier release's console script", reinstall)
-        ]
-    i = words.index(script)
-    python = words[i + 1] if script.endswith(CLIENT) else words[0]
+    parsed = parse_command(cmd.command)
+    if isinstance(parsed, str):
+        return [Problem(layer.file, parsed, reinstall)]
+    words, script, python = parsed
     cmd.interpreter = python
-    needed = [(words[0], True), (script, False)] + ([(python, True)] if script.endswith(CLIENT) else [])
-    problems = []
-    for path, executable in needed:
-        if not os.path.isfile(path) or (executable and not os.access(path, os.X_OK)):
-            what = "does not exist" if not os.path.exists(path) else "is not an executable file"
-            problems.append(
-                Problem(layer.file, f"{path} in tether's command {what} (a moved or deleted venv?)", reinstall)
-            )
-    if "--envelope" in words[i:]:
-        envelope = words[words.index("--envelope", i) + 1 :][:1]
-        if not envelope or not os.path.isfile(envelope[0]):
-            problems.append(
-                Problem(layer.file, f"the envelope {envelope[:1]} named in tether's command is missing", reinstall)
-            )
+    problems = [Problem(layer.file, p, reinstall) for p in missing_files(words, script, python)]
     if layer.layer == "managed":
         problems += [
             Problem(
@@ -202,20 +188,26 @@ def check_command(cmd: Command, layer: Layer, agent: str, me: dict[str, str], fl
         ]
     if problems:
         return problems
-    found = probe(python)
-    if isinstance(found, str):
-        return [Problem(layer.file, found, reinstall)]
-    cmd.version, cmd.package = found
-    cmd.runnable = True
-    script_package = str(Path(script).resolve().parent.parent)
-    if os.path.realpath(cmd.package) != os.path.realpath(script_package):
-        problems.append(
-            Problem(
-                layer.file,
-                f"the command's script is tether's at {script_package} but {python} imports tether from {cmd.package}",
-                reinstall,
+    script_package = os.path.realpath(Path(script).parent.parent)
+    if layer.layer in ("project", "local") and inside(python, project):
+        # A project's settings are the project's to write: status runs no program from the project it checks.
+        cmd.notes.append(f"{python} is inside the project: not run; the code check reads {script_package}")
+        cmd.version, cmd.package = static_version(script_package), script_package
+    else:
+        found = probe(python)
+        if isinstance(found, str):
+            return [Problem(layer.file, found, reinstall)]
+        cmd.version, cmd.package = found
+        cmd.runnable = True
+        if os.path.realpath(cmd.package) != script_package:
+            problems.append(
+                Problem(
+                    layer.file,
+                    f"the command's script is tether's at {script_package} but {python} imports tether from"
+                    f" {cmd.package}",
+                    reinstall,
+                )
             )
-        )
     cmd.same_code = cmd.version == me["version"] and fingerprint(os.path.realpath(cmd.package)) == me["code"]
     if not cmd.same_code:
         problems.append(
@@ -227,6 +219,55 @@ def check_command(cmd: Command, layer: Layer, agent: str, me: dict[str, str], fl
             )
         )
     return problems
+
+
+def parse_command(command: str) -> tuple[list[str], str, str] | str:
+    """(words, the client or launcher, the interpreter) of a tether command, or why it is not one of those."""
+    try:
+        words = shlex.split(command.removesuffix(" || exit 2"))
+    except ValueError:
+        return f"tether's command {command!r} is not valid shell"
+    script = next((w for w in words if w.endswith((CLIENT, LAUNCHER))), None)
+    if script is None:
+        return f"tether's command {command!r} is an earlier release's console script"
+    i = words.index(script)
+    python = words[i + 1] if script.endswith(CLIENT) and len(words) > i + 1 else words[0]
+    return words, script, python
+
+
+def missing_files(words: list[str], script: str, python: str) -> list[str]:
+    """The programs and files of the command that are not there (or not runnable); the envelope it names."""
+    needed = [(words[0], True), (script, False), (python, True)]
+    problems = []
+    for path, executable in dict.fromkeys(needed):
+        if not os.path.isabs(path):
+            problems.append(f"{path} in tether's command is not an absolute path")
+        elif not os.path.isfile(path) or (executable and not os.access(path, os.X_OK)):
+            what = "does not exist" if not os.path.exists(path) else "is not an executable file"
+            problems.append(f"{path} in tether's command {what} (a moved or deleted venv?)")
+    if "--envelope" in words:
+        envelope = words[words.index("--envelope") + 1 :][:1]
+        if not envelope or not os.path.isfile(envelope[0]):
+            problems.append(
+                f"the envelope {envelope[0] if envelope else '(none)'} named in tether's command is missing"
+            )
+    return problems
+
+
+def inside(path: str, directory: Path) -> bool:
+    """``path`` (as written, or the file it resolves to) is within ``directory``."""
+    root = os.path.realpath(directory)
+    return any(os.path.commonpath([p, root]) == root for p in (os.path.abspath(path), os.path.realpath(path)))
+
+
+def static_version(package: str) -> str | None:
+    """``__version__`` as written in a tether package's ``__init__.py`` (read, not imported)."""
+    try:
+        text = Path(package, "__init__.py").read_text()
+    except OSError:
+        return None
+    found = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
+    return found.group(1) if found else None
 
 
 def agent_report(
@@ -241,6 +282,15 @@ def agent_report(
         "local": "",
     }
     for layer in found:
+        blocked = shared_problem(Path(layer.file)) if layer.layer == "managed" and layer.exists else None
+        if blocked:
+            problems.append(
+                Problem(
+                    layer.file,
+                    f"other users' {agent} cannot read it: {blocked}",
+                    "chmod o+rx the directories, o+r the file",
+                )
+            )
         if layer.error:
             problems.append(
                 Problem(
@@ -259,7 +309,7 @@ def agent_report(
                 )
             )
         for cmd in layer.commands:
-            problems += check_command(cmd, layer, agent, me, flags[layer.layer])
+            problems += check_command(cmd, layer, agent, me, flags[layer.layer], directory)
     installed = [layer for layer in found if layer.commands]
     managed = [layer for layer in installed if layer.layer == "managed"]
     switches = managed_switches(agent, found, managed_dir)
@@ -385,13 +435,13 @@ def text(out: dict[str, Any]) -> str:
                 state = "tether not installed"
             else:
                 state = f"tether on {len(layer['events'])} events: {', '.join(layer['events'])}"
-            lines.append(f"  {layer['layer']:<8} {layer['file']}: {state}")
+            link = f" (a link to {layer['link']})" if layer["link"] else ""
+            lines.append(f"  {layer['layer']:<8} {layer['file']}{link}: {state}")
             for cmd in layer["commands"]:
-                verdict = (
-                    f"runs tether {cmd['version']}" + ("" if cmd["same_code"] else " (other code)")
-                    if cmd["runnable"]
-                    else "NOT RUNNABLE"
-                )
+                if cmd["runnable"]:
+                    verdict = f"runs tether {cmd['version']}" + ("" if cmd["same_code"] else ", other code")
+                else:
+                    verdict = "not run: " + cmd["notes"][0] if cmd["notes"] else "NOT RUNNABLE"
                 lines.append(f"           {cmd['command']}  [{verdict}]")
         if agent_out.get("managed_only"):
             lines.append(f"  only managed hooks run (set in {agent_out['managed_only']})")
