@@ -238,3 +238,24 @@ def test_a_settings_link_is_read_through_and_reported(
     code, out = run(tmp_path, capsys, managed)
     (user,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["layer"] == "user"]
     assert code == 0 and user["link"] == str(moved) and user["events"] == list(EVENTS["claude-code"])
+
+
+def test_a_managed_command_whose_package_other_users_cannot_reach_is_a_problem(
+    tmp_path: Path, capsys, same_tether, managed: Path
+) -> None:
+    """The check is on the package the command's client sits in (here a copy under a 0700 directory), not on
+    the tether answering."""
+    if not (os.path.isfile("/usr/bin/python3") and shutil.which("bash")):
+        pytest.skip("no system python3 or bash")
+    client = tmp_path / "site" / "tether" / "hooks" / "hook.sh"
+    client.parent.mkdir(parents=True)
+    shutil.copy(Path(status.__file__).with_name("hook.sh"), client)
+    command = f"{shutil.which('bash')} {client} /usr/bin/python3 claude-code || exit 2"
+    entry = {"hooks": [{"type": "command", "command": command}]}
+    drop_in = managed / "managed-settings.d" / "tether.json"
+    drop_in.parent.mkdir()
+    drop_in.write_text(json.dumps({"hooks": {event: [entry] for event in EVENTS["claude-code"]}}))
+    (tmp_path / "site").chmod(0o700)
+    code, out = run(tmp_path, capsys, managed)
+    assert code == 1
+    assert f"other users cannot use {tmp_path / 'site' / 'tether'} (under " in problems(out)

@@ -255,12 +255,14 @@ def unreadable_for_others(command: str) -> list[str]:
     """What in ``command`` a user other than its files' owners could not use: an interpreter, a client, bash or
     an envelope under a directory they cannot enter (``/root/…``), a file they cannot read or run, tether's
     package (the interpreter imports it) not readable. Judged by the "other" permission bits, the path as
-    written and the file it resolves to (a venv's ``python`` links to its base interpreter)."""
+    written and the file it resolves to (a venv's ``python`` links to its base interpreter). The package is the
+    one the command's client or launcher sits in."""
     try:
         words = shlex.split(command.removesuffix(" || exit 2"))
     except ValueError:
         return [f"the command {command!r} (not parseable)"]
-    package = Path(__file__).resolve().parent.parent
+    script = next((w for w in words if w.endswith((CLIENT, LAUNCHER))), None)
+    package = Path(script).resolve().parent.parent if script else Path(__file__).resolve().parent.parent
     checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
     for i, word in enumerate(words):
         if word.startswith("/"):
