@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.hooks.install import EVENTS, main, ours, uninstall_main
+from tether.hooks.install import EVENTS, InstallError, main, ours, uninstall_main
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SHARED_PYTHON = "/usr/bin/python3"  # a system interpreter every user may run (the venv's is under /root)
@@ -304,3 +304,18 @@ def test_the_cli_dispatches_install_uninstall_and_status(tmp_path: Path) -> None
     assert done.returncode == 0 and "removed 7" in done.stdout
     assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {}
     assert tether("uninstall", "claude-code", "--dir", str(tmp_path), "--lock").returncode == 2
+
+
+def test_the_python_api(shared: Path, shared_python, tmp_path: Path) -> None:
+    from tether.hooks.install import install, uninstall
+    from tether.hooks.status import report
+
+    path = install("claude-code", scope="managed", managed_dir=shared, lock=True)
+    assert path == shared / "managed-settings.d" / "tether.json"
+    out = report(["claude-code"], tmp_path, shared)
+    assert out["agents"]["claude-code"]["managed_only"] == str(path)
+    assert out["agents"]["claude-code"]["missing_events"] == []
+    assert uninstall("claude-code", scope="managed", managed_dir=shared) == (path, 7)
+    assert not path.exists()
+    with pytest.raises(InstallError, match="--lock only goes with --managed"):
+        install("claude-code", directory=tmp_path, lock=True)
