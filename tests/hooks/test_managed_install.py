@@ -143,30 +143,33 @@ def test_managed_refuses_a_directory_other_users_cannot_enter(shared: Path, shar
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
-def test_not_root_is_a_clear_error_and_nothing_is_half_written() -> None:
-    """A real non-root installer (nobody) against a root-owned managed directory: exit 1, the file and the fix
-    named, no temporary file left behind."""
-    if not os.path.isfile(SHARED_PYTHON):
-        pytest.skip("no system python3")
-    managed = Path(tempfile.mkdtemp(dir="/tmp"))
-    try:
-        managed.chmod(0o755)
-        (managed / "managed-settings.d").mkdir(mode=0o755)
-        argv = ["claude-code", "--managed", "--managed-dir", str(managed)]
-        code = f"import sys; from tether.hooks.install import main; sys.exit(main({argv!r}))"
-        done = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SHARED_PYTHON, "-c", code],
-            env={"PYTHONPATH": str(SRC), "HOME": "/nonexistent", "PATH": os.environ["PATH"]},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 1, done.stderr
-        assert f"cannot write {managed}/managed-settings.d/tether.json" in done.stderr
-        assert "sudo" in done.stderr and "nothing was changed" in done.stderr
-        assert os.listdir(managed / "managed-settings.d") == []
-    finally:
-        shutil.rmtree(managed)
+def test_not_root_is_a_clear_error_and_nothing_is_half_written(shared: Path, shared_python) -> None:
+    """A real non-root user (nobody) against a root-owned managed directory: install and uninstall exit 1, the
+    file and the fix named, nothing changed, no temporary file left behind."""
+    (shared / "managed-settings.d").mkdir(mode=0o755)
+    argv = ["claude-code", "--managed", "--managed-dir", str(shared)]
+    done = as_nobody("main", argv)
+    assert done.returncode == 1, done.stderr
+    assert f"cannot write {shared}/managed-settings.d/tether.json" in done.stderr
+    assert "sudo" in done.stderr and "nothing was changed" in done.stderr
+    assert os.listdir(shared / "managed-settings.d") == []
+    assert main(argv) == 0  # root installs
+    before = (shared / "managed-settings.d" / "tether.json").read_bytes()
+    done = as_nobody("uninstall_main", argv)
+    assert done.returncode == 1 and "sudo" in done.stderr, done.stderr
+    assert os.listdir(shared / "managed-settings.d") == ["tether.json"]
+    assert (shared / "managed-settings.d" / "tether.json").read_bytes() == before
+
+
+def as_nobody(function: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    code = f"import sys; from tether.hooks.install import {function}; sys.exit({function}({argv!r}))"
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SHARED_PYTHON, "-c", code],
+        env={"PYTHONPATH": str(SRC), "HOME": "/nonexistent", "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def test_a_settings_file_that_is_a_link_is_refused_and_neither_link_nor_target_changes(tmp_path: Path, capsys) -> None:
