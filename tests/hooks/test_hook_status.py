@@ -259,3 +259,17 @@ def test_a_managed_command_whose_package_other_users_cannot_reach_is_a_problem(
     code, out = run(tmp_path, capsys, managed)
     assert code == 1
     assert f"other users cannot use {tmp_path / 'site' / 'tether'} (under " in problems(out)
+
+
+def test_disable_all_hooks_outside_managed_settings_leaves_only_managed_hooks(
+    tmp_path: Path, capsys, same_tether, managed: Path, home: Path
+) -> None:
+    assert install(["claude-code", "--dir", str(tmp_path)]) == 0
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"disableAllHooks": true}')
+    code, out = run(tmp_path, capsys, managed)
+    assert code == 1 and f"{home / '.claude' / 'settings.json'}: it sets disableAllHooks" in problems(out)
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.write_text('{"disableAllHooks": false}')  # the more specific file wins
+    code, out = run(tmp_path, capsys, managed)
+    assert code == 0, problems(out)

@@ -311,32 +311,8 @@ def agent_report(
         for cmd in layer.commands:
             problems += check_command(cmd, layer, agent, me, flags[layer.layer], directory)
     installed = [layer for layer in found if layer.commands]
-    managed = [layer for layer in installed if layer.layer == "managed"]
     switches = managed_switches(agent, found, managed_dir)
-    if not installed:
-        problems.append(
-            Problem(
-                "-",
-                f"tether's hooks are not installed for {agent} in any layer",
-                f"run `tether hook install {agent}` (--managed for every user of this machine)",
-            )
-        )
-    elif switches.get("disable_all"):
-        problems.append(
-            Problem(
-                switches["disable_all"],
-                "managed settings set disableAllHooks: no hook runs, tether's neither",
-                "remove disableAllHooks from the managed settings",
-            )
-        )
-    elif switches.get("managed_only") and not managed:
-        problems.append(
-            Problem(
-                switches["managed_only"],
-                "only managed hooks run, and tether's are in no managed layer",
-                f"run `tether hook install {agent}{flags['managed']}`",
-            )
-        )
+    problems += switch_problems(agent, switches, installed, flags["managed"])
     distinct = {
         cmd.command
         for layer in installed
@@ -355,20 +331,66 @@ def agent_report(
         "layers": [{k: v for k, v in asdict(layer).items() if k != "settings"} for layer in found],
         "installed": bool(installed),
         "missing_events": [e for e in EVENTS[agent] if all(e not in layer.events for layer in installed)],
-        **{k: v for k, v in switches.items() if k in ("managed_only", "disable_all", "managed_only_error")},
+        **{
+            k: v
+            for k, v in switches.items()
+            if k in ("managed_only", "disable_all", "user_disable", "managed_only_error")
+        },
     }
     return report, problems
+
+
+def switch_problems(agent: str, switches: dict[str, Any], installed: list[Layer], managed_flag: str) -> list[Problem]:
+    """What the agent's hook switches mean for where tether is installed."""
+    in_managed = any(layer.layer == "managed" for layer in installed)
+    if not installed:
+        return [
+            Problem(
+                "-",
+                f"tether's hooks are not installed for {agent} in any layer",
+                f"run `tether hook install {agent}` (--managed for every user of this machine)",
+            )
+        ]
+    if switches.get("disable_all"):
+        return [
+            Problem(
+                switches["disable_all"],
+                "managed settings set disableAllHooks: no hook runs, tether's neither",
+                "remove disableAllHooks from the managed settings",
+            )
+        ]
+    if switches.get("managed_only") and not in_managed:
+        return [
+            Problem(
+                switches["managed_only"],
+                "only managed hooks run, and tether's are in no managed layer",
+                f"run `tether hook install {agent}{managed_flag}`",
+            )
+        ]
+    if switches.get("user_disable") and not in_managed:
+        return [
+            Problem(
+                switches["user_disable"],
+                "it sets disableAllHooks: only managed hooks run, and tether's are in no managed layer",
+                f"remove disableAllHooks there, or run `tether hook install {agent}{managed_flag}`",
+            )
+        ]
+    return []
 
 
 def managed_switches(agent: str, found: list[Layer], managed_dir: Path | None) -> dict[str, Any]:
     """Which file turns on "managed hooks only" or "no hooks at all" (None: nobody), as the agent merges them."""
     out: dict[str, Any] = {"managed_only": None, "disable_all": None}
     if agent == "claude-code":
+        out["user_disable"] = None  # disableAllHooks outside managed settings: turns off all but managed hooks
         for layer in found:  # base first, then drop-ins by name: a later file's scalar wins
             if layer.layer == "managed":
                 for key, name in ((LOCK_KEY, "managed_only"), ("disableAllHooks", "disable_all")):
                     if key in layer.settings:
                         out[name] = layer.file if layer.settings[key] is True else None
+        for layer in reversed(found):  # user, project, local: the more specific file's scalar wins
+            if layer.layer != "managed" and "disableAllHooks" in layer.settings:
+                out["user_disable"] = layer.file if layer.settings["disableAllHooks"] is True else None
         return out
     import tomllib
 
