@@ -151,7 +151,11 @@ def test_not_root_is_a_clear_error_and_nothing_is_half_written(shared: Path, sha
     done = as_nobody("main", argv)
     assert done.returncode == 1, done.stderr
     assert f"cannot write {shared}/managed-settings.d/tether.json" in done.stderr
-    assert "sudo" in done.stderr and "nothing was changed" in done.stderr
+    assert "nothing was changed" in done.stderr
+    assert (
+        f"sudo {SHARED_PYTHON} -m tether.cli.main hook install claude-code --managed --managed-dir {shared}"
+        in done.stderr
+    )
     assert os.listdir(shared / "managed-settings.d") == []
     assert main(argv) == 0  # root installs
     before = (shared / "managed-settings.d" / "tether.json").read_bytes()

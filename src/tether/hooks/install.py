@@ -214,10 +214,16 @@ def read_settings(path: Path) -> dict[str, Any] | None:
 
 
 def _as_root(path: Path) -> str:
-    return (
-        f"the owner of {path.parent} (root, for managed settings) must run it:"
-        f" sudo {shlex.quote(sys.executable)} -m tether.cli.main hook …"
-    )
+    return f"the owner of {path.parent} (root, for managed settings) must run it, e.g. with sudo"
+
+
+def _fail(e: InstallError, verb: str, argv: list[str]) -> int:
+    """Print the error (for a file that could not be written: the same command as root) and return its exit."""
+    sys.stderr.write(f"error: {e}\n")
+    if e.exit == 1:
+        command = shlex.join(["sudo", sys.executable, "-m", "tether.cli.main", "hook", verb, *argv])
+        sys.stderr.write(f"  {command}\n")
+    return e.exit
 
 
 @contextlib.contextmanager
@@ -458,8 +464,7 @@ def main(argv: list[str]) -> int:
         agent, kw = parse(argv)
         path = install(agent, **kw)
     except InstallError as e:
-        sys.stderr.write(f"error: {e}\n")
-        return e.exit
+        return _fail(e, "install", argv)
     print(f"tether hooks for {agent} written to {path}")
     if kw["scope"] == "managed":
         print(f"every user's {agent} now runs: {hook_command(agent, kw.get('envelope'))}")
@@ -483,8 +488,7 @@ def uninstall_main(argv: list[str]) -> int:
             raise InstallError(f"uninstall takes no --lock or --envelope\n{USAGE}")
         path, count = uninstall(agent, **kw)
     except InstallError as e:
-        sys.stderr.write(f"error: {e}\n")
-        return e.exit
+        return _fail(e, "uninstall", argv)
     if count:
         print(f"removed {count} tether hook entr{'y' if count == 1 else 'ies'} for {agent} from {path}")
         if not path.exists():
