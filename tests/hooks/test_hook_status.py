@@ -24,6 +24,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
     return home
 
@@ -273,3 +275,18 @@ def test_disable_all_hooks_outside_managed_settings_leaves_only_managed_hooks(
     local.write_text('{"disableAllHooks": false}')  # the more specific file wins
     code, out = run(tmp_path, capsys, managed)
     assert code == 0, problems(out)
+
+
+@pytest.mark.parametrize(
+    ("agent", "var", "name"),
+    [("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"), ("codex", "CODEX_HOME", "hooks.json")],
+)
+def test_the_user_layer_is_where_the_agent_keeps_it(
+    tmp_path: Path, capsys, same_tether, managed: Path, monkeypatch, agent: str, var: str, name: str
+) -> None:
+    monkeypatch.setenv(var, str(tmp_path / "elsewhere"))
+    assert install([agent, "--user"]) == 0
+    assert (tmp_path / "elsewhere" / name).is_file()
+    code, out = run(tmp_path, capsys, managed, agent=agent)
+    (user,) = [layer for layer in out["agents"][agent]["layers"] if layer["layer"] == "user"]
+    assert code == 0 and user["file"] == str(tmp_path / "elsewhere" / name) and user["events"] == list(EVENTS[agent])

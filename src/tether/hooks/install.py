@@ -3,15 +3,16 @@
 Writes (or removes) tether's hooks in the agent's settings, keeping everything else in the file:
 
 * Claude Code: ``<dir>/.claude/settings.json`` (``--project``, the default), ``~/.claude/settings.json``
-  (``--user``), or a drop-in of tether's own, ``<managed>/managed-settings.d/tether.json`` (``--managed``: the
-  managed-settings layer no user or project setting overrides; ``<managed>`` is ``/etc/claude-code`` on Linux,
-  ``/Library/Application Support/ClaudeCode`` on macOS, or ``--managed-dir DIR``). ``--lock`` also writes
-  ``allowManagedHooksOnly: true`` there. Events PreToolUse, PostToolUse, PostToolUseFailure (every tool),
-  UserPromptSubmit, SessionStart, SessionEnd, Stop.
-* Codex: ``<dir>/.codex/hooks.json``, ``~/.codex/hooks.json``, or (``--managed``) ``/etc/codex/hooks.json``, the
-  hooks file of Codex's system layer, whose hooks Codex treats as managed. Events PreToolUse, PostToolUse,
-  UserPromptSubmit, SessionStart, Stop. (``--lock`` is Codex's ``allow_managed_hooks_only = true`` in
-  ``requirements.toml``, a TOML file tether does not edit: a usage error that says so.)
+  (``--user``; ``$CLAUDE_CONFIG_DIR/settings.json`` when that is set), or a drop-in of tether's own,
+  ``<managed>/managed-settings.d/tether.json`` (``--managed``: the managed-settings layer no user or project
+  setting overrides; ``<managed>`` is ``/etc/claude-code`` on Linux, ``/Library/Application Support/ClaudeCode``
+  on macOS, or ``--managed-dir DIR``). ``--lock`` also writes ``allowManagedHooksOnly: true`` there. Events
+  PreToolUse, PostToolUse, PostToolUseFailure (every tool), UserPromptSubmit, SessionStart, SessionEnd, Stop.
+* Codex: ``<dir>/.codex/hooks.json``, ``~/.codex/hooks.json`` (``$CODEX_HOME/hooks.json`` when set), or
+  (``--managed``) ``/etc/codex/hooks.json``, the hooks file of Codex's system layer, whose hooks Codex treats as
+  managed. Events PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, Stop. (``--lock`` is Codex's
+  ``allow_managed_hooks_only = true`` in ``requirements.toml``, a TOML file tether does not edit: a usage error
+  that says so.)
 
 The command is the bash client (``<bash> …/tether/hooks/hook.sh <python> <agent>``: no interpreter start-up
 when the daemon answers) where bash exists, else the Python launcher (``<python> -I -S …/tether/hooks/launch.py
@@ -89,12 +90,16 @@ def default_managed_dir(agent: str) -> Path:
 
 
 def settings_file(agent: str, scope: str, directory: Path, managed_dir: Path | None = None) -> Path:
-    """The file a ``scope`` install writes."""
+    """The file a ``scope`` install writes. The user layer is where the agent keeps it: ``$CLAUDE_CONFIG_DIR``
+    (Claude Code) or ``$CODEX_HOME`` (Codex) when set, else ``~/.claude`` / ``~/.codex``."""
     if scope == "managed":
         base = managed_dir or default_managed_dir(agent)
         return base / "managed-settings.d" / DROP_IN if agent == "claude-code" else base / "hooks.json"
-    base = Path.home() if scope == "user" else directory
-    return base / (".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json")
+    if scope == "user":
+        home = os.environ.get("CLAUDE_CONFIG_DIR" if agent == "claude-code" else "CODEX_HOME")
+        folder = Path(home) if home else Path.home() / (".claude" if agent == "claude-code" else ".codex")
+        return folder / ("settings.json" if agent == "claude-code" else "hooks.json")
+    return directory / (".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json")
 
 
 def hook_command(agent: str, envelope: Path | None) -> str:
