@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tether.hooks import status
-from tether.hooks.install import EVENTS
+from tether.hooks.install import EVENTS, hook_command
 from tether.hooks.install import main as install
 
 
@@ -290,3 +290,32 @@ def test_the_user_layer_is_where_the_agent_keeps_it(
     code, out = run(tmp_path, capsys, managed, agent=agent)
     (user,) = [layer for layer in out["agents"][agent]["layers"] if layer["layer"] == "user"]
     assert code == 0 and user["file"] == str(tmp_path / "elsewhere" / name) and user["events"] == list(EVENTS[agent])
+
+
+def test_codex_hooks_written_inline_in_toml_are_found(
+    tmp_path: Path, capsys, same_tether, managed: Path, monkeypatch
+) -> None:
+    """Codex also reads `[hooks]` tables in a layer's config.toml (and managed ones in requirements.toml);
+    `[hooks.state]` is Codex's trust bookkeeping, no event."""
+    if not os.path.isfile("/usr/bin/python3"):
+        pytest.skip("no system python3")
+    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")  # a managed command every user can run
+    command = hook_command("codex", None)
+    inline = "".join(
+        f'[[hooks.{e}]]\n[[hooks.{e}.hooks]]\ntype = "command"\ncommand = {json.dumps(command)}\n'
+        for e in EVENTS["codex"]
+    )
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('model = "x"\n[hooks.state]\nx = 1\n' + inline)
+    code, out = run(tmp_path, capsys, managed, agent="codex")
+    (toml,) = [layer for layer in out["agents"]["codex"]["layers"] if layer["file"].endswith("config.toml")]
+    assert code == 0 and toml["layer"] == "project" and toml["events"] == list(EVENTS["codex"]), problems(out)
+    (managed / "requirements.toml").write_text(
+        '[hooks]\nmanaged_dir = "/x"\n' + inline.replace("PreToolUse", "Stop", 0)
+    )
+    code, out = run(tmp_path, capsys, managed, agent="codex")
+    (req,) = [layer for layer in out["agents"]["codex"]["layers"] if layer["file"].endswith("requirements.toml")]
+    assert req["layer"] == "managed" and req["events"] == list(EVENTS["codex"]) and code == 0, problems(out)
+    (tmp_path / ".codex" / "config.toml").write_text("hooks = 3\n")
+    code, out = run(tmp_path, capsys, managed, agent="codex")
+    assert code == 1 and "field 'hooks' must be a table" in problems(out)

@@ -83,8 +83,12 @@ class Layer:
 def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]:
     """The settings files ``agent`` reads, highest precedence first."""
     managed = managed_dir or default_managed_dir(agent)
-    if agent == "codex":
+    if agent == "codex":  # each layer's hooks.json, and [hooks] tables written inline in its TOML (when there)
+        home = settings_file(agent, "user", directory).parent
         files = [("managed", managed / "hooks.json")]
+        files += [("managed", managed / name) for name in ("config.toml", "requirements.toml")]
+        files += [("project", directory / ".codex" / "config.toml"), ("user", home / "config.toml")]
+        files = [(name, path) for name, path in files if path.suffix != ".toml" or path.exists()]
     else:
         files = [("managed", managed / "managed-settings.json")]
         drop_ins = managed / "managed-settings.d"
@@ -100,7 +104,8 @@ def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]
         ("project", settings_file(agent, "project", directory)),
         ("user", settings_file(agent, "user", directory)),
     ]
-    return [read_layer(name, path, agent) for name, path in files]
+    order = ("managed", "local", "project", "user")
+    return [read_layer(name, path, agent) for name, path in sorted(files, key=lambda f: order.index(f[0]))]
 
 
 def read_layer(name: str, path: Path, agent: str) -> Layer:
@@ -108,14 +113,17 @@ def read_layer(name: str, path: Path, agent: str) -> Layer:
     if not layer.exists:
         return layer
     try:
-        settings = json.loads(path.read_text() or "{}")
-        if not isinstance(settings, dict):
-            raise InstallError(f"expected a JSON object at the top, got {type(settings).__name__}")
-        hooks = groups_of(settings, path)
+        if path.suffix == ".toml":
+            hooks = groups_of({"hooks": toml_hooks(path)}, path)
+        else:
+            settings = json.loads(path.read_text() or "{}")
+            if not isinstance(settings, dict):
+                raise InstallError(f"expected a JSON object at the top, got {type(settings).__name__}")
+            hooks = groups_of(settings, path)
+            layer.settings = settings
     except (OSError, ValueError, InstallError) as e:
         layer.error = str(e)
         return layer
-    layer.settings = settings
     commands: dict[str, list[str]] = {}
     for event, groups in hooks.items():
         for group in groups:
@@ -126,6 +134,17 @@ def read_layer(name: str, path: Path, agent: str) -> Layer:
                         layer.events.append(event)
     layer.commands = [Command(c, e) for c, e in commands.items()]
     return layer
+
+
+def toml_hooks(path: Path) -> dict[str, Any]:
+    """The event lists of a Codex TOML file's ``[hooks]`` table (its other keys, ``state`` and ``managed_dir``,
+    are no events)."""
+    import tomllib
+
+    hooks = tomllib.loads(path.read_text()).get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InstallError(f"field 'hooks' must be a table, got {type(hooks).__name__}")
+    return {event: groups for event, groups in hooks.items() if isinstance(groups, list)}
 
 
 @cache
@@ -297,20 +316,20 @@ def agent_report(
                     layer.file, f"cannot read it: {layer.error}", "fix or remove the file; tether does not rewrite it"
                 )
             )
-        if not layer.commands:
-            continue
-        missing = [e for e in EVENTS[agent] if e not in layer.events]
-        if missing:
-            problems.append(
-                Problem(
-                    layer.file,
-                    f"tether's hook is missing on {', '.join(missing)}",
-                    f"run `tether hook install {agent}{flags[layer.layer]}`",
-                )
-            )
         for cmd in layer.commands:
             problems += check_command(cmd, layer, agent, me, flags[layer.layer], directory)
     installed = [layer for layer in found if layer.commands]
+    for name in dict.fromkeys(layer.layer for layer in installed):  # a layer's files together (base + drop-ins)
+        files = [layer for layer in installed if layer.layer == name]
+        missing = [e for e in EVENTS[agent] if all(e not in layer.events for layer in files)]
+        if missing:
+            problems.append(
+                Problem(
+                    ", ".join(layer.file for layer in files),
+                    f"tether's hook is missing on {', '.join(missing)}",
+                    f"run `tether hook install {agent}{flags[name]}`",
+                )
+            )
     switches = managed_switches(agent, found, managed_dir)
     problems += switch_problems(agent, switches, installed, flags["managed"])
     distinct = {
