@@ -177,7 +177,10 @@ def test_codex_managed_only_is_read_from_requirements_toml(tmp_path: Path, capsy
     assert code == 1 and "only managed hooks run" in problems(out)
     (managed / "requirements.toml").write_text("allow_managed_hooks_only = [\n")
     code, out = run(tmp_path, capsys, managed, agent="codex")
-    assert code == 1 and "requirements.toml" in problems(out)
+    (problem,) = out["problems"]
+    assert (
+        code == 1 and problem["file"] == str(managed / "requirements.toml") and "cannot read it" in problem["problem"]
+    )
 
 
 def test_a_daemon_listening_on_the_socket_is_seen(tmp_path: Path, capsys, monkeypatch, managed: Path) -> None:
