@@ -701,7 +701,7 @@ class Guard:
         return Answer(verdict, rule, reason, call_id, self.run_id, tool, approval_id)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class _Loaded:
     envelope: Envelope
     base_dir: Path

@@ -64,7 +64,7 @@ DB_NAME = Path(".tether") / "tether.db"
 ACTIVITY = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Settings:
     """Where the hook finds its envelope and store; the client resolves them from its flags and environment."""
 

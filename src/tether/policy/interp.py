@@ -19,7 +19,7 @@ Kind = Literal["inline", "script", "module", "stdin", "none"]
 _VERSION = frozenset({"--version", "-V", "--help", "-h", "-version", "-v"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Program:
     """``kind`` and the index in ``args`` of the code / script / module word (-1 if none)."""
 

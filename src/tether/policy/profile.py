@@ -54,7 +54,7 @@ _SAFE_SED = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Context:
     paths: PathPolicy
     workspace: PurePosixPath

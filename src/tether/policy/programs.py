@@ -36,7 +36,7 @@ class Role(Enum):
     SCRIPT = "script"  # a file of code it runs (a makefile, a sourced script): the workspace's or none
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Spec:
     flags: frozenset[str] = frozenset()  # options without a value
     values: Mapping[str, Role] = field(default_factory=dict)  # options with a value → what the value is
@@ -58,7 +58,7 @@ class Spec:
     longs: tuple[str, ...] = ()  # every long option, for resolving abbreviations
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Parsed:
     options: list[tuple[str, Word | None]] = field(default_factory=list)
     operands: list[Word] = field(default_factory=list)

@@ -55,7 +55,7 @@ class RuleConditionError(RuleSyntaxError):
     """A rule's ``when`` is wrong (rather than its ``Tool(specifier)``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CompiledRule:
     id: str
     verdict: Verdict

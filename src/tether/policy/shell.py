@@ -64,7 +64,7 @@ MAX_INPUT = 256 * 1024
 _PARSER = grammar.parser()
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Analysis:
     commands: list[SimpleCommand] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -104,7 +104,7 @@ def _ansi_c(s: str) -> str:
         return body
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Session:
     """What every walker of one analysis shares: the output, the budget, the shell functions."""
 
