@@ -94,6 +94,45 @@ def test_cwd_outside_workspace_is_refused(box: BwrapSandbox, tmp_path: Path) -> 
         box.run("true", cwd=tmp_path, timeout_s=30)
 
 
+def test_cwd_resolution_is_checked_after_every_link(box: BwrapSandbox, workspace: Path, tmp_path: Path) -> None:
+    """The working directory is resolved as the kernel resolves it before the workspace check: a link inside the
+    workspace that leads out, a prefix sibling (``ws-evil`` beside ``ws``), a file, a missing path and a directory
+    removed are refused; a link that stays inside runs there, under its resolved path."""
+    from tether.errors import FileError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sibling = tmp_path / (workspace.name + "-evil")
+    sibling.mkdir()
+    (workspace / "out").symlink_to(outside)
+    (workspace / "sub").mkdir()
+    (workspace / "in").symlink_to(workspace / "sub")
+    (workspace / "file").write_text("x")
+    gone = workspace / "gone"
+    gone.mkdir()
+    gone.rmdir()
+    for bad in (workspace / "out", sibling, workspace / "file", workspace / "missing", gone):
+        with pytest.raises(FileError):
+            box.run("touch escaped", cwd=bad, timeout_s=30)
+    assert not (outside / "escaped").exists() and not (sibling / "escaped").exists()
+    r = box.run("pwd", cwd=workspace / "in", timeout_s=30)
+    assert r.ok and r.stdout.strip() == str((workspace / "sub").resolve()) and r.cwd == r.stdout.strip()
+
+
+def test_resolve_dir_is_realpath_for_directories(tmp_path: Path) -> None:
+    from tether.sandbox.base import is_within, resolve_dir
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "a")
+    (tmp_path / "f").write_text("")
+    for path in (tmp_path, tmp_path / "a" / "b", tmp_path / "l" / "b", tmp_path / "l" / "b" / "..", Path("/")):
+        assert resolve_dir(path) == str(path.resolve())
+    for path in (tmp_path / "f", tmp_path / "nope", tmp_path / "f" / "x"):
+        assert resolve_dir(path) is None
+    assert is_within("/a/b", "/a") and is_within("/a", "/a") and is_within("/a", "/")
+    assert not is_within("/ab", "/a") and not is_within("/", "/a")
+
+
 def test_setup_failure_raises_instead_of_returning_a_receipt(workspace: Path) -> None:
     class Broken(BwrapSandbox):
         def argv(self, inner: object, **kw: Any) -> list[str]:  # type: ignore[override]

@@ -165,3 +165,43 @@ def test_a_remembered_yes_is_not_believed_in_a_forked_child() -> None:
         os.waitpid(pid, 0)
     assert said == b"0"
     assert is_subreaper()
+
+
+def test_an_orphan_of_a_command_run_from_another_thread_is_killed(workspace: Path) -> None:
+    """Orphans come back to the main thread whichever thread started the command (the reaper reads only the main
+    thread's children): a double-forked, ``setsid``, ``env -i`` orphan of a command a worker thread ran is killed."""
+    import threading
+
+    marker = "tether-test-thread-orphan-" + secrets.token_hex(6)
+    results: list[Receipt] = []
+    worker = threading.Thread(
+        target=lambda: results.append(LocalSandbox().run(ORPHAN.format(marker=marker), cwd=workspace, timeout_s=30))
+    )
+    worker.start()
+    worker.join()
+    left = survivors(marker, grace_s=0)
+    kill_all(left)
+    assert results and results[0].ok
+    assert left == []
+
+
+def test_a_forked_child_becomes_a_subreaper_itself() -> None:
+    """The flag is not inherited across fork: a child that asks to become one is made one (not told "already"
+    from its parent's memory), so a local sandbox it builds does get its orphans back."""
+    assert become_subreaper()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            asked = is_subreaper()
+            made = become_subreaper()
+            os.write(w, b"%d%d%d" % (asked, made, is_subreaper()))
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        said = os.read(r, 3)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert said == b"011"

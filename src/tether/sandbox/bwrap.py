@@ -55,7 +55,7 @@ from tether.errors import FileError, SandboxUnavailable
 from tether.events.kinds_egress import EgressAttempted
 
 from . import acl
-from .base import to_argv
+from .base import is_within, resolve_dir, to_argv
 from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
 from .environment import build_env
 from .limits import Limits
@@ -176,6 +176,7 @@ class BwrapSandbox:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed.", fix=INSTALL_FIX)
         self.exe = exe
         self.workspace = workspace.resolve() if workspace is not None else None
+        self._workspace_str = str(self.workspace) if self.workspace is not None else None
         self.env_allow = tuple(env_allow)
         self.deny = tuple(deny)
         self.limits = limits or Limits()
@@ -321,11 +322,12 @@ class BwrapSandbox:
         timeout_s: float,
         env: Mapping[str, str] | None = None,
     ) -> Receipt:
-        if not cwd.is_dir():
+        real = resolve_dir(cwd)
+        if real is None:
             raise FileError(f"{cwd}: working directory does not exist")
-        cwd = cwd.resolve()
+        cwd = Path(real)
         workspace = self.workspace or cwd
-        if not cwd.is_relative_to(workspace):
+        if not is_within(real, self._workspace_str or real):
             raise FileError(f"{cwd}: working directory is outside the sandbox workspace {workspace}")
         self.prepare(workspace)
         try:

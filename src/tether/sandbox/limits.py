@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import resource
 from dataclasses import dataclass
+from functools import lru_cache
 
 GiB = 1024**3
 
@@ -45,19 +46,28 @@ class Limits:
 
         Rather than a ``preexec_fn`` calling ``setrlimit``: that forces Python to fork its whole address space
         (milliseconds for a large tether) where it otherwise uses vfork. Each limit only ever lowers what is
-        inherited; a hard limit that is already lower stays (bash refuses to raise it, which is fine).
+        inherited; a hard limit that is already lower stays (bash refuses to raise it, which is fine). A pure
+        function of the (frozen) limits, the timeout and the flag: built once per combination.
         """
-        flags = {
-            resource.RLIMIT_CPU: ("-t", 1),
-            resource.RLIMIT_AS: ("-v", 1024),
-            resource.RLIMIT_NOFILE: ("-n", 1),
-            resource.RLIMIT_FSIZE: ("-f", 1024),
-            resource.RLIMIT_NPROC: ("-u", 1),
-        }
-        parts = []
-        for which, value in self.pairs(timeout_s, unprivileged=unprivileged):
-            flag, unit = flags[which]
-            parts.append(f"ulimit {flag} {max(1, value // unit)}")
-        # One redirection for the group (a failing ulimit still lets the next ones run): a redirection per
-        # builtin cost bash eight system calls each, on every command.
-        return "{ " + "; ".join(parts) + "; } 2>/dev/null"
+        return _ulimit_script(self, timeout_s, unprivileged)
+
+
+ULIMIT_FLAGS = {
+    resource.RLIMIT_CPU: ("-t", 1),
+    resource.RLIMIT_AS: ("-v", 1024),
+    resource.RLIMIT_NOFILE: ("-n", 1),
+    resource.RLIMIT_FSIZE: ("-f", 1024),
+    resource.RLIMIT_NPROC: ("-u", 1),
+}
+"""bash's ``ulimit`` flag for each rlimit, and the unit it counts in (bytes: KiB)."""
+
+
+@lru_cache(maxsize=64)
+def _ulimit_script(limits: Limits, timeout_s: float, unprivileged: bool) -> str:
+    parts = []
+    for which, value in limits.pairs(timeout_s, unprivileged=unprivileged):
+        flag, unit = ULIMIT_FLAGS[which]
+        parts.append(f"ulimit {flag} {max(1, value // unit)}")
+    # One redirection for the group (a failing ulimit still lets the next ones run): a redirection per
+    # builtin cost bash eight system calls each, on every command.
+    return "{ " + "; ".join(parts) + "; } 2>/dev/null"

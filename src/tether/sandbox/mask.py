@@ -43,6 +43,8 @@ from pathspec.pattern import RegexPattern
 
 from tether.snapshot import RACY_WINDOW_NS
 
+from .base import resolve_dir
+
 ALWAYS_COVERED = ("/.tether/",)
 
 
@@ -91,7 +93,7 @@ def masks(workspace: Path, deny: Sequence[str], listings: Listings | None = None
     """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers; with ``listings``, the
     directories unchanged since the walk that filled it are not listed again."""
     matches = matcher((*deny, *ALWAYS_COVERED))
-    root = Path(os.path.realpath(workspace))
+    root = Path(resolve_dir(workspace) or os.path.realpath(workspace))
     if listings is not None and listings.root != str(root):
         listings.root, listings.by_dir = str(root), {}
     files: dict[Path, None] = {}

@@ -16,8 +16,16 @@ never overlap in one process: a worker hosting several runs at once (``tether wo
 command's cleanup kill the other's processes. So a command that reaps holds a process-wide lock from the
 moment its "before" is taken until its leftovers are reaped: commands of one process run one at a time
 (model calls and everything else still overlap). Limits: a leftover whose parent is still alive at that
-moment is found one round later, once its parent is killed; a process tether starts *outside* the
-sandboxes from another thread while a command runs would still be taken for a leftover.
+moment is found one round later, once its parent is killed; a process tether's main thread starts *outside*
+the sandboxes while a command runs would still be taken for a leftover.
+
+Where orphans land: the kernel hands an orphan to the subreaper's first live thread, its main thread (the
+thread group leader, whose thread id is the process id: ``find_new_reaper``/``find_alive_thread`` in
+``kernel/exit.c``), whichever thread started the command. So "tether's children" here are the main thread's
+(``/proc/<pid>/task/<pid>/children``: one small read), not every thread's (a listing of ``/proc/<pid>/task`` and
+a read per thread, three times per bwrap command); a child another thread started is not the command's
+leftover in any case. The main thread of a Python process lives as long as the process does (it never exits
+alone), so the orphans cannot go to another thread while tether runs commands.
 """
 
 from __future__ import annotations
@@ -52,17 +60,22 @@ def libc() -> ctypes.CDLL | None:
         return None
 
 
-@cache
+_subreaper_pid = 0  # the process the kernel last said yes for (a forked child is not a subreaper: asked anew)
+
+
 def become_subreaper() -> bool:
-    """Make this process a child subreaper (once); False where the kernel or libc does not offer it."""
+    """Make this process a child subreaper (once per process: a fork's child does not inherit the flag, so it asks
+    for itself); False where the kernel or libc does not offer it."""
+    if _subreaper_pid == os.getpid():
+        return True
     try:
         c = libc()
-        return c is not None and bool(c.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        yes = c is not None and bool(c.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except AttributeError:
         return False
-
-
-_subreaper_pid = 0  # the process the kernel last said yes for (a forked child is not a subreaper: asked anew)
+    if yes:
+        _remember_yes()
+    return yes
 
 
 def is_subreaper() -> bool:
@@ -70,7 +83,6 @@ def is_subreaper() -> bool:
     remembered for this process (tether never clears the flag, "once a subreaper, always one"; a fork's child does
     not inherit it): no ``prctl`` through ctypes per command then; a no is asked again, since a local sandbox may
     make tether one later."""
-    global _subreaper_pid
     if _subreaper_pid == os.getpid():
         return True
     flag = ctypes.c_int(0)
@@ -80,8 +92,13 @@ def is_subreaper() -> bool:
     except AttributeError:
         return False
     if yes:
-        _subreaper_pid = os.getpid()
+        _remember_yes()
     return yes
+
+
+def _remember_yes() -> None:
+    global _subreaper_pid
+    _subreaper_pid = os.getpid()
 
 
 def stat_fields(pid: int) -> tuple[int, int] | None:
@@ -96,15 +113,14 @@ def stat_fields(pid: int) -> tuple[int, int] | None:
 
 
 def children() -> set[int]:
-    """This process's children now (all threads'), from ``/proc``."""
+    """This process's children now that a command's orphans can be among: its main thread's (see the module),
+    from ``/proc``."""
     me = os.getpid()
-    out: set[int] = set()
     try:
-        for tid in os.listdir(f"/proc/{me}/task"):
-            out.update(int(p) for p in _read(f"/proc/{me}/task/{tid}/children").split())
-        return out
+        return {int(p) for p in _read(f"/proc/{me}/task/{me}/children").split()}
     except OSError:  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
         pass
+    out: set[int] = set()
     for name in os.listdir("/proc"):
         if name.isdigit() and (fields := stat_fields(int(name))) is not None and fields[0] == me:
             out.add(int(name))
