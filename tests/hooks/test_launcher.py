@@ -232,6 +232,8 @@ ENV = st.sampled_from([None, "", "/abs/x", "rel/x", "/abs/x/", "postgresql://u@/
 @given(argv=st.lists(ARG, max_size=5), envelope=ENV, db=ENV, project=ENV, daemon=ENV)
 # a project is a directory, never a URL: the relay once sent this one as given
 @example(argv=["claude-code"], envelope=None, db=None, project="postgresql://u@/d", daemon=None)
+# a project that is not normal is handed over, even when another setting holds its normal form
+@example(argv=["claude-code"], envelope=None, db="/abs/x", project="/abs/x/", daemon=None)
 def test_the_relay_reads_options_exactly_as_the_full_path_or_hands_them_over(
     argv: list[str], envelope: str | None, db: str | None, project: str | None, daemon: str | None
 ) -> None:
@@ -247,10 +249,24 @@ def test_the_relay_reads_options_exactly_as_the_full_path_or_hands_them_over(
         if mine is not None:
             assert theirs == (mine, True), "what the relay sends is what the full path would"
         elif theirs is not None and theirs[1] and "--no-daemon" not in argv:
-            as_given = {*argv, envelope, db, project}
-            assert not {v for k, v in theirs[0].items() if k != "agent"} <= as_given, "a plain case handed over"
+            settled = {k: v for k, v in theirs[0].items() if k != "agent"}
+            assert settled != as_given(argv, envelope, db, project), "a plain case handed over"
     finally:
         set_env(saved)
+
+
+def as_given(argv: list[str], envelope: str | None, db: str | None, project: str | None) -> dict[str, str]:
+    """Each setting as the user gave it, key by key (a plain case is one the full path takes unchanged: a value
+    compared with every given value at once let ``db=/abs/x`` vouch for ``project=/abs/x/``)."""
+    given, rest = {}, argv[1:]
+    while rest:
+        flag = rest.pop(0)
+        if flag in ("--envelope", "--db") and rest:
+            given[flag[2:]] = rest.pop(0)
+    for key, value in (("envelope", envelope), ("db", db), ("project", project)):
+        if key not in given and value:
+            given[key] = value
+    return given
 
 
 def set_env(values: dict[str, str | None]) -> None:
