@@ -10,7 +10,8 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   grammar's parser exactly as tether builds it (``policy/grammar.py``, loaded by its path, without the tether
   package): what any decision of a Bash call that parses the command and writes the hash-chained SQLite log
   imports, whatever it is written in. No tether module;
-* floor + pydantic — the same and ``from pydantic import BaseModel`` (plugins disabled, as in a hook process);
+* floor + pydantic — the same and ``from pydantic import BaseModel, Field`` (plugins disabled, as in a hook
+  process): what defining any model with a constrained or documented field imports;
 * tether's deciding modules (no call) — the same start, then what ``hooks/entry.py`` does before a call decided
   in-process (``no_pydantic_plugins``, ``import tether.hooks.answer``) and nothing else;
 * cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process.
@@ -81,7 +82,7 @@ FLOOR = (
     f"g = type(sys)('bench_grammar'); g.__file__ = {grammar.__file__!r}; "
     "SourceFileLoader(g.__name__, g.__file__).exec_module(g); g.parser()"
 )
-PYDANTIC = f"{FLOOR}; from pydantic import BaseModel"
+PYDANTIC = f"{FLOOR}; from pydantic import BaseModel, Field"
 MODULES = f"{START}; import tether.hooks.entry as e; e.no_pydantic_plugins(); import tether.hooks.answer"
 
 

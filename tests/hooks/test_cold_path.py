@@ -62,10 +62,12 @@ NOT_ON_THE_COLD_PATH = (
 )
 
 PROBE = """
-import json, sys
+import gc, json, os, sys
+if os.environ.get("PROBE_GC") == "off":
+    gc.disable()
 from tether.hooks.entry import main
 code = main(["claude-code", "--no-daemon"])
-print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+print(json.dumps({"exit": code, "modules": sorted(sys.modules), "gc": [gc.isenabled(), gc.get_freeze_count()]}))
 """
 
 
@@ -93,6 +95,19 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     assert loaded == [], f"imported on the cold path: {loaded}"
     assert "tree_sitter_bash" not in modules and "tree_sitter_bash._binding" in modules  # the grammar, no __init__
     assert "tether.guard.session" in modules and "pydantic" in modules  # the probe did decide in-process
+    enabled, frozen = probe["gc"]
+    assert enabled and frozen > 10_000  # the imports frozen (hooks/entry.py import_deciding_code), the collector on
+
+
+def test_the_collector_is_left_as_the_caller_had_it(tmp_path: Path) -> None:
+    """The collector is paused only for the import: a process that had it disabled finds it disabled, and the
+    decision is the same."""
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path), "PROBE_GC": "off"}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    answer, probe = cold(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}), env)
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert probe["exit"] == 0 and probe["gc"][0] is False and probe["gc"][1] > 10_000
 
 
 def test_pydantic_takes_only_get_plugins_from_its_plugin_loader() -> None:
