@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import json
 import os
 import shlex
@@ -127,18 +126,31 @@ def _command(program: list[str], agent: str, envelope: Path | None) -> str:
 
 
 def ours(entry: Any, agent: str) -> bool:
-    """A tether hook entry for ``agent``: ``… hook AGENT …`` (the console script, as earlier releases wrote
-    it), ``… tether/hooks/launch.py AGENT …`` or ``… tether/hooks/hook.sh PYTHON AGENT …``."""
-    if not isinstance(entry, dict):
+    """A tether hook entry for ``agent``: ``…/tether hook AGENT …`` or ``python -m tether.cli.main hook AGENT …``
+    (the console script, as earlier releases wrote it), ``…/tether/hooks/launch.py AGENT …`` or
+    ``…/tether/hooks/hook.sh PYTHON AGENT …``. Judged on whole words: a user's hook that merely mentions
+    ``hook AGENT`` or sits in a ``mytether/hooks/`` folder is not tether's, nor is a command that is not valid
+    shell (tether never writes one)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
-    command = str(entry.get("command", ""))
     try:
-        words = shlex.split(command)
+        words = shlex.split(entry["command"])
     except ValueError:
-        return f"hook {agent}" in command
+        return False
     return any(
-        (word == "hook" or word.endswith(LAUNCHER)) and after == agent for word, after in itertools.pairwise(words)
-    ) or any(word.endswith(CLIENT) and words[i + 2 : i + 3] == [agent] for i, word in enumerate(words))
+        ((word == "hook" and i > 0 and _console_script(words[i - 1])) or is_script(word, LAUNCHER))
+        and words[i + 1 : i + 2] == [agent]
+        for i, word in enumerate(words)
+    ) or any(is_script(word, CLIENT) and words[i + 2 : i + 3] == [agent] for i, word in enumerate(words))
+
+
+def is_script(word: str, script: str) -> bool:
+    """``word`` names tether's ``script`` (``…/tether/hooks/x``), path component by path component."""
+    return word == script or word.endswith(os.sep + script)
+
+
+def _console_script(word: str) -> bool:
+    return os.path.basename(word) == "tether" or word in ("tether.cli.main", "tether.cli")
 
 
 def groups_of(settings: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -196,10 +208,58 @@ def removed(settings: dict[str, Any], agent: str, path: Path) -> int:
     return count
 
 
+#: A settings file larger than this is refused, not read (real ones are a few KiB).
+MAX_SETTINGS_BYTES = 8 << 20
+
+
+def read_text(path: Path) -> str:
+    """``path``'s text, UTF-8, read without blocking: OSError for anything but a regular file (a FIFO would hang
+    the reader, a device would never end) or for one over :data:`MAX_SETTINGS_BYTES`; ValueError for bytes
+    that are not UTF-8."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file ({stat.filemode(info.st_mode)})")
+        data = f.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise OSError(f"larger than {MAX_SETTINGS_BYTES >> 20} MiB")
+    return data.decode("utf-8")
+
+
+def parse_json(text: str, rewrite: bool = True) -> Any:
+    """Strict JSON as the agent reads it (``NaN``/``Infinity`` are not JSON; nesting too deep to parse is a
+    ValueError). With ``rewrite`` (install, uninstall), also nothing tether could not write back the same: a
+    duplicate key (the agent reads the last; rewriting would silently drop the other) or a number out of range
+    (written back as ``Infinity``, which is not JSON)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out and rewrite:
+                raise ValueError(f"duplicate key {key!r}")
+            out[key] = value
+        return out
+
+    def number(word: str) -> float:
+        value = float(word)
+        if rewrite and value in (float("inf"), float("-inf")):
+            raise ValueError(f"number {word[:40]} out of range")
+        return value
+
+    def constant(word: str) -> Any:
+        raise ValueError(f"{word} is not JSON")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_float=number, parse_constant=constant)
+    except RecursionError as e:
+        raise ValueError("nested too deeply") from e
+
+
 def read_settings(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when there is no file. InstallError for a symbolic link (replacing it
-    would turn the link into a plain file and detach whatever it pointed to) or a file that is not a JSON
-    object."""
+    would turn the link into a plain file and detach whatever it pointed to), something that is not a regular
+    file, or a file that is not a JSON object tether can write back whole (:func:`parse_json`)."""
     if path.is_symlink():
         raise InstallError(
             f"{path}: is a symbolic link (to {os.readlink(path)}); tether does not replace links: edit the"
@@ -208,10 +268,12 @@ def read_settings(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        settings = json.loads(path.read_text() or "{}")
+        settings = parse_json(read_text(path) or "{}")
     except PermissionError as e:
         raise InstallError(f"{path}: cannot read it ({e.strerror}); {_as_root(path)}", exit=1) from e
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        raise InstallError(f"{path}: cannot read it ({e.strerror or e}); tether does not overwrite it") from e
+    except ValueError as e:
         raise InstallError(f"{path}: not valid JSON ({e}); fix or remove it, tether does not overwrite it") from e
     if not isinstance(settings, dict):
         raise InstallError(f"{path}: expected a JSON object at the top, got {type(settings).__name__}; not changed")
@@ -247,7 +309,7 @@ def write_atomically(path: Path, settings: dict[str, Any] | None, mode: int = 0o
     if settings is None:
         path.unlink()
         return
-    text = json.dumps(settings, indent=2) + "\n"
+    text = json.dumps(settings, indent=2, allow_nan=False) + "\n"
     mode = path.stat().st_mode & 0o777 if path.exists() else mode
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
@@ -272,12 +334,12 @@ def unreadable_for_others(command: str) -> list[str]:
         words = shlex.split(command.removesuffix(" || exit 2"))
     except ValueError:
         return [f"the command {command!r} (not parseable)"]
-    script = next((w for w in words if w.endswith((CLIENT, LAUNCHER))), None)
+    script = next((w for w in words if is_script(w, CLIENT) or is_script(w, LAUNCHER)), None)
     package = Path(script).resolve().parent.parent if script else Path(__file__).resolve().parent.parent
     checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
     for i, word in enumerate(words):
         if word.startswith("/"):
-            executable = i == 0 or (i == 2 and words[1].endswith(CLIENT))
+            executable = i == 0 or (i == 2 and is_script(words[1], CLIENT))
             checks.append((Path(word), 0o5 if executable else 0o4))
     problems = []
     for path, need in checks:

@@ -36,7 +36,10 @@ from .install import (
     InstallError,
     default_managed_dir,
     groups_of,
+    is_script,
     ours,
+    parse_json,
+    read_text,
     settings_file,
     shared_problem,
     unreadable_for_others,
@@ -116,12 +119,12 @@ def read_layer(name: str, path: Path, agent: str) -> Layer:
         if path.suffix == ".toml":
             hooks = groups_of({"hooks": toml_hooks(path)}, path)
         else:
-            settings = json.loads(path.read_text() or "{}")
+            settings = parse_json(read_text(path) or "{}", rewrite=False)
             if not isinstance(settings, dict):
                 raise InstallError(f"expected a JSON object at the top, got {type(settings).__name__}")
             hooks = groups_of(settings, path)
             layer.settings = settings
-    except (OSError, ValueError, InstallError) as e:
+    except (OSError, ValueError, RecursionError, InstallError) as e:
         layer.error = str(e)
         return layer
     commands: dict[str, list[str]] = {}
@@ -141,7 +144,7 @@ def toml_hooks(path: Path) -> dict[str, Any]:
     are no events)."""
     import tomllib
 
-    hooks = tomllib.loads(path.read_text()).get("hooks", {})
+    hooks = tomllib.loads(read_text(path)).get("hooks", {})
     if not isinstance(hooks, dict):
         raise InstallError(f"field 'hooks' must be a table, got {type(hooks).__name__}")
     return {event: groups for event, groups in hooks.items() if isinstance(groups, list)}
@@ -246,11 +249,11 @@ def parse_command(command: str) -> tuple[list[str], str, str] | str:
         words = shlex.split(command.removesuffix(" || exit 2"))
     except ValueError:
         return f"tether's command {command!r} is not valid shell"
-    script = next((w for w in words if w.endswith((CLIENT, LAUNCHER))), None)
+    script = next((w for w in words if is_script(w, CLIENT) or is_script(w, LAUNCHER)), None)
     if script is None:
         return f"tether's command {command!r} is an earlier release's console script"
     i = words.index(script)
-    python = words[i + 1] if script.endswith(CLIENT) and len(words) > i + 1 else words[0]
+    python = words[i + 1] if is_script(script, CLIENT) and len(words) > i + 1 else words[0]
     return words, script, python
 
 
@@ -282,8 +285,8 @@ def inside(path: str, directory: Path) -> bool:
 def static_version(package: str) -> str | None:
     """``__version__`` as written in a tether package's ``__init__.py`` (read, not imported)."""
     try:
-        text = Path(package, "__init__.py").read_text()
-    except OSError:
+        text = read_text(Path(package, "__init__.py"))
+    except (OSError, ValueError):
         return None
     found = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
     return found.group(1) if found else None
@@ -411,9 +414,9 @@ def managed_switches(agent: str, found: list[Layer], managed_dir: Path | None) -
 
     requirements = (managed_dir or default_managed_dir(agent)) / "requirements.toml"
     try:
-        if tomllib.loads(requirements.read_text()).get("allow_managed_hooks_only") is True:
+        if tomllib.loads(read_text(requirements)).get("allow_managed_hooks_only") is True:
             out["managed_only"] = str(requirements)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass  # no file; or one its layer reports as unreadable
     return out
 

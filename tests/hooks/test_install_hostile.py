@@ -1,0 +1,169 @@
+"""Attacks on `tether hook install|uninstall|status`: hooks that only look like tether's, settings files tether
+could not write back whole (duplicate keys, numbers out of range, NaN, nesting too deep), things that are not
+regular files (a FIFO must not hang the installer or status)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.hooks import status
+from tether.hooks.install import EVENTS, main, ours, uninstall_main
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
+    return home
+
+
+NOT_TETHERS = [
+    "echo hook claude-code",
+    "my-audit hook claude-code --log /var/log/x",
+    "/home/u/mytether/hooks/launch.py claude-code",
+    "bash /home/u/notether/hooks/hook.sh /usr/bin/python3 claude-code",
+    "echo 'hook claude-code",  # not valid shell: tether never writes one
+    "python3 -m mytether.cli.main hook claude-code",
+]
+TETHERS = [
+    "tether hook claude-code",
+    "/opt/venv/bin/tether hook claude-code --envelope /x.yaml || exit 2",
+    "/opt/venv/bin/python -m tether.cli.main hook claude-code",
+    "/usr/bin/python3 -I -S /opt/venv/lib/python3.11/site-packages/tether/hooks/launch.py claude-code || exit 2",
+    "/bin/bash '/opt/my venv/tether/hooks/hook.sh' /opt/venv/bin/python claude-code || exit 2",
+]
+
+
+@pytest.mark.parametrize("command", NOT_TETHERS)
+def test_a_users_hook_that_merely_looks_like_tethers_is_never_removed(tmp_path: Path, command: str) -> None:
+    assert not ours({"type": "command", "command": command}, "claude-code")
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    mine = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
+    path.write_text(json.dumps(mine))
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert json.loads(path.read_text()) == mine, "install then uninstall leaves the user's hook as it was"
+
+
+@pytest.mark.parametrize("command", TETHERS)
+def test_every_form_tether_wrote_is_recognised(command: str) -> None:
+    assert ours({"type": "command", "command": command}, "claude-code")
+    assert not ours({"type": "command", "command": command}, "codex")
+    assert not ours({"type": "command", "command": [command]}, "claude-code"), "a command that is not a string"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"model": "a", "model": "b"}', "duplicate key 'model'"),
+        ('{"hooks": {}, "hooks": {"Stop": []}}', "duplicate key 'hooks'"),
+        ('{"x": 1e400}', "out of range"),
+        ('{"x": NaN}', "NaN is not JSON"),
+        ('{"x": -Infinity}', "Infinity is not JSON"),
+        ("[" * 100_000, "nested too deeply"),
+        ('{"x": "\\u00e9"}' + "\udcff", "not valid JSON"),
+    ],
+)
+def test_a_file_tether_could_not_write_back_whole_is_refused_and_untouched(
+    tmp_path: Path, text: str, why: str, capsys
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    before = path.read_bytes()
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert path.read_bytes() == before
+    err = capsys.readouterr().err
+    assert why in err or "utf-8" in err, err
+
+
+def test_status_reads_duplicate_keys_as_the_agent_does_and_rejects_nan(tmp_path: Path, capsys) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"disableAllHooks": true, "disableAllHooks": false, "x": 1e400}')
+    layer = status.read_layer("project", path, "claude-code")
+    assert layer.error is None and layer.settings["disableAllHooks"] is False
+    path.write_text('{"x": NaN}')
+    assert "NaN" in (status.read_layer("project", path, "claude-code").error or "")
+    path.write_text("[" * 100_000)
+    assert "nested too deeply" in (status.read_layer("project", path, "claude-code").error or "")
+
+
+def _cli(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "hook", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_settings_path_that_is_no_regular_file_is_refused_without_hanging(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    why = {"fifo": "not a regular file", "directory": "Is a directory"}
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it to read would wait for a writer forever
+    else:
+        path.mkdir()
+    done = _cli(["install", "claude-code"], tmp_path)
+    assert done.returncode == 2 and why[kind] in done.stderr, done.stderr
+    done = _cli(["uninstall", "claude-code"], tmp_path)
+    assert done.returncode == 2 and why[kind] in done.stderr, done.stderr
+    done = _cli(["status", "claude-code", "--json"], tmp_path)
+    out = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert any(why[kind] in p["problem"] and p["file"] == str(path) for p in out["problems"])
+    assert path.is_fifo() if kind == "fifo" else path.is_dir(), "left as it was"
+
+
+def test_an_oversized_settings_file_is_refused_not_read_whole(tmp_path: Path, monkeypatch, capsys) -> None:
+    from tether.hooks import install
+
+    monkeypatch.setattr(install, "MAX_SETTINGS_BYTES", 1000)
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"x": "' + "a" * 2000 + '"}')
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert "larger than" in capsys.readouterr().err
+
+
+def test_install_then_uninstall_round_trips_every_other_key(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    theirs = {
+        "model": "x",
+        "big": 123456789012345678901234567890,
+        "float": 0.1,
+        "text": 'é \u2028 \U0001f600 \\ "',
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 5}]}],
+            "Notification": [],
+            "Stop": [{"hooks": []}],
+        },
+    }
+    path.write_text(json.dumps(theirs))
+    for agent in EVENTS:
+        assert main([agent, "--dir", str(tmp_path)]) == 0
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert json.loads(path.read_text()) == theirs
