@@ -70,6 +70,32 @@ def test_environment_is_an_allowlist_with_guards(
     assert env["DEBIAN_FRONTEND"] == "noninteractive"
 
 
+def test_each_command_sees_the_host_environment_as_it_is_then(
+    sandbox: Sandbox, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The allowlisted host variables are read per command (through os.environ's own store, decoded once per
+    distinct value set): set, changed, set to an undecodable byte, unset and set back between commands, each
+    command sees exactly the host's value of that moment; a variable outside the allowlist never."""
+    seen = []
+    for value in ("Europe/Paris", "UTC", "x\udcff", None, "Europe/Paris"):
+        if value is None:
+            monkeypatch.delenv("TZ", raising=False)
+        else:
+            monkeypatch.setenv("TZ", value)
+        monkeypatch.setenv("TETHER_TEST_NOT_ALLOWED", str(value))
+        r = run(sandbox, workspace, 'echo "${TZ-unset}" "${TETHER_TEST_NOT_ALLOWED-unset}"')
+        seen.append(r.stdout)  # the receipt shows an undecodable byte as U+FFFD
+    assert seen == ["Europe/Paris unset\n", "UTC unset\n", "x\ufffd unset\n", "unset unset\n", "Europe/Paris unset\n"]
+
+
+def test_host_values_reads_any_mapping_as_os_environ() -> None:
+    from tether.sandbox.environment import host_values
+
+    names = ("PATH", "HOME", "TETHER_TEST_NOPE", "LANG")
+    assert host_values(os.environ, names) == {n: os.environ[n] for n in names if n in os.environ}
+    assert host_values({"HOME": "/h", "OTHER": "o"}, names) == {"HOME": "/h"}
+
+
 def test_caller_env_is_passed_but_cannot_undo_guards(sandbox: Sandbox, workspace: Path) -> None:
     r = sandbox.run("echo $MY_VAR $PAGER", cwd=workspace, timeout_s=30, env={"MY_VAR": "given", "PAGER": "less"})
     assert r.stdout == "given cat\n"

@@ -93,28 +93,34 @@ def masks(workspace: Path, deny: Sequence[str], listings: Listings | None = None
     """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers; with ``listings``, the
     directories unchanged since the walk that filled it are not listed again."""
     matches = matcher((*deny, *ALWAYS_COVERED))
-    root = Path(resolve_dir(workspace) or os.path.realpath(workspace))
-    if listings is not None and listings.root != str(root):
-        listings.root, listings.by_dir = str(root), {}
-    files: dict[Path, None] = {}
-    dirs: dict[Path, None] = {}
-    links: list[Path] = []
+    root_s = resolve_dir(workspace) or os.path.realpath(workspace)
+    if listings is not None and listings.root != root_s:
+        listings.root, listings.by_dir = root_s, {}
+    found_files: list[str] = []
+    found_dirs: list[str] = []
+    found_links: list[str] = []
     seen: dict[str, Listing] = {}
+    settled = time.time_ns() - RACY_WINDOW_NS  # taken before any directory is looked at: never later than its own
     stack = [""]  # paths relative to the workspace, as strings: Path objects would dominate the walk's cost
     while stack:
         here = stack.pop()
-        got = _listing(f"{root}/{here}" if here else str(root), here, matches, listings)
+        got = _listing(f"{root_s}/{here}" if here else root_s, here, matches, listings, settled)
         if got is None:
             continue  # unreadable here means unreadable in the sandbox too
         if got.key[0] >= 0:
             seen[here] = got
-        files.update((root / rel, None) for rel in got.files)
-        dirs.update((root / rel, None) for rel in got.dirs)
-        links += (root / rel for rel in got.links)
+        found_files += got.files
+        found_dirs += got.dirs
+        found_links += got.links
         stack += got.walk
     if listings is not None:
         listings.by_dir = seen  # what is no longer walked is dropped
-    for link in links:  # cover what a matching link points at, if it is inside the workspace
+    if not (found_files or found_dirs or found_links):
+        return Masks()  # the common case: nothing matched, no path to build
+    root = Path(root_s)
+    files = dict.fromkeys(root / rel for rel in found_files)
+    dirs = dict.fromkeys(root / rel for rel in found_dirs)
+    for link in (root / rel for rel in found_links):  # cover what a matching link points at, if inside the workspace
         target = Path(os.path.realpath(link))
         if target.is_relative_to(root) and target != root and target.exists():
             (dirs if target.is_dir() else files)[target] = None
@@ -126,17 +132,20 @@ def masks(workspace: Path, deny: Sequence[str], listings: Listings | None = None
     )
 
 
-def _listing(path: str, here: str, matches: Callable[[str], bool], listings: Listings | None) -> Listing | None:
+def _listing(
+    path: str, here: str, matches: Callable[[str], bool], listings: Listings | None, settled: int
+) -> Listing | None:
     """The directory ``path`` (``here`` relative to the workspace) sorted by what the walk does with each entry:
     the last walk's listing if the directory has not changed since, else listed now. None: it cannot be listed.
-    A listing that may be stale by next time (see the racy rule) gets a key of -1s: never reused."""
+    A listing that may be stale by next time (see the racy rule: changed at ``settled`` or later, a clock reading
+    taken before the walk began, less the racy window) gets a key of -1s: never reused."""
     key = (-1, -1, -1, -1)
     if listings is not None:
         try:
             st = os.lstat(path)
         except OSError:
             return None
-        if stat.S_ISDIR(st.st_mode) and max(st.st_ctime_ns, st.st_mtime_ns) < time.time_ns() - RACY_WINDOW_NS:
+        if stat.S_ISDIR(st.st_mode) and max(st.st_ctime_ns, st.st_mtime_ns) < settled:
             key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
             last = listings.by_dir.get(here)
             if last is not None and last.key == key:
