@@ -8,8 +8,6 @@ import os
 import shutil
 import socket
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,13 +29,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def managed() -> Iterator[Path]:
+def managed(shared: Path) -> Path:
     """The managed directory of every test: under /tmp itself, which every user may enter (tmp_path is under a
     0700 directory, which status rightly reports as a managed layer other users cannot read)."""
-    directory = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-managed-"))
-    directory.chmod(0o755)
-    yield directory
-    shutil.rmtree(directory)
+    return shared
 
 
 @pytest.fixture

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from tether.hooks import status
 from tether.hooks.install import EVENTS, main, ours, uninstall_main
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+SHARED_PYTHON = "/usr/bin/python3"  # the shared_python fixture's (conftest.py)
 
 
 @pytest.fixture(autouse=True)
@@ -167,3 +170,85 @@ def test_install_then_uninstall_round_trips_every_other_key(tmp_path: Path) -> N
     assert main(["claude-code", "--dir", str(tmp_path)]) == 0
     assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
     assert json.loads(path.read_text()) == theirs
+
+
+# --- the managed layer: who can read, who can change -------------------------------------------------------------
+
+
+def test_a_relative_managed_dir_is_judged_from_the_root_not_the_cwd(shared: Path, shared_python, monkeypatch, capsys):
+    private = shared / "private"
+    (private / "open").mkdir(parents=True)
+    private.chmod(0o700)  # other users cannot get past it, though the cwd below it is 0755
+    (private / "open").chmod(0o755)
+    monkeypatch.chdir(private / "open")
+    assert main(["claude-code", "--managed", "--managed-dir", "m"]) == 2
+    err = capsys.readouterr().err
+    assert f"under {private}, mode drwx------" in err and str(private / "open" / "m") in err, err
+    assert os.listdir(private / "open") == []
+
+
+def test_a_managed_interpreter_others_could_replace_is_refused(shared: Path, shared_python, monkeypatch, capsys):
+    bin_dir = shared / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    bin_dir.chmod(0o777)  # any user could swap the python every user's agent runs
+    python = bin_dir / "python"
+    python.symlink_to(SHARED_PYTHON)
+    monkeypatch.setattr(sys, "executable", str(python))
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bin_dir} (mode drwxrwxrwx: users other than its owner can change it)" in err, err
+    assert not managed.exists()
+    bin_dir.chmod(0o1777)  # sticky, but the entry below is fine only if it is no one else's
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_a_managed_command_or_layer_owned_by_another_user_is_refused(shared: Path, shared_python, capsys) -> None:
+    envelope = shared / "envelope.yaml"
+    envelope.write_text("x: 1\n")
+    os.chown(envelope, 65534, 65534)  # nobody could rewrite the policy every user runs under
+    managed = shared / "m"
+    argv = ["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]
+    assert main(argv) == 2
+    assert f"{envelope} (owned by uid 65534, who can change it)" in capsys.readouterr().err
+    os.chown(envelope, 0, 0)
+    managed.mkdir()
+    os.chown(managed, 65534, 65534)  # a managed directory a user owns is no managed layer
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{managed} (owned by uid 65534" in err and "a user could rewrite" in err, err
+    assert os.listdir(managed) == []
+
+
+def test_the_package_is_checked_file_by_file(tmp_path: Path) -> None:
+    from tether.hooks.install import changeable_by_others
+
+    package = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-pkg-"))
+    try:
+        package.chmod(0o755)
+        (package / "tether" / "hooks").mkdir(parents=True)
+        (package / "tether" / "hooks" / "hook.sh").write_text("")
+        (package / "tether" / "kernel.py").write_text("")
+        command = f"/usr/bin/bash {package}/tether/hooks/hook.sh /usr/bin/python3 claude-code || exit 2"
+        assert changeable_by_others(command) == []
+        (package / "tether" / "kernel.py").chmod(0o666)  # any user could put code into every user's hook
+        assert changeable_by_others(command) == [
+            f"{package}/tether/kernel.py (mode -rw-rw-rw-: users other than its owner can change it)"
+        ]
+    finally:
+        shutil.rmtree(package)
+
+
+def test_status_names_a_managed_layer_and_command_others_could_change(shared: Path, shared_python, capsys) -> None:
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    drop_in = managed / "managed-settings.d" / "tether.json"
+    drop_in.chmod(0o666)
+    capsys.readouterr()
+    code = status.main(["claude-code", "--dir", str(shared), "--managed-dir", str(managed), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert any(
+        p["file"] == str(drop_in) and "managed settings a user could rewrite" in p["problem"] for p in out["problems"]
+    ), out["problems"]

@@ -8,8 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,23 +26,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     return home
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A directory every user may enter (tmp_path is under a 0700 directory): where a managed layer can live."""
-    directory = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-managed-"))
-    directory.chmod(0o755)
-    yield directory
-    shutil.rmtree(directory)
-
-
-@pytest.fixture
-def shared_python(monkeypatch: pytest.MonkeyPatch) -> str:
-    if not os.path.isfile(SHARED_PYTHON):
-        pytest.skip("no system python3 to stand for an interpreter every user can run")
-    monkeypatch.setattr(sys, "executable", SHARED_PYTHON)
-    return SHARED_PYTHON
 
 
 def tether_commands(settings: dict, event: str, agent: str = "claude-code") -> list[str]:

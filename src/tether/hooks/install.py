@@ -92,7 +92,7 @@ def settings_file(agent: str, scope: str, directory: Path, managed_dir: Path | N
     """The file a ``scope`` install writes. The user layer is where the agent keeps it: ``$CLAUDE_CONFIG_DIR``
     (Claude Code) or ``$CODEX_HOME`` (Codex) when set, else ``~/.claude`` / ``~/.codex``."""
     if scope == "managed":
-        base = managed_dir or default_managed_dir(agent)
+        base = Path(os.path.abspath(managed_dir or default_managed_dir(agent)))  # judged from /, not the cwd
         return base / "managed-settings.d" / DROP_IN if agent == "claude-code" else base / "hooks.json"
     if scope == "user":
         home = os.environ.get("CLAUDE_CONFIG_DIR" if agent == "claude-code" else "CODEX_HOME")
@@ -304,13 +304,15 @@ def _locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def write_atomically(path: Path, settings: dict[str, Any] | None, mode: int = 0o644) -> None:
-    """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions."""
+def write_atomically(path: Path, settings: dict[str, Any] | None, mode: int = 0o644, strict: bool = False) -> None:
+    """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions
+    (``strict``, a file every user reads and none may change: without group or other write)."""
     if settings is None:
         path.unlink()
         return
     text = json.dumps(settings, indent=2, allow_nan=False) + "\n"
     mode = path.stat().st_mode & 0o777 if path.exists() else mode
+    mode &= ~0o022 if strict else 0o777
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
         with os.fdopen(fd, "w") as f:
@@ -324,16 +326,13 @@ def write_atomically(path: Path, settings: dict[str, Any] | None, mode: int = 0o
         raise
 
 
-def unreadable_for_others(command: str) -> list[str]:
-    """What in ``command`` a user other than its files' owners could not use: an interpreter, a client, bash or
-    an envelope under a directory they cannot enter (``/root/…``), a file they cannot read or run, tether's
-    package (the interpreter imports it) not readable. Judged by the "other" permission bits, the path as
-    written and the file it resolves to (a venv's ``python`` links to its base interpreter). The package is the
-    one the command's client or launcher sits in."""
+def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]]] | str:
+    """tether's package (the one the command's client or launcher sits in) and each absolute path ``command``
+    names with the access every user needs (``0o5`` read and run, ``0o4`` read); or why it does not parse."""
     try:
         words = shlex.split(command.removesuffix(" || exit 2"))
     except ValueError:
-        return [f"the command {command!r} (not parseable)"]
+        return f"the command {command!r} (not parseable)"
     script = next((w for w in words if is_script(w, CLIENT) or is_script(w, LAUNCHER)), None)
     package = Path(script).resolve().parent.parent if script else Path(__file__).resolve().parent.parent
     checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
@@ -341,13 +340,65 @@ def unreadable_for_others(command: str) -> list[str]:
         if word.startswith("/"):
             executable = i == 0 or (i == 2 and is_script(words[1], CLIENT))
             checks.append((Path(word), 0o5 if executable else 0o4))
+    return package, checks
+
+
+def unreadable_for_others(command: str) -> list[str]:
+    """What in ``command`` a user other than its files' owners could not use: an interpreter, a client, bash or
+    an envelope under a directory they cannot enter (``/root/…``), a file they cannot read or run, tether's
+    package (the interpreter imports it) not readable. Judged by the "other" permission bits, the path as
+    written and the file it resolves to (a venv's ``python`` links to its base interpreter). The package is the
+    one the command's client or launcher sits in."""
+    found = _command_paths(command)
+    if isinstance(found, str):
+        return [found]
     problems = []
-    for path, need in checks:
+    for path, need in found[1]:
         for p in dict.fromkeys([path, Path(os.path.realpath(path))]):
             problem = _other_access(p, need)
             if problem:
                 problems.append(problem)
     return list(dict.fromkeys(problems))
+
+
+def changeable_by_others(command: str) -> list[str]:
+    """What in ``command`` a user other than root (or the one installing) could change, and so change what
+    every user's agent runs: each path it names, every directory above one, and every file and directory of
+    tether's package (:func:`changeable`)."""
+    found = _command_paths(command)
+    if isinstance(found, str):
+        return [found]
+    package, checks = found
+    paths = [p for path, _ in checks for p in (path, Path(os.path.realpath(path)))]
+    problems = [changeable(p) for p in dict.fromkeys(paths)]
+    for root, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        problems += [_writable(Path(root, name)) for name in [*dirs, *files]]
+    return list(dict.fromkeys(p for p in problems if p))
+
+
+def changeable(path: Path) -> str | None:
+    """Why a user other than root (or the one running this) could replace or edit ``path``: it, or a directory
+    above it, is owned by another user or writable by group (but root's) or others. A sticky directory (``/tmp``)
+    lets others write only their own entries: it is fine above an entry owned right."""
+    for p in [*reversed(path.parents), path]:
+        problem = _writable(p, last=p == path)
+        if problem:
+            return problem if p == path else f"{path} (under {problem})"
+    return None
+
+
+def _writable(path: Path, last: bool = True) -> str | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None  # what cannot be read is the read check's to name
+    if info.st_uid not in (0, os.geteuid()):
+        return f"{path} (owned by uid {info.st_uid}, who can change it)"
+    others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != 0)
+    if others and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and not last):
+        return f"{path} (mode {stat.filemode(info.st_mode)}: users other than its owner can change it)"
+    return None
 
 
 def _other_access(path: Path, need: int) -> str | None:
@@ -401,6 +452,45 @@ def shared_problem(path: Path) -> str | None:
     return problem
 
 
+def shared_changeable(path: Path) -> str | None:
+    """Why a user other than root (or the one installing) could change what ``path`` says: its nearest existing
+    directory or the file itself is theirs to write (:func:`changeable`)."""
+    existing = next((d for d in (path.parent, *path.parent.parents) if d.exists()), Path("/"))
+    return changeable(existing) or (changeable(path) if path.exists() else None)
+
+
+def _check_managed(agent: str, command: str, path: Path) -> None:
+    """A managed hook runs as every user: every user must be able to use what the command names and read the
+    file, and no one but root (or the one installing) may change either. InstallError naming what is not so."""
+    unusable, changed = unreadable_for_others(command), changeable_by_others(command)
+    if unusable:
+        raise InstallError(
+            "a managed hook runs as every user of this machine, but other users cannot use "
+            + "; ".join(unusable)
+            + ". Install tether where every user can read and run it (e.g. a venv under /opt, chmod -R a+rX)"
+            " and run the install with that interpreter; nothing was changed"
+        )
+    if changed:
+        raise InstallError(
+            "a managed hook runs as every user of this machine, so whoever can change what it runs runs code as"
+            " all of them; but " + "; ".join(changed) + ". Install tether where only root can write it (e.g. a"
+            " venv under /opt owned by root, chmod -R go-w) and run the install with that interpreter; nothing"
+            " was changed"
+        )
+    blocked = shared_problem(path)
+    if blocked:
+        raise InstallError(
+            f"other users' {agent} could not read {path}: {blocked}; let every user read it (chmod o+rx on the"
+            " directories, o+r on the file) or choose another --managed-dir; nothing was changed"
+        )
+    loose = shared_changeable(path)
+    if loose:
+        raise InstallError(
+            f"managed settings no user may override, but {loose}: a user could rewrite {path}; make it root's"
+            " (chown root, chmod go-w) or choose another --managed-dir; nothing was changed"
+        )
+
+
 def _edit(path: Path, change: Any, shared: bool = False) -> Any:
     """Under the directory's lock: read ``path``, apply ``change(settings) -> (new settings | None, result)``,
     write it atomically. OS errors (a read-only directory, not root) are an InstallError naming the file.
@@ -410,7 +500,7 @@ def _edit(path: Path, change: Any, shared: bool = False) -> Any:
         with _locked(path.parent):
             settings, result = change(read_settings(path))
             if settings is not False:
-                write_atomically(path, settings)
+                write_atomically(path, settings, strict=shared)
             return result
     except PermissionError as e:
         raise InstallError(f"cannot write {path}: {e.strerror}; nothing was changed. {_as_root(path)}", exit=1) from e
@@ -440,22 +530,9 @@ def install(
             else "--lock only goes with --managed (allowManagedHooksOnly is read from managed settings only)"
         )
     command = hook_command(agent, envelope)
-    if target.scope == "managed":
-        problems = unreadable_for_others(command)
-        if problems:
-            raise InstallError(
-                "a managed hook runs as every user of this machine, but other users cannot use "
-                + "; ".join(problems)
-                + ". Install tether where every user can read and run it (e.g. a venv under /opt, chmod -R a+rX)"
-                " and run the install with that interpreter; nothing was changed"
-            )
     path = target.path
-    blocked = shared_problem(path) if target.scope == "managed" else None
-    if blocked:
-        raise InstallError(
-            f"other users' {agent} could not read {path}: {blocked}; let every user read it (chmod o+rx on the"
-            " directories, o+r on the file) or choose another --managed-dir; nothing was changed"
-        )
+    if target.scope == "managed":
+        _check_managed(agent, command, path)
 
     def change(settings: dict[str, Any] | None) -> tuple[dict[str, Any], None]:
         settings = merged(settings if settings is not None else {}, agent, command, path)
@@ -513,7 +590,7 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]]:
         elif flag == "--lock":
             kw["lock"] = True
         elif flag in VALUED and rest:
-            kw[VALUED[flag]] = Path(rest.pop(0))
+            kw[VALUED[flag]] = Path(os.path.abspath(rest.pop(0)))
         else:
             raise InstallError(f"unknown or incomplete option {flag!r}\n{USAGE}")
     if len(set(scopes)) > 1:

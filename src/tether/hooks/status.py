@@ -34,6 +34,7 @@ from .install import (
     LAUNCHER,
     LOCK_KEY,
     InstallError,
+    changeable_by_others,
     default_managed_dir,
     groups_of,
     is_script,
@@ -41,6 +42,7 @@ from .install import (
     parse_json,
     read_text,
     settings_file,
+    shared_changeable,
     shared_problem,
     unreadable_for_others,
 )
@@ -208,6 +210,15 @@ def check_command(
             )
             for p in unreadable_for_others(cmd.command)
         ]
+        problems += [
+            Problem(
+                layer.file,
+                f"a managed hook runs as every user, so whoever can change what it runs runs code as all of them: {p}",
+                "install tether where only root can write it (e.g. under /opt owned by root, chmod -R go-w), then "
+                + reinstall,
+            )
+            for p in changeable_by_others(cmd.command)
+        ]
     if problems:
         return problems
     script_package = os.path.realpath(Path(script).parent.parent)
@@ -312,6 +323,11 @@ def agent_report(
                     f"other users' {agent} cannot read it: {blocked}",
                     "chmod o+rx the directories, o+r the file",
                 )
+            )
+        loose = shared_changeable(Path(layer.file)) if layer.layer == "managed" and layer.exists else None
+        if loose:
+            problems.append(
+                Problem(layer.file, f"managed settings a user could rewrite: {loose}", "chown root, chmod go-w")
             )
         if layer.error:
             problems.append(
