@@ -13,7 +13,7 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * floor + pydantic — the same and ``from pydantic import BaseModel, Field`` (plugins disabled, as in a hook
   process): what defining any model with a constrained or documented field imports;
 * tether's deciding modules (no call) — the same start, then what ``hooks/entry.py`` does before a call decided
-  in-process (``no_pydantic_plugins``, ``import tether.hooks.answer``) and nothing else;
+  in-process (``no_pydantic_plugins``, ``import_deciding_code``) and nothing else;
 * cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process.
   With the three rows before it, its cost splits into the interpreter, the unavoidable libraries, pydantic,
   tether's modules and the call;
@@ -83,7 +83,7 @@ FLOOR = (
     "SourceFileLoader(g.__name__, g.__file__).exec_module(g); g.parser()"
 )
 PYDANTIC = f"{FLOOR}; from pydantic import BaseModel, Field"
-MODULES = f"{START}; import tether.hooks.entry as e; e.no_pydantic_plugins(); import tether.hooks.answer"
+MODULES = f"{START}; import tether.hooks.entry as e; e.no_pydantic_plugins(); e.import_deciding_code()"
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:

@@ -5,8 +5,6 @@ requires to be *stated* (boundaries, budgets) are optional here so that a
 schema-only validation can still load a draft; ``strict.py`` insists on them.
 """
 
-from __future__ import annotations
-
 import re
 from enum import StrEnum
 from typing import Any, Literal
@@ -151,7 +149,7 @@ class SecretInject(Strict):
     file: str | None = Field(None, pattern=SECRET_FILE, description="A file name under /run/secrets in the sandbox.")
 
     @model_validator(mode="after")
-    def _one(self) -> SecretInject:
+    def _one(self) -> "SecretInject":
         if (self.env is None) == (self.file is None):
             raise ValueError("exactly one of 'env' (a variable name) or 'file' (a file name under /run/secrets)")
         return self
@@ -239,7 +237,7 @@ class Environment(Strict):
         return [s for s in self.secrets or () if tool in s.tools]
 
     @model_validator(mode="after")
-    def _secrets_apart(self) -> Environment:
+    def _secrets_apart(self) -> "Environment":
         """Each secret has its own name and its own place in the sandbox, and never also rides ``env_allow``
         (which hands a variable to every command, in the clear, whichever tool runs)."""
         seen: dict[str, str] = {}
@@ -329,7 +327,7 @@ class McpServer(Strict):
     startup_timeout_s: float = Field(30, gt=0, description="Seconds to start, connect and list its tools.")
 
     @model_validator(mode="after")
-    def _one_transport(self) -> McpServer:
+    def _one_transport(self) -> "McpServer":
         if (self.command is None) == (self.url is None):
             raise ValueError("give exactly one of command (a stdio server) or url (a streamable HTTP server)")
         return self

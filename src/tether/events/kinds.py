@@ -6,8 +6,6 @@ and ``register`` it (see docs/log.md); verification and control kinds live in ``
 ``kinds_verify``.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field, field_validator

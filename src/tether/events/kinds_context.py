@@ -7,8 +7,6 @@
   rebuilt from the log alone and never summarised again on resume or replay (docs/context.md).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

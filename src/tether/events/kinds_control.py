@@ -12,8 +12,6 @@ Every layer of the control loop is visible in the log as one of these kinds:
 - ``plan.updated`` / ``hypothesis.recorded``     the model's plan and hypotheses, folded from its tool calls
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

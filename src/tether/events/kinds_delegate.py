@@ -11,8 +11,6 @@ The child names its parent in its own ``run.started`` (``parent_run``, ``parent_
 point at each other.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from tether.status import RunStatus

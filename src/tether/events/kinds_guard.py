@@ -7,8 +7,6 @@
   stop fact that ``next_step`` ends the run on, as it ends tether's own runs.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -9,8 +9,6 @@
   call's receipt and flagged by ``tether show``: the log says what ran, and that it ran against the verdict.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

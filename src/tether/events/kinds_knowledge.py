@@ -11,8 +11,6 @@
   earlier run of the project, which the plan fold starts from.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -9,8 +9,6 @@
   and the stamps of the extension modules and start-up files then in the workspace (a blob).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field
