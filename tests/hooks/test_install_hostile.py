@@ -252,3 +252,69 @@ def test_status_names_a_managed_layer_and_command_others_could_change(shared: Pa
     assert any(
         p["file"] == str(drop_in) and "managed settings a user could rewrite" in p["problem"] for p in out["problems"]
     ), out["problems"]
+
+
+# --- matchers and duplicates: tether's hook exactly once, on every call -----------------------------------------
+
+
+def _tether_groups(settings: dict, event: str) -> list[dict]:
+    return [g for g in settings["hooks"].get(event, []) if any(ours(h, "claude-code") for h in g["hooks"])]
+
+
+def test_install_leaves_one_tether_entry_per_event_and_it_sees_every_tool(tmp_path: Path) -> None:
+    """A tether entry moved under ``matcher: Bash`` (Write and Edit would go ungoverned), a second copy and an
+    earlier release's entry: one install leaves exactly one entry per event, in a group that sees every call;
+    the user's own hooks stay where they were."""
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    mine = {"type": "command", "command": "guard.sh"}
+    old = {"type": "command", "command": "/old/bin/tether hook claude-code"}
+    path.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Bash", "hooks": [mine, old]},
+                        {"matcher": "Bash", "hooks": [old]},
+                        {"matcher": ".*", "hooks": [old, old]},
+                    ],
+                    "SessionStart": [{"matcher": "startup", "hooks": [old]}],
+                    "Stop": [{"hooks": [old]}, {"hooks": [old]}],
+                }
+            }
+        )
+    )
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    written = json.loads(path.read_text())
+    for event in EVENTS["claude-code"]:
+        (group,) = _tether_groups(written, event)
+        assert group.get("matcher", "") in ("", "*", ".*"), (event, group)
+        assert sum(ours(h, "claude-code") for h in group["hooks"]) == 1, event
+    assert written["hooks"]["PreToolUse"][0] == {"matcher": "Bash", "hooks": [mine]}
+    assert len(written["hooks"]["PreToolUse"]) == 2, "the group tether's copy emptied went; the .* one kept it"
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert json.loads(path.read_text()) == written, "a second install changes nothing"
+
+
+def test_status_says_tether_under_a_narrow_matcher_does_not_govern_the_event(tmp_path: Path, capsys, shared):
+    from tether.hooks.install import hook_command
+
+    path = tmp_path / ".claude" / "settings.json"
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    settings = json.loads(path.read_text())
+    settings["hooks"]["PreToolUse"] = [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": hook_command("claude-code", None)}]}
+    ]
+    path.write_text(json.dumps(settings))
+    capsys.readouterr()
+    code = status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(shared), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["agents"]["claude-code"]["missing_events"] == ["PreToolUse"]
+    (layer,) = [la for la in out["agents"]["claude-code"]["layers"] if la["file"] == str(path)]
+    assert layer["narrowed"] == ["PreToolUse (matcher 'Bash')"]
+    assert any(
+        "missing on PreToolUse (only under a matcher that selects some calls: PreToolUse (matcher 'Bash'))"
+        in p["problem"]
+        for p in out["problems"]
+    ), out["problems"]

@@ -166,19 +166,39 @@ def groups_of(settings: dict[str, Any], path: Path) -> dict[str, Any]:
     return hooks
 
 
+#: Events whose groups a matcher narrows (tool names; SessionStart's source): tether's entry must see them all.
+MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart")
+#: Matchers that select everything: none, empty, ``*`` (Claude Code's documented forms), the regex ``.*``.
+MATCH_ALL = ("", "*", ".*")
+
+
+def sees_all(group: dict[str, Any], event: str) -> bool:
+    """Whether a hook in ``group`` runs on every call of ``event`` (its matcher, where the event has one, selects
+    everything)."""
+    return event not in MATCHED_EVENTS or group.get("matcher", "") in MATCH_ALL
+
+
 def merged(settings: dict[str, Any], agent: str, command: str, path: Path) -> dict[str, Any]:
-    """``settings`` with tether's hook on every event of ``agent`` (replacing an earlier tether entry)."""
+    """``settings`` with tether's hook, exactly once, on every event of ``agent``: the first earlier tether
+    entry in a group that sees every call is replaced in place; every other tether entry (a second one, or one
+    under a matcher that sees only some tools) is taken out, with a group that this emptied."""
     hooks = groups_of(settings, path)
     settings["hooks"] = hooks
     for event in EVENTS[agent]:
         groups = hooks.setdefault(event, [])
         entry = {"type": "command", "command": command, "timeout": STOP_TIMEOUT_S if event == "Stop" else TIMEOUT_S}
-        found = False
+        found, kept_groups = False, []
         for group in groups:
-            entries = group["hooks"]
-            for i, e in enumerate(entries):
-                if ours(e, agent):
-                    entries[i], found = entry, True
+            entries = []
+            for e in group["hooks"]:
+                if not ours(e, agent):
+                    entries.append(e)
+                elif not found and sees_all(group, event):
+                    entries.append(entry)
+                    found = True
+            if entries or not group["hooks"]:
+                kept_groups.append({**group, "hooks": entries})
+        groups[:] = kept_groups
         if not found:
             group = {"hooks": [entry]}
             if event in TOOL_EVENTS and agent == "claude-code":

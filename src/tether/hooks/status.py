@@ -41,6 +41,7 @@ from .install import (
     ours,
     parse_json,
     read_text,
+    sees_all,
     settings_file,
     shared_changeable,
     shared_problem,
@@ -80,7 +81,8 @@ class Layer:
     exists: bool = False
     link: str | None = None  # a symbolic link's target: read through; install and uninstall refuse to rewrite it
     error: str | None = None
-    events: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)  # tether's hook runs on every call of each
+    narrowed: list[str] = field(default_factory=list)  # tether's hook under a matcher that selects only some calls
     commands: list[Command] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -133,10 +135,13 @@ def read_layer(name: str, path: Path, agent: str) -> Layer:
     for event, groups in hooks.items():
         for group in groups:
             for entry in group["hooks"]:
-                if ours(entry, agent):
-                    commands.setdefault(str(entry.get("command", "")), []).append(event)
-                    if event not in layer.events:
-                        layer.events.append(event)
+                if not ours(entry, agent):
+                    continue
+                commands.setdefault(str(entry.get("command", "")), []).append(event)
+                if not sees_all(group, event):  # runs for some tools only: the event is not governed
+                    layer.narrowed.append(f"{event} (matcher {group.get('matcher')!r})")
+                elif event not in layer.events:
+                    layer.events.append(event)
     layer.commands = [Command(c, e) for c, e in commands.items()]
     return layer
 
@@ -342,10 +347,12 @@ def agent_report(
         files = [layer for layer in installed if layer.layer == name]
         missing = [e for e in EVENTS[agent] if all(e not in layer.events for layer in files)]
         if missing:
+            narrowed = [n for layer in files for n in layer.narrowed if n.split(" ")[0] in missing]
             problems.append(
                 Problem(
                     ", ".join(layer.file for layer in files),
-                    f"tether's hook is missing on {', '.join(missing)}",
+                    f"tether's hook is missing on {', '.join(missing)}"
+                    + (f" (only under a matcher that selects some calls: {', '.join(narrowed)})" if narrowed else ""),
                     f"run `tether hook install {agent}{flags[name]}`",
                 )
             )
@@ -481,6 +488,8 @@ def text(out: dict[str, Any]) -> str:
                 state = "tether not installed"
             else:
                 state = f"tether on {len(layer['events'])} events: {', '.join(layer['events'])}"
+            if layer["narrowed"]:
+                state += f"; only some calls of {', '.join(layer['narrowed'])}"
             link = f" (a link to {layer['link']})" if layer["link"] else ""
             lines.append(f"  {layer['layer']:<8} {layer['file']}{link}: {state}")
             for cmd in layer["commands"]:
