@@ -14,8 +14,6 @@ first time it is asked for a kind it does not hold (or iterated): so the registr
 read, and a hook deciding one tool call in a fresh process does not build ~25 payload classes it never reads.
 """
 
-from __future__ import annotations
-
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -112,15 +110,15 @@ class Registry(dict[str, type[Payload]]):
         self._load_later()
         return dict.__len__(self)
 
-    def keys(self) -> dict_keys[str, type[Payload]]:
+    def keys(self) -> "dict_keys[str, type[Payload]]":
         self._load_later()
         return dict.keys(self)
 
-    def values(self) -> dict_values[str, type[Payload]]:
+    def values(self) -> "dict_values[str, type[Payload]]":
         self._load_later()
         return dict.values(self)
 
-    def items(self) -> dict_items[str, type[Payload]]:
+    def items(self) -> "dict_items[str, type[Payload]]":
         self._load_later()
         return dict.items(self)
 
