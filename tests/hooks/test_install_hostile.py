@@ -318,3 +318,74 @@ def test_status_says_tether_under_a_narrow_matcher_does_not_govern_the_event(tmp
         in p["problem"]
         for p in out["problems"]
     ), out["problems"]
+
+
+# --- other writers and crashes ------------------------------------------------------------------------------------
+
+
+def test_an_edit_made_while_tether_writes_is_never_lost(tmp_path: Path, monkeypatch) -> None:
+    """The agent or an editor (which take no lock of tether's) saves the file between tether's read and its
+    rename: tether reads again and merges into that version instead of writing over it."""
+    from tether.hooks import install
+
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "a"}')
+    real, calls = install.merged, []
+
+    def racing(settings, *args):
+        calls.append(dict(settings))
+        if len(calls) == 1:
+            path.write_text('{"model": "b", "permissions": {"allow": ["Bash(ls)"]}}')  # the editor saves
+        return real(settings, *args)
+
+    monkeypatch.setattr(install, "merged", racing)
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    written = json.loads(path.read_text())
+    assert written["model"] == "b" and written["permissions"] == {"allow": ["Bash(ls)"]}, "the edit is kept"
+    assert all(_tether_groups(written, event) for event in EVENTS["claude-code"])
+    assert [c.get("model") for c in calls] == ["a", "b"]
+
+
+def test_a_file_that_keeps_changing_is_left_to_its_writer(tmp_path: Path, monkeypatch, capsys) -> None:
+    from tether.hooks import install
+
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{}")
+    real, n = install.removed, iter(range(1000))
+
+    def racing(settings, *args):
+        path.write_text(json.dumps({**installed, "edit": next(n)}))  # it keeps saving, tether's hooks in it
+        return real(settings, *args)
+
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    installed = json.loads(path.read_text())
+    monkeypatch.setattr(install, "removed", racing)
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 1
+    assert "changed each of the 5 times tether read it" in capsys.readouterr().err
+    assert json.loads(path.read_text()) == {**installed, "edit": 4}, "the other writer's last version stands"
+    assert os.listdir(path.parent) == ["settings.json"], "no temporary file left"
+
+
+def test_a_crash_before_the_rename_leaves_the_old_file_and_no_json_beside_it(shared: Path, shared_python) -> None:
+    """Killed at the worst moment (the new file written and synced, not yet renamed): the settings are the old
+    ones, whole; the temporary file left behind is no ``*.json``, so neither Claude Code's drop-in directory
+    nor status takes it for settings."""
+    managed = shared / "m"
+    drop_ins = managed / "managed-settings.d"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    before = (drop_ins / "tether.json").read_bytes()
+    code = (
+        "import os, sys; from tether.hooks import install; "
+        "os.replace = lambda *a: os._exit(9); "
+        f"sys.exit(install.main(['claude-code', '--managed', '--lock', '--managed-dir', {str(managed)!r}]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([SHARED_PYTHON, "-c", code], env=env, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 9, done.stderr
+    assert (drop_ins / "tether.json").read_bytes() == before
+    (left,) = [name for name in os.listdir(drop_ins) if name != "tether.json"]
+    assert left.startswith("tether.json.") and not left.endswith(".json")
+    layers = status.layers("claude-code", shared, managed)
+    assert [la.file for la in layers if la.layer == "managed"][1:] == [str(drop_ins / "tether.json")]

@@ -314,36 +314,74 @@ def _fail(e: InstallError, verb: str, argv: list[str]) -> int:
 
 
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    """Installers on one directory take turns (an exclusive ``flock`` on the directory itself)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+def _directory(directory: Path) -> Iterator[int]:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield fd
     finally:
         os.close(fd)
 
 
-def write_atomically(path: Path, settings: dict[str, Any] | None, mode: int = 0o644, strict: bool = False) -> None:
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Installers on one directory take turns (an exclusive ``flock`` on the directory itself)."""
+    with _directory(directory) as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+
+
+def write_atomically(
+    path: Path,
+    settings: dict[str, Any] | None,
+    mode: int = 0o644,
+    strict: bool = False,
+    expect: tuple[int, ...] | bool | None = False,
+) -> bool:
     """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions
-    (``strict``, a file every user reads and none may change: without group or other write)."""
+    (``strict``, a file every user reads and none may change: without group or other write); the rename (or
+    the deletion) is on disk when this returns. With ``expect`` (:func:`signature` of the file as read):
+    False, nothing written, when another program changed the file since (its edit would be lost)."""
     if settings is None:
+        if expect is not False and signature(path) != expect:
+            return False
         path.unlink()
-        return
+        _sync_directory(path.parent)
+        return True
     text = json.dumps(settings, indent=2, allow_nan=False) + "\n"
     mode = path.stat().st_mode & 0o777 if path.exists() else mode
     mode &= ~0o022 if strict else 0o777
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if expect is not False and signature(path) != expect:
+            os.unlink(tmp)
+            return False
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
+    _sync_directory(path.parent)
+    return True
+
+
+def signature(path: Path) -> tuple[int, ...] | None:
+    """What changes when any program rewrites ``path`` (inode, size, modification and change times); None when
+    there is no file."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _sync_directory(directory: Path) -> None:
+    with _directory(directory) as fd:
+        os.fsync(fd)
 
 
 def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]]] | str:
@@ -511,21 +549,33 @@ def _check_managed(agent: str, command: str, path: Path) -> None:
         )
 
 
+#: Read-change-write cycles tried when another program (the agent, an editor) rewrites the file meanwhile.
+EDIT_ATTEMPTS = 5
+
+
 def _edit(path: Path, change: Any, shared: bool = False) -> Any:
     """Under the directory's lock: read ``path``, apply ``change(settings) -> (new settings | None, result)``,
-    write it atomically. OS errors (a read-only directory, not root) are an InstallError naming the file.
+    write it atomically, unless the file changed since it was read (a writer that does not take tether's lock:
+    the agent, an editor): then read and apply again, up to :data:`EDIT_ATTEMPTS` times, never writing over
+    that edit. OS errors (a read-only directory, not root) are an InstallError naming the file.
     ``shared``: a file every user's agent reads (directories made ``0755``, a new file ``0644``)."""
     try:
         _make_dirs(path.parent, shared)
-        with _locked(path.parent):
-            settings, result = change(read_settings(path))
-            if settings is not False:
-                write_atomically(path, settings, strict=shared)
-            return result
+        for _ in range(EDIT_ATTEMPTS):
+            with _locked(path.parent):
+                before = signature(path)
+                settings, result = change(read_settings(path))
+                if settings is False or write_atomically(path, settings, strict=shared, expect=before):
+                    return result
     except PermissionError as e:
         raise InstallError(f"cannot write {path}: {e.strerror}; nothing was changed. {_as_root(path)}", exit=1) from e
     except OSError as e:
         raise InstallError(f"cannot write {path}: {e.strerror or e}; nothing was changed", exit=1) from e
+    raise InstallError(
+        f"{path} changed each of the {EDIT_ATTEMPTS} times tether read it (another program is writing it, and"
+        " tether does not overwrite its edits); nothing was changed: run it again",
+        exit=1,
+    )
 
 
 def install(
