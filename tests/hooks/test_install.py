@@ -74,7 +74,7 @@ def test_the_command_runs_the_bash_client_and_replaces_an_earlier_tether_entry(t
 
 def test_without_bash_the_launcher_is_written_and_each_form_replaces_the_other(tmp_path: Path, monkeypatch) -> None:
     with_bash = settings_after_install(tmp_path)
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name, **_: None)
     without = settings_after_install(tmp_path)
     words = shlex.split(without["hooks"]["Stop"][0]["hooks"][0]["command"].removesuffix(" || exit 2"))
     assert words[:3] == [sys.executable, "-I", "-S"] and words[3].endswith("tether/hooks/launch.py")

@@ -389,3 +389,80 @@ def test_a_crash_before_the_rename_leaves_the_old_file_and_no_json_beside_it(sha
     assert left.startswith("tether.json.") and not left.endswith(".json")
     layers = status.layers("claude-code", shared, managed)
     assert [la.file for la in layers if la.layer == "managed"][1:] == [str(drop_ins / "tether.json")]
+
+
+# --- the command: one exact argv for the agent's shell ----------------------------------------------------------
+
+HOSTILE_DIR = "my venv 'q' \"dq\" $HOME `id` ; & | *\nline2 \\ é"
+
+
+def test_a_hostile_interpreter_path_is_one_exact_argv_recognised_and_parsed(tmp_path: Path, monkeypatch) -> None:
+    weird = tmp_path / HOSTILE_DIR / "bin"
+    weird.mkdir(parents=True)
+    python = weird / "python3"
+    python.symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    command = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    command = command["command"]
+    assert command.endswith(" || exit 2")
+    # What sh -c makes of the command's words: exactly the argv tether meant (printed NUL-separated).
+    shown = subprocess.run(
+        ["sh", "-c", "set -- " + command.removesuffix(" || exit 2") + '; printf "%s\\0" "$@"'],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    words = shown.split("\0")[:-1]
+    assert words[2] == str(python) and words[3] == "claude-code" and len(words) == 4, words
+    assert ours({"command": command}, "claude-code")
+    parsed = status.parse_command(command)
+    assert not isinstance(parsed, str) and parsed[2] == str(python)
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {}
+
+
+def test_an_interpreter_path_that_is_not_utf8_is_refused_and_status_says_it_cannot_run(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Settings are UTF-8 JSON: a path with a byte that is no UTF-8 would reach the agent mangled (U+FFFD), so
+    every call would fail; status, which runs the path as Python sees it, would have said all is well."""
+    raw = os.fsencode(str(tmp_path)) + b"/caf\xe9/bin"
+    os.makedirs(raw)
+    python = os.fsdecode(raw + b"/python3")
+    os.symlink(sys.executable, python)
+    monkeypatch.setattr(sys, "executable", python)
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 2
+    assert "not valid UTF-8" in capsys.readouterr().err
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+    from tether.hooks.install import hook_command
+
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook_command("claude-code", None)}]}]}}
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings))  # \udce9, as JSON escapes it
+    assert status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "none")]) == 1
+    out = capsys.readouterr().out
+    assert "tether's command cannot run" in out and "caf\\xe9" in out, out
+
+
+def test_bash_is_never_taken_from_a_relative_path_entry(tmp_path: Path, monkeypatch) -> None:
+    from tether.hooks.install import hook_command
+
+    planted = tmp_path / "bash"
+    planted.write_text("#!/bin/sh\necho planted\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", ".:" + os.environ.get("PATH", "/usr/bin:/bin"))
+    assert not hook_command("claude-code", None).startswith("./"), "a project's ./bash would run every call"
+
+
+def test_status_runs_only_a_program_named_like_python(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    fake = tmp_path / "not-python"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake.chmod(0o755)
+    found = status.probe(str(fake))
+    assert isinstance(found, str) and "does not look like a Python interpreter" in found
+    assert not marker.exists()
+    link = tmp_path / "python3"
+    link.symlink_to(fake)  # named python, resolving to something else
+    assert "does not look like" in str(status.probe(str(link))) and not marker.exists()

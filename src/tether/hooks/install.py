@@ -105,7 +105,8 @@ def hook_command(agent: str, envelope: Path | None) -> str:
     """The bash client where bash exists (a call the daemon answers costs bash's start-up and a round trip, no
     Python), else :func:`launcher_command`. The client falls back to that same launcher, run by this
     interpreter, whenever the daemon cannot answer it."""
-    bash = shutil.which("bash")
+    path = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    bash = shutil.which("bash", path=os.pathsep.join(p for p in path if os.path.isabs(p)))  # never ./bash
     if not bash:
         return launcher_command(agent, envelope)
     client = Path(__file__).resolve().with_name("hook.sh")
@@ -123,6 +124,24 @@ def _command(program: list[str], agent: str, envelope: Path | None) -> str:
     """``program AGENT [--envelope FILE] || exit 2``: if it cannot even start, the agent reads "blocked"."""
     options = ["--envelope", str(envelope.resolve())] if envelope else []
     return shlex.join([*program, agent, *options]) + " || exit 2"
+
+
+def unrunnable(command: str) -> str | None:
+    """Why the agent could not run ``command`` as written whatever is installed: a path in it that is not UTF-8
+    (settings are UTF-8 JSON; the agent would run another, mangled path), an empty word (an embedded Python
+    whose ``sys.executable`` is empty), not valid shell."""
+    try:
+        command.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = command.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return f"{shown} names a path that is not valid UTF-8, which the agent's settings (UTF-8 JSON) cannot hold"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return f"{command} is not valid shell"
+    if "" in words:
+        return f"{command} names an empty path (a Python that does not know its own, sys.executable empty)"
+    return None
 
 
 def ours(entry: Any, agent: str) -> bool:
@@ -600,6 +619,9 @@ def install(
             else "--lock only goes with --managed (allowManagedHooksOnly is read from managed settings only)"
         )
     command = hook_command(agent, envelope)
+    problem = unrunnable(command)
+    if problem:
+        raise InstallError(f"{problem}: install tether where its path is plain UTF-8; nothing was changed")
     path = target.path
     if target.scope == "managed":
         _check_managed(agent, command, path)

@@ -46,11 +46,13 @@ from .install import (
     shared_changeable,
     shared_problem,
     unreadable_for_others,
+    unrunnable,
 )
 from .relay import socket_path
 
 USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
 PROBE_TIMEOUT_S = 30
+PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*t?\Z")
 #: What an interpreter named in a hook command says about the tether it imports.
 PROBE = "import json, os, tether; print(json.dumps([tether.__version__, os.path.dirname(tether.__file__)]))"
 
@@ -177,7 +179,11 @@ def this_tether() -> dict[str, str]:
 
 def probe(python: str) -> tuple[str, str] | str:
     """(version, package directory) of the tether ``python`` imports, as a hook call would (``-I``: no
-    ``PYTHON*`` variables, no user site), or what went wrong."""
+    ``PYTHON*`` variables, no user site), or what went wrong. Only a program named like a Python interpreter
+    (as written and as resolved) is run: the name comes from a settings file, and ``-I -c CODE`` means other
+    things to other programs."""
+    if not all(PYTHON_NAME.match(os.path.basename(p)) for p in (python, os.path.realpath(python))):
+        return f"{python} does not look like a Python interpreter (python3, python3.12, pypy3…): not run"
     try:
         done = subprocess.run(
             [python, "-I", "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False, cwd="/"
@@ -261,6 +267,9 @@ def check_command(
 
 def parse_command(command: str) -> tuple[list[str], str, str] | str:
     """(words, the client or launcher, the interpreter) of a tether command, or why it is not one of those."""
+    problem = unrunnable(command)
+    if problem:
+        return f"tether's command cannot run: {problem}"
     try:
         words = shlex.split(command.removesuffix(" || exit 2"))
     except ValueError:
@@ -528,5 +537,6 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"error: --managed-dir needs the agent (their managed directories differ)\n{USAGE}\n")
         return 2
     out = report(agents, directory.resolve(), managed_dir)
-    print(json.dumps(out, indent=2) if as_json else text(out))
+    shown = json.dumps(out, indent=2) if as_json else text(out)
+    print(shown.encode("utf-8", "backslashreplace").decode("utf-8"))  # a path that is not UTF-8, escaped
     return 0 if out["ok"] else 1
