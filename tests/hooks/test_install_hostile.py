@@ -466,3 +466,66 @@ def test_status_runs_only_a_program_named_like_python(tmp_path: Path) -> None:
     link = tmp_path / "python3"
     link.symlink_to(fake)  # named python, resolving to something else
     assert "does not look like" in str(status.probe(str(link))) and not marker.exists()
+
+
+# --- links out of where the install writes ------------------------------------------------------------------------
+
+
+def test_a_project_whose_settings_folder_links_out_of_it_is_refused(tmp_path: Path, capsys) -> None:
+    """A cloned repository's ``.claude`` pointing elsewhere (another user's dotfiles, ``/etc/claude-code/
+    managed-settings.d``): a project install, perhaps run as root, must not write there."""
+    project, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / ".claude").symlink_to(elsewhere)
+    assert main(["claude-code", "--dir", str(project)]) == 2
+    assert uninstall_main(["claude-code", "--dir", str(project)]) == 2
+    assert "is a link out of the project" in capsys.readouterr().err
+    assert os.listdir(elsewhere) == []
+    (project / ".claude").unlink()
+    (project / "shared-settings").mkdir()
+    (project / ".claude").symlink_to("shared-settings")  # a link within the project is fine
+    assert main(["claude-code", "--dir", str(project)]) == 0
+    assert (project / "shared-settings" / "settings.json").is_file()
+
+
+def test_a_venv_whose_pyvenv_cfg_others_could_edit_is_refused(shared: Path, monkeypatch, capsys) -> None:
+    """A venv's interpreter reads ``pyvenv.cfg`` at start-up (its ``home`` picks the base interpreter)."""
+    if not os.path.isfile(SHARED_PYTHON):
+        pytest.skip("no system python3")
+    venv = shared / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python3").symlink_to(SHARED_PYTHON)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "pyvenv.cfg").chmod(0o666)
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python3"))
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
+    assert f"{venv / 'pyvenv.cfg'} (mode -rw-rw-rw-" in capsys.readouterr().err
+    (venv / "pyvenv.cfg").chmod(0o644)
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_a_managed_dir_linking_into_another_users_directory_is_refused(shared: Path, shared_python, capsys):
+    """``/etc/claude-code`` a link to a root-owned 0755 directory inside a user's home: the user cannot edit
+    the directory, but can rename it away and put their own in its place."""
+    home = shared / "home-dev"
+    (home / "cc").mkdir(parents=True)
+    os.chown(home, 65534, 65534)
+    link = shared / "etc-claude-code"
+    link.symlink_to(home / "cc")
+    assert main(["claude-code", "--managed", "--managed-dir", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert f"{home} (owned by uid 65534" in err, err
+    assert os.listdir(home / "cc") == []
+
+
+def test_a_reinstall_without_lock_never_unlocks_and_uninstall_does(shared: Path, shared_python) -> None:
+    managed = shared / "m"
+    drop_in = managed / "managed-settings.d" / "tether.json"
+    assert main(["claude-code", "--managed", "--lock", "--managed-dir", str(managed)]) == 0
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    assert json.loads(drop_in.read_text())["allowManagedHooksOnly"] is True
+    assert uninstall_main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    assert not drop_in.exists()

@@ -417,6 +417,9 @@ def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]]] | str:
         if word.startswith("/"):
             executable = i == 0 or (i == 2 and is_script(words[1], CLIENT))
             checks.append((Path(word), 0o5 if executable else 0o4))
+            venv = Path(word).parent.parent / "pyvenv.cfg"  # a venv's interpreter reads it at start-up
+            if executable and venv.is_file():
+                checks.append((venv, 0o4))
     return package, checks
 
 
@@ -507,7 +510,17 @@ class Target:
 
     @property
     def path(self) -> Path:
-        return settings_file(self.agent, self.scope, (self.directory or Path.cwd()).resolve(), self.managed_dir)
+        """The settings file. InstallError for a project whose ``.claude`` / ``.codex`` is a link out of it: a
+        project install would write (as whoever runs it, perhaps root) wherever a cloned repository points."""
+        project = (self.directory or Path.cwd()).resolve()
+        path = settings_file(self.agent, self.scope, project, self.managed_dir)
+        real = os.path.realpath(path.parent)
+        if self.scope == "project" and os.path.commonpath([real, project]) != str(project):
+            raise InstallError(
+                f"{path.parent} is a link out of the project (to {real}); tether does not follow it: edit the"
+                " settings there yourself, or use --user / --managed; not changed"
+            )
+        return path
 
 
 def _make_dirs(directory: Path, shared: bool) -> None:
@@ -533,7 +546,8 @@ def shared_changeable(path: Path) -> str | None:
     """Why a user other than root (or the one installing) could change what ``path`` says: its nearest existing
     directory or the file itself is theirs to write (:func:`changeable`)."""
     existing = next((d for d in (path.parent, *path.parent.parents) if d.exists()), Path("/"))
-    return changeable(existing) or (changeable(path) if path.exists() else None)
+    paths = [existing, Path(os.path.realpath(existing))] + ([path] if path.exists() else [])
+    return next((p for p in map(changeable, paths) if p), None)  # a linked directory: where it leads, too
 
 
 def _check_managed(agent: str, command: str, path: Path) -> None:
