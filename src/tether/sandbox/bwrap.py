@@ -238,7 +238,9 @@ class BwrapSandbox:
         args = list(layout.args)
         if proxy_dir is not None:
             args += [*layout.dirs_for(Path(SANDBOX_SOCKET_DIR)), "--ro-bind", str(proxy_dir), SANDBOX_SOCKET_DIR]
-        listings = self._listings.setdefault(workspace, Listings())
+        listings = self._listings.get(workspace)
+        if listings is None:
+            listings = self._listings[workspace] = Listings()
         args += [*masks(workspace, self.deny, listings).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
         if self.setpriv is not None:
             uid, gid = str(self.user.uid), str(self.user.gid)
@@ -296,7 +298,8 @@ class BwrapSandbox:
 
     def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         env = build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides=self._fixed_env)
-        return env | dict(self.carried.env)
+        env.update(self.carried.env)  # a fresh dict: build_env's own
+        return env
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -376,6 +379,9 @@ class BwrapSandbox:
                 inner = ["/bin/bash", "-c", f'{limits}; {unpack}{start} && exec "$@"', "tether", *to_argv(command)]
             proxy_dir = proxy.directory if proxy is not None else None
             argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
+            child_env = self.env(env)
+            if proxy is not None:
+                child_env.update(proxy_env())
             # If tether is a subreaper (see .reaper), bwrap's inner process may come back.
             try:
                 with Leftovers() as leftovers:
@@ -387,7 +393,7 @@ class BwrapSandbox:
                     got = run_captured(
                         argv,
                         cwd=cwd,
-                        env=self.env(env) | (proxy_env() if proxy is not None else {}),
+                        env=child_env,
                         timeout_s=timeout_s,
                         cap=self.cap,
                         kill=kill,

@@ -94,7 +94,7 @@ def run_captured(
             stdout=out_w,
             stderr=err_w,
             cwd=cwd,
-            env=dict(env),
+            env=env,  # read, never changed: Popen encodes it into its own list
             start_new_session=new_session,
             process_group=None if new_session else 0,
             pass_fds=tuple(pass_fds),
