@@ -529,3 +529,29 @@ def test_a_reinstall_without_lock_never_unlocks_and_uninstall_does(shared: Path,
     assert json.loads(drop_in.read_text())["allowManagedHooksOnly"] is True
     assert uninstall_main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
     assert not drop_in.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a program to another user")
+def test_status_as_root_never_runs_a_program_another_user_could_change(tmp_path: Path, shared: Path, capsys):
+    """``sudo tether hook status`` with a developer's HOME (sudo -E) reads their settings: the interpreter named
+    there is theirs to change, so root must not run it."""
+    from tether.hooks.install import hook_command
+
+    theirs = shared / "dev-venv" / "bin"
+    theirs.mkdir(parents=True)
+    marker = shared / "ran"
+    fake = theirs / "python3"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    fake.chmod(0o755)
+    os.chown(fake, 65534, 65534)
+    user = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    user.parent.mkdir()
+    command = hook_command("claude-code", None).replace(sys.executable, str(fake))
+    entry = {"hooks": [{"type": "command", "command": command}]}
+    user.write_text(json.dumps({"hooks": {event: [entry] for event in EVENTS["claude-code"]}}))
+    status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(shared / "none"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert not marker.exists(), "root ran a program another user could change"
+    (layer,) = [la for la in out["agents"]["claude-code"]["layers"] if la["file"] == str(user)]
+    (cmd,) = layer["commands"]
+    assert cmd["runnable"] is False and "is another user's to change" in cmd["notes"][0], cmd

@@ -34,6 +34,7 @@ from .install import (
     LAUNCHER,
     LOCK_KEY,
     InstallError,
+    changeable,
     changeable_by_others,
     default_managed_dir,
     groups_of,
@@ -233,9 +234,9 @@ def check_command(
     if problems:
         return problems
     script_package = os.path.realpath(Path(script).parent.parent)
-    if layer.layer in ("project", "local") and inside(python, project):
-        # A project's settings are the project's to write: status runs no program from the project it checks.
-        cmd.notes.append(f"{python} is inside the project: not run; the code check reads {script_package}")
+    untrusted = not_to_run(python, layer, project)
+    if untrusted:
+        cmd.notes.append(f"{untrusted}: not run; the code check reads {script_package}")
         cmd.version, cmd.package = static_version(script_package), script_package
     else:
         found = probe(python)
@@ -263,6 +264,17 @@ def check_command(
             )
         )
     return problems
+
+
+def not_to_run(python: str, layer: Layer, project: Path) -> str | None:
+    """Why status must not run ``python``: it lies inside the project it checks (a project's settings are the
+    project's to write, a cloned repository's files are its authors'), or a user other than root and the one
+    running status could change it (``sudo tether hook status`` reading a developer's settings must not run
+    the developer's program as root)."""
+    if layer.layer in ("project", "local") and inside(python, project):
+        return f"{python} is inside the project"
+    loose = changeable(Path(python)) or changeable(Path(os.path.realpath(python)))
+    return f"{python} is another user's to change ({loose})" if loose else None
 
 
 def parse_command(command: str) -> tuple[list[str], str, str] | str:
