@@ -555,3 +555,40 @@ def test_status_as_root_never_runs_a_program_another_user_could_change(tmp_path:
     (layer,) = [la for la in out["agents"]["claude-code"]["layers"] if la["file"] == str(user)]
     (cmd,) = layer["commands"]
     assert cmd["runnable"] is False and "is another user's to change" in cmd["notes"][0], cmd
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+def test_status_says_a_client_or_envelope_this_user_cannot_read_is_a_problem(shared: Path) -> None:
+    """bash needs only to read the client (not run it), but it must read it: a 0600 root-owned hook.sh fails
+    every call of every other user, though it exists and the interpreter imports tether fine."""
+    client = shared / "tether" / "hooks" / "hook.sh"
+    client.parent.mkdir(parents=True)
+    client.write_text("exit 2\n")
+    client.chmod(0o755)
+    envelope = shared / "envelope.yaml"
+    envelope.write_text("x: 1\n")
+    envelope.chmod(0o600)
+    words = ["/usr/bin/bash", str(client), SHARED_PYTHON, "claude-code", "--envelope", str(envelope)]
+    code = (
+        "import json, sys; from tether.hooks.status import missing_files; "
+        f"print(json.dumps(missing_files({words!r}, {str(client)!r}, {SHARED_PYTHON!r})))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+
+    def as_nobody() -> list[str]:
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SHARED_PYTHON, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return json.loads(done.stdout)
+
+    assert as_nobody() == [f"the envelope {envelope} named in tether's command cannot be read by this user"]
+    envelope.chmod(0o644)
+    client.chmod(0o711)  # runnable, not readable: bash cannot read the script
+    assert as_nobody() == [f"{client} in tether's command cannot be read by this user"]
+    client.chmod(0o644)
+    assert as_nobody() == []

@@ -301,15 +301,20 @@ def missing_files(words: list[str], script: str, python: str) -> list[str]:
     for path, executable in dict.fromkeys(needed):
         if not os.path.isabs(path):
             problems.append(f"{path} in tether's command is not an absolute path")
-        elif not os.path.isfile(path) or (executable and not os.access(path, os.X_OK)):
-            what = "does not exist" if not os.path.exists(path) else "is not an executable file"
-            problems.append(f"{path} in tether's command {what} (a moved or deleted venv?)")
+        elif not os.path.exists(path):
+            problems.append(f"{path} in tether's command does not exist (a moved or deleted venv?)")
+        elif not os.path.isfile(path):
+            problems.append(f"{path} in tether's command is not a file")
+        elif not os.access(path, os.X_OK if executable else os.R_OK):  # bash reads the client: it need not run
+            problems.append(f"{path} in tether's command cannot be {'run' if executable else 'read'} by this user")
     if "--envelope" in words:
         envelope = words[words.index("--envelope") + 1 :][:1]
         if not envelope or not os.path.isfile(envelope[0]):
             problems.append(
                 f"the envelope {envelope[0] if envelope else '(none)'} named in tether's command is missing"
             )
+        elif not os.access(envelope[0], os.R_OK):
+            problems.append(f"the envelope {envelope[0]} named in tether's command cannot be read by this user")
     return problems
 
 
