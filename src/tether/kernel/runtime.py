@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tether.canonical import content_hash
 from tether.control.fold import RunFold
 from tether.control.loop import HumanRequired, control_state, observe, stop_reason
-from tether.envelope.schema import ContextSettings, Effect, Envelope, Price, Rule, Trust
+from tether.envelope.schema import ContextSettings, Effect, Envelope, Price, Rule, ToolContract, Trust
 from tether.envelope.trust import trust_of
 from tether.errors import InputError, ProviderError, RuntimeFailure, SandboxUnavailable
 from tether.events.chain import GENESIS
@@ -193,6 +193,7 @@ class Runtime:
             self._take(e)
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self._manifests: Manifests | None = None
+        self._specs: tuple[tuple[ToolContract, ...], tuple[ToolSpec, ...]] | None = None  # tool_specs()
         self._recorded: Counted | None = None  # the last recorded call's prompt, in this driver
         self.snapshots = Snapshots(store, workspace, self.state.baseline)
         environment = env.environment
@@ -280,7 +281,7 @@ class Runtime:
     # ---- effects ---------------------------------------------------------------------------
 
     def call_model(self, step: CallModel) -> None:
-        specs = [ToolSpec(t.contract.name, t.contract.purpose, t.contract.input_schema) for t in self.tools.values()]
+        specs = self.tool_specs()
         agent, retry = self.env.agent, self.env.retry
         window_setting = getattr(getattr(self.model, "profile", None), "window_setting", WINDOW_SETTING)
         limits = limits_for(
@@ -388,6 +389,15 @@ class Runtime:
         if cut_off:
             batch.append(ModelTruncated(turn=step.turn, max_tokens=cap.max_tokens, not_run=[i for i, _ in calls]))
         self.append_many(batch)  # a turn is recorded whole or not at all
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The tools as the model is told about them, built again only when a tool's contract changed (the
+        tools are re-read at each step: a resumed or extended run may add or drop some)."""
+        contracts = tuple(t.contract for t in self.tools.values())
+        cached = self._specs
+        if cached is None or cached[0] != contracts:  # identity first, then a frozen contract's fields
+            cached = self._specs = (contracts, tuple(ToolSpec(c.name, c.purpose, c.input_schema) for c in contracts))
+        return cached[1]
 
     def prompt(self, specs: Sequence[ToolSpec]) -> Counted:
         """The messages of the next call, rebuilt from the log, with their manifest and token counts."""
