@@ -48,6 +48,7 @@ SAMPLES = [
     "٣٤٥٦٧٨٩٠١٢ digits in another script, ① ² ½ and a fullwidth \uff20 sign: a\uff20b\uff0ecd",
     "",
     "no values here at all",
+    "exit 1: 7 of 9 passed, 0 skipped, ٣ and ① alone, 10 and 0.5 and 5.0",  # one-digit numbers are never values
 ]
 
 

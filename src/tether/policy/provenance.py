@@ -189,6 +189,8 @@ def candidates(text: str, *, every: bool = True) -> list[Value]:
     found += [h for k, raw, start, _ in found if k in (ValueKind.URL, ValueKind.EMAIL) for h in _host_of(k, raw, start)]
     out = []
     for kind, raw, start, end in found:
+        if kind is ValueKind.NUMBER and len(raw) < 2:  # one digit: fewer than the two a number needs (below)
+            continue
         norm = canonical_number(raw) if kind is ValueKind.NUMBER else _canonical(kind, raw)
         if norm and not (kind is ValueKind.NUMBER and sum(c.isdigit() for c in norm.lstrip("0.-")) < 2):
             out.append(Value(kind, norm, start, end))
