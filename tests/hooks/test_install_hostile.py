@@ -592,3 +592,36 @@ def test_status_says_a_client_or_envelope_this_user_cannot_read_is_a_problem(sha
     assert as_nobody() == [f"{client} in tether's command cannot be read by this user"]
     client.chmod(0o644)
     assert as_nobody() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+@pytest.mark.parametrize("closed", ["managed", "drop-ins"])
+def test_a_managed_directory_this_user_cannot_search_is_named_not_a_crash(shared: Path, closed: str) -> None:
+    """An admin's umask 077 made /etc/claude-code (or its managed-settings.d) 0700: status run by a developer
+    names it (not "no file", not a traceback); uninstall exits 1 naming it."""
+    managed = shared / "m"
+    (managed / "managed-settings.d").mkdir(parents=True)
+    (managed / "managed-settings.d" / "tether.json").write_text("{}")
+    (managed if closed == "managed" else managed / "managed-settings.d").chmod(0o700)
+    home = shared / "home"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": str(home), "TETHER_HOOK_SOCKET": str(home / "s")}
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SHARED_PYTHON, "-m", "tether.cli.main"]
+
+    def run(verb: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*nobody, "hook", verb, "claude-code", *flags, "--managed-dir", str(managed)],
+            env=env,
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    done = run("status")
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "failed" not in done.stderr, done.stderr
+    assert "Permission denied" in done.stdout, done.stdout
+    done = run("uninstall", "--managed")
+    assert done.returncode == 1 and "Permission denied" in done.stderr, done.stderr

@@ -295,6 +295,18 @@ def parse_json(text: str, rewrite: bool = True) -> Any:
         raise ValueError("nested too deeply") from e
 
 
+def there(path: Path) -> bool | str:
+    """Whether ``path`` exists, or why that cannot be known (a directory above it this user may not search:
+    neither "no file" nor a crash)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return os.path.islink(path)  # a dangling link is there (and unreadable)
+    except OSError as e:
+        return f"cannot check it ({e.strerror})"
+    return True
+
+
 def read_settings(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when there is no file. InstallError for a symbolic link (replacing it
     would turn the link into a plain file and detach whatever it pointed to), something that is not a regular
@@ -535,9 +547,9 @@ def _make_dirs(directory: Path, shared: bool) -> None:
 def shared_problem(path: Path) -> str | None:
     """Why another user could not read ``path`` (its existing directories must let others in, an existing
     file must be readable by them); None when nothing stands in the way."""
-    existing = next((d for d in (path.parent, *path.parent.parents) if d.exists()), Path("/"))
+    existing = next((d for d in (path.parent, *path.parent.parents) if os.path.exists(d)), Path("/"))
     problem = _other_access(existing, 0o1)
-    if problem is None and path.exists():
+    if problem is None and os.path.exists(path):  # (False where a directory above cannot be searched)
         problem = _other_access(path, 0o4)
     return problem
 
@@ -545,8 +557,8 @@ def shared_problem(path: Path) -> str | None:
 def shared_changeable(path: Path) -> str | None:
     """Why a user other than root (or the one installing) could change what ``path`` says: its nearest existing
     directory or the file itself is theirs to write (:func:`changeable`)."""
-    existing = next((d for d in (path.parent, *path.parent.parents) if d.exists()), Path("/"))
-    paths = [existing, Path(os.path.realpath(existing))] + ([path] if path.exists() else [])
+    existing = next((d for d in (path.parent, *path.parent.parents) if os.path.exists(d)), Path("/"))
+    paths = [existing, Path(os.path.realpath(existing))] + ([path] if os.path.exists(path) else [])
     return next((p for p in map(changeable, paths) if p), None)  # a linked directory: where it leads, too
 
 
@@ -659,7 +671,10 @@ def uninstall(
     is left in it."""
     target = Target(agent, scope, directory, managed_dir)
     path = target.path
-    if not path.exists() and not path.is_symlink():
+    found = there(path)
+    if isinstance(found, str):
+        raise InstallError(f"{path}: {found}; nothing was changed. {_as_root(path)}", exit=1)
+    if not found:
         return path, 0
     drop_in = scope == "managed" and agent == "claude-code"
 

@@ -46,6 +46,7 @@ from .install import (
     settings_file,
     shared_changeable,
     shared_problem,
+    there,
     unreadable_for_others,
     unrunnable,
 )
@@ -98,17 +99,9 @@ def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]
         files = [("managed", managed / "hooks.json")]
         files += [("managed", managed / name) for name in ("config.toml", "requirements.toml")]
         files += [("project", directory / ".codex" / "config.toml"), ("user", home / "config.toml")]
-        files = [(name, path) for name, path in files if path.suffix != ".toml" or path.exists()]
+        files = [(name, path) for name, path in files if path.suffix != ".toml" or there(path) is not False]
     else:
-        files = [("managed", managed / "managed-settings.json")]
-        drop_ins = managed / "managed-settings.d"
-        if drop_ins.is_dir():  # Claude Code merges them after the base file, sorted by name, hidden ones skipped
-            names = sorted(
-                p.name for p in drop_ins.iterdir() if p.name.endswith(".json") and not p.name.startswith(".")
-            )
-            files += [("managed", drop_ins / name) for name in names]
-        else:
-            files.append(("managed", settings_file(agent, "managed", directory, managed)))
+        files = [("managed", managed / "managed-settings.json"), *drop_in_files(agent, directory, managed)]
         files.append(("local", directory / ".claude" / "settings.local.json"))
     files += [
         ("project", settings_file(agent, "project", directory)),
@@ -118,9 +111,26 @@ def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]
     return [read_layer(name, path, agent) for name, path in sorted(files, key=lambda f: order.index(f[0]))]
 
 
+def drop_in_files(agent: str, directory: Path, managed: Path) -> list[tuple[str, Path]]:
+    """Claude Code's managed drop-ins (merged after the base file, sorted by name, hidden ones skipped); where
+    there is no drop-in directory, the file tether's install would write. A directory this user cannot list
+    is itself the layer (read_layer names why)."""
+    drop_ins = managed / "managed-settings.d"
+    try:
+        if not drop_ins.is_dir():
+            return [("managed", settings_file(agent, "managed", directory, managed))]
+        names = sorted(p.name for p in drop_ins.iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
+    except OSError:
+        return [("managed", drop_ins)]
+    return [("managed", drop_ins / name) for name in names]
+
+
 def read_layer(name: str, path: Path, agent: str) -> Layer:
-    layer = Layer(name, str(path), exists=path.exists(), link=os.readlink(path) if path.is_symlink() else None)
-    if not layer.exists:
+    found = there(path)
+    layer = Layer(name, str(path), exists=found is not False, link=os.readlink(path) if os.path.islink(path) else None)
+    if isinstance(found, str):
+        layer.error = found
+    if found is not True:
         return layer
     try:
         if path.suffix == ".toml":
