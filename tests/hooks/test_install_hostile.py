@@ -625,3 +625,25 @@ def test_a_managed_directory_this_user_cannot_search_is_named_not_a_crash(shared
     assert "Permission denied" in done.stdout, done.stdout
     done = run("uninstall", "--managed")
     assert done.returncode == 1 and "Permission denied" in done.stderr, done.stderr
+
+
+def test_install_then_uninstall_gives_back_a_file_byte_for_byte(tmp_path: Path) -> None:
+    """A file in the layout tether writes (2-space JSON): every byte comes back, non-ASCII text included (it
+    was turned into \\u escapes); a lone surrogate escape stays an escape."""
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    theirs = {
+        "model": "opus",
+        "statusLine": {"type": "command", "command": "echo 'café ✓ 日本'"},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}]},
+        "env": {"X": "\u2028"},
+    }
+    text = json.dumps(theirs, indent=2, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert "café ✓ 日本" in path.read_text(encoding="utf-8")
+    assert uninstall_main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert path.read_bytes() == text.encode("utf-8")
+    path.write_text('{"x": "\\ud800"}')
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    assert '"\\ud800"' in path.read_text() and json.loads(path.read_text())["x"] == "\ud800"

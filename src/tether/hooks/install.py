@@ -130,9 +130,7 @@ def unrunnable(command: str) -> str | None:
     """Why the agent could not run ``command`` as written whatever is installed: a path in it that is not UTF-8
     (settings are UTF-8 JSON; the agent would run another, mangled path), an empty word (an embedded Python
     whose ``sys.executable`` is empty), not valid shell."""
-    try:
-        command.encode("utf-8")
-    except UnicodeEncodeError:
+    if not _utf8(command):
         shown = command.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         return f"{shown} names a path that is not valid UTF-8, which the agent's settings (UTF-8 JSON) cannot hold"
     try:
@@ -378,7 +376,9 @@ def write_atomically(
         path.unlink()
         _sync_directory(path.parent)
         return True
-    text = json.dumps(settings, indent=2, allow_nan=False) + "\n"
+    text = json.dumps(settings, indent=2, allow_nan=False, ensure_ascii=False) + "\n"  # é stays é
+    if not _utf8(text):  # a lone surrogate, as a \ud800 escape read it: written back escaped
+        text = json.dumps(settings, indent=2, allow_nan=False) + "\n"
     mode = path.stat().st_mode & 0o777 if path.exists() else mode
     mode &= ~0o022 if strict else 0o777
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
@@ -397,6 +397,14 @@ def write_atomically(
             os.unlink(tmp)
         raise
     _sync_directory(path.parent)
+    return True
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 
