@@ -110,6 +110,23 @@ def test_the_collector_is_left_as_the_caller_had_it(tmp_path: Path) -> None:
     assert probe["exit"] == 0 and probe["gc"][0] is False and probe["gc"][1] > 10_000
 
 
+def test_the_collector_is_restored_when_the_import_fails() -> None:
+    """An import that fails half-way (a module of the deciding code missing) leaves the collector on."""
+    probe = """
+import gc, json, sys
+sys.modules["tether.hooks.session"] = None  # importing the deciding code fails at this module
+from tether.hooks.entry import import_deciding_code
+try:
+    import_deciding_code()
+    failed = False
+except ImportError:
+    failed = True
+print(json.dumps([failed, gc.isenabled()]))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout) == [True, True]
+
+
 def test_pydantic_takes_only_get_plugins_from_its_plugin_loader() -> None:
     """hooks/entry.py stands in for ``pydantic.plugin._loader`` with a module that has only ``get_plugins``
     (plugins disabled): that holds while pydantic takes nothing else from it. A pydantic that does fails here,
