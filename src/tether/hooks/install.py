@@ -253,6 +253,11 @@ def read_text(path: Path) -> str:
     """``path``'s text, UTF-8, read without blocking: OSError for anything but a regular file (a FIFO would hang
     the reader, a device would never end) or for one over :data:`MAX_SETTINGS_BYTES`; ValueError for bytes
     that are not UTF-8."""
+    return read_bytes(path).decode("utf-8")
+
+
+def read_bytes(path: Path) -> bytes:
+    """:func:`read_text`'s bytes."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
@@ -261,7 +266,7 @@ def read_text(path: Path) -> str:
         data = f.read(MAX_SETTINGS_BYTES + 1)
     if len(data) > MAX_SETTINGS_BYTES:
         raise OSError(f"larger than {MAX_SETTINGS_BYTES >> 20} MiB")
-    return data.decode("utf-8")
+    return data
 
 
 def parse_json(text: str, rewrite: bool = True) -> Any:
@@ -364,14 +369,14 @@ def write_atomically(
     settings: dict[str, Any] | None,
     mode: int = 0o644,
     strict: bool = False,
-    expect: tuple[int, ...] | bool | None = False,
+    expect: bytes | bool | None = False,  # False: whatever is there
 ) -> bool:
     """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions
     (``strict``, a file every user reads and none may change: without group or other write); the rename (or
-    the deletion) is on disk when this returns. With ``expect`` (:func:`signature` of the file as read):
+    the deletion) is on disk when this returns. With ``expect`` (:func:`content` of the file as read):
     False, nothing written, when another program changed the file since (its edit would be lost)."""
     if settings is None:
-        if expect is not False and signature(path) != expect:
+        if expect is not False and content(path) != expect:
             return False
         path.unlink()
         _sync_directory(path.parent)
@@ -388,7 +393,7 @@ def write_atomically(
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
-        if expect is not False and signature(path) != expect:
+        if expect is not False and content(path) != expect:
             os.unlink(tmp)
             return False
         os.replace(tmp, path)
@@ -408,14 +413,13 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def signature(path: Path) -> tuple[int, ...] | None:
-    """What changes when any program rewrites ``path`` (inode, size, modification and change times); None when
-    there is no file."""
+def content(path: Path) -> bytes | None:
+    """What ``path`` holds (None: no file), to tell whether another program rewrote it since: by its bytes, not
+    its times, which the kernel keeps in ticks of milliseconds (two saves in one tick look alike)."""
     try:
-        info = os.stat(path, follow_symlinks=False)
+        return read_bytes(path)
     except FileNotFoundError:
         return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _sync_directory(directory: Path) -> None:
@@ -616,7 +620,10 @@ def _edit(path: Path, change: Any, shared: bool = False) -> Any:
         _make_dirs(path.parent, shared)
         for _ in range(EDIT_ATTEMPTS):
             with _locked(path.parent):
-                before = signature(path)
+                try:
+                    before = content(path)
+                except OSError:
+                    before = None  # not a file tether reads: read_settings says why
                 settings, result = change(read_settings(path))
                 if settings is False or write_atomically(path, settings, strict=shared, expect=before):
                     return result
