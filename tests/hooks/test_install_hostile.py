@@ -236,6 +236,12 @@ def test_the_package_is_checked_file_by_file(tmp_path: Path) -> None:
         assert changeable_by_others(command) == [
             f"{package}/tether/kernel.py (mode -rw-rw-rw-: users other than its owner can change it)"
         ]
+        (package / "tether" / "kernel.py").chmod(0o644)
+        (package / "tether" / "__pycache__").mkdir(mode=0o777)
+        (package / "tether" / "__pycache__").chmod(0o777)  # a planted kernel.cpython-311.pyc would run instead
+        assert changeable_by_others(command) == [
+            f"{package}/tether/__pycache__ (mode drwxrwxrwx: users other than its owner can change it)"
+        ]
     finally:
         shutil.rmtree(package)
 

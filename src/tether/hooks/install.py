@@ -475,8 +475,7 @@ def changeable_by_others(command: str) -> list[str]:
     package, checks = found
     paths = [p for path, _ in checks for p in (path, Path(os.path.realpath(path)))]
     problems = [changeable(p) for p in dict.fromkeys(paths)]
-    for root, dirs, files in os.walk(package):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
+    for root, dirs, files in os.walk(package):  # __pycache__ too: Python runs a .pyc planted there
         problems += [_writable(Path(root, name)) for name in [*dirs, *files]]
     return list(dict.fromkeys(p for p in problems if p))
 
