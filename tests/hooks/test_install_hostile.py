@@ -653,3 +653,39 @@ def test_install_then_uninstall_gives_back_a_file_byte_for_byte(tmp_path: Path) 
     path.write_text('{"x": "\\ud800"}')
     assert main(["claude-code", "--dir", str(tmp_path)]) == 0
     assert '"\\ud800"' in path.read_text() and json.loads(path.read_text())["x"] == "\ud800"
+
+
+def test_a_user_layer_inside_the_project_runs_nothing_from_the_project(tmp_path: Path, monkeypatch, capsys):
+    """``CLAUDE_CONFIG_DIR=./.cfg`` set by a project's .envrc: the "user" settings are the project's, and so is
+    the interpreter they name: status reads it, never runs it."""
+    from tether.hooks.install import hook_command
+
+    planted = tmp_path / ".venv" / "bin" / "python3"
+    planted.parent.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".cfg"))
+    (tmp_path / ".cfg").mkdir()
+    command = hook_command("claude-code", None).replace(sys.executable, str(planted))
+    entry = {"hooks": [{"type": "command", "command": command}]}
+    (tmp_path / ".cfg" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [entry]}}))
+    status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "none"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert not marker.exists(), "status ran a program the project planted"
+    (layer,) = [la for la in out["agents"]["claude-code"]["layers"] if la["layer"] == "user"]
+    assert "is inside the project: not run" in layer["commands"][0]["notes"][0]
+
+
+def test_the_code_digest_reads_each_file_bounded(tmp_path: Path, monkeypatch) -> None:
+    from tether.hooks import install
+
+    package = tmp_path / "tether"
+    package.mkdir()
+    (package / "__init__.py").write_text('__version__ = "0"\n')
+    huge = package / "huge.py"
+    with huge.open("wb") as f:  # sparse: 64 GiB that cost nothing on disk, and would take minutes to read
+        f.truncate(64 << 30)
+    monkeypatch.setattr(install, "MAX_SETTINGS_BYTES", 1 << 20)
+    status.fingerprint.cache_clear()
+    assert len(status.fingerprint(str(package))) == 16

@@ -41,6 +41,7 @@ from .install import (
     is_script,
     ours,
     parse_json,
+    read_bytes,
     read_text,
     sees_all,
     settings_file,
@@ -177,7 +178,11 @@ def fingerprint(package: str) -> str:
     root = Path(package)
     for path in sorted(root.rglob("*")):
         if path.suffix in (".py", ".sh") and path.is_file():
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+            try:
+                data = read_bytes(path)  # bounded: a package planted in a project may hold a 100 GB "module"
+            except OSError as e:
+                data = f"unreadable: {e}".encode()
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -281,8 +286,8 @@ def not_to_run(python: str, layer: Layer, project: Path) -> str | None:
     project's to write, a cloned repository's files are its authors'), or a user other than root and the one
     running status could change it (``sudo tether hook status`` reading a developer's settings must not run
     the developer's program as root)."""
-    if layer.layer in ("project", "local") and inside(python, project):
-        return f"{python} is inside the project"
+    if (layer.layer in ("project", "local") or inside(layer.file, project)) and inside(python, project):
+        return f"{python} is inside the project"  # (a user layer can lie in it too: CLAUDE_CONFIG_DIR=./x)
     loose = changeable(Path(python)) or changeable(Path(os.path.realpath(python)))
     return f"{python} is another user's to change ({loose})" if loose else None
 
