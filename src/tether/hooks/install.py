@@ -310,19 +310,21 @@ def there(path: Path) -> bool | str:
     return True
 
 
-def read_settings(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when there is no file. InstallError for a symbolic link (replacing it
-    would turn the link into a plain file and detach whatever it pointed to), something that is not a regular
-    file, or a file that is not a JSON object tether can write back whole (:func:`parse_json`)."""
+def read_settings(path: Path) -> tuple[dict[str, Any] | None, bytes | None]:
+    """The JSON object in ``path`` and the bytes it was read from; (None, None) when there is no file.
+    InstallError for a symbolic link (replacing it would turn the link into a plain file and detach whatever it
+    pointed to), something that is not a regular file, or a file that is not a JSON object tether can write
+    back whole (:func:`parse_json`)."""
     if path.is_symlink():
         raise InstallError(
             f"{path}: is a symbolic link (to {os.readlink(path)}); tether does not replace links: edit the"
             " target yourself, or replace the link with a plain file; not changed"
         )
-    if not path.exists():
-        return None
     try:
-        settings = parse_json(read_text(path) or "{}")
+        data = read_bytes(path)
+        settings = parse_json(data.decode("utf-8") or "{}")
+    except FileNotFoundError:
+        return None, None
     except PermissionError as e:
         raise InstallError(f"{path}: cannot read it ({e.strerror}); {_as_root(path)}", exit=1) from e
     except OSError as e:
@@ -331,7 +333,7 @@ def read_settings(path: Path) -> dict[str, Any] | None:
         raise InstallError(f"{path}: not valid JSON ({e}); fix or remove it, tether does not overwrite it") from e
     if not isinstance(settings, dict):
         raise InstallError(f"{path}: expected a JSON object at the top, got {type(settings).__name__}; not changed")
-    return settings
+    return settings, data
 
 
 def _as_root(path: Path) -> str:
@@ -619,11 +621,8 @@ def _edit(path: Path, change: Any, shared: bool = False) -> Any:
         _make_dirs(path.parent, shared)
         for _ in range(EDIT_ATTEMPTS):
             with _locked(path.parent):
-                try:
-                    before = content(path)
-                except OSError:
-                    before = None  # not a file tether reads: read_settings says why
-                settings, result = change(read_settings(path))
+                settings, before = read_settings(path)  # the edit is checked against the very bytes read
+                settings, result = change(settings)
                 if settings is False or write_atomically(path, settings, strict=shared, expect=before):
                     return result
     except PermissionError as e:
