@@ -222,7 +222,7 @@ def test_a_managed_command_or_layer_owned_by_another_user_is_refused(shared: Pat
 
 
 def test_the_package_is_checked_file_by_file(tmp_path: Path) -> None:
-    from tether.hooks.install import changeable_by_others
+    from tether.hooks.install import changeable_by_others, unreadable_for_others
 
     package = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-pkg-"))
     try:
@@ -236,7 +236,12 @@ def test_the_package_is_checked_file_by_file(tmp_path: Path) -> None:
         assert changeable_by_others(command) == [
             f"{package}/tether/kernel.py (mode -rw-rw-rw-: users other than its owner can change it)"
         ]
+        (package / "tether" / "kernel.py").chmod(0o600)  # pip under umask 077: other users cannot import it
+        assert unreadable_for_others(command) == [
+            f"{package}/tether/kernel.py (mode -rw-------: other users cannot read it)"
+        ]
         (package / "tether" / "kernel.py").chmod(0o644)
+        assert unreadable_for_others(command) == []
         (package / "tether" / "__pycache__").mkdir(mode=0o777)
         (package / "tether" / "__pycache__").chmod(0o777)  # a planted kernel.cpython-311.pyc would run instead
         assert changeable_by_others(command) == [

@@ -454,17 +454,35 @@ def unreadable_for_others(command: str) -> list[str]:
     an envelope under a directory they cannot enter (``/root/…``), a file they cannot read or run, tether's
     package (the interpreter imports it) not readable. Judged by the "other" permission bits, the path as
     written and the file it resolves to (a venv's ``python`` links to its base interpreter). The package is the
-    one the command's client or launcher sits in."""
+    one the command's client or launcher sits in, every module in it too (pip under umask 077 writes them
+    ``0600``)."""
     found = _command_paths(command)
     if isinstance(found, str):
         return [found]
-    problems = []
-    for path, need in found[1]:
-        for p in dict.fromkeys([path, Path(os.path.realpath(path))]):
-            problem = _other_access(p, need)
-            if problem:
-                problems.append(problem)
-    return list(dict.fromkeys(problems))
+    package, checks = found
+    problems: list[str | None] = []
+    for path, need in checks:
+        problems += [_other_access(p, need) for p in dict.fromkeys([path, Path(os.path.realpath(path))])]
+    if not any(problems):
+        inside: list[str | None] = []
+        for root, dirs, files in os.walk(package):
+            inside += [_other_bits(Path(root, d), 0o5) for d in dirs]
+            inside += [_other_bits(Path(root, f), 0o4) for f in files]
+        found_inside = [p for p in inside if p]
+        problems += found_inside[:3] + ([f"{len(found_inside) - 3} more in {package}"] if len(found_inside) > 3 else [])
+    return list(dict.fromkeys(p for p in problems if p))
+
+
+def _other_bits(path: Path, need: int) -> str | None:
+    """Why others lack ``need`` (``0o5`` read and run, ``0o4`` read) on ``path`` itself, by its mode bits."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        return f"{path} ({e.strerror})"
+    if mode & need != need:
+        kind = "read and run" if need & 0o1 else "read"
+        return f"{path} (mode {stat.filemode(mode)}: other users cannot {kind} it)"
+    return None
 
 
 def changeable_by_others(command: str) -> list[str]:
@@ -514,14 +532,7 @@ def _other_access(path: Path, need: int) -> str | None:
             return f"{path} (its directory {parent} cannot be read)"
         if not mode & stat.S_IXOTH:
             return f"{path} (under {parent}, mode {stat.filemode(mode)}: other users cannot enter it)"
-    try:
-        mode = path.stat().st_mode
-    except OSError as e:
-        return f"{path} ({e.strerror})"
-    if mode & need != need:
-        kind = "read and run" if need & 0o1 else "read"
-        return f"{path} (mode {stat.filemode(mode)}: other users cannot {kind} it)"
-    return None
+    return _other_bits(path, need)
 
 
 @dataclass(frozen=True)
