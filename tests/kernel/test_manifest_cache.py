@@ -189,3 +189,14 @@ def test_settled_records_read_back_as_appended() -> None:
         settled[4]
     joined = Joined(settled, 3, [appended[3]])
     assert list(joined) == appended and joined[1:] == appended[1:]
+
+
+def test_the_tools_are_counted_again_when_a_description_or_schema_changes() -> None:
+    manifests, transcript = Manifests(ESTIMATOR), Transcript(env())
+    first = manifests.count(transcript.feed(EVENTS[:2]), SPECS).tools_tokens
+    longer = [ToolSpec("bash", "run a command " * 40, {"type": "object"})]
+    schema = [ToolSpec("bash", "run a command", {"type": "object", "properties": {"command": {"type": "string"}}})]
+    for specs in (longer, schema):
+        got = manifests.count(transcript.feed(EVENTS[:2]), specs).tools_tokens
+        assert got == Manifests(ESTIMATOR).count(Transcript(env()).feed(EVENTS[:2]), specs).tools_tokens > first
+    assert manifests.count(transcript.feed(EVENTS[:2]), list(SPECS)).tools_tokens == first  # an equal list: same

@@ -184,7 +184,7 @@ class Manifests:
         # id(message) -> (it, its seqs, record), for the rebuild only.
         self._msgs: list[Message] = []
         self._seen: dict[int, tuple[Message, Sources, Record]] = {}
-        self._tools: tuple[tuple[str, ...], int] | None = None
+        self._tools: tuple[tuple[ToolSpec, ...], int] | None = None
         self._of: tuple[Transcript, int] | None = None  # the transcript and its rewrites the lineage follows
         self._lineage = object()
         self._settled = Settled()
@@ -238,10 +238,12 @@ class Manifests:
         return Record(m.role, self.counter.message(m), message_hash(m), seqs)
 
     def _tools_tokens(self, specs: Sequence[ToolSpec]) -> int:
-        key = tuple(t.name for t in specs)
-        if self._tools is None or self._tools[0] != key:
-            self._tools = (key, self.counter.tools(specs))
-        return self._tools[1]
+        """Counted again whenever a tool's name, description or schema changed (keyed by names alone, a longer
+        description kept the old count). The runtime hands the same tuple while no contract changes: no compare."""
+        cached = self._tools
+        if cached is None or (cached[0] is not specs and cached[0] != tuple(specs)):
+            cached = self._tools = (tuple(specs), self.counter.tools(specs))
+        return cached[1]
 
 
 def delta(previous: Counted | None, current: Counted) -> tuple[int, list[Record]]:
