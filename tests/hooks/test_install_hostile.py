@@ -694,3 +694,16 @@ def test_the_code_digest_reads_each_file_bounded(tmp_path: Path, monkeypatch) ->
     monkeypatch.setattr(install, "MAX_SETTINGS_BYTES", 1 << 20)
     status.fingerprint.cache_clear()
     assert len(status.fingerprint(str(package))) == 16
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_sudo_in_a_developers_project_leaves_the_settings_file_theirs(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"model": "x"}')
+    path.chmod(0o640)
+    os.chown(path, 65534, 65534)
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0
+    info = path.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (65534, 65534, 0o640)
+    assert json.loads(path.read_text())["model"] == "x"

@@ -373,8 +373,8 @@ def write_atomically(
     strict: bool = False,
     expect: bytes | bool | None = False,  # False: whatever is there
 ) -> bool:
-    """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions
-    (``strict``, a file every user reads and none may change: without group or other write); the rename (or
+    """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions and
+    owner (``strict``, a file every user reads and none may change: without group or other write); the rename (or
     the deletion) is on disk when this returns. With ``expect`` (:func:`content` of the file as read):
     False, nothing written, when another program changed the file since (its edit would be lost)."""
     if settings is None:
@@ -386,8 +386,8 @@ def write_atomically(
     text = json.dumps(settings, indent=2, allow_nan=False, ensure_ascii=False) + "\n"  # é stays é
     if not _utf8(text):  # a lone surrogate, as a \ud800 escape read it: written back escaped
         text = json.dumps(settings, indent=2, allow_nan=False) + "\n"
-    mode = path.stat().st_mode & 0o777 if path.exists() else mode
-    mode &= ~0o022 if strict else 0o777
+    old = path.stat() if path.exists() else None
+    mode = (old.st_mode & 0o777 if old else mode) & (~0o022 if strict else 0o777)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -395,6 +395,8 @@ def write_atomically(
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if old and os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+            os.chown(tmp, old.st_uid, old.st_gid)  # sudo in a developer's project: the file stays theirs
         if expect is not False and content(path) != expect:
             os.unlink(tmp)
             return False
