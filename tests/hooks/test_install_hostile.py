@@ -707,3 +707,35 @@ def test_sudo_in_a_developers_project_leaves_the_settings_file_theirs(tmp_path: 
     info = path.stat()
     assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (65534, 65534, 0o640)
     assert json.loads(path.read_text())["model"] == "x"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_sudo_in_a_developers_project_makes_the_new_settings_theirs(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    os.chown(project, 65534, 65534)
+    assert main(["claude-code", "--dir", str(project)]) == 0
+    for made in (project / ".claude", project / ".claude" / "settings.json"):
+        assert (made.stat().st_uid, made.stat().st_gid) == (65534, 65534), made
+
+
+def test_a_temporary_file_swapped_for_a_link_never_redirects_chmod_or_chown(tmp_path: Path, monkeypatch) -> None:
+    """In a directory another user owns (sudo in their project), they can rename tether's temporary file and
+    put a link to /etc/shadow in its place between two calls: tether sets mode and owner by descriptor, so the
+    link's target keeps its own."""
+    from tether.hooks import install
+
+    victim = tmp_path / "shadow"
+    victim.write_text("secret")
+    victim.chmod(0o600)
+    real = tempfile.mkstemp
+
+    def swapped(*args, **kwargs):
+        fd, name = real(*args, **kwargs)
+        os.rename(name, name + ".moved")
+        os.symlink(victim, name)
+        return fd, name
+
+    monkeypatch.setattr(install.tempfile, "mkstemp", swapped)
+    main(["claude-code", "--dir", str(tmp_path)])
+    assert victim.stat().st_mode & 0o777 == 0o600 and victim.read_text() == "secret"

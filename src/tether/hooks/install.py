@@ -372,6 +372,7 @@ def write_atomically(
     mode: int = 0o644,
     strict: bool = False,
     expect: bytes | bool | None = False,  # False: whatever is there
+    owner: tuple[int, int] | None = None,  # a new file's (uid, gid), when root writes it
 ) -> bool:
     """Replace ``path`` by ``settings`` as JSON (None: delete it), all or nothing, keeping its permissions and
     owner (``strict``, a file every user reads and none may change: without group or other write); the rename (or
@@ -393,10 +394,13 @@ def write_atomically(
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        if old and os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
-            os.chown(tmp, old.st_uid, old.st_gid)  # sudo in a developer's project: the file stays theirs
+            # By the descriptor, never the name: in a directory another user owns, the name could be swapped
+            # for a link to /etc/shadow between two calls, and root would chmod or chown that instead.
+            os.fchmod(fd, mode)
+            keep = (old.st_uid, old.st_gid) if old else owner
+            if keep and keep != (0, 0) and os.geteuid() == 0:
+                os.fchown(fd, *keep)  # sudo in a developer's project: the file stays (or is made) theirs
+            os.fsync(fd)
         if expect is not False and content(path) != expect:
             os.unlink(tmp)
             return False
@@ -561,13 +565,20 @@ class Target:
         return path
 
 
-def _make_dirs(directory: Path, shared: bool) -> None:
-    """``mkdir -p``; with ``shared``, each directory made is ``0755`` whatever the umask (every user reads it)."""
+def _make_dirs(directory: Path, shared: bool) -> tuple[int, int] | None:
+    """``mkdir -p``; with ``shared``, each directory made is ``0755`` whatever the umask (every user reads it).
+    Otherwise, run as root in a directory a user owns (``sudo`` in a developer's project), what it makes is
+    theirs, like the directory it is made in: their owner (uid, gid), returned for the file, or None."""
     missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    base = (directory, *directory.parents)[len(missing)].stat()
+    owner = None if shared or os.geteuid() != 0 or base.st_uid == 0 else (base.st_uid, base.st_gid)
     for d in reversed(missing):
         d.mkdir(exist_ok=True)
         if shared:
             d.chmod(0o755)
+        elif owner:
+            os.chown(d, *owner, follow_symlinks=False)  # a link swapped in meanwhile is chowned, not its target
+    return owner
 
 
 def shared_problem(path: Path) -> str | None:
@@ -631,12 +642,14 @@ def _edit(path: Path, change: Any, shared: bool = False) -> Any:
     that edit. OS errors (a read-only directory, not root) are an InstallError naming the file.
     ``shared``: a file every user's agent reads (directories made ``0755``, a new file ``0644``)."""
     try:
-        _make_dirs(path.parent, shared)
+        owner = _make_dirs(path.parent, shared)
         for _ in range(EDIT_ATTEMPTS):
             with _locked(path.parent):
                 settings, before = read_settings(path)  # the edit is checked against the very bytes read
                 settings, result = change(settings)
-                if settings is False or write_atomically(path, settings, strict=shared, expect=before):
+                if settings is False:
+                    return result
+                if write_atomically(path, settings, strict=shared, expect=before, owner=owner):
                     return result
     except PermissionError as e:
         raise InstallError(f"cannot write {path}: {e.strerror}; nothing was changed. {_as_root(path)}", exit=1) from e
