@@ -1,10 +1,11 @@
 """How a running scheduler stops (``cli/schedule_cmds.serve``): SIGTERM mid-pass lets the pass finish and stops
-cleanly; between passes it stops at once; Ctrl-C mid-pass still interrupts the pass. The signals are real (sent
-to this process) and arrive exactly where each case needs them: from inside the pass, or during the sleep."""
+cleanly; between passes it stops at once; Ctrl-C mid-pass still interrupts the pass. The signals are real and
+arrive exactly where each case needs them: raised in this thread from inside the pass (``raise_signal``: Python
+runs the handler before it returns; ``os.kill`` of the process let the pass go on once under load), or sent to
+the main thread during its sleep."""
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 
@@ -18,7 +19,7 @@ def test_sigterm_during_a_pass_lets_it_finish_then_stops_cleanly() -> None:
 
     def step() -> None:
         passes.append("started")
-        os.kill(os.getpid(), signal.SIGTERM)  # delivered here, in the middle of the pass
+        signal.raise_signal(signal.SIGTERM)  # handled here, in the middle of the pass
         passes.append("finished")
 
     before = signal.getsignal(signal.SIGTERM)
@@ -33,7 +34,7 @@ def test_sigterm_between_passes_stops_without_waiting_for_the_interval() -> None
     def step() -> None:
         passes.append(len(passes))
         if len(passes) == 1:  # arrives while the loop sleeps its (long) interval
-            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGTERM)).start()
 
     serve(step, interval=60)
     assert passes == [0]
@@ -41,8 +42,8 @@ def test_sigterm_between_passes_stops_without_waiting_for_the_interval() -> None
 
 def test_ctrl_c_during_a_pass_still_interrupts_it() -> None:
     def step() -> None:
-        os.kill(os.getpid(), signal.SIGINT)
-        raise AssertionError("the pass went on after Ctrl-C")  # pragma: no cover — Python raises at the kill
+        signal.raise_signal(signal.SIGINT)
+        raise AssertionError("the pass went on after Ctrl-C")  # pragma: no cover — Python raises at the signal
 
     with pytest.raises(KeyboardInterrupt):
         serve(step, interval=0.01)
