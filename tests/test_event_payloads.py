@@ -20,6 +20,7 @@ from tether.envelope.schema import Envelope
 from tether.errors import LogCorrupt
 from tether.events import REGISTRY, Payload
 from tether.events import kinds as k
+from tether.events import kinds_baseline as kb
 from tether.events import kinds_context as kx
 from tether.events import kinds_control as kc
 from tether.events import kinds_delegate as kd
@@ -28,6 +29,7 @@ from tether.events import kinds_egress as ke
 from tether.events import kinds_graph as kgr
 from tether.events import kinds_guard as kg
 from tether.events import kinds_hooks as kh
+from tether.events import kinds_kernel as kkr
 from tether.events import kinds_knowledge as kk
 from tether.events import kinds_mcp as km
 from tether.events import kinds_schedule as ks
@@ -80,7 +82,7 @@ SAMPLES: list[Payload] = [
     k.RunFinished(status="COMPLETE", result="ok", evidence=["r#1"], unknowns=["u"], next_action="n", last_error="e"),
     k.SandboxFailed(error="bwrap: no user namespaces", fix="install bubblewrap"),
     k.Checkpoint(label="start", snapshot="sha256:" + "0" * 64, files=3, unreadable=["x"]),
-    k.ModelRequested(turn=1, model="m", n_messages=3, max_tokens=100, prompt_tokens_est=40),
+    kkr.ModelRequested(turn=1, model="m", n_messages=3, max_tokens=100, prompt_tokens_est=40),
     k.ModelResponded(
         turn=1,
         model="m",
@@ -97,7 +99,7 @@ SAMPLES: list[Payload] = [
         turn=1, model="m", error="overflow", failure="context_overflow", window=8000, window_setting="--ctx-size"
     ),
     k.ContextFull(turn=2, problem="the prompt alone exceeds the window", window_setting="--ctx-size"),
-    k.ModelTruncated(turn=2, max_tokens=256, not_run=["c1", "c2"]),
+    kkr.ModelTruncated(turn=2, max_tokens=256, not_run=["c1", "c2"]),
     k.ModelUnaffordable(turn=3, budget="usd", used=0.9, limit=1.0, reason="budgets.usd cannot pay for another call"),
     k.ActionProposed(call_id="c1", tool="bash", args={"command": "ls"}, args_hash="h", turn=1),
     k.ActionInvalid(call_id="c1", tool="bash", error="bad"),
@@ -120,23 +122,25 @@ SAMPLES: list[Payload] = [
         undo={"path": "a.py"},
         duration_s=0.5,
     ),
-    k.RollbackReceipt(
+    kkr.RollbackReceipt(
         call_id="c1",
         files=[
-            k.FileChange(
+            kkr.FileChange(
                 path="a.py",
-                before=k.FileImage(kind="file", digest="sha256:" + "1" * 64, mode=0o644, size=3),
-                after=k.FileImage(kind="link", digest="sha256:" + "2" * 64, mode=0o777, size=4),
+                before=kkr.FileImage(kind="file", digest="sha256:" + "1" * 64, mode=0o644, size=3),
+                after=kkr.FileImage(kind="link", digest="sha256:" + "2" * 64, mode=0o777, size=4),
             ),
-            k.FileChange(path="b/c.py", before=None, after=k.FileImage(kind="file", digest=H, mode=0o755, size=0)),
+            kkr.FileChange(path="b/c.py", before=None, after=kkr.FileImage(kind="file", digest=H, mode=0o755, size=0)),
         ],
         unreadable=["d.py"],
     ),
-    k.UndoReceipt(
+    kkr.UndoReceipt(
         by="alice",
         scope="to 3",
         actions=["c1"],
-        files=[k.FileChange(path="a.py", before=None, after=k.FileImage(kind="file", digest=H, mode=0o600, size=1))],
+        files=[
+            kkr.FileChange(path="a.py", before=None, after=kkr.FileImage(kind="file", digest=H, mode=0o600, size=1))
+        ],
     ),
     k.ActionFailed(
         call_id="c1",
@@ -167,7 +171,7 @@ SAMPLES: list[Payload] = [
         tool="pytest 8",
     ),
     kc.VerifyCompleted(trigger="completion", results={"tests": "FAIL"}, changed_files=["a"], accepted=False),
-    kc.CompletionClaimed(call_id="f1", summary="done"),
+    kkr.CompletionClaimed(call_id="f1", summary="done"),
     kc.CompletionRefused(
         call_id="f1",
         reasons=["tests fail"],
@@ -206,19 +210,19 @@ SAMPLES: list[Payload] = [
         cites=["r#1"],
     ),
     kc.HypothesisRecorded(id="h1", statement="s", files=["a"], tests=["t"], acted_on=True, score=0.5, support=["x"]),
-    kv.SuiteBaseline(
+    kb.SuiteBaseline(
         command="pytest",
         runner="pytest",
         ok=True,
         exit_code=0,
         tests=[
-            kv.CaseRecord(
+            kb.CaseRecord(
                 id="t.py::a",
                 file="t.py",
                 cls="C",
                 function="a",
                 outcome="passed",
-                shape=kv.CaseShape(asserts=1, returns=0, skips=0),
+                shape=kb.CaseShape(asserts=1, returns=0, skips=0),
             )
         ],
         deselected=["t.py::b"],
@@ -230,7 +234,7 @@ SAMPLES: list[Payload] = [
         ok=False,
         checks=[kv.PreflightCheck(name="tests", ok=False, detail="none", fix="add", status="NEEDS_INPUT")],
     ),
-    kx.ContextSection(label="Skills", source="skills", text="- fix-tests: make failing tests pass"),
+    kkr.ContextSection(label="Skills", source="skills", text="- fix-tests: make failing tests pass"),
     kx.ContextCompacted(
         turn=9,
         first_seq=2,
@@ -259,24 +263,24 @@ SAMPLES: list[Payload] = [
         bytes_down=20,
         duration_s=0.5,
     ),
-    kk.SkillsBound(
+    kkr.SkillsBound(
         roots=["/w/.tether/skills"],
         bound=[
-            kk.BoundSkill(
-                skill=kk.SkillData(
+            kkr.BoundSkill(
+                skill=kkr.SkillData(
                     name="s", description="d", path="/w/s", root="/w", source="workspace", digest="x", files=["a"]
                 ),
                 score=1.5,
                 why="BM25 1.50 on: d",
             )
         ],
-        ranked=[kk.SkillScore(name="s", score=1.5, matched=["d"])],
-        problems=[kk.SkillProblem(file="/w/t/SKILL.md", path="$.name", found="'a/b'", expected="a slug")],
+        ranked=[kkr.SkillScore(name="s", score=1.5, matched=["d"])],
+        problems=[kkr.SkillProblem(file="/w/t/SKILL.md", path="$.name", found="'a/b'", expected="a slug")],
     ),
-    kk.MemoryRecalled(
-        facts=[kk.FactData(id="f-1", text="t", run_id="r", seq=0, source="task", stated_at="2026")], store="m.db"
+    kkr.MemoryRecalled(
+        facts=[kkr.FactData(id="f-1", text="t", run_id="r", seq=0, source="task", stated_at="2026")], store="m.db"
     ),
-    kk.MemoryRemembered(facts=[], store="m.db"),
+    kkr.MemoryRemembered(facts=[], store="m.db"),
     kk.PlanCarried(from_run="r", from_seq=4, tasks=[kk.CarriedTask(id="t1", status="COMPLETE", files=["a.py"])]),
     kg.SessionOpened(framework="langgraph", session="thread-1", by="alice"),
     kg.SessionEnded(
@@ -431,7 +435,7 @@ def test_a_payload_built_without_validation_is_refused(tmp_path: Path) -> None:
     store = EventStore.open(tmp_path / "t.db")
     run = store.create_run("t")
     with pytest.raises(InvalidPayload, match="turn"):
-        store.append(run, k.ModelRequested.model_construct(turn="first", model="m"))
+        store.append(run, kkr.ModelRequested.model_construct(turn="first", model="m"))
 
     class Unregistered(Payload):
         x: int = 0
@@ -448,11 +452,14 @@ def test_the_kind_modules_do_not_import_each_other() -> None:
     root = Path(k.__file__).parent
     for name in (
         "kinds",
+        "kinds_baseline",
         "kinds_context",
         "kinds_control",
         "kinds_delegate",
         "kinds_egress",
         "kinds_guard",
+        "kinds_kernel",
+        "kinds_knowledge",
         "kinds_mcp",
         "kinds_schedule",
         "kinds_verify",

@@ -25,6 +25,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tether.errors import InputError
 from tether.events import kinds as k
 from tether.events import kinds_control as kc
+from tether.events import kinds_kernel as kkr
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.observe import otel
@@ -47,7 +48,7 @@ def _call(call: str, tool: str) -> list[Payload]:
 
 RUN: list[Payload] = [
     k.RunStarted(task="fix <script>alert(1)</script>", model="openai:gpt-4o", sandbox="bwrap"),
-    k.ModelRequested(turn=1, model="openai:gpt-4o", max_tokens=512),
+    kkr.ModelRequested(turn=1, model="openai:gpt-4o", max_tokens=512),
     k.ModelResponded(
         turn=1,
         model="openai:gpt-4o",
@@ -72,7 +73,7 @@ RUN: list[Payload] = [
     k.RunResumed(reason="tether resume"),
     k.ActionStarted(call_id="c3", tool="bash", args_hash="h"),
     k.ActionFailed(call_id="c3", tool="bash", error="timed out after 30s", failure_class="timeout"),
-    k.ModelRequested(turn=2, model="openai:gpt-4o"),
+    kkr.ModelRequested(turn=2, model="openai:gpt-4o"),
     k.ModelFailed(turn=2, model="openai:gpt-4o", error="503 from the provider", failure="outage"),
     k.RunFinished(status=RunStatus.BLOCKED_DEPENDENCY, last_error="the provider is down"),
 ]

@@ -10,13 +10,15 @@ from tether.events.kinds import (
     ActionProposed,
     ActionStarted,
     ApprovalRequested,
-    ModelRequested,
     ModelResponded,
     RunForked,
     RunStarted,
     ToolCallData,
 )
 from tether.events.kinds_control import BeliefRecorded, ControlChanged, DiagnosticsComputed, SensorResultEvent
+from tether.events.kinds_kernel import (
+    ModelRequested,
+)
 from tether.events.payload import Payload
 from tether.events.store import EventStore
 

@@ -19,9 +19,10 @@ from hookkit import payload
 
 #: Not imported to decide a PreToolUse: the CLI and its libraries, the YAML loader, signing, the kernel's
 #: runtime and strict loader, sensors and the test surface (a stop's), sandboxes, the model adapters and
-#: tables, the event kinds of graphs/schedules/workers/egress/MCP, the daemon's and installer's modules,
-#: observability, the fold checkpoint's reader and writer while a session has none (and pickle with them),
-#: pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
+#: tables, the event kinds of graphs/schedules/workers/egress/MCP, of the kernel's own runs and the test
+#: baseline (a session's log holds one: read as text, events/store.py ``from_row``), the daemon's and
+#: installer's modules, observability, the fold checkpoint's reader and writer while a session has none (and
+#: pickle with them), pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
 #: ``tree_sitter_bash``'s package ``__init__`` imports for a highlight query tether never reads
 #: (``importlib.resources``, ``tempfile``, ``shutil``, ``bz2``, ``lzma``: policy/grammar.py skips it).
 NOT_ON_THE_COLD_PATH = (
@@ -49,6 +50,8 @@ NOT_ON_THE_COLD_PATH = (
     "tether.events.kinds_egress",
     "tether.events.kinds_mcp",
     "tether.events.kinds_distributed",
+    "tether.events.kinds_kernel",
+    "tether.events.kinds_baseline",
     "tether.models",
     "tether.guard.checkpoint",
     "importlib.metadata",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hookkit import Hook
 
+from tether.events.kinds_baseline import SuiteBaseline
 from tether.events.kinds_hooks import HookReceived, HookStop
-from tether.events.kinds_verify import SuiteBaseline
 from tether.events.store import EventStore
 from tether.hooks import session as hook_session
 from tether.hooks.session import run_id_for

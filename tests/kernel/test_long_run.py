@@ -29,8 +29,8 @@ from tether.envelope.hashing import contract_hash
 from tether.envelope.load import load_envelope
 from tether.envelope.schema import ToolContract
 from tether.errors import InputError, ProviderError
-from tether.events.kinds import ModelRequested
-from tether.events.kinds_context import ContextCompacted, ContextSection
+from tether.events.kinds_context import ContextCompacted
+from tether.events.kinds_kernel import ContextSection, ModelRequested
 from tether.events.store import Event
 from tether.kernel.compaction import SUMMARY_INSTRUCTION
 from tether.kernel.context import Transcript

@@ -10,7 +10,7 @@ from tether import EventStore, Harness
 from tether.cli.demo_cmds import prepare
 from tether.envelope.hashing import contract_hash
 from tether.envelope.load import load_envelope
-from tether.events.kinds import ModelRequested
+from tether.events.kinds_kernel import ModelRequested
 from tether.kernel.replay import replay
 from tether.models.base import Message, ModelResponse, ToolSpec
 from tether.models.function import FunctionModel

@@ -59,7 +59,7 @@ def test_a_file_swapped_for_a_symlink_or_a_changed_body_is_refused(tmp_path: Pat
 
 
 def test_a_resumed_run_loads_what_it_bound_not_what_is_on_disk(tmp_path: Path) -> None:
-    from tether.events.kinds_knowledge import BoundSkill, SkillData, SkillsBound
+    from tether.events.kinds_kernel import BoundSkill, SkillData, SkillsBound
 
     make(tmp_path, "deploy")
     (skill,) = discover([SkillRoot(tmp_path, "user")]).skills

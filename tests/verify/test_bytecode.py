@@ -17,7 +17,7 @@ from verify_helpers import envelope
 
 from tether.canonical import bytes_hash
 from tether.envelope.schema import Envelope
-from tether.events.kinds_verify import CachedBytecode
+from tether.events.kinds_baseline import CachedBytecode
 from tether.sandbox import BwrapSandbox, LocalSandbox
 from tether.snapshot import Manifest, MemoryBlobStore, take
 from tether.verify import bytecode, sensors

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from verify_helpers import envelope
 
-from tether.events.kinds_verify import CaseRecord, SuiteBaseline
+from tether.events.kinds_baseline import CaseRecord, SuiteBaseline
 from tether.review.test_integrity import allows_test_edits, forbids_test_edits, literals_in_tests, special_cases
 from tether.verify.integrity import baseline_shapes, compare, tolerated_failures
 from tether.verify.testreport import ReportedCase, TestReport

@@ -3,7 +3,7 @@
 Appending an unknown kind or a payload that does not validate fails loudly, so the log never holds
 a shape the fold cannot read. To add a kind: define a payload model in the kind module of its layer
 and ``register`` it (see docs/log.md); verification and control kinds live in ``kinds_control`` and
-``kinds_verify``.
+``kinds_verify``; the model request, rollback and undo kinds in ``kinds_kernel``.
 """
 
 from typing import Any, Literal
@@ -176,35 +176,6 @@ class ToolCallData(Payload):
     args: dict[str, Any] = Field(default_factory=new_dict)
 
 
-class MessageRecord(Payload):
-    """One message of a call's manifest: what went in, rebuilt and checked by ``tether show RUN --context TURN``."""
-
-    role: str
-    tokens: int = Field(ge=0, description="Its tokens, by the call's counter.")
-    hash: str = Field(description="The first 16 hex digits of the sha256 of the message as sent (canonical JSON).")
-    seqs: list[int] = Field(default_factory=new_list, description="The events it was built from.")
-
-
-@register("model.requested")
-class ModelRequested(Payload):
-    turn: int
-    model: str
-    n_messages: int = 0
-    max_tokens: int | None = Field(None, description="The output budget sent: what fits the window and the budgets.")
-    prompt_tokens_est: int | None = Field(None, description="Input tokens counted before the call (see counter).")
-    capped_by: str | None = Field(None, description="The budget (usd, tokens) that lowered max_tokens, if one did.")
-    worst_case_usd: float | None = Field(None, description="The most this call can cost (None: no price known).")
-    counter: str = Field("", description="What counted prompt_tokens_est: a tiktoken encoding or the estimate.")
-    tools_tokens: int = Field(0, ge=0, description="The tool definitions' share of prompt_tokens_est.")
-    manifest: list[MessageRecord] = Field(
-        default_factory=new_list,
-        description="The messages sent, in order, after the first manifest_kept (see kernel/manifest.py).",
-    )
-    manifest_kept: int = Field(
-        0, ge=0, description="Leading records the previous call's full manifest holds unchanged (not repeated)."
-    )
-
-
 @register("model.responded")
 class ModelResponded(Payload):
     turn: int
@@ -218,16 +189,6 @@ class ModelResponded(Payload):
     cost_usd: float = 0.0
     attempts: int = 1
     usage_reported: bool = Field(True, description="False: the provider gave no usage; the tokens are an estimate.")
-
-
-@register("model.truncated")
-class ModelTruncated(Payload):
-    """The reply was cut off at the output limit: its tool calls (their arguments may be cut off too) were not
-    run, and the model is told to continue. Recorded after the ``model.responded`` of the same turn."""
-
-    turn: int
-    max_tokens: int | None = Field(None, description="The output limit the reply hit.")
-    not_run: list[str] = Field(default_factory=new_list, description="Call ids of the reply that were not run.")
 
 
 ModelFailure = Literal["outage", "rejected", "malformed", "context_overflow"]
@@ -361,49 +322,6 @@ class ActionCompleted(Payload):
     duration_s: float = 0.0
 
 
-class FileImage(Payload):
-    """One side of a file's change, as the workspace snapshot read it: enough to check it and to restore it.
-
-    ``digest`` names the bytes (a symlink's: its target text) in the store's blobs; ``mode`` is the
-    permission bits.
-    """
-
-    kind: Literal["file", "link"]
-    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    mode: int = Field(ge=0, le=0o7777)
-    size: int = Field(ge=0)
-
-
-class FileChange(Payload):
-    """A path's pre-image and post-image (None: it did not exist on that side)."""
-
-    path: str
-    before: FileImage | None
-    after: FileImage | None
-
-    @field_validator("path")
-    @classmethod
-    def _inside(cls, v: str) -> str:
-        parts = v.split("/")
-        if not v or v.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in v:
-            raise ValueError(f"expected a normalised workspace-relative path, found {v!r}")
-        return v
-
-
-@register("action.rollback")
-class RollbackReceipt(Payload):
-    """What one action changed in the workspace: a pre- and post-image per changed file (tether.kernel.undo).
-
-    Taken from the snapshots around the action, so a shell command's changes are recorded like a file
-    tool's. ``unreadable`` lists paths the snapshot could not read: the receipt is then incomplete and
-    the action cannot be undone.
-    """
-
-    call_id: str
-    files: list[FileChange]
-    unreadable: list[str] = Field(default_factory=new_list)
-
-
 @register("action.failed")
 class ActionFailed(Payload):
     call_id: str
@@ -467,20 +385,3 @@ class BudgetExceeded(Payload):
     budget: str
     used: float
     limit: float
-
-
-# ---- undo ----------------------------------------------------------------------------------
-
-
-@register("run.undone")
-class UndoReceipt(Payload):
-    """An operator took actions back (``tether undo``): who, which actions, and each file restored.
-
-    In ``files`` each change goes from what the workspace held (``before``: the actions' post-image)
-    to what was restored (``after``: the pre-image of the first action undone).
-    """
-
-    by: str
-    scope: str = Field(description="'run', 'to <seq>' or 'action <call_id>'.")
-    actions: list[str] = Field(description="Call ids undone, in log order.")
-    files: list[FileChange]

@@ -1,7 +1,6 @@
-"""Event kinds of the model's context: what was put into it besides the run's own turns, and compactions.
+"""Event kinds of the model's context: its compactions (the sections put into it, ``context.section``, are in
+``kinds_kernel``).
 
-- ``context.section``    an extra labelled section of the system message (bound skills, memory, …): the
-  text the model sees is in the log, so a resumed or replayed run shows the model the same words.
 - ``context.compacted``  older turns replaced by a summary (made by the model or a deterministic digest),
   with the invariant block (plan tasks, beliefs, failures, diff …) as it stood, so that the context is
   rebuilt from the log alone and never summarised again on resume or replay (docs/context.md).
@@ -12,14 +11,6 @@ from typing import Literal
 from pydantic import Field
 
 from .payload import Payload, new_list, register
-
-
-@register("context.section")
-class ContextSection(Payload):
-    label: str = Field(min_length=1, description="The heading the model sees above the text, e.g. 'Skills'.")
-    source: str = Field(min_length=1, description="Who put it there: 'skills', 'memory', … (for the manifest).")
-    text: str
-
 
 CompactionMethod = Literal["model", "digest"]
 

@@ -64,12 +64,6 @@ class VerifyCompleted(Payload):
 # ---- completion ----------------------------------------------------------------------------
 
 
-@register("completion.claimed")
-class CompletionClaimed(Payload):
-    call_id: str = ""
-    summary: str = ""
-
-
 @register("completion.refused")
 class CompletionRefused(Payload):
     call_id: str = ""

@@ -208,8 +208,12 @@ class Event:
     def from_row(cls, run_id: str, seq: int, ts: str, kind: str, text: str, prev_hash: str, hash: str) -> Event:
         """A stored row, its payload validated from ``text``. A payload that does not fit its kind's model is
         kept as its JSON object, and reading :attr:`data` raises (naming the seq and the field); a payload that
-        is not a JSON object at all raises :class:`LogCorrupt` here."""
-        model = REGISTRY.get(kind)
+        is not a JSON object at all raises :class:`LogCorrupt` here.
+
+        A kind whose module is not imported yet (``payload.LATER``: a hook session's ``tests.baseline``) is kept as
+        its JSON object too and parsed when :attr:`data` is read, which imports it: reading a log does not import
+        every later kind module for an event no fold asks about (the same checks, on first use)."""
+        model = REGISTRY.loaded(kind)
         if model is not None:
             try:
                 return _new(run_id, seq, ts, kind, prev_hash, hash, None, model.model_validate_json(text), text)

@@ -29,9 +29,11 @@ from tether.events.kinds import (
     ActionCompleted,
     ActionStarted,
     Checkpoint,
-    RollbackReceipt,
     RunFinished,
     RunForked,
+)
+from tether.events.kinds_kernel import (
+    RollbackReceipt,
     UndoReceipt,
 )
 from tether.events.protocol import Store

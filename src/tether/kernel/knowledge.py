@@ -15,18 +15,20 @@ from pathlib import Path
 
 from tether.envelope.schema import Envelope, Skills, Trust
 from tether.errors import InputError
-from tether.events.kinds_context import ContextSection
-from tether.events.kinds_knowledge import (
+from tether.events.kinds_kernel import (
     BoundSkill,
-    CarriedTask,
+    ContextSection,
     FactData,
     MemoryRecalled,
     MemoryRemembered,
-    PlanCarried,
     SkillData,
     SkillProblem,
     SkillsBound,
     SkillScore,
+)
+from tether.events.kinds_knowledge import (
+    CarriedTask,
+    PlanCarried,
 )
 from tether.events.payload import Payload
 from tether.events.protocol import Store

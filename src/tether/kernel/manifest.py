@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, TypeVar, overload
 from tether.canonical import content_hash
 from tether.envelope.schema import Envelope
 from tether.errors import InputError
-from tether.events.kinds import MessageRecord, ModelRequested
+from tether.events.kinds_kernel import MessageRecord, ModelRequested
 from tether.events.store import Event
 from tether.models.base import Message, ToolSpec
 from tether.models.tokens import Counter

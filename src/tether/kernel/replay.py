@@ -50,13 +50,15 @@ from tether.events.kinds import (
     ApprovalRequested,
     Checkpoint,
     ModelFailed,
-    ModelRequested,
     ModelResponded,
     RunContinued,
     RunFinished,
     RunStarted,
 )
 from tether.events.kinds_control import CompletionAccepted, CompletionRefused
+from tether.events.kinds_kernel import (
+    ModelRequested,
+)
 from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage

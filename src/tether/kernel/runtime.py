@@ -56,20 +56,23 @@ from tether.events.kinds import (
     Checkpoint,
     ContextFull,
     ModelFailed,
-    ModelRequested,
     ModelResponded,
     ModelRetried,
-    ModelTruncated,
     ModelUnaffordable,
     RunFinished,
     RunStarted,
     SandboxFailed,
 )
+from tether.events.kinds_baseline import SuiteBaseline
 from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import ReviewerCalled
 from tether.events.kinds_delegate import DelegateStarted
+from tether.events.kinds_kernel import (
+    ModelRequested,
+    ModelTruncated,
+)
 from tether.events.kinds_mcp import McpFailed, McpStarted
-from tether.events.kinds_verify import PreflightCompleted, SuiteBaseline
+from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Batch, Event, Head

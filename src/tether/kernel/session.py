@@ -20,9 +20,8 @@ from tether.envelope.schema import Envelope, Price, split_mcp_tool
 from tether.envelope.strict import Accepted
 from tether.errors import EnvelopeInvalid, InputError, Problem, SandboxUnavailable
 from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
-from tether.events.kinds_context import ContextSection
 from tether.events.kinds_delegate import DelegateStarted
-from tether.events.kinds_knowledge import SkillsBound
+from tether.events.kinds_kernel import ContextSection, SkillsBound
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import new_run_id

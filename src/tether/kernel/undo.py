@@ -49,11 +49,13 @@ from tether.events.kinds import (
     ActionCompleted,
     ActionFailed,
     ActionStarted,
+    RunForked,
+    RunStarted,
+)
+from tether.events.kinds_kernel import (
     FileChange,
     FileImage,
     RollbackReceipt,
-    RunForked,
-    RunStarted,
     UndoReceipt,
 )
 from tether.events.protocol import Store

@@ -37,7 +37,6 @@ from tether.events.kinds import (
     ApprovalRequested,
     BudgetExceeded,
     ModelFailed,
-    ModelRequested,
     ModelResponded,
     RunFinished,
     RunForked,
@@ -46,6 +45,9 @@ from tether.events.kinds import (
     RunWaiting,
 )
 from tether.events.kinds_control import ControlChanged, SensorResultEvent
+from tether.events.kinds_kernel import (
+    ModelRequested,
+)
 from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.status import SUCCESS

@@ -16,13 +16,15 @@ from tether.envelope import noop
 from tether.envelope.schema import Envelope
 from tether.events.kinds_control import (
     CompletionAccepted,
-    CompletionClaimed,
     CompletionRefused,
     DiagnosticData,
     NoOpChecked,
     NoOpClause,
     SensorResultEvent,
     VerifyCompleted,
+)
+from tether.events.kinds_kernel import (
+    CompletionClaimed,
 )
 from tether.events.payload import Payload
 from tether.events.store import Event

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.canonical import bytes_hash
-from tether.events.kinds_verify import CachedBytecode
+from tether.events.kinds_baseline import CachedBytecode
 from tether.snapshot import ALWAYS_SKIPPED, BlobStore
 
 CACHE_DIR = "__pycache__"

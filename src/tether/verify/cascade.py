@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
+from tether.events.kinds_baseline import SuiteBaseline
 from tether.events.kinds_control import VerifyCompleted
-from tether.events.kinds_verify import SuiteBaseline
 from tether.events.payload import Payload
 from tether.snapshot import BlobStore, Manifest
 

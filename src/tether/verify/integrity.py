@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from tether.events.kinds_verify import CaseRecord, CaseShape, SuiteBaseline
+from tether.events.kinds_baseline import CaseRecord, CaseShape, SuiteBaseline
 
 from .result import Diagnostic
 from .testreport import ReportedCase, TestReport

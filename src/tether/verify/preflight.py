@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds_verify import PreflightCheck, SuiteBaseline
+from tether.events.kinds_baseline import SuiteBaseline
+from tether.events.kinds_verify import PreflightCheck
 
 from . import bytecode, shadowing
 from .cascade import planned_sensors

@@ -41,7 +41,7 @@ from typing import Any
 import pathspec
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds_verify import SuiteBaseline
+from tether.events.kinds_baseline import SuiteBaseline
 from tether.snapshot import BlobStore, Manifest, SnapshotError, read_content
 
 from . import bytecode, shadowing

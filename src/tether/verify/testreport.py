@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tether.events.kinds_verify import CaseOutcome
+from tether.events.kinds_baseline import CaseOutcome
 
 from .runner import CommandSandbox, ReceiptLike
 

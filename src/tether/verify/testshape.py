@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from tether.events.kinds_verify import CaseShape
+from tether.events.kinds_baseline import CaseShape
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 _SKIP_NAMES = frozenset({"skip", "skipif", "skipIf", "skipUnless", "skipTest", "xfail", "importorskip"})
