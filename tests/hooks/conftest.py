@@ -1,5 +1,5 @@
-"""The ``hook`` fixture: hook calls of a fresh project, answered in-process; ``shared`` and ``shared_python``
-for managed installs."""
+"""The ``hook`` fixture: hook calls of a fresh project, answered in-process; ``home`` (a user of tmp_path's, no
+daemon), ``shared`` and ``shared_python`` for the installer and status."""
 
 from __future__ import annotations
 
@@ -37,3 +37,16 @@ def shared_python(monkeypatch: pytest.MonkeyPatch) -> str:
         pytest.skip("no system python3 to stand for an interpreter every user can run")
     monkeypatch.setattr(sys, "executable", SHARED_PYTHON)
     return SHARED_PYTHON
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME under tmp_path, no agent config directory from the environment, and a daemon socket nobody serves:
+    installs, uninstalls and status never touch the real user's files or daemon."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
+    return home

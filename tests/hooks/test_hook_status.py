@@ -16,16 +16,7 @@ from tether.hooks import status
 from tether.hooks.install import EVENTS, hook_command
 from tether.hooks.install import main as install
 
-
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
-    return home
+pytestmark = pytest.mark.usefixtures("home")  # HOME and the agents' config dirs of every test: tmp_path's (conftest.py)
 
 
 @pytest.fixture(autouse=True)

@@ -21,15 +21,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 SHARED_PYTHON = "/usr/bin/python3"  # the shared_python fixture's (conftest.py)
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
-    return home
+pytestmark = pytest.mark.usefixtures("home")  # HOME and the agents' config dirs of every test: tmp_path's (conftest.py)
 
 
 NOT_TETHERS = [

@@ -18,14 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 SHARED_PYTHON = "/usr/bin/python3"  # a system interpreter every user may run (the venv's is under /root)
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return home
+pytestmark = pytest.mark.usefixtures("home")  # HOME and the agents' config dirs of every test: tmp_path's (conftest.py)
 
 
 def tether_commands(settings: dict, event: str, agent: str = "claude-code") -> list[str]:
