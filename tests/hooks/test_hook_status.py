@@ -4,7 +4,6 @@ tmp_path, HOME a tmp dir, the managed directory given (never the real /etc or ~)
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import sys
@@ -112,10 +111,10 @@ def test_a_missing_event_and_a_deleted_venv_are_problems(tmp_path: Path, capsys,
     assert out["agents"]["claude-code"]["layers"][-2]["commands"][0]["runnable"] is False
 
 
-def test_the_real_probe_names_an_interpreter_without_tether(tmp_path: Path, capsys, monkeypatch, managed: Path) -> None:
-    if not os.path.isfile("/usr/bin/python3"):
-        pytest.skip("no system python3")
-    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")  # shared by every user; tether not installed in it
+def test_the_real_probe_names_an_interpreter_without_tether(
+    tmp_path: Path, capsys, shared_python: str, managed: Path
+) -> None:
+    # sys.executable is the system's python3: shared by every user, tether not installed in it
     assert install(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
     code, out = run(tmp_path, capsys, managed)
     assert code == 1
@@ -232,12 +231,10 @@ def test_a_settings_link_is_read_through_and_reported(
 
 
 def test_a_managed_command_whose_package_other_users_cannot_reach_is_a_problem(
-    tmp_path: Path, capsys, same_tether, managed: Path
+    tmp_path: Path, capsys, same_tether, managed: Path, system_python: str
 ) -> None:
     """The check is on the package the command's client sits in (here a copy under a 0700 directory), not on
     the tether answering."""
-    if not (os.path.isfile("/usr/bin/python3") and shutil.which("bash")):
-        pytest.skip("no system python3 or bash")
     client = tmp_path / "site" / "tether" / "hooks" / "hook.sh"
     client.parent.mkdir(parents=True)
     shutil.copy(Path(status.__file__).with_name("hook.sh"), client)
@@ -282,13 +279,11 @@ def test_the_user_layer_is_where_the_agent_keeps_it(
 
 
 def test_codex_hooks_written_inline_in_toml_are_found(
-    tmp_path: Path, capsys, same_tether, managed: Path, monkeypatch
+    tmp_path: Path, capsys, same_tether, managed: Path, monkeypatch, shared_python: str
 ) -> None:
     """Codex also reads `[hooks]` tables in a layer's config.toml (and managed ones in requirements.toml);
     `[hooks.state]` is Codex's trust bookkeeping, no event."""
-    if not os.path.isfile("/usr/bin/python3"):
-        pytest.skip("no system python3")
-    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")  # a managed command every user can run
+    # sys.executable is the system's python3 (shared_python): a managed command every user can run
     command = hook_command("codex", None)
     inline = "".join(
         f'[[hooks.{e}]]\n[[hooks.{e}.hooks]]\ntype = "command"\ncommand = {json.dumps(command)}\n'

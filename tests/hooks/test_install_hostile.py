@@ -492,10 +492,10 @@ def test_a_project_whose_settings_folder_links_out_of_it_is_refused(tmp_path: Pa
     assert (project / "shared-settings" / "settings.json").is_file()
 
 
-def test_a_venv_whose_pyvenv_cfg_others_could_edit_is_refused(shared: Path, monkeypatch, capsys) -> None:
+def test_a_venv_whose_pyvenv_cfg_others_could_edit_is_refused(
+    shared: Path, system_python: str, monkeypatch, capsys
+) -> None:
     """A venv's interpreter reads ``pyvenv.cfg`` at start-up (its ``home`` picks the base interpreter)."""
-    if not os.path.isfile(SHARED_PYTHON):
-        pytest.skip("no system python3")
     venv = shared / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python3").symlink_to(SHARED_PYTHON)
