@@ -6,6 +6,7 @@ import contextlib
 import os
 import secrets
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -150,20 +151,7 @@ def test_a_remembered_yes_is_not_believed_in_a_forked_child() -> None:
     is not inherited) and says so, so its commands do not count on orphans coming back."""
     become_subreaper()
     assert is_subreaper() and is_subreaper()  # the second answer is the remembered one
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.write(w, b"1" if is_subreaper() else b"0")
-        finally:
-            os._exit(0)
-    os.close(w)
-    try:
-        said = os.read(r, 1)
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
-    assert said == b"0"
+    assert from_child(lambda: b"1" if is_subreaper() else b"0") == b"0"
     assert is_subreaper()
 
 
@@ -189,19 +177,27 @@ def test_a_forked_child_becomes_a_subreaper_itself() -> None:
     """The flag is not inherited across fork: a child that asks to become one is made one (not told "already"
     from its parent's memory), so a local sandbox it builds does get its orphans back."""
     assert become_subreaper()
+
+    def report() -> bytes:
+        asked = is_subreaper()
+        made = become_subreaper()
+        return b"%d%d%d" % (asked, made, is_subreaper())
+
+    assert from_child(report) == b"011"
+
+
+def from_child(report: Callable[[], bytes]) -> bytes:
+    """What ``report`` returns in a forked child of this process (the child exits at once after)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
-            asked = is_subreaper()
-            made = become_subreaper()
-            os.write(w, b"%d%d%d" % (asked, made, is_subreaper()))
+            os.write(w, report())
         finally:
             os._exit(0)
     os.close(w)
     try:
-        said = os.read(r, 3)
+        return os.read(r, 64)
     finally:
         os.close(r)
         os.waitpid(pid, 0)
-    assert said == b"011"
