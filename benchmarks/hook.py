@@ -62,7 +62,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import tether
-from tether.hooks.install import hook_command, launcher_command
+from tether.hooks.command import hook_command, launcher_command
 from tether.policy import grammar
 
 TETHER = shutil.which("tether", path=str(Path(sys.executable).parent)) or "tether"

@@ -18,8 +18,8 @@ from hookkit import payload, wait_for
 
 from tether.events.store import EventStore
 from tether.hooks.client import ask
+from tether.hooks.command import launcher_command
 from tether.hooks.daemon import stop_daemon
-from tether.hooks.install import launcher_command
 from tether.hooks.session import run_id_for
 
 TETHER = [sys.executable, "-m", "tether.cli.main"]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tether.hooks import status
-from tether.hooks.install import EVENTS, hook_command
+from tether.hooks.command import hook_command
+from tether.hooks.install import EVENTS
 from tether.hooks.install import main as install
 
 pytestmark = pytest.mark.usefixtures("home")  # HOME and the agents' config dirs of every test: tmp_path's (conftest.py)

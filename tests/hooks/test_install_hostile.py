@@ -132,9 +132,9 @@ def test_a_settings_path_that_is_no_regular_file_is_refused_without_hanging(tmp_
 
 
 def test_an_oversized_settings_file_is_refused_not_read_whole(tmp_path: Path, monkeypatch, capsys) -> None:
-    from tether.hooks import install
+    from tether.hooks import settings
 
-    monkeypatch.setattr(install, "MAX_SETTINGS_BYTES", 1000)
+    monkeypatch.setattr(settings, "MAX_SETTINGS_BYTES", 1000)
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
     path.write_text('{"x": "' + "a" * 2000 + '"}')
@@ -214,7 +214,7 @@ def test_a_managed_command_or_layer_owned_by_another_user_is_refused(shared: Pat
 
 
 def test_the_package_is_checked_file_by_file(tmp_path: Path) -> None:
-    from tether.hooks.install import changeable_by_others, unreadable_for_others
+    from tether.hooks.trust import changeable_by_others, unreadable_for_others
 
     package = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-pkg-"))
     try:
@@ -300,7 +300,7 @@ def test_install_leaves_one_tether_entry_per_event_and_it_sees_every_tool(tmp_pa
 
 
 def test_status_says_tether_under_a_narrow_matcher_does_not_govern_the_event(tmp_path: Path, capsys, shared):
-    from tether.hooks.install import hook_command
+    from tether.hooks.command import hook_command
 
     path = tmp_path / ".claude" / "settings.json"
     assert main(["claude-code", "--dir", str(tmp_path)]) == 0
@@ -437,7 +437,7 @@ def test_an_interpreter_path_that_is_not_utf8_is_refused_and_status_says_it_cann
     assert main(["claude-code", "--dir", str(tmp_path)]) == 2
     assert "not valid UTF-8" in capsys.readouterr().err
     assert not (tmp_path / ".claude" / "settings.json").exists()
-    from tether.hooks.install import hook_command
+    from tether.hooks.command import hook_command
 
     settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook_command("claude-code", None)}]}]}}
     (tmp_path / ".claude").mkdir()
@@ -448,7 +448,7 @@ def test_an_interpreter_path_that_is_not_utf8_is_refused_and_status_says_it_cann
 
 
 def test_bash_is_never_taken_from_a_relative_path_entry(tmp_path: Path, monkeypatch) -> None:
-    from tether.hooks.install import hook_command
+    from tether.hooks.command import hook_command
 
     planted = tmp_path / "bash"
     planted.write_text("#!/bin/sh\necho planted\n")
@@ -538,7 +538,7 @@ def test_a_reinstall_without_lock_never_unlocks_and_uninstall_does(shared: Path,
 def test_status_as_root_never_runs_a_program_another_user_could_change(tmp_path: Path, shared: Path, capsys):
     """``sudo tether hook status`` with a developer's HOME (sudo -E) reads their settings: the interpreter named
     there is theirs to change, so root must not run it."""
-    from tether.hooks.install import hook_command
+    from tether.hooks.command import hook_command
 
     theirs = shared / "dev-venv" / "bin"
     theirs.mkdir(parents=True)
@@ -655,7 +655,7 @@ def test_install_then_uninstall_gives_back_a_file_byte_for_byte(tmp_path: Path) 
 def test_a_user_layer_inside_the_project_runs_nothing_from_the_project(tmp_path: Path, monkeypatch, capsys):
     """``CLAUDE_CONFIG_DIR=./.cfg`` set by a project's .envrc: the "user" settings are the project's, and so is
     the interpreter they name: status reads it, never runs it."""
-    from tether.hooks.install import hook_command
+    from tether.hooks.command import hook_command
 
     planted = tmp_path / ".venv" / "bin" / "python3"
     planted.parent.mkdir(parents=True)
@@ -675,7 +675,7 @@ def test_a_user_layer_inside_the_project_runs_nothing_from_the_project(tmp_path:
 
 
 def test_the_code_digest_reads_each_file_bounded(tmp_path: Path, monkeypatch) -> None:
-    from tether.hooks import install
+    from tether.hooks import settings
 
     package = tmp_path / "tether"
     package.mkdir()
@@ -683,7 +683,7 @@ def test_the_code_digest_reads_each_file_bounded(tmp_path: Path, monkeypatch) ->
     huge = package / "huge.py"
     with huge.open("wb") as f:  # sparse: 64 GiB that cost nothing on disk, and would take minutes to read
         f.truncate(64 << 30)
-    monkeypatch.setattr(install, "MAX_SETTINGS_BYTES", 1 << 20)
+    monkeypatch.setattr(settings, "MAX_SETTINGS_BYTES", 1 << 20)
     status.fingerprint.cache_clear()
     assert len(status.fingerprint(str(package))) == 16
 
@@ -715,8 +715,6 @@ def test_a_temporary_file_swapped_for_a_link_never_redirects_chmod_or_chown(tmp_
     """In a directory another user owns (sudo in their project), they can rename tether's temporary file and
     put a link to /etc/shadow in its place between two calls: tether sets mode and owner by descriptor, so the
     link's target keeps its own."""
-    from tether.hooks import install
-
     victim = tmp_path / "shadow"
     victim.write_text("secret")
     victim.chmod(0o600)
@@ -728,6 +726,6 @@ def test_a_temporary_file_swapped_for_a_link_never_redirects_chmod_or_chown(tmp_
         os.symlink(victim, name)
         return fd, name
 
-    monkeypatch.setattr(install.tempfile, "mkstemp", swapped)
+    monkeypatch.setattr(tempfile, "mkstemp", swapped)
     main(["claude-code", "--dir", str(tmp_path)])
     assert victim.stat().st_mode & 0o777 == 0o600 and victim.read_text() == "secret"

@@ -28,30 +28,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .install import (
-    CLIENT,
-    EVENTS,
-    LAUNCHER,
-    LOCK_KEY,
-    InstallError,
-    changeable,
-    changeable_by_others,
-    default_managed_dir,
-    groups_of,
-    is_script,
-    ours,
-    parse_json,
-    read_bytes,
-    read_text,
-    sees_all,
-    settings_file,
-    shared_changeable,
-    shared_problem,
-    there,
-    unreadable_for_others,
-    unrunnable,
-)
+from .command import CLIENT, LAUNCHER, is_script, ours, unrunnable
+from .install import EVENTS, LOCK_KEY, default_managed_dir, groups_of, sees_all, settings_file
 from .relay import socket_path
+from .settings import InstallError, parse_json, read_bytes, read_text, there
+from .trust import changeable, changeable_by_others, shared_changeable, shared_problem, unreadable_for_others
 
 USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
 PROBE_TIMEOUT_S = 30

@@ -1,0 +1,136 @@
+"""Who may use, and who may change, what a managed hook runs: a managed hook runs as every user of the machine,
+so every user must be able to read and run each part of its command, and no user but root (or the one
+installing) may change any of it, nor the managed settings file."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from pathlib import Path
+
+from .command import CLIENT, LAUNCHER, is_script
+
+
+def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]]] | str:
+    """tether's package (the one the command's client or launcher sits in) and each absolute path ``command``
+    names with the access every user needs (``0o5`` read and run, ``0o4`` read); or why it does not parse."""
+    try:
+        words = shlex.split(command.removesuffix(" || exit 2"))
+    except ValueError:
+        return f"the command {command!r} (not parseable)"
+    script = next((w for w in words if is_script(w, CLIENT) or is_script(w, LAUNCHER)), None)
+    package = Path(script).resolve().parent.parent if script else Path(__file__).resolve().parent.parent
+    checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
+    for i, word in enumerate(words):
+        if word.startswith("/"):
+            executable = i == 0 or (i == 2 and is_script(words[1], CLIENT))
+            checks.append((Path(word), 0o5 if executable else 0o4))
+            venv = Path(word).parent.parent / "pyvenv.cfg"  # a venv's interpreter reads it at start-up
+            if executable and venv.is_file():
+                checks.append((venv, 0o4))
+    return package, checks
+
+
+def unreadable_for_others(command: str) -> list[str]:
+    """What in ``command`` a user other than its files' owners could not use: an interpreter, a client, bash or
+    an envelope under a directory they cannot enter (``/root/…``), a file they cannot read or run, tether's
+    package (the interpreter imports it) not readable. Judged by the "other" permission bits, the path as
+    written and the file it resolves to (a venv's ``python`` links to its base interpreter). The package is the
+    one the command's client or launcher sits in, every module in it too (pip under umask 077 writes them
+    ``0600``)."""
+    found = _command_paths(command)
+    if isinstance(found, str):
+        return [found]
+    package, checks = found
+    problems: list[str | None] = []
+    for path, need in checks:
+        problems += [_other_access(p, need) for p in dict.fromkeys([path, Path(os.path.realpath(path))])]
+    if not any(problems):
+        inside: list[str | None] = []
+        for root, dirs, files in os.walk(package):
+            inside += [_other_bits(Path(root, d), 0o5) for d in dirs]
+            inside += [_other_bits(Path(root, f), 0o4) for f in files]
+        found_inside = [p for p in inside if p]
+        problems += found_inside[:3] + ([f"{len(found_inside) - 3} more in {package}"] if len(found_inside) > 3 else [])
+    return list(dict.fromkeys(p for p in problems if p))
+
+
+def _other_bits(path: Path, need: int) -> str | None:
+    """Why others lack ``need`` (``0o5`` read and run, ``0o4`` read) on ``path`` itself, by its mode bits."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        return f"{path} ({e.strerror})"
+    if mode & need != need:
+        kind = "read and run" if need & 0o1 else "read"
+        return f"{path} (mode {stat.filemode(mode)}: other users cannot {kind} it)"
+    return None
+
+
+def changeable_by_others(command: str) -> list[str]:
+    """What in ``command`` a user other than root (or the one installing) could change, and so change what
+    every user's agent runs: each path it names, every directory above one, and every file and directory of
+    tether's package (:func:`changeable`)."""
+    found = _command_paths(command)
+    if isinstance(found, str):
+        return [found]
+    package, checks = found
+    paths = [p for path, _ in checks for p in (path, Path(os.path.realpath(path)))]
+    problems = [changeable(p) for p in dict.fromkeys(paths)]
+    for root, dirs, files in os.walk(package):  # __pycache__ too: Python runs a .pyc planted there
+        problems += [_writable(Path(root, name)) for name in [*dirs, *files]]
+    return list(dict.fromkeys(p for p in problems if p))
+
+
+def changeable(path: Path) -> str | None:
+    """Why a user other than root (or the one running this) could replace or edit ``path``: it, or a directory
+    above it, is owned by another user or writable by group (but root's) or others. A sticky directory (``/tmp``)
+    lets others write only their own entries: it is fine above an entry owned right."""
+    for p in [*reversed(path.parents), path]:
+        problem = _writable(p, last=p == path)
+        if problem:
+            return problem if p == path else f"{path} (under {problem})"
+    return None
+
+
+def _writable(path: Path, last: bool = True) -> str | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None  # what cannot be read is the read check's to name
+    if info.st_uid not in (0, os.geteuid()):
+        return f"{path} (owned by uid {info.st_uid}, who can change it)"
+    others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != 0)
+    if others and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and not last):
+        return f"{path} (mode {stat.filemode(info.st_mode)}: users other than its owner can change it)"
+    return None
+
+
+def _other_access(path: Path, need: int) -> str | None:
+    for parent in reversed(path.parents):
+        try:
+            mode = parent.stat().st_mode
+        except OSError:
+            return f"{path} (its directory {parent} cannot be read)"
+        if not mode & stat.S_IXOTH:
+            return f"{path} (under {parent}, mode {stat.filemode(mode)}: other users cannot enter it)"
+    return _other_bits(path, need)
+
+
+def shared_problem(path: Path) -> str | None:
+    """Why another user could not read ``path`` (its existing directories must let others in, an existing
+    file must be readable by them); None when nothing stands in the way."""
+    existing = next((d for d in (path.parent, *path.parent.parents) if os.path.exists(d)), Path("/"))
+    problem = _other_access(existing, 0o1)
+    if problem is None and os.path.exists(path):  # (False where a directory above cannot be searched)
+        problem = _other_access(path, 0o4)
+    return problem
+
+
+def shared_changeable(path: Path) -> str | None:
+    """Why a user other than root (or the one installing) could change what ``path`` says: its nearest existing
+    directory or the file itself is theirs to write (:func:`changeable`)."""
+    existing = next((d for d in (path.parent, *path.parent.parents) if os.path.exists(d)), Path("/"))
+    paths = [existing, Path(os.path.realpath(existing))] + ([path] if os.path.exists(path) else [])
+    return next((p for p in map(changeable, paths) if p), None)  # a linked directory: where it leads, too
