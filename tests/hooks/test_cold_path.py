@@ -47,6 +47,7 @@ NOT_ON_THE_COLD_PATH = (
     "tether.hooks.command",
     "tether.hooks.settings",
     "tether.hooks.trust",
+    "tether.hooks.import_roots",
     "tether.hooks.daemon",
     "tether.events.kinds_graph",
     "tether.events.kinds_schedule",

@@ -220,10 +220,10 @@ def _check_managed(agent: str, command: str, path: Path) -> None:
         )
     if changed:
         raise InstallError(
-            "a managed hook runs as every user of this machine, so whoever can change what it runs runs code as"
-            " all of them; but " + "; ".join(changed) + ". Install tether where only root can write it (e.g. a"
-            " venv under /opt owned by root, chmod -R go-w) and run the install with that interpreter; nothing"
-            " was changed"
+            "a managed hook runs as every user of this machine, so whoever can change what it runs (or anything"
+            " its interpreter imports) runs code as all of them; but " + "; ".join(changed) + ". Install tether"
+            " where only root can write it and everything it imports (e.g. a venv under /opt owned by root,"
+            " chmod -R go-w) and run the install with that interpreter; nothing was changed"
         )
     blocked = shared_problem(path)
     if blocked:

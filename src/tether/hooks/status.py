@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .command import CLIENT, LAUNCHER, is_script, ours, unrunnable
+from .import_roots import PYTHON_NAME
 from .install import EVENTS, LOCK_KEY, default_managed_dir, groups_of, sees_all, settings_file
 from .relay import socket_path
 from .settings import InstallError, parse_json, read_bytes, read_text, there
@@ -36,7 +37,6 @@ from .trust import changeable, changeable_by_others, shared_changeable, shared_p
 
 USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
 PROBE_TIMEOUT_S = 30
-PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*t?\Z")
 #: What an interpreter named in a hook command says about the tether it imports.
 PROBE = "import json, os, tether; print(json.dumps([tether.__version__, os.path.dirname(tether.__file__)]))"
 

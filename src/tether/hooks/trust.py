@@ -10,26 +10,46 @@ import stat
 from pathlib import Path
 
 from .command import CLIENT, LAUNCHER, is_script
+from .import_roots import import_roots, loose_under
+from .settings import read_text
 
 
-def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]]] | str:
-    """tether's package (the one the command's client or launcher sits in) and each absolute path ``command``
-    names with the access every user needs (``0o5`` read and run, ``0o4`` read); or why it does not parse."""
+def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]], str] | str:
+    """tether's package (the one the command's client or launcher sits in), each absolute path ``command``
+    names with the access every user needs (``0o5`` read and run, ``0o4`` read), and its interpreter; or why it
+    does not parse. A venv interpreter's ``pyvenv.cfg`` (beside it or a directory up: read at its start-up) and
+    the ``home`` it names (where its standard library is found) count as named."""
     try:
         words = shlex.split(command.removesuffix(" || exit 2"))
     except ValueError:
         return f"the command {command!r} (not parseable)"
+    if not words:
+        return f"the command {command!r} (empty)"
     script = next((w for w in words if is_script(w, CLIENT) or is_script(w, LAUNCHER)), None)
     package = Path(script).resolve().parent.parent if script else Path(__file__).resolve().parent.parent
+    python = words[2] if len(words) > 2 and is_script(words[1], CLIENT) else words[0]
     checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
     for i, word in enumerate(words):
         if word.startswith("/"):
-            executable = i == 0 or (i == 2 and is_script(words[1], CLIENT))
+            executable = i == 0 or word == python
             checks.append((Path(word), 0o5 if executable else 0o4))
-            venv = Path(word).parent.parent / "pyvenv.cfg"  # a venv's interpreter reads it at start-up
-            if executable and venv.is_file():
-                checks.append((venv, 0o4))
-    return package, checks
+            if executable:
+                checks += venv_files(Path(word))
+    return package, checks, python
+
+
+def venv_files(python: Path) -> list[tuple[Path, int]]:
+    """The ``pyvenv.cfg`` a venv's ``python`` reads at start-up (the first of ``bin/pyvenv.cfg`` and
+    ``pyvenv.cfg``, as ``site`` looks) and the ``home`` directory it names, with the access others need."""
+    for cfg in (python.parent / "pyvenv.cfg", python.parent.parent / "pyvenv.cfg"):
+        if cfg.is_file():
+            try:
+                lines = read_text(cfg).splitlines()
+            except (OSError, ValueError):
+                return [(cfg, 0o4)]  # named by the read check, which cannot read it either
+            homes = [v.strip() for k, _, v in (line.partition("=") for line in lines) if k.strip().lower() == "home"]
+            return [(cfg, 0o4)] + [(Path(h), 0o5) for h in homes[-1:] if os.path.isabs(h)]
+    return []
 
 
 def unreadable_for_others(command: str) -> list[str]:
@@ -42,7 +62,7 @@ def unreadable_for_others(command: str) -> list[str]:
     found = _command_paths(command)
     if isinstance(found, str):
         return [found]
-    package, checks = found
+    package, checks, _ = found
     problems: list[str | None] = []
     for path, need in checks:
         problems += [_other_access(p, need) for p in dict.fromkeys([path, Path(os.path.realpath(path))])]
@@ -70,17 +90,22 @@ def _other_bits(path: Path, need: int) -> str | None:
 
 def changeable_by_others(command: str) -> list[str]:
     """What in ``command`` a user other than root (or the one installing) could change, and so change what
-    every user's agent runs: each path it names, every directory above one, and every file and directory of
-    tether's package (:func:`changeable`)."""
+    every user's agent runs: each path it names, every directory above one (:func:`changeable`), then
+    everything the hook process imports (:mod:`tether.hooks.import_roots`: tether's package, its dependencies,
+    ``.pth`` files, the standard library; ``__pycache__`` too: Python runs a ``.pyc`` planted there). The
+    interpreter is asked for its import roots only once nothing it names could be changed."""
     found = _command_paths(command)
     if isinstance(found, str):
         return [found]
-    package, checks = found
+    package, checks, python = found
     paths = [p for path, _ in checks for p in (path, Path(os.path.realpath(path)))]
-    problems = [changeable(p) for p in dict.fromkeys(paths)]
-    for root, dirs, files in os.walk(package):  # __pycache__ too: Python runs a .pyc planted there
-        problems += [_writable(Path(root, name)) for name in [*dirs, *files]]
-    return list(dict.fromkeys(p for p in problems if p))
+    problems = list(dict.fromkeys(p for p in map(changeable, dict.fromkeys(paths)) if p))
+    if problems:
+        return problems
+    roots = import_roots(python, package.parent)
+    if isinstance(roots, str):
+        return [roots]
+    return loose_under(roots, _loose, changeable)
 
 
 def changeable(path: Path) -> str | None:
@@ -99,6 +124,11 @@ def _writable(path: Path, last: bool = True) -> str | None:
         info = path.stat()
     except OSError:
         return None  # what cannot be read is the read check's to name
+    return _loose(path, info, last)
+
+
+def _loose(path: Path, info: os.stat_result, last: bool = True) -> str | None:
+    """Why a user other than root (or the one running this) could change ``path`` itself, by its ``info``."""
     if info.st_uid not in (0, os.geteuid()):
         return f"{path} (owned by uid {info.st_uid}, who can change it)"
     others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != 0)

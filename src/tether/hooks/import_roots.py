@@ -1,0 +1,146 @@
+"""Where a hook process imports code from: its interpreter's import roots, found the way the hook starts.
+
+A hook command runs ``PYTHON -I -S …/tether/hooks/launch.py`` (the bash client execs the same when the daemon
+cannot answer): no ``site``, no ``PYTHON*`` variables, no user site, no script directory on the path. The
+launcher appends the directory tether's package sits in, and before it decides in-process
+(:func:`tether.hooks.entry.full_path`) it loads ``site``: the venv's (or the prefix's) site-packages join the
+path, every ``.pth`` file in them is read (a line naming a directory adds it; a line starting ``import`` is code
+that runs at every start-up), and ``sitecustomize`` is imported from the path. Whatever lies under those roots —
+pydantic, yaml, the Bash grammar, a ``.pth`` file, a ``sitecustomize`` — is code every user of a managed hook
+runs.
+
+:func:`import_roots` asks the hook's own interpreter for that path (``-I -S``, then ``site`` loaded as the hook
+loads it, except that no ``.pth`` line of code and no ``sitecustomize`` runs: the probe reads each ``.pth`` for
+its directories only). The interpreter is run only when named like a Python interpreter, from ``/``.
+:func:`loose_under` walks the roots (files and directories, links followed to where they lead, each directory
+once) for entries a user other than root (or the one installing) could change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+PROBE_TIMEOUT_S = 30
+PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*t?\Z")
+#: Entries walked under the roots at most: past it the walk fails closed (a venv with tether's dependencies and
+#: its test tools holds ~34,000; CPython's standard library ~9,000).
+MAX_ENTRIES = 400_000
+#: Offenders named at most, the rest counted.
+SHOWN = 3
+#: What the hook's interpreter prints: its path once ``site`` is loaded as the hook loads it, and the ``.pth``
+#: files read on the way. ``site.addpackage`` (which runs a ``.pth`` file's ``import`` lines) is replaced by one
+#: that only adds the directories a ``.pth`` names, and ``sitecustomize`` / ``usercustomize`` are not imported.
+PROBE = """
+import json, os, site, sys
+pth = []
+def addpackage(sitedir, name, known_paths):
+    path = os.path.join(sitedir, name)
+    pth.append(path)
+    try:
+        f = open(path, encoding="locale")
+    except OSError:
+        return known_paths
+    with f:
+        for line in f:
+            if line.startswith("#") or not line.strip() or line.startswith(("import ", "import\\t")):
+                continue
+            found = os.path.join(sitedir, line.rstrip())
+            if os.path.exists(found):
+                sys.path.append(os.path.abspath(found))
+    return known_paths
+site.addpackage = addpackage
+site.execsitecustomize = site.execusercustomize = lambda: None
+site.main()
+print(json.dumps([sys.path, pth]))
+"""
+
+
+def import_roots(python: str, package_parent: Path) -> list[Path] | str:
+    """The directories (and zip files) the hook process of ``python`` imports from, tether's
+    ``package_parent`` among them (the launcher appends it); or why they cannot be known (then nothing can be
+    vouched for: the caller refuses)."""
+    if not all(PYTHON_NAME.match(os.path.basename(p)) for p in (python, os.path.realpath(python))):
+        return f"{python} (does not look like a Python interpreter: what it imports cannot be asked)"
+    try:
+        done = subprocess.run(
+            [python, "-I", "-S", "-c", PROBE],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+            cwd="/",
+            env={},
+        )
+        paths, _ = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
+        return f"{python} (what it imports cannot be asked: {e})"
+    if done.returncode != 0 or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{python} (what it imports cannot be asked: {last})"
+    found = [Path(os.path.realpath(os.path.join("/", p))) for p in [*paths, str(package_parent)]]
+    return outermost(p for p in found if os.path.exists(p))
+
+
+def outermost(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` without those inside another of them (lib-dynload under the standard library), each once."""
+    kept: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def loose_under(
+    roots: list[Path], loose: Callable[[Path, os.stat_result], str | None], chain: Callable[[Path], str | None]
+) -> list[str]:
+    """What under ``roots`` a user other than root (or the one installing) could change: each root by ``chain``
+    (it and every directory above it), then every entry below by ``loose`` (its owner and write permission);
+    a link by ``chain`` on where it leads, a directory it leads to outside the roots walked too. A directory
+    that cannot be listed, or more than :data:`MAX_ENTRIES` entries, fails closed. The first :data:`SHOWN`
+    offenders are named, the rest counted."""
+    problems = [p for p in map(chain, roots) if p]
+    stack = [root for root in roots if root.is_dir()]
+    seen, count = set(stack), 0
+    while stack:
+        top = stack.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError as e:
+            problems.append(f"{top} (cannot be listed to check it: {e.strerror})")
+            continue
+        for entry in entries:
+            count += 1
+            if count > MAX_ENTRIES:
+                return [*_shown(problems), f"more than {MAX_ENTRIES} files under {', '.join(map(str, roots))}"]
+            path = Path(entry.path)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone meanwhile
+            if stat.S_ISLNK(info.st_mode):
+                real = Path(os.path.realpath(path))
+                problem = chain(real)
+                if problem:
+                    problems.append(f"{path} (a link to {problem})")
+                elif real.is_dir() and real not in seen and not any(real.is_relative_to(r) for r in roots):
+                    seen.add(real)
+                    stack.append(real)
+                continue
+            problem = loose(path, info)
+            if problem:
+                problems.append(problem)
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(path)
+    return _shown(problems)
+
+
+def _shown(problems: list[str]) -> list[str]:
+    if len(problems) <= SHOWN:
+        return problems
+    return [*problems[:SHOWN], f"and {len(problems) - SHOWN} more like them"]

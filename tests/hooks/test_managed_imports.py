@@ -1,0 +1,155 @@
+"""A managed install vouches for everything the hook process imports, not only tether's package: the
+dependencies in the interpreter's site-packages, the ``.pth`` files ``site`` reads at every start-up (and the
+directories they add), links leading out of the roots. Each case is a venv every user runs, made for the test
+with the system's python3, in which another user could change one thing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.hooks import import_roots, status
+from tether.hooks.install import main
+
+pytestmark = pytest.mark.usefixtures("home")
+
+
+@pytest.fixture
+def venv(shared: Path, system_python: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A venv of the system's python3 in a directory every user may enter, root's: the interpreter the managed
+    command names."""
+    subprocess.run([system_python, "-m", "venv", "--without-pip", str(shared / "venv")], check=True)
+    monkeypatch.setattr(sys, "executable", str(shared / "venv" / "bin" / "python3"))
+    return shared / "venv"
+
+
+def site_packages(venv: Path) -> Path:
+    (found,) = (venv / "lib").glob("python3*/site-packages")
+    return found
+
+
+def install(shared: Path) -> int:
+    return main(["claude-code", "--managed", "--managed-dir", str(shared / "m")])
+
+
+def test_a_dependency_another_user_could_change_is_refused(shared: Path, venv: Path, capsys) -> None:
+    package = site_packages(venv) / "yaml"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    assert install(shared) == 0, capsys.readouterr().err
+    (package / "__init__.py").chmod(0o666)  # any user could put code into every developer's hook process
+    assert install(shared) == 2
+    err = capsys.readouterr().err
+    assert f"{package / '__init__.py'} (mode -rw-rw-rw-: users other than its owner can change it)" in err, err
+    assert "anything its interpreter imports" in err
+    (package / "__init__.py").chmod(0o644)
+    os.chown(package, 65534, 65534)  # another user's directory: they can add a module, or swap it whole
+    assert install(shared) == 2
+    assert f"{package} (owned by uid 65534, who can change it)" in capsys.readouterr().err
+
+
+def test_a_planted_pth_file_is_refused_and_never_run(shared: Path, venv: Path, capsys) -> None:
+    """A ``.pth`` line starting ``import`` runs at every start-up of the interpreter: the installer asks the
+    interpreter for its path without running it, and refuses the file when another user could have put it
+    there."""
+    marker = shared / "ran"
+    pth = site_packages(venv) / "zz-planted.pth"
+    pth.write_text(f"import os; open({str(marker)!r}, 'w').close()\n")
+    assert install(shared) == 0, capsys.readouterr().err  # root's own .pth: trusted, and not run
+    assert not marker.exists(), "asking the interpreter for its path ran a .pth line"
+    os.chown(pth, 65534, 65534)
+    assert install(shared) == 2
+    assert f"{pth} (owned by uid 65534, who can change it)" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_a_directory_a_pth_file_adds_is_walked_too(shared: Path, venv: Path, capsys) -> None:
+    extra = shared / "extra-libs"  # outside the venv: found only by reading the .pth as site does
+    extra.mkdir()
+    (extra / "helper.py").write_text("")
+    (site_packages(venv) / "extra.pth").write_text(f"# a comment\n\n{extra}\n")
+    assert install(shared) == 0, capsys.readouterr().err
+    (extra / "helper.py").chmod(0o646)
+    assert install(shared) == 2
+    assert f"{extra / 'helper.py'} (mode -rw-r--rw-" in capsys.readouterr().err
+
+
+def test_a_link_out_of_the_roots_is_judged_where_it_leads(shared: Path, venv: Path, capsys) -> None:
+    """A package installed as a link (or one swapped for a link): what it leads to, and the directories above
+    that, are what the hook imports."""
+    elsewhere = shared / "elsewhere" / "pkg"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "__init__.py").write_text("")
+    (site_packages(venv) / "pkg").symlink_to(elsewhere)
+    assert install(shared) == 0, capsys.readouterr().err
+    (elsewhere / "__init__.py").chmod(0o666)  # inside the directory the link leads to: walked
+    assert install(shared) == 2
+    assert f"{elsewhere / '__init__.py'} (mode -rw-rw-rw-" in capsys.readouterr().err
+    (elsewhere / "__init__.py").chmod(0o644)
+    (shared / "elsewhere").chmod(0o777)  # above where it leads: anyone could swap pkg for their own
+    assert install(shared) == 2
+    err = capsys.readouterr().err
+    assert f"{site_packages(venv) / 'pkg'} (a link to {elsewhere} (under {shared / 'elsewhere'}" in err, err
+
+
+def test_offenders_are_named_a_few_at_a_time(shared: Path, venv: Path, capsys) -> None:
+    for name in "abcdef":
+        (site_packages(venv) / f"{name}.py").write_text("")
+        (site_packages(venv) / f"{name}.py").chmod(0o666)
+    assert install(shared) == 2
+    err = capsys.readouterr().err
+    assert err.count("users other than its owner can change it") == import_roots.SHOWN
+    assert f"and {6 - import_roots.SHOWN} more like them" in err
+
+
+def test_a_walk_past_its_bound_fails_closed(shared: Path, venv: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(import_roots, "MAX_ENTRIES", 10)
+    assert install(shared) == 2
+    assert "more than 10 files under" in capsys.readouterr().err
+    assert not (shared / "m").exists()
+
+
+def test_an_interpreter_that_cannot_say_what_it_imports_is_refused(shared: Path, system_python, monkeypatch, capsys):
+    fake = shared / "bin" / "python3"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")  # runs, prints nothing
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    assert install(shared) == 2
+    assert f"{fake} (what it imports cannot be asked" in capsys.readouterr().err
+    assert import_roots.import_roots(str(shared / "bin" / "sh"), shared) == (
+        f"{shared / 'bin' / 'sh'} (does not look like a Python interpreter: what it imports cannot be asked)"
+    )
+
+
+def test_the_roots_are_the_hook_process_path(venv: Path) -> None:
+    """The probe's roots are what a hook process has on its path once it loaded ``site``: the interpreter run
+    ``-I -S``, the launcher's package directory appended, then ``site.main()`` (tether.hooks.entry.full_path)."""
+    extra = venv / "extra"
+    extra.mkdir()
+    (site_packages(venv) / "extra.pth").write_text("extra-not-there\n../../../extra\n")
+    python = str(venv / "bin" / "python3")
+    code = "import json, site, sys; sys.path.append('/opt/pkg-parent'); site.main(); print(json.dumps(sys.path))"
+    real = json.loads(subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, check=True).stdout)
+    real_roots = import_roots.outermost(Path(os.path.realpath(p)) for p in real if os.path.exists(p))
+    assert import_roots.import_roots(python, Path("/opt/pkg-parent")) == real_roots
+    assert Path(os.path.realpath(extra)) in real_roots
+
+
+def test_status_reports_a_loose_dependency_of_a_managed_command(shared: Path, venv: Path, capsys) -> None:
+    assert install(shared) == 0
+    capsys.readouterr()
+    (site_packages(venv) / "sitecustomize.py").write_text("")  # imported at every start-up once site loads
+    os.chown(site_packages(venv) / "sitecustomize.py", 65534, 65534)
+    assert status.main(["claude-code", "--managed-dir", str(shared / "m"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert any(
+        "sitecustomize.py (owned by uid 65534, who can change it)" in p["problem"]
+        and "runs code as all" in p["problem"]
+        for p in out["problems"]
+    ), out["problems"]
