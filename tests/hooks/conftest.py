@@ -1,10 +1,11 @@
 """The ``hook`` fixture: hook calls of a fresh project, answered in-process; ``home`` (a user of tmp_path's, no
-daemon), ``shared`` and ``shared_python`` for the installer and status."""
+daemon), ``shared``, ``shared_python`` and ``venv`` for the installer and status."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -48,6 +49,22 @@ def shared_python(system_python: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The system's python3 as the interpreter tether's hook commands name."""
     monkeypatch.setattr(sys, "executable", system_python)
     return system_python
+
+
+@pytest.fixture
+def venv(shared: Path, system_python: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A venv of the system's python3 in a directory every user may enter, root's: the interpreter the managed
+    command names."""
+    subprocess.run([system_python, "-m", "venv", "--without-pip", str(shared / "venv")], check=True)
+    monkeypatch.setattr(sys, "executable", str(shared / "venv" / "bin" / "python3"))
+    return shared / "venv"
+
+
+@pytest.fixture
+def site_packages(venv: Path) -> Path:
+    """The venv's site-packages: where its dependencies and ``.pth`` files live."""
+    (found,) = (venv / "lib").glob("python3*/site-packages")
+    return found
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ NOT_ON_THE_COLD_PATH = (
     "tether.hooks.settings",
     "tether.hooks.trust",
     "tether.hooks.import_roots",
+    "tether.hooks.acl",
     "tether.hooks.daemon",
     "tether.events.kinds_graph",
     "tether.events.kinds_schedule",

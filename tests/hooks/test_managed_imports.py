@@ -19,26 +19,14 @@ from tether.hooks.install import main
 pytestmark = pytest.mark.usefixtures("home")
 
 
-@pytest.fixture
-def venv(shared: Path, system_python: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A venv of the system's python3 in a directory every user may enter, root's: the interpreter the managed
-    command names."""
-    subprocess.run([system_python, "-m", "venv", "--without-pip", str(shared / "venv")], check=True)
-    monkeypatch.setattr(sys, "executable", str(shared / "venv" / "bin" / "python3"))
-    return shared / "venv"
-
-
-def site_packages(venv: Path) -> Path:
-    (found,) = (venv / "lib").glob("python3*/site-packages")
-    return found
-
-
 def install(shared: Path) -> int:
     return main(["claude-code", "--managed", "--managed-dir", str(shared / "m")])
 
 
-def test_a_dependency_another_user_could_change_is_refused(shared: Path, venv: Path, capsys) -> None:
-    package = site_packages(venv) / "yaml"
+def test_a_dependency_another_user_could_change_is_refused(
+    shared: Path, venv: Path, site_packages: Path, capsys
+) -> None:
+    package = site_packages / "yaml"
     package.mkdir()
     (package / "__init__.py").write_text("")
     assert install(shared) == 0, capsys.readouterr().err
@@ -53,12 +41,12 @@ def test_a_dependency_another_user_could_change_is_refused(shared: Path, venv: P
     assert f"{package} (owned by uid 65534, who can change it)" in capsys.readouterr().err
 
 
-def test_a_planted_pth_file_is_refused_and_never_run(shared: Path, venv: Path, capsys) -> None:
+def test_a_planted_pth_file_is_refused_and_never_run(shared: Path, venv: Path, site_packages: Path, capsys) -> None:
     """A ``.pth`` line starting ``import`` runs at every start-up of the interpreter: the installer asks the
     interpreter for its path without running it, and refuses the file when another user could have put it
     there."""
     marker = shared / "ran"
-    pth = site_packages(venv) / "zz-planted.pth"
+    pth = site_packages / "zz-planted.pth"
     pth.write_text(f"import os; open({str(marker)!r}, 'w').close()\n")
     assert install(shared) == 0, capsys.readouterr().err  # root's own .pth: trusted, and not run
     assert not marker.exists(), "asking the interpreter for its path ran a .pth line"
@@ -68,24 +56,26 @@ def test_a_planted_pth_file_is_refused_and_never_run(shared: Path, venv: Path, c
     assert not marker.exists()
 
 
-def test_a_directory_a_pth_file_adds_is_walked_too(shared: Path, venv: Path, capsys) -> None:
+def test_a_directory_a_pth_file_adds_is_walked_too(shared: Path, venv: Path, site_packages: Path, capsys) -> None:
     extra = shared / "extra-libs"  # outside the venv: found only by reading the .pth as site does
     extra.mkdir()
     (extra / "helper.py").write_text("")
-    (site_packages(venv) / "extra.pth").write_text(f"# a comment\n\n{extra}\n")
+    (site_packages / "extra.pth").write_text(f"# a comment\n\n{extra}\n")
     assert install(shared) == 0, capsys.readouterr().err
     (extra / "helper.py").chmod(0o646)
     assert install(shared) == 2
     assert f"{extra / 'helper.py'} (mode -rw-r--rw-" in capsys.readouterr().err
 
 
-def test_a_link_out_of_the_roots_is_judged_where_it_leads(shared: Path, venv: Path, capsys) -> None:
+def test_a_link_out_of_the_roots_is_judged_where_it_leads(
+    shared: Path, venv: Path, site_packages: Path, capsys
+) -> None:
     """A package installed as a link (or one swapped for a link): what it leads to, and the directories above
     that, are what the hook imports."""
     elsewhere = shared / "elsewhere" / "pkg"
     elsewhere.mkdir(parents=True)
     (elsewhere / "__init__.py").write_text("")
-    (site_packages(venv) / "pkg").symlink_to(elsewhere)
+    (site_packages / "pkg").symlink_to(elsewhere)
     assert install(shared) == 0, capsys.readouterr().err
     (elsewhere / "__init__.py").chmod(0o666)  # inside the directory the link leads to: walked
     assert install(shared) == 2
@@ -94,13 +84,13 @@ def test_a_link_out_of_the_roots_is_judged_where_it_leads(shared: Path, venv: Pa
     (shared / "elsewhere").chmod(0o777)  # above where it leads: anyone could swap pkg for their own
     assert install(shared) == 2
     err = capsys.readouterr().err
-    assert f"{site_packages(venv) / 'pkg'} (a link to {elsewhere} (under {shared / 'elsewhere'}" in err, err
+    assert f"{site_packages / 'pkg'} (a link to {elsewhere} (under {shared / 'elsewhere'}" in err, err
 
 
-def test_offenders_are_named_a_few_at_a_time(shared: Path, venv: Path, capsys) -> None:
+def test_offenders_are_named_a_few_at_a_time(shared: Path, venv: Path, site_packages: Path, capsys) -> None:
     for name in "abcdef":
-        (site_packages(venv) / f"{name}.py").write_text("")
-        (site_packages(venv) / f"{name}.py").chmod(0o666)
+        (site_packages / f"{name}.py").write_text("")
+        (site_packages / f"{name}.py").chmod(0o666)
     assert install(shared) == 2
     err = capsys.readouterr().err
     assert err.count("users other than its owner can change it") == import_roots.SHOWN
@@ -127,12 +117,12 @@ def test_an_interpreter_that_cannot_say_what_it_imports_is_refused(shared: Path,
     )
 
 
-def test_the_roots_are_the_hook_process_path(venv: Path) -> None:
+def test_the_roots_are_the_hook_process_path(venv: Path, site_packages: Path) -> None:
     """The probe's roots are what a hook process has on its path once it loaded ``site``: the interpreter run
     ``-I -S``, the launcher's package directory appended, then ``site.main()`` (tether.hooks.entry.full_path)."""
     extra = venv / "extra"
     extra.mkdir()
-    (site_packages(venv) / "extra.pth").write_text("extra-not-there\n../../../extra\n")
+    (site_packages / "extra.pth").write_text("extra-not-there\n../../../extra\n")
     python = str(venv / "bin" / "python3")
     code = "import json, site, sys; sys.path.append('/opt/pkg-parent'); site.main(); print(json.dumps(sys.path))"
     real = json.loads(subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, check=True).stdout)
@@ -141,11 +131,13 @@ def test_the_roots_are_the_hook_process_path(venv: Path) -> None:
     assert Path(os.path.realpath(extra)) in real_roots
 
 
-def test_status_reports_a_loose_dependency_of_a_managed_command(shared: Path, venv: Path, capsys) -> None:
+def test_status_reports_a_loose_dependency_of_a_managed_command(
+    shared: Path, venv: Path, site_packages: Path, capsys
+) -> None:
     assert install(shared) == 0
     capsys.readouterr()
-    (site_packages(venv) / "sitecustomize.py").write_text("")  # imported at every start-up once site loads
-    os.chown(site_packages(venv) / "sitecustomize.py", 65534, 65534)
+    (site_packages / "sitecustomize.py").write_text("")  # imported at every start-up once site loads
+    os.chown(site_packages / "sitecustomize.py", 65534, 65534)
     assert status.main(["claude-code", "--managed-dir", str(shared / "m"), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert any(

@@ -9,6 +9,7 @@ import shlex
 import stat
 from pathlib import Path
 
+from . import acl
 from .command import CLIENT, LAUNCHER, is_script
 from .import_roots import import_roots, loose_under
 from .settings import read_text
@@ -77,14 +78,20 @@ def unreadable_for_others(command: str) -> list[str]:
 
 
 def _other_bits(path: Path, need: int) -> str | None:
-    """Why others lack ``need`` (``0o5`` read and run, ``0o4`` read) on ``path`` itself, by its mode bits."""
+    """Why others lack ``need`` (``0o5`` read and run, ``0o4`` read) on ``path`` itself, by its mode bits and by
+    its ACL (a named user or group entry without it keeps that user or group out, whatever the other bits)."""
     try:
         mode = path.stat().st_mode
+        denied = acl.refused(acl.read(path), need)
     except OSError as e:
         return f"{path} ({e.strerror})"
+    except acl.AclError as e:
+        return f"{path} ({e}: who can use it is unknown)"
+    kind = "read and run" if need & 0o1 else "read"
     if mode & need != need:
-        kind = "read and run" if need & 0o1 else "read"
         return f"{path} (mode {stat.filemode(mode)}: other users cannot {kind} it)"
+    if denied:
+        return f"{path} (its ACL keeps {', '.join(denied)} from being able to {kind} it)"
     return None
 
 
@@ -128,12 +135,27 @@ def _writable(path: Path, last: bool = True) -> str | None:
 
 
 def _loose(path: Path, info: os.stat_result, last: bool = True) -> str | None:
-    """Why a user other than root (or the one running this) could change ``path`` itself, by its ``info``."""
+    """Why a user other than root (or the one running this) could change ``path`` itself, by its ``info`` and
+    its ACL (:mod:`tether.hooks.acl`; a directory's default ACL too when it is the entry judged, not one above
+    it: what is made in it later, an upgrade's files, takes that ACL)."""
     if info.st_uid not in (0, os.geteuid()):
         return f"{path} (owned by uid {info.st_uid}, who can change it)"
+    sticky_above = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and not last
     others = info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != 0)
-    if others and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and not last):
+    if others and not sticky_above:
         return f"{path} (mode {stat.filemode(info.st_mode)}: users other than its owner can change it)"
+    if sticky_above:
+        return None  # (others write only their own entries in it: its ACL, too, bounded by the sticky bit)
+    trusted = (0, os.geteuid())
+    try:
+        granted = acl.writers(acl.read(path), trusted, (0,)) if acl.needs_reading(info.st_mode) else []
+        made = acl.default_writers(acl.read(path, acl.DEFAULT), trusted, (0,)) if stat.S_ISDIR(info.st_mode) else []
+    except acl.AclError as e:
+        return f"{path} ({e}: who can change it is unknown)"
+    if granted:
+        return f"{path} (its ACL lets {', '.join(granted)} change it)"
+    if made:
+        return f"{path} (its default ACL lets {', '.join(made)} change what is made in it)"
     return None
 
 
@@ -145,6 +167,9 @@ def _other_access(path: Path, need: int) -> str | None:
             return f"{path} (its directory {parent} cannot be read)"
         if not mode & stat.S_IXOTH:
             return f"{path} (under {parent}, mode {stat.filemode(mode)}: other users cannot enter it)"
+        problem = _other_bits(parent, 0o1)
+        if problem:
+            return f"{path} (under {problem})"
     return _other_bits(path, need)
 
 
