@@ -46,13 +46,26 @@ def ask(request: dict[str, str], raw: bytes, *, start: bool = True) -> Reply | N
     return Reply(out.decode(errors="replace"), err.decode(errors="replace"), code)
 
 
+#: How a daemon starts: as a hook process does (launch.py, then :func:`.entry.full_path`), ``-I -S`` (no
+#: ``PYTHON*`` variables, no user site, no working directory on the path), this tether's directory appended,
+#: then ``site``. ``python -m`` would put the working directory first on the path: the project's, where the
+#: agent runs its hooks, so a cloned repository's ``tether/`` (or ``yaml.py``) would run as the developer and
+#: stay resident as their gate; ``PYTHONPATH`` or the user site would let a developer replace a managed gate.
+DAEMON = (
+    "import sys; sys.path.append(sys.argv.pop(1)); import site; site.main(); import runpy;"
+    " runpy.run_module('tether.hooks.daemon', run_name='__main__', alter_sys=True)"
+)
+
+
 def spawn(path: str) -> None:
-    """Start a daemon for ``path`` in its own session; if another starts at once, one of them gives way."""
+    """Start a daemon for ``path`` in its own session (:data:`DAEMON`); if another starts at once, one of them
+    gives way."""
     import subprocess
 
+    parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:  # noqa: SIM105 — importing contextlib costs the client milliseconds
         subprocess.Popen(
-            [sys.executable, "-m", "tether.hooks.daemon", "--socket", path],
+            [sys.executable, "-I", "-S", "-c", DAEMON, parent, "--socket", path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -1,0 +1,39 @@
+"""The daemon a hook call starts imports what the hook process imports, and nothing from where the agent ran
+the hook or from its environment: ``python -m`` would put the working directory (the project, perhaps a cloned
+repository) first on the path, ``PYTHONPATH`` and the user site would come next, and the daemon stays resident
+as the user's gate for every later call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hookkit import wait_for
+
+from tether.hooks import client
+from tether.hooks.daemon import stop_daemon
+
+
+def plant(directory: Path, marker: Path) -> None:
+    """A ``tether`` package and a ``yaml`` module that leave ``marker`` behind when imported."""
+    (directory / "tether").mkdir(parents=True)
+    touch = f"open({str(marker)!r}, 'a').write({str(directory)!r} + '\\n')\n"
+    (directory / "tether" / "__init__.py").write_text(touch)
+    (directory / "yaml.py").write_text(touch)
+
+
+def test_a_started_daemon_imports_nothing_from_the_project_or_pythonpath(tmp_path: Path, monkeypatch) -> None:
+    marker = tmp_path / "ran"
+    project, elsewhere = tmp_path / "cloned-repo", tmp_path / "pythonpath"
+    plant(project, marker)
+    plant(elsewhere, marker)
+    monkeypatch.chdir(project)  # where the agent runs its hooks
+    monkeypatch.setenv("PYTHONPATH", str(elsewhere))
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    client.spawn(str(sock))
+    try:
+        wait_for(sock, timeout=30)  # the real daemon, from this tether's directory, serves
+    finally:
+        stopped = stop_daemon(str(sock))
+    assert not marker.exists(), f"the daemon imported planted code from {marker.read_text()}"
+    assert stopped
