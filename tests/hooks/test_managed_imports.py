@@ -127,8 +127,22 @@ def test_the_roots_are_the_hook_process_path(venv: Path, site_packages: Path) ->
     code = "import json, site, sys; sys.path.append('/opt/pkg-parent'); site.main(); print(json.dumps(sys.path))"
     real = json.loads(subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, check=True).stdout)
     real_roots = import_roots.outermost(Path(os.path.realpath(p)) for p in real if os.path.exists(p))
-    assert import_roots.import_roots(python, Path("/opt/pkg-parent")) == real_roots
+    found = import_roots.import_roots(python, Path("/opt/pkg-parent"))
+    assert not isinstance(found, str) and found[0] == real_roots
     assert Path(os.path.realpath(extra)) in real_roots
+    assert Path("/opt/pkg-parent") in found[1] and site_packages / "extra-not-there" in found[1], found
+
+
+def test_a_path_entry_not_there_yet_is_judged_where_it_would_be_made(shared: Path, site_packages: Path, capsys) -> None:
+    """``site`` adds a directory a ``.pth`` file names once it exists: whoever can make it there adds a root."""
+    drop = shared / "drop"
+    drop.mkdir()
+    (site_packages / "later.pth").write_text(f"{drop / 'later'}\n")
+    assert install(shared) == 0, capsys.readouterr().err
+    drop.chmod(0o777)
+    assert install(shared) == 2
+    err = capsys.readouterr().err
+    assert f"{drop / 'later'} (not there yet, and whoever can make it there adds to the path: {drop} (mode" in err
 
 
 def test_status_reports_a_loose_dependency_of_a_managed_command(

@@ -33,38 +33,39 @@ PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*t?\Z")
 MAX_ENTRIES = 400_000
 #: Offenders named at most, the rest counted.
 SHOWN = 3
-#: What the hook's interpreter prints: its path once ``site`` is loaded as the hook loads it, and the ``.pth``
-#: files read on the way. ``site.addpackage`` (which runs a ``.pth`` file's ``import`` lines) is replaced by one
-#: that only adds the directories a ``.pth`` names, and ``sitecustomize`` / ``usercustomize`` are not imported.
+#: What the hook's interpreter prints: its path once ``site`` is loaded as the hook loads it, and every directory
+#: a ``.pth`` file names (one not there yet joins the path once it is). ``site.addpackage`` (which runs a
+#: ``.pth`` file's ``import`` lines) is replaced by one that only reads the directories a ``.pth`` names, and
+#: ``sitecustomize`` / ``usercustomize`` are not imported.
 PROBE = """
 import json, os, site, sys
-pth = []
+named = []
 def addpackage(sitedir, name, known_paths):
-    path = os.path.join(sitedir, name)
-    pth.append(path)
     try:
-        f = open(path, encoding="locale")
+        f = open(os.path.join(sitedir, name), encoding="locale")
     except OSError:
         return known_paths
     with f:
         for line in f:
             if line.startswith("#") or not line.strip() or line.startswith(("import ", "import\\t")):
                 continue
-            found = os.path.join(sitedir, line.rstrip())
+            found = os.path.abspath(os.path.join(sitedir, line.rstrip()))
+            named.append(found)
             if os.path.exists(found):
-                sys.path.append(os.path.abspath(found))
+                sys.path.append(found)
     return known_paths
 site.addpackage = addpackage
 site.execsitecustomize = site.execusercustomize = lambda: None
 site.main()
-print(json.dumps([sys.path, pth]))
+print(json.dumps(sys.path + named))
 """
 
 
-def import_roots(python: str, package_parent: Path) -> list[Path] | str:
+def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Path]] | str:
     """The directories (and zip files) the hook process of ``python`` imports from, tether's
-    ``package_parent`` among them (the launcher appends it); or why they cannot be known (then nothing can be
-    vouched for: the caller refuses)."""
+    ``package_parent`` among them (the launcher appends it), and the entries of its path that are not there
+    yet (whoever can make one imports first: a ``python311.zip`` comes before the standard library); or why
+    they cannot be known (then nothing can be vouched for: the caller refuses)."""
     if not all(PYTHON_NAME.match(os.path.basename(p)) for p in (python, os.path.realpath(python))):
         return f"{python} (does not look like a Python interpreter: what it imports cannot be asked)"
     try:
@@ -77,14 +78,14 @@ def import_roots(python: str, package_parent: Path) -> list[Path] | str:
             cwd="/",
             env={},
         )
-        paths, _ = json.loads(done.stdout.strip().splitlines()[-1])
+        paths = json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
         return f"{python} (what it imports cannot be asked: {e})"
     if done.returncode != 0 or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return f"{python} (what it imports cannot be asked: {last})"
     found = [Path(os.path.realpath(os.path.join("/", p))) for p in [*paths, str(package_parent)]]
-    return outermost(p for p in found if os.path.exists(p))
+    return outermost(p for p in found if os.path.exists(p)), [p for p in dict.fromkeys(found) if not os.path.exists(p)]
 
 
 def outermost(paths: Iterable[Path]) -> list[Path]:
@@ -97,14 +98,23 @@ def outermost(paths: Iterable[Path]) -> list[Path]:
 
 
 def loose_under(
-    roots: list[Path], loose: Callable[[Path, os.stat_result], str | None], chain: Callable[[Path], str | None]
+    roots: list[Path],
+    loose: Callable[[Path, os.stat_result], str | None],
+    chain: Callable[[Path], str | None],
+    missing: Iterable[Path] = (),
 ) -> list[str]:
     """What under ``roots`` a user other than root (or the one installing) could change: each root by ``chain``
     (it and every directory above it), then every entry below by ``loose`` (its owner and write permission);
-    a link by ``chain`` on where it leads, a directory it leads to outside the roots walked too. A directory
-    that cannot be listed, or more than :data:`MAX_ENTRIES` entries, fails closed. The first :data:`SHOWN`
-    offenders are named, the rest counted."""
+    a link by ``chain`` on where it leads, a directory it leads to outside the roots walked too; a ``missing``
+    entry of the path by ``chain`` on the nearest directory above it that is there (whoever may write there can
+    make it). A directory that cannot be listed, or more than :data:`MAX_ENTRIES` entries, fails closed. The
+    first :data:`SHOWN` offenders are named, the rest counted."""
     problems = [p for p in map(chain, roots) if p]
+    for path in missing:
+        there = next(p for p in path.parents if os.path.exists(p))
+        problem = chain(there)
+        if problem:
+            problems.append(f"{path} (not there yet, and whoever can make it there adds to the path: {problem})")
     stack = [root for root in roots if root.is_dir()]
     seen, count = set(stack), 0
     while stack:

@@ -109,10 +109,11 @@ def changeable_by_others(command: str) -> list[str]:
     problems = list(dict.fromkeys(p for p in map(changeable, dict.fromkeys(paths)) if p))
     if problems:
         return problems
-    roots = import_roots(python, package.parent)
-    if isinstance(roots, str):
-        return [roots]
-    return loose_under(roots, _loose, changeable)
+    found_roots = import_roots(python, package.parent)
+    if isinstance(found_roots, str):
+        return [found_roots]
+    roots, missing = found_roots
+    return loose_under(roots, _loose, changeable, missing)
 
 
 def changeable(path: Path) -> str | None:
