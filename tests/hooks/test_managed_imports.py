@@ -113,7 +113,8 @@ def test_an_interpreter_that_cannot_say_what_it_imports_is_refused(shared: Path,
     assert install(shared) == 2
     assert f"{fake} (what it imports cannot be asked" in capsys.readouterr().err
     assert import_roots.import_roots(str(shared / "bin" / "sh"), shared) == (
-        f"{shared / 'bin' / 'sh'} (does not look like a Python interpreter: what it imports cannot be asked)"
+        f"{shared / 'bin' / 'sh'} (what it imports cannot be asked: it does not look like a Python interpreter"
+        " (python3, python3.12, pypy3…): not run)"
     )
 
 
@@ -159,3 +160,23 @@ def test_status_reports_a_loose_dependency_of_a_managed_command(
         and "runs code as all" in p["problem"]
         for p in out["problems"]
     ), out["problems"]
+
+
+def test_status_finds_tether_without_running_pth_code_or_sitecustomize(
+    shared: Path, site_packages: Path, tmp_path: Path, capsys
+) -> None:
+    """``sudo tether hook status`` asks the interpreter in a hook command which tether it finds: that must not run
+    a ``.pth`` line or a ``sitecustomize`` another user could have planted in its site-packages (as root)."""
+    marker = shared / "ran"
+    src = Path(status.__file__).resolve().parents[2]
+    (site_packages / "tether-src.pth").write_text(f"{src}\n")  # how an editable install puts tether on the path
+    (site_packages / "zz.pth").write_text(f"import os; open({str(marker)!r}, 'a').write('pth')\n")
+    (site_packages / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'a').write('sitecustomize')\n")
+    assert main(["claude-code", "--user"]) == 0
+    capsys.readouterr()
+    status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(shared / "none"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    (layer,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["commands"]]
+    (cmd,) = layer["commands"]
+    assert cmd["runnable"] and cmd["package"] == str(src / "tether") and cmd["version"] == out["tether"]["version"]
+    assert not marker.exists(), f"status ran {marker.read_text()}"

@@ -33,11 +33,12 @@ PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*t?\Z")
 MAX_ENTRIES = 400_000
 #: Offenders named at most, the rest counted.
 SHOWN = 3
-#: What the hook's interpreter prints: its path once ``site`` is loaded as the hook loads it, and every directory
-#: a ``.pth`` file names (one not there yet joins the path once it is). ``site.addpackage`` (which runs a
-#: ``.pth`` file's ``import`` lines) is replaced by one that only reads the directories a ``.pth`` names, and
-#: ``sitecustomize`` / ``usercustomize`` are not imported.
-PROBE = """
+#: ``site`` loaded as a hook process loads it (:func:`tether.hooks.entry.full_path`, after ``-I -S``), except
+#: that no code of a ``.pth`` file runs: ``site.addpackage`` (which runs a ``.pth`` file's ``import`` lines) is
+#: replaced by one that only adds the directories a ``.pth`` names (and lists each in ``named``, there or not
+#: yet: one not there yet joins the path once it is), and ``sitecustomize`` / ``usercustomize`` are not
+#: imported. Only the standard library runs.
+SITE = """
 import json, os, site, sys
 named = []
 def addpackage(sitedir, name, known_paths):
@@ -57,20 +58,28 @@ def addpackage(sitedir, name, known_paths):
 site.addpackage = addpackage
 site.execsitecustomize = site.execusercustomize = lambda: None
 site.main()
-print(json.dumps(sys.path + named))
 """
+#: The hook process's path, and every directory a ``.pth`` names.
+PROBE = SITE + "print(json.dumps(sys.path + named))\n"
+#: Where the hook process's path holds tether: the file, found and not imported (no code of it runs).
+FIND_TETHER = (
+    SITE + "import importlib.util\nspec = importlib.util.find_spec('tether')\nprint(json.dumps(spec and spec.origin))\n"
+)
 
 
-def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Path]] | str:
-    """The directories (and zip files) the hook process of ``python`` imports from, tether's
-    ``package_parent`` among them (the launcher appends it), and the entries of its path that are not there
-    yet (whoever can make one imports first: a ``python311.zip`` comes before the standard library); or why
-    they cannot be known (then nothing can be vouched for: the caller refuses)."""
+class ProbeError(ValueError):
+    """Why an interpreter could not be asked (its message follows the interpreter's path)."""
+
+
+def ask(python: str, code: str) -> object:
+    """The JSON the interpreter ``python`` prints last running ``code`` as a hook starts it (``-I -S``, from
+    ``/``, no environment). Only a program named like a Python interpreter, as written and as resolved, is
+    run: the name comes from a settings file, and ``-I -S -c CODE`` means other things to other programs."""
     if not all(PYTHON_NAME.match(os.path.basename(p)) for p in (python, os.path.realpath(python))):
-        return f"{python} (does not look like a Python interpreter: what it imports cannot be asked)"
+        raise ProbeError("does not look like a Python interpreter (python3, python3.12, pypy3…): not run")
     try:
         done = subprocess.run(
-            [python, "-I", "-S", "-c", PROBE],
+            [python, "-I", "-S", "-c", code],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT_S,
@@ -78,12 +87,27 @@ def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Pa
             cwd="/",
             env={},
         )
-        paths = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
-        return f"{python} (what it imports cannot be asked: {e})"
-    if done.returncode != 0 or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"{python} (what it imports cannot be asked: {last})"
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ProbeError(f"does not run ({e})") from e
+    if done.returncode != 0:
+        raise ProbeError(f"fails ({(done.stderr.strip().splitlines() or ['no output'])[-1]})")
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        raise ProbeError(f"printed no answer ({e})") from e
+
+
+def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Path]] | str:
+    """The directories (and zip files) the hook process of ``python`` imports from, tether's
+    ``package_parent`` among them (the launcher appends it), and the entries of its path that are not there
+    yet (whoever can make one imports first: a ``python311.zip`` comes before the standard library); or why
+    they cannot be known (then nothing can be vouched for: the caller refuses)."""
+    try:
+        paths = ask(python, PROBE)
+    except ProbeError as e:
+        return f"{python} (what it imports cannot be asked: it {e})"
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        return f"{python} (what it imports cannot be asked: it printed {str(paths)[:80]})"
     found = [Path(os.path.realpath(os.path.join("/", p))) for p in [*paths, str(package_parent)]]
     return outermost(p for p in found if os.path.exists(p)), [p for p in dict.fromkeys(found) if not os.path.exists(p)]
 

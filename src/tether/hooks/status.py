@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import socket
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -29,16 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from .command import CLIENT, LAUNCHER, is_script, ours, unrunnable
-from .import_roots import PYTHON_NAME
+from .import_roots import FIND_TETHER, ProbeError, ask
 from .install import EVENTS, LOCK_KEY, default_managed_dir, groups_of, sees_all, settings_file
 from .relay import socket_path
 from .settings import InstallError, parse_json, read_bytes, read_text, there
 from .trust import changeable, changeable_by_others, shared_changeable, shared_problem, unreadable_for_others
 
 USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
-PROBE_TIMEOUT_S = 30
-#: What an interpreter named in a hook command says about the tether it imports.
-PROBE = "import json, os, tether; print(json.dumps([tether.__version__, os.path.dirname(tether.__file__)]))"
 
 
 @dataclass
@@ -175,26 +171,23 @@ def this_tether() -> dict[str, str]:
 
 
 def probe(python: str) -> tuple[str, str] | str:
-    """(version, package directory) of the tether ``python`` imports, as a hook call would (``-I``: no
-    ``PYTHON*`` variables, no user site), or what went wrong. Only a program named like a Python interpreter
-    (as written and as resolved) is run: the name comes from a settings file, and ``-I -c CODE`` means other
-    things to other programs."""
-    if not all(PYTHON_NAME.match(os.path.basename(p)) for p in (python, os.path.realpath(python))):
-        return f"{python} does not look like a Python interpreter (python3, python3.12, pypy3…): not run"
+    """(version, package directory) of the tether the hook process of ``python`` finds on its path, or what went
+    wrong: the interpreter run as a hook starts it (``-I -S``), ``site``'s directories added without running a
+    ``.pth`` file's code or a ``sitecustomize`` (:data:`.import_roots.FIND_TETHER`), tether found there and its
+    version read, not imported. So no code of the package, of its dependencies or of a ``.pth`` runs: ``sudo
+    tether hook status`` must not run, as root, what another user could plant in an interpreter's
+    site-packages. Only a program named like a Python interpreter is run (:func:`.import_roots.ask`)."""
     try:
-        done = subprocess.run(
-            [python, "-I", "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False, cwd="/"
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"{python} does not run ({e})"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"{python} cannot import tether ({last})"
-    try:
-        version, package = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return f"{python} printed no tether version"
-    return str(version), str(package)
+        origin = ask(python, FIND_TETHER)
+    except ProbeError as e:
+        return f"{python} {e}"
+    if not isinstance(origin, str):
+        return f"{python} cannot import tether (ModuleNotFoundError: No module named 'tether')"
+    package = os.path.dirname(origin)
+    version = static_version(package)
+    if version is None:
+        return f"{python} finds tether at {package}, which has no __version__ to read"
+    return version, package
 
 
 def check_command(
