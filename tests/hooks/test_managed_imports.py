@@ -44,16 +44,16 @@ def test_a_dependency_another_user_could_change_is_refused(
 def test_a_planted_pth_file_is_refused_and_never_run(shared: Path, venv: Path, site_packages: Path, capsys) -> None:
     """A ``.pth`` line starting ``import`` runs at every start-up of the interpreter: the installer asks the
     interpreter for its path without running it, and refuses the file when another user could have put it
-    there."""
+    there. Only once every root is root's alone does it run the ``.pth`` code (to see what it adds)."""
     marker = shared / "ran"
     pth = site_packages / "zz-planted.pth"
     pth.write_text(f"import os; open({str(marker)!r}, 'w').close()\n")
-    assert install(shared) == 0, capsys.readouterr().err  # root's own .pth: trusted, and not run
-    assert not marker.exists(), "asking the interpreter for its path ran a .pth line"
     os.chown(pth, 65534, 65534)
     assert install(shared) == 2
     assert f"{pth} (owned by uid 65534, who can change it)" in capsys.readouterr().err
-    assert not marker.exists()
+    assert not marker.exists(), "asking the interpreter for its path ran another user's .pth line"
+    os.chown(pth, 0, 0)
+    assert install(shared) == 0, capsys.readouterr().err
 
 
 def test_a_directory_a_pth_file_adds_is_walked_too(shared: Path, venv: Path, site_packages: Path, capsys) -> None:
@@ -180,3 +180,54 @@ def test_status_finds_tether_without_running_pth_code_or_sitecustomize(
     (cmd,) = layer["commands"]
     assert cmd["runnable"] and cmd["package"] == str(src / "tether") and cmd["version"] == out["tether"]["version"]
     assert not marker.exists(), f"status ran {marker.read_text()}"
+
+
+def test_what_pth_code_adds_to_the_path_is_walked_once_the_roots_are_vouched_for(
+    shared: Path, site_packages: Path, capsys
+) -> None:
+    """A ``.pth`` line of code can put any directory on the path: read, the line says nothing; run (once all it
+    could run is root's), what it added shows."""
+    added = shared / "added-by-code"
+    added.mkdir()
+    (added / "mod.py").write_text("")
+    (site_packages / "code.pth").write_text(f"import sys; sys.path.append({str(added)!r})\n")
+    assert install(shared) == 0, capsys.readouterr().err
+    (added / "mod.py").chmod(0o666)
+    assert install(shared) == 2
+    assert f"{added / 'mod.py'} (mode -rw-rw-rw-" in capsys.readouterr().err
+
+
+EDITABLE_FINDER = """
+import sys
+MAPPING: dict[str, str] = {{"demo": {demo!r}}}
+NAMESPACES: dict[str, list[str]] = {{}}
+class _EditableFinder:
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        return None
+def install():
+    sys.meta_path.append(_EditableFinder)
+"""
+
+
+def test_an_editable_finder_is_walked_where_it_maps_modules(shared: Path, site_packages: Path, capsys) -> None:
+    """setuptools' editable install of a flat project: a finder that maps ``demo`` to its source folder,
+    which is on no path entry."""
+    demo = shared / "work" / "demo"
+    demo.mkdir(parents=True)
+    (demo / "__init__.py").write_text("")
+    (site_packages / "__editable___demo_0_1_finder.py").write_text(EDITABLE_FINDER.format(demo=str(demo)))
+    (site_packages / "__editable__.demo-0.1.pth").write_text(
+        "import __editable___demo_0_1_finder; __editable___demo_0_1_finder.install()\n"
+    )
+    assert install(shared) == 0, capsys.readouterr().err
+    (demo / "__init__.py").chmod(0o666)
+    assert install(shared) == 2
+    assert f"{demo / '__init__.py'} (mode -rw-rw-rw-" in capsys.readouterr().err
+
+
+def test_a_finder_that_does_not_say_where_it_imports_from_is_refused(shared: Path, site_packages: Path, capsys) -> None:
+    (site_packages / "odd.py").write_text("class Odd:\n    def find_spec(self, *args):\n        return None\n")
+    (site_packages / "odd.pth").write_text("import sys, odd; sys.meta_path.append(odd.Odd())\n")
+    assert install(shared) == 2
+    assert "installs an import finder, odd.Odd, that does not say where it finds modules" in capsys.readouterr().err

@@ -66,6 +66,34 @@ FIND_TETHER = (
     SITE + "import importlib.util\nspec = importlib.util.find_spec('tether')\nprint(json.dumps(spec and spec.origin))\n"
 )
 
+#: Run only once every root is vouched for (:func:`loaded_roots`): ``site`` loaded as the hook loads it, a
+#: ``.pth`` file's ``import`` lines and ``sitecustomize`` included (code no one but root could have written),
+#: then what that code added: entries of the path, and import finders or path hooks beyond the interpreter's
+#: own, each with the places it says it maps modules to (setuptools' editable finder: its module's ``MAPPING``
+#: and ``NAMESPACES``), null when it says none.
+LOADED = """
+import json, sys
+def name(f):
+    return getattr(f, "__module__", "?") + "." + getattr(f, "__qualname__", type(f).__qualname__)
+own = {name(f) for f in [*sys.meta_path, *sys.path_hooks]}
+import site
+site.main()
+added = []
+for f in [*sys.meta_path, *sys.path_hooks]:
+    if name(f) in own:
+        continue
+    module = sys.modules.get(getattr(f, "__module__", None) or "")
+    mapping, spaces = getattr(module, "MAPPING", None), getattr(module, "NAMESPACES", None)
+    places = [v for v in (mapping or {}).values() if isinstance(v, str)]
+    places += [p for v in (spaces or {}).values() if isinstance(v, list) for p in v if isinstance(p, str)]
+    said = isinstance(mapping, dict) or isinstance(spaces, dict)
+    added.append([name(f), places if said else None])
+print(json.dumps([sys.path, added]))
+"""
+#: Import finders a ``.pth`` file installs that find modules only under the roots already walked:
+#: setuptools' ``distutils-precedence.pth`` (it serves ``distutils`` from setuptools' own copy).
+KNOWN_FINDERS = ("_distutils_hack.DistutilsMetaFinder",)
+
 
 class ProbeError(ValueError):
     """Why an interpreter could not be asked (its message follows the interpreter's path)."""
@@ -110,6 +138,33 @@ def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Pa
         return f"{python} (what it imports cannot be asked: it printed {str(paths)[:80]})"
     found = [Path(os.path.realpath(os.path.join("/", p))) for p in [*paths, str(package_parent)]]
     return outermost(p for p in found if os.path.exists(p)), [p for p in dict.fromkeys(found) if not os.path.exists(p)]
+
+
+def loaded_roots(python: str, walked: list[Path]) -> tuple[list[Path], list[Path]] | str:
+    """Where the hook process of ``python`` imports from that only running its ``.pth`` files' code (and
+    ``sitecustomize``) shows, beyond the ``walked`` roots: entries that code put on the path, places an import
+    finder it installed maps modules to; and the entries not there yet. Called once every root is vouched for.
+    A finder or path hook that does not say where it finds modules (and is none of :data:`KNOWN_FINDERS`) is
+    a refusal: what it imports cannot be checked."""
+    try:
+        answer = ask(python, LOADED)
+    except ProbeError as e:
+        return f"{python} (what its .pth files add cannot be asked: it {e})"
+    if not (isinstance(answer, list) and len(answer) == 2 and all(isinstance(a, list) for a in answer)):
+        return f"{python} (what its .pth files add cannot be asked: it printed {str(answer)[:80]})"
+    paths, added = answer
+    places = [p for p in paths if isinstance(p, str)]
+    for finder in added:
+        name, mapped = finder if isinstance(finder, list) and len(finder) == 2 else (str(finder), None)
+        if not isinstance(mapped, list) and name not in KNOWN_FINDERS:
+            return (
+                f"{python} (a .pth file or sitecustomize installs an import finder, {name}, that does not say"
+                " where it finds modules: what it imports cannot be checked)"
+            )
+        places += [p for p in mapped or [] if isinstance(p, str)]
+    found = [Path(os.path.realpath(os.path.join("/", p))) for p in places]
+    new = [p for p in found if os.path.exists(p) and not any(p.is_relative_to(w) for w in walked)]
+    return outermost(new), [p for p in dict.fromkeys(found) if not os.path.exists(p)]
 
 
 def outermost(paths: Iterable[Path]) -> list[Path]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import acl
 from .command import CLIENT, LAUNCHER, is_script
-from .import_roots import import_roots, loose_under
+from .import_roots import import_roots, loaded_roots, loose_under
 from .settings import read_text
 
 
@@ -113,7 +113,13 @@ def changeable_by_others(command: str) -> list[str]:
     if isinstance(found_roots, str):
         return [found_roots]
     roots, missing = found_roots
-    return loose_under(roots, _loose, changeable, missing)
+    problems = loose_under(roots, _loose, changeable, missing)
+    if problems:
+        return problems
+    more = loaded_roots(python, roots)  # the .pth code is root's now: what it adds to the path, walked too
+    if isinstance(more, str):
+        return [more]
+    return loose_under(*more[:1], _loose, changeable, more[1])
 
 
 def changeable(path: Path) -> str | None:
