@@ -239,6 +239,7 @@ def test_the_installed_command_without_a_daemon_decides_in_process_and_fails_clo
     client = shlex.split(command.removesuffix(" || exit 2"))
     lone = tmp_path / "lone" / "hook.sh"  # the bash client with no launcher beside it to fall back to
     lone.parent.mkdir()
-    lone.write_bytes(Path(client[1]).read_bytes())
-    out = call(data, shlex.join([client[0], str(lone), *client[2:]]) + " || exit 2")
+    assert client[1] == "-p"
+    lone.write_bytes(Path(client[2]).read_bytes())
+    out = call(data, shlex.join([*client[:2], str(lone), *client[3:]]) + " || exit 2")
     assert out.returncode == 2

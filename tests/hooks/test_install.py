@@ -66,8 +66,8 @@ def test_the_command_runs_the_bash_client_and_replaces_an_earlier_tether_entry(t
     entries = settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"]
     assert len(entries) == 2 and entries[1] == other, "the old tether entry is replaced in place"
     words = shlex.split(entries[0]["command"].removesuffix(" || exit 2"))
-    assert words[0] == shutil.which("bash") and words[1].endswith("tether/hooks/hook.sh")
-    assert Path(words[1]).is_file() and words[2:] == [sys.executable, "claude-code"]
+    assert words[0] == shutil.which("bash") and words[1] == "-p" and words[2].endswith("tether/hooks/hook.sh")
+    assert Path(words[2]).is_file() and words[3:] == [sys.executable, "claude-code"]
     assert main(["claude-code", "--dir", str(tmp_path)]) == 0
     assert settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"] == entries, "the bash client's entry is ours too"
 

@@ -416,7 +416,7 @@ def test_a_hostile_interpreter_path_is_one_exact_argv_recognised_and_parsed(tmp_
         check=True,
     ).stdout.decode()
     words = shown.split("\0")[:-1]
-    assert words[2] == str(python) and words[3] == "claude-code" and len(words) == 4, words
+    assert words[3] == str(python) and words[4] == "claude-code" and len(words) == 5, words
     assert ours({"command": command}, "claude-code")
     parsed = status.parse_command(command)
     assert not isinstance(parsed, str) and parsed[2] == str(python)
@@ -729,3 +729,25 @@ def test_a_temporary_file_swapped_for_a_link_never_redirects_chmod_or_chown(tmp_
     monkeypatch.setattr(tempfile, "mkstemp", swapped)
     main(["claude-code", "--dir", str(tmp_path)])
     assert victim.stat().st_mode & 0o777 == 0o600 and victim.read_text() == "secret"
+
+
+def test_the_bash_client_runs_nothing_the_agents_environment_names(tmp_path: Path, monkeypatch) -> None:
+    """bash sources ``$BASH_ENV`` before a script, and takes functions exported in the environment over its
+    builtins: either would let whatever sets the agent's environment answer for tether (a developer turning off
+    a managed gate). The command runs ``bash -p``, which reads neither; its interpreter runs ``-I``."""
+    from tether.hooks.command import hook_command
+
+    marker = tmp_path / "ran"
+    sourced = tmp_path / "bash_env.sh"
+    sourced.write_text(f"echo BASH_ENV >> {marker}\n")
+    command = hook_command("claude-code", None)
+    env = {
+        **os.environ,
+        "BASH_ENV": str(sourced),
+        "BASH_FUNC_printf%%": f"() {{ echo function >> {marker}; }}",
+        "TETHER_HOOK_DAEMON": "0",
+        "CLAUDE_PROJECT_DIR": str(tmp_path),
+    }
+    done = subprocess.run(["sh", "-c", command], input=b"not json", env=env, capture_output=True, timeout=120)
+    assert done.returncode == 2, done.stderr  # the malformed input refused, by tether
+    assert not marker.exists(), marker.read_text()

@@ -22,13 +22,15 @@ CLIENT = os.path.join("tether", "hooks", "hook.sh")
 def hook_command(agent: str, envelope: Path | None) -> str:
     """The bash client where bash exists (a call the daemon answers costs bash's start-up and a round trip, no
     Python), else :func:`launcher_command`. The client falls back to that same launcher, run by this
-    interpreter, whenever the daemon cannot answer it."""
+    interpreter, whenever the daemon cannot answer it. Bash runs ``-p``: no ``$BASH_ENV`` file sourced, no
+    function from the environment (an exported ``printf`` would replace the builtin), as the interpreter runs
+    ``-I``: what the command runs is the files it names, whatever the agent's environment holds."""
     path = os.environ.get("PATH", os.defpath).split(os.pathsep)
     bash = shutil.which("bash", path=os.pathsep.join(p for p in path if os.path.isabs(p)))  # never ./bash
     if not bash:
         return launcher_command(agent, envelope)
     client = Path(__file__).resolve().with_name("hook.sh")
-    return _command([bash, str(client), sys.executable], agent, envelope)
+    return _command([bash, "-p", str(client), sys.executable], agent, envelope)
 
 
 def launcher_command(agent: str, envelope: Path | None) -> str:

@@ -28,7 +28,8 @@ def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]], str] | s
         return f"the command {command!r} (empty)"
     script = next((w for w in words if is_script(w, CLIENT) or is_script(w, LAUNCHER)), None)
     package = Path(script).resolve().parent.parent if script else Path(__file__).resolve().parent.parent
-    python = words[2] if len(words) > 2 and is_script(words[1], CLIENT) else words[0]
+    client = next((i for i, w in enumerate(words) if is_script(w, CLIENT)), None)
+    python = words[client + 1] if client is not None and client + 1 < len(words) else words[0]
     checks: list[tuple[Path, int]] = [(package.parent, 0o5), (package, 0o5)]
     for i, word in enumerate(words):
         if word.startswith("/"):
