@@ -751,3 +751,20 @@ def test_the_bash_client_runs_nothing_the_agents_environment_names(tmp_path: Pat
     done = subprocess.run(["sh", "-c", command], input=b"not json", env=env, capture_output=True, timeout=120)
     assert done.returncode == 2, done.stderr  # the malformed input refused, by tether
     assert not marker.exists(), marker.read_text()
+
+
+def test_status_names_a_bash_client_command_without_p(tmp_path: Path, capsys) -> None:
+    from tether.hooks.command import hook_command
+
+    command = hook_command("claude-code", None).replace(" -p ", " ", 1)  # as releases before it wrote it
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}}
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings))
+    status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(tmp_path / "none"), "--json"])
+    problems = [p["problem"] for p in json.loads(capsys.readouterr().out)["problems"]]
+    assert any("runs bash without -p" in p for p in problems), problems
+    assert main(["claude-code", "--dir", str(tmp_path)]) == 0  # the fix: install again, in place
+    assert (
+        " -p "
+        in json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
+    )

@@ -201,6 +201,15 @@ def check_command(
     words, script, python = parsed
     cmd.interpreter = python
     problems = [Problem(layer.file, p, reinstall) for p in missing_files(words, script, python)]
+    if is_script(script, CLIENT) and words[1:2] != ["-p"]:
+        problems.append(
+            Problem(
+                layer.file,
+                "tether's command runs bash without -p: a $BASH_ENV file or a function exported in the agent's"
+                " environment runs before tether (an earlier release's command)",
+                reinstall,
+            )
+        )
     if layer.layer == "managed":
         problems += [
             Problem(
