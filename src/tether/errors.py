@@ -26,7 +26,7 @@ exceptions. Foreign errors are translated at the adapter with ``raise … from``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tether.records import dataclass
 
 
 class TetherError(Exception):

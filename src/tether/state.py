@@ -10,7 +10,7 @@ without a handler leave state unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from sys import intern
 from typing import Any
@@ -50,6 +50,7 @@ from tether.events.kinds_guard import SessionEnded
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
+from tether.records import dataclass
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 
 #: Facts the runtime records that a run cannot go on from; ``next_step`` turns the pending one into a finish.

@@ -34,7 +34,6 @@ outcomes (flaky tests), ``low`` otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
@@ -42,6 +41,7 @@ from tether.errors import StaleBelief
 from tether.events.kinds_control import BeliefKind, BeliefRecorded, ContradictionDetected
 from tether.events.payload import Payload
 from tether.events.store import Event
+from tether.records import dataclass
 
 from .receipts import ActionRecord, LogView, SensorRecord, seq_of, view
 

@@ -55,11 +55,11 @@ budget_headroom
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tether.envelope.schema import Envelope
 from tether.events.kinds_control import CompletionAccepted, CompletionRefused, ContradictionDetected, VerifyCompleted
 from tether.events.store import Event
+from tether.records import dataclass
 
 from .beliefs import BeliefView
 from .planning import fold_plan

@@ -23,7 +23,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any
 
@@ -46,6 +45,7 @@ from tether.events.kinds_control import (
 )
 from tether.events.payload import Payload
 from tether.events.store import Event
+from tether.records import dataclass
 from tether.state import RunState
 
 from .beliefs import (

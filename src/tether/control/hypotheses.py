@@ -15,11 +15,12 @@ reviewer checks the delivered diff touches the files it blames.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tether.events.kinds_control import HypothesisRecorded
 from tether.events.store import Event
+from tether.records import dataclass
 
 from .beliefs import BeliefView
 from .receipts import IntentCalls

@@ -21,7 +21,6 @@ from the whole log are a test oracle (``tests/control/oracle.py``) that the fold
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tether.envelope.schema import Envelope
@@ -39,6 +38,7 @@ from tether.events.kinds_control import (
 )
 from tether.events.payload import REGISTRY, Payload
 from tether.events.store import Event
+from tether.records import dataclass
 from tether.status import ControlState
 
 from .beliefs import BeliefView

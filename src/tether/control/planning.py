@@ -19,7 +19,7 @@ match the finding's file (all of them when none match).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Literal
 
 import pathspec
@@ -28,6 +28,7 @@ from tether.envelope.schema import Envelope
 from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded, TaskData
 from tether.events.kinds_knowledge import PlanCarried
 from tether.events.store import Event
+from tether.records import dataclass
 
 from .receipts import IntentCalls
 from .risk import rate_paths

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ from tether.events.kinds_control import (
 )
 from tether.events.payload import Payload
 from tether.events.store import Event
+from tether.records import dataclass
 
 RECEIPT_KINDS = frozenset(k.KIND for k in (ActionCompleted, ActionFailed, SensorResultEvent))
 #: What the control layer writes itself; every other event is new input for it.

@@ -16,11 +16,11 @@ A pattern is reported once per streak (keyed by the streak's first event).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed, ModelResponded
 from tether.events.kinds_control import StuckDetected, StuckPattern
 from tether.events.store import Event
+from tether.records import dataclass
 
 from .receipts import ActionRecord, LogView, SensorRecord, view
 

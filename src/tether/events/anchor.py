@@ -24,12 +24,13 @@ import base64
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.canonical import sha256_hex
 from tether.errors import DiskFull, FileError, LogCorrupt
+from tether.records import dataclass
 
 if TYPE_CHECKING:  # cryptography is imported where a key is made or loaded: a store without a key never needs it
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey

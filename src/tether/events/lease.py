@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from tether.records import dataclass
 
 LEASE_TTL_S = 30.0
 

@@ -17,8 +17,9 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+
+from tether.records import dataclass
 
 
 def registry_path() -> Path:

@@ -40,7 +40,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
@@ -74,6 +74,7 @@ from tether.policy.decide import decide
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
 from tether.policy.provenance import Provenance
+from tether.records import dataclass
 from tether.review.execution import review_gate_event
 from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus

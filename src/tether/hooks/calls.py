@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+from tether.records import dataclass
 
 AGENT_INTERNAL = "agent_internal"
 INTERNAL_TOOLS = frozenset(

@@ -32,7 +32,6 @@ import json
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -49,6 +48,7 @@ from tether.guard import log as guard_log
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
+from tether.records import dataclass
 from tether.status import ActionStatus
 
 from .calls import Call, CallError, hook_envelope, tether_calls

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.errors import InputError, LogCorrupt
 from tether.events.kinds import ApprovalDenied, ApprovalGranted, ApprovalRequested
 from tether.events.protocol import Store
+from tether.records import dataclass
 from tether.state import STATUS_KINDS, RunState, external_driver
 
 

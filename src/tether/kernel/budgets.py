@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime
 
 from tether.envelope.schema import Price
+from tether.records import dataclass
 from tether.state import RunState
 
 

@@ -6,9 +6,10 @@ profile); :mod:`.shell` makes them from a command string.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
+
+from tether.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ records the :class:`Ruling` — the review's own event first, then ``action.deci
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
+from tether.records import dataclass
 from tether.review.execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action
 from tether.state import Action, RunState
 from tether.status import ActionStatus

@@ -12,9 +12,10 @@ the matches into a boolean.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
+
+from tether.records import dataclass
 
 
 class Verdict(IntEnum):

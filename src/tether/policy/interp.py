@@ -10,8 +10,9 @@ readers below because their option syntax differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from tether.records import dataclass
 
 from .knowledge import INTERPRETERS, PYTHON, PYTHON_VALUE_FLAGS, SHELL_VALUE_FLAGS, SHELLS, Interpreter
 

@@ -22,7 +22,9 @@ and the few command lines that are languages of their own (sed scripts, awk prog
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from tether.records import dataclass
 
 from .programs import Role, Spec, spec
 

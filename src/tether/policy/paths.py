@@ -22,7 +22,6 @@ Verdicts on places (rule ids in brackets):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -30,6 +29,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from tether.envelope.schema import Filesystem
+from tether.records import dataclass
 
 from .decision import Verdict
 from .globs import GlobSet

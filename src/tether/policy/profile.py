@@ -31,8 +31,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import PurePosixPath
+
+from tether.records import dataclass
 
 from . import inline, interp, knowledge, programs
 from .command import SimpleCommand, Word

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
+
+from tether.records import dataclass
 
 from .command import Word
 

@@ -33,7 +33,7 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
@@ -42,6 +42,7 @@ from urllib.parse import unquote, urlsplit
 from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
 from tether.envelope.trust import trust_of
 from tether.events.store import Event
+from tether.records import dataclass
 
 #: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
 MIN_TOKEN = 5

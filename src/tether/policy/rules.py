@@ -25,7 +25,6 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import pathspec
 
 from tether.envelope.schema import Rule
+from tether.records import dataclass
 
 from .command import SimpleCommand, command_name
 from .decision import Verdict

@@ -31,9 +31,11 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import PurePosixPath
 from typing import Any
+
+from tether.records import dataclass
 
 from . import envvars, grammar, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name

@@ -16,11 +16,12 @@ refusing after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_control import ReviewGate
+from tether.records import dataclass
 
 if TYPE_CHECKING:
     from tether.control.fold import History

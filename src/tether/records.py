@@ -1,0 +1,184 @@
+"""``dataclass``, the standard library's, without compiling ``__repr__``, ``__eq__``, ``__hash__`` or a frozen
+class's ``__setattr__`` and ``__delattr__`` for each class.
+
+The standard ``dataclasses.dataclass`` writes each method it adds as source text and compiles it (``exec``)
+when the class is made. On Python 3.11 that is ~0.5 M instructions per method: a frozen class with eq and repr
+compiles six, ~4 M instructions, and a fresh process that decides one hook call (``tether hook … --no-daemon``)
+makes ~60 of tether's dataclasses on its way, so this compiling was ~18 % of a cold call (``docs/hooks.md``).
+
+Here the class is made by ``dataclasses.dataclass`` itself — fields, ``__init__`` (compiled, as it must be to
+stay as fast to call), ``__match_args__``, slots, the docstring, ``dataclasses.fields``/``replace``/``asdict``
+all as ever — and the other methods are the same for every class: closures over the class's field names,
+whose code is compiled once, in this module's cached bytecode. They do exactly what the generated ones do on
+the Python versions this applies to (3.11 and 3.12, whose generated methods these mirror):
+``__eq__`` compares the tuples of the compared fields of two objects of the same class, else
+``NotImplemented``; ``__repr__`` is ``Class(field=repr, …)`` of the fields with ``repr=True``, ``...`` for a
+recursive call; ``__hash__`` (frozen with eq, unless the class defines one) hashes the tuple of the hashed
+fields, and a non-frozen class with eq gets ``__hash__ = None``; a frozen class's ``__setattr__``/``__delattr__``
+raise ``FrozenInstanceError`` for its own instances or a field name and defer to the base otherwise. A method
+the class defines itself is kept, as the standard one keeps it. Anything else (``order``, ``unsafe_hash``,
+another Python version) is left to the standard ``dataclass`` unchanged. ``tests/test_records.py`` compares
+each class made here with the standard library's making of the same class.
+
+For type checkers this *is* ``dataclasses.dataclass``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+#: Whether this interpreter's generated methods are the ones mirrored here (see the module docstring).
+MIRRORED = (3, 11) <= sys.version_info[:2] <= (3, 12)
+#: The standard library's maker of a frozen class's ``__setattr__``/``__delattr__``, stood in for while a class is
+#: made here (:func:`_made`); present, with this signature, on the versions above.
+_FROZEN_MAKER = "_frozen_get_del_attr"
+_frozen_lock = threading.Lock()
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """``obj -> (obj.a, obj.b, …)``: the tuple the generated methods build, for any number of names."""
+    if not names:
+        return lambda obj: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return attrgetter(*names)  # a tuple for two or more names
+
+
+def _name(cls: type, fn: Any, name: str) -> Any:
+    fn.__name__ = name
+    fn.__qualname__ = f"{cls.__qualname__}.{name}"
+    return fn
+
+
+def _eq(cls: type, fields: Iterable[dataclasses.Field[Any]]) -> Callable[[Any, Any], Any]:
+    key = _getter(tuple(f.name for f in fields if f.compare))
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    return _name(cls, __eq__, "__eq__")  # type: ignore[no-any-return]
+
+
+def _repr(cls: type, fields: Iterable[dataclasses.Field[Any]]) -> Callable[[Any], str]:
+    names = tuple(f.name for f in fields if f.repr)
+    running: set[tuple[int, int]] = set()
+    get_ident = threading.get_ident
+
+    def __repr__(self: Any) -> str:
+        key = id(self), get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            inner = ", ".join([f"{n}={getattr(self, n)!r}" for n in names])
+            return f"{self.__class__.__qualname__}({inner})"
+        finally:
+            running.discard(key)
+
+    return _name(cls, __repr__, "__repr__")  # type: ignore[no-any-return]
+
+
+def _hash(cls: type, fields: Iterable[dataclasses.Field[Any]]) -> Callable[[Any], int]:
+    key = _getter(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+
+    def __hash__(self: Any) -> int:
+        return hash(key(self))
+
+    return _name(cls, __hash__, "__hash__")  # type: ignore[no-any-return]
+
+
+def _frozen(cls: type, fields: list[dataclasses.Field[Any]], globals: Any = None) -> tuple[Any, Any]:
+    """What ``dataclasses._frozen_get_del_attr`` returns, without compiling: ``cls`` as the standard one takes
+    it (with ``slots=True``, the class before its slotted copy, as there)."""
+    names = tuple(f.name for f in fields)
+    error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)  # type: ignore[arg-type]
+
+    return __setattr__, __delattr__  # _set_new_attribute names them, as the generated ones
+
+
+def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
+    """``dataclasses.dataclass(cls, repr=False, eq=False, **params)``, a frozen class's two methods made by
+    :func:`_frozen` (the standard maker stood in for under a lock, restored at once)."""
+    if not frozen:
+        return dataclasses.dataclass(cls, repr=False, eq=False, frozen=False, **params)
+    with _frozen_lock:
+        standard = getattr(dataclasses, _FROZEN_MAKER)
+        setattr(dataclasses, _FROZEN_MAKER, _frozen)
+        try:
+            return dataclasses.dataclass(cls, repr=False, eq=False, frozen=True, **params)
+        finally:
+            setattr(dataclasses, _FROZEN_MAKER, standard)
+
+
+def _record(
+    cls: type | None = None,
+    /,
+    *,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    frozen: bool = False,
+    match_args: bool = True,
+    kw_only: bool = False,
+    slots: bool = False,
+    weakref_slot: bool = False,
+) -> Any:
+    def wrap(cls: type) -> type:
+        if order or unsafe_hash or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
+            return dataclasses.dataclass(
+                cls,
+                init=init,
+                repr=repr,
+                eq=eq,
+                order=order,
+                unsafe_hash=unsafe_hash,
+                frozen=frozen,
+                match_args=match_args,
+                kw_only=kw_only,
+                slots=slots,
+                weakref_slot=weakref_slot,
+            )
+        own = cls.__dict__
+        has_repr, has_eq = "__repr__" in own, "__eq__" in own
+        class_hash = own.get("__hash__", dataclasses.MISSING)
+        explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and has_eq))
+        params = {"init": init, "match_args": match_args, "kw_only": kw_only, "slots": slots}
+        made = _made(cls, frozen, {**params, "weakref_slot": weakref_slot} if weakref_slot else params)
+        fields = dataclasses.fields(made)
+        if repr and not has_repr:
+            made.__repr__ = _repr(made, fields)  # type: ignore[assignment,method-assign]
+        if eq and not has_eq:
+            made.__eq__ = _eq(made, fields)  # type: ignore[assignment,method-assign]
+        if eq and not explicit_hash:
+            made.__hash__ = _hash(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
+        stated = made.__dataclass_params__  # type: ignore[attr-defined]
+        stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
+        return made
+
+    return wrap if cls is None else wrap(cls)
+
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as dataclass
+else:
+    dataclass = _record

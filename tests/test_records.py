@@ -1,0 +1,260 @@
+"""tether.records.dataclass makes the same classes as dataclasses.dataclass, without compiling their methods.
+
+Each shape below is made twice from the same class body, once by the standard library and once by
+``tether.records``, and the two are compared on everything a caller can see: reprs (recursive ones too), equality
+with the same class, another class and a subclass, hashes and unhashability, frozen assignment and deletion (the
+errors' messages), ``fields``, ``replace``, ``asdict``, ``__match_args__``, slots, pickling, the recorded params.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import InitVar, field
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether import records
+
+Maker = Callable[..., Any]
+MAKERS = {"standard": dataclasses.dataclass, "records": records.dataclass}
+
+
+def shapes(make: Maker) -> dict[str, type]:
+    """The same class bodies, made by ``make``."""
+
+    @make(frozen=True)
+    class Point:
+        x: int
+        y: int = 0
+        tag: str = field(default="", compare=False, repr=False)
+        KIND: ClassVar[str] = "point"
+
+    @make(frozen=True, slots=True)
+    class Slotted:
+        a: Any
+        b: tuple[int, ...] = ()
+
+    @make
+    class Mutable:
+        name: str
+        items: list[int] = field(default_factory=list)
+        secret: str = field(default="s", repr=False)
+        hashed: int = field(default=0, hash=True, compare=False)
+
+    @make(eq=False)
+    class NoEq:
+        v: int
+
+    @make(repr=False, frozen=True)
+    class NoRepr:
+        v: int
+
+    @make(frozen=True)
+    class Empty:
+        pass
+
+    @make(frozen=True)
+    class One:
+        only: Any
+
+    @make(frozen=True)
+    class OwnMethods:
+        v: int
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return 7
+
+        def __repr__(self) -> str:
+            return "own"
+
+    @make
+    class OwnEqOnly:
+        v: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, OwnEqOnly)
+
+    @make(frozen=True)
+    class ChildOfPoint(Point):
+        z: int = 1
+
+    @make
+    class WithInit:
+        base: int
+        extra: InitVar[int] = 0
+        total: int = field(init=False, default=0)
+
+        def __post_init__(self, extra: int) -> None:
+            self.total = self.base + extra
+
+    @make(frozen=True, kw_only=True)
+    class KwOnly:
+        a: int
+        b: str = "b"
+
+    @make(frozen=True)
+    class HashField:
+        a: int
+        b: int = field(default=0, hash=False)
+
+    @make(order=True)
+    class Ordered:  # left to the standard dataclass
+        a: int
+
+    @make(unsafe_hash=True)
+    class Unsafe:  # left to the standard dataclass
+        a: int
+
+    return {cls.__name__: cls for cls in locals().values() if isinstance(cls, type)}
+
+
+STANDARD, RECORDS = shapes(dataclasses.dataclass), shapes(records.dataclass)
+VALUES: dict[str, list[dict[str, Any]]] = {
+    "Point": [{"x": 1}, {"x": 1, "y": 2, "tag": "t"}, {"x": 1, "tag": "other"}, {"x": float("nan")}],
+    "Slotted": [{"a": 1}, {"a": [1]}, {"a": "x", "b": (1, 2)}],
+    "Mutable": [{"name": "n"}, {"name": "n", "items": [1, 2], "secret": "x", "hashed": 3}],
+    "NoEq": [{"v": 1}],
+    "NoRepr": [{"v": 1}],
+    "Empty": [{}],
+    "One": [{"only": 1}, {"only": (1,)}, {"only": float("nan")}],
+    "OwnMethods": [{"v": 1}, {"v": 2}],
+    "OwnEqOnly": [{"v": 1}],
+    "ChildOfPoint": [{"x": 1}, {"x": 1, "z": 2}],
+    "WithInit": [{"base": 1}, {"base": 1, "extra": 2}],
+    "KwOnly": [{"a": 1}, {"a": 1, "b": "c"}],
+    "HashField": [{"a": 1}, {"a": 1, "b": 2}],
+    "Ordered": [{"a": 1}, {"a": 2}],
+    "Unsafe": [{"a": 1}],
+}
+
+
+def plain(seen: Any) -> str:
+    """``seen`` as text without object addresses (``<… object at 0x…>``)."""
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(seen))
+
+
+def outcome(fn: Callable[[], Any]) -> Any:
+    """A call's result, or its exception's type and message (so the two makings can be compared)."""
+    try:
+        return ("ok", fn())
+    except Exception as e:
+        return ("raised", type(e).__name__, str(e))
+
+
+def observe(cls: type, kwargs: dict[str, Any], others: list[dict[str, Any]]) -> list[Any]:
+    """What a caller can see of one object of ``cls``: comparable between the two makings (no identities)."""
+    obj = cls(**kwargs)
+    seen: list[Any] = [repr(obj), str(obj), cls.__doc__, cls.__match_args__ if hasattr(cls, "__match_args__") else 0]
+    fields = dataclasses.fields(cls)
+    seen.append([(f.name, f.default is dataclasses.MISSING, f.compare, f.repr, f.hash) for f in fields])
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    seen.append([getattr(params, p) for p in ("init", "repr", "eq", "order", "unsafe_hash", "frozen")])
+    seen.append(outcome(lambda: hash(obj) == hash(cls(**kwargs))))
+    seen.append(cls.__hash__ is None)
+    seen.append(outcome(lambda: hash(obj) if cls.__dict__.get("__hash__") not in (None, object.__hash__) else 0))
+    seen.append("__slots__" in cls.__dict__)
+    for other in others:
+        twin = cls(**other)
+        seen += [obj == twin, obj != twin, obj.__eq__(object()), obj == object()]
+    seen.append(outcome(lambda: setattr(obj, "x", 5)))
+    seen.append(outcome(lambda: setattr(obj, "not_a_field", 5)))
+    seen.append(outcome(lambda: delattr(obj, "not_a_field")))
+    for f in dataclasses.fields(cls):
+        seen.append(outcome(lambda f=f: delattr(cls(**kwargs), f.name)))
+    seen.append(outcome(lambda: dataclasses.asdict(obj)))
+    seen.append(outcome(lambda: repr(dataclasses.replace(obj))))
+    seen.append(outcome(lambda: repr(pickle.loads(pickle.dumps(obj)))))
+    seen.append(outcome(lambda: pickle.loads(pickle.dumps(obj)) == obj))
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_each_shape_is_made_as_the_standard_library_makes_it(name: str) -> None:
+    for kwargs in VALUES[name]:
+        standard = observe(STANDARD[name], kwargs, VALUES[name])
+        fast = observe(RECORDS[name], kwargs, VALUES[name])
+        assert [plain(s) for s in fast] == [plain(s) for s in standard]
+
+
+def test_a_subclass_compares_unequal_and_a_recursive_repr_ends() -> None:
+    for made in (STANDARD, RECORDS):
+        point, child = made["Point"](1), made["ChildOfPoint"](1)
+        assert (point == child, child == point) == (False, False)
+        box = made["Mutable"]("n")
+        box.items.append(box)  # type: ignore[arg-type]
+        mutable = made["Mutable"](name=box)  # repr reaches the same object again through a field
+        assert repr(mutable).count("...") == 1
+    assert repr(RECORDS["Mutable"]("a", [1])) == repr(STANDARD["Mutable"]("a", [1]))
+
+
+def test_the_methods_are_named_for_their_class() -> None:
+    for name in ("__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        standard, fast = getattr(STANDARD["Point"], name), getattr(RECORDS["Point"], name)
+        assert (fast.__name__, fast.__qualname__.split(".<locals>.")[-1]) == (
+            standard.__name__,
+            standard.__qualname__.split(".<locals>.")[-1],
+        )
+
+
+def test_the_standard_maker_is_restored_and_unused_shapes_go_to_it() -> None:
+    assert dataclasses._frozen_get_del_attr.__module__ == "dataclasses"  # type: ignore[attr-defined]
+    assert RECORDS["Ordered"].__lt__.__module__ != records.__name__  # order: the standard dataclass
+
+
+def test_a_frozen_class_cannot_be_made_from_a_mutable_base_and_the_reverse() -> None:
+    for make in MAKERS.values():
+        with pytest.raises(TypeError, match="frozen"):
+
+            @make(frozen=True)
+            class Frozen(RECORDS["Mutable"] if make is records.dataclass else STANDARD["Mutable"]):  # type: ignore[misc]
+                pass
+
+
+@given(
+    st.lists(
+        st.one_of(st.integers(), st.text(max_size=5), st.none(), st.floats(allow_nan=True), st.tuples(st.integers())),
+        min_size=2,
+        max_size=2,
+    ),
+    st.lists(st.integers(), max_size=3),
+)
+def test_values_compare_hash_and_print_alike(pair: list[Any], items: list[int]) -> None:
+    for name, kwargs in (("Point", {"x": pair[0], "y": pair[1]}), ("One", {"only": pair[0]})):
+        a_std, b_std = STANDARD[name](**kwargs), STANDARD[name](**{**kwargs, next(iter(kwargs)): pair[1]})
+        a_rec, b_rec = RECORDS[name](**kwargs), RECORDS[name](**{**kwargs, next(iter(kwargs)): pair[1]})
+        assert repr(a_rec) == repr(a_std)
+        assert (a_rec == b_rec, a_rec == a_rec) == (a_std == b_std, a_std == a_std)
+        assert hash(a_rec) == hash(a_std)
+    assert repr(RECORDS["Mutable"]("n", items)) == repr(STANDARD["Mutable"]("n", items))
+
+
+def test_no_method_of_a_record_is_compiled_but_init() -> None:
+    """Counted: the standard library compiles six methods for a frozen class with eq and repr; here, one."""
+    probe = """
+import dataclasses
+made = []
+standard = dataclasses._create_fn
+def counting(name, *a, **k):
+    made.append(name)
+    return standard(name, *a, **k)
+dataclasses._create_fn = counting
+from tether.records import dataclass
+@dataclass(frozen=True)
+class A:
+    x: int
+    y: int = 0
+print(made)
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "['__init__']"
