@@ -129,9 +129,9 @@ def test_the_roots_are_the_hook_process_path(venv: Path, site_packages: Path) ->
     real = json.loads(subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, check=True).stdout)
     real_roots = import_roots.outermost(Path(os.path.realpath(p)) for p in real if os.path.exists(p))
     found = import_roots.import_roots(python, Path("/opt/pkg-parent"))
-    assert not isinstance(found, str) and found[0] == real_roots
+    assert not isinstance(found, str) and found.walk == real_roots
     assert Path(os.path.realpath(extra)) in real_roots
-    assert Path("/opt/pkg-parent") in found[1] and site_packages / "extra-not-there" in found[1], found
+    assert Path("/opt/pkg-parent") in found.missing and site_packages / "extra-not-there" in found.missing, found
 
 
 def test_a_path_entry_not_there_yet_is_judged_where_it_would_be_made(shared: Path, site_packages: Path, capsys) -> None:
@@ -231,3 +231,18 @@ def test_a_finder_that_does_not_say_where_it_imports_from_is_refused(shared: Pat
     (site_packages / "odd.pth").write_text("import sys, odd; sys.meta_path.append(odd.Odd())\n")
     assert install(shared) == 2
     assert "installs an import finder, odd.Odd, that does not say where it finds modules" in capsys.readouterr().err
+
+
+def test_a_root_named_through_a_link_others_could_swap_is_refused(shared: Path, site_packages: Path, capsys) -> None:
+    """A ``.pth`` names ``open/lib``, a link to a directory only root may change: where it leads is fine, but
+    whoever may write in ``open`` can point the link elsewhere."""
+    safe = shared / "safe" / "lib"
+    safe.mkdir(parents=True)
+    (safe / "m.py").write_text("")
+    (shared / "open").mkdir()
+    (shared / "open" / "lib").symlink_to(safe)
+    (site_packages / "libs.pth").write_text(f"{shared / 'open' / 'lib'}\n")
+    assert install(shared) == 0, capsys.readouterr().err
+    (shared / "open").chmod(0o777)
+    assert install(shared) == 2
+    assert f"{shared / 'open' / 'lib'} (under {shared / 'open'} (mode drwxrwxrwx" in capsys.readouterr().err

@@ -24,6 +24,7 @@ import re
 import stat
 import subprocess
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 30
@@ -125,7 +126,7 @@ def ask(python: str, code: str) -> object:
         raise ProbeError(f"printed no answer ({e})") from e
 
 
-def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Path]] | str:
+def import_roots(python: str, package_parent: Path) -> Roots | str:
     """The directories (and zip files) the hook process of ``python`` imports from, tether's
     ``package_parent`` among them (the launcher appends it), and the entries of its path that are not there
     yet (whoever can make one imports first: a ``python311.zip`` comes before the standard library); or why
@@ -136,11 +137,10 @@ def import_roots(python: str, package_parent: Path) -> tuple[list[Path], list[Pa
         return f"{python} (what it imports cannot be asked: it {e})"
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         return f"{python} (what it imports cannot be asked: it printed {str(paths)[:80]})"
-    found = [Path(os.path.realpath(os.path.join("/", p))) for p in [*paths, str(package_parent)]]
-    return outermost(p for p in found if os.path.exists(p)), [p for p in dict.fromkeys(found) if not os.path.exists(p)]
+    return located([*paths, str(package_parent)])
 
 
-def loaded_roots(python: str, walked: list[Path]) -> tuple[list[Path], list[Path]] | str:
+def loaded_roots(python: str, walked: list[Path]) -> Roots | str:
     """Where the hook process of ``python`` imports from that only running its ``.pth`` files' code (and
     ``sitecustomize``) shows, beyond the ``walked`` roots: entries that code put on the path, places an import
     finder it installed maps modules to; and the entries not there yet. Called once every root is vouched for.
@@ -162,9 +162,32 @@ def loaded_roots(python: str, walked: list[Path]) -> tuple[list[Path], list[Path
                 " where it finds modules: what it imports cannot be checked)"
             )
         places += [p for p in mapped or [] if isinstance(p, str)]
-    found = [Path(os.path.realpath(os.path.join("/", p))) for p in places]
-    new = [p for p in found if os.path.exists(p) and not any(p.is_relative_to(w) for w in walked)]
-    return outermost(new), [p for p in dict.fromkeys(found) if not os.path.exists(p)]
+    return located(places, walked)
+
+
+@dataclass(frozen=True)
+class Roots:
+    """Where a hook process imports from: ``walk``, the real paths (none inside another), walked whole;
+    ``written``, those the path names through a link (the directories above them as named are judged too:
+    whoever may rename in one swaps the link); ``missing``, entries not there yet."""
+
+    walk: list[Path]
+    written: list[Path]
+    missing: list[Path]
+
+
+def located(places: list[str], walked: Iterable[Path] = ()) -> Roots:
+    """:class:`Roots` of the path entries ``places`` (relative ones from ``/``), but for what lies inside the
+    roots already ``walked``."""
+    walked = list(walked)
+    written = [Path(os.path.abspath(os.path.join("/", p))) for p in places]
+    pairs = list(dict.fromkeys((w, Path(os.path.realpath(w))) for w in written))
+    there = [(w, r) for w, r in pairs if os.path.exists(r) and not any(r.is_relative_to(k) for k in walked)]
+    return Roots(
+        walk=outermost(r for _, r in there),
+        written=[w for w, r in there if w != r],
+        missing=list(dict.fromkeys(p for w, r in pairs if not os.path.exists(r) for p in (w, r))),
+    )
 
 
 def outermost(paths: Iterable[Path]) -> list[Path]:
@@ -177,19 +200,18 @@ def outermost(paths: Iterable[Path]) -> list[Path]:
 
 
 def loose_under(
-    roots: list[Path],
-    loose: Callable[[Path, os.stat_result], str | None],
-    chain: Callable[[Path], str | None],
-    missing: Iterable[Path] = (),
+    found: Roots, loose: Callable[[Path, os.stat_result], str | None], chain: Callable[[Path], str | None]
 ) -> list[str]:
-    """What under ``roots`` a user other than root (or the one installing) could change: each root by ``chain``
-    (it and every directory above it), then every entry below by ``loose`` (its owner and write permission);
-    a link by ``chain`` on where it leads, a directory it leads to outside the roots walked too; a ``missing``
-    entry of the path by ``chain`` on the nearest directory above it that is there (whoever may write there can
-    make it). A directory that cannot be listed, or more than :data:`MAX_ENTRIES` entries, fails closed. The
-    first :data:`SHOWN` offenders are named, the rest counted."""
-    problems = [p for p in map(chain, roots) if p]
-    for path in missing:
+    """What under the roots ``found`` a user other than root (or the one installing) could change: each root by
+    ``chain`` (it and every directory above it, as the path names it and where it leads), then every entry
+    below by ``loose`` (its owner and write permission); a link by ``chain`` on where it leads, a directory it
+    leads to outside the roots walked too; a missing entry of the path by ``chain`` on the nearest directory
+    above it that is there (whoever may write there can make it). A directory that cannot be listed, or more
+    than :data:`MAX_ENTRIES` entries, fails closed. The first :data:`SHOWN` offenders are named, the rest
+    counted."""
+    roots = found.walk
+    problems = [p for p in map(chain, [*roots, *found.written]) if p]
+    for path in found.missing:
         there = next(p for p in path.parents if os.path.exists(p))
         problem = chain(there)
         if problem:

@@ -110,17 +110,14 @@ def changeable_by_others(command: str) -> list[str]:
     problems = list(dict.fromkeys(p for p in map(changeable, dict.fromkeys(paths)) if p))
     if problems:
         return problems
-    found_roots = import_roots(python, package.parent)
-    if isinstance(found_roots, str):
-        return [found_roots]
-    roots, missing = found_roots
-    problems = loose_under(roots, _loose, changeable, missing)
+    roots = import_roots(python, package.parent)
+    if isinstance(roots, str):
+        return [roots]
+    problems = loose_under(roots, _loose, changeable)
     if problems:
         return problems
-    more = loaded_roots(python, roots)  # the .pth code is root's now: what it adds to the path, walked too
-    if isinstance(more, str):
-        return [more]
-    return loose_under(*more[:1], _loose, changeable, more[1])
+    more = loaded_roots(python, roots.walk)  # the .pth code is root's now: what it adds to the path, walked too
+    return [more] if isinstance(more, str) else loose_under(more, _loose, changeable)
 
 
 def changeable(path: Path) -> str | None:
