@@ -127,7 +127,8 @@ def test_a_call_counts_only_the_messages_new_since_the_last() -> None:
     assert len(counted) == 1
     counted.clear()
     manifests.count(transcript.feed(EVENTS[:10]), SPECS)  # c5 settles the tool result and opens a turn
-    assert len(counted) == 3  # the settled result, the assistant message, c5's pending result
+    assert len(counted) == 2  # the assistant message and c5's pending result: the settled result, unchanged since
+    # the last call counted it in the open turn, keeps that record
 
 
 def test_messages_are_never_shared_with_the_transcript() -> None:

@@ -65,3 +65,26 @@ ALPHABET = st.sampled_from([*"ab9Z0 .,/@:-_~+%", "://", "\u0663", "\uff0f", "\uf
 @given(text=st.lists(ALPHABET, max_size=40).map("".join), every=st.booleans())
 def test_any_text_finds_what_every_pattern_finds(text: str, every: bool) -> None:
     assert pv.candidates(text, every=every) == _every_pattern(text, every=every)
+
+
+def _decimal_form(text: str) -> str | None:
+    """``canonical_number`` as it was: every number through ``Decimal``."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return None
+    return format(value.normalize(), "f")
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(st.from_regex(r"\A[0-9]{1,40}\Z"), st.text(st.sampled_from([*"0123456789.,-", "\u0663", "²"]))))
+def test_a_whole_number_keeps_the_form_decimal_gives_it(text: str) -> None:
+    """A plain whole number skips ``Decimal`` (up to 18 digits): the form is the same, also past its precision."""
+    assert pv.canonical_number(text) == _decimal_form(text)
+
+
+@pytest.mark.parametrize("text", ["7", "10", "0010", "123456789012345678", "1234567890123456789", "9" * 29, "٣٤"])
+def test_whole_number_edges(text: str) -> None:
+    assert pv.canonical_number(text) == _decimal_form(text)

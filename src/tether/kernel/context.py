@@ -86,6 +86,7 @@ class Transcript:
         self.notes: list[tuple[str, int]] = []
         self.approval_calls: dict[str, str] = {}
         self.fed = 0
+        self._trust: dict[str, bool] = {}  # tool -> untrusted: the envelope is the transcript's for its life
 
     def feed(self, events: Sequence[Event]) -> Transcript:
         """Take in ``events[self.fed:]`` (the caller passes the whole, growing log)."""
@@ -184,9 +185,13 @@ class Transcript:
         self._system()
 
     def _untrusted(self, tool: str) -> bool:
-        """Does ``tool``'s output carry third-party content? Then the model sees it fenced as data (docs/trust.md)."""
-        contract = self.env.tool(tool) or ToolContract(name=tool, purpose="undeclared", effects=[Effect.READ])
-        return trust_of(contract, self.env) is Trust.UNTRUSTED
+        """Does ``tool``'s output carry third-party content? Then the model sees it fenced as data (docs/trust.md).
+        Worked out once per tool: it depends on the envelope alone, which is this transcript's for its life."""
+        known = self._trust.get(tool)
+        if known is None:
+            contract = self.env.tool(tool) or ToolContract(name=tool, purpose="undeclared", effects=[Effect.READ])
+            known = self._trust[tool] = trust_of(contract, self.env) is Trust.UNTRUSTED
+        return known
 
     def _section(self, seq: int, p: dict[str, Any]) -> None:
         """A labelled section joins the system message (whose sources it joins too)."""

@@ -189,6 +189,9 @@ class Manifests:
         self._lineage = object()
         self._settled = Settled()
         self._settled_tokens = 0
+        # The last call's open turn (built afresh by each call, so known by value): a tool result counted there
+        # settles by the next call, whose record is then the same message's, not hashed and counted again.
+        self._open: list[tuple[Message, Sources, Record]] = []
 
     def count(self, transcript: Transcript, specs: Sequence[ToolSpec]) -> Counted:
         done, froms = transcript.done, transcript.froms
@@ -206,6 +209,7 @@ class Manifests:
             self._settled_tokens += record.tokens
         self._seen = {}
         tail = [(m, self._new(m, seqs)) for m, seqs in transcript.open_turn()]  # fresh objects every call
+        self._open = [(m, r.seqs, r) for m, r in tail]
         settled = len(self._settled)
         return Counted(
             messages=Joined(done, settled, [m for m, _ in tail]),
@@ -232,6 +236,9 @@ class Manifests:
         seen = self._seen.get(id(m))
         if seen is not None and seen[0] is m and seen[1] == seqs:
             return seen[2]
+        for was, its, r in self._open:  # equal message, equal sources: the same record (with the settled seqs)
+            if was == m and its == seqs:
+                return Record(r.role, r.tokens, r.hash, seqs)
         return self._new(m, seqs)
 
     def _new(self, m: Message, seqs: Sources) -> Record:

@@ -117,6 +117,8 @@ def canonical_email(address: str) -> str:
 
 
 def canonical_number(text: str) -> str | None:
+    if len(text) <= 18 and text.isascii() and text.isdigit() and text[0] != "0":
+        return text  # a plain whole number well within Decimal's 28 digits is already its own form
     try:
         value = Decimal(text.replace(",", ""))
     except InvalidOperation:
@@ -134,10 +136,16 @@ class Value:
     end: int
 
 
-def _found(kind: ValueKind, pattern: re.Pattern[str], text: str) -> Iterator[tuple[ValueKind, str, int, int]]:
+def _found(kind: ValueKind, pattern: re.Pattern[str], text: str) -> list[tuple[ValueKind, str, int, int]]:
+    """Each match of ``pattern`` in ``text`` as (kind, text, start, end); a URL or a path without the punctuation
+    that ends the sentence around it."""
+    if kind is not ValueKind.URL and kind is not ValueKind.PATH:
+        return [(kind, m[0], m.start(), m.end()) for m in pattern.finditer(text)]
+    out = []
     for m in pattern.finditer(text):
-        raw = m.group(0).rstrip(_TRAILING) if kind in (ValueKind.URL, ValueKind.PATH) else m.group(0)
-        yield kind, raw, m.start(), m.start() + len(raw)
+        raw = m[0].rstrip(_TRAILING)
+        out.append((kind, raw, m.start(), m.start() + len(raw)))
+    return out
 
 
 def _host_of(kind: ValueKind, raw: str, start: int) -> list[tuple[ValueKind, str, int, int]]:
@@ -174,25 +182,37 @@ def candidates(text: str, *, every: bool = True) -> list[Value]:
     # Each pattern is tried only on text holding what every match of it holds (a scan in C, no match set up):
     # ``://`` for a URL, ``@`` for an address, a dot for a host, a slash for a path, a digit for the numbers.
     digit = _DIGIT.search(folded) is not None
-    found = [
-        *(_found(ValueKind.URL, _URL, folded) if "://" in folded else ()),
-        *(_found(ValueKind.EMAIL, _EMAIL, folded) if "@" in folded else ()),
-        *(_found(ValueKind.HOST, _HOST, folded) if "." in folded else ()),
-        *(_found(ValueKind.ACCOUNT, _IBAN, folded) if digit else ()),
-        *(_found(ValueKind.ACCOUNT, _DIGITS, folded) if digit else ()),
-        *(_found(ValueKind.PATH, _PATH, folded) if "/" in folded else ()),
-    ]
+    found: list[tuple[ValueKind, str, int, int]] = []
+    if "://" in folded:
+        found += _found(ValueKind.URL, _URL, folded)
+    if "@" in folded:
+        found += _found(ValueKind.EMAIL, _EMAIL, folded)
+    hosts = len(found)  # the URLs and addresses found so far hold a host each (added after the rest, below)
+    if "." in folded:
+        found += _found(ValueKind.HOST, _HOST, folded)
+    if digit:
+        found += _found(ValueKind.ACCOUNT, _IBAN, folded)
+        found += _found(ValueKind.ACCOUNT, _DIGITS, folded)
+    if "/" in folded:
+        found += _found(ValueKind.PATH, _PATH, folded)
     if every:
-        found += [
-            *_found(ValueKind.TOKEN, _TOKEN, folded),
-            *(_found(ValueKind.NUMBER, _AMOUNT, folded) if digit else ()),
-        ]
-    found += [h for k, raw, start, _ in found if k in (ValueKind.URL, ValueKind.EMAIL) for h in _host_of(k, raw, start)]
+        found += _found(ValueKind.TOKEN, _TOKEN, folded)
+        if digit:
+            found += _found(ValueKind.NUMBER, _AMOUNT, folded)
+    for k, raw, start, _ in found[:hosts]:
+        found += _host_of(k, raw, start)
     out = []
     for kind, raw, start, end in found:
-        if kind is ValueKind.NUMBER and len(raw) < 2:  # one digit: fewer than the two a number needs (below)
+        if kind is ValueKind.TOKEN:  # the most common kind: the last case of _canonical, without the others
+            if len(raw) >= MIN_TOKEN:
+                out.append(Value(kind, raw, start, end))
             continue
-        norm = canonical_number(raw) if kind is ValueKind.NUMBER else _canonical(kind, raw)
+        if kind is ValueKind.NUMBER:
+            if len(raw) < 2:  # one digit: fewer than the two a number needs (below)
+                continue
+            norm = canonical_number(raw)
+        else:
+            norm = _canonical(kind, raw)
         if norm and not (kind is ValueKind.NUMBER and sum(c.isdigit() for c in norm.lstrip("0.-")) < 2):
             out.append(Value(kind, norm, start, end))
     return out
