@@ -141,7 +141,7 @@ def _found(kind: ValueKind, pattern: re.Pattern[str], text: str) -> list[tuple[V
     that ends the sentence around it."""
     if kind is not ValueKind.URL and kind is not ValueKind.PATH:
         return [(kind, m[0], m.start(), m.end()) for m in pattern.finditer(text)]
-    out = []
+    out: list[tuple[ValueKind, str, int, int]] = []
     for m in pattern.finditer(text):
         raw = m[0].rstrip(_TRAILING)
         out.append((kind, raw, m.start(), m.start() + len(raw)))
