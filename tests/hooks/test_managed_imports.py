@@ -246,3 +246,22 @@ def test_a_root_named_through_a_link_others_could_swap_is_refused(shared: Path, 
     (shared / "open").chmod(0o777)
     assert install(shared) == 2
     assert f"{shared / 'open' / 'lib'} (under {shared / 'open'} (mode drwxrwxrwx" in capsys.readouterr().err
+
+
+def test_a_shared_library_loaded_from_elsewhere_is_judged_where_it_lies(
+    shared: Path, site_packages: Path, capsys
+) -> None:
+    """Native code the process maps (``libpython`` of a shared build, a library an extension or a ``.pth``
+    loads) runs as every user as much as a module does: each file mapped, with the directories above it."""
+    system = next(Path("/usr/lib").rglob("libz.so.1*"), None) or next(Path("/lib").rglob("libz.so.1*"), None)
+    if system is None:
+        pytest.skip("no libz to stand for a native library")
+    native = shared / "native"
+    native.mkdir()
+    library = native / "libdemo.so"
+    library.write_bytes(system.read_bytes())
+    (site_packages / "native.pth").write_text(f"import ctypes; ctypes.CDLL({str(library)!r})\n")
+    assert install(shared) == 0, capsys.readouterr().err
+    native.chmod(0o777)  # another user could swap the library every developer's hook maps
+    assert install(shared) == 2
+    assert f"{library} (under {native} (mode drwxrwxrwx" in capsys.readouterr().err

@@ -24,7 +24,7 @@ import re
 import stat
 import subprocess
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 30
@@ -71,7 +71,9 @@ FIND_TETHER = (
 #: ``.pth`` file's ``import`` lines and ``sitecustomize`` included (code no one but root could have written),
 #: then what that code added: entries of the path, and import finders or path hooks beyond the interpreter's
 #: own, each with the places it says it maps modules to (setuptools' editable finder: its module's ``MAPPING``
-#: and ``NAMESPACES``), null when it says none.
+#: and ``NAMESPACES``), null when it says none; and the files mapped into the process then (Linux's
+#: ``/proc/self/maps``): the interpreter, ``libpython``, the C library, each extension module and shared library
+#: loaded so far, wherever they lie.
 LOADED = """
 import json, sys
 def name(f):
@@ -89,7 +91,12 @@ for f in [*sys.meta_path, *sys.path_hooks]:
     places += [p for v in (spaces or {}).values() if isinstance(v, list) for p in v if isinstance(p, str)]
     said = isinstance(mapping, dict) or isinstance(spaces, dict)
     added.append([name(f), places if said else None])
-print(json.dumps([sys.path, added]))
+try:
+    with open("/proc/self/maps") as f:
+        mapped = sorted({line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6})
+except OSError:
+    mapped = []
+print(json.dumps([sys.path, added, [m for m in mapped if m.startswith("/")]]))
 """
 #: Import finders a ``.pth`` file installs that find modules only under the roots already walked:
 #: setuptools' ``distutils-precedence.pth`` (it serves ``distutils`` from setuptools' own copy).
@@ -150,9 +157,9 @@ def loaded_roots(python: str, walked: list[Path]) -> Roots | str:
         answer = ask(python, LOADED)
     except ProbeError as e:
         return f"{python} (what its .pth files add cannot be asked: it {e})"
-    if not (isinstance(answer, list) and len(answer) == 2 and all(isinstance(a, list) for a in answer)):
+    if not (isinstance(answer, list) and len(answer) == 3 and all(isinstance(a, list) for a in answer)):
         return f"{python} (what its .pth files add cannot be asked: it printed {str(answer)[:80]})"
-    paths, added = answer
+    paths, added, files = answer
     places = [p for p in paths if isinstance(p, str)]
     for finder in added:
         name, mapped = finder if isinstance(finder, list) and len(finder) == 2 else (str(finder), None)
@@ -162,18 +169,22 @@ def loaded_roots(python: str, walked: list[Path]) -> Roots | str:
                 " where it finds modules: what it imports cannot be checked)"
             )
         places += [p for p in mapped or [] if isinstance(p, str)]
-    return located(places, walked)
+    found = located(places, walked)
+    libraries = [Path(f) for f in files if isinstance(f, str) and os.path.isfile(f)]  # not "… (deleted)"
+    return replace(found, libraries=[p for p in libraries if not any(p.is_relative_to(w) for w in walked)])
 
 
 @dataclass(frozen=True)
 class Roots:
     """Where a hook process imports from: ``walk``, the real paths (none inside another), walked whole;
     ``written``, those the path names through a link (the directories above them as named are judged too:
-    whoever may rename in one swaps the link); ``missing``, entries not there yet."""
+    whoever may rename in one swaps the link); ``missing``, entries not there yet; ``libraries``, files the
+    process mapped (shared libraries) outside the roots, each judged with the directories above it."""
 
     walk: list[Path]
     written: list[Path]
     missing: list[Path]
+    libraries: list[Path] = field(default_factory=list)
 
 
 def located(places: list[str], walked: Iterable[Path] = ()) -> Roots:
@@ -202,15 +213,16 @@ def outermost(paths: Iterable[Path]) -> list[Path]:
 def loose_under(
     found: Roots, loose: Callable[[Path, os.stat_result], str | None], chain: Callable[[Path], str | None]
 ) -> list[str]:
-    """What under the roots ``found`` a user other than root (or the one installing) could change: each root by
-    ``chain`` (it and every directory above it, as the path names it and where it leads), then every entry
+    """What under the roots ``found`` a user other than root (or the one installing) could change: each root (and
+    each library mapped from elsewhere) by ``chain`` (it and every directory above it, as the path names it and
+    where it leads), then every entry
     below by ``loose`` (its owner and write permission); a link by ``chain`` on where it leads, a directory it
     leads to outside the roots walked too; a missing entry of the path by ``chain`` on the nearest directory
     above it that is there (whoever may write there can make it). A directory that cannot be listed, or more
     than :data:`MAX_ENTRIES` entries, fails closed. The first :data:`SHOWN` offenders are named, the rest
     counted."""
     roots = found.walk
-    problems = [p for p in map(chain, [*roots, *found.written]) if p]
+    problems = [p for p in map(chain, [*roots, *found.written, *found.libraries]) if p]
     for path in found.missing:
         there = next(p for p in path.parents if os.path.exists(p))
         problem = chain(there)
