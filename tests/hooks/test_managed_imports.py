@@ -265,3 +265,21 @@ def test_a_shared_library_loaded_from_elsewhere_is_judged_where_it_lies(
     native.chmod(0o777)  # another user could swap the library every developer's hook maps
     assert install(shared) == 2
     assert f"{library} (under {native} (mode drwxrwxrwx" in capsys.readouterr().err
+
+
+def test_a_dependency_other_users_cannot_read_is_refused(shared: Path, site_packages: Path, capsys) -> None:
+    """``pip`` run as root under a umask of ``077`` writes ``0600`` files: every other developer's hook would
+    fail to import them, and so refuse every call."""
+    package = site_packages / "yaml"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__init__.py").chmod(0o600)
+    assert install(shared) == 2
+    err = capsys.readouterr().err
+    assert f"other users cannot use {package / '__init__.py'} (mode -rw-------: other users cannot read it)" in err
+    (package / "__init__.py").chmod(0o644)
+    package.chmod(0o700)
+    assert install(shared) == 2
+    assert f"{package} (mode drwx------: other users cannot read it)" in capsys.readouterr().err
+    package.chmod(0o755)
+    assert install(shared) == 0, capsys.readouterr().err

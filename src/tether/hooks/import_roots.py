@@ -240,7 +240,7 @@ def loose_under(
         for entry in entries:
             count += 1
             if count > MAX_ENTRIES:
-                return [*_shown(problems), f"more than {MAX_ENTRIES} files under {', '.join(map(str, roots))}"]
+                return [*shown(problems), f"more than {MAX_ENTRIES} files under {', '.join(map(str, roots))}"]
             path = Path(entry.path)
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -260,10 +260,11 @@ def loose_under(
                 problems.append(problem)
             if stat.S_ISDIR(info.st_mode):
                 stack.append(path)
-    return _shown(problems)
+    return shown(problems)
 
 
-def _shown(problems: list[str]) -> list[str]:
+def shown(problems: list[str]) -> list[str]:
+    """The first :data:`SHOWN` of ``problems``, the rest counted."""
     if len(problems) <= SHOWN:
         return problems
     return [*problems[:SHOWN], f"and {len(problems) - SHOWN} more like them"]

@@ -35,7 +35,7 @@ from typing import Any
 
 from .command import hook_command, ours, unrunnable
 from .settings import InstallError, as_root, locked, read_settings, there, write_atomically
-from .trust import changeable_by_others, shared_changeable, shared_problem, unreadable_for_others
+from .trust import judged, shared_changeable, shared_problem
 
 EVENTS = {
     "claude-code": (
@@ -210,7 +210,7 @@ def _make_dirs(directory: Path, shared: bool) -> tuple[int, int] | None:
 def _check_managed(agent: str, command: str, path: Path) -> None:
     """A managed hook runs as every user: every user must be able to use what the command names and read the
     file, and no one but root (or the one installing) may change either. InstallError naming what is not so."""
-    unusable, changed = unreadable_for_others(command), changeable_by_others(command)
+    unusable, changed = judged(command)
     if unusable:
         raise InstallError(
             "a managed hook runs as every user of this machine, but other users cannot use "

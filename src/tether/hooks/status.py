@@ -32,7 +32,7 @@ from .import_roots import FIND_TETHER, ProbeError, ask
 from .install import EVENTS, LOCK_KEY, default_managed_dir, groups_of, sees_all, settings_file
 from .relay import socket_path
 from .settings import InstallError, parse_json, read_bytes, read_text, there
-from .trust import changeable, changeable_by_others, shared_changeable, shared_problem, unreadable_for_others
+from .trust import changeable, judged, shared_changeable, shared_problem
 
 USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
 
@@ -211,6 +211,7 @@ def check_command(
             )
         )
     if layer.layer == "managed":
+        unusable, changed = judged(cmd.command)
         problems += [
             Problem(
                 layer.file,
@@ -218,7 +219,7 @@ def check_command(
                 "install tether where every user can read and run it (e.g. under /opt, chmod -R a+rX), then "
                 + reinstall,
             )
-            for p in unreadable_for_others(cmd.command)
+            for p in unusable
         ]
         problems += [
             Problem(
@@ -227,7 +228,7 @@ def check_command(
                 "install tether where only root can write it (e.g. under /opt owned by root, chmod -R go-w), then "
                 + reinstall,
             )
-            for p in changeable_by_others(cmd.command)
+            for p in changed
         ]
     if problems:
         return problems

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import acl
 from .command import CLIENT, LAUNCHER, is_script
-from .import_roots import import_roots, loaded_roots, loose_under
+from .import_roots import import_roots, loaded_roots, loose_under, shown
 from .settings import read_text
 
 
@@ -97,27 +97,44 @@ def _other_bits(path: Path, need: int) -> str | None:
 
 
 def changeable_by_others(command: str) -> list[str]:
-    """What in ``command`` a user other than root (or the one installing) could change, and so change what
-    every user's agent runs: each path it names, every directory above one (:func:`changeable`), then
-    everything the hook process imports (:mod:`tether.hooks.import_roots`: tether's package, its dependencies,
-    ``.pth`` files, the standard library; ``__pycache__`` too: Python runs a ``.pyc`` planted there). The
-    interpreter is asked for its import roots only once nothing it names could be changed."""
+    """What in ``command`` a user other than root (or the one installing) could change (:func:`judged`)."""
+    return judged(command)[1]
+
+
+def judged(command: str) -> tuple[list[str], list[str]]:
+    """(what other users could not use, what a user other than root or the one installing could change) in
+    ``command``: :func:`unreadable_for_others`, then each path it names and every directory above one
+    (:func:`changeable`), then everything the hook process imports (:mod:`tether.hooks.import_roots`: tether's
+    package, its dependencies, ``.pth`` files, the standard library; ``__pycache__`` too: Python runs a ``.pyc``
+    planted there), walked once for both: an entry others could change, and one they could not read (a
+    directory they could not enter: ``pip`` under a umask of ``077`` writes ``0600``, and every other user's
+    hook would fail). The interpreter is asked for its import roots only once nothing it names could be
+    changed."""
+    unusable = unreadable_for_others(command)
     found = _command_paths(command)
     if isinstance(found, str):
-        return [found]
+        return unusable, [found]
     package, checks, python = found
     paths = [p for path, _ in checks for p in (path, Path(os.path.realpath(path)))]
     problems = list(dict.fromkeys(p for p in map(changeable, dict.fromkeys(paths)) if p))
     if problems:
-        return problems
+        return unusable, problems
+    closed: list[str] = []
+
+    def judge(path: Path, info: os.stat_result) -> str | None:
+        need = 0o5 if stat.S_ISDIR(info.st_mode) else 0o4
+        if info.st_mode & need != need:
+            closed.append(f"{path} (mode {stat.filemode(info.st_mode)}: other users cannot read it)")
+        return _loose(path, info)
+
     roots = import_roots(python, package.parent)
     if isinstance(roots, str):
-        return [roots]
-    problems = loose_under(roots, _loose, changeable)
-    if problems:
-        return problems
-    more = loaded_roots(python, roots.walk)  # the .pth code is root's now: what it adds to the path, walked too
-    return [more] if isinstance(more, str) else loose_under(more, _loose, changeable)
+        return unusable, [roots]
+    problems = loose_under(roots, judge, changeable)
+    if not problems:  # the .pth code is root's now: what it adds to the path, walked too
+        more = loaded_roots(python, roots.walk)
+        problems = [more] if isinstance(more, str) else loose_under(more, judge, changeable)
+    return list(dict.fromkeys([*unusable, *shown(closed)])), problems
 
 
 def changeable(path: Path) -> str | None:
