@@ -13,7 +13,10 @@ runs.
 loads it, except that no ``.pth`` line of code and no ``sitecustomize`` runs: the probe reads each ``.pth`` for
 its directories only). The interpreter is run only when named like a Python interpreter, from ``/``.
 :func:`loose_under` walks the roots (files and directories, links followed to where they lead, each directory
-once) for entries a user other than root (or the one installing) could change.
+once) for entries a user other than root (or the one installing) could change. Once all of that is vouched for
+(so the ``.pth`` code is root's), :func:`loaded_roots` runs the interpreter with ``site`` loaded whole and
+finds what that code added: path entries, the places an import finder maps modules to, the shared libraries
+the process mapped; those are walked and judged too.
 """
 
 from __future__ import annotations
