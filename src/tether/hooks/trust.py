@@ -1,6 +1,8 @@
 """Who may use, and who may change, what a managed hook runs: a managed hook runs as every user of the machine,
 so every user must be able to read and run each part of its command, and no user but root (or the one
-installing) may change any of it, nor the managed settings file."""
+installing) may change any of it — the paths it names, every directory above one, everything the hook process
+imports (:mod:`tether.hooks.import_roots`) — nor the managed settings file. "Change" is by owner, mode bits and
+POSIX ACLs (:mod:`tether.hooks.acl`)."""
 
 from __future__ import annotations
 
