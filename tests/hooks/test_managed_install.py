@@ -302,3 +302,15 @@ def test_the_python_api(shared: Path, shared_python, tmp_path: Path) -> None:
     assert not path.exists()
     with pytest.raises(InstallError, match="--lock only goes with --managed"):
         install("claude-code", directory=tmp_path, lock=True)
+
+
+def test_a_managed_install_without_an_envelope_says_who_then_decides(shared: Path, shared_python, capsys) -> None:
+    """Without ``--envelope`` a project's own ``.tether/envelope.yaml`` decides: the managed layer holds tether's
+    hook in place, but a cloned repository's authors write that policy. The installer says so."""
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    assert "the project's own .tether/envelope.yaml" in capsys.readouterr().err
+    envelope = shared / "envelope.yaml"
+    envelope.write_text("x: 1\n")
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 0
+    assert "envelope.yaml" not in capsys.readouterr().err

@@ -384,6 +384,13 @@ def main(argv: list[str]) -> int:
             f"check it with: tether hook status {agent}"
             + (f" --managed-dir {kw['managed_dir']}" if "managed_dir" in kw else "")
         )
+        if "envelope" not in kw:
+            sys.stderr.write(
+                "note: no --envelope: what each call may do is then decided by $TETHER_ENVELOPE, else the"
+                " project's own .tether/envelope.yaml (whoever writes the project, a cloned repository's authors"
+                " too), else tether's built-in envelope; install with --envelope FILE (a file only root may"
+                " change) for one policy every project runs under\n"
+            )
     if agent == "codex":
         print("Codex releases that gate hooks need `[features]\\ncodex_hooks = true` in ~/.codex/config.toml.")
         if kw["scope"] != "managed":
