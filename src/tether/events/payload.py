@@ -208,11 +208,11 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
         kind = item.KIND
         if dict.get(REGISTRY, kind) is not type(item) and REGISTRY.get(kind) is not type(item):  # loaded, or load
             raise UnknownEventKind(f"{type(item).__name__} is not a registered event payload")
-        try:  # ``model_dump(mode="json", warnings=False)`` without its Python wrapper (8 events a step: issue 18)
+        try:  # ``model_dump(mode="json", warnings=False)`` and ``model_validate`` without their Python wrappers
             data = type(item).__pydantic_serializer__.to_python(item, mode="json", warnings=False)
-        except PydanticSerializationError as e:
+            return kind, data, type(item).__pydantic_validator__.validate_python(data)  # 8 events a step: issue 18
+        except (PydanticSerializationError, ValidationError) as e:
             raise InvalidPayload(f"invalid payload for event kind {kind!r}: {e}") from e
-        return kind, data, _validated(kind, type(item), data)
     kind, raw = item
     model = model_of(kind)
     if isinstance(raw, model):

@@ -150,6 +150,7 @@ TRUNCATED_CALL = (
 )
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
 DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, DelegateStarted, RunFinished))
+_OVERFLOWS = frozenset((ModelRetried.KIND, ModelFailed.KIND))  # kept by `_take`: a window a provider stated
 #: Runs a child run for a parent's ``delegate`` call (:class:`tether.kernel.delegation.Delegator`).
 DelegateFn = Callable[["Runtime", str, Delegation], ToolResult]
 
@@ -210,7 +211,7 @@ class Runtime:
         """Create the run with its first events and this driver's lease, in one transaction."""
         self.store.create_run(task, first, run_id=self.run_id, parent_run=parent_run, lease=True)
         for e in self.store.events(self.run_id):
-            self._applied(e)
+            self._take(e)
             self.head = e.head
             if self.on_event is not None:
                 self.on_event(e)
@@ -839,8 +840,9 @@ class Runtime:
         batch = self._batch or Batch(self.run_id, self.head)
         events = batch.add(self.store.redactor, items, durable=any(item.KIND in DURABLE_KINDS for item in items))
         self._batch = batch
+        take = self._take
         for e in events:
-            self._applied(e)
+            take(e)
         self.head = batch.head
         if batch.durable or not self._batching:
             self.flush()
@@ -870,9 +872,6 @@ class Runtime:
             self._batching = False
             self.flush()
 
-    def _applied(self, e: Event) -> None:
-        self._take(e)
-
     def _take(self, e: Event) -> None:
         """One event of the log moves every fold this driver holds on; the event itself is not kept."""
         self.fold.add(e)  # the control fold, and the run state it folds
@@ -881,9 +880,10 @@ class Runtime:
         self.head = e.head
         if self._first is None:
             self._first = e.payload
-        if e.kind == SuiteBaseline.KIND:
+        kind = e.kind
+        if kind == SuiteBaseline.KIND:
             self.suite_baseline = e.data_as(SuiteBaseline)
-        elif e.kind in (ModelRetried.KIND, ModelFailed.KIND):
+        elif kind in _OVERFLOWS:
             self._overflows.append(e.payload)
 
     @contextmanager
