@@ -159,3 +159,14 @@ def test_status_reports_an_acl_grant_on_the_managed_file(shared: Path, shared_py
     assert status.main(["claude-code", "--managed-dir", str(shared / "m"), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert any(f"its ACL lets uid {BOB} change it" in p["problem"] for p in out["problems"]), out["problems"]
+
+
+def test_where_python_has_no_extended_attributes_the_mode_bits_decide(shared: Path, monkeypatch) -> None:
+    """macOS: ``os.getxattr`` does not exist; its ACLs are not POSIX ACLs. Not a crash, and not a refusal of
+    every path."""
+    target = shared / "f"
+    target.write_text("")
+    target.chmod(0o664)
+    monkeypatch.delattr(os, "getxattr")
+    assert acl.read(target) == []
+    assert changeable(target) is None

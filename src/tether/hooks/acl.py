@@ -67,8 +67,11 @@ def parse(data: bytes) -> list[Entry]:
 
 
 def read(path: str | os.PathLike[str], name: str = ACCESS) -> list[Entry]:
-    """The ACL ``name`` of ``path`` (a link followed); [] when it has none. AclError when it cannot be read or
-    parsed."""
+    """The ACL ``name`` of ``path`` (a link followed); [] when it has none, or where Python has no extended
+    attributes (macOS, whose own ACLs, ``chmod +a``, are not POSIX ACLs and are not read). AclError when it
+    cannot be read or parsed."""
+    if not hasattr(os, "getxattr"):
+        return []
     try:
         data = os.getxattr(path, name)
     except OSError as e:
