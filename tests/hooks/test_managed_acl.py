@@ -12,6 +12,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tether.hooks import acl, status
 from tether.hooks.install import main
@@ -170,3 +172,23 @@ def test_where_python_has_no_extended_attributes_the_mode_bits_decide(shared: Pa
     monkeypatch.delattr(os, "getxattr")
     assert acl.read(target) == []
     assert changeable(target) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=120),
+        st.lists(
+            st.tuples(st.sampled_from([*acl.TAGS, 0, 0x40, 0xFFFF]), st.integers(0, 0xFFFF), st.integers(0, NONE)),
+            max_size=8,
+        ).map(encode),
+    )
+)
+def test_any_bytes_parse_to_entries_or_an_acl_error(data: bytes) -> None:
+    """Whatever the xattr holds: entries the checks can read, or AclError (which fails closed), nothing else."""
+    try:
+        entries = acl.parse(data)
+    except acl.AclError:
+        return
+    assert all(e.tag in acl.TAGS and 0 <= e.perm <= 0o7 for e in entries)
+    assert isinstance(acl.writers(entries, (0,), (0,)), list) and isinstance(acl.refused(entries, 0o4), list)
