@@ -1,14 +1,17 @@
 """POSIX ACLs on what a managed hook runs: ``setfacl -m u:bob:rw`` gives bob write on a file whose mode bits
 still look root's alone. The ACLs are written as ``setfacl`` writes them: the ``system.posix_acl_*`` extended
 attributes in the kernel's format (``include/uapi/linux/posix_acl_xattr.h``), which the kernel checks on the
-way in; the parser is attacked with bytes the kernel would never hand back."""
+way in, and with the real ``setfacl`` (what tether reads compared with ``getfacl``); the parser is attacked
+with bytes the kernel would never hand back."""
 
 from __future__ import annotations
 
 import errno
 import json
 import os
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -192,3 +195,51 @@ def test_any_bytes_parse_to_entries_or_an_acl_error(data: bytes) -> None:
         return
     assert all(e.tag in acl.TAGS and 0 <= e.perm <= 0o7 for e in entries)
     assert isinstance(acl.writers(entries, (0,), (0,)), list) and isinstance(acl.refused(entries, 0o4), list)
+
+
+@pytest.fixture
+def setfacl() -> str:
+    """The real ``setfacl`` (package ``acl``): skipped where there is none, never in CI (``.ci/run`` installs it)."""
+    found = shutil.which("setfacl")
+    if not found or not shutil.which("getfacl"):
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the setfacl tests, but there is no setfacl/getfacl")
+        pytest.skip("no setfacl/getfacl (package acl)")
+    return found
+
+
+def getfacl(path: Path, default: bool = False) -> list[str]:
+    """``getfacl -n``'s entries (numeric ids), without comments and the effective-rights notes."""
+    out = subprocess.run(
+        ["getfacl", "-n", "-p", *(["-d"] if default else []), str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    return [line.split("#")[0].strip() for line in out.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def as_getfacl(entries: list[acl.Entry]) -> list[str]:
+    kinds = {acl.USER_OBJ: "user:", acl.USER: "user:", acl.GROUP_OBJ: "group:", acl.GROUP: "group:"}
+    kinds |= {acl.MASK: "mask:", acl.OTHER: "other:"}
+    return [f"{kinds[e.tag]}{'' if e.id == NONE else e.id}:{rwx(e.perm)}" for e in entries]
+
+
+def rwx(perm: int) -> str:
+    return "".join(c if perm & bit else "-" for c, bit in (("r", 4), ("w", 2), ("x", 1)))
+
+
+def test_what_setfacl_writes_is_read_as_getfacl_reads_it_and_refused(
+    setfacl: str, shared: Path, site_packages: Path, capsys
+) -> None:
+    module = site_packages / "yaml.py"
+    module.write_text("")
+    module.chmod(0o644)
+    subprocess.run([setfacl, "-m", f"u:{BOB}:rw,g:{STAFF}:r", str(module)], check=True)
+    assert as_getfacl(acl.read(module)) == getfacl(module)
+    assert install(shared) == 2
+    assert f"{module} (its ACL lets uid {BOB} change it)" in capsys.readouterr().err
+    subprocess.run([setfacl, "-m", "m::r", str(module)], check=True)  # the mask takes bob's write away
+    assert install(shared) == 0, capsys.readouterr().err
+    subprocess.run([setfacl, "-b", str(module)], check=True)
+    subprocess.run([setfacl, "-d", "-m", f"g:{STAFF}:rwx", str(site_packages)], check=True)
+    assert as_getfacl(acl.read(site_packages, acl.DEFAULT)) == getfacl(site_packages, default=True)
+    assert install(shared) == 2
+    assert f"{site_packages} (its default ACL lets gid {STAFF} change what is made in it)" in capsys.readouterr().err
