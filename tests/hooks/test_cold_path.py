@@ -255,3 +255,90 @@ def test_the_models_a_cold_call_builds_have_no_string_annotations() -> None:
         if importlib.import_module(n).__dict__.get("annotations") is __future__.annotations
     ]
     assert lazy == [], f"from __future__ import annotations in {lazy}: pydantic compiles every annotation"
+
+
+#: The gate and what only it uses: a call the gate does not judge (a PostToolUse, a prompt, a stop) records
+#: without them (guard/session.py ``load_gate``; ~100 M instructions, a tenth of a cold call).
+THE_GATE = (
+    "tether.policy.decide",
+    "tether.policy.gate",
+    "tether.policy.profile",
+    "tether.policy.knowledge",
+    "tether.policy.shell",
+    "tether.policy.provenance",
+    "tether.review.execution",
+    "tree_sitter_bash",
+)
+
+
+def gate_modules(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in THE_GATE))
+
+
+def test_a_call_the_gate_does_not_judge_does_not_import_it(tmp_path: Path) -> None:
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    _, started = cold(payload("claude-code.SessionStart", tmp_path), env)
+    assert started["exit"] == 0 and gate_modules(started["modules"]) == []
+    ran = {"tool_input": {"command": "ls"}, "tool_use_id": "toolu_cold_1"}
+    answer, decided = cold(payload("claude-code.PreToolUse", tmp_path, **ran), env)
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert "tether.policy.gate" in decided["modules"]  # the one event that decides imports it
+    _, recorded = cold(payload("claude-code.PostToolUse", tmp_path, **ran), env)
+    assert recorded["exit"] == 0 and gate_modules(recorded["modules"]) == []
+    _, prompt = cold(payload("claude-code.UserPromptSubmit", tmp_path), env)
+    assert prompt["exit"] == 0 and gate_modules(prompt["modules"]) == []
+    # what PostToolUse recorded is what the one that imports the gate records: the receipt of the allowed call
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / ".tether" / "tether.db") as db:
+        kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
+    assert kinds.count("action.completed") == 1 and kinds.index("action.completed") > kinds.index("action.decided")
+
+
+RESTORED = """
+import json, sys
+import tether.guard.checkpoint as ck
+loaded = []
+standard = ck.load
+def load(*args):
+    loaded.append(standard(*args))
+    return loaded[-1]
+ck.load = load
+from tether.hooks.entry import main
+code = main(["claude-code", "--no-daemon"])
+print(json.dumps({"exit": code, "loaded": loaded, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_call_without_the_gate_still_restores_the_fold_checkpoint(tmp_path: Path) -> None:
+    """The checkpoint pickles the provenance index's sources (policy/provenance.py): a PostToolUse, which does not
+    import the gate, imports that module before reading one, or every recording call would refold the log."""
+    from hookkit import Hook
+
+    import tether.guard.log as guard_log
+    import tether.hooks.session as hook_session
+    from tether.control import fold as control_fold
+
+    hook = Hook(tmp_path)
+    every, guard_log.EVERY = guard_log.EVERY, 8
+    try:
+        for i in range(6):
+            hook.bash(f"grep -n needle{i} src/app.py", call_id=f"toolu_{i}")
+    finally:
+        guard_log.EVERY = every
+        hook_session._CACHE.clear()
+        control_fold.clear()
+    assert list((tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt"))
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    data = payload("claude-code.PostToolUse", tmp_path, tool_input={"command": "grep -n needle5 src/app.py"})
+    data["tool_use_id"] = "toolu_5"
+    out = subprocess.run(
+        [sys.executable, "-c", RESTORED], input=json.dumps(data), capture_output=True, text=True, env=env, timeout=120
+    )
+    probe = json.loads(out.stdout.rstrip("\n").rpartition("\n")[2])
+    assert probe["exit"] == 0 and probe["loaded"] == [True], out.stderr
+    assert "tether.policy.gate" not in probe["modules"]

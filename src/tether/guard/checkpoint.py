@@ -267,6 +267,8 @@ def load(guard: Guard, folder: Path, audited: int) -> bool:
             raw = f.read(MAX_BYTES + 1)
     except OSError:
         return False
+    from tether.policy.provenance import Provenance  # before the body: it pickles the index's sources
+
     try:
         restored = _restore(guard, raw, audited)
     except Exception:  # malformed, forged, another code's: the whole fold, as without a checkpoint
@@ -275,7 +277,6 @@ def load(guard: Guard, folder: Path, audited: int) -> bool:
         return False
     state, fold, known, user, turns, tail = restored
     from tether.control.fold import _FOLDS
-    from tether.policy.provenance import Provenance
 
     base = tail[0].seq
     guard.events = Log(guard.store, guard.run_id, base, [tail[0]])

@@ -70,17 +70,28 @@ from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami
 from tether.kernel.budgets import Breach, breach
-from tether.policy.decide import decide
 from tether.policy.decision import Verdict
-from tether.policy.gate import Gate
-from tether.policy.provenance import Provenance
 from tether.records import dataclass
-from tether.review.execution import review_gate_event
 from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus
 
 if TYPE_CHECKING:
+    from tether.policy.gate import Gate
+    from tether.policy.provenance import Provenance
+
     from .log import Log
+
+
+def load_gate() -> None:
+    """Import what :meth:`Guard.check` decides with: the gate (``policy``), the provenance index and the execution
+    review. They are imported where they are used, so a process that only records (a hook's PostToolUse, a
+    prompt, a stop) never builds them (~100 M instructions of a fresh process, a tenth of a cold hook call); one
+    that will decide imports them up front (the hooks, with the collector paused; the daemon, at its start)."""
+    import tether.policy.decide
+    import tether.policy.gate
+    import tether.policy.provenance
+    import tether.review.execution  # noqa: F401
+
 
 #: How often a write is retried on a fresh read when another writer moved the log's head first.
 WRITE_ATTEMPTS = 20
@@ -437,6 +448,8 @@ class Guard:
         """The provenance index of the log read so far: built once, then fed only what is new, so a call's
         cost does not grow with the session (the events list only ever grows)."""
         if self._provenance is None:
+            from tether.policy.provenance import Provenance  # here: see load_gate
+
             self._provenance = Provenance(self.env)
         return self._provenance.feed(self.events)
 
@@ -486,6 +499,9 @@ class Guard:
             why = f"a human approved this exact call ({granted})"
             decided = ActionDecided(call_id=call_id, verdict="ALLOW", deciding_rule="approval:granted", reason=why)
             return [*head, decided], self._answer_of(Verdict.ALLOW, "approval:granted", why, call_id, tool)
+        from tether.policy.decide import decide  # here: see load_gate
+        from tether.review.execution import review_gate_event
+
         action = Action(call_id, tool, args, args_hash, turn, state.last_seq + len(head))
         ruling = decide(
             action, contract, lambda: self._gate_for(events, state), state, events, self.env, self.indexed()
@@ -683,6 +699,8 @@ class Guard:
     def _gate_for(self, events: Sequence[Event], state: RunState) -> Gate:
         key = (control_state(events), tuple(r["rule"] for r in state.run_rules))
         if self._gate is None or self._gate[0] != key:
+            from tether.policy.gate import Gate  # here: see load_gate
+
             rules = [
                 Rule(id=f"run:{r['approval_id']}", rule=r["rule"], reason=f"approved for this run by {r['by']}")
                 for r in state.run_rules

@@ -182,7 +182,11 @@ class Collections:
         self.threshold: tuple[int, int, int] | None = None
 
     def take(self) -> None:
+        from tether.guard.session import load_gate
+
         from . import answer  # noqa: F401 — the deciding code: imported once, before the first call
+
+        load_gate()  # and the gate, which the guard imports where it is used
 
         self.threshold = gc.get_threshold()
         gc.collect()

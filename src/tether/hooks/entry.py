@@ -84,6 +84,8 @@ def full_path() -> None:
         site.main()
 
 
+#: The hook events whose calls the gate judges (``Guard.check``): the others record only, and do not import it.
+GATED = frozenset({"PreToolUse"})
 #: pydantic's plugin loader, which this process replaces by one that finds none (:func:`no_pydantic_plugins`).
 PLUGIN_LOADER = "pydantic.plugin._loader"
 
@@ -111,8 +113,10 @@ def _no_plugins() -> tuple[()]:
     return ()
 
 
-def import_deciding_code() -> None:
+def import_deciding_code(gate: bool = True) -> None:
     """Import the deciding code (:mod:`.answer`) with the cyclic garbage collector paused, then freeze what it made.
+    ``gate``: the gate too (``guard.session.load_gate``), which only a call the gate judges needs (a PreToolUse);
+    one that records (PostToolUse, a prompt, a stop) does without it, a tenth of a cold call.
 
     Importing it builds ~300 modules and their classes: long-lived objects, no garbage to find, yet the
     collector walked them dozens of times on the way, and again at every later collection of the call and at
@@ -121,14 +125,19 @@ def import_deciding_code() -> None:
     with its imports: they live as long as the process anyway); then it is enabled as it was, for the call.
     Reference counting frees memory as ever. ``tests/hooks/test_cold_path.py`` checks the collector is restored.
     """
-    if "tether.hooks.answer" in sys.modules:  # imported already (main called in-process again): as it is
-        return
+    if "tether.hooks.answer" in sys.modules and (not gate or "tether.policy.gate" in sys.modules):
+        return  # imported already (main called in-process again): as it is
     import gc
 
     enabled = gc.isenabled()
     gc.disable()
     try:
         from . import answer  # noqa: F401
+
+        if gate:
+            from tether.guard.session import load_gate
+
+            load_gate()
     finally:
         gc.freeze()
         if enabled:
@@ -159,7 +168,7 @@ def main(argv: list[str], raw: bytes | None = None) -> int:
             return write(refuse(str(e)))
         full_path()
         no_pydantic_plugins()
-        import_deciding_code()
+        import_deciding_code(gate=data.get("hook_event_name") in GATED)
         from .answer import answer
 
         reply = answer(request, data)
