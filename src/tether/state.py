@@ -155,6 +155,8 @@ def kept_result(tool: str, result: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Usage:
+    """What a run has used so far, against its budgets."""
+
     turns: int = 0
     tokens: int = 0
     usd: float = 0.0

@@ -258,7 +258,8 @@ def test_the_models_a_cold_call_builds_have_no_string_annotations() -> None:
 
 
 #: The gate and what only it uses: a call the gate does not judge (a PostToolUse, a prompt, a stop) records
-#: without them (guard/session.py ``load_gate``; ~100 M instructions, a tenth of a cold call).
+#: without them (guard/session.py ``load_gate``; ~100 M instructions, a tenth of a cold call), nor pathspec,
+#: which rates paths (control/risk.py, imported at the first path rated: ~45 M more).
 THE_GATE = (
     "tether.policy.decide",
     "tether.policy.gate",
@@ -268,6 +269,7 @@ THE_GATE = (
     "tether.policy.provenance",
     "tether.review.execution",
     "tree_sitter_bash",
+    "pathspec",  # the gate's path sets, and the control layer's risk ratings of paths (control/risk.py)
 )
 
 

@@ -52,6 +52,8 @@ READ_TOOLS = frozenset({"read_file", "list_dir"})
 
 @dataclass(frozen=True)
 class Belief:
+    """What the control layer believes about one key: its value, generation and epoch, the events it cites."""
+
     key: str
     kind: BeliefKind
     value: Any

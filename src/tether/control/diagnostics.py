@@ -84,6 +84,8 @@ BEHAVIOURAL = frozenset({"progress_rate", "failure_recurrence", "oscillation"})
 
 @dataclass(frozen=True)
 class Diagnostics:
+    """The run's diagnostic dimensions (each in [0, 1]) and a note on each."""
+
     values: dict[str, float]
     notes: dict[str, str]
 

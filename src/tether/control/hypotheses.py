@@ -30,6 +30,8 @@ HYPOTHESIS_TOOL = "hypothesis"
 
 @dataclass
 class Hypothesis:
+    """One hypothesis the agent recorded: its statement, the files and tests it names, whether it was acted on."""
+
     id: str
     statement: str = ""
     files: list[str] = field(default_factory=list)

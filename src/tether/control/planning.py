@@ -22,8 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import field, replace
 from typing import Any, Literal
 
-import pathspec
-
 from tether.envelope.schema import Envelope
 from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded, TaskData
 from tether.events.kinds_knowledge import PlanCarried
@@ -49,6 +47,8 @@ PLAN_TOOL = "plan"
 
 @dataclass(frozen=True)
 class Task:
+    """One task of the plan: its title, status, dependencies, the files it touches and its risk."""
+
     id: str
     title: str = ""
     status: str = "PENDING"
@@ -69,6 +69,8 @@ class Task:
 
 @dataclass
 class Plan:
+    """The folded plan: its tasks, the updates refused, and the transitions to COMPLETE."""
+
     tasks: dict[str, Task] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)
     cites: list[str] = field(default_factory=list)
@@ -138,6 +140,8 @@ def apply_update(plan: Plan, update: dict[str, Any], envelope: Envelope | None, 
 
 
 def reopen(plan: Plan, finding_file: str | None, reason: str) -> None:
+    import pathspec  # here: most processes never reopen a task (see risk._spec)
+
     done = [t for t in plan.tasks.values() if t.status in ("COMPLETE", "VERIFYING")]
     hit = [
         t

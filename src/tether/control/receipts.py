@@ -114,6 +114,8 @@ def _stable(data: Any) -> Any:
 
 @dataclass(frozen=True)
 class SensorRecord:
+    """One sensor's result in the log, and whether the envelope requires it."""
+
     event: Event
     sensor: str
     result: str

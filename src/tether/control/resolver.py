@@ -32,6 +32,8 @@ MIN_ATTEMPTS = 2
 
 @dataclass(frozen=True)
 class ResolverInput:
+    """What the resolver decides the control state from: the dimensions and their thresholds."""
+
     dimensions: Mapping[str, float]
     critical: float = 0.15
     warning: float = 0.4
@@ -46,6 +48,8 @@ class ResolverInput:
 
 @dataclass(frozen=True)
 class Resolution:
+    """The control state, the tier that chose it and why."""
+
     state: ControlState
     tier: str
     reason: str

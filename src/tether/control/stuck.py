@@ -31,6 +31,8 @@ ERROR_SPAN = 6
 
 @dataclass(frozen=True)
 class Stuck:
+    """A stuck pattern found in the log, what it is, and the events it cites."""
+
     pattern: StuckPattern
     detail: str
     cites: tuple[str, ...]

@@ -270,6 +270,8 @@ def read_anchor_file(path: Path, run_id: str) -> list[Checkpoint]:
 
 @dataclass(frozen=True)
 class AnchorReport:
+    """What the signed anchors of a run say: the key, the checkpoints checked, the last signed seq."""
+
     key_id: str | None
     checkpoints: int  # checked against the log with our key
     last_signed_seq: int | None

@@ -26,6 +26,8 @@ LEASE_TTL_S = 30.0
 
 @dataclass(frozen=True)
 class Lease:
+    """A driver's hold on a run: whose it is (owner, host, pid), since when, its last heartbeat and time to live."""
+
     run_id: str
     owner: str  # random per acquisition: a holder recognises its own lease by it
     host: str

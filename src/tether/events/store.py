@@ -356,6 +356,8 @@ def _json_object(run_id: str, seq: int, text: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunInfo:
+    """One run as the runs table lists it."""
+
     run_id: str
     created_at: str
     task: str

@@ -722,6 +722,8 @@ class Guard:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class _Loaded:
+    """An envelope as the guard loaded it, with where it came from."""
+
     envelope: Envelope
     base_dir: Path
     path: Path | None

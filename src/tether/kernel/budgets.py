@@ -12,6 +12,8 @@ from tether.state import RunState
 
 @dataclass(frozen=True)
 class Breach:
+    """A budget spent: how much was used against which limit, and the setting to raise."""
+
     budget: str
     used: float
     limit: float

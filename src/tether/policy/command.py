@@ -34,6 +34,8 @@ class Word:
 
 @dataclass(frozen=True)
 class Redirect:
+    """One redirection of a simple command: its operator, its target, a heredoc's body."""
+
     op: str
     target: Word | None  # None for fd duplication (2>&1) and heredocs
     body: str | None = None  # heredoc / here-string text when static

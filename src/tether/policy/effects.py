@@ -22,6 +22,8 @@ from .programs import Role
 
 @dataclass(frozen=True)
 class Target:
+    """A path a command reads or writes, and whether it recurses or deletes."""
+
     word: Word
     recursive: bool = False
     delete: bool = False
@@ -29,6 +31,8 @@ class Target:
 
 @dataclass
 class Effects:
+    """What a command does to files: what it reads and writes, the scripts it runs, where it works."""
+
     reads: list[Target] = field(default_factory=list)  # file contents read (recursive: a whole tree)
     writes: list[Target] = field(default_factory=list)  # created, changed, moved away or deleted
     scripts: list[Word] = field(default_factory=list)  # files of code it runs (makefiles, sourced scripts)

@@ -144,6 +144,8 @@ def _in_homes(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class PlaceVerdict:
+    """The verdict of a path rule on a place, and the rule."""
+
     rule_id: str
     verdict: Verdict
     reason: str

@@ -58,6 +58,8 @@ _SAFE_SED = re.compile(
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Context:
+    """What the profile judges a command against: the path policy and the workspace."""
+
     paths: PathPolicy
     workspace: PurePosixPath
 

@@ -40,6 +40,8 @@ class Role(Enum):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Spec:
+    """A program's option table (the syntax is in the module docstring)."""
+
     flags: frozenset[str] = frozenset()  # options without a value
     values: Mapping[str, Role] = field(default_factory=dict)  # options with a value → what the value is
     optional: frozenset[str] = frozenset()  # long options with an optional ``=value``
@@ -62,6 +64,8 @@ class Spec:
 
 @dataclass(eq=False, repr=False)
 class Parsed:
+    """A command line read against a spec: its options, operands, unknown and code-running options."""
+
     options: list[tuple[str, Word | None]] = field(default_factory=list)
     operands: list[Word] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # options the spec does not list

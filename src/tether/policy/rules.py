@@ -57,6 +57,8 @@ class RuleConditionError(RuleSyntaxError):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class CompiledRule:
+    """An envelope rule, compiled for matching."""
+
     id: str
     verdict: Verdict
     reason: str

@@ -68,6 +68,8 @@ _PARSER = grammar.parser()
 
 @dataclass(eq=False, repr=False)
 class Analysis:
+    """What the shell walker found in a command line: its simple commands, findings and notes."""
+
     commands: list[SimpleCommand] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     #: ``cd`` targets etc. the analysis could not follow.

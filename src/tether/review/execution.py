@@ -31,6 +31,8 @@ ESCALATE_AFTER = 2
 
 @dataclass(frozen=True)
 class ReviewResult:
+    """The execution review of a call: whether it passes, its risk, and why."""
+
     ok: bool
     risk: str
     reasons: list[str] = field(default_factory=list)
