@@ -1,11 +1,17 @@
 """The daemon answers first, then writes the fold checkpoint: the call that crosses the threshold gets its reply
 while the writer is still held, and a daemon killed between its reply and the checkpoint's rename leaves a log
-that verifies and either no checkpoint or the previous one, which a cold process still restores from."""
+that verifies and either no checkpoint or the previous one, which a cold process still restores from.
+
+Nothing here depends on how fast the writer runs: after each reply the test waits for that call's work after the
+reply to end (``checkpoint_later`` returned) or for the writer to reach the point where it is held, whichever it
+is, before the next call. (It used to wait half a second for the writer: a writer slower than that under load
+held the session's lock while the test's next call waited on it, and the test failed.)"""
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -81,15 +87,21 @@ def checkpoints(project: Path) -> list[Path]:
 def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
 ) -> None:
-    started, release = threading.Event(), threading.Event()
-    real_save = ck.save
+    release = threading.Event()
+    after_reply: queue.Queue[str] = queue.Queue()  # per call: "done" (its work after the reply ended) or "held"
+    real_save, real_later = ck.save, hook_session.checkpoint_later
 
     def held_save(guard: Any, folder: Path) -> Any:
-        started.set()
+        after_reply.put("held")
         assert release.wait(60), "the test never released the writer"
         return real_save(guard, folder)
 
+    def later(*args: Any) -> None:
+        real_later(*args)
+        after_reply.put("done")
+
     monkeypatch.setattr(ck, "save", held_save)
+    monkeypatch.setattr(hook_session, "checkpoint_later", later)
     sock = tmp_path / "d" / "hookd.sock"
     sock.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
@@ -99,11 +111,13 @@ def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
     project = tmp_path / "p"
     project.mkdir()
     try:
+        held = False
         for i in range(20):
             assert call(project, "s1", i) == "allow"  # answered, though a checkpoint may be due
-            if started.wait(0.5):
+            held = after_reply.get(timeout=60) == "held"  # the next call only once this one's writer is done
+            if held:
                 break
-        assert started.is_set(), "no checkpoint came due"
+        assert held, "no checkpoint came due"
         assert checkpoints(project) == [], "the reply came first: the writer is still held"
         assert call(project, "s2", 100) == "allow", "another session is answered meanwhile"
         release.set()
@@ -123,15 +137,23 @@ def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
 
 #: A daemon whose checkpoint writer stops at a given point (and signals it through a flag file) so that the test
 #: can kill it there: "save" before anything is written; "rename" with the new file written, before its rename.
+#: Each call's work after the reply, when it ends, adds a byte to ``<flag>.done``.
 DAEMON = """
 import os, sys, time
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
+from tether.hooks import session as hs
 from tether.hooks.daemon import serve
 
 sock, stop_at, flag = sys.argv[1:4]
 guard_log.EVERY = int(sys.argv[4])
-real_save, real_replace, saves = ck.save, os.replace, []
+real_save, real_replace, real_later, saves = ck.save, os.replace, hs.checkpoint_later, []
+
+
+def later(*args):
+    real_later(*args)
+    with open(flag + ".done", "ab") as f:
+        f.write(b".")
 
 
 def hold(point):
@@ -153,7 +175,7 @@ def replace(src, dst):
     return real_replace(src, dst)
 
 
-ck.save, ck.os.replace = save, replace
+ck.save, ck.os.replace, hs.checkpoint_later = save, replace, later
 sys.exit(serve(sock, idle_s=120))
 """
 
@@ -164,6 +186,7 @@ def test_a_daemon_killed_after_the_reply_leaves_a_valid_log_and_no_torn_checkpoi
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None, stop_at: str
 ) -> None:
     sock, flag = tmp_path / "d" / "hookd.sock", tmp_path / "held"
+    done = tmp_path / "held.done"  # one byte per call whose work after the reply has ended
     sock.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
     cmd = [sys.executable, "-c", DAEMON, str(sock), stop_at, str(flag), str(EVERY)]
@@ -177,8 +200,11 @@ def test_a_daemon_killed_after_the_reply_leaves_a_valid_log_and_no_torn_checkpoi
             assert answered < 60, "the writer never came to the point to stop at"
             assert call(project, "s1", answered) == "allow"
             answered += 1
-            deadline = time.monotonic() + 0.5
-            while not flag.exists() and time.monotonic() < deadline:
+            # the next call only once this one's writer ended or is held: a call sent while a writer holds the
+            # session's lock would wait for it, however long the writer takes
+            deadline = time.monotonic() + 120  # only against a hang: the daemon always comes to one of the two
+            while not flag.exists() and (done.stat().st_size if done.exists() else 0) < answered:
+                assert time.monotonic() < deadline, "the call's work after the reply neither ended nor was held"
                 time.sleep(0.01)
         os.kill(daemon.pid, signal.SIGKILL)  # the crossing call has its reply; its checkpoint is not in place
         assert daemon.wait(timeout=30) == -signal.SIGKILL
