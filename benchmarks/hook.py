@@ -19,6 +19,8 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   tether's modules and the call;
 * cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides, through the
   console script (with ``site`` and its ``.pth`` files, as an installed ``tether`` command starts);
+* cold PostToolUse — the same process recording the receipt of a call (decided before, untimed, by the daemon):
+  what every tool call costs a second time when no daemon answers;
 * daemon — ``tether hook claude-code`` with a running daemon: the console script, the small client and one
   socket round trip;
 * daemon, launcher — the Python launcher (``python -I -S …/tether/hooks/launch.py claude-code``, what ``tether
@@ -112,6 +114,13 @@ def pre_tool_use(workspace: Path, session: str, i: int) -> bytes:
     return json.dumps(data).encode()
 
 
+def post_tool_use(workspace: Path, session: str, i: int) -> bytes:
+    """The PostToolUse of :func:`pre_tool_use`'s call ``i``: its receipt."""
+    data = json.loads(pre_tool_use(workspace, session, i))
+    data.update(hook_event_name="PostToolUse", tool_response={"stdout": "", "stderr": "", "interrupted": False})
+    return json.dumps(data).encode()
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -185,6 +194,7 @@ def main() -> None:
             ("tether's deciding modules (no call)", [sys.executable, "-I", "-S", "-c", MODULES], "", cold_calls),
             ("cold, launcher (--no-daemon)", [*LAUNCHER, "--no-daemon"], "cold-launch", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
+            ("cold PostToolUse (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "post", cold_calls),
             ("daemon", [TETHER, "hook", "claude-code"], "daemon", calls),
             ("daemon, launcher", LAUNCHER, "launch", calls),
             ("daemon, bash client (installed)", INSTALLED, "bash", calls),
@@ -211,6 +221,9 @@ def main() -> None:
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
                 stdin = pre_tool_use(workspace, session, i) if session else b""
+                if session.startswith("post"):  # the receipt of a call the daemon decided (untimed) first
+                    asked(request, stdin)
+                    stdin = post_tool_use(workspace, session, i)
                 if cmd == ["here"]:
                     return decided_here(request, stdin)
                 return timed(cmd, stdin, env) if cmd else asked(request, stdin)

@@ -258,3 +258,38 @@ print(made)
 """
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "['__init__']"
+
+
+def test_classes_made_in_threads_at_once_are_all_right_and_the_maker_is_restored() -> None:
+    """The standard maker is stood in for under a lock while a frozen record is made: threads making records and
+    standard frozen dataclasses at once all get working classes, and the standard maker is back afterwards."""
+    import threading
+
+    standard_maker = dataclasses._frozen_get_del_attr  # type: ignore[attr-defined]
+    made: list[type] = []
+    errors: list[BaseException] = []
+
+    def work(make: Maker) -> None:
+        try:
+            for i in range(30):
+                made.append(
+                    make(frozen=True)(type(f"T{i}", (), {"__annotations__": {"v": "int"}, "__module__": __name__}))
+                )
+        except BaseException as e:  # pragma: no cover — reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in (*MAKERS.values(), *MAKERS.values())]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(made) == 120
+    assert dataclasses._frozen_get_del_attr is standard_maker  # type: ignore[attr-defined]
+    for cls in made:
+        obj = cls(1)
+        assert outcome(lambda obj=obj: setattr(obj, "v", 2)) == (
+            "raised",
+            "FrozenInstanceError",
+            "cannot assign to field 'v'",
+        )
+        assert obj == cls(1) and hash(obj) == hash((1,)) and repr(obj).endswith("(v=1)")

@@ -37,7 +37,7 @@ MIRRORED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 #: The standard library's maker of a frozen class's ``__setattr__``/``__delattr__``, stood in for while a class is
 #: made here (:func:`_made`); present, with this signature, on the versions above.
 _FROZEN_MAKER = "_frozen_get_del_attr"
-_frozen_lock = threading.Lock()
+_frozen_lock = threading.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
