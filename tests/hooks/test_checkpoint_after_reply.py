@@ -137,7 +137,9 @@ def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
 
 #: A daemon whose checkpoint writer stops at a given point (and signals it through a flag file) so that the test
 #: can kill it there: "save" before anything is written; "rename" with the new file written, before its rename.
-#: Each call's work after the reply, when it ends, adds a byte to ``<flag>.done``.
+#: Each call's work after the reply, when it ends, adds a byte to ``<flag>.done``. Its code stamp is the test's
+#: (``ck._STAMP``, as in test_fold_checkpoint's racers): a tree changing while the suite runs would otherwise
+#: make the test ignore the daemon's checkpoint as another code's.
 DAEMON = """
 import os, sys, time
 from tether.guard import checkpoint as ck
@@ -147,6 +149,7 @@ from tether.hooks.daemon import serve
 
 sock, stop_at, flag = sys.argv[1:4]
 guard_log.EVERY = int(sys.argv[4])
+ck._STAMP[:] = [sys.argv[5]]
 real_save, real_replace, real_later, saves = ck.save, os.replace, hs.checkpoint_later, []
 
 
@@ -189,7 +192,7 @@ def test_a_daemon_killed_after_the_reply_leaves_a_valid_log_and_no_torn_checkpoi
     done = tmp_path / "held.done"  # one byte per call whose work after the reply has ended
     sock.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-    cmd = [sys.executable, "-c", DAEMON, str(sock), stop_at, str(flag), str(EVERY)]
+    cmd = [sys.executable, "-c", DAEMON, str(sock), stop_at, str(flag), str(EVERY), ck.code_stamp()]
     daemon = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     project = tmp_path / "p"
     project.mkdir()

@@ -250,10 +250,16 @@ def test_a_writer_killed_mid_write_leaves_a_temporary_file_the_next_write_remove
     assert checkpoint_file(hook).read_bytes().startswith(ck.MAGIC)
 
 
+#: ``ck._STAMP`` pinned to the test's: the racers run this tree's code, as the test does, but a tree that changes
+#: while the suite runs (a rebase, a commit landing in the checkout under test) would give them another stamp
+#: than the one the test took at its first checkpoint, and the test's process rightly ignores their checkpoints
+#: as another code's. What is tested here is the race, not the stamp (``other-code`` above tests that).
 RACER = """
 import sys
 sys.path.insert(0, {tests!r})
 import tether.guard.log as guard_log
+import tether.guard.checkpoint as ck
+ck._STAMP[:] = [{stamp!r}]
 guard_log.EVERY = 1
 from hookkit import Hook
 from pathlib import Path
@@ -271,10 +277,9 @@ def test_two_cold_processes_racing_leave_a_valid_checkpoint(hook: Hook) -> None:
     tests = str(Path(__file__).parent)
     src = str(Path(ck.__file__).resolve().parents[2])  # this tree's tether, whatever else is installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", RACER.format(tests=tests, ws=str(hook.workspace), name=n)], env=env)
-        for n in ("a", "b")
-    ]
+    stamp = ck.code_stamp()
+    racer = [RACER.format(tests=tests, ws=str(hook.workspace), name=n, stamp=stamp) for n in ("a", "b")]
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for code in racer]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
     assert not list(folder(hook).glob(".ckpt-*"))
     cold()
