@@ -233,3 +233,43 @@ def test_a_daemon_killed_after_the_reply_leaves_a_valid_log_and_no_torn_checkpoi
     assert restored == ([True] if stop_at == "rename" else []), "the old checkpoint is still used; none is read"
     with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
         store.verify_run(run_id)
+
+
+def test_the_daemons_checkpoints_name_the_code_it_started_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
+) -> None:
+    """The tree changes on disk while the daemon runs (a `git pull` of modules the protocol's stamp does not cover):
+    its checkpoints still name the code it imported at start, which a cold process of the new code ignores."""
+    monkeypatch.setattr(ck, "_STAMP", [])  # a process that has not stamped yet
+    monkeypatch.setattr(ck, "_code_stamp", lambda: "the code the daemon started with")
+    done: queue.Queue[None] = queue.Queue()
+    real_later = hook_session.checkpoint_later
+
+    def later(*args: Any) -> None:
+        real_later(*args)
+        done.put(None)
+
+    monkeypatch.setattr(hook_session, "checkpoint_later", later)
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    daemon = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60.0}, daemon=True)
+    daemon.start()
+    wait_for(sock)
+    project = tmp_path / "p"
+    project.mkdir()
+    try:
+        assert call(project, "s1", 0) == "allow"  # served once the daemon's start is over
+        done.get(timeout=60)
+        monkeypatch.setattr(ck, "_code_stamp", lambda: "the tree on disk now")
+        for i in range(1, 20):
+            assert call(project, "s1", i) == "allow"
+            done.get(timeout=60)
+            if checkpoints(project):
+                break
+    finally:
+        stop_daemon(str(sock))
+        daemon.join(timeout=30)
+    [path] = checkpoints(project)
+    header = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
+    assert header["code"] == "the code the daemon started with"
