@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,24 +85,22 @@ def checkpoints(project: Path) -> list[Path]:
     return sorted((project / ".tether" / "tether.db.folds").glob("*.ckpt"))
 
 
-def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
-) -> None:
-    release = threading.Event()
-    after_reply: queue.Queue[str] = queue.Queue()  # per call: "done" (its work after the reply ended) or "held"
-    real_save, real_later = ck.save, hook_session.checkpoint_later
-
-    def held_save(guard: Any, folder: Path) -> Any:
-        after_reply.put("held")
-        assert release.wait(60), "the test never released the writer"
-        return real_save(guard, folder)
+def after_reply(monkeypatch: pytest.MonkeyPatch) -> queue.Queue[str]:
+    """Gets "done" each time a call's work after the reply (``checkpoint_later``) has ended."""
+    out: queue.Queue[str] = queue.Queue()
+    real_later = hook_session.checkpoint_later
 
     def later(*args: Any) -> None:
         real_later(*args)
-        after_reply.put("done")
+        out.put("done")
 
-    monkeypatch.setattr(ck, "save", held_save)
     monkeypatch.setattr(hook_session, "checkpoint_later", later)
+    return out
+
+
+@contextmanager
+def daemon_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A daemon serving in this process, on a socket of the test's; yields an empty project directory."""
     sock = tmp_path / "d" / "hookd.sock"
     sock.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
@@ -111,24 +110,43 @@ def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
     project = tmp_path / "p"
     project.mkdir()
     try:
-        held = False
-        for i in range(20):
-            assert call(project, "s1", i) == "allow"  # answered, though a checkpoint may be due
-            held = after_reply.get(timeout=60) == "held"  # the next call only once this one's writer is done
-            if held:
-                break
-        assert held, "no checkpoint came due"
-        assert checkpoints(project) == [], "the reply came first: the writer is still held"
-        assert call(project, "s2", 100) == "allow", "another session is answered meanwhile"
-        release.set()
-        deadline = time.monotonic() + 30
-        while not checkpoints(project):
-            assert time.monotonic() < deadline, "the checkpoint was never written"
-            time.sleep(0.02)
+        yield project
     finally:
-        release.set()
         stop_daemon(str(sock))
         daemon.join(timeout=30)
+
+
+def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
+) -> None:
+    release = threading.Event()
+    signals = after_reply(monkeypatch)  # per call: "done", or "held" when its writer is held
+    real_save = ck.save
+
+    def held_save(guard: Any, folder: Path) -> Any:
+        signals.put("held")
+        assert release.wait(60), "the test never released the writer"
+        return real_save(guard, folder)
+
+    monkeypatch.setattr(ck, "save", held_save)
+    with daemon_thread(tmp_path, monkeypatch) as project:
+        try:
+            held = False
+            for i in range(20):
+                assert call(project, "s1", i) == "allow"  # answered, though a checkpoint may be due
+                held = signals.get(timeout=60) == "held"  # the next call only once this one's writer is done
+                if held:
+                    break
+            assert held, "no checkpoint came due"
+            assert checkpoints(project) == [], "the reply came first: the writer is still held"
+            assert call(project, "s2", 100) == "allow", "another session is answered meanwhile"
+            release.set()
+            deadline = time.monotonic() + 30
+            while not checkpoints(project):
+                assert time.monotonic() < deadline, "the checkpoint was never written"
+                time.sleep(0.02)
+        finally:
+            release.set()
     cold()
     restored = spy_on_restores(monkeypatch)
     assert in_process(project, "ls again") == "allow"
@@ -242,23 +260,8 @@ def test_the_daemons_checkpoints_name_the_code_it_started_with(
     its checkpoints still name the code it imported at start, which a cold process of the new code ignores."""
     monkeypatch.setattr(ck, "_STAMP", [])  # a process that has not stamped yet
     monkeypatch.setattr(ck, "_code_stamp", lambda: "the code the daemon started with")
-    done: queue.Queue[None] = queue.Queue()
-    real_later = hook_session.checkpoint_later
-
-    def later(*args: Any) -> None:
-        real_later(*args)
-        done.put(None)
-
-    monkeypatch.setattr(hook_session, "checkpoint_later", later)
-    sock = tmp_path / "d" / "hookd.sock"
-    sock.parent.mkdir(mode=0o700)
-    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-    daemon = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60.0}, daemon=True)
-    daemon.start()
-    wait_for(sock)
-    project = tmp_path / "p"
-    project.mkdir()
-    try:
+    done = after_reply(monkeypatch)
+    with daemon_thread(tmp_path, monkeypatch) as project:
         assert call(project, "s1", 0) == "allow"  # served once the daemon's start is over
         done.get(timeout=60)
         monkeypatch.setattr(ck, "_code_stamp", lambda: "the tree on disk now")
@@ -267,9 +270,6 @@ def test_the_daemons_checkpoints_name_the_code_it_started_with(
             done.get(timeout=60)
             if checkpoints(project):
                 break
-    finally:
-        stop_daemon(str(sock))
-        daemon.join(timeout=30)
     [path] = checkpoints(project)
     header = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
     assert header["code"] == "the code the daemon started with"
