@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import typer
@@ -13,11 +14,13 @@ from tether.sandbox.doctor import (
     BackendReport,
     DoctorReport,
     Status,
+    check_background_child,
     check_denied_file,
     check_orphan,
     run_doctor,
     scratch,
 )
+from tether.sandbox.receipt import Receipt
 
 ALL_CHECKS = {
     "interpreter_reachable",
@@ -103,6 +106,24 @@ def test_orphan_check_fails_without_reaping() -> None:
         box.subreaper = False
         assert check_orphan(box, s).status is Status.FAIL
         assert check_orphan(LocalSandbox(), s).status is Status.PASS
+
+
+class NoChild(LocalSandbox):
+    """Runs every command with ``setsid`` a shell function that starts nothing."""
+
+    def run(self, command: object, **kwargs: Any) -> Receipt:
+        assert isinstance(command, str)
+        return super().run(f"setsid() {{ :; }}\n{command}", **kwargs)
+
+
+def test_background_child_check_does_not_read_a_previous_checks_file() -> None:
+    """The backends share one workspace, and bwrap's check leaves bg.started there. The next backend's check
+    found it at once and read it before its own child wrote it: a child that never started passed, and a
+    child writing it meanwhile (truncate, then write) made an empty read, "inconclusive" (a flake under load)."""
+    with scratch() as s:
+        (s.workspace / "bg.started").write_text("started\n")
+        check = check_background_child(NoChild(), s)
+    assert check.status is Status.FAIL and "never started" in check.detail, check
 
 
 def test_cli_doctor_blocks_when_required_bwrap_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:

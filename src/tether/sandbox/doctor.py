@@ -322,9 +322,13 @@ def check_env(sandbox: Sandbox, s: Scratch) -> Check:
 
 def check_background_child(sandbox: Sandbox, s: Scratch) -> Check:
     marker = "tether-doctor-bg-" + secrets.token_hex(6)
+    # As in check_orphan: the backends share the workspace, so a previous check's file is removed first (found,
+    # it ended the wait at once: a child that never started passed), and the child's appears whole (aside, then
+    # renamed: read while the child truncated it, it was empty, "inconclusive").
     script = (
-        f"setsid bash -c 'echo started > bg.started; exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & "
-        "for i in $(seq 1 250); do [ -e bg.started ] && break; sleep 0.02; done; cat bg.started"
+        "rm -f bg.started; setsid bash -c"
+        f" 'echo started > bg.tmp && mv bg.tmp bg.started; exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & "
+        "for i in $(seq 1 250); do [ -s bg.started ] && break; sleep 0.02; done; cat bg.started"
     )
     r = run(sandbox, s, script)
     left = survivors(marker)
