@@ -299,9 +299,11 @@ def test_a_call_the_gate_does_not_judge_does_not_import_it(tmp_path: Path) -> No
     assert kinds.count("action.completed") == 1 and kinds.index("action.completed") > kinds.index("action.decided")
 
 
+#: The reader's code stamp is the test's, which wrote the checkpoint (test_fold_checkpoint's racers say why).
 RESTORED = """
 import json, sys
 import tether.guard.checkpoint as ck
+ck._STAMP[:] = [sys.argv[1]]
 loaded = []
 standard = ck.load
 def load(*args):
@@ -319,6 +321,7 @@ def test_a_call_without_the_gate_still_restores_the_fold_checkpoint(tmp_path: Pa
     import the gate, imports that module before reading one, or every recording call would refold the log."""
     from hookkit import Hook
 
+    import tether.guard.checkpoint as ck
     import tether.guard.log as guard_log
     import tether.hooks.session as hook_session
     from tether.control import fold as control_fold
@@ -339,7 +342,12 @@ def test_a_call_without_the_gate_still_restores_the_fold_checkpoint(tmp_path: Pa
     data = payload("claude-code.PostToolUse", tmp_path, tool_input={"command": "grep -n needle5 src/app.py"})
     data["tool_use_id"] = "toolu_5"
     out = subprocess.run(
-        [sys.executable, "-c", RESTORED], input=json.dumps(data), capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", RESTORED, ck.code_stamp()],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     probe = json.loads(out.stdout.rstrip("\n").rpartition("\n")[2])
     assert probe["exit"] == 0 and probe["loaded"] == [True], out.stderr
