@@ -485,6 +485,9 @@ class Memory(Strict):
     max_facts: int = Field(20, ge=0, le=200, description="How many remembered facts (the newest) are offered.")
 
 
+_TOOL_INDEX = "_tool_index"
+
+
 class Envelope(Strict):
     version: Literal[1] = 1
     plan: PlanRef
@@ -522,7 +525,17 @@ class Envelope(Strict):
     memory: Memory | None = Field(None, description="Project memory (default: remember and recall).")
 
     def tool(self, name: str) -> ToolContract | None:
-        return next((t for t in self.tools if t.name == name), None)
+        """The first declared tool named ``name``. Asked several times a step (the gate, the decider, the runtime, the
+        folds): the tools are indexed by name once, and the index is used while the list holds the very same tools
+        (checked on each call, in C: a copy or an update that changed them is indexed again)."""
+        tools = tuple(self.tools)
+        index = self.__dict__.get(_TOOL_INDEX)  # not a field: equality, dumps and the schema never see it
+        if index is None or index[0] != tools:
+            by_name: dict[str, ToolContract] = {}
+            for t in tools:
+                by_name.setdefault(t.name, t)
+            index = self.__dict__[_TOOL_INDEX] = (tools, by_name)
+        return index[1].get(name)
 
 
 class IntentPlan(Strict):
