@@ -190,6 +190,7 @@ class RunFold:
         kind = e.kind
         if kind in PlanFold.KINDS:  # the plan and hypothesis folds read a few kinds: not called for the rest
             self.plan.add(e)
+            self._count_completed_tasks(epoch)  # only the plan fold completes a task
         if kind in HypothesisFold.KINDS:
             self.hypotheses.add(e)
         if record is None:  # most events are no receipt
@@ -205,7 +206,6 @@ class RunFold:
         handler = _BY_KIND.get(kind)
         if handler is not None:
             handler(self, e, e.data, epoch)
-        self._count_completed_tasks(epoch)
 
     def _count_completed_tasks(self, epoch: int) -> None:
         """Plan tasks completed by this event: supported when the latest verification before it, on the

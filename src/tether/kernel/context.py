@@ -24,6 +24,10 @@ from tether.envelope.trust import label_untrusted, trust_of
 from tether.events.store import Event
 from tether.models.base import COMPACTED_HEAD, Message, ToolCall
 
+#: Kinds every step appends that the transcript never reads (nothing below names them: a test holds it so), let
+#: through at once instead of down every comparison of ``_settling``.
+PASSED_OVER = frozenset({"model.requested", "action.proposed", "review.gate", "action.started", "diagnostics.computed"})
+
 SHOWN_CHARS = 12_000
 """A tool result longer than this is shown as its head and tail and a handle that ``read_result`` pages through."""
 HEAD_CHARS = 4_000
@@ -135,6 +139,8 @@ class Transcript:
         self.notes.clear()
 
     def _take(self, e: Event) -> None:
+        if e.kind in PASSED_OVER:
+            return
         p = e.payload
         if e.kind in ("run.started", "run.forked") and p.get("envelope"):
             self._rebase(e.seq, p)
