@@ -136,18 +136,19 @@ def ask(python: str, code: str) -> object:
         raise ProbeError(f"printed no answer ({e})") from e
 
 
-def import_roots(python: str, package_parent: Path) -> Roots | str:
+def import_roots(python: str, package_parent: Path, walked: Iterable[Path] = ()) -> Roots | str:
     """The directories (and zip files) the hook process of ``python`` imports from, tether's
     ``package_parent`` among them (the launcher appends it), and the entries of its path that are not there
     yet (whoever can make one imports first: a ``python311.zip`` comes before the standard library); or why
-    they cannot be known (then nothing can be vouched for: the caller refuses)."""
+    they cannot be known (then nothing can be vouched for: the caller refuses). What lies in the roots already
+    ``walked`` (the standard library, judged before the interpreter ran) is left out."""
     try:
         paths = ask(python, PROBE)
     except ProbeError as e:
         return f"{python} (what it imports cannot be asked: it {e})"
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         return f"{python} (what it imports cannot be asked: it printed {str(paths)[:80]})"
-    return located([*paths, str(package_parent)])
+    return located([*paths, str(package_parent)], walked)
 
 
 def loaded_roots(python: str, walked: list[Path]) -> Roots | str:

@@ -15,6 +15,7 @@ from . import acl
 from .command import CLIENT, LAUNCHER, is_script
 from .import_roots import import_roots, loaded_roots, loose_under, shown
 from .settings import read_text
+from .startup import start_roots
 
 
 def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]], str] | str:
@@ -111,7 +112,7 @@ def judged(command: str) -> tuple[list[str], list[str]]:
     planted there), walked once for both: an entry others could change, and one they could not read (a
     directory they could not enter: ``pip`` under a umask of ``077`` writes ``0600``, and every other user's
     hook would fail). The interpreter is asked for its import roots only once nothing it names could be
-    changed."""
+    changed, nor what it loads before it can answer (:mod:`tether.hooks.startup`: its standard library)."""
     unusable = unreadable_for_others(command)
     found = _command_paths(command)
     if isinstance(found, str):
@@ -129,12 +130,18 @@ def judged(command: str) -> tuple[list[str], list[str]]:
             closed.append(f"{path} (mode {stat.filemode(info.st_mode)}: other users cannot read it)")
         return _loose(path, info)
 
-    roots = import_roots(python, package.parent)
+    first = start_roots(python)  # what the interpreter loads before it can answer: judged before it runs
+    if isinstance(first, str):
+        return unusable, [first]
+    problems = loose_under(first, judge, changeable)
+    if problems:
+        return list(dict.fromkeys([*unusable, *shown(closed)])), problems
+    roots = import_roots(python, package.parent, first.walk)
     if isinstance(roots, str):
         return unusable, [roots]
     problems = loose_under(roots, judge, changeable)
     if not problems:  # the .pth code is root's now: what it adds to the path, walked too
-        more = loaded_roots(python, roots.walk)
+        more = loaded_roots(python, [*first.walk, *roots.walk])
         problems = [more] if isinstance(more, str) else loose_under(more, judge, changeable)
     return list(dict.fromkeys([*unusable, *shown(closed)])), problems
 
