@@ -243,3 +243,29 @@ def test_what_setfacl_writes_is_read_as_getfacl_reads_it_and_refused(
     assert as_getfacl(acl.read(site_packages, acl.DEFAULT)) == getfacl(site_packages, default=True)
     assert install(shared) == 2
     assert f"{site_packages} (its default ACL lets gid {STAFF} change what is made in it)" in capsys.readouterr().err
+
+
+def test_a_named_user_denied_read_on_a_dependency_by_setfacl_is_refused(
+    setfacl: str, shared: Path, site_packages: Path, capsys
+) -> None:
+    """Others may read the file by its mode bits, but a named entry keeps bob out: his hook would fail to import
+    it, so every call he makes would be refused. Found in the same walk that judges who could change it."""
+    module = site_packages / "yaml.py"
+    module.write_text("")
+    module.chmod(0o644)
+    assert install(shared) == 0, capsys.readouterr().err
+    subprocess.run([setfacl, "-m", f"u:{BOB}:---", str(module)], check=True)
+    assert as_getfacl(acl.read(module)) == getfacl(module) and module.stat().st_mode & 0o004
+    assert install(shared) == 2
+    assert f"{module} (its ACL keeps uid {BOB} from being able to read it)" in capsys.readouterr().err
+
+
+def test_a_named_group_that_cannot_enter_a_dependency_directory_is_refused(
+    setfacl: str, shared: Path, site_packages: Path, capsys
+) -> None:
+    package = site_packages / "pkg"
+    package.mkdir()
+    package.chmod(0o755)
+    subprocess.run([setfacl, "-m", f"g:{STAFF}:r--", str(package)], check=True)  # may list it, not enter it
+    assert install(shared) == 2
+    assert f"{package} (its ACL keeps gid {STAFF} from being able to read it)" in capsys.readouterr().err

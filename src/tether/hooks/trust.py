@@ -111,7 +111,8 @@ def judged(command: str) -> tuple[list[str], list[str]]:
     package, its dependencies, ``.pth`` files, the standard library; ``__pycache__`` too: Python runs a ``.pyc``
     planted there), walked once for both: an entry others could change, and one they could not read (a
     directory they could not enter: ``pip`` under a umask of ``077`` writes ``0600``, and every other user's
-    hook would fail). The interpreter is asked for its import roots only once nothing it names could be
+    hook would fail; by its mode bits and by its ACL, a named entry that denies read, read once for both). The
+    interpreter is asked for its import roots only once nothing it names could be
     changed, nor what it loads before it can answer (:mod:`tether.hooks.startup`: its standard library)."""
     unusable = unreadable_for_others(command)
     found = _command_paths(command)
@@ -128,7 +129,14 @@ def judged(command: str) -> tuple[list[str], list[str]]:
         need = 0o5 if stat.S_ISDIR(info.st_mode) else 0o4
         if info.st_mode & need != need:
             closed.append(f"{path} (mode {stat.filemode(info.st_mode)}: other users cannot read it)")
-        return _loose(path, info)
+        try:  # one read of its ACL, for both: a named entry that denies read, one that grants write
+            access = acl.read(path)
+        except acl.AclError as e:
+            return f"{path} ({e}: who can change it is unknown)"
+        denied = acl.refused(access, need)
+        if denied:
+            closed.append(f"{path} (its ACL keeps {', '.join(denied)} from being able to read it)")
+        return _loose(path, info, access=access)
 
     first = start_roots(python)  # what the interpreter loads before it can answer: judged before it runs
     if isinstance(first, str):
@@ -165,10 +173,11 @@ def _writable(path: Path, last: bool = True) -> str | None:
     return _loose(path, info, last)
 
 
-def _loose(path: Path, info: os.stat_result, last: bool = True) -> str | None:
+def _loose(path: Path, info: os.stat_result, last: bool = True, access: list[acl.Entry] | None = None) -> str | None:
     """Why a user other than root (or the one running this) could change ``path`` itself, by its ``info`` and
-    its ACL (:mod:`tether.hooks.acl`; a directory's default ACL too when it is the entry judged, not one above
-    it: what is made in it later, an upgrade's files, takes that ACL)."""
+    its ACL (:mod:`tether.hooks.acl`; ``access``, when the caller read it already; a directory's default ACL too
+    when it is the entry judged, not one above it: what is made in it later, an upgrade's files, takes that
+    ACL)."""
     if info.st_uid not in (0, os.geteuid()):
         return f"{path} (owned by uid {info.st_uid}, who can change it)"
     sticky_above = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and not last
@@ -179,7 +188,9 @@ def _loose(path: Path, info: os.stat_result, last: bool = True) -> str | None:
         return None  # (others write only their own entries in it: its ACL, too, bounded by the sticky bit)
     trusted = (0, os.geteuid())
     try:
-        granted = acl.writers(acl.read(path), trusted, (0,)) if acl.needs_reading(info.st_mode) else []
+        if access is None and acl.needs_reading(info.st_mode):
+            access = acl.read(path)
+        granted = acl.writers(access, trusted, (0,)) if access is not None else []
         made = acl.default_writers(acl.read(path, acl.DEFAULT), trusted, (0,)) if stat.S_ISDIR(info.st_mode) else []
     except acl.AclError as e:
         return f"{path} ({e}: who can change it is unknown)"
