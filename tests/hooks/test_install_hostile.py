@@ -509,6 +509,24 @@ def test_a_venv_whose_pyvenv_cfg_others_could_edit_is_refused(
     assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
 
 
+def test_both_pyvenv_cfg_files_are_judged(shared: Path, system_python: str, monkeypatch, capsys) -> None:
+    """The interpreter's path calculation reads ``pyvenv.cfg`` a directory above it first, ``site`` the one beside
+    it first: with both there, another user who may edit either picks the standard library every user runs."""
+    venv = shared / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python3").symlink_to(SHARED_PYTHON)
+    for cfg in (venv / "pyvenv.cfg", venv / "bin" / "pyvenv.cfg"):
+        cfg.write_text("home = /usr/bin\n")
+        cfg.chmod(0o644)
+    (venv / "pyvenv.cfg").chmod(0o666)
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python3"))
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
+    assert f"{venv / 'pyvenv.cfg'} (mode -rw-rw-rw-" in capsys.readouterr().err
+    (venv / "pyvenv.cfg").chmod(0o644)
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
 def test_a_managed_dir_linking_into_another_users_directory_is_refused(shared: Path, shared_python, capsys):
     """``/etc/claude-code`` a link to a root-owned 0755 directory inside a user's home: the user cannot edit

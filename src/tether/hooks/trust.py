@@ -44,17 +44,21 @@ def _command_paths(command: str) -> tuple[Path, list[tuple[Path, int]], str] | s
 
 
 def venv_files(python: Path) -> list[tuple[Path, int]]:
-    """The ``pyvenv.cfg`` a venv's ``python`` reads at start-up (the first of ``bin/pyvenv.cfg`` and
-    ``pyvenv.cfg``, as ``site`` looks) and the ``home`` directory it names, with the access others need."""
-    for cfg in (python.parent / "pyvenv.cfg", python.parent.parent / "pyvenv.cfg"):
-        if cfg.is_file():
-            try:
-                lines = read_text(cfg).splitlines()
-            except (OSError, ValueError):
-                return [(cfg, 0o4)]  # named by the read check, which cannot read it either
-            homes = [v.strip() for k, _, v in (line.partition("=") for line in lines) if k.strip().lower() == "home"]
-            return [(cfg, 0o4)] + [(Path(h), 0o5) for h in homes[-1:] if os.path.isabs(h)]
-    return []
+    """The ``pyvenv.cfg`` files a venv's ``python`` reads at start-up and the ``home`` directory each names, with
+    the access others need: both of ``pyvenv.cfg`` a directory up and ``bin/pyvenv.cfg``, for the interpreter's
+    path calculation (``getpath``) reads the one a directory up first and ``site`` the one beside it first."""
+    found: list[tuple[Path, int]] = []
+    for cfg in (python.parent.parent / "pyvenv.cfg", python.parent / "pyvenv.cfg"):
+        if not cfg.is_file():
+            continue
+        found.append((cfg, 0o4))
+        try:
+            lines = read_text(cfg).splitlines()
+        except (OSError, ValueError):
+            continue  # named by the read check, which cannot read it either
+        homes = [v.strip() for k, _, v in (line.partition("=") for line in lines) if k.strip().lower() == "home"]
+        found += [(Path(h), 0o5) for h in homes[-1:] if os.path.isabs(h)]
+    return found
 
 
 def unreadable_for_others(command: str) -> list[str]:
