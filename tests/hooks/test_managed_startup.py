@@ -6,6 +6,7 @@ install refuses, naming it, and never runs the interpreter."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.hooks import import_roots
+from tether.hooks import import_roots, status
 from tether.hooks.install import main
 from tether.hooks.startup import start_roots
 
@@ -161,3 +162,24 @@ def test_the_system_interpreter_is_judged_as_before(system_python: str) -> None:
     assert not isinstance(found, str), found
     real = Path(os.path.realpath(system_python))
     assert any((root / "os.py").is_file() and root.name == real.name for root in found.walk), found
+
+
+def test_status_does_not_run_an_interpreter_whose_standard_library_another_user_could_change(
+    tmp_path: Path, prefix: Path, never_run: list[str], monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """``sudo tether hook status`` reading a developer's settings asks the interpreter a user layer names where
+    tether is, unless it could run what someone other than root wrote: its standard library counts."""
+    python = python_of(prefix)
+    module = prefix / "lib" / python.name / "encodings" / "__init__.py"
+    module.chmod(0o666)
+    monkeypatch.setattr(sys, "executable", str(python))
+    project = tmp_path / "project"
+    project.mkdir()
+    assert main(["claude-code", "--user"]) == 0
+    capsys.readouterr()
+    status.main(["claude-code", "--dir", str(project), "--managed-dir", str(prefix / "m"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    (user,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["layer"] == "user"]
+    (cmd,) = user["commands"]
+    assert f"{python} loads what is not known to be safe to run" in cmd["notes"][0] and str(module) in cmd["notes"][0]
+    assert cmd["runnable"] is False and never_run == []

@@ -32,7 +32,7 @@ from .import_roots import FIND_TETHER, ProbeError, ask
 from .install import EVENTS, LOCK_KEY, default_managed_dir, groups_of, sees_all, settings_file
 from .relay import socket_path
 from .settings import InstallError, parse_json, read_bytes, read_text, there
-from .trust import changeable, judged, shared_changeable, shared_problem
+from .trust import changeable, judged, shared_changeable, shared_problem, start_changeable
 
 USAGE = "usage: tether hook status [claude-code|codex] [--dir DIR] [--managed-dir DIR] [--json]"
 
@@ -268,12 +268,16 @@ def check_command(
 def not_to_run(python: str, layer: Layer, project: Path) -> str | None:
     """Why status must not run ``python``: it lies inside the project it checks (a project's settings are the
     project's to write, a cloned repository's files are its authors'), or a user other than root and the one
-    running status could change it (``sudo tether hook status`` reading a developer's settings must not run
-    the developer's program as root)."""
+    running status could change it, or what it loads as it starts (its standard library, found without running
+    it: :func:`.trust.start_changeable`): ``sudo tether hook status`` reading a developer's settings must not run
+    the developer's program as root."""
     if (layer.layer in ("project", "local") or inside(layer.file, project)) and inside(python, project):
         return f"{python} is inside the project"  # (a user layer can lie in it too: CLAUDE_CONFIG_DIR=./x)
     loose = changeable(Path(python)) or changeable(Path(os.path.realpath(python)))
-    return f"{python} is another user's to change ({loose})" if loose else None
+    if loose:
+        return f"{python} is another user's to change ({loose})"
+    started = start_changeable(python)  # its standard library runs before it can answer
+    return f"{python} loads what is not known to be safe to run ({started})" if started else None
 
 
 def parse_command(command: str) -> tuple[list[str], str, str] | str:

@@ -158,6 +158,17 @@ def judged(command: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys([*unusable, *shown(closed)])), problems
 
 
+def start_changeable(python: str) -> str | None:
+    """Why running ``python`` could run what a user other than root (or the one running this) wrote before it
+    runs a line of the caller's: its standard library, its prefix's ``lib`` (:mod:`tether.hooks.startup`) could be
+    changed, or cannot be found without running it; None when neither."""
+    first = start_roots(python)
+    if isinstance(first, str):
+        return first
+    problems = loose_under(first, _loose, changeable)
+    return f"{python} (what it loads as it starts: {'; '.join(problems)})" if problems else None
+
+
 def changeable(path: Path) -> str | None:
     """Why a user other than root (or the one running this) could replace or edit ``path``: it, or a directory
     above it, is owned by another user or writable by group (but root's) or others. A sticky directory (``/tmp``)
