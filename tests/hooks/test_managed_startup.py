@@ -141,19 +141,36 @@ def test_a_prefix_under_tmp_is_refused(
     assert never_run == []
 
 
-@pytest.mark.parametrize("case", ["no version", "no stdlib", "pth", "build"])
+@pytest.mark.parametrize("case", ["no version", "no stdlib", "pth", "libpython pth", "build", "relative home"])
 def test_what_cannot_be_derived_fails_closed(prefix: Path, never_run: list[str], case: str) -> None:
     python = python_of(prefix)
+    if case == "libpython pth":
+        (prefix / "lib" / f"lib{python.name}.so.1.0").write_bytes(b"")
+        (prefix / "lib" / f"lib{python.name}.so.1.0._pth").write_text("/anywhere\n")
+    if case == "relative home":
+        (prefix / "venv" / "bin").mkdir(parents=True)
+        (prefix / "venv" / "bin" / "python3").symlink_to(python)
+        (prefix / "venv" / "pyvenv.cfg").write_text("home = prefix/bin\n")  # from the hook's working directory
+        python = prefix / "venv" / "bin" / "python3"
     if case == "no version":
         python = python.rename(python.with_name("python3"))
     elif case == "no stdlib":
         python = python.rename(python.with_name("python3.99"))  # no python3.99/os.py up to /
     elif case == "pth":
         Path(f"{python}._pth").write_text("/anywhere\n")
-    else:
+    elif case == "build":
         (prefix / "bin" / "pybuilddir.txt").write_text("build/lib\n")
     found = start_roots(str(python))
     assert isinstance(found, str) and found.startswith(f"{python} (what it imports cannot be asked: its standard")
+    why = {
+        "no version": "does not say its version",
+        "no stdlib": "no python3.99 found above",
+        "pth": "._pth replaces its path",
+        "libpython pth": "a ._pth file in",
+        "build": "build directory",
+        "relative home": "relative home, prefix/bin",
+    }
+    assert why[case] in found, found
     assert never_run == []
 
 

@@ -17,7 +17,8 @@ its shared libraries. So before it is run, the places it will load that from are
 - ``<prefix>/PLATLIB`` itself, and the ``libpython`` files in it, as the shared library a shared build maps.
 
 Where this cannot be derived with certainty it fails closed, saying why: a real name without its version, a
-PyPy, a ``._pth`` file beside the interpreter (it replaces the path), a build directory (``pybuilddir.txt``), no
+PyPy, a ``._pth`` file beside the interpreter or its ``libpython`` (it replaces the path), a ``home`` that is
+not absolute (found from the hook's working directory), a build directory (``pybuilddir.txt``), no
 standard library found (the compiled-in prefix is not known without running it). What the dynamic loader maps
 from elsewhere (the C library, a ``libpython`` an ``RPATH`` names outside the prefix) is not judged before the
 first run; :func:`tether.hooks.import_roots.loaded_roots` judges what the process mapped once the roots are
@@ -50,10 +51,13 @@ def start_roots(python: str) -> Roots | str:
     for marker in (executable + "._pth", real + "._pth"):
         if os.path.lexists(marker):
             return f"{python} (what it imports cannot be asked: {why}: {marker} replaces its path)"
-    for marker in ("pybuilddir.txt", "Modules/Setup.local"):
-        if os.path.lexists(os.path.join(os.path.dirname(real), marker)):
+    home = venv_home(executable)
+    if home is not None and not os.path.isabs(home):
+        return f"{python} (what it imports cannot be asked: {why}: its pyvenv.cfg names a relative home, {home})"
+    start = home or os.path.dirname(real)
+    for marker in ("pybuilddir.txt", "Modules/Setup.local"):  # looked for where the real interpreter is
+        if any(os.path.lexists(os.path.join(d, marker)) for d in {start, os.path.dirname(real)}):
             return f"{python} (what it imports cannot be asked: {why}: it runs from a build directory)"
-    start = venv_home(executable) or os.path.dirname(real)
     major, minor, thread = version.groups()
     subdir, zipname = f"python{major}.{minor}{thread}", f"python{major}{minor}{thread}.zip"
     ups = [Path(start), *Path(start).parents]
@@ -76,7 +80,10 @@ def start_roots(python: str) -> Roots | str:
         if found:
             libraries.append(found)
         lib = stdlib.parent
-        libraries += [lib, *sorted(p for p in lib.glob(f"libpython{major}.{minor}{thread}*") if p.is_file())]
+        shared = sorted(p for p in lib.glob(f"libpython{major}.{minor}{thread}*") if p.is_file())
+        if any(p.name.endswith("._pth") for p in shared):
+            return f"{python} (what it imports cannot be asked: {why}: a ._pth file in {lib} replaces its path)"
+        libraries += [lib, *shared]
     if not walk:
         return f"{python} (what it imports cannot be asked: {why}: no {subdir} found above {start})"
     real_walk = [Path(os.path.realpath(p)) for p in walk]
