@@ -141,7 +141,7 @@ def test_a_prefix_under_tmp_is_refused(
     assert never_run == []
 
 
-@pytest.mark.parametrize("case", ["no version", "no stdlib", "pth", "libpython pth", "build", "relative home"])
+@pytest.mark.parametrize("case", ["no version", "pypy", "no stdlib", "pth", "libpython pth", "build", "relative home"])
 def test_what_cannot_be_derived_fails_closed(prefix: Path, never_run: list[str], case: str) -> None:
     python = python_of(prefix)
     if case == "libpython pth":
@@ -154,6 +154,8 @@ def test_what_cannot_be_derived_fails_closed(prefix: Path, never_run: list[str],
         python = prefix / "venv" / "bin" / "python3"
     if case == "no version":
         python = python.rename(python.with_name("python3"))
+    elif case == "pypy":
+        python = python.rename(python.with_name("pypy3.10"))
     elif case == "no stdlib":
         python = python.rename(python.with_name("python3.99"))  # no python3.99/os.py up to /
     elif case == "pth":
@@ -164,6 +166,7 @@ def test_what_cannot_be_derived_fails_closed(prefix: Path, never_run: list[str],
     assert isinstance(found, str) and found.startswith(f"{python} (what it imports cannot be asked: its standard")
     why = {
         "no version": "does not say its version",
+        "pypy": "is PyPy's, whose layout is not CPython's",
         "no stdlib": "no python3.99 found above",
         "pth": "._pth replaces its path",
         "libpython pth": "a ._pth file in",

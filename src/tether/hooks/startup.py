@@ -47,7 +47,9 @@ def start_roots(python: str) -> Roots | str:
     real = os.path.realpath(executable)
     version = VERSIONED.match(os.path.basename(real))
     if not version:
-        return f"{python} (what it imports cannot be asked: {why}: its real name {real} does not say its version)"
+        pypy = "pypy" in os.path.basename(real)
+        said = "is PyPy's, whose layout is not CPython's" if pypy else "does not say its version"
+        return f"{python} (what it imports cannot be asked: {why}: its real name {real} {said})"
     for marker in (executable + "._pth", real + "._pth"):
         if os.path.lexists(marker):
             return f"{python} (what it imports cannot be asked: {why}: {marker} replaces its path)"
