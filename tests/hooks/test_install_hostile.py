@@ -492,38 +492,32 @@ def test_a_project_whose_settings_folder_links_out_of_it_is_refused(tmp_path: Pa
     assert (project / "shared-settings" / "settings.json").is_file()
 
 
+@pytest.mark.parametrize(
+    ("files", "open_one"),
+    [
+        (("pyvenv.cfg",), "pyvenv.cfg"),
+        (("pyvenv.cfg", "bin/pyvenv.cfg"), "pyvenv.cfg"),
+        (("pyvenv.cfg", "bin/pyvenv.cfg"), "bin/pyvenv.cfg"),
+    ],
+)
 def test_a_venv_whose_pyvenv_cfg_others_could_edit_is_refused(
-    shared: Path, system_python: str, monkeypatch, capsys
+    shared: Path, system_python: str, monkeypatch, capsys, files: tuple[str, ...], open_one: str
 ) -> None:
-    """A venv's interpreter reads ``pyvenv.cfg`` at start-up (its ``home`` picks the base interpreter)."""
+    """A venv's interpreter reads ``pyvenv.cfg`` at start-up (its ``home`` picks the base interpreter): the path
+    calculation reads the one a directory above it first, ``site`` the one beside it first, so with both there,
+    another user who may edit either picks the standard library every user runs."""
     venv = shared / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python3").symlink_to(SHARED_PYTHON)
-    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (venv / "pyvenv.cfg").chmod(0o666)
+    for name in files:
+        (venv / name).write_text("home = /usr/bin\n")
+        (venv / name).chmod(0o644)
+    (venv / open_one).chmod(0o666)
     monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python3"))
     managed = shared / "m"
     assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
-    assert f"{venv / 'pyvenv.cfg'} (mode -rw-rw-rw-" in capsys.readouterr().err
-    (venv / "pyvenv.cfg").chmod(0o644)
-    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
-
-
-def test_both_pyvenv_cfg_files_are_judged(shared: Path, system_python: str, monkeypatch, capsys) -> None:
-    """The interpreter's path calculation reads ``pyvenv.cfg`` a directory above it first, ``site`` the one beside
-    it first: with both there, another user who may edit either picks the standard library every user runs."""
-    venv = shared / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python3").symlink_to(SHARED_PYTHON)
-    for cfg in (venv / "pyvenv.cfg", venv / "bin" / "pyvenv.cfg"):
-        cfg.write_text("home = /usr/bin\n")
-        cfg.chmod(0o644)
-    (venv / "pyvenv.cfg").chmod(0o666)
-    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python3"))
-    managed = shared / "m"
-    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
-    assert f"{venv / 'pyvenv.cfg'} (mode -rw-rw-rw-" in capsys.readouterr().err
-    (venv / "pyvenv.cfg").chmod(0o644)
+    assert f"{venv / open_one} (mode -rw-rw-rw-" in capsys.readouterr().err
+    (venv / open_one).chmod(0o644)
     assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
 
 
