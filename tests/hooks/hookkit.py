@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+import pytest
 
 from tether.hooks.answer import answer
 from tether.hooks.wire import HookInputError, Reply, parse, refuse
 
 PAYLOADS = Path(__file__).parent / "payloads"
+
+
+def unavailable(why: str) -> NoReturn:
+    """What a test needs from the machine is missing: skipped on a developer's machine, a failure in CI, where
+    ``.ci/run`` installs it (as the sandbox, browser and database markers are, in ``tests/conftest.py``)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run this test, but: {why}")
+    pytest.skip(why)
+
 
 #: Daemon replies that are cut short or malformed: every client refuses them (exit 2), never lets the call through.
 MALFORMED_REPLIES = [

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hookkit import unavailable
 
 from tether.hooks import import_roots, status
 from tether.hooks.install import main
@@ -255,7 +256,7 @@ def test_a_shared_library_loaded_from_elsewhere_is_judged_where_it_lies(
     loads) runs as every user as much as a module does: each file mapped, with the directories above it."""
     system = next(Path("/usr/lib").rglob("libz.so.1*"), None) or next(Path("/lib").rglob("libz.so.1*"), None)
     if system is None:
-        pytest.skip("no libz to stand for a native library")
+        unavailable("no libz to stand for a native library")
     native = shared / "native"
     native.mkdir()
     library = native / "libdemo.so"
