@@ -69,6 +69,17 @@ class Layer:
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """Which tether a command's interpreter answers with, and what stands against it running that tether."""
+
+    version: str | None
+    package: str
+    runnable: bool  # the interpreter was run and found tether
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
 def layers(agent: str, directory: Path, managed_dir: Path | None) -> list[Layer]:
     """The settings files ``agent`` reads, highest precedence first."""
     managed = managed_dir or default_managed_dir(agent)
@@ -193,76 +204,95 @@ def probe(python: str) -> tuple[str, str] | str:
 def check_command(
     cmd: Command, layer: Layer, agent: str, me: dict[str, str], flag: str, project: Path
 ) -> list[Problem]:
-    """Fill in what ``cmd`` runs; the problems that would make it fail or run other code than this tether's."""
+    """Fill in what ``cmd`` runs; the problems that would make it fail or run other code than this tether's. What
+    the command says as written is judged first (:func:`written_problems`, :func:`managed_problems`): only a
+    command sound on its face has its interpreter asked (:func:`answering`), and only an answer is compared with
+    this tether (:func:`code_problems`)."""
     reinstall = f"run `tether hook install {agent}{flag}` with the interpreter that should answer"
     parsed = parse_command(cmd.command)
     if isinstance(parsed, str):
         return [Problem(layer.file, parsed, reinstall)]
     words, script, python = parsed
     cmd.interpreter = python
-    problems = [Problem(layer.file, p, reinstall) for p in missing_files(words, script, python)]
-    if is_script(script, CLIENT) and words[1:2] != ["-p"]:
-        problems.append(
-            Problem(
-                layer.file,
-                "tether's command runs bash without -p: a $BASH_ENV file or a function exported in the agent's"
-                " environment runs before tether (an earlier release's command)",
-                reinstall,
-            )
-        )
+    problems = [Problem(layer.file, p, reinstall) for p in written_problems(words, script, python)]
     if layer.layer == "managed":
-        unusable, changed = judged(cmd.command)
-        problems += [
-            Problem(
-                layer.file,
-                f"a managed hook runs as every user, but other users cannot use {p}",
-                "install tether where every user can read and run it (e.g. under /opt, chmod -R a+rX), then "
-                + reinstall,
-            )
-            for p in unusable
-        ]
-        problems += [
-            Problem(
-                layer.file,
-                f"a managed hook runs as every user, so whoever can change what it runs runs code as all of them: {p}",
-                "install tether where only root can write it (e.g. under /opt owned by root, chmod -R go-w), then "
-                + reinstall,
-            )
-            for p in changed
-        ]
+        problems += managed_problems(cmd.command, layer.file, reinstall)
     if problems:
         return problems
-    script_package = os.path.realpath(Path(script).parent.parent)
-    untrusted = not_to_run(python, layer, project)
-    if untrusted:
-        cmd.notes.append(f"{untrusted}: not run; the code check reads {script_package}")
-        cmd.version, cmd.package = static_version(script_package), script_package
-    else:
-        found = probe(python)
-        if isinstance(found, str):
-            return [Problem(layer.file, found, reinstall)]
-        cmd.version, cmd.package = found
-        cmd.runnable = True
-        if os.path.realpath(cmd.package) != script_package:
-            problems.append(
-                Problem(
-                    layer.file,
-                    f"the command's script is tether's at {script_package} but {python} imports tether from"
-                    f" {cmd.package}",
-                    reinstall,
-                )
-            )
-    cmd.same_code = cmd.version == me["version"] and fingerprint(os.path.realpath(cmd.package)) == me["code"]
-    if not cmd.same_code:
+    answer = answering(python, os.path.realpath(Path(script).parent.parent), layer, project)
+    if isinstance(answer, str):
+        return [Problem(layer.file, answer, reinstall)]
+    cmd.version, cmd.package, cmd.runnable = answer.version, answer.package, answer.runnable
+    cmd.notes += answer.notes
+    cmd.same_code, stale = code_problems(answer, me)
+    return [Problem(layer.file, p, reinstall) for p in (*answer.problems, *stale)]
+
+
+def written_problems(words: list[str], script: str, python: str) -> list[str]:
+    """What makes the command fail, or run code before tether's, whoever runs it: a program or file of it that
+    is not there (:func:`missing_files`), and the bash client run without ``-p``, which sources ``$BASH_ENV`` and
+    takes functions from the agent's environment (an earlier release's command)."""
+    problems = missing_files(words, script, python)
+    if is_script(script, CLIENT) and words[1:2] != ["-p"]:
         problems.append(
-            Problem(
-                layer.file,
-                f"the command runs tether {cmd.version} from {cmd.package}, not this tether"
-                f" ({me['version']}, {me['package']}): stale after an upgrade or a move",
-                reinstall,
-            )
+            "tether's command runs bash without -p: a $BASH_ENV file or a function exported in the agent's"
+            " environment runs before tether (an earlier release's command)"
         )
     return problems
+
+
+def managed_problems(command: str, file: str, reinstall: str) -> list[Problem]:
+    """A managed hook runs as every user (:func:`.trust.judged`): each part of ``command`` another user cannot
+    use makes it fail for them, and each part a user other than root could change runs that user's code as all
+    of them. Each has its own fix: where tether must be installed before ``reinstall``."""
+    unusable, changed = judged(command)
+    return [
+        Problem(
+            file,
+            f"a managed hook runs as every user, but other users cannot use {p}",
+            "install tether where every user can read and run it (e.g. under /opt, chmod -R a+rX), then " + reinstall,
+        )
+        for p in unusable
+    ] + [
+        Problem(
+            file,
+            f"a managed hook runs as every user, so whoever can change what it runs runs code as all of them: {p}",
+            "install tether where only root can write it (e.g. under /opt owned by root, chmod -R go-w), then "
+            + reinstall,
+        )
+        for p in changed
+    ]
+
+
+def answering(python: str, script_package: str, layer: Layer, project: Path) -> Answer | str:
+    """Which tether ``python`` answers with, or why it cannot be asked. An interpreter status must not run
+    (:func:`not_to_run`) is not asked: the tether its script belongs to is read instead, and said so. One that is
+    run must import the tether its script belongs to: a command whose client is one tether's and whose interpreter
+    imports another runs code nobody installed there."""
+    untrusted = not_to_run(python, layer, project)
+    if untrusted:
+        note = f"{untrusted}: not run; the code check reads {script_package}"
+        return Answer(static_version(script_package), script_package, runnable=False, notes=(note,))
+    found = probe(python)
+    if isinstance(found, str):
+        return found
+    version, package = found
+    if os.path.realpath(package) == script_package:
+        return Answer(version, package, runnable=True)
+    mismatch = f"the command's script is tether's at {script_package} but {python} imports tether from {package}"
+    return Answer(version, package, runnable=True, problems=(mismatch,))
+
+
+def code_problems(answer: Answer, me: dict[str, str]) -> tuple[bool, list[str]]:
+    """Whether ``answer`` is this tether (same version and the same code, by :func:`fingerprint`), and if not the
+    problem: a venv upgraded or moved after the install runs other code than the one checking it."""
+    same = answer.version == me["version"] and fingerprint(os.path.realpath(answer.package)) == me["code"]
+    if same:
+        return True, []
+    return False, [
+        f"the command runs tether {answer.version} from {answer.package}, not this tether"
+        f" ({me['version']}, {me['package']}): stale after an upgrade or a move"
+    ]
 
 
 def not_to_run(python: str, layer: Layer, project: Path) -> str | None:
@@ -340,41 +370,81 @@ def static_version(package: str) -> str | None:
 def agent_report(
     agent: str, directory: Path, managed_dir: Path | None, me: dict[str, str]
 ) -> tuple[dict[str, Any], list[Problem]]:
+    """What status says of ``agent``: each layer it reads and the problems found, in the order a reader fixes
+    them: each file and the commands in it, then each layer's events, then what the agent's switches and
+    several commands at once mean for the install as a whole."""
     found = layers(agent, directory, managed_dir)
+    flags = install_flags(directory, managed_dir)
     problems: list[Problem] = []
-    flags = {
+    for layer in found:
+        problems += file_problems(layer, agent)
+        for cmd in layer.commands:
+            problems += check_command(cmd, layer, agent, me, flags[layer.layer], directory)
+    installed = [layer for layer in found if layer.commands]
+    problems += missing_problems(agent, installed, flags)
+    switches = managed_switches(agent, found, managed_dir)
+    problems += switch_problems(agent, switches, installed, flags["managed"])
+    problems += duplicate_problems(installed, switches)
+    report = {
+        "layers": [{k: v for k, v in asdict(layer).items() if k != "settings"} for layer in found],
+        "installed": bool(installed),
+        "missing_events": missing_events(agent, installed),
+        **{k: v for k, v in switches.items() if k in ("managed_only", "disable_all", "user_disable")},
+    }
+    return report, problems
+
+
+def install_flags(directory: Path, managed_dir: Path | None) -> dict[str, str]:
+    """The options of ``tether hook install`` that write each layer: every fix names the command that mends the
+    very file it is about (the local layer has none: install writes no local file; the plain command writes the
+    project's)."""
+    return {
         "managed": " --managed" + (f" --managed-dir {managed_dir}" if managed_dir else ""),
         "user": " --user",
         "project": f" --dir {directory}",
         "local": "",
     }
-    for layer in found:
-        blocked = shared_problem(Path(layer.file)) if layer.layer == "managed" and layer.exists else None
-        if blocked:
-            problems.append(
-                Problem(
-                    layer.file,
-                    f"other users' {agent} cannot read it: {blocked}",
-                    "chmod o+rx the directories, o+r the file",
-                )
+
+
+def file_problems(layer: Layer, agent: str) -> list[Problem]:
+    """What is wrong with a settings file itself, whatever it holds: a managed file other users' agents cannot
+    read (their agent then runs without it) or a user could rewrite (then that user decides every user's hooks),
+    and a file that could not be read (tether never rewrites what it cannot parse)."""
+    problems = []
+    shared = layer.layer == "managed" and layer.exists
+    blocked = shared_problem(Path(layer.file)) if shared else None
+    if blocked:
+        problems.append(
+            Problem(
+                layer.file,
+                f"other users' {agent} cannot read it: {blocked}",
+                "chmod o+rx the directories, o+r the file",
             )
-        loose = shared_changeable(Path(layer.file)) if layer.layer == "managed" and layer.exists else None
-        if loose:
-            problems.append(
-                Problem(layer.file, f"managed settings a user could rewrite: {loose}", "chown root, chmod go-w")
-            )
-        if layer.error:
-            problems.append(
-                Problem(
-                    layer.file, f"cannot read it: {layer.error}", "fix or remove the file; tether does not rewrite it"
-                )
-            )
-        for cmd in layer.commands:
-            problems += check_command(cmd, layer, agent, me, flags[layer.layer], directory)
-    installed = [layer for layer in found if layer.commands]
-    for name in dict.fromkeys(layer.layer for layer in installed):  # a layer's files together (base + drop-ins)
+        )
+    loose = shared_changeable(Path(layer.file)) if shared else None
+    if loose:
+        problems.append(
+            Problem(layer.file, f"managed settings a user could rewrite: {loose}", "chown root, chmod go-w")
+        )
+    if layer.error:
+        problems.append(
+            Problem(layer.file, f"cannot read it: {layer.error}", "fix or remove the file; tether does not rewrite it")
+        )
+    return problems
+
+
+def missing_events(agent: str, files: list[Layer]) -> list[str]:
+    """The events of ``agent`` tether's hook covers in none of ``files`` (a call of such an event is ungoverned)."""
+    return [e for e in EVENTS[agent] if all(e not in layer.events for layer in files)]
+
+
+def missing_problems(agent: str, installed: list[Layer], flags: dict[str, str]) -> list[Problem]:
+    """Each layer where tether is installed (its files together: Claude Code merges a managed base file and its
+    drop-ins) that leaves events ungoverned, and which of those only a matcher narrows to some calls."""
+    problems = []
+    for name in dict.fromkeys(layer.layer for layer in installed):
         files = [layer for layer in installed if layer.layer == name]
-        missing = [e for e in EVENTS[agent] if all(e not in layer.events for layer in files)]
+        missing = missing_events(agent, files)
         if missing:
             narrowed = [n for layer in files for n in layer.narrowed if n.split(" ")[0] in missing]
             problems.append(
@@ -385,29 +455,27 @@ def agent_report(
                     f"run `tether hook install {agent}{flags[name]}`",
                 )
             )
-    switches = managed_switches(agent, found, managed_dir)
-    problems += switch_problems(agent, switches, installed, flags["managed"])
+    return problems
+
+
+def duplicate_problems(installed: list[Layer], switches: dict[str, Any]) -> list[Problem]:
+    """More than one distinct tether command among the hooks that run (where only managed hooks run, only
+    those): the agent runs every matching hook, so each call goes through each of them."""
     distinct = {
         cmd.command
         for layer in installed
         for cmd in layer.commands
         if not (switches.get("managed_only") and layer.layer != "managed")
     }
-    if len(distinct) > 1:
-        problems.append(
-            Problem(
-                ", ".join(layer.file for layer in installed),
-                f"{len(distinct)} different tether commands run on each call (the agent runs every matching hook)",
-                "keep one: `tether hook uninstall` the others",
-            )
+    if len(distinct) <= 1:
+        return []
+    return [
+        Problem(
+            ", ".join(layer.file for layer in installed),
+            f"{len(distinct)} different tether commands run on each call (the agent runs every matching hook)",
+            "keep one: `tether hook uninstall` the others",
         )
-    report = {
-        "layers": [{k: v for k, v in asdict(layer).items() if k != "settings"} for layer in found],
-        "installed": bool(installed),
-        "missing_events": [e for e in EVENTS[agent] if all(e not in layer.events for layer in installed)],
-        **{k: v for k, v in switches.items() if k in ("managed_only", "disable_all", "user_disable")},
-    }
-    return report, problems
+    ]
 
 
 def switch_problems(agent: str, switches: dict[str, Any], installed: list[Layer], managed_flag: str) -> list[Problem]:
