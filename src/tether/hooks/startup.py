@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from .import_roots import Roots, outermost
 
@@ -37,57 +38,36 @@ VERSIONED = re.compile(r"python(\d+)\.(\d+)(t?)\Z")
 PLATLIBS = ("lib", "lib64")
 
 
+class Names(NamedTuple):
+    """The names ``getpath`` looks for, made of the version in the interpreter's real name (``X.Y``, ``t`` for a
+    free-threaded build)."""
+
+    stdlib: str  # pythonX.Y: the standard library's directory under PLATLIB
+    zip: str  # pythonXY.zip: a zipped standard library, looked for first
+    libpython: str  # libpythonX.Y: the prefix of a shared build's library files in PLATLIB
+
+
 def start_roots(python: str) -> Roots | str:
     """What ``python`` loads as it starts, before it runs a line of the caller's (:mod:`this module's rules
     <tether.hooks.startup>`): the standard library directories to walk, the entries not there yet (judged where
     they would be made), the ``libpython`` files and ``lib`` directories of its prefix; or why it cannot be
-    known without running it (then it is not run)."""
-    why = "its standard library cannot be found without running it"
-    executable = os.path.abspath(python)
-    real = os.path.realpath(executable)
-    version = VERSIONED.match(os.path.basename(real))
-    if not version:
-        pypy = "pypy" in os.path.basename(real)
-        said = "is PyPy's, whose layout is not CPython's" if pypy else "does not say its version"
-        return f"{python} (what it imports cannot be asked: {why}: its real name {real} {said})"
-    for marker in (executable + "._pth", real + "._pth"):
-        if os.path.lexists(marker):
-            return f"{python} (what it imports cannot be asked: {why}: {marker} replaces its path)"
-    home = venv_home(executable)
-    if home is not None and not os.path.isabs(home):
-        return f"{python} (what it imports cannot be asked: {why}: its pyvenv.cfg names a relative home, {home})"
-    start = home or os.path.dirname(real)
-    for marker in ("pybuilddir.txt", "Modules/Setup.local"):  # looked for where the real interpreter is
-        if any(os.path.lexists(os.path.join(d, marker)) for d in {start, os.path.dirname(real)}):
-            return f"{python} (what it imports cannot be asked: {why}: it runs from a build directory)"
-    major, minor, thread = version.groups()
-    subdir, zipname = f"python{major}.{minor}{thread}", f"python{major}{minor}{thread}.zip"
+    known without running it (then it is not run). Each ``PLATLIB`` is searched on its own
+    (:func:`platlib_roots`): a build uses one of them, which is not known without running it."""
+    found = searched_from(python)
+    if isinstance(found, str):
+        return refused(python, found)
+    start, names = found
     ups = [Path(start), *Path(start).parents]
     walk: list[Path] = []
     missing: list[Path] = []
     libraries: list[Path] = []
     for platlib in PLATLIBS:
-        zips = [up / platlib / zipname for up in ups]
-        found = next((z for z in zips if z.is_file()), None)
-        missing += [z for z in zips if not z.exists()]
-        stdlib = found.parent / subdir if found else None
-        if stdlib is None:
-            landmarks = [up / platlib / subdir for up in ups]
-            stdlib = next((d for d in landmarks if (d / "os.py").is_file() or (d / "os.pyc").is_file()), None)
-            missing += [d / "os.py" for d in landmarks[: landmarks.index(stdlib) if stdlib else len(landmarks)]]
-        if stdlib is None:
-            continue
-        dynload = next((d for up in ups if (d := up / platlib / subdir / "lib-dynload").is_dir()), None)
-        walk += [p for p in (stdlib, dynload) if p is not None and p.is_dir()]
-        if found:
-            libraries.append(found)
-        lib = stdlib.parent
-        shared = sorted(p for p in lib.glob(f"libpython{major}.{minor}{thread}*") if p.is_file())
-        if any(p.name.endswith("._pth") for p in shared):
-            return f"{python} (what it imports cannot be asked: {why}: a ._pth file in {lib} replaces its path)"
-        libraries += [lib, *shared]
+        part = platlib_roots(ups, platlib, names)
+        if isinstance(part, str):
+            return refused(python, part)
+        walk, missing, libraries = walk + part[0], missing + part[1], libraries + part[2]
     if not walk:
-        return f"{python} (what it imports cannot be asked: {why}: no {subdir} found above {start})"
+        return refused(python, f"no {names.stdlib} found above {start}")
     real_walk = [Path(os.path.realpath(p)) for p in walk]
     return Roots(
         walk=outermost(real_walk),
@@ -95,6 +75,77 @@ def start_roots(python: str) -> Roots | str:
         missing=list(dict.fromkeys(missing)),
         libraries=list(dict.fromkeys(libraries)),
     )
+
+
+def refused(python: str, reason: str) -> str:
+    """The one form every refusal takes: what ``python`` imports is not asked, because asking runs it, and what
+    that run would load first cannot be judged before it (``reason``)."""
+    why = "its standard library cannot be found without running it"
+    return f"{python} (what it imports cannot be asked: {why}: {reason})"
+
+
+def searched_from(python: str) -> tuple[str, Names] | str:
+    """The directory ``getpath`` searches for the prefix from (a venv's ``home``, else the directory of the
+    interpreter's real path) and the names it looks for there; or why they cannot be known without running it:
+    a real name without its version (or a PyPy's, laid out otherwise), a ``._pth`` file that replaces the path, a
+    relative ``home`` (found from whatever directory the hook runs in), a build directory (which ``getpath``
+    treats apart)."""
+    executable = os.path.abspath(python)
+    real = os.path.realpath(executable)
+    version = VERSIONED.match(os.path.basename(real))
+    if not version:
+        pypy = "pypy" in os.path.basename(real)
+        said = "is PyPy's, whose layout is not CPython's" if pypy else "does not say its version"
+        return f"its real name {real} {said}"
+    for marker in (executable + "._pth", real + "._pth"):
+        if os.path.lexists(marker):
+            return f"{marker} replaces its path"
+    home = venv_home(executable)
+    if home is not None and not os.path.isabs(home):
+        return f"its pyvenv.cfg names a relative home, {home}"
+    start = home or os.path.dirname(real)
+    for marker in ("pybuilddir.txt", "Modules/Setup.local"):  # looked for where the real interpreter is
+        if any(os.path.lexists(os.path.join(d, marker)) for d in {start, os.path.dirname(real)}):
+            return "it runs from a build directory"
+    major, minor, thread = version.groups()
+    return start, Names(
+        f"python{major}.{minor}{thread}", f"python{major}{minor}{thread}.zip", f"libpython{major}.{minor}{thread}"
+    )
+
+
+def platlib_roots(ups: list[Path], platlib: str, names: Names) -> tuple[list[Path], list[Path], list[Path]] | str:
+    """What one ``PLATLIB`` adds (directories to walk, entries not there, library files), or why the interpreter
+    cannot be judged: the standard library found there (:func:`stdlib_of`) and its ``lib-dynload`` (the first
+    one up, as ``getpath`` finds the exec prefix) are walked; the prefix's ``PLATLIB`` and its ``libpython``
+    files are what a shared build maps. A ``._pth`` file among those replaces the path as one beside the
+    interpreter does."""
+    stdlib, zipped, missing = stdlib_of(ups, platlib, names)
+    if stdlib is None:
+        return [], missing, []
+    dynload = next((d for up in ups if (d := up / platlib / names.stdlib / "lib-dynload").is_dir()), None)
+    walk = [p for p in (stdlib, dynload) if p is not None and p.is_dir()]
+    lib = stdlib.parent
+    shared = sorted(p for p in lib.glob(f"{names.libpython}*") if p.is_file())
+    if any(p.name.endswith("._pth") for p in shared):
+        return f"a ._pth file in {lib} replaces its path"
+    return walk, missing, [*([zipped] if zipped else []), lib, *shared]
+
+
+def stdlib_of(ups: list[Path], platlib: str, names: Names) -> tuple[Path | None, Path | None, list[Path]]:
+    """Where ``getpath`` finds the standard library under ``platlib``: below the first directory up whose
+    ``PLATLIB/pythonXY.zip`` is a file (that zip is returned too), else the first whose ``PLATLIB/pythonX.Y/os.py``
+    (or ``os.pyc``) is; None where there is none. Also the candidates not there: every zip, and each landmark
+    passed over: one made there would be found first, so whoever may write where it would be made decides what
+    the interpreter runs."""
+    zips = [up / platlib / names.zip for up in ups]
+    found = next((z for z in zips if z.is_file()), None)
+    missing = [z for z in zips if not z.exists()]
+    if found:
+        return found.parent / names.stdlib, found, missing
+    landmarks = [up / platlib / names.stdlib for up in ups]
+    stdlib = next((d for d in landmarks if (d / "os.py").is_file() or (d / "os.pyc").is_file()), None)
+    missing += [d / "os.py" for d in landmarks[: landmarks.index(stdlib) if stdlib else len(landmarks)]]
+    return stdlib, None, missing
 
 
 def venv_home(executable: str) -> str | None:
