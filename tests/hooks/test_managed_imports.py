@@ -135,6 +135,26 @@ def test_the_roots_are_the_hook_process_path(venv: Path, site_packages: Path) ->
     assert Path("/opt/pkg-parent") in found.missing and site_packages / "extra-not-there" in found.missing, found
 
 
+def test_the_roots_keep_their_order_whatever_the_hash_seed() -> None:
+    """Roots at one depth stay in the order the path gives them (lib before lib64): a set's order would change
+    from run to run, and with it which offenders a refusal names first."""
+    a, b, c = Path("/x/lib/python3.11"), Path("/x/lib64/python3.11"), Path("/x/lib/python3.11/lib-dynload")
+    assert import_roots.outermost([a, c, b, a]) == [a, b]
+    assert import_roots.outermost([b, c, a]) == [b, a]
+    code = "from pathlib import Path; from tether.hooks.import_roots import outermost; "
+    code += f"print(outermost(Path(p) for p in {[str(p) for p in (b, a, Path('/x/lib32/python3.11'))]!r}))"
+    shown = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(shown) == 1 and "lib64" in next(iter(shown)).split(",")[0], shown
+
+
 def test_a_path_entry_not_there_yet_is_judged_where_it_would_be_made(shared: Path, site_packages: Path, capsys) -> None:
     """``site`` adds a directory a ``.pth`` file names once it exists: whoever can make it there adds a root."""
     drop = shared / "drop"

@@ -206,9 +206,11 @@ def located(places: list[str], walked: Iterable[Path] = ()) -> Roots:
 
 
 def outermost(paths: Iterable[Path]) -> list[Path]:
-    """``paths`` without those inside another of them (lib-dynload under the standard library), each once."""
+    """``paths`` without those inside another of them (lib-dynload under the standard library), each once, the
+    outer first and otherwise in the order given: never a set's order, which changes with the hash seed from one
+    run to the next, and with it which offenders a refusal names first."""
     kept: list[Path] = []
-    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+    for path in sorted(dict.fromkeys(paths), key=lambda p: len(p.parts)):
         if not any(path.is_relative_to(k) for k in kept):
             kept.append(path)
     return kept
