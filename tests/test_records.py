@@ -8,11 +8,13 @@ errors' messages), ``fields``, ``replace``, ``asdict``, ``__match_args__``, slot
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import pickle
 import re
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import InitVar, field
 from typing import Any, ClassVar
@@ -108,6 +110,45 @@ def shapes(make: Maker) -> dict[str, type]:
         a: int
         b: int = field(default=0, hash=False)
 
+    @make
+    class OwnHashOnly:  # a hash of its own, no eq of its own: kept (pydantic's PydanticRecursiveRef)
+        v: int
+        __hash__ = object.__hash__
+
+    @make(slots=True)
+    class SlotsOwnInit:  # an __init__ of its own, slotted (pydantic's AliasPath)
+        a: int
+
+        def __init__(self, *a: int) -> None:
+            self.a = sum(a)
+
+    @make(frozen=True, slots=True, kw_only=True)
+    class FrozenSlotsKw:  # annotated_types.Interval
+        lo: int | None = None
+        hi: int | None = None
+
+    @make(frozen=True)
+    class OwnSlots:  # slots of its own, frozen (pathspec's)
+        __slots__ = ("a",)
+        a: int
+
+    @make(frozen=True)
+    class OwnSlotsChild(OwnSlots):
+        __slots__ = ("b",)
+        b: int
+
+    @make(slots=True, weakref_slot=True)
+    class Weak:
+        a: int
+
+    class Abstract(abc.ABC):
+        @abc.abstractmethod
+        def __repr__(self) -> str: ...
+
+    @make
+    class Concrete(Abstract):  # the generated __repr__ implements the abstract one
+        a: int
+
     @make(order=True)
     class Ordered:  # left to the standard dataclass
         a: int
@@ -134,6 +175,13 @@ VALUES: dict[str, list[dict[str, Any]]] = {
     "WithInit": [{"base": 1}, {"base": 1, "extra": 2}],
     "KwOnly": [{"a": 1}, {"a": 1, "b": "c"}],
     "HashField": [{"a": 1}, {"a": 1, "b": 2}],
+    "OwnHashOnly": [{"v": 1}, {"v": 2}],
+    "SlotsOwnInit": [{}],
+    "FrozenSlotsKw": [{}, {"lo": 1}, {"lo": 1, "hi": 2}],
+    "OwnSlots": [{"a": 1}, {"a": 2}],
+    "OwnSlotsChild": [{"a": 1, "b": 2}],
+    "Weak": [{"a": 1}],
+    "Concrete": [{"a": 1}, {"a": 2}],
     "Ordered": [{"a": 1}, {"a": 2}],
     "Unsafe": [{"a": 1}],
 }
@@ -164,6 +212,8 @@ def observe(cls: type, kwargs: dict[str, Any], others: list[dict[str, Any]]) -> 
     seen.append(cls.__hash__ is None)
     seen.append(outcome(lambda: hash(obj) if cls.__dict__.get("__hash__") not in (None, object.__hash__) else 0))
     seen.append("__slots__" in cls.__dict__)
+    seen.append([cls.__dict__.get("__slots__"), sorted(getattr(cls, "__abstractmethods__", ()))])
+    seen.append(outcome(lambda: weakref.ref(obj)() is obj))
     for other in others:
         twin = cls(**other)
         seen += [obj == twin, obj != twin, obj.__eq__(object()), obj == object()]
@@ -293,3 +343,82 @@ def test_classes_made_in_threads_at_once_are_all_right_and_the_maker_is_restored
             "cannot assign to field 'v'",
         )
         assert obj == cls(1) and hash(obj) == hash((1,)) and repr(obj).endswith("(v=1)")
+
+
+def test_standing_in_makes_dataclasses_with_records_and_gives_the_standard_maker_back() -> None:
+    """``standing_in``: ``dataclasses.dataclass`` is records' maker within, the standard one on leaving; a nested
+    one leaves it to the outer; a module that took the name within makes the standard way afterwards."""
+    standard = dataclasses.dataclass
+    with records.standing_in() as stood:
+        assert stood is True and dataclasses.dataclass is not standard
+        from dataclasses import dataclass as bound  # as a library imported within takes it
+
+        @dataclasses.dataclass(frozen=True)
+        class Within:
+            x: int
+
+        with records.standing_in() as again:
+            assert again is False
+        assert dataclasses.dataclass is not standard  # the inner one gave back nothing it had not taken
+    assert dataclasses.dataclass is standard
+    assert Within.__eq__.__module__ == records.__name__ and Within(1) == Within(1) and hash(Within(1)) == hash((1,))
+
+    @bound(frozen=True)
+    class After:
+        x: int
+
+    assert After.__eq__.__module__ == __name__  # compiled by the standard maker, in this module's namespace
+
+
+def test_standing_in_gives_the_maker_back_when_the_import_fails() -> None:
+    standard = dataclasses.dataclass
+    with pytest.raises(ImportError), records.standing_in():
+        raise ImportError("a module of the deciding code is missing")
+    assert dataclasses.dataclass is standard
+
+
+def test_standing_in_leaves_another_stand_in_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone else's ``dataclasses.dataclass`` (a test's spy, another tool's) is not replaced, nor "restored"."""
+
+    def theirs(*args: Any, **kwargs: Any) -> Any:
+        return records._STANDARD(*args, **kwargs)
+
+    monkeypatch.setattr(dataclasses, "dataclass", theirs)
+    with records.standing_in() as stood:
+        assert stood is False and dataclasses.dataclass is theirs
+    assert dataclasses.dataclass is theirs
+
+
+def test_what_records_does_not_mirror_goes_to_the_standard_maker_within() -> None:
+    """order/unsafe_hash, a parameter records does not know, a class the standard maker refuses: within the
+    stand-in, exactly what the standard maker does (the same class, the same error)."""
+
+    def bodies() -> list[type]:
+        return [
+            type("Bad", (), {"__annotations__": {"a": int, "b": int}, "a": 0, "__module__": __name__}),
+            type("Empty", (), {"__module__": __name__}),
+        ]
+
+    def errors() -> list[Any]:
+        bad, empty = bodies()
+        return [
+            outcome(lambda: dataclasses.dataclass(bad)),
+            outcome(lambda: dataclasses.dataclass(empty, future_parameter=True)),  # type: ignore[call-overload]
+            outcome(lambda: dataclasses.dataclass(empty, weakref_slot=True)),
+        ]
+
+    expected = errors()
+    with records.standing_in():
+        assert errors() == expected
+
+        @dataclasses.dataclass(order=True)
+        class Ordered:
+            a: int
+
+        @dataclasses.dataclass(unsafe_hash=True)
+        class Unsafe:
+            a: int
+
+    assert [e[0] for e in expected] == ["raised"] * 3
+    assert Ordered.__lt__.__module__ == __name__ and Unsafe.__hash__.__module__ == __name__  # the standard's
+    assert Ordered(1) < Ordered(2) and hash(Unsafe(1)) == hash((1,))

@@ -17,18 +17,29 @@ recursive call; ``__hash__`` (frozen with eq, unless the class defines one) hash
 fields, and a non-frozen class with eq gets ``__hash__ = None``; a frozen class's ``__setattr__``/``__delattr__``
 raise ``FrozenInstanceError`` for its own instances or a field name and defer to the base otherwise. A method
 the class defines itself is kept, as the standard one keeps it. Anything else (``order``, ``unsafe_hash``,
-another Python version) is left to the standard ``dataclass`` unchanged. ``tests/test_records.py`` compares
-each class made here with the standard library's making of the same class.
+another Python version, a parameter a later Python adds) is left to the standard ``dataclass`` unchanged, and so
+is the check for abstract methods the class's new methods implement (``abc.update_abstractmethods``, run again
+once they are added, as the standard one runs it last). ``tests/test_records.py`` compares each class made here
+with the standard library's making of the same class.
+
+:func:`standing_in` makes the libraries' dataclasses the same way while a process imports them:
+``dataclasses.dataclass`` is this module's maker within it (pydantic, annotated_types and pathspec make 56
+dataclasses as a hook process imports what decides: 187 methods compiled besides ``__init__``), the standard one
+again on leaving, whatever happens. A module that took the name within (``from dataclasses import dataclass``)
+keeps a maker that hands every class to the standard one after it. ``tests/hooks/test_cold_dataclasses.py``
+compares every class made during that import both ways.
 
 For type checkers this *is* ``dataclasses.dataclass``.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +48,12 @@ MIRRORED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 #: The standard library's maker of a frozen class's ``__setattr__``/``__delattr__``, stood in for while a class is
 #: made here (:func:`_made`); present, with this signature, on the versions above.
 _FROZEN_MAKER = "_frozen_get_del_attr"
+#: The standard library's ``dataclass``, held: while :func:`standing_in`, ``dataclasses.dataclass`` is this module's.
+_STANDARD = dataclasses.dataclass
+#: The parameters of ``dataclass`` on the versions mirrored: another one (a later Python's) goes to the standard one.
+PARAMETERS = frozenset(
+    ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots", "weakref_slot")
+)
 _frozen_lock = threading.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
 
 
@@ -118,12 +135,12 @@ def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
     """``dataclasses.dataclass(cls, repr=False, eq=False, **params)``, a frozen class's two methods made by
     :func:`_frozen` (the standard maker stood in for under a lock, restored at once)."""
     if not frozen:
-        return dataclasses.dataclass(cls, repr=False, eq=False, frozen=False, **params)
+        return _STANDARD(cls, repr=False, eq=False, frozen=False, **params)
     with _frozen_lock:
         standard = getattr(dataclasses, _FROZEN_MAKER)
         setattr(dataclasses, _FROZEN_MAKER, _frozen)
         try:
-            return dataclasses.dataclass(cls, repr=False, eq=False, frozen=True, **params)
+            return _STANDARD(cls, repr=False, eq=False, frozen=True, **params)
         finally:
             setattr(dataclasses, _FROZEN_MAKER, standard)
 
@@ -145,7 +162,7 @@ def _record(
 ) -> Any:
     def wrap(cls: type) -> type:
         if order or unsafe_hash or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
-            return dataclasses.dataclass(
+            return _STANDARD(
                 cls,
                 init=init,
                 repr=repr,
@@ -173,9 +190,43 @@ def _record(
             made.__hash__ = _hash(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
         stated = made.__dataclass_params__  # type: ignore[attr-defined]
         stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
+        abc.update_abstractmethods(
+            made
+        )  # the methods added here may implement abstract ones: as the standard's last step
         return made
 
     return wrap if cls is None else wrap(cls)
+
+
+_standing = False
+
+
+def _stand_in(cls: type | None = None, /, **params: Any) -> Any:
+    """``dataclasses.dataclass`` while :func:`standing_in`: this module's maker for the parameters it knows, the
+    standard one for any other, and for every class once the stand-in is over (a module that bound this name
+    within keeps it)."""
+    if _standing and params.keys() <= PARAMETERS:
+        return _record(cls, **params)
+    return _STANDARD(cls, **params)
+
+
+@contextmanager
+def standing_in() -> Iterator[bool]:
+    """Within, ``dataclasses.dataclass`` is this module's maker (yields True); on leaving, normally or by an
+    exception, the standard one again. Nothing is stood in for (yields False) on a Python whose methods are not
+    mirrored here, or when ``dataclasses.dataclass`` is not the standard one on entry: another stand-in (this
+    one's, in another thread or further up the stack: left to its owner, who restores it)."""
+    global _standing
+    if not MIRRORED or dataclasses.dataclass is not _STANDARD or not hasattr(dataclasses, _FROZEN_MAKER):
+        yield False
+        return
+    dataclasses.dataclass = _stand_in
+    _standing = True
+    try:
+        yield True
+    finally:
+        _standing = False
+        dataclasses.dataclass = _STANDARD
 
 
 if TYPE_CHECKING:

@@ -79,10 +79,11 @@ def counting(name, *args, globals=None, **kwargs):
     compiled.append(f"{(globals or {}).get('__name__')}.{name}")
     return standard(name, *args, globals=globals, **kwargs)
 dataclasses._create_fn = counting
+maker = dataclasses.dataclass
 from tether.hooks.entry import main
 code = main(["claude-code", "--no-daemon"])
 print(json.dumps({"exit": code, "modules": sorted(sys.modules), "gc": [gc.isenabled(), gc.get_freeze_count()],
-                  "compiled": compiled}))
+                  "compiled": compiled, "maker": dataclasses.dataclass is maker}))
 """
 
 
@@ -117,6 +118,12 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     ours = sorted(m for m in probe["compiled"] if m.startswith("tether.") and not m.endswith(".__init__"))
     assert ours == [], f"dataclass methods compiled on the cold path (use tether.records.dataclass): {ours}"
     assert sum(m.startswith("tether.") for m in probe["compiled"]) >= 50  # the probe did see them
+    # and so are the libraries' (pydantic, annotated_types, pathspec: ~56 classes, 187 methods compiled before),
+    # records' maker standing in for dataclasses.dataclass while the deciding code is imported, and only then
+    theirs = sorted(m for m in probe["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__"))
+    assert theirs == [], f"the libraries' dataclass methods compiled on the cold path (hooks/entry.py): {theirs}"
+    assert sum(not m.startswith("tether.") for m in probe["compiled"]) >= 50
+    assert probe["maker"] is True, "dataclasses.dataclass is not the standard one after the cold call"
 
 
 def test_the_collector_is_left_as_the_caller_had_it(tmp_path: Path) -> None:
@@ -131,9 +138,11 @@ def test_the_collector_is_left_as_the_caller_had_it(tmp_path: Path) -> None:
 
 
 def test_the_collector_is_restored_when_the_import_fails() -> None:
-    """An import that fails half-way (a module of the deciding code missing) leaves the collector on."""
+    """An import that fails half-way (a module of the deciding code missing) leaves the collector on, and
+    ``dataclasses.dataclass`` the standard one."""
     probe = """
-import gc, json, sys
+import dataclasses, gc, json, sys
+maker = dataclasses.dataclass
 sys.modules["tether.hooks.session"] = None  # importing the deciding code fails at this module
 from tether.hooks.entry import import_deciding_code
 try:
@@ -141,10 +150,10 @@ try:
     failed = False
 except ImportError:
     failed = True
-print(json.dumps([failed, gc.isenabled()]))
+print(json.dumps([failed, gc.isenabled(), dataclasses.dataclass is maker]))
 """
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(out.stdout) == [True, True]
+    assert json.loads(out.stdout) == [True, True, True]  # and the standard dataclass maker is back
 
 
 def test_pydantic_takes_only_get_plugins_from_its_plugin_loader() -> None:

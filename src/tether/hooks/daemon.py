@@ -182,11 +182,14 @@ class Collections:
         self.threshold: tuple[int, int, int] | None = None
 
     def take(self) -> None:
-        from tether.guard.session import load_gate
+        from tether.records import standing_in
 
-        from . import answer  # noqa: F401 — the deciding code: imported once, before the first call
+        with standing_in():  # the libraries' dataclasses made as tether's are, as in a cold call (hooks/entry.py)
+            from tether.guard.session import load_gate
 
-        load_gate()  # and the gate, which the guard imports where it is used
+            from . import answer  # noqa: F401 — the deciding code: imported once, before the first call
+
+            load_gate()  # and the gate, which the guard imports where it is used
         # The fold checkpoints' code stamp, taken now: it names the code this process runs. Taken at the first
         # checkpoint (hours later, after a `git pull` of modules the protocol's stamp does not cover), it would
         # name the tree on disk then, and a cold process of that other code would unpickle this code's classes.

@@ -124,20 +124,30 @@ def import_deciding_code(gate: bool = True) -> None:
     for the import and what exists then is moved out of its reach for good (``gc.freeze``, as the daemon does
     with its imports: they live as long as the process anyway); then it is enabled as it was, for the call.
     Reference counting frees memory as ever. ``tests/hooks/test_cold_path.py`` checks the collector is restored.
+
+    The libraries imported here (pydantic, annotated_types, pathspec) make 56 dataclasses, and the standard
+    ``dataclass`` compiles each method it writes (~0.5 M instructions each; 187 of them besides ``__init__``):
+    during this import, ``dataclasses.dataclass`` is :mod:`tether.records`' maker (``standing_in``), which
+    compiles only ``__init__`` and falls back to the standard one for what it does not mirror; the standard one
+    is back as soon as the import ends, also when it fails. ``tests/hooks/test_cold_dataclasses.py`` compares
+    every class made here both ways.
     """
     if "tether.hooks.answer" in sys.modules and (not gate or "tether.policy.gate" in sys.modules):
         return  # imported already (main called in-process again): as it is
     import gc
 
+    from tether.records import standing_in
+
     enabled = gc.isenabled()
     gc.disable()
     try:
-        from . import answer  # noqa: F401
+        with standing_in():
+            from . import answer  # noqa: F401
 
-        if gate:
-            from tether.guard.session import load_gate
+            if gate:
+                from tether.guard.session import load_gate
 
-            load_gate()
+                load_gate()
     finally:
         gc.freeze()
         if enabled:
