@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from tether.canonical import content_hash
 from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
-from tether.envelope.schema import Envelope, Rule
+from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
 from tether.events.kinds import (
     ActionCompleted,
@@ -234,20 +234,7 @@ class Guard:
         run_id = run_id or session_run_id(framework, session)
         recorded = _started(store, run_id)
         if recorded is None:
-            started = RunStarted(
-                task=task or f"{framework} session {session}",
-                envelope_path=str(loaded.path or ""),
-                envelope=env.model_dump(mode="json"),
-                plan_hash=env.plan.hash,
-                contract_hash=env.contract_hash or contract_hash(env),
-                model=f"{framework} (external)",
-                workspace=str(ws),
-                budgets=env.budgets.model_dump(),
-                max_external=env.outputs.max_external,
-                sandbox=f"{EXTERNAL}: {framework}",  # the program runs the tools, in no sandbox of tether's
-                acknowledged=[a.to_dict() for a in loaded.accepted],
-            )
-            opened = SessionOpened(framework=framework, session=session, by=whoami())
+            started, opened = _opening(loaded, ws, framework, session, task)
             first = [started, opened, *(begin(ws) if begin is not None else ())]
             try:
                 store.create_run(started.task, first, run_id=run_id)
@@ -258,13 +245,7 @@ class Guard:
         audited = 0
         if recorded is not None:
             audited = store.verify_run(run_id).events
-            began = Envelope.model_validate(recorded.envelope)  # validated once: compared, then governs
-            if contract_hash(began) != contract_hash(env):  # unset later fields aside
-                raise GuardError(
-                    f"session {session!r} of {framework} is governed by run {run_id}, which began under another "
-                    "envelope; a session keeps its contract: start a new session id to use this envelope"
-                )
-            env = began
+            env = _kept_contract(recorded, env, framework, session, run_id)
             ws = Path(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking)
         if recorded is not None and restore is not None:
@@ -465,6 +446,9 @@ class Guard:
         lead: Sequence[Payload] = (),
         turn: int | None = None,
     ) -> tuple[list[Payload], Answer]:
+        """The events that propose ``tool(args)`` and decide it, and the answer: a call id already checked with
+        these arguments has its current verdict (nothing proposed again); what the log alone settles is answered
+        before the gate (:meth:`_before_gate`); only then does the gate decide (:meth:`_decided`)."""
         known = state.actions.get(call_id) if call_id else None
         if known is not None and known.args_hash == content_hash(args):
             now, answer = self._current(state, known)
@@ -476,16 +460,31 @@ class Guard:
         turn = state.used.turns if turn is None else turn
         proposed = ActionProposed(call_id=call_id, tool=tool, args=args, args_hash=args_hash, turn=turn)
         head: list[Payload] = [*lead, proposed]
+        contract = self.env.tool(tool)
+        settled = self._before_gate(state, contract, tool, args_hash, call_id)
+        if settled is not None:
+            items, answer = settled
+            return [*head, *items], answer
+        assert contract is not None  # an undeclared tool is settled before the gate
+        action = Action(call_id, tool, args, args_hash, turn, state.last_seq + len(head))
+        items, answer = self._decided(events, state, action, contract)
+        return [*head, *items], answer
+
+    def _before_gate(
+        self, state: RunState, contract: ToolContract | None, tool: str, args_hash: str, call_id: str
+    ) -> tuple[list[Payload], Answer] | None:
+        """What the log settles without asking the gate, in this order: a run that has ended takes no call; a
+        tool the envelope does not declare is refused (fail closed); a spent budget refuses the call and ends the
+        session; where the agent retries a refused call under a new id (:attr:`Asking.RETRY`), a human's grant to
+        the identical call lets it through once. None: the gate decides."""
         if state.finished:
             why = f"run {self.run_id} has ended ({state.status}): {state.result or state.next_action}"
-            return [*head, ActionInvalid(call_id=call_id, tool=tool, error=why)], self._answer_of(
-                Verdict.DENY, "run:finished", why, call_id, tool
-            )
-        contract = self.env.tool(tool)
+            invalid = ActionInvalid(call_id=call_id, tool=tool, error=why)
+            return [invalid], self._answer_of(Verdict.DENY, "run:finished", why, call_id, tool)
         if contract is None:
             why = f"{tool!r} is not a tool the envelope declares; declared: {sorted(t.name for t in self.env.tools)}"
             invalid = ActionInvalid(call_id=call_id, tool=tool, error=why)
-            return [*head, invalid], self._answer_of(Verdict.DENY, "envelope:undeclared-tool", why, call_id, tool)
+            return [invalid], self._answer_of(Verdict.DENY, "envelope:undeclared-tool", why, call_id, tool)
         over = spent(state, datetime.now(UTC))
         if over is not None:
             rule = f"budget:{over.budget}"
@@ -493,40 +492,50 @@ class Guard:
             ended = SessionEnded(
                 how="budget", reason=over.reason, by="tether", budget=over.budget, used=over.used, limit=over.limit
             )
-            return [*head, decided, ended], self._answer_of(Verdict.DENY, rule, over.reason, call_id, tool)
+            return [decided, ended], self._answer_of(Verdict.DENY, rule, over.reason, call_id, tool)
         granted = self._granted_before(state, tool, args_hash, call_id) if self.asking is Asking.RETRY else None
         if granted is not None:
             why = f"a human approved this exact call ({granted})"
             decided = ActionDecided(call_id=call_id, verdict="ALLOW", deciding_rule="approval:granted", reason=why)
-            return [*head, decided], self._answer_of(Verdict.ALLOW, "approval:granted", why, call_id, tool)
+            return [decided], self._answer_of(Verdict.ALLOW, "approval:granted", why, call_id, tool)
+        return None
+
+    def _decided(
+        self, events: Sequence[Event], state: RunState, action: Action, contract: ToolContract
+    ) -> tuple[list[Payload], Answer]:
+        """The gate's decision on ``action`` (:func:`tether.policy.decide.decide`), after the execution review it
+        made, if any; an ASK stages a pending approval bound to the arguments' hash, unless the agent asks its
+        own user (:attr:`Asking.AGENT`): then nothing is staged and the receipt says whether the call ran."""
         from tether.policy.decide import decide  # here: see load_gate
         from tether.review.execution import review_gate_event
 
-        action = Action(call_id, tool, args, args_hash, turn, state.last_seq + len(head))
         ruling = decide(
             action, contract, lambda: self._gate_for(events, state), state, events, self.env, self.indexed()
         )
         d = ruling.decision
-        items: list[Payload] = head
+        items: list[Payload] = []
         if ruling.review is not None:
-            items.append(review_gate_event(call_id, contract.name, ruling.review))
-        items.append(ActionDecided(call_id=call_id, **d.to_dict()))
+            items.append(review_gate_event(action.call_id, contract.name, ruling.review))
+        items.append(ActionDecided(call_id=action.call_id, **d.to_dict()))
         approval_id = None
         if d.verdict is Verdict.ASK and self.asking is not Asking.AGENT:
             approval_id = "ap-" + uuid.uuid4().hex[:8]
-            expires = datetime.now(UTC) + timedelta(seconds=self.env.approvals.timeout_s)
-            items.append(
-                ApprovalRequested(
-                    approval_id=approval_id,
-                    call_id=call_id,
-                    tool=tool,
-                    args_hash=args_hash,
-                    preview=_preview(tool, args),
-                    reason=d.reason,
-                    expires_at=expires.timestamp(),
-                )
-            )
-        return items, self._answer_of(d.verdict, d.deciding_rule, d.reason, call_id, tool, approval_id)
+            items.append(self._approval(action, approval_id, d.reason))
+        return items, self._answer_of(d.verdict, d.deciding_rule, d.reason, action.call_id, action.tool, approval_id)
+
+    def _approval(self, action: Action, approval_id: str, reason: str) -> ApprovalRequested:
+        """The pending approval of an ASK: bound to the hash of the arguments (an answer grants this call, not
+        another one under its id), shown with a bounded preview, expiring after the envelope's timeout."""
+        expires = datetime.now(UTC) + timedelta(seconds=self.env.approvals.timeout_s)
+        return ApprovalRequested(
+            approval_id=approval_id,
+            call_id=action.call_id,
+            tool=action.tool,
+            args_hash=action.args_hash,
+            preview=_preview(action.tool, action.args),
+            reason=reason,
+            expires_at=expires.timestamp(),
+        )
 
     def _current(self, state: RunState, a: Action) -> tuple[list[Payload], Answer]:
         """The verdict a call has now; an overdue approval is expired first (and may end the run)."""
@@ -761,6 +770,40 @@ def spent(state: RunState, now: datetime) -> Breach | None:
 
 def _breach(b: Breach) -> dict[str, Any]:
     return {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)}
+
+
+def _opening(loaded: _Loaded, ws: Path, framework: str, session: str, task: str) -> tuple[RunStarted, SessionOpened]:
+    """The first two events of a session's run. ``run.started`` holds the envelope and its contract hash (what a
+    later open is held to: :func:`_kept_contract`), the workspace, and that the program runs the tools itself,
+    in no sandbox of tether's; ``session.opened`` names the framework, the session and who opened it."""
+    env = loaded.envelope
+    started = RunStarted(
+        task=task or f"{framework} session {session}",
+        envelope_path=str(loaded.path or ""),
+        envelope=env.model_dump(mode="json"),
+        plan_hash=env.plan.hash,
+        contract_hash=env.contract_hash or contract_hash(env),
+        model=f"{framework} (external)",
+        workspace=str(ws),
+        budgets=env.budgets.model_dump(),
+        max_external=env.outputs.max_external,
+        sandbox=f"{EXTERNAL}: {framework}",  # the program runs the tools, in no sandbox of tether's
+        acknowledged=[a.to_dict() for a in loaded.accepted],
+    )
+    return started, SessionOpened(framework=framework, session=session, by=whoami())
+
+
+def _kept_contract(recorded: RunStarted, env: Envelope, framework: str, session: str, run_id: str) -> Envelope:
+    """The envelope a session found again is governed by: the one its run began under, read from the log,
+    whatever the file says now; opened with an envelope whose contract differs (unset later fields aside), it
+    is refused, so a changed file never silently re-governs calls already decided."""
+    began = Envelope.model_validate(recorded.envelope)  # validated once: compared, then governs
+    if contract_hash(began) != contract_hash(env):
+        raise GuardError(
+            f"session {session!r} of {framework} is governed by run {run_id}, which began under another "
+            "envelope; a session keeps its contract: start a new session id to use this envelope"
+        )
+    return began
 
 
 def _genesis(store: Store, run_id: str) -> str:
