@@ -220,9 +220,9 @@ def standing_in() -> Iterator[bool]:
     if not MIRRORED or dataclasses.dataclass is not _STANDARD or not hasattr(dataclasses, _FROZEN_MAKER):
         yield False
         return
-    dataclasses.dataclass = _stand_in
-    _standing = True
     try:
+        dataclasses.dataclass = _stand_in
+        _standing = True
         yield True
     finally:
         _standing = False
