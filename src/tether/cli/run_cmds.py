@@ -14,7 +14,7 @@ from rich.table import Table
 
 from tether.control.loop import control_state
 from tether.events.protocol import Store
-from tether.events.store import Event
+from tether.events.store import Event, RunInfo
 from tether.kernel import session
 from tether.kernel.approvals import (
     ApprovalAnswer,
@@ -208,7 +208,6 @@ def show_cmd(
     call's messages instead (docs/context.md).
     """
     from tether.observe.diff import run_diff
-    from tether.observe.summary import summarize
 
     with reader(db) as store:
         info = store.run(run)
@@ -222,42 +221,61 @@ def show_cmd(
     ledger = Ledger.of(events)
     rollback = undoable(ledger)
     if as_json:
-        print_json(
-            {
-                "run_id": info.run_id,
-                "status": state.status,
-                "head": {"seq": info.head_seq, "hash": info.head_hash},
-                "summary": summarize(events),
-                "diff": dataclasses.asdict(diff),
-                "contract": OutputContract.from_state(state).model_dump(),
-                "undo": rollback,
-                "parent_run": state.parent_run,
-                "children": [
-                    {"call_id": c.call_id, "run_id": c.child_run, "task": c.task} for c in state.children.values()
-                ],
-            }
-        )
+        print_json(shown_run(info, events, state, diff, rollback))
         return
     console.print(f"[bold]run {info.run_id}[/] — {state.status} — {escape(info.task)}")
-    if state.parent_run:
-        console.print(f"  delegated by run {state.parent_run} (`tether show {state.parent_run}`)")
-    for c in state.children.values():
-        console.print(f"  delegated to child run {c.child_run} ({c.call_id}): {escape(c.task[:80])}")
     lines, cuts = timeline(events, verbose=verbose, whole=full)
-    for line in lines:
+    for line in [*lineage(state), *lines, *(summary_lines(events) if verbose else [])]:
         console.print(line)
-    if verbose:
-        for title, table in summarize(events).items():
-            if table:
-                console.print(f"\n[bold]{title}[/]")
-                for row in table:
-                    console.print("  " + escape("  ".join(f"{k}={v}" for k, v in row.items())))
     cuts += show_diff(diff, full)
     show_undo(ledger, rollback)
     console.print()
     show_contract(OutputContract.from_state(state), False)
     if cuts:
         console.print(f"\n[dim]{cuts} text(s) shortened (…); `tether show {info.run_id} --full` prints them whole[/]")
+
+
+def shown_run(
+    info: RunInfo, events: list[Event], state: RunState, diff: RunDiff, rollback: dict[str, str]
+) -> dict[str, Any]:
+    """``tether show --json``: what the text shows, whole, for a program: the verified head it was read at
+    (what the rest is true of), the summary tables, the final diff, the output contract, what can be undone,
+    and the runs it was delegated by and delegated to."""
+    from tether.observe.summary import summarize
+
+    return {
+        "run_id": info.run_id,
+        "status": state.status,
+        "head": {"seq": info.head_seq, "hash": info.head_hash},
+        "summary": summarize(events),
+        "diff": dataclasses.asdict(diff),
+        "contract": OutputContract.from_state(state).model_dump(),
+        "undo": rollback,
+        "parent_run": state.parent_run,
+        "children": [{"call_id": c.call_id, "run_id": c.child_run, "task": c.task} for c in state.children.values()],
+    }
+
+
+def lineage(state: RunState) -> list[str]:
+    """The lines that place a run among others, under its title: the run that delegated it, the runs it
+    delegated, each with what brings it up (a child's task cut to 80 characters)."""
+    lines = [f"  delegated by run {state.parent_run} (`tether show {state.parent_run}`)"] if state.parent_run else []
+    return lines + [
+        f"  delegated to child run {c.child_run} ({c.call_id}): {escape(c.task[:80])}" for c in state.children.values()
+    ]
+
+
+def summary_lines(events: list[Event]) -> list[str]:
+    """``--verbose``'s summary tables as lines (a table with no row is left out): each row its ``key=value``
+    pairs, escaped, since they hold what the agent wrote."""
+    from tether.observe.summary import summarize
+
+    lines = []
+    for title, table in summarize(events).items():
+        if table:
+            lines.append(f"\n[bold]{title}[/]")
+            lines += ["  " + escape("  ".join(f"{k}={v}" for k, v in row.items())) for row in table]
+    return lines
 
 
 def show_context(run_id: str, events: list[Event], turn: int, as_json: bool) -> None:
