@@ -20,6 +20,8 @@ import subprocess
 import sys
 from typing import Any
 
+from tether import records
+
 PROBE = r"""
 import abc, dataclasses, json, pickle, re, sys
 
@@ -31,11 +33,12 @@ def seen(cls):
     return update(cls)
 abc.update_abstractmethods = seen
 compiled = []
-create = dataclasses._create_fn
+create = getattr(dataclasses, "_create_fn", None)  # 3.11, 3.12: what compiles each generated method
 def counting(name, *args, globals=None, **kwargs):
     compiled.append(f"{(globals or {}).get('__name__')}.{name}")
     return create(name, *args, globals=globals, **kwargs)
-dataclasses._create_fn = counting
+if create:
+    dataclasses._create_fn = counting
 standard = dataclasses.dataclass
 
 import tether.records as records
@@ -53,7 +56,8 @@ else:
     import_deciding_code()
 restored = dataclasses.dataclass is standard
 abc.update_abstractmethods = update
-dataclasses._create_fn = create
+if create:
+    dataclasses._create_fn = create
 
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
@@ -208,10 +212,10 @@ def test_every_dataclass_made_while_the_hook_imports_is_the_standard_librarys() 
     for key, described in standard["classes"].items():
         assert stood_in["classes"][key] == described, key
     assert stood_in["validation"] == standard["validation"]
-    # the comparison was between two makers: the standard one compiled the libraries' methods, records did not
-    methods = [m for m in standard["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__")]
-    assert len(methods) > 100
-    assert [m for m in stood_in["compiled"] if not m.endswith(".__init__")] == []
+    if records.MIRRORED:  # the comparison was between two makers: the standard one compiled their methods
+        methods = [m for m in standard["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__")]
+        assert len(methods) > 100
+        assert [m for m in stood_in["compiled"] if not m.endswith(".__init__")] == []
 
 
 def test_the_daemon_makes_them_so_at_its_start_too() -> None:
@@ -219,5 +223,6 @@ def test_the_daemon_makes_them_so_at_its_start_too() -> None:
     the same classes, made as the standard maker makes them, none of their methods but ``__init__`` compiled."""
     standard, daemon = imported("standard"), imported("daemon")
     assert daemon["restored"] and daemon["classes"] == standard["classes"]
-    assert sum(not m.startswith("tether.") for m in daemon["compiled"]) >= 50  # the libraries' classes were made
-    assert [m for m in daemon["compiled"] if not m.endswith(".__init__")] == []
+    if records.MIRRORED:
+        assert sum(not m.startswith("tether.") for m in daemon["compiled"]) >= 50  # the libraries' were made
+        assert [m for m in daemon["compiled"] if not m.endswith(".__init__")] == []
