@@ -190,9 +190,8 @@ def _record(
             made.__hash__ = _hash(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
         stated = made.__dataclass_params__  # type: ignore[attr-defined]
         stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
-        abc.update_abstractmethods(
-            made
-        )  # the methods added here may implement abstract ones: as the standard's last step
+        # the methods added here may implement abstract ones: the standard maker's last step, again
+        abc.update_abstractmethods(made)
         return made
 
     return wrap if cls is None else wrap(cls)
