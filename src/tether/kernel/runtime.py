@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -104,12 +105,14 @@ from tether.sandbox.base import Sandbox
 from tether.sandbox.broker import Broker
 from tether.sandbox.bwrap import for_call, take_egress
 from tether.sandbox.environment import mask, passed_values
+from tether.sandbox.held import held
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import RunState
 from tether.status import ControlState
 from tether.tools.context import Delegation, ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.tools.result import ToolResult
+from tether.tools.shell import bash, run_tests
 from tether.verify.cascade import cascade_events, completion_verdict, run_cascade
 from tether.verify.changes import WorkspaceDiff, run_diff, snapshot_check, unexplained, window_changes, windows
 from tether.verify.preflight import run_preflight
@@ -151,6 +154,9 @@ TRUNCATED_CALL = (
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
 DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, DelegateStarted, RunFinished))
 _OVERFLOWS = frozenset((ModelRetried.KIND, ModelFailed.KIND))  # kept by `_take`: a window a provider stated
+#: The built-in tools whose only effect is their one sandbox command (nothing in tether's own process before it): their
+#: command starts while ``action.started`` is written and synced, and begins only after (docs/step-cost.md).
+COMMAND_TOOLS = (bash, run_tests)
 #: Runs a child run for a parent's ``delegate`` call (:class:`tether.kernel.delegation.Delegator`).
 DelegateFn = Callable[["Runtime", str, Delegation], ToolResult]
 
@@ -597,22 +603,24 @@ class Runtime:
             return
         if step.attempt > 1 and not step.why.startswith("started before"):
             self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
-        self.append(
-            ActionStarted(
-                call_id=action.call_id,
-                tool=action.tool,
-                args_hash=action.args_hash,
-                attempt=step.attempt,
-                idempotent=contract.retry_safe,
-            ),
+        command = tool in COMMAND_TOOLS  # its command can start while action.started is written, held until then
+        begun = ActionStarted(
+            call_id=action.call_id,
+            tool=action.tool,
+            args_hash=action.args_hash,
+            attempt=step.attempt,
+            idempotent=contract.retry_safe,
         )
+        self.append_many([begun], write=not command)  # durable: written and synced before the effect, in any case
+        commit = Commit(self.flush)
         before = self.window_start(action.call_id)
         started = time.monotonic()
         ctx: ToolContext | None = None
         try:
             ctx = self.tool_context(tool, call_id=action.call_id)  # a secret that cannot be read fails the call
-            result = tool.invoke(action.args, ctx)
+            result = tool.invoke(action.args, held_context(ctx, commit) if command else ctx)
         except RuntimeFailure as e:
+            commit.settle()  # first: a commit that failed is the error, whatever the tool made of it
             self.append_many(
                 [
                     *(take_egress(ctx.sandbox) if ctx is not None else ()),
@@ -628,6 +636,7 @@ class Runtime:
                 ]
             )
             return
+        commit.settle()
         # What the command was handed never reaches the log: env_allow values masked, secrets redacted here
         # (the store would too, but kept_result cuts the output first, and could cut a value in two).
         redact = self.store.redactor.value
@@ -832,10 +841,11 @@ class Runtime:
     def append(self, item: Payload) -> Event:
         return self.append_many([item])[0]
 
-    def append_many(self, items: Sequence[Payload]) -> list[Event]:
+    def append_many(self, items: Sequence[Payload], *, write: bool = True) -> list[Event]:
         """Record ``items`` as one whole: folded into the state now, written now unless a drive is batching.
 
-        A durable kind (:data:`DURABLE_KINDS`) is written, and synced, before this returns in any case.
+        A durable kind (:data:`DURABLE_KINDS`) is written, and synced, before this returns — unless ``write`` is
+        False: then the caller flushes before the effect the durable kind precedes (``execute``'s :class:`Commit`).
         """
         batch = self._batch or Batch(self.run_id, self.head)
         events = batch.add(self.store.redactor, items, durable=any(item.KIND in DURABLE_KINDS for item in items))
@@ -844,7 +854,7 @@ class Runtime:
         for e in events:
             take(e)
         self.head = batch.head
-        if batch.durable or not self._batching:
+        if write and (batch.durable or not self._batching):
             self.flush()
         return events
 
@@ -935,6 +945,45 @@ class Runtime:
     @staticmethod
     def now() -> datetime:
         return datetime.now(UTC)
+
+
+class Commit:
+    """The write (``flush``) that must precede a call's effect, run once: by a held sandbox once the call's command
+    has started and before it may begin (:mod:`tether.sandbox.held`), or by :meth:`settle` when no command took it.
+
+    A tool makes an exception of its sandbox's into a failed result; :meth:`settle` raises the write's own error
+    again, so a write that failed (a moved head, a lost lease, a full disk) surfaces as it would have before."""
+
+    def __init__(self, write: Callable[[], None]) -> None:
+        self._write = write
+        self._done = False
+        self._error: BaseException | None = None
+
+    def __call__(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._write()
+        except BaseException as e:
+            self._error = e
+            raise
+
+    def settle(self) -> None:
+        """After the call: write now if no command did; raise the write's error if it failed."""
+        self()
+        if self._error is not None:
+            raise self._error
+
+
+def held_context(ctx: ToolContext, commit: Commit) -> ToolContext:
+    """``ctx`` with its sandbox holding the call's command until ``commit`` has run; where the sandbox cannot hold
+    one, ``commit`` runs now, before the call, as for any tool."""
+    sandbox = held(ctx.sandbox, commit)
+    if sandbox is None:
+        commit()
+        return ctx
+    return replace(ctx, sandbox=sandbox)
 
 
 def _mcp_event(r: Started) -> Payload:

@@ -45,7 +45,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -61,7 +61,7 @@ from .environment import build_env
 from .limits import Limits
 from .mask import Listings, masks
 from .output import OutputCap
-from .process import kill_group, run_captured, to_receipt
+from .process import Hold, kill_group, run_captured, to_receipt
 from .reaper import Leftovers
 from .receipt import Receipt
 
@@ -324,7 +324,12 @@ class BwrapSandbox:
         cwd: Path,
         timeout_s: float,
         env: Mapping[str, str] | None = None,
+        before: Callable[[], None] | None = None,
     ) -> Receipt:
+        """Run ``command``; with ``before``, started held (:class:`.process.Hold`): bubblewrap sets the sandbox up
+        while ``before`` runs, and the command begins only once it has returned (if it raises, never:
+        ``NotReleased``). ``before`` runs only if bubblewrap started: a caller whose ``before`` was not run runs it
+        itself before going on."""
         real = resolve_dir(cwd)
         if real is None:
             raise FileError(f"{cwd}: working directory does not exist")
@@ -338,7 +343,14 @@ class BwrapSandbox:
         except OSError as e:  # fail closed: the command does not run without its way out
             raise SandboxUnavailable(f"cannot start the egress proxy: {e}", fix="check that /tmp is writable") from e
         try:
-            return self._run(command, cwd=cwd, workspace=workspace, timeout_s=timeout_s, env=env, proxy=proxy)
+            hold = Hold(before) if before is not None else None
+            try:
+                return self._run(
+                    command, cwd=cwd, workspace=workspace, timeout_s=timeout_s, env=env, proxy=proxy, hold=hold
+                )
+            finally:
+                if hold is not None:
+                    hold.close()
         finally:
             if proxy is not None:
                 proxy.close()  # first: a connection still open is ended and recorded
@@ -353,6 +365,7 @@ class BwrapSandbox:
         timeout_s: float,
         env: Mapping[str, str] | None,
         proxy: EgressProxy | None,
+        hold: Hold | None = None,
     ) -> Receipt:
         # The start pipe: a bash trampoline inside the sandbox writes a byte to it and then runs the command, so a
         # setup failure (bwrap dies before that) is told apart from the command failing.
@@ -371,12 +384,14 @@ class BwrapSandbox:
             if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
                 bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
                 start = f"{bridge} {start_w}>&- && {start}"
+            held = f"{hold.line()}\n" if hold is not None else ""  # waits for tether's go once the sandbox is up
             if isinstance(command, str):
                 # A shell command runs in the trampoline's own bash, on the lines after it (as local runs its
                 # limits line): a second bash would cost more than bubblewrap's own setup adds to a `true`.
-                inner = ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126\n{command}", "bash"]
+                inner = ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126\n{held}{command}", "bash"]
             else:
-                inner = ["/bin/bash", "-c", f'{limits}; {unpack}{start} && exec "$@"', "tether", *to_argv(command)]
+                script = f'{limits}; {unpack}{start} || exit 126\n{held}exec "$@"'
+                inner = ["/bin/bash", "-c", script, "tether", *to_argv(command)]
             proxy_dir = proxy.directory if proxy is not None else None
             argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
             child_env = self.env(env)
@@ -397,8 +412,9 @@ class BwrapSandbox:
                         timeout_s=timeout_s,
                         cap=self.cap,
                         kill=kill,
-                        pass_fds=(start_w, *(fd for _, fd in secrets)),
+                        pass_fds=(start_w, *(fd for _, fd in secrets), *((hold.r,) if hold is not None else ())),
                         new_session=False,  # the command gets its own from --new-session
+                        hold=hold,
                     )
             except (FileNotFoundError, PermissionError) as e:
                 raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e

@@ -21,7 +21,7 @@ import secrets
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tether.errors import FileError
@@ -30,7 +30,7 @@ from .base import to_argv
 from .environment import build_env
 from .limits import Limits
 from .output import OutputCap
-from .process import kill_group, not_executable, run_captured, to_receipt
+from .process import Hold, kill_group, not_executable, run_captured, to_receipt
 from .reaper import Leftovers, become_subreaper
 from .receipt import Receipt
 
@@ -101,7 +101,11 @@ class LocalSandbox:
         cwd: Path,
         timeout_s: float,
         env: Mapping[str, str] | None = None,
+        before: Callable[[], None] | None = None,
     ) -> Receipt:
+        """Run ``command``; with ``before``, started held (:class:`.process.Hold`): bash starts while ``before``
+        runs, and the command begins only once it has returned (if it raises, never: ``NotReleased``). ``before``
+        runs only if bash started: a caller whose ``before`` was not run runs it itself before going on."""
         if not cwd.is_dir():
             raise FileError(f"{cwd}: working directory does not exist")
         token = secrets.token_hex(8)
@@ -110,6 +114,9 @@ class LocalSandbox:
         # an argv: no preexec_fn, whose fork copies tether's whole address space (~5 ms CPU for a 200 MB tether)
         # where Python otherwise uses vfork.
         limits = self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0)
+        hold = Hold(before) if before is not None else None
+        if hold is not None:  # the line that waits for tether's go, after the limits, before the command
+            limits = f"{limits}\n{hold.line()}"
         if isinstance(command, str):
             argv = [self.bash, "-c", f"{limits}\n{command}", "bash"]  # $0 as for `bash -c`
         else:
@@ -131,9 +138,14 @@ class LocalSandbox:
                     timeout_s=timeout_s,
                     cap=self.cap,
                     kill=kill,
+                    pass_fds=(hold.r,) if hold is not None else (),
+                    hold=hold,
                 )
         except (FileNotFoundError, PermissionError) as e:
             # bash could not be executed: that is the command failing, so it is data (a missing program is
             # bash's 127, a program that may not run its 126).
             return not_executable(self.name, command, cwd, e)
+        finally:
+            if hold is not None:
+                hold.close()
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)

@@ -3,6 +3,11 @@
 Both backends call :func:`run_captured`: stdin closed, its own process group (and session), pipes read
 incrementally into bounded buffers, a wall-clock deadline after which the whole tree is killed, and a
 cleanup kill as soon as the command exits so that background children do not outlive it.
+
+A command may be started *held* (:class:`Hold`): the child starts (bash's exec and start-up, bubblewrap's
+namespaces) while tether does what must precede the command — the log's synced commit of ``action.started`` —
+and the command's first line waits for one byte from tether before anything of the command runs. If that work
+fails, or tether dies, the byte never comes: the line reads end-of-file and the shell exits before the command.
 """
 
 from __future__ import annotations
@@ -39,6 +44,46 @@ class Captured:
 
 
 Killer = Callable[["subprocess.Popen[bytes]"], None]
+HELD_EXIT_CODE = 125
+"""How a held command's shell exits when it is never let go (tether gave up or died): the command did not run."""
+
+
+class NotReleased(Exception):
+    """What had to happen before a held command could begin failed (the cause says what); the command was
+    killed before its first line let it run, and reaped. Not an ``OSError``: never taken for a failed start."""
+
+
+class Hold:
+    """A command held at its start until :meth:`release`: a pipe whose read end the child's shell reads one byte
+    from (:meth:`line`, the trampoline's line before the command) and whose write end only tether holds
+    (close-on-exec, never passed on), so tether dying is end-of-file too.
+
+    ``before`` is what must happen first (the runtime's synced commit); it runs once the child has started."""
+
+    def __init__(self, before: Callable[[], None]) -> None:
+        self.before = before
+        self.r, self.w = os.pipe2(os.O_CLOEXEC)
+
+    def line(self) -> str:
+        """The shell line that holds the command: one byte, or exit (no byte: never let go); the descriptor is
+        closed before the command, which sees none of it (``REPLY`` unset again)."""
+        return f"read -r -n 1 -u {self.r} || exit {HELD_EXIT_CODE}; unset REPLY; exec {self.r}<&-"
+
+    def release(self) -> None:
+        """Run ``before``; then let the command go. If ``before`` raises, nothing is written (the caller kills the
+        child; should that miss, the child reads end-of-file once :meth:`close` runs) and ``NotReleased`` says why."""
+        try:
+            self.before()
+        except Exception as e:
+            raise NotReleased(f"the command was not started: {e}") from e
+        with contextlib.suppress(BrokenPipeError):  # the child died first (a bubblewrap setup failure): told later
+            os.write(self.w, b".")
+
+    def close(self) -> None:
+        for fd in (self.r, self.w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.r = self.w = -1
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -72,6 +117,7 @@ def run_captured(
     kill: Killer = kill_group,
     pass_fds: Sequence[int] = (),
     new_session: bool = True,
+    hold: Hold | None = None,
 ) -> Captured:
     """Run ``argv`` and capture bounded output. Raises ``OSError`` only if the process cannot be started.
 
@@ -82,7 +128,11 @@ def run_captured(
 
     The pipes are bare descriptors read with ``os.read`` and watched with one ``poll`` object: no file objects
     around them and no epoll instance to create, fill and tear down per command (about 20 system calls and
-    their Python frames fewer per command, see docs/step-cost.md)."""
+    their Python frames fewer per command, see docs/step-cost.md).
+
+    With ``hold`` (its read end in ``pass_fds``, its :meth:`Hold.line` in the command's shell), the child is let go
+    once ``hold.before`` has returned; the deadline and the duration count from then. If ``before`` raises, the
+    child is killed and reaped unrun and :class:`NotReleased` is raised."""
     buffers: dict[int, BoundedBuffer] = {}
     start = time.monotonic()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -109,12 +159,27 @@ def run_captured(
         os.close(err_w)
     out, err = buffers[out_r], buffers[err_r] = BoundedBuffer(cap), BoundedBuffer(cap)
     try:
+        if hold is not None:
+            _release(proc, hold, kill)
+            start = time.monotonic()  # the command's own time starts when it may begin
         timed_out = _watch(proc, buffers, start + timeout_s, kill)
     finally:
         for fd in (out_r, err_r):
             os.close(fd)
     duration = time.monotonic() - start
     return Captured(normalise(proc.returncode, timed_out), timed_out, duration, out, err)
+
+
+def _release(proc: subprocess.Popen[bytes], hold: Hold, kill: Killer) -> None:
+    """Let a held child go; if that fails (or is interrupted), kill and reap it, never let go."""
+    try:
+        hold.release()
+    except BaseException:
+        hold.close()  # end-of-file for the child's line, should the kill miss anything
+        kill(proc)
+        proc.wait()
+        kill(proc)
+        raise
 
 
 def _watch(proc: subprocess.Popen[bytes], buffers: dict[int, BoundedBuffer], deadline: float, kill: Killer) -> bool:
