@@ -28,6 +28,7 @@ from hookkit import Hook, payload, wait_for
 import tether.hooks.session as hook_session
 from tether.control import fold as control_fold
 from tether.events.store import EventStore
+from tether.guard import cachefile as code_stamps
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
 from tether.hooks.client import ask
@@ -196,7 +197,7 @@ def replace(src, dst):
     return real_replace(src, dst)
 
 
-ck.save, ck.os.replace, hs.checkpoint_later = save, replace, later
+ck.save, os.replace, hs.checkpoint_later = save, replace, later
 sys.exit(serve(sock, idle_s=120))
 """
 
@@ -258,13 +259,13 @@ def test_the_daemons_checkpoints_name_the_code_it_started_with(
 ) -> None:
     """The tree changes on disk while the daemon runs (a `git pull` of modules the protocol's stamp does not cover):
     its checkpoints still name the code it imported at start, which a cold process of the new code ignores."""
-    monkeypatch.setattr(ck, "_STAMP", [])  # a process that has not stamped yet
-    monkeypatch.setattr(ck, "_code_stamp", lambda: "the code the daemon started with")
+    monkeypatch.setattr(code_stamps, "_STAMP", [])  # a process that has not stamped yet
+    monkeypatch.setattr(code_stamps, "_code_stamp", lambda: "the code the daemon started with")
     done = after_reply(monkeypatch)
     with daemon_thread(tmp_path, monkeypatch) as project:
         assert call(project, "s1", 0) == "allow"  # served once the daemon's start is over
         done.get(timeout=60)
-        monkeypatch.setattr(ck, "_code_stamp", lambda: "the tree on disk now")
+        monkeypatch.setattr(code_stamps, "_code_stamp", lambda: "the tree on disk now")
         for i in range(1, 20):
             assert call(project, "s1", i) == "allow"
             done.get(timeout=60)

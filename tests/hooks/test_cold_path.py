@@ -85,8 +85,10 @@ if standard:
 maker = dataclasses.dataclass
 from tether.hooks.entry import main
 code = main(["claude-code", "--no-daemon"])
+schema = sys.modules.get("tether.envelope.schema")
 print(json.dumps({"exit": code, "modules": sorted(sys.modules), "gc": [gc.isenabled(), gc.get_freeze_count()],
-                  "compiled": compiled, "maker": dataclasses.dataclass is maker}))
+                  "compiled": compiled, "maker": dataclasses.dataclass is maker,
+                  "envelope_built": bool(schema and schema.Envelope.__pydantic_complete__)}))
 """
 
 
@@ -114,6 +116,7 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     assert loaded == [], f"imported on the cold path: {loaded}"
     assert "tree_sitter_bash" not in modules and "tree_sitter_bash._binding" in modules  # the grammar, no __init__
     assert "tether.guard.session" in modules and "pydantic" in modules  # the probe did decide in-process
+    assert probe["envelope_built"] is False, "the envelope kept by the session's first call: no validator built"
     enabled, frozen = probe["gc"]
     assert enabled and frozen > 10_000  # the imports frozen (hooks/entry.py import_deciding_code), the collector on
     assert probe["maker"] is True, "dataclasses.dataclass is not the standard one after the cold call"
@@ -129,6 +132,39 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     theirs = sorted(m for m in probe["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__"))
     assert theirs == [], f"the libraries' dataclass methods compiled on the cold path (hooks/entry.py): {theirs}"
     assert sum(not m.startswith("tether.") for m in probe["compiled"]) >= 50
+
+
+ENVELOPE = """\
+version: 1
+plan: {path: plan.yaml, hash: "sha256:%s"}
+environment:
+  filesystem: {read: ["**"], write: ["**"]}
+tools:
+  - {name: bash, purpose: Run a command., effects: [exec]}
+""" % ("0" * 64)
+
+
+def test_a_cold_call_with_a_kept_envelope_neither_parses_yaml_nor_builds_a_validator(tmp_path: Path) -> None:
+    """A project's envelope file, kept by the session's first call (guard/envcache.py): the next cold call reads
+    it back. Without the kept file the same call imports yaml and builds the envelope's validator, as before."""
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "envelope.yaml").write_text(ENVELOPE)
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    _, started = cold(payload("claude-code.SessionStart", tmp_path), env)
+    assert started["exit"] == 0 and "yaml" in started["modules"] and started["envelope_built"]
+    call = payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"})
+    answer, probe = cold(call, env)
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert "tether.guard.session" in probe["modules"] and "tether.policy.gate" in probe["modules"]
+    assert probe["envelope_built"] is False and "yaml" not in probe["modules"]
+    assert "pickle" not in probe["modules"] and "_pickle" in probe["modules"]  # the C unpickler alone
+    for kept in (tmp_path / ".tether" / "tether.db.folds").glob("*.env"):
+        kept.unlink()
+    answer_again, validating = cold(call, env)
+    assert answer_again == answer
+    assert validating["envelope_built"] is True and "yaml" in validating["modules"]
 
 
 def test_the_collector_is_left_as_the_caller_had_it(tmp_path: Path) -> None:

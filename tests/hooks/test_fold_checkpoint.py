@@ -23,6 +23,7 @@ from hookkit import Hook
 import tether.hooks.session as hook_session
 from tether.control import fold as control_fold
 from tether.control.loop import control_state
+from tether.guard import cachefile as code_stamps
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
 from tether.guard.log import Log
@@ -224,7 +225,7 @@ def test_a_crash_while_writing_leaves_no_checkpoint_or_the_old_one(hook: Hook, m
     def crash(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ck.os, "replace", crash)
+    monkeypatch.setattr(os, "replace", crash)
     calls(hook, 10, start=12)  # a checkpoint is due and its rename fails
     assert checkpoint_file(hook).read_bytes() == before  # the old one, whole; no temporary file left
     assert not list(folder(hook).glob(".ckpt-*"))
@@ -331,7 +332,7 @@ def test_without_sources_to_stamp_no_checkpoint_is_written_or_read(hook: Hook, m
     """A checkpoint pickles tether's classes: code that cannot tell which version it is neither writes nor reads."""
     calls(hook, 12)
     assert checkpoint_file(hook).exists()
-    monkeypatch.setattr(ck, "_STAMP", [""])
+    monkeypatch.setattr(code_stamps, "_STAMP", [""])
     cold()
     calls(hook, 12, start=12)
     assert not isinstance(guard_of(hook).events, Log)

@@ -20,8 +20,6 @@ are raised together as :class:`~tether.errors.EnvelopeInvalid`. Text that does n
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +28,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from tether.errors import EnvelopeInvalid, FileError, ParseError, Problem
 
-MAX_DOCUMENT_BYTES = 1024 * 1024
-"""An envelope is a few kilobytes; a megabyte leaves room for long instructions and stops a runaway file."""
+from .source import MAX_DOCUMENT_BYTES, read_bytes
+
 MAX_ALIAS_NODES = 10_000
 """Nodes that aliases may add beyond the document's own (each use of an alias counts its whole subtree)."""
 MAX_DEPTH = 64
@@ -42,7 +40,11 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 def read_document(path: Path) -> Any:
     """Parse a YAML or JSON file (by suffix; YAML is a superset, so anything else is YAML)."""
-    text = read_text(path)
+    return parse_text(read_text(path), path)
+
+
+def parse_text(text: str, path: Path) -> Any:
+    """Parse the text of ``path`` as :func:`read_document` does: JSON for a ``.json`` file, else YAML."""
     if path.suffix == ".json":
         return parse_json(text, str(path))
     return parse_yaml(text, str(path))
@@ -50,25 +52,10 @@ def read_document(path: Path) -> Any:
 
 def read_text(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> str:
     """The UTF-8 text of a regular file of at most ``limit`` bytes (a FIFO or device is refused, not read)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError as e:
-        raise FileError(f"{path}: file not found", path=str(path)) from e
-    except OSError as e:
-        raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})", path=str(path)) from e
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise FileError(f"{path}: cannot read ({what}); expected a YAML or JSON file", path=str(path))
-    with os.fdopen(fd, "rb") as f:
-        try:
-            data = f.read(limit + 1)
-        except OSError as e:
-            raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})", path=str(path)) from e
-    if len(data) > limit:
-        size = max(info.st_size, len(data))
-        raise EnvelopeInvalid([Problem("$", f"{size} bytes", f"a document of at most {limit} bytes", str(path))])
+    return decode(read_bytes(path, limit), path)
+
+
+def decode(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

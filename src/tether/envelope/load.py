@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from tether.errors import EnvelopeInvalid, Problem
 
-from .document import read_document
+from .document import decode, parse_text, read_document
 from .schema import Envelope, IntentPlan
 
 M = TypeVar("M", bound=BaseModel)
@@ -51,9 +51,15 @@ def load_envelope(path: Path) -> Envelope:
     return parse_model(Envelope, read_document(path), str(path))
 
 
+def envelope_of(data: bytes, path: Path) -> Envelope:
+    """:func:`load_envelope` of bytes already read from ``path`` (:func:`tether.envelope.source.read_bytes`): the
+    same parse, checks and errors, over exactly those bytes (the hooks hash what they parse)."""
+    return parse_model(Envelope, parse_text(decode(data, path), path), str(path))
+
+
 def load_plan(path: Path) -> IntentPlan:
     """Read and schema-validate an intent plan (YAML or JSON)."""
     return parse_model(IntentPlan, read_document(path), str(path))
 
 
-__all__ = ["json_path", "load_envelope", "load_plan", "parse_model", "problems_from", "read_document"]
+__all__ = ["envelope_of", "json_path", "load_envelope", "load_plan", "parse_model", "problems_from", "read_document"]

@@ -31,7 +31,6 @@ rename a whole file: the last rename wins, and either file is valid for the head
 
 from __future__ import annotations
 
-import base64
 import copy
 import copyreg
 import dataclasses
@@ -40,14 +39,19 @@ import hashlib
 import io
 import itertools
 import json
-import os
 import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.events.store import Event
 
-from .log import Log
+from .cachefile import _STAMP as _STAMP  # the tests pin the stamp here: the same list
+from .cachefile import STALE_S as STALE_S
+from .cachefile import TMP_PREFIX as TMP_PREFIX
+from .cachefile import code_stamp as code_stamp
+from .cachefile import parts, seal, sealed, write_atomic
+from .cachefile import sweep as sweep
+from .log import Log, path_for
 
 if TYPE_CHECKING:
     from .session import Guard
@@ -57,10 +61,6 @@ VERSION = 1
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read (a session's fold is far smaller).
 MAX_BYTES = 256 * 1024 * 1024
-#: A checkpoint being written; a process killed mid-write leaves one (:func:`sweep` removes it later).
-TMP_PREFIX = ".ckpt-"
-#: A temporary file this old is a dead writer's: a write takes milliseconds, and no writer reopens its file.
-STALE_S = 600.0
 
 _STD: dict[tuple[str, str], Any] = {}
 
@@ -139,38 +139,7 @@ class _Unpickler(pickle.Unpickler):
         return found
 
 
-def _code_stamp() -> str:
-    """Which code wrote a checkpoint: the size and mtime of every module of tether (a checkpoint pickles its
-    classes, so another code's is not read). "" when the modules are not files to stat (an installation
-    without sources): then no checkpoint is written or read."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    n = 0
-    for path in sorted(root.rglob("*.py")):
-        st = path.stat()
-        h.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        n += 1
-    return h.hexdigest() if n and Path(__file__).suffix == ".py" else ""
-
-
-_STAMP: list[str] = []
-
-
-def code_stamp() -> str:
-    if not _STAMP:
-        _STAMP.append(_code_stamp())
-    return _STAMP[0]
-
-
-def path_for(folder: Path, run_id: str) -> Path:
-    return folder / f"{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.ckpt"
-
-
 # ---- writing and reading ----------------------------------------------------------------------------------
-
-
-def _header_bytes(header: dict[str, Any]) -> bytes:
-    return json.dumps({k: v for k, v in header.items() if k != "sig"}, sort_keys=True).encode()
 
 
 def save(guard: Guard, folder: Path) -> Path | None:
@@ -220,42 +189,10 @@ def save(guard: Guard, folder: Path) -> Path | None:
         "asking": guard.asking.value,
         "body_sha256": hashlib.sha256(body).hexdigest(),
     }
-    signer = getattr(guard.store, "signer", None)
-    if signer is not None:
-        header["key_id"] = signer.key.key_id
-        header["sig"] = base64.b64encode(signer._private.sign(_header_bytes(header))).decode()
-    import tempfile  # here: only a process that writes a checkpoint needs it
-
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        sweep(folder)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
-            target = path_for(folder, guard.run_id)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return None
-    return target
-
-
-def sweep(folder: Path, now: float | None = None) -> None:
-    """Remove what writers killed mid-write left (a SIGKILL skips their clean-up): each up to a fold's size,
-    one per kill, which nothing else would ever delete. A live writer's file is young, so it stays."""
-    import time
-
-    cutoff = (time.time() if now is None else now) - STALE_S
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith(TMP_PREFIX) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                    os.unlink(entry.path)
-    except OSError:  # a file another sweep removed first, a folder gone: the next write sweeps again
-        pass
+    seal(header, getattr(guard.store, "signer", None))
+    return write_atomic(
+        folder, path_for(folder, guard.run_id), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+    )
 
 
 def load(guard: Guard, folder: Path, audited: int) -> bool:
@@ -302,24 +239,14 @@ def _vouched(guard: Guard, header: dict[str, Any], body: bytes) -> bool:
         return False
     if header.get("asking") != guard.asking.value or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
         return False
-    signer = getattr(guard.store, "signer", None)
-    if signer is not None:
-        sig = header.get("sig")
-        if header.get("key_id") != signer.key.key_id or not isinstance(sig, str):
-            return False
-        signer.key.public.verify(base64.b64decode(sig, validate=True), _header_bytes(header))  # raises if forged
-    return True
+    return sealed(header, getattr(guard.store, "signer", None))
 
 
 def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
-    if len(raw) > MAX_BYTES or not raw.startswith(MAGIC):
+    found = parts(raw, MAGIC, MAX_BYTES)
+    if found is None or not _vouched(guard, *found):
         return None
-    line, sep, body = raw[len(MAGIC) :].partition(b"\n")
-    if not sep:
-        return None
-    header = json.loads(line)
-    if not isinstance(header, dict) or not _vouched(guard, header, body):
-        return None
+    header, body = found
     seq, events = header.get("seq"), header.get("events")
     if not isinstance(seq, int) or isinstance(seq, bool) or events != seq + 1 or seq < 0:
         return None

@@ -75,6 +75,8 @@ from tether.records import dataclass
 from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus
 
+from .envcache import Validated
+
 if TYPE_CHECKING:
     from tether.policy.gate import Gate
     from tether.policy.provenance import Provenance
@@ -181,12 +183,19 @@ class Guard:
     """The governed run of one session. Thread-safe; build it with :meth:`open`."""
 
     def __init__(
-        self, store: Store, run_id: str, env: Envelope, workspace: Path, asking: Asking = Asking.TETHER
+        self,
+        store: Store,
+        run_id: str,
+        env: Envelope,
+        workspace: Path,
+        asking: Asking = Asking.TETHER,
+        contract: str = "",
     ) -> None:
+        """``contract``: ``contract_hash(env)`` when the caller has it (a kept envelope, guard/envcache.py)."""
         self.store, self.run_id, self.env, self.workspace, self.asking = store, run_id, env, workspace, asking
         self.events: list[Event] | Log = []  # a Log when restored from a fold checkpoint (guard/checkpoint.py)
         self.genesis = ""  # the hash of the run's first event (a checkpoint names it)
-        self.contract = env.contract_hash or contract_hash(env)
+        self.contract = env.contract_hash or contract or contract_hash(env)
         self.turns = (0, 0)  # (events seen, turns counted): the hooks count their prompts here
         self.checkpointed = 0  # the log's length at the last fold checkpoint this guard wrote or loaded
         self.state = RunState()
@@ -200,7 +209,7 @@ class Guard:
     def open(
         cls,
         store: Store,
-        envelope: Envelope | str | Path,
+        envelope: Envelope | str | Path | Validated,
         session: str,
         *,
         framework: str,
@@ -245,9 +254,9 @@ class Guard:
         audited = 0
         if recorded is not None:
             audited = store.verify_run(run_id).events
-            env = _kept_contract(recorded, env, framework, session, run_id)
+            env = _kept_contract(recorded, loaded, framework, session, run_id)
             ws = Path(recorded.workspace or ws)
-        guard = cls(store, run_id, env, ws, asking)
+        guard = cls(store, run_id, env, ws, asking, loaded.contract if env is loaded.envelope else "")
         if recorded is not None and restore is not None:
             guard.genesis = _genesis(store, run_id)
             restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
@@ -737,19 +746,29 @@ class _Loaded:
     base_dir: Path
     path: Path | None
     accepted: tuple[Any, ...] = ()
+    contract: str = ""  # contract_hash(envelope), when known without serializing it (a kept envelope)
+    dump: dict[str, Any] | None = None  # its JSON dump, likewise
+    dumped: str = ""  # content_hash(dump): a run that recorded it governs with this envelope as it is
 
 
-def _strict(envelope: Envelope | str | Path) -> _Loaded:
+def _strict(envelope: Envelope | str | Path | Validated) -> _Loaded:
     """The envelope strictly validated, as a run's is (imported here: the hooks' decision path, which opens
     sessions without it, does not pay for the kernel's runtime)."""
     from tether.kernel.session import load_checked
+
+    if isinstance(envelope, Validated):  # strictly checked from its source, as any other
+        envelope = envelope.path or envelope.envelope
 
     loaded = load_checked(envelope)
     return _Loaded(loaded.envelope, loaded.base_dir, loaded.path, loaded.accepted)
 
 
-def _parsed(envelope: Envelope | str | Path) -> _Loaded:
+def _parsed(envelope: Envelope | str | Path | Validated) -> _Loaded:
     """The envelope as it parses, without the strict checks."""
+    if isinstance(envelope, Validated):
+        path = envelope.path
+        base = path.parent if path is not None else Path.cwd()
+        return _Loaded(envelope.envelope, base, path, (), envelope.contract, envelope.dump, envelope.dumped)
     if isinstance(envelope, Envelope):
         return _Loaded(envelope, Path.cwd(), None)
     from tether.envelope.load import load_envelope  # YAML: only for a file
@@ -780,9 +799,9 @@ def _opening(loaded: _Loaded, ws: Path, framework: str, session: str, task: str)
     started = RunStarted(
         task=task or f"{framework} session {session}",
         envelope_path=str(loaded.path or ""),
-        envelope=env.model_dump(mode="json"),
+        envelope=loaded.dump if loaded.dump is not None else env.model_dump(mode="json"),
         plan_hash=env.plan.hash,
-        contract_hash=env.contract_hash or contract_hash(env),
+        contract_hash=env.contract_hash or loaded.contract or contract_hash(env),
         model=f"{framework} (external)",
         workspace=str(ws),
         budgets=env.budgets.model_dump(),
@@ -793,12 +812,19 @@ def _opening(loaded: _Loaded, ws: Path, framework: str, session: str, task: str)
     return started, SessionOpened(framework=framework, session=session, by=whoami())
 
 
-def _kept_contract(recorded: RunStarted, env: Envelope, framework: str, session: str, run_id: str) -> Envelope:
+def _kept_contract(recorded: RunStarted, loaded: _Loaded, framework: str, session: str, run_id: str) -> Envelope:
     """The envelope a session found again is governed by: the one its run began under, read from the log,
     whatever the file says now; opened with an envelope whose contract differs (unset later fields aside), it
-    is refused, so a changed file never silently re-governs calls already decided."""
+    is refused, so a changed file never silently re-governs calls already decided.
+
+    A kept envelope (guard/envcache.py) whose JSON dump is exactly the one the run recorded is that envelope as
+    validating the record makes it (kept only when the round trip holds): it governs as it is, and neither is
+    validated again. Any other record is validated and compared, as always."""
+    env = loaded.envelope
+    if loaded.dumped and content_hash(recorded.envelope) == loaded.dumped:
+        return env
     began = Envelope.model_validate(recorded.envelope)  # validated once: compared, then governs
-    if contract_hash(began) != contract_hash(env):
+    if contract_hash(began) != (loaded.contract or contract_hash(env)):
         raise GuardError(
             f"session {session!r} of {framework} is governed by run {run_id}, which began under another "
             "envelope; a session keeps its contract: start a new session id to use this envelope"

@@ -193,7 +193,7 @@ class Collections:
         # The fold checkpoints' code stamp, taken now: it names the code this process runs. Taken at the first
         # checkpoint (hours later, after a `git pull` of modules the protocol's stamp does not cover), it would
         # name the tree on disk then, and a cold process of that other code would unpickle this code's classes.
-        from tether.guard.checkpoint import code_stamp
+        from tether.guard.cachefile import code_stamp
 
         code_stamp()
 

@@ -45,6 +45,7 @@ from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
 from tether.guard import log as guard_log
+from tether.guard.envcache import Validated, kept
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
@@ -99,15 +100,26 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
         return cast(T, _CACHE.setdefault(key, value))
 
 
-def envelope_for(settings: Settings, workspace: Path) -> tuple[Envelope | Path, tuple[Any, ...]]:
-    """The envelope (see the module docstring for the order) and a key that changes when its file does."""
+def envelope_for(settings: Settings, workspace: Path) -> tuple[Path | None, tuple[Any, ...]]:
+    """The envelope's file (see the module docstring for the order; None: the built-in envelope) and a key that
+    changes when its file does."""
     path = settings.envelope
     if path is None and (workspace / ENVELOPE_NAME).is_file():
         path = workspace / ENVELOPE_NAME
     if path is None:
-        return cached(("envelope",), hook_envelope), ("built-in",)
+        return None, ("built-in",)
     st = path.stat() if path.exists() else None  # a missing file: the guard's loader names it
     return path, (str(path), st and st.st_mtime_ns, st and st.st_size)
+
+
+def governing(path: Path | None, db: StoreSpec, store: Store) -> Envelope | Path | Validated:
+    """What the guard opens the session with: the envelope of ``path`` (None: the built-in one) validated, or
+    kept from an earlier process beside the database (guard/envcache.py: no YAML, no validator built); for a
+    store without a folder (a URL), the file itself or the built-in envelope, as before."""
+    folder = checkpoints_of(db)
+    if folder is None:
+        return path if path is not None else cached(("envelope",), hook_envelope)
+    return kept(folder, path, hook_envelope, getattr(store, "signer", None))
 
 
 def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
@@ -120,13 +132,13 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     workspace = Path(
         cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id)) or project
     )
-    envelope, stamp = envelope_for(settings, workspace)
+    path, stamp = envelope_for(settings, workspace)
     asking = Asking.RETRY if settings.agent == "codex" else Asking.AGENT  # Claude Code asks its user itself
     return cached(
         ("guard", str(db), inode, run_id, stamp),
         lambda: Guard.open(
             store,
-            envelope,
+            governing(path, db, store),
             session,
             framework=settings.agent,
             workspace=workspace,
@@ -152,8 +164,8 @@ def restorer(folder: Path | None) -> Callable[[Guard, int], object] | None:
         return None
 
     def restore(guard: Guard, audited: int) -> bool:
-        if not folder.is_dir():  # none written yet (a session under 256 events): as load() finds, without pickle
-            return False
+        if not guard_log.path_for(folder, guard.run_id).is_file():  # none yet (a session under 256 events): as
+            return False  # load() finds, without importing pickle (the folder may hold only kept envelopes)
         from tether.guard.checkpoint import load
 
         return load(guard, folder, audited)

@@ -1,0 +1,40 @@
+"""Reading an input file's bytes, bounded, without parsing them (and without importing the YAML loader).
+
+:func:`tether.envelope.document.read_text` decodes what this reads; the hooks' kept envelopes
+(:mod:`tether.guard.envcache`) hash it, so that what is hashed is exactly what would be parsed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tether.errors import EnvelopeInvalid, FileError, Problem
+
+MAX_DOCUMENT_BYTES = 1024 * 1024
+"""An envelope is a few kilobytes; a megabyte leaves room for long instructions and stops a runaway file."""
+
+
+def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (a FIFO or device is refused, not read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as e:
+        raise FileError(f"{path}: file not found", path=str(path)) from e
+    except OSError as e:
+        raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})", path=str(path)) from e
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise FileError(f"{path}: cannot read ({what}); expected a YAML or JSON file", path=str(path))
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise FileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror})", path=str(path)) from e
+    if len(data) > limit:
+        size = max(info.st_size, len(data))
+        raise EnvelopeInvalid([Problem("$", f"{size} bytes", f"a document of at most {limit} bytes", str(path))])
+    return data

@@ -1,0 +1,290 @@
+"""Validated envelopes kept beside the database: a cold hook call neither parses YAML nor builds a validator.
+
+The envelope models are declared ``defer_build``, so the first validation in a process builds the envelope's
+pydantic validator (~48 M instructions, ~9 ms), and a hook process that is not the daemon does that on every
+call: once for its envelope (a file's YAML parsed and validated, or the built-in one made in code) and once
+for the envelope its session's run recorded. A **kept envelope** is what that validation made, written by the
+call that paid for it, in a file beside the fold checkpoints (``<db>.folds/<hash of the source>.env``), and read
+back by the next process instead: unpickled, not validated (docs/hooks.md, "The validated envelope, kept").
+
+What it is keyed by, each checked on every read (any difference is a miss: the source validated as without it):
+
+- **the source**: the SHA-256 of the envelope file's bytes as read (the very bytes that would be parsed, never
+  its mtime or size), and whether they are JSON or YAML (by suffix, as the loader decides); for the built-in
+  envelope (``hooks/calls.py``), the code that builds it;
+- **the code**: tether's code stamp (every module's size and mtime, :mod:`.cachefile`), pydantic's and
+  pydantic-core's versions and Python's;
+- **the format** (:data:`VERSION`), and the file's own name (the source's path, or "built-in").
+
+What it is trusted for, and by whom:
+
+- **It decides nothing the validation would not.** It is written only when the validated envelope survives its
+  own round trip: validating its JSON dump gives an equal model with the same contract hash (what the guard
+  governs with is the envelope its run recorded, validated from that dump). It holds that dump beside the
+  model; the contract hash and the dump's digest are computed from it at each read, so the guard's checks keep
+  their meaning: a run whose recorded envelope is not this dump is validated from the log as before, and its
+  contract is compared with this one's (a differing one is refused, as always).
+- **It is no easier to forge than the log.** When the store signs anchors (a key from ``tether key init``),
+  it is signed with that key and one without a valid signature is ignored. Either way it is read only from a
+  folder and a file owned by this user (or root) that no one else may write.
+- **It stands in only for a source this user could change.** A kept envelope is this user's file; it may
+  replace the validation of an envelope file only when this user may write that file or its directory (and so
+  could change the policy anyway). An envelope only others may change, such as a managed install's
+  ``--envelope`` (root's, the install checks), is validated on every call, never kept or read. The built-in
+  envelope is the default any hook's environment or project may replace, so it is kept.
+- **Reading it runs no code of the file's choosing.** The body is read by an unpickler that finds only the
+  envelope schema's own classes (pydantic models and enums of ``tether.envelope.schema``) and ``set``,
+  ``frozenset``; any other global fails the read. It imports ``_pickle`` (the C unpickler), not ``pickle``.
+
+A torn, truncated, malformed, foreign, unsigned-when-a-key-exists or otherwise doubtful file is ignored: the
+source is validated as without it. Written atomically (a temporary file in the folder, renamed into place):
+two writers at once each rename a whole file, and either is valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tether.canonical import content_hash
+from tether.envelope.hashing import contract_hash
+from tether.envelope.schema import Envelope
+from tether.records import dataclass
+
+from .cachefile import TMP_PREFIX as TMP_PREFIX  # the checkpoints': either writer sweeps a killed one's temporary
+from .cachefile import code_stamp, parts, seal, sealed, write_atomic
+
+if TYPE_CHECKING:
+    from tether.events.anchor import Signer
+
+#: The format; a file of another version is ignored.
+VERSION = 1
+MAGIC = b"tether-envelope-kept\n"
+#: Larger files are not read (an envelope is kilobytes; a source is at most a megabyte).
+MAX_BYTES = 8 * 1024 * 1024
+SUFFIX = ".env"
+BUILT_IN = "built-in"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Validated:
+    """An envelope as validation makes it, with what the guard would otherwise derive from it by serializing it
+    (which builds the same validator): its contract hash, its JSON dump (a new run records it) and that dump's
+    digest (a run whose recorded envelope has it governs with this very envelope)."""
+
+    envelope: Envelope
+    contract: str
+    dump: dict[str, Any]
+    dumped: str  # content_hash(dump); "" when the envelope does not survive its round trip: not kept
+    path: Path | None  # the file it came from; None for the built-in envelope
+    kept: bool = False  # read from a kept file (else validated by this process)
+
+
+def validated(envelope: Envelope, path: Path | None) -> Validated:
+    """The envelope as the guard governs with it: validated again from its own JSON dump, as a run's recorded
+    envelope is. When that round trip changes it (or its contract), the envelope itself, not to be kept."""
+    dump = envelope.model_dump(mode="json")
+    again = Envelope.model_validate(dump)
+    contract = contract_hash(envelope)
+    if again != envelope or again.model_dump(mode="json") != dump or contract_hash(again) != contract:
+        return Validated(envelope, contract, dump, "", path)
+    return Validated(again, contract, dump, content_hash(dump), path)
+
+
+# ---- the key ----------------------------------------------------------------------------------------------
+
+
+def _versions() -> str:
+    import pydantic
+    import pydantic_core
+
+    return f"pydantic {pydantic.VERSION}; pydantic-core {pydantic_core.__version__}; python {sys.hexversion:x}"
+
+
+def key_of(source: str, digest: str) -> dict[str, Any]:
+    """What decides the validated envelope: the source's kind and digest, this code, these libraries."""
+    return {"version": VERSION, "code": code_stamp(), "libraries": _versions(), "source": source, "digest": digest}
+
+
+def file_for(folder: Path, path: Path | None) -> Path:
+    name = BUILT_IN if path is None else str(path)
+    return folder / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}{SUFFIX}"
+
+
+def changeable(path: Path | None) -> bool:
+    """May this user change the source (so that a file of theirs may stand in for its validation)? The file or
+    its directory writable by this user; the built-in envelope always (see the module docstring)."""
+    if path is None:
+        return True
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, os.W_OK, effective_ids=effective) or os.access(path.parent, os.W_OK, effective_ids=effective)
+
+
+def _own(st: os.stat_result) -> bool:
+    """Owned by this user or root, and writable by no one else."""
+    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+# ---- reading ------------------------------------------------------------------------------------------------
+
+
+def load(folder: Path, path: Path | None, key: dict[str, Any], signer: Signer | None) -> Validated | None:
+    """The kept envelope of ``path`` (None: the built-in one) under ``key``, or None on any doubt."""
+    target = file_for(folder, path)
+    try:
+        folder_st = os.lstat(folder)
+        if not stat.S_ISDIR(folder_st.st_mode) or not _own(folder_st):
+            return None
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _own(st) or st.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return _restore(raw, path, key, signer)
+    except Exception:  # malformed, forged, another code's: validated as without it
+        return None
+
+
+def _restore(raw: bytes, path: Path | None, key: dict[str, Any], signer: Signer | None) -> Validated | None:
+    found = parts(raw, MAGIC, MAX_BYTES)
+    if found is None or not _vouched(*found, path, key, signer):
+        return None
+    body = found[1]
+    obj = _unpickle(body)
+    envelope, dump = obj.get("envelope"), obj.get("dump")
+    if type(envelope) is not Envelope or not isinstance(dump, dict):
+        return None
+    # derived from the dump, as from the model (contract_hash takes either): nothing the header could misstate
+    return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
+
+
+def _vouched(
+    header: dict[str, Any], body: bytes, path: Path | None, key: dict[str, Any], signer: Signer | None
+) -> bool:
+    """The header is this key's (format, code, libraries, source, digest), names this file's source, the body is
+    the one it names, and under an anchor key it is signed with that key (a forged signature raises)."""
+    if not key["code"] or any(header.get(k) != v for k, v in key.items()):
+        return False
+    if header.get("kind") != "envelope" or header.get("path") != (BUILT_IN if path is None else str(path)):
+        return False
+    if hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+        return False
+    return sealed(header, signer)
+
+
+def _unpickle(body: bytes) -> dict[str, Any]:
+    """The body, through an unpickler that finds only the envelope schema's models and enums (and ``set``,
+    ``frozenset``): the C unpickler, so ``pickle`` (and what it imports) is not loaded for a read."""
+    import _pickle
+    import io
+
+    from tether.envelope import schema
+
+    class Unpickler(_pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if module == "builtins" and name in ("set", "frozenset"):
+                return set if name == "set" else frozenset
+            obj = getattr(schema, name, None) if module == schema.__name__ and "." not in name else None
+            if isinstance(obj, type) and obj.__module__ == schema.__name__:
+                import enum
+
+                from pydantic import BaseModel
+
+                if issubclass(obj, BaseModel | enum.Enum):
+                    return obj
+            raise _pickle.UnpicklingError(f"a kept envelope may not name {module}.{name}")
+
+    obj = Unpickler(io.BytesIO(body)).load()
+    if not isinstance(obj, dict):
+        raise ValueError("a kept envelope's body is a mapping")
+    return obj
+
+
+# ---- writing ------------------------------------------------------------------------------------------------
+
+
+def save(folder: Path, v: Validated, key: dict[str, Any], signer: Signer | None) -> Path | None:
+    """Keep ``v`` under ``key``, atomically; None when it is not to be kept (it does not survive its round trip,
+    no code stamp, an unpicklable value) or cannot be (an I/O failure, a folder that is not this user's alone).
+    Never raises for those: it is a cache."""
+    if not v.dumped or not key["code"] or contract_hash(v.dump) != v.contract:
+        return None
+    import pickle
+
+    try:
+        body = pickle.dumps({"envelope": v.envelope, "dump": v.dump}, protocol=5)
+        back = _unpickle(body)  # what a reader will find, or nothing is kept
+    except Exception:
+        return None
+    if back.get("envelope") != v.envelope or back.get("dump") != v.dump:
+        return None
+    header: dict[str, Any] = {
+        **key,
+        "kind": "envelope",
+        "path": BUILT_IN if v.path is None else str(v.path),
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+    }
+    seal(header, signer)
+    return _write(folder, file_for(folder, v.path), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+
+
+def _write(folder: Path, target: Path, data: bytes) -> Path | None:
+    """Written as the checkpoints are, into a folder of this user's alone (or none: a reader would ignore it)."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or not _own(st):
+        return None
+    return write_atomic(folder, target, data)
+
+
+# ---- the one entry --------------------------------------------------------------------------------------------
+
+
+def kept(
+    folder: Path | None, path: Path | None, built_in: Callable[[], Envelope], signer: Signer | None = None
+) -> Validated:
+    """The envelope of ``path`` (None: ``built_in()``), validated, from its kept file when there is a valid one,
+    else validated here and kept for the next process (``folder`` None: neither read nor kept). The file's own
+    errors (missing, too large, not UTF-8, invalid) are raised as :func:`tether.envelope.load.load_envelope`
+    raises them."""
+    data = b""
+    if path is not None:
+        from tether.envelope.source import read_bytes
+
+        path = path.resolve()
+        data = read_bytes(path)  # what is hashed is what is parsed
+    use = folder is not None and bool(code_stamp()) and changeable(path)
+    key: dict[str, Any] = {}
+    if use and folder is not None:
+        source = BUILT_IN if path is None else ("json" if path.suffix == ".json" else "yaml")
+        key = key_of(source, "" if path is None else hashlib.sha256(data).hexdigest())
+        found = load(folder, path, key, signer)
+        if found is not None:
+            return found
+    if path is None:
+        v = validated(built_in(), None)
+    else:
+        from tether.envelope.load import envelope_of
+
+        v = validated(envelope_of(data, path), path)
+    if use and folder is not None:
+        save(folder, v, key, signer)
+    return v
