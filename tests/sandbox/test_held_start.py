@@ -11,6 +11,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -147,3 +148,27 @@ def test_a_sandbox_that_cannot_hold_is_not_wrapped() -> None:
             raise AssertionError("not run")
 
     assert held(Double(), lambda: None) is None  # type: ignore[arg-type]
+
+
+def test_held_commands_of_two_threads_each_run_once_and_whole(workspace: Path) -> None:
+    """A worker hosting two runs: each thread's held command waits for its own ``before`` only (the reaper's
+    one-command lock serialises them; neither's cleanup takes the other's command for a leftover)."""
+    sandbox = LocalSandbox()
+    results: dict[int, Receipt] = {}
+    calls: list[int] = []
+
+    def one(i: int) -> None:
+        def before() -> None:
+            time.sleep(0.1)
+            calls.append(i)
+
+        results[i] = sandbox.run(f"echo {i}; touch done{i}", cwd=workspace, timeout_s=30, before=before)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(calls) == [0, 1, 2, 3]
+    assert {i: (r.ok, r.stdout) for i, r in results.items()} == {i: (True, f"{i}\n") for i in range(4)}
+    assert all((workspace / f"done{i}").exists() for i in range(4))
