@@ -190,9 +190,10 @@ class Collections:
             from . import answer  # noqa: F401 — the deciding code: imported once, before the first call
 
             load_gate()  # and the gate, which the guard imports where it is used
-        # The fold checkpoints' code stamp, taken now: it names the code this process runs. Taken at the first
-        # checkpoint (hours later, after a `git pull` of modules the protocol's stamp does not cover), it would
-        # name the tree on disk then, and a cold process of that other code would unpickle this code's classes.
+        # The code stamp of the fold checkpoints and kept envelopes, taken now: it names the code this process runs.
+        # Taken at the first checkpoint (hours later, after a `git pull` of modules the protocol's stamp does not
+        # cover), it would name the tree on disk then, and a cold process of that other code would unpickle this
+        # code's classes.
         from tether.guard.cachefile import code_stamp
 
         code_stamp()
