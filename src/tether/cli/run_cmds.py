@@ -257,8 +257,8 @@ def shown_run(
 
 
 def lineage(state: RunState) -> list[str]:
-    """The lines that place a run among others, under its title: the run that delegated it, the runs it
-    delegated, each with what brings it up (a child's task cut to 80 characters)."""
+    """The lines that place a run among others, under its title: the run that delegated it (and the command that
+    shows it), then each run it delegated, with the call that did and the child's task (cut to 80 characters)."""
     lines = [f"  delegated by run {state.parent_run} (`tether show {state.parent_run}`)"] if state.parent_run else []
     return lines + [
         f"  delegated to child run {c.child_run} ({c.call_id}): {escape(c.task[:80])}" for c in state.children.values()

@@ -267,8 +267,8 @@ def managed_problems(command: str, file: str, reinstall: str) -> list[Problem]:
 def answering(python: str, script_package: str, layer: Layer, project: Path) -> Answer | str:
     """Which tether ``python`` answers with, or why it cannot be asked. An interpreter status must not run
     (:func:`not_to_run`) is not asked: the tether its script belongs to is read instead, and said so. One that is
-    run must import the tether its script belongs to: a command whose client is one tether's and whose interpreter
-    imports another runs code nobody installed there."""
+    run must import the tether its script belongs to: otherwise the client of one tether hands each call to the
+    code of another."""
     untrusted = not_to_run(python, layer, project)
     if untrusted:
         note = f"{untrusted}: not run; the code check reads {script_package}"
@@ -408,8 +408,8 @@ def install_flags(directory: Path, managed_dir: Path | None) -> dict[str, str]:
 
 def file_problems(layer: Layer, agent: str) -> list[Problem]:
     """What is wrong with a settings file itself, whatever it holds: a managed file other users' agents cannot
-    read (their agent then runs without it) or a user could rewrite (then that user decides every user's hooks),
-    and a file that could not be read (tether never rewrites what it cannot parse)."""
+    read (their agent cannot apply it) or a user could rewrite (then that user decides every user's hooks), and a
+    file that could not be read (tether never rewrites what it cannot parse)."""
     problems = []
     shared = layer.layer == "managed" and layer.exists
     blocked = shared_problem(Path(layer.file)) if shared else None
