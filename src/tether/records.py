@@ -29,6 +29,10 @@ again on leaving, whatever happens. A module that took the name within (``from d
 keeps a maker that hands every class to the standard one after it. ``tests/hooks/test_cold_dataclasses.py``
 compares every class made during that import both ways.
 
+The ``__init__`` the standard maker still compiles is compiled once per interpreter, not once per process: while a
+class is made here, ``dataclasses``' ``exec`` runs the code :mod:`tether.compiled` kept for the exact text (in the
+package's ``__pycache__``, as a ``.pyc``), compiling only a text it has not seen.
+
 For type checkers this *is* ``dataclasses.dataclass``.
 """
 
@@ -43,6 +47,8 @@ from contextlib import contextmanager
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from tether import compiled
+
 #: Whether this interpreter's generated methods are the ones mirrored here (see the module docstring).
 MIRRORED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 #: The standard library's maker of a frozen class's ``__setattr__``/``__delattr__``, stood in for while a class is
@@ -54,6 +60,7 @@ _STANDARD = dataclasses.dataclass
 PARAMETERS = frozenset(
     ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots", "weakref_slot")
 )
+_ABSENT = object()
 _frozen_lock = threading.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
 
 
@@ -133,16 +140,23 @@ def _frozen(cls: type, fields: list[dataclasses.Field[Any]], globals: Any = None
 
 def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
     """``dataclasses.dataclass(cls, repr=False, eq=False, **params)``, a frozen class's two methods made by
-    :func:`_frozen` (the standard maker stood in for under a lock, restored at once)."""
-    if not frozen:
-        return _STANDARD(cls, repr=False, eq=False, frozen=False, **params)
+    :func:`_frozen`, and the code of the methods it still compiles (``__init__``) taken from the table of
+    :mod:`tether.compiled` when it holds their text: the standard maker and ``dataclasses``' ``exec`` stood in for
+    under a lock, restored at once (to what they were: a class made while another is)."""
     with _frozen_lock:
         standard = getattr(dataclasses, _FROZEN_MAKER)
-        setattr(dataclasses, _FROZEN_MAKER, _frozen)
+        own_exec = vars(dataclasses).get("exec", _ABSENT)
         try:
-            return _STANDARD(cls, repr=False, eq=False, frozen=True, **params)
+            if frozen:
+                setattr(dataclasses, _FROZEN_MAKER, _frozen)
+            dataclasses.exec = compiled.exec_cached  # type: ignore[attr-defined]
+            return _STANDARD(cls, repr=False, eq=False, frozen=frozen, **params)
         finally:
             setattr(dataclasses, _FROZEN_MAKER, standard)
+            if own_exec is _ABSENT:
+                vars(dataclasses).pop("exec", None)
+            else:
+                dataclasses.exec = own_exec  # type: ignore[attr-defined]
 
 
 def _record(

@@ -402,3 +402,53 @@ def test_a_call_without_the_gate_still_restores_the_fold_checkpoint(tmp_path: Pa
     probe = json.loads(out.stdout.rstrip("\n").rpartition("\n")[2])
     assert probe["exit"] == 0 and probe["loaded"] == [True], out.stderr
     assert "tether.policy.gate" not in probe["modules"]
+
+
+#: A cold call whose dataclasses' ``__init__`` code comes from tether.compiled's table (its path the test's), the
+#: texts it compiled all the same counted.
+KEPT = """
+import json, sys
+import tether.compiled as kept
+kept.location = sys.argv[1]
+sys.dont_write_bytecode = False
+compiled = []
+def counting(text, *args, **kwargs):
+    compiled.append(text.split("\\n")[1])
+    return compile(text, *args, **kwargs)
+kept.compile = counting
+from tether.hooks.entry import main
+code = main(["claude-code", "--no-daemon"])
+print(json.dumps({"exit": code, "compiled": compiled, "used": len(kept._used)}))
+"""
+
+
+def test_a_cold_call_compiles_no_init_the_table_holds(tmp_path: Path) -> None:
+    """The first cold PreToolUse compiles each dataclass ``__init__`` and writes the table at exit; the second
+    compiles none of them (tether.compiled): every text it makes is in the table."""
+    if not records.MIRRORED:
+        return  # nothing is stood in for: the standard maker compiles, as ever
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    table = tmp_path / "__pycache__" / "table.marshal"
+    table.parent.mkdir()
+    probes = []
+    for n in range(2):
+        data = payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}, tool_use_id=f"toolu_{n}")
+        out = subprocess.run(
+            [sys.executable, "-c", KEPT, str(table)],
+            input=json.dumps(data),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        answer, _, probe = out.stdout.rstrip("\n").rpartition("\n")
+        assert probe.startswith("{"), out.stdout + out.stderr
+        assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
+        probes.append(json.loads(probe))
+    first, second = probes
+    assert first["exit"] == second["exit"] == 0
+    assert len(first["compiled"]) >= 100 and table.exists()  # tether's and the libraries' __init__s
+    assert second["compiled"] == [], f"compiled again though the table holds them: {second['compiled'][:3]}"
+    assert second["used"] == first["used"] >= 100

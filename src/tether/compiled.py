@@ -1,0 +1,216 @@
+"""The code ``dataclasses`` compiles for a class's ``__init__``, kept from one process to the next, as CPython keeps
+a module's code in its ``__pycache__``.
+
+The standard ``dataclass`` writes each method it adds as source text and ``exec``s it (``dataclasses._create_fn``:
+``def __create_fn__(locals…): def __init__(…): …; return __init__``). :mod:`tether.records` makes every method but
+``__init__`` without compiling; what is left is ~114 ``__init__`` texts a cold hook call compiles, ~0.5 M
+instructions each (``docs/hooks.md``). A text depends only on the class's fields (names, whether each has a
+default or a factory, ``init``/``kw_only``, frozen, ``__post_init__``, ``InitVar``), never on their values: those
+are the ``locals`` the outer function is called with. So the code compiled from a text can be kept.
+
+**What stands in, and where.** While :mod:`tether.records` makes a class (under its lock, restored at once, as it
+stands in for ``_frozen_get_del_attr``), ``dataclasses``' global name ``exec`` is :func:`exec_cached`: the
+standard ``_create_fn`` builds its text exactly as ever, and its ``exec(txt, globals, ns)`` runs the code object
+compiled from that text (``compile(txt, "<string>", "exec")``, what ``exec`` of a string compiles: ``dataclasses``
+has no ``__future__`` flags to inherit), taken from the table when it holds that exact text, compiled when not.
+``exec`` of a code object then does what ``exec`` of its text does after compiling (the ``def`` statement makes
+``__create_fn__`` over ``globals``, adding ``__builtins__`` to them if missing), and ``_create_fn`` calls it with the
+locals as ever. Nothing of the text building is mirrored here, so a Python whose text differs (3.12 names the
+return type otherwise) keys its own texts. The function made is the one compiled: same code object (``==``,
+``co_filename`` ``"<string>"`` and line numbers included: marshal keeps them), signature, defaults, closure,
+``__qualname__``, ``__annotations__``; ``tests/test_compiled.py`` compares them with the standard making.
+Applies where :mod:`tether.records` mirrors the generated methods (3.11, 3.12, with ``_create_fn``); on 3.13
+(no ``_create_fn``) nothing stands in.
+
+**The table.** One file, ``<the __pycache__ of this module's .pyc>/dataclass-code.<cache_tag>.v<FORMAT>.<magic
+hex>.marshal`` (the interpreter's ``sys.implementation.cache_tag`` and bytecode magic number in its name, so
+another Python never opens it; none when the interpreter has no cache tag or this module no ``__cached__``). It
+is: :data:`HEAD`, the format version, the magic number again, the SHA-256 of the body, and the body, a marshal'd
+``{text: marshal'd code}``, at most :data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` in all. Any doubt and it is
+as if there were none: a short, torn or foreign file (head, version, magic, digest), a body that is not a dict,
+an entry that does not unmarshal to a code object, or whose code does not fit its text (its function and the
+function inside named as the text's first two lines name them, with the arguments the first line lists: a cheap
+check that catches an entry filed under another text; it is no check against a forger, see below): then the text
+is compiled as ever. The lookup is by the exact text (a dict: its hash, then the whole text compared).
+
+**Writing.** A process that compiled a text the table lacked writes the table once, at exit (``atexit``): the
+file as it is then on disk merged with what the process used, the entries this process used first (a process
+that misses puts back what it needs), bounded. It is written as CPython writes a ``.pyc``: to
+``<table>.<pid>.<random>.tmp`` (``O_EXCL``, the mode of this module's source, as ``importlib`` gives a ``.pyc`` its
+source's) in the same directory, then renamed over the table; any ``OSError`` (the directory not writable, not
+there, the disk full) and nothing is written, silently, as Python skips a ``.pyc`` it cannot write; nor when
+``sys.dont_write_bytecode``. So a reader sees the old table or the new one whole (rename), two writers at once each
+rename a whole file (the last one stays: entries of the other are lost until a process misses them again), and a
+crash mid-write leaves the old table and at most a ``.tmp`` file (as an interrupted ``.pyc`` write leaves one);
+a torn table after a power loss (no ``fsync``, as for a ``.pyc``) fails its digest.
+
+**Trust.** The table is code every process runs. It lives where this package's own ``.pyc`` files live, with their
+owner and permissions, and is read from nowhere else: whoever can write it can write ``records.cpython-311.pyc``
+beside it, which Python runs unchecked anyway. A managed install is vouched for by walking everything under tether's
+package (``hooks/import_roots.py`` ``loose_under``, ``hooks/trust.py``): a table another user could write is refused
+like a ``.pyc`` they could write (``tests/test_compiled.py``). A hook process runs with ``-I``, so
+``PYTHONPYCACHEPREFIX`` cannot move the table (nor the ``.pyc`` files) somewhere a user can write. The digest and
+the fit check are against accidents (torn writes, a bug), not against a writer, who could forge both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import sys
+from types import CodeType
+from typing import Any
+
+#: The table file's first bytes.
+HEAD = b"TETHERDC"
+#: The layout of the table; one of another layout is ignored (and its name differs).
+FORMAT = 1
+#: Entries kept at most (a cold PreToolUse uses ~114; tether's whole import ~200).
+MAX_ENTRIES = 1024
+#: The table's size at most, in bytes: a larger file is not read, and a table is never written larger.
+MAX_BYTES = 4 << 20
+#: A text longer than this is compiled each time, not kept (an ``__init__`` of ~50 fields is ~4 KB).
+MAX_TEXT = 64 << 10
+_DIGEST = 32
+
+
+def _magic() -> bytes:
+    from importlib._bootstrap_external import MAGIC_NUMBER
+
+    return MAGIC_NUMBER
+
+
+def table_path() -> str | None:
+    """Where the table is, beside this module's ``.pyc`` (None: nowhere, nothing is kept)."""
+    tag = sys.implementation.cache_tag
+    cached = globals().get("__cached__")
+    if not tag or not isinstance(cached, str):
+        return None
+    return os.path.join(os.path.dirname(cached), f"dataclass-code.{tag}.v{FORMAT}.{_magic().hex()}.marshal")
+
+
+#: Where the table is read from and written to; None: nowhere. Set once, when first needed (tests set it).
+location: str | None = table_path()
+_table: dict[Any, Any] | None = None  # as read, once per process
+_used: dict[str, bytes] = {}  # the entries this process used or compiled, in that order
+_missed = False
+
+
+def header(body: bytes) -> bytes:
+    return HEAD + FORMAT.to_bytes(4, "little") + _magic() + hashlib.sha256(body).digest()
+
+
+def read(path: str | None) -> dict[Any, Any]:
+    """The table at ``path``; empty when there is none or on any doubt about the file (the module docstring)."""
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError:
+        return {}
+    size = len(HEAD) + 8 + _DIGEST
+    if len(data) > MAX_BYTES or len(data) < size or data[:size] != header(data[size:]):
+        return {}
+    try:
+        body = marshal.loads(data[size:])
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return body if type(body) is dict else {}
+
+
+def _fits(code: Any, text: str) -> bool:
+    """Whether ``code`` is a module's code that defines the function the text's first line names, with the
+    arguments it lists, and whose first nested function has the name the second line gives."""
+    if type(code) is not CodeType or code.co_filename != "<string>":
+        return False
+    outer = next((c for c in code.co_consts if type(c) is CodeType), None)
+    if outer is None:
+        return False
+    first, _, rest = text.partition("\n")
+    if first != f"def {outer.co_name}({', '.join(outer.co_varnames[: outer.co_argcount])}):":
+        return False
+    inner = next((c for c in outer.co_consts if type(c) is CodeType), None)
+    return inner is not None and rest.startswith(f" def {inner.co_name}(")
+
+
+def code_of(text: str) -> CodeType:
+    """The code ``exec(text)`` would compile: the table's when it holds ``text`` and it fits, else compiled (and
+    kept, to be written at exit)."""
+    global _table, _missed
+    if _table is None:
+        _table = read(location)
+    entry = _table.get(text)
+    if type(entry) is bytes:
+        try:
+            code = marshal.loads(entry)
+        except (EOFError, ValueError, TypeError):
+            code = None
+        if _fits(code, text):
+            _used.setdefault(text, entry)
+            return code  # type: ignore[no-any-return]
+    code = compile(text, "<string>", "exec", dont_inherit=True)
+    if len(text) <= MAX_TEXT and len(_used) < MAX_ENTRIES:
+        _table[text] = _used[text] = marshal.dumps(code)  # a class of the same text later in this process too
+        if not _missed:
+            _missed = True
+            import atexit
+
+            atexit.register(write)
+    return code
+
+
+def exec_cached(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+    """``exec`` as ``dataclasses`` calls it, with the text's code from the table (:func:`code_of`); anything but
+    a text is handed to ``exec`` as it is. With no ``globals``, the caller's, as ``exec`` takes them."""
+    if globals is None:
+        caller = sys._getframe(1)
+        globals = caller.f_globals
+        if locals is None:
+            locals = caller.f_locals
+    exec(code_of(source) if type(source) is str else source, globals, locals)
+
+
+def merged(ours: dict[str, bytes], theirs: dict[Any, Any]) -> dict[str, bytes]:
+    """``ours`` first, then the entries of ``theirs`` (the table on disk) ours lacks, within the bounds."""
+    kept: dict[str, bytes] = {}
+    room = MAX_BYTES - len(HEAD) - 8 - _DIGEST - 64
+    for text, entry in [*ours.items(), *theirs.items()]:
+        if len(kept) >= MAX_ENTRIES:
+            break
+        if type(text) is not str or type(entry) is not bytes or text in kept:
+            continue
+        cost = len(text.encode("utf-8", "surrogatepass")) + len(entry) + 16
+        if cost > room:
+            continue
+        room -= cost
+        kept[text] = entry
+    return kept
+
+
+def write(path: str | None = None) -> bool:
+    """Write the table (at ``path``, else :data:`location`): what is on disk merged with what this process used,
+    to a temporary file renamed into place. False, and nothing written, when nothing is new, bytecode is not
+    written, or on any ``OSError``."""
+    path = path or location
+    if path is None or not _missed or sys.dont_write_bytecode:
+        return False
+    body = marshal.dumps(merged(_used, read(path)))
+    data = header(body) + body
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        mode = (os.stat(__file__).st_mode | 0o200) & 0o666  # as importlib gives a .pyc its source's mode
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except OSError:
+        return False
+    try:
+        with open(fd, "wb", closefd=True) as f:
+            f.write(data)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return False
+    return True
