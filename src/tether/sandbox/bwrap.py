@@ -384,13 +384,14 @@ class BwrapSandbox:
             if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
                 bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
                 start = f"{bridge} {start_w}>&- && {start}"
-            held = f"{hold.line()}\n" if hold is not None else ""  # waits for tether's go once the sandbox is up
+            # waits for tether's go once the sandbox is up, on the trampoline's line (the command's lines as unheld)
+            held = f"; {hold.line()}" if hold is not None else ""
             if isinstance(command, str):
                 # A shell command runs in the trampoline's own bash, on the lines after it (as local runs its
                 # limits line): a second bash would cost more than bubblewrap's own setup adds to a `true`.
-                inner = ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126\n{held}{command}", "bash"]
+                inner = ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126{held}\n{command}", "bash"]
             else:
-                script = f'{limits}; {unpack}{start} || exit 126\n{held}exec "$@"'
+                script = f'{limits}; {unpack}{start} || exit 126{held}\nexec "$@"'
                 inner = ["/bin/bash", "-c", script, "tether", *to_argv(command)]
             proxy_dir = proxy.directory if proxy is not None else None
             argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)

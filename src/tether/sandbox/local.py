@@ -115,8 +115,8 @@ class LocalSandbox:
         # where Python otherwise uses vfork.
         limits = self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0)
         hold = Hold(before) if before is not None else None
-        if hold is not None:  # the line that waits for tether's go, after the limits, before the command
-            limits = f"{limits}\n{hold.line()}"
+        if hold is not None:  # waits for tether's go, after the limits, on their line (the command's lines as unheld)
+            limits = f"{limits}; {hold.line()}"
         if isinstance(command, str):
             argv = [self.bash, "-c", f"{limits}\n{command}", "bash"]  # $0 as for `bash -c`
         else:

@@ -68,8 +68,11 @@ class Hold:
 
     def line(self) -> str:
         """The shell line that holds the command: one byte, or exit (no byte: never let go); the descriptor is
-        closed before the command, which sees none of it (``REPLY`` unset again)."""
-        return f"read -r -n 1 -u {self.r} || exit {HELD_EXIT_CODE}; unset REPLY; exec {self.r}<&-"
+        closed before the command, which sees none of it (``REPLY`` unset again). ``read`` without a timeout:
+        bash takes ``$TMOUT`` as its default, and a commit slower than one passed to the command would have made
+        the line give up (the command exiting 125 unrun after a commit that succeeded). The caller appends it to
+        its own first line, so the command's lines keep their numbers (``$LINENO``, bash's errors) as unheld."""
+        return f"TMOUT= read -r -n 1 -u {self.r} || exit {HELD_EXIT_CODE}; unset REPLY; exec {self.r}<&-"
 
     def release(self) -> None:
         """Run ``before``; then let the command go. If ``before`` raises, nothing is written (the caller kills the
