@@ -21,7 +21,8 @@ What it is trusted for, and by whom:
 - **It decides nothing the validation would not.** It is written only when the validated envelope survives its
   own round trip: validating its JSON dump gives an equal model with the same contract hash (what the guard
   governs with is the envelope its run recorded, validated from that dump). It holds that dump beside the
-  model; the contract hash and the dump's digest are computed from it at each read, so the guard's checks keep
+  model; the contract hash and the dump's digest are computed from it at each read, and the model read back must
+  be that dump exactly (:func:`_state`: a pickle restores any state it is given), so the guard's checks keep
   their meaning: a run whose recorded envelope is not this dump is validated from the log as before, and its
   contract is compared with this one's (a differing one is refused, as always).
 - **It is no easier to forge than the log.** When the store signs anchors (a key from ``tether key init``),
@@ -167,10 +168,48 @@ def _restore(raw: bytes, path: Path | None, key: dict[str, Any], signer: Signer 
     body = found[1]
     obj = _unpickle(body)
     envelope, dump = obj.get("envelope"), obj.get("dump")
-    if type(envelope) is not Envelope or not isinstance(dump, dict):
+    if type(envelope) is not Envelope or not isinstance(dump, dict) or not _same(_state(envelope), dump):
         return None
     # derived from the dump, as from the model (contract_hash takes either): nothing the header could misstate
     return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
+
+
+def _state(value: Any) -> Any:
+    """What ``model_dump(mode="json")`` gives for a model validation made, read from its state without pydantic's
+    serializer (building it costs what the kept file saves). A pickle restores a model's state as written: any
+    state validation never makes (an attribute beside the fields or one missing, pydantic's extra or private
+    state set, a tuple, set or bytes, a class that is not the schema's) raises. The schema's fields are JSON
+    values, lists, mappings, enums and models only, none excluded, aliased or serialized otherwise."""
+    import enum
+
+    from pydantic import BaseModel
+
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool):
+        return value
+    if kind is list:
+        return [_state(v) for v in value]
+    if kind is dict:
+        if any(type(k) is not str for k in value):
+            raise ValueError("a kept envelope's mapping has a key that is not a string")
+        return {k: _state(v) for k, v in value.items()}
+    if isinstance(value, enum.Enum):
+        return _state(value.value)
+    if isinstance(value, BaseModel):
+        fields = kind.model_fields
+        state = object.__getattribute__(value, "__dict__")
+        extra = object.__getattribute__(value, "__pydantic_extra__")
+        private = object.__getattribute__(value, "__pydantic_private__")
+        if set(state) != set(fields) or extra or private:
+            raise ValueError(f"a kept envelope's {kind.__name__} holds state validation does not make")
+        return {name: _state(state[name]) for name in fields}
+    raise ValueError(f"a kept envelope may not hold a {kind.__name__}")
+
+
+def _same(state: Any, dump: Any) -> bool:
+    """The model's state is its dump, value for value and type for type (``1``, ``1.0`` and ``True`` are equal in
+    Python, never in a validated model's dump)."""
+    return json.dumps(state, sort_keys=True) == json.dumps(dump, sort_keys=True)
 
 
 def _vouched(
@@ -229,9 +268,9 @@ def save(folder: Path, v: Validated, key: dict[str, Any], signer: Signer | None)
     try:
         body = pickle.dumps({"envelope": v.envelope, "dump": v.dump}, protocol=5)
         back = _unpickle(body)  # what a reader will find, or nothing is kept
+        if back.get("envelope") != v.envelope or back.get("dump") != v.dump or not _same(_state(v.envelope), v.dump):
+            return None  # a reader would not take it: never kept (else written again by every call)
     except Exception:
-        return None
-    if back.get("envelope") != v.envelope or back.get("dump") != v.dump:
         return None
     header: dict[str, Any] = {
         **key,
