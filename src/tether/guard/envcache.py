@@ -27,7 +27,8 @@ What it is trusted for, and by whom:
   contract is compared with this one's (a differing one is refused, as always).
 - **It is no easier to forge than the log.** When the store signs anchors (a key from ``tether key init``),
   it is signed with that key and one without a valid signature is ignored. Either way it is read only from a
-  folder and a file owned by this user (or root) that no one else may write.
+  folder and a file owned by this user (or root) that no one else may write (the file opened inside the folder
+  checked, by its descriptor: a folder swapped after its check is not read from).
 - **It stands in only for a source this user could change.** A kept envelope is this user's file; it may
   replace the validation of an envelope file only when this user may write that file or its directory (and so
   could change the policy anyway). An envelope only others may change, such as a managed install's
@@ -138,13 +139,20 @@ def _own(st: os.stat_result) -> bool:
 def load(folder: Path, path: Path | None, key: dict[str, Any], signer: Signer | None) -> Validated | None:
     """The kept envelope of ``path`` (None: the built-in one) under ``key``, or None on any doubt."""
     target = file_for(folder, path)
+    # The file is opened inside the very folder checked (its descriptor), never by its path again: a folder
+    # renamed and replaced (by a link, by one others may write) between the check and the open is not read from.
     try:
-        folder_st = os.lstat(folder)
-        if not stat.S_ISDIR(folder_st.st_mode) or not _own(folder_st):
-            return None
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not _own(os.fstat(dir_fd)):
+            return None
+        fd = os.open(target.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or not _own(st) or st.st_size > MAX_BYTES:

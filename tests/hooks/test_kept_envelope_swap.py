@@ -1,0 +1,62 @@
+"""The kept envelope's folder swapped between its check and the file's opening (guard/envcache.py ``load``).
+
+The folder must be this user's (or root's) and writable by no one else; the file is opened inside the folder that
+was checked, never by its path again: whoever may rename the folder (the database's directory's writers) cannot
+slip in another folder, one others may write, between the check and the open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_kept_envelope import SOURCE
+
+import tether.guard.envcache as envcache
+from tether.envelope.load import envelope_of
+
+
+def test_a_folder_swapped_after_its_check_is_not_read_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "envelope.yaml"
+    source.write_text(SOURCE)
+    source = source.resolve()
+    key = envcache.key_of("yaml", hashlib.sha256(SOURCE.encode()).hexdigest())
+    good = envcache.validated(envelope_of(SOURCE.encode(), source), source)
+    folder = tmp_path / "tether.db.folds"
+    assert envcache.save(folder, good, key, None) is not None
+    target = envcache.file_for(folder, source)
+
+    # Another folder, writable by all, holding a file of the same name that is another envelope's (write: **),
+    # consistent with its header as anyone may make one where there is no key.
+    wide = SOURCE.replace('write: ["src/**"]', 'write: ["**"]')
+    other = envcache.validated(envelope_of(wide.encode(), source), source)
+    head, _, _ = target.read_bytes()[len(envcache.MAGIC) :].partition(b"\n")
+    body = pickle.dumps({"envelope": other.envelope, "dump": other.dump}, protocol=5)
+    forged = {**json.loads(head), "body_sha256": hashlib.sha256(body).hexdigest()}
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / target.name).write_bytes(envcache.MAGIC + json.dumps(forged).encode() + b"\n" + body)
+    theirs.chmod(0o777)
+    assert envcache.load(theirs, source, key, None) is None  # read from where it is: refused (others may write)
+
+    real_open = os.open
+    swapped: list[bool] = []
+
+    def racing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(envcache.SUFFIX) and not swapped:  # the file's opening, after the folder's check
+            folder.rename(tmp_path / "moved")
+            folder.symlink_to(theirs)
+            swapped.append(True)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    got = envcache.load(folder, source, key, None)
+    monkeypatch.setattr(os, "open", real_open)
+    assert swapped == [True]
+    assert got is None or got.dump == good.dump  # the checked folder's file, or none: never theirs
+    assert other.dump != good.dump
