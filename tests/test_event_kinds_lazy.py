@@ -177,3 +177,147 @@ def test_reading_a_log_with_a_later_kind_imports_it_only_when_its_data_is_read(t
     )
     assert out["before"] is False and out["model"] == "SuiteBaseline"
     assert "seq 2" in str(out["bad"]) and "tests.baseline" in str(out["bad"])
+
+
+#: What a fresh process reports of a log: each event's model, the run state, and the control layer's fold and
+#: what it would append (``observe``), each as JSON. The same code runs in this process, where every kind
+#: module is imported, for the expected answer.
+FOLD_EVERY_KIND = """
+import json, sys
+from tether.control.fold import folded
+from tether.control.loop import control_state, observe
+from tether.envelope.schema import Envelope
+from tether.events.payload import REGISTRY, Payload
+from tether.events.store import EventStore
+from tether.state import RunState
+
+def state_json(state):
+    import dataclasses
+    indexes = {f.name for f in dataclasses.fields(state) if not f.compare}
+    own = {k: v for k, v in dataclasses.asdict(state).items() if k not in indexes}
+    return json.loads(json.dumps(own, default=str, sort_keys=True))
+
+def report(db, run):
+    events = EventStore.open(db, readonly=True).events(run)
+    before = sorted(m for m in sys.modules if m.startswith("tether.events.kinds"))
+    found = all(e.kind in REGISTRY for e in events)
+    models = [[e.kind, type(e.data).__module__, type(e.data).__name__, e.data.model_dump(mode="json")] for e in events]
+    fold = folded(events)
+    env = Envelope.model_validate(
+        {"plan": {"path": "plan.yaml", "hash": "sha256:" + "0" * 64},
+         "verification": {"sensors": [{"name": "tests", "required": True}], "max_refusals": 2}}
+    )
+    control = {
+        "strategy": fold.strategy, "marker_seq": fold.marker_seq, "plan_revisions": fold.plan_revisions,
+        "beliefs": sorted(fold.beliefs), "claims": [fold.claims, fold.supported], "generation": fold.generation,
+        "system_breaking": [e.seq for e in fold.system_breaking], "state": str(control_state(events)),
+        "last": [getattr(fold, n).seq if getattr(fold, n) is not None else None
+                 for n in ("last_control", "last_diagnostics", "last_input")],
+        "observe": [[p.KIND, p.model_dump(mode="json")] for p in observe(events, env)],
+    }
+    return {"before": before, "found": found, "models": models, "state": state_json(RunState.from_events(events)),
+            "control": control, "registered": sorted(REGISTRY)}
+"""
+
+
+def test_a_fresh_process_finds_and_folds_every_kind_of_a_log_holding_them_all(tmp_path: Path) -> None:
+    """A log with an event of every registered kind (``test_event_payloads.SAMPLES``), written here, is read by a
+    fresh process that imported only the package's own kind modules: every kind is found, each event reads back as
+    its kind's model, and the run state and the control layer's fold (and what it would append) are exactly those
+    this process, which imported every kind module first, folds from the same log."""
+    from test_event_payloads import SAMPLES
+
+    db = tmp_path / "t.db"
+    with EventStore.open(db) as store:
+        run = store.create_run("t", SAMPLES[:1])
+        for sample in SAMPLES[1:]:
+            store.append(run, sample)
+    assert sorted({type(s).KIND for s in SAMPLES}) == sorted(payload.REGISTRY)
+    scope: dict[str, object] = {}
+    exec(FOLD_EVERY_KIND, scope)
+    expected = scope["report"](db, run)  # type: ignore[operator]
+    assert expected["found"] and len(expected["models"]) == len(SAMPLES)
+    out = fresh(f"{FOLD_EVERY_KIND}\nout = report({str(db)!r}, {run!r})")
+    assert out["before"] == ["tether.events.kinds_calls", "tether.events.kinds_guard", "tether.events.kinds_hooks"]
+    assert out["found"] is True
+    assert out["models"] == expected["models"]
+    assert out["state"] == expected["state"]
+    assert out["control"] == expected["control"]
+    assert out["registered"] == expected["registered"]
+
+
+def test_an_unregistered_kind_still_fails_closed_in_a_fresh_process(tmp_path: Path) -> None:
+    """A kind no module registers, in a log read by a fresh process: ``in`` says no (after importing every later
+    module), and folding the log refuses it, naming the seq and the kind."""
+    import sqlite3
+
+    from tether.canonical import canonical_json
+    from tether.events.chain import event_hash
+    from tether.events.kinds_calls import RunStarted
+
+    db = tmp_path / "t.db"
+    with EventStore.open(db) as store:
+        run = store.create_run("t", [RunStarted(task="t")])
+    with sqlite3.connect(db) as conn:  # a forger's row: a correct chain, a kind tether never registered
+        seq, prev = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run,)).fetchone()
+        ts, body = "2026-01-01T00:00:00.000000+00:00", canonical_json({"x": 1})
+        h = event_hash(prev, run, seq + 1, ts, "model.guessed", body)
+        conn.execute(
+            "INSERT INTO events VALUES (?,?,?,?,?,?)", (run, seq + 1, ts, "model.guessed", body, bytes.fromhex(h))
+        )
+        conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq + 1, h, run))
+    out = fresh(
+        "from tether.errors import LogCorrupt\n"
+        "from tether.events.payload import REGISTRY\n"
+        "from tether.events.store import EventStore\n"
+        "from tether.state import RunState\n"
+        f"events = EventStore.open({str(db)!r}, readonly=True).events({run!r})\n"
+        "try:\n"
+        "    RunState.from_events(events)\n"
+        "    bad = ''\n"
+        "except LogCorrupt as e:\n"
+        "    bad = str(e)\n"
+        "out = {'in': 'model.guessed' in REGISTRY, 'bad': bad}"
+    )
+    assert out["in"] is False
+    assert "seq 1" in str(out["bad"]) and "model.guessed" in str(out["bad"])
+
+
+def test_every_kind_the_folds_name_by_its_string_is_registered_and_handled_as_its_model() -> None:
+    """The folds' tables are keyed by a kind's string, not its class (so a fold builds no class of a kind it never
+    reads): a misspelt kind would be a handler never called. Each named kind is registered, and each handler's
+    payload parameter is annotated with that kind's model (or a union naming it)."""
+    import inspect
+
+    from tether.control import fold, loop, receipts
+    from tether.control.planning import PlanFold
+    from tether.state import _BY_KIND, STATUS_KINDS
+
+    tables = {
+        "state": _BY_KIND,
+        "control.fold": fold._BY_KIND,
+        "control.receipts": receipts._VIEW_BY_KIND,
+        "control.loop": loop._SAY,
+    }
+    sets = {
+        "STATUS_KINDS": STATUS_KINDS,
+        "MARKER_KINDS": fold.MARKER_KINDS,
+        "CONTROL_KINDS": receipts.CONTROL_KINDS,
+        "RECEIPT_KINDS": receipts.RECEIPT_KINDS,
+        "PlanFold.KINDS": PlanFold.KINDS,
+    }
+    registered = set(payload.REGISTRY)
+    unknown = {f"{name}: {kind}" for name, kinds in (*tables.items(), *sets.items()) for kind in kinds}
+    unknown = {u for u in unknown if u.split(": ", 1)[1] not in registered}
+    assert unknown == set()
+    mismatched = []
+    for name, table in tables.items():
+        for kind, handler in table.items():
+            params = list(inspect.signature(handler).parameters.values())
+            annotated = [p.annotation for p in params if p.name in ("p", "data", "record")] or [
+                params[0].annotation if params else ""
+            ]
+            model = payload.REGISTRY[kind].__name__
+            if getattr(handler, "__name__", "") != "<lambda>" and model not in str(annotated[0]).split(" | "):
+                mismatched.append(f"{name}: {kind} -> {handler.__qualname__}({annotated[0]})")
+    assert mismatched == []

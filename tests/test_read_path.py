@@ -21,7 +21,7 @@ from tether.events.bulk import gc_paused
 from tether.events.chain import event_hash
 from tether.events.payload import Payload, parse
 from tether.events.store import Event, EventStore
-from tether.state import _HANDLERS, STATUS_KINDS, RunState
+from tether.state import _BY_KIND, STATUS_KINDS, RunState
 from tether.status import RunStatus
 
 
@@ -73,10 +73,10 @@ def test_the_status_kinds_give_the_full_folds_status_and_approvals_at_every_pref
 
 def test_every_handler_that_sets_status_or_approvals_is_a_status_kind() -> None:
     """A new handler that changes the status must join STATUS_KINDS, or `tether runs` would miss it."""
-    for model, handler in _HANDLERS.items():
+    for kind, handler in _BY_KIND.items():
         source = inspect.getsource(handler)
         if "self.status" in source or "self.pending_approvals" in source:
-            assert model.KIND in STATUS_KINDS, f"{model.KIND}: {handler.__name__} sets the status"
+            assert kind in STATUS_KINDS, f"{kind}: {handler.__name__} sets the status"
 
 
 def test_a_stored_row_parses_from_its_text_as_its_dict_would(tmp_path: Path) -> None:

@@ -13,58 +13,62 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import field
 from datetime import datetime
 from sys import intern
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS
 from tether.events.bulk import gc_paused
-from tether.events.kinds import (
+from tether.events.kinds_calls import (
     ActionCompleted,
     ActionDecided,
     ActionFailed,
-    ActionInvalid,
     ActionProposed,
     ActionStarted,
-    ApprovalDenied,
-    ApprovalExpired,
-    ApprovalGranted,
-    ApprovalMismatch,
-    ApprovalRequested,
-    BudgetExceeded,
-    Checkpoint,
-    ContextFull,
-    ModelFailed,
-    ModelResponded,
-    ModelUnaffordable,
-    RunContinued,
-    RunFinished,
-    RunForked,
-    RunResumed,
     RunStarted,
-    RunWaiting,
-    SandboxFailed,
 )
-from tether.events.kinds_context import ContextCompacted
-from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
-from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
-from tether.events.kinds_guard import SessionEnded
-from tether.events.kinds_verify import PreflightCompleted
-from tether.events.payload import REGISTRY, Payload
+from tether.events.payload import REGISTRY
 from tether.events.store import Event
 from tether.records import dataclass
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 
-#: Facts the runtime records that a run cannot go on from; ``next_step`` turns the pending one into a finish.
-StopFact = (
-    SandboxFailed
-    | ContextFull
-    | ModelUnaffordable
-    | ModelFailed
-    | ApprovalExpired
-    | ApprovalMismatch
-    | ActionFailed
-    | PreflightCompleted
-    | SessionEnded
-)
+if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are the registry's later ones
+    from tether.events.kinds import (
+        ActionInvalid,
+        ApprovalDenied,
+        ApprovalExpired,
+        ApprovalGranted,
+        ApprovalMismatch,
+        ApprovalRequested,
+        BudgetExceeded,
+        Checkpoint,
+        ContextFull,
+        ModelFailed,
+        ModelResponded,
+        ModelUnaffordable,
+        RunContinued,
+        RunFinished,
+        RunForked,
+        RunResumed,
+        RunWaiting,
+        SandboxFailed,
+    )
+    from tether.events.kinds_context import ContextCompacted
+    from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
+    from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
+    from tether.events.kinds_guard import SessionEnded
+    from tether.events.kinds_verify import PreflightCompleted
+
+    #: Facts the runtime records that a run cannot go on from; ``next_step`` turns the pending one into a finish.
+    StopFact = (
+        SandboxFailed
+        | ContextFull
+        | ModelUnaffordable
+        | ModelFailed
+        | ApprovalExpired
+        | ApprovalMismatch
+        | ActionFailed
+        | PreflightCompleted
+        | SessionEnded
+    )
 
 #: ``run.started``'s ``sandbox`` of a run whose tools another program runs: ``external: <program>``.
 EXTERNAL = "external"
@@ -83,20 +87,19 @@ def external_driver(sandbox: str) -> str:
 #: the proposals the approvals name. Folding only these gives the full fold's ``status`` and
 #: ``pending_approvals`` (``tether runs``, ``tether approvals``) without parsing the rest of the log.
 STATUS_KINDS = frozenset(
-    k.KIND
-    for k in (
-        RunStarted,
-        RunResumed,
-        RunContinued,
-        RunForked,
-        RunWaiting,
-        RunFinished,
-        ActionProposed,
-        ApprovalRequested,
-        ApprovalGranted,
-        ApprovalDenied,
-        ApprovalExpired,
-    )
+    {
+        "run.started",
+        "run.resumed",
+        "run.continued",
+        "run.forked",
+        "run.waiting",
+        "run.finished",
+        "action.proposed",
+        "approval.requested",
+        "approval.granted",
+        "approval.denied",
+        "approval.expired",
+    }
 )
 
 #: Statuses after which no step is about a call any more (``_live``); a completed call joins them once it ran ok
@@ -349,7 +352,7 @@ class RunState:
         self.status = RunStatus.WAITING_APPROVAL if self.pending_approvals else RunStatus.RUNNING
         self._active_since = datetime.fromisoformat(e.ts)
 
-    def _run_resumed(self, e: Event, p: RunResumed) -> None:
+    def _run_resumed(self, e: Event, p: RunResumed | RunContinued) -> None:
         self.attempt += 1
         if not self.pending_approvals:
             self.status = RunStatus.RUNNING
@@ -357,7 +360,7 @@ class RunState:
 
     def _run_continued(self, e: Event, p: RunContinued) -> None:
         """A person continued the run: what stopped it is answered, and the limits they raised apply."""
-        self._run_resumed(e, RunResumed(reason=p.reason))
+        self._run_resumed(e, p)  # as a run.resumed (which reads nothing of its payload)
         if self.status.terminal:
             self.status = RunStatus.WAITING_APPROVAL if self.pending_approvals else RunStatus.RUNNING
         self.continued_seq = e.seq
@@ -454,15 +457,22 @@ class RunState:
             if p.scope == "run" and p.rule:
                 self.run_rules.append({"rule": p.rule, "by": p.by, "approval_id": p.approval_id})
 
-    def _approval_refused(self, e: Event, p: ApprovalDenied | ApprovalExpired) -> None:
-        req = self.pending_approvals.pop(p.approval_id, None)
+    def _approval_denied(self, e: Event, p: ApprovalDenied) -> None:
+        self._refused(p.approval_id, p.reason or "approval expired (None)")
+
+    def _approval_expired(self, e: Event, p: ApprovalExpired) -> None:
+        self._refused(p.approval_id, f"approval expired ({p.outcome})")
+        if p.outcome == "stop":
+            self.stop = p
+
+    def _refused(self, approval_id: str, reason: str) -> None:
+        """A pending approval denied or expired: its call is denied, for ``reason``."""
+        req = self.pending_approvals.pop(approval_id, None)
         if req is not None:
             a = self.actions[req["call_id"]]
             a.status = ActionStatus.DENIED
-            a.reason = p.reason if isinstance(p, ApprovalDenied) and p.reason else f"approval expired ({_outcome(p)})"
+            a.reason = reason
             self._settle(a)
-        if isinstance(p, ApprovalExpired) and p.outcome == "stop":
-            self.stop = p
 
     def _action_started(self, e: Event, p: ActionStarted) -> None:
         a = self.actions[p.call_id]
@@ -528,44 +538,41 @@ class RunState:
             self._active_since = None
 
 
-def _outcome(p: ApprovalDenied | ApprovalExpired) -> str | None:
-    return p.outcome if isinstance(p, ApprovalExpired) else None
-
-
-#: The fold's one table: which payload types change the run state, and how. Kinds not here leave it unchanged.
-_HANDLERS: dict[type[Payload], Callable[[RunState, Event, Any], None]] = {
-    RunStarted: RunState._run_started,
-    RunResumed: RunState._run_resumed,
-    RunForked: RunState._run_forked,
-    RunContinued: RunState._run_continued,
-    RunWaiting: RunState._run_waiting,
-    RunFinished: RunState._run_finished,
-    Checkpoint: RunState._checkpoint,
-    ModelResponded: RunState._model_responded,
-    ModelFailed: RunState._model_failed,
-    ReviewerCalled: RunState._reviewer_called,
-    ContextCompacted: RunState._context_compacted,
-    ActionProposed: RunState._action_proposed,
-    ActionInvalid: RunState._action_invalid,
-    ActionDecided: RunState._action_decided,
-    ApprovalRequested: RunState._approval_requested,
-    ApprovalGranted: RunState._approval_granted,
-    ApprovalDenied: RunState._approval_refused,
-    ApprovalExpired: RunState._approval_refused,
-    ActionStarted: RunState._action_started,
-    ActionCompleted: RunState._action_completed,
-    ActionFailed: RunState._action_failed,
-    CompletionAccepted: RunState._completion_accepted,
-    CompletionRefused: RunState._completion_refused,
-    NoOpChecked: RunState._no_op_checked,
-    PreflightCompleted: RunState._preflight,
-    BudgetExceeded: RunState._budget_exceeded,
-    DelegateStarted: RunState._delegate_started,
-    DelegateFinished: RunState._delegate_finished,
-    SandboxFailed: RunState._stopped,
-    ContextFull: RunState._stopped,
-    ModelUnaffordable: RunState._stopped,
-    ApprovalMismatch: RunState._stopped,
-    SessionEnded: RunState._stopped,
+#: The fold's one table: which kinds change the run state, and how (each handler takes its kind's payload). Kinds
+#: not here leave it unchanged. Keyed by the kind's string, not its class: a process folds a log without building
+#: the payload classes of kinds it never reads (a hook session's: payload.LATER); ``apply`` does one dict lookup.
+_BY_KIND: dict[str, Callable[[RunState, Event, Any], None]] = {
+    "run.started": RunState._run_started,  # RunStarted
+    "run.resumed": RunState._run_resumed,  # RunResumed
+    "run.forked": RunState._run_forked,  # RunForked
+    "run.continued": RunState._run_continued,  # RunContinued
+    "run.waiting": RunState._run_waiting,  # RunWaiting
+    "run.finished": RunState._run_finished,  # RunFinished
+    "run.checkpoint": RunState._checkpoint,  # Checkpoint
+    "model.responded": RunState._model_responded,  # ModelResponded
+    "model.failed": RunState._model_failed,  # ModelFailed
+    "review.model_called": RunState._reviewer_called,  # ReviewerCalled
+    "context.compacted": RunState._context_compacted,  # ContextCompacted
+    "action.proposed": RunState._action_proposed,  # ActionProposed
+    "action.invalid": RunState._action_invalid,  # ActionInvalid
+    "action.decided": RunState._action_decided,  # ActionDecided
+    "approval.requested": RunState._approval_requested,  # ApprovalRequested
+    "approval.granted": RunState._approval_granted,  # ApprovalGranted
+    "approval.denied": RunState._approval_denied,  # ApprovalDenied
+    "approval.expired": RunState._approval_expired,  # ApprovalExpired
+    "action.started": RunState._action_started,  # ActionStarted
+    "action.completed": RunState._action_completed,  # ActionCompleted
+    "action.failed": RunState._action_failed,  # ActionFailed
+    "completion.accepted": RunState._completion_accepted,  # CompletionAccepted
+    "completion.refused": RunState._completion_refused,  # CompletionRefused
+    "noop.checked": RunState._no_op_checked,  # NoOpChecked
+    "preflight.completed": RunState._preflight,  # PreflightCompleted
+    "budget.exceeded": RunState._budget_exceeded,  # BudgetExceeded
+    "delegate.started": RunState._delegate_started,  # DelegateStarted
+    "delegate.finished": RunState._delegate_finished,  # DelegateFinished
+    "sandbox.failed": RunState._stopped,  # SandboxFailed
+    "model.context_full": RunState._stopped,  # ContextFull
+    "model.unaffordable": RunState._stopped,  # ModelUnaffordable
+    "approval.mismatch": RunState._stopped,  # ApprovalMismatch
+    "session.ended": RunState._stopped,  # SessionEnded
 }
-_BY_KIND = {cls.KIND: handler for cls, handler in _HANDLERS.items()}  # the same, looked up by the event's kind

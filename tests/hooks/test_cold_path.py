@@ -22,7 +22,9 @@ from tether import records
 #: Not imported to decide a PreToolUse: the CLI and its libraries, the YAML loader, signing, the kernel's
 #: runtime and strict loader, sensors and the test surface (a stop's), sandboxes, the model adapters and
 #: tables, the event kinds of graphs/schedules/workers/egress/MCP, of the kernel's own runs and the test
-#: baseline (a session's log holds one: read as text, events/store.py ``from_row``), the daemon's and
+#: baseline (a session's log holds one: read as text, events/store.py ``from_row``), every kind module but those
+#: of one call and of the session (the run's lifecycle, model calls, approvals, verification, control, context,
+#: delegates, carried plans, pre-flight: ``PAYLOADS_ON_THE_COLD_PATH`` below), the daemon's and
 #: installer's modules, observability, the fold checkpoint's reader and writer while a session has none (and
 #: pickle with them), pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
 #: ``tree_sitter_bash``'s package ``__init__`` imports for a highlight query tether never reads
@@ -59,6 +61,12 @@ NOT_ON_THE_COLD_PATH = (
     "tether.events.kinds_distributed",
     "tether.events.kinds_kernel",
     "tether.events.kinds_baseline",
+    "tether.events.kinds",
+    "tether.events.kinds_control",
+    "tether.events.kinds_context",
+    "tether.events.kinds_delegate",
+    "tether.events.kinds_knowledge",
+    "tether.events.kinds_verify",
     "tether.models",
     "tether.guard.checkpoint",
     "importlib.metadata",
@@ -86,9 +94,15 @@ maker = dataclasses.dataclass
 from tether.hooks.entry import main
 code = main(["claude-code", "--no-daemon"])
 schema = sys.modules.get("tether.envelope.schema")
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+from pydantic import BaseModel
+models = sorted({f"{c.__module__}.{c.__qualname__}" for c in subclasses(BaseModel) if c.__module__[:7] == "tether."})
 print(json.dumps({"exit": code, "modules": sorted(sys.modules), "gc": [gc.isenabled(), gc.get_freeze_count()],
                   "compiled": compiled, "maker": dataclasses.dataclass is maker,
-                  "envelope_built": bool(schema and schema.Envelope.__pydantic_complete__)}))
+                  "envelope_built": bool(schema and schema.Envelope.__pydantic_complete__), "models": models}))
 """
 
 
@@ -277,12 +291,14 @@ def test_no_payload_or_envelope_model_takes_a_builtin_default_factory() -> None:
     assert builtin == set(), f"builtin default factories: {sorted(builtin)}"
 
 
-#: The model modules a cold call imports. Their annotations are evaluated when the class is made: pydantic
-#: compiled each string annotation (``typing.ForwardRef``) when it built a model class, ~740 of them on a cold
-#: call (~43 M instructions, 3.5 %), while these modules used ``from __future__ import annotations``.
+#: The model modules a cold call imports (and those a hook session imports when it meets one of their kinds: an
+#: approval, a stop's verification, a continued session). Their annotations are evaluated when the class is made:
+#: pydantic compiled each string annotation (``typing.ForwardRef``) when it built a model class, ~740 of them on a
+#: cold call (~43 M instructions, 3.5 %), while these modules used ``from __future__ import annotations``.
 MODELS_ON_THE_COLD_PATH = (
     "tether.envelope.schema",
     "tether.events.payload",
+    "tether.events.kinds_calls",
     "tether.events.kinds",
     "tether.events.kinds_context",
     "tether.events.kinds_control",
@@ -305,6 +321,65 @@ def test_the_models_a_cold_call_builds_have_no_string_annotations() -> None:
         if importlib.import_module(n).__dict__.get("annotations") is __future__.annotations
     ]
     assert lazy == [], f"from __future__ import annotations in {lazy}: pydantic compiles every annotation"
+
+
+#: The payload classes (``tether.events``) a cold PreToolUse and PostToolUse build: the base, the kinds of one
+#: governed call (events/kinds_calls.py) and of the session (kinds_guard, kinds_hooks). Each is a kind a session
+#: writes and folds, or a field of one (``AcceptedRisk`` of ``run.started``; ``RuleHit``, ``TaintHit`` of
+#: ``action.decided``): the ~45 other payload classes are built when a kind of theirs is first read or written
+#: (events/payload.py ``LATER``), never for a hook's tool call (91 model classes were built before, 47 now).
+PAYLOADS_ON_THE_COLD_PATH = frozenset(
+    {
+        "payload.Payload",
+        "kinds_calls.AcceptedRisk",
+        "kinds_calls.RunStarted",
+        "kinds_calls.ActionProposed",
+        "kinds_calls.RuleHit",
+        "kinds_calls.TaintHit",
+        "kinds_calls.ActionDecided",
+        "kinds_calls.ActionStarted",
+        "kinds_calls.ActionCompleted",
+        "kinds_calls.ActionFailed",
+        "kinds_calls.DiagnosticsComputed",
+        "kinds_calls.ReviewGate",
+        "kinds_guard.SessionOpened",
+        "kinds_guard.SessionEnded",
+        "kinds_hooks.HookReceived",
+        "kinds_hooks.HookStop",
+        "kinds_hooks.HookBypassed",
+    }
+)
+
+
+def payloads_built(probe: dict[str, Any]) -> set[str]:
+    return {m.removeprefix("tether.events.") for m in probe["models"] if m.startswith("tether.events.")}
+
+
+def test_a_cold_tool_call_builds_only_the_payload_classes_it_uses(tmp_path: Path) -> None:
+    """A cold PreToolUse (which decides) and PostToolUse (which records the receipt), each in a new interpreter,
+    build exactly the payload classes named above; a kind module a fold or the guard imports at the top again
+    (rather than by its kind's string, under ``TYPE_CHECKING``, or where an event of it is made) fails here,
+    naming its classes. The session's log is read whole by both (the run state and the control layer's fold)."""
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    _, started = cold(payload("claude-code.SessionStart", tmp_path), env)
+    assert started["exit"] == 0
+    for i in range(2):  # the second pair folds a log that holds the first's receipt and diagnostics
+        ran = {"tool_input": {"command": f"grep -n needle{i} README.md"}, "tool_use_id": f"toolu_built_{i}"}
+        answer, decided = cold(payload("claude-code.PreToolUse", tmp_path, **ran), env)
+        assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
+        _, recorded = cold(payload("claude-code.PostToolUse", tmp_path, **ran), env)
+        assert decided["exit"] == recorded["exit"] == 0
+        for probe in (decided, recorded):
+            assert payloads_built(probe) == PAYLOADS_ON_THE_COLD_PATH, sorted(
+                payloads_built(probe) ^ PAYLOADS_ON_THE_COLD_PATH
+            )
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / ".tether" / "tether.db") as db:
+        kinds = {k for (k,) in db.execute("SELECT kind FROM events")}
+    assert {"action.decided", "action.completed", "diagnostics.computed", "review.gate"} <= kinds
 
 
 #: The gate and what only it uses: a call the gate does not judge (a PostToolUse, a prompt, a stop) records

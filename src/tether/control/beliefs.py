@@ -35,15 +35,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from sys import intern
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import StaleBelief
-from tether.events.kinds_control import BeliefKind, BeliefRecorded, ContradictionDetected
+from tether.events.kinds_calls import BeliefKind
 from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.records import dataclass
 
 from .receipts import ActionRecord, LogView, SensorRecord, seq_of, view
+
+if TYPE_CHECKING:  # a later kind module (payload.LATER): imported where an event of it is made
+    from tether.events.kinds_control import BeliefRecorded
 
 STATE_KEYS_PREFIX = ("tests.", "build.", "sensor:")
 DETERMINISTIC_SENSORS = frozenset({"sensor:syntax", "sensor:lint", "sensor:types", "sensor:policy"})
@@ -94,7 +97,7 @@ class BeliefView:
         beliefs: dict[str, Belief] = {}
         generation = 0
         for e in events:
-            if e.kind != BeliefRecorded.KIND:
+            if e.kind != "belief.recorded":
                 continue
             b = belief_of(e)
             beliefs[b.key] = b
@@ -211,7 +214,7 @@ def _explain(key: str, prev: Belief, obs: Observation) -> str:
 
 def belief_of(e: Event) -> Belief:
     """The belief a ``belief.recorded`` event records."""
-    p = e.data_as(BeliefRecorded)
+    p = cast("BeliefRecorded", e.data)
     return Belief(p.key, p.kind, p.value, p.generation, p.epoch, tuple(p.cites), p.confidence, e.seq)
 
 
@@ -227,6 +230,10 @@ def record_observations(
     out: list[Payload],
 ) -> int:
     """One receipt's step of :func:`derive`: append its events to ``out``, update ``current``; the new generation."""
+    if not observations:
+        return generation
+    from tether.events.kinds_control import BeliefRecorded, ContradictionDetected  # here: a hook's call has none
+
     for obs in observations:
         prev = current.get(obs.key)
         if obs.kind == "command_available" and prev is not None and prev.value == obs.value:

@@ -55,9 +55,9 @@ budget_headroom
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds_control import CompletionAccepted, CompletionRefused, ContradictionDetected, VerifyCompleted
 from tether.events.store import Event
 from tether.records import dataclass
 
@@ -65,6 +65,9 @@ from .beliefs import BeliefView
 from .planning import fold_plan
 from .receipts import ActionRecord, LogView, SensorRecord, view
 from .recovery import usage
+
+if TYPE_CHECKING:  # later kind modules (payload.LATER): folded by their kind's string
+    from tether.events.kinds_control import ContradictionDetected, VerifyCompleted
 
 PROGRESS_SPAN = 6
 CONTRADICTION_WEIGHT = {"low": 0.1, "medium": 0.25, "high": 0.5, "system_breaking": 1.0}
@@ -218,7 +221,7 @@ def verification_strength(lv: LogView) -> tuple[float, str]:
 
 
 def contradiction_weight(e: Event) -> float:
-    return CONTRADICTION_WEIGHT.get(e.data_as(ContradictionDetected).severity, 0.5)
+    return CONTRADICTION_WEIGHT.get(cast("ContradictionDetected", e.data).severity, 0.5)
 
 
 def consistency_score(weights: Sequence[float]) -> tuple[float, str]:
@@ -229,7 +232,7 @@ def consistency_score(weights: Sequence[float]) -> tuple[float, str]:
 
 def belief_consistency(events: Sequence[Event], lv: LogView) -> tuple[float, str]:
     return consistency_score(
-        [contradiction_weight(e) for e in events if e.kind == ContradictionDetected.KIND and lv.in_window(e)]
+        [contradiction_weight(e) for e in events if e.kind == "contradiction.detected" and lv.in_window(e)]
     )
 
 
@@ -250,16 +253,16 @@ def freshness_score(beliefs: BeliefView, epoch: int) -> tuple[float, str]:
 def evidence_support(events: Sequence[Event], lv: LogView, envelope: Envelope) -> tuple[float, str]:
     claims = supported = 0
     for e in events:
-        if e.kind == CompletionAccepted.KIND:
+        if e.kind == "completion.accepted":
             claims += 1
             supported += 1
-        elif e.kind == CompletionRefused.KIND:
+        elif e.kind == "completion.refused":
             claims += 1
     plan = fold_plan(events, envelope)
     verifications = [
-        (e.seq, lv.epoch_at.get(e.seq, 0), e.data_as(VerifyCompleted).accepted)
+        (e.seq, lv.epoch_at.get(e.seq, 0), cast("VerifyCompleted", e.data).accepted)
         for e in events
-        if e.kind == VerifyCompleted.KIND
+        if e.kind == "verify.completed"
     ]
     for _tid, seq in plan.completed_transitions:
         claims += 1

@@ -24,25 +24,11 @@ from bisect import bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from hashlib import sha256
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.envelope.schema import Envelope
 from tether.events.bulk import gc_paused
-from tether.events.kinds import ActionProposed, ModelResponded, RunContinued
-from tether.events.kinds_control import (
-    BeliefRecorded,
-    CompletionAccepted,
-    CompletionRefused,
-    ContradictionDetected,
-    ControlChanged,
-    DiagnosticsComputed,
-    HypothesisRecorded,
-    PlanUpdated,
-    RecoverySwitched,
-    ReviewGate,
-    StuckDetected,
-    VerifyCompleted,
-)
+from tether.events.kinds_calls import ActionProposed, DiagnosticsComputed, ReviewGate
 from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.records import dataclass
@@ -72,7 +58,22 @@ from .receipts import CONTROL_KINDS, ActionRecord, LogView, SensorRecord, seq_of
 from .recovery import LADDER, usage_of
 from .stuck import ERROR_SPAN, Stuck, patterns
 
-MARKER_KINDS = frozenset(k.KIND for k in (DiagnosticsComputed, ControlChanged, RecoverySwitched, StuckDetected))
+if TYPE_CHECKING:  # later kind modules (payload.LATER): the fold reads them by their kind's string
+    from tether.events.kinds import ModelResponded, RunContinued
+    from tether.events.kinds_control import (
+        BeliefRecorded,
+        CompletionAccepted,
+        CompletionRefused,
+        ContradictionDetected,
+        ControlChanged,
+        HypothesisRecorded,
+        PlanUpdated,
+        RecoverySwitched,
+        StuckDetected,
+        VerifyCompleted,
+    )
+
+MARKER_KINDS = frozenset({DiagnosticsComputed.KIND, "control.changed", "recovery.switched", "stuck.detected"})
 FOLDS_MAX = 32
 
 
@@ -220,7 +221,7 @@ class RunFold:
                 self.supported += 1
         self._transitions_seen = len(transitions)
 
-    # one handler per kind the control layer reads (``_HANDLERS`` below); each gets the epoch at the event
+    # one handler per kind the control layer reads (``_BY_KIND`` below); each gets the epoch at the event
 
     def _belief(self, e: Event, p: BeliefRecorded, epoch: int) -> None:
         b = belief_of(e)
@@ -336,7 +337,7 @@ class RunFold:
     def belief_view(self, pending: Sequence[Event]) -> BeliefView:
         beliefs, generation = dict(self.beliefs), self.generation
         for e in pending:
-            if e.kind == BeliefRecorded.KIND:
+            if e.kind == "belief.recorded":
                 b = belief_of(e)
                 beliefs[b.key] = b
                 generation = max(generation, b.generation)
@@ -367,40 +368,41 @@ class RunFold:
         found = [*self.system_breaking]
         newest = dict(self.belief_max_cite)
         for e in pending:
-            if e.kind == ContradictionDetected.KIND and e.data_as(ContradictionDetected).severity == "system_breaking":
-                found.append(e)
-            elif e.kind == BeliefRecorded.KIND:
-                b = e.data_as(BeliefRecorded)
+            if e.kind == "contradiction.detected":
+                if cast("ContradictionDetected", e.data).severity == "system_breaking":
+                    found.append(e)
+            elif e.kind == "belief.recorded":
+                b = cast("BeliefRecorded", e.data)
                 newest[b.key] = max(newest.get(b.key, -1), max_cite(b.cites))
         open_: list[str] = []
         for c in found:
-            p = c.data_as(ContradictionDetected)
+            p = cast("ContradictionDetected", c.data)
             since = max_cite(p.cites) if p.cites else c.seq
             if not (p.key in newest and newest[p.key] > since):
                 open_.append(p.explanation)
         return open_, len(found)
 
 
-#: What the control layer's fold does per kind, beyond the receipts, plan and hypotheses it always reads.
-_HANDLERS: dict[type[Payload], Callable[[RunFold, Event, Any, int], None]] = {
-    BeliefRecorded: RunFold._belief,
-    ContradictionDetected: RunFold._contradiction,
-    PlanUpdated: RunFold._plan_updated,
-    HypothesisRecorded: RunFold._hypothesis,
-    StuckDetected: RunFold._stuck,
-    DiagnosticsComputed: RunFold._diagnostics,
-    ControlChanged: RunFold._control,
-    RecoverySwitched: RunFold._recovery,
-    RunContinued: RunFold._continued,
-    ReviewGate: RunFold._review_gate,
-    CompletionAccepted: RunFold._accepted,
-    CompletionRefused: RunFold._refused,
-    VerifyCompleted: RunFold._verified,
-    ModelResponded: RunFold._responded,
-    ActionProposed: RunFold._proposed,
+#: What the control layer's fold does per kind, beyond the receipts, plan and hypotheses it always reads; keyed by
+#: the kind's string (one dict lookup of the event's kind; an unknown kind has none), so folding a log builds no
+#: payload class of a kind it does not hold (payload.LATER).
+_BY_KIND: dict[str, Callable[[RunFold, Event, Any, int], None]] = {
+    "belief.recorded": RunFold._belief,  # BeliefRecorded
+    "contradiction.detected": RunFold._contradiction,  # ContradictionDetected
+    "plan.updated": RunFold._plan_updated,  # PlanUpdated
+    "hypothesis.recorded": RunFold._hypothesis,  # HypothesisRecorded
+    "stuck.detected": RunFold._stuck,  # StuckDetected
+    "diagnostics.computed": RunFold._diagnostics,  # DiagnosticsComputed
+    "control.changed": RunFold._control,  # ControlChanged
+    "recovery.switched": RunFold._recovery,  # RecoverySwitched
+    "run.continued": RunFold._continued,  # RunContinued
+    "review.gate": RunFold._review_gate,  # ReviewGate
+    "completion.accepted": RunFold._accepted,  # CompletionAccepted
+    "completion.refused": RunFold._refused,  # CompletionRefused
+    "verify.completed": RunFold._verified,  # VerifyCompleted
+    "model.responded": RunFold._responded,  # ModelResponded
+    "action.proposed": RunFold._proposed,  # ActionProposed
 }
-#: The same by kind: the per-event lookup is one dict lookup of the event's kind (an unknown kind has none).
-_BY_KIND = {cls.KIND: handler for cls, handler in _HANDLERS.items()}
 
 
 _FOLDS: OrderedDict[str, RunFold] = OrderedDict()

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from tether.events.kinds_control import HypothesisRecorded
 from tether.events.store import Event
 from tether.records import dataclass
 
 from .beliefs import BeliefView
 from .receipts import IntentCalls
+
+if TYPE_CHECKING:  # a later kind module (payload.LATER): imported where an event of it is made
+    from tether.events.kinds_control import HypothesisRecorded
 
 HYPOTHESIS_TOOL = "hypothesis"
 
@@ -115,7 +117,7 @@ def score(h: Hypothesis, beliefs: BeliefView) -> tuple[float, list[str], list[st
 def hypothesis_events(events: Sequence[Event]) -> list[HypothesisRecorded]:
     """``hypothesis.recorded`` for each hypothesis that is new or whose content or score changed."""
     beliefs = BeliefView.from_events(events)
-    recorded = (e.data_as(HypothesisRecorded) for e in events if e.kind == HypothesisRecorded.KIND)
+    recorded = (cast("HypothesisRecorded", e.data) for e in events if e.kind == "hypothesis.recorded")
     return hypothesis_updates(fold_hypotheses(events), {h.id: h for h in recorded}, beliefs)
 
 
@@ -124,6 +126,10 @@ def hypothesis_updates(
 ) -> list[HypothesisRecorded]:
     """``hypothesis.recorded`` for each of ``hyps`` that differs from ``last`` (the latest by id)."""
     out: list[HypothesisRecorded] = []
+    if not hyps:
+        return out
+    from tether.events.kinds_control import HypothesisRecorded  # here: a hook's call makes none
+
     for h in hyps.values():
         sc, sup, ref = score(h, beliefs)
         new = HypothesisRecorded(

@@ -21,22 +21,11 @@ from the whole log are a test oracle (``tests/control/oracle.py``) that the fold
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds import ModelResponded
-from tether.events.kinds_control import (
-    CompletionRefused,
-    ContradictionDetected,
-    ControlChanged,
-    DiagnosticsComputed,
-    PlanUpdated,
-    RecoverySwitched,
-    ReviewFindingRecorded,
-    ReviewGate,
-    StuckDetected,
-)
-from tether.events.payload import REGISTRY, Payload
+from tether.events.kinds_calls import DiagnosticsComputed, ReviewGate
+from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.records import dataclass
 from tether.status import ControlState
@@ -59,6 +48,15 @@ from .recovery import budget_left, guidance_text
 from .resolver import Resolution, ResolverInput, resolve
 from .stuck import new_stuck as new_stuck_events
 
+if TYPE_CHECKING:  # later kind modules (payload.LATER): read by their kind's string, imported where one is made
+    from tether.events.kinds_control import (
+        CompletionRefused,
+        ContradictionDetected,
+        ControlChanged,
+        PlanUpdated,
+        ReviewFindingRecorded,
+    )
+
 
 class _Work:
     """This call's pending output, as synthetic events continuing the log (what it will look like)."""
@@ -79,7 +77,7 @@ class _Work:
 
 
 def _control_of(fold: RunFold) -> ControlChanged | None:
-    return fold.last_control.data_as(ControlChanged) if fold.last_control is not None else None
+    return cast("ControlChanged", fold.last_control.data) if fold.last_control is not None else None
 
 
 def _state_of(last: ControlChanged | None) -> ControlState:
@@ -114,7 +112,7 @@ def observe(events: History, envelope: Envelope) -> list[Payload]:
     if last_diag is None or last_diag.data_as(DiagnosticsComputed).dimensions != diags.values:
         work.add([DiagnosticsComputed(dimensions=diags.values, notes=diags.notes, through=through)])
 
-    revisions = fold.plan_revisions + sum(1 for e in work.events if e.kind == PlanUpdated.KIND)
+    revisions = fold.plan_revisions + sum(1 for e in work.events if e.kind == "plan.updated")
     ok, note, left = budget_left(revisions, envelope, used)
     open_sb, total_sb = fold.unresolved_system_breaking(work.events)
     res = resolve(
@@ -142,7 +140,14 @@ def resolution_events(
     out: list[Payload] = []
     previous = _state_of(last_change)
     last_recovery = last_change.recovery if last_change else None
-    if res.recovery is not None and res.recovery != strategy:
+    switch = res.recovery is not None and res.recovery != strategy
+    change = res.state != previous or (res.recovery is not None and res.recovery != last_recovery)
+    if not (switch or change):
+        return out
+    from tether.events.kinds_control import ControlChanged, RecoverySwitched  # here: most calls change nothing
+
+    if switch:
+        assert res.recovery is not None
         out.append(
             RecoverySwitched(
                 previous=strategy,
@@ -153,7 +158,7 @@ def resolution_events(
                 through=through,
             )
         )
-    if res.state != previous or (res.recovery is not None and res.recovery != last_recovery):
+    if change:
         out.append(
             ControlChanged(
                 previous=previous.value,
@@ -175,7 +180,7 @@ def _diagnostics(
     w = fold.window
     contradictions = [
         *w.contradictions,
-        *(contradiction_weight(e) for e in pending if e.kind == ContradictionDetected.KIND),
+        *(contradiction_weight(e) for e in pending if e.kind == "contradiction.detected"),
     ]
     return assemble(
         {
@@ -200,10 +205,10 @@ STATE_NOTES = {
 
 def guidance(events: Sequence[Event]) -> str | None:
     """Text for the next model turn: what the control layer said since the model last spoke, or None."""
-    start = next((e.seq for e in reversed(events) if e.kind == ModelResponded.KIND), -1)
+    start = next((e.seq for e in reversed(events) if e.kind == "model.responded"), -1)
     parts: list[str] = []
     for e in events:
-        say = _SAY.get(REGISTRY.get(e.kind, Payload)) if e.seq > start else None
+        say = _SAY.get(e.kind) if e.seq > start else None
         line = say(e.data) if say is not None else None
         if line:
             parts.append(line)
@@ -247,16 +252,16 @@ def _plan(p: PlanUpdated) -> str | None:
     return "Plan changes refused or reopened:\n" + "\n".join(f"- {r}" for r in p.rejected) if p.rejected else None
 
 
-#: What the model is told about each kind of control event (the others say nothing to it).
-_SAY: dict[type[Payload], Callable[[Any], str | None]] = {
-    CompletionRefused: _refused,
-    ControlChanged: _control_changed,
-    RecoverySwitched: lambda p: p.guidance,
-    StuckDetected: lambda p: f"You appear stuck ({p.pattern}): {p.detail}. Do something different.",
-    ContradictionDetected: _contradiction,
-    ReviewFindingRecorded: _finding,
-    ReviewGate: _gate,
-    PlanUpdated: _plan,
+#: What the model is told about each kind of control event (the others say nothing to it), by the kind's string.
+_SAY: dict[str, Callable[[Any], str | None]] = {
+    "completion.refused": _refused,
+    "control.changed": _control_changed,
+    "recovery.switched": lambda p: p.guidance,
+    "stuck.detected": lambda p: f"You appear stuck ({p.pattern}): {p.detail}. Do something different.",
+    "contradiction.detected": _contradiction,
+    "review.finding": _finding,
+    ReviewGate.KIND: _gate,
+    "plan.updated": _plan,
 }
 
 

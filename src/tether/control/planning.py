@@ -20,16 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded, TaskData
-from tether.events.kinds_knowledge import PlanCarried
 from tether.events.store import Event
 from tether.records import dataclass
 
 from .receipts import IntentCalls
 from .risk import rate_paths
+
+if TYPE_CHECKING:  # later kind modules (payload.LATER): read by their kind's string, imported where one is made
+    from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded
+    from tether.events.kinds_knowledge import PlanCarried
 
 Status = Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"]
 STATUSES: tuple[Status, ...] = ("PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED")
@@ -163,17 +165,17 @@ class PlanFold:
         self._calls = IntentCalls(PLAN_TOOL)
 
     #: The kinds :meth:`add` reads; any other event leaves the fold as it is (a holder may skip it).
-    KINDS = IntentCalls.KINDS | {ReviewFindingRecorded.KIND, PlanCarried.KIND}
+    KINDS = IntentCalls.KINDS | {"review.finding", "plan.carried"}
 
     def add(self, e: Event) -> None:
         """Take in one event: a successful plan call updates the plan; a reviewer's finding may reopen a task."""
         args = self._calls.completed(e)
         if args is not None:
             self._updated(e, args)
-        elif e.kind == ReviewFindingRecorded.KIND:
-            self._reviewed(e, e.data_as(ReviewFindingRecorded))
-        elif e.kind == PlanCarried.KIND:
-            self._carried(e, e.data_as(PlanCarried))
+        elif e.kind == "review.finding":
+            self._reviewed(e, cast("ReviewFindingRecorded", e.data))
+        elif e.kind == "plan.carried":
+            self._carried(e, cast("PlanCarried", e.data))
 
     def _carried(self, e: Event, carried: PlanCarried) -> None:
         """An earlier run's task list, states and all (``--continue-plan``): the plan starts from it."""
@@ -224,6 +226,8 @@ def plan_update(plan: Plan, last: PlanUpdated | None, revisions: int) -> list[Pl
     """A ``plan.updated`` when ``plan`` differs from ``last`` (the latest one); ``revisions`` so far."""
     if not plan.tasks and not plan.rejected:
         return []
+    from tether.events.kinds_control import PlanUpdated, TaskData  # here: a hook session's calls plan nothing
+
     update = PlanUpdated(
         tasks=[TaskData.model_validate(t) for t in plan.snapshot()],
         rejected=list(plan.rejected),
@@ -240,5 +244,5 @@ def plan_events(events: Sequence[Event], envelope: Envelope | None) -> list[Plan
     plan = fold_plan(events, envelope)
     if not plan.tasks and not plan.rejected:
         return []
-    updates = [e.data_as(PlanUpdated) for e in events if e.kind == PlanUpdated.KIND]
+    updates = [cast("PlanUpdated", e.data) for e in events if e.kind == "plan.updated"]
     return plan_update(plan, updates[-1] if updates else None, len(updates))

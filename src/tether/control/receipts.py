@@ -15,40 +15,29 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.canonical import content_hash
-from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed
-from tether.events.kinds_control import (
-    BeliefRecorded,
-    ContradictionDetected,
-    ControlChanged,
-    DiagnosticData,
-    DiagnosticsComputed,
-    HypothesisRecorded,
-    PlanUpdated,
-    RecoverySwitched,
-    SensorResultEvent,
-    StuckDetected,
-)
-from tether.events.payload import Payload
+from tether.events.kinds_calls import ActionCompleted, ActionFailed, ActionProposed, DiagnosticsComputed
 from tether.events.store import Event
 from tether.records import dataclass
 
-RECEIPT_KINDS = frozenset(k.KIND for k in (ActionCompleted, ActionFailed, SensorResultEvent))
+if TYPE_CHECKING:  # later kind modules (payload.LATER): the view reads them by their kind's string
+    from tether.events.kinds_control import DiagnosticData, RecoverySwitched, SensorResultEvent
+
+RECEIPT_KINDS = frozenset({ActionCompleted.KIND, ActionFailed.KIND, "sensor.result"})
 #: What the control layer writes itself; every other event is new input for it.
 CONTROL_KINDS = frozenset(
-    k.KIND
-    for k in (
-        BeliefRecorded,
-        ContradictionDetected,
-        DiagnosticsComputed,
-        ControlChanged,
-        RecoverySwitched,
-        StuckDetected,
-        PlanUpdated,
-        HypothesisRecorded,
-    )
+    {
+        "belief.recorded",
+        "contradiction.detected",
+        DiagnosticsComputed.KIND,
+        "control.changed",
+        "recovery.switched",
+        "stuck.detected",
+        "plan.updated",
+        "hypothesis.recorded",
+    }
 )
 
 _VOLATILE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b|0x[0-9a-f]+|\bin \d+\.\d+s\b")
@@ -229,15 +218,14 @@ class LogView:
         return sensor
 
 
-#: What :meth:`LogView.add` does per payload type (events of other kinds are not parsed at all).
-_VIEW_HANDLERS: dict[type[Payload], Callable[[LogView, Event, Any], ActionRecord | SensorRecord | None]] = {
-    ActionProposed: LogView._proposed,
-    RecoverySwitched: LogView._switched,
-    ActionCompleted: LogView._action,
-    ActionFailed: LogView._action,
-    SensorResultEvent: LogView._sensor,
+#: What :meth:`LogView.add` does per kind (events of other kinds are not parsed at all), by the kind's string.
+_VIEW_BY_KIND: dict[str, Callable[[LogView, Event, Any], ActionRecord | SensorRecord | None]] = {
+    ActionProposed.KIND: LogView._proposed,
+    "recovery.switched": LogView._switched,
+    ActionCompleted.KIND: LogView._action,
+    ActionFailed.KIND: LogView._action,
+    "sensor.result": LogView._sensor,
 }
-_VIEW_BY_KIND = {cls.KIND: handler for cls, handler in _VIEW_HANDLERS.items()}  # the same, looked up by kind
 
 
 def _text(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds_control import PlanUpdated, RecoverySwitched
 from tether.events.store import Event
 
 if TYPE_CHECKING:
+    from tether.events.kinds_control import RecoverySwitched  # a later kind module: read by its kind's string
     from tether.state import RunState
 
 LADDER: tuple[str, ...] = (
@@ -95,13 +95,13 @@ def guidance_text(strategy: str, reason: str) -> str:
 
 def current_strategy(events: Sequence[Event]) -> str:
     for e in reversed(events):
-        if e.kind == RecoverySwitched.KIND:
-            return e.data_as(RecoverySwitched).strategy
+        if e.kind == "recovery.switched":
+            return cast("RecoverySwitched", e.data).strategy
     return LADDER[0]
 
 
 def used_strategies(events: Sequence[Event]) -> list[str]:
-    switched = (e.data_as(RecoverySwitched) for e in events if e.kind == RecoverySwitched.KIND)
+    switched = (cast("RecoverySwitched", e.data) for e in events if e.kind == "recovery.switched")
     return [LADDER[0], *(p.strategy for p in switched)]
 
 
@@ -137,7 +137,7 @@ def budget_check(
 ) -> tuple[bool, str, dict[str, float]]:
     """(may switch?, why not, what is left) — checked before every switch; ``used`` as from :func:`usage`."""
     used = used if used is not None else usage(events)
-    return budget_left(sum(1 for e in events if e.kind == PlanUpdated.KIND), envelope, used)
+    return budget_left(sum(1 for e in events if e.kind == "plan.updated"), envelope, used)
 
 
 def budget_left(revisions: int, envelope: Envelope, used: dict[str, float]) -> tuple[bool, str, dict[str, float]]:

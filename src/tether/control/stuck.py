@@ -16,13 +16,17 @@ A pattern is reported once per streak (keyed by the streak's first event).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
-from tether.events.kinds import ActionCompleted, ActionFailed, ActionProposed, ModelResponded
-from tether.events.kinds_control import StuckDetected, StuckPattern
+from tether.events.kinds_calls import ActionCompleted, ActionFailed, ActionProposed, StuckPattern
 from tether.events.store import Event
 from tether.records import dataclass
 
 from .receipts import ActionRecord, LogView, SensorRecord, view
+
+if TYPE_CHECKING:  # later kind modules (payload.LATER): read by their kind's string, imported where one is made
+    from tether.events.kinds import ModelResponded
+    from tether.events.kinds_control import StuckDetected
 
 ACTION_KINDS = frozenset(k.KIND for k in (ActionProposed, ActionCompleted, ActionFailed))
 REPEAT = 3
@@ -58,8 +62,8 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
     receipts = sorted(pool, key=lambda r: r.event.seq)[-ERROR_SPAN:]
     silent: list[Event] = []
     for e in reversed([e for e in events if lv.in_window(e)]):
-        if e.kind == ModelResponded.KIND:
-            if e.data_as(ModelResponded).tool_calls:
+        if e.kind == "model.responded":
+            if cast("ModelResponded", e.data).tool_calls:
                 break
             silent.append(e)
         elif e.kind in ACTION_KINDS:
@@ -132,12 +136,16 @@ def patterns(
 
 def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[StuckDetected]:
     """``stuck.detected`` for each pattern not already reported for this streak."""
-    stuck = [e.data_as(StuckDetected) for e in events if e.kind == StuckDetected.KIND]
+    stuck = [cast("StuckDetected", e.data) for e in events if e.kind == "stuck.detected"]
     return new_stuck(detect(events, lv), {(p.pattern, (p.cites or [""])[0]) for p in stuck})
 
 
 def new_stuck(found: Sequence[Stuck], reported: set[tuple[str, str]]) -> list[StuckDetected]:
     """``stuck.detected`` for each of ``found`` whose (pattern, first cite) is not in ``reported``."""
+    if not found:
+        return []
+    from tether.events.kinds_control import StuckDetected  # here: a hook's call is seldom stuck
+
     return [
         StuckDetected(pattern=s.pattern, detail=s.detail, count=s.count, cites=list(s.cites))
         for s in found

@@ -6,14 +6,9 @@ reader or writer (the kind modules import only :mod:`.payload`, never each other
 """
 
 from . import (  # noqa: F401  (each registers its kinds)
-    kinds,
-    kinds_context,
-    kinds_control,
-    kinds_delegate,
+    kinds_calls,
     kinds_guard,
     kinds_hooks,
-    kinds_knowledge,
-    kinds_verify,
 )
 from .backends import StoreSpec, default_spec, open_store
 from .payload import REGISTRY, Emitted, Payload, register

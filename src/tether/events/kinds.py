@@ -1,5 +1,9 @@
 """Event kinds of the run itself: lifecycle, model calls, actions, approvals, budgets.
 
+The kinds of one governed call (the run's start, the action proposed, decided, started, completed, failed) are
+defined in ``kinds_calls``, which ``tether.events`` imports, and named here too; this module is one of the
+registry's later ones (``payload.LATER``): a hook session, which never writes the others, does not build them.
+
 Appending an unknown kind or a payload that does not validate fails loudly, so the log never holds
 a shape the fold cannot read. To add a kind: define a payload model in the kind module of its layer
 and ``register`` it (see docs/log.md); verification and control kinds live in ``kinds_control`` and
@@ -12,48 +16,19 @@ from pydantic import Field, field_validator
 
 from tether.status import TERMINAL, WAITING, RunStatus
 
+# named here as ever: defined with the kinds a hook session writes (kinds_calls)
+from .kinds_calls import AcceptedRisk as AcceptedRisk
+from .kinds_calls import ActionCompleted as ActionCompleted
+from .kinds_calls import ActionDecided as ActionDecided
+from .kinds_calls import ActionFailed as ActionFailed
+from .kinds_calls import ActionProposed as ActionProposed
+from .kinds_calls import ActionStarted as ActionStarted
+from .kinds_calls import RuleHit as RuleHit
+from .kinds_calls import RunStarted as RunStarted
+from .kinds_calls import TaintHit as TaintHit
 from .payload import Payload, new_dict, new_list, register
 
 # ---- run lifecycle -------------------------------------------------------------------------
-
-
-class AcceptedRisk(Payload):
-    """A risky setting the envelope accepts by a named acknowledgement (see docs/envelope.md)."""
-
-    risk: str
-    path: str
-    found: str
-    reason: str
-
-
-@register("run.started")
-class RunStarted(Payload):
-    task: str
-    envelope_path: str = ""
-    envelope: dict[str, Any] = Field(default_factory=new_dict, description="The full envelope, for resume.")
-    plan: dict[str, Any] | None = Field(None, description="The intent plan the model is shown, for resume.")
-    plan_hash: str = ""
-    contract_hash: str = ""
-    model: str = ""
-    workspace: str = ""
-    budgets: dict[str, float | int | None] = Field(default_factory=new_dict)
-    max_external: int | None = None
-    sandbox: str = ""
-    sandbox_fallback: str | None = Field(None, description="Why the sandbox is not the one the envelope asked for.")
-    acknowledged: list[AcceptedRisk] = Field(default_factory=new_list, description="Risks accepted by acknowledgement.")
-    prices: dict[str, dict[str, float | int]] | None = Field(
-        None,
-        description="Model table overrides the run uses (prices and limits: the envelope's price file, then its "
-        "pricing), read at start; a resume and a replay use these, not the files as they are later.",
-    )
-    replay_of: str | None = Field(None, description="The run this one re-executes (tether replay).")
-    context_window: int | None = Field(
-        None,
-        ge=1,
-        description="--context-window: the model's window for this run, over the envelope's and the table's.",
-    )
-    parent_run: str | None = Field(None, description="The run whose delegate call started this one (a child run).")
-    parent_call: str | None = Field(None, description="That delegate call's id in the parent's log.")
 
 
 @register("run.resumed")
@@ -246,15 +221,6 @@ class ModelUnaffordable(Payload):
 # ---- actions -------------------------------------------------------------------------------
 
 
-@register("action.proposed")
-class ActionProposed(Payload):
-    call_id: str
-    tool: str
-    args: dict[str, Any] = Field(default_factory=new_dict)
-    args_hash: str
-    turn: int
-
-
 @register("action.invalid")
 class ActionInvalid(Payload):
     """Arguments failed the tool's schema (or the tool is unknown); the model is told."""
@@ -262,76 +228,6 @@ class ActionInvalid(Payload):
     call_id: str
     tool: str
     error: str
-
-
-class RuleHit(Payload):
-    id: str
-    verdict: str
-    reason: str
-
-
-class TaintHit(Payload):
-    """A value in a call's argument that first appeared in untrusted output, and the event that brought it."""
-
-    arg: str
-    kind: str
-    value: str
-    source_seq: int
-    source_tool: str
-
-
-@register("action.decided")
-class ActionDecided(Payload):
-    call_id: str
-    verdict: str
-    deciding_rule: str
-    reason: str
-    rules: list[RuleHit] = Field(default_factory=new_list)
-    taints: list[TaintHit] = Field(
-        default_factory=new_list, description="Values from untrusted output in the arguments (docs/trust.md)."
-    )
-
-
-@register("action.started")
-class ActionStarted(Payload):
-    call_id: str
-    tool: str
-    args_hash: str
-    attempt: int = 1
-    idempotent: bool = False
-
-
-@register("action.completed")
-class ActionCompleted(Payload):
-    call_id: str
-    tool: str
-    ok: bool
-    result: dict[str, Any] = Field(default_factory=new_dict)
-    changed_files: list[str] = Field(
-        default_factory=new_list, description="What the receipt reported and the snapshot saw change, together."
-    )
-    observed_files: list[str] | None = Field(
-        None, description="Paths the workspace snapshot saw change during this action (None: not snapshotted)."
-    )
-    unexplained: list[str] = Field(
-        default_factory=new_list, description="How the receipt and the snapshot disagree (tether.verify.changes)."
-    )
-    undo: dict[str, Any] | None = Field(
-        None, description="Read from old logs only: file tools' undo records, replaced by action.rollback receipts."
-    )
-    duration_s: float = 0.0
-
-
-@register("action.failed")
-class ActionFailed(Payload):
-    call_id: str
-    tool: str
-    error: str
-    failure_class: str
-    retryable: bool = False
-    attempt: int = 1
-    dependency: bool = Field(False, description="The sandbox could not run it: BLOCKED_DEPENDENCY, resumable.")
-    fix: str = ""
 
 
 # ---- approvals -----------------------------------------------------------------------------

@@ -16,16 +16,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+# named here as ever: defined with the kinds a hook session writes (kinds_calls)
+from .kinds_calls import BeliefKind as BeliefKind
+from .kinds_calls import ControlStateName as ControlStateName
+from .kinds_calls import DiagnosticsComputed as DiagnosticsComputed
+from .kinds_calls import ReviewGate as ReviewGate
+from .kinds_calls import Risk as Risk
+from .kinds_calls import SensorName as SensorName
+from .kinds_calls import SensorOutcome as SensorOutcome
+from .kinds_calls import Severity as Severity
+from .kinds_calls import Strategy as Strategy
+from .kinds_calls import StuckPattern as StuckPattern
 from .payload import Payload, new_dict, new_list, register
-
-SensorName = Literal["snapshot", "syntax", "lint", "types", "scoped_tests", "tests", "policy"]
-SensorOutcome = Literal["PASS", "FAIL", "SKIPPED", "ERROR"]
-Severity = Literal["low", "medium", "high", "system_breaking"]
-ControlStateName = Literal["NORMAL", "CAUTIOUS", "BLOCKED", "HUMAN_REQUIRED"]
-Strategy = Literal["direct_edit", "trace_execution", "broaden_search", "reimplement", "minimal_fix", "escalate_human"]
-Risk = Literal["LOW", "MEDIUM", "HIGH"]
-StuckPattern = Literal["repeated_action", "repeated_error", "alternation", "no_action"]
-BeliefKind = Literal["tests_failing", "build_state", "file_exists", "file_changed", "command_available", "sensor"]
 
 
 class DiagnosticData(Payload):
@@ -126,13 +128,6 @@ class ContradictionDetected(Payload):
 # ---- diagnostics and control ---------------------------------------------------------------
 
 
-@register("diagnostics.computed")
-class DiagnosticsComputed(Payload):
-    dimensions: dict[str, float] = Field(description="Each in [0, 1]; 1 is healthy.")
-    notes: dict[str, str] = Field(default_factory=new_dict, description="How each value was reached.")
-    through: str = Field(description="Id of the last event these diagnostics considered.")
-
-
 @register("control.changed")
 class ControlChanged(Payload):
     previous: ControlStateName
@@ -173,15 +168,6 @@ class ReviewFindingRecorded(Payload):
     message: str
     file: str | None = None
     detail: str = Field("", description="Supporting evidence, e.g. the unified diff of a changed test file.")
-
-
-@register("review.gate")
-class ReviewGate(Payload):
-    call_id: str
-    tool: str
-    ok: bool
-    risk: Risk
-    reasons: list[str] = Field(default_factory=new_list)
 
 
 @register("review.model_called")

@@ -63,7 +63,46 @@ D = TypeVar("D")
 #: it does not handle is registered at all). ``tests/test_event_kinds_lazy.py`` fails unless it is exactly what
 #: each module registers.
 LATER: dict[str, tuple[str, ...]] = {
+    "kinds": (
+        "action.invalid",
+        "approval.denied",
+        "approval.expired",
+        "approval.granted",
+        "approval.mismatch",
+        "approval.requested",
+        "budget.exceeded",
+        "model.context_full",
+        "model.failed",
+        "model.responded",
+        "model.retried",
+        "model.unaffordable",
+        "run.checkpoint",
+        "run.continued",
+        "run.finished",
+        "run.forked",
+        "run.resumed",
+        "run.waiting",
+        "sandbox.failed",
+    ),
     "kinds_baseline": ("tests.baseline",),
+    "kinds_context": ("context.compacted",),
+    "kinds_control": (
+        "belief.recorded",
+        "completion.accepted",
+        "completion.refused",
+        "contradiction.detected",
+        "control.changed",
+        "hypothesis.recorded",
+        "noop.checked",
+        "plan.updated",
+        "recovery.switched",
+        "review.finding",
+        "review.model_called",
+        "sensor.result",
+        "stuck.detected",
+        "verify.completed",
+    ),
+    "kinds_delegate": ("delegate.finished", "delegate.started"),
     "kinds_distributed": ("run.hosted",),
     "kinds_egress": ("egress.attempt",),
     "kinds_graph": (
@@ -89,6 +128,7 @@ LATER: dict[str, tuple[str, ...]] = {
         "run.undone",
         "skills.bound",
     ),
+    "kinds_knowledge": ("plan.carried",),
     "kinds_mcp": ("mcp.failed", "mcp.started"),
     "kinds_schedule": (
         "eligibility.checked",
@@ -102,25 +142,34 @@ LATER: dict[str, tuple[str, ...]] = {
         "trigger.fired",
         "trigger.missed",
     ),
+    "kinds_verify": ("preflight.completed",),
 }
 
 
 class Registry(dict[str, type[Payload]]):
-    """Kind -> payload class. A lookup that misses, and any iteration, first imports the kind modules of
-    :data:`LATER` that are not imported yet (once; under a lock, so a thread never reads it half-loaded)."""
+    """Kind -> payload class. A lookup that misses imports the :data:`LATER` module that registers the kind (only
+    that one), and a miss for a kind none of them lists, or any iteration, imports all of them not imported yet
+    (each once; under a lock, so a thread never reads a module's kinds half-registered)."""
 
     def __init__(self, later: Mapping[str, tuple[str, ...]]) -> None:
         super().__init__()
         self._later = tuple(later)
         self._later_kinds = frozenset(kind for kinds in later.values() for kind in kinds)
+        self._module_of = {kind: module for module, kinds in later.items() for kind in kinds}
         self._lock = threading.RLock()
 
-    def _load_later(self) -> None:
-        """Import the later kind modules, once; a thread that comes while another imports them waits for it."""
+    def _load_later(self, kind: object = None) -> None:
+        """Import the later module registering ``kind`` (all of them for None, or a kind none lists), once each; a
+        thread that comes while another imports them waits for it."""
+        if not self._later:
+            return
         with self._lock:
-            for name in self._later:
-                importlib.import_module(f"{__package__}.{name}")
-            self._later = ()
+            module = self._module_of.get(kind) if isinstance(kind, str) else None
+            names = (module,) if module is not None else self._later
+            for name in names:
+                if name in self._later:
+                    importlib.import_module(f"{__package__}.{name}")
+                    self._later = tuple(n for n in self._later if n != name)
 
     def loaded(self, kind: str) -> type[Payload] | None:
         """``kind``'s class if its module is imported already, else None (never imports the later modules)."""
@@ -133,7 +182,7 @@ class Registry(dict[str, type[Payload]]):
     def get(self, kind: str, default: Any = None, /) -> Any:
         found = dict.get(self, kind)
         if found is None:
-            self._load_later()  # (or waits for the thread loading them): then read again
+            self._load_later(kind)  # (or waits for the thread loading it): then read again
             found = dict.get(self, kind)
         return default if found is None else found
 
@@ -144,7 +193,7 @@ class Registry(dict[str, type[Payload]]):
         return dict.__contains__(self, kind)
 
     def __missing__(self, kind: str) -> type[Payload]:
-        self._load_later()
+        self._load_later(kind)
         found = dict.get(self, kind)
         if found is None:
             raise KeyError(kind)

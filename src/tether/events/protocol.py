@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .anchor import AnchorKey, Checkpoint
-from .kinds import RunForked
 from .lease import Lease
 from .payload import Emitted, Payload
 from .redact import Redactor
 from .store import Audit, Batch, Event, EventStore, Head, RunInfo
 
 if TYPE_CHECKING:
+    from .kinds import RunForked
     from .pgstore import PgStore
 
 

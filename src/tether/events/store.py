@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import ValidationError
 
@@ -69,10 +69,12 @@ from . import registry
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .bulk import gc_paused
 from .chain import GENESIS, event_hash
-from .kinds import RunForked
 from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
 from .payload import REGISTRY, Emitted, Payload, parse, prepare
 from .redact import Redactor
+
+if TYPE_CHECKING:
+    from .kinds import RunForked
 
 SCHEMA_VERSION = "3"
 READABLE_SCHEMAS = ("tether/1", "tether/2", "tether/3")
@@ -1232,8 +1234,10 @@ def lineage(run_id: str, fork_point: Callable[[str], tuple[str, int] | None]) ->
 def fork_point(run_id: str, first: tuple[Any, ...] | None) -> tuple[str, int] | None:
     """(parent, seq) named by a run's ``first`` own event ``(seq, kind, payload text)`` — read only for a run
     with a parent — when it is ``run.forked``; else None."""
-    if first is None or first[1] != RunForked.KIND:
+    if first is None or first[1] != "run.forked":
         return None
+    from .kinds import RunForked  # here: only a fork's first event needs it (a later kind module: payload.LATER)
+
     seq = int(first[0])
     try:
         p = RunForked.model_validate_json(first[2])

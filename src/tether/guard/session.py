@@ -51,19 +51,7 @@ from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
-from tether.events.kinds import (
-    ActionCompleted,
-    ActionDecided,
-    ActionInvalid,
-    ActionProposed,
-    ActionStarted,
-    ApprovalExpired,
-    ApprovalRequested,
-    BudgetExceeded,
-    RunContinued,
-    RunResumed,
-    RunStarted,
-)
+from tether.events.kinds_calls import ActionCompleted, ActionDecided, ActionProposed, ActionStarted, RunStarted
 from tether.events.kinds_guard import SessionEnded, SessionOpened
 from tether.events.payload import Payload
 from tether.events.protocol import Store
@@ -78,6 +66,7 @@ from tether.status import ActionStatus, ControlState, RunStatus
 from .envcache import Validated
 
 if TYPE_CHECKING:
+    from tether.events.kinds import ApprovalRequested
     from tether.policy.gate import Gate
     from tether.policy.provenance import Provenance
 
@@ -341,6 +330,8 @@ class Guard:
         def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], bool]:
             if not state.finished or state.status is RunStatus.BUDGET_STOP:
                 return [], False
+            from tether.events.kinds import RunContinued  # here: a later kind module (events/payload.py LATER)
+
             return [RunContinued(by=by, from_status=state.status, reason=reason)], True
 
         with self._lock:
@@ -487,10 +478,14 @@ class Guard:
         session; where the agent retries a refused call under a new id (:attr:`Asking.RETRY`), a human's grant to
         the identical call lets it through once. None: the gate decides."""
         if state.finished:
+            from tether.events.kinds import ActionInvalid  # here: a later kind module (events/payload.py LATER)
+
             why = f"run {self.run_id} has ended ({state.status}): {state.result or state.next_action}"
             invalid = ActionInvalid(call_id=call_id, tool=tool, error=why)
             return [invalid], self._answer_of(Verdict.DENY, "run:finished", why, call_id, tool)
         if contract is None:
+            from tether.events.kinds import ActionInvalid  # here: a later kind module (events/payload.py LATER)
+
             why = f"{tool!r} is not a tool the envelope declares; declared: {sorted(t.name for t in self.env.tools)}"
             invalid = ActionInvalid(call_id=call_id, tool=tool, error=why)
             return [invalid], self._answer_of(Verdict.DENY, "envelope:undeclared-tool", why, call_id, tool)
@@ -535,6 +530,8 @@ class Guard:
     def _approval(self, action: Action, approval_id: str, reason: str) -> ApprovalRequested:
         """The pending approval of an ASK: bound to the hash of the arguments (an answer grants this call, not
         another one under its id), shown with a bounded preview, expiring after the envelope's timeout."""
+        from tether.events.kinds import ApprovalRequested  # here: a later kind module (events/payload.py LATER)
+
         expires = datetime.now(UTC) + timedelta(seconds=self.env.approvals.timeout_s)
         return ApprovalRequested(
             approval_id=approval_id,
@@ -551,6 +548,8 @@ class Guard:
         if a.status is ActionStatus.WAITING and a.approval_id in state.pending_approvals:
             expires = float(state.pending_approvals[a.approval_id]["expires_at"])
             if time.time() > expires:
+                from tether.events.kinds import ApprovalExpired  # here: a later kind module (events/payload.py LATER)
+
                 outcome = self.env.approvals.on_timeout
                 why = f"the approval was not answered within {self.env.approvals.timeout_s:g}s (on_timeout: {outcome})"
                 expired = ApprovalExpired(approval_id=a.approval_id, outcome=outcome)
@@ -613,6 +612,8 @@ class Guard:
     def _closing(self, state: RunState, reason: str, ok: bool) -> list[Payload]:
         if state.finished:
             return []
+        from tether.events.kinds import ApprovalExpired  # here: a later kind module (events/payload.py LATER)
+
         items: list[Payload] = [ApprovalExpired(approval_id=a, outcome="deny") for a in state.pending_approvals]
         open_calls = [f"{a.call_id} ({a.tool})" for a in state.open_actions]
         said = f": {reason}" if reason else ""
@@ -679,6 +680,8 @@ class Guard:
             items, out = build(self.events, state)
             waited = state.status is RunStatus.WAITING_APPROVAL and not state.pending_approvals  # answered meanwhile
             if goes_on and waited:
+                from tether.events.kinds import RunResumed  # here: a later kind module (events/payload.py LATER)
+
                 items = [RunResumed(reason="every pending approval was answered; the session goes on"), *items]
             if not items:
                 return out
@@ -704,6 +707,8 @@ class Guard:
 
         step = next_step(self.state, self.env, datetime.now(UTC))
         if isinstance(step, Finish):  # as the runtime finishes: the budget breach first, when one is why
+            from tether.events.kinds import BudgetExceeded  # here: a later kind module (events/payload.py LATER)
+
             spent = [] if step.breach is None else [BudgetExceeded(**_breach(step.breach))]
             self._write(
                 lambda events, state: ([*spent, closing(state, events, step)] if not state.finished else [], None),

@@ -39,7 +39,7 @@ from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
 from tether.events.backends import StoreSpec, is_url, local_dir, open_store
-from tether.events.kinds import RunStarted
+from tether.events.kinds_calls import RunStarted
 from tether.events.kinds_hooks import HookBypassed, HookReceived, HookStop
 from tether.events.payload import Payload
 from tether.events.protocol import Store

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.errors import InputError, LogCorrupt
-from tether.events.kinds import ApprovalDenied, ApprovalGranted, ApprovalRequested
 from tether.events.protocol import Store
 from tether.records import dataclass
 from tether.state import STATUS_KINDS, RunState, external_driver
+
+if TYPE_CHECKING:  # a later kind module (events/payload.py LATER): imported where an answer is made
+    from tether.events.kinds import ApprovalDenied, ApprovalGranted
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ def run_rule_for(tool: str, args: dict[str, Any]) -> str:
 def answer_payload(request: ApprovalRequest, answer: ApprovalAnswer) -> ApprovalGranted | ApprovalDenied | None:
     if answer.choice == "defer":
         return None
+    from tether.events.kinds import ApprovalDenied, ApprovalGranted  # here: a hook's call seldom answers one
+
     if answer.choice == "deny":
         return ApprovalDenied(approval_id=request.approval_id, by=answer.by, reason=answer.reason or "denied")
     rule = run_rule_for(request.tool, request.args) if answer.choice == "run" else None
@@ -104,7 +108,7 @@ def _requested_raw(store: Store, run_id: str) -> list[ApprovalRequest]:
         events = store.events(run_id)
     except LogCorrupt:
         return []
-    raw = [e.payload for e in events if e.kind == ApprovalRequested.KIND]
+    raw = [e.payload for e in events if e.kind == "approval.requested"]
     return [
         ApprovalRequest(str(p.get("approval_id")), run_id, str(p.get("call_id")), str(p.get("tool")), {}, "", "")
         for p in raw

@@ -25,15 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import Envelope
 from tether.errors import InputError
 from tether.events.kinds import ContextFull, ModelFailed, ModelUnaffordable, RunContinued
-from tether.state import RunState, StopFact
+from tether.state import RunState
 from tether.status import RunStatus
 
 from .budgets import Breach, breach
+
+if TYPE_CHECKING:
+    from tether.state import StopFact
 
 
 class Needs(StrEnum):

@@ -11,6 +11,8 @@ fact and the finish resumes to the same finish.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tether.events.kinds import (
     ActionFailed,
     ApprovalExpired,
@@ -22,11 +24,13 @@ from tether.events.kinds import (
 )
 from tether.events.kinds_guard import SessionEnded
 from tether.events.kinds_verify import PreflightCompleted
-from tether.state import StopFact
 from tether.status import RunStatus
 
 from .budgets import Breach
 from .step import Finish
+
+if TYPE_CHECKING:
+    from tether.state import StopFact
 
 
 def finish_after(fact: StopFact) -> Finish:

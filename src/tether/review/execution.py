@@ -20,7 +20,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
-from tether.events.kinds_control import ReviewGate
+from tether.events.kinds_calls import ReviewGate
 from tether.records import dataclass
 
 if TYPE_CHECKING:
