@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,7 +165,7 @@ def test_a_torn_or_foreign_table_is_ignored_and_the_text_compiled(table: Path, m
     data = table.read_bytes()
     body = marshal.dumps(good)
     assert made_fresh(monkeypatch, table)[1] == []  # the valid table is used
-    size = len(compiled.HEAD) + 8 + 32
+    size = len(compiled.HEAD) + 8 + compiled._DIGEST
     for torn in (data[: len(data) // 2], data[:size], data[:-1], b"", data[:5]):
         table.write_bytes(torn)
         assert compiled.read(str(table)) == {}
@@ -174,7 +175,7 @@ def test_a_torn_or_foreign_table_is_ignored_and_the_text_compiled(table: Path, m
     table.write_bytes(bytes(flipped))
     assert compiled.read(str(table)) == {} and len(made_fresh(monkeypatch, table)[1]) == 1
     magic = compiled.HEAD + compiled.FORMAT.to_bytes(4, "little") + b"\x00\x00\r\n"
-    write_table(table, body, head=magic + data[size - 32 : size])  # another Python's bytecode
+    write_table(table, body, head=magic + data[size - compiled._DIGEST : size])  # another Python's bytecode
     assert compiled.read(str(table)) == {}
     other = compiled.HEAD + (compiled.FORMAT + 1).to_bytes(4, "little") + data[len(compiled.HEAD) + 4 : size]
     write_table(table, body, head=other)  # another layout
@@ -294,6 +295,15 @@ def test_a_writer_killed_before_its_rename_leaves_the_old_table(table: Path, mon
     left = [p for p in table.parent.iterdir() if p.name != table.name]
     assert len(left) == 1 and left[0].name.endswith(".tmp")  # as an interrupted .pyc write leaves one
     assert made_fresh(monkeypatch, table)[1] == []
+    young, other = table.parent / f"{table.name}.1.ab.tmp", table.parent / "other.1.tmp"
+    young.write_bytes(b"")
+    other.write_bytes(b"")
+    old = time.time() - compiled.STALE_S - 5
+    os.utime(left[0], (old, old))
+    os.utime(other, (old, old))
+    monkeypatch.setattr(compiled, "_missed", True)
+    assert compiled.write()  # the next write removes the killed writer's file once it is old, and only that
+    assert sorted(p.name for p in table.parent.iterdir()) == sorted([table.name, young.name, other.name])
 
 
 def test_exec_cached_is_exec(table: Path) -> None:

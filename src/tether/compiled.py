@@ -23,15 +23,15 @@ Applies where :mod:`tether.records` mirrors the generated methods (3.11, 3.12, w
 (no ``_create_fn``) nothing stands in.
 
 **The table.** One file, ``<the __pycache__ of this module's .pyc>/dataclass-code.<cache_tag>.v<FORMAT>.<magic
-hex>.marshal`` (the interpreter's ``sys.implementation.cache_tag`` and bytecode magic number in its name, so
-another Python never opens it; none when the interpreter has no cache tag or this module no ``__cached__``). It
-is: :data:`HEAD`, the format version, the magic number again, the SHA-256 of the body, and the body, a marshal'd
-``{text: marshal'd code}``, at most :data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` in all. Any doubt and it is
-as if there were none: a short, torn or foreign file (head, version, magic, digest), a body that is not a dict,
-an entry that does not unmarshal to a code object, or whose code does not fit its text (its function and the
-function inside named as the text's first two lines name them, with the arguments the first line lists: a cheap
-check that catches an entry filed under another text; it is no check against a forger, see below): then the text
-is compiled as ever. The lookup is by the exact text (a dict: its hash, then the whole text compared).
+hex>.marshal`` (the interpreter's ``sys.implementation.cache_tag`` and bytecode magic number in its name, so another
+Python never opens it; none when the interpreter has no cache tag or this module no ``__cached__``). It is:
+:data:`HEAD`, the format version, the magic number again, the CRC-32 and length of the body, and the body, a
+marshal'd ``{text: marshal'd code}``, at most :data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` in all. Any doubt
+and it is as if there were none: a short, torn or foreign file (head, version, magic, CRC, length), a body that is
+not a dict, an entry that does not unmarshal to a code object, or whose code does not fit its text (its function and
+the function inside named as the text's first two lines name them, with the arguments the first line lists: a cheap
+check that catches an entry filed under another text; it is no check against a forger, see below): then the text is
+compiled as ever. The lookup is by the exact text (a dict: its hash, then the whole text compared).
 
 **Writing.** A process that compiled a text the table lacked writes the table once, at exit (``atexit``): the
 file as it is then on disk merged with what the process used, the entries this process used first (a process
@@ -41,39 +41,43 @@ source's) in the same directory, then renamed over the table; any ``OSError`` (t
 there, the disk full) and nothing is written, silently, as Python skips a ``.pyc`` it cannot write; nor when
 ``sys.dont_write_bytecode``. So a reader sees the old table or the new one whole (rename), two writers at once each
 rename a whole file (the last one stays: entries of the other are lost until a process misses them again), and a
-crash mid-write leaves the old table and at most a ``.tmp`` file (as an interrupted ``.pyc`` write leaves one);
-a torn table after a power loss (no ``fsync``, as for a ``.pyc``) fails its digest.
+crash mid-write leaves the old table and at most a ``.tmp`` file (as an interrupted ``.pyc`` write leaves one;
+the next write removes it once it is ten minutes old);
+a torn table after a power loss (no ``fsync``, as for a ``.pyc``) fails its CRC or length.
 
 **Trust.** The table is code every process runs. It lives where this package's own ``.pyc`` files live, with their
 owner and permissions, and is read from nowhere else: whoever can write it can write ``records.cpython-311.pyc``
 beside it, which Python runs unchecked anyway. A managed install is vouched for by walking everything under tether's
 package (``hooks/import_roots.py`` ``loose_under``, ``hooks/trust.py``): a table another user could write is refused
 like a ``.pyc`` they could write (``tests/test_compiled.py``). A hook process runs with ``-I``, so
-``PYTHONPYCACHEPREFIX`` cannot move the table (nor the ``.pyc`` files) somewhere a user can write. The digest and
+``PYTHONPYCACHEPREFIX`` cannot move the table (nor the ``.pyc`` files) somewhere a user can write. The CRC and
 the fit check are against accidents (torn writes, a bug), not against a writer, who could forge both.
 """
 
 from __future__ import annotations
 
+import binascii
 import contextlib
-import hashlib
 import marshal
 import os
 import sys
+import time
 from types import CodeType
 from typing import Any
 
 #: The table file's first bytes.
 HEAD = b"TETHERDC"
 #: The layout of the table; one of another layout is ignored (and its name differs).
-FORMAT = 1
+FORMAT = 2
 #: Entries kept at most (a cold PreToolUse uses ~114; tether's whole import ~200).
-MAX_ENTRIES = 1024
+MAX_ENTRIES = 512
 #: The table's size at most, in bytes: a larger file is not read, and a table is never written larger.
-MAX_BYTES = 4 << 20
+MAX_BYTES = 2 << 20
 #: A text longer than this is compiled each time, not kept (an ``__init__`` of ~50 fields is ~4 KB).
 MAX_TEXT = 64 << 10
-_DIGEST = 32
+#: A temporary file of a writer this old (seconds) is a killed writer's, removed by the next write.
+STALE_S = 600
+_DIGEST = 8
 
 
 def _magic() -> bytes:
@@ -99,7 +103,11 @@ _missed = False
 
 
 def header(body: bytes) -> bytes:
-    return HEAD + FORMAT.to_bytes(4, "little") + _magic() + hashlib.sha256(body).digest()
+    """The table's first bytes for ``body``: :data:`HEAD`, :data:`FORMAT`, the magic number, the body's CRC-32 and
+    length (against a torn or damaged file; ``binascii`` is loaded on the cold path already; reading a 184 KB table
+    whole costs ~1.6 M instructions, where a SHA-256 of it alone cost 5.2 M)."""
+    check = binascii.crc32(body).to_bytes(4, "little") + len(body).to_bytes(4, "little")
+    return HEAD + FORMAT.to_bytes(4, "little") + _magic() + check
 
 
 def read(path: str | None) -> dict[Any, Any]:
@@ -213,4 +221,18 @@ def write(path: str | None = None) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         return False
+    sweep(path)
     return True
+
+
+def sweep(path: str) -> None:
+    """Remove what writers killed before their rename left (``<table>.<pid>.<random>.tmp``) once it is
+    :data:`STALE_S` old: a write takes milliseconds, so a file that old has no writer."""
+    folder, name = os.path.split(path)
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(folder or ".") as entries:
+        for entry in entries:
+            if entry.name.startswith(f"{name}.") and entry.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
+                        os.unlink(entry.path)
