@@ -2,7 +2,8 @@
 
 The folder must be this user's (or root's) and writable by no one else; the file is opened inside the folder that
 was checked, never by its path again: whoever may rename the folder (the database's directory's writers) cannot
-slip in another folder, one others may write, between the check and the open.
+slip in another folder, one others may write, between the check and the open. And what parsed the source
+swapped under the kept file: another PyYAML first on the path.
 """
 
 from __future__ import annotations
@@ -60,3 +61,24 @@ def test_a_folder_swapped_after_its_check_is_not_read_from(tmp_path: Path, monke
     assert swapped == [True]
     assert got is None or got.dump == good.dump  # the checked folder's file, or none: never theirs
     assert other.dump != good.dump
+
+
+def test_another_yaml_parser_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bytes, the same tether, another PyYAML first on the path (an upgrade): the kept envelope was
+    parsed by the old one, so it is not read; the key names the parser's module without importing it."""
+    source = tmp_path / "envelope.yaml"
+    source.write_text(SOURCE)
+    source = source.resolve()
+    digest = hashlib.sha256(SOURCE.encode()).hexdigest()
+    folder = tmp_path / "tether.db.folds"
+    key = envcache.key_of("yaml", digest)
+    assert "yaml /" in key["libraries"]  # this environment's PyYAML is named
+    assert envcache.save(folder, envcache.validated(envelope_of(SOURCE.encode(), source), source), key, None)
+    assert envcache.load(folder, source, envcache.key_of("yaml", digest), None) is not None
+    other = tmp_path / "site" / "yaml"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("__version__ = '99.0'\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    again = envcache.key_of("yaml", digest)
+    assert again["libraries"] != key["libraries"]
+    assert envcache.load(folder, source, again, None) is None

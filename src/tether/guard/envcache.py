@@ -13,7 +13,7 @@ What it is keyed by, each checked on every read (any difference is a miss: the s
   its mtime or size), and whether they are JSON or YAML (by suffix, as the loader decides); for the built-in
   envelope (``hooks/calls.py``), the code that builds it;
 - **the code**: tether's code stamp (every module's size and mtime, :mod:`.cachefile`), pydantic's and
-  pydantic-core's versions and Python's;
+  pydantic-core's versions, Python's, and the YAML parser's module (its size and mtime: :func:`_yaml_stamp`);
 - **the format** (:data:`VERSION`), and the file's own name (the source's path, or "built-in").
 
 What it is trusted for, and by whom:
@@ -106,7 +106,23 @@ def _versions() -> str:
     import pydantic
     import pydantic_core
 
-    return f"pydantic {pydantic.VERSION}; pydantic-core {pydantic_core.__version__}; python {sys.hexversion:x}"
+    return (
+        f"pydantic {pydantic.VERSION}; pydantic-core {pydantic_core.__version__}; python {sys.hexversion:x}; "
+        f"yaml {_yaml_stamp()}"
+    )
+
+
+def _yaml_stamp() -> str:
+    """The YAML parser that reads an envelope file (``yaml/__init__.py`` first on the path, as ``import yaml``
+    would find it), by its size and mtime, without importing it (a hit parses nothing): another PyYAML might read
+    the same bytes otherwise. "" when there is none to stat (then parsed by the same nothing on both sides)."""
+    for entry in sys.path:
+        try:
+            st = os.stat(os.path.join(entry or ".", "yaml", "__init__.py"))
+        except OSError:
+            continue
+        return f"{os.path.join(entry, 'yaml')} {st.st_size} {st.st_mtime_ns}"
+    return ""
 
 
 def key_of(source: str, digest: str) -> dict[str, Any]:
