@@ -82,3 +82,36 @@ def test_another_yaml_parser_is_a_miss(tmp_path: Path, monkeypatch: pytest.Monke
     again = envcache.key_of("yaml", digest)
     assert again["libraries"] != key["libraries"]
     assert envcache.load(folder, source, again, None) is None
+
+
+SEEDED = """
+import json, sys
+from pathlib import Path
+from tether.guard import envcache
+from tether.hooks.calls import hook_envelope
+folder, source = Path(sys.argv[1]), sys.argv[2]
+v = envcache.kept(folder, None if source == "built-in" else Path(source), hook_envelope)
+print(json.dumps({"kept": v.kept, "contract": v.contract, "dumped": v.dumped}))
+"""
+
+
+@pytest.mark.parametrize("which", ["built-in", "file"])
+def test_written_under_one_hash_seed_read_under_another(tmp_path: Path, which: str) -> None:
+    """Fresh interpreters with different hash seeds (set and dict orders differ): the second reads the first's
+    file back, with the same contract and dump; a third under a third seed too."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "envelope.yaml"
+    source.write_text(SOURCE)
+    arg = "built-in" if which == "built-in" else str(source)
+    got = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(envcache.__file__).parents[2])}
+        out = subprocess.run(
+            [sys.executable, "-c", SEEDED, str(tmp_path / "folds"), arg], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        got.append(json.loads(out.stdout))
+    assert [g["kept"] for g in got] == [False, True, True]
+    assert len({(g["contract"], g["dumped"]) for g in got}) == 1
