@@ -401,6 +401,8 @@ class BwrapSandbox:
             # If tether is a subreaper (see .reaper), bwrap's inner process may come back.
             try:
                 with Leftovers() as leftovers:
+                    if hold is not None:  # what the commit starts (a sink's process) is not the command's
+                        hold.before = leftovers.after(hold.before)
 
                     def kill(proc: subprocess.Popen[bytes]) -> None:
                         kill_group(proc)

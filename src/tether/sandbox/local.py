@@ -123,6 +123,8 @@ class LocalSandbox:
             argv = [self.bash, "-c", f'{limits}\nexec "$@"', "tether", *to_argv(command)]
         try:
             with Leftovers(active=self.subreaper) as leftovers:
+                if hold is not None:  # what the commit starts (a sink's process) is not the command's
+                    hold.before = leftovers.after(hold.before)
 
                 def kill(proc: subprocess.Popen[bytes]) -> None:
                     kill_group(proc)

@@ -59,8 +59,9 @@ class Hold:
     (close-on-exec, never passed on), so tether dying is end-of-file too.
 
     ``before`` is what must happen first (the runtime's synced commit); it runs once the child has started, inside
-    the command's window: it must start no process of its own (the reaper, :mod:`.reaper`, would take it for the
-    command's leftover), and while it runs no other thread's command starts (the reaper's one-command lock)."""
+    the command's window: a process it starts (an event sink's) is taken as there before the command
+    (:meth:`.reaper.Leftovers.after`), but one that process orphans later would be taken for the command's
+    leftover; while it runs no other thread's command starts (the reaper's one-command lock)."""
 
     def __init__(self, before: Callable[[], None]) -> None:
         self.before = before

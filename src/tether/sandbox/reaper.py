@@ -17,7 +17,8 @@ command's cleanup kill the other's processes. So a command that reaps holds a pr
 moment its "before" is taken until its leftovers are reaped: commands of one process run one at a time
 (model calls and everything else still overlap). Limits: a leftover whose parent is still alive at that
 moment is found one round later, once its parent is killed; a process tether's main thread starts *outside*
-the sandboxes while a command runs would still be taken for a leftover.
+the sandboxes while a command runs would still be taken for a leftover, except one started by what a held
+command waits for (the runtime's commit, whose event sinks may start processes: :meth:`Leftovers.after`).
 
 Where orphans land: the kernel hands an orphan to the subreaper's first live thread, its main thread (the
 thread group leader, whose thread id is the process id: ``find_new_reaper``/``find_alive_thread`` in
@@ -37,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from functools import cache
 from types import TracebackType
 
@@ -157,6 +159,19 @@ class Leftovers:
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         if self.active:
             _ONE_COMMAND.release()
+
+    def after(self, before: Callable[[], None]) -> Callable[[], None]:
+        """``before`` (what a held command waits for, :class:`.process.Hold`), then this process's children taken
+        as there before the command too: a process ``before`` started (an event sink's, told of the synced
+        ``action.started``) is not the command's leftover. Sound because the command is still held then: it has
+        run nothing that could have left a child of tether's; the go is sent only after this returns."""
+
+        def then() -> None:
+            before()
+            if self.active:
+                self.before |= children()
+
+        return then
 
     def reap(self, command_pid: int) -> int:
         return reap_orphans(command_pid, self.before) if self.active else 0
