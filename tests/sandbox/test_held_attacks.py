@@ -64,3 +64,43 @@ def test_tmout_in_the_commands_environment_does_not_give_up_a_slow_commit(worksp
         del os.environ["TMOUT"]
     assert (r.exit_code, r.stdout) == (0, "TMOUT=1\n"), r.stderr
     assert (workspace / "acted").exists()
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("BASH_ENV", "{ws}/startup.sh"),  # a file bash sources as it starts
+        ("BASH_FUNC_read%%", "() {{ touch {ws}/acted; }}"),  # replaces the hold line's read: it would let go
+        ("SHELLOPTS", "xtrace"),  # with PS4 below: a substitution at every traced line, the hold line's too
+    ],
+)
+def test_an_environment_that_runs_code_as_bash_starts_is_committed_first_unheld(
+    sandbox: Sandbox, workspace: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    """Variables passed to commands (``env_allow``) that make bash run code before its first line, i.e. before
+    the hold: such a command is not held; what it waits for runs first, so nothing of it runs before the commit."""
+    (workspace / "startup.sh").write_text(f"touch {workspace}/acted\n")
+    monkeypatch.setenv(name, value.format(ws=workspace))
+    monkeypatch.setenv("PS4", f"$(touch {workspace}/acted)+ ")
+    names = (name, "PS4") if name == "SHELLOPTS" else (name,)
+    box: Sandbox = LocalSandbox(env_allow=names) if isinstance(sandbox, LocalSandbox) else BwrapSandbox(workspace)
+    if isinstance(box, BwrapSandbox):
+        if name != "BASH_FUNC_read%%":
+            pytest.skip("the sandbox's view of the host: checked for the function only")
+        box = BwrapSandbox(workspace, env_allow=names)
+    seen: list[bool] = []
+
+    def before() -> None:
+        time.sleep(0.3)  # ample time for bash to have started and acted
+        seen.append((workspace / "acted").exists())
+
+    r = _run(box, workspace, "echo done", before)
+    assert seen == [False]
+    assert r.stdout.endswith("done\n"), r.stderr
+
+
+def test_starts_code_names_what_bash_acts_on_at_its_start() -> None:
+    from tether.sandbox.environment import starts_code
+
+    assert starts_code(["PATH", "BASH_ENV"]) and starts_code(["BASH_FUNC_read%%"]) and starts_code(["LD_PRELOAD"])
+    assert not starts_code(["PATH", "HOME", "LANG", "TMOUT", "CI"])

@@ -57,11 +57,11 @@ from tether.events.kinds_egress import EgressAttempted
 from . import acl
 from .base import is_within, resolve_dir, to_argv
 from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
-from .environment import build_env
+from .environment import build_env, starts_code
 from .limits import Limits
 from .mask import Listings, masks
 from .output import OutputCap
-from .process import Hold, kill_group, run_captured, to_receipt
+from .process import Hold, kill_group, release_first, run_captured, to_receipt
 from .reaper import Leftovers
 from .receipt import Receipt
 
@@ -343,6 +343,9 @@ class BwrapSandbox:
         except OSError as e:  # fail closed: the command does not run without its way out
             raise SandboxUnavailable(f"cannot start the egress proxy: {e}", fix="check that /tmp is writable") from e
         try:
+            if before is not None and starts_code((*self.env_allow, *(env or ()), *self.carried.env)):
+                release_first(before)  # bash would run code before the hold line: the commit first, unheld
+                before = None
             hold = Hold(before) if before is not None else None
             try:
                 return self._run(

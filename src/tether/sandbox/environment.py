@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +19,19 @@ GUARDS: Mapping[str, str] = {
     "GIT_TERMINAL_PROMPT": "0",
 }
 """Always set, and set last: nothing may turn a command interactive."""
+
+
+BASH_STARTS: frozenset[str] = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4"})
+BASH_STARTS_PREFIXES = ("BASH_FUNC_", "LD_")
+"""Variables that make bash run code as it starts, before its first line: a file it sources (``BASH_ENV``), options
+(``SHELLOPTS=xtrace`` expands ``PS4``, command substitutions included), functions it imports (one named ``read``
+replaces the builtin), a library the loader injects. A held command (:class:`.process.Hold`) waits on its first
+line: with any of these in its environment it is not held, and what it waits for runs first."""
+
+
+def starts_code(names: Iterable[str]) -> bool:
+    """Would an environment holding ``names`` make bash run code before its first line (:data:`BASH_STARTS`)?"""
+    return any(n in BASH_STARTS or n.startswith(BASH_STARTS_PREFIXES) for n in names)
 
 
 def build_env(

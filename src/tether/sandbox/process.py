@@ -92,6 +92,16 @@ class Hold:
         self.r = self.w = -1
 
 
+def release_first(before: Callable[[], None]) -> None:
+    """Run ``before`` now, for a command that cannot be held (its environment makes bash run code before its first
+    line: :func:`.environment.starts_code`): the command starts only after it, as before holding; if it raises,
+    ``NotReleased``, as for a held one."""
+    try:
+        before()
+    except Exception as e:
+        raise NotReleased(f"the command was not started: {e}") from e
+
+
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group led by ``proc`` (it was started in its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
