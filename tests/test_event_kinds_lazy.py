@@ -321,3 +321,49 @@ def test_every_kind_the_folds_name_by_its_string_is_registered_and_handled_as_it
             if getattr(handler, "__name__", "") != "<lambda>" and model not in str(annotated[0]).split(" | "):
                 mismatched.append(f"{name}: {kind} -> {handler.__qualname__}({annotated[0]})")
     assert mismatched == []
+
+
+def test_a_miss_imports_only_the_module_of_the_kind_asked_for() -> None:
+    """``get`` of a later kind imports the one module that registers it; iterating imports the rest."""
+    out = fresh(
+        "import sys\n"
+        "import tether.events\n"
+        "from tether.events.payload import LATER, REGISTRY\n"
+        "def later():\n"
+        "    return sorted(m for m in LATER if 'tether.events.' + m in sys.modules)\n"
+        "model = REGISTRY.get('approval.requested').__name__\n"
+        "one = later()\n"
+        "item = REGISTRY['plan.carried'].__name__\n"
+        "two = later()\n"
+        "n = len(list(REGISTRY))\n"
+        "out = {'model': model, 'one': one, 'item': item, 'two': two, 'all': later(), 'n': n}"
+    )
+    assert out["model"] == "ApprovalRequested" and out["one"] == ["kinds"]
+    assert out["item"] == "PlanCarried" and out["two"] == ["kinds", "kinds_knowledge"]
+    assert out["all"] == sorted(payload.LATER) and out["n"] == len(payload.REGISTRY)
+
+
+def test_threads_missing_kinds_of_different_later_modules_at_once_all_see_them() -> None:
+    """Twelve threads, each asking at the same moment for a kind of another later module (and two iterating):
+    each gets its kind's model, the iterations see every kind, and the registry ends complete."""
+    out = fresh(
+        "import threading\n"
+        "import tether.events\n"
+        "from tether.events.payload import LATER, REGISTRY\n"
+        "asks = [kinds[0] for kinds in LATER.values()]\n"
+        "got, listed = {}, []\n"
+        "go = threading.Barrier(len(asks) + 2)\n"
+        "def ask(kind):\n"
+        "    go.wait()\n"
+        "    got[kind] = REGISTRY.get(kind).KIND\n"
+        "def iterate():\n"
+        "    go.wait()\n"
+        "    listed.append(len(list(REGISTRY)))\n"
+        "ts = [threading.Thread(target=ask, args=(k,)) for k in asks]\n"
+        "ts += [threading.Thread(target=iterate) for _ in '12']\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "out = {'right': all(got[k] == k for k in asks) and len(got) == len(asks), 'listed': listed,\n"
+        "       'n': len(dict.keys(REGISTRY))}"
+    )
+    n = len(payload.REGISTRY)
+    assert out == {"right": True, "listed": [n, n], "n": n}
