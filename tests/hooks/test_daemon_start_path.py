@@ -37,3 +37,28 @@ def test_a_started_daemon_imports_nothing_from_the_project_or_pythonpath(tmp_pat
         stopped = stop_daemon(str(sock))
     assert not marker.exists(), f"the daemon imported planted code from {marker.read_text()}"
     assert stopped
+
+
+def test_the_daemon_builds_every_kind_module_at_its_start() -> None:
+    """A cold call imports only the kind modules of its own kinds (events/payload.py ``LATER``); the daemon, which
+    serves many sessions for hours, imports all of them with its other imports (``Collections.take``), so no
+    request builds payload classes, and they are frozen with the rest."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, sys\n"
+        "from tether.events.payload import LATER\n"
+        "from tether.hooks.daemon import Collections\n"
+        "taking = Collections()\n"
+        "before = [m for m in LATER if 'tether.events.' + m in sys.modules]\n"
+        "taking.take()\n"
+        "after = sorted(m for m in LATER if 'tether.events.' + m in sys.modules)\n"
+        "taking.give_back()\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    from tether.events.payload import LATER
+
+    assert json.loads(out.stdout) == [[], sorted(LATER)]

@@ -171,6 +171,11 @@ class Registry(dict[str, type[Payload]]):
                     importlib.import_module(f"{__package__}.{name}")
                     self._later = tuple(n for n in self._later if n != name)
 
+    def complete(self) -> None:
+        """Import every later kind module now: a long-lived process (the hooks' daemon) builds them at its start,
+        with its other imports, rather than in the first request that meets one of their kinds."""
+        self._load_later()
+
     def loaded(self, kind: str) -> type[Payload] | None:
         """``kind``'s class if its module is imported already, else None (never imports the later modules)."""
         return dict.get(self, kind)
