@@ -44,7 +44,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     monkeypatch.setattr(compiled, "location", str(path))
     monkeypatch.setattr(compiled, "_table", None)
     monkeypatch.setattr(compiled, "_used", {})
-    monkeypatch.setattr(compiled, "_missed", False)
+    monkeypatch.setattr(compiled, "_keeping", None)
 
 
 class Compiles:
@@ -90,13 +90,13 @@ def test_a_class_made_from_the_table_is_the_one_the_standard_library_makes(
 ) -> None:
     first = Compiles(monkeypatch)
     cold = shapes(records.dataclass)  # compiles and keeps every __init__
-    assert len(first.texts) >= 12 and compiled._missed
+    assert len(first.texts) >= 12 and compiled._keeping
     assert compiled.write() and table.exists()
     fresh(monkeypatch, table)
     again = Compiles(monkeypatch)
     warm = shapes(records.dataclass)  # from the table
     assert again.texts == [], "an __init__ the table holds was compiled again"
-    assert not compiled._missed and len(compiled._used) == len(set(first.texts)) == len(first.texts)
+    assert not compiled._keeping and len(compiled._used) == len(set(first.texts)) == len(first.texts)
     for name, cls in warm.items():
         if "__dataclass_fields__" not in cls.__dict__ or "__init__" not in cls.__dict__:
             continue  # not a dataclass (a base of one), or an __init__ of its own
@@ -211,6 +211,11 @@ def test_an_entry_that_is_not_the_texts_code_is_not_used(table: Path, monkeypatc
 
 
 def test_nothing_is_written_where_bytecode_is_not(table: Path, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert len(made_fresh(monkeypatch, table)[1]) == 1
+    assert compiled._keeping is False and compiled._used == {}  # compiled as ever, nothing kept to write
+    assert not compiled.write() and not table.exists()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
     made_fresh(monkeypatch, table)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     assert not compiled.write() and not table.exists()
@@ -254,7 +259,7 @@ n = int(sys.argv[2])
 for i in range(40):
     dataclass(type(f"R{n}_{i}", (), {"__annotations__": {f"f{n}_{i}_{j}": "int" for j in range(i % 5 + 1)}}))
 if sys.argv[3] == "loop":
-    c._missed = True  # its classes are in the table already: written all the same, again and again
+    c._keeping = True  # its classes are in the table already: written all the same, again and again
     for _ in range(150):
         assert c.write()
 if sys.argv[3] == "crash":
@@ -301,7 +306,7 @@ def test_a_writer_killed_before_its_rename_leaves_the_old_table(table: Path, mon
     old = time.time() - compiled.STALE_S - 5
     os.utime(left[0], (old, old))
     os.utime(other, (old, old))
-    monkeypatch.setattr(compiled, "_missed", True)
+    monkeypatch.setattr(compiled, "_keeping", True)
     assert compiled.write()  # the next write removes the killed writer's file once it is old, and only that
     assert sorted(p.name for p in table.parent.iterdir()) == sorted([table.name, young.name, other.name])
 

@@ -33,7 +33,9 @@ the function inside named as the text's first two lines name them, with the argu
 check that catches an entry filed under another text; it is no check against a forger, see below): then the text is
 compiled as ever. The lookup is by the exact text (a dict: its hash, then the whole text compared).
 
-**Writing.** A process that compiled a text the table lacked writes the table once, at exit (``atexit``): the
+**Writing.** A process that compiled a text the table lacked, and could write the table (bytecode is written, its
+directory is writable: asked once, at the first text compiled; where not, as for each user of a managed install,
+nothing is kept and a compile costs what it did), writes the table once, at exit (``atexit``): the
 file as it is then on disk merged with what the process used, the entries this process used first (a process
 that misses puts back what it needs), bounded. It is written as CPython writes a ``.pyc``: to
 ``<table>.<pid>.<random>.tmp`` (``O_EXCL``, the mode of this module's source, as ``importlib`` gives a ``.pyc`` its
@@ -99,7 +101,7 @@ def table_path() -> str | None:
 location: str | None = table_path()
 _table: dict[Any, Any] | None = None  # as read, once per process
 _used: dict[str, bytes] = {}  # the entries this process used or compiled, in that order
-_missed = False
+_keeping: bool | None = None  # whether a text was compiled that is kept, to be written at exit; None: none yet
 
 
 def header(body: bytes) -> bytes:
@@ -147,7 +149,7 @@ def _fits(code: Any, text: str) -> bool:
 def code_of(text: str) -> CodeType:
     """The code ``exec(text)`` would compile: the table's when it holds ``text`` and it fits, else compiled (and
     kept, to be written at exit)."""
-    global _table, _missed
+    global _table, _keeping
     if _table is None:
         _table = read(location)
     entry = _table.get(text)
@@ -160,14 +162,22 @@ def code_of(text: str) -> CodeType:
             _used.setdefault(text, entry)
             return code  # type: ignore[no-any-return]
     code = compile(text, "<string>", "exec", dont_inherit=True)
-    if len(text) <= MAX_TEXT and len(_used) < MAX_ENTRIES:
-        _table[text] = _used[text] = marshal.dumps(code)  # a class of the same text later in this process too
-        if not _missed:
-            _missed = True
+    if _keeping is None:
+        _keeping = writable(location)
+        if _keeping:
             import atexit
 
             atexit.register(write)
+    if _keeping and len(text) <= MAX_TEXT and len(_used) < MAX_ENTRIES:
+        _table[text] = _used[text] = marshal.dumps(code)  # a class of the same text later in this process too
     return code
+
+
+def writable(path: str | None) -> bool:
+    """Whether this process could write the table at ``path``: bytecode is written and its directory is writable
+    (asked once, at the first text compiled; where it is not, as for every user of a managed install, what is
+    compiled is not kept, and costs what it cost before)."""
+    return path is not None and not sys.dont_write_bytecode and os.access(os.path.dirname(path), os.W_OK)
 
 
 def exec_cached(source: Any, globals: Any = None, locals: Any = None, /) -> None:
@@ -203,7 +213,7 @@ def write(path: str | None = None) -> bool:
     to a temporary file renamed into place. False, and nothing written, when nothing is new, bytecode is not
     written, or on any ``OSError``."""
     path = path or location
-    if path is None or not _missed or sys.dont_write_bytecode:
+    if path is None or not _keeping or sys.dont_write_bytecode or not _used:
         return False
     body = marshal.dumps(merged(_used, read(path)))
     data = header(body) + body
