@@ -39,6 +39,7 @@ For type checkers this *is* ``dataclasses.dataclass``.
 from __future__ import annotations
 
 import abc
+import builtins
 import dataclasses
 import sys
 import threading
@@ -60,7 +61,6 @@ _STANDARD = dataclasses.dataclass
 PARAMETERS = frozenset(
     ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots", "weakref_slot")
 )
-_ABSENT = object()
 _frozen_lock = threading.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
 
 
@@ -142,10 +142,15 @@ def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
     """``dataclasses.dataclass(cls, repr=False, eq=False, **params)``, a frozen class's two methods made by
     :func:`_frozen`, and the code of the methods it still compiles (``__init__``) taken from the table of
     :mod:`tether.compiled` when it holds their text: the standard maker and ``dataclasses``' ``exec`` stood in for
-    under a lock, restored at once (to what they were: a class made while another is)."""
+    under a lock, restored at once (to what they were: a class made while another is).
+
+    ``dataclasses.exec`` is the builtin ``exec`` when not stood in for (what the name finds anyway): the name stays
+    in the module's dict, whose values change and keys do not. Adding and removing it for each class changed the
+    keys, and every specialised global lookup in ``dataclasses`` missed after each class (~9 M instructions of a
+    cold call)."""
     with _frozen_lock:
         standard = getattr(dataclasses, _FROZEN_MAKER)
-        own_exec = vars(dataclasses).get("exec", _ABSENT)
+        own_exec = vars(dataclasses).get("exec", builtins.exec)
         try:
             if frozen:
                 setattr(dataclasses, _FROZEN_MAKER, _frozen)
@@ -153,10 +158,7 @@ def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
             return _STANDARD(cls, repr=False, eq=False, frozen=frozen, **params)
         finally:
             setattr(dataclasses, _FROZEN_MAKER, standard)
-            if own_exec is _ABSENT:
-                vars(dataclasses).pop("exec", None)
-            else:
-                dataclasses.exec = own_exec  # type: ignore[attr-defined]
+            dataclasses.exec = own_exec  # type: ignore[attr-defined]
 
 
 def _record(
