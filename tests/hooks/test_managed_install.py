@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -314,3 +315,109 @@ def test_a_managed_install_without_an_envelope_says_who_then_decides(shared: Pat
     envelope.write_text("x: 1\n")
     assert main(["claude-code", "--managed", "--managed-dir", str(managed), "--envelope", str(envelope)]) == 0
     assert "envelope.yaml" not in capsys.readouterr().err
+
+
+HOOK_PYTHON = sys.executable  # the test's own interpreter: it has tether's dependencies (the system python3 may not)
+
+
+def test_warming_writes_a_table_owned_like_the_package_that_the_next_hook_process_reads(shared: Path) -> None:
+    """The real warm, on a copy of tether's package: run as a hook starts Python, it writes the table beside the
+    package's bytecode, owned as the package, writable by nobody else, holding the cold call's ``__init__`` code."""
+    from tether import compiled
+    from tether.hooks.install import warm
+
+    parent = shared / "pkg"
+    shutil.copytree(SRC / "tether", parent / "tether", ignore=shutil.ignore_patterns("__pycache__"))
+    table, why = warm(HOOK_PYTHON, parent)
+    assert table is not None, why
+    assert table.parent == parent / "tether" / "__pycache__"
+    info, package = table.stat(), (parent / "tether").stat()
+    assert (info.st_uid, info.st_gid) == (package.st_uid, package.st_gid)
+    assert info.st_mode & 0o022 == 0 and info.st_mode & 0o004, oct(info.st_mode)
+    kept = compiled.read(str(table))
+    assert len(kept) > 50, len(kept)  # a cold PreToolUse compiles ~114 __init__s
+    again, _ = warm(HOOK_PYTHON, parent)  # a second warm finds it whole and keeps it
+    assert again == table and compiled.read(str(table)).keys() >= kept.keys()
+
+
+def test_warming_fails_softly_and_never_reads_another_tether(shared: Path, tmp_path: Path) -> None:
+    from tether.hooks.install import warm
+
+    table, why = warm(HOOK_PYTHON, shared / "nothing-here")  # no tether there: the venv's own is imported
+    assert table is None and ("not from" in why or "failed" in why), why
+    table, why = warm(str(tmp_path / "no-python"), shared)
+    assert table is None and "did not run" in why
+
+
+@pytest.fixture
+def fake_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Path]]]:
+    """``warm`` replaced by one that records its calls and leaves a table file where the walked package keeps
+    its bytecode (the tether these tests run: its ``__pycache__``), under a name of its own."""
+    from tether.hooks import install
+
+    cache = install.PACKAGE_PARENT / "tether" / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    table = cache / f"dataclass-code.test-{os.getpid()}.marshal"
+    calls: list[tuple[str, Path]] = []
+
+    def fake(python: str, package_parent: Path = install.PACKAGE_PARENT) -> tuple[Path | None, str]:
+        calls.append((python, package_parent))
+        table.write_bytes(b"TETHERDC")
+        table.chmod(0o644)
+        return table, ""
+
+    monkeypatch.setattr(install, "warm", fake)
+    try:
+        yield calls
+    finally:
+        table.unlink(missing_ok=True)
+
+
+def test_a_managed_install_warms_the_table_once_its_checks_passed(shared: Path, shared_python, fake_table, capsys):
+    assert main(["claude-code", "--managed", "--managed-dir", str(shared / "m")]) == 0
+    assert fake_table == [(shared_python, SRC.resolve())]
+    out = capsys.readouterr().out
+    assert "__init__ code table every user's hook process reads is in place" in out
+    (table,) = (SRC / "tether" / "__pycache__").glob(f"dataclass-code.test-{os.getpid()}.marshal")
+    assert table.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_refused_managed_install_warms_nothing(shared: Path, shared_python, fake_table, capsys) -> None:
+    envelope = shared / "envelope.yaml"
+    envelope.write_text("x: 1\n")
+    envelope.chmod(0o600)  # other users cannot read it: refused
+    assert main(["claude-code", "--managed", "--managed-dir", str(shared / "m"), "--envelope", str(envelope)]) == 2
+    assert fake_table == []
+    assert not list((SRC / "tether" / "__pycache__").glob(f"dataclass-code.test-{os.getpid()}.marshal"))
+    assert main(["codex", "--managed", "--lock", "--managed-dir", str(shared / "c")]) == 2  # a usage error too
+    assert fake_table == []
+
+
+def test_a_warmed_table_another_user_could_write_is_removed_and_the_install_stands(
+    shared: Path, shared_python, fake_table, monkeypatch, capsys
+) -> None:
+    from tether.hooks import install
+
+    table = install.PACKAGE_PARENT / "tether" / "__pycache__" / f"dataclass-code.test-{os.getpid()}.marshal"
+    written = install.warm
+
+    def loose(python: str, package_parent: Path = install.PACKAGE_PARENT) -> tuple[Path | None, str]:
+        found = written(python, package_parent)
+        table.chmod(0o666)  # as if written under a umask of 0: any user could put code into every hook process
+        return found
+
+    monkeypatch.setattr(install, "warm", loose)
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: the __init__ code table was removed: {table} (mode -rw-rw-rw-" in err
+    assert not table.exists()
+    assert (managed / "managed-settings.d" / "tether.json").is_file(), "a failure to warm never fails the install"
+
+
+def test_a_failure_to_warm_is_a_warning(shared: Path, shared_python, monkeypatch, capsys) -> None:
+    from tether.hooks import install
+
+    monkeypatch.setattr(install, "warm", lambda python, package_parent=None: (None, "it broke"))
+    assert main(["claude-code", "--managed", "--managed-dir", str(shared / "m")]) == 0
+    assert "warning: the __init__ code table was not written: it broke" in capsys.readouterr().err

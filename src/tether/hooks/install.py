@@ -26,9 +26,12 @@ read or run, or could change (:mod:`tether.hooks.trust`).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,6 +159,76 @@ def removed(settings: dict[str, Any], agent: str, path: Path) -> int:
     if count and not hooks and "hooks" in settings:
         del settings["hooks"]
     return count
+
+
+#: The directory holding tether's package, as the launcher appends it to the hook process's path.
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
+#: What the warming interpreter runs after ``-I -S``: the launcher's path, then what :func:`.entry.main` does
+#: before it decides in-process (``site``, no pydantic plugins, the deciding code with the gate); it prints where
+#: :mod:`tether.compiled` keeps its table and the file it was imported from; the table is written at its exit.
+WARM = """
+import json, sys
+sys.path.append(sys.argv[1])
+from tether.hooks.entry import full_path, import_deciding_code, no_pydantic_plugins
+full_path()
+no_pydantic_plugins()
+import_deciding_code()
+from tether import compiled
+print(json.dumps([compiled.location, compiled.__file__]))
+"""
+WARM_TIMEOUT_S = 120
+
+
+def warm(python: str, package_parent: Path = PACKAGE_PARENT) -> tuple[Path | None, str]:
+    """Run ``python`` as a hook starts it (``-I -S``, no environment, from an empty directory) to import the
+    deciding code of the tether in ``package_parent`` once, so that :mod:`tether.compiled` writes its table of
+    ``__init__`` code (as this user: root, for a managed install). The table, or None and why not."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="tether-warm-") as cwd:
+            done = subprocess.run(
+                [python, "-I", "-S", "-c", WARM, str(package_parent)],
+                capture_output=True,
+                text=True,
+                timeout=WARM_TIMEOUT_S,
+                check=False,
+                cwd=cwd,
+                env={},
+            )
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"{python} did not run ({e})"
+    if done.returncode != 0:
+        return None, f"{python} failed ({(done.stderr.strip().splitlines() or ['no output'])[-1]})"
+    try:
+        location, module = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError, TypeError) as e:
+        return None, f"{python} printed no answer ({e})"
+    cache = package_parent / "tether" / "__pycache__"
+    if not isinstance(module, str) or Path(module).parent != package_parent / "tether":
+        return None, f"{python} imported tether from {module}, not from {package_parent}"
+    if not isinstance(location, str) or Path(location).parent != cache:
+        return None, f"{python} keeps no table beside tether's bytecode (its table: {location})"
+    if not os.path.isfile(location):
+        return None, f"{python} wrote no table at {location} (bytecode not written, or nothing new to keep)"
+    return Path(location), ""
+
+
+def warm_table(agent: str, envelope: Path | None) -> tuple[bool, str]:
+    """After a managed install: warm :mod:`tether.compiled`'s table (:func:`warm`), then vouch for everything the
+    hook imports again, the table now among it (:func:`.trust.judged`); a table that walk refuses is removed.
+    Whether the table is there and trusted, and what to say. Never an error: a hook call without the table costs
+    what it did."""
+    command = hook_command(agent, envelope)
+    table, why = warm(sys.executable)
+    if table is None:
+        return False, f"the __init__ code table was not written: {why}; each cold hook call compiles it"
+    unusable, changed = judged(command)
+    if unusable or changed:
+        try:
+            table.unlink()
+        except OSError as e:
+            return False, f"{table} is not trusted ({'; '.join([*unusable, *changed])}) and not removed ({e})"
+        return False, f"the __init__ code table was removed: {'; '.join([*unusable, *changed])}"
+    return True, f"the __init__ code table every user's hook process reads is in place, root's: {table}"
 
 
 def _fail(e: InstallError, verb: str, argv: list[str]) -> int:
@@ -384,6 +457,11 @@ def main(argv: list[str]) -> int:
             f"check it with: tether hook status {agent}"
             + (f" --managed-dir {kw['managed_dir']}" if "managed_dir" in kw else "")
         )
+        written, said = warm_table(agent, kw.get("envelope"))
+        if written:
+            print(said)
+        else:
+            sys.stderr.write(f"warning: {said}\n")
         if "envelope" not in kw:
             sys.stderr.write(
                 "note: no --envelope: what each call may do is then decided by $TETHER_ENVELOPE, else the"
