@@ -299,6 +299,8 @@ def test_the_python_api(shared: Path, shared_python, tmp_path: Path) -> None:
     out = report(["claude-code"], tmp_path, shared)
     assert out["agents"]["claude-code"]["managed_only"] == str(path)
     assert out["agents"]["claude-code"]["missing_events"] == []
+    (managed,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["file"] == str(path)]
+    assert all("init_table" in cmd for cmd in managed["commands"])
     assert uninstall("claude-code", scope="managed", managed_dir=shared) == (path, 7)
     assert not path.exists()
     with pytest.raises(InstallError, match="--lock only goes with --managed"):
@@ -421,3 +423,17 @@ def test_a_failure_to_warm_is_a_warning(shared: Path, shared_python, monkeypatch
     monkeypatch.setattr(install, "warm", lambda python, package_parent=None: (None, "it broke"))
     assert main(["claude-code", "--managed", "--managed-dir", str(shared / "m")]) == 0
     assert "warning: the __init__ code table was not written: it broke" in capsys.readouterr().err
+
+
+def test_status_names_the_table_beside_the_managed_package(shared: Path) -> None:
+    from tether import compiled
+    from tether.hooks.status import init_table
+
+    package = shared / "tether"
+    (package / "__pycache__").mkdir(parents=True)
+    assert init_table(package) is None
+    (package / "__pycache__" / f"dataclass-code.cpython-399.v{compiled.FORMAT + 1}.00.marshal").write_bytes(b"")
+    assert init_table(package) is None, "another layout is not the table"
+    table = package / "__pycache__" / f"dataclass-code.cpython-311.v{compiled.FORMAT}.a70d0d0a.marshal"
+    table.write_bytes(b"")
+    assert init_table(package) == str(table)

@@ -54,6 +54,7 @@ class Command:
     package: str | None = None
     same_code: bool | None = None
     notes: list[str] = field(default_factory=list)
+    init_table: str | None = None  # managed: tether.compiled's table beside the package's bytecode, if there
 
 
 @dataclass
@@ -217,6 +218,8 @@ def check_command(
     problems = [Problem(layer.file, p, reinstall) for p in written_problems(words, script, python)]
     if layer.layer == "managed":
         problems += managed_problems(cmd.command, layer.file, reinstall)
+        if not problems:  # walked with the rest of the package: trusted as its .pyc files are
+            cmd.init_table = init_table(Path(script).resolve().parent.parent)
     if problems:
         return problems
     answer = answering(python, os.path.realpath(Path(script).parent.parent), layer, project)
@@ -226,6 +229,22 @@ def check_command(
     cmd.notes += answer.notes
     cmd.same_code, stale = code_problems(answer, me)
     return [Problem(layer.file, p, reinstall) for p in (*answer.problems, *stale)]
+
+
+def init_table(package: Path) -> str | None:
+    """The table of ``__init__`` code (:mod:`tether.compiled`) beside ``package``'s bytecode, the newest if
+    several Pythons wrote one; a managed install writes it as root (:func:`.install.warm_table`)."""
+    from tether.compiled import FORMAT
+
+    found = sorted((package / "__pycache__").glob(f"dataclass-code.*.v{FORMAT}.*.marshal"), key=_mtime)
+    return str(found[-1]) if found else None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def written_problems(words: list[str], script: str, python: str) -> list[str]:
@@ -595,6 +614,12 @@ def text(out: dict[str, Any]) -> str:
                 else:
                     verdict = "not run: " + cmd["notes"][0] if cmd["notes"] else "NOT RUNNABLE"
                 lines.append(f"           {cmd['command']}  [{verdict}]")
+                if layer["layer"] == "managed" and cmd["runnable"]:
+                    lines.append(
+                        f"           __init__ code table: {cmd['init_table']}"
+                        if cmd["init_table"]
+                        else "           no __init__ code table: each cold call compiles (re-run the install as root)"
+                    )
         if agent_out.get("managed_only"):
             lines.append(f"  only managed hooks run (set in {agent_out['managed_only']})")
     d = out["daemon"]
