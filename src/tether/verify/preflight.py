@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
-from tether.events.kinds_baseline import SuiteBaseline
+from tether.events.kinds_baseline import CachedBytecode, SuiteBaseline
 from tether.events.kinds_verify import PreflightCheck
 
 from . import bytecode, shadowing
 from .cascade import planned_sensors
 from .integrity import baseline_shapes
-from .runner import NOT_FOUND_EXIT, CommandSandbox, find_tool
+from .runner import NOT_FOUND_EXIT, CommandSandbox, ReceiptLike, find_tool
 from .sensors import TESTS_TIMEOUT_S, configured_type_checker
-from .testreport import ReportError, run_reported, runner_of
+from .testreport import ReportError, TestReport, run_reported, runner_of
 from .testsurface import digest, read_bytes, surface_files
 
 TEST_SENSORS = ("tests", "scoped_tests")
@@ -132,13 +132,7 @@ def record_baseline(
     t0 = time.monotonic()
     command = envelope.verification.test_command.strip()
     workspace = workspace.resolve()
-    blobs: dict[str, bytes] = {}
-    surface: dict[str, str] = {}
-    for path in surface_files(workspace):
-        data = read_bytes(workspace, path)
-        if data is not None:
-            surface[path] = digest(data)
-            blobs[surface[path]] = data
+    surface, blobs = _surface(workspace)
     runner = runner_of(command)
     if runner != "pytest":
         base = SuiteBaseline(
@@ -154,32 +148,11 @@ def record_baseline(
         return check, base, blobs
     contract = envelope.tool("run_tests")
     timeout = float(contract.timeout_s) if contract is not None and contract.timeout_s else TESTS_TIMEOUT_S
-    if collect_only:  # a look (tether doctor): leave the workspace's bytecode as it is, write none
-        receipt, report = run_reported(
-            sandbox, workspace, command, timeout_s=timeout, env={"PYTHONDONTWRITEBYTECODE": "1"}, collect_only=True
-        )
-        cached = []
-    else:  # the run compiles everything from source; its bytecode is what completion runs may reuse
-        with bytecode.fresh(workspace) as (env, dropped):
-            receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env)
-        cached = bytecode.capture(workspace, blobs) if not env and not dropped.sourceless else []
+    receipt, report, cached = _run_suite(sandbox, workspace, command, timeout, blobs, collect_only=collect_only)
     loaders = _stamp_loaders(workspace, blobs)  # after the run: what the project's own tests build is not the agent's
     took = round(time.monotonic() - t0, 6)
     if isinstance(report, ReportError):
-        missing = receipt.exit_code == NOT_FOUND_EXIT or "No module named pytest" in receipt.stderr + receipt.stdout
-        tail = (receipt.stderr.strip() or receipt.stdout.strip())[-600:]
-        detail = f"{command!r} produced no test report (exit {receipt.exit_code}): {report}" + (
-            f"\n{tail}" if tail else ""
-        )
-        check = PreflightCheck(
-            name="collection",
-            ok=False,
-            detail=detail,
-            fix="install pytest where the test command runs"
-            if missing
-            else "make verification.test_command run pytest on the project's tests (try it in `tether exec`)",
-            status="BLOCKED_DEPENDENCY" if missing else "NEEDS_INPUT",
-        )
+        check = _no_report(command, receipt, report)
         base = SuiteBaseline(
             command=command,
             runner=runner,
@@ -206,9 +179,71 @@ def record_baseline(
         loaders=loaders,
         detail=f"{len(report.tests)} tests collected" + (f", {len(errors)} collection errors" if errors else ""),
     )
+    return _collection(command, report, errors, collect_only=collect_only), base, blobs
+
+
+def _surface(workspace: Path) -> tuple[dict[str, str], dict[str, bytes]]:
+    """The test surface as it is before the agent starts: each file's digest by path, and the bytes by digest
+    (completion compares against these; an unreadable file is left out, as if absent)."""
+    blobs: dict[str, bytes] = {}
+    surface: dict[str, str] = {}
+    for path in surface_files(workspace):
+        data = read_bytes(workspace, path)
+        if data is not None:
+            surface[path] = digest(data)
+            blobs[surface[path]] = data
+    return surface, blobs
+
+
+def _run_suite(
+    sandbox: CommandSandbox,
+    workspace: Path,
+    command: str,
+    timeout: float,
+    blobs: dict[str, bytes],
+    *,
+    collect_only: bool,
+) -> tuple[ReceiptLike, TestReport | ReportError, list[CachedBytecode]]:
+    """The baseline run: the receipt, the report (or why there is none) and the bytecode it compiled.
+
+    A look (``collect_only``, tether doctor) leaves the workspace's bytecode as it is and writes none. A real
+    baseline compiles everything from source, with no bytecode found in the workspace; what it compiled is
+    captured (the bytes into ``blobs``) for completion runs to reuse, unless the run could not start from
+    none (an environment had to point Python elsewhere, or sourceless bytecode was there)."""
+    if collect_only:
+        receipt, report = run_reported(
+            sandbox, workspace, command, timeout_s=timeout, env={"PYTHONDONTWRITEBYTECODE": "1"}, collect_only=True
+        )
+        return receipt, report, []
+    with bytecode.fresh(workspace) as (env, dropped):
+        receipt, report = run_reported(sandbox, workspace, command, timeout_s=timeout, env=env)
+    cached = bytecode.capture(workspace, blobs) if not env and not dropped.sourceless else []
+    return receipt, report, cached
+
+
+def _no_report(command: str, receipt: ReceiptLike, report: ReportError) -> PreflightCheck:
+    """The failed collection check of a run that left no report, with its output's tail: pytest missing where
+    the command runs is a dependency to install (BLOCKED_DEPENDENCY); anything else is the command to fix."""
+    missing = receipt.exit_code == NOT_FOUND_EXIT or "No module named pytest" in receipt.stderr + receipt.stdout
+    tail = (receipt.stderr.strip() or receipt.stdout.strip())[-600:]
+    detail = f"{command!r} produced no test report (exit {receipt.exit_code}): {report}" + (f"\n{tail}" if tail else "")
+    return PreflightCheck(
+        name="collection",
+        ok=False,
+        detail=detail,
+        fix="install pytest where the test command runs"
+        if missing
+        else "make verification.test_command run pytest on the project's tests (try it in `tether exec`)",
+        status="BLOCKED_DEPENDENCY" if missing else "NEEDS_INPUT",
+    )
+
+
+def _collection(command: str, report: TestReport, errors: list[str], *, collect_only: bool) -> PreflightCheck:
+    """The collection check of a run that reported: it fails when no test was collected (a command pointed at
+    the wrong place, or collection errors), else says how many, and after a real run their outcomes."""
     if not report.tests:
         why = f"{command!r} collects no tests" + (f" ({len(errors)} collection errors: {errors[0]})" if errors else "")
-        check = PreflightCheck(
+        return PreflightCheck(
             name="collection",
             ok=False,
             detail=why,
@@ -216,16 +251,11 @@ def record_baseline(
             "or fix the collection errors",
             status="NEEDS_INPUT",
         )
-        return check, base, blobs
     counts: dict[str, int] = {}
     for t in report.tests:
         counts[t.outcome] = counts.get(t.outcome, 0) + 1
     summary = "" if collect_only else " (" + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ")"
-    return (
-        PreflightCheck(name="collection", ok=True, detail=f"{len(report.tests)} tests collected{summary}"),
-        base,
-        blobs,
-    )
+    return PreflightCheck(name="collection", ok=True, detail=f"{len(report.tests)} tests collected{summary}")
 
 
 def _stamp_loaders(workspace: Path, blobs: dict[str, bytes]) -> str:
