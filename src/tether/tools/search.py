@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -146,57 +146,80 @@ def search(
     start_rel = relative(ctx.workspace, start)
     if not start.exists():
         raise ToolFailure("not_found", f"{start_rel}: no such file or directory", path=start_rel)
-    ignorer = _Ignorer(root)
-    candidates = [(start_rel, start)] if start.is_file() else _walk(root, start, ignorer)
-
-    matches: list[dict[str, Any]] = []
-    scanned = skipped_binary = skipped_large = 0
-    truncated = False
+    candidates = [(start_rel, start)] if start.is_file() else _walk(root, start, _Ignorer(root))
+    scan = _Scan()
     for rel, file in candidates:
         if glob_spec is not None and not glob_spec.match_file(rel):
             continue
-        try:
-            real = Path(os.path.realpath(file))
-            if not real.is_relative_to(root) or not real.is_file():
-                continue
-            if real.stat().st_size > MAX_FILE_BYTES:
-                skipped_large += 1
-                continue
-            data = real.read_bytes()
-        except OSError:
-            continue
-        if looks_binary(data):
-            skipped_binary += 1
-            continue
-        scanned += 1
-        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-            if regex.search(line):
-                if len(matches) >= max_results:
-                    truncated = True
-                    break
-                text = line if len(line) <= MAX_MATCH_TEXT else line[:MAX_MATCH_TEXT] + " [...]"
-                matches.append({"path": rel, "line": n, "text": text})
-        if truncated:
+        data = scan.read(root, file)
+        if data is not None and not scan.match(rel, data, regex, max_results):
             break
-
-    scope = f" in {start_rel}" if start_rel != "." else ""
-    if not matches:
-        content = f"no matches for /{pattern}/{scope} ({scanned} files scanned)"
-    else:
-        rows = [f"{m['path']}:{m['line']}: {m['text']}" for m in matches]
-        more = f"\n[... stopped at {max_results} matches; narrow the pattern, path or glob]" if truncated else ""
-        content = f"{len(matches)} matches for /{pattern}/{scope}:\n" + "\n".join(rows) + more
     return ToolResult(
         ok=True,
-        content=content,
+        content=_summary(pattern, start_rel, scan, max_results),
         data={
             "pattern": pattern,
             "path": start_rel,
             "glob": glob,
-            "matches": matches,
-            "files_scanned": scanned,
-            "skipped_binary": skipped_binary,
-            "skipped_large": skipped_large,
-            "truncated": truncated,
+            "matches": scan.matches,
+            "files_scanned": scan.scanned,
+            "skipped_binary": scan.skipped_binary,
+            "skipped_large": scan.skipped_large,
+            "truncated": scan.truncated,
         },
     )
+
+
+@dataclass
+class _Scan:
+    """What a search found so far and what it passed over, counted for the result's data: the model is told how
+    much was searched, so "no matches" over no files is not taken for "not there"."""
+
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    scanned: int = 0
+    skipped_binary: int = 0
+    skipped_large: int = 0
+    truncated: bool = False
+
+    def read(self, root: Path, file: Path) -> bytes | None:
+        """The file's bytes when it is a searchable text file: a regular file inside the workspace (a symlink is
+        followed only while it stays inside), at most :data:`MAX_FILE_BYTES`, not binary. None otherwise, counted
+        when it was skipped for its size or content; an unreadable file is passed over silently."""
+        try:
+            real = Path(os.path.realpath(file))
+            if not real.is_relative_to(root) or not real.is_file():
+                return None
+            if real.stat().st_size > MAX_FILE_BYTES:
+                self.skipped_large += 1
+                return None
+            data = real.read_bytes()
+        except OSError:
+            return None
+        if looks_binary(data):
+            self.skipped_binary += 1
+            return None
+        self.scanned += 1
+        return data
+
+    def match(self, rel: str, data: bytes, regex: re.Pattern[str], max_results: int) -> bool:
+        """Add the file's matching lines (each cut at :data:`MAX_MATCH_TEXT`); False once a match is found past
+        ``max_results`` (the search stops there, marked truncated)."""
+        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if regex.search(line):
+                if len(self.matches) >= max_results:
+                    self.truncated = True
+                    return False
+                text = line if len(line) <= MAX_MATCH_TEXT else line[:MAX_MATCH_TEXT] + " [...]"
+                self.matches.append({"path": rel, "line": n, "text": text})
+        return True
+
+
+def _summary(pattern: str, start_rel: str, scan: _Scan, max_results: int) -> str:
+    """What the model reads: one ``path:line: text`` row per match, or how many files held none, and when the
+    search stopped early, how to narrow it."""
+    scope = f" in {start_rel}" if start_rel != "." else ""
+    if not scan.matches:
+        return f"no matches for /{pattern}/{scope} ({scan.scanned} files scanned)"
+    rows = [f"{m['path']}:{m['line']}: {m['text']}" for m in scan.matches]
+    more = f"\n[... stopped at {max_results} matches; narrow the pattern, path or glob]" if scan.truncated else ""
+    return f"{len(scan.matches)} matches for /{pattern}/{scope}:\n" + "\n".join(rows) + more
