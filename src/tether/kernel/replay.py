@@ -271,18 +271,49 @@ def _replay(
     keep: bool,
 ) -> ReplayReport:
     workspace = workdir / "workspace"
+    kept = str(workdir) if keep else None
     try:
         materialise_start(store, run_id, workspace)
     except SnapshotError as e:  # nothing was re-executed: the first divergence is the starting files
-        start_seq = next((x.seq for x in events if x.kind == Checkpoint.KIND), None)
-        recorded, found = (e.recorded, e.found) if isinstance(e, ContentMismatch) else ("the recorded start", str(e))
-        subject = str(e.path) if isinstance(e, ContentMismatch) else "run"
-        first = Divergence("start snapshot", subject, "content", recorded, found, start_seq, None)
-        status = str(state.status)
-        return ReplayReport(run_id, "", False, 0, status, "not run", first, str(workdir) if keep else None, to_seq)
+        first = _start_divergence(e, events)
+        return ReplayReport(run_id, "", False, 0, str(state.status), "not run", first, kept, to_seq)
+    options = _options(events, state, workspace, sandbox, to_seq)
+    replay_run, theirs = _rerun(run_id, events, state, workdir, workspace, options)
+    original = facts(events, state.workspace)
+    replayed = facts(theirs, str(workspace))
+    divergence = first_divergence(original, replayed)
+    return ReplayReport(
+        run_id=run_id,
+        replay_run=replay_run,
+        reproduced=divergence is None,
+        compared=len(original),
+        original_status=str(state.status),
+        replay_status=str(RunState.from_events(theirs).status),
+        divergence=divergence,
+        kept=kept,
+        to_seq=to_seq,
+    )
+
+
+def _start_divergence(e: SnapshotError, events: Sequence[Event]) -> Divergence:
+    """The divergence of a start that could not be rebuilt: a file whose bytes are not the recorded ones (named,
+    with both digests), or the snapshot as a whole (missing or unreadable), at the run's first checkpoint."""
+    start_seq = next((x.seq for x in events if x.kind == Checkpoint.KIND), None)
+    recorded, found = (e.recorded, e.found) if isinstance(e, ContentMismatch) else ("the recorded start", str(e))
+    subject = str(e.path) if isinstance(e, ContentMismatch) else "run"
+    return Divergence("start snapshot", subject, "content", recorded, found, start_seq, None)
+
+
+def _options(
+    events: list[Event], state: RunState, workspace: Path, sandbox: str | None, to_seq: int | None
+) -> session.Options:
+    """The replay's session as the original's: the recorded model's replies (up to ``to_seq``), the recorded
+    approvals, the recorded context window, and its sandbox unless one is asked for (only a kind this host can
+    name: a recorded one it does not know falls back to the default); no model reviewer, whose calls are not
+    recorded."""
     start = events[0].payload
     recorded = str(start.get("sandbox") or "")
-    options = session.Options(
+    return session.Options(
         model=RecordedModel(events, state.model, to_seq=to_seq),
         workspace=workspace,
         sandbox=sandbox or (recorded if recorded in ("bwrap", "local") else None),
@@ -290,6 +321,15 @@ def _replay(
         review_model=False,
         context_window=start.get("context_window"),
     )
+
+
+def _rerun(
+    run_id: str, events: list[Event], state: RunState, workdir: Path, workspace: Path, options: session.Options
+) -> tuple[str, list[Event]]:
+    """Run the task again in a store of its own under ``workdir``, with the original's envelope, plan and
+    prices, and continue it wherever the original was continued, while the replay stopped where the original
+    did (else the comparison says where they parted); the replay's run id and its events."""
+    start = events[0].payload
     envelope = Envelope.model_validate(state.envelope)
     loaded = session.Loaded(envelope, workdir, None, prices=session.recorded_prices(start, envelope))
     with EventStore.open(workdir / "replay.db", create=True) as mine:
@@ -302,22 +342,7 @@ def _replay(
                 break  # the original was continued from a stop the replay did not reach: the facts will say so
             again = Request(c.by, f"replay of {run_id}", c.note, c.budgets, c.attempts)
             session.resume(mine, replay_run, options, again).drive()
-        theirs = mine.events(replay_run)
-    mine_state = RunState.from_events(theirs)
-    original = facts(events, state.workspace)
-    replayed = facts(theirs, str(workspace))
-    divergence = first_divergence(original, replayed)
-    return ReplayReport(
-        run_id=run_id,
-        replay_run=replay_run,
-        reproduced=divergence is None,
-        compared=len(original),
-        original_status=str(state.status),
-        replay_status=str(mine_state.status),
-        divergence=divergence,
-        kept=str(workdir) if keep else None,
-        to_seq=to_seq,
-    )
+        return replay_run, mine.events(replay_run)
 
 
 def counterfactual_seq(events: Sequence[Event], to_seq: int | None = None) -> int:
