@@ -23,7 +23,6 @@ baseline), so a step costs the same at step 5,000 as at step 50. The few consume
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
@@ -47,7 +46,6 @@ from tether.events.kinds import (
     ActionDecided,
     ActionFailed,
     ActionInvalid,
-    ActionProposed,
     ActionStarted,
     ApprovalDenied,
     ApprovalExpired,
@@ -57,7 +55,6 @@ from tether.events.kinds import (
     Checkpoint,
     ContextFull,
     ModelFailed,
-    ModelResponded,
     ModelRetried,
     ModelUnaffordable,
     RunFinished,
@@ -68,10 +65,6 @@ from tether.events.kinds_baseline import SuiteBaseline
 from tether.events.kinds_context import ContextCompacted
 from tether.events.kinds_control import ReviewerCalled
 from tether.events.kinds_delegate import DelegateStarted
-from tether.events.kinds_kernel import (
-    ModelRequested,
-    ModelTruncated,
-)
 from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted
 from tether.events.payload import Payload
@@ -85,6 +78,7 @@ from tether.models.retry import complete_with_retries
 from tether.models.tokens import counter_for
 from tether.models.window import (
     MIN_OUTPUT_TOKENS,
+    OutputBudget,
     budget_for,
     estimate_tokens,
     learned_window,
@@ -119,7 +113,7 @@ from tether.verify.preflight import run_preflight
 from tether.verify.testsurface import changes, read_bytes
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, answer_payload
-from .budgets import cap_call
+from .budgets import CallCap, cap_call
 from .compaction import (
     Cut,
     Summary,
@@ -134,23 +128,18 @@ from .compaction import (
 )
 from .context import Transcript, compacted_text, kept_result
 from .knowledge import remembered
-from .manifest import Counted, Manifests, as_payload, delta
+from .manifest import Counted, Manifests, delta
 from .outcome import OutputContract, closing
 from .snapshots import Snapshots, start_manifest
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
 from .steps import next_step
-from .stops import WINDOW_SETTING
+from .turn import counted_usage, failed, fresh_ids, requested, responded, window_setting
 from .undo import rollback_receipt
 
 if TYPE_CHECKING:
     from tether.tools.mcp import Started
 
 EventSink = Callable[[Event], None]
-#: Why a call in a reply cut off at the output limit does not run (its arguments may be cut off too).
-TRUNCATED_CALL = (
-    "not run: your reply was cut off at the token limit (max_tokens {max_tokens}), so this call's arguments may "
-    "be incomplete; repeat it in full if it is still needed"
-)
 # Synced to disk before anything else happens: what precedes an effect or a human, and the run's ends.
 DURABLE_KINDS = frozenset(k.KIND for k in (RunStarted, ActionStarted, ApprovalRequested, DelegateStarted, RunFinished))
 _OVERFLOWS = frozenset((ModelRetried.KIND, ModelFailed.KIND))  # kept by `_take`: a window a provider stated
@@ -292,51 +281,19 @@ class Runtime:
 
     def call_model(self, step: CallModel) -> None:
         specs = self.tool_specs()
-        agent, retry = self.env.agent, self.env.retry
-        window_setting = getattr(getattr(self.model, "profile", None), "window_setting", WINDOW_SETTING)
-        limits = limits_for(
-            self.model.name, self.prices, window=self.context_window(), max_output=agent.max_output_tokens
-        )
-        prompt = self.prompt(specs)
-        settings = settings_of(agent.context)
-        window = limits.window
-        if window and over(prompt.total, window, settings) and self.compact(step.turn, prompt, window, settings):
-            prompt = self.prompt(specs)
-        messages = prompt.messages
-        budget = output_budget(limits, prompt.total)
-        if budget.problem:
-            self.append(ContextFull(turn=step.turn, problem=budget.problem, window_setting=window_setting))
+        fitted = self.fit_call(step.turn, specs)
+        if fitted is None:  # nothing is sent: why is on record
             return
-        price = price_for(self.model.name, self.prices)
-        cap = cap_call(budget.max_tokens, budget.prompt_tokens, price, self.state)
-        if cap.short is not None:  # not even a minimal call fits the money or tokens left: nothing is sent
-            b = cap.short
-            self.append(
-                ModelUnaffordable(turn=step.turn, budget=b.budget, used=b.used, limit=b.limit, reason=cap.reason)
-            )
-            return
+        prompt, budget, cap = fitted
         kept, new = delta(self._recorded, prompt)
-        self.append(
-            ModelRequested(
-                turn=step.turn,
-                model=self.model.name,
-                n_messages=len(messages),
-                max_tokens=cap.max_tokens,
-                prompt_tokens_est=budget.prompt_tokens,
-                capped_by=cap.capped_by,
-                worst_case_usd=cap.worst_case_usd,
-                counter=prompt.counter,
-                tools_tokens=prompt.tools_tokens,
-                manifest=as_payload(new),
-                manifest_kept=kept,
-            ),
-        )
+        self.append(requested(step.turn, self.model.name, prompt, budget, cap, kept, new))
         self._recorded = prompt
         self.flush()  # a crash during a long model call must not lose the last step's receipts
+        retry = self.env.retry
         try:
             response, attempts = complete_with_retries(
                 self.model,
-                messages,
+                prompt.messages,
                 specs,
                 max_tokens=cap.max_tokens,
                 max_attempts=retry.max_attempts,
@@ -346,59 +303,37 @@ class Runtime:
                 on_retry=lambda attempt, err, max_tokens: self.log_retry(step.turn, attempt, err, max_tokens),
             )
         except ProviderError as e:
-            self.append(
-                ModelFailed(
-                    turn=step.turn,
-                    model=self.model.name,
-                    error=str(e),
-                    transient=e.transient,
-                    status=e.status,
-                    attempts=e.attempts,
-                    failure=e.failure,
-                    window=getattr(e, "window", None),
-                    window_setting=window_setting,
-                ),
-            )
+            self.append(failed(step.turn, self.model.name, e, window_setting(self.model)))
             return
-        known, seen = self.state.actions, set[str]()  # the run's call ids and this response's (not a copy of all)
-        calls = []
-        for i, c in enumerate(response.tool_calls):
-            taken = not c.id or c.id in known or c.id in seen
-            call_id = f"t{step.turn}_{i}_{uuid.uuid4().hex[:6]}" if taken else c.id
-            seen.add(call_id)
-            calls.append((call_id, c))
-        usage = response.usage
-        if not usage.reported:  # counted all the same, at an estimate the log says is one
-            written = response.text + "".join(c.name + json.dumps(c.args) for c in response.tool_calls)
-            usage = Usage(budget.prompt_tokens, estimate_tokens(written), reported=False)
-        batch: list[Payload] = [
-            ModelResponded(
-                turn=step.turn,
-                model=self.model.name,
-                text=response.text,
-                tool_calls=[{"id": call_id, "name": c.name, "args": c.args} for call_id, c in calls],
-                termination=response.termination,
-                raw_stop_reason=response.raw_stop_reason,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                usage_reported=usage.reported,
-                cost_usd=cost_usd(self.model.name, usage, self.prices),
-                attempts=attempts,
-            )
-        ]
-        cut_off = response.termination == "truncated"
-        for call_id, c in calls:
-            batch.append(
-                ActionProposed(
-                    call_id=call_id, tool=c.name, args=c.args, args_hash=content_hash(c.args), turn=step.turn
-                )
-            )
-            problem = c.problem or (TRUNCATED_CALL.format(max_tokens=cap.max_tokens) if cut_off else "")
-            if problem:  # told to the model as this call's result, in plain words; never executed
-                batch.append(ActionInvalid(call_id=call_id, tool=c.name, error=problem))
-        if cut_off:
-            batch.append(ModelTruncated(turn=step.turn, max_tokens=cap.max_tokens, not_run=[i for i, _ in calls]))
-        self.append_many(batch)  # a turn is recorded whole or not at all
+        calls = fresh_ids(step.turn, response.tool_calls, self.state.actions)  # the run's ids, looked up, not copied
+        usage = counted_usage(response, budget.prompt_tokens)
+        cost = cost_usd(self.model.name, usage, self.prices)
+        # a turn is recorded whole or not at all
+        self.append_many(responded(step.turn, self.model.name, response, calls, usage, cost, attempts, cap.max_tokens))
+
+    def fit_call(self, turn: int, specs: Sequence[ToolSpec]) -> tuple[Counted, OutputBudget, CallCap] | None:
+        """The prompt and what the call may spend: compacted first if it is over the window's threshold, its
+        output capped by the window's room and by the budgets left. None, with the stop recorded, when not even a
+        minimal call fits (the window: ``context.full``; the money or tokens left: ``model.unaffordable``)."""
+        agent = self.env.agent
+        limits = limits_for(
+            self.model.name, self.prices, window=self.context_window(), max_output=agent.max_output_tokens
+        )
+        prompt = self.prompt(specs)
+        settings = settings_of(agent.context)
+        window = limits.window
+        if window and over(prompt.total, window, settings) and self.compact(turn, prompt, window, settings):
+            prompt = self.prompt(specs)
+        budget = output_budget(limits, prompt.total)
+        if budget.problem:
+            self.append(ContextFull(turn=turn, problem=budget.problem, window_setting=window_setting(self.model)))
+            return None
+        cap = cap_call(budget.max_tokens, budget.prompt_tokens, price_for(self.model.name, self.prices), self.state)
+        if cap.short is not None:
+            b = cap.short
+            self.append(ModelUnaffordable(turn=turn, budget=b.budget, used=b.used, limit=b.limit, reason=cap.reason))
+            return None
+        return prompt, budget, cap
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """The tools as the model is told about them, built again only when a tool's contract changed (the
