@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from runkit import FINISH, write_script
 from test_crash_resume import marker_lines
-from test_held_commit import bwrap_works, marking
+from test_held_commit import marking
 
 from tether import EventStore, Harness
 from tether.events.store import Batch
@@ -24,8 +24,6 @@ from tether.sandbox.doctor import survivors
 def test_a_full_disk_on_the_held_write_stops_the_command_unrun(
     bugfix: Path, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if backend == "bwrap" and not bwrap_works():
-        pytest.skip("bubblewrap cannot start here")
     token = "tether-held-" + secrets.token_hex(6)
     write_script(bugfix, [{"tool_calls": [marking(token)]}, {"tool_calls": [FINISH]}])
     db = bugfix / "t.db"
