@@ -57,11 +57,11 @@ from tether.events.kinds_egress import EgressAttempted
 from . import acl
 from .base import is_within, resolve_dir, to_argv
 from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
-from .environment import build_env, starts_code
+from .environment import build_env
 from .limits import Limits
 from .mask import Listings, masks
 from .output import OutputCap
-from .process import Hold, kill_group, release_first, run_captured, to_receipt
+from .process import Hold, hold_for, kill_group, run_captured, to_receipt
 from .reaper import Leftovers
 from .receipt import Receipt
 
@@ -343,10 +343,7 @@ class BwrapSandbox:
         except OSError as e:  # fail closed: the command does not run without its way out
             raise SandboxUnavailable(f"cannot start the egress proxy: {e}", fix="check that /tmp is writable") from e
         try:
-            if before is not None and starts_code((*self.env_allow, *(env or ()), *self.carried.env)):
-                release_first(before)  # bash would run code before the hold line: the commit first, unheld
-                before = None
-            hold = Hold(before) if before is not None else None
+            hold = hold_for(before, (*self.env_allow, *(env or ()), *self.carried.env))
             try:
                 return self._run(
                     command, cwd=cwd, workspace=workspace, timeout_s=timeout_s, env=env, proxy=proxy, hold=hold
@@ -418,7 +415,7 @@ class BwrapSandbox:
                         timeout_s=timeout_s,
                         cap=self.cap,
                         kill=kill,
-                        pass_fds=(start_w, *(fd for _, fd in secrets), *((hold.r,) if hold is not None else ())),
+                        pass_fds=(start_w, *(fd for _, fd in secrets)),
                         new_session=False,  # the command gets its own from --new-session
                         hold=hold,
                     )

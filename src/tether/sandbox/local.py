@@ -27,10 +27,10 @@ from pathlib import Path
 from tether.errors import FileError
 
 from .base import to_argv
-from .environment import build_env, starts_code
+from .environment import build_env
 from .limits import Limits
 from .output import OutputCap
-from .process import Hold, kill_group, not_executable, release_first, run_captured, to_receipt
+from .process import hold_for, kill_group, not_executable, run_captured, to_receipt
 from .reaper import Leftovers, become_subreaper
 from .receipt import Receipt
 
@@ -114,10 +114,7 @@ class LocalSandbox:
         # an argv: no preexec_fn, whose fork copies tether's whole address space (~5 ms CPU for a 200 MB tether)
         # where Python otherwise uses vfork.
         limits = self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0)
-        if before is not None and starts_code((*self.env_allow, *(env or ()))):
-            release_first(before)  # bash would run code before the hold line: the commit first, unheld
-            before = None
-        hold = Hold(before) if before is not None else None
+        hold = hold_for(before, (*self.env_allow, *(env or ())))
         if hold is not None:  # waits for tether's go, after the limits, on their line (the command's lines as unheld)
             limits = f"{limits}; {hold.line()}"
         if isinstance(command, str):
@@ -143,7 +140,6 @@ class LocalSandbox:
                     timeout_s=timeout_s,
                     cap=self.cap,
                     kill=kill,
-                    pass_fds=(hold.r,) if hold is not None else (),
                     hold=hold,
                 )
         except (FileNotFoundError, PermissionError) as e:

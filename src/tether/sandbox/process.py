@@ -18,11 +18,12 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .base import display
+from .environment import starts_code
 from .output import BoundedBuffer, OutputCap
 from .receipt import TIMEOUT_EXIT_CODE, Receipt
 
@@ -92,14 +93,20 @@ class Hold:
         self.r = self.w = -1
 
 
-def release_first(before: Callable[[], None]) -> None:
-    """Run ``before`` now, for a command that cannot be held (its environment makes bash run code before its first
-    line: :func:`.environment.starts_code`): the command starts only after it, as before holding; if it raises,
-    ``NotReleased``, as for a held one."""
+def hold_for(before: Callable[[], None] | None, names: Iterable[str]) -> Hold | None:
+    """The hold of a command whose shell is given the variables ``names``, for ``before``; None when there is
+    nothing to wait for, or when the command cannot be held — its environment makes bash run code before its first
+    line (:func:`.environment.starts_code`): then ``before`` runs now, and the command starts only after it, as
+    before holding; if it raises, ``NotReleased``, as for a held one."""
+    if before is None:
+        return None
+    if not starts_code(names):
+        return Hold(before)
     try:
         before()
     except Exception as e:
         raise NotReleased(f"the command was not started: {e}") from e
+    return None
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -146,9 +153,9 @@ def run_captured(
     around them and no epoll instance to create, fill and tear down per command (about 20 system calls and
     their Python frames fewer per command, see docs/step-cost.md).
 
-    With ``hold`` (its read end in ``pass_fds``, its :meth:`Hold.line` in the command's shell), the child is let go
-    once ``hold.before`` has returned; the deadline and the duration count from then. If ``before`` raises, the
-    child is killed and reaped unrun and :class:`NotReleased` is raised."""
+    With ``hold`` (its read end passed on beside ``pass_fds``, its :meth:`Hold.line` in the command's shell), the
+    child is let go once ``hold.before`` has returned; the deadline and the duration count from then. If ``before``
+    raises, the child is killed and reaped unrun and :class:`NotReleased` is raised."""
     buffers: dict[int, BoundedBuffer] = {}
     start = time.monotonic()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -163,7 +170,7 @@ def run_captured(
             env=env,  # read, never changed: Popen encodes it into its own list
             start_new_session=new_session,
             process_group=None if new_session else 0,
-            pass_fds=tuple(pass_fds),
+            pass_fds=(*pass_fds, hold.r) if hold is not None else tuple(pass_fds),
             close_fds=True,
         )
     except BaseException:
