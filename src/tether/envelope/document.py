@@ -91,71 +91,99 @@ def check_node(root: Node, loader: yaml.SafeLoader, file: str) -> list[Problem]:
     expansion. The walk stops at the first expansion past the limit, so its cost is bounded by the
     document's own size plus :data:`MAX_ALIAS_NODES`.
     """
-    problems: list[Problem] = []
-    seen: set[int] = set()
-    on_path: set[int] = set()
-    expanded = 0
+    walk = _Walk(loader, file)
     stack: list[tuple[Node, str, int, bool]] = [(root, "$", 0, False)]
-    while stack:
+    while stack and not walk.stopped:
         node, path, depth, leaving = stack.pop()
         if leaving:
-            on_path.discard(id(node))
+            walk.on_path.discard(id(node))
             continue
-        if id(node) in on_path:
-            problems.append(Problem(path, "an alias to a node that contains it", "a document without cycles", file))
-            continue
-        if id(node) in seen:
-            expanded += 1
-            if expanded > MAX_ALIAS_NODES:
-                problems.append(
-                    Problem(
-                        path,
-                        f"aliases expanding to more than {MAX_ALIAS_NODES} extra nodes",
-                        "the repeated parts written out, or fewer aliases",
-                        file,
-                    )
+        first_visit = id(node) not in walk.seen
+        if walk.enter(node, path, depth):
+            stack.append((node, path, depth, True))
+            children = walk.children(node, path, first_visit)
+            stack.extend((child, p, depth + 1, False) for child, p in reversed(children))
+    return walk.problems
+
+
+class _Walk:
+    """What :func:`check_node` keeps while it walks: the problems found, the nodes seen and on the path."""
+
+    def __init__(self, loader: yaml.SafeLoader, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.problems: list[Problem] = []
+        self.seen: set[int] = set()
+        self.on_path: set[int] = set()
+        self.expanded = 0
+        self.stopped = False
+        """Set at the first expansion past :data:`MAX_ALIAS_NODES`: the walk ends there."""
+
+    def enter(self, node: Node, path: str, depth: int) -> bool:
+        """Record ``node`` as seen; whether to walk its children (not for a cycle, a scalar, or too deep)."""
+        if id(node) in self.on_path:
+            self._problem(path, "an alias to a node that contains it", "a document without cycles")
+            return False
+        if id(node) in self.seen:
+            self.expanded += 1
+            if self.expanded > MAX_ALIAS_NODES:
+                self._problem(
+                    path,
+                    f"aliases expanding to more than {MAX_ALIAS_NODES} extra nodes",
+                    "the repeated parts written out, or fewer aliases",
                 )
-                return problems
-        first_visit = id(node) not in seen
-        seen.add(id(node))
+                self.stopped = True
+                return False
+        self.seen.add(id(node))
         if isinstance(node, ScalarNode):
-            continue
+            return False
         if depth >= MAX_DEPTH:
-            problems.append(Problem(path, f"nesting deeper than {MAX_DEPTH} levels", "a flatter document", file))
-            continue
-        on_path.add(id(node))
-        stack.append((node, path, depth, True))
-        children: list[tuple[Node, str]] = []
+            self._problem(path, f"nesting deeper than {MAX_DEPTH} levels", "a flatter document")
+            return False
+        self.on_path.add(id(node))
+        return True
+
+    def children(self, node: Node, path: str, first_visit: bool) -> list[tuple[Node, str]]:
+        """The children of a sequence or mapping, each with its path (a mapping's keys checked once)."""
         if isinstance(node, SequenceNode):
-            children = [(child, f"{path}[{i}]") for i, child in enumerate(node.value)]
-        elif isinstance(node, MappingNode):
-            keys: dict[Any, int] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == _MERGE_TAG:
-                    children.append((value_node, path))
-                    continue
-                key = _key(key_node, loader)
-                where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
-                line = key_node.start_mark.line + 1
-                if first_visit and key is not None:
-                    try:
-                        first = keys.get(key)
-                        keys.setdefault(key, line)
-                    except TypeError:
-                        first = None  # unhashable: the constructor reports it
-                    if first is not None:
-                        problems.append(
-                            Problem(
-                                where,
-                                f"key {key!r} again at line {line} (first at line {first})",
-                                "each key once (YAML keeps only the last; merge the two entries)",
-                                file,
-                            )
-                        )
-                children.append((key_node, where))
-                children.append((value_node, where))
-        stack.extend((child, p, depth + 1, False) for child, p in reversed(children))
-    return problems
+            return [(child, f"{path}[{i}]") for i, child in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            return self._entries(node, path, first_visit)
+        return []
+
+    def _entries(self, node: MappingNode, path: str, first_visit: bool) -> list[tuple[Node, str]]:
+        """A mapping's keys and values (a merge key's value at the mapping's own path); on the first
+        visit, a key met twice is a problem."""
+        keys: dict[Any, int] = {}
+        children: list[tuple[Node, str]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                children.append((value_node, path))
+                continue
+            key = _key(key_node, self.loader)
+            where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+            if first_visit and key is not None:
+                self._once(keys, key, where, key_node.start_mark.line + 1)
+            children.append((key_node, where))
+            children.append((value_node, where))
+        return children
+
+    def _once(self, keys: dict[Any, int], key: Any, where: str, line: int) -> None:
+        """Note ``key`` at ``line``; a problem when ``keys`` already holds it."""
+        try:
+            first = keys.get(key)
+            keys.setdefault(key, line)
+        except TypeError:
+            return  # unhashable: the constructor reports it
+        if first is not None:
+            self._problem(
+                where,
+                f"key {key!r} again at line {line} (first at line {first})",
+                "each key once (YAML keeps only the last; merge the two entries)",
+            )
+
+    def _problem(self, path: str, what: str, instead: str) -> None:
+        self.problems.append(Problem(path, what, instead, self.file))
 
 
 def _key(node: Node, loader: yaml.SafeLoader) -> Any:
