@@ -81,57 +81,65 @@ def patterns(
     """The stuck patterns, from the window's trailing streak of identical actions (same identity and
     observation as the last), its last ``ERROR_SPAN`` receipts, its last four actions and its trailing
     model responses without a tool call (each in log order)."""
-    found: list[Stuck] = []
-    # repeated_action
-    if len(streak) >= REPEAT:
-        last = streak[-1]
-        found.append(
-            Stuck(
-                "repeated_action",
-                f"{last.tool} called {len(streak)} times in a row with the same arguments and the same result",
-                tuple(a.event.id for a in streak),
-            )
-        )
-    # repeated_error (actions and sensors)
+    return [
+        *_repeated_action(streak),
+        *_repeated_errors(receipts),
+        *_alternation(last4),
+        *_no_action(silent),
+    ]
+
+
+def _repeated_action(streak: Sequence[ActionRecord]) -> list[Stuck]:
+    """``repeated_action`` when the trailing streak of identical actions is ``REPEAT`` or longer."""
+    if len(streak) < REPEAT:
+        return []
+    last = streak[-1]
+    detail = f"{last.tool} called {len(streak)} times in a row with the same arguments and the same result"
+    return [Stuck("repeated_action", detail, tuple(a.event.id for a in streak))]
+
+
+def _repeated_errors(receipts: Sequence[ActionRecord | SensorRecord]) -> list[Stuck]:
+    """``repeated_error`` for each failure signature (of an action or a sensor) seen ``REPEAT`` times
+    among ``receipts``, in the order each signature first appears."""
     sigs: dict[str, list[ActionRecord | SensorRecord]] = {}
     for r in receipts:
         sig = r.failure_signature
         if sig is not None:
             sigs.setdefault(sig, []).append(r)
+    found: list[Stuck] = []
     for rs in sigs.values():
         if len(rs) >= REPEAT:
             first = rs[0]
             what = f"sensor {first.sensor}" if isinstance(first, SensorRecord) else first.tool
-            found.append(
-                Stuck(
-                    "repeated_error",
-                    f"the same failure ({what}) occurred {len(rs)} times in the last {len(receipts)} receipts",
-                    tuple(r.event.id for r in rs),
-                )
-            )
-    # alternation
-    if len(last4) >= 4:
-        a, b, c, d = last4[-4:]
-        if (
-            a.identity == c.identity
-            and b.identity == d.identity
-            and a.identity != b.identity
-            and a.observation == c.observation
-            and b.observation == d.observation
-        ):
-            found.append(
-                Stuck(
-                    "alternation",
-                    f"alternating {a.tool} and {b.tool} (A/B/A/B) with unchanged results",
-                    (a.event.id, b.event.id, c.event.id, d.event.id),
-                )
-            )
-    # no_action
-    if len(silent) >= REPEAT:
-        found.append(
-            Stuck("no_action", f"{len(silent)} model responses in a row without an action", tuple(e.id for e in silent))
-        )
+            detail = f"the same failure ({what}) occurred {len(rs)} times in the last {len(receipts)} receipts"
+            found.append(Stuck("repeated_error", detail, tuple(r.event.id for r in rs)))
     return found
+
+
+def _alternation(last4: Sequence[ActionRecord]) -> list[Stuck]:
+    """``alternation`` when the last four actions are A, B, A, B (A and B differ) and each letter
+    observed the same thing both times."""
+    if len(last4) < 4:
+        return []
+    a, b, c, d = last4[-4:]
+    if not (
+        a.identity == c.identity
+        and b.identity == d.identity
+        and a.identity != b.identity
+        and a.observation == c.observation
+        and b.observation == d.observation
+    ):
+        return []
+    detail = f"alternating {a.tool} and {b.tool} (A/B/A/B) with unchanged results"
+    return [Stuck("alternation", detail, (a.event.id, b.event.id, c.event.id, d.event.id))]
+
+
+def _no_action(silent: Sequence[Event]) -> list[Stuck]:
+    """``no_action`` when ``REPEAT`` or more model responses in a row called no tool."""
+    if len(silent) < REPEAT:
+        return []
+    detail = f"{len(silent)} model responses in a row without an action"
+    return [Stuck("no_action", detail, tuple(e.id for e in silent))]
 
 
 def stuck_events(events: Sequence[Event], lv: LogView | None = None) -> list[StuckDetected]:
