@@ -61,7 +61,7 @@ from .environment import build_env
 from .limits import Limits
 from .mask import Listings, masks
 from .output import OutputCap
-from .process import Hold, hold_for, kill_group, run_captured, to_receipt
+from .process import Captured, Hold, hold_for, kill_group, run_captured, to_receipt
 from .reaper import Leftovers
 from .receipt import Receipt
 
@@ -367,65 +367,19 @@ class BwrapSandbox:
         proxy: EgressProxy | None,
         hold: Hold | None = None,
     ) -> Receipt:
-        # The start pipe: a bash trampoline inside the sandbox writes a byte to it and then runs the command, so a
-        # setup failure (bwrap dies before that) is told apart from the command failing.
+        """Start bubblewrap on ``command`` and wait for it. The start pipe tells a setup failure (bubblewrap dies
+        before its trampoline wrote the byte) from the command failing: the first raises ``SandboxUnavailable``."""
         start_r, start_w = os.pipe()
         secrets = self._secret_pipes()
         try:
-            # (bash, not sh: dash cannot redirect file descriptors above 9.)
-            # The same bash applies the rlimits as builtins (no preexec_fn: Python can then vfork), and writes
-            # the carried secret files from their pipes (a value is never in an argv or on a host disk).
-            limits = self.limits.ulimit_script(timeout_s, unprivileged=True)
-            unpack = "".join(
-                f"(umask 0277 && cat <&{fd} >{shlex.quote(f'{SECRETS_DIR}/{name}')}) && exec {fd}<&- && "
-                for name, fd in secrets
-            )
-            start = f"printf . >&{start_w} && exec {start_w}>&-"
-            if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
-                bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
-                start = f"{bridge} {start_w}>&- && {start}"
-            # waits for tether's go once the sandbox is up, on the trampoline's line (the command's lines as unheld)
-            held = f"; {hold.line()}" if hold is not None else ""
-            if isinstance(command, str):
-                # A shell command runs in the trampoline's own bash, on the lines after it (as local runs its
-                # limits line): a second bash would cost more than bubblewrap's own setup adds to a `true`.
-                inner = ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126{held}\n{command}", "bash"]
-            else:
-                script = f'{limits}; {unpack}{start} || exit 126{held}\nexec "$@"'
-                inner = ["/bin/bash", "-c", script, "tether", *to_argv(command)]
-            proxy_dir = proxy.directory if proxy is not None else None
-            argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=proxy_dir)
+            inner = self._trampoline(command, timeout_s, secrets, start_w, proxy, hold)
+            argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=None if proxy is None else proxy.directory)
             child_env = self.env(env)
             if proxy is not None:
                 child_env.update(proxy_env())
-            # If tether is a subreaper (see .reaper), bwrap's inner process may come back.
-            try:
-                with Leftovers() as leftovers:
-                    if hold is not None:  # what the commit starts (a sink's process) is not the command's
-                        hold.before = leftovers.after(hold.before)
-
-                    def kill(proc: subprocess.Popen[bytes]) -> None:
-                        kill_group(proc)
-                        leftovers.reap(proc.pid)
-
-                    got = run_captured(
-                        argv,
-                        cwd=cwd,
-                        env=child_env,
-                        timeout_s=timeout_s,
-                        cap=self.cap,
-                        kill=kill,
-                        pass_fds=(start_w, *(fd for _, fd in secrets)),
-                        new_session=False,  # the command gets its own from --new-session
-                        hold=hold,
-                    )
-            except (FileNotFoundError, PermissionError) as e:
-                raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e
-            os.set_blocking(start_r, False)
-            try:
-                started = bool(os.read(start_r, 1))
-            except BlockingIOError:
-                started = False
+            pass_fds = (start_w, *(fd for _, fd in secrets))
+            got = self._spawn(argv, cwd=cwd, env=child_env, timeout_s=timeout_s, pass_fds=pass_fds, hold=hold)
+            started = wrote_byte(start_r)
         finally:
             for fd in (start_r, start_w, *(fd for _, fd in secrets)):
                 os.close(fd)
@@ -434,6 +388,72 @@ class BwrapSandbox:
             fix = USERNS_FIX if "namespace" in reason.lower() else INSTALL_FIX
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {reason}", fix=fix)
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+    def _trampoline(
+        self,
+        command: str | Sequence[str],
+        timeout_s: float,
+        secrets: Sequence[tuple[str, int]],
+        start_w: int,
+        proxy: EgressProxy | None,
+        hold: Hold | None,
+    ) -> list[str]:
+        """What bubblewrap runs inside the sandbox: a bash (not sh: dash cannot redirect descriptors above 9) that
+        applies the rlimits as builtins (no ``preexec_fn``: Python can then vfork), writes the carried secret
+        files from their pipes (a value is never in an argv or on a host disk), starts the egress bridge, writes
+        the start byte, waits for tether's go when held, and then runs the command on the lines after its own
+        (the command's lines numbered as unheld)."""
+        limits = self.limits.ulimit_script(timeout_s, unprivileged=True)
+        unpack = "".join(
+            f"(umask 0277 && cat <&{fd} >{shlex.quote(f'{SECRETS_DIR}/{name}')}) && exec {fd}<&- && "
+            for name, fd in secrets
+        )
+        start = f"printf . >&{start_w} && exec {start_w}>&-"
+        if proxy is not None:  # the bridge listens before the command starts; if it cannot, nothing starts
+            bridge = shlex.join(bridge_command(f"{SANDBOX_SOCKET_DIR}/{proxy.socket_path.name}", SANDBOX_PORT))
+            start = f"{bridge} {start_w}>&- && {start}"
+        held = f"; {hold.line()}" if hold is not None else ""
+        if isinstance(command, str):
+            # A shell command runs in the trampoline's own bash, on the lines after it (as local runs its limits
+            # line): a second bash would cost more than bubblewrap's own setup adds to a `true`.
+            return ["/bin/bash", "-c", f"{limits}; {unpack}{start} || exit 126{held}\n{command}", "bash"]
+        script = f'{limits}; {unpack}{start} || exit 126{held}\nexec "$@"'
+        return ["/bin/bash", "-c", script, "tether", *to_argv(command)]
+
+    def _spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout_s: float,
+        pass_fds: Sequence[int],
+        hold: Hold | None,
+    ) -> Captured:
+        """Run bubblewrap's ``argv`` as the one command of this process (:class:`.reaper.Leftovers`): if tether is
+        a subreaper, bubblewrap's inner process may come back to it, and is reaped with the rest."""
+        try:
+            with Leftovers() as leftovers:
+                if hold is not None:  # what the commit starts (a sink's process) is not the command's
+                    hold.before = leftovers.after(hold.before)
+
+                def kill(proc: subprocess.Popen[bytes]) -> None:
+                    kill_group(proc)
+                    leftovers.reap(proc.pid)
+
+                return run_captured(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    timeout_s=timeout_s,
+                    cap=self.cap,
+                    kill=kill,
+                    pass_fds=pass_fds,
+                    new_session=False,  # the command gets its own from --new-session
+                    hold=hold,
+                )
+        except (FileNotFoundError, PermissionError) as e:
+            raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e
 
     def could_read(self, path: Path) -> bool:
         """Could a command in this sandbox read the host file ``path`` (resolved)? It is mounted (system
@@ -474,6 +494,15 @@ class BwrapSandbox:
                 os.close(fd)
             raise
         return out
+
+
+def wrote_byte(fd: int) -> bool:
+    """Whether the start pipe's read end ``fd`` holds the trampoline's byte (read without waiting)."""
+    os.set_blocking(fd, False)
+    try:
+        return bool(os.read(fd, 1))
+    except BlockingIOError:
+        return False
 
 
 def take_egress(sandbox: object) -> list[EgressAttempted]:

@@ -156,8 +156,33 @@ def run_captured(
     With ``hold`` (its read end passed on beside ``pass_fds``, its :meth:`Hold.line` in the command's shell), the
     child is let go once ``hold.before`` has returned; the deadline and the duration count from then. If ``before``
     raises, the child is killed and reaped unrun and :class:`NotReleased` is raised."""
-    buffers: dict[int, BoundedBuffer] = {}
     start = time.monotonic()
+    proc, out_r, err_r = _spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds, new_session=new_session, hold=hold)
+    buffers = {out_r: BoundedBuffer(cap), err_r: BoundedBuffer(cap)}
+    try:
+        if hold is not None:
+            _release(proc, hold, kill)
+            start = time.monotonic()  # the command's own time starts when it may begin
+        timed_out = _watch(proc, buffers, start + timeout_s, kill)
+    finally:
+        for fd in (out_r, err_r):
+            os.close(fd)
+    duration = time.monotonic() - start
+    return Captured(normalise(proc.returncode, timed_out), timed_out, duration, buffers[out_r], buffers[err_r])
+
+
+def _spawn(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    pass_fds: Sequence[int],
+    new_session: bool,
+    hold: Hold | None,
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """Start ``argv`` (see :func:`run_captured`) with stdin closed and its output on two fresh pipes; the process
+    and the pipes' read ends (the caller closes them), whose write ends only the child's tree holds. If it cannot
+    be started, the ``OSError`` with no descriptor left open."""
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     try:
@@ -180,17 +205,7 @@ def run_captured(
     finally:
         os.close(out_w)  # the child holds its copies: EOF comes when the last writer of its tree is gone
         os.close(err_w)
-    out, err = buffers[out_r], buffers[err_r] = BoundedBuffer(cap), BoundedBuffer(cap)
-    try:
-        if hold is not None:
-            _release(proc, hold, kill)
-            start = time.monotonic()  # the command's own time starts when it may begin
-        timed_out = _watch(proc, buffers, start + timeout_s, kill)
-    finally:
-        for fd in (out_r, err_r):
-            os.close(fd)
-    duration = time.monotonic() - start
-    return Captured(normalise(proc.returncode, timed_out), timed_out, duration, out, err)
+    return proc, out_r, err_r
 
 
 def _release(proc: subprocess.Popen[bytes], hold: Hold, kill: Killer) -> None:
