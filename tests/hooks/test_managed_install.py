@@ -417,6 +417,33 @@ def test_a_warmed_table_another_user_could_write_is_removed_and_the_install_stan
     assert (managed / "managed-settings.d" / "tether.json").is_file(), "a failure to warm never fails the install"
 
 
+def test_bytecode_the_warm_up_left_that_others_could_change_fails_the_install_before_the_settings(
+    shared: Path, shared_python, fake_table, monkeypatch, capsys
+) -> None:
+    """The walk after the warm-up is the check of what it wrote: beyond the table (removed, the install stands),
+    anything it refuses is a refusal, and the settings are not written. (The walk's verdict is a stand-in here:
+    a loose file in the tree these tests share would fail other tests' installs; the real thing, bytecode written
+    under a umask of 0, is in ``test_managed_end_to_end.py``.)"""
+    from tether.hooks import install
+
+    stray = f"{install.PACKAGE_PARENT}/tether/__pycache__/x.cpython-311.pyc (mode -rw-rw-rw-: users other than its"
+    walks: list[str] = []
+    real = install.judged
+
+    def judged(command: str) -> tuple[list[str], list[str]]:
+        walks.append(command)
+        unusable, changed = real(command)
+        return unusable, [*changed, *([stray] if len(walks) > 1 else [])]
+
+    monkeypatch.setattr(install, "judged", judged)
+    managed = shared / "m"
+    assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 2
+    err = capsys.readouterr().err
+    assert stray in err and "the settings were not changed" in err, err
+    assert not (managed / "managed-settings.d" / "tether.json").exists()
+    assert len(walks) == 2
+
+
 def test_a_failure_to_warm_is_a_warning(shared: Path, shared_python, monkeypatch, capsys) -> None:
     from tether.hooks import install
 

@@ -32,6 +32,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,11 @@ WARM_TIMEOUT_S = 120
 def warm(python: str, package_parent: Path = PACKAGE_PARENT) -> tuple[Path | None, str]:
     """Run ``python`` as a hook starts it (``-I -S``, no environment, from an empty directory) to import the
     deciding code of the tether in ``package_parent`` once, so that :mod:`tether.compiled` writes its table of
-    ``__init__`` code (as this user: root, for a managed install). The table, or None and why not."""
+    ``__init__`` code (as this user: root, for a managed install). The table, or None and why not.
+
+    Under a umask of ``022`` whatever the installer's: the run also writes the bytecode (``__pycache__``
+    directories, ``.pyc`` files) of every module it imports that had none, and under a umask of 0 every user could
+    then plant a ``.pyc`` each other user's hook runs."""
     try:
         with tempfile.TemporaryDirectory(prefix="tether-warm-") as cwd:
             done = subprocess.run(
@@ -193,6 +198,7 @@ def warm(python: str, package_parent: Path = PACKAGE_PARENT) -> tuple[Path | Non
                 check=False,
                 cwd=cwd,
                 env={},
+                umask=0o022,
             )
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"{python} did not run ({e})"
@@ -213,22 +219,34 @@ def warm(python: str, package_parent: Path = PACKAGE_PARENT) -> tuple[Path | Non
 
 
 def warm_table(agent: str, envelope: Path | None) -> tuple[bool, str]:
-    """After a managed install: warm :mod:`tether.compiled`'s table (:func:`warm`), then vouch for everything the
-    hook imports again, the table now among it (:func:`.trust.judged`); a table that walk refuses is removed.
-    Whether the table is there and trusted, and what to say. Never an error: a hook call without the table costs
-    what it did."""
+    """During a managed install, once every check has passed and before the settings are written: warm
+    :mod:`tether.compiled`'s table (:func:`warm`), then vouch for everything the hook imports again
+    (:func:`.trust.judged`). This second walk is the check of what the warm-up wrote, which the first walk could
+    not see: the table, and the bytecode of modules that had none (a package installed without it). A table it
+    refuses is removed, and the install goes on without it (a hook call without the table costs what it did);
+    anything else it refuses is an InstallError, and the settings are not written. Whether the table is there
+    and trusted, and what to say."""
     command = hook_command(agent, envelope)
     table, why = warm(sys.executable)
     if table is None:
         return False, f"the __init__ code table was not written: {why}; each cold hook call compiles it"
     unusable, changed = judged(command)
-    if unusable or changed:
-        try:
-            table.unlink()
-        except OSError as e:
-            return False, f"{table} is not trusted ({'; '.join([*unusable, *changed])}) and not removed ({e})"
-        return False, f"the __init__ code table was removed: {'; '.join([*unusable, *changed])}"
-    return True, f"the __init__ code table every user's hook process reads is in place, root's: {table}"
+    if not unusable and not changed:
+        return True, f"the __init__ code table every user's hook process reads is in place, root's: {table}"
+    others = [p for p in [*unusable, *changed] if not p.startswith(f"{table} (")]
+    if others:
+        raise InstallError(
+            "a managed hook runs as every user of this machine, but after tether imported its deciding code once"
+            " (to keep the code of its __init__s, and the bytecode of modules that had none) "
+            + "; ".join(others)
+            + ". Make them root's and not writable by others (chmod -R go-w) and run the install again; the"
+            " settings were not changed"
+        )
+    try:
+        table.unlink()
+    except OSError as e:
+        return False, f"{table} is not trusted ({'; '.join([*unusable, *changed])}) and not removed ({e})"
+    return False, f"the __init__ code table was removed: {'; '.join([*unusable, *changed])}"
 
 
 def _fail(e: InstallError, verb: str, argv: list[str]) -> int:
@@ -352,8 +370,10 @@ def install(
     scope: str | None = None,
     managed_dir: Path | None = None,
     lock: bool = False,
+    checked: Callable[[], object] | None = None,
 ) -> Path:
-    """Write the hooks; the settings file written."""
+    """Write the hooks; the settings file written. ``checked``: called once every check has passed, before the
+    settings are written (an InstallError from it writes nothing)."""
     target = Target(agent, scope or ("user" if user else "project"), directory, managed_dir)
     if envelope is not None and not envelope.is_file():
         raise InstallError(f"--envelope {envelope}: no such file")
@@ -371,6 +391,8 @@ def install(
     path = target.path
     if target.scope == "managed":
         _check_managed(agent, command, path)
+    if checked is not None:
+        checked()
 
     def change(settings: dict[str, Any] | None) -> tuple[dict[str, Any], None]:
         settings = merged(settings if settings is not None else {}, agent, command, path)
@@ -447,7 +469,13 @@ def main(argv: list[str]) -> int:
     could not be written (not root)."""
     try:
         agent, kw = parse(argv)
-        path = install(agent, **kw)
+        warmed: list[tuple[bool, str]] = []
+
+        def checked() -> None:  # a managed install warms the table once its checks passed, before writing
+            if kw["scope"] == "managed":
+                warmed.append(warm_table(agent, kw.get("envelope")))
+
+        path = install(agent, **kw, checked=checked)
     except InstallError as e:
         return _fail(e, "install", argv)
     print(f"tether hooks for {agent} written to {path}")
@@ -457,7 +485,7 @@ def main(argv: list[str]) -> int:
             f"check it with: tether hook status {agent}"
             + (f" --managed-dir {kw['managed_dir']}" if "managed_dir" in kw else "")
         )
-        written, said = warm_table(agent, kw.get("envelope"))
+        ((written, said),) = warmed
         if written:
             print(said)
         else:
