@@ -12,7 +12,7 @@ rejects it). The SDK's own retries are off (``max_retries=0``).
 The response is read from its raw JSON, tolerantly: a ``tool_use`` without a name or with a
 non-object input becomes a call with a plain ``problem``; missing usage is unreported; any other
 shape we cannot read is a malformed :class:`ProviderError`. SDK exceptions become
-:class:`ProviderError` here, with ``raise … from``:
+:class:`ProviderError` here, with ``raise … from`` (:func:`tether.models.sdk.failure`, as for OpenAI):
 
     "prompt is too long", 413, …                  → ContextOverflow (never retried as-is)
     anthropic.APIStatusError 408/409/429/5xx/529 → ProviderError(transient=True, status)
@@ -33,7 +33,7 @@ from anthropic.types import ContentBlockParam, MessageParam, ToolParam, ToolResu
 from tether.errors import ProviderError
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from tether.models.profiles import PROFILES, Profile, detect, simplify_schema
-from tether.models.retry import is_transient_status
+from tether.models.sdk import failure, json_body
 from tether.models.termination import anthropic_termination
 from tether.models.window import overflow_from
 
@@ -75,29 +75,9 @@ class AnthropicModel:
                 tools=wire_tools if wire_tools else anthropic.omit,
             )
             text = raw.http_response.text
-        except anthropic.APIStatusError as exc:
-            overflow = overflow_from(exc.status_code, exc.message, exc.body, who=who)
-            if overflow is not None:
-                raise overflow from exc
-            raise ProviderError(
-                f"{who}: HTTP {exc.status_code}: {exc.message}",
-                transient=is_transient_status(exc.status_code),
-                status=exc.status_code,
-            ) from exc
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError(
-                f"{who}: no answer within {self.timeout_s:g} s (agent.request_timeout_s); the request was abandoned",
-                transient=True,
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError(f"{who}: {exc.message}", transient=True) from exc
         except anthropic.AnthropicError as exc:
-            raise ProviderError(f"{who}: {exc}", transient=False) from exc
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ProviderError(f"{who}: response is not JSON: {text[:200]!r}", malformed=True) from exc
-        return from_anthropic_message(data, requested_model=self.model)
+            raise failure(exc, anthropic, who, self.timeout_s) from exc
+        return from_anthropic_message(json_body(text, who), requested_model=self.model)
 
 
 def to_anthropic_tools(tools: Sequence[ToolSpec], profile: Profile = PROFILES["anthropic"]) -> list[ToolParam]:

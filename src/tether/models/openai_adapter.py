@@ -17,7 +17,8 @@ Writers are conservative, readers tolerant, because real servers are not the spe
 * any other shape we cannot read is a :class:`ProviderError` with ``malformed`` set.
 
 The response is read from the raw JSON (not the SDK's typed model) so every field is checked
-here. SDK exceptions become :class:`ProviderError` with ``raise … from``:
+here. SDK exceptions become :class:`ProviderError` with ``raise … from`` (:func:`tether.models.sdk.failure`,
+as for Anthropic):
 
     context too long (400 context_length_exceeded, 413, …) → ContextOverflow (never retried as-is)
     openai.APIStatusError 408/409/429/5xx  → ProviderError(transient=True, status)
@@ -42,7 +43,7 @@ from openai.types.chat import (
 from tether.errors import ProviderError
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
 from tether.models.profiles import PROFILES, Profile, TokenParam, detect, simplify_schema
-from tether.models.retry import is_transient_status
+from tether.models.sdk import failure, json_body
 from tether.models.termination import openai_termination
 from tether.models.window import overflow_from
 
@@ -91,29 +92,9 @@ class OpenAIModel:
                 max_completion_tokens=max_tokens if self.token_param == "max_completion_tokens" else openai.omit,
             )
             text = raw.http_response.text
-        except openai.APIStatusError as exc:
-            overflow = overflow_from(exc.status_code, exc.message, exc.body, who=who)
-            if overflow is not None:
-                raise overflow from exc
-            raise ProviderError(
-                f"{who}: HTTP {exc.status_code}: {exc.message}",
-                transient=is_transient_status(exc.status_code),
-                status=exc.status_code,
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise ProviderError(
-                f"{who}: no answer within {self.timeout_s:g} s (agent.request_timeout_s); the request was abandoned",
-                transient=True,
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise ProviderError(f"{who}: {exc.message}", transient=True) from exc
         except openai.OpenAIError as exc:
-            raise ProviderError(f"{who}: {exc}", transient=False) from exc
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ProviderError(f"{who}: response is not JSON: {text[:200]!r}", malformed=True) from exc
-        return from_openai_completion(data, requested_model=self.model)
+            raise failure(exc, openai, who, self.timeout_s) from exc
+        return from_openai_completion(json_body(text, who), requested_model=self.model)
 
 
 def to_openai_tools(
