@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from tether.cli.main import app, main
 from tether.envelope import load_envelope
 from tether.envelope.document import MAX_ALIAS_NODES, MAX_DEPTH, MAX_DOCUMENT_BYTES, parse_json, parse_yaml
+from tether.envelope.source import read_bytes
 from tether.errors import EnvelopeInvalid, FileError, ParseError
 
 runner = CliRunner()
@@ -113,6 +114,30 @@ def test_size_cap(tmp_path: Path) -> None:
         load_envelope(big)
     (p,) = e.value.problems
     assert p.path == "$" and p.found == f"{big.stat().st_size} bytes" and str(MAX_DOCUMENT_BYTES) in p.expected
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1, 70_000])
+def test_the_bounded_read_reads_whole_files_up_to_the_limit_and_refuses_one_byte_more(
+    tmp_path: Path, extra: int
+) -> None:
+    """Read in steps (the file's size and one byte more first): a file at the limit is read whole, one over it
+    (or far over) is refused, whatever ``fstat`` said."""
+    limit = 100_000
+    f = tmp_path / "e.yaml"
+    f.write_bytes(bytes(range(256)) * ((limit + extra) // 256) + b"z" * ((limit + extra) % 256))
+    if extra <= 0:
+        assert read_bytes(f, limit) == f.read_bytes()
+    else:
+        with pytest.raises(EnvelopeInvalid, match=f"at most {limit} bytes"):
+            read_bytes(f, limit)
+
+
+def test_a_file_that_reports_no_size_is_read_to_its_end() -> None:
+    status = Path("/proc/self/status")  # a regular file whose size fstat says is 0
+    if not status.exists() or status.stat().st_size != 0:
+        pytest.skip("no /proc here")
+    data = read_bytes(status)
+    assert data.startswith(b"Name:") and b"\nPid:" in data and data.endswith(b"\n")
 
 
 def test_fifo_and_device_are_refused_without_blocking(tmp_path: Path) -> None:

@@ -322,18 +322,25 @@ def _write(folder: Path, target: Path, data: bytes) -> Path | None:
 
 
 def kept(
-    folder: Path | None, path: Path | None, built_in: Callable[[], Envelope], signer: Signer | None = None
+    folder: Path | None,
+    path: Path | None,
+    built_in: Callable[[], Envelope],
+    signer: Signer | None = None,
+    *,
+    data: bytes | None = None,
 ) -> Validated:
     """The envelope of ``path`` (None: ``built_in()``), validated, from its kept file when there is a valid one,
-    else validated here and kept for the next process (``folder`` None: neither read nor kept). The file's own
-    errors (missing, too large, not UTF-8, invalid) are raised as :func:`tether.envelope.load.load_envelope`
-    raises them."""
-    data = b""
+    else validated here and kept for the next process (``folder`` None: neither read nor kept). ``data``: the
+    file's bytes already read by the caller (:func:`tether.envelope.source.read_bytes`), which are then what is
+    hashed and parsed; else they are read here. The file's own errors (missing, too large, not UTF-8, invalid)
+    are raised as :func:`tether.envelope.load.load_envelope` raises them."""
     if path is not None:
-        from tether.envelope.source import read_bytes
-
         path = path.resolve()
-        data = read_bytes(path)  # what is hashed is what is parsed
+        if data is None:
+            from tether.envelope.source import read_bytes
+
+            data = read_bytes(path)  # what is hashed is what is parsed
+    data = data or b""
     use = folder is not None and bool(code_stamp()) and changeable(path)
     key: dict[str, Any] = {}
     if use and folder is not None:

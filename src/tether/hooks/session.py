@@ -81,7 +81,7 @@ def run_id_for(agent: str, session_id: str) -> str:
 
 
 #: What a resident process (the daemon) keeps between calls: open stores and the sessions' guards.
-#: Keys carry what would make an entry stale (a database's inode; an envelope file's mtime and size).
+#: Keys carry what would make an entry stale (a database's inode; the digest of an envelope file's bytes).
 _CACHE: dict[tuple[Any, ...], Any] = {}
 _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 256
@@ -100,26 +100,32 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
         return cast(T, _CACHE.setdefault(key, value))
 
 
-def envelope_for(settings: Settings, workspace: Path) -> tuple[Path | None, tuple[Any, ...]]:
-    """The envelope's file (see the module docstring for the order; None: the built-in envelope) and a key that
-    changes when its file does."""
+def envelope_for(settings: Settings, workspace: Path) -> tuple[Path | None, bytes, tuple[Any, ...]]:
+    """The envelope's file (see the module docstring for the order; None: the built-in envelope), its bytes as
+    read (bounded: :func:`tether.envelope.source.read_bytes`; a missing or unreadable file raises as the loader
+    would), and a key that changes when they do: their SHA-256, never the file's mtime and size, which an edit
+    in the same clock tick (or put back with ``touch -d``) keeps. The guard is opened from these very bytes, so
+    a guard kept under a key always governs with the envelope the key names."""
     path = settings.envelope
     if path is None and (workspace / ENVELOPE_NAME).is_file():
         path = workspace / ENVELOPE_NAME
     if path is None:
-        return None, ("built-in",)
-    st = path.stat() if path.exists() else None  # a missing file: the guard's loader names it
-    return path, (str(path), st and st.st_mtime_ns, st and st.st_size)
+        return None, b"", ("built-in",)
+    from tether.envelope.source import read_bytes
+
+    data = read_bytes(path)
+    return path, data, (str(path), sha256_hex(data))
 
 
-def governing(path: Path | None, db: StoreSpec, store: Store) -> Envelope | Path | Validated:
-    """What the guard opens the session with: the envelope of ``path`` (None: the built-in one) validated, or
-    kept from an earlier process beside the database (guard/envcache.py: no YAML, no validator built); for a
-    store without a folder (a URL), the file itself or the built-in envelope, as before."""
+def governing(path: Path | None, data: bytes, db: StoreSpec, store: Store) -> Envelope | Validated:
+    """What the guard opens the session with: the envelope of ``path`` (None: the built-in one), parsed from
+    ``data`` (its bytes, read by :func:`envelope_for`) and validated, or kept from an earlier process beside the
+    database (guard/envcache.py: no YAML, no validator built); for a store without a folder (a URL), nothing is
+    kept or read back."""
     folder = checkpoints_of(db)
-    if folder is None:
-        return path if path is not None else cached(("envelope",), hook_envelope)
-    return kept(folder, path, hook_envelope, getattr(store, "signer", None))
+    if folder is None and path is None:
+        return cached(("envelope",), hook_envelope)
+    return kept(folder, path, hook_envelope, getattr(store, "signer", None), data=data)
 
 
 def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
@@ -132,13 +138,13 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     workspace = Path(
         cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id)) or project
     )
-    path, stamp = envelope_for(settings, workspace)
+    path, source, stamp = envelope_for(settings, workspace)
     asking = Asking.RETRY if settings.agent == "codex" else Asking.AGENT  # Claude Code asks its user itself
     return cached(
         ("guard", str(db), inode, run_id, stamp),
         lambda: Guard.open(
             store,
-            governing(path, db, store),
+            governing(path, source, db, store),
             session,
             framework=settings.agent,
             workspace=workspace,
