@@ -115,8 +115,8 @@ class LocalSandbox:
         # where Python otherwise uses vfork.
         limits = self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0)
         hold = hold_for(before, (*self.env_allow, *(env or ())))
-        if hold is not None:  # waits for tether's go, after the limits, on their line (the command's lines as unheld)
-            limits = f"{limits}; {hold.line()}"
+        if hold is not None:  # waits for tether's go on the limits' line (the command's lines, and $_, as unheld)
+            limits = f"{hold.line()}; {limits}"
         if isinstance(command, str):
             argv = [self.bash, "-c", f"{limits}\n{command}", "bash"]  # $0 as for `bash -c`
         else:

@@ -72,8 +72,10 @@ class Hold:
         """The shell line that holds the command: one byte, or exit (no byte: never let go); the descriptor is
         closed before the command, which sees none of it (``REPLY`` unset again). ``read`` without a timeout:
         bash takes ``$TMOUT`` as its default, and a commit slower than one passed to the command would have made
-        the line give up (the command exiting 125 unrun after a commit that succeeded). The caller appends it to
-        its own first line, so the command's lines keep their numbers (``$LINENO``, bash's errors) as unheld."""
+        the line give up (the command exiting 125 unrun after a commit that succeeded). The caller puts it on its
+        own first line, so the command's lines keep their numbers (``$LINENO``, bash's errors) as unheld; and
+        ``$_`` at the command's start is as unheld if what ran last there unheld still runs last (local: the
+        limits, put after it) or ends as this line does (bubblewrap: the start byte's ``exec``)."""
         return f"TMOUT= read -r -n 1 -u {self.r} || exit {HELD_EXIT_CODE}; unset REPLY; exec {self.r}<&-"
 
     def release(self) -> None:

@@ -114,6 +114,22 @@ def stat_fields(pid: int) -> tuple[int, int] | None:
     return int(fields[1]), int(fields[19])
 
 
+def in_my_pid_namespace(pid: int) -> bool:
+    """Whether ``pid`` (a zombie too) lives in this process's pid namespace, not one below it (a sandbox's): its
+    ``NSpid`` in ``/proc`` lists as many pids as this process's. False if that cannot be read (it is gone)."""
+    try:
+        return _ns_depth(str(pid)) == _ns_depth("self")
+    except (OSError, ValueError):
+        return False
+
+
+def _ns_depth(pid: str) -> int:
+    """How many pid namespaces ``/proc/<pid>`` is seen in from the one ``/proc`` belongs to (``NSpid``'s pids)."""
+    status = _read(f"/proc/{pid}/status")
+    start = status.index(b"\nNSpid:") + 7
+    return len(status[start : status.index(b"\n", start)].split())
+
+
 def children() -> set[int]:
     """This process's children now that a command's orphans can be among: its main thread's (see the module),
     from ``/proc``."""
@@ -161,15 +177,17 @@ class Leftovers:
             _ONE_COMMAND.release()
 
     def after(self, before: Callable[[], None]) -> Callable[[], None]:
-        """``before`` (what a held command waits for, :class:`.process.Hold`), then this process's children taken
-        as there before the command too: a process ``before`` started (an event sink's, told of the synced
-        ``action.started``) is not the command's leftover. Sound because the command is still held then: it has
-        run nothing that could have left a child of tether's; the go is sent only after this returns."""
+        """``before`` (what a held command waits for, :class:`.process.Hold`), then this process's new children in
+        its own pid namespace taken as there before the command too: a process ``before`` started (an event sink's,
+        told of the synced ``action.started``) is not the command's leftover. Sound because the command is still
+        held then: it has run nothing that could have left a child of tether's; the go is sent only after this
+        returns. What the sandbox itself hands back meanwhile stays the command's: bubblewrap's inner process (in
+        the sandbox's pid namespace), when its outer one died during ``before``, is reaped with the command."""
 
         def then() -> None:
             before()
             if self.active:
-                self.before |= children()
+                self.before |= {pid for pid in children() - self.before if in_my_pid_namespace(pid)}
 
         return then
 
