@@ -276,31 +276,13 @@ def tool(
         takes_context = bool(params) and _is_context_param(params[0], hints.get(params[0].name))
         if takes_context:
             params = params[1:]
-        fields: dict[str, Any] = {}
-        for p in params:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-                raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} must be a plain named parameter")
-            if p.name not in hints:
-                raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} needs a type annotation")
-            default: Any = ... if p.default is inspect.Parameter.empty else p.default
-            if isinstance(default, FieldInfo):
-                info = default
-            else:
-                info = FieldInfo.from_annotated_attribute(hints[p.name], default)
-            if info.description is None and p.name in arg_docs:
-                info.description = arg_docs[p.name]
-            fields[p.name] = (info.annotation if info.annotation is not None else hints[p.name], info)
-        model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name)) + "Args"
-        args_model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
-        schema = args_model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
+        fields = {p.name: _field(tool_name, p, hints, arg_docs) for p in params}
+        args_model = _args_model(tool_name, fields)
         contract = ToolContract(
             name=tool_name,
             purpose=tool_purpose,
             effects=effect_list,
-            input_schema=schema,
+            input_schema=_input_schema(args_model),
             timeout_s=timeout_s,
             idempotent=idempotent if idempotent is not None else set(effect_list) == {Effect.READ},
             on_failure=failure_path,
@@ -311,3 +293,35 @@ def tool(
         return Tool(fn, contract, args_model, takes_context=takes_context, preview_fn=preview)
 
     return decorate
+
+
+def _field(
+    tool_name: str, p: inspect.Parameter, hints: dict[str, Any], arg_docs: dict[str, str]
+) -> tuple[Any, FieldInfo]:
+    """A tool function's parameter as a field of its arguments' model: its type, default and description
+    (the docstring's, unless the default already gives one); a ``TypeError`` for one a tool cannot take."""
+    if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+        raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} must be a plain named parameter")
+    if p.name not in hints:
+        raise TypeError(f"tool {tool_name!r}: parameter {p.name!r} needs a type annotation")
+    default: Any = ... if p.default is inspect.Parameter.empty else p.default
+    info = default if isinstance(default, FieldInfo) else FieldInfo.from_annotated_attribute(hints[p.name], default)
+    if info.description is None and p.name in arg_docs:
+        info.description = arg_docs[p.name]
+    return (info.annotation if info.annotation is not None else hints[p.name], info)
+
+
+def _args_model(tool_name: str, fields: dict[str, Any]) -> type[BaseModel]:
+    """The model that validates a call's arguments: ``fields`` and nothing else (``ReadFileArgs`` for ``read_file``)."""
+    model_name = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]", tool_name)) + "Args"
+    model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+    return model
+
+
+def _input_schema(args_model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema a model is shown, without pydantic's titles."""
+    schema = args_model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
