@@ -157,6 +157,28 @@ def read_file(
     if start_line > total:
         raise ToolFailure("invalid_args", f"{rel} has {total} lines; start_line {start_line} is past the end", path=rel)
     want_end = min(end_line or total, total)
+    shown, last = _numbered(lines, start_line, want_end)
+    truncated = last < want_end
+    header = f"{rel} (lines {start_line}-{last} of {total})"
+    body = "\n".join(shown)
+    footer = _footer(last, truncated, total)
+    return ToolResult(
+        ok=True,
+        content=f"{header}\n{body}{footer}",
+        data={
+            "path": rel,
+            "start_line": start_line,
+            "end_line": last,
+            "total_lines": total,
+            "truncated": truncated,
+            "sha256": _sha256(data),
+        },
+    )
+
+
+def _numbered(lines: list[str], start_line: int, want_end: int) -> tuple[list[str], int]:
+    """Lines ``start_line`` to ``want_end`` numbered, each clipped at :data:`MAX_LINE_CHARS`, as many as fit
+    :data:`MAX_READ_LINES` and :data:`MAX_READ_CHARS`; with the number of the last one shown."""
     shown: list[str] = []
     chars = 0
     last = start_line - 1
@@ -170,26 +192,16 @@ def read_file(
         shown.append(row)
         chars += len(row) + 1
         last = n
-    truncated = last < want_end
-    header = f"{rel} (lines {start_line}-{last} of {total})"
-    body = "\n".join(shown)
-    footer = ""
+    return shown, last
+
+
+def _footer(last: int, truncated: bool, total: int) -> str:
+    """What follows the lines shown: how to read on when the caps cut them, else how many lines are left."""
     if truncated:
-        footer = f"\n[... output capped at line {last}; call read_file with start_line={last + 1} to continue]"
-    elif last < total:
-        footer = f"\n[... {total - last} more lines; file has {total}]"
-    return ToolResult(
-        ok=True,
-        content=f"{header}\n{body}{footer}",
-        data={
-            "path": rel,
-            "start_line": start_line,
-            "end_line": last,
-            "total_lines": total,
-            "truncated": truncated,
-            "sha256": _sha256(data),
-        },
-    )
+        return f"\n[... output capped at line {last}; call read_file with start_line={last + 1} to continue]"
+    if last < total:
+        return f"\n[... {total - last} more lines; file has {total}]"
+    return ""
 
 
 # --------------------------------------------------------------------------- list_dir
