@@ -59,13 +59,7 @@ def resolve_tools(envelope: Envelope, extra: Sequence[Tool] = ()) -> dict[str, T
     Raises ``EnvelopeInvalid`` (an ``InputError``) listing every problem, each at
     ``$.tools[i].name`` or ``$.tools[i].effects``.
     """
-    available = builtin_tools()
-    seen_extra: set[str] = set()
-    for t in extra:
-        if t.name in seen_extra:
-            raise ValueError(f"two extra tools are named {t.name!r}")
-        seen_extra.add(t.name)
-        available[t.name] = t
+    available = _available(extra)
     problems: list[Problem] = []
     resolved: dict[str, Tool] = {}
     servers = {s.name for s in envelope.mcp_servers}
@@ -75,35 +69,51 @@ def resolve_tools(envelope: Envelope, extra: Sequence[Tool] = ()) -> dict[str, T
             continue  # an MCP server's tool: resolved when its server starts (tether.tools.mcp)
         impl = available.get(declared.name)
         if impl is None:
-            problems.append(
-                Problem(
-                    f"$.tools[{i}].name",
-                    repr(declared.name),
-                    f"the name of an implemented tool (built-ins: {', '.join(sorted(builtin_tools()))}; "
-                    "or pass the implementation as an extra tool)",
-                )
-            )
-            continue
-        missing = [e.value for e in impl.contract.effects if e not in declared.effects]
-        if missing:
-            problems.append(
-                Problem(
-                    f"$.tools[{i}].effects",
-                    "[" + ", ".join(e.value for e in declared.effects) + "]",
-                    f"every effect the {declared.name!r} implementation has; add: {', '.join(missing)}",
-                )
-            )
-            continue
-        if impl.contract.trust is Trust.UNTRUSTED and trust_of(declared, envelope) is Trust.TRUSTED:
-            problems.append(
-                Problem(
-                    f"$.tools[{i}].trust",
-                    "trusted" if declared.trust else "unset (trusted by default)",
-                    f"untrusted: the {declared.name!r} implementation returns third-party content",
-                )
-            )
-            continue
-        resolved[declared.name] = impl
+            problems.append(_unknown(i, declared.name))
+        elif (problem := _mismatch(i, declared, impl, envelope)) is not None:
+            problems.append(problem)
+        else:
+            resolved[declared.name] = impl
     if problems:
         raise EnvelopeInvalid(problems)
     return resolved
+
+
+def _available(extra: Sequence[Tool]) -> dict[str, Tool]:
+    """The built-ins, with ``extra`` in place of any of the same name (two extras of one name: a ValueError)."""
+    available = builtin_tools()
+    seen_extra: set[str] = set()
+    for t in extra:
+        if t.name in seen_extra:
+            raise ValueError(f"two extra tools are named {t.name!r}")
+        seen_extra.add(t.name)
+        available[t.name] = t
+    return available
+
+
+def _unknown(i: int, name: str) -> Problem:
+    return Problem(
+        f"$.tools[{i}].name",
+        repr(name),
+        f"the name of an implemented tool (built-ins: {', '.join(sorted(builtin_tools()))}; "
+        "or pass the implementation as an extra tool)",
+    )
+
+
+def _mismatch(i: int, declared: ToolContract, impl: Tool, envelope: Envelope) -> Problem | None:
+    """Where the envelope's declaration promises less than the implementation does: an effect it lacks
+    (first), or trust for a tool that returns third-party content."""
+    missing = [e.value for e in impl.contract.effects if e not in declared.effects]
+    if missing:
+        return Problem(
+            f"$.tools[{i}].effects",
+            "[" + ", ".join(e.value for e in declared.effects) + "]",
+            f"every effect the {declared.name!r} implementation has; add: {', '.join(missing)}",
+        )
+    if impl.contract.trust is Trust.UNTRUSTED and trust_of(declared, envelope) is Trust.TRUSTED:
+        return Problem(
+            f"$.tools[{i}].trust",
+            "trusted" if declared.trust else "unset (trusted by default)",
+            f"untrusted: the {declared.name!r} implementation returns third-party content",
+        )
+    return None
