@@ -30,7 +30,7 @@ from tether.control.risk import is_test_path
 from tether.envelope.schema import Envelope
 from tether.events.kinds_control import BeliefRecorded, ReviewFindingRecorded, VerifyCompleted
 from tether.events.store import Event
-from tether.verify.changes import WorkspaceDiff
+from tether.verify.changes import FileDiff, WorkspaceDiff
 from tether.verify.sensors import policy_problems
 
 View = Literal["implementer", "reviewer", "adversarial"]
@@ -69,57 +69,68 @@ def _changed_files(events: Sequence[Event]) -> list[str]:
 
 
 def adversarial(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
-    out: list[ReviewFinding] = []
-    for d in policy_problems(envelope, diff, _changed_files(events)):
-        sev: FindingSeverity = "high"
-        out.append(ReviewFinding("adversarial", sev, d.message, d.file or None, d.code or "policy"))
+    """What an adversary would have done to pass: a policy broken, a file changed outside the plan's tasks,
+    tests edited with no source changed, assertions removed, a skip or xfail added."""
+    tests = [f for f in diff.files if is_test_path(f.path)]
+    return [
+        *_policy_broken(envelope, diff, events),
+        *_outside_plan(envelope, diff, events),
+        *_tests_only(diff, tests),
+        *_assertions_removed(tests),
+        *_skips_added(diff),
+    ]
+
+
+def _policy_broken(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
+    sev: FindingSeverity = "high"
+    return [
+        ReviewFinding("adversarial", sev, d.message, d.file or None, d.code or "policy")
+        for d in policy_problems(envelope, diff, _changed_files(events))
+    ]
+
+
+def _outside_plan(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
+    """Each changed path that no plan task's ``files`` covers (nothing when no task names files)."""
     plan = fold_plan(events, envelope)
     scopes = [g for t in plan.tasks.values() for g in t.files]
-    if scopes:
-        spec = pathspec.PathSpec.from_lines("gitignore", scopes)
-        for p in diff.paths:
-            if not spec.match_file(p):
-                out.append(
-                    ReviewFinding("adversarial", "medium", "changed outside every plan task's files", p, "plan_scope")
-                )
-    tests = [f for f in diff.files if is_test_path(f.path)]
+    if not scopes:
+        return []
+    spec = pathspec.PathSpec.from_lines("gitignore", scopes)
+    return [
+        ReviewFinding("adversarial", "medium", "changed outside every plan task's files", p, "plan_scope")
+        for p in diff.paths
+        if not spec.match_file(p)
+    ]
+
+
+def _tests_only(diff: WorkspaceDiff, tests: Sequence[FileDiff]) -> list[ReviewFinding]:
     sources = [f for f in diff.files if not is_test_path(f.path) and f.path.endswith(".py")]
-    if tests and not sources:
-        out.append(
-            ReviewFinding(
-                "adversarial",
-                "high",
-                "test files changed while no source file changed: were the tests edited to pass?",
-                tests[0].path,
-                "tests_edited",
-            )
-        )
+    if not tests or sources:
+        return []
+    what = "test files changed while no source file changed: were the tests edited to pass?"
+    return [ReviewFinding("adversarial", "high", what, tests[0].path, "tests_edited")]
+
+
+def _assertions_removed(tests: Sequence[FileDiff]) -> list[ReviewFinding]:
+    out: list[ReviewFinding] = []
     for f in tests:
         removed = sum(1 for _, t in f.removed if _ASSERT.match(t))
         added = sum(1 for _, t in f.added if _ASSERT.match(t))
         if removed > added:
-            out.append(
-                ReviewFinding(
-                    "adversarial",
-                    "high",
-                    f"{removed - added} assertions removed from a test file",
-                    f.path,
-                    "assertions_removed",
-                )
-            )
-    for f in diff.files:
-        for line, text in f.added:
-            if _SKIP.search(text):
-                out.append(
-                    ReviewFinding(
-                        "adversarial",
-                        "high",
-                        f"line {line} adds a skip/xfail marker: {text.strip()[:80]}",
-                        f.path,
-                        "skip_added",
-                    )
-                )
+            what = f"{removed - added} assertions removed from a test file"
+            out.append(ReviewFinding("adversarial", "high", what, f.path, "assertions_removed"))
     return out
+
+
+def _skips_added(diff: WorkspaceDiff) -> list[ReviewFinding]:
+    return [
+        ReviewFinding(
+            "adversarial", "high", f"line {line} adds a skip/xfail marker: {text.strip()[:80]}", f.path, "skip_added"
+        )
+        for f in diff.files
+        for line, text in f.added
+        if _SKIP.search(text)
+    ]
 
 
 def implementer(envelope: Envelope, diff: WorkspaceDiff, events: Sequence[Event]) -> list[ReviewFinding]:
