@@ -40,7 +40,7 @@ from tether.errors import InputError, Problem
 from .globcover import normalise, uncovered
 from .hashing import contract_hash
 from .network import HostError, HostRule, parse_rule
-from .schema import Budgets, Envelope, Filesystem, Network, Rule, Trust
+from .schema import Budgets, Envelope, Filesystem, Network, Rule, Secret, Trust
 
 
 @dataclass(frozen=True)
@@ -113,25 +113,16 @@ def narrow(
     asked = names if tools is None else list(tools)
     kept = {n for n in asked if n in names}
     unknown = [Widening(f"$.tools[{n!r}]", f"tool {n!r}", f"only the tools {names}") for n in asked if n not in names]
-    secrets = None
-    if env.secrets is not None:
-        secrets = [
-            s.model_copy(update={"tools": [t for t in s.tools if t in kept]})
-            for s in env.secrets
-            if any(t in kept for t in s.tools)
-        ]
-    filesystem = Filesystem(
-        read=fs.read if read is None else [normalise(g) for g in read],
-        write=fs.write if write is None else [normalise(g) for g in write],
-        deny=fs.deny,
-    )
-    net = env.network
-    if network is not None:
-        net = Network(allow=list(network), allow_loopback=net.allow_loopback if net else False)
     child = parent.model_copy(
         update={
             "tools": [t for t in parent.tools if t.name in kept],
-            "environment": env.model_copy(update={"filesystem": filesystem, "network": net, "secrets": secrets}),
+            "environment": env.model_copy(
+                update={
+                    "filesystem": _child_reach(fs, read, write),
+                    "network": _child_network(env.network, network),
+                    "secrets": _child_secrets(env.secrets, kept),
+                }
+            ),
             "budgets": share_budgets(parent.budgets, budget_share, budgets),
         }
     )
@@ -140,6 +131,33 @@ def narrow(
     if found:
         raise NarrowingError(found)
     return child
+
+
+def _child_secrets(secrets: list[Secret] | None, kept: set[str]) -> list[Secret] | None:
+    """The secrets some kept tool receives, each given to the kept tools only."""
+    if secrets is None:
+        return None
+    return [
+        s.model_copy(update={"tools": [t for t in s.tools if t in kept]})
+        for s in secrets
+        if any(t in kept for t in s.tools)
+    ]
+
+
+def _child_reach(fs: Filesystem, read: Iterable[str] | None, write: Iterable[str] | None) -> Filesystem:
+    """The parent's file reach with ``read`` and ``write`` (normalised) in place of its own, where given."""
+    return Filesystem(
+        read=fs.read if read is None else [normalise(g) for g in read],
+        write=fs.write if write is None else [normalise(g) for g in write],
+        deny=fs.deny,
+    )
+
+
+def _child_network(net: Network | None, network: Iterable[str] | None) -> Network | None:
+    """The parent's network, or one allowing ``network`` (its loopback setting kept)."""
+    if network is None:
+        return net
+    return Network(allow=list(network), allow_loopback=net.allow_loopback if net else False)
 
 
 def share_budgets(parent: Budgets, share: float, ceiling: Budgets | None = None) -> Budgets:
