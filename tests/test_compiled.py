@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,14 @@ def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield path
 
 
+#: The packages kept as shipped; these tests' own modules are added by :func:`fresh` (their classes are kept then).
+SHIPPED_KEPT = compiled.KEPT
+
+
 def fresh(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
-    """As a new process that has read nothing and compiled nothing (its table at ``path``)."""
+    """As a new process that has read nothing and compiled nothing (its table at ``path``), which keeps the
+    classes of these tests' modules too."""
+    monkeypatch.setattr(compiled, "KEPT", (*SHIPPED_KEPT, "test_records", "test_compiled"))
     monkeypatch.setattr(compiled, "location", str(path))
     monkeypatch.setattr(compiled, "_table", None)
     monkeypatch.setattr(compiled, "_used", {})
@@ -108,6 +115,31 @@ def test_a_class_made_from_the_table_is_the_one_the_standard_library_makes(
             seen = observe(cls, kwargs, VALUES[name])
             assert [plain(s) for s in seen] == [plain(s) for s in observe(STANDARD[name], kwargs, VALUES[name])]
     assert dataclasses.__dict__.get("exec") in (None, builtins.exec)  # the stand-in is gone
+
+
+def test_only_the_classes_of_tethers_packages_are_kept(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class of another module (this test's, as any test run with bytecode written makes hundreds) is compiled
+    as ever and never kept; one of tether's is."""
+    monkeypatch.setattr(compiled, "KEPT", SHIPPED_KEPT)
+    counted = Compiles(monkeypatch)
+
+    @records.dataclass
+    class Mine:
+        a: int
+        b: int = 1
+
+    probe = types.ModuleType("tether._kept_probe")
+    monkeypatch.setitem(sys.modules, probe.__name__, probe)
+    exec("from tether import records\n@records.dataclass\nclass Ours:\n    c: int\n    d: str = 'x'\n", vars(probe))
+    assert Mine(2).b == 1 and probe.Ours(3).d == "x"
+    mine, ours = counted.texts
+    assert "self.a=a" in mine and "self.c=c" in ours
+    assert list(compiled._used) == [ours]
+    assert compiled.write() and list(compiled.read(str(table))) == [ours]
+    for name in ("tether", "tether.x", "pydantic.fields", "annotated_types", "pathspec.patterns.gitwildmatch"):
+        assert compiled.kept_for(name), name
+    for name in ("tetherx", "pydantic_core.x", "test_compiled", "", None, 3, "x.tether"):
+        assert not compiled.kept_for(name), name
 
 
 def test_init_errors_and_defaults_behave_as_compiled(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,6 +286,7 @@ RACER = """
 import sys, dataclasses
 import tether.compiled as c
 c.location = sys.argv[1]
+c.KEPT = (*c.KEPT, "__main__")  # the classes below are this script's
 sys.dont_write_bytecode = False
 from tether.records import dataclass
 n = int(sys.argv[2])

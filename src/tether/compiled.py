@@ -22,6 +22,10 @@ return type otherwise) keys its own texts. The function made is the one compiled
 Applies where :mod:`tether.records` mirrors the generated methods (3.11, 3.12, with ``_create_fn``); on 3.13
 (no ``_create_fn``) nothing stands in.
 
+**What is kept.** Only the ``__init__`` code of classes of tether's own package and of the libraries a hook process
+makes dataclasses of while it imports what decides (:data:`KEPT`, judged by the ``__name__`` of the module globals
+``dataclasses`` passes): any other class made by :mod:`tether.records` (a test's) is compiled as ever, never kept.
+
 **The table.** One file, ``<the __pycache__ of this module's .pyc>/dataclass-code.<cache_tag>.v<FORMAT>.<magic
 hex>.marshal`` (the interpreter's ``sys.implementation.cache_tag`` and bytecode magic number in its name, so another
 Python never opens it; none when the interpreter has no cache tag or this module no ``__cached__``). It is:
@@ -180,15 +184,31 @@ def writable(path: str | None) -> bool:
     return path is not None and not sys.dont_write_bytecode and os.access(os.path.dirname(path), os.W_OK)
 
 
+#: The packages whose classes' ``__init__`` code is kept: tether's own, and the libraries whose dataclasses a hook
+#: process makes while :func:`tether.records.standing_in` (what it imports to decide: pydantic's, annotated_types'
+#: and pathspec's). A class of any other module (a test's, a plugin's) is compiled as ever and never kept: the table
+#: holds the code of the one cold path it is for, not of whatever else a process with bytecode written makes.
+KEPT = ("tether", "pydantic", "annotated_types", "pathspec")
+
+
+def kept_for(module: Any) -> bool:
+    """Whether ``module`` (the name in a class's module globals) is of a package of :data:`KEPT`."""
+    return type(module) is str and any(module == p or module.startswith(f"{p}.") for p in KEPT)
+
+
 def exec_cached(source: Any, globals: Any = None, locals: Any = None, /) -> None:
-    """``exec`` as ``dataclasses`` calls it, with the text's code from the table (:func:`code_of`); anything but
-    a text is handed to ``exec`` as it is. With no ``globals``, the caller's, as ``exec`` takes them."""
+    """``exec`` as ``dataclasses`` calls it, with the text's code from the table (:func:`code_of`) for a class of a
+    package of :data:`KEPT` (``dataclasses`` passes the class's module globals); anything else is handed to
+    ``exec`` as it is. With no ``globals``, the caller's, as ``exec`` takes them."""
     if globals is None:
         caller = sys._getframe(1)
         globals = caller.f_globals
         if locals is None:
             locals = caller.f_locals
-    exec(code_of(source) if type(source) is str else source, globals, locals)
+    if type(source) is str:  # compiled as by ``exec`` in ``dataclasses`` (no ``__future__`` flags of this module's)
+        kept = type(globals) is dict and kept_for(globals.get("__name__"))
+        source = code_of(source) if kept else compile(source, "<string>", "exec", dont_inherit=True)
+    exec(source, globals, locals)
 
 
 def merged(ours: dict[str, bytes], theirs: dict[Any, Any]) -> dict[str, bytes]:
