@@ -23,6 +23,11 @@ What a checkpoint is trusted for, and what it is not (docs/hooks.md, "A cold cal
 - **Reading it runs no code of the file's choosing.** The body is a pickle read by an unpickler that finds
   only tether's own data classes (dataclasses, pydantic models, enums, the folds' classes) and a few plain
   standard types; any other global fails the read, and the checkpoint is ignored.
+- **What reading it may cost is bounded.** A file over :data:`MAX_BYTES` is not read (its size checked first);
+  a body no store key vouches for is loaded first in a forked child with a memory limit and a deadline
+  (:func:`tried`), and a body whose load there did not end well is ignored: a hostile pickle (a memory bomb, a
+  tuple nested deep enough to overflow the C stack when hashed, a graph of tuples whose hash never ends) is a
+  miss, never a hang or a crash of this process.
 
 Written atomically (a temporary file in the same directory, then ``rename``): a crash leaves the old file or
 the new one, never a mix; a torn body fails its SHA-256 and is ignored. Two processes writing at once each
@@ -39,6 +44,7 @@ import hashlib
 import io
 import itertools
 import json
+import os
 import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,8 +65,15 @@ if TYPE_CHECKING:
 #: The checkpoint format; a file of another version is ignored.
 VERSION = 1
 MAGIC = b"tether-fold-checkpoint\n"
-#: Larger files are not read (a session's fold is far smaller).
-MAX_BYTES = 256 * 1024 * 1024
+#: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
+#: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
+MAX_BYTES = 64 * 1024 * 1024
+#: A body no store key vouches for is first loaded in a forked child (:func:`tried`): the seconds it may take there,
+#: and the memory, beyond what the process already maps: :data:`TRIAL_FLOOR`, or :data:`TRIAL_PER_BYTE` times the
+#: body's size if more (the 571 KB body above builds ~20 MB; a body of nested lists ~70 bytes per byte).
+TRIAL_S = 2.0
+TRIAL_FLOOR = 128 << 20
+TRIAL_PER_BYTE = 16
 
 _STD: dict[tuple[str, str], Any] = {}
 
@@ -146,12 +159,26 @@ def save(guard: Guard, folder: Path) -> Path | None:
     """Write the guard's folded state at its head, atomically; None when there is nothing to checkpoint (a log
     whose folds are not all at its head, an empty one). Never raises for an I/O failure: a checkpoint is a
     cache, and the log is the truth."""
-    from tether.control.fold import folded
-
     events = guard.events
     genesis = guard.genesis or (events[0].hash if isinstance(events, list) and events and events[0].seq == 0 else "")
     if not len(events) or not genesis or not code_stamp():
         return None
+    body = _body(guard)
+    if body is None:
+        return None
+    header = _header(guard, genesis, body)
+    seal(header, getattr(guard.store, "signer", None))
+    return write_atomic(
+        folder, path_for(folder, guard.run_id), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+    )
+
+
+def _body(guard: Guard) -> bytes | None:
+    """The pickled folds (the run state, the control layer's fold, the provenance index, the turn count), or None
+    when one is not at the log's head or something will not pickle."""
+    from tether.control.fold import folded
+
+    events = guard.events
     head = events[-1]
     fold = folded(events)  # the control layer's fold and the provenance index, brought to the head
     prov = guard.indexed()
@@ -162,37 +189,32 @@ def save(guard: Guard, folder: Path) -> Path | None:
         return None
     fold_copy = copy.copy(fold)
     fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
-    body_obj = {
-        "state": guard.state,
-        "fold": fold_copy,
-        "known": prov.known,
-        "user": prov.user,
-        "turns": turns[1],
-    }
+    state = {"state": guard.state, "fold": fold_copy, "known": prov.known, "user": prov.user, "turns": turns[1]}
     buf = io.BytesIO()
     p = pickle.Pickler(buf, protocol=5)
     p.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
     try:
-        p.dump(body_obj)
+        p.dump(state)
     except Exception:  # something unpicklable: no checkpoint, the fold is still right
         return None
-    body = buf.getvalue()
-    header: dict[str, Any] = {
+    return buf.getvalue()
+
+
+def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
+    """What a reader checks before the body: this format and code, the run, the log's head, the session."""
+    head = guard.events[-1]
+    return {
         "version": VERSION,
         "code": code_stamp(),
         "run_id": guard.run_id,
         "genesis": genesis,
         "seq": head.seq,
         "hash": head.hash,
-        "events": len(events),
+        "events": len(guard.events),
         "contract": guard.contract,
         "asking": guard.asking.value,
         "body_sha256": hashlib.sha256(body).hexdigest(),
     }
-    seal(header, getattr(guard.store, "signer", None))
-    return write_atomic(
-        folder, path_for(folder, guard.run_id), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
-    )
 
 
 def load(guard: Guard, folder: Path, audited: int) -> bool:
@@ -201,6 +223,8 @@ def load(guard: Guard, folder: Path, audited: int) -> bool:
     target = path_for(folder, guard.run_id)
     try:
         with open(target, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_BYTES:
+                return False  # not read at all
             raw = f.read(MAX_BYTES + 1)
     except OSError:
         return False
@@ -257,6 +281,8 @@ def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
         return None  # the log at the checkpoint's seq is not the one it was taken over
     if any(b.seq != a.seq + 1 or b.prev_hash != a.hash for a, b in itertools.pairwise(tail)):
         return None
+    if getattr(guard.store, "signer", None) is None and not tried(body):
+        return None  # nothing vouches for the body, and its load did not end well where it could do no harm
     obj = _Unpickler(io.BytesIO(body)).load()
     from tether.control.fold import RunFold
     from tether.state import RunState
@@ -270,3 +296,81 @@ def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
     if not isinstance(known, dict) or not isinstance(user, set) or not isinstance(turns, int):
         return None
     return state, fold, known, user, turns, tail
+
+
+# ---- the trial of a body nothing vouches for ----------------------------------------------------------------
+
+
+def tried(body: bytes) -> bool:
+    """Whether ``body`` loads (by this module's unpickler) in a forked child within :data:`TRIAL_S` seconds and
+    its memory allowance, without dying. Without a store key, whoever can write the folder beside the database can
+    forge a checkpoint, digest and all, and a pickle that only names allowed classes can still cost without bound:
+    ~70 bytes of memory per byte of nested lists, a tuple nested so deep that hashing it as a dict key overflows
+    the C stack (the interpreter dies of SIGSEGV), a graph of shared tuples whose hash visits 2**depth of them.
+    None of that can be seen without running it, nor stopped in this process once it runs: so it runs in a child
+    first, and this process loads the same bytes only after the child's did end well (a load is deterministic:
+    the child is this process, forked). Where the trial cannot be made or bounded, False: a miss, the whole log
+    folded, as without a checkpoint."""
+    import resource  # noqa: F401 — here, not in the child: a fork of a threaded process (the daemon) imports nothing
+    import select  # noqa: F401
+    import signal
+
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # the child: bounded, silent, and it leaves only by _exit (no atexit, no finalisers of the parent)
+        code = 3
+        try:
+            code = _trial(body)
+        finally:
+            os._exit(code)
+    try:
+        if not _ended(pid, TRIAL_S):
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    except OSError:
+        return False
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _trial(body: bytes) -> int:
+    """In the forked child: 0 when ``body`` loads within the memory allowance; 1 when it fails; 2 when the allowance
+    cannot be set."""
+    import resource
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)  # a fault handler's dump, a MemoryError's message: not the hook's to print
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        allowance = mapped + max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
+        resource.setrlimit(resource.RLIMIT_AS, (allowance, allowance))
+    except (OSError, ValueError):
+        return 2
+    try:
+        _Unpickler(io.BytesIO(body)).load()
+    except Exception:
+        return 1
+    return 0
+
+
+def _ended(pid: int, timeout: float) -> bool:
+    """Whether the child ``pid`` ended within ``timeout`` seconds (reaped by the caller)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd: poll
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+            time.sleep(0.005)
+        return False
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
