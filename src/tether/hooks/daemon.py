@@ -193,6 +193,9 @@ class Collections:
             from tether.events.payload import REGISTRY
 
             REGISTRY.complete()  # every kind module: a cold call builds only its own kinds', a daemon all, once
+            from tether.policy.knowledge import make_all
+
+            make_all()  # every option table: a cold call makes those its command reads, a daemon all, once
         # The code stamp of the fold checkpoints and kept envelopes, taken now: it names the code this process runs.
         # Taken at the first checkpoint (hours later, after a `git pull` of modules the protocol's stamp does not
         # cover), it would name the tree on disk then, and a cold process of that other code would unpickle this

@@ -11,7 +11,11 @@ What the gate knows about named programs is rows here rather than branches in co
 * **option tables** — one :class:`~.programs.Spec` per program (or per family of programs sharing
   a syntax): the options under which it stays read-only or inside the workspace, which take a value
   and what that value is, which make it recursive and which run code. The syntax is described in
-  :mod:`.programs`, which reads a command line against a spec.
+  :mod:`.programs`, which reads a command line against a spec. Each is written ``later(...)``: its
+  arguments are kept and the spec is made when a command first needs it (:class:`~.programs.Later`, in
+  the lazy tables :class:`~.programs.Specs`), since a hook process decides one command and reading all
+  ~100 tables was ~20 M instructions of its cold start; the daemon makes them all at its start
+  (:func:`make_all`). Only git's own options (:data:`GIT`, which the gate reads at import) are made at once.
 
 Adding a program: add its name to the family that judges it and, if the profile may allow it, a
 spec listing its safe options (see docs/gate.md). Not here: environment variables (:mod:`.envvars`)
@@ -26,7 +30,7 @@ from dataclasses import replace
 
 from tether.records import dataclass
 
-from .programs import Role, Spec, spec
+from .programs import Later, Role, Specs, later, spec
 
 
 def _words(text: str) -> list[str]:
@@ -48,50 +52,50 @@ WRAPPERS = frozenset(
 #: that the wrapped command is found after every spelling of them (``timeout --sig KILL 5 CMD``,
 #: ``sudo -uroot CMD``). Options end at the first word that is not one (``+`` in getopt). A wrapper
 #: without a row has no options the walker knows: each of them is skipped alone.
-WRAPPER_OPTIONS: dict[str, Spec] = {
-    "env": spec(
+_WRAPPER_OPTIONS: dict[str, Later] = {
+    "env": later(
         "-i -0 -v --ignore-environment --null --debug --list-signal-handling --block-signal= --default-signal= "
         "--ignore-signal= -u: -C: -S: -a: --unset: --chdir: --split-string: --argv0: --help --version"
     ),
-    "sudo": spec(
+    "sudo": later(
         "-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -B -N --askpass --background --bell --preserve-env= --edit "
         "--set-home --login --remove-timestamp --reset-timestamp --list --non-interactive --preserve-groups --stdin "
         "--shell --version --validate --no-update -u: -g: -h: -p: -C: -U: -r: -t: -T: -D: -R: --user: --group: "
         "--host: --prompt: --close-from: --other-user: --role: --type: --command-timeout: --chdir: --chroot: --help"
     ),
-    "doas": spec("-n -s -L -u: -C:"),
-    "unshare": spec(
+    "doas": later("-n -s -L -u: -C:"),
+    "unshare": later(
         "-m -u -i -n -p -U -C -T -r -c -f --mount= --uts= --ipc= --net= --pid= --user= --cgroup= --time= --fork "
         "--map-root-user --map-current-user --map-auto --mount-proc= --kill-child= --keep-caps -R: -w: -S: -G: "
         "--root: --wd: --setuid: --setgid: --propagation: --setgroups: --map-user: --map-group: --map-users: "
         "--map-groups: --monotonic: --boottime: --load-interp: --help --version"
     ),
-    "nsenter": spec(
+    "nsenter": later(
         "-a -m -u -i -n -p -U -C -T -F -Z -r -w --all --mount= --uts= --ipc= --net= --pid= --user= --cgroup= "
         "--time= --root= --wd= --preserve-credentials --no-fork --follow-context -t: -S: -G: --target: --setuid: "
         "--setgid: --help --version"
     ),
-    "setpriv": spec(
+    "setpriv": later(
         "-d --dump --nnp --no-new-privs --init-groups --clear-groups --keep-groups --reset-env --reuid: --regid: "
         "--ruid: --rgid: --euid: --egid: --groups: --inh-caps: --ambient-caps: --bounding-set: --securebits: "
         "--pdeathsig: --selinux-label: --apparmor-profile: --landlock-access: --landlock-rule: --help --version"
     ),
-    "timeout": spec("-v --preserve-status --foreground --verbose -s: -k: --signal: --kill-after: --help --version"),
-    "nice": spec("-n: --adjustment: --help --version"),
-    "time": spec("-a -p -q -v --append --portability --quiet --verbose -f: -o: --format: --output: --help --version"),
-    "exec": spec("-c -l -a:"),
-    "ionice": spec("-t --ignore -c: -n: -p: -P: -u: --class: --classdata: --pid: --pgid: --uid: --help --version"),
-    "stdbuf": spec("-i: -o: -e: --input: --output: --error: --help --version"),
-    "flock": spec(
+    "timeout": later("-v --preserve-status --foreground --verbose -s: -k: --signal: --kill-after: --help --version"),
+    "nice": later("-n: --adjustment: --help --version"),
+    "time": later("-a -p -q -v --append --portability --quiet --verbose -f: -o: --format: --output: --help --version"),
+    "exec": later("-c -l -a:"),
+    "ionice": later("-t --ignore -c: -n: -p: -P: -u: --class: --classdata: --pid: --pgid: --uid: --help --version"),
+    "stdbuf": later("-i: -o: -e: --input: --output: --error: --help --version"),
+    "flock": later(
         "-s -e -x -u -n -o -F -v --shared --exclusive --unlock --nonblock --nb --close --no-fork --verbose -w: -E: "
         "--timeout: --wait: --conflict-exit-code: --help --version"
     ),
-    "prlimit": spec(
+    "prlimit": later(
         "-c -d -e -f -i -l -m -n -q -r -s -t -u -v -x -y --core= --data= --nice= --fsize= --sigpending= --memlock= "
         "--rss= --nofile= --msgqueue= --rtprio= --stack= --cpu= --nproc= --as= --locks= --rttime= --noheadings --raw "
         "--verbose -p: -o: --pid: --output: --help --version"
     ),
-    "systemd-run": spec(
+    "systemd-run": later(
         "-r -d -t -P -q -v -G -S --remain-after-exit --send-sighup --same-dir --pty --pipe --quiet --verbose "
         "--no-block --wait --collect --user --system --scope --shell --no-ask-password --ignore-failure "
         "--on-clock-change --on-timezone-change --slice-inherit -u: -p: -E: -H: -M: --unit: --property: "
@@ -99,11 +103,12 @@ WRAPPER_OPTIONS: dict[str, Spec] = {
         "--on-active: --on-boot: --on-startup: --on-unit-active: --on-unit-inactive: --on-calendar: "
         "--path-property: --socket-property: --timer-property: --host: --machine: --background: --help --version"
     ),
-    "watch": spec(
+    "watch": later(
         "-b -c -C -d -e -g -p -t -w -x -r --beep --color --no-color --differences= --errexit --chgexit --precise "
         "--no-title --no-wrap --no-rerun --exec --no-linewrap -n: -q: --interval: --equexit: --help --version"
     ),
 }
+WRAPPER_OPTIONS = Specs(_WRAPPER_OPTIONS)
 #: wrapper → how many positional words it consumes before the wrapped command.
 WRAPPER_POSITIONALS = {"timeout": 1, "flock": 1, "taskset": 1, "chrt": 1, "chroot": 1, "runuser": 0}
 #: bubblewrap's options and how many words each consumes (``--bind SRC DEST``: two); an option not listed
@@ -136,7 +141,7 @@ BWRAP_ARITY: dict[str, int] = {
     "--overlay": 3,
 }
 #: GNU parallel's options (the command template follows them; ``:::``/``::::`` start its arguments).
-PARALLEL = spec(
+PARALLEL = later(
     "-0 -k -q -X -m -u -v -t --null --keep-order --quote --xargs --ungroup --group --line-buffer --verbose --tag "
     "--dry-run --eta --bar --progress --no-notice --will-cite --halt-on-error= --shuf --lb -j: -n: -N: -I: -d: "
     "-a: -L: -E: --jobs: --max-args: --max-replace-args: --delimiter: --arg-file: --colsep: --halt: --timeout: "
@@ -153,7 +158,7 @@ SETS_VARIABLES = frozenset(
 )
 #: Project runners whose subcommand runs any command in the project's environment (``uv run CMD``).
 RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}
-RUNNER_OPTIONS = spec("-p: -e: --with: --python: --directory: --project: --package: --env-file: --extra: --group:")
+RUNNER_OPTIONS = later("-p: -e: --with: --python: --directory: --project: --package: --env-file: --extra: --group:")
 #: Programs that fetch bytes from the network (their output executed = remote code).
 FETCHERS = frozenset(
     {"curl", "wget", "fetch", "http", "https", "nc", "ncat", "netcat", "socat", "telnet", "aria2c", "lynx", "links"}
@@ -338,9 +343,9 @@ INTERPRETERS: dict[str, Interpreter] = {
 
 R, W, D, N, T, C, S = Role.READ, Role.WRITE, Role.DELETE, Role.NAME, Role.TEXT, Role.CHDIR, Role.SCRIPT
 _HELP = "--help --version"
-_INERT = spec(inert=True, operands=T)
+_INERT = later(inert=True, operands=T)
 
-_GREP = spec(
+_GREP = later(
     f"-E -F -G -P -i -y -v -w -x -c -L -l -o -q -s -b -H -h -n -T -Z -z -a -I -r -R -U --no-ignore-case "
     "--extended-regexp --fixed-strings --basic-regexp --perl-regexp --ignore-case --invert-match --word-regexp "
     "--line-regexp --count --files-without-match --files-with-matches --only-matching --quiet --silent "
@@ -355,7 +360,7 @@ _GREP = spec(
     default_read=".",
     numeric=True,
 )
-_RG = spec(
+_RG = later(
     "-i -s -S -v -w -x -c -l -o -n -N -H -I -F -P -z -u -uu -uuu -L -U -a -0 -q --hidden --no-ignore "
     "--ignore-case --case-sensitive --smart-case --invert-match --word-regexp --line-regexp --count "
     "--count-matches --files-with-matches --files-without-match --only-matching --line-number --no-line-number "
@@ -370,13 +375,13 @@ _RG = spec(
     recursive="*",
     default_read=".",
 )
-_HEAD = spec(f"-q -v -z --quiet --silent --verbose --zero-terminated -n: -c: --lines: --bytes: {_HELP}", numeric=True)
-_TAIL = spec(
+_HEAD = later(f"-q -v -z --quiet --silent --verbose --zero-terminated -n: -c: --lines: --bytes: {_HELP}", numeric=True)
+_TAIL = later(
     f"-f -F -q -v -z -r --follow= --retry --quiet --silent --verbose --zero-terminated -n: -c: -s: --lines: "
     f"--bytes: --sleep-interval: --pid: --max-unchanged-stats: {_HELP}",
     numeric=True,
 )
-_LS = spec(
+_LS = later(
     "-a -A -b -B -c -C -d -f -F -g -G -h -H -i -k -l -L -m -n -N -o -p -q -Q -r -R -s -S -t -u -U -v -x -X -Z -1 "
     "--all --almost-all --author --escape --ignore-backups --directory --classify= --file-type --full-time "
     "--no-group --human-readable --si --dereference-command-line --dereference-command-line-symlink-to-dir "
@@ -386,12 +391,12 @@ _LS = spec(
     f"--tabsize: --block-size: --quoting-style: {_HELP}",
     operands=N,
 )
-_CAT = spec(
+_CAT = later(
     f"-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank --number --squeeze-blank --show-ends "
     f"--show-tabs --show-nonprinting {_HELP}"
 )
-_WC = spec(f"-c -m -l -L -w --bytes --chars --lines --max-line-length --words --total: {_HELP}")
-_SORT = spec(
+_WC = later(f"-c -m -l -L -w --bytes --chars --lines --max-line-length --words --total: {_HELP}")
+_SORT = later(
     "-b -d -f -g -h -i -M -n -R -r -V -c -C -m -s -u -z --ignore-leading-blanks --dictionary-order --ignore-case "
     "--general-numeric-sort --human-numeric-sort --ignore-nonprinting --month-sort --numeric-sort --random-sort "
     "--reverse --version-sort --check= --merge --stable --unique --zero-terminated --debug "
@@ -399,12 +404,12 @@ _SORT = spec(
     roles={"-o": W, "--output": W, "-T": W, "--temporary-directory": W, "--files0-from": R},
     code={"--compress-program:": "a compression program"},
 )
-_UNIQ = spec(
+_UNIQ = later(
     "-c -d -D -i -u -z --count --repeated --all-repeated= --ignore-case --unique --zero-terminated --group= "
     f"-f: -s: -w: --skip-fields: --skip-chars: --check-chars: {_HELP}",
     last=W,
 )
-_DIFF = spec(
+_DIFF = later(
     "-q -s -c -u -e -n -y -l -t -T -r -N -a -b -B -E -i -w -Z -d -p --brief --report-identical-files --context= "
     "--unified= --ed --normal --rcs --side-by-side --left-column --suppress-common-lines --expand-tabs "
     "--initial-tab --paginate --recursive --new-file --unidirectional-new-file --text --ignore-space-change "
@@ -416,17 +421,17 @@ _DIFF = spec(
     roles={"-X": R, "--exclude-from": R},
     recursive="-r --recursive",
 )
-_CHECKSUM = spec(
+_CHECKSUM = later(
     f"-b -c -t -z --binary --check --tag --text --zero --ignore-missing --quiet --status --strict -w {_HELP}"
 )
-_STAT = spec(f"-L -f -t --dereference --file-system --terse -c: --format: --printf: --cached: {_HELP}", operands=N)
-_FILE = spec(
+_STAT = later(f"-L -f -t --dereference --file-system --terse -c: --format: --printf: --cached: {_HELP}", operands=N)
+_FILE = later(
     "-b -c -E -h -i -k -l -L -N -n -p -r -s -S -z -Z -0 --brief --mime --mime-type --mime-encoding "
     f"--no-dereference --dereference --keep-going --raw --special-files --uncompress -F: -e: -P: {_HELP}",
     roles={"-f": R, "--files-from": R, "-m": R, "--magic-file": R},
     operands=N,
 )
-_DU = spec(
+_DU = later(
     "-0 -a -b -c -D -h -H -k -l -L -m -P -s -S -x --null --all --apparent-size --bytes --total "
     "--dereference-args --human-readable --si --count-links --dereference --no-dereference --summarize "
     "--separate-dirs --one-file-system --inodes -B: -d: -t: --block-size: --max-depth: --threshold: --time= "
@@ -434,34 +439,34 @@ _DU = spec(
     roles={"-X": R, "--exclude-from": R, "--files0-from": R},
     operands=N,
 )
-_TREE = spec(
+_TREE = later(
     "-a -d -l -f -x -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -i -A -S -n -C -J -X --noreport --dirsfirst "
     f"--du --si --prune --gitignore --filesfirst --inodes --device -L: -P: -I: --filelimit: --charset: --sort: {_HELP}",
     operands=N,
 )
-_CUT = spec(
+_CUT = later(
     f"-n -s -z --complement --only-delimited --zero-terminated -b: -c: -d: -f: --bytes: --characters: "
     f"--delimiter: --fields: --output-delimiter: {_HELP}"
 )
-_TR = spec(f"-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1 {_HELP}", operands=T)
-_TEXT_FILTER = spec(
+_TR = later(f"-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1 {_HELP}", operands=T)
+_TEXT_FILTER = later(
     "-b -c -d -i -n -r -s -t -u -v -w -z -l -e -f -h -p -a -S --body-numbering: --section-delimiter: "
     "--header-numbering: --footer-numbering: --line-increment: --join-blank-lines: --number-format: "
     "--no-renumber --number-separator: --starting-line-number: --number-width: --before --regex --separator: "
     f"--serial --delimiters: --zero-terminated --width: --bytes --spaces --tabs: --initial --all --first-only {_HELP}"
 )
-_OD = spec(
+_OD = later(
     "-a -b -c -d -f -i -l -o -s -v -x -A: -j: -N: -S: -t: -w= --address-radix: --skip-bytes: --read-bytes: "
     f"--strings= --format: --output-duplicates --width= --traditional --endian: -C -e -n: -s: {_HELP}"
 )
-_XXD = spec(
+_XXD = later(
     f"-a -b -C -E -e -i -p -ps -u -r -autoskip -bits -capitalize -EBCDIC -include -plain -postscript -revert "
     f"-uppercase -c: -g: -l: -n: -o: -s: -cols: -groupsize: -len: -name: -seek: {_HELP} -h -v",
     last=W,
 )
-_STRINGS = spec(f"-a -d -f -w -e: -n: -t: -s: -T: --all --data --print-file-name --bytes: --radix: {_HELP}")
-_BASE64 = spec(f"-d -i -w: --decode --ignore-garbage --wrap: {_HELP}")
-_JQ = spec(
+_STRINGS = later(f"-a -d -f -w -e: -n: -t: -s: -T: --all --data --print-file-name --bytes: --radix: {_HELP}")
+_BASE64 = later(f"-d -i -w: --decode --ignore-garbage --wrap: {_HELP}")
+_JQ = later(
     "-c -n -e -s -r -j -a -S -C -M -R --compact-output --null-input --exit-status --slurp --raw-output "
     "--join-output --ascii-output --sort-keys --color-output --monochrome-output --raw-input --tab --indent: "
     f"--seq --stream --arg: --argjson: --jsonargs --args {_HELP} --raw-output0",
@@ -469,21 +474,21 @@ _JQ = spec(
     first=T,
     first_unless="-f --from-file",
 )
-_YQ = spec(
+_YQ = later(
     "-e -i -M -C -N -P -r -j -o: -p: -I: --exit-status --no-colors --colors --no-doc --prettyPrint "
     f"--output-format: --input-format: --indent: --unwrapScalar --null-input -n {_HELP}",
     first=T,
     code={"-i": "an in-place rewrite", "--inplace": "an in-place rewrite"},
 )
-_LESS = spec(
+_LESS = later(
     "-N -S -R -r -F -X -i -I -n -s -M -m -Q -q -K -e -E -f -g -G -w -W -J -L -c -C -a -B -j: -x: -y: -z: -h: "
     f"-b: -P: -T: -# --LINE-NUMBERS --chop-long-lines --RAW-CONTROL-CHARS --quit-if-one-screen --no-init {_HELP}",
     roles={"-o": W, "-O": W, "--log-file": W, "--LOG-FILE": W, "-k": R},
     patterns=(r"\+\d+",),
     plus=True,
 )
-_MORE = spec(f"-d -l -f -p -c -s -u -n: {_HELP}", patterns=(r"\+\d+",), plus=True)
-_FIND = spec(
+_MORE = later(f"-d -l -f -p -c -s -u -n: {_HELP}", patterns=(r"\+\d+",), plus=True)
+_FIND = later(
     "-H -L -P -O1 -O2 -O3 -depth -d -mount -xdev -noleaf -ignore_readdir_race -noignore_readdir_race -daystart "
     "-follow -true -false -print -print0 -ls -prune -quit -empty -readable -writable -executable -nouser "
     "-nogroup -delete ( ) ! -not -a -and -o -or , "
@@ -499,43 +504,43 @@ _SED_OPTS = (
     "-n -E -r -s -u -z --quiet --silent --regexp-extended --separate --unbuffered --null-data --posix --debug "
     f"--sandbox -l: --line-length: --in-place= {_HELP}"  # --in-place is listed so that --in-pl means it
 )
-_SED = spec(
+_SED = later(
     _SED_OPTS,
     roles={"-e": T, "--expression": T, "-f": S, "--file": S},
     patterns=(r"-i\S*", r"-[nErsuz]+i\S*", r"--in-place(=\S*)?"),
     first=T,
     first_unless="-e --expression -f --file",
 )
-_AWK = spec(
+_AWK = later(
     f"-F: -v: --field-separator: --assign: -b -c -C -d= -e: -g -l: -M -N -O -P -r -s -S -t -V --posix "
     f"--re-interval --traditional --characters-as-bytes --sandbox {_HELP}",
     roles={"-f": S, "--file": S},
     first=T,
     first_unless="-f --file",
 )
-_CMP = spec(f"-b -l -s --print-bytes --verbose --quiet --silent -i: -n: --ignore-initial: --bytes: {_HELP}")
-_COMM = spec(f"-1 -2 -3 -i -z --check-order --nocheck-order --total --zero-terminated --output-delimiter: {_HELP}")
-_DATE = spec(
+_CMP = later(f"-b -l -s --print-bytes --verbose --quiet --silent -i: -n: --ignore-initial: --bytes: {_HELP}")
+_COMM = later(f"-1 -2 -3 -i -z --check-order --nocheck-order --total --zero-terminated --output-delimiter: {_HELP}")
+_DATE = later(
     f"-u -R --utc --universal --rfc-email --debug -d: -I= --date: --iso-8601= --rfc-3339: {_HELP}",
     roles={"-r": N, "--reference": N, "-f": R, "--file": R},
     operands=T,
 )
-_READLINK = spec(
+_READLINK = later(
     f"-e -f -m -n -q -s -v -z -L -P --canonicalize --canonicalize-existing --canonicalize-missing "
     f"--no-newline --quiet --silent --verbose --zero --logical --physical --strip --no-symlinks -s "
     f"--relative-to: --relative-base: {_HELP}",
     operands=N,
 )
-_ECHO = spec("-n -e -E", operands=T, inert=True)
-_XARGS = spec(
+_ECHO = later("-n -e -E", operands=T, inert=True)
+_XARGS = later(
     "-0 -r -t -p -x -o --null --no-run-if-empty --verbose --interactive --exit --open-tty --process-slot-var: "
     "-n: -P: -L: -d: -E: -s: -I: -i= -l= -e= --max-args: --max-procs: --max-lines: --delimiter: --eof= "
     f"--replace= --max-chars: --show-limits {_HELP}",
     roles={"-a": R, "--arg-file": R},
     operands=T,
 )
-_HASH = spec("-r -t -l -d", operands=T, code={"-p": "a program under a command's name"})
-_SOURCE = spec(operands=S)
+_HASH = later("-r -t -l -d", operands=T, code={"-p": "a program under a command's name"})
+_SOURCE = later(operands=S)
 _BUILTIN_INERT = {
     name: _INERT
     for name in _words(
@@ -549,7 +554,7 @@ _BUILTIN_INERT = {
 
 # -- build tools: work inside the workspace --------------------------------------------------------
 
-_CP = spec(
+_CP = later(
     "-a -b -d -f -i -H -l -L -n -P -p -R -r -s -T -u -v -x --archive --attributes-only --backup= --copy-contents "
     "--force --interactive --link --dereference --no-clobber --no-dereference --preserve= --no-preserve: --parents "
     "--recursive --reflink= --remove-destination --sparse: --strip-trailing-slashes --symbolic-link "
@@ -559,7 +564,7 @@ _CP = spec(
     recursive="-a -r -R --archive --recursive",
     kind="build",
 )
-_MV = spec(
+_MV = later(
     "-b -f -i -n -T -u -v --backup= --force --interactive --no-clobber --strip-trailing-slashes "
     f"--no-target-directory --update= --verbose --no-copy --exchange -S: --suffix: {_HELP}",
     roles={"-t": W, "--target-directory": W},
@@ -568,7 +573,7 @@ _MV = spec(
     recursive="*",
     kind="build",
 )
-_LN = spec(
+_LN = later(
     "-b -d -F -f -i -L -n -P -r -s -T -v --backup= --directory --force --interactive --logical --no-dereference "
     f"--physical --relative --symbolic --no-target-directory --verbose -S: --suffix: {_HELP}",
     roles={"-t": W, "--target-directory": W},
@@ -576,21 +581,21 @@ _LN = spec(
     last=W,
     kind="build",
 )
-_RM = spec(
+_RM = later(
     "-f -i -I -r -R -d -v --force --interactive= --one-file-system --no-preserve-root --preserve-root= "
     f"--recursive --dir --verbose {_HELP}",
     operands=D,
     recursive="-r -R --recursive",
     kind="build",
 )
-_MKDIR = spec(f"-p -v -Z --parents --verbose -m: --mode: --context= {_HELP}", operands=W, kind="build")
-_TOUCH = spec(
+_MKDIR = later(f"-p -v -Z --parents --verbose -m: --mode: --context= {_HELP}", operands=W, kind="build")
+_TOUCH = later(
     f"-a -c -f -h -m --no-create --no-dereference --time: -d: -t: --date: {_HELP}",
     roles={"-r": N, "--reference": N},
     operands=W,
     kind="build",
 )
-_CHMOD = spec(
+_CHMOD = later(
     f"-c -f -v -R --changes --silent --quiet --verbose --no-preserve-root --preserve-root --recursive {_HELP}",
     roles={"--reference": N},
     operands=W,
@@ -598,11 +603,11 @@ _CHMOD = spec(
     recursive="-R --recursive",
     kind="build",
 )
-_TEE = spec(f"-a -i -p --append --ignore-interrupts --output-error= {_HELP}", operands=W, kind="build")
-_TRUNCATE = spec(f"-c -o --no-create --io-blocks -s: --size: {_HELP}", roles={"-r": N, "--reference": N}, operands=W)
-_RMDIR = spec(f"-p -v --ignore-fail-on-non-empty --parents --verbose {_HELP}", operands=D, kind="build")
-_MKFIFO = spec(f"-Z -m: --mode: --context= {_HELP}", operands=W, kind="build")
-_INSTALL = spec(
+_TEE = later(f"-a -i -p --append --ignore-interrupts --output-error= {_HELP}", operands=W, kind="build")
+_TRUNCATE = later(f"-c -o --no-create --io-blocks -s: --size: {_HELP}", roles={"-r": N, "--reference": N}, operands=W)
+_RMDIR = later(f"-p -v --ignore-fail-on-non-empty --parents --verbose {_HELP}", operands=D, kind="build")
+_MKFIFO = later(f"-Z -m: --mode: --context= {_HELP}", operands=W, kind="build")
+_INSTALL = later(
     "-b -C -d -D -p -T -v -c --backup= --compare --directory --preserve-timestamps --no-target-directory "
     f"--verbose -m: -o: -g: -S: --mode: --owner: --group: --suffix: {_HELP}",
     roles={"-t": W, "--target-directory": W},
@@ -610,14 +615,14 @@ _INSTALL = spec(
     code={"-s": "the strip program", "--strip": "the strip program", "--strip-program:": "a program"},
     kind="build",
 )
-_SPLIT = spec(
+_SPLIT = later(
     "-d -e -u -x --numeric-suffixes= --hex-suffixes= --elide-empty-files --unbuffered --verbose --separator: "
     f"-a: -b: -C: -l: -n: -t: --suffix-length: --additional-suffix: --bytes: --line-bytes: --lines: --number: {_HELP}",
     last=W,
     code={"--filter:": "a shell command"},
     kind="build",
 )
-_CSPLIT = spec(
+_CSPLIT = later(
     f"-k -s -q -z --keep-files --suppress-matched --quiet --silent --elide-empty-files -b: -n: --suffix-format: "
     f"--digits: {_HELP}",
     roles={"-f": W, "--prefix": W},
@@ -625,7 +630,7 @@ _CSPLIT = spec(
     first=R,
     kind="build",
 )
-_COMPRESS = spec(
+_COMPRESS = later(
     "-c -d -f -k -l -n -N -q -r -t -v -1 -2 -3 -4 -5 -6 -7 -8 -9 -z -T -e -F -M -s -L -V --stdout --to-stdout "
     "--decompress --uncompress --force --keep --list --no-name --name --quiet --recursive --test --verbose --fast "
     f"--best --rsyncable --synchronous --threads: --format: -S: --suffix: -T: --memory: {_HELP}",
@@ -634,7 +639,7 @@ _COMPRESS = spec(
     recursive="-r --recursive",
     kind="build",
 )
-_ZIP = spec(
+_ZIP = later(
     "-r -q -v -j -D -y -9 -8 -7 -6 -5 -4 -3 -2 -1 -0 -u -f -d -m -o -g -l -ll -X -k -T -e --recurse-paths "
     f"--quiet --verbose --junk-paths --symlinks --no-dir-entries -x: -i: -n: -t: -tt: -b: {_HELP}",
     roles={"-@": R},
@@ -643,7 +648,7 @@ _ZIP = spec(
     code={"-TT:": "a test command", "--unzip-command:": "a test command"},
     kind="build",
 )
-_UNZIP = spec(
+_UNZIP = later(
     f"-l -t -v -z -o -n -q -qq -j -C -L -X -a -aa -b -u -f -p -c -Z -K -M -V {_HELP}",
     roles={"-d": W},
     first=R,
@@ -651,7 +656,7 @@ _UNZIP = spec(
     default_write=".",
     kind="build",
 )
-_MAKE = spec(
+_MAKE = later(
     "-B -d -e -i -k -n -q -r -R -s -S -t -w --always-make --environment-overrides --ignore-errors --keep-going "
     "--just-print --dry-run --recon --question --no-builtin-rules --no-builtin-variables --silent --quiet "
     "--no-keep-going --stop --touch --trace --print-directory --no-print-directory --warn-undefined-variables "
@@ -662,7 +667,7 @@ _MAKE = spec(
     kind="build",
     patterns=(),
 )
-_PYTEST = spec(
+_PYTEST = later(
     "-q -v -x -s -l -r: -k: -m: -n: -W: -vv -vvv -qq --quiet --verbose --exitfirst --lf --last-failed --ff "
     "--failed-first --nf --new-first --sw --stepwise --co --collect-only --no-header --no-summary --showlocals "
     "--strict-markers --strict-config --tb: --maxfail: --durations: --durations-min: --color: --capture: "
@@ -672,7 +677,7 @@ _PYTEST = spec(
     operands=R,
     kind="build",
 )
-_LINTER = spec(
+_LINTER = later(
     "--check --diff --fix --no-fix --unsafe-fixes --show-fixes --quiet -q --verbose -v --strict --statistics "
     "--watch --exit-zero --exit-non-zero-on-fix --no-cache --show-source --show-error-codes --pretty "
     "--ignore-missing-imports --no-error-summary --select: --ignore: --extend-select: --extend-ignore: "
@@ -682,11 +687,11 @@ _LINTER = spec(
     operands=R,
     kind="build",
 )
-_LINTER_SUBS = {sub: _LINTER for sub in ("check", "format", "rule", "linter", "version")}
-_RUFF = spec(f"{_HELP} -V", kind="build", subcommands=_LINTER_SUBS)
+_LINTER_SUBS = Specs({sub: _LINTER for sub in ("check", "format", "rule", "linter", "version")})
+_RUFF = later(f"{_HELP} -V", kind="build", subcommands=_LINTER_SUBS)
 
 
-_TAR = spec(
+_TAR = later(
     "-c -x -t -r -u -A -d -z -j -J -Z -a -v -k -p -h -O -m -o -S -W -w -B -G -i -l -M -n -R -s --create --extract "
     "--get --list --append --update --concatenate --diff --compare --delete --gzip --gunzip --ungzip --bzip2 --xz "
     "--lzma --zstd --auto-compress --verbose --keep-old-files --skip-old-files --overwrite --preserve-permissions "
@@ -722,7 +727,7 @@ _TAR = spec(
     operands=T,
     kind="build",
 )
-_CC = spec(
+_CC = later(
     "-c -S -E -v -w -pedantic -pedantic-errors -pthread -shared -static -pipe -MMD -MD -MP -M -MM -ansi -s -rdynamic "
     f"-I: -D: -U: -L: -l: -x: -MT: -MQ: -isystem: -iquote: {_HELP}",
     roles={"-o": W, "-MF": W, "-include": R},
@@ -737,14 +742,14 @@ _CC = spec(
     code={"-wrapper:": "a wrapper program", "-B:": "compiler programs from elsewhere", "-specs=": "a specs file"},
     kind="build",
 )
-_FORMATTER = spec(f"-l -d -w -s -e -r -i: -ln: --check --write --list {_HELP}", kind="build")
-_JS_TOOL = spec(
+_FORMATTER = later(f"-l -d -w -s -e -r -i: -ln: --check --write --list {_HELP}", kind="build")
+_JS_TOOL = later(
     "--watch --ci --coverage --runInBand --passWithNoTests --silent --verbose --noEmit --pretty --fix --check "
     "--write --list-different --cache --quiet --max-warnings: --format: --ext: -t: --testNamePattern: --reporter: "
     f"--project: -p: --run --bail --color --no-color {_HELP}",
     kind="build",
 )
-_OWNER = spec(
+_OWNER = later(
     "-R -c -f -v -h --recursive --changes --silent --quiet --verbose --dereference --no-dereference",
     operands=W,
     first=T,
@@ -752,12 +757,12 @@ _OWNER = spec(
     recursive="-R --recursive",
     kind="none",
 )
-_SHRED = spec("-f -u -v -z -n: -s: --force --remove= --verbose --zero --iterations: --size:", operands=D, kind="none")
+_SHRED = later("-f -u -v -z -n: -s: --force --remove= --verbose --zero --iterations: --size:", operands=D, kind="none")
 
 # -- transfer tools: never allowed by a table (they talk to the network); their tables say which of
 # their option values are files, so a download or an upload is checked in every spelling (-sLo F).
 
-_CURL = spec(
+_CURL = later(
     "-# -0 -1 -2 -3 -4 -6 -a -B -f -g -G -h -i -I -j -J -k -l -L -M -n -N -O -p -q -R -s -S -v -V -Z "
     "--fail --fail-with-body --silent --show-error --location --insecure --include --head --verbose --remote-name "
     "--remote-name-all --remote-header-name --create-dirs --compressed --globoff --get --next --parallel "
@@ -803,7 +808,7 @@ _CURL = spec(
     operands=T,
     kind="none",
 )
-_WGET = spec(
+_WGET = later(
     "-V -h -b -d -q -v -F -c -N -S -4 -6 -x -E -k -K -m -r -H -L -p --version --help --background --debug --quiet "
     "--verbose --no-verbose --force-html --continue --timestamping --server-response --spider --no-clobber "
     "--no-directories --force-directories --no-host-directories --adjust-extension --convert-links --backup-converted "
@@ -841,7 +846,7 @@ _WGET = spec(
 )
 
 
-def _git_specs() -> dict[str, Spec]:
+def _git_specs() -> dict[str, Later]:
     log = (
         "-p -u -s --patch --no-patch --stat --shortstat --numstat --name-only --name-status --oneline --graph "
         "--decorate= --no-decorate --all --branches= --tags= --remotes= --reverse --merges --no-merges --first-parent "
@@ -857,7 +862,7 @@ def _git_specs() -> dict[str, Spec]:
         "--points-at: --ignore-submodules= --exclude: --output-indicator-new: -z -NUM --name-only -i --invert-grep "
         "--all-match -E -F -P --regexp-ignore-case --basic-regexp --extended-regexp --fixed-strings --perl-regexp"
     )
-    read = spec(
+    read = later(
         log,
         roles={"--output": W},
         operands=T,
@@ -865,7 +870,7 @@ def _git_specs() -> dict[str, Spec]:
         patterns=(r"-[MCB]\d*%?",),
         code={"--ext-diff": "a diff program", "--textconv": "conversion filters"},
     )
-    grep = spec(
+    grep = later(
         "-i -v -w -a -I -l -L -n -c -h -H -o -q -E -F -G -P -z -r --cached --untracked --no-index "
         "--recurse-submodules "
         "--ignore-case --invert-match --word-regexp --text --files-with-matches --files-without-match --line-number "
@@ -876,7 +881,7 @@ def _git_specs() -> dict[str, Spec]:
         numeric=True,
         code={"-O": "a pager", "--open-files-in-pager=": "a pager"},
     )
-    plain = spec(
+    plain = later(
         "-s -b --short --branch --porcelain= --long -v --verbose -u= --untracked-files= --ignored= -z --column= "
         "--ahead-behind --no-ahead-behind --renames --no-renames --show-stash --tags --all --always --dirty= "
         "--long --abbrev= --match: --exclude: --contains --first-parent --show-toplevel --show-prefix --show-cdup "
@@ -890,7 +895,7 @@ def _git_specs() -> dict[str, Spec]:
         operands=T,
         numeric=True,
     )
-    work = spec(
+    work = later(
         "-a -A -u -p -n -v -q -f -m: -F: -C: -c: --all --update --patch --dry-run --verbose --quiet --force "
         "--message: --amend --no-edit --allow-empty --allow-empty-message --signoff -s --no-verify --reset-author "
         "--author: --date: --fixup: --squash: --intent-to-add -N --ignore-errors --cached -r --no-ff --ff --ff-only "
@@ -926,8 +931,9 @@ def _git_specs() -> dict[str, Spec]:
     subs |= {s: work for s in ("add", "commit", "mv", "rm", "merge", "rebase", "cherry-pick", "revert", "stash")}
     subs |= {s: work for s in ("init", "apply", "am", "switch", "restore", "checkout", "reset", "notes", "gc")}
     subs |= {s: work for s in ("prune", "repack", "sparse-checkout")}
-    step = spec(operands=T)
-    subs["bisect"] = spec(subcommands={s: step for s in _words("start bad good new old skip reset log terms view")})
+    step = later(operands=T)
+    bisect = Specs({s: step for s in _words("start bad good new old skip reset log terms view")})
+    subs["bisect"] = later(subcommands=bisect)
     subs["fsck"] = plain
     return subs
 
@@ -946,7 +952,7 @@ GIT = spec(
         "--super-prefix:": "internal",
         "--attr-source:": "attributes (filters run programs)",
     },
-    subcommands=_git_specs(),
+    subcommands=Specs(_git_specs()),
     kind="build",
 )
 
@@ -962,7 +968,7 @@ GIT_COMMANDS = frozenset(GIT.subcommands or {}) | frozenset(
     )
 )
 
-SPECS: dict[str, Spec] = {
+_SPECS: dict[str, Later] = {
     **_BUILTIN_INERT,
     "echo": _ECHO,
     "ls": _LS,
@@ -983,7 +989,7 @@ SPECS: dict[str, Spec] = {
     "stat": _STAT,
     "file": _FILE,
     "du": _DU,
-    "df": spec(
+    "df": later(
         "-a -h -H -i -k -l -P -T --all --human-readable --si --inodes --local --portability --total "
         f"--print-type -B: -t: -x: --block-size: --output= --type: --exclude-type: {_HELP}",
         operands=N,
@@ -1006,7 +1012,7 @@ SPECS: dict[str, Spec] = {
     "join": _TEXT_FILTER,
     "pr": _TEXT_FILTER,
     "od": _OD,
-    "hexdump": spec(f"-b -c -C -d -o -x -v -e: -n: -s: {_HELP}", roles={"-f": R}),
+    "hexdump": later(f"-b -c -C -d -o -x -v -e: -n: -s: {_HELP}", roles={"-f": R}),
     "xxd": _XXD,
     "strings": _STRINGS,
     **{n: _CHECKSUM for n in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum")},
@@ -1028,7 +1034,7 @@ SPECS: dict[str, Spec] = {
     "mv": _MV,
     "ln": _LN,
     "rm": _RM,
-    "unlink": spec(_HELP, operands=D, kind="build"),
+    "unlink": later(_HELP, operands=D, kind="build"),
     "mkdir": _MKDIR,
     "touch": _TOUCH,
     "chmod": _CHMOD,
@@ -1047,7 +1053,7 @@ SPECS: dict[str, Spec] = {
     "py.test": _PYTEST,
     "ruff": _RUFF,
     **{n: _LINTER for n in ("mypy", "black", "isort", "flake8", "pylint", "pyright", "shellcheck", "yamllint")},
-    "git": GIT,
+    "git": Later.known(GIT),
     "tar": _TAR,
     **{n: _CC for n in ("gcc", "g++", "cc", "c++", "clang", "clang++")},
     **{n: _FORMATTER for n in ("rustfmt", "gofmt", "shfmt")},
@@ -1056,8 +1062,24 @@ SPECS: dict[str, Spec] = {
     "shred": _SHRED,
     "curl": _CURL,
     "wget": _WGET,
-    "srm": replace(_SHRED, recursive=frozenset({"*"})),
+    "srm": _SHRED.but(recursive=frozenset({"*"})),
     "ag": _RG,
     "ack": _RG,
-    "iconv": spec(f"-c -s -l --list --silent -f: -t: --from-code: --to-code: {_HELP}", roles={"-o": W, "--output": W}),
+    "iconv": later(f"-c -s -l --list --silent -f: -t: --from-code: --to-code: {_HELP}", roles={"-o": W, "--output": W}),
 }
+SPECS = Specs(_SPECS)
+
+
+def make_all() -> int:
+    """Make every lazy spec now (the daemon, at its start, so no request makes one); returns how many tables."""
+    tables: list[Specs] = [SPECS, WRAPPER_OPTIONS]
+    done = 0
+    while tables:
+        table = tables.pop()
+        done += 1
+        for made in table.values():
+            if isinstance(made.subcommands, Specs):
+                tables.append(made.subcommands)
+    PARALLEL.made()
+    RUNNER_OPTIONS.made()
+    return done

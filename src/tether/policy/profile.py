@@ -44,8 +44,8 @@ from .paths import PathPolicy
 from .shell import Analysis
 
 #: What the option tables let the profile allow: read-only programs and programs that work in the workspace.
-READ_ONLY = frozenset(n for n, s in knowledge.SPECS.items() if s.kind == "read")
-BUILD = frozenset(n for n, s in knowledge.SPECS.items() if s.kind == "build") | {"dd"}
+READ_ONLY = frozenset(n for n, kind in knowledge.SPECS.kinds() if kind == "read")
+BUILD = frozenset(n for n, kind in knowledge.SPECS.kinds() if kind == "build") | {"dd"}
 _VCS_OR_URL = re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
 #: One sed command that only prints or edits the stream. An ``s`` or ``y`` command is read the way sed
 #: reads it: each part runs to the next *unescaped* delimiter, so ``s/a/b/w/tmp/x`` ends in the flags

@@ -19,9 +19,11 @@ uniquely names, so abbreviating a code option does not hide it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import field
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import field, replace
 from enum import Enum
+from typing import TypeVar, overload
 
 from tether.records import dataclass
 
@@ -121,6 +123,103 @@ def spec(
         code=codes,
         **kw,  # type: ignore[arg-type]
     )
+
+
+class Later:
+    """A spec made when first used: the tables of :mod:`.knowledge` are ~100 specs, and reading their option
+    strings was ~20 M instructions of every cold hook call (most of a cold call's knowledge import), which looks
+    at one or two of them. What a spec is made of is kept (a closure over :func:`spec`'s arguments) and made
+    at the first :meth:`made`, once: under a lock, so two threads first using it at once get the same
+    :class:`Spec` object, and nothing reads a spec half made. Its ``kind`` is known without making it (the
+    profile's read-only and build sets need every kind, not every option)."""
+
+    __slots__ = ("_make", "_spec", "kind")
+
+    def __init__(self, make: Callable[[], Spec], kind: str) -> None:
+        self._make: Callable[[], Spec] | None = make
+        self._spec: Spec | None = None
+        self.kind = kind
+
+    @classmethod
+    def known(cls, spec: Spec) -> Later:
+        """A spec made already."""
+        one = cls(lambda: spec, spec.kind)
+        one.made()
+        return one
+
+    def made(self) -> Spec:
+        made = self._spec
+        if made is None:
+            with _MAKING:  # re-entrant: a variant (:meth:`but`) makes its base inside
+                made = self._spec
+                if made is None:
+                    assert self._make is not None
+                    made = self._spec = self._make()
+                    self._make = None  # what it was made of, no longer needed
+        return made
+
+    def but(self, **changes: object) -> Later:
+        """This spec with ``changes`` (``dataclasses.replace``), made when first used too."""
+        kind = changes.get("kind", self.kind)
+        return Later(lambda: replace(self.made(), **changes), str(kind))  # type: ignore[arg-type]
+
+
+_MAKING = threading.RLock()
+#: A spec's kind when :func:`spec` is not given one (the field's default).
+_KIND: str = Spec.kind
+
+
+def later(options: str = "", **kw: object) -> Later:
+    """:func:`spec` with the same arguments, made when first used (:class:`Later`)."""
+    return Later(lambda: spec(options, **kw), str(kw.get("kind", _KIND)))  # type: ignore[arg-type]
+
+
+_T = TypeVar("_T")
+
+
+class Specs(Mapping[str, Spec]):
+    """Specs by name, each made when first looked up (:class:`Later`). Its names, and each one's kind
+    (:meth:`kinds`), are known without making any spec; two names of one :class:`Later` are the same spec."""
+
+    __slots__ = ("_later", "_made")
+
+    def __init__(self, later: Mapping[str, Later]) -> None:
+        self._later = dict(later)
+        self._made: dict[str, Spec] = {}
+
+    def __getitem__(self, name: str) -> Spec:
+        made = self._made.get(name)
+        if made is None:
+            made = self._made[name] = self._later[name].made()  # the one spec its Later made
+        return made
+
+    @overload
+    def get(self, name: str, /) -> Spec | None: ...
+    @overload
+    def get(self, name: str, default: Spec, /) -> Spec: ...
+    @overload
+    def get(self, name: str, default: _T, /) -> Spec | _T: ...
+    def get(self, name: str, default: object = None, /) -> object:
+        made = self._made.get(name)
+        if made is None:
+            one = self._later.get(name)
+            if one is None:
+                return default
+            made = self._made[name] = one.made()
+        return made
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._later
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._later)
+
+    def __len__(self) -> int:
+        return len(self._later)
+
+    def kinds(self) -> Iterator[tuple[str, str]]:
+        """Each name and its spec's kind, no spec made."""
+        return ((name, one.kind) for name, one in self._later.items())
 
 
 def _long_name(s: Spec, name: str) -> str:

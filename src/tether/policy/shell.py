@@ -607,7 +607,7 @@ class _Walker:
         if not args or args[0].text != RUNNERS[name]:
             return False
         self.emit(cmd)
-        rest = _strip_options(args[1:], RUNNER_OPTIONS, 0)
+        rest = _strip_options(args[1:], RUNNER_OPTIONS.made(), 0)
         if rest:
             self.expand(replace(cmd, argv=tuple(rest), wrappers=(*cmd.wrappers, name)))
         return True
@@ -712,7 +712,7 @@ class _Walker:
         """GNU ``parallel TEMPLATE ::: ARGS``: a shell runs TEMPLATE once per argument, the argument put where a
         replacement string (``{}``, ``{.}``, ``{=perl=}`` …) stands or appended; without a TEMPLATE each argument
         is itself a command line. Arguments are data, so they are judged as a value known only at run time."""
-        found = programs.parse(replace(PARALLEL, subcommands={}), args)
+        found = programs.parse(replace(PARALLEL.made(), subcommands={}), args)
         rest = list(found.operands)
         self.emit(replace(cmd, argv=cmd.argv[: len(cmd.argv) - len(rest)]))
         cut = next((i for i, w in enumerate(rest) if w.static and w.text in PARALLEL_SOURCES), len(rest))
