@@ -220,3 +220,13 @@ def test_an_unset_later_field_does_not_change_the_contract_hash() -> None:
     assert contract_hash(untrusting) != contract_hash(env)
     tools = [env.tools[0].model_copy(update={"trust": Trust.UNTRUSTED}), *env.tools[1:]]
     assert contract_hash(env.model_copy(update={"tools": tools})) != contract_hash(env)
+
+
+def test_the_unset_trust_written_out_is_the_default_trust_settings() -> None:
+    """``hashing.LATER_ENVIRONMENT_FIELDS`` spells out what an unset ``environment.trust`` dumps to (not computed
+    at import, which built the model's validator in every process): it must stay exactly that dump."""
+    from tether.envelope.hashing import LATER_ENVIRONMENT_FIELDS
+    from tether.envelope.schema import Environment, TrustSettings
+
+    assert LATER_ENVIRONMENT_FIELDS["trust"] == TrustSettings().model_dump(mode="json")
+    assert LATER_ENVIRONMENT_FIELDS["trust"] == Environment().model_dump(mode="json")["trust"]

@@ -238,7 +238,7 @@ def test_a_fresh_process_finds_and_folds_every_kind_of_a_log_holding_them_all(tm
     expected = scope["report"](db, run)  # type: ignore[operator]
     assert expected["found"] and len(expected["models"]) == len(SAMPLES)
     out = fresh(f"{FOLD_EVERY_KIND}\nout = report({str(db)!r}, {run!r})")
-    assert out["before"] == ["tether.events.kinds_calls", "tether.events.kinds_guard", "tether.events.kinds_hooks"]
+    assert out["before"] == ["tether.events.kinds_calls"]
     assert out["found"] is True
     assert out["models"] == expected["models"]
     assert out["state"] == expected["state"]

@@ -449,8 +449,8 @@ def test_a_payload_built_without_validation_is_refused(tmp_path: Path) -> None:
 
 def test_the_kind_modules_do_not_import_each_other() -> None:
     """The registry lives in events/payload.py; a kind module imports it and nothing of its siblings, but for
-    ``kinds`` and ``kinds_control``, which name the kinds of one call that ``kinds_calls`` defines (and
-    ``kinds_calls`` imports only the registry)."""
+    ``kinds``, ``kinds_control``, ``kinds_guard`` and ``kinds_hooks``, which name kinds that ``kinds_calls``
+    defines (and ``kinds_calls`` imports only the registry)."""
     root = Path(k.__file__).parent
     for name in (
         "kinds",
@@ -461,6 +461,7 @@ def test_the_kind_modules_do_not_import_each_other() -> None:
         "kinds_delegate",
         "kinds_egress",
         "kinds_guard",
+        "kinds_hooks",
         "kinds_kernel",
         "kinds_knowledge",
         "kinds_mcp",
@@ -472,7 +473,8 @@ def test_the_kind_modules_do_not_import_each_other() -> None:
         imported = {
             node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1
         }
-        allowed = {"payload", "kinds_calls"} if name in ("kinds", "kinds_control") else {"payload"}
+        names_calls = ("kinds", "kinds_control", "kinds_guard", "kinds_hooks")
+        allowed = {"payload", "kinds_calls"} if name in names_calls else {"payload"}
         assert imported <= (allowed if name != "payload" else set()), (name, imported)
 
 

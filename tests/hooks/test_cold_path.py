@@ -67,6 +67,8 @@ NOT_ON_THE_COLD_PATH = (
     "tether.events.kinds_delegate",
     "tether.events.kinds_knowledge",
     "tether.events.kinds_verify",
+    "tether.events.kinds_guard",
+    "tether.events.kinds_hooks",
     "tether.models",
     "tether.guard.checkpoint",
     "importlib.metadata",
@@ -324,10 +326,11 @@ def test_the_models_a_cold_call_builds_have_no_string_annotations() -> None:
 
 
 #: The payload classes (``tether.events``) a cold PreToolUse and PostToolUse build: the base, the kinds of one
-#: governed call (events/kinds_calls.py) and of the session (kinds_guard, kinds_hooks). Each is a kind a session
-#: writes and folds, or a field of one (``AcceptedRisk`` of ``run.started``; ``RuleHit``, ``TaintHit`` of
-#: ``action.decided``): the ~45 other payload classes are built when a kind of theirs is first read or written
-#: (events/payload.py ``LATER``), never for a hook's tool call (91 model classes were built before, 47 now).
+#: governed call and of the session (events/kinds_calls.py: ``session.opened``, ``hook.received``). Each is a kind
+#: a session writes and folds, or a field of one (``AcceptedRisk`` of ``run.started``; ``RuleHit``, ``TaintHit``
+#: of ``action.decided``): the ~48 other payload classes are built when a kind of theirs is first read or written
+#: (events/payload.py ``LATER``), never for a hook's tool call (91 model classes were built before, 47, then 44
+#: since ``session.ended``, ``hook.stop`` and ``hook.bypassed`` are later kinds: a stop or a bypass writes them).
 PAYLOADS_ON_THE_COLD_PATH = frozenset(
     {
         "payload.Payload",
@@ -342,11 +345,8 @@ PAYLOADS_ON_THE_COLD_PATH = frozenset(
         "kinds_calls.ActionFailed",
         "kinds_calls.DiagnosticsComputed",
         "kinds_calls.ReviewGate",
-        "kinds_guard.SessionOpened",
-        "kinds_guard.SessionEnded",
-        "kinds_hooks.HookReceived",
-        "kinds_hooks.HookStop",
-        "kinds_hooks.HookBypassed",
+        "kinds_calls.SessionOpened",
+        "kinds_calls.HookReceived",
     }
 )
 

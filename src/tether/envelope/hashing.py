@@ -6,7 +6,7 @@ from typing import Any
 
 from tether.canonical import content_hash
 
-from .schema import Envelope, IntentPlan, TrustSettings
+from .schema import Envelope, IntentPlan
 
 
 def plan_hash(plan: IntentPlan) -> str:
@@ -18,8 +18,11 @@ def plan_hash(plan: IntentPlan) -> str:
 #: field does not change the hash of every envelope compiled before it existed.
 LATER_FIELDS = ("pricing_file", "mcp_servers", "skills", "memory")
 
-#: Nested fields added later, with the value that means "unset": hashed only when they differ from it.
-LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": TrustSettings().model_dump(mode="json")}
+#: Nested fields added later, with the value that means "unset": hashed only when they differ from it. Written
+#: out, not computed (``TrustSettings().model_dump(mode="json")``, which ``tests/test_envelope.py``
+#: holds it to): computing it at import built that model's validator and serializer in every process, a cold
+#: hook call's included, which validates no ``TrustSettings`` when its envelope is kept.
+LATER_ENVIRONMENT_FIELDS: dict[str, Any] = {"trust": {"workspace": "trusted"}}
 LATER_TOOL_FIELDS: dict[str, Any] = {"trust": None}
 LATER_NETWORK_FIELDS: dict[str, Any] = {"allow_loopback": False}
 LATER_AGENT_FIELDS: dict[str, Any] = {"context": None}

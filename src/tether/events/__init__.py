@@ -7,8 +7,6 @@ reader or writer (the kind modules import only :mod:`.payload`, never each other
 
 from . import (  # noqa: F401  (each registers its kinds)
     kinds_calls,
-    kinds_guard,
-    kinds_hooks,
 )
 from .backends import StoreSpec, default_spec, open_store
 from .payload import REGISTRY, Emitted, Payload, register

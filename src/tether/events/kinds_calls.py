@@ -1,12 +1,16 @@
 """Event kinds of one governed tool call: the run's start, the call proposed, decided (the execution review's
-gate), started, completed or failed, and the diagnostics the control layer computes after it.
+gate), started, completed or failed, and the diagnostics the control layer computes after it; and the two
+kinds every governed session's calls write besides: ``session.opened`` (its second event) and ``hook.received``
+(each hook call).
 
-What a hook session writes and folds to decide a call: ``tether.events`` imports this module (with
-``kinds_guard`` and ``kinds_hooks``) and no other kind module, so a hook deciding one call in a fresh process
-builds these models and not the ~40 of the kinds it never reads (``payload.LATER``: the registry imports those
-the first time it is asked for one). ``kinds`` and ``kinds_control`` import their names from here, so
-``from tether.events.kinds import ActionCompleted`` reads as it always did. The literal types the control layer
-names (``Risk``, ``StuckPattern``, …) live here too: a fold that names one need not build ``kinds_control``.
+What a hook session writes and folds to decide a call: ``tether.events`` imports this module and no other kind
+module, so a hook deciding one call in a fresh process builds these models and not the ~45 of the kinds it never
+reads (``payload.LATER``: the registry imports those the first time it is asked for one; ``session.ended``,
+``hook.stop`` and ``hook.bypassed`` among them, written when a session stops or a refused call ran anyway).
+``kinds``, ``kinds_control``, ``kinds_guard`` and ``kinds_hooks`` import their names from here, so
+``from tether.events.kinds import ActionCompleted`` (or ``kinds_hooks import HookReceived``) reads as it always
+did. The literal types the control layer names (``Risk``, ``StuckPattern``, …) live here too: a fold that names
+one need not build ``kinds_control``.
 """
 
 from typing import Any, Literal
@@ -162,3 +166,25 @@ class ReviewGate(Payload):
     ok: bool
     risk: Risk
     reasons: list[str] = Field(default_factory=new_list)
+
+
+# ---- a governed session and its hook calls (kinds_guard, kinds_hooks: see there) -------------
+
+
+@register("session.opened")
+class SessionOpened(Payload):
+    framework: str = Field(description="The program whose tool calls this run gates: langgraph, openai-agents, ...")
+    session: str = Field(description="The program's own id of the session (thread id, conversation id).")
+    by: str = Field("", description="The user the session was opened as.")
+
+
+Agent = Literal["claude-code", "codex"]
+
+
+@register("hook.received")
+class HookReceived(Payload):
+    agent: Agent
+    event: str = Field(description="The hook event name (PreToolUse, Stop, UserPromptSubmit, ...).")
+    session_id: str
+    cwd: str = ""
+    detail: dict[str, Any] = Field(default_factory=new_dict, description="The event's own fields tether keeps.")

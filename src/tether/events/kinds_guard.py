@@ -5,20 +5,20 @@
   event says so in the log, for a reader who only has the log.
 - ``session.ended``   the session is over (a verified stop, an unverified one, a close, a spent budget): the
   stop fact that ``next_step`` ends the run on, as it ends tether's own runs.
+
+``session.opened`` is defined in :mod:`.kinds_calls` (every session writes it; ``tether.events`` imports that
+module) and named here as ever; this module is one of the registry's later ones (``payload.LATER``): a hook
+call builds ``SessionEnded`` only when a session ends, or when a log it reads holds an ending.
 """
 
 from typing import Literal
 
 from pydantic import Field
 
+from .kinds_calls import SessionOpened
 from .payload import Payload, register
 
-
-@register("session.opened")
-class SessionOpened(Payload):
-    framework: str = Field(description="The program whose tool calls this run gates: langgraph, openai-agents, ...")
-    session: str = Field(description="The program's own id of the session (thread id, conversation id).")
-    by: str = Field("", description="The user the session was opened as.")
+__all__ = ["SessionEnded", "SessionOpened"]
 
 
 @register("session.ended")

@@ -7,24 +7,17 @@
 - ``hook.bypassed``  the agent reported running a call tether had refused it (DENY; for Codex also ASK, which
   Codex is told as a refusal): the user overrode the hook, or the hook was not in the way. Recorded with the
   call's receipt and flagged by ``tether show``: the log says what ran, and that it ran against the verdict.
-"""
 
-from typing import Any, Literal
+``hook.received`` is defined in :mod:`.kinds_calls` (every hook call writes it) and named here as ever; this
+module is one of the registry's later ones (``payload.LATER``): a tool call builds neither of the other two.
+"""
 
 from pydantic import Field
 
-from .payload import Payload, new_dict, new_list, register
+from .kinds_calls import Agent, HookReceived
+from .payload import Payload, new_list, register
 
-Agent = Literal["claude-code", "codex"]
-
-
-@register("hook.received")
-class HookReceived(Payload):
-    agent: Agent
-    event: str = Field(description="The hook event name (PreToolUse, Stop, UserPromptSubmit, ...).")
-    session_id: str
-    cwd: str = ""
-    detail: dict[str, Any] = Field(default_factory=new_dict, description="The event's own fields tether keeps.")
+__all__ = ["Agent", "HookBypassed", "HookReceived", "HookStop"]
 
 
 @register("hook.stop")

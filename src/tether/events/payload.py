@@ -117,6 +117,8 @@ LATER: dict[str, tuple[str, ...]] = {
         "node.started",
         "node.waiting",
     ),
+    "kinds_guard": ("session.ended",),
+    "kinds_hooks": ("hook.bypassed", "hook.stop"),
     "kinds_kernel": (
         "action.rollback",
         "completion.claimed",

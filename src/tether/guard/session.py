@@ -51,8 +51,14 @@ from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
-from tether.events.kinds_calls import ActionCompleted, ActionDecided, ActionProposed, ActionStarted, RunStarted
-from tether.events.kinds_guard import SessionEnded, SessionOpened
+from tether.events.kinds_calls import (
+    ActionCompleted,
+    ActionDecided,
+    ActionProposed,
+    ActionStarted,
+    RunStarted,
+    SessionOpened,
+)
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Event
@@ -317,6 +323,8 @@ class Guard:
         def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], None]:
             if state.finished:
                 return list(lead), None
+            from tether.events.kinds_guard import SessionEnded  # here: a later kind module (events/payload.py LATER)
+
             return [*lead, SessionEnded.model_validate({"how": how, "reason": reason, "by": by})], None
 
         with self._lock:
@@ -493,6 +501,8 @@ class Guard:
         if over is not None:
             rule = f"budget:{over.budget}"
             decided = ActionDecided(call_id=call_id, verdict="DENY", deciding_rule=rule, reason=over.reason)
+            from tether.events.kinds_guard import SessionEnded  # a later kind module: only a spent budget writes it
+
             ended = SessionEnded(
                 how="budget", reason=over.reason, by="tether", budget=over.budget, used=over.used, limit=over.limit
             )
@@ -612,7 +622,8 @@ class Guard:
     def _closing(self, state: RunState, reason: str, ok: bool) -> list[Payload]:
         if state.finished:
             return []
-        from tether.events.kinds import ApprovalExpired  # here: a later kind module (events/payload.py LATER)
+        from tether.events.kinds import ApprovalExpired  # here: later kind modules (events/payload.py LATER)
+        from tether.events.kinds_guard import SessionEnded
 
         items: list[Payload] = [ApprovalExpired(approval_id=a, outcome="deny") for a in state.pending_approvals]
         open_calls = [f"{a.call_id} ({a.tool})" for a in state.open_actions]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tether.envelope.schema import Envelope
 from tether.errors import InputError
 from tether.events.kinds_baseline import SuiteBaseline
-from tether.events.kinds_hooks import HookReceived
+from tether.events.kinds_calls import HookReceived
 from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.state import Action

@@ -39,8 +39,7 @@ from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
 from tether.events.backends import StoreSpec, is_url, local_dir, open_store
-from tether.events.kinds_calls import RunStarted
-from tether.events.kinds_hooks import HookBypassed, HookReceived, HookStop
+from tether.events.kinds_calls import HookReceived, RunStarted
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
@@ -338,7 +337,7 @@ def _outcome(a: Answer) -> Outcome:
 # -- PostToolUse -----------------------------------------------------------------------------------
 
 
-def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[HookBypassed]:
+def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[Payload]:
     """A ``hook.bypassed`` when the agent reports running a call tether refused it: denied, or (Codex, which
     has no ask) refused pending approval. A second report of the call finds it completed: not flagged twice."""
     a = guard.state.actions.get(str(data.get("tool_use_id") or ""))
@@ -346,6 +345,8 @@ def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[HookBypasse
     if a is None or a.status not in refused:
         return []
     event = str(data["hook_event_name"])
+    from tether.events.kinds_hooks import HookBypassed  # a later kind module (events/payload.py LATER): rare
+
     return [
         HookBypassed(
             call_id=a.call_id, tool=a.tool, verdict=a.verdict or "", rule=a.deciding_rule, reason=a.reason, event=event
@@ -375,7 +376,7 @@ def blocks_in_row(events: Sequence[Event]) -> int:
     """Stops blocked since the last prompt or the last stop let through."""
     n = 0
     for e in reversed(events):
-        if e.kind == HookStop.KIND:
+        if e.kind == "hook.stop":  # kinds_hooks.HookStop.KIND, a later kind module
             if not e.payload.get("blocked"):
                 break
             n += 1
@@ -403,6 +404,7 @@ def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outc
     A final stop (``Stop``, not a sub-agent's) that is let through ends the run: COMPLETE when the evidence
     accepted it, VERIFY_FAILED when the agent stopped after :data:`MAX_STOP_BLOCKS` refusals in a row.
     """
+    from tether.events.kinds_hooks import HookStop  # a later kind module (events/payload.py LATER)
     from tether.verify.cascade import cascade_events, planned_sensors
 
     from .integrity import findings
