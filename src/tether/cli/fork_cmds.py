@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -13,9 +12,8 @@ from tether.events.store import Event
 from tether.kernel import session
 from tether.kernel.fork import fork, fork_workspace
 
-from .common import DbOption, JsonOption, console, exit_code, writer
-from .prompt import ask_approval
-from .run_cmds import control_line, printer, show_contract
+from .common import DbOption, JsonOption, console, writer
+from .run_cmds import approver_for, control_line, exit_with, printer
 
 
 def fork_cmd(
@@ -40,13 +38,11 @@ def fork_cmd(
     The parent is untouched; its events up to SEQ are the fork's too (shared, and verified with it).
     A pending approval at SEQ waits for an answer again (`tether approve|deny`, then `tether resume FORK`).
     """
-    if interactive is None:
-        interactive = sys.stdin.isatty() and not as_json
     options = session.Options(
         model=model,
         base_url=base_url,
         sandbox=sandbox,
-        approver=ask_approval if interactive else None,
+        approver=approver_for(interactive, as_json),
         on_event=printer(as_json, verbose),
     )
     fork_and_drive(run, lambda _events: at, workspace, options, db, as_json, envelope=envelope)
@@ -73,10 +69,7 @@ def fork_and_drive(
             console.print(f"forked {parent} at seq {seq} as {runtime.run_id}; workspace {dest}")
         contract = runtime.drive()
         control = control_line(store, contract.run_id)
-    show_contract(contract, as_json)
-    if not as_json:
-        console.print(control)
-    raise typer.Exit(exit_code(contract.status))
+    exit_with(contract, control, as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -61,6 +61,22 @@ def printer(as_json: bool, verbose: bool = False, progress: ProgressLine | None 
             progress.on_event(e)
 
     return on_event
+
+
+def approver_for(interactive: bool | None, as_json: bool) -> Approver | None:
+    """The prompt that answers approvals, with ``--interactive`` (the default when stdin is a terminal and the
+    output is not JSON); none with ``--headless``: an ASK then leaves the run waiting."""
+    if interactive is None:
+        interactive = sys.stdin.isatty() and not as_json
+    return ask_approval if interactive else None
+
+
+def exit_with(contract: OutputContract, control: str, as_json: bool) -> NoReturn:
+    """Print a driven run's output contract (and, as text, its control state), then exit with its status's code."""
+    show_contract(contract, as_json)
+    if not as_json:
+        console.print(control)
+    raise typer.Exit(exit_code(contract.status))
 
 
 def control_line(store: Store, run_id: str) -> str:
@@ -118,9 +134,7 @@ def run_cmd(
 
         task = load_plan(loaded.base_dir / loaded.envelope.plan.path).goal
     ws = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
-    if interactive is None:
-        interactive = sys.stdin.isatty() and not as_json
-    approver: Approver | None = ask_approval if interactive else None
+    approver = approver_for(interactive, as_json)
     options = session.Options(
         model=model,
         base_url=base_url,
@@ -135,10 +149,7 @@ def run_cmd(
             options.on_event = sink
             contract = session.start(store, envelope, task, options).drive()
         control = control_line(store, contract.run_id)
-    show_contract(contract, as_json)
-    if not as_json:
-        console.print(control)
-    raise typer.Exit(exit_code(contract.status))
+    exit_with(contract, control, as_json)
 
 
 def resume_cmd(
@@ -165,23 +176,15 @@ def resume_cmd(
     Which stop needs which option, and which are final (COMPLETE, NO_OP, BLOCKED_PERMISSION): docs/lifecycle.md.
     """
     request = Request(by or whoami(), "tether resume", note, dict(parse_budget(b) for b in budget), attempts)
-    if interactive is None:
-        interactive = sys.stdin.isatty() and not as_json
     options = session.Options(
-        model=model,
-        base_url=base_url,
-        sandbox=sandbox,
-        approver=ask_approval if interactive else None,
+        model=model, base_url=base_url, sandbox=sandbox, approver=approver_for(interactive, as_json)
     )
     with writer(db) as store, progress_line(err_console, progress, as_json) as line:
         with traced(printer(as_json, verbose, line)) as sink:
             options.on_event = sink
             contract = session.resume(store, run, options, request).drive()
         control = control_line(store, contract.run_id)
-    show_contract(contract, as_json)
-    if not as_json:
-        console.print(control)
-    raise typer.Exit(exit_code(contract.status))
+    exit_with(contract, control, as_json)
 
 
 DIFF_LINES = 200  # of the final diff shown by a compact `tether show`; --full prints it whole
