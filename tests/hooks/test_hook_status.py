@@ -4,6 +4,7 @@ tmp_path, HOME a tmp dir, the managed directory given (never the real /etc or ~)
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import sys
@@ -304,3 +305,54 @@ def test_codex_hooks_written_inline_in_toml_are_found(
     (tmp_path / ".codex" / "config.toml").write_text("hooks = 3\n")
     code, out = run(tmp_path, capsys, managed, agent="codex")
     assert code == 1 and "field 'hooks' must be a table" in problems(out)
+
+
+def test_the_cache_beside_the_database_is_named_writable_unwritable_or_none(
+    tmp_path: Path, capsys, managed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the project's fold checkpoints and kept envelope go, and whether this user can write there: each state
+    named in the JSON and the text (never a problem: a hook call without them only costs more)."""
+    monkeypatch.delenv("TETHER_DB", raising=False)
+    folds = tmp_path / ".tether" / "tether.db.folds"
+    assert status.cache_state(tmp_path) == {
+        "folder": str(folds),
+        "state": "writable",
+        "why": "fold checkpoints and the envelope kept (made at the first checkpoint)",
+    }
+    (tmp_path / ".tether").mkdir()
+    folds.write_text("")  # a file where the folder goes: nothing can be kept
+    _, out = run(tmp_path, capsys, managed)
+    assert out["cache"]["state"] == "unwritable" and f"{folds} is not a directory" in out["cache"]["why"]
+    assert "folds the whole log and validates the envelope again" in out["cache"]["why"]
+    status.main(["claude-code", "--dir", str(tmp_path), "--managed-dir", str(managed)])
+    assert f"cache: {folds}: unwritable: {folds} is not a directory" in capsys.readouterr().out
+    folds.unlink()
+    folds.mkdir()
+    assert status.cache_state(tmp_path)["state"] == "writable"
+    # a folder this user may not write (as a user other than its owner sees a 0755 folder of root's): a stand-in
+    # for os.access, since this test may run as root, whom the mode bits do not stop
+    monkeypatch.setattr(status.os, "access", lambda path, mode: Path(path) != folds)
+    assert status.cache_state(tmp_path)["state"] == "unwritable"
+    assert f"{folds} is not writable by this user" in status.cache_state(tmp_path)["why"]
+    monkeypatch.setenv("TETHER_DB", "postgresql://db.example/tether")
+    assert status.cache_state(tmp_path)["state"] == "none"
+
+
+def test_a_table_older_than_a_module_of_the_package_is_named_stale(shared: Path) -> None:
+    from tether import compiled
+
+    package = shared / "tether"
+    (package / "hooks" / "__pycache__").mkdir(parents=True)
+    (package / "hooks" / "entry.py").write_text("")
+    assert status.table_state(package, status.init_table(package)) == "missing"
+    table = package / "__pycache__" / f"dataclass-code.cpython-311.v{compiled.FORMAT}.a70d0d0a.marshal"
+    table.parent.mkdir()
+    table.write_bytes(b"")
+    os.utime(package / "hooks" / "entry.py", (1, 1))
+    assert status.table_state(package, status.init_table(package)) == "current"
+    (package / "hooks" / "__pycache__" / "x.py").write_text("")  # bytecode folders are not the package's modules
+    os.utime(package / "hooks" / "__pycache__" / "x.py", (4e9, 4e9))
+    assert status.table_state(package, str(table)) == "current"
+    os.utime(package / "hooks" / "entry.py", (4e9, 4e9))  # an upgrade after the install warmed it
+    assert status.table_state(package, str(table)) == "stale"
+    assert status.table_line("stale", str(table)).startswith(f"stale __init__ code table: {table}")

@@ -301,6 +301,7 @@ def test_the_python_api(shared: Path, shared_python, tmp_path: Path) -> None:
     assert out["agents"]["claude-code"]["missing_events"] == []
     (managed,) = [layer for layer in out["agents"]["claude-code"]["layers"] if layer["file"] == str(path)]
     assert all("init_table" in cmd for cmd in managed["commands"])
+    assert {cmd["init_table_state"] for cmd in managed["commands"]} <= {"missing", "stale", "current"}
     assert uninstall("claude-code", scope="managed", managed_dir=shared) == (path, 7)
     assert not path.exists()
     with pytest.raises(InstallError, match="--lock only goes with --managed"):
@@ -398,17 +399,21 @@ def test_a_refused_managed_install_warms_nothing(shared: Path, shared_python, fa
 def test_a_warmed_table_another_user_could_write_is_removed_and_the_install_stands(
     shared: Path, shared_python, fake_table, monkeypatch, capsys
 ) -> None:
+    """The second walk refuses the table (its verdict a stand-in: a table made ``0666`` in the tree these tests
+    share would fail the installs of tests running beside this one): it is removed, the install stands."""
     from tether.hooks import install
 
     table = install.PACKAGE_PARENT / "tether" / "__pycache__" / f"dataclass-code.test-{os.getpid()}.marshal"
-    written = install.warm
+    walks: list[str] = []
+    real = install.judged
 
-    def loose(python: str, package_parent: Path = install.PACKAGE_PARENT) -> tuple[Path | None, str]:
-        found = written(python, package_parent)
-        table.chmod(0o666)  # as if written under a umask of 0: any user could put code into every hook process
-        return found
+    def judged(command: str) -> tuple[list[str], list[str]]:
+        walks.append(command)
+        unusable, changed = real(command)
+        loose = f"{table} (mode -rw-rw-rw-: users other than its owner can change it)"
+        return unusable, [*changed, *([loose] if len(walks) > 1 else [])]
 
-    monkeypatch.setattr(install, "warm", loose)
+    monkeypatch.setattr(install, "judged", judged)
     managed = shared / "m"
     assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
     err = capsys.readouterr().err

@@ -55,6 +55,7 @@ class Command:
     same_code: bool | None = None
     notes: list[str] = field(default_factory=list)
     init_table: str | None = None  # managed: tether.compiled's table beside the package's bytecode, if there
+    init_table_state: str | None = None  # managed: "missing", "stale" (older than a module of the package), "current"
 
 
 @dataclass
@@ -220,6 +221,7 @@ def check_command(
         problems += managed_problems(cmd.command, layer.file, reinstall)
         if not problems:  # walked with the rest of the package: trusted as its .pyc files are
             cmd.init_table = init_table(Path(script).resolve().parent.parent)
+            cmd.init_table_state = table_state(Path(script).resolve().parent.parent, cmd.init_table)
     if problems:
         return problems
     answer = answering(python, os.path.realpath(Path(script).parent.parent), layer, project)
@@ -238,6 +240,50 @@ def init_table(package: Path) -> str | None:
 
     found = sorted((package / "__pycache__").glob(f"dataclass-code.*.v{FORMAT}.*.marshal"), key=_mtime)
     return str(found[-1]) if found else None
+
+
+def table_state(package: Path, table: str | None) -> str:
+    """``missing`` (no table: each cold call compiles every ``__init__``), ``stale`` (a module of ``package`` changed
+    after the table was written, by an upgrade or an edit: the texts of its changed classes are compiled on each
+    cold call, and only root can write the table of a managed install), or ``current``."""
+    if table is None:
+        return "missing"
+    written = _mtime(Path(table))
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        if any(f.endswith(".py") and _mtime(Path(folder, f)) > written for f in files):
+            return "stale"
+    return "current"
+
+
+#: The database a hook call opens when neither ``--db`` nor ``$TETHER_DB`` names one (hooks/session.py ``DB_NAME``).
+DEFAULT_DB = Path(".tether") / "tether.db"
+
+
+def cache_state(directory: Path) -> dict[str, Any]:
+    """Where the project's hook calls keep their fold checkpoints and validated envelope (``<db>.folds/``) and
+    whether this user can write there: ``writable``, ``unwritable`` (each cold call in a long session then folds the
+    whole log and validates the envelope again), or ``none`` (a database URL keeps nothing)."""
+    db = os.environ.get("TETHER_DB") or str(directory / DEFAULT_DB)
+    if "://" in db:
+        return {"folder": None, "state": "none", "why": "the database is a URL: nothing is kept beside it"}
+    folder = Path(db + ".folds")
+    there_now = folder
+    while not there_now.exists() and there_now != there_now.parent:
+        there_now = there_now.parent  # the nearest folder there is: where the missing ones would be made
+    if not there_now.is_dir():
+        why = f"{there_now} is not a directory"
+    elif not os.access(there_now, os.W_OK | os.X_OK):
+        why = f"{there_now} is not writable by this user (uid {os.geteuid()})"
+    else:
+        made = "" if folder.exists() else " (made at the first checkpoint)"
+        return {"folder": str(folder), "state": "writable", "why": f"fold checkpoints and the envelope kept{made}"}
+    return {
+        "folder": str(folder),
+        "state": "unwritable",
+        "why": why + ": no fold checkpoint or kept envelope is written, so each cold call in a long session folds"
+        " the whole log and validates the envelope again",
+    }
 
 
 def _mtime(path: Path) -> float:
@@ -584,10 +630,23 @@ def report(agents: list[str], directory: Path, managed_dir: Path | None) -> dict
     for agent, (agent_out, agent_problems) in results.items():
         out["agents"][agent] = agent_out
         problems += agent_problems
+    out["cache"] = cache_state(directory)
     out["daemon"] = daemon()
     out["problems"] = [asdict(p) for p in problems]
     out["ok"] = not problems
     return out
+
+
+def table_line(state: str | None, table: str | None) -> str:
+    """How each state of a managed command's ``__init__`` code table reads (:func:`table_state`)."""
+    if state == "current":
+        return f"__init__ code table: {table}"
+    if state == "stale":
+        return (
+            f"stale __init__ code table: {table} (older than a module of tether's: texts of changed classes are"
+            " compiled on each cold call; re-run the install as root)"
+        )
+    return "no __init__ code table: each cold call compiles (re-run the install as root)"
 
 
 def text(out: dict[str, Any]) -> str:
@@ -615,13 +674,11 @@ def text(out: dict[str, Any]) -> str:
                     verdict = "not run: " + cmd["notes"][0] if cmd["notes"] else "NOT RUNNABLE"
                 lines.append(f"           {cmd['command']}  [{verdict}]")
                 if layer["layer"] == "managed" and cmd["runnable"]:
-                    lines.append(
-                        f"           __init__ code table: {cmd['init_table']}"
-                        if cmd["init_table"]
-                        else "           no __init__ code table: each cold call compiles (re-run the install as root)"
-                    )
+                    lines.append("           " + table_line(cmd["init_table_state"], cmd["init_table"]))
         if agent_out.get("managed_only"):
             lines.append(f"  only managed hooks run (set in {agent_out['managed_only']})")
+    cache = out["cache"]
+    lines.append(f"cache: {cache['folder'] or 'none'}: {cache['state']}: {cache['why']}")
     d = out["daemon"]
     lines.append(
         f"daemon: {'running on ' + d['socket'] if d['running'] else 'not running (the first hook call starts one)'}"
