@@ -62,6 +62,7 @@ def forge(hook: Hook, body: bytes) -> Path:
 def session(tmp_path: Path) -> Hook:
     from test_fold_checkpoint import calls
 
+    tmp_path.mkdir(exist_ok=True)
     hook = Hook(tmp_path)
     calls(hook, 12)
     return hook
@@ -162,3 +163,31 @@ def test_a_tuple_nested_deep_enough_to_crash_the_interpreter_is_a_miss(tmp_path:
         check=False,
     )
     assert done.returncode == 0 and done.stdout.strip() == "survived", (done.returncode, done.stderr[-2000:])
+
+
+def test_a_checkpoint_signed_with_the_stores_key_is_not_tried_and_one_over_the_cap_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial is for a body nothing vouches for: under an anchor key the signature does (no fork); and a file
+    over the cap is a miss before any trial."""
+    from test_fold_checkpoint import calls, cold, guard_of
+
+    from tether.events.anchor import AnchorKey
+
+    AnchorKey.generate(tmp_path / "keys" / "anchor.key")
+    monkeypatch.setenv("TETHER_KEY", str(tmp_path / "keys" / "anchor.key"))
+    hook = Hook(tmp_path / "p")
+    (tmp_path / "p").mkdir()
+    calls(hook, 12)
+    trials: list[int] = []
+    monkeypatch.setattr(ck, "tried", lambda body: trials.append(len(body)) or True)
+    cold()
+    calls(hook, 1, start=12)
+    assert isinstance(guard_of(hook).events, Log) and trials == []
+    monkeypatch.delenv("TETHER_KEY")
+    unsigned = session(tmp_path / "q")
+    (path,) = (tmp_path / "q" / ".tether" / "tether.db.folds").glob("*.ckpt")
+    with open(path, "r+b") as f:
+        f.truncate(ck.MAX_BYTES + 1)
+    cold_call_folds_in_full(unsigned)
+    assert trials == []
