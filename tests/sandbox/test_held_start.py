@@ -62,6 +62,7 @@ def test_a_before_that_raises_stops_the_command_unrun_and_leaves_nothing(sandbox
     """The runtime's commit failing (a moved head, a full disk): ``NotReleased`` with the error as its cause, the
     command never ran, its child is gone and reaped, and no descriptor of the call is left open in tether."""
     marker = "tether-held-" + secrets.token_hex(6)
+    sandbox.run("true", cwd=workspace, timeout_s=30)  # what a backend keeps open once (bwrap's watch) is open now
     fds = len(os.listdir("/proc/self/fd"))
     error = RuntimeError("the commit failed")
 
