@@ -422,8 +422,9 @@ def test_a_warmed_table_another_user_could_write_is_removed_and_the_install_stan
     assert (managed / "managed-settings.d" / "tether.json").is_file(), "a failure to warm never fails the install"
 
 
+@pytest.mark.parametrize("table_too", [False, True], ids=["table-trusted", "table-refused-too"])
 def test_bytecode_the_warm_up_left_that_others_could_change_fails_the_install_before_the_settings(
-    shared: Path, shared_python, fake_table, monkeypatch, capsys
+    shared: Path, shared_python, fake_table, monkeypatch, capsys, table_too: bool
 ) -> None:
     """The walk after the warm-up is the check of what it wrote: beyond the table (removed, the install stands),
     anything it refuses is a refusal, and the settings are not written. (The walk's verdict is a stand-in here:
@@ -431,14 +432,17 @@ def test_bytecode_the_warm_up_left_that_others_could_change_fails_the_install_be
     under a umask of 0, is in ``test_managed_end_to_end.py``.)"""
     from tether.hooks import install
 
-    stray = f"{install.PACKAGE_PARENT}/tether/__pycache__/x.cpython-311.pyc (mode -rw-rw-rw-: users other than its"
+    cache = install.PACKAGE_PARENT / "tether" / "__pycache__"
+    table = cache / f"dataclass-code.test-{os.getpid()}.marshal"
+    stray = f"{cache}/x.cpython-311.pyc (mode -rw-rw-rw-: users other than its owner can change it)"
+    loose = [stray, *([f"{table} (mode -rw-rw-rw-: users other than its owner can change it)"] if table_too else [])]
     walks: list[str] = []
     real = install.judged
 
     def judged(command: str) -> tuple[list[str], list[str]]:
         walks.append(command)
         unusable, changed = real(command)
-        return unusable, [*changed, *([stray] if len(walks) > 1 else [])]
+        return unusable, [*changed, *(loose if len(walks) > 1 else [])]
 
     monkeypatch.setattr(install, "judged", judged)
     managed = shared / "m"
@@ -447,6 +451,7 @@ def test_bytecode_the_warm_up_left_that_others_could_change_fails_the_install_be
     assert stray in err and "the settings were not changed" in err, err
     assert not (managed / "managed-settings.d" / "tether.json").exists()
     assert len(walks) == 2
+    assert table.exists() != table_too, "a refused table is removed (an earlier install's hook may read it)"
 
 
 def test_a_failure_to_warm_is_a_warning(shared: Path, shared_python, monkeypatch, capsys) -> None:

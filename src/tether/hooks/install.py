@@ -234,6 +234,11 @@ def warm_table(agent: str, envelope: Path | None) -> tuple[bool, str]:
     if not unusable and not changed:
         return True, f"the __init__ code table every user's hook process reads is in place, root's: {table}"
     others = [p for p in [*unusable, *changed] if not p.startswith(f"{table} (")]
+    try:
+        if len(others) < len(unusable) + len(changed):
+            table.unlink()  # refused: never left where an earlier install's hook reads it
+    except OSError as e:
+        return False, f"{table} is not trusted ({'; '.join([*unusable, *changed])}) and not removed ({e})"
     if others:
         raise InstallError(
             "a managed hook runs as every user of this machine, but after tether imported its deciding code once"
@@ -242,10 +247,6 @@ def warm_table(agent: str, envelope: Path | None) -> tuple[bool, str]:
             + ". Make them root's and not writable by others (chmod -R go-w) and run the install again; the"
             " settings were not changed"
         )
-    try:
-        table.unlink()
-    except OSError as e:
-        return False, f"{table} is not trusted ({'; '.join([*unusable, *changed])}) and not removed ({e})"
     return False, f"the __init__ code table was removed: {'; '.join([*unusable, *changed])}"
 
 
