@@ -18,6 +18,7 @@ runs the same checks with ``--collect-only``.
 
 from __future__ import annotations
 
+import functools
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -134,52 +135,36 @@ def record_baseline(
     workspace = workspace.resolve()
     surface, blobs = _surface(workspace)
     runner = runner_of(command)
+    baseline = functools.partial(SuiteBaseline, command=command, runner=runner, surface=surface)
     if runner != "pytest":
-        base = SuiteBaseline(
-            command=command,
-            runner=runner,
-            ok=False,
-            surface=surface,
-            loaders=_stamp_loaders(workspace, blobs),
-            detail="no per-test baseline: test integrity needs a pytest test command "
-            "(unittest-style suites run under pytest too)",
-        )
         check = PreflightCheck(name="collection", ok=True, detail=f"not checked: {command!r} is not pytest")
-        return check, base, blobs
+        return check, baseline(ok=False, loaders=_stamp_loaders(workspace, blobs), detail=_NOT_PYTEST), blobs
     contract = envelope.tool("run_tests")
     timeout = float(contract.timeout_s) if contract is not None and contract.timeout_s else TESTS_TIMEOUT_S
     receipt, report, cached = _run_suite(sandbox, workspace, command, timeout, blobs, collect_only=collect_only)
     loaders = _stamp_loaders(workspace, blobs)  # after the run: what the project's own tests build is not the agent's
     took = round(time.monotonic() - t0, 6)
     if isinstance(report, ReportError):
-        check = _no_report(command, receipt, report)
-        base = SuiteBaseline(
-            command=command,
-            runner=runner,
-            ok=False,
-            detail=str(report),
-            exit_code=receipt.exit_code,
-            surface=surface,
-            duration_s=took,
-            loaders=loaders,
-        )
-        return check, base, blobs
+        base = baseline(ok=False, detail=str(report), exit_code=receipt.exit_code, duration_s=took, loaders=loaders)
+        return _no_report(command, receipt, report), base, blobs
     errors = [f"{e.id}: {e.message.strip().splitlines()[-1] if e.message.strip() else 'error'}" for e in report.errors]
-    base = SuiteBaseline(
-        command=command,
-        runner=runner,
+    base = baseline(
         ok=True,
         exit_code=receipt.exit_code,
         tests=baseline_shapes(report.tests, lambda p: read_bytes(workspace, p)),
         deselected=report.deselected,
         errors=errors,
-        surface=surface,
         duration_s=took,
         bytecode=cached,
         loaders=loaders,
         detail=f"{len(report.tests)} tests collected" + (f", {len(errors)} collection errors" if errors else ""),
     )
     return _collection(command, report, errors, collect_only=collect_only), base, blobs
+
+
+_NOT_PYTEST = (
+    "no per-test baseline: test integrity needs a pytest test command (unittest-style suites run under pytest too)"
+)
 
 
 def _surface(workspace: Path) -> tuple[dict[str, str], dict[str, bytes]]:
