@@ -59,57 +59,75 @@ class Resolution:
 
 
 def resolve(inp: ResolverInput) -> Resolution:
-    # Tier 1: system-breaking contradiction.
-    if inp.system_breaking:
-        if inp.system_breaking_total >= MAX_SYSTEM_BREAKING:
-            return Resolution(
-                ControlState.HUMAN_REQUIRED,
-                "contradiction",
-                f"{inp.system_breaking_total} system-breaking contradictions: the workspace is changing outside "
-                f"the log; latest: {inp.system_breaking[-1]}",
-            )
-        return Resolution(
-            ControlState.BLOCKED, "contradiction", f"system-breaking contradiction: {inp.system_breaking[-1]}"
-        )
-    # Tier 2: critical dimension or stuck pattern.
-    critical = sorted((v, k) for k, v in inp.dimensions.items() if v < inp.critical)
-    if critical or inp.stuck:
-        if critical:
-            value, dim = critical[0]
-            why = f"{dim} = {value:.2f} is under the critical threshold {inp.critical:g}"
-        else:
-            dim, why = "stuck", f"stuck: {', '.join(inp.stuck)}"
-        if inp.strategy == "escalate_human":
-            return Resolution(
-                ControlState.HUMAN_REQUIRED, "critical", f"{why}; recovery ladder exhausted", dim, "escalate_human"
-            )
-        if inp.attempts_in_strategy < MIN_ATTEMPTS and inp.strategy != LADDER[0]:
-            return Resolution(
-                ControlState.BLOCKED,
-                "critical",
-                f"{why}; {inp.strategy} has had {inp.attempts_in_strategy} of {MIN_ATTEMPTS} attempts",
-                dim,
-                inp.strategy,
-            )
-        nxt = next_strategy(inp.strategy, skip_to="minimal_fix" if dim == "budget_headroom" else None)
-        if nxt == "escalate_human":
-            return Resolution(
-                ControlState.HUMAN_REQUIRED, "critical", f"{why}; every recovery strategy has been tried", dim, nxt
-            )
-        if not inp.recovery_budget_ok:
-            return Resolution(
-                ControlState.HUMAN_REQUIRED,
-                "critical",
-                f"{why}; recovery budget exhausted: {inp.recovery_budget_note}",
-                dim,
-                "escalate_human",
-            )
-        return Resolution(ControlState.BLOCKED, "critical", f"{why}; switching to {nxt}", dim, nxt)
-    # Tier 3: warning band.
-    warn = sorted((v, k) for k, v in inp.dimensions.items() if v < inp.warning)
-    if warn:
-        value, dim = warn[0]
-        return Resolution(
-            ControlState.CAUTIOUS, "warning", f"{dim} = {value:.2f} is under the warning threshold {inp.warning:g}", dim
-        )
+    """The control state, by the first tier that applies: a system-breaking contradiction, a critical
+    dimension or stuck pattern, the warning band; else NORMAL."""
+    for tier in (_system_breaking, _critical, _warning):
+        found = tier(inp)
+        if found is not None:
+            return found
     return Resolution(ControlState.NORMAL, "normal", "every dimension is at or above the warning threshold")
+
+
+def _system_breaking(inp: ResolverInput) -> Resolution | None:
+    """Tier 1: a system-breaking contradiction blocks; too many of them need a human."""
+    if not inp.system_breaking:
+        return None
+    if inp.system_breaking_total >= MAX_SYSTEM_BREAKING:
+        return Resolution(
+            ControlState.HUMAN_REQUIRED,
+            "contradiction",
+            f"{inp.system_breaking_total} system-breaking contradictions: the workspace is changing outside "
+            f"the log; latest: {inp.system_breaking[-1]}",
+        )
+    latest = inp.system_breaking[-1]
+    return Resolution(ControlState.BLOCKED, "contradiction", f"system-breaking contradiction: {latest}")
+
+
+def _critical(inp: ResolverInput) -> Resolution | None:
+    """Tier 2: a dimension under the critical threshold (the lowest first) or a stuck pattern moves the
+    recovery ladder on, once the current strategy has had its attempts, or hands the run to a human."""
+    critical = sorted((v, k) for k, v in inp.dimensions.items() if v < inp.critical)
+    if not critical and not inp.stuck:
+        return None
+    if critical:
+        value, dim = critical[0]
+        why = f"{dim} = {value:.2f} is under the critical threshold {inp.critical:g}"
+    else:
+        dim, why = "stuck", f"stuck: {', '.join(inp.stuck)}"
+    if inp.strategy == "escalate_human":
+        return Resolution(
+            ControlState.HUMAN_REQUIRED, "critical", f"{why}; recovery ladder exhausted", dim, "escalate_human"
+        )
+    if inp.attempts_in_strategy < MIN_ATTEMPTS and inp.strategy != LADDER[0]:
+        return Resolution(
+            ControlState.BLOCKED,
+            "critical",
+            f"{why}; {inp.strategy} has had {inp.attempts_in_strategy} of {MIN_ATTEMPTS} attempts",
+            dim,
+            inp.strategy,
+        )
+    nxt = next_strategy(inp.strategy, skip_to="minimal_fix" if dim == "budget_headroom" else None)
+    if nxt == "escalate_human":
+        return Resolution(
+            ControlState.HUMAN_REQUIRED, "critical", f"{why}; every recovery strategy has been tried", dim, nxt
+        )
+    if not inp.recovery_budget_ok:
+        return Resolution(
+            ControlState.HUMAN_REQUIRED,
+            "critical",
+            f"{why}; recovery budget exhausted: {inp.recovery_budget_note}",
+            dim,
+            "escalate_human",
+        )
+    return Resolution(ControlState.BLOCKED, "critical", f"{why}; switching to {nxt}", dim, nxt)
+
+
+def _warning(inp: ResolverInput) -> Resolution | None:
+    """Tier 3: a dimension under the warning threshold (the lowest) makes the run cautious."""
+    warn = sorted((v, k) for k, v in inp.dimensions.items() if v < inp.warning)
+    if not warn:
+        return None
+    value, dim = warn[0]
+    return Resolution(
+        ControlState.CAUTIOUS, "warning", f"{dim} = {value:.2f} is under the warning threshold {inp.warning:g}", dim
+    )
