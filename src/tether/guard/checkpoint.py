@@ -46,6 +46,7 @@ import itertools
 import json
 import os
 import pickle
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,8 @@ from .cachefile import sweep as sweep
 from .log import Log, path_for
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .session import Guard
 
 #: The checkpoint format; a file of another version is ignored.
@@ -74,6 +77,12 @@ MAX_BYTES = 64 * 1024 * 1024
 TRIAL_S = 2.0
 TRIAL_FLOOR = 128 << 20
 TRIAL_PER_BYTE = 16
+#: What the trial's child then accepts of the loaded graph (:func:`_walkable`): containers and objects nested at most
+#: :data:`TRIAL_DEPTH` deep (the pickler that wrote a checkpoint stops at the interpreter's recursion limit, ~1,000),
+#: and a graph whose every walk (a hash, an equality, a repr), shared nodes visited each time met, meets at most
+#: :data:`TRIAL_NODES` of them, or :data:`TRIAL_PER_BYTE` times the body's size if more.
+TRIAL_DEPTH = 4096
+TRIAL_NODES = 1 << 20
 
 _STD: dict[tuple[str, str], Any] = {}
 
@@ -337,8 +346,10 @@ def tried(body: bytes) -> bool:
 def _trial(body: bytes) -> int:
     """In the forked child: 0 when ``body`` loads within the memory allowance; 1 when it fails; 2 when the allowance
     cannot be set."""
+    import gc
     import resource
 
+    gc.disable()  # the parent's garbage is not the child's to finalise (a finaliser may remove a file)
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 2)  # a fault handler's dump, a MemoryError's message: not the hook's to print
@@ -349,10 +360,61 @@ def _trial(body: bytes) -> int:
     except (OSError, ValueError):
         return 2
     try:
-        _Unpickler(io.BytesIO(body)).load()
+        loaded = _Unpickler(io.BytesIO(body)).load()
+        walkable = _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body)))
     except Exception:
         return 1
-    return 0
+    return 0 if walkable else 1
+
+
+_LEAVES = (str, bytes, bytearray, int, float, complex, type(None), enum.Enum, type, types.FunctionType)
+
+
+def _walkable(root: Any, depth: int, nodes: int) -> bool:
+    """Whether every walk of ``root`` is bounded: nested at most ``depth`` deep, and at most ``nodes`` met when a
+    node shared by several holders is met once for each (counted bottom-up, each node once: linear in the graph).
+    A load that ends well is not enough: a tuple nested 300,000 deep, or a graph of shared tuples, loads in a
+    blink and as a dict's value is never hashed by the load, but the first hash of it in this process would
+    overflow the C stack, or never end."""
+    sizes: dict[int, int] = {}
+    path = {id(root)}
+    stack: list[list[Any]] = [[root, _children(root), 1]]
+    while stack:
+        top = stack[-1]
+        for kid in top[1]:
+            k = id(kid)
+            if isinstance(kid, _LEAVES) or k in path:  # a leaf, or a cycle's way back: met once
+                top[2] += 1
+            elif k in sizes:
+                top[2] += sizes[k]
+            elif len(stack) >= depth:
+                return False
+            else:
+                path.add(k)
+                stack.append([kid, _children(kid), 1])
+                break
+            if top[2] > nodes:
+                return False
+        else:
+            stack.pop()
+            path.discard(id(top[0]))
+            sizes[id(top[0])] = top[2]
+            if stack:
+                stack[-1][2] += top[2]
+                if stack[-1][2] > nodes:
+                    return False
+    return True
+
+
+def _children(obj: Any) -> Iterator[Any]:
+    """What ``obj`` holds: a container's items (a dict's keys and values), an object's attributes and slots."""
+    import gc
+
+    if isinstance(obj, dict):
+        return itertools.chain.from_iterable(obj.items())
+    if isinstance(obj, list | tuple | set | frozenset):
+        return iter(obj)
+    return iter(gc.get_referents(obj))
 
 
 def _ended(pid: int, timeout: float) -> bool:

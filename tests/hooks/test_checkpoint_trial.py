@@ -1,0 +1,186 @@
+"""Attacks on the trial of a fold checkpoint nothing vouches for (guard/checkpoint.py, :func:`tried`): a body whose
+load ends well but whose first hash in this process would kill it or never end, a child the deadline kills, the
+file rewritten while the child tries it, locks other threads hold at the fork, the parent's garbage and limits."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import logging
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hookkit import Hook
+
+from tether.guard import checkpoint as ck
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[1] / "src"
+PROTO = b"\x80\x05"
+
+
+def deep_tuple_value(depth: int) -> bytes:
+    """``{"state": ((…),)}``: the load builds it without hashing it (a value, not a key)."""
+    return PROTO + b"}\x8c\x05state" + b")" + b"\x85" * depth + b"s."
+
+
+def tuple_graph_value(levels: int) -> bytes:
+    """``{"state": t}``, ``t = (u, u)``, ``u = (v, v)``…: a few bytes a level; a hash of it visits 2**levels."""
+    body = PROTO + b"}\x8c\x05state" + b")"
+    for i in range(levels):
+        body += b"\x94" + b"h" + bytes([i]) + b"\x86"
+    return body + b"s."
+
+
+def many_lists(count: int) -> bytes:
+    """``{"state": [[], [], …]}``: enough allocations to run the collector during the load."""
+    return PROTO + b"}\x8c\x05state" + b"](" + b"]" * count + b"es."
+
+
+PARENT_HASH = """
+import io, sys
+from tether.guard import checkpoint as ck
+body = bytes.fromhex(sys.stdin.read())
+obj = ck._Unpickler(io.BytesIO(body)).load()
+hash(obj["state"])
+"""
+
+
+def test_a_deep_tuple_the_load_never_hashes_fails_the_trial() -> None:
+    """Loaded, it ends well; hashed in the parent, it kills the interpreter: so the trial must refuse it."""
+    body = deep_tuple_value(300_000)
+    died = subprocess.run(
+        [sys.executable, "-c", PARENT_HASH],
+        input=body.hex(),
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert died.returncode < 0, "the attack is real: the parent's first hash of it is fatal"
+    assert not ck.tried(body)
+
+
+def test_a_shared_tuple_graph_the_load_never_hashes_fails_the_trial() -> None:
+    assert not ck.tried(tuple_graph_value(80))
+
+
+def test_a_plain_body_passes_and_a_cycle_is_walked_once() -> None:
+    assert ck.tried(PROTO + b"}\x8c\x05state]\x94h\x00as.")  # {"state": l} where l = [l]
+    assert ck.tried(many_lists(10_000))
+
+
+def test_what_the_walk_meets_is_linear_in_the_graph() -> None:
+    shared = [("x",) * 3] * 1000
+    assert ck._walkable({"a": shared, "b": shared}, ck.TRIAL_DEPTH, 10_000)
+    assert not ck._walkable({"a": shared, "b": shared}, ck.TRIAL_DEPTH, 5_000)  # shared: met once per holder
+    nested: object = ()
+    for _ in range(ck.TRIAL_DEPTH + 1):
+        nested = (nested,)
+    assert not ck._walkable(nested, ck.TRIAL_DEPTH, 1 << 30)
+
+
+def children() -> list[int]:
+    path = Path(f"/proc/self/task/{threading.get_native_id()}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def test_a_child_past_its_deadline_is_killed_and_reaped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A load that never ends (a hashed tuple graph as a key): the child is killed at the deadline, reaped (no
+    zombie left), and leaves no file; the parent's own limits are untouched."""
+    monkeypatch.setattr(ck, "TRIAL_S", 0.3)
+    monkeypatch.chdir(tmp_path)
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    body = PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s."
+    assert not ck.tried(body)
+    assert children() == []
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_locks_other_threads_hold_at_the_fork_do_not_stall_the_child(tmp_path: Path) -> None:
+    """The daemon forks from a thread while others hold logging's lock and a database's write lock: the child
+    touches neither, so a good body still passes."""
+    db = sqlite3.connect(tmp_path / "x.db", check_same_thread=False)
+    db.execute("create table t(x)")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        logging._acquireLock()  # type: ignore[attr-defined]
+        db.execute("begin immediate")
+        db.execute("insert into t values (1)")
+        held.set()
+        release.wait(30)
+        db.rollback()
+        logging._releaseLock()  # type: ignore[attr-defined]
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert held.wait(30)
+        assert ck.tried(many_lists(1000))
+    finally:
+        release.set()
+        t.join()
+        db.close()
+
+
+class Finalised:
+    """Cyclic garbage whose finaliser leaves a mark: a stand-in for a temporary directory the parent drops."""
+
+    def __init__(self, mark: Path) -> None:
+        self.mark = mark
+        self.me = self
+
+    def __del__(self) -> None:
+        with open(self.mark, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+def test_the_parents_garbage_is_not_finalised_in_the_child(tmp_path: Path) -> None:
+    mark = tmp_path / "mark"
+    body = many_lists(50_000)  # enough allocations for the child's collector to run, were it on
+    gc.collect()  # the next collection is hundreds of allocations away: after the fork
+    Finalised(mark)  # garbage at once, collectable only by the collector
+    assert ck.tried(body)
+    gc.collect()
+    assert mark.read_text().split() == [str(os.getpid())]
+
+
+def test_the_parent_loads_the_bytes_the_child_tried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file swapped for a fatal body while the child tries the good one: the parent loads what it read, once."""
+    from test_checkpoint_bounds import session
+    from test_fold_checkpoint import calls, cold, guard_of
+
+    from tether.guard import log as guard_log
+    from tether.guard.log import Log
+
+    monkeypatch.setattr(guard_log, "EVERY", 8)
+    hook: Hook = session(tmp_path)
+    (path,) = (tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt")
+    real = ck.tried
+    swapped = []
+
+    def swap(body: bytes) -> bool:
+        raw = path.read_bytes()
+        header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
+        bad = deep_tuple_value(300_000)
+        header["body_sha256"] = hashlib.sha256(bad).hexdigest()
+        path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + bad)
+        swapped.append(True)
+        return real(body)
+
+    monkeypatch.setattr(ck, "tried", swap)
+    cold()
+    assert calls(hook, 1, start=12) == ["ask"]
+    assert swapped and isinstance(guard_of(hook).events, Log), "restored from the bytes the child tried"
