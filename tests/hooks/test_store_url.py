@@ -47,3 +47,37 @@ def test_a_hook_session_runs_in_a_postgresql_store(postgres: Postgres, tmp_path:
         kinds = [e.kind for e in store.events(run_id)]
     assert kinds.count("action.decided") == 2 and "hook.bypassed" in kinds
     assert not (tmp_path / ".tether" / "tether.db").exists(), "no SQLite file beside it"
+
+
+@pytest.mark.postgres
+def test_a_url_store_session_sees_an_envelope_edit_that_keeps_size_and_mtime(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    """A store without a folder keeps no envelope file, yet the guard a process keeps is keyed by the envelope's
+    bytes and opened from them, as for a file store (tests/hooks/test_daemon_envelope_edit.py, a real daemon)."""
+    import os
+
+    from test_daemon_envelope_edit import ALLOWING
+
+    from tether.hooks import session as hook_session
+
+    (tmp_path / ".tether").mkdir()
+    source = tmp_path / ".tether" / "envelope.yaml"
+    source.write_text(ALLOWING)
+    request = {"agent": "claude-code", "project": str(tmp_path), "db": postgres.tether_store()}
+
+    def bash(call_id: str, session: str = "s1") -> tuple[int, str]:
+        data = payload("claude-code.PreToolUse", tmp_path, session_id=session, tool_input={"command": "echo hi"})
+        reply = answer(request, {**data, "tool_use_id": call_id})
+        return reply.exit, reply.stdout + reply.stderr
+
+    try:
+        assert [bash("t0"), bash("t1")][1][1].count('"allow"') == 1
+        before = source.stat()
+        source.write_text(ALLOWING.replace("  allow: [", "  deny : ["))
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+        code, said = bash("t2")
+        assert code == 2 and "began under another envelope" in said
+        assert '"deny"' in bash("t3", session="s2")[1]
+    finally:
+        hook_session._CACHE.clear()
