@@ -31,8 +31,10 @@ watch every directory with inotify (:class:`Watch`): while no event came, no dir
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import re
+import select
 import stat
 import threading
 import time
@@ -128,24 +130,36 @@ class Watch:
     Each directory is watched before it is looked at, so a change after that is an event, and one before it is
     seen by the look itself. Any event, a queue overflow, a directory that could not be watched, or a directory on
     another device (a mount inside the workspace) makes the next walk a full one, as without a watch. A mount made
-    on a workspace directory by the host's root is not an event: that is the walk's one blind spot, and it needs
-    root on the host, which the sandbox never has."""
+    on a workspace directory is not an inotify event: the mount table is polled too, and any mount or unmount in
+    tether's mount namespace (a container's root, a user namespace's, the host's propagated in) makes the next walk
+    a full one."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, mounts: int) -> None:
         self.fd = fd
+        self.mounts = mounts
+        """``/proc/self/mountinfo``, open: the kernel marks it (``POLLPRI``) when a mount is made or removed in this
+        process's mount namespace, which no inotify watch tells."""
         self.pid = os.getpid()
         """A forked child shares the instance: it neither reads it (that would take the parent's events) nor
         trusts it."""
-        self._closer = weakref.finalize(self, os.close, fd)
+        self._closer = weakref.finalize(self, _close, fd, mounts)
 
     @classmethod
     def start(cls) -> Watch | None:
-        """A new inotify instance, or None where there is none (then every walk is full)."""
+        """A new inotify instance and the mount table open, or None where either is missing (then every walk is
+        full)."""
         c = _libc()
         if c is None:
             return None
+        try:
+            mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
         fd = c.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        return cls(fd) if fd >= 0 else None
+        if fd < 0:
+            os.close(mounts)
+            return None
+        return cls(fd, mounts)
 
     def add(self, path: str) -> bool:
         c = _libc()
@@ -157,7 +171,12 @@ class Watch:
         """True if no event came since the last call (none is left pending either way)."""
         if os.getpid() != self.pid:
             return False
-        got = False
+        poll = select.poll()
+        poll.register(self.mounts, select.POLLPRI)
+        try:
+            got = any(ev & (select.POLLPRI | select.POLLERR | select.POLLNVAL) for _, ev in poll.poll(0))
+        except OSError:
+            got = True
         while True:
             try:
                 if not os.read(self.fd, 65536):
@@ -170,6 +189,11 @@ class Watch:
 
     def close(self) -> None:
         self._closer()
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 @cache
@@ -252,7 +276,11 @@ def _walk(root_s: str, matches: Callable[[str], bool], listings: Listings | None
             watched = False  # not watched: the next walk must look again
         got = _listing(path, here, matches, listings, settled)
         if got is None:
-            continue  # unreadable here means unreadable in the sandbox too
+            continue  # gone since its parent was listed
+        if got is UNLISTED:
+            found_dirs.append(here)
+            watched = False  # no event tells when it can be listed again (a file descriptor freed)
+            continue
         if got.key[0] >= 0:
             seen[here] = got
         if watched:
@@ -312,8 +340,8 @@ def _listing(
     if listings is not None:
         try:
             st = os.lstat(path)
-        except OSError:
-            return None
+        except OSError as e:
+            return _unlisted(e)
         if stat.S_ISDIR(st.st_mode) and max(st.st_ctime_ns, st.st_mtime_ns) < settled:
             key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
             last = listings.by_dir.get(here)
@@ -322,8 +350,8 @@ def _listing(
         listings.listed += 1
     try:
         entries = list(os.scandir(path))
-    except OSError:
-        return None
+    except OSError as e:
+        return _unlisted(e)
     files: list[str] = []
     dirs: list[str] = []
     links: list[str] = []
@@ -341,6 +369,17 @@ def _listing(
         elif matches(rel):
             files.append(rel)
     return Listing(key, tuple(files), tuple(dirs), tuple(links), tuple(walk))
+
+
+UNLISTED = Listing((-1, -1, -1, -1), (), (), (), ())
+"""A directory the walk could not list (no permission, no file descriptor left): covered whole. The sandbox user
+may own it (tether not root: it is the caller), so it can make it readable again inside the sandbox and read a
+denied file in it by name: skipping it would leave that file open."""
+
+
+def _unlisted(e: OSError) -> Listing | None:
+    """None for a directory gone (or replaced by a non-directory) since its parent was listed, else :data:`UNLISTED`."""
+    return None if e.errno in (errno.ENOENT, errno.ENOTDIR) else UNLISTED
 
 
 @lru_cache(maxsize=32)

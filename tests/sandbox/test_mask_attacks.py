@@ -1,0 +1,143 @@
+"""Attacks on the deny walk (sandbox/mask.py) from outside its own tests: a directory the walk cannot list, and a
+filesystem mounted inside the workspace after a walk. Each must leave the denied file covered in the next command.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from test_mask import DENY, SECRET, rel
+
+import tether
+from tether.sandbox import mask
+from tether.sandbox.mask import Listings, masks
+
+SRC = str(Path(tether.__file__).resolve().parents[1])
+
+
+def in_namespace(flags: list[str], script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` run by this interpreter under ``unshare flags`` (a user namespace the test creates); skipped
+    where this host allows none."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", *flags, "true"], check=False).returncode:
+        pytest.skip("no user namespace here")
+    env = {**os.environ, "PYTHONPATH": SRC, "HOME": str(tmp_path)}
+    code = textwrap.dedent(script)
+    return subprocess.run(
+        ["unshare", *flags, sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def refuse(monkeypatch: pytest.MonkeyPatch, call: str, suffix: str, error: OSError) -> None:
+    """``os.<call>`` as the walk sees it raises ``error`` for a path ending in ``suffix``."""
+    real = getattr(os, call)
+
+    def refused(path: str) -> object:
+        if str(path).endswith(suffix):
+            raise error
+        return real(path)
+
+    monkeypatch.setattr(mask.os, call, refused)
+
+
+def test_a_directory_that_cannot_be_listed_is_covered_whole(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox user (the caller, when tether is not root) can make a directory of its own unreadable in one
+    command and readable again in the next: what the walk cannot list must be covered, not skipped; and a walk
+    that could not list one is not kept (fd exhaustion is no inotify event)."""
+    (workspace / "lib" / "sub").mkdir(parents=True)
+    (workspace / "lib" / "sub" / ".env").write_text(SECRET)
+    real = os.scandir
+    refuse(monkeypatch, "scandir", "/lib", OSError(errno.EMFILE, "Too many open files"))
+    assert rel(masks(workspace, DENY).dirs, workspace) == {"lib"}
+    listings = Listings()
+    assert rel(masks(workspace, DENY, listings).dirs, workspace) == {"lib"}
+    monkeypatch.setattr(mask.os, "scandir", real)
+    assert rel(masks(workspace, DENY, listings).files, workspace) == {"lib/sub/.env"}
+    assert listings.walked == 2
+
+
+def test_a_directory_past_an_unsearchable_one_is_covered(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (workspace / "lib" / "sub").mkdir(parents=True)
+    (workspace / "lib" / "sub" / ".env").write_text(SECRET)
+    refuse(monkeypatch, "lstat", "/lib/sub", PermissionError(errno.EACCES, "Permission denied"))
+    assert rel(masks(workspace, DENY, Listings()).dirs, workspace) == {"lib/sub"}
+
+
+def test_a_vanished_directory_is_not_covered(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (workspace / "gone").mkdir()
+    refuse(monkeypatch, "scandir", "/gone", FileNotFoundError(errno.ENOENT, "No such file or directory"))
+    assert masks(workspace, DENY) == mask.Masks()
+
+
+@pytest.mark.bwrap
+def test_an_unprivileged_sandbox_cannot_unhide_a_denied_file_by_chmod(tmp_path: Path) -> None:
+    """tether not root (here: uid 1000 in a user namespace, no capabilities): the command runs as the caller and
+    owns the workspace, so ``chmod 000`` then ``chmod 755`` was a way past the walk."""
+    ws = tmp_path / "ws"
+    r = in_namespace(
+        ["-U", "--map-user=1000", "--map-group=1000"],
+        f"""
+        from pathlib import Path
+        from tether.sandbox import BwrapSandbox
+        ws = Path({str(ws)!r})
+        (ws / "lib" / "sub").mkdir(parents=True)
+        (ws / "lib" / ".env").write_text({SECRET!r})
+        (ws / "lib" / "sub" / ".env").write_text({SECRET!r})
+        box = BwrapSandbox(ws, deny=[".env"])
+        for step in ("chmod 000 lib", "chmod 755 lib; chmod 644 lib", "chmod 755 lib; cat lib/.env lib/sub/.env"):
+            print(box.run(step, cwd=ws, timeout_s=30).stdout)
+        """,
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert SECRET not in r.stdout
+
+
+@pytest.mark.parametrize("how", ["tmpfs", "bind"])
+def test_a_filesystem_mounted_in_the_workspace_after_a_walk_is_walked(tmp_path: Path, how: str) -> None:
+    """A mount is no inotify event on the directory it covers. In a mount namespace of its own (a container, a user
+    namespace) tether's process sees mounts its user makes: the next walk must look, not take the last one."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    r = in_namespace(
+        ["-Urm"],
+        f"""
+        import subprocess, time
+        from pathlib import Path
+        from tether.sandbox import mask
+        from tether.sandbox.mask import Listings, masks
+        mask.RACY_WINDOW_NS = 50_000_000
+        ws, outside = Path({str(ws)!r}), Path({str(outside)!r})
+        (ws / "sub").mkdir(parents=True)
+        outside.mkdir()
+        (outside / ".env").write_text("x")
+        time.sleep(0.1)
+        listings = Listings()
+        masks(ws, [".env"], listings)
+        masks(ws, [".env"], listings)
+        assert listings.walked == 1, listings.walked
+        if {how!r} == "tmpfs":
+            subprocess.run(["mount", "-t", "tmpfs", "none", str(ws / "sub")], check=True)
+            (ws / "sub" / ".env").write_text("x")
+        else:
+            subprocess.run(["mount", "--bind", str(outside), str(ws / "sub")], check=True)
+        print(sorted(str(p.relative_to(ws)) for p in masks(ws, [".env"], listings).files))
+        """,
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['sub/.env']"
+
+
+def test_the_mount_table_is_watched_from_before_the_first_walk(workspace: Path) -> None:
+    listings = Listings()
+    assert listings.watch is not None
+    masks(workspace, DENY, listings)
+    time.sleep(0.01)
+    assert listings.watch.quiet()
