@@ -14,7 +14,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.canonical import content_hash
@@ -40,7 +40,13 @@ CONTROL_KINDS = frozenset(
     }
 )
 
-_VOLATILE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b|0x[0-9a-f]+|\bin \d+\.\d+s\b")
+
+@cache
+def _volatile() -> re.Pattern[str]:
+    """Durations and addresses that differ between two runs of one call (compiled at first use)."""
+    return re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b|0x[0-9a-f]+|\bin \d+\.\d+s\b")
+
+
 _VOLATILE_KEYS = frozenset({"duration_s", "timeout_s", "stdout_bytes", "stderr_bytes"})
 
 
@@ -52,7 +58,7 @@ def seq_of(event_id: str) -> int:
 
 def normalise_text(text: str, limit: int = 2000) -> str:
     """Text with durations and addresses blanked, so identical outcomes compare equal."""
-    return _VOLATILE.sub("#", text.strip())[:limit]
+    return _volatile().sub("#", text.strip())[:limit]
 
 
 @dataclass(frozen=True)

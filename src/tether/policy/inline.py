@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 
-_REVERSE = re.compile(
-    r"(socket|fsockopen|TCPSocket|/dev/tcp|Net::|IO::Socket|net\.connect|net\.Socket|new Socket)", re.IGNORECASE
-)
-_SPAWN = re.compile(r"(subprocess|pty|dup2|spawn|exec|system|popen|/bin/sh|/bin/bash|cmd\.exe|child_process)")
+
+@cache
+def _reverse() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A socket, and a process or pty (compiled at first use: only inline code is looked at)."""
+    return (
+        re.compile(
+            r"(socket|fsockopen|TCPSocket|/dev/tcp|Net::|IO::Socket|net\.connect|net\.Socket|new Socket)", re.IGNORECASE
+        ),
+        re.compile(r"(subprocess|pty|dup2|spawn|exec|system|popen|/bin/sh|/bin/bash|cmd\.exe|child_process)"),
+    )
+
 
 _RISKY_MODULES = frozenset(
     {
@@ -95,7 +103,8 @@ _RISKY_NAMES = frozenset(
 
 
 def reverse_shell(code: str) -> bool:
-    return bool(_REVERSE.search(code) and _SPAWN.search(code))
+    sock, spawn = _reverse()
+    return bool(sock.search(code) and spawn.search(code))
 
 
 def python_is_tame(code: str) -> tuple[bool, str]:

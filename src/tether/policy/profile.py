@@ -32,6 +32,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from pathlib import PurePosixPath
 
 from tether.records import dataclass
@@ -46,14 +47,24 @@ from .shell import Analysis
 #: What the option tables let the profile allow: read-only programs and programs that work in the workspace.
 READ_ONLY = frozenset(n for n, kind in knowledge.SPECS.kinds() if kind == "read")
 BUILD = frozenset(n for n, kind in knowledge.SPECS.kinds() if kind == "build") | {"dd"}
-_VCS_OR_URL = re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
-#: One sed command that only prints or edits the stream. An ``s`` or ``y`` command is read the way sed
-#: reads it: each part runs to the next *unescaped* delimiter, so ``s/a/b/w/tmp/x`` ends in the flags
-#: ``w/tmp/x`` (writes a file: refused) while ``s/x/skip("later")/`` has none. Flags are an allowlist.
-_SAFE_SED = re.compile(
-    r"^\s*(\d+|\$|/[^/]*/)?(,(\d+|\$|/[^/]*/|\+\d+))?\s*!?\s*"
-    r"([pdqn=]|s(.)(?:\\.|(?!\5).)*\5(?:\\.|(?!\5).)*\5[gpiImM0-9]*|y(.)(?:\\.|(?!\6).)*\6(?:\\.|(?!\6).)*\6|\{|\})?\s*$"
-)
+
+
+@cache
+def _vcs_or_url() -> re.Pattern[str]:
+    """A package named by where it comes from (compiled at first use: only package installs look)."""
+    return re.compile(r"^(git\+|hg\+|svn\+|bzr\+|https?://|ftp://|file://|github:|gitlab:|bitbucket:|[\w.-]+@)")
+
+
+@cache
+def _safe_sed() -> re.Pattern[str]:
+    """One sed command that only prints or edits the stream (compiled at first use: only sed is read against it).
+    An ``s`` or ``y`` command is read the way sed reads it: each part runs to the next *unescaped* delimiter, so
+    ``s/a/b/w/tmp/x`` ends in the flags ``w/tmp/x`` (writes a file: refused) while ``s/x/skip("later")/`` has
+    none. Flags are an allowlist."""
+    return re.compile(
+        r"^\s*(\d+|\$|/[^/]*/)?(,(\d+|\$|/[^/]*/|\+\d+))?\s*!?\s*"
+        r"([pdqn=]|s(.)(?:\\.|(?!\5).)*\5(?:\\.|(?!\5).)*\5[gpiImM0-9]*|y(.)(?:\\.|(?!\6).)*\6(?:\\.|(?!\6).)*\6|\{|\})?\s*$"
+    )
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -331,7 +342,7 @@ def _pip(texts: list[str]) -> list[Finding]:
         return _allow("allow-workspace-build", f"pip {sub} does not fetch code")
     if _custom_index(texts):
         return _ask("ask-custom-index", "install from a custom index")
-    if any(_VCS_OR_URL.match(t) for t in texts):
+    if any(_vcs_or_url().match(t) for t in texts):
         return _ask("ask-custom-index", "install from a URL or VCS")
     if any(t in knowledge.PIP_OUTSIDE_OPTIONS for t in texts):
         return _ask("ask-system-install", "install outside the project environment")
@@ -348,7 +359,7 @@ def _package_tool(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
         return _ask("ask-publish", f"{name} {sub} publishes or changes a registry")
     if _custom_index(texts) or any(t in ("--git", "--index") for t in texts):
         return _ask("ask-custom-index", f"{name} {sub} from a custom registry or index")
-    if sub in ("install", "i", "add") and any(_VCS_OR_URL.match(t) for t in texts[1:]):
+    if sub in ("install", "i", "add") and any(_vcs_or_url().match(t) for t in texts[1:]):
         return _ask("ask-custom-index", f"{name} {sub} from a URL or VCS")
     if name == "uv" and sub == "pip":
         return _pip(texts[texts.index("pip") + 1 :])
@@ -375,7 +386,7 @@ def _sed(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
         scripts = [w.text for w in parsed.operands[:1]]
     for script in scripts:
         for part in re.split(r"[;\n]", script):
-            if not _SAFE_SED.match(part):
+            if not _safe_sed().match(part):
                 return _ask("ask-sed-script", f"sed script {part.strip()!r} may write files or run commands")
     if programs.in_place(parsed):
         return _allow("allow-workspace-build", "sed -i edits files in place")

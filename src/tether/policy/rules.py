@@ -26,6 +26,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -39,10 +40,21 @@ from .decision import Verdict
 from .knowledge import GIT_COMMANDS
 from .profile import git_words
 
-_TAINTED = re.compile(
-    r"^\s*tainted\(\s*(args(?:\.[A-Za-z_][A-Za-z0-9_]*)?(?:\s*,\s*args\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)\s*$"
-)
-_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+@cache
+def _tainted_condition() -> re.Pattern[str]:
+    """A ``when: tainted(...)`` condition (compiled at first use: only an envelope with such rules reads it)."""
+    return re.compile(
+        r"^\s*tainted\(\s*(args(?:\.[A-Za-z_][A-Za-z0-9_]*)?(?:\s*,\s*args\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)\s*$"
+    )
+
+
+@cache
+def _rule() -> re.Pattern[str]:
+    """``Tool`` or ``Tool(specifier)`` (compiled at first use: only an envelope with rules reads it)."""
+    return re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+
 _SUBJECT_KEYS = ("url", "host", "target", "name")
 _SYSTEM_DIRS = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin")
 
@@ -151,7 +163,7 @@ def _word_lists(cmd: SimpleCommand, strict: bool) -> list[tuple[list[tuple[str, 
 
 
 def parse(rule: Rule, verdict: Verdict) -> CompiledRule:
-    m = _RULE.match(rule.rule)
+    m = _rule().match(rule.rule)
     if m is None:
         raise RuleSyntaxError(f"{rule.rule!r} is not Tool or Tool(specifier)")
     tool, spec = m.group(1), m.group(2)
@@ -194,7 +206,7 @@ def parse(rule: Rule, verdict: Verdict) -> CompiledRule:
 def _tainted(rule: Rule, verdict: Verdict) -> tuple[str, ...]:
     """The arguments a ``when: tainted(...)`` condition names (``*`` for ``tainted(args)``)."""
     assert isinstance(rule.when, str)
-    m = _TAINTED.match(rule.when)
+    m = _tainted_condition().match(rule.when)
     if m is None:
         raise RuleConditionError(
             f"rule {rule.id!r}: when {rule.when!r} is not a condition; expected tainted(args.NAME[, args.NAME ...]), "

@@ -32,6 +32,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import field, replace
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -957,13 +958,18 @@ def _dynamic_at(w: Word, token: str, root: Word | None = None) -> Word:
 
 
 _NO_OPTIONS = Spec()
-_PARALLEL_REPLACEMENT = re.compile(r"\{=.*?=\}|\{[^{}\s]*\}")
+
+
+@cache
+def _parallel_replacement() -> re.Pattern[str]:
+    """parallel's replacement strings (compiled at first use: only parallel's template is read against it)."""
+    return re.compile(r"\{=.*?=\}|\{[^{}\s]*\}")
 
 
 def _parallel_code(template: str, replace_strings: list[Word]) -> str:
     """parallel's TEMPLATE as the code its shell runs, each argument spelled as a variable known only then."""
     arg = '"$PARALLEL_ARGUMENT"'
-    code = _PARALLEL_REPLACEMENT.sub(arg, template)
+    code = _parallel_replacement().sub(arg, template)
     for r in replace_strings:
         code = code.replace(r.text, arg) if r.static and r.text else code
     return code if arg in code else f"{code} {arg}"
