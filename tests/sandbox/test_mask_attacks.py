@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -35,13 +36,13 @@ def in_namespace(flags: list[str], script: str, tmp_path: Path) -> subprocess.Co
     )
 
 
-def refuse(monkeypatch: pytest.MonkeyPatch, call: str, suffix: str, error: OSError) -> None:
-    """``os.<call>`` as the walk sees it raises ``error`` for a path ending in ``suffix``."""
+def refuse(monkeypatch: pytest.MonkeyPatch, call: str, suffix: str, code: int) -> None:
+    """``os.<call>`` as the walk sees it fails with ``code`` (an errno) for a path ending in ``suffix``."""
     real = getattr(os, call)
 
     def refused(path: str) -> object:
         if str(path).endswith(suffix):
-            raise error
+            raise OSError(code, os.strerror(code), path)
         return real(path)
 
     monkeypatch.setattr(mask.os, call, refused)
@@ -54,7 +55,7 @@ def test_a_directory_that_cannot_be_listed_is_covered_whole(workspace: Path, mon
     (workspace / "lib" / "sub").mkdir(parents=True)
     (workspace / "lib" / "sub" / ".env").write_text(SECRET)
     real = os.scandir
-    refuse(monkeypatch, "scandir", "/lib", OSError(errno.EMFILE, "Too many open files"))
+    refuse(monkeypatch, "scandir", "/lib", errno.EMFILE)
     assert rel(masks(workspace, DENY).dirs, workspace) == {"lib"}
     listings = Listings()
     assert rel(masks(workspace, DENY, listings).dirs, workspace) == {"lib"}
@@ -66,13 +67,13 @@ def test_a_directory_that_cannot_be_listed_is_covered_whole(workspace: Path, mon
 def test_a_directory_past_an_unsearchable_one_is_covered(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (workspace / "lib" / "sub").mkdir(parents=True)
     (workspace / "lib" / "sub" / ".env").write_text(SECRET)
-    refuse(monkeypatch, "lstat", "/lib/sub", PermissionError(errno.EACCES, "Permission denied"))
+    refuse(monkeypatch, "lstat", "/lib/sub", errno.EACCES)
     assert rel(masks(workspace, DENY, Listings()).dirs, workspace) == {"lib/sub"}
 
 
 def test_a_vanished_directory_is_not_covered(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (workspace / "gone").mkdir()
-    refuse(monkeypatch, "scandir", "/gone", FileNotFoundError(errno.ENOENT, "No such file or directory"))
+    refuse(monkeypatch, "scandir", "/gone", errno.ENOENT)
     assert masks(workspace, DENY) == mask.Masks()
 
 
@@ -141,3 +142,71 @@ def test_the_mount_table_is_watched_from_before_the_first_walk(workspace: Path) 
     masks(workspace, DENY, listings)
     time.sleep(0.01)
     assert listings.watch.quiet()
+
+
+def test_a_tree_changed_while_walks_run_is_seen_whole_by_the_next_walk(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread makes directories, denied files, renames and hard links as fast as it can while walks run (a
+    change between a directory's watch and its look, or between two walks): once it stops, the next walk covers
+    exactly what a walk that remembers nothing covers."""
+    monkeypatch.setattr(mask, "RACY_WINDOW_NS", 1_000_000)
+    (workspace / "seed").write_text(SECRET)
+    stop = threading.Event()
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            d = workspace / f"d{i % 7}" / f"e{i % 3}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"f{i}").write_text("x")
+            if i % 3 == 0:
+                os.rename(d / f"f{i}", d / f"f{i}.pem")
+            if i % 5 == 0:
+                os.link(workspace / "seed", d / f"l{i}")
+            if i % 11 == 0:
+                (workspace / f"d{i % 7}" / ".env").write_text(SECRET)
+            i += 1
+
+    listings = Listings()
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            masks(workspace, [*DENY, "seed"], listings)
+    finally:
+        stop.set()
+        t.join(30)
+    assert masks(workspace, [*DENY, "seed"], listings) == masks(workspace, [*DENY, "seed"])
+    assert listings.walked > 1
+
+
+@pytest.mark.bwrap
+def test_a_denied_file_a_command_makes_is_covered_in_the_next(workspace: Path) -> None:
+    from tether.sandbox import BwrapSandbox
+
+    box = BwrapSandbox(workspace, deny=DENY)
+    for _ in range(2):  # the second walk is the one taken whole from the last
+        assert box.run("true", cwd=workspace, timeout_s=30).ok
+    made = f"echo {SECRET} > .env; mkdir -p a/b; echo {SECRET} > a/b/k.pem; ln .env a/other; ln -s ../.env a/s"
+    assert box.run(made, cwd=workspace, timeout_s=30).ok
+    r = box.run("cat .env a/b/k.pem a/other a/s; grep -r hunter . 2>/dev/null", cwd=workspace, timeout_s=30)
+    assert SECRET not in r.stdout
+
+
+def test_another_name_in_a_directory_the_link_search_cannot_list_is_covered(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search for other names of a denied file lists the tree afresh (the last walk may be taken whole): a
+    directory it cannot list is covered whole, not skipped."""
+    monkeypatch.setattr(mask, "RACY_WINDOW_NS", 50_000_000)
+    (workspace / "x").mkdir()
+    (workspace / ".env").write_text(SECRET)
+    os.link(workspace / ".env", workspace / "x" / "innocent")
+    time.sleep(0.1)
+    listings = Listings()
+    masks(workspace, DENY, listings)
+    refuse(monkeypatch, "scandir", "/x", errno.EMFILE)
+    got = masks(workspace, DENY, listings)
+    assert "x" in rel(got.dirs, workspace) or "x/innocent" in rel(got.files, workspace)

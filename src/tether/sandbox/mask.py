@@ -409,13 +409,20 @@ def _add_hard_links(root: Path, files: dict[Path, None], dirs: dict[Path, None])
             inodes.add((st.st_dev, st.st_ino))
     if not inodes:
         return
-    for here, subdirs, names in os.walk(root):
+
+    def unlisted(e: OSError) -> None:  # covered whole, as by the walk (:data:`UNLISTED`): it may hold another name
+        if _unlisted(e) is UNLISTED and e.filename is not None:
+            dirs[Path(os.fsdecode(e.filename))] = None
+
+    for here, subdirs, names in os.walk(root, onerror=unlisted):
         subdirs[:] = [d for d in subdirs if Path(here, d) not in dirs]
         for name in names:
             path = Path(here, name)
             try:
                 st = path.stat(follow_symlinks=False)
-            except OSError:
+            except OSError as e:
+                if _unlisted(e) is UNLISTED:
+                    files[path] = None  # cannot tell: covered
                 continue
             if (st.st_dev, st.st_ino) in inodes:
                 files[path] = None
