@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tether.events.anchor import Signer
 
 #: A cache file being written; a process killed mid-write leaves one (:func:`sweep` removes it later).
@@ -133,3 +135,80 @@ def sweep(folder: Path, now: float | None = None) -> None:
                     os.unlink(entry.path)
     except OSError:  # a file another sweep removed first, a folder gone: the next write sweeps again
         pass
+
+
+# ---- the trial of a body nothing vouches for ----------------------------------------------------------------
+
+
+def tried(check: Callable[[], object], seconds: float, allowance: int) -> bool:
+    """Whether ``check()`` (the load of a cache file's body no key vouches for, and what its reader checks of it)
+    returns without raising in a forked child within ``seconds``, its address space limited to what this process
+    maps plus ``allowance`` bytes, without dying. A pickle that names only allowed classes can still cost without
+    bound (a memory bomb, a tuple nested so deep that hashing it overflows the C stack, a graph of shared tuples
+    whose hash never ends); none of that shows before it runs, nor can be stopped in this process once it runs.
+    So it runs in a child first; the caller then does the same (deterministic: the child is this process, forked).
+    Where the trial cannot be made or bounded (no ``fork``, no ``/proc/self/statm``), False: a miss."""
+    import resource  # noqa: F401 — here, not in the child: a fork of a threaded process (the daemon) imports nothing
+    import select  # noqa: F401
+    import signal
+
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # the child: bounded, silent, and it leaves only by _exit (no atexit, no finalisers of the parent)
+        code = 3
+        try:
+            code = _trial(check, allowance)
+        finally:
+            os._exit(code)
+    try:
+        if not _ended(pid, seconds):
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    except OSError:
+        return False
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _trial(check: Callable[[], object], allowance: int) -> int:
+    """In the forked child: 0 when ``check()`` returns within the memory allowance; 1 when it raises; 2 when the
+    allowance cannot be set."""
+    import gc
+    import resource
+
+    gc.disable()  # the parent's garbage is not the child's to finalise (a finaliser may remove a file)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)  # a fault handler's dump, a MemoryError's message: not the hook's to print
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + allowance, mapped + allowance))
+    except (OSError, ValueError):
+        return 2
+    try:
+        check()
+    except Exception:
+        return 1
+    return 0
+
+
+def _ended(pid: int, timeout: float) -> bool:
+    """Whether the child ``pid`` ended within ``timeout`` seconds (reaped by the caller)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd: poll
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+            time.sleep(0.005)
+        return False
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)

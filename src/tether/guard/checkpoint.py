@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.events.store import Event
 
+from . import cachefile
 from .cachefile import _STAMP as _STAMP  # the tests pin the stamp here: the same list
 from .cachefile import STALE_S as STALE_S
 from .cachefile import TMP_PREFIX as TMP_PREFIX
@@ -311,60 +312,23 @@ def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
 
 
 def tried(body: bytes) -> bool:
-    """Whether ``body`` loads (by this module's unpickler) in a forked child within :data:`TRIAL_S` seconds and
-    its memory allowance, without dying. Without a store key, whoever can write the folder beside the database can
-    forge a checkpoint, digest and all, and a pickle that only names allowed classes can still cost without bound:
-    ~70 bytes of memory per byte of nested lists, a tuple nested so deep that hashing it as a dict key overflows
-    the C stack (the interpreter dies of SIGSEGV), a graph of shared tuples whose hash visits 2**depth of them.
-    None of that can be seen without running it, nor stopped in this process once it runs: so it runs in a child
-    first, and this process loads the same bytes only after the child's did end well (a load is deterministic:
-    the child is this process, forked). Where the trial cannot be made or bounded, False: a miss, the whole log
-    folded, as without a checkpoint."""
-    import resource  # noqa: F401 — here, not in the child: a fork of a threaded process (the daemon) imports nothing
-    import select  # noqa: F401
-    import signal
-
-    try:
-        pid = os.fork()
-    except OSError:
-        return False
-    if pid == 0:  # the child: bounded, silent, and it leaves only by _exit (no atexit, no finalisers of the parent)
-        code = 3
-        try:
-            code = _trial(body)
-        finally:
-            os._exit(code)
-    try:
-        if not _ended(pid, TRIAL_S):
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    except OSError:
-        return False
-    return os.waitstatus_to_exitcode(status) == 0
+    """Whether ``body`` loads (by this module's unpickler), and what it loads can be walked (:func:`_walkable`), in a
+    forked child (:func:`.cachefile.tried`) within :data:`TRIAL_S` seconds and its memory allowance, without dying.
+    Without a store key, whoever can write the folder beside the database can forge a checkpoint, digest and all,
+    and a pickle that only names allowed classes can still cost without bound: ~70 bytes of memory per byte of
+    nested lists, a tuple nested so deep that hashing it as a dict key overflows the C stack (the interpreter dies
+    of SIGSEGV), a graph of shared tuples whose hash visits 2**depth of them. None of that can be seen without
+    running it, nor stopped in this process once it runs: so it runs in a child first, and this process loads the
+    same bytes only after the child's did end well (a load is deterministic: the child is this process, forked).
+    Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint."""
+    return cachefile.tried(lambda: _trial(body), TRIAL_S, max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body)))
 
 
-def _trial(body: bytes) -> int:
-    """In the forked child: 0 when ``body`` loads within the memory allowance; 1 when it fails; 2 when the allowance
-    cannot be set."""
-    import gc
-    import resource
-
-    gc.disable()  # the parent's garbage is not the child's to finalise (a finaliser may remove a file)
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 2)  # a fault handler's dump, a MemoryError's message: not the hook's to print
-        with open("/proc/self/statm", "rb") as f:
-            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        allowance = mapped + max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
-        resource.setrlimit(resource.RLIMIT_AS, (allowance, allowance))
-    except (OSError, ValueError):
-        return 2
-    try:
-        loaded = _Unpickler(io.BytesIO(body)).load()
-        walkable = _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body)))
-    except Exception:
-        return 1
-    return 0 if walkable else 1
+def _trial(body: bytes) -> None:
+    """In the forked child: load ``body`` and walk it; raises when the walk is not bounded."""
+    loaded = _Unpickler(io.BytesIO(body)).load()
+    if not _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body))):
+        raise ValueError("a fold checkpoint's body that no walk of it is bounded")
 
 
 _LEAVES = (str, bytes, bytearray, int, float, complex, type(None), enum.Enum, type, types.FunctionType)
@@ -415,24 +379,3 @@ def _children(obj: Any) -> Iterator[Any]:
     if isinstance(obj, list | tuple | set | frozenset):
         return iter(obj)
     return iter(gc.get_referents(obj))
-
-
-def _ended(pid: int, timeout: float) -> bool:
-    """Whether the child ``pid`` ended within ``timeout`` seconds (reaped by the caller)."""
-    import select
-
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):  # no pidfd: poll
-        import time
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return True
-            time.sleep(0.005)
-        return False
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)

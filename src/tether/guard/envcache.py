@@ -60,7 +60,7 @@ from tether.envelope.schema import Envelope
 from tether.records import dataclass
 
 from .cachefile import TMP_PREFIX as TMP_PREFIX  # the checkpoints': either writer sweeps a killed one's temporary
-from .cachefile import code_stamp, parts, seal, sealed, write_atomic
+from .cachefile import code_stamp, parts, seal, sealed, tried, write_atomic
 
 if TYPE_CHECKING:
     from tether.events.anchor import Signer
@@ -70,6 +70,10 @@ VERSION = 1
 MAGIC = b"tether-envelope-kept\n"
 #: Larger files are not read (an envelope is kilobytes; a source is at most a megabyte).
 MAX_BYTES = 8 * 1024 * 1024
+#: A body no store key vouches for is first read in a forked child (:func:`.cachefile.tried`): the seconds that
+#: may take there, and the memory beyond what the process maps (a kept envelope's body is ~5 KB).
+TRIAL_S = 2.0
+TRIAL_ALLOWANCE = 256 << 20
 SUFFIX = ".env"
 BUILT_IN = "built-in"
 
@@ -190,12 +194,23 @@ def _restore(raw: bytes, path: Path | None, key: dict[str, Any], signer: Signer 
     if found is None or not _vouched(*found, path, key, signer):
         return None
     body = found[1]
+    if signer is None and not tried(lambda: _read(body), TRIAL_S, TRIAL_ALLOWANCE):
+        return None  # nothing vouches for the body, and its read did not end well where it could do no harm
+    read = _read(body)
+    if read is None:
+        return None
+    envelope, dump = read
+    # derived from the dump, as from the model (contract_hash takes either): nothing the header could misstate
+    return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
+
+
+def _read(body: bytes) -> tuple[Envelope, dict[str, Any]] | None:
+    """The envelope and its dump in ``body``, when the envelope's state is its dump; None when not."""
     obj = _unpickle(body)
     envelope, dump = obj.get("envelope"), obj.get("dump")
     if type(envelope) is not Envelope or not isinstance(dump, dict) or not _same(_state(envelope), dump):
         return None
-    # derived from the dump, as from the model (contract_hash takes either): nothing the header could misstate
-    return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
+    return envelope, dump
 
 
 def _state(value: Any) -> Any:
