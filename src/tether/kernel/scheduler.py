@@ -151,21 +151,11 @@ def define(
     """A schedule's ``schedule.added`` event, every part checked: the name, the cron expression, the envelope
     (strictly, and its bytes hashed), the per-firing budget (it may only narrow), the workspace. Nothing is
     written; :func:`add` writes it."""
-    check_name(name)
-    check_cron(cron)
-    if not task.strip():
-        raise InputError("--task: expected the task a firing runs, found nothing")
-    for what, value in (("--daily-budget", daily_usd), ("--grace", grace_s)):
-        if value is not None and (not math.isfinite(value) or value < 0):
-            raise InputError(f"{what}: expected a number >= 0, found {value}")
-    if max_failures < 1:
-        raise InputError(f"--max-failures: expected at least 1, found {max_failures}")
+    _check_terms(name, cron, task, daily_usd, grace_s, max_failures)
     path = envelope.resolve()
     loaded = session.load_checked(path)
     _narrowed(loaded.envelope, dict(budget or {}), None)  # refuses a budget beyond the envelope's
-    ws = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
-    if not ws.is_dir():
-        raise InputError(f"workspace {ws} does not exist ($.environment.workspace or --workspace)")
+    ws = _workspace(loaded, workspace)
     return ScheduleAdded(
         name=name,
         cron=cron,
@@ -183,6 +173,27 @@ def define(
         added_at=iso(now),
         by=by,
     )
+
+
+def _check_terms(name: str, cron: str, task: str, daily_usd: float | None, grace_s: float, max_failures: int) -> None:
+    """The terms of a schedule that need nothing read: its name, cron expression, task and numbers."""
+    check_name(name)
+    check_cron(cron)
+    if not task.strip():
+        raise InputError("--task: expected the task a firing runs, found nothing")
+    for what, value in (("--daily-budget", daily_usd), ("--grace", grace_s)):
+        if value is not None and (not math.isfinite(value) or value < 0):
+            raise InputError(f"{what}: expected a number >= 0, found {value}")
+    if max_failures < 1:
+        raise InputError(f"--max-failures: expected at least 1, found {max_failures}")
+
+
+def _workspace(loaded: session.Loaded, workspace: Path | None) -> Path:
+    """The workspace firings run on (``--workspace``, else the envelope's), resolved; it must be a directory."""
+    ws = (workspace or loaded.base_dir / loaded.envelope.environment.workspace).resolve()
+    if not ws.is_dir():
+        raise InputError(f"workspace {ws} does not exist ($.environment.workspace or --workspace)")
+    return ws
 
 
 def add(store: Store, added: ScheduleAdded) -> Schedule:
@@ -322,53 +333,83 @@ def _run(store: Store, s: Schedule, firing: Firing, options: Options) -> Outcome
     """The firing after its receipt: checks, eligibility, then its one run."""
     spec = s.spec
     assert spec is not None  # a firing has a schedule.added before it
-    problem = _envelope_changed(spec)
-    if problem:
-        return _end(store, s.name, firing, FiringStatus.FAILED, problem)
-    left = None
-    if spec.daily_usd is not None:
-        left = spec.daily_usd - s.spent_on(firing.fire_at.date())
-        if left <= 0:
-            why = f"the daily budget (${spec.daily_usd:g}) is spent for {firing.fire_at.date()}: refused, not run"
-            return _end(store, s.name, firing, FiringStatus.REFUSED, why)
+    left = _day_left(s, spec, firing)
+    refused = _refusal(spec, firing, left)
+    if refused is not None:
+        return _end(store, s.name, firing, *refused)
     try:
         loaded = session.load_checked(Path(spec.envelope_path))
         env = _narrowed(loaded.envelope, spec.budget, left)
     except TetherError as e:
         return _end(store, s.name, firing, FiringStatus.FAILED, f"the envelope cannot be used: {e}")
-    workspace = Path(spec.workspace)
-    if spec.noop_if and firing.eligibility is None:
-        checked = _eligibility(spec.noop_if, env, workspace, firing.trigger, options.sandbox)
-        try:
-            _write(store, s.log_id, [checked], s.head)
-        except HeadMoved as e:
-            return _end(store, s.name, firing, FiringStatus.FAILED, _moved(e))
-        firing.eligibility, s = checked.verdict, fold(store, s.name)
-        if checked.verdict == "error":
-            return _end(store, s.name, firing, FiringStatus.FAILED, f"eligibility check failed: {checked.error}")
-    if firing.eligibility == "nothing_to_do":
-        return _end(store, s.name, firing, RunStatus.NO_OP, f"eligibility: `{spec.noop_if}` found nothing to do")
+    ended, s = _eligible(store, s, spec, firing, env, options)
+    if ended is not None:
+        return ended
     if store.head(s.log_id) != s.head:
         found = store.head(s.log_id)
         return _end(store, s.name, firing, FiringStatus.FAILED, _moved(HeadMoved(s.log_id, s.head, found)))
+    return _start(store, s.name, spec, firing, dataclasses.replace(loaded, envelope=env), options)
+
+
+def _day_left(s: Schedule, spec: ScheduleAdded, firing: Firing) -> float | None:
+    """What is left of the daily budget on the firing's day (by fire time), or None without one."""
+    if spec.daily_usd is None:
+        return None
+    return spec.daily_usd - s.spent_on(firing.fire_at.date())
+
+
+def _refusal(spec: ScheduleAdded, firing: Firing, left: float | None) -> tuple[FiringStatus, str] | None:
+    """Why the firing ends before its envelope is loaded: the envelope file changed, or the day's budget is spent."""
+    problem = _envelope_changed(spec)
+    if problem:
+        return FiringStatus.FAILED, problem
+    if left is not None and left <= 0:
+        why = f"the daily budget (${spec.daily_usd:g}) is spent for {firing.fire_at.date()}: refused, not run"
+        return FiringStatus.REFUSED, why
+    return None
+
+
+def _eligible(
+    store: Store, s: Schedule, spec: ScheduleAdded, firing: Firing, env: Envelope, options: Options
+) -> tuple[Outcome | None, Schedule]:
+    """Run the eligibility command once (its receipt in the log before its verdict counts): the firing's end if it
+    failed or found nothing to do, else None; and the schedule as folded after the receipt."""
+    if spec.noop_if and firing.eligibility is None:
+        checked = _eligibility(spec.noop_if, env, Path(spec.workspace), firing.trigger, options.sandbox)
+        try:
+            _write(store, s.log_id, [checked], s.head)
+        except HeadMoved as e:
+            return _end(store, s.name, firing, FiringStatus.FAILED, _moved(e)), s
+        firing.eligibility, s = checked.verdict, fold(store, s.name)
+        if checked.verdict == "error":
+            return _end(store, s.name, firing, FiringStatus.FAILED, f"eligibility check failed: {checked.error}"), s
+    if firing.eligibility == "nothing_to_do":
+        return _end(store, s.name, firing, RunStatus.NO_OP, f"eligibility: `{spec.noop_if}` found nothing to do"), s
+    return None, s
+
+
+def _start(
+    store: Store, name: str, spec: ScheduleAdded, firing: Firing, loaded: session.Loaded, options: Options
+) -> Outcome:
+    """The firing's one run, under the run id derived from its trigger, on the narrowed envelope; driven to its end."""
     origin = ScheduleFiring(
-        schedule=s.name, trigger=firing.trigger, fire_at=iso(firing.fire_at), budget=_limits(env.budgets)
+        schedule=name, trigger=firing.trigger, fire_at=iso(firing.fire_at), budget=_limits(loaded.envelope.budgets)
     )
     run_options = session.Options(
         model=options.model,
         sandbox=options.sandbox,
         on_event=options.on_event,
-        workspace=workspace,
+        workspace=Path(spec.workspace),
         run_id=firing.run_id,
         origin=[origin],
     )
     try:
-        runtime = session.start_checked(store, dataclasses.replace(loaded, envelope=env), spec.task, run_options)
+        runtime = session.start_checked(store, loaded, spec.task, run_options)
     except TetherError as e:
         if _exists(store, firing.run_id):  # the run was created: the next pass goes on with it
-            raise SchedulerError(f"schedule {s.name}: firing {firing.trigger[:12]}: {e}") from e
-        return _end(store, s.name, firing, FiringStatus.FAILED, f"the run could not start: {e}")
-    return _drive(store, s.name, firing, runtime)
+            raise SchedulerError(f"schedule {name}: firing {firing.trigger[:12]}: {e}") from e
+        return _end(store, name, firing, FiringStatus.FAILED, f"the run could not start: {e}")
+    return _drive(store, name, firing, runtime)
 
 
 def _drive(store: Store, name: str, firing: Firing, runtime: Runtime) -> Outcome:
