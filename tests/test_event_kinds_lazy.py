@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tether.events
 from tether.events import payload
 from tether.events.store import EventStore
@@ -367,3 +369,12 @@ def test_threads_missing_kinds_of_different_later_modules_at_once_all_see_them()
     )
     n = len(payload.REGISTRY)
     assert out == {"right": True, "listed": [n, n], "n": n}
+
+
+@pytest.mark.parametrize(
+    "whole",
+    ["list(reversed(REGISTRY))", "dict(REGISTRY)", "{**REGISTRY}", "REGISTRY.copy()", "dict(REGISTRY.items())"],
+)
+def test_every_way_of_reading_the_registry_whole_sees_every_kind_in_a_fresh_process(whole: str) -> None:
+    out = fresh(f"import tether.events\nfrom tether.events.payload import REGISTRY\nout = sorted({whole})")
+    assert out == sorted(payload.REGISTRY)

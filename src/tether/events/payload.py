@@ -210,6 +210,10 @@ class Registry(dict[str, type[Payload]]):
         self._load_later()
         return dict.__iter__(self)
 
+    def __reversed__(self) -> Iterator[str]:
+        self._load_later()
+        return dict.__reversed__(self)
+
     def __len__(self) -> int:
         self._load_later()
         return dict.__len__(self)
