@@ -156,12 +156,17 @@ def test_real_tables_raced_in_a_fresh_process_are_one_spec() -> None:
     assert run(code).split() == ["2", "2"]  # grep's and sed's rows, each made once
 
 
-def test_decisions_are_the_same_made_lazily_or_all_at_once(tmp_path: Path) -> None:
-    """The corpus decided in a fresh process that makes each table when a command first needs it, and in one
-    that made every table first: the same decisions, rules and reasons."""
+def corpus_workspace(tmp_path: Path) -> None:
+    """The directories and script the corpus's commands name."""
     for d in ("src", "scripts", "build", "tests"):
         (tmp_path / d).mkdir()
     (tmp_path / "scripts" / "run.sh").write_text("#!/bin/sh\necho ok\n")
+
+
+def test_decisions_are_the_same_made_lazily_or_all_at_once(tmp_path: Path) -> None:
+    """The corpus decided in a fresh process that makes each table when a command first needs it, and in one
+    that made every table first: the same decisions, rules and reasons."""
+    corpus_workspace(tmp_path)
     decide = (
         "import json, sys, yaml\nsys.path.insert(0, {src!r})\nfrom pathlib import Path\n"
         "from tether.policy import knowledge\nfrom tether.policy.gate import shell_decision\n"
@@ -197,3 +202,33 @@ def test_patterns_only_some_commands_need_are_compiled_at_their_first_use() -> N
     assert lines[0] == lines[1] == "[0, 0, 0, 0, 0, 0, 0]"
     assert lines[2].endswith("ask-custom-index") and lines[3] == "True took #"
     assert lines[4] == "[1, 1, 0, 1, 0, 0, 1]"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_decisions_in_a_random_first_use_order_and_racing_threads_match_all_made(tmp_path: Path, seed: int) -> None:
+    """In one fresh process: the corpus decided in a random order (each table made by whichever command first
+    needs it), then, in another fresh process, by eight threads at once (each table made by whichever
+    thread gets there first), then again once every table is made: the same decisions, rules and reasons."""
+    corpus_workspace(tmp_path)
+    code = (
+        "import json, random, sys, threading, yaml\nsys.path.insert(0, {src!r})\nfrom pathlib import Path\n"
+        "from tether.policy import knowledge\nfrom tether.policy.gate import shell_decision\n"
+        "cases = [c['command'] for c in yaml.safe_load(Path({corpus!r}).read_text())['cases']]\n"
+        "def one(c):\n    return json.dumps(shell_decision(c, workspace=Path({ws!r})).to_dict(), sort_keys=True)\n"
+        "order = list(range(len(cases))); random.Random({seed}).shuffle(order)\n"
+        "{first}\n"
+        "knowledge.make_all()\n"
+        "print(json.dumps([got, [one(c) for c in cases]]))"
+    )
+    shuffled = "got = [None] * len(cases)\nfor i in order:\n    got[i] = one(cases[i])"
+    racing = (
+        "got = [None] * len(cases); b = threading.Barrier(8)\n"
+        "def part(k):\n    b.wait()\n    for i in order[k::8]:\n        got[i] = one(cases[i])\n"
+        "ts = [threading.Thread(target=part, args=(k,)) for k in range(8)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]"
+    )
+    pid = re.compile(r"/proc/\d+/")
+    for first in (shuffled, racing):
+        fill = {"src": SRC, "corpus": str(CORPUS), "ws": str(tmp_path), "seed": seed, "first": first}
+        lazily, made = json.loads(pid.sub("/proc/PID/", run(code.format(**fill))))
+        assert len(lazily) >= 150 and lazily == made
