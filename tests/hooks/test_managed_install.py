@@ -352,15 +352,19 @@ def test_warming_fails_softly_and_never_reads_another_tether(shared: Path, tmp_p
     assert table is None and "did not run" in why
 
 
+def fake_table_path(shared: Path) -> Path:
+    """Where the stand-in warm leaves its table: outside the tree these tests share, whose walks by tests running
+    beside this one would otherwise meet a file that comes and goes (and refuse their installs for it)."""
+    return shared / "cache" / "dataclass-code.test.marshal"
+
+
 @pytest.fixture
-def fake_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Path]]]:
-    """``warm`` replaced by one that records its calls and leaves a table file where the walked package keeps
-    its bytecode (the tether these tests run: its ``__pycache__``), under a name of its own."""
+def fake_table(shared: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Path]]]:
+    """``warm`` replaced by one that records its calls and leaves a table file (:func:`fake_table_path`)."""
     from tether.hooks import install
 
-    cache = install.PACKAGE_PARENT / "tether" / "__pycache__"
-    cache.mkdir(exist_ok=True)
-    table = cache / f"dataclass-code.test-{os.getpid()}.marshal"
+    table = fake_table_path(shared)
+    table.parent.mkdir(exist_ok=True)
     calls: list[tuple[str, Path]] = []
 
     def fake(python: str, package_parent: Path = install.PACKAGE_PARENT) -> tuple[Path | None, str]:
@@ -370,10 +374,7 @@ def fake_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Path
         return table, ""
 
     monkeypatch.setattr(install, "warm", fake)
-    try:
-        yield calls
-    finally:
-        table.unlink(missing_ok=True)
+    yield calls
 
 
 def test_a_managed_install_warms_the_table_once_its_checks_passed(shared: Path, shared_python, fake_table, capsys):
@@ -381,8 +382,7 @@ def test_a_managed_install_warms_the_table_once_its_checks_passed(shared: Path, 
     assert fake_table == [(shared_python, SRC.resolve())]
     out = capsys.readouterr().out
     assert "__init__ code table every user's hook process reads is in place" in out
-    (table,) = (SRC / "tether" / "__pycache__").glob(f"dataclass-code.test-{os.getpid()}.marshal")
-    assert table.stat().st_mode & 0o777 == 0o644
+    assert fake_table_path(shared).stat().st_mode & 0o777 == 0o644
 
 
 def test_a_refused_managed_install_warms_nothing(shared: Path, shared_python, fake_table, capsys) -> None:
@@ -391,7 +391,7 @@ def test_a_refused_managed_install_warms_nothing(shared: Path, shared_python, fa
     envelope.chmod(0o600)  # other users cannot read it: refused
     assert main(["claude-code", "--managed", "--managed-dir", str(shared / "m"), "--envelope", str(envelope)]) == 2
     assert fake_table == []
-    assert not list((SRC / "tether" / "__pycache__").glob(f"dataclass-code.test-{os.getpid()}.marshal"))
+    assert not fake_table_path(shared).exists()
     assert main(["codex", "--managed", "--lock", "--managed-dir", str(shared / "c")]) == 2  # a usage error too
     assert fake_table == []
 
@@ -403,7 +403,7 @@ def test_a_warmed_table_another_user_could_write_is_removed_and_the_install_stan
     share would fail the installs of tests running beside this one): it is removed, the install stands."""
     from tether.hooks import install
 
-    table = install.PACKAGE_PARENT / "tether" / "__pycache__" / f"dataclass-code.test-{os.getpid()}.marshal"
+    table = fake_table_path(shared)
     walks: list[str] = []
     real = install.judged
 
@@ -433,7 +433,7 @@ def test_bytecode_the_warm_up_left_that_others_could_change_fails_the_install_be
     from tether.hooks import install
 
     cache = install.PACKAGE_PARENT / "tether" / "__pycache__"
-    table = cache / f"dataclass-code.test-{os.getpid()}.marshal"
+    table = fake_table_path(shared)
     stray = f"{cache}/x.cpython-311.pyc (mode -rw-rw-rw-: users other than its owner can change it)"
     loose = [stray, *([f"{table} (mode -rw-rw-rw-: users other than its owner can change it)"] if table_too else [])]
     walks: list[str] = []
