@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hookkit import Hook
 
+from tether.guard import cachefile
 from tether.guard import checkpoint as ck
 
 HERE = Path(__file__).resolve().parent
@@ -46,6 +47,7 @@ def many_lists(count: int) -> bytes:
 
 PARENT_HASH = """
 import io, sys
+from tether.guard import cachefile
 from tether.guard import checkpoint as ck
 body = bytes.fromhex(sys.stdin.read())
 obj = ck._Unpickler(io.BytesIO(body)).load()
@@ -184,3 +186,33 @@ def test_the_parent_loads_the_bytes_the_child_tried(tmp_path: Path, monkeypatch:
     cold()
     assert calls(hook, 1, start=12) == ["ask"]
     assert swapped and isinstance(guard_of(hook).events, Log), "restored from the bytes the child tried"
+
+
+def test_a_process_with_over_a_thousand_descriptors_still_tries(tmp_path: Path) -> None:
+    """A daemon holding many stores' files: the child's pidfd is numbered past 1,023, which ``select`` refused
+    (the trial raised, and its child was left running or a zombie)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip("cannot open 1,100 descriptors here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100) if hard == resource.RLIM_INFINITY else hard, hard))
+    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert ck.tried(many_lists(10))
+        assert not ck.tried(tuple_graph_value(80))
+        assert children() == []
+    finally:
+        for fd in fds:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_wait_cut_short_kills_and_reaps_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt while the process waits for the child: the child does not outlive the trial."""
+
+    def interrupted(pid: int, timeout: float) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cachefile, "_ended", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ck.tried(PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s.")
+    assert children() == []

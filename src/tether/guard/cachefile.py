@@ -162,13 +162,17 @@ def tried(check: Callable[[], object], seconds: float, allowance: int) -> bool:
             code = _trial(check, allowance)
         finally:
             os._exit(code)
+    ended = False
     try:
-        if not _ended(pid, seconds):
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    except OSError:
-        return False
-    return os.waitstatus_to_exitcode(status) == 0
+        ended = _ended(pid, seconds)
+    finally:  # whatever stopped the wait (an interrupt too), the child never outlives it, nor stays a zombie
+        try:
+            if not ended:
+                os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        except OSError:
+            status = -1
+    return status == 0
 
 
 def _trial(check: Callable[[], object], allowance: int) -> int:
@@ -209,6 +213,8 @@ def _ended(pid: int, timeout: float) -> bool:
             time.sleep(0.005)
         return False
     try:
-        return bool(select.select([fd], [], [], timeout)[0])
+        waiting = select.poll()  # not select.select: it refuses a descriptor numbered 1,024 or more
+        waiting.register(fd, select.POLLIN)
+        return bool(waiting.poll(timeout * 1000))
     finally:
         os.close(fd)
