@@ -172,18 +172,34 @@ def begin(
     ``start`` calls it for a new run; replay for the re-execution of a recorded one (``replay_of``); a
     parent's delegation for a child run (``child_of``, in run ``parent_run``), under the id it recorded.
     """
-    env = loaded.envelope
-    known = [
-        *skill_events(env, loaded.base_dir, workspace, task),
-        *(recall_events(store.path, env) if replay_of is None else []),  # a replay re-executes, it does not learn
-        *(carried_plan(store, workspace) if options.continue_plan else []),
-    ]
+    known = _known(store, loaded, task, workspace, options, replay_of)
     run_id = child_of.child_run if child_of is not None else options.run_id or new_run_id()
     runtime = _runtime(store, run_id, loaded, workspace, options.model, options, plan, bound_skills(known))
-    sandbox = runtime.sandbox
-    try:  # before the agent's first action: what the run starts from, read by tether, never by git
+    start = _start_checkpoint(runtime, workspace)  # before the agent's first action
+    started = _run_started(loaded, runtime, task, workspace, options, replay_of, child_of, parent_run)
+    runtime.begin(task, [started, *options.origin, start, *known, *options.sections], parent_run=parent_run)
+    if replay_of is None:
+        runtime.remember()
+    return runtime
+
+
+def _known(
+    store: Store, loaded: Loaded, task: str, workspace: Path, options: Options, replay_of: str | None
+) -> list[Payload]:
+    """What a new run starts knowing: the skills that match its task, what earlier runs learnt (not in a replay:
+    it re-executes, it does not learn) and, asked for, the task list of the latest earlier run on the workspace."""
+    return [
+        *skill_events(loaded.envelope, loaded.base_dir, workspace, task),
+        *(recall_events(store.path, loaded.envelope) if replay_of is None else []),
+        *(carried_plan(store, workspace) if options.continue_plan else []),
+    ]
+
+
+def _start_checkpoint(runtime: Runtime, workspace: Path) -> Checkpoint:
+    """The ``start`` checkpoint: what the run starts from, read by tether, never by git (or why there is none)."""
+    try:
         snap_hash, baseline = runtime.snapshots.take_baseline()
-        start = Checkpoint(
+        return Checkpoint(
             label="start",
             snapshot=snap_hash,
             files=len(baseline.entries),
@@ -192,40 +208,42 @@ def begin(
             note="baseline before any action",
         )
     except SnapshotError as e:
-        start = Checkpoint(label="start", note=f"no baseline: the workspace could not be snapshotted: {e}")
-    runtime.begin(
-        task,
-        [
-            RunStarted(
-                task=task,
-                envelope_path=str(loaded.path or ""),
-                envelope=env.model_dump(mode="json"),
-                plan=runtime.plan,
-                plan_hash=env.plan.hash,
-                contract_hash=env.contract_hash,
-                model=runtime.model.name,
-                workspace=str(workspace),
-                budgets=env.budgets.model_dump(),
-                max_external=env.outputs.max_external,
-                sandbox=getattr(sandbox, "name", None) or "unavailable",
-                sandbox_fallback=getattr(sandbox, "fallback_reason", None),
-                acknowledged=[a.to_dict() for a in loaded.accepted],
-                prices={name: p.model_dump(exclude_none=True) for name, p in loaded.prices.items()},
-                replay_of=replay_of,
-                context_window=options.context_window,
-                parent_run=parent_run,
-                parent_call=child_of.call_id if child_of is not None else None,
-            ),
-            *options.origin,
-            start,
-            *known,
-            *options.sections,
-        ],
+        return Checkpoint(label="start", note=f"no baseline: the workspace could not be snapshotted: {e}")
+
+
+def _run_started(
+    loaded: Loaded,
+    runtime: Runtime,
+    task: str,
+    workspace: Path,
+    options: Options,
+    replay_of: str | None,
+    child_of: DelegateStarted | None,
+    parent_run: str | None,
+) -> RunStarted:
+    """The run's first event: its task, the contract it runs under (envelope, plan, budgets, prices, what it
+    acknowledged), its model, workspace and sandbox, and whose replay or child it is."""
+    env, sandbox = loaded.envelope, runtime.sandbox
+    return RunStarted(
+        task=task,
+        envelope_path=str(loaded.path or ""),
+        envelope=env.model_dump(mode="json"),
+        plan=runtime.plan,
+        plan_hash=env.plan.hash,
+        contract_hash=env.contract_hash,
+        model=runtime.model.name,
+        workspace=str(workspace),
+        budgets=env.budgets.model_dump(),
+        max_external=env.outputs.max_external,
+        sandbox=getattr(sandbox, "name", None) or "unavailable",
+        sandbox_fallback=getattr(sandbox, "fallback_reason", None),
+        acknowledged=[a.to_dict() for a in loaded.accepted],
+        prices={name: p.model_dump(exclude_none=True) for name, p in loaded.prices.items()},
+        replay_of=replay_of,
+        context_window=options.context_window,
         parent_run=parent_run,
+        parent_call=child_of.call_id if child_of is not None else None,
     )
-    if replay_of is None:
-        runtime.remember()
-    return runtime
 
 
 def resume(store: Store, run_id: str, options: Options, request: Request | None = None) -> Runtime:
