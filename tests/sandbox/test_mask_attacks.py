@@ -210,3 +210,38 @@ def test_another_name_in_a_directory_the_link_search_cannot_list_is_covered(
     refuse(monkeypatch, "scandir", "/x", errno.EMFILE)
     got = masks(workspace, DENY, listings)
     assert "x" in rel(got.dirs, workspace) or "x/innocent" in rel(got.files, workspace)
+
+
+@pytest.mark.parametrize("deny", ["config/prod.*", "config/keys/"])
+def test_a_covered_path_whose_parent_was_renamed_stays_covered(workspace: Path, deny: str) -> None:
+    """A glob with a directory in it names a path: ``mv config cfg`` (the sandbox can, its parent is not covered)
+    leaves ``cfg/prod.yaml`` matching nothing. The last walk's covered inodes are found again wherever they are."""
+    (workspace / "config" / "keys").mkdir(parents=True)
+    (workspace / "config" / "prod.yaml").write_text(SECRET)
+    (workspace / "config" / "keys" / "k").write_text(SECRET)
+    listings = Listings()
+    first = masks(workspace, [deny], listings)
+    assert first.files or first.dirs
+    os.rename(workspace / "config", workspace / "cfg")
+    got = masks(workspace, [deny], listings)
+    assert {p.name for p in (*got.files, *got.dirs)} == {p.name for p in (*first.files, *first.dirs)}
+    assert all(p.is_relative_to(workspace.resolve() / "cfg") for p in (*got.files, *got.dirs))
+    (workspace / "cfg" / "keys" / "k").unlink()
+    (workspace / "cfg" / "keys").rmdir()
+    (workspace / "cfg" / "prod.yaml").unlink()
+    assert masks(workspace, [deny], listings) == mask.Masks() and listings.covered == set()
+
+
+@pytest.mark.bwrap
+def test_a_sandbox_that_renames_a_denied_files_parent_still_cannot_read_it(workspace: Path) -> None:
+    from tether.sandbox import BwrapSandbox
+
+    (workspace / "config").mkdir()
+    (workspace / "config" / "prod.yaml").write_text(SECRET)
+    for p in (workspace, workspace / "config"):
+        p.chmod(0o777)
+    (workspace / "config" / "prod.yaml").chmod(0o666)
+    box = BwrapSandbox(workspace, deny=["config/prod.*"])
+    assert box.run("mv config cfg", cwd=workspace, timeout_s=30).ok
+    r = box.run("cat cfg/prod.yaml", cwd=workspace, timeout_s=30)
+    assert SECRET not in r.stdout

@@ -9,6 +9,9 @@ Also covered:
 * another name (hard link) of a denied file, found by inode;
 * the target of a symlink that matches, when the target is inside the workspace (a target outside
   is not mounted in the sandbox at all);
+* with :class:`Listings`, what the last walk covered, by inode, wherever it is now in the workspace (a parent
+  directory renamed: ``mv config cfg`` and ``config/prod.*`` names nothing);
+* a directory the walk cannot list, whole (:data:`UNLISTED`);
 * tether's own state directory ``.tether/`` at the workspace root (the default home of the run's log and
   approvals), always: nothing tether runs in the sandbox needs it (the test report is written elsewhere).
 
@@ -39,7 +42,7 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -99,6 +102,10 @@ class Listings:
     last: Walked | None = None
     """The last walk's matches, when every directory it looked at was watched before it was looked at."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    covered: set[tuple[int, int]] = field(default_factory=set)
+    """``(st_dev, st_ino)`` of what the last walk covered: a covered file or directory renamed since (the sandbox
+    can rename a denied file's parent directory, ``mv config cfg``, and ``config/prod.*`` then names nothing) is
+    found again by inode and stays covered while it is in the workspace."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,8 @@ class Walked:
     files: tuple[str, ...]
     dirs: tuple[str, ...]
     links: tuple[str, ...]
+    unlisted: tuple[str, ...] = ()
+    """Those of ``dirs`` covered because they could not be listed (:data:`UNLISTED`), not for a glob."""
 
 
 IN_NONBLOCK = os.O_NONBLOCK
@@ -239,7 +248,7 @@ def masks(workspace: Path, deny: Sequence[str], listings: Listings | None = None
         found = _unchanged(root_s, listings)
         if found is None:
             found = _walk(root_s, matches, listings)
-    return _covering(root_s, found)
+        return _covering(root_s, found, listings.covered)
 
 
 def _unchanged(root_s: str, listings: Listings) -> Walked | None:
@@ -263,6 +272,7 @@ def _walk(root_s: str, matches: Callable[[str], bool], listings: Listings | None
     found_files: list[str] = []
     found_dirs: list[str] = []
     found_links: list[str] = []
+    unlisted: list[str] = []
     seen: dict[str, Listing] = {}
     watch = listings.watch if listings is not None else None
     watched = watch is not None
@@ -279,6 +289,7 @@ def _walk(root_s: str, matches: Callable[[str], bool], listings: Listings | None
             continue  # gone since its parent was listed
         if got is UNLISTED:
             found_dirs.append(here)
+            unlisted.append(here)
             watched = False  # no event tells when it can be listed again (a file descriptor freed)
             continue
         if got.key[0] >= 0:
@@ -293,7 +304,7 @@ def _walk(root_s: str, matches: Callable[[str], bool], listings: Listings | None
         found_dirs += got.dirs
         found_links += got.links
         stack += got.walk
-    walked = Walked(root_key, tuple(found_files), tuple(found_dirs), tuple(found_links))
+    walked = Walked(root_key, tuple(found_files), tuple(found_dirs), tuple(found_links), tuple(unlisted))
     if listings is not None:
         listings.by_dir = seen  # what is no longer walked is dropped
         listings.walked += 1
@@ -309,10 +320,11 @@ def _dev_ino(path: str) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
-def _covering(root_s: str, found: Walked) -> Masks:
+def _covering(root_s: str, found: Walked, covered: set[tuple[int, int]] | None = None) -> Masks:
     """The masks of what a walk found: the targets of matching links inside the workspace and other names of
-    denied files looked at now (they are not a directory's entries: no watch or listing tells their changes)."""
-    if not (found.files or found.dirs or found.links):
+    denied files looked at now (they are not a directory's entries: no watch or listing tells their changes), and
+    what ``covered`` (the last walk's inodes, updated) names wherever it is now."""
+    if not (found.files or found.dirs or found.links or covered):
         return Masks()  # the common case: nothing matched, no path to build
     root = Path(root_s)
     files = dict.fromkeys(root / rel for rel in found.files)
@@ -321,12 +333,41 @@ def _covering(root_s: str, found: Walked) -> Masks:
         target = Path(os.path.realpath(link))
         if target.is_relative_to(root) and target != root and target.exists():
             (dirs if target.is_dir() else files)[target] = None
-    _add_hard_links(root, files, dirs)
-    covered = list(dirs)
+    unlisted = {root / rel for rel in found.unlisted}
+    _add_hard_links(root, files, dirs, unlisted)
+    if covered is not None:
+        _keep_covered(root, files, dirs, unlisted, covered)
+    under = list(dirs)
     return Masks(
-        files=[f for f in files if not any(f.is_relative_to(d) for d in covered)],
-        dirs=[d for d in dirs if not any(d != o and d.is_relative_to(o) for o in covered)],
+        files=[f for f in files if not any(f.is_relative_to(d) for d in under)],
+        dirs=[d for d in dirs if not any(d != o and d.is_relative_to(o) for o in under)],
     )
+
+
+def _inodes(paths: Iterable[Path]) -> dict[tuple[int, int], Path]:
+    found = {}
+    for p in paths:
+        try:
+            st = p.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        found[(st.st_dev, st.st_ino)] = p
+    return found
+
+
+def _keep_covered(
+    root: Path, files: dict[Path, None], dirs: dict[Path, None], unlisted: set[Path], covered: set[tuple[int, int]]
+) -> None:
+    """Cover what ``covered`` names that is no longer where a glob matches (searched for only then); ``covered``
+    becomes what is covered now (an inode gone from the workspace is forgotten), less what is covered only for
+    not being listable (``unlisted``: listed again once it can be)."""
+    missing = covered - _inodes((*files, *dirs)).keys()
+    if missing:
+        for path, st in _entries(root, files, dirs, unlisted):
+            if (st.st_dev, st.st_ino) in missing:
+                (dirs if stat.S_ISDIR(st.st_mode) else files)[path] = None
+    covered.clear()
+    covered.update(_inodes(p for p in (*files, *dirs) if p not in unlisted))
 
 
 def _listing(
@@ -397,7 +438,7 @@ def matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda path: combined.match(path) is not None
 
 
-def _add_hard_links(root: Path, files: dict[Path, None], dirs: dict[Path, None]) -> None:
+def _add_hard_links(root: Path, files: dict[Path, None], dirs: dict[Path, None], unlisted: set[Path]) -> None:
     """Other names of denied files: only walked for when a denied file has more than one link."""
     inodes = set()
     for f in files:
@@ -409,20 +450,30 @@ def _add_hard_links(root: Path, files: dict[Path, None], dirs: dict[Path, None])
             inodes.add((st.st_dev, st.st_ino))
     if not inodes:
         return
+    for path, st in _entries(root, files, dirs, unlisted):
+        if (st.st_dev, st.st_ino) in inodes and not stat.S_ISDIR(st.st_mode):
+            files[path] = None
 
-    def unlisted(e: OSError) -> None:  # covered whole, as by the walk (:data:`UNLISTED`): it may hold another name
+
+def _entries(
+    root: Path, files: dict[Path, None], dirs: dict[Path, None], unlisted: set[Path]
+) -> Iterator[tuple[Path, os.stat_result]]:
+    """Every file and directory under ``root`` with its ``lstat``, not descending into ``dirs``; a directory (or
+    an entry) that cannot be looked at is covered (added to ``dirs`` or ``files``, and to ``unlisted``), as by the
+    walk (:data:`UNLISTED`): it may hold what is searched for."""
+
+    def refused(e: OSError) -> None:
         if _unlisted(e) is UNLISTED and e.filename is not None:
             dirs[Path(os.fsdecode(e.filename))] = None
+            unlisted.add(Path(os.fsdecode(e.filename)))
 
-    for here, subdirs, names in os.walk(root, onerror=unlisted):
+    for here, subdirs, names in os.walk(root, onerror=refused):
         subdirs[:] = [d for d in subdirs if Path(here, d) not in dirs]
-        for name in names:
+        for name in (*subdirs, *names):
             path = Path(here, name)
             try:
-                st = path.stat(follow_symlinks=False)
+                yield path, path.stat(follow_symlinks=False)
             except OSError as e:
                 if _unlisted(e) is UNLISTED:
                     files[path] = None  # cannot tell: covered
-                continue
-            if (st.st_dev, st.st_ino) in inodes:
-                files[path] = None
+                    unlisted.add(path)
