@@ -101,7 +101,7 @@ from tether.sandbox.bwrap import for_call, take_egress
 from tether.sandbox.environment import mask, passed_values
 from tether.sandbox.held import held
 from tether.snapshot import Manifest, SnapshotError
-from tether.state import RunState
+from tether.state import Action, RunState
 from tether.status import ControlState
 from tether.tools.context import Delegation, ToolContext
 from tether.tools.contract import Tool, ToolArgsError
@@ -536,42 +536,38 @@ class Runtime:
         if action.approval_id is not None and content_hash(action.args) != action.args_hash:
             self.append(ApprovalMismatch(approval_id=action.approval_id, call_id=action.call_id))
             return
-        if step.attempt > 1 and not step.why.startswith("started before"):
-            self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
+        self.back_off(step)
         command = tool in COMMAND_TOOLS  # its command can start while action.started is written, held until then
-        begun = ActionStarted(
-            call_id=action.call_id,
-            tool=action.tool,
-            args_hash=action.args_hash,
-            attempt=step.attempt,
-            idempotent=contract.retry_safe,
-        )
-        self.append_many([begun], write=not command)  # durable: written and synced before the effect, in any case
+        # durable: written and synced before the effect, in any case (for a command: by the held sandbox, or settle)
+        self.append_many([started(action, step.attempt, contract)], write=not command)
         commit = Commit(self.flush)
         before = self.window_start(action.call_id)
-        started = time.monotonic()
+        began = time.monotonic()
         ctx: ToolContext | None = None
         try:
             ctx = self.tool_context(tool, call_id=action.call_id)  # a secret that cannot be read fails the call
             result = tool.invoke(action.args, held_context(ctx, commit) if command else ctx)
         except RuntimeFailure as e:
             commit.settle()  # first: a commit that failed is the error, whatever the tool made of it
-            self.append_many(
-                [
-                    *(take_egress(ctx.sandbox) if ctx is not None else ()),
-                    ActionFailed(
-                        call_id=action.call_id,
-                        tool=action.tool,
-                        error=str(e),
-                        failure_class="runtime",
-                        attempt=step.attempt,
-                        dependency=isinstance(e, SandboxUnavailable),
-                        fix=getattr(e, "fix", ""),
-                    ),
-                ]
-            )
+            egress = take_egress(ctx.sandbox) if ctx is not None else []
+            self.append_many([*egress, runtime_failed(action, step.attempt, e)])
             return
         commit.settle()
+        receipt, completed = self.completion(action, contract, result, before, began)
+        # One transaction: the call's connection attempts are in the log before its result is.
+        self.append_many([*take_egress(ctx.sandbox), *receipt, completed])
+        self.observe()
+
+    def back_off(self, step: Execute) -> None:
+        """Before a retried attempt (not one started before a crash): the envelope's backoff, doubling."""
+        if step.attempt > 1 and not step.why.startswith("started before"):
+            self.sleep(min(self.env.retry.backoff_max_s, self.env.retry.backoff_s * 2 ** (step.attempt - 2)))
+
+    def completion(
+        self, action: Action, contract: ToolContract, result: ToolResult, before: Manifest | None, began: float
+    ) -> tuple[list[Payload], ActionCompleted]:
+        """What a call that returned records: its rollback receipt (if the workspace was snapshotted around it)
+        and ``action.completed``, its result masked, redacted and cut, with what the snapshot saw change."""
         # What the command was handed never reaches the log: env_allow values masked, secrets redacted here
         # (the store would too, but kept_result cuts the output first, and could cut a value in two).
         redact = self.store.redactor.value
@@ -592,11 +588,9 @@ class Runtime:
             changed_files=sorted({*result.changed_files, *(observed or ())}),
             observed_files=observed,
             unexplained=problems,
-            duration_s=round(time.monotonic() - started, 6),
+            duration_s=round(time.monotonic() - began, 6),
         )
-        # One transaction: the call's connection attempts are in the log before its result is.
-        self.append_many([*take_egress(ctx.sandbox), *([] if receipt is None else [receipt]), completed])
-        self.observe()
+        return ([] if receipt is None else [receipt]), completed
 
     def preflight(self) -> None:
         """Before the first model call: can this run be verified? Records the test-integrity baseline."""
@@ -919,6 +913,30 @@ def held_context(ctx: ToolContext, commit: Commit) -> ToolContext:
         commit()
         return ctx
     return replace(ctx, sandbox=sandbox)
+
+
+def started(action: Action, attempt: int, contract: ToolContract) -> ActionStarted:
+    """``action.started`` for an attempt at ``action``: on disk before the call's effect."""
+    return ActionStarted(
+        call_id=action.call_id,
+        tool=action.tool,
+        args_hash=action.args_hash,
+        attempt=attempt,
+        idempotent=contract.retry_safe,
+    )
+
+
+def runtime_failed(action: Action, attempt: int, e: RuntimeFailure) -> ActionFailed:
+    """``action.failed`` for an attempt the runtime could not carry out (the sandbox, a secret, the commit)."""
+    return ActionFailed(
+        call_id=action.call_id,
+        tool=action.tool,
+        error=str(e),
+        failure_class="runtime",
+        attempt=attempt,
+        dependency=isinstance(e, SandboxUnavailable),
+        fix=getattr(e, "fix", ""),
+    )
 
 
 def _mcp_event(r: Started) -> Payload:

@@ -17,7 +17,6 @@ an envelope that declares secrets refuses this backend.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -30,7 +29,7 @@ from .base import to_argv
 from .environment import build_env
 from .limits import Limits
 from .output import OutputCap
-from .process import hold_for, kill_group, not_executable, run_captured, to_receipt
+from .process import Captured, Hold, hold_for, kill_group, not_executable, run_captured, to_receipt
 from .reaper import Leftovers, become_subreaper
 from .receipt import Receipt
 
@@ -106,42 +105,13 @@ class LocalSandbox:
         """Run ``command``; with ``before``, started held (:class:`.process.Hold`): bash starts while ``before``
         runs, and the command begins only once it has returned (if it raises, never: ``NotReleased``). ``before``
         runs only if bash started: a caller whose ``before`` was not run runs it itself before going on."""
-        if not cwd.is_dir():
+        if not os.path.isdir(cwd):  # what Path.is_dir does (a link followed, an error is no), without its frames
             raise FileError(f"{cwd}: working directory does not exist")
-        token = secrets.token_hex(8)
+        token = os.urandom(8).hex()  # what secrets.token_hex(8) returns
         child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
-        # bash sets the limits as builtins on its first line, then runs a shell command on the next ones or execs
-        # an argv: no preexec_fn, whose fork copies tether's whole address space (~5 ms CPU for a 200 MB tether)
-        # where Python otherwise uses vfork.
-        limits = self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0)
         hold = hold_for(before, (*self.env_allow, *(env or ())))
-        if hold is not None:  # waits for tether's go on the limits' line (the command's lines, and $_, as unheld)
-            limits = f"{hold.line()}; {limits}"
-        if isinstance(command, str):
-            argv = [self.bash, "-c", f"{limits}\n{command}", "bash"]  # $0 as for `bash -c`
-        else:
-            argv = [self.bash, "-c", f'{limits}\nexec "$@"', "tether", *to_argv(command)]
         try:
-            with Leftovers(active=self.subreaper) as leftovers:
-                if hold is not None:  # what the commit starts (a sink's process) is not the command's
-                    hold.before = leftovers.after(hold.before)
-
-                def kill(proc: subprocess.Popen[bytes]) -> None:
-                    kill_group(proc)
-                    if leftovers.active:  # every descendant comes back to tether: no need to scan /proc
-                        leftovers.reap(proc.pid)
-                    else:
-                        sweep(token)
-
-                got = run_captured(
-                    argv,
-                    cwd=cwd,
-                    env=child_env,
-                    timeout_s=timeout_s,
-                    cap=self.cap,
-                    kill=kill,
-                    hold=hold,
-                )
+            got = self.captured(self.argv(command, timeout_s, hold), cwd, child_env, timeout_s, token, hold)
         except (FileNotFoundError, PermissionError) as e:
             # bash could not be executed: that is the command failing, so it is data (a missing program is
             # bash's 127, a program that may not run its 126).
@@ -150,3 +120,32 @@ class LocalSandbox:
             if hold is not None:
                 hold.close()
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+    def argv(self, command: str | Sequence[str], timeout_s: float, hold: Hold | None) -> list[str]:
+        """bash, setting the limits as builtins on its first line (held: after waiting for tether's go on it), then
+        running a shell command on the next ones or exec'ing an argv. No preexec_fn, whose fork copies tether's whole
+        address space (~5 ms CPU for a 200 MB tether) where Python otherwise uses vfork."""
+        limits = self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0)
+        if hold is not None:  # waits for tether's go on the limits' line (the command's lines, and $_, as unheld)
+            limits = f"{hold.line()}; {limits}"
+        if isinstance(command, str):
+            return [self.bash, "-c", f"{limits}\n{command}", "bash"]  # $0 as for `bash -c`
+        return [self.bash, "-c", f'{limits}\nexec "$@"', "tether", *to_argv(command)]
+
+    def captured(
+        self, argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float, token: str, hold: Hold | None
+    ) -> Captured:
+        """``argv`` run to its end with its output captured, and every process it left behind killed: the orphans
+        that come back to tether (a subreaper), or, where tether cannot be one, those carrying ``token``."""
+        with Leftovers(active=self.subreaper) as leftovers:
+            if hold is not None:  # what the commit starts (a sink's process) is not the command's
+                hold.before = leftovers.after(hold.before)
+
+            def kill(proc: subprocess.Popen[bytes]) -> None:
+                kill_group(proc)
+                if leftovers.active:  # every descendant comes back to tether: no need to scan /proc
+                    leftovers.reap(proc.pid)
+                else:
+                    sweep(token)
+
+            return run_captured(argv, cwd=cwd, env=env, timeout_s=timeout_s, cap=self.cap, kill=kill, hold=hold)
