@@ -206,8 +206,9 @@ class Event:
     @classmethod
     def of(cls, run_id: str, seq: int, ts: str, data: Payload, prev_hash: str = "", hash: str = "") -> Event:
         """An event holding ``data`` (its JSON as ``payload``): an appended one, or a not-yet-appended one
-        that a pure function shows to the next stage as if it were in the log."""
-        return _new(run_id, seq, ts, data.KIND, prev_hash, hash, data.model_dump(mode="json"), data, None)
+        that a pure function shows to the next stage as if it were in the log. Its payload is dumped when first
+        read (``data`` is frozen): the control layer's pending events are mostly read as ``data`` or not at all."""
+        return _new(run_id, seq, ts, data.KIND, prev_hash, hash, None, data, None)
 
     @classmethod
     def from_row(cls, run_id: str, seq: int, ts: str, kind: str, text: str, prev_hash: str, hash: str) -> Event:
@@ -230,8 +231,12 @@ class Event:
     def payload(self) -> dict[str, Any]:
         payload = self._payload
         if payload is None:
-            assert self._text is not None  # an event is made with a payload or the text it is parsed from
-            payload = _json_object(self.run_id, self.seq, self._text)
+            text = self._text  # an event is made with a payload, the text it is parsed from, or its model (``of``)
+            if text is not None:
+                payload = _json_object(self.run_id, self.seq, text)
+            else:
+                assert self._data is not None
+                payload = self._data.model_dump(mode="json")
             object.__setattr__(self, "_payload", payload)
         return payload
 
