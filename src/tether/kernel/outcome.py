@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -61,12 +61,13 @@ class OutputContract(BaseModel):
         )
 
 
-def closing(state: RunState, events: Sequence[Event], finish: Finish) -> RunFinished:
+def closing(state: RunState, events: Iterable[Event], finish: Finish) -> RunFinished:
     """The ``run.finished`` payload for ``finish``: result, evidence, unknowns and the next action.
 
     The result is the accepted claim's summary when there is one (the agent's words, verified),
     else the finish's reason. Evidence cites the latest verification events and successful actions;
-    unknowns name what was proposed but never ran and the optional sensors that could not run.
+    unknowns name what was proposed but never ran and the optional sensors that could not run. ``events`` is the
+    run's log, or only its events of :data:`CLOSING_KINDS` (what is read of it; a paged log's ``only``).
     """
     claim = next((c for c, s in state.claims.items() if s is ClaimStatus.ACCEPTED), None)
     result = finish.reason

@@ -129,7 +129,7 @@ from .compaction import (
 from .context import Transcript, compacted_text, kept_result
 from .knowledge import remembered
 from .manifest import Counted, Manifests, delta
-from .outcome import OutputContract, closing
+from .outcome import CLOSING_KINDS, OutputContract, closing
 from .snapshots import Snapshots, start_manifest
 from .step import CallModel, Decide, Execute, ExpireApproval, Finish, StageApproval, Step, Verify, Wait
 from .steps import next_step
@@ -716,7 +716,7 @@ class Runtime:
             b = step.breach
             self.append(BudgetExceeded(budget=b.budget, used=float(b.used), limit=float(b.limit)))
         with self.whole_log() as log:
-            self.append(closing(self.state, log, step))
+            self.append(closing(self.state, log.only(CLOSING_KINDS), step))  # no other event is parsed
 
     # ---- snapshots -------------------------------------------------------------------------
 
