@@ -587,3 +587,5 @@ def test_an_event_of_a_payload_holds_its_json_and_the_object() -> None:
     e = Event.of("r", 4, "ts", data)
     assert (e.kind, e.seq, e.data) == ("run.finished", 4, data)
     assert e.payload == data.model_dump(mode="json") and e.payload["evidence"] == ["r#1"]
+    assert e.payload is e.payload  # dumped once, when first read (the control layer's pending events mostly never are)
+    assert Event.of("r", 4, "ts", data) == e and e.to_dict()["payload"] == {**e.payload}

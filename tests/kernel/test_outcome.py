@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from tether.events.store import EventStore
+from tether.events.stream import PagedLog
 from tether.kernel.budgets import Breach
-from tether.kernel.outcome import closing
+from tether.kernel.outcome import CLOSING_KINDS, closing
 from tether.kernel.step import Finish
 from tether.state import RunState
 from tether.status import RunStatus
@@ -56,6 +57,12 @@ def test_evidence_cites_the_latest_verdicts_and_successes_and_unknowns_name_what
         == f'inspect with `tether show`; to continue this run: tether resume {log.run} --note "<your answer>"'
     )
     assert closing(state, events, finish) == out  # pure: the same log says the same thing
+    # what the runtime hands it: only the events of CLOSING_KINDS, read by a query of those kinds a page at a time
+    # (pages of 3 seqs: the kinds' events fall across pages and among the staged, unwritten ones)
+    written = events[-4].seq
+    paged = PagedLog(log.store, log.run, lambda: (written, events[-3:]), page=3)
+    assert closing(state, paged.only(CLOSING_KINDS), finish) == out
+    assert {e.kind for e in paged.only(CLOSING_KINDS)} == {"action.completed", "verify.completed", "sensor.result"}
 
 
 def test_the_result_is_the_accepted_claim_and_the_next_action_follows_the_status(tmp_path: Path) -> None:
