@@ -245,3 +245,45 @@ def test_a_sandbox_that_renames_a_denied_files_parent_still_cannot_read_it(works
     assert box.run("mv config cfg", cwd=workspace, timeout_s=30).ok
     r = box.run("cat cfg/prod.yaml", cwd=workspace, timeout_s=30)
     assert SECRET not in r.stdout
+
+
+def test_with_every_file_descriptor_taken_each_denied_file_is_still_covered(tmp_path: Path) -> None:
+    """Real fd exhaustion (a low ``RLIMIT_NOFILE``, every descriptor open) in a fresh process: the walk cannot
+    list a directory, so it covers it; once descriptors are free again the next walk lists it (not kept)."""
+    ws = tmp_path / "ws"
+    code = f"""
+        import os, resource, time
+        from pathlib import Path
+        from tether.sandbox import mask
+        from tether.sandbox.mask import Listings, masks
+        mask.RACY_WINDOW_NS = 50_000_000
+        ws = Path({str(ws)!r})
+        (ws / "a" / "b").mkdir(parents=True)
+        (ws / "a" / "b" / ".env").write_text("x")
+        time.sleep(0.1)
+        listings = Listings()
+        masks(ws, [".env"], listings)
+        (ws / "a" / "b" / "c").mkdir()  # an event: the next walk is a full one
+        (ws / "a" / "b" / "c" / ".env").write_text("x")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+        held = []
+        try:
+            while True:
+                held.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            pass
+        got = masks(ws, [".env"], listings)
+        for fd in held:
+            os.close(fd)
+        print(sorted(str(p.relative_to(ws)) for p in (*got.files, *got.dirs)))
+        again = masks(ws, [".env"], listings)
+        print(sorted(str(p.relative_to(ws)) for p in (*again.files, *again.dirs)))
+        """
+    env = {**os.environ, "PYTHONPATH": SRC}
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    exhausted, freed = r.stdout.splitlines()
+    assert exhausted == "['.']"  # the workspace itself could not be listed: covered whole
+    assert freed == "['a/b/.env', 'a/b/c/.env']"
