@@ -1,0 +1,67 @@
+"""The code stamp (guard/cachefile.py ``_code_stamp``) names the same code as the walk it replaced: the same
+digest on trees with a directory named like a module, links to files and to directories, a ``__pycache__``
+holding ``.py`` files, other files, and an edit that keeps a module's size."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from tether.guard.cachefile import _code_stamp
+
+
+def walked(root: Path) -> str:
+    """The walk as it was before (row by row into the hash, ``is_dir`` asked first): the oracle."""
+    here = Path(__file__)
+    top = str(root)
+    rows: list[str] = []
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(os.path.join(top, rel) if rel else top) as entries:
+            for entry in entries:
+                name = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(name)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat()
+                    rows.append(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n")
+    rows.sort()
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(row.encode())
+    return h.hexdigest() if rows and here.suffix == ".py" else ""
+
+
+def test_the_stamp_is_the_old_walks_on_a_hostile_tree(tmp_path: Path) -> None:
+    (tmp_path / "pkg.py").mkdir()  # a directory named like a module: walked into, not stat'ed as one
+    (tmp_path / "pkg.py" / "inner.py").write_text("a = 1\n")
+    (tmp_path / "pkg.py" / "__pycache__").mkdir()
+    (tmp_path / "pkg.py" / "__pycache__" / "stale.py").write_text("skipped")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "far.py").write_text("b = 2\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "linked_dir").symlink_to(tmp_path / "elsewhere")  # a link to a directory: not walked
+    (tmp_path / "sub" / "linked.py").symlink_to(tmp_path / "elsewhere" / "far.py")  # a link to a module: its target
+    (tmp_path / "sub" / "notes.txt").write_text("no")
+    (tmp_path / "top.py").write_text("c = 3\n")
+    assert _code_stamp(tmp_path) == walked(tmp_path) != ""
+    before = _code_stamp(tmp_path)
+    (tmp_path / "pkg.py" / "inner.py").write_text("a = 2\n")  # the same size
+    os.utime(tmp_path / "pkg.py" / "inner.py", ns=(1, 1))
+    assert _code_stamp(tmp_path) == walked(tmp_path) != before
+
+
+def test_the_stamp_of_tethers_own_tree_is_the_old_walks() -> None:
+    import tether
+
+    assert _code_stamp() == walked(Path(tether.__file__).resolve().parent)
+    assert _code_stamp(Path(tether.__file__).parent) == walked(Path(tether.__file__).parent)
+
+
+def test_a_tree_without_modules_has_no_stamp(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.pyc").write_text("")
+    assert _code_stamp(tmp_path) == walked(tmp_path) == ""
