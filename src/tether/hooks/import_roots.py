@@ -227,46 +227,76 @@ def loose_under(
     above it that is there (whoever may write there can make it). A directory that cannot be listed, or more
     than :data:`MAX_ENTRIES` entries, fails closed. The first :data:`SHOWN` offenders are named, the rest
     counted."""
-    roots = found.walk
-    problems = [p for p in map(chain, [*roots, *found.written, *found.libraries]) if p]
+    problems = _chained(found, chain)
+    walk = _Walk(found.walk, loose, chain, problems)
+    if walk.over():
+        return [*shown(problems), f"more than {MAX_ENTRIES} files under {', '.join(map(str, found.walk))}"]
+    return shown(problems)
+
+
+def _chained(found: Roots, chain: Callable[[Path], str | None]) -> list[str]:
+    """What ``chain`` finds on each root, each path as written and each library; on a missing entry, on the nearest
+    directory above it that is there."""
+    problems = [p for p in map(chain, [*found.walk, *found.written, *found.libraries]) if p]
     for path in found.missing:
         there = next(p for p in path.parents if os.path.exists(p))
         problem = chain(there)
         if problem:
             problems.append(f"{path} (not there yet, and whoever can make it there adds to the path: {problem})")
-    stack = [root for root in roots if root.is_dir()]
-    seen, count = set(stack), 0
-    while stack:
-        top = stack.pop()
-        try:
-            entries = list(os.scandir(top))
-        except OSError as e:
-            problems.append(f"{top} (cannot be listed to check it: {e.strerror})")
-            continue
-        for entry in entries:
-            count += 1
-            if count > MAX_ENTRIES:
-                return [*shown(problems), f"more than {MAX_ENTRIES} files under {', '.join(map(str, roots))}"]
-            path = Path(entry.path)
+    return problems
+
+
+@dataclass
+class _Walk:
+    """The walk below ``roots`` (each directory once), adding to ``problems`` what ``loose`` finds on an entry and
+    ``chain`` on where a link leads."""
+
+    roots: list[Path]
+    loose: Callable[[Path, os.stat_result], str | None]
+    chain: Callable[[Path], str | None]
+    problems: list[str]
+
+    def over(self) -> bool:
+        """Walk it all; True (and the walk stopped) past :data:`MAX_ENTRIES` entries."""
+        stack = [root for root in self.roots if root.is_dir()]
+        seen, count = set(stack), 0
+        while stack:
+            top = stack.pop()
             try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue  # gone meanwhile
-            if stat.S_ISLNK(info.st_mode):
-                real = Path(os.path.realpath(path))
-                problem = chain(real)
-                if problem:
-                    problems.append(f"{path} (a link to {problem})")
-                elif real.is_dir() and real not in seen and not any(real.is_relative_to(r) for r in roots):
-                    seen.add(real)
-                    stack.append(real)
+                entries = list(os.scandir(top))
+            except OSError as e:
+                self.problems.append(f"{top} (cannot be listed to check it: {e.strerror})")
                 continue
-            problem = loose(path, info)
+            for entry in entries:
+                count += 1
+                if count > MAX_ENTRIES:
+                    return True
+                below = self.entry(entry, seen)
+                if below is not None:
+                    stack.append(below)
+        return False
+
+    def entry(self, entry: os.DirEntry[str], seen: set[Path]) -> Path | None:
+        """Judge one entry; the directory to walk below it, if any: a directory, or where a link leads when that is
+        a directory outside the roots not walked yet."""
+        path = Path(entry.path)
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            return None  # gone meanwhile
+        if stat.S_ISLNK(info.st_mode):
+            real = Path(os.path.realpath(path))
+            problem = self.chain(real)
             if problem:
-                problems.append(problem)
-            if stat.S_ISDIR(info.st_mode):
-                stack.append(path)
-    return shown(problems)
+                self.problems.append(f"{path} (a link to {problem})")
+            elif real.is_dir() and real not in seen and not any(real.is_relative_to(r) for r in self.roots):
+                seen.add(real)
+                return real
+            return None
+        problem = self.loose(path, info)
+        if problem:
+            self.problems.append(problem)
+        return path if stat.S_ISDIR(info.st_mode) else None
 
 
 def shown(problems: list[str]) -> list[str]:
