@@ -84,7 +84,7 @@ class TreeWatch:
 
     def __init__(self) -> None:
         try:
-            self._ino: Any = _inotify()
+            self._ino: Any = open_inotify()
         except OSError as e:
             raise WatchUnavailable(e.errno, f"inotify is not available: {e.strerror}") from e
         self._path: dict[int, str] = {}
@@ -151,7 +151,7 @@ class TreeWatch:
         return out
 
 
-def _inotify() -> Any:
+def open_inotify() -> Any:
     """A new inotify instance. They are few (fs.inotify.max_user_instances, per user): when none is left,
     instances still held by unreachable watches are released first, and it is tried once more.
 

@@ -149,3 +149,33 @@ def test_a_directory_the_sandbox_made_then_filled_by_the_host_is_covered(deep: P
     (deep / "out" / "new" / "k.pem").chmod(0o666)
     r = box.run("cat out/new/k.pem; find . -name '*.pem' -type f -exec cat {} + 2>/dev/null", cwd=deep, timeout_s=30)
     assert SECRET not in r.stdout
+
+
+def _watches_held(listings: Listings) -> int:
+    """The inotify watches the kernel holds for the listings' instance (``/proc/self/fdinfo``)."""
+    assert listings.watch is not None
+    info = Path(f"/proc/self/fdinfo/{listings.watch.fd}").read_text()
+    return sum(line.startswith("inotify wd:") for line in info.splitlines())
+
+
+def test_a_workspace_over_the_watch_cap_takes_no_more_watches_and_is_walked_each_time(
+    deep: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inotify watches are the user's, shared with their editors: a sandbox takes at most MAX_WATCHES, and a larger
+    workspace is looked at whole every walk (never taken from a walk that was not all watched)."""
+    monkeypatch.setattr(mask, "MAX_WATCHES", 3)
+    listings = Listings()
+    found = [masks(deep, DENY, listings) for _ in range(3)]
+    assert listings.walked == 3 and _watches_held(listings) == 3
+    (deep / "lib" / "x" / ".env").write_text(SECRET)  # in a directory past the cap: no event would tell
+    assert rel(masks(deep, DENY, listings).files, deep) == {"src/a/b/c/key.pem", "lib/x/.env"}
+    assert all(rel(f.files, deep) == {"src/a/b/c/key.pem"} for f in found)
+
+
+def test_a_workspace_within_the_watch_cap_is_watched_whole(deep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dirs = 1 + sum(p.is_dir() for p in deep.rglob("*"))
+    monkeypatch.setattr(mask, "MAX_WATCHES", dirs)
+    listings = Listings()
+    for _ in range(3):
+        masks(deep, DENY, listings)
+    assert (listings.walked, _watches_held(listings)) == (1, dirs)

@@ -33,7 +33,6 @@ watch every directory with inotify (:class:`Watch`): while no event came, no dir
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import re
@@ -44,13 +43,15 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pathspec
 from pathspec.pattern import RegexPattern
 
 from tether.snapshot import RACY_WINDOW_NS
+from tether.watch import open_inotify
 
 from .base import resolve_dir
 
@@ -120,12 +121,14 @@ class Walked:
     """Those of ``dirs`` covered because they could not be listed (:data:`UNLISTED`), not for a glob."""
 
 
-IN_NONBLOCK = os.O_NONBLOCK
-IN_CLOEXEC = os.O_CLOEXEC
 IN_CHANGES = 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x2000 | 0x1000000 | 0x2000000
 """Every event that can change what a walk finds in a watched directory: an attribute change (a child's too), a
 name moved out or in, created, deleted, the directory itself deleted or moved, its filesystem unmounted; no
 symlink followed (``IN_DONT_FOLLOW``), and only directories (``IN_ONLYDIR``)."""
+MAX_WATCHES = 2048
+"""Directories one :class:`Watch` watches at most. inotify watches are counted per user
+(``fs.inotify.max_user_watches``), shared with the user's editors and file watchers: a sandbox over a larger
+workspace does not take them all, it looks at every directory each walk (as without a watch)."""
 LOCAL_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "overlay", "zfs"})
 """Filesystems whose every change on this host reaches inotify: nothing writes them behind the kernel's back (a
 network or FUSE filesystem can change on another machine, or in a process that tells no one)."""
@@ -143,38 +146,45 @@ class Watch:
     tether's mount namespace (a container's root, a user namespace's, the host's propagated in) makes the next walk
     a full one."""
 
-    def __init__(self, fd: int, mounts: int) -> None:
-        self.fd = fd
+    def __init__(self, notify: Any, mounts: int) -> None:
+        self.notify = notify
+        """The inotify instance (``inotify_simple.INotify``, non-blocking: :func:`tether.watch.open_inotify`)."""
+        self.fd: int = notify.fileno()
         self.mounts = mounts
         """``/proc/self/mountinfo``, open: the kernel marks it (``POLLPRI``) when a mount is made or removed in this
         process's mount namespace, which no inotify watch tells."""
+        self.wds: set[int] = set()
+        """The watches this instance holds (one per directory: watching it again returns the same)."""
         self.pid = os.getpid()
         """A forked child shares the instance: it neither reads it (that would take the parent's events) nor
         trusts it."""
-        self._closer = weakref.finalize(self, _close, fd, mounts)
+        self._closer = weakref.finalize(self, _close, notify, mounts)
 
     @classmethod
     def start(cls) -> Watch | None:
         """A new inotify instance and the mount table open, or None where either is missing (then every walk is
         full)."""
-        c = _libc()
-        if c is None:
-            return None
         try:
             mounts = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return None
-        fd = c.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if fd < 0:
+        try:
+            notify = open_inotify()
+        except OSError:
             os.close(mounts)
             return None
-        return cls(fd, mounts)
+        return cls(notify, mounts)
 
     def add(self, path: str) -> bool:
-        c = _libc()
-        if c is None or os.getpid() != self.pid:
+        """Watch ``path``; False when it is not watched (then the next walk must look again): a forked child, a
+        directory that cannot be watched, or :data:`MAX_WATCHES` reached."""
+        if os.getpid() != self.pid or len(self.wds) >= MAX_WATCHES:
             return False
-        return bool(c.inotify_add_watch(self.fd, os.fsencode(path), IN_CHANGES) >= 0)
+        try:
+            self.wds.add(self.notify.add_watch(path, IN_CHANGES))
+        except OSError:
+            return False
+        return True
 
     def quiet(self) -> bool:
         """True if no event came since the last call (none is left pending either way)."""
@@ -184,35 +194,19 @@ class Watch:
         poll.register(self.mounts, select.POLLPRI)
         try:
             got = any(ev & (select.POLLPRI | select.POLLERR | select.POLLNVAL) for _, ev in poll.poll(0))
+            while self.notify.read(timeout=0):
+                got = True
         except OSError:
-            got = True
-        while True:
-            try:
-                if not os.read(self.fd, 65536):
-                    return not got
-            except BlockingIOError:
-                return not got
-            except OSError:
-                return False
-            got = True
+            return False
+        return not got
 
     def close(self) -> None:
         self._closer()
 
 
-def _close(*fds: int) -> None:
-    for fd in fds:
-        os.close(fd)
-
-
-@cache
-def _libc() -> ctypes.CDLL | None:
-    try:
-        c = ctypes.CDLL(None, use_errno=True)
-        c.inotify_init1, c.inotify_add_watch  # noqa: B018 - both or neither
-    except (OSError, AttributeError):
-        return None
-    return c
+def _close(notify: Any, mounts: int) -> None:
+    notify.close()
+    os.close(mounts)
 
 
 def fs_type(path: str) -> str:
