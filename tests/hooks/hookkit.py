@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-import pytest
+from machinekit import unavailable  # noqa: F401 - the hook tests import it from here
 
 from tether.hooks.answer import answer
 from tether.hooks.wire import HookInputError, Reply, parse, refuse
 
 PAYLOADS = Path(__file__).parent / "payloads"
-
-
-def unavailable(why: str) -> NoReturn:
-    """What a test needs from the machine is missing: skipped on a developer's machine, a failure in CI, where
-    ``.ci/run`` installs it (as the sandbox, browser and database markers are, in ``tests/conftest.py``)."""
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run this test, but: {why}")
-    pytest.skip(why)
 
 
 #: Daemon replies that are cut short or malformed: every client refuses them (exit 2), never lets the call through.

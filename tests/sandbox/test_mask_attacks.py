@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from machinekit import unavailable
 from test_mask import DENY, SECRET, rel
 
 import tether
@@ -28,7 +29,7 @@ def in_namespace(flags: list[str], script: str, tmp_path: Path) -> subprocess.Co
     """``script`` run by this interpreter under ``unshare flags`` (a user namespace the test creates); skipped
     where this host allows none."""
     if shutil.which("unshare") is None or subprocess.run(["unshare", *flags, "true"], check=False).returncode:
-        pytest.skip("no user namespace here")
+        unavailable("no user namespace here")
     env = {**os.environ, "PYTHONPATH": SRC, "HOME": str(tmp_path)}
     code = textwrap.dedent(script)
     return subprocess.run(
