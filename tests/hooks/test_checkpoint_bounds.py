@@ -140,8 +140,8 @@ def test_a_tuple_graph_whose_hash_never_ends_is_a_miss(tmp_path: Path) -> None:
 
 CRASH = """
 import sys
-sys.path.insert(0, sys.argv[1])
 from pathlib import Path
+sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]  # the hooks' kits, and the tests'
 from test_checkpoint_bounds import cold_call_folds_in_full, deep_tuple_key, forge, session
 from tether.guard import log
 log.EVERY = 8

@@ -65,8 +65,8 @@ def test_the_kept_envelope_is_still_used(tmp_path: Path, monkeypatch: pytest.Mon
 
 CRASH = """
 import sys
-sys.path.insert(0, sys.argv[1])
 from pathlib import Path
+sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]  # the hooks' kits, and the tests'
 from test_kept_envelope import SOURCE, cold, kept_files, project
 from test_kept_envelope_bounds import forge
 from test_checkpoint_bounds import deep_tuple_key
