@@ -179,3 +179,18 @@ def test_a_workspace_within_the_watch_cap_is_watched_whole(deep: Path, monkeypat
     for _ in range(3):
         masks(deep, DENY, listings)
     assert (listings.walked, _watches_held(listings)) == (1, dirs)
+
+
+def test_a_deleted_directory_gives_its_watch_back(deep: Path) -> None:
+    """Directories made and removed over a long run (build output) do not use up MAX_WATCHES: a watch the kernel
+    dropped is no longer counted."""
+    listings = Listings()
+    masks(deep, DENY, listings)
+    assert listings.watch is not None
+    held = len(listings.watch.wds)
+    (deep / "build" / "tmp").mkdir(parents=True)
+    masks(deep, DENY, listings)
+    assert len(listings.watch.wds) == held + 2 == _watches_held(listings)
+    shutil.rmtree(deep / "build")
+    masks(deep, DENY, listings)
+    assert len(listings.watch.wds) == held == _watches_held(listings)

@@ -125,6 +125,8 @@ IN_CHANGES = 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x2000 | 0x1000
 """Every event that can change what a walk finds in a watched directory: an attribute change (a child's too), a
 name moved out or in, created, deleted, the directory itself deleted or moved, its filesystem unmounted; no
 symlink followed (``IN_DONT_FOLLOW``), and only directories (``IN_ONLYDIR``)."""
+IN_IGNORED = 0x8000
+"""The kernel dropped a watch (its directory deleted, or its filesystem unmounted): it no longer counts."""
 MAX_WATCHES = 2048
 """Directories one :class:`Watch` watches at most. inotify watches are counted per user
 (``fs.inotify.max_user_watches``), shared with the user's editors and file watchers: a sandbox over a larger
@@ -194,8 +196,9 @@ class Watch:
         poll.register(self.mounts, select.POLLPRI)
         try:
             got = any(ev & (select.POLLPRI | select.POLLERR | select.POLLNVAL) for _, ev in poll.poll(0))
-            while self.notify.read(timeout=0):
+            while events := self.notify.read(timeout=0):
                 got = True
+                self.wds.difference_update(e.wd for e in events if e.mask & IN_IGNORED)
         except OSError:
             return False
         return not got
