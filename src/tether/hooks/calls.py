@@ -11,8 +11,10 @@ of that name, and the gate denies a tool the envelope does not declare (``defaul
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
@@ -43,30 +45,61 @@ def _text(tool_input: Mapping[str, Any], key: str, tool: str) -> str:
     return value
 
 
-def _search(tool_input: Mapping[str, Any], cwd: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Place:
+    """Where the agent's call runs: its directory (the hook's ``cwd``: a ``cd`` in an earlier Bash call moves it)
+    and the session's workspace (the gate's root)."""
+
+    cwd: str
+    workspace: str
+
+    def path(self, text: str, tool: str) -> str:
+        """A path the agent named, as the agent's tool reads it: a relative one from its directory."""
+        if text.startswith(("/", "~")):
+            return text
+        if not self.cwd.startswith("/"):
+            raise CallError(
+                f"{tool}: the relative path {text!r} cannot be placed: the hook's cwd {self.cwd!r} is not absolute"
+            )
+        return os.path.join(self.cwd, text)
+
+    def shell(self, command: str) -> dict[str, Any]:
+        """A shell call's arguments: with ``cwd`` (where the gate reads its relative paths from) when it runs
+        anywhere but the workspace; a directory that is not absolute goes as it is (its paths are then unknown)."""
+        where = os.path.realpath(self.cwd) if self.cwd.startswith("/") else self.cwd
+        return {"command": command} if where == self.workspace else {"command": command, "cwd": where}
+
+
+def _search(tool_input: Mapping[str, Any], at: Place, tool: str) -> dict[str, Any]:
     path = tool_input.get("path")
-    return {"path": path if isinstance(path, str) and path else cwd, "pattern": str(tool_input.get("pattern", ""))}
+    where = at.path(path, tool) if isinstance(path, str) and path else at.cwd
+    return {"path": where, "pattern": str(tool_input.get("pattern", ""))}
 
 
-def _claude(name: str, ti: Mapping[str, Any], cwd: str) -> list[Call]:
+def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     match name:
         case "Bash":
-            return [Call("bash", {"command": _text(ti, "command", name)})]
+            return [Call("bash", at.shell(_text(ti, "command", name)))]
         case "Read":
-            return [Call("read_file", {"path": _text(ti, "file_path", name)})]
+            return [Call("read_file", {"path": at.path(_text(ti, "file_path", name), name)})]
         case "Write":
-            return [Call("write_file", {"path": _text(ti, "file_path", name), "content": str(ti.get("content", ""))})]
+            path = at.path(_text(ti, "file_path", name), name)
+            return [Call("write_file", {"path": path, "content": str(ti.get("content", ""))})]
         case "Edit":
-            path = _text(ti, "file_path", name)
+            path = at.path(_text(ti, "file_path", name), name)
             return [Call("edit_file", {"path": path, "old": ti.get("old_string"), "new": ti.get("new_string")})]
         case "MultiEdit":
-            return [Call("edit_file", {"path": _text(ti, "file_path", name), "edits": ti.get("edits")})]
+            return [Call("edit_file", {"path": at.path(_text(ti, "file_path", name), name), "edits": ti.get("edits")})]
         case "NotebookEdit":
-            return [Call("edit_file", {"path": _text(ti, "notebook_path", name), "new": ti.get("new_source")})]
+            return [
+                Call(
+                    "edit_file", {"path": at.path(_text(ti, "notebook_path", name), name), "new": ti.get("new_source")}
+                )
+            ]
         case "Glob" | "Grep":
-            return [Call("search", _search(ti, cwd))]
+            return [Call("search", _search(ti, at, name))]
         case "LS":
-            return [Call("list_dir", {"path": _text(ti, "path", name)})]
+            return [Call("list_dir", {"path": at.path(_text(ti, "path", name), name)})]
         case "WebFetch":
             return [Call("web_fetch", {"url": _text(ti, "url", name), "prompt": str(ti.get("prompt", ""))})]
         case "WebSearch":
@@ -78,21 +111,25 @@ def _claude(name: str, ti: Mapping[str, Any], cwd: str) -> list[Call]:
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
-def _codex(name: str, ti: Mapping[str, Any], cwd: str) -> list[Call]:
+def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
+    workdir = _text(ti, "workdir", name) if "workdir" in ti else None  # the shell's own directory, if it names one
+    if workdir is not None:
+        at = Place(at.path(workdir, name), at.workspace)
     if name == "Bash":
-        return [Call("bash", {"command": _text(ti, "command", name)})]
+        return [Call("bash", at.shell(_text(ti, "command", name)))]
     if name == "apply_patch":
         patch = _text(ti, "command", name) if "command" in ti else _text(ti, "patch", name)
         paths = list(dict.fromkeys(_PATCH_FILE.findall(patch)))
         if not paths:
             raise CallError("apply_patch: the patch names no file (*** Add/Update/Delete File: PATH)")
-        return [Call("edit_file", {"path": p, "patch": patch}) for p in paths]
+        return [Call("edit_file", {"path": at.path(p, name), "patch": patch}) for p in paths]
     return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
 
 
-def tether_calls(agent: str, tool_name: str, tool_input: Mapping[str, Any], cwd: str) -> list[Call]:
-    """The tether calls one agent tool call amounts to (more than one only for a multi-file patch)."""
-    return (_codex if agent == "codex" else _claude)(tool_name, tool_input, cwd)
+def tether_calls(agent: str, tool_name: str, tool_input: Mapping[str, Any], cwd: str, workspace: Path) -> list[Call]:
+    """The tether calls one agent tool call amounts to (more than one only for a multi-file patch), placed where
+    the agent runs it: ``cwd``, the hook's directory, which is the workspace only until the agent's shell moves."""
+    return (_codex if agent == "codex" else _claude)(tool_name, tool_input, Place(cwd, str(workspace)))
 
 
 def hook_envelope() -> Envelope:

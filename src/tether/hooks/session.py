@@ -309,7 +309,7 @@ def turn_of(guard: Guard) -> int:
 def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
     call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
-        calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))
+        calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.workspace)
     except CallError as e:
         refused = guard.refuse(
             str(data["tool_name"]), data["tool_input"], "hook:malformed-call", str(e), call_id, lead=head
@@ -358,7 +358,7 @@ def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Paylo
     """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
     call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
-        call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]))[0]
+        call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.workspace)[0]
     except CallError:
         call = Call(str(data["tool_name"]), dict(data["tool_input"]))
     if failed:

@@ -109,7 +109,7 @@ class Gate:
         effects_ = set(contract.effects)
         command = args.get("command")
         if Effect.EXEC in effects_ and isinstance(command, str):
-            analysis = analyse(command, self.workspace)
+            analysis = analyse(command, self._start(args))
             known: dict[int, Effects] = {}  # each top-level command's effects, worked out once for both uses
             decision = self._shell(tool, analysis, args, known=known)
             read_only = decision.verdict is Verdict.ALLOW and _read_only(analysis, known)
@@ -120,6 +120,17 @@ class Gate:
             decision = self._other(contract, args)
             read_only = effects_ == {Effect.READ}
         return self._control(self._approval_floor(contract, decision), read_only)
+
+    def _start(self, args: Mapping[str, Any]) -> PurePosixPath | None:
+        """Where a shell call's relative paths start: the workspace, or the directory the call names for itself
+        (``cwd``: the agent's shell, which a ``cd`` in an earlier call moved; a tool that takes one runs there).
+        A ``cwd`` that is not an absolute path leaves them unknown (each one then asks), never the workspace."""
+        if "cwd" not in args:
+            return self.workspace
+        cwd = args["cwd"]
+        if not isinstance(cwd, str) or not cwd.startswith("/") or "\0" in cwd:
+            return None
+        return PurePosixPath(os.path.normpath(cwd))
 
     def _approval_floor(self, contract: ToolContract, decision: Decision) -> Decision:
         """``approvals.require_for``: an effect class it lists is a floor of ASK that no allow rule, profile or
