@@ -200,8 +200,21 @@ def _store(db: StoreSpec, project: Path) -> tuple[Store, int | None]:
         local = local_dir(spec, project)
         return cached(("store", spec), lambda: open_store(spec, signer=Signer.configured(), local=local)), None
     path = Path(db)
-    inode = path.stat().st_ino if path.exists() else None
+    inode = _inode(path)
+    if inode is None:
+        # A project's first call: the store makes the file and is kept under the inode it made. Kept under "none"
+        # (as it was), the next call found an inode and opened the store, and the session's guard, a second time.
+        made = EventStore.open(path, signer=Signer.configured())
+        inode = _inode(path)
+        return cached(("store", str(path), inode), lambda: made), inode
     return cached(("store", str(path), inode), lambda: EventStore.open(path, signer=Signer.configured())), inode
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def take_baseline(store: Store, workspace: Path) -> Payload:
