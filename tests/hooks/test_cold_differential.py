@@ -1,0 +1,190 @@
+"""One session of hook calls answered cold, each by the installed command in a fresh process (the launcher,
+``--no-daemon``), and answered by a resident process (``answer`` in this one, its guards kept between calls as the
+daemon keeps them): the same replies, the same events, byte for byte once the workspace's path and the clock are
+set aside, and both logs verify.
+
+Whatever a cold process does differently to be fast (a kept envelope read back, the collector paused, lazily
+built payload classes, a fold checkpoint, a decision path without pydantic) must not change one answer or one
+recorded field; and a cold call that falls back to a slower path must not write its events twice. The calls: a
+sample of the shell corpus (every tenth case, and every case marked dangerous that a deny or ask must stop),
+file tools inside and outside the protected places, a tool the envelope does not declare, a declared MCP tool,
+receipts of an allowed and of a denied call (a bypass), a prompt, a stop and the session's end, for Claude Code
+under the built-in envelope and under a project envelope with rules of its own, and for Codex (whose ASK stages an
+approval).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hookkit import payload
+
+from tether.events.store import EventStore
+from tether.hooks.answer import answer
+from tether.hooks.client import HOOK_SCRIPT
+from tether.hooks.session import run_id_for
+
+LAUNCHER = str(Path(HOOK_SCRIPT).parent / "launch.py")
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "shell_corpus.yaml"
+CASES: list[dict[str, Any]] = yaml.safe_load(CORPUS.read_text())["cases"]
+COMMANDS = [c["command"] for i, c in enumerate(CASES) if i % 10 == 0 or (c.get("dangerous") and i % 10 == 5)]
+
+PROJECT_ENVELOPE = """\
+version: 1
+plan: {path: plan.yaml, hash: "sha256:%s"}
+environment:
+  filesystem: {read: ["**"], write: ["src/**", "tests/**"], deny: ["secrets/**"]}
+permissions:
+  profile: coding
+  deny: [{id: no-push, rule: "bash(git push:*)", reason: "pushing is the human's"}]
+  ask: [{id: ask-make, rule: "bash(make:*)"}]
+tools:
+  - {name: bash, purpose: Run a command., effects: [exec]}
+  - {name: read_file, purpose: Read a file., effects: [read]}
+  - {name: write_file, purpose: Write a file., effects: [write]}
+  - {name: edit_file, purpose: Edit a file., effects: [read, write]}
+  - {name: mcp__notes__add, purpose: Add a note., effects: [write]}
+""" % ("0" * 64)
+
+
+def claude_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = [("SessionStart", {}), ("UserPromptSubmit", {"prompt": "tidy up"})]
+    calls += [("PreToolUse", {"tool_input": {"command": c}, "tool_use_id": f"b{i}"}) for i, c in enumerate(COMMANDS)]
+    tools = [
+        ("Read", {"file_path": str(ws / "src" / "app.py")}),
+        ("Read", {"file_path": str(ws / ".env")}),
+        ("Read", {"file_path": str(ws / "secrets" / "key.pem")}),
+        ("Write", {"file_path": str(ws / "src" / "new.py"), "content": "x = 1\n"}),
+        ("Write", {"file_path": str(ws / ".tether" / "envelope.yaml"), "content": "{}"}),
+        ("Edit", {"file_path": str(ws / ".git" / "config"), "old_string": "a", "new_string": "b"}),
+        ("Glob", {"pattern": "**/*.py"}),
+        ("WebFetch", {"url": "https://example.com", "prompt": "read"}),
+        ("mcp__notes__add", {"text": "hello"}),
+        ("mcp__other__tool", {"x": 1}),
+        ("TodoWrite", {"todos": []}),
+        ("Read", {}),
+    ]
+    calls += [
+        ("PreToolUse", {"tool_name": t, "tool_input": ti, "tool_use_id": f"f{i}"}) for i, (t, ti) in enumerate(tools)
+    ]
+    calls += [
+        ("PostToolUse", {"tool_input": {"command": COMMANDS[0]}, "tool_use_id": "b0"}),
+        ("PostToolUse", {"tool_input": {"command": "rm -rf /"}, "tool_use_id": "gone"}),
+        ("PreToolUse", {"tool_input": {"command": "rm -rf /"}, "tool_use_id": "d1"}),
+        ("PostToolUse", {"tool_input": {"command": "rm -rf /"}, "tool_use_id": "d1"}),  # it ran anyway: a bypass
+        ("PreToolUse", {"tool_input": {"command": "rm -rf /"}, "tool_use_id": "d2"}),  # denied before
+        ("Stop", {}),
+        ("UserPromptSubmit", {"prompt": "one more thing"}),
+        ("PreToolUse", {"tool_input": {"command": "ls"}, "tool_use_id": "after"}),
+        ("SessionEnd", {"reason": "exit"}),
+    ]
+    return calls
+
+
+def codex_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n*** Add File: .git/hooks/pre-commit\n*** End Patch\n"
+    return [
+        ("SessionStart", {}),
+        ("PreToolUse", {"tool_input": {"command": "ls"}, "tool_use_id": "c1"}),
+        ("PreToolUse", {"tool_input": {"command": "git push origin main"}, "tool_use_id": "c2"}),
+        ("PreToolUse", {"tool_input": {"command": "git push origin main"}, "tool_use_id": "c3"}),
+        ("PreToolUse", {"tool_name": "apply_patch", "tool_input": {"command": patch}, "tool_use_id": "c4"}),
+        ("PostToolUse", {"tool_input": {"command": "git push origin main"}, "tool_use_id": "c2"}),
+        ("Stop", {}),
+    ]
+
+
+def workspace(root: Path, envelope: str | None) -> Path:
+    for d in ("src", "tests", "secrets", ".git", ".tether"):
+        (root / d).mkdir(parents=True)
+    (root / "src" / "app.py").write_text("def parse(x):\n    return x\n")
+    (root / "secrets" / "key.pem").write_text("-----BEGIN KEY-----\n")
+    (root / ".env").write_text("TOKEN=1\n")
+    if envelope is not None:
+        (root / ".tether" / "envelope.yaml").write_text(envelope)
+    return root
+
+
+def cold(agent: str, ws: Path, raw: bytes) -> tuple[str, str, int]:
+    """The installed command without a daemon, in a fresh interpreter: ``python -I -S launch.py AGENT``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "CLAUDE_"))}
+    env.update(CLAUDE_PROJECT_DIR=str(ws), TETHER_HOOK_DAEMON="0")
+    cmd = [sys.executable, "-I", "-S", LAUNCHER, agent, "--no-daemon"]
+    out = subprocess.run(cmd, input=raw, capture_output=True, env=env, cwd=ws, timeout=120)
+    return out.stdout.decode().removesuffix("\n"), out.stderr.decode(), out.returncode
+
+
+def resident(agent: str, ws: Path, raw: bytes) -> tuple[str, str, int]:
+    reply = answer({"agent": agent, "project": str(ws)}, json.loads(raw))
+    return reply.stdout, reply.stderr, reply.exit
+
+
+#: What differs between two sessions that decided alike: the clock, random ids, each process's own figures.
+NOISE = re.compile(
+    r'"(ts|at|expires_at|started_at|finished_at|duration_s|elapsed_s|wall_s|pid|host)": [^,}\]]+'
+    r"|ap-[0-9a-f]{8}|~[0-9a-f]{6}|c-[0-9a-f]{12}|(?<=/proc/)[0-9]+(?=/)"  # /proc/self: the deciding process
+)
+
+
+def quiet(text: str) -> str:
+    return NOISE.sub(lambda m: f'"{m[1]}": 0' if m[1] else "~", text)
+
+
+def play(agent: str, ws: Path, calls: list[tuple[str, dict[str, Any]]], how: Any) -> tuple[list[Any], list[Any]]:
+    replies = []
+    for event, fields in calls:
+        raw = json.dumps(payload(f"{agent}.{event}", ws, **fields)).encode()
+        replies.append(json.loads(quiet(json.dumps(how(agent, ws, raw)).replace(str(ws), "<ws>"))))
+    run_id = run_id_for(agent, payload(f"{agent}.SessionStart", ws)["session_id"])
+    with EventStore.open(ws / ".tether" / "tether.db", readonly=True) as store:
+        store.verify_run(run_id)
+        events = [(e.seq, e.kind, e.payload) for e in store.events(run_id)]
+    text = quiet(json.dumps(events, sort_keys=True).replace(str(ws), "<ws>"))
+    return replies, json.loads(text)
+
+
+def compare(tmp_path: Path, agent: str, envelope: str | None, session: Any) -> list[Any]:
+    """Both sessions in one place (one after the other, the first moved away), so that what hashes the paths
+    (the arguments' hashes, the contract) must agree too."""
+    ws = workspace(tmp_path / "ws", envelope)
+    got_cold = play(agent, ws, session(ws), cold)
+    ws.rename(tmp_path / "cold")
+    workspace(ws, envelope)
+    got_resident = play(agent, ws, session(ws), resident)
+    for i, (x, y) in enumerate(zip(got_cold[0], got_resident[0], strict=True)):
+        assert x == y, (i, session(ws)[i])
+    for x, y in zip(got_cold[1], got_resident[1], strict=False):
+        assert x == y, "the same events, in the same order"
+    assert len(got_cold[1]) == len(got_resident[1]), "no event written twice, none missing"
+    return got_cold[0]
+
+
+def verdicts(replies: list[Any]) -> list[str]:
+    return [json.loads(r[0])["hookSpecificOutput"]["permissionDecision"] for r in replies if r[0].startswith('{"hookS')]
+
+
+@pytest.mark.slow
+def test_claude_code_under_the_built_in_envelope_decides_and_records_alike_cold_and_resident(tmp_path: Path) -> None:
+    replies = compare(tmp_path, "claude-code", None, claude_session)
+    assert {"allow", "ask", "deny"} <= set(verdicts(replies))
+
+
+@pytest.mark.slow
+def test_claude_code_under_a_project_envelope_decides_and_records_alike_cold_and_resident(tmp_path: Path) -> None:
+    replies = compare(tmp_path, "claude-code", PROJECT_ENVELOPE, claude_session)
+    assert {"allow", "ask", "deny"} <= set(verdicts(replies))
+
+
+@pytest.mark.slow
+def test_codex_decides_and_records_alike_cold_and_resident(tmp_path: Path) -> None:
+    replies = compare(tmp_path, "codex", None, codex_session)
+    assert [r[2] for r in replies[1:5]] == [0, 2, 2, 2]
+    assert "tether approve" in replies[2][1]
