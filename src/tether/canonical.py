@@ -21,8 +21,18 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
 
 
 def canonical_json(value: Any) -> str:
-    """Serialise ``value`` deterministically (sorted keys, compact separators)."""
-    return _ENCODER.encode(value)
+    """Serialise ``value`` deterministically (sorted keys, compact separators).
+
+    What ``_ENCODER.encode`` runs, without its Python layers: ``JSONEncoder.iterencode`` builds a float closure and
+    a C encoder for each call (a frame and a function object each time; ``content_hash`` runs four a step, issue
+    18). The C encoder is built per call here too, with a fresh ``markers`` dict, so a cycle still raises
+    ``ValueError`` and an error half-way leaves nothing behind for the next call (``tests/test_canonical.py``)."""
+    if type(value) is str:  # encode()'s own shortcut for a string
+        return encode_basestring(value)
+    if c_make_encoder is None:  # pragma: no cover - CPython without the _json module
+        return _ENCODER.encode(value)
+    encoder = c_make_encoder({}, _ENCODER.default, encode_basestring, None, ":", ",", True, False, False)
+    return "".join(encoder(value, 0))
 
 
 #: The C encoder :data:`_ENCODER` runs for a dict or a list (``JSONEncoder.iterencode`` builds one per call), built

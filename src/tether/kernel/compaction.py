@@ -19,6 +19,7 @@ context without summarising again.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +63,14 @@ DIFF_CHARS = 3_000
 
 
 def settings_of(settings: ContextSettings | None) -> ContextSettings:
-    return settings or ContextSettings()
+    return settings or _default_settings()
+
+
+@functools.cache
+def _default_settings() -> ContextSettings:
+    """The settings of an agent that sets none: one frozen model, built at first use (not at import, which would
+    build its validator in every process importing this module; not once a step)."""
+    return ContextSettings()
 
 
 def over(total: int, window: int, settings: ContextSettings) -> bool:

@@ -125,7 +125,8 @@ class Transcript:
         """The messages after ``done``: the open turn's tool results and host notes, built afresh each time."""
         out: list[tuple[Message, Sources]] = []
         for call_id, asked in self.order:
-            text, seq = self.results.get(call_id, (_missing(), asked))
+            found = self.results.get(call_id)  # not .get(.., default): that built the default's JSON every time
+            text, seq = found if found is not None else (_missing(), asked)
             out.append((Message("tool", text, tool_call_id=call_id), (seq,)))
         if self.notes:
             out.append((Message("user", "\n\n".join(n for n, _ in self.notes)), tuple(s for _, s in self.notes)))
@@ -339,5 +340,9 @@ def _missing() -> str:
     return _json({"error": "not_executed", "detail": "the run stopped before this call ran"})
 
 
+_SORTED = json.JSONEncoder(sort_keys=True)
+"""What ``json.dumps(value, sort_keys=True)`` builds for every call (a keyword makes it build a new encoder), once."""
+
+
 def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, sort_keys=True)
+    return _SORTED.encode(value)

@@ -33,6 +33,10 @@ OFFLINE_ENCODING = "cl100k_base"
 ESTIMATE = f"estimate:{CHARS_PER_TOKEN}chars"
 
 
+_SORTED = json.JSONEncoder(sort_keys=True)
+"""``json.dumps(value, sort_keys=True)``'s encoder, built once (the keyword makes ``dumps`` build one per call)."""
+
+
 @dataclass(frozen=True)
 class Counter:
     """A way to count tokens, and its name as the log records it."""
@@ -42,7 +46,7 @@ class Counter:
 
     def message(self, m: Message) -> int:
         """A message's tokens: its text, its tool calls' names and arguments, and the framing."""
-        calls = "".join(c.name + json.dumps(c.args, sort_keys=True) for c in m.tool_calls)
+        calls = "".join(c.name + _SORTED.encode(c.args) for c in m.tool_calls)
         return self.count(m.content + calls) + MESSAGE_FRAMING
 
     def tools(self, specs: Sequence[ToolSpec]) -> int:
