@@ -14,7 +14,9 @@ Verdicts on places (rule ids in brackets):
   tool's explicit allow rule for that path may lift it; see the gate);
 * shell start-up files [``path:startup-file``], credential files [``path:credential``] and
   devices [``path:device``, ``shell:dev-tcp``] are DENY for writes, credential files also for reads;
-* a target that cannot be known before running (``$X``, unknown cwd) is ASK [``path:unknown``].
+* a target that cannot be known before running (``$X``, unknown cwd, a path through a process's own view such
+  as ``/proc/self/cwd``, which is the deciding process's here and the command's when it runs) is ASK
+  [``path:unknown``].
 
 ``filesystem`` not stated (``None``) means: the whole workspace is readable, nothing is writable.
 """
@@ -123,6 +125,25 @@ _HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"}
 )
 _HOOK_DIRS = (".git", ".tether", ".husky", ".githooks")
+#: What a process's own entry in /proc leads to in its own view: its directory, its root, its program, its maps.
+_PROCESS_LINKS = ("cwd", "root", "exe", "map_files")
+
+
+def _process_view(path: str) -> bool:
+    """A path through a process's own view of the file system (``/proc/self/cwd/x``, ``/proc/<pid>/root/…``, a
+    directory descriptor's ``/dev/fd/N/x``) names a place in the process that opens it: the agent's shell, or the
+    sandboxed command, not the process deciding (a daemon's directory is not the shell's). ``/proc/self/fd/N`` and
+    ``/dev/fd/N`` themselves, and the process's own files (``environ``), are judged as they resolve."""
+    parts = path.split("/")[1:]
+    if parts[:2] == ["dev", "fd"]:
+        return len(parts) > 3
+    if len(parts) < 3 or parts[0] != "proc" or not (parts[1] in ("self", "thread-self") or parts[1].isdigit()):
+        return False
+    rest = parts[2:]
+    if rest[0] == "task" and len(rest) > 2:
+        rest = rest[2:]
+    return rest[0] in _PROCESS_LINKS or (rest[0] == "fd" and len(rest) > 2)
+
 
 #: Directories whose recursive contents include credentials (archiving ``~`` reads ``~/.ssh``).
 _CREDENTIAL_ROOTS = ("/", "/root", "/home", "/home/*", "{home}", "/etc")
@@ -199,6 +220,8 @@ class PathPolicy:
             if cwd is None:
                 return None
             text = f"{cwd}/{text}"
+        if _process_view(os.path.normpath(text)):
+            return None
         try:
             return PurePosixPath(os.path.realpath(text))
         except (OSError, ValueError):  # unreadable (/proc/1/root), too long, NUL: the place cannot be known

@@ -457,13 +457,94 @@ def _xxd(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
     return None
 
 
+_LINK_VALUES = frozenset({"-t", "--target-directory", "-S", "--suffix"})
+
+
 def _ln(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
-    ops = operands(cmd, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
-    for src in ops[:-1] if len(ops) > 1 else ops:
+    long, short = _flags(cmd)
+    symbolic = "--symbolic" in long or "s" in short
+    return _link(cmd, ctx, symbolic=symbolic, verbatim=symbolic and not ("--relative" in long or "r" in short))
+
+
+def _cp(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
+    """``cp -l`` / ``cp -s`` make links, not copies: judged as ``ln`` is; any other copy by the option tables."""
+    long, short = _flags(cmd)
+    symbolic = "--symbolic-link" in long or "s" in short
+    return (
+        _link(cmd, ctx, symbolic=symbolic, verbatim=symbolic) if symbolic or "--link" in long or "l" in short else None
+    )
+
+
+def _flags(cmd: SimpleCommand) -> tuple[set[str], set[str]]:
+    """A command's long options (without their ``=value``) and the letters of its short ones (``-sf``: s, f)."""
+    long: set[str] = set()
+    short: set[str] = set()
+    for w in cmd.args:
+        if w.text == "--":
+            break
+        if w.text.startswith("--"):
+            long.add(w.text.split("=", 1)[0])
+        elif w.text.startswith("-") and len(w.text) > 1:
+            short.update(w.text[1:])
+    return long, short
+
+
+def _link(cmd: SimpleCommand, ctx: Context, *, symbolic: bool, verbatim: bool) -> list[Finding] | None:
+    """A link is a way to write where it leads. A link out of the workspace asks (later writes and deletes inside
+    the workspace would escape). A hard link to a place the agent may not write is that file itself: writing it
+    later, in this command or in the next call, writes the file, and the next call's write looks like any write in
+    the workspace; so making it is judged as writing the file. A symbolic one leads a write later in the same
+    command there before the gate could see the link (a later call's write is judged where the link leads): it
+    asks. ``verbatim``: the link holds the operand as written, read from the link's own directory (``ln -s``
+    without ``-r``, ``cp -s``); else the operand is read from the command's directory."""
+    sources, where = _link_operands(cmd)
+    for src in sources:
         if not _in_workspace(src, cmd, ctx):
-            # a link to the outside turns later writes and deletes inside the workspace into escapes
-            return _ask("ask-link-outside", f"ln points into {src.text!r}, outside the workspace", hard=True)
+            return _ask("ask-link-outside", f"{cmd.name} points into {src.text!r}, outside the workspace", hard=True)
+    for src in sources:
+        for path in _link_places(src, cmd, ctx, where) if verbatim else [ctx.paths.resolve(src.text, cmd.cwd)]:
+            if path is None:
+                return _ask("ask-link-unknown", f"{cmd.name} links {src.text!r} from a place unknown", hard=True)
+            place = ctx.paths.write(path) or ctx.paths.dotfile(path)
+            if place is None:
+                continue
+            what = f"{cmd.name} links {src.text!r}: {place.reason}"
+            if symbolic:
+                return _ask("ask-link-protected", f"{what}; a write through the link writes there", hard=True)
+            layer = Layer.PROFILE if place.rule_id == "path:dotfile" else Layer.HARD
+            return [Finding.of(layer, place.rule_id, place.verdict, f"{what}; a hard link is the file itself")]
     return None
+
+
+def _link_operands(cmd: SimpleCommand) -> tuple[list[Word], tuple[Word | None, ...]]:
+    """The files a link command links and where its links go: with ``-t DIR`` every operand into DIR, else each
+    operand but the last into the last (a directory, or the link's own name), or a lone operand into the cwd."""
+    ops = operands(cmd, _LINK_VALUES)
+    args = list(cmd.args)
+    for i, w in enumerate(args):
+        if w.text.startswith("--target-directory="):
+            return ops, (Word(w.text.split("=", 1)[1], w.static),)
+        if w.text in ("-t", "--target-directory"):
+            return ops, (args[i + 1] if i + 1 < len(args) else None,)
+    return (ops[:-1], (ops[-1],)) if len(ops) > 1 else (ops, ())
+
+
+def _link_places(
+    src: Word, cmd: SimpleCommand, ctx: Context, where: tuple[Word | None, ...]
+) -> list[PurePosixPath | None]:
+    """Where a symbolic link holding ``src`` as written leads: read from the directory the link is made in —
+    ``where`` itself when it is a directory, else the one holding it; the command's directory for a lone operand."""
+    if not src.static:
+        return [None]
+    if src.text.startswith(("/", "~")) or not where:
+        return [ctx.paths.resolve(src.text, cmd.cwd)]
+    places: list[PurePosixPath | None] = []
+    for w in where:
+        base = ctx.paths.resolve(w.text, cmd.cwd) if w is not None and w.static else None
+        if base is None:
+            return [None]
+        places.append(ctx.paths.resolve(src.text, base if os.path.isdir(base) else base.parent))
+    return places
 
 
 def _make(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
@@ -505,6 +586,7 @@ _FAMILIES: tuple[tuple[frozenset[str], Judge], ...] = (
     (frozenset({"find"}), _find),
     (frozenset({"xxd"}), _xxd),
     (frozenset({"ln"}), _ln),
+    (frozenset({"cp"}), _cp),
     (frozenset({"make"}), _make),
     (knowledge.SHELLS | frozenset(knowledge.INTERPRETERS), _interpreter),
 )
