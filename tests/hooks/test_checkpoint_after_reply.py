@@ -74,8 +74,8 @@ def spy_on_restores(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     restored: list[bool] = []
     real_load = ck.load
 
-    def spy(guard: Any, folder: Path, audited: int) -> bool:
-        restored.append(real_load(guard, folder, audited))
+    def spy(guard: Any, folder: Path, audited: int, pending: Any = None) -> bool:
+        restored.append(real_load(guard, folder, audited, pending))
         return restored[-1]
 
     monkeypatch.setattr(ck, "load", spy)

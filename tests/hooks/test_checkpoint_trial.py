@@ -162,7 +162,8 @@ def test_the_parents_garbage_is_not_finalised_in_the_child(tmp_path: Path) -> No
 
 
 def test_the_parent_loads_the_bytes_the_child_tried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The file swapped for a fatal body while the child tries the good one: the parent loads what it read, once."""
+    """The file swapped for a fatal body while the child tries the good one (read, and its trial started, before the
+    log's audit; swapped when the verdict is asked for): the parent loads what it read, once."""
     from test_checkpoint_bounds import session
     from test_fold_checkpoint import calls, cold, guard_of
 
@@ -172,19 +173,19 @@ def test_the_parent_loads_the_bytes_the_child_tried(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(guard_log, "EVERY", 8)
     hook: Hook = session(tmp_path)
     (path,) = (tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt")
-    real = ck.tried
+    real = cachefile.Trial.verdict
     swapped = []
 
-    def swap(body: bytes) -> bool:
+    def swap(trial: cachefile.Trial) -> bool:  # the file read and its trial started before the audit: swap it now
         raw = path.read_bytes()
         header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
         bad = deep_tuple_value(300_000)
         header["body_sha256"] = hashlib.sha256(bad).hexdigest()
         path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + bad)
         swapped.append(True)
-        return real(body)
+        return real(trial)
 
-    monkeypatch.setattr(ck, "tried", swap)
+    monkeypatch.setattr(cachefile.Trial, "verdict", swap)
     cold()
     assert calls(hook, 1, start=12) == ["ask"]
     assert swapped and isinstance(guard_of(hook).events, Log), "restored from the bytes the child tried"

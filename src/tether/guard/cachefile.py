@@ -147,31 +147,65 @@ def tried(check: Callable[[], object], seconds: float, allowance: int) -> bool:
     whose hash never ends); none of that shows before it runs, nor can be stopped in this process once it runs.
     So it runs in a child first; the caller then does the same (deterministic: the child is this process, forked).
     Where the trial cannot be made or bounded (no ``fork``, no ``/proc/self/statm``), False: a miss."""
-    import resource  # noqa: F401 — here, not in the child: a fork of a threaded process (the daemon) imports nothing
-    import select  # noqa: F401
-    import signal
+    trial = Trial(check, seconds, allowance)
+    try:
+        return trial.verdict()
+    finally:
+        trial.close()
 
-    try:
-        pid = os.fork()
-    except OSError:
-        return False
-    if pid == 0:  # the child: bounded, silent, and it leaves only by _exit (no atexit, no finalisers of the parent)
-        code = 3
+
+class Trial:
+    """:func:`tried` in two halves: the child forked now, its verdict asked for later, so that this process does other
+    work meanwhile (a fold checkpoint's trial runs while the log is audited: guard/checkpoint.py ``begin``).
+    ``seconds`` count from the fork's return. Whoever makes one closes it (``try``/``finally``): a child whose
+    verdict was not asked for is killed and reaped then, never left running nor a zombie."""
+
+    def __init__(self, check: Callable[[], object], seconds: float, allowance: int) -> None:
+        import resource  # noqa: F401 — here, not in the child: a fork of a threaded process (the daemon) imports nothing
+        import select  # noqa: F401
+        import signal  # noqa: F401
+        import time
+
+        self._status: int | None = None
+        self.deadline = 0.0
         try:
-            code = _trial(check, allowance)
-        finally:
-            os._exit(code)
-    ended = False
-    try:
-        ended = _ended(pid, seconds)
-    finally:  # whatever stopped the wait (an interrupt too), the child never outlives it, nor stays a zombie
+            self.pid: int | None = os.fork()
+        except OSError:
+            self.pid, self._status = None, -1
+            return
+        if self.pid == 0:  # the child: bounded, silent, and it leaves only by _exit (no atexit, no finalisers)
+            code = 3
+            try:
+                code = _trial(check, allowance)
+            finally:
+                os._exit(code)
+        self.deadline = time.monotonic() + seconds  # from the fork: it may wait for locks other threads hold
+
+    def verdict(self) -> bool:
+        """Whether the child ended well by the deadline (waited for until then; killed and reaped if not)."""
+        if self._status is None:
+            import time
+
+            self._reap(_ended(self.pid or 0, max(0.0, self.deadline - time.monotonic())))
+        return self._status == 0
+
+    def close(self) -> None:
+        """The child killed (unless it ended) and reaped, when its verdict was not asked for."""
+        if self._status is None:
+            self._reap(False)
+
+    def _reap(self, ended: bool) -> None:
+        """Whatever stopped the wait (an interrupt too), the child never outlives it, nor stays a zombie."""
+        import signal
+
+        pid = self.pid or 0
         try:
             if not ended:
                 os.kill(pid, signal.SIGKILL)
             _, status = os.waitpid(pid, 0)
         except OSError:
             status = -1
-    return status == 0
+        self._status = status
 
 
 def _trial(check: Callable[[], object], allowance: int) -> int:

@@ -62,8 +62,6 @@ from .cachefile import sweep as sweep
 from .log import Log, path_for
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from .session import Guard
 
 #: The checkpoint format; a file of another version is ignored.
@@ -76,6 +74,7 @@ MAX_BYTES = 64 * 1024 * 1024
 #: and the memory, beyond what the process already maps: :data:`TRIAL_FLOOR`, or :data:`TRIAL_PER_BYTE` times the
 #: body's size if more (the 571 KB body above builds ~20 MB; a body of nested lists ~70 bytes per byte).
 TRIAL_S = 2.0
+TRIAL_S_PER_MB = 0.5
 TRIAL_FLOOR = 128 << 20
 TRIAL_PER_BYTE = 16
 #: What the trial's child then accepts of the loaded graph (:func:`_walkable`): containers and objects nested at most
@@ -227,21 +226,22 @@ def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
     }
 
 
-def load(guard: Guard, folder: Path, audited: int) -> bool:
+def load(guard: Guard, folder: Path, audited: int, pending: Pending | None = None) -> bool:
     """Restore ``guard`` (fresh from :meth:`Guard.open`, its log verified: ``audited`` events) from its
-    checkpoint, then fold what came after. False, with the guard untouched, on any doubt."""
-    target = path_for(folder, guard.run_id)
-    try:
-        with open(target, "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_BYTES:
-                return False  # not read at all
-            raw = f.read(MAX_BYTES + 1)
-    except OSError:
+    checkpoint, then fold what came after. False, with the guard untouched, on any doubt. ``pending``: the file as
+    :func:`begin` read it before the audit, its body's trial already running (else it is read, and tried, now)."""
+    if pending is None:
+        pending = begin(folder, guard.run_id, getattr(guard.store, "signer", None) is not None)
+        try:
+            return load(guard, folder, audited, pending)
+        finally:
+            pending.close()
+    if pending.raw is None:
         return False
     from tether.policy.provenance import Provenance  # before the body: it pickles the index's sources
 
     try:
-        restored = _restore(guard, raw, audited)
+        restored = _restore(guard, pending, audited)
     except Exception:  # malformed, forged, another code's: the whole fold, as without a checkpoint
         return False
     if restored is None:
@@ -264,6 +264,56 @@ def load(guard: Guard, folder: Path, audited: int) -> bool:
     return True
 
 
+class Pending:
+    """A session's checkpoint file as :func:`begin` read it (``raw``: None when it was not read: missing, over
+    :data:`MAX_BYTES`), and the trial of its body when nothing else vouches for it, started then. :func:`load` reads
+    only these bytes: a file swapped after the read is not what is loaded, nor what was tried."""
+
+    def __init__(self, raw: bytes | None, trial: cachefile.Trial | None = None) -> None:
+        self.raw, self.trial = raw, trial
+
+    def tried(self) -> bool:
+        """Whether the trial (:func:`tried`) of the body ended well: waited for now, if it is still running."""
+        return self.trial is not None and self.trial.verdict()
+
+    def close(self) -> None:
+        """The trial's child, if its verdict was not asked for, killed and reaped (:meth:`.cachefile.Trial.close`)."""
+        if self.trial is not None:
+            self.trial.close()
+
+
+def begin(folder: Path, run_id: str, signed: bool) -> Pending:
+    """Read the session's checkpoint and, when no store key will vouch for it (``signed``: the store has one), start
+    the trial of its body in a forked child (:func:`tried`) at once: the child loads and walks it while this process
+    audits the log (``Guard.open`` runs ``verify_run`` before any checkpoint is used), and :func:`load` waits for
+    its verdict only then (a cold call in a session of 1,000 tool calls waited ~35 ms for it after the audit). A
+    body whose header is not this code's checkpoint of this run, or whose digest is not the header's, is not tried:
+    :func:`load` ignores it anyway. The caller closes what it gets (``try``/``finally``), used or not."""
+    try:
+        with open(path_for(folder, run_id), "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_BYTES:
+                return Pending(None)  # not read at all
+            raw = f.read(MAX_BYTES + 1)
+    except OSError:
+        return Pending(None)
+    if signed:
+        return Pending(raw)
+    try:
+        found = parts(raw, MAGIC, MAX_BYTES)
+    except ValueError:
+        return Pending(raw)
+    if found is None:
+        return Pending(raw)
+    header, body = found
+    if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
+        return Pending(raw)
+    if header.get("code") != code_stamp() or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+        return Pending(raw)
+    from tether.policy.provenance import Provenance  # noqa: F401 — the body pickles it; the child imports nothing
+
+    return Pending(raw, cachefile.Trial(lambda: _trial(body), trial_seconds(body), trial_allowance(body)))
+
+
 def _vouched(guard: Guard, header: dict[str, Any], body: bytes) -> bool:
     """The header is this format's, this code's, this session's (run, contract, asking mode), the body is the one
     it names, and under an anchor key it is signed with that key (a forged signature raises)."""
@@ -276,8 +326,8 @@ def _vouched(guard: Guard, header: dict[str, Any], body: bytes) -> bool:
     return sealed(header, getattr(guard.store, "signer", None))
 
 
-def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
-    found = parts(raw, MAGIC, MAX_BYTES)
+def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | None:
+    found = parts(pending.raw or b"", MAGIC, MAX_BYTES)
     if found is None or not _vouched(guard, *found):
         return None
     header, body = found
@@ -291,7 +341,7 @@ def _restore(guard: Guard, raw: bytes, audited: int) -> tuple[Any, ...] | None:
         return None  # the log at the checkpoint's seq is not the one it was taken over
     if any(b.seq != a.seq + 1 or b.prev_hash != a.hash for a, b in itertools.pairwise(tail)):
         return None
-    if getattr(guard.store, "signer", None) is None and not tried(body):
+    if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
     obj = _Unpickler(io.BytesIO(body)).load()
     from tether.control.fold import RunFold
@@ -321,7 +371,20 @@ def tried(body: bytes) -> bool:
     running it, nor stopped in this process once it runs: so it runs in a child first, and this process loads the
     same bytes only after the child's did end well (a load is deterministic: the child is this process, forked).
     Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint."""
-    return cachefile.tried(lambda: _trial(body), TRIAL_S, max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body)))
+    return cachefile.tried(lambda: _trial(body), trial_seconds(body), trial_allowance(body))
+
+
+def trial_seconds(body: bytes) -> float:
+    """The trial's deadline: :data:`TRIAL_S`, and :data:`TRIAL_S_PER_MB` more for each MB of the body, so that a
+    legitimate body of any size under :data:`MAX_BYTES` is tried to its end (a fixed 2 s killed the trial of bodies
+    from ~20 MB: the session then folded its whole log at every cold call), while a hostile one still ends by it."""
+    return TRIAL_S + TRIAL_S_PER_MB * len(body) / 1e6
+
+
+def trial_allowance(body: bytes) -> int:
+    """The memory the trial's child may map beyond the process: :data:`TRIAL_FLOOR`, or :data:`TRIAL_PER_BYTE`
+    times the body's size if more."""
+    return max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
 
 
 def _trial(body: bytes) -> None:
@@ -334,6 +397,16 @@ def _trial(body: bytes) -> None:
 _LEAVES = (str, bytes, bytearray, int, float, complex, type(None), enum.Enum, type, types.FunctionType)
 
 
+class _Leafy(dict[type, bool]):
+    """Whether a type's instances are leaves (:data:`_LEAVES`), asked once a type in a walk: by the object's own type,
+    not by ``isinstance``, which also asks ``__class__`` (~1 µs an object of a tether class, most of the walk's cost
+    before)."""
+
+    def __missing__(self, t: type) -> bool:
+        self[t] = leaf = issubclass(t, _LEAVES)
+        return leaf
+
+
 def _walkable(root: Any, depth: int, nodes: int) -> bool:
     """Whether every walk of ``root`` is bounded: nested at most ``depth`` deep, and at most ``nodes`` met when a
     node shared by several holders is met once for each (counted bottom-up, each node once: linear in the graph).
@@ -342,12 +415,15 @@ def _walkable(root: Any, depth: int, nodes: int) -> bool:
     overflow the C stack, or never end."""
     sizes: dict[int, int] = {}
     path = {id(root)}
-    stack: list[list[Any]] = [[root, _children(root), 1]]
+    leafy = _Leafy()
+    stack: list[list[Any]] = [_frame(root, leafy)]
     while stack:
         top = stack[-1]
-        for kid in top[1]:
+        if top[2] > nodes:
+            return False
+        for kid in top[1]:  # no leaves: _frame counted them
             k = id(kid)
-            if isinstance(kid, _LEAVES) or k in path:  # a leaf, or a cycle's way back: met once
+            if k in path:  # a cycle's way back: met once
                 top[2] += 1
             elif k in sizes:
                 top[2] += sizes[k]
@@ -355,7 +431,7 @@ def _walkable(root: Any, depth: int, nodes: int) -> bool:
                 return False
             else:
                 path.add(k)
-                stack.append([kid, _children(kid), 1])
+                stack.append(_frame(kid, leafy))
                 break
             if top[2] > nodes:
                 return False
@@ -370,12 +446,15 @@ def _walkable(root: Any, depth: int, nodes: int) -> bool:
     return True
 
 
-def _children(obj: Any) -> Iterator[Any]:
-    """What ``obj`` holds: a container's items (a dict's keys and values), an object's attributes and slots."""
+def _frame(obj: Any, leafy: _Leafy) -> list[Any]:
+    """``[obj, what it holds that is not a leaf, what it counts so far]``: itself and its leaves, each met once.
+    What it holds: a container's items (a dict's keys and values), an object's attributes and slots."""
     import gc
 
-    if isinstance(obj, dict):
-        return itertools.chain.from_iterable(obj.items())
-    if isinstance(obj, list | tuple | set | frozenset):
-        return iter(obj)
-    return iter(gc.get_referents(obj))
+    if type(obj) is dict:  # exactly: a subclass's iteration could be its own
+        inner = [k for k in obj if not leafy[type(k)]]
+        inner += [v for v in obj.values() if not leafy[type(v)]]
+        return [obj, iter(inner), 1 + 2 * len(obj) - len(inner)]
+    kids = obj if type(obj) in (list, tuple, set, frozenset) else gc.get_referents(obj)
+    inner = [k for k in kids if not leafy[type(k)]]
+    return [obj, iter(inner), 1 + len(kids) - len(inner)]

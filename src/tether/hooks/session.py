@@ -33,7 +33,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
@@ -53,6 +53,9 @@ from tether.status import ActionStatus
 
 from .calls import Call, CallError, hook_envelope, tether_calls
 from .wire import Outcome
+
+if TYPE_CHECKING:
+    from tether.guard.checkpoint import Pending
 
 T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
@@ -139,22 +142,29 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     )
     path, source, stamp = envelope_for(settings, workspace)
     asking = Asking.RETRY if settings.agent == "codex" else Asking.AGENT  # Claude Code asks its user itself
-    return cached(
-        ("guard", str(db), inode, run_id, stamp),
-        lambda: Guard.open(
-            store,
-            governing(path, source, db, store),
-            session,
-            framework=settings.agent,
-            workspace=workspace,
-            task=f"{settings.agent} session {session}",
-            run_id=run_id,
-            begin=lambda ws: [take_baseline(store, ws)],
-            asking=asking,
-            strict=False,
-            restore=restorer(checkpoints_of(db)),
-        ),
-    )
+
+    def opened() -> Guard:
+        folder = checkpoints_of(db)
+        pending = begun(folder, run_id, store)  # first: its trial runs while the envelope is read and the log audited
+        try:
+            return Guard.open(
+                store,
+                governing(path, source, db, store),
+                session,
+                framework=settings.agent,
+                workspace=workspace,
+                task=f"{settings.agent} session {session}",
+                run_id=run_id,
+                begin=lambda ws: [take_baseline(store, ws)],
+                asking=asking,
+                strict=False,
+                restore=restorer(folder, pending),
+            )
+        finally:
+            if pending is not None:
+                pending.close()
+
+    return cached(("guard", str(db), inode, run_id, stamp), opened)
 
 
 def checkpoints_of(db: StoreSpec) -> Path | None:
@@ -162,18 +172,29 @@ def checkpoints_of(db: StoreSpec) -> Path | None:
     return None if is_url(db) else Path(str(db) + ".folds")
 
 
-def restorer(folder: Path | None) -> Callable[[Guard, int], object] | None:
+def begun(folder: Path | None, run_id: str, store: Store) -> Pending | None:
+    """The session's fold checkpoint read, and the trial of a body no key vouches for started, before the session is
+    opened (guard/checkpoint.py ``begin``, imported only when there is a file: none yet in a session under 256
+    events, and the folder may hold only kept envelopes); None when there is none."""
+    if folder is None or not guard_log.path_for(folder, run_id).is_file():
+        return None
+    from tether.guard.checkpoint import begin
+
+    return begin(folder, run_id, getattr(store, "signer", None) is not None)
+
+
+def restorer(folder: Path | None, pending: Pending | None = None) -> Callable[[Guard, int], object] | None:
     """:meth:`Guard.open`'s ``restore``: load the session's fold checkpoint from ``folder`` (guard/checkpoint.py,
-    imported only when there is a log to restore)."""
+    imported only when there is a log to restore), from ``pending`` when :func:`begun` read it already."""
     if folder is None:
         return None
 
     def restore(guard: Guard, audited: int) -> bool:
-        if not guard_log.path_for(folder, guard.run_id).is_file():  # none yet (a session under 256 events): as
-            return False  # load() finds, without importing pickle (the folder may hold only kept envelopes)
+        if pending is None and not guard_log.path_for(folder, guard.run_id).is_file():  # none yet: as load() finds,
+            return False  # without importing pickle
         from tether.guard.checkpoint import load
 
-        return load(guard, folder, audited)
+        return load(guard, folder, audited, pending)
 
     return restore
 
