@@ -90,6 +90,29 @@ def test_a_workspace_whose_parent_was_swapped_is_walked_afresh(tmp_path: Path, m
     assert rel(masks(ws, DENY, listings).files, ws) == {".env"}
 
 
+@pytest.mark.bwrap
+def test_a_workspace_swapped_between_commands_is_covered_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox resolves the workspace once per command (for the working directory and the deny walk): after its
+    parent is swapped, the path names another directory with a denied file, which the next command cannot read."""
+    monkeypatch.setattr(mask, "RACY_WINDOW_NS", 50_000_000)
+    ws = tmp_path / "p" / "ws"
+    ws.mkdir(parents=True)
+    ws.chmod(0o777)
+    time.sleep(0.1)
+    box = BwrapSandbox(ws, deny=DENY)
+    assert box.run("true", cwd=ws, timeout_s=30).ok
+    assert box.run("true", cwd=ws, timeout_s=30).ok  # the watch is quiet: taken from the last walk
+    os.rename(tmp_path / "p", tmp_path / "old")
+    (tmp_path / "p" / "ws").mkdir(parents=True)
+    (tmp_path / "p" / "ws").chmod(0o777)
+    (tmp_path / "p" / "ws" / ".env").write_text(SECRET)
+    (tmp_path / "p" / "ws" / ".env").chmod(0o666)
+    r = box.run("cat .env; ls -a", cwd=ws, timeout_s=30)
+    assert SECRET not in r.stdout and ".env" in r.stdout  # there, covered
+
+
 def test_without_a_watch_every_walk_looks(deep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A directory that cannot be watched (inotify's limit reached), a filesystem not known to be local, a forked
     child: each walk looks at the directories, as before the watch."""

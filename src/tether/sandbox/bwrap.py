@@ -229,9 +229,18 @@ class BwrapSandbox:
 
     # -- argv ---------------------------------------------------------------------------------------
 
-    def argv(self, inner: Sequence[str], *, workspace: Path, cwd: Path, proxy_dir: Path | None = None) -> list[str]:
+    def argv(
+        self,
+        inner: Sequence[str],
+        *,
+        workspace: Path,
+        cwd: Path,
+        proxy_dir: Path | None = None,
+        resolved: str | None = None,
+    ) -> list[str]:
         """The full bubblewrap command line for running ``inner`` with ``workspace`` writable, less what
-        ``deny`` matches in it now, and the egress proxy's socket directory when there is one."""
+        ``deny`` matches in it now, and the egress proxy's socket directory when there is one. ``resolved``: the
+        workspace's real path, when the caller has just resolved it (see :func:`.mask.masks`)."""
         layout = self._layouts.get(workspace)
         if layout is None:
             layout = self._layouts[workspace] = self.layout(workspace)
@@ -241,7 +250,8 @@ class BwrapSandbox:
         listings = self._listings.get(workspace)
         if listings is None:
             listings = self._listings[workspace] = Listings()
-        args += [*masks(workspace, self.deny, listings).bwrap_args(), *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
+        covered = masks(workspace, self.deny, listings, resolved=resolved).bwrap_args()
+        args += [*covered, *self._secrets_tmpfs(), "--chdir", str(cwd), "--"]
         if self.setpriv is not None:
             uid, gid = str(self.user.uid), str(self.user.gid)
             args += [self.setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", "--no-new-privs"]
@@ -337,6 +347,9 @@ class BwrapSandbox:
         workspace = self.workspace or cwd
         if not is_within(real, self._workspace_str or real):
             raise FileError(f"{cwd}: working directory is outside the sandbox workspace {workspace}")
+        # The command runs at the workspace root (as tools run it), or the workspace is the cwd: its resolution is
+        # the workspace's, not made a second time for the deny walk.
+        resolved = real if self._workspace_str in (None, real) else None
         self.prepare(workspace)
         try:
             proxy = self.egress.start() if self.egress is not None else None  # none: no network at all
@@ -346,7 +359,14 @@ class BwrapSandbox:
             hold = hold_for(before, (*self.env_allow, *(env or ()), *self.carried.env))
             try:
                 return self._run(
-                    command, cwd=cwd, workspace=workspace, timeout_s=timeout_s, env=env, proxy=proxy, hold=hold
+                    command,
+                    cwd=cwd,
+                    workspace=workspace,
+                    resolved=resolved,
+                    timeout_s=timeout_s,
+                    env=env,
+                    proxy=proxy,
+                    hold=hold,
                 )
             finally:
                 if hold is not None:
@@ -366,14 +386,17 @@ class BwrapSandbox:
         env: Mapping[str, str] | None,
         proxy: EgressProxy | None,
         hold: Hold | None = None,
+        resolved: str | None = None,
     ) -> Receipt:
         """Start bubblewrap on ``command`` and wait for it. The start pipe tells a setup failure (bubblewrap dies
-        before its trampoline wrote the byte) from the command failing: the first raises ``SandboxUnavailable``."""
+        before its trampoline wrote the byte) from the command failing: the first raises ``SandboxUnavailable``.
+        ``resolved``: the workspace's real path when already resolved (see :meth:`argv`)."""
         start_r, start_w = os.pipe()
         secrets = self._secret_pipes()
         try:
             inner = self._trampoline(command, timeout_s, secrets, start_w, proxy, hold)
-            argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=None if proxy is None else proxy.directory)
+            proxy_dir = None if proxy is None else proxy.directory
+            argv = self.argv(inner, workspace=workspace, cwd=cwd, proxy_dir=proxy_dir, resolved=resolved)
             child_env = self.env(env)
             if proxy is not None:
                 child_env.update(proxy_env())

@@ -160,6 +160,11 @@ class Watch:
         self.pid = os.getpid()
         """A forked child shares the instance: it neither reads it (that would take the parent's events) nor
         trusts it."""
+        self.poll = select.poll()
+        """Both descriptors, registered once: one ``poll`` per command tells whether anything happened (the mount
+        table's ``POLLPRI``, the queue's ``POLLIN``); the queue is read only when it holds something."""
+        self.poll.register(mounts, select.POLLPRI)
+        self.poll.register(self.fd, select.POLLIN)
         self._closer = weakref.finalize(self, _close, notify, mounts)
 
     @classmethod
@@ -192,16 +197,15 @@ class Watch:
         """True if no event came since the last call (none is left pending either way)."""
         if os.getpid() != self.pid:
             return False
-        poll = select.poll()
-        poll.register(self.mounts, select.POLLPRI)
         try:
-            got = any(ev & (select.POLLPRI | select.POLLERR | select.POLLNVAL) for _, ev in poll.poll(0))
-            while events := self.notify.read(timeout=0):
-                got = True
+            ready = dict(self.poll.poll(0))
+            if not ready:
+                return True  # the common case: one system call
+            while events := self.notify.read(timeout=0):  # drained whatever else is ready: this walk starts afresh
                 self.wds.difference_update(e.wd for e in events if e.mask & IN_IGNORED)
         except OSError:
             return False
-        return not got
+        return False  # an event, the mount table marked, or an error on either descriptor
 
     def close(self) -> None:
         self._closer()
@@ -228,12 +232,15 @@ def fs_type(path: str) -> str:
     return kind
 
 
-def masks(workspace: Path, deny: Sequence[str], listings: Listings | None = None) -> Masks:
+def masks(
+    workspace: Path, deny: Sequence[str], listings: Listings | None = None, *, resolved: str | None = None
+) -> Masks:
     """Walk ``workspace`` (never following symlinks) and collect what ``deny`` covers; with ``listings``, the
     directories unchanged since the walk that filled it are not listed again, and none is looked at when nothing
-    changed since (:class:`Watch`)."""
+    changed since (:class:`Watch`). ``resolved``: ``workspace`` resolved by the caller just before (the bubblewrap
+    sandbox has, when the command runs at the workspace root), so that it is not resolved twice per command."""
     matches = matcher((*deny, *ALWAYS_COVERED))
-    root_s = resolve_dir(workspace) or os.path.realpath(workspace)
+    root_s = resolved or resolve_dir(workspace) or os.path.realpath(workspace)
     if listings is None:
         return _covering(root_s, _walk(root_s, matches, None))
     with listings.lock:
