@@ -113,10 +113,11 @@ def workspace(root: Path, envelope: str | None) -> Path:
     return root
 
 
-def cold(agent: str, ws: Path, raw: bytes) -> tuple[str, str, int]:
-    """The installed command without a daemon, in a fresh interpreter: ``python -I -S launch.py AGENT``."""
+def cold(agent: str, ws: Path, raw: bytes, *, full: bool = False) -> tuple[str, str, int]:
+    """The installed command without a daemon, in a fresh interpreter: ``python -I -S launch.py AGENT``; ``full``:
+    with ``TETHER_HOOK_PLAIN=0`` (never the plain path)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "CLAUDE_"))}
-    env.update(CLAUDE_PROJECT_DIR=str(ws), TETHER_HOOK_DAEMON="0")
+    env.update(CLAUDE_PROJECT_DIR=str(ws), TETHER_HOOK_DAEMON="0", **({"TETHER_HOOK_PLAIN": "0"} if full else {}))
     cmd = [sys.executable, "-I", "-S", LAUNCHER, agent, "--no-daemon"]
     out = subprocess.run(cmd, input=raw, capture_output=True, env=env, cwd=ws, timeout=120)
     return out.stdout.decode().removesuffix("\n"), out.stderr.decode(), out.returncode
@@ -139,8 +140,15 @@ def quiet(text: str) -> str:
 
 
 def play(agent: str, ws: Path, calls: list[tuple[str, dict[str, Any]]], how: Any) -> tuple[list[Any], list[Any]]:
+    return play_mixed(ws, calls, [how] * len(calls), agent)
+
+
+def play_mixed(
+    ws: Path, calls: list[tuple[str, dict[str, Any]]], hows: list[Any], agent: str = "claude-code"
+) -> tuple[list[Any], list[Any]]:
+    """Each call answered by its own ``how``; the replies and the run's events, quieted (:func:`quiet`)."""
     replies = []
-    for event, fields in calls:
+    for (event, fields), how in zip(calls, hows, strict=True):
         raw = json.dumps(payload(f"{agent}.{event}", ws, **fields)).encode()
         replies.append(json.loads(quiet(json.dumps(how(agent, ws, raw)).replace(str(ws), "<ws>"))))
     run_id = run_id_for(agent, payload(f"{agent}.SessionStart", ws)["session_id"])
@@ -188,3 +196,43 @@ def test_codex_decides_and_records_alike_cold_and_resident(tmp_path: Path) -> No
     replies = compare(tmp_path, "codex", None, codex_session)
     assert [r[2] for r in replies[1:5]] == [0, 2, 2, 2]
     assert "tether approve" in replies[2][1]
+
+
+#: Commands of a long session, cycled: allowed, denied, asked, a read of a secret, a write of a protected file.
+LONG = ["ls -la", "rm -rf /", "git push origin main", "cat .env", "echo x > .tether/envelope.yaml", "grep -rn TODO src"]
+
+
+def long_session(cold_from: tuple[range, ...]) -> list[tuple[str, dict[str, Any], str]]:
+    """About 180 tool calls (~600 events: two fold checkpoints, at 256 and 512 events); the calls whose index is
+    in ``cold_from`` are cold, in turn with the default path and with ``TETHER_HOOK_PLAIN=0`` (the full one), so
+    that a checkpoint one kind of cold process wrote is read by the other, and the daemon-like resident process
+    goes on after both."""
+    calls: list[tuple[str, dict[str, Any], str]] = [("SessionStart", {}, "resident")]
+    for i in range(180):
+        how = "resident"
+        if any(i in r for r in cold_from):
+            how = "cold" if i % 2 else "cold-full"
+        fields = {"tool_input": {"command": LONG[i % len(LONG)]}, "tool_use_id": f"l{i}"}
+        calls.append(("PreToolUse", fields, how))
+    return [*calls, ("Stop", {}, "cold"), ("SessionEnd", {"reason": "exit"}, "cold-full")]
+
+
+@pytest.mark.slow
+def test_fold_checkpoints_written_and_read_by_cold_calls_of_either_path_change_no_answer(tmp_path: Path) -> None:
+    mixed = long_session((range(60, 90), range(150, 180)))
+    ws = workspace(tmp_path / "ws", None)
+
+    def how(name: str) -> Any:
+        if name == "resident":
+            return resident
+        full = name == "cold-full"
+        return lambda agent, ws, raw: cold(agent, ws, raw, full=full)
+
+    got = play_mixed(ws, [(e, f) for e, f, _ in mixed], [how(h) for _, _, h in mixed])
+    assert list((ws / ".tether" / "tether.db.folds").glob("*.ckpt")), "a checkpoint was written"
+    ws.rename(tmp_path / "mixed")
+    workspace(ws, None)
+    want = play_mixed(ws, [(e, f) for e, f, _ in mixed], [resident] * len(mixed))
+    assert got[0] == want[0]
+    assert got[1] == want[1]
+    assert len(got[1]) > 2 * 256
