@@ -9,6 +9,8 @@ machine a new session is a new scheduler autogroup, which costs wall time, not C
 exactly the flags tether passes it, running ``/bin/bash -c true``; and ``BwrapSandbox.run("true")``. For
 each: median wall ms per command, CPU ms of this process and of its children per command, and the
 difference and ratio to its raw twin. bwrap is skipped (with the reason) if it cannot start here. Then the
+CPU the kernel's own threads spend after each command (a namespace's deferred teardown, which no process's CPU
+time shows), raw bash against raw bubblewrap with and without its network namespace. Then the
 cost bwrap adds per command for covering ``filesystem.deny`` (the walk that lists what to cover) on a
 generated 10,000-file workspace, against a bare ``os.walk`` of it.
 """
@@ -127,7 +129,57 @@ def main() -> None:
             f" {versus:>17}"
         )
     print("aims: bwrap <= raw bwrap + 1.5 ms per command; local's added cost as small as possible")
+    deferred(max(50, n // 2))
     deny_cover()
+
+
+def kernel_threads_cpu() -> float:
+    """CPU seconds used so far by the kernel's own threads (kthreadd, pid 2, and its children: kworkers, RCU, ...),
+    system-wide, from ``/proc``; threads that exited since are not counted (kworkers are long-lived)."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+            fields = data[data.rfind(b")") + 2 :].split()
+            if name == "2" or fields[1] == b"2":
+                total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def deferred(n: int) -> None:
+    """CPU the kernel spends per command after it, in its own threads (a namespace's teardown: the network
+    namespace's cleanup runs in a workqueue), which neither the command's nor this process's CPU time shows. It
+    competes with whatever runs next on the machine's cores: on a small machine, with the next step of an agent.
+    Blocks of ``n`` commands each, in turn: a raw ``bash -c true`` (the kernel's own background work, and other
+    load's), raw bubblewrap with tether's flags, and the same without ``--unshare-net``; system-wide figures."""
+    if bwrap_available() is not None:
+        return
+    with tempfile.TemporaryDirectory(prefix="tether-bench-") as d:
+        ws = Path(d).resolve()
+        box = BwrapSandbox(ws)
+        box.prepare(ws)
+        full = box.argv(["/bin/bash", "-c", "true"], workspace=ws, cwd=ws)
+        cases = {
+            "raw bash -c true": ["bash", "-c", "true"],
+            RAW_BWRAP: full,
+            "raw bwrap, no --unshare-net": [a for a in full if a != "--unshare-net"],
+        }
+        got: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(2):
+            for name, argv in cases.items():
+                before = kernel_threads_cpu()
+                for _ in range(n):
+                    must_pass(subprocess.run(argv, cwd=ws, env=box.env(None), capture_output=True))
+                    reap_all()
+                time.sleep(0.5)  # what the last commands left to the kernel's workqueues
+                got[name].append((kernel_threads_cpu() - before) / n)
+    for name, per in got.items():
+        print(
+            f"kernel threads' CPU after each {name}: {', '.join(f'{x * 1e3:.2f}' for x in per)} ms (two blocks of {n})"
+        )
 
 
 def deny_cover(dirs: int = 100, files: int = 100) -> None:
