@@ -96,8 +96,10 @@ def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
                     "edit_file", {"path": at.path(_text(ti, "notebook_path", name), name), "new": ti.get("new_source")}
                 )
             ]
-        case "Glob" | "Grep":
+        case "Glob":
             return [Call("search", _search(ti, at, name))]
+        case "Grep":  # it reads every file under its path: the gate checks the deny list's reach (contents)
+            return [Call("search", {**_search(ti, at, name), "contents": True})]
         case "LS":
             return [Call("list_dir", {"path": at.path(_text(ti, "path", name), name)})]
         case "WebFetch":

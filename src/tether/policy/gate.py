@@ -451,9 +451,22 @@ class Gate:
             verdict = self.paths.read(path, shell=False) if path is not None else None
             if verdict is not None:
                 out.append(_hard(verdict, ""))
+            out += self._contents(contract, raw, path, args)
         out += self._rules(contract.name, args, lambda r: r.matches_path(rel, raw))
         out += self._effect_defaults(contract, file_tool=True)
         return resolve(out, RuleMatch("default:effects", Verdict.ASK, "no default for these effects"))
+
+    def _contents(
+        self, contract: ToolContract, raw: str, path: PurePosixPath, args: Mapping[str, Any]
+    ) -> list[Finding]:
+        """A call that says it reads the contents of every file under its path (``contents: true``: a hook's Grep)
+        reads files chosen at run time, as ``grep -r`` does: the deny list may match them. The flag only ever
+        tightens a decision, so whoever sets it (a model too) cannot widen one."""
+        reach = self.paths.deny_reach(path) if args.get("contents") is True else None
+        if reach is None:
+            return []
+        why = f"{contract.name} reads the files under {raw}; filesystem.deny {reach!r} may match them"
+        return [Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why)]
 
     def _other(self, contract: ToolContract, args: Mapping[str, Any]) -> Decision:
         out = self._rules(contract.name, args, lambda r: r.matches_subject(args))
