@@ -537,10 +537,15 @@ class Runtime:
             self.append(ApprovalMismatch(approval_id=action.approval_id, call_id=action.call_id))
             return
         self.back_off(step)
-        command = tool in COMMAND_TOOLS  # its command can start while action.started is written, held until then
-        # durable: written and synced before the effect, in any case (for a command: by the held sandbox, or settle)
-        self.append_many([started(action, step.attempt, contract)], write=not command)
-        commit = Commit(self.flush)
+        # durable: written and synced before the effect, in any case. A command's process starts first (held), and
+        # action.started is recorded (built, chained, folded) and written while it starts: by the held sandbox before
+        # letting the command go, or by settle when no command took it (see record_started).
+        command = tool in COMMAND_TOOLS
+        if command:
+            commit = Commit(partial(self.record_started, action, step.attempt, contract))
+        else:
+            self.append_many([started(action, step.attempt, contract)])
+            commit = Commit(self.flush)
         before = self.window_start(action.call_id)
         began = time.monotonic()
         ctx: ToolContext | None = None
@@ -557,6 +562,14 @@ class Runtime:
         # One transaction: the call's connection attempts are in the log before its result is.
         self.append_many([*take_egress(ctx.sandbox), *receipt, completed])
         self.observe()
+
+    def record_started(self, action: Action, attempt: int, contract: ToolContract) -> None:
+        """A command tool's ``action.started``, recorded and written (synced) with what is staged before it: the
+        commit a held command waits for. Run once its process has started, so that the event's building, chaining
+        and folding overlap the process's start instead of delaying it (issue 18); nothing of the command runs
+        before this returns, and if it raises the command never begins (``Commit``)."""
+        self.append_many([started(action, attempt, contract)], write=False)
+        self.flush()
 
     def back_off(self, step: Execute) -> None:
         """Before a retried attempt (not one started before a crash): the envelope's backoff, doubling."""
