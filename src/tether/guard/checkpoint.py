@@ -25,7 +25,8 @@ What a checkpoint is trusted for, and what it is not (docs/hooks.md, "A cold cal
   standard types; any other global fails the read, and the checkpoint is ignored.
 - **What reading it may cost is bounded.** A file over :data:`MAX_BYTES` is not read (its size checked first);
   a body no store key vouches for is loaded first in a forked child with a memory limit and a deadline
-  (:func:`tried`), and a body whose load there did not end well is ignored: a hostile pickle (a memory bomb, a
+  (:func:`tried`; started before the log's audit, :func:`begin`), and a body whose load there did not end well is
+  ignored: a hostile pickle (a memory bomb, a
   tuple nested deep enough to overflow the C stack when hashed, a graph of tuples whose hash never ends) is a
   miss, never a hang or a crash of this process.
 
@@ -70,9 +71,10 @@ MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
 MAX_BYTES = 64 * 1024 * 1024
-#: A body no store key vouches for is first loaded in a forked child (:func:`tried`): the seconds it may take there,
-#: and the memory, beyond what the process already maps: :data:`TRIAL_FLOOR`, or :data:`TRIAL_PER_BYTE` times the
-#: body's size if more (the 571 KB body above builds ~20 MB; a body of nested lists ~70 bytes per byte).
+#: A body no store key vouches for is first loaded in a forked child (:func:`tried`): the seconds it may take there
+#: (:data:`TRIAL_S`, and :data:`TRIAL_S_PER_MB` more a MB of the body: a 21 MB one of real folded state took 5.9 s on
+#: a loaded machine), and the memory, beyond what the process already maps: :data:`TRIAL_FLOOR`, or
+#: :data:`TRIAL_PER_BYTE` times the body's size if more (a body of nested lists builds ~70 bytes per byte).
 TRIAL_S = 2.0
 TRIAL_S_PER_MB = 0.5
 TRIAL_FLOOR = 128 << 20
