@@ -84,6 +84,15 @@ class SimpleCommand:
         return next((r for r in self.redirects if r.op.startswith("<<")), None)
 
 
+def shell_tilde(text: str) -> str | None:
+    """The prefix of a word that names one of the shell's own directories, not a home: ``~+`` (PWD), ``~-``
+    (OLDPWD), ``~N``, ``~+N``, ``~-N`` (the directory stack); None for any other word."""
+    head = text.split("/", 1)[0]
+    if head in ("~+", "~-") or (head[:1] == "~" and head[1:].lstrip("+-").isdigit()):
+        return head
+    return None
+
+
 def command_name(text: str) -> str:
     """``/usr/bin/rm`` → ``rm``. Escapes and quotes are already gone from ``text``."""
     return text.rsplit("/", 1)[-1] if "/" in text.rstrip("/") else text

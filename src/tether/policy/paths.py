@@ -33,6 +33,7 @@ import pathspec
 from tether.envelope.schema import Filesystem
 from tether.records import dataclass
 
+from .command import shell_tilde
 from .decision import Verdict
 from .globs import GlobSet
 
@@ -205,6 +206,8 @@ class PathPolicy:
     def expand_user(self, text: str) -> str:
         if text == "~" or text.startswith("~/"):
             return self.home + text[1:]
+        if shell_tilde(text) is not None:
+            return ""  # the shell's PWD, OLDPWD or directory stack: not known here (unknown, as ``$X``)
         if text.startswith("~"):
             user, _, rest = text[1:].partition("/")
             base = "/root" if user == "root" else f"/home/{user}"

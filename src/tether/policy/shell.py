@@ -39,7 +39,7 @@ from typing import Any
 from tether.records import dataclass
 
 from . import envvars, grammar, interp, programs
-from .command import Redirect, SimpleCommand, Word, command_name
+from .command import Redirect, SimpleCommand, Word, command_name, shell_tilde
 from .decision import Finding, Layer, Verdict
 from .knowledge import (
     BWRAP_ARITY,
@@ -769,6 +769,10 @@ class _Walker:
         """Where ``cd WORD`` from ``base`` goes (logically, as the shell does); None when unknown."""
         if not w.static:
             return None
+        head = shell_tilde(w.text)
+        if head is not None:  # ~- is where the last cd left (cd .git; cd ..; cd ~-), ~+ here, ~N the stack's
+            start = base if head == "~+" else self.oldpwd if head == "~-" else None
+            return None if start is None else PurePosixPath(os.path.normpath(f"{start}{w.text[len(head) :]}"))
         text = os.path.expanduser(w.text) if w.text.startswith("~") else w.text
         if text.startswith("/"):
             return PurePosixPath(os.path.normpath(text))

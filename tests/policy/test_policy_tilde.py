@@ -1,0 +1,55 @@
+"""``~-``, ``~+`` and ``~N`` are the shell's OLDPWD, PWD and directory stack, not a home directory.
+
+Found: ``cd .git && cd .. && cd ~- && echo x >> config`` was ALLOWed (the walker took ``~-`` for a directory named
+``~-`` under the workspace, where bash goes back to ``.git``: it appends to ``.git/config``), and so was ``pushd .git
+&& pushd .. && cd ~1 && echo x >> config``; ``cd -``, the same move spelled otherwise, was DENY.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tether.hooks.calls import hook_envelope
+from tether.policy.gate import Gate
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "src").mkdir()
+    return tmp_path.resolve()
+
+
+def verdict(ws: Path, command: str) -> str:
+    return Gate(hook_envelope(), ws).decide("bash", {"command": command}).verdict.name
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd .git && cd .. && cd ~- && echo x >> config",
+        "cd .git; cd ..; cd ~- && echo x >> config",
+        "pushd .git && pushd .. && cd ~1 && echo x >> config",
+        "pushd .git && pushd .. && cd ~+1 && echo x >> config",
+        "cd .git && cd .. && echo x >> ~-/config",
+        "cd .git && cd .. && cp /dev/null ~-/config",
+        "cd ~- && echo x > config",  # OLDPWD of the agent's shell: unknown
+    ],
+)
+def test_the_shells_own_directories_are_where_the_shell_says(ws: Path, command: str) -> None:
+    assert verdict(ws, command) in ("DENY", "ASK"), command
+
+
+def test_bash_goes_where_the_gate_now_looks(ws: Path) -> None:
+    """The spelling really writes .git/config (bash, in the workspace)."""
+    subprocess.run(["bash", "-c", "cd .git && cd .. && cd ~- && echo '# x' >> config"], cwd=ws, check=True)
+    assert (ws / ".git" / "config").read_text() == "[core]\n# x\n"
+
+
+@pytest.mark.parametrize("command", ["cd ~+ && ls", "cd src && cd .. && cd ~- && ls", "echo ~-", "ls ~"])
+def test_reading_and_moving_about_is_still_allowed(ws: Path, command: str) -> None:
+    assert verdict(ws, command) == "ALLOW", command
