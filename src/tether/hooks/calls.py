@@ -109,8 +109,9 @@ def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
 
 
-#: The file lines of an apply_patch envelope: ``*** Add File: p``, ``*** Update File: p``, ``*** Move to: p``.
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+#: The file lines of an apply_patch envelope: ``*** Add File: p``, ``*** Update File: p``, ``*** Move to: p``,
+#: indented too: Codex trims a hunk's header line before reading it (codex-rs/apply-patch/src/parser.rs).
+_PATCH_FILE = re.compile(r"^\s*\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
 def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
