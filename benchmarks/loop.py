@@ -165,9 +165,12 @@ def bare_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
         sandbox: Any = make_sandbox(SandboxSpec(backend="bwrap", required=True), ws)
         sandbox.prepare(ws)
         env = sandbox.env(None)
+        # Built once: the raw side runs none of tether's per-command work (the deny walk, the argument list), only
+        # the same flags; the command's text is its last argument.
+        flags = sandbox.argv(["/bin/bash", "-c", "true"], workspace=ws, cwd=ws)[:-1]
 
         def argv(i: int) -> list[str]:
-            return list(sandbox.argv(["/bin/bash", "-c", f"true {i}"], workspace=ws, cwd=ws))
+            return [*flags, f"true {i}"]
     else:
 
         def argv(i: int) -> list[str]:
