@@ -23,12 +23,13 @@ from tether.events.kinds_calls import (
     ActionFailed,
     ActionProposed,
     ActionStarted,
+    ReviewGate,
     RunStarted,
 )
 from tether.events.payload import REGISTRY
 from tether.events.store import Event
 from tether.records import dataclass
-from tether.status import ActionStatus, ClaimStatus, RunStatus
+from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
 if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are the registry's later ones
     from tether.events.kinds import (
@@ -52,7 +53,14 @@ if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are 
         SandboxFailed,
     )
     from tether.events.kinds_context import ContextCompacted
-    from tether.events.kinds_control import CompletionAccepted, CompletionRefused, NoOpChecked, ReviewerCalled
+    from tether.events.kinds_control import (
+        CompletionAccepted,
+        CompletionRefused,
+        ControlChanged,
+        NoOpChecked,
+        RecoverySwitched,
+        ReviewerCalled,
+    )
     from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
     from tether.events.kinds_guard import SessionEnded
     from tether.events.kinds_verify import PreflightCompleted
@@ -82,6 +90,9 @@ def external_driver(sandbox: str) -> str:
     head, sep, name = sandbox.partition(":")
     return name.strip() if sep and head == EXTERNAL else ""
 
+
+#: The recovery strategy that hands the run to a person (the last rung of ``control.recovery.LADDER``).
+ESCALATE_HUMAN = "escalate_human"
 
 #: The kinds a run's status depends on: those whose handlers set ``status`` or the pending approvals, and
 #: the proposals the approvals name. Folding only these gives the full fold's ``status`` and
@@ -212,6 +223,11 @@ class RunState:
     raised: dict[str, float] = field(default_factory=dict)  # budgets raised by continuations: name -> new limit
     extra_refusals: int = 0  # completion refusals allowed beyond verification.max_refusals, by continuations
     continued_seq: int = -1  # the latest run.continued: control-layer stops older than it were answered
+    # What the gate and the execution review read of the control layer's events, kept here so that deciding a call
+    # needs no fold of the control layer (a hook's PreToolUse does not import it; ``control.fold`` reads these too):
+    control: ControlState = ControlState.NORMAL  # the state the latest control.changed set (NORMAL before any)
+    escalated_seq: int = -1  # the latest recovery.switched when it escalated to a person ("escalate_human"), else -1
+    review_refusals: int = 0  # the trailing run of refused review.gate events (review.execution's escalation)
     settled: set[str] = field(default_factory=set)  # failed calls a person continued past: they stop nothing now
     text_only_turns: int = 0
     last_text: str = ""
@@ -247,6 +263,11 @@ class RunState:
     @property
     def finished(self) -> bool:
         return self.status.terminal
+
+    @property
+    def awaiting_human(self) -> bool:
+        """Recovery escalated to a person, and no one has continued the run since."""
+        return self.escalated_seq > self.continued_seq
 
     @property
     def open_actions(self) -> list[Action]:
@@ -528,6 +549,15 @@ class RunState:
         self.delegated[p.call_id] = dict(p.spend)
         self.children_done[p.call_id] = p
 
+    def _control_changed(self, e: Event, p: ControlChanged) -> None:
+        self.control = ControlState(p.state)
+
+    def _recovery_switched(self, e: Event, p: RecoverySwitched) -> None:
+        self.escalated_seq = e.seq if p.strategy == ESCALATE_HUMAN else -1
+
+    def _review_gate(self, e: Event, p: ReviewGate) -> None:
+        self.review_refusals = 0 if p.ok else self.review_refusals + 1
+
     def _budget_exceeded(self, e: Event, p: BudgetExceeded) -> None:
         self.last_error = f"budget {p.budget} exceeded: used {p.used} of {p.limit}"
 
@@ -575,4 +605,7 @@ _BY_KIND: dict[str, Callable[[RunState, Event, Any], None]] = {
     "model.unaffordable": RunState._stopped,  # ModelUnaffordable
     "approval.mismatch": RunState._stopped,  # ApprovalMismatch
     "session.ended": RunState._stopped,  # SessionEnded
+    "control.changed": RunState._control_changed,  # ControlChanged
+    "recovery.switched": RunState._recovery_switched,  # RecoverySwitched
+    "review.gate": RunState._review_gate,  # ReviewGate
 }

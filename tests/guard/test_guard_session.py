@@ -358,3 +358,38 @@ def test_two_writers_racing_for_the_last_call_of_a_budget_let_only_one_through(t
     assert stores[0].verify(guards[0].run_id) == len(stores[0].events(guards[0].run_id))
     for s in stores:
         s.close()
+
+
+def test_the_gate_reads_the_control_state_and_escalation_the_log_holds(store: EventStore, tmp_path: Path) -> None:
+    """The guard decides with the control state and the escalation its run state folded (a hook's PreToolUse
+    does not import the control layer): a control.changed to BLOCKED, CAUTIOUS or back to NORMAL, and a recovery
+    escalated to a person, each appended by another guard of the session (another process), change the next
+    decision of a command the gate allows and the execution review reviews; a run.continued answers the
+    escalation."""
+    from tether.events.kinds import RunContinued
+    from tether.events.kinds_control import ControlChanged, RecoverySwitched
+    from tether.hooks.calls import hook_envelope
+
+    def opened() -> Guard:
+        return Guard.open(store, hook_envelope(), "s1", framework="test", workspace=tmp_path, strict=False)
+
+    def control(g: Guard, previous: str, state: str) -> None:
+        g.record([ControlChanged(previous=previous, state=state, tier="warning", reason="test", dimension="d")])
+
+    g, other = opened(), opened()
+    assert g.check("bash", {"command": "touch a.txt"}).verdict is Verdict.ALLOW
+    control(other, "NORMAL", "BLOCKED")
+    blocked = g.check("bash", {"command": "touch b.txt"})
+    assert (blocked.verdict, blocked.rule) == (Verdict.DENY, "control:blocked"), blocked
+    control(other, "BLOCKED", "CAUTIOUS")
+    cautious = g.check("bash", {"command": "touch c.txt"})
+    assert (cautious.verdict, cautious.rule) == (Verdict.ASK, "control:cautious"), cautious
+    control(other, "CAUTIOUS", "NORMAL")
+    assert g.check("bash", {"command": "touch d.txt"}).verdict is Verdict.ALLOW
+    other.record([RecoverySwitched(previous="minimal_fix", strategy="escalate_human", reason="stuck", guidance="ask")])
+    waiting = g.check("bash", {"command": "touch e.txt"})
+    assert waiting.verdict is not Verdict.ALLOW and "recovery has escalated to a human" in waiting.reason, waiting
+    other.record([RunContinued(by="ann", from_status=RunStatus.RUNNING, reason="carry on")])
+    assert g.check("bash", {"command": "touch f.txt"}).verdict is Verdict.ALLOW
+    state = RunState.from_events(store.events(g.run_id))
+    assert state.control.value == "NORMAL" and not state.awaiting_human

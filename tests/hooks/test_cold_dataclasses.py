@@ -53,7 +53,8 @@ if sys.argv[1] == "daemon":
     collections.take()
     collections.give_back()
 else:
-    import_deciding_code()
+    import_deciding_code()  # a PreToolUse's: the gate
+    import_deciding_code(gate=False)  # and a receipt's: the control layer (the daemon imports both)
 restored = dataclasses.dataclass is standard
 abc.update_abstractmethods = update
 if create:

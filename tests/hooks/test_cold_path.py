@@ -142,7 +142,7 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     # cost ~0.5 M instructions; ~116 M of a cold call before)
     ours = sorted(m for m in probe["compiled"] if m.startswith("tether.") and not m.endswith(".__init__"))
     assert ours == [], f"dataclass methods compiled on the cold path (use tether.records.dataclass): {ours}"
-    assert sum(m.startswith("tether.") for m in probe["compiled"]) >= 50  # the probe did see them
+    assert sum(m.startswith("tether.") for m in probe["compiled"]) >= 40  # the probe did see them
     # and so are the libraries' (pydantic, annotated_types, pathspec: 56 classes, 187 methods compiled before),
     # records' maker standing in for dataclasses.dataclass while the deciding code is imported, and only then
     theirs = sorted(m for m in probe["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__"))
@@ -424,6 +424,63 @@ def test_a_call_the_gate_does_not_judge_does_not_import_it(tmp_path: Path) -> No
     assert kinds.count("action.completed") == 1 and kinds.index("action.completed") > kinds.index("action.decided")
 
 
+#: What a PreToolUse decides without (guard/session.py ``load_observer``; the control state, the escalation and the
+#: refused reviews are the run state's): the control layer's fold and its stages, the approvals and their getpass.
+#: Only ``tether.control.risk`` (the execution review's rating) and the package's lazy root are imported.
+NOT_TO_DECIDE = (
+    "tether.control.beliefs",
+    "tether.control.diagnostics",
+    "tether.control.fold",
+    "tether.control.hypotheses",
+    "tether.control.loop",
+    "tether.control.planning",
+    "tether.control.receipts",
+    "tether.control.recovery",
+    "tether.control.resolver",
+    "tether.control.stuck",
+    "tether.kernel.approvals",
+    "getpass",
+    "termios",
+)
+
+
+def test_a_cold_command_is_decided_without_the_control_layer(tmp_path: Path) -> None:
+    """A command the gate allows is reviewed (``review.gate``) and decided under the control state the log holds,
+    without importing the control layer; a PostToolUse imports it (before the call, with the collector paused) to
+    add the receipt's view."""
+    import sqlite3
+
+    from tether.events.store import EventStore
+
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    env.pop("TETHER_DB", None)
+    env.pop("TETHER_ENVELOPE", None)
+    assert cold(payload("claude-code.SessionStart", tmp_path), env)[1]["exit"] == 0
+    ran = {"tool_input": {"command": "touch notes.txt"}, "tool_use_id": "toolu_cold_1"}
+    answer, decided = cold(payload("claude-code.PreToolUse", tmp_path, **ran), env)
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert [m for m in NOT_TO_DECIDE if m in decided["modules"]] == []
+    assert "tether.control.risk" in decided["modules"] and "tether.policy.gate" in decided["modules"]
+    _, recorded = cold(payload("claude-code.PostToolUse", tmp_path, **ran), env)
+    assert recorded["exit"] == 0 and "tether.control.loop" in recorded["modules"]
+    db = tmp_path / ".tether" / "tether.db"
+    with sqlite3.connect(db) as conn:
+        kinds = [k for (k,) in conn.execute("SELECT kind FROM events ORDER BY seq")]
+        (run_id,) = conn.execute("SELECT run_id FROM runs").fetchone()
+    assert "review.gate" in kinds and "diagnostics.computed" in kinds  # reviewed; the receipt's view recorded
+    store = EventStore.open(db)
+    try:
+        changed = {"previous": "NORMAL", "state": "BLOCKED", "tier": "critical", "reason": "test", "dimension": "d"}
+        store.append(run_id, "control.changed", changed)
+    finally:
+        store.close()
+    again = {"tool_input": {"command": "touch other.txt"}, "tool_use_id": "toolu_cold_2"}
+    answer, blocked = cold(payload("claude-code.PreToolUse", tmp_path, **again), env)
+    out = json.loads(answer)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and "control state BLOCKED" in out["permissionDecisionReason"], out
+    assert [m for m in NOT_TO_DECIDE if m in blocked["modules"]] == []
+
+
 #: The reader's code stamp is the test's, which wrote the checkpoint (test_fold_checkpoint's racers say why).
 RESTORED = """
 import json, sys
@@ -524,6 +581,8 @@ def test_a_cold_call_compiles_no_init_the_table_holds(tmp_path: Path) -> None:
         probes.append(json.loads(probe))
     first, second = probes
     assert first["exit"] == second["exit"] == 0
-    assert len(first["compiled"]) >= 100 and table.exists()  # tether's and the libraries' __init__s
+    # tether's and the libraries' __init__s (92: 102 before the control layer left a PreToolUse's path)
+    assert len(first["compiled"]) >= 85 and table.exists()
     assert second["compiled"] == [], f"compiled again though the table holds them: {second['compiled'][:3]}"
-    assert second["used"] == first["used"] >= 100
+    # the second uses all but what only a session's first call makes (its opener's name: kernel.approvals' two)
+    assert first["used"] - 2 <= second["used"] <= first["used"] and second["used"] >= 85

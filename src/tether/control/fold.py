@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tether.envelope.schema import Envelope
 from tether.events.bulk import gc_paused
-from tether.events.kinds_calls import ActionProposed, DiagnosticsComputed, ReviewGate
+from tether.events.kinds_calls import ActionProposed, DiagnosticsComputed
 from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.records import dataclass
@@ -59,7 +59,7 @@ from .recovery import LADDER, usage_of
 from .stuck import ERROR_SPAN, Stuck, patterns
 
 if TYPE_CHECKING:  # later kind modules (payload.LATER): the fold reads them by their kind's string
-    from tether.events.kinds import ModelResponded, RunContinued
+    from tether.events.kinds import ModelResponded
     from tether.events.kinds_control import (
         BeliefRecorded,
         CompletionAccepted,
@@ -150,10 +150,7 @@ class RunFold:
         self.last_control: Event | None = None
         self.last_refused: Event | None = None
         self.last_accepted: Event | None = None
-        self.review_refusals = 0  # the trailing run of refused ``review.gate`` events (consecutive_failures)
         self.strategy = LADDER[0]
-        self.strategy_seq = -1  # the recovery.switched that set it
-        self.continued_seq = -1  # the latest run.continued: a person answered whatever was escalated before it
         self.stuck_reported: set[tuple[str, str]] = set()
         self.system_breaking: list[Event] = []
         self.seen_actions: set[bytes] = set()  # novelty: digests of (tool, args hash, observation), see _action
@@ -252,19 +249,19 @@ class RunFold:
         self.last_control = e
 
     def _recovery(self, e: Event, p: RecoverySwitched, epoch: int) -> None:
-        self.strategy, self.strategy_seq = p.strategy, e.seq
+        self.strategy = p.strategy
         self.window = _Window()
-
-    def _review_gate(self, e: Event, p: ReviewGate, epoch: int) -> None:
-        self.review_refusals = 0 if p.ok else self.review_refusals + 1
-
-    def _continued(self, e: Event, p: RunContinued, epoch: int) -> None:
-        self.continued_seq = e.seq
 
     @property
     def awaiting_human(self) -> bool:
-        """Recovery escalated to a person, and no one has continued the run since."""
-        return self.strategy == "escalate_human" and self.strategy_seq > self.continued_seq
+        """Recovery escalated to a person, and no one has continued the run since (the run state keeps it:
+        the gate reads it from there without this fold, ``RunState.awaiting_human``)."""
+        return self.state.awaiting_human
+
+    @property
+    def review_refusals(self) -> int:
+        """The trailing run of refused ``review.gate`` events (``RunState.review_refusals``)."""
+        return self.state.review_refusals
 
     def _accepted(self, e: Event, p: CompletionAccepted, epoch: int) -> None:
         self.last_accepted = e
@@ -395,8 +392,6 @@ _BY_KIND: dict[str, Callable[[RunFold, Event, Any, int], None]] = {
     "diagnostics.computed": RunFold._diagnostics,  # DiagnosticsComputed
     "control.changed": RunFold._control,  # ControlChanged
     "recovery.switched": RunFold._recovery,  # RecoverySwitched
-    "run.continued": RunFold._continued,  # RunContinued
-    "review.gate": RunFold._review_gate,  # ReviewGate
     "completion.accepted": RunFold._accepted,  # CompletionAccepted
     "completion.refused": RunFold._refused,  # CompletionRefused
     "verify.completed": RunFold._verified,  # VerifyCompleted

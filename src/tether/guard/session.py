@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tether.canonical import content_hash
-from tether.control.loop import control_state, observe
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
@@ -62,7 +61,6 @@ from tether.events.kinds_calls import (
 from tether.events.payload import Payload
 from tether.events.protocol import Store
 from tether.events.store import Event
-from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
 from tether.records import dataclass
@@ -84,10 +82,19 @@ def load_gate() -> None:
     review. They are imported where they are used, so a process that only records (a hook's PostToolUse, a
     prompt, a stop) never builds them (~100 M instructions of a fresh process, a tenth of a cold hook call); one
     that will decide imports them up front (the hooks, with the collector paused; the daemon, at its start)."""
+    import tether.control.risk  # the execution review's rating of every call it reviews
     import tether.policy.decide
     import tether.policy.gate
     import tether.policy.provenance
     import tether.review.execution  # noqa: F401
+
+
+def load_observer() -> None:
+    """Import the control layer (:func:`tether.control.loop.observe`), which a receipt's view of it needs
+    (:meth:`Guard.completed`, :meth:`Guard.report`). Imported where it is used, so a process that only decides (a
+    hook's PreToolUse) never builds it (~18 M instructions, the control package's eleven modules); one that will
+    record a receipt imports it up front (the hooks, with the collector paused; the daemon, at its start)."""
+    import tether.control.loop  # noqa: F401
 
 
 #: How often a write is retried on a fresh read when another writer moved the log's head first.
@@ -591,6 +598,8 @@ class Guard:
         a = state.actions[req["call_id"]]
         if time.time() > float(req["expires_at"]):
             return self._current(state, a)
+        from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest, answer_payload, whoami  # answers only
+
         request = ApprovalRequest(approval_id, self.run_id, a.call_id, a.tool, a.args, req["preview"], a.reason)
         item = answer_payload(request, ApprovalAnswer(choice, by or whoami(), reason))
         assert item is not None  # only "defer" answers nothing
@@ -728,10 +737,13 @@ class Guard:
 
     def _observe(self) -> None:
         """The control layer's view of the new receipts (beliefs, diagnostics, control state)."""
+        from tether.control.loop import observe  # here: see load_observer
+
         self._write(lambda events, state: (list(observe(events, self.env)), None), durable=False)
 
     def _gate_for(self, events: Sequence[Event], state: RunState) -> Gate:
-        key = (control_state(events), tuple(r["rule"] for r in state.run_rules))
+        # The control state from the run state (what ``control.loop.control_state`` folds): no control layer here.
+        key = (state.control, tuple(r["rule"] for r in state.run_rules))
         if self._gate is None or self._gate[0] != key:
             from tether.policy.gate import Gate  # here: see load_gate
 
@@ -825,6 +837,8 @@ def _opening(loaded: _Loaded, ws: Path, framework: str, session: str, task: str)
         sandbox=f"{EXTERNAL}: {framework}",  # the program runs the tools, in no sandbox of tether's
         acknowledged=[a.to_dict() for a in loaded.accepted],
     )
+    from tether.kernel.approvals import whoami  # a session's first call only
+
     return started, SessionOpened(framework=framework, session=session, by=whoami())
 
 

@@ -185,11 +185,12 @@ class Collections:
         from tether.records import standing_in
 
         with standing_in():  # the libraries' dataclasses made as tether's are, as in a cold call (hooks/entry.py)
-            from tether.guard.session import load_gate
+            from tether.guard.session import load_gate, load_observer
 
             from . import answer  # noqa: F401 — the deciding code: imported once, before the first call
 
             load_gate()  # and the gate, which the guard imports where it is used
+            load_observer()  # and the control layer, which a receipt's view of it needs
             from tether.events.payload import REGISTRY
 
             REGISTRY.complete()  # every kind module: a cold call builds only its own kinds', a daemon all, once

@@ -116,7 +116,9 @@ def _no_plugins() -> tuple[()]:
 def import_deciding_code(gate: bool = True) -> None:
     """Import the deciding code (:mod:`.answer`) with the cyclic garbage collector paused, then freeze what it made.
     ``gate``: the gate too (``guard.session.load_gate``), which only a call the gate judges needs (a PreToolUse);
-    one that records (PostToolUse, a prompt, a stop) does without it, a tenth of a cold call.
+    one that records (PostToolUse, a prompt, a stop) does without it, a tenth of a cold call, and imports the
+    control layer instead (``guard.session.load_observer``: a receipt's view of it), which a PreToolUse does
+    without (it reads the control state from the run state).
 
     Importing it builds ~300 modules and their classes: long-lived objects, no garbage to find, yet the
     collector walked them dozens of times on the way, and again at every later collection of the call and at
@@ -132,7 +134,10 @@ def import_deciding_code(gate: bool = True) -> None:
     is back as soon as the import ends, also when it fails. ``tests/hooks/test_cold_dataclasses.py`` compares
     every class made here both ways.
     """
-    if "tether.hooks.answer" in sys.modules and (not gate or "tether.policy.gate" in sys.modules):
+    if (
+        "tether.hooks.answer" in sys.modules
+        and ("tether.policy.gate" if gate else "tether.control.loop") in sys.modules
+    ):
         return  # imported already (main called in-process again): as it is
     import gc
 
@@ -142,12 +147,11 @@ def import_deciding_code(gate: bool = True) -> None:
     gc.disable()
     try:
         with standing_in():
+            from tether.guard.session import load_gate, load_observer
+
             from . import answer  # noqa: F401
 
-            if gate:
-                from tether.guard.session import load_gate
-
-                load_gate()
+            (load_gate if gate else load_observer)()
     finally:
         gc.freeze()
         if enabled:

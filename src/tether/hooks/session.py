@@ -46,7 +46,6 @@ from tether.events.store import Event, EventStore
 from tether.guard import log as guard_log
 from tether.guard.envcache import Validated, kept
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
-from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
 from tether.records import dataclass
 from tether.status import ActionStatus
@@ -307,6 +306,8 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
     event = str(data["hook_event_name"])
     head: list[Payload] = [received(settings.agent, data)]
     if event in ACTIVITY and guard.refresh().finished:
+        from tether.kernel.approvals import whoami  # here: a session reopened is rare
+
         guard.reopen(whoami(), f"{event} in the {settings.agent} session after its run ended")
     if event == "PreToolUse":
         return pre_tool_use(guard, settings.agent, data, head)

@@ -7,7 +7,6 @@ rule in the log, so the decision survives a resume and is visible in the trace.
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +48,10 @@ Approver = Callable[[ApprovalRequest], ApprovalAnswer]
 
 
 def whoami() -> str:
+    """The user answering or opening a session, by login name (getpass, imported here: with termios and pwd it
+    cost every process that imported this module, and only a session's opening or an answer asks)."""
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

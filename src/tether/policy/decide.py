@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.records import dataclass
-from tether.review.execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action
+from tether.review.execution import ESCALATE_AFTER, ReviewResult, review_action
 from tether.state import Action, RunState
 from tether.status import ActionStatus
 
@@ -88,8 +88,8 @@ def decide(
         decision = escalate(decision, action.tool, index.taints(action.args), env)
     if decision.verdict is not Verdict.ALLOW:
         return Ruling(decision)
-    review = review_action(contract, action.args, events, env)
-    return Ruling(decision if review.ok else _refused(decision, review, consecutive_failures(events) + 1), review)
+    review = review_action(contract, action.args, events, env, state)
+    return Ruling(decision if review.ok else _refused(decision, review, state.review_refusals + 1), review)
 
 
 def _provenance(events: History, env: Envelope) -> Provenance:

@@ -25,6 +25,7 @@ from tether.records import dataclass
 
 if TYPE_CHECKING:
     from tether.control.fold import History
+    from tether.state import RunState
 
 ESCALATE_AFTER = 2
 
@@ -42,52 +43,75 @@ class ReviewResult:
 
 
 def review_action(
-    tool_contract: ToolContract, args: Mapping[str, Any], events: History, envelope: Envelope
+    tool_contract: ToolContract,
+    args: Mapping[str, Any],
+    events: History,
+    envelope: Envelope,
+    state: RunState | None = None,
 ) -> ReviewResult:
+    """``state``: the run state of ``events`` when the caller holds it (the decider does). A call that writes
+    nothing is then reviewed without the control layer's fold: whether recovery waits for a person is the run
+    state's (``RunState.awaiting_human``), so a hook's PreToolUse of a command does not import the control layer."""
     # Imported here: the decider imports this module for every call, and a read is never reviewed.
-    from tether.control.fold import folded
-    from tether.control.risk import action_paths, is_test_path, rate_action, rate_path
+    from tether.control.risk import action_paths, rate_action
 
     effects = list(tool_contract.effects)
     risk, risk_reasons = rate_action(effects, args, envelope)
     problems: list[str] = []
-    writes = Effect.WRITE in effects
     paths = action_paths(args)
-    fold = folded(events)
-    if any(e != Effect.READ for e in effects) and fold.awaiting_human:
+    if any(e != Effect.READ for e in effects) and _awaiting_human(events, state):
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
-    if writes:
-        for p in paths:
-            _, why = rate_path(p, envelope)
-            if "outside the write set" in why or "deny list" in why:
-                problems.append(why)
-        if "patch" not in envelope.outputs.allowed_types:
-            problems.append(f"the output contract allows {envelope.outputs.allowed_types}, not patches")
-        plan = fold.rated_plan(envelope)
-        if plan.tasks:
-            active = plan.active()
-            if not active:
-                problems.append("the plan has no ACTIVE task; mark the task this change belongs to ACTIVE first")
-            else:
-                scoped = [g for t in active for g in t.files]
-                if scoped and paths:
-                    import pathspec
-
-                    spec = pathspec.PathSpec.from_lines("gitignore", scoped)
-                    outside = [p for p in paths if not spec.match_file(p)]
-                    if outside:
-                        ids = ", ".join(t.id for t in active)
-                        problems.append(f"{', '.join(outside)} is outside the files of the active task ({ids})")
-        beliefs = fold.belief_view(())
-        failing = beliefs.get("tests.failing")
-        if failing is not None and failing.value:
-            failing_files = {str(t).split("::")[0] for t in failing.value}
-            for p in paths:
-                if is_test_path(p) and p in failing_files:
-                    problems.append(
-                        f"{p} holds failing tests ({', '.join(failing.cites)}); fix the code under test, not the test"
-                    )
+    if Effect.WRITE in effects:
+        problems += _write_problems(paths, events, envelope)
     return ReviewResult(not problems, risk, problems + [r for r in risk_reasons if r not in problems])
+
+
+def _awaiting_human(events: History, state: RunState | None) -> bool:
+    if state is not None:
+        return state.awaiting_human
+    from tether.control.fold import folded  # see review_action
+
+    return folded(events).awaiting_human
+
+
+def _write_problems(paths: list[str], events: History, envelope: Envelope) -> list[str]:
+    """Why a write to ``paths`` is refused: the write set, the output contract, the plan's active task and the
+    failing tests the beliefs name (these read the control layer's fold)."""
+    from tether.control.fold import folded  # see review_action
+    from tether.control.risk import is_test_path, rate_path
+
+    problems: list[str] = []
+    for p in paths:
+        _, why = rate_path(p, envelope)
+        if "outside the write set" in why or "deny list" in why:
+            problems.append(why)
+    if "patch" not in envelope.outputs.allowed_types:
+        problems.append(f"the output contract allows {envelope.outputs.allowed_types}, not patches")
+    fold = folded(events)
+    plan = fold.rated_plan(envelope)
+    if plan.tasks:
+        active = plan.active()
+        if not active:
+            problems.append("the plan has no ACTIVE task; mark the task this change belongs to ACTIVE first")
+        else:
+            scoped = [g for t in active for g in t.files]
+            if scoped and paths:
+                import pathspec
+
+                spec = pathspec.PathSpec.from_lines("gitignore", scoped)
+                outside = [p for p in paths if not spec.match_file(p)]
+                if outside:
+                    ids = ", ".join(t.id for t in active)
+                    problems.append(f"{', '.join(outside)} is outside the files of the active task ({ids})")
+    failing = fold.belief_view(()).get("tests.failing")
+    if failing is not None and failing.value:
+        failing_files = {str(t).split("::")[0] for t in failing.value}
+        for p in paths:
+            if is_test_path(p) and p in failing_files:
+                problems.append(
+                    f"{p} holds failing tests ({', '.join(failing.cites)}); fix the code under test, not the test"
+                )
+    return problems
 
 
 def review_gate_event(call_id: str, tool: str, result: ReviewResult) -> ReviewGate:
