@@ -37,6 +37,7 @@ rename a whole file: the last rename wins, and either file is valid for the head
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import copyreg
 import dataclasses
@@ -247,6 +248,8 @@ def load(guard: Guard, folder: Path, audited: int, pending: Pending | None = Non
     except Exception:  # malformed, forged, another code's: the whole fold, as without a checkpoint
         return False
     if restored is None:
+        if pending.failed:
+            pending.discard(path_for(folder, guard.run_id))
         return False
     state, fold, known, user, turns, tail = restored
     from tether.control.fold import _FOLDS
@@ -271,12 +274,25 @@ class Pending:
     :data:`MAX_BYTES`), and the trial of its body when nothing else vouches for it, started then. :func:`load` reads
     only these bytes: a file swapped after the read is not what is loaded, nor what was tried."""
 
-    def __init__(self, raw: bytes | None, trial: cachefile.Trial | None = None) -> None:
-        self.raw, self.trial = raw, trial
+    def __init__(self, raw: bytes | None, trial: cachefile.Trial | None = None, ident: tuple[int, ...] = ()) -> None:
+        self.raw, self.trial, self.ident = raw, trial, ident
+        self.failed = False  # its trial ran and did not end well
 
     def tried(self) -> bool:
         """Whether the trial (:func:`tried`) of the body ended well: waited for now, if it is still running."""
-        return self.trial is not None and self.trial.verdict()
+        ok = self.trial is not None and self.trial.verdict()
+        self.failed = self.trial is not None and not ok
+        return ok
+
+    def discard(self, path: Path) -> None:
+        """Remove the file whose body failed its trial, if it is still the one read (its inode, size and time):
+        left there, every later cold call of the session would try it again and wait for its deadline (up to
+        ~34 s for a body of :data:`MAX_BYTES`) until the next checkpoint replaced it, and a session under
+        ``guard.log.EVERY`` events writes none. A checkpoint is a cache: losing one costs a fold, nothing else."""
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            if (st.st_ino, st.st_size, st.st_mtime_ns) == self.ident:
+                os.unlink(path)
 
     def close(self) -> None:
         """The trial's child, if its verdict was not asked for, killed and reaped (:meth:`.cachefile.Trial.close`)."""
@@ -293,11 +309,13 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
     :func:`load` ignores it anyway. The caller closes what it gets (``try``/``finally``), used or not."""
     try:
         with open(path_for(folder, run_id), "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_BYTES:
+            st = os.fstat(f.fileno())
+            if st.st_size > MAX_BYTES:
                 return Pending(None)  # not read at all
             raw = f.read(MAX_BYTES + 1)
     except OSError:
         return Pending(None)
+    ident = (st.st_ino, st.st_size, st.st_mtime_ns)
     if signed:
         return Pending(raw)
     try:
@@ -313,7 +331,7 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
         return Pending(raw)
     from tether.policy.provenance import Provenance  # noqa: F401 — the body pickles it; the child imports nothing
 
-    return Pending(raw, cachefile.Trial(lambda: _trial(body), trial_seconds(body), trial_allowance(body)))
+    return Pending(raw, cachefile.Trial(lambda: _trial(body), trial_seconds(body), trial_allowance(body)), ident)
 
 
 def _vouched(guard: Guard, header: dict[str, Any], body: bytes) -> bool:
