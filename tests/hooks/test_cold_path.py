@@ -102,7 +102,10 @@ def subclasses(cls):
         yield from subclasses(sub)
 from pydantic import BaseModel
 models = sorted({f"{c.__module__}.{c.__qualname__}" for c in subclasses(BaseModel) if c.__module__[:7] == "tether."})
+index = sys.modules.get("tether.policy.provenance")
+patterns = index._pattern.cache_info().currsize if index else None
 print(json.dumps({"exit": code, "modules": sorted(sys.modules), "gc": [gc.isenabled(), gc.get_freeze_count()],
+                  "patterns": patterns,
                   "compiled": compiled, "maker": dataclasses.dataclass is maker,
                   "envelope_built": bool(schema and schema.Envelope.__pydantic_complete__), "models": models}))
 """
@@ -446,8 +449,8 @@ NOT_TO_DECIDE = (
 
 def test_a_cold_command_is_decided_without_the_control_layer(tmp_path: Path) -> None:
     """A command the gate allows is reviewed (``review.gate``) and decided under the control state the log holds,
-    without importing the control layer; a PostToolUse imports it (before the call, with the collector paused) to
-    add the receipt's view."""
+    without importing the control layer, nor compiling a provenance pattern while no output was untrusted; a
+    PostToolUse imports the control layer (before the call, with the collector paused) to add the receipt's view."""
     import sqlite3
 
     from tether.events.store import EventStore
@@ -461,6 +464,7 @@ def test_a_cold_command_is_decided_without_the_control_layer(tmp_path: Path) -> 
     assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
     assert [m for m in NOT_TO_DECIDE if m in decided["modules"]] == []
     assert "tether.control.risk" in decided["modules"] and "tether.policy.gate" in decided["modules"]
+    assert decided["patterns"] == 0  # a session of the workspace's tools only: provenance searched no text
     _, recorded = cold(payload("claude-code.PostToolUse", tmp_path, **ran), env)
     assert recorded["exit"] == 0 and "tether.control.loop" in recorded["modules"]
     db = tmp_path / ".tether" / "tether.db"

@@ -14,17 +14,17 @@ def _every_pattern(text: str, *, every: bool = True) -> list[pv.Value]:
     """``candidates`` as it was: each pattern run on the whole folded text."""
     folded = pv.fold(text)
     found = [
-        *pv._found(pv.ValueKind.URL, pv._URL, folded),
-        *pv._found(pv.ValueKind.EMAIL, pv._EMAIL, folded),
-        *pv._found(pv.ValueKind.HOST, pv._HOST, folded),
-        *pv._found(pv.ValueKind.ACCOUNT, pv._IBAN, folded),
-        *pv._found(pv.ValueKind.ACCOUNT, pv._DIGITS, folded),
-        *pv._found(pv.ValueKind.PATH, pv._PATH, folded),
+        *pv._found(pv.ValueKind.URL, pv._pattern("url"), folded),
+        *pv._found(pv.ValueKind.EMAIL, pv._pattern("email"), folded),
+        *pv._found(pv.ValueKind.HOST, pv._pattern("host"), folded),
+        *pv._found(pv.ValueKind.ACCOUNT, pv._pattern("iban"), folded),
+        *pv._found(pv.ValueKind.ACCOUNT, pv._pattern("digits"), folded),
+        *pv._found(pv.ValueKind.PATH, pv._pattern("path"), folded),
     ]
     if every:
         found += [
-            *pv._found(pv.ValueKind.TOKEN, pv._TOKEN, folded),
-            *pv._found(pv.ValueKind.NUMBER, pv._AMOUNT, folded),
+            *pv._found(pv.ValueKind.TOKEN, pv._pattern("token"), folded),
+            *pv._found(pv.ValueKind.NUMBER, pv._pattern("amount"), folded),
         ]
     found += [
         h

@@ -19,6 +19,7 @@ Resolution, first answer wins:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -38,16 +39,22 @@ RESULT_READERS = frozenset({"read_result"})
 
 #: Name fragments of tools whose output carries third-party content (matched case-insensitively anywhere in
 #: the name): web fetches and browsers, issue trackers and code review, mail, chat, feeds, MCP servers.
-UNTRUSTED_NAMES = re.compile(
+UNTRUSTED_NAMES = (
     r"web|fetch|http|url|brows|scrape|crawl|issue|ticket|pull_?request|review_comment|comment|e-?mail|mail|inbox"
-    r"|message|slack|chat|channel|feed|rss|^mcp(__|\.|_)",
-    re.IGNORECASE,
+    r"|message|slack|chat|channel|feed|rss|^mcp(__|\.|_)"
 )
+
+
+@functools.cache
+def untrusted_names() -> re.Pattern[str]:
+    """:data:`UNTRUSTED_NAMES` compiled, at its first use: only a tool that is not the workspace's asks (the two
+    patterns of this module cost ~3 M instructions of every process that imported it)."""
+    return re.compile(UNTRUSTED_NAMES, re.IGNORECASE)
 
 
 def default_trust(contract: ToolContract) -> Trust:
     """The default table (steps 4-6 of the module docstring) for a tool that is not a built-in workspace tool."""
-    if UNTRUSTED_NAMES.search(contract.name) or contract.external_output:
+    if untrusted_names().search(contract.name) or contract.external_output:
         return Trust.UNTRUSTED
     return Trust.TRUSTED
 
@@ -65,7 +72,12 @@ def trust_of(contract: ToolContract, env: Envelope | None = None) -> Trust:
 
 #: The marker word of the data fence; any spelling of it inside the data is neutralised (see ``label_untrusted``).
 FENCE = "untrusted-data"
-_FENCE_SPELLINGS = re.compile(r"untrusted[\s_\-\u2010-\u2015]*data", re.IGNORECASE)
+
+
+@functools.cache
+def _fence_spellings() -> re.Pattern[str]:
+    """Every spelling of the marker word (compiled at the first label)."""
+    return re.compile(r"untrusted[\s_\-\u2010-\u2015]*data", re.IGNORECASE)
 
 
 def label_untrusted(content: str, tool: str, seq: int) -> str:
@@ -77,8 +89,9 @@ def label_untrusted(content: str, tool: str, seq: int) -> str:
     the data cannot open or close a fence of its own.
     """
     folded = unicodedata.normalize("NFKC", content)
-    if _FENCE_SPELLINGS.search(folded):
-        content = _FENCE_SPELLINGS.sub("[fence text removed]", folded)
+    spellings = _fence_spellings()
+    if spellings.search(folded):
+        content = spellings.sub("[fence text removed]", folded)
     fence_id = hashlib.sha256(f"{seq}\0{tool}\0{content}".encode()).hexdigest()[:12]
     head = (
         f"<<{FENCE} id={fence_id} source={tool} event={seq}>>\n"

@@ -29,6 +29,7 @@ assembled from two untrusted outputs is caught by its host or its name.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import unicodedata
@@ -71,16 +72,26 @@ STRUCTURED = frozenset({ValueKind.URL, ValueKind.EMAIL, ValueKind.HOST, ValueKin
 # A scheme and an address's local part are bounded (RFC 5321 caps a local part at 64 characters): unbounded,
 # every position of a long run of word characters would scan to the run's end — quadratic in the text, so a
 # tool call carrying a base64 blob or minified code would hold a decision (and the hook daemon) for minutes.
-_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{0,63}://[^\s<>\"'`]+")
-_EMAIL = re.compile(r"[\w.%+\-]{1,64}@(?:[\w\-]+\.)+[\w\-]{2,}")
-_HOST = re.compile(r"(?<![\w@.\-/])(?:[\w\-]+\.)+[^\W\d_][\w\-]*[^\W_]")
-_IBAN = re.compile(r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b")
-_DIGITS = re.compile(r"(?<![\w.\-])\d(?: ?\d){7,}(?!\w|[.\-]\d)")
-_PATH = re.compile(r"(?<![\w:/])(?:~|\.{1,2})?(?:/[\w.\-~]+)+/?")
-_AMOUNT = re.compile(r"(?<![\w.,\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w\-]|[.,]\d)")
-_TOKEN = re.compile(r"(?<![\w\-])(?<!\w\.)(?=[\w.\-]*[^\W\d_])[\w][\w.\-]*[\w](?![\w\-]|\.\w|://)")
+#: The candidate values' patterns, each compiled at its first use (:func:`_pattern`): a session whose outputs are all
+#: trusted never indexes them (:meth:`Provenance.taints`), and compiling the nine cost ~6.8 M instructions, a
+#: twentieth of a cold hook call's imports.
+_PATTERNS = {
+    "url": r"\b[a-z][a-z0-9+.\-]{0,63}://[^\s<>\"'`]+",
+    "email": r"[\w.%+\-]{1,64}@(?:[\w\-]+\.)+[\w\-]{2,}",
+    "host": r"(?<![\w@.\-/])(?:[\w\-]+\.)+[^\W\d_][\w\-]*[^\W_]",
+    "iban": r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b",
+    "digits": r"(?<![\w.\-])\d(?: ?\d){7,}(?!\w|[.\-]\d)",
+    "path": r"(?<![\w:/])(?:~|\.{1,2})?(?:/[\w.\-~]+)+/?",
+    "amount": r"(?<![\w.,\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w\-]|[.,]\d)",
+    "token": r"(?<![\w\-])(?<!\w\.)(?=[\w.\-]*[^\W\d_])[\w][\w.\-]*[\w](?![\w\-]|\.\w|://)",
+    "digit": r"\d",  # what iban, digits and amount match always holds (the same \d)
+}
 _TRAILING = ".,;:!?)]}'\""
-_DIGIT = re.compile(r"\d")  # what _IBAN, _DIGITS and _AMOUNT match always holds (the same \d)
+
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(_PATTERNS[name])
 
 
 def fold(text: str) -> str:
@@ -181,24 +192,24 @@ def candidates(text: str, *, every: bool = True) -> list[Value]:
     folded = fold(text)
     # Each pattern is tried only on text holding what every match of it holds (a scan in C, no match set up):
     # ``://`` for a URL, ``@`` for an address, a dot for a host, a slash for a path, a digit for the numbers.
-    digit = _DIGIT.search(folded) is not None
+    digit = _pattern("digit").search(folded) is not None
     found: list[tuple[ValueKind, str, int, int]] = []
     if "://" in folded:
-        found += _found(ValueKind.URL, _URL, folded)
+        found += _found(ValueKind.URL, _pattern("url"), folded)
     if "@" in folded:
-        found += _found(ValueKind.EMAIL, _EMAIL, folded)
+        found += _found(ValueKind.EMAIL, _pattern("email"), folded)
     hosts = len(found)  # the URLs and addresses found so far hold a host each (added after the rest, below)
     if "." in folded:
-        found += _found(ValueKind.HOST, _HOST, folded)
+        found += _found(ValueKind.HOST, _pattern("host"), folded)
     if digit:
-        found += _found(ValueKind.ACCOUNT, _IBAN, folded)
-        found += _found(ValueKind.ACCOUNT, _DIGITS, folded)
+        found += _found(ValueKind.ACCOUNT, _pattern("iban"), folded)
+        found += _found(ValueKind.ACCOUNT, _pattern("digits"), folded)
     if "/" in folded:
-        found += _found(ValueKind.PATH, _PATH, folded)
+        found += _found(ValueKind.PATH, _pattern("path"), folded)
     if every:
-        found += _found(ValueKind.TOKEN, _TOKEN, folded)
+        found += _found(ValueKind.TOKEN, _pattern("token"), folded)
         if digit:
-            found += _found(ValueKind.NUMBER, _AMOUNT, folded)
+            found += _found(ValueKind.NUMBER, _pattern("amount"), folded)
     for k, raw, start, _ in found[:hosts]:
         found += _host_of(k, raw, start)
     out = []
@@ -257,6 +268,10 @@ class Taint:
         }
 
 
+#: At most this many texts wait to be indexed (:class:`Provenance`): a long run (the kernel feeds each event and
+#: keeps no list of them) holds no more of its outputs than that; beyond, they are indexed as before, in order.
+PENDING_MAX = 128
+
 #: The kinds whose events hold the user's words or a tool's output: what the index reads.
 _SOURCE_KINDS = frozenset({"run.started", "run.continued", "approval.denied", "action.completed", "action.failed"})
 
@@ -267,13 +282,47 @@ def _key(v: Value) -> tuple[ValueKind, str]:
 
 @dataclass
 class Provenance:
-    """The run's index of values: where each first appeared, and which the user gave. Feed it the log in order."""
+    """The run's index of values: where each first appeared, and which the user gave. Feed it the log in order.
+
+    Indexed when first needed: only a value first seen in untrusted output can be tainted, so until an untrusted
+    output has been fed no argument can be, and the texts fed so far wait (``_pending``, references to the
+    events' own strings) without being searched; they are indexed in order, as if fed one by one, when
+    :meth:`taints` or :meth:`tainted_source` first meet an untrusted output, ``known``/``user`` are read, or
+    :data:`PENDING_MAX` wait. A short session whose tools are all the workspace's (a coding agent's shell, files
+    and search) never searches them.
+    """
 
     env: Envelope
-    known: dict[tuple[ValueKind, str], Source] = field(default_factory=dict)
-    user: set[tuple[ValueKind, str]] = field(default_factory=set)
+    _known: dict[tuple[ValueKind, str], Source] = field(default_factory=dict)
+    _user: set[tuple[ValueKind, str]] = field(default_factory=set)
     fed: int = 0
     _trust: dict[str, bool] = field(default_factory=dict)
+    # (seq, tool, untrusted, texts) in log order: an output's one text (seq >= 0), or the user's words (seq -1)
+    _pending: list[tuple[int, str, bool, Sequence[str]]] = field(default_factory=list, repr=False, compare=False)
+    _risky: bool = False  # an untrusted output was fed: taints are possible
+
+    @property
+    def known(self) -> dict[tuple[ValueKind, str], Source]:
+        """Each value seen in a tool's output, with where it first appeared."""
+        self._index()
+        return self._known
+
+    @known.setter
+    def known(self, value: dict[tuple[ValueKind, str], Source]) -> None:
+        self._index()
+        self._known = value
+        self._risky = self._risky or any(s.untrusted for s in value.values())
+
+    @property
+    def user(self) -> set[tuple[ValueKind, str]]:
+        """The values of the user's words."""
+        self._index()
+        return self._user
+
+    @user.setter
+    def user(self, value: set[tuple[ValueKind, str]]) -> None:
+        self._index()
+        self._user = value
 
     def feed(self, events: Sequence[Event]) -> Provenance:
         """Take in ``events[self.fed:]`` (the caller passes the whole, growing log)."""
@@ -300,26 +349,37 @@ class Provenance:
             return
         p = e.payload
         if kind == "run.started":
-            self._user(p.get("task", ""), _strings(p.get("plan") or {}))
+            self._pending.append((-1, "", False, (p.get("task", ""), *_strings(p.get("plan") or {}))))
         elif kind == "run.continued":
-            self._user(p.get("note") or "", [p.get("reason", "")])
+            self._pending.append((-1, "", False, (p.get("note") or "", p.get("reason", ""))))
         elif kind == "approval.denied":
-            self._user(p.get("reason", ""), [])
-        elif kind == "action.completed":
-            self._output(e.seq, p["tool"], str(p.get("result", {}).get("content", "")))
-        else:  # action.failed
-            self._output(e.seq, p["tool"], str(p.get("error", "")))
+            self._pending.append((-1, "", False, (p.get("reason", ""),)))
+        else:  # action.completed, action.failed: a tool's output
+            tool = p["tool"]
+            text = (
+                str(p.get("result", {}).get("content", "")) if kind == "action.completed" else str(p.get("error", ""))
+            )
+            untrusted = self._untrusted(tool)
+            self._risky = self._risky or untrusted
+            self._pending.append((e.seq, tool, untrusted, (text,)))
+        if len(self._pending) >= PENDING_MAX:
+            self._index()  # a long run's texts are not all held: indexed in batches, the same index
 
-    def _user(self, text: str, more: Sequence[str]) -> None:
-        for t in (text, *more):
-            self.user.update(_key(v) for v in candidates(t))
-
-    def _output(self, seq: int, tool: str, text: str) -> None:
-        source = Source(seq, tool, self._untrusted(tool))
-        for v in candidates(text):
-            self.known.setdefault(_key(v), source)
+    def _index(self) -> None:
+        """Index the texts fed and not yet indexed, in the order they were fed."""
+        pending, self._pending = self._pending, []
+        for seq, tool, untrusted, texts in pending:
+            if seq < 0:
+                for t in texts:
+                    self._user.update(_key(v) for v in candidates(t))
+            else:
+                source = Source(seq, tool, untrusted)
+                for v in candidates(texts[0]):
+                    self._known.setdefault(_key(v), source)
 
     def tainted_source(self, v: Value) -> Source | None:
+        if not self._risky:
+            return None  # no untrusted output fed: nothing is tainted
         source = self.known.get(_key(v))
         if source is None or not source.untrusted or _key(v) in self.user:
             return None
@@ -327,6 +387,9 @@ class Provenance:
 
     def taints(self, args: Mapping[str, Any]) -> list[Taint]:
         """Every tainted value in ``args`` (nested values are named by their path: ``to[0]``, ``body.text``)."""
+        if not self._risky:
+            return []  # no untrusted output fed: no value can have first appeared in one
+        self._index()
         out: list[Taint] = []
         for path, value in _leaves(args):
             out += self._judge(path, value)
@@ -347,7 +410,7 @@ class Provenance:
             source = self.tainted_source(v)
             if source is not None:
                 out.append(Taint(path, v.kind, v.norm, source))
-            if _key(v) in self.known or _key(v) in self.user:
+            if _key(v) in self._known or _key(v) in self._user:
                 judged.append((v.start, v.end))
         return out
 
