@@ -236,3 +236,23 @@ def test_fold_checkpoints_written_and_read_by_cold_calls_of_either_path_change_n
     assert got[0] == want[0]
     assert got[1] == want[1]
     assert len(got[1]) > 2 * 256
+
+
+def failing_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Receipts of a command failing again and again move the control state (CAUTIOUS, BLOCKED, back): each
+    later decision rests on it, whether the process kept it (resident) or read it back from the log (cold)."""
+    calls: list[tuple[str, dict[str, Any]]] = [("SessionStart", {})]
+    build = {"command": "python3 build.py"}
+    for i in range(10):
+        calls.append(("PreToolUse", {"tool_input": build, "tool_use_id": f"f{i}"}))
+        calls.append(("PostToolUseFailure", {"tool_input": build, "tool_use_id": f"f{i}", "error": "exit 1: boom"}))
+        calls.append(("PreToolUse", {"tool_input": {"command": f"echo {i} > out.txt"}, "tool_use_id": f"w{i}"}))
+        calls.append(("PreToolUse", {"tool_input": {"command": "cat src/app.py"}, "tool_use_id": f"r{i}"}))
+    return calls
+
+
+@pytest.mark.slow
+def test_control_states_reached_through_failing_receipts_decide_alike_cold_and_resident(tmp_path: Path) -> None:
+    replies = compare(tmp_path, "claude-code", None, failing_session)
+    reasons = " ".join(r[0] for r in replies)
+    assert "control:cautious" in reasons and "control:blocked" in reasons
