@@ -14,8 +14,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   process): what defining any model with a constrained or documented field imports;
 * tether's deciding modules (no call) — the same start, then what ``hooks/entry.py`` does before a call decided
   in-process (``no_pydantic_plugins``, ``import_deciding_code``) and nothing else;
-* cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process.
-  With the three rows before it, its cost splits into the interpreter, the unavoidable libraries, pydantic,
+* cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process,
+  on the plain path (no pydantic: tether/plain.py) since its session has begun and its envelope is kept;
+* … the full path — the same call with ``TETHER_HOOK_PLAIN=0``: pydantic's models, as before the plain path.
+  With the three rows before them, their cost splits into the interpreter, the unavoidable libraries, pydantic,
   tether's modules and the call;
 * cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides, through the
   console script (with ``site`` and its ``.pth`` files, as an installed ``tether`` command starts);
@@ -86,6 +88,10 @@ FLOOR = (
 )
 PYDANTIC = f"{FLOOR}; from pydantic import BaseModel, Field"
 MODULES = f"{START}; import tether.hooks.entry as e; e.no_pydantic_plugins(); e.import_deciding_code()"
+
+
+#: A row's command that starts with this runs with ``TETHER_HOOK_PLAIN=0``: the full path (pydantic), for A/B.
+FULL = "TETHER_HOOK_PLAIN=0"
 
 
 def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
@@ -193,6 +199,7 @@ def main() -> None:
             ("floor + pydantic", [sys.executable, "-I", "-S", "-c", PYDANTIC], "", calls),
             ("tether's deciding modules (no call)", [sys.executable, "-I", "-S", "-c", MODULES], "", cold_calls),
             ("cold, launcher (--no-daemon)", [*LAUNCHER, "--no-daemon"], "cold-launch", cold_calls),
+            ("  ... the full path (PLAIN=0)", [FULL, *LAUNCHER, "--no-daemon"], "cold-full", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("cold PostToolUse (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "post", cold_calls),
             ("daemon", [TETHER, "hook", "claude-code"], "daemon", calls),
@@ -226,10 +233,14 @@ def main() -> None:
                     stdin = post_tool_use(workspace, session, i)
                 if cmd == ["here"]:
                     return decided_here(request, stdin)
+                if cmd[:1] == [FULL]:
+                    return timed(cmd[1:], stdin, {**env, "TETHER_HOOK_PLAIN": "0"})
                 return timed(cmd, stdin, env) if cmd else asked(request, stdin)
 
             for _, cmd, session, _ in rows:  # warm-up: bytecode written, the daemon's first imports done
                 one(cmd, session and f"{session}-warmup", 10**6)
+                if session.startswith("cold"):  # and the session begun (its run made), as after a SessionStart
+                    one(cmd, session, 10**6 + 1)
             times: dict[str, list[tuple[float, float]]] = {name + str(r): [] for r, (name, *_) in enumerate(rows)}
             for i in range(calls):
                 for r, (name, cmd, session, n) in enumerate(rows):

@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["hook"]:
         from tether.hooks.entry import main as hook_main
 
-        sys.exit(hook_main(args[1:]))
+        sys.exit(hook_main(args[1:], own_process=argv is None))
     if args == ["--version"]:
         print(_version())
         return

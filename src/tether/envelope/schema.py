@@ -9,7 +9,7 @@ import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tether.plain import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 def new_list() -> list[Any]:

@@ -12,8 +12,7 @@ and ``register`` it (see docs/log.md); verification and control kinds live in ``
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
-
+from tether.plain import Field, field_validator
 from tether.status import TERMINAL, WAITING, RunStatus
 
 # named here as ever: defined with the kinds a hook session writes (kinds_calls)

@@ -13,7 +13,7 @@ tool call; the registry imports it on its first miss.
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, new_dict, new_list, register
 

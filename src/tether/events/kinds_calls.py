@@ -15,7 +15,7 @@ one need not build ``kinds_control``.
 
 from typing import Any, Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, new_dict, new_list, register
 

@@ -8,7 +8,7 @@
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, new_list, register
 

@@ -14,7 +14,7 @@ Every layer of the control loop is visible in the log as one of these kinds:
 
 from typing import Any, Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 # named here as ever: defined with the kinds a hook session writes (kinds_calls)
 from .kinds_calls import BeliefKind as BeliefKind

@@ -11,8 +11,7 @@ The child names its parent in its own ``run.started`` (``parent_run``, ``parent_
 point at each other.
 """
 
-from pydantic import Field
-
+from tether.plain import Field
 from tether.status import RunStatus
 
 from .payload import Payload, new_list, register

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, register
 

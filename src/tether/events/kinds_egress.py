@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, register
 

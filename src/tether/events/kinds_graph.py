@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
-
+from tether.plain import Field
 from tether.status import RunStatus
 
 from .payload import Payload, new_dict, new_list, register

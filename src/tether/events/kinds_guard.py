@@ -13,7 +13,7 @@ call builds ``SessionEnded`` only when a session ends, or when a log it reads ho
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .kinds_calls import SessionOpened
 from .payload import Payload, register

@@ -12,7 +12,7 @@
 module is one of the registry's later ones (``payload.LATER``): a tool call builds neither of the other two.
 """
 
-from pydantic import Field
+from tether.plain import Field
 
 from .kinds_calls import Agent, HookReceived
 from .payload import Payload, new_list, register

@@ -15,7 +15,7 @@ one call in a fresh process does not build their ~17 models (docs/log.md).
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from tether.plain import Field, field_validator
 
 from .payload import Payload, new_list, register
 

@@ -7,7 +7,7 @@ fold of a governed session reads, are in ``kinds_kernel``).
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, new_list, register
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, new_dict, new_list, register
 

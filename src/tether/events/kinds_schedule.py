@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
+from tether.plain import Field
 from tether.status import FiringStatus, RunStatus
 
 from .payload import Payload, new_dict, register

@@ -8,7 +8,7 @@ The test-integrity baseline (``tests.baseline``) is in ``kinds_baseline``.
 
 from typing import Literal
 
-from pydantic import Field
+from tether.plain import Field
 
 from .payload import Payload, new_list, register
 

@@ -19,10 +19,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import PydanticSerializationError
-
+from tether import plain
 from tether.errors import InputError
+from tether.plain import BaseModel, ConfigDict, PydanticSerializationError, ValidationError
 
 if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values
@@ -268,6 +267,9 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
         kind = item.KIND
         if dict.get(REGISTRY, kind) is not type(item) and REGISTRY.get(kind) is not type(item):  # loaded, or load
             raise UnknownEventKind(f"{type(item).__name__} is not a registered event payload")
+        if plain.active():  # a plain record's dump and check (tether/plainrecord.py): what pydantic's give, or Unsure
+            data = item.model_dump(mode="json")
+            return kind, data, type(item).model_validate(data)
         try:  # ``model_dump(mode="json", warnings=False)`` and ``model_validate`` without their Python wrappers
             data = type(item).__pydantic_serializer__.to_python(item, mode="json", warnings=False)
             return kind, data, type(item).__pydantic_validator__.validate_python(data)  # 8 events a step: issue 18
@@ -281,6 +283,8 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
 
 
 def _validated(kind: str, model: type[Payload], data: Mapping[str, Any] | Any) -> Payload:
+    if plain.active():
+        return model.model_validate(data)
     try:  # ``model.model_validate(data)``: the same call into pydantic-core, without the wrapper's keywords
         return model.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
     except ValidationError as e:

@@ -49,8 +49,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from pydantic import ValidationError
-
+from tether import plain
 from tether.canonical import bytes_hash, canonical_tree
 from tether.errors import (
     DatabaseLocked,
@@ -63,6 +62,7 @@ from tether.errors import (
     RunExists,
     RunLeased,
 )
+from tether.plain import ValidationError
 from tether.records import dataclass
 
 from . import registry
@@ -796,6 +796,7 @@ class EventStore:
         the lease is checked as for :meth:`append_many`.
         """
         run_id, rows = batch.run_id, batch.rows
+        plain.writing()
         with self._transaction(batch.durable) as conn:
             # The checks and the head's move in one statement: it moves only from the batch's base, and (when this
             # store holds the run's lease) only while the lease is still this store's. When it does not, the
@@ -839,6 +840,7 @@ class EventStore:
         return [event for _, event in rows]
 
     def _insert_locked(self, conn: sqlite3.Connection, run_id: str, rows: Sequence[Chained], head: Head) -> None:
+        plain.writing()  # a plain hook process that doubts from here on refuses rather than run the call again
         conn.executemany(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", [stored(r) for r, _ in rows])
         seq, prev = rows[-1][1].head if rows else head
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))

@@ -141,7 +141,7 @@ def _data_class(module: str, name: str) -> Any:
     obj = getattr(sys.modules[module], name, None)
     if not isinstance(obj, type) or obj.__module__ != module:
         return None
-    from pydantic import BaseModel
+    from tether.plain import BaseModel
 
     if issubclass(obj, BaseModel | enum.Enum) or dataclasses.is_dataclass(obj) or (module, name) in _FOLD_CLASSES:
         return obj

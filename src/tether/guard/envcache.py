@@ -54,6 +54,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether import plain
 from tether.canonical import content_hash
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope
@@ -107,25 +108,27 @@ def validated(envelope: Envelope, path: Path | None) -> Validated:
 
 
 def _versions() -> str:
-    import pydantic
-    import pydantic_core
-
+    """The libraries that made the kept envelope, by their files, without importing them: a plain hook process
+    (tether/plain.py) reads the kept file without pydantic, and a hit parses no YAML."""
     return (
-        f"pydantic {pydantic.VERSION}; pydantic-core {pydantic_core.__version__}; python {sys.hexversion:x}; "
-        f"yaml {_yaml_stamp()}"
+        f"pydantic {_stamp('pydantic', 'version.py')}; pydantic-core {_stamp('pydantic_core', '_pydantic_core')}; "
+        f"python {sys.hexversion:x}; yaml {_stamp('yaml', '__init__.py')}"
     )
 
 
-def _yaml_stamp() -> str:
-    """The YAML parser that reads an envelope file (``yaml/__init__.py`` first on the path, as ``import yaml``
-    would find it), by its size and mtime, without importing it (a hit parses nothing): another PyYAML might read
-    the same bytes otherwise. "" when there is none to stat (then parsed by the same nothing on both sides)."""
+def _stamp(package: str, prefix: str) -> str:
+    """The file of ``package`` whose name starts with ``prefix`` (``yaml/__init__.py``, pydantic-core's compiled
+    module …), in the first folder on the path that has the package, as ``import`` would find it: by its size and
+    mtime (another PyYAML might read the same bytes otherwise, another pydantic validate them otherwise). "" when
+    there is none to stat (then made by the same nothing on both sides)."""
     for entry in sys.path:
+        folder = os.path.join(entry or ".", package)
         try:
-            st = os.stat(os.path.join(entry or ".", "yaml", "__init__.py"))
-        except OSError:
+            name = min(n for n in os.listdir(folder) if n.startswith(prefix))
+            st = os.stat(os.path.join(folder, name))
+        except (OSError, ValueError):
             continue
-        return f"{os.path.join(entry, 'yaml')} {st.st_size} {st.st_mtime_ns}"
+        return f"{os.path.join(entry, package, name)} {st.st_size} {st.st_mtime_ns}"
     return ""
 
 
@@ -221,7 +224,7 @@ def _state(value: Any) -> Any:
     values, lists, mappings, enums and models only, none excluded, aliased or serialized otherwise."""
     import enum
 
-    from pydantic import BaseModel
+    from tether.plain import BaseModel
 
     kind = type(value)
     if value is None or kind in (str, int, float, bool):
@@ -281,7 +284,7 @@ def _unpickle(body: bytes) -> dict[str, Any]:
             if isinstance(obj, type) and obj.__module__ == schema.__name__:
                 import enum
 
-                from pydantic import BaseModel
+                from tether.plain import BaseModel
 
                 if issubclass(obj, BaseModel | enum.Enum):
                     return obj
@@ -364,6 +367,7 @@ def kept(
         found = load(folder, path, key, signer)
         if found is not None:
             return found
+    plain.unsure("no kept envelope to read: it is validated (with pydantic)")
     if path is None:
         v = validated(built_in(), None)
     else:

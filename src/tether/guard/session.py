@@ -46,6 +46,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from tether import plain
 from tether.canonical import content_hash
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
@@ -245,6 +246,7 @@ class Guard:
         run_id = run_id or session_run_id(framework, session)
         recorded = _started(store, run_id)
         if recorded is None:
+            plain.unsure("a new session's run: it is created on the full path")
             started, opened = _opening(loaded, ws, framework, session, task)
             first = [started, opened, *(begin(ws) if begin is not None else ())]
             try:
@@ -853,6 +855,7 @@ def _kept_contract(recorded: RunStarted, loaded: _Loaded, framework: str, sessio
     env = loaded.envelope
     if loaded.dumped and content_hash(recorded.envelope) == loaded.dumped:
         return env
+    plain.unsure("the run's recorded envelope is not the kept one: it is validated (with pydantic)")
     began = Envelope.model_validate(recorded.envelope)  # validated once: compared, then governs
     if contract_hash(began) != (loaded.contract or contract_hash(env)):
         raise GuardError(

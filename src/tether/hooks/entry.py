@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, NoReturn
 
 from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 
@@ -158,9 +159,77 @@ def import_deciding_code(gate: bool = True) -> None:
             gc.enable()
 
 
-def main(argv: list[str], raw: bytes | None = None) -> int:
+#: The hook events a cold call may decide on the plain path (tether/plain.py): the gated one.
+PLAIN_EVENTS = frozenset({"PreToolUse"})
+#: ``TETHER_HOOK_PLAIN=0``: never the plain path (what a call the plain path was unsure of runs again with).
+PLAIN_VAR = "TETHER_HOOK_PLAIN"
+
+
+def plain_fits(request: dict[str, str], data: dict[str, Any]) -> bool:
+    """May this call try the plain path (decided without pydantic: tether/plain.py)? A gated event, plain not
+    switched off, a store that is a file, and beside it a folder holding a kept envelope (guard/envcache.py), as
+    every call after a session's first finds. Only a cheap look: whatever the call then finds (another envelope's
+    file, a run not created yet) that the plain path cannot vouch for runs it again on the full path."""
+    if data.get("hook_event_name") not in PLAIN_EVENTS or os.environ.get(PLAIN_VAR, "1") == "0":
+        return False
+    db = request.get("db")
+    if db is None:
+        project = request.get("project") or os.path.realpath(str(data.get("cwd", "")))
+        db = os.path.join(project, ".tether", "tether.db")
+    elif "://" in db:
+        return False
+    try:
+        with os.scandir(db + ".folds") as entries:
+            return any(e.name.endswith(".env") for e in entries)
+    except OSError:
+        return False
+
+
+def full_again(raw: bytes) -> NoReturn:
+    """Run this very command again on the full path (``TETHER_HOOK_PLAIN=0``), in this process (``execve``), its
+    input replayed from an anonymous file that becomes its stdin: what the plain path was unsure of before it
+    wrote anything. Its output, not yet written, is the new program's."""
+    try:
+        fd = os.memfd_create("tether-hook-input")
+    except (AttributeError, OSError):  # not Linux, or no memfd: an unnamed temporary file
+        import tempfile
+
+        with tempfile.TemporaryFile() as f:
+            fd = os.dup(f.fileno())
+    view = memoryview(raw)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, {**os.environ, PLAIN_VAR: "0"})
+
+
+def decide(request: dict[str, str], data: dict[str, Any], raw: bytes, own_process: bool) -> Reply:
+    """Decide in this process: on the plain path when the call fits it and the process is the hook's own (which
+    :func:`full_again` may replace), else on the full path, with pydantic."""
+    from tether import plain
+
+    full_path()
+    if not (own_process and plain_fits(request, data) and plain.choose()):
+        no_pydantic_plugins()
+    try:
+        import_deciding_code(gate=data.get("hook_event_name") in GATED)
+        from .answer import answer
+
+        return answer(request, data)
+    except plain.Unsure as why:
+        if plain.wrote:  # the call's events may be in the log: never run it twice; refuse (fail closed)
+            return refuse(f"tether hook: the plain path was unsure after it wrote: {why}")
+        full_again(raw)
+
+
+def main(argv: list[str], raw: bytes | None = None, *, own_process: bool = False) -> int:
     """Run one hook call; the return value is the exit code. ``raw``: the input, when the launcher's relay
-    (:mod:`.relay`) already read it from stdin."""
+    (:mod:`.relay`) already read it from stdin. ``own_process``: this process runs the hook alone (the launcher,
+    the ``tether`` console command), so a call the plain path is unsure of may replace it (:func:`full_again`)."""
     try:
         if argv[:1] in (["install"], ["uninstall"], ["status"]):
             return manage(argv)
@@ -180,12 +249,6 @@ def main(argv: list[str], raw: bytes | None = None) -> int:
             data = parse(raw)
         except HookInputError as e:
             return write(refuse(str(e)))
-        full_path()
-        no_pydantic_plugins()
-        import_deciding_code(gate=data.get("hook_event_name") in GATED)
-        from .answer import answer
-
-        reply = answer(request, data)
-        return write(reply)
+        return write(decide(request, data, raw, own_process))
     except BaseException as e:  # anything at all: refuse, never exit 1 (which lets the call through)
         return write(refuse(f"tether hook failed: {type(e).__name__}: {e}"))

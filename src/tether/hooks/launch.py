@@ -24,7 +24,7 @@ if __name__ == "__main__":
         sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         from tether.hooks.entry import main
 
-        code = main(sys.argv[1:], raw)
+        code = main(sys.argv[1:], raw, own_process=True)
     except BaseException as e:  # never exit 1, which the agent reads as "no objection"
         sys.stderr.write(f"tether refused (fail closed): the hook launcher failed: {type(e).__name__}: {e}\n")
         code = 2

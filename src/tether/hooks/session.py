@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from tether import plain
 from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer
@@ -124,6 +125,8 @@ def governing(path: Path | None, data: bytes, db: StoreSpec, store: Store) -> En
     database (guard/envcache.py: no YAML, no validator built); for a store without a folder (a URL), nothing is
     kept or read back."""
     folder = checkpoints_of(db)
+    if folder is None:
+        plain.unsure("a store without a folder keeps no envelope")
     if folder is None and path is None:
         return cached(("envelope",), hook_envelope)
     return kept(folder, path, hook_envelope, getattr(store, "signer", None), data=data)
@@ -203,8 +206,8 @@ def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
     the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
     project = (settings.project or Path(str(data["cwd"]))).resolve()
     folder = checkpoints_of(settings.db or project / DB_NAME)
-    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY:
-        return
+    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY or plain.active():
+        return  # a plain process (tether/plain.py) leaves it to the session's next call on the full path
     from tether.guard.checkpoint import save
 
     turn_of(guard)

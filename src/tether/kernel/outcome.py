@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
-
 from tether.events.kinds import ActionCompleted, RunFinished
 from tether.events.kinds_control import CompletionAccepted, SensorResultEvent, VerifyCompleted
 from tether.events.store import Event
+from tether.plain import BaseModel, ConfigDict
 from tether.state import RunState
 from tether.status import ActionStatus, ClaimStatus, RunStatus
 

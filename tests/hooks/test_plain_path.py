@@ -1,0 +1,215 @@
+"""The plain path (tether/plain.py): a cold PreToolUse decided without pydantic, exactly as the full path decides.
+
+Every call here is a real hook process through the launcher (``python -I -S launch.py claude-code --no-daemon``),
+run with ``-X importtime`` so that the modules it imported are seen (a call the plain path was unsure of runs
+again on the full path in the same process, and imports pydantic there). The same session is played twice, in
+two projects: once with ``TETHER_HOOK_PLAIN=0`` (the full path throughout), once as a hook runs (the plain path
+for each PreToolUse that finds its envelope kept); the answers and the logs must be the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hookkit import payload
+
+import tether.hooks.launch as launch
+from tether import plainrecord
+from tether.events.kinds_calls import RuleHit
+from tether.guard import envcache
+
+CORPUS = yaml.safe_load((Path(__file__).parents[1] / "data" / "shell_corpus.yaml").read_text())["cases"]
+SESSION = "4b1e6f0a-plain-path"
+
+
+def call(project: Path, event: str, *, plain: bool = True, **fields: Any) -> tuple[str, int, bool]:
+    """One hook call in a new process: its stdout, its exit code, and whether it imported pydantic."""
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(project)}
+    for name in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN"):
+        env.pop(name, None)
+    if not plain:
+        env["TETHER_HOOK_PLAIN"] = "0"
+    data = json.dumps(payload(f"claude-code.{event}", project, session_id=SESSION, **fields))
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-I", "-S", launch.__file__, "claude-code", "--no-daemon"],
+        input=data,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    pydantic = any(line.rsplit("|", 1)[-1].strip().startswith("pydantic") for line in done.stderr.splitlines())
+    return done.stdout.replace(str(project), "PROJECT"), done.returncode, pydantic
+
+
+def pre(command: str | None = None, tool: str = "Bash", **tool_input: Any) -> dict[str, Any]:
+    return {"tool_name": tool, "tool_input": {"command": command} if command is not None else tool_input}
+
+
+def session() -> list[tuple[str, dict[str, Any]]]:
+    """A session's calls: prompts, allowed, denied and asked calls of each tool kind, shell spellings of the
+    corpus (the dangerous ones among them), receipts (a failure too), a stop."""
+    calls: list[tuple[str, dict[str, Any]]] = [("SessionStart", {}), ("UserPromptSubmit", {"prompt": "fix it"})]
+    tools = [
+        pre("ls -la"),
+        pre(tool="Read", file_path="README.md"),
+        pre(tool="Write", file_path="notes.txt", content="x"),
+        pre(tool="Edit", file_path="notes.txt", old_string="x", new_string="y"),
+        pre(tool="Write", file_path=".git/hooks/pre-commit", content="evil"),
+        pre(tool="WebFetch", url="https://example.com/", prompt="read"),
+        pre(tool="mcp__tracker__create_issue", title="t"),
+        pre("git push --force origin main"),
+        pre("rm -rf ~"),
+    ]
+    corpus = [c for c in CORPUS if c.get("dangerous")][:5] + [c for c in CORPUS if c["expect"] == "ASK"][:3]
+    tools += [pre(c["command"]) for c in corpus]
+    for i, fields in enumerate(tools):
+        calls.append(("PreToolUse", {**fields, "tool_use_id": f"toolu_{i:02d}"}))
+        if i in (0, 2):
+            calls.append(("PostToolUse", {**fields, "tool_use_id": f"toolu_{i:02d}", "tool_response": {"ok": i}}))
+    calls.append(("PostToolUseFailure", {**tools[1], "tool_use_id": "toolu_01", "error": "no such file"}))
+    calls.append(("UserPromptSubmit", {"prompt": "and the rest"}))
+    calls.append(("PreToolUse", {**pre("cat README.md"), "tool_use_id": "toolu_99"}))
+    calls.append(("Stop", {}))
+    return calls
+
+
+def logged(project: Path, named: Path | None = None) -> list[tuple[str, Any]]:
+    """The session's log, timestamps and hashes aside, the project's path (where it was played) as PROJECT."""
+    with sqlite3.connect(project / ".tether" / "tether.db") as db:
+        rows = db.execute("SELECT kind, payload FROM events ORDER BY run_id, seq").fetchall()
+    return [(kind, json.loads(text.replace(str(named or project), "PROJECT"))) for kind, text in rows]
+
+
+def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def play(project: Path, *, plain: bool) -> list[tuple[str, int, bool]]:
+    project.mkdir()
+    (project / "README.md").write_text("hello\n")
+    return [call(project, event, plain=plain, **fields) for event, fields in session()]
+
+
+def test_a_session_decided_plain_is_the_session_decided_full(tmp_path: Path) -> None:
+    """Played in the same directory (the log holds its path, hashed in the calls' arguments), one after the
+    other: full first, its project then moved aside."""
+    project = tmp_path / "project"
+    full = play(project, plain=False)
+    project.rename(tmp_path / "full")
+    fast = play(project, plain=True)
+    for (event, fields), want, got in zip(session(), full, fast, strict=True):
+        assert got[:2] == want[:2], (event, fields, got, want)
+        assert want[2], "the full path imports pydantic"
+    plain_calls = sum(event == "PreToolUse" and not got[2] for (event, _), got in zip(session(), fast, strict=True))
+    assert plain_calls >= 15, "the PreToolUse calls after the first were decided plain"
+    assert logged(project) == logged(tmp_path / "full", named=project)
+    received = [p for k, p in logged(project) if k == "hook.received"]
+    assert len(received) == len(session()), "a call recorded twice (or not at all)"
+    run, db = f"claude-code-{SESSION}", str(project / ".tether" / "tether.db")
+    assert tether("log", "verify", run, "--db", db, cwd=project).returncode == 0
+    shown = tether("show", run, "--db", db, cwd=project)
+    assert shown.returncode == 0 and "git push" in shown.stdout, shown.stderr
+
+
+def started(tmp_path: Path) -> Path:
+    """A project whose session has begun (its envelope kept) and whose first call the plain path decided."""
+    (tmp_path / "README.md").write_text("hello\n")
+    assert call(tmp_path, "SessionStart")[1] == 0
+    out, code, imported = call(tmp_path, "PreToolUse", **pre("ls"), tool_use_id="toolu_a")
+    assert code == 0 and '"allow"' in out and not imported
+    return tmp_path
+
+
+def kept_file(project: Path) -> Path:
+    [path] = sorted((project / ".tether" / "tether.db.folds").glob("*" + envcache.SUFFIX))
+    return path
+
+
+def test_a_damaged_kept_envelope_goes_the_full_path_and_decides_the_same(tmp_path: Path) -> None:
+    project = started(tmp_path)
+    path = kept_file(project)
+    whole = path.read_bytes()
+    for damaged in (whole[: len(whole) // 2], whole[:-1] + bytes([whole[-1] ^ 1]), b""):
+        path.write_bytes(damaged)
+        out, code, imported = call(project, "PreToolUse", **pre("ls"), tool_use_id=f"toolu_{len(damaged)}")
+        assert code == 0 and '"allow"' in out and imported  # validated (with pydantic) as without a kept file
+        path.write_bytes(whole)
+    denied = call(project, "PreToolUse", **pre("rm -rf ~"), tool_use_id="toolu_rm")
+    assert denied[1] == 2 or '"deny"' in denied[0]
+    assert not denied[2]
+
+
+def test_a_kept_envelope_naming_a_class_outside_the_schema_goes_the_full_path(tmp_path: Path) -> None:
+    """The kept file's unpickler finds only the schema's classes, in a plain process as in a full one: a body
+    that names another (the plain record base itself, a payload class), consistent with its header, is a miss."""
+    project = started(tmp_path)
+    path = kept_file(project)
+    head, _, body = path.read_bytes()[len(envcache.MAGIC) :].partition(b"\n")
+    header, obj = json.loads(head), envcache._unpickle(body)
+    for n, stranger in enumerate((plainrecord.BaseModel(), RuleHit(id="r", verdict="ALLOW", reason="forged"))):
+        forged_body = pickle.dumps({**obj, "envelope": stranger}, protocol=5)
+        forged = {**header, "body_sha256": hashlib.sha256(forged_body).hexdigest()}
+        path.write_bytes(envcache.MAGIC + json.dumps(forged).encode() + b"\n" + forged_body)
+        out, code, imported = call(project, "PreToolUse", **pre("ls"), tool_use_id=f"toolu_k{n}")
+        assert code == 0 and '"allow"' in out and imported
+
+
+def forge(db: Path, kind: str, change: Any) -> None:
+    """Rewrite the newest ``kind`` payload and chain the log again after it (what a forger with the file can do:
+    the chain stays consistent, so only reading the payload tells)."""
+    from tether.canonical import canonical_json
+    from tether.events.chain import event_hash
+    from tether.events.store import stored_hash
+
+    def text(h: Any) -> str:
+        return h.hex() if isinstance(h, bytes) else str(h)
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER IF EXISTS events_no_update")  # what someone rewriting the file can do
+        run, seq, body = conn.execute(
+            "SELECT run_id, seq, payload FROM events WHERE kind=? ORDER BY seq DESC LIMIT 1", (kind,)
+        ).fetchone()
+        conn.execute(
+            "UPDATE events SET payload=? WHERE run_id=? AND seq=?", (canonical_json(change(json.loads(body))), run, seq)
+        )
+        rows = conn.execute("SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=? ORDER BY seq", (run,))
+        prev = ""
+        for s, ts, k, payload_json, h in rows.fetchall():
+            if s >= seq:
+                h = event_hash(prev, run, s, ts, k, payload_json)
+                conn.execute("UPDATE events SET hash=? WHERE run_id=? AND seq=?", (stored_hash(h), run, s))
+            prev = text(h)
+        (head,) = conn.execute("SELECT head_hash FROM runs WHERE run_id=?", (run,)).fetchone()
+        conn.execute(
+            "UPDATE runs SET head_hash=? WHERE run_id=?", (stored_hash(prev) if isinstance(head, bytes) else prev, run)
+        )
+
+
+def test_a_forged_payload_in_the_log_is_refused_as_the_full_path_refuses_it(tmp_path: Path) -> None:
+    project = started(tmp_path)
+    db = project / ".tether" / "tether.db"
+    for n, change in enumerate(
+        (
+            lambda p: {**p, "smuggled": True},  # a field its kind does not have
+            lambda p: {**p, "verdict": ["ALLOW"]},  # a wrong type
+            lambda p: {k: v for k, v in p.items() if k != "deciding_rule"},  # a field missing
+        )
+    ):
+        forge(db, "action.decided", change)
+        verified = tether("log", "verify", f"claude-code-{SESSION}", "--db", str(db), cwd=project)
+        assert verified.returncode == 0, verified.stdout + verified.stderr  # the chain holds: only the payload lies
+        full = call(project, "PreToolUse", plain=False, **pre("ls"), tool_use_id=f"toolu_f{n}")
+        fast = call(project, "PreToolUse", **pre("ls"), tool_use_id=f"toolu_p{n}")
+        assert fast[:2] == full[:2] and fast[1] == 2 and fast[2], (fast, full)  # refused, by the full path

@@ -1,0 +1,246 @@
+"""Plain records (tether/plainrecord.py) against pydantic: the same dumps, or Unsure — never another answer.
+
+Three ways: classes declared from one class statement on both bases, fed random values (hypothesis); every
+registered payload kind's sample (tests/test_event_payloads.py) and a few hundred of its mutations (a field
+dropped, added, given another type), validated in a plain process; and envelopes pickled by pydantic, read in a
+plain process (and the other way). A plain answer must be pydantic's exactly; where pydantic refuses, plain must be
+unsure (the hook then runs the call on the full path); and a sample tether writes must not leave plain unsure.
+"""
+
+import base64
+import copy
+import enum
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_event_payloads import SAMPLES
+
+from tether import plainrecord
+from tether.envelope.load import load_envelope
+from tether.envelope.schema import Envelope
+from tether.events import REGISTRY
+from tether.hooks.calls import hook_envelope
+from tether.plainrecord import Unsure
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+def declare(base: Any, field: Any, validator: Any) -> tuple[Any, Any]:
+    """The same class statements on ``base`` (pydantic's or plainrecord's module): a nested record and a record
+    holding one of each kind of field the payloads and the envelope use."""
+    config = base.ConfigDict(extra="forbid", frozen=True)
+
+    class Inner(base.BaseModel):
+        model_config = config
+        name: str
+        n: int = 0
+
+    class Outer(base.BaseModel):
+        model_config = config
+        s: str = ""
+        i: int | None = base.Field(None, ge=0)
+        f: float = 0.0
+        b: bool = False
+        lit: Literal["a", "b"] = "a"
+        colour: Colour | None = None
+        num: float | int | None = None
+        items: list[str] = base.Field(default_factory=list, min_length=0)
+        table: dict[str, Any] = base.Field(default_factory=dict)
+        scores: dict[str, float] = base.Field(default_factory=dict)
+        inner: Inner | None = None
+        inners: list[Inner] = base.Field(default_factory=list)
+        either: Literal["failing", "none"] | list[str] = "failing"
+        word: str = base.Field("w", pattern=r"^[a-z]+$")
+
+        @validator("s")
+        @classmethod
+        def _no_x(cls, value: str) -> str:
+            if "x" in value:
+                raise ValueError("no x")
+            return value
+
+    return Inner, Outer
+
+
+P_INNER, P_OUTER = declare(pydantic, pydantic.Field, pydantic.field_validator)
+R_INNER, R_OUTER = declare(plainrecord, plainrecord.Field, plainrecord.field_validator)
+
+json_leaf = st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False) | st.text(max_size=6)
+values = st.recursive(
+    json_leaf | st.sampled_from([Colour.RED, "red", "a", "b", "failing", 1.0, (1, 2), ("x",)]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["name", "n", "k", "z"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+FIELDS = list(P_OUTER.model_fields)
+
+
+def outcome(make: Any) -> tuple[str, Any]:
+    try:
+        made = make()
+    except Unsure:
+        return "unsure", None
+    except pydantic.ValidationError:
+        return "refused", None
+    return "made", (made.model_dump(mode="json"), repr(made.model_dump()))
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from([*FIELDS, "unknown"]), values, max_size=4))
+def test_a_plain_record_takes_what_pydantic_takes_unchanged_or_is_unsure(data: dict[str, Any]) -> None:
+    theirs = outcome(lambda: P_OUTER(**data))
+    mine = outcome(lambda: R_OUTER(**data))
+    assert mine[0] in ("made", "unsure"), mine  # a plain record never refuses with a message of its own
+    if mine[0] == "made":
+        assert theirs == mine, (data, theirs, mine)
+        text = json.dumps(mine[1][0])
+        assert outcome(lambda: R_OUTER.model_validate_json(text)) == theirs  # and back from its JSON
+
+
+def test_what_tether_writes_is_not_left_unsure() -> None:
+    given_ = {"s": "ok", "i": 3, "f": 2, "colour": Colour.RED, "num": 1, "items": ("a",), "inner": {"name": "n"}}
+    theirs, mine = P_OUTER(**given_), R_OUTER(**given_)
+    assert mine.model_dump(mode="json") == theirs.model_dump(mode="json")
+    assert type(mine.f) is float and mine.colour is Colour.RED and isinstance(mine.inner, R_INNER)
+    assert mine == R_OUTER(**given_) and hash(R_INNER(name="a")) == hash(R_INNER(name="a"))
+    assert repr(R_INNER(name="a")) == repr(P_INNER(name="a"))
+    with pytest.raises(Unsure):
+        mine.s = "changed"  # type: ignore[misc]  # frozen
+    with pytest.raises(Unsure):
+        mine.model_dump_json()  # pydantic's API a plain record does not mirror: the full path's
+    with pytest.raises(Unsure):
+        R_OUTER.model_json_schema()
+
+
+def test_a_pickle_moves_between_pydantic_and_plain_records() -> None:
+    """Both write pydantic's state, so a checkpoint or a kept envelope written on one side reads on the other."""
+    theirs = P_OUTER(s="a", inner={"name": "n"}, inners=[{"name": "m", "n": 2}])
+    mine = R_OUTER(s="a", inner={"name": "n"}, inners=[{"name": "m", "n": 2}])
+    assert theirs.__getstate__()["__dict__"].keys() == mine.__getstate__()["__dict__"].keys()
+    assert mine.__reduce_ex__(5)[2]["__pydantic_fields_set__"] == theirs.__reduce_ex__(5)[2]["__pydantic_fields_set__"]
+    back = copy.deepcopy(mine)  # through __reduce_ex__, as pickle goes
+    assert back == mine and back.model_dump(mode="json") == theirs.model_dump(mode="json")
+    plain_from_theirs = R_INNER.__new__(R_INNER)  # (a pickle names the plain classes for the nested ones too)
+    plain_from_theirs.__setstate__(theirs.inner.__getstate__())
+    assert plain_from_theirs == R_INNER(name="n") and plain_from_theirs.__pydantic_fields_set__ == {"name"}
+    theirs_from_plain = P_OUTER.__new__(P_OUTER)
+    theirs_from_plain.__setstate__(mine.__getstate__())
+    assert theirs_from_plain.model_dump(mode="json") == theirs.model_dump(mode="json")
+
+
+# ---- the real classes, in a plain process ------------------------------------------------------------------------
+
+PLAIN = """
+import base64, json, pickle, sys
+from tether import plain
+assert plain.choose()
+from tether.events import REGISTRY
+from tether.envelope.schema import Envelope
+from tether.plainrecord import Unsure
+job = json.load(sys.stdin)
+def attempt(make):
+    try:
+        return ["made", make().model_dump(mode="json")]
+    except Unsure:
+        return ["unsure", None]
+out = {"payloads": [], "envelopes": [], "pickled": []}
+for kind, data, text in job["payloads"]:
+    model = REGISTRY[kind]
+    validated = attempt(lambda: model.model_validate(data))
+    out["payloads"].append([validated, attempt(lambda: model.model_validate_json(text))])
+for body in job["envelopes"]:
+    env = pickle.loads(base64.b64decode(body))
+    assert type(env) is Envelope
+    dumped = env.model_dump(mode="json")
+    out["envelopes"].append([dumped, attempt(lambda: Envelope.model_validate(dumped))])
+    out["pickled"].append(base64.b64encode(pickle.dumps(env, protocol=5)).decode())
+out["pydantic"] = sorted(m for m in sys.modules if m.startswith("pydantic"))
+print(json.dumps(out))
+"""
+
+
+def in_plain(job: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN], input=json.dumps(job), capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    assert result["pydantic"] == [], "a plain process imported pydantic"
+    return result
+
+
+def mutations(data: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The sample itself, then each field dropped, each field given other kinds of value, and a field too many."""
+    out = [data, {**data, "unexpected": 1}]
+    for name in data:
+        out.append({k: v for k, v in data.items() if k != name})
+        for other in (None, "1", 1, 1.5, True, [], {}, ["x"], {"k": "v"}, "NORMAL", "claude-code"):
+            out.append({**data, name: other})
+    return out
+
+
+#: Kinds whose every payload a plain process leaves to pydantic, none of them a hook session's: ``status:
+#: RunStatus | FiringStatus`` read from its value (which member pydantic's smart union picks is not mirrored).
+UNSURE_KINDS = ["firing.finished"]
+
+
+def test_every_payload_kind_dumps_as_pydantic_dumps_or_is_unsure() -> None:
+    cases: list[list[Any]] = []
+    expected: list[Any] = []
+    samples: list[int] = []  # the indices of the samples themselves (what tether writes)
+    for sample in SAMPLES:
+        kind, model = sample.KIND, type(sample)
+        samples.append(len(cases))
+        for data in mutations(sample.model_dump(mode="json"), kind):
+            try:
+                expected.append(model.model_validate(data).model_dump(mode="json"))
+            except pydantic.ValidationError:
+                expected.append(None)
+            cases.append([kind, data, json.dumps(data)])
+    assert {c[0] for c in cases} == set(REGISTRY), "a registered kind without a sample"
+    got = in_plain({"payloads": cases, "envelopes": []})["payloads"]
+    for (kind, data, _), want, (validated, parsed) in zip(cases, expected, got, strict=True):
+        assert validated == parsed, (kind, data)  # from a mapping and from its JSON text alike
+        if validated[0] != "unsure":
+            assert want is not None, f"{kind}: plain took what pydantic refuses: {data}"
+            assert validated[1] == want, (kind, data)
+    unsure = [cases[i][0] for i in samples if got[i][0][0] == "unsure"]
+    assert unsure == UNSURE_KINDS, f"kinds tether writes that a plain process cannot check: {unsure}"
+    refused = sum(want is None for want in expected)
+    assert refused > len(cases) // 4  # the mutations did reach what pydantic refuses (and plain was unsure of)
+
+
+def envelopes() -> list[Envelope]:
+    found = [hook_envelope(), load_envelope(REPO / "examples" / "bugfix" / "envelope.yaml")]
+    found.append(load_envelope(REPO / "examples" / "guarded" / "envelope.yaml"))
+    return found
+
+
+def test_an_envelope_pickled_by_pydantic_reads_plain_and_back() -> None:
+    """What the kept envelope (guard/envcache.py) and a fold checkpoint rely on: a pickle pydantic wrote loads
+    into plain records that dump the same JSON, and a pickle of those loads into pydantic's models, equal."""
+    originals = envelopes()
+    bodies = [base64.b64encode(pickle.dumps(e, protocol=5)).decode() for e in originals]
+    result = in_plain({"payloads": [], "envelopes": bodies})
+    for original, (dumped, again), body in zip(originals, result["envelopes"], result["pickled"], strict=True):
+        assert dumped == original.model_dump(mode="json")
+        assert again[0] == "unsure" or again[1] == dumped
+        back = pickle.loads(base64.b64decode(body))
+        assert type(back) is Envelope and back == original
+        assert back.model_dump(mode="json") == original.model_dump(mode="json")
