@@ -11,8 +11,11 @@ import copyreg
 import hashlib
 import io
 import json
+import os
 import pickle
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -156,3 +159,25 @@ def test_a_large_legitimate_body_passes_its_trial(tmp_path: Path, monkeypatch: p
     assert ck.trial_seconds(big) >= ck.TRIAL_S + 10  # the fixed 2 s was what failed it
     assert ck.tried(big)
     assert not ck.tried(HANGING)
+
+
+def test_a_cold_pre_tool_use_restores_the_checkpoint_and_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a process of its own: a PreToolUse decides without the control layer, whose fold classes a checkpoint
+    pickles. Forked before they were imported, the trial's child could not find them: every checkpoint failed its
+    trial, was removed as a forgery, and each cold call folded the whole log."""
+    from test_cold_path import RESTORED, payload
+
+    made(tmp_path, monkeypatch)
+    (ckpt,) = (tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt")
+    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    for name in ("TETHER_DB", "TETHER_ENVELOPE"):
+        env.pop(name, None)
+    for i in range(2):
+        data = payload("claude-code.PreToolUse", tmp_path, tool_input={"command": f"ls d{i}"}, tool_use_id=f"cold{i}")
+        argv = [sys.executable, "-c", RESTORED, ck.code_stamp()]
+        out = subprocess.check_output(argv, input=json.dumps(data), text=True, env=env, timeout=120)
+        probe = json.loads(out.rstrip("\n").rpartition("\n")[2])
+        assert probe["exit"] == 0 and probe["loaded"] == [True], probe["exit"]
+        assert "tether.policy.gate" in probe["modules"] and ckpt.exists()

@@ -316,6 +316,7 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
     except OSError:
         return Pending(None)
     ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+    _classes_imported()
     if signed:
         return Pending(raw)
     try:
@@ -329,9 +330,19 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
         return Pending(raw)
     if header.get("code") != code_stamp() or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
         return Pending(raw)
-    from tether.policy.provenance import Provenance  # noqa: F401 — the body pickles it; the child imports nothing
-
     return Pending(raw, cachefile.Trial(lambda: _trial(body), trial_seconds(body), trial_allowance(body)), ident)
+
+
+def _classes_imported() -> None:
+    """Import the modules whose classes a body names beyond what deciding imports: the control layer's folds (a
+    PreToolUse decides without them, ``guard.session.load_observer``) and the provenance index's sources. The
+    unpickler finds only classes already imported (a checkpoint imports nothing), and so does the trial's child,
+    forked before the session is opened (the fork of a threaded process, the daemon, imports nothing): without
+    them, every checkpoint failed its trial in a cold PreToolUse, was removed, and the call folded the whole log."""
+    import importlib
+
+    for module in sorted({m for m, _ in _FOLD_CLASSES} | {"tether.policy.provenance"}):
+        importlib.import_module(module)
 
 
 def _vouched(guard: Guard, header: dict[str, Any], body: bytes) -> bool:
@@ -433,48 +444,50 @@ def _walkable(root: Any, depth: int, nodes: int) -> bool:
     A load that ends well is not enough: a tuple nested 300,000 deep, or a graph of shared tuples, loads in a
     blink and as a dict's value is never hashed by the load, but the first hash of it in this process would
     overflow the C stack, or never end."""
+    import gc
+
     sizes: dict[int, int] = {}
     path = {id(root)}
     leafy = _Leafy()
-    stack: list[list[Any]] = [_frame(root, leafy)]
+    referents = gc.get_referents
+    stack: list[list[Any]] = [_frame(root, leafy, referents)]
     while stack:
         top = stack[-1]
-        if top[2] > nodes:
+        count = top[2]
+        if count > nodes:
             return False
         for kid in top[1]:  # no leaves: _frame counted them
             k = id(kid)
             if k in path:  # a cycle's way back: met once
-                top[2] += 1
+                count += 1
             elif k in sizes:
-                top[2] += sizes[k]
+                count += sizes[k]
             elif len(stack) >= depth:
                 return False
             else:
                 path.add(k)
-                stack.append(_frame(kid, leafy))
+                stack.append(_frame(kid, leafy, referents))
                 break
-            if top[2] > nodes:
+            if count > nodes:
                 return False
         else:
             stack.pop()
             path.discard(id(top[0]))
-            sizes[id(top[0])] = top[2]
+            sizes[id(top[0])] = count
             if stack:
-                stack[-1][2] += top[2]
-                if stack[-1][2] > nodes:
-                    return False
+                stack[-1][2] += count
+            continue
+        top[2] = count
     return True
 
 
-def _frame(obj: Any, leafy: _Leafy) -> list[Any]:
+def _frame(obj: Any, leafy: _Leafy, referents: Any) -> list[Any]:
     """``[obj, what it holds that is not a leaf, what it counts so far]``: itself and its leaves, each met once.
     What it holds: a container's items (a dict's keys and values), an object's attributes and slots."""
-    import gc
-
     if type(obj) is dict:  # exactly: a subclass's iteration could be its own
         inner = [k for k in obj if not leafy[type(k)]]
         inner += [v for v in obj.values() if not leafy[type(v)]]
         return [obj, iter(inner), 1 + 2 * len(obj) - len(inner)]
-    kids = obj if type(obj) in (list, tuple, set, frozenset) else gc.get_referents(obj)
+    kids = obj if type(obj) in (list, tuple, set, frozenset) else referents(obj)
     inner = [k for k in kids if not leafy[type(k)]]
     return [obj, iter(inner), 1 + len(kids) - len(inner)]
