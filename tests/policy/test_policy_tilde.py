@@ -53,3 +53,22 @@ def test_bash_goes_where_the_gate_now_looks(ws: Path) -> None:
 @pytest.mark.parametrize("command", ["cd ~+ && ls", "cd src && cd .. && cd ~- && ls", "echo ~-", "ls ~"])
 def test_reading_and_moving_about_is_still_allowed(ws: Path, command: str) -> None:
     assert verdict(ws, command) == "ALLOW", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "eval 'cd .git' && echo x >> config",
+        "eval cd .git; echo x >> config",
+        "eval 'cd .git; cd hooks' && echo x > pre-commit",
+    ],
+)
+def test_a_cd_inside_eval_moves_the_shell_that_runs_it(ws: Path, command: str) -> None:
+    """Found: eval's code was walked as if in a subshell, so ``eval 'cd .git' && echo x >> config`` was ALLOWed."""
+    assert verdict(ws, command) in ("DENY", "ASK"), command
+
+
+def test_eval_in_a_pipeline_or_subshell_moves_nothing_after_it(ws: Path) -> None:
+    assert verdict(ws, "eval 'cd .git' | cat; echo x >> config") == "ALLOW"
+    subprocess.run(["bash", "-c", "eval 'cd .git' && echo '# e' >> config"], cwd=ws, check=True)
+    assert (ws / ".git" / "config").read_text().endswith("# e\n"), "bash: eval's cd stays"

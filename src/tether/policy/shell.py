@@ -498,10 +498,11 @@ class _Walker:
     def emit(self, cmd: SimpleCommand) -> None:
         self.out.commands.append(cmd)
 
-    def recurse(self, code: str, cmd: SimpleCommand, origin: str) -> None:
+    def recurse(self, code: str, cmd: SimpleCommand, origin: str) -> _Walker | None:
+        """Walk ``code`` as run by ``cmd``; the child walker, whose state after it :meth:`eval_` keeps."""
         if self.depth >= MAX_DEPTH:
             self.out.hard("shell:too-deep", Verdict.ASK, "shell nested too deeply to analyse")
-            return
+            return None
         child = _Walker(code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, dict(self.vars))
         child.env = dict(cmd.env)
         before = len(self.out.commands)
@@ -514,6 +515,7 @@ class _Walker:
                 wrappers=cmd.wrappers + c.wrappers,
                 piped=c.piped or (cmd.piped and c is self.out.commands[before]),
             )
+        return child
 
     def dynamic_code(self, cmd: SimpleCommand, what: str, words: list[Word]) -> None:
         inner = {n for w in words for n in w.inner}
@@ -570,7 +572,11 @@ class _Walker:
     def eval_(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         self.emit(cmd)
         if all(w.static for w in args):
-            self.recurse(" ".join(w.text for w in args), cmd, "eval")
+            child = self.recurse(" ".join(w.text for w in args), cmd, "eval")
+            if child is not None and not cmd.piped:  # eval runs in this shell: its cd and assignments stay
+                self.cwd, self.oldpwd, self.stack = child.cwd, child.oldpwd, child.stack
+                self.cd_unsure = self.cd_unsure or child.cd_unsure
+                self.vars = child.vars
         else:
             self.dynamic_code(cmd, "eval", args)
         return True
