@@ -82,7 +82,7 @@ def test_a_hard_link_made_then_written_rewrites_the_file_it_links(ws: Path) -> N
     [
         "echo x > /proc/self/cwd/envelope.yaml",
         "echo x > /proc/thread-self/cwd/envelope.yaml",
-        f"echo x > /proc/{os.getpid()}/cwd/envelope.yaml",
+        "echo x > /proc/PID/cwd/envelope.yaml",  # the deciding process's own pid, filled in below
         "echo x > /proc/self/task/1/cwd/envelope.yaml",
         "echo x > /dev/fd/3/envelope.yaml",
         "cp /dev/null /proc/self/root/proc/self/cwd/envelope.yaml",
@@ -93,6 +93,7 @@ def test_a_path_through_the_deciding_processs_own_view_is_unknown(
 ) -> None:
     """The agent's shell in ``.tether/``, the deciding process (the daemon, a hook) elsewhere: whose cwd is it?"""
     monkeypatch.chdir(ws)  # the deciding process in the workspace root, where envelope.yaml would be a new file
+    command = command.replace("PID", str(os.getpid()))  # not in the parameter: xdist's workers must collect alike
     assert not verdict(ws, command, ws / ".tether").startswith("ALLOW"), command
 
 
