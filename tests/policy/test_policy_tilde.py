@@ -72,3 +72,18 @@ def test_eval_in_a_pipeline_or_subshell_moves_nothing_after_it(ws: Path) -> None
     assert verdict(ws, "eval 'cd .git' | cat; echo x >> config") == "ALLOW"
     subprocess.run(["bash", "-c", "eval 'cd .git' && echo '# e' >> config"], cwd=ws, check=True)
     assert (ws / ".git" / "config").read_text().endswith("# e\n"), "bash: eval's cd stays"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["shopt -s cdable_vars; g=.git; cd g && echo x >> config", "shopt -s $OPT; g=.git; cd g && echo x >> config"],
+)
+def test_cd_to_a_variables_name_under_cdable_vars_is_unknown(ws: Path, command: str) -> None:
+    """Found: with ``cdable_vars`` on, ``cd g`` goes to ``$g`` (.git) when ``g`` is no directory: it was ALLOWed."""
+    assert verdict(ws, command) in ("DENY", "ASK"), command
+
+
+def test_bash_follows_cdable_vars(ws: Path) -> None:
+    subprocess.run(["bash", "-c", "shopt -s cdable_vars; g=.git; cd g && echo '# v' >> config"], cwd=ws, check=True)
+    assert (ws / ".git" / "config").read_text().endswith("# v\n")
+    assert verdict(ws, "shopt -s nullglob; cd src && echo x > y") == "ALLOW"

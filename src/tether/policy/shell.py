@@ -540,6 +540,10 @@ class _Walker:
         args = list(cmd.argv[1:])
         if name == "set" and any(t == "errexit" or re.fullmatch(r"-[a-zA-Z]*e[a-zA-Z]*", t) for t in cmd.words[1:]):
             self.errexit = True
+        if name == "shopt" and not {"-u", "-p", "-q"} & set(cmd.words[1:]) and not all(w.static for w in args[1:]):
+            self.vars["CDPATH"] = ""  # an option known only at run time: cdable_vars may be among them
+        elif name == "shopt" and "cdable_vars" in cmd.words[1:] and "-u" not in cmd.words[1:]:
+            self.vars["CDPATH"] = ""  # cd NAME goes to $NAME when NAME is no directory: as unknown as CDPATH
         if name in SETS_VARIABLES:
             self.sets_variables(name, args)
         handler = _EXPANDERS.get(name)
