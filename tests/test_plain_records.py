@@ -244,3 +244,47 @@ def test_an_envelope_pickled_by_pydantic_reads_plain_and_back() -> None:
         back = pickle.loads(base64.b64decode(body))
         assert type(back) is Envelope and back == original
         assert back.model_dump(mode="json") == original.model_dump(mode="json")
+
+
+# ---- holes found by the red team (redteam5): each was a value pydantic refuses that a plain record took -----------
+
+
+class Letter(enum.Enum):  # not a str: pydantic's Literal["a"] refuses it, whatever its value
+    A = "a"
+
+
+def test_a_literal_takes_an_enum_member_only_where_pydantic_does() -> None:
+    """A plain (not str) enum member whose value is the literal's was taken as the literal; pydantic refuses it.
+    A str enum's member is the literal's value on both sides."""
+    assert outcome(lambda: P_OUTER(lit=Letter.A))[0] == "refused"
+    assert outcome(lambda: R_OUTER(lit=Letter.A))[0] == "unsure"
+    assert outcome(lambda: R_OUTER(either=Letter.A))[0] == "unsure"
+
+    class Hue(enum.StrEnum):
+        A = "a"
+
+    assert outcome(lambda: R_OUTER(lit=Hue.A)) == outcome(lambda: P_OUTER(lit=Hue.A)) != ("unsure", None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"s": "\\ud800"}',  # a lone high surrogate, escaped: pydantic's parser refuses it, Python's json took it
+        '{"s": "x\\udc00"}',  # a lone low one
+        '{"s": "\\ude00\\ud83d"}',  # a pair in the wrong order
+        '{"table": {"k": ["\\uDBFF"]}}',  # upper-case hex, deep in an Any
+        '{"s": "\ud800"}',  # a raw lone surrogate in the text itself
+        '{"s": "x"}'.encode("utf-16"),  # bytes that are not UTF-8 (Python's json detects UTF-16 and -32)
+        '{"s": "x"}'.encode("utf-8-sig"),  # a byte order mark (Python's json skips it in bytes)
+        b'{"s": "\xff"}',
+    ],
+)
+def test_json_that_pydantic_refuses_leaves_a_plain_record_unsure(text: str | bytes) -> None:
+    assert outcome(lambda: P_OUTER.model_validate_json(text))[0] == "refused"
+    assert outcome(lambda: R_OUTER.model_validate_json(text))[0] == "unsure"
+
+
+def test_a_surrogate_pair_escaped_reads_as_pydantic_reads_it() -> None:
+    text = '{"s": "\\ud83d\\ude00 ok", "items": ["\\u00e9"]}'
+    assert outcome(lambda: R_OUTER.model_validate_json(text)) == outcome(lambda: P_OUTER.model_validate_json(text))
+    assert outcome(lambda: R_OUTER.model_validate_json(text))[0] == "made"

@@ -390,8 +390,8 @@ def _literal(allowed: tuple[Any, ...]) -> Check:
         for choice in allowed:
             if type(value) is type(choice) and value == choice:
                 return value
-            if not exact and isinstance(value, enum.Enum) and type(choice) is str and value.value == choice:
-                return choice
+            if not exact and isinstance(value, str) and isinstance(value, enum.Enum) and value.value == choice:
+                return choice  # a str enum's member only: pydantic refuses any other enum's (redteam5)
         raise Unsure(f"not one of {allowed!r}: {value!r}"[:200])
 
     return check
@@ -463,11 +463,35 @@ def _enum(cls: type[enum.Enum]) -> Check:
 
 
 def loads(text: str | bytes) -> Any:
-    """JSON as pydantic's parser reads it, or :class:`Unsure`: no duplicate keys, no NaN or infinity."""
+    """JSON as pydantic's parser reads it, or :class:`Unsure`: no duplicate keys, no NaN or infinity, UTF-8
+    bytes only (Python's json also reads UTF-16 and -32 and skips a byte order mark), and no lone surrogate, raw or
+    escaped (Python's json keeps one in the string; pydantic refuses the text)."""
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_unsure)
-    except ValueError as e:
+        if not isinstance(text, str):
+            text = bytes(text).decode("utf-8")
+        elif not text.isascii():
+            text.encode("utf-8")  # a raw lone surrogate cannot be encoded: pydantic refuses it
+        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_unsure)
+    except ValueError as e:  # UnicodeError is one
         raise Unsure(f"not JSON: {e}") from None
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _lone_surrogate(data):
+        raise Unsure("a lone surrogate escaped in JSON")
+    return data
+
+
+#: An escape of a UTF-16 surrogate: a pair's halves become one character, a lone one stays a surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Does a string anywhere in ``value`` (parsed JSON) hold a surrogate, a key too?"""
+    if type(value) is str:
+        return not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value)
+    if type(value) is list:
+        return any(_lone_surrogate(v) for v in value)
+    if type(value) is dict:
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    return False
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
