@@ -87,3 +87,16 @@ def test_bash_follows_cdable_vars(ws: Path) -> None:
     subprocess.run(["bash", "-c", "shopt -s cdable_vars; g=.git; cd g && echo '# v' >> config"], cwd=ws, check=True)
     assert (ws / ".git" / "config").read_text().endswith("# v\n")
     assert verdict(ws, "shopt -s nullglob; cd src && echo x > y") == "ALLOW"
+
+
+@pytest.mark.parametrize("command", [". ./s.sh && echo x >> config", "source s.sh; echo x >> config"])
+def test_a_sourced_script_that_moves_the_shell_asks(ws: Path, command: str) -> None:
+    """Found: a script an earlier call wrote (``cd .git``), sourced, moves the shell that runs the rest of the line:
+    ``. ./s.sh && echo x >> config`` was ALLOWed and appends to .git/config."""
+    (ws / "s.sh").write_text("cd .git\n")
+    (ws / "ok.sh").write_text("export A=1\n")
+    assert verdict(ws, command) == "ASK", command
+    assert verdict(ws, "bash s.sh && echo x >> config") == "ALLOW", "run by a shell of its own, it moves nothing"
+    assert verdict(ws, ". ./ok.sh && echo x > y") == "ALLOW"
+    subprocess.run(["bash", "-c", ". ./s.sh && echo '# s' >> config"], cwd=ws, check=True)
+    assert (ws / ".git" / "config").read_text().endswith("# s\n")

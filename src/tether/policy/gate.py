@@ -186,10 +186,20 @@ class Gate:
         except (Unreadable, OSError) as e:
             m = RuleMatch("shell:script-unchecked", Verdict.ASK, f"{where}: {e}")
             return [Decision(m.verdict, m.id, m.reason, (m,))]
-        inner = self._shell(tool, analyse(text, cmd.cwd), args, depth + 1)
-        if inner.verdict is Verdict.ALLOW:  # what runs it decides (the profile's allow-run-workspace)
-            return []
-        return [Decision(inner.verdict, inner.deciding_rule, f"in the script {where}: {inner.reason}", inner.matches)]
+        analysis = analyse(text, cmd.cwd)
+        inner = self._shell(tool, analysis, args, depth + 1)
+        out = []
+        if inner.verdict is not Verdict.ALLOW:  # an allowed one: what runs it decides (allow-run-workspace)
+            out.append(
+                Decision(inner.verdict, inner.deciding_rule, f"in the script {where}: {inner.reason}", inner.matches)
+            )
+        if cmd.name in ("source", ".") and any(c.name in ("cd", "pushd", "popd") for c in analysis.commands):
+            # sourced, it runs in this shell: the command line goes on from wherever it leaves the directory
+            m = RuleMatch(
+                "shell:sourced-cd", Verdict.ASK, f"{where} is sourced and moves the shell: what follows runs elsewhere"
+            )
+            out.append(Decision(m.verdict, m.id, m.reason, (m,)))
+        return out
 
     def _deny_may_match(self, tool: str, args: Mapping[str, Any], parts: list[Decision]) -> list[Decision]:
         """Deny means deny: code the gate cannot see through may be exactly what a deny rule forbids."""
