@@ -126,6 +126,12 @@ def test_what_tether_writes_is_not_left_unsure() -> None:
     with pytest.raises(Unsure):
         R_OUTER.model_json_schema()
 
+    class Wider(R_INNER):  # pydantic keeps a subclass's instance and dumps it as the declared class: not mirrored
+        more: int = 1
+
+    with pytest.raises(Unsure):
+        R_OUTER(inner=Wider(name="n"))
+
 
 def test_a_pickle_moves_between_pydantic_and_plain_records() -> None:
     """Both write pydantic's state, so a checkpoint or a kept envelope written on one side reads on the other."""
@@ -138,6 +144,10 @@ def test_a_pickle_moves_between_pydantic_and_plain_records() -> None:
     plain_from_theirs = R_INNER.__new__(R_INNER)  # (a pickle names the plain classes for the nested ones too)
     plain_from_theirs.__setstate__(theirs.inner.__getstate__())
     assert plain_from_theirs == R_INNER(name="n") and plain_from_theirs.__pydantic_fields_set__ == {"name"}
+    for copied in (copy.copy(mine), copy.deepcopy(mine)):  # each with a __dict__ of its own, as pydantic's copies
+        assert copied == mine and copied.__dict__ is not mine.__dict__
+        assert copied.__pydantic_fields_set__ == mine.__pydantic_fields_set__
+    assert copy.deepcopy(mine).inner is not mine.inner and copy.copy(mine).inner is mine.inner
     theirs_from_plain = P_OUTER.__new__(P_OUTER)
     theirs_from_plain.__setstate__(mine.__getstate__())
     assert theirs_from_plain.model_dump(mode="json") == theirs.model_dump(mode="json")

@@ -19,6 +19,7 @@ from pydantic's. ``tests/test_plain_records.py`` holds every payload kind and th
 
 from __future__ import annotations
 
+import copy
 import enum
 import json
 import math
@@ -198,6 +199,30 @@ class BaseModel(metaclass=_Kind):
         _set(self, "__pydantic_extra__", state.get("__pydantic_extra__", {}))
         _set(self, "__pydantic_private__", state.get("__pydantic_private__", {}))
         _set(self, "__dict__", state.get("__dict__", {}))
+
+    def __copy__(self) -> Any:
+        """As pydantic copies a model: its own ``__dict__`` (a copy through the pickle state would share it)."""
+        return _copied(self, copy.copy, None)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        return _copied(self, copy.deepcopy, {} if memo is None else memo)
+
+
+def _copied(record: BaseModel, how: Callable[..., Any], memo: dict[int, Any] | None) -> Any:
+    cls = type(record)
+    new = cls.__new__(cls)
+    args = () if memo is None else (memo,)
+    if memo is not None:
+        memo[id(record)] = new
+    _set(new, "__dict__", how(record.__dict__, *args))
+    _set(new, "__pydantic_extra__", how(record.__pydantic_extra__, *args))
+    _set(new, "__pydantic_fields_set__", copy.copy(record.__pydantic_fields_set__))
+    _set(
+        new,
+        "__pydantic_private__",
+        None if record.__pydantic_private__ is None else how(record.__pydantic_private__, *args),
+    )
+    return new
 
 
 # ---- declaring ------------------------------------------------------------------------------------------------
@@ -437,7 +462,7 @@ def _dict(item: Check) -> Check:
 
 def _record(cls: type[BaseModel]) -> Check:
     def check(value: Any, exact: bool) -> Any:
-        if isinstance(value, cls):
+        if type(value) is cls:  # a subclass's instance: pydantic would dump it as ``cls`` (not mirrored)
             return value
         if type(value) is dict and not exact:
             return cls.model_validate(value)
