@@ -38,7 +38,7 @@ def call(project: Path, event: str, *, plain: bool = True, **fields: Any) -> tup
         env.pop(name, None)
     if not plain:
         env["TETHER_HOOK_PLAIN"] = "0"
-    data = json.dumps(payload(f"claude-code.{event}", project, session_id=SESSION, **fields))
+    data = json.dumps(payload(f"claude-code.{event}", project, **{"session_id": SESSION, **fields}))
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-I", "-S", launch.__file__, "claude-code", "--no-daemon"],
         input=data,
@@ -213,3 +213,48 @@ def test_a_forged_payload_in_the_log_is_refused_as_the_full_path_refuses_it(tmp_
         full = call(project, "PreToolUse", plain=False, **pre("ls"), tool_use_id=f"toolu_f{n}")
         fast = call(project, "PreToolUse", **pre("ls"), tool_use_id=f"toolu_p{n}")
         assert fast[:2] == full[:2] and fast[1] == 2 and fast[2], (fast, full)  # refused, by the full path
+
+
+CHECKPOINTED = """
+import json, sys
+from tether import plain
+from tether.hooks import entry
+assert plain.choose()
+request, data = json.load(sys.stdin)
+entry.import_deciding_code()
+from tether.hooks.answer import answer
+import tether.hooks.session as hook_session
+out = answer(request, data)
+[guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+print(json.dumps([out.stdout, type(guard.events).__name__, guard.checkpointed,
+                  sorted(m for m in sys.modules if m.startswith("pydantic"))]))
+"""
+
+
+def test_a_long_sessions_fold_checkpoint_is_read_on_the_plain_path(tmp_path: Path) -> None:
+    """A checkpoint the full path wrote (pickled pydantic payloads) restores into plain records: the call folds
+    only what came after it, imports no pydantic, and answers as the full path does."""
+    from hookkit import Hook
+
+    hook = Hook(tmp_path)
+    hook("SessionStart")
+    for i in range(90):  # ~4 events a call: past guard.log.EVERY (256), so a checkpoint is written
+        hook.bash(f"grep -n x{i} README.md", f"toolu_{i}")
+    assert list((tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt"))
+    data = payload("claude-code.PreToolUse", tmp_path, tool_use_id="toolu_after")
+    env = {**os.environ, "PYTHONPATH": str(Path(launch.__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", CHECKPOINTED],
+        input=json.dumps([hook.request, data]),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answered, events, checkpointed, pydantic = json.loads(done.stdout.splitlines()[-1])
+    assert (events, pydantic) == ("Log", []) and checkpointed >= 256  # restored, not refolded; no pydantic
+    full = call(
+        tmp_path, "PreToolUse", plain=False, **pre("ls -la"), tool_use_id="toolu_full", session_id=data["session_id"]
+    )
+    assert json.loads(answered) == json.loads(full[0])
