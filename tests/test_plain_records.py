@@ -298,3 +298,18 @@ def test_a_surrogate_pair_escaped_reads_as_pydantic_reads_it() -> None:
     text = '{"s": "\\ud83d\\ude00 ok", "items": ["\\u00e9"]}'
     assert outcome(lambda: R_OUTER.model_validate_json(text)) == outcome(lambda: P_OUTER.model_validate_json(text))
     assert outcome(lambda: R_OUTER.model_validate_json(text))[0] == "made"
+
+
+def test_a_pickled_record_without_a_field_is_unsure_not_a_crash() -> None:
+    """A state (a kept envelope, a checkpoint: whoever can write beside the database can forge one) whose ``__dict__``
+    lacks a field: pydantic hashes it and dumps what it has; a plain record raised KeyError from its dump and its
+    hash, an ordinary exception that the readers' ``except Exception`` take for a bad file (a checkpoint's trial then
+    removes the file the full path would keep). Now it is Unsure: the full path's."""
+    theirs = P_INNER(name="n")
+    state = {**theirs.__getstate__(), "__dict__": {"name": "n"} | {}}
+    state["__dict__"].pop("name")
+    mine = R_INNER.__new__(R_INNER)
+    mine.__setstate__(state)
+    for use in (hash, lambda r: r.model_dump(), lambda r: r.model_dump(mode="json"), repr, list):
+        with pytest.raises(Unsure):
+            use(mine)

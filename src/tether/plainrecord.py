@@ -173,7 +173,7 @@ class BaseModel(metaclass=_Kind):
         return mine == theirs or all(mine.get(n, _MISSING) == theirs.get(n, _MISSING) for n in self.model_fields)
 
     def __hash__(self) -> int:
-        return hash(tuple(self.__dict__[name] for name in self.model_fields))
+        return hash(tuple(value for _, value in _values(self)))
 
     def __iter__(self) -> Any:
         yield from _values(self)
@@ -526,9 +526,14 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _values(record: BaseModel) -> Any:
+def _values(record: BaseModel) -> list[tuple[str, Any]]:
+    """The fields' values in order. A field missing from the state (a pickle that lacks it: pydantic hashes and
+    dumps it without the field) is Unsure, not a KeyError a reader's ``except Exception`` would take for a bad file."""
     state = record.__dict__
-    return ((name, state[name]) for name in type(record).model_fields)
+    try:
+        return [(name, state[name]) for name in type(record).model_fields]
+    except KeyError as e:
+        raise Unsure(f"{type(record).__name__}: field {e} missing from its state") from None
 
 
 def _json_record(record: BaseModel) -> dict[str, Any]:
