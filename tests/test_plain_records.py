@@ -184,10 +184,12 @@ print(json.dumps(out))
 """
 
 
-def in_plain(job: dict[str, Any]) -> dict[str, Any]:
+def in_plain(job: dict[str, Any], script: str = PLAIN) -> dict[str, Any]:
+    """``script`` run in a plain process on ``job`` (its stdin, JSON): what it printed (JSON), which must say
+    (``pydantic``) that no module of pydantic was imported."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
-        [sys.executable, "-c", PLAIN], input=json.dumps(job), capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", script], input=json.dumps(job), capture_output=True, text=True, env=env, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout)

@@ -52,6 +52,7 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether import plain
 from tether.events.store import Event
 
 from . import cachefile
@@ -288,7 +289,10 @@ class Pending:
         """Remove the file whose body failed its trial, if it is still the one read (its inode, size and time):
         left there, every later cold call of the session would try it again and wait for its deadline (up to
         ~34 s for a body of :data:`MAX_BYTES`) until the next checkpoint replaced it, and a session under
-        ``guard.log.EVERY`` events writes none. A checkpoint is a cache: losing one costs a fold, nothing else."""
+        ``guard.log.EVERY`` events writes none. A checkpoint is a cache: losing one costs a fold, nothing else.
+        Never in a plain process (tether/plain.py): its trial's child loads plain records, which may doubt a body
+        pydantic loads; the call goes to the full path, which tries the body itself (redteam5)."""
+        plain.unsure("a checkpoint that failed a plain trial: the full path tries it, and removes it if it fails")
         with contextlib.suppress(OSError):
             st = os.stat(path)
             if (st.st_ino, st.st_size, st.st_mtime_ns) == self.ident:
