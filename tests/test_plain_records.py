@@ -315,3 +315,15 @@ def test_a_pickled_record_without_a_field_is_unsure_not_a_crash() -> None:
     for use in (hash, lambda r: r.model_dump(), lambda r: r.model_dump(mode="json"), repr, list):
         with pytest.raises(Unsure):
             use(mine)
+
+
+@pytest.mark.parametrize("depth", [201, 300, 900])
+def test_json_nested_deeper_than_pydantics_parser_goes_leaves_a_plain_record_unsure(depth: int) -> None:
+    """pydantic's JSON parser refuses nesting past its recursion limit (an object of 201 arrays deep); Python's
+    json reads ~1,000 levels. Texts nested as deep as pydantic reads are read alike."""
+    deep = '{"table": {"k": ' + "[" * depth + "]" * depth + "}}"
+    assert outcome(lambda: P_OUTER.model_validate_json(deep))[0] == "refused"
+    assert outcome(lambda: R_OUTER.model_validate_json(deep))[0] == "unsure"
+    within = '{"table": {"k": ' + "[" * 150 + "]" * 150 + '}, "items": ["[[[[{{{{"]}'
+    assert outcome(lambda: R_OUTER.model_validate_json(within)) == outcome(lambda: P_OUTER.model_validate_json(within))
+    assert outcome(lambda: R_OUTER.model_validate_json(within))[0] == "made"

@@ -501,7 +501,24 @@ def loads(text: str | bytes) -> Any:
         raise Unsure(f"not JSON: {e}") from None
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _lone_surrogate(data):
         raise Unsure("a lone surrogate escaped in JSON")
+    if text.count("[") + text.count("{") > JSON_DEPTH and _deeper(data, JSON_DEPTH):
+        raise Unsure(f"JSON nested deeper than {JSON_DEPTH}: pydantic's parser refuses it")
     return data
+
+
+#: How deep (arrays and objects, the outermost one too) JSON is read plainly: pydantic's parser (jiter) refuses
+#: nesting past its recursion limit (201 arrays in an object: refused, 200: read); Python's json reads ~1,000.
+JSON_DEPTH = 200
+
+
+def _deeper(data: Any, limit: int) -> bool:
+    """Is ``data`` (parsed JSON) nested more than ``limit`` arrays and objects deep? Without recursion."""
+    level: list[Any] = [data]
+    for _ in range(limit):
+        level = [v for c in level for v in (c.values() if type(c) is dict else c) if type(v) in (list, dict)]
+        if not level:
+            return False
+    return True
 
 
 #: An escape of a UTF-16 surrogate: a pair's halves become one character, a lone one stays a surrogate.
