@@ -501,7 +501,7 @@ def loads(text: str | bytes) -> Any:
         raise Unsure(f"not JSON: {e}") from None
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _lone_surrogate(data):
         raise Unsure("a lone surrogate escaped in JSON")
-    if text.count("[") + text.count("{") > JSON_DEPTH and _deeper(data, JSON_DEPTH):
+    if len(text) > 2 * JSON_DEPTH and text.count("[") + text.count("{") > JSON_DEPTH and _deeper(data, JSON_DEPTH):
         raise Unsure(f"JSON nested deeper than {JSON_DEPTH}: pydantic's parser refuses it")
     return data
 
