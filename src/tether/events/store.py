@@ -1203,7 +1203,10 @@ class Batch:
 
     @property
     def head(self) -> Head:
-        return self.rows[-1][1].head if self.rows else self.base
+        if not self.rows:
+            return self.base
+        last = self.rows[-1][1]
+        return last.seq, last.hash
 
     @property
     def events(self) -> list[Event]:
