@@ -186,17 +186,29 @@ class Event:
     from the text only when something asks for it (display, export). Events are immutable.
     """
 
-    __slots__ = ("_data", "_id", "_payload", "_text", "hash", "kind", "prev_hash", "run_id", "seq", "ts")
+    __slots__ = ("_text", "data", "hash", "id", "kind", "payload", "prev_hash", "run_id", "seq", "ts")
     run_id: str
     seq: int
     ts: str
     kind: str
     prev_hash: str
     hash: str
-    _payload: dict[str, Any] | None
-    _data: Payload | None
+    payload: dict[str, Any]
+    """The stored JSON object: built when first read if the event was made from its text or its model."""
+    data: Payload
+    """The payload as its kind's model (folds ``match`` on it), parsed when first read and kept.
+
+    A payload tether wrote always fits: it was validated on append. One that does not — an unknown kind, a missing or
+    mistyped field — is a log tether did not write (a rewrite that kept the chain consistent), so reading it fails
+    closed with :class:`LogCorrupt` naming the seq and the field."""
+    id: str
+    """Stable citation for this event: ``<run>#<seq>``. Built once, so the folds that keep it for the whole run (the
+    run state's evidence, the beliefs' citations) share one string (issue 18)."""
     _text: str | None
-    _id: str  # set by the first read of ``id``
+
+    # ``payload``, ``data`` and ``id`` are slots, left empty until known: a read of one that is set is a plain slot
+    # read, with no Python frame (about 25 reads an event's folds make a step, issue 18); a read of one that is not
+    # set falls through to ``__getattr__``, which works it out and fills the slot.
 
     def __init__(
         self, run_id: str, seq: int, ts: str, kind: str, payload: dict[str, Any], prev_hash: str = "", hash: str = ""
@@ -227,35 +239,20 @@ class Event:
                 pass
         return _new(run_id, seq, ts, kind, prev_hash, hash, _json_object(run_id, seq, text), None, text)
 
-    @property
-    def payload(self) -> dict[str, Any]:
-        payload = self._payload
-        if payload is None:
-            text = self._text  # an event is made with a payload, the text it is parsed from, or its model (``of``)
-            if text is not None:
-                payload = _json_object(self.run_id, self.seq, text)
+    if not TYPE_CHECKING:  # hidden from mypy, which would otherwise allow any attribute name on an Event
+
+        def __getattr__(self, name: str) -> Any:
+            """An empty slot of ``payload``, ``data`` or ``id``, worked out and kept (only an unset slot comes here)."""
+            if name == "payload":
+                value = _payload_of(self)
+            elif name == "data":
+                value = _data_of(self)
+            elif name == "id":
+                value = f"{self.run_id}#{self.seq}"
             else:
-                assert self._data is not None
-                payload = self._data.model_dump(mode="json")
-            object.__setattr__(self, "_payload", payload)
-        return payload
-
-    @property
-    def data(self) -> Payload:
-        """The payload as its kind's model (folds ``match`` on it), parsed once and kept.
-
-        A payload tether wrote always fits: it was validated on append. One that does not — an unknown
-        kind, a missing or mistyped field — is a log tether did not write (a rewrite that kept the chain
-        consistent), so reading it fails closed with :class:`LogCorrupt` naming the seq and the field.
-        """
-        data = self._data
-        if data is None:
-            try:
-                data = parse(self.kind, self.payload)
-            except ValueError as e:
-                raise LogCorrupt(self.run_id, self.seq, str(e)) from None
-            object.__setattr__(self, "_data", data)
-        return data
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            _set(self, name, value)
+            return value
 
     def data_as(self, model: type[P]) -> P:
         """:attr:`data`, which must be a ``model``: for readers that picked the event by its kind."""
@@ -263,17 +260,6 @@ class Event:
         if not isinstance(data, model):
             raise LogCorrupt(self.run_id, self.seq, f"{self.kind} payload read as {model.__name__}")
         return data
-
-    @property
-    def id(self) -> str:
-        """Stable citation for this event: ``<run>#<seq>``. Built once, so the folds that keep it for the whole run
-        (the run state's evidence, the beliefs' citations) share one string (issue 18)."""
-        try:
-            return self._id
-        except AttributeError:
-            cite = f"{self.run_id}#{self.seq}"
-            _set(self, "_id", cite)
-            return cite
 
     @property
     def head(self) -> Head:
@@ -310,6 +296,7 @@ class Event:
 
 _set = object.__setattr__
 _EVENT_NEW = object.__new__
+_DATA_SLOT = Event.__dict__["data"]
 
 
 def _init(
@@ -330,9 +317,31 @@ def _init(
     _set(e, "kind", kind)
     _set(e, "prev_hash", prev_hash)
     _set(e, "hash", hash)
-    _set(e, "_payload", payload)
-    _set(e, "_data", data)
+    if payload is not None:
+        _set(e, "payload", payload)
+    if data is not None:
+        _set(e, "data", data)
     _set(e, "_text", text)
+
+
+def _payload_of(e: Event) -> dict[str, Any]:
+    """The payload of an event made from its text (parsed) or its model (dumped)."""
+    text = e._text
+    if text is not None:
+        return _json_object(e.run_id, e.seq, text)
+    try:  # the slot itself: an event made with neither (``Event(..., payload=None)``) must not recurse
+        data: Payload = _DATA_SLOT.__get__(e, Event)
+    except AttributeError:
+        raise LogCorrupt(e.run_id, e.seq, "event has neither a payload nor its model") from None
+    return data.model_dump(mode="json")
+
+
+def _data_of(e: Event) -> Payload:
+    """The model of an event made from a payload that did not fit it when read (or of a kind not imported then)."""
+    try:
+        return parse(e.kind, e.payload)
+    except ValueError as err:
+        raise LogCorrupt(e.run_id, e.seq, str(err)) from None
 
 
 def _new(
