@@ -97,9 +97,13 @@ class ActionRecord:
         return content_hash([self.tool, self.failure_class, normalise_text(self.text, 400)])
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+"""Values :func:`_stable` returns as they are: a dict's are kept without a call for each (issue 18)."""
+
+
 def _stable(data: Any) -> Any:
     if isinstance(data, dict):
-        return {k: _stable(v) for k, v in data.items() if k not in _VOLATILE_KEYS}
+        return {k: v if type(v) in _PLAIN else _stable(v) for k, v in data.items() if k not in _VOLATILE_KEYS}
     if isinstance(data, list):
         return [_stable(v) for v in data]
     if isinstance(data, str):
