@@ -23,6 +23,10 @@ Judgement calls, written down:
   workspace, ``mkfs``/partitioning, ``dd`` to devices, fork bombs, recursive chmod/chown of
   ``/``, power-off, ``kill -1``, reverse shells, exfiltration (environment dumps or dotfiles in the
   same command as a network tool).
+* **The agent does not govern itself**: ``tether approve|deny`` (answering its own pending calls), ``tether
+  hook`` (installing or removing the hooks that judge it) and ``tether daemon`` (stopping the process that
+  decides) are denied however tether is named — on the path, ``.venv/bin/tether`` (which would otherwise be a
+  workspace program, allowed), ``python -m tether.cli.main``; a tether command whose words are not all known asks.
 * **Everything else asks** (fail closed): an unknown program is never allowed by default.
 """
 
@@ -102,7 +106,7 @@ def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding
     out: list[Finding] = []
     if set(cmd.wrappers) & knowledge.PRIVILEGED or cmd.name in knowledge.PRIVILEGED:
         out += _ask("ask-privilege", "runs with elevated privileges", hard=True)
-    out += _destructive(cmd, eff, ctx)
+    out += _destructive(cmd, eff, ctx) + _governor(cmd)
     verdicts = _classify(cmd, eff, ctx)
     out += verdicts
     if any(f.match.verdict is Verdict.ALLOW for f in verdicts):
@@ -219,6 +223,38 @@ def _destructive(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding
         if code is not None and inline.reverse_shell(code):
             return [_f("deny-reverse-shell", Verdict.DENY, f"{name} code connects a socket to a process")]
     return []
+
+
+#: tether's commands that answer approvals or change what governs the agent (the hooks, the deciding daemon).
+GOVERNING = frozenset({"approve", "deny", "hook", "daemon"})
+
+
+def _governor(cmd: SimpleCommand) -> list[Finding]:
+    """The agent's own governance, through tether's CLI: denied (see the module docstring). Any of its words
+    naming a governing command is enough (``tether --db X approve`` as well; a run called "approve" is rare and
+    asks nothing worse than a denial), and a word the gate cannot read makes it ask."""
+    args = _tether_args(cmd)
+    if args is None:
+        return []
+    if any(w.static and w.text in GOVERNING for w in args):
+        return [_f("deny-self-govern", Verdict.DENY, "tether's approve, deny, hook and daemon are the human's")]
+    if not all(w.static for w in args):
+        return _ask("ask-self-govern", "which tether command this is cannot be told", hard=True)
+    return []
+
+
+def _tether_args(cmd: SimpleCommand) -> tuple[Word, ...] | None:
+    """The arguments of tether's CLI in ``cmd`` (``tether …``, ``/path/to/tether …``, ``python -m tether.cli.main
+    …`` or any other of tether's modules run as a program), or None when ``cmd`` does not run it."""
+    if cmd.name == "tether":
+        return cmd.args
+    if not interp.is_python(cmd.name):
+        return None
+    prog = interp.program(cmd.name, [w.text for w in cmd.args])
+    if prog.kind != "module":
+        return None
+    module = cmd.args[prog.index].text.removeprefix("-m")
+    return cmd.args[prog.index + 1 :] if module.partition(".")[0] == "tether" else None
 
 
 def _in_workspace(word: Word, cmd: SimpleCommand, ctx: Context) -> bool:
