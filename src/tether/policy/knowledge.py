@@ -846,7 +846,8 @@ _WGET = later(
 )
 
 
-def _git_specs() -> dict[str, Later]:
+def _git_history() -> Later:
+    """git's subcommands that read history and diffs (log, diff, show, blame …)."""
     log = (
         "-p -u -s --patch --no-patch --stat --shortstat --numstat --name-only --name-status --oneline --graph "
         "--decorate= --no-decorate --all --branches= --tags= --remotes= --reverse --merges --no-merges --first-parent "
@@ -862,7 +863,7 @@ def _git_specs() -> dict[str, Later]:
         "--points-at: --ignore-submodules= --exclude: --output-indicator-new: -z -NUM --name-only -i --invert-grep "
         "--all-match -E -F -P --regexp-ignore-case --basic-regexp --extended-regexp --fixed-strings --perl-regexp"
     )
-    read = later(
+    return later(
         log,
         roles={"--output": W},
         operands=T,
@@ -870,7 +871,11 @@ def _git_specs() -> dict[str, Later]:
         patterns=(r"-[MCB]\d*%?",),
         code={"--ext-diff": "a diff program", "--textconv": "conversion filters"},
     )
-    grep = later(
+
+
+def _git_grep() -> Later:
+    """``git grep``: its patterns are data, its ``-O`` opens a pager."""
+    return later(
         "-i -v -w -a -I -l -L -n -c -h -H -o -q -E -F -G -P -z -r --cached --untracked --no-index "
         "--recurse-submodules "
         "--ignore-case --invert-match --word-regexp --text --files-with-matches --files-without-match --line-number "
@@ -881,7 +886,11 @@ def _git_specs() -> dict[str, Later]:
         numeric=True,
         code={"-O": "a pager", "--open-files-in-pager=": "a pager"},
     )
-    plain = later(
+
+
+def _git_query() -> Later:
+    """git's subcommands that only report on the repository (status, branch, rev-parse …)."""
+    return later(
         "-s -b --short --branch --porcelain= --long -v --verbose -u= --untracked-files= --ignored= -z --column= "
         "--ahead-behind --no-ahead-behind --renames --no-renames --show-stash --tags --all --always --dirty= "
         "--long --abbrev= --match: --exclude: --contains --first-parent --show-toplevel --show-prefix --show-cdup "
@@ -895,7 +904,11 @@ def _git_specs() -> dict[str, Later]:
         operands=T,
         numeric=True,
     )
-    work = later(
+
+
+def _git_work() -> Later:
+    """git's subcommands that change the work tree, index or refs (add, commit, rebase, stash …)."""
+    return later(
         "-a -A -u -p -n -v -q -f -m: -F: -C: -c: --all --update --patch --dry-run --verbose --quiet --force "
         "--message: --amend --no-edit --allow-empty --allow-empty-message --signoff -s --no-verify --reset-author "
         "--author: --date: --fixup: --squash: --intent-to-add -N --ignore-errors --cached -r --no-ff --ff --ff-only "
@@ -922,6 +935,10 @@ def _git_specs() -> dict[str, Later]:
             "--tool": "a merge tool",
         },
     )
+
+
+def _git_specs() -> dict[str, Later]:
+    read, grep, plain, work = _git_history(), _git_grep(), _git_query(), _git_work()
     subs = {s: read for s in ("diff", "log", "show", "whatchanged", "shortlog", "reflog", "range-diff", "diff-tree")}
     subs |= {s: read for s in ("diff-files", "diff-index", "blame", "annotate", "format-patch", "cherry")}
     subs |= {s: plain for s in ("status", "branch", "ls-files", "rev-parse", "describe", "cat-file", "ls-tree")}

@@ -271,12 +271,7 @@ def tool(
         tool_purpose = purpose or summary
         if not tool_purpose:
             raise TypeError(f"tool {tool_name!r}: give purpose= or a docstring whose first line states the purpose")
-        hints = get_type_hints(fn, include_extras=True)
-        params = list(inspect.signature(fn).parameters.values())
-        takes_context = bool(params) and _is_context_param(params[0], hints.get(params[0].name))
-        if takes_context:
-            params = params[1:]
-        fields = {p.name: _field(tool_name, p, hints, arg_docs) for p in params}
+        takes_context, fields = _parameters(tool_name, fn, arg_docs)
         args_model = _args_model(tool_name, fields)
         contract = ToolContract(
             name=tool_name,
@@ -293,6 +288,18 @@ def tool(
         return Tool(fn, contract, args_model, takes_context=takes_context, preview_fn=preview)
 
     return decorate
+
+
+def _parameters(
+    tool_name: str, fn: Callable[..., Any], arg_docs: dict[str, str]
+) -> tuple[bool, dict[str, tuple[Any, FieldInfo]]]:
+    """Whether ``fn`` takes a ``ToolContext`` first, and its other parameters as the arguments model's fields."""
+    hints = get_type_hints(fn, include_extras=True)
+    params = list(inspect.signature(fn).parameters.values())
+    takes_context = bool(params) and _is_context_param(params[0], hints.get(params[0].name))
+    if takes_context:
+        params = params[1:]
+    return takes_context, {p.name: _field(tool_name, p, hints, arg_docs) for p in params}
 
 
 def _field(
