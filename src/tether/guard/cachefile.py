@@ -136,6 +136,38 @@ def sweep(folder: Path, now: float | None = None) -> None:
         pass
 
 
+# ---- reading a body ---------------------------------------------------------------------------------------
+
+
+def unpickler(allowed: Callable[[str, str], object], what: str) -> type[Any]:
+    """The unpickler class of a cache file's body: the C one (``_pickle``: ``pickle``, and what it imports, is not
+    loaded for a read), whose ``find_class`` gives only what ``allowed(module, name)`` returns and refuses
+    (``UnpicklingError``, naming ``what``) every global it returns None for. The one maker of the checkpoints' and
+    the kept envelopes' readers: each passes its own allowlist, and neither can name a function to call."""
+    import _pickle
+
+    def find_class(self: object, module: str, name: str) -> object:
+        found = allowed(module, name)
+        if found is None:
+            raise _pickle.UnpicklingError(f"{what} may not name {module}.{name}")
+        return found
+
+    return type("Restricted", (_pickle.Unpickler,), {"find_class": find_class, "__doc__": unpickler.__doc__})
+
+
+def model_class(module: object, name: str) -> type | None:
+    """The class ``name`` that ``module`` itself defines, when it is a pydantic model (or its plain stand-in,
+    tether/plain.py) or an enum: what a body may name of a module of tether's (no dotted name, nothing re-exported)."""
+    import enum
+
+    obj = getattr(module, name, None) if "." not in name else None
+    if not isinstance(obj, type) or obj.__module__ != getattr(module, "__name__", None):
+        return None
+    from tether.plain import BaseModel
+
+    return obj if issubclass(obj, BaseModel | enum.Enum) else None
+
+
 # ---- the trial of a body nothing vouches for ----------------------------------------------------------------
 
 

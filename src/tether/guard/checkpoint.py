@@ -134,35 +134,34 @@ _FOLD_CLASSES = frozenset(
 
 def _data_class(module: str, name: str) -> Any:
     """A class of tether's whose instances are data, from a module already imported (a checkpoint imports
-    nothing), or None."""
+    nothing), or None: a model or an enum the module defines (:func:`.cachefile.model_class`), a dataclass, or one
+    of the folds' classes."""
     import sys
 
     if not (module == "tether" or module.startswith("tether.")) or "." in name or module not in sys.modules:
         return None
+    found = cachefile.model_class(sys.modules[module], name)
+    if found is not None:
+        return found
     obj = getattr(sys.modules[module], name, None)
     if not isinstance(obj, type) or obj.__module__ != module:
         return None
-    from tether.plain import BaseModel
-
-    if issubclass(obj, BaseModel | enum.Enum) or dataclasses.is_dataclass(obj) or (module, name) in _FOLD_CLASSES:
-        return obj
-    return None
+    return obj if dataclasses.is_dataclass(obj) or (module, name) in _FOLD_CLASSES else None
 
 
-class _Unpickler(pickle.Unpickler):
-    """Finds only the standard types of ``_std``, the event maker and tether's data classes: a checkpoint's
-    body cannot name a function to call."""
+def _allowed(module: str, name: str) -> Any:
+    """What a checkpoint's body may name: the standard types of ``_std``, the event maker, tether's data classes."""
+    std = _std().get((module, name))
+    if std is not None:
+        return std
+    if module == __name__ and name == "_event":
+        return _event
+    return _data_class(module, name)
 
-    def find_class(self, module: str, name: str) -> Any:
-        std = _std().get((module, name))
-        if std is not None:
-            return std
-        if module == __name__ and name == "_event":
-            return _event
-        found = _data_class(module, name)
-        if found is None:
-            raise pickle.UnpicklingError(f"a fold checkpoint may not name {module}.{name}")
-        return found
+
+#: Finds only what :func:`_allowed` gives (:func:`.cachefile.unpickler`): a checkpoint's body cannot name a function
+#: to call.
+_Unpickler = cachefile.unpickler(_allowed, "a fold checkpoint")
 
 
 # ---- writing and reading ----------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from tether.envelope.schema import Envelope
 from tether.records import dataclass
 
 from .cachefile import TMP_PREFIX as TMP_PREFIX  # the checkpoints': either writer sweeps a killed one's temporary
-from .cachefile import code_stamp, parts, seal, sealed, tried, write_atomic
+from .cachefile import code_stamp, model_class, parts, seal, sealed, tried, unpickler, write_atomic
 
 if TYPE_CHECKING:
     from tether.events.anchor import Signer
@@ -269,31 +269,29 @@ def _vouched(
 
 
 def _unpickle(body: bytes) -> dict[str, Any]:
-    """The body, through an unpickler that finds only the envelope schema's models and enums (and ``set``,
-    ``frozenset``): the C unpickler, so ``pickle`` (and what it imports) is not loaded for a read."""
-    import _pickle
+    """The body, through the restricted C unpickler (:func:`.cachefile.unpickler`) that finds only the envelope
+    schema's models and enums, and ``set``, ``frozenset`` (:func:`_allowed`)."""
     import io
 
-    from tether.envelope import schema
-
-    class Unpickler(_pickle.Unpickler):
-        def find_class(self, module: str, name: str) -> Any:
-            if module == "builtins" and name in ("set", "frozenset"):
-                return set if name == "set" else frozenset
-            obj = getattr(schema, name, None) if module == schema.__name__ and "." not in name else None
-            if isinstance(obj, type) and obj.__module__ == schema.__name__:
-                import enum
-
-                from tether.plain import BaseModel
-
-                if issubclass(obj, BaseModel | enum.Enum):
-                    return obj
-            raise _pickle.UnpicklingError(f"a kept envelope may not name {module}.{name}")
-
-    obj = Unpickler(io.BytesIO(body)).load()
+    if not _READER:
+        _READER.append(unpickler(_allowed, "a kept envelope"))
+    obj = _READER[0](io.BytesIO(body)).load()
     if not isinstance(obj, dict):
         raise ValueError("a kept envelope's body is a mapping")
     return obj
+
+
+_READER: list[type[Any]] = []  # made at the first read: a process that reads no kept envelope never makes it
+
+
+def _allowed(module: str, name: str) -> object:
+    """What a kept envelope's body may name: ``set``, ``frozenset``, and the envelope schema's own models and enums
+    (defined in ``tether.envelope.schema``, not re-exported there)."""
+    if module == "builtins" and name in ("set", "frozenset"):
+        return set if name == "set" else frozenset
+    from tether.envelope import schema
+
+    return model_class(schema, name) if module == schema.__name__ else None
 
 
 # ---- writing ------------------------------------------------------------------------------------------------

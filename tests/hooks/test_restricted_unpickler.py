@@ -1,0 +1,69 @@
+"""The fold checkpoints' and the kept envelopes' readers are made by one maker (guard/cachefile.py ``unpickler``),
+each with its own allowlist: a body that names a global outside it is refused by both, whatever the global is (a
+function to call, a standard class the other one allows, a class of tether's that is not data, a name re-exported
+by the schema, a dotted name), while what each allows still loads."""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import Any
+
+import pytest
+
+import tether.guard.checkpoint as checkpoint
+import tether.guard.envcache as envcache
+from tether.envelope.schema import Envelope
+
+
+def global_ref(module: str, name: str) -> bytes:
+    """A body whose one object is the global ``module.name`` (protocol 4's ``STACK_GLOBAL``), wrapped in a dict."""
+    name_op = pickle.SHORT_BINUNICODE + bytes([len(name.encode())]) + name.encode()
+    module_op = pickle.SHORT_BINUNICODE + bytes([len(module.encode())]) + module.encode()
+    key = pickle.SHORT_BINUNICODE + b"\x01k"
+    return (
+        pickle.PROTO + b"\x04" + pickle.EMPTY_DICT + key + module_op + name_op + pickle.STACK_GLOBAL
+        + pickle.SETITEM + pickle.STOP
+    )  # fmt: skip
+
+
+def by_checkpoint(body: bytes) -> Any:
+    return checkpoint._Unpickler(io.BytesIO(body)).load()
+
+
+READERS = {"checkpoint": by_checkpoint, "envelope": envcache._unpickle}
+
+OUTSIDE = [
+    ("posix", "system"),  # a function to call
+    ("builtins", "eval"),
+    ("builtins", "getattr"),
+    ("os", "system"),
+    ("subprocess", "Popen"),
+    ("tether.guard.session", "Guard"),  # tether's, not data
+    ("tether.envelope.schema", "Path"),  # imported by the schema, not its own
+    ("tether.envelope.schema", "Envelope.__init__"),  # dotted
+    ("tether.envelope.schema", "__builtins__"),
+    ("copyreg", "_reconstructor.__globals__"),
+    ("tether.plain", "BaseModel"),  # the base itself, defined elsewhere
+]
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize(("module", "name"), OUTSIDE)
+def test_a_global_outside_the_allowlist_is_refused(reader: str, module: str, name: str) -> None:
+    with pytest.raises(pickle.UnpicklingError, match="may not name"):
+        READERS[reader](global_ref(module, name))
+
+
+def test_what_each_allows_is_not_what_the_other_allows() -> None:
+    """The checkpoint's standard types are not the kept envelope's: one maker, two allowlists."""
+    body = global_ref("collections", "OrderedDict")
+    assert by_checkpoint(body)["k"] is __import__("collections").OrderedDict
+    with pytest.raises(pickle.UnpicklingError, match=r"a kept envelope may not name collections\.OrderedDict"):
+        envcache._unpickle(body)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_the_schema_classes_load_by_both(reader: str) -> None:
+    assert READERS[reader](global_ref("tether.envelope.schema", "Envelope"))["k"] is Envelope
+    assert READERS[reader](global_ref("builtins", "frozenset"))["k"] is frozenset
