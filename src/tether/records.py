@@ -23,8 +23,9 @@ once they are added, as the standard one runs it last). ``tests/test_records.py`
 with the standard library's making of the same class.
 
 :func:`standing_in` makes the libraries' dataclasses the same way while a process imports them:
-``dataclasses.dataclass`` is this module's maker within it (pydantic, annotated_types and pathspec make 56
-dataclasses as a hook process imports what decides: 187 methods compiled besides ``__init__``), the standard one
+``dataclasses.dataclass`` is this module's maker within it (pydantic and annotated_types make their dataclasses as a
+hook process imports what decides, pathspec its own when policy/globs.py imports it at the first path matched against
+a pattern: with pathspec, 187 methods compiled besides ``__init__``), the standard one
 again on leaving, whatever happens. A module that took the name within (``from dataclasses import dataclass``)
 keeps a maker that hands every class to the standard one after it. ``tests/hooks/test_cold_dataclasses.py``
 compares every class made during that import both ways.

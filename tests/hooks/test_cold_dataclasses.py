@@ -55,6 +55,8 @@ if sys.argv[1] == "daemon":
 else:
     import_deciding_code()  # a PreToolUse's: the gate
     import_deciding_code(gate=False)  # and a receipt's: the control layer (the daemon imports both)
+from tether.policy.globs import GitIgnoreSpec
+GitIgnoreSpec(["src/**"]).match_file("src/a.py")  # pathspec: imported at the gate's first path matched
 restored = dataclasses.dataclass is standard
 abc.update_abstractmethods = update
 if create:

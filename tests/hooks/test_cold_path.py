@@ -26,7 +26,8 @@ from tether import records
 #: of one call and of the session (the run's lifecycle, model calls, approvals, verification, control, context,
 #: delegates, carried plans, pre-flight: ``PAYLOADS_ON_THE_COLD_PATH`` below), the daemon's and
 #: installer's modules, observability, the fold checkpoint's reader and writer while a session has none (and
-#: pickle with them), pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
+#: pickle with them), pathspec while no path is matched against a pattern (policy/globs.py ``GitIgnoreSpec``),
+#: pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
 #: ``tree_sitter_bash``'s package ``__init__`` imports for a highlight query tether never reads
 #: (``importlib.resources``, ``tempfile``, ``shutil``, ``bz2``, ``lzma``: policy/grammar.py skips it).
 NOT_ON_THE_COLD_PATH = (
@@ -71,6 +72,7 @@ NOT_ON_THE_COLD_PATH = (
     "tether.events.kinds_hooks",
     "tether.models",
     "tether.guard.checkpoint",
+    "pathspec",
     "importlib.metadata",
     "socket",
     "pickle",

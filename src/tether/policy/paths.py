@@ -28,14 +28,12 @@ from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-import pathspec
-
 from tether.envelope.schema import Filesystem
 from tether.records import dataclass
 
 from .command import shell_tilde
 from .decision import Verdict
-from .globs import GlobSet
+from .globs import GitIgnoreSpec, GlobSet
 
 _HOMES = ("{home}", "/root", "/home/*")
 
@@ -187,19 +185,19 @@ class PathPolicy:
         self._startup_globs = GlobSet(self._startup)
 
     @cached_property
-    def _read_spec(self) -> pathspec.GitIgnoreSpec | None:
+    def _read_spec(self) -> GitIgnoreSpec | None:
         fs = self.filesystem
-        return None if fs is None else pathspec.GitIgnoreSpec.from_lines(fs.read)
+        return None if fs is None else GitIgnoreSpec(fs.read)
 
     @cached_property
-    def _write_spec(self) -> pathspec.GitIgnoreSpec | None:
+    def _write_spec(self) -> GitIgnoreSpec | None:
         fs = self.filesystem
-        return None if fs is None else pathspec.GitIgnoreSpec.from_lines(fs.write)
+        return None if fs is None else GitIgnoreSpec(fs.write)
 
     @cached_property
-    def _deny_spec(self) -> pathspec.GitIgnoreSpec | None:
+    def _deny_spec(self) -> GitIgnoreSpec | None:
         fs = self.filesystem
-        return None if fs is None or not fs.deny else pathspec.GitIgnoreSpec.from_lines(fs.deny)
+        return None if fs is None or not fs.deny else GitIgnoreSpec(fs.deny)
 
     # -- resolution -------------------------------------------------------------------------
 

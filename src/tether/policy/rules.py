@@ -30,13 +30,12 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
-import pathspec
-
 from tether.envelope.schema import Rule
 from tether.records import dataclass
 
 from .command import SimpleCommand, command_name
 from .decision import Verdict
+from .globs import GitIgnoreSpec
 from .knowledge import GIT_COMMANDS
 from .profile import git_words
 
@@ -79,7 +78,7 @@ class CompiledRule:
     tokens: tuple[str, ...]
     prefix: bool
     when: tuple[tuple[str, str], ...]
-    spec: pathspec.GitIgnoreSpec | None
+    spec: GitIgnoreSpec | None
     tainted: tuple[str, ...] | None = None
     """``when: tainted(...)``: the arguments named (``*``: any); None for an ordinary rule."""
 
@@ -191,10 +190,7 @@ def parse(rule: Rule, verdict: Verdict) -> CompiledRule:
         if toks:
             toks[0] = command_name(toks[0])
         tokens = tuple(toks)
-        try:
-            path_spec = pathspec.GitIgnoreSpec.from_lines([spec])
-        except Exception:  # pathspec raises several types for odd patterns
-            path_spec = None
+        path_spec = GitIgnoreSpec([spec], broken=True)  # compiled at its first match: a refused one matches nothing
     if isinstance(rule.when, str):
         return CompiledRule(
             rule.id, verdict, rule.reason, tool, spec, tokens, prefix, (), path_spec, _tainted(rule, verdict)
