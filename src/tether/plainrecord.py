@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 import json
 import math
 import re
@@ -499,7 +500,7 @@ def loads(text: str | bytes) -> Any:
         data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_unsure)
     except ValueError as e:  # UnicodeError is one
         raise Unsure(f"not JSON: {e}") from None
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _lone_surrogate(data):
+    if "\\u" in text and _surrogate_escape().search(text) and _lone_surrogate(data):
         raise Unsure("a lone surrogate escaped in JSON")
     if len(text) > 2 * JSON_DEPTH and text.count("[") + text.count("{") > JSON_DEPTH and _deeper(data, JSON_DEPTH):
         raise Unsure(f"JSON nested deeper than {JSON_DEPTH}: pydantic's parser refuses it")
@@ -521,8 +522,11 @@ def _deeper(data: Any, limit: int) -> bool:
     return True
 
 
-#: An escape of a UTF-16 surrogate: a pair's halves become one character, a lone one stays a surrogate.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+@functools.cache
+def _surrogate_escape() -> re.Pattern[str]:
+    """An escape of a UTF-16 surrogate: a pair's halves become one character, a lone one stays a surrogate.
+    Compiled at the first text that holds a ``\\u`` escape, not at import (few texts do)."""
+    return re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _lone_surrogate(value: Any) -> bool:

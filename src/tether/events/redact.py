@@ -34,6 +34,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import field
+from functools import cache
 from typing import Any, TypeVar
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
@@ -53,15 +54,32 @@ SEED = 12
 """Bytes of each form the prefilter looks for: short enough for the automaton's SIMD prefilter, long enough
 that ordinary text almost never holds one."""
 
-OMITTED = re.compile(r"\n\[\.\.\. \d+ (?:bytes omitted by tether|characters in the blob)[^\n]*\]\n")
-"""The marks :class:`tether.sandbox.output.BoundedBuffer` and ``kernel/context.py``'s ``kept_result`` put where they
-cut an output: a value may be cut in two there."""
+#: The marks :class:`tether.sandbox.output.BoundedBuffer` and ``kernel/context.py``'s ``kept_result`` put where they
+#: cut an output: a value may be cut in two there.
+OMITTED_PATTERN = r"\n\[\.\.\. \d+ (?:bytes omitted by tether|characters in the blob)[^\n]*\]\n"
 
 _ASCII_WS = b" \t\n\r\x0b\x0c"  # the whitespace a split value may have in it (the prefilter removes these)
-_WS = re.compile(r"[ \t\n\r\x0b\x0c]+")
-_NOT_WS = re.compile(r"[^ \t\n\r\x0b\x0c]")
-_WS_BYTES = re.compile(rb"[ \t\n\r\x0b\x0c]+")
-_NOT_WS_BYTES = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+
+# The patterns are compiled at their first use, not at import: every process that writes events imports this module
+# (a cold hook call too), yet only a redactor that holds secrets uses them.
+@cache
+def omitted() -> re.Pattern[str]:
+    """:data:`OMITTED_PATTERN`, compiled."""
+    return re.compile(OMITTED_PATTERN)
+
+
+@cache
+def _ws(data: bool) -> re.Pattern[Any]:
+    """A run of the whitespace a split value may hold, in bytes (``data``) or text."""
+    return re.compile(rb"[ \t\n\r\x0b\x0c]+" if data else r"[ \t\n\r\x0b\x0c]+")
+
+
+@cache
+def _not_ws(data: bool) -> re.Pattern[Any]:
+    """One character that is not such whitespace, in bytes (``data``) or text."""
+    return re.compile(rb"[^ \t\n\r\x0b\x0c]" if data else r"[^ \t\n\r\x0b\x0c]")
+
 
 T = TypeVar("T", str, bytes)
 
@@ -104,7 +122,7 @@ def _forms(value: str, *, squeezed: bool = False, url: bool = True) -> str:
     ``squeezed``: as found in text whose whitespace was removed (the encoded forms have none of their own);
     ``url``: characters may be percent-encoded (only worth its cost where the text holds a ``%``)."""
     raw = value.encode()
-    chars = _WS.sub("", value) if squeezed else value
+    chars = _ws(False).sub("", value) if squeezed else value
     alts = ["".join(_char(c, url) for c in chars), f"(?i:{raw.hex()})", *_b64_runs(raw)]
     return "|".join(sorted(alts, key=len, reverse=True))
 
@@ -206,7 +224,7 @@ class Redactor:
         url = "%" in s
         for exact in self.held(s.encode(errors="surrogatepass")):
             s = exact.pattern(squeezed=False, url=url, data=False).sub(exact.mark, s)
-            s = _unsplit(s, exact.pattern(squeezed=True, url=url, data=False), _WS, _NOT_WS, exact.mark)
+            s = _unsplit(s, exact.pattern(squeezed=True, url=url, data=False), _ws(False), _not_ws(False), exact.mark)
         return self._cut_pieces(s) if len(s) >= MIN_FRAGMENT else s
 
     def data(self, b: bytes) -> bytes:
@@ -214,7 +232,7 @@ class Redactor:
         for exact in self.held(b):
             mark = exact.mark.encode()
             b = exact.pattern(squeezed=False, url=url, data=True).sub(mark, b)
-            b = _unsplit(b, exact.pattern(squeezed=True, url=url, data=True), _WS_BYTES, _NOT_WS_BYTES, mark)
+            b = _unsplit(b, exact.pattern(squeezed=True, url=url, data=True), _ws(True), _not_ws(True), mark)
         return b
 
     def value(self, v: Any) -> Any:
@@ -239,10 +257,11 @@ class Redactor:
 
     def _cut_pieces(self, s: str) -> str:
         """Pieces of a value at the edges of ``s`` and of the segments an output-cut marker separates."""
-        if not OMITTED.search(s):
+        cut_mark = omitted()
+        if not cut_mark.search(s):
             return self._edge_pieces(s)
-        parts = OMITTED.split(s)
-        cuts = OMITTED.findall(s)
+        parts = cut_mark.split(s)
+        cuts = cut_mark.findall(s)
         out = [self._edge_pieces(parts[0])]
         for cut, part in zip(cuts, parts[1:], strict=True):
             out += [cut, self._edge_pieces(part)]
@@ -283,7 +302,7 @@ def _unsplit(s: T, squeezed: re.Pattern[T], ws: re.Pattern[T], not_ws: re.Patter
     return s
 
 
-__all__ = ["MIN_SECRET", "OMITTED", "Redactor", "marker"]
+__all__ = ["MIN_SECRET", "OMITTED_PATTERN", "Redactor", "marker", "omitted"]
 
 
 def url_without_password(url: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,10 @@ def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
 
 #: The file lines of an apply_patch envelope: ``*** Add File: p``, ``*** Update File: p``, ``*** Move to: p``,
 #: indented too: Codex trims a hunk's header line before reading it (codex-rs/apply-patch/src/parser.rs).
-_PATCH_FILE = re.compile(r"^\s*\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+#: Compiled at the first Codex patch read, not at import: a Claude Code hook call never reads one.
+@cache
+def _patch_file() -> re.Pattern[str]:
+    return re.compile(r"^\s*\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
 def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
@@ -122,7 +126,7 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
         return [Call("bash", at.shell(_text(ti, "command", name)))]
     if name == "apply_patch":
         patch = _text(ti, "command", name) if "command" in ti else _text(ti, "patch", name)
-        paths = list(dict.fromkeys(_PATCH_FILE.findall(patch)))
+        paths = list(dict.fromkeys(_patch_file().findall(patch)))
         if not paths:
             raise CallError("apply_patch: the patch names no file (*** Add/Update/Delete File: PATH)")
         return [Call("edit_file", {"path": at.path(p, name), "patch": patch}) for p in paths]
