@@ -24,7 +24,8 @@ from tether import records
 #: tables, the event kinds of graphs/schedules/workers/egress/MCP, of the kernel's own runs and the test
 #: baseline (a session's log holds one: read as text, events/store.py ``from_row``), every kind module but those
 #: of one call and of the session (the run's lifecycle, model calls, approvals, verification, control, context,
-#: delegates, carried plans, pre-flight: ``PAYLOADS_ON_THE_COLD_PATH`` below), the daemon's and
+#: delegates, carried plans, pre-flight: ``PAYLOADS_ON_THE_COLD_PATH`` below), the store ``Protocol`` (a type only:
+#: events/protocol.py), the daemon's and
 #: installer's modules, observability, the fold checkpoint's reader and writer while a session has none (and
 #: pickle with them), pathspec while no path is matched against a pattern (policy/globs.py ``GitIgnoreSpec``),
 #: pydantic's plugin loader's ``importlib.metadata`` (hooks/entry.py), a lease's ``socket``; what
@@ -70,6 +71,7 @@ NOT_ON_THE_COLD_PATH = (
     "tether.events.kinds_verify",
     "tether.events.kinds_guard",
     "tether.events.kinds_hooks",
+    "tether.events.protocol",
     "tether.models",
     "tether.guard.checkpoint",
     "pathspec",

@@ -5,13 +5,23 @@ Importing the package imports the kind modules every run reads; the registry imp
 reader or writer (the kind modules import only :mod:`.payload`, never each other).
 """
 
+from typing import TYPE_CHECKING
+
+from tether.exports import lazy
+
 from . import (  # noqa: F401  (each registers its kinds)
     kinds_calls,
 )
 from .backends import StoreSpec, default_spec, open_store
 from .payload import REGISTRY, Emitted, Payload, register
-from .protocol import Store
 from .store import Event, EventStore, RunInfo
+
+if TYPE_CHECKING:
+    from .protocol import Store
+
+#: :class:`.protocol.Store` is imported on first use (PEP 562): it is only a type (a ``Protocol``) and the modules
+#: that name it import it for the type checker, so a hook call, which imports this package, does without it.
+__getattr__ = lazy(globals(), {"Store": ".protocol"})
 
 __all__ = [
     "REGISTRY",

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .anchor import Signer
-from .protocol import Store
 from .redact import url_without_password
 from .store import EventStore
+
+if TYPE_CHECKING:
+    from .protocol import Store  # the store surface, for the type checker: a hook call does not import it
 
 StoreSpec = str | Path  # a SQLite database file, or a postgresql:// URL
 URL_SCHEMES = ("postgresql", "postgres")

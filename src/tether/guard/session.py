@@ -60,7 +60,6 @@ from tether.events.kinds_calls import (
     SessionOpened,
 )
 from tether.events.payload import Payload
-from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
@@ -72,6 +71,7 @@ from .envcache import Validated
 
 if TYPE_CHECKING:
     from tether.events.kinds import ApprovalRequested
+    from tether.events.protocol import Store
     from tether.policy.gate import Gate
     from tether.policy.provenance import Provenance
 

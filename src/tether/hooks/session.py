@@ -42,7 +42,6 @@ from tether.events.anchor import Signer
 from tether.events.backends import StoreSpec, is_url, local_dir, open_store
 from tether.events.kinds_calls import HookReceived, RunStarted
 from tether.events.payload import Payload
-from tether.events.protocol import Store
 from tether.events.store import Event, EventStore
 from tether.guard import log as guard_log
 from tether.guard.envcache import Validated, kept
@@ -55,6 +54,7 @@ from .calls import Call, CallError, hook_envelope, tether_calls
 from .wire import Outcome
 
 if TYPE_CHECKING:
+    from tether.events.protocol import Store
     from tether.guard.checkpoint import Pending
 
 T = TypeVar("T")
