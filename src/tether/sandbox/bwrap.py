@@ -112,6 +112,29 @@ def resolve_user(name: str | None = None) -> SandboxUser | None:
     return None
 
 
+def command_user(user: str | None) -> tuple[SandboxUser, str]:
+    """Where tether is root: the unprivileged user commands run as (:func:`resolve_user`) and the ``setpriv`` that
+    drops root to it inside the sandbox; ``SandboxUnavailable`` (with the fix) when either is missing."""
+    found = resolve_user(user)
+    if found is None:
+        raise SandboxUnavailable(
+            f"tether runs as root and no unprivileged sandbox user ({user or ' / '.join(SANDBOX_USERS)}) "
+            "exists to run commands as.",
+            fix=USER_FIX,
+        )
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise SandboxUnavailable(
+            "setpriv (util-linux) is needed to drop root inside the sandbox.", fix="install util-linux"
+        )
+    return found, setpriv
+
+
+def caller() -> SandboxUser:
+    """Where tether is not root: commands run as tether's own user (bubblewrap unprivileged)."""
+    return SandboxUser(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name)
+
+
 def is_under(path: Path, roots: Sequence[str]) -> bool:
     return any(path == Path(r) or path.is_relative_to(r) for r in roots)
 
@@ -183,23 +206,8 @@ class BwrapSandbox:
         self.cap = cap or OutputCap()
         self.ro_paths = [p.resolve() for p in (interpreter_paths() if ro_paths is None else ro_paths)]
         self.privileged = os.geteuid() == 0
-        self.setpriv: str | None = None
-        if self.privileged:
-            found = resolve_user(user)
-            if found is None:
-                raise SandboxUnavailable(
-                    f"tether runs as root and no unprivileged sandbox user ({user or ' / '.join(SANDBOX_USERS)}) "
-                    "exists to run commands as.",
-                    fix=USER_FIX,
-                )
-            self.user = found
-            self.setpriv = shutil.which("setpriv")
-            if self.setpriv is None:
-                raise SandboxUnavailable(
-                    "setpriv (util-linux) is needed to drop root inside the sandbox.", fix="install util-linux"
-                )
-        else:
-            self.user = SandboxUser(os.getuid(), os.getgid(), pwd.getpwuid(os.getuid()).pw_name)
+        dropped: tuple[SandboxUser, str | None] = command_user(user) if self.privileged else (caller(), None)
+        self.user, self.setpriv = dropped
         self._granted: set[Path] = set()
         self._layouts: dict[Path, Layout] = {}
         self._fixed_env = self.fixed_env()  # never changed in place: the per-call twins share it
