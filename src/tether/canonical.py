@@ -7,10 +7,14 @@ agree on its hash: sorted keys, no insignificant whitespace, UTF-8, no NaN.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import sys
+from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 HASH_PREFIX = "sha256:"
 
@@ -54,10 +58,37 @@ def canonical_tree(value: dict[str, Any]) -> str:
     return "".join(_TREE(value, 0))
 
 
+def _sha256_maker() -> Callable[..., _Hash]:
+    """The SHA-256 constructor tether hashes with: ``hashlib.sha256`` when ``hashlib`` is imported already (the
+    loop, the daemon: OpenSSL's, the fastest per byte), else the interpreter's builtin one (``_sha256``; ``_sha2``
+    on 3.12). Importing ``hashlib`` loads OpenSSL's libcrypto (~3-4 ms of a cold hook call), which hashes only a
+    few small texts (a session's key, the event chain, a kept file's body); the digests are the same
+    (``tests/test_canonical_sha256.py``). :func:`sha256_hex` hands a large input to ``hashlib`` whichever this is."""
+    if "hashlib" not in sys.modules:
+        for name in ("_sha256", "_sha2"):
+            try:
+                return __import__(name).sha256  # type: ignore[no-any-return]
+            except (ImportError, AttributeError):  # pragma: no cover - a build without the builtin one
+                continue
+    import hashlib
+
+    return hashlib.sha256
+
+
+#: ``sha256(data)``: a SHA-256 hash object, as ``hashlib.sha256`` (see :func:`_sha256_maker`).
+sha256 = _sha256_maker()
+#: The size from which :func:`sha256_hex` hashes with OpenSSL's ``hashlib`` (faster per byte) whatever ``sha256`` is.
+LARGE = 1 << 16
+
+
 def sha256_hex(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    if len(data) >= LARGE:
+        import hashlib
+
+        return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def content_hash(value: Any) -> str:

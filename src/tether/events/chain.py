@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from hashlib import sha256
 from json.encoder import encode_basestring
 
-from tether.canonical import canonical_json, sha256_hex
+from tether.canonical import canonical_json, sha256, sha256_hex
 
 GENESIS = "0" * 64
 

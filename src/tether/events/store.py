@@ -39,18 +39,16 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import field
 from datetime import UTC, datetime
-from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from tether import plain
-from tether.canonical import bytes_hash, canonical_tree
+from tether.canonical import bytes_hash, canonical_tree, sha256
 from tether.errors import (
     DatabaseLocked,
     DiskFull,
@@ -62,6 +60,7 @@ from tether.errors import (
     RunExists,
     RunLeased,
 )
+from tether.ids import uuid4_hex
 from tether.plain import ValidationError
 from tether.records import dataclass
 
@@ -909,9 +908,7 @@ class EventStore:
             if (mine is None or held.owner != mine.owner) and not holder_is_gone(held, this_host(), time.time()):
                 raise RunLeased(run_id, held.describe())
         pid = os.getpid()
-        lease = Lease(
-            run_id, uuid.uuid4().hex, this_host(), pid, process_start(pid) or "", now_iso(), time.time(), ttl_s
-        )
+        lease = Lease(run_id, uuid4_hex(), this_host(), pid, process_start(pid) or "", now_iso(), time.time(), ttl_s)
         conn.execute(
             "INSERT OR REPLACE INTO leases (run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s) "
             "VALUES (?,?,?,?,?,?,?,?)",
@@ -1449,4 +1446,4 @@ def _os_error(e: OSError, path: Path) -> Exception:
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid4_hex()[:6]

@@ -10,11 +10,12 @@ a JSON header line and a body the header names by digest; under an anchor key th
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tether.canonical import sha256
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,7 +52,7 @@ def _code_stamp(root: Path | None = None) -> str:
                 elif name != "__pycache__" and entry.is_dir(follow_symlinks=False):
                     stack.append(prefix + name)
     rows.sort()
-    return hashlib.sha256("".join(rows).encode()).hexdigest() if rows and here.endswith(".py") else ""
+    return sha256("".join(rows).encode()).hexdigest() if rows and here.endswith(".py") else ""
 
 
 _STAMP: list[str] = []

@@ -45,7 +45,6 @@ two writers at once each rename a whole file, and either is valid.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -55,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether import plain
-from tether.canonical import content_hash
+from tether.canonical import content_hash, sha256
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope
 from tether.records import dataclass
@@ -139,7 +138,7 @@ def key_of(source: str, digest: str) -> dict[str, Any]:
 
 def file_for(folder: Path, path: Path | None) -> Path:
     name = BUILT_IN if path is None else str(path)
-    return folder / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}{SUFFIX}"
+    return folder / f"{sha256(name.encode()).hexdigest()[:32]}{SUFFIX}"
 
 
 def changeable(path: Path | None) -> bool:
@@ -263,7 +262,7 @@ def _vouched(
         return False
     if header.get("kind") != "envelope" or header.get("path") != (BUILT_IN if path is None else str(path)):
         return False
-    if hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+    if sha256(body).hexdigest() != header.get("body_sha256"):
         return False
     return sealed(header, signer)
 
@@ -316,7 +315,7 @@ def save(folder: Path, v: Validated, key: dict[str, Any], signer: Signer | None)
         **key,
         "kind": "envelope",
         "path": BUILT_IN if v.path is None else str(v.path),
-        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "body_sha256": sha256(body).hexdigest(),
     }
     seal(header, signer)
     return _write(folder, file_for(folder, v.path), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
@@ -361,7 +360,7 @@ def kept(
     key: dict[str, Any] = {}
     if use and folder is not None:
         source = BUILT_IN if path is None else ("json" if path.suffix == ".json" else "yaml")
-        key = key_of(source, "" if path is None else hashlib.sha256(data).hexdigest())
+        key = key_of(source, "" if path is None else sha256(data).hexdigest())
         found = load(folder, path, key, signer)
         if found is not None:
             return found

@@ -4,11 +4,11 @@ name it without importing the checkpoint's reader and writer (which import the s
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
+from tether.canonical import sha256
 from tether.events.store import Event
 
 #: A fold checkpoint is written once this many events have been folded since the last one (or since opening).
@@ -19,7 +19,7 @@ EVERY = 256
 def path_for(folder: Path, run_id: str) -> Path:
     """A session's fold checkpoint in ``folder``. Here too: a hook call looks for one without the reader (the
     folder alone says nothing: it also holds the kept envelopes, guard/envcache.py)."""
-    return folder / f"{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.ckpt"
+    return folder / f"{sha256(run_id.encode()).hexdigest()[:32]}.ckpt"
 
 
 class Log(Sequence[Event]):

@@ -33,12 +33,10 @@ approval that expired with ``on_timeout: stop``, ``session.ended``) and performs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -47,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tether import plain
-from tether.canonical import content_hash
+from tether.canonical import content_hash, sha256
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
@@ -61,6 +59,7 @@ from tether.events.kinds_calls import (
 )
 from tether.events.payload import Payload
 from tether.events.store import Event
+from tether.ids import uuid4_hex
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
 from tether.records import dataclass
@@ -178,7 +177,7 @@ class Answer:
 def session_run_id(framework: str, session: str) -> str:
     """The run id of a framework's session: readable, stable, and distinct per (framework, session)."""
     slug = re.sub(r"[^a-z0-9]+", "-", framework.lower()).strip("-") or "session"
-    digest = hashlib.sha256(f"{framework}\0{session}".encode()).hexdigest()[:16]
+    digest = sha256(f"{framework}\0{session}".encode()).hexdigest()[:16]
     return f"{slug}-{digest}"
 
 
@@ -471,8 +470,8 @@ class Guard:
             now, answer = self._current(state, known)
             return [*lead, *now], answer
         if known is not None:  # the same id with other arguments: a different call, decided on its own
-            call_id = f"{call_id}~{uuid.uuid4().hex[:6]}"
-        call_id = call_id or f"c-{uuid.uuid4().hex[:12]}"
+            call_id = f"{call_id}~{uuid4_hex()[:6]}"
+        call_id = call_id or f"c-{uuid4_hex()[:12]}"
         args_hash = content_hash(args)
         turn = state.used.turns if turn is None else turn
         proposed = ActionProposed(call_id=call_id, tool=tool, args=args, args_hash=args_hash, turn=turn)
@@ -542,7 +541,7 @@ class Guard:
         items.append(ActionDecided(call_id=action.call_id, **d.to_dict()))
         approval_id = None
         if d.verdict is Verdict.ASK and self.asking is not Asking.AGENT:
-            approval_id = "ap-" + uuid.uuid4().hex[:8]
+            approval_id = "ap-" + uuid4_hex()[:8]
             items.append(self._approval(action, approval_id, d.reason))
         return items, self._answer_of(d.verdict, d.deciding_rule, d.reason, action.call_id, action.tool, approval_id)
 

@@ -32,10 +32,8 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import field
-from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -95,7 +93,11 @@ def _pattern(name: str) -> re.Pattern[str]:
 
 
 def fold(text: str) -> str:
-    """Unicode NFKC, case-folded, whitespace collapsed: fullwidth, ligature and case spellings meet."""
+    """Unicode NFKC, case-folded, whitespace collapsed: fullwidth, ligature and case spellings meet.
+    (``unicodedata`` and ``decimal`` are imported where they are used: a hook call that folds no text, as a
+    session of the workspace's own tools, does without both.)"""
+    import unicodedata
+
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
@@ -130,6 +132,8 @@ def canonical_email(address: str) -> str:
 def canonical_number(text: str) -> str | None:
     if len(text) <= 18 and text.isascii() and text.isdigit() and text[0] != "0":
         return text  # a plain whole number well within Decimal's 28 digits is already its own form
+    from decimal import Decimal, InvalidOperation
+
     try:
         value = Decimal(text.replace(",", ""))
     except InvalidOperation:

@@ -1,0 +1,88 @@
+"""The libraries a cold plain-path PreToolUse does not need stay off its path (issue 15).
+
+A real hook process through the launcher (``python -I -S launch.py claude-code --no-daemon``) in a session whose
+envelope is kept, its modules printed at exit. Each library named here cost every
+cold call its import and the decision used none of it: pathspec (+ typing_extensions; imported at the first path
+matched against an envelope pattern, policy/globs.py), hashlib (OpenSSL's libcrypto; tether.canonical hands out the
+builtin SHA-256), uuid (+ platform; tether.ids), decimal and unicodedata (policy/provenance.py, envelope/trust.py:
+imported where a text is folded or a number read). One coming back fails here, named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hookkit import payload
+
+import tether.hooks.launch as launch
+
+OFF_THE_PLAIN_PATH = (
+    "pathspec",
+    "typing_extensions",
+    "hashlib",
+    "_hashlib",
+    "uuid",
+    "_uuid",
+    "platform",
+    "decimal",
+    "_decimal",
+    "unicodedata",
+)
+SESSION = "5c2a7e1b-cold-libraries"
+#: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit.
+WATCHED = """
+import atexit, json, runpy, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules))))
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def call(project: Path, event: str, **fields: object) -> tuple[str, set[str]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN")}
+    env |= {"TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(project)}
+    request = payload(f"claude-code.{event}", project, **{"session_id": SESSION, **fields})
+    argv = [sys.executable, "-I", "-S", "-c", WATCHED, launch.__file__, "claude-code", "--no-daemon"]
+    done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer, _, modules = done.stdout.rstrip("\n").rpartition("\n")
+    return answer, set(json.loads(modules))
+
+
+def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("needle\n")
+    call(tmp_path, "SessionStart")
+    for i, command in enumerate(("ls", "grep -n needle README.md", "cat README.md", "git status")):
+        # a call naming a workspace file rates it (control/risk.py): that imports pathspec, still
+        off = set(OFF_THE_PLAIN_PATH) - ({"pathspec", "typing_extensions"} if "README" in command else set())
+        out, modules = call(
+            tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": command}, tool_use_id=f"toolu_{i}"
+        )
+        assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
+        assert "tether.guard.session" in modules and "pydantic" not in modules  # decided here, on the plain path
+        assert sorted(off & modules) == [], command
+
+
+def test_an_envelope_pattern_matched_imports_pathspec_and_decides_by_it(tmp_path: Path) -> None:
+    """A project envelope whose ``filesystem`` lists patterns: the call that matches a path against them imports
+    pathspec (and only then), and its patterns decide: a write outside ``write`` is refused."""
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "envelope.yaml").write_text(
+        "version: 1\n"
+        'plan: {path: plan.yaml, hash: "sha256:' + "0" * 64 + '"}\n'
+        'environment:\n  filesystem: {read: ["**"], write: ["out/**"]}\n'
+        "tools:\n  - {name: bash, purpose: Run a command., effects: [exec]}\n"
+    )
+    call(tmp_path, "SessionStart")
+    out, modules = call(
+        tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "touch out/a"}, tool_use_id="toolu_w1"
+    )
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow" and "pathspec" in modules
+    out, modules = call(
+        tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "touch src/a"}, tool_use_id="toolu_w2"
+    )
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny" and "pathspec" in modules
