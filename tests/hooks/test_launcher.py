@@ -234,6 +234,8 @@ ENV = st.sampled_from([None, "", "/abs/x", "rel/x", "/abs/x/", "postgresql://u@/
 @example(argv=["claude-code"], envelope=None, db=None, project="postgresql://u@/d", daemon=None)
 # a project that is not normal is handed over, even when another setting holds its normal form
 @example(argv=["claude-code"], envelope=None, db="/abs/x", project="/abs/x/", daemon=None)
+# an empty path is the current directory to the full path (the relay sent it as "", an absolute path it took it for)
+@example(argv=["claude-code", "--envelope", ""], envelope=None, db=None, project=None, daemon=None)
 def test_the_relay_reads_options_exactly_as_the_full_path_or_hands_them_over(
     argv: list[str], envelope: str | None, db: str | None, project: str | None, daemon: str | None
 ) -> None:

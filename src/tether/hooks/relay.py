@@ -152,7 +152,7 @@ def absolute(value: str) -> str | None:
     """An absolute normal path as given (what ``os.path.abspath`` would leave as it is); None for anything the
     full path must resolve."""
     parts = value.split("/")
-    if value == "/" or (parts[0] == "" and all(p not in ("", ".", "..") for p in parts[1:])):
+    if value == "/" or (value[:1] == "/" and all(p not in ("", ".", "..") for p in parts[1:])):  # "": relative
         return value
     return None
 
