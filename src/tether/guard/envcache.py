@@ -60,7 +60,7 @@ from tether.envelope.schema import Envelope
 from tether.records import dataclass
 
 from .cachefile import TMP_PREFIX as TMP_PREFIX  # the checkpoints': either writer sweeps a killed one's temporary
-from .cachefile import code_stamp, model_class, parts, seal, sealed, tried, unpickler, write_atomic
+from .cachefile import Trial, code_stamp, model_class, parts, seal, sealed, tried, unpickler, write_atomic
 
 if TYPE_CHECKING:
     from tether.events.anchor import Signer
@@ -158,8 +158,80 @@ def _own(st: os.stat_result) -> bool:
 # ---- reading ------------------------------------------------------------------------------------------------
 
 
-def load(folder: Path, path: Path | None, key: dict[str, Any], signer: Signer | None) -> Validated | None:
-    """The kept envelope of ``path`` (None: the built-in one) under ``key``, or None on any doubt."""
+class Early:
+    """A kept envelope's file as :func:`begin` read it (``raw``; ``ident``: its inode, size and mtime), and the trial
+    of its body (:func:`.cachefile.tried`), started then, when no store key will vouch for it. :func:`load` reads
+    only these bytes, so a file swapped after the read is neither what is unpickled nor what was tried. Whoever
+    makes one closes it (``try``/``finally``): a child whose verdict was not asked for is killed and reaped then."""
+
+    def __init__(
+        self, folder: Path, path: Path | None, raw: bytes, ident: tuple[int, ...], trial: Trial | None
+    ) -> None:
+        self.folder, self.path, self.raw, self.ident, self.trial = folder, path, raw, ident, trial
+
+    def close(self) -> None:
+        if self.trial is not None:
+            self.trial.close()
+
+
+def begin(folder: Path, path: Path | None, signed: bool) -> Early | None:
+    """Read the kept envelope of ``path`` (None: the built-in one) and, unless a store key will vouch for it
+    (``signed``), fork the trial of its body at once: the child reads it while this process opens the store and
+    finds the session (a cold PreToolUse waited ~7 ms for a trial forked only when the envelope was needed). A
+    file whose body is not the one its header names is not tried (:func:`load` ignores it anyway); nor is the key
+    checked here (the code stamp is taken meanwhile): :func:`load` checks everything before it uses the trial's
+    verdict. None when there is no file to read."""
+    if path is not None:
+        path = path.resolve()
+    read = _file(folder, path)
+    if read is None:
+        return None
+    raw, ident = read
+    body = None if signed else _body(raw)
+    _reader()
+    trial = None if body is None else Trial(lambda: _read(body), TRIAL_S, TRIAL_ALLOWANCE)
+    return Early(folder, path, raw, ident, trial)
+
+
+def _body(raw: bytes) -> bytes | None:
+    """The body of a kept file whose header names its digest, else None."""
+    try:
+        found = parts(raw, MAGIC, MAX_BYTES)
+    except ValueError:
+        return None
+    if found is None or sha256(found[1]).hexdigest() != found[0].get("body_sha256"):
+        return None
+    return found[1]
+
+
+def load(
+    folder: Path, path: Path | None, key: dict[str, Any], signer: Signer | None, early: Early | None = None
+) -> Validated | None:
+    """The kept envelope of ``path`` (None: the built-in one) under ``key``, or None on any doubt. ``early``: the
+    file as :func:`begin` read it, its trial already running (used when it is this file; else it is read now).
+    A file whose body failed its trial is removed (if it is still the file read), as a failed fold checkpoint is:
+    the validation that follows the miss writes it again, but not when its envelope is not kept, and every call
+    would try it again until its deadline."""
+    if early is not None and early.folder == folder and early.path == path:
+        raw, ident, trial = early.raw, early.ident, early.trial
+    else:
+        read = _file(folder, path)
+        if read is None:
+            return None
+        (raw, ident), trial = read, None
+    failed: list[bool] = []
+    try:
+        return _restore(raw, path, key, signer, trial, failed)
+    except Exception:  # malformed, forged, another code's: validated as without it
+        return None
+    finally:
+        if failed:
+            _discard(file_for(folder, path), ident)
+
+
+def _file(folder: Path, path: Path | None) -> tuple[bytes, tuple[int, ...]] | None:
+    """The kept file of ``path`` in ``folder`` (its bytes, and its inode, size and mtime), read only from a folder and
+    a file of this user's alone; None when there is none to read, or on any doubt."""
     target = file_for(folder, path)
     # The file is opened inside the very folder checked (its descriptor), never by its path again: a folder
     # renamed and replaced (by a link, by one others may write) between the check and the open is not read from.
@@ -185,19 +257,37 @@ def load(folder: Path, path: Path | None, key: dict[str, Any], signer: Signer | 
         return None
     finally:
         os.close(fd)
+    return raw, (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _discard(target: Path, ident: tuple[int, ...]) -> None:
+    """Remove the kept file whose body failed its trial, if it is still the one read. Never in a plain process
+    (tether/plain.py): its trial's child reads plain records, which may doubt a body pydantic reads; the call goes
+    to the full path, which tries the body itself (as guard/checkpoint.py ``Pending.discard``)."""
+    if plain.active():
+        return
     try:
-        return _restore(raw, path, key, signer)
-    except Exception:  # malformed, forged, another code's: validated as without it
-        return None
+        st = os.stat(target, follow_symlinks=False)
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == ident:
+            os.unlink(target)
+    except OSError:
+        pass
 
 
-def _restore(raw: bytes, path: Path | None, key: dict[str, Any], signer: Signer | None) -> Validated | None:
+def _restore(
+    raw: bytes, path: Path | None, key: dict[str, Any], signer: Signer | None, trial: Trial | None, failed: list[bool]
+) -> Validated | None:
     found = parts(raw, MAGIC, MAX_BYTES)
     if found is None or not _vouched(*found, path, key, signer):
         return None
     body = found[1]
-    if signer is None and not tried(lambda: _read(body), TRIAL_S, TRIAL_ALLOWANCE):
-        return None  # nothing vouches for the body, and its read did not end well where it could do no harm
+    if (
+        signer is None
+    ):  # nothing vouches for the body: it is read here only if its read ended well where it could do no harm
+        ok = trial.verdict() if trial is not None else tried(lambda: _read(body), TRIAL_S, TRIAL_ALLOWANCE)
+        if not ok:
+            failed.append(True)
+            return None
     read = _read(body)
     if read is None:
         return None
@@ -272,15 +362,21 @@ def _unpickle(body: bytes) -> dict[str, Any]:
     schema's models and enums, and ``set``, ``frozenset`` (:func:`_allowed`)."""
     import io
 
-    if not _READER:
-        _READER.append(unpickler(_allowed, "a kept envelope"))
-    obj = _READER[0](io.BytesIO(body)).load()
+    obj = _reader()(io.BytesIO(body)).load()
     if not isinstance(obj, dict):
         raise ValueError("a kept envelope's body is a mapping")
     return obj
 
 
-_READER: list[type[Any]] = []  # made at the first read: a process that reads no kept envelope never makes it
+_READER: list[type[Any]] = []
+
+
+def _reader() -> type[Any]:
+    """The reader's class, made at the first read (a process that reads no kept envelope never makes it), or before a
+    trial's fork (:func:`begin`): the child of a threaded process (the daemon) imports nothing."""
+    if not _READER:
+        _READER.append(unpickler(_allowed, "a kept envelope"))
+    return _READER[0]
 
 
 def _allowed(module: str, name: str) -> object:
@@ -343,12 +439,14 @@ def kept(
     signer: Signer | None = None,
     *,
     data: bytes | None = None,
+    early: Early | None = None,
 ) -> Validated:
     """The envelope of ``path`` (None: ``built_in()``), validated, from its kept file when there is a valid one,
     else validated here and kept for the next process (``folder`` None: neither read nor kept). ``data``: the
     file's bytes already read by the caller (:func:`tether.envelope.source.read_bytes`), which are then what is
     hashed and parsed; else they are read here. The file's own errors (missing, too large, not UTF-8, invalid)
-    are raised as :func:`tether.envelope.load.load_envelope` raises them."""
+    are raised as :func:`tether.envelope.load.load_envelope` raises them. ``early``: the kept file as :func:`begin`
+    read it, its trial started (the caller closes it)."""
     if path is not None:
         path = path.resolve()
         if data is None:
@@ -361,7 +459,7 @@ def kept(
     if use and folder is not None:
         source = BUILT_IN if path is None else ("json" if path.suffix == ".json" else "yaml")
         key = key_of(source, "" if path is None else sha256(data).hexdigest())
-        found = load(folder, path, key, signer)
+        found = load(folder, path, key, signer, early)
         if found is not None:
             return found
     plain.unsure("no kept envelope to read: it is validated (with pydantic)")

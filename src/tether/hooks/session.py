@@ -38,13 +38,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from tether import plain
 from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
-from tether.events.anchor import Signer
+from tether.events.anchor import Signer, key_path
 from tether.events.backends import StoreSpec, is_url, local_dir, open_store
 from tether.events.kinds_calls import HookReceived, RunStarted
 from tether.events.payload import Payload
 from tether.events.store import Event, EventStore
 from tether.guard import log as guard_log
-from tether.guard.envcache import Validated, kept
+from tether.guard.envcache import Early, Validated, changeable, kept
+from tether.guard.envcache import begin as begin_kept
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.policy.decision import Verdict
 from tether.records import dataclass
@@ -119,54 +120,87 @@ def envelope_for(settings: Settings, workspace: Path) -> tuple[Path | None, byte
     return path, data, (str(path), sha256_hex(data))
 
 
-def governing(path: Path | None, data: bytes, db: StoreSpec, store: Store) -> Envelope | Validated:
+def governing(
+    path: Path | None, data: bytes, db: StoreSpec, store: Store, early: Early | None = None
+) -> Envelope | Validated:
     """What the guard opens the session with: the envelope of ``path`` (None: the built-in one), parsed from
     ``data`` (its bytes, read by :func:`envelope_for`) and validated, or kept from an earlier process beside the
-    database (guard/envcache.py: no YAML, no validator built); for a store without a folder (a URL), nothing is
-    kept or read back."""
+    database (guard/envcache.py: no YAML, no validator built; ``early``: its file read and its trial started by
+    :func:`kept_early`); for a store without a folder (a URL), nothing is kept or read back."""
     folder = checkpoints_of(db)
     if folder is None:
         plain.unsure("a store without a folder keeps no envelope")
     if folder is None and path is None:
         return cached(("envelope",), hook_envelope)
-    return kept(folder, path, hook_envelope, getattr(store, "signer", None), data=data)
+    return kept(folder, path, hook_envelope, getattr(store, "signer", None), data=data, early=early)
 
 
 def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     """The session's guard: its run created (with the test baseline) on the first hook call, else found."""
     project = (settings.project or Path(str(data["cwd"]))).resolve()
     db = settings.db or project / DB_NAME
-    store, inode = _store(db, project)
     session = str(data["session_id"])
     run_id = run_id_for(settings.agent, session)
-    workspace = Path(
-        cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id)) or project
-    )
-    path, source, stamp = envelope_for(settings, workspace)
-    asking = Asking.RETRY if settings.agent == "codex" else Asking.AGENT  # Claude Code asks its user itself
+    early = kept_early(settings, db, project, run_id)
+    try:
+        store, inode = _store(db, project)
+        workspace = Path(
+            cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id)) or project
+        )
+        path, source, stamp = (
+            early[1] if early is not None and workspace == project else envelope_for(settings, workspace)
+        )
+        asking = Asking.RETRY if settings.agent == "codex" else Asking.AGENT  # Claude Code asks its user itself
 
-    def opened() -> Guard:
-        folder = checkpoints_of(db)
-        pending = begun(folder, run_id, store)  # first: its trial runs while the envelope is read and the log audited
-        try:
-            return Guard.open(
-                store,
-                governing(path, source, db, store),
-                session,
-                framework=settings.agent,
-                workspace=workspace,
-                task=f"{settings.agent} session {session}",
-                run_id=run_id,
-                begin=lambda ws: [take_baseline(store, ws)],
-                asking=asking,
-                strict=False,
-                restore=restorer(folder, pending),
-            )
-        finally:
-            if pending is not None:
-                pending.close()
+        def opened() -> Guard:
+            folder = checkpoints_of(db)
+            pending = begun(folder, run_id, store)  # its trial runs while the envelope is read and the log audited
+            try:
+                return Guard.open(
+                    store,
+                    governing(path, source, db, store, early[0] if early is not None else None),
+                    session,
+                    framework=settings.agent,
+                    workspace=workspace,
+                    task=f"{settings.agent} session {session}",
+                    run_id=run_id,
+                    begin=lambda ws: [take_baseline(store, ws)],
+                    asking=asking,
+                    strict=False,
+                    restore=restorer(folder, pending),
+                )
+            finally:
+                if pending is not None:
+                    pending.close()
 
-    return cached(("guard", str(db), inode, run_id, stamp), opened)
+        return cached(("guard", str(db), inode, run_id, stamp), opened)
+    finally:
+        if early is not None and early[0] is not None:
+            early[0].close()
+
+
+def kept_early(
+    settings: Settings, db: StoreSpec, project: Path, run_id: str
+) -> tuple[Early | None, tuple[Path | None, bytes, tuple[Any, ...]]] | None:
+    """The session's kept envelope read and its trial forked (guard/envcache.py ``begin``) before the store is opened,
+    so that the child reads it while this process opens the store and finds the session's workspace; with the
+    envelope found as in the project (the workspace a run recorded is the project, but for a session begun
+    elsewhere: then the trial is closed unused, and the envelope read again where the run began). None (nothing
+    started) when this process holds the session's guard already (the daemon's later calls), or the store is a
+    URL (no folder)."""
+    folder = checkpoints_of(db)
+    if folder is None or _holds_guard(str(db), run_id):
+        return None
+    found = envelope_for(settings, project)
+    path, _, _ = found
+    if not changeable(path):
+        return None, found  # never kept nor read: validated on every call
+    return begin_kept(folder, path, signed=key_path().exists()), found
+
+
+def _holds_guard(db: str, run_id: str) -> bool:
+    with _CACHE_LOCK:
+        return any(k[0] == "guard" and k[1] == db and k[3] == run_id for k in _CACHE)
 
 
 def checkpoints_of(db: StoreSpec) -> Path | None:
