@@ -56,7 +56,7 @@ else:
     import_deciding_code()  # a PreToolUse's: the gate
     import_deciding_code(gate=False)  # and a receipt's: the control layer (the daemon imports both)
 from tether.policy.globs import GitIgnoreSpec
-GitIgnoreSpec(["src/**"]).match_file("src/a.py")  # pathspec: imported at the gate's first path matched
+GitIgnoreSpec(["src/?.py"]).match_file("src/a.py")  # pathspec: for a pattern tether.wildmatch declines
 restored = dataclasses.dataclass is standard
 abc.update_abstractmethods = update
 if create:

@@ -1,9 +1,9 @@
 """The libraries a cold plain-path PreToolUse does not need stay off its path (issue 15).
 
 A real hook process through the launcher (``python -I -S launch.py claude-code --no-daemon``) in a session whose
-envelope is kept, its modules printed at exit. Each library named here cost every
-cold call its import and the decision used none of it: pathspec (+ typing_extensions; imported at the first path
-matched against an envelope pattern, policy/globs.py), hashlib (OpenSSL's libcrypto; tether.canonical hands out the
+envelope is kept, its modules printed at exit. Each library named here cost every cold call its import and the
+decision used none of it: pathspec (+ typing_extensions; imported only to match a pattern tether.wildmatch does not
+match itself: policy/globs.py, control/risk.py), hashlib (OpenSSL's libcrypto; tether.canonical hands out the
 builtin SHA-256), uuid (+ platform; tether.ids), decimal and unicodedata (policy/provenance.py, envelope/trust.py:
 imported where a text is folded or a number read). One coming back fails here, named.
 """
@@ -45,7 +45,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 def call(project: Path, event: str, **fields: object) -> tuple[str, set[str]]:
     env = {k: v for k, v in os.environ.items() if k not in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN")}
     env |= {"TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(project)}
-    request = payload(f"claude-code.{event}", project, **{"session_id": SESSION, **fields})
+    request = payload(f"claude-code.{event}", project, **{"session_id": SESSION, **fields})  # fields may name another
     argv = [sys.executable, "-I", "-S", "-c", WATCHED, launch.__file__, "claude-code", "--no-daemon"]
     done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -57,32 +57,34 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
     (tmp_path / "README.md").write_text("needle\n")
     call(tmp_path, "SessionStart")
     for i, command in enumerate(("ls", "grep -n needle README.md", "cat README.md", "git status")):
-        # a call naming a workspace file rates it (control/risk.py): that imports pathspec, still
-        off = set(OFF_THE_PLAIN_PATH) - ({"pathspec", "typing_extensions"} if "README" in command else set())
         out, modules = call(
             tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": command}, tool_use_id=f"toolu_{i}"
         )
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert "tether.guard.session" in modules and "pydantic" not in modules  # decided here, on the plain path
-        assert sorted(off & modules) == [], command
+        assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], command
 
 
-def test_an_envelope_pattern_matched_imports_pathspec_and_decides_by_it(tmp_path: Path) -> None:
-    """A project envelope whose ``filesystem`` lists patterns: the call that matches a path against them imports
-    pathspec (and only then), and its patterns decide: a write outside ``write`` is refused."""
+def test_an_envelope_pattern_decides_and_only_one_that_is_not_simple_imports_pathspec(tmp_path: Path) -> None:
+    """A project envelope whose ``filesystem`` lists patterns: they decide (a write outside ``write`` is refused);
+    simple ones are matched without pathspec, a list that holds another (``gen?/``) imports it to match."""
     (tmp_path / ".tether").mkdir()
-    (tmp_path / ".tether" / "envelope.yaml").write_text(
-        "version: 1\n"
-        'plan: {path: plan.yaml, hash: "sha256:' + "0" * 64 + '"}\n'
-        'environment:\n  filesystem: {read: ["**"], write: ["out/**"]}\n'
-        "tools:\n  - {name: bash, purpose: Run a command., effects: [exec]}\n"
-    )
-    call(tmp_path, "SessionStart")
-    out, modules = call(
-        tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "touch out/a"}, tool_use_id="toolu_w1"
-    )
-    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow" and "pathspec" in modules
-    out, modules = call(
-        tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "touch src/a"}, tool_use_id="toolu_w2"
-    )
-    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny" and "pathspec" in modules
+    for n, write in enumerate(('["out/**"]', '["out/**", "gen?/"]')):
+        (tmp_path / ".tether" / "envelope.yaml").write_text(
+            "version: 1\n"
+            'plan: {path: plan.yaml, hash: "sha256:' + "0" * 64 + '"}\n'
+            f'environment:\n  filesystem: {{read: ["**"], write: {write}}}\n'
+            "tools:\n  - {name: bash, purpose: Run a command., effects: [exec]}\n"
+        )
+        call(tmp_path, "SessionStart", session_id=f"s{n}")
+        for command, verdict in (("touch out/a", "allow"), ("touch src/a", "deny")):
+            out, modules = call(
+                tmp_path,
+                "PreToolUse",
+                session_id=f"s{n}",
+                tool_name="Bash",
+                tool_input={"command": command},
+                tool_use_id=f"toolu_{n}_{verdict}",
+            )
+            assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == verdict
+            assert ("pathspec" in modules) is (n == 1), (write, command)

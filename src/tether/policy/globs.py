@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
+from tether import wildmatch
+
 
 class GlobSet:
     """Does a string match any of ``globs`` (``fnmatch.fnmatchcase`` semantics, case-sensitive, whole string)?"""
@@ -57,7 +59,8 @@ def _star_match(parts: tuple[str, ...], s: str) -> bool:
 class GitIgnoreSpec:
     """pathspec's ``GitIgnoreSpec`` of ``lines``, built at its first match: importing pathspec (34 modules with
     typing_extensions, ~20 ms of a cold hook call) and compiling the patterns is paid only by a call that matches
-    a path against them, not by every process that builds a gate. ``match_file`` is pathspec's. pathspec is
+    a path against them, not by every process that builds a gate; and not even then when every pattern is simple
+    (:mod:`tether.wildmatch` matches those as pathspec does). ``match_file`` is pathspec's. pathspec is
     imported with :mod:`tether.records`' maker standing in for ``dataclasses.dataclass`` (``standing_in``), as the
     hook's import of the deciding code did while it imported pathspec at the top: its dataclasses' methods are
     not compiled for the one match.
@@ -72,6 +75,9 @@ class GitIgnoreSpec:
 
     @cached_property
     def _spec(self) -> Any:
+        simple = wildmatch.matcher(self.lines, git=True)  # pathspec's answers without pathspec (tether/wildmatch.py)
+        if simple is not None:
+            return simple
         from tether.records import standing_in
 
         with standing_in():
