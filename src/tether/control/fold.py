@@ -181,6 +181,16 @@ class RunFold:
         self._add(e)
         self.n, self.head_hash, self.last = self.n + 1, e.hash, e
 
+    def add_all(self, events: Sequence[Event]) -> None:
+        """:meth:`add` for each of ``events`` in order (a step's batch, issue 18: one call, not one per event)."""
+        add = self._add
+        for e in events:
+            last = self.last
+            if len(e.hash) != 64 or (last is not None and (e.prev_hash != last.hash or e.seq <= last.seq)):
+                raise NotAChain(f"event {e.id} does not continue the chain")
+            add(e)
+            self.n, self.head_hash, self.last = self.n + 1, e.hash, e
+
     def _add(self, e: Event) -> None:
         self.state.apply(e)
         epoch = self.lv.epoch  # the epoch at this event (LogView.add counts a write after it)

@@ -23,6 +23,10 @@ from tether import plain
 from tether.errors import InputError
 from tether.plain import BaseModel, ConfigDict, PydanticSerializationError, ValidationError
 
+#: Whether this module's models are plain records: fixed by the time this module is imported (:func:`plain.choose`
+#: refuses once a model module is), so asked once here, not per payload (8 to 10 a step: issue 18).
+PLAIN = plain.active()
+
 if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values
 
@@ -267,7 +271,7 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
         kind = item.KIND
         if dict.get(REGISTRY, kind) is not type(item) and REGISTRY.get(kind) is not type(item):  # loaded, or load
             raise UnknownEventKind(f"{type(item).__name__} is not a registered event payload")
-        if plain.active():  # a plain record's dump and check (tether/plainrecord.py): what pydantic's give, or Unsure
+        if PLAIN:  # a plain record's dump and check (tether/plainrecord.py): what pydantic's give, or Unsure
             data = item.model_dump(mode="json")
             return kind, data, type(item).model_validate(data)
         try:  # ``model_dump(mode="json", warnings=False)`` and ``model_validate`` without their Python wrappers
@@ -283,7 +287,7 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
 
 
 def _validated(kind: str, model: type[Payload], data: Mapping[str, Any] | Any) -> Payload:
-    if plain.active():
+    if PLAIN:
         return model.model_validate(data)
     try:  # ``model.model_validate(data)``: the same call into pydantic-core, without the wrapper's keywords
         return model.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]

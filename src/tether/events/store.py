@@ -665,22 +665,9 @@ class EventStore:
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
-    @contextmanager
-    def _transaction(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, durable: bool = True) -> _Transaction:
         """One ``BEGIN IMMEDIATE … COMMIT`` under the writer lock; anything raised rolls it back whole."""
-        with self._write():
-            conn = self._conn
-            self._sync("FULL" if durable else "NORMAL")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                self._pending_anchor.clear()
-                raise
-            self._flush_anchor()  # under the writer lock, so the anchor file's lines keep the log's order
+        return _Transaction(self, durable)
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
@@ -1379,6 +1366,81 @@ def row_event(r: tuple[Any, ...]) -> Event:
         seq = seq if type(seq) is int else -1
         raise LogCorrupt(str(run_id), seq, "row is malformed: payload is not a JSON object (see `tether log verify`)")
     return Event.from_row(run_id, seq, ts, kind, text, prev_hash, h)
+
+
+class _Transaction:
+    """:meth:`EventStore._transaction`: what ``_write`` and a ``BEGIN IMMEDIATE … COMMIT`` inside it do, as one
+    object. The two nested generator context managers it replaces cost about 24 Python calls per commit, two
+    commits a tool step (issue 18); the steps, their order and what each failure does are theirs:
+
+    enter: refuse a read-only store, take the thread lock, open the lock file once, take the writer lock, switch
+    ``synchronous`` (FULL for a durable commit), ``BEGIN IMMEDIATE``. exit: ``COMMIT`` (or, on any exception, a
+    ``ROLLBACK`` and the pending anchors dropped), the anchors appended after a commit, then the writer lock and the
+    thread lock released whatever happened; an ``OperationalError`` of a full disk, from the body, the ``COMMIT``
+    or the ``ROLLBACK``, raised as :class:`DiskFull`."""
+
+    __slots__ = ("_durable", "_fd", "_store")
+
+    def __init__(self, store: EventStore, durable: bool) -> None:
+        self._store = store
+        self._durable = durable
+        self._fd = -1
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        if store.readonly:
+            raise InputError(f"{store.path}: opened read-only")
+        lock = store._thread_lock
+        lock.acquire()
+        try:
+            if store._lock_fd is None:
+                store._lock_fd = _open_lock(store.path)
+            fd = store._lock_fd
+            _flock(fd, fcntl.LOCK_EX, store.path, store.lock_timeout_s)
+        except BaseException:
+            lock.release()
+            raise
+        self._fd = fd
+        try:
+            store._sync("FULL" if self._durable else "NORMAL")
+            store._conn.execute("BEGIN IMMEDIATE")
+        except BaseException as e:
+            self._release(e)
+            raise
+        return store._conn
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        store = self._store
+        conn = store._conn
+        try:
+            if error is None:
+                try:
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._abort(conn)
+                    raise
+                store._flush_anchor()  # under the writer lock, so the anchor file's lines keep the log's order
+            else:
+                self._abort(conn)
+        except BaseException as e:
+            self._release(e)
+            raise
+        self._release(error)
+
+    def _abort(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        self._store._pending_anchor.clear()
+
+    def _release(self, error: BaseException | None) -> None:
+        """Unlock (the writer lock, then the thread lock); a full disk's ``error`` raised as :class:`DiskFull`."""
+        store = self._store
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            store._thread_lock.release()
+        if isinstance(error, sqlite3.OperationalError) and _is_disk_full(error, store.path):
+            raise DiskFull(f"disk full: {store.path} ({error}); nothing was written") from error
 
 
 def _flock(fd: int, op: int, path: Path, timeout_s: float) -> None:

@@ -105,6 +105,15 @@ class Transcript:
         self.fed += 1
         return self
 
+    def add_all(self, events: Sequence[Event]) -> Transcript:
+        """:meth:`add` for each of ``events`` in order (a step's batch: one call, not one per event)."""
+        take = self._take
+        for e in events:
+            if e.kind not in PASSED_OVER:  # what ``_take`` returns on at once, without its frame
+                take(e)
+            self.fed += 1
+        return self
+
     def messages(self) -> list[Message]:
         return [m for m, _ in self.sourced()]
 

@@ -797,9 +797,8 @@ class Runtime:
         batch = self._batch or Batch(self.run_id, self.head)
         events = batch.add(self.store.redactor, items, durable=durable)
         self._batch = batch
-        take = self._take
-        for e in events:
-            take(e)  # each moves self.head: after the last, the batch's head
+        if events:
+            self._take_all(events)
         if write and (batch.durable or not self._batching):
             self.flush()
         return events
@@ -841,6 +840,23 @@ class Runtime:
             self.suite_baseline = e.data_as(SuiteBaseline)
         elif kind in _OVERFLOWS:
             self._overflows.append(e.payload)
+
+    def _take_all(self, events: list[Event]) -> None:
+        """:meth:`_take` for a batch (not empty): each fold takes the whole batch in one call, in the events' order
+        (the folds read none of each other's state), and the head moves once, to the last event's."""
+        self.fold.add_all(events)
+        self.transcript.add_all(events)
+        self.provenance.add_all(events)
+        last = events[-1]
+        self.head = (last.seq, last.hash)
+        if self._first is None:
+            self._first = events[0].payload
+        for e in events:
+            kind = e.kind
+            if kind == SuiteBaseline.KIND:
+                self.suite_baseline = e.data_as(SuiteBaseline)
+            elif kind in _OVERFLOWS:
+                self._overflows.append(e.payload)
 
     @contextmanager
     def whole_log(self) -> Iterator[PagedLog]:

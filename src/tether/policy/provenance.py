@@ -341,6 +341,15 @@ class Provenance:
         self.fed += 1
         return self
 
+    def add_all(self, events: Sequence[Event]) -> Provenance:
+        """:meth:`add` for each of ``events`` in order (a step's batch: one call, not one per event)."""
+        take = self._take
+        for e in events:
+            if e.kind in _SOURCE_KINDS:  # what ``_take`` reads at all: the rest return at once, without its frame
+                take(e)
+            self.fed += 1
+        return self
+
     def _untrusted(self, tool: str) -> bool:
         if tool not in self._trust:
             contract = self.env.tool(tool) or ToolContract(name=tool, purpose="undeclared", effects=[Effect.READ])
