@@ -99,6 +99,37 @@ def test_a_call_the_daemon_answers_imports_no_heavy_module(daemon: Path, tmp_pat
     assert json.loads(lines[-1]) == {"exit": 0, "heavy": []}
 
 
+def test_the_console_command_is_answered_by_the_relay_without_typing(daemon: Path, tmp_path: Path) -> None:
+    """``tether hook`` as its own process asks the daemon through the relay, as the launcher does: neither the hook's
+    entry nor its client (which import ``typing``: more instructions than the rest of the call) is imported."""
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"}))
+    command = [sys.executable, "-X", "importtime", "-m", "tether.cli.main", "hook", "claude-code"]
+    out = subprocess.run(command, input=data, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert {"_socket", "tether.hooks.relay"} <= imported, "the daemon was asked, by the relay"
+    heavy = {"typing", "json", "tether.hooks.entry", "tether.hooks.client", "pydantic", "typer", "sqlite3"}
+    assert not imported & heavy, sorted(imported & heavy)
+
+
+def test_the_console_command_whose_relay_fails_refuses(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A relay that raises ends the console command with a refusal, exit 2, never 1 (nor a traceback's 1)."""
+    from tether.cli import main as cli_main
+    from tether.hooks import relay
+
+    def broken(argv: list[str]) -> bytes | None:
+        raise OSError("the relay broke")
+
+    monkeypatch.setattr(relay, "launch", broken)
+    with pytest.raises(SystemExit) as ended:
+        cli_main._hook(["claude-code"], own_process=True)
+    assert ended.value.code == 2
+    assert "fail closed" in capsys.readouterr().err
+
+
 def test_the_socket_is_private_and_a_stranger_directory_is_not_used(
     daemon: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -243,13 +243,31 @@ def fail(message: str, code: int, as_json: bool, error: BaseException, markup: s
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
-        from tether.hooks.entry import main as hook_main
-
-        sys.exit(hook_main(args[1:], own_process=argv is None))
+        _hook(args[1:], own_process=argv is None)
     if args == ["--version"]:
         print(_version())
         return
     _run_app(args)
+
+
+def _hook(args: list[str], own_process: bool) -> NoReturn:
+    """``tether hook …``. In a process of its own (the console script), the relay asks the daemon first, as the
+    launcher does (:mod:`tether.hooks.relay`: standard library only; it ends the process once the daemon has
+    answered): :mod:`tether.hooks.entry` and the client import ``typing`` (~40 M instructions, more than the rest
+    of this path), which a call the daemon answers does without. Whatever the relay cannot vouch for goes, with the
+    input it read, to :func:`tether.hooks.entry.main`. Fail closed: a relay that fails exits 2, never 1."""
+    raw = None
+    if own_process:
+        try:
+            from tether.hooks import relay
+
+            raw = relay.launch(args)  # returns only when the daemon did not answer
+        except BaseException as e:  # never exit 1, which the agent reads as "no objection"
+            sys.stderr.write(f"tether refused (fail closed): the hook relay failed: {type(e).__name__}: {e}\n")
+            sys.exit(2)
+    from tether.hooks.entry import main as hook_main
+
+    sys.exit(hook_main(args, raw, own_process=own_process))
 
 
 def _run_app(args: list[str]) -> None:
