@@ -1,7 +1,7 @@
 """The status vocabulary: every word tether uses for where a run, an action or a claim stands.
 
-These live at the ground floor (nothing from tether is imported) so that every layer — the fold,
-the control layer, the gate, the kernel, the CLI — speaks the same typed words instead of strings.
+These live at the ground floor (nothing from tether is imported but the enum maker, ``quickenum``) so that every
+layer — the fold, the control layer, the gate, the kernel, the CLI — speaks the same typed words instead of strings.
 All are ``StrEnum``: a member *is* its string, so logs written before these types existed read back
 unchanged, and a payload model validates a stored string into its member.
 
@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from tether.quickenum import Quick
 
-class RunStatus(StrEnum):
+
+class RunStatus(StrEnum, metaclass=Quick):
     """Where a run stands. A terminal status is final for that run: resume refuses it, fork starts anew."""
 
     NEW = "NEW"  # no event yet
@@ -61,7 +63,7 @@ WAITING: frozenset[RunStatus] = frozenset({RunStatus.WAITING_APPROVAL})
 SUCCESS: frozenset[RunStatus] = frozenset({RunStatus.COMPLETE, RunStatus.NO_OP})
 
 
-class ControlState(StrEnum):
+class ControlState(StrEnum, metaclass=Quick):
     """How much freedom the run has right now. Only the resolver sets it; the gate reads it."""
 
     NORMAL = "NORMAL"
@@ -70,7 +72,7 @@ class ControlState(StrEnum):
     HUMAN_REQUIRED = "HUMAN_REQUIRED"  # the run stops for a human
 
 
-class ActionStatus(StrEnum):
+class ActionStatus(StrEnum, metaclass=Quick):
     """Where one proposed tool call stands (folded from its events)."""
 
     PROPOSED = "proposed"  # the model asked; not decided yet
@@ -83,7 +85,7 @@ class ActionStatus(StrEnum):
     FAILED = "failed"  # the tool could not run at all
 
 
-class ClaimStatus(StrEnum):
+class ClaimStatus(StrEnum, metaclass=Quick):
     """Where one completion claim (a ``finish`` call) stands."""
 
     PENDING = "pending"  # claimed, not verified yet
@@ -91,7 +93,7 @@ class ClaimStatus(StrEnum):
     REFUSED = "refused"
 
 
-class FiringStatus(StrEnum):
+class FiringStatus(StrEnum, metaclass=Quick):
     """How a schedule's firing ended when it did not end as its run's status (see tether.kernel.schedule)."""
 
     FAILED = "FAILED"  # could not run or could not be trusted: envelope changed, store stale, eligibility error

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from tether.plain import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tether.quickenum import Quick
 
 
 def new_list() -> list[Any]:
@@ -26,7 +27,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
-class Effect(StrEnum):
+class Effect(StrEnum, metaclass=Quick):
     """What a tool may do to the world. Anything beyond ``read`` needs a full contract."""
 
     READ = "read"
@@ -40,7 +41,7 @@ class Effect(StrEnum):
     PUBLISHED = "published"
 
 
-class ApprovalClass(StrEnum):
+class ApprovalClass(StrEnum, metaclass=Quick):
     """Effect classes that may require a human. ``shared`` covers the ``external`` effect."""
 
     IRREVERSIBLE = "irreversible"
@@ -205,7 +206,7 @@ class Secret(Strict):
         return self.source.partition(":")[2]
 
 
-class Trust(StrEnum):
+class Trust(StrEnum, metaclass=Quick):
     """Whose words a tool's output carries: the user's (``trusted``) or a third party's (``untrusted``).
 
     Untrusted output reaches the model labelled as data, and a value that first appeared in it cannot steer
@@ -258,7 +259,7 @@ class Environment(Strict):
         return self
 
 
-class OnFailure(StrEnum):
+class OnFailure(StrEnum, metaclass=Quick):
     RETURN_ERROR = "return_error"
     RETRY = "retry"
     STOP = "stop"
@@ -434,7 +435,7 @@ class Control(Strict):
     recovery: RecoveryBudget = Field(default_factory=RecoveryBudget)
 
 
-class Risk(StrEnum):
+class Risk(StrEnum, metaclass=Quick):
     """A risky setting that strict validation refuses unless the envelope acknowledges it by name."""
 
     NETWORK_ANY = "network-any"

@@ -62,6 +62,7 @@ from tether.events.store import Event
 from tether.ids import uuid4_hex
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
+from tether.quickenum import Quick
 from tether.records import dataclass
 from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus
@@ -126,7 +127,7 @@ class BudgetStop(GuardError):
         self.answer = answer
 
 
-class Asking(Enum):
+class Asking(Enum, metaclass=Quick):
     """Who answers an ASK. ``TETHER``: a pending approval (``tether approve``, the console, :meth:`Guard.answer`);
     the same call id checked again reads the answer. ``AGENT``: the agent asks its own user (Claude Code), so
     nothing is staged and the receipt says whether the call ran. ``RETRY``: a pending approval, and an

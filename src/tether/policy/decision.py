@@ -15,10 +15,11 @@ from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any
 
+from tether.quickenum import Quick
 from tether.records import dataclass
 
 
-class Verdict(IntEnum):
+class Verdict(IntEnum, metaclass=Quick):
     ALLOW = 0
     ASK = 1
     DENY = 2
@@ -59,7 +60,7 @@ class Decision:
         return out
 
 
-class Layer(IntEnum):
+class Layer(IntEnum, metaclass=Quick):
     """Who is speaking. Resolution order (first that has an opinion wins):
 
     * ``HARD``    safety rules nobody can allow away: envelope ``deny`` rules, built-in profile

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from enum import Enum
 
+from tether.quickenum import Quick
 
-class EnvKind(Enum):
+
+class EnvKind(Enum, metaclass=Quick):
     PLAIN = "plain"
     CODE = "code"
     COMMAND = "command"

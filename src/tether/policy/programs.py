@@ -25,12 +25,13 @@ from dataclasses import field, replace
 from enum import Enum
 from typing import TypeVar, overload
 
+from tether.quickenum import Quick
 from tether.records import dataclass
 
 from .command import Word
 
 
-class Role(Enum):
+class Role(Enum, metaclass=Quick):
     READ = "read"  # file contents are read
     WRITE = "write"  # created or changed
     DELETE = "delete"  # removed

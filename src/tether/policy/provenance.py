@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlsplit
 from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
 from tether.envelope.trust import trust_of
 from tether.events.store import Event
+from tether.quickenum import Quick
 from tether.records import dataclass
 
 #: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
@@ -51,7 +52,7 @@ MAX_ATOM = 80
 MAX_ATOM_WORDS = 8
 
 
-class ValueKind(StrEnum):
+class ValueKind(StrEnum, metaclass=Quick):
     URL = "url"
     EMAIL = "email"
     ACCOUNT = "account"
