@@ -245,10 +245,8 @@ def _watch(proc: subprocess.Popen[bytes], buffers: dict[int, BoundedBuffer], dea
             if rc is not None and drain_until is None:
                 kill(proc)  # the command is done: nothing it started may outlive it
                 drain_until = time.monotonic() + DRAIN_GRACE_S
-                if exited is not None:
-                    poller.unregister(exited)  # readable from now on: it would wake every poll
-                    os.close(exited)
-                    exited = None
+                _forget(poller, exited)
+                exited = None
             if not pipes and rc is not None:
                 break
             if drain_until is not None and now >= drain_until:
@@ -258,15 +256,7 @@ def _watch(proc: subprocess.Popen[bytes], buffers: dict[int, BoundedBuffer], dea
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=wait)
                 continue
-            for fd, _ in poller.poll(1000 * (wait if exited is not None else min(wait, POLL_S))):
-                if fd not in pipes:
-                    continue  # the command exited: seen by proc.poll() at the top
-                data = os.read(fd, CHUNK)
-                if data:
-                    buffers[fd].feed(data)
-                else:
-                    poller.unregister(fd)
-                    pipes.discard(fd)
+            _read_ready(poller, pipes, buffers, wait if exited is not None else min(wait, POLL_S))
     finally:
         if exited is not None:
             os.close(exited)
@@ -275,6 +265,27 @@ def _watch(proc: subprocess.Popen[bytes], buffers: dict[int, BoundedBuffer], dea
             proc.wait()
             kill(proc)
     return timed_out
+
+
+def _forget(poller: select.poll, exited: int | None) -> None:
+    """Stop watching the exit's pidfd (readable from now on: it would wake every poll) and close it."""
+    if exited is not None:
+        poller.unregister(exited)
+        os.close(exited)
+
+
+def _read_ready(poller: select.poll, pipes: set[int], buffers: dict[int, BoundedBuffer], wait_s: float) -> None:
+    """Wait up to ``wait_s`` for ``poller``'s descriptors; read what the ready pipes hold into their buffers, and
+    forget a pipe at its end-of-file. A ready pidfd is left alone: the exit is seen by ``proc.poll()``."""
+    for fd, _ in poller.poll(1000 * wait_s):
+        if fd not in pipes:
+            continue
+        data = os.read(fd, CHUNK)
+        if data:
+            buffers[fd].feed(data)
+        else:
+            poller.unregister(fd)
+            pipes.discard(fd)
 
 
 def to_receipt(got: Captured, *, backend: str, command: str | Sequence[str], cwd: Path) -> Receipt:
