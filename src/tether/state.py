@@ -347,7 +347,7 @@ class RunState:
         handler = _BY_KIND.get(e.kind)  # one dict lookup per event; a handled kind is registered
         if handler is not None:
             handler(self, e, e.data)
-        elif e.kind not in REGISTRY:
+        elif not dict.__contains__(REGISTRY, e.kind) and e.kind not in REGISTRY:  # loaded, or load: no frame
             _ = e.data  # raises LogCorrupt naming the seq and the kind
 
     def _run_started(self, e: Event, p: RunStarted) -> None:

@@ -81,6 +81,7 @@ def test_chained_rows_are_the_chain_s_definition(
         assert (event.run_id, event.seq, event.ts, event.kind, event.prev_hash, event.hash) == (*row[:4], prev, h)
         assert event.payload is payload
         prev = h
+    assert store_module.stored_rows(out) == [store_module.stored(row) for row, _ in out]  # the batch's rows
 
 
 def test_chained_hashes_a_head_of_other_types_through_the_canonical_json() -> None:

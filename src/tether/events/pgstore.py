@@ -73,6 +73,7 @@ from .store import (
     prepare_all,
     row_event,
     stored,
+    stored_rows,
     verify_rows,
 )
 
@@ -422,9 +423,7 @@ class PgStore:
     def _insert_locked(self, cur: Cursor[Any], run_id: str, rows: Sequence[Chained], head: Head) -> None:
         if not rows:
             return
-        cur.executemany(
-            f"INSERT INTO events ({STORED_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s)", [stored(r) for r, _ in rows]
-        )
+        cur.executemany(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s)", stored_rows(rows))
         seq, h = rows[-1][1].head
         if self.signer is not None and self.signer.due(head[0], seq, (e.kind for _, e in rows)):
             cp = self.signer.sign(run_id, seq, h, now_iso())
