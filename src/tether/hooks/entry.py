@@ -77,9 +77,17 @@ def write(out: Reply) -> int:
     return out.exit
 
 
-def full_path() -> None:
-    """Load ``site`` when the launcher started Python without it (``-S``): deciding needs site-packages."""
+def full_path(lean: bool = False) -> None:
+    """Load ``site`` when the launcher started Python without it (``-S``): deciding needs site-packages. ``lean``
+    (a call that may take the plain path): only the directories ``site`` would append, when that is all it would
+    do (:func:`tether.hooks.leansite.lean`: no ``.pth`` code but setuptools' ``distutils`` line, no
+    ``sitecustomize``); else ``site`` itself."""
     if sys.flags.no_site:
+        if lean:
+            from .leansite import lean as lean_site
+
+            if lean_site():
+                return
         import site
 
         site.main()
@@ -212,8 +220,9 @@ def decide(request: dict[str, str], data: dict[str, Any], raw: bytes, own_proces
     :func:`full_again` may replace), else on the full path, with pydantic."""
     from tether import plain
 
-    full_path()
-    if not (own_process and plain_fits(request, data) and plain.choose()):
+    fits = own_process and plain_fits(request, data)
+    full_path(lean=fits)
+    if not (fits and plain.choose()):
         no_pydantic_plugins()
     try:
         import_deciding_code(gate=data.get("hook_event_name") in GATED)
