@@ -63,6 +63,10 @@ class FieldInfo:
     def __init__(self, default: Any = _MISSING, *, default_factory: Callable[[], Any] | None = None, **options: Any):
         self.annotation: Any = Any
         self.default, self.default_factory = default, default_factory
+        if not options:  # most fields (every plain default): what the two lines below make of no options
+            self.constraints: dict[str, Any] = {}
+            self.other: list[str] = []
+            return
         self.constraints = {k: v for k, v in options.items() if k in CONSTRAINTS}
         self.other = sorted(k for k in options if k not in CONSTRAINTS and k not in INERT)
 
@@ -270,6 +274,8 @@ def _declare(cls: type[BaseModel]) -> None:
 
 
 def _class_var(annotation: Any) -> bool:
+    if type(annotation) is type:  # a plain class (str, int, datetime …): never ClassVar
+        return False
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
     return annotation is ClassVar or get_origin(annotation) is ClassVar
