@@ -58,6 +58,7 @@ import pathspec
 
 from tether.canonical import HASH_PREFIX, bytes_hash, canonical_json
 from tether.errors import RuntimeFailure, TetherError
+from tether.quickenum import Quick
 from tether.watch import TreeWatch, WatchUnavailable, open_dir
 
 __all__ = [
@@ -143,7 +144,7 @@ class MemoryBlobStore:
         return self.blobs[h]
 
 
-class EntryKind(enum.StrEnum):
+class EntryKind(enum.StrEnum, metaclass=Quick):
     FILE = "file"
     LINK = "link"
 
@@ -687,7 +688,7 @@ def _read_all(fd: int, limit: int) -> bytes:
 # ---- comparing snapshots -------------------------------------------------------------------------
 
 
-class ChangeKind(enum.StrEnum):
+class ChangeKind(enum.StrEnum, metaclass=Quick):
     ADDED = "added"
     MODIFIED = "modified"
     DELETED = "deleted"

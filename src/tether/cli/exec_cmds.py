@@ -21,6 +21,7 @@ from tether.envelope.schema import Effect, Envelope, PlanRef, ToolContract
 from tether.errors import SandboxUnavailable
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
+from tether.quickenum import Quick
 from tether.sandbox import Receipt, make_sandbox
 
 from .common import EXIT_BLOCKED, EXIT_INVALID, EXIT_OK, EXIT_WAITING, JsonOption, console, print_json
@@ -28,7 +29,7 @@ from .common import EXIT_BLOCKED, EXIT_INVALID, EXIT_OK, EXIT_WAITING, JsonOptio
 DEFAULT_TIMEOUT_S = 120.0
 
 
-class Backend(StrEnum):
+class Backend(StrEnum, metaclass=Quick):
     BWRAP = "bwrap"
     LOCAL = "local"
 

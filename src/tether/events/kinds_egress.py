@@ -10,11 +10,12 @@ from __future__ import annotations
 from enum import StrEnum
 
 from tether.plain import Field
+from tether.quickenum import Quick
 
 from .payload import Payload, register
 
 
-class EgressRule(StrEnum):
+class EgressRule(StrEnum, metaclass=Quick):
     """Why the proxy let a connection through or refused it; one word per rule, as the log shows it."""
 
     ALLOWED = "allowed"

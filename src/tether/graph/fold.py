@@ -40,6 +40,7 @@ from tether.events.kinds_graph import (
 )
 from tether.events.protocol import Store
 from tether.events.store import Event, Head
+from tether.quickenum import Quick
 from tether.status import SUCCESS, RunStatus
 
 from .spec import Graph, graph_of
@@ -59,7 +60,7 @@ def graph_status(store: Store, run_id: str, task: str) -> str | None:
     return last.status if isinstance(last, GraphFinished) else RunStatus.RUNNING
 
 
-class NodeState(StrEnum):
+class NodeState(StrEnum, metaclass=Quick):
     PENDING = "pending"  # waits for the nodes it needs
     READY = "ready"  # may be leased now
     RUNNING = "running"  # a worker holds a live lease on it

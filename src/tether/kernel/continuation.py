@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tether.envelope.schema import Envelope
 from tether.errors import InputError
 from tether.events.kinds import ContextFull, ModelFailed, ModelUnaffordable, RunContinued
+from tether.quickenum import Quick
 from tether.state import RunState
 from tether.status import RunStatus
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from tether.state import StopFact
 
 
-class Needs(StrEnum):
+class Needs(StrEnum, metaclass=Quick):
     """What a person must supply before a stopped run goes on."""
 
     NOTHING = "nothing"

@@ -27,6 +27,7 @@ from typing import Any
 
 from tether.envelope.schema import Network
 from tether.errors import SandboxUnavailable
+from tether.quickenum import Quick
 
 from .base import Sandbox
 from .bwrap import BwrapSandbox, interpreter_paths, probe
@@ -63,7 +64,7 @@ SHORT_TIMEOUT_S = 1.0
 BIG_OUTPUT = 20_000_000
 
 
-class Status(StrEnum):
+class Status(StrEnum, metaclass=Quick):
     PASS = "pass"
     FAIL = "fail"
     NOT_ENFORCED = "not_enforced"

@@ -33,6 +33,7 @@ from enum import StrEnum
 from typing import Literal
 
 from tether.events.kinds_baseline import CaseRecord, CaseShape, SuiteBaseline
+from tether.quickenum import Quick
 
 from .result import Diagnostic
 from .testreport import ReportedCase, TestReport
@@ -43,7 +44,7 @@ MustFix = Literal["failing", "none"] | list[str]
 FAILING = frozenset({"failed", "error"})
 
 
-class Technique(StrEnum):
+class Technique(StrEnum, metaclass=Quick):
     DELETED = "deleted"
     RENAMED = "renamed"
     DESELECTED = "deselected"
