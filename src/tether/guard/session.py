@@ -223,6 +223,7 @@ class Guard:
         asking: Asking = Asking.TETHER,
         strict: bool = True,
         restore: Callable[[Guard, int], object] | None = None,
+        start_event: Event | None = None,
     ) -> Guard:
         """The session's run: created on first sight, else found, its log verified, and bound to ``envelope``.
 
@@ -235,6 +236,8 @@ class Guard:
         one), without the strict checks a run's envelope meets. ``restore(guard, audited)``: a fold checkpoint's
         loader (guard/checkpoint.py; the hooks pass one), called once the whole log (``audited`` events) is
         verified: a valid checkpoint spares the fold of the log up to its head, never the verification.
+        ``start_event``: the run's ``run.started`` as the caller read it from ``store`` in this call (the hooks read it
+        for the workspace), not read and parsed again (it holds the whole envelope).
         """
         if not session:
             raise GuardError("a governed session needs a session id (the framework's thread or conversation id)")
@@ -244,7 +247,7 @@ class Guard:
         if not ws.is_dir():
             raise InputError(f"workspace {ws} does not exist ($.environment.workspace or workspace=)")
         run_id = run_id or session_run_id(framework, session)
-        recorded = _started(store, run_id)
+        recorded, genesis = _started(store, run_id, start_event)
         if recorded is None:
             plain.unsure("a new session's run: it is created on the full path")
             started, opened = _opening(loaded, ws, framework, session, task)
@@ -252,7 +255,7 @@ class Guard:
             try:
                 store.create_run(started.task, first, run_id=run_id)
             except RunExists:  # another process created it between our read and our write
-                recorded = _started(store, run_id)
+                recorded, genesis = _started(store, run_id)
                 if recorded is None:
                     raise
         audited = 0
@@ -262,7 +265,7 @@ class Guard:
             ws = Path(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking, loaded.contract if env is loaded.envelope else "")
         if recorded is not None and restore is not None:
-            guard.genesis = _genesis(store, run_id)
+            guard.genesis = genesis
             restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
         guard.refresh()
         return guard
@@ -865,20 +868,19 @@ def _kept_contract(recorded: RunStarted, loaded: _Loaded, framework: str, sessio
     return began
 
 
-def _genesis(store: Store, run_id: str) -> str:
-    """The hash of the run's first event (its ``run.started``), or "" when it has none."""
-    first = store.events(run_id, kinds={RunStarted.KIND})
-    return first[0].hash if first and first[0].seq == 0 else ""
-
-
-def _started(store: Store, run_id: str) -> RunStarted | None:
-    """How a session's run began (its envelope, its workspace), or None when the run does not exist yet."""
+def _started(store: Store, run_id: str, found: Event | None = None) -> tuple[RunStarted | None, str]:
+    """How a session's run began (its envelope, its workspace), or None when the run does not exist yet; and the hash
+    of that first event, which a fold checkpoint names ("" when it is not the log's first). ``found``: that event as
+    the caller read it from this store in this call, used as read (one parse of the envelope it holds fewer)."""
     try:
         store.run(run_id)
     except InputError:
-        return None
-    first = store.events(run_id, kinds={RunStarted.KIND})
-    return first[0].data_as(RunStarted) if first else None
+        return None, ""
+    ours = found is not None and found.run_id == run_id and found.kind == RunStarted.KIND
+    first = [found] if ours and found is not None else store.events(run_id, kinds={RunStarted.KIND})
+    if not first:
+        return None, ""
+    return first[0].data_as(RunStarted), first[0].hash if first[0].seq == 0 else ""
 
 
 def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:

@@ -144,8 +144,9 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     early = kept_early(settings, db, project, run_id)
     try:
         store, inode = _store(db, project)
+        seen: list[Event] = []  # the run's run.started, when read here: the guard opens with it, not read again
         workspace = Path(
-            cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id)) or project
+            cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id, seen)) or project
         )
         path, source, stamp = (
             early[1] if early is not None and workspace == project else envelope_for(settings, workspace)
@@ -168,6 +169,7 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
                     asking=asking,
                     strict=False,
                     restore=restorer(folder, pending),
+                    start_event=seen[0] if seen else None,
                 )
             finally:
                 if pending is not None:
@@ -282,15 +284,18 @@ def take_baseline(store: Store, workspace: Path) -> Payload:
     return take(store, workspace)
 
 
-def _recorded_workspace(store: Store, run_id: str) -> str | None:
+def _recorded_workspace(store: Store, run_id: str, seen: list[Event] | None = None) -> str | None:
     """The workspace a session's run began in (a later ``cd`` of the agent does not move it); None (not kept
-    by :func:`cached`, so asked again) while the run does not exist."""
+    by :func:`cached`, so asked again) while the run does not exist. ``seen``: where the ``run.started`` read
+    is left for the opening of the guard in the same call (it holds the envelope: one parse of it fewer)."""
     try:
         if store.run(run_id).run_id != run_id:  # run() also accepts a prefix: only an exact hit counts
             return None
     except Exception:
         return None
     first = store.events(run_id, kinds={RunStarted.KIND})
+    if first and seen is not None:
+        seen.append(first[0])
     return str(first[0].payload.get("workspace", "")) if first else None
 
 
