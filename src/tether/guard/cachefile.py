@@ -144,16 +144,86 @@ def unpickler(allowed: Callable[[str, str], object], what: str) -> type[Any]:
     """The unpickler class of a cache file's body: the C one (``_pickle``: ``pickle``, and what it imports, is not
     loaded for a read), whose ``find_class`` gives only what ``allowed(module, name)`` returns and refuses
     (``UnpicklingError``, naming ``what``) every global it returns None for. The one maker of the checkpoints' and
-    the kept envelopes' readers: each passes its own allowlist, and neither can name a function to call."""
+    the kept envelopes' readers: each passes its own allowlist, and neither can name a function to call.
+
+    A global handed out is a shared object, and pickle's ``BUILD`` sets attributes on whatever it is given: a class
+    named (``BUILD`` of ``(None, {...})``: ``setattr`` on the class, e.g. an enum's ``_value2member_map_``), or an
+    enum's member that calling its class returns (its ``_value_``, its ``__class__``). So each load notes the state of
+    what it hands out (:func:`_noted`) and, however it ends, puts back any change and refuses the body
+    (``UnpicklingError``): a body can alter nothing of the process that reads it."""
     import _pickle
 
-    def find_class(self: object, module: str, name: str) -> object:
+    def find_class(self: Any, module: str, name: str) -> object:
         found = allowed(module, name)
         if found is None:
             raise _pickle.UnpicklingError(f"{what} may not name {module}.{name}")
+        if id(found) not in self._noted:
+            self._noted[id(found)] = _noted(found)
         return found
 
-    return type("Restricted", (_pickle.Unpickler,), {"find_class": find_class, "__doc__": unpickler.__doc__})
+    def load(self: Any) -> object:
+        self._noted = {}
+        try:
+            obj = _pickle.Unpickler.load(self)
+        finally:
+            altered = [_put_back(noted) for noted in self._noted.values()]
+        if any(altered):
+            raise _pickle.UnpicklingError(f"{what} may not alter a class or member it names")
+        return obj
+
+    return type(
+        "Restricted", (_pickle.Unpickler,), {"find_class": find_class, "load": load, "__doc__": unpickler.__doc__}
+    )
+
+
+_Noted = list[tuple[object, type, dict[str, object], tuple[object, object]]]
+
+
+def _noted(found: object) -> _Noted:
+    """The state of ``found`` a ``BUILD`` could change: its attributes, its class, a function's defaults; for an enum,
+    also each member's."""
+    import enum
+
+    objs = [found, *found] if isinstance(found, enum.EnumType) else [found]
+    return [(o, type(o), dict(getattr(o, "__dict__", {})), _defaults(o)) for o in objs]
+
+
+def _defaults(obj: object) -> tuple[object, object]:
+    return getattr(obj, "__defaults__", None), getattr(obj, "__kwdefaults__", None)
+
+
+def _put_back(noted: _Noted) -> bool:
+    """Whether any noted object was changed; each changed one restored as noted."""
+    altered = False
+    for obj, kind, attrs, defaults in noted:
+        if not _unchanged(obj, kind, attrs, defaults):
+            altered = True
+            _restore(obj, kind, attrs, defaults)
+    return altered
+
+
+def _unchanged(obj: object, kind: type, attrs: dict[str, object], defaults: tuple[object, object]) -> bool:
+    """Compared by identity: nothing of the body's (its ``__eq__``) is called."""
+    now = getattr(obj, "__dict__", {})
+    if type(obj) is not kind or any(a is not b for a, b in zip(_defaults(obj), defaults, strict=True)):
+        return False
+    return now.keys() == attrs.keys() and all(now[k] is v for k, v in attrs.items())
+
+
+def _restore(obj: Any, kind: type, attrs: dict[str, object], defaults: tuple[object, object]) -> None:
+    if type(obj) is not kind:
+        obj.__class__ = kind
+    if callable(obj) and not isinstance(obj, type):
+        obj.__defaults__, obj.__kwdefaults__ = defaults
+    if isinstance(obj, type):
+        for k in [k for k in vars(obj) if k not in attrs]:
+            delattr(obj, k)
+        for k, v in attrs.items():
+            if vars(obj).get(k) is not v:
+                setattr(obj, k, v)
+    else:
+        obj.__dict__.clear()
+        obj.__dict__.update(attrs)
 
 
 def model_class(module: object, name: str) -> type | None:

@@ -36,7 +36,9 @@ What it is trusted for, and by whom:
   envelope is the default any hook's environment or project may replace, so it is kept.
 - **Reading it runs no code of the file's choosing.** The body is read by an unpickler that finds only the
   envelope schema's own classes (pydantic models and enums of ``tether.envelope.schema``) and ``set``,
-  ``frozenset``; any other global fails the read. It imports ``_pickle`` (the C unpickler), not ``pickle``.
+  ``frozenset``; any other global fails the read, and so does a body that alters what it names (a class's
+  attribute, an enum member's value or class: :func:`.cachefile.unpickler`). It imports ``_pickle`` (the C
+  unpickler), not ``pickle``.
 
 A torn, truncated, malformed, foreign, unsigned-when-a-key-exists or otherwise doubtful file is ignored: the
 source is validated as without it. Written atomically (a temporary file in the folder, renamed into place):
