@@ -16,21 +16,21 @@ import subprocess
 import sys
 import weakref
 from collections.abc import Callable
-from dataclasses import InitVar, field
+from dataclasses import InitVar
 from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether import records
+from tether import recordmaker, records
 
 Maker = Callable[..., Any]
 MAKERS = {"standard": dataclasses.dataclass, "records": records.dataclass}
 
 
-def shapes(make: Maker) -> dict[str, type]:
-    """The same class bodies, made by ``make``."""
+def shapes(make: Maker, field: Callable[..., Any] = dataclasses.field) -> dict[str, type]:
+    """The same class bodies, made by ``make`` (with ``field``: the standard one, or records')."""
 
     @make(frozen=True)
     class Point:
@@ -46,6 +46,8 @@ def shapes(make: Maker) -> dict[str, type]:
 
     @make
     class Mutable:
+        """Mutable."""
+
         name: str
         items: list[int] = field(default_factory=list)
         secret: str = field(default="s", repr=False)
@@ -53,22 +55,32 @@ def shapes(make: Maker) -> dict[str, type]:
 
     @make(eq=False)
     class NoEq:
+        """NoEq."""
+
         v: int
 
     @make(repr=False, frozen=True)
     class NoRepr:
+        """NoRepr."""
+
         v: int
 
     @make(frozen=True)
     class Empty:
+        """Empty."""
+
         pass
 
     @make(frozen=True)
     class One:
+        """One."""
+
         only: Any
 
     @make(frozen=True)
     class OwnMethods:
+        """OwnMethods."""
+
         v: int
 
         def __eq__(self, other: object) -> bool:
@@ -82,6 +94,8 @@ def shapes(make: Maker) -> dict[str, type]:
 
     @make
     class OwnEqOnly:
+        """OwnEqOnly."""
+
         v: int
 
         def __eq__(self, other: object) -> bool:
@@ -107,16 +121,22 @@ def shapes(make: Maker) -> dict[str, type]:
 
     @make(frozen=True)
     class HashField:
+        """HashField."""
+
         a: int
         b: int = field(default=0, hash=False)
 
     @make
     class OwnHashOnly:  # a hash of its own, no eq of its own: kept (pydantic's PydanticRecursiveRef)
+        """OwnHashOnly."""
+
         v: int
         __hash__ = object.__hash__
 
     @make(slots=True)
     class SlotsOwnInit:  # an __init__ of its own, slotted (pydantic's AliasPath)
+        """SlotsOwnInit."""
+
         a: int
 
         def __init__(self, *a: int) -> None:
@@ -139,6 +159,8 @@ def shapes(make: Maker) -> dict[str, type]:
 
     @make(slots=True, weakref_slot=True)
     class Weak:
+        """Weak."""
+
         a: int
 
     class Abstract(abc.ABC):
@@ -151,16 +173,63 @@ def shapes(make: Maker) -> dict[str, type]:
 
     @make(order=True)
     class Ordered:  # left to the standard dataclass
+        """Ordered."""
+
         a: int
 
     @make(unsafe_hash=True)
     class Unsafe:  # left to the standard dataclass
+        """Unsafe."""
+
+        a: int
+
+    @make
+    class PostInit:
+        """A __post_init__ and a field outside __init__ (events/redact.py's Redactor)."""
+
+        base: int
+        seen: list[int] = field(default_factory=list)
+        total: int = field(init=False, repr=False, compare=False, default=0)
+        later: dict[str, int] = field(init=False, default_factory=dict)
+
+        def __post_init__(self) -> None:
+            self.total = self.base + 1
+
+    @make(slots=True)
+    class SlotsMutable:
+        """Slotted, not frozen, a field outside __init__ with a default (state.py's Action)."""
+
+        a: int
+        b: int = field(default=2, init=False)
+        c: list[int] = field(default_factory=list, metadata={"why": "test"})
+
+    @make(frozen=True, eq=False, repr=False)
+    class Identity:
+        """Frozen, eq and repr off (policy/rules.py's CompiledRule)."""
+
+        a: int
+        b: str = "b"
+
+    @make(frozen=True)
+    class Undocumented:
         a: int
 
     return {cls.__name__: cls for cls in locals().values() if isinstance(cls, type)}
 
 
 STANDARD, RECORDS = shapes(dataclasses.dataclass), shapes(records.dataclass)
+#: The same shapes made by records with its own field(), this module counted as tether's: the classes
+#: tether.recordmaker makes whole, without the dataclasses module, and the others it hands to the standard maker.
+_packages, records.OWN_PACKAGES = records.OWN_PACKAGES, (*records.OWN_PACKAGES, __name__)
+try:
+    OWN = shapes(records.dataclass, records.field)
+finally:
+    records.OWN_PACKAGES = _packages
+#: The shapes tether.recordmaker made whole (the rest need what it leaves to the standard maker).
+MADE_WHOLE = {
+    "Mutable", "NoEq", "NoRepr", "Empty", "One", "OwnMethods", "OwnEqOnly", "HashField", "OwnHashOnly", "SlotsOwnInit",
+    "PostInit", "SlotsMutable", "Identity",
+}  # fmt: skip
 VALUES: dict[str, list[dict[str, Any]]] = {
     "Point": [{"x": 1}, {"x": 1, "y": 2, "tag": "t"}, {"x": 1, "tag": "other"}, {"x": float("nan")}],
     "Slotted": [{"a": 1}, {"a": [1]}, {"a": "x", "b": (1, 2)}],
@@ -184,6 +253,10 @@ VALUES: dict[str, list[dict[str, Any]]] = {
     "Concrete": [{"a": 1}, {"a": 2}],
     "Ordered": [{"a": 1}, {"a": 2}],
     "Unsafe": [{"a": 1}],
+    "PostInit": [{"base": 1}, {"base": 1, "seen": [2]}],
+    "SlotsMutable": [{"a": 1}, {"a": 1, "c": [3]}],
+    "Identity": [{"a": 1}, {"a": 1, "b": "c"}],
+    "Undocumented": [{"a": 1}],
 }
 
 
@@ -233,8 +306,65 @@ def observe(cls: type, kwargs: dict[str, Any], others: list[dict[str, Any]]) -> 
 def test_each_shape_is_made_as_the_standard_library_makes_it(name: str) -> None:
     for kwargs in VALUES[name]:
         standard = observe(STANDARD[name], kwargs, VALUES[name])
-        fast = observe(RECORDS[name], kwargs, VALUES[name])
-        assert [plain(s) for s in fast] == [plain(s) for s in standard]
+        for made in (RECORDS, OWN):
+            fast = observe(made[name], kwargs, VALUES[name])
+            assert [plain(s) for s in fast] == [plain(s) for s in standard]
+
+
+def test_the_own_maker_makes_whole_exactly_the_shapes_it_mirrors() -> None:
+    """Fail closed: a ClassVar, an InitVar, a base, kw_only, frozen with slots, slots of its own, order, unsafe_hash,
+    weakref_slot, no docstring: the standard maker's class (the comparison above holds either way)."""
+    if not records.OWN or sys.version_info[:2] != (3, 11):
+        assert not any(cls in recordmaker._MADE for cls in OWN.values())
+        return
+    assert {name for name, cls in OWN.items() if cls in recordmaker._MADE} == MADE_WHOLE
+    assert not any(cls in recordmaker._MADE for cls in RECORDS.values())  # dataclasses.field: the standard maker's
+
+
+def test_the_own_maker_refuses_what_the_standard_one_refuses() -> None:
+    """A mutable default, a field() without an annotation, one without a default after one with: the standard
+    maker's error, raised by it (the class is handed to it)."""
+    _packages, records.OWN_PACKAGES = records.OWN_PACKAGES, (*records.OWN_PACKAGES, __name__)
+    try:
+        for fld, make in ((records.field, records.dataclass), (dataclasses.field, dataclasses.dataclass)):
+            with pytest.raises(ValueError, match="mutable default"):
+
+                @make
+                class Bad:
+                    """Doc."""
+
+                    a: list[int] = []
+
+            with pytest.raises(TypeError, match="no type annotation"):
+
+                @make
+                class Bare:
+                    """Doc."""
+
+                    a = fld(default=1)
+
+            with pytest.raises(TypeError, match="non-default argument"):
+
+                @make
+                class Order:
+                    """Doc."""
+
+                    a: int = 1
+                    b: int = fld()
+    finally:
+        records.OWN_PACKAGES = _packages
+
+
+def test_replace_of_a_record_made_whole_is_dataclasses_replace() -> None:
+    for made in (STANDARD, OWN):
+        post = made["PostInit"](1, [2])
+        again = records.replace(post, base=5)
+        assert (again.base, again.seen, again.total) == (5, [2], 6)
+        with pytest.raises(ValueError, match="init=False"):
+            records.replace(post, total=1)
+        with pytest.raises(TypeError):
+            records.replace(post, nothing=1)
+        assert records.replace(made["SlotsMutable"](1), c=[9]) == made["SlotsMutable"](1, [9])
 
 
 def test_a_subclass_compares_unequal_and_a_recursive_repr_ends() -> None:
@@ -259,7 +389,7 @@ def test_the_methods_are_named_for_their_class() -> None:
 
 def test_the_standard_maker_is_restored_and_unused_shapes_go_to_it() -> None:
     assert dataclasses._frozen_get_del_attr.__module__ == "dataclasses"  # type: ignore[attr-defined]
-    assert RECORDS["Ordered"].__lt__.__module__ != records.__name__  # order: the standard dataclass
+    assert RECORDS["Ordered"].__lt__.__module__ != recordmaker.__name__  # order: the standard dataclass
 
 
 def test_a_frozen_class_cannot_be_made_from_a_mutable_base_and_the_reverse() -> None:
@@ -363,7 +493,7 @@ def test_standing_in_makes_dataclasses_with_records_and_gives_the_standard_maker
             assert again is False
         assert dataclasses.dataclass is not standard  # the inner one gave back nothing it had not taken
     assert dataclasses.dataclass is standard
-    assert Within.__eq__.__module__ == records.__name__ and Within(1) == Within(1) and hash(Within(1)) == hash((1,))
+    assert Within.__eq__.__module__ == recordmaker.__name__ and Within(1) == Within(1) and hash(Within(1)) == hash((1,))
 
     @bound(frozen=True)
     class After:

@@ -34,109 +34,58 @@ The ``__init__`` the standard maker still compiles is compiled once per interpre
 class is made here, ``dataclasses``' ``exec`` runs the code :mod:`tether.compiled` kept for the exact text (in the
 package's ``__pycache__``, as a ``.pyc``), compiling only a text it has not seen.
 
-For type checkers this *is* ``dataclasses.dataclass``.
+On Python 3.11 a class of tether's own of the shape its classes are (see :mod:`tether.recordmaker`) is made
+whole there, without importing ``dataclasses`` (and with it ``inspect``, ``ast``, ``dis``, ``tokenize``): a cold
+plain-path hook call makes its 45 classes so and imports none of them. :func:`field` and :func:`replace` are
+``dataclasses.field`` and ``dataclasses.replace`` for such classes (a ``field()`` of a class the standard maker
+makes is turned into the standard one's). Anything else goes the way described above.
+
+For type checkers this *is* ``dataclasses.dataclass`` (and ``field``, ``replace`` are the standard ones).
 """
 
 from __future__ import annotations
 
 import abc
 import builtins
-import dataclasses
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from tether import compiled
+from tether import compiled, plain, recordmaker
+from tether.recordmaker import eq_method, frozen_methods, hash_method, repr_method
+
+if TYPE_CHECKING:
+    pass
 
 #: Whether this interpreter's generated methods are the ones mirrored here (see the module docstring).
 MIRRORED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 #: The standard library's maker of a frozen class's ``__setattr__``/``__delattr__``, stood in for while a class is
 #: made here (:func:`_made`); present, with this signature, on the versions above.
 _FROZEN_MAKER = "_frozen_get_del_attr"
-#: The standard library's ``dataclass``, held: while :func:`standing_in`, ``dataclasses.dataclass`` is this module's.
-_STANDARD = dataclasses.dataclass
+#: Whether a class of the shape :mod:`tether.recordmaker` makes whole is made there, without importing
+#: ``dataclasses`` (tests switch it off to make the same classes with the standard maker and compare).
+OWN = True
+
+
+def _dataclasses() -> Any:
+    """``dataclasses``, imported at the first class this module hands to it (or :func:`standing_in`), and the
+    standard ``dataclass`` held then: while :func:`standing_in`, ``dataclasses.dataclass`` is this module's."""
+    global _STANDARD
+    import dataclasses
+
+    if _STANDARD is None:
+        _STANDARD = dataclasses.dataclass
+    return dataclasses
+
+
+_STANDARD: Any = None
 #: The parameters of ``dataclass`` on the versions mirrored: another one (a later Python's) goes to the standard one.
 PARAMETERS = frozenset(
     ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots", "weakref_slot")
 )
 _frozen_lock = threading.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
-
-
-def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """``obj -> (obj.a, obj.b, …)``: the tuple the generated methods build, for any number of names."""
-    if not names:
-        return lambda obj: ()
-    if len(names) == 1:
-        one = attrgetter(names[0])
-        return lambda obj: (one(obj),)
-    return attrgetter(*names)  # a tuple for two or more names
-
-
-def _name(cls: type, fn: Any, name: str) -> Any:
-    fn.__name__ = name
-    fn.__qualname__ = f"{cls.__qualname__}.{name}"
-    return fn
-
-
-def _eq(cls: type, fields: Iterable[dataclasses.Field[Any]]) -> Callable[[Any, Any], Any]:
-    key = _getter(tuple(f.name for f in fields if f.compare))
-
-    def __eq__(self: Any, other: Any) -> Any:
-        if other.__class__ is self.__class__:
-            return key(self) == key(other)
-        return NotImplemented
-
-    return _name(cls, __eq__, "__eq__")  # type: ignore[no-any-return]
-
-
-def _repr(cls: type, fields: Iterable[dataclasses.Field[Any]]) -> Callable[[Any], str]:
-    names = tuple(f.name for f in fields if f.repr)
-    running: set[tuple[int, int]] = set()
-    get_ident = threading.get_ident
-
-    def __repr__(self: Any) -> str:
-        key = id(self), get_ident()
-        if key in running:
-            return "..."
-        running.add(key)
-        try:
-            inner = ", ".join([f"{n}={getattr(self, n)!r}" for n in names])
-            return f"{self.__class__.__qualname__}({inner})"
-        finally:
-            running.discard(key)
-
-    return _name(cls, __repr__, "__repr__")  # type: ignore[no-any-return]
-
-
-def _hash(cls: type, fields: Iterable[dataclasses.Field[Any]]) -> Callable[[Any], int]:
-    key = _getter(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
-
-    def __hash__(self: Any) -> int:
-        return hash(key(self))
-
-    return _name(cls, __hash__, "__hash__")  # type: ignore[no-any-return]
-
-
-def _frozen(cls: type, fields: list[dataclasses.Field[Any]], globals: Any = None) -> tuple[Any, Any]:
-    """What ``dataclasses._frozen_get_del_attr`` returns, without compiling: ``cls`` as the standard one takes
-    it (with ``slots=True``, the class before its slotted copy, as there)."""
-    names = tuple(f.name for f in fields)
-    error = dataclasses.FrozenInstanceError
-
-    def __setattr__(self: Any, name: str, value: Any) -> None:
-        if type(self) is cls or name in names:
-            raise error(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
-
-    def __delattr__(self: Any, name: str) -> None:
-        if type(self) is cls or name in names:
-            raise error(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)  # type: ignore[arg-type]
-
-    return __setattr__, __delattr__  # _set_new_attribute names them, as the generated ones
 
 
 def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
@@ -149,17 +98,19 @@ def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
     in the module's dict, whose values change and keys do not. Adding and removing it for each class changed the
     keys, and every specialised global lookup in ``dataclasses`` missed after each class (~9 M instructions of a
     cold call)."""
+    dataclasses = _dataclasses()
     with _frozen_lock:
         standard = getattr(dataclasses, _FROZEN_MAKER)
         own_exec = vars(dataclasses).get("exec", builtins.exec)
         try:
             if frozen:
-                setattr(dataclasses, _FROZEN_MAKER, _frozen)
-            dataclasses.exec = compiled.exec_cached  # type: ignore[attr-defined]
-            return _STANDARD(cls, repr=False, eq=False, frozen=frozen, **params)
+                setattr(dataclasses, _FROZEN_MAKER, frozen_methods)
+            dataclasses.exec = compiled.exec_cached
+            made: type = _STANDARD(cls, repr=False, eq=False, frozen=frozen, **params)
+            return made
         finally:
             setattr(dataclasses, _FROZEN_MAKER, standard)
-            dataclasses.exec = own_exec  # type: ignore[attr-defined]
+            dataclasses.exec = own_exec
 
 
 def _record(
@@ -178,8 +129,18 @@ def _record(
     weakref_slot: bool = False,
 ) -> Any:
     def wrap(cls: type) -> type:
+        plain = not (order or unsafe_hash or kw_only or weakref_slot or not init) and OWN and _ours(cls)
+        specs = recordmaker.plan(cls, frozen=frozen, slots=slots) if plain else None
+        if specs is not None:  # made whole without the dataclasses module (tether/recordmaker.py)
+            return recordmaker.make(
+                cls, specs, init=init, repr=repr, eq=eq, frozen=frozen, match_args=match_args, slots=slots
+            )
+        for name, value in list(cls.__dict__.items()):  # records' field(): the standard one's, for its maker
+            if isinstance(value, recordmaker.Field):
+                setattr(cls, name, value.standard())
+        dataclasses = _dataclasses()
         if order or unsafe_hash or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
-            return _STANDARD(
+            standard: type = _STANDARD(
                 cls,
                 init=init,
                 repr=repr,
@@ -192,6 +153,7 @@ def _record(
                 slots=slots,
                 weakref_slot=weakref_slot,
             )
+            return standard
         own = cls.__dict__
         has_repr, has_eq = "__repr__" in own, "__eq__" in own
         class_hash = own.get("__hash__", dataclasses.MISSING)
@@ -200,11 +162,11 @@ def _record(
         made = _made(cls, frozen, {**params, "weakref_slot": weakref_slot} if weakref_slot else params)
         fields = dataclasses.fields(made)
         if repr and not has_repr:
-            made.__repr__ = _repr(made, fields)  # type: ignore[assignment,method-assign]
+            made.__repr__ = repr_method(made, fields)  # type: ignore[assignment,method-assign]
         if eq and not has_eq:
-            made.__eq__ = _eq(made, fields)  # type: ignore[assignment,method-assign]
+            made.__eq__ = eq_method(made, fields)  # type: ignore[assignment,method-assign]
         if eq and not explicit_hash:
-            made.__hash__ = _hash(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
+            made.__hash__ = hash_method(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
         stated = made.__dataclass_params__  # type: ignore[attr-defined]
         stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
         # the methods added here may implement abstract ones: the standard maker's last step, again
@@ -212,6 +174,16 @@ def _record(
         return made
 
     return wrap if cls is None else wrap(cls)
+
+
+#: The packages whose classes :mod:`tether.recordmaker` may make whole: tether's own (a library's class, made while
+#: :func:`standing_in`, goes the standard way; tests add their own module to compare the two makings).
+OWN_PACKAGES: tuple[str, ...] = ("tether",)
+
+
+def _ours(cls: type) -> bool:
+    module = cls.__module__
+    return type(module) is str and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
 
 
 _standing = False
@@ -223,6 +195,7 @@ def _stand_in(cls: type | None = None, /, **params: Any) -> Any:
     within keeps it)."""
     if _standing and params.keys() <= PARAMETERS:
         return _record(cls, **params)
+    _dataclasses()
     return _STANDARD(cls, **params)
 
 
@@ -233,6 +206,10 @@ def standing_in() -> Iterator[bool]:
     mirrored here, or when ``dataclasses.dataclass`` is not the standard one on entry: another stand-in (this
     one's, in another thread or further up the stack: left to its owner, who restores it)."""
     global _standing
+    if plain.active() and "dataclasses" not in sys.modules:
+        yield False  # a plain hook process: pydantic is refused, and nothing else it imports makes a dataclass
+        return
+    dataclasses = _dataclasses()
     if not MIRRORED or dataclasses.dataclass is not _STANDARD or not hasattr(dataclasses, _FROZEN_MAKER):
         yield False
         return
@@ -247,5 +224,9 @@ def standing_in() -> Iterator[bool]:
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as dataclass
+    from dataclasses import field as field
+    from dataclasses import replace as replace
 else:
     dataclass = _record
+    field = recordmaker.field
+    replace = recordmaker.replace

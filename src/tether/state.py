@@ -10,7 +10,6 @@ without a handler leave state unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import field
 from datetime import datetime
 from sys import intern
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from tether.events.kinds_calls import (
 )
 from tether.events.payload import REGISTRY
 from tether.events.store import Event
-from tether.records import dataclass
+from tether.records import dataclass, field
 from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
 if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are the registry's later ones

@@ -45,6 +45,8 @@ import tether.records as records
 if sys.argv[1] == "standard":
     import contextlib
     records.standing_in = lambda: contextlib.nullcontext(False)  # entry.py takes it from records when it imports
+if sys.argv[1] == "whole-off":
+    records.OWN = False  # tether's classes through the standard maker (records' methods), not tether.recordmaker
 from tether.hooks.entry import import_deciding_code, no_pydantic_plugins
 no_pydantic_plugins()
 if sys.argv[1] == "daemon":
@@ -219,6 +221,21 @@ def test_every_dataclass_made_while_the_hook_imports_is_the_standard_librarys() 
         methods = [m for m in standard["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__")]
         assert len(methods) > 100
         assert [m for m in stood_in["compiled"] if not m.endswith(".__init__")] == []
+
+
+def test_tethers_classes_made_whole_are_the_standard_makers() -> None:
+    """tether's own dataclasses made by tether.recordmaker, without the dataclasses module (a plain hook process's
+    way), against the same classes handed to the standard maker: every field, param, member, the signature, the
+    docstring and the instances' behaviour alike; the models validate alike."""
+    whole, standard = imported("records"), imported("whole-off")
+    ours = sorted(k for k in standard["classes"] if k.startswith("tether."))
+    assert len(ours) >= 40 and sorted(whole["classes"]) == sorted(standard["classes"])
+    for key in ours:
+        assert whole["classes"][key] == standard["classes"][key], key
+    assert whole["validation"] == standard["validation"]
+    if records.OWN and sys.version_info[:2] == (3, 11):  # nearly all of tether's made whole (see recordmaker.plan)
+        handed = [m for m in whole["compiled"] if m.startswith("tether.")]
+        assert len(handed) <= 10 and sum(m.startswith("tether.") for m in standard["compiled"]) >= 40 + len(handed)
 
 
 def test_the_daemon_makes_them_so_at_its_start_too() -> None:

@@ -5,7 +5,8 @@ envelope is kept, its modules printed at exit. Each library named here cost ever
 decision used none of it: pathspec (+ typing_extensions; imported only to match a pattern tether.wildmatch does not
 match itself: policy/globs.py, control/risk.py), hashlib (OpenSSL's libcrypto; tether.canonical hands out the
 builtin SHA-256), uuid (+ platform; tether.ids), decimal and unicodedata (policy/provenance.py, envelope/trust.py:
-imported where a text is folded or a number read). One coming back fails here, named.
+imported where a text is folded or a number read), dataclasses (+ inspect, dis, tokenize: tether.recordmaker
+makes tether's classes on 3.11), ast (policy/inline.py). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -21,17 +22,21 @@ from hookkit import payload
 import tether.hooks.launch as launch
 
 OFF_THE_PLAIN_PATH = (
-    "pathspec",
-    "typing_extensions",
-    "hashlib",
-    "_hashlib",
-    "uuid",
-    "_uuid",
-    "platform",
-    "decimal",
-    "_decimal",
-    "unicodedata",
-)
+    (
+        "pathspec",
+        "typing_extensions",
+        "hashlib",
+        "_hashlib",
+        "uuid",
+        "_uuid",
+        "platform",
+        "decimal",
+        "_decimal",
+        "unicodedata",
+        "ast",  # policy/inline.py: imported where inline Python code is parsed
+    )
+    + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
+)  # tether.recordmaker
 SESSION = "5c2a7e1b-cold-libraries"
 #: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit.
 WATCHED = """

@@ -149,7 +149,8 @@ def test_a_cold_tool_call_imports_only_what_deciding_needs(tmp_path: Path) -> No
     # cost ~0.5 M instructions; ~116 M of a cold call before)
     ours = sorted(m for m in probe["compiled"] if m.startswith("tether.") and not m.endswith(".__init__"))
     assert ours == [], f"dataclass methods compiled on the cold path (use tether.records.dataclass): {ours}"
-    assert sum(m.startswith("tether.") for m in probe["compiled"]) >= 40  # the probe did see them
+    # (on 3.11 tether.recordmaker makes them whole, without dataclasses' _create_fn: tests/test_records.py and
+    # hooks/test_cold_dataclasses.py compare them with the standard making; their __init__s are counted below)
     # and so are the libraries' (pydantic, annotated_types, pathspec: 56 classes, 187 methods compiled before),
     # records' maker standing in for dataclasses.dataclass while the deciding code is imported, and only then
     theirs = sorted(m for m in probe["compiled"] if not m.startswith("tether.") and not m.endswith(".__init__"))

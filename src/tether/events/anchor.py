@@ -24,7 +24,6 @@ import base64
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,6 +79,8 @@ class Checkpoint:
     signature: str  # base64
 
     def to_json(self) -> str:
+        from dataclasses import asdict  # here: writing an anchor is rare; a hook call reads none
+
         return json.dumps({"v": 1, **asdict(self)}, sort_keys=True)
 
     @classmethod

@@ -33,13 +33,12 @@ import base64
 import re
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import field
 from functools import cache
 from typing import Any, TypeVar
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 MIN_SECRET = 8
 """Shorter values are refused by the broker: they cannot be told from ordinary text, so cannot be redacted."""

@@ -41,7 +41,6 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import field
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -62,7 +61,7 @@ from tether.errors import (
 )
 from tether.ids import uuid4_hex
 from tether.plain import ValidationError
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 from . import registry
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file

@@ -10,9 +10,8 @@ unknown programs get only the gate's generic credential check on every argument.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import field
 
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 from . import programs
 from .command import SimpleCommand, Word

@@ -8,7 +8,6 @@ is ASK. Code of any language that pairs a socket with a process/pty is a reverse
 
 from __future__ import annotations
 
-import ast
 import re
 from functools import cache
 
@@ -109,6 +108,8 @@ def reverse_shell(code: str) -> bool:
 
 def python_is_tame(code: str) -> tuple[bool, str]:
     """(tame, why not). Tame code names no capability beyond computing and printing."""
+    import ast  # here: only inline Python code is parsed; most calls carry none (ast: 1.5-3 ms, -X importtime)
+
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError) as e:

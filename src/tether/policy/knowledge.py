@@ -26,9 +26,8 @@ and the few command lines that are languages of their own (sed scripts, awk prog
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
-from tether.records import dataclass
+from tether.records import dataclass, replace
 
 from .programs import Later, Role, Specs, later, spec
 

@@ -35,11 +35,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from functools import cache
 from pathlib import PurePosixPath
 
-from tether.records import dataclass
+from tether.records import dataclass, replace
 
 from . import inline, interp, knowledge, programs
 from .command import SimpleCommand, Word

@@ -21,12 +21,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import field, replace
 from enum import Enum
 from typing import TypeVar, overload
 
 from tether.quickenum import Quick
-from tether.records import dataclass
+from tether.records import dataclass, field, replace
 
 from .command import Word
 

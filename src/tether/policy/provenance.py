@@ -33,7 +33,6 @@ import functools
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import field
 from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -42,7 +41,7 @@ from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
 from tether.envelope.trust import trust_of
 from tether.events.store import Event
 from tether.quickenum import Quick
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 #: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
 MIN_TOKEN = 5

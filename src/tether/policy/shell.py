@@ -31,12 +31,11 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import field, replace
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from tether.records import dataclass
+from tether.records import dataclass, field, replace
 
 from . import envvars, grammar, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name, shell_tilde

@@ -16,12 +16,11 @@ refusing after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_calls import ReviewGate
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 if TYPE_CHECKING:
     from tether.control.fold import History

@@ -1,0 +1,394 @@
+"""The methods :mod:`tether.records` gives a class, and its own maker of the classes it can make whole.
+
+The methods (``__eq__``, ``__repr__``, ``__hash__``, a frozen class's ``__setattr__``/``__delattr__``) are the same
+for every class: closures over the class's field names, compiled once, in this module's cached bytecode, doing what
+the standard library's generated ones do (see :mod:`tether.records`).
+
+:func:`make` makes a class without importing ``dataclasses`` at all (with ``inspect``, ``ast``, ``dis`` and
+``tokenize``, ~14 ms of a cold hook call, whose 45 classes it makes): only on Python 3.11, whose standard maker it
+mirrors, and only a class of the shape tether's are — a docstring of its own, no base but ``object``, no
+``ClassVar``/``InitVar``/``KW_ONLY`` annotation, no ``order``, ``unsafe_hash``, ``kw_only``, ``weakref_slot``,
+no frozen class with slots, fields made by this module's :func:`field` or plain defaults (none mutable), no field
+without a default after one with. Anything else returns None from :func:`plan`, and :mod:`tether.records` hands
+the class to the standard maker: never a silently different class. The ``__init__`` is the standard one's text,
+compiled through :mod:`tether.compiled` (so the table serves it as it serves the standard maker's), with a
+default factory's marker of the same ``repr`` (``<factory>``). ``__dataclass_fields__`` and
+``__dataclass_params__`` are made by ``dataclasses`` itself the first time anything reads them
+(``dataclasses.fields``, ``replace``, ``asdict``, ``is_dataclass``), so every reader that has imported
+``dataclasses`` sees what the standard maker records. ``tests/test_records.py`` and
+``tests/hooks/test_cold_dataclasses.py`` compare every class made here with the standard making of it.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+from types import FunctionType, MemberDescriptorType
+from typing import Any
+
+from tether import compiled
+
+
+class _Marker:
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+#: No default: the standard ``MISSING``'s stand-in, never seen outside this module (mapped back for ``dataclasses``).
+MISSING: Any = _Marker("<dataclasses.MISSING>")
+#: The marker of a default factory in ``__init__``'s signature: ``repr`` as the standard one's.
+HAS_DEFAULT_FACTORY: Any = _Marker("<factory>")
+#: The annotations :func:`plan` leaves to the standard maker (pseudo-fields it reads by name).
+_PSEUDO = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+class Field:
+    """What ``field(...)`` states, until the class is made (by :func:`make`, or turned into the standard one's
+    ``dataclasses.field`` when the standard maker makes the class)."""
+
+    __slots__ = ("compare", "default", "default_factory", "hash", "init", "kw_only", "metadata", "repr")
+
+    def __init__(
+        self, default: Any, default_factory: Any, init: bool, repr: bool, hash: bool | None, compare: bool,
+        metadata: Any, kw_only: Any,
+    ) -> None:  # fmt: skip
+        self.default, self.default_factory, self.init, self.repr = default, default_factory, init, repr
+        self.hash, self.compare, self.metadata, self.kw_only = hash, compare, metadata, kw_only
+
+    def standard(self) -> Any:
+        """``dataclasses.field`` of the same arguments."""
+        import dataclasses
+
+        def given(value: Any) -> Any:
+            return dataclasses.MISSING if value is MISSING else value
+
+        return dataclasses.field(
+            default=given(self.default), default_factory=given(self.default_factory), init=self.init,
+            repr=self.repr, hash=self.hash, compare=self.compare, metadata=self.metadata, kw_only=given(self.kw_only),
+        )  # fmt: skip
+
+
+def field(
+    *,
+    default: Any = MISSING,
+    default_factory: Any = MISSING,
+    init: bool = True,
+    repr: bool = True,
+    hash: bool | None = None,
+    compare: bool = True,
+    metadata: Any = None,
+    kw_only: Any = MISSING,
+) -> Any:
+    """``dataclasses.field``, without importing ``dataclasses`` (see :class:`Field`)."""
+    if default is not MISSING and default_factory is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return Field(
+        default=default,
+        default_factory=default_factory,
+        init=init,
+        repr=repr,
+        hash=hash,
+        compare=compare,
+        metadata=metadata,
+        kw_only=kw_only,
+    )
+
+
+class Spec:
+    """One field as :func:`make` makes it: what the standard maker's ``Field`` holds."""
+
+    __slots__ = ("compare", "default", "default_factory", "hash", "init", "metadata", "name", "repr", "type")
+
+    def __init__(self, name: str, type: Any, stated: Field) -> None:
+        self.name, self.type = name, type
+        self.default, self.default_factory, self.init = stated.default, stated.default_factory, stated.init
+        self.repr, self.hash, self.compare, self.metadata = stated.repr, stated.hash, stated.compare, stated.metadata
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """``obj -> (obj.a, obj.b, …)``: the tuple the generated methods build, for any number of names."""
+    if not names:
+        return lambda obj: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return attrgetter(*names)  # a tuple for two or more names
+
+
+def _name(cls: type, fn: Any, name: str) -> Any:
+    fn.__name__ = name
+    fn.__qualname__ = f"{cls.__qualname__}.{name}"
+    return fn
+
+
+def eq_method(cls: type, fields: Iterable[Any]) -> Callable[[Any, Any], Any]:
+    key = _getter(tuple(f.name for f in fields if f.compare))
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    return _name(cls, __eq__, "__eq__")  # type: ignore[no-any-return]
+
+
+def repr_method(cls: type, fields: Iterable[Any]) -> Callable[[Any], str]:
+    names = tuple(f.name for f in fields if f.repr)
+    running: set[tuple[int, int]] = set()
+    get_ident = threading.get_ident
+
+    def __repr__(self: Any) -> str:
+        key = id(self), get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            inner = ", ".join([f"{n}={getattr(self, n)!r}" for n in names])
+            return f"{self.__class__.__qualname__}({inner})"
+        finally:
+            running.discard(key)
+
+    return _name(cls, __repr__, "__repr__")  # type: ignore[no-any-return]
+
+
+def hash_method(cls: type, fields: Iterable[Any]) -> Callable[[Any], int]:
+    key = _getter(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+
+    def __hash__(self: Any) -> int:
+        return hash(key(self))
+
+    return _name(cls, __hash__, "__hash__")  # type: ignore[no-any-return]
+
+
+def _refused(message: str) -> BaseException:
+    import dataclasses  # the error a frozen class raises is the standard library's own
+
+    return dataclasses.FrozenInstanceError(message)
+
+
+def frozen_methods(cls: type, fields: list[Any], globals: Any = None) -> tuple[Any, Any]:
+    """What ``dataclasses._frozen_get_del_attr`` returns, without compiling: ``cls`` as the standard one takes
+    it (with ``slots=True``, the class before its slotted copy, as there)."""
+    names = tuple(f.name for f in fields)
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise _refused(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise _refused(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)  # type: ignore[arg-type]
+
+    return __setattr__, __delattr__
+
+
+def _pseudo(annotation: Any) -> bool:
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return any(word in text for word in _PSEUDO)
+
+
+def _mutable(value: Any) -> bool:
+    return value is not MISSING and value.__class__.__hash__ is None  # the standard maker refuses such a default
+
+
+def plan(cls: type, *, frozen: bool, slots: bool) -> list[Spec] | None:
+    """The fields :func:`make` gives ``cls``, or None when the class is not one it makes (see the module)."""
+    own = cls.__dict__
+    if sys.version_info[:2] != (3, 11) or own.get("__doc__") is None or cls.__bases__ != (object,):
+        return None
+    if type(cls) is not type or "__slots__" in own or (frozen and (slots or "__setattr__" in own)):
+        return None
+    if frozen and "__delattr__" in own:
+        return None
+    annotations = own.get("__annotations__", {})
+    if any(isinstance(v, Field) and k not in annotations for k, v in own.items()):
+        return None
+    specs, defaulted = [], False
+    for name, annotation in annotations.items():
+        value = own.get(name, MISSING)
+        if _pseudo(annotation) or name == "self" or (name.startswith("__") and name.endswith("__")):
+            return None
+        if isinstance(value, Field):
+            if value.kw_only not in (MISSING, False) or _mutable(value.default):
+                return None
+            stated = value
+        elif isinstance(value, MemberDescriptorType) or _mutable(value) or type(value).__module__ == "dataclasses":
+            return None
+        else:
+            stated = Field(value, MISSING, True, True, None, True, None, MISSING)
+        spec = Spec(name, annotation, stated)
+        if spec.init and spec.default is MISSING and spec.default_factory is MISSING and defaulted:
+            return None  # the standard maker raises its TypeError
+        defaulted = defaulted or (spec.init and not (spec.default is MISSING and spec.default_factory is MISSING))
+        specs.append(spec)
+    return specs
+
+
+def _field_line(f: Spec, frozen: bool, slots: bool, locals: dict[str, Any]) -> str | None:
+    """A line of ``__init__``'s body, as ``dataclasses._field_init`` writes it (3.11)."""
+    default_name = f"_dflt_{f.name}"
+    if f.default_factory is not MISSING:
+        locals[default_name] = f.default_factory
+        value = f"{default_name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}" if f.init else f"{default_name}()"
+    elif f.init:
+        if f.default is not MISSING:
+            locals[default_name] = f.default
+        value = f.name
+    elif slots and f.default is not MISSING:
+        locals[default_name] = f.default
+        value = default_name
+    else:
+        return None
+    if frozen:
+        return f"__dataclass_builtins_object__.__setattr__(self,{f.name!r},{value})"
+    return f"self.{f.name}={value}"
+
+
+def _param(f: Spec) -> str:
+    if f.default is not MISSING:
+        return f"{f.name}:_type_{f.name}=_dflt_{f.name}"
+    if f.default_factory is not MISSING:
+        return f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY"
+    return f"{f.name}:_type_{f.name}"
+
+
+def _init(cls: type, specs: list[Spec], frozen: bool, slots: bool) -> Any:
+    """``__init__``, from the text ``dataclasses._init_fn`` writes, compiled through :mod:`tether.compiled`."""
+    locals: dict[str, Any] = {f"_type_{f.name}": f.type for f in specs}
+    locals.update({"MISSING": MISSING, "_HAS_DEFAULT_FACTORY": HAS_DEFAULT_FACTORY})
+    locals["__dataclass_builtins_object__"] = object
+    body = [line for f in specs if (line := _field_line(f, frozen, slots, locals))]
+    if hasattr(cls, "__post_init__"):
+        body.append("self.__post_init__()")
+    locals["_return_type"] = None
+    args = ",".join(["self", *[_param(f) for f in specs if f.init]])
+    lines = "\n".join(f"  {b}" for b in body or ["pass"])
+    text = f"def __create_fn__({', '.join(locals)}):\n def __init__({args})->_return_type:\n{lines}\n return __init__"
+    module = sys.modules.get(cls.__module__)
+    ns: dict[str, Any] = {}
+    compiled.exec_cached(text, module.__dict__ if module is not None else {}, ns)
+    return ns["__create_fn__"](**locals)
+
+
+def _set(cls: type, name: str, value: Any) -> None:
+    """``dataclasses._set_new_attribute``: only a name the class does not define, a function named for it."""
+    if name in cls.__dict__:
+        return
+    if isinstance(value, FunctionType):
+        value.__qualname__ = f"{cls.__qualname__}.{value.__name__}"
+    setattr(cls, name, value)
+
+
+#: The classes made here and their fields: what :func:`replace` reads.
+_MADE: weakref.WeakKeyDictionary[type, tuple[Spec, ...]] = weakref.WeakKeyDictionary()
+
+
+class _Recorded:
+    """``__dataclass_fields__`` or ``__dataclass_params__`` of a class made here: made by ``dataclasses`` itself
+    the first time it is read, then the class's plain attribute (this descriptor replaced)."""
+
+    def __init__(self, cls: type, name: str, make: Callable[[], Any]) -> None:
+        self._cls, self._name, self._make = cls, name, make
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        value = self._make()
+        type.__setattr__(self._cls, self._name, value)
+        return value
+
+
+def _standard_fields(specs: tuple[Spec, ...]) -> dict[str, Any]:
+    import dataclasses
+
+    fields = {}
+    for s in specs:
+        stated = {a: getattr(s, a) for a in ("default", "default_factory", "init", "repr", "hash", "compare")}
+        stated = {a: dataclasses.MISSING if v is MISSING else v for a, v in stated.items()}
+        made = dataclasses.field(**stated, metadata=s.metadata)
+        made.name, made.type, made.kw_only = s.name, s.type, False
+        made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+        fields[s.name] = made
+    return fields
+
+
+def _standard_params(init: bool, repr: bool, eq: bool, frozen: bool) -> Any:
+    import dataclasses
+
+    return dataclasses._DataclassParams(init, repr, eq, False, False, frozen)  # type: ignore[attr-defined]
+
+
+def _slotted(cls: type, specs: list[Spec]) -> type:
+    """``dataclasses._add_slots`` for a class whose only base is ``object`` and that is not frozen."""
+    names = tuple(f.name for f in specs)
+    own = dict(cls.__dict__)
+    own["__slots__"] = names
+    for name in (*names, "__dict__", "__weakref__"):
+        own.pop(name, None)
+    qualname = cls.__qualname__
+    made = type(cls)(cls.__name__, cls.__bases__, own)
+    made.__qualname__ = qualname
+    return made
+
+
+def make(
+    cls: type, specs: list[Spec], *, init: bool, repr: bool, eq: bool, frozen: bool, match_args: bool, slots: bool
+) -> type:
+    """``cls`` made as ``dataclasses.dataclass`` makes it with these parameters, from :func:`plan`'s fields."""
+    for f in specs:  # a field()'s class attribute: its default, or none (the standard maker's step)
+        if isinstance(cls.__dict__.get(f.name), Field):
+            if f.default is MISSING:
+                delattr(cls, f.name)
+            else:
+                setattr(cls, f.name, f.default)
+    own = cls.__dict__
+    class_hash = own.get("__hash__", MISSING)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
+    if init:
+        _set(cls, "__init__", _init(cls, specs, frozen, slots))
+    if repr:
+        _set(cls, "__repr__", repr_method(cls, specs))
+    if eq:
+        _set(cls, "__eq__", eq_method(cls, specs))
+    if frozen:
+        for method in frozen_methods(cls, specs):
+            _set(cls, method.__name__, method)
+    if eq and not explicit_hash:
+        cls.__hash__ = hash_method(cls, specs) if frozen else None  # type: ignore[assignment,method-assign]
+    if match_args:
+        _set(cls, "__match_args__", tuple(f.name for f in specs if f.init))
+    if slots:
+        cls = _slotted(cls, specs)
+    abc.update_abstractmethods(cls)
+    kept = tuple(specs)
+    type.__setattr__(
+        cls, "__dataclass_fields__", _Recorded(cls, "__dataclass_fields__", lambda: _standard_fields(kept))
+    )
+    params = _Recorded(cls, "__dataclass_params__", lambda: _standard_params(init, repr, eq, frozen))
+    type.__setattr__(cls, "__dataclass_params__", params)
+    _MADE[cls] = kept
+    return cls
+
+
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """``dataclasses.replace``: for a class made here without importing ``dataclasses``, else the standard one."""
+    specs = _MADE.get(type(obj))
+    if specs is None:
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)
+    for f in specs:
+        if not f.init:
+            if f.name in changes:
+                raise ValueError(f"field {f.name} is declared with init=False, it cannot be specified with replace()")
+            continue
+        if f.name not in changes:
+            changes[f.name] = getattr(obj, f.name)
+    return obj.__class__(**changes)
