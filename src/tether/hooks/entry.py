@@ -136,12 +136,13 @@ def import_deciding_code(gate: bool = True) -> None:
     with its imports: they live as long as the process anyway); then it is enabled as it was, for the call.
     Reference counting frees memory as ever. ``tests/hooks/test_cold_path.py`` checks the collector is restored.
 
-    The libraries imported here (pydantic, annotated_types, pathspec) make 56 dataclasses, and the standard
-    ``dataclass`` compiles each method it writes (~0.5 M instructions each; 187 of them besides ``__init__``):
-    during this import, ``dataclasses.dataclass`` is :mod:`tether.records`' maker (``standing_in``), which
-    compiles only ``__init__`` and falls back to the standard one for what it does not mirror; the standard one
-    is back as soon as the import ends, also when it fails. ``tests/hooks/test_cold_dataclasses.py`` compares
-    every class made here both ways.
+    The libraries imported here on the full path (pydantic, annotated_types; pathspec later, at a pattern
+    tether.wildmatch declines) make their dataclasses, and the standard ``dataclass`` compiles each method it
+    writes (~0.5 M instructions each): during this import, ``dataclasses.dataclass`` is :mod:`tether.records`'
+    maker (``standing_in``), which compiles only ``__init__`` and falls back to the standard one for what it does
+    not mirror; the standard one is back as soon as the import ends, also when it fails. A plain process imports
+    no such library and not ``dataclasses`` either (tether's classes: :mod:`tether.recordmaker`).
+    ``tests/hooks/test_cold_dataclasses.py`` compares every class made here both ways.
     """
     if (
         "tether.hooks.answer" in sys.modules
