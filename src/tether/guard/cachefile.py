@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+from operator import is_
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 from tether.canonical import sha256
@@ -176,54 +178,63 @@ def unpickler(allowed: Callable[[str, str], object], what: str) -> type[Any]:
     )
 
 
-_Noted = list[tuple[object, type, dict[str, object], tuple[object, object]]]
+_Noted = list[tuple[object, type, dict[str, object], tuple[object, ...]]]
 
 
 def _noted(found: object) -> _Noted:
-    """The state of ``found`` a ``BUILD`` could change: its attributes, its class, a function's defaults; for an enum,
-    also each member's."""
+    """The state of ``found`` a ``BUILD`` could change: its attributes, its class, a class's bases, a function's
+    defaults; for an enum, also each member's."""
     import enum
 
     objs = [found, *found] if isinstance(found, enum.EnumType) else [found]
-    return [(o, type(o), dict(getattr(o, "__dict__", {})), _defaults(o)) for o in objs]
+    return [(o, type(o), dict(getattr(o, "__dict__", ())), _beside(o)) for o in objs]
 
 
-def _defaults(obj: object) -> tuple[object, object]:
-    return getattr(obj, "__defaults__", None), getattr(obj, "__kwdefaults__", None)
+def _beside(obj: Any) -> tuple[object, ...]:
+    """What ``setattr`` may change of ``obj`` outside its ``__dict__`` that could matter: a class's bases (its
+    method order), a function's defaults."""
+    if isinstance(obj, type):
+        return (obj.__bases__,)
+    if type(obj) is FunctionType:
+        return obj.__defaults__, obj.__kwdefaults__
+    return ()
 
 
 def _put_back(noted: _Noted) -> bool:
     """Whether any noted object was changed; each changed one restored as noted."""
     altered = False
-    for obj, kind, attrs, defaults in noted:
-        if not _unchanged(obj, kind, attrs, defaults):
+    for obj, kind, attrs, beside in noted:
+        if not _unchanged(obj, kind, attrs, beside):
             altered = True
-            _restore(obj, kind, attrs, defaults)
+            _restore(obj, kind, attrs, beside)
     return altered
 
 
-def _unchanged(obj: object, kind: type, attrs: dict[str, object], defaults: tuple[object, object]) -> bool:
-    """Compared by identity: nothing of the body's (its ``__eq__``) is called."""
-    now = getattr(obj, "__dict__", {})
-    if type(obj) is not kind or any(a is not b for a, b in zip(_defaults(obj), defaults, strict=True)):
+def _unchanged(obj: object, kind: type, attrs: dict[str, object], beside: tuple[object, ...]) -> bool:
+    """Compared by identity, in C (``operator.is_``): nothing of the body's (an ``__eq__``) is called, and a class's
+    ~50 attributes cost little (a cold hook call reads one kept envelope)."""
+    if type(obj) is not kind or not all(map(is_, _beside(obj), beside)):
         return False
-    return now.keys() == attrs.keys() and all(now[k] is v for k, v in attrs.items())
+    now = getattr(obj, "__dict__", {})
+    return now.keys() == attrs.keys() and all(map(is_, now.values(), attrs.values()))
 
 
-def _restore(obj: Any, kind: type, attrs: dict[str, object], defaults: tuple[object, object]) -> None:
+def _restore(obj: Any, kind: type, attrs: dict[str, object], beside: tuple[Any, ...]) -> None:
     if type(obj) is not kind:
         obj.__class__ = kind
-    if callable(obj) and not isinstance(obj, type):
-        obj.__defaults__, obj.__kwdefaults__ = defaults
     if isinstance(obj, type):
+        if obj.__bases__ is not beside[0]:
+            obj.__bases__ = beside[0]
         for k in [k for k in vars(obj) if k not in attrs]:
             delattr(obj, k)
         for k, v in attrs.items():
             if vars(obj).get(k) is not v:
                 setattr(obj, k, v)
-    else:
-        obj.__dict__.clear()
-        obj.__dict__.update(attrs)
+        return
+    if type(obj) is FunctionType:
+        obj.__defaults__, obj.__kwdefaults__ = beside
+    obj.__dict__.clear()
+    obj.__dict__.update(attrs)
 
 
 def model_class(module: object, name: str) -> type | None:
