@@ -34,3 +34,24 @@ def test_making_one_does_not_import_uuid() -> None:
         check=False,
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_processes_forked_from_one_parent_make_different_ids() -> None:
+    """Two children forked from a parent that made ids already: none of theirs repeats another's (no random state
+    kept in the process that a fork would copy, as a buffered generator would)."""
+    import os
+
+    uuid4_hex()
+    got: list[set[str]] = []
+    for _ in range(2):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            os.write(write, " ".join(uuid4_hex() for _ in range(200)).encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as f:
+            got.append(set(f.read().decode().split()))
+        assert os.waitpid(pid, 0)[1] == 0
+    assert len(got[0]) == len(got[1]) == 200 and not got[0] & got[1]
