@@ -201,3 +201,25 @@ def test_a_process_holding_the_guard_forks_nothing(tmp_path: Path, monkeypatch: 
     seen = watch(monkeypatch)
     assert hook.bash("rm -rf /", "t2")[0] == "deny"
     assert "fork" not in seen and "store" not in seen
+
+
+def test_the_state_checked_in_the_trial_is_not_walked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trial's child compares the envelope's state with its dump; a body that passes is not compared again in
+    this process (the same bytes read the same), and one whose state is not its dump fails the trial: a miss."""
+    hook = project(tmp_path, None)
+    cold(hook, "ls", "t0")
+    [path] = kept_files(hook)
+    key = envcache.key_of(envcache.BUILT_IN, "")
+    walked: list[object] = []
+    real = envcache._state
+    monkeypatch.setattr(envcache, "_state", lambda v: walked.append(v) or real(v))
+    v = envcache.load(folder(hook), None, key, None)
+    assert v is not None and v.kept and walked == [], "compared in the child only"
+    import pickle
+
+    body = path.read_bytes()[len(envcache.MAGIC) :].partition(b"\n")[2]
+    obj = envcache._unpickle(body)
+    vars(obj["envelope"])["tools"] = []  # a model widened (here: narrowed) beside an unchanged dump
+    forge(path, pickle.dumps(obj, protocol=5))
+    assert envcache.load(folder(hook), None, key, None) is None
+    assert not path.exists(), "failed its trial: removed"
