@@ -223,3 +223,17 @@ def test_the_state_checked_in_the_trial_is_not_walked_again(tmp_path: Path, monk
     forge(path, pickle.dumps(obj, protocol=5))
     assert envcache.load(folder(hook), None, key, None) is None
     assert not path.exists(), "failed its trial: removed"
+
+
+def test_an_unreadable_project_envelope_fails_only_a_session_that_reads_it(tmp_path: Path) -> None:
+    """The early look reads the project's envelope; a session begun in another workspace never did, and still
+    does not fail on it (too large here); a session of the project itself is refused, as before."""
+    began = project(tmp_path / "began", SOURCE)
+    assert cold(began, "echo x > a.txt", "t0")[0] == "deny"
+    other = project(tmp_path / "other", "x: " + "y" * (2 << 20))  # over the envelope's size limit
+    elsewhere = Hook(other.workspace)
+    elsewhere.request = {**began.request, "project": str(other.workspace)}
+    assert cold(elsewhere, "echo x > a.txt", "t1")[0] == "deny", "governed by the envelope it began under"
+    hook_session._CACHE.clear()
+    reply = elsewhere("PreToolUse", session_id="new", tool_input={"command": "ls"}, tool_use_id="n0")
+    assert reply.exit == 2 and "bytes" in reply.stderr, reply

@@ -193,7 +193,10 @@ def kept_early(
     folder = checkpoints_of(db)
     if folder is None or _holds_guard(str(db), run_id):
         return None
-    found = envelope_for(settings, project)
+    try:
+        found = envelope_for(settings, project)
+    except Exception:  # the project's envelope, which a session begun elsewhere never reads: raised where it is read
+        return None
     path, _, _ = found
     if not changeable(path):
         return None, found  # never kept nor read: validated on every call
