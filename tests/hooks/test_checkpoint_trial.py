@@ -242,3 +242,19 @@ def test_trials_from_several_threads_at_once_each_judge_their_own_child(monkeypa
         t.join(60)
     assert results == {i: i % 3 == 0 for i in range(9)}
     assert children() <= kids, "a trial's child left behind"
+
+
+def test_containers_of_leaves_are_counted_exactly_at_the_bound() -> None:
+    """Dicts and tuples holding only leaves of types met before are counted without a frame of their own
+    (``_walkable``): the same count as with one, so the bound falls on the same node — met once per holder, for
+    a shared one too — and a container holding anything else is still walked into."""
+    row = {"a": "x", "b": 1, "c": None}  # 1 + 2 * 3 = 7
+    pair = ("x", 2.0)  # 1 + 2 = 3
+    graph = {"rows": [row] * 50 + [dict(row) for _ in range(50)], "pairs": [pair] * 40, "first": ("y",)}
+    meets = (1 + 3) + (1 + 100 * 7) + (1 + 40 * 3) + (1 + 1)  # the root and its keys, the lists, the first tuple
+    assert ck._walkable(graph, ck.TRIAL_DEPTH, meets)
+    assert not ck._walkable(graph, ck.TRIAL_DEPTH, meets - 1)
+    deep: object = ("leaf",)
+    for _ in range(ck.TRIAL_DEPTH):
+        deep = {"k": deep}  # a dict of a dict: never leaves only
+    assert not ck._walkable({"str": "s", "v": deep}, ck.TRIAL_DEPTH, 1 << 30)

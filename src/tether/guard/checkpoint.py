@@ -436,8 +436,14 @@ class _Leafy(dict[type, bool]):
     not by ``isinstance``, which also asks ``__class__`` (~1 µs an object of a tether class, most of the walk's cost
     before)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.known: set[type] = set()  # the leaf types met so far: see _walkable
+
     def __missing__(self, t: type) -> bool:
         self[t] = leaf = issubclass(t, _LEAVES)
+        if leaf:
+            self.known.add(t)
         return leaf
 
 
@@ -452,6 +458,7 @@ def _walkable(root: Any, depth: int, nodes: int) -> bool:
     sizes: dict[int, int] = {}
     path = {id(root)}
     leafy = _Leafy()
+    known = leafy.known
     referents = gc.get_referents
     stack: list[list[Any]] = [_frame(root, leafy, referents)]
     while stack:
@@ -467,6 +474,12 @@ def _walkable(root: Any, depth: int, nodes: int) -> bool:
                 count += sizes[k]
             elif len(stack) >= depth:
                 return False
+            elif type(kid) is dict and known.issuperset(map(type, kid)) and known.issuperset(map(type, kid.values())):
+                sizes[k] = size = 1 + 2 * len(kid)  # leaves only, of types met: counted as _frame would, no frame
+                count += size
+            elif type(kid) is tuple and known.issuperset(map(type, kid)):
+                sizes[k] = size = 1 + len(kid)
+                count += size
             else:
                 path.add(k)
                 stack.append(_frame(kid, leafy, referents))
