@@ -19,7 +19,6 @@ from pydantic's. ``tests/test_plain_records.py`` holds every payload kind and th
 
 from __future__ import annotations
 
-import copy
 import enum
 import functools
 import json
@@ -206,14 +205,22 @@ class BaseModel(metaclass=_Kind):
         _set(self, "__dict__", state.get("__dict__", {}))
 
     def __copy__(self) -> Any:
-        """As pydantic copies a model: its own ``__dict__`` (a copy through the pickle state would share it)."""
+        """As pydantic copies a model: its own ``__dict__`` (a copy through the pickle state would share it).
+        (``copy`` is imported here, where a record is copied: a hook call copies none, and ``copy`` imports
+        ``weakref``.)"""
+        import copy
+
         return _copied(self, copy.copy, None)
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        import copy
+
         return _copied(self, copy.deepcopy, {} if memo is None else memo)
 
 
 def _copied(record: BaseModel, how: Callable[..., Any], memo: dict[int, Any] | None) -> Any:
+    import copy
+
     cls = type(record)
     new = cls.__new__(cls)
     args = () if memo is None else (memo,)

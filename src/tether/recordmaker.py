@@ -24,7 +24,6 @@ from __future__ import annotations
 import abc
 import sys
 import threading
-import weakref
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from types import FunctionType, MemberDescriptorType
@@ -288,8 +287,9 @@ def _set(cls: type, name: str, value: Any) -> None:
     setattr(cls, name, value)
 
 
-#: The classes made here and their fields: what :func:`replace` reads.
-_MADE: weakref.WeakKeyDictionary[type, tuple[Spec, ...]] = weakref.WeakKeyDictionary()
+#: The classes made here and their fields: what :func:`replace` reads (a plain dict: tether's classes live as long
+#: as the process; ``weakref`` is not imported for it).
+_MADE: dict[type, tuple[Spec, ...]] = {}
 
 
 class _Recorded:

@@ -6,7 +6,8 @@ decision used none of it: pathspec (+ typing_extensions; imported only to match 
 match itself: policy/globs.py, control/risk.py), hashlib (OpenSSL's libcrypto; tether.canonical hands out the
 builtin SHA-256), uuid (+ platform; tether.ids), decimal and unicodedata (policy/provenance.py, envelope/trust.py:
 imported where a text is folded or a number read), dataclasses (+ inspect, dis, tokenize: tether.recordmaker
-makes tether's classes on 3.11), ast (policy/inline.py). One coming back fails here, named.
+makes tether's classes on 3.11), ast (policy/inline.py), copy and weakref (plainrecord.py). One coming back fails
+here, named.
 """
 
 from __future__ import annotations
@@ -34,16 +35,20 @@ OFF_THE_PLAIN_PATH = (
         "_decimal",
         "unicodedata",
         "ast",  # policy/inline.py: imported where inline Python code is parsed
+        "copy",  # plainrecord.py: where a record is copied
+        "weakref",  # with copy; tether.recordmaker keeps its classes in a plain dict
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker
 SESSION = "5c2a7e1b-cold-libraries"
 #: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit.
 WATCHED = """
-import atexit, json, runpy, sys
+import atexit, json, sys
 atexit.register(lambda: print(json.dumps(sorted(sys.modules))))
 sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+with open(sys.argv[0]) as f:  # as the interpreter runs a script: not runpy, whose pkgutil imports weakref
+    code = compile(f.read(), sys.argv[0], "exec")
+exec(code, {"__name__": "__main__", "__file__": sys.argv[0], "__builtins__": __builtins__})
 """
 
 
