@@ -570,3 +570,48 @@ def test_on_a_python_whose_methods_are_not_mirrored_nothing_is_stood_in_for(monk
 
     assert dataclasses.dataclass is standard
     assert Made.__eq__.__module__ == __name__ and Made.__setattr__.__module__ == __name__  # the standard's
+
+
+def _wide(make: Maker, field: Callable[..., Any], frozen: bool) -> type:
+    """A class of 70 fields (required, defaulted, factories, one not in ``__init__``): ``__init__``'s outer
+    function takes ~150 arguments, bound by position by the own maker (the standard one binds them by keyword)."""
+    lines = [f"    r{i}: int" for i in range(20)]
+    lines += [f"    d{i}: int = {i}" for i in range(25)]
+    lines += [f"    f{i}: list[int] = field(default_factory=lambda: [{i}])" for i in range(20)]
+    lines += ["    hidden: int = field(default=7, init=False)", "    last: str = 'z'"]
+    body = "\n".join(lines)
+    text = f"@make(frozen={frozen})\nclass Wide:\n    '''Wide.'''\n{body}\n"
+    space: dict[str, Any] = {"make": make, "field": field, "__name__": __name__}
+    exec(text, space)
+    return space["Wide"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_wide_class_binds_every_argument_to_its_own_field(frozen: bool) -> None:
+    import inspect
+
+    standard = _wide(dataclasses.dataclass, dataclasses.field, frozen)
+    saved = records.OWN_PACKAGES
+    records.OWN_PACKAGES = (*saved, __name__)
+    try:
+        own = _wide(records.dataclass, records.field, frozen)
+    finally:
+        records.OWN_PACKAGES = saved
+    assert own in recordmaker._MADE or not records.OWN or sys.version_info[:2] != (3, 11)
+    assert str(inspect.signature(own)) == str(inspect.signature(standard))
+    given_ = {**{f"r{i}": 100 + i for i in range(20)}, "d3": -3, "f5": [-5], "last": "q"}
+    for kwargs in ({f"r{i}": i for i in range(20)}, given_):
+        a, b = own(**kwargs), standard(**kwargs)
+        assert plain(a) == plain(b)
+        assert [getattr(a, f.name) for f in dataclasses.fields(standard)] == [
+            getattr(b, f.name) for f in dataclasses.fields(standard)
+        ]
+    positional = list(range(1000, 1066))
+    assert plain(own(*positional)) == plain(standard(*positional))
+    assert own(**given_).f0 is not own(**given_).f0  # a factory called for each object
+
+
+def test_every_pseudo_field_annotation_is_left_to_the_standard_maker() -> None:
+    for word in recordmaker._PSEUDO:
+        assert recordmaker._pseudo(f"typing.{word}[int]") and recordmaker._pseudo(word)
+    assert not recordmaker._pseudo("int") and not recordmaker._pseudo(int)
