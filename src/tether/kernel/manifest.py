@@ -195,14 +195,15 @@ class Manifests:
 
     def count(self, transcript: Transcript, specs: Sequence[ToolSpec]) -> Counted:
         done, froms = transcript.done, transcript.froms
+        total = len(done)  # each len() of these is a Python __len__: asked once (issue 18)
         if (
             self._of is None
             or self._of[0] is not transcript
             or self._of[1] != transcript.rewrites
-            or len(done) < len(self._settled)
+            or total < len(self._settled)
         ):
             self._restart(transcript)
-        for i in range(len(self._settled), len(done)):
+        for i in range(len(self._settled), total):
             record = self._record(done[i], froms[i])
             self._settled.append(record)
             self._msgs.append(done[i])
@@ -210,7 +211,7 @@ class Manifests:
         self._seen = {}
         tail = [(m, self._new(m, seqs)) for m, seqs in transcript.open_turn()]  # fresh objects every call
         self._open = [(m, r.seqs, r) for m, r in tail]
-        settled = len(self._settled)
+        settled = total  # the loop above settled every message of ``done``
         return Counted(
             messages=Joined(done, settled, [m for m, _ in tail]),
             records=Joined(self._settled, settled, [r for _, r in tail]),
@@ -218,7 +219,7 @@ class Manifests:
             counter=self.counter.name,
             message_tokens=self._settled_tokens + sum(r.tokens for _, r in tail),
             lineage=self._lineage,
-            settled=len(self._settled),
+            settled=settled,
         )
 
     def _restart(self, transcript: Transcript) -> None:

@@ -180,6 +180,7 @@ class Runtime:
         self.prices = env.pricing if prices is None else prices  # overrides of the built-in model table
         self.fold = RunFold()  # the control layer's fold of the log
         self.state: RunState = self.fold.state  # the run state it folds: what ``next_step`` reads
+        self._stop: tuple[Event | None, HumanRequired | None] | None = None  # control_stop(): of which control.changed
         self.transcript = Transcript(env, plan)  # the model's view of the run
         self.provenance = Provenance(env)  # where each value in an untrusted output was first seen
         self.head: Head = (-1, GENESIS)  # the last event staged or written
@@ -872,8 +873,16 @@ class Runtime:
         return (batch.base[0], batch.events) if batch is not None else (self.head[0], [])
 
     def control_stop(self) -> HumanRequired | None:
-        """Whether the control layer says the run must stop (``next_step``'s ``control_stop``)."""
-        return stop_reason(self.fold)
+        """Whether the control layer says the run must stop (``next_step``'s ``control_stop``).
+
+        Asked before every step (three times a step): the answer is a function of the fold's latest
+        ``control.changed`` alone (:func:`stop_reason`), so it is worked out again only when that event is another
+        one, told apart by identity (issue 18: nine Python calls a step fewer)."""
+        last = self.fold.last_control
+        known = self._stop
+        if known is None or known[0] is not last:
+            known = self._stop = (last, stop_reason(self.fold))
+        return known[1]
 
     def run_rules(self) -> list[Rule]:
         return [

@@ -26,7 +26,6 @@ The rules, in order (the first that names a step wins; :data:`RULES`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 
 from tether.control.loop import HumanRequired
@@ -52,14 +51,16 @@ MAX_TEXT_ONLY_TURNS = 3
 TRANSIENT_FAILURES = frozenset({"timeout", "sandbox_error"})
 
 
-@dataclass(frozen=True)
 class Situation:
-    """What every rule reads: the folded run, its envelope, the clock and the control layer's stop, if any."""
+    """What every rule reads: the folded run, its envelope, the clock and the control layer's stop, if any.
 
-    state: RunState
-    env: Envelope
-    now: datetime
-    control_stop: HumanRequired | None
+    A plain slotted class, not a frozen dataclass: one is made for each ``next_step`` (three a step), and a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__`` (issue 18). No rule assigns to it."""
+
+    __slots__ = ("control_stop", "env", "now", "state")
+
+    def __init__(self, state: RunState, env: Envelope, now: datetime, control_stop: HumanRequired | None) -> None:
+        self.state, self.env, self.now, self.control_stop = state, env, now, control_stop
 
 
 def next_step(state: RunState, env: Envelope, now: datetime, control_stop: HumanRequired | None = None) -> Step | None:

@@ -85,13 +85,17 @@ class Hold:
             self.before()
         except Exception as e:
             raise NotReleased(f"the command was not started: {e}") from e
-        with contextlib.suppress(BrokenPipeError):  # the child died first (a bubblewrap setup failure): told later
+        try:  # noqa: SIM105 — suppress() is three Python calls, on every command's start (issue 18)
             os.write(self.w, b".")
+        except BrokenPipeError:  # the child died first (a bubblewrap setup failure): told later
+            pass
 
     def close(self) -> None:
         for fd in (self.r, self.w):
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 — as in release
                 os.close(fd)
+            except OSError:
+                pass
         self.r = self.w = -1
 
 
@@ -113,8 +117,10 @@ def hold_for(before: Callable[[], None] | None, names: Iterable[str]) -> Hold | 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group led by ``proc`` (it was started in its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    try:  # noqa: SIM105 — as in Hold.release
         os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def exit_fd(proc: subprocess.Popen[bytes]) -> int | None:
