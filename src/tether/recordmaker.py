@@ -199,6 +199,10 @@ def _mutable(value: Any) -> bool:
     return value is not MISSING and value.__class__.__hash__ is None  # the standard maker refuses such a default
 
 
+#: What a field with a plain default (or none) states, but its default: ``field()``'s defaults.
+_PLAIN = Field(MISSING, MISSING, True, True, None, True, None, MISSING)
+
+
 def plan(cls: type, *, frozen: bool, slots: bool) -> list[Spec] | None:
     """The fields :func:`make` gives ``cls``, or None when the class is not one it makes (see the module)."""
     own = cls.__dict__
@@ -223,8 +227,10 @@ def plan(cls: type, *, frozen: bool, slots: bool) -> list[Spec] | None:
         elif isinstance(value, MemberDescriptorType) or _mutable(value) or type(value).__module__ == "dataclasses":
             return None
         else:
-            stated = Field(value, MISSING, True, True, None, True, None, MISSING)
+            stated = _PLAIN  # a plain default (or none): its value set below, no Field made for it
         spec = Spec(name, annotation, stated)
+        if stated is _PLAIN:
+            spec.default = value
         if spec.init and spec.default is MISSING and spec.default_factory is MISSING and defaulted:
             return None  # the standard maker raises its TypeError
         defaulted = defaulted or (spec.init and not (spec.default is MISSING and spec.default_factory is MISSING))
