@@ -1,6 +1,7 @@
 """The code stamp (guard/cachefile.py ``_code_stamp``) names the same code as the walk it replaced: the same
 digest on trees with a directory named like a module, links to files and to directories, a ``__pycache__``
-holding ``.py`` files, other files, and an edit that keeps a module's size."""
+holding ``.py`` files, other files, and an edit that keeps a module's size. Attacks on what it detects: a module
+written in place (no folder changes), edited and touched back to its old mtime, replaced by a rename, renamed."""
 
 from __future__ import annotations
 
@@ -65,3 +66,45 @@ def test_a_tree_without_modules_has_no_stamp(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.pyc").write_text("")
     assert _code_stamp(tmp_path) == walked(tmp_path) == ""
+
+
+def tree(root: Path) -> Path:
+    """Three modules, all with one old mtime (what a tree checked out long ago has)."""
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("A = 1\n")
+    (root / "pkg" / "b.py").write_text("B = 2\n")
+    (root / "top.py").write_text("T = 3\n")
+    for p in root.rglob("*.py"):
+        os.utime(p, ns=(1_000_000_000, 1_000_000_000))
+    return root
+
+
+def test_a_module_written_in_place_changes_the_stamp_though_no_folder_changes(tmp_path: Path) -> None:
+    """Why the stamp stats every module: an edit written in place (the same size) changes no directory's mtime,
+    so no one ``stat`` of a folder (or of an installer's RECORD) would see it."""
+    root = tree(tmp_path)
+    before, folder = _code_stamp(root), os.stat(root / "pkg").st_mtime_ns
+    with open(root / "pkg" / "a.py", "r+") as f:
+        f.write("A = 9\n")
+    assert os.stat(root / "pkg").st_mtime_ns == folder
+    assert _code_stamp(root) != before
+
+
+def test_a_module_edited_and_touched_back_to_its_mtime_changes_the_stamp(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    before = _code_stamp(root)
+    (root / "pkg" / "a.py").write_text("A = 1  # and more\n")
+    os.utime(root / "pkg" / "a.py", ns=(1_000_000_000, 1_000_000_000))
+    assert _code_stamp(root) != before
+
+
+def test_a_module_replaced_by_a_rename_or_renamed_changes_the_stamp(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    before = _code_stamp(root)
+    new = root / "pkg" / ".a.py.tmp"
+    new.write_text("A = 7\n")  # the same size, its own mtime
+    os.replace(new, root / "pkg" / "a.py")
+    assert _code_stamp(root) != before
+    again = _code_stamp(root)
+    os.replace(root / "pkg" / "b.py", root / "pkg" / "c.py")  # a module renamed: its path is stamped
+    assert _code_stamp(root) != again
