@@ -265,9 +265,13 @@ def _hook(args: list[str], own_process: bool) -> NoReturn:
         except BaseException as e:  # never exit 1, which the agent reads as "no objection"
             sys.stderr.write(f"tether refused (fail closed): the hook relay failed: {type(e).__name__}: {e}\n")
             sys.exit(2)
+    from tether.hooks.entry import finish
     from tether.hooks.entry import main as hook_main
 
-    sys.exit(hook_main(args, raw, own_process=own_process))
+    code = hook_main(args, raw, own_process=own_process)
+    if own_process:
+        finish(code)  # the reply is out: end at once (what a normal exit does that anyone sees, done first)
+    sys.exit(code)
 
 
 def _run_app(args: list[str]) -> None:

@@ -103,6 +103,20 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
         return cast(T, _CACHE.setdefault(key, value))
 
 
+def release() -> None:
+    """Close every store this process keeps (:data:`_CACHE`), explicitly: a hook process that ends with
+    ``os._exit`` (:func:`tether.hooks.entry.finish`) frees nothing at exit, so no finalizer would close them. A
+    store that fails to close is passed over, as a finalizer's failure was: its writes were committed already."""
+    with _CACHE_LOCK:
+        stores = [value for key, value in _CACHE.items() if key[0] == "store"]
+        _CACHE.clear()
+    for store in stores:
+        try:
+            store.close()
+        except Exception:  # as a finalizer's failure: nothing to do about it at the end
+            continue
+
+
 def envelope_for(settings: Settings, workspace: Path) -> tuple[Path | None, bytes, tuple[Any, ...]]:
     """The envelope's file (see the module docstring for the order; None: the built-in envelope), its bytes as
     read (bounded: :func:`tether.envelope.source.read_bytes`; a missing or unreadable file raises as the loader
