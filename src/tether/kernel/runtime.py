@@ -102,7 +102,6 @@ from tether.sandbox.environment import mask, passed_values
 from tether.sandbox.held import held
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import Action, RunState
-from tether.status import ControlState
 from tether.tools.context import Delegation, ToolContext
 from tether.tools.contract import Tool, ToolArgsError
 from tether.tools.result import ToolResult
@@ -191,7 +190,7 @@ class Runtime:
         self._overflows: list[dict[str, Any]] = []  # model.retried / model.failed payloads: a window a provider stated
         for e in stream(store, run_id):  # a page at a time: a resumed long run is never read whole
             self._take(e)
-        self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
+        self._gate: tuple[tuple[Event | None, tuple[str, ...]], Gate] | None = None
         self._manifests: Manifests | None = None
         self._specs: tuple[tuple[ToolContract, ...], tuple[ToolSpec, ...]] | None = None  # tool_specs()
         self._recorded: Counted | None = None  # the last recorded call's prompt, in this driver
@@ -479,11 +478,18 @@ class Runtime:
             self.observe()  # a run of denials is itself something the control layer must see
 
     def gate(self) -> Gate:
-        """The gate for the current control state and run rules (rebuilt only when they change)."""
-        key = (control_state(self.fold), tuple(r["rule"] for r in self.state.run_rules))
-        if self._gate is None or self._gate[0] != key:
-            self._gate = (key, Gate(self.env, self.workspace, control=key[0], run_rules=self.run_rules()))
-        return self._gate[1]
+        """The gate for the current control state and run rules (rebuilt only when they change).
+
+        Keyed by the fold's latest ``control.changed`` itself (the control state is a function of it alone), not
+        by the state worked out from it at every decision (issue 18): a new event of the same state rebuilds an
+        equal gate."""
+        last = self.fold.last_control
+        rules = tuple(r["rule"] for r in self.state.run_rules)
+        kept = self._gate
+        if kept is None or kept[0][0] is not last or kept[0][1] != rules:
+            gate = Gate(self.env, self.workspace, control=control_state(self.fold), run_rules=self.run_rules())
+            kept = self._gate = ((last, rules), gate)
+        return kept[1]
 
     def stage_approval(self, step: StageApproval) -> None:
         action = self.state.actions[step.call_id]
