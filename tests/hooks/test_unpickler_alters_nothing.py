@@ -99,3 +99,54 @@ def test_a_kept_envelope_that_alters_a_member_is_a_miss(tmp_path: Any, monkeypat
     forge(path, pickle.dumps({**obj, "x": Member("exec", {"__class__": ApprovalClass})}, protocol=5))
     assert cold(hook, "echo x > a.txt", "t1")[0] == "deny", "validated again, and decided as ever"
     intact()
+
+
+NAMES_OUTSIDE_DICT = [
+    ("tether.envelope.schema", "Envelope", {"__qualname__": "Effect"}),
+    ("tether.envelope.schema", "Effect", {"__name__": "Other"}),
+    ("tether.control.fold", "RunFold", {"__qualname__": "Planted"}),
+    ("collections", "Counter", {"__qualname__": "OrderedDict"}),
+    ("tether.guard.checkpoint", "_event", {"__module__": "this"}),
+    ("tether.guard.checkpoint", "_event", {"__qualname__": "Event"}),
+    ("tether.guard.checkpoint", "_event", {"__name__": "x", "__doc__": "planted"}),
+    ("tether.guard.checkpoint", "_event", {"__annotations__": {"run_id": "int"}}),
+    ("tether.guard.checkpoint", "_event", {"__kwdefaults__": {"x": 1}}),
+    ("copyreg", "_reconstructor", {"__module__": "antigravity"}),
+]
+
+
+def _outside_dict(module: str, name: str) -> tuple[Any, ...]:
+    import importlib
+
+    obj = getattr(importlib.import_module(module), name)
+    keys = ["__name__", "__qualname__", "__module__", "__doc__"]
+    if not isinstance(obj, type):
+        keys += ["__annotations__", "__kwdefaults__", "__defaults__", "__code__"]
+    return tuple((k, getattr(obj, k)) for k in keys)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize(("module", "name", "attrs"), NAMES_OUTSIDE_DICT)
+def test_a_body_may_not_rename_or_remodule_what_it_names(
+    reader: str, module: str, name: str, attrs: dict[str, Any]
+) -> None:
+    """A class's or function's ``__name__``, ``__qualname__`` (and a function's ``__module__``, ``__doc__``,
+    ``__annotations__``) are kept outside its ``__dict__``: setting them went unnoticed. Renamed, ``Envelope`` is
+    called ``Effect`` in every message and schema of the process; a function's ``__module__`` is what pickle
+    imports when it writes the function, so the checkpoint this process writes next would import a module the
+    body named (``this``, ``antigravity``: a browser opened)."""
+    import sys
+
+    if reader == "envelope" and module != "tether.envelope.schema":
+        return  # the envelope's reader refuses every other name outright
+    before = _outside_dict(module, name)
+    with pytest.raises((pickle.UnpicklingError, TypeError)):
+        READERS[reader](build_on_global(module, name, attrs))
+    assert _outside_dict(module, name) == before
+    intact()
+    event = checkpoint._event("r", 1, "t", "k", {}, "p", "h")
+    pickler = io.BytesIO()
+    p = pickle.Pickler(pickler, protocol=5)
+    p.dispatch_table = {**__import__("copyreg").dispatch_table, type(event): checkpoint._reduce_event}
+    p.dump(event)
+    assert "this" not in sys.modules and "antigravity" not in sys.modules

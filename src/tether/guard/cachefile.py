@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from operator import is_
+from operator import attrgetter, is_
 from pathlib import Path
 from types import FunctionType
 from typing import TYPE_CHECKING, Any
@@ -190,14 +190,43 @@ def _noted(found: object) -> _Noted:
     return [(o, type(o), dict(getattr(o, "__dict__", ())), _beside(o)) for o in objs]
 
 
-def _beside(obj: Any) -> tuple[object, ...]:
-    """What ``setattr`` may change of ``obj`` outside its ``__dict__`` that could matter: a class's bases (its
-    method order), a function's defaults."""
+#: What ``setattr`` changes of a class outside its ``__dict__``: its bases (its method order), its names (what pickle
+#: writes it as, what error messages and schemas call it). Asked only of a class whose type is not immutable (a
+#: static type's names are new strings each time asked; nothing can set them).
+_TYPE_BESIDE = ("__bases__", "__name__", "__qualname__")
+#: What ``setattr`` changes of a function outside its ``__dict__``: its defaults, code, names, module (pickle
+#: imports a function's ``__module__`` to write it: a checkpoint written later would import what a body named),
+#: docstring and annotations.
+_FUNCTION_BESIDE = (
+    "__defaults__",
+    "__kwdefaults__",
+    "__code__",
+    "__name__",
+    "__qualname__",
+    "__module__",
+    "__doc__",
+    "__annotations__",
+    *(("__type_params__",) if hasattr(FunctionType, "__type_params__") else ()),
+)
+_IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
+
+
+_TYPE_GET = attrgetter(*_TYPE_BESIDE)
+_FUNCTION_GET = attrgetter(*_FUNCTION_BESIDE)
+
+
+def _beside_names(obj: Any) -> tuple[str, ...]:
     if isinstance(obj, type):
-        return (obj.__bases__,)
-    if type(obj) is FunctionType:
-        return obj.__defaults__, obj.__kwdefaults__
-    return ()
+        return ("__bases__",) if obj.__flags__ & _IMMUTABLE else _TYPE_BESIDE
+    return _FUNCTION_BESIDE if type(obj) is FunctionType else ()
+
+
+def _beside(obj: Any) -> tuple[object, ...]:
+    """What ``setattr`` may change of ``obj`` outside its ``__dict__`` that could matter (:data:`_TYPE_BESIDE`,
+    :data:`_FUNCTION_BESIDE`); the same objects each time asked, compared by identity (``attrgetter``: in C)."""
+    if isinstance(obj, type):
+        return (obj.__bases__,) if obj.__flags__ & _IMMUTABLE else _TYPE_GET(obj)
+    return _FUNCTION_GET(obj) if type(obj) is FunctionType else ()
 
 
 def _put_back(noted: _Noted) -> bool:
@@ -222,17 +251,16 @@ def _unchanged(obj: object, kind: type, attrs: dict[str, object], beside: tuple[
 def _restore(obj: Any, kind: type, attrs: dict[str, object], beside: tuple[Any, ...]) -> None:
     if type(obj) is not kind:
         obj.__class__ = kind
+    for name, value in zip(_beside_names(obj), beside, strict=True):  # a class's bases first: its layout
+        if getattr(obj, name) is not value:
+            setattr(obj, name, value)
     if isinstance(obj, type):
-        if obj.__bases__ is not beside[0]:
-            obj.__bases__ = beside[0]
         for k in [k for k in vars(obj) if k not in attrs]:
             delattr(obj, k)
         for k, v in attrs.items():
             if vars(obj).get(k) is not v:
                 setattr(obj, k, v)
         return
-    if type(obj) is FunctionType:
-        obj.__defaults__, obj.__kwdefaults__ = beside
     obj.__dict__.clear()
     obj.__dict__.update(attrs)
 
