@@ -127,6 +127,8 @@ def exchange(path: str, message: bytes) -> bytes | None:
         try:
             conn.settimeout(CONNECT_TIMEOUT_S)
             conn.connect(path)
+            if not _own_peer(conn):  # a socket another user listens on: never given the call (decided here)
+                return None
             conn.settimeout(None)  # a Stop's sensors may take minutes; the agent's own hook timeout bounds us
             conn.sendall(message)
             conn.shutdown(_socket.SHUT_WR)
@@ -141,6 +143,16 @@ def exchange(path: str, message: bytes) -> bytes | None:
         return b"".join(chunks)
     finally:
         conn.close()
+
+
+def _own_peer(conn: _socket.socket) -> bool:
+    """Whether the process listening on ``conn``'s other end is this user's (``SO_PEERCRED``: the uid of the
+    ``struct ucred`` after its pid). The socket's directory is checked to be this user's alone before connecting
+    (:func:`is_private_dir`), but a directory above it that others may write lets them swap it between that check
+    and the connect, and root's hook would connect to any socket put there: the daemon checks its clients' uid
+    the same way, so the client checks the daemon's."""
+    creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[4:8], sys.byteorder) == posix.getuid()
 
 
 def located(value: str) -> str | None:
