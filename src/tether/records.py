@@ -113,6 +113,51 @@ def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
             dataclasses.exec = own_exec
 
 
+def _with_dataclasses(
+    cls: type, *, init: bool, repr: bool, eq: bool, order: bool, unsafe_hash: bool, frozen: bool,
+    match_args: bool, kw_only: bool, slots: bool, weakref_slot: bool,
+) -> type:  # fmt: skip
+    """A class :mod:`tether.recordmaker` does not make whole: the standard maker's, with this module's methods
+    where it mirrors them (see :func:`_made`)."""
+    for name, value in list(cls.__dict__.items()):  # records' field(): the standard one's, for its maker
+        if isinstance(value, recordmaker.Field):
+            setattr(cls, name, value.standard())
+    dataclasses = _dataclasses()
+    if order or unsafe_hash or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
+        standard: type = _STANDARD(
+            cls,
+            init=init,
+            repr=repr,
+            eq=eq,
+            order=order,
+            unsafe_hash=unsafe_hash,
+            frozen=frozen,
+            match_args=match_args,
+            kw_only=kw_only,
+            slots=slots,
+            weakref_slot=weakref_slot,
+        )
+        return standard
+    own = cls.__dict__
+    has_repr, has_eq = "__repr__" in own, "__eq__" in own
+    class_hash = own.get("__hash__", dataclasses.MISSING)
+    explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and has_eq))
+    params = {"init": init, "match_args": match_args, "kw_only": kw_only, "slots": slots}
+    made = _made(cls, frozen, {**params, "weakref_slot": weakref_slot} if weakref_slot else params)
+    fields = dataclasses.fields(made)
+    if repr and not has_repr:
+        made.__repr__ = repr_method(made, fields)  # type: ignore[assignment,method-assign]
+    if eq and not has_eq:
+        made.__eq__ = eq_method(made, fields)  # type: ignore[assignment,method-assign]
+    if eq and not explicit_hash:
+        made.__hash__ = hash_method(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
+    stated = made.__dataclass_params__  # type: ignore[attr-defined]
+    stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
+    # the methods added here may implement abstract ones: the standard maker's last step, again
+    abc.update_abstractmethods(made)
+    return made
+
+
 def _record(
     cls: type | None = None,
     /,
@@ -135,43 +180,10 @@ def _record(
             return recordmaker.make(
                 cls, specs, init=init, repr=repr, eq=eq, frozen=frozen, match_args=match_args, slots=slots
             )
-        for name, value in list(cls.__dict__.items()):  # records' field(): the standard one's, for its maker
-            if isinstance(value, recordmaker.Field):
-                setattr(cls, name, value.standard())
-        dataclasses = _dataclasses()
-        if order or unsafe_hash or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
-            standard: type = _STANDARD(
-                cls,
-                init=init,
-                repr=repr,
-                eq=eq,
-                order=order,
-                unsafe_hash=unsafe_hash,
-                frozen=frozen,
-                match_args=match_args,
-                kw_only=kw_only,
-                slots=slots,
-                weakref_slot=weakref_slot,
-            )
-            return standard
-        own = cls.__dict__
-        has_repr, has_eq = "__repr__" in own, "__eq__" in own
-        class_hash = own.get("__hash__", dataclasses.MISSING)
-        explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and has_eq))
-        params = {"init": init, "match_args": match_args, "kw_only": kw_only, "slots": slots}
-        made = _made(cls, frozen, {**params, "weakref_slot": weakref_slot} if weakref_slot else params)
-        fields = dataclasses.fields(made)
-        if repr and not has_repr:
-            made.__repr__ = repr_method(made, fields)  # type: ignore[assignment,method-assign]
-        if eq and not has_eq:
-            made.__eq__ = eq_method(made, fields)  # type: ignore[assignment,method-assign]
-        if eq and not explicit_hash:
-            made.__hash__ = hash_method(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
-        stated = made.__dataclass_params__  # type: ignore[attr-defined]
-        stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
-        # the methods added here may implement abstract ones: the standard maker's last step, again
-        abc.update_abstractmethods(made)
-        return made
+        return _with_dataclasses(
+            cls, init=init, repr=repr, eq=eq, order=order, unsafe_hash=unsafe_hash, frozen=frozen,
+            match_args=match_args, kw_only=kw_only, slots=slots, weakref_slot=weakref_slot,
+        )  # fmt: skip
 
     return wrap if cls is None else wrap(cls)
 

@@ -248,15 +248,7 @@ class Guard:
         run_id = run_id or session_run_id(framework, session)
         recorded, genesis = _started(store, run_id, start_event)
         if recorded is None:
-            plain.unsure("a new session's run: it is created on the full path")
-            started, opened = _opening(loaded, ws, framework, session, task)
-            first = [started, opened, *(begin(ws) if begin is not None else ())]
-            try:
-                store.create_run(started.task, first, run_id=run_id)
-            except RunExists:  # another process created it between our read and our write
-                recorded, genesis = _started(store, run_id)
-                if recorded is None:
-                    raise
+            recorded, genesis = _create(store, run_id, loaded, ws, framework, session, task, begin)
         audited = 0
         if recorded is not None:
             audited = store.verify_run(run_id).events
@@ -865,6 +857,31 @@ def _kept_contract(recorded: RunStarted, loaded: _Loaded, framework: str, sessio
             "envelope; a session keeps its contract: start a new session id to use this envelope"
         )
     return began
+
+
+def _create(
+    store: Store,
+    run_id: str,
+    loaded: _Loaded,
+    ws: Path,
+    framework: str,
+    session: str,
+    task: str,
+    begin: Callable[[Path], Sequence[Payload]] | None,
+) -> tuple[RunStarted | None, str]:
+    """Create the session's run (on the full path only); ``(None, "")`` when this process made it, else what
+    :func:`_started` reads of the run another process created between our read and our write."""
+    plain.unsure("a new session's run: it is created on the full path")
+    started, opened = _opening(loaded, ws, framework, session, task)
+    first = [started, opened, *(begin(ws) if begin is not None else ())]
+    try:
+        store.create_run(started.task, first, run_id=run_id)
+    except RunExists:
+        recorded, genesis = _started(store, run_id)
+        if recorded is None:
+            raise
+        return recorded, genesis
+    return None, ""
 
 
 def _started(store: Store, run_id: str, found: Event | None = None) -> tuple[RunStarted | None, str]:
