@@ -130,3 +130,34 @@ def test_a_fork_is_checked_row_by_row(tmp_path: Path) -> None:
         said = reference(store, fork)
         assert isinstance(said, tuple) and said[0] == 2
         assert outcome(store, fork) == said
+
+
+def test_a_hash_stored_as_text_is_judged_as_row_by_row(tmp_path: Path) -> None:
+    """A row's 32 hash bytes stored as TEXT (``CAST(hash AS TEXT)``): the one-pass read decodes the column as UTF-8
+    and failed on bytes that are not, so verify_run said "the database cannot be read" at seq 0, where the row-by-row
+    read (the column's hex) accepts the very bytes as the hash (a middle row) or names the row (the last one, against
+    the runs table's head). Now both are what the row-by-row check says."""
+    for at_last in (False, True):
+        db = tmp_path / f"t{at_last}.db"
+        with EventStore.open(db) as store:
+            run = make_run(store, n=8)
+        conn = sqlite3.connect(db)
+        stored = conn.execute("SELECT seq, hash FROM events WHERE run_id=? ORDER BY seq", (run,)).fetchall()
+        conn.close()
+        seqs = [s for s, h in stored if not _utf8(h)]
+        seq = seqs[-1] if at_last else seqs[0]
+        assert at_last or seq != stored[-1][0]
+        edit(db, "UPDATE events SET hash=CAST(hash AS TEXT) WHERE run_id=? AND seq=?", (run, seq))
+        with EventStore.open(db, readonly=True) as store:
+            said = reference(store, run)
+            assert outcome(store, run) == said
+            if not at_last or seq != stored[-1][0]:
+                assert isinstance(said, list), said
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -1121,13 +1121,24 @@ class EventStore:
         with gc_paused():  # a row tuple per event, none of them cyclic: see events/bulk.py
             try:
                 if self._select_rows is SELECT_ROWS and self._fork_point(info.run_id) is None:
-                    hashes = chain_hashes(info, self._conn.execute(SELECT_CHAIN, (info.run_id,)).fetchall())
+                    hashes = self._chain_hashes(info)
                     if hashes is not None:
                         return hashes
                 rows = self._rows(info.run_id)
             except sqlite3.DatabaseError as e:
                 raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
             return verify_rows(info, rows)
+
+    def _chain_hashes(self, info: RunInfo) -> list[str] | None:
+        """:func:`chain_hashes` of the run's stored rows; None when they cannot be read as that query reads them: a
+        hash stored as TEXT whose bytes are not UTF-8 fails to decode here, where the row-by-row read (its hex)
+        reads it, and accepts it when those are the hash's bytes; so that read judges and names it, as before the
+        one pass (not "the database cannot be read" at seq 0)."""
+        try:
+            rows = self._conn.execute(SELECT_CHAIN, (info.run_id,)).fetchall()
+        except sqlite3.OperationalError:
+            return None
+        return chain_hashes(info, rows)
 
 
 Prepared = tuple[str, dict[str, Any], Payload | None]  # an event checked for appending: kind, JSON dict, model
