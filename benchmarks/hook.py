@@ -35,7 +35,8 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   share of a call (parse, decide, one durable commit), in a fresh session and in the long one. Its CPU column
   is 0: the work is the daemon's.
 * cold, long session — ``--no-daemon`` in a session that already holds M tool calls: a fresh process that opens
-  the session's log (a fold checkpoint, when one is valid, spares it the refold of the whole log).
+  the session's log (a fold checkpoint, when one is valid, spares it the refold of the whole log); through the
+  console command and through the launcher (what an installed hook runs when no daemon answers).
 * the daemon's decision CPU — what the daemon itself runs for one call before its reply (``hooks.daemon.respond``:
   parse, decide, one durable commit; a fold checkpoint that comes due is written after the reply, untimed, as
   the daemon does), called in this process on its resident state so its CPU (``time.thread_time``) can be read:
@@ -214,6 +215,12 @@ def main() -> None:
                 "cold-long",
                 cold_calls,
             ),
+            (
+                f"cold, launcher, session of {args.prior}",
+                [*LAUNCHER, "--no-daemon"],
+                "cold-long-launch",
+                cold_calls,
+            ),
             ("daemon's decision CPU", ["here"], "here", calls),
             (f"  ... session of {args.prior} calls", ["here"], "here-long", calls),
         ]
@@ -224,6 +231,7 @@ def main() -> None:
             request = options(["claude-code"])[0]
             seed(request, workspace, "long", args.prior)
             seed(request, workspace, "cold-long", args.prior)
+            seed(request, workspace, "cold-long-launch", args.prior)
             seed(request, workspace, "here-long", args.prior, here=True)
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
