@@ -16,6 +16,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,15 @@ def verify(project: Path) -> None:
     assert done.returncode == 0 and "chain intact" in done.stdout, done.stdout + done.stderr
 
 
-def children() -> list[int]:
-    """This process's children still in the process table (zombies too)."""
+def ticks() -> int:
+    """Now, in the clock ticks since boot that ``/proc/PID/stat`` gives a process's start time in."""
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def children(since: int) -> list[int]:
+    """This process's children still in the process table (zombies too) that started at or after ``since`` (ticks):
+    a pytest worker may hold older ones, orphans of other tests adopted while it was a subreaper (the local
+    sandbox makes it one), which are not this test's."""
     me = str(os.getpid())
     found = []
     for entry in os.listdir("/proc"):
@@ -93,25 +101,29 @@ def children() -> list[int]:
                 stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
-            if stat.rsplit(")", 1)[1].split()[1] == me:
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[1] == me and int(fields[19]) >= since:
                 found.append(int(entry))
     return found
 
 
 @pytest.fixture
-def subreaper() -> None:
+def subreaper() -> Iterator[None]:
     """This test process adopts the orphans of its children's children (``PR_SET_CHILD_SUBREAPER``): a trial child
-    a hook process left behind would show up among :func:`children`."""
+    a hook process left behind would show up among :func:`children`. The worker's own setting is put back after
+    (the local sandbox made it a subreaper and counts on staying one)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    was = ctypes.c_int(0)
+    if libc.prctl(37, ctypes.byref(was), 0, 0, 0) != 0 or libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_GET/SET_CHILD_SUBREAPER
         from machinekit import unavailable
 
         unavailable("prctl(PR_SET_CHILD_SUBREAPER) refused")
     yield
-    libc.prctl(36, 0, 0, 0, 0)
+    libc.prctl(36, was.value, 0, 0, 0)
 
 
 def test_many_cold_calls_log_every_event_and_keep_the_chain(tmp_path: Path, subreaper: None) -> None:
+    began = ticks()
     assert launcher(tmp_path, data(tmp_path, "SessionStart")).returncode == 0
     expected = {"ls -la": "allow", "rm -rf ~": "deny", "git push --force origin main": "ask"}
     for i in range(12):
@@ -120,7 +132,7 @@ def test_many_cold_calls_log_every_event_and_keep_the_chain(tmp_path: Path, subr
         done = bash(tmp_path, command if i < 3 else f"{command} # {i}", f"toolu_{i}", **plain)
         assert (done.returncode, decision(done)) == (0, expected[command]), done.stderr
         assert logged(tmp_path, f"toolu_{i}") >= 1, "the call's event is in the log once its process has ended"
-        assert children() == [], "no child left, zombie or orphan"
+        assert children(began) == [], "no child left, zombie or orphan"
     assert not (tmp_path / ".tether" / "tether.db-wal").exists() or (
         (tmp_path / ".tether" / "tether.db-wal").stat().st_size == 0
     ), "the store was closed (its write-ahead log folded back), not abandoned"
