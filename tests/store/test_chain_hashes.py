@@ -5,9 +5,12 @@ row-by-row check raises)."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_schema3 import edit, make_fork, make_run
@@ -92,8 +95,19 @@ EDITS: dict[str, Callable[[Path, str], None]] = {
 ACCEPTED = {"payload edited, the chain rewritten"}
 
 
+#: The two SHA-256 constructors the one pass may hash with (``chain_sha256``): the builtin one, OpenSSL's.
+HASHERS: dict[str, Callable[[bytes], Any]] = {
+    "builtin": __import__("_sha256" if sys.version_info < (3, 12) else "_sha2").sha256,
+    "hashlib": hashlib.sha256,
+}
+
+
+@pytest.mark.parametrize("hasher", sorted(HASHERS))
 @pytest.mark.parametrize("name", sorted(EDITS))
-def test_an_edited_row_is_judged_as_row_by_row(tmp_path: Path, name: str) -> None:
+def test_an_edited_row_is_judged_as_row_by_row(
+    tmp_path: Path, name: str, hasher: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "chain_sha256", lambda rows: HASHERS[hasher])
     db = tmp_path / "t.db"
     with EventStore.open(db) as store:
         run, other = make_run(store, n=8), make_run(store, n=3, model="y")
@@ -115,6 +129,16 @@ def test_an_intact_run_is_vouched_for_in_one_pass(tmp_path: Path, monkeypatch: p
         monkeypatch.setattr(store_module, "verify_rows", lambda *a: pytest.fail("the row-by-row check ran"))
         assert store.verify_run(run).events == 41
         assert store._verified_hashes(store.run(run)) == want
+
+
+def test_a_long_log_is_hashed_by_hashlib_a_short_one_without_importing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hashlib`` (OpenSSL: faster per byte) once imported or once the log pays for its import; else the builtin
+    constructor tether hashes with, and ``hashlib`` is not imported for a short session's cold call."""
+    monkeypatch.delitem(sys.modules, "hashlib")
+    assert store_module.chain_sha256(store_module.HASHLIB_ROWS - 1) is store_module.sha256
+    assert "hashlib" not in sys.modules
+    assert store_module.chain_sha256(store_module.HASHLIB_ROWS) is sys.modules["hashlib"].sha256
+    assert store_module.chain_sha256(3) is sys.modules["hashlib"].sha256  # imported now: no cost left to save
 
 
 def test_a_fork_is_checked_row_by_row(tmp_path: Path) -> None:
