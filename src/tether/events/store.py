@@ -1315,7 +1315,7 @@ def chain_sha256(rows: int) -> Callable[[bytes], Any]:
     lib = sys.modules.get("hashlib")
     if lib is None and rows >= HASHLIB_ROWS:
         import hashlib as lib
-    return sha256 if lib is None else lib.sha256  # type: ignore[no-any-return]
+    return sha256 if lib is None else lib.sha256
 
 
 def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | None:
