@@ -96,31 +96,42 @@ def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def play(project: Path, *, plain: bool) -> list[tuple[str, int, bool]]:
+def play(project: Path, calls: list[tuple[str, dict[str, Any]]], *, plain: bool) -> list[tuple[str, int, bool]]:
     project.mkdir()
     (project / "README.md").write_text("hello\n")
-    return [call(project, event, plain=plain, **fields) for event, fields in session()]
+    return [call(project, event, plain=plain, **fields) for event, fields in calls]
+
+
+def both_ways(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Path, list[tuple[str, int, bool]]]:
+    """``calls`` played full, then as hooks run, in the same directory (the log holds its path, hashed in the calls'
+    arguments), one after the other, the first project then moved aside: the same replies, the same log. The
+    project played as hooks run, and its calls' replies."""
+    project = tmp_path / "project"
+    full = play(project, calls, plain=False)
+    project.rename(tmp_path / "full")
+    fast = play(project, calls, plain=True)
+    for (event, fields), want, got in zip(calls, full, fast, strict=True):
+        assert got[:2] == want[:2], (event, fields, got, want)
+        assert want[2], "the full path imports pydantic"
+    assert logged(project) == logged(tmp_path / "full", named=project)
+    return project, fast
 
 
 def test_a_session_decided_plain_is_the_session_decided_full(tmp_path: Path) -> None:
-    """Played in the same directory (the log holds its path, hashed in the calls' arguments), one after the
-    other: full first, its project then moved aside."""
-    project = tmp_path / "project"
-    full = play(project, plain=False)
-    project.rename(tmp_path / "full")
-    fast = play(project, plain=True)
-    for (event, fields), want, got in zip(session(), full, fast, strict=True):
-        assert got[:2] == want[:2], (event, fields, got, want)
-        assert want[2], "the full path imports pydantic"
+    project, fast = both_ways(tmp_path, session())
     plain_calls = sum(event == "PreToolUse" and not got[2] for (event, _), got in zip(session(), fast, strict=True))
     assert plain_calls >= 15, "the PreToolUse calls after the first were decided plain"
-    assert logged(project) == logged(tmp_path / "full", named=project)
+    recorded_once(project, len(session()), "git push")
+
+
+def recorded_once(project: Path, calls: int, shown_text: str) -> None:
+    """Each of the session's ``calls`` received once; its log verifies, and ``tether show`` shows ``shown_text``."""
     received = [p for k, p in logged(project) if k == "hook.received"]
-    assert len(received) == len(session()), "a call recorded twice (or not at all)"
+    assert len(received) == calls, "a call recorded twice (or not at all)"
     run, db = f"claude-code-{SESSION}", str(project / ".tether" / "tether.db")
     assert tether("log", "verify", run, "--db", db, cwd=project).returncode == 0
     shown = tether("show", run, "--db", db, cwd=project)
-    assert shown.returncode == 0 and "git push" in shown.stdout, shown.stderr
+    assert shown.returncode == 0 and shown_text in shown.stdout, shown.stderr
 
 
 def started(tmp_path: Path) -> Path:

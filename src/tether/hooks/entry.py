@@ -168,17 +168,20 @@ def import_deciding_code(gate: bool = True) -> None:
             gc.enable()
 
 
-#: The hook events a cold call may decide on the plain path (tether/plain.py): the gated one.
-PLAIN_EVENTS = frozenset({"PreToolUse"})
+#: The hook events a cold call may answer on the plain path (tether/plain.py): the gated one, and those that come as
+#: often and only record (a receipt after every tool call, a prompt). Not a SessionStart: it mostly begins a run,
+#: which is created on the full path, so the plain attempt would only add to it (likewise a stop runs sensors).
+PLAIN_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"})
 #: ``TETHER_HOOK_PLAIN=0``: never the plain path (what a call the plain path was unsure of runs again with).
 PLAIN_VAR = "TETHER_HOOK_PLAIN"
 
 
 def plain_fits(request: dict[str, str], data: dict[str, Any]) -> bool:
-    """May this call try the plain path (decided without pydantic: tether/plain.py)? A gated event, plain not
-    switched off, a store that is a file, and beside it a folder holding a kept envelope (guard/envcache.py), as
-    every call after a session's first finds. Only a cheap look: whatever the call then finds (another envelope's
-    file, a run not created yet) that the plain path cannot vouch for runs it again on the full path."""
+    """May this call try the plain path (decided without pydantic: tether/plain.py)? One of
+    :data:`PLAIN_EVENTS`, plain not switched off, a store that is a file, and beside it a folder holding a kept
+    envelope (guard/envcache.py), as every call after a session's first finds. Only a cheap look: whatever the call
+    then finds (another envelope's file, a run not created yet) that the plain path cannot vouch for runs it again
+    on the full path."""
     if data.get("hook_event_name") not in PLAIN_EVENTS or os.environ.get(PLAIN_VAR, "1") == "0":
         return False
     db = request.get("db")
