@@ -672,7 +672,7 @@ class PgStore:
         if key is not None and anchor_file is not None:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
         report = check_anchor(info.run_id, hashes, checkpoints, key)
-        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
+        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, hashes[0] if hashes else "")
 
 
 def _hash_at(cur: Cursor[Any], run_id: str, seq: int) -> str | None:

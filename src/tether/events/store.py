@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from tether import plain
-from tether.canonical import bytes_hash, canonical_tree, sha256
+from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
 from tether.errors import (
     DatabaseLocked,
     DiskFull,
@@ -384,12 +384,14 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class Audit:
-    """What ``verify_run`` established about one run: the chain, its head, and the anchor."""
+    """What ``verify_run`` established about one run: the chain, its head, and the anchor; ``first``: the hash of
+    its first event as verified (a reader that read that event in another read compares it: guard/session.py)."""
 
     run_id: str
     events: int
     head: Head
     anchor: AnchorReport
+    first: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1111,7 +1113,7 @@ class EventStore:
         if key is not None and anchor_file is not None:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
         report = check_anchor(info.run_id, hashes, checkpoints, key)
-        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report)
+        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, hashes[0] if hashes else "")
 
     def _verified_hashes(self, info: RunInfo) -> list[str]:
         """The chain of the run's whole log: a fork's shared prefix is verified against the parent's rows. A run of
@@ -1432,6 +1434,16 @@ def _not_text(*values: object) -> str:
     names = ("ts", "kind", "payload", "prev_hash", "hash")
     found = zip(names, values, strict=True)
     return ", ".join(f"{n} is {type(v).__name__}, not text" for n, v in found if type(v) is not str)
+
+
+def first_hash(e: Event) -> str:
+    """The hash a run's first event chains to from its own contents (its stored payload text, else its canonical
+    JSON), not the hash column read beside them; "" for an event that is not a first one. What ``verify_run``'s
+    ``Audit.first`` is compared with by a reader that read the event in a read of its own (guard/session.py)."""
+    if e.seq != 0:
+        return ""
+    text = e._text if e._text is not None else canonical_json(e.payload)
+    return event_hash(GENESIS, e.run_id, 0, e.ts, e.kind, text)
 
 
 def row_event(r: tuple[Any, ...]) -> Event:

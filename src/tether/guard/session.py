@@ -47,7 +47,7 @@ from tether import plain
 from tether.canonical import content_hash, sha256
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
-from tether.errors import HeadMoved, InputError, RunExists, RuntimeFailure
+from tether.errors import HeadMoved, InputError, LogCorrupt, RunExists, RuntimeFailure
 from tether.events.kinds_calls import (
     ActionCompleted,
     ActionDecided,
@@ -57,7 +57,7 @@ from tether.events.kinds_calls import (
     SessionOpened,
 )
 from tether.events.payload import Payload
-from tether.events.store import Event
+from tether.events.store import Event, first_hash
 from tether.ids import uuid4_hex
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
@@ -251,7 +251,10 @@ class Guard:
             recorded, genesis = _create(store, run_id, loaded, ws, framework, session, task, begin)
         audited = 0
         if recorded is not None:
-            audited = store.verify_run(run_id).events
+            audit = store.verify_run(run_id)
+            if audit.first != genesis:  # what governs is the event the audit verified, not one read beside it
+                raise LogCorrupt(run_id, 0, "the run's first event was rewritten while the session was opened")
+            audited = audit.events
             env = _kept_contract(recorded, loaded, framework, session, run_id)
             ws = Path(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking, loaded.contract if env is loaded.envelope else "")
@@ -886,8 +889,10 @@ def _create(
 
 def _started(store: Store, run_id: str, found: Event | None = None) -> tuple[RunStarted | None, str]:
     """How a session's run began (its envelope, its workspace), or None when the run does not exist yet; and the hash
-    of that first event, which a fold checkpoint names ("" when it is not the log's first). ``found``: that event as
-    the caller read it from this store in this call, used as read (one parse of the envelope it holds fewer)."""
+    of that first event, which a fold checkpoint names ("" when it is not the log's first), worked out from its
+    contents: read outside the audit's snapshot, it may be a row rewritten and put back around the audit, so
+    :meth:`Guard.open` compares it with the hash the audit verified. ``found``: that event as the caller read it from
+    this store in this call, used as read (one parse of the envelope it holds fewer)."""
     try:
         store.run(run_id)
     except InputError:
@@ -896,7 +901,7 @@ def _started(store: Store, run_id: str, found: Event | None = None) -> tuple[Run
     first = [found] if ours and found is not None else store.events(run_id, kinds={RunStarted.KIND})
     if not first:
         return None, ""
-    return first[0].data_as(RunStarted), first[0].hash if first[0].seq == 0 else ""
+    return first[0].data_as(RunStarted), first_hash(first[0])
 
 
 def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:
