@@ -22,7 +22,7 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * cold — ``tether hook claude-code --no-daemon``: a fresh process that imports the gate and decides, through the
   console script (with ``site`` and its ``.pth`` files, as an installed ``tether`` command starts);
 * cold PostToolUse — the same process recording the receipt of a call (decided before, untimed, by the daemon):
-  what every tool call costs a second time when no daemon answers;
+  what every tool call costs a second time when no daemon answers; on the plain path too, like a PreToolUse;
 * daemon — ``tether hook claude-code`` with a running daemon: the console script, the small client and one
   socket round trip;
 * daemon, launcher — the Python launcher (``python -I -S …/tether/hooks/launch.py claude-code``, what ``tether
