@@ -30,6 +30,11 @@ What a checkpoint is trusted for, and what it is not (docs/hooks.md, "A cold cal
   tuple nested deep enough to overflow the C stack when hashed, a graph of tuples whose hash never ends) is a
   miss, never a hang or a crash of this process.
 
+- **A process reads what it uses, and only that is tried.** The body is two pickles: the gate's part (the run state,
+  the provenance index, the turn count), then the control layer's fold. A plain PreToolUse (:func:`wants_fold`)
+  loads and tries the first only, and never parses the second's bytes; every other process reads both, each held to
+  the verified log's head.
+
 Written atomically (a temporary file in the same directory, then ``rename``): a crash leaves the old file or
 the new one, never a mix; a torn body fails its SHA-256 and is ignored. Two processes writing at once each
 rename a whole file: the last rename wins, and either file is valid for the head it names.
@@ -67,8 +72,10 @@ from .log import Log, path_for
 if TYPE_CHECKING:
     from .session import Guard
 
-#: The checkpoint format; a file of another version is ignored.
-VERSION = 1
+#: The checkpoint format; a file of another version is ignored. 2: the body is two pickles, the gate's part (the run
+#: state, the provenance index, the turn count) then the control layer's fold, so that a process that does not use the
+#: fold (a plain PreToolUse) loads, and tries, only the first (:func:`wants_fold`); 1 pickled them in one.
+VERSION = 2
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
@@ -186,8 +193,9 @@ def save(guard: Guard, folder: Path) -> Path | None:
 
 
 def _body(guard: Guard) -> bytes | None:
-    """The pickled folds (the run state, the control layer's fold, the provenance index, the turn count), or None
-    when one is not at the log's head or something will not pickle."""
+    """The pickled folds, or None when one is not at the log's head or something will not pickle: two pickles, one
+    after the other (each stream ends itself), the gate's part (the run state, the provenance index, the turn count)
+    first, the control layer's fold second. Pickled apart, they share no object: each loads whole on its own."""
     from tether.control.fold import folded
 
     events = guard.events
@@ -201,12 +209,13 @@ def _body(guard: Guard) -> bytes | None:
         return None
     fold_copy = copy.copy(fold)
     fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
-    state = {"state": guard.state, "fold": fold_copy, "known": prov.known, "user": prov.user, "turns": turns[1]}
+    gate = {"state": guard.state, "known": prov.known, "user": prov.user, "turns": turns[1]}
     buf = io.BytesIO()
-    p = pickle.Pickler(buf, protocol=5)
-    p.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
     try:
-        p.dump(state)
+        for part in (gate, {"fold": fold_copy}):
+            p = pickle.Pickler(buf, protocol=5)
+            p.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
+            p.dump(part)
     except Exception:  # something unpicklable: no checkpoint, the fold is still right
         return None
     return buf.getvalue()
@@ -252,8 +261,6 @@ def load(guard: Guard, folder: Path, audited: int, pending: Pending | None = Non
             pending.discard(path_for(folder, guard.run_id))
         return False
     state, fold, known, user, turns, tail = restored
-    from tether.control.fold import _FOLDS
-
     base = tail[0].seq
     guard.events = Log(guard.store, guard.run_id, base, [tail[0]])
     guard.state = state
@@ -262,7 +269,10 @@ def load(guard: Guard, folder: Path, audited: int, pending: Pending | None = Non
     guard._provenance = prov
     guard.turns = (base + 1, turns)
     guard.checkpointed = base + 1
-    _FOLDS[guard.run_id] = fold
+    if fold is not None:  # else not read (wants_fold): a fold asked for later is made from the log
+        from tether.control.fold import _FOLDS
+
+        _FOLDS[guard.run_id] = fold
     for e in tail[1:]:
         guard.events.append(e)
         guard.state.apply(e)
@@ -274,8 +284,15 @@ class Pending:
     :data:`MAX_BYTES`), and the trial of its body when nothing else vouches for it, started then. :func:`load` reads
     only these bytes: a file swapped after the read is not what is loaded, nor what was tried."""
 
-    def __init__(self, raw: bytes | None, trial: cachefile.Trial | None = None, ident: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        raw: bytes | None,
+        trial: cachefile.Trial | None = None,
+        ident: tuple[int, ...] = (),
+        fold: bool = True,
+    ) -> None:
         self.raw, self.trial, self.ident = raw, trial, ident
+        self.fold = fold  # the body's second part, the control layer's fold, is read (and was tried) too
         self.failed = False  # its trial ran and did not end well
 
     def tried(self) -> bool:
@@ -319,32 +336,45 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
     except OSError:
         return Pending(None)
     ident = (st.st_ino, st.st_size, st.st_mtime_ns)
-    _classes_imported()
+    fold = wants_fold()
+    _classes_imported(fold)
     if signed:
-        return Pending(raw)
+        return Pending(raw, fold=fold)
     try:
         found = parts(raw, MAGIC, MAX_BYTES)
     except ValueError:
-        return Pending(raw)
+        return Pending(raw, fold=fold)
     if found is None:
-        return Pending(raw)
+        return Pending(raw, fold=fold)
     header, body = found
     if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
-        return Pending(raw)
+        return Pending(raw, fold=fold)
     if header.get("code") != code_stamp() or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
-        return Pending(raw)
-    return Pending(raw, cachefile.Trial(lambda: _trial(body), trial_seconds(body), trial_allowance(body)), ident)
+        return Pending(raw, fold=fold)
+    trial = cachefile.Trial(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
+    return Pending(raw, trial, ident, fold)
 
 
-def _classes_imported() -> None:
+def wants_fold() -> bool:
+    """Whether this process reads a checkpoint's second part, the control layer's fold: not a plain one (a PreToolUse
+    on tether/plain.py's path), which decides from the run state without the control layer (``guard.session
+    .load_observer``) and writes no checkpoint; every other does (a receipt's view of the control layer, the full
+    path, the daemon). A process that skipped it and asks for a fold after all gets one made from the log (the
+    control layer's ``folded``): slower, never wrong. The first part is about half the body (a 1,000-call session:
+    321 of 641 kB, the fold 320 kB)."""
+    return not plain.active()
+
+
+def _classes_imported(fold: bool = True) -> None:
     """Import the modules whose classes a body names beyond what deciding imports: the control layer's folds (a
     PreToolUse decides without them, ``guard.session.load_observer``) and the provenance index's sources. The
     unpickler finds only classes already imported (a checkpoint imports nothing), and so does the trial's child,
     forked before the session is opened (the fork of a threaded process, the daemon, imports nothing): without
-    them, every checkpoint failed its trial in a cold PreToolUse, was removed, and the call folded the whole log."""
+    them, every checkpoint failed its trial in a cold PreToolUse, was removed, and the call folded the whole log.
+    ``fold``: the body's fold is read (:func:`wants_fold`); else only the provenance index's module is needed."""
     import importlib
 
-    for module in sorted({m for m, _ in _FOLD_CLASSES} | {"tether.policy.provenance"}):
+    for module in sorted({m for m, _ in _FOLD_CLASSES if fold} | {"tether.policy.provenance"}):
         importlib.import_module(module)
 
 
@@ -377,14 +407,15 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None
     if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
-    obj = _Unpickler(io.BytesIO(body)).load()
-    from tether.control.fold import RunFold
+    stream = io.BytesIO(body)
+    obj = _Unpickler(stream).load()
+    fold = _fold(stream, seq + 1, tail[0].hash) if pending.fold else None
     from tether.state import RunState
 
-    state, fold = obj.get("state"), obj.get("fold")
-    if not isinstance(state, RunState) or not isinstance(fold, RunFold):
+    state = obj.get("state") if isinstance(obj, dict) else None
+    if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != tail[0].hash:
         return None
-    if state.last_seq != seq or state.head_hash != tail[0].hash or fold.n != seq + 1 or fold.head_hash != tail[0].hash:
+    if pending.fold and fold is None:
         return None
     known, user, turns = obj.get("known"), obj.get("user"), obj.get("turns")
     if not isinstance(known, dict) or not isinstance(user, set) or not isinstance(turns, int):
@@ -392,10 +423,22 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     return state, fold, known, user, turns, tail
 
 
+def _fold(stream: io.BytesIO, n: int, head: str) -> Any:
+    """The body's second pickle, the control layer's fold, read from ``stream`` where the first ended; None unless it is
+    a fold of the ``n`` events up to ``head``."""
+    from tether.control.fold import RunFold
+
+    obj = _Unpickler(stream).load()
+    fold = obj.get("fold") if isinstance(obj, dict) else None
+    if not isinstance(fold, RunFold) or fold.n != n or fold.head_hash != head:
+        return None
+    return fold
+
+
 # ---- the trial of a body nothing vouches for ----------------------------------------------------------------
 
 
-def tried(body: bytes) -> bool:
+def tried(body: bytes, fold: bool = False) -> bool:
     """Whether ``body`` loads (by this module's unpickler), and what it loads can be walked (:func:`_walkable`), in a
     forked child (:func:`.cachefile.tried`) within :data:`TRIAL_S` seconds and its memory allowance, without dying.
     Without a store key, whoever can write the folder beside the database can forge a checkpoint, digest and all,
@@ -404,8 +447,9 @@ def tried(body: bytes) -> bool:
     of SIGSEGV), a graph of shared tuples whose hash visits 2**depth of them. None of that can be seen without
     running it, nor stopped in this process once it runs: so it runs in a child first, and this process loads the
     same bytes only after the child's did end well (a load is deterministic: the child is this process, forked).
-    Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint."""
-    return cachefile.tried(lambda: _trial(body), trial_seconds(body), trial_allowance(body))
+    Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint.
+    ``fold``: the second pickle too (:func:`_trial`)."""
+    return cachefile.tried(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
 
 
 def trial_seconds(body: bytes) -> float:
@@ -421,11 +465,15 @@ def trial_allowance(body: bytes) -> int:
     return max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
 
 
-def _trial(body: bytes) -> None:
-    """In the forked child: load ``body`` and walk it; raises when the walk is not bounded."""
-    loaded = _Unpickler(io.BytesIO(body)).load()
-    if not _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body))):
-        raise ValueError("a fold checkpoint's body that no walk of it is bounded")
+def _trial(body: bytes, fold: bool = False) -> None:
+    """In the forked child: load ``body``'s first pickle (and, with ``fold``, the second after it: what :func:`load`
+    will read) and walk each; raises when a walk is not bounded. What is not read is not tried: a process that does
+    not read the fold never parses its bytes."""
+    stream = io.BytesIO(body)
+    for _ in range(2 if fold else 1):
+        loaded = _Unpickler(stream).load()
+        if not _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body))):
+            raise ValueError("a fold checkpoint's body that no walk of it is bounded")
 
 
 _LEAVES = (str, bytes, bytearray, int, float, complex, type(None), enum.Enum, type, types.FunctionType)

@@ -1,0 +1,204 @@
+"""A fold checkpoint's body in two parts (guard/checkpoint.py, format 2): the gate's (the run state, the provenance
+index, the turn count), then the control layer's fold. A plain PreToolUse reads, and tries, only the first; every other
+process reads both. Each attack here is one an agent that can write the checkpoint's folder could make without a store
+key (the digest recomputed): what a process does not read cannot harm it, and what it reads is held to the log."""
+
+from __future__ import annotations
+
+import copyreg
+import hashlib
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookkit import Hook, payload
+
+import tether.hooks.launch as launch
+import tether.hooks.session as hook_session
+from tether.control import fold as control_fold
+from tether.events.store import Event
+from tether.guard import checkpoint as ck
+from tether.guard import log as guard_log
+from tether.guard.log import Log
+
+#: One PreToolUse decided in a plain process (tether/plain.py), as a cold hook call decides it: what it answered,
+#: whether its guard was restored, whether it read the whole log or the checkpoint's fold, what it left on disk.
+PLAIN = """
+import json, sys
+from tether import plain
+from tether.hooks import entry
+assert plain.choose()
+request, data, marker = json.load(sys.stdin)
+entry.import_deciding_code()
+from tether.guard.log import Log
+whole = []
+real = Log._whole
+Log._whole = lambda self: whole.append(1) or real(self)
+from tether.hooks.answer import answer
+import tether.hooks.session as hook_session
+from tether.control import fold
+from tether.plainrecord import Unsure
+import os
+try:
+    out = answer(request, data)
+except Unsure:  # a hook process decides again on the full path
+    print(json.dumps({"unsure": True, "restored": False, "marker": os.path.exists(marker)}))
+    sys.exit()
+[guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+print(json.dumps({"answer": json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"],
+                  "restored": type(guard.events).__name__ == "Log", "whole": bool(whole),
+                  "fold": guard.run_id in fold._FOLDS, "marker": os.path.exists(marker)}))
+"""
+
+
+def cold() -> None:
+    hook_session._CACHE.clear()
+    control_fold.clear()
+
+
+@pytest.fixture
+def hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
+    monkeypatch.setattr(guard_log, "EVERY", 8)
+    cold()
+    (tmp_path / "p").mkdir()
+    made = Hook(tmp_path / "p")
+    for i in range(12):
+        made.bash(f"grep -n needle{i} src/app.py", call_id=f"toolu_{i}")
+    yield made
+    cold()
+
+
+def checkpoint_file(hook: Hook) -> Path:
+    [found] = (hook.workspace / ".tether" / "tether.db.folds").glob("*.ckpt")
+    return found
+
+
+def split(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
+    """A checkpoint's header and its body's two pickles."""
+    line, _, body = path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")
+    stream = io.BytesIO(body)
+    pickle.load(stream)
+    return json.loads(line), body[: stream.tell()], body[stream.tell() :]
+
+
+def write(path: Path, header: dict[str, Any], body: bytes) -> None:
+    """``body`` under ``header`` with its digest recomputed: a forgery without a key passes every check but the trial's
+    and the log's."""
+    header = {**header, "body_sha256": hashlib.sha256(body).hexdigest()}
+    path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
+
+
+def plain_call(hook: Hook, marker: Path, i: int) -> dict[str, Any]:
+    data = payload(
+        "claude-code.PreToolUse", hook.workspace, tool_input={"command": "ls"}, tool_use_id=f"toolu_plain{i}"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(launch.__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN],
+        input=json.dumps([hook.request, data, str(marker)]),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    got: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return got
+
+
+def full_call(hook: Hook, i: int) -> bool:
+    """One cold call in this (full-path) process: whether it was restored from the checkpoint (both parts read)."""
+    cold()
+    assert hook.bash("ls", call_id=f"toolu_full{i}")[0] == "allow"
+    [guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+    return isinstance(guard.events, Log)
+
+
+class Evil:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_plain_call_reads_only_the_gates_part_and_never_the_whole_log(hook: Hook, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    got = plain_call(hook, marker, 0)
+    assert got == {"answer": "allow", "restored": True, "whole": False, "fold": False, "marker": False}
+    assert full_call(hook, 0), "the full path reads both parts of the same file"
+
+
+def test_a_fold_part_naming_a_function_is_never_parsed_by_a_plain_call_and_refused_by_the_full_path(
+    hook: Hook, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    path = checkpoint_file(hook)
+    header, gate, _ = split(path)
+    write(path, header, gate + pickle.dumps({"fold": Evil(marker)}, protocol=5))
+    assert plain_call(hook, marker, 0)["restored"]  # the fold's bytes never read: the gate's part is sound
+    assert not full_call(hook, 0)  # the whole log folded
+    assert not marker.exists()
+
+
+def test_a_gate_part_naming_a_function_is_refused_by_both(hook: Hook, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    path = checkpoint_file(hook)
+    header, _, fold = split(path)
+    write(path, header, pickle.dumps({"state": Evil(marker)}, protocol=5) + fold)
+    assert plain_call(hook, marker, 0) == {"unsure": True, "restored": False, "marker": False}  # to the full path
+    assert path.exists()
+    assert not full_call(hook, 0)
+    assert not marker.exists()
+    assert not path.exists() or path.read_bytes()[-len(fold) :] != fold  # removed (or a new one written since)
+
+
+def test_a_body_cut_after_the_gates_part_serves_a_plain_call_only(hook: Hook, tmp_path: Path) -> None:
+    path = checkpoint_file(hook)
+    header, gate, _ = split(path)
+    write(path, header, gate)
+    assert plain_call(hook, tmp_path / "ran", 0)["restored"]
+    assert not full_call(hook, 0)
+
+
+def test_parts_of_two_checkpoints_spliced_are_refused_where_read(hook: Hook, tmp_path: Path) -> None:
+    """The fold of an earlier head beside the gate's part of the current one (and the other way round): each part is
+    held to the verified log's head, so the full path refuses both; a plain call reads only the gate's part."""
+    path = checkpoint_file(hook)
+    old_header, old_gate, old_fold = split(path)
+    for i in range(12, 16):
+        hook.bash(f"grep -n needle{i} src/app.py", call_id=f"toolu_{i}")
+    header, gate, fold = split(path)
+    assert header["seq"] > old_header["seq"]
+    write(path, header, gate + old_fold)
+    assert plain_call(hook, tmp_path / "ran", 0)["restored"]
+    write(path, header, gate + old_fold)
+    assert not full_call(hook, 0)
+    write(path, header, old_gate + fold)
+    assert not plain_call(hook, tmp_path / "ran", 1)["restored"]
+    write(path, header, old_gate + fold)
+    assert not full_call(hook, 1)
+
+
+def test_a_checkpoint_of_the_old_format_is_a_miss_and_stays(hook: Hook, tmp_path: Path) -> None:
+    """Format 1 pickled the five folds in one dict: read as a miss (no trial, nothing removed) by either path, and the
+    next checkpoint a full-path call writes replaces it."""
+    path = checkpoint_file(hook)
+    header, gate, fold = split(path)
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=5)
+    pickler.dispatch_table = {**copyreg.dispatch_table, Event: ck._reduce_event}  # as format 1 was written
+    pickler.dump({**pickle.loads(gate), **pickle.loads(fold)})
+    write(path, {**header, "version": 1}, buf.getvalue())
+    before = path.read_bytes()
+    assert not plain_call(hook, tmp_path / "ran", 0)["restored"]
+    assert path.read_bytes() == before
+    assert not full_call(hook, 0)
+    assert split(path)[0]["version"] == ck.VERSION == 2  # the whole log folded, and checkpointed anew
