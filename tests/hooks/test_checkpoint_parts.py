@@ -202,3 +202,28 @@ def test_a_checkpoint_of_the_old_format_is_a_miss_and_stays(hook: Hook, tmp_path
     assert path.read_bytes() == before
     assert not full_call(hook, 0)
     assert split(path)[0]["version"] == ck.VERSION == 2  # the whole log folded, and checkpointed anew
+
+
+def test_the_body_is_parsed_and_hashed_once_and_one_begin_did_not_check_is_hashed_by_load(
+    hook: Hook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``begin`` checks the body's digest and ``load`` reuses what it checked (the same bytes); a pending file that
+    ``begin`` did not check (as a signed store's) is hashed by ``load``, and refused when its body is another."""
+    path = checkpoint_file(hook)
+    size = sum(map(len, split(path)[1:]))
+    hashed: list[int] = []
+    real = hashlib.sha256
+    monkeypatch.setattr(ck.hashlib, "sha256", lambda data=b"": hashed.append(len(data)) or real(data))
+    assert full_call(hook, 0)
+    assert hashed.count(size) == 1
+    [guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+    header = split(path)[0]
+    raw = path.read_bytes()
+    for edit, restored in ((b"", True), (b"\x00", False)):
+        pending = ck.begin(path.parent, guard.run_id, signed=False)
+        try:
+            assert pending.checked is not None and pending.raw == raw
+            pending.checked, pending.raw = None, raw + edit  # a byte more after the fold: another body
+            assert ck.load(guard, path.parent, header["events"], pending) is restored
+        finally:
+            pending.close()
