@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tether.events.store as store_module
+import tether.events.storebase as storebase_module
 from tether.canonical import canonical_json, sha256_hex
 from tether.events.chain import event_hash
 from tether.events.payload import Payload, model_of
@@ -209,7 +210,8 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         i = next(tick)
         return f"2026-12-01T00:{i // 60:02d}:{i % 60:02d}.{i * 7919 % 1000000:06d}+00:00"
 
-    monkeypatch.setattr(store_module, "now_iso", now_iso)
+    monkeypatch.setattr(store_module, "now_iso", now_iso)  # the events' times, a run's creation
+    monkeypatch.setattr(storebase_module, "now_iso", now_iso)  # a lease's start, a checkpoint's signing
     yield
 
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.events import store
-from tether.events.store import iso_of_us, now_iso
+from tether.events import storebase
+from tether.events.storebase import iso_of_us, now_iso
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_US = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - EPOCH).total_seconds()) * 1_000_000
@@ -59,4 +59,4 @@ def test_threads_racing_on_a_new_second_each_get_their_own_instant() -> None:
     for t in threads:
         t.join()
     assert not bad
-    assert store._SECOND[1] == expected(store._SECOND[0] * 1_000_000)[:19]
+    assert storebase._SECOND[1] == expected(storebase._SECOND[0] * 1_000_000)[:19]

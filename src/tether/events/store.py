@@ -44,7 +44,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether import plain
 from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
@@ -57,19 +57,25 @@ from tether.errors import (
     LogCorrupt,
     NotATetherDatabase,
     RunExists,
-    RunLeased,
 )
 from tether.ids import uuid4_hex
 from tether.plain import ValidationError
 from tether.records import dataclass, field
 
 from . import registry
-from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
+from .anchor import Checkpoint, Signer
 from .bulk import gc_paused
 from .chain import GENESIS, event_hash
-from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
+from .lease import Heartbeat, Lease
 from .payload import REGISTRY, Emitted, Payload, parse, prepare
 from .redact import Redactor
+from .storebase import Audit as Audit
+from .storebase import Head as Head
+from .storebase import RunInfo as RunInfo
+from .storebase import StoreBase
+from .storebase import iso_of_us as iso_of_us
+from .storebase import now_iso as now_iso
+from .storebase import stored as stored
 
 if TYPE_CHECKING:
     from .kinds import RunForked
@@ -101,7 +107,6 @@ ADVANCE = "UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=? AND head_seq=?
 #: The same, and only while the run's lease is the given owner's.
 ADVANCE_LEASED = ADVANCE + " AND EXISTS (SELECT 1 FROM leases WHERE run_id=? AND owner=?)"
 LOCK_TIMEOUT_S = 10.0
-Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
 P = TypeVar("P", bound=Payload)
 
 SCHEMA_V1 = """
@@ -370,74 +375,20 @@ def _json_object(run_id: str, seq: int, text: str) -> dict[str, Any]:
     return payload
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """One run as the runs table lists it."""
-
-    run_id: str
-    created_at: str
-    task: str
-    parent_run: str | None
-    head_seq: int
-    head_hash: str
-
-
-@dataclass(frozen=True)
-class Audit:
-    """What ``verify_run`` established about one run: the chain, its head, and the anchor; ``first``: the hash of
-    its first event as verified (a reader that read that event in another read compares it: guard/session.py)."""
-
-    run_id: str
-    events: int
-    head: Head
-    anchor: AnchorReport
-    first: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "events": self.events,
-            "head": {"seq": self.head[0], "hash": self.head[1]},
-            "anchor": self.anchor.to_dict(),
-        }
-
-
-#: The last second :func:`iso_of_us` formatted: (seconds since the epoch, its ``YYYY-MM-DDTHH:MM:SS``). One tuple,
-#: replaced whole, so a thread reads a second and its text that belong together.
-_SECOND: tuple[int, str] = (-1, "")
-
-
-def now_iso() -> str:
-    """The time now, UTC, as ``datetime.now(UTC).isoformat(timespec="microseconds")`` writes it: the same clock
-    (``time.time_ns``), cut to the microsecond the same way (floor). Once per event on the append path: what
-    :func:`iso_of_us` does, written out (one Python frame, not two)."""
-    s, micro = divmod(time.time_ns() // 1000, 1_000_000)
-    second = _SECOND
-    if second[0] != s:
-        second = _second(s)
-    return f"{second[1]}.{micro:06d}+00:00"
-
-
-def iso_of_us(us: int) -> str:
-    """``us`` microseconds since the epoch as ``isoformat(timespec="microseconds")`` of that UTC datetime: the
-    date and time of day are formatted by ``datetime`` once per second, the microseconds here
-    (``tests/store/test_now_iso.py`` checks it against ``datetime`` for any instant)."""
-    s, micro = divmod(us, 1_000_000)
-    second = _SECOND
-    if second[0] != s:
-        second = _second(s)
-    return f"{second[1]}.{micro:06d}+00:00"
-
-
-def _second(s: int) -> tuple[int, str]:
-    """Second ``s``'s text, kept as :data:`_SECOND` (one tuple, replaced whole)."""
-    global _SECOND
-    second = _SECOND = (s, datetime.fromtimestamp(s, UTC).isoformat()[:19])
-    return second
-
-
-class EventStore:
+class EventStore(StoreBase[Event]):
     """Open with :meth:`open`; one instance may be shared by threads of one process."""
+
+    SQL_LEASE = LEASE_COLUMNS + " WHERE run_id=?"
+    SQL_PUT_LEASE = (
+        "INSERT OR REPLACE INTO leases (run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s) "
+        "VALUES (?,?,?,?,?,?,?,?)"
+    )
+    SQL_DROP_LEASE = "DELETE FROM leases WHERE run_id=? AND owner=?"
+    SQL_BEAT = "UPDATE leases SET heartbeat=? WHERE run_id=? AND owner=?"
+    SQL_ANCHOR = "INSERT OR IGNORE INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (?,?,?,?,?,?)"
+    SQL_HASH_AT = "SELECT lower(hex(hash)) FROM events WHERE run_id=? AND seq=?"
+    SQL_EVENT = f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)"
+    SQL_BLOB = "INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?,?,?)"
 
     def __init__(
         self,
@@ -641,11 +592,9 @@ class EventStore:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def __enter__(self) -> EventStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -737,17 +686,10 @@ class EventStore:
         prepared = prepare_all(self.redactor, (forked, *rest))
         task = self.redactor.value(task)
         run_id = run_id or new_run_id()
-        parent = self.run(forked.parent_run)
+        parent = self._fork_parent(forked)
         at = forked.at_seq
-        if at > parent.head_seq:
-            raise InputError(f"run {parent.run_id} has no event seq {at} (its last is {parent.head_seq})")
         with self._transaction() as conn:
-            found = self._events_in(parent.run_id, after=at - 1, upto=at)
-            if not found or found[0].hash != forked.parent_hash:
-                raise InputError(
-                    f"run {parent.run_id}: event seq {at} does not have the hash the fork names "
-                    f"({forked.parent_hash}); see `tether log verify {parent.run_id}`"
-                )
+            self._check_fork_base(parent, forked)
             self._insert_run(conn, run_id, task, parent.run_id, (at, forked.parent_hash))
             self._append_locked(conn, run_id, prepared, (at, forked.parent_hash))
             if lease:
@@ -755,17 +697,6 @@ class EventStore:
         if lease:
             self._start_heartbeat()
         return run_id
-
-    @overload
-    def append(self, run_id: str, event: Payload, *, expect: Head | None = None) -> Event: ...
-    @overload
-    def append(self, run_id: str, event: str, payload: Mapping[str, Any], *, expect: Head | None = None) -> Event: ...
-    def append(
-        self, run_id: str, event: Payload | str, payload: Mapping[str, Any] | None = None, *, expect: Head | None = None
-    ) -> Event:
-        """Validate, chain and durably commit one event: a payload object, or a kind and its dict."""
-        item: Emitted = event if isinstance(event, Payload) else (event, payload if payload is not None else {})
-        return self.append_many(run_id, [item], expect=expect)[0]
 
     def append_many(
         self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
@@ -842,18 +773,6 @@ class EventStore:
         conn.execute("UPDATE runs SET head_seq=?, head_hash=? WHERE run_id=?", (seq, prev, run_id))
         self._sign_locked(conn, run_id, rows, head[0], seq, prev)
 
-    def _sign_locked(
-        self, conn: sqlite3.Connection, run_id: str, rows: Sequence[Chained], base_seq: int, seq: int, prev: str
-    ) -> None:
-        """A checkpoint of the new head, when the signer says one is due (written after the commit)."""
-        if self.signer is not None and self.signer.due(base_seq, seq, (e.kind for _, e in rows)):
-            cp = self.signer.sign(run_id, seq, prev, now_iso())
-            conn.execute(
-                "INSERT OR IGNORE INTO anchors (run_id, seq, hash, key_id, signed_at, signature) VALUES (?,?,?,?,?,?)",
-                (cp.run_id, cp.seq, cp.hash, cp.key_id, cp.signed_at, cp.signature),
-            )
-            self._pending_anchor.append(cp)
-
     def _flush_anchor(self) -> None:
         """After the commit: append the transaction's checkpoints to the anchor file outside the database."""
         while self._pending_anchor and self.signer is not None:
@@ -879,51 +798,7 @@ class EventStore:
             self._conn.execute("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?,?,?)", (h, len(data), data))
         return h
 
-    # ---- the lease: one driver per run ---------------------------------------------------
-
-    def acquire(self, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
-        """Take the run's lease, or take over a dead holder's, in one transaction; else :class:`RunLeased`."""
-        with self._transaction() as conn:
-            lease = self._lease_locked(conn, run_id, ttl_s)
-        self._start_heartbeat()
-        return lease
-
-    def _lease_locked(self, conn: sqlite3.Connection, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
-        row = conn.execute(LEASE_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
-        mine = self._leases.get(run_id)
-        if row is not None:
-            held = Lease(*row)
-            if (mine is None or held.owner != mine.owner) and not holder_is_gone(held, this_host(), time.time()):
-                raise RunLeased(run_id, held.describe())
-        pid = os.getpid()
-        lease = Lease(run_id, uuid4_hex(), this_host(), pid, process_start(pid) or "", now_iso(), time.time(), ttl_s)
-        conn.execute(
-            "INSERT OR REPLACE INTO leases (run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s) "
-            "VALUES (?,?,?,?,?,?,?,?)",
-            (lease.run_id, lease.owner, lease.host, lease.pid, lease.pid_start, lease.since, lease.heartbeat, ttl_s),
-        )
-        self._leases[run_id] = lease
-        return lease
-
-    def _check_lease_locked(self, conn: sqlite3.Connection, run_id: str) -> None:
-        row = conn.execute(LEASE_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
-        if row is None or row[1] != self._leases[run_id].owner:
-            del self._leases[run_id]
-            holder = Lease(*row).describe() if row else "nobody (the lease was released)"
-            raise RunLeased(run_id, f"{holder}; this driver's lease was taken over, so it stops")
-
-    def holds(self, run_id: str) -> bool:
-        """Whether this store holds the run's lease (as far as it knows; appends check the row itself)."""
-        return run_id in self._leases
-
-    def release(self, run_id: str) -> None:
-        """Give the run's lease back (a no-op if this store does not hold it)."""
-        lease = self._leases.pop(run_id, None)
-        if not self._leases:
-            self._stop_heartbeat()
-        if lease is not None:
-            with self._transaction() as conn:
-                conn.execute("DELETE FROM leases WHERE run_id=? AND owner=?", (run_id, lease.owner))
+    # ---- the lease: one driver per run (the rest: StoreBase) -------------------------------
 
     def lease(self, run_id: str) -> Lease | None:
         """The run's current lease row, whoever holds it (None if free or the table does not exist yet)."""
@@ -933,24 +808,6 @@ class EventStore:
             return None
         return Lease(*row) if row else None
 
-    def _start_heartbeat(self) -> None:
-        """While this store holds leases, refresh their heartbeat (a holder on another host is judged by it)."""
-        if self._heartbeat is None and self._leases:
-            self._heartbeat = Heartbeat(min(lease.ttl_s for lease in self._leases.values()) / 3, self._beat)
-
-    def _beat(self) -> None:
-        # Not synced: a heartbeat lost to a power cut only makes its (dead) holder look dead sooner.
-        with self._transaction(durable=False) as conn:
-            for run_id, lease in list(self._leases.items()):
-                conn.execute(
-                    "UPDATE leases SET heartbeat=? WHERE run_id=? AND owner=?", (time.time(), run_id, lease.owner)
-                )
-
-    def _stop_heartbeat(self) -> None:
-        beat, self._heartbeat = self._heartbeat, None
-        if beat is not None:
-            beat.stop()
-
     # ---- reading ---------------------------------------------------------------------------
 
     def get_blob(self, h: str) -> bytes:
@@ -958,14 +815,6 @@ class EventStore:
         if row is None:
             raise InputError(f"no blob {h}")
         return bytes(row[0])
-
-    def events(
-        self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
-    ) -> list[Event]:
-        """The run's log after seq ``after`` up to seq ``upto`` (only the events of ``kinds``, when given), each
-        payload parsed into its model (:meth:`Event.from_row`); a fork's starts with its parent's events up to
-        the fork point. A whole log a page at a time: :func:`tether.events.stream.stream`."""
-        return self._events_in(run_id, after=after, upto=upto, kinds=kinds)
 
     def _events_in(
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
@@ -1015,26 +864,13 @@ class EventStore:
         ).fetchone()
         return fork_point(run_id, row)
 
-    def head(self, run_id: str) -> Head:
-        info = self.run(run_id)
-        return info.head_seq, info.head_hash
-
-    def run(self, run_id: str) -> RunInfo:
-        """A run by exact id or unique prefix (a literal prefix: no character is a wildcard)."""
-        if not run_id:
-            raise InputError(f"{self.path}: empty run id; see `tether runs`")
+    def _runs_named(self, run_id: str) -> list[tuple[Any, ...]]:
         row = self._conn.execute(RUN_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
         if row is not None:
-            return RunInfo(*row)
-        rows = self._conn.execute(
+            return [row]
+        return self._conn.execute(
             RUN_COLUMNS + " WHERE substr(run_id, 1, ?) = ? ORDER BY run_id LIMIT 11", (len(run_id), run_id)
         ).fetchall()
-        if len(rows) == 1:
-            return RunInfo(*rows[0])
-        if not rows:
-            raise InputError(f"{self.path}: no run {run_id!r}; see `tether runs`")
-        names = ", ".join(r[0] for r in rows[:10]) + (", …" if len(rows) > 10 else "")
-        raise InputError(f"{self.path}: run id prefix {run_id!r} is ambiguous; it matches {names}")
 
     def rows(self, run_id: str) -> list[tuple[Any, ...]]:
         """The run's log, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
@@ -1060,21 +896,7 @@ class EventStore:
                         "VALUES (?,?,?,?,?,?)",
                         (info.run_id, info.created_at, info.task, info.parent_run, info.head_seq, info.head_hash),
                     )
-            for row in rows:
-                found = conn.execute(
-                    "SELECT lower(hex(hash)) FROM events WHERE run_id=? AND seq=?", (row[0], row[1])
-                ).fetchone()
-                if found is None:
-                    conn.execute(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", stored(row))
-                elif found[0] != row[6]:
-                    raise InputError(
-                        f"{self.path}: run {row[0]} is already here with a different event seq {row[1]}; "
-                        "import into another store"
-                    )
-            for data in blobs:
-                conn.execute(
-                    "INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?,?,?)", (bytes_hash(data), len(data), data)
-                )
+            self._adopt_rows(conn, rows, blobs)
             self._verified_hashes(self.run(main.run_id))
 
     def runs(self) -> list[RunInfo]:
@@ -1091,29 +913,6 @@ class EventStore:
         except sqlite3.OperationalError:  # a tether/1 database opened read-only has no anchors table
             return []
         return [Checkpoint(*r) for r in rows]
-
-    def verify(self, run_id: str) -> int:
-        """Recompute the chain; return the number of events. Raises :class:`LogCorrupt`."""
-        with self._snapshot():
-            return len(self._verified_hashes(self.run(run_id)))
-
-    def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
-        """The chain, then every signed checkpoint (database and anchor file) against it.
-
-        The key and anchor file default to the store's signer's. Raises :class:`LogCorrupt` naming the
-        first bad seq, or the first signed checkpoint that no longer matches. Without a key the audit's
-        limits say what could not be detected.
-        """
-        if key is None and self.signer is not None:
-            key, anchor_file = self.signer.key, self.signer.anchor_file
-        with self._snapshot():
-            info = self.run(run_id)
-            hashes = self._verified_hashes(info)
-            checkpoints = self.checkpoints(info.run_id)
-        if key is not None and anchor_file is not None:
-            checkpoints += read_anchor_file(anchor_file, info.run_id)
-        report = check_anchor(info.run_id, hashes, checkpoints, key)
-        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, hashes[0] if hashes else "")
 
     def _verified_hashes(self, info: RunInfo) -> list[str]:
         """The chain of the run's whole log: a fork's shared prefix is verified against the parent's rows. A run of
@@ -1351,12 +1150,6 @@ def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | 
     if len(rows) - 1 != info.head_seq or prev != info.head_hash:
         return None
     return hashes
-
-
-def stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A row ``(run_id, seq, ts, kind, payload, prev_hash, hash)`` as tether/3 inserts it: no prev_hash (the
-    previous row's hash, joined back when read), the hash as its 32 bytes."""
-    return row[0], row[1], row[2], row[3], row[4], bytes.fromhex(row[6])
 
 
 def stored_rows(rows: Sequence[Chained]) -> list[tuple[Any, ...]]:

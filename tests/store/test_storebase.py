@@ -1,0 +1,28 @@
+"""The statements the shared half of a store runs (``StoreBase``) are each store's own, in its own dialect: a store
+that left one out, or carried one over from the other database, would fail only when that path first runs (an
+import, a lease's heartbeat, a signed checkpoint)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.events.pgstore import PgStore
+from tether.events.store import EventStore
+from tether.events.storebase import StoreBase
+
+STATEMENTS = sorted(name for name in StoreBase.__annotations__ if name.startswith("SQL_"))
+
+
+def test_the_base_names_its_statements() -> None:
+    assert len(STATEMENTS) == 8
+
+
+@pytest.mark.parametrize(("store", "placeholder", "foreign"), [(EventStore, "?", "%s"), (PgStore, "%s", "?")])
+@pytest.mark.parametrize("name", STATEMENTS)
+def test_each_store_writes_each_statement_in_its_own_dialect(
+    store: type[EventStore] | type[PgStore], placeholder: str, foreign: str, name: str
+) -> None:
+    statement = getattr(store, name)  # AttributeError: the store left it out
+    assert isinstance(statement, str)
+    assert placeholder in statement
+    assert foreign not in statement
