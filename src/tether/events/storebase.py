@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, overload
 
 from tether.canonical import bytes_hash
 from tether.errors import InputError, RunLeased
@@ -29,6 +29,8 @@ from .payload import Emitted, Payload
 from .redact import Redactor
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from .kinds import RunForked
 
 Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
@@ -106,23 +108,24 @@ def _second(s: int) -> tuple[int, str]:
     return second
 
 
-class Executes(Protocol):
-    """A transaction's handle as the base uses it: SQLite's connection, or a psycopg cursor."""
+if TYPE_CHECKING:  # types only: a Protocol class costs its making at import, on a cold hook's path too
 
-    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Any: ...
+    class Executes(Protocol):
+        """A transaction's handle as the base uses it: SQLite's connection, or a psycopg cursor."""
+
+        def execute(self, query: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    class Logged(Protocol):
+        """What the base reads of an event (the store's :class:`~.store.Event`)."""
+
+        @property
+        def kind(self) -> str: ...
+
+        @property
+        def hash(self) -> str: ...
 
 
-class Logged(Protocol):
-    """What the base reads of an event (the store's :class:`~.store.Event`)."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def hash(self) -> str: ...
-
-
-E = TypeVar("E", bound=Logged)
+E = TypeVar("E", bound="Logged")
 
 
 class StoreBase(Generic[E]):
