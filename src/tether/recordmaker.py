@@ -21,9 +21,9 @@ default factory's marker of the same ``repr`` (``<factory>``). ``__dataclass_fie
 
 from __future__ import annotations
 
+import _thread
 import abc
 import sys
-import threading
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from types import FunctionType, MemberDescriptorType
@@ -141,7 +141,7 @@ def eq_method(cls: type, fields: Iterable[Any]) -> Callable[[Any, Any], Any]:
 def repr_method(cls: type, fields: Iterable[Any]) -> Callable[[Any], str]:
     names = tuple(f.name for f in fields if f.repr)
     running: set[tuple[int, int]] = set()
-    get_ident = threading.get_ident
+    get_ident = _thread.get_ident
 
     def __repr__(self: Any) -> str:
         key = id(self), get_ident()

@@ -45,10 +45,10 @@ For type checkers this *is* ``dataclasses.dataclass`` (and ``field``, ``replace`
 
 from __future__ import annotations
 
+import _thread  # threading's locks are _thread's: importing threading costs a cold hook call ~0.6 ms
 import abc
 import builtins
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -85,7 +85,7 @@ _STANDARD: Any = None
 PARAMETERS = frozenset(
     ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots", "weakref_slot")
 )
-_frozen_lock = threading.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
+_frozen_lock = _thread.RLock()  # re-entrant: a class made while another is (slots: a new class) waits for nothing
 
 
 def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:

@@ -212,3 +212,25 @@ def test_a_plain_call_it_is_unsure_of_still_runs_again_on_the_full_path(tmp_path
     imported = [line.rsplit(b"|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert b"tether.plain" in imported and b"pydantic" in imported, "the plain path began, the full path answered"
     assert logged(tmp_path, "toolu_new") >= 1
+
+
+
+#: A process that ends by ``finish`` while a thread it started still runs: a normal exit waits for the thread, so
+#: its work is done (entry.py asks ``_thread._count``, which counts threading's threads too, not
+#: ``threading.active_count``: a cold call does not import ``threading``).
+STILL_RUNNING = """
+import sys, threading, time
+def work():
+    time.sleep(0.3)
+    open(sys.argv[1], "w").write("done")
+threading.Thread(target=work).start()
+from tether.hooks.entry import finish
+finish(0)
+"""
+
+
+def test_a_process_with_a_thread_still_running_exits_the_normal_way(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    done = subprocess.run([sys.executable, "-c", STILL_RUNNING, str(marker)], env=env_for(tmp_path), timeout=60)
+    assert done.returncode == 0
+    assert marker.read_text() == "done"

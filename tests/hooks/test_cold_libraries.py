@@ -6,8 +6,10 @@ decision used none of it: pathspec (+ typing_extensions; imported only to match 
 match itself: policy/globs.py, control/risk.py), hashlib (OpenSSL's libcrypto; tether.canonical hands out the
 builtin SHA-256), uuid (+ platform; tether.ids), decimal and unicodedata (policy/provenance.py, envelope/trust.py:
 imported where a text is folded or a number read), dataclasses (+ inspect, dis, tokenize: tether.recordmaker
-makes tether's classes on 3.11), ast (policy/inline.py), copy and weakref (plainrecord.py). One coming back fails
-here, named.
+makes tether's classes on 3.11), ast (policy/inline.py), copy and weakref (plainrecord.py), threading (the locks
+are ``_thread``'s; events/lease.py imports it where a heartbeat starts), signal (its three enums: the trial's kill
+takes ``_signal``'s ``SIGKILL``, guard/cachefile.py), ahocorasick_rs (events/redact.py: imported where a run
+has a secret to redact). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ OFF_THE_PLAIN_PATH = (
         "ast",  # policy/inline.py: imported where inline Python code is parsed
         "copy",  # plainrecord.py: where a record is copied
         "weakref",  # with copy; tether.recordmaker keeps its classes in a plain dict
+        "threading",  # _thread's locks (records, recordmaker, the stores, the sessions, programs)
+        "signal",  # guard/cachefile.py: _signal's SIGKILL
+        "ahocorasick_rs",  # events/redact.py: a run without secrets
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

@@ -10,12 +10,12 @@ pauses are counted, and a collector the program switched off itself stays off.
 
 from __future__ import annotations
 
+import _thread
 import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _depth = 0
 _was_enabled = False
 

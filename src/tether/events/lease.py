@@ -15,7 +15,6 @@ This module decides; the store reads and writes the row in one SQL transaction.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -86,6 +85,8 @@ class Heartbeat:
     """
 
     def __init__(self, interval: float, beat: Callable[[], None]) -> None:
+        import threading  # here: a hook process imports this module, and never beats
+
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(interval, beat), name="tether-lease-heartbeat")
         self._thread.daemon = True
@@ -99,6 +100,8 @@ class Heartbeat:
                 continue
 
     def stop(self) -> None:
+        import threading
+
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join()

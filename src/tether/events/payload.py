@@ -14,8 +14,8 @@ first time it is asked for a kind it does not hold (or iterated): so the registr
 read, and a hook deciding one tool call in a fresh process does not build ~25 payload classes it never reads.
 """
 
+import _thread
 import importlib
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
@@ -161,7 +161,7 @@ class Registry(dict[str, type[Payload]]):
         self._later = tuple(later)
         self._later_kinds = frozenset(kind for kinds in later.values() for kind in kinds)
         self._module_of = {kind: module for module, kinds in later.items() for kind in kinds}
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
 
     def _load_later(self, kind: object = None) -> None:
         """Import the later module registering ``kind`` (all of them for None, or a kind none lists), once each; a

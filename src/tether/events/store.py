@@ -32,12 +32,12 @@ A full disk is reported as :class:`DiskFull` naming the path; the transaction is
 
 from __future__ import annotations
 
+import _thread
 import errno
 import fcntl
 import json
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -404,7 +404,7 @@ class EventStore(StoreBase[Event]):
         self.readonly = readonly
         self.signer = signer
         self._conn = conn
-        self._thread_lock = threading.RLock()
+        self._thread_lock = _thread.RLock()
         self._lock_fd: int | None = None
         self._sync_mode = "FULL"
         self._leases: dict[str, Lease] = {}  # runs this store drives

@@ -305,7 +305,6 @@ class Trial:
     def __init__(self, check: Callable[[], object], seconds: float, allowance: int) -> None:
         import resource  # noqa: F401 — here, not in the child: a fork of a threaded process (the daemon) imports nothing
         import select  # noqa: F401
-        import signal  # noqa: F401
         import time
 
         self._status: int | None = None
@@ -338,12 +337,12 @@ class Trial:
 
     def _reap(self, ended: bool) -> None:
         """Whatever stopped the wait (an interrupt too), the child never outlives it, nor stays a zombie."""
-        import signal
+        from _signal import SIGKILL  # type: ignore[import-not-found]  # C, loaded at start-up; signal.py makes 3 enums
 
         pid = self.pid or 0
         try:
             if not ended:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, SIGKILL)
             _, status = os.waitpid(pid, 0)
         except OSError:
             status = -1

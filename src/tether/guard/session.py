@@ -33,9 +33,9 @@ approval that expired with ``on_timeout: stop``, ``session.ended``) and performs
 
 from __future__ import annotations
 
+import _thread
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -201,7 +201,7 @@ class Guard:
         self.turns = (0, 0)  # (events seen, turns counted): the hooks count their prompts here
         self.checkpointed = 0  # the log's length at the last fold checkpoint this guard wrote or loaded
         self.state = RunState()
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self._provenance: Provenance | None = None  # fed only the events appended since the last call
 

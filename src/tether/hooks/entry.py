@@ -254,9 +254,9 @@ def finish(code: int) -> NoReturn:
     ``os._exit``). The trial children are reaped where they are made (``try``/``finally``) and files written are
     closed by ``with``, as before. A process with another thread still running (none is started on this path)
     exits the normal way, which waits for it. Never for ``main`` called in-process (tests, the daemon)."""
-    import threading
+    import _thread
 
-    if threading.active_count() > 1:
+    if _thread._count():  # threads still running besides this one, threading's and _thread's alike
         sys.exit(code)
     import atexit
 

@@ -28,9 +28,9 @@ the guard refuses an envelope whose contract differs from the one the run began 
 
 from __future__ import annotations
 
+import _thread
 import json
 import re
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -86,7 +86,7 @@ def run_id_for(agent: str, session_id: str) -> str:
 #: What a resident process (the daemon) keeps between calls: open stores and the sessions' guards.
 #: Keys carry what would make an entry stale (a database's inode; the digest of an envelope file's bytes).
 _CACHE: dict[tuple[Any, ...], Any] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE_LOCK = _thread.allocate_lock()
 _CACHE_MAX = 256
 
 
@@ -338,7 +338,7 @@ def handle(settings: Settings, data: dict[str, Any], later: list[Callable[[], No
     returning, or, given ``later`` (the daemon), left there as work to run once the reply is sent: the agent
     does not wait for it. The events the answer depends on are on disk before it returns either way.
     """
-    lock = cached(("session", settings.agent, str(data["session_id"])), threading.Lock)
+    lock = cached(("session", settings.agent, str(data["session_id"])), _thread.allocate_lock)
     with lock:
         out = _handle(settings, data)
         if later is None:
@@ -348,7 +348,7 @@ def handle(settings: Settings, data: dict[str, Any], later: list[Callable[[], No
         return out
 
 
-def checkpoint_later(lock: threading.Lock, settings: Settings, data: dict[str, Any]) -> None:
+def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str, Any]) -> None:
     """:func:`checkpoint` after the reply: under the session's lock, so the folded state it pickles is not moved
     by the session's next call meanwhile, and two of the daemon's writers of one session never overlap (the file
     itself is renamed into place whole: a crash leaves the old one or none). A checkpoint is a cache: a failure

@@ -18,8 +18,8 @@ uniquely names, so abbreviating a code option does not hide it.
 
 from __future__ import annotations
 
+import _thread
 import re
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from typing import TypeVar, overload
@@ -164,7 +164,7 @@ class Later:
         return Later(lambda: replace(self.made(), **changes), str(kind))  # type: ignore[arg-type]
 
 
-_MAKING = threading.RLock()
+_MAKING = _thread.RLock()
 #: A spec's kind when :func:`spec` is not given one (the field's default).
 _KIND: str = Spec.kind
 
