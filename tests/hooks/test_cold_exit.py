@@ -214,7 +214,6 @@ def test_a_plain_call_it_is_unsure_of_still_runs_again_on_the_full_path(tmp_path
     assert logged(tmp_path, "toolu_new") >= 1
 
 
-
 #: A process that ends by ``finish`` while a thread it started still runs: a normal exit waits for the thread, so
 #: its work is done (entry.py asks ``_thread._count``, which counts threading's threads too, not
 #: ``threading.active_count``: a cold call does not import ``threading``).

@@ -9,7 +9,8 @@ imported where a text is folded or a number read), dataclasses (+ inspect, dis, 
 makes tether's classes on 3.11), ast (policy/inline.py), copy and weakref (plainrecord.py), threading (the locks
 are ``_thread``'s; events/lease.py imports it where a heartbeat starts), signal (its three enums: the trial's kill
 takes ``_signal``'s ``SIGKILL``, guard/cachefile.py), ahocorasick_rs (events/redact.py: imported where a run
-has a secret to redact). One coming back fails here, named.
+has a secret to redact), shlex (policy/rules.py, policy/shell.py: imported where a rule's specifier or ``env -S``'s
+string is split). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ OFF_THE_PLAIN_PATH = (
         "threading",  # _thread's locks (records, recordmaker, the stores, the sessions, programs)
         "signal",  # guard/cachefile.py: _signal's SIGKILL
         "ahocorasick_rs",  # events/redact.py: a run without secrets
+        "shlex",  # policy/rules.py, policy/shell.py: no rule specifier, no env -S
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

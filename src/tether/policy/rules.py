@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import cache
@@ -173,6 +172,8 @@ def parse(rule: Rule, verdict: Verdict) -> CompiledRule:
         spec = spec.strip()
         if not spec:
             raise RuleSyntaxError(f"{rule.rule!r} has an empty specifier")
+        import shlex  # here: a rule with a specifier (a call under an envelope without one does without it)
+
         try:
             toks = shlex.split(spec)
         except ValueError as e:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -768,6 +767,8 @@ class _Walker:
 
     def split_string(self, text: str, tail: list[Word]) -> list[Word]:
         """``env -S 'CMD ARGS'``: the string split into words as env splits it (shell-like quoting)."""
+        import shlex  # here: only env -S needs it
+
         try:
             return [Word.lit(x) for x in shlex.split(text)] + tail
         except ValueError:
