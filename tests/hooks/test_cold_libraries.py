@@ -10,7 +10,8 @@ makes tether's classes on 3.11), ast (policy/inline.py), copy and weakref (plain
 are ``_thread``'s; events/lease.py imports it where a heartbeat starts), signal (its three enums: the trial's kill
 takes ``_signal``'s ``SIGKILL``, guard/cachefile.py), ahocorasick_rs (events/redact.py: imported where a run
 has a secret to redact), shlex (policy/rules.py, policy/shell.py: imported where a rule's specifier or ``env -S``'s
-string is split). One coming back fails here, named.
+string is split), base64 (+ struct: events/anchor.py, guard/cachefile.py, events/redact.py, imported where a key
+signs or verifies, or a secret's forms are made). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ OFF_THE_PLAIN_PATH = (
         "signal",  # guard/cachefile.py: _signal's SIGKILL
         "ahocorasick_rs",  # events/redact.py: a run without secrets
         "shlex",  # policy/rules.py, policy/shell.py: no rule specifier, no env -S
+        "base64",  # events/anchor.py, guard/cachefile.py, events/redact.py: no anchor key, no secret
+        "struct",  # with base64
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

@@ -20,7 +20,6 @@ database records the head, and a full rewrite is undetectable; ``log verify`` sa
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -31,7 +30,7 @@ from tether.canonical import sha256_hex
 from tether.errors import DiskFull, FileError, LogCorrupt
 from tether.records import dataclass
 
-if TYPE_CHECKING:  # cryptography is imported where a key is made or loaded: a store without a key never needs it
+if TYPE_CHECKING:  # cryptography and base64: imported where a key is made, loaded or used (a store may have none)
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 DEFAULT_EVERY = 100
@@ -166,16 +165,22 @@ class AnchorKey:
 
     def sign_bytes(self, message: bytes) -> str:
         """A base64 Ed25519 signature of ``message`` (an episode package's manifest, say)."""
+        import base64
+
         if self.private is None:
             raise FileError(f"{self.path}: a public key can verify but not sign; expected the private key")
         return base64.b64encode(self.private.sign(message)).decode()
 
     def public_b64(self) -> str:
+        import base64
+
         return base64.b64encode(_raw(self.public)).decode()
 
     @classmethod
     def from_public_b64(cls, raw: str, where: str) -> AnchorKey:
         """A verify-only key from its raw public bytes in base64 (as a package carries it)."""
+        import base64
+
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
         try:
@@ -185,6 +190,8 @@ class AnchorKey:
         return cls(public, None, Path(where))
 
     def verifies_bytes(self, message: bytes, signature: str) -> bool:
+        import base64
+
         from cryptography.exceptions import InvalidSignature
 
         try:
@@ -194,6 +201,8 @@ class AnchorKey:
         return True
 
     def verifies(self, cp: Checkpoint) -> bool:
+        import base64
+
         from cryptography.exceptions import InvalidSignature
 
         try:
@@ -234,6 +243,8 @@ class Signer:
         return "run.finished" in kinds or after_seq // self.every > before_seq // self.every
 
     def sign(self, run_id: str, seq: int, hash_: str, signed_at: str) -> Checkpoint:
+        import base64
+
         sig = self._private.sign(signed_message(run_id, seq, hash_))
         return Checkpoint(run_id, seq, hash_, self.key.key_id, signed_at, base64.b64encode(sig).decode())
 

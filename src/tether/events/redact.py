@@ -29,7 +29,6 @@ per MiB: ``benchmarks/redact.py``) and the two edge checks.
 
 from __future__ import annotations
 
-import base64
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -97,7 +96,10 @@ def _char(c: str, url: bool) -> str:
 
 def _b64(raw: bytes) -> list[str]:
     """The base64 text ``raw`` determines, in both alphabets: whole (with its padding), and the part of a longer
-    stream it determines at each of the three alignments it can have there."""
+    stream it determines at each of the three alignments it can have there. (base64 is imported here and in
+    :func:`_literals`, where a run has a secret: a hook call without one does without it.)"""
+    import base64
+
     out: list[str] = []
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         out.append(encode(raw).decode())
@@ -137,6 +139,8 @@ def _seeds(value: str) -> set[bytes]:
 
 def _literals(value: str) -> list[str]:
     """The plain forms whose cut-off pieces are redacted at string edges."""
+    import base64
+
     raw = value.encode()
     return [value, raw.hex(), raw.hex().upper(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
 

@@ -9,7 +9,6 @@ a JSON header line and a body the header names by digest; under an anchor key th
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from operator import attrgetter, is_
@@ -85,8 +84,11 @@ def header_bytes(header: dict[str, Any]) -> bytes:
 
 
 def seal(header: dict[str, Any], signer: Signer | None) -> dict[str, Any]:
-    """``header`` signed with the store's anchor key, when it has one."""
+    """``header`` signed with the store's anchor key, when it has one (base64 imported only then, as in
+    :func:`sealed`: a store without a key does without it)."""
     if signer is not None:
+        import base64
+
         header["key_id"] = signer.key.key_id
         header["sig"] = base64.b64encode(signer._private.sign(header_bytes(header))).decode()
     return header
@@ -96,6 +98,8 @@ def sealed(header: dict[str, Any], signer: Signer | None) -> bool:
     """Under an anchor key, ``header`` is signed with that key (a forged signature raises); without one, true."""
     if signer is None:
         return True
+    import base64
+
     sig = header.get("sig")
     if header.get("key_id") != signer.key.key_id or not isinstance(sig, str):
         return False
