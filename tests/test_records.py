@@ -44,6 +44,14 @@ def shapes(make: Maker, field: Callable[..., Any] = dataclasses.field) -> dict[s
         a: Any
         b: tuple[int, ...] = ()
 
+    @make(frozen=True, slots=True)
+    class FrozenSlotted:  # the control fold's Observation
+        """FrozenSlotted."""
+
+        a: Any
+        b: tuple[int, ...] = ()
+        c: str = field(default="c", compare=False)
+
     @make
     class Mutable:
         """Mutable."""
@@ -228,11 +236,12 @@ finally:
 #: The shapes tether.recordmaker made whole (the rest need what it leaves to the standard maker).
 MADE_WHOLE = {
     "Mutable", "NoEq", "NoRepr", "Empty", "One", "OwnMethods", "OwnEqOnly", "HashField", "OwnHashOnly", "SlotsOwnInit",
-    "PostInit", "SlotsMutable", "Identity",
+    "PostInit", "SlotsMutable", "Identity", "FrozenSlotted",
 }  # fmt: skip
 VALUES: dict[str, list[dict[str, Any]]] = {
     "Point": [{"x": 1}, {"x": 1, "y": 2, "tag": "t"}, {"x": 1, "tag": "other"}, {"x": float("nan")}],
     "Slotted": [{"a": 1}, {"a": [1]}, {"a": "x", "b": (1, 2)}],
+    "FrozenSlotted": [{"a": 1}, {"a": [1]}, {"a": "x", "b": (1, 2), "c": "d"}],
     "Mutable": [{"name": "n"}, {"name": "n", "items": [1, 2], "secret": "x", "hashed": 3}],
     "NoEq": [{"v": 1}],
     "NoRepr": [{"v": 1}],
@@ -312,7 +321,7 @@ def test_each_shape_is_made_as_the_standard_library_makes_it(name: str) -> None:
 
 
 def test_the_own_maker_makes_whole_exactly_the_shapes_it_mirrors() -> None:
-    """Fail closed: a ClassVar, an InitVar, a base, kw_only, frozen with slots, slots of its own, order, unsafe_hash,
+    """Fail closed: a ClassVar, an InitVar, a base, kw_only, no docstring, slots of its own, order, unsafe_hash,
     weakref_slot, no docstring: the standard maker's class (the comparison above holds either way)."""
     if not records.OWN or sys.version_info[:2] != (3, 11):
         assert not any(cls in recordmaker._MADE for cls in OWN.values())

@@ -8,7 +8,7 @@ the standard library's generated ones do (see :mod:`tether.records`).
 ``tokenize``, ~14 ms of a cold hook call, whose 45 classes it makes): only on Python 3.11, whose standard maker it
 mirrors, and only a class of the shape tether's are — a docstring of its own, no base but ``object``, no
 ``ClassVar``/``InitVar``/``KW_ONLY`` annotation, no ``order``, ``unsafe_hash``, ``kw_only``, ``weakref_slot``,
-no frozen class with slots, fields made by this module's :func:`field` or plain defaults (none mutable), no field
+fields made by this module's :func:`field` or plain defaults (none mutable), no field
 without a default after one with. Anything else returns None from :func:`plan`, and :mod:`tether.records` hands
 the class to the standard maker: never a silently different class. The ``__init__`` is the standard one's text,
 compiled through :mod:`tether.compiled` (so the table serves it as it serves the standard maker's), with a
@@ -208,7 +208,7 @@ def plan(cls: type, *, frozen: bool, slots: bool) -> list[Spec] | None:
     own = cls.__dict__
     if sys.version_info[:2] != (3, 11) or own.get("__doc__") is None or cls.__bases__ != (object,):
         return None
-    if type(cls) is not type or "__slots__" in own or (frozen and (slots or "__setattr__" in own)):
+    if type(cls) is not type or "__slots__" in own or (frozen and "__setattr__" in own):
         return None
     if frozen and "__delattr__" in own:
         return None
@@ -334,8 +334,9 @@ def _standard_params(init: bool, repr: bool, eq: bool, frozen: bool) -> Any:
     return dataclasses._DataclassParams(init, repr, eq, False, False, frozen)  # type: ignore[attr-defined]
 
 
-def _slotted(cls: type, specs: list[Spec]) -> type:
-    """``dataclasses._add_slots`` for a class whose only base is ``object`` and that is not frozen."""
+def _slotted(cls: type, specs: list[Spec], frozen: bool) -> type:
+    """``dataclasses._add_slots`` for a class whose only base is ``object``; a frozen one gets the standard
+    ``__getstate__``/``__setstate__`` (the fields' values as a list), unless it has its own."""
     names = tuple(f.name for f in specs)
     own = dict(cls.__dict__)
     own["__slots__"] = names
@@ -344,7 +345,33 @@ def _slotted(cls: type, specs: list[Spec]) -> type:
     qualname = cls.__qualname__
     made = type(cls)(cls.__name__, cls.__bases__, own)
     made.__qualname__ = qualname
+    if frozen:
+        if "__getstate__" not in own:
+            type.__setattr__(made, "__getstate__", _dataclass_getstate)
+        if "__setstate__" not in own:
+            type.__setattr__(made, "__setstate__", _dataclass_setstate)
     return made
+
+
+def _state_fields(obj: Any) -> Iterable[Any]:
+    """``dataclasses.fields(obj)``: the fields of the object's own class (a subclass may have more)."""
+    specs = _MADE.get(type(obj))
+    if specs is None:
+        import dataclasses
+
+        return dataclasses.fields(obj)
+    return specs
+
+
+def _dataclass_getstate(self: Any) -> list[Any]:
+    """``dataclasses._dataclass_getstate``: a frozen slotted record's pickled state."""
+    return [getattr(self, f.name) for f in _state_fields(self)]
+
+
+def _dataclass_setstate(self: Any, state: list[Any]) -> None:
+    """``dataclasses._dataclass_setstate``: the state back, through ``object.__setattr__`` (the class is frozen)."""
+    for f, value in zip(_state_fields(self), state, strict=False):
+        object.__setattr__(self, f.name, value)
 
 
 def make(
@@ -374,7 +401,7 @@ def make(
     if match_args:
         _set(cls, "__match_args__", tuple(f.name for f in specs if f.init))
     if slots:
-        cls = _slotted(cls, specs)
+        cls = _slotted(cls, specs, frozen)
     abc.update_abstractmethods(cls)
     kept = tuple(specs)
     type.__setattr__(

@@ -15,11 +15,10 @@ reviewer checks the delivered diff touches the files it blames.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.events.store import Event
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 from .beliefs import BeliefView
 from .receipts import IntentCalls

@@ -19,12 +19,11 @@ match the finding's file (all of them when none match).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
-from tether.records import dataclass
+from tether.records import dataclass, field, replace
 
 from .receipts import IntentCalls
 from .risk import rate_paths

@@ -13,14 +13,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.canonical import content_hash
 from tether.events.kinds_calls import ActionCompleted, ActionFailed, ActionProposed, DiagnosticsComputed
 from tether.events.store import Event
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 if TYPE_CHECKING:  # later kind modules (payload.LATER): the view reads them by their kind's string
     from tether.events.kinds_control import DiagnosticData, RecoverySwitched, SensorResultEvent

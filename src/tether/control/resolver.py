@@ -19,9 +19,8 @@ The lowest critical dimension (ties by name) is the one named in the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
 
-from tether.records import dataclass
+from tether.records import dataclass, field
 from tether.status import ControlState
 
 from .recovery import LADDER, next_strategy
