@@ -36,7 +36,7 @@ from tether import plain
 from tether.hooks import entry
 assert plain.choose()
 request, data, marker = json.load(sys.stdin)
-entry.import_deciding_code()
+entry.import_deciding_code(gate=data["hook_event_name"] == "PreToolUse")  # as entry.main does
 from tether.guard.log import Log
 whole = []
 real = Log._whole
@@ -52,7 +52,8 @@ except Unsure:  # a hook process decides again on the full path
     print(json.dumps({"unsure": True, "restored": False, "marker": os.path.exists(marker)}))
     sys.exit()
 [guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
-print(json.dumps({"answer": json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"],
+print(json.dumps({"answer": json.loads(out.stdout or '{"hookSpecificOutput": {"permissionDecision": ""}}')
+                  ["hookSpecificOutput"]["permissionDecision"],
                   "restored": type(guard.events).__name__ == "Log", "whole": bool(whole),
                   "fold": guard.run_id in fold._FOLDS, "marker": os.path.exists(marker)}))
 """
@@ -95,10 +96,7 @@ def write(path: Path, header: dict[str, Any], body: bytes) -> None:
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
 
 
-def plain_call(hook: Hook, marker: Path, i: int) -> dict[str, Any]:
-    data = payload(
-        "claude-code.PreToolUse", hook.workspace, tool_input={"command": "ls"}, tool_use_id=f"toolu_plain{i}"
-    )
+def in_plain(hook: Hook, data: dict[str, Any], marker: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(Path(launch.__file__).parents[2])}
     done = subprocess.run(
         [sys.executable, "-c", PLAIN],
@@ -111,6 +109,25 @@ def plain_call(hook: Hook, marker: Path, i: int) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-2000:]
     got: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return got
+
+
+def plain_call(hook: Hook, marker: Path, i: int) -> dict[str, Any]:
+    data = payload(
+        "claude-code.PreToolUse", hook.workspace, tool_input={"command": "ls"}, tool_use_id=f"toolu_plain{i}"
+    )
+    return in_plain(hook, data, marker)
+
+
+def plain_receipt(hook: Hook) -> dict[str, Any]:
+    """A PostToolUse recorded in a plain process: it views the control layer, so it reads the fold too."""
+    data = payload(
+        "claude-code.PostToolUse",
+        hook.workspace,
+        tool_input={"command": "grep -n needle3 src/app.py"},
+        tool_use_id="toolu_3",
+        tool_response={"stdout": "", "stderr": "", "interrupted": False},
+    )
+    return in_plain(hook, data, hook.workspace / "none")
 
 
 def full_call(hook: Hook, i: int) -> bool:
@@ -134,6 +151,11 @@ def test_a_plain_call_reads_only_the_gates_part_and_never_the_whole_log(hook: Ho
     got = plain_call(hook, marker, 0)
     assert got == {"answer": "allow", "restored": True, "whole": False, "fold": False, "marker": False}
     assert full_call(hook, 0), "the full path reads both parts of the same file"
+
+
+def test_a_plain_receipt_reads_the_fold_and_never_the_whole_log(hook: Hook) -> None:
+    got = plain_receipt(hook)
+    assert got == {"answer": "", "restored": True, "whole": False, "fold": True, "marker": False}
 
 
 def test_a_fold_part_naming_a_function_is_never_parsed_by_a_plain_call_and_refused_by_the_full_path(

@@ -360,13 +360,16 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
 
 
 def wants_fold() -> bool:
-    """Whether this process reads a checkpoint's second part, the control layer's fold: not a plain one (a PreToolUse
-    on tether/plain.py's path), which decides from the run state without the control layer (``guard.session
-    .load_observer``) and writes no checkpoint; every other does (a receipt's view of the control layer, the full
-    path, the daemon). A process that skipped it and asks for a fold after all gets one made from the log (the
-    control layer's ``folded``): slower, never wrong. The first part is about half the body (a 1,000-call session:
-    321 of 641 kB, the fold 320 kB)."""
-    return not plain.active()
+    """Whether this process reads a checkpoint's second part, the control layer's fold: every process but a plain one
+    that has not imported the control layer's loop (``guard.session.load_observer``, which a hook imports up front for
+    a receipt or a prompt): a plain PreToolUse, which decides from the run state without the control layer and writes
+    no checkpoint. A plain receipt reads the fold (its view of the control layer folds the log); the full path and
+    the daemon read it (they write checkpoints). A process that skipped it and asks for a fold after all gets one
+    made from the log (the control layer's ``folded``): slower, never wrong. The first part is about half the body
+    (a 1,000-call session: 321 of 641 kB, the fold 320 kB)."""
+    import sys
+
+    return not plain.active() or "tether.control.loop" in sys.modules
 
 
 def _classes_imported(fold: bool = True) -> None:
