@@ -1229,14 +1229,32 @@ def _not_text(*values: object) -> str:
     return ", ".join(f"{n} is {type(v).__name__}, not text" for n, v in found if type(v) is not str)
 
 
-def first_hash(e: Event) -> str:
-    """The hash a run's first event chains to from its own contents (its stored payload text, else its canonical
-    JSON), not the hash column read beside them; "" for an event that is not a first one. What ``verify_run``'s
-    ``Audit.first`` is compared with by a reader that read the event in a read of its own (guard/session.py)."""
-    if e.seq != 0:
-        return ""
+def contents_hash(e: Event, prev: str) -> str:
+    """The hash ``e`` chains to after ``prev`` from its own contents (its stored payload text, else its canonical
+    JSON), not the hash column read beside them: what a reader that read ``e`` apart from the audit compares."""
     text = e._text if e._text is not None else canonical_json(e.payload)
-    return event_hash(GENESIS, e.run_id, 0, e.ts, e.kind, text)
+    return event_hash(prev, e.run_id, e.seq, e.ts, e.kind, text)
+
+
+def first_hash(e: Event) -> str:
+    """The hash a run's first event chains to from its own contents (:func:`contents_hash`); "" for an event that is
+    not a first one. What ``verify_run``'s ``Audit.first`` is compared with by a reader that read the event in a read
+    of its own (guard/session.py)."""
+    return contents_hash(e, GENESIS) if e.seq == 0 else ""
+
+
+def unverified(events: Sequence[Event], hashes: Sequence[str]) -> int | None:
+    """The seq of the first of ``events`` (read in a read of their own, after an audit that verified ``hashes``) whose
+    contents, chained after the verified hash before it, or whose hash column, is not the hash verified at its seq:
+    a row rewritten between the audit and this read (and maybe put back since); None when every one is. An event
+    past the audit (appended since) is not judged: nothing verified it."""
+    for e in events:
+        seq = e.seq
+        if seq >= len(hashes):
+            continue
+        if seq < 0 or e.hash != hashes[seq] or contents_hash(e, hashes[seq - 1] if seq else GENESIS) != hashes[seq]:
+            return seq
+    return None
 
 
 def row_event(r: tuple[Any, ...]) -> Event:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, overloa
 from tether.canonical import bytes_hash
 from tether.errors import InputError, RunLeased
 from tether.ids import uuid4_hex
-from tether.records import dataclass
+from tether.records import dataclass, field
 
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
@@ -64,6 +64,9 @@ class Audit:
     head: Head
     anchor: AnchorReport
     first: str = ""
+    #: Every event's hash as verified, by seq: a reader that read the events in a read of its own compares them
+    #: (``store.unverified``: guard/session.py).
+    hashes: Sequence[str] = field(default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -364,4 +367,5 @@ class StoreBase(Generic[E]):
         if key is not None and anchor_file is not None:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
         report = check_anchor(info.run_id, hashes, checkpoints, key)
-        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, hashes[0] if hashes else "")
+        first = hashes[0] if hashes else ""
+        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, first, hashes)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from tether.canonical import sha256
-from tether.events.store import Event
+from tether.events.chain import GENESIS
+from tether.events.store import Event, contents_hash
 
 #: A fold checkpoint is written once this many events have been folded since the last one (or since opening).
 #: Here, not in guard/checkpoint.py: a hook call that writes none decides so without importing the writer.
@@ -65,5 +66,10 @@ class Log(Sequence[Event]):
             whole = [e for e in self._store.events(self._run_id) if e.seq <= upto]
             if len(whole) != len(self) or [e.hash for e in whole[self._base :]] != [e.hash for e in self._tail]:
                 raise LogCorrupt(self._run_id, self._base, "the log changed under the session's fold checkpoint")
+            prev = GENESIS  # read apart from the audit: each row's contents chain to the verified head's hash
+            for e in whole[: self._base + 1]:
+                prev = contents_hash(e, prev)
+            if prev != self._tail[0].hash:
+                raise LogCorrupt(self._run_id, self._base, "an event before the fold checkpoint was rewritten")
             self._tail, self._base = whole, 0
         return self._tail

@@ -57,7 +57,7 @@ from tether.events.kinds_calls import (
     SessionOpened,
 )
 from tether.events.payload import Payload
-from tether.events.store import Event, first_hash
+from tether.events.store import Event, first_hash, unverified
 from tether.ids import uuid4_hex
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
@@ -262,6 +262,10 @@ class Guard:
             guard.genesis = genesis
             restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
         guard.refresh()
+        if recorded is not None:  # what is folded is what the audit verified, not rows read again after it
+            bad = unverified(guard.events[max(guard.checkpointed - 1, 0) :], audit.hashes)
+            if bad is not None:
+                raise LogCorrupt(run_id, bad, "an event was rewritten between the log's audit and its fold")
         return guard
 
     # ---- the gate ----------------------------------------------------------------------------
