@@ -34,9 +34,9 @@ def record_step() -> list[list[tuple[str, dict[str, Any]]]]:
     calls: list[list[tuple[str, dict[str, Any]]]] = []
     append_many = runtime.Runtime.append_many
 
-    def recording(self: runtime.Runtime, items: Any) -> Any:
+    def recording(self: runtime.Runtime, items: Any, **how: Any) -> Any:
         calls.append([(i.KIND, i.model_dump(mode="json")) for i in items])
-        return append_many(self, items)
+        return append_many(self, items, **how)
 
     runtime.Runtime.append_many = recording  # type: ignore[method-assign]
     try:
