@@ -26,3 +26,15 @@ def test_each_store_writes_each_statement_in_its_own_dialect(
     assert isinstance(statement, str)
     assert placeholder in statement
     assert foreign not in statement
+
+
+def test_a_store_that_leaves_out_a_per_database_method_cannot_be_made() -> None:
+    """The per-database half is abstract: a store missing one fails when it is made, not when the method is first
+    called deep inside a run."""
+    per_database = {"where", "_transaction", "_snapshot", "_runs_named", "_verified_hashes", "_events_in"}
+    per_database |= {"append_many", "checkpoints", "close"}
+    assert StoreBase.__abstractmethods__ == per_database
+    for left_out in sorted(per_database):
+        partial = type("Partial", (StoreBase,), dict.fromkeys(per_database - {left_out}, print))
+        with pytest.raises(TypeError, match=left_out):
+            partial()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -131,7 +132,7 @@ if TYPE_CHECKING:  # types only: a Protocol class costs its making at import, on
 E = TypeVar("E", bound="Logged")
 
 
-class StoreBase(Generic[E]):
+class StoreBase(ABC, Generic[E]):
     """The part of an event store that is the same over every database (see the module's docstring); ``E``, the
     store's event (named here by what the base reads of it, so this module needs nothing of the store's)."""
 
@@ -156,42 +157,48 @@ class StoreBase(Generic[E]):
     _pending_anchor: list[Checkpoint]  # signed in the open transaction: to the anchor file once it commits
 
     @property
+    @abstractmethod
     def where(self) -> str:
         """What error messages name the store by: a SQLite file's path, a URL without its password."""
-        raise NotImplementedError
 
     # ---- what each store does its own way --------------------------------------------------------
 
+    @abstractmethod
     def _transaction(self, durable: bool = True) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+        """One write transaction, its cursor yielded; committed (synced to disk when ``durable``) or rolled back."""
 
+    @abstractmethod
     def _snapshot(self) -> AbstractContextManager[None]:
-        raise NotImplementedError
+        """One read snapshot: the reads inside it see one state of the database."""
 
     def _lock_run(self, cur: Any, run_id: str) -> None:
         """Queue behind any other transaction writing this run; a store whose every write holds one lock (SQLite's
         writer lock) has nothing more to take."""
 
+    @abstractmethod
     def _runs_named(self, run_id: str) -> list[tuple[Any, ...]]:
         """The run rows whose id is ``run_id``, or else the first 11 (by id) it is a literal prefix of."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _verified_hashes(self, info: RunInfo) -> list[str]:
         """The event hashes of the run's whole log, its chain checked; :class:`LogCorrupt` if it does not hold."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _events_in(
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
     ) -> list[E]:
-        raise NotImplementedError
+        """The run's events after seq ``after`` up to ``upto``, of ``kinds`` when given, in order."""
 
+    @abstractmethod
     def append_many(
         self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
     ) -> list[E]:
-        raise NotImplementedError
+        """Append ``items`` to the run in one transaction (synced to disk when ``durable``), chained after its head;
+        with ``expect`` (the head the caller saw) nothing is written and :class:`HeadMoved` raised if it moved."""
 
+    @abstractmethod
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
-        raise NotImplementedError
+        """The run's signed checkpoints, oldest first."""
 
     # ---- the same over every store --------------------------------------------------------------
 
@@ -201,8 +208,9 @@ class StoreBase(Generic[E]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Release this store's leases and close its connection; must not fail."""
 
     @overload
     def append(self, run_id: str, event: Payload, *, expect: Head | None = None) -> E: ...
