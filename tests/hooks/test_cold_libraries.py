@@ -51,26 +51,38 @@ OFF_THE_PLAIN_PATH = (
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker
 SESSION = "5c2a7e1b-cold-libraries"
-#: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit.
+#: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit,
+#: and then what the process handed to ``compile()`` (the first 80 characters of each source).
 WATCHED = """
-import atexit, json, sys
-atexit.register(lambda: print(json.dumps(sorted(sys.modules))))
+import atexit, builtins, json, sys
+compiled = []
+def compile_watched(source, *args, _compile=builtins.compile, **kwargs):
+    compiled.append(str(source)[:80])
+    return _compile(source, *args, **kwargs)
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)) + "\\n" + json.dumps(compiled)))
 sys.argv = sys.argv[1:]
 with open(sys.argv[0]) as f:  # as the interpreter runs a script: not runpy, whose pkgutil imports weakref
     code = compile(f.read(), sys.argv[0], "exec")
+builtins.compile = compile_watched
 exec(code, {"__name__": "__main__", "__file__": sys.argv[0], "__builtins__": __builtins__})
 """
 
 
 def call(project: Path, event: str, **fields: object) -> tuple[str, set[str]]:
+    answer, modules, _ = watched(project, event, **fields)
+    return answer, modules
+
+
+def watched(project: Path, event: str, **fields: object) -> tuple[str, set[str], list[str]]:
+    """One call through the launcher: its answer, the modules it imported, the sources it compiled."""
     env = {k: v for k, v in os.environ.items() if k not in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN")}
     env |= {"TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(project)}
     request = payload(f"claude-code.{event}", project, **{"session_id": SESSION, **fields})  # fields may name another
     argv = [sys.executable, "-I", "-S", "-c", WATCHED, launch.__file__, "claude-code", "--no-daemon"]
     done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    answer, _, modules = done.stdout.rstrip("\n").rpartition("\n")
-    return answer, set(json.loads(modules))
+    *answer, modules, compiled = done.stdout.rstrip("\n").split("\n")
+    return "\n".join(answer), set(json.loads(modules)), json.loads(compiled)
 
 
 def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: Path) -> None:
@@ -83,6 +95,20 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert "tether.guard.session" in modules and "pydantic" not in modules  # decided here, on the plain path
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], command
+
+
+def test_a_plain_call_compiles_nothing(tmp_path: Path) -> None:
+    """The first ``compile()`` of a process makes the interpreter's AST node classes (``PyAST_Check``: 119 of them,
+    ~10 M instructions, 4 % of a cold PreToolUse); a ``TypeVar`` bound by a string compiles it (``ForwardRef``), as
+    events/storebase.py's did. A plain call compiles no source at all."""
+    call(tmp_path, "SessionStart")
+    for event in ("PreToolUse", "PostToolUse"):
+        fields = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"}
+        if event == "PostToolUse":
+            fields["tool_response"] = {"stdout": "", "stderr": "", "interrupted": False}
+        out, modules, compiled = watched(tmp_path, event, **fields)
+        assert "tether.guard.session" in modules and "pydantic" not in modules, out  # decided here, plain
+        assert compiled == [], (event, compiled)
 
 
 def test_an_envelope_pattern_decides_and_only_one_that_is_not_simple_imports_pathspec(tmp_path: Path) -> None:

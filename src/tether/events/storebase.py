@@ -129,7 +129,10 @@ if TYPE_CHECKING:  # types only: a Protocol class costs its making at import, on
         def hash(self) -> str: ...
 
 
-E = TypeVar("E", bound="Logged")
+if TYPE_CHECKING:
+    E = TypeVar("E", bound=Logged)
+else:  # a string bound is a ForwardRef, whose making compiles it: the first compile() of a process makes the
+    E = TypeVar("E")  # interpreter's 119 AST node classes, ~10 M instructions of a cold hook call
 
 
 class StoreBase(ABC, Generic[E]):
