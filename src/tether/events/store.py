@@ -1276,6 +1276,22 @@ def unverified(events: Sequence[Event], hashes: Sequence[str]) -> int | None:
     return None
 
 
+def unchained(events: Sequence[Event], head: Head) -> int | None:
+    """The seq of the first of ``events`` (read after ``head``, the last event a reader already verified, in a read no
+    audit covers: a resident guard's refresh) that is not the next event chained after the one before it: its seq
+    is not the next, or its contents chained after the previous hash are not its hash column. None when every one
+    is. A row appended behind the reader's back with a forged hash, one chained after a rewritten head, and a gap
+    are all caught. A row that chains is not: any writer of the log could have appended it, and no reader tells it
+    from the session's own (docs/store.md)."""
+    seq, prev = head
+    for e in events:
+        seq += 1
+        if e.seq != seq or contents_hash(e, prev) != e.hash:
+            return e.seq
+        prev = e.hash
+    return None
+
+
 def row_event(r: tuple[Any, ...]) -> Event:
     run_id, seq, ts, kind, text, prev_hash, h = r
     if type(seq) is not int or type(text) is not str:

@@ -48,6 +48,7 @@ from tether.canonical import content_hash, sha256
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, LogCorrupt, RunExists, RuntimeFailure
+from tether.events.chain import GENESIS
 from tether.events.kinds_calls import (
     ActionCompleted,
     ActionDecided,
@@ -57,7 +58,7 @@ from tether.events.kinds_calls import (
     SessionOpened,
 )
 from tether.events.payload import Payload
-from tether.events.store import Event, first_hash, unverified
+from tether.events.store import Event, first_hash, unchained, unverified
 from tether.ids import uuid4_hex
 from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
@@ -261,9 +262,11 @@ class Guard:
         if recorded is not None and restore is not None:
             guard.genesis = genesis
             restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
-        guard.refresh()
+        guard._fold(checked=recorded is None)  # a found run's fold is held to its audit just below
         if recorded is not None:  # what is folded is what the audit verified, not rows read again after it
             bad = unverified(guard.events[max(guard.checkpointed - 1, 0) :], audit.hashes)
+            if bad is None and len(guard.events) > audit.events:  # appended since the audit: chained after it
+                bad = unchained(guard.events[audit.events :], (audit.events - 1, audit.hashes[-1]))
             if bad is not None:
                 raise LogCorrupt(run_id, bad, "an event was rewritten between the log's audit and its fold")
         return guard
@@ -436,9 +439,20 @@ class Guard:
 
     def refresh(self) -> RunState:
         """Read what others appended since (approvals, other processes of the session) into the fold."""
+        return self._fold(checked=True)
+
+    def _fold(self, *, checked: bool) -> RunState:
+        """Fold what was appended after the last event held. ``checked``: each must chain, from its contents, after
+        the one before it, the first after the head held (a resident guard, the daemon's, reads what others wrote
+        with no audit in between: a row planted behind its back is :class:`LogCorrupt`, not folded). Only
+        :meth:`open` folds unchecked, to hold what it read to the audit instead."""
         with self._lock:
-            after = self.events[-1].seq if self.events else -1
-            for e in self.store.events(self.run_id, after=after):
+            held = self.events[-1].head if self.events else (-1, GENESIS)
+            new = self.store.events(self.run_id, after=held[0])
+            bad = unchained(new, held) if checked and new else None
+            if bad is not None:
+                raise LogCorrupt(self.run_id, bad, "an event appended since the session was opened does not chain")
+            for e in new:
                 self.events.append(e)
                 self.state.apply(e)
             return self.state
