@@ -12,6 +12,7 @@ settings; ``tether hook status`` checks them.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any, NoReturn
@@ -122,7 +123,7 @@ def _no_plugins() -> tuple[()]:
     return ()
 
 
-def import_deciding_code(gate: bool = True) -> None:
+def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> None:
     """Import the deciding code (:mod:`.answer`) with the cyclic garbage collector paused, then freeze what it made.
     ``gate``: the gate too (``guard.session.load_gate``), which only a call the gate judges needs (a PreToolUse);
     one that records (PostToolUse, a prompt, a stop) does without it, a tenth of a cold call, and imports the
@@ -135,6 +136,10 @@ def import_deciding_code(gate: bool = True) -> None:
     for the import and what exists then is moved out of its reach for good (``gc.freeze``, as the daemon does
     with its imports: they live as long as the process anyway); then it is enabled as it was, for the call.
     Reference counting frees memory as ever. ``tests/hooks/test_cold_path.py`` checks the collector is restored.
+    ``collecting``: the caller paused the collector before this process imported anything of tether (the launcher:
+    :func:`main`'s ``collecting``) and had it enabled or not; so the imports before these (``typing``,
+    ``contextlib``, ``json``, the plain records: ~5 young collections, ~3 M instructions) are not
+    walked either, and are frozen with these.
 
     The libraries imported here on the full path (pydantic, annotated_types; pathspec later, at a pattern
     tether.wildmatch declines) make their dataclasses, and the standard ``dataclass`` compiles each method it
@@ -149,11 +154,9 @@ def import_deciding_code(gate: bool = True) -> None:
         and ("tether.policy.gate" if gate else "tether.control.loop") in sys.modules
     ):
         return  # imported already (main called in-process again): as it is
-    import gc
-
     from tether.records import standing_in
 
-    enabled = gc.isenabled()
+    enabled = gc.isenabled() if collecting is None else collecting
     gc.disable()
     try:
         with standing_in():
@@ -219,9 +222,11 @@ def full_again(raw: bytes) -> NoReturn:
     os.execve(sys.executable, sys.orig_argv, {**os.environ, PLAIN_VAR: "0"})
 
 
-def decide(request: dict[str, str], data: dict[str, Any], raw: bytes, own_process: bool) -> Reply:
+def decide(
+    request: dict[str, str], data: dict[str, Any], raw: bytes, own_process: bool, collecting: bool | None = None
+) -> Reply:
     """Decide in this process: on the plain path when the call fits it and the process is the hook's own (which
-    :func:`full_again` may replace), else on the full path, with pydantic."""
+    :func:`full_again` may replace), else on the full path, with pydantic. ``collecting``: :func:`main`'s."""
     from tether import plain
 
     fits = own_process and plain_fits(request, data)
@@ -229,7 +234,7 @@ def decide(request: dict[str, str], data: dict[str, Any], raw: bytes, own_proces
     if not (fits and plain.choose()):
         no_pydantic_plugins()
     try:
-        import_deciding_code(gate=data.get("hook_event_name") in GATED)
+        import_deciding_code(gate=data.get("hook_event_name") in GATED, collecting=collecting)
         from .answer import answer
 
         return answer(request, data)
@@ -286,10 +291,23 @@ def _flushed(stream: Any, code: int) -> int:
     return code
 
 
-def main(argv: list[str], raw: bytes | None = None, *, own_process: bool = False) -> int:
+def main(
+    argv: list[str], raw: bytes | None = None, *, own_process: bool = False, collecting: bool | None = None
+) -> int:
     """Run one hook call; the return value is the exit code. ``raw``: the input, when the launcher's relay
     (:mod:`.relay`) already read it from stdin. ``own_process``: this process runs the hook alone (the launcher,
-    the ``tether`` console command), so a call the plain path is unsure of may replace it (:func:`full_again`)."""
+    the ``tether`` console command), so a call the plain path is unsure of may replace it (:func:`full_again`).
+    ``collecting``: the caller (the launcher) paused the cyclic collector before it imported this module, and
+    whether it was enabled before: it stays paused until the deciding code is imported and frozen
+    (:func:`import_deciding_code`), then is as it was, also when the call returns without deciding here."""
+    try:
+        return _main(argv, raw, own_process, collecting)
+    finally:
+        if collecting and not gc.isenabled():
+            gc.enable()
+
+
+def _main(argv: list[str], raw: bytes | None, own_process: bool, collecting: bool | None) -> int:
     try:
         if argv[:1] in (["install"], ["uninstall"], ["status"]):
             return manage(argv)
@@ -309,6 +327,6 @@ def main(argv: list[str], raw: bytes | None = None, *, own_process: bool = False
             data = parse(raw)
         except HookInputError as e:
             return write(refuse(str(e)))
-        return write(decide(request, data, raw, own_process))
+        return write(decide(request, data, raw, own_process, collecting))
     except BaseException as e:  # anything at all: refuse, never exit 1 (which lets the call through)
         return write(refuse(f"tether hook failed: {type(e).__name__}: {e}"))

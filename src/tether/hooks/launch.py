@@ -5,7 +5,8 @@ A hook runs before every tool call, so its start-up is the agent's wait. ``-I -S
 call (a script has no cached bytecode), so it only loads :mod:`tether.hooks.relay` beside it by path, from that
 module's cached bytecode, without importing tether: the relay reads stdin, asks the daemon, prints its reply
 and ends the process. Whatever the relay cannot vouch for goes, with the input it read, to
-:func:`tether.hooks.entry.main`, which loads ``site`` before it decides in-process; once it has answered,
+:func:`tether.hooks.entry.main` (the cyclic collector paused from before that import: ``collecting``), which loads
+``site`` before it decides in-process; once it has answered,
 :func:`tether.hooks.entry.finish` ends the process at once (``os._exit``, what a normal exit does that anyone sees
 done first). Fail closed: a launcher that cannot load the relay or import tether exits 2.
 """
@@ -21,12 +22,15 @@ if __name__ == "__main__":
         relay.__file__ = (__file__[: __file__.rfind("/") + 1] or "./") + "relay.py"
         SourceFileLoader(relay.__name__, relay.__file__).exec_module(relay)
         raw = relay.launch(sys.argv[1:])  # returns only when the daemon did not answer
+        import gc
         import os
 
+        collecting = gc.isenabled()  # paused from here until the deciding code is imported and frozen (entry.py)
+        gc.disable()
         sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         from tether.hooks.entry import finish, main
 
-        code = main(sys.argv[1:], raw, own_process=True)
+        code = main(sys.argv[1:], raw, own_process=True, collecting=collecting)
         answered = True
     except BaseException as e:  # never exit 1, which the agent reads as "no objection"
         sys.stderr.write(f"tether refused (fail closed): the hook launcher failed: {type(e).__name__}: {e}\n")
