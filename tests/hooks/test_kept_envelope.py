@@ -431,13 +431,12 @@ from tether.hooks.calls import hook_envelope
 folder, n, mode = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 if mode == "kill":  # killed half-way through writing its temporary file
     import os, signal
-    real = ec._write
     def _write(folder, target, data):
         import tempfile
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=ec.TMP_PREFIX)  # as cachefile.write_atomic
         os.write(fd, data[: len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
-    ec._write = _write
+    ec.write_own = _write  # what envcache writes its file with (cachefile.write_own)
 for _ in range(n):
     v = ec.kept(folder, None, hook_envelope)
 print("kept" if v.kept else "validated")

@@ -107,6 +107,59 @@ def sealed(header: dict[str, Any], signer: Signer | None) -> bool:
     return True
 
 
+def own(st: os.stat_result) -> bool:
+    """Owned by this user or root, and writable by no one else: what a cache file and its folder must be to be read
+    (a fold checkpoint and a kept envelope are the state a session is governed from)."""
+    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022
+
+
+def read_own(folder: Path, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
+    """The file ``name`` in ``folder`` (its bytes, at most ``max_bytes + 1``, and its stat), read only from a folder and
+    a file of this user's alone (:func:`own`), a regular file of at most ``max_bytes``; None when there is none to
+    read, or on any doubt. The file is opened inside the very folder checked (its descriptor), never by its path
+    again: a folder renamed and replaced (by a link, by one others may write) between the check and the open is not
+    read from, and a link in the folder is not followed."""
+    import stat
+
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not own(os.fstat(dir_fd)):
+            return None
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not own(st) or st.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(max_bytes + 1), st
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_own(folder: Path, target: Path, data: bytes) -> Path | None:
+    """:func:`write_atomic` into a folder of this user's alone (made ``0700`` if missing), or nothing: a reader
+    (:func:`read_own`) would ignore the file, and one others may write must not get it either."""
+    import stat
+
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or not own(st):
+        return None
+    return write_atomic(folder, target, data)
+
+
 def write_atomic(folder: Path, target: Path, data: bytes) -> Path | None:
     """``data`` as ``target`` in ``folder`` (made ``0700`` if missing), whole or not at all: None on an I/O failure
     (these files are caches; the log is the truth)."""

@@ -65,7 +65,7 @@ from .cachefile import _STAMP as _STAMP  # the tests pin the stamp here: the sam
 from .cachefile import STALE_S as STALE_S
 from .cachefile import TMP_PREFIX as TMP_PREFIX
 from .cachefile import code_stamp as code_stamp
-from .cachefile import parts, seal, sealed, write_atomic
+from .cachefile import parts, read_own, seal, sealed, write_own
 from .cachefile import sweep as sweep
 from .log import Log, path_for
 
@@ -187,7 +187,7 @@ def save(guard: Guard, folder: Path) -> Path | None:
         return None
     header = _header(guard, genesis, body)
     seal(header, getattr(guard.store, "signer", None))
-    return write_atomic(
+    return write_own(
         folder, path_for(folder, guard.run_id), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
     )
 
@@ -331,14 +331,10 @@ def begin(folder: Path, run_id: str, signed: bool) -> Pending:
     its verdict only then (a cold call in a session of 1,000 tool calls waited ~35 ms for it after the audit). A
     body whose header is not this code's checkpoint of this run, or whose digest is not the header's, is not tried:
     :func:`load` ignores it anyway. The caller closes what it gets (``try``/``finally``), used or not."""
-    try:
-        with open(path_for(folder, run_id), "rb") as f:
-            st = os.fstat(f.fileno())
-            if st.st_size > MAX_BYTES:
-                return Pending(None)  # not read at all
-            raw = f.read(MAX_BYTES + 1)
-    except OSError:
-        return Pending(None)
+    read = read_own(folder, path_for(folder, run_id).name, MAX_BYTES)  # a file another user could write: a miss
+    if read is None:
+        return Pending(None)  # none, too large (not read at all), or not this user's alone
+    raw, st = read
     ident = (st.st_ino, st.st_size, st.st_mtime_ns)
     fold = wants_fold()
     _classes_imported(fold)

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -62,7 +61,18 @@ from tether.envelope.schema import Envelope
 from tether.records import dataclass
 
 from .cachefile import TMP_PREFIX as TMP_PREFIX  # the checkpoints': either writer sweeps a killed one's temporary
-from .cachefile import Trial, code_stamp, model_class, parts, seal, sealed, tried, unpickler, write_atomic
+from .cachefile import (
+    Trial,
+    code_stamp,
+    model_class,
+    parts,
+    read_own,
+    seal,
+    sealed,
+    tried,
+    unpickler,
+    write_own,
+)
 
 if TYPE_CHECKING:
     from tether.events.anchor import Signer
@@ -152,11 +162,6 @@ def changeable(path: Path | None) -> bool:
     return os.access(path, os.W_OK, effective_ids=effective) or os.access(path.parent, os.W_OK, effective_ids=effective)
 
 
-def _own(st: os.stat_result) -> bool:
-    """Owned by this user or root, and writable by no one else."""
-    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 # ---- reading ------------------------------------------------------------------------------------------------
 
 
@@ -233,32 +238,11 @@ def load(
 
 def _file(folder: Path, path: Path | None) -> tuple[bytes, tuple[int, ...]] | None:
     """The kept file of ``path`` in ``folder`` (its bytes, and its inode, size and mtime), read only from a folder and
-    a file of this user's alone; None when there is none to read, or on any doubt."""
-    target = file_for(folder, path)
-    # The file is opened inside the very folder checked (its descriptor), never by its path again: a folder
-    # renamed and replaced (by a link, by one others may write) between the check and the open is not read from.
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    a file of this user's alone (:func:`.cachefile.read_own`); None when there is none to read, or on any doubt."""
+    found = read_own(folder, file_for(folder, path).name, MAX_BYTES)
+    if found is None:
         return None
-    try:
-        if not _own(os.fstat(dir_fd)):
-            return None
-        fd = os.open(target.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError:
-        return None
-    finally:
-        os.close(dir_fd)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or not _own(st) or st.st_size > MAX_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    raw, st = found
     return raw, (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -424,19 +408,9 @@ def save(folder: Path, v: Validated, key: dict[str, Any], signer: Signer | None)
         "body_sha256": sha256(body).hexdigest(),
     }
     seal(header, signer)
-    return _write(folder, file_for(folder, v.path), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
-
-
-def _write(folder: Path, target: Path, data: bytes) -> Path | None:
-    """Written as the checkpoints are, into a folder of this user's alone (or none: a reader would ignore it)."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or not _own(st):
-        return None
-    return write_atomic(folder, target, data)
+    return write_own(
+        folder, file_for(folder, v.path), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+    )
 
 
 # ---- the one entry --------------------------------------------------------------------------------------------
