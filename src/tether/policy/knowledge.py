@@ -25,8 +25,6 @@ and the few command lines that are languages of their own (sed scripts, awk prog
 
 from __future__ import annotations
 
-import re
-
 from tether.records import dataclass, replace
 
 from .programs import Later, Role, Specs, later, spec
@@ -255,8 +253,9 @@ GIT_CONFIG_READ = frozenset(_words("--get --list -l --get-all --get-regexp --sho
 SHELLS = frozenset(_words("sh bash dash zsh ksh mksh ash fish csh tcsh rbash yash"))
 #: Shell options that take a value (``bash -o errexit``, ``bash --rcfile F``).
 SHELL_VALUE_FLAGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
-#: Interpreter names that are Python (``python3.12``, ``pypy3``, ``ipython``).
-PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$|^ipython3?$")
+#: Interpreter names that are Python (``python3.12``, ``pypy3``, ``ipython``): ``.interp.is_python`` reads them.
+PYTHON_PREFIXES = ("python", "pypy")
+IPYTHON = frozenset({"ipython", "ipython3"})
 PYTHON_VALUE_FLAGS = frozenset({"-W", "-X", "-Q", "--check-hash-based-pycs"})
 
 

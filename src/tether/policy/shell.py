@@ -86,12 +86,21 @@ class Analysis:
 
 # -- words ----------------------------------------------------------------------------------
 
-_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
-
 
 def _unescape_unquoted(s: str) -> str:
+    """A line continuation removed, then each backslash and the character after it (any) replaced by that
+    character, left to right: what ``re.sub(r"\\\\(.)", r"\\1", s, flags=re.DOTALL)`` gives, without compiling it at
+    import (~0.4 M instructions of every cold hook call; ``tests/policy/test_names_without_patterns.py``)."""
     s = s.replace("\\\n", "")
-    return _ESCAPE.sub(lambda m: m.group(1), s)
+    if "\\" not in s:
+        return s
+    out: list[str] = []
+    i = 0
+    while (j := s.find("\\", i)) != -1 and j + 1 < len(s):
+        out += (s[i:j], s[j + 1])
+        i = j + 2
+    out.append(s[i:])
+    return "".join(out)
 
 
 def _unescape_double(s: str) -> str:
