@@ -267,6 +267,8 @@ class Guard:
             bad = unverified(guard.events[max(guard.checkpointed - 1, 0) :], audit.hashes)
             if bad is None and len(guard.events) > audit.events:  # appended since the audit: chained after it
                 bad = unchained(guard.events[audit.events :], (audit.events - 1, audit.hashes[-1]))
+            if len(guard.events) < audit.events:  # its end taken away after the audit (a closed session reopened)
+                raise LogCorrupt(run_id, len(guard.events), "the log was cut short between its audit and its fold")
             if bad is not None:
                 raise LogCorrupt(run_id, bad, "an event was rewritten between the log's audit and its fold")
         return guard
