@@ -232,7 +232,7 @@ def record_observations(
     """One receipt's step of :func:`derive`: append its events to ``out``, update ``current``; the new generation."""
     if not observations:
         return generation
-    from tether.events.kinds_control import BeliefRecorded, ContradictionDetected  # here: a hook's call has none
+    import tether.events.kinds_control as kinds  # here: a hook's call has none; `import … as`: see budgets.cap_call
 
     for obs in observations:
         prev = current.get(obs.key)
@@ -240,7 +240,7 @@ def record_observations(
             continue
         if prev is not None and prev.epoch == obs.epoch and prev.value != obs.value:
             out.append(
-                ContradictionDetected(
+                kinds.ContradictionDetected(
                     key=obs.key,
                     severity=severity(obs.key, prev.value, obs.value),
                     previous=prev.value,
@@ -251,7 +251,7 @@ def record_observations(
             )
         generation += 1
         out.append(
-            BeliefRecorded(
+            kinds.BeliefRecorded(
                 key=obs.key,
                 kind=obs.kind,
                 value=obs.value,

@@ -126,7 +126,7 @@ def rate_action(effects: Sequence[Effect], args: Mapping[str, Any], envelope: En
         levels.append(lvl)
         if lvl != "LOW":
             reasons.append(f"effect {eff.value}: {lvl}")
-    touches_world = any(e != Effect.READ for e in effects)
+    touches_world = any([e != Effect.READ for e in effects])  # a list: no generator left open to close
     paths = action_paths(args) if touches_world else []
     for p in paths:
         lvl, why = rate_path(p, envelope)

@@ -69,7 +69,9 @@ def cap_call(max_tokens: int, prompt_tokens: int, price: Price | None, state: Ru
     (its cost is recorded as 0; ``tether.models.pricing.price_known`` says so). Below
     :data:`~tether.models.window.MIN_OUTPUT_TOKENS` (or the model's own smaller limit) no useful reply fits.
     """
-    from tether.models.window import MIN_OUTPUT_TOKENS  # here: a hook's decision path needs no model adapter
+    # Here: a hook's decision path needs no model adapter. `import … as`, not `from … import`, which for a module
+    # that is not a package looks up its `__path__`: an AttributeError made and cleared at every call (issue 18).
+    import tether.models.window as window
 
     rooms: dict[str, int] = {}
     used, left = state.usage(), state.budget_left()
@@ -85,7 +87,7 @@ def cap_call(max_tokens: int, prompt_tokens: int, price: Price | None, state: Ru
             rooms["usd"] = -1
     capped_by = min((n for n in rooms if rooms[n] < max_tokens), key=lambda n: rooms[n], default=None)
     sent = max_tokens if capped_by is None else rooms[capped_by]
-    minimal = min(MIN_OUTPUT_TOKENS, max_tokens)
+    minimal = min(window.MIN_OUTPUT_TOKENS, max_tokens)
     worst = None if price is None else _usd(prompt_tokens, max(sent, minimal), price)
     if sent >= minimal:
         return CallCap(sent, capped_by, worst)

@@ -112,7 +112,7 @@ def resolve(findings: Iterable[Finding], default: RuleMatch) -> Decision:
             here = [f.match for f in found if f.layer is layer]
             if here:
                 top = max(m.verdict for m in here)
-                chosen = next(m for m in here if m.verdict == top)
+                chosen = here[[m.verdict for m in here].index(top)]  # a list: no generator left open to close
                 break
     if chosen is None:
         chosen = default

@@ -108,7 +108,7 @@ def findings_for(cmd: SimpleCommand, eff: Effects, ctx: Context) -> list[Finding
     out += _destructive(cmd, eff, ctx) + _governor(cmd)
     verdicts = _classify(cmd, eff, ctx)
     out += verdicts
-    if any(f.match.verdict is Verdict.ALLOW for f in verdicts):
+    if any([f.match.verdict is Verdict.ALLOW for f in verdicts]):  # a list: no generator left open to close
         out += options(cmd) + _scripts(cmd, eff, ctx) + _workdir(cmd, eff, ctx)
     return out
 

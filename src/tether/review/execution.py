@@ -52,13 +52,13 @@ def review_action(
     nothing is then reviewed without the control layer's fold: whether recovery waits for a person is the run
     state's (``RunState.awaiting_human``), so a hook's PreToolUse of a command does not import the control layer."""
     # Imported here: the decider imports this module for every call, and a read is never reviewed.
-    from tether.control.risk import action_paths, rate_action
+    import tether.control.risk as risk_of  # `import … as`: see budgets.cap_call
 
     effects = list(tool_contract.effects)
-    risk, risk_reasons = rate_action(effects, args, envelope)
+    risk, risk_reasons = risk_of.rate_action(effects, args, envelope)
     problems: list[str] = []
-    paths = action_paths(args)
-    if any(e != Effect.READ for e in effects) and _awaiting_human(events, state):
+    paths = risk_of.action_paths(args)
+    if any([e != Effect.READ for e in effects]) and _awaiting_human(events, state):  # a list: see rate_action
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
     if Effect.WRITE in effects:
         problems += _write_problems(paths, events, envelope)
