@@ -28,7 +28,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -960,7 +959,7 @@ def held_context(ctx: ToolContext, commit: Commit) -> ToolContext:
     if sandbox is None:
         commit()
         return ctx
-    return replace(ctx, sandbox=sandbox)
+    return ctx.on(sandbox)
 
 
 def started(action: Action, attempt: int, contract: ToolContract) -> ActionStarted:

@@ -46,3 +46,9 @@ class ToolContext:
     """The whole text of an earlier shortened result of this run, by call id (``read_result``); None outside a run."""
     delegate: Callable[[Delegation], ToolResult] | None = None
     """Runs a child run for this call and returns its receipt (``delegate``); the kernel's, None outside a run."""
+
+    def on(self, sandbox: Sandbox) -> ToolContext:
+        """This context with ``sandbox`` for its own: ``dataclasses.replace(self, sandbox=sandbox)`` without its walk
+        over the class's fields (a held command's context, once a shell step: 3.7 -> 1.7 us, issue 18).
+        ``tests/tools/test_context_on.py`` holds it to ``replace`` for every field, one added later included."""
+        return ToolContext(self.workspace, sandbox, self.envelope, self.timeout_s, self.stored_result, self.delegate)
