@@ -13,7 +13,7 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * floor + pydantic — the same and ``from pydantic import BaseModel, Field`` (plugins disabled, as in a hook
   process): what defining any model with a constrained or documented field imports;
 * tether's deciding modules (no call) — the same start, then what ``hooks/entry.py`` does before a call decided
-  in-process (``no_pydantic_plugins``, ``import_deciding_code``) and nothing else;
+  in-process on the plain path (``plain.choose``, ``import_deciding_code``) and nothing else;
 * cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process,
   on the plain path (no pydantic: tether/plain.py) since its session has begun and its envelope is kept;
 * … the full path — the same call with ``TETHER_HOOK_PLAIN=0``: pydantic's models, as before the plain path.
@@ -88,7 +88,8 @@ FLOOR = (
     "SourceFileLoader(g.__name__, g.__file__).exec_module(g); g.parser()"
 )
 PYDANTIC = f"{FLOOR}; from pydantic import BaseModel, Field"
-MODULES = f"{START}; import tether.hooks.entry as e; e.no_pydantic_plugins(); e.import_deciding_code()"
+#: What a call on the plain path (every PreToolUse of a begun session) imports before it decides: no pydantic.
+MODULES = f"{START}; import tether.hooks.entry as e, tether.plain as p; p.choose(); e.import_deciding_code()"
 
 
 #: A row's command that starts with this runs with ``TETHER_HOOK_PLAIN=0``: the full path (pydantic), for A/B.
