@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from hookkit import Hook
+from machinekit import unavailable
 from test_fold_checkpoint import calls, checkpoint_file, cold, folder, guard_of
 from test_fold_checkpoint import hook as hook
 
@@ -42,11 +43,11 @@ def _linked_from_elsewhere(path: Path) -> None:
 
 def _owned_by_another_user(path: Path) -> None:
     if os.geteuid() != 0:
-        pytest.skip("needs root to give a file to another user")
+        unavailable("needs root to give a file to another user")
     try:
         other = pwd.getpwnam("tether-sandbox").pw_uid
     except KeyError:
-        pytest.skip("no other user (tether-sandbox) to give the file to")
+        unavailable("no other user (tether-sandbox) to give the file to")
     os.chown(path, other, -1)
 
 
