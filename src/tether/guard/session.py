@@ -72,6 +72,7 @@ from .envcache import Validated
 if TYPE_CHECKING:
     from tether.events.kinds import ApprovalRequested
     from tether.events.protocol import Store
+    from tether.events.storebase import Audit
     from tether.policy.gate import Gate
     from tether.policy.provenance import Provenance
 
@@ -263,14 +264,8 @@ class Guard:
             guard.genesis = genesis
             restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
         guard._fold(checked=recorded is None)  # a found run's fold is held to its audit just below
-        if recorded is not None:  # what is folded is what the audit verified, not rows read again after it
-            bad = unverified(guard.events[max(guard.checkpointed - 1, 0) :], audit.hashes)
-            if bad is None and len(guard.events) > audit.events:  # appended since the audit: chained after it
-                bad = unchained(guard.events[audit.events :], (audit.events - 1, audit.hashes[-1]))
-            if len(guard.events) < audit.events:  # its end taken away after the audit (a closed session reopened)
-                raise LogCorrupt(run_id, len(guard.events), "the log was cut short between its audit and its fold")
-            if bad is not None:
-                raise LogCorrupt(run_id, bad, "an event was rewritten between the log's audit and its fold")
+        if recorded is not None:
+            _held_to_audit(guard, audit)
         return guard
 
     # ---- the gate ----------------------------------------------------------------------------
@@ -859,6 +854,20 @@ def _opening(loaded: _Loaded, ws: Path, framework: str, session: str, task: str)
     from tether.kernel.approvals import whoami  # a session's first call only
 
     return started, SessionOpened(framework=framework, session=session, by=whoami())
+
+
+def _held_to_audit(guard: Guard, audit: Audit) -> None:
+    """What :meth:`Guard.open` folded is what the audit verified, not rows read again after it: each event the fold
+    read (from the checkpoint's head on) is the audit's, those appended since chain after the audit's head, and none
+    of the audit's was taken away (a closed session's end cut off to reopen it); else :class:`LogCorrupt`."""
+    events, run_id = guard.events, guard.run_id
+    if len(events) < audit.events:
+        raise LogCorrupt(run_id, len(events), "the log was cut short between its audit and its fold")
+    bad = unverified(events[max(guard.checkpointed - 1, 0) :], audit.hashes)
+    if bad is None and len(events) > audit.events:
+        bad = unchained(events[audit.events :], (audit.events - 1, audit.hashes[-1]))
+    if bad is not None:
+        raise LogCorrupt(run_id, bad, "an event was rewritten between the log's audit and its fold")
 
 
 def _kept_contract(recorded: RunStarted, loaded: _Loaded, framework: str, session: str, run_id: str) -> Envelope:
