@@ -64,10 +64,10 @@ def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``bwrap``, ``browser``, ``strace``, ``postgres`` or ``temporal`` are skipped, with the reason,
-    where bubblewrap cannot start, no chromium or strace is installed, no throwaway PostgreSQL can start
-    (tests/pgkit.py) or no Temporal dev server (tests/temporalkit.py) — never in CI, which installs all five and
-    fails instead.
+    """Tests marked ``bwrap``, ``browser``, ``strace``, ``postgres``, ``temporal`` or ``root`` are skipped, with the
+    reason, where bubblewrap cannot start, no chromium or strace is installed, no throwaway PostgreSQL can start
+    (tests/pgkit.py), no Temporal dev server (tests/temporalkit.py) or the tests do not run as root — never in CI,
+    which installs all five, runs as root and fails instead.
 
     One place for the rule, so that no test file can quietly skip a sandbox, browser or database test in CI.
     """
@@ -77,6 +77,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "strace": lambda: None if shutil.which("strace") else "strace is not installed (apt-get install strace)",
         "postgres": postgres_why_not,
         "temporal": temporal_why_not,
+        "root": _root_why_not,
     }
     for marker, why_not in needs.items():
         marked = [item for item in items if item.get_closest_marker(marker)]
@@ -87,6 +88,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"CI must run the {marker} tests, but: {reason}")
         for item in marked:
             item.add_marker(pytest.mark.skip(reason=f"{marker} unavailable: {reason}"))
+
+
+def _root_why_not() -> str | None:
+    """Tests that give a file to another user or run a check as one need root and ``setpriv`` (util-linux)."""
+    if os.geteuid() != 0:
+        return "the tests do not run as root (they give files to another user or act as one)"
+    return None if shutil.which("setpriv") else "setpriv is not installed (apt-get install util-linux)"
 
 
 @pytest.fixture(scope="session")

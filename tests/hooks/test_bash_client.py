@@ -200,7 +200,7 @@ def test_a_missing_or_wrong_token_and_a_stranger_are_refused(daemon: Path, clien
     assert client(data)[2] == 0 and client.fallbacks() == [], "the daemon still serves"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="another uid's socket can only be made as root")
+@pytest.mark.root
 def test_the_kernel_names_the_uid_of_a_peer_socket() -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]

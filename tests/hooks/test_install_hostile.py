@@ -195,7 +195,7 @@ def test_a_managed_interpreter_others_could_replace_is_refused(shared: Path, sha
     assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+@pytest.mark.root
 def test_a_managed_command_or_layer_owned_by_another_user_is_refused(shared: Path, shared_python, capsys) -> None:
     envelope = shared / "envelope.yaml"
     envelope.write_text("x: 1\n")
@@ -521,7 +521,7 @@ def test_a_venv_whose_pyvenv_cfg_others_could_edit_is_refused(
     assert main(["claude-code", "--managed", "--managed-dir", str(managed)]) == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+@pytest.mark.root
 def test_a_managed_dir_linking_into_another_users_directory_is_refused(shared: Path, shared_python, capsys):
     """``/etc/claude-code`` a link to a root-owned 0755 directory inside a user's home: the user cannot edit
     the directory, but can rename it away and put their own in its place."""
@@ -546,7 +546,7 @@ def test_a_reinstall_without_lock_never_unlocks_and_uninstall_does(shared: Path,
     assert not drop_in.exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a program to another user")
+@pytest.mark.root
 def test_status_as_root_never_runs_a_program_another_user_could_change(tmp_path: Path, shared: Path, capsys):
     """``sudo tether hook status`` with a developer's HOME (sudo -E) reads their settings: the interpreter named
     there is theirs to change, so root must not run it."""
@@ -572,7 +572,7 @@ def test_status_as_root_never_runs_a_program_another_user_could_change(tmp_path:
     assert cmd["runnable"] is False and "is another user's to change" in cmd["notes"][0], cmd
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+@pytest.mark.root
 def test_status_says_a_client_or_envelope_this_user_cannot_read_is_a_problem(shared: Path) -> None:
     """bash needs only to read the client (not run it), but it must read it: a 0600 root-owned hook.sh fails
     every call of every other user, though it exists and the interpreter imports tether fine."""
@@ -609,7 +609,7 @@ def test_status_says_a_client_or_envelope_this_user_cannot_read_is_a_problem(sha
     assert as_nobody() == []
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+@pytest.mark.root
 @pytest.mark.parametrize("closed", ["managed", "drop-ins"])
 def test_a_managed_directory_this_user_cannot_search_is_named_not_a_crash(shared: Path, closed: str) -> None:
     """An admin's umask 077 made /etc/claude-code (or its managed-settings.d) 0700: status run by a developer
@@ -700,7 +700,7 @@ def test_the_code_digest_reads_each_file_bounded(tmp_path: Path, monkeypatch) ->
     assert len(status.fingerprint(str(package))) == 16
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+@pytest.mark.root
 def test_sudo_in_a_developers_project_leaves_the_settings_file_theirs(tmp_path: Path) -> None:
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
@@ -713,7 +713,7 @@ def test_sudo_in_a_developers_project_leaves_the_settings_file_theirs(tmp_path: 
     assert json.loads(path.read_text())["model"] == "x"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+@pytest.mark.root
 def test_sudo_in_a_developers_project_makes_the_new_settings_theirs(tmp_path: Path) -> None:
     project = tmp_path / "repo"
     project.mkdir()

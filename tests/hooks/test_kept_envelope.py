@@ -300,7 +300,7 @@ print(*(changeable(Path(p)) for p in sys.argv[1:]), changeable(None))
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the check as another user")
+@pytest.mark.root
 def test_only_a_source_this_user_may_change_is_kept() -> None:
     """A managed install's --envelope (root's, the install checks) must not be replaceable by a file of the
     developer's: only a source its user could change may be kept (os.access, for the effective user)."""

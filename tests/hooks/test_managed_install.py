@@ -119,7 +119,7 @@ def test_managed_refuses_a_directory_other_users_cannot_enter(shared: Path, shar
     assert os.listdir(managed) == []
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+@pytest.mark.root
 def test_not_root_is_a_clear_error_and_nothing_is_half_written(shared: Path, shared_python) -> None:
     """A real non-root user (nobody) against a root-owned managed directory: install and uninstall exit 1, the
     file and the fix named, nothing changed, no temporary file left behind."""

@@ -17,7 +17,7 @@ def test_roundtrip_and_mask_is_union_of_group_class() -> None:
     assert granted[(acl.USER_OBJ, acl.UNDEFINED_ID)] == 6 and granted[(acl.OTHER, acl.UNDEFINED_ID)] == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to check access as another uid")
+@pytest.mark.root
 def test_grant_tree_gives_uid_write_without_changing_owner(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     f = tmp_path / "d" / "f.txt"

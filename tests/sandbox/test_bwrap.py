@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 from pathlib import Path
@@ -41,7 +40,7 @@ def test_system_dirs_read_only_and_host_dirs_hidden(box: BwrapSandbox, workspace
     assert "Read-only file system" in r.stderr or "Permission denied" in r.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a root-owned file can only be created as root")
+@pytest.mark.root
 def test_root_only_file_unreadable_even_when_mounted(workspace: Path, tmp_path: Path) -> None:
     secret_dir = tmp_path / "secret"
     secret_dir.mkdir()
