@@ -18,7 +18,7 @@ from test_schema3 import edit, make_fork, make_run
 from tether.errors import LogCorrupt
 from tether.events import store as store_module
 from tether.events.chain import GENESIS, event_hash
-from tether.events.store import EventStore
+from tether.events.store import EventStore, is_utf8
 
 
 def rehash_from(db: Path, run: str, seq: int) -> None:
@@ -168,7 +168,7 @@ def test_a_hash_stored_as_text_is_judged_as_row_by_row(tmp_path: Path) -> None:
         conn = sqlite3.connect(db)
         stored = conn.execute("SELECT seq, hash FROM events WHERE run_id=? ORDER BY seq", (run,)).fetchall()
         conn.close()
-        seqs = [s for s, h in stored if not _utf8(h)]
+        seqs = [s for s, h in stored if not is_utf8(h)]
         seq = seqs[-1] if at_last else seqs[0]
         assert at_last or seq != stored[-1][0]
         edit(db, "UPDATE events SET hash=CAST(hash AS TEXT) WHERE run_id=? AND seq=?", (run, seq))
@@ -177,11 +177,3 @@ def test_a_hash_stored_as_text_is_judged_as_row_by_row(tmp_path: Path) -> None:
             assert outcome(store, run) == said
             if not at_last or seq != stored[-1][0]:
                 assert isinstance(said, list), said
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode()
-    except UnicodeDecodeError:
-        return False
-    return True

@@ -100,6 +100,9 @@ SELECT_RANGE = (
 #: A run's whole log as its chain is checked (:func:`chain_hashes`): the hash as stored (32 bytes), no prev_hash.
 SELECT_CHAIN = "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=? ORDER BY seq"
 SELECT_ROWS_BEFORE_3 = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.run_id=? AND e.seq BETWEEN ? AND ?"
+#: The columns of an event row read as text (``tether/3``; before it, the hashes too): each must be UTF-8.
+TEXT_COLUMNS = ("ts", "kind", "payload")
+TEXT_COLUMNS_BEFORE_3 = (*TEXT_COLUMNS, "prev_hash", "hash")
 MAX_SEQ = 2**63 - 1
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
 #: A run's head moved from (seq, hash) to the new one; no row changes if the head is elsewhere.
@@ -855,29 +858,56 @@ class EventStore(StoreBase[Event]):
         for n, (rid, first, last) in enumerate(segments):
             lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
             if lo <= hi:
-                found = self._conn.execute(query, (rid, lo, hi, *sorted(kinds or ()))).fetchall()
+                found = self._read(query, (rid, lo, hi, *sorted(kinds or ())), run_id)
                 if ranged:
                     found = chain_prev(found, self._hash_at)
                 rows += join_base(found, segments[:n], first, self._hash_at)
         return rows
 
+    def _read(self, query: str, params: tuple[Any, ...], run_id: str) -> list[tuple[Any, ...]]:
+        """``query``'s rows of the events of run ``params[0]`` with ``params[1] <= seq <= params[2]``. sqlite3
+        raises ``OperationalError`` for a TEXT value that is not UTF-8 (no tether writer stores one: a writer of
+        the file did), the class it raises for a busy or locked database too; so the range is read again as bytes
+        (:meth:`_not_utf8`), and a row found there is :class:`LogCorrupt` at its seq (of ``run_id``'s log); if none
+        is, the error is what it was."""
+        try:
+            return self._conn.execute(query, params).fetchall()
+        except sqlite3.OperationalError as e:
+            bad = self._not_utf8(*params[:3])
+            if bad is None:
+                raise
+            raise LogCorrupt(run_id, bad[0], f"row is malformed: its {bad[1]} is not UTF-8 text") from e
+
+    def _not_utf8(self, rid: str, lo: int, hi: int) -> tuple[int, str] | None:
+        """The first row of run ``rid`` from seq ``lo`` to ``hi`` with a text column that is not UTF-8, and the
+        column; each column is read as its bytes (``CAST … AS BLOB``), which sqlite3 does not decode."""
+        columns = TEXT_COLUMNS if self._select_rows is SELECT_ROWS else TEXT_COLUMNS_BEFORE_3
+        select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
+        query = f"SELECT seq, {select} FROM events WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq"
+        for seq, *values in self._conn.execute(query, (rid, lo, hi)):
+            for column, value in zip(columns, values, strict=True):
+                if type(value) is bytes and not is_utf8(value):
+                    return seq, column
+        return None
+
     def _hash_at(self, run_id: str, seq: int) -> str | None:
         old = self._select_rows is not SELECT_ROWS  # an older file read as it is: the hash as stored, text
         query = "SELECT hash FROM events" if old else "SELECT lower(hex(hash)) FROM events"
-        row = self._conn.execute(query + " WHERE run_id=? AND seq=?", (run_id, seq)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._read(query + " WHERE run_id=? AND seq BETWEEN ? AND ?", (run_id, seq, seq), run_id)
+        return str(rows[0][0]) if rows else None
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
         """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first."""
         return lineage(run_id, self._fork_point)
 
     def _fork_point(self, run_id: str) -> tuple[str, int] | None:
-        row = self._conn.execute(
+        rows = self._read(
             "SELECT e.seq, e.kind, e.payload FROM runs r JOIN events e ON e.run_id = r.run_id "
-            "WHERE r.run_id=? AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
-            (run_id,),
-        ).fetchone()
-        return fork_point(run_id, row)
+            "WHERE r.run_id=? AND e.seq BETWEEN ? AND ? AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
+            (run_id, 0, MAX_SEQ),
+            run_id,
+        )
+        return fork_point(run_id, rows[0] if rows else None)
 
     def _runs_named(self, run_id: str) -> list[tuple[Any, ...]]:
         row = self._conn.execute(RUN_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
@@ -942,6 +972,8 @@ class EventStore(StoreBase[Event]):
                         return hashes
                 rows = self._rows(info.run_id)
             except sqlite3.DatabaseError as e:
+                if _transient(e):
+                    raise  # busy, locked, interrupted, out of memory or disk: not a corrupt log
                 raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
             return verify_rows(info, rows)
 
@@ -1430,9 +1462,22 @@ def _wait_for_writer(path: Path, timeout_s: float) -> None:
         os.close(fd)  # closing the descriptor releases its lock
 
 
+#: SQLite's primary result codes of a database that could not be read now, whatever it holds.
+_TRANSIENT = frozenset(
+    {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_FULL}
+)
+
+
+def _transient(e: sqlite3.Error) -> bool:
+    """Whether SQLite said the database cannot be read *now* (another process holds it, …), not that it is
+    malformed; an error sqlite3 raises itself (a text that is not UTF-8) has no code."""
+    code = getattr(e, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _TRANSIENT
+
+
 def _is_disk_full(e: sqlite3.Error, path: Path) -> bool:
     """SQLITE_FULL, or an I/O error (creating the WAL index, say) where the filesystem has no room left."""
-    if "disk is full" in str(e) or e.sqlite_errorcode == sqlite3.SQLITE_FULL:
+    if "disk is full" in str(e) or getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return True
     if "disk I/O error" not in str(e):
         return False
@@ -1447,6 +1492,14 @@ def _os_error(e: OSError, path: Path) -> Exception:
     if e.errno == errno.ENOSPC:
         return DiskFull(f"disk full: {path} ({e.strerror})")
     return FileError(f"{path}: {e.strerror}")
+
+
+def is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def new_run_id() -> str:
