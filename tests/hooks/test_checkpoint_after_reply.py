@@ -191,10 +191,10 @@ def save(guard, folder):
     return real_save(guard, folder)
 
 
-def replace(src, dst):
+def replace(src, dst, **at):  # at: the folder's descriptor (cachefile.write_own renames inside it)
     if str(dst).endswith(".ckpt") and stop_at == "rename" and len(saves) >= 2:
         hold("rename")
-    return real_replace(src, dst)
+    return real_replace(src, dst, **at)
 
 
 ck.save, os.replace, hs.checkpoint_later = save, replace, later

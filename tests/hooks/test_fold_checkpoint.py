@@ -222,7 +222,7 @@ def test_a_crash_while_writing_leaves_no_checkpoint_or_the_old_one(hook: Hook, m
     calls(hook, 12)
     before = checkpoint_file(hook).read_bytes()
 
-    def crash(src: str, dst: str) -> None:
+    def crash(src: str, dst: str, **at: int) -> None:  # at: the folder's descriptor (cachefile.write_own)
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", crash)

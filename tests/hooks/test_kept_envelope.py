@@ -433,7 +433,7 @@ if mode == "kill":  # killed half-way through writing its temporary file
     import os, signal
     def _write(folder, target, data):
         import tempfile
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=ec.TMP_PREFIX)  # as cachefile.write_atomic
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=ec.TMP_PREFIX)  # as cachefile.write_own writes it
         os.write(fd, data[: len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
     ec.write_own = _write  # what envcache writes its file with (cachefile.write_own)

@@ -4,13 +4,14 @@ A fold checkpoint (:mod:`.checkpoint`) pickles tether's classes and a kept envel
 code's validation made of its source, so each is read only by the code that wrote it (:func:`code_stamp`). Each is
 a JSON header line and a body the header names by digest; under an anchor key the header is signed with it
 (:func:`seal`, :func:`sealed`). Each is written to a temporary file in the folder and renamed into place
-(:func:`write_atomic`), and a writer killed mid-write leaves a temporary the next writer's :func:`sweep` removes.
+(:func:`write_own`), and a writer killed mid-write leaves a temporary the next writer's :func:`sweep` removes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from contextlib import suppress
 from operator import attrgetter, is_
 from pathlib import Path
 from types import FunctionType
@@ -146,52 +147,58 @@ def read_own(folder: Path, name: str, max_bytes: int) -> tuple[bytes, os.stat_re
 
 
 def write_own(folder: Path, target: Path, data: bytes) -> Path | None:
-    """:func:`write_atomic` into a folder of this user's alone (made ``0700`` if missing), or nothing: a reader
-    (:func:`read_own`) would ignore the file, and one others may write must not get it either."""
-    import stat
-
+    """``data`` as ``target`` (a name in ``folder``), whole or not at all, into a folder of this user's alone (made
+    ``0700`` if missing; :func:`own`), or nothing: a reader (:func:`read_own`) would ignore the file, and one others
+    may write must not get it either. As :func:`read_own` reads, the folder is opened once without following a link
+    and checked, and the file is written inside that very folder (its descriptor): a folder renamed and replaced by a
+    link to another between the check and the write does not get the session's state. A temporary file, renamed
+    into place, so a reader sees the old file or the new one; None on an I/O failure (these files are caches; the
+    log is the truth)."""
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(folder)
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
-    if not stat.S_ISDIR(st.st_mode) or not own(st):
-        return None
-    return write_atomic(folder, target, data)
-
-
-def write_atomic(folder: Path, target: Path, data: bytes) -> Path | None:
-    """``data`` as ``target`` in ``folder`` (made ``0700`` if missing), whole or not at all: None on an I/O failure
-    (these files are caches; the log is the truth)."""
-    import tempfile  # here: only a process that writes a cache file needs it
-
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        sweep(folder)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not own(os.fstat(dir_fd)):
+            return None
+        sweep(dir_fd)
+        _write_in(dir_fd, target.name, data)
     except OSError:
         return None
+    finally:
+        os.close(dir_fd)
     return target
 
 
-def sweep(folder: Path, now: float | None = None) -> None:
-    """Remove what writers killed mid-write left (a SIGKILL skips their clean-up): each up to a fold's size,
-    one per kill, which nothing else would ever delete. A live writer's file is young, so it stays."""
+def _write_in(dir_fd: int, name: str, data: bytes) -> None:
+    """``data`` as ``name`` in the folder ``dir_fd``: a new temporary (``0600``, never an existing name or a link),
+    renamed over ``name``; the temporary removed if anything fails."""
+    tmp = TMP_PREFIX + os.urandom(8).hex()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def sweep(folder: Path | int, now: float | None = None) -> None:
+    """Remove what writers killed mid-write left in ``folder`` (a path, or an open folder's descriptor): a SIGKILL
+    skips their clean-up, each up to a fold's size, one per kill, which nothing else would ever delete. A live
+    writer's file is young, so it stays."""
     import time
 
     cutoff = (time.time() if now is None else now) - STALE_S
+    at = folder if isinstance(folder, int) else None
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.name.startswith(TMP_PREFIX) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                    os.unlink(entry.path)
+                    os.unlink(entry.name if at is not None else entry.path, dir_fd=at)
     except OSError:  # a file another sweep removed first, a folder gone: the next write sweeps again
         pass
 
