@@ -198,3 +198,31 @@ def test_a_resident_guards_refresh_names_the_seq(tmp_path: Path) -> None:
         with pytest.raises(LogCorrupt) as said:
             g.refresh()
         assert said.value.seq == held + 1
+
+
+def test_a_signed_checkpoint_that_is_not_utf8_is_named_not_dropped(tmp_path: Path) -> None:
+    """``checkpoints`` read a failed read of the anchors table as none (meant for a ``tether/1`` file, which has no
+    such table): a checkpoint row whose text is not UTF-8 made every signed checkpoint of the database vanish from
+    the audit, silently (a verifier holding only the key saw "no checkpoint … covers this run"). Now it is named."""
+    from tether.events.anchor import AnchorKey, Signer
+
+    key = AnchorKey.generate(tmp_path / "anchor.key")
+    signer = Signer(key, tmp_path / "anchors.jsonl", every=2)
+    db = tmp_path / "t.db"
+    with EventStore.open(db, signer=signer) as store:
+        run = store.create_run("t", [("run.started", {"task": "t"})])
+        for i in range(5):
+            store.append(run, "model.requested", {"turn": i, "model": "x"})
+        signed = [cp.seq for cp in store.checkpoints(run)]
+        assert store.verify_run(run).anchor.checkpoints >= 2
+    conn = sqlite3.connect(db)
+    conn.executescript("DROP TRIGGER IF EXISTS anchors_no_update;")
+    conn.execute("UPDATE anchors SET key_id = CAST(X'6564ff' AS TEXT) WHERE run_id=? AND seq=?", (run, signed[1]))
+    conn.commit()
+    conn.close()
+    public = AnchorKey.from_public_b64(key.public_b64(), "test")
+    with EventStore.open(db, readonly=True) as store:
+        for read in (lambda: store.checkpoints(run), lambda: store.verify_run(run, key=public)):
+            with pytest.raises(LogCorrupt) as said:
+                read()
+            assert said.value.seq == signed[1] and "key_id is not UTF-8" in said.value.reason, said.value

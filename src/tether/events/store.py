@@ -103,6 +103,7 @@ SELECT_ROWS_BEFORE_3 = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.run_id=? A
 #: The columns of an event row read as text (``tether/3``; before it, the hashes too): each must be UTF-8.
 TEXT_COLUMNS = ("ts", "kind", "payload")
 TEXT_COLUMNS_BEFORE_3 = (*TEXT_COLUMNS, "prev_hash", "hash")
+ANCHOR_TEXT_COLUMNS = ("hash", "key_id", "signed_at", "signature")
 MAX_SEQ = 2**63 - 1
 LEASE_COLUMNS = "SELECT run_id, owner, host, pid, pid_start, since, heartbeat, ttl_s FROM leases"
 #: A run's head moved from (seq, hash) to the new one; no row changes if the head is elsewhere.
@@ -873,17 +874,18 @@ class EventStore(StoreBase[Event]):
         try:
             return self._conn.execute(query, params).fetchall()
         except sqlite3.OperationalError as e:
-            bad = self._not_utf8(*params[:3])
+            columns = TEXT_COLUMNS if self._select_rows is SELECT_ROWS else TEXT_COLUMNS_BEFORE_3
+            bad = self._not_utf8("events", columns, *params[:3])
             if bad is None:
                 raise
             raise LogCorrupt(run_id, bad[0], f"row is malformed: its {bad[1]} is not UTF-8 text") from e
 
-    def _not_utf8(self, rid: str, lo: int, hi: int) -> tuple[int, str] | None:
-        """The first row of run ``rid`` from seq ``lo`` to ``hi`` with a text column that is not UTF-8, and the
-        column; each column is read as its bytes (``CAST … AS BLOB``), which sqlite3 does not decode."""
-        columns = TEXT_COLUMNS if self._select_rows is SELECT_ROWS else TEXT_COLUMNS_BEFORE_3
+    def _not_utf8(self, table: str, columns: Sequence[str], rid: str, lo: int, hi: int) -> tuple[int, str] | None:
+        """The first row of ``table`` (events, anchors) of run ``rid`` from seq ``lo`` to ``hi`` with a text column
+        (of ``columns``) that is not UTF-8, and the column; each is read as its bytes (``CAST … AS BLOB``), which
+        sqlite3 does not decode."""
         select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
-        query = f"SELECT seq, {select} FROM events WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq"
+        query = f"SELECT seq, {select} FROM {table} WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq"
         for seq, *values in self._conn.execute(query, (rid, lo, hi)):
             for column, value in zip(columns, values, strict=True):
                 if type(value) is bytes and not is_utf8(value):
@@ -955,8 +957,15 @@ class EventStore(StoreBase[Event]):
                 "SELECT run_id, seq, hash, key_id, signed_at, signature FROM anchors WHERE run_id=? ORDER BY seq",
                 (run_id,),
             ).fetchall()
-        except sqlite3.OperationalError:  # a tether/1 database opened read-only has no anchors table
-            return []
+        except sqlite3.OperationalError as e:
+            if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='anchors'").fetchone():
+                return []  # a tether/1 database opened read-only has no anchors table
+            # A checkpoint's text that is not UTF-8: named, not read as no checkpoints (a busy database: raised)
+            bad = self._not_utf8("anchors", ANCHOR_TEXT_COLUMNS, run_id, 0, MAX_SEQ)
+            if bad is None:
+                raise
+            why = f"a signed checkpoint's row is malformed: its {bad[1]} is not UTF-8 text"
+            raise LogCorrupt(run_id, bad[0], why) from e
         return [Checkpoint(*r) for r in rows]
 
     def _verified_hashes(self, info: RunInfo) -> list[str]:
