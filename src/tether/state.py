@@ -10,10 +10,10 @@ without a handler leave state unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from sys import intern
 from typing import TYPE_CHECKING, Any
 
+from tether.clock import datetime
 from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS
 from tether.events.bulk import gc_paused
 from tether.events.kinds_calls import (

@@ -11,7 +11,9 @@ are ``_thread``'s; events/lease.py imports it where a heartbeat starts), signal 
 takes ``_signal``'s ``SIGKILL``, guard/cachefile.py), ahocorasick_rs (events/redact.py: imported where a run
 has a secret to redact), shlex (policy/rules.py, policy/shell.py: imported where a rule's specifier or ``env -S``'s
 string is split), base64 (+ struct: events/anchor.py, guard/cachefile.py, events/redact.py, imported where a key
-signs or verifies, or a secret's forms are made). One coming back fails here, named.
+signs or verifies, or a secret's forms are made), datetime (tether.clock hands out ``_datetime``'s classes),
+sqlite3's package (its dbapi2 imports datetime: events/store.py uses ``_sqlite3``). One coming back fails here,
+named.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ OFF_THE_PLAIN_PATH = (
         "shlex",  # policy/rules.py, policy/shell.py: no rule specifier, no env -S
         "base64",  # events/anchor.py, guard/cachefile.py, events/redact.py: no anchor key, no secret
         "struct",  # with base64
+        "datetime",  # tether.clock: _datetime's classes
+        "sqlite3",  # events/store.py: _sqlite3, the package's very classes
+        "sqlite3.dbapi2",
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
 
+from tether.clock import UTC, datetime
 from tether.records import dataclass
 
 LEASE_TTL_S = 30.0

@@ -32,22 +32,22 @@ A full disk is reported as :class:`DiskFull` naming the path; the transaction is
 
 from __future__ import annotations
 
+import _sqlite3 as sqlite3  # sqlite3's C part, its very classes: the package's dbapi2 imports datetime (tether.clock)
 import _thread
 import errno
 import fcntl
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether import plain
 from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
+from tether.clock import UTC, datetime
 from tether.errors import (
     DatabaseLocked,
     DiskFull,

@@ -15,11 +15,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, overload
 
 from tether.canonical import bytes_hash
+from tether.clock import UTC, datetime
 from tether.errors import InputError, RunLeased
 from tether.ids import uuid4_hex
 from tether.records import dataclass, field

@@ -38,13 +38,13 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tether import plain
 from tether.canonical import content_hash, sha256
+from tether.clock import UTC, datetime, timedelta
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope, Rule, ToolContract
 from tether.errors import HeadMoved, InputError, LogCorrupt, RunExists, RuntimeFailure

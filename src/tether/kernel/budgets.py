@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
 
+from tether.clock import datetime
 from tether.envelope.schema import Price
 from tether.records import dataclass
 from tether.state import RunState
