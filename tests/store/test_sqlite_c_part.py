@@ -17,7 +17,8 @@ import tether
 from tether.errors import NotATetherDatabase
 from tether.events import store
 
-NAMES = ("Connection", "connect", "Error", "DatabaseError", "OperationalError", "SQLITE_FULL", "Row")
+NAMES = ("Connection", "connect", "Error", "DatabaseError", "OperationalError", "Row")
+NAMES += ("SQLITE_FULL", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_NOMEM")
 
 
 @pytest.mark.parametrize("name", NAMES)
