@@ -226,3 +226,25 @@ def test_a_signed_checkpoint_that_is_not_utf8_is_named_not_dropped(tmp_path: Pat
             with pytest.raises(LogCorrupt) as said:
                 read()
             assert said.value.seq == signed[1] and "key_id is not UTF-8" in said.value.reason, said.value
+
+
+@pytest.mark.parametrize("column", ["task", "created_at", "head_hash"])
+def test_a_runs_row_that_is_not_utf8_is_named(tmp_path: Path, column: str) -> None:
+    """The runs table's row of a run (updated as its head moves: no trigger keeps it) with text that is not UTF-8:
+    ``tether runs``, ``show`` and ``log verify`` said "internal error: OperationalError" (exit 3); now the run's log
+    is corrupt, named with its head's seq (exit 1). Another run's reads are refused too: the listing reads them all."""
+    db = tmp_path / "t.db"
+    run = make_run(db, n=3)
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE runs SET {column} = CAST(X'61ff' AS TEXT) WHERE run_id=?", (run,))
+    conn.commit()
+    conn.close()
+    with EventStore.open(db, readonly=True) as store:
+        for read in (store.runs, lambda: store.run(run), lambda: store.verify(run)):
+            with pytest.raises(LogCorrupt) as said:
+                read()
+            assert (said.value.run_id, said.value.seq) == (run, 3), said.value
+            assert said.value.reason == f"the run's row is malformed: its {column} is not UTF-8 text"
+    for command in (("runs",), ("show", run), ("log", "verify", run)):
+        out = tether(*command, "--db", str(db))
+        assert out.returncode == 1 and f"run {run}: event seq 3: the run's row is malformed" in out.stderr, out

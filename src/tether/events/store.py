@@ -887,10 +887,28 @@ class EventStore(StoreBase[Event]):
         select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
         query = f"SELECT seq, {select} FROM {table} WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq"
         for seq, *values in self._conn.execute(query, (rid, lo, hi)):
-            for column, value in zip(columns, values, strict=True):
-                if type(value) is bytes and not is_utf8(value):
-                    return seq, column
+            column = not_utf8(columns, values)
+            if column is not None:
+                return seq, column
         return None
+
+    def _run_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """``query``'s rows of the runs table (:data:`RUN_COLUMNS`). A run's row whose text is not UTF-8 (written
+        into the file behind the store: the row is updated as its head moves, so no trigger guards it) is
+        :class:`LogCorrupt` of that run at its head's seq, as :meth:`_read` names an event's; anything else is
+        raised as it was."""
+        try:
+            return self._conn.execute(query, params).fetchall()
+        except sqlite3.OperationalError as e:
+            columns = ("run_id", "created_at", "task", "parent_run", "head_hash")
+            select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
+            for head_seq, *values in self._conn.execute(f"SELECT head_seq, {select} FROM runs ORDER BY run_id"):
+                column = not_utf8(columns, values)
+                if column is not None:
+                    run_id = bytes(values[0]).decode(errors="backslashreplace")
+                    seq = head_seq if type(head_seq) is int else -1
+                    raise LogCorrupt(run_id, seq, f"the run's row is malformed: its {column} is not UTF-8 text") from e
+            raise
 
     def _hash_at(self, run_id: str, seq: int) -> str | None:
         old = self._select_rows is not SELECT_ROWS  # an older file read as it is: the hash as stored, text
@@ -912,12 +930,12 @@ class EventStore(StoreBase[Event]):
         return fork_point(run_id, rows[0] if rows else None)
 
     def _runs_named(self, run_id: str) -> list[tuple[Any, ...]]:
-        row = self._conn.execute(RUN_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
-        if row is not None:
-            return [row]
-        return self._conn.execute(
+        rows = self._run_rows(RUN_COLUMNS + " WHERE run_id=?", (run_id,))
+        if rows:
+            return rows
+        return self._run_rows(
             RUN_COLUMNS + " WHERE substr(run_id, 1, ?) = ? ORDER BY run_id LIMIT 11", (len(run_id), run_id)
-        ).fetchall()
+        )
 
     def rows(self, run_id: str) -> list[tuple[Any, ...]]:
         """The run's log, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
@@ -947,7 +965,7 @@ class EventStore(StoreBase[Event]):
             self._verified_hashes(self.run(main.run_id))
 
     def runs(self) -> list[RunInfo]:
-        rows = self._conn.execute(RUN_COLUMNS + " ORDER BY created_at").fetchall()
+        rows = self._run_rows(RUN_COLUMNS + " ORDER BY created_at")
         return [RunInfo(*r) for r in rows]
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
@@ -1501,6 +1519,14 @@ def _os_error(e: OSError, path: Path) -> Exception:
     if e.errno == errno.ENOSPC:
         return DiskFull(f"disk full: {path} ({e.strerror})")
     return FileError(f"{path}: {e.strerror}")
+
+
+def not_utf8(columns: Sequence[str], values: Sequence[object]) -> str | None:
+    """The first of ``columns`` whose value (read as bytes) is not UTF-8 text; None when each is (or is no text)."""
+    for column, value in zip(columns, values, strict=True):
+        if type(value) is bytes and not is_utf8(value):
+            return column
+    return None
 
 
 def is_utf8(data: bytes) -> bool:
