@@ -165,11 +165,23 @@ def _database_errors(where: str) -> Iterator[None]:
 
 
 def _connect(url: str, where: str) -> psycopg.Connection[Any]:
+    """A connection to a database whose encoding is UTF-8. In any other (``SQL_ASCII`` stores whatever bytes it is
+    given and psycopg reads its text as ``bytes``) the log's text is not what tether hashed: refused by name, where
+    it failed as "internal error: TypeError" and would have read every event as malformed. The server reports its
+    encoding when the connection starts: no query."""
     with _database_errors(where):
         try:
-            return psycopg.connect(url, autocommit=True)
+            conn = psycopg.connect(url, autocommit=True)
         except psycopg.ProgrammingError as e:  # the URL itself: an unknown parameter, a malformed part
             raise InputError(f"{where}: not a usable PostgreSQL URL ({str(e).strip()})") from e
+    encoding = conn.info.parameter_status("server_encoding")
+    if encoding != "UTF8":
+        conn.close()
+        raise NotATetherDatabase(
+            f"{where}: the database's encoding is {encoding}; tether's log is UTF-8 text: use a database made "
+            "with ENCODING 'UTF8'"
+        )
+    return conn
 
 
 class PgStore(StoreBase[Event]):
