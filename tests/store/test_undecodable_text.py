@@ -248,3 +248,24 @@ def test_a_runs_row_that_is_not_utf8_is_named(tmp_path: Path, column: str) -> No
     for command in (("runs",), ("show", run), ("log", "verify", run)):
         out = tether(*command, "--db", str(db))
         assert out.returncode == 1 and f"run {run}: event seq 3: the run's row is malformed" in out.stderr, out
+
+
+def test_a_forks_first_row_is_whatever_its_seq(tmp_path: Path) -> None:
+    """The fork point is read (through :meth:`_read`) from the fork's first row by seq, a negative one too, as before
+    it: a row planted at seq -1 is that first row, not run.forked, so the fork is not read as one and its log is
+    missing its prefix (LogCorrupt), rather than the row being skipped."""
+    db = tmp_path / "t.db"
+    parent = make_run(db)
+    with EventStore.open(db) as store:
+        h = store.events(parent)[4].hash
+        fork = store.create_fork("t", RunForked(parent_run=parent, at_seq=4, parent_hash=h, workspace="/f", by="t"))
+        assert store.verify(fork) == 6
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "INSERT INTO events (run_id, seq, ts, kind, payload, hash) VALUES (?, -1, 't', 'model.requested', '{}', ?)",
+        (fork, b"\0" * 32),
+    )
+    conn.commit()
+    conn.close()
+    with EventStore.open(db, readonly=True) as store, pytest.raises(LogCorrupt):
+        store.verify(fork)

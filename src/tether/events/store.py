@@ -924,7 +924,7 @@ class EventStore(StoreBase[Event]):
         rows = self._read(
             "SELECT e.seq, e.kind, e.payload FROM runs r JOIN events e ON e.run_id = r.run_id "
             "WHERE r.run_id=? AND e.seq BETWEEN ? AND ? AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
-            (run_id, 0, MAX_SEQ),
+            (run_id, -MAX_SEQ - 1, MAX_SEQ),  # every row, as before the range: the first is whatever its seq
             run_id,
         )
         return fork_point(run_id, rows[0] if rows else None)
