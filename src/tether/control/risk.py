@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from tether import wildmatch
+from tether import places, wildmatch
 from tether.envelope.schema import Effect, Envelope
 
 if TYPE_CHECKING:
@@ -53,12 +52,13 @@ def worst(levels: Iterable[str]) -> str:
 
 
 def is_test_path(path: str) -> bool:
-    p = PurePosixPath(path)
+    place = places.place(path)
+    name = places.name(place)
     return (
-        p.name.startswith("test_")
-        or p.name.endswith("_test.py")
-        or p.name == "conftest.py"
-        or any(part in ("tests", "test") for part in p.parts[:-1])
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(part in ("tests", "test") for part in places.parts(place)[:-1])
     )
 
 

@@ -7,7 +7,6 @@ profile); :mod:`.shell` makes them from a command string.
 from __future__ import annotations
 
 from functools import cached_property
-from pathlib import PurePosixPath
 
 from tether.records import dataclass
 
@@ -56,7 +55,7 @@ class SimpleCommand:
 
     argv: tuple[Word, ...]
     redirects: tuple[Redirect, ...] = ()
-    cwd: PurePosixPath | None = None
+    cwd: str | None = None  # a place as tether.places spells it
     piped: bool = False  # stdin comes from a pipe
     wrappers: tuple[str, ...] = ()
     origin: str = ""

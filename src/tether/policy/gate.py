@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tether import places
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
 from tether.status import ControlState
 
@@ -74,7 +74,7 @@ class Gate:
     def __init__(
         self,
         envelope: Envelope,
-        workspace: Path,
+        workspace: str | os.PathLike[str],
         *,
         control: ControlState = ControlState.NORMAL,
         run_rules: Sequence[Rule] = (),
@@ -121,7 +121,7 @@ class Gate:
             read_only = effects_ == {Effect.READ}
         return self._control(self._approval_floor(contract, decision), read_only)
 
-    def _start(self, args: Mapping[str, Any]) -> PurePosixPath | None:
+    def _start(self, args: Mapping[str, Any]) -> str | None:
         """Where a shell call's relative paths start: the workspace, or the directory the call names for itself
         (``cwd``: the agent's shell, which a ``cd`` in an earlier call moved; a tool that takes one runs there).
         A ``cwd`` that is not an absolute path leaves them unknown (each one then asks), never the workspace."""
@@ -130,7 +130,7 @@ class Gate:
         cwd = args["cwd"]
         if not isinstance(cwd, str) or not cwd.startswith("/") or "\0" in cwd:
             return None
-        return PurePosixPath(os.path.normpath(cwd))
+        return places.place(os.path.normpath(cwd))
 
     def _approval_floor(self, contract: ToolContract, decision: Decision) -> Decision:
         """``approvals.require_for``: an effect class it lists is a floor of ASK that no allow rule, profile or
@@ -260,7 +260,7 @@ class Gate:
     def _may_read_denied(self, t: Target, text: str, cmd: SimpleCommand, out: list[Finding]) -> None:
         """A reader whose files are chosen at run time (a tree, a glob, ``$X``) may read what the deny list hides."""
         if not text:
-            base: PurePosixPath | None = self.workspace  # could be any file
+            base: str | None = self.workspace  # could be any file
         elif t.word.static and not _has_glob(text):
             base = self.paths.resolve(text, cmd.cwd)
         else:
@@ -277,7 +277,7 @@ class Gate:
                 )
             )
 
-    def _known_dir(self, text: str, cmd: SimpleCommand) -> PurePosixPath | None:
+    def _known_dir(self, text: str, cmd: SimpleCommand) -> str | None:
         """The directory a partly known word certainly lies under: ``src/$X`` → src, ``*.py`` → the cwd."""
         cut = min((text.find(c) for c in "*?[$`{" if c in text), default=len(text))
         known = text[:cut]
@@ -294,18 +294,18 @@ class Gate:
         patch = inner.has("-p", "-u", "--patch", "-L") or (sub == "stash" and "-p" in [w.text for w in rest])
         if sub not in _GIT_CONTENT and not (sub in _GIT_PATCH_LOG and patch):
             return
-        places: list[PurePosixPath] = []
+        chosen: list[str] = []
         for w in inner.operands:
             if not w.static:
-                places = [self.workspace]
+                chosen = [self.workspace]
                 break
             if ":" in w.text:  # REV:path is relative to the top of the repository
-                places.append(self.workspace / w.text.split(":", 1)[1].removeprefix("./").lstrip("/"))
+                chosen.append(places.join(self.workspace, w.text.split(":", 1)[1].removeprefix("./").lstrip("/")))
                 continue
             path = self.paths.resolve(w.text, cmd.cwd)
             if path is not None and os.path.lexists(path):
-                places.append(path)
-        for place in places or [self.workspace]:
+                chosen.append(path)
+        for place in chosen or [self.workspace]:
             reach = self.paths.deny_reach(place)
             if reach is not None:
                 out.append(
@@ -337,7 +337,7 @@ class Gate:
             # only the known prefix: judge the directory it names, then ask at least
             base = text.rsplit("/", 1)[0] if "/" in text else ""
             path = self.paths.resolve(base or "/", cmd.cwd) if base or text.startswith("/") else None
-            verdict = self.paths.write(PurePosixPath(f"{path}/_")) if path is not None else None
+            verdict = self.paths.write(places.place(f"{path}/_")) if path is not None else None
             if verdict is not None and verdict.verdict is Verdict.DENY:
                 out.append(_hard(verdict, f"{what} under {text!r}: "))
             out.append(
@@ -355,7 +355,7 @@ class Gate:
             )
             return
         if path == self.workspace and not (t.delete or t.recursive):
-            path = path / "_"  # writing *into* the workspace (cp x ., tar -x), not replacing it
+            path = places.join(path, "_")  # writing *into* the workspace (cp x ., tar -x), not replacing it
         verdict = self.paths.write(path)
         if verdict is None and _has_glob(text):
             verdict = self._glob_write(text, cmd)
@@ -393,7 +393,7 @@ class Gate:
             out.append(Finding.of(Layer.HARD, "shell:dev-tcp", Verdict.DENY, f"{path} opens a network connection"))
             return True
         if not w.static:
-            if self.paths.is_credential(path) or self.paths.is_credential(PurePosixPath(f"{path}/_")):
+            if self.paths.is_credential(path) or self.paths.is_credential(places.place(f"{path}/_")):
                 out.append(
                     Finding.of(Layer.HARD, "path:credential", Verdict.DENY, f"reads under {text!r} (credentials)")
                 )
@@ -434,11 +434,12 @@ class Gate:
             secret = secret or self._secretish(path)
         return secret
 
-    def _secretish(self, path: PurePosixPath) -> bool:
+    def _secretish(self, path: str) -> bool:
         """Dotfiles in the home directory and ``.env`` files: not credentials, but not for sending."""
-        home = PurePosixPath(self.paths.home)
-        name = path.name
-        in_home_dot = home in path.parents and any(p.startswith(".") for p in path.relative_to(home).parts)
+        home = places.place(self.paths.home)
+        name = places.name(path)
+        rel = places.relative(path, home) if path != home else None  # under home, not home itself
+        in_home_dot = rel is not None and any(p.startswith(".") for p in places.parts(rel))
         return in_home_dot or (name.startswith(".env") and name not in (".env.example", ".env.sample"))
 
     # -- files and other tools --------------------------------------------------------------
@@ -466,9 +467,7 @@ class Gate:
         out += self._effect_defaults(contract, file_tool=True)
         return resolve(out, RuleMatch("default:effects", Verdict.ASK, "no default for these effects"))
 
-    def _contents(
-        self, contract: ToolContract, raw: str, path: PurePosixPath, args: Mapping[str, Any]
-    ) -> list[Finding]:
+    def _contents(self, contract: ToolContract, raw: str, path: str, args: Mapping[str, Any]) -> list[Finding]:
         """A call that says it reads the contents of every file under its path (``contents: true``: a hook's Grep)
         reads files chosen at run time, as ``grep -r`` does: the deny list may match them. The flag only ever
         tightens a decision, so whoever sets it (a model too) cannot widen one."""
@@ -571,19 +570,21 @@ def _hard(v: PlaceVerdict, prefix: str) -> Finding:
     return Finding.of(Layer.HARD, v.rule_id, v.verdict, prefix + v.reason)
 
 
-def _system_dir(path: PurePosixPath) -> bool:
-    return str(path) in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin")
+def _system_dir(path: str) -> bool:
+    return path in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin")
 
 
 def _has_glob(text: str) -> bool:
     return any(c in text for c in "*?[")
 
 
-def shell_decision(command: str, envelope: Envelope | None = None, workspace: Path | None = None) -> Decision:
+def shell_decision(
+    command: str, envelope: Envelope | None = None, workspace: str | os.PathLike[str] | None = None
+) -> Decision:
     """Decide a shell command for the built-in ``bash`` tool (convenience for CLIs and tests)."""
     env = envelope or default_envelope()
     tool = next((t.name for t in env.tools if Effect.EXEC in t.effects), "bash")
-    return Gate(env, workspace or Path.cwd()).decide(tool, {"command": command})
+    return Gate(env, workspace or os.getcwd()).decide(tool, {"command": command})
 
 
 __all__ = ["Gate", "shell_decision"]

@@ -26,8 +26,8 @@ from __future__ import annotations
 import os
 from fnmatch import fnmatchcase
 from functools import cached_property
-from pathlib import Path, PurePosixPath
 
+from tether import places
 from tether.envelope.schema import Filesystem
 from tether.records import dataclass
 
@@ -174,8 +174,8 @@ class PlaceVerdict:
 class PathPolicy:
     """Judges places for one workspace and one ``filesystem`` section."""
 
-    def __init__(self, workspace: Path, filesystem: Filesystem | None) -> None:
-        self.workspace = PurePosixPath(os.path.realpath(workspace))
+    def __init__(self, workspace: str | os.PathLike[str], filesystem: Filesystem | None) -> None:
+        self.workspace = places.place(os.path.realpath(workspace))
         self.filesystem = filesystem
         self.home = os.path.expanduser("~")
         self._credential = _in_homes(_CREDENTIAL_IN_HOME, self.home) + _CREDENTIAL_ABSOLUTE
@@ -212,7 +212,7 @@ class PathPolicy:
             return base + ("/" + rest if rest else "")
         return text
 
-    def resolve(self, text: str, cwd: PurePosixPath | None) -> PurePosixPath | None:
+    def resolve(self, text: str, cwd: str | None) -> str | None:
         """Absolute real path of ``text`` as seen from ``cwd``; None when it cannot be known."""
         text = self.expand_user(text)
         if not text:
@@ -224,21 +224,18 @@ class PathPolicy:
         if _process_view(os.path.normpath(text)):
             return None
         try:
-            return PurePosixPath(os.path.realpath(text))
+            return places.place(os.path.realpath(text))
         except (OSError, ValueError):  # unreadable (/proc/1/root), too long, NUL: the place cannot be known
             return None
 
-    def relative(self, path: PurePosixPath) -> PurePosixPath | None:
+    def relative(self, path: str) -> str | None:
         """``path`` relative to the workspace, or None when outside it."""
-        try:
-            return path.relative_to(self.workspace)
-        except ValueError:
-            return None
+        return places.relative(path, self.workspace)
 
     # -- classification ---------------------------------------------------------------------
 
-    def is_credential(self, path: PurePosixPath) -> bool:
-        return self._credential_globs.match(str(path))
+    def is_credential(self, path: str) -> bool:
+        return self._credential_globs.match(path)
 
     def glob_may_hit_credential(self, pattern: str) -> bool:
         """Could a shell glob such as ``~/.ss*/id_*`` name a credential file?"""
@@ -246,15 +243,14 @@ class PathPolicy:
         probes += [f"{self.home}/.ssh/id_rsa", "/etc/shadow", "/root/.ssh/id_rsa"]
         return any(fnmatchcase(probe, pattern) for probe in probes)
 
-    def holds_credentials(self, path: PurePosixPath) -> bool:
+    def holds_credentials(self, path: str) -> bool:
         """A directory whose recursive contents include credential files."""
-        s = str(path)
-        return any(fnmatchcase(s, p) for p in self._cred_roots) or self.is_credential(path)
+        return any(fnmatchcase(path, p) for p in self._cred_roots) or self.is_credential(path)
 
-    def is_startup(self, path: PurePosixPath) -> bool:
-        return self._startup_globs.match(str(path))
+    def is_startup(self, path: str) -> bool:
+        return self._startup_globs.match(path)
 
-    def read(self, path: PurePosixPath, *, shell: bool) -> PlaceVerdict | None:
+    def read(self, path: str, *, shell: bool) -> PlaceVerdict | None:
         """Verdict for reading ``path``; None means no objection.
 
         Shell commands may read outside the workspace (system headers, ``/etc/os-release``);
@@ -267,13 +263,13 @@ class PathPolicy:
             if shell:
                 return None
             return PlaceVerdict("path:read-outside", Verdict.DENY, f"{path} is outside the workspace {self.workspace}")
-        if self._deny_spec is not None and self._deny_spec.match_file(str(rel)):
+        if self._deny_spec is not None and self._deny_spec.match_file(rel):
             return PlaceVerdict("path:denied", Verdict.DENY, f"{rel} matches environment.filesystem.deny")
-        if self._read_spec is not None and str(rel) != "." and not self._read_spec.match_file(str(rel)):
+        if self._read_spec is not None and rel != "." and not self._read_spec.match_file(rel):
             return PlaceVerdict("path:not-readable", Verdict.DENY, f"{rel} is not in environment.filesystem.read")
         return None
 
-    def deny_reach(self, path: PurePosixPath) -> str | None:
+    def deny_reach(self, path: str) -> str | None:
         """The first ``filesystem.deny`` pattern that may match ``path`` or a file under it, if any.
 
         For readers that choose files themselves (``grep -r``, ``find -exec``, ``git show``, archivers):
@@ -286,10 +282,10 @@ class PathPolicy:
             return None
         rel = self.relative(path)
         if rel is None:
-            if self.workspace not in path.parents and path != self.workspace:
+            if not places.within(path, self.workspace):  # the former `workspace in path.parents`: false here
                 return None
-            rel = PurePosixPath(".")
-        here = [p for p in rel.parts if p != "."]
+            rel = "."
+        here = [p for p in places.parts(rel) if p != "."]
         for pattern in fs.deny:
             q = pattern.strip()
             if not q or q.startswith("#") or q.startswith("!"):
@@ -302,9 +298,9 @@ class PathPolicy:
                 return pattern
         return None
 
-    def write(self, path: PurePosixPath) -> PlaceVerdict | None:
+    def write(self, path: str) -> PlaceVerdict | None:
         """Verdict for writing (creating, changing, deleting) ``path``; None means allowed."""
-        s = str(path)
+        s = path
         if s.startswith(("/dev/tcp/", "/dev/udp/")):
             return PlaceVerdict("shell:dev-tcp", Verdict.DENY, f"{s} opens a network connection")
         if s in _HARMLESS_DEVICES or s.startswith(("/dev/fd/", "/proc/self/fd/")):
@@ -318,24 +314,24 @@ class PathPolicy:
         rel = self.relative(path)
         if rel is None:
             return PlaceVerdict("path:write-outside", Verdict.DENY, f"{s} is outside the workspace {self.workspace}")
-        if str(rel) == ".":
+        if rel == ".":
             return PlaceVerdict("path:workspace-root", Verdict.DENY, "the workspace root itself")
-        parts = rel.parts
+        parts = places.parts(rel)
         if any(p in _HOOK_DIRS for p in parts) or (len(parts) > 1 and parts[-2] == "hooks" and ".git" in parts):
             return PlaceVerdict(
                 "path:protected", Verdict.DENY, f"{rel} is inside {parts[0]}/ (version control, log or hooks)"
             )
-        if self._deny_spec is not None and self._deny_spec.match_file(str(rel)):
+        if self._deny_spec is not None and self._deny_spec.match_file(rel):
             return PlaceVerdict("path:denied", Verdict.DENY, f"{rel} matches environment.filesystem.deny")
         if self._write_spec is None:
             return PlaceVerdict("path:not-writable", Verdict.DENY, "the envelope states no writable paths")
-        if not self._write_spec.match_file(str(rel)):
+        if not self._write_spec.match_file(rel):
             return PlaceVerdict("path:not-writable", Verdict.DENY, f"{rel} is not in environment.filesystem.write")
         return None
 
-    def dotfile(self, path: PurePosixPath) -> PlaceVerdict | None:
+    def dotfile(self, path: str) -> PlaceVerdict | None:
         """Dotfiles and dot-directories inside the workspace are not written by default."""
         rel = self.relative(path)
-        if rel is not None and any(p.startswith(".") and p not in (".", "..") for p in rel.parts):
+        if rel is not None and any(p.startswith(".") and p not in (".", "..") for p in places.parts(rel)):
             return PlaceVerdict("path:dotfile", Verdict.DENY, f"{rel} is a dotfile (configuration, CI or secrets)")
         return None

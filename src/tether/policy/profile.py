@@ -36,8 +36,8 @@ import os
 import re
 from collections.abc import Callable
 from functools import cache
-from pathlib import PurePosixPath
 
+from tether import places
 from tether.records import dataclass, replace
 
 from . import inline, interp, knowledge, programs
@@ -75,7 +75,7 @@ class Context:
     """What the profile judges a command against: the path policy and the workspace."""
 
     paths: PathPolicy
-    workspace: PurePosixPath
+    workspace: str  # a place as tether.places spells it
 
 
 Judge = Callable[[SimpleCommand, Context], list[Finding] | None]
@@ -182,10 +182,10 @@ def _targets_home_or_root(eff: Effects, cmd: SimpleCommand, ctx: Context) -> tup
         path = ctx.paths.resolve(text, cmd.cwd) if text else None
         if path is None:
             continue
-        home = PurePosixPath(ctx.paths.home)
-        if str(path) == "/" or (t.word.static and t.word.text.rstrip("/") in ("/*", "")):
+        home = places.place(ctx.paths.home)
+        if path == "/" or (t.word.static and t.word.text.rstrip("/") in ("/*", "")):
             return "rm-root", f"{cmd.name} of / (the whole file system)"
-        if path in (home, *home.parents) or str(path) in ("/home", "/root") or path.parent == PurePosixPath("/home"):
+        if places.within(home, path) or path in ("/home", "/root") or places.parent(path) == "/home":
             return "rm-home", f"{cmd.name} of the home directory {path}"
     return None
 
@@ -564,22 +564,20 @@ def _link_operands(cmd: SimpleCommand) -> tuple[list[Word], tuple[Word | None, .
     return (ops[:-1], (ops[-1],)) if len(ops) > 1 else (ops, ())
 
 
-def _link_places(
-    src: Word, cmd: SimpleCommand, ctx: Context, where: tuple[Word | None, ...]
-) -> list[PurePosixPath | None]:
+def _link_places(src: Word, cmd: SimpleCommand, ctx: Context, where: tuple[Word | None, ...]) -> list[str | None]:
     """Where a symbolic link holding ``src`` as written leads: read from the directory the link is made in —
     ``where`` itself when it is a directory, else the one holding it; the command's directory for a lone operand."""
     if not src.static:
         return [None]
     if src.text.startswith(("/", "~")) or not where:
         return [ctx.paths.resolve(src.text, cmd.cwd)]
-    places: list[PurePosixPath | None] = []
+    found: list[str | None] = []
     for w in where:
         base = ctx.paths.resolve(w.text, cmd.cwd) if w is not None and w.static else None
         if base is None:
             return [None]
-        places.append(ctx.paths.resolve(src.text, base if os.path.isdir(base) else base.parent))
-    return places
+        found.append(ctx.paths.resolve(src.text, base if os.path.isdir(base) else places.parent(base)))
+    return found
 
 
 def _make(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:

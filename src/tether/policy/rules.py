@@ -26,7 +26,6 @@ import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import cache
-from pathlib import PurePosixPath
 from typing import Any
 
 from tether.envelope.schema import Rule
@@ -109,14 +108,14 @@ class CompiledRule:
 
     # -- files and others -------------------------------------------------------------------
 
-    def matches_path(self, rel: PurePosixPath | None, raw: str) -> bool:
+    def matches_path(self, rel: str | None, raw: str) -> bool:
         if self.specifier is None or self.specifier in ("*", "**"):
             return True
         if self.spec is None:
             return False
         if rel is None:
             return self.specifier.startswith("/") and fnmatchcase(raw, self.specifier)
-        return self.spec.match_file(str(rel))
+        return self.spec.match_file(rel)
 
     def matches_subject(self, args: Mapping[str, Any]) -> bool:
         if self.specifier is None or self.specifier == "*":

@@ -11,7 +11,9 @@ runs it; one too large or not text to check is an ASK.
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+import errno
+import os
+import stat
 
 from . import interp
 from .command import SimpleCommand
@@ -26,7 +28,7 @@ class Unreadable(Exception):
     """A script that exists but cannot be judged (too large, binary): the reason is the message."""
 
 
-def script_of(cmd: SimpleCommand, paths: PathPolicy) -> PurePosixPath | None:
+def script_of(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     """The workspace file holding shell code that ``cmd`` runs, if any (outside the workspace: the profile asks)."""
     if not cmd.argv or cmd.computed:
         return None
@@ -42,14 +44,27 @@ def script_of(cmd: SimpleCommand, paths: PathPolicy) -> PurePosixPath | None:
     if word is None or not word.static:
         return None
     path = paths.resolve(word.text, cmd.cwd)
-    if path is None or paths.relative(path) is None or not Path(path).is_file():
+    if path is None or paths.relative(path) is None or not _is_file(path):
         return None
-    if word is cmd.argv[0] and not _runs_as_shell(Path(path)):
+    if word is cmd.argv[0] and not _runs_as_shell(path):
         return None
     return path
 
 
-def _runs_as_shell(path: Path) -> bool:
+def _is_file(path: str) -> bool:
+    """``Path(path).is_file()``: a regular file (links followed); False where it is missing, not under a directory,
+    a link loop or a bad name, and any other failure to look (no permission to search a directory) raised."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            raise
+        return False
+    except ValueError:  # a NUL in the name
+        return False
+
+
+def _runs_as_shell(path: str) -> bool:
     """Does executing ``path`` run it as shell code: a ``#!`` naming a shell, or text with no ``#!`` at all
     (which the calling shell runs itself)? A binary (a NUL in its first bytes) or another interpreter: no."""
     try:
@@ -67,7 +82,7 @@ def _runs_as_shell(path: Path) -> bool:
     return bool(words) and words[0].rsplit("/", 1)[-1] in SHELLS
 
 
-def script_text(path: PurePosixPath) -> str:
+def script_text(path: str) -> str:
     """The script's text; raises :class:`Unreadable` when it is too large or not text to judge."""
     with open(path, "rb") as fh:
         data = fh.read(MAX_SCRIPT_BYTES + 1)

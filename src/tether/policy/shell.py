@@ -31,9 +31,9 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from pathlib import PurePosixPath
 from typing import Any
 
+from tether import places
 from tether.records import dataclass, field, replace
 
 from . import envvars, grammar, interp, programs
@@ -144,15 +144,13 @@ class _Walker:
     ``cd`` inside a branch or loop), it becomes unknown (``None``) and so do the paths that depend on it.
     """
 
-    def __init__(
-        self, src: bytes, session: _Session, cwd: PurePosixPath | None, depth: int, vars_: dict[str, str]
-    ) -> None:
+    def __init__(self, src: bytes, session: _Session, cwd: str | None, depth: int, vars_: dict[str, str]) -> None:
         self.src = src
         self.session = session
         self.out = session.out
         self.cwd = cwd
-        self.oldpwd: PurePosixPath | None = None
-        self.stack: list[PurePosixPath | None] = []
+        self.oldpwd: str | None = None
+        self.stack: list[str | None] = []
         self.cd_unsure = False  # the last cd may have failed, leaving the directory where it was
         self.errexit = False  # `set -e`: a failed cd ends the script
         self.depth = depth
@@ -784,20 +782,20 @@ class _Walker:
             self.out.hard("shell:unparseable", Verdict.ASK, "env -S string does not split")
             return []
 
-    def directory(self, base: PurePosixPath | None, w: Word) -> PurePosixPath | None:
+    def directory(self, base: str | None, w: Word) -> str | None:
         """Where ``cd WORD`` from ``base`` goes (logically, as the shell does); None when unknown."""
         if not w.static:
             return None
         head = shell_tilde(w.text)
         if head is not None:  # ~- is where the last cd left (cd .git; cd ..; cd ~-), ~+ here, ~N the stack's
             start = base if head == "~+" else self.oldpwd if head == "~-" else None
-            return None if start is None else PurePosixPath(os.path.normpath(f"{start}{w.text[len(head) :]}"))
+            return None if start is None else places.place(os.path.normpath(f"{start}{w.text[len(head) :]}"))
         text = os.path.expanduser(w.text) if w.text.startswith("~") else w.text
         if text.startswith("/"):
-            return PurePosixPath(os.path.normpath(text))
+            return places.place(os.path.normpath(text))
         if base is None or "CDPATH" in self.vars:
             return None
-        return PurePosixPath(os.path.normpath(f"{base}/{text}"))
+        return places.place(os.path.normpath(f"{base}/{text}"))
 
     def change_dir(self, name: str, args: list[Word]) -> None:
         """``cd``, ``pushd``, ``popd``: move the tracked directory (and its stack)."""
@@ -805,7 +803,7 @@ class _Walker:
         targets = [w for w in words if not w.text.startswith(("-", "+")) or w.text == "-"]
         rotates = any(w.text[:1] in "+-" and w.text[1:].isdigit() for w in words)
         old = self.cwd
-        new: PurePosixPath | None
+        new: str | None
         if rotates:
             new, self.stack = None, [None] * len(self.stack)
         elif name == "popd":
@@ -814,7 +812,7 @@ class _Walker:
             new = self.directory(old, targets[0]) if targets else self.stack.pop() if self.stack else None
             self.stack.append(old)
         elif not targets:
-            new = PurePosixPath(os.path.expanduser("~"))
+            new = places.place(os.path.expanduser("~"))
         elif targets[0].text == "-":
             new = self.oldpwd
         else:
@@ -1005,15 +1003,17 @@ def _strip_options(args: list[Word], options: Spec, positionals: int) -> list[Wo
     return list(found.operands[positionals:])
 
 
-def analyse(command: str, cwd: PurePosixPath | None = None) -> Analysis:
-    """Flatten ``command`` into the simple commands it runs, plus structural findings."""
+def analyse(command: str, cwd: str | os.PathLike[str] | None = None) -> Analysis:
+    """Flatten ``command`` into the simple commands it runs, plus structural findings (``cwd``: where it starts,
+    kept as :func:`tether.places.place` spells it)."""
     out = Analysis()
     if "\x00" in command:
         out.hard("shell:unparseable", Verdict.ASK, "the command contains a NUL byte")
     if len(command) > MAX_INPUT:
         out.hard("shell:too-complex", Verdict.ASK, f"the command is longer than {MAX_INPUT} characters")
         return out
-    _Walker(command.encode("utf-8", "surrogateescape"), _Session(out), cwd, 0, {}).run()
+    start = None if cwd is None else places.place(os.fspath(cwd))
+    _Walker(command.encode("utf-8", "surrogateescape"), _Session(out), start, 0, {}).run()
     if not out.commands and not out.findings and command.strip():
         out.hard("shell:unparseable", Verdict.ASK, "no command found")
     return out
