@@ -205,6 +205,10 @@ SELF_SELECTING = [
     "grep -r KEY .",
     "grep -rn KEY",
     "grep -R KEY /",
+    "grep -r KEY ..",  # a directory above the workspace holds all of it
+    "cd src && grep -r KEY ../..",
+    "rg KEY ..",
+    "find .. -type f -exec cat {} \\;",
     "rg KEY",
     "rg KEY .",
     "ag KEY",

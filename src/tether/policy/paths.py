@@ -282,7 +282,7 @@ class PathPolicy:
             return None
         rel = self.relative(path)
         if rel is None:
-            if not places.within(path, self.workspace):  # the former `workspace in path.parents`: false here
+            if not places.within(self.workspace, path):  # a directory above the workspace holds all of it
                 return None
             rel = "."
         here = [p for p in places.parts(rel) if p != "."]
