@@ -15,7 +15,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, overload
 
 from tether.canonical import bytes_hash
@@ -30,6 +29,7 @@ from .payload import Emitted, Payload
 from .redact import Redactor
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Protocol
 
     from .kinds import RunForked

@@ -15,7 +15,6 @@ import os
 import re
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
@@ -133,10 +132,12 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
 
 
-def tether_calls(agent: str, tool_name: str, tool_input: Mapping[str, Any], cwd: str, workspace: Path) -> list[Call]:
+def tether_calls(
+    agent: str, tool_name: str, tool_input: Mapping[str, Any], cwd: str, workspace: str | os.PathLike[str]
+) -> list[Call]:
     """The tether calls one agent tool call amounts to (more than one only for a multi-file patch), placed where
     the agent runs it: ``cwd``, the hook's directory, which is the workspace only until the agent's shell moves."""
-    return (_codex if agent == "codex" else _claude)(tool_name, tool_input, Place(cwd, str(workspace)))
+    return (_codex if agent == "codex" else _claude)(tool_name, tool_input, Place(cwd, os.fspath(workspace)))
 
 
 def hook_envelope() -> Envelope:
