@@ -874,11 +874,19 @@ class EventStore(StoreBase[Event]):
         try:
             return self._conn.execute(query, params).fetchall()
         except sqlite3.OperationalError as e:
+            self._locked(e)
             columns = TEXT_COLUMNS if self._select_rows is SELECT_ROWS else TEXT_COLUMNS_BEFORE_3
             bad = self._not_utf8("events", columns, *params[:3])
             if bad is None:
                 raise
             raise LogCorrupt(run_id, bad[0], f"row is malformed: its {bad[1]} is not UTF-8 text") from e
+
+    def _locked(self, e: sqlite3.Error) -> None:
+        """A read SQLite refused as busy or locked (another process holds the file) is :class:`DatabaseLocked`, as
+        an open is: not a corrupt log, and not sqlite3's error ("internal error" in the CLI)."""
+        code = getattr(e, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            raise DatabaseLocked(f"{self.path}: database is locked by another process ({e})") from e
 
     def _not_utf8(self, table: str, columns: Sequence[str], rid: str, lo: int, hi: int) -> tuple[int, str] | None:
         """The first row of ``table`` (events, anchors) of run ``rid`` from seq ``lo`` to ``hi`` with a text column
@@ -900,6 +908,7 @@ class EventStore(StoreBase[Event]):
         try:
             return self._conn.execute(query, params).fetchall()
         except sqlite3.OperationalError as e:
+            self._locked(e)
             columns = ("run_id", "created_at", "task", "parent_run", "head_hash")
             select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
             for head_seq, *values in self._conn.execute(f"SELECT head_seq, {select} FROM runs ORDER BY run_id"):
@@ -976,6 +985,7 @@ class EventStore(StoreBase[Event]):
                 (run_id,),
             ).fetchall()
         except sqlite3.OperationalError as e:
+            self._locked(e)
             if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='anchors'").fetchone():
                 return []  # a tether/1 database opened read-only has no anchors table
             # A checkpoint's text that is not UTF-8: named, not read as no checkpoints (a busy database: raised)
@@ -999,8 +1009,9 @@ class EventStore(StoreBase[Event]):
                         return hashes
                 rows = self._rows(info.run_id)
             except sqlite3.DatabaseError as e:
+                self._locked(e)
                 if _transient(e):
-                    raise  # busy, locked, interrupted, out of memory or disk: not a corrupt log
+                    raise  # interrupted, out of memory or disk: not a corrupt log
                 raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
             return verify_rows(info, rows)
 
