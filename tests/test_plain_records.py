@@ -342,3 +342,71 @@ def test_json_nested_deeper_than_pydantics_parser_goes_leaves_a_plain_record_uns
     within = '{"table": {"k": ' + "[" * 150 + "]" * 150 + '}, "items": ["[[[[{{{{"]}'
     assert outcome(lambda: R_OUTER.model_validate_json(within)) == outcome(lambda: P_OUTER.model_validate_json(within))
     assert outcome(lambda: R_OUTER.model_validate_json(within))[0] == "made"
+
+
+# ---- typing's forms and the plain stand-ins --------------------------------------------------------------------
+
+#: The stand-ins a plain process's model modules get for typing's ``Any`` and ``Literal`` (tether.plain).
+S_ANY, S_LITERAL = plainrecord.TYPING_NAMES["Any"], plainrecord.TYPING_NAMES["Literal"]
+#: Each kind of annotation the model modules write; each made with typing's forms and with the stand-ins.
+ANNOTATIONS = [
+    "Any",
+    "Literal['a', 'b']",
+    "Literal[1]",
+    "Literal['failing', 'none'] | list[str]",
+    "Literal['a'] | None",
+    "None | Literal['a']",
+    "dict[str, Any]",
+    "dict[str, Any] | None",
+    "dict[str, Any] | str",
+    "list[Any]",
+    "str | None | Literal[3]",
+    "list[Literal['x', 'y']] | None",
+    "Colour | None",
+]
+FORMS = [
+    (
+        eval(text, {"Any": Any, "Literal": Literal, "Colour": Colour}),
+        eval(text, {**plainrecord.TYPING_NAMES, "Colour": Colour}),
+    )
+    for text in ANNOTATIONS
+] + [("Literal['a', 'b'] | None", "Literal['a', 'b'] | None")]  # a string: evaluated by the checker
+
+
+def checked(annotation: Any, value: Any, exact: bool) -> tuple[str, Any]:
+    try:
+        return "made", repr(plainrecord.checker(annotation, {"Colour": Colour})(value, exact))
+    except Unsure:
+        return "unsure", None
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.sampled_from(range(len(FORMS))), values, st.booleans())
+def test_the_stand_ins_check_as_typings_forms(form: int, value: Any, exact: bool) -> None:
+    """A field annotated with the stand-ins takes, changes and refuses exactly what the same annotation with
+    typing's forms does (which :func:`test_a_plain_record_takes_what_pydantic_takes_unchanged_or_is_unsure` holds
+    to pydantic)."""
+    theirs, mine = FORMS[form]
+    value = special(value)
+    assert checked(mine, value, exact) == checked(theirs, value, exact), (theirs, value)
+
+
+def test_the_stand_ins_are_what_a_plain_process_names_and_they_print_as_typings() -> None:
+    assert repr(S_LITERAL["a", 1]) == "Literal['a', 1]" and repr(S_ANY) == "Any"
+    assert S_LITERAL["a"] == S_LITERAL["a"] != S_LITERAL["b"] and hash(S_LITERAL["a"]) == hash(S_LITERAL["a"])
+    kind = plainrecord.TYPING_NAMES["ClassVar"][str]  # payload.py's ``KIND: ClassVar[str]``: not a field
+    record = type("K", (plainrecord.BaseModel,), {"__annotations__": {"KIND": kind, "n": int}, "KIND": "k"})
+    assert list(record.model_fields) == ["n"] and record.KIND == "k" and record(n=1).n == 1
+    with pytest.raises(TypeError):
+        S_ANY["x"]  # only Literal and ClassVar are subscripted, once
+    with pytest.raises(TypeError):
+        S_LITERAL["a"]["b"]
+    probe = (
+        "import json, sys\nfrom tether import plain\nassert plain.choose()\nfrom tether.envelope import schema\n"
+        "print(json.dumps([type(schema.Any).__name__, 'typing' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(out.stdout) == ["_Form", False]  # a plain process: the stand-ins, and no typing
+    from tether.envelope import schema  # this process is not plain: typing's own
+
+    assert vars(schema)["Any"] is Any and vars(schema)["Literal"] is Literal

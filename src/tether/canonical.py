@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from hashlib import _Hash
+    from typing import Any
 
 HASH_PREFIX = "sha256:"
 

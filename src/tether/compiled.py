@@ -69,7 +69,10 @@ import os
 import sys
 import time
 from types import CodeType
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The table file's first bytes.
 HEAD = b"TETHERDC"

@@ -14,18 +14,24 @@ pydantic would coerce, a field missing or unknown, a constraint or validator tha
 option it does not mirror, any import of pydantic at all) raises :class:`Unsure`, a ``BaseException`` that no
 ``except Exception`` swallows, and the hook runs the call again on the full path (hooks/entry.py) — unless it
 wrote an event already (:data:`wrote`), when it refuses instead: an event is never written twice.
-mypy sees pydantic's names (``TYPE_CHECKING``).
+The model modules take typing's ``Any``, ``ClassVar`` and ``Literal`` from here too (:data:`TYPING`): typing's
+own, or in a plain process :mod:`tether.plainrecord`'s stand-ins, so that a plain process does not import typing
+for its annotations. mypy sees pydantic's and typing's names (``TYPE_CHECKING``).
 """
 
 from __future__ import annotations
 
 import sys
 from importlib.machinery import ModuleSpec
-from typing import TYPE_CHECKING, Any
 
 from tether.plainrecord import Unsure as Unsure
 
+TYPE_CHECKING = False  # not typing's: a plain process does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
+    from typing import Any as Any
+    from typing import ClassVar as ClassVar
+    from typing import Literal as Literal
+
     from pydantic import BaseModel as BaseModel
     from pydantic import ConfigDict as ConfigDict
     from pydantic import Field as Field
@@ -34,6 +40,9 @@ if TYPE_CHECKING:
     from pydantic import model_validator as model_validator
     from pydantic_core import PydanticSerializationError as PydanticSerializationError
 
+#: typing's names a model module's annotations use that would import typing, the one library of a plain process
+#: that only names types: in a plain process :mod:`tether.plainrecord`'s stand-ins (``TYPING_NAMES``), else typing's.
+TYPING = ("Any", "ClassVar", "Literal")
 #: The names this module gives, from pydantic or from :mod:`tether.plainrecord`.
 NAMES = frozenset(
     {
@@ -44,6 +53,7 @@ NAMES = frozenset(
         "field_validator",
         "model_validator",
         "PydanticSerializationError",
+        *TYPING,
     }
 )
 #: Modules whose import means the models are built already (one way or the other): too late to choose.
@@ -104,7 +114,11 @@ def __getattr__(name: str) -> Any:
     if _plain:
         from tether import plainrecord
 
-        value = getattr(plainrecord, name)
+        value = plainrecord.TYPING_NAMES[name] if name in TYPING else getattr(plainrecord, name)
+    elif name in TYPING:
+        import typing
+
+        value = getattr(typing, name)
     elif name == "PydanticSerializationError":
         from pydantic_core import PydanticSerializationError as value
     else:

@@ -20,15 +20,16 @@ from pydantic's. ``tests/test_plain_records.py`` holds every payload kind and th
 from __future__ import annotations
 
 import enum
-import functools
 import json
 import math
 import re
 import sys
 import types
-import typing
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Union, get_args, get_origin
+
+TYPE_CHECKING = False  # not typing's: a plain process does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, ClassVar, TypeAlias
 
 
 class Unsure(BaseException):
@@ -51,7 +52,53 @@ _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
 #: ``Field`` options that change nothing a plain record does, and the constraints it checks.
 INERT = frozenset({"description", "title", "examples"})
 CONSTRAINTS = frozenset({"ge", "gt", "le", "lt", "min_length", "max_length", "pattern"})
-Check = Callable[[Any, bool], Any]  # (value, exact) -> the value as validation leaves it; Unsure when not sure
+Check: TypeAlias = "Callable[[Any, bool], Any]"  # (value, exact) -> the value as validation leaves it; or Unsure
+
+
+class _Form:
+    """``typing``'s ``Any``, ``ClassVar[…]``, ``Literal[…]`` and a union with ``Any`` or a ``Literal``, as a plain
+    process's model modules name them (from :mod:`tether.plain`, whose names these are in a plain process): so a
+    cold call need not import ``typing`` (~10 M instructions) for the annotations of its records. :func:`checker`
+    reads these and ``typing``'s own (a model module that imports typing, or a class declared elsewhere)."""
+
+    __slots__ = ("args", "name")
+
+    def __init__(self, name: str, args: tuple[Any, ...] = ()) -> None:
+        self.name, self.args = name, args
+
+    def __getitem__(self, args: Any) -> _Form:
+        if self.name not in ("Literal", "ClassVar") or self.args:
+            raise TypeError(f"{self!r} is not subscriptable")
+        return _Form(self.name, args if type(args) is tuple else (args,))
+
+    def __or__(self, other: Any) -> _Form:
+        return _Form("Union", (*_members(self), *_members(other)))
+
+    def __ror__(self, other: Any) -> _Form:
+        return _Form("Union", (*_members(other), *_members(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Form and (self.name, self.args) == (other.name, other.args)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.args))
+
+    def __repr__(self) -> str:
+        return self.name + (f"[{', '.join(map(repr, self.args))}]" if self.args else "")
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | Y`` of types, or of :class:`_Form`), flattened; anything else alone."""
+    if type(annotation) is _Form and annotation.name == "Union":
+        return annotation.args
+    if type(annotation) is types.UnionType:
+        return tuple(annotation.__args__)
+    return (type(None),) if annotation is None else (annotation,)
+
+
+_ANY = _Form("Any")
+#: The typing names a plain process's model modules take from :mod:`tether.plain` (``plain.__getattr__``).
+TYPING_NAMES: dict[str, Any] = {"Any": _ANY, "ClassVar": _Form("ClassVar"), "Literal": _Form("Literal")}
 
 
 class FieldInfo:
@@ -60,7 +107,7 @@ class FieldInfo:
     __slots__ = ("annotation", "constraints", "default", "default_factory", "other")
 
     def __init__(self, default: Any = _MISSING, *, default_factory: Callable[[], Any] | None = None, **options: Any):
-        self.annotation: Any = Any
+        self.annotation: Any = _ANY
         self.default, self.default_factory = default, default_factory
         if not options:  # most fields (every plain default): what the two lines below make of no options
             self.constraints: dict[str, Any] = {}
@@ -285,7 +332,16 @@ def _class_var(annotation: Any) -> bool:
         return False
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is ClassVar or get_origin(annotation) is ClassVar
+    if type(annotation) is _Form:
+        return annotation.name == "ClassVar"
+    typing = sys.modules.get("typing")  # typing's ClassVar exists only where typing is imported already
+    return typing is not None and (annotation is typing.ClassVar or _origin(annotation) is typing.ClassVar)
+
+
+def _origin(annotation: Any) -> Any:
+    """``typing.get_origin`` of the annotations :func:`checker` reads: ``list[X]``'s ``list``, a typing form's
+    origin (``Literal``, ``Union``, ``ClassVar``); None for anything else (a class, a union of types)."""
+    return getattr(annotation, "__origin__", None) if type(annotation) is not type else None
 
 
 # ---- validating -----------------------------------------------------------------------------------------------
@@ -357,32 +413,50 @@ def _checks_of(cls: type[BaseModel]) -> dict[str, Check]:
 
 def checker(annotation: Any, namespace: dict[str, Any]) -> Check:
     """The check of one annotation (see the module docstring for what it takes)."""
+    typing = sys.modules.get("typing")  # typing's forms exist only where typing is imported already
     if isinstance(annotation, str):
-        try:
-            annotation = eval(annotation, {**vars(typing), **namespace})
+        try:  # the names a module may take under TYPE_CHECKING only: typing's, else the plain stand-ins
+            annotation = eval(annotation, {**(TYPING_NAMES if typing is None else vars(typing)), **namespace})
         except Exception:
             return _never(annotation)
-    if annotation is Any or annotation is object:
+    if annotation is _ANY or annotation is object or (typing is not None and annotation is typing.Any):
         return _anything
     simple = _SIMPLE.get(annotation)
     if simple is not None:
         return simple
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Literal:
+    form, args = _form(annotation, typing)
+    if form == "Literal":
         return _literal(args)
-    if origin in (Union, types.UnionType):
+    if form == "Union":
         return _union([checker(a, namespace) for a in args if a is not type(None)], type(None) in args)
-    if annotation is list or origin is list:
-        return _list(checker(args[0] if args else Any, namespace))
-    if annotation is dict or origin is dict:
+    if form is list:
+        return _list(checker(args[0] if args else _ANY, namespace))
+    if form is dict:
         if args and args[0] is not str:
             return _never(annotation)
-        return _dict(checker(args[1] if args else Any, namespace))
+        return _dict(checker(args[1] if args else _ANY, namespace))
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return _record(annotation)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return _enum(annotation)
     return _never(annotation)
+
+
+def _form(annotation: Any, typing: Any) -> tuple[Any, tuple[Any, ...]]:
+    """What :func:`checker` reads of a form: ``("Literal", values)``, ``("Union", members)``, ``(list, args)``,
+    ``(dict, args)`` (a bare ``list`` or ``dict`` with none); ``(None, ())`` for anything else."""
+    if type(annotation) is _Form:
+        return annotation.name, annotation.args
+    if type(annotation) is types.UnionType:
+        return "Union", annotation.__args__
+    if annotation is list or annotation is dict:
+        return annotation, ()
+    origin = _origin(annotation)
+    if origin is list or origin is dict:
+        return origin, annotation.__args__
+    if typing is not None and origin in (typing.Literal, typing.Union):
+        return ("Literal" if origin is typing.Literal else "Union"), annotation.__args__
+    return None, ()
 
 
 def _never(annotation: Any) -> Check:
@@ -535,10 +609,9 @@ def _deeper(data: Any, limit: int) -> bool:
     return True
 
 
-@functools.cache
 def _surrogate_escape() -> re.Pattern[str]:
     """An escape of a UTF-16 surrogate: a pair's halves become one character, a lone one stays a surrogate.
-    Compiled at the first text that holds a ``\\u`` escape, not at import (few texts do)."""
+    Compiled at the first text that holds a ``\\u`` escape, not at import (few texts do); ``re`` keeps it."""
     return re.compile(r"\\u[dD][89a-fA-F]")
 
 

@@ -24,7 +24,14 @@ import functools
 import sys
 from enum import Enum, EnumType, IntEnum, StrEnum
 from types import FunctionType
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    _Namespace = dict[str, Any]
+else:
+    _Namespace = dict  # the same class: ``dict[str, Any]`` is the type checker's
 
 #: The Python whose ``EnumType.__new__`` and ``_proto_member.__set_name__`` this mirrors (3.12 and later make members
 #: otherwise): elsewhere every class statement is made the standard way.
@@ -54,7 +61,7 @@ class Quick(EnumType):
         return _made(cls, bases, classdict, members)
 
 
-class _Body(dict[str, Any]):
+class _Body(_Namespace):
     """A class body's namespace that keeps its steps: ``(name, value)`` set, ``(name, _DELETED)`` deleted."""
 
     def __init__(self) -> None:

@@ -24,12 +24,15 @@ from __future__ import annotations
 import _thread
 import abc
 import sys
-from collections.abc import Callable, Iterable
 from operator import attrgetter
 from types import FunctionType, MemberDescriptorType
-from typing import Any
 
 from tether import compiled
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 
 class _Marker:

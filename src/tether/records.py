@@ -49,14 +49,16 @@ import _thread  # threading's locks are _thread's: importing threading costs a c
 import abc
 import builtins
 import sys
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
 
 from tether import compiled, plain, recordmaker
 from tether.recordmaker import eq_method, frozen_methods, hash_method, repr_method
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
     pass
 
 #: Whether this interpreter's generated methods are the ones mirrored here (see the module docstring).

@@ -9,9 +9,7 @@ without a handler leave state unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from sys import intern
-from typing import TYPE_CHECKING, Any
 
 from tether.clock import datetime
 from tether.envelope.schema import EXTERNAL_OUTPUT_EFFECTS
@@ -30,7 +28,11 @@ from tether.events.store import Event
 from tether.records import dataclass, field
 from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are the registry's later ones
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
+
     from tether.events.kinds import (
         ActionInvalid,
         ApprovalDenied,

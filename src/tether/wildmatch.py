@@ -16,7 +16,10 @@ matches the list when any pattern matches it, in both. Any other pattern (``!``,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 #: The characters of a simple pattern's segments.
 _SIMPLE_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._*-")

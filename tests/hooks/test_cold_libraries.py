@@ -12,8 +12,10 @@ takes ``_signal``'s ``SIGKILL``, guard/cachefile.py), ahocorasick_rs (events/red
 has a secret to redact), shlex (policy/rules.py, policy/shell.py: imported where a rule's specifier or ``env -S``'s
 string is split), base64 (+ struct: events/anchor.py, guard/cachefile.py, events/redact.py, imported where a key
 signs or verifies, or a secret's forms are made), datetime (tether.clock hands out ``_datetime``'s classes),
-sqlite3's package (its dbapi2 imports datetime: events/store.py uses ``_sqlite3``). One coming back fails here,
-named.
+sqlite3's package (its dbapi2 imports datetime: events/store.py uses ``_sqlite3``), typing (tether.typeless gives
+the four names the modules use at run time; the model modules take ``Any`` and ``Literal`` from tether.plain;
+policy/grammar.py loads tree_sitter's extension module without the package, whose ``__init__`` imports typing).
+One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ OFF_THE_PLAIN_PATH = (
         "datetime",  # tether.clock: _datetime's classes
         "sqlite3",  # events/store.py: _sqlite3, the package's very classes
         "sqlite3.dbapi2",
+        "typing",  # tether.typeless; tether.plain's Any and Literal; policy/grammar.py: tree_sitter's extension module
+        "_typing",  # with typing
+        "tree_sitter",  # its package __init__ (imports typing): policy/grammar.py loads tree_sitter._binding alone
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

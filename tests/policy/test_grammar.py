@@ -80,3 +80,48 @@ def test_the_parser_parses_bash() -> None:
     tree = grammar.parser().parse(b"ls -la | grep x > out")
     assert tree.root_node.type == "program" and not tree.root_node.has_error
     assert tree_sitter.Language(grammar.language()) == tree_sitter.Language(tree_sitter_bash.language())
+
+
+def test_tree_sitter_loaded_without_its_package_init_and_the_same_classes() -> None:
+    """``tree_sitter``'s ``Parser`` and ``Language`` come from its extension module: the package's ``__init__``
+    (which imports ``typing``) does not run; the package imported afterwards reuses that module."""
+    probe = """
+import json, sys
+from tether.policy import grammar
+tree = grammar.parser().parse(b"echo hi | wc -l")
+before = {m: m in sys.modules for m in ("tree_sitter", "typing")}
+binding = sys.modules[grammar.TREE_SITTER_BINDING]
+import tree_sitter
+print(json.dumps({"before": before, "parsed": tree.root_node.type, "error": tree.root_node.has_error,
+                  "reused": tree_sitter.Parser is binding.Parser and tree_sitter.Language is binding.Language,
+                  "made": type(grammar.parser()) is tree_sitter.Parser}))
+"""
+    assert fresh(probe) == {
+        "before": {"tree_sitter": False, "typing": False},
+        "parsed": "program",
+        "error": False,
+        "reused": True,
+        "made": True,
+    }
+
+
+def test_tree_sitter_the_ordinary_way_when_its_binding_cannot_be_found() -> None:
+    probe = """
+import json, sys
+from tether.policy import grammar
+real = grammar.find_spec
+grammar.find_spec = lambda name: None if name == grammar.TREE_SITTER else real(name)
+tree = grammar.parser().parse(b"ls")
+print(json.dumps({"package": "tree_sitter" in sys.modules, "parsed": tree.root_node.type}))
+"""
+    assert fresh(probe) == {"package": True, "parsed": "program"}
+
+
+def test_tree_sitter_imported_already_is_used_as_it_is() -> None:
+    probe = """
+import json, sys
+import tree_sitter
+from tether.policy import grammar
+print(json.dumps({"made": type(grammar.parser()) is tree_sitter.Parser}))
+"""
+    assert fresh(probe) == {"made": True}

@@ -7,10 +7,9 @@ state is the other wing's job: :mod:`tether.review`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tether.exports import lazy
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from tether.status import ControlState
 

@@ -11,14 +11,16 @@ Rules, strictest wins (``max``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from tether import places, wildmatch
 from tether.envelope.schema import Effect, Envelope
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
     import pathspec
 
 LEVELS = ("LOW", "MEDIUM", "HIGH")

@@ -6,10 +6,9 @@ The whole strict validation also judges the rules, which takes the policy engine
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tether.exports import lazy
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from .compile import compile_envelope
     from .hashing import contract_hash, plan_hash

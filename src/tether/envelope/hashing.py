@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tether.canonical import content_hash
 
 from .schema import Envelope, IntentPlan
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def plan_hash(plan: IntentPlan) -> str:

@@ -7,9 +7,8 @@ schema-only validation can still load a draft; ``strict.py`` insists on them.
 
 import re
 from enum import StrEnum
-from typing import Any, Literal
 
-from tether.plain import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tether.plain import Any, BaseModel, ConfigDict, Field, Literal, field_validator, model_validator  # typing's
 from tether.quickenum import Quick
 
 

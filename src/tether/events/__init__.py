@@ -5,8 +5,6 @@ Importing the package imports the kind modules every run reads; the registry imp
 reader or writer (the kind modules import only :mod:`.payload`, never each other).
 """
 
-from typing import TYPE_CHECKING
-
 from tether.exports import lazy
 
 from . import (  # noqa: F401  (each registers its kinds)
@@ -16,6 +14,7 @@ from .backends import StoreSpec, default_spec, open_store
 from .payload import REGISTRY, Emitted, Payload, register
 from .store import Event, EventStore, RunInfo
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
     from .protocol import Store
 

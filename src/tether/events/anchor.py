@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tether.canonical import sha256_hex
 from tether.errors import DiskFull, FileError, LogCorrupt
 from tether.records import dataclass
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:  # cryptography and base64: imported where a key is made, loaded or used (a store may have none)
+    from collections.abc import Iterable, Sequence
+
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 DEFAULT_EVERY = 100

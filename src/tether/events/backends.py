@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .anchor import Signer
 from .redact import url_without_password
 from .store import EventStore
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from .protocol import Store  # the store surface, for the type checker: a hook call does not import it
 

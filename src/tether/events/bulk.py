@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import _thread
 import gc
-from collections.abc import Iterator
 from contextlib import contextmanager
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _lock = _thread.allocate_lock()
 _depth = 0

@@ -13,9 +13,7 @@ did. The literal types the control layer names (``Risk``, ``StuckPattern``, …)
 one need not build ``kinds_control``.
 """
 
-from typing import Any, Literal
-
-from tether.plain import Field
+from tether.plain import Any, Field, Literal  # typing's Any and Literal, or a plain process's stand-ins
 
 from .payload import Payload, new_dict, new_list, register
 

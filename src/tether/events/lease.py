@@ -15,10 +15,13 @@ This module decides; the store reads and writes the row in one SQL transaction.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from tether.clock import UTC, datetime
 from tether.records import dataclass
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 LEASE_TTL_S = 30.0
 

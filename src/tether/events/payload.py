@@ -17,16 +17,17 @@ read, and a hook deciding one tool call in a fresh process does not build ~25 pa
 import _thread
 import importlib
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from tether import plain
 from tether.errors import InputError
-from tether.plain import BaseModel, ConfigDict, PydanticSerializationError, ValidationError
+from tether.plain import Any, BaseModel, ClassVar, ConfigDict, PydanticSerializationError, ValidationError  # typing's
+from tether.typeless import TypeVar, overload
 
 #: Whether this module's models are plain records: fixed by the time this module is imported (:func:`plain.choose`
 #: refuses once a model module is), so asked once here, not per payload (8 to 10 a step: issue 18).
 PLAIN = plain.active()
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values
 

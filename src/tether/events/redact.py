@@ -31,13 +31,16 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether.records import dataclass, field
+from tether.typeless import TypeVar
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from ahocorasick_rs import BytesAhoCorasick
 
 MIN_SECRET = 8

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tether.records import dataclass
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 def registry_path() -> Path:

@@ -39,11 +39,9 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether import plain
 from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
@@ -61,6 +59,7 @@ from tether.errors import (
 from tether.ids import uuid4_hex
 from tether.plain import ValidationError
 from tether.records import dataclass, field
+from tether.typeless import TypeVar
 
 from . import registry
 from .anchor import Checkpoint, Signer
@@ -77,7 +76,11 @@ from .storebase import iso_of_us as iso_of_us
 from .storebase import now_iso as now_iso
 from .storebase import stored as stored
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+    from typing import Any, TypeAlias
+
     from .kinds import RunForked
 
 SCHEMA_VERSION = "3"
@@ -1027,7 +1030,8 @@ class EventStore(StoreBase[Event]):
         return chain_hashes(info, rows)
 
 
-Prepared = tuple[str, dict[str, Any], Payload | None]  # an event checked for appending: kind, JSON dict, model
+#: An event checked for appending: kind, JSON dict, model (a string: a cold call does not import typing).
+Prepared: TypeAlias = "tuple[str, dict[str, Any], Payload | None]"
 
 
 def prepare_all(redactor: Redactor, items: Iterable[Emitted]) -> list[Prepared]:
@@ -1046,7 +1050,8 @@ def prepare_all(redactor: Redactor, items: Iterable[Emitted]) -> list[Prepared]:
     return out
 
 
-Chained = tuple[tuple[Any, ...], Event]  # an event ready to insert: its row, and the Event an append returns
+#: An event ready to insert: its row, and the Event an append returns.
+Chained: TypeAlias = "tuple[tuple[Any, ...], Event]"
 
 
 def chained(run_id: str, prepared: Sequence[Prepared], head: Head) -> list[Chained]:

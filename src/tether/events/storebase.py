@@ -13,24 +13,25 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, overload
 
 from tether.canonical import bytes_hash
 from tether.clock import UTC, datetime
 from tether.errors import InputError, RunLeased
 from tether.ids import uuid4_hex
 from tether.records import dataclass, field
+from tether.typeless import Generic, TypeVar, overload
 
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
 from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
 from .payload import Emitted, Payload
 from .redact import Redactor
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping, Sequence
     from pathlib import Path
-    from typing import Protocol
+    from typing import Any, ClassVar, Protocol, Self
 
     from .kinds import RunForked
 
@@ -129,10 +130,7 @@ if TYPE_CHECKING:  # types only: a Protocol class costs its making at import, on
         def hash(self) -> str: ...
 
 
-if TYPE_CHECKING:
-    E = TypeVar("E", bound=Logged)
-else:  # a string bound is a ForwardRef, whose making compiles it: the first compile() of a process makes the
-    E = TypeVar("E")  # interpreter's 119 AST node classes, ~10 M instructions of a cold hook call
+E = TypeVar("E", bound="Logged")  # tether.typeless's: no ForwardRef made (its making compiles the bound)
 
 
 class StoreBase(ABC, Generic[E]):

@@ -15,12 +15,13 @@ from contextlib import suppress
 from operator import attrgetter, is_
 from pathlib import Path
 from types import FunctionType
-from typing import TYPE_CHECKING, Any
 
 from tether.canonical import sha256
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from tether.events.anchor import Signer
 

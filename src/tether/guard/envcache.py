@@ -50,9 +50,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from tether import plain
 from tether.canonical import content_hash, sha256
@@ -74,7 +72,11 @@ from .cachefile import (
     write_own,
 )
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from tether.events.anchor import Signer
 
 #: The format; a file of another version is ignored.

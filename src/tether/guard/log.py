@@ -4,13 +4,18 @@ name it without importing the checkpoint's reader and writer (which import the s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, overload
 
 from tether.canonical import sha256
 from tether.events.chain import GENESIS
 from tether.events.store import Event, contents_hash
+from tether.typeless import overload
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 #: A fold checkpoint is written once this many events have been folded since the last one (or since opening).
 #: Here, not in guard/checkpoint.py: a hook call that writes none decides so without importing the writer.

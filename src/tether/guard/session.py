@@ -37,10 +37,9 @@ import _thread
 import json
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tether import plain
 from tether.canonical import content_hash, sha256
@@ -66,10 +65,15 @@ from tether.quickenum import Quick
 from tether.records import dataclass, replace
 from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus
+from tether.typeless import TypeVar
 
 from .envcache import Validated
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, Literal
+
     from tether.events.kinds import ApprovalRequested
     from tether.events.protocol import Store
     from tether.events.storebase import Audit

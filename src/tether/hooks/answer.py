@@ -6,15 +6,18 @@ crashed must not let the agent go on as if tether had said yes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tether.errors import TetherError
 from tether.events.backends import is_url
 
 from .session import Settings, handle
 from .wire import Reply, refuse, reply
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 def settings_from(request: dict[str, Any]) -> Settings:

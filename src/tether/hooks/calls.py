@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
 from tether.records import dataclass
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 AGENT_INTERNAL = "agent_internal"
 INTERNAL_TOOLS = frozenset(

@@ -15,9 +15,12 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Any, NoReturn
 
 from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 USAGE = (
     "usage: tether hook {claude-code|codex} [--envelope FILE] [--db FILE|URL] [--no-daemon] < HOOK_JSON\n"

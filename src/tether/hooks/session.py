@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import _thread
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tether import plain
 from tether.canonical import sha256_hex
@@ -49,11 +47,16 @@ from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.policy.decision import Verdict
 from tether.records import dataclass
 from tether.status import ActionStatus
+from tether.typeless import TypeVar, cast
 
 from .calls import Call, CallError, hook_envelope, tether_calls
 from .wire import Outcome
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
     from tether.events.protocol import Store
     from tether.guard.checkpoint import Pending
 

@@ -10,10 +10,9 @@ it. ``strict_check`` is the whole strict validation of an envelope, its permissi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tether.exports import lazy
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from .cases import load_cases, run_cases
     from .decision import Decision, RuleMatch, Verdict

@@ -28,8 +28,7 @@ records the :class:`Ruling` — the review's own event first, then ``action.deci
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.records import dataclass
@@ -42,7 +41,10 @@ from .gate import Gate
 from .provenance import Provenance
 from .taint import escalate
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tether.control.fold import History
 
 #: Rule prefixes whose denials depend on the run's condition at the time, not on the call itself.

@@ -11,12 +11,15 @@ the matches into a boolean.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import IntEnum
-from typing import Any
 
 from tether.quickenum import Quick
 from tether.records import dataclass
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
 class Verdict(IntEnum, metaclass=Quick):

@@ -9,14 +9,16 @@ unknown programs get only the gate's generic credential check on every argument.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tether.records import dataclass, field
 
 from . import programs
 from .command import SimpleCommand, Word
 from .knowledge import SPECS
 from .programs import Role
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,6 @@ A *shell tool* is a tool whose contract has the ``exec`` effect, called with a s
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tether import places
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
@@ -33,6 +31,11 @@ from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
 from .scripts import Unreadable, script_of, script_text
 from .shell import Analysis, analyse
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 _UNKNOWN_COMMAND = RuleMatch(
     "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"

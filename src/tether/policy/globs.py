@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
 from functools import cached_property
-from typing import Any
 
 from tether import wildmatch
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
 class GlobSet:

@@ -10,8 +10,6 @@ readers below because their option syntax differs.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from tether.records import dataclass
 
 from .knowledge import (
@@ -24,7 +22,11 @@ from .knowledge import (
     Interpreter,
 )
 
-Kind = Literal["inline", "script", "module", "stdin", "none"]
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+Kind: TypeAlias = "Literal['inline', 'script', 'module', 'stdin', 'none']"  # a string: no typing
 _VERSION = frozenset({"--version", "-V", "--help", "-h", "-version", "-v"})
 
 

@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import _thread
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from enum import Enum
-from typing import TypeVar, overload
 
 from tether.quickenum import Quick
 from tether.records import dataclass, field, replace
+from tether.typeless import TypeVar, overload
 
 from .command import Word
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
 
 
 class Role(Enum, metaclass=Quick):

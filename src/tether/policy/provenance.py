@@ -32,9 +32,8 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
@@ -42,6 +41,11 @@ from tether.envelope.trust import trust_of
 from tether.events.store import Event
 from tether.quickenum import Quick
 from tether.records import dataclass, field
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import Any
 
 #: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
 MIN_TOKEN = 5

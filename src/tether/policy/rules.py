@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any
 
 from tether.envelope.schema import Rule
 from tether.records import dataclass
@@ -36,6 +34,11 @@ from .decision import Verdict
 from .globs import GitIgnoreSpec
 from .knowledge import GIT_COMMANDS
 from .profile import git_words
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 
 @cache

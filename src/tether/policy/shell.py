@@ -28,10 +28,9 @@ from __future__ import annotations
 import codecs
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
 
 from tether import places
 from tether.records import dataclass, field, replace
@@ -55,6 +54,11 @@ from .knowledge import (
     WRAPPERS,
 )
 from .programs import Spec
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 MAX_DEPTH = 8  # shells inside shells (bash -c, eval, functions)
 MAX_NESTING = 48  # syntax nesting: $( $( … ) ), ( ( … ) ), quoting

@@ -14,13 +14,15 @@ approval preview shows a human exactly what a third party put there. Nothing her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from tether.envelope.schema import Envelope, Rule
 
 from .decision import Decision, RuleMatch, Verdict
 from .provenance import Taint
 from .rules import CompiledRule, parse
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 DEFAULT_RULE = "taint:untrusted-value"
 

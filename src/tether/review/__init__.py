@@ -9,10 +9,9 @@ and the verdict on the claim (:mod:`tether.review.completion`). Review reads the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tether.exports import lazy
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from .completion import claim_event, judge_completion
     from .execution import ESCALATE_AFTER, ReviewResult, consecutive_failures, review_action, review_gate_event

@@ -15,14 +15,15 @@ refusing after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_calls import ReviewGate
 from tether.records import dataclass, field
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from tether.control.fold import History
     from tether.state import RunState
 
