@@ -63,12 +63,13 @@ the fit check are against accidents (torn writes, a bug), not against a writer, 
 from __future__ import annotations
 
 import binascii
-import contextlib
 import marshal
 import os
 import sys
 import time
 from types import CodeType
+
+from tether.scoped import suppress
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -251,7 +252,7 @@ def write(path: str | None = None) -> bool:
             f.write(data)
         os.replace(temporary, path)
     except OSError:
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             os.unlink(temporary)
         return False
     sweep(path)
@@ -263,9 +264,9 @@ def sweep(path: str) -> None:
     :data:`STALE_S` old: a write takes milliseconds, so a file that old has no writer."""
     folder, name = os.path.split(path)
     now = time.time()
-    with contextlib.suppress(OSError), os.scandir(folder or ".") as entries:
+    with suppress(OSError), os.scandir(folder or ".") as entries:
         for entry in entries:
             if entry.name.startswith(f"{name}.") and entry.name.endswith(".tmp"):
-                with contextlib.suppress(OSError):
+                with suppress(OSError):
                     if now - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
                         os.unlink(entry.path)

@@ -49,10 +49,10 @@ import _thread  # threading's locks are _thread's: importing threading costs a c
 import abc
 import builtins
 import sys
-from contextlib import contextmanager
 
 from tether import compiled, plain, recordmaker
 from tether.recordmaker import eq_method, frozen_methods, hash_method, repr_method
+from tether.scoped import contextmanager
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ string is split), base64 (+ struct: events/anchor.py, guard/cachefile.py, events
 signs or verifies, or a secret's forms are made), datetime (tether.clock hands out ``_datetime``'s classes),
 sqlite3's package (its dbapi2 imports datetime: events/store.py uses ``_sqlite3``), typing (tether.typeless gives
 the four names the modules use at run time; the model modules take ``Any`` and ``Literal`` from tether.plain;
-policy/grammar.py loads tree_sitter's extension module without the package, whose ``__init__`` imports typing).
-One coming back fails here, named.
+policy/grammar.py loads tree_sitter's extension module without the package, whose ``__init__`` imports typing),
+contextlib (tether.scoped) and importlib.util (which imports it). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ OFF_THE_PLAIN_PATH = (
         "typing",  # tether.typeless; tether.plain's Any and Literal; policy/grammar.py: tree_sitter's extension module
         "_typing",  # with typing
         "tree_sitter",  # its package __init__ (imports typing): policy/grammar.py loads tree_sitter._binding alone
+        "contextlib",  # tether.scoped's contextmanager and suppress
+        "importlib.util",  # imports contextlib: policy/grammar.py asks the finders itself
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

@@ -125,3 +125,19 @@ from tether.policy import grammar
 print(json.dumps({"made": type(grammar.parser()) is tree_sitter.Parser}))
 """
     assert fresh(probe) == {"made": True}
+
+
+def test_find_spec_finds_as_importlibs() -> None:
+    """The finders asked in turn find what ``importlib.util.find_spec`` finds (``importlib.util`` itself imports
+    ``contextlib``, which a cold call does without), and nothing for a name no finder knows."""
+    import importlib.util
+
+    for name in (grammar.PACKAGE, grammar.TREE_SITTER, "json", "_sqlite3"):
+        mine, theirs = grammar.find_spec(name), importlib.util.find_spec(name)
+        assert mine is not None and theirs is not None
+        assert (mine.name, mine.origin, mine.submodule_search_locations) == (
+            theirs.name,
+            theirs.origin,
+            theirs.submodule_search_locations,
+        )
+    assert grammar.find_spec("no_such_module_for_tether") is None

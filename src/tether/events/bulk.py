@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import _thread
 import gc
-from contextlib import contextmanager
+
+from tether.scoped import contextmanager
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:

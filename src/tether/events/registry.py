@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
 from tether.records import dataclass
+from tether.scoped import contextmanager
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:

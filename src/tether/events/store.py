@@ -39,7 +39,6 @@ import fcntl
 import json
 import os
 import time
-from contextlib import contextmanager, suppress
 from json.encoder import encode_basestring
 from pathlib import Path
 
@@ -59,6 +58,7 @@ from tether.errors import (
 from tether.ids import uuid4_hex
 from tether.plain import ValidationError
 from tether.records import dataclass, field
+from tether.scoped import contextmanager, suppress
 from tether.typeless import TypeVar
 
 from . import registry

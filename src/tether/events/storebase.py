@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from contextlib import AbstractContextManager
 
 from tether.canonical import bytes_hash
 from tether.clock import UTC, datetime
@@ -30,6 +29,7 @@ from .redact import Redactor
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
+    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any, ClassVar, Protocol, Self
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import suppress
 from operator import attrgetter, is_
 from pathlib import Path
 from types import FunctionType
 
 from tether.canonical import sha256
+from tether.scoped import suppress
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ its path to measure the floor of a decision (the interpreter and the libraries a
 from __future__ import annotations
 
 import sys
-from importlib.machinery import ExtensionFileLoader, PathFinder
-from importlib.util import find_spec, module_from_spec
+from importlib._bootstrap import module_from_spec  # importlib.util's own (which imports contextlib)
+from importlib.machinery import ExtensionFileLoader, ModuleSpec, PathFinder
 
 TYPE_CHECKING = False  # not typing's: see the module docstring
 if TYPE_CHECKING:
@@ -66,6 +66,18 @@ def _binding(name: str, binding_name: str) -> object | None:
     spec.loader.exec_module(module)
     sys.modules[binding_name] = module
     return module
+
+
+def find_spec(name: str) -> ModuleSpec | None:
+    """``importlib.util.find_spec`` of a top-level module not imported yet: the import system's finders
+    (``sys.meta_path``) asked in turn, as ``import`` asks them; none executes it. (``importlib.util`` imports
+    ``contextlib``, which a cold hook call does without: tether/scoped.py.)"""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, None) if find is not None else None
+        if spec is not None:
+            return spec  # type: ignore[no-any-return]
+    return None
 
 
 def _tree_sitter() -> Any:

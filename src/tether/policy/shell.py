@@ -29,11 +29,11 @@ import codecs
 import os
 import re
 from collections.abc import Callable
-from contextlib import contextmanager
 from functools import cache
 
 from tether import places
 from tether.records import dataclass, field, replace
+from tether.scoped import contextmanager
 
 from . import envvars, grammar, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name, shell_tilde
