@@ -20,10 +20,11 @@ enum of tether that names :class:`Quick` both ways and compares them, and holds 
 
 from __future__ import annotations
 
-import functools
 import sys
 from enum import Enum, EnumType, IntEnum, StrEnum
 from types import FunctionType
+
+from tether.memo import cache
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def _members(bases: tuple[type, ...], body: _Body) -> dict[str, Any] | None:
     return members
 
 
-@functools.cache
+@cache
 def _of(base: type) -> tuple[Any, ...]:
     """What ``EnumType.__new__`` finds for a plain enum of ``base`` (the class's name and namespace do not change
     it: a plain body has no ``__new__``): the member type, the enum base, its ``_new_member_``, whether that was

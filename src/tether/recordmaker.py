@@ -24,7 +24,7 @@ from __future__ import annotations
 import _thread
 import abc
 import sys
-from operator import attrgetter
+from _operator import attrgetter  # operator's very functions, without the Python module
 from types import FunctionType, MemberDescriptorType
 
 from tether import compiled

@@ -20,6 +20,7 @@ contextlib (tether.scoped) and importlib.util (which imports it). One coming bac
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -146,3 +147,59 @@ def test_an_envelope_pattern_decides_and_only_one_that_is_not_simple_imports_pat
             )
             assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == verdict
             assert ("pathspec" in modules) is (n == 1), (write, command)
+
+
+#: Standard modules no tether module on a plain call's path imports (outside ``if TYPE_CHECKING:``), though some
+#: still come in through another library (``re`` and ``enum`` import ``functools``, ``collections`` and
+#: ``operator``): tether.typeless, tether.scoped, tether.memo, ``_collections_abc``'s and ``_operator``'s own
+#: names stand in.
+NOT_IMPORTED_BY_TETHER = frozenset({"typing", "contextlib", "collections", "collections.abc", "functools", "operator"})
+#: Imports that a plain call on this interpreter does not run: tether.plain's typing names in a pydantic process,
+#: tether.memo's fallback where ``_functools`` has no C cache wrapper.
+ELSEWHERE = {"tether.plain": ["typing"], "tether.memo": ["functools"]}
+
+
+def _runtime_imports(source: str) -> set[str]:
+    """The modules ``source`` imports at run time: every ``import`` and ``from … import``, in functions too, but
+    not under ``if TYPE_CHECKING:`` (the type checker's only)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return found
+
+
+def test_no_tether_module_on_the_plain_path_imports_typing_or_its_companions(tmp_path: Path) -> None:
+    call(tmp_path, "SessionStart")
+    out, modules = call(tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="toolu_1")
+    assert "tether.guard.session" in modules and "pydantic" not in modules, out  # decided here, plain
+    src = Path(launch.__file__).resolve().parents[2]
+    importers = {}
+    for name in sorted(m for m in modules if m == "tether" or m.startswith("tether.")):
+        path = src.joinpath(*name.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        bad = _runtime_imports(path.read_text()) & NOT_IMPORTED_BY_TETHER
+        if bad:
+            importers[name] = sorted(bad)
+    assert len([m for m in modules if m.startswith("tether.")]) > 60
+    assert importers == ELSEWHERE
+
+
+def test_the_import_reader_sees_imports_and_skips_the_type_checkers() -> None:
+    """The reader the test above relies on: an import in a function counts, one under TYPE_CHECKING does not."""
+    source = (
+        "import os\nfrom typing import Any\nif TYPE_CHECKING:\n    import operator\nelse:\n    import functools\n"
+        "def f():\n    import contextlib\n    from . import sibling\n"
+    )
+    assert _runtime_imports(source) == {"os", "typing", "functools", "contextlib"}

@@ -11,10 +11,9 @@ Rules, strictest wins (``max``):
 
 from __future__ import annotations
 
-from functools import cache
-
 from tether import places, wildmatch
 from tether.envelope.schema import Effect, Envelope
+from tether.memo import cache
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:

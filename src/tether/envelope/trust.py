@@ -19,10 +19,10 @@ Resolution, first answer wins:
 
 from __future__ import annotations
 
-import functools
 import re
 
 from tether.canonical import sha256
+from tether.memo import cache
 
 from .schema import Envelope, ToolContract, Trust
 
@@ -45,7 +45,7 @@ UNTRUSTED_NAMES = (
 )
 
 
-@functools.cache
+@cache
 def untrusted_names() -> re.Pattern[str]:
     """:data:`UNTRUSTED_NAMES` compiled, at its first use: only a tool that is not the workspace's asks (the two
     patterns of this module cost ~3 M instructions of every process that imported it)."""
@@ -74,7 +74,7 @@ def trust_of(contract: ToolContract, env: Envelope | None = None) -> Trust:
 FENCE = "untrusted-data"
 
 
-@functools.cache
+@cache
 def _fence_spellings() -> re.Pattern[str]:
     """Every spelling of the marker word (compiled at the first label)."""
     return re.compile(r"untrusted[\s_\-\u2010-\u2015]*data", re.IGNORECASE)

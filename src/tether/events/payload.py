@@ -16,7 +16,7 @@ read, and a hook deciding one tool call in a fresh process does not build ~25 pa
 
 import _thread
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from _collections_abc import Callable, Iterator, Mapping  # collections.abc's, without the collections package
 
 from tether import plain
 from tether.errors import InputError

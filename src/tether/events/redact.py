@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from functools import cache
 
+from tether.memo import cache
 from tether.records import dataclass, field
 from tether.typeless import TypeVar
 

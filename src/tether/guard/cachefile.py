@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from operator import attrgetter, is_
+from _operator import attrgetter, is_  # operator's very functions, without the Python module
 from pathlib import Path
 from types import FunctionType
 

@@ -4,7 +4,7 @@ name it without importing the checkpoint's reader and writer (which import the s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from _collections_abc import Sequence  # collections.abc's, without the collections package
 from pathlib import Path
 
 from tether.canonical import sha256

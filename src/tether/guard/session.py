@@ -37,7 +37,7 @@ import _thread
 import json
 import re
 import time
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc's, without the collections package
 from enum import Enum
 from pathlib import Path
 

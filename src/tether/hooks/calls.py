@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from functools import cache
 
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+from tether.memo import cache
 from tether.records import dataclass
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing

@@ -6,8 +6,7 @@ profile); :mod:`.shell` makes them from a command string.
 
 from __future__ import annotations
 
-from functools import cached_property
-
+from tether.memo import cached_property
 from tether.records import dataclass
 
 

@@ -28,7 +28,7 @@ records the :class:`Ruling` — the review's own event first, then ``action.deci
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.records import dataclass

@@ -6,12 +6,11 @@ readable and writable; the ``coding`` profile. Built in code so it needs no file
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+from tether.memo import cache
 
 
-@lru_cache(maxsize=1)
+@cache  # no arguments: the one envelope, as lru_cache(maxsize=1) kept it
 def default_envelope() -> Envelope:
     return Envelope(
         plan=PlanRef(path="(built-in)", hash="sha256:" + "0" * 64),

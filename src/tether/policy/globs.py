@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from functools import cached_property
 
 from tether import wildmatch
+from tether.memo import cached_property
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:

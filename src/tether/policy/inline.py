@@ -9,7 +9,8 @@ is ASK. Code of any language that pairs a socket with a process/pty is a reverse
 from __future__ import annotations
 
 import re
-from functools import cache
+
+from tether.memo import cache
 
 
 @cache

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 from fnmatch import fnmatchcase
-from functools import cached_property
 
 from tether import places
 from tether.envelope.schema import Filesystem
+from tether.memo import cached_property
 from tether.records import dataclass
 
 from .command import shell_tilde

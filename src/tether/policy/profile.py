@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from functools import cache
+from _collections_abc import Callable  # collections.abc's, without the collections package
 
 from tether import places
+from tether.memo import cache
 from tether.records import dataclass, replace
 
 from . import inline, interp, knowledge, programs

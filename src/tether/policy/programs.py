@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import _thread
 import re
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc's, without the collections package
 from enum import Enum
 
 from tether.quickenum import Quick

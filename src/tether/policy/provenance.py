@@ -29,16 +29,16 @@ assembled from two untrusted outputs is caught by its host or its name.
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc's, without the collections package
 from enum import StrEnum
 from urllib.parse import unquote, urlsplit
 
 from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
 from tether.envelope.trust import trust_of
 from tether.events.store import Event
+from tether.memo import cache
 from tether.quickenum import Quick
 from tether.records import dataclass, field
 
@@ -97,7 +97,7 @@ _PATTERNS = {
 _TRAILING = ".,;:!?)]}'\""
 
 
-@functools.cache
+@cache
 def _pattern(name: str) -> re.Pattern[str]:
     return re.compile(_PATTERNS[name])
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 import re
 from fnmatch import fnmatchcase
-from functools import cache
 
 from tether.envelope.schema import Rule
+from tether.memo import cache
 from tether.records import dataclass
 
 from .command import SimpleCommand, command_name

@@ -28,10 +28,10 @@ from __future__ import annotations
 import codecs
 import os
 import re
-from collections.abc import Callable
-from functools import cache
+from _collections_abc import Callable  # collections.abc's, without the collections package
 
 from tether import places
+from tether.memo import cache
 from tether.records import dataclass, field, replace
 from tether.scoped import contextmanager
 
