@@ -317,6 +317,18 @@ class PgStore(StoreBase[Event]):
         with self._lock, _database_errors(self.where):
             return self._conn.execute(query, params).fetchall()
 
+    @contextmanager
+    def exclusive(self, run_id: str) -> Iterator[None]:
+        """The run's advisory lock (the one :meth:`_lock_run` takes in each append's transaction) held by this
+        connection's session until the block ends: another connection's append to the run waits; this one's own
+        append takes it again (a session holding a lock is not kept out by it)."""
+        with self._lock, _database_errors(self.where):
+            self._conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (run_id,))
+            try:
+                yield
+            finally:
+                self._conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (run_id,))
+
     def _lock_run(self, cur: Cursor[Any], run_id: str) -> None:
         """Queue behind any other transaction writing this run (released at commit or rollback)."""
         cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (run_id,))

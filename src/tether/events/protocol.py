@@ -30,6 +30,8 @@ from .redact import Redactor
 from .store import Audit, Batch, Event, EventStore, Head, RunInfo
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from .kinds import RunForked
     from .pgstore import PgStore
 
@@ -126,6 +128,12 @@ class Store(Protocol):
 
     def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
         """Add an imported run exactly as exported (its chain verified before commit): all of it, or nothing."""
+        ...
+
+    def exclusive(self, run_id: str) -> AbstractContextManager[None]:
+        """Hold what keeps other writers from appending to ``run_id`` while held: SQLite's writer lock, PostgreSQL's
+        advisory lock of the run (the one each append takes in its transaction). For a writer that lost a
+        compare-and-append and reads, builds and appends again (guard/session.py ``_write``)."""
         ...
 
     # ---- blobs -------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ from .storebase import stored as stored
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+    from contextlib import AbstractContextManager
     from typing import Any, TypeAlias
 
     from .kinds import RunForked
@@ -638,6 +639,11 @@ class EventStore(StoreBase[Event]):
                 raise
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def exclusive(self, run_id: str) -> AbstractContextManager[None]:
+        """The writer lock (and the thread lock) every writer of the file takes, held: no other store appends
+        meanwhile. An append inside takes it again (both are re-entrant for this store) and lets it go when done."""
+        return self._write()
 
     def _transaction(self, durable: bool = True) -> _Transaction:
         """One ``BEGIN IMMEDIATE … COMMIT`` under the writer lock; anything raised rolls it back whole."""

@@ -103,8 +103,23 @@ def load_observer() -> None:
     import tether.control.loop  # noqa: F401
 
 
-#: How often a write is retried on a fresh read when another writer moved the log's head first.
+#: How often a write is retried on a fresh read when another writer moved the log's head first; every attempt after
+#: the first holds the store's writer lock from its read to its append (``Store.exclusive``), so a writer deciding
+#: back to back cannot starve it (tests/guard/test_write_fairness.py).
 WRITE_ATTEMPTS = 20
+
+
+class _Unheld:
+    """The first attempt's: nothing held (``contextlib.nullcontext``, which a cold hook call does not import)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNHELD = _Unheld()
 #: What of a tool's output the log keeps (the head and the tail; the total length is recorded).
 OUTPUT_CAP = 32 * 1024
 #: The longest argument preview an approval shows.
@@ -713,20 +728,11 @@ class Guard:
         Synced to disk before the call returns (``durable``): decisions, approvals and ``action.started``, which
         come before the program's effect or a human. A receipt and the control layer's view of it are not:
         the next durable write syncs them, as in tether's own loop."""
-        for _ in range(WRITE_ATTEMPTS):
-            state = self.refresh()
-            items, out = build(self.events, state)
-            waited = state.status is RunStatus.WAITING_APPROVAL and not state.pending_approvals  # answered meanwhile
-            if goes_on and waited:
-                from tether.events.kinds import RunResumed  # here: a later kind module (events/payload.py LATER)
-
-                items = [RunResumed(reason="every pending approval was answered; the session goes on"), *items]
-            if not items:
-                return out
-            head = self.events[-1].head
-            try:
-                written = self.store.append_many(self.run_id, items, expect=head, durable=durable)
-            except HeadMoved:
+        for attempt in range(WRITE_ATTEMPTS):
+            # lost once: from now on no other writer between this read and this append
+            with self.store.exclusive(self.run_id) if attempt else _UNHELD:
+                written, out = self._attempt(build, durable, goes_on)
+            if written is None:
                 continue
             for e in written:
                 self.events.append(e)
@@ -734,6 +740,25 @@ class Guard:
             self._finish_if_stopped()
             return out
         raise RuntimeFailure(f"run {self.run_id}: {WRITE_ATTEMPTS} writers raced this one; nothing was written")
+
+    def _attempt(
+        self, build: Callable[[Sequence[Event], RunState], tuple[list[Payload], T]], durable: bool, goes_on: bool
+    ) -> tuple[list[Event] | None, T]:
+        """One of :meth:`_write`'s attempts: the events written (none to write: ``[]``) and the answer, or None
+        written when another writer moved the head first."""
+        state = self.refresh()
+        items, out = build(self.events, state)
+        waited = state.status is RunStatus.WAITING_APPROVAL and not state.pending_approvals  # answered meanwhile
+        if goes_on and waited:
+            from tether.events.kinds import RunResumed  # here: a later kind module (events/payload.py LATER)
+
+            items = [RunResumed(reason="every pending approval was answered; the session goes on"), *items]
+        if not items:
+            return [], out
+        try:
+            return self.store.append_many(self.run_id, items, expect=self.events[-1].head, durable=durable), out
+        except HeadMoved:
+            return None, out
 
     def _finish_if_stopped(self) -> None:
         """A recorded fact the run cannot go on from: ``next_step`` names the finish, the guard performs it."""
