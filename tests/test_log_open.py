@@ -35,9 +35,9 @@ conn.execute("ROLLBACK")
 
 # A real creator, paused inside its set-up: its first BEGIN IMMEDIATE is the schema's, after the WAL switch.
 SLOW_CREATOR = """
-import sqlite3, sys, time
+import _sqlite3, sys, time
 from tether.events.store import EventStore
-connect = sqlite3.connect
+connect = _sqlite3.connect  # what the store connects with (sqlite3's C part: events/store.py)
 def pause(sql):
     if sql.startswith("BEGIN IMMEDIATE"):
         print("creating", flush=True)
@@ -46,7 +46,7 @@ def traced(*args, **kwargs):
     conn = connect(*args, **kwargs)
     conn.set_trace_callback(pause)
     return conn
-sqlite3.connect = traced
+_sqlite3.connect = traced
 with EventStore.open(sys.argv[1]) as s:
     s.create_run("made")
 """
