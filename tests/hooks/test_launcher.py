@@ -160,7 +160,7 @@ def test_without_a_daemon_the_call_is_decided_in_process_and_a_daemon_is_started
         data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "timeout 5 rm -rf /"})
         out, err, code = launch(data, env, flags=("-X", "importtime"))
         assert code == 0 and json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny", err
-        assert "sqlite3" in imported(err), "decided in-process"
+        assert "_sqlite3" in imported(err), "decided in-process"
         wait_for(sock)
         data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "ls"}, tool_use_id="t2")
         out, err, code = launch(data, env, flags=("-X", "importtime"))
@@ -185,7 +185,7 @@ def test_what_the_relay_cannot_vouch_for_goes_to_the_full_path(daemon: Path, tmp
     out, err, code = launch(data, env, "claude-code", flags=("-X", "importtime"))
     assert code == 0 and "site" not in imported(err)
     out, err, code = launch(data, {**env, "TETHER_HOOK_DAEMON": "0"}, flags=("-X", "importtime"))
-    assert code == 0 and "sqlite3" in imported(err), "TETHER_HOOK_DAEMON=0: decided in-process (site or not)"
+    assert code == 0 and "_sqlite3" in imported(err), "TETHER_HOOK_DAEMON=0: decided in-process (site or not)"
     out, err, code = launch(b"", env, "nobody")
     assert code == 2 and "the agent must be one of" in err
 
