@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tether.envelope.schema import Envelope
 from tether.events.kinds_calls import DiagnosticsComputed, ReviewGate
-from tether.events.payload import Payload
+from tether.events.payload import Payload, fresh
 from tether.events.store import Event
 from tether.records import dataclass
 from tether.status import ControlState
@@ -110,7 +110,7 @@ def observe(events: History, envelope: Envelope) -> list[Payload]:
     diags = _diagnostics(fold, work.events, envelope, beliefs, used)
     last_diag = fold.last_diagnostics
     if last_diag is None or last_diag.data_as(DiagnosticsComputed).dimensions != diags.values:
-        work.add([DiagnosticsComputed(dimensions=diags.values, notes=diags.notes, through=through)])
+        work.add([fresh(DiagnosticsComputed(dimensions=diags.values, notes=diags.notes, through=through))])
 
     revisions = fold.plan_revisions + sum(1 for e in work.events if e.kind == "plan.updated")
     ok, note, left = budget_left(revisions, envelope, used)

@@ -266,7 +266,8 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
     object) the model a reader of the stored JSON gets back, so the appended event need not parse it again.
 
     A payload object is dumped and the dump validated again: an object built without validation
-    (``model_construct``) cannot smuggle a shape the fold cannot read into the log.
+    (``model_construct``) cannot smuggle a shape the fold cannot read into the log. Not an object :func:`fresh`
+    marked: its constructor validated it, and validating its dump again would give back an equal one.
     """
     if isinstance(item, Payload):
         kind = item.KIND
@@ -277,6 +278,8 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
             return kind, data, type(item).model_validate(data)
         try:  # ``model_dump(mode="json", warnings=False)`` and ``model_validate`` without their Python wrappers
             data = type(item).__pydantic_serializer__.to_python(item, mode="json", warnings=False)
+            if _FRESH.pop(id(item), None) is item:  # validated as built, of an exact class: see fresh()
+                return kind, data, item
             return kind, data, type(item).__pydantic_validator__.validate_python(data)  # 8 events a step: issue 18
         except (PydanticSerializationError, ValidationError) as e:
             raise InvalidPayload(f"invalid payload for event kind {kind!r}: {e}") from e
@@ -285,6 +288,98 @@ def prepare(item: Emitted) -> tuple[str, dict[str, Any], Payload | None]:
     if isinstance(raw, model):
         return kind, raw.model_dump(mode="json"), None
     return kind, _validated(kind, model, raw).model_dump(mode="json"), None
+
+
+#: Payload objects handed to :func:`fresh`, by ``id`` (the object itself held, so that the id cannot be another's):
+#: taken out by the :func:`prepare` of that object. Bounded: an object marked and never appended is dropped.
+_FRESH: dict[int, Payload] = {}
+FRESH_MAX = 64
+F = TypeVar("F", bound=Payload)
+
+
+def fresh(item: F) -> F:
+    """``item``, which its class's validating constructor has just built and nothing has changed since
+    (``fresh(Kind(...))``, or of a function that returns what it built so), marked so that :func:`prepare` folds it
+    as it is instead of validating its dump again, when its class is :func:`exact`: then that validation gives back
+    an equal object of the same types, so the event folded is still the one a reader parses. The stored bytes are
+    the same either way (the dump is the same call). Five events a step, 10 to 36 k instructions each (issue 18,
+    docs/step-cost.md). Not for an object made any other way (``model_construct``, ``model_copy(update=...)``, or
+    one a caller could have changed): those are validated again, as every unmarked object is."""
+    if not PLAIN and exact(type(item)):
+        if len(_FRESH) >= FRESH_MAX:
+            _FRESH.clear()
+        _FRESH[id(item)] = item
+    return item
+
+
+_EXACT: dict[type, bool] = {}
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def exact(cls: type[BaseModel]) -> bool:
+    """Whether validating the JSON-mode dump of any validated ``cls`` object gives back an equal object whose values
+    have the same types: every field (and every nested model's) is a ``str``, ``int``, ``float``, ``bool`` or None,
+    a ``Literal`` of those, a union, a list or a ``str``-keyed dict of such, or an exact model, with no alias, no
+    exclusion and no validator or serializer of the class's own. ``Any`` is not (a tuple in it dumps as a list, a
+    value of another type as its JSON form), nor is an enum, a date or a set. A float's inf or NaN is no exception:
+    the canonical JSON refuses it before anything is stored, as it did."""
+    known = _EXACT.get(cls)
+    if known is None:
+        known = _EXACT[cls] = _exact_model(cls)
+    return known
+
+
+def _exact_model(cls: type[BaseModel]) -> bool:
+    import annotated_types  # pydantic's own dependency; here, not at import: a plain hook process never asks
+
+    a = annotated_types
+    bounds = (a.Ge, a.Gt, a.Le, a.Lt, a.Len, a.MinLen, a.MaxLen)
+    decorators = cls.__pydantic_decorators__
+    if any(
+        (
+            decorators.validators,
+            decorators.field_validators,
+            decorators.root_validators,
+            decorators.field_serializers,
+            decorators.model_serializers,
+            decorators.model_validators,
+            decorators.computed_fields,
+        )
+    ):
+        return False
+    if cls.model_post_init is not BaseModel.model_post_init:
+        return False
+    for field in cls.model_fields.values():
+        if field.alias or field.serialization_alias or field.validation_alias or field.exclude:
+            return False
+        if not all(isinstance(m, bounds) for m in field.metadata):  # a bound refuses, it changes nothing
+            return False
+        if not _exact_type(field.annotation):
+            return False
+    return True
+
+
+def _exact_type(t: Any) -> bool:
+    import types
+
+    # Only a pydantic process asks (fresh() checks PLAIN first), where pydantic has imported typing already; by name,
+    # so that the import reader of the cold path's test sees no import of it (tests/hooks/test_cold_libraries.py).
+    typing = importlib.import_module("typing")
+    Literal, Union, get_args, get_origin = typing.Literal, typing.Union, typing.get_args, typing.get_origin
+    if t in _SCALARS:
+        return True
+    origin, args = get_origin(t), get_args(t)
+    if origin is Literal:
+        return all(type(a) in (str, int, bool) for a in args)
+    if origin is Union or origin is types.UnionType:
+        return all(_exact_type(a) for a in args)
+    if origin is list and len(args) == 1:
+        return _exact_type(args[0])
+    if origin is dict and len(args) == 2:
+        return args[0] is str and _exact_type(args[1])
+    if isinstance(t, type) and issubclass(t, BaseModel):
+        return exact(t)
+    return False
 
 
 def _validated(kind: str, model: type[Payload], data: Mapping[str, Any] | Any) -> Payload:

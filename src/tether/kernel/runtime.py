@@ -66,7 +66,7 @@ from tether.events.kinds_control import ReviewerCalled
 from tether.events.kinds_delegate import DelegateStarted
 from tether.events.kinds_mcp import McpFailed, McpStarted
 from tether.events.kinds_verify import PreflightCompleted
-from tether.events.payload import Payload
+from tether.events.payload import Payload, fresh
 from tether.events.protocol import Store
 from tether.events.store import Batch, Event, Head
 from tether.events.stream import PagedLog, stream
@@ -285,7 +285,7 @@ class Runtime:
             return
         prompt, budget, cap = fitted
         kept, new = delta(self._recorded, prompt)
-        self.append(requested(step.turn, self.model.name, prompt, budget, cap, kept, new))
+        self.append(fresh(requested(step.turn, self.model.name, prompt, budget, cap, kept, new)))  # built, untouched
         self._recorded = prompt
         self.flush()  # a crash during a long model call must not lose the last step's receipts
         retry = self.env.retry
@@ -472,7 +472,7 @@ class Runtime:
         contract = self.env.tool(action.tool) or tool.contract
         ruling = decide(action, contract, self.gate, self.state, self.fold, self.env, self.provenance)
         review = [] if ruling.review is None else [review_gate_event(action.call_id, contract.name, ruling.review)]
-        self.append_many([*review, ActionDecided(call_id=action.call_id, **ruling.decision.to_dict())])
+        self.append_many([*review, fresh(ActionDecided(call_id=action.call_id, **ruling.decision.to_dict()))])
         if ruling.decision.verdict is Verdict.DENY:
             self.observe()  # a run of denials is itself something the control layer must see
 
@@ -964,12 +964,14 @@ def held_context(ctx: ToolContext, commit: Commit) -> ToolContext:
 
 def started(action: Action, attempt: int, contract: ToolContract) -> ActionStarted:
     """``action.started`` for an attempt at ``action``: on disk before the call's effect."""
-    return ActionStarted(
-        call_id=action.call_id,
-        tool=action.tool,
-        args_hash=action.args_hash,
-        attempt=attempt,
-        idempotent=contract.retry_safe,
+    return fresh(
+        ActionStarted(
+            call_id=action.call_id,
+            tool=action.tool,
+            args_hash=action.args_hash,
+            attempt=attempt,
+            idempotent=contract.retry_safe,
+        )
     )
 
 

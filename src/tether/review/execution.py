@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_calls import ReviewGate
+from tether.events.payload import fresh
 from tether.records import dataclass, field
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -39,7 +40,7 @@ class ReviewResult:
     reasons: list[str] = field(default_factory=list)
 
     def to_payload(self, call_id: str, tool: str) -> ReviewGate:
-        return ReviewGate(call_id=call_id, tool=tool, ok=self.ok, risk=self.risk, reasons=self.reasons)
+        return fresh(ReviewGate(call_id=call_id, tool=tool, ok=self.ok, risk=self.risk, reasons=self.reasons))
 
 
 def review_action(
