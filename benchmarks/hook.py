@@ -6,8 +6,9 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * ``python -I -S -c pass`` — the bare interpreter the launcher starts: the floor of the launcher rows;
 * ``bash -c true`` — the shell the bash client runs in: the floor of the bash client rows;
 * floor: imports any decision needs — the bare interpreter as the launcher starts it (``-I -S``), ``site`` loaded
-  as ``hooks/entry.py`` loads it before deciding, then ``sqlite3``, ``json``, ``hashlib``, ``re`` and the Bash
-  grammar's parser exactly as tether builds it (``policy/grammar.py``, loaded by its path, without the tether
+  as ``hooks/entry.py`` loads it before deciding, then the C parts of ``sqlite3`` and ``hashlib`` (``_sqlite3``,
+  ``_sha256``: what a cold call loads of them), ``json``, ``re`` and the Bash grammar's parser exactly as tether
+  builds it (``policy/grammar.py``, loaded by its path, without the tether
   package): what any decision of a Bash call that parses the command and writes the hash-chained SQLite log
   imports, whatever it is written in. No tether module;
 * floor + pydantic — the same and ``from pydantic import BaseModel, Field`` (plugins disabled, as in a hook
@@ -82,7 +83,7 @@ START = (
 )
 #: The libraries any decision of a Bash call needs, and the Bash parser built as tether builds it.
 FLOOR = (
-    f"{START}; import sqlite3, json, hashlib, re; "
+    f"{START}; import _sqlite3, _sha256, json, re; "
     "from _frozen_importlib_external import SourceFileLoader; "
     f"g = type(sys)('bench_grammar'); g.__file__ = {grammar.__file__!r}; "
     "SourceFileLoader(g.__name__, g.__file__).exec_module(g); g.parser()"
