@@ -269,3 +269,31 @@ def test_a_forks_first_row_is_whatever_its_seq(tmp_path: Path) -> None:
     conn.close()
     with EventStore.open(db, readonly=True) as store, pytest.raises(LogCorrupt):
         store.verify(fork)
+
+
+def test_an_append_after_the_runs_row_was_spoiled_is_refused_as_corrupt(tmp_path: Path) -> None:
+    """The head an append extends is read from the run's row: a head hash that is not UTF-8 text made
+    ``append_many`` and ``append_batch`` (the loop's append) raise sqlite3's OperationalError; now the log is corrupt,
+    named at the head's seq, and nothing is written."""
+    from tether.events.store import Batch
+
+    db = tmp_path / "t.db"
+    run = make_run(db, n=3)
+    with EventStore.open(db) as store:
+        batch = Batch(run, store.head(run))
+        batch.add(store.redactor, [("model.requested", {"turn": 9, "model": "x"})], durable=True)
+        conn = sqlite3.connect(db)
+        conn.execute("UPDATE runs SET head_hash = CAST(X'61ff' AS TEXT) WHERE run_id=?", (run,))
+        conn.commit()
+        conn.close()
+        for append in (
+            lambda: store.append_batch(batch),
+            lambda: store.append_many(run, [("model.requested", {"turn": 9, "model": "x"})]),
+        ):
+            with pytest.raises(LogCorrupt) as said:
+                append()
+            assert (said.value.run_id, said.value.seq) == (run, 3), said.value
+            assert said.value.reason == "the run's row is malformed: its head_hash is not UTF-8 text"
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM events WHERE run_id=?", (run,)).fetchone()[0] == 4
+    conn.close()

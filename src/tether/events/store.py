@@ -736,10 +736,7 @@ class EventStore(StoreBase[Event]):
         """
         prepared = prepare_all(self.redactor, items)
         with self._transaction(durable) as conn:
-            row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
-            if row is None:
-                raise InputError(f"unknown run {run_id!r}")
-            head = (int(row[0]), str(row[1]))
+            head = self._head_locked(run_id)
             if expect is not None and tuple(expect) != head:
                 raise HeadMoved(run_id, (int(expect[0]), str(expect[1])), head)
             if run_id in self._leases:
@@ -771,13 +768,18 @@ class EventStore(StoreBase[Event]):
             conn.executemany(f"INSERT INTO events ({STORED_COLUMNS}) VALUES (?,?,?,?,?,?)", stored_rows(rows, _BLOB))
             self._sign_locked(conn, run_id, rows, batch.base[0], seq, prev)
 
+    def _head_locked(self, run_id: str) -> Head:
+        """The run's head as its row in the runs table holds it (inside a write transaction); an unknown run is an
+        input error, a row whose head hash is not UTF-8 text :class:`LogCorrupt` (:meth:`_run_rows`)."""
+        rows = self._run_rows("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (run_id,))
+        if not rows:
+            raise InputError(f"unknown run {run_id!r}")
+        return (int(rows[0][0]), str(rows[0][1]))
+
     def _check_head_locked(self, conn: sqlite3.Connection, batch: Batch) -> None:
         """What :meth:`append_batch` checks, one at a time: the run exists, its head is the batch's base, and
         the lease (if this store holds it) is still this store's; raises naming the first that fails."""
-        row = conn.execute("SELECT head_seq, head_hash FROM runs WHERE run_id=?", (batch.run_id,)).fetchone()
-        if row is None:
-            raise InputError(f"unknown run {batch.run_id!r}")
-        head = (int(row[0]), str(row[1]))
+        head = self._head_locked(batch.run_id)
         if tuple(batch.base) != head:
             raise HeadMoved(batch.run_id, batch.base, head)
         if batch.run_id in self._leases:
