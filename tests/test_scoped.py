@@ -154,3 +154,22 @@ def test_a_process_with_them_imports_no_contextlib() -> None:
     out = subprocess.run([sys.executable, "-I", "-S", "-c", probe, src], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize("raised", [*BLOCKS, FileNotFoundError("f")])
+def test_nullcontext_as_contextlibs(raised: Any) -> None:
+    """It holds nothing: its value is the one given, and what the block raises goes on as it was."""
+
+    def run(maker: Any) -> list[Any]:
+        fresh = copy.copy(raised)
+        try:
+            with maker("value") as got:
+                if fresh is not None:
+                    raise fresh
+            return ["completed", got]
+        except BaseException as e:
+            return [type(e).__name__, e is fresh]
+
+    assert run(scoped.nullcontext) == run(contextlib.nullcontext)
+    with scoped.nullcontext() as nothing:
+        assert nothing is None

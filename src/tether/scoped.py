@@ -19,6 +19,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
 if TYPE_CHECKING:  # the type checker reads contextlib's own signatures
     from contextlib import contextmanager as contextmanager
+    from contextlib import nullcontext as nullcontext
     from contextlib import suppress as suppress
 else:
 
@@ -90,3 +91,18 @@ else:
 
         def __exit__(self, kind, value, traceback):
             return kind is not None and issubclass(kind, self.kinds)
+
+    class nullcontext:
+        """``contextlib.nullcontext``: a ``with`` that holds nothing, its value ``enter_result`` (a lock taken only
+        on some paths, the other's stand-in)."""
+
+        __slots__ = ("enter_result",)
+
+        def __init__(self, enter_result=None):
+            self.enter_result = enter_result
+
+        def __enter__(self):
+            return self.enter_result
+
+        def __exit__(self, *exc):
+            return None

@@ -16,6 +16,7 @@ read, and a hook deciding one tool call in a fresh process does not build ~25 pa
 
 import _thread
 import importlib
+import sys
 from _collections_abc import Callable, Iterator, Mapping  # collections.abc's, without the collections package
 
 from tether import plain
@@ -362,9 +363,11 @@ def _exact_model(cls: type[BaseModel]) -> bool:
 def _exact_type(t: Any) -> bool:
     import types
 
-    # Only a pydantic process asks (fresh() checks PLAIN first), where pydantic has imported typing already; by name,
-    # so that the import reader of the cold path's test sees no import of it (tests/hooks/test_cold_libraries.py).
-    typing = importlib.import_module("typing")
+    # Only a pydantic process asks (fresh() checks PLAIN first), where pydantic has imported typing already, as
+    # plainrecord reads typing's forms; where it has not, no answer is sure: not exact (validated again).
+    typing = sys.modules.get("typing")
+    if typing is None:
+        return False
     Literal, Union, get_args, get_origin = typing.Literal, typing.Union, typing.get_args, typing.get_origin
     if t in _SCALARS:
         return True

@@ -63,6 +63,7 @@ from tether.kernel.budgets import Breach, breach
 from tether.policy.decision import Verdict
 from tether.quickenum import Quick
 from tether.records import dataclass, replace
+from tether.scoped import nullcontext
 from tether.state import EXTERNAL, Action, RunState
 from tether.status import ActionStatus, ControlState, RunStatus
 from tether.typeless import TypeVar
@@ -108,18 +109,6 @@ def load_observer() -> None:
 #: back to back cannot starve it (tests/guard/test_write_fairness.py).
 WRITE_ATTEMPTS = 20
 
-
-class _Unheld:
-    """The first attempt's: nothing held (``contextlib.nullcontext``, which a cold hook call does not import)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_UNHELD = _Unheld()
 #: What of a tool's output the log keeps (the head and the tail; the total length is recorded).
 OUTPUT_CAP = 32 * 1024
 #: The longest argument preview an approval shows.
@@ -730,7 +719,7 @@ class Guard:
         the next durable write syncs them, as in tether's own loop."""
         for attempt in range(WRITE_ATTEMPTS):
             # lost once: from now on no other writer between this read and this append
-            with self.store.exclusive(self.run_id) if attempt else _UNHELD:
+            with self.store.exclusive(self.run_id) if attempt else nullcontext():
                 written, out = self._attempt(build, durable, goes_on)
             if written is None:
                 continue
