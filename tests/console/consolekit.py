@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tether.canonical import content_hash
 from tether.events.kinds import (
     ActionCompleted,
@@ -95,3 +97,11 @@ def ask(store: EventStore, run_id: str, turn: int, command: str, preview: str) -
         ],
     )  # fmt: skip
     return f"ap-{turn}"
+
+
+def follow(page: Any, target: Any) -> None:
+    """Click a link or a form's button and wait until the page it leads to has loaded. A bare ``click``
+    returns once the navigation starts, so a ``count()`` right after it can read the old page or a new
+    one still parsing (CI saw 0 of 11 layers that way)."""
+    with page.expect_navigation():
+        page.click(target) if isinstance(target, str) else target.click()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from consolekit import XSS, ask, turn_events, write_run
+from consolekit import XSS, ask, follow, turn_events, write_run
 
 from tether import Harness
 from tether.cli.demo_cmds import prepare
@@ -46,11 +46,11 @@ def test_runs_list_shows_each_run_its_forks_as_a_tree_and_filters(served: Backgr
     first = rows.nth(0).inner_text()
     assert "RUNNING" in first and "CAUTIOUS" in first and "verified" in first and "$0.0030" in first
     page.select_option("select[name=status]", "COMPLETE")
-    page.click("form.filters button")
+    follow(page, "form.filters button")
     assert [r.get_attribute("data-run") for r in page.locator("tr.run").all()] == [done]
     page.goto(served.url + "?q=MEDIAN")
     assert page.locator("tr.run").count() == 2
-    page.click(f"a[href='/runs/{root}']")
+    follow(page, f"a[href='/runs/{root}']")
     page.click("#verify")
     assert "chain intact" in page.locator("#message").inner_text()
 
@@ -59,14 +59,14 @@ def test_the_loop_view_draws_eleven_layers_linked_to_their_events(served: Backgr
     with EventStore.open(db) as store:
         run_id = write_run(store, "t", 3)
     page.goto(f"{served.url}runs/{run_id}")
-    page.click("text=turn 2")
+    follow(page, "text=turn 2")
     layers = page.locator("li.layer")
     assert layers.count() == 11
     assert layers.nth(5).get_attribute("data-layer") == "control state"
     assert "ended the turn CAUTIOUS" in layers.nth(5).inner_text()
     evidence = page.locator("li.layer[data-layer=evidence] a").first
     seq = evidence.inner_text().lstrip("#")
-    evidence.click()
+    follow(page, evidence)
     assert page.locator(f"#e{seq}").get_attribute("data-kind") == "action.completed"
 
 
@@ -101,7 +101,7 @@ def test_a_five_thousand_event_run_opens_one_page_and_pages_back(served: Backgro
     items = page.locator("ol.events li.ev")
     assert items.count() == views.PAGE_SIZE
     assert items.last.get_attribute("data-seq") == str(total - 1)
-    page.click("#earlier")
+    follow(page, "#earlier")
     assert page.locator("ol.events li.ev").first.get_attribute("data-seq") == str(total - 2 * views.PAGE_SIZE)
     assert page.locator("#count").inner_text() == str(total)
 
@@ -277,7 +277,7 @@ def test_the_inbox_says_when_approvals_arrive_or_are_answered_elsewhere(
         record_answer(store, "ap-2", ApprovalAnswer("once", "cli-user"))
     page.locator("#inbox-changed:text('answered or expired: ap-2')").wait_for()
     assert page.input_value("input[name=reason]") == "typing a reason"  # nothing reloaded under the operator
-    page.click("#inbox-changed a")
+    follow(page, "#inbox-changed a")
     assert [a.get_attribute("id") for a in page.locator("article.approval").all()] == ["ap-3"]
 
 
