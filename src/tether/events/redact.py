@@ -30,7 +30,6 @@ per MiB: ``benchmarks/redact.py``) and the two edge checks.
 from __future__ import annotations
 
 import re
-import urllib.parse
 
 from tether.memo import cache
 from tether.records import dataclass, field
@@ -221,7 +220,9 @@ class Redactor:
         flat = b.lower().translate(None, _ASCII_WS)
         found = {i for p, _, _ in self._seeds.find_matches_as_indexes(flat) for i in self._owners[p]}
         if b"%" in flat:
-            decoded = urllib.parse.unquote_to_bytes(b).lower().translate(None, _ASCII_WS)
+            from urllib.parse import unquote_to_bytes  # where an output holds a %: urllib.parse imports ipaddress
+
+            decoded = unquote_to_bytes(b).lower().translate(None, _ASCII_WS)
             found |= {i for p, _, _ in self._seeds.find_matches_as_indexes(decoded) for i in self._owners[p]}
         return [self._exact[i] for i in sorted(found)]
 
@@ -322,8 +323,10 @@ __all__ = ["MIN_SECRET", "OMITTED_PATTERN", "Redactor", "marker", "omitted"]
 
 def url_without_password(url: str) -> str:
     """``url`` with the password of its authority, if any, replaced by ``***``: a database URL fit for messages."""
-    parts = urllib.parse.urlsplit(url)
+    from urllib.parse import urlsplit, urlunsplit  # a URL's store, not a hook call's file
+
+    parts = urlsplit(url)
     if parts.password is None:
         return url
     userinfo, host = parts.netloc.rsplit("@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{host}"))
+    return urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{host}"))

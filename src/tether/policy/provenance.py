@@ -33,7 +33,6 @@ import posixpath
 import re
 from _collections_abc import Mapping  # collections.abc's, without the collections package
 from enum import StrEnum
-from urllib.parse import unquote, urlsplit
 
 from tether.envelope.schema import Effect, Envelope, ToolContract, Trust
 from tether.envelope.trust import trust_of
@@ -121,6 +120,8 @@ def _idna(host: str) -> str:
 
 def canonical_url(url: str) -> str:
     """One spelling per address: lower scheme and host, IDNA, no default port, decoded path, no fragment."""
+    from urllib.parse import unquote, urlsplit  # where a text holds a URL: urllib.parse imports ipaddress
+
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -178,6 +179,8 @@ def _host_of(kind: ValueKind, raw: str, start: int) -> list[tuple[ValueKind, str
     if kind is ValueKind.EMAIL:
         at = raw.rindex("@") + 1
         return [(ValueKind.HOST, raw[at:], start + at, start + len(raw))]
+    from urllib.parse import urlsplit  # a URL's host: where a text holds a URL
+
     try:
         host = urlsplit(raw).hostname
     except ValueError:
@@ -196,6 +199,10 @@ def _canonical(kind: ValueKind, raw: str) -> str | None:
     if kind is ValueKind.ACCOUNT:
         return re.sub(r"[ \-]", "", raw).upper()
     if kind is ValueKind.PATH:
+        if "%" not in raw:  # unquote's own shortcut: the text as it is
+            return posixpath.normpath(raw)
+        from urllib.parse import unquote  # where a path holds a %: urllib.parse imports ipaddress
+
         return posixpath.normpath(unquote(raw))
     return raw if len(raw) >= MIN_TOKEN else None
 
