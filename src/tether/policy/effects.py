@@ -9,6 +9,7 @@ unknown programs get only the gate's generic credential check on every argument.
 
 from __future__ import annotations
 
+from tether import places
 from tether.records import dataclass, field
 
 from . import programs
@@ -221,7 +222,8 @@ def _tar(cmd: SimpleCommand, e: Effects) -> None:
     """tar reads its table like any program (every spelling of -f, -C, -T, -g …); what the archive and
     the operands are depends on the mode: extracting writes the directory, creating writes the archive."""
     spec = SPECS["tar"]
-    parsed = programs.parse(spec, tar_args(list(cmd.args)))
+    args = tar_args(list(cmd.args))
+    parsed = programs.parse(spec, args)
     modes = {_TAR_MODES[n] for n, _ in parsed.options if n in _TAR_MODES}
     archive = [v for n, v in parsed.options if n in ("-f", "--file") and v is not None]
     chdir = [v for n, v in parsed.options if n in ("-C", "--directory") and v is not None]
@@ -232,7 +234,33 @@ def _tar(cmd: SimpleCommand, e: Effects) -> None:
         e.reads += [Target(w) for w in archive]
     elif modes & {"c", "r", "u"}:
         e.writes += [Target(w) for w in archive if w.text != "-"]
-        e.reads += [Target(w, True) for w in parsed.operands]
+        e.reads += [Target(_under_chdir(spec, args, w), True) for w in parsed.operands]
+        if parsed.values(Role.READ, spec) and any(n in ("-T", "--files-from") for n, _ in parsed.options):
+            e.reads.append(Target(_ANYWHERE, True))  # the files a list names: any file
+
+
+#: A place only known at run time, with no known prefix: the gate takes it for any file of the workspace.
+_ANYWHERE = Word("", False, "")
+
+
+def _under_chdir(spec: programs.Spec, args: list[Word], operand: Word) -> Word:
+    """tar's operand as the cwd sees it: each ``-C DIR`` before it moves tar (from the last one: ``-C a -C b``
+    is ``a/b``), so ``tar cf - -C .. ws`` archives the workspace and ``-C secrets key.txt`` reads
+    secrets/key.txt. Only the options before the operand count (GNU tar); a directory only known at run time
+    makes the operand any file."""
+    at = next((i for i, w in enumerate(args) if w is operand), len(args))
+    before = programs.parse(spec, args[:at])
+    here = "."
+    for n, v in before.options:
+        if n in ("-C", "--directory") and v is not None:
+            if not v.static:
+                return _ANYWHERE
+            here = places.join(here, v.text)
+    if here == "." or operand.text.startswith("/"):
+        return operand
+    if operand.static:
+        return Word.lit(places.join(here, operand.text))
+    return Word(places.join(here, operand.text), False, places.join(here, operand.prefix) + "/")
 
 
 _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {

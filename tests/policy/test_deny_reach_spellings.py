@@ -1,0 +1,85 @@
+"""Spellings that read a file ``filesystem.deny`` hides through a directory the command itself moves to (tar's
+``-C``). Each command is first run for real in a real workspace, to show that it prints the
+denied file's contents; then the gate must refuse it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+from tether.policy.decision import Verdict
+from tether.policy.gate import Gate
+
+SECRET = "SECRET-7f3a"
+FS_DENY = ["secrets/**"]
+
+
+def gate(ws: Path) -> Gate:
+    fs = Filesystem(read=["**"], write=["**"], deny=FS_DENY)
+    plan = PlanRef(path="plan.yaml", hash="sha256:" + "0" * 64)
+    shell = ToolContract(name="bash", purpose="shell", effects=[Effect.EXEC])
+    return Gate(Envelope(plan=plan, environment=Environment(filesystem=fs), tools=[shell]), ws)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("reach") / "ws"
+    for d in ("src", "secrets", "docs"):
+        (ws / d).mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    (ws / "secrets" / "key.txt").write_text(SECRET + "\n")
+    (ws / "key.txt").write_text("harmless\n")  # a file of the same name where the gate looked
+    (ws / "list.txt").write_text("secrets/key.txt\n")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*git, "add", "."], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=ws, check=True)
+    return ws
+
+
+def prints_secret(command: str, ws: Path) -> bool:
+    env = {**os.environ, "GIT_PAGER": "cat", "PAGER": "cat"}
+    done = subprocess.run(["bash", "-c", command], cwd=ws, env=env, capture_output=True, check=False)
+    if b"\x1f\x8b" in done.stdout[:2]:  # a gzip stream on stdout
+        done = subprocess.run(["gzip", "-dc"], input=done.stdout, capture_output=True, check=False)
+    return SECRET.encode() in done.stdout
+
+
+READERS = [
+    "tar cf - -C .. ws",
+    "tar -C secrets -cf - .",
+    "tar cf - -C secrets key.txt",
+    "tar --directory=secrets -cf - key.txt",
+    "tar -C .. -cf - ws/secrets",
+    "cd src && tar cf - -C .. secrets",
+    "tar cf - -C src ../secrets",
+    "tar cf - -T list.txt",
+    "tar cf - --files-from=list.txt",
+    "tar -c -f - -T list.txt src",
+]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("tar") is None, reason="needs git and tar")
+@pytest.mark.parametrize("command", READERS)
+def test_a_reader_that_moves_or_recurses_by_an_option_is_refused(command: str, ws: Path) -> None:
+    assert prints_secret(command, ws), "the spelling does not read the denied file: the test proves nothing"
+    d = gate(ws).decide("bash", {"command": command})
+    assert d.verdict is Verdict.DENY, d.to_dict()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "tar cf - -C src .",
+        "tar -C src -cf - a.py",
+    ],
+)
+def test_the_same_readers_of_places_the_deny_list_cannot_reach_are_allowed(command: str, ws: Path) -> None:
+    assert not prints_secret(command, ws)
+    d = gate(ws).decide("bash", {"command": command})
+    assert d.verdict is Verdict.ALLOW, d.to_dict()
