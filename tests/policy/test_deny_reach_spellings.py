@@ -1,6 +1,6 @@
 """Spellings that read a file ``filesystem.deny`` hides through a directory the command itself moves to (tar's
-``-C``). Each command is first run for real in a real workspace, to show that it prints the
-denied file's contents; then the gate must refuse it."""
+``-C``, git's ``-C``, cd and a ``REV:./path`` relative to it). Each command is first run for real in a real
+workspace, to show that it prints the denied file's contents; then the gate must refuse it."""
 
 from __future__ import annotations
 
@@ -61,6 +61,13 @@ READERS = [
     "tar cf - -T list.txt",
     "tar cf - --files-from=list.txt",
     "tar -c -f - -T list.txt src",
+    "git -C secrets show HEAD:./key.txt",
+    "git -C src show HEAD:../secrets/key.txt",
+    "cd src && git show HEAD:../secrets/key.txt",
+    "git -C src cat-file -p HEAD:../secrets/key.txt",
+    "git -C secrets grep SECRET -- key.txt",
+    "git -C secrets blame key.txt",
+    "git -C src -C ../secrets show HEAD:./key.txt",
 ]
 
 
@@ -77,6 +84,9 @@ def test_a_reader_that_moves_or_recurses_by_an_option_is_refused(command: str, w
     [
         "tar cf - -C src .",
         "tar -C src -cf - a.py",
+        "git -C src show HEAD:./a.py",
+        "git show HEAD:src/a.py",
+        "git -C src blame a.py",
     ],
 )
 def test_the_same_readers_of_places_the_deny_list_cannot_reach_are_allowed(command: str, ws: Path) -> None:

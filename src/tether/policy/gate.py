@@ -298,14 +298,15 @@ class Gate:
         if sub not in _GIT_CONTENT and not (sub in _GIT_PATCH_LOG and patch):
             return
         chosen: list[str] = []
+        here = _git_dir(parsed, cmd.cwd)
         for w in inner.operands:
-            if not w.static:
+            if not w.static or here is None:
                 chosen = [self.workspace]
                 break
-            if ":" in w.text:  # REV:path is relative to the top of the repository
-                chosen.append(places.join(self.workspace, w.text.split(":", 1)[1].removeprefix("./").lstrip("/")))
+            if ":" in w.text:
+                chosen += self._rev_paths(w.text.split(":", 1)[1], here)
                 continue
-            path = self.paths.resolve(w.text, cmd.cwd)
+            path = self.paths.resolve(w.text, here)
             if path is not None and os.path.lexists(path):
                 chosen.append(path)
         for place in chosen or [self.workspace]:
@@ -321,6 +322,19 @@ class Gate:
                     )
                 )
                 return
+
+    def _rev_paths(self, path: str, here: str) -> list[str]:
+        """Where ``REV:path`` may lie: ``./`` and ``../`` start from git's directory (gitrevisions), any other path
+        from the top of the repository, which is git's directory or one above it (a repository nested in the
+        workspace, or one that holds it): each is a candidate."""
+        if path.startswith(("./", "../")) or path in (".", ".."):
+            found = self.paths.resolve(path, here)
+            return [self.workspace] if found is None else [found]
+        path = path.lstrip("/")
+        tops = [here]
+        while places.parent(tops[-1]) != tops[-1]:
+            tops.append(places.parent(tops[-1]))
+        return [places.join(top, path) for top in tops]
 
     def _code_path(self, name: str, value: Word, cmd: SimpleCommand, out: list[Finding]) -> None:
         """``PYTHONPATH=src``: code from the workspace is fine (the agent could run it anyway); not from elsewhere."""
@@ -575,6 +589,18 @@ def _hard(v: PlaceVerdict, prefix: str) -> Finding:
 
 def _system_dir(path: str) -> bool:
     return path in ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin")
+
+
+def _git_dir(parsed: programs.Parsed, cwd: str | None) -> str | None:
+    """The directory git works in: the command's, moved by each ``-C DIR`` in turn (``-C a -C b`` is ``a/b``);
+    None when it is not known (an unknown cwd, a ``-C`` only known at run time)."""
+    here = cwd
+    for name, value in parsed.options:
+        if name == "-C" and value is not None:
+            if here is None or not value.static or value.text.startswith("~"):
+                return None
+            here = places.place(os.path.normpath(places.join(here, value.text)))
+    return here
 
 
 def _has_glob(text: str) -> bool:
