@@ -91,7 +91,7 @@ _DIGEST = 8
 
 
 def _magic() -> bytes:
-    from importlib._bootstrap_external import MAGIC_NUMBER
+    from _frozen_importlib_external import MAGIC_NUMBER  # importlib's, without the package (it imports warnings)
 
     return MAGIC_NUMBER
 

@@ -8,7 +8,7 @@ pay (docs/hooks.md). The packages keep ``TYPE_CHECKING`` imports of the same nam
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False  # not `typing`'s: the root package uses this module, and a hook call counts milliseconds
 if TYPE_CHECKING:
@@ -25,8 +25,22 @@ def lazy(namespace: dict[str, Any], homes: Mapping[str, str]) -> Callable[[str],
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home, package), name)
+        value = getattr(import_module(home, package), name)
         namespace[name] = value
         return value
 
     return __getattr__
+
+
+def import_module(name: str, package: str) -> Any:
+    """``importlib.import_module(name, package)``, by the import statement's own ``__import__``: the ``importlib``
+    package imports ``warnings`` (~1 M instructions of a cold hook call, which imports ``tether`` and so this module).
+    A relative ``name`` is resolved as ``importlib`` resolves it (one dot: ``package``; each more: its parent)."""
+    level = len(name) - len(name.lstrip("."))
+    if level:
+        bits = package.rsplit(".", level - 1)
+        if len(bits) < level:
+            raise ImportError("attempted relative import beyond top-level package")
+        name = f"{bits[0]}.{name[level:]}" if name[level:] else bits[0]
+    __import__(name)
+    return sys.modules[name]

@@ -22,12 +22,12 @@ for its annotations. mypy sees pydantic's and typing's names (``TYPE_CHECKING``)
 from __future__ import annotations
 
 import sys
-from importlib.machinery import ModuleSpec
 
 from tether.plainrecord import Unsure as Unsure
 
 TYPE_CHECKING = False  # not typing's: a plain process does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
     from typing import Any as Any
     from typing import ClassVar as ClassVar
     from typing import Literal as Literal

@@ -15,7 +15,9 @@ signs or verifies, or a secret's forms are made), datetime (tether.clock hands o
 sqlite3's package (its dbapi2 imports datetime: events/store.py uses ``_sqlite3``), typing (tether.typeless gives
 the four names the modules use at run time; the model modules take ``Any`` and ``Literal`` from tether.plain;
 policy/grammar.py loads tree_sitter's extension module without the package, whose ``__init__`` imports typing),
-contextlib (tether.scoped) and importlib.util (which imports it). One coming back fails here, named.
+contextlib (tether.scoped) and importlib.util (which imports it), and the importlib package itself (tether.exports
+imports a lazy name's home with ``__import__``; the rest take importlib's objects from the frozen
+``_frozen_importlib`` and ``_frozen_importlib_external``). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ OFF_THE_PLAIN_PATH = (
         "tree_sitter",  # its package __init__ (imports typing): policy/grammar.py loads tree_sitter._binding alone
         "contextlib",  # tether.scoped's contextmanager and suppress
         "importlib.util",  # imports contextlib: policy/grammar.py asks the finders itself
+        "importlib",  # tether.exports' __import__; the frozen modules' ModuleSpec, PathFinder, MAGIC_NUMBER
+        "importlib.machinery",
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

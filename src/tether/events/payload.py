@@ -15,7 +15,6 @@ read, and a hook deciding one tool call in a fresh process does not build ~25 pa
 """
 
 import _thread
-import importlib
 import sys
 from _collections_abc import Callable, Iterator, Mapping  # collections.abc's, without the collections package
 
@@ -175,7 +174,7 @@ class Registry(dict[str, type[Payload]]):
             names = (module,) if module is not None else self._later
             for name in names:
                 if name in self._later:
-                    importlib.import_module(f"{__package__}.{name}")
+                    __import__(f"{__package__}.{name}")  # importlib's package imports warnings
                     self._later = tuple(n for n in self._later if n != name)
 
     def complete(self) -> None:

@@ -44,7 +44,7 @@ def lean() -> bool:
     added = _entries(os.path.abspath(sitedir), known) if os.path.isdir(sitedir) else []
     if added is None:
         return False
-    from importlib.machinery import PathFinder  # loaded already: tether's package imports importlib
+    from _frozen_importlib_external import PathFinder  # importlib.machinery's, loaded at start-up: no importlib
 
     if PathFinder.find_spec("sitecustomize", [*sys.path, *added]) is not None:
         return False

@@ -24,8 +24,11 @@ its path to measure the floor of a decision (the interpreter and the libraries a
 from __future__ import annotations
 
 import sys
-from importlib._bootstrap import module_from_spec  # importlib.util's own (which imports contextlib)
-from importlib.machinery import ExtensionFileLoader, ModuleSpec, PathFinder
+
+# importlib.util's and importlib.machinery's very objects, from the frozen modules the interpreter starts with: the
+# importlib package itself imports warnings, and importlib.util contextlib
+from _frozen_importlib import ModuleSpec, module_from_spec
+from _frozen_importlib_external import ExtensionFileLoader, PathFinder
 
 TYPE_CHECKING = False  # not typing's: see the module docstring
 if TYPE_CHECKING:
