@@ -1,6 +1,7 @@
 """Spellings that read a file ``filesystem.deny`` hides through a directory the command itself moves to (tar's
-``-C``, git's ``-C``, cd and a ``REV:./path`` relative to it). Each command is first run for real in a real
-workspace, to show that it prints the denied file's contents; then the gate must refuse it."""
+``-C``, git's ``-C``, cd and a ``REV:./path`` relative to it) or a recursion an option's value asks for (grep's
+``-d recurse``). Each command is first run for real in a real workspace, to show that it prints the denied
+file's contents; then the gate must refuse it."""
 
 from __future__ import annotations
 
@@ -68,6 +69,13 @@ READERS = [
     "git -C secrets grep SECRET -- key.txt",
     "git -C secrets blame key.txt",
     "git -C src -C ../secrets show HEAD:./key.txt",
+    "grep --directories=recurse SECRET .",
+    "grep -d recurse SECRET .",
+    "grep -drecurse SECRET .",
+    "grep --directories recurse SECRET secrets",
+    "egrep --dir=recurse SECRET .",
+    "D=recurse; grep -d $D SECRET .",
+    'grep -d "$(echo recurse)" SECRET .',
 ]
 
 
@@ -87,6 +95,9 @@ def test_a_reader_that_moves_or_recurses_by_an_option_is_refused(command: str, w
         "git -C src show HEAD:./a.py",
         "git show HEAD:src/a.py",
         "git -C src blame a.py",
+        "grep -d skip SECRET src",
+        "grep --directories=read x src/a.py",
+        "grep -d recurse x src",
     ],
 )
 def test_the_same_readers_of_places_the_deny_list_cannot_reach_are_allowed(command: str, ws: Path) -> None:

@@ -107,7 +107,7 @@ def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
         if sub is None:
             return
         spec, parsed = sub, programs.parse(sub, rest)
-    deep = "*" in spec.recursive or parsed.has(*spec.recursive)
+    deep = parsed.recurses(spec)
     in_place = cmd.name == "sed" and any(
         n.startswith("--in-place") or (n[:2] != "--" and "i" in n) for n, _ in parsed.options
     )

@@ -350,11 +350,11 @@ _GREP = later(
     "--no-messages --byte-offset --with-filename --no-filename --line-number --initial-tab --null --null-data "
     "--text --recursive --dereference-recursive --binary --line-buffered "
     f"-m: -A: -B: -C: -NUM --max-count: --after-context: --before-context: --context: --label: --color= --colour= "
-    f"--include: --exclude: --exclude-dir: --binary-files: --devices: --directories: {_HELP}",
+    f"--include: --exclude: --exclude-dir: --binary-files: --devices: -d: --directories: {_HELP}",
     roles={"-e": T, "--regexp": T, "-f": R, "--file": R, "--exclude-from": R},
     first=T,
     first_unless="-e --regexp -f --file",
-    recursive="-r -R --recursive --dereference-recursive",
+    recursive="-r -R --recursive --dereference-recursive -d=recurse --directories=recurse",
     default_read=".",
     numeric=True,
 )

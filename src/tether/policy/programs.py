@@ -56,7 +56,7 @@ class Spec:
     first: Role | None = None  # the first operand, when it differs (grep's PATTERN, chmod's MODE) …
     first_unless: frozenset[str] = frozenset()  # … unless one of these options gave it (grep -e, sed -f)
     last: Role | None = None  # the last of two or more operands (cp's DEST)
-    recursive: frozenset[str] = frozenset()  # options after which operands are whole trees ("*": always)
+    recursive: frozenset[str] = frozenset()  # options after which operands are whole trees ("*": always; "-d=x": -d x)
     default_write: str | None = None  # written when no operand or option names a place (unzip: ".")
     default_read: str | None = None  # read (as a tree) when recursive and no operand names a place (rg: ".")
     code: Mapping[str, str] = field(default_factory=dict)  # options that run code → what they run
@@ -80,6 +80,21 @@ class Parsed:
 
     def has(self, *names: str) -> bool:
         return any(n in names for n, _ in self.options)
+
+    def recurses(self, spec: Spec) -> bool:
+        """Whether the operands are whole trees: an option of ``spec.recursive``, or one with the value written
+        there (grep's ``-d recurse``, ``--directories=recurse``); a value only known at run time may be it."""
+        if "*" in spec.recursive:
+            return True
+        for n, v in self.options:
+            if n in spec.recursive:
+                return True
+            if v is None:
+                continue
+            unknown = not v.static and any(r.startswith(f"{n}=") for r in spec.recursive)
+            if unknown or f"{n}={v.text}" in spec.recursive:
+                return True
+        return False
 
     def values(self, role: Role, spec: Spec) -> list[Word]:
         return [v for n, v in self.options if v is not None and spec.values.get(n) is role]
