@@ -185,7 +185,7 @@ class BaseModel(metaclass=_Kind):
     def model_validate(cls, obj: Any) -> Any:
         if isinstance(obj, cls):
             return obj  # pydantic's default: an instance is not validated again
-        if type(obj) is not dict or any(type(k) is not str for k in obj):
+        if type(obj) is not dict or not _STR_ONLY.issuperset(map(type, obj)):  # every key exactly a str
             raise Unsure(f"{cls.__name__}: only a mapping of names is validated plainly")
         record = cls.__new__(cls)
         _fill(record, obj)
@@ -347,28 +347,51 @@ def _origin(annotation: Any) -> Any:
 # ---- validating -----------------------------------------------------------------------------------------------
 
 
+#: The one key type a mapping validated plainly has (``issuperset`` of its keys' types: one C call, no frame a key).
+_STR_ONLY = frozenset({str})
+
+
 def _fill(record: BaseModel, data: dict[str, Any]) -> None:
     """Validate ``data`` into ``record`` (a new instance), then run the model's after-validators."""
     cls = type(record)
-    checks = _checks_of(cls)
-    fields = cls.model_fields
+    steps, after = _plan_of(cls)
     values: dict[str, Any] = {}
-    for name, info in fields.items():
+    for name, check, info, direct in steps:
         if name in data:
-            values[name] = _field(cls, name, info, checks[name](data[name], False))
+            value = check(data[name], False)
+            values[name] = value if direct else _field(cls, name, info, value)
         elif info.is_required():
             raise Unsure(f"{cls.__name__}: field {name} is missing")
         else:
             values[name] = info.value()
-    if len(data) > len(values) or any(name not in fields for name in data):
-        raise Unsure(f"{cls.__name__}: unknown fields {sorted(set(data) - set(fields))}")
+    if len(data) > len(values) or not data.keys() <= values.keys():  # values: every field's
+        raise Unsure(f"{cls.__name__}: unknown fields {sorted(set(data) - set(cls.model_fields))}")
     _set(record, "__dict__", values)
     _set(record, "__pydantic_fields_set__", set(data))
     _set(record, "__pydantic_extra__", None)
     _set(record, "__pydantic_private__", None)
-    for attr in cls.__plain_validators__[1]:
+    for attr in after:
         if _validating(getattr(record, attr)) is not record:
             raise Unsure(f"{cls.__name__}.{attr} returned another object")
+
+
+def _plan_of(cls: type[BaseModel]) -> tuple[tuple[tuple[str, Check, FieldInfo, bool], ...], tuple[str, ...]]:
+    """How :func:`_fill` validates ``cls``, worked out at its first validation and kept: each field's name, check
+    and info, and whether its checked value is its value as it is (no option :func:`_field` refuses, no constraint,
+    no validator of the field: what :func:`_field` would return unchanged, without asking); then the
+    after-validators. A record is validated for every event a call reads (issue 15): its class's attributes are read
+    once, not for each field of each record."""
+    found = cls.__dict__.get("__plain_plan__")
+    if found is None:
+        checks = _checks_of(cls)
+        by_field, after = cls.__plain_validators__
+        steps = tuple(
+            (name, checks[name], info, not info.other and not info.constraints and not by_field.get(name))
+            for name, info in cls.model_fields.items()
+        )
+        found = (steps, after)
+        type.__setattr__(cls, "__plain_plan__", found)
+    return found
 
 
 def _field(cls: type[BaseModel], name: str, info: FieldInfo, value: Any) -> Any:
