@@ -303,8 +303,9 @@ class Gate:
             if not w.static or here is None:
                 chosen = [self.workspace]
                 break
-            if ":" in w.text:
-                chosen += self._rev_paths(w.text.split(":", 1)[1], here)
+            if ":" in w.text:  # REV:path, :N:path (a stage of the index): each text after a colon may be the path
+                for i, c in enumerate(w.text):
+                    chosen += self._rev_paths(w.text[i + 1 :], here) if c == ":" else []
                 continue
             path = self.paths.resolve(w.text, here)
             if path is not None and os.path.lexists(path):
