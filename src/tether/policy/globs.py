@@ -29,9 +29,19 @@ class GlobSet:
     def __init__(self, globs: Iterable[str]) -> None:
         globs = tuple(globs)
         self.globs = globs
-        self._exact = frozenset(g for g in globs if not any(c in g for c in "*?["))
-        self._starred = tuple(tuple(g.split("*")) for g in globs if "*" in g and not any(c in g for c in "?["))
-        self._other = tuple(g for g in globs if any(c in g for c in "?["))
+        exact: list[str] = []
+        starred: list[tuple[str, ...]] = []
+        other: list[str] = []
+        for g in globs:  # one pass, each glob asked once: a gate is built at every cold hook call (~160 globs)
+            if "?" in g or "[" in g:
+                other.append(g)
+            elif "*" in g:
+                starred.append(tuple(g.split("*")))
+            else:
+                exact.append(g)
+        self._exact = frozenset(exact)
+        self._starred = tuple(starred)
+        self._other = tuple(other)
 
     @cached_property
     def _other_re(self) -> re.Pattern[str] | None:
