@@ -304,11 +304,22 @@ def test_a_literal_takes_an_enum_member_only_where_pydantic_does() -> None:
         '{"s": "x"}'.encode("utf-16"),  # bytes that are not UTF-8 (Python's json detects UTF-16 and -32)
         '{"s": "x"}'.encode("utf-8-sig"),  # a byte order mark (Python's json skips it in bytes)
         b'{"s": "\xff"}',
+        '\ufeff{"s": "x"}',  # a byte order mark in a str (Python's json refuses it too, before it decodes)
     ],
 )
 def test_json_that_pydantic_refuses_leaves_a_plain_record_unsure(text: str | bytes) -> None:
     assert outcome(lambda: P_OUTER.model_validate_json(text))[0] == "refused"
     assert outcome(lambda: R_OUTER.model_validate_json(text))[0] == "unsure"
+
+
+def test_the_one_decoder_carries_nothing_from_one_text_to_the_next() -> None:
+    """plainrecord reads every text with one decoder: a text it gave up on midway (a key twice, NaN) leaves nothing
+    behind for the next, which reads as pydantic reads it."""
+    good = '{"s": "after", "items": ["a", "b"]}'
+    for bad in ('{"s": "y", "table": {"k": 1, "k": 2}}', '{"s": "y", "f": NaN}', '{"s": '):
+        assert outcome(lambda bad=bad: R_OUTER.model_validate_json(bad))[0] == "unsure"
+        assert outcome(lambda: R_OUTER.model_validate_json(good)) == outcome(lambda: P_OUTER.model_validate_json(good))
+        assert outcome(lambda: R_OUTER.model_validate_json(good))[0] == "made"
 
 
 def test_a_surrogate_pair_escaped_reads_as_pydantic_reads_it() -> None:

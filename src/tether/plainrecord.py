@@ -607,7 +607,9 @@ def loads(text: str | bytes) -> Any:
             text = bytes(text).decode("utf-8")
         elif not text.isascii():
             text.encode("utf-8")  # a raw lone surrogate cannot be encoded: pydantic refuses it
-        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_unsure)
+        if text.startswith("\ufeff"):  # what json.loads says of a str, before it decodes
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        data = _DECODER.decode(text)
     except ValueError as e:  # UnicodeError is one
         raise Unsure(f"not JSON: {e}") from None
     if "\\u" in text and _surrogate_escape().search(text) and _lone_surrogate(data):
@@ -654,6 +656,12 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         raise Unsure("a JSON object with a key twice")
     return out
+
+
+#: The decoder :func:`loads` reads with, made once: given either option, ``json.loads`` makes a new decoder and its
+#: scanner for every text (every event a cold call reads). A decoder keeps nothing from one text to the next (its
+#: scanner's key memo is cleared at each), as json's own default one, which every ``json.loads`` without options shares.
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_unsure)
 
 
 def _values(record: BaseModel) -> list[tuple[str, Any]]:
