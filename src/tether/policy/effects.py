@@ -124,6 +124,8 @@ def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
             e.scripts.append(w)
         elif role is Role.CHDIR:
             e.chdir = w
+    if spec.operands is Role.READ and parsed.values(Role.READ, spec) and parsed.has("--files0-from"):
+        e.reads.append(Target(_ANYWHERE, True))  # sort's: the files the list names, any file (du's: only their size)
     if in_place:  # sed -i rewrites its input files
         e.writes += e.reads
         e.reads = []

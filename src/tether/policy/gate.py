@@ -375,12 +375,22 @@ class Gate:
         if path == self.workspace and not (t.delete or t.recursive):
             path = places.join(path, "_")  # writing *into* the workspace (cp x ., tar -x), not replacing it
         verdict = self.paths.write(path)
+        if verdict is None and (t.delete or t.recursive):
+            verdict = self._reach(path, f"{cmd.name} changes the whole tree under {path}")
         if verdict is None and _has_glob(text):
             verdict = self._glob_write(text, cmd)
         if verdict is None:
             verdict = self.paths.dotfile(path)
         if verdict is not None:
             out.append(_hard(verdict, f"{what} {text!r}: "))
+
+    def _reach(self, path: str, what: str) -> PlaceVerdict | None:
+        """A directory deleted, moved or changed as a whole (``rm -r``, ``mv DIR``, ``chmod -R``) changes every file
+        under it: DENY when ``filesystem.deny`` may match one of them."""
+        reach = self.paths.deny_reach(path)
+        if reach is None:
+            return None
+        return PlaceVerdict("path:denied", Verdict.DENY, f"{what}; filesystem.deny {reach!r} may match its files")
 
     def _glob_write(self, text: str, cmd: SimpleCommand) -> PlaceVerdict | None:
         last = text.rstrip("/").rsplit("/", 1)[-1]

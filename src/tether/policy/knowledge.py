@@ -943,7 +943,15 @@ def _git_specs() -> dict[str, Later]:
     subs |= {s: plain for s in ("show-ref", "merge-base", "rev-list", "name-rev", "version", "help", "var")}
     subs |= {s: plain for s in ("count-objects", "for-each-ref", "check-ignore", "show-branch", "tag")}
     subs["grep"] = grep
-    subs |= {s: work for s in ("add", "commit", "mv", "rm", "merge", "rebase", "cherry-pick", "revert", "stash")}
+    # the paths git mv and git rm name are moved or deleted (the whole tree under a directory), as mv's and rm's
+    subs["mv"] = later(f"-f -k -n -v --force --dry-run --verbose --sparse {_HELP}", operands=D, last=W, recursive="*")
+    subs["rm"] = later(
+        "-f -n -r -q --force --dry-run --cached --ignore-unmatch --sparse --quiet --pathspec-file-nul "
+        f"--pathspec-from-file: {_HELP}",
+        operands=D,
+        recursive="-r",
+    )
+    subs |= {s: work for s in ("add", "commit", "merge", "rebase", "cherry-pick", "revert", "stash")}
     subs |= {s: work for s in ("init", "apply", "am", "switch", "restore", "checkout", "reset", "notes", "gc")}
     subs |= {s: work for s in ("prune", "repack", "sparse-checkout")}
     step = later(operands=T)

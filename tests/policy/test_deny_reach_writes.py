@@ -1,0 +1,93 @@
+"""Commands that change, move or print a file ``filesystem.deny`` hides by naming the directory that holds it, not
+the file: a recursive or deleting target (``rm -r``, ``chmod -R``, ``gzip -r``, ``mv DIR``), git's own ``mv`` and
+``rm``, and a list of names read from a file (``sort --files0-from``). Each is first run for real in a fresh
+workspace, to show that it touches the denied file; then the gate must refuse it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+from tether.policy.decision import Verdict
+from tether.policy.gate import Gate
+
+SECRET = "SECRET-91c2"
+
+
+def make(ws: Path) -> Path:
+    for d in ("src", "secrets"):
+        (ws / d).mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    (ws / "secrets" / "key.txt").write_text(SECRET + "\n")
+    (ws / "secrets" / "key.txt").chmod(0o600)
+    (ws / "list0").write_bytes(b"secrets/key.txt\0")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*git, "add", "."], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=ws, check=True)
+    return ws
+
+
+def gate(ws: Path) -> Gate:
+    fs = Filesystem(read=["**"], write=["**"], deny=["secrets/**"])
+    plan = PlanRef(path="plan.yaml", hash="sha256:" + "1" * 64)
+    bash = ToolContract(name="bash", purpose="shell", effects=[Effect.EXEC])
+    return Gate(Envelope(plan=plan, environment=Environment(filesystem=fs), tools=[bash]), ws)
+
+
+def touches_secret(command: str, ws: Path) -> bool:
+    """Whether running ``command`` in ``ws`` printed the denied file or changed it (gone, other bytes, other mode)."""
+    key = ws / "secrets" / "key.txt"
+    done = subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True, check=False)
+    printed = done.stdout
+    if printed[:2] == b"\x1f\x8b":
+        printed = subprocess.run(["gzip", "-dc"], input=printed, capture_output=True, check=False).stdout
+    if SECRET.encode() in printed:
+        return True
+    return not key.is_file() or key.read_text() != SECRET + "\n" or (key.stat().st_mode & 0o777) != 0o600
+
+
+CHANGERS = [
+    "rm -rf secrets",
+    "rm -r secrets/",
+    "chmod -R 777 secrets",
+    "gzip -r secrets",
+    "gzip -rc secrets",
+    "mv secrets src/s",
+    "mv secrets/ src/s",
+    "cd src && mv ../secrets s",
+    "git mv secrets/key.txt src/k",
+    "git mv secrets src/s",
+    "git rm -rq secrets",
+    "git rm -q secrets/key.txt",
+    "sort --files0-from=list0",
+]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("command", CHANGERS)
+def test_a_command_that_changes_a_denied_file_through_its_directory_is_refused(command: str, tmp_path: Path) -> None:
+    assert touches_secret(command, make(tmp_path / "run")), "the spelling does not touch the denied file"
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert d.verdict is Verdict.DENY, d.to_dict()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf src",
+        "chmod -R 755 src",
+        "gzip -r src",
+        "mv src src2",
+        "git mv src/a.py src/b.py",
+        "git rm -q src/a.py",
+    ],
+)
+def test_the_same_commands_on_places_the_deny_list_cannot_reach_are_not_refused(command: str, tmp_path: Path) -> None:
+    assert not touches_secret(command, make(tmp_path / "run"))
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert d.verdict is not Verdict.DENY, d.to_dict()
