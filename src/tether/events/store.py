@@ -1221,6 +1221,19 @@ def chain_sha256(rows: int) -> Callable[[bytes], Any]:
     return sha256 if lib is None else lib.sha256
 
 
+class Verified(list[str]):
+    """:func:`chain_hashes`' answer: the event hashes in seq order, as a list, and the rows they were verified from
+    (``rows``) with the run's id (``run_id``), so that :func:`unverified` can tell an event read apart that is
+    exactly an audited row without hashing it again (a cold hook call: every event it folds). Held as long as the
+    audit that holds it (a guard's open)."""
+
+    __slots__ = ("rows", "run_id")
+
+    def __init__(self, hashes: list[str], rows: Sequence[tuple[Any, ...]], run_id: str) -> None:
+        super().__init__(hashes)
+        self.rows, self.run_id = rows, run_id
+
+
 def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | None:
     """:func:`verify_rows`' checks of a run that is not a fork, over its rows as tether/3 stores them (``seq, ts,
     kind, payload, hash``: :data:`SELECT_CHAIN`), in one loop: each row's hash recomputed (the head written as
@@ -1251,7 +1264,7 @@ def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | 
         return None
     if len(rows) - 1 != info.head_seq or prev != info.head_hash:
         return None
-    return hashes
+    return Verified(hashes, rows, info.run_id)
 
 
 #: How the SQLite store hands ``sqlite3`` an event's 32-byte hash (see :func:`stored_rows`).
@@ -1359,14 +1372,41 @@ def unverified(events: Sequence[Event], hashes: Sequence[str]) -> int | None:
     """The seq of the first of ``events`` (read in a read of their own, after an audit that verified ``hashes``) whose
     contents, chained after the verified hash before it, or whose hash column, is not the hash verified at its seq:
     a row rewritten between the audit and this read (and maybe put back since); None when every one is. An event
-    past the audit (appended since) is not judged: nothing verified it."""
+    past the audit (appended since) is not judged: nothing verified it.
+
+    When the audit kept the rows it verified (:class:`Verified`), an event whose run id, seq, time, kind and stored
+    payload text are exactly its row's is not hashed: its contents hash is the one the audit computed from those
+    very values after that very previous hash, and found stored (:func:`chain_hashes`). Any other is hashed."""
+    verified = hashes if type(hashes) is Verified else None
     for e in events:
         seq = e.seq
         if seq >= len(hashes):
             continue
-        if seq < 0 or e.hash != hashes[seq] or contents_hash(e, hashes[seq - 1] if seq else GENESIS) != hashes[seq]:
+        if seq < 0 or e.hash != hashes[seq]:
+            return seq
+        if verified is not None and _audited(e, verified.rows[seq], verified.run_id):
+            continue
+        if contents_hash(e, hashes[seq - 1] if seq else GENESIS) != hashes[seq]:
             return seq
     return None
+
+
+def _audited(e: Event, row: tuple[Any, ...], run_id: str) -> bool:
+    """Is ``e`` exactly the row :func:`chain_hashes` verified (``seq, ts, kind, payload, hash``), of run ``run_id``:
+    the values :func:`contents_hash` would hash, of the types the audit hashed them as (str, and an int seq)?"""
+    seq, ts, kind, payload, _ = row
+    return (
+        type(e.run_id) is str
+        and type(e.ts) is str
+        and type(e.kind) is str
+        and type(e._text) is str
+        and type(e.seq) is int
+        and e.seq == seq
+        and e.run_id == run_id
+        and e.ts == ts
+        and e.kind == kind
+        and e._text == payload
+    )
 
 
 def unchained(events: Sequence[Event], head: Head) -> int | None:
