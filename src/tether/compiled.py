@@ -112,7 +112,7 @@ _used: dict[str, bytes] = {}  # the entries this process used or compiled, in th
 _keeping: bool | None = None  # whether a text was compiled that is kept, to be written at exit; None: none yet
 
 
-def header(body: bytes) -> bytes:
+def header(body: bytes | memoryview) -> bytes:
     """The table's first bytes for ``body``: :data:`HEAD`, :data:`FORMAT`, the magic number, the body's CRC-32 and
     length (against a torn or damaged file; ``binascii`` is loaded on the cold path already; reading a 184 KB table
     whole costs ~1.6 M instructions, where a SHA-256 of it alone cost 5.2 M)."""
@@ -130,10 +130,11 @@ def read(path: str | None) -> dict[Any, Any]:
     except OSError:
         return {}
     size = len(HEAD) + 8 + _DIGEST
-    if len(data) > MAX_BYTES or len(data) < size or data[:size] != header(data[size:]):
+    rest = memoryview(data)[size:]  # the body, not copied (twice: its check, its unmarshalling; ~150 KB each)
+    if len(data) > MAX_BYTES or len(data) < size or data[:size] != header(rest):
         return {}
     try:
-        body = marshal.loads(data[size:])
+        body = marshal.loads(rest)
     except (EOFError, ValueError, TypeError):
         return {}
     return body if type(body) is dict else {}
