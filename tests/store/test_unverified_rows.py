@@ -101,3 +101,12 @@ def test_a_hash_column_or_a_seq_not_the_audits_is_refused_as_before(
     for forged in ([*events[:4], other_hash, *events[5:]], [*events[:4], moved]):
         assert unverified(forged, hashes) == unverified(forged, plain_hashes) is not None
     assert unverified(events[5:], hashes) is None  # a fold from a checkpoint's head on
+
+
+def test_a_bool_seq_is_hashed_as_its_json_writes_it(audited: tuple[EventStore, str, list[Event], list[str]]) -> None:
+    """``True == 1``, but the head's JSON writes ``true``: an event whose seq is a bool is not its row."""
+    store, run, events, plain_hashes = audited
+    hashes = store.verify_run(run).hashes
+    e = events[1]
+    forged = [events[0], Event.from_row(e.run_id, True, e.ts, e.kind, e._text or "", e.prev_hash, e.hash)]
+    assert unverified(forged, hashes) == unverified(forged, plain_hashes) == 1
