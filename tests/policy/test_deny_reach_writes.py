@@ -19,12 +19,15 @@ SECRET = "SECRET-91c2"
 
 
 def make(ws: Path) -> Path:
-    for d in ("src", "secrets"):
+    for d in ("src", "secrets", "docs"):
         (ws / d).mkdir(parents=True)
     (ws / "src" / "a.py").write_text("x = 1\n")
     (ws / "secrets" / "key.txt").write_text(SECRET + "\n")
     (ws / "secrets" / "key.txt").chmod(0o600)
     (ws / "list0").write_bytes(b"secrets/key.txt\0")
+    subprocess.run(["tar", "cf", "x.tar", "-C", "src", "a.py"], cwd=ws, check=True)
+    if shutil.which("zip"):
+        subprocess.run(["zip", "-q", "x.zip", "src/a.py"], cwd=ws, check=True)
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
     subprocess.run([*git, "add", "."], cwd=ws, check=True)
@@ -39,16 +42,21 @@ def gate(ws: Path) -> Gate:
     return Gate(Envelope(plan=plan, environment=Environment(filesystem=fs), tools=[bash]), ws)
 
 
+def hidden(ws: Path) -> dict[str, tuple[bytes, int]]:
+    """What the deny list hides: every file under secrets/, its bytes and mode."""
+    under = ws / "secrets"
+    return {str(p.relative_to(ws)): (p.read_bytes(), p.stat().st_mode) for p in under.rglob("*") if p.is_file()}
+
+
 def touches_secret(command: str, ws: Path) -> bool:
-    """Whether running ``command`` in ``ws`` printed the denied file or changed it (gone, other bytes, other mode)."""
-    key = ws / "secrets" / "key.txt"
+    """Whether running ``command`` in ``ws`` printed the denied file or changed what lies under secrets/ (a file
+    gone, added, other bytes, other mode)."""
+    before = hidden(ws)
     done = subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True, check=False)
     printed = done.stdout
     if printed[:2] == b"\x1f\x8b":
         printed = subprocess.run(["gzip", "-dc"], input=printed, capture_output=True, check=False).stdout
-    if SECRET.encode() in printed:
-        return True
-    return not key.is_file() or key.read_text() != SECRET + "\n" or (key.stat().st_mode & 0o777) != 0o600
+    return SECRET.encode() in printed or hidden(ws) != before
 
 
 CHANGERS = [
@@ -65,10 +73,17 @@ CHANGERS = [
     "git rm -rq secrets",
     "git rm -q secrets/key.txt",
     "sort --files0-from=list0",
+    "find . -name key.txt -delete",
+    "find . -delete",
+    "cp src/a.py secrets",
+    "cp src/a.py secrets/",
+    "cd src && cp a.py ../secrets",
+    "tar xf x.tar -C secrets",
+    "unzip -q x.zip -d secrets",
 ]
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("zip") is None, reason="needs git and zip")
 @pytest.mark.parametrize("command", CHANGERS)
 def test_a_command_that_changes_a_denied_file_through_its_directory_is_refused(command: str, tmp_path: Path) -> None:
     assert touches_secret(command, make(tmp_path / "run")), "the spelling does not touch the denied file"
@@ -85,6 +100,10 @@ def test_a_command_that_changes_a_denied_file_through_its_directory_is_refused(c
         "mv src src2",
         "git mv src/a.py src/b.py",
         "git rm -q src/a.py",
+        "find src -name a.py -delete",
+        "cp src/a.py src/b.py",
+        "cp src/a.py docs",
+        "tar xf x.tar -C src",
     ],
 )
 def test_the_same_commands_on_places_the_deny_list_cannot_reach_are_not_refused(command: str, tmp_path: Path) -> None:

@@ -149,6 +149,10 @@ def without_exec(args: list[Word]) -> list[Word]:
     return out
 
 
+#: The name find -delete's target gives what its filters find under a root (any file at any depth).
+FOUND = "_found_"
+
+
 def _find(cmd: SimpleCommand, e: Effects) -> None:
     _from_table(cmd, SPECS["find"], e)
     texts = [w.text for w in cmd.args]
@@ -159,7 +163,7 @@ def _find(cmd: SimpleCommand, e: Effects) -> None:
                 break
             roots.append(w)
         # find deletes what is *under* its roots; without a filter that is everything
-        leaf = "_found_" if set(texts) & _FIND_FILTERS else "*"
+        leaf = FOUND if set(texts) & _FIND_FILTERS else "*"
         for w in roots or [Word.lit(".")]:
             e.writes.append(Target(Word(f"{w.text.rstrip('/')}/{leaf}", w.static, w.prefix), True, True))
 

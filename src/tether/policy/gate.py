@@ -25,7 +25,7 @@ from . import profile, programs
 from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
-from .effects import Effects, Target, effects
+from .effects import FOUND, Effects, Target, effects
 from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
@@ -376,7 +376,12 @@ class Gate:
             path = places.join(path, "_")  # writing *into* the workspace (cp x ., tar -x), not replacing it
         verdict = self.paths.write(path)
         if verdict is None and (t.delete or t.recursive):
-            verdict = self._reach(path, f"{cmd.name} changes the whole tree under {path}")
+            chosen = places.name(path) in (FOUND, "*")  # find -delete: what it finds under its root
+            base = places.parent(path) if chosen else path
+            verdict = self._reach(base, f"{cmd.name} changes the whole tree under {base}")
+        elif verdict is None and os.path.isdir(path) and path != self.workspace:
+            inside = self.paths.write(places.join(path, "_"))  # cp x DIR, unzip -d DIR: a new file inside it
+            verdict = inside if inside is not None and inside.rule_id == "path:denied" else None
         if verdict is None and _has_glob(text):
             verdict = self._glob_write(text, cmd)
         if verdict is None:
