@@ -156,6 +156,8 @@ NOT_PLAIN = {
     "set twice": 'class X(StrEnum, metaclass=Quick):\n    A = "a"\n    A = "b"\n',
     "deleted": 'class X(StrEnum, metaclass=Quick):\n    A = "a"\n    T = "t"\n    del T\n',
     "a base's name": 'class X(Enum, metaclass=Quick):\n    name = "a"\n',
+    "a name of str's": 'class X(StrEnum, metaclass=Quick):\n    upper = "a"\n    B = "b"\n',
+    "a name of int's": "class X(IntEnum, metaclass=Quick):\n    real = 1\n    B = 2\n",
     "int in a StrEnum": "class X(StrEnum, metaclass=Quick):\n    A = 1\n",
     "bool in an IntEnum": "class X(IntEnum, metaclass=Quick):\n    A = True\n    B = 2\n",
     "str subclass": "class X(StrEnum, metaclass=Quick):\n    A = Sub('a')\n",

@@ -79,6 +79,8 @@ class _Body(_Namespace):
 
 
 _DELETED = object()
+#: ``Enum.__init__``, which ``EnumType.__new__`` calls on each member and which does nothing (``pass``).
+_NO_INIT = Enum.__init__
 
 
 def _enum_dict(cls: str, bases: tuple[type, ...], body: _Body, kwds: dict[str, Any]) -> Any:
@@ -97,6 +99,7 @@ def _members(bases: tuple[type, ...], body: _Body) -> dict[str, Any] | None:
     if len(bases) != 1 or bases[0] not in _PLAIN or len(body.steps) != len(body):  # a name set twice, or deleted
         return None
     kind = _PLAIN[bases[0]]
+    taken = _names(bases[0])
     members = {}
     for key, value in body.items():
         if key in _KNOWN:
@@ -104,7 +107,7 @@ def _members(bases: tuple[type, ...], body: _Body) -> dict[str, Any] | None:
         if key.startswith("_"):
             return None
         if type(value) is kind:
-            if not key.isidentifier() or key == "mro" or any(key in vars(base) for base in bases[0].__mro__):
+            if not key.isidentifier() or key == "mro" or key in taken:
                 return None
             members[key] = value
         elif type(value) not in (FunctionType, property):  # a nested class, a classmethod …: as ever
@@ -112,6 +115,14 @@ def _members(bases: tuple[type, ...], body: _Body) -> dict[str, Any] | None:
     if not members or len(set(members.values())) != len(members):
         return None
     return members
+
+
+@cache
+def _names(base: type) -> frozenset[str]:
+    """Every name an attribute of ``base`` or of a class of its MRO holds (a member may not take one), asked of the
+    one base a plain enum has (``StrEnum``, ``IntEnum``, ``Enum``: the standard library's, not changed later) once,
+    not for each member."""
+    return frozenset(name for klass in base.__mro__ for name in vars(klass))
 
 
 @cache
@@ -138,13 +149,15 @@ def _made(cls: str, bases: tuple[type, ...], body: _Body, members: dict[str, Any
     namespace.update(_value2member_map_=by_value, _unhashable_values_=[], _member_type_=member_type)
     namespace["_value_repr_"] = value_repr
     enum_class: Any = type.__new__(EnumType, cls, bases, namespace)
+    init = enum_class.__init__
     for name, value in members.items():
         member = new(enum_class, value) if use_args else new(enum_class)
         if not hasattr(member, "_value_"):
             member._value_ = value if member_type is object else member_type(value)
         member._name_ = name
         member.__objclass__ = enum_class
-        member.__init__(value)
+        if init is not _NO_INIT:  # Enum's own __init__ does nothing: not called for each member
+            member.__init__(value)
         member._sort_order_ = len(names)
         names.append(name)
         type.__setattr__(enum_class, name, member)
