@@ -193,11 +193,6 @@ def frozen_methods(cls: type, fields: list[Any], globals: Any = None) -> tuple[A
     return __setattr__, __delattr__
 
 
-def _pseudo(annotation: Any) -> bool:
-    text = annotation if isinstance(annotation, str) else repr(annotation)
-    return "ClassVar" in text or "InitVar" in text or "KW_ONLY" in text  # _PSEUDO, without a generator per field
-
-
 def _mutable(value: Any) -> bool:
     return value is not MISSING and value.__class__.__hash__ is None  # the standard maker refuses such a default
 
@@ -221,13 +216,20 @@ def plan(cls: type, *, frozen: bool, slots: bool) -> list[Spec] | None:
     specs, defaulted = [], False
     for name, annotation in annotations.items():
         value = own.get(name, MISSING)
-        if _pseudo(annotation) or name == "self" or (name.startswith("__") and name.endswith("__")):
+        text = annotation if isinstance(annotation, str) else repr(annotation)  # one of _PSEUDO's, by its text
+        if "ClassVar" in text or "InitVar" in text or "KW_ONLY" in text or name == "self":
+            return None
+        if name.startswith("__") and name.endswith("__"):
             return None
         if isinstance(value, Field):
             if value.kw_only not in (MISSING, False) or _mutable(value.default):
                 return None
             stated = value
-        elif isinstance(value, MemberDescriptorType) or _mutable(value) or type(value).__module__ == "dataclasses":
+        elif value is not MISSING and (  # _mutable(value), written out: most fields have no default
+            value.__class__.__hash__ is None
+            or isinstance(value, MemberDescriptorType)
+            or type(value).__module__ == "dataclasses"
+        ):
             return None
         else:
             stated = _PLAIN  # a plain default (or none): its value set below, no Field made for it
