@@ -51,6 +51,7 @@ OFF_THE_PLAIN_PATH = (
         "threading",  # _thread's locks (records, recordmaker, the stores, the sessions, programs)
         "signal",  # guard/cachefile.py: _signal's SIGKILL
         "ahocorasick_rs",  # events/redact.py: a run without secrets
+        "tether.events.redact_forms",  # likewise: a secret's forms, read only by a redactor that holds one
         "shlex",  # policy/rules.py, policy/shell.py: no rule specifier, no env -S
         "base64",  # events/anchor.py, guard/cachefile.py, events/redact.py: no anchor key, no secret
         "struct",  # with base64

@@ -33,7 +33,6 @@ import re
 
 from tether.memo import cache
 from tether.records import dataclass, field
-from tether.typeless import TypeVar
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -41,6 +40,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ahocorasick_rs import BytesAhoCorasick
+
+    from .redact_forms import _Exact
 
 MIN_SECRET = 8
 """Shorter values are refused by the broker: they cannot be told from ordinary text, so cannot be redacted."""
@@ -59,8 +60,6 @@ that ordinary text almost never holds one."""
 #: cut an output: a value may be cut in two there.
 OMITTED_PATTERN = r"\n\[\.\.\. \d+ (?:bytes omitted by tether|characters in the blob)[^\n]*\]\n"
 
-_ASCII_WS = b" \t\n\r\x0b\x0c"  # the whitespace a split value may have in it (the prefilter removes these)
-
 
 # The patterns are compiled at their first use, not at import: every process that writes events imports this module
 # (a cold hook call too), yet only a redactor that holds secrets uses them.
@@ -70,102 +69,8 @@ def omitted() -> re.Pattern[str]:
     return re.compile(OMITTED_PATTERN)
 
 
-@cache
-def _ws(data: bool) -> re.Pattern[Any]:
-    """A run of the whitespace a split value may hold, in bytes (``data``) or text."""
-    return re.compile(rb"[ \t\n\r\x0b\x0c]+" if data else r"[ \t\n\r\x0b\x0c]+")
-
-
-@cache
-def _not_ws(data: bool) -> re.Pattern[Any]:
-    """One character that is not such whitespace, in bytes (``data``) or text."""
-    return re.compile(rb"[^ \t\n\r\x0b\x0c]" if data else r"[^ \t\n\r\x0b\x0c]")
-
-
-T = TypeVar("T", str, bytes)
-
-
 def marker(name: str) -> str:
     return f"[secret:{name}]"
-
-
-def _char(c: str, url: bool) -> str:
-    """``c``, a space also as ``+``; with ``url``, also its percent-encoding (any case)."""
-    encoded = "".join(f"%{b:02X}" for b in c.encode())
-    alts = [re.escape(c), *([f"(?i:{encoded})"] if url else []), *([r"\+"] if c == " " else [])]
-    return alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"
-
-
-def _b64(raw: bytes) -> list[str]:
-    """The base64 text ``raw`` determines, in both alphabets: whole (with its padding), and the part of a longer
-    stream it determines at each of the three alignments it can have there. (base64 is imported here and in
-    :func:`_literals`, where a run has a secret: a hook call without one does without it.)"""
-    import base64
-
-    out: list[str] = []
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        out.append(encode(raw).decode())
-        for offset, drop in ((0, 0), (1, 2), (2, 3)):  # chars that also hold bits of the bytes before
-            core = encode(b"\0" * offset + raw).decode()[drop : 4 * ((offset + len(raw)) // 3)]  # full groups only
-            if len(core) >= MIN_CORE and core != out[-1].rstrip("="):
-                out.append(core)
-    return out
-
-
-def _b64_runs(raw: bytes) -> list[str]:
-    """:func:`_b64` as regexes; padding optional."""
-    runs = []
-    for text in _b64(raw):
-        bare = text.rstrip("=")
-        runs.append(re.escape(bare) + (f"(?:{text[len(bare) :]})?" if text != bare else ""))
-    return runs
-
-
-def _forms(value: str, *, squeezed: bool = False, url: bool = True) -> str:
-    """One regex for every form of ``value`` this module catches (longest first: the alternation takes the first);
-    ``squeezed``: as found in text whose whitespace was removed (the encoded forms have none of their own);
-    ``url``: characters may be percent-encoded (only worth its cost where the text holds a ``%``)."""
-    raw = value.encode()
-    chars = _ws(False).sub("", value) if squeezed else value
-    alts = ["".join(_char(c, url) for c in chars), f"(?i:{raw.hex()})", *_b64_runs(raw)]
-    return "|".join(sorted(alts, key=len, reverse=True))
-
-
-def _seeds(value: str) -> set[bytes]:
-    """What the prefilter looks for: the start of each form, lowered and without whitespace (as it looks in the
-    text it searches: lowered, whitespace removed, percent-decoded). Every exact hit starts with one."""
-    raw = value.encode()
-    forms = [raw, raw.replace(b" ", b"+"), raw.hex().encode(), *(t.rstrip("=").encode() for t in _b64(raw))]
-    return {f.lower().translate(None, _ASCII_WS)[:SEED] for f in forms} - {b""}
-
-
-def _literals(value: str) -> list[str]:
-    """The plain forms whose cut-off pieces are redacted at string edges."""
-    import base64
-
-    raw = value.encode()
-    return [value, raw.hex(), raw.hex().upper(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
-
-
-@dataclass(frozen=True)
-class _Exact:
-    """One value's forms, compiled when first needed: as they are and with whitespace removed, with and without
-    percent-encoding, for text and for bytes (as bytes, a non-ASCII character is its UTF-8)."""
-
-    name: str
-    value: str
-    _compiled: dict[tuple[bool, bool, bool], re.Pattern[Any]] = field(default_factory=dict)
-
-    @property
-    def mark(self) -> str:
-        return marker(self.name)
-
-    def pattern(self, *, squeezed: bool, url: bool, data: bool) -> re.Pattern[Any]:
-        key = (squeezed, url, data)
-        if key not in self._compiled:
-            forms = _forms(self.value, squeezed=squeezed, url=url)
-            self._compiled[key] = re.compile(forms.encode() if data else forms)
-        return self._compiled[key]
 
 
 @dataclass(frozen=True)
@@ -183,14 +88,22 @@ class Redactor:
         short = sorted(n for n, v in values.items() if len(v) < MIN_SECRET)
         if short:
             raise ValueError(f"secret values shorter than {MIN_SECRET} characters cannot be redacted: {short}")
+        set_ = object.__setattr__
+        if not values:  # what the lines below make of no secret, without the forms' module (most runs hold none)
+            set_(self, "_exact", [])
+            set_(self, "_edges", [])
+            set_(self, "_seeds", None)
+            set_(self, "_owners", [])
+            return
+        from . import redact_forms as forms
+
         owners: dict[bytes, list[int]] = {}
         for i, v in enumerate(values.values()):
-            for seed in _seeds(v):
+            for seed in forms._seeds(v):
                 owners.setdefault(seed, []).append(i)
-        set_ = object.__setattr__
-        set_(self, "_exact", [_Exact(self.secrets_name(n), v) for n, v in values.items()])
-        set_(self, "_edges", [(f, self.secrets_name(n)) for n, v in values.items() for f in _literals(v)])
-        set_(self, "_seeds", _automaton(list(owners)) if owners else None)
+        set_(self, "_exact", [forms._Exact(self.secrets_name(n), v) for n, v in values.items()])
+        set_(self, "_edges", [(f, self.secrets_name(n)) for n, v in values.items() for f in forms._literals(v)])
+        set_(self, "_seeds", forms._automaton(list(owners)) if owners else None)
         set_(self, "_owners", list(owners.values()))
 
     def __bool__(self) -> bool:
@@ -217,6 +130,8 @@ class Redactor:
         unsplit, start with a seed), rarely one it does not. One automaton pass (two when ``b`` has a ``%``)."""
         if self._seeds is None:
             return []
+        from .redact_forms import _ASCII_WS
+
         flat = b.lower().translate(None, _ASCII_WS)
         found = {i for p, _, _ in self._seeds.find_matches_as_indexes(flat) for i in self._owners[p]}
         if b"%" in flat:
@@ -229,6 +144,8 @@ class Redactor:
     def text(self, s: str) -> str:
         if not self._exact:
             return s
+        from .redact_forms import _not_ws, _unsplit, _ws
+
         url = "%" in s
         for exact in self.held(s.encode(errors="surrogatepass")):
             s = exact.pattern(squeezed=False, url=url, data=False).sub(exact.mark, s)
@@ -236,6 +153,10 @@ class Redactor:
         return self._cut_pieces(s) if len(s) >= MIN_FRAGMENT else s
 
     def data(self, b: bytes) -> bytes:
+        if not self._exact:
+            return b  # held() finds nothing without a secret
+        from .redact_forms import _not_ws, _unsplit, _ws
+
         url = b"%" in b
         for exact in self.held(b):
             mark = exact.mark.encode()
@@ -294,28 +215,6 @@ class Redactor:
                     break
                 p = window.find(form[:MIN_FRAGMENT], p + 1)
         return s if not head and not tail else head + s[start:end] + tail
-
-
-def _automaton(seeds: list[bytes]) -> BytesAhoCorasick:
-    """The seeds' automaton; its library is imported here, where a run has a secret (a hook call without one, most,
-    does without its import: ~0.5 ms)."""
-    from ahocorasick_rs import BytesAhoCorasick, MatchKind
-
-    return BytesAhoCorasick(seeds, matchkind=MatchKind.LeftmostFirst)
-
-
-def _unsplit(s: T, squeezed: re.Pattern[T], ws: re.Pattern[T], not_ws: re.Pattern[T], mark: T) -> T:
-    """Forms split by whitespace: found in ``s`` with its whitespace removed, replaced in ``s`` itself (from the
-    first character of the hit to its last, whitespace between included)."""
-    if not ws.search(s):
-        return s
-    hits = list(squeezed.finditer(ws.sub(s[:0], s)))
-    if not hits:
-        return s
-    at = [m.start() for m in not_ws.finditer(s)]
-    for hit in reversed(hits):
-        s = s[: at[hit.start()]] + mark + s[at[hit.end() - 1] + 1 :]
-    return s
 
 
 __all__ = ["MIN_SECRET", "OMITTED_PATTERN", "Redactor", "marker", "omitted"]
