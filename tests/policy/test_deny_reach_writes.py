@@ -35,8 +35,8 @@ def make(ws: Path) -> Path:
     return ws
 
 
-def gate(ws: Path) -> Gate:
-    fs = Filesystem(read=["**"], write=["**"], deny=["secrets/**"])
+def gate(ws: Path, deny: tuple[str, ...] = ("secrets/**",)) -> Gate:
+    fs = Filesystem(read=["**"], write=["**"], deny=list(deny))
     plan = PlanRef(path="plan.yaml", hash="sha256:" + "1" * 64)
     bash = ToolContract(name="bash", purpose="shell", effects=[Effect.EXEC])
     return Gate(Envelope(plan=plan, environment=Environment(filesystem=fs), tools=[bash]), ws)
@@ -110,3 +110,14 @@ def test_the_same_commands_on_places_the_deny_list_cannot_reach_are_not_refused(
     assert not touches_secret(command, make(tmp_path / "run"))
     d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
     assert d.verdict is not Verdict.DENY, d.to_dict()
+
+
+def test_a_file_deleted_is_judged_as_itself_not_as_a_tree(tmp_path: Path) -> None:
+    """A pattern without a slash reaches every directory, not every file: ``rm src/a.py`` is judged by the deny list
+    as src/a.py (a kernel run's ``rm`` of a scratch file was refused under ``*.pem`` by the first cut of the reach)."""
+    ws = make(tmp_path / "ws")
+    pem = gate(ws, ("*.pem",))
+    assert pem.decide("bash", {"command": "rm src/a.py"}).verdict is not Verdict.DENY
+    assert pem.decide("bash", {"command": "mv src/a.py src/b.py"}).verdict is not Verdict.DENY
+    assert pem.decide("bash", {"command": "rm -r src"}).verdict is Verdict.DENY
+    assert pem.decide("bash", {"command": "rm src/k.pem"}).verdict is Verdict.DENY

@@ -375,9 +375,9 @@ class Gate:
         if path == self.workspace and not (t.delete or t.recursive):
             path = places.join(path, "_")  # writing *into* the workspace (cp x ., tar -x), not replacing it
         verdict = self.paths.write(path)
-        if verdict is None and (t.delete or t.recursive):
-            chosen = places.name(path) in (FOUND, "*")  # find -delete: what it finds under its root
-            base = places.parent(path) if chosen else path
+        chosen = places.name(path) in (FOUND, "*")  # find -delete: what it finds under its root
+        base = places.parent(path) if chosen and t.delete else path
+        if verdict is None and (t.delete or t.recursive) and os.path.isdir(base):  # a file: judged as itself
             verdict = self._reach(base, f"{cmd.name} changes the whole tree under {base}")
         elif verdict is None and os.path.isdir(path) and path != self.workspace:
             inside = self.paths.write(places.join(path, "_"))  # cp x DIR, unzip -d DIR: a new file inside it
