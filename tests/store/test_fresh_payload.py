@@ -212,3 +212,22 @@ def test_a_step_appended_from_fresh_payloads_reads_back_as_it_was_folded(tmp_pat
     read = store.events(run)[-len(items) :]
     for e, r in zip(live, read, strict=True):
         assert e.hash == r.hash and same(e.data, r.data)
+
+
+def test_a_nested_record_built_without_validation_does_not_reach_the_log_through_a_mark(tmp_path: Path) -> None:
+    """An outer constructor takes a nested record *instance* as it is (pydantic's revalidate_instances 'never'), so
+    ``fresh(Kind(..., rules=[RuleHit.model_construct(...)]))`` was 'validated as built' while its nested values were
+    never validated: its dump was stored as it was and the log's reader refused the event. A nested record is
+    validated again as the outer is built, so the mark cannot carry an unvalidated value."""
+    from tether.events.kinds_calls import RuleHit
+
+    wrong: dict[str, Any] = {"id": 7, "verdict": None, "reason": ["not", "text"]}
+    bad = RuleHit.model_construct(**wrong)
+    with pytest.raises(ValidationError):
+        fresh(ActionDecided(call_id="c1", verdict="ALLOW", deciding_rule="r", reason="ok", rules=[bad]))
+    good = RuleHit.model_validate({f: "x" for f in RuleHit.model_fields})
+    kept = fresh(ActionDecided(call_id="c1", verdict="ALLOW", deciding_rule="r", reason="ok", rules=[good]))
+    kind, data, folded = prepare(kept)
+    assert folded is kept and same(folded, payload_module.parse(kind, data))
+    for cls in (ActionDecided, ModelRequested):
+        assert exact(cls)

@@ -49,7 +49,10 @@ def new_dict() -> dict[Any, Any]:
 class Payload(BaseModel):
     """The payload of one event kind. ``KIND`` is set by :func:`register`; an unregistered class has none."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    #: revalidate_instances: a payload nested in another (``rules=[RuleHit(...)]``) is validated again as the outer is
+    #: built, not taken as it is (pydantic's default): one made by ``model_construct`` (or changed since) cannot pass
+    #: as validated, so an outer one marked :func:`fresh` holds only validated values.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, revalidate_instances="always")
     KIND: ClassVar[str] = ""
 
 
@@ -319,7 +322,8 @@ _SCALARS = (str, int, float, bool, type(None))
 def exact(cls: type[BaseModel]) -> bool:
     """Whether validating the JSON-mode dump of any validated ``cls`` object gives back an equal object whose values
     have the same types: every field (and every nested model's) is a ``str``, ``int``, ``float``, ``bool`` or None,
-    a ``Literal`` of those, a union, a list or a ``str``-keyed dict of such, or an exact model, with no alias, no
+    a ``Literal`` of those, a union, a list or a ``str``-keyed dict of such, or an exact model that validates an
+    instance again (a :class:`Payload`: ``revalidate_instances``), with no alias, no
     exclusion and no validator or serializer of the class's own. ``Any`` is not (a tuple in it dumps as a list, a
     value of another type as its JSON form), nor is an enum, a date or a set. A float's inf or NaN is no exception:
     the canonical JSON refuses it before anything is stored, as it did."""
@@ -379,8 +383,8 @@ def _exact_type(t: Any) -> bool:
         return _exact_type(args[0])
     if origin is dict and len(args) == 2:
         return args[0] is str and _exact_type(args[1])
-    if isinstance(t, type) and issubclass(t, BaseModel):
-        return exact(t)
+    if isinstance(t, type) and issubclass(t, BaseModel):  # an instance is taken as it is unless revalidated
+        return t.model_config.get("revalidate_instances") == "always" and exact(t)
     return False
 
 
