@@ -49,13 +49,6 @@ MIN_SECRET = 8
 MIN_FRAGMENT = 8
 """The shortest cut-off piece of a value that is redacted at a string's edge."""
 
-MIN_CORE = 8
-"""The shortest base64 run that is redacted as part of a longer base64 stream."""
-
-SEED = 12
-"""Bytes of each form the prefilter looks for: short enough for the automaton's SIMD prefilter, long enough
-that ordinary text almost never holds one."""
-
 #: The marks :class:`tether.sandbox.output.BoundedBuffer` and ``kernel/context.py``'s ``kept_result`` put where they
 #: cut an output: a value may be cut in two there.
 OMITTED_PATTERN = r"\n\[\.\.\. \d+ (?:bytes omitted by tether|characters in the blob)[^\n]*\]\n"
@@ -148,8 +141,9 @@ class Redactor:
 
         url = "%" in s
         for exact in self.held(s.encode(errors="surrogatepass")):
-            s = exact.pattern(squeezed=False, url=url, data=False).sub(exact.mark, s)
-            s = _unsplit(s, exact.pattern(squeezed=True, url=url, data=False), _ws(False), _not_ws(False), exact.mark)
+            mark = marker(exact.name)
+            s = exact.pattern(squeezed=False, url=url, data=False).sub(mark, s)
+            s = _unsplit(s, exact.pattern(squeezed=True, url=url, data=False), _ws(False), _not_ws(False), mark)
         return self._cut_pieces(s) if len(s) >= MIN_FRAGMENT else s
 
     def data(self, b: bytes) -> bytes:
@@ -159,7 +153,7 @@ class Redactor:
 
         url = b"%" in b
         for exact in self.held(b):
-            mark = exact.mark.encode()
+            mark = marker(exact.name).encode()
             b = exact.pattern(squeezed=False, url=url, data=True).sub(mark, b)
             b = _unsplit(b, exact.pattern(squeezed=True, url=url, data=True), _ws(True), _not_ws(True), mark)
         return b

@@ -15,13 +15,18 @@ from tether.memo import cache
 from tether.records import dataclass, field
 from tether.typeless import TypeVar
 
-from .redact import MIN_CORE, SEED, marker
-
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
     from ahocorasick_rs import BytesAhoCorasick
+
+MIN_CORE = 8
+"""The shortest base64 run that is redacted as part of a longer base64 stream."""
+
+SEED = 12
+"""Bytes of each form the prefilter looks for: short enough for the automaton's SIMD prefilter, long enough
+that ordinary text almost never holds one."""
 
 _ASCII_WS = b" \t\n\r\x0b\x0c"  # the whitespace a split value may have in it (the prefilter removes these)
 
@@ -107,10 +112,6 @@ class _Exact:
     name: str
     value: str
     _compiled: dict[tuple[bool, bool, bool], re.Pattern[Any]] = field(default_factory=dict)
-
-    @property
-    def mark(self) -> str:
-        return marker(self.name)
 
     def pattern(self, *, squeezed: bool, url: bool, data: bool) -> re.Pattern[Any]:
         key = (squeezed, url, data)
