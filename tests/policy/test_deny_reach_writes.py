@@ -32,6 +32,8 @@ def make(ws: Path) -> Path:
     subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
     subprocess.run([*git, "add", "."], cwd=ws, check=True)
     subprocess.run([*git, "commit", "-qm", "init"], cwd=ws, check=True)
+    (ws / "secrets" / "key.txt").write_text(SECRET + "\nchanged since\n")  # what git restore would put back
+    (ws / "src" / "a.py").write_text("x = 2\n")
     return ws
 
 
@@ -70,8 +72,8 @@ CHANGERS = [
     "cd src && mv ../secrets s",
     "git mv secrets/key.txt src/k",
     "git mv secrets src/s",
-    "git rm -rq secrets",
-    "git rm -q secrets/key.txt",
+    "git rm -rqf secrets",
+    "git rm -qf secrets/key.txt",
     "sort --files0-from=list0",
     "find . -name key.txt -delete",
     "find . -delete",
@@ -80,6 +82,9 @@ CHANGERS = [
     "cd src && cp a.py ../secrets",
     "tar xf x.tar -C secrets",
     "unzip -q x.zip -d secrets",
+    "git restore secrets",
+    "git restore secrets/key.txt",
+    "cd src && git restore ../secrets",
 ]
 
 
@@ -99,11 +104,12 @@ def test_a_command_that_changes_a_denied_file_through_its_directory_is_refused(c
         "gzip -r src",
         "mv src src2",
         "git mv src/a.py src/b.py",
-        "git rm -q src/a.py",
+        "git rm -qf src/a.py",
         "find src -name a.py -delete",
         "cp src/a.py src/b.py",
         "cp src/a.py docs",
         "tar xf x.tar -C src",
+        "git restore src",
     ],
 )
 def test_the_same_commands_on_places_the_deny_list_cannot_reach_are_not_refused(command: str, tmp_path: Path) -> None:
