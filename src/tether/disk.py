@@ -18,6 +18,12 @@ from stat import S_ISDIR, S_ISREG
 
 from tether import places
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    StrPath: TypeAlias = "str | os.PathLike[str]"  # what Path() takes: the public API's callers hand either
+
 #: The errors ``Path``'s questions take for "no" (pathlib's ``_IGNORED_ERRNOS``); any other is raised.
 _NO = (ENOENT, ENOTDIR, EBADF, ELOOP)
 

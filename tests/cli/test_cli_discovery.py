@@ -129,7 +129,7 @@ def test_a_hand_edited_registry_is_read_safely(tmp_path: Path, monkeypatch: pyte
     other = tmp_path / "notes.txt"
     other.write_text("not sqlite")
     monkeypatch.chdir(tmp_path)
-    registry.registry_path().write_text(f"notes.txt\n\n{other}\n{real.resolve()}\n")
+    Path(registry.registry_path()).write_text(f"notes.txt\n\n{other}\n{real.resolve()}\n")
     proc = tether(tmp_path, "runs", "--all", "--json")
     assert proc.returncode == 0, proc.stderr
     listing = json.loads(proc.stdout)

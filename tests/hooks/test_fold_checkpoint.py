@@ -169,7 +169,7 @@ def test_a_checkpoint_of_another_session_is_ignored(hook: Hook) -> None:
     calls(hook, 12)
     mine = checkpoint_file(hook)
     hook("PreToolUse", session_id="another-session", tool_input={"command": "ls"}, tool_use_id="t-other")
-    theirs = ck.path_for(folder(hook), guard_of_session(hook, "another-session").run_id)
+    theirs = Path(ck.path_for(folder(hook), guard_of_session(hook, "another-session").run_id))
     theirs.write_bytes(mine.read_bytes())  # session A's checkpoint where session B's belongs
     cold()
     hook("PreToolUse", session_id="another-session", tool_input={"command": "ls"}, tool_use_id="t-other2")

@@ -30,7 +30,7 @@ def test_a_folder_swapped_after_its_check_is_not_read_from(tmp_path: Path, monke
     good = envcache.validated(envelope_of(SOURCE.encode(), source), source)
     folder = tmp_path / "tether.db.folds"
     assert envcache.save(folder, good, key, None) is not None
-    target = envcache.file_for(folder, source)
+    target = Path(envcache.file_for(folder, source))
 
     # Another folder, writable by all, holding a file of the same name that is another envelope's (write: **),
     # consistent with its header as anyone may make one where there is no key.

@@ -33,7 +33,7 @@ out = {"tried": ck.tried(body)}
 st = os.stat(job["path"])
 pending = ck.Pending(b"", None, (st.st_ino, st.st_size, st.st_mtime_ns))
 try:
-    pending.discard(ck.Path(job["path"]))
+    pending.discard(job["path"])
     out["discard"] = "done"
 except Unsure:
     out["discard"] = "unsure"

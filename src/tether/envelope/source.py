@@ -9,15 +9,18 @@ from __future__ import annotations
 import io
 import os
 import stat
-from pathlib import Path
 
 from tether.errors import EnvelopeInvalid, FileError, Problem
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from tether.disk import StrPath
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 """An envelope is a few kilobytes; a megabyte leaves room for long instructions and stops a runaway file."""
 
 
-def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+def read_bytes(path: StrPath, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes (a FIFO or device is refused, not read)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

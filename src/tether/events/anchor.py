@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
+from tether import disk, places
 from tether.canonical import sha256_hex
 from tether.errors import DiskFull, FileError, LogCorrupt
 from tether.records import dataclass
@@ -31,8 +31,11 @@ from tether.records import dataclass
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:  # cryptography and base64: imported where a key is made, loaded or used (a store may have none)
     from collections.abc import Iterable, Sequence
+    from pathlib import Path
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    from tether.disk import StrPath
 
 DEFAULT_EVERY = 100
 MAX_ANCHOR_FILE = 256 * 1024 * 1024  # a line per checkpoint; far beyond any real use
@@ -43,16 +46,28 @@ NO_KEY_LIMIT = (
 )
 
 
-def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "tether"
+def config_dir() -> str:
+    """``$XDG_CONFIG_HOME/tether`` (``~/.config`` without it), as ``Path`` spells it."""
+    base = os.environ.get("XDG_CONFIG_HOME") or places.join(disk.home(), ".config")
+    return places.join(disk.text(base), "tether")
 
 
-def key_path(override: str | Path | None = None) -> Path:
-    return Path(override or os.environ.get("TETHER_KEY") or config_dir() / "anchor.key")
+def key_file(override: StrPath | None = None) -> str:
+    """The anchor key's path as text (``str(key_path(override))``): what a hook call asks the disk about, without
+    pathlib."""
+    return disk.text(override or os.environ.get("TETHER_KEY") or places.join(config_dir(), "anchor.key"))
+
+
+def key_path(override: StrPath | None = None) -> Path:
+    """The anchor key's path (``$TETHER_KEY``, else ``anchor.key`` in :func:`config_dir`)."""
+    from pathlib import Path  # the CLI's and a key's: a hook call asks key_file
+
+    return Path(key_file(override))
 
 
 def anchor_file_path(key: Path, override: str | Path | None = None) -> Path:
+    from pathlib import Path  # where a key signs: not a hook call without one
+
     return Path(override or os.environ.get("TETHER_ANCHOR_FILE") or key.parent / "anchors.jsonl")
 
 
@@ -188,6 +203,8 @@ class AnchorKey:
             public = Ed25519PublicKey.from_public_bytes(base64.b64decode(raw, validate=True))
         except ValueError as e:
             raise FileError(f"{where}: not an Ed25519 public key ({e})") from e
+        from pathlib import Path  # a package's key: not a hook call's
+
         return cls(public, None, Path(where))
 
     def verifies_bytes(self, message: bytes, signature: str) -> bool:
@@ -230,13 +247,15 @@ class Signer:
         self._private = key.private
 
     @classmethod
-    def configured(cls, key: str | Path | None = None) -> Signer | None:
-        """The signer the environment configures, or None when no key exists (anchoring is opt-in)."""
-        path = key_path(key)
-        if not path.exists():
+    def configured(cls, key: StrPath | None = None) -> Signer | None:
+        """The signer the environment configures, or None when no key exists (anchoring is opt-in; a hook call
+        without a key asks the disk about its text, without pathlib)."""
+        found = key_file(key)
+        if not disk.exists(found):
             if key is not None:
-                raise FileError(f"{path}: no such key (create one with `tether key init`)")
+                raise FileError(f"{found}: no such key (create one with `tether key init`)")
             return None
+        path = key_path(found)
         loaded = AnchorKey.load(path)
         return cls(loaded, anchor_file_path(path), anchor_every()) if loaded.private is not None else None
 

@@ -13,7 +13,8 @@ finds the memory "beside the log" (``path.parent``) finds it there. See docs/sto
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+from tether import disk
 
 from .anchor import Signer
 from .redact import url_without_password
@@ -21,12 +22,19 @@ from .store import EventStore
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TypeAlias
+
+    from tether.disk import StrPath
+
     from .protocol import Store  # the store surface, for the type checker: a hook call does not import it
 
-StoreSpec = str | Path  # a SQLite database file, or a postgresql:// URL
+#: A SQLite database file (a ``Path``, or a text that :func:`is_url` says is no URL: a hook call's, without
+#: pathlib), or a postgresql:// URL. A string, so that pathlib is not imported to make the union.
+StoreSpec: TypeAlias = "str | Path"
 URL_SCHEMES = ("postgresql", "postgres")
 LOCAL_DIR = ".tether"
-DB_FILE = Path(LOCAL_DIR) / "tether.db"
+DB_FILE = f"{LOCAL_DIR}/tether.db"  # in the workspace, as Path(LOCAL_DIR) / "tether.db" spells it
 
 
 #: What ``urlsplit`` drops before it reads a URL: C0 controls and the space at the start, tabs and line ends anywhere.
@@ -58,6 +66,8 @@ def is_url(spec: StoreSpec) -> bool:
 
 def spec_of(value: str | Path) -> StoreSpec:
     """A ``--db`` or ``$TETHER_DB`` value as a spec: a URL kept as text, anything else a file path."""
+    from pathlib import Path  # the CLI's and the harness's: a hook call's spec is the client's text
+
     return value if is_url(value) else Path(value)
 
 
@@ -74,14 +84,16 @@ def describe(spec: StoreSpec) -> str:
 
 def exists(spec: StoreSpec) -> bool:
     """Whether there may be a log to read: a file that exists; a URL always (the server answers on open)."""
-    return is_url(spec) or Path(spec).exists()
+    return is_url(spec) or disk.exists(spec)
 
 
-def local_dir(spec: StoreSpec, workspace: Path | None = None) -> Path:
+def local_dir(spec: StoreSpec, workspace: StrPath | None = None) -> Path:
     """The directory of the workspace's local files (memory.db): a file's own directory; for a URL, the
     workspace's ``.tether/`` (the current directory's when no workspace is known)."""
+    from pathlib import Path  # a URL's store (a hook call on a file never asks)
+
     if is_url(spec):
-        return (workspace or Path.cwd()) / LOCAL_DIR
+        return (Path(workspace) if workspace else Path.cwd()) / LOCAL_DIR
     return Path(spec).parent
 
 
@@ -106,4 +118,4 @@ def open_store(
                 f"{describe(spec)}: a PostgreSQL store needs psycopg ({e}); pip install 'tether[postgres]'"
             ) from e
         return PgStore.open(str(spec), create=create, readonly=readonly, signer=signer, local=local)
-    return EventStore.open(Path(spec), create=create, readonly=readonly, signer=signer)
+    return EventStore.open(spec, create=create, readonly=readonly, signer=signer)

@@ -15,25 +15,30 @@ from __future__ import annotations
 
 import fcntl
 import os
-from pathlib import Path
 
+from tether import disk, places
 from tether.records import dataclass
 from tether.scoped import contextmanager
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
+
+    from tether.disk import StrPath
 
 
-def registry_path() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "tether" / "databases"
+def registry_path() -> str:
+    """``$XDG_STATE_HOME/tether/databases`` (``~/.local/state`` without it), as ``Path`` would spell it: a
+    database's first open records itself here, on a hook call's path too (no pathlib)."""
+    state = os.environ.get("XDG_STATE_HOME") or places.join(disk.home(), ".local/state")
+    return places.join(disk.text(state), "tether/databases")
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def _locked(path: str) -> Iterator[None]:
+    disk.mkdir(places.parent(path), parents=True, exist_ok=True)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -41,9 +46,10 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _read(path: Path) -> list[str]:
+def _read(path: str) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
     except FileNotFoundError:
         return []
     seen: dict[str, None] = {}  # ordered and deduplicated: a database re-created at the same path is one entry
@@ -53,9 +59,9 @@ def _read(path: Path) -> list[str]:
     return list(seen)
 
 
-def record(database: Path) -> bool:
+def record(database: StrPath) -> bool:
     """Add ``database`` (made absolute) to the list; False when the list cannot be written."""
-    line = str(database.resolve())
+    line = disk.resolve(database)
     if "\n" in line:  # a path with a newline cannot be one line of the list; it is simply not recorded
         return False
     path = registry_path()
@@ -83,15 +89,18 @@ def prune() -> Listing:
 
     The rewrite is a new file renamed over the old one: a crash leaves the old list or the new, never half.
     """
+    from pathlib import Path  # the CLI's listing: never a hook call's
+
     path = registry_path()
-    if not path.exists():
+    if not disk.exists(path):
         return Listing([], [])
     with _locked(path):
         entries = [Path(p) for p in _read(path)]
         live = [p for p in entries if p.is_absolute() and p.is_file()]  # a relative line was not written by us
         stale = [p for p in entries if p not in live]
         if stale:
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text("".join(f"{p}\n" for p in live), encoding="utf-8")
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write("".join(f"{p}\n" for p in live))
             os.replace(tmp, path)
     return Listing(live, stale)

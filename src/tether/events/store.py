@@ -40,9 +40,8 @@ import json
 import os
 import time
 from json.encoder import encode_basestring
-from pathlib import Path
 
-from tether import plain
+from tether import disk, places, plain
 from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
 from tether.clock import UTC, datetime
 from tether.errors import (
@@ -80,7 +79,10 @@ TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
+    from pathlib import Path
     from typing import Any, TypeAlias
+
+    from tether.disk import StrPath
 
     from .kinds import RunForked
 
@@ -415,14 +417,14 @@ class EventStore(StoreBase[Event]):
 
     def __init__(
         self,
-        path: Path,
+        path: StrPath,
         conn: sqlite3.Connection,
         lock_timeout_s: float = LOCK_TIMEOUT_S,
         *,
         readonly: bool = False,
         signer: Signer | None = None,
     ) -> None:
-        self.path = path
+        self.file = disk.text(path)  # the database's path as text: what a hook call opens and names it by
         self.lock_timeout_s = lock_timeout_s
         self.readonly = readonly
         self.signer = signer
@@ -445,12 +447,20 @@ class EventStore(StoreBase[Event]):
         with self._thread_lock:
             self.redactor = self.redactor.with_secrets(secrets)
 
+    @property
+    def path(self) -> Path:
+        """The database's file as a ``Path`` (the store's protocol), for the callers off a hook call's path (the
+        memory and the snapshots beside it): pathlib imported here, not by a hook call (``file`` is its text)."""
+        from pathlib import Path
+
+        return Path(self.file)
+
     # ---- opening ---------------------------------------------------------------------------
 
     @classmethod
     def open(
         cls,
-        path: str | Path,
+        path: StrPath,
         *,
         create: bool = True,
         readonly: bool = False,
@@ -458,17 +468,17 @@ class EventStore(StoreBase[Event]):
         lock_timeout_s: float = LOCK_TIMEOUT_S,
     ) -> EventStore:
         """Open (and with ``create`` make) a store. ``readonly`` never creates or changes a file."""
-        path = Path(path)
-        created = not path.exists()
+        path = disk.text(path)  # str(Path(path)): the file named as Path names it, without pathlib
+        created = not disk.exists(path)
         if created:
             if readonly or not create:
-                raise FileError(f"{path}: no tether database here (run something first, or pass --db)", path=str(path))
+                raise FileError(f"{path}: no tether database here (run something first, or pass --db)", path=path)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                disk.mkdir(places.parent(path), parents=True, exist_ok=True)
             except OSError as e:
                 raise _os_error(e, path) from e
-        elif path.is_dir():
-            raise FileError(f"{path}: is a directory, expected a tether database file", path=str(path))
+        elif disk.is_dir(path):
+            raise FileError(f"{path}: is a directory, expected a tether database file", path=path)
         try:
             connect = cls._connect_reader if readonly else cls._connect_writer
             store = connect(path, signer=signer, lock_timeout_s=lock_timeout_s)
@@ -485,12 +495,14 @@ class EventStore(StoreBase[Event]):
         return store
 
     @classmethod
-    def _connect_reader(cls, path: Path, *, signer: Signer | None, lock_timeout_s: float) -> EventStore:
+    def _connect_reader(cls, path: str, *, signer: Signer | None, lock_timeout_s: float) -> EventStore:
         """A read-only connection. An empty file may be one a writer is creating (it does so under the writer
         lock, :meth:`_connect_writer`): wait for that lock, then look once more."""
 
         def connect() -> EventStore:
-            uri = path.resolve().as_uri() + "?mode=ro"
+            from pathlib import Path  # as_uri's quoting: a read-only open, never a hook call's
+
+            uri = Path(disk.resolve(path)).as_uri() + "?mode=ro"
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=lock_timeout_s)
             return cls(path, conn, lock_timeout_s, readonly=True, signer=signer)
 
@@ -508,7 +520,7 @@ class EventStore(StoreBase[Event]):
         return store
 
     @classmethod
-    def _connect_writer(cls, path: Path, *, signer: Signer | None, lock_timeout_s: float) -> EventStore:
+    def _connect_writer(cls, path: str, *, signer: Signer | None, lock_timeout_s: float) -> EventStore:
         """A connection to a file made (if need be) a current tether database: WAL mode, whole schema.
 
         That set-up writes, so it runs under the writer lock (:meth:`_init_schema`); a file already set up,
@@ -550,7 +562,7 @@ class EventStore(StoreBase[Event]):
             self._select_rows = SELECT_ROWS if version == SCHEMA_VERSION else SELECT_ROWS_BEFORE_3
             return
         if version is None and self.readonly:
-            raise NotATetherDatabase(f"{self.path}: an empty file, not a tether database")
+            raise NotATetherDatabase(f"{self.file}: an empty file, not a tether database")
         # One transaction: a new database gets the whole schema; a tether/1 or tether/2 one the new tables and
         # its events copied into tether/3's table. A failure or a crash before the COMMIT leaves it as it was.
         self._conn.create_function("tether_stored_hash", 1, lambda h: stored_hash(h), deterministic=True)
@@ -575,12 +587,12 @@ class EventStore(StoreBase[Event]):
                         self._conn.execute("ROLLBACK")
                     if version is None or not isinstance(e, sqlite3.Error) or "locked" in str(e):
                         raise
-                    if _is_disk_full(e, self.path):
-                        raise DiskFull(f"disk full: {self.path} ({e}); the database is unchanged") from e
+                    if _is_disk_full(e, self.file):
+                        raise DiskFull(f"disk full: {self.file} ({e}); the database is unchanged") from e
                     raise NotATetherDatabase(
-                        f"{self.path}: migrating tether/{version} to tether/{SCHEMA_VERSION} failed ({e}); "
+                        f"{self.file}: migrating tether/{version} to tether/{SCHEMA_VERSION} failed ({e}); "
                         "the database is unchanged (`tether log verify` it)",
-                        path=str(self.path),
+                        path=str(self.file),
                     ) from e
         self._select_rows = SELECT_ROWS
 
@@ -591,7 +603,7 @@ class EventStore(StoreBase[Event]):
             return None
         if "meta" not in tables:
             raise NotATetherDatabase(
-                f"{self.path}: an SQLite database, but not a tether one (tables: {sorted(tables)})"
+                f"{self.file}: an SQLite database, but not a tether one (tables: {sorted(tables)})"
             )
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         if row is not None and row[0] in READABLE_SCHEMAS:
@@ -599,11 +611,11 @@ class EventStore(StoreBase[Event]):
         found = row and row[0]
         if isinstance(found, str) and found.startswith("tether/") and found[7:].isdigit():
             raise NotATetherDatabase(
-                f"{self.path}: meta.schema is {found!r}, written by a newer tether than this one (it reads "
+                f"{self.file}: meta.schema is {found!r}, written by a newer tether than this one (it reads "
                 f"{', '.join(READABLE_SCHEMAS)}); upgrade tether to open it"
             )
         raise NotATetherDatabase(
-            f"{self.path}: meta.schema is {found!r}; expected one of {', '.join(READABLE_SCHEMAS)}"
+            f"{self.file}: meta.schema is {found!r}; expected one of {', '.join(READABLE_SCHEMAS)}"
         )
 
     def close(self) -> None:
@@ -617,7 +629,7 @@ class EventStore(StoreBase[Event]):
 
     @property
     def where(self) -> str:
-        return str(self.path)
+        return self.file
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -625,17 +637,17 @@ class EventStore(StoreBase[Event]):
     def _write(self) -> Iterator[None]:
         """Hold the thread lock and the cross-process writer lock for one transaction."""
         if self.readonly:
-            raise InputError(f"{self.path}: opened read-only")
+            raise InputError(f"{self.file}: opened read-only")
         with self._thread_lock:
             if self._lock_fd is None:
-                self._lock_fd = _open_lock(self.path)
+                self._lock_fd = _open_lock(self.file)
             fd = self._lock_fd
-            _flock(fd, fcntl.LOCK_EX, self.path, self.lock_timeout_s)
+            _flock(fd, fcntl.LOCK_EX, self.file, self.lock_timeout_s)
             try:
                 yield
             except sqlite3.OperationalError as e:
-                if _is_disk_full(e, self.path):
-                    raise DiskFull(f"disk full: {self.path} ({e}); nothing was written") from e
+                if _is_disk_full(e, self.file):
+                    raise DiskFull(f"disk full: {self.file} ({e}); nothing was written") from e
                 raise
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -694,7 +706,7 @@ class EventStore(StoreBase[Event]):
             (run_id, now_iso(), task, parent, *head),
         )
         if cur.rowcount != 1:
-            raise RunExists(f"{self.path}: run {run_id} already exists")
+            raise RunExists(f"{self.file}: run {run_id} already exists")
 
     def create_fork(
         self,
@@ -897,7 +909,7 @@ class EventStore(StoreBase[Event]):
         an open is: not a corrupt log, and not sqlite3's error ("internal error" in the CLI)."""
         code = getattr(e, "sqlite_errorcode", None)
         if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            raise DatabaseLocked(f"{self.path}: database is locked by another process ({e})") from e
+            raise DatabaseLocked(f"{self.file}: database is locked by another process ({e})") from e
 
     def _not_utf8(self, table: str, columns: Sequence[str], rid: str, lo: int, hi: int) -> tuple[int, str] | None:
         """The first row of ``table`` (events, anchors) of run ``rid`` from seq ``lo`` to ``hi`` with a text column
@@ -973,7 +985,7 @@ class EventStore(StoreBase[Event]):
         verify_rows(main, rows)  # the rows as given: their prev_hash too, which the store does not keep
         with self._transaction() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE run_id=?", (main.run_id,)).fetchone():
-                raise InputError(f"{self.path}: run {main.run_id} is already in this store")
+                raise InputError(f"{self.file}: run {main.run_id} is already in this store")
             for info in runs:
                 if not conn.execute("SELECT 1 FROM runs WHERE run_id=?", (info.run_id,)).fetchone():
                     conn.execute(
@@ -1444,14 +1456,14 @@ class _Transaction:
     def __enter__(self) -> sqlite3.Connection:
         store = self._store
         if store.readonly:
-            raise InputError(f"{store.path}: opened read-only")
+            raise InputError(f"{store.file}: opened read-only")
         lock = store._thread_lock
         lock.acquire()
         try:
             if store._lock_fd is None:
-                store._lock_fd = _open_lock(store.path)
+                store._lock_fd = _open_lock(store.file)
             fd = store._lock_fd
-            _flock(fd, fcntl.LOCK_EX, store.path, store.lock_timeout_s)
+            _flock(fd, fcntl.LOCK_EX, store.file, store.lock_timeout_s)
         except BaseException:
             lock.release()
             raise
@@ -1494,11 +1506,11 @@ class _Transaction:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         finally:
             store._thread_lock.release()
-        if isinstance(error, sqlite3.OperationalError) and _is_disk_full(error, store.path):
-            raise DiskFull(f"disk full: {store.path} ({error}); nothing was written") from error
+        if isinstance(error, sqlite3.OperationalError) and _is_disk_full(error, store.file):
+            raise DiskFull(f"disk full: {store.file} ({error}); nothing was written") from error
 
 
-def _flock(fd: int, op: int, path: Path, timeout_s: float) -> None:
+def _flock(fd: int, op: int, path: str, timeout_s: float) -> None:
     """Take the writer lock file's lock (``LOCK_EX`` to write, ``LOCK_SH`` to wait for a writer), polling: a
     blocking flock could not time out. Held past ``timeout_s`` by another process: :class:`DatabaseLocked`."""
     deadline = time.monotonic() + timeout_s
@@ -1514,23 +1526,23 @@ def _flock(fd: int, op: int, path: Path, timeout_s: float) -> None:
             time.sleep(0.002)
 
 
-def _open_lock(path: Path) -> int:
+def _open_lock(path: str) -> int:
     """The descriptor of the database's writer lock file, ``<db>.lock`` (made if missing)."""
-    lock_path = Path(str(path) + ".lock")
+    lock_path = path + ".lock"
     try:
         return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise _os_error(e, lock_path) from e
 
 
-def _has_content(path: Path) -> bool:
+def _has_content(path: str) -> bool:
     try:
-        return path.stat().st_size > 0
+        return os.stat(path).st_size > 0
     except FileNotFoundError:
         return False
 
 
-def _wait_for_writer(path: Path, timeout_s: float) -> None:
+def _wait_for_writer(path: str, timeout_s: float) -> None:
     """Wait until no process holds the writer lock of the database at ``path`` (a read-only open that found
     the file empty: its creator makes it under that lock). No lock file: no writer has started."""
     try:
@@ -1556,20 +1568,20 @@ def _transient(e: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in _TRANSIENT
 
 
-def _is_disk_full(e: sqlite3.Error, path: Path) -> bool:
+def _is_disk_full(e: sqlite3.Error, path: str) -> bool:
     """SQLITE_FULL, or an I/O error (creating the WAL index, say) where the filesystem has no room left."""
     if "disk is full" in str(e) or getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return True
     if "disk I/O error" not in str(e):
         return False
     try:
-        fs = os.statvfs(path.parent)
+        fs = os.statvfs(places.parent(path))
     except OSError:
         return False
     return fs.f_bavail * fs.f_frsize < 64 * 1024
 
 
-def _os_error(e: OSError, path: Path) -> Exception:
+def _os_error(e: OSError, path: str) -> Exception:
     if e.errno == errno.ENOSPC:
         return DiskFull(f"disk full: {path} ({e.strerror})")
     return FileError(f"{path}: {e.strerror}")

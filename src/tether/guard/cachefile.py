@@ -12,18 +12,22 @@ from __future__ import annotations
 import json
 import os
 from _operator import attrgetter, is_  # operator's very functions, without the Python module
-from pathlib import Path
 from types import FunctionType
 
+from tether import disk, places
 from tether.canonical import sha256
 from tether.scoped import suppress
+from tether.typeless import TypeVar
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from tether.disk import StrPath
     from tether.events.anchor import Signer
+
+P = TypeVar("P", bound="StrPath")
 
 #: A cache file being written; a process killed mid-write leaves one (:func:`sweep` removes it later).
 TMP_PREFIX = ".ckpt-"
@@ -31,7 +35,7 @@ TMP_PREFIX = ".ckpt-"
 STALE_S = 600.0
 
 
-def _code_stamp(root: Path | None = None) -> str:
+def _code_stamp(root: StrPath | None = None) -> str:
     """The relative path, size and mtime of every module of tether, hashed. "" when the modules are not files
     to stat (an installation without sources): then nothing that needs a stamp is written or read.
 
@@ -115,7 +119,7 @@ def own(st: os.stat_result) -> bool:
     return st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022
 
 
-def read_own(folder: Path, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
+def read_own(folder: StrPath, name: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
     """The file ``name`` in ``folder`` (its bytes, at most ``max_bytes + 1``, and its stat), read only from a folder and
     a file of this user's alone (:func:`own`), a regular file of at most ``max_bytes``; None when there is none to
     read, or on any doubt. The file is opened inside the very folder checked (its descriptor), never by its path
@@ -124,7 +128,7 @@ def read_own(folder: Path, name: str, max_bytes: int) -> tuple[bytes, os.stat_re
     import stat
 
     try:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        dir_fd = os.open(disk.text(folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -147,7 +151,7 @@ def read_own(folder: Path, name: str, max_bytes: int) -> tuple[bytes, os.stat_re
         os.close(fd)
 
 
-def write_own(folder: Path, target: Path, data: bytes) -> Path | None:
+def write_own(folder: StrPath, target: P, data: bytes) -> P | None:
     """``data`` as ``target`` (a name in ``folder``), whole or not at all, into a folder of this user's alone (made
     ``0700`` if missing; :func:`own`), or nothing: a reader (:func:`read_own`) would ignore the file, and one others
     may write must not get it either. As :func:`read_own` reads, the folder is opened once without following a link
@@ -156,15 +160,15 @@ def write_own(folder: Path, target: Path, data: bytes) -> Path | None:
     into place, so a reader sees the old file or the new one; None on an I/O failure (these files are caches; the
     log is the truth)."""
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        disk.mkdir(folder, mode=0o700, parents=True, exist_ok=True)
+        dir_fd = os.open(disk.text(folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         if not own(os.fstat(dir_fd)):
             return None
         sweep(dir_fd)
-        _write_in(dir_fd, target.name, data)
+        _write_in(dir_fd, places.name(disk.text(target)), data)
     except OSError:
         return None
     finally:
@@ -187,7 +191,7 @@ def _write_in(dir_fd: int, name: str, data: bytes) -> None:
         raise
 
 
-def sweep(folder: Path | int, now: float | None = None) -> None:
+def sweep(folder: StrPath | int, now: float | None = None) -> None:
     """Remove what writers killed mid-write left in ``folder`` (a path, or an open folder's descriptor): a SIGKILL
     skips their clean-up, each up to a fold's size, one per kill, which nothing else would ever delete. A live
     writer's file is young, so it stays."""

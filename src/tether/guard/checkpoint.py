@@ -54,10 +54,9 @@ import json
 import os
 import pickle
 import types
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether import plain
+from tether import places, plain
 from tether.events.store import Event
 
 from . import cachefile
@@ -70,6 +69,8 @@ from .cachefile import sweep as sweep
 from .log import Log, path_for
 
 if TYPE_CHECKING:
+    from tether.disk import StrPath
+
     from .session import Guard
 
 #: The checkpoint format; a file of another version is ignored. 2: the body is two pickles, the gate's part (the run
@@ -174,7 +175,7 @@ _Unpickler = cachefile.unpickler(_allowed, "a fold checkpoint")
 # ---- writing and reading ----------------------------------------------------------------------------------
 
 
-def save(guard: Guard, folder: Path) -> Path | None:
+def save(guard: Guard, folder: StrPath) -> str | None:
     """Write the guard's folded state at its head, atomically; None when there is nothing to checkpoint (a log
     whose folds are not all at its head, an empty one). Never raises for an I/O failure: a checkpoint is a
     cache, and the log is the truth."""
@@ -238,7 +239,7 @@ def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
     }
 
 
-def load(guard: Guard, folder: Path, audited: int, pending: Pending | None = None) -> bool:
+def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = None) -> bool:
     """Restore ``guard`` (fresh from :meth:`Guard.open`, its log verified: ``audited`` events) from its
     checkpoint, then fold what came after. False, with the guard untouched, on any doubt. ``pending``: the file as
     :func:`begin` read it before the audit, its body's trial already running (else it is read, and tried, now)."""
@@ -305,7 +306,7 @@ class Pending:
         self.failed = self.trial is not None and not ok
         return ok
 
-    def discard(self, path: Path) -> None:
+    def discard(self, path: str) -> None:
         """Remove the file whose body failed its trial, if it is still the one read (its inode, size and time):
         left there, every later cold call of the session would try it again and wait for its deadline (up to
         ~34 s for a body of :data:`MAX_BYTES`) until the next checkpoint replaced it, and a session under
@@ -324,14 +325,14 @@ class Pending:
             self.trial.close()
 
 
-def begin(folder: Path, run_id: str, signed: bool) -> Pending:
+def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     """Read the session's checkpoint and, when no store key will vouch for it (``signed``: the store has one), start
     the trial of its body in a forked child (:func:`tried`) at once: the child loads and walks it while this process
     audits the log (``Guard.open`` runs ``verify_run`` before any checkpoint is used), and :func:`load` waits for
     its verdict only then (a cold call in a session of 1,000 tool calls waited ~35 ms for it after the audit). A
     body whose header is not this code's checkpoint of this run, or whose digest is not the header's, is not tried:
     :func:`load` ignores it anyway. The caller closes what it gets (``try``/``finally``), used or not."""
-    read = read_own(folder, path_for(folder, run_id).name, MAX_BYTES)  # a file another user could write: a miss
+    read = read_own(folder, places.name(path_for(folder, run_id)), MAX_BYTES)  # a file another user could write: a miss
     if read is None:
         return Pending(None)  # none, too large (not read at all), or not this user's alone
     raw, st = read

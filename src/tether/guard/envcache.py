@@ -50,9 +50,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
-from tether import plain
+from tether import disk, places, plain
 from tether.canonical import content_hash, sha256
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope
@@ -77,6 +76,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from tether.disk import StrPath
     from tether.events.anchor import Signer
 
 #: The format; a file of another version is ignored.
@@ -102,13 +102,14 @@ class Validated:
     contract: str
     dump: dict[str, Any]
     dumped: str  # content_hash(dump); "" when the envelope does not survive its round trip: not kept
-    path: Path | None  # the file it came from; None for the built-in envelope
+    path: str | None  # the file it came from (resolved); None for the built-in envelope
     kept: bool = False  # read from a kept file (else validated by this process)
 
 
-def validated(envelope: Envelope, path: Path | None) -> Validated:
+def validated(envelope: Envelope, path: StrPath | None) -> Validated:
     """The envelope as the guard governs with it: validated again from its own JSON dump, as a run's recorded
     envelope is. When that round trip changes it (or its contract), the envelope itself, not to be kept."""
+    path = None if path is None else disk.text(path)
     dump = envelope.model_dump(mode="json")
     again = Envelope.model_validate(dump)
     contract = contract_hash(envelope)
@@ -150,18 +151,21 @@ def key_of(source: str, digest: str) -> dict[str, Any]:
     return {"version": VERSION, "code": code_stamp(), "libraries": _versions(), "source": source, "digest": digest}
 
 
-def file_for(folder: Path, path: Path | None) -> Path:
-    name = BUILT_IN if path is None else str(path)
-    return folder / f"{sha256(name.encode()).hexdigest()[:32]}{SUFFIX}"
+def file_for(folder: StrPath, path: StrPath | None) -> str:
+    """The kept file of ``path`` in ``folder`` (``str(Path(folder) / name)``), named by the digest of its text."""
+    name = BUILT_IN if path is None else disk.text(path)
+    return places.join(disk.text(folder), f"{sha256(name.encode()).hexdigest()[:32]}{SUFFIX}")
 
 
-def changeable(path: Path | None) -> bool:
+def changeable(path: StrPath | None) -> bool:
     """May this user change the source (so that a file of theirs may stand in for its validation)? The file or
     its directory writable by this user; the built-in envelope always (see the module docstring)."""
     if path is None:
         return True
     effective = os.access in os.supports_effective_ids
-    return os.access(path, os.W_OK, effective_ids=effective) or os.access(path.parent, os.W_OK, effective_ids=effective)
+    place = disk.text(path)
+    up = places.parent(place)
+    return os.access(place, os.W_OK, effective_ids=effective) or os.access(up, os.W_OK, effective_ids=effective)
 
 
 # ---- reading ------------------------------------------------------------------------------------------------
@@ -173,9 +177,7 @@ class Early:
     only these bytes, so a file swapped after the read is neither what is unpickled nor what was tried. Whoever
     makes one closes it (``try``/``finally``): a child whose verdict was not asked for is killed and reaped then."""
 
-    def __init__(
-        self, folder: Path, path: Path | None, raw: bytes, ident: tuple[int, ...], trial: Trial | None
-    ) -> None:
+    def __init__(self, folder: str, path: str | None, raw: bytes, ident: tuple[int, ...], trial: Trial | None) -> None:
         self.folder, self.path, self.raw, self.ident, self.trial = folder, path, raw, ident, trial
 
     def close(self) -> None:
@@ -183,23 +185,22 @@ class Early:
             self.trial.close()
 
 
-def begin(folder: Path, path: Path | None, signed: bool) -> Early | None:
+def begin(folder: StrPath, path: StrPath | None, signed: bool) -> Early | None:
     """Read the kept envelope of ``path`` (None: the built-in one) and, unless a store key will vouch for it
     (``signed``), fork the trial of its body at once: the child reads it while this process opens the store and
     finds the session (a cold PreToolUse waited ~7 ms for a trial forked only when the envelope was needed). A
     file whose body is not the one its header names is not tried (:func:`load` ignores it anyway); nor is the key
     checked here (the code stamp is taken meanwhile): :func:`load` checks everything before it uses the trial's
     verdict. None when there is no file to read."""
-    if path is not None:
-        path = path.resolve()
-    read = _file(folder, path)
+    real = None if path is None else disk.resolve(path)
+    read = _file(folder, real)
     if read is None:
         return None
     raw, ident = read
     body = None if signed else _body(raw)
     _reader()
     trial = None if body is None else Trial(lambda: _tried(body), TRIAL_S, TRIAL_ALLOWANCE)
-    return Early(folder, path, raw, ident, trial)
+    return Early(disk.text(folder), real, raw, ident, trial)
 
 
 def _body(raw: bytes) -> bytes | None:
@@ -214,14 +215,15 @@ def _body(raw: bytes) -> bytes | None:
 
 
 def load(
-    folder: Path, path: Path | None, key: dict[str, Any], signer: Signer | None, early: Early | None = None
+    folder: StrPath, path: StrPath | None, key: dict[str, Any], signer: Signer | None, early: Early | None = None
 ) -> Validated | None:
     """The kept envelope of ``path`` (None: the built-in one) under ``key``, or None on any doubt. ``early``: the
     file as :func:`begin` read it, its trial already running (used when it is this file; else it is read now).
     A file whose body failed its trial is removed (if it is still the file read), as a failed fold checkpoint is:
     the validation that follows the miss writes it again, but not when its envelope is not kept, and every call
     would try it again until its deadline."""
-    if early is not None and early.folder == folder and early.path == path:
+    path = None if path is None else disk.text(path)  # the resolved file's text, as kept() hands it
+    if early is not None and early.folder == disk.text(folder) and early.path == path:
         raw, ident, trial = early.raw, early.ident, early.trial
     else:
         read = _file(folder, path)
@@ -238,17 +240,17 @@ def load(
             _discard(file_for(folder, path), ident)
 
 
-def _file(folder: Path, path: Path | None) -> tuple[bytes, tuple[int, ...]] | None:
+def _file(folder: StrPath, path: str | None) -> tuple[bytes, tuple[int, ...]] | None:
     """The kept file of ``path`` in ``folder`` (its bytes, and its inode, size and mtime), read only from a folder and
     a file of this user's alone (:func:`.cachefile.read_own`); None when there is none to read, or on any doubt."""
-    found = read_own(folder, file_for(folder, path).name, MAX_BYTES)
+    found = read_own(folder, places.name(file_for(folder, path)), MAX_BYTES)
     if found is None:
         return None
     raw, st = found
     return raw, (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _discard(target: Path, ident: tuple[int, ...]) -> None:
+def _discard(target: str, ident: tuple[int, ...]) -> None:
     """Remove the kept file whose body failed its trial, if it is still the one read. Never in a plain process
     (tether/plain.py): its trial's child reads plain records, which may doubt a body pydantic reads; the call goes
     to the full path, which tries the body itself (as guard/checkpoint.py ``Pending.discard``)."""
@@ -263,7 +265,7 @@ def _discard(target: Path, ident: tuple[int, ...]) -> None:
 
 
 def _restore(
-    raw: bytes, path: Path | None, key: dict[str, Any], signer: Signer | None, trial: Trial | None, failed: list[bool]
+    raw: bytes, path: str | None, key: dict[str, Any], signer: Signer | None, trial: Trial | None, failed: list[bool]
 ) -> Validated | None:
     found = parts(raw, MAGIC, MAX_BYTES)
     if found is None or not _vouched(*found, path, key, signer):
@@ -339,9 +341,7 @@ def _same(state: Any, dump: Any) -> bool:
     return json.dumps(state, sort_keys=True) == json.dumps(dump, sort_keys=True)
 
 
-def _vouched(
-    header: dict[str, Any], body: bytes, path: Path | None, key: dict[str, Any], signer: Signer | None
-) -> bool:
+def _vouched(header: dict[str, Any], body: bytes, path: str | None, key: dict[str, Any], signer: Signer | None) -> bool:
     """The header is this key's (format, code, libraries, source, digest), names this file's source, the body is
     the one it names, and under an anchor key it is signed with that key (a forged signature raises)."""
     if not key["code"] or any(header.get(k) != v for k, v in key.items()):
@@ -388,7 +388,7 @@ def _allowed(module: str, name: str) -> object:
 # ---- writing ------------------------------------------------------------------------------------------------
 
 
-def save(folder: Path, v: Validated, key: dict[str, Any], signer: Signer | None) -> Path | None:
+def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | None) -> str | None:
     """Keep ``v`` under ``key``, atomically; None when it is not to be kept (it does not survive its round trip,
     no code stamp, an unpicklable value) or cannot be (an I/O failure, a folder that is not this user's alone).
     Never raises for those: it is a cache."""
@@ -419,8 +419,8 @@ def save(folder: Path, v: Validated, key: dict[str, Any], signer: Signer | None)
 
 
 def kept(
-    folder: Path | None,
-    path: Path | None,
+    folder: StrPath | None,
+    path: StrPath | None,
     built_in: Callable[[], Envelope],
     signer: Signer | None = None,
     *,
@@ -433,28 +433,36 @@ def kept(
     hashed and parsed; else they are read here. The file's own errors (missing, too large, not UTF-8, invalid)
     are raised as :func:`tether.envelope.load.load_envelope` raises them. ``early``: the kept file as :func:`begin`
     read it, its trial started (the caller closes it)."""
-    if path is not None:
-        path = path.resolve()
-        if data is None:
-            from tether.envelope.source import read_bytes
+    real = None if path is None else disk.resolve(path)
+    if real is not None and data is None:
+        from tether.envelope.source import read_bytes
 
-            data = read_bytes(path)  # what is hashed is what is parsed
+        data = read_bytes(real)  # what is hashed is what is parsed
     data = data or b""
-    use = folder is not None and bool(code_stamp()) and changeable(path)
+    use = folder is not None and bool(code_stamp()) and changeable(real)
     key: dict[str, Any] = {}
     if use and folder is not None:
-        source = BUILT_IN if path is None else ("json" if path.suffix == ".json" else "yaml")
-        key = key_of(source, "" if path is None else sha256(data).hexdigest())
-        found = load(folder, path, key, signer, early)
+        source = BUILT_IN if real is None else ("json" if _suffix(real) == ".json" else "yaml")
+        key = key_of(source, "" if real is None else sha256(data).hexdigest())
+        found = load(folder, real, key, signer, early)
         if found is not None:
             return found
     plain.unsure("no kept envelope to read: it is validated (with pydantic)")
-    if path is None:
+    if real is None:
         v = validated(built_in(), None)
     else:
+        from pathlib import Path  # the envelope parsed (with pydantic): not a kept envelope's call
+
         from tether.envelope.load import envelope_of
 
-        v = validated(envelope_of(data, path), path)
+        v = validated(envelope_of(data, Path(real)), real)
     if use and folder is not None:
         save(folder, v, key, signer)
     return v
+
+
+def _suffix(path: str) -> str:
+    """``Path(path).suffix`` of a ``place``: its name's last ``.`` on, where that is neither first nor last."""
+    name = places.name(path)
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""

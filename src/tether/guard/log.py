@@ -5,8 +5,8 @@ name it without importing the checkpoint's reader and writer (which import the s
 from __future__ import annotations
 
 from _collections_abc import Sequence  # collections.abc's, without the collections package
-from pathlib import Path
 
+from tether import disk, places
 from tether.canonical import sha256
 from tether.events.chain import GENESIS
 from tether.events.store import Event, contents_hash
@@ -17,15 +17,17 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from tether.disk import StrPath
+
 #: A fold checkpoint is written once this many events have been folded since the last one (or since opening).
 #: Here, not in guard/checkpoint.py: a hook call that writes none decides so without importing the writer.
 EVERY = 256
 
 
-def path_for(folder: Path, run_id: str) -> Path:
-    """A session's fold checkpoint in ``folder``. Here too: a hook call looks for one without the reader (the
-    folder alone says nothing: it also holds the kept envelopes, guard/envcache.py)."""
-    return folder / f"{sha256(run_id.encode()).hexdigest()[:32]}.ckpt"
+def path_for(folder: StrPath, run_id: str) -> str:
+    """A session's fold checkpoint in ``folder`` (``str(Path(folder) / name)``). Here too: a hook call looks for one
+    without the reader (the folder alone says nothing: it also holds the kept envelopes, guard/envcache.py)."""
+    return places.join(disk.text(folder), f"{sha256(run_id.encode()).hexdigest()[:32]}.ckpt")
 
 
 class Log(Sequence[Event]):

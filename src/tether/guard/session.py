@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import _thread
 import json
+import os
 import re
 import time
 from _collections_abc import Mapping  # collections.abc's, without the collections package
 from enum import Enum
-from pathlib import Path
 
-from tether import plain
+from tether import disk, places, plain
 from tether.canonical import content_hash, sha256
 from tether.clock import UTC, datetime, timedelta
 from tether.envelope.hashing import contract_hash
@@ -73,8 +73,10 @@ from .envcache import Validated
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
     from typing import Any, Literal
 
+    from tether.disk import StrPath
     from tether.events.kinds import ApprovalRequested
     from tether.events.protocol import Store
     from tether.events.storebase import Audit
@@ -199,12 +201,13 @@ class Guard:
         store: Store,
         run_id: str,
         env: Envelope,
-        workspace: Path,
+        workspace: StrPath,
         asking: Asking = Asking.TETHER,
         contract: str = "",
     ) -> None:
         """``contract``: ``contract_hash(env)`` when the caller has it (a kept envelope, guard/envcache.py)."""
-        self.store, self.run_id, self.env, self.workspace, self.asking = store, run_id, env, workspace, asking
+        self.store, self.run_id, self.env, self.asking = store, run_id, env, asking
+        self.root = disk.text(workspace)  # the workspace as text: what a hook call decides with
         self.events: list[Event] | Log = []  # a Log when restored from a fold checkpoint (guard/checkpoint.py)
         self.genesis = ""  # the hash of the run's first event (a checkpoint names it)
         self.contract = env.contract_hash or contract or contract_hash(env)
@@ -214,6 +217,14 @@ class Guard:
         self._lock = _thread.RLock()
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self._provenance: Provenance | None = None  # fed only the events appended since the last call
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace as a ``Path``, for the callers off a hook call's path (the Stop's checks, the MCP gateway):
+        pathlib imported here, not by a hook call (``root`` is the same place as text)."""
+        from pathlib import Path
+
+        return Path(self.root)
 
     # ---- opening ---------------------------------------------------------------------------
 
@@ -225,10 +236,10 @@ class Guard:
         session: str,
         *,
         framework: str,
-        workspace: Path | None = None,
+        workspace: StrPath | None = None,
         task: str = "",
         run_id: str | None = None,
-        begin: Callable[[Path], Sequence[Payload]] | None = None,
+        begin: Callable[[str], Sequence[Payload]] | None = None,
         asking: Asking = Asking.TETHER,
         strict: bool = True,
         restore: Callable[[Guard, int], object] | None = None,
@@ -252,8 +263,8 @@ class Guard:
             raise GuardError("a governed session needs a session id (the framework's thread or conversation id)")
         loaded = _strict(envelope) if strict else _parsed(envelope)
         env = loaded.envelope
-        ws = (workspace or loaded.base_dir / env.environment.workspace).resolve()
-        if not ws.is_dir():
+        ws = disk.resolve(workspace or places.join(loaded.base_dir, env.environment.workspace))
+        if not disk.is_dir(ws):
             raise InputError(f"workspace {ws} does not exist ($.environment.workspace or workspace=)")
         run_id = run_id or session_run_id(framework, session)
         recorded, genesis = _started(store, run_id, start_event)
@@ -266,7 +277,7 @@ class Guard:
                 raise LogCorrupt(run_id, 0, "the run's first event was rewritten while the session was opened")
             audited = audit.events
             env = _kept_contract(recorded, loaded, framework, session, run_id)
-            ws = Path(recorded.workspace or ws)
+            ws = disk.text(recorded.workspace or ws)
         guard = cls(store, run_id, env, ws, asking, loaded.contract if env is loaded.envelope else "")
         if recorded is not None and restore is not None:
             guard.genesis = genesis
@@ -783,7 +794,7 @@ class Guard:
                 Rule(id=f"run:{r['approval_id']}", rule=r["rule"], reason=f"approved for this run by {r['by']}")
                 for r in state.run_rules
             ]
-            self._gate = (key, Gate(self.env, self.workspace, control=key[0], run_rules=rules))
+            self._gate = (key, Gate(self.env, self.root, control=key[0], run_rules=rules))
         return self._gate[1]
 
     def _action(self, state: RunState, call_id: str) -> Action:
@@ -803,8 +814,8 @@ class _Loaded:
     """An envelope as the guard loaded it, with where it came from."""
 
     envelope: Envelope
-    base_dir: Path
-    path: Path | None
+    base_dir: str  # a place (tether/places.py)
+    path: str | None
     accepted: tuple[Any, ...] = ()
     contract: str = ""  # contract_hash(envelope), when known without serializing it (a kept envelope)
     dump: dict[str, Any] | None = None  # its JSON dump, likewise
@@ -820,21 +831,24 @@ def _strict(envelope: Envelope | str | Path | Validated) -> _Loaded:
         envelope = envelope.path or envelope.envelope
 
     loaded = load_checked(envelope)
-    return _Loaded(loaded.envelope, loaded.base_dir, loaded.path, loaded.accepted)
+    path = None if loaded.path is None else str(loaded.path)
+    return _Loaded(loaded.envelope, str(loaded.base_dir), path, loaded.accepted)
 
 
 def _parsed(envelope: Envelope | str | Path | Validated) -> _Loaded:
     """The envelope as it parses, without the strict checks."""
     if isinstance(envelope, Validated):
         path = envelope.path
-        base = path.parent if path is not None else Path.cwd()
+        base = places.parent(path) if path is not None else disk.text(os.getcwd())
         return _Loaded(envelope.envelope, base, path, (), envelope.contract, envelope.dump, envelope.dumped)
     if isinstance(envelope, Envelope):
-        return _Loaded(envelope, Path.cwd(), None)
-    from tether.envelope.load import load_envelope  # YAML: only for a file
+        return _Loaded(envelope, disk.text(os.getcwd()), None)
+    from pathlib import Path  # a file parsed here (YAML, pydantic): not a hook call's
 
-    path = Path(envelope).resolve()
-    return _Loaded(load_envelope(path), path.parent, path)
+    from tether.envelope.load import load_envelope
+
+    real = Path(envelope).resolve()
+    return _Loaded(load_envelope(real), str(real.parent), str(real))
 
 
 def spent(state: RunState, now: datetime) -> Breach | None:
@@ -851,7 +865,7 @@ def _breach(b: Breach) -> dict[str, Any]:
     return {"budget": b.budget, "used": float(b.used), "limit": float(b.limit)}
 
 
-def _opening(loaded: _Loaded, ws: Path, framework: str, session: str, task: str) -> tuple[RunStarted, SessionOpened]:
+def _opening(loaded: _Loaded, ws: str, framework: str, session: str, task: str) -> tuple[RunStarted, SessionOpened]:
     """The first two events of a session's run. ``run.started`` holds the envelope and its contract hash (what a
     later open is held to: :func:`_kept_contract`), the workspace, and that the program runs the tools itself,
     in no sandbox of tether's; ``session.opened`` names the framework, the session and who opened it."""
@@ -913,11 +927,11 @@ def _create(
     store: Store,
     run_id: str,
     loaded: _Loaded,
-    ws: Path,
+    ws: str,
     framework: str,
     session: str,
     task: str,
-    begin: Callable[[Path], Sequence[Payload]] | None,
+    begin: Callable[[str], Sequence[Payload]] | None,
 ) -> tuple[RunStarted | None, str]:
     """Create the session's run (on the full path only); ``(None, "")`` when this process made it, else what
     :func:`_started` reads of the run another process created between our read and our write."""

@@ -6,8 +6,6 @@ crashed must not let the agent go on as if tether had said yes.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tether.errors import TetherError
 from tether.events.backends import is_url
 
@@ -21,11 +19,13 @@ if TYPE_CHECKING:
 
 
 def settings_from(request: dict[str, Any]) -> Settings:
-    """The request's settings (absolute paths, as the client resolved them; the store may be a URL)."""
+    """The request's settings (absolute paths, as the client resolved them; the store may be a URL). A path is
+    kept as the text it came as (read as ``Path`` reads it where it is used: tether/disk.py); a store that is not a
+    URL by :func:`is_url` stays one, the same text asked again."""
 
-    def path(key: str) -> Path | None:
+    def path(key: str) -> str | None:
         value = request.get(key)
-        return Path(value) if isinstance(value, str) and value else None
+        return value if isinstance(value, str) and value else None
 
     db = request.get("db")
     spec = db if isinstance(db, str) and is_url(db) else path("db")  # a postgresql:// URL is kept as text

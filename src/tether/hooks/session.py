@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import _thread
 import json
-from pathlib import Path
+import os
 
-from tether import plain
+from tether import disk, places, plain
 from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
-from tether.events.anchor import Signer, key_path
+from tether.events.anchor import Signer, key_file
 from tether.events.backends import StoreSpec, is_url, local_dir, open_store
 from tether.events.kinds_calls import HookReceived, RunStarted
 from tether.events.payload import Payload
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
+    from tether.disk import StrPath
     from tether.events.protocol import Store
     from tether.guard.checkpoint import Pending
 
@@ -64,8 +65,8 @@ T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
 BLOCKING = ("medium", "high")  # a finding of these severities refuses a stop, as it refuses a completion claim
 PROMPT_CHARS = 4000  # of a prompt kept in hook.received
-ENVELOPE_NAME = Path(".tether") / "envelope.yaml"
-DB_NAME = Path(".tether") / "tether.db"
+ENVELOPE_NAME = ".tether/envelope.yaml"  # in the workspace, as ``Path(".tether") / "envelope.yaml"`` spells it
+DB_NAME = ".tether/tether.db"
 #: Events that mean the session is active again after its run ended: they continue the run.
 ACTIVITY = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
@@ -75,9 +76,9 @@ class Settings:
     """Where the hook finds its envelope and store; the client resolves them from its flags and environment."""
 
     agent: str
-    envelope: Path | None = None
-    db: StoreSpec | None = None  # a file, or a postgresql:// URL
-    project: Path | None = None  # $CLAUDE_PROJECT_DIR
+    envelope: StrPath | None = None
+    db: StoreSpec | None = None  # a file, or a postgresql:// URL (a text backends.is_url says is one)
+    project: StrPath | None = None  # $CLAUDE_PROJECT_DIR
 
 
 #: The characters of a session id kept in its run's id as they are.
@@ -126,25 +127,25 @@ def release() -> None:
             continue
 
 
-def envelope_for(settings: Settings, workspace: Path) -> tuple[Path | None, bytes, tuple[Any, ...]]:
+def envelope_for(settings: Settings, workspace: str) -> tuple[str | None, bytes, tuple[Any, ...]]:
     """The envelope's file (see the module docstring for the order; None: the built-in envelope), its bytes as
     read (bounded: :func:`tether.envelope.source.read_bytes`; a missing or unreadable file raises as the loader
     would), and a key that changes when they do: their SHA-256, never the file's mtime and size, which an edit
     in the same clock tick (or put back with ``touch -d``) keeps. The guard is opened from these very bytes, so
     a guard kept under a key always governs with the envelope the key names."""
-    path = settings.envelope
-    if path is None and (workspace / ENVELOPE_NAME).is_file():
-        path = workspace / ENVELOPE_NAME
+    path = None if settings.envelope is None else disk.text(settings.envelope)
+    if path is None and disk.is_file(places.join(workspace, ENVELOPE_NAME)):
+        path = places.join(workspace, ENVELOPE_NAME)
     if path is None:
         return None, b"", ("built-in",)
     from tether.envelope.source import read_bytes
 
     data = read_bytes(path)
-    return path, data, (str(path), sha256_hex(data))
+    return path, data, (path, sha256_hex(data))
 
 
 def governing(
-    path: Path | None, data: bytes, db: StoreSpec, store: Store, early: Early | None = None
+    path: str | None, data: bytes, db: StoreSpec, store: Store, early: Early | None = None
 ) -> Envelope | Validated:
     """What the guard opens the session with: the envelope of ``path`` (None: the built-in one), parsed from
     ``data`` (its bytes, read by :func:`envelope_for`) and validated, or kept from an earlier process beside the
@@ -160,15 +161,15 @@ def governing(
 
 def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     """The session's guard: its run created (with the test baseline) on the first hook call, else found."""
-    project = (settings.project or Path(str(data["cwd"]))).resolve()
-    db = settings.db or project / DB_NAME
+    project = disk.resolve(settings.project or str(data["cwd"]))
+    db = settings.db or places.join(project, DB_NAME)
     session = str(data["session_id"])
     run_id = run_id_for(settings.agent, session)
     early = kept_early(settings, db, project, run_id)
     try:
         store, inode = _store(db, project)
         seen: list[Event] = []  # the run's run.started, when read here: the guard opens with it, not read again
-        workspace = Path(
+        workspace = disk.text(
             cached(("workspace", str(db), inode, run_id), lambda: _recorded_workspace(store, run_id, seen)) or project
         )
         path, source, stamp = (
@@ -205,8 +206,8 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
 
 
 def kept_early(
-    settings: Settings, db: StoreSpec, project: Path, run_id: str
-) -> tuple[Early | None, tuple[Path | None, bytes, tuple[Any, ...]]] | None:
+    settings: Settings, db: StoreSpec, project: str, run_id: str
+) -> tuple[Early | None, tuple[str | None, bytes, tuple[Any, ...]]] | None:
     """The session's kept envelope read and its trial forked (guard/envcache.py ``begin``) before the store is opened,
     so that the child reads it while this process opens the store and finds the session's workspace; with the
     envelope found as in the project (the workspace a run recorded is the project, but for a session begun
@@ -223,7 +224,7 @@ def kept_early(
     path, _, _ = found
     if not changeable(path):
         return None, found  # never kept nor read: validated on every call
-    return begin_kept(folder, path, signed=key_path().exists()), found
+    return begin_kept(folder, path, signed=disk.exists(key_file())), found
 
 
 def _holds_guard(db: str, run_id: str) -> bool:
@@ -231,30 +232,31 @@ def _holds_guard(db: str, run_id: str) -> bool:
         return any(k[0] == "guard" and k[1] == db and k[3] == run_id for k in _CACHE)
 
 
-def checkpoints_of(db: StoreSpec) -> Path | None:
-    """Where a session's fold checkpoints live: beside a database file (``<db>.folds/``); none for a URL."""
-    return None if is_url(db) else Path(str(db) + ".folds")
+def checkpoints_of(db: StoreSpec) -> str | None:
+    """Where a session's fold checkpoints live: beside a database file (``<db>.folds/``, as ``Path`` spells it);
+    none for a URL."""
+    return None if is_url(db) else disk.text(db) + ".folds"
 
 
-def begun(folder: Path | None, run_id: str, store: Store) -> Pending | None:
+def begun(folder: str | None, run_id: str, store: Store) -> Pending | None:
     """The session's fold checkpoint read, and the trial of a body no key vouches for started, before the session is
     opened (guard/checkpoint.py ``begin``, imported only when there is a file: none yet in a session under 256
     events, and the folder may hold only kept envelopes); None when there is none."""
-    if folder is None or not guard_log.path_for(folder, run_id).is_file():
+    if folder is None or not disk.is_file(guard_log.path_for(folder, run_id)):
         return None
     from tether.guard.checkpoint import begin
 
     return begin(folder, run_id, getattr(store, "signer", None) is not None)
 
 
-def restorer(folder: Path | None, pending: Pending | None = None) -> Callable[[Guard, int], object] | None:
+def restorer(folder: str | None, pending: Pending | None = None) -> Callable[[Guard, int], object] | None:
     """:meth:`Guard.open`'s ``restore``: load the session's fold checkpoint from ``folder`` (guard/checkpoint.py,
     imported only when there is a log to restore), from ``pending`` when :func:`begun` read it already."""
     if folder is None:
         return None
 
     def restore(guard: Guard, audited: int) -> bool:
-        if pending is None and not guard_log.path_for(folder, guard.run_id).is_file():  # none yet: as load() finds,
+        if pending is None and not disk.is_file(guard_log.path_for(folder, guard.run_id)):  # none yet: as load() finds,
             return False  # without importing pickle
         from tether.guard.checkpoint import load
 
@@ -266,8 +268,8 @@ def restorer(folder: Path | None, pending: Pending | None = None) -> Callable[[G
 def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
     """Leave the session's folded state for the next process that opens it cold, once enough was folded since
     the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
-    project = (settings.project or Path(str(data["cwd"]))).resolve()
-    folder = checkpoints_of(settings.db or project / DB_NAME)
+    project = disk.resolve(settings.project or str(data["cwd"]))
+    folder = checkpoints_of(settings.db or places.join(project, DB_NAME))
     if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY or plain.active():
         return  # a plain process (tether/plain.py) leaves it to the session's next call on the full path
     from tether.guard.checkpoint import save
@@ -277,37 +279,39 @@ def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
         guard.checkpointed = len(guard.events)
 
 
-def _store(db: StoreSpec, project: Path) -> tuple[Store, int | None]:
+def _store(db: StoreSpec, project: str) -> tuple[Store, int | None]:
     """The session's store, kept between calls: a file (a database removed and made anew is opened anew, by its
     inode) or a PostgreSQL URL (its local files in the project's ``.tether/``)."""
     if is_url(db):
         spec = str(db)
         local = local_dir(spec, project)
         return cached(("store", spec), lambda: open_store(spec, signer=Signer.configured(), local=local)), None
-    path = Path(db)
+    path = disk.text(db)
     inode = _inode(path)
     if inode is None:
         # A project's first call: the store makes the file and is kept under the inode it made. Kept under "none"
         # (as it was), the next call found an inode and opened the store, and the session's guard, a second time.
         made = EventStore.open(path, signer=Signer.configured())
         inode = _inode(path)
-        return cached(("store", str(path), inode), lambda: made), inode
-    return cached(("store", str(path), inode), lambda: EventStore.open(path, signer=Signer.configured())), inode
+        return cached(("store", path, inode), lambda: made), inode
+    return cached(("store", path, inode), lambda: EventStore.open(path, signer=Signer.configured())), inode
 
 
-def _inode(path: Path) -> int | None:
+def _inode(path: str) -> int | None:
     try:
-        return path.stat().st_ino
+        return os.stat(path).st_ino
     except (FileNotFoundError, NotADirectoryError):
         return None
 
 
-def take_baseline(store: Store, workspace: Path) -> Payload:
+def take_baseline(store: Store, workspace: str) -> Payload:
     """The test baseline a new session's run starts with (:func:`.integrity.take_baseline`, imported here: only
     a session's first call and a stop read the test surface, so a tool call does not import its parsers)."""
+    from pathlib import Path
+
     from .integrity import take_baseline as take
 
-    return take(store, workspace)
+    return take(store, Path(workspace))
 
 
 def _recorded_workspace(store: Store, run_id: str, seen: list[Event] | None = None) -> str | None:
@@ -412,7 +416,7 @@ def turn_of(guard: Guard) -> int:
 def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
     call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
-        calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.workspace)
+        calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.root)
     except CallError as e:
         refused = guard.refuse(
             str(data["tool_name"]), data["tool_input"], "hook:malformed-call", str(e), call_id, lead=head
@@ -461,7 +465,7 @@ def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Paylo
     """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
     call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
-        call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.workspace)[0]
+        call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.root)[0]
     except CallError:
         call = Call(str(data["tool_name"]), dict(data["tool_input"]))
     if failed:
@@ -490,6 +494,8 @@ def blocks_in_row(events: Sequence[Event]) -> int:
 
 def changed_files(guard: Guard) -> list[str]:
     """Workspace-relative paths the session's file tools wrote (calls that ran and succeeded)."""
+    from pathlib import Path  # a stop's: not a tool call's
+
     out = set()
     for a in guard.state.actions.values():
         path = a.args.get("path")
