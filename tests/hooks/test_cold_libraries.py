@@ -17,7 +17,9 @@ the four names the modules use at run time; the model modules take ``Any`` and `
 policy/grammar.py loads tree_sitter's extension module without the package, whose ``__init__`` imports typing),
 contextlib (tether.scoped) and importlib.util (which imports it), and the importlib package itself (tether.exports
 imports a lazy name's home with ``__import__``; the rest take importlib's objects from the frozen
-``_frozen_importlib`` and ``_frozen_importlib_external``). One coming back fails here, named.
+``_frozen_importlib`` and ``_frozen_importlib_external``), and pathlib with what it imports (urllib.parse,
+ipaddress, ntpath, warnings: the cold path's paths are strings, tether.disk and tether.places answering as ``Path``
+does; a ``Path`` is made where a caller off the path asks for one). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ OFF_THE_PLAIN_PATH = (
         "tree_sitter",  # its package __init__ (imports typing): policy/grammar.py loads tree_sitter._binding alone
         "contextlib",  # tether.scoped's contextmanager and suppress
         "importlib.util",  # imports contextlib: policy/grammar.py asks the finders itself
+        "pathlib",  # tether.disk and tether.places: Path's answers on strings; Path where a caller off the path asks
+        "urllib.parse",  # pathlib's; events/backends.is_url reads the scheme itself, redact and provenance import it
+        "ipaddress",  # urllib.parse's
+        "ntpath",  # pathlib's
+        "warnings",  # pathlib's too
         "importlib",  # tether.exports' __import__; the frozen modules' ModuleSpec, PathFinder, MAGIC_NUMBER
         "importlib.machinery",
     )
