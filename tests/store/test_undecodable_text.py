@@ -297,3 +297,25 @@ def test_an_append_after_the_runs_row_was_spoiled_is_refused_as_corrupt(tmp_path
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM events WHERE run_id=?", (run,)).fetchone()[0] == 4
     conn.close()
+
+
+@pytest.mark.parametrize("column", ["owner", "host"])
+def test_a_lease_row_that_is_not_utf8_is_named_not_read_as_free(tmp_path: Path, column: str) -> None:
+    """A run's lease row whose text is not UTF-8: lease() took any failed read for a tether/1 file's missing table and
+    answered None (no one holds the run), and acquire() raised sqlite3's OperationalError ('internal error'). Now
+    both name the run's log corrupt at its head's seq; a file without the table still answers None."""
+    db = tmp_path / "t.db"
+    run = make_run(db, n=2)
+    with EventStore.open(db) as store:
+        store.acquire(run)
+        held = store.lease(run)
+        assert held is not None
+        conn = sqlite3.connect(db)
+        conn.execute(f"UPDATE leases SET {column} = CAST(X'61ff' AS TEXT) WHERE run_id=?", (run,))
+        conn.commit()
+        conn.close()
+        for read in (store.lease, store.acquire):
+            with pytest.raises(LogCorrupt) as said:
+                read(run)
+            assert (said.value.run_id, said.value.seq) == (run, 2), said.value
+            assert said.value.reason == f"the run's lease row is malformed: its {column} is not UTF-8 text"

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from tether.disk import StrPath
 
     from .kinds import RunForked
+    from .storebase import Executes
 
 SCHEMA_VERSION = "3"
 READABLE_SCHEMAS = ("tether/1", "tether/2", "tether/3")
@@ -844,11 +845,27 @@ class EventStore(StoreBase[Event]):
 
     def lease(self, run_id: str) -> Lease | None:
         """The run's current lease row, whoever holds it (None if free or the table does not exist yet)."""
-        try:
-            row = self._conn.execute(LEASE_COLUMNS + " WHERE run_id=?", (run_id,)).fetchone()
-        except sqlite3.OperationalError:  # a tether/1 database opened read-only
-            return None
+        if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='leases'").fetchone():
+            return None  # a tether/1 database opened read-only
+        row = self._lease_row(self._conn, run_id)
         return Lease(*row) if row else None
+
+    def _lease_row(self, cur: Executes, run_id: str) -> Any:
+        """The run's lease row; one whose text is not UTF-8 is :class:`LogCorrupt` at the run's head, not sqlite3's
+        error nor (as :meth:`lease` took any failed read) a free run; busy is :class:`DatabaseLocked`."""
+        try:
+            return cur.execute(self.SQL_LEASE, (run_id,)).fetchone()
+        except sqlite3.OperationalError as e:
+            self._locked(e)
+            columns = ("owner", "host", "pid_start", "since")
+            select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
+            values = self._conn.execute(f"SELECT {select} FROM leases WHERE run_id=?", (run_id,)).fetchone()
+            column = None if values is None else not_utf8(columns, values)
+            if column is None:
+                raise
+            head = self._conn.execute("SELECT head_seq FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            seq = head[0] if head is not None and type(head[0]) is int else -1
+            raise LogCorrupt(run_id, seq, f"the run's lease row is malformed: its {column} is not UTF-8 text") from e
 
     # ---- reading ---------------------------------------------------------------------------
 

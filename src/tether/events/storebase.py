@@ -276,8 +276,12 @@ class StoreBase(ABC, Generic[E]):
         self._start_heartbeat()
         return lease
 
+    def _lease_row(self, cur: Executes, run_id: str) -> Any:
+        """The run's lease row, or None (SQLite's store names a row that is not UTF-8 text)."""
+        return cur.execute(self.SQL_LEASE, (run_id,)).fetchone()
+
     def _lease_locked(self, cur: Executes, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
-        row = cur.execute(self.SQL_LEASE, (run_id,)).fetchone()
+        row = self._lease_row(cur, run_id)
         mine = self._leases.get(run_id)
         if row is not None:
             held = Lease(*row)
@@ -293,7 +297,7 @@ class StoreBase(ABC, Generic[E]):
         return lease
 
     def _check_lease_locked(self, cur: Executes, run_id: str) -> None:
-        row = cur.execute(self.SQL_LEASE, (run_id,)).fetchone()
+        row = self._lease_row(cur, run_id)
         if row is None or row[1] != self._leases[run_id].owner:
             del self._leases[run_id]
             holder = Lease(*row).describe() if row else "nobody (the lease was released)"
