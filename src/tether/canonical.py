@@ -7,9 +7,9 @@ agree on its hash: sorted keys, no insignificant whitespace, UTF-8, no NaN.
 
 from __future__ import annotations
 
-import json
 import sys
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+
+from tether.jsonc import encode_basestring, make_encoder, not_serializable
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -20,33 +20,28 @@ if TYPE_CHECKING:
 HASH_PREFIX = "sha256:"
 
 
-#: What ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`` builds
-#: for every call, built once: ``dumps`` is ``JSONEncoder(**options).encode(value)``.
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+#: The canonical form is ``json.dumps(value, **CANONICAL)``: what json's C encoder, which :mod:`tether.jsonc` runs
+#: without json's Python modules (they import ``re``: a cold hook call imports neither), makes of these options.
+CANONICAL = {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
 
 
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` deterministically (sorted keys, compact separators).
 
-    What ``_ENCODER.encode`` runs, without its Python layers: ``JSONEncoder.iterencode`` builds a float closure and
-    a C encoder for each call (a frame and a function object each time; ``content_hash`` runs four a step, issue
-    18). The C encoder is built per call here too, with a fresh ``markers`` dict, so a cycle still raises
-    ``ValueError`` and an error half-way leaves nothing behind for the next call (``tests/test_canonical.py``)."""
+    What ``json.dumps(value, **CANONICAL)`` runs, without its Python layers: ``JSONEncoder.iterencode`` builds a
+    float closure and a C encoder for each call (a frame and a function object each time; ``content_hash`` runs
+    four a step, issue 18). The C encoder is built per call here too, with a fresh ``markers`` dict, so a cycle
+    still raises ``ValueError`` and an error half-way leaves nothing behind for the next call
+    (``tests/store/test_canonical_json.py``)."""
     if type(value) is str:  # encode()'s own shortcut for a string
         return encode_basestring(value)
-    if c_make_encoder is None:  # pragma: no cover - CPython without the _json module
-        return _ENCODER.encode(value)
-    encoder = c_make_encoder({}, _ENCODER.default, encode_basestring, None, ":", ",", True, False, False)
+    encoder = make_encoder({}, not_serializable, encode_basestring, None, ":", ",", True, False, False)
     return "".join(encoder(value, 0))
 
 
-#: The C encoder :data:`_ENCODER` runs for a dict or a list (``JSONEncoder.iterencode`` builds one per call), built
-#: once and without the check for circular references: for :func:`canonical_tree` only.
-_TREE = (
-    c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",", True, False, False)
-    if c_make_encoder is not None
-    else None
-)
+#: The C encoder ``json.dumps(value, **CANONICAL)`` runs for a dict or a list (``JSONEncoder.iterencode`` builds one
+#: per call), built once and without the check for circular references: for :func:`canonical_tree` only.
+_TREE = make_encoder(None, not_serializable, encode_basestring, None, ":", ",", True, False, False)
 
 
 def canonical_tree(value: dict[str, Any]) -> str:
@@ -54,8 +49,6 @@ def canonical_tree(value: dict[str, Any]) -> str:
     without the Python layers of ``JSONEncoder.encode`` and the cycle check (about 1 us per event of a step's
     8, issue 18). For the append path, whose payloads are pydantic's JSON-mode dumps: a fresh tree, in which a
     cycle cannot occur (pydantic's serializer refuses one). A cycle here would raise ``RecursionError``."""
-    if _TREE is None:  # pragma: no cover - CPython without the _json module
-        return _ENCODER.encode(value)
     return "".join(_TREE(value, 0))
 
 

@@ -20,14 +20,15 @@ from pydantic's. ``tests/test_plain_records.py`` holds every payload kind and th
 from __future__ import annotations
 
 import enum
-import json
 import math
-import re
 import sys
 import types
 
+from tether import jsonc
+
 TYPE_CHECKING = False  # not typing's: a plain process does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
     from typing import Any, ClassVar, TypeAlias
 
@@ -416,6 +417,8 @@ def _validating(call: Callable[..., Any], *args: Any) -> Any:
 
 
 def _within(key: str, limit: Any, value: Any) -> bool:
+    import re
+
     if key == "pattern":  # pydantic's regex engine: for text without a line break, as Python's search
         return type(value) is str and "\n" not in value and re.search(limit, value) is not None
     if key in ("min_length", "max_length"):
@@ -608,9 +611,7 @@ def loads(text: str | bytes) -> Any:
             text = bytes(text).decode("utf-8")
         elif not text.isascii():
             text.encode("utf-8")  # a raw lone surrogate cannot be encoded: pydantic refuses it
-        if text.startswith("\ufeff"):  # what json.loads says of a str, before it decodes
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        data = _DECODER.decode(text)
+        data = jsonc.loads(text, object_pairs_hook=_pairs, parse_constant=_unsure)
     except ValueError as e:  # UnicodeError is one
         raise Unsure(f"not JSON: {e}") from None
     if "\\u" in text and _surrogate_escape().search(text) and _lone_surrogate(data):
@@ -638,6 +639,8 @@ def _deeper(data: Any, limit: int) -> bool:
 def _surrogate_escape() -> re.Pattern[str]:
     """An escape of a UTF-16 surrogate: a pair's halves become one character, a lone one stays a surrogate.
     Compiled at the first text that holds a ``\\u`` escape, not at import (few texts do); ``re`` keeps it."""
+    import re
+
     return re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -657,12 +660,6 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         raise Unsure("a JSON object with a key twice")
     return out
-
-
-#: The decoder :func:`loads` reads with, made once: given either option, ``json.loads`` makes a new decoder and its
-#: scanner for every text (every event a cold call reads). A decoder keeps nothing from one text to the next (its
-#: scanner's key memo is cleared at each), as json's own default one, which every ``json.loads`` without options shares.
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_unsure)
 
 
 def _values(record: BaseModel) -> list[tuple[str, Any]]:

@@ -15,11 +15,12 @@ signs or verifies, or a secret's forms are made), datetime (tether.clock hands o
 sqlite3's package (its dbapi2 imports datetime: events/store.py uses ``_sqlite3``), typing (tether.typeless gives
 the four names the modules use at run time; the model modules take ``Any`` and ``Literal`` from tether.plain;
 policy/grammar.py loads tree_sitter's extension module without the package, whose ``__init__`` imports typing),
-contextlib (tether.scoped) and importlib.util (which imports it), and the importlib package itself (tether.exports
+contextlib (tether.scoped) and importlib.util (which imports it), the importlib package itself (tether.exports
 imports a lazy name's home with ``__import__``; the rest take importlib's objects from the frozen
-``_frozen_importlib`` and ``_frozen_importlib_external``), and pathlib with what it imports (urllib.parse,
+``_frozen_importlib`` and ``_frozen_importlib_external``), pathlib with what it imports (urllib.parse,
 ipaddress, ntpath, warnings: the cold path's paths are strings, tether.disk and tether.places answering as ``Path``
-does; a ``Path`` is made where a caller off the path asks for one). One coming back fails here, named.
+does; a ``Path`` is made where a caller off the path asks for one) and json's Python modules (json.decoder
+and json.scanner import re; tether.jsonc runs ``_json`` as json does). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ OFF_THE_PLAIN_PATH = (
         "warnings",  # pathlib's too
         "importlib",  # tether.exports' __import__; the frozen modules' ModuleSpec, PathFinder, MAGIC_NUMBER
         "importlib.machinery",
+        "json",  # tether.jsonc: _json's encoder and scanner, run as json.dumps and json.loads run them
+        "json.decoder",
+        "json.scanner",
+        "json.encoder",
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker
@@ -79,12 +84,12 @@ SESSION = "5c2a7e1b-cold-libraries"
 #: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit,
 #: and then what the process handed to ``compile()`` (the first 80 characters of each source).
 WATCHED = """
-import atexit, builtins, json, sys
+import atexit, builtins, sys
 compiled = []
 def compile_watched(source, *args, _compile=builtins.compile, **kwargs):
     compiled.append(str(source)[:80])
     return _compile(source, *args, **kwargs)
-atexit.register(lambda: print(json.dumps(sorted(sys.modules)) + "\\n" + json.dumps(compiled)))
+atexit.register(lambda: print(repr(sorted(sys.modules)) + "\\n" + repr(compiled)))  # not json: it is pinned off
 sys.argv = sys.argv[1:]
 with open(sys.argv[0]) as f:  # as the interpreter runs a script: not runpy, whose pkgutil imports weakref
     code = compile(f.read(), sys.argv[0], "exec")
@@ -107,7 +112,7 @@ def watched(project: Path, event: str, **fields: object) -> tuple[str, set[str],
     done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     *answer, modules, compiled = done.stdout.rstrip("\n").split("\n")
-    return "\n".join(answer), set(json.loads(modules)), json.loads(compiled)
+    return "\n".join(answer), set(ast.literal_eval(modules)), ast.literal_eval(compiled)
 
 
 def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: Path) -> None:

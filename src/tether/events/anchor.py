@@ -20,10 +20,9 @@ database records the head, and a full rewrite is undetectable; ``log verify`` sa
 
 from __future__ import annotations
 
-import json
 import os
 
-from tether import disk, places
+from tether import disk, jsonc, places
 from tether.canonical import sha256_hex
 from tether.errors import DiskFull, FileError, LogCorrupt
 from tether.records import dataclass
@@ -96,12 +95,12 @@ class Checkpoint:
     def to_json(self) -> str:
         from dataclasses import asdict  # here: writing an anchor is rare; a hook call reads none
 
-        return json.dumps({"v": 1, **asdict(self)}, sort_keys=True)
+        return jsonc.dumps({"v": 1, **asdict(self)}, sort_keys=True)
 
     @classmethod
     def from_json(cls, line: str, where: str) -> Checkpoint:
         try:
-            d = json.loads(line)
+            d = jsonc.loads(line)
             cp = cls(
                 str(d["run_id"]), d["seq"], str(d["hash"]), str(d["key_id"]), str(d["signed_at"]), str(d["signature"])
             )

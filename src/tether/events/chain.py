@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring
-
 from tether.canonical import canonical_json, sha256, sha256_hex
+from tether.jsonc import encode_basestring
 
 GENESIS = "0" * 64
 

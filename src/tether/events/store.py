@@ -36,12 +36,10 @@ import _sqlite3 as sqlite3  # sqlite3's C part, its very classes: the package's 
 import _thread
 import errno
 import fcntl
-import json
 import os
 import time
-from json.encoder import encode_basestring
 
-from tether import disk, places, plain
+from tether import disk, jsonc, places, plain
 from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
 from tether.clock import UTC, datetime
 from tether.errors import (
@@ -55,6 +53,7 @@ from tether.errors import (
     RunExists,
 )
 from tether.ids import uuid4_hex
+from tether.jsonc import encode_basestring
 from tether.plain import ValidationError
 from tether.records import dataclass, field
 from tether.scoped import contextmanager, suppress
@@ -393,7 +392,7 @@ def _new(
 
 def _json_object(run_id: str, seq: int, text: str) -> dict[str, Any]:
     try:
-        payload = json.loads(text)
+        payload = jsonc.loads(text)
     except (ValueError, TypeError):
         payload = None
     if not isinstance(payload, dict):
@@ -1369,7 +1368,7 @@ def _shared(info: RunInfo, rid: str) -> str:
 
 def _why_not(payload: str) -> str:
     try:
-        parsed = json.loads(payload)
+        parsed = jsonc.loads(payload)
     except ValueError:
         return "row is malformed: payload is not JSON"
     if type(parsed) is not dict:

@@ -9,12 +9,11 @@ a JSON header line and a body the header names by digest; under an anchor key th
 
 from __future__ import annotations
 
-import json
 import os
 from _operator import attrgetter, is_  # operator's very functions, without the Python module
 from types import FunctionType
 
-from tether import disk, places
+from tether import disk, jsonc, places
 from tether.canonical import sha256
 from tether.scoped import suppress
 from tether.typeless import TypeVar
@@ -80,13 +79,13 @@ def parts(raw: bytes, magic: bytes, limit: int) -> tuple[dict[str, Any], bytes] 
     line, sep, body = raw[len(magic) :].partition(b"\n")
     if not sep:
         return None
-    header = json.loads(line)
+    header = jsonc.loads(line)
     return (header, body) if isinstance(header, dict) else None
 
 
 def header_bytes(header: dict[str, Any]) -> bytes:
     """What a header's signature signs: the header without it."""
-    return json.dumps({k: v for k, v in header.items() if k != "sig"}, sort_keys=True).encode()
+    return jsonc.dumps({k: v for k, v in header.items() if k != "sig"}, sort_keys=True).encode()
 
 
 def seal(header: dict[str, Any], signer: Signer | None) -> dict[str, Any]:

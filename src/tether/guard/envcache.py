@@ -47,11 +47,10 @@ two writers at once each rename a whole file, and either is valid.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
-from tether import disk, places, plain
+from tether import disk, jsonc, places, plain
 from tether.canonical import content_hash, sha256
 from tether.envelope.hashing import contract_hash
 from tether.envelope.schema import Envelope
@@ -338,7 +337,7 @@ def _state(value: Any) -> Any:
 def _same(state: Any, dump: Any) -> bool:
     """The model's state is its dump, value for value and type for type (``1``, ``1.0`` and ``True`` are equal in
     Python, never in a validated model's dump)."""
-    return json.dumps(state, sort_keys=True) == json.dumps(dump, sort_keys=True)
+    return jsonc.dumps(state, sort_keys=True) == jsonc.dumps(dump, sort_keys=True)
 
 
 def _vouched(header: dict[str, Any], body: bytes, path: str | None, key: dict[str, Any], signer: Signer | None) -> bool:
@@ -411,7 +410,7 @@ def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | No
     }
     seal(header, signer)
     return write_own(
-        folder, file_for(folder, v.path), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+        folder, file_for(folder, v.path), MAGIC + jsonc.dumps(header, sort_keys=True).encode() + b"\n" + body
     )
 
 

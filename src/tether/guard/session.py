@@ -34,14 +34,12 @@ approval that expired with ``on_timeout: stop``, ``session.ended``) and performs
 from __future__ import annotations
 
 import _thread
-import json
 import os
-import re
 import time
 from _collections_abc import Mapping  # collections.abc's, without the collections package
 from enum import Enum
 
-from tether import disk, places, plain
+from tether import disk, jsonc, places, plain
 from tether.canonical import content_hash, sha256
 from tether.clock import UTC, datetime, timedelta
 from tether.envelope.hashing import contract_hash
@@ -188,6 +186,8 @@ class Answer:
 
 def session_run_id(framework: str, session: str) -> str:
     """The run id of a framework's session: readable, stable, and distinct per (framework, session)."""
+    import re
+
     slug = re.sub(r"[^a-z0-9]+", "-", framework.lower()).strip("-") or "session"
     digest = sha256(f"{framework}\0{session}".encode()).hexdigest()[:16]
     return f"{slug}-{digest}"
@@ -970,7 +970,7 @@ def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(args, Mapping):
         raise GuardError(f"tool arguments must be a mapping of names to JSON values, got {type(args).__name__}")
     try:
-        plain = json.loads(json.dumps(dict(args), allow_nan=False))
+        plain = jsonc.loads(jsonc.dumps(dict(args), allow_nan=False))
     except (TypeError, ValueError, RecursionError) as e:  # not JSON, NaN, or nested past what JSON tools read
         raise GuardError(f"tool arguments must be JSON values: {type(e).__name__}: {e}") from e
     assert isinstance(plain, dict)
@@ -978,6 +978,8 @@ def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _preview(tool: str, args: Mapping[str, Any]) -> str:
+    import json  # indent: json's Python encoder (tether.jsonc has none); a preview is made where a call asks
+
     text = f"{tool} {json.dumps(args, indent=2, sort_keys=True, ensure_ascii=False)}"
     return text if len(text) <= PREVIEW_CAP else text[:PREVIEW_CAP] + f"\n... ({len(text)} characters in all)"
 
@@ -992,6 +994,6 @@ def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return jsonc.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)

@@ -29,10 +29,9 @@ the guard refuses an envelope whose contract differs from the one the run began 
 from __future__ import annotations
 
 import _thread
-import json
 import os
 
-from tether import disk, places, plain
+from tether import disk, jsonc, places, plain
 from tether.canonical import sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer, key_file
@@ -472,7 +471,7 @@ def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Paylo
         error = str(data.get("error") or data.get("error_message") or "the tool failed")
         guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head)
     else:
-        text = json.dumps(data.get("tool_response"), default=str)
+        text = jsonc.dumps(data.get("tool_response"), default=str)
         guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head)
 
 

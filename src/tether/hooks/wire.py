@@ -1,7 +1,7 @@
 """The hook wire formats of Claude Code and Codex: what comes in on stdin, what goes back on stdout.
 
-Standard library only, and ``json`` only when used: the hook client (:mod:`tether.hooks.entry`) imports this
-on every tool call.
+Standard library only (and :mod:`tether.jsonc`, json's C parts without its Python modules), imported only when
+used: the hook client (:mod:`tether.hooks.entry`) imports this on every tool call.
 
 In: one JSON object with ``hook_event_name``, ``session_id`` and ``cwd``, plus the event's fields
 (``tool_name``/``tool_input``/``tool_use_id`` for tool events, ``prompt``, ``stop_hook_active``, ...).
@@ -73,12 +73,12 @@ class Reply:
 
 def parse(raw: bytes) -> dict[str, object]:
     """The hook input as a dict, checked for what every event carries; :class:`HookInputError` otherwise."""
-    import json  # here, not at the top: the client that a daemon answers never parses (json costs it ms)
+    from tether import jsonc  # here, not at the top: the client that a daemon answers never parses
 
     if len(raw) > MAX_INPUT_BYTES:
         raise HookInputError(f"hook input is {len(raw)} bytes, over tether's limit of {MAX_INPUT_BYTES}")
     try:
-        data = json.loads(raw)
+        data = jsonc.loads(raw)
     except (UnicodeDecodeError, ValueError) as e:
         raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
     if not isinstance(data, dict):
@@ -98,7 +98,7 @@ def parse(raw: bytes) -> dict[str, object]:
 
 def reply(agent: str, event: str, outcome: Outcome) -> Reply:
     """``outcome`` in ``agent``'s format for ``event``."""
-    import json
+    from tether import jsonc
 
     text = f"tether {outcome.verdict} ({outcome.rule}): {outcome.reason}" if outcome.rule else outcome.reason
     if event == "PreToolUse":
@@ -106,11 +106,11 @@ def reply(agent: str, event: str, outcome: Outcome) -> Reply:
             return _codex_pre_tool_use(outcome, text)
         decision = {"ALLOW": "allow", "ASK": "ask"}.get(outcome.verdict, "deny")  # anything else fails closed
         out = {"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": text}
-        return Reply(json.dumps({"hookSpecificOutput": out}))
+        return Reply(jsonc.dumps({"hookSpecificOutput": out}))
     if outcome.verdict == "BLOCK":
-        return Reply(json.dumps({"decision": "block", "reason": text}))
+        return Reply(jsonc.dumps({"decision": "block", "reason": text}))
     if outcome.note:
-        return Reply(json.dumps({"systemMessage": outcome.note}))
+        return Reply(jsonc.dumps({"systemMessage": outcome.note}))
     return Reply()
 
 

@@ -21,10 +21,9 @@ static words, only the words as written (``./git`` is not ``git``).
 
 from __future__ import annotations
 
-import json
-import re
 from fnmatch import fnmatchcase
 
+from tether import jsonc
 from tether.envelope.schema import Rule
 from tether.memo import cache
 from tether.records import dataclass
@@ -37,6 +36,7 @@ from .profile import git_words
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    import re
     from collections.abc import Mapping
     from typing import Any
 
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 @cache
 def _tainted_condition() -> re.Pattern[str]:
     """A ``when: tainted(...)`` condition (compiled at first use: only an envelope with such rules reads it)."""
+    import re
+
     return re.compile(
         r"^\s*tainted\(\s*(args(?:\.[A-Za-z_][A-Za-z0-9_]*)?(?:\s*,\s*args\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)\s*$"
     )
@@ -52,6 +54,8 @@ def _tainted_condition() -> re.Pattern[str]:
 @cache
 def _rule() -> re.Pattern[str]:
     """``Tool`` or ``Tool(specifier)`` (compiled at first use: only an envelope with rules reads it)."""
+    import re
+
     return re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
@@ -133,7 +137,7 @@ class CompiledRule:
             if key not in args:
                 return False
             value = args[key]
-            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            text = value if isinstance(value, str) else jsonc.dumps(value, sort_keys=True)
             if not fnmatchcase(text, glob):
                 return False
         return True
