@@ -122,8 +122,13 @@ def test_a_file_deleted_is_judged_as_itself_not_as_a_tree(tmp_path: Path) -> Non
     """A pattern without a slash reaches every directory, not every file: ``rm src/a.py`` is judged by the deny list
     as src/a.py (a kernel run's ``rm`` of a scratch file was refused under ``*.pem`` by the first cut of the reach)."""
     ws = make(tmp_path / "ws")
+    (ws / "docs" / "sub").mkdir()
+    (ws / "docs" / "sub" / "k.pem").write_text("key\n")
     pem = gate(ws, ("*.pem",))
     assert pem.decide("bash", {"command": "rm src/a.py"}).verdict is not Verdict.DENY
     assert pem.decide("bash", {"command": "mv src/a.py src/b.py"}).verdict is not Verdict.DENY
-    assert pem.decide("bash", {"command": "rm -r src"}).verdict is Verdict.DENY
     assert pem.decide("bash", {"command": "rm src/k.pem"}).verdict is Verdict.DENY
+    # a tree is judged by the files it holds now: src holds no .pem, docs does (two levels down)
+    assert pem.decide("bash", {"command": "rm -r src"}).verdict is not Verdict.DENY
+    assert pem.decide("bash", {"command": "rm -r docs"}).verdict is Verdict.DENY
+    assert pem.decide("bash", {"command": "mv docs elsewhere"}).verdict is Verdict.DENY

@@ -391,11 +391,15 @@ class Gate:
 
     def _reach(self, path: str, what: str) -> PlaceVerdict | None:
         """A directory deleted, moved or changed as a whole (``rm -r``, ``mv DIR``, ``chmod -R``) changes every file
-        under it: DENY when ``filesystem.deny`` may match one of them."""
-        reach = self.paths.deny_reach(path)
+        under it: DENY when ``filesystem.deny`` matches one of them (as they are now; a tree too big to look at, or
+        one that cannot be read: when it may match one)."""
+        try:
+            reach = self.paths.deny_within(path)
+        except OSError:  # a folder that cannot be read: what it holds is not known
+            reach = self.paths.deny_reach(path)
         if reach is None:
             return None
-        return PlaceVerdict("path:denied", Verdict.DENY, f"{what}; filesystem.deny {reach!r} may match its files")
+        return PlaceVerdict("path:denied", Verdict.DENY, f"{what}; filesystem.deny matches {reach!r} under it")
 
     def _glob_write(self, text: str, cmd: SimpleCommand) -> PlaceVerdict | None:
         last = text.rstrip("/").rsplit("/", 1)[-1]

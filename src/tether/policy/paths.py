@@ -148,6 +148,10 @@ def _process_view(path: str) -> bool:
 _CREDENTIAL_ROOTS = ("/", "/root", "/home", "/home/*", "{home}", "/etc")
 
 
+def _raise(error: OSError) -> None:
+    raise error
+
+
 def _expand(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
     out: list[str] = []
     for p in patterns:
@@ -296,6 +300,25 @@ class PathPolicy:
             parts = body.split("/")
             if all(a == "**" or b == "**" or fnmatchcase(b, a) for a, b in zip(parts, here, strict=False)):
                 return pattern
+        return None
+
+    def deny_within(self, path: str, limit: int = 4000) -> str | None:
+        """A file under the directory ``path`` that ``filesystem.deny`` matches, as it is on disk now, or (more than
+        ``limit`` entries to look at, or an unreadable one) :meth:`deny_reach`'s pattern: for a tree deleted, moved
+        or changed as a whole (``rm -r``, ``mv DIR``), whose files are there before the command runs. Links are
+        not followed (removing one does not touch what it points at)."""
+        spec = self._deny_spec
+        if spec is None or self.relative(path) is None:
+            return self.deny_reach(path)
+        seen = 0
+        for top, dirs, files in os.walk(path, onerror=_raise):
+            for name in (*dirs, *files):
+                seen += 1
+                rel = self.relative(places.join(top, name))
+                if seen > limit:
+                    return self.deny_reach(path)
+                if rel is not None and spec.match_file(rel):
+                    return rel
         return None
 
     def write(self, path: str) -> PlaceVerdict | None:
