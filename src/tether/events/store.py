@@ -898,16 +898,18 @@ class EventStore(StoreBase[Event]):
         for n, (rid, first, last) in enumerate(segments):
             lo, hi = max(first, after + 1), last if upto is None else min(last, upto)
             if lo <= hi:
-                found = self._read(query, (rid, lo, hi, *sorted(kinds or ())), run_id)
+                found = self._read(query, (rid, lo, hi, *sorted(kinds or ())), run_id, (rid, lo, hi))
                 if ranged:
                     found = chain_prev(found, self._hash_at)
                 rows += join_base(found, segments[:n], first, self._hash_at)
         return rows
 
-    def _read(self, query: str, params: tuple[Any, ...], run_id: str) -> list[tuple[Any, ...]]:
-        """``query``'s rows of the events of run ``params[0]`` with ``params[1] <= seq <= params[2]``. sqlite3
+    def _read(
+        self, query: str, params: tuple[Any, ...], run_id: str, span: tuple[str, int, int]
+    ) -> list[tuple[Any, ...]]:
+        """``query``'s rows, all of them events of run ``span[0]`` with ``span[1] <= seq <= span[2]``. sqlite3
         raises ``OperationalError`` for a TEXT value that is not UTF-8 (no tether writer stores one: a writer of
-        the file did), the class it raises for a busy or locked database too; so the range is read again as bytes
+        the file did), the class it raises for a busy or locked database too; so that span is read again as bytes
         (:meth:`_not_utf8`), and a row found there is :class:`LogCorrupt` at its seq (of ``run_id``'s log); if none
         is, the error is what it was."""
         try:
@@ -915,7 +917,7 @@ class EventStore(StoreBase[Event]):
         except sqlite3.OperationalError as e:
             self._locked(e)
             columns = TEXT_COLUMNS if self._select_rows is SELECT_ROWS else TEXT_COLUMNS_BEFORE_3
-            bad = self._not_utf8("events", columns, *params[:3])
+            bad = self._not_utf8("events", columns, *span)
             if bad is None:
                 raise
             raise LogCorrupt(run_id, bad[0], f"row is malformed: its {bad[1]} is not UTF-8 text") from e
@@ -961,7 +963,7 @@ class EventStore(StoreBase[Event]):
     def _hash_at(self, run_id: str, seq: int) -> str | None:
         old = self._select_rows is not SELECT_ROWS  # an older file read as it is: the hash as stored, text
         query = "SELECT hash FROM events" if old else "SELECT lower(hex(hash)) FROM events"
-        rows = self._read(query + " WHERE run_id=? AND seq BETWEEN ? AND ?", (run_id, seq, seq), run_id)
+        rows = self._read(query + " WHERE run_id=? AND seq=?", (run_id, seq), run_id, (run_id, seq, seq))
         return str(rows[0][0]) if rows else None
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
@@ -969,11 +971,15 @@ class EventStore(StoreBase[Event]):
         return lineage(run_id, self._fork_point)
 
     def _fork_point(self, run_id: str) -> tuple[str, int] | None:
+        """The fork point named by the run's first row whatever its seq, negative too (a row planted before
+        ``run.forked`` is that first row); a seq that is no integer (not numbered by tether) no read takes."""
+        every = (run_id, -MAX_SEQ - 1, MAX_SEQ)
         rows = self._read(
             "SELECT e.seq, e.kind, e.payload FROM runs r JOIN events e ON e.run_id = r.run_id "
             "WHERE r.run_id=? AND e.seq BETWEEN ? AND ? AND r.parent_run IS NOT NULL ORDER BY e.seq LIMIT 1",
-            (run_id, -MAX_SEQ - 1, MAX_SEQ),  # every row, as before the range: the first is whatever its seq
+            every,
             run_id,
+            every,
         )
         return fork_point(run_id, rows[0] if rows else None)
 
