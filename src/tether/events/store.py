@@ -933,12 +933,21 @@ class EventStore(StoreBase[Event]):
         """The first row of ``table`` (events, anchors) of run ``rid`` from seq ``lo`` to ``hi`` with a text column
         (of ``columns``) that is not UTF-8, and the column; each is read as its bytes (``CAST … AS BLOB``), which
         sqlite3 does not decode."""
+        where = f"FROM {table} WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq"
+        found = self._first_not_utf8("seq", columns, where, (rid, lo, hi))
+        return None if found is None else (found[0], found[2])
+
+    def _first_not_utf8(
+        self, key: str, columns: Sequence[str], where: str, params: tuple[Any, ...] = ()
+    ) -> tuple[Any, list[Any], str] | None:
+        """The first row of ``SELECT key, columns… where`` with a text column (of ``columns``) that is not UTF-8:
+        its ``key``, its columns' values, and the column. Each column is read as its bytes (``CAST … AS BLOB``),
+        which sqlite3 does not decode, so the read that failed on the text is not failed again."""
         select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
-        query = f"SELECT seq, {select} FROM {table} WHERE run_id=? AND seq BETWEEN ? AND ? ORDER BY seq"
-        for seq, *values in self._conn.execute(query, (rid, lo, hi)):
+        for key_value, *values in self._conn.execute(f"SELECT {key}, {select} {where}", params):
             column = not_utf8(columns, values)
             if column is not None:
-                return seq, column
+                return key_value, values, column
         return None
 
     def _run_rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -951,14 +960,13 @@ class EventStore(StoreBase[Event]):
         except sqlite3.OperationalError as e:
             self._locked(e)
             columns = ("run_id", "created_at", "task", "parent_run", "head_hash")
-            select = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
-            for head_seq, *values in self._conn.execute(f"SELECT head_seq, {select} FROM runs ORDER BY run_id"):
-                column = not_utf8(columns, values)
-                if column is not None:
-                    run_id = bytes(values[0]).decode(errors="backslashreplace")
-                    seq = head_seq if type(head_seq) is int else -1
-                    raise LogCorrupt(run_id, seq, f"the run's row is malformed: its {column} is not UTF-8 text") from e
-            raise
+            found = self._first_not_utf8("head_seq", columns, "FROM runs ORDER BY run_id")
+            if found is None:
+                raise
+            head_seq, values, column = found
+            run_id = bytes(values[0]).decode(errors="backslashreplace")
+            seq = head_seq if type(head_seq) is int else -1
+            raise LogCorrupt(run_id, seq, f"the run's row is malformed: its {column} is not UTF-8 text") from e
 
     def _hash_at(self, run_id: str, seq: int) -> str | None:
         old = self._select_rows is not SELECT_ROWS  # an older file read as it is: the hash as stored, text
