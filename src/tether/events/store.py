@@ -925,8 +925,7 @@ class EventStore(StoreBase[Event]):
     def _locked(self, e: sqlite3.Error) -> None:
         """A read SQLite refused as busy or locked (another process holds the file) is :class:`DatabaseLocked`, as
         an open is: not a corrupt log, and not sqlite3's error ("internal error" in the CLI)."""
-        code = getattr(e, "sqlite_errorcode", None)
-        if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        if _held(e):
             raise DatabaseLocked(f"{self.file}: database is locked by another process ({e})") from e
 
     def _not_utf8(self, table: str, columns: Sequence[str], rid: str, lo: int, hi: int) -> tuple[int, str] | None:
@@ -1585,17 +1584,29 @@ def _wait_for_writer(path: str, timeout_s: float) -> None:
         os.close(fd)  # closing the descriptor releases its lock
 
 
-#: SQLite's primary result codes of a database that could not be read now, whatever it holds.
-_TRANSIENT = frozenset(
-    {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_FULL}
-)
+#: SQLite's primary result codes of a database another process holds (:meth:`EventStore._locked`).
+_HELD = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+#: SQLite's primary result codes of a database that could not be read now, whatever it holds: held, or the read
+#: interrupted, out of memory or disk.
+_TRANSIENT = _HELD | {sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_FULL}
+
+
+def _result(e: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of ``e`` (its extended code's low byte); None for an error sqlite3 raises
+    itself (a text that is not UTF-8), which has no code."""
+    code = getattr(e, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def _held(e: sqlite3.Error) -> bool:
+    """Whether SQLite said another process holds the database (busy, locked)."""
+    return _result(e) in _HELD
 
 
 def _transient(e: sqlite3.Error) -> bool:
     """Whether SQLite said the database cannot be read *now* (another process holds it, …), not that it is
-    malformed; an error sqlite3 raises itself (a text that is not UTF-8) has no code."""
-    code = getattr(e, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _TRANSIENT
+    malformed."""
+    return _result(e) in _TRANSIENT
 
 
 def _is_disk_full(e: sqlite3.Error, path: str) -> bool:
