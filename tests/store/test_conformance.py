@@ -312,3 +312,23 @@ def test_an_exported_run_is_adopted_whole_by_another_store(backends: Callable[[s
     assert target.get_blob(blob) == b"artifact"
     with pytest.raises(InputError, match="already"):
         target.adopt([source.run(run)], source.rows(run), [])
+
+
+def test_a_fork_made_with_its_lease_holds_it_and_a_refused_one_holds_nothing(backend: OpenStore) -> None:
+    """create_run and create_fork are one code over both stores (StoreBase): a fork made with ``lease`` holds
+    its lease from its creation's transaction on; one refused (its base's hash) leaves no run and no lease."""
+    first, second = backend(), backend()
+    parent = first.create_run("p", [STARTED, turn(1)], lease=True)
+    at = first.events(parent)[1]
+    fork = first.create_fork(
+        "f", RunForked(parent_run=parent[:12], at_seq=1, parent_hash=at.hash, workspace="/w"), lease=True
+    )
+    assert first.holds(fork) and first.run(fork).parent_run == parent
+    with pytest.raises(RunLeased):
+        second.acquire(fork)
+    bad = RunForked(parent_run=parent, at_seq=1, parent_hash="0" * 64, workspace="/w")
+    with pytest.raises(InputError, match="does not have the hash"):
+        second.create_fork("g", bad, run_id="r-refused", lease=True)
+    assert not second.holds("r-refused") and second.lease("r-refused") is None
+    with pytest.raises(InputError, match="no run"):
+        second.run("r-refused")

@@ -1,7 +1,7 @@
 """The PostgreSQL event store (psycopg 3): the same log, chain and guarantees as the SQLite store, for many
 processes on many machines.
 
-The append path is the SQLite store's own code (:func:`~.store.prepare_all` validates and redacts,
+The append path is the SQLite store's own code (:func:`~.storebase.prepare_all` validates and redacts,
 :func:`~.store.chained` numbers, times and hashes), so an event is byte for byte what SQLite would write and
 ``tether log verify`` checks both the same way (:func:`~.store.verify_rows`); the lease, the audit and the rest
 that is one logic over both databases is :class:`~.storebase.StoreBase`'s, run with this module's SQL.
@@ -49,7 +49,6 @@ from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase,
 from .anchor import Checkpoint, Signer
 from .bulk import gc_paused
 from .chain import GENESIS
-from .kinds import RunForked
 from .lease import Heartbeat, Lease
 from .payload import Emitted
 from .redact import Redactor, url_without_password
@@ -58,18 +57,15 @@ from .store import (
     Batch,
     Chained,
     Event,
-    Prepared,
     chained,
     fork_point,
     join_base,
     lineage,
-    new_run_id,
-    prepare_all,
     row_event,
     stored_rows,
     verify_rows,
 )
-from .storebase import Head, RunInfo, StoreBase, now_iso
+from .storebase import Head, Prepared, RunInfo, StoreBase, now_iso, prepare_all
 
 if TYPE_CHECKING:
     from psycopg import Cursor
@@ -342,62 +338,14 @@ class PgStore(StoreBase[Event]):
 
     # ---- writing -----------------------------------------------------------------------------
 
-    def create_run(
-        self,
-        task: str,
-        first: Sequence[Emitted] = (),
-        *,
-        run_id: str | None = None,
-        parent_run: str | None = None,
-        lease: bool = False,
-    ) -> str:
-        """Create a run with its ``first`` events (and, with ``lease``, its lease) in one transaction."""
-        prepared = prepare_all(self.redactor, first)
-        task = self.redactor.value(task)
-        run_id = run_id or new_run_id()
-        with self._transaction() as cur:
-            self._lock_run(cur, run_id)
-            self._insert_run(cur, run_id, task, parent_run)
-            self._append_locked(cur, run_id, prepared, (-1, GENESIS))
-            if lease:
-                self._lease_locked(cur, run_id)
-        if lease:
-            self._start_heartbeat()
-        return run_id
-
-    def _insert_run(self, cur: Cursor[Any], run_id: str, task: str, parent_run: str | None) -> None:
+    def _insert_run(self, cur: Cursor[Any], run_id: str, task: str, parent_run: str | None, head: Head) -> None:
+        """The run's row (no head in it: a run's head is its last event)."""
         cur.execute(
             "INSERT INTO runs (run_id, created_at, task, parent_run) VALUES (%s,%s,%s,%s) ON CONFLICT DO NOTHING",
             (run_id, now_iso(), task, parent_run),
         )
         if cur.rowcount != 1:
             raise RunExists(f"{self.where}: run {run_id} already exists")
-
-    def create_fork(
-        self,
-        task: str,
-        forked: RunForked,
-        rest: Sequence[Emitted] = (),
-        *,
-        run_id: str | None = None,
-        lease: bool = False,
-    ) -> str:
-        """A run that goes on from ``forked.parent_run``'s log at ``forked.at_seq`` (the prefix is shared)."""
-        prepared = prepare_all(self.redactor, (forked, *rest))
-        task = self.redactor.value(task)
-        run_id = run_id or new_run_id()
-        parent = self._fork_parent(forked)
-        at = forked.at_seq
-        self._check_fork_base(parent, forked)  # outside the transaction: the parent's events up to `at` never change
-        with self._transaction() as cur:
-            self._lock_run(cur, run_id)
-            self._insert_run(cur, run_id, task, parent.run_id)
-            self._append_locked(cur, run_id, prepared, (at, forked.parent_hash))
-            if lease:
-                self._lease_locked(cur, run_id)
-        if lease:
-            self._start_heartbeat()
-        return run_id
 
     def append_many(
         self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None

@@ -41,7 +41,6 @@ import time
 
 from tether import disk, jsonc, places, plain
 from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
-from tether.clock import UTC, datetime
 from tether.errors import (
     DatabaseLocked,
     DiskFull,
@@ -52,7 +51,6 @@ from tether.errors import (
     NotATetherDatabase,
     RunExists,
 )
-from tether.ids import uuid4_hex
 from tether.jsonc import encode_basestring
 from tether.plain import ValidationError
 from tether.records import dataclass, field
@@ -64,14 +62,17 @@ from .anchor import Checkpoint, Signer
 from .bulk import gc_paused
 from .chain import GENESIS, event_hash
 from .lease import Heartbeat, Lease
-from .payload import REGISTRY, Emitted, Payload, parse, prepare
+from .payload import REGISTRY, Emitted, Payload, parse
 from .redact import Redactor
 from .storebase import Audit as Audit
 from .storebase import Head as Head
+from .storebase import Prepared as Prepared
 from .storebase import RunInfo as RunInfo
 from .storebase import StoreBase
 from .storebase import iso_of_us as iso_of_us
+from .storebase import new_run_id as new_run_id
 from .storebase import now_iso as now_iso
+from .storebase import prepare_all as prepare_all
 from .storebase import stored as stored
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -83,7 +84,6 @@ if TYPE_CHECKING:
 
     from tether.disk import StrPath
 
-    from .kinds import RunForked
     from .storebase import Executes
 
 SCHEMA_VERSION = "3"
@@ -672,32 +672,6 @@ class EventStore(StoreBase[Event]):
             finally:
                 self._conn.execute("COMMIT")
 
-    def create_run(
-        self,
-        task: str,
-        first: Sequence[Emitted] = (),
-        *,
-        run_id: str | None = None,
-        parent_run: str | None = None,
-        lease: bool = False,
-    ) -> str:
-        """Create a run with its ``first`` events (and, with ``lease``, its lease) in one transaction.
-
-        Invalid events raise before anything is written: no run without its first events.
-        """
-        prepared = prepare_all(self.redactor, first)
-        task = self.redactor.value(task)
-        run_id = run_id or new_run_id()
-        with self._transaction() as conn:
-            self._insert_run(conn, run_id, task, parent_run, (-1, GENESIS))
-            if prepared:
-                self._append_locked(conn, run_id, prepared, (-1, GENESIS))
-            if lease:
-                self._lease_locked(conn, run_id)
-        if lease:
-            self._start_heartbeat()
-        return run_id
-
     def _insert_run(self, conn: sqlite3.Connection, run_id: str, task: str, parent: str | None, head: Head) -> None:
         """The run's row; a run id taken already is an input error naming it (the caller's transaction rolls back)."""
         cur = conn.execute(
@@ -707,36 +681,6 @@ class EventStore(StoreBase[Event]):
         )
         if cur.rowcount != 1:
             raise RunExists(f"{self.file}: run {run_id} already exists")
-
-    def create_fork(
-        self,
-        task: str,
-        forked: RunForked,
-        rest: Sequence[Emitted] = (),
-        *,
-        run_id: str | None = None,
-        lease: bool = False,
-    ) -> str:
-        """Create a run that goes on from ``forked.parent_run``'s log at ``forked.at_seq``: one transaction.
-
-        The parent's events up to that seq are the fork's prefix (shared, not copied): the fork's head starts
-        at the parent's (seq, hash) there, so ``run.forked`` chains onto it. Refused when the parent has no
-        event at that seq or its hash there is not ``forked.parent_hash`` (the parent moved or was rewritten).
-        """
-        prepared = prepare_all(self.redactor, (forked, *rest))
-        task = self.redactor.value(task)
-        run_id = run_id or new_run_id()
-        parent = self._fork_parent(forked)
-        at = forked.at_seq
-        with self._transaction() as conn:
-            self._check_fork_base(parent, forked)
-            self._insert_run(conn, run_id, task, parent.run_id, (at, forked.parent_hash))
-            self._append_locked(conn, run_id, prepared, (at, forked.parent_hash))
-            if lease:
-                self._lease_locked(conn, run_id)
-        if lease:
-            self._start_heartbeat()
-        return run_id
 
     def append_many(
         self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
@@ -1077,26 +1021,6 @@ class EventStore(StoreBase[Event]):
         except sqlite3.OperationalError:
             return None
         return chain_hashes(info, rows)
-
-
-#: An event checked for appending: kind, JSON dict, model (a string: a cold call does not import typing).
-Prepared: TypeAlias = "tuple[str, dict[str, Any], Payload | None]"
-
-
-def prepare_all(redactor: Redactor, items: Iterable[Emitted]) -> list[Prepared]:
-    """The append path's first step, shared by every store: validate each item (:func:`~.payload.prepare`),
-    then replace secret values; an event that changed is validated again from its redacted dict.
-
-    Raises (an unknown kind, a payload that does not fit) before anything is written.
-    """
-    prepared = [prepare(item) for item in items]
-    if not redactor:
-        return prepared
-    out = []
-    for kind, payload, data in prepared:
-        clean = redactor.value(payload)
-        out.append((kind, payload, data) if clean is payload else prepare((kind, clean)))  # still valid?
-    return out
 
 
 #: An event ready to insert: its row, and the Event an append returns.
@@ -1642,7 +1566,3 @@ def is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid4_hex()[:6]

@@ -1,7 +1,8 @@
 """What every event store is and does the same way, whatever its database: the records a store hands out
 (:class:`RunInfo`, :class:`Audit`), the log's clock (:func:`now_iso`), and :class:`StoreBase`, the half of a
 store that is one logic over SQLite and PostgreSQL — the lease (one driver per run), a run named by a prefix,
-the checks before a fork, an import's rows, a checkpoint's signing, the audit.
+a run's and a fork's creation (their events validated and redacted by :func:`prepare_all`), the checks before a
+fork, an import's rows, a checkpoint's signing, the audit.
 
 A store derives from :class:`StoreBase` and keeps in its own module what really differs: its SQL (each
 statement the base runs is a class attribute in the store's dialect), its locking and its transactions
@@ -22,8 +23,9 @@ from tether.records import dataclass, field
 from tether.typeless import Generic, TypeVar, overload
 
 from .anchor import AnchorKey, AnchorReport, Checkpoint, Signer, check_anchor, read_anchor_file
+from .chain import GENESIS
 from .lease import LEASE_TTL_S, Heartbeat, Lease, holder_is_gone, process_start, this_host
-from .payload import Emitted, Payload
+from .payload import Emitted, Payload, prepare
 from .redact import Redactor
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -31,11 +33,13 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
-    from typing import Any, ClassVar, Protocol, Self
+    from typing import Any, ClassVar, Protocol, Self, TypeAlias
 
     from .kinds import RunForked
 
 Head = tuple[int, str]  # (seq, hash) of a run's last event; (-1, GENESIS) before the first
+#: An event checked for appending: kind, JSON dict, model (a string: a cold call does not import typing).
+Prepared: TypeAlias = "tuple[str, dict[str, Any], Payload | None]"
 
 
 def stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -111,6 +115,27 @@ def _second(s: int) -> tuple[int, str]:
     global _SECOND
     second = _SECOND = (s, datetime.fromtimestamp(s, UTC).isoformat()[:19])
     return second
+
+
+def new_run_id() -> str:
+    """A run's id: when it was made (UTC, to the second, so ids sort by time) and 6 random hex digits."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid4_hex()[:6]
+
+
+def prepare_all(redactor: Redactor, items: Iterable[Emitted]) -> list[Prepared]:
+    """The append path's first step, shared by every store: validate each item (:func:`~.payload.prepare`),
+    then replace secret values; an event that changed is validated again from its redacted dict.
+
+    Raises (an unknown kind, a payload that does not fit) before anything is written.
+    """
+    prepared = [prepare(item) for item in items]
+    if not redactor:
+        return prepared
+    out = []
+    for kind, payload, data in prepared:
+        clean = redactor.value(payload)
+        out.append((kind, payload, data) if clean is payload else prepare((kind, clean)))  # still valid?
+    return out
 
 
 if TYPE_CHECKING:  # types only: a Protocol class costs its making at import, on a cold hook's path too
@@ -191,6 +216,16 @@ class StoreBase(ABC, Generic[E]):
         """The run's events after seq ``after`` up to ``upto``, of ``kinds`` when given, in order."""
 
     @abstractmethod
+    def _insert_run(self, cur: Any, run_id: str, task: str, parent: str | None, head: Head) -> None:
+        """The run's row (its head ``head``, where the store keeps one); a run id taken already is
+        :class:`RunExists` naming it (the caller's transaction rolls back)."""
+
+    @abstractmethod
+    def _append_locked(self, cur: Any, run_id: str, prepared: Sequence[Prepared], head: Head) -> list[E]:
+        """``prepared`` chained after ``head`` and inserted (the head moved, a checkpoint signed if due), inside the
+        caller's transaction: the events written."""
+
+    @abstractmethod
     def append_many(
         self, run_id: str, items: Sequence[Emitted], *, durable: bool = True, expect: Head | None = None
     ) -> list[E]:
@@ -223,6 +258,71 @@ class StoreBase(ABC, Generic[E]):
         """Validate, chain and durably commit one event: a payload object, or a kind and its dict."""
         item: Emitted = event if isinstance(event, Payload) else (event, payload if payload is not None else {})
         return self.append_many(run_id, [item], expect=expect)[0]
+
+    def create_run(
+        self,
+        task: str,
+        first: Sequence[Emitted] = (),
+        *,
+        run_id: str | None = None,
+        parent_run: str | None = None,
+        lease: bool = False,
+    ) -> str:
+        """Create a run with its ``first`` events (and, with ``lease``, its lease) in one transaction.
+
+        Invalid events raise before anything is written: no run without its first events.
+        """
+        prepared = prepare_all(self.redactor, first)
+        return self._create(
+            self.redactor.value(task), run_id or new_run_id(), parent_run, (-1, GENESIS), prepared, lease
+        )
+
+    def create_fork(
+        self,
+        task: str,
+        forked: RunForked,
+        rest: Sequence[Emitted] = (),
+        *,
+        run_id: str | None = None,
+        lease: bool = False,
+    ) -> str:
+        """Create a run that goes on from ``forked.parent_run``'s log at ``forked.at_seq``: one transaction.
+
+        The parent's events up to that seq are the fork's prefix (shared, not copied): the fork's head starts
+        at the parent's (seq, hash) there, so ``run.forked`` chains onto it. Refused when the parent has no
+        event at that seq or its hash there is not ``forked.parent_hash`` (the parent moved or was rewritten).
+        """
+        prepared = prepare_all(self.redactor, (forked, *rest))
+        task = self.redactor.value(task)
+        run_id = run_id or new_run_id()
+        parent = self._fork_parent(forked)
+        head = (forked.at_seq, forked.parent_hash)
+        return self._create(task, run_id, parent.run_id, head, prepared, lease, (parent, forked))
+
+    def _create(
+        self,
+        task: str,
+        run_id: str,
+        parent: str | None,
+        head: Head,
+        prepared: Sequence[Prepared],
+        lease: bool,
+        fork: tuple[RunInfo, RunForked] | None = None,
+    ) -> str:
+        """A run's row and its first events (a ``fork``'s base checked first, in the same transaction:
+        :meth:`_check_fork_base`), with ``lease`` its lease; then, with ``lease``, the heartbeat."""
+        with self._transaction() as cur:
+            self._lock_run(cur, run_id)
+            if fork is not None:
+                self._check_fork_base(*fork)
+            self._insert_run(cur, run_id, task, parent, head)
+            if prepared:
+                self._append_locked(cur, run_id, prepared, head)
+            if lease:
+                self._lease_locked(cur, run_id)
+        if lease:
+            self._start_heartbeat()
+        return run_id
 
     def _fork_parent(self, forked: RunForked) -> RunInfo:
         """The run a fork goes on from; refused when it has no event at the fork's seq."""
