@@ -5,8 +5,8 @@ workspace, to show that it touches the denied file; then the gate must refuse it
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,8 +26,8 @@ def make(ws: Path) -> Path:
     (ws / "secrets" / "key.txt").chmod(0o600)
     (ws / "list0").write_bytes(b"secrets/key.txt\0")
     subprocess.run(["tar", "cf", "x.tar", "-C", "src", "a.py"], cwd=ws, check=True)
-    if shutil.which("zip"):
-        subprocess.run(["zip", "-q", "x.zip", "src/a.py"], cwd=ws, check=True)
+    with zipfile.ZipFile(ws / "x.zip", "w") as archive:
+        archive.write(ws / "src" / "a.py", "src/a.py")
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
     subprocess.run([*git, "add", "."], cwd=ws, check=True)
@@ -88,7 +88,6 @@ CHANGERS = [
 ]
 
 
-@pytest.mark.skipif(shutil.which("git") is None or shutil.which("zip") is None, reason="needs git and zip")
 @pytest.mark.parametrize("command", CHANGERS)
 def test_a_command_that_changes_a_denied_file_through_its_directory_is_refused(command: str, tmp_path: Path) -> None:
     assert touches_secret(command, make(tmp_path / "run")), "the spelling does not touch the denied file"
