@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import SandboxUnavailable
 from tether.sandbox import BwrapSandbox, LocalSandbox, Sandbox
 from tether.sandbox.doctor import survivors
+from tether.sandbox.process import NotReleased
 from tether.sandbox.reaper import become_subreaper, children, in_my_pid_namespace, kill_and_reap
 
 
@@ -45,7 +45,9 @@ def test_bubblewraps_inner_process_coming_back_during_the_commit_is_reaped(works
     """bubblewrap's outer process dies while the command is held (killed from outside, during the commit): its inner
     one (the sandbox's pid 1, in another pid namespace) is handed to tether, the subreaper, inside the window where
     what the commit started is taken as there before the command. It is the command's, and is reaped at its end:
-    no zombie of it is left, and the command never ran."""
+    no zombie of it is left. The sandbox's own process having died, the command is never let go (``NotReleased``):
+    its shell, alive until the kill of its pid namespace reaches it, would otherwise read the start byte and run the
+    command that tether then logs as failed."""
     assert become_subreaper()
     marker = "tether-held-" + secrets.token_hex(6)
     had = children()
@@ -60,12 +62,9 @@ def test_bubblewraps_inner_process_coming_back_during_the_commit_is_reaped(works
         seen.extend(children() - had - {outer})
 
     try:
-        try:
-            r = run_held(BwrapSandbox(workspace), workspace, f": {marker}; touch acted", before)
-        except SandboxUnavailable:
-            r = None  # killed before its trampoline wrote the start byte: told as a setup failure
+        with pytest.raises(NotReleased, match="exited while the command was held"):
+            run_held(BwrapSandbox(workspace), workspace, f": {marker}; touch acted", before)
         assert seen, "the inner process did not come back to tether"
-        assert r is None or not r.ok  # type: ignore[attr-defined]
         left = children() - had  # (another test's orphan may come back to this worker meanwhile: not the call's)
         assert not set(seen) & left  # the inner process was reaped: no zombie of the call is left
         assert not {pid for pid in left if not in_my_pid_namespace(pid)}  # nor any process of the sandbox's
@@ -99,3 +98,20 @@ def test_a_slow_before_delays_the_command_once_and_is_not_its_time(sandbox: Sand
     assert r.ok, r.stderr  # type: ignore[attr-defined]
     assert float(marker.read_text()) >= times[0]
     assert r.duration_s < 0.4  # type: ignore[attr-defined]
+
+
+def test_a_local_command_whose_shell_is_killed_during_the_commit_is_not_let_go(workspace: Path) -> None:
+    """The local shell killed from outside while held: ``NotReleased`` (not a receipt of a command that ran and was
+    killed), and nothing of it ran."""
+    assert become_subreaper()
+    had = children()
+
+    def before() -> None:
+        assert wait_for(lambda: children() - had)
+        (shell,) = children() - had
+        os.kill(shell, signal.SIGKILL)
+        assert wait_for(lambda: Path(f"/proc/{shell}/stat").read_text().split(") ")[1].startswith("Z"))
+
+    with pytest.raises(NotReleased, match="exited while the command was held"):
+        run_held(LocalSandbox(), workspace, "touch acted", before)
+    assert not (workspace / "acted").exists()

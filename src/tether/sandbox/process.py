@@ -78,13 +78,23 @@ class Hold:
         limits, put after it) or ends as this line does (bubblewrap: the start byte's ``exec``)."""
         return f"TMOUT= read -r -n 1 -u {self.r} || exit {HELD_EXIT_CODE}; unset REPLY; exec {self.r}<&-"
 
-    def release(self) -> None:
-        """Run ``before``; then let the command go. If ``before`` raises, nothing is written (the caller kills the
-        child; should that miss, the child reads end-of-file once :meth:`close` runs) and ``NotReleased`` says why."""
+    def release(self, proc: subprocess.Popen[bytes]) -> None:
+        """Run ``before``; then let ``proc``'s command go. If ``before`` raises, or ``proc`` has exited meanwhile,
+        nothing is written (the caller kills the child; should that miss, the child reads end-of-file once
+        :meth:`close` runs) and ``NotReleased`` says why.
+
+        The exit is asked first because a sandbox's command may outlive the process tether spawned: bubblewrap's
+        outer process killed from outside, the kill of its pid namespace has not yet reached the shell, which would
+        read the byte and run a command that tether logs as failed. Once the byte is written the command was let go,
+        and a kill after that is a kill of a running command, told as such by its receipt."""
         try:
             self.before()
         except Exception as e:
             raise NotReleased(f"the command was not started: {e}") from e
+        if proc.poll() is not None:
+            raise NotReleased(
+                f"the command was not started: its process exited while the command was held ({proc.returncode})"
+            )
         try:  # noqa: SIM105 — suppress() is three Python calls, on every command's start (issue 18)
             os.write(self.w, b".")
         except BrokenPipeError:  # the child died first (a bubblewrap setup failure): told later
@@ -219,7 +229,7 @@ def _spawn(
 def _release(proc: subprocess.Popen[bytes], hold: Hold, kill: Killer) -> None:
     """Let a held child go; if that fails (or is interrupted), kill and reap it, never let go."""
     try:
-        hold.release()
+        hold.release(proc)
     except BaseException:
         hold.close()  # end-of-file for the child's line, should the kill miss anything
         kill(proc)
