@@ -18,7 +18,7 @@ from tether import disk
 
 from .anchor import Signer
 from .redact import url_without_password
-from .store import EventStore
+from .store import LOCK_TIMEOUT_S, EventStore
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -104,10 +104,13 @@ def open_store(
     readonly: bool = False,
     signer: Signer | None = None,
     local: Path | None = None,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
 ) -> Store:
     """Open the store ``spec`` names (see :func:`spec_of`); ``create`` makes a new one (a file, or the schema
     in an empty PostgreSQL database); ``readonly`` never writes; ``signer`` signs checkpoints. ``local`` is
-    the directory of a PostgreSQL-backed workspace's local files (:func:`local_dir`)."""
+    the directory of a PostgreSQL-backed workspace's local files (:func:`local_dir`). A write that waits for
+    another process's lock (SQLite's writer lock, a PostgreSQL run's) longer than ``lock_timeout_s`` fails
+    with :class:`~tether.errors.DatabaseLocked`."""
     if is_url(spec):
         try:
             from .pgstore import PgStore
@@ -117,5 +120,7 @@ def open_store(
             raise InputError(
                 f"{describe(spec)}: a PostgreSQL store needs psycopg ({e}); pip install 'tether[postgres]'"
             ) from e
-        return PgStore.open(str(spec), create=create, readonly=readonly, signer=signer, local=local)
-    return EventStore.open(spec, create=create, readonly=readonly, signer=signer)
+        return PgStore.open(
+            str(spec), create=create, readonly=readonly, signer=signer, local=local, lock_timeout_s=lock_timeout_s
+        )
+    return EventStore.open(spec, create=create, readonly=readonly, signer=signer, lock_timeout_s=lock_timeout_s)

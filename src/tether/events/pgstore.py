@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,15 @@ from psycopg import errors as pgerr
 from psycopg import sql
 
 from tether.canonical import bytes_hash
-from tether.errors import HeadMoved, InputError, LogCorrupt, NotATetherDatabase, RunExists, RuntimeFailure
+from tether.errors import (
+    DatabaseLocked,
+    HeadMoved,
+    InputError,
+    LogCorrupt,
+    NotATetherDatabase,
+    RunExists,
+    RuntimeFailure,
+)
 
 from .anchor import Checkpoint, Signer
 from .bulk import gc_paused
@@ -53,6 +61,7 @@ from .lease import Heartbeat, Lease
 from .payload import Emitted
 from .redact import Redactor, url_without_password
 from .store import (
+    LOCK_TIMEOUT_S,
     STORED_COLUMNS,
     Batch,
     Chained,
@@ -146,10 +155,17 @@ CREATE TRIGGER {t}_no_truncate BEFORE TRUNCATE ON {t} FOR EACH STATEMENT EXECUTE
 
 
 @contextmanager
-def _database_errors(where: str) -> Iterator[None]:
-    """psycopg's errors as tether's, naming the database (its password hidden)."""
+def _database_errors(where: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """psycopg's errors as tether's, naming the database (its password hidden). A lock waited for past the
+    connection's ``lock_timeout`` (:func:`_bound_lock_waits`) is :class:`DatabaseLocked`, as SQLite's writer lock
+    held past the store's ``lock_timeout_s`` is."""
     try:
         yield
+    except pgerr.LockNotAvailable as e:  # an OperationalError too: not "unreachable"
+        raise DatabaseLocked(
+            f"{where}: another tether process has held the lock this write waits for past {lock_timeout_s:g}s "
+            f"(PostgreSQL: {e.diag.message_primary})"
+        ) from e
     except pgerr.InsufficientPrivilege as e:
         raise RuntimeFailure(f"{where}: the database role may not do this ({e.diag.message_primary})") from e
     except pgerr.RaiseException as e:  # a trigger refused a change
@@ -160,12 +176,13 @@ def _database_errors(where: str) -> Iterator[None]:
         raise RuntimeFailure(f"{where}: the database is unreachable ({str(e).strip()})") from e
 
 
-def _connect(url: str, where: str) -> psycopg.Connection[Any]:
-    """A connection to a database whose encoding is UTF-8. In any other (``SQL_ASCII`` stores whatever bytes it is
-    given and psycopg reads its text as ``bytes``) the log's text is not what tether hashed: refused by name, where
-    it failed as "internal error: TypeError" and would have read every event as malformed. The server reports its
-    encoding when the connection starts: no query."""
-    with _database_errors(where):
+def _connect(url: str, where: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> psycopg.Connection[Any]:
+    """A connection to a database whose encoding is UTF-8, its lock waits bounded by ``lock_timeout_s``
+    (:func:`_bound_lock_waits`). In any other encoding (``SQL_ASCII`` stores whatever bytes it is given and psycopg
+    reads its text as ``bytes``) the log's text is not what tether hashed: refused by name, where it failed as
+    "internal error: TypeError" and would have read every event as malformed. The server reports its encoding when
+    the connection starts: no query."""
+    with _database_errors(where, lock_timeout_s):
         try:
             conn = psycopg.connect(url, autocommit=True)
         except psycopg.ProgrammingError as e:  # the URL itself: an unknown parameter, a malformed part
@@ -177,7 +194,21 @@ def _connect(url: str, where: str) -> psycopg.Connection[Any]:
             f"{where}: the database's encoding is {encoding}; tether's log is UTF-8 text: use a database made "
             "with ENCODING 'UTF8'"
         )
+    try:
+        with _database_errors(where, lock_timeout_s):
+            _bound_lock_waits(conn, lock_timeout_s)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _bound_lock_waits(conn: psycopg.Connection[Any], lock_timeout_s: float) -> None:
+    """Every lock this session waits for (the run's advisory lock an append or ``exclusive()`` takes, a row's, the
+    schema's) waits ``lock_timeout_s`` at most, then fails (``LockNotAvailable``: :class:`DatabaseLocked`): a writer
+    paused while it holds one (SIGSTOP, a debugger, a hung hook) would otherwise block every other writer of its run
+    until it is killed. Session-wide, set once: not a statement more per append. At least 1 ms (0 is no bound)."""
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(lock_timeout_s * 1000))}ms",))
 
 
 class PgStore(StoreBase[Event]):
@@ -201,10 +232,18 @@ class PgStore(StoreBase[Event]):
     SQL_BLOB = "INSERT INTO blobs (hash, size, data) VALUES (%s,%s,%s) ON CONFLICT DO NOTHING"
 
     def __init__(
-        self, url: str, conn: psycopg.Connection[Any], local: Path, *, readonly: bool, signer: Signer | None
+        self,
+        url: str,
+        conn: psycopg.Connection[Any],
+        local: Path,
+        *,
+        readonly: bool,
+        signer: Signer | None,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
     ) -> None:
         self.url = url
         self._where = url_without_password(url)
+        self._lock_timeout_s = lock_timeout_s  # the connection's lock_timeout: set by the caller (_connect)
         self.path = local / "postgresql"  # no file here: its directory holds the workspace's memory.db
         self.readonly = readonly
         self.signer = signer
@@ -224,13 +263,17 @@ class PgStore(StoreBase[Event]):
         readonly: bool = False,
         signer: Signer | None = None,
         local: Path | None = None,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
     ) -> PgStore:
-        """Connect; with ``create``, make the schema in a database that has none (as the connecting role)."""
+        """Connect; with ``create``, make the schema in a database that has none (as the connecting role). A lock
+        held by another session past ``lock_timeout_s`` (as SQLite's store's writer lock) is :class:`DatabaseLocked`."""
         where = url_without_password(url)
-        conn = _connect(url, where)
-        store = cls(url, conn, local or Path.cwd() / ".tether", readonly=readonly, signer=signer)
+        conn = _connect(url, where, lock_timeout_s)
+        store = cls(
+            url, conn, local or Path.cwd() / ".tether", readonly=readonly, signer=signer, lock_timeout_s=lock_timeout_s
+        )
         try:
-            with _database_errors(where):
+            with store._errors():
                 if readonly:
                     conn.execute("SET default_transaction_read_only = on")
                 store._init_schema(create and not readonly)
@@ -270,6 +313,21 @@ class PgStore(StoreBase[Event]):
     def where(self) -> str:
         return self._where
 
+    @property
+    def lock_timeout_s(self) -> float:
+        """How long a write waits for a lock another session holds before :class:`DatabaseLocked`."""
+        return self._lock_timeout_s
+
+    @lock_timeout_s.setter
+    def lock_timeout_s(self, seconds: float) -> None:
+        with self._lock, self._errors():
+            _bound_lock_waits(self._conn, seconds)
+            self._lock_timeout_s = seconds
+
+    def _errors(self) -> AbstractContextManager[None]:
+        """psycopg's errors as tether's (:func:`_database_errors`), a lock's timeout naming this store's."""
+        return _database_errors(self._where, self._lock_timeout_s)
+
     def close(self) -> None:
         for run_id in list(self._leases):
             with suppress(Exception):  # closing must not fail; a lease left behind is taken over once we are gone
@@ -289,7 +347,7 @@ class PgStore(StoreBase[Event]):
         """One transaction on this store's connection; anything raised rolls it back whole."""
         if self.readonly:
             raise InputError(f"{self.where}: opened read-only")
-        with self._lock, _database_errors(self.where):
+        with self._lock, self._errors():
             try:
                 with self._conn.transaction(), self._conn.cursor() as cur:
                     if not durable:
@@ -305,12 +363,12 @@ class PgStore(StoreBase[Event]):
     def _snapshot(self) -> Iterator[None]:
         """Reads that must agree (a run's head and its rows) in one repeatable-read transaction, so an append
         by another process between them is not mistaken for a truncated log."""
-        with self._lock, _database_errors(self.where), self._conn.transaction():
+        with self._lock, self._errors(), self._conn.transaction():
             self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield
 
     def _query(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock, _database_errors(self.where):
+        with self._lock, self._errors():
             return self._conn.execute(query, params).fetchall()
 
     @contextmanager
@@ -318,7 +376,7 @@ class PgStore(StoreBase[Event]):
         """The run's advisory lock (the one :meth:`_lock_run` takes in each append's transaction) held by this
         connection's session until the block ends: another connection's append to the run waits; this one's own
         append takes it again (a session holding a lock is not kept out by it)."""
-        with self._lock, _database_errors(self.where):
+        with self._lock, self._errors():
             self._conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (run_id,))
             try:
                 yield
@@ -439,7 +497,7 @@ class PgStore(StoreBase[Event]):
     def _events_in(
         self, run_id: str, *, after: int = -1, upto: int | None = None, kinds: Collection[str] | None = None
     ) -> list[Event]:
-        with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
+        with self._lock, self._errors(), self._conn.cursor() as cur:
             rows = self._rows_in(cur, run_id, after, upto, kinds)
         with gc_paused():
             return [row_event(r) for r in rows]
@@ -467,7 +525,7 @@ class PgStore(StoreBase[Event]):
 
     def lineage(self, run_id: str) -> list[tuple[str, int, int]]:
         """Whose events make up a run's log: ``(run, first seq, last seq)`` per segment, oldest first."""
-        with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
+        with self._lock, self._errors(), self._conn.cursor() as cur:
             return lineage(run_id, lambda rid: self._fork_point(cur, rid))
 
     @staticmethod
@@ -497,7 +555,7 @@ class PgStore(StoreBase[Event]):
     def rows(self, run_id: str) -> list[tuple[Any, ...]]:
         """The run's log as stored, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
         info = self.run(run_id)
-        with self._lock, _database_errors(self.where), self._conn.cursor() as cur:
+        with self._lock, self._errors(), self._conn.cursor() as cur:
             return self._rows_in(cur, info.run_id)
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
