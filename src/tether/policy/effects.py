@@ -40,6 +40,17 @@ class Effects:
     scripts: list[Word] = field(default_factory=list)  # files of code it runs (makefiles, sourced scripts)
     chdir: Word | None = None  # the directory it works in (git -C, make -C), when not the shell's
     env_dump: bool = False
+    unpacks: list[Unpack] = field(default_factory=list)  # archives and patches it writes out (tar x, unzip, git apply)
+
+
+@dataclass(frozen=True)
+class Unpack:
+    """An archive or patch written out under a directory: what it writes is known only by reading ``archive``
+    (``-``: standard input; a word only known at run time: anything)."""
+
+    archive: Word
+    into: Word
+    kind: str  # tar, zip or patch (archives.members' kinds)
 
 
 _FIND_FILTERS = frozenset(
@@ -102,11 +113,13 @@ def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
         args = without_exec(args)
     parsed = programs.parse(spec, args)
     if spec.subcommands is not None:
-        _, sub, rest = programs.subcommand(spec, parsed)
+        word, sub, rest = programs.subcommand(spec, parsed)
         e.chdir = next(iter(parsed.values(Role.CHDIR, spec)), None)
         if sub is None:
             return
         spec, parsed = sub, programs.parse(sub, rest)
+        if cmd.name == "git" and word in ("apply", "am"):
+            _git_patch(parsed, e)
     deep = parsed.recurses(spec)
     in_place = cmd.name == "sed" and any(
         n.startswith("--in-place") or (n[:2] != "--" and "i" in n) for n, _ in parsed.options
@@ -133,6 +146,28 @@ def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
         e.writes.append(Target(Word.lit(spec.default_write)))
     if spec.default_read is not None and deep and not e.reads:
         e.reads.append(Target(Word.lit(spec.default_read), True))
+
+
+def _git_patch(parsed: programs.Parsed, e: Effects) -> None:
+    """``git apply`` / ``git am`` write the files their patches name (standard input without an operand), under the
+    repository's top; ``--check``, ``--stat``, ``--numstat`` and ``--summary`` only report, unless ``--apply``."""
+    if parsed.has("--check", "--stat", "--numstat", "--summary") and not parsed.has("--apply"):
+        return
+    into = e.chdir if e.chdir is not None else Word.lit(".")
+    for w in parsed.operands or [Word.lit("-")]:
+        moved = w.static and w.text != "-" and into.static and into.text != "."
+        e.unpacks.append(Unpack(Word.lit(places.join(into.text, w.text)) if moved else w, into, "patch"))
+
+
+def _unzip(cmd: SimpleCommand, e: Effects) -> None:
+    """unzip writes its archive's members under ``-d DIR`` (or here), unless it only lists, tests or prints them."""
+    spec = SPECS["unzip"]
+    _from_table(cmd, spec, e)
+    parsed = programs.parse(spec, list(cmd.args))
+    if parsed.has("-l", "-t", "-v", "-z", "-p", "-c", "-Z") or not parsed.operands:
+        return
+    into = next(iter(parsed.values(Role.WRITE, spec)), Word.lit("."))
+    e.unpacks.append(Unpack(parsed.operands[0], into, "zip"))
 
 
 def without_exec(args: list[Word]) -> list[Word]:
@@ -238,6 +273,8 @@ def _tar(cmd: SimpleCommand, e: Effects) -> None:
     if "x" in modes:
         e.writes += [Target(w) for w in chdir] or [Target(Word.lit("."))]
         e.reads += [Target(w) for w in archive]
+        into = _under_chdir(spec, args, Word.lit(".")) if chdir else Word.lit(".")
+        e.unpacks += [Unpack(w, into, "tar") for w in archive[-1:] or [Word.lit("-")]]
     elif modes & {"c", "r", "u"}:
         e.writes += [Target(w) for w in archive if w.text != "-"]
         e.reads += [Target(_under_chdir(spec, args, w), True) for w in parsed.operands]
@@ -273,6 +310,7 @@ _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
     "find": _find,
     "dd": _dd,
     "tar": _tar,
+    "unzip": _unzip,
     "bsdtar": _tar,
     "rsync": _transfer,
     "scp": _transfer,

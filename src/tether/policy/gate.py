@@ -21,11 +21,11 @@ from tether import places
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
 from tether.status import ControlState
 
-from . import profile, programs
+from . import archives, profile, programs
 from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
-from .effects import FOUND, Effects, Target, effects
+from .effects import FOUND, Effects, Target, Unpack, effects
 from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
@@ -250,6 +250,8 @@ class Gate:
             self._git_reads(cmd, out)
         for t in writes:
             self._write_place(t, cmd, out)
+        for u in eff.unpacks:
+            self._unpack(u, cmd, out)
         secret = False
         for t in reads:
             secret = self._read_place(t, cmd, out) or secret
@@ -388,6 +390,47 @@ class Gate:
             verdict = self.paths.dotfile(path)
         if verdict is not None:
             out.append(_hard(verdict, f"{what} {text!r}: "))
+
+    def _unpack(self, u: Unpack, cmd: SimpleCommand, out: list[Finding]) -> None:
+        """An archive or patch written out under a directory writes what it names (``tar xf x.tar`` with a member
+        ``secrets/key.txt``): each name is judged as a write, read from the archive now (:mod:`.archives`).
+        One it cannot list (a pipe, a run-time name, too big, links) may write anything under the directory:
+        DENY when the deny list may reach under it."""
+        into = self.paths.resolve(u.into.text, cmd.cwd) if u.into.static else None
+        archive = u.archive
+        if archive.static and archive.text == "-":  # standard input: a file redirected in, else a pipe
+            archive = next((r.target for r in cmd.redirects if r.op == "<" and r.target is not None), archive)
+        path = self.paths.resolve(archive.text, cmd.cwd) if archive.static and archive.text != "-" else None
+        names = archives.members(path, u.kind) if path is not None and into is not None else None
+        if names is None or into is None:
+            where = into if into is not None else self.workspace
+            reach = self.paths.deny_reach(where)
+            if reach is not None:
+                why = f"{cmd.name} writes out {archive.text or 'an archive'!r}, whose names the gate cannot read,"
+                out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, f"{why} under {where}; {reach!r}"))
+            return
+        tops = [into]  # a patch's names are from the repository's top: git's directory or one above it
+        while u.kind == "patch" and places.parent(tops[-1]) != tops[-1] and self.paths.relative(tops[-1]) != ".":
+            tops.append(places.parent(tops[-1]))
+        for top in tops:
+            for name in names:
+                verdict = self._unpacked(top, name, u.kind == "patch")
+                if verdict is not None:
+                    out.append(_hard(verdict, f"{cmd.name} writes {name!r} out of {archive.text!r}: "))
+                    return
+
+    def _unpacked(self, top: str, name: str, guessed: bool) -> PlaceVerdict | None:
+        """The verdict on one name an archive writes under ``top`` (a leading / is dropped, as tar and unzip do);
+        a patch's names are guesses at its strip level, so only what no level may write counts for them."""
+        path = self.paths.resolve(name.lstrip("/") or ".", top)
+        if path is None or path == top:
+            return None
+        verdict = self.paths.write(path)
+        if verdict is None or verdict.verdict is not Verdict.DENY:
+            return None
+        if guessed and verdict.rule_id in ("path:not-writable", "path:write-outside", "path:workspace-root"):
+            return None
+        return verdict
 
     def _reach(self, path: str, what: str) -> PlaceVerdict | None:
         """A directory deleted, moved or changed as a whole (``rm -r``, ``mv DIR``, ``chmod -R``) changes every file

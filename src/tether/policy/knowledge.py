@@ -952,7 +952,8 @@ def _git_specs() -> dict[str, Later]:
         recursive="-r",
     )
     subs |= {s: work for s in ("add", "commit", "merge", "rebase", "cherry-pick", "revert", "stash")}
-    subs |= {s: work for s in ("init", "apply", "am", "switch", "checkout", "reset", "notes", "gc")}
+    subs |= {s: work for s in ("init", "switch", "checkout", "reset", "notes", "gc")}
+    subs |= {s: work.but(operands=R) for s in ("apply", "am")}  # the patches they read (and write out: effects)
     subs["restore"] = work.but(operands=W)  # the paths it names are written back from the index or a commit
     subs |= {s: work for s in ("prune", "repack", "sparse-checkout")}
     step = later(operands=T)

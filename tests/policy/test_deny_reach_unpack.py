@@ -1,0 +1,193 @@
+"""Extracting an archive or applying a patch INTO the workspace writes whatever the archive or patch names: one that
+holds ``secrets/key.txt`` overwrites a file ``filesystem.deny`` hides, though the command line names no hidden
+place. Each command is first run for real in a fresh workspace, to show that it changes the denied file; then the
+gate must refuse it. The gate reads the member list (tar, zip) or the patched names (git apply, git am) at decision
+time, bounded; an archive it cannot list (too big, too many members, links, not a regular file, unreadable,
+compressed in a way it cannot read, or read from a pipe) is judged by what the deny list may reach under the target
+directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from test_deny_reach_writes import gate, touches_secret
+from test_deny_reach_writes import make as make_base
+
+from tether.policy import archives
+from tether.policy.decision import Verdict
+
+EVIL = b"overwritten by the archive\n"
+
+
+def _patch(ws: Path, path: str, name: str) -> None:
+    """A git patch (``git diff`` output) that rewrites ``path``, saved as ``name``."""
+    old = (ws / path).read_bytes()
+    (ws / path).write_bytes(EVIL)
+    diff = subprocess.run(["git", "diff", "--", path], cwd=ws, capture_output=True, check=True).stdout
+    (ws / path).write_bytes(old)
+    (ws / name).write_bytes(diff)
+
+
+def make(ws: Path) -> Path:
+    make_base(ws)
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=ws, check=True)  # the work tree as committed
+    staged = ws / "staged"
+    (staged / "secrets").mkdir(parents=True)
+    (staged / "secrets" / "key.txt").write_bytes(EVIL)
+    (staged / "src").mkdir()
+    (staged / "src" / "b.py").write_text("y = 1\n")
+    subprocess.run(["tar", "cf", "../evil.tar", "src/b.py", "secrets/key.txt"], cwd=staged, check=True)
+    subprocess.run(["tar", "czf", "../evil.tgz", "secrets/key.txt"], cwd=staged, check=True)
+    subprocess.run(["tar", "cf", "../../key.tar", "key.txt"], cwd=staged / "secrets", check=True)
+    subprocess.run(["tar", "cf", "../ok.tar", "src/b.py"], cwd=staged, check=True)
+    with zipfile.ZipFile(ws / "evil.zip", "w") as z:
+        z.write(staged / "secrets" / "key.txt", "secrets/key.txt")
+    with zipfile.ZipFile(ws / "ok.zip", "w") as z:
+        z.write(staged / "src" / "b.py", "src/b.py")
+    (ws / "staged" / "secrets" / "key.txt").unlink()
+    (ws / "staged" / "secrets").rmdir()
+    os.symlink("../secrets", ws / "staged" / "lnk")  # a link, then a file through it
+    subprocess.run(["tar", "cf", "../link.tar", "lnk", "lnk/key.txt"], cwd=ws / "staged", check=False)
+    _patch(ws, "secrets/key.txt", "evil.patch")
+    _patch(ws, "src/a.py", "ok.patch")
+    hooks = ws / "hook"
+    (hooks / ".git" / "hooks").mkdir(parents=True)
+    (hooks / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\necho pwned\n")
+    subprocess.run(["tar", "cf", "../hook.tar", ".git/hooks/post-checkout"], cwd=hooks, check=True)
+    return ws
+
+
+EXTRACTORS = [
+    "tar xf evil.tar",
+    "tar -xf evil.tar",
+    "tar --extract --file=evil.tar",
+    "tar xzf evil.tgz",
+    "tar xf evil.tgz",
+    "tar -x -f evil.tar secrets/key.txt",
+    "tar xf key.tar -C secrets",
+    "tar xf - < evil.tar",
+    "tar x < evil.tar",
+    "cat evil.tar | tar x",
+    "cd src && tar xf ../evil.tar -C ..",
+    "unzip -oq evil.zip",
+    "unzip -o -q evil.zip -d .",
+    "git apply evil.patch",
+    "git apply < evil.patch",
+    "cat evil.patch | git apply",
+    "git apply --3way evil.patch",
+    "cd secrets && git apply ../evil.patch",
+    "git -C secrets apply ../evil.patch",
+]
+
+
+HARMLESS = [
+    "tar xf ok.tar",
+    "tar xf evil.tar -C src",  # into src: src/secrets/key.txt is not hidden
+    "unzip -oq ok.zip",
+    "unzip -oq evil.zip -d src",
+    "git apply ok.patch",
+    "git apply --check evil.patch",
+    "git apply --stat evil.patch",
+    "tar tf evil.tar",
+]
+
+
+@pytest.mark.parametrize(("command", "hides"), [(c, True) for c in EXTRACTORS] + [(c, False) for c in HARMLESS])
+def test_an_archive_or_patch_is_refused_when_it_overwrites_a_denied_file(
+    command: str, hides: bool, tmp_path: Path
+) -> None:
+    """Run for real first: the spelling does (or does not) touch the denied file; the gate refuses exactly those."""
+    assert touches_secret(command, make(tmp_path / "run")) is hides
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+def test_a_member_into_git_hooks_is_refused(tmp_path: Path) -> None:
+    """Not the deny list, the same hole: a member under .git/hooks plants code git runs next."""
+    ws = make(tmp_path / "ws")
+    d = gate(ws).decide("bash", {"command": "tar xf hook.tar"})
+    assert d.verdict is Verdict.DENY, d.to_dict()
+    assert d.deciding_rule == "path:protected"
+
+
+def test_a_member_through_a_link_is_not_listed_and_the_reach_decides(tmp_path: Path) -> None:
+    """``lnk -> ../secrets`` then ``lnk/key.txt``: the link members make the list unreadable for the gate (where the
+    second member lands depends on the first): the target's reach decides."""
+    ws = make(tmp_path / "ws")
+    with tarfile.open(ws / "link.tar") as t:
+        assert any(m.issym() for m in t.getmembers())
+    assert archives.members(str(ws / "link.tar"), "tar") is None
+    d = gate(ws).decide("bash", {"command": "tar xf link.tar"})
+    assert d.verdict is Verdict.DENY, d.to_dict()
+    assert gate(ws).decide("bash", {"command": "tar xf link.tar -C docs"}).verdict is not Verdict.DENY
+
+
+def test_an_existing_link_in_the_workspace_is_followed(tmp_path: Path) -> None:
+    """A member ``s/key.txt`` lands in secrets/ when the workspace already holds ``s -> secrets``."""
+    ws = make(tmp_path / "ws")
+    os.symlink("secrets", ws / "s")
+    with tarfile.open(ws / "s.tar", "w") as t:
+        t.add(ws / "staged" / "src" / "b.py", "s/key.txt")
+    assert touches_secret("tar xf s.tar", make_link(tmp_path / "run"))
+    assert gate(ws).decide("bash", {"command": "tar xf s.tar"}).verdict is Verdict.DENY
+
+
+def make_link(ws: Path) -> Path:
+    make(ws)
+    os.symlink("secrets", ws / "s")
+    with tarfile.open(ws / "s.tar", "w") as t:
+        t.add(ws / "staged" / "src" / "b.py", "s/key.txt")
+    return ws
+
+
+@pytest.mark.parametrize("kind", ["fifo", "garbage", "dir", "devzero"])
+def test_an_archive_the_gate_cannot_list_fails_closed_and_never_blocks(kind: str, tmp_path: Path) -> None:
+    """A FIFO would block a reader for ever: the gate only opens a regular file."""
+    ws = make(tmp_path / "ws")
+    a = ws / "a.tar"
+    if kind == "fifo":
+        os.mkfifo(a)
+    elif kind == "garbage":
+        a.write_bytes(b"\x00\x01not an archive" * 100)
+    elif kind == "dir":
+        a.mkdir()
+    else:
+        os.symlink("/dev/zero", a)
+    assert archives.members(str(a), "tar") is None
+    patch = [] if kind == "garbage" else ["git apply a.tar"]  # a patch with no header writes nothing (git agrees)
+    for command in ("tar xf a.tar", "unzip -o a.tar", *patch):
+        assert gate(ws).decide("bash", {"command": command}).verdict is Verdict.DENY, command
+
+
+def test_the_bounds_fail_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make(tmp_path / "ws")
+    assert archives.members(str(ws / "ok.tar"), "tar") == ["src/b.py"]
+    monkeypatch.setattr(archives, "MAX_MEMBERS", 0)
+    assert archives.members(str(ws / "ok.tar"), "tar") is None
+    assert archives.members(str(ws / "ok.zip"), "zip") is None
+    assert gate(ws).decide("bash", {"command": "tar xf ok.tar"}).verdict is Verdict.DENY
+    monkeypatch.setattr(archives, "MAX_MEMBERS", 10)
+    monkeypatch.setattr(archives, "MAX_BYTES", 10)
+    assert archives.members(str(ws / "ok.zip"), "zip") is None
+    assert archives.members(str(ws / "ok.patch"), "patch") is None
+
+
+def test_patch_names_every_strip_level(tmp_path: Path) -> None:
+    """``-p0``, ``-p2`` or ``--directory`` place a patched name elsewhere: every suffix of every name is a
+    candidate, renames and copies included; a quoted name git escaped is not read (None)."""
+    p = tmp_path / "x.patch"
+    p.write_text(
+        "diff --git a/x/secrets/key.txt b/x/secrets/key.txt\n--- a/x/secrets/key.txt\n+++ b/x/secrets/key.txt\n"
+        "diff --git a/m b/n\nrename from m\nrename to secrets/n\n"
+    )
+    got = archives.members(str(p), "patch")
+    assert got is not None and "secrets/key.txt" in got and "secrets/n" in got and "x/secrets/key.txt" in got
+    p.write_text("--- a/secrets/k\r\n+++ b/secrets/k\r\n")  # CRLF: the name with and without its \r
+    assert {"secrets/k", "secrets/k\r"} <= set(archives.members(str(p), "patch") or [])
+    p.write_text('diff --git "a/sec\\162ets/key" "b/sec\\162ets/key"\n')
+    assert archives.members(str(p), "patch") is None
