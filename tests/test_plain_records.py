@@ -140,6 +140,11 @@ def test_what_tether_writes_is_not_left_unsure() -> None:
         mine.model_dump_json()  # pydantic's API a plain record does not mirror: the full path's
     with pytest.raises(Unsure):
         R_OUTER.model_json_schema()
+    for owner in (mine, R_OUTER):  # pydantic's API missing is Unsure, even to hasattr; any other name is absent
+        for name in ("model_extra", "__pydantic_core_schema__", "__get_pydantic_json_schema__"):
+            with pytest.raises(Unsure, match=f"Outer.{name}: pydantic"):
+                hasattr(owner, name)
+        assert getattr(owner, "models", "absent") == "absent" and not hasattr(owner, "_model_extra")
 
     class Wider(R_INNER):  # pydantic keeps a subclass's instance and dumps it as the declared class: not mirrored
         more: int = 1

@@ -155,12 +155,22 @@ def _unsure(why: str) -> Any:
     raise Unsure(why)
 
 
+#: The prefixes of pydantic's API (``model_*``, ``__pydantic_*``, ``__get_pydantic_*``).
+_PYDANTIC_API = ("model_", "__pydantic", "__get_pydantic")
+
+
+def _not_mirrored(cls: type, name: str) -> None:
+    """A name of pydantic's API that a record or its class lacks is :class:`Unsure`: an ``AttributeError`` would
+    let a ``getattr(…, default)`` or ``hasattr`` take the default where pydantic has an answer."""
+    if name.startswith(_PYDANTIC_API):
+        raise Unsure(f"{cls.__name__}.{name}: pydantic's, not a plain record's")
+
+
 class _Kind(type):
     """The records' metaclass: pydantic's class-level API that is not mirrored here is :class:`Unsure`."""
 
     def __getattr__(cls, name: str) -> Any:
-        if name.startswith(("model_", "__pydantic", "__get_pydantic")):
-            raise Unsure(f"{cls.__name__}.{name}: pydantic's, not a plain record's")
+        _not_mirrored(cls, name)
         raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
 
 
@@ -204,8 +214,7 @@ class BaseModel(metaclass=_Kind):
         return {name: _python(value) for name, value in _values(self)}
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith(("model_", "__pydantic", "__get_pydantic")):
-            raise Unsure(f"{type(self).__name__}.{name}: pydantic's, not a plain record's")
+        _not_mirrored(type(self), name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
