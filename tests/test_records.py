@@ -289,6 +289,8 @@ def observe(cls: type, kwargs: dict[str, Any], others: list[dict[str, Any]]) -> 
     seen: list[Any] = [repr(obj), str(obj), cls.__doc__, cls.__match_args__ if hasattr(cls, "__match_args__") else 0]
     fields = dataclasses.fields(cls)
     seen.append([(f.name, f.default is dataclasses.MISSING, f.compare, f.repr, f.hash) for f in fields])
+    seen.append([(f.init, f.kw_only, f.default_factory is dataclasses.MISSING, f.metadata, f.type) for f in fields])
+    seen.append([f._field_type is dataclasses._FIELD for f in fields])  # type: ignore[attr-defined]
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     seen.append([getattr(params, p) for p in ("init", "repr", "eq", "order", "unsafe_hash", "frozen")])
     seen.append(outcome(lambda: hash(obj) == hash(cls(**kwargs))))

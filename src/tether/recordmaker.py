@@ -66,15 +66,20 @@ class Field:
 
     def standard(self) -> Any:
         """``dataclasses.field`` of the same arguments."""
-        import dataclasses
+        return _standard_field(self, self.kw_only)
 
-        def given(value: Any) -> Any:
-            return dataclasses.MISSING if value is MISSING else value
 
-        return dataclasses.field(
-            default=given(self.default), default_factory=given(self.default_factory), init=self.init,
-            repr=self.repr, hash=self.hash, compare=self.compare, metadata=self.metadata, kw_only=given(self.kw_only),
-        )  # fmt: skip
+def _standard_field(stated: Field | Spec, kw_only: Any) -> Any:
+    """``dataclasses.field`` of what ``stated`` holds, this module's :data:`MISSING` the standard one's."""
+    import dataclasses
+
+    def given(value: Any) -> Any:
+        return dataclasses.MISSING if value is MISSING else value
+
+    return dataclasses.field(
+        default=given(stated.default), default_factory=given(stated.default_factory), init=stated.init,
+        repr=stated.repr, hash=stated.hash, compare=stated.compare, metadata=stated.metadata, kw_only=given(kw_only),
+    )  # fmt: skip
 
 
 def field(
@@ -324,9 +329,7 @@ def _standard_fields(specs: tuple[Spec, ...]) -> dict[str, Any]:
 
     fields = {}
     for s in specs:
-        stated = {a: getattr(s, a) for a in ("default", "default_factory", "init", "repr", "hash", "compare")}
-        stated = {a: dataclasses.MISSING if v is MISSING else v for a, v in stated.items()}
-        made = dataclasses.field(**stated, metadata=s.metadata)
+        made = _standard_field(s, MISSING)
         made.name, made.type, made.kw_only = s.name, s.type, False
         made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
         fields[s.name] = made
