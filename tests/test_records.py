@@ -626,9 +626,35 @@ def test_a_wide_class_binds_every_argument_to_its_own_field(frozen: bool) -> Non
 def test_every_pseudo_field_annotation_is_left_to_the_standard_maker() -> None:
     def planned(annotation: object) -> object:
         cls = type("C", (), {"__doc__": "A class.", "__annotations__": {"x": annotation}})
-        return recordmaker.plan(cls, frozen=False, slots=False)
+        return recordmaker.plan(cls, frozen=False)
 
     for word in recordmaker._PSEUDO:
         for annotation in (f"typing.{word}[int]", word, getattr(dataclasses, word, None) or getattr(typing, word)):
             assert planned(annotation) is None, annotation
     assert planned("int") is not None and planned(int) is not None
+
+
+def test_the_class_shapes_left_to_the_standard_maker() -> None:
+    """plan() answers None for a class it does not mirror whole, whatever its fields: each shape alone."""
+    if sys.version_info[:2] != (3, 11):
+        assert recordmaker.plan(type("C", (), {"__doc__": "C."}), frozen=False) is None
+        return
+
+    def planned(frozen: bool = False, bases: tuple[type, ...] = (), meta: type = type, **own: Any) -> object:
+        body = {"__doc__": "A class.", "__annotations__": {"x": "int"}, **own}
+        return recordmaker.plan(meta("C", bases, body), frozen=frozen)
+
+    def setattr_(self: Any, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    def delattr_(self: Any, name: str) -> None:
+        object.__delattr__(self, name)
+
+    assert planned() is not None and planned(frozen=True) is not None
+    assert planned(__setattr__=setattr_) is not None and planned(__delattr__=delattr_) is not None
+    assert planned(frozen=True, __setattr__=setattr_) is None
+    assert planned(frozen=True, __delattr__=delattr_) is None
+    assert planned(__doc__=None) is None
+    assert planned(bases=(dict,)) is None
+    assert planned(meta=abc.ABCMeta) is None
+    assert planned(__slots__=("x",)) is None

@@ -206,15 +206,23 @@ def _mutable(value: Any) -> bool:
 _PLAIN = Field(MISSING, MISSING, True, True, None, True, None, MISSING)
 
 
-def plan(cls: type, *, frozen: bool, slots: bool) -> list[Spec] | None:
-    """The fields :func:`make` gives ``cls``, or None when the class is not one it makes (see the module)."""
+def _shaped(cls: type, frozen: bool) -> bool:
+    """Whether the class itself is of the shape :func:`make` mirrors (3.11 only): a docstring of its own (the
+    standard maker writes one from the signature otherwise), no base but ``object``, no metaclass, no slots of its
+    own, and, frozen, no ``__setattr__`` or ``__delattr__`` of its own (the standard maker refuses those)."""
     own = cls.__dict__
     if sys.version_info[:2] != (3, 11) or own.get("__doc__") is None or cls.__bases__ != (object,):
+        return False
+    if type(cls) is not type or "__slots__" in own:
+        return False
+    return not (frozen and ("__setattr__" in own or "__delattr__" in own))
+
+
+def plan(cls: type, *, frozen: bool) -> list[Spec] | None:
+    """The fields :func:`make` gives ``cls``, or None when the class is not one it makes (see the module)."""
+    if not _shaped(cls, frozen):
         return None
-    if type(cls) is not type or "__slots__" in own or (frozen and "__setattr__" in own):
-        return None
-    if frozen and "__delattr__" in own:
-        return None
+    own = cls.__dict__
     annotations = own.get("__annotations__", {})
     if any(isinstance(v, Field) and k not in annotations for k, v in own.items()):
         return None

@@ -177,7 +177,7 @@ def _record(
 ) -> Any:
     def wrap(cls: type) -> type:
         plain = not (order or unsafe_hash or kw_only or weakref_slot or not init) and OWN and _ours(cls)
-        specs = recordmaker.plan(cls, frozen=frozen, slots=slots) if plain else None
+        specs = recordmaker.plan(cls, frozen=frozen) if plain else None
         if specs is not None:  # made whole without the dataclasses module (tether/recordmaker.py)
             return recordmaker.make(
                 cls, specs, init=init, repr=repr, eq=eq, frozen=frozen, match_args=match_args, slots=slots
