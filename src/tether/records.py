@@ -59,8 +59,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    pass
-
 #: Whether this interpreter's generated methods are the ones mirrored here (see the module docstring).
 MIRRORED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 #: The standard library's maker of a frozen class's ``__setattr__``/``__delattr__``, stood in for while a class is
@@ -115,37 +113,25 @@ def _made(cls: type, frozen: bool, params: dict[str, Any]) -> type:
             dataclasses.exec = own_exec
 
 
-def _with_dataclasses(
-    cls: type, *, init: bool, repr: bool, eq: bool, order: bool, unsafe_hash: bool, frozen: bool,
-    match_args: bool, kw_only: bool, slots: bool, weakref_slot: bool,
-) -> type:  # fmt: skip
+def _with_dataclasses(cls: type, params: dict[str, Any]) -> type:
     """A class :mod:`tether.recordmaker` does not make whole: the standard maker's, with this module's methods
-    where it mirrors them (see :func:`_made`)."""
+    where it mirrors them (see :func:`_made`); ``params``: every parameter of ``dataclass``, by name."""
     for name, value in list(cls.__dict__.items()):  # records' field(): the standard one's, for its maker
         if isinstance(value, recordmaker.Field):
             setattr(cls, name, value.standard())
     dataclasses = _dataclasses()
-    if order or unsafe_hash or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
-        standard: type = _STANDARD(
-            cls,
-            init=init,
-            repr=repr,
-            eq=eq,
-            order=order,
-            unsafe_hash=unsafe_hash,
-            frozen=frozen,
-            match_args=match_args,
-            kw_only=kw_only,
-            slots=slots,
-            weakref_slot=weakref_slot,
-        )
+    if params["order"] or params["unsafe_hash"] or not MIRRORED or not hasattr(dataclasses, _FROZEN_MAKER):
+        standard: type = _STANDARD(cls, **params)
         return standard
+    repr, eq, frozen = params["repr"], params["eq"], params["frozen"]
     own = cls.__dict__
     has_repr, has_eq = "__repr__" in own, "__eq__" in own
     class_hash = own.get("__hash__", dataclasses.MISSING)
     explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and has_eq))
-    params = {"init": init, "match_args": match_args, "kw_only": kw_only, "slots": slots}
-    made = _made(cls, frozen, {**params, "weakref_slot": weakref_slot} if weakref_slot else params)
+    kept = {name: params[name] for name in ("init", "match_args", "kw_only", "slots")}
+    if params["weakref_slot"]:
+        kept["weakref_slot"] = params["weakref_slot"]
+    made = _made(cls, frozen, kept)
     fields = dataclasses.fields(made)
     if repr and not has_repr:
         made.__repr__ = repr_method(made, fields)  # type: ignore[assignment,method-assign]
@@ -182,10 +168,9 @@ def _record(
             return recordmaker.make(
                 cls, specs, init=init, repr=repr, eq=eq, frozen=frozen, match_args=match_args, slots=slots
             )
-        return _with_dataclasses(
-            cls, init=init, repr=repr, eq=eq, order=order, unsafe_hash=unsafe_hash, frozen=frozen,
-            match_args=match_args, kw_only=kw_only, slots=slots, weakref_slot=weakref_slot,
-        )  # fmt: skip
+        params = {"init": init, "repr": repr, "eq": eq, "order": order, "unsafe_hash": unsafe_hash, "frozen": frozen}
+        params.update(match_args=match_args, kw_only=kw_only, slots=slots, weakref_slot=weakref_slot)
+        return _with_dataclasses(cls, params)
 
     return wrap if cls is None else wrap(cls)
 
