@@ -14,7 +14,7 @@ from tether.records import dataclass, field
 
 from . import programs
 from .command import SimpleCommand, Word
-from .knowledge import SPECS
+from .knowledge import RESPONSE_FILES, SPECS
 from .programs import Role
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -102,6 +102,8 @@ def effects(cmd: SimpleCommand) -> Effects:
         spec = SPECS.get(name)
         if spec is not None:
             _from_table(cmd, spec, e)
+    if name in RESPONSE_FILES:  # gcc @FILE reads its options from FILE (and prints them in its errors)
+        e.reads += [Target(Word(w.text[1:], w.static, w.prefix[1:])) for w in cmd.args if w.text[:1] == "@"]
     if name in ("env", "printenv", "set", "export", "declare", "typeset") and not _sets_something(name, cmd):
         e.env_dump = True
     return e
@@ -157,6 +159,14 @@ def _git_patch(parsed: programs.Parsed, e: Effects) -> None:
     for w in parsed.operands or [Word.lit("-")]:
         moved = w.static and w.text != "-" and into.static and into.text != "."
         e.unpacks.append(Unpack(Word.lit(places.join(into.text, w.text)) if moved else w, into, "patch"))
+
+
+def _jq(cmd: SimpleCommand, e: Effects) -> None:
+    """jq's ``--rawfile NAME FILE`` and ``--slurpfile NAME FILE`` take two values: the second is a file read (the
+    table can give an option one value only)."""
+    _from_table(cmd, SPECS["jq"], e)
+    args = cmd.args
+    e.reads += [Target(args[i + 2]) for i, w in enumerate(args[:-2]) if w.text in ("--rawfile", "--slurpfile")]
 
 
 def _unzip(cmd: SimpleCommand, e: Effects) -> None:
@@ -311,6 +321,7 @@ _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
     "dd": _dd,
     "tar": _tar,
     "unzip": _unzip,
+    "jq": _jq,
     "bsdtar": _tar,
     "rsync": _transfer,
     "scp": _transfer,

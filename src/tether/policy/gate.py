@@ -19,14 +19,15 @@ import os
 
 from tether import places
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
+from tether.records import replace
 from tether.status import ControlState
 
-from . import archives, profile, programs
+from . import archives, interp, profile, programs
 from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
 from .effects import FOUND, Effects, Target, Unpack, effects
-from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY
+from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY, SPECS
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
 from .scripts import Unreadable, script_of, script_text
@@ -182,6 +183,9 @@ class Gate:
         if path is None:
             return []
         where = self.paths.relative(path)
+        hidden = self.paths.read(path, shell=True)
+        if hidden is not None and hidden.verdict is Verdict.DENY:
+            return []  # never read to be judged: running it reads it, which _code_reads refuses
         try:
             if depth >= MAX_SCRIPT_DEPTH:
                 raise Unreadable(f"scripts run scripts more than {MAX_SCRIPT_DEPTH} deep")
@@ -255,12 +259,31 @@ class Gate:
         secret = False
         for t in reads:
             secret = self._read_place(t, cmd, out) or secret
+        if self.paths.filesystem is not None and self.paths.filesystem.deny:
+            self._code_reads(cmd, eff, out)
         if cmd.name not in NAME_ONLY:
             listed = {id(t.word) for t in reads}
             for w in cmd.args:
                 if id(w) not in listed:
                     secret = self._loose_read(w, cmd, out) or secret
         return secret
+
+    def _code_reads(self, cmd: SimpleCommand, eff: Effects, out: list[Finding]) -> None:
+        """A program reads the code it runs: a script given to an interpreter or named as the command, a module of
+        ``python -m``, a file of code (``make -f``, ``awk -f``, ``source``; from where ``-C`` moves the program)
+        and a build tool's files where it works (``make -C secrets`` reads secrets/Makefile). Each is judged
+        against ``filesystem.deny`` as a read: ``bash secrets/x.sh`` shows the hidden text in its output."""
+        here = cmd.cwd
+        if eff.chdir is not None:
+            here = self.paths.resolve(eff.chdir.text, cmd.cwd) if eff.chdir.static else None
+        moved = cmd if here == cmd.cwd else replace(cmd, cwd=here)
+        for w in (*eff.scripts, *_code_words(cmd)):
+            self._read_place(Target(w), moved, out)
+        spec = SPECS.get(cmd.name)
+        if here is not None and spec is not None and spec.kind == "build":
+            verdict = self.paths.read(places.join(here, "_"), shell=True)
+            if verdict is not None and verdict.rule_id == "path:denied":
+                out.append(_hard(verdict, f"{cmd.name} works in {here} and reads its files there: "))
 
     def _may_read_denied(self, t: Target, text: str, cmd: SimpleCommand, out: list[Finding]) -> None:
         """A reader whose files are chosen at run time (a tree, a glob, ``$X``) may read what the deny list hides."""
@@ -664,6 +687,27 @@ def _git_dir(parsed: programs.Parsed, cwd: str | None) -> str | None:
                 return None
             here = places.place(os.path.normpath(places.join(here, value.text)))
     return here
+
+
+def _code_words(cmd: SimpleCommand) -> list[Word]:
+    """The files of code ``cmd`` runs that its option tables do not name: the command itself when a path, an
+    interpreter's script, and for ``python -m A.B`` each file the import may run (A/__init__.py, A/B.py,
+    A/B/__init__.py, A/B/__main__.py)."""
+    out = [cmd.argv[0]] if cmd.argv and "/" in cmd.argv[0].text else []
+    if not interp.is_interpreter(cmd.name):
+        return out
+    prog = interp.program(cmd.name, [w.text for w in cmd.args])
+    if prog.kind == "script":
+        out.append(cmd.args[prog.index])
+    elif prog.kind == "module" and cmd.args[prog.index].static:
+        text = cmd.args[prog.index].text
+        parts = (text[2:] if text.startswith("-m") else text).split(".")
+        heads = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        out += [Word.lit(f"{h}/__init__.py") for h in heads] + [Word.lit(f"{heads[-1]}{t}") for t in _MODULE_FILES]
+    return out
+
+
+_MODULE_FILES = (".py", "/__main__.py")
 
 
 def _has_glob(text: str) -> bool:

@@ -250,6 +250,8 @@ GIT_CONFIG_READ = frozenset(_words("--get --list -l --get-all --get-regexp --sho
 
 # -- interpreters: where the program they run comes from (read by .interp) ------------------------
 
+#: Programs that read options from a file named ``@FILE`` (a response file).
+RESPONSE_FILES = frozenset(_words("gcc g++ cc c++ clang clang++ ld ld.gold ld.lld ar javac java"))
 SHELLS = frozenset(_words("sh bash dash zsh ksh mksh ash fish csh tcsh rbash yash"))
 #: Shell options that take a value (``bash -o errexit``, ``bash --rcfile F``).
 SHELL_VALUE_FLAGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
