@@ -300,17 +300,7 @@ def _copied(record: BaseModel, how: Callable[..., Any], memo: dict[int, Any] | N
 def _declare(cls: type[BaseModel]) -> None:
     """The class's fields (its bases' first, in declaration order, as pydantic orders them), its config and its
     validators, from the class statement; field defaults leave the class (pydantic's do too)."""
-    fields: dict[str, FieldInfo] = {}
-    config: dict[str, Any] = {}
-    by_field: dict[str, tuple[str, ...]] = {}
-    after: tuple[str, ...] = ()
-    for base in reversed(cls.__mro__[1:]):
-        if isinstance(base, _Kind) and base is not BaseModel:
-            fields.update(base.model_fields)
-            config.update(base.model_config)
-            for name, names in base.__plain_validators__[0].items():
-                by_field[name] = (*by_field.get(name, ()), *names)
-            after = (*after, *base.__plain_validators__[1])
+    fields, config, by_field, after = _inherited(cls)
     namespace = cls.__dict__  # a live view (the deletions below show), asked for once
     config.update(namespace.get("model_config", {}))
     own = namespace.get("__annotations__", {})  # not inspect.get_annotations: its import costs a cold call ~8 ms
@@ -336,6 +326,25 @@ def _declare(cls: type[BaseModel]) -> None:
                 by_field[name] = (*by_field.get(name, ()), attr)
     cls.model_fields, cls.model_config = fields, config
     cls.__plain_validators__ = (by_field, after)
+
+
+def _inherited(
+    cls: type[BaseModel],
+) -> tuple[dict[str, FieldInfo], dict[str, Any], dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """What the record bases of ``cls`` declare, the farthest first: fields, config, the validators of each field
+    and the after-validators, each a new object for ``cls`` to add its own to."""
+    fields: dict[str, FieldInfo] = {}
+    config: dict[str, Any] = {}
+    by_field: dict[str, tuple[str, ...]] = {}
+    after: tuple[str, ...] = ()
+    for base in reversed(cls.__mro__[1:]):
+        if isinstance(base, _Kind) and base is not BaseModel:
+            fields.update(base.model_fields)
+            config.update(base.model_config)
+            for name, names in base.__plain_validators__[0].items():
+                by_field[name] = (*by_field.get(name, ()), *names)
+            after = (*after, *base.__plain_validators__[1])
+    return fields, config, by_field, after
 
 
 def _class_var(annotation: Any) -> bool:
