@@ -183,6 +183,10 @@ class BaseModel(metaclass=_Kind):
     __slots__ = ("__dict__", "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__")
     model_config: ClassVar[dict[str, Any]] = {}
     model_fields: ClassVar[dict[str, FieldInfo]] = {}
+    #: Each validator's attribute name and the fields it validates (None: a model validator), the bases' first:
+    #: pydantic's collection, by name (a base's met again through another base is still one).
+    __plain_declared__: ClassVar[dict[str, tuple[str, ...] | None]] = {}
+    #: What validation reads of that: each field's validators, then the model's, in that order.
     __plain_validators__: ClassVar[tuple[dict[str, tuple[str, ...]], tuple[str, ...]]] = ({}, ())
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -300,7 +304,7 @@ def _copied(record: BaseModel, how: Callable[..., Any], memo: dict[int, Any] | N
 def _declare(cls: type[BaseModel]) -> None:
     """The class's fields (its bases' first, in declaration order, as pydantic orders them), its config and its
     validators, from the class statement; field defaults leave the class (pydantic's do too)."""
-    fields, config, by_field, after = _inherited(cls)
+    fields, config, declared = _inherited(cls)
     namespace = cls.__dict__  # a live view (the deletions below show), asked for once
     config.update(namespace.get("model_config", {}))
     own = namespace.get("__annotations__", {})  # not inspect.get_annotations: its import costs a cold call ~8 ms
@@ -320,31 +324,32 @@ def _declare(cls: type[BaseModel]) -> None:
             setattr(cls, attr, value.func)
             if value.mode != "after":
                 raise TypeError(f"{cls.__name__}.{attr}: a plain record mirrors only mode='after' validators")
-            if value.fields is None:
-                after = (*after, attr)
-            for name in value.fields or ():
-                by_field[name] = (*by_field.get(name, ()), attr)
-    cls.model_fields, cls.model_config = fields, config
+            declared[attr] = value.fields
+    by_field: dict[str, tuple[str, ...]] = {}
+    after: tuple[str, ...] = ()
+    for attr, names in declared.items():
+        if names is None:
+            after = (*after, attr)
+        for name in names or ():
+            by_field[name] = (*by_field.get(name, ()), attr)
+    cls.model_fields, cls.model_config, cls.__plain_declared__ = fields, config, declared
     cls.__plain_validators__ = (by_field, after)
 
 
 def _inherited(
     cls: type[BaseModel],
-) -> tuple[dict[str, FieldInfo], dict[str, Any], dict[str, tuple[str, ...]], tuple[str, ...]]:
-    """What the record bases of ``cls`` declare, the farthest first: fields, config, the validators of each field
-    and the after-validators, each a new object for ``cls`` to add its own to."""
+) -> tuple[dict[str, FieldInfo], dict[str, Any], dict[str, tuple[str, ...] | None]]:
+    """What the record bases of ``cls`` declare, the farthest first: fields, config and validators, each by name (a
+    base's declarations hold its own bases', as pydantic's do), in new objects for ``cls`` to add its own to."""
     fields: dict[str, FieldInfo] = {}
     config: dict[str, Any] = {}
-    by_field: dict[str, tuple[str, ...]] = {}
-    after: tuple[str, ...] = ()
+    declared: dict[str, tuple[str, ...] | None] = {}
     for base in reversed(cls.__mro__[1:]):
         if isinstance(base, _Kind) and base is not BaseModel:
             fields.update(base.model_fields)
             config.update(base.model_config)
-            for name, names in base.__plain_validators__[0].items():
-                by_field[name] = (*by_field.get(name, ()), *names)
-            after = (*after, *base.__plain_validators__[1])
-    return fields, config, by_field, after
+            declared.update(base.__plain_declared__)
+    return fields, config, declared
 
 
 def _class_var(annotation: Any) -> bool:
