@@ -223,6 +223,15 @@ def shapes(make: Maker, field: Callable[..., Any] = dataclasses.field) -> dict[s
     class Undocumented:
         a: int
 
+    @make(frozen=True)
+    class Factories:
+        """Frozen, its field()s stating defaults and factories only: every method names every field."""
+
+        a: int
+        b: tuple[int, ...] = field(default=())
+        c: list[int] = field(default_factory=list)
+        d: str = "d"
+
     return {cls.__name__: cls for cls in locals().values() if isinstance(cls, type)}
 
 
@@ -237,7 +246,7 @@ finally:
 #: The shapes tether.recordmaker made whole (the rest need what it leaves to the standard maker).
 MADE_WHOLE = {
     "Mutable", "NoEq", "NoRepr", "Empty", "One", "OwnMethods", "OwnEqOnly", "HashField", "OwnHashOnly", "SlotsOwnInit",
-    "PostInit", "SlotsMutable", "Identity", "FrozenSlotted",
+    "PostInit", "SlotsMutable", "Identity", "FrozenSlotted", "Factories",
 }  # fmt: skip
 VALUES: dict[str, list[dict[str, Any]]] = {
     "Point": [{"x": 1}, {"x": 1, "y": 2, "tag": "t"}, {"x": 1, "tag": "other"}, {"x": float("nan")}],
@@ -267,6 +276,7 @@ VALUES: dict[str, list[dict[str, Any]]] = {
     "SlotsMutable": [{"a": 1}, {"a": 1, "c": [3]}],
     "Identity": [{"a": 1}, {"a": 1, "b": "c"}],
     "Undocumented": [{"a": 1}],
+    "Factories": [{"a": 1}, {"a": 1, "b": (2,), "c": [3], "d": "e"}, {"a": 1, "c": []}],
 }
 
 
@@ -632,6 +642,24 @@ def test_every_pseudo_field_annotation_is_left_to_the_standard_maker() -> None:
         for annotation in (f"typing.{word}[int]", word, getattr(dataclasses, word, None) or getattr(typing, word)):
             assert planned(annotation) is None, annotation
     assert planned("int") is not None and planned(int) is not None
+
+
+def test_a_field_named_self_or_as_a_dunder_or_a_field_not_annotated_is_left_to_the_standard_maker() -> None:
+    def planned(annotations: dict[str, Any], **attributes: Any) -> object:
+        cls = type("C", (), {"__doc__": "A class.", "__annotations__": annotations, **attributes})
+        return recordmaker.plan(cls, frozen=False)
+
+    for name in ("self", "__x__", "____", "__"):
+        assert planned({"a": int, name: int}) is None, name
+        assert planned({name: "int", "a": "int"}) is None, name
+    for name in ("__x", "x__", "_x_", "selfish", "_"):
+        assert planned({"a": int, name: int}) is not None, name
+    assert planned({"a": "list[ClassVar]"}) is None  # a word of a pseudo-field anywhere in one annotation's text
+    assert planned({"a": "Class", "b": "Var"}) is not None  # never across two
+    one, other = recordmaker.field(default=1), recordmaker.field(default=2)
+    assert planned({"x": int}, x=one) is not None
+    assert planned({"x": int}, x=one, y=other) is None
+    assert planned({"x": int, "y": int}, x=one, y=other) is not None
 
 
 def test_the_class_shapes_left_to_the_standard_maker() -> None:

@@ -109,14 +109,35 @@ def field(
 
 
 class Spec:
-    """One field as :func:`make` makes it: what the standard maker's ``Field`` holds."""
+    """One field as :func:`make` makes it: what the standard maker's ``Field`` holds. Most fields have a plain
+    default or none, and ``field()``'s options: theirs are this class's attributes, so making one sets three (a
+    cold hook call makes ~280); one stated by :func:`field` has its options copied (:meth:`stated`)."""
 
-    __slots__ = ("compare", "default", "default_factory", "hash", "init", "metadata", "name", "repr", "type")
+    default_factory: Any = MISSING
+    init: bool = True
+    repr: bool = True
+    hash: bool | None = None
+    compare: bool = True
+    metadata: Any = None
+    #: Stated by :func:`field`: the class attribute of its name is that ``Field`` until :func:`make` replaces it.
+    from_field: bool = False
+    #: Stated by :func:`field` with ``init``, ``repr``, ``hash`` or ``compare`` other than its defaults.
+    options: bool = False
 
-    def __init__(self, name: str, type: Any, stated: Field) -> None:
-        self.name, self.type = name, type
-        self.default, self.default_factory, self.init = stated.default, stated.default_factory, stated.init
-        self.repr, self.hash, self.compare, self.metadata = stated.repr, stated.hash, stated.compare, stated.metadata
+    def __init__(self, name: str, type: Any, default: Any) -> None:
+        self.name, self.type, self.default = name, type, default
+
+    def stated(self, given: Field) -> Spec:
+        """This field with ``given``'s options."""
+        self.default_factory, self.init, self.repr, self.hash = (
+            given.default_factory,
+            given.init,
+            given.repr,
+            given.hash,
+        )
+        self.compare, self.metadata, self.from_field = given.compare, given.metadata, True
+        self.options = not (given.init is True and given.repr is True and given.hash is None and given.compare is True)
+        return self
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -135,8 +156,24 @@ def _name(cls: type, fn: Any, name: str) -> Any:
     return fn
 
 
-def eq_method(cls: type, fields: Iterable[Any]) -> Callable[[Any, Any], Any]:
-    key = _getter(tuple(f.name for f in fields if f.compare))
+def compared(fields: Iterable[Any]) -> tuple[str, ...]:
+    """The names of the fields ``__eq__`` compares."""
+    return tuple([f.name for f in fields if f.compare])
+
+
+def shown(fields: Iterable[Any]) -> tuple[str, ...]:
+    """The names of the fields ``__repr__`` shows."""
+    return tuple([f.name for f in fields if f.repr])
+
+
+def hashed(fields: Iterable[Any]) -> tuple[str, ...]:
+    """The names of the fields ``__hash__`` hashes."""
+    return tuple([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
+
+
+def eq_method(cls: type, names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    """``__eq__`` comparing the fields ``names`` (:func:`compared`)."""
+    key = _getter(names)
 
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is self.__class__:
@@ -146,8 +183,8 @@ def eq_method(cls: type, fields: Iterable[Any]) -> Callable[[Any, Any], Any]:
     return _name(cls, __eq__, "__eq__")  # type: ignore[no-any-return]
 
 
-def repr_method(cls: type, fields: Iterable[Any]) -> Callable[[Any], str]:
-    names = tuple(f.name for f in fields if f.repr)
+def repr_method(cls: type, names: tuple[str, ...]) -> Callable[[Any], str]:
+    """``__repr__`` showing the fields ``names`` (:func:`shown`)."""
     running: set[tuple[int, int]] = set()
     get_ident = _thread.get_ident
 
@@ -165,8 +202,9 @@ def repr_method(cls: type, fields: Iterable[Any]) -> Callable[[Any], str]:
     return _name(cls, __repr__, "__repr__")  # type: ignore[no-any-return]
 
 
-def hash_method(cls: type, fields: Iterable[Any]) -> Callable[[Any], int]:
-    key = _getter(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+def hash_method(cls: type, names: tuple[str, ...]) -> Callable[[Any], int]:
+    """``__hash__`` of the fields ``names`` (:func:`hashed`)."""
+    key = _getter(names)
 
     def __hash__(self: Any) -> int:
         return hash(key(self))
@@ -183,7 +221,11 @@ def _refused(message: str) -> BaseException:
 def frozen_methods(cls: type, fields: list[Any], globals: Any = None) -> tuple[Any, Any]:
     """What ``dataclasses._frozen_get_del_attr`` returns, without compiling: ``cls`` as the standard one takes
     it (with ``slots=True``, the class before its slotted copy, as there)."""
-    names = tuple(f.name for f in fields)
+    return _frozen(cls, tuple([f.name for f in fields]))
+
+
+def _frozen(cls: type, names: tuple[str, ...]) -> tuple[Any, Any]:
+    """:func:`frozen_methods` of the fields ``names``."""
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:
@@ -202,10 +244,6 @@ def _mutable(value: Any) -> bool:
     return value is not MISSING and value.__class__.__hash__ is None  # the standard maker refuses such a default
 
 
-#: What a field with a plain default (or none) states, but its default: ``field()``'s defaults.
-_PLAIN = Field(MISSING, MISSING, True, True, None, True, None, MISSING)
-
-
 def _shaped(cls: type, frozen: bool) -> bool:
     """Whether the class itself is of the shape :func:`make` mirrors (3.11 only): a docstring of its own (the
     standard maker writes one from the signature otherwise), no base but ``object``, no metaclass, no slots of its
@@ -218,26 +256,33 @@ def _shaped(cls: type, frozen: bool) -> bool:
     return not (frozen and ("__setattr__" in own or "__delattr__" in own))
 
 
+def _pseudo(annotations: dict[str, Any]) -> bool:
+    """Whether a field is one :func:`make` leaves to the standard maker: its annotation names a pseudo-field
+    (:data:`_PSEUDO`, found by its text), or it is named ``self`` or as a dunder. Asked of all the fields at once:
+    the words have no line break, so none is found across two annotations of the one text; only a name that
+    begins with ``__`` is asked whether it ends so."""
+    text = "\n".join([a if isinstance(a, str) else repr(a) for a in annotations.values()])
+    if "ClassVar" in text or "InitVar" in text or "KW_ONLY" in text or "self" in annotations:
+        return True
+    return "\n__" in "\n" + "\n".join(annotations) and any(n.startswith("__") and n.endswith("__") for n in annotations)
+
+
 def plan(cls: type, *, frozen: bool) -> list[Spec] | None:
     """The fields :func:`make` gives ``cls``, or None when the class is not one it makes (see the module)."""
     if not _shaped(cls, frozen):
         return None
     own = cls.__dict__
     annotations = own.get("__annotations__", {})
-    if any(isinstance(v, Field) and k not in annotations for k, v in own.items()):
+    if _pseudo(annotations):
         return None
-    specs, defaulted = [], False
+    specs, defaulted, stated = [], False, 0
     for name, annotation in annotations.items():
         value = own.get(name, MISSING)
-        text = annotation if isinstance(annotation, str) else repr(annotation)  # one of _PSEUDO's, by its text
-        if "ClassVar" in text or "InitVar" in text or "KW_ONLY" in text or name == "self":
-            return None
-        if name.startswith("__") and name.endswith("__"):
-            return None
         if isinstance(value, Field):
             if value.kw_only not in (MISSING, False) or _mutable(value.default):
                 return None
-            stated = value
+            spec = Spec(name, annotation, value.default).stated(value)
+            stated += 1
         elif value is not MISSING and (  # _mutable(value), written out: most fields have no default
             value.__class__.__hash__ is None
             or isinstance(value, MemberDescriptorType)
@@ -245,43 +290,51 @@ def plan(cls: type, *, frozen: bool) -> list[Spec] | None:
         ):
             return None
         else:
-            stated = _PLAIN  # a plain default (or none): its value set below, no Field made for it
-        spec = Spec(name, annotation, stated)
-        if stated is _PLAIN:
-            spec.default = value
-        if spec.init and spec.default is MISSING and spec.default_factory is MISSING and defaulted:
-            return None  # the standard maker raises its TypeError
-        defaulted = defaulted or (spec.init and not (spec.default is MISSING and spec.default_factory is MISSING))
+            spec = Spec(name, annotation, value)  # a plain default, or none
+        if spec.default is MISSING and spec.default_factory is MISSING:
+            if spec.init and defaulted:
+                return None  # the standard maker raises its TypeError
+        elif spec.init:
+            defaulted = True
         specs.append(spec)
+    if stated != sum(map(isinstance, own.values(), [Field] * len(own))):
+        return None  # a field() not annotated: the standard maker raises its TypeError
     return specs
 
 
-def _field_line(f: Spec, frozen: bool, slots: bool, locals: dict[str, Any]) -> str | None:
-    """A line of ``__init__``'s body, as ``dataclasses._field_init`` writes it (3.11)."""
-    default_name = f"_dflt_{f.name}"
-    if f.default_factory is not MISSING:
-        locals[default_name] = f.default_factory
-        value = f"{default_name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}" if f.init else f"{default_name}()"
-    elif f.init:
-        if f.default is not MISSING:
+def _lines(specs: list[Spec], frozen: bool, slots: bool, locals: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """``__init__``'s body and parameters, as ``dataclasses._field_init`` and ``_init_param`` write them (3.11), and
+    each default and factory they name put in ``locals``."""
+    body, args = [], ["self"]
+    for f in specs:
+        name = f.name
+        default_name = f"_dflt_{name}"
+        if f.default_factory is not MISSING:
+            locals[default_name] = f.default_factory
+            value = f"{default_name}() if {name} is _HAS_DEFAULT_FACTORY else {name}" if f.init else f"{default_name}()"
+        elif f.init:
+            if f.default is not MISSING:
+                locals[default_name] = f.default
+            value = name
+        elif slots and f.default is not MISSING:
             locals[default_name] = f.default
-        value = f.name
-    elif slots and f.default is not MISSING:
-        locals[default_name] = f.default
-        value = default_name
-    else:
-        return None
-    if frozen:
-        return f"__dataclass_builtins_object__.__setattr__(self,{f.name!r},{value})"
-    return f"self.{f.name}={value}"
-
-
-def _param(f: Spec) -> str:
-    if f.default is not MISSING:
-        return f"{f.name}:_type_{f.name}=_dflt_{f.name}"
-    if f.default_factory is not MISSING:
-        return f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY"
-    return f"{f.name}:_type_{f.name}"
+            value = default_name
+        else:
+            continue  # no line, and no parameter: not init
+        body.append(
+            f"  __dataclass_builtins_object__.__setattr__(self,{name!r},{value})"
+            if frozen
+            else f"  self.{name}={value}"
+        )
+        if not f.init:
+            continue
+        if f.default is not MISSING:
+            args.append(f"{name}:_type_{name}={default_name}")
+        elif f.default_factory is not MISSING:
+            args.append(f"{name}:_type_{name}=_HAS_DEFAULT_FACTORY")
+        else:
+            args.append(f"{name}:_type_{name}")
+    return body, args
 
 
 def _init(cls: type, specs: list[Spec], frozen: bool, slots: bool) -> Any:
@@ -289,13 +342,13 @@ def _init(cls: type, specs: list[Spec], frozen: bool, slots: bool) -> Any:
     locals: dict[str, Any] = {f"_type_{f.name}": f.type for f in specs}
     locals.update({"MISSING": MISSING, "_HAS_DEFAULT_FACTORY": HAS_DEFAULT_FACTORY})
     locals["__dataclass_builtins_object__"] = object
-    body = [line for f in specs if (line := _field_line(f, frozen, slots, locals))]
+    body, args = _lines(specs, frozen, slots, locals)
     if hasattr(cls, "__post_init__"):
-        body.append("self.__post_init__()")
+        body.append("  self.__post_init__()")
     locals["_return_type"] = None
-    args = ",".join(["self", *[_param(f) for f in specs if f.init]])
-    lines = "\n".join(f"  {b}" for b in body or ["pass"])
-    text = f"def __create_fn__({', '.join(locals)}):\n def __init__({args})->_return_type:\n{lines}\n return __init__"
+    lines = "\n".join(body or ["  pass"])
+    inner = f" def __init__({','.join(args)})->_return_type:\n{lines}\n"
+    text = f"def __create_fn__({', '.join(locals)}):\n{inner} return __init__"
     module = sys.modules.get(cls.__module__)
     ns: dict[str, Any] = {}
     compiled.exec_cached(text, module.__dict__ if module is not None else {}, ns)
@@ -350,10 +403,10 @@ def _standard_params(init: bool, repr: bool, eq: bool, frozen: bool) -> Any:
     return dataclasses._DataclassParams(init, repr, eq, False, False, frozen)  # type: ignore[attr-defined]
 
 
-def _slotted(cls: type, specs: list[Spec], frozen: bool) -> type:
+def _slotted(cls: type, names: tuple[str, ...], frozen: bool) -> type:
     """``dataclasses._add_slots`` for a class whose only base is ``object``; a frozen one gets the standard
-    ``__getstate__``/``__setstate__`` (the fields' values as a list), unless it has its own."""
-    names = tuple(f.name for f in specs)
+    ``__getstate__``/``__setstate__`` (the fields' values as a list), unless it has its own. ``names``: the
+    fields'."""
     own = dict(cls.__dict__)
     own["__slots__"] = names
     for name in (*names, "__dict__", "__weakref__"):
@@ -394,30 +447,35 @@ def make(
     cls: type, specs: list[Spec], *, init: bool, repr: bool, eq: bool, frozen: bool, match_args: bool, slots: bool
 ) -> type:
     """``cls`` made as ``dataclasses.dataclass`` makes it with these parameters, from :func:`plan`'s fields."""
+    given = False  # a field() with other options than field()'s own: each method's names are worked out apart
     for f in specs:  # a field()'s class attribute: its default, or none (the standard maker's step)
-        if isinstance(cls.__dict__.get(f.name), Field):
+        if f.from_field:
+            given = given or f.options
             if f.default is MISSING:
                 delattr(cls, f.name)
             else:
                 setattr(cls, f.name, f.default)
+    names = tuple([f.name for f in specs])  # what each method names, unless a field() says otherwise (given)
     own = cls.__dict__
     class_hash = own.get("__hash__", MISSING)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
     if init:
         _set(cls, "__init__", _init(cls, specs, frozen, slots))
     if repr:
-        _set(cls, "__repr__", repr_method(cls, specs))
+        _set(cls, "__repr__", repr_method(cls, shown(specs) if given else names))
     if eq:
-        _set(cls, "__eq__", eq_method(cls, specs))
+        _set(cls, "__eq__", eq_method(cls, compared(specs) if given else names))
     if frozen:
-        for method in frozen_methods(cls, specs):
+        for method in _frozen(cls, names):
             _set(cls, method.__name__, method)
-    if eq and not explicit_hash:
-        cls.__hash__ = hash_method(cls, specs) if frozen else None  # type: ignore[assignment,method-assign]
+    if eq and not explicit_hash and frozen:
+        cls.__hash__ = hash_method(cls, hashed(specs) if given else names)  # type: ignore[assignment,method-assign]
+    elif eq and not explicit_hash:
+        cls.__hash__ = None  # type: ignore[assignment]
     if match_args:
-        _set(cls, "__match_args__", tuple(f.name for f in specs if f.init))
+        _set(cls, "__match_args__", tuple([f.name for f in specs if f.init]) if given else names)
     if slots:
-        cls = _slotted(cls, specs, frozen)
+        cls = _slotted(cls, names, frozen)
     abc.update_abstractmethods(cls)
     kept = tuple(specs)
     type.__setattr__(

@@ -51,7 +51,7 @@ import builtins
 import sys
 
 from tether import compiled, plain, recordmaker
-from tether.recordmaker import eq_method, frozen_methods, hash_method, repr_method
+from tether.recordmaker import compared, eq_method, frozen_methods, hash_method, hashed, repr_method, shown
 from tether.scoped import contextmanager
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -134,11 +134,11 @@ def _with_dataclasses(cls: type, params: dict[str, Any]) -> type:
     made = _made(cls, frozen, kept)
     fields = dataclasses.fields(made)
     if repr and not has_repr:
-        made.__repr__ = repr_method(made, fields)  # type: ignore[assignment,method-assign]
+        made.__repr__ = repr_method(made, shown(fields))  # type: ignore[assignment,method-assign]
     if eq and not has_eq:
-        made.__eq__ = eq_method(made, fields)  # type: ignore[assignment,method-assign]
+        made.__eq__ = eq_method(made, compared(fields))  # type: ignore[assignment,method-assign]
     if eq and not explicit_hash:
-        made.__hash__ = hash_method(made, fields) if frozen else None  # type: ignore[assignment,method-assign]
+        made.__hash__ = hash_method(made, hashed(fields)) if frozen else None  # type: ignore[assignment,method-assign]
     stated = made.__dataclass_params__  # type: ignore[attr-defined]
     stated.repr, stated.eq = repr, eq  # what was asked, as the standard one records it
     # the methods added here may implement abstract ones: the standard maker's last step, again
