@@ -22,7 +22,7 @@ from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule
 from tether.records import replace
 from tether.status import ControlState
 
-from . import archives, interp, profile, programs
+from . import archives, gitindex, interp, profile, programs
 from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
@@ -252,6 +252,7 @@ class Gate:
             self._code_path(name, value, cmd, out)
         if cmd.name == "git" and self.paths.filesystem is not None and self.paths.filesystem.deny:
             self._git_reads(cmd, out)
+            self._git_rewrites(cmd, out)
         for t in writes:
             self._write_place(t, cmd, out)
         for u in eff.unpacks:
@@ -348,6 +349,50 @@ class Gate:
                     )
                 )
                 return
+
+    def _git_rewrites(self, cmd: SimpleCommand, out: list[Finding]) -> None:
+        """git commands that rewrite tracked files of the work tree (``stash``, ``reset --hard``, ``checkout -- .``,
+        ``checkout BRANCH``, ``merge`` …) may change any tracked file under their pathspecs: DENY when the index
+        lists one the deny list hides (an index the gate cannot read: when the deny list may reach one). ``clean``
+        deletes untracked files: DENY when one the deny list hides lies under its pathspecs on disk."""
+        parsed = programs.parse(GIT, list(cmd.args))
+        sub, _, rest = programs.subcommand(GIT, parsed)
+        words = [w.text if w.static else "*" for w in rest]
+        scope = _rewrite_scope(sub, words)
+        here = _git_dir(parsed, cmd.cwd)
+        if scope is None:
+            return
+        top = gitindex.top(here, self.workspace) if here is not None else None
+        # a pathspec with a glob or magic (:(glob), :/) may name any file: the whole work tree
+        exact = here is not None and not any(_has_glob(p) or p.startswith(":") for p in scope)
+        found_roots = [self.paths.resolve(p, here) for p in scope] if exact and here is not None else []
+        roots = [r for r in found_roots if r is not None]
+        if top is None or not roots or len(roots) < len(scope):
+            roots = [top or self.workspace]
+        if sub == "clean":
+            found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
+        else:
+            found = self._tracked_hidden(top, roots)
+        if found is not None:
+            why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
+            out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
+
+    def _tracked_hidden(self, top: str | None, roots: list[str]) -> str | None:
+        """A file the index of ``top`` tracks under one of ``roots`` that the deny list hides (as a quoted path), or
+        the pattern that may reach one when the index cannot be read."""
+        listed = gitindex.tracked(top) if top is not None else None
+        if listed is None:
+            reach = next((r for r in map(self.paths.deny_reach, roots) if r is not None), None)
+            return None if reach is None else f"{reach!r} (the index could not be read)"
+        assert top is not None
+        for name in listed:
+            path = places.join(top, name)
+            if not any(places.within(path, r) for r in roots):
+                continue
+            verdict = self.paths.read(path, shell=True)
+            if verdict is not None and verdict.rule_id == "path:denied":
+                return repr(self.paths.relative(path))
+        return None
 
     def _rev_paths(self, path: str, here: str) -> list[str]:
         """Where ``REV:path`` may lie: ``./`` and ``../`` start from git's directory (gitrevisions), any other path
@@ -459,13 +504,17 @@ class Gate:
         """A directory deleted, moved or changed as a whole (``rm -r``, ``mv DIR``, ``chmod -R``) changes every file
         under it: DENY when ``filesystem.deny`` matches one of them (as they are now; a tree too big to look at, or
         one that cannot be read: when it may match one)."""
-        try:
-            reach = self.paths.deny_within(path)
-        except OSError:  # a folder that cannot be read: what it holds is not known
-            reach = self.paths.deny_reach(path)
+        reach = self._hidden_within(path)
         if reach is None:
             return None
         return PlaceVerdict("path:denied", Verdict.DENY, f"{what}; filesystem.deny matches {reach!r} under it")
+
+    def _hidden_within(self, path: str) -> str | None:
+        """A file under ``path`` the deny list hides now, or (too many to look at, unreadable) a pattern that may."""
+        try:
+            return self.paths.deny_within(path)
+        except OSError:  # a folder that cannot be read: what it holds is not known
+            return self.paths.deny_reach(path)
 
     def _glob_write(self, text: str, cmd: SimpleCommand) -> PlaceVerdict | None:
         last = text.rstrip("/").rsplit("/", 1)[-1]
@@ -687,6 +736,36 @@ def _git_dir(parsed: programs.Parsed, cwd: str | None) -> str | None:
                 return None
             here = places.place(os.path.normpath(places.join(here, value.text)))
     return here
+
+
+#: git subcommands that may rewrite any tracked file of the work tree (HEAD moves, or the index is checked out).
+_GIT_REWRITES_ALL = frozenset({"merge", "rebase", "pull", "cherry-pick", "revert", "am", "bisect", "read-tree"})
+_GIT_REWRITES_ALL |= {"checkout-index", "sparse-checkout"}
+_STASH_KEEPS = frozenset({"list", "show", "drop", "clear", "create", "store"})
+
+
+def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
+    """The pathspecs under which ``git SUB REST`` may rewrite (or, ``clean``, delete) files of the work tree: [] for
+    all of it, None when it rewrites none (``reset`` without ``--hard``, ``stash list``, a new branch at HEAD, a dry
+    run). A pathspec only known at run time is ``*``: all of it."""
+    ops = [w for w in rest if not w.startswith("-")]
+    paths = rest[rest.index("--") + 1 :] if "--" in rest else None
+    if sub in _GIT_REWRITES_ALL:
+        return []
+    if sub == "reset":
+        return [] if {"--hard", "--merge", "--keep"} & set(rest) else None
+    if sub == "stash":
+        return None if rest[:1] and rest[0] in _STASH_KEEPS else []
+    if sub == "clean":
+        return None if {"-n", "--dry-run"} & set(rest) else (paths if paths is not None else ops)
+    if sub == "restore":
+        return paths if paths is not None else ops
+    if sub in ("checkout", "switch"):
+        if paths is not None:
+            return paths
+        new = {"-b", "-B", "-c", "-C", "--orphan"} & set(rest)
+        return None if new and len(ops) <= 1 else []
+    return None
 
 
 def _code_words(cmd: SimpleCommand) -> list[Word]:

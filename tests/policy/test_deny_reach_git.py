@@ -1,0 +1,97 @@
+"""git commands that rewrite the work tree's tracked files (``git stash``, ``git reset --hard``, ``git checkout -- .``,
+``git checkout BRANCH``, ``git restore .``) change a file ``filesystem.deny`` hides when git tracks it; ``git clean``
+deletes one git does not track. Each is first run for real in a fresh workspace, to show that it changes the hidden
+file; then the gate must refuse it. Where the hidden files are not tracked (ignored, the usual case) the rewrites
+touch none of them and are not refused: the gate reads the index (:mod:`tether.policy.gitindex`) to tell."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_deny_reach_writes import gate, touches_secret
+from test_deny_reach_writes import make as make_tracked
+
+from tether.policy import gitindex
+from tether.policy.decision import Verdict
+
+GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+
+
+def make(ws: Path, *, tracked: bool) -> Path:
+    """``tracked``: secrets/key.txt is committed and changed since, and secrets/new.txt is untracked; otherwise
+    secrets/ is ignored by git, src/a.py changed since its commit, and a branch ``other`` changes src/a.py."""
+    if tracked:
+        make_tracked(ws)
+        (ws / "secrets" / "new.txt").write_text("untracked\n")
+    else:
+        (ws / "src").mkdir(parents=True)
+        (ws / "secrets").mkdir()
+        (ws / "src" / "a.py").write_text("x = 1\n")
+        (ws / "secrets" / "key.txt").write_text("SECRET\n")
+        (ws / ".gitignore").write_text("secrets/\n")
+        subprocess.run([*GIT, "init", "-q"], cwd=ws, check=True)
+        subprocess.run([*GIT, "add", "."], cwd=ws, check=True)
+        subprocess.run([*GIT, "commit", "-qm", "init"], cwd=ws, check=True)
+        (ws / "src" / "a.py").write_text("x = 2\n")
+    subprocess.run([*GIT, "branch", "-q", "other"], cwd=ws, check=True)
+    return ws
+
+
+REWRITES = [
+    "git checkout -- .",
+    "git checkout .",
+    "git checkout -f HEAD",
+    "git checkout HEAD -- secrets",
+    "git reset --hard",
+    "git reset -q --hard HEAD",
+    "git stash",
+    "git stash push -q",
+    "git restore .",
+    "git clean -fdx",
+    "git clean -fx secrets",
+    "git checkout -- 'secrets/*'",
+    "git checkout -- ':(glob)secrets/**'",
+    "cd src && git checkout -- ..",
+]
+KEEPS = ["git stash list", "git checkout -b feat", "git reset -q HEAD", "git clean -n -x", "git restore src"]
+
+
+@pytest.mark.parametrize(("command", "hides"), [(c, True) for c in REWRITES] + [(c, False) for c in KEEPS])
+def test_a_git_rewrite_is_refused_when_it_changes_a_tracked_hidden_file(
+    command: str, hides: bool, tmp_path: Path
+) -> None:
+    assert touches_secret(command, make(tmp_path / "run", tracked=True)) is hides
+    verdict = gate(make(tmp_path / "ws", tracked=True)).decide("bash", {"command": command}).verdict
+    assert (verdict is Verdict.DENY) is hides, (command, verdict)
+
+
+@pytest.mark.parametrize("command", [c for c in REWRITES if "clean" not in c and "secrets" not in c])
+def test_the_same_rewrites_are_not_refused_where_git_tracks_no_hidden_file(command: str, tmp_path: Path) -> None:
+    """secrets/ ignored: git's rewrites leave it alone (run for real), so the index keeps them from a DENY."""
+    assert not touches_secret(command, make(tmp_path / "run", tracked=False))
+    d = gate(make(tmp_path / "ws", tracked=False)).decide("bash", {"command": command})
+    assert d.verdict is not Verdict.DENY, d.to_dict()
+
+
+def test_an_index_the_gate_cannot_read_fails_closed(tmp_path: Path) -> None:
+    ws = make(tmp_path / "ws", tracked=False)
+    assert gitindex.tracked(str(ws)) == [".gitignore", "src/a.py"]
+    index = ws / ".git" / "index"
+    good = index.read_bytes()
+    for bad in (good[:40], b"DIRC" + (4).to_bytes(4, "big") + good[8:], good[:152] + b"\x00\x05" + good[154:]):
+        index.write_bytes(bad)
+        assert gitindex.tracked(str(ws)) is None
+        assert gate(ws).decide("bash", {"command": "git stash"}).verdict is Verdict.DENY
+    index.unlink()
+    assert gitindex.tracked(str(ws)) == []  # a fresh repository: nothing tracked yet
+
+
+def test_a_version_3_index_with_extended_flags_is_read(tmp_path: Path) -> None:
+    """``git add -N`` sets an entry's extended flags, which makes the index version 3."""
+    ws = make(tmp_path / "ws", tracked=False)
+    (ws / "src" / "new.py").write_text("n = 1\n")
+    subprocess.run([*GIT, "add", "-N", "src/new.py"], cwd=ws, check=True)
+    assert int.from_bytes((ws / ".git" / "index").read_bytes()[4:8], "big") == 3
+    assert gitindex.tracked(str(ws)) == [".gitignore", "src/a.py", "src/new.py"]
