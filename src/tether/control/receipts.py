@@ -292,11 +292,6 @@ def _sensor_record(e: Event, p: SensorResultEvent, epoch: int) -> SensorRecord:
     return SensorRecord(e, p.sensor, p.result, p.required, tuple(p.diagnostics), epoch)
 
 
-def last_input_seq(events: Sequence[Event]) -> int:
-    """Seq of the latest event the control layer did not write itself (-1 when none)."""
-    return max((e.seq for e in events if e.kind not in CONTROL_KINDS), default=-1)
-
-
 def last_control_seq(events: Sequence[Event], kinds: frozenset[str]) -> int:
     return max((e.seq for e in events if e.kind in kinds), default=-1)
 

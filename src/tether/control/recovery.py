@@ -100,24 +100,12 @@ def current_strategy(events: Sequence[Event]) -> str:
     return LADDER[0]
 
 
-def used_strategies(events: Sequence[Event]) -> list[str]:
-    switched = (cast("RecoverySwitched", e.data) for e in events if e.kind == "recovery.switched")
-    return [LADDER[0], *(p.strategy for p in switched)]
-
-
 def next_strategy(current: str, *, skip_to: str | None = None) -> str:
     i = LADDER.index(current)
     nxt = LADDER[min(i + 1, len(LADDER) - 1)]
     if skip_to is not None and LADDER.index(skip_to) > LADDER.index(nxt):
         return skip_to
     return nxt
-
-
-def _ts(e: Event) -> float:
-    try:
-        return datetime.fromisoformat(e.ts).timestamp()
-    except ValueError:
-        return 0.0
 
 
 def usage(events: Sequence[Event]) -> dict[str, float]:
