@@ -188,7 +188,6 @@ def resume_cmd(
 
 
 DIFF_LINES = 200  # of the final diff shown by a compact `tether show`; --full prints it whole
-DIFF_STYLE = {"+": "green", "-": "red", "@": "cyan"}
 
 
 def show_cmd(

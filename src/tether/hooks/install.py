@@ -56,7 +56,6 @@ EVENTS = {
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 STOP_TIMEOUT_S = 600  # the required sensors run at a stop (a test suite)
 TIMEOUT_S = 60
-SCOPES = ("project", "user", "managed")
 #: tether's own file in Claude Code's managed drop-in directory (merged after ``managed-settings.json``).
 DROP_IN = "tether.json"
 LOCK_KEY = "allowManagedHooksOnly"

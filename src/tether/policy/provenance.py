@@ -67,9 +67,6 @@ class ValueKind(StrEnum, metaclass=Quick):
 #: Which kind names a span that several kinds match (a host is also a word): the most specific.
 _RANK = {k: i for i, k in enumerate(ValueKind)}
 
-#: Kinds judged everywhere, also inside free text (a command, a message body).
-STRUCTURED = frozenset({ValueKind.URL, ValueKind.EMAIL, ValueKind.HOST, ValueKind.ACCOUNT, ValueKind.PATH})
-
 # A scheme and an address's local part are bounded (RFC 5321 caps a local part at 64 characters): unbounded,
 # every position of a long run of word characters would scan to the run's end — quadratic in the text, so a
 # tool call carrying a base64 blob or minified code would hold a decision (and the hook daemon) for minutes.

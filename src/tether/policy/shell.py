@@ -136,7 +136,6 @@ _CONTROL = frozenset(
     {"if_statement", "while_statement", "until_statement", "for_statement", "c_style_for_statement", "case_statement"}
 )
 _LOOPS = frozenset({"while_statement", "until_statement", "for_statement", "c_style_for_statement"})
-_EXITS = frozenset({"exit", "return"})
 
 
 class _Walker:
