@@ -79,6 +79,29 @@ READERS = [
     "egrep --dir=recurse SECRET .",
     "D=recurse; grep -d $D SECRET .",
     'grep -d "$(echo recurse)" SECRET .',
+    # git's log family prints patches under more options than -p (-U and --unified imply it; --cc, -c, --binary)
+    "git log --cc",
+    "git log -U1",
+    "git log --unified=1",
+    "git whatchanged -U0",
+    "git log --binary",
+    "git log -c",
+    "git log --patch-with-stat",
+    "git log --patch-with-raw",
+    "git log -pU0",
+    "git log --stat -U0",
+    "git log --no-patch -p",
+    # these held already: git's own ways to another repository or to a blob
+    "git --git-dir=.git show HEAD:secrets/key.txt",
+    "GIT_DIR=.git git show HEAD:secrets/key.txt",
+    "git archive HEAD secrets",
+    "git archive HEAD",
+    "git cat-file -p HEAD:secrets/key.txt",
+    "git diff --no-index secrets/key.txt src/a.py",
+    "git grep SECRET",
+    "git log -p -- secrets",
+    "git -C secrets log -p .",
+    "git format-patch -1 --stdout",
 ]
 
 
@@ -101,6 +124,8 @@ def test_a_reader_that_moves_or_recurses_by_an_option_is_refused(command: str, w
         "grep -d skip SECRET src",
         "grep --directories=read x src/a.py",
         "grep -d recurse x src",
+        "git log --stat",
+        "git log --oneline -U1 -- src",
     ],
 )
 def test_the_same_readers_of_places_the_deny_list_cannot_reach_are_allowed(command: str, ws: Path) -> None:

@@ -320,7 +320,7 @@ class Gate:
         if spec is None and sub not in _GIT_CONTENT:
             return
         inner = programs.parse(spec or programs.Spec(operands=programs.Role.TEXT), rest)
-        patch = inner.has("-p", "-u", "--patch", "-L") or (sub == "stash" and "-p" in [w.text for w in rest])
+        patch = _shows_patch(inner) or (sub == "stash" and "-p" in [w.text for w in rest])
         if sub not in _GIT_CONTENT and not (sub in _GIT_PATCH_LOG and patch):
             return
         chosen: list[str] = []
@@ -766,6 +766,18 @@ def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
         new = {"-b", "-B", "-c", "-C", "--orphan"} & set(rest)
         return None if new and len(ops) <= 1 else []
     return None
+
+
+#: Options of git's log family that print a patch (the file contents it changes): -U and --unified imply -p.
+_PATCH_OPTIONS = frozenset({"-p", "-u", "--patch", "-L", "-U", "--unified", "-c", "--cc", "--dd", "--binary"})
+_PATCH_OPTIONS |= {"--patch-with-stat", "--patch-with-raw", "--remerge-diff"}
+
+
+def _shows_patch(parsed: programs.Parsed) -> bool:
+    """Whether a log-family command prints patches: a patch option in any spelling, or an option its table does not
+    know (it may be one: ``git log --cc`` was allowed and printed a hidden file)."""
+    names = {n for n, _ in parsed.options} | {u.split("=", 1)[0] for u in parsed.unknown}
+    return bool(names & _PATCH_OPTIONS) or any(n.startswith("-U") for n in names)
 
 
 def _code_words(cmd: SimpleCommand) -> list[Word]:
