@@ -198,7 +198,8 @@ def test_a_torn_or_foreign_table_is_ignored_and_the_text_compiled(table: Path, m
     data = table.read_bytes()
     body = marshal.dumps(good)
     assert made_fresh(monkeypatch, table)[1] == []  # the valid table is used
-    size = len(compiled.HEAD) + 8 + compiled._DIGEST
+    size = compiled.HEADER_SIZE
+    assert len(compiled.header(body)) == size and data[:size] == compiled.header(data[size:])
     for torn in (data[: len(data) // 2], data[:size], data[:-1], b"", data[:5]):
         table.write_bytes(torn)
         assert compiled.read(str(table)) == {}
@@ -208,7 +209,7 @@ def test_a_torn_or_foreign_table_is_ignored_and_the_text_compiled(table: Path, m
     table.write_bytes(bytes(flipped))
     assert compiled.read(str(table)) == {} and len(made_fresh(monkeypatch, table)[1]) == 1
     magic = compiled.HEAD + compiled.FORMAT.to_bytes(4, "little") + b"\x00\x00\r\n"
-    write_table(table, body, head=magic + data[size - compiled._DIGEST : size])  # another Python's bytecode
+    write_table(table, body, head=magic + data[size - 8 : size])  # another Python's bytecode
     assert compiled.read(str(table)) == {}
     other = compiled.HEAD + (compiled.FORMAT + 1).to_bytes(4, "little") + data[len(compiled.HEAD) + 4 : size]
     write_table(table, body, head=other)  # another layout

@@ -87,7 +87,9 @@ MAX_BYTES = 2 << 20
 MAX_TEXT = 64 << 10
 #: A temporary file of a writer this old (seconds) is a killed writer's, removed by the next write.
 STALE_S = 600
-_DIGEST = 8
+#: The length of :func:`header`: :data:`HEAD`, then the format, the magic number, the CRC-32 and the length (4 bytes
+#: each).
+HEADER_SIZE = len(HEAD) + 16
 
 
 def _magic() -> bytes:
@@ -129,9 +131,8 @@ def read(path: str | None) -> dict[Any, Any]:
             data = f.read(MAX_BYTES + 1)
     except OSError:
         return {}
-    size = len(HEAD) + 8 + _DIGEST
-    rest = memoryview(data)[size:]  # the body, not copied (twice: its check, its unmarshalling; ~150 KB each)
-    if len(data) > MAX_BYTES or len(data) < size or data[:size] != header(rest):
+    rest = memoryview(data)[HEADER_SIZE:]  # the body, not copied (twice: its check, its unmarshalling; ~150 KB each)
+    if len(data) > MAX_BYTES or len(data) < HEADER_SIZE or data[:HEADER_SIZE] != header(rest):
         return {}
     try:
         body = marshal.loads(rest)
@@ -219,7 +220,7 @@ def exec_cached(source: Any, globals: Any = None, locals: Any = None, /) -> None
 def merged(ours: dict[str, bytes], theirs: dict[Any, Any]) -> dict[str, bytes]:
     """``ours`` first, then the entries of ``theirs`` (the table on disk) ours lacks, within the bounds."""
     kept: dict[str, bytes] = {}
-    room = MAX_BYTES - len(HEAD) - 8 - _DIGEST - 64
+    room = MAX_BYTES - HEADER_SIZE - 64
     for text, entry in [*ours.items(), *theirs.items()]:
         if len(kept) >= MAX_ENTRIES:
             break
