@@ -157,11 +157,16 @@ def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> N
         and ("tether.policy.gate" if gate else "tether.control.loop") in sys.modules
     ):
         return  # imported already (main called in-process again): as it is
-    from tether.records import standing_in
+    from .finder import MIRRORED, OwnFinder
 
+    finder = OwnFinder()  # tether's modules found without the import system's walk (hooks/finder.py)
+    if MIRRORED:
+        sys.meta_path.insert(0, finder)
     enabled = gc.isenabled() if collecting is None else collecting
     gc.disable()
     try:
+        from tether.records import standing_in
+
         with standing_in():
             from tether.guard.session import load_gate, load_observer
 
@@ -169,6 +174,8 @@ def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> N
 
             (load_gate if gate else load_observer)()
     finally:
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
         gc.freeze()
         if enabled:
             gc.enable()
