@@ -11,9 +11,7 @@ runs it; one too large or not text to check is an ASK.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
+from tether import disk
 
 from . import interp
 from .command import SimpleCommand
@@ -44,24 +42,11 @@ def script_of(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if word is None or not word.static:
         return None
     path = paths.resolve(word.text, cmd.cwd)
-    if path is None or paths.relative(path) is None or not _is_file(path):
+    if path is None or paths.relative(path) is None or not disk.is_file(path):
         return None
     if word is cmd.argv[0] and not _runs_as_shell(path):
         return None
     return path
-
-
-def _is_file(path: str) -> bool:
-    """``Path(path).is_file()``: a regular file (links followed); False where it is missing, not under a directory,
-    a link loop or a bad name, and any other failure to look (no permission to search a directory) raised."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError as e:
-        if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            raise
-        return False
-    except ValueError:  # a NUL in the name
-        return False
 
 
 def _runs_as_shell(path: str) -> bool:
