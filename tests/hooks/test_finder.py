@@ -112,3 +112,32 @@ def test_the_finder_is_gone_once_the_deciding_code_is_imported() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"
+
+
+@pytest.mark.parametrize("flags", [[], ["-O"], ["-X", "pycache_prefix={tmp}"]])
+def test_the_bytecodes_file_is_the_one_cache_from_source_names(flags: list[str], tmp_path: Path) -> None:
+    """Under an optimisation level or a pycache prefix too: each answer's ``cached`` is the path finder's."""
+    probe = """
+import sys
+from importlib.machinery import PathFinder
+from tether.hooks import entry
+from tether.hooks.finder import OwnFinder
+entry.import_deciding_code()
+answered = 0
+for name in sorted(n for n in sys.modules if n.startswith("tether.")):
+    path = list(getattr(sys.modules[name.rpartition(".")[0]], "__path__", []))
+    theirs = PathFinder.find_spec(name, path)
+    ours = OwnFinder().find_spec(name, path)
+    if ours is not None:
+        answered += 1
+        seen = [(s.origin, s.cached, s.has_location, s.submodule_search_locations) for s in (ours, theirs)]
+        if seen[0] != seen[1]:  # not assert: -O drops it
+            raise SystemExit(f"{name}: {seen}")
+print(answered)
+"""
+    src = str(Path(tether.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": src}
+    command = [sys.executable, *[f.format(tmp=tmp_path) for f in flags], "-c", probe]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 50
