@@ -249,7 +249,7 @@ def test_a_run_the_earlier_attempt_creates_after_the_retry_looked_is_resumed_not
     """Attempt 1 named its run (node.started) and created it after attempt 2 found it missing: attempt 2's start
     is refused (the id is taken) and it resumes that run instead of failing the node (seen in CI under load)."""
     db, graph_run = abandoned_at("run.started", tmp_path)
-    once_wrong(monkeypatch, "_exists", False)
+    once_wrong(monkeypatch, "has_run", False)
     g = Worker(db, graph_run, poll_s=0.05).work()
     assert g.finished is not None and g.finished.status == "COMPLETE", g.finished
     started = [e.payload for e in graph_events(db, graph_run) if e.kind == "node.started"]

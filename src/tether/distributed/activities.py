@@ -26,7 +26,7 @@ from tether.errors import InputError, LogCorrupt, TetherError
 from tether.events.anchor import Signer
 from tether.events.backends import local_dir, open_store, spec_of
 from tether.events.kinds_distributed import RunHosted
-from tether.events.protocol import Store
+from tether.events.protocol import Store, has_run
 from tether.kernel import session
 from tether.kernel.outcome import OutputContract
 from tether.kernel.runtime import Runtime
@@ -106,7 +106,7 @@ class Activities:
     def create(self, sub: Submission) -> Progress:
         """Create the run on this worker (it holds the workspace from now on), or find it created by an earlier try."""
         with self.open(sub) as store:
-            if not _exists(store, sub.run_id):
+            if not has_run(store, sub.run_id):
                 loaded = session.load_checked(Path(sub.envelope))
                 wrong = mismatch(hashes_of(loaded.envelope), sub)
                 if wrong:
@@ -163,13 +163,6 @@ class Activities:
         expires = [float(req["expires_at"]) for req in state.pending_approvals.values()] if waiting else []
         status = RunStatus.WAITING_APPROVAL if waiting else RunStatus.RUNNING
         return Progress(status.value, False, waiting, self.queue, expires_at=expires)
-
-
-def _exists(store: Store, run_id: str) -> bool:
-    try:
-        return store.run(run_id).run_id == run_id
-    except InputError:
-        return False
 
 
 def _translated(work: Callable[[], Progress]) -> Progress:

@@ -23,6 +23,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
+from tether.errors import InputError
+
 from .anchor import AnchorKey, Checkpoint
 from .lease import Lease
 from .payload import Emitted, Payload
@@ -189,6 +191,14 @@ class Store(Protocol):
     def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
         """The chain, then every signed checkpoint against it."""
         ...
+
+
+def has_run(store: Store, run_id: str) -> bool:
+    """Whether ``store`` holds a run of exactly ``run_id`` (:meth:`Store.run` also answers a unique prefix of one)."""
+    try:
+        return store.run(run_id).run_id == run_id
+    except InputError:
+        return False
 
 
 def _sqlite_is_a_store(store: EventStore) -> Store:

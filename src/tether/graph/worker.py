@@ -40,7 +40,7 @@ from tether.events.kinds_graph import (
 )
 from tether.events.lease import this_host
 from tether.events.payload import Payload
-from tether.events.protocol import Store
+from tether.events.protocol import Store, has_run
 from tether.events.store import new_run_id
 from tether.kernel import session
 from tether.kernel.continuation import Request, ResumeRefused
@@ -130,7 +130,7 @@ class Worker:
     def _run(self, store: Store, node_id: str, attempt: int) -> None:
         g = GraphState.read(store, self.graph_run)
         spec, prior = g.graph.node(node_id), g.nodes[node_id].run_id
-        exists = prior is not None and _exists(store, prior)
+        exists = prior is not None and has_run(store, prior)
         run_id = prior if prior is not None else new_run_id()
         started = NodeStarted(node=node_id, attempt=attempt, run_id=run_id, graph_run=self.graph_run, resumed=exists)
         origin = [GraphNode(graph_run=self.graph_run, node=node_id, attempt=attempt)]
@@ -149,7 +149,7 @@ class Worker:
             fail = NodeFailed(
                 node=node_id,
                 attempt=attempt,
-                run_id=run_id if _exists(store, run_id) else None,
+                run_id=run_id if has_run(store, run_id) else None,
                 status=RunStatus.NEEDS_INPUT,
                 reason=f"{type(e).__name__}: {e}",
                 worker=self.id,
@@ -312,13 +312,6 @@ class Worker:
                 return True
             except HeadMoved:
                 continue
-
-
-def _exists(store: Store, run_id: str) -> bool:
-    try:
-        return store.run(run_id).run_id == run_id  # exactly this id, not a run it is a prefix of
-    except InputError:
-        return False
 
 
 def _status(store: Store, run_id: str) -> RunStatus:

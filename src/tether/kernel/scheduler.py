@@ -61,7 +61,7 @@ from tether.events.kinds_schedule import (
     schedule_log,
 )
 from tether.events.payload import Payload
-from tether.events.protocol import Store
+from tether.events.protocol import Store, has_run
 from tether.models.base import Model
 from tether.state import RunState
 from tether.status import FiringStatus, RunStatus
@@ -314,7 +314,7 @@ def _write(store: Store, log: str, events: list[Payload], head: tuple[int, str] 
 
 def _recover(store: Store, s: Schedule, firing: Firing, options: Options) -> Outcome:
     """A firing a scheduler began and did not finish: its run goes on (never a second one), or it starts."""
-    if not _exists(store, firing.run_id):
+    if not has_run(store, firing.run_id):
         return _run(store, s, firing, options)
     state = RunState.from_events(store.events(firing.run_id))
     if state.status.terminal or state.status.waiting:
@@ -406,7 +406,7 @@ def _start(
     try:
         runtime = session.start_checked(store, loaded, spec.task, run_options)
     except TetherError as e:
-        if _exists(store, firing.run_id):  # the run was created: the next pass goes on with it
+        if has_run(store, firing.run_id):  # the run was created: the next pass goes on with it
             raise SchedulerError(f"schedule {name}: firing {firing.trigger[:12]}: {e}") from e
         return _end(store, name, firing, FiringStatus.FAILED, f"the run could not start: {e}")
     return _drive(store, name, firing, runtime)
@@ -435,7 +435,7 @@ def _end(
     external: int = 0,
 ) -> Outcome:
     """Record how the firing ended (and pause the schedule after too many failures in a row)."""
-    run_id = firing.run_id if _exists(store, firing.run_id) else None
+    run_id = firing.run_id if has_run(store, firing.run_id) else None
     for _ in range(5):
         s = fold(store, name)
         done = FiringFinished(
@@ -466,13 +466,6 @@ def _end(
 
 
 # ---- the parts of a firing -------------------------------------------------------------------------
-
-
-def _exists(store: Store, run_id: str) -> bool:
-    try:
-        return store.run(run_id).run_id == run_id
-    except InputError:
-        return False
 
 
 def _moved(e: HeadMoved) -> str:

@@ -23,7 +23,7 @@ from tether.events.kinds import Checkpoint, RunContinued, RunForked, RunStarted
 from tether.events.kinds_delegate import DelegateStarted
 from tether.events.kinds_kernel import ContextSection, SkillsBound
 from tether.events.payload import Payload
-from tether.events.protocol import Store
+from tether.events.protocol import Store, has_run
 from tether.events.store import new_run_id
 from tether.events.stream import stream
 from tether.models.base import Model
@@ -370,7 +370,7 @@ def _child(
         origin=(),  # why the parent exists (a schedule's firing) is not the child's story
     )
     store = parent.store
-    if _exists(store, started.child_run):
+    if has_run(store, started.child_run):
         if RunState.from_events(store.events(started.child_run)).finished:
             store.verify_run(started.child_run)
             return attach(store, started.child_run, child_options)
@@ -387,13 +387,6 @@ def _child(
         child_of=started,
         parent_run=parent.run_id,
     )
-
-
-def _exists(store: Store, run_id: str) -> bool:
-    try:
-        return store.run(run_id).run_id == run_id
-    except InputError:
-        return False
 
 
 def _reviewer(env: Envelope, base_dir: Path) -> Model | None:
