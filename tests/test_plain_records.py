@@ -168,6 +168,9 @@ def test_a_pickle_moves_between_pydantic_and_plain_records() -> None:
         assert copied == mine and copied.__dict__ is not mine.__dict__
         assert copied.__pydantic_fields_set__ == mine.__pydantic_fields_set__
     assert copy.deepcopy(mine).inner is not mine.inner and copy.copy(mine).inner is mine.inner
+    for records_ in ([theirs, theirs, theirs.inner], [mine, mine, mine.inner]):  # one memo through the whole copy
+        twice = copy.deepcopy(records_)
+        assert twice[0] is twice[1] and twice[2] is twice[0].inner and twice[0] is not records_[0]
     theirs_from_plain = P_OUTER.__new__(P_OUTER)
     theirs_from_plain.__setstate__(mine.__getstate__())
     assert theirs_from_plain.model_dump(mode="json") == theirs.model_dump(mode="json")

@@ -266,35 +266,30 @@ class BaseModel(metaclass=_Kind):
         _set(self, "__dict__", state.get("__dict__", {}))
 
     def __copy__(self) -> Any:
-        """As pydantic copies a model: its own ``__dict__`` (a copy through the pickle state would share it).
-        (``copy`` is imported here, where a record is copied: a hook call copies none, and ``copy`` imports
-        ``weakref``.)"""
-        import copy
-
-        return _copied(self, copy.copy, None)
+        """As pydantic copies a model: its own ``__dict__`` (a copy through the pickle state would share it)."""
+        return _copied(self, None)
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
-        import copy
-
-        return _copied(self, copy.deepcopy, {} if memo is None else memo)
+        return _copied(self, {} if memo is None else memo)
 
 
-def _copied(record: BaseModel, how: Callable[..., Any], memo: dict[int, Any] | None) -> Any:
+def _copied(record: BaseModel, memo: dict[int, Any] | None) -> Any:
+    """A shallow copy of ``record`` (``memo`` None) or a deep one. (``copy`` is imported here, where a record is
+    copied: a hook call copies none, and ``copy`` imports ``weakref``.)"""
     import copy
+
+    def how(value: Any) -> Any:
+        return copy.copy(value) if memo is None else copy.deepcopy(value, memo)
 
     cls = type(record)
     new = cls.__new__(cls)
-    args = () if memo is None else (memo,)
     if memo is not None:
         memo[id(record)] = new
-    _set(new, "__dict__", how(record.__dict__, *args))
-    _set(new, "__pydantic_extra__", how(record.__pydantic_extra__, *args))
+    _set(new, "__dict__", how(record.__dict__))
+    _set(new, "__pydantic_extra__", how(record.__pydantic_extra__))
     _set(new, "__pydantic_fields_set__", copy.copy(record.__pydantic_fields_set__))
-    _set(
-        new,
-        "__pydantic_private__",
-        None if record.__pydantic_private__ is None else how(record.__pydantic_private__, *args),
-    )
+    private = record.__pydantic_private__
+    _set(new, "__pydantic_private__", None if private is None else how(private))
     return new
 
 
