@@ -291,11 +291,15 @@ class StoreBase(ABC, Generic[E]):
         The parent's events up to that seq are the fork's prefix (shared, not copied): the fork's head starts
         at the parent's (seq, hash) there, so ``run.forked`` chains onto it. Refused when the parent has no
         event at that seq or its hash there is not ``forked.parent_hash`` (the parent moved or was rewritten).
+        A parent named by a unique prefix of its id is named by its id in ``run.forked``, which is what a reader
+        follows to the parent's events (the prefix there made a log of the fork's own events alone).
         """
         prepared = prepare_all(self.redactor, (forked, *rest))
+        parent = self._fork_parent(forked)
+        if forked.parent_run != parent.run_id:  # validated again (a copy is not fresh)
+            prepared[0] = prepare_all(self.redactor, [forked.model_copy(update={"parent_run": parent.run_id})])[0]
         task = self.redactor.value(task)
         run_id = run_id or new_run_id()
-        parent = self._fork_parent(forked)
         head = (forked.at_seq, forked.parent_hash)
         return self._create(task, run_id, parent.run_id, head, prepared, lease, (parent, forked))
 
