@@ -231,3 +231,36 @@ def test_a_nested_record_built_without_validation_does_not_reach_the_log_through
     assert folded is kept and same(folded, payload_module.parse(kind, data))
     for cls in (ActionDecided, ModelRequested):
         assert exact(cls)
+
+
+def test_a_nested_record_reaches_a_mark_only_validated_and_copied() -> None:
+    """What else 1265a14's revalidation holds, attacked: a nested record changed by ``model_copy(update=...)``, a
+    subclass's instance carrying a field of its own, a list holding one ``model_construct`` record among valid ones,
+    each refused as the outer is built; the lists and dicts a constructor is given are copied, so a caller changing
+    its own afterwards changes nothing the mark covers."""
+    from tether.events.kinds_calls import RuleHit
+
+    class Wider(RuleHit):
+        extra: int = 5
+
+    good = RuleHit(id="a", verdict="ALLOW", reason="r")
+    seven: Any = 7
+    nested: list[Any] = [
+        [good.model_copy(update={"id": seven})],
+        [Wider(id="a", verdict="ALLOW", reason="r")],
+        [good, RuleHit.model_construct(id="b", verdict="DENY", reason=seven), good],
+    ]
+    for rules in nested:
+        with pytest.raises(ValidationError):
+            fresh(ActionDecided(call_id="c1", verdict="ALLOW", deciding_rule="r", reason="ok", rules=rules))
+    given: list[Any] = [good]
+    dims: dict[str, Any] = {"x": 1.0}
+    decided = fresh(ActionDecided(call_id="c1", verdict="ALLOW", deciding_rule="r", reason="ok", rules=given))
+    diagnosed = fresh(DiagnosticsComputed(dimensions=dims, notes={}, through="e1"))
+    given.append(RuleHit.model_construct(id=seven, verdict="x", reason="x"))
+    given[0] = RuleHit.model_construct(id=seven, verdict="x", reason="x")
+    dims["y"] = "not a number"
+    for item in (decided, diagnosed):
+        kind, data, folded = prepare(item)
+        assert folded is item and same(folded, payload_module.parse(kind, data))
+    assert [r.id for r in decided.rules] == ["a"] and diagnosed.dimensions == {"x": 1.0}
