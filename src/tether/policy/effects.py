@@ -14,12 +14,12 @@ from tether.records import dataclass, field
 
 from . import programs
 from .command import SimpleCommand, Word
-from .knowledge import RESPONSE_FILES, SPECS
+from .knowledge import LINK_FOLLOWERS, RESPONSE_FILES, SPECS
 from .programs import Role
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Target:
     word: Word
     recursive: bool = False
     delete: bool = False
+    follows: bool = False  # follows symbolic links under it (grep -R, tar -h, find -L)
 
 
 @dataclass
@@ -102,6 +103,9 @@ def effects(cmd: SimpleCommand) -> Effects:
         spec = SPECS.get(name)
         if spec is not None:
             _from_table(cmd, spec, e)
+    follow = LINK_FOLLOWERS.get(name)
+    if follow is not None and _has_option(tar_args(list(cmd.args)) if name in ("tar", "bsdtar") else cmd.args, follow):
+        e.reads = [Target(t.word, t.recursive, t.delete, True) for t in e.reads]
     if name in RESPONSE_FILES:  # gcc @FILE reads its options from FILE (and prints them in its errors)
         e.reads += [Target(Word(w.text[1:], w.static, w.prefix[1:])) for w in cmd.args if w.text[:1] == "@"]
     if name in ("env", "printenv", "set", "export", "declare", "typeset") and not _sets_something(name, cmd):
@@ -159,6 +163,20 @@ def _git_patch(parsed: programs.Parsed, e: Effects) -> None:
     for w in parsed.operands or [Word.lit("-")]:
         moved = w.static and w.text != "-" and into.static and into.text != "."
         e.unpacks.append(Unpack(Word.lit(places.join(into.text, w.text)) if moved else w, into, "patch"))
+
+
+def _has_option(args: Sequence[Word], names: frozenset[str]) -> bool:
+    """Whether ``args`` holds one of ``names`` (``*``: always), a short one also inside a cluster (``-rL``)."""
+    if "*" in names:
+        return True
+    shorts = {n[1] for n in names if len(n) == 2}
+    for w in args:
+        t = w.text
+        if t == "--":
+            return False
+        if t in names or (t[:1] == "-" and t[1:2] != "-" and shorts & set(t[1:])):
+            return True
+    return False
 
 
 def _jq(cmd: SimpleCommand, e: Effects) -> None:

@@ -281,10 +281,9 @@ class Gate:
         for w in (*eff.scripts, *_code_words(cmd)):
             self._read_place(Target(w), moved, out)
         spec = SPECS.get(cmd.name)
-        if here is not None and spec is not None and spec.kind == "build":
-            verdict = self.paths.read(places.join(here, "_"), shell=True)
-            if verdict is not None and verdict.rule_id == "path:denied":
-                out.append(_hard(verdict, f"{cmd.name} works in {here} and reads its files there: "))
+        if here is not None and spec is not None and spec.kind == "build" and self.paths.hides(places.join(here, "_")):
+            why = f"{cmd.name} works in {here} and reads its files there, which filesystem.deny hides"
+            out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
 
     def _may_read_denied(self, t: Target, text: str, cmd: SimpleCommand, out: list[Finding]) -> None:
         """A reader whose files are chosen at run time (a tree, a glob, ``$X``) may read what the deny list hides."""
@@ -295,6 +294,12 @@ class Gate:
         else:
             base = self._known_dir(text, cmd)
         reach = self.paths.deny_reach(base if base is not None else self.workspace)
+        glob = t.word.static and _has_glob(text)
+        if reach is None and base is not None and (t.follows or glob or not t.recursive):
+            # the files it reads may be links under base that lead to a hidden place: a glob's only as deep as its
+            # own components, a name known at run time (find -exec cat {}) or a reader that follows links, any
+            link = self.paths.hidden_link(base, _glob_depth(text) if glob else None)
+            reach = None if link is None else f"(through the link {link})"
         if reach is not None:
             where = f"under {base}" if base is not None else "in an unknown place"
             out.append(
@@ -799,6 +804,12 @@ def _code_words(cmd: SimpleCommand) -> list[Word]:
 
 
 _MODULE_FILES = (".py", "/__main__.py")
+
+
+def _glob_depth(text: str) -> int:
+    """How many levels below its known directory a glob reaches: ``build/*/*`` two, ``src/*.py`` one."""
+    cut = min((text.find(c) for c in "*?[" if c in text), default=len(text))
+    return text[text.rfind("/", 0, cut) + 1 :].count("/") + 1
 
 
 def _has_glob(text: str) -> bool:

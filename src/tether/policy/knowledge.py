@@ -250,6 +250,16 @@ GIT_CONFIG_READ = frozenset(_words("--get --list -l --get-all --get-regexp --sho
 
 # -- interpreters: where the program they run comes from (read by .interp) ------------------------
 
+#: Readers that follow symbolic links inside the trees they read, under these options (``*``: always).
+LINK_FOLLOWERS: dict[str, frozenset[str]] = {
+    **{n: frozenset({"-R", "--dereference-recursive"}) for n in ("grep", "egrep", "fgrep")},
+    "rg": frozenset({"-L", "--follow"}),
+    "tar": frozenset({"-h", "--dereference"}),
+    "bsdtar": frozenset({"-L"}),
+    "find": frozenset({"-L", "-follow"}),
+    "cp": frozenset({"-L", "--dereference"}),
+    "zip": frozenset({"*"}),
+}
 #: Programs that read options from a file named ``@FILE`` (a response file).
 RESPONSE_FILES = frozenset(_words("gcc g++ cc c++ clang clang++ ld ld.gold ld.lld ar javac java"))
 SHELLS = frozenset(_words("sh bash dash zsh ksh mksh ash fish csh tcsh rbash yash"))

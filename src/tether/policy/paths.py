@@ -308,18 +308,55 @@ class PathPolicy:
         or changed as a whole (``rm -r``, ``mv DIR``), whose files are there before the command runs. Links are
         not followed (removing one does not touch what it points at)."""
         spec = self._deny_spec
-        if spec is None or self.relative(path) is None:
-            return self.deny_reach(path)
+        if spec is None or self.relative(path) is None or self.deny_reach(path) is None:
+            return self.deny_reach(path)  # no pattern may match under it: nothing to look at
         seen = 0
         for top, dirs, files in os.walk(path, onerror=_raise):
+            here = self.relative(places.place(top))  # once a folder: each entry's is this and its name
+            prefix = "" if here in (None, ".") else f"{here}/"
             for name in (*dirs, *files):
                 seen += 1
-                rel = self.relative(places.join(top, name))
                 if seen > limit:
                     return self.deny_reach(path)
-                if rel is not None and spec.match_file(rel):
-                    return rel
+                if spec.match_file(prefix + name):
+                    return prefix + name
         return None
+
+    def hidden_link(self, path: str, depth: int | None = None, limit: int = 4000) -> str | None:
+        """A symbolic link under the directory ``path`` (at most ``depth`` levels down) that leads to a file the deny
+        list hides or a directory it may reach: for a reader that follows links (``grep -R``, ``tar -h``, a glob,
+        files chosen at run time), ``build/l -> ../secrets`` is secrets. Its path relative to the workspace; past
+        ``limit`` entries, or a folder that cannot be read, a sentence saying so (it may hold one)."""
+        if self._deny_spec is None or self.relative(path) is None or not os.path.isdir(path):
+            return None
+        seen = 0
+        stack = [(path, 1)]
+        while stack:
+            top, level = stack.pop()
+            try:
+                with os.scandir(top) as it:
+                    entries = list(it)
+            except OSError:
+                return f"{top} (which cannot be read)"
+            seen += len(entries)
+            if seen > limit:
+                return f"one of the more than {limit} entries under {path}"
+            for e in entries:
+                if e.is_symlink() and self._hides(places.place(os.path.realpath(e.path))):
+                    return self.relative(places.place(e.path))
+                if (depth is None or level < depth) and e.is_dir(follow_symlinks=False):
+                    stack.append((e.path, level + 1))
+        return None
+
+    def hides(self, path: str) -> bool:
+        """Whether ``filesystem.deny`` matches ``path`` (and nothing else is asked: the read set is not compiled)."""
+        rel = self.relative(path)
+        return rel is not None and self._deny_spec is not None and self._deny_spec.match_file(rel)
+
+    def _hides(self, target: str) -> bool:
+        return self.hides(target) or (
+            self.relative(target) is not None and os.path.isdir(target) and self.deny_reach(target) is not None
+        )
 
     def write(self, path: str) -> PlaceVerdict | None:
         """Verdict for writing (creating, changing, deleting) ``path``; None means allowed."""
