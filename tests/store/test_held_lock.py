@@ -142,3 +142,25 @@ def test_a_paused_lock_holder_bounds_the_other_writers_wait(
     assert store.verify(run) == 3
     other.close()
     store.close()
+
+
+def test_the_bound_of_an_open_store_can_be_changed(opener: tuple[str, Opener], tmp_path: Path) -> None:
+    """``lock_timeout_s`` set on an open store (``tether scheduler --lock-timeout``) bounds its next wait, on both
+    stores: a PostgreSQL store ignored it, and its writes waited for as long as the holder held."""
+    where, open_with = opener
+    store = open_with(60.0)
+    run = store.create_run("t", [STARTED])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, where, run, "exclusive", str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        store.lock_timeout_s = BOUND_S
+        assert store.lock_timeout_s == BOUND_S
+        raised, took = _bounded(lambda: store.append(run, "model.requested", {"turn": 1, "model": "y"}))
+        assert isinstance(raised, DatabaseLocked) and f"{BOUND_S:g}s" in str(raised), raised
+        assert took < HANG_S / 2  # the new bound, not the 60 s the store was opened with
+    finally:
+        holder.kill()
+        holder.wait()
+    store.close()

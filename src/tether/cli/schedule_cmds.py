@@ -258,9 +258,8 @@ class _Stopping:
 
 
 def _lock_timeout(store: Store, seconds: float | None) -> None:
-    from tether.events.store import EventStore
-
-    if seconds is not None and isinstance(store, EventStore):
+    """Either store's bound (a PostgreSQL store's was ignored: its locks had none)."""
+    if seconds is not None:
         store.lock_timeout_s = seconds
 
 

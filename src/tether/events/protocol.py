@@ -49,6 +49,10 @@ class Store(Protocol):
         """
         ...
 
+    #: How long a write waits for a lock another process holds (SQLite's writer lock, a PostgreSQL run's) before
+    #: :class:`~tether.errors.DatabaseLocked`; set it to change the bound of an open store (``--lock-timeout``).
+    lock_timeout_s: float
+
     def close(self) -> None:
         """Release every lease this store holds, then the connection."""
         ...
