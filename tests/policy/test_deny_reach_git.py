@@ -95,3 +95,44 @@ def test_a_version_3_index_with_extended_flags_is_read(tmp_path: Path) -> None:
     subprocess.run([*GIT, "add", "-N", "src/new.py"], cwd=ws, check=True)
     assert int.from_bytes((ws / ".git" / "index").read_bytes()[4:8], "big") == 3
     assert gitindex.tracked(str(ws)) == [".gitignore", "src/a.py", "src/new.py"]
+
+
+def test_every_index_git_writes_is_read(tmp_path: Path) -> None:
+    """Version 4 (names prefix-compressed), a SHA-256 repository, a linked work tree (``.git`` a file): read, so
+    the rewrites there are judged by what git tracks, not refused for an index the gate could not read."""
+    v4 = make(tmp_path / "v4", tracked=True)
+    subprocess.run([*GIT, "update-index", "--index-version", "4"], cwd=v4, check=True)
+    assert int.from_bytes((v4 / ".git" / "index").read_bytes()[4:8], "big") == 4
+    assert "secrets/key.txt" in (gitindex.tracked(str(v4)) or [])
+
+    sha256 = tmp_path / "sha256"
+    sha256.mkdir()
+    subprocess.run([*GIT, "init", "-q", "--object-format=sha256"], cwd=sha256, check=True)
+    (sha256 / "src").mkdir()
+    (sha256 / "src" / "a.py").write_text("x = 1\n")
+    (sha256 / "b.txt").write_text("b\n")
+    subprocess.run([*GIT, "add", "."], cwd=sha256, check=True)
+    assert gitindex.tracked(str(sha256)) == ["b.txt", "src/a.py"]
+
+    main = make(tmp_path / "main", tracked=False)
+    linked = tmp_path / "linked"
+    subprocess.run([*GIT, "worktree", "add", "-q", str(linked), "other"], cwd=main, check=True)
+    assert (linked / ".git").is_file()
+    assert gitindex.tracked(str(linked)) == [".gitignore", "src/a.py"]
+    (linked / "secrets").mkdir()
+    (linked / "secrets" / "key.txt").write_text("SECRET\n")  # ignored there too
+    assert gate(linked).decide("bash", {"command": "git stash"}).verdict is not Verdict.DENY
+
+
+def test_a_sparse_index_fails_closed(tmp_path: Path) -> None:
+    """A sparse index lists a folder outside the cone as one entry: the files under it are not named."""
+    ws = make(tmp_path / "ws", tracked=False)
+    (ws / "lib").mkdir()
+    (ws / "lib" / "x.py").write_text("y = 1\n")
+    subprocess.run([*GIT, "add", "."], cwd=ws, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "lib"], cwd=ws, check=True)
+    subprocess.run([*GIT, "sparse-checkout", "set", "--cone", "--sparse-index", "src"], cwd=ws, check=True)
+    listed = subprocess.run([*GIT, "ls-files", "--sparse"], cwd=ws, check=True, capture_output=True, text=True)
+    assert "lib/\n" in listed.stdout  # the folder is one entry of the index
+    assert gitindex.tracked(str(ws)) is None
+    assert gate(ws).decide("bash", {"command": "git stash"}).verdict is Verdict.DENY
