@@ -332,3 +332,25 @@ def test_a_fork_made_with_its_lease_holds_it_and_a_refused_one_holds_nothing(bac
     assert not second.holds("r-refused") and second.lease("r-refused") is None
     with pytest.raises(InputError, match="no run"):
         second.run("r-refused")
+
+
+def test_a_lease_whose_transaction_fails_is_not_held(backend: OpenStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lease's row written and then its transaction failing (as a COMMIT that fails): the store must not go on
+    believing it holds the lease (``holds``), no row is left, and another driver takes the lease at once."""
+    first, second = backend(), backend()
+    run = first.create_run("t", [STARTED])
+    written = type(first)._lease_locked
+
+    def then_fail(self: Any, *args: Any, **kwargs: Any) -> Any:
+        written(self, *args, **kwargs)
+        raise OSError("the commit failed")
+
+    monkeypatch.setattr(type(first), "_lease_locked", then_fail)
+    with pytest.raises(OSError, match="the commit failed"):
+        first.acquire(run)
+    with pytest.raises(OSError, match="the commit failed"):
+        first.create_run("u", [STARTED], run_id="r-unleased", lease=True)
+    monkeypatch.undo()
+    assert not first.holds(run) and first.lease(run) is None
+    assert not first.holds("r-unleased")
+    assert second.acquire(run).owner != ""

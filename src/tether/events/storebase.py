@@ -322,10 +322,9 @@ class StoreBase(ABC, Generic[E]):
             self._insert_run(cur, run_id, task, parent, head)
             if prepared:
                 self._append_locked(cur, run_id, prepared, head)
-            if lease:
-                self._lease_locked(cur, run_id)
-        if lease:
-            self._start_heartbeat()
+            taken = self._lease_locked(cur, run_id) if lease else None
+        if taken is not None:
+            self._hold(taken)
         return run_id
 
     def _fork_parent(self, forked: RunForked) -> RunInfo:
@@ -377,14 +376,22 @@ class StoreBase(ABC, Generic[E]):
         with self._transaction() as cur:
             self._lock_run(cur, run_id)
             lease = self._lease_locked(cur, run_id, ttl_s)
-        self._start_heartbeat()
+        self._hold(lease)
         return lease
+
+    def _hold(self, lease: Lease) -> None:
+        """A lease whose row is committed is this store's, and is kept alive: only then (a transaction that failed
+        after writing the row left none, and ``holds`` must not say otherwise)."""
+        self._leases[lease.run_id] = lease
+        self._start_heartbeat()
 
     def _lease_row(self, cur: Executes, run_id: str) -> Any:
         """The run's lease row, or None (SQLite's store names a row that is not UTF-8 text)."""
         return cur.execute(self.SQL_LEASE, (run_id,)).fetchone()
 
     def _lease_locked(self, cur: Executes, run_id: str, ttl_s: float = LEASE_TTL_S) -> Lease:
+        """Write the run's lease row for this store (refused while another live driver holds it); the caller's
+        transaction commits it, then :meth:`_hold`."""
         row = self._lease_row(cur, run_id)
         mine = self._leases.get(run_id)
         if row is not None:
@@ -397,7 +404,6 @@ class StoreBase(ABC, Generic[E]):
             self.SQL_PUT_LEASE,
             (lease.run_id, lease.owner, lease.host, lease.pid, lease.pid_start, lease.since, lease.heartbeat, ttl_s),
         )
-        self._leases[run_id] = lease
         return lease
 
     def _check_lease_locked(self, cur: Executes, run_id: str) -> None:
