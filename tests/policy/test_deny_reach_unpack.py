@@ -30,6 +30,9 @@ def _patch(ws: Path, path: str, name: str) -> None:
     (ws / path).write_bytes(EVIL)
     diff = subprocess.run(["git", "diff", "--", path], cwd=ws, capture_output=True, check=True).stdout
     (ws / path).write_bytes(old)
+    # the file's bytes are the index's again, its stat not: without a refresh `git apply --3way` (which checks the
+    # index) refused "does not match index" whenever the index was not racily clean, i.e. when the machine was slow
+    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=ws, check=True)
     (ws / name).write_bytes(diff)
 
 
