@@ -114,6 +114,14 @@ def test_the_finder_is_gone_once_the_deciding_code_is_imported() -> None:
     assert done.stdout.strip() == "0"
 
 
+def test_the_finder_is_first_only_within_its_block_also_when_the_block_raises() -> None:
+    finder = own.OwnFinder()
+    with pytest.raises(ImportError), finder:
+        assert sys.meta_path[0] is finder
+        raise ImportError("an import of the deciding code failed")
+    assert finder not in sys.meta_path
+
+
 @pytest.mark.parametrize("flags", [[], ["-O"], ["-X", "pycache_prefix={tmp}"]])
 def test_the_bytecodes_file_is_the_one_cache_from_source_names(flags: list[str], tmp_path: Path) -> None:
     """Under an optimisation level or a pycache prefix too: each answer's ``cached`` is the path finder's."""

@@ -150,32 +150,29 @@ def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> N
     maker (``standing_in``), which compiles only ``__init__`` and falls back to the standard one for what it does
     not mirror; the standard one is back as soon as the import ends, also when it fails. A plain process imports
     no such library and not ``dataclasses`` either (tether's classes: :mod:`tether.recordmaker`).
-    ``tests/hooks/test_cold_dataclasses.py`` compares every class made here both ways.
+    ``tests/hooks/test_cold_dataclasses.py`` compares every class made here both ways. Meanwhile tether's own
+    modules are found without the import system's walk (:class:`.finder.OwnFinder`, on Python 3.11).
     """
     if (
         "tether.hooks.answer" in sys.modules
         and ("tether.policy.gate" if gate else "tether.control.loop") in sys.modules
     ):
         return  # imported already (main called in-process again): as it is
-    from .finder import MIRRORED, OwnFinder
+    from .finder import OwnFinder
 
-    finder = OwnFinder()  # tether's modules found without the import system's walk (hooks/finder.py)
-    if MIRRORED:
-        sys.meta_path.insert(0, finder)
     enabled = gc.isenabled() if collecting is None else collecting
     gc.disable()
     try:
-        from tether.records import standing_in
+        with OwnFinder():
+            from tether.records import standing_in
 
-        with standing_in():
-            from tether.guard.session import load_gate, load_observer
+            with standing_in():
+                from tether.guard.session import load_gate, load_observer
 
-            from . import answer  # noqa: F401
+                from . import answer  # noqa: F401
 
-            (load_gate if gate else load_observer)()
+                (load_gate if gate else load_observer)()
     finally:
-        if finder in sys.meta_path:
-            sys.meta_path.remove(finder)
         gc.freeze()
         if enabled:
             gc.enable()

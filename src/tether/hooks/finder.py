@@ -39,7 +39,17 @@ _FILE = 0o100000  # stat's S_IFREG, as ``_path_isfile`` tests it
 
 
 class OwnFinder:
-    """A meta path finder for tether's submodules: the path finder's answer, or None (see the module)."""
+    """A meta path finder for tether's submodules: the path finder's answer, or None (see the module). As a context
+    manager, it is first on ``sys.meta_path`` for the block, on the mirrored Python only, and gone after it, also
+    when the block raises."""
+
+    def __enter__(self) -> None:
+        if MIRRORED:
+            sys.meta_path.insert(0, self)
+
+    def __exit__(self, *exc: object) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
 
     def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         if path is None or len(path) != 1 or not name.startswith(PREFIX):
