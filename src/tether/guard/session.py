@@ -120,6 +120,8 @@ T = TypeVar("T")
 #: Calls in these states were let through (by the gate, a human, or the agent's own user): they count
 #: against ``budgets.tool_calls`` from the moment they are allowed, since the program runs them at once.
 LET_THROUGH = frozenset({ActionStatus.DECIDED, ActionStatus.STARTED, ActionStatus.COMPLETED, ActionStatus.FAILED})
+#: What a call is once it ran (a receipt recorded it), whether or not anything decided it first.
+RAN = frozenset({ActionStatus.STARTED, ActionStatus.COMPLETED, ActionStatus.FAILED})
 
 
 class GuardError(InputError):
@@ -497,14 +499,17 @@ class Guard:
         """The events that propose ``tool(args)`` and decide it, and the answer: a call id already checked with
         these arguments has its current verdict (nothing proposed again); what the log alone settles is answered
         before the gate (:meth:`_before_gate`); only then does the gate decide (:meth:`_decided`)."""
+        args_hash = content_hash(args)
         known = state.actions.get(call_id) if call_id else None
-        if known is not None and known.args_hash == content_hash(args):
+        unjudged = known is not None and known.verdict is None and known.status in RAN
+        if unjudged and known is not None:  # its receipt came first: judged under an id of its own, once
+            known = _judged_after(state, known) or known
+        if known is not None and known.args_hash == args_hash and not (unjudged and known.verdict is None):
             now, answer = self._current(state, known)
             return [*lead, *now], answer
-        if known is not None:  # the same id with other arguments: a different call, decided on its own
+        if known is not None:  # the same id with other arguments, or a receipt no decision came before: decided anew
             call_id = f"{call_id}~{uuid4_hex()[:6]}"
         call_id = call_id or f"c-{uuid4_hex()[:12]}"
-        args_hash = content_hash(args)
         turn = state.used.turns if turn is None else turn
         proposed = ActionProposed(call_id=call_id, tool=tool, args=args, args_hash=args_hash, turn=turn)
         head: list[Payload] = [*lead, proposed]
@@ -963,6 +968,17 @@ def _started(store: Store, run_id: str, found: Event | None = None) -> tuple[Run
     if not first:
         return None, ""
     return first[0].data_as(RunStarted), first_hash(first[0])
+
+
+def _judged_after(state: RunState, ran: Action) -> Action | None:
+    """The proposal of ``ran`` (a call whose receipt came before any proposal: :meth:`Guard.report`) that the gate
+    judged after it, under an id of its own (``<id>~<suffix>``, same arguments); None when there is none yet. A
+    receipt carries no verdict: answering such a call with its "current verdict" let it through unjudged."""
+    prefix = f"{ran.call_id}~"
+    return next(
+        (a for a in state.same_calls.get((ran.tool, ran.args_hash), ()) if a.call_id.startswith(prefix) and a.verdict),
+        None,
+    )
 
 
 def _json_args(args: Mapping[str, Any]) -> dict[str, Any]:
