@@ -8,6 +8,7 @@ directory."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import tarfile
@@ -194,3 +195,77 @@ def test_patch_names_every_strip_level(tmp_path: Path) -> None:
     assert {"secrets/k", "secrets/k\r"} <= set(archives.members(str(p), "patch") or [])
     p.write_text('diff --git "a/sec\\162ets/key" "b/sec\\162ets/key"\n')
     assert archives.members(str(p), "patch") is None
+
+
+def _tar_of(ws: Path, name: str, member: str) -> None:
+    """A tar holding one file ``member`` (any spelling: tarfile writes the name as given)."""
+    data = EVIL
+    with tarfile.open(ws / name, "w") as t:
+        info = tarfile.TarInfo(member)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+
+
+def make_renamed(ws: Path) -> Path:
+    """make's workspace, plus archives whose names land on secrets/ only once tar renames them."""
+    make(ws)
+    _tar_of(ws, "deep.tar", "x/secrets/key.txt")
+    _tar_of(ws, "dotdeep.tar", "./x/secrets/key.txt")
+    _tar_of(ws, "other.tar", "zzz/key.txt")
+    _tar_of(ws, "plain.tar", "key.txt")
+    return ws
+
+
+RENAMERS = [
+    "tar xf deep.tar --strip-components=1",
+    "tar xf deep.tar --strip-components 1",
+    "tar --strip=1 -xf deep.tar",
+    "tar -x --strip-comp=1 -f deep.tar",
+    "tar xf dotdeep.tar --strip-components=2",
+    "tar xf other.tar --transform=s/zzz/secrets/",
+    "tar xf other.tar --xform s/zzz/secrets/",
+    "tar xf other.tar --transf=s/zzz/secrets/ --show-transformed-names",
+    "tar xf plain.tar --one-top-level=secrets",
+]
+
+RENAMED_HARMLESS = [
+    "tar xf evil.tar --strip-components=1",  # src/b.py and secrets/key.txt land as b.py and key.txt
+    "tar xf deep.tar --strip-components=2",  # key.txt
+    "tar xf deep.tar --strip-components=1 -C src",
+]
+
+
+@pytest.mark.parametrize(("command", "hides"), [(c, True) for c in RENAMERS] + [(c, False) for c in RENAMED_HARMLESS])
+def test_names_tar_renames_are_judged_as_renamed(command: str, hides: bool, tmp_path: Path) -> None:
+    """``--strip-components N`` drops N leading components of each name: the name judged is the one tar writes
+    (exactly, when N is a number). ``--transform``/``--xform`` and ``--one-top-level`` rename members in ways the gate
+    does not read: the target's reach decides (a HARD DENY: they only asked, and an allow rule for tar lifted that)."""
+    assert touches_secret(command, make_renamed(tmp_path / "run")) is hides
+    d = gate(make_renamed(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bsdtar -xf other.tar -s ,zzz,secrets,",
+        "bsdtar -x -s,zzz,secrets, -f other.tar",
+        "bsdtar -x -f deep.tar --strip-components 1",
+        "busybox tar xf deep.tar --strip-components=1",
+        'tar xf deep.tar --strip-components="$N"',
+    ],
+)
+def test_renaming_spellings_of_other_tars_fail_closed(command: str, tmp_path: Path) -> None:
+    """bsdtar's ``-s /old/new/`` renames members (GNU tar's ``-s`` only keeps their order), and busybox tar strips
+    components too (neither is installed here to run: their manuals say so); a strip count known only at run time may
+    be any."""
+    assert gate(make_renamed(tmp_path / "ws")).decide("bash", {"command": command}).verdict is Verdict.DENY
+
+
+def test_stripped_counts_components_both_ways() -> None:
+    """GNU tar counts an empty component and a ``.``; a tar that skips them strips other ones: both names are judged,
+    and a name with too few components is not written at all."""
+    assert archives.stripped(["./x/secrets/k"], 1) == ["x/secrets/k", "secrets/k"]
+    assert archives.stripped(["x//secrets/k"], 2) == ["secrets/k", "k"]
+    assert archives.stripped(["/x/k", "x/"], 1) == ["k"]
+    assert archives.stripped(["a/b"], 2) == []

@@ -37,6 +37,18 @@ def members(path: str, kind: str) -> list[str] | None:
         return None
 
 
+def stripped(names: list[str], strip: int) -> list[str]:
+    """What ``--strip-components strip`` leaves of each name, in both ways of counting: GNU tar counts every
+    component, an empty one of ``x//y`` and a ``.`` included, where other tars may skip them. A name with no more
+    components than that is not written."""
+    out: list[str] = []
+    for name in names:
+        raw = name.lstrip("/").split("/")
+        clean = [p for p in raw if p not in ("", ".")]
+        out += ["/".join(parts[strip:]) for parts in (raw, clean) if len(parts) > strip]
+    return list(dict.fromkeys(n for n in out if n.strip("/")))
+
+
 def _tar(path: str) -> list[str] | None:
     import tarfile
 

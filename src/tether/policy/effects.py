@@ -52,6 +52,8 @@ class Unpack:
     archive: Word
     into: Word
     kind: str  # tar, zip or patch (archives.members' kinds)
+    strip: int = 0  # leading components each name loses (tar --strip-components N)
+    renamed: bool = False  # names changed in a way the gate does not read (tar --transform, bsdtar -s): unknown
 
 
 _FIND_FILTERS = frozenset(
@@ -302,7 +304,8 @@ def _tar(cmd: SimpleCommand, e: Effects) -> None:
         e.writes += [Target(w) for w in chdir] or [Target(Word.lit("."))]
         e.reads += [Target(w) for w in archive]
         into = _under_chdir(spec, args, Word.lit(".")) if chdir else Word.lit(".")
-        e.unpacks += [Unpack(w, into, "tar") for w in archive[-1:] or [Word.lit("-")]]
+        strip, renamed = _tar_renames(cmd.name, args, parsed)
+        e.unpacks += [Unpack(w, into, "tar", strip, renamed) for w in archive[-1:] or [Word.lit("-")]]
     elif modes & {"c", "r", "u"}:
         e.writes += [Target(w) for w in archive if w.text != "-"]
         e.reads += [Target(_under_chdir(spec, args, w), True) for w in parsed.operands]
@@ -312,6 +315,28 @@ def _tar(cmd: SimpleCommand, e: Effects) -> None:
 
 #: A place only known at run time, with no known prefix: the gate takes it for any file of the workspace.
 _ANYWHERE = Word("", False, "")
+
+
+#: GNU tar's options that rename members as they are written (any unique abbreviation names them too).
+_TAR_RENAMERS = ("--transform", "--xform", "--one-top-level")
+
+
+def _tar_renames(name: str, args: list[Word], parsed: programs.Parsed) -> tuple[int, bool]:
+    """How tar renames the members it writes: the components ``--strip-components N`` drops, and whether another
+    option renames them in a way the gate does not read (``--transform``, ``--one-top-level``, bsdtar's ``-s``, which
+    GNU tar's table reads as ``--same-order``; a count that is not a number, an argument known only at run time)."""
+    unknown = [u.split("=")[0] for u in parsed.unknown]
+    renamed = bool(parsed.unresolved) or any(len(u) > 3 and f.startswith(u) for u in unknown for f in _TAR_RENAMERS)
+    if name == "bsdtar" and _has_option(args, frozenset({"-s"})):
+        renamed = True
+    strip = 0
+    for n, v in parsed.options:
+        if n == "--strip-components" and v is not None:
+            if v.static and v.text.strip().isdigit():
+                strip = int(v.text)
+            else:
+                renamed = True
+    return strip, renamed
 
 
 def _under_chdir(spec: programs.Spec, args: list[Word], operand: Word) -> Word:

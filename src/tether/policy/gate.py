@@ -474,7 +474,9 @@ class Gate:
         if archive.static and archive.text == "-":  # standard input: a file redirected in, else a pipe
             archive = next((r.target for r in cmd.redirects if r.op == "<" and r.target is not None), archive)
         path = self.paths.resolve(archive.text, cmd.cwd) if archive.static and archive.text != "-" else None
-        names = archives.members(path, u.kind) if path is not None and into is not None else None
+        names = archives.members(path, u.kind) if path is not None and into is not None and not u.renamed else None
+        if names is not None and u.strip:
+            names = archives.stripped(names, u.strip)
         if names is None or into is None:
             where = into if into is not None else self.workspace
             reach = self.paths.deny_reach(where)
