@@ -269,3 +269,33 @@ def test_stripped_counts_components_both_ways() -> None:
     assert archives.stripped(["x//secrets/k"], 2) == ["secrets/k", "k"]
     assert archives.stripped(["/x/k", "x/"], 1) == ["k"]
     assert archives.stripped(["a/b"], 2) == []
+
+
+def make_keyed(ws: Path) -> Path:
+    """make's workspace, plus a patch of ``key.txt`` at the top: ``--directory=secrets`` puts it on the hidden file."""
+    make(ws)
+    text = (ws / "evil.patch").read_text()
+    (ws / "key.patch").write_text(text.replace("a/secrets/", "a/").replace("b/secrets/", "b/"))
+    return ws
+
+
+@pytest.mark.parametrize(
+    ("command", "hides"),
+    [
+        ("git apply --directory=secrets key.patch", True),
+        ("git apply --directory secrets key.patch", True),
+        ("git apply --directory=secrets/ key.patch", True),
+        ("git apply --directory=src key.patch", False),
+    ],
+)
+def test_git_apply_directory_is_put_in_front_of_each_name(command: str, hides: bool, tmp_path: Path) -> None:
+    """``git apply --directory=DIR`` prepends DIR to every name of the patch (after the strip level): a patch of
+    ``key.txt`` writes secrets/key.txt; it was allowed."""
+    assert touches_secret(command, make_keyed(tmp_path / "run")) is hides
+    d = gate(make_keyed(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+def test_git_apply_directory_known_only_at_run_time_fails_closed(tmp_path: Path) -> None:
+    ws = make_keyed(tmp_path / "ws")
+    assert gate(ws).decide("bash", {"command": 'git apply --directory="$D" key.patch'}).verdict is Verdict.DENY

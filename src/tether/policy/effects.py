@@ -54,6 +54,7 @@ class Unpack:
     kind: str  # tar, zip or patch (archives.members' kinds)
     strip: int = 0  # leading components each name loses (tar --strip-components N)
     renamed: bool = False  # names changed in a way the gate does not read (tar --transform, bsdtar -s): unknown
+    prefix: str = ""  # put in front of each name (git apply --directory=DIR)
 
 
 _FIND_FILTERS = frozenset(
@@ -158,13 +159,18 @@ def _from_table(cmd: SimpleCommand, spec: programs.Spec, e: Effects) -> None:
 
 def _git_patch(parsed: programs.Parsed, e: Effects) -> None:
     """``git apply`` / ``git am`` write the files their patches name (standard input without an operand), under the
-    repository's top; ``--check``, ``--stat``, ``--numstat`` and ``--summary`` only report, unless ``--apply``."""
+    repository's top, each behind ``--directory``'s value; ``--check``, ``--stat``, ``--numstat`` and ``--summary``
+    only report, unless ``--apply``."""
     if parsed.has("--check", "--stat", "--numstat", "--summary") and not parsed.has("--apply"):
         return
     into = e.chdir if e.chdir is not None else Word.lit(".")
+    dirs = [v for n, v in parsed.options if n == "--directory" and v is not None]  # the last one counts
+    renamed = bool(parsed.unresolved) or not all(v.static for v in dirs)
+    prefix = dirs[-1].text.strip("/") if dirs else ""
     for w in parsed.operands or [Word.lit("-")]:
         moved = w.static and w.text != "-" and into.static and into.text != "."
-        e.unpacks.append(Unpack(Word.lit(places.join(into.text, w.text)) if moved else w, into, "patch"))
+        archive = Word.lit(places.join(into.text, w.text)) if moved else w
+        e.unpacks.append(Unpack(archive, into, "patch", renamed=renamed, prefix=prefix))
 
 
 def _has_option(args: Sequence[Word], names: frozenset[str]) -> bool:

@@ -474,9 +474,7 @@ class Gate:
         if archive.static and archive.text == "-":  # standard input: a file redirected in, else a pipe
             archive = next((r.target for r in cmd.redirects if r.op == "<" and r.target is not None), archive)
         path = self.paths.resolve(archive.text, cmd.cwd) if archive.static and archive.text != "-" else None
-        names = archives.members(path, u.kind) if path is not None and into is not None and not u.renamed else None
-        if names is not None and u.strip:
-            names = archives.stripped(names, u.strip)
+        names = _names(u, path) if into is not None else None
         if names is None or into is None:
             where = into if into is not None else self.workspace
             reach = self.paths.deny_reach(where)
@@ -812,6 +810,16 @@ def _glob_depth(text: str) -> int:
     """How many levels below its known directory a glob reaches: ``build/*/*`` two, ``src/*.py`` one."""
     cut = min((text.find(c) for c in "*?[" if c in text), default=len(text))
     return text[text.rfind("/", 0, cut) + 1 :].count("/") + 1
+
+
+def _names(u: Unpack, path: str | None) -> list[str] | None:
+    """The names ``u`` writes, read from the archive at ``path`` as the command renames them; None when unknown."""
+    names = archives.members(path, u.kind) if path is not None and not u.renamed else None
+    if names is not None and u.strip:
+        names = archives.stripped(names, u.strip)
+    if names is not None and u.prefix:
+        names = [f"{u.prefix}/{n}" for n in names]
+    return names
 
 
 def _has_glob(text: str) -> bool:
