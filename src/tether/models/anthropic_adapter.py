@@ -59,7 +59,12 @@ class AnthropicModel:
         self.profile = profile or detect("anthropic", base_url)
         self.timeout_s = timeout_s
         self.client = client or anthropic.Anthropic(
-            api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            auth_token=auth_token,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=anthropic.DefaultHttpxClient(follow_redirects=False),  # never leave base_url (sdk.py)
         )
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:

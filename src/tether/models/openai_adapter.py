@@ -78,7 +78,13 @@ class OpenAIModel:
         self.profile = profile or detect("openai", base_url)
         self.token_param: TokenParam = token_param or self.profile.token_param
         self.timeout_s = timeout_s
-        self.client = client or openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self.client = client or openai.OpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(follow_redirects=False),  # never leave base_url (sdk.py)
+        )
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:
         who = f"openai {self.model}"

@@ -4,12 +4,17 @@ Both SDKs are generated alike and raise the same tree of exceptions, each under 
 both adapters read a failure the same way:
 
     a status that says the prompt did not fit (413, …) → ContextOverflow (never retried as-is)
+    a redirect (3xx), never followed                  → ProviderError(transient=False, status)
     APIStatusError 408/409/429/5xx                    → ProviderError(transient=True, status)
     APIStatusError other                              → ProviderError(transient=False, status)
     APITimeoutError / APIConnectionError              → ProviderError(transient=True)
     any other error of the SDK                        → ProviderError(transient=False)
 
 and a response body that is not JSON is a malformed :class:`ProviderError`.
+
+Both SDKs follow redirects by default, re-sending the whole request (the transcript, which may hold what the
+tools read) to wherever a ``Location`` points. A model request goes to the configured base URL only, so the
+adapters give each SDK its own default HTTP client set to follow none: a redirect is an error naming where it pointed.
 """
 
 from __future__ import annotations
@@ -27,6 +32,13 @@ def failure(exc: Exception, sdk: ModuleType, who: str, timeout_s: float) -> Prov
     """The error to raise for ``exc``, an error of ``sdk`` (the ``anthropic`` or ``openai`` module)
     that a request of ``who``, bounded by ``timeout_s``, raised."""
     if isinstance(exc, sdk.APIStatusError):
+        if 300 <= exc.status_code < 400:
+            return ProviderError(
+                f"{who}: HTTP {exc.status_code}, a redirect to {exc.response.headers.get('location')!r}: not "
+                "followed, a request goes to the configured base URL only (set it to the final address)",
+                transient=False,
+                status=exc.status_code,
+            )
         overflow = overflow_from(exc.status_code, exc.message, exc.body, who=who)
         if overflow is not None:
             return overflow
