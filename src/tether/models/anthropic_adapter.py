@@ -31,7 +31,7 @@ import anthropic
 from anthropic.types import ContentBlockParam, MessageParam, ToolParam, ToolResultBlockParam
 
 from tether.errors import ProviderError
-from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage, is_count
 from tether.models.profiles import PROFILES, Profile, detect, simplify_schema
 from tether.models.sdk import failure, json_body
 from tether.models.termination import anthropic_termination
@@ -171,11 +171,12 @@ def _tool_use(block: dict[str, Any], i: int) -> ToolCall:
 
 
 def _usage(usage: Any) -> Usage:
-    """Input includes cache writes and reads; counts missing or not integers → unreported."""
+    """Input includes cache writes and reads; fields missing or not counts (:func:`~tether.models.base.is_count`)
+    → unreported."""
     if not isinstance(usage, dict):
         return Usage(reported=False)
     counts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
     cached = [usage.get(k) or 0 for k in ("cache_creation_input_tokens", "cache_read_input_tokens")]
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in [*counts, *cached]):
+    if not all(is_count(n) for n in [*counts, *cached]):
         return Usage(reported=False)
     return Usage(int(counts[0] or 0) + int(cached[0]) + int(cached[1]), int(counts[1] or 0))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeGuard, runtime_checkable
 
 Termination = Literal["complete", "tool_request", "truncated", "refusal", "error", "unknown"]
 """Why the model stopped, normalised across providers. The host decides what follows.
@@ -71,6 +71,16 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+
+
+MAX_COUNT = 2**53
+"""The largest token count a provider's usage may state: past it JSON's numbers are no longer exact, no call was
+ever billed so many, and a price of one (10**400 tokens) does not fit a float. More is not a count."""
+
+
+def is_count(n: object) -> TypeGuard[int]:
+    """Whether a usage field a server sent is a token count: an integer (not a bool) from 0 to :data:`MAX_COUNT`."""
+    return isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_COUNT
 
 
 @dataclass(frozen=True)

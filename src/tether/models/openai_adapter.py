@@ -41,7 +41,7 @@ from openai.types.chat import (
 )
 
 from tether.errors import ProviderError
-from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
+from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage, is_count
 from tether.models.profiles import PROFILES, Profile, TokenParam, detect, simplify_schema
 from tether.models.sdk import failure, json_body
 from tether.models.termination import openai_termination
@@ -259,14 +259,11 @@ def _str(value: Any) -> str:
 
 
 def _usage(usage: Any) -> Usage:
-    """Token counts when both are given as integers; otherwise unreported (the host estimates)."""
+    """Token counts when both are counts (:func:`~tether.models.base.is_count`); otherwise unreported (the host
+    estimates)."""
     if not isinstance(usage, dict):
         return Usage(reported=False)
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if isinstance(prompt, int) and isinstance(completion, int) and _count(prompt) and _count(completion):
+    if is_count(prompt) and is_count(completion):
         return Usage(prompt, completion)
     return Usage(reported=False)
-
-
-def _count(n: int) -> bool:
-    return not isinstance(n, bool) and n >= 0
