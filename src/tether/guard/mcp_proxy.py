@@ -29,13 +29,14 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from jsonschema.exceptions import SchemaError
 from mcp import StdioServerParameters
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -47,6 +48,8 @@ from tether.envelope.trust import trust_of
 from tether.events.protocol import Store
 from tether.kernel.approvals import whoami
 from tether.policy.decision import Verdict
+from tether.tools.contract import ToolArgsError
+from tether.tools.mcp import McpTool
 from tether.tools.mcp_client import McpCallFailed, McpConnection
 
 from .session import Answer, BudgetStop, Guard
@@ -75,16 +78,31 @@ class Proxy:
     upstream: McpConnection
     name: str
     listed: dict[str, types.Tool]
+    checked: dict[str, McpTool] = field(default_factory=dict)  # declared and listed, with schemas that are valid
+
+    def __post_init__(self) -> None:
+        """Each declared tool the upstream lists, with the schemas its arguments are held to (the upstream's, and the
+        envelope's ``input_schema`` when it states one), as tether's loop holds them (tools/mcp.py): a tool whose
+        schema is not valid JSON Schema is not offered, and a call to it is refused."""
+        for remote, tool in self.listed.items():
+            contract = self.guard.env.tool(mcp_tool_name(self.name, remote))
+            if contract is not None and remote not in self.checked:
+                try:
+                    self.checked[remote] = McpTool(contract, tool, self.upstream)
+                except SchemaError:
+                    continue
 
     # ---- tools/list --------------------------------------------------------------------------
 
     def offered(self) -> list[types.Tool]:
-        """The upstream's tools the envelope declares, described by the envelope's purpose."""
+        """The upstream's tools the envelope declares, described by the envelope's purpose, with the envelope's
+        input schema when it states one (the one the call is held to), else the upstream's."""
         out = []
         for remote, tool in self.listed.items():
-            contract = self.guard.env.tool(mcp_tool_name(self.name, remote))
-            if contract is not None:
-                out.append(tool.model_copy(update={"description": contract.purpose, "title": None}))
+            checked = self.checked.get(remote)
+            if checked is not None:
+                update = {"description": checked.contract.purpose, "title": None}
+                out.append(tool.model_copy(update={**update, "input_schema": checked.contract.input_schema}))
         return out
 
     # ---- tools/call --------------------------------------------------------------------------
@@ -96,6 +114,9 @@ class Proxy:
         # a retry that carries the person's answer names its call in request_state; the arguments must match
         # that call's (the guard binds an id to its argument hash), or it is a new call, decided on its own
         asked_id = params.request_state if params.input_responses else None
+        refused = await anyio.to_thread.run_sync(self.unfit, remote, name, args) if declared else None
+        if refused is not None:
+            return _refusal(refused)
         try:
             answer = await anyio.to_thread.run_sync(self.guard.check, name, args, asked_id)
             if asked_id is not None and answer.verdict is not Verdict.ASK:  # only a pending question takes an answer:
@@ -118,6 +139,23 @@ class Proxy:
             return _error(why, answer)
         timeout = (declared.timeout_s if declared is not None else None) or 60.0
         return await anyio.to_thread.run_sync(self.forward, answer, remote, args, timeout)
+
+    def unfit(self, remote: str, name: str, args: dict[str, Any]) -> Answer | None:
+        """A declared call the upstream lists whose arguments do not fit its schemas (or whose schema is not valid),
+        recorded as proposed and refused (``mcp:arguments``) before the gate; None when they fit, or the upstream
+        does not list the tool (then the gate decides, and the call is not forwarded)."""
+        if remote not in self.listed:
+            return None
+        tool = self.checked.get(remote)
+        if tool is None:
+            why = f"the upstream's input schema for {remote!r} is not valid JSON Schema; nothing was forwarded"
+        else:
+            try:
+                tool.validate(args)
+                return None
+            except ToolArgsError as e:
+                why = f"{e}; nothing was forwarded"
+        return self.guard.refuse(name, args, "mcp:arguments", why, f"c-{uuid.uuid4().hex[:12]}")
 
     def forward(self, answer: Answer, remote: str, args: dict[str, Any], timeout_s: float) -> types.CallToolResult:
         """Run an allowed call upstream between its two receipts."""
