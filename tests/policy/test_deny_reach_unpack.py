@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_deny_reach_writes import gate, touches_secret
+from test_deny_reach_writes import SECRET, gate, touches_secret
 from test_deny_reach_writes import make as make_base
 
 from tether.policy import archives
@@ -276,6 +276,8 @@ def make_keyed(ws: Path) -> Path:
     make(ws)
     text = (ws / "evil.patch").read_text()
     (ws / "key.patch").write_text(text.replace("a/secrets/", "a/").replace("b/secrets/", "b/"))
+    hunk = f"***************\n*** 1 ****\n! {SECRET}\n--- 1 ----\n! evil\n"
+    (ws / "ctx.patch").write_text(f"*** secrets/key.txt\n--- nothere/key.txt\n{hunk}")  # patch takes the *** name
     return ws
 
 
@@ -299,3 +301,34 @@ def test_git_apply_directory_is_put_in_front_of_each_name(command: str, hides: b
 def test_git_apply_directory_known_only_at_run_time_fails_closed(tmp_path: Path) -> None:
     ws = make_keyed(tmp_path / "ws")
     assert gate(ws).decide("bash", {"command": 'git apply --directory="$D" key.patch'}).verdict is Verdict.DENY
+
+
+PATCHERS = [
+    "patch -p1 < evil.patch",
+    "patch -p1 -i evil.patch",
+    "patch -p1 --input=evil.patch",
+    "patch -p1 -ievil.patch",
+    "cat evil.patch | patch -p1",
+    "cd secrets && patch -p2 < ../evil.patch",
+    "patch -d secrets -p1 < key.patch",
+    "patch -d secrets -p1 -i ../key.patch",
+    "patch --directory=secrets -p1 < key.patch",
+    "patch --directory secrets -p1 < key.patch",
+    "patch secrets/key.txt key.patch",
+    "patch -p1 -o secrets/new.txt < ok.patch",
+    "patch -b -B secrets/ -p1 < ok.patch",
+    "patch -p0 -i ctx.patch",
+]
+
+PATCH_HARMLESS = ["patch -p1 < ok.patch", "patch -p1 --dry-run < evil.patch", "patch -p1 -o src/new.txt < ok.patch"]
+
+
+@pytest.mark.parametrize(("command", "hides"), [(c, True) for c in PATCHERS] + [(c, False) for c in PATCH_HARMLESS])
+def test_patch_is_judged_by_the_names_it_writes(command: str, hides: bool, tmp_path: Path) -> None:
+    """patch(1) is not in the profile (it asks: it also writes backups and rejects beside its files, and asks
+    questions on the terminal), but what it writes is judged like git apply's: every strip level of every name
+    under ``-d DIR`` (from where patch runs, not from git's top), the file a first operand names, ``-o``'s file, and a
+    backup prefix that may put a copy anywhere. It asked, so an allow rule for patch lifted it."""
+    assert touches_secret(command, make_keyed(tmp_path / "run")) is hides
+    d = gate(make_keyed(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()

@@ -17,13 +17,23 @@ import stat
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 4000
-#: The lines of a patch (git's and unified diff's) that name a file it writes.
-_PATCH_HEADS = ("diff --git ", "--- ", "+++ ", "rename from ", "rename to ", "copy from ", "copy to ")
+#: The lines of a patch (git's, unified and context diffs', Index: lines) that name a file it writes.
+_PATCH_HEADS = (
+    "diff --git ",
+    "--- ",
+    "+++ ",
+    "*** ",
+    "Index: ",
+    "rename from ",
+    "rename to ",
+    "copy from ",
+    "copy to ",
+)
 
 
 def members(path: str, kind: str) -> list[str] | None:
-    """The names ``path`` (an archive of ``kind``: tar, zip or patch) would write, as it names them; None when they
-    cannot be known within the bounds."""
+    """The names ``path`` (an archive of ``kind``: tar, zip, patch or diff) would write, as it names them; None when
+    they cannot be known within the bounds."""
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
@@ -32,7 +42,7 @@ def members(path: str, kind: str) -> list[str] | None:
             return _tar(path)
         if kind == "zip":
             return _zip(path)
-        return _patch(path)
+        return _patch(path) if kind in ("patch", "diff") else None
     except Exception:  # a broken archive raises whatever its reader raises: unknown, the caller fails closed
         return None
 

@@ -51,7 +51,7 @@ class Unpack:
 
     archive: Word
     into: Word
-    kind: str  # tar, zip or patch (archives.members' kinds)
+    kind: str  # tar, zip, patch (git's: names from the top) or diff (patch(1)'s: from where it runs)
     strip: int = 0  # leading components each name loses (tar --strip-components N)
     renamed: bool = False  # names changed in a way the gate does not read (tar --transform, bsdtar -s): unknown
     prefix: str = ""  # put in front of each name (git apply --directory=DIR)
@@ -171,6 +171,34 @@ def _git_patch(parsed: programs.Parsed, e: Effects) -> None:
         moved = w.static and w.text != "-" and into.static and into.text != "."
         archive = Word.lit(places.join(into.text, w.text)) if moved else w
         e.unpacks.append(Unpack(archive, into, "patch", renamed=renamed, prefix=prefix))
+
+
+#: patch(1)'s options that take a value, and those that put a backup copy of a patched file elsewhere.
+_PATCH_VALUES = frozenset(
+    ("-p", "-d", "-i", "-o", "-r", "-B", "-Y", "-z", "-V", "-D", "-F", "-g", "--strip", "--input")
+)
+_PATCH_BACKUPS = ("-B", "--prefix", "-Y", "--basename-prefix", "-z", "--suffix")
+
+
+def _patch(cmd: SimpleCommand, e: Effects) -> None:
+    """patch(1) writes the files its patch (standard input, ``-i FILE`` or a second operand) names, from ``-d DIR``
+    (where it moves first: the other names are from there), or the one file a first operand names; ``-o`` and
+    ``-r`` name files it writes; a backup prefix or suffix may put a copy of a patched file anywhere (unknown)."""
+    into = [Word.lit("."), *_option_value(cmd, ("-d", "--directory"))][-1]
+
+    def moved(w: Word) -> Word:
+        return Word.lit(places.join(into.text, w.text)) if w.static and into.static and w.text != "-" else w
+
+    ops = [moved(w) for w in operands(cmd, _PATCH_VALUES)]
+    inputs = [moved(w) for w in _option_value(cmd, ("-i", "--input"))] + ops[1:2]
+    e.reads += [Target(w) for w in inputs]
+    if any(w.text == "--dry-run" for w in cmd.args):
+        return
+    e.writes += [Target(w) for w in ops[:1]]
+    outputs = _option_value(cmd, ("-o", "--output", "-r", "--reject-file"))
+    e.writes += [Target(moved(w)) for w in outputs if w.text != "-"]
+    renamed = bool(_option_value(cmd, _PATCH_BACKUPS)) or not into.static
+    e.unpacks.append(Unpack(inputs[-1] if inputs else Word.lit("-"), into, "diff", renamed=renamed))
 
 
 def _has_option(args: Sequence[Word], names: frozenset[str]) -> bool:
@@ -370,6 +398,7 @@ _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
     "dd": _dd,
     "tar": _tar,
     "unzip": _unzip,
+    "patch": _patch,
     "jq": _jq,
     "bsdtar": _tar,
     "rsync": _transfer,

@@ -482,12 +482,12 @@ class Gate:
                 why = f"{cmd.name} writes out {archive.text or 'an archive'!r}, whose names the gate cannot read,"
                 out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, f"{why} under {where}; {reach!r}"))
             return
-        tops = [into]  # a patch's names are from the repository's top: git's directory or one above it
+        tops = [into]  # a git patch's names are from the repository's top: git's directory or one above it
         while u.kind == "patch" and places.parent(tops[-1]) != tops[-1] and self.paths.relative(tops[-1]) != ".":
             tops.append(places.parent(tops[-1]))
         for top in tops:
             for name in names:
-                verdict = self._unpacked(top, name, u.kind == "patch")
+                verdict = self._unpacked(top, name, u.kind in ("patch", "diff"))
                 if verdict is not None:
                     out.append(_hard(verdict, f"{cmd.name} writes {name!r} out of {archive.text!r}: "))
                     return
