@@ -332,3 +332,47 @@ def test_patch_is_judged_by_the_names_it_writes(command: str, hides: bool, tmp_p
     assert touches_secret(command, make_keyed(tmp_path / "run")) is hides
     d = gate(make_keyed(tmp_path / "ws")).decide("bash", {"command": command})
     assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+PYTHON_EXTRACTORS = [
+    "python3 -m tarfile -e evil.tar",
+    "python3 -m tarfile -e evil.tar .",
+    "python3 -m tarfile --extract evil.tar",
+    "python3 -m tarfile -v --ext evil.tgz .",
+    "python3 -mtarfile -e key.tar secrets",
+    "cd src && python3 -m tarfile -e ../evil.tar ..",
+    "python3 -B -m tarfile -e evil.tar",
+    "python3 -X utf8 -W ignore -m tarfile -e evil.tar",
+    "python3 -m zipfile -e evil.zip .",
+    "python3 -m zipfile --extract evil.zip .",
+]
+
+PYTHON_HARMLESS = [
+    "python3 -m tarfile -e ok.tar",
+    "python3 -m tarfile -l evil.tar",
+    "python3 -m zipfile -e evil.zip src",
+    "python3 -m tarfile -c out.tar src",
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "hides"), [(c, True) for c in PYTHON_EXTRACTORS] + [(c, False) for c in PYTHON_HARMLESS]
+)
+def test_python_archive_modules_are_judged_like_tar_and_unzip(command: str, hides: bool, tmp_path: Path) -> None:
+    """``python -m tarfile -e A [DIR]`` and ``python -m zipfile -e A DIR`` extract like tar and unzip (they asked as
+    modules that are not the project's, and an allow rule for python lifted that)."""
+    assert touches_secret(command, make(tmp_path / "run")) is hides
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+@pytest.mark.parametrize("module", ["tarfile", "zipfile"])
+def test_python_archive_modules_read_what_they_pack(module: str, tmp_path: Path) -> None:
+    """``python -m tarfile -c out.tar secrets`` copies the hidden file into an archive the agent may read."""
+    command = f"python3 -m {module} -c out.x secrets"
+    ws = make(tmp_path / "run")
+    subprocess.run(["bash", "-c", command], cwd=ws, check=True)
+    subprocess.run(["python3", "-m", module, "-e", "out.x", "o"], cwd=ws, check=True)
+    assert SECRET in (ws / "o" / "secrets" / "key.txt").read_text()
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert d.verdict is Verdict.DENY, d.to_dict()

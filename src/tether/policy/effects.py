@@ -12,7 +12,7 @@ from __future__ import annotations
 from tether import places
 from tether.records import dataclass, field
 
-from . import programs
+from . import interp, programs
 from .command import SimpleCommand, Word
 from .knowledge import LINK_FOLLOWERS, RESPONSE_FILES, SPECS
 from .programs import Role
@@ -106,6 +106,8 @@ def effects(cmd: SimpleCommand) -> Effects:
         spec = SPECS.get(name)
         if spec is not None:
             _from_table(cmd, spec, e)
+    if interp.is_python(name):
+        _python_archiver(cmd, e)
     follow = LINK_FOLLOWERS.get(name)
     if follow is not None and _has_option(tar_args(list(cmd.args)) if name in ("tar", "bsdtar") else cmd.args, follow):
         e.reads = [Target(t.word, t.recursive, t.delete, True) for t in e.reads]
@@ -199,6 +201,50 @@ def _patch(cmd: SimpleCommand, e: Effects) -> None:
     e.writes += [Target(moved(w)) for w in outputs if w.text != "-"]
     renamed = bool(_option_value(cmd, _PATCH_BACKUPS)) or not into.static
     e.unpacks.append(Unpack(inputs[-1] if inputs else Word.lit("-"), into, "diff", renamed=renamed))
+
+
+def _python_module(cmd: SimpleCommand) -> tuple[str, list[Word]]:
+    """The module ``python [OPTIONS] -m MOD ARGS`` runs and its arguments ("" when it runs something else)."""
+    args = list(cmd.args)
+    valued = False  # the word is the value of -X or -W
+    for i, w in enumerate(args):
+        if valued:
+            valued = False
+        elif w.text == "-m" and i + 1 < len(args):
+            return args[i + 1].text, args[i + 2 :]
+        elif w.text.startswith("-m"):
+            return w.text[2:], args[i + 1 :]
+        elif not w.text.startswith("-") or w.text in ("-c", "-") or w.text.startswith("-c"):
+            break
+        valued = w.text in ("-X", "-W")
+    return "", []
+
+
+def _python_archiver(cmd: SimpleCommand, e: Effects) -> None:
+    """``python -m tarfile`` and ``python -m zipfile`` are tar and unzip: ``-e ARCHIVE [DIR]`` writes the archive's
+    names under DIR, ``-c NAME FILE…`` reads the files into NAME (argparse: any ``--e…``/``--c…`` abbreviation, a
+    value glued to ``-e``, the flag ``-v`` before it)."""
+    mod, args = _python_module(cmd)
+    kind = {"tarfile": "tar", "zipfile": "zip"}.get(mod)
+    if kind is None:
+        return
+    for i, w in enumerate(args):
+        t = w.text
+        mode = "e" if t.startswith(("-e", "--e", "-ve")) else "c" if t.startswith(("-c", "--c", "-vc")) else ""
+        if not mode:
+            continue
+        glued = t[t.index(mode) + 1 :] if not t.startswith("--") else t.partition("=")[2]
+        values = [Word(glued, w.static, w.prefix)] if glued else []
+        for v in args[i + 1 :]:
+            if v.text.startswith("-"):
+                break
+            values.append(v)
+        if mode == "e":
+            into = values[1] if len(values) > 1 else Word.lit(".")
+            e.unpacks.append(Unpack(values[0] if values else _ANYWHERE, into, kind))
+        else:
+            e.writes += [Target(v) for v in values[:1]]
+            e.reads += [Target(v, True) for v in values[1:]]
 
 
 def _has_option(args: Sequence[Word], names: frozenset[str]) -> bool:
