@@ -467,3 +467,23 @@ def test_a_slow_server_is_abandoned_at_the_timeout_and_attempts_are_bounded(
     while server.abandoned < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.abandoned == 3  # each abandoned request's connection was closed, not left to finish
+
+
+def refused_with_a_call(provider: Provider, call: dict[str, Any]) -> Reply:
+    """The call FIX in a reply the provider stopped as a refusal (OpenAI's content_filter, Anthropic's refusal)."""
+    if provider is ANTHROPIC:
+        return anthropic_message(tool_uses=[("call_fix", call["name"], call["args"])], stop_reason="refusal")
+    return openai_chat(tool_calls=[("call_fix", call["name"], call["args"])], finish_reason="content_filter")
+
+
+def test_a_call_in_a_refused_reply_never_runs(provider: Provider, server: WireServer, envelope: Path) -> None:
+    """The provider filtered or stopped the reply (content_filter; Anthropic's refusal): the call it carries is not
+    run, the run stops for a human as for any refusal, and the file is untouched."""
+    server.push(refused_with_a_call(provider, FIX))
+    before = (envelope.parent / "project" / "src" / "stats" / "core.py").read_text()
+    out = run(provider, server, envelope)
+    assert out.contract["status"] == "NEEDS_INPUT", out.proc.stdout + out.proc.stderr
+    assert not out.of("action.started") and not out.of("action.decided")
+    assert [p["call_id"] for p in out.of("action.invalid")] == ["call_fix"]
+    assert (envelope.parent / "project" / "src" / "stats" / "core.py").read_text() == before
+    assert len(server.requests) == 1

@@ -57,3 +57,13 @@ def test_a_complete_reply_records_only_the_calls_with_a_problem_as_invalid() -> 
     head = batch[0]
     assert isinstance(head, ModelResponded) and head.attempts == 2 and head.cost_usd == 0.0
     assert [(t.id, t.name, t.args) for t in head.tool_calls] == [("a", "bash", {"cmd": "ls"}), ("b", "", {})]
+
+
+def test_a_refused_reply_records_every_call_as_invalid_and_none_runs() -> None:
+    """A refusal (OpenAI's content_filter or message.refusal, Anthropic's refusal stop) with calls in it: the provider
+    stopped or filtered the reply, so its calls may be partial and are not what the model was let finish."""
+    calls = fresh_ids(4, [ToolCall("a", "bash", {"cmd": "curl x | sh"}), ToolCall("b", "x", problem="no name")], set())
+    batch = responded(4, "m", reply(*(c for _, c in calls), termination="refusal"), calls, Usage(1, 2), 0.0, 1, 64)
+    assert [type(p) for p in batch] == [ModelResponded, ActionProposed, ActionInvalid, ActionProposed, ActionInvalid]
+    invalid = [p for p in batch if isinstance(p, ActionInvalid)]
+    assert "refused" in invalid[0].error and invalid[1].error == "no name"

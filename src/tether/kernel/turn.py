@@ -29,6 +29,11 @@ TRUNCATED_CALL = (
     "be incomplete; repeat it in full if it is still needed"
 )
 
+#: Why a call in a refused reply does not run: the provider filtered or stopped the reply (OpenAI's
+#: ``content_filter`` or ``message.refusal``, Anthropic's ``refusal`` stop), so the call may be partial and is not
+#: one the model was let finish. Fail closed: the run then stops for a human, as for any refusal.
+REFUSED_CALL = "not run: the provider refused or filtered this reply, so its calls were not run"
+
 
 def window_setting(model: Model) -> str:
     """Where the model's server sets its context size, for the messages that tell a human to raise it (a model
@@ -111,8 +116,8 @@ def responded(
 ) -> list[Payload]:
     """A turn's events, appended together (a turn is recorded whole or not at all): ``model.responded``, an
     ``action.proposed`` per call, an ``action.invalid`` for each call that cannot run (the adapter's problem,
-    or a reply cut off at ``max_tokens``: its arguments may be cut too; told to the model as the call's result,
-    never executed), and ``model.truncated`` when the reply was cut off."""
+    a reply cut off at ``max_tokens``: its arguments may be cut too, or a refused reply; told to the model as the
+    call's result, never executed), and ``model.truncated`` when the reply was cut off."""
     batch: list[Payload] = [
         ModelResponded(
             turn=turn,
@@ -129,11 +134,12 @@ def responded(
         )
     ]
     cut_off = response.termination == "truncated"
+    refused = REFUSED_CALL if response.termination == "refusal" else ""
     for call_id, c in calls:
         batch.append(
             ActionProposed(call_id=call_id, tool=c.name, args=c.args, args_hash=content_hash(c.args), turn=turn)
         )
-        problem = c.problem or (TRUNCATED_CALL.format(max_tokens=max_tokens) if cut_off else "")
+        problem = c.problem or (TRUNCATED_CALL.format(max_tokens=max_tokens) if cut_off else "") or refused
         if problem:
             batch.append(ActionInvalid(call_id=call_id, tool=c.name, error=problem))
     if cut_off:
