@@ -6,6 +6,7 @@ touch none of them and are not refused: the gate reads the index (:mod:`tether.p
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -136,3 +137,71 @@ def test_a_sparse_index_fails_closed(tmp_path: Path) -> None:
     assert "lib/\n" in listed.stdout  # the folder is one entry of the index
     assert gitindex.tracked(str(ws)) is None
     assert gate(ws).decide("bash", {"command": "git stash"}).verdict is Verdict.DENY
+
+
+def make_evil_branch(ws: Path) -> Path:
+    """secrets/ ignored and untracked (the usual case), and a branch ``evil`` whose commit holds secrets/key.txt
+    (made from a blob and a tree, never reading the hidden file): git writes it over the ignored file."""
+    make(ws, tracked=False)
+    env = {**os.environ, "GIT_INDEX_FILE": str(ws / ".git" / "evil-index")}
+
+    def git(*args: str, stdin: str | None = None, **kw: object) -> str:
+        done = subprocess.run([*GIT, *args], cwd=ws, check=True, capture_output=True, text=True, input=stdin, env=env)
+        return done.stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", stdin="evil\n")
+    git("read-tree", "HEAD")
+    git("update-index", "--add", "--cacheinfo", f"100644,{blob},secrets/key.txt")
+    git("branch", "evil", git("commit-tree", git("write-tree"), "-p", "HEAD", "-m", "evil"))
+    subprocess.run([*GIT, "checkout", "-q", "--", "."], cwd=ws, check=True)  # clean, so that a rebase runs
+    return ws
+
+
+FROM_COMMITS = [
+    "git checkout -q evil",
+    "git checkout -m -q evil",
+    "git switch -q evil",
+    "git checkout evil -- .",
+    "git checkout -q evil -- secrets",
+    "git reset -q --hard evil",
+    "git merge -q evil",
+    "git rebase -q evil",
+    "git cherry-pick evil",
+    "git restore --source=evil .",
+    "git restore -s evil .",
+    "git pull -q . evil",
+    "git read-tree -u --reset evil",
+]
+FROM_COMMITS_HARMLESS = [
+    "git checkout -q other",
+    "git switch -q other",
+    "git checkout -q evil -- src",
+    "git merge -q other",
+    "git rebase -q other",
+    "git reset -q --hard other",
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "hides"), [(c, True) for c in FROM_COMMITS] + [(c, False) for c in FROM_COMMITS_HARMLESS]
+)
+def test_a_rewrite_from_a_commit_that_holds_a_hidden_file_is_refused(command: str, hides: bool, tmp_path: Path) -> None:
+    """The index is not all a rewrite writes: a branch checked out, a hard reset's target, a merge, a rebase, a
+    cherry-pick write their commits' files, over an ignored one too (git treats it as expendable). The gate reads
+    the trees of the commits named (``gitindex.committed``); one it cannot resolve (a pull, a range) fails closed.
+    All of them were allowed or only asked."""
+    assert touches_secret(command, make_evil_branch(tmp_path / "run")) is hides
+    d = gate(make_evil_branch(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+def test_committed_reads_revisions_with_their_suffixes(tmp_path: Path) -> None:
+    ws = make_evil_branch(tmp_path / "ws")
+    assert "secrets/key.txt" in (gitindex.committed(str(ws), ["evil"]) or [])
+    assert "secrets/key.txt" in (gitindex.committed(str(ws), ["evil~0"]) or [])
+    assert gitindex.committed(str(ws), ["evil~1"]) == [".gitignore", "src/a.py"]
+    assert gitindex.committed(str(ws), ["evil^"]) == [".gitignore", "src/a.py"]
+    assert gitindex.committed(str(ws), [], replays="evil~1") == []  # HEAD is evil~1: nothing to replay
+    assert gitindex.committed(str(ws), ["nope"]) is None
+    assert gitindex.committed(str(ws), ["evil~5"]) is None
+    assert gate(ws).decide("bash", {"command": "git reset -q --hard HEAD~5"}).verdict is Verdict.DENY

@@ -377,15 +377,22 @@ class Gate:
         if sub == "clean":
             found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
         else:
-            found = self._tracked_hidden(top, roots)
+            sources = _rewrite_sources(sub, words)
+            if sources is not None and sub == "checkout" and here is not None and top is not None:
+                sources = (_revisions_only(sources[0], here, top), *sources[1:])
+            found = self._tracked_hidden(top, roots, sources)
         if found is not None:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
 
-    def _tracked_hidden(self, top: str | None, roots: list[str]) -> str | None:
-        """A file the index of ``top`` tracks under one of ``roots`` that the deny list hides (as a quoted path), or
-        the pattern that may reach one when the index cannot be read."""
-        listed = gitindex.tracked(top) if top is not None else None
+    def _tracked_hidden(self, top: str | None, roots: list[str], sources: _Sources | None) -> str | None:
+        """A file the index of ``top`` tracks, or a commit the command writes from holds (``sources``), under one of
+        ``roots`` that the deny list hides (as a quoted path); or the pattern that may reach one when the index or
+        the commits cannot be read."""
+        listed = gitindex.tracked(top) if top is not None and sources is not None else None
+        if listed is not None and top is not None and sources is not None and (sources[0] or sources[2]):
+            more = gitindex.committed(top, sources[0], parents=sources[1], replays=sources[2])
+            listed = None if more is None else listed + more
         if listed is None:
             reach = next((r for r in map(self.paths.deny_reach, roots) if r is not None), None)
             return None if reach is None else f"{reach!r} (the index could not be read)"
@@ -771,6 +778,54 @@ def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
         new = {"-b", "-B", "-c", "-C", "--orphan"} & set(rest)
         return None if new and len(ops) <= 1 else []
     return None
+
+
+#: What a rewrite writes from besides the index: revisions, whether their parents too, the upstream a rebase replays
+#: its commits onto (``gitindex.committed``'s arguments).
+_Sources = tuple[list[str], bool, str | None]
+#: The options of each rewriting subcommand whose value is the next word (not a revision): skipping one too few only
+#: makes its value an unknown revision (fail closed), one too many would miss a revision.
+_REWRITE_VALUES = {
+    "checkout": {"-b", "-B", "--orphan", "--conflict"},
+    "switch": {"-c", "-C", "--create", "--force-create", "--orphan", "--conflict"},
+    "merge": {"-m", "-s", "-X", "-F", "--message", "--strategy", "--strategy-option", "--file"},
+    "restore": {"-s", "--source"},
+}
+
+
+def _rewrite_sources(sub: str, rest: list[str]) -> _Sources | None:
+    """The commits whose files ``git SUB REST`` may write besides those the index lists (a branch checked out, a hard
+    reset's target, what a merge brings in: git writes them over an ignored file too); None when they cannot be told
+    (a pull fetches them, a stash's, a range, a value only known at run time)."""
+    head = rest[: rest.index("--")] if "--" in rest else rest
+    valued = _REWRITE_VALUES.get(sub, set())
+    revs = [w for i, w in enumerate(head) if not w.startswith("-") and (i == 0 or head[i - 1] not in valued)]
+    if "*" in revs or any(".." in r for r in revs):
+        return None
+    if sub in ("checkout", "switch"):
+        return revs, False, None
+    if sub == "restore":
+        source = [w.split("=", 1)[1] for w in head if w.startswith("--source=")]
+        source += [w[2:] for w in head if w.startswith("-s") and len(w) > 2]
+        source += [head[i + 1] for i, w in enumerate(head[:-1]) if w in ("-s", "--source")]
+        return source, False, None
+    if sub == "reset" or (sub == "stash" and (not revs or revs[0] in ("push", "save"))):
+        return revs[:1] if sub == "reset" else [], False, None  # HEAD's files are the index's unless staged
+    if sub == "stash" and revs[0] in ("apply", "pop") and revs[1:] in ([], ["stash@{0}"]):
+        return ["refs/stash"], True, None  # its parents: HEAD, the index and the untracked (or ignored) files
+    if sub == "merge" and revs:
+        return ["HEAD", *revs], False, None
+    if sub in ("cherry-pick", "revert") and revs:
+        return revs, True, None
+    if sub == "rebase" and len(revs) == 1 and not {"--root", "--onto"} & set(head):
+        return revs, False, revs[0]
+    return ([], False, None) if sub in ("checkout-index", "sparse-checkout") else None
+
+
+def _revisions_only(words: list[str], here: str, top: str) -> list[str]:
+    """``git checkout WORD`` checks out a revision, or a path when no revision has that name: the words that are
+    existing paths and no revision are left out (a word neither stays, and fails closed)."""
+    return [w for w in words if gitindex.committed(top, [w]) is not None or not os.path.lexists(places.join(here, w))]
 
 
 #: Options of git's log family that print a patch (the file contents it changes): -U and --unified imply -p.

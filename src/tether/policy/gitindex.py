@@ -47,3 +47,60 @@ def tracked(work_tree: str) -> list[str] | None:
         return [p.decode("utf-8", "surrogateescape") for p in index.paths()]
     except Exception:  # a repository or an index dulwich cannot read raises what it raises: unknown, fail closed
         return None
+
+
+#: At most this many paths are read from commits' trees (then: unknown, the caller fails closed).
+MAX_PATHS = 50_000
+#: At most this many commits a rebase replays are read.
+MAX_COMMITS = 64
+
+
+def committed(
+    work_tree: str, revs: list[str], *, parents: bool = False, replays: str | None = None
+) -> list[str] | None:
+    """The paths the trees of ``revs`` hold (and their parents', with ``parents``: what a revert or cherry-pick may
+    write), and with ``replays`` those of each commit from HEAD back to it (what a rebase onto it replays): a
+    checkout, a hard reset or a merge writes them whether the index lists them or not, over an ignored file too.
+    None when a revision does not resolve or the bounds are passed (see the module)."""
+    try:
+        from dulwich.objects import Commit
+        from dulwich.objectspec import parse_commit
+        from dulwich.repo import Repo
+
+        repo = Repo(work_tree)
+
+        def commit_of(rev: str) -> Commit:
+            """The commit ``rev`` names, git's ``~N``, ``^`` and ``^N`` suffixes walked here (dulwich's parser does
+            not read them); anything else it cannot parse raises."""
+            i = len(rev)
+            while i > 0 and (rev[i - 1].isdigit() or rev[i - 1] in "~^"):
+                i -= 1
+            commit, steps = parse_commit(repo, rev[:i].encode("utf-8", "surrogateescape")), rev[i:]
+            while steps:
+                op, steps = steps[0], steps[1:]
+                digits = len(steps) - len(steps.lstrip("0123456789"))
+                n, steps = (int(steps[:digits]) if digits else 1), steps[digits:]
+                for parent in [0] * n if op == "~" else [n - 1] if n else []:
+                    found = repo[commit.parents[parent]]
+                    assert isinstance(found, Commit)
+                    commit = found
+            return commit
+
+        commits = [commit_of(r) for r in revs]
+        if parents:
+            commits += [p for c in commits for p in map(repo.__getitem__, c.parents) if isinstance(p, Commit)]
+        if replays is not None:
+            base = commit_of(replays).id
+            walked = list(repo.get_walker(include=[repo.head()], exclude=[base], max_entries=MAX_COMMITS + 1))
+            if len(walked) > MAX_COMMITS:
+                return None
+            commits += [e.commit for e in walked]
+        out: list[str] = []
+        for tree in dict.fromkeys(c.tree for c in commits):
+            for entry in repo.object_store.iter_tree_contents(tree):
+                out.append(entry.path.decode("utf-8", "surrogateescape"))
+                if len(out) > MAX_PATHS:
+                    return None
+        return list(dict.fromkeys(out))
+    except Exception:  # a revision, repository or object dulwich cannot read: unknown, fail closed
+        return None
