@@ -205,3 +205,23 @@ def test_committed_reads_revisions_with_their_suffixes(tmp_path: Path) -> None:
     assert gitindex.committed(str(ws), ["nope"]) is None
     assert gitindex.committed(str(ws), ["evil~5"]) is None
     assert gate(ws).decide("bash", {"command": "git reset -q --hard HEAD~5"}).verdict is Verdict.DENY
+
+
+@pytest.mark.parametrize(
+    ("command", "hides"),
+    [
+        ("git stash -a", True),
+        ("git stash --all", True),
+        ("git stash push -q -a", True),
+        ("git stash -qa", True),
+        ("git stash -u", False),  # secrets/ is ignored: -u leaves it
+        ("git stash", False),
+    ],
+)
+def test_stash_all_takes_ignored_files_away(command: str, hides: bool, tmp_path: Path) -> None:
+    """``git stash --all`` moves ignored files into the stash, deleting them from the work tree, as ``git clean -x``
+    does; it was allowed. Judged like git clean: a hidden file under its pathspecs on disk (``-u`` too, fail closed:
+    the gate does not read which files git ignores)."""
+    assert touches_secret(command, make(tmp_path / "run", tracked=False)) is hides
+    d = gate(make(tmp_path / "ws", tracked=False)).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is (hides or "-u" in command), d.to_dict()

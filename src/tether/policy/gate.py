@@ -374,7 +374,7 @@ class Gate:
         roots = [r for r in found_roots if r is not None]
         if top is None or not roots or len(roots) < len(scope):
             roots = [top or self.workspace]
-        if sub == "clean":
+        if sub == "clean" or (sub == "stash" and _stashes_untracked(words)):
             found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
         else:
             sources = _rewrite_sources(sub, words)
@@ -820,6 +820,14 @@ def _rewrite_sources(sub: str, rest: list[str]) -> _Sources | None:
     if sub == "rebase" and len(revs) == 1 and not {"--root", "--onto"} & set(head):
         return revs, False, revs[0]
     return ([], False, None) if sub in ("checkout-index", "sparse-checkout") else None
+
+
+def _stashes_untracked(rest: list[str]) -> bool:
+    """``git stash -u`` / ``-a`` (``--include-untracked``, ``--all``) put untracked (and ignored) files in the stash and
+    delete them from the work tree, as ``git clean`` would."""
+    head = rest[: rest.index("--")] if "--" in rest else rest
+    long = {"--all", "--include-untracked"} & set(head)
+    return bool(long) or any(w[:1] == "-" and w[1:2] != "-" and {"a", "u"} & set(w[1:]) for w in head)
 
 
 def _revisions_only(words: list[str], here: str, top: str) -> list[str]:
