@@ -6,8 +6,15 @@ goes to the configured base URL only), and whatever cannot be read is a typed fa
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import json
 import math
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BufferedIOBase
 
 import pytest
 
@@ -15,6 +22,7 @@ from tether.envelope.schema import Price
 from tether.errors import ProviderError
 from tether.models.anthropic_adapter import AnthropicModel
 from tether.models.base import Message
+from tether.models.httpclient import MAX_REPLY_BYTES
 from tether.models.openai_adapter import OpenAIModel
 from tether.models.pricing import cost_usd
 from tether.models.testing import (
@@ -125,3 +133,165 @@ def test_a_large_real_count_is_reported(servers: tuple[WireServer, WireServer]) 
     r = model.complete(USER, [], max_tokens=10)
     assert r.usage.reported and (r.usage.input_tokens, r.usage.output_tokens) == (2**53, 7)
     assert math.isfinite(cost_usd(model.name, r.usage, {model.name: PRICE}))
+
+
+# ---- replies too large, compressed past the limit, or trickled --------------------------------------------
+
+BIG = 50 * 2**20  # 50 MiB: no chat reply is that long
+
+
+class RawServer:
+    """A server on 127.0.0.1 that answers every POST with the bytes ``answer(stream)`` writes, as it writes them:
+    what the wire servers cannot send (chunked bodies, a body a byte at a time, compressed bodies)."""
+
+    def __init__(self, answer: Callable[[BufferedIOBase], None]) -> None:
+        self.answer = answer
+        self.served = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(handler) -> None:
+                handler.rfile.read(int(handler.headers.get("content-length") or 0))
+                self.served += 1
+                self.accept_encoding = handler.headers.get("accept-encoding")
+                handler.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.answer(handler.wfile)
+
+            def log_message(handler, format: str, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.accept_encoding: str | None = None
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+
+    def base_url(self, kind: str) -> str:
+        port = self.httpd.server_address[1]
+        return f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai" else "")
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def head(status: int = 200, **headers: str) -> bytes:
+    lines = [f"HTTP/1.1 {status} X", "content-type: application/json", "connection: close"]
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def chunked(out: BufferedIOBase, body: Iterator[bytes]) -> None:
+    out.write(head(transfer_encoding="chunked"))
+    for part in body:
+        out.write(b"%x\r\n%s\r\n" % (len(part), part))
+    out.write(b"0\r\n\r\n")
+
+
+def huge_text() -> Iterator[bytes]:
+    """A reply whose text never ends (well, at 50 MiB), as a chat completion and a message both begin."""
+    yield b'{"choices": [{"message": {"content": "'
+    for _ in range(BIG // 2**16):
+        yield b"a" * 2**16
+    yield b'"}}]}'
+
+
+def raw_model(kind: str, url: str, *, timeout_s: float = 10.0) -> OpenAIModel | AnthropicModel:
+    if kind == "anthropic":
+        return AnthropicModel("claude-test", api_key="sk-ant-test", base_url=url, timeout_s=timeout_s)
+    return OpenAIModel("gpt-test", api_key="sk-test", base_url=url, timeout_s=timeout_s)
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def refused(kind: str, answer: Callable[[BufferedIOBase], None], *, timeout_s: float = 10.0) -> ProviderError:
+    server = RawServer(answer)
+    try:
+        began = time.monotonic()
+        with pytest.raises(ProviderError) as info:
+            raw_model(kind, server.base_url(kind), timeout_s=timeout_s).complete(USER, [], max_tokens=10)
+        assert time.monotonic() - began < 30  # refused as it came, not after reading it all
+        return info.value
+    finally:
+        server.close()
+
+
+def test_a_reply_larger_than_the_limit_is_refused_by_its_length(kind: str) -> None:
+    def answer(out: BufferedIOBase) -> None:
+        out.write(head(content_length=str(BIG)))
+        for part in huge_text():
+            out.write(part)
+
+    err = refused(kind, answer)
+    assert err.malformed and not err.transient and f"{MAX_REPLY_BYTES}" in str(err)
+
+
+def test_a_chunked_reply_is_refused_once_past_the_limit(kind: str) -> None:
+    err = refused(kind, lambda out: chunked(out, huge_text()))
+    assert err.malformed and not err.transient and f"{MAX_REPLY_BYTES}" in str(err)
+
+
+def test_an_error_body_past_the_limit_is_refused_too(kind: str) -> None:
+    """The SDKs read a failed request's body whole to build their error: it is capped the same way."""
+
+    def answer(out: BufferedIOBase) -> None:
+        out.write(head(500, content_length=str(BIG)))
+        for part in huge_text():
+            out.write(part)
+
+    err = refused(kind, answer)
+    assert err.malformed and not err.transient
+
+
+def test_a_compressed_reply_is_refused_and_none_is_asked_for(kind: str) -> None:
+    """A 50 KiB gzip body can hold gigabytes: tether asks for the identity encoding and refuses any other."""
+    bomb = gzip.compress(b"".join(huge_text()))
+    assert len(bomb) < MAX_REPLY_BYTES // 100
+
+    def answer(out: BufferedIOBase) -> None:
+        out.write(head(content_encoding="gzip", content_length=str(len(bomb))))
+        out.write(bomb)
+
+    server = RawServer(answer)
+    try:
+        with pytest.raises(ProviderError) as info:
+            raw_model(kind, server.base_url(kind)).complete(USER, [], max_tokens=10)
+        assert server.accept_encoding == "identity"
+    finally:
+        server.close()
+    assert info.value.malformed and not info.value.transient and "gzip" in str(info.value)
+
+
+def test_a_reply_trickled_past_the_timeout_is_abandoned(kind: str) -> None:
+    """Each read comes within the timeout, the whole body does not: the body is bounded by the timeout too."""
+
+    def answer(out: BufferedIOBase) -> None:
+        def trickle() -> Iterator[bytes]:
+            for _ in range(40):
+                time.sleep(0.1)
+                yield b" "
+
+        chunked(out, trickle())
+
+    began = time.monotonic()
+    err = refused(kind, answer, timeout_s=1.0)
+    assert time.monotonic() - began < 3.5
+    assert err.transient and "1 s" in str(err)
+
+
+def test_a_reply_within_the_limits_still_reads(kind: str) -> None:
+    body = json.dumps(
+        {"choices": [{"message": {"content": "x" * 2**20}, "finish_reason": "stop"}]}
+        if kind == "openai"
+        else {"content": [{"type": "text", "text": "x" * 2**20}], "stop_reason": "end_turn"}
+    ).encode()
+    server = RawServer(lambda out: chunked(out, iter([body[: len(body) // 2], body[len(body) // 2 :]])))
+    try:
+        r = raw_model(kind, server.base_url(kind)).complete(USER, [], max_tokens=10)
+    finally:
+        server.close()
+    assert r.text == "x" * 2**20

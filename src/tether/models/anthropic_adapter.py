@@ -32,6 +32,7 @@ from anthropic.types import ContentBlockParam, MessageParam, ToolParam, ToolResu
 
 from tether.errors import ProviderError
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage, is_count
+from tether.models.httpclient import http_client
 from tether.models.profiles import PROFILES, Profile, detect, simplify_schema
 from tether.models.sdk import failure, json_body
 from tether.models.termination import anthropic_termination
@@ -64,7 +65,7 @@ class AnthropicModel:
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(follow_redirects=False),  # never leave base_url (sdk.py)
+            http_client=http_client(anthropic, timeout_s),  # bounded: no redirect, size, encoding, time
         )
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:

@@ -42,6 +42,7 @@ from openai.types.chat import (
 
 from tether.errors import ProviderError
 from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage, is_count
+from tether.models.httpclient import http_client
 from tether.models.profiles import PROFILES, Profile, TokenParam, detect, simplify_schema
 from tether.models.sdk import failure, json_body
 from tether.models.termination import openai_termination
@@ -83,7 +84,7 @@ class OpenAIModel:
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            http_client=openai.DefaultHttpxClient(follow_redirects=False),  # never leave base_url (sdk.py)
+            http_client=http_client(openai, timeout_s),  # bounded: no redirect, size, encoding, time
         )
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, max_tokens: int) -> ModelResponse:

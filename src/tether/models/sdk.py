@@ -7,14 +7,15 @@ both adapters read a failure the same way:
     a redirect (3xx), never followed                  → ProviderError(transient=False, status)
     APIStatusError 408/409/429/5xx                    → ProviderError(transient=True, status)
     APIStatusError other                              → ProviderError(transient=False, status)
+    a reply refused as too large or compressed       → ProviderError(malformed=True), not retried
     APITimeoutError / APIConnectionError              → ProviderError(transient=True)
     any other error of the SDK                        → ProviderError(transient=False)
 
 and a response body that is not JSON is a malformed :class:`ProviderError`.
 
-Both SDKs follow redirects by default, re-sending the whole request (the transcript, which may hold what the
-tools read) to wherever a ``Location`` points. A model request goes to the configured base URL only, so the
-adapters give each SDK its own default HTTP client set to follow none: a redirect is an error naming where it pointed.
+The client the SDKs are given (:mod:`tether.models.httpclient`) follows no redirect and refuses replies too large,
+compressed or too slow; a refusal comes back as the SDK's connection error, caused by a
+:class:`~tether.models.httpclient.ReplyRefused`, and is read as a malformed reply.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from tether.errors import ProviderError
+from tether.models.httpclient import ReplyRefused
 from tether.models.retry import is_transient_status
 from tether.models.window import overflow_from
 
@@ -52,6 +54,8 @@ def failure(exc: Exception, sdk: ModuleType, who: str, timeout_s: float) -> Prov
             f"{who}: no answer within {timeout_s:g} s (agent.request_timeout_s); the request was abandoned",
             transient=True,
         )
+    if isinstance(exc, sdk.APIConnectionError) and isinstance(exc.__cause__, ReplyRefused):
+        return ProviderError(f"{who}: {exc.__cause__}", malformed=True)
     if isinstance(exc, sdk.APIConnectionError):
         return ProviderError(f"{who}: {exc.message}", transient=True)
     return ProviderError(f"{who}: {exc}", transient=False)
