@@ -139,20 +139,26 @@ def test_a_sparse_index_fails_closed(tmp_path: Path) -> None:
     assert gate(ws).decide("bash", {"command": "git stash"}).verdict is Verdict.DENY
 
 
+def _branch_with(ws: Path, branch: str, mode: str, path: str, data: str, index: Path) -> None:
+    """A branch on HEAD whose commit adds ``path`` (of git ``mode``) holding ``data``, made from a blob and a tree in
+    a separate ``index``, never reading or writing the work tree."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+
+    def git(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run([*GIT, *args], cwd=ws, check=True, capture_output=True, text=True, input=stdin, env=env)
+        return done.stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", stdin=data)
+    git("read-tree", "HEAD")
+    git("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}")
+    git("branch", branch, git("commit-tree", git("write-tree"), "-p", "HEAD", "-m", branch))
+
+
 def make_evil_branch(ws: Path) -> Path:
     """secrets/ ignored and untracked (the usual case), and a branch ``evil`` whose commit holds secrets/key.txt
     (made from a blob and a tree, never reading the hidden file): git writes it over the ignored file."""
     make(ws, tracked=False)
-    env = {**os.environ, "GIT_INDEX_FILE": str(ws / ".git" / "evil-index")}
-
-    def git(*args: str, stdin: str | None = None, **kw: object) -> str:
-        done = subprocess.run([*GIT, *args], cwd=ws, check=True, capture_output=True, text=True, input=stdin, env=env)
-        return done.stdout.strip()
-
-    blob = git("hash-object", "-w", "--stdin", stdin="evil\n")
-    git("read-tree", "HEAD")
-    git("update-index", "--add", "--cacheinfo", f"100644,{blob},secrets/key.txt")
-    git("branch", "evil", git("commit-tree", git("write-tree"), "-p", "HEAD", "-m", "evil"))
+    _branch_with(ws, "evil", "100644", "secrets/key.txt", "evil\n", ws / ".git" / "evil-index")
     subprocess.run([*GIT, "checkout", "-q", "--", "."], cwd=ws, check=True)  # clean, so that a rebase runs
     return ws
 
@@ -225,3 +231,60 @@ def test_stash_all_takes_ignored_files_away(command: str, hides: bool, tmp_path:
     assert touches_secret(command, make(tmp_path / "run", tracked=False)) is hides
     d = gate(make(tmp_path / "ws", tracked=False)).decide("bash", {"command": command})
     assert (d.verdict is Verdict.DENY) is (hides or "-u" in command), d.to_dict()
+
+
+def make_planted(ws: Path) -> Path:
+    """make_evil_branch's workspace, plus: a branch ``lnk`` where ``secrets`` is a symbolic link (checking it out
+    empties the ignored secrets/ to put the link there), an index file ``p.idx`` holding ``evil``'s files, and a
+    repository ``planted`` in the workspace whose commit holds secrets/key.txt."""
+    make_evil_branch(ws)
+    _branch_with(ws, "lnk", "120000", "secrets", "elsewhere", ws / "p.idx")
+    subprocess.run(
+        [*GIT, "read-tree", "evil"], cwd=ws, check=True, env={**os.environ, "GIT_INDEX_FILE": str(ws / "p.idx")}
+    )
+    planted = ws / "planted"
+    subprocess.run([*GIT, "init", "-q", str(planted)], check=True)
+    (planted / "secrets").mkdir()
+    (planted / "secrets" / "key.txt").write_text("evil\n")
+    for step in (["add", "."], ["commit", "-qm", "p"]):
+        subprocess.run([*GIT, *step], cwd=planted, check=True)
+    (planted / "secrets" / "key.txt").unlink()
+    (planted / "secrets").rmdir()
+    return ws
+
+
+MOVED = [
+    "git checkout -q lnk",
+    "GIT_INDEX_FILE=p.idx git checkout-index -a -f",
+    "export GIT_INDEX_FILE=p.idx; git checkout-index -af",
+    "env GIT_INDEX_FILE=p.idx git checkout-index -a -f",
+    "git --git-dir=planted/.git --work-tree=. reset -q --hard",
+    "GIT_DIR=planted/.git GIT_WORK_TREE=. git reset -q --hard",
+]
+
+
+@pytest.mark.parametrize("command", MOVED)
+def test_a_rewrite_elsewhere_than_the_gate_reads_is_refused(command: str, tmp_path: Path) -> None:
+    """A link (or file) where a directory of hidden files is: git empties it (ignored files are expendable). An index,
+    git directory or work tree moved (GIT_INDEX_FILE, GIT_DIR, --git-dir, --work-tree; -c too): the gate
+    does not read what git would, so the reach decides. Each asked or was allowed."""
+    assert touches_secret(command, make_planted(tmp_path / "run"))
+    d = gate(make_planted(tmp_path / "ws")).decide("bash", {"command": command})
+    assert d.verdict is Verdict.DENY, d.to_dict()
+
+
+def test_a_planted_repository_whose_work_tree_is_elsewhere_is_not_read(tmp_path: Path) -> None:
+    """``core.worktree`` set in a repository of the workspace (a human approved the ``git config``) makes its work
+    tree the workspace: its index and commits are not under ``planted/``, so the gate does not read them as if."""
+    ws = make_planted(tmp_path / "ws")
+    assert gitindex.tracked(str(ws / "planted")) == ["secrets/key.txt"]
+    assert gate(ws).decide("bash", {"command": "git -C planted reset -q --hard"}).verdict is not Verdict.DENY
+    subprocess.run([*GIT, "config", "core.worktree", "../.."], cwd=ws / "planted", check=True)
+    assert gitindex.tracked(str(ws / "planted")) is None
+    assert gitindex.committed(str(ws / "planted"), ["HEAD"]) is None
+    assert gate(ws).decide("bash", {"command": "git -C planted reset -q --hard"}).verdict is Verdict.DENY
+    d = gate(ws).decide("bash", {"command": "git -C planted -c core.worktree=.. reset -q --hard"})
+    assert d.verdict is Verdict.DENY  # (git reads core.worktree from -c only with GIT_DIR: not shown run)
+    run = make_planted(tmp_path / "run")
+    subprocess.run([*GIT, "config", "core.worktree", "../.."], cwd=run / "planted", check=True)
+    assert touches_secret("git -C planted reset -q --hard", run)

@@ -249,7 +249,8 @@ class Gate:
             if r.op.startswith("<") or r.op == "<>":
                 reads.append(Target(r.target))
         for name, value in cmd.env:
-            self._code_path(name, value, cmd, out)
+            if not name.startswith("GIT_"):  # git's own (code, asked by the walker) are kept for _git_rewrites
+                self._code_path(name, value, cmd, out)
         if cmd.name == "git" and self.paths.filesystem is not None and self.paths.filesystem.deny:
             self._git_reads(cmd, out)
             self._git_rewrites(cmd, out)
@@ -367,7 +368,11 @@ class Gate:
         here = _git_dir(parsed, cmd.cwd)
         if scope is None:
             return
-        top = gitindex.top(here, self.workspace) if here is not None else None
+        # git's directory, work tree or configuration moved (--git-dir, -c core.worktree=, GIT_INDEX_FILE=): the index
+        # and commits the gate would read are not those git uses
+        moved = bool(parsed.code) or parsed.has("--namespace") or any(n[:4] == "GIT_" for n, _ in cmd.env)
+        top = gitindex.top(here, self.workspace) if here is not None and not moved else None
+        top = top if top is None or gitindex.own(top) else None  # core.worktree elsewhere: any of the workspace
         # a pathspec with a glob or magic (:(glob), :/) may name any file: the whole work tree
         exact = here is not None and not any(_has_glob(p) or p.startswith(":") for p in scope)
         found_roots = [self.paths.resolve(p, here) for p in scope] if exact and here is not None else []
@@ -404,6 +409,10 @@ class Gate:
             verdict = self.paths.read(path, shell=True)
             if verdict is not None and verdict.rule_id == "path:denied":
                 return repr(self.paths.relative(path))
+            if os.path.isdir(path) and not os.path.islink(path):  # a file or link where a directory is: git empties
+                hidden = self._hidden_within(path)  # it, an ignored file in it is expendable (a link at secrets)
+                if hidden is not None:
+                    return repr(hidden)
         return None
 
     def _rev_paths(self, path: str, here: str) -> list[str]:

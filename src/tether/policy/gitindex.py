@@ -14,6 +14,10 @@ from __future__ import annotations
 import os
 import stat
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from dulwich.repo import Repo
+
 MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -32,9 +36,7 @@ def top(start: str, stop: str) -> str | None:
 def tracked(work_tree: str) -> list[str] | None:
     """The paths (relative to ``work_tree``) its index lists; None when they cannot be read (see the module)."""
     try:
-        from dulwich.repo import Repo
-
-        repo = Repo(work_tree)
+        repo = _repo(work_tree)
         try:
             st = os.stat(repo.index_path())
         except FileNotFoundError:
@@ -65,9 +67,8 @@ def committed(
     try:
         from dulwich.objects import Commit
         from dulwich.objectspec import parse_commit
-        from dulwich.repo import Repo
 
-        repo = Repo(work_tree)
+        repo = _repo(work_tree)
 
         def commit_of(rev: str) -> Commit:
             """The commit ``rev`` names, git's ``~N``, ``^`` and ``^N`` suffixes walked here (dulwich's parser does
@@ -104,3 +105,40 @@ def committed(
         return list(dict.fromkeys(out))
     except Exception:  # a revision, repository or object dulwich cannot read: unknown, fail closed
         return None
+
+
+def own(work_tree: str) -> bool:
+    """Whether ``work_tree`` is its repository's work tree as git sees it (see :func:`_own_work_tree`); False when
+    the repository cannot be opened."""
+    try:
+        _repo(work_tree)
+    except Exception:  # what dulwich raises for a repository it cannot open, or ours for a work tree elsewhere
+        return False
+    return True
+
+
+def _own_work_tree(controldir: str, bare: bool, named: bytes | None, work_tree: str) -> bool:
+    """Whether git's work tree is ``work_tree``, the directory holding its ``.git``: not when the configuration says
+    ``core.bare`` or sets ``core.worktree`` (``named``, from ``controldir``) elsewhere: a repository planted in the
+    workspace whose work tree is the workspace would have its index and commits read under the wrong directory."""
+    if bare:
+        return False
+    return named is None or os.path.realpath(os.path.join(controldir, os.fsdecode(named))) == os.path.realpath(
+        work_tree
+    )
+
+
+def _repo(work_tree: str) -> Repo:
+    """dulwich's repository at ``work_tree``; raises when its work tree is configured elsewhere (see
+    :func:`_own_work_tree`) or it cannot be opened."""
+    from dulwich.repo import Repo
+
+    repo = Repo(work_tree)
+    config = repo.get_config()
+    try:
+        named = config.get((b"core",), b"worktree")
+    except KeyError:
+        named = None
+    if not _own_work_tree(repo.controldir(), config.get_boolean((b"core",), b"bare", False), named, work_tree):
+        raise ValueError(f"{work_tree}: git's work tree is configured elsewhere")
+    return repo

@@ -415,6 +415,8 @@ class _Walker:
         found = envvars.kind(name)
         if found is envvars.EnvKind.CODE:
             self.out.hard("shell:env-code", Verdict.ASK, f"{name}= makes programs load code or configuration")
+            if name.startswith("GIT_"):  # git's index, directory or work tree moved: the gate's rewrites read it
+                (self.env if env is None else env)[name] = value
         elif found is envvars.EnvKind.COMMAND:
             self.out.hard("shell:env-code", Verdict.ASK, f"{name}= names a program that programs start")
             holder = SimpleCommand((Word.lit(name),), (), self.cwd, piped=True)
