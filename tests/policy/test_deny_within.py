@@ -90,3 +90,50 @@ def test_a_link_follower_over_a_tree_too_big_to_look_at_is_refused(tmp_path: Pat
         (ws / "big" / f"f{i}").touch()
     assert gate(ws).decide("bash", {"command": "grep -R x big"}).verdict is Verdict.DENY
     assert gate(ws).decide("bash", {"command": "grep -r x big"}).verdict is not Verdict.DENY
+
+
+def with_hops(ws: Path) -> Path:
+    """Links that reach secrets/ in more than one step: ``hop/l -> ../other`` (a folder nothing hides) whose
+    ``other/s -> ../secrets``; ``out/o`` to a folder outside the workspace holding a link back in; a loop, a chain
+    of 30 links, a target with ``..`` inside it."""
+    make(ws)
+    for d in ("hop", "other", "out", "loop", "chain", "dots"):
+        (ws / d).mkdir()
+    os.symlink("../other", ws / "hop" / "l")
+    os.symlink("../secrets", ws / "other" / "s")
+    outside = ws.parent / f"{ws.name}-outside"
+    outside.mkdir()
+    os.symlink(ws / "secrets", outside / "back")
+    os.symlink(outside, ws / "out" / "o")
+    os.symlink("x", ws / "loop" / "y")
+    os.symlink("y", ws / "loop" / "x")
+    os.symlink("..", ws / "loop" / "up")  # to the workspace, which holds secrets/
+    previous = "../secrets"
+    for i in range(30):
+        os.symlink(previous, ws / "chain" / f"c{i}")
+        previous = f"c{i}"
+    os.symlink("../dots/../src/../secrets", ws / "dots" / "d")
+    return ws
+
+
+HOPS = ["grep -R SECRET hop", "cat hop/*/*/*", "grep -R SECRET out", "grep -R SECRET chain", "grep -R SECRET dots"]
+HOPS_HARMLESS = ["grep -r SECRET hop", "grep -r SECRET loop", "grep -R SECRET src"]
+
+
+@pytest.mark.parametrize(("command", "hides"), [(c, True) for c in HOPS] + [(c, False) for c in HOPS_HARMLESS])
+def test_a_reader_that_follows_links_through_a_folder_they_lead_to_is_refused(
+    command: str, hides: bool, tmp_path: Path
+) -> None:
+    """The reader follows a link to a folder nothing hides and the links in that folder, in or out of the
+    workspace: ``hop/l -> ../other`` then ``other/s -> ../secrets`` (``grep -R`` and the glob were allowed). A loop
+    is looked at once; ``..`` in a target and long chains are resolved."""
+    assert touches_secret(command, with_hops(tmp_path / "run")) is hides
+    d = gate(with_hops(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+def test_a_loop_of_links_to_the_workspace_is_refused_not_walked_for_ever(tmp_path: Path) -> None:
+    """``loop/up -> ..`` leads to the workspace, which holds secrets/: grep -R reads it (run for real)."""
+    ws = with_hops(tmp_path / "ws")
+    assert touches_secret("grep -R SECRET loop", with_hops(tmp_path / "run"))
+    assert gate(ws).decide("bash", {"command": "grep -R SECRET loop"}).verdict is Verdict.DENY

@@ -330,9 +330,10 @@ class PathPolicy:
         if self._deny_spec is None or self.relative(path) is None or not os.path.isdir(path):
             return None
         seen = 0
-        stack = [(path, 1)]
+        stack = [(path, 1, "")]  # a folder, its level, the link under path it was reached through ("": none)
+        visited = {os.path.realpath(path)}  # a folder reached twice (links to it, a loop) is looked at once
         while stack:
-            top, level = stack.pop()
+            top, level, through = stack.pop()
             try:
                 with os.scandir(top) as it:
                     entries = list(it)
@@ -342,10 +343,16 @@ class PathPolicy:
             if seen > limit:
                 return f"one of the more than {limit} entries under {path}"
             for e in entries:
-                if e.is_symlink() and self._hides(places.place(os.path.realpath(e.path))):
-                    return self.relative(places.place(e.path))
-                if (depth is None or level < depth) and e.is_dir(follow_symlinks=False):
-                    stack.append((e.path, level + 1))
+                link = e.is_symlink()
+                target = os.path.realpath(e.path) if link else e.path
+                if link and self._hides(places.place(target)):
+                    return through or self.relative(places.place(e.path))
+                # the reader follows a link to a folder, in or out of the workspace, and the links in it
+                deeper = (depth is None or level < depth) and (os.path.isdir(target) if link else e.is_dir())
+                if deeper and target not in visited:
+                    visited.add(target)
+                    name = (self.relative(places.place(e.path)) or e.path) if link else ""
+                    stack.append((target, level + 1, through or name))
         return None
 
     def hides(self, path: str) -> bool:
