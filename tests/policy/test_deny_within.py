@@ -137,3 +137,30 @@ def test_a_loop_of_links_to_the_workspace_is_refused_not_walked_for_ever(tmp_pat
     ws = with_hops(tmp_path / "ws")
     assert touches_secret("grep -R SECRET loop", with_hops(tmp_path / "run"))
     assert gate(ws).decide("bash", {"command": "grep -R SECRET loop"}).verdict is Verdict.DENY
+
+
+SAME_LINE = [
+    "ln -s secrets l && cat l/key.txt",
+    "ln -s secrets l; cat l/key.txt",
+    "ln -sf secrets l && grep -r SECRET l/",
+    "mkdir q && ln -s ../secrets q/s && grep -R SECRET q",
+    "ln -s secrets l && tar chf - l",
+    "ln -s secrets/key.txt k && cat k",
+    "cp -s secrets/key.txt k && cat k",
+    "ln -s . l && cat l/secrets/key.txt",
+]
+
+
+@pytest.mark.parametrize("command", SAME_LINE)
+def test_a_link_to_a_hidden_place_made_in_the_same_command_line_is_refused(command: str, tmp_path: Path) -> None:
+    """The reader after the link reads through it before the gate could see the link (the gate judged ``l/key.txt``
+    as a file of the workspace): a symbolic link to a hidden file, or to a folder holding one now, is DENY (it was
+    allowed, or asked as a place outside the workspace)."""
+    assert touches_secret(command, make(tmp_path / "run"))
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert d.verdict is Verdict.DENY, d.to_dict()
+
+
+def test_a_link_to_a_folder_without_hidden_files_is_not_refused(tmp_path: Path) -> None:
+    ws = make(tmp_path / "ws")
+    assert gate(ws).decide("bash", {"command": "ln -s src l && cat l/a.py"}).verdict is not Verdict.DENY

@@ -533,6 +533,10 @@ def _link(cmd: SimpleCommand, ctx: Context, *, symbolic: bool, verbatim: bool) -
     asks. ``verbatim``: the link holds the operand as written, read from the link's own directory (``ln -s``
     without ``-r``, ``cp -s``); else the operand is read from the command's directory."""
     sources, where = _link_operands(cmd)
+    hidden = _links_hidden(sources, cmd, ctx, where, verbatim) if symbolic else None
+    if hidden is not None:
+        why = f"{cmd.name} links {hidden}, which filesystem.deny hides: a reader later in this command line reads"
+        return [Finding.of(Layer.HARD, "path:denied", Verdict.DENY, f"{why} through the link before the gate sees it")]
     for src in sources:
         if not _in_workspace(src, cmd, ctx):
             return _ask("ask-link-outside", f"{cmd.name} points into {src.text!r}, outside the workspace", hard=True)
@@ -548,6 +552,27 @@ def _link(cmd: SimpleCommand, ctx: Context, *, symbolic: bool, verbatim: bool) -
                 return _ask("ask-link-protected", f"{what}; a write through the link writes there", hard=True)
             layer = Layer.PROFILE if place.rule_id == "path:dotfile" else Layer.HARD
             return [Finding.of(layer, place.rule_id, place.verdict, f"{what}; a hard link is the file itself")]
+    return None
+
+
+def _links_hidden(
+    sources: list[Word], cmd: SimpleCommand, ctx: Context, where: tuple[Word | None, ...], verbatim: bool
+) -> str | None:
+    """A place a symbolic link would lead to that the deny list hides, or a folder holding such a file now (the
+    pattern, when too many to look at): ``ln -s secrets l && cat l/key.txt`` reads secrets/key.txt through ``l``."""
+    for src in sources:
+        for path in _link_places(src, cmd, ctx, where) if verbatim else [ctx.paths.resolve(src.text, cmd.cwd)]:
+            if path is None:
+                continue
+            if ctx.paths.hides(path):
+                return repr(ctx.paths.relative(path))
+            if os.path.isdir(path):
+                try:
+                    found = ctx.paths.deny_within(path)
+                except OSError:  # a folder that cannot be read: it may hold one
+                    found = ctx.paths.deny_reach(path)
+                if found is not None:
+                    return f"{path} ({found!r} under it)"
     return None
 
 
