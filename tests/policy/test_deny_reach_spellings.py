@@ -132,3 +132,27 @@ def test_the_same_readers_of_places_the_deny_list_cannot_reach_are_allowed(comma
     assert not prints_secret(command, ws)
     d = gate(ws).decide("bash", {"command": command})
     assert d.verdict is Verdict.ALLOW, d.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("command", "prints"),
+    [
+        ("git log -p --no-patch", False),
+        ("git log -p -s", False),
+        ("git log -ps", False),
+        ("git log --patch --no-patch --stat", False),
+        ("git log --unified=2 --no-patch", False),
+        ("git log --no-patch -p", True),
+        ("git log -s -p", True),
+        ("git log -sp", True),
+        ("git log -p --no-patch -U1", True),
+        ("git log -s -U3", True),
+    ],
+)
+def test_no_patch_after_the_last_patch_option_prints_none(command: str, prints: bool, ws: Path) -> None:
+    """git lets the last of ``-p`` (and the options that imply it) and ``-s``/``--no-patch`` win: the first five
+    print no file and were refused (over-strict); the rest still print one and stay refused."""
+    assert prints_secret(command, ws) is prints
+    d = gate(ws).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is prints, d.to_dict()
+    assert prints or d.verdict is Verdict.ALLOW

@@ -852,9 +852,18 @@ _PATCH_OPTIONS |= {"--patch-with-stat", "--patch-with-raw", "--remerge-diff"}
 
 def _shows_patch(parsed: programs.Parsed) -> bool:
     """Whether a log-family command prints patches: a patch option in any spelling, or an option its table does not
-    know (it may be one: ``git log --cc`` was allowed and printed a hidden file)."""
-    names = {n for n, _ in parsed.options} | {u.split("=", 1)[0] for u in parsed.unknown}
-    return bool(names & _PATCH_OPTIONS) or any(n.startswith("-U") for n in names)
+    know (it may be one: ``git log --cc`` was allowed and printed a hidden file), unless a ``-s``/``--no-patch``
+    comes after the last of them (git: the last one wins; ``git log -p --no-patch`` prints none, run for real).
+    The unknown ones' places are not kept: one of them is a patch option wherever ``-s`` stands."""
+    if {u.split("=", 1)[0] for u in parsed.unknown} & _PATCH_OPTIONS:
+        return True
+    shown = False
+    for name, _ in parsed.options:
+        if name in ("-s", "--no-patch"):
+            shown = False
+        elif name in _PATCH_OPTIONS or name.startswith("-U"):
+            shown = True
+    return shown
 
 
 def _code_words(cmd: SimpleCommand) -> list[Word]:
