@@ -487,3 +487,20 @@ def test_a_call_in_a_refused_reply_never_runs(provider: Provider, server: WireSe
     assert [p["call_id"] for p in out.of("action.invalid")] == ["call_fix"]
     assert (envelope.parent / "project" / "src" / "stats" / "core.py").read_text() == before
     assert len(server.requests) == 1
+
+
+def test_retries_stop_when_the_runs_wall_time_is_spent(provider: Provider, server: WireServer, envelope: Path) -> None:
+    """budgets.wall_s 2, six attempts allowed, each failing after 0.8 s: the call stops retrying once the run's
+    time is spent, not after all six (4.8 s past a 2 s budget)."""
+    text = envelope.read_text().replace("max_attempts: 3", "max_attempts: 6").replace("wall_s: 900", "wall_s: 2")
+    envelope.write_text(text)
+    tether("compile", str(envelope.parent / "plan.yaml"), "-o", str(envelope), check=True)
+    assert "wall_s: 2" in envelope.read_text() and "max_attempts: 6" in envelope.read_text()
+    late = provider.error(503)
+    server.push(*(Reply(late.status, late.body, delay_s=0.8) for _ in range(6)))
+    out = run(provider, server, envelope)
+    assert out.contract["status"] in ("BLOCKED_DEPENDENCY", "BUDGET_STOP"), out.proc.stdout + out.proc.stderr
+    (failed,) = out.of("model.failed")
+    assert len(server.requests) <= 3 and failed["attempts"] == len(server.requests)
+    assert "budgets.wall_s" in failed["error"]
+    assert not out.of("model.responded") and not out.of("action.started")

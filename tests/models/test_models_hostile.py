@@ -25,6 +25,7 @@ from tether.models.base import Message
 from tether.models.httpclient import MAX_REPLY_BYTES
 from tether.models.openai_adapter import OpenAIModel
 from tether.models.pricing import cost_usd
+from tether.models.retry import complete_with_retries
 from tether.models.testing import (
     PROXY_ENV_VARS,
     AnthropicWireServer,
@@ -295,3 +296,22 @@ def test_a_reply_within_the_limits_still_reads(kind: str) -> None:
     finally:
         server.close()
     assert r.text == "x" * 2**20
+
+
+# ---- Retry-After ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["99999999", "-5", "Wed, 21 Oct 2099 07:28:00 GMT", "soon", "1e308"])
+def test_retry_after_never_decides_a_wait(servers: tuple[WireServer, WireServer], value: str) -> None:
+    """Huge, negative, a date, nonsense: the SDKs' retries are off and tether's backoff alone sets each wait."""
+    configured, _ = servers
+    busy = Reply(429, {"error": {"type": "rate_limit_error", "message": "slow down"}}, {"retry-after": value})
+    configured.push(busy, busy, answer(configured, "after the wait"))
+    sleeps: list[float] = []
+    began = time.monotonic()
+    r, attempts = complete_with_retries(
+        model_for(configured), USER, [], max_tokens=10, max_attempts=3, backoff_s=0.5, backoff_max_s=1.0,
+        sleep=sleeps.append, rand=lambda: 1.0,
+    )  # fmt: skip
+    assert (r.text, attempts, sleeps) == ("after the wait", 3, [0.5, 1.0])
+    assert time.monotonic() - began < 5 and len(configured.requests) == 3

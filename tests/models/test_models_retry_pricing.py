@@ -181,3 +181,29 @@ def test_a_malformed_price_file_names_the_file_and_the_field(tmp_path: Path, tex
         default_envelope().model_copy(update={"pricing_file": "nope.yaml"}), tmp_path / "e.yaml"
     )
     assert [p.path for p in missing] == ["$.pricing_file"] and "nope.yaml" in str(missing[0])
+
+
+def test_no_retry_waits_past_the_time_the_run_has_left() -> None:
+    """``time_left`` (the run's wall-time budget): a retry whose wait would reach past it is not made; the error
+    says why. Without it a call went on retrying after the run's time was spent."""
+    left = [10.0, 2.5, 0.5]
+    sleeps: list[float] = []
+    model, calls = failing(*[ProviderError(f"e{i}", transient=True, status=503) for i in range(4)])
+    with pytest.raises(ProviderError) as info:
+        complete_with_retries(
+            model, [], [], max_tokens=10, max_attempts=4, backoff_s=1.0, backoff_max_s=3.0,
+            sleep=sleeps.append, rand=lambda: 1.0, time_left=lambda: left.pop(0),
+        )  # fmt: skip
+    assert len(calls) == 3 and sleeps == [1.0, 2.0]  # the third wait (3 s) is past the 0.5 s left
+    err = info.value
+    assert err.transient and err.status == 503 and err.attempts == 3
+    assert str(err).startswith("e2") and "budgets.wall_s" in str(err) and "0.5 s left" in str(err)
+
+
+def test_a_run_with_no_time_limit_retries_as_before() -> None:
+    model, calls = failing(*[ProviderError("busy", transient=True)] * 2)
+    r, attempts = complete_with_retries(
+        model, [], [], max_tokens=10, max_attempts=4, backoff_s=1.0, backoff_max_s=3.0,
+        sleep=lambda s: None, time_left=lambda: None,
+    )  # fmt: skip
+    assert (r.text, attempts, len(calls)) == ("ok", 3, 3)

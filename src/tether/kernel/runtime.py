@@ -300,6 +300,7 @@ class Runtime:
                 backoff_max_s=retry.backoff_max_s,
                 sleep=self.sleep,
                 on_retry=lambda attempt, err, max_tokens: self.log_retry(step.turn, attempt, err, max_tokens),
+                time_left=self.wall_left,
             )
         except ProviderError as e:
             self.append(failed(step.turn, self.model.name, e, window_setting(self.model)))
@@ -436,6 +437,11 @@ class Runtime:
         chosen = self._first.get("context_window") if self._first else None  # run --context-window
         known = [w for w in (chosen or self.env.agent.context_window, stated) if w]
         return min(known) if known else None
+
+    def wall_left(self) -> float | None:
+        """Seconds left of ``budgets.wall_s`` (None: no limit): a model call's retries wait no longer than that."""
+        limit = self.state.limits.get("wall_s")
+        return None if limit is None else float(limit) - self.state.wall_used(self.now())
 
     def log_retry(self, turn: int, attempt: int, err: ProviderError, max_tokens: int) -> None:
         self.append(

@@ -49,6 +49,7 @@ def complete_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     on_retry: OnRetry | None = None,
     rand: Callable[[], float] = random.random,
+    time_left: Callable[[], float | None] | None = None,
 ) -> tuple[ModelResponse, int]:
     """Call ``model.complete`` up to ``max_attempts`` times; return ``(response, attempts)``.
 
@@ -56,6 +57,9 @@ def complete_with_retries(
     retried; ``on_retry`` is called with the attempt that failed before sleeping.
     After ``max_attempts`` the last transient error is re-raised. An overflow is
     retried once, without sleeping, with a smaller output budget when one fits.
+
+    ``time_left`` says how many seconds the run has left (its ``budgets.wall_s``; None: no limit): a retry whose
+    wait would not end before then is not made, and the error says so. The retries are the host's time too.
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
@@ -76,10 +80,26 @@ def complete_with_retries(
             err.attempts = attempt
             if not err.transient or failures >= max_attempts:
                 raise
+            delay = backoff_delay(failures, backoff_s=backoff_s, backoff_max_s=backoff_max_s, rand=rand)
+            left = time_left() if time_left is not None else None
+            if left is not None and delay >= left:
+                raise out_of_time(err, left) from err
             if on_retry is not None:
                 on_retry(attempt, err, max_tokens)
-            sleep(backoff_delay(failures, backoff_s=backoff_s, backoff_max_s=backoff_max_s, rand=rand))
+            sleep(delay)
         attempt += 1
+
+
+def out_of_time(err: ProviderError, left: float) -> ProviderError:
+    """``err``, saying it was not retried because the run's time is spent."""
+    late = ProviderError(
+        f"{err}; not retried: the run has {max(left, 0.0):g} s left of budgets.wall_s",
+        transient=err.transient,
+        status=err.status,
+        malformed=err.malformed,
+    )
+    late.attempts = err.attempts
+    return late
 
 
 def is_transient_status(status: int) -> bool:
