@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -84,3 +86,20 @@ class Hook:
         out = json.loads(self("PreToolUse", tool_input={"command": command}, tool_use_id=call_id).stdout)
         spec = out["hookSpecificOutput"]
         return spec["permissionDecision"], spec["permissionDecisionReason"]
+
+
+#: The ``tether`` command, as this interpreter runs it.
+TETHER = [sys.executable, "-m", "tether.cli.main"]
+
+
+def hook_process(env: dict[str, str], data: dict[str, Any], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """One real ``tether hook claude-code`` process, run in ``cwd`` with ``env``, given ``data``."""
+    return subprocess.run(
+        [*TETHER, "hook", "claude-code"],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )

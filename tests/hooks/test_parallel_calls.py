@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import Hook, payload, wait_for
+from hookkit import TETHER, Hook, hook_process, payload, wait_for
 
 from tether.events.store import Event, EventStore
 from tether.hooks.daemon import stop_daemon
@@ -67,21 +66,6 @@ def test_a_pre_tool_use_decided_before_its_receipt_is_answered_as_before(tmp_pat
     assert decided(hook("PreToolUse", tool_input={"command": DANGER}, tool_use_id="t").stdout)[0] == "deny"
     assert decided(hook("PreToolUse", tool_input={"command": DANGER}, tool_use_id="t").stdout)[0] == "deny"
     assert len([e for e in events(tmp_path / ".tether" / "tether.db") if e.kind == "action.decided"]) == 1
-
-
-TETHER = [sys.executable, "-m", "tether.cli.main"]
-
-
-def hook_process(env: dict[str, str], data: dict[str, Any], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TETHER, "hook", "claude-code"],
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
 
 
 @pytest.mark.slow

@@ -49,6 +49,8 @@ from tether.status import ActionStatus
 from tether.typeless import TypeVar, cast
 
 from .calls import Call, CallError, hook_envelope, tether_calls
+from .pin import pin_paths, pinned
+from .pin import run_id_for as run_id_for  # its home was here: callers import it from this module
 from .wire import Outcome
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -78,18 +80,6 @@ class Settings:
     envelope: StrPath | None = None
     db: StoreSpec | None = None  # a file, or a postgresql:// URL (a text backends.is_url says is one)
     project: StrPath | None = None  # $CLAUDE_PROJECT_DIR
-
-
-#: The characters of a session id kept in its run's id as they are.
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-
-
-def run_id_for(agent: str, session_id: str) -> str:
-    """The run of an agent's session: its id as it is when every character is :data:`_SAFE` (and it is not
-    longer than 80), else its SHA-256. The filter is ``re.sub(r"[^A-Za-z0-9._-]", "", session_id)`` without
-    compiling that pattern on every cold call (~0.6 M instructions; ``tests/policy/test_names_without_patterns.py``)."""
-    safe = "".join(c for c in session_id if c in _SAFE)[:80]
-    return f"{agent}-{safe if safe == session_id else sha256_hex(session_id)[:32]}"
 
 
 #: What a resident process (the daemon) keeps between calls: open stores and the sessions' guards.
@@ -126,6 +116,19 @@ def release() -> None:
             continue
 
 
+def project_of(settings: Settings, data: dict[str, Any]) -> str:
+    """The session's project: the one the agent names (``$CLAUDE_PROJECT_DIR``); else, with a store named (``--db``,
+    ``$TETHER_DB``), this call's ``cwd``, which only a session's first call uses (the run it creates there records
+    its workspace, and every later call finds it in that store); else the one the session's first call pinned
+    (:mod:`.pin`: that call's ``cwd``), never this call's, which the agent's ``cd`` moves, and with it the store."""
+    if settings.project is not None:
+        return disk.resolve(settings.project)
+    if settings.db is not None:
+        return disk.resolve(str(data["cwd"]))
+    agent, session = settings.agent, str(data["session_id"])
+    return cached(("pin", *pin_paths(agent, session)), lambda: pinned(agent, session, str(data["cwd"])))
+
+
 def envelope_for(settings: Settings, workspace: str) -> tuple[str | None, bytes, tuple[Any, ...]]:
     """The envelope's file (see the module docstring for the order; None: the built-in envelope), its bytes as
     read (bounded: :func:`tether.envelope.source.read_bytes`; a missing or unreadable file raises as the loader
@@ -160,7 +163,7 @@ def governing(
 
 def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
     """The session's guard: its run created (with the test baseline) on the first hook call, else found."""
-    project = disk.resolve(settings.project or str(data["cwd"]))
+    project = project_of(settings, data)
     db = settings.db or places.join(project, DB_NAME)
     session = str(data["session_id"])
     run_id = run_id_for(settings.agent, session)
@@ -267,7 +270,7 @@ def restorer(folder: str | None, pending: Pending | None = None) -> Callable[[Gu
 def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
     """Leave the session's folded state for the next process that opens it cold, once enough was folded since
     the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
-    project = disk.resolve(settings.project or str(data["cwd"]))
+    project = project_of(settings, data)
     folder = checkpoints_of(settings.db or places.join(project, DB_NAME))
     if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY or plain.active():
         return  # a plain process (tether/plain.py) leaves it to the session's next call on the full path
