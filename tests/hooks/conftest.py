@@ -8,11 +8,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hookkit import Hook, unavailable
+from hookkit import Hook, unavailable, wait_for
 
 
 @pytest.fixture
@@ -75,3 +76,29 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(tmp_path / "no-daemon" / "hookd.sock"))
     return home
+
+
+@pytest.fixture
+def start_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[], tuple[Path, threading.Thread]]]:
+    """A daemon served by a thread of this process on a socket under tmp_path (``$TETHER_HOOK_SOCKET`` names it),
+    started when the test calls this (after its own monkeypatches), stopped at the end: its socket and the thread."""
+    from tether.hooks.daemon import serve, stop_daemon
+
+    sock = tmp_path / "d" / "hookd.sock"
+    threads: list[threading.Thread] = []
+
+    def start() -> tuple[Path, threading.Thread]:
+        sock.parent.mkdir(mode=0o700)
+        monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+        served = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60})
+        served.start()
+        threads.append(served)
+        wait_for(sock)
+        return sock, served
+
+    yield start
+    stop_daemon(str(sock))
+    for served in threads:
+        served.join(timeout=30)
