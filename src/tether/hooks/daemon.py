@@ -46,6 +46,9 @@ from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 IDLE_S = 30 * 60.0
 MAX_HEADER = 64 * 1024
 HANDSHAKE_S = 5.0  # a TCP peer that does not send its token within this is closed
+#: A client sends its whole request at once (a few KiB, at most 8 MiB, on a local socket): one that has not within
+#: this many seconds is closed, so a client that hangs halfway holds a thread of the daemon this long, not for ever.
+REQUEST_S = 10.0
 
 
 def modules_running() -> str:
@@ -343,7 +346,7 @@ def _admit(conn: socket.socket, endpoint: Endpoint, stop: threading.Event, path:
         _wake(path)
         return None
     conn.sendall(endpoint.server_token + b"\n")
-    conn.settimeout(None)  # a Stop's sensors may take minutes; the agent's own hook timeout bounds the client
+    conn.settimeout(REQUEST_S)  # the request: bounded; the reply, after a Stop's sensors, is not (_converse)
     return rest
 
 
@@ -376,11 +379,14 @@ def _converse(
         if rest is None:
             return
         header, raw = _read(conn, rest, b"\0")
+        conn.settimeout(None)  # a Stop's sensors may take minutes; the agent's own hook timeout bounds the client
         conn.sendall(_frame(respond(_tcp_request(header), raw, later)))
         return
     if _peer_uid(conn) != os.getuid():
         return
+    conn.settimeout(REQUEST_S)
     header, raw = _read(conn)
+    conn.settimeout(None)
     if header.get("op") == "stop":
         conn.sendall(b"stopped")  # before waking the loop: the process may exit right after
         stop.set()
