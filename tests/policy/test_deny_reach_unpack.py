@@ -376,3 +376,25 @@ def test_python_archive_modules_read_what_they_pack(module: str, tmp_path: Path)
     assert SECRET in (ws / "o" / "secrets" / "key.txt").read_text()
     d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
     assert d.verdict is Verdict.DENY, d.to_dict()
+
+
+SWAPPED = [
+    "cp evil.tar ok.tar && tar xf ok.tar",
+    "mv evil.tar ok.tar && tar xf ok.tar",
+    "cat evil.tar > ok.tar && tar xf ok.tar",
+    "ln -sf evil.tar ok.tar && tar xf ok.tar",
+    "cp evil.zip ok.zip && unzip -o ok.zip",
+    "cp evil.patch ok.patch && git apply ok.patch",
+    'python3 -c \'import shutil; shutil.copy("evil.tar", "ok.tar")\' && tar xf ok.tar',
+]
+NOT_SWAPPED = ["mkdir -p out && tar xf ok.tar -C out", "tar xf ok.tar && rm ok.tar", "ls && tar xf ok.tar"]
+
+
+@pytest.mark.parametrize(("command", "hides"), [(c, True) for c in SWAPPED] + [(c, False) for c in NOT_SWAPPED])
+def test_an_archive_written_earlier_in_the_same_line_is_not_read_now(command: str, hides: bool, tmp_path: Path) -> None:
+    """The gate reads ok.tar before the line runs; a command before the extraction replaces it with evil.tar: the
+    names read are not those written (all were allowed). An archive a command before it may have written (a file
+    or folder it names, or a program whose writes the tables do not name) is unknown: the reach decides."""
+    assert touches_secret(command, make(tmp_path / "run")) is hides
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is hides, d.to_dict()

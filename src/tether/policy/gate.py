@@ -161,9 +161,11 @@ class Gate:
         """``known``: filled with each command's effects by ``id`` (the caller keeps ``analysis`` alive)."""
         parts: list[Decision] = []
         secret_reads = False
+        earlier: list[tuple[SimpleCommand, Effects]] = []  # what ran before: an archive it wrote is not read now
         for cmd in analysis.commands:
             parts += self._script(tool, cmd, args, depth)
-            findings, secret, eff = self._command_findings(tool, cmd, args)
+            findings, secret, eff = self._command_findings(tool, cmd, args, earlier)
+            earlier.append((cmd, eff))
             if known is not None:
                 known[id(cmd)] = eff
             secret_reads = secret_reads or secret
@@ -226,19 +228,26 @@ class Gate:
         return [resolve(may, _UNKNOWN_COMMAND)] if may else []
 
     def _command_findings(
-        self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any]
+        self,
+        tool: str,
+        cmd: SimpleCommand,
+        args: Mapping[str, Any],
+        earlier: Sequence[tuple[SimpleCommand, Effects]] = (),
     ) -> tuple[list[Finding], bool, Effects]:
         out: list[Finding] = []
         eff = effects(cmd) if cmd.argv else Effects()
-        secret = self._places(cmd, eff, out)
+        secret = self._places(cmd, eff, out, earlier)
         if self.coding and cmd.argv:
             out = profile.findings_for(cmd, eff, self.context) + out
         if cmd.argv:
             out += self._rules(tool, args, lambda r: r.matches_command(cmd))
         return out, secret, eff
 
-    def _places(self, cmd: SimpleCommand, eff: Effects, out: list[Finding]) -> bool:
-        """Judge every place the command touches; return whether it reads a secret."""
+    def _places(
+        self, cmd: SimpleCommand, eff: Effects, out: list[Finding], earlier: Sequence[tuple[SimpleCommand, Effects]]
+    ) -> bool:
+        """Judge every place the command touches (``earlier``: the commands before it in the line); return whether
+        it reads a secret."""
         writes = list(eff.writes)
         reads = list(eff.reads)
         for r in cmd.redirects:
@@ -257,7 +266,7 @@ class Gate:
         for t in writes:
             self._write_place(t, cmd, out)
         for u in eff.unpacks:
-            self._unpack(u, cmd, out)
+            self._unpack(u, cmd, out, earlier)
         secret = False
         for t in reads:
             secret = self._read_place(t, cmd, out) or secret
@@ -480,17 +489,20 @@ class Gate:
         if verdict is not None:
             out.append(_hard(verdict, f"{what} {text!r}: "))
 
-    def _unpack(self, u: Unpack, cmd: SimpleCommand, out: list[Finding]) -> None:
+    def _unpack(
+        self, u: Unpack, cmd: SimpleCommand, out: list[Finding], earlier: Sequence[tuple[SimpleCommand, Effects]]
+    ) -> None:
         """An archive or patch written out under a directory writes what it names (``tar xf x.tar`` with a member
         ``secrets/key.txt``): each name is judged as a write, read from the archive now (:mod:`.archives`).
-        One it cannot list (a pipe, a run-time name, too big, links) may write anything under the directory:
-        DENY when the deny list may reach under it."""
+        One it cannot list (a pipe, a run-time name, too big, links, one a command before it in the line may have
+        written: ``cp evil.tar ok.tar && tar xf ok.tar``) may write anything under the directory: DENY when the
+        deny list may reach under it."""
         into = self.paths.resolve(u.into.text, cmd.cwd) if u.into.static else None
         archive = u.archive
         if archive.static and archive.text == "-":  # standard input: a file redirected in, else a pipe
             archive = next((r.target for r in cmd.redirects if r.op == "<" and r.target is not None), archive)
         path = self.paths.resolve(archive.text, cmd.cwd) if archive.static and archive.text != "-" else None
-        names = _names(u, path) if into is not None else None
+        names = _names(u, path) if into is not None and not self._rewritten(path, earlier) else None
         if names is None or into is None:
             where = into if into is not None else self.workspace
             reach = self.paths.deny_reach(where)
@@ -507,6 +519,24 @@ class Gate:
                 if verdict is not None:
                     out.append(_hard(verdict, f"{cmd.name} writes {name!r} out of {archive.text!r}: "))
                     return
+
+    def _rewritten(self, path: str | None, earlier: Sequence[tuple[SimpleCommand, Effects]]) -> bool:
+        """Whether a command before, in the same line, may have written ``path`` (the gate reads it before any of
+        them runs): a file or folder it names as written holding it, one not known, or a program whose writes the
+        tables do not name (an interpreter, a build tool, git)."""
+        if path is None or not earlier:
+            return False
+        for cmd, eff in earlier:
+            spec = SPECS.get(cmd.name)
+            if cmd.argv and cmd.name not in _NAMED_WRITERS and (spec is None or spec.kind != "read"):
+                return True
+            words = [t.word for t in eff.writes] + [u.into for u in eff.unpacks]
+            words += [r.target for r in cmd.redirects if r.writes and r.target is not None]
+            for w in words:
+                place = self.paths.resolve(w.text, cmd.cwd) if w.static else None
+                if place is None or places.within(path, place):
+                    return True
+        return False
 
     def _unpacked(self, top: str, name: str, guessed: bool) -> PlaceVerdict | None:
         """The verdict on one name an archive writes under ``top`` (a leading / is dropped, as tar and unzip do);
@@ -891,6 +921,13 @@ def _glob_depth(text: str) -> int:
     """How many levels below its known directory a glob reaches: ``build/*/*`` two, ``src/*.py`` one."""
     cut = min((text.find(c) for c in "*?[" if c in text), default=len(text))
     return text[text.rfind("/", 0, cut) + 1 :].count("/") + 1
+
+
+#: Programs whose effects name every file they write (their tables or a function of :mod:`.effects`): a command
+#: line's earlier writes are known through them; any other program but a reader may write anything.
+_NAMED_WRITERS = frozenset(
+    {"cp", "mv", "ln", "install", "mkdir", "touch", "tee", "rm", "rmdir", "tar", "bsdtar", "unzip", "curl", "wget"}
+) | {"dd", "chmod", "chown", "truncate", "gzip", "gunzip", "xz", "bzip2", "zstd", "patch"}
 
 
 def _names(u: Unpack, path: str | None) -> list[str] | None:
