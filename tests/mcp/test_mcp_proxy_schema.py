@@ -125,6 +125,9 @@ def test_a_hostile_upstream_gets_only_gated_calls_and_its_own_requests_reach_nob
     assert sorted(listed) == ["search_notes"], "an invalid schema is not offered, an undeclared tool never"
     assert next(t for t in proxy.offered()).description == "the notes server's search_notes"
     assert not search.is_error and _text(search) == 'REACHED {"query": "gro"}'
+    meta = search.meta or {}
+    assert "dev.tether/decision" not in meta and "dev.tether/approval" not in meta, "tether's keys are tether's"
+    assert meta["upstream/own"] == 1 and meta["dev.tether/provenance"]["trust"] == "untrusted"
     assert crash.is_error and "REACHED" not in _text(crash) and "mcp:arguments" in _text(crash), _text(crash)
     assert undeclared.is_error and "envelope:undeclared-tool" in _text(undeclared)
     assert long.is_error and "REACHED" not in _text(long)

@@ -63,6 +63,9 @@ Context = ServerRequestContext[Any, Any]
 POLL_S = 0.25
 #: The ``_meta`` key of the provenance label on every forwarded result.
 META_KEY = "dev.tether/provenance"
+#: tether's ``_meta`` keys (the provenance label, a decision, an approval): an upstream's result is passed on without
+#: any of its own under this prefix, so a forged decision or label never reaches the client as tether's.
+TETHER_META = "dev.tether/"
 APPROVE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"approve": {"type": "boolean", "title": "Approve this call once"}},
@@ -174,7 +177,8 @@ class Proxy:
         ok = not result.is_error
         error = "" if ok else text or "the server reported an error"
         self.guard.completed(answer.call_id, ok=ok, output=text, error=error, duration_s=time.monotonic() - began)
-        meta = {**(result.meta or {}), META_KEY: self.label(answer)}
+        own = {k: v for k, v in (result.meta or {}).items() if not k.startswith(TETHER_META)}  # never the upstream's
+        meta = {**own, META_KEY: self.label(answer)}
         return result.model_copy(update={"meta": meta})
 
     def label(self, answer: Answer) -> dict[str, str]:
