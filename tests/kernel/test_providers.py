@@ -504,3 +504,22 @@ def test_retries_stop_when_the_runs_wall_time_is_spent(provider: Provider, serve
     assert len(server.requests) <= 3 and failed["attempts"] == len(server.requests)
     assert "budgets.wall_s" in failed["error"]
     assert not out.of("model.responded") and not out.of("action.started")
+
+
+LOOKALIKES = ["Edit_file", "EDIT_FILE", "edit_f\u0456le", "edit_file\u200b", "\uff45dit_file", " edit_file"]
+"""edit_file by case, a Cyrillic i, a zero-width space, a fullwidth e, a leading space: none of them is it."""
+
+
+def test_a_tool_name_that_only_looks_like_an_offered_one_never_runs(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    calls = [(f"call_{i}", name, FIX["args"]) for i, name in enumerate(LOOKALIKES)]
+    many = anthropic_message(tool_uses=calls) if provider is ANTHROPIC else openai_chat(tool_calls=calls)
+    server.push(many, provider.refusal("stopping"))
+    before = (envelope.parent / "project" / "src" / "stats" / "core.py").read_text()
+    out = run(provider, server, envelope)
+    assert not out.of("action.started") and not out.of("action.decided"), out.proc.stdout + out.proc.stderr
+    invalid = {p["tool"]: p["error"] for p in out.of("action.invalid")}
+    assert sorted(invalid) == sorted(LOOKALIKES) and all("unknown tool" in e for e in invalid.values())
+    assert (envelope.parent / "project" / "src" / "stats" / "core.py").read_text() == before
+    assert out.contract["status"] == "NEEDS_INPUT"

@@ -315,3 +315,77 @@ def test_retry_after_never_decides_a_wait(servers: tuple[WireServer, WireServer]
     )  # fmt: skip
     assert (r.text, attempts, sleeps) == ("after the wait", 3, [0.5, 1.0])
     assert time.monotonic() - began < 5 and len(configured.requests) == 3
+
+
+# ---- a stream where a reply was asked for, a body cut mid tool call -----------------------------------------
+
+
+def cut_call(kind: str) -> bytes:
+    """A reply with a tool call that stops in the middle of its arguments."""
+    if kind == "openai":
+        whole = openai_chat(tool_calls=[("call_a", "bash", {"command": "rm -rf build && make"})]).body
+    else:
+        whole = anthropic_message(tool_uses=[("toolu_a", "bash", {"command": "rm -rf build && make"})]).body
+    text = json.dumps(whole).encode()
+    return text[: text.index(b"rm -rf") + 6]
+
+
+def test_a_body_cut_mid_tool_call_is_a_lost_connection_and_nothing_of_it_is_kept(kind: str) -> None:
+    """Content-Length promises more than comes, then the connection closes: the SDK never parses the part that
+    came, the failure is transient (retried whole), and no call of it reaches the host."""
+    part = cut_call(kind)
+
+    def answer(out: BufferedIOBase) -> None:
+        out.write(head(content_length=str(len(part) + 100)) + part)
+
+    err = refused(kind, answer)
+    assert err.transient and not err.malformed
+
+
+@pytest.mark.parametrize("as_chunks", [False, True])
+def test_a_complete_body_that_is_cut_json_is_malformed(kind: str, as_chunks: bool) -> None:
+    """The bytes all came (the server said so) but the JSON stops mid call: unreadable, not a call with {} args."""
+    part = cut_call(kind)
+
+    def answer(out: BufferedIOBase) -> None:
+        if as_chunks:
+            chunked(out, iter([part]))
+        else:
+            out.write(head(content_length=str(len(part))) + part)
+
+    err = refused(kind, answer)
+    assert err.malformed and not err.transient
+
+
+def sse(kind: str) -> bytes:
+    """What a server streaming its answer sends: events, a tool call split across them, an error event mid-way."""
+    if kind == "openai":
+        events = [
+            {
+                "choices": [
+                    {"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "bash"}}]}}
+                ]
+            },
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"comm'}}]}}]},
+            {"error": {"message": "overloaded", "type": "server_error"}},
+        ]
+        lines = [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
+    else:
+        lines = [
+            'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, "content_block": '
+            '{"type": "tool_use", "id": "t", "name": "bash", "input": {}}}\n\n',
+            'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}\n\n',
+        ]
+    return "".join(lines).encode()
+
+
+def test_a_stream_where_one_reply_was_asked_for_is_malformed(kind: str) -> None:
+    """tether never asks for a stream: an SSE answer (a tool call split across events, an error event mid-way)
+    is not JSON, so it is unreadable and nothing in it is a call."""
+    body = sse(kind)
+
+    def answer(out: BufferedIOBase) -> None:
+        out.write(head(content_length=str(len(body))).replace(b"application/json", b"text/event-stream") + body)
+
+    err = refused(kind, answer)
+    assert err.malformed and not err.transient
