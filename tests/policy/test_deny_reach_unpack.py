@@ -398,3 +398,32 @@ def test_an_archive_written_earlier_in_the_same_line_is_not_read_now(command: st
     assert touches_secret(command, make(tmp_path / "run")) is hides
     d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
     assert (d.verdict is Verdict.DENY) is hides, d.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("cpio -i < evil.tar", True),
+        ("cpio -idv < evil.tar", True),
+        ("cpio -i -F evil.tar", True),
+        ("cpio --extract --file=evil.tar", True),
+        ("find secrets | cpio -o > x.cpio", True),
+        ("7z x evil.zip", True),
+        ("7z x -y evil.tar", True),
+        ("7za e evil.zip", True),
+        ("7z a out.7z secrets", True),
+        ("7z a out.7z @list0", True),
+        ("cpio -i -D src < evil.tar", False),
+        ("cpio -it < evil.tar", False),
+        ("7z x evil.zip -osrc", False),
+        ("7z l evil.zip", False),
+        ("7z a out.7z src", False),
+    ],
+)
+def test_cpio_and_7z_write_names_the_gate_does_not_read(command: str, refused: bool, tmp_path: Path) -> None:
+    """cpio and 7-Zip are not in the profile (they ask) and not installed here to run; their manuals: ``cpio -i``
+    writes an archive's members under ``-D`` or here, ``-o``/``-p`` read the files named on standard input, 7z
+    ``x``/``e`` write under ``-o``, ``a`` reads its files. The gate reads neither format: the target's reach decides,
+    a HARD DENY an allow rule for them cannot lift (they only asked)."""
+    d = gate(make(tmp_path / "ws")).decide("bash", {"command": command})
+    assert (d.verdict is Verdict.DENY) is refused, d.to_dict()

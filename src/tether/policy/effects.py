@@ -203,6 +203,48 @@ def _patch(cmd: SimpleCommand, e: Effects) -> None:
     e.unpacks.append(Unpack(inputs[-1] if inputs else Word.lit("-"), into, "diff", renamed=renamed))
 
 
+def _cpio(cmd: SimpleCommand, e: Effects) -> None:
+    """cpio's copy-in (``-i``) writes an archive's members under ``-D DIR`` (or here), from standard input or
+    ``-F``/``-I FILE``; copy-out (``-o``) and pass-through (``-p DIR``) read the files named on standard input, any
+    file, and pass-through writes them under DIR. The gate does not read cpio archives: their names are unknown."""
+    long, short = _long_short(cmd)
+    values = {n: _option_value(cmd, (n,)) for n in ("-D", "--directory", "-F", "--file", "-I", "-O")}
+    into = (values["-D"] + values["--directory"] + [Word.lit(".")])[0]
+    if ("i" in short or "--extract" in long) and not ("t" in short or "--list" in long):  # -it only lists
+        archive = (values["-F"] + values["--file"] + values["-I"] + [Word.lit("-")])[0]
+        e.unpacks.append(Unpack(archive, into, "cpio"))
+    if short & {"o", "p"} or long & {"--create", "--pass-through"}:
+        e.reads.append(Target(_ANYWHERE, True))
+        e.writes += [Target(w) for w in values["-F"] + values["--file"] + values["-O"]]
+    if "p" in short or "--pass-through" in long:
+        e.unpacks += [Unpack(Word.lit("-"), w, "cpio") for w in operands(cmd, _CPIO_VALUES)[:1]]
+
+
+_CPIO_VALUES = frozenset(("-D", "-F", "-I", "-O", "-H", "-E", "-M", "-R", "--directory", "--file", "--format"))
+
+
+def _seven_zip(cmd: SimpleCommand, e: Effects) -> None:
+    """7-Zip: ``x``/``e ARCHIVE`` write its members under ``-oDIR`` (names the gate does not read: unknown), ``a``/``u
+    ARCHIVE FILES`` read the files (whole trees) into it, an ``@list`` or ``-i@list`` any file."""
+    ops = [w for w in cmd.args if not w.text.startswith("-")]
+    verb = ops[0].text if ops else ""
+    if verb in ("x", "e") and len(ops) > 1:
+        out = [Word(w.text[2:], w.static, w.prefix[2:]) for w in cmd.args if w.text.startswith("-o")]
+        e.unpacks.append(Unpack(ops[1], [*out, Word.lit(".")][0], "7z"))
+    elif verb in ("a", "u") and len(ops) > 1:
+        e.writes.append(Target(ops[1]))
+        e.reads += [Target(w, True) for w in ops[2:] if not w.text.startswith("@")]
+    if any("@" in w.text[:3] for w in cmd.args[1:]):
+        e.reads.append(Target(_ANYWHERE, True))
+
+
+def _long_short(cmd: SimpleCommand) -> tuple[set[str], set[str]]:
+    """A command's long options (without ``=value``) and the letters of its short ones."""
+    long = {w.text.split("=", 1)[0] for w in cmd.args if w.text.startswith("--")}
+    short = {c for w in cmd.args if w.text[:1] == "-" and w.text[1:2] not in ("-", "") for c in w.text[1:]}
+    return long, short
+
+
 def _python_module(cmd: SimpleCommand) -> tuple[str, list[Word]]:
     """The module ``python [OPTIONS] -m MOD ARGS`` runs and its arguments ("" when it runs something else)."""
     args = list(cmd.args)
@@ -445,6 +487,11 @@ _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
     "tar": _tar,
     "unzip": _unzip,
     "patch": _patch,
+    "cpio": _cpio,
+    "7z": _seven_zip,
+    "7za": _seven_zip,
+    "7zr": _seven_zip,
+    "7zz": _seven_zip,
     "jq": _jq,
     "bsdtar": _tar,
     "rsync": _transfer,
