@@ -54,10 +54,16 @@ def test_a_pre_tool_use_after_its_receipt_is_judged_by_the_gate(tmp_path: Path, 
     assert decisions[0]["call_id"].startswith("late~"), "judged under an id of its own: the receipt's call stays run"
     receipts = [e.payload["call_id"] for e in log if e.kind == "action.completed"]
     assert receipts == ["late"]
+    bypassed = [e.payload for e in log if e.kind == "hook.bypassed"]
+    if verdict == "deny":  # it ran before tether could say no: flagged, naming the call the receipt recorded
+        assert [(b["call_id"], b["verdict"], b["event"]) for b in bypassed] == [("late", "DENY", "PreToolUse")]
+    else:
+        assert bypassed == []
     again, _ = decided(hook("PreToolUse", tool_input={"command": command}, tool_use_id="late").stdout)
     assert again == verdict, "asked again (a client that retried), the same answer"
     log = events(tmp_path / ".tether" / "tether.db")
     assert len([e for e in log if e.kind == "action.decided"]) == 1, "and not judged twice"
+    assert len([e for e in log if e.kind == "hook.bypassed"]) == len(bypassed), "nor flagged twice"
 
 
 def test_a_pre_tool_use_decided_before_its_receipt_is_answered_as_before(tmp_path: Path) -> None:

@@ -35,4 +35,7 @@ class HookBypassed(Payload):
     verdict: str = Field(description="What tether had answered the agent: DENY, or ASK (a refusal for Codex).")
     rule: str = Field("", description="The rule that decided.")
     reason: str = ""
-    event: str = Field(description="The hook event that reported the run (PostToolUse or PostToolUseFailure).")
+    event: str = Field(
+        description="The hook event that reported the run (PostToolUse or PostToolUseFailure), or PreToolUse: the"
+        " call's receipt came first, and its proposal, judged after it ran, was refused."
+    )

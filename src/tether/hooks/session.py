@@ -429,7 +429,28 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
         _check(guard, c, call_id if i == 0 else f"{call_id}#{i}", head if i == 0 else (), turn)
         for i, c in enumerate(calls)
     ]
+    ran = [b for b in (ran_unjudged(guard, agent, a) for a in answers) if b is not None]
+    if ran:
+        guard.record(ran)
     return _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
+
+
+def ran_unjudged(guard: Guard, agent: str, answer: Answer) -> Payload | None:
+    """A ``hook.bypassed`` for a call whose receipt came before its proposal (judged under ``<id>~…``:
+    guard/session.py ``_judged_after``) when the gate refuses it: it ran before tether could say no."""
+    base, judged = answer.call_id.rpartition("~")[0], guard.state.actions.get(answer.call_id)
+    before = guard.state.actions.get(base) if base else None
+    refused = Verdict.DENY, *((Verdict.ASK,) if agent == "codex" else ())
+    if before is None or judged is None or before.verdict is not None or answer.verdict not in refused:
+        return None
+    if before.args_hash != judged.args_hash or before.status not in (ActionStatus.COMPLETED, ActionStatus.FAILED):
+        return None
+    if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == base for e in guard.events):
+        return None  # asked again (rare: only such a call gets here): flagged once
+    from tether.events.kinds_hooks import HookBypassed  # a later kind module (events/payload.py LATER): rare
+
+    verdict, rule, reason = answer.verdict.name, answer.rule, answer.reason
+    return HookBypassed(call_id=base, tool=before.tool, verdict=verdict, rule=rule, reason=reason, event="PreToolUse")
 
 
 def _check(guard: Guard, call: Call, call_id: str, lead: Sequence[Payload], turn: int) -> Answer:

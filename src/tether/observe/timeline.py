@@ -256,8 +256,9 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
         + (" (its whole budgets: it has not ended)" if p["reserved"] else "")
     ),
     "hook.bypassed": lambda p: (
-        f"    [bold red]BYPASSED[/] {escape(p['call_id'])} ({escape(p['tool'])}) ran after tether answered "
-        f"{p['verdict']} ({escape(p['rule'])}): {_short(p['reason'])}"
+        f"    [bold red]BYPASSED[/] {escape(p['call_id'])} ({escape(p['tool'])}) ran "
+        + ("before tether judged it " if p.get("event") == "PreToolUse" else "after tether answered ")
+        + f"{p['verdict']} ({escape(p['rule'])}): {_short(p['reason'])}"
     ),
     "mcp.failed": lambda p: f"[red]MCP server {escape(p['server'])} did not start[/]: {_short(p['error'], 160)}",
 }
