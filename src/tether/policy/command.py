@@ -94,3 +94,36 @@ def shell_tilde(text: str) -> str | None:
 def command_name(text: str) -> str:
     """``/usr/bin/rm`` → ``rm``. Escapes and quotes are already gone from ``text``."""
     return text.rsplit("/", 1)[-1] if "/" in text.rstrip("/") else text
+
+
+def operands(cmd: SimpleCommand, value_flags: frozenset[str] = frozenset()) -> list[Word]:
+    """The non-option words, skipping the values of ``value_flags`` (for programs without a table)."""
+    out: list[Word] = []
+    args = cmd.args
+    i = 0
+    dashdash = False
+    while i < len(args):
+        t = args[i].text
+        if not dashdash and t == "--":
+            dashdash = True
+        elif not dashdash and t.startswith("-") and len(t) > 1:
+            if t in value_flags:
+                i += 1
+        else:
+            out.append(args[i])
+        i += 1
+    return out
+
+
+def option_value(cmd: SimpleCommand, names: tuple[str, ...]) -> list[Word]:
+    out: list[Word] = []
+    args = cmd.args
+    for i, w in enumerate(args):
+        for n in names:
+            if w.text == n and i + 1 < len(args):
+                out.append(args[i + 1])
+            elif n.startswith("--") and w.text.startswith(n + "="):
+                out.append(Word(w.text[len(n) + 1 :], w.static, w.prefix[len(n) + 1 :]))
+            elif not n.startswith("--") and w.text.startswith(n) and len(w.text) > len(n) and len(n) == 2:
+                out.append(Word(w.text[2:], w.static, w.prefix[2:]))
+    return out

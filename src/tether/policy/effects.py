@@ -13,7 +13,8 @@ from tether import places
 from tether.records import dataclass, field
 
 from . import interp, programs
-from .command import SimpleCommand, Word
+from .command import SimpleCommand, Word, operands
+from .command import option_value as _option_value
 from .knowledge import LINK_FOLLOWERS, RESPONSE_FILES, SPECS
 from .programs import Role
 
@@ -62,39 +63,6 @@ _FIND_FILTERS = frozenset(
 )
 
 
-def operands(cmd: SimpleCommand, value_flags: frozenset[str] = frozenset()) -> list[Word]:
-    """The non-option words, skipping the values of ``value_flags`` (for programs without a table)."""
-    out: list[Word] = []
-    args = cmd.args
-    i = 0
-    dashdash = False
-    while i < len(args):
-        t = args[i].text
-        if not dashdash and t == "--":
-            dashdash = True
-        elif not dashdash and t.startswith("-") and len(t) > 1:
-            if t in value_flags:
-                i += 1
-        else:
-            out.append(args[i])
-        i += 1
-    return out
-
-
-def _option_value(cmd: SimpleCommand, names: tuple[str, ...]) -> list[Word]:
-    out: list[Word] = []
-    args = cmd.args
-    for i, w in enumerate(args):
-        for n in names:
-            if w.text == n and i + 1 < len(args):
-                out.append(args[i + 1])
-            elif n.startswith("--") and w.text.startswith(n + "="):
-                out.append(Word(w.text[len(n) + 1 :], w.static, w.prefix[len(n) + 1 :]))
-            elif not n.startswith("--") and w.text.startswith(n) and len(w.text) > len(n) and len(n) == 2:
-                out.append(Word(w.text[2:], w.static, w.prefix[2:]))
-    return out
-
-
 def effects(cmd: SimpleCommand) -> Effects:
     """The file effects of one simple command (redirections are handled by the gate)."""
     e = Effects()
@@ -106,8 +74,8 @@ def effects(cmd: SimpleCommand) -> Effects:
         spec = SPECS.get(name)
         if spec is not None:
             _from_table(cmd, spec, e)
-    if interp.is_python(name):
-        _python_archiver(cmd, e)
+    if name in _EXTRACTORS or (interp.is_python(name) and any(w.text[:2] == "-m" for w in cmd.args)):
+        _extract(cmd, e)
     follow = LINK_FOLLOWERS.get(name)
     if follow is not None and _has_option(tar_args(list(cmd.args)) if name in ("tar", "bsdtar") else cmd.args, follow):
         e.reads = [Target(t.word, t.recursive, t.delete, True) for t in e.reads]
@@ -175,118 +143,17 @@ def _git_patch(parsed: programs.Parsed, e: Effects) -> None:
         e.unpacks.append(Unpack(archive, into, "patch", renamed=renamed, prefix=prefix))
 
 
-#: patch(1)'s options that take a value, and those that put a backup copy of a patched file elsewhere.
-_PATCH_VALUES = frozenset(
-    ("-p", "-d", "-i", "-o", "-r", "-B", "-Y", "-z", "-V", "-D", "-F", "-g", "--strip", "--input")
-)
-_PATCH_BACKUPS = ("-B", "--prefix", "-Y", "--basename-prefix", "-z", "--suffix")
+#: Programs :mod:`.extractors` reads (imported only for them: most hook calls run none).
+_EXTRACTORS = frozenset({"patch", "cpio", "7z", "7za", "7zr", "7zz"})
 
 
-def _patch(cmd: SimpleCommand, e: Effects) -> None:
-    """patch(1) writes the files its patch (standard input, ``-i FILE`` or a second operand) names, from ``-d DIR``
-    (where it moves first: the other names are from there), or the one file a first operand names; ``-o`` and
-    ``-r`` name files it writes; a backup prefix or suffix may put a copy of a patched file anywhere (unknown)."""
-    into = [Word.lit("."), *_option_value(cmd, ("-d", "--directory"))][-1]
+def _extract(cmd: SimpleCommand, e: Effects) -> None:
+    from . import extractors
 
-    def moved(w: Word) -> Word:
-        return Word.lit(places.join(into.text, w.text)) if w.static and into.static and w.text != "-" else w
-
-    ops = [moved(w) for w in operands(cmd, _PATCH_VALUES)]
-    inputs = [moved(w) for w in _option_value(cmd, ("-i", "--input"))] + ops[1:2]
-    e.reads += [Target(w) for w in inputs]
-    if any(w.text == "--dry-run" for w in cmd.args):
-        return
-    e.writes += [Target(w) for w in ops[:1]]
-    outputs = _option_value(cmd, ("-o", "--output", "-r", "--reject-file"))
-    e.writes += [Target(moved(w)) for w in outputs if w.text != "-"]
-    renamed = bool(_option_value(cmd, _PATCH_BACKUPS)) or not into.static
-    e.unpacks.append(Unpack(inputs[-1] if inputs else Word.lit("-"), into, "diff", renamed=renamed))
-
-
-def _cpio(cmd: SimpleCommand, e: Effects) -> None:
-    """cpio's copy-in (``-i``) writes an archive's members under ``-D DIR`` (or here), from standard input or
-    ``-F``/``-I FILE``; copy-out (``-o``) and pass-through (``-p DIR``) read the files named on standard input, any
-    file, and pass-through writes them under DIR. The gate does not read cpio archives: their names are unknown."""
-    long, short = _long_short(cmd)
-    values = {n: _option_value(cmd, (n,)) for n in ("-D", "--directory", "-F", "--file", "-I", "-O")}
-    into = (values["-D"] + values["--directory"] + [Word.lit(".")])[0]
-    if ("i" in short or "--extract" in long) and not ("t" in short or "--list" in long):  # -it only lists
-        archive = (values["-F"] + values["--file"] + values["-I"] + [Word.lit("-")])[0]
-        e.unpacks.append(Unpack(archive, into, "cpio"))
-    if short & {"o", "p"} or long & {"--create", "--pass-through"}:
-        e.reads.append(Target(_ANYWHERE, True))
-        e.writes += [Target(w) for w in values["-F"] + values["--file"] + values["-O"]]
-    if "p" in short or "--pass-through" in long:
-        e.unpacks += [Unpack(Word.lit("-"), w, "cpio") for w in operands(cmd, _CPIO_VALUES)[:1]]
-
-
-_CPIO_VALUES = frozenset(("-D", "-F", "-I", "-O", "-H", "-E", "-M", "-R", "--directory", "--file", "--format"))
-
-
-def _seven_zip(cmd: SimpleCommand, e: Effects) -> None:
-    """7-Zip: ``x``/``e ARCHIVE`` write its members under ``-oDIR`` (names the gate does not read: unknown), ``a``/``u
-    ARCHIVE FILES`` read the files (whole trees) into it, an ``@list`` or ``-i@list`` any file."""
-    ops = [w for w in cmd.args if not w.text.startswith("-")]
-    verb = ops[0].text if ops else ""
-    if verb in ("x", "e") and len(ops) > 1:
-        out = [Word(w.text[2:], w.static, w.prefix[2:]) for w in cmd.args if w.text.startswith("-o")]
-        e.unpacks.append(Unpack(ops[1], [*out, Word.lit(".")][0], "7z"))
-    elif verb in ("a", "u") and len(ops) > 1:
-        e.writes.append(Target(ops[1]))
-        e.reads += [Target(w, True) for w in ops[2:] if not w.text.startswith("@")]
-    if any("@" in w.text[:3] for w in cmd.args[1:]):
-        e.reads.append(Target(_ANYWHERE, True))
-
-
-def _long_short(cmd: SimpleCommand) -> tuple[set[str], set[str]]:
-    """A command's long options (without ``=value``) and the letters of its short ones."""
-    long = {w.text.split("=", 1)[0] for w in cmd.args if w.text.startswith("--")}
-    short = {c for w in cmd.args if w.text[:1] == "-" and w.text[1:2] not in ("-", "") for c in w.text[1:]}
-    return long, short
-
-
-def _python_module(cmd: SimpleCommand) -> tuple[str, list[Word]]:
-    """The module ``python [OPTIONS] -m MOD ARGS`` runs and its arguments ("" when it runs something else)."""
-    args = list(cmd.args)
-    valued = False  # the word is the value of -X or -W
-    for i, w in enumerate(args):
-        if valued:
-            valued = False
-        elif w.text == "-m" and i + 1 < len(args):
-            return args[i + 1].text, args[i + 2 :]
-        elif w.text.startswith("-m"):
-            return w.text[2:], args[i + 1 :]
-        elif not w.text.startswith("-") or w.text in ("-c", "-") or w.text.startswith("-c"):
-            break
-        valued = w.text in ("-X", "-W")
-    return "", []
-
-
-def _python_archiver(cmd: SimpleCommand, e: Effects) -> None:
-    """``python -m tarfile`` and ``python -m zipfile`` are tar and unzip: ``-e ARCHIVE [DIR]`` writes the archive's
-    names under DIR, ``-c NAME FILE…`` reads the files into NAME (argparse: any ``--e…``/``--c…`` abbreviation, a
-    value glued to ``-e``, the flag ``-v`` before it)."""
-    mod, args = _python_module(cmd)
-    kind = {"tarfile": "tar", "zipfile": "zip"}.get(mod)
-    if kind is None:
-        return
-    for i, w in enumerate(args):
-        t = w.text
-        mode = "e" if t.startswith(("-e", "--e", "-ve")) else "c" if t.startswith(("-c", "--c", "-vc")) else ""
-        if not mode:
-            continue
-        glued = t[t.index(mode) + 1 :] if not t.startswith("--") else t.partition("=")[2]
-        values = [Word(glued, w.static, w.prefix)] if glued else []
-        for v in args[i + 1 :]:
-            if v.text.startswith("-"):
-                break
-            values.append(v)
-        if mode == "e":
-            into = values[1] if len(values) > 1 else Word.lit(".")
-            e.unpacks.append(Unpack(values[0] if values else _ANYWHERE, into, kind))
-        else:
-            e.writes += [Target(v) for v in values[:1]]
-            e.reads += [Target(v, True) for v in values[1:]]
+    found = extractors.found(cmd)
+    e.reads += [Target(w, deep) for w, deep in found.reads]
+    e.writes += [Target(w) for w in found.writes]
+    e.unpacks += [Unpack(a, into, kind, renamed=renamed) for a, into, kind, renamed in found.unpacks]
 
 
 def _has_option(args: Sequence[Word], names: frozenset[str]) -> bool:
@@ -486,12 +353,6 @@ _SPECIAL: dict[str, Callable[[SimpleCommand, Effects], None]] = {
     "dd": _dd,
     "tar": _tar,
     "unzip": _unzip,
-    "patch": _patch,
-    "cpio": _cpio,
-    "7z": _seven_zip,
-    "7za": _seven_zip,
-    "7zr": _seven_zip,
-    "7zz": _seven_zip,
     "jq": _jq,
     "bsdtar": _tar,
     "rsync": _transfer,

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
+    from . import rewrites
+
 _UNKNOWN_COMMAND = RuleMatch(
     "default:unknown-command", Verdict.ASK, "not a known read-only command and no rule allows it"
 )
@@ -377,6 +379,8 @@ class Gate:
         here = _git_dir(parsed, cmd.cwd)
         if scope is None:
             return
+        from . import rewrites  # a rewrite is judged: only now (see the module)
+
         # git's directory, work tree or configuration moved (--git-dir, -c core.worktree=, GIT_INDEX_FILE=): the index
         # and commits the gate would read are not those git uses
         moved = bool(parsed.code) or parsed.has("--namespace") or any(n[:4] == "GIT_" for n, _ in cmd.env)
@@ -388,18 +392,18 @@ class Gate:
         roots = [r for r in found_roots if r is not None]
         if top is None or not roots or len(roots) < len(scope):
             roots = [top or self.workspace]
-        if sub == "clean" or (sub == "stash" and _stashes_untracked(words)):
+        if sub == "clean" or (sub == "stash" and rewrites.stashes_untracked(words)):
             found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
         else:
-            sources = _rewrite_sources(sub, words)
+            sources = rewrites.sources(sub, words)
             if sources is not None and sub == "checkout" and here is not None and top is not None:
-                sources = (_revisions_only(sources[0], here, top), *sources[1:])
+                sources = (rewrites.revisions_only(sources[0], here, top), *sources[1:])
             found = self._tracked_hidden(top, roots, sources)
         if found is not None:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
 
-    def _tracked_hidden(self, top: str | None, roots: list[str], sources: _Sources | None) -> str | None:
+    def _tracked_hidden(self, top: str | None, roots: list[str], sources: rewrites.Sources | None) -> str | None:
         """A file the index of ``top`` tracks, or a commit the command writes from holds (``sources``), under one of
         ``roots`` that the deny list hides (as a quoted path); or the pattern that may reach one when the index or
         the commits cannot be read."""
@@ -526,9 +530,11 @@ class Gate:
         tables do not name (an interpreter, a build tool, git)."""
         if path is None or not earlier:
             return False
+        from . import rewrites  # an archive after other commands: only now (see the module)
+
         for cmd, eff in earlier:
             spec = SPECS.get(cmd.name)
-            if cmd.argv and cmd.name not in _NAMED_WRITERS and (spec is None or spec.kind != "read"):
+            if cmd.argv and cmd.name not in rewrites.NAMED_WRITERS and (spec is None or spec.kind != "read"):
                 return True
             words = [t.word for t in eff.writes] + [u.into for u in eff.unpacks]
             words += [r.target for r in cmd.redirects if r.writes and r.target is not None]
@@ -819,62 +825,6 @@ def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
     return None
 
 
-#: What a rewrite writes from besides the index: revisions, whether their parents too, the upstream a rebase replays
-#: its commits onto (``gitindex.committed``'s arguments).
-_Sources = tuple[list[str], bool, str | None]
-#: The options of each rewriting subcommand whose value is the next word (not a revision): skipping one too few only
-#: makes its value an unknown revision (fail closed), one too many would miss a revision.
-_REWRITE_VALUES = {
-    "checkout": {"-b", "-B", "--orphan", "--conflict"},
-    "switch": {"-c", "-C", "--create", "--force-create", "--orphan", "--conflict"},
-    "merge": {"-m", "-s", "-X", "-F", "--message", "--strategy", "--strategy-option", "--file"},
-    "restore": {"-s", "--source"},
-}
-
-
-def _rewrite_sources(sub: str, rest: list[str]) -> _Sources | None:
-    """The commits whose files ``git SUB REST`` may write besides those the index lists (a branch checked out, a hard
-    reset's target, what a merge brings in: git writes them over an ignored file too); None when they cannot be told
-    (a pull fetches them, a stash's, a range, a value only known at run time)."""
-    head = rest[: rest.index("--")] if "--" in rest else rest
-    valued = _REWRITE_VALUES.get(sub, set())
-    revs = [w for i, w in enumerate(head) if not w.startswith("-") and (i == 0 or head[i - 1] not in valued)]
-    if "*" in revs or any(".." in r for r in revs):
-        return None
-    if sub in ("checkout", "switch"):
-        return revs, False, None
-    if sub == "restore":
-        source = [w.split("=", 1)[1] for w in head if w.startswith("--source=")]
-        source += [w[2:] for w in head if w.startswith("-s") and len(w) > 2]
-        source += [head[i + 1] for i, w in enumerate(head[:-1]) if w in ("-s", "--source")]
-        return source, False, None
-    if sub == "reset" or (sub == "stash" and (not revs or revs[0] in ("push", "save"))):
-        return revs[:1] if sub == "reset" else [], False, None  # HEAD's files are the index's unless staged
-    if sub == "stash" and revs[0] in ("apply", "pop") and revs[1:] in ([], ["stash@{0}"]):
-        return ["refs/stash"], True, None  # its parents: HEAD, the index and the untracked (or ignored) files
-    if sub == "merge" and revs:
-        return ["HEAD", *revs], False, None
-    if sub in ("cherry-pick", "revert") and revs:
-        return revs, True, None
-    if sub == "rebase" and len(revs) == 1 and not {"--root", "--onto"} & set(head):
-        return revs, False, revs[0]
-    return ([], False, None) if sub in ("checkout-index", "sparse-checkout") else None
-
-
-def _stashes_untracked(rest: list[str]) -> bool:
-    """``git stash -u`` / ``-a`` (``--include-untracked``, ``--all``) put untracked (and ignored) files in the stash and
-    delete them from the work tree, as ``git clean`` would."""
-    head = rest[: rest.index("--")] if "--" in rest else rest
-    long = {"--all", "--include-untracked"} & set(head)
-    return bool(long) or any(w[:1] == "-" and w[1:2] != "-" and {"a", "u"} & set(w[1:]) for w in head)
-
-
-def _revisions_only(words: list[str], here: str, top: str) -> list[str]:
-    """``git checkout WORD`` checks out a revision, or a path when no revision has that name: the words that are
-    existing paths and no revision are left out (a word neither stays, and fails closed)."""
-    return [w for w in words if gitindex.committed(top, [w]) is not None or not os.path.lexists(places.join(here, w))]
-
-
 #: Options of git's log family that print a patch (the file contents it changes): -U and --unified imply -p.
 _PATCH_OPTIONS = frozenset({"-p", "-u", "--patch", "-L", "-U", "--unified", "-c", "--cc", "--dd", "--binary"})
 _PATCH_OPTIONS |= {"--patch-with-stat", "--patch-with-raw", "--remerge-diff"}
@@ -921,13 +871,6 @@ def _glob_depth(text: str) -> int:
     """How many levels below its known directory a glob reaches: ``build/*/*`` two, ``src/*.py`` one."""
     cut = min((text.find(c) for c in "*?[" if c in text), default=len(text))
     return text[text.rfind("/", 0, cut) + 1 :].count("/") + 1
-
-
-#: Programs whose effects name every file they write (their tables or a function of :mod:`.effects`): a command
-#: line's earlier writes are known through them; any other program but a reader may write anything.
-_NAMED_WRITERS = frozenset(
-    {"cp", "mv", "ln", "install", "mkdir", "touch", "tee", "rm", "rmdir", "tar", "bsdtar", "unzip", "curl", "wget"}
-) | {"dd", "chmod", "chown", "truncate", "gzip", "gunzip", "xz", "bzip2", "zstd", "patch"}
 
 
 def _names(u: Unpack, path: str | None) -> list[str] | None:

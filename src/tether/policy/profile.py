@@ -41,9 +41,9 @@ from tether.memo import cache
 from tether.records import dataclass, replace
 
 from . import inline, interp, knowledge, programs
-from .command import SimpleCommand, Word
+from .command import SimpleCommand, Word, operands
 from .decision import Finding, Layer, Verdict
-from .effects import Effects, operands, tar_args, without_exec
+from .effects import Effects, tar_args, without_exec
 from .paths import PathPolicy
 from .shell import Analysis
 
