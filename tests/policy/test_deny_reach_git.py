@@ -288,3 +288,21 @@ def test_a_planted_repository_whose_work_tree_is_elsewhere_is_not_read(tmp_path:
     run = make_planted(tmp_path / "run")
     subprocess.run([*GIT, "config", "core.worktree", "../.."], cwd=run / "planted", check=True)
     assert touches_secret("git -C planted reset -q --hard", run)
+
+
+def test_the_commit_bounds_fail_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_PATHS paths in the trees read, or MAX_COMMITS commits a rebase replays, the commits are unknown and
+    the reach decides: ``git checkout other`` (a branch without the hidden file, allowed) is refused then."""
+    ws = make_evil_branch(tmp_path / "ws")
+    assert gate(ws).decide("bash", {"command": "git checkout -q other"}).verdict is not Verdict.DENY
+    monkeypatch.setattr(gitindex, "MAX_PATHS", 1)
+    assert gitindex.committed(str(ws), ["other"]) is None
+    assert gate(ws).decide("bash", {"command": "git checkout -q other"}).verdict is Verdict.DENY
+    monkeypatch.setattr(gitindex, "MAX_PATHS", 50_000)
+    subprocess.run([*GIT, "checkout", "-q", "-b", "ahead"], cwd=ws, check=True)
+    for i in range(3):
+        subprocess.run([*GIT, "commit", "-q", "--allow-empty", "-m", f"c{i}"], cwd=ws, check=True)
+    assert gitindex.committed(str(ws), ["other"], replays="other") == [".gitignore", "src/a.py"]
+    monkeypatch.setattr(gitindex, "MAX_COMMITS", 2)
+    assert gitindex.committed(str(ws), ["other"], replays="other") is None
+    assert gate(ws).decide("bash", {"command": "git rebase -q other"}).verdict is Verdict.DENY
