@@ -306,3 +306,24 @@ def test_the_commit_bounds_fail_closed(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(gitindex, "MAX_COMMITS", 2)
     assert gitindex.committed(str(ws), ["other"], replays="other") is None
     assert gate(ws).decide("bash", {"command": "git rebase -q other"}).verdict is Verdict.DENY
+
+
+def make_evil_before(ws: Path) -> Path:
+    """make_evil_branch's workspace where ``evil`` is the branch checked out before (``-``, ``@{-1}``): HEAD moved
+    there and back by its reference alone, the work tree untouched."""
+    make_evil_branch(ws)
+    here = subprocess.run(["git", "branch", "--show-current"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    for step in (["symbolic-ref", "HEAD", "refs/heads/evil"], ["symbolic-ref", "HEAD", f"refs/heads/{here}"]):
+        subprocess.run([*GIT, *step], cwd=ws, check=True)
+    subprocess.run(
+        [*GIT, "update-ref", "-m", f"checkout: moving from evil to {here}", "HEAD", "HEAD"], cwd=ws, check=True
+    )
+    subprocess.run([*GIT, "reset", "-q"], cwd=ws, check=True)
+    return ws
+
+
+@pytest.mark.parametrize("command", ["git checkout -q -", "git switch -q -", "git checkout -q @{-1}"])
+def test_the_branch_before_is_not_read_and_fails_closed(command: str, tmp_path: Path) -> None:
+    """``-`` is the branch checked out before: a revision, not an option (it was taken for one, and allowed)."""
+    assert touches_secret(command, make_evil_before(tmp_path / "run"))
+    assert gate(make_evil_before(tmp_path / "ws")).decide("bash", {"command": command}).verdict is Verdict.DENY

@@ -38,7 +38,7 @@ def sources(sub: str, rest: list[str]) -> Sources | None:
     head = rest[: rest.index("--")] if "--" in rest else rest
     valued = _VALUES.get(sub, set())
     revs = [w for i, w in enumerate(head) if not w.startswith("-") and (i == 0 or head[i - 1] not in valued)]
-    if "*" in revs or any(".." in r for r in revs):
+    if "*" in revs or "-" in head or any(".." in r for r in revs):  # "-": the branch before (@{-1}), not read
         return None
     if sub in ("checkout", "switch"):
         return revs, False, None
