@@ -523,3 +523,17 @@ def test_a_tool_name_that_only_looks_like_an_offered_one_never_runs(
     assert sorted(invalid) == sorted(LOOKALIKES) and all("unknown tool" in e for e in invalid.values())
     assert (envelope.parent / "project" / "src" / "stats" / "core.py").read_text() == before
     assert out.contract["status"] == "NEEDS_INPUT"
+
+
+def test_a_call_repeated_in_one_reply_under_its_id_runs_once(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    """A server (or a proxy joining a stream) that sends one call twice in a reply: the command appends once."""
+    call = ("call_mark", "bash", {"command": "echo ran >> src/marker.txt"})
+    twice = anthropic_message(tool_uses=[call, call]) if provider is ANTHROPIC else openai_chat(tool_calls=[call, call])
+    server.push(twice, provider.refusal("stopping"))
+    out = run(provider, server, envelope)
+    marker = envelope.parent / "project" / "src" / "marker.txt"
+    assert marker.read_text() == "ran\n", out.proc.stdout + out.proc.stderr
+    assert [p["call_id"] for p in out.of("action.started")] == ["call_mark"]
+    assert [c["id"] for c in out.of("model.responded")[0]["tool_calls"]] == ["call_mark"]

@@ -67,3 +67,12 @@ def test_a_refused_reply_records_every_call_as_invalid_and_none_runs() -> None:
     assert [type(p) for p in batch] == [ModelResponded, ActionProposed, ActionInvalid, ActionProposed, ActionInvalid]
     invalid = [p for p in batch if isinstance(p, ActionInvalid)]
     assert "refused" in invalid[0].error and invalid[1].error == "no name"
+
+
+def test_a_call_sent_twice_in_one_reply_under_one_id_is_one_call() -> None:
+    """Same id, name and arguments twice in a reply (a server or proxy that repeats a call): run once. The same id
+    with other content is another call and gets a fresh id, as before."""
+    echo = ToolCall("a", "bash", {"cmd": "echo x >> log"})
+    calls = fresh_ids(1, [echo, ToolCall("b", "read"), echo, ToolCall("a", "bash", {"cmd": "ls"}), echo], set())
+    assert [(i, c.args) for i, c in calls][:2] == [("a", {"cmd": "echo x >> log"}), ("b", {})]
+    assert len(calls) == 3 and calls[2][0] not in ("a", "b") and calls[2][1].args == {"cmd": "ls"}

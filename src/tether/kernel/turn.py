@@ -83,10 +83,17 @@ def fresh_ids(turn: int, tool_calls: Sequence[ToolCall], known: Container[str]) 
     """Each call with the id it is recorded under: its own, unless it is empty or already taken (by an earlier
     call of the run, in ``known``, or of this response), when it gets a fresh one, so an id names one call.
 
+    A call the reply repeats whole (its id, name and arguments again: a server or a proxy joining a stream that
+    sends a call twice) is one call and is kept once, so its side effect runs once.
+
     ``known`` is looked up, never copied: a copy of the run's ids at every step would grow with the run."""
     seen = set[str]()
+    sent: list[ToolCall] = []
     calls = []
     for i, c in enumerate(tool_calls):
+        if c.id and c in sent:  # the same call again, under its own id
+            continue
+        sent.append(c)
         taken = not c.id or c.id in known or c.id in seen
         call_id = f"t{turn}_{i}_{uuid.uuid4().hex[:6]}" if taken else c.id
         seen.add(call_id)
