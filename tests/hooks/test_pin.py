@@ -9,11 +9,20 @@ from pathlib import Path
 import pytest
 
 from tether.errors import RuntimeFailure
-from tether.hooks.pin import peek, pin_paths, pinned
+from tether.hooks import pin
+from tether.hooks.session import run_id_for
 
 
 def pin_path(agent: str, session: str) -> str:
-    return pin_paths(agent, session)[0]
+    return pin.pin_paths(run_id_for(agent, session))[0]
+
+
+def pinned(agent: str, session: str, cwd: str) -> str:
+    return pin.pinned(run_id_for(agent, session), cwd)
+
+
+def peek(agent: str, session: str) -> str | None:
+    return pin.peek(run_id_for(agent, session))
 
 
 def test_the_first_call_pins_and_later_cwds_do_not_move_it(tmp_path: Path) -> None:

@@ -196,11 +196,8 @@ def plain_fits(request: dict[str, str], data: dict[str, Any]) -> bool:
         return False
     db = request.get("db")
     if db is None:
-        project = request.get("project")
-        if not project:  # the session's project as its first call pinned it (hooks/pin.py), not this call's cwd
-            from .pin import peek
-
-            project = peek(request["agent"], str(data.get("session_id", ""))) or os.path.realpath(str(data["cwd"]))
+        project = request.get("project") or os.path.realpath(str(data.get("cwd", "")))  # a hint: after a cd (the
+        # session's project pinned elsewhere: hooks/pin.py) the full path decides, with the pin
         db = os.path.join(project, ".tether", "tether.db")
     elif "://" in db:
         return False

@@ -8,7 +8,8 @@ denied was allowed. So the first call of a session that names no project writes 
 ``$XDG_STATE_HOME/tether/hook-sessions/<run id>`` (``~/.local/state`` without it; the user's, and outside any
 workspace the gate lets the agent write), made whole by a hard link so that two first calls at once agree on the one
 that landed, and every later call reads it. A pin that cannot be read or written refuses the call: a session never
-falls back to wherever the agent stands. Standard library and tether's path helpers only: a cold call reads it.
+falls back to wherever the agent stands. Imported only by a call that names no project (a Claude Code call, which
+names it in ``$CLAUDE_PROJECT_DIR``, never loads it).
 """
 
 from __future__ import annotations
@@ -19,30 +20,16 @@ import os
 from tether import disk, places
 from tether.errors import RuntimeFailure
 
-#: The characters of a session id kept in its run's id as they are.
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 #: A pin longer than this is not one (a path is at most PATH_MAX, 4096, on Linux).
 MAX_PIN = 64 * 1024
 
 
-def run_id_for(agent: str, session_id: str) -> str:
-    """The run of an agent's session: its id as it is when every character is :data:`_SAFE` (and it is not
-    longer than 80), else its SHA-256. The filter is ``re.sub(r"[^A-Za-z0-9._-]", "", session_id)`` without
-    compiling that pattern on every cold call (~0.6 M instructions; ``tests/policy/test_names_without_patterns.py``)."""
-    safe = "".join(c for c in session_id if c in _SAFE)[:80]
-    if safe == session_id:
-        return f"{agent}-{safe}"
-    from tether.canonical import sha256_hex
-
-    return f"{agent}-{sha256_hex(session_id)[:32]}"
-
-
-def pin_paths(agent: str, session_id: str) -> list[str]:
+def pin_paths(run_id: str) -> list[str]:
     """Where the session's pin may be, in the order read and tried: ``$XDG_STATE_HOME/tether/hook-sessions``
     (``~/.local/state`` without it), else, for a user without a home it can write, the daemon's private directory
     (hooks/relay.py ``socket_path``: the user's alone, 0700; emptied at a reboot, after which the session's next call
     pins again)."""
-    name = run_id_for(agent, session_id)
+    name = run_id
     out = []
     try:
         state = os.environ.get("XDG_STATE_HOME") or places.join(disk.home(), ".local/state")
@@ -55,18 +42,18 @@ def pin_paths(agent: str, session_id: str) -> list[str]:
     return out
 
 
-def peek(agent: str, session_id: str) -> str | None:
+def peek(run_id: str) -> str | None:
     """The session's pinned project, or None when it has none yet (or it cannot be read: :func:`pinned` says why)."""
     try:
-        return _find(pin_paths(agent, session_id))
+        return _find(pin_paths(run_id))
     except (OSError, RuntimeFailure):
         return None
 
 
-def pinned(agent: str, session_id: str, cwd: str) -> str:
+def pinned(run_id: str, cwd: str) -> str:
     """The session's project: pinned already, else ``cwd`` resolved and pinned now (unless another call pinned one
     first: then that one). :class:`RuntimeFailure` naming the file when a pin cannot be read, or none written."""
-    paths = pin_paths(agent, session_id)
+    paths = pin_paths(run_id)
     try:
         found = _find(paths)
         if found is not None:
