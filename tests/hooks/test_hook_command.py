@@ -274,3 +274,17 @@ def test_the_installed_command_without_a_daemon_decides_in_process_and_fails_clo
     lone.write_bytes(Path(client[2]).read_bytes())
     out = call(data, shlex.join([*client[:2], str(lone), *client[3:]]) + " || exit 2")
     assert out.returncode == 2
+
+
+@pytest.mark.parametrize("through", ["cold", "daemon"])
+def test_a_lone_surrogate_is_refused_naming_the_field_not_with_a_traceback(
+    daemon: Path, tmp_path: Path, through: str
+) -> None:
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    if through == "cold":
+        env["TETHER_HOOK_DAEMON"] = "0"
+    call = payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "echo \ud800"}, tool_use_id="s1")
+    done = run(["hook", "claude-code"], env, json.dumps(call))  # json.dumps spells the half as \ud800
+    assert done.returncode == 2, done
+    assert "field 'tool_input.command'" in done.stderr and "surrogate" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""

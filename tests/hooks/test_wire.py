@@ -79,3 +79,35 @@ def test_a_blocked_stop_is_decision_block_with_a_reason(agent: str) -> None:
     out = json.loads(reply(agent, "Stop", Outcome("BLOCK", "tests fail", "verify:required")).stdout)
     assert out["decision"] == "block" and "tests fail" in out["reason"]
     assert reply(agent, "Stop", Outcome("PASS")).stdout == ""
+
+
+def _with_input(tool_input: str) -> bytes:
+    """A PreToolUse whose ``tool_input`` is the JSON text given (escapes as written)."""
+    return (
+        '{"session_id": "s", "hook_event_name": "PreToolUse", "cwd": "/w", "tool_name": "Bash", '
+        f'"tool_input": {tool_input}}}'
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "field"),
+    [
+        ('{"command": "echo \\ud800"}', "tool_input.command"),
+        ('{"command": "echo \\uDFFF x"}', "tool_input.command"),
+        ('{"command": "echo \\ude00\\ud83d"}', "tool_input.command"),  # a pair in the wrong order is two halves
+        ('{"edits": [{"old": "a", "new": "\\udc80"}]}', "tool_input.edits[0].new"),
+        ('{"\\ud800": "x"}', "tool_input.\\ud800 (its name)"),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_its_field(tool_input: str, field: str) -> None:
+    """JSON may spell half of a UTF-16 pair; no UTF-8 text holds one. The call could be neither judged by its text
+    nor logged: it was refused by an internal error whose reason was a traceback."""
+    with pytest.raises(HookInputError, match="surrogate") as caught:
+        parse(_with_input(tool_input))
+    assert f"field {field!r}" in str(caught.value)
+    str(caught.value).encode("utf-8")  # the reason itself can be printed
+
+
+def test_a_whole_surrogate_pair_and_other_escapes_are_text() -> None:
+    data = parse(_with_input('{"command": "echo \\ud83d\\ude00 \\u00e9 \\u001b"}'))
+    assert data["tool_input"] == {"command": "echo \U0001f600 \u00e9 \x1b"}

@@ -83,6 +83,13 @@ def parse(raw: bytes) -> dict[str, object]:
         raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
     if not isinstance(data, dict):
         raise HookInputError(f"hook input must be a JSON object, got {type(data).__name__}")
+    if b"\\u" in raw:  # only a \u escape spells a lone surrogate: the walk is for inputs that have one
+        field = _lone_surrogate(data)
+        if field is not None:
+            raise HookInputError(
+                f"hook input field {field!r}: holds half of a UTF-16 surrogate pair (a lone \\ud800-\\udfff "
+                "escape), which is not Unicode text; expected a string that UTF-8 can encode"
+            )
     for field in ("hook_event_name", "session_id", "cwd"):
         if not isinstance(data.get(field), str) or not data[field]:
             raise HookInputError(f"hook input field {field!r}: expected a non-empty string, got {data.get(field)!r}")
@@ -94,6 +101,28 @@ def parse(raw: bytes) -> dict[str, object]:
         if not isinstance(data.get("tool_input"), dict):
             raise HookInputError(f"hook input field 'tool_input': expected an object, got {data.get('tool_input')!r}")
     return data
+
+
+def _lone_surrogate(data: dict[str, object]) -> str | None:
+    """The dotted name of the first field of ``data`` whose text (or key) holds a lone surrogate, else None. JSON
+    may spell one; no UTF-8 text holds one, so such a call could be neither judged by its text nor logged. A loop,
+    not a recursion: the parser accepted the input's depth, a recursion on top of it might not."""
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return where
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = key.encode("utf-8", "backslashreplace").decode("utf-8")  # shown, so encodable itself
+                name = f"{where}.{name}" if where else name
+                stack += [(name, item), (f"{name} (its name)", key)]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    return None
 
 
 def reply(agent: str, event: str, outcome: Outcome) -> Reply:
