@@ -1,4 +1,4 @@
-"""The code stamp (guard/cachefile.py ``_code_stamp``) names the same code as the walk it replaced: the same
+"""The code stamp (guard/cachefile.py ``code_stamp_now``) names the same code as the walk it replaced: the same
 digest on trees with a directory named like a module, links to files and to directories, a ``__pycache__``
 holding ``.py`` files, other files, and an edit that keeps a module's size. Attacks on what it detects: a module
 written in place (no folder changes), edited and touched back to its old mtime, replaced by a rename, renamed."""
@@ -9,7 +9,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from tether.guard.cachefile import _code_stamp
+from tether.guard.cachefile import code_stamp_now
 
 
 def walked(root: Path) -> str:
@@ -48,24 +48,24 @@ def test_the_stamp_is_the_old_walks_on_a_hostile_tree(tmp_path: Path) -> None:
     (tmp_path / "sub" / "linked.py").symlink_to(tmp_path / "elsewhere" / "far.py")  # a link to a module: its target
     (tmp_path / "sub" / "notes.txt").write_text("no")
     (tmp_path / "top.py").write_text("c = 3\n")
-    assert _code_stamp(tmp_path) == walked(tmp_path) != ""
-    before = _code_stamp(tmp_path)
+    assert code_stamp_now(tmp_path) == walked(tmp_path) != ""
+    before = code_stamp_now(tmp_path)
     (tmp_path / "pkg.py" / "inner.py").write_text("a = 2\n")  # the same size
     os.utime(tmp_path / "pkg.py" / "inner.py", ns=(1, 1))
-    assert _code_stamp(tmp_path) == walked(tmp_path) != before
+    assert code_stamp_now(tmp_path) == walked(tmp_path) != before
 
 
 def test_the_stamp_of_tethers_own_tree_is_the_old_walks() -> None:
     import tether
 
-    assert _code_stamp() == walked(Path(tether.__file__).resolve().parent)
-    assert _code_stamp(Path(tether.__file__).parent) == walked(Path(tether.__file__).parent)
+    assert code_stamp_now() == walked(Path(tether.__file__).resolve().parent)
+    assert code_stamp_now(Path(tether.__file__).parent) == walked(Path(tether.__file__).parent)
 
 
 def test_a_tree_without_modules_has_no_stamp(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.pyc").write_text("")
-    assert _code_stamp(tmp_path) == walked(tmp_path) == ""
+    assert code_stamp_now(tmp_path) == walked(tmp_path) == ""
 
 
 def tree(root: Path) -> Path:
@@ -83,28 +83,28 @@ def test_a_module_written_in_place_changes_the_stamp_though_no_folder_changes(tm
     """Why the stamp stats every module: an edit written in place (the same size) changes no directory's mtime,
     so no one ``stat`` of a folder (or of an installer's RECORD) would see it."""
     root = tree(tmp_path)
-    before, folder = _code_stamp(root), os.stat(root / "pkg").st_mtime_ns
+    before, folder = code_stamp_now(root), os.stat(root / "pkg").st_mtime_ns
     with open(root / "pkg" / "a.py", "r+") as f:
         f.write("A = 9\n")
     assert os.stat(root / "pkg").st_mtime_ns == folder
-    assert _code_stamp(root) != before
+    assert code_stamp_now(root) != before
 
 
 def test_a_module_edited_and_touched_back_to_its_mtime_changes_the_stamp(tmp_path: Path) -> None:
     root = tree(tmp_path)
-    before = _code_stamp(root)
+    before = code_stamp_now(root)
     (root / "pkg" / "a.py").write_text("A = 1  # and more\n")
     os.utime(root / "pkg" / "a.py", ns=(1_000_000_000, 1_000_000_000))
-    assert _code_stamp(root) != before
+    assert code_stamp_now(root) != before
 
 
 def test_a_module_replaced_by_a_rename_or_renamed_changes_the_stamp(tmp_path: Path) -> None:
     root = tree(tmp_path)
-    before = _code_stamp(root)
+    before = code_stamp_now(root)
     new = root / "pkg" / ".a.py.tmp"
     new.write_text("A = 7\n")  # the same size, its own mtime
     os.replace(new, root / "pkg" / "a.py")
-    assert _code_stamp(root) != before
-    again = _code_stamp(root)
+    assert code_stamp_now(root) != before
+    again = code_stamp_now(root)
     os.replace(root / "pkg" / "b.py", root / "pkg" / "c.py")  # a module renamed: its path is stamped
-    assert _code_stamp(root) != again
+    assert code_stamp_now(root) != again

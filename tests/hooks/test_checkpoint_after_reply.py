@@ -260,12 +260,12 @@ def test_the_daemons_checkpoints_name_the_code_it_started_with(
     """The tree changes on disk while the daemon runs (a `git pull` of modules the protocol's stamp does not cover):
     its checkpoints still name the code it imported at start, which a cold process of the new code ignores."""
     monkeypatch.setattr(code_stamps, "_STAMP", [])  # a process that has not stamped yet
-    monkeypatch.setattr(code_stamps, "_code_stamp", lambda: "the code the daemon started with")
+    monkeypatch.setattr(code_stamps, "code_stamp_now", lambda: "the code the daemon started with")
     done = after_reply(monkeypatch)
     with daemon_thread(tmp_path, monkeypatch) as project:
         assert call(project, "s1", 0) == "allow"  # served once the daemon's start is over
         done.get(timeout=60)
-        monkeypatch.setattr(code_stamps, "_code_stamp", lambda: "the tree on disk now")
+        monkeypatch.setattr(code_stamps, "code_stamp_now", lambda: "the tree on disk now")
         for i in range(1, 20):
             assert call(project, "s1", i) == "allow"
             done.get(timeout=60)

@@ -488,7 +488,7 @@ def test_the_code_stamp_is_the_one_rglob_gave(tmp_path: Path) -> None:
     """guard/cachefile.py walks with scandir; the stamp is the one the checkpoints had (relative path, size, mtime)."""
     import hashlib
 
-    from tether.guard.cachefile import _code_stamp
+    from tether.guard.cachefile import code_stamp_now
 
     (tmp_path / "a" / "__pycache__").mkdir(parents=True)
     (tmp_path / "a" / "__pycache__" / "x.py").write_text("cached")
@@ -499,8 +499,8 @@ def test_the_code_stamp_is_the_one_rglob_gave(tmp_path: Path) -> None:
     for path in sorted(p for p in tmp_path.rglob("*.py") if "__pycache__" not in p.parts):
         st = path.stat()
         h.update(f"{path.relative_to(tmp_path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    assert _code_stamp(tmp_path) == h.hexdigest()
-    before = _code_stamp(tmp_path)
+    assert code_stamp_now(tmp_path) == h.hexdigest()
+    before = code_stamp_now(tmp_path)
     (tmp_path / "a" / "m.py").write_text("x = 2\n")
     os.utime(tmp_path / "a" / "m.py", ns=(1, 1))
-    assert _code_stamp(tmp_path) != before
+    assert code_stamp_now(tmp_path) != before

@@ -34,7 +34,7 @@ TMP_PREFIX = ".ckpt-"
 STALE_S = 600.0
 
 
-def _code_stamp(root: StrPath | None = None) -> str:
+def code_stamp_now(root: StrPath | None = None) -> str:
     """The relative path, size and mtime of every module of tether, hashed. "" when the modules are not files
     to stat (an installation without sources): then nothing that needs a stamp is written or read.
 
@@ -65,9 +65,9 @@ _STAMP: list[str] = []
 
 
 def code_stamp() -> str:
-    """:func:`_code_stamp`, once per process."""
+    """:func:`code_stamp_now`, once per process."""
     if not _STAMP:
-        _STAMP.append(_code_stamp())
+        _STAMP.append(code_stamp_now())
     return _STAMP[0]
 
 

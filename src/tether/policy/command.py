@@ -116,6 +116,8 @@ def operands(cmd: SimpleCommand, value_flags: frozenset[str] = frozenset()) -> l
 
 
 def option_value(cmd: SimpleCommand, names: tuple[str, ...]) -> list[Word]:
+    """The values given to any of ``names``, in order: ``-d DIR``, ``--dir DIR``, ``--dir=DIR`` and a short option's
+    glued ``-dDIR``; for programs without a table, whose options the gate still has to read (patch, cpio)."""
     out: list[Word] = []
     args = cmd.args
     for i, w in enumerate(args):

@@ -15,7 +15,8 @@ from . import gitindex
 #: line's earlier writes are known through them; any other program but a reader may write anything.
 NAMED_WRITERS = frozenset(
     {"cp", "mv", "ln", "install", "mkdir", "touch", "tee", "rm", "rmdir", "tar", "bsdtar", "unzip", "curl", "wget"}
-) | {"dd", "chmod", "chown", "truncate", "gzip", "gunzip", "xz", "bzip2", "zstd", "patch"}
+    | {"dd", "chmod", "chown", "truncate", "gzip", "gunzip", "xz", "bzip2", "zstd", "patch"}
+)
 
 
 #: What a rewrite writes from besides the index: revisions, whether their parents too, the upstream a rebase replays
