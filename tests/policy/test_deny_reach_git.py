@@ -297,6 +297,7 @@ def test_the_commit_bounds_fail_closed(tmp_path: Path, monkeypatch: pytest.Monke
     assert gate(ws).decide("bash", {"command": "git checkout -q other"}).verdict is not Verdict.DENY
     monkeypatch.setattr(gitindex, "MAX_PATHS", 1)
     assert gitindex.committed(str(ws), ["other"]) is None
+    monkeypatch.setattr(gitindex, "MAX_PATHS", 0)  # the gate reads only where the deny list may reach: .gitignore
     assert gate(ws).decide("bash", {"command": "git checkout -q other"}).verdict is Verdict.DENY
     monkeypatch.setattr(gitindex, "MAX_PATHS", 50_000)
     subprocess.run([*GIT, "checkout", "-q", "-b", "ahead"], cwd=ws, check=True)
@@ -327,3 +328,32 @@ def test_the_branch_before_is_not_read_and_fails_closed(command: str, tmp_path: 
     """``-`` is the branch checked out before: a revision, not an option (it was taken for one, and allowed)."""
     assert touches_secret(command, make_evil_before(tmp_path / "run"))
     assert gate(make_evil_before(tmp_path / "ws")).decide("bash", {"command": command}).verdict is Verdict.DENY
+
+
+def _branch_of_many(ws: Path, branch: str, files: int, hidden: bool) -> None:
+    """A branch whose commit holds ``files`` files under vendor/ (one blob, many names: a big repository's tree)
+    and, with ``hidden``, secrets/key.txt; written through a separate index, never touching the work tree."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(ws / ".git" / f"{branch}-index")}
+
+    def git(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run([*GIT, *args], cwd=ws, check=True, capture_output=True, text=True, input=stdin, env=env)
+        return done.stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", stdin="x\n")
+    names = [f"vendor/m{i // 100}/f{i}.c" for i in range(files)] + (["secrets/key.txt"] if hidden else [])
+    git("read-tree", "HEAD")
+    git("update-index", "--index-info", stdin="".join(f"100644 {blob}\t{n}\n" for n in names))
+    git("branch", branch, git("commit-tree", git("write-tree"), "-p", "HEAD", "-m", branch))
+
+
+def test_a_big_repository_is_read_only_where_the_deny_list_reaches(tmp_path: Path) -> None:
+    """A branch of 60,000 files (past MAX_PATHS) is judged, not refused for its size: the gate walks only the
+    folders the deny list may reach (secrets/ here, and the files at the top). Before, every rewrite from such a
+    commit failed closed (DENY) in a big repository, after reading ~0.1 ms a file."""
+    ws = make(tmp_path / "ws", tracked=False)
+    _branch_of_many(ws, "big", 60_000, hidden=False)
+    _branch_of_many(ws, "bigevil", 60_000, hidden=True)
+    assert gitindex.committed(str(ws), ["big"]) is None  # all of it: past the bound
+    assert gate(ws).decide("bash", {"command": "git checkout -q big"}).verdict is not Verdict.DENY
+    d = gate(ws).decide("bash", {"command": "git checkout -q bigevil"})
+    assert d.verdict is Verdict.DENY and "secrets/key.txt" in d.to_dict()["reason"], d.to_dict()

@@ -409,8 +409,13 @@ class Gate:
         the commits cannot be read."""
         listed = gitindex.tracked(top) if top is not None and sources is not None else None
         if listed is not None and top is not None and sources is not None and (sources[0] or sources[2]):
-            more = gitindex.committed(top, sources[0], parents=sources[1], replays=sources[2])
-            listed = None if more is None else listed + more
+            reached = top
+
+            def descend(name: str) -> bool:  # a folder the deny list cannot reach holds nothing it hides: not read
+                return self.paths.deny_reach(places.join(reached, name)) is not None
+
+            more = gitindex.committed(top, sources[0], parents=sources[1], replays=sources[2], descend=descend)
+            listed = None if more is None else list(dict.fromkeys(listed + more))
         if listed is None:
             reach = next((r for r in map(self.paths.deny_reach, roots) if r is not None), None)
             return None if reach is None else f"{reach!r} (the index could not be read)"
@@ -419,8 +424,7 @@ class Gate:
             path = places.join(top, name)
             if not any(places.within(path, r) for r in roots):
                 continue
-            verdict = self.paths.read(path, shell=True)
-            if verdict is not None and verdict.rule_id == "path:denied":
+            if self.paths.hides(path):
                 return repr(self.paths.relative(path))
             if os.path.isdir(path) and not os.path.islink(path):  # a file or link where a directory is: git empties
                 hidden = self._hidden_within(path)  # it, an ignored file in it is expendable (a link at secrets)

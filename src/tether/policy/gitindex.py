@@ -16,6 +16,8 @@ import stat
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dulwich.repo import Repo
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -58,11 +60,18 @@ MAX_COMMITS = 64
 
 
 def committed(
-    work_tree: str, revs: list[str], *, parents: bool = False, replays: str | None = None
+    work_tree: str,
+    revs: list[str],
+    *,
+    parents: bool = False,
+    replays: str | None = None,
+    descend: Callable[[str], bool] | None = None,
 ) -> list[str] | None:
     """The paths the trees of ``revs`` hold (and their parents', with ``parents``: what a revert or cherry-pick may
     write), and with ``replays`` those of each commit from HEAD back to it (what a rebase onto it replays): a
     checkout, a hard reset or a merge writes them whether the index lists them or not, over an ignored file too.
+    ``descend``: whether a folder (its path) is worth reading, else its files are left out: the gate reads only
+    where the deny list may reach, so a big repository's trees are not all walked, nor count against the bound.
     None when a revision does not resolve or the bounds are passed (see the module)."""
     try:
         from dulwich.objects import Commit
@@ -97,9 +106,16 @@ def committed(
                 return None
             commits += [e.commit for e in walked]
         out: list[str] = []
-        for tree in dict.fromkeys(c.tree for c in commits):
-            for entry in repo.object_store.iter_tree_contents(tree):
-                out.append(entry.path.decode("utf-8", "surrogateescape"))
+        folders = [(b"", tree) for tree in dict.fromkeys(c.tree for c in commits)]
+        while folders:
+            prefix, tree = folders.pop()
+            for entry in repo[tree].iteritems():  # type: ignore[attr-defined]
+                path = prefix + entry.path
+                name = path.decode("utf-8", "surrogateescape")
+                if not stat.S_ISDIR(entry.mode):
+                    out.append(name)  # a file, a link, a submodule's commit
+                elif descend is None or descend(name):
+                    folders.append((path + b"/", entry.sha))
                 if len(out) > MAX_PATHS:
                     return None
         return list(dict.fromkeys(out))

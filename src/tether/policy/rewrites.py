@@ -72,4 +72,9 @@ def stashes_untracked(rest: list[str]) -> bool:
 def revisions_only(words: list[str], here: str, top: str) -> list[str]:
     """``git checkout WORD`` checks out a revision, or a path when no revision has that name: the words that are
     existing paths and no revision are left out (a word neither stays, and fails closed)."""
-    return [w for w in words if gitindex.committed(top, [w]) is not None or not os.path.lexists(places.join(here, w))]
+    return [w for w in words if _resolves(top, w) or not os.path.lexists(places.join(here, w))]
+
+
+def _resolves(top: str, word: str) -> bool:
+    """Whether ``word`` names a commit of the repository at ``top`` (its top folder read, no deeper)."""
+    return gitindex.committed(top, [word], descend=lambda name: False) is not None
