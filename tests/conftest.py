@@ -55,12 +55,15 @@ def _projects_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
 
 
 @pytest.fixture(autouse=True)
-def _private_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the developer's ~/.config/tether (the anchor key) or ~/.local/state/tether."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))  # the list of databases (tether runs --all)
-    for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
-        monkeypatch.delenv(name, raising=False)
+def _private_config(tmp_path: Path) -> Iterator[None]:
+    """No test reads or writes the developer's ~/.config/tether (the anchor key) or ~/.local/state/tether (the list
+    of databases, a hook session's pin). A patcher of its own: a test's ``monkeypatch.undo()`` does not undo it."""
+    with pytest.MonkeyPatch.context() as private:
+        private.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+        private.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+        for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
+            private.delenv(name, raising=False)
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
