@@ -111,3 +111,13 @@ def test_a_lone_surrogate_is_refused_naming_its_field(tool_input: str, field: st
 def test_a_whole_surrogate_pair_and_other_escapes_are_text() -> None:
     data = parse(_with_input('{"command": "echo \\ud83d\\ude00 \\u00e9 \\u001b"}'))
     assert data["tool_input"] == {"command": "echo \U0001f600 \u00e9 \x1b"}
+
+
+def test_a_lone_surrogate_in_a_tools_output_is_recorded_not_refused() -> None:
+    """Only the call's arguments are judged by their text: a tool's output may hold anything (binary bytes read as
+    text), and its receipt records it escaped (tests/hooks/test_plain_receipts.py plays one through both paths)."""
+    raw = _with_input('{"command": "cat x"}').replace(
+        b', "tool_input"', b', "tool_response": {"stdout": "\\ud800"}, "tool_input"'
+    )
+    data = parse(raw.replace(b'"PreToolUse"', b'"PostToolUse"'))
+    assert data["tool_response"] == {"stdout": "\ud800"}

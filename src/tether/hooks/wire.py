@@ -83,8 +83,8 @@ def parse(raw: bytes) -> dict[str, object]:
         raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
     if not isinstance(data, dict):
         raise HookInputError(f"hook input must be a JSON object, got {type(data).__name__}")
-    if b"\\u" in raw:  # only a \u escape spells a lone surrogate: the walk is for inputs that have one
-        field = _lone_surrogate(data)
+    if b"\\u" in raw and isinstance(data.get("tool_input"), dict):  # only a \u escape spells a lone surrogate
+        field = _lone_surrogate({"tool_input": data["tool_input"]})  # the call judged; a tool's output is recorded
         if field is not None:
             raise HookInputError(
                 f"hook input field {field!r}: holds half of a UTF-16 surrogate pair (a lone \\ud800-\\udfff "
@@ -105,8 +105,9 @@ def parse(raw: bytes) -> dict[str, object]:
 
 def _lone_surrogate(data: dict[str, object]) -> str | None:
     """The dotted name of the first field of ``data`` whose text (or key) holds a lone surrogate, else None. JSON
-    may spell one; no UTF-8 text holds one, so such a call could be neither judged by its text nor logged. A loop,
-    not a recursion: the parser accepted the input's depth, a recursion on top of it might not."""
+    may spell one; no UTF-8 text holds one, so a call's arguments holding one could be neither judged by their text
+    nor logged (a tool's output may: the receipt records it escaped). A loop, not a recursion: the parser accepted
+    the input's depth, a recursion on top of it might not."""
     stack: list[tuple[str, object]] = [("", data)]
     while stack:
         where, value = stack.pop()
