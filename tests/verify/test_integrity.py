@@ -176,6 +176,9 @@ def test_baseline_records_round_trip_as_event_payloads() -> None:
         ("conftest.py", True),
         ("sub/conftest.py", True),
         ("pytest.ini", True),
+        (".pytest.ini", True),  # pytest reads these four ahead of pyproject.toml
+        ("pytest.toml", True),
+        (".pytest.toml", True),
         ("tox.ini", True),
         ("pyproject.toml", True),
         ("setup.cfg", True),
@@ -225,6 +228,15 @@ def test_surface_changes_by_any_means_with_diffs(tmp_path: Path) -> None:
     }
     diff = next(c for c in changes(surface, tmp_path, blobs.get) if c.path == "pyproject.toml").diff()
     assert "+addopts = \"-k 'not x'\"" in diff and diff.startswith("--- a/pyproject.toml")
+
+
+def test_every_config_file_pytest_reads_first_is_a_change_when_added(tmp_path: Path) -> None:
+    """pytest 9 reads any of these ahead of ``pyproject.toml``: a new one replaces the project's settings."""
+    write(tmp_path, {"tests/test_x.py": "def test_x():\n    assert 1\n", "pyproject.toml": PYPROJECT})
+    surface, blobs = record(tmp_path)
+    names = ["pytest.toml", ".pytest.toml", ".pytest.ini", "sub/.pytest.ini"]
+    write(tmp_path, dict.fromkeys(names, "[pytest]\naddopts = -p forge\n"))
+    assert {c.path: c.kind for c in changes(surface, tmp_path, blobs.get)} == dict.fromkeys(names, "added")
 
 
 def test_a_config_that_no_longer_parses_counts_as_changed(tmp_path: Path) -> None:

@@ -6,9 +6,11 @@ whichever tool made it (``edit_file``, ``write_file`` or a shell command): this 
 recorded at the baseline with the workspace's bytes now; it runs nothing and executes nothing.
 
 The surface is: test files (``test_*.py``, ``*_test.py``), ``conftest.py``, every file under a ``tests``
-or ``test`` directory (helpers and expected-output data), and pytest configuration — ``pytest.ini`` and
-``tox.ini`` as a whole, ``pyproject.toml``'s ``[tool.pytest*]`` tables and ``setup.cfg``'s
-``[tool:pytest]`` section (other edits to those two files are not test changes). Configuration is parsed
+or ``test`` directory (helpers and expected-output data), and pytest configuration — every file pytest reads
+as its configuration whole (``pytest.ini``, ``.pytest.ini``, ``pytest.toml``, ``.pytest.toml``, ``tox.ini``:
+pytest 9 takes the first it finds of these ahead of ``pyproject.toml``, so a new one replaces the project's
+settings and may load a plugin with ``addopts = -p``), ``pyproject.toml``'s ``[tool.pytest*]`` tables and
+``setup.cfg``'s ``[tool:pytest]`` section (other edits to those two files are not test changes). Configuration is parsed
 as data (``tomllib``, ``configparser``), never executed; a file that no longer parses counts as changed.
 """
 
@@ -28,7 +30,7 @@ SKIP_DIRS = frozenset(
     {".git", ".hg", ".tether", ".venv", "venv", "env", "node_modules", "__pycache__", ".tox", ".nox", "build", "dist"}
 )
 TEST_DIRS = frozenset({"tests", "test"})
-WHOLE_CONFIGS = frozenset({"pytest.ini", "tox.ini", "conftest.py"})
+WHOLE_CONFIGS = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "conftest.py"})
 SECTION_CONFIGS = frozenset({"pyproject.toml", "setup.cfg"})
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_DIFF_LINES = 80
