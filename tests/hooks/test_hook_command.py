@@ -288,3 +288,26 @@ def test_a_lone_surrogate_is_refused_naming_the_field_not_with_a_traceback(
     assert done.returncode == 2, done
     assert "field 'tool_input.command'" in done.stderr and "surrogate" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("through", ["cold", "daemon"])
+def test_a_lone_surrogate_in_a_prompt_is_recorded_escaped_and_the_run_reads(
+    daemon: Path, tmp_path: Path, through: str
+) -> None:
+    """A prompt is the user's text (a pasted binary may hold half a UTF-16 pair): not judged by its text, so it is
+    recorded escaped, as a tool's output is. Before, its event could not be written (UnicodeEncodeError): the prompt
+    was blocked with a traceback, cold; the daemon closed the connection and the client decided cold, the same."""
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    if through == "cold":
+        env["TETHER_HOOK_DAEMON"] = "0"
+    data = payload("claude-code.UserPromptSubmit", tmp_path, session_id=f"lone-{through}", prompt="fix \ud800 this")
+    done = run(["hook", "claude-code"], env, json.dumps(data))  # json.dumps spells the half as \ud800
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), done
+    db = tmp_path / ".tether" / "tether.db"
+    run_id = run_id_for("claude-code", f"lone-{through}")
+    show = run(["show", run_id, "--db", str(db)], env)
+    assert show.returncode in (0, 3) and "Traceback" not in show.stderr, show.stderr
+    with EventStore.open(db, readonly=True) as store:
+        store.verify_run(run_id)
+        prompts = [e.payload["detail"]["prompt"] for e in store.events(run_id) if e.kind == "hook.received"]
+    assert prompts == ["fix \\ud800 this"]

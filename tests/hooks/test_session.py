@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hookkit import Hook
+from hookkit import PAYLOADS, Hook
 from typer.testing import CliRunner
 
 from tether.cli.main import app
@@ -254,3 +254,18 @@ def test_codex_an_approval_given_after_the_turn_stopped_lets_the_retry_through(t
     hook("UserPromptSubmit", prompt="approved, push it")
     assert hook("PreToolUse", tool_input=push, tool_use_id="c2").exit == 0
     assert hook("PreToolUse", tool_input=push, tool_use_id="c3").exit == 2, "once"
+
+
+def test_a_lone_surrogate_in_a_prompt_an_error_or_an_end_reason_is_recorded_escaped(hook: Hook) -> None:
+    """Free text is not judged: recorded escaped, the run whole (before: UnicodeEncodeError out of the store)."""
+    hook("SessionStart", source="startup \ud800")
+    assert hook("UserPromptSubmit", prompt="fix \ud800 this").exit == 0
+    failed = hook("PostToolUseFailure", tool_input={"command": "false"}, error="exit 1: \udcff")
+    assert failed.exit == 0, failed
+    assert hook("SessionEnd", reason="other \udfff").exit == 0
+    run_id = run_id_for("claude-code", str(json.loads((PAYLOADS / "claude-code.Stop.json").read_text())["session_id"]))
+    with EventStore.open(hook.workspace / ".tether" / "tether.db", readonly=True) as store:
+        store.verify_run(run_id)
+        text = json.dumps([e.payload for e in store.events(run_id)])
+    for seen in ("startup \\\\ud800", "fix \\\\ud800 this", "exit 1: \\\\udcff", "other \\\\udfff"):
+        assert seen in text, seen

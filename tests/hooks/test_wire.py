@@ -121,3 +121,20 @@ def test_a_lone_surrogate_in_a_tools_output_is_recorded_not_refused() -> None:
     )
     data = parse(raw.replace(b'"PreToolUse"', b'"PostToolUse"'))
     assert data["tool_response"] == {"stdout": "\ud800"}
+
+
+@pytest.mark.parametrize("field", ["session_id", "cwd", "tool_use_id", "tool_name", "hook_event_name"])
+def test_a_lone_surrogate_in_a_field_that_names_the_session_or_the_call_is_refused_naming_it(field: str) -> None:
+    """The store keys runs and calls by these, the gate judges a tool by its name: half a UTF-16 pair there was a
+    traceback (exit 2) on the first write."""
+    data = json.loads(GOOD)
+    data[field] = str(data[field]) + "\udc80"
+    with pytest.raises(HookInputError, match="surrogate") as caught:
+        parse(json.dumps(data).encode())
+    assert f"field {field!r}" in str(caught.value)
+
+
+@pytest.mark.parametrize("field", ["prompt", "error", "message", "reason", "transcript_path"])
+def test_a_lone_surrogate_in_free_text_parses(field: str) -> None:
+    data = {**json.loads(GOOD), field: "x \ud800"}
+    assert parse(json.dumps(data).encode())[field] == "x \ud800"

@@ -343,9 +343,20 @@ def _recorded_workspace(store: Store, run_id: str, seen: list[Event] | None = No
     return str(first[0].payload.get("workspace", "")) if first else None
 
 
+def escaped(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a lone surrogate (JSON may spell half of a UTF-16 pair, a pasted binary in a
+    prompt, a tool's error) written as its ``\\udXXX`` escape, so the event can be stored and the run read back. The
+    fields the gate judges never get here with one (hooks/wire.py ``JUDGED``: refused)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def received(agent: str, data: dict[str, Any]) -> HookReceived:
     keep = ("tool_name", "tool_use_id", "prompt", "source", "reason", "stop_hook_active", "permission_mode", "turn_id")
-    detail = {k: data[k] for k in keep if k in data}
+    detail = {k: escaped(data[k]) if isinstance(data[k], str) else data[k] for k in keep if k in data}
     if isinstance(detail.get("prompt"), str):
         detail["prompt"] = detail["prompt"][:PROMPT_CHARS]
     return HookReceived(
@@ -404,9 +415,8 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
     if event in ("Stop", "SubagentStop") and not guard.refresh().finished:
         return stop(guard, head, final=event == "Stop", by=f"{settings.agent} {event}")
     if event == "SessionEnd":
-        why = (
-            f"the {settings.agent} session ended ({data.get('reason') or 'no reason given'}) before a stop was accepted"
-        )
+        said = escaped(str(data.get("reason") or "no reason given"))
+        why = f"the {settings.agent} session ended ({said}) before a stop was accepted"
         guard.end("abandoned", why, by=f"{settings.agent} SessionEnd", lead=head)
         return Outcome("PASS")
     guard.record(head)
@@ -504,7 +514,7 @@ def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Paylo
     except CallError:
         call = Call(str(data["tool_name"]), dict(data["tool_input"]))
     if failed:
-        error = str(data.get("error") or data.get("error_message") or "the tool failed")
+        error = escaped(str(data.get("error") or data.get("error_message") or "the tool failed"))
         guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head)
     else:
         text = jsonc.dumps(data.get("tool_response"), default=str)

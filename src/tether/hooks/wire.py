@@ -27,6 +27,11 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 #: The events a tool call passes through; every other event is recorded (and a Stop judged).
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
+#: The fields refused whole for a lone surrogate: what names the session, the event, the call and its arguments (the
+#: gate judges them by their text, and the store keys runs and calls by them). Free text (a prompt, a tool's output
+#: or error) is recorded escaped instead (hooks/session.py ``escaped``): a pasted binary must not block the user.
+JUDGED = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_use_id", "tool_input")
+
 
 class HookInputError(ValueError):
     """The hook input is not what the agent's documented schema says; the answer fails closed."""
@@ -83,8 +88,8 @@ def parse(raw: bytes) -> dict[str, object]:
         raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
     if not isinstance(data, dict):
         raise HookInputError(f"hook input must be a JSON object, got {type(data).__name__}")
-    if b"\\u" in raw and isinstance(data.get("tool_input"), dict):  # only a \u escape spells a lone surrogate
-        field = _lone_surrogate({"tool_input": data["tool_input"]})  # the call judged; a tool's output is recorded
+    if b"\\u" in raw:  # only a \u escape spells a lone surrogate
+        field = _lone_surrogate({k: data[k] for k in JUDGED if k in data})  # free text (a tool's output) is recorded
         if field is not None:
             raise HookInputError(
                 f"hook input field {field!r}: holds half of a UTF-16 surrogate pair (a lone \\ud800-\\udfff "
