@@ -389,3 +389,25 @@ def test_a_stream_where_one_reply_was_asked_for_is_malformed(kind: str) -> None:
 
     err = refused(kind, answer)
     assert err.malformed and not err.transient
+
+
+# ---- the whole request is bounded by the timeout, not each read ----------------------------------------------
+
+
+def trickled_head(out: BufferedIOBase, lines: int = 20, every_s: float = 0.5) -> None:
+    """A status line at once, then one header line every ``every_s`` s: each read comes within any timeout."""
+    out.write(b"HTTP/1.1 200 OK\r\n")
+    out.flush()
+    for i in range(lines):
+        time.sleep(every_s)
+        out.write(b"x-slow-%d: 1\r\n" % i)
+        out.flush()
+    out.write(b"content-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+
+
+def test_headers_trickled_past_the_timeout_are_abandoned(kind: str) -> None:
+    """The headers count against the timeout too: one header line per 0.5 s held a 1 s call for 10 s."""
+    began = time.monotonic()
+    err = refused(kind, trickled_head, timeout_s=1.0)
+    assert time.monotonic() - began < 2.5
+    assert err.transient and "1 s" in str(err)

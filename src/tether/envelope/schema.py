@@ -96,7 +96,7 @@ class Agent(Strict):
     context_window: int | None = Field(
         None, ge=1, description="The model's context window in tokens; default: the model table (local: unknown)."
     )
-    request_timeout_s: float = Field(120, gt=0, description="Seconds to connect and for each read of a model call.")
+    request_timeout_s: float = Field(120, gt=0, description="Seconds one model request may take, all of it.")
     provider_profile: ProviderProfile | None = Field(
         None, description="What the server accepts (docs/providers.md); default: detected from the base URL."
     )

@@ -59,7 +59,7 @@ class OpenAIModel:
 
     ``profile`` (default: detected from ``base_url``) decides how the output limit is sent and
     whether tool schemas are simplified; ``token_param`` overrides the profile's choice.
-    ``timeout_s`` bounds connecting and each read; on a timeout the SDK closes the connection,
+    ``timeout_s`` bounds each request as a whole; on a timeout the SDK closes the connection,
     so the server sees the request abandoned rather than finishing it for nobody.
     """
 

@@ -3,7 +3,7 @@
 Specs are ``PROVIDER:REST``:
 
 * ``scripted:FILE``   — a YAML trajectory; ``FILE`` is relative to ``base_dir`` (the envelope's folder).
-``timeout_s`` (the envelope's ``agent.request_timeout_s``) bounds connecting and each read;
+``timeout_s`` (the envelope's ``agent.request_timeout_s``) bounds each request as a whole;
 ``profile`` (``agent.provider_profile``) names the server kind, else it is detected from the
 base URL (:mod:`tether.models.profiles`).
 
