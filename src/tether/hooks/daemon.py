@@ -3,7 +3,7 @@
 A hook call then costs a small client instead of importing the gate each time: the Python client
 (:mod:`tether.hooks.client`) on the Unix socket, or the bash client (``hook.sh``, no interpreter start-up) on a
 loopback TCP port, since bash cannot open a Unix socket. The daemon serves every session of its user (one thread
-per call; the store serialises appends per database).
+per call, at most :data:`MAX_CALLS` at once; the store serialises appends per database).
 
 Safety: one daemon per socket — the first to take an exclusive ``flock`` on ``<socket>.lock`` serves, a
 second started at the same moment sees the lock held and exits; a socket file left by a daemon that died is
@@ -49,6 +49,9 @@ HANDSHAKE_S = 5.0  # a TCP peer that does not send its token within this is clos
 #: A client sends its whole request at once (a few KiB, at most 8 MiB, on a local socket): one that has not within
 #: this many seconds is closed, so a client that hangs halfway holds a thread of the daemon this long, not for ever.
 REQUEST_S = 10.0
+#: Calls served at once, a thread each (Claude Code runs a session's hooks concurrently; a few sessions at once need
+#: a few dozen). A connection over it is declined (:class:`Crowd`): its client decides in-process, cold.
+MAX_CALLS = 32
 
 
 def modules_running() -> str:
@@ -187,18 +190,7 @@ def _serve_locked(path: str, idle_s: float) -> int:
         code = Code(stamp)  # after the imports: the modules' stamp names the code they loaded
         for server in listeners:
             server.setblocking(False)
-        while not stop.is_set():
-            ready, _, _ = select.select(list(listeners), [], [], idle_s)
-            if not ready:
-                break  # idle
-            for server in ready:
-                try:
-                    conn, _ = server.accept()
-                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                    continue
-                conn.setblocking(True)
-                call = (conn, stop, path, code, listeners[server])
-                threading.Thread(target=_serve_one, args=call, daemon=True).start()
+        _accept(listeners, stop, path, code, idle_s)
     finally:
         for server in listeners:
             server.close()
@@ -207,6 +199,97 @@ def _serve_locked(path: str, idle_s: float) -> int:
                 os.unlink(own)
         collections.give_back()
     return 0
+
+
+def _accept(
+    listeners: dict[socket.socket, Endpoint | None], stop: threading.Event, path: str, code: Code, idle_s: float
+) -> None:
+    """Accept calls, each served by a thread of its own while a slot is free (:class:`Crowd`), until told to stop
+    or idle."""
+    crowd = Crowd(MAX_CALLS)
+    try:
+        while not stop.is_set():
+            ready, _, _ = select.select([*listeners, *crowd.declined], [], [], crowd.wait(idle_s))
+            if not ready and not crowd.declined:
+                break  # idle
+            crowd.drain(ready)
+            for server in ready:
+                if server not in listeners:
+                    continue
+                try:
+                    conn, _ = server.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    continue
+                if not crowd.slots.acquire(blocking=False):
+                    crowd.decline(conn, tcp=listeners[server] is not None)
+                    continue
+                conn.setblocking(True)
+                call = (conn, stop, path, code, listeners[server], crowd.slots)
+                threading.Thread(target=_serve_one, args=call, daemon=True).start()
+    finally:
+        for conn in crowd.declined:
+            conn.close()
+
+
+class Crowd:
+    """The bound on calls served at once (:data:`MAX_CALLS` slots, one per serving thread), and the connections
+    declined over it.
+
+    A declined Unix connection is told "declined" as a client of other code is, by a connection closed without a
+    byte: the daemon shuts its side for writing (the client reads the end at once, so it decides in-process) and
+    reads the request to its end before closing, here in the accept loop (non-blocking, no thread), because a socket
+    closed with unread bytes resets its peer, and a client that reads a reset takes the call for recorded and
+    refuses it. A declined connection costs a descriptor, not a thread: up to :attr:`DRAINED` per slot are drained
+    at once, each for :data:`REQUEST_S` at most; beyond that the oldest is closed (a client that is still sending
+    after its younger peers are done is most likely one that hung; it may read the reset: a refusal, exit 2, never
+    an allow). A declined TCP
+    connection is closed before the handshake: the bash client, given no server token, hands the call to the
+    Python launcher."""
+
+    DRAINED = 8
+
+    def __init__(self, limit: int) -> None:
+        self.slots = threading.BoundedSemaphore(limit)
+        self.limit = limit * self.DRAINED
+        self.declined: dict[socket.socket, float] = {}  # in the order declined: the first is the oldest
+
+    def decline(self, conn: socket.socket, *, tcp: bool) -> None:
+        if tcp:
+            conn.close()
+            return
+        if len(self.declined) >= self.limit:
+            oldest = next(iter(self.declined))
+            del self.declined[oldest]
+            oldest.close()
+        try:
+            conn.setblocking(False)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            conn.close()
+            return
+        self.declined[conn] = time.monotonic() + REQUEST_S
+
+    def drain(self, ready: list[socket.socket]) -> None:
+        """Read what the declined clients sent; close each at its end, its error, or its deadline."""
+        now = time.monotonic()
+        for conn in list(self.declined):
+            done = self.declined[conn] <= now
+            if conn in ready:
+                try:
+                    done = done or not conn.recv(1 << 16)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    done = True
+            if done:
+                del self.declined[conn]
+                conn.close()
+
+    def wait(self, idle_s: float) -> float:
+        """How long the accept loop may wait: until the first declined connection's deadline, or ``idle_s``."""
+        if not self.declined:
+            return idle_s
+        return max(0.0, min(idle_s, min(self.declined.values()) - time.monotonic()))
 
 
 class Collections:
@@ -350,19 +433,30 @@ def _admit(conn: socket.socket, endpoint: Endpoint, stop: threading.Event, path:
     return rest
 
 
-def _serve_one(conn: socket.socket, stop: threading.Event, path: str, code: Code, endpoint: Endpoint | None) -> None:
-    later: list[Callable[[], None]] = []
-    with conn:
-        try:
-            _converse(conn, stop, path, code, endpoint, later)
-        except (OSError, ValueError):
-            return
-    # The reply is sent and the connection closed (the client reads to the end: it has its answer), and the
-    # events it depends on were on disk before it was sent. Only now the work nobody waits for: a fold checkpoint,
-    # and a full garbage collection when one is due.
-    for work in later:
-        work()
-    collect_if_due()
+def _serve_one(
+    conn: socket.socket,
+    stop: threading.Event,
+    path: str,
+    code: Code,
+    endpoint: Endpoint | None,
+    slot: threading.BoundedSemaphore,
+) -> None:
+    """One call, in a thread holding one of :class:`Crowd`'s slots until its work is done."""
+    try:
+        later: list[Callable[[], None]] = []
+        with conn:
+            try:
+                _converse(conn, stop, path, code, endpoint, later)
+            except (OSError, ValueError):
+                return
+        # The reply is sent and the connection closed (the client reads to the end: it has its answer), and the
+        # events it depends on were on disk before it was sent. Only now the work nobody waits for: a fold
+        # checkpoint, and a full garbage collection when one is due.
+        for work in later:
+            work()
+        collect_if_due()
+    finally:
+        slot.release()
 
 
 def _converse(

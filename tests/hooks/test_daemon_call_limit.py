@@ -1,0 +1,95 @@
+"""A bound on the calls the daemon serves at once. Each connection had a thread of its own, however many the user's
+processes opened (a hung client, a runaway script of the same uid): 200 silent connections held 200 threads for
+``REQUEST_S`` each, and as many more as were opened meanwhile. Over the bound a connection is declined as a client of
+other code is (closed without a byte, the request read to its end so the client reads no reset): the client decides
+in-process, cold, and is never told allow by an absent answer."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hookkit import payload, wait_for
+
+from tether.hooks import daemon as daemon_module
+from tether.hooks.client import ask
+from tether.hooks.relay import endpoint_path
+
+LIMIT = 4
+
+
+def serving() -> int:
+    return sum(1 for t in threading.enumerate() if "_serve_one" in t.name)
+
+
+@pytest.fixture
+def crowded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Callable[[], tuple[Path, threading.Thread]]
+) -> Iterator[tuple[Path, list[socket.socket]]]:
+    """A daemon whose every slot is held by a client that sent half a request and went silent."""
+    monkeypatch.setattr(daemon_module, "MAX_CALLS", LIMIT, raising=False)
+    monkeypatch.setattr(daemon_module, "REQUEST_S", 30.0)
+    sock, _ = start_daemon()
+    wait_for(Path(endpoint_path(str(sock))))
+    hung: list[socket.socket] = []
+    try:
+        for _ in range(LIMIT):
+            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            unix.connect(str(sock))
+            unix.sendall(b'agent=claude-code\nsize=100\n\n{"hook_')
+            hung.append(unix)
+        deadline = time.monotonic() + 10
+        while serving() < LIMIT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        yield sock, hung
+    finally:
+        for c in hung:
+            c.close()
+
+
+def test_connections_over_the_bound_hold_no_thread_and_are_declined_not_answered(
+    crowded: tuple[Path, list[socket.socket]], tmp_path: Path
+) -> None:
+    sock, hung = crowded
+    for _ in range(60):  # each would have been a thread more
+        extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        extra.connect(str(sock))
+        extra.sendall(b'agent=claude-code\nsize=100\n\n{"hook_')
+        hung.append(extra)
+    time.sleep(0.5)
+    assert serving() <= LIMIT
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="a")).encode()
+    request = {"agent": "claude-code", "project": str(tmp_path)}
+    for _ in range(20):  # declined (None: decide in-process), never a refusal read off a reset, never an answer
+        assert ask(request, data, start=False) is None
+
+
+def test_a_tcp_client_over_the_bound_gets_no_server_token(crowded: tuple[Path, list[socket.socket]]) -> None:
+    sock, _ = crowded
+    port, token, _, _ = Path(endpoint_path(str(sock))).read_text().split()
+    with socket.create_connection(("127.0.0.1", int(port))) as tcp:
+        tcp.settimeout(10)
+        try:
+            tcp.sendall(token.encode() + b"\n")
+            got = tcp.recv(65)
+        except ConnectionResetError:
+            got = b""
+    assert got == b"", "closed before the handshake: the bash client falls back to the launcher"
+
+
+def test_a_slot_freed_is_served_again(crowded: tuple[Path, list[socket.socket]], tmp_path: Path) -> None:
+    _, hung = crowded
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="b")).encode()
+    request = {"agent": "claude-code", "project": str(tmp_path)}
+    assert ask(request, data, start=False) is None
+    hung.pop().close()
+    deadline = time.monotonic() + 10
+    while serving() >= LIMIT and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reply = ask(request, data, start=False)
+    assert reply is not None and reply.exit == 0 and "allow" in reply.stdout, reply
