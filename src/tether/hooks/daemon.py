@@ -188,6 +188,7 @@ def _serve_locked(path: str, idle_s: float) -> int:
     try:
         collections.take()  # the deciding code imported now, while no call waits (the sockets queue them)
         code = Code(stamp)  # after the imports: the modules' stamp names the code they loaded
+        sweep()
         for server in listeners:
             server.setblocking(False)
         _accept(listeners, stop, path, code, idle_s)
@@ -290,6 +291,17 @@ class Crowd:
         if not self.declined:
             return idle_s
         return max(0.0, min(idle_s, min(self.declined.values()) - time.monotonic()))
+
+
+def sweep() -> None:
+    """Housekeeping no call pays for, at the daemon's start: the pins of sessions idle for a month
+    (hooks/pin.py ``prune``). A failure here is a file left, never a daemon that does not serve."""
+    from tether.scoped import suppress
+
+    from .pin import prune
+
+    with suppress(Exception):
+        prune()
 
 
 class Collections:

@@ -10,18 +10,27 @@ workspace the gate lets the agent write), made whole by a hard link so that two 
 that landed, and every later call reads it. A pin that cannot be read or written refuses the call: a session never
 falls back to wherever the agent stands. Imported only by a call that names no project (a Claude Code call, which
 names it in ``$CLAUDE_PROJECT_DIR``, never loads it).
+
+Pins are pruned (:func:`prune`, when the daemon starts: no call waits then, and none pays for it): a pin not read for
+:data:`IDLE_S` is not a live session's. A call that reads its pin refreshes the pin's time once it is half that
+old (one ``fstat`` a call, and a ``futimens`` once in fifteen days), so a live session's pin is never the one dropped.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
+import time
 
 from tether import disk, places
 from tether.errors import RuntimeFailure
+from tether.scoped import suppress
 
 #: A pin longer than this is not one (a path is at most PATH_MAX, 4096, on Linux).
 MAX_PIN = 64 * 1024
+#: A pin its session has not read for this long is dropped (:func:`prune`).
+IDLE_S = 30 * 86400.0
 
 
 def pin_paths(run_id: str) -> list[str]:
@@ -102,6 +111,7 @@ def _read(path: str) -> str | None:
         raise
     try:
         data = os.read(fd, MAX_PIN + 1)
+        _refresh(fd)
     finally:
         os.close(fd)
     text = os.fsdecode(data)
@@ -131,3 +141,57 @@ def _write(path: str, project: str) -> str:
         return project
     finally:
         os.unlink(tmp)
+
+
+def _refresh(fd: int) -> None:
+    """The session is live: its pin's time made now once it is half :data:`IDLE_S` old (so :func:`prune` leaves
+    it). A pin that cannot be touched (a read-only folder) cannot be pruned either."""
+    try:
+        if time.time() - os.fstat(fd).st_mtime > IDLE_S / 2:
+            os.utime(fd)
+    except OSError:
+        pass
+
+
+def prune(now: float | None = None) -> int:
+    """Drop the pins (and a first call's leftover ``.tmp``) not read for :data:`IDLE_S`; how many went. Only this
+    user's regular files in a folder that is not a link: a link, another user's file, anything else is left.
+
+    Each is renamed aside first and its time read again there: a session's call that refreshed it between the look
+    and the rename (:func:`_refresh`) put it back (a link, so a pin a first call wrote meanwhile stands)."""
+    when = time.time() if now is None else now
+    gone = 0
+    for path in pin_paths("-"):
+        try:
+            folder = os.open(places.parent(path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # none, or a link
+        try:
+            gone += sum(_drop(folder, name, when) for name in os.listdir(folder) if _idle(folder, name, when))
+        finally:
+            os.close(folder)
+    return gone
+
+
+def _idle(folder: int, name: str, now: float) -> bool:
+    try:
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > IDLE_S
+
+
+def _drop(folder: int, name: str, now: float) -> int:
+    aside = f".{name}.{os.getpid()}.pruned"  # a run id never starts with a dot: no pin is named so
+    try:
+        os.rename(name, aside, src_dir_fd=folder, dst_dir_fd=folder)
+    except OSError:
+        return 0
+    try:
+        if not _idle(folder, aside, now):  # refreshed meanwhile: put back, unless a first call pinned anew
+            with suppress(OSError):
+                os.link(aside, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+            return 0
+        return 1
+    finally:
+        os.unlink(aside, dir_fd=folder)
