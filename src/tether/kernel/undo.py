@@ -466,7 +466,12 @@ def _parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
 
 def _stage(to: Path, target: FileImage, blobs: Mapping[str, bytes]) -> str:
-    """Write one image to restore into the staging directory, durably (fsynced), with its mode."""
+    """Write one image to restore into the staging directory, durably (fsynced), with its permission bits.
+
+    Never a set-user-id, set-group-id or sticky bit: the restored file is the operator's, not the agent's who
+    made it, so such a bit would run the agent's bytes with the operator's rights (``snapshot.materialise``
+    rebuilds a workspace the same way).
+    """
     data, path = blobs[target.digest], str(to)
     if target.kind == EntryKind.LINK.value:
         os.symlink(os.fsdecode(data), path)
@@ -476,7 +481,7 @@ def _stage(to: Path, target: FileImage, blobs: Mapping[str, bytes]) -> str:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fchmod(fd, target.mode)
+        os.fchmod(fd, target.mode & 0o777)
         os.fsync(fd)
     finally:
         os.close(fd)
