@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -401,6 +402,37 @@ def test_materialise_never_writes_through_a_link_of_a_crafted_manifest(ws: Path,
     link = snap.Entry("evil", EntryKind.LINK, blobs.put_blob(os.fsencode(str(outside))), 0o777, 1, 1, 1, 1)
     through = dataclasses.replace(m.entries["README.md"], path="evil/pwned.txt")
     crafted = dataclasses.replace(m, entries={**m.entries, "evil": link, "evil/pwned.txt": through})
-    with pytest.raises(SnapshotError, match="evil: cannot be written"):  # files first: the link finds a real dir
+    with pytest.raises(SnapshotError, match=r"evil/pwned\.txt: cannot be rebuilt"):  # refused before any write
         snap.materialise(crafted, blobs, tmp_path / "out")
     assert list(outside.iterdir()) == []
+
+
+def test_materialise_never_makes_a_link_through_a_link_of_a_crafted_manifest(ws: Path, tmp_path: Path) -> None:
+    """Links are made last, in path order: a crafted manifest with a link ``evil`` to a folder outside and a link
+    ``evil/pwned`` under it made the second one in that folder (a package's replay planting a link anywhere the
+    operator may write, e.g. a missing ``~/.bash_profile``). A file or link is never also a folder of another."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    blobs = MemoryBlobStore()
+    m = take(ws, blobs=blobs)
+    link = snap.Entry("evil", EntryKind.LINK, blobs.put_blob(os.fsencode(str(outside))), 0o777, 1, 1, 1, 1)
+    inner = dataclasses.replace(link, path="evil/pwned", digest=blobs.put_blob(b"/etc/passwd"))
+    crafted = dataclasses.replace(m, entries={**m.entries, "evil": link, "evil/pwned": inner})
+    with pytest.raises(SnapshotError, match=r"evil/pwned: .*evil.* is recorded as a link"):
+        snap.materialise(crafted, blobs, tmp_path / "out")
+    assert list(outside.iterdir()) == []
+    with pytest.raises(SnapshotError, match=r"manifest.entries\[\d+\].path: 'evil/pwned' lies under 'evil'"):
+        snap.Manifest.from_json(crafted.to_json())
+
+
+@pytest.mark.parametrize("path", ["a\x00b", "a//b", "./a", "a/.", "a/", "."])
+def test_a_manifest_path_that_names_no_single_workspace_file_is_refused(ws: Path, path: str) -> None:
+    """A snapshot writes each path in one spelling (no empty or ``.`` parts, no NUL); any other, from a crafted
+    package, is refused with the entry named, never a ValueError from ``os`` while rebuilding."""
+    m = take(ws, blobs=MemoryBlobStore())
+    row = [*m.entries["README.md"].to_row()]
+    row[0] = path
+    doc = json.loads(m.to_json())
+    doc["entries"] = [row]
+    with pytest.raises(SnapshotError, match=r"manifest.entries\[0\].path: expected a relative path"):
+        snap.Manifest.from_json(json.dumps(doc))

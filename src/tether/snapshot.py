@@ -178,7 +178,7 @@ class Entry:
         if not (isinstance(row, list) and len(row) == 8):
             raise SnapshotError(f"{where}: expected [path, kind, digest, mode, size, mtime_ns, ctime_ns, ino]")
         path, kind, digest, *numbers = row
-        if not isinstance(path, str) or not path or path.startswith("/") or ".." in path.split("/"):
+        if not isinstance(path, str) or "\x00" in path or not set(path.split("/")).isdisjoint(("", ".", "..")):
             raise SnapshotError(f"{where}.path: expected a relative path inside the workspace, found {path!r}")
         if kind not in ("file", "link"):
             raise SnapshotError(f"{where}.kind: expected 'file' or 'link', found {kind!r}")
@@ -298,7 +298,25 @@ class Manifest:
             if entry.path in entries:
                 raise SnapshotError(f"manifest.entries[{i}].path: {entry.path!r} appears twice")
             entries[entry.path] = entry
+        if nested := _nested(entries):
+            i = next(i for i, row in enumerate(rows) if row[0] == nested[0])
+            raise SnapshotError(f"manifest.entries[{i}].path: {nested[0]!r} lies under {nested[1]!r}, a file or link")
         return cls(entries, errors, IgnoreRules.from_json(doc.get("ignore")), started)
+
+
+def _nested(entries: Mapping[str, Entry]) -> tuple[str, str] | None:
+    """A path recorded under another recorded path, and that one: (path, ancestor); None in a real snapshot.
+
+    A file or a link is never also a folder of another entry, so only a crafted manifest has one; rebuilding
+    it would make the inner entry through the outer link, wherever that points.
+    """
+    for path in entries:
+        at = path.rfind("/")
+        while at > 0:
+            if path[:at] in entries:
+                return path, path[:at]
+            at = path.rfind("/", 0, at)
+    return None
 
 
 # ---- taking a snapshot ---------------------------------------------------------------------------
@@ -760,6 +778,8 @@ def materialise(manifest: Manifest, blobs: BlobStore, dest: str | Path) -> None:
         raise SnapshotError(
             f"the snapshot could not read {len(manifest.errors)} path(s), so it cannot be rebuilt: {listed}"
         )
+    if nested := _nested(manifest.entries):
+        raise SnapshotError(f"{nested[0]}: cannot be rebuilt: {nested[1]!r} is recorded as a link or file")
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise SnapshotError(f"{root}: expected an empty directory to rebuild the workspace in")
