@@ -69,9 +69,14 @@ def test_each_recorded_payload_matches_the_sdk_type(path: Path) -> None:
 
 def test_every_event_the_sdk_types_has_a_recorded_payload() -> None:
     recorded = {p.stem.split(".", 1)[1] for p in PAYLOADS}
-    published = {n.removesuffix("HookInput") for n in dir(sdk) if n.endswith("HookInput") and n != "BaseHookInput"}
+    published = {
+        n.removesuffix("HookInput")
+        for n in dir(sdk)
+        if n.endswith("HookInput") and n not in ("BaseHookInput", "HookInput")
+    }
     handled = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop", "SubagentStop"}
     assert handled <= recorded & published, "the events tether acts on are recorded and typed by the SDK"
+    assert published <= recorded, f"an event Claude Code sends that no test plays: {sorted(published - recorded)}"
 
 
 @pytest.mark.parametrize(

@@ -269,3 +269,22 @@ def test_a_lone_surrogate_in_a_prompt_an_error_or_an_end_reason_is_recorded_esca
         text = json.dumps([e.payload for e in store.events(run_id)])
     for seen in ("startup \\\\ud800", "fix \\\\ud800 this", "exit 1: \\\\udcff", "other \\\\udfff"):
         assert seen in text, seen
+
+
+@pytest.mark.parametrize("event", ["PermissionRequest", "SubagentStart", "Notification", "PreCompact"])
+@pytest.mark.parametrize("command", ["ls", "timeout 5 rm -rf /", "bash -c 'git push -f'"])
+def test_an_event_tether_does_not_judge_gets_no_permission_answer_and_is_recorded(
+    hook: Hook, event: str, command: str
+) -> None:
+    """PermissionRequest decides the permission dialog Claude Code shows when a call still needs one (after the
+    PreToolUse answers: tether's ask is one). tether answers it with nothing, whatever the gate would say: the human
+    at the dialog decides what tether asked about, and a call the gate denies never reaches it (PreToolUse denied
+    it). Never an allow: that would answer tether's own ask for the human."""
+    hook("SessionStart")
+    fields = {"tool_input": {"command": command}} if event == "PermissionRequest" else {}
+    out = hook(event, **fields)
+    assert (out.exit, out.stdout, out.stderr) == (0, "", ""), out
+    run_id = run_id_for("claude-code", str(json.loads((PAYLOADS / "claude-code.Stop.json").read_text())["session_id"]))
+    with EventStore.open(hook.workspace / ".tether" / "tether.db", readonly=True) as store:
+        events = [e.payload.get("event") for e in store.events(run_id) if e.kind == "hook.received"]
+    assert events == ["SessionStart", event]
