@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_neutering import base_envelope, bash, executed, of, run
+from test_neutering import LAYOUTS, base_envelope, bash, edit, executed, honest, of, run
 
 __all__ = ["base_envelope"]
 
@@ -66,3 +66,70 @@ def test_the_forging_plugin_works_where_tests_may_change(base_envelope: dict[str
     status, events = run("src_layout", [write("forge.py", FORGE), write("pytest.toml", SETTINGS)], data, tmp_path)
     assert status == "COMPLETE"
     assert [f["severity"] for f in of(events, "review.finding") if f["check"] == "test_changed"] == ["low"]
+
+
+# ---- a linter's or type checker's configuration ---------------------------------------------------------------
+
+SOURCE = LAYOUTS["src_layout"].source
+UNUSED_IMPORT = edit(SOURCE, '"""Small', 'import os\n"""Small')  # ruff's F401, selected by default
+TYPE_ERROR = edit(SOURCE, "def mean(xs):\n", 'LABEL: int = "mean"\n\n\ndef mean(xs):\n')  # mypy's assignment
+
+
+def with_sensor(data: dict[str, Any], sensor: str) -> dict[str, Any]:
+    """``sensor`` required, between policy and tests (the cascade's order)."""
+    sensors = data["verification"]["sensors"]
+    data["verification"]["sensors"] = [*sensors[:2], {"name": sensor, "required": True}, *sensors[2:]]
+    return data
+
+
+LINT_OFF = {
+    "pyproject_exclude": bash("printf '\\n[tool.ruff]\\nexclude = [\"src\"]\\n' >> pyproject.toml"),
+    "nested_ruff_toml": write("src/calc/ruff.toml", '[lint]\nignore = ["ALL"]\n'),
+    "pyproject_ignore_all": bash("printf '\\n[tool.ruff.lint]\\nignore = [\"ALL\"]\\n' >> pyproject.toml"),
+}
+
+
+@pytest.mark.parametrize("trick", [None, *LINT_OFF])
+def test_a_lint_problem_is_not_hidden_by_the_linters_configuration(
+    trick: str | None, base_envelope: dict[str, Any], tmp_path: Path
+) -> None:
+    """The honest fix plus an unused import; the trick turns ruff off for the file (the control: no trick)."""
+    calls = [honest(LAYOUTS["src_layout"], "files"), UNUSED_IMPORT, *([LINT_OFF[trick]] if trick else [])]
+    status, events = run("src_layout", calls, with_sensor(strict(base_envelope), "lint"), tmp_path)
+    executed(events)
+    assert status == "VERIFY_FAILED"
+    (lint,) = [r for r in of(events, "sensor.result") if r["sensor"] == "lint"]
+    codes = [(d["file"], d["code"]) for d in lint["diagnostics"]]
+    assert lint["result"] == "FAIL"
+    if trick is None:
+        assert (SOURCE, "F401") in codes
+    else:
+        where = "src/calc/ruff.toml" if trick == "nested_ruff_toml" else "pyproject.toml"
+        assert codes == [(where, "lint.config_changed")]
+
+
+def test_other_edits_to_pyproject_leave_lint_alone(base_envelope: dict[str, Any], tmp_path: Path) -> None:
+    bump = bash('sed -i \'s/^version = "0.1.0"$/version = "0.1.1"/\' pyproject.toml')
+    calls = [honest(LAYOUTS["src_layout"], "files"), bump]
+    status, events = run("src_layout", calls, with_sensor(strict(base_envelope), "lint"), tmp_path)
+    assert status == "COMPLETE", of(events, "completion.refused")
+
+
+MYPY = '\n[tool.mypy]\nfiles = ["src"]\n'
+
+
+@pytest.mark.parametrize("trick", [None, "ignore_errors"])
+def test_a_type_error_is_not_hidden_by_the_type_checkers_configuration(
+    trick: str | None, base_envelope: dict[str, Any], tmp_path: Path
+) -> None:
+    pyproject = (Path(__file__).parent / "projects" / "src_layout" / "pyproject.toml").read_text() + MYPY
+    off = bash("printf 'ignore_errors = true\\n' >> pyproject.toml")
+    calls = [honest(LAYOUTS["src_layout"], "files"), TYPE_ERROR, *([off] if trick else [])]
+    data = with_sensor(strict(base_envelope), "types")
+    status, events = run("src_layout", calls, data, tmp_path, files={"pyproject.toml": pyproject})
+    executed(events)
+    assert status == "VERIFY_FAILED"
+    (types,) = [r for r in of(events, "sensor.result") if r["sensor"] == "types"]
+    codes = [(d["file"], d["code"]) for d in types["diagnostics"]]
+    assert types["result"] == "FAIL"
+    assert codes == ([("pyproject.toml", "types.config_changed")] if trick else [(SOURCE, "assignment")])

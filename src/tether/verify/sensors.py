@@ -44,7 +44,7 @@ from tether.envelope.schema import Envelope
 from tether.events.kinds_baseline import SuiteBaseline
 from tether.snapshot import BlobStore, Manifest, SnapshotError, read_content
 
-from . import bytecode, shadowing
+from . import bytecode, sensorconfig, shadowing
 from .changes import WorkspaceDiff
 from .integrity import FAILING, compare, describe, tolerated_failures
 from .result import BLOCKING, Diagnostic, Outcome, SensorResult
@@ -279,6 +279,8 @@ def lint(ctx: SensorContext) -> SensorResult:
     files = ctx.changed_python
     if not files:
         return _result(ctx, "lint", "PASS", "no changed Python files to lint", (), t0)
+    if (off := _config_changed(ctx, "lint", "ruff", t0)) is not None:
+        return off
     ruff = ctx.tool("ruff")
     if ruff is None:
         return _result(ctx, "lint", "SKIPPED", "ruff is not installed", (), t0)
@@ -313,6 +315,20 @@ def lint(ctx: SensorContext) -> SensorResult:
         summary += f" ({len(diags) - len(new)} more were there before the run)" if len(new) < len(diags) else ""
         return _result(ctx, "lint", "FAIL", summary, new, t0, tool)
     return _result(ctx, "lint", "PASS", f"ruff: no new problems ({len(diags)} were there before the run)", (), t0, tool)
+
+
+def _config_changed(ctx: SensorContext, name: str, tool: str, t0: float) -> SensorResult | None:
+    """FAIL when the run changed ``tool``'s configuration: the final and the baseline check would both read the
+    run's rules, so whatever they turned off would be off for both (``tether.verify.sensorconfig``)."""
+    paths = sensorconfig.changed(
+        tool, {*ctx.diff.paths, *ctx.changed_files}, ctx.baseline_bytes, lambda p: read_bytes(ctx.workspace, p)
+    )
+    if not paths:
+        return None
+    why = f"the run changed {tool}'s configuration: it decides what {tool} reports, so a run may not change it"
+    diags = [Diagnostic(p, None, why, f"{name}.config_changed") for p in paths]
+    summary = f"{tool}'s configuration changed in {', '.join(paths[:3])}: revert it (a human changes it)"
+    return _result(ctx, name, "FAIL", summary, diags, t0)
 
 
 def _rel(workspace: Path, filename: str) -> str:
@@ -394,6 +410,8 @@ def types(ctx: SensorContext) -> SensorResult:
     files = ctx.changed_python
     if not files:
         return _result(ctx, "types", "PASS", f"{checker}: no changed Python files to check", (), t0)
+    if (off := _config_changed(ctx, "types", checker, t0)) is not None:
+        return off
     exe = ctx.tool(checker)
     if exe is None:
         return _result(ctx, "types", "SKIPPED", f"{checker} is configured but not installed", (), t0)
