@@ -10,6 +10,7 @@ import contextlib
 import gzip
 import json
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -411,3 +412,55 @@ def test_headers_trickled_past_the_timeout_are_abandoned(kind: str) -> None:
     err = refused(kind, trickled_head, timeout_s=1.0)
     assert time.monotonic() - began < 2.5
     assert err.transient and "1 s" in str(err)
+
+
+def test_early_hints_sent_forever_are_abandoned(kind: str) -> None:
+    """``103 Early Hints`` is an interim answer the client reads past: sent every 0.1 s it never lets the real one
+    come, and each read comes in time. The request ends at its timeout."""
+
+    def answer(out: BufferedIOBase) -> None:
+        while True:
+            out.write(b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n")
+            out.flush()
+            time.sleep(0.1)
+
+    began = time.monotonic()
+    err = refused(kind, answer, timeout_s=1.0)
+    assert time.monotonic() - began < 2.5
+    assert err.transient and "1 s" in str(err)
+
+
+class SlowReader:
+    """A server on 127.0.0.1 that takes a request in slowly, 256 KiB every 0.05 s, and never answers."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.read = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = self.listener.accept()
+            with conn:
+                while data := conn.recv(2**18):
+                    self.read += len(data)
+                    time.sleep(0.05)
+
+    def base_url(self, kind: str) -> str:
+        return f"http://127.0.0.1:{self.port}" + ("/v1" if kind == "openai" else "")
+
+
+def test_a_request_the_server_reads_slowly_is_abandoned(kind: str) -> None:
+    """Sending counts too: a server taking a long transcript in a little at a time, each part just inside the
+    timeout, does not hold the call past it."""
+    server = SlowReader()
+    transcript = [Message("user", "x" * 24 * 2**20)]  # past any socket buffer: the send must wait on the reader
+    began = time.monotonic()
+    try:
+        with pytest.raises(ProviderError) as info:
+            raw_model(kind, server.base_url(kind), timeout_s=1.0).complete(transcript, [], max_tokens=10)
+    finally:
+        server.listener.close()
+    assert time.monotonic() - began < 3.5
+    assert info.value.transient and "1 s" in str(info.value) and server.read > 0

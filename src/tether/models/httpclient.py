@@ -35,6 +35,11 @@ MAX_REPLY_BYTES = 16 * 2**20
 """16 MiB: over 130 bytes for each of the 128,000 output tokens, the largest output limit in the model table."""
 
 
+WRITE_PIECE = 16 * 2**10
+"""A request is sent 16 KiB at a time, the send buffer a socket starts with: a write of one piece waits for one
+send or two, so it ends close to the request's deadline (a megabyte of transcript is 64 writes)."""
+
+
 class ReplyRefused(httpx2.RequestError):
     """A reply the client will not read: too large, or in an encoding it did not ask for. Not worth retrying."""
 
@@ -67,7 +72,11 @@ class _DeadlineStream(httpcore2.NetworkStream):
         return self._inner.read(max_bytes, _left(timeout, httpcore2.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _left(timeout, httpcore2.WriteTimeout))
+        """In pieces, each given the time left: httpcore gives each ``send`` of one write the whole timeout, so a
+        server taking a long transcript in a little at a time held one write for as long as it liked."""
+        view = memoryview(buffer)
+        for start in range(0, len(view), WRITE_PIECE):
+            self._inner.write(view[start : start + WRITE_PIECE].tobytes(), _left(timeout, httpcore2.WriteTimeout))
 
     def close(self) -> None:
         self._inner.close()
