@@ -277,3 +277,21 @@ def test_decision_to_dict_lists_every_rule(ws: Path) -> None:
     ids = [r["id"] for r in data["rules"]]
     assert "coding:allow-read-only" in ids and "coding:deny-rm-home" in ids
     assert all(set(r) == {"id", "verdict", "reason"} for r in data["rules"])
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("echo x > src/t", "echo only reads, and its output goes to 'src/t', which filesystem.write allows"),
+        ("printf x >> src/t 2>&1 && chmod +x src/t", "printf only reads, and its output goes to 'src/t'"),
+        ("cat src/a.py 2>/dev/null", "cat only reads"),
+    ],
+)
+def test_a_program_that_only_reads_is_not_said_to_only_read_when_its_output_is_written(
+    ws: Path, command: str, said: str
+) -> None:
+    """``echo x > f`` was explained as "echo only reads": the write its redirection makes was judged (a refused
+    target decides as a hard finding) but not said. Every decision explains itself, writes included."""
+    d = Gate(envelope(), workspace=ws).decide("bash", {"command": command})
+    assert d.verdict is ALLOW and d.deciding_rule == "coding:allow-read-only"
+    assert d.reason.startswith(said) and (d.reason == said or "/dev/null" not in d.reason)

@@ -172,7 +172,7 @@ class Gate:
                 known[id(cmd)] = eff
             secret_reads = secret_reads or secret
             default = _REDIRECT_ONLY if not cmd.argv else _UNKNOWN_COMMAND
-            parts.append(resolve(findings, default))
+            parts.append(_output_named(resolve(findings, default), cmd))
         whole = list(analysis.findings)
         if self.coding:
             whole += profile.analysis_findings(analysis, secret_reads)
@@ -745,6 +745,19 @@ class Gate:
         else:
             m = RuleMatch("control:human-required", Verdict.DENY, "control state HUMAN_REQUIRED: a human must step in")
         return Decision(m.verdict, m.id, m.reason, (m, *decision.matches))
+
+
+def _output_named(decision: Decision, cmd: SimpleCommand) -> Decision:
+    """``echo x > f`` is allowed as a program that only reads, but it writes ``f``: the reason says so, and that
+    ``filesystem.write`` let it (a target it refuses decides on its own, as a hard finding)."""
+    if decision.deciding_rule != "coding:allow-read-only" or not cmd.redirects:
+        return decision
+    written = [r.target.text for r in cmd.redirects if r.writes and r.target and not r.target.text.startswith("/dev/")]
+    if not written:
+        return decision
+    where = ", ".join(repr(t) for t in written)
+    reason = f"{decision.reason}, and its output goes to {where}, which filesystem.write allows"
+    return Decision(decision.verdict, decision.deciding_rule, reason, decision.matches, decision.taints)
 
 
 def _read_only(analysis: Analysis, known: Mapping[int, Effects]) -> bool:
