@@ -93,3 +93,33 @@ def test_a_slot_freed_is_served_again(crowded: tuple[Path, list[socket.socket]],
         time.sleep(0.01)
     reply = ask(request, data, start=False)
     assert reply is not None and reply.exit == 0 and "allow" in reply.stdout, reply
+
+
+@pytest.mark.parametrize("turned_away", [True, False])
+def test_a_call_queued_when_the_daemon_stops_is_declined_not_reset(tmp_path: Path, turned_away: bool) -> None:
+    """A connection still in the backlog when the daemon stops (a call right behind the one that found the code
+    changed) was reset as the listener closed: its client, which had sent its request, refused the call (exit 2:
+    tests/hooks/test_daemon_stale_code.py's real daemon met it). Turned away, it reads "declined" and decides cold."""
+    path = str(tmp_path / "s")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+    server.setblocking(False)
+    clients = []
+    for _ in range(3):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)
+        client.sendall(b"agent=claude-code\nsize=2\n\n{}")
+        client.shutdown(socket.SHUT_WR)
+        clients.append(client)
+    if turned_away:
+        daemon_module.Crowd(4).turn_away({server: None})
+    server.close()
+    for client in clients:
+        client.settimeout(10)
+        if turned_away:
+            assert client.recv(100) == b""
+        else:
+            with pytest.raises(ConnectionResetError):
+                client.recv(100)
+        client.close()

@@ -27,6 +27,7 @@ def test_a_daemon_whose_modules_changed_on_disk_declines_and_exits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Callable[[], tuple[Path, threading.Thread]]
 ) -> None:
     monkeypatch.setattr(daemon_module.Code, "EVERY_S", 0.0)
+    monkeypatch.setattr(daemon_module, "watch_modules", lambda root: None)  # no inotify: the stamp polled
     on_disk = ["as started"]
     monkeypatch.setattr(daemon_module, "modules_on_disk", lambda: on_disk[0])
     monkeypatch.setattr(daemon_module, "modules_running", lambda: "as started")
@@ -40,6 +41,44 @@ def test_a_daemon_whose_modules_changed_on_disk_declines_and_exits(
     served.join(timeout=30)
     assert not served.is_alive(), "the daemon exits, so that the next call starts a current one"
     assert not sock.exists()
+
+
+def test_a_module_changed_on_disk_is_seen_by_the_very_next_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Callable[[], tuple[Path, threading.Thread]]
+) -> None:
+    """The window closed: the modules' stamp was compared at most once a second, so for up to a second after a
+    ``git pull`` a call was decided by the code from before it. Now inotify watches every folder of the modules
+    (the kernel queues the event before the writer's system call returns), a call reads the queue (one
+    non-blocking read), and the stamp is taken again only when it holds something. A copy of tether stands for the
+    tree on disk; the change is written in place (same inode, as an editor or ``git`` may write it)."""
+    import shutil
+
+    import tether
+    from tether.guard.cachefile import code_stamp_now
+
+    copy = tmp_path / "tree" / "tether"
+    shutil.copytree(Path(tether.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    started = code_stamp_now(str(copy))
+    monkeypatch.setattr(daemon_module, "modules_root", lambda: str(copy))
+    monkeypatch.setattr(daemon_module, "modules_running", lambda: started)
+    monkeypatch.setattr(daemon_module, "modules_on_disk", lambda: code_stamp_now(str(copy)))
+    sock, served = start_daemon()
+    request = {"agent": "claude-code", "project": str(tmp_path)}
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="a")).encode()
+    for _ in range(3):
+        first = ask(request, data, start=False)
+        assert first is not None and first.exit == 0 and "allow" in first.stdout, first
+    (copy / "policy" / "__pycache__").mkdir()  # bytecode written beside the modules is not a change of them
+    first = ask(request, data, start=False)
+    assert first is not None and "allow" in first.stdout, "a new __pycache__ is no new code"
+    gate = copy / "policy" / "gate.py"
+    with open(gate, "r+b") as f:  # in place: no rename, the folder's own mtime unchanged
+        text = f.read()
+        f.seek(0)
+        f.write(text.replace(b"def ", b"def  ", 1))
+    assert ask(request, data, start=False) is None, "declined at once: decided in-process, with the code on disk"
+    served.join(timeout=30)
+    assert not served.is_alive() and not sock.exists()
 
 
 @pytest.mark.slow

@@ -69,12 +69,47 @@ def modules_on_disk() -> str:
     return code_stamp_now()
 
 
+def modules_root() -> str:
+    """The folder of tether's package, as guard/cachefile.py ``code_stamp_now`` walks it."""
+    from tether.guard import cachefile
+
+    return os.path.dirname(os.path.dirname(os.path.realpath(cachefile.__file__)))
+
+
+def watch_modules(root: str) -> Any:
+    """An inotify watch (tether/watch.py ``TreeWatch``) on every folder under ``root`` but ``__pycache__``; None
+    where inotify is not available (then the stamp is polled: :class:`Code`)."""
+    from tether.watch import TreeWatch, WatchUnavailable, open_dir
+
+    try:
+        watch = TreeWatch()
+    except WatchUnavailable:
+        return None
+    try:
+        for folder, subdirs, _ in os.walk(root):
+            subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+            fd = open_dir(folder)
+            try:
+                watch.add(os.path.relpath(folder, root).removeprefix("."), fd)
+            finally:
+                os.close(fd)
+    except OSError:  # WatchUnavailable too: a watch limit reached
+        watch.close()
+        return None
+    return watch
+
+
 class Code:
     """Whether this daemon still runs the code on disk. The protocol's stamp (``relay.code_stamp``: the mtimes of
-    the client's files, which an upgrade by pip rewrites) is asked at every call; the stamp of every module of tether
-    (what a ``git pull`` of an editable install, or any edit to the gate, the schema or the guard changes, and the
-    protocol's stamp does not see) at most every :attr:`EVERY_S` seconds, before the call it would answer. Once
-    they differ the daemon declines every call (the client decides in-process, with the code on disk) and exits."""
+    the client's files, which an upgrade by pip rewrites) is asked at every call; so is whether any module of tether
+    changed (what a ``git pull`` of an editable install, or any edit to the gate, the schema or the guard changes,
+    and the protocol's stamp does not see): an inotify watch on every folder of the modules, set before the stamp
+    of the modules on disk is compared once with the running one, is read at each call (one non-blocking read: the
+    kernel queues an event before the writer's system call returns, so no call after a change is decided by the
+    code before it), and the stamp taken again only when the watch saw something (a new ``__pycache__`` is not new
+    code). A folder made or removed, or a queue that overflowed, counts as changed. Without inotify the stamp is
+    compared at most every :attr:`EVERY_S` seconds. Once they differ the daemon declines every call (the client
+    decides in-process, with the code on disk) and exits."""
 
     EVERY_S = 1.0
 
@@ -82,17 +117,36 @@ class Code:
         self.stamp, self.modules = stamp, modules_running()
         self.lock = threading.Lock()
         self.due = time.monotonic() + self.EVERY_S
-        self.moved = False
+        self.watch = watch_modules(modules_root()) if self.modules else None
+        self.moved = self.watch is not None and modules_on_disk() != self.modules  # changed before the watch was set
 
     def current(self, stamp: str | None = None) -> bool:
         """The protocol's ``stamp`` (the client's, or the files' now) and the modules are still this daemon's."""
         if (code_stamp() if stamp is None else stamp) != self.stamp:
             return False
         with self.lock:
-            if not self.moved and self.modules and time.monotonic() >= self.due:
+            if self.moved or not self.modules:
+                return not self.moved
+            if self.watch is not None:
+                self.moved = self._seen(self.watch)
+            elif time.monotonic() >= self.due:
                 self.moved = modules_on_disk() != self.modules
                 self.due = time.monotonic() + self.EVERY_S
             return not self.moved
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+
+    def _seen(self, watch: Any) -> bool:
+        """The watch saw the modules change (a folder of them made, moved or removed counts, but a ``__pycache__``;
+        a file written is confirmed by the stamp)."""
+        changed = watch.changes()
+        if changed is None:
+            return True
+        if any(os.path.basename(p) != "__pycache__" for p in changed.replaced):
+            return True
+        return bool(changed.dirs) and modules_on_disk() != self.modules
 
 
 class Endpoint:
@@ -191,15 +245,23 @@ def _serve_locked(path: str, idle_s: float) -> int:
         sweep()
         for server in listeners:
             server.setblocking(False)
-        _accept(listeners, stop, path, code, idle_s)
+        try:
+            _accept(listeners, stop, path, code, idle_s)
+        finally:
+            code.close()
     finally:
         for server in listeners:
             server.close()
-        for own in (path, endpoint_path(path)):
-            if os.path.lexists(own):
-                os.unlink(own)
+        _remove_own(path)
         collections.give_back()
     return 0
+
+
+def _remove_own(path: str) -> None:
+    """The socket and the endpoint file, this daemon's (it holds the lock: no other has made them since)."""
+    for own in (path, endpoint_path(path)):
+        if os.path.lexists(own):
+            os.unlink(own)
 
 
 def _accept(
@@ -227,6 +289,8 @@ def _accept(
                 conn.setblocking(True)
                 call = (conn, stop, path, code, listeners[server], crowd.slots)
                 threading.Thread(target=_serve_one, args=call, daemon=True).start()
+        _remove_own(path)  # no connection lands in the backlog any more: a client finds no daemon, decides cold
+        crowd.turn_away(listeners)
     finally:
         for conn in crowd.declined:
             conn.close()
@@ -285,6 +349,22 @@ class Crowd:
             if done:
                 del self.declined[conn]
                 conn.close()
+
+    def turn_away(self, listeners: dict[socket.socket, Endpoint | None], within: float = 1.0) -> None:
+        """At the daemon's end: decline the connections still queued in the listeners' backlogs. Closed with them,
+        a listener resets each, and a client that reads a reset after sending takes its call for recorded and
+        refuses it (exit 2), where a declined one decides in-process."""
+        for server, endpoint in listeners.items():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:  # BlockingIOError: none left
+                    break
+                self.decline(conn, tcp=endpoint is not None)
+        deadline = time.monotonic() + within
+        while self.declined and time.monotonic() < deadline:
+            ready, _, _ = select.select(list(self.declined), [], [], max(0.0, deadline - time.monotonic()))
+            self.drain(ready)
 
     def wait(self, idle_s: float) -> float:
         """How long the accept loop may wait: until the first declined connection's deadline, or ``idle_s``."""
