@@ -123,3 +123,35 @@ def test_a_call_queued_when_the_daemon_stops_is_declined_not_reset(tmp_path: Pat
             with pytest.raises(ConnectionResetError):
                 client.recv(100)
         client.close()
+
+
+def test_declined_connections_past_descriptor_1024_keep_the_daemon_serving(
+    crowded: tuple[Path, list[socket.socket]], tmp_path: Path
+) -> None:
+    """``select`` takes no descriptor past 1023 (ValueError): a daemon holding many (its sessions' stores, its
+    clients) that declined one numbered past it ended its accept loop, and so itself."""
+    import os
+
+    sock, hung = crowded
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        for _ in range(5):
+            extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            extra.connect(str(sock))
+            extra.sendall(b'agent=claude-code\nsize=100\n\n{"hook_')
+            hung.append(extra)
+        assert max(c.fileno() for c in hung) > 1024
+        time.sleep(0.5)
+        data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="c")).encode()
+        request = {"agent": "claude-code", "project": str(tmp_path)}
+        assert ask(request, data, start=False) is None, "declined"
+        assert sock.exists(), "the daemon still serves"
+        hung.pop(0).close()
+        deadline = time.monotonic() + 10
+        while serving() >= LIMIT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        reply = ask(request, data, start=False)
+        assert reply is not None and "allow" in reply.stdout, reply
+    finally:
+        for fd in filler:
+            os.close(fd)

@@ -272,7 +272,7 @@ def _accept(
     crowd = Crowd(MAX_CALLS)
     try:
         while not stop.is_set():
-            ready, _, _ = select.select([*listeners, *crowd.declined], [], [], crowd.wait(idle_s))
+            ready = _readable([*listeners, *crowd.declined], crowd.wait(idle_s))
             if not ready and not crowd.declined:
                 break  # idle
             crowd.drain(ready)
@@ -294,6 +294,18 @@ def _accept(
     finally:
         for conn in crowd.declined:
             conn.close()
+
+
+def _readable(socks: list[socket.socket], timeout: float) -> list[socket.socket]:
+    """Those of ``socks`` ready to read (or closed) within ``timeout`` seconds. ``poll``, not ``select``, which takes
+    no descriptor past 1023: a daemon holding many (its sessions' stores, its clients) ended its accept loop, and so
+    itself, on the first connection it declined numbered past it."""
+    poller = select.poll()
+    by_fd = {}
+    for sock in socks:
+        by_fd[sock.fileno()] = sock
+        poller.register(sock, select.POLLIN)
+    return [by_fd[fd] for fd, _ in poller.poll(timeout * 1000)]
 
 
 class Crowd:
@@ -363,7 +375,7 @@ class Crowd:
                 self.decline(conn, tcp=endpoint is not None)
         deadline = time.monotonic() + within
         while self.declined and time.monotonic() < deadline:
-            ready, _, _ = select.select(list(self.declined), [], [], max(0.0, deadline - time.monotonic()))
+            ready = _readable(list(self.declined), max(0.0, deadline - time.monotonic()))
             self.drain(ready)
 
     def wait(self, idle_s: float) -> float:
