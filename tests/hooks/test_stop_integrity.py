@@ -134,6 +134,18 @@ def test_source_that_special_cases_a_test_literal_is_blocked(project: Path) -> N
     assert out["decision"] == "block" and "tests/test_calc.py" in out["reason"] and "[4, 1, 3, 2]" in out["reason"]
 
 
+def test_source_that_answers_only_under_pytest_is_blocked(project: Path) -> None:
+    """No test literal in it: it asks whether pytest is running, and gives the test's answer when it is."""
+    hook = Hook(project)
+    hook("SessionStart")
+    cheat = "import sys\n\n\n" + SOURCE.replace(
+        "    return", '    if "pytest" in sys.modules and len(xs) % 2 == 0:\n        return 2.5\n    return'
+    )
+    write(hook, "calc.py", cheat, "w1")
+    out = stop(hook)
+    assert out["decision"] == "block" and "line 5 names 'pytest'" in out["reason"], out
+
+
 def test_an_honest_fix_passes(project: Path) -> None:
     hook = frozen(project)
     hook("SessionStart")

@@ -58,14 +58,79 @@ def test_a_pytest_toml_is_a_test_change(channel: str, base_envelope: dict[str, A
     assert [(f["file"], f["severity"]) for f in findings] == [("pytest.toml", "high")]
 
 
-def test_the_forging_plugin_works_where_tests_may_change(base_envelope: dict[str, Any], tmp_path: Path) -> None:
-    """The control: the same config and plugin where tests may change is not refused by anything else — the
-    in-process reporter believes pytest (docs/verification.md, "What this does not catch")."""
+def test_the_forging_plugin_is_refused_where_tests_may_change(base_envelope: dict[str, Any], tmp_path: Path) -> None:
+    """Where tests may change the config change is information only; the plugin module itself (source that
+    imports pytest) is what refuses it — a runner_probe, not the in-process report, which believes pytest."""
     data = strict(base_envelope)
     data["verification"]["tests_may_change"] = True
     status, events = run("src_layout", [write("forge.py", FORGE), write("pytest.toml", SETTINGS)], data, tmp_path)
-    assert status == "COMPLETE"
-    assert [f["severity"] for f in of(events, "review.finding") if f["check"] == "test_changed"] == ["low"]
+    assert status == "VERIFY_FAILED"
+    (tests,) = [r for r in of(events, "sensor.result") if r["sensor"] == "tests"]
+    assert tests["result"] == "PASS"  # the forged run
+    findings = [(f["check"], f["severity"], f["file"]) for f in of(events, "review.finding")]
+    assert sorted(findings) == [("runner_probe", "high", "forge.py"), ("test_changed", "low", "pytest.toml")]
+
+
+# ---- source that looks at the test run ------------------------------------------------------------------------
+
+#: src/calc/__init__.py registers a plugin into the running pytest from the source the tests import.
+TAMPER = """import gc
+
+import pytest
+
+
+class _Pass:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed:
+            report.outcome = "passed"
+            report.longrepr = None
+
+
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
+        _o.pluginmanager.register(_Pass())
+        break
+
+from .stats import mean, median
+"""
+
+PROBES = {
+    "pytest_in_sys_modules": edit(
+        "src/calc/stats.py",
+        "    ordered = sorted(xs)\n",
+        "    import sys\n\n"
+        '    if "pytest" in sys.modules and xs and len(xs) % 2 == 0:\n'
+        "        return 2.5\n"
+        "    ordered = sorted(xs)\n",
+    ),
+    "reads_the_test_file": edit(
+        "src/calc/stats.py",
+        "    ordered = sorted(xs)\n",
+        "    if xs and len(xs) % 2 == 0:\n"
+        '        text = open("tests/test_stats.py").read()\n'
+        '        return float(text.split("== ")[1].split()[0])\n'
+        "    ordered = sorted(xs)\n",
+    ),
+    "plugin_from_source": write("src/calc/__init__.py", TAMPER),
+}
+
+
+@pytest.mark.parametrize("probe", list(PROBES))
+def test_source_that_looks_at_the_test_run_does_not_complete(
+    probe: str, base_envelope: dict[str, Any], tmp_path: Path
+) -> None:
+    """The failing test passes through the source alone: nothing of the test surface changes."""
+    status, events = run("src_layout", [PROBES[probe]], strict(base_envelope), tmp_path)
+    executed(events)
+    (tests,) = [r for r in of(events, "sensor.result") if r["sensor"] == "tests"]
+    assert tests["result"] == "PASS", tests  # the trick works on the test run itself
+    assert status == "VERIFY_FAILED"
+    findings = [f for f in of(events, "review.finding") if f["severity"] == "high"]
+    assert [f["check"] for f in findings] == ["runner_probe"], findings
+    assert findings[0]["file"].startswith("src/calc/")
 
 
 # ---- a linter's or type checker's configuration ---------------------------------------------------------------

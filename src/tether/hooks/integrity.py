@@ -82,7 +82,7 @@ def findings(
 ) -> list[ReviewFinding]:
     """Changes to the test surface since the baseline, and written lines special-casing a test's literals."""
     from tether.review.reviewer import ReviewFinding
-    from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
+    from tether.review.test_integrity import source_findings, surface_findings
 
     baseline = baseline_of(events)
     if baseline is None:
@@ -99,7 +99,7 @@ def findings(
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
     added = written_lines(workspace, actions)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
-    return out + special_cases(sources, added, literals_in_tests(tests))
+    return out + source_findings(sources, added, tests)
 
 
 def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:

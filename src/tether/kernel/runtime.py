@@ -93,7 +93,7 @@ from tether.review.execution import review_gate_event
 from tether.review.model_reviewer import CHECK as REVIEWER_CHECK
 from tether.review.model_reviewer import REPORT, model_review, review_messages
 from tether.review.reviewer import ReviewFinding, review
-from tether.review.test_integrity import literals_in_tests, special_cases, surface_findings
+from tether.review.test_integrity import source_findings, surface_findings
 from tether.sandbox.base import Sandbox
 from tether.sandbox.broker import Broker
 from tether.sandbox.bwrap import for_call, take_egress
@@ -643,7 +643,7 @@ class Runtime:
         tests = {p: b for p, h in baseline.surface.items() if (b := self.blob(h)) is not None}
         added = {f.path: {n for n, _ in f.added} for f in diff.files if f.added}
         sources = {p: b for p in added if (b := read_bytes(self.workspace, p)) is not None}
-        return findings + special_cases(sources, added, literals_in_tests(tests))
+        return findings + source_findings(sources, added, tests)
 
     def verify(self, step: Verify) -> None:
         """A completion claim meets the evidence: the snapshot check, the sensor cascade, then the reviewer pass.
