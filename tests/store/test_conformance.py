@@ -305,13 +305,14 @@ def test_an_exported_run_is_adopted_whole_by_another_store(backends: Callable[[s
     blob = source.put_blob(b"artifact")
     forged = [*source.rows(run)[:1], (*source.rows(run)[1][:4], '{"turn": 2, "model": "x"}', *source.rows(run)[1][5:])]
     with pytest.raises(LogCorrupt):
-        target.adopt([source.run(run)], forged, [])  # an edited export: verified before commit, nothing lands
-    assert target.runs() == []
-    target.adopt([source.run(run)], source.rows(run), [source.get_blob(blob)])
+        target.adopt([source.run(run)], forged, [], origin="x.tar.gz")  # edited: verified before commit, nothing lands
+    assert target.runs() == [] and target.imported(run) is None
+    target.adopt([source.run(run)], source.rows(run), [source.get_blob(blob)], origin="x.tar.gz, unsigned")
     assert target.verify(run) == 2
+    assert target.imported(run) == "x.tar.gz, unsigned" and source.imported(run) is None  # marked where it landed
     assert target.get_blob(blob) == b"artifact"
     with pytest.raises(InputError, match="already"):
-        target.adopt([source.run(run)], source.rows(run), [])
+        target.adopt([source.run(run)], source.rows(run), [], origin="a test")
 
 
 def test_a_fork_made_with_its_lease_holds_it_and_a_refused_one_holds_nothing(backend: OpenStore) -> None:

@@ -243,5 +243,5 @@ def test_adopt_refuses_rows_whose_prev_hash_was_edited(url: str, tmp_path: Path)
     init(owner_url(url).replace(schema, fresh), app_role="tether_app")
     with open_store(url.replace(schema, fresh), local=tmp_path) as other:
         with pytest.raises(LogCorrupt, match="prev_hash"):
-            other.adopt([info], rows, [])
+            other.adopt([info], rows, [], origin="a test")
         assert other.runs() == []

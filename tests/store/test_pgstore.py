@@ -249,10 +249,10 @@ def test_a_run_moves_between_the_stores_byte_for_byte(store: PgStore, tmp_path: 
     lineage = [store.run(parent), store.run(fork)]
     lineage[0] = dataclasses.replace(lineage[0], head_seq=1, head_hash=at.hash)  # the parent as the fork sees it
     with EventStore.open(tmp_path / "copy.db") as lite:
-        lite.adopt(lineage, store.rows(fork), [])
+        lite.adopt(lineage, store.rows(fork), [], origin="a test")
         assert lite.rows(fork) == store.rows(fork) and lite.verify(fork) == 4
         with open_store(store.url.replace(store.url.rsplit("%3D", 1)[1], _fresh_schema(store)), local=tmp_path) as back:
-            back.adopt([lite.run(parent), lite.run(fork)], lite.rows(fork), [])
+            back.adopt([lite.run(parent), lite.run(fork)], lite.rows(fork), [], origin="a test")
             assert back.rows(fork) == store.rows(fork) and back.verify(fork) == 4
 
 

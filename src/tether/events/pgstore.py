@@ -74,7 +74,7 @@ from .store import (
     stored_rows,
     verify_rows,
 )
-from .storebase import Head, Prepared, RunInfo, StoreBase, now_iso, prepare_all
+from .storebase import IMPORTED, Head, Prepared, RunInfo, StoreBase, now_iso, prepare_all
 
 if TYPE_CHECKING:
     from psycopg import Cursor
@@ -457,7 +457,9 @@ class PgStore(StoreBase[Event]):
             )
         return h
 
-    def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
+    def adopt(
+        self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes], *, origin: str
+    ) -> None:
         """Add an imported run exactly as exported, in one transaction: all of it, or nothing (its chain and
         the head the package names are checked inside the transaction, before the commit)."""
         main = runs[-1]
@@ -468,16 +470,22 @@ class PgStore(StoreBase[Event]):
             if cur.execute("SELECT 1 FROM runs WHERE run_id=%s", (main.run_id,)).fetchone():
                 raise InputError(f"{self.where}: run {main.run_id} is already in this store")
             for info in runs:
-                cur.execute(
+                added = cur.execute(
                     "INSERT INTO runs (run_id, created_at, task, parent_run) VALUES (%s,%s,%s,%s) "
                     "ON CONFLICT DO NOTHING",
                     (info.run_id, info.created_at, info.task, info.parent_run),
                 )
+                if added.rowcount:
+                    cur.execute("INSERT INTO tether_meta VALUES (%s, %s)", (IMPORTED + info.run_id, origin))
             self._adopt_rows(cur, rows, blobs)
             here = self._run_in(cur, main.run_id)
             if here is None or (here.head_seq, here.head_hash) != (main.head_seq, main.head_hash):
                 raise LogCorrupt(main.run_id, main.head_seq + 1, "the package's events do not end at its head")
             verify_rows(here, self._rows_in(cur, main.run_id))
+
+    def imported(self, run_id: str) -> str | None:
+        rows = self._query("SELECT value FROM tether_meta WHERE key=%s", (IMPORTED + run_id,))
+        return str(rows[0][0]) if rows else None
 
     # ---- the lease: one driver per run (the rest: StoreBase) -------------------------------
 
@@ -624,10 +632,13 @@ def create_schema(conn: psycopg.Connection[Any], app_role: str | None = None) ->
 
 
 def grant(cur: Cursor[Any], app_role: str) -> None:
-    """The application role's privileges: read and insert the log; read and write leases; nothing else."""
+    """The application role's privileges: read and insert the log; read and write leases; nothing else.
+
+    It may insert into ``tether_meta`` (an import's mark, :meth:`PgStore.imported`) but never change a row of it:
+    the schema's own row is there first, so its key can only be read."""
     role = sql.Identifier(app_role)
     cur.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(_current_schema(cur)), role))
-    cur.execute(sql.SQL("GRANT SELECT ON tether_meta TO {}").format(role))
+    cur.execute(sql.SQL("GRANT SELECT, INSERT ON tether_meta TO {}").format(role))
     for table in LOG_TABLES:
         cur.execute(sql.SQL("GRANT SELECT, INSERT ON {} TO {}").format(sql.Identifier(table), role))
     cur.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON leases TO {}").format(role))

@@ -132,8 +132,18 @@ class Store(Protocol):
         :class:`~tether.errors.HeadMoved`, if the run's head is no longer ``batch.base``."""
         ...
 
-    def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
-        """Add an imported run exactly as exported (its chain verified before commit): all of it, or nothing."""
+    def adopt(
+        self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes], *, origin: str
+    ) -> None:
+        """Add an imported run exactly as exported (its chain verified before commit): all of it, or nothing.
+        Each run it adds is marked imported from ``origin`` (:meth:`imported`)."""
+        ...
+
+    def imported(self, run_id: str) -> str | None:
+        """Where ``run_id`` was imported from (the ``origin`` :meth:`adopt` was given); None for a run begun here.
+
+        Why: an imported run's envelope is its sender's, so driving it again (resume, fork, replay) would run
+        the sender's commands under the sender's contract on this machine: the kernel asks the operator first."""
         ...
 
     def exclusive(self, run_id: str) -> AbstractContextManager[None]:

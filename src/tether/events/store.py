@@ -64,11 +64,11 @@ from .chain import GENESIS, event_hash
 from .lease import Heartbeat, Lease
 from .payload import REGISTRY, Emitted, Payload, parse
 from .redact import Redactor
+from .storebase import IMPORTED, StoreBase
 from .storebase import Audit as Audit
 from .storebase import Head as Head
 from .storebase import Prepared as Prepared
 from .storebase import RunInfo as RunInfo
-from .storebase import StoreBase
 from .storebase import iso_of_us as iso_of_us
 from .storebase import new_run_id as new_run_id
 from .storebase import now_iso as now_iso
@@ -946,7 +946,9 @@ class EventStore(StoreBase[Event]):
         """The run's log, ``(run_id, seq, ts, kind, payload text, prev_hash, hash)``: for export."""
         return self._rows(self.run(run_id).run_id)
 
-    def adopt(self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes]) -> None:
+    def adopt(
+        self, runs: Sequence[RunInfo], rows: Sequence[tuple[Any, ...]], blobs: Iterable[bytes], *, origin: str
+    ) -> None:
         """Add an imported run exactly as exported, in one transaction: all of it, or nothing.
 
         ``runs`` is the run's lineage, oldest first, each with the head the package holds of it (a parent's
@@ -966,8 +968,13 @@ class EventStore(StoreBase[Event]):
                         "VALUES (?,?,?,?,?,?)",
                         (info.run_id, info.created_at, info.task, info.parent_run, info.head_seq, info.head_hash),
                     )
+                    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (IMPORTED + info.run_id, origin))
             self._adopt_rows(conn, rows, blobs)
             self._verified_hashes(self.run(main.run_id))
+
+    def imported(self, run_id: str) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key=?", (IMPORTED + run_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def runs(self) -> list[RunInfo]:
         rows = self._run_rows(RUN_COLUMNS + " ORDER BY created_at")

@@ -155,6 +155,9 @@ if TYPE_CHECKING:  # types only: a Protocol class costs its making at import, on
         def hash(self) -> str: ...
 
 
+IMPORTED = "imported:"
+"""The meta key prefix marking a run ``tether import`` added (its value: where the run came from)."""
+
 E = TypeVar("E", bound="Logged")  # tether.typeless's: no ForwardRef made (its making compiles the bound)
 
 

@@ -515,7 +515,8 @@ def import_package(store: Store, path: Path, *, trusted: AnchorKey | None = None
     """Verify ``path`` whole, then add its run (and the parent prefix it shares) to ``store`` in one transaction."""
     package = read_package(path, trusted=trusted, limits=limits)
     try:
-        store.adopt(package.runs, package.rows, package.blobs.values())
+        origin = f"the package {Path(path).name}, {package.signature_note}"
+        store.adopt(package.runs, package.rows, package.blobs.values(), origin=origin)
     except LogCorrupt as e:
         raise PackageInvalid(path, f"the chain does not verify in the store: {e}") from None
     return package
