@@ -61,7 +61,7 @@ def test_an_exported_run_replays_on_another_machine(finished_demo: FinishedDemo,
     shutil.rmtree(here)  # nothing of the first machine is left but the package
     there.mkdir()
     tether("import", str(package), "--db", str(there / "tether.db"), check=True)
-    code, report = replay(there / "tether.db", info.run_id)
+    code, report = replay(there / "tether.db", info.run_id, "--trust-imported")  # see tests/kernel/test_imported_runs
     assert code == 0 and report["reproduced"] and report["replay_status"] == "COMPLETE", report
 
 

@@ -61,6 +61,11 @@ DbOption = typer.Option(
     help="Event store: a file or a postgresql:// URL (default: $TETHER_DB, else found from here: see `tether runs`).",
 )
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
+TrustImportedOption = typer.Option(
+    False,
+    "--trust-imported",
+    help="Drive a run `tether import` added, under the envelope it brought (read it first: `tether show RUN`).",
+)
 
 DB_NAME = Path(".tether") / "tether.db"
 

@@ -12,7 +12,7 @@ from tether.events.store import Event
 from tether.kernel import session
 from tether.kernel.fork import fork, fork_workspace
 
-from .common import DbOption, JsonOption, console, writer
+from .common import DbOption, JsonOption, TrustImportedOption, console, writer
 from .run_cmds import approver_for, control_line, exit_with, printer
 
 
@@ -29,6 +29,7 @@ def fork_cmd(
     interactive: bool = typer.Option(
         None, "--interactive/--headless", help="Prompt for approvals (default: if a TTY)."
     ),
+    trust_imported: bool = TrustImportedOption,
     db: str | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every event."),
@@ -44,6 +45,7 @@ def fork_cmd(
         sandbox=sandbox,
         approver=approver_for(interactive, as_json),
         on_event=printer(as_json, verbose),
+        trust_imported=trust_imported,
     )
     fork_and_drive(run, lambda _events: at, workspace, options, db, as_json, envelope=envelope)
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from tether.kernel import session
 from tether.kernel.replay import counterfactual_seq, replay
 
-from .common import EXIT_INVALID, EXIT_OK, DbOption, JsonOption, console, reader
+from .common import EXIT_INVALID, EXIT_OK, DbOption, JsonOption, TrustImportedOption, console, reader
 from .fork_cmds import fork_and_drive
 from .run_cmds import printer
 
@@ -31,6 +31,7 @@ def replay_cmd(
     workspace: Path | None = typer.Option(
         None, "--workspace", "-w", help="The counterfactual run's workspace (default: <workspace>-fork-<SEQ>)."
     ),
+    trust_imported: bool = TrustImportedOption,
     db: str | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -44,12 +45,18 @@ def replay_cmd(
     if model is not None:
         if keep is not None:
             raise typer.BadParameter("--keep is for a replay; a counterfactual run keeps its --workspace")
-        options = session.Options(model=model, base_url=base_url, sandbox=sandbox, on_event=printer(as_json, False))
+        options = session.Options(
+            model=model,
+            base_url=base_url,
+            sandbox=sandbox,
+            on_event=printer(as_json, False),
+            trust_imported=trust_imported,
+        )
         fork_and_drive(run, lambda events: counterfactual_seq(events, to), workspace, options, db, as_json)
     if keep is not None and keep.exists() and any(keep.iterdir()):
         raise typer.BadParameter(f"{keep} is not empty", param_hint="--keep")
     with reader(db) as store:
-        report = replay(store, run, to_seq=to, sandbox=sandbox, keep=keep)
+        report = replay(store, run, to_seq=to, sandbox=sandbox, keep=keep, trust_imported=trust_imported)
     if as_json:
         typer.echo(json.dumps({"kind": "replay", **dataclasses.asdict(report)}, sort_keys=True, default=str))
     else:

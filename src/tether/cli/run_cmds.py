@@ -35,6 +35,7 @@ from tether.state import RunState
 from .common import (
     DbOption,
     JsonOption,
+    TrustImportedOption,
     console,
     err_console,
     exit_code,
@@ -166,6 +167,7 @@ def resume_cmd(
     base_url: str | None = typer.Option(None, "--base-url"),
     sandbox: str | None = typer.Option(None, "--sandbox"),
     interactive: bool = typer.Option(None, "--interactive/--headless"),
+    trust_imported: bool = TrustImportedOption,
     db: str | None = DbOption,
     as_json: bool = JsonOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
@@ -177,7 +179,11 @@ def resume_cmd(
     """
     request = Request(by or whoami(), "tether resume", note, dict(parse_budget(b) for b in budget), attempts)
     options = session.Options(
-        model=model, base_url=base_url, sandbox=sandbox, approver=approver_for(interactive, as_json)
+        model=model,
+        base_url=base_url,
+        sandbox=sandbox,
+        approver=approver_for(interactive, as_json),
+        trust_imported=trust_imported,
     )
     with writer(db) as store, progress_line(err_console, progress, as_json) as line:
         with traced(printer(as_json, verbose, line)) as sink:

@@ -137,6 +137,33 @@ def refuse_governed(state: RunState, command: str) -> None:
         )
 
 
+class ImportedRun(InputError):
+    """The run came from a package: driving it would run its sender's commands under its sender's contract here."""
+
+
+def refuse_imported(origin: str | None, state: RunState, command: str, *, trust: bool) -> None:
+    """:class:`ImportedRun` for a run ``tether import`` added (``origin``: ``Store.imported``), unless ``trust``.
+
+    Why: resume, fork and replay run the recorded task again on this machine, with the envelope the run brought:
+    its sandbox, the host variables it hands to commands, the host secrets it reads, the hosts it may reach, its
+    permissions, its model. Those are the sender's choices, so the operator reads them first and says so."""
+    if origin is None or trust:
+        return
+    env = Envelope.model_validate(state.envelope).environment
+    asks = [f"sandbox {env.sandbox.backend}{'' if env.sandbox.required else ' (or local)'}"]
+    if env.env_allow:
+        asks.append("host variables " + ", ".join(env.env_allow))
+    if env.secrets:
+        asks.append("host secrets " + ", ".join(f"{s.name} from {s.source}" for s in env.secrets))
+    if env.network is not None and env.network.allow:
+        asks.append("network " + ", ".join(env.network.allow))
+    raise ImportedRun(
+        f"run {state.run_id} was imported from {origin}: `tether {command}` would run its recorded commands on this "
+        f"machine under the envelope it brought ({'; '.join(asks)}; its permissions and model). Read it first "
+        f"(`tether show {state.run_id}`), then pass --trust-imported to go on"
+    )
+
+
 def continuation(state: RunState, env: Envelope, request: Request, now: datetime) -> RunContinued:
     """The ``run.continued`` event for ``request``, or :class:`ResumeRefused` saying why not and what would do."""
     refuse_governed(state, "resume")

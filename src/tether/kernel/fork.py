@@ -44,7 +44,7 @@ from tether.status import RunStatus
 
 from . import session
 from .approvals import whoami
-from .continuation import refuse_governed
+from .continuation import refuse_governed, refuse_imported
 from .runtime import Runtime
 
 
@@ -102,6 +102,8 @@ def fork(
     prefix = events[: at_seq + 1]
     at = RunState.from_events(prefix)
     refuse_governed(at, "fork")
+    trusted = options.trust_imported or envelope is not None  # with an envelope of the operator's: their contract
+    refuse_imported(store.imported(info.run_id), at, "fork", trust=trusted)
     _check_point(info.run_id, at_seq, at, events)
     manifest = workspace_at(store, prefix)
     dest = dest.resolve()

@@ -91,16 +91,19 @@ class Harness:
         budget: Mapping[str, float] | None = None,
         attempts: int = 0,
         by: str | None = None,
+        trust_imported: bool = False,
     ) -> OutputContract:
         """Continue a stopped run, as ``tether resume`` does (:mod:`tether.kernel.continuation` says which stop
         needs what): ``note`` is a message the model is shown, ``budget`` raises limits by name (usd, tokens,
         turns, wall_s, tool_calls), ``attempts`` allows more refused completion claims. Raises
-        :class:`~tether.kernel.continuation.ResumeRefused` for a run that cannot go on as asked.
+        :class:`~tether.kernel.continuation.ResumeRefused` for a run that cannot go on as asked, and
+        :class:`~tether.kernel.continuation.ImportedRun` for an imported one unless ``trust_imported``.
         """
         raised = {BUDGET_OPTIONS.get(name, name): float(value) for name, value in (budget or {}).items()}
         request = Request(by or whoami(), "Harness.resume", note, raised, attempts)
+        options = dataclasses.replace(self.options, trust_imported=trust_imported)
         with self.store() as store:
-            return session.resume(store, run_id, self.options, request).drive()
+            return session.resume(store, run_id, options, request).drive()
 
     async def aresume(
         self,
@@ -110,8 +113,13 @@ class Harness:
         budget: Mapping[str, float] | None = None,
         attempts: int = 0,
         by: str | None = None,
+        trust_imported: bool = False,
     ) -> OutputContract:
-        return await asyncio.to_thread(lambda: self.resume(run_id, note=note, budget=budget, attempts=attempts, by=by))
+        return await asyncio.to_thread(
+            lambda: self.resume(
+                run_id, note=note, budget=budget, attempts=attempts, by=by, trust_imported=trust_imported
+            )
+        )
 
     def fork(
         self,
@@ -121,13 +129,16 @@ class Harness:
         *,
         envelope: str | Path | None = None,
         model: Model | str | None = None,
+        trust_imported: bool = False,
     ) -> OutputContract:
         """Fork ``run_id`` at ``at_seq`` into the new ``workspace`` (rebuilt from the log) and go on live.
 
         As ``tether fork``: the fork shares the parent's log up to ``at_seq``; ``envelope`` and ``model``
-        replace the parent's for the continuation (see :mod:`tether.kernel.fork`).
+        replace the parent's for the continuation (see :mod:`tether.kernel.fork`). An imported run goes on under
+        its own envelope only with ``trust_imported``.
         """
-        options = dataclasses.replace(self.options, model=model) if model is not None else self.options
+        options = dataclasses.replace(self.options, trust_imported=trust_imported)
+        options = dataclasses.replace(options, model=model) if model is not None else options
         with self.store() as store:
             source = Path(envelope) if envelope is not None else None
             return fork(store, run_id, at_seq, Path(workspace), options, envelope=source).drive()

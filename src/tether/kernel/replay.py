@@ -68,7 +68,7 @@ from tether.state import RunState
 
 from . import session
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver
-from .continuation import Request, refuse_governed
+from .continuation import Request, refuse_governed, refuse_imported
 from .snapshots import materialise_start
 
 #: Durations in tool output ("in 0.43s", "(0.01s)", "12 ms"): they differ between any two executions.
@@ -238,8 +238,11 @@ def replay(
     to_seq: int | None = None,
     sandbox: str | None = None,
     keep: Path | None = None,
+    trust_imported: bool = False,
 ) -> ReplayReport:
-    """Re-execute ``run_id`` (see the module docstring) and compare it with the original, up to ``to_seq``."""
+    """Re-execute ``run_id`` (see the module docstring) and compare it with the original, up to ``to_seq``.
+
+    An imported run is refused unless ``trust_imported`` (:func:`~tether.kernel.continuation.refuse_imported`)."""
     info = store.run(run_id)
     store.verify(info.run_id)  # a log that does not verify is refused, not replayed
     events = store.events(info.run_id)
@@ -252,6 +255,7 @@ def replay(
         )
     state = RunState.from_events(events)
     refuse_governed(state, "replay")
+    refuse_imported(store.imported(info.run_id), state, "replay", trust=trust_imported)
     workdir = Path(tempfile.mkdtemp(prefix="tether-replay-")) if keep is None else keep
     try:
         return _replay(store, info.run_id, events, state, workdir, to_seq, sandbox, keep is not None)

@@ -41,7 +41,7 @@ from tether.tools.registry import resolve_tools
 from tether.tools.skill import LOAD_SKILL, load_skill_tool
 
 from .approvals import Approver, whoami
-from .continuation import FINAL, Request, ResumeRefused, continuation, effective_envelope
+from .continuation import FINAL, Request, ResumeRefused, continuation, effective_envelope, refuse_imported
 from .delegation import Delegator, child_model
 from .knowledge import bound_skills, carried_plan, recall_events, skill_events
 from .runtime import EventSink, Runtime
@@ -72,6 +72,9 @@ class Options:
     exists, so a retried node finds its run."""
     origin: Sequence[Payload] = ()
     """Events that say why the run exists (a schedule's firing), logged right after ``run.started``."""
+    trust_imported: bool = False
+    """The operator has read an imported run's envelope and lets it drive here (``--trust-imported``;
+    :func:`tether.kernel.continuation.refuse_imported`)."""
 
 
 @dataclass(frozen=True)
@@ -270,6 +273,7 @@ def _resume(store: Store, run_id: str, options: Options, request: Request) -> Ru
     state = RunState.from_events(stream(store, info.run_id))  # a page at a time: a long run is never read whole
     if state.status is RunStatus.NEW:
         raise ResumeRefused(f"run {info.run_id}: {FINAL[RunStatus.NEW]}")
+    refuse_imported(store.imported(info.run_id), state, "resume", trust=options.trust_imported)
     started = Envelope.model_validate(state.envelope)
     continued = continuation(
         state, effective_envelope(started, state.raised, state.extra_refusals), request, Runtime.now()
