@@ -114,7 +114,7 @@ def test_export_then_import_elsewhere_verifies_and_rebuilds_the_start(
     other.mkdir()
     proc = import_into(pkg, other / "t.db")
     assert proc.returncode == 0, proc.stderr
-    assert "chain intact" in proc.stdout
+    assert "chain intact" in proc.stdout and "ask for --trust-imported" in proc.stdout
     verify = tether("log", "verify", run_id, "--db", str(other / "t.db"))
     assert verify.returncode == 0 and "chain intact" in verify.stdout, verify.stdout + verify.stderr
     with EventStore.open(tmp_path / "gone" / "t.db") as a, EventStore.open(other / "t.db") as b:

@@ -79,6 +79,10 @@ def import_cmd(
     )
     for w in done.warnings:
         console.print(f"[yellow]note:[/] {w}")
+    console.print(
+        f"its envelope is the sender's: read it (tether show {done.run_id}) before resume, fork or replay, which"
+        " ask for --trust-imported"
+    )
 
 
 def register(app: typer.Typer) -> None:
