@@ -233,6 +233,7 @@ class RunState:
     text_only_turns: int = 0
     last_text: str = ""
     raw_stop_reason: str | None = None
+    unmeant_calls: bool = False  # the latest reply's calls came under a stop word that does not say they are meant
     changed_files: list[str] = field(default_factory=list)
     children: dict[str, DelegateStarted] = field(default_factory=dict)  # delegate call id -> the child it started
     children_done: dict[str, DelegateFinished] = field(default_factory=dict)  # delegate call id -> its outcome
@@ -390,6 +391,7 @@ class RunState:
         self.raised.update(p.budgets)
         self.extra_refusals += p.attempts
         self.termination = self.raw_stop_reason = None  # the model's refusal or error was answered
+        self.unmeant_calls = False
         self.text_only_turns = 0
         for a in self.actions.values():
             if a.call_id in p.resolved and a.status is ActionStatus.STARTED:
@@ -427,6 +429,9 @@ class RunState:
         self.termination = p.termination
         self.last_text = p.text
         self.raw_stop_reason = p.raw_stop_reason
+        # Calls under an unknown stop word are not run (kernel.turn.UNMEANT_CALL) and stop the run; a log written
+        # before that rule recorded a reply with no stop word as "unknown" too, and ran its calls: not one of these.
+        self.unmeant_calls = p.termination == "unknown" and bool(p.tool_calls) and p.raw_stop_reason is not None
         acted = p.tool_calls and p.termination != "truncated"  # a cut-off reply's calls do not run
         self.text_only_turns = 0 if acted else self.text_only_turns + 1
 

@@ -537,3 +537,52 @@ def test_a_call_repeated_in_one_reply_under_its_id_runs_once(
     assert marker.read_text() == "ran\n", out.proc.stdout + out.proc.stderr
     assert [p["call_id"] for p in out.of("action.started")] == ["call_mark"]
     assert [c["id"] for c in out.of("model.responded")[0]["tool_calls"]] == ["call_mark"]
+
+
+def stopped_as(
+    provider: Provider, call_id: str, call: dict[str, Any], reason: str | None, *, drop: bool = False
+) -> Reply:
+    """``call`` in a reply whose finish reason (Anthropic: stop reason) is ``reason``: null, or absent with ``drop``."""
+    reply = provider.tool_call(call_id, call)
+    body = json.loads(json.dumps(reply.body))
+    holder = body["choices"][0] if provider is OPENAI else body
+    key = "finish_reason" if provider is OPENAI else "stop_reason"
+    holder[key] = reason
+    if drop:
+        del holder[key]
+    return Reply(body=body)
+
+
+UNMEANT = {OPENAI.name: ["abort", "error", "MALFORMED_FUNCTION_CALL", "other"], ANTHROPIC.name: ["pause_turn", "x"]}
+"""Finish reasons real servers send that do not say a reply's calls are meant: vLLM's ``abort`` (and ``error``), the
+``error`` of OpenRouter and Mistral, Gemini's ``MALFORMED_FUNCTION_CALL``, Anthropic's ``pause_turn``, and words
+nobody sends yet."""
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_a_call_under_a_finish_reason_tether_does_not_know_never_runs(
+    provider: Provider, server: WireServer, envelope: Path, index: int
+) -> None:
+    reasons = UNMEANT[provider.name]
+    if index >= len(reasons):
+        pytest.skip("fewer reasons for this provider")
+    server.push(stopped_as(provider, "call_fix", FIX, reasons[index]))
+    before = (envelope.parent / "project" / "src" / "stats" / "core.py").read_text()
+    out = run(provider, server, envelope)
+    assert out.contract["status"] == "NEEDS_INPUT", out.proc.stdout + out.proc.stderr
+    assert not out.of("action.started") and not out.of("action.decided")
+    (invalid,) = out.of("action.invalid")
+    assert invalid["call_id"] == "call_fix" and repr(reasons[index]) in invalid["error"]
+    assert repr(reasons[index]) in out.contract["next_action"] + out.contract["result"]
+    assert (envelope.parent / "project" / "src" / "stats" / "core.py").read_text() == before
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("drop", [False, True], ids=["null", "absent"])
+def test_calls_with_no_finish_reason_run(provider: Provider, server: WireServer, envelope: Path, drop: bool) -> None:
+    """Local servers that send no finish reason (null or no field at all) keep working: their calls are meant."""
+    server.push(stopped_as(provider, "call_fix", FIX, None, drop=drop), provider.tool_call("call_finish", FINISH))
+    out = run(provider, server, envelope)
+    assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
+    assert [p["call_id"] for p in out.of("action.started")][:1] == ["call_fix"]
+    assert not out.of("action.invalid")

@@ -53,3 +53,13 @@ def test_refusal_wins_and_claims_are_reconciled_with_what_came_back() -> None:
 def test_tables_only_produce_known_terminations() -> None:
     assert set(get_args(Termination)) == set(TERMINATIONS)
     assert set(OPENAI_FINISH.values()) | set(ANTHROPIC_STOP.values()) <= set(TERMINATIONS)
+
+
+def test_no_stop_word_means_the_calls_are_meant_and_an_unknown_one_does_not() -> None:
+    """Local servers that send no finish reason keep working; a word tether does not know leaves the calls unknown."""
+    assert openai_termination(None, refused=False, has_tool_calls=True) == "tool_request"
+    assert openai_termination(None, refused=False, has_tool_calls=False) == "unknown"
+    assert anthropic_termination(None, has_tool_calls=True) == "tool_request"
+    for word in ("abort", "error", "MALFORMED_FUNCTION_CALL", "", "TOOL_CALLS"):
+        assert openai_termination(word, refused=False, has_tool_calls=True) == "unknown"
+    assert anthropic_termination("pause_turn", has_tool_calls=True) == "unknown"

@@ -171,6 +171,12 @@ def model_ended(s: Situation) -> Step | None:
         return Finish(RunStatus.NEEDS_INPUT, reason, "rephrase the task or change model")
     if state.termination == "error":
         return Finish(RunStatus.NEEDS_INPUT, "the model reported an error", "check the provider")
+    if state.unmeant_calls:
+        reason = (
+            f"the provider ended a reply with stop reason {state.raw_stop_reason!r}, which does not say its tool calls "
+            "are meant: none was run"
+        )
+        return Finish(RunStatus.NEEDS_INPUT, reason, "check the provider's log for why it stopped, then resume")
     if state.text_only_turns >= MAX_TEXT_ONLY_TURNS:
         return Finish(
             RunStatus.NO_PROGRESS,

@@ -35,6 +35,14 @@ TRUNCATED_CALL = (
 REFUSED_CALL = "not run: the provider refused or filtered this reply, so its calls were not run"
 
 
+#: Why a call in a reply under a stop word tether does not know (vLLM's ``abort``, OpenRouter's ``error``, Anthropic's
+#: ``pause_turn``, …) does not run: only the words :mod:`tether.models.termination` lists say the calls are meant;
+#: any other says the reply ended some other way, so its calls may be partial. Fail closed: the run stops for a human.
+UNMEANT_CALL = (
+    "not run: the provider ended this reply with stop reason {reason!r}, which does not say its calls are meant"
+)
+
+
 def window_setting(model: Model) -> str:
     """Where the model's server sets its context size, for the messages that tell a human to raise it (a model
     without a profile: the generic words)."""
@@ -123,7 +131,8 @@ def responded(
 ) -> list[Payload]:
     """A turn's events, appended together (a turn is recorded whole or not at all): ``model.responded``, an
     ``action.proposed`` per call, an ``action.invalid`` for each call that cannot run (the adapter's problem,
-    a reply cut off at ``max_tokens``: its arguments may be cut too, or a refused reply; told to the model as the
+    a reply cut off at ``max_tokens``: its arguments may be cut too, a refused reply, or one under a stop word that
+    does not say its calls are meant (``termination`` ``unknown``); told to the model as the
     call's result, never executed), and ``model.truncated`` when the reply was cut off."""
     batch: list[Payload] = [
         ModelResponded(
@@ -142,6 +151,8 @@ def responded(
     ]
     cut_off = response.termination == "truncated"
     refused = REFUSED_CALL if response.termination == "refusal" else ""
+    if response.termination == "unknown":
+        refused = UNMEANT_CALL.format(reason=response.raw_stop_reason)
     for call_id, c in calls:
         batch.append(
             ActionProposed(call_id=call_id, tool=c.name, args=c.args, args_hash=content_hash(c.args), turn=turn)

@@ -5,6 +5,19 @@ are loose about them (a few OpenAI-compatible local servers answer
 ``finish_reason: "stop"`` while returning tool calls). The tables live here, in
 one place, so the kernel never branches on a provider's vocabulary. Anything a
 table does not know becomes ``"unknown"``: the host decides, fail closed.
+
+Which stop words mean a reply's tool calls are *meant* (the host may run them), from what the servers send:
+
+* ``tool_calls`` (and the legacy ``function_call``): OpenAI, and what vLLM (auto tool choice), llama.cpp's
+  server, Ollama's ``/v1``, LM Studio and OpenRouter (which normalises every upstream's word) send with calls;
+* ``stop``: vLLM with a ``required`` or named tool choice, and older lenient servers, send it with calls;
+* none at all (``null`` or no field): local servers that do not track it. Their calls run, or nothing would;
+* Anthropic's ``tool_use``, and ``end_turn``/``stop_sequence`` with calls (lenient compatible servers).
+
+Every other word with calls is ``"unknown"`` and the calls are not run (:data:`tether.kernel.turn.UNMEANT_CALL`):
+vLLM's ``abort`` and ``error``, OpenRouter's and Mistral's ``error``, Gemini's ``MALFORMED_FUNCTION_CALL``,
+Anthropic's ``pause_turn`` (a server tool paused: tether runs none) and words nobody sends yet say that the
+generation ended some other way than by deciding to call, so its calls may be partial or never meant.
 """
 
 from __future__ import annotations
@@ -37,12 +50,21 @@ def openai_termination(finish_reason: str | None, *, refused: bool, has_tool_cal
     """Map an OpenAI chat-completions ``finish_reason``; a ``message.refusal`` always wins."""
     if refused:
         return "refusal"
-    return reconcile(OPENAI_FINISH.get(finish_reason or "", "unknown"), has_tool_calls=has_tool_calls)
+    if finish_reason is None:
+        return _unsaid(has_tool_calls)
+    return reconcile(OPENAI_FINISH.get(finish_reason, "unknown"), has_tool_calls=has_tool_calls)
 
 
 def anthropic_termination(stop_reason: str | None, *, has_tool_calls: bool) -> Termination:
     """Map an Anthropic messages ``stop_reason``."""
-    return reconcile(ANTHROPIC_STOP.get(stop_reason or "", "unknown"), has_tool_calls=has_tool_calls)
+    if stop_reason is None:
+        return _unsaid(has_tool_calls)
+    return reconcile(ANTHROPIC_STOP.get(stop_reason, "unknown"), has_tool_calls=has_tool_calls)
+
+
+def _unsaid(has_tool_calls: bool) -> Termination:
+    """No stop word at all: the calls, if any, are what the reply is for; without any it says nothing."""
+    return "tool_request" if has_tool_calls else "unknown"
 
 
 def reconcile(termination: Termination, *, has_tool_calls: bool) -> Termination:
