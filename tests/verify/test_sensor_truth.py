@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from verify_helpers import BASELINES, diff_now, envelope
 
+from tether.events.kinds_baseline import SuiteBaseline
 from tether.sandbox import BwrapSandbox
 from tether.sandbox.local import LocalSandbox
+from tether.verify import sensors, shadowing
 from tether.verify.cascade import completion_verdict, run_cascade
 from tether.verify.sensors import SENSORS, SensorContext
 
@@ -152,3 +155,42 @@ def test_introduced_only_holds_inside_bubblewrap(project: Callable[..., Path], t
     (ws / "typed.py").write_text(old.replace("a + b", "b + a"))
     r = SENSORS["types"](ctx(ws, box, ["typed.py"]))
     assert r.result == "PASS" and "1 were there before the run" in r.summary, r.summary
+
+
+def planted_ruff(ws: Path) -> Path:
+    """A ruff in the workspace's virtualenv that finds nothing wrong with anything."""
+    shim = ws / ".venv" / "bin" / "ruff"
+    shim.parent.mkdir(parents=True, exist_ok=True)
+    shim.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "ruff 0.0.0" && exit 0\necho "[]"\n')
+    shim.chmod(0o755)
+    return shim
+
+
+def with_loaders(c: SensorContext, ws: Path) -> SensorContext:
+    """``c`` with a test baseline whose loaders scan is the workspace as it is now (the run's start)."""
+    assert c.blobs is not None
+    h = c.blobs.put_blob(shadowing.dump(shadowing.scan(ws)[0]))
+    base = SuiteBaseline(command="pytest", runner="pytest", ok=False, loaders=h)
+    return replace(c, test_baseline=base)
+
+
+def test_a_tool_planted_in_the_workspace_virtualenv_is_not_run(
+    project: Callable[..., Path], sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tether's own environment has no ruff, so the workspace's .venv/bin/ruff is found (runner.find_tool): one
+    the agent wrote after the run's start is ERROR, never its ``[]``; the one that was there at the start runs."""
+    ws = project()
+    (ws / "calc.py").write_text("import os\n")
+    monkeypatch.setattr(sensors, "find_tool", lambda name, workspace, configured=None: str(ws / ".venv/bin" / name))
+    c = with_loaders(ctx(ws, sandbox, ["calc.py"]), ws)
+    shim = planted_ruff(ws)
+    r = SENSORS["lint"](c)
+    assert (r.result, [d.code for d in r.diagnostics]) == ("ERROR", ["lint.tool_changed"]), r.summary
+    assert ".venv/bin/ruff" in r.summary
+    assert c.blobs is not None and c.test_baseline is not None and c.test_baseline.loaders is not None
+    scanned = shadowing.load(c.blobs.get_blob(c.test_baseline.loaders))
+    assert [f.code for f in shadowing.judge(ws, scanned)] == ["shadowing.new"]  # the tests sensor refuses it too
+    there_before = with_loaders(c, ws)  # the scan made with the shim in place: the user's own tool
+    assert SENSORS["lint"](there_before).result == "PASS"
+    shim.write_text(shim.read_text().replace("0.0.0", "0.0.1"))  # rewritten since
+    assert SENSORS["lint"](there_before).result == "ERROR"

@@ -284,6 +284,8 @@ def lint(ctx: SensorContext) -> SensorResult:
     ruff = ctx.tool("ruff")
     if ruff is None:
         return _result(ctx, "lint", "SKIPPED", "ruff is not installed", (), t0)
+    if (planted := _planted_tool(ctx, "lint", ruff, t0)) is not None:
+        return planted
     tool = describe_tool(ruff, ctx.sandbox, ctx.workspace)
     base = [ruff, "check", "--output-format=json", "--no-cache", "--force-exclude"]
     r = ctx.sandbox.run([*base, "--", *files], cwd=ctx.workspace, timeout_s=LINT_TIMEOUT_S)
@@ -329,6 +331,23 @@ def _config_changed(ctx: SensorContext, name: str, tool: str, t0: float) -> Sens
     diags = [Diagnostic(p, None, why, f"{name}.config_changed") for p in paths]
     summary = f"{tool}'s configuration changed in {', '.join(paths[:3])}: revert it (a human changes it)"
     return _result(ctx, name, "FAIL", summary, diags, t0)
+
+
+def _planted_tool(ctx: SensorContext, name: str, exe: str, t0: float) -> SensorResult | None:
+    """ERROR when the tool found is in the workspace (its virtualenv) and is not the file that was there at the
+    run's start by the baseline scan (``tether.verify.shadowing``): the agent may have written it. Without a
+    scan (no test baseline: a hook session, a run without a test command) the tool runs as before."""
+    path = Path(exe)
+    root = next((r for r in (ctx.workspace, ctx.workspace.resolve()) if path.is_relative_to(r)), None)
+    if root is None or not path.is_absolute():
+        return None
+    baseline = _loader_baseline(ctx)
+    rel = path.relative_to(root).as_posix()
+    if baseline is None or baseline.get(rel) == shadowing.stamp_of(path):
+        return None
+    why = f"{rel} is in the workspace and was created or changed since the run's start: it is not run as a sensor"
+    diag = Diagnostic(rel, None, why, f"{name}.tool_changed")
+    return _result(ctx, name, "ERROR", f"{why} (restore it, or name the tool in verification.tools)", [diag], t0)
 
 
 def _rel(workspace: Path, filename: str) -> str:
@@ -415,6 +434,8 @@ def types(ctx: SensorContext) -> SensorResult:
     exe = ctx.tool(checker)
     if exe is None:
         return _result(ctx, "types", "SKIPPED", f"{checker} is configured but not installed", (), t0)
+    if (planted := _planted_tool(ctx, "types", exe, t0)) is not None:
+        return planted
     tool = describe_tool(exe, ctx.sandbox, ctx.workspace)
     if checker == "mypy":
         base = [exe, "--no-color-output", "--no-error-summary", "--show-error-codes"]

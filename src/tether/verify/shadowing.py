@@ -17,6 +17,11 @@ pre-flight baseline run; before and after each completion test run :func:`judge`
   (not the agent's doing). A directory with ``__init__.py`` is a package, which Python prefers: not shadowed.
 
 Without a baseline scan nothing can be called pre-existing, so every shadowing extension blocks.
+
+The files of a workspace virtualenv's ``bin/`` (``.venv/bin``, ``venv/bin``) are stamped too: that is where
+``tether.verify.runner.find_tool`` finds ruff or mypy when tether's own environment lacks them, and the
+snapshot never looks there, so a shim the agent writes (``echo []``) would be the sensor. One created or
+modified since the baseline blocks like a start-up file, and the lint and types sensors refuse to run it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 NOT_WALKED = frozenset({".git", ".tether"})
 STARTUP_MODULES = frozenset({"sitecustomize.py", "usercustomize.py"})
 EXTENSION_ENDINGS = (".so", ".pyd")
+TOOL_DIRS = frozenset({".venv/bin", "venv/bin"})  # where find_tool looks inside the workspace
 
 #: path -> (size, mtime_ns, ctime_ns, inode)
 Stamps = dict[str, tuple[int, int, int, int]]
@@ -84,8 +90,9 @@ def scan(workspace: Path) -> tuple[Stamps, dict[str, str]]:
     shadows: dict[str, str] = {}
     for rel, entries in _walk(workspace):
         names = {e.name: e for e in entries}
+        tools = rel in TOOL_DIRS
         for e in entries:
-            if not _loads_early(e.name):
+            if not (tools or _loads_early(e.name)):
                 continue
             s = _stamp(e)
             if s is None:
@@ -127,6 +134,22 @@ def load(data: bytes) -> Stamps:
     return out
 
 
+def _what(path: str) -> str:
+    folder, _, name = path.rpartition("/")
+    if folder in TOOL_DIRS:
+        return "virtualenv tool"
+    return "extension module" if is_extension(name) else "start-up file"
+
+
+def stamp_of(path: Path) -> tuple[int, int, int, int] | None:
+    """The stamp :func:`scan` records for ``path`` (its ``lstat``), None when it cannot be read."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 def judge(workspace: Path, baseline: Stamps | None) -> list[Finding]:
     """The findings now: blocking ones for what the run created, changed or cannot prove it did not."""
     stamps, shadows = scan(workspace)
@@ -135,7 +158,7 @@ def judge(workspace: Path, baseline: Stamps | None) -> list[Finding]:
         was = None if baseline is None else baseline.get(path)
         if baseline is not None and was != s:
             verb = "created" if was is None else "modified"
-            what = "extension module" if is_extension(path.rsplit("/", 1)[-1]) else "start-up file"
+            what = _what(path)
             also = f", shadows {shadows[path]}" if path in shadows else ""
             why = f"{what} {verb} during the run{also}: Python loads it ahead of the sources tether compares"
             out.append(Finding(path, why, True, "shadowing.new"))
