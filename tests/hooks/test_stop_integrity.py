@@ -90,10 +90,29 @@ def deselect(project: Path) -> None:
     (project / "pytest.ini").write_text("[pytest]\naddopts = -k 'not median'\n")
 
 
+def symlinked(project: Path) -> None:
+    """The test file swapped for a link to a weakened copy outside the walk (a hidden directory)."""
+    (project / ".cache").mkdir()
+    (project / ".cache" / "test_calc.py").write_text(TEST.replace("== 2.5", "is not None"))
+    (project / "tests" / "test_calc.py").unlink()
+    (project / "tests" / "test_calc.py").symlink_to(project / ".cache" / "test_calc.py")
+
+
+def pytest_toml(project: Path) -> None:
+    """pytest 9 reads pytest.toml ahead of every other configuration file."""
+    (project / "pytest.toml").write_text('[pytest]\naddopts = ["-k", "not median"]\n')
+
+
 @pytest.mark.parametrize(
     ("weaken", "named"),
-    [(skip, "modified: tests/test_calc.py"), (delete, "deleted: tests/test_calc.py"), (deselect, "added: pytest.ini")],
-    ids=["skipped", "deleted", "deselected-by-config"],
+    [
+        (skip, "modified: tests/test_calc.py"),
+        (delete, "deleted: tests/test_calc.py"),
+        (deselect, "added: pytest.ini"),
+        (symlinked, "deleted: tests/test_calc.py"),
+        (pytest_toml, "added: pytest.toml"),
+    ],
+    ids=["skipped", "deleted", "deselected-by-config", "symlinked", "pytest-toml"],
 )
 def test_a_stop_after_touching_the_tests_is_blocked_naming_them(
     project: Path, weaken: Callable[[Path], None], named: str
