@@ -61,6 +61,25 @@ class Config:
     assert probes(source) == []
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "signal.signal(signal.SIGTERM, shutdown)",
+        "atexit.register(flush)",
+        "os._exit(1)",
+        'find_packages(exclude=["tests"])',
+    ],
+)
+def test_what_ordinary_programs_do_is_shown_but_does_not_refuse(line: str) -> None:
+    """A graceful shutdown or a setup script's ``exclude=["tests"]`` is a task's ordinary work: the finding is
+    recorded (low) and the completion goes on; a probe of the test run in the same file still refuses."""
+    (alone,) = runner_probes({"src/app.py": f"x = 1\n{line}\n".encode()}, {"src/app.py": {1, 2, 3}})
+    assert alone.severity == "low" and alone.check == "runner_probe"
+    mixed = f"{line}\non = 'pytest' in sys.modules\n".encode()
+    (both,) = runner_probes({"src/app.py": mixed}, {"src/app.py": {1, 2, 3}})
+    assert both.severity == "high" and "line 2 names 'pytest'" in both.message
+
+
 def test_one_finding_per_file_and_a_file_that_does_not_parse_is_left_to_syntax() -> None:
     assert len(probes("import pytest\nimport _pytest\n")) == 1
     assert probes("import pytest\ndef (:\n") == []

@@ -26,7 +26,7 @@ from typing import Any
 from tether.envelope.schema import Envelope
 from tether.verify.testsurface import SECTION_CONFIGS, SurfaceChange, is_surface
 
-from .reviewer import ReviewFinding
+from .reviewer import FindingSeverity, ReviewFinding
 
 _VERB = r"(edit|modif|chang|touch|alter|rewrit|delet|remov|weaken|skip|disabl)\w*"
 FORBIDS_TEST_EDITS = re.compile(
@@ -168,6 +168,9 @@ def special_cases(
 
 PROBE_MODULES = frozenset({"pytest", "_pytest", "pluggy", "tether_report"})
 PROBE_STRINGS = frozenset({"pytest", "_pytest", "py.test", "tests"})
+#: Probes ordinary programs make for their own reasons (a shutdown handler, ``exclude=["tests"]`` in a setup
+#: script): shown with the review (severity low), never alone a reason to refuse the completion.
+PROBE_COMMON = frozenset({"uses os._exit", "uses atexit.register", "uses signal.signal", "names 'tests'"})
 PROBE_SUBSTRINGS = ("PYTEST_", "TETHER_REPORT", "tether_report", ".tether-report", "/proc/self")
 PROBE_ATTRS = frozenset({"_getframe", "f_back", "f_locals", "f_globals", "_exit", "get_objects", "get_referrers"})
 PROBE_CALLS = frozenset({("inspect", "stack"), ("inspect", "currentframe"), ("inspect", "getouterframes")})
@@ -206,17 +209,23 @@ def _docstrings(tree: ast.Module) -> set[int]:
 
 
 def runner_probes(sources: Mapping[str, bytes], added_lines: Mapping[str, set[int]]) -> list[ReviewFinding]:
-    """Added source lines (not the test surface) that look at the test run rather than the problem."""
+    """Added source lines (not the test surface) that look at the test run rather than the problem: one finding
+    per file, high (refusing) for the first probe of the test run, low for a :data:`PROBE_COMMON` one alone."""
     out: list[ReviewFinding] = []
     touched = ((p, d) for p, d in sorted(sources.items()) if added_lines.get(p) and not is_surface(p))
     for path, tree in _python_trees(touched):
         lines, prose = added_lines[path], _docstrings(tree)
-        for node in ast.walk(tree):
-            if getattr(node, "lineno", None) not in lines or id(node) in prose or (what := _probe(node)) is None:
-                continue
-            why = f"line {getattr(node, 'lineno', 0)} {what}: source that looks at the test run, not the problem"
-            out.append(ReviewFinding("adversarial", "high", why, path, "runner_probe"))
-            break  # one per file is enough to refuse; the diff shows the rest
+        found = [
+            (getattr(node, "lineno", 0), what)
+            for node in ast.walk(tree)
+            if getattr(node, "lineno", None) in lines and id(node) not in prose and (what := _probe(node)) is not None
+        ]
+        if not found:
+            continue
+        line, what = next(((n, w) for n, w in found if w not in PROBE_COMMON), found[0])
+        why = f"line {line} {what}: source that looks at the test run, not the problem"
+        severity: FindingSeverity = "low" if what in PROBE_COMMON else "high"
+        out.append(ReviewFinding("adversarial", severity, why, path, "runner_probe"))
     return out
 
 
