@@ -586,3 +586,45 @@ def test_calls_with_no_finish_reason_run(provider: Provider, server: WireServer,
     assert out.contract["status"] == "COMPLETE", out.proc.stdout + out.proc.stderr
     assert [p["call_id"] for p in out.of("action.started")][:1] == ["call_fix"]
     assert not out.of("action.invalid")
+
+
+def test_a_reply_a_server_replays_in_a_later_turn_does_not_run_its_call_again(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    """The same call id, tool and arguments as a call an earlier reply carried: a server or proxy replaying that
+    reply. The command appends once; the repeat is recorded, not run, and told to the model."""
+    mark = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt"}}
+    again = provider.tool_call("call_mark_7f3a", mark)
+    server.push(again, again, provider.refusal("stopping"))
+    out = run(provider, server, envelope)
+    marker = envelope.parent / "project" / "src" / "marker.txt"
+    assert marker.read_text() == "ran\n", out.proc.stdout + out.proc.stderr
+    assert [p["call_id"] for p in out.of("action.started")] == ["call_mark_7f3a"]
+    (invalid,) = out.of("action.invalid")
+    assert invalid["call_id"] != "call_mark_7f3a" and "call_mark_7f3a" in invalid["error"]
+    assert "call_mark_7f3a" in json.dumps(server.requests[2].body)  # the model was told
+
+
+def no_id(provider: Provider, call: dict[str, Any]) -> Reply:
+    """``call`` with no id at all, as servers that track none send it."""
+    reply = provider.tool_call("x", call)
+    body = json.loads(json.dumps(reply.body))
+    if provider is OPENAI:
+        del body["choices"][0]["message"]["tool_calls"][0]["id"]
+    else:
+        del next(b for b in body["content"] if b["type"] == "tool_use")["id"]
+    return Reply(body=body)
+
+
+def test_the_same_call_without_ids_in_two_turns_runs_twice(
+    provider: Provider, server: WireServer, envelope: Path
+) -> None:
+    """A server that sends no ids: the same command in two turns is two calls the model made (run the tests again
+    after an edit), not a replay; the ids the host gives them differ."""
+    mark = {"name": "bash", "args": {"command": "echo ran >> src/marker.txt"}}
+    server.push(no_id(provider, mark), no_id(provider, mark), provider.refusal("stopping"))
+    out = run(provider, server, envelope)
+    marker = envelope.parent / "project" / "src" / "marker.txt"
+    assert marker.read_text() == "ran\nran\n", out.proc.stdout + out.proc.stderr
+    started = [p["call_id"] for p in out.of("action.started")]
+    assert len(set(started)) == 2 and not out.of("action.invalid")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Container, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from tether.canonical import content_hash
 from tether.errors import ProviderError
@@ -18,6 +19,7 @@ from tether.events.kinds_kernel import ModelRequested, ModelTruncated
 from tether.events.payload import Payload
 from tether.models.base import Model, ModelResponse, ToolCall, Usage
 from tether.models.window import OutputBudget, estimate_tokens
+from tether.state import Action
 
 from .budgets import CallCap
 from .manifest import Counted, Record, as_payload
@@ -40,6 +42,15 @@ REFUSED_CALL = "not run: the provider refused or filtered this reply, so its cal
 #: any other says the reply ended some other way, so its calls may be partial. Fail closed: the run stops for a human.
 UNMEANT_CALL = (
     "not run: the provider ended this reply with stop reason {reason!r}, which does not say its calls are meant"
+)
+
+
+#: Why a call that repeats one an earlier reply carried (its id, tool and arguments) does not run: a server or a
+#: proxy replaying a reply. A model calling again gets a new id from any server that sends ids; a server that sends
+#: none gets a fresh id from the host each time, so its calls never look replayed.
+REPLAYED_CALL = (
+    "not run: this call repeats call {id!r} of turn {turn} (the same id, tool and arguments), as a server replaying "
+    "an earlier reply sends it; it ran then. Call the tool again if you mean to run it again"
 )
 
 
@@ -87,12 +98,13 @@ def failed(turn: int, model: str, e: ProviderError, setting: str) -> ModelFailed
     )
 
 
-def fresh_ids(turn: int, tool_calls: Sequence[ToolCall], known: Container[str]) -> list[tuple[str, ToolCall]]:
+def fresh_ids(turn: int, tool_calls: Sequence[ToolCall], known: Mapping[str, Action]) -> list[tuple[str, ToolCall]]:
     """Each call with the id it is recorded under: its own, unless it is empty or already taken (by an earlier
     call of the run, in ``known``, or of this response), when it gets a fresh one, so an id names one call.
 
     A call the reply repeats whole (its id, name and arguments again: a server or a proxy joining a stream that
-    sends a call twice) is one call and is kept once, so its side effect runs once.
+    sends a call twice) is one call and is kept once, so its side effect runs once. A call that repeats one an
+    earlier reply carried is kept under a fresh id with :data:`REPLAYED_CALL` as its problem: never run twice.
 
     ``known`` is looked up, never copied: a copy of the run's ids at every step would grow with the run."""
     seen = set[str]()
@@ -102,7 +114,14 @@ def fresh_ids(turn: int, tool_calls: Sequence[ToolCall], known: Container[str]) 
         if c.id and c in sent:  # the same call again, under its own id
             continue
         sent.append(c)
-        taken = not c.id or c.id in known or c.id in seen
+        earlier = known.get(c.id) if c.id else None
+        if (
+            earlier is not None
+            and not c.problem
+            and (earlier.tool, earlier.args_hash) == (c.name, content_hash(c.args))
+        ):
+            c = replace(c, problem=REPLAYED_CALL.format(id=c.id, turn=earlier.turn))
+        taken = not c.id or earlier is not None or c.id in seen
         call_id = f"t{turn}_{i}_{uuid.uuid4().hex[:6]}" if taken else c.id
         seen.add(call_id)
         calls.append((call_id, c))

@@ -146,7 +146,7 @@ def from_anthropic_message(data: Any, *, requested_model: str) -> ModelResponse:
         if block.get("type") == "text":
             texts.append(str(block.get("text") or ""))
         elif block.get("type") == "tool_use":
-            calls.append(_tool_use(block, i))
+            calls.append(_tool_use(block))
     stop = data.get("stop_reason")
     stop = stop if isinstance(stop, str) else None
     model = data.get("model")
@@ -160,8 +160,8 @@ def from_anthropic_message(data: Any, *, requested_model: str) -> ModelResponse:
     )
 
 
-def _tool_use(block: dict[str, Any], i: int) -> ToolCall:
-    call_id = block.get("id") if isinstance(block.get("id"), str) and block.get("id") else f"toolu_{i}"
+def _tool_use(block: dict[str, Any]) -> ToolCall:
+    call_id = block.get("id") if isinstance(block.get("id"), str) else ""  # none: the host gives one
     name = block.get("name") if isinstance(block.get("name"), str) else ""
     value = block.get("input")
     if not str(name).strip():

@@ -237,7 +237,7 @@ def _calls(message: dict[str, Any], *, cut_off: bool, malformed: Any) -> list[To
     for i, call in enumerate(raw_calls):
         if not isinstance(call, dict):
             raise malformed(f"choices[0].message.tool_calls[{i}]: expected an object")
-        call_id = _str(call.get("id")) or f"call_{i}"
+        call_id = _str(call.get("id"))  # none: the host gives one (kernel.turn.fresh_ids)
         if call.get("type") == "custom":  # a free-text tool call: we never offer those
             name = _str(_obj(call.get("custom")).get("name"))
             calls.append(ToolCall(call_id, name, {}, "free-text (custom) tool calls are not offered; use a function"))
