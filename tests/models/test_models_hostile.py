@@ -464,3 +464,73 @@ def test_a_request_the_server_reads_slowly_is_abandoned(kind: str) -> None:
         server.listener.close()
     assert time.monotonic() - began < 3.5
     assert info.value.transient and "1 s" in str(info.value) and server.read > 0
+
+
+# ---- malformed framing: what the HTTP parser itself is handed ---------------------------------------------------
+
+
+def test_a_header_line_of_10_mb_is_refused_before_it_is_read_whole(kind: str) -> None:
+    def answer(out: BufferedIOBase) -> None:
+        out.write(b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * 10 * 2**20 + b"\r\ncontent-length: 2\r\n\r\n{}")
+
+    err = refused(kind, answer)
+    assert err.transient and not err.malformed  # a protocol error: the connection's, retried
+
+
+def test_thousands_of_headers_past_the_parsers_limit_are_refused(kind: str) -> None:
+    def answer(out: BufferedIOBase) -> None:
+        out.write(b"HTTP/1.1 200 OK\r\n" + b"".join(b"x-h%d: 1\r\n" % i for i in range(50_000)) + b"\r\n{}")
+
+    err = refused(kind, answer)
+    assert err.transient and not err.malformed
+
+
+def test_a_chunk_size_line_that_never_ends_is_refused(kind: str) -> None:
+    def answer(out: BufferedIOBase) -> None:
+        out.write(head(transfer_encoding="chunked") + b"1" + b"0" * 10 * 2**20 + b"\r\n")
+
+    err = refused(kind, answer)
+    assert err.transient or err.malformed
+
+
+def test_a_close_delimited_http_1_0_body_past_the_limit_is_refused(kind: str) -> None:
+    def answer(out: BufferedIOBase) -> None:
+        out.write(b"HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n")
+        for part in huge_text():
+            out.write(part)
+
+    err = refused(kind, answer)
+    assert err.malformed and f"{MAX_REPLY_BYTES}" in str(err)
+
+
+def ok_body(kind: str) -> bytes:
+    return json.dumps(
+        {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
+        if kind == "openai"
+        else {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}
+    ).encode()
+
+
+def answered_text(kind: str, wire: bytes) -> str:
+    """The text of the reply a server sends as ``wire`` (a whole HTTP response)."""
+
+    def answer(out: BufferedIOBase) -> None:
+        out.write(wire)
+
+    server = RawServer(answer)
+    try:
+        return raw_model(kind, server.base_url(kind)).complete(USER, [], max_tokens=10).text
+    finally:
+        server.close()
+
+
+def test_a_content_length_shorter_than_the_body_reads_only_what_it_says(kind: str) -> None:
+    """The bytes past the length are not read as part of the reply: the reply is the JSON the length covers."""
+    body = ok_body(kind)
+    assert answered_text(kind, head(content_length=str(len(body))) + body + b"garbage" * 1000) == "ok"
+
+
+def test_trailers_after_a_chunked_body_are_read_past(kind: str) -> None:
+    body = ok_body(kind)
+    chunk = b"%x\r\n%s\r\n0\r\nx-trailer: 1\r\n\r\n" % (len(body), body)
+    assert answered_text(kind, head(transfer_encoding="chunked") + chunk) == "ok"
