@@ -534,3 +534,10 @@ def test_trailers_after_a_chunked_body_are_read_past(kind: str) -> None:
     body = ok_body(kind)
     chunk = b"%x\r\n%s\r\n0\r\nx-trailer: 1\r\n\r\n" % (len(body), body)
     assert answered_text(kind, head(transfer_encoding="chunked") + chunk) == "ok"
+
+
+def test_interim_answers_before_the_real_one_are_read_past(kind: str) -> None:
+    """A ``100 Continue`` nobody asked for and a few ``103 Early Hints`` before the answer: the answer is read."""
+    body = ok_body(kind)
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n" + b"HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n" * 3
+    assert answered_text(kind, interim + head(content_length=str(len(body))) + body) == "ok"
