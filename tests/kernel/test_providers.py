@@ -559,21 +559,23 @@ UNMEANT = {OPENAI.name: ["abort", "error", "MALFORMED_FUNCTION_CALL", "other"], 
 nobody sends yet."""
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize(
+    ("provider", "reason"),
+    [(p, reason) for p in (OPENAI, ANTHROPIC) for reason in UNMEANT[p.name]],
+    ids=[f"{p.name}-{reason}" for p in (OPENAI, ANTHROPIC) for reason in UNMEANT[p.name]],
+    indirect=["provider"],
+)
 def test_a_call_under_a_finish_reason_tether_does_not_know_never_runs(
-    provider: Provider, server: WireServer, envelope: Path, index: int
+    provider: Provider, server: WireServer, envelope: Path, reason: str
 ) -> None:
-    reasons = UNMEANT[provider.name]
-    if index >= len(reasons):
-        pytest.skip("fewer reasons for this provider")
-    server.push(stopped_as(provider, "call_fix", FIX, reasons[index]))
+    server.push(stopped_as(provider, "call_fix", FIX, reason))
     before = (envelope.parent / "project" / "src" / "stats" / "core.py").read_text()
     out = run(provider, server, envelope)
     assert out.contract["status"] == "NEEDS_INPUT", out.proc.stdout + out.proc.stderr
     assert not out.of("action.started") and not out.of("action.decided")
     (invalid,) = out.of("action.invalid")
-    assert invalid["call_id"] == "call_fix" and repr(reasons[index]) in invalid["error"]
-    assert repr(reasons[index]) in out.contract["next_action"] + out.contract["result"]
+    assert invalid["call_id"] == "call_fix" and repr(reason) in invalid["error"]
+    assert repr(reason) in out.contract["next_action"] + out.contract["result"]
     assert (envelope.parent / "project" / "src" / "stats" / "core.py").read_text() == before
     assert len(server.requests) == 1
 
