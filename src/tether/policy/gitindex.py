@@ -18,6 +18,7 @@ TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from dulwich.objects import Commit
     from dulwich.repo import Repo
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -59,6 +60,28 @@ MAX_PATHS = 50_000
 MAX_COMMITS = 64
 
 
+def _commit_of(repo: Repo, rev: str) -> Commit:
+    """The commit ``rev`` names in ``repo``, git's ``~N``, ``^`` and ``^N`` suffixes walked here (dulwich's parser
+    does not read them); anything else it cannot parse, or a parent that is not a commit, raises."""
+    from dulwich.objects import Commit
+    from dulwich.objectspec import parse_commit
+
+    i = len(rev)
+    while i > 0 and (rev[i - 1].isdigit() or rev[i - 1] in "~^"):
+        i -= 1
+    commit, steps = parse_commit(repo, rev[:i].encode("utf-8", "surrogateescape")), rev[i:]
+    while steps:
+        op, steps = steps[0], steps[1:]
+        digits = len(steps) - len(steps.lstrip("0123456789"))
+        n, steps = (int(steps[:digits]) if digits else 1), steps[digits:]
+        for parent in [0] * n if op == "~" else [n - 1] if n else []:
+            found = repo[commit.parents[parent]]
+            if not isinstance(found, Commit):
+                raise TypeError(f"{rev}: a parent that is not a commit")
+            commit = found
+    return commit
+
+
 def committed(
     work_tree: str,
     revs: list[str],
@@ -75,32 +98,13 @@ def committed(
     None when a revision does not resolve or the bounds are passed (see the module)."""
     try:
         from dulwich.objects import Commit
-        from dulwich.objectspec import parse_commit
 
         repo = _repo(work_tree)
-
-        def commit_of(rev: str) -> Commit:
-            """The commit ``rev`` names, git's ``~N``, ``^`` and ``^N`` suffixes walked here (dulwich's parser does
-            not read them); anything else it cannot parse raises."""
-            i = len(rev)
-            while i > 0 and (rev[i - 1].isdigit() or rev[i - 1] in "~^"):
-                i -= 1
-            commit, steps = parse_commit(repo, rev[:i].encode("utf-8", "surrogateescape")), rev[i:]
-            while steps:
-                op, steps = steps[0], steps[1:]
-                digits = len(steps) - len(steps.lstrip("0123456789"))
-                n, steps = (int(steps[:digits]) if digits else 1), steps[digits:]
-                for parent in [0] * n if op == "~" else [n - 1] if n else []:
-                    found = repo[commit.parents[parent]]
-                    assert isinstance(found, Commit)
-                    commit = found
-            return commit
-
-        commits = [commit_of(r) for r in revs]
+        commits = [_commit_of(repo, r) for r in revs]
         if parents:
             commits += [p for c in commits for p in map(repo.__getitem__, c.parents) if isinstance(p, Commit)]
         if replays is not None:
-            base = commit_of(replays).id
+            base = _commit_of(repo, replays).id
             walked = list(repo.get_walker(include=[repo.head()], exclude=[base], max_entries=MAX_COMMITS + 1))
             if len(walked) > MAX_COMMITS:
                 return None
