@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from tether.kernel import session
-from tether.kernel.replay import counterfactual_seq, replay
+from tether.kernel.replay import ReplayReport, counterfactual_seq, replay
 
 from .common import EXIT_INVALID, EXIT_OK, DbOption, JsonOption, TrustImportedOption, console, reader
 from .fork_cmds import fork_and_drive
@@ -60,18 +60,22 @@ def replay_cmd(
     if as_json:
         typer.echo(json.dumps({"kind": "replay", **dataclasses.asdict(report)}, sort_keys=True, default=str))
     else:
-        window = f" up to seq {report.to_seq}" if report.to_seq is not None else ""
-        if report.divergence is None:
-            console.print(
-                f"[green]reproduced[/]: run {report.run_id}{window} — {report.compared} decisions, receipts and "
-                f"verdicts match (original {report.original_status}, replay {report.replay_status})"
-            )
-        else:
-            console.print(f"[red]diverged[/]: run {report.run_id}{window}")
-            console.print("  " + escape(report.divergence.describe()))
-        if report.kept:
-            console.print(f"replay kept in {report.kept} (run {report.replay_run} in replay.db)")
+        _print(report)
     raise typer.Exit(EXIT_OK if report.reproduced else EXIT_INVALID)
+
+
+def _print(report: ReplayReport) -> None:
+    window = f" up to seq {report.to_seq}" if report.to_seq is not None else ""
+    if report.divergence is None:
+        console.print(
+            f"[green]reproduced[/]: run {report.run_id}{window} — {report.compared} decisions, receipts and "
+            f"verdicts match (original {report.original_status}, replay {report.replay_status})"
+        )
+    else:
+        console.print(f"[red]diverged[/]: run {report.run_id}{window}")
+        console.print("  " + escape(report.divergence.describe()))
+    if report.kept:
+        console.print(f"replay kept in {report.kept} (run {report.replay_run} in replay.db)")
 
 
 def register(app: typer.Typer) -> None:
