@@ -345,8 +345,8 @@ def _recorded_workspace(store: Store, run_id: str, seen: list[Event] | None = No
 
 def escaped(text: str) -> str:
     """``text`` as UTF-8 can hold it: a lone surrogate (JSON may spell half of a UTF-16 pair, a pasted binary in a
-    prompt, a tool's error) written as its ``\\udXXX`` escape, so the event can be stored and the run read back. The
-    fields the gate judges never get here with one (hooks/wire.py ``JUDGED``: refused)."""
+    prompt, a tool's error) written as its backslash escape (``\\ud800`` for U+D800), so the event can be stored and
+    the run read back. The fields the gate judges never get here with one (hooks/wire.py ``JUDGED``: refused)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
