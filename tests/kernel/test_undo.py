@@ -234,11 +234,11 @@ def test_a_failure_while_applying_puts_every_path_back(shell_run: Any, monkeypat
     snapshot = tree(ws)
     real_rename, seen = os.rename, []
 
-    def failing_rename(src: Any, dst: Any) -> None:
+    def failing_rename(src: Any, dst: Any, **kw: Any) -> None:
         seen.append(dst)
         if len(seen) == 4:
             raise OSError(28, "No space left on device", str(dst))
-        real_rename(src, dst)
+        real_rename(src, dst, **kw)
 
     monkeypatch.setattr(os, "rename", failing_rename)
     with EventStore.open(bugfix / "t.db") as store, pytest.raises(UndoFailed, match="every path was put back"):
@@ -254,11 +254,11 @@ from pathlib import Path
 from tether import EventStore
 from tether.kernel.undo import undo
 real, n = os.rename, [0]
-def rename(src, dst):
+def rename(src, dst, **kw):
     n[0] += 1
     if n[0] == 4:
         os._exit(9)  # the process dies between two renames
-    real(src, dst)
+    real(src, dst, **kw)
 os.rename = rename
 undo(EventStore.open(Path(sys.argv[1])), sys.argv[2])
 """

@@ -33,11 +33,12 @@ removed, and an empty directory an action created (``mkdir d``) is invisible to 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -389,70 +390,165 @@ def contents(store: Store, steps: Iterable[Step]) -> tuple[dict[str, bytes], lis
 
 # ---- 3. apply: all or nothing --------------------------------------------------------------------
 
+#: How undo opens a folder of the workspace: relative to the folder above it (openat), never through a symlink.
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@contextmanager
+def _naming(rel: str) -> Iterator[None]:
+    """An ``OSError`` raised inside names the workspace path ``rel`` (a call by descriptor names only the last part)."""
+    try:
+        yield
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), rel) from e
+
 
 class _Journal:
-    """The moves made so far, to put every path back when a later one fails."""
+    """The moves made so far, to put every path back when a later one fails; every one by descriptor.
 
-    def __init__(self, root: Path, stage: Path) -> None:
-        self.root, self.stage = root, stage
-        self.done: list[tuple[str, str, str]] = []  # (what, path, where it went or came from)
+    Why by descriptor: undo checks a path and then renames into it. By path, the kernel walks the path again at
+    the rename, so a folder another process swaps for a symlink between the two sends the operator's write (bytes
+    the agent chose) or removal outside the workspace (tests/kernel/test_undo_race). Here each folder is opened
+    once, from the one above it with ``O_NOFOLLOW`` (a symlink in its place fails the open, and the undo is put
+    back), and every rename, link, unlink and mkdir names an entry of a folder so opened: that folder, wherever it
+    is moved meanwhile. The staging folder is held the same way, so a symlink put in its place is never written
+    or emptied.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.folders: dict[tuple[str, ...], int] = {(): os.open(root, _FOLDER)}
+        self.stage_name, self.stage = "", -1
+        self.done: list[tuple[str, int, str, str]] = []  # (what, folder, name, the staged name it went to or came from)
         self.n = 0
+
+    def open_stage(self) -> None:
+        """Make the staging folder in the workspace's root (mode 0700) and hold it."""
+        root = self.folders[()]
+        for _ in range(100):
+            name = STAGING_PREFIX + secrets.token_hex(6)
+            try:
+                os.mkdir(name, 0o700, dir_fd=root)
+            except FileExistsError:
+                continue
+            self.stage_name = name
+            with _naming(name):
+                self.stage = os.open(name, _FOLDER, dir_fd=root)
+            return
+        raise OSError(17, "no free name for the staging folder", STAGING_PREFIX + "*")
+
+    def folder(self, parts: tuple[str, ...], *, make: bool = False) -> int:
+        """The folder ``parts`` below the root, opened through folders only; missing ones made when ``make``."""
+        fd = self.folders.get(parts)
+        if fd is not None:
+            return fd
+        above, name = self.folder(parts[:-1], make=make), parts[-1]
+        try:
+            fd = os.open(name, _FOLDER, dir_fd=above)
+        except FileNotFoundError:
+            if not make:
+                raise
+            os.mkdir(name, dir_fd=above)
+            self.done.append(("mkdir", above, name, ""))
+            fd = os.open(name, _FOLDER, dir_fd=above)
+        except OSError as e:  # ELOOP, ENOTDIR: a symlink or a file where a folder must be
+            raise OSError(e.errno, "not a folder inside the workspace (a symlink or a file)", "/".join(parts)) from e
+        self.folders[parts] = fd
+        return fd
+
+    def at(self, rel: str, *, make: bool = False) -> tuple[int, str]:
+        """The folder holding ``rel``, and the name of ``rel`` in it."""
+        parts = tuple(rel.split("/"))
+        return self.folder(parts[:-1], make=make), parts[-1]
 
     def spare(self) -> str:
         self.n += 1
-        return str(self.stage / f"old-{self.n}")
+        return f"old-{self.n}"
 
     def remove(self, rel: str) -> None:
         """Move what is at ``rel`` aside (kept until the end, so it can come back)."""
-        path, aside = str(self.root / rel), self.spare()
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)  # an empty directory where a file must go (a non-empty one fails: nothing is lost)
-            self.done.append(("rmdir", path, ""))
-            return
-        os.rename(path, aside)
-        self.done.append(("moved", path, aside))
+        with _naming(rel):
+            fd, name = self.at(rel)
+            if _is_folder(fd, name):
+                os.rmdir(name, dir_fd=fd)  # an empty folder where a file must go (a non-empty one fails: nothing lost)
+                self.done.append(("rmdir", fd, name, ""))
+                return
+            aside = self.spare()
+            os.rename(name, aside, src_dir_fd=fd, dst_dir_fd=self.stage)
+            self.done.append(("moved", fd, name, aside))
 
     def place(self, rel: str, staged: str, replace: bool) -> None:
-        path = self.root / rel
-        self.dirs(path.parent)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
-            self.done.append(("rmdir", str(path), ""))
-        backup = ""
-        if replace:
-            backup = self.spare()
-            os.link(path, backup, follow_symlinks=False)
-        os.rename(staged, path)
-        self.done.append(("placed", str(path), backup))
-
-    def dirs(self, d: Path) -> None:
-        """Create the missing directories down to ``d``, never through a symlink or a file."""
-        missing = []
-        while not os.path.lexists(d):
-            missing.append(d)
-            d = d.parent
-        if not d.is_dir() or d.is_symlink() or not d.resolve().is_relative_to(self.root.resolve()):
-            raise OSError(f"{d} is not a directory inside the workspace")
-        for m in reversed(missing):
-            os.mkdir(m)
-            self.done.append(("mkdir", str(m), ""))
+        with _naming(rel):
+            fd, name = self.at(rel, make=True)
+            if _is_folder(fd, name):
+                os.rmdir(name, dir_fd=fd)
+                self.done.append(("rmdir", fd, name, ""))
+            backup = ""
+            if replace:
+                backup = self.spare()
+                os.link(name, backup, src_dir_fd=fd, dst_dir_fd=self.stage, follow_symlinks=False)
+            os.rename(staged, name, src_dir_fd=self.stage, dst_dir_fd=fd)
+            self.done.append(("placed", fd, name, backup))
 
     def undo(self) -> list[str]:
         """Reverse every move, newest first; what could not be put back is returned (and said)."""
         stuck = []
-        for what, path, other in reversed(self.done):
+        for what, fd, name, other in reversed(self.done):
             try:
                 if what == "moved" or (what == "placed" and other):
-                    os.rename(other, path)
+                    os.rename(other, name, src_dir_fd=self.stage, dst_dir_fd=fd)
                 elif what == "placed":
-                    os.unlink(path)
+                    os.unlink(name, dir_fd=fd)
                 elif what == "mkdir":
-                    os.rmdir(path)
+                    os.rmdir(name, dir_fd=fd)
                 elif what == "rmdir":
-                    os.mkdir(path)
+                    os.mkdir(name, dir_fd=fd)
             except OSError as e:
-                stuck.append(f"{path}: {e.strerror or e}")
+                stuck.append(f"{self.where(fd, name)}: {e.strerror or e}")
         return stuck
+
+    def where(self, fd: int, name: str) -> str:
+        """The workspace path of entry ``name`` of the held folder ``fd`` (for messages)."""
+        parts = next((p for p, f in self.folders.items() if f == fd), ())
+        return "/".join((*parts, name))
+
+    def sync(self, rels: Iterable[str]) -> None:
+        """Make the renames durable: fsync each folder that gained or lost an entry."""
+        fds = {self.folders[tuple(r.split("/")[:-1])] for r in rels if tuple(r.split("/")[:-1]) in self.folders}
+        _parallel(os.fsync, sorted(fds))
+
+    def discard(self) -> None:
+        """Remove the staging folder: the copies kept aside, and whatever was not placed."""
+        if self.stage < 0:
+            return
+        stage = self.stage
+        _parallel(lambda name: _unlink(name, stage), os.listdir(stage))  # one by one is slow on a busy disk, too
+        with suppress(OSError):
+            os.rmdir(self.stage_name, dir_fd=self.folders[()])
+
+    def prune(self, removed: Iterable[str]) -> None:
+        """Remove the folders that removing files left empty (like git), never the workspace itself."""
+        for rel in sorted(removed, key=lambda p: p.count("/"), reverse=True):
+            parts = tuple(rel.split("/")[:-1])
+            while parts and parts[:-1] in self.folders:
+                try:
+                    os.rmdir(parts[-1], dir_fd=self.folders[parts[:-1]])
+                except OSError:
+                    break
+                parts = parts[:-1]
+
+    def close(self) -> None:
+        for fd in (*self.folders.values(), self.stage):
+            if fd >= 0:
+                os.close(fd)
+        self.folders.clear()
+        self.stage = -1
+
+
+def _is_folder(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -465,18 +561,19 @@ def _parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(fn, items))
 
 
-def _stage(to: Path, target: FileImage, blobs: Mapping[str, bytes]) -> str:
-    """Write one image to restore into the staging directory, durably (fsynced), with its permission bits.
+def _stage(stage: int, name: str, target: FileImage, blobs: Mapping[str, bytes]) -> str:
+    """Write one image to restore into the staging folder (held as ``stage``), durably (fsynced), with its
+    permission bits; return its name there.
 
     Never a set-user-id, set-group-id or sticky bit: the restored file is the operator's, not the agent's who
     made it, so such a bit would run the agent's bytes with the operator's rights (``snapshot.materialise``
     rebuilds a workspace the same way).
     """
-    data, path = blobs[target.digest], str(to)
+    data = blobs[target.digest]
     if target.kind == EntryKind.LINK.value:
-        os.symlink(os.fsdecode(data), path)
-        return path
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.symlink(os.fsdecode(data), name, dir_fd=stage)
+        return name
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=stage)
     try:
         view = memoryview(data)
         while view:
@@ -485,14 +582,14 @@ def _stage(to: Path, target: FileImage, blobs: Mapping[str, bytes]) -> str:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return path
+    return name
 
 
 def sweep(workspace: Path) -> None:
     """Remove staging directories a crashed undo left behind (their content is in the store)."""
     for p in workspace.glob(STAGING_PREFIX + "*"):
         if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
+            shutil.rmtree(p, ignore_errors=True)  # rmtree walks by descriptor, never through a symlink
 
 
 def apply(workspace: Path, found: Sequence[Found], data: Mapping[str, bytes]) -> list[Found]:
@@ -503,67 +600,39 @@ def apply(workspace: Path, found: Sequence[Found], data: Mapping[str, bytes]) ->
     todo = [f for f in found if not same(f.now, f.step.target)]
     if not todo:
         return []
-    root = workspace.resolve()
-    stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
-    journal = _Journal(root, stage)
     try:
-        writes = [(i, f.step.target) for i, f in enumerate(todo) if f.step.target is not None]
-        names = _parallel(lambda w: _stage(stage / f"new-{w[0]}", w[1], data), writes)
-        staged = {todo[i].step.path: name for (i, _), name in zip(writes, names, strict=True)}
-        for f in sorted(todo, key=lambda f: f.step.path.count("/"), reverse=True):  # deepest first
-            if f.step.target is None and f.now is not None:
-                journal.remove(f.step.path)
-        for f in sorted(todo, key=lambda f: f.step.path.count("/")):  # shallowest first
-            if f.step.path in staged:
-                journal.place(f.step.path, staged[f.step.path], replace=f.now is not None)
-        _sync_dirs(root, todo)
+        journal = _Journal(workspace.resolve())
     except OSError as e:
-        stuck = journal.undo()
-        _discard(stage)
-        note = f"; could not put back: {'; '.join(stuck)}" if stuck else "; every path was put back as it was"
-        raise UndoFailed(f"undo failed at {e.filename or ''}: {e.strerror or e}{note}") from e
-    _discard(stage)
-    _prune(root, [f.step.path for f in todo if f.step.target is None])
+        raise UndoFailed(f"undo failed at {workspace}: {e.strerror or e}; nothing was changed") from e
+    try:
+        try:
+            journal.open_stage()
+            writes = [(i, f.step.target) for i, f in enumerate(todo) if f.step.target is not None]
+            stage = journal.stage
+            names = _parallel(lambda w: _stage(stage, f"new-{w[0]}", w[1], data), writes)
+            staged = {todo[i].step.path: name for (i, _), name in zip(writes, names, strict=True)}
+            for f in sorted(todo, key=lambda f: f.step.path.count("/"), reverse=True):  # deepest first
+                if f.step.target is None and f.now is not None:
+                    journal.remove(f.step.path)
+            for f in sorted(todo, key=lambda f: f.step.path.count("/")):  # shallowest first
+                if f.step.path in staged:
+                    journal.place(f.step.path, staged[f.step.path], replace=f.now is not None)
+            journal.sync(f.step.path for f in todo)
+        except OSError as e:
+            stuck = journal.undo()
+            journal.discard()
+            note = f"; could not put back: {'; '.join(stuck)}" if stuck else "; every path was put back as it was"
+            raise UndoFailed(f"undo failed at {e.filename or ''}: {e.strerror or e}{note}") from e
+        journal.discard()
+        journal.prune(f.step.path for f in todo if f.step.target is None)
+    finally:
+        journal.close()
     return todo
 
 
-def _discard(stage: Path) -> None:
-    """Remove the staging directory: the copies kept aside, and whatever was not placed."""
-    with os.scandir(stage) as it:
-        names = [e.path for e in it]
-    _parallel(_unlink, names)  # unlinking one by one is slow on a busy disk, too
+def _unlink(name: str, folder: int) -> None:
     with suppress(OSError):
-        os.rmdir(stage)
-
-
-def _unlink(path: str) -> None:
-    with suppress(OSError):
-        os.unlink(path)
-
-
-def _sync_dirs(root: Path, todo: Sequence[Found]) -> None:
-    """Make the renames durable: fsync each directory that gained or lost an entry."""
-    _parallel(_fsync_dir, sorted({os.path.dirname(os.path.join(root, f.step.path)) for f in todo}))
-
-
-def _fsync_dir(d: str) -> None:
-    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _prune(root: Path, removed: Iterable[str]) -> None:
-    """Remove the directories that removing files left empty (like git), never the workspace itself."""
-    for rel in sorted(removed, key=lambda p: p.count("/"), reverse=True):
-        d = (root / rel).parent
-        while d != root and d.is_relative_to(root):
-            try:
-                os.rmdir(d)
-            except OSError:
-                break
-            d = d.parent
+        os.unlink(name, dir_fd=folder)
 
 
 # ---- the whole operation -----------------------------------------------------------------------
