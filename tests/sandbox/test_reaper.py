@@ -201,3 +201,45 @@ def from_child(report: Callable[[], bytes]) -> bytes:
     finally:
         os.close(r)
         os.waitpid(pid, 0)
+
+
+def test_a_held_command_asks_proc_about_no_pid_namespace_but_new_ones(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: the held command's own process is no leftover whatever its namespace (``reap`` is given its pid),
+    and this process's namespace never changes, so a held command whose ``before`` starts nothing reads no
+    ``/proc/<pid>/status`` (it read two: the command's, and this process's every time). A process ``before`` starts
+    is still asked about, and taken as there before the command (left alone), as the held-window tests hold."""
+    from tether.sandbox import reaper
+
+    asked: list[str] = []
+    real = reaper._ns_depth
+    monkeypatch.setattr(reaper, "_ns_depth", lambda pid: asked.append(pid) or real(pid))
+    monkeypatch.setattr(reaper, "_OWN_DEPTH", (-1, 0), raising=False)  # raising: the tree before kept none
+    box = LocalSandbox()
+    for i in range(3):
+        assert box.run(f"true {i}", cwd=workspace, timeout_s=30, before=lambda: None).ok
+    assert asked == []
+
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(2):
+            r = box.run(
+                "true", cwd=workspace, timeout_s=30, before=lambda: started.append(subprocess.Popen(["sleep", "30"]))
+            )
+            assert r.ok
+        assert all(p.poll() is None for p in started)  # a sink's process: not the command's leftover
+        assert asked == [str(started[0].pid), "self", str(started[1].pid)]  # this process's depth read once
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()
+
+
+def test_the_kept_namespace_depth_is_read_again_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The depth is kept with the pid it was read for: a forked child (another pid) reads its own."""
+    from tether.sandbox import reaper
+
+    monkeypatch.setattr(reaper, "_OWN_DEPTH", (os.getpid(), 99))  # a depth no process has: kept, so believed here
+    assert reaper._own_depth() == 99
+    assert from_child(lambda: b"%d" % reaper._own_depth()) == b"%d" % reaper._ns_depth("self")

@@ -466,7 +466,7 @@ class BwrapSandbox:
         try:
             with Leftovers() as leftovers:
                 if hold is not None:  # what the commit starts (a sink's process) is not the command's
-                    hold.before = leftovers.after(hold.before)
+                    hold.before = leftovers.after(hold.before, hold.held_pid)
 
                 def kill(proc: subprocess.Popen[bytes]) -> None:
                     kill_group(proc)

@@ -139,7 +139,7 @@ class LocalSandbox:
         that come back to tether (a subreaper), or, where tether cannot be one, those carrying ``token``."""
         with Leftovers(active=self.subreaper) as leftovers:
             if hold is not None:  # what the commit starts (a sink's process) is not the command's
-                hold.before = leftovers.after(hold.before)
+                hold.before = leftovers.after(hold.before, hold.held_pid)
 
             def kill(proc: subprocess.Popen[bytes]) -> None:
                 kill_group(proc)

@@ -67,6 +67,11 @@ class Hold:
     def __init__(self, before: Callable[[], None]) -> None:
         self.before = before
         self.r, self.w = os.pipe2(os.O_CLOEXEC)
+        self.pid: int | None = None  # the held process's, once release() runs
+
+    def held_pid(self) -> int | None:
+        """The held process's pid once :meth:`release` runs, for ``before`` to ask (:meth:`.reaper.Leftovers.after`)."""
+        return self.pid
 
     def line(self) -> str:
         """The shell line that holds the command: one byte, or exit (no byte: never let go); the descriptor is
@@ -87,6 +92,7 @@ class Hold:
         outer process killed from outside, the kill of its pid namespace has not yet reached the shell, which would
         read the byte and run a command that tether logs as failed. Once the byte is written the command was let go,
         and a kill after that is a kill of a running command, told as such by its receipt."""
+        self.pid = proc.pid
         try:
             self.before()
         except Exception as e:

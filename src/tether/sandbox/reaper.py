@@ -118,9 +118,26 @@ def in_my_pid_namespace(pid: int) -> bool:
     """Whether ``pid`` (a zombie too) lives in this process's pid namespace, not one below it (a sandbox's): its
     ``NSpid`` in ``/proc`` lists as many pids as this process's. False if that cannot be read (it is gone)."""
     try:
-        return _ns_depth(str(pid)) == _ns_depth("self")
+        return _ns_depth(str(pid)) == _own_depth()
     except (OSError, ValueError):
         return False
+
+
+#: ``(pid, NSpid depth)`` of this process, read once per process by :func:`_own_depth`.
+_OWN_DEPTH: tuple[int, int] = (-1, 0)
+
+
+def _own_depth() -> int:
+    """This process's ``NSpid`` depth, read from ``/proc/self/status`` once per process (issue 18: the read was one
+    of a held command's five ``/proc`` reads). A process never changes pid namespace (``unshare`` and ``setns``
+    move only the children it makes later), so the answer holds for its life; a forked child has another pid and
+    reads its own. A failed read is not kept: the next call asks again."""
+    global _OWN_DEPTH
+    me = os.getpid()
+    kept = _OWN_DEPTH
+    if kept[0] != me:
+        kept = _OWN_DEPTH = (me, _ns_depth("self"))
+    return kept[1]
 
 
 def _ns_depth(pid: str) -> int:
@@ -176,18 +193,26 @@ class Leftovers:
         if self.active:
             _ONE_COMMAND.release()
 
-    def after(self, before: Callable[[], None]) -> Callable[[], None]:
+    def after(self, before: Callable[[], None], command: Callable[[], int | None] = lambda: None) -> Callable[[], None]:
         """``before`` (what a held command waits for, :class:`.process.Hold`), then this process's new children in
         its own pid namespace taken as there before the command too: a process ``before`` started (an event sink's,
         told of the synced ``action.started``) is not the command's leftover. Sound because the command is still
         held then: it has run nothing that could have left a child of tether's; the go is sent only after this
         returns. What the sandbox itself hands back meanwhile stays the command's: bubblewrap's inner process (in
-        the sandbox's pid namespace), when its outer one died during ``before``, is reaped with the command."""
+        the sandbox's pid namespace), when its outer one died during ``before``, is reaped with the command.
+
+        ``command`` gives the pid of the process the command runs in (the held one): it is no leftover either way
+        (:meth:`reap` is given it), so where it lives is not asked (a read of its ``/proc/<pid>/status`` per
+        command, issue 18); every other new child still is."""
 
         def then() -> None:
             before()
             if self.active:
-                self.before |= {pid for pid in children() - self.before if in_my_pid_namespace(pid)}
+                new = children() - self.before
+                held = command()
+                if held is not None:
+                    new.discard(held)
+                self.before |= {pid for pid in new if in_my_pid_namespace(pid)}
 
         return then
 
