@@ -59,11 +59,10 @@ def review_action(
     effects = list(tool_contract.effects)
     risk, risk_reasons = risk_of.rate_action(effects, args, envelope)
     problems: list[str] = []
-    paths = risk_of.action_paths(args)
     if any([e != Effect.READ for e in effects]) and _awaiting_human(events, state):  # a list: see rate_action
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
-    if Effect.WRITE in effects:
-        problems += _write_problems(paths, events, envelope)
+    if Effect.WRITE in effects:  # the paths only a write's problems read (a command's review needs none)
+        problems += _write_problems(risk_of.action_paths(args), events, envelope)
     return ReviewResult(not problems, risk, problems + [r for r in risk_reasons if r not in problems])
 
 
