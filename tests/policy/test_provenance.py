@@ -200,11 +200,14 @@ def test_the_index_waits_for_an_untrusted_output_and_then_equals_the_eager_one(l
     assert lazy.known == eager.known and lazy.user == eager.user and not lazy._pending
 
 
-def test_a_long_trusted_run_holds_at_most_pending_max_texts(log: Any) -> None:
+def test_a_long_trusted_run_holds_at_most_pending_max_texts(log: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The texts waiting to be indexed are bounded (the kernel feeds a long run event by event and keeps no list
-    of them); indexed in batches, the index is the one indexed event by event."""
-    from tether.policy.provenance import PENDING_MAX
+    of them); indexed in batches, the index is the one indexed event by event. (The bound made 128 here, so that
+    the event-by-event index this compares with stays quick to build.)"""
+    from tether.policy import provenance
 
+    monkeypatch.setattr(provenance, "PENDING_MAX", 128)
+    PENDING_MAX = 128
     events, output = log
     lazy, eager = Provenance(envelope()), Provenance(envelope())
     for i in range(PENDING_MAX * 2 + 5):
@@ -378,3 +381,45 @@ def test_bounded_patterns_still_find_real_addresses() -> None:
     }
     assert ("email", "a.very.long-name@example.co.uk") in found
     assert any(kind == "url" and norm.startswith("git+ssh://host.example") for kind, norm in found)
+
+
+def test_waiting_texts_are_bounded_by_their_characters_too(log: Any) -> None:
+    """A batch costs about what its text does: long outputs are indexed once :data:`PENDING_CHARS` characters wait,
+    however few they are, and the index is the one indexed event by event."""
+    from tether.policy.provenance import PENDING_CHARS
+
+    events, output = log
+    lazy, eager = Provenance(envelope()), Provenance(envelope())
+    long = PENDING_CHARS // 3 + 1
+    for i in range(7):
+        output("read_file", f"host{i}.example mail{i}@corp{i}.example " + "x" * long)
+        lazy.feed(events)
+        assert lazy._pending_chars < PENDING_CHARS and len(lazy._pending) <= 3  # the task's words, two outputs
+    for k in range(1, len(events) + 1):
+        eager.feed(events[:k])
+        assert eager.known is not None
+    lazy.feed(events)
+    assert lazy.known == eager.known and lazy.user == eager.user and len(lazy.known) >= 14
+
+
+def test_a_run_of_short_trusted_outputs_is_not_searched(log: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: a shell step's output (``exit 0 (0.00s)``, 40 characters) cost 170 k instructions to search, and
+    the index searched every 128 of them though nothing reads it until an untrusted output comes: a run of a few
+    hundred such steps now searches none (it searched two batches of 128), and the index, once asked for, is the
+    one indexed event by event."""
+    from tether.policy import provenance
+
+    searched: list[str] = []
+    real = provenance.candidates
+    monkeypatch.setattr(provenance, "candidates", lambda t, **k: searched.append(t) or real(t, **k))
+    events, output = log
+    lazy = Provenance(envelope())
+    for i in range(300):
+        output("bash", f"$ true {i}\nexit 0 (0.00s)\n(no output)")
+        lazy.feed(events)
+    assert searched == [] and len(lazy._pending) == 301  # the task's words and the 300 outputs, waiting
+    eager = Provenance(envelope())
+    for k in range(1, len(events) + 1):
+        eager.feed(events[:k])
+        assert eager.known is not None
+    assert lazy.known == eager.known and lazy.user == eager.user and len(lazy.known) >= 290  # 10 to 299

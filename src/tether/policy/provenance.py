@@ -293,9 +293,14 @@ class Taint:
         }
 
 
-#: At most this many texts wait to be indexed (:class:`Provenance`): a long run (the kernel feeds each event and
-#: keeps no list of them) holds no more of its outputs than that; beyond, they are indexed as before, in order.
-PENDING_MAX = 128
+#: At most this many texts, and :data:`PENDING_CHARS` characters of them, wait to be indexed (:class:`Provenance`): a
+#: long run (the kernel feeds each event and keeps no list of them) holds no more of its outputs than that; beyond,
+#: they are indexed as before, in order. Bounded by characters as well as by count (issue 18): a batch's search costs
+#: about what its text does, so a run of short outputs (a shell step's ``exit 0 (no output)``: 40 characters, 170 k
+#: instructions to search) waits for 4,096 of them, and a run that ends first, with no untrusted output, searches
+#: none; long outputs are indexed in batches of at most 256 K characters (at most 128 of them could be 2 MiB before).
+PENDING_MAX = 4096
+PENDING_CHARS = 256 * 1024
 
 #: The kinds whose events hold the user's words or a tool's output: what the index reads.
 _SOURCE_KINDS = frozenset({"run.started", "run.continued", "approval.denied", "action.completed", "action.failed"})
@@ -313,8 +318,8 @@ class Provenance:
     output has been fed no argument can be, and the texts fed so far wait (``_pending``, references to the
     events' own strings) without being searched; they are indexed in order, as if fed one by one, when
     :meth:`taints` or :meth:`tainted_source` first meet an untrusted output, ``known``/``user`` are read, or
-    :data:`PENDING_MAX` wait. A short session whose tools are all the workspace's (a coding agent's shell, files
-    and search) never searches them.
+    :data:`PENDING_MAX` texts or :data:`PENDING_CHARS` characters wait. A session whose tools are all the
+    workspace's (a coding agent's shell, files and search) and that ends before either never searches them.
     """
 
     env: Envelope
@@ -324,6 +329,7 @@ class Provenance:
     _trust: dict[str, bool] = field(default_factory=dict)
     # (seq, tool, untrusted, texts) in log order: an output's one text (seq >= 0), or the user's words (seq -1)
     _pending: list[tuple[int, str, bool, Sequence[str]]] = field(default_factory=list, repr=False, compare=False)
+    _pending_chars: int = field(default=0, repr=False, compare=False)  # the characters of the texts in _pending
     _risky: bool = False  # an untrusted output was fed: taints are possible
 
     @property
@@ -382,12 +388,16 @@ class Provenance:
         if kind not in _SOURCE_KINDS:  # most events: their payload is not read (nor, for a read event, parsed)
             return
         p = e.payload
+        texts: Sequence[str]
         if kind == "run.started":
-            self._pending.append((-1, "", False, (p.get("task", ""), *_strings(p.get("plan") or {}))))
+            texts = (p.get("task", ""), *_strings(p.get("plan") or {}))
+            self._pending.append((-1, "", False, texts))
         elif kind == "run.continued":
-            self._pending.append((-1, "", False, (p.get("note") or "", p.get("reason", ""))))
+            texts = (p.get("note") or "", p.get("reason", ""))
+            self._pending.append((-1, "", False, texts))
         elif kind == "approval.denied":
-            self._pending.append((-1, "", False, (p.get("reason", ""),)))
+            texts = (p.get("reason", ""),)
+            self._pending.append((-1, "", False, texts))
         else:  # action.completed, action.failed: a tool's output
             tool = p["tool"]
             text = (
@@ -395,13 +405,15 @@ class Provenance:
             )
             untrusted = self._untrusted(tool)
             self._risky = self._risky or untrusted
-            self._pending.append((e.seq, tool, untrusted, (text,)))
-        if len(self._pending) >= PENDING_MAX:
+            texts = (text,)
+            self._pending.append((e.seq, tool, untrusted, texts))
+        self._pending_chars += sum([len(t) for t in texts])
+        if len(self._pending) >= PENDING_MAX or self._pending_chars >= PENDING_CHARS:
             self._index()  # a long run's texts are not all held: indexed in batches, the same index
 
     def _index(self) -> None:
         """Index the texts fed and not yet indexed, in the order they were fed."""
-        pending, self._pending = self._pending, []
+        pending, self._pending, self._pending_chars = self._pending, [], 0
         for seq, tool, untrusted, texts in pending:
             if seq < 0:
                 for t in texts:
