@@ -20,7 +20,8 @@ imports a lazy name's home with ``__import__``; the rest take importlib's object
 ``_frozen_importlib`` and ``_frozen_importlib_external``), pathlib with what it imports (urllib.parse,
 ipaddress, ntpath, warnings: the cold path's paths are strings, tether.disk and tether.places answering as ``Path``
 does; a ``Path`` is made where a caller off the path asks for one) and json's Python modules (json.decoder
-and json.scanner import re; tether.jsonc runs ``_json`` as json does). One coming back fails here, named.
+and json.scanner import re; tether.jsonc runs ``_json`` as json does), and the C unpickler (guard/envcache.py: a plain
+process validates the kept envelope's dump). One coming back fails here, named.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ OFF_THE_PLAIN_PATH = (
         "json.decoder",
         "json.scanner",
         "json.encoder",
+        "_pickle",  # guard/envcache.py: a plain process reads the kept envelope's dump, not its pickle
+        "_compat_pickle",  # _pickle's
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker

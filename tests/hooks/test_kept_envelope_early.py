@@ -138,15 +138,16 @@ def test_a_kept_file_that_fails_its_trial_is_removed(tmp_path: Path, monkeypatch
 
 
 def test_a_plain_process_does_not_remove_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its trial's child reads plain records, which may doubt what pydantic reads: the full path tries it again,
-    and removes it."""
+    """A plain process reads the dump the header holds, never the body (guard/envcache.py ``_from_dump``): it
+    neither tries nor removes the body; the full path tries it, and removes it."""
     hook = project(tmp_path, None)
     cold(hook, "ls", "t0")
     [path] = kept_files(hook)
     forge(path, tuple_graph_key(80))
     key = envcache.key_of(envcache.BUILT_IN, "")
     monkeypatch.setattr(plain, "_plain", True)
-    assert envcache.load(folder(hook), None, key, None) is None
+    got = envcache.load(folder(hook), None, key, None)
+    assert got is not None and got.kept
     assert path.exists()
     monkeypatch.setattr(plain, "_plain", False)
     assert envcache.load(folder(hook), None, key, None) is None

@@ -162,19 +162,25 @@ def test_a_damaged_kept_envelope_goes_the_full_path_and_decides_the_same(tmp_pat
     assert not denied[2]
 
 
-def test_a_kept_envelope_naming_a_class_outside_the_schema_goes_the_full_path(tmp_path: Path) -> None:
-    """The kept file's unpickler finds only the schema's classes, in a plain process as in a full one: a body
-    that names another (the plain record base itself, a payload class), consistent with its header, is a miss."""
+def test_a_kept_envelope_naming_a_class_outside_the_schema_is_read_by_no_one(tmp_path: Path) -> None:
+    """The kept file's unpickler finds only the schema's classes: a body that names another (the plain record base
+    itself, a payload class), consistent with its header, is a miss where the body is read, in a full (pydantic)
+    process. A plain process never reads the body (guard/envcache.py ``_from_dump``): it takes the dump the
+    header holds, untouched here, and decides from it, without pydantic."""
     project = started(tmp_path)
     path = kept_file(project)
     head, _, body = path.read_bytes()[len(envcache.MAGIC) :].partition(b"\n")
     header, obj = json.loads(head), envcache._unpickle(body)
+    key = envcache.key_of(envcache.BUILT_IN, "")
     for n, stranger in enumerate((plainrecord.BaseModel(), RuleHit(id="r", verdict="ALLOW", reason="forged"))):
         forged_body = pickle.dumps({**obj, "envelope": stranger}, protocol=5)
         forged = {**header, "body_sha256": hashlib.sha256(forged_body).hexdigest()}
         path.write_bytes(envcache.MAGIC + json.dumps(forged).encode() + b"\n" + forged_body)
         out, code, imported = call(project, "PreToolUse", **pre("ls"), tool_use_id=f"toolu_k{n}")
-        assert code == 0 and '"allow"' in out and imported
+        assert code == 0 and '"allow"' in out and not imported
+        denied = call(project, "PreToolUse", **pre("rm -rf ~"), tool_use_id=f"toolu_rm{n}")
+        assert (denied[1] == 2 or '"deny"' in denied[0]) and not denied[2]
+        assert envcache.load(path.parent, None, key, None) is None  # this (pydantic) process reads the body: a miss
 
 
 def forge(db: Path, kind: str, change: Any) -> None:

@@ -34,11 +34,15 @@ What it is trusted for, and by whom:
   could change the policy anyway). An envelope only others may change, such as a managed install's
   ``--envelope`` (root's, the install checks), is validated on every call, never kept or read. The built-in
   envelope is the default any hook's environment or project may replace, so it is kept.
-- **Reading it runs no code of the file's choosing.** The body is read by an unpickler that finds only the
-  envelope schema's own classes (pydantic models and enums of ``tether.envelope.schema``) and ``set``,
-  ``frozenset``; any other global fails the read, and so does a body that alters what it names (a class's
-  attribute, an enum member's value or class: :func:`.cachefile.unpickler`). It imports ``_pickle`` (the C
-  unpickler), not ``pickle``.
+- **Reading it runs no code of the file's choosing.** The header holds the envelope's JSON dump, the body the pickle
+  of the model. A plain process (tether/plain.py) reads only the dump: it validates it with the plain records, as
+  it validates every event it reads, and takes the model only when its state is the dump exactly (:func:`_state`);
+  JSON holds no object shared or named, so that read costs what its bytes do (a header of at most
+  :data:`MAX_DUMP`), needs no trial and imports no ``_pickle``. A pydantic process reads the pickle (validating
+  the dump would build the validator the file saves) by an unpickler that finds only the envelope schema's own classes
+  (pydantic models and enums of ``tether.envelope.schema``) and ``set``, ``frozenset``; any other global fails
+  the read, and so does a body that alters what it names (a class's attribute, an enum member's value or class:
+  :func:`.cachefile.unpickler`). It imports ``_pickle`` (the C unpickler), not ``pickle``.
 
 A torn, truncated, malformed, foreign, unsigned-when-a-key-exists or otherwise doubtful file is ignored: the
 source is validated as without it. Written atomically (a temporary file in the folder, renamed into place):
@@ -78,11 +82,13 @@ if TYPE_CHECKING:
     from tether.disk import StrPath
     from tether.events.anchor import Signer
 
-#: The format; a file of another version is ignored.
-VERSION = 1
+#: The format; a file of another version is ignored. 2: the header holds the envelope's dump (``dump``).
+VERSION = 2
 MAGIC = b"tether-envelope-kept\n"
 #: Larger files are not read (an envelope is kilobytes; a source is at most a megabyte).
 MAX_BYTES = 8 * 1024 * 1024
+#: A plain process reads no dump from a larger file (the built-in envelope's is ~12 KB): its call goes to the full path.
+MAX_DUMP = 2 * 1024 * 1024
 #: A body no store key vouches for is first read in a forked child (:func:`.cachefile.tried`): the seconds that
 #: may take there, and the memory beyond what the process maps (a kept envelope's body is ~5 KB).
 TRIAL_S = 2.0
@@ -196,6 +202,8 @@ def begin(folder: StrPath, path: StrPath | None, signed: bool) -> Early | None:
     if read is None:
         return None
     raw, ident = read
+    if plain.active():  # reads the dump, not the pickle: nothing to try (:func:`_from_dump`)
+        return Early(disk.text(folder), real, raw, ident, None)
     body = None if signed else _body(raw)
     _reader()
     trial = None if body is None else Trial(lambda: _tried(body), TRIAL_S, TRIAL_ALLOWANCE)
@@ -203,10 +211,11 @@ def begin(folder: StrPath, path: StrPath | None, signed: bool) -> Early | None:
 
 
 def _body(raw: bytes) -> bytes | None:
-    """The body of a kept file whose header names its digest, else None."""
+    """The body of a kept file whose header names its digest, else None (also for a header nested past json's depth,
+    whose ``RecursionError`` refused the call: every call of the session, until the file was removed)."""
     try:
         found = parts(raw, MAGIC, MAX_BYTES)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if found is None or sha256(found[1]).hexdigest() != found[0].get("body_sha256"):
         return None
@@ -269,6 +278,8 @@ def _restore(
     found = parts(raw, MAGIC, MAX_BYTES)
     if found is None or not _vouched(*found, path, key, signer):
         return None
+    if plain.active():
+        return _from_dump(found[0].get("dump"), path) if len(raw) <= MAX_DUMP else None
     body = found[1]
     if signer is None:  # nothing vouches for the body: read here only if its read ended well where it did no harm
         ok = trial.verdict() if trial is not None else tried(lambda: _tried(body), TRIAL_S, TRIAL_ALLOWANCE)
@@ -280,6 +291,22 @@ def _restore(
         return None
     envelope, dump = read
     # derived from the dump, as from the model (contract_hash takes either): nothing the header could misstate
+    return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
+
+
+def _from_dump(dump: object, path: str | None) -> Validated | None:
+    """The kept envelope as a plain process reads it: the dump its header holds (read by ``_json``'s C scanner with
+    the header, at json's nesting depth) validated by the plain records, taken only when the model's state is the
+    dump exactly (what the pickle's reader checks too), else None (a miss: the call goes to the full path). A dump
+    the plain records cannot vouch for raises :class:`tether.plain.Unsure` (the full path's). No trial is forked
+    for it (~4 ms of CPU a call: the child's, and the pages its fork made this process copy): the dump is JSON, a
+    tree without shared objects of at most :data:`MAX_DUMP` bytes, whose reading costs what its bytes do, where
+    a pickle that names only the schema's classes can still cost without bound."""
+    if not isinstance(dump, dict):
+        return None
+    envelope = Envelope.model_validate(dump)
+    if type(envelope) is not Envelope or not _same(_state(envelope), dump):
+        return None
     return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
 
 
@@ -396,8 +423,8 @@ def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | No
     import pickle
 
     try:
-        body = pickle.dumps({"envelope": v.envelope, "dump": v.dump}, protocol=5)
-        back = _unpickle(body)  # what a reader will find, or nothing is kept
+        pickled = pickle.dumps({"envelope": v.envelope, "dump": v.dump}, protocol=5)
+        back = _unpickle(pickled)  # what a reader will find, or nothing is kept
         if back.get("envelope") != v.envelope or back.get("dump") != v.dump or not _same(_state(v.envelope), v.dump):
             return None  # a reader would not take it: never kept (else written again by every call)
     except Exception:
@@ -406,11 +433,12 @@ def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | No
         **key,
         "kind": "envelope",
         "path": BUILT_IN if v.path is None else str(v.path),
-        "body_sha256": sha256(body).hexdigest(),
+        "dump": v.dump,
+        "body_sha256": sha256(pickled).hexdigest(),
     }
     seal(header, signer)
     return write_own(
-        folder, file_for(folder, v.path), MAGIC + jsonc.dumps(header, sort_keys=True).encode() + b"\n" + body
+        folder, file_for(folder, v.path), MAGIC + jsonc.dumps(header, sort_keys=True).encode() + b"\n" + pickled
     )
 
 
