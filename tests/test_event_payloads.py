@@ -324,6 +324,15 @@ SAMPLES: list[Payload] = [
         reason="rm of /",
         event="PostToolUse",
     ),
+    kh.HookInputChanged(
+        call_id="toolu_2",
+        ran_as="toolu_2~1a2b3c",
+        tool="bash",
+        verdict="DENY",
+        rule="coding:deny-rm-root",
+        reason="rm of /",
+        event="PostToolUse",
+    ),
     ks.ScheduleAdded(
         name="nightly",
         cron="0 3 * * *",

@@ -7,6 +7,9 @@
 - ``hook.bypassed``  the agent reported running a call tether had refused it (DENY; for Codex also ASK, which
   Codex is told as a refusal): the user overrode the hook, or the hook was not in the way. Recorded with the
   call's receipt and flagged by ``tether show``: the log says what ran, and that it ran against the verdict.
+- ``hook.input_changed``  the agent reported running a call with an input other than the one tether judged under
+  its id (another PreToolUse hook's ``updatedInput``): what ran is proposed and judged under an id of its own, and
+  its receipt recorded there; this names both and the verdict on what ran. A stop is refused while one was refused.
 
 ``hook.received`` is defined in :mod:`.kinds_calls` (every hook call writes it) and named here as ever; this
 module is one of the registry's later ones (``payload.LATER``): a tool call builds neither of the other two.
@@ -17,7 +20,7 @@ from tether.plain import Field
 from .kinds_calls import Agent, HookReceived
 from .payload import Payload, new_list, register
 
-__all__ = ["Agent", "HookBypassed", "HookReceived", "HookStop"]
+__all__ = ["Agent", "HookBypassed", "HookInputChanged", "HookReceived", "HookStop"]
 
 
 @register("hook.stop")
@@ -39,3 +42,14 @@ class HookBypassed(Payload):
         description="The hook event that reported the run (PostToolUse or PostToolUseFailure), or PreToolUse: the"
         " call's receipt came first, and its proposal, judged after it ran, was refused."
     )
+
+
+@register("hook.input_changed")
+class HookInputChanged(Payload):
+    call_id: str = Field(description="The call as tether judged it before it ran.")
+    ran_as: str = Field(description="The id what ran was proposed, judged and recorded under (``<call_id>~...``).")
+    tool: str
+    verdict: str = Field(description="The gate's verdict on what ran, judged after it ran: ALLOW, ASK or DENY.")
+    rule: str = Field("", description="The rule that decided it.")
+    reason: str = ""
+    event: str = Field(description="The hook event that reported the run: PostToolUse or PostToolUseFailure.")

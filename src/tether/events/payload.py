@@ -125,7 +125,7 @@ LATER: dict[str, tuple[str, ...]] = {
         "node.waiting",
     ),
     "kinds_guard": ("session.ended",),
-    "kinds_hooks": ("hook.bypassed", "hook.stop"),
+    "kinds_hooks": ("hook.bypassed", "hook.input_changed", "hook.stop"),
     "kinds_kernel": (
         "action.rollback",
         "completion.claimed",

@@ -99,7 +99,27 @@ def findings(
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
     added = written_lines(workspace, actions)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
-    return out + source_findings(sources, added, tests)
+    return out + source_findings(sources, added, tests) + changed_inputs(events)
+
+
+def changed_inputs(events: Sequence[Event]) -> list[ReviewFinding]:
+    """Each call that ran with an input other than the one judged (``hook.input_changed``): said at the stop,
+    and refusing it when the verdict on what ran refuses (DENY, or ASK: nobody was asked about that input)."""
+    from tether.review.reviewer import ReviewFinding
+
+    out = []
+    for e in events:
+        if e.kind != "hook.input_changed":  # kinds_hooks.HookInputChanged.KIND, a later kind module
+            continue
+        p = e.payload
+        refused = p.get("verdict") != "ALLOW"
+        message = (
+            f"{p.get('call_id')} ({p.get('tool')}) ran with an input other than the one judged (another hook's"
+            f" updatedInput?), recorded as {p.get('ran_as')}; judged after it ran: {p.get('verdict')}"
+            f" ({p.get('rule')}): {p.get('reason')}"
+        )
+        out.append(ReviewFinding("adversarial", "high" if refused else "low", message, check="input_changed"))
+    return out
 
 
 def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:

@@ -32,7 +32,7 @@ import _thread
 import os
 
 from tether import disk, jsonc, places, plain
-from tether.canonical import sha256_hex
+from tether.canonical import content_hash, sha256_hex
 from tether.envelope.schema import Envelope
 from tether.events.anchor import Signer, key_file
 from tether.events.backends import StoreSpec, is_url, local_dir, open_store
@@ -409,8 +409,10 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
     if event == "PreToolUse":
         return pre_tool_use(guard, settings.agent, data, head)
     if event in ("PostToolUse", "PostToolUseFailure"):
-        bypass = bypassed(guard, settings.agent, data)
-        receipt(guard, settings.agent, data, [*head, *bypass], failed=event == "PostToolUseFailure")
+        failed = event == "PostToolUseFailure"
+        if not changed_input(guard, settings.agent, data, head, failed=failed):
+            bypass = bypassed(guard, settings.agent, data)
+            receipt(guard, settings.agent, data, [*head, *bypass], failed=failed)
         return Outcome("PASS")
     if event in ("Stop", "SubagentStop") and not guard.refresh().finished:
         return stop(guard, head, final=event == "Stop", by=f"{settings.agent} {event}")
@@ -506,19 +508,104 @@ def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[Payload]:
     ]
 
 
-def receipt(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload], *, failed: bool) -> None:
+def receipt(
+    guard: Guard,
+    agent: str,
+    data: dict[str, Any],
+    head: Sequence[Payload],
+    *,
+    failed: bool,
+    call_id: str = "",
+    call: Call | None = None,
+) -> None:
     """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
-    call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
-    try:
-        call = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.root)[0]
-    except CallError:
-        call = Call(str(data["tool_name"]), dict(data["tool_input"]))
+    call_id = call_id or str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
+    call = call or ran_call(guard, agent, data, str(data["cwd"]))
     if failed:
         error = escaped(str(data.get("error") or data.get("error_message") or "the tool failed"))
         guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head)
     else:
         text = jsonc.dumps(data.get("tool_response"), default=str)
         guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head)
+
+
+def ran_call(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> Call:
+    """The tether call of what a receipt says ran, its paths placed from ``cwd``."""
+    try:
+        return tether_calls(agent, str(data["tool_name"]), data["tool_input"], cwd, guard.root)[0]
+    except CallError:
+        return Call(str(data["tool_name"]), dict(data["tool_input"]))
+
+
+def changed_input(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload], *, failed: bool) -> bool:
+    """A receipt whose input is not the one tether judged under its id; True when it was recorded here.
+
+    Claude Code runs every matching PreToolUse hook, and one may answer ``updatedInput``, which replaces the
+    tool's whole input before it runs; tether judged the input it was given. Filed under the judged call, the
+    receipt said the judged input ran, and the stop took its evidence (the files the edits wrote) from it. What
+    ran is proposed and judged now, under an id of its own (``<id>~...``), and its receipt recorded there, after
+    a ``hook.input_changed`` that names both and the verdict; a stop is refused while such a verdict refuses.
+    Only a call tether judged is compared: a receipt of a call never seen is recorded as ever.
+    """
+    call_id = str(data.get("tool_use_id") or "")
+    judged = guard.state.actions.get(call_id) if call_id else None
+    if judged is None or judged.verdict is None:
+        return False
+    call = ran_call(guard, agent, data, str(data["cwd"]))
+    if _same(call, judged.tool, judged.args_hash):
+        return False
+    then = _judged_cwd(guard.events, call_id)  # a ``cd`` in the command itself moves the receipt's cwd
+    if (
+        then is not None
+        and then != str(data["cwd"])
+        and _same(ran_call(guard, agent, data, then), judged.tool, judged.args_hash)
+    ):
+        return False
+    from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
+
+    event = str(data["hook_event_name"])
+    earlier = next(
+        (
+            e.payload
+            for e in reversed(guard.events)
+            if e.kind == HookInputChanged.KIND and e.payload.get("call_id") == call_id
+        ),
+        None,
+    )
+    if earlier is not None:  # reported again: a second receipt of what ran is not recorded (head is)
+        receipt(guard, agent, data, head, failed=failed, call_id=str(earlier["ran_as"]), call=call)
+        return True
+    answer = _check(guard, call, call_id, head, turn_of(guard))
+    if answer.call_id == call_id:  # the guard took it for the judged call: nothing ran unjudged
+        receipt(guard, agent, data, (), failed=failed, call_id=call_id, call=call)
+        return True
+    changed = HookInputChanged(
+        call_id=call_id,
+        ran_as=answer.call_id,
+        tool=call.tool,
+        verdict=answer.verdict.name,
+        rule=answer.rule,
+        reason=answer.reason,
+        event=event,
+    )
+    receipt(guard, agent, data, [changed], failed=failed, call_id=answer.call_id, call=call)
+    return True
+
+
+def _same(call: Call, tool: str, args_hash: str) -> bool:
+    try:
+        return call.tool == tool and content_hash(call.args) == args_hash
+    except (TypeError, ValueError):  # not JSON: not what was judged
+        return False
+
+
+def _judged_cwd(events: Sequence[Event], call_id: str) -> str | None:
+    """The directory of the PreToolUse that proposed ``call_id`` (its ``hook.received``), newest first."""
+    for e in reversed(events):
+        proposing = e.kind == HookReceived.KIND and e.payload.get("event") == "PreToolUse"
+        if proposing and e.payload.get("detail", {}).get("tool_use_id") == call_id:
+            return str(e.payload.get("cwd") or "") or None
+    return None
 
 
 # -- Stop --------------------------------------------------------------------------------------------

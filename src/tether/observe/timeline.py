@@ -260,6 +260,11 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
         + ("before tether judged it " if p.get("event") == "PreToolUse" else "after tether answered ")
         + f"{p['verdict']} ({escape(p['rule'])}): {_short(p['reason'])}"
     ),
+    "hook.input_changed": lambda p: (
+        f"    [bold red]INPUT CHANGED[/] {escape(p['call_id'])} ({escape(p['tool'])}) ran as {escape(p['ran_as'])}"
+        f" with an input tether did not judge; judged after it ran: {p['verdict']} ({escape(p['rule'])}):"
+        f" {_short(p['reason'])}"
+    ),
     "mcp.failed": lambda p: f"[red]MCP server {escape(p['server'])} did not start[/]: {_short(p['error'], 160)}",
 }
 
