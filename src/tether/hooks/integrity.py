@@ -46,7 +46,12 @@ NO_BASELINE = (
 
 
 def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
-    """The test surface's bytes now, stored as blobs; the event names them by hash."""
+    """The test surface's bytes now, stored as blobs; the event names them by hash. With them, the stamps of the
+    files Python loads ahead of source and of the workspace virtualenv's ``bin/`` (``tether.verify.shadowing``):
+    the stop's lint and types sensors run a ``.venv/bin`` tool only if it is the one there now, and its tests
+    sensor judges new start-up files and extension modules against them, as the loop's do."""
+    from tether.verify import shadowing  # a session's first call: never a tool call's
+
     surface: dict[str, str] = {}
     for path in surface_files(workspace):
         data = read_bytes(workspace, path)
@@ -58,6 +63,7 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
         ok=False,
         detail="a hook session's baseline: the test surface at the session's start (no test run)",
         surface=surface,
+        loaders=store.put_blob(shadowing.dump(shadowing.scan(workspace)[0])),
     )
 
 

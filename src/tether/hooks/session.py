@@ -705,6 +705,9 @@ def sensors(guard: Guard) -> tuple[list[Any], list[str]]:
         )
     except SandboxUnavailable as e:
         return [], [f"the sandbox cannot start: {e}"]
+    from .integrity import baseline_of
+
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
-    results = run_cascade(env, guard.workspace, changed_files(guard), box, diff)
+    base = baseline_of(guard.events)  # its loader stamps: a .venv/bin tool written since is not run
+    results = run_cascade(env, guard.workspace, changed_files(guard), box, diff, blobs=guard.store, test_baseline=base)
     return results, completion_verdict(results, env)[1]
