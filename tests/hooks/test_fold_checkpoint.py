@@ -147,6 +147,18 @@ def test_a_checkpoint_it_cannot_vouch_for_is_ignored_and_the_whole_log_is_folded
     assert not isinstance(guard_of(hook).events, Log)
 
 
+def test_a_header_nested_past_jsons_depth_is_ignored_not_a_refusal(hook: Hook) -> None:
+    """Its ``RecursionError`` (not a ``ValueError``) escaped the early read and refused every call of the session
+    (exit 2) until the file was removed; it is a checkpoint like any other that cannot be vouched for: ignored."""
+    calls(hook, 12)
+    path = checkpoint_file(hook)
+    body = path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[2]
+    path.write_bytes(ck.MAGIC + b'{"deep": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n" + body)
+    cold()
+    assert calls(hook, 3, start=12) == ["ask", "allow", "allow"]
+    assert not isinstance(guard_of(hook).events, Log)
+
+
 def test_a_body_naming_a_function_is_refused_without_calling_it(hook: Hook, tmp_path: Path) -> None:
     calls(hook, 12)
     marker = tmp_path / "ran"

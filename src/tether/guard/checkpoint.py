@@ -343,7 +343,7 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
         return Pending(raw, fold=fold)
     try:
         found = parts(raw, MAGIC, MAX_BYTES)
-    except ValueError:
+    except (ValueError, RecursionError):  # a header nested past json's depth too: not tried, and load ignores it
         return Pending(raw, fold=fold)
     if found is None:
         return Pending(raw, fold=fold)
