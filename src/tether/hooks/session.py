@@ -531,64 +531,86 @@ def receipt(
 
 def ran_call(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> Call:
     """The tether call of what a receipt says ran, its paths placed from ``cwd``."""
+    return ran_calls(guard, agent, data, cwd)[0]
+
+
+def ran_calls(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> list[Call]:
+    """Every tether call of what a receipt says ran (a Codex patch is one per file), paths placed from ``cwd``."""
     try:
-        return tether_calls(agent, str(data["tool_name"]), data["tool_input"], cwd, guard.root)[0]
+        return tether_calls(agent, str(data["tool_name"]), data["tool_input"], cwd, guard.root)
     except CallError:
-        return Call(str(data["tool_name"]), dict(data["tool_input"]))
+        return [Call(str(data["tool_name"]), dict(data["tool_input"]))]
+
+
+def _part(call_id: str, i: int) -> str:
+    """The id :func:`pre_tool_use` judges the ``i``-th tether call of a hook call under."""
+    return call_id if i == 0 else f"{call_id}#{i}"
+
+
+def _as_judged(guard: Guard, call_id: str, calls: Sequence[Call]) -> bool:
+    """Each call is the one judged under its part's id (a judged part that did not run is no change)."""
+    for i, c in enumerate(calls):
+        judged = guard.state.actions.get(_part(call_id, i))
+        if judged is None or judged.verdict is None or not _same(c, judged.tool, judged.args_hash):
+            return False
+    return True
 
 
 def changed_input(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload], *, failed: bool) -> bool:
     """A receipt whose input is not the one tether judged under its id; True when it was recorded here.
 
     Claude Code runs every matching PreToolUse hook, and one may answer ``updatedInput``, which replaces the
-    tool's whole input before it runs; tether judged the input it was given. Filed under the judged call, the
-    receipt said the judged input ran, and the stop took its evidence (the files the edits wrote) from it. What
-    ran is proposed and judged now, under an id of its own (``<id>~...``), and its receipt recorded there, after
-    a ``hook.input_changed`` that names both and the verdict; a stop is refused while such a verdict refuses.
-    Only a call tether judged is compared: a receipt of a call never seen is recorded as ever.
+    tool's whole input before it runs (Codex has the same); tether judged the input it was given. Filed under the
+    judged call, the receipt said the judged input ran, and the stop took its evidence (the files the edits wrote)
+    from it. Each part of what ran that is not the one judged (a Codex patch judges a call per file) is proposed
+    and judged now, under an id of its own (``<id>~...``, or ``<id>#i`` for a part never proposed), after a
+    ``hook.input_changed`` naming it and the verdict, and the receipt is recorded under the first part's id; a stop
+    is refused while such a verdict refuses. Only a call tether judged is compared: a receipt of a call never seen
+    is recorded as ever.
     """
     call_id = str(data.get("tool_use_id") or "")
     judged = guard.state.actions.get(call_id) if call_id else None
     if judged is None or judged.verdict is None:
         return False
-    call = ran_call(guard, agent, data, str(data["cwd"]))
-    if _same(call, judged.tool, judged.args_hash):
+    cwd = str(data["cwd"])
+    calls = ran_calls(guard, agent, data, cwd)
+    if _as_judged(guard, call_id, calls):
         return False
     then = _judged_cwd(guard.events, call_id)  # a ``cd`` in the command itself moves the receipt's cwd
-    if (
-        then is not None
-        and then != str(data["cwd"])
-        and _same(ran_call(guard, agent, data, then), judged.tool, judged.args_hash)
-    ):
+    if then is not None and then != cwd and _as_judged(guard, call_id, ran_calls(guard, agent, data, then)):
         return False
     from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
 
-    event = str(data["hook_event_name"])
-    earlier = next(
-        (
-            e.payload
-            for e in reversed(guard.events)
-            if e.kind == HookInputChanged.KIND and e.payload.get("call_id") == call_id
-        ),
-        None,
-    )
-    if earlier is not None:  # reported again: a second receipt of what ran is not recorded (head is)
-        receipt(guard, agent, data, head, failed=failed, call_id=str(earlier["ran_as"]), call=call)
+    first = call_id + "~"
+    earlier = [str(e.payload.get("ran_as")) for e in guard.events if e.kind == HookInputChanged.KIND]
+    earlier = [r for r in earlier if r.startswith((first, call_id + "#"))]
+    if earlier:  # reported again: a second receipt of what ran is not recorded (head is)
+        target = next((r for r in earlier if r.startswith(first)), call_id)
+        receipt(guard, agent, data, head, failed=failed, call_id=target, call=calls[0])
         return True
-    answer = _check(guard, call, call_id, head, turn_of(guard))
-    if answer.call_id == call_id:  # the guard took it for the judged call: nothing ran unjudged
-        receipt(guard, agent, data, (), failed=failed, call_id=call_id, call=call)
-        return True
-    changed = HookInputChanged(
-        call_id=call_id,
-        ran_as=answer.call_id,
-        tool=call.tool,
-        verdict=answer.verdict.name,
-        rule=answer.rule,
-        reason=answer.reason,
-        event=event,
-    )
-    receipt(guard, agent, data, [changed], failed=failed, call_id=answer.call_id, call=call)
+    turn, lead, changes = turn_of(guard), list(head), []
+    for i, c in enumerate(calls):
+        part = _part(call_id, i)
+        was = guard.state.actions.get(part)
+        if was is not None and was.verdict is not None and _same(c, was.tool, was.args_hash):
+            continue
+        answer = _check(guard, c, part, lead, turn)
+        lead = []
+        if was is not None and answer.call_id == part:  # the guard took it for the judged call
+            continue
+        changes.append(
+            HookInputChanged(
+                call_id=call_id,
+                ran_as=answer.call_id,
+                tool=c.tool,
+                verdict=answer.verdict.name,
+                rule=answer.rule,
+                reason=answer.reason,
+                event=str(data["hook_event_name"]),
+            )
+        )
+    target = next((ch.ran_as for ch in changes if ch.ran_as.startswith(first)), call_id)
+    receipt(guard, agent, data, [*lead, *changes], failed=failed, call_id=target, call=calls[0])
     return True
 
 
