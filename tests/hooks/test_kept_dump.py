@@ -138,7 +138,7 @@ def deep(n: int) -> Any:
         None,
         {"version": 1},  # not a whole envelope: the plain records refuse it
         {"version": 1, "tools": deep(50_000)},  # past json's nesting depth: the header does not parse
-        {"version": 1, "notes": "x" * (envcache.MAX_DUMP + 1)},  # a file larger than a plain process reads a dump from
+        {"version": 1, "notes": "x" * (envcache.MAX_DUMP + 1)},  # a header over the bound
     ],
     ids=["text", "a-list", "none", "partial", "deep", "large"],
 )

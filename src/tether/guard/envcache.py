@@ -87,7 +87,7 @@ VERSION = 2
 MAGIC = b"tether-envelope-kept\n"
 #: Larger files are not read (an envelope is kilobytes; a source is at most a megabyte).
 MAX_BYTES = 8 * 1024 * 1024
-#: A plain process reads no dump from a larger file (the built-in envelope's is ~12 KB): its call goes to the full path.
+#: A plain process reads no dump from a larger header (the built-in envelope's is ~5 KB): the full path reads the file.
 MAX_DUMP = 2 * 1024 * 1024
 #: A body no store key vouches for is first read in a forked child (:func:`.cachefile.tried`): the seconds that
 #: may take there, and the memory beyond what the process maps (a kept envelope's body is ~5 KB).
@@ -279,7 +279,7 @@ def _restore(
     if found is None or not _vouched(*found, path, key, signer):
         return None
     if plain.active():
-        return _from_dump(found[0].get("dump"), path) if len(raw) <= MAX_DUMP else None
+        return _from_dump(found[0].get("dump"), path) if len(raw) - len(found[1]) <= MAX_DUMP else None
     body = found[1]
     if signer is None:  # nothing vouches for the body: read here only if its read ended well where it did no harm
         ok = trial.verdict() if trial is not None else tried(lambda: _tried(body), TRIAL_S, TRIAL_ALLOWANCE)
