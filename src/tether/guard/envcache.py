@@ -334,30 +334,36 @@ def _state(value: Any) -> Any:
     serializer (building it costs what the kept file saves). A pickle restores a model's state as written: any
     state validation never makes (an attribute beside the fields or one missing, pydantic's extra or private
     state set, a tuple, set or bytes, a class that is not the schema's) raises. The schema's fields are JSON
-    values, lists, mappings, enums and models only, none excluded, aliased or serialized otherwise."""
+    values, lists, mappings, enums and models only, none excluded, aliased or serialized otherwise. The two bases
+    are looked up once for the walk (``BaseModel`` is a lazy name of tether.plain: ~200 lookups an envelope)."""
     import enum
 
     from tether.plain import BaseModel
 
+    return _walk(value, enum.Enum, BaseModel)
+
+
+def _walk(value: Any, members: type, models: type) -> Any:
+    """:func:`_state` of ``value``, ``members`` and ``models`` the enum and model bases."""
     kind = type(value)
     if value is None or kind in (str, int, float, bool):
         return value
     if kind is list:
-        return [_state(v) for v in value]
+        return [_walk(v, members, models) for v in value]
     if kind is dict:
         if any(type(k) is not str for k in value):
             raise ValueError("a kept envelope's mapping has a key that is not a string")
-        return {k: _state(v) for k, v in value.items()}
-    if isinstance(value, enum.Enum):
-        return _state(value.value)
-    if isinstance(value, BaseModel):
+        return {k: _walk(v, members, models) for k, v in value.items()}
+    if isinstance(value, members):
+        return _walk(value.value, members, models)  # type: ignore[attr-defined]
+    if isinstance(value, models):
         fields = kind.model_fields
         state = object.__getattribute__(value, "__dict__")
         extra = object.__getattribute__(value, "__pydantic_extra__")
         private = object.__getattribute__(value, "__pydantic_private__")
         if set(state) != set(fields) or extra or private:
             raise ValueError(f"a kept envelope's {kind.__name__} holds state validation does not make")
-        return {name: _state(state[name]) for name in fields}
+        return {name: _walk(state[name], members, models) for name in fields}
     raise ValueError(f"a kept envelope may not hold a {kind.__name__}")
 
 
