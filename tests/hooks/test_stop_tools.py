@@ -9,6 +9,7 @@ an unused import in it. The session's baseline now stamps them too. The first te
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,37 @@ def test_the_users_own_ruff_there_at_the_sessions_start_runs(hook: Hook) -> None
     shim.write_text(shim.read_text().replace("0.0.0", "0.0.1"))  # rewritten since the session began
     reply = json.loads(hook("Stop").stdout)
     assert reply["decision"] == "block" and ".venv/bin/ruff" in reply["reason"], reply
+
+
+SYNTAX = LINTING.replace("[{name: lint, required: true}]", "[{name: syntax, required: true}]")
+
+
+def test_a_python_file_a_shell_command_broke_is_the_stops_business_too(tmp_path: Path) -> None:
+    """The stop's syntax, lint and types sensors look at the changed Python files. Only the file tools' paths were
+    counted (a hook session keeps no snapshot), so a module broken by a Bash ``printf >`` was never compiled and
+    the stop was accepted. Files touched since the session began (their ctime, which no program sets back) count
+    too. Failed before."""
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "envelope.yaml").write_text(SYNTAX)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "calc.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "pkg" / "old.py").write_text("def g(:\n")  # broken before the session: not this session's doing
+    time.sleep(0.2)  # past the clock slack: old.py was touched before the session began
+    hook = Hook(tmp_path)
+    hook("SessionStart")
+    assert hook("Stop").stdout == "", "nothing touched: nothing to compile"
+    hook("UserPromptSubmit")
+    command = {"command": "printf 'def f(:\\n' > pkg/calc.py"}
+    hook("PreToolUse", tool_input=command, tool_use_id="b1")
+    (tmp_path / "pkg" / "calc.py").write_text("def f(:\n")  # what Claude Code's Bash did
+    hook("PostToolUse", tool_input=command, tool_use_id="b1", tool_response={})
+    reply = json.loads(hook("Stop").stdout)
+    assert reply["decision"] == "block" and "syntax" in reply["reason"] and "pkg/calc.py" in reply["reason"], reply
+    assert "old.py" not in reply["reason"]
+
+
+def test_the_folders_a_stop_skips_include_every_one_a_snapshot_skips() -> None:
+    from tether.hooks.integrity import NOT_SOURCE
+    from tether.snapshot import ALWAYS_SKIPPED
+
+    assert ALWAYS_SKIPPED <= NOT_SOURCE

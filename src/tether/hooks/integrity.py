@@ -22,7 +22,10 @@ A run without a baseline (begun by an older tether) cannot be checked, and says 
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +129,45 @@ def changed_inputs(events: Sequence[Event]) -> list[ReviewFinding]:
         )
         out.append(ReviewFinding("adversarial", "high" if refused else "low", message, check="input_changed"))
     return out
+
+
+#: How much earlier than the run's start a file's ctime may read and still be this session's: the kernel stamps
+#: files from a clock that lags by up to a tick.
+CLOCK_SLACK_NS = 50_000_000
+#: Folders no stop sensor looks into for touched files: tether's, git's, virtualenvs, caches, installed packages
+#: (``tether.snapshot.ALWAYS_SKIPPED``, not imported: a session's first call imports this module, and the
+#: snapshot's pathspec is no hook call's).
+NOT_SOURCE = frozenset(
+    {".git", ".tether", ".venv", "venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
+    | {".nox", ".hypothesis", "node_modules", "site-packages"}
+)
+
+
+def touched(workspace: Path, events: Sequence[Event]) -> list[str]:
+    """Workspace-relative Python files touched since the session's run began, whatever touched them.
+
+    A hook session keeps no workspace snapshot, and its receipts say which files only for the file tools: a
+    module a Bash command rewrote was never compiled, linted or type-checked at the stop. A file's ctime is set
+    by the kernel on every change and no program can set it back, so a ctime at or after the run's start (less
+    :data:`CLOCK_SLACK_NS`) means the session touched it (or something did meanwhile: checked all the same).
+    One walk of the project per stop, stat only.
+    """
+    if not events:
+        return []
+    since = int(datetime.fromisoformat(events[0].ts).timestamp() * 1_000_000_000) - CLOCK_SLACK_NS
+    out = []
+    for root, dirs, files in os.walk(workspace):
+        dirs[:] = [d for d in dirs if d not in NOT_SOURCE]
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_ctime_ns >= since:
+                out.append(Path(root, name).relative_to(workspace).as_posix())
+    return sorted(out)
 
 
 def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:

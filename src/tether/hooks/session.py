@@ -670,15 +670,16 @@ def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outc
     from tether.events.kinds_hooks import HookStop  # a later kind module (events/payload.py LATER)
     from tether.verify.cascade import cascade_events, planned_sensors
 
-    from .integrity import findings
+    from .integrity import findings, touched
 
     env = guard.env
     items: list[Payload] = list(head)
     reasons: list[str] = []
     notes = ["the envelope requires no sensor"]
     if any(required for _, required in planned_sensors(env)):
-        results, reasons = sensors(guard)
-        items += cascade_events(results, env, trigger="stop", changed_files=changed_files(guard)) if results else []
+        changed = sorted({*changed_files(guard), *touched(guard.workspace, guard.events)})
+        results, reasons = sensors(guard, changed)
+        items += cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
         notes = []
     rule = "verify:required" if reasons else "verify:test-integrity"
     state = guard.refresh()
@@ -708,8 +709,9 @@ def _end(guard: Guard, items: Sequence[Payload], final: bool, how: str, reason: 
         guard.record(items)
 
 
-def sensors(guard: Guard) -> tuple[list[Any], list[str]]:
-    """Run the cascade in the envelope's sandbox; a sandbox that cannot start is a reason not to stop."""
+def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]:
+    """Run the cascade in the envelope's sandbox on ``changed`` (workspace-relative); a sandbox that cannot start
+    is a reason not to stop."""
     from tether.errors import SandboxUnavailable
     from tether.sandbox.factory import make_sandbox
     from tether.verify.cascade import completion_verdict, run_cascade
@@ -731,5 +733,5 @@ def sensors(guard: Guard) -> tuple[list[Any], list[str]]:
 
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
     base = baseline_of(guard.events)  # its loader stamps: a .venv/bin tool written since is not run
-    results = run_cascade(env, guard.workspace, changed_files(guard), box, diff, blobs=guard.store, test_baseline=base)
+    results = run_cascade(env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base)
     return results, completion_verdict(results, env)[1]
