@@ -151,6 +151,9 @@ LINT_OFF = {
     "pyproject_exclude": bash("printf '\\n[tool.ruff]\\nexclude = [\"src\"]\\n' >> pyproject.toml"),
     "nested_ruff_toml": write("src/calc/ruff.toml", '[lint]\nignore = ["ALL"]\n'),
     "pyproject_ignore_all": bash("printf '\\n[tool.ruff.lint]\\nignore = [\"ALL\"]\\n' >> pyproject.toml"),
+    # a file-wide exemption written into the source itself (ruff honours both spellings)
+    "ruff_noqa_in_file": edit(SOURCE, "import os\n", "# ruff: noqa\nimport os\n"),
+    "flake8_noqa_in_file": edit(SOURCE, "import os\n", "# flake8: noqa\nimport os\n"),
 }
 
 
@@ -170,7 +173,8 @@ def test_a_lint_problem_is_not_hidden_by_the_linters_configuration(
         assert (SOURCE, "F401") in codes
     else:
         where = "src/calc/ruff.toml" if trick == "nested_ruff_toml" else "pyproject.toml"
-        assert codes == [(where, "lint.config_changed")]
+        expected = [(SOURCE, "lint.suppressed")] if "noqa" in trick else [(where, "lint.config_changed")]
+        assert codes == expected
 
 
 def test_other_edits_to_pyproject_leave_lint_alone(base_envelope: dict[str, Any], tmp_path: Path) -> None:
@@ -183,13 +187,18 @@ def test_other_edits_to_pyproject_leave_lint_alone(base_envelope: dict[str, Any]
 MYPY = '\n[tool.mypy]\nfiles = ["src"]\n'
 
 
-@pytest.mark.parametrize("trick", [None, "ignore_errors"])
+TYPES_OFF = {
+    "ignore_errors": bash("printf 'ignore_errors = true\\n' >> pyproject.toml"),
+    "mypy_inline_ignore_errors": edit(SOURCE, "LABEL: int", "# mypy: ignore-errors\nLABEL: int"),
+}
+
+
+@pytest.mark.parametrize("trick", [None, *TYPES_OFF])
 def test_a_type_error_is_not_hidden_by_the_type_checkers_configuration(
     trick: str | None, base_envelope: dict[str, Any], tmp_path: Path
 ) -> None:
     pyproject = (Path(__file__).parent / "projects" / "src_layout" / "pyproject.toml").read_text() + MYPY
-    off = bash("printf 'ignore_errors = true\\n' >> pyproject.toml")
-    calls = [honest(LAYOUTS["src_layout"], "files"), TYPE_ERROR, *([off] if trick else [])]
+    calls = [honest(LAYOUTS["src_layout"], "files"), TYPE_ERROR, *([TYPES_OFF[trick]] if trick else [])]
     data = with_sensor(strict(base_envelope), "types")
     status, events = run("src_layout", calls, data, tmp_path, files={"pyproject.toml": pyproject})
     executed(events)
@@ -197,4 +206,9 @@ def test_a_type_error_is_not_hidden_by_the_type_checkers_configuration(
     (types,) = [r for r in of(events, "sensor.result") if r["sensor"] == "types"]
     codes = [(d["file"], d["code"]) for d in types["diagnostics"]]
     assert types["result"] == "FAIL"
-    assert codes == ([("pyproject.toml", "types.config_changed")] if trick else [(SOURCE, "assignment")])
+    if trick is None:
+        assert codes == [(SOURCE, "assignment")]
+    else:
+        assert codes == [
+            (SOURCE, "types.suppressed") if "inline" in trick else ("pyproject.toml", "types.config_changed")
+        ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tether.verify.sensorconfig import changed
+from tether.verify.sensorconfig import changed, suppressed
 
 PYPROJECT = b'[project]\nname = "x"\nversion = "1"\n\n[tool.ruff]\nline-length = 100\n'
 
@@ -63,3 +63,27 @@ def test_a_configuration_that_does_not_parse_is_a_change() -> None:
 
 def test_unrelated_files_are_not_configuration() -> None:
     assert judge("ruff", {"src/a.py": b"x = 1\n"}, {"src/a.py": b"x = 2\n", "README.md": b"ruff\n"}) == []
+
+
+def test_a_file_wide_directive_added_to_a_source_file_counts_and_one_already_there_does_not() -> None:
+    before = {
+        "a.py": b"import os\n",
+        "b.py": b"# ruff: noqa\nimport os\n",
+        "c.py": b"import os  # noqa: F401\n",
+        "d.py": b"x = 1\n",
+    }
+    after = {
+        "a.py": b"  #  Ruff:noqa\nimport os\n",  # any spacing or case ruff accepts
+        "b.py": b"# ruff: noqa\nimport os\nimport sys\n",  # the user's, there before
+        "c.py": b"import os  # noqa: F401\nimport sys  # noqa: F401\n",  # per line: each shows in the source
+        "d.py": b"# mypy: ignore-errors\nx: int = 'a'\n",
+        "e.py": b"# flake8: noqa\n",  # a new file
+        "f.txt": b"# ruff: noqa\n",
+    }
+    paths = list(after)
+    assert suppressed("ruff", paths, before.get, after.get) == ["a.py", "e.py"]
+    assert suppressed("mypy", paths, before.get, after.get) == ["d.py"]
+    lone = {"g.py": b'"""Doc."""\n# type: ignore\n'}
+    assert suppressed("mypy", ["g.py"], {}.get, lone.get) == ["g.py"]
+    assert suppressed("pyright", ["g.py"], {}.get, lone.get) == ["g.py"]
+    assert suppressed("pyright", ["h.py"], {}.get, {"h.py": b"# pyright: basic\n"}.get) == ["h.py"]

@@ -8,6 +8,13 @@ the configuration as it is *now*, so an agent that changes it — ruff's ``exclu
 nothing new. A sensor whose configuration the run changed therefore fails, naming the file: the agent
 reverts it, or a human changes the configuration.
 
+The source files configure them too: ``# ruff: noqa`` (or ``# flake8: noqa``) on a line of its own exempts the
+whole file from ruff, ``# mypy: ignore-errors`` (any ``# mypy:`` line is inline configuration) and a lone
+``# type: ignore`` line silence mypy, ``# pyright: basic`` or ``# pyright: reportX=false`` pyright. Since the
+baseline check reads the baseline file, which lacks the line, "introduced only" still worked in principle, but
+ruff and mypy report nothing for the final file: an unused import and a type error COMPLETEd. A changed file that
+has more such lines than its baseline version (:func:`suppressed`) fails the sensor like a changed configuration.
+
 Configuration is compared as data (``tomllib``, ``configparser``, bytes for whole files), never executed;
 for ``pyproject.toml`` and ``setup.cfg`` only the tool's own part counts, so other edits to them pass. A
 file that no longer parses counts as changed.
@@ -16,6 +23,7 @@ file that no longer parses counts as changed.
 from __future__ import annotations
 
 import configparser
+import re
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
@@ -69,5 +77,30 @@ def changed(tool: str, paths: Iterable[str], before: Read, after: Read) -> list[
         name = PurePosixPath(path).name
         old, new = _settings(tool, name, before(path)), _settings(tool, name, after(path))
         if old != new or old == _UNPARSEABLE:
+            out.append(path)
+    return out
+
+
+#: A line of a source file that configures the tool for the whole file.
+FILE_WIDE: dict[str, re.Pattern[bytes]] = {
+    "ruff": re.compile(rb"^[ \t]*#[ \t]*(?:ruff|flake8)[ \t]*:[ \t]*noqa\b", re.IGNORECASE | re.MULTILINE),
+    "mypy": re.compile(rb"^[ \t]*#[ \t]*(?:mypy[ \t]*:|type[ \t]*:[ \t]*ignore\b)", re.MULTILINE),
+    "pyright": re.compile(rb"^[ \t]*#[ \t]*(?:pyright[ \t]*:|type[ \t]*:[ \t]*ignore\b)", re.MULTILINE),
+}
+
+
+def suppressed(tool: str, paths: Iterable[str], before: Read, after: Read) -> list[str]:
+    """The Python files among ``paths`` with more file-wide ``tool`` directives now than in ``before`` (None: the
+    file did not exist, so every one counts): each silences the tool for the whole file, final and baseline."""
+    pattern = FILE_WIDE[tool]
+    out = []
+    for path in sorted(set(paths)):
+        if not path.endswith(".py"):
+            continue
+        new = after(path)
+        if new is None:
+            continue
+        old = before(path)
+        if len(pattern.findall(new)) > (len(pattern.findall(old)) if old is not None else 0):
             out.append(path)
     return out

@@ -322,15 +322,25 @@ def lint(ctx: SensorContext) -> SensorResult:
 def _config_changed(ctx: SensorContext, name: str, tool: str, t0: float) -> SensorResult | None:
     """FAIL when the run changed ``tool``'s configuration: the final and the baseline check would both read the
     run's rules, so whatever they turned off would be off for both (``tether.verify.sensorconfig``)."""
-    paths = sensorconfig.changed(
-        tool, {*ctx.diff.paths, *ctx.changed_files}, ctx.baseline_bytes, lambda p: read_bytes(ctx.workspace, p)
-    )
+    changed = {*ctx.diff.paths, *ctx.changed_files}
+
+    def now(path: str) -> bytes | None:
+        return read_bytes(ctx.workspace, path)
+
+    paths = sensorconfig.changed(tool, changed, ctx.baseline_bytes, now)
+    if paths:
+        why = f"the run changed {tool}'s configuration: it decides what {tool} reports, so a run may not change it"
+        diags = [Diagnostic(p, None, why, f"{name}.config_changed") for p in paths]
+        summary = f"{tool}'s configuration changed in {', '.join(paths[:3])}: revert it (a human changes it)"
+        return _result(ctx, name, "FAIL", summary, diags, t0)
+    if ctx.baseline is None:  # no baseline version of any file (a hook session): a directive there may be the user's
+        return None
+    paths = sensorconfig.suppressed(tool, changed, ctx.baseline_bytes, now)
     if not paths:
         return None
-    why = f"the run changed {tool}'s configuration: it decides what {tool} reports, so a run may not change it"
-    diags = [Diagnostic(p, None, why, f"{name}.config_changed") for p in paths]
-    summary = f"{tool}'s configuration changed in {', '.join(paths[:3])}: revert it (a human changes it)"
-    return _result(ctx, name, "FAIL", summary, diags, t0)
+    why = f"the run added a line that turns {tool} off for the whole file; remove it (a human adds such a line)"
+    diags = [Diagnostic(p, None, why, f"{name}.suppressed") for p in paths]
+    return _result(ctx, name, "FAIL", f"{tool} is turned off inside {', '.join(paths[:3])}: {why}", diags, t0)
 
 
 def _planted_tool(ctx: SensorContext, name: str, exe: str, t0: float) -> SensorResult | None:
