@@ -186,3 +186,18 @@ def test_a_run_without_a_baseline_fails_closed(project: Path, monkeypatch: pytes
     monkeypatch.undo()
     out = stop(hook)
     assert out["decision"] == "block" and "no test baseline" in out["reason"], out
+
+
+def test_source_a_shell_command_wrote_to_special_case_a_test_literal_is_blocked(project: Path) -> None:
+    """The cheat of the test above, written by a Bash heredoc instead of the Write tool: the stop read the lines
+    only from the file tools' arguments, so it was accepted. Every line of a Python file the session touched by
+    other means is read as written by it (a hook session has no baseline version to tell). Failed before."""
+    hook = Hook(project)
+    hook("SessionStart")
+    cheat = "def median(xs):\n    if xs == [4, 1, 3, 2]:\n        return 2.5\n    return sorted(xs)[len(xs) // 2]\n"
+    command = {"command": f"cat > calc.py <<'EOF'\n{cheat}EOF"}
+    hook("PreToolUse", tool_input=command, tool_use_id="b1")
+    (project / "calc.py").write_text(cheat)  # what Claude Code's Bash did
+    hook("PostToolUse", tool_input=command, tool_use_id="b1", tool_response={})
+    out = stop(hook)
+    assert out.get("decision") == "block" and "[4, 1, 3, 2]" in out["reason"], out

@@ -14,8 +14,9 @@ At a stop, the same findings as at a completion claim (``tether.review.test_inte
 * ``test_changed`` — a test file or the pytest configuration added, modified or deleted. It blocks the stop
   when tests may not change: ``verification.tests_may_change: false``, or unset and a prompt of the session
   forbids editing tests (the prompts are the session's plan constraints).
-* ``special_case`` — a source line the session's file tools wrote compares a value with a literal a test
-  uses. The lines are found from the edits' new text (a shell command's edits are not attributed).
+* ``special_case`` — a source line the session wrote compares a value with a literal a test uses (and
+  ``runner_probe``: it looks at the test run). The lines are found from the file tools' new text; every line
+  of a Python file the session touched otherwise (a Bash heredoc: :func:`shell_written`) counts.
 
 A run without a baseline (begun by an older tether) cannot be checked, and says so: fail closed.
 """
@@ -106,7 +107,7 @@ def findings(
     plan = {"constraints": prompts(events)}
     out = surface_findings(env, plan, changes(baseline.surface, workspace, blob))
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
-    added = written_lines(workspace, actions)
+    added = written_lines(workspace, actions) | shell_written(workspace, events, actions)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
     return out + source_findings(sources, added, tests) + changed_inputs(events)
 
@@ -168,6 +169,19 @@ def touched(workspace: Path, events: Sequence[Event]) -> list[str]:
             if stat.S_ISREG(st.st_mode) and st.st_ctime_ns >= since:
                 out.append(Path(root, name).relative_to(workspace).as_posix())
     return sorted(out)
+
+
+def shell_written(workspace: Path, events: Sequence[Event], actions: Sequence[Action]) -> dict[str, set[int]]:
+    """Every line of each Python file the session touched (:func:`touched`) that no file tool wrote: a Bash
+    heredoc's cheat was read by nobody, and with no baseline version of the file there is no telling which of
+    its lines the session wrote, so all count. A file a file tool wrote keeps that tool's lines only."""
+    by_tools = {_relative(workspace, str(a.args.get("path"))) for a in actions if a.tool in ("write_file", "edit_file")}
+    out: dict[str, set[int]] = {}
+    for rel in touched(workspace, events):
+        data = None if rel in by_tools else read_bytes(workspace, rel)
+        if data is not None:
+            out[rel] = set(range(1, len(data.decode("utf-8", errors="replace").splitlines()) + 1))
+    return out
 
 
 def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:
