@@ -155,7 +155,7 @@ def touched(workspace: Path, events: Sequence[Event]) -> list[str]:
     """
     if not events:
         return []
-    since = int(datetime.fromisoformat(events[0].ts).timestamp() * 1_000_000_000) - CLOCK_SLACK_NS
+    since = _ns(events[0].ts) - CLOCK_SLACK_NS
     out = []
     for root, dirs, files in os.walk(workspace):
         dirs[:] = [d for d in dirs if d not in NOT_SOURCE]
@@ -172,16 +172,31 @@ def touched(workspace: Path, events: Sequence[Event]) -> list[str]:
 
 
 def shell_written(workspace: Path, events: Sequence[Event], actions: Sequence[Action]) -> dict[str, set[int]]:
-    """Every line of each Python file the session touched (:func:`touched`) that no file tool wrote: a Bash
-    heredoc's cheat was read by nobody, and with no baseline version of the file there is no telling which of
-    its lines the session wrote, so all count. A file a file tool wrote keeps that tool's lines only."""
-    by_tools = {_relative(workspace, str(a.args.get("path"))) for a in actions if a.tool in ("write_file", "edit_file")}
+    """Every line of each Python file the session touched (:func:`touched`) by other means than a file tool: a
+    Bash heredoc's cheat was read by nobody, and with no baseline version of the file there is no telling which
+    of its lines the session wrote, so all count. A file a file tool wrote keeps that tool's lines only unless it
+    changed after the tool's last receipt (its ctime later: the tool's own write is always before its receipt)."""
+    done = {e.payload.get("call_id"): _ns(e.ts) for e in events if e.kind == "action.completed"}
+    last: dict[str | None, int] = {}
+    for a in actions:
+        if a.tool in ("write_file", "edit_file") and a.call_id in done:
+            rel = _relative(workspace, str(a.args.get("path")))
+            last[rel] = max(last.get(rel, 0), done[a.call_id])
     out: dict[str, set[int]] = {}
     for rel in touched(workspace, events):
-        data = None if rel in by_tools else read_bytes(workspace, rel)
+        try:
+            if rel in last and os.lstat(workspace / rel).st_ctime_ns <= last[rel]:
+                continue
+        except OSError:
+            continue
+        data = read_bytes(workspace, rel)
         if data is not None:
             out[rel] = set(range(1, len(data.decode("utf-8", errors="replace").splitlines()) + 1))
     return out
+
+
+def _ns(ts: str) -> int:
+    return int(datetime.fromisoformat(ts).timestamp() * 1_000_000_000)
 
 
 def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:
