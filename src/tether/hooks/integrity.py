@@ -88,9 +88,15 @@ def prompts(events: Sequence[Event]) -> list[str]:
 
 
 def findings(
-    store: Store, env: Envelope, workspace: Path, events: Sequence[Event], actions: Sequence[Action]
+    store: Store,
+    env: Envelope,
+    workspace: Path,
+    events: Sequence[Event],
+    actions: Sequence[Action],
+    moved: Sequence[str],
 ) -> list[ReviewFinding]:
-    """Changes to the test surface since the baseline, and written lines special-casing a test's literals."""
+    """Changes to the test surface since the baseline, and written lines special-casing a test's literals; ``moved``:
+    the Python files touched since the session began (:func:`touched`, one walk a stop)."""
     from tether.review.reviewer import ReviewFinding
     from tether.review.test_integrity import source_findings, surface_findings
 
@@ -107,7 +113,7 @@ def findings(
     plan = {"constraints": prompts(events)}
     out = surface_findings(env, plan, changes(baseline.surface, workspace, blob))
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
-    added = written_lines(workspace, actions) | shell_written(workspace, events, actions)
+    added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
     return out + source_findings(sources, added, tests) + changed_inputs(events)
 
@@ -171,11 +177,14 @@ def touched(workspace: Path, events: Sequence[Event]) -> list[str]:
     return sorted(out)
 
 
-def shell_written(workspace: Path, events: Sequence[Event], actions: Sequence[Action]) -> dict[str, set[int]]:
-    """Every line of each Python file the session touched (:func:`touched`) by other means than a file tool: a
-    Bash heredoc's cheat was read by nobody, and with no baseline version of the file there is no telling which
-    of its lines the session wrote, so all count. A file a file tool wrote keeps that tool's lines only unless it
-    changed after the tool's last receipt (its ctime later: the tool's own write is always before its receipt)."""
+def shell_written(
+    workspace: Path, events: Sequence[Event], actions: Sequence[Action], moved: Sequence[str]
+) -> dict[str, set[int]]:
+    """Every line of each Python file of ``moved`` (:func:`touched`) that the session touched by other means than a
+    file tool: a Bash heredoc's cheat was read by nobody, and with no baseline version of the file there is no
+    telling which of its lines the session wrote, so all count. A file a file tool wrote keeps that tool's lines
+    only unless it changed after the tool's last receipt (its ctime later: the tool's own write is always before
+    its receipt)."""
     done = {e.payload.get("call_id"): _ns(e.ts) for e in events if e.kind == "action.completed"}
     last: dict[str | None, int] = {}
     for a in actions:
@@ -183,7 +192,7 @@ def shell_written(workspace: Path, events: Sequence[Event], actions: Sequence[Ac
             rel = _relative(workspace, str(a.args.get("path")))
             last[rel] = max(last.get(rel, 0), done[a.call_id])
     out: dict[str, set[int]] = {}
-    for rel in touched(workspace, events):
+    for rel in moved:
         try:
             if rel in last and os.lstat(workspace / rel).st_ctime_ns <= last[rel]:
                 continue

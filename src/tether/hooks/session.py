@@ -676,14 +676,15 @@ def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outc
     items: list[Payload] = list(head)
     reasons: list[str] = []
     notes = ["the envelope requires no sensor"]
+    moved = touched(guard.workspace, guard.events)  # one walk: the sensors' files and the integrity checks' lines
     if any(required for _, required in planned_sensors(env)):
-        changed = sorted({*changed_files(guard), *touched(guard.workspace, guard.events)})
+        changed = sorted({*changed_files(guard), *moved})
         results, reasons = sensors(guard, changed)
         items += cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
         notes = []
     rule = "verify:required" if reasons else "verify:test-integrity"
     state = guard.refresh()
-    found = findings(guard.store, env, guard.workspace, guard.events, list(state.actions.values()))
+    found = findings(guard.store, env, guard.workspace, guard.events, list(state.actions.values()), moved)
     items += [f.to_payload() for f in found]
     reasons += [f.message for f in found if f.severity in BLOCKING]
     notes += [f.message for f in found if f.severity not in BLOCKING]
