@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -219,3 +221,77 @@ def test_a_file_the_write_tool_wrote_then_a_shell_command_rewrote_is_read_whole(
     hook("PostToolUse", tool_input=command, tool_use_id="b1", tool_response={})
     out = stop(hook)
     assert out.get("decision") == "block" and "[4, 1, 3, 2]" in out["reason"], out
+
+
+def _git(project: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(project), *args], check=True, capture_output=True)
+
+
+def committed(project: Path, source: str) -> Path:
+    """``project`` as a git repository whose one commit holds ``source`` as calc.py."""
+    (project / "calc.py").write_text(source)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "start")
+    return project
+
+
+def bash_writes(hook: Hook, rel: str, content: str, call_id: str) -> None:
+    command = {"command": f"cat > {rel} <<'EOF'\n{content}EOF"}
+    hook("PreToolUse", tool_input=command, tool_use_id=call_id)
+    (hook.workspace / rel).write_text(content)  # what Claude Code's Bash did
+    hook("PostToolUse", tool_input=command, tool_use_id=call_id, tool_response={})
+
+
+CHEAT = "def median(xs):\n    if xs == [4, 1, 3, 2]:\n        return 2.5\n    return sorted(xs)[len(xs) // 2]\n"
+
+
+def test_a_line_the_session_began_with_is_not_the_sessions(project: Path) -> None:
+    """The special case was committed before the session; a shell command then touched the file (a comment
+    appended). Read whole, the file's old line refused the stop of every session that touched it (failed before);
+    in a git workspace only the lines that are not the file's text in the session's first commit count."""
+    committed(project, CHEAT)
+    hook = frozen(project)
+    hook("SessionStart")
+    bash_writes(hook, "calc.py", CHEAT + "# touched\n", "b1")
+    assert stop(hook) == {}
+
+
+def test_a_line_a_shell_command_added_to_a_committed_file_counts(project: Path) -> None:
+    committed(project, SOURCE)
+    hook = frozen(project)
+    hook("SessionStart")
+    bash_writes(hook, "calc.py", CHEAT, "b1")
+    out = stop(hook)
+    assert out.get("decision") == "block" and "[4, 1, 3, 2]" in out["reason"], out
+
+
+def test_a_forged_object_does_not_make_the_sessions_line_old(project: Path) -> None:
+    """The agent rewrites the loose object of calc.py's committed blob to hold its cheat, so that the cheat reads as
+    the commit's text. Every object read is hashed and compared with its name: the forged one is no text, and
+    every line of the file counts."""
+    committed(project, SOURCE)
+    hook = frozen(project)
+    hook("SessionStart")
+    blob = subprocess.run(
+        ["git", "-C", str(project), "rev-parse", "HEAD:calc.py"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    loose = project / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob %d\x00" % len(CHEAT) + CHEAT.encode()))
+    bash_writes(hook, "calc.py", CHEAT, "b1")
+    out = stop(hook)
+    assert out.get("decision") == "block" and "[4, 1, 3, 2]" in out["reason"], out
+
+
+def test_a_session_outside_a_repository_or_in_a_subfolder_has_its_origin(project: Path) -> None:
+    """The baseline names the commit and the workspace's folder in it; none outside a repository."""
+    from tether.hooks.origin import head, texts
+
+    assert head(project) is None
+    committed(project, SOURCE)
+    (project / "sub").mkdir()
+    found = head(project / "sub")
+    assert found is not None and found[1] == "sub/"
+    commit, _ = found
+    assert texts(project, commit, "", ["calc.py", "missing.py", "tests"]) == {"calc.py": SOURCE.encode()}

@@ -66,3 +66,9 @@ class SuiteBaseline(Payload):
     loaders: str | None = Field(
         None, description="blob hash of the stamps of the files Python loads ahead of source (tether.verify.shadowing)"
     )
+    commit: str | None = Field(
+        None,
+        description="a hook session's: the git commit HEAD named at its start, whose text of a file a shell command"
+        " touched is that file's baseline (tether.hooks.origin)",
+    )
+    commit_dir: str = Field("", description="the workspace's folder in that commit's tree ('' at its top, else 'a/b/')")

@@ -53,9 +53,13 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
     """The test surface's bytes now, stored as blobs; the event names them by hash. With them, the stamps of the
     files Python loads ahead of source and of the workspace virtualenv's ``bin/`` (``tether.verify.shadowing``):
     the stop's lint and types sensors run a ``.venv/bin`` tool only if it is the one there now, and its tests
-    sensor judges new start-up files and extension modules against them, as the loop's do."""
+    sensor judges new start-up files and extension modules against them, as the loop's do. And in a git workspace the
+    commit ``HEAD`` names (:mod:`.origin`): the baseline text of a file a shell command touches later."""
     from tether.verify import shadowing  # a session's first call: never a tool call's
 
+    from .origin import head
+
+    origin = head(workspace)
     surface: dict[str, str] = {}
     for path in surface_files(workspace):
         data = read_bytes(workspace, path)
@@ -68,6 +72,8 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
         detail="a hook session's baseline: the test surface at the session's start (no test run)",
         surface=surface,
         loaders=store.put_blob(shadowing.dump(shadowing.scan(workspace)[0])),
+        commit=origin[0] if origin else None,
+        commit_dir=origin[1] if origin else "",
     )
 
 
@@ -113,7 +119,7 @@ def findings(
     plan = {"constraints": prompts(events)}
     out = surface_findings(env, plan, changes(baseline.surface, workspace, blob))
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
-    added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved)
+    added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved, baseline)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
     return out + source_findings(sources, added, tests) + changed_inputs(events)
 
@@ -178,11 +184,16 @@ def touched(workspace: Path, events: Sequence[Event]) -> list[str]:
 
 
 def shell_written(
-    workspace: Path, events: Sequence[Event], actions: Sequence[Action], moved: Sequence[str]
+    workspace: Path,
+    events: Sequence[Event],
+    actions: Sequence[Action],
+    moved: Sequence[str],
+    baseline: SuiteBaseline,
 ) -> dict[str, set[int]]:
-    """Every line of each Python file of ``moved`` (:func:`touched`) that the session touched by other means than a
-    file tool: a Bash heredoc's cheat was read by nobody, and with no baseline version of the file there is no
-    telling which of its lines the session wrote, so all count. A file a file tool wrote keeps that tool's lines
+    """The lines of each Python file of ``moved`` (:func:`touched`) that the session touched by other means than a
+    file tool (a Bash heredoc's cheat was read by nobody): those that are not the file's text in the commit the
+    session began on (``baseline.commit``, read by :mod:`.origin`), or every line where there is no such text (no
+    repository, a file new since, an object that is not its name). A file a file tool wrote keeps that tool's lines
     only unless it changed after the tool's last receipt (its ctime later: the tool's own write is always before
     its receipt)."""
     done = {e.payload.get("call_id"): _ns(e.ts) for e in events if e.kind == "action.completed"}
@@ -191,7 +202,7 @@ def shell_written(
         if a.tool in ("write_file", "edit_file") and a.call_id in done:
             rel = _relative(workspace, str(a.args.get("path")))
             last[rel] = max(last.get(rel, 0), done[a.call_id])
-    out: dict[str, set[int]] = {}
+    now: dict[str, bytes] = {}
     for rel in moved:
         try:
             if rel in last and os.lstat(workspace / rel).st_ctime_ns <= last[rel]:
@@ -200,8 +211,26 @@ def shell_written(
             continue
         data = read_bytes(workspace, rel)
         if data is not None:
-            out[rel] = set(range(1, len(data.decode("utf-8", errors="replace").splitlines()) + 1))
-    return out
+            now[rel] = data
+    old: dict[str, bytes] = {}
+    if baseline.commit and now:
+        from .origin import texts
+
+        old = texts(workspace, baseline.commit, baseline.commit_dir, sorted(now))
+    return {rel: new_lines(old.get(rel), data) for rel, data in now.items()}
+
+
+def new_lines(before: bytes | None, after: bytes) -> set[int]:
+    """The 1-based numbers of the lines of ``after`` that are not ``before``'s (inserted or replaced, by
+    :class:`difflib.SequenceMatcher`); every line when there is no ``before``."""
+    lines = after.decode("utf-8", errors="replace").splitlines()
+    if before is None:
+        return set(range(1, len(lines) + 1))
+    import difflib
+
+    old = before.decode("utf-8", errors="replace").splitlines()
+    opcodes = difflib.SequenceMatcher(None, old, lines, autojunk=False).get_opcodes()
+    return {j + 1 for tag, _, _, j1, j2 in opcodes if tag in ("replace", "insert") for j in range(j1, j2)}
 
 
 def _ns(ts: str) -> int:

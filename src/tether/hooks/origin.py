@@ -1,0 +1,120 @@
+"""The commit a hook session began on, and a file's text in it: what the stop's integrity checks compare a file a
+shell command touched with.
+
+A hook session keeps no snapshot of the workspace, so a Python file touched by other means than a file tool (a Bash
+heredoc, ``sed -i``, ``git checkout``) had no version to compare with, and every line of it counted as the
+session's: a line the project had long held that compares with a test's literal, or imports pytest (a plugin under
+``src/``), refused every stop of a session that so much as touched its file. In a git workspace the session's
+baseline names the commit ``HEAD`` was on at its start, and the stop reads the file's text there: only the lines
+that are not that text's count.
+
+The text is trusted because it is read object by object (the commit, each tree down the path, the blob) and each
+object's bytes are hashed and compared with the name they were asked for; the commit's name is in the log. So the
+agent cannot make a line look old: rewriting a loose object, planting a pack, ``git replace`` or a rewritten ref
+change nothing that is read, and a repository found elsewhere (a ``.git`` made in the workspace) can only hold the
+very same objects. Anything that cannot be read so (no repository, an object missing, one whose bytes are not its
+name, a path that is not a file there, a file over :data:`MAX_BYTES`) is None: the caller counts every line, as
+without a commit (fail closed). dulwich is imported only here, only at a session's start and at a stop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dulwich.repo import Repo
+
+#: A file larger than this in the commit is not read (every line of it counts).
+MAX_BYTES = 4 * 1024 * 1024
+_KINDS = {1: b"commit", 2: b"tree", 3: b"blob"}
+
+
+def head(workspace: Path) -> tuple[str, str] | None:
+    """The commit ``HEAD`` names in the repository holding ``workspace``, and the workspace's folder in it (``""``
+    at its top, else ``a/b/``); None outside a repository or before its first commit."""
+    try:
+        from dulwich.repo import Repo
+
+        with Repo.discover(str(workspace)) as repo:
+            commit = repo.head().decode("ascii")
+            inside = os.path.relpath(os.path.realpath(workspace), os.path.realpath(repo.path))
+    except Exception:  # no repository, an unborn HEAD, a repository dulwich cannot read: no origin
+        return None
+    if inside.startswith(".."):
+        return None
+    return commit, "" if inside == "." else inside.replace(os.sep, "/") + "/"
+
+
+def texts(workspace: Path, commit: str, folder: str, paths: list[str]) -> dict[str, bytes]:
+    """The bytes each of ``paths`` (workspace-relative) has in ``commit``, where each object on the way is the one
+    its name says; a path that cannot be read so is left out."""
+    if not paths:
+        return {}
+    try:
+        from dulwich.repo import Repo
+
+        repo = Repo.discover(str(workspace))
+    except Exception:
+        return {}
+    out: dict[str, bytes] = {}
+    with repo:
+        try:
+            root = _tree_of(repo, commit)
+        except Exception:
+            return {}
+        for rel in paths:
+            try:
+                data = _file(repo, root, (folder + rel).split("/"))
+            except Exception:  # missing, not a file, not its name, too large: every line counts
+                continue
+            out[rel] = data
+    return out
+
+
+def _object(repo: Repo, name: str, kind: int) -> bytes:
+    """The bytes of object ``name``, which must be of ``kind`` and hash to ``name`` (SHA-1 or SHA-256 by its length)."""
+    from dulwich.objects import ObjectID
+
+    found_kind, raw = repo.object_store.get_raw(ObjectID(name.encode("ascii")))
+    if found_kind != kind:
+        raise ValueError(f"{name}: not a {_KINDS[kind].decode()}")
+    algorithm = hashlib.sha1 if len(name) == 40 else hashlib.sha256
+    if algorithm(_KINDS[kind] + b" %d\x00" % len(raw) + raw).hexdigest() != name:
+        raise ValueError(f"{name}: its bytes are not its name")
+    return bytes(raw)
+
+
+def _tree_of(repo: Repo, commit: str) -> str:
+    from dulwich.objects import Commit
+
+    parsed = Commit.from_raw_string(1, _object(repo, commit, 1))
+    if not isinstance(parsed, Commit):
+        raise ValueError(f"{commit}: not a commit")
+    return str(parsed.tree.decode("ascii"))
+
+
+def _file(repo: Repo, tree: str, parts: list[str]) -> bytes:
+    """The blob at ``parts`` below ``tree``, a regular file's (a link or a submodule is not read)."""
+    import stat
+
+    from dulwich.objects import Tree
+
+    for i, part in enumerate(parts):
+        entries = Tree.from_raw_string(2, _object(repo, tree, 2))
+        if not isinstance(entries, Tree):
+            raise ValueError(f"{tree}: not a tree")
+        mode, name = entries[part.encode("utf-8", "surrogateescape")]
+        tree = name.decode("ascii")
+        if i == len(parts) - 1:
+            if not stat.S_ISREG(mode):
+                raise ValueError(f"{part}: not a file")
+            break
+        if not stat.S_ISDIR(mode):
+            raise ValueError(f"{part}: not a folder")
+    data = _object(repo, tree, 3)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"{parts[-1]}: over {MAX_BYTES} bytes")
+    return data
