@@ -142,6 +142,45 @@ def test_a_reply_cut_short_or_malformed_is_refused_and_never_decided_again(tmp_p
     assert not (tmp_path / ".tether").exists(), "not decided in-process as well"
 
 
+class DyingDaemon(FakeDaemon):
+    """A daemon that dies with part of each request unread (SIGKILLed while it read, or before it accepted), after
+    writing ``reply``: its close resets the client's connection (``ECONNRESET``)."""
+
+    def serve(self, calls: int) -> None:
+        for _ in range(calls):
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                self.requests.append(conn.recv(16))
+                conn.sendall(self.reply)
+
+
+def test_a_daemon_that_died_before_it_read_the_request_leaves_the_call_to_the_in_process_path(tmp_path: Path) -> None:
+    """A reset before any byte of a reply: the daemon closed with the request unread (a socket the kernel resets its
+    peer for is one closed with bytes still queued, or never accepted), so it decided and recorded nothing. The
+    client refused the call (exit 2), a daemon killed in the middle of a session's calls refusing whatever waited in
+    its backlog (tests/hooks/test_parallel_calls.py, one run in two here); it is decided in-process now."""
+    sock = tmp_path / "d" / "hookd.sock"
+    fake = DyingDaemon(sock, b"", calls=2)  # the relay asks, then the full path asks once more
+    data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "timeout 5 rm -rf /"})
+    out, err, code = launch(data, env_for(sock, tmp_path))
+    assert len(fake.close()) == 2
+    assert code == 0 and json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny", err
+    assert (tmp_path / ".tether" / "tether.db").exists(), "decided and recorded in-process"
+
+
+def test_a_reset_after_part_of_a_reply_is_refused(tmp_path: Path) -> None:
+    sock = tmp_path / "d" / "hookd.sock"
+    fake = DyingDaemon(sock, b"0 200 0\n{")
+    data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "ls"})
+    out, err, code = launch(data, env_for(sock, tmp_path))
+    fake.close()
+    assert (out, code) == ("", 2) and "cut short" in err, err
+    assert not (tmp_path / ".tether").exists(), "not decided in-process as well"
+
+
 def test_a_daemon_that_declines_leaves_the_call_to_the_in_process_path(tmp_path: Path) -> None:
     sock = tmp_path / "d" / "hookd.sock"
     fake = FakeDaemon(sock, b"", calls=2)  # the relay asks, then the full path asks once more

@@ -314,13 +314,13 @@ class Crowd:
 
     A declined Unix connection is told "declined" as a client of other code is, by a connection closed without a
     byte: the daemon shuts its side for writing (the client reads the end at once, so it decides in-process) and
-    reads the request to its end before closing, here in the accept loop (non-blocking, no thread), because a socket
-    closed with unread bytes resets its peer, and a client that reads a reset takes the call for recorded and
-    refuses it. A declined connection costs a descriptor, not a thread: up to :attr:`DRAINED` per slot are drained
-    at once, each for :data:`REQUEST_S` at most; beyond that the oldest is closed (a client that is still sending
-    after its younger peers are done is most likely one that hung; it may read the reset: a refusal, exit 2, never
-    an allow). A declined TCP
-    connection is closed before the handshake: the bash client, given no server token, hands the call to the
+    reads the request to its end before closing, here in the accept loop (non-blocking, no thread): a socket closed
+    with unread bytes resets its peer, which the clients once took for a recorded call and refused (they read a reset
+    before any byte of a reply as a request never read whole now, and decide it in-process: ``relay.exchange``). A
+    declined connection costs a descriptor, not a thread: up to :attr:`DRAINED` per slot are drained at once, each
+    for :data:`REQUEST_S` at most; beyond that the oldest is closed (a client that is still sending after its younger
+    peers are done is most likely one that hung; it decides in-process if it ever goes on). A declined TCP connection
+    is closed before the handshake: the bash client, given no server token, hands the call to the
     Python launcher."""
 
     DRAINED = 8
@@ -364,8 +364,8 @@ class Crowd:
 
     def turn_away(self, listeners: dict[socket.socket, Endpoint | None], within: float = 1.0) -> None:
         """At the daemon's end: decline the connections still queued in the listeners' backlogs. Closed with them,
-        a listener resets each, and a client that reads a reset after sending takes its call for recorded and
-        refuses it (exit 2), where a declined one decides in-process."""
+        a listener resets each: a client then knows only that its request was never read whole (``relay.exchange``),
+        where a declined one is told so."""
         for server, endpoint in listeners.items():
             while True:
                 try:

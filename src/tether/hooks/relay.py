@@ -119,9 +119,14 @@ def decode(answer: bytes) -> tuple[int, bytes, bytes] | None:
 
 def exchange(path: str, message: bytes) -> bytes | None:
     """Send ``message`` to the daemon on ``path`` and read its whole reply. None when the daemon never had the
-    whole request (no daemon, a refused connection, a failed write): then nothing was recorded. b"" when the
-    daemon closed the connection without a byte (it declines a client of other code); an error while reading
-    the reply makes it malformed."""
+    whole request (no daemon, a refused connection, a failed write, a reset before any byte of a reply): then
+    nothing was recorded. b"" when the daemon closed the connection without a byte (it declines a client of other
+    code); an error after part of a reply makes it malformed.
+
+    Why a reset before any byte is no refusal: the kernel resets a Unix socket's peer only when the socket closes
+    with bytes still queued to read, or before it was accepted, so the daemon had not read the whole request, and
+    it reads it whole before deciding. A daemon killed with calls in its backlog (SIGKILL, the OOM killer) had
+    their clients refuse them; they are decided in-process now (tests/hooks/test_launcher.py)."""
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         try:
@@ -138,8 +143,8 @@ def exchange(path: str, message: bytes) -> bytes | None:
         try:
             while chunk := conn.recv(65536):
                 chunks.append(chunk)
-        except OSError:  # reset mid-reply (or before it): the daemon had the request, so this is no decline
-            return b"".join(chunks) + b"\0"
+        except OSError:  # reset: after part of a reply, cut short; before any byte, the request was never read whole
+            return b"".join(chunks) + b"\0" if chunks else None
         return b"".join(chunks)
     finally:
         conn.close()
