@@ -99,9 +99,11 @@ def test_answers_are_exactly_the_in_process_ones(daemon: Path, tmp_path: Path) -
 
 class FakeDaemon:
     """A Unix socket server that reads each request whole and answers it with what a test gives it (b"": it
-    closes without a byte, as the daemon does for a client of other code)."""
+    closes without a byte, as the daemon does for a client of other code). ``whole=False``: it reads 16 bytes and
+    closes with the rest unread after its reply, as a daemon killed mid-read does, which resets the client."""
 
-    def __init__(self, sock: Path, reply: bytes, *, calls: int = 1) -> None:
+    def __init__(self, sock: Path, reply: bytes, *, calls: int = 1, whole: bool = True) -> None:
+        self.whole = whole
         sock.parent.mkdir(mode=0o700, exist_ok=True)
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(sock))
@@ -118,8 +120,8 @@ class FakeDaemon:
             except OSError:
                 return
             with conn:
-                received = b""
-                while chunk := conn.recv(65536):
+                received = conn.recv(16)
+                while self.whole and (chunk := conn.recv(65536)):
                     received += chunk
                 self.requests.append(received)
                 conn.sendall(self.reply)
@@ -142,28 +144,13 @@ def test_a_reply_cut_short_or_malformed_is_refused_and_never_decided_again(tmp_p
     assert not (tmp_path / ".tether").exists(), "not decided in-process as well"
 
 
-class DyingDaemon(FakeDaemon):
-    """A daemon that dies with part of each request unread (SIGKILLed while it read, or before it accepted), after
-    writing ``reply``: its close resets the client's connection (``ECONNRESET``)."""
-
-    def serve(self, calls: int) -> None:
-        for _ in range(calls):
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            with conn:
-                self.requests.append(conn.recv(16))
-                conn.sendall(self.reply)
-
-
 def test_a_daemon_that_died_before_it_read_the_request_leaves_the_call_to_the_in_process_path(tmp_path: Path) -> None:
     """A reset before any byte of a reply: the daemon closed with the request unread (a socket the kernel resets its
     peer for is one closed with bytes still queued, or never accepted), so it decided and recorded nothing. The
     client refused the call (exit 2), a daemon killed in the middle of a session's calls refusing whatever waited in
     its backlog (tests/hooks/test_parallel_calls.py, one run in two here); it is decided in-process now."""
     sock = tmp_path / "d" / "hookd.sock"
-    fake = DyingDaemon(sock, b"", calls=2)  # the relay asks, then the full path asks once more
+    fake = FakeDaemon(sock, b"", calls=2, whole=False)  # the relay asks, then the full path asks once more
     data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "timeout 5 rm -rf /"})
     out, err, code = launch(data, env_for(sock, tmp_path))
     assert len(fake.close()) == 2
@@ -173,7 +160,7 @@ def test_a_daemon_that_died_before_it_read_the_request_leaves_the_call_to_the_in
 
 def test_a_reset_after_part_of_a_reply_is_refused(tmp_path: Path) -> None:
     sock = tmp_path / "d" / "hookd.sock"
-    fake = DyingDaemon(sock, b"0 200 0\n{")
+    fake = FakeDaemon(sock, b"0 200 0\n{", whole=False)
     data = event(tmp_path, "claude-code.PreToolUse", tool_input={"command": "ls"})
     out, err, code = launch(data, env_for(sock, tmp_path))
     fake.close()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dulwich.objects import Tree
     from dulwich.repo import Repo
 
 #: A file larger than this in the commit is not read (every line of it counts).
@@ -65,9 +66,10 @@ def texts(workspace: Path, commit: str, folder: str, paths: list[str]) -> dict[s
             root = _tree_of(repo, commit)
         except Exception:
             return {}
+        trees: dict[str, Tree] = {}  # read and checked once a stop, however many files lie below each
         for rel in paths:
             try:
-                data = _file(repo, root, (folder + rel).split("/"))
+                data = _file(repo, root, (folder + rel).split("/"), trees)
             except Exception:  # missing, not a file, not its name, too large: every line counts
                 continue
             out[rel] = data
@@ -96,16 +98,20 @@ def _tree_of(repo: Repo, commit: str) -> str:
     return str(parsed.tree.decode("ascii"))
 
 
-def _file(repo: Repo, tree: str, parts: list[str]) -> bytes:
-    """The blob at ``parts`` below ``tree``, a regular file's (a link or a submodule is not read)."""
+def _file(repo: Repo, tree: str, parts: list[str], trees: dict[str, Tree]) -> bytes:
+    """The blob at ``parts`` below ``tree``, a regular file's (a link or a submodule is not read); ``trees``: the
+    trees read so far, by name."""
     import stat
 
     from dulwich.objects import Tree
 
     for i, part in enumerate(parts):
-        entries = Tree.from_raw_string(2, _object(repo, tree, 2))
-        if not isinstance(entries, Tree):
-            raise ValueError(f"{tree}: not a tree")
+        entries = trees.get(tree)
+        if entries is None:
+            parsed = Tree.from_raw_string(2, _object(repo, tree, 2))
+            if not isinstance(parsed, Tree):
+                raise ValueError(f"{tree}: not a tree")
+            entries = trees[tree] = parsed
         mode, name = entries[part.encode("utf-8", "surrogateescape")]
         tree = name.decode("ascii")
         if i == len(parts) - 1:
