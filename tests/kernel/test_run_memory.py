@@ -9,14 +9,13 @@ of what the run holds does not grow with the run's length (tracemalloc, with a g
 from __future__ import annotations
 
 import gc
-import importlib.util
 import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from benchkit import bench
 
 from tether import EventStore, Harness
 from tether.events import stream
@@ -31,16 +30,7 @@ PAGE = 64
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _loop() -> ModuleType:
-    """benchmarks/loop.py: the test runs the benchmark's workload (its envelope and workspace)."""
-    spec = importlib.util.spec_from_file_location("bench_loop", ROOT / "benchmarks" / "loop.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LOOP = _loop()
+LOOP = bench("loop")  # the test runs the benchmark's workload (its envelope and workspace)
 
 
 class Measured:
