@@ -11,7 +11,7 @@ shell or a wrapper does before the program starts:
 * wrappers and prefixes: ``env``, ``command``, ``builtin``, ``exec``, ``nohup``, ``timeout``,
   ``nice``, ``time``, ``sudo``, ``doas``, ``stdbuf``, ``setsid``, ``ionice``, ``flock`` …,
   ``VAR=value``, absolute paths (``/bin/rm``), quoting and escapes (``\\rm``, ``r''m``, ``"rm"``,
-  ``$'\\x72m'``).
+  ``$'\\x72m'``), brace expansion (``{/,}`` is ``/``: :mod:`.braces`).
 
 Words keep whether they are *static* (known before running). ``$HOME`` is known (``~``); a
 variable assigned a literal earlier in the same string is known; anything else is not.
@@ -35,7 +35,7 @@ from tether.memo import cache
 from tether.records import dataclass, field, replace
 from tether.scoped import contextmanager
 
-from . import envvars, grammar, interp, programs
+from . import braces, envvars, grammar, interp, programs
 from .command import Redirect, SimpleCommand, Word, command_name, shell_tilde
 from .decision import Finding, Layer, Verdict
 from .knowledge import (
@@ -110,6 +110,44 @@ def _unescape_unquoted(s: str) -> str:
 def _unescape_double(s: str) -> str:
     s = s.replace("\\\n", "")
     return re.sub(r'\\([$`"\\])', r"\1", s)
+
+
+#: The words whose unquoted text bash brace-expands (a quoted string never is), and how many words of one
+#: expansion are judged: more, and the word is unknown (asks), never allowed unseen.
+_BRACE_WORDS = frozenset({"word", "concatenation", "brace_expression"})
+MAX_BRACE_WORDS = 64
+
+
+def _unquoted_atoms(raw: str) -> list[object]:
+    """An unquoted word's characters for :mod:`.braces`: each one as itself, an escaped one (``\\,``) as a
+    :class:`Word` brace syntax never applies to, a line continuation dropped."""
+    raw = raw.replace("\\\n", "")
+    out: list[object] = []
+    i = 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            out.append(Word.lit(raw[i + 1]))
+            i += 2
+        else:
+            out.append(raw[i])
+            i += 1
+    return out
+
+
+def _joined(atoms: list[object]) -> Word:
+    """One word made of parts (a word's quoted and unquoted pieces, a brace expansion's characters): known as far
+    as its parts are, left to right."""
+    text, static, prefix, expanded = "", True, "", False
+    inner: list[str] = []
+    for a in atoms:
+        part = a if isinstance(a, Word) else Word.lit(str(a))
+        text += part.text
+        inner.extend(part.inner)
+        expanded = expanded or part.expanded
+        if static:
+            prefix += part.text if part.static else part.prefix
+        static = static and part.static
+    return Word(text, static, text if static else prefix, tuple(inner), expanded)
 
 
 def _ansi_c(s: str) -> str:
@@ -309,9 +347,31 @@ class _Walker:
         static = t == "brace_expression" and not inner
         return Word(raw, static, raw if static else "", inner)
 
+    def brace_words(self, node: Any) -> list[Word]:
+        """The words bash's brace expansion makes of one unquoted word (``{/,}`` → ``/`` and an empty word;
+        ``/etc/{shadow,x}``): each judged as the program gets it. More than :data:`MAX_BRACE_WORDS`: one word
+        whose value is unknown from its first brace on."""
+        atoms: list[object] = []
+        pos = node.start_byte
+        for child in node.children if node.type == "concatenation" else [node]:
+            if child.start_byte > pos:  # literal text between parts, as concat reads it
+                atoms += _unquoted_atoms(self.src[pos : child.start_byte].decode("utf-8", "replace"))
+            pos = max(pos, child.end_byte)
+            if child.type in ("word", "brace_expression", "number"):
+                atoms += _unquoted_atoms(self.text(child))
+            elif child.is_named:
+                atoms.append(self.word(child))
+        if pos < node.end_byte:
+            atoms += _unquoted_atoms(self.src[pos : node.end_byte].decode("utf-8", "replace"))
+        found = braces.expand(atoms, MAX_BRACE_WORDS)
+        if found is None:
+            cut = atoms.index("{")
+            known = _joined(atoms[:cut])
+            return [Word(known.text + _joined(atoms[cut:]).text, False, known.prefix, known.inner, known.expanded)]
+        return [_joined(each) for each in found if each]  # an empty unquoted word is dropped, as bash drops it
+
     def concat(self, node: Any, quoted: bool) -> Word:
-        text, static, prefix, expanded = "", True, "", False
-        inner: list[str] = []
+        parts: list[object] = []
         pos = node.start_byte + (1 if quoted and self.src[node.start_byte : node.start_byte + 1] in (b'"',) else 0)
         if quoted and self.src[node.start_byte : node.start_byte + 2] == b'$"':
             pos = node.start_byte + 2
@@ -319,28 +379,16 @@ class _Walker:
         for child in node.children:
             if child.start_byte > pos:  # literal text between parts (inside double quotes)
                 gap = self.src[pos : child.start_byte].decode("utf-8", "replace")
-                gap = _unescape_double(gap) if quoted else _unescape_unquoted(gap)
-                text += gap
-                if static:
-                    prefix += gap
+                parts.append(Word.lit(_unescape_double(gap) if quoted else _unescape_unquoted(gap)))
             if not child.is_named:
                 pos = max(pos, child.end_byte)
                 continue
-            part = self.word(child)
-            text += part.text
-            inner.extend(part.inner)
-            expanded = expanded or part.expanded
-            if static:
-                prefix += part.text if part.static else part.prefix
-            static = static and part.static
+            parts.append(self.word(child))
             pos = child.end_byte
         if pos < end:
             gap = self.src[pos:end].decode("utf-8", "replace")
-            gap = _unescape_double(gap) if quoted else _unescape_unquoted(gap)
-            text += gap
-            if static:
-                prefix += gap
-        return Word(text, static, prefix if not static else text, tuple(inner), expanded)
+            parts.append(Word.lit(_unescape_double(gap) if quoted else _unescape_unquoted(gap)))
+        return _joined(parts)
 
     def expansion(self, node: Any) -> Word:
         raw = self.text(node)
@@ -444,7 +492,10 @@ class _Walker:
 
     def for_loop(self, node: Any) -> None:
         var = node.child_by_field_name("variable")
-        values = [self.word(v) for v in node.children_by_field_name("value")]
+        values: list[Word] = []
+        for v in node.children_by_field_name("value"):
+            b = braces.has_syntax(self.text(v)) and v.type in _BRACE_WORDS
+            values += self.brace_words(v) if b else [self.word(v)]
         if var is not None:
             name = self.text(var)
             # one literal value: the variable is known; several: unknown (judged as computed)
@@ -493,6 +544,8 @@ class _Walker:
                 reds.append(self.redirect(c))
             elif c.type == "comment":
                 continue
+            elif braces.has_syntax(self.text(c)) and c.type in _BRACE_WORDS:
+                words += self.brace_words(c)
             else:
                 w = self.word(c)
                 split = w.text.split()
