@@ -33,9 +33,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hookkit import payload
+import pytest
+from hookkit import Hook, payload
 
 import tether.hooks.launch as launch
+from tether.guard import log as guard_log
 
 OFF_THE_PLAIN_PATH = (
     (
@@ -92,7 +94,10 @@ compiled = []
 def compile_watched(source, *args, _compile=builtins.compile, **kwargs):
     compiled.append(str(source)[:80])
     return _compile(source, *args, **kwargs)
-atexit.register(lambda: print(repr(sorted(sys.modules)) + "\\n" + repr(compiled)))  # not json: it is pinned off
+def restored():  # whether each guard the call opened was restored from a fold checkpoint (its log a guard.log.Log)
+    cache = getattr(sys.modules.get("tether.hooks.session"), "_CACHE", {})
+    return [type(v.events).__name__ == "Log" for k, v in cache.items() if k[0] == "guard"]
+atexit.register(lambda: print("\\n".join(map(repr, (sorted(sys.modules), compiled, restored())))))  # not json
 sys.argv = sys.argv[1:]
 with open(sys.argv[0]) as f:  # as the interpreter runs a script: not runpy, whose pkgutil imports weakref
     code = compile(f.read(), sys.argv[0], "exec")
@@ -108,14 +113,20 @@ def call(project: Path, event: str, **fields: object) -> tuple[str, set[str]]:
 
 def watched(project: Path, event: str, **fields: object) -> tuple[str, set[str], list[str]]:
     """One call through the launcher: its answer, the modules it imported, the sources it compiled."""
+    answer, modules, compiled, _ = restoring(project, event, **fields)
+    return answer, modules, compiled
+
+
+def restoring(project: Path, event: str, **fields: object) -> tuple[str, set[str], list[str], list[bool]]:
+    """:func:`watched`, and whether each guard the call opened was restored from a fold checkpoint."""
     env = {k: v for k, v in os.environ.items() if k not in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN")}
     env |= {"TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(project)}
     request = payload(f"claude-code.{event}", project, **{"session_id": SESSION, **fields})  # fields may name another
     argv = [sys.executable, "-I", "-S", "-c", WATCHED, launch.__file__, "claude-code", "--no-daemon"]
     done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    *answer, modules, compiled = done.stdout.rstrip("\n").split("\n")
-    return "\n".join(answer), set(ast.literal_eval(modules)), ast.literal_eval(compiled)
+    *answer, modules, compiled, restored = done.stdout.rstrip("\n").split("\n")
+    return "\n".join(answer), set(ast.literal_eval(modules)), ast.literal_eval(compiled), ast.literal_eval(restored)
 
 
 def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: Path) -> None:
@@ -128,6 +139,34 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert "tether.guard.session" in modules and "pydantic" not in modules  # decided here, on the plain path
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], command
+
+
+#: What a plain call that reads a fold checkpoint imports beyond an early call's: OpenSSL's SHA-256 (the body's
+#: digest and the long log's audit: faster by more than its import, tether.canonical.sha256_hex, events/store.py
+#: chain_sha256) and the C unpickler that loads the body (guard/cachefile.py ``unpickler``).
+READING_A_CHECKPOINT = frozenset({"hashlib", "_hashlib", "_pickle", "_compat_pickle"})
+
+
+def test_a_plain_call_that_reads_a_checkpoint_imports_only_what_reading_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold call late in a long session restores its guard from the fold checkpoint: reading it imported
+    ``dataclasses`` (with inspect, ast, dis, tokenize: asking a record class for ``__dataclass_fields__`` makes the
+    standard fields), ``typing``, ``json``, ``pickle``, ``copy``, ``contextlib``, ``datetime`` and ``importlib``,
+    ~13 ms of every such call, for the checkpoint's writer and for names a reader does not need."""
+    (tmp_path / "README.md").write_text("needle\n")
+    monkeypatch.setattr(guard_log, "EVERY", 8)  # in this process: the seeding calls leave a checkpoint
+    hook = Hook(tmp_path)
+    for i in range(12):
+        hook("PreToolUse", session_id=SESSION, tool_input={"command": f"grep -n n{i} README.md"}, tool_use_id=f"t{i}")
+    assert list((tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt"))
+    out, modules, _, restored = restoring(
+        tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="toolu_late"
+    )
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert "tether.guard.checkpoint" in modules and "pydantic" not in modules  # decided here, plain
+    assert restored == [True], "the guard was restored from the checkpoint"
+    assert sorted(set(OFF_THE_PLAIN_PATH) & modules - READING_A_CHECKPOINT) == []
 
 
 def test_a_plain_call_compiles_nothing(tmp_path: Path) -> None:

@@ -67,3 +67,41 @@ def test_what_each_allows_is_not_what_the_other_allows() -> None:
 def test_the_schema_classes_load_by_both(reader: str) -> None:
     assert READERS[reader](global_ref("tether.envelope.schema", "Envelope"))["k"] is Envelope
     assert READERS[reader](global_ref("builtins", "frozenset"))["k"] is frozenset
+
+
+def test_the_checkpoint_takes_exactly_the_classes_dataclasses_calls_dataclasses() -> None:
+    """The reader asks a class whether it is a dataclass from its method order's dictionaries, not by reading
+    ``__dataclass_fields__`` (on a class tether.records made, that read imports ``dataclasses``): the same answer as
+    ``dataclasses.is_dataclass`` for every class of tether's imported here, dataclasses made by records and by the
+    standard maker, their subclasses, and classes that are none (a model, an enum, a fold, an exception)."""
+    import dataclasses
+    import sys
+
+    checkpoint._classes_imported(fold=True)  # the folds' classes and the provenance index's
+
+    classes = {
+        obj
+        for name, module in list(sys.modules.items())
+        if name == "tether" or name.startswith("tether.")
+        for obj in list(vars(module).values())
+        if isinstance(obj, type)
+    }
+    asked = {cls: checkpoint._is_dataclass(cls) for cls in classes}  # before anything reads the attribute
+    assert sum(asked.values()) > 50 and len(asked) - sum(asked.values()) > 50
+    assert asked == {cls: dataclasses.is_dataclass(cls) for cls in classes}
+
+    @dataclasses.dataclass
+    class Standard:
+        x: int = 0
+
+    class Sub(Standard):
+        pass
+
+    class Meta(type):
+        __dataclass_fields__: dict[str, object] = {}  # found by hasattr, in no class of the method order
+
+    class ByMeta(metaclass=Meta):
+        pass
+
+    assert checkpoint._is_dataclass(Standard) and checkpoint._is_dataclass(Sub)
+    assert dataclasses.is_dataclass(ByMeta) and not checkpoint._is_dataclass(ByMeta), "no wider than is_dataclass"

@@ -42,22 +42,16 @@ rename a whole file: the last rename wins, and either file is valid for the head
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import copyreg
-import dataclasses
 import enum
-import hashlib
 import io
 import itertools
-import json
 import os
-import pickle
 import types
-from typing import TYPE_CHECKING, Any
 
 from tether import places, plain
+from tether.canonical import sha256_hex
 from tether.events.store import Event
+from tether.scoped import suppress
 
 from . import cachefile
 from .cachefile import _STAMP as _STAMP  # the tests pin the stamp here: the same list
@@ -68,7 +62,10 @@ from .cachefile import parts, read_own, seal, sealed, write_own
 from .cachefile import sweep as sweep
 from .log import Log, path_for
 
+TYPE_CHECKING = False  # not typing's: a cold hook call that reads a checkpoint does not import typing either
 if TYPE_CHECKING:
+    from typing import Any
+
     from tether.disk import StrPath
 
     from .session import Guard
@@ -100,17 +97,23 @@ _STD: dict[tuple[str, str], Any] = {}
 
 
 def _std() -> dict[tuple[str, str], Any]:
+    """The standard types a body may name, by the module and name pickle writes them as. datetime's from its C part
+    (``_datetime``: the very classes ``datetime`` hands out, without the Python module, as tether.clock takes them)."""
     if not _STD:
         import builtins
         import collections
-        import datetime
+        import copyreg
 
-        for mod, names in (
-            (datetime, ("datetime", "date", "time", "timedelta", "timezone")),
-            (collections, ("OrderedDict", "deque", "Counter", "defaultdict")),
+        try:
+            datetime = __import__("_datetime")
+        except ImportError:  # pragma: no cover - an interpreter without the C part
+            datetime = __import__("datetime")
+        for module, held, names in (
+            ("datetime", datetime, ("datetime", "date", "time", "timedelta", "timezone")),
+            ("collections", collections, ("OrderedDict", "deque", "Counter", "defaultdict")),
         ):
             for name in names:
-                _STD[(mod.__name__, name)] = getattr(mod, name)
+                _STD[(module, name)] = getattr(held, name)
         for name in ("set", "frozenset", "bytearray", "complex", "slice", "object"):
             _STD[("builtins", name)] = getattr(builtins, name)
         _STD[("copyreg", "_reconstructor")] = copyreg._reconstructor  # type: ignore[attr-defined]
@@ -154,7 +157,16 @@ def _data_class(module: str, name: str) -> Any:
     obj = getattr(sys.modules[module], name, None)
     if not isinstance(obj, type) or obj.__module__ != module:
         return None
-    return obj if dataclasses.is_dataclass(obj) or (module, name) in _FOLD_CLASSES else None
+    return obj if _is_dataclass(obj) or (module, name) in _FOLD_CLASSES else None
+
+
+def _is_dataclass(cls: type) -> bool:
+    """``dataclasses.is_dataclass`` of a class (it has ``__dataclass_fields__``), asked of the dictionaries of its
+    method order, as a class's attribute is found, without reading the attribute: on a class tether.records made,
+    reading it makes the standard fields, which imports ``dataclasses`` (and ``inspect``, ``ast``, ``dis``,
+    ``tokenize``: ~8 ms of a cold call that reads a checkpoint). A metaclass's attribute of that name, which
+    ``hasattr`` would also find, is not taken: a class accepted here is one ``is_dataclass`` accepts."""
+    return any("__dataclass_fields__" in vars(c) for c in cls.__mro__)
 
 
 def _allowed(module: str, name: str) -> Any:
@@ -188,6 +200,8 @@ def save(guard: Guard, folder: StrPath) -> str | None:
         return None
     header = _header(guard, genesis, body)
     seal(header, getattr(guard.store, "signer", None))
+    import json  # the writer's alone: a reader parses the header with tether.jsonc
+
     return write_own(
         folder, path_for(folder, guard.run_id), MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
     )
@@ -197,6 +211,10 @@ def _body(guard: Guard) -> bytes | None:
     """The pickled folds, or None when one is not at the log's head or something will not pickle: two pickles, one
     after the other (each stream ends itself), the gate's part (the run state, the provenance index, the turn count)
     first, the control layer's fold second. Pickled apart, they share no object: each loads whole on its own."""
+    import copy
+    import copyreg
+    import pickle  # the writer's alone: a reader unpickles with _pickle (cachefile.unpickler)
+
     from tether.control.fold import folded
 
     events = guard.events
@@ -235,7 +253,7 @@ def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
         "events": len(guard.events),
         "contract": guard.contract,
         "asking": guard.asking.value,
-        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "body_sha256": sha256_hex(body),
     }
 
 
@@ -314,7 +332,7 @@ class Pending:
         Never in a plain process (tether/plain.py): its trial's child loads plain records, which may doubt a body
         pydantic loads; the call goes to the full path, which tries the body itself (redteam5)."""
         plain.unsure("a checkpoint that failed a plain trial: the full path tries it, and removes it if it fails")
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             st = os.stat(path)
             if (st.st_ino, st.st_size, st.st_mtime_ns) == self.ident:
                 os.unlink(path)
@@ -350,7 +368,7 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     header, body = found
     if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
         return Pending(raw, fold=fold)
-    if header.get("code") != code_stamp() or hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+    if header.get("code") != code_stamp() or sha256_hex(body) != header.get("body_sha256"):
         return Pending(raw, fold=fold)
     trial = cachefile.Trial(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
     return Pending(raw, trial, ident, fold, found)
@@ -376,10 +394,8 @@ def _classes_imported(fold: bool = True) -> None:
     forked before the session is opened (the fork of a threaded process, the daemon, imports nothing): without
     them, every checkpoint failed its trial in a cold PreToolUse, was removed, and the call folded the whole log.
     ``fold``: the body's fold is read (:func:`wants_fold`); else only the provenance index's module is needed."""
-    import importlib
-
     for module in sorted({m for m, _ in _FOLD_CLASSES if fold} | {"tether.policy.provenance"}):
-        importlib.import_module(module)
+        __import__(module)  # importlib.import_module's import, without the importlib package
 
 
 def _vouched(guard: Guard, header: dict[str, Any], body: bytes, digested: bool = False) -> bool:
@@ -392,7 +408,7 @@ def _vouched(guard: Guard, header: dict[str, Any], body: bytes, digested: bool =
         return False
     if header.get("asking") != guard.asking.value:
         return False
-    if not digested and hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+    if not digested and sha256_hex(body) != header.get("body_sha256"):
         return False
     return sealed(header, getattr(guard.store, "signer", None))
 
