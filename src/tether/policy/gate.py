@@ -27,10 +27,10 @@ from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
 from .effects import FOUND, Effects, Target, Unpack, effects
-from .knowledge import FETCHERS, GIT, GIT_READ, NAME_ONLY, SPECS
+from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, SHELLS, SPECS
 from .paths import PathPolicy, PlaceVerdict
 from .rules import CompiledRule, compile_rules
-from .scripts import Unreadable, script_of, script_text
+from .scripts import KEEPS_TEXT, SOURCES, Unreadable, named_script, script_of, script_text
 from .shell import Analysis, analyse
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -165,7 +165,7 @@ class Gate:
         secret_reads = False
         earlier: list[tuple[SimpleCommand, Effects]] = []  # what ran before: an archive it wrote is not read now
         for cmd in analysis.commands:
-            parts += self._script(tool, cmd, args, depth)
+            parts += self._script(tool, cmd, args, depth, earlier)
             findings, secret, eff = self._command_findings(tool, cmd, args, earlier)
             earlier.append((cmd, eff))
             if known is not None:
@@ -181,8 +181,24 @@ class Gate:
         parts += self._deny_may_match(tool, args, parts)
         return strictest(parts, _NO_COMMAND)
 
-    def _script(self, tool: str, cmd: SimpleCommand, args: Mapping[str, Any], depth: int) -> list[Decision]:
-        """A workspace shell script that ``cmd`` runs is judged like the commands written in it."""
+    def _script(
+        self,
+        tool: str,
+        cmd: SimpleCommand,
+        args: Mapping[str, Any],
+        depth: int,
+        earlier: Sequence[tuple[SimpleCommand, Effects]] = (),
+    ) -> list[Decision]:
+        """A workspace shell script that ``cmd`` runs is judged like the commands written in it; one a command
+        before it in the line may write (``echo 'rm -rf /' > x.sh; sh x.sh``) cannot be read now: it asks. A
+        compiler's output (``cc -o app x.c && ./app``) is a program, not shell code, and ``chmod +x x.sh`` leaves
+        its text as it is: neither is counted."""
+        named = named_script(cmd, self.paths)
+        keep = KEEPS_TEXT if cmd.name in SHELLS | SOURCES else KEEPS_TEXT | COMPILERS
+        if named is not None and self._rewritten(named, [e for e in earlier if e[0].name not in keep]):
+            why = f"{self.paths.relative(named)}: a command before it in this line may write it; its text is not known"
+            m = RuleMatch("shell:script-unchecked", Verdict.ASK, why)
+            return [Decision(m.verdict, m.id, m.reason, (m,))]
         path = script_of(cmd, self.paths)
         if path is None:
             return []

@@ -263,6 +263,8 @@ LINK_FOLLOWERS: dict[str, frozenset[str]] = {
 #: Programs that read options from a file named ``@FILE`` (a response file).
 RESPONSE_FILES = frozenset(_words("gcc g++ cc c++ clang clang++ ld ld.gold ld.lld ar javac java"))
 SHELLS = frozenset(_words("sh bash dash zsh ksh mksh ash fish csh tcsh rbash yash"))
+#: Programs whose output file is a compiled program, never shell code a later ``./out`` would run as such.
+COMPILERS = frozenset(_words("gcc g++ cc c++ clang clang++ ld ld.gold ld.lld rustc go cargo javac zig tcc"))
 #: Shell options that take a value (``bash -o errexit``, ``bash --rcfile F``).
 SHELL_VALUE_FLAGS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 #: Interpreter names that are Python (``python3.12``, ``pypy3``, ``ipython``): ``.interp.is_python`` reads them.

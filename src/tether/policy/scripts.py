@@ -20,6 +20,8 @@ from .paths import PathPolicy
 
 MAX_SCRIPT_BYTES = 64 * 1024
 SOURCES = frozenset({"source", "."})
+#: Programs that change a file's mode, owner or times, never its text (``touch`` makes an empty one).
+KEEPS_TEXT = frozenset({"chmod", "chown", "chgrp", "touch", "mkdir"})
 
 
 class Unreadable(Exception):
@@ -28,6 +30,17 @@ class Unreadable(Exception):
 
 def script_of(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     """The workspace file holding shell code that ``cmd`` runs, if any (outside the workspace: the profile asks)."""
+    path = named_script(cmd, paths)
+    if path is None or not disk.is_file(path):
+        return None
+    if cmd.name not in SHELLS | SOURCES:  # named as the command (./x): shell code only if it reads as such
+        return path if _runs_as_shell(path) else None
+    return path
+
+
+def named_script(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """The workspace path ``cmd`` runs as a script (``sh x.sh``, ``. x.sh``, ``./x``), whether or not a file is
+    there now: a command before it in the same line may write it."""
     if not cmd.argv or cmd.computed:
         return None
     name, args = cmd.name, [w.text for w in cmd.args]
@@ -42,11 +55,7 @@ def script_of(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if word is None or not word.static:
         return None
     path = paths.resolve(word.text, cmd.cwd)
-    if path is None or paths.relative(path) is None or not disk.is_file(path):
-        return None
-    if word is cmd.argv[0] and not _runs_as_shell(path):
-        return None
-    return path
+    return None if path is None or paths.relative(path) is None else path
 
 
 def _runs_as_shell(path: str) -> bool:
