@@ -27,9 +27,6 @@ from tether.models.function import FunctionModel
 from tether.state import RunState
 
 PAGE = 64
-ROOT = Path(__file__).resolve().parents[2]
-
-
 LOOP = bench("loop")  # the test runs the benchmark's workload (its envelope and workspace)
 
 
