@@ -31,7 +31,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real = EventStore.events
 
     def events(self: EventStore, run_id: str, **k: Any) -> list[Event]:
-        if k.get("kinds") == {RunStarted.KIND}:
+        if k.get("kinds") == {RunStarted.KIND} or k.get("upto") == 0:  # by kind, or the run's first event
             reads.append(run_id)
         return real(self, run_id, **k)
 

@@ -337,7 +337,9 @@ def _recorded_workspace(store: Store, run_id: str, seen: list[Event] | None = No
             return None
     except Exception:
         return None
-    first = store.events(run_id, kinds={RunStarted.KIND})
+    first = store.events(run_id, upto=0)  # a session's run begins with it: no walk of the whole log for the kind
+    if not first or first[0].kind != RunStarted.KIND:  # a run that does not (another program's): the first one
+        first = store.events(run_id, kinds={RunStarted.KIND})
     if first and seen is not None:
         seen.append(first[0])
     return str(first[0].payload.get("workspace", "")) if first else None
