@@ -93,16 +93,17 @@ def peak_rss_kib() -> int:
 
 def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = False) -> dict[str, Any]:
     """tether's loop, timed from the first model call to the (N+1)-th. ``paired``: before each of its N steps, inside
-    the scripted model's call, one bare step (:func:`bare_step`, the case's command as the bare loop runs it) is
-    run and timed, and the tether step's time is taken from the end of that bare step to the next model call; so the
-    two alternate step by step and each pair meets the same moment of the host. Returns each pair's times too."""
+    the scripted model's call, a helper process runs and times one bare step (:class:`BareSteps`, the case's command
+    as the bare loop runs it, in an interpreter of its own as there) while this one waits, and the tether step's time
+    is taken from the helper's answer to the next model call; so the two alternate step by step and each pair meets
+    the same moment of the host. Returns each pair's times too."""
     from tether import Harness
     from tether.events.store import EventStore
     from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
     from tether.models.function import FunctionModel
 
     ws = make_workspace(root, git)
-    bare = BareSteps(root, backend, ws) if paired else None
+    bare = BareHelper(root, backend, ws) if paired else None
     commits = [0]
     marks: list[tuple[float, float, int]] = []  # (model call's start, its bare step's end, commits so far)
     raws: list[float] = []  # each bare step's time (paired)
@@ -111,8 +112,7 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
         start = time.perf_counter()
         i = len(marks) + 1
         if bare is not None and i <= n:
-            bare.step(i)
-            raws.append(time.perf_counter() - start)
+            raws.append(bare.step(i))
         marks.append((start, time.perf_counter(), commits[0]))
         if i > n:
             return ModelResponse("benchmark over", (), "refusal", "refusal", Usage(), "bench")
@@ -205,6 +205,54 @@ class BareSteps:
 
     def close(self) -> None:
         self.file.close()
+
+
+class BareHelper:
+    """A process of its own that runs :class:`BareSteps` one at a time when asked (``--bare-steps``): a paired run's
+    bare side, so that its Python work and its children's are another process's, as in the bare loop, not work in
+    tether's process and caches. Each answer is the step's time by the helper's clock (the round trip is in
+    neither side's time)."""
+
+    def __init__(self, root: Path, backend: str, ws: Path) -> None:
+        spec = json.dumps({"root": str(root), "backend": backend, "ws": str(ws)})
+        argv = [sys.executable, str(HERE), "--bare-steps", spec]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self._answer()  # ready: its imports and the bubblewrap flags are behind it
+
+    def _answer(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the bare steps' helper ended (exit {self.proc.wait()})")
+        return line
+
+    def step(self, i: int) -> float:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(f"{i}\n")
+        except BrokenPipeError:
+            raise SystemExit(f"the bare steps' helper ended (exit {self.proc.wait()})") from None
+        return float(self._answer())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        if self.proc.wait() != 0:
+            raise SystemExit(f"the bare steps' helper failed (exit {self.proc.returncode})")
+
+
+def serve_bare_steps(spec: dict[str, Any]) -> None:
+    """``--bare-steps``: a :class:`BareHelper`'s process. Says ready, then for each step number read, runs that bare
+    step and answers its time in seconds."""
+    bare = BareSteps(Path(spec["root"]), spec["backend"], Path(spec["ws"]))
+    try:
+        print("ready", flush=True)
+        for line in sys.stdin:
+            t0 = time.perf_counter()
+            bare.step(int(line))
+            print(repr(time.perf_counter() - t0), flush=True)
+    finally:
+        bare.close()
 
 
 def bare_loop(root: Path, backend: str, git: bool, n: int) -> dict[str, Any]:
@@ -332,9 +380,13 @@ def main() -> None:
         "--no-paired", action="store_true", help="skip the paired runs (a bare step, then a tether step, in turn)"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--bare-steps", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(json.loads(args.child))
+        return
+    if args.bare_steps:
+        serve_bare_steps(json.loads(args.bare_steps))
         return
     steps = [int(s) for s in args.steps.split(",")]
     cases = [c for c in args.cases.split(",") if c]
@@ -429,9 +481,9 @@ def paired_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def report_pairs(pairs: dict[tuple[str, int], list[dict[str, Any]]], cases: list[str], steps: list[int]) -> None:
     print()
-    print("paired runs (in one process a bare step, then a tether step, in turn, N pairs a run; +ms: tether step minus")
-    print("the bare step just before it, median over all runs' pairs, with the pairs' quartiles, a 95 % interval of")
-    print("the median taking pairs as independent, and each run's median):")
+    print("paired runs (a bare step in a helper process, then a tether step, in turn, N pairs a run; +ms: tether")
+    print("step minus the bare step just before it, median over all runs' pairs, with the pairs' quartiles, a 95 %")
+    print("interval of the median taking pairs as independent, and each run's median):")
     print(
         f"{'case':12} {'N':>5} {'pairs':>6} {'tether ms':>10} {'bare ms':>8} {'+ms':>6} {'quartiles':>13}"
         f" {'95% of median':>14} {'x bare':>7}  each run's +ms"

@@ -1,4 +1,4 @@
-"""benchmarks/loop.py's paired estimator: a bare step and a tether step in turn, in one process, each pair's difference.
+"""benchmarks/loop.py's paired estimator: a bare step (in a helper process), then a tether step, in turn.
 
 The bubblewrap aim (tether's step <= raw bubblewrap's + 1.5 ms) is smaller than what raw bubblewrap moves between two
 runs on a shared host, so the benchmark pairs the steps instead. Checked here by structure and arithmetic, never by
@@ -52,3 +52,13 @@ def test_the_summary_refuses_runs_without_pairs_or_with_unmatched_ones() -> None
         LOOP.paired_summary([])
     with pytest.raises(ValueError):
         LOOP.paired_summary([{"steps": [1.0, 2.0], "raws": [1.0]}])
+
+
+def test_a_bare_helper_that_dies_stops_the_run_with_its_exit(tmp_path: Path) -> None:
+    ws = LOOP.make_workspace(tmp_path, False)
+    helper = LOOP.BareHelper(tmp_path, "local", ws)
+    assert helper.step(1) > 0
+    helper.proc.kill()
+    helper.proc.wait()
+    with pytest.raises(SystemExit, match=r"helper ended \(exit -9\)"):
+        helper.step(2)
