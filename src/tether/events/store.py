@@ -40,7 +40,7 @@ import os
 import time
 
 from tether import disk, jsonc, places, plain
-from tether.canonical import bytes_hash, canonical_json, canonical_tree, sha256
+from tether.canonical import bytes_hash, canonical_json, canonical_tree, openssl_sha256, sha256
 from tether.errors import (
     DatabaseLocked,
     DiskFull,
@@ -1175,22 +1175,22 @@ def verify_rows(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str]:
     return hashes
 
 
-#: From this many rows on, :func:`chain_sha256` imports ``hashlib`` for the chain check when nothing has yet.
+#: From this many rows on, :func:`chain_sha256` loads OpenSSL's SHA-256 for the chain check when nothing has yet.
 HASHLIB_ROWS = 4096
 
 
 def chain_sha256(rows: int) -> Callable[[bytes], Any]:
-    """The SHA-256 constructor a chain check of ``rows`` rows hashes with: ``hashlib``'s (OpenSSL: a 1,000-call
-    session's 4,032 rows of ~270 bytes in 1.9 ms of CPU, against 4.4 ms with the builtin ``_sha256``; best of 7)
-    when ``hashlib`` is imported already (a cold call that read a fold checkpoint: guard/checkpoint.py imports it)
-    or the log is long enough (:data:`HASHLIB_ROWS`) to pay for its import (~1-4 ms); else
-    :data:`tether.canonical.sha256`, so a short session's cold call does not import ``hashlib``. The same digests."""
+    """The SHA-256 constructor a chain check of ``rows`` rows hashes with: OpenSSL's (``hashlib.sha256``, taken from
+    ``_hashlib``: :func:`tether.canonical.openssl_sha256`; a 1,000-call session's 4,032 rows of ~270 bytes in 1.9 ms
+    of CPU, against 4.4 ms with the builtin ``_sha256``; best of 7) when ``_hashlib`` is loaded already (a cold call
+    that read a fold checkpoint hashed its body with it, ``tether.canonical.sha256_hex``) or the log is long enough
+    (:data:`HASHLIB_ROWS`) to pay for loading it (~3.3 ms); else :data:`tether.canonical.sha256`, so a short
+    session's cold call does not load libcrypto. The same digests."""
     import sys
 
-    lib = sys.modules.get("hashlib")
-    if lib is None and rows >= HASHLIB_ROWS:
-        import hashlib as lib
-    return sha256 if lib is None else lib.sha256
+    if "_hashlib" in sys.modules or rows >= HASHLIB_ROWS:
+        return openssl_sha256()
+    return sha256
 
 
 class Verified(list[str]):
