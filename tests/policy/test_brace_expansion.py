@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from tether.policy.braces import expand
+from tether.policy.decision import Verdict
+from tether.policy.gate import shell_decision
 from tether.policy.shell import MAX_BRACE_WORDS, analyse
 
 WORDS = [
@@ -59,3 +62,12 @@ def test_more_words_than_the_limit_are_one_unknown_word() -> None:
     assert not word.static and word.prefix == "/x"
     assert expand(list("{a,b}{c,d}{e,f}"), 7) is None
     assert len(expand(list("{a,b}{c,d}{e,f}"), 8) or []) == 8
+
+
+def test_a_word_of_deeply_nested_or_huge_braces_is_unknown_not_an_analysis_failure(tmp_path: Path) -> None:
+    """Two thousand nested braces once ran the expansion into Python's recursion limit (``gate:error``, after
+    seconds of work a hook call cannot spend); a sequence past any size overflowed ``len(range)``."""
+    nested = shell_decision("rm -rf " + "{/," * 2000 + "b" + "}" * 2000, workspace=tmp_path)
+    assert (nested.verdict, nested.deciding_rule) == (Verdict.ASK, "path:unknown"), nested.reason
+    huge = shell_decision("rm -rf x{1..99999999999999999999999}", workspace=tmp_path)
+    assert (huge.verdict, huge.deciding_rule) == (Verdict.ASK, "path:unknown"), huge.reason

@@ -21,9 +21,13 @@ class TooMany(Exception):
 
 def expand(atoms: Sequence[Atom], limit: int) -> list[list[Atom]] | None:
     """The words ``atoms`` expands to (``a{b,c}d`` → ``abd``, ``acd``; ``{1..3}`` → 1, 2, 3; ``{a}`` and
-    ``{a,b`` stay as written), or None when more than ``limit``."""
+    ``{a,b`` stay as written), or None when more than ``limit``, or when the word holds more than ``limit``
+    braces (each would be a level of nesting to follow: the work a hook call does stays bounded)."""
+    atoms = list(atoms)
+    if sum(1 for a in atoms if a == "{") > limit:  # each expansion has a brace: bounds the depth and the work
+        return None
     try:
-        return _expand(list(atoms), limit)
+        return _expand(atoms, limit)
     except TooMany:
         return None
 
@@ -97,10 +101,9 @@ def _sequence(inner: list[Atom], limit: int) -> list[list[Atom]] | None:
 
 
 def _range(a: int, b: int, step: int, limit: int) -> range:
-    found = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
-    if len(found) > limit:
+    if abs(b - a) // step >= limit:  # counted before a range is made: len() of a huge one overflows
         raise TooMany
-    return found
+    return range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
 
 
 def _integer(text: str) -> bool:
