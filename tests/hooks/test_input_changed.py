@@ -137,3 +137,27 @@ def test_a_codex_patch_that_gained_a_file_after_it_was_judged_is_judged_as_what_
     assert changed == [("p1", "p1", "ALLOW"), ("p1", "p1#1", "DENY")]
     out = hook("Stop")
     assert out.exit == 0 and "p1 (edit_file) ran with an input other than the one judged" in out.stdout, out
+
+
+def test_a_receipt_before_its_proposal_with_another_input_has_what_ran_judged(tmp_path: Path) -> None:
+    """The receipt (``rm -rf /`` ran) reaches tether before the PreToolUse (``ls`` judged): what ran is judged when
+    the proposal comes, recorded as an input change, and refuses the stop. Before, only ``ls`` was ever judged."""
+    hook = Hook(tmp_path)
+    hook("SessionStart")
+    rm = {"command": "timeout 5 rm -rf /"}
+    assert hook("PostToolUse", tool_input=rm, tool_use_id="e1", tool_response={}).exit == 0
+    assert hook.bash("ls", "e1")[0] == "allow", "the proposal's own input is answered as ever"
+    assert hook.bash("ls", "e1")[0] == "allow", "asked again: judged once"
+    changed = [(p["call_id"], p["verdict"], p["rule"]) for k, p in logged(hook) if k == "hook.input_changed"]
+    assert changed == [("e1", "DENY", "coding:deny-rm-root")]
+    reply = json.loads(hook("Stop").stdout)
+    assert reply["decision"] == "block" and "e1 (bash) ran with an input other than the one judged" in reply["reason"]
+
+
+def test_a_receipt_before_its_proposal_with_the_same_input_is_no_change(tmp_path: Path) -> None:
+    hook = Hook(tmp_path)
+    hook("SessionStart")
+    assert hook("PostToolUse", tool_input={"command": "ls"}, tool_use_id="e1", tool_response={}).exit == 0
+    assert hook.bash("ls", "e1")[0] == "allow"
+    assert not [p for k, p in logged(hook) if k == "hook.input_changed"]
+    assert hook("Stop").stdout in ("", "{}")

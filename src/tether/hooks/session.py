@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from tether.disk import StrPath
     from tether.events.protocol import Store
     from tether.guard.checkpoint import Pending
+    from tether.state import Action
 
 T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
@@ -455,21 +456,26 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
         _check(guard, c, call_id if i == 0 else f"{call_id}#{i}", head if i == 0 else (), turn)
         for i, c in enumerate(calls)
     ]
-    ran = [b for b in (ran_unjudged(guard, agent, a) for a in answers) if b is not None]
+    ran = [b for b in (ran_unjudged(guard, agent, a, turn) for a in answers) if b is not None]
     if ran:
         guard.record(ran)
     return _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
 
 
-def ran_unjudged(guard: Guard, agent: str, answer: Answer) -> Payload | None:
+def ran_unjudged(guard: Guard, agent: str, answer: Answer, turn: int) -> Payload | None:
     """A ``hook.bypassed`` for a call whose receipt came before its proposal (judged under ``<id>~…``:
-    guard/session.py ``_judged_after``) when the gate refuses it: it ran before tether could say no."""
+    guard/session.py ``_judged_after``) when the gate refuses it: it ran before tether could say no. A receipt
+    whose input is not the proposal's: what ran is judged now, a ``hook.input_changed`` (:func:`ran_other`)."""
     base, judged = answer.call_id.rpartition("~")[0], guard.state.actions.get(answer.call_id)
     before = guard.state.actions.get(base) if base else None
     refused = Verdict.DENY, *((Verdict.ASK,) if agent == "codex" else ())
-    if before is None or judged is None or before.verdict is not None or answer.verdict not in refused:
+    if before is None or judged is None or before.verdict is not None:
         return None
-    if before.args_hash != judged.args_hash or before.status not in (ActionStatus.COMPLETED, ActionStatus.FAILED):
+    if before.status not in (ActionStatus.COMPLETED, ActionStatus.FAILED):
+        return None
+    if before.args_hash != judged.args_hash:
+        return ran_other(guard, before, turn)
+    if answer.verdict not in refused:
         return None
     if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == base for e in guard.events):
         return None  # asked again (rare: only such a call gets here): flagged once
@@ -477,6 +483,26 @@ def ran_unjudged(guard: Guard, agent: str, answer: Answer) -> Payload | None:
 
     verdict, rule, reason = answer.verdict.name, answer.rule, answer.reason
     return HookBypassed(call_id=base, tool=before.tool, verdict=verdict, rule=rule, reason=reason, event="PreToolUse")
+
+
+def ran_other(guard: Guard, ran: Action, turn: int) -> Payload | None:
+    """What ran, judged after it ran, when its receipt came first and the proposal that followed has another input
+    (another hook's ``updatedInput``): the proposal's verdict is not one on what ran. Recorded as a
+    ``hook.input_changed`` (the stop refuses while its verdict refuses), once a call."""
+    from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
+
+    if any(e.kind == HookInputChanged.KIND and e.payload.get("call_id") == ran.call_id for e in guard.events):
+        return None
+    answer = _check(guard, Call(ran.tool, dict(ran.args)), ran.call_id, (), turn)
+    return HookInputChanged(
+        call_id=ran.call_id,
+        ran_as=answer.call_id,
+        tool=ran.tool,
+        verdict=answer.verdict.name,
+        rule=answer.rule,
+        reason=answer.reason,
+        event="PreToolUse",
+    )
 
 
 def _check(guard: Guard, call: Call, call_id: str, lead: Sequence[Payload], turn: int) -> Answer:
