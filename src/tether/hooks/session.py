@@ -54,6 +54,7 @@ from .wire import Outcome
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
     from typing import Any
 
     from tether.disk import StrPath
@@ -762,5 +763,19 @@ def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]
 
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
     base = baseline_of(guard.events)  # its loader stamps: a .venv/bin tool written since is not run
-    results = run_cascade(env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base)
+    origin = _origin(guard.workspace, base.commit, base.commit_dir) if base is not None and base.commit else None
+    results = run_cascade(
+        env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base, origin=origin
+    )
     return results, completion_verdict(results, env)[1]
+
+
+def _origin(workspace: Path, commit: str, folder: str) -> Callable[[str], bytes | None]:
+    """A file's text in the commit the session began on (:mod:`.origin`): what the sensors compare a file-wide
+    directive (``# ruff: noqa``) with; a file not there (new, untracked, unreadable) is None, every line new."""
+    from .origin import texts
+
+    def text(rel: str) -> bytes | None:
+        return texts(workspace, commit, folder, [rel]).get(rel)
+
+    return text

@@ -16,7 +16,7 @@ on: ``required: false`` must never gate completion on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tether.envelope.schema import Envelope
@@ -55,8 +55,10 @@ def run_cascade(
     baseline: Manifest | None = None,
     blobs: BlobStore | None = None,
     test_baseline: SuiteBaseline | None = None,
+    origin: Callable[[str], bytes | None] | None = None,
 ) -> list[SensorResult]:
-    """Run the planned sensors on the final state; ``diff`` is the run's (snapshot) diff."""
+    """Run the planned sensors on the final state; ``diff`` is the run's (snapshot) diff; ``origin``: a file's
+    text at the start where there is no ``baseline`` (a hook session: the commit it began on)."""
     changed = tuple(sorted({normalise(f) for f in changed_files}))
     results: list[SensorResult] = []
     failed: str | None = None
@@ -65,7 +67,7 @@ def run_cascade(
             results.append(SensorResult(name, "SKIPPED", required, f"{NOT_REACHED}{failed} failed"))
             continue
         ctx = SensorContext(
-            envelope, workspace, changed, sandbox, diff, required, baseline, blobs, test_baseline=test_baseline
+            envelope, workspace, changed, sandbox, diff, required, baseline, blobs, test_baseline, origin
         )
         res = SENSORS[name](ctx)
         results.append(res)

@@ -74,6 +74,7 @@ class SensorContext:
     baseline: Manifest | None = None
     blobs: BlobStore | None = None
     test_baseline: SuiteBaseline | None = None
+    origin: Callable[[str], bytes | None] | None = None  # a file's text at the start without a baseline (hooks)
 
     @property
     def changed_python(self) -> list[str]:
@@ -83,7 +84,10 @@ class SensorContext:
         return find_tool(name, self.workspace, self.envelope.verification.tools)
 
     def baseline_bytes(self, rel: str) -> bytes | None:
-        """The file as it was when the run started; None when it did not exist or cannot be read back."""
+        """The file as it was when the run started; None when it did not exist or cannot be read back. Without a
+        baseline, its text in ``origin`` (a hook session's commit), or None."""
+        if self.baseline is None and self.origin is not None:
+            return self.origin(rel)
         entry = self.baseline.entries.get(rel) if self.baseline is not None else None
         if entry is None:
             return None
@@ -333,7 +337,7 @@ def _config_changed(ctx: SensorContext, name: str, tool: str, t0: float) -> Sens
         diags = [Diagnostic(p, None, why, f"{name}.config_changed") for p in paths]
         summary = f"{tool}'s configuration changed in {', '.join(paths[:3])}: revert it (a human changes it)"
         return _result(ctx, name, "FAIL", summary, diags, t0)
-    if ctx.baseline is None:  # no baseline version of any file (a hook session): a directive there may be the user's
+    if ctx.baseline is None and ctx.origin is None:  # no version of any file to compare: a directive may be the user's
         return None
     paths = sensorconfig.suppressed(tool, changed, ctx.baseline_bytes, now)
     if not paths:
