@@ -76,7 +76,26 @@ class Place:
 def _search(tool_input: Mapping[str, Any], at: Place, tool: str) -> dict[str, Any]:
     path = tool_input.get("path")
     where = at.path(path, tool) if isinstance(path, str) and path else at.cwd
-    return {"path": where, "pattern": str(tool_input.get("pattern", ""))}
+    pattern = str(tool_input.get("pattern", ""))
+    return {"path": _glob_root(where, pattern, tool) if tool == "Glob" else where, "pattern": pattern}
+
+
+def _glob_root(where: str, pattern: str, tool: str) -> str:
+    """The folder a Glob pattern lists: its literal leading folders from ``where``. An absolute pattern
+    (``/root/.ssh/*``) or one climbing out (``../../other/**``) lists names there, not under ``where``; a ``..``
+    after a wildcard (``*/../../x``) leaves the place unknown: refused."""
+    parts = pattern.split("/")
+    head: list[str] = []
+    for i, part in enumerate(parts[:-1]):
+        if any(c in part for c in "*?[{"):
+            if ".." in parts[i + 1 :]:
+                raise CallError(
+                    f"{tool}: the pattern {pattern!r} climbs ('..') after a wildcard: where it lists is unknown"
+                )
+            break
+        head.append(part)
+    literal = "/".join(head) or ("/" if pattern.startswith("/") else "")
+    return os.path.join(where, literal) if literal else where
 
 
 def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
