@@ -73,14 +73,16 @@ def code_stamp() -> str:
 
 def parts(raw: bytes, magic: bytes, limit: int) -> tuple[dict[str, Any], bytes] | None:
     """A cache file's header and body (``magic``, a JSON object on one line, the body), or None when it is not one
-    (another file, truncated before its body, larger than ``limit``). Malformed JSON raises."""
+    (another file, truncated before its body, larger than ``limit``). Malformed JSON raises. The body is the one
+    copy made of the bytes after the header line (a partition of all but the magic copied them twice: a fold
+    checkpoint's 640 kB body, ~0.5 ms of a cold call, most of it touching fresh memory)."""
     if len(raw) > limit or not raw.startswith(magic):
         return None
-    line, sep, body = raw[len(magic) :].partition(b"\n")
-    if not sep:
+    end = raw.find(b"\n", len(magic))
+    if end < 0:
         return None
-    header = jsonc.loads(line)
-    return (header, body) if isinstance(header, dict) else None
+    header = jsonc.loads(raw[len(magic) : end])
+    return (header, raw[end + 1 :]) if isinstance(header, dict) else None
 
 
 def header_bytes(header: dict[str, Any]) -> bytes:
