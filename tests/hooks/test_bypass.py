@@ -54,3 +54,17 @@ def test_a_codex_call_refused_pending_approval_that_ran_is_a_bypass(tmp_path: Pa
     assert hook("PreToolUse", tool_input=push, tool_use_id="c1").exit == 2, "Codex is refused an ASK"
     assert hook("PostToolUse", tool_input=push, tool_use_id="c1").exit == 0
     assert [(p["call_id"], p["verdict"]) for kind, p in events(hook) if kind == "hook.bypassed"] == [("c1", "ASK")]
+
+
+def test_a_denied_call_reported_run_with_another_input_is_still_a_bypass(tmp_path: Path) -> None:
+    """Claude Code never runs a call a hook denied; a receipt of one says it ran anyway, whatever input it
+    reports. Before, a receipt whose input differed was filed as an input change only (``ls``: ALLOW, noted), and
+    nothing said the denied call had run."""
+    hook = Hook(tmp_path)
+    assert hook.bash("timeout 5 rm -rf /", "d1")[0] == "deny"
+    ls = {"command": "ls"}
+    assert hook("PostToolUse", tool_input=ls, tool_use_id="d1").exit == 0
+    assert hook("PostToolUse", tool_input=ls, tool_use_id="d1").exit == 0, "reported twice: flagged once"
+    found = events(hook)
+    assert [(p["call_id"], p["verdict"]) for kind, p in found if kind == "hook.bypassed"] == [("d1", "DENY")]
+    assert [p["verdict"] for kind, p in found if kind == "hook.input_changed"] == ["ALLOW"]

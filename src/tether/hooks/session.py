@@ -414,9 +414,9 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
         return pre_tool_use(guard, settings.agent, data, head)
     if event in ("PostToolUse", "PostToolUseFailure"):
         failed = event == "PostToolUseFailure"
-        if not changed_input(guard, settings.agent, data, head, failed=failed):
-            bypass = bypassed(guard, settings.agent, data)
-            receipt(guard, settings.agent, data, [*head, *bypass], failed=failed)
+        lead = [*head, *bypassed(guard, settings.agent, data)]  # whatever input it reports: a refused call ran
+        if not changed_input(guard, settings.agent, data, lead, failed=failed):
+            receipt(guard, settings.agent, data, lead, failed=failed)
         return Outcome("PASS")
     if event in ("Stop", "SubagentStop") and not guard.refresh().finished:
         return stop(guard, head, final=event == "Stop", by=f"{settings.agent} {event}")
@@ -522,11 +522,14 @@ def _outcome(a: Answer) -> Outcome:
 
 def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[Payload]:
     """A ``hook.bypassed`` when the agent reports running a call tether refused it: denied, or (Codex, which
-    has no ask) refused pending approval. A second report of the call finds it completed: not flagged twice."""
+    has no ask) refused pending approval, whatever input the report carries. A second report of the call finds it
+    completed, or (its input changed) already flagged: not flagged twice."""
     a = guard.state.actions.get(str(data.get("tool_use_id") or ""))
     refused = ActionStatus.DENIED, *((ActionStatus.WAITING,) if agent == "codex" else ())
     if a is None or a.status not in refused:
         return []
+    if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == a.call_id for e in guard.events):
+        return []  # its receipt went under an id of its own (another input): the call stays refused, flagged once
     event = str(data["hook_event_name"])
     from tether.events.kinds_hooks import HookBypassed  # a later kind module (events/payload.py LATER): rare
 
