@@ -105,3 +105,17 @@ def test_the_checkpoint_takes_exactly_the_classes_dataclasses_calls_dataclasses(
 
     assert checkpoint._is_dataclass(Standard) and checkpoint._is_dataclass(Sub)
     assert dataclasses.is_dataclass(ByMeta) and not checkpoint._is_dataclass(ByMeta), "no wider than is_dataclass"
+
+
+def test_the_standard_types_are_the_ones_pickle_names() -> None:
+    """Each standard type a checkpoint may name is the object its module hands out under that name (datetime's
+    classes are taken from ``_datetime``, without the Python module: the same classes), and a body naming one loads
+    as the type itself."""
+    import importlib
+
+    std = checkpoint._std()
+    assert len(std) == 16
+    for (module, name), found in std.items():
+        assert getattr(importlib.import_module(module), name) is found, (module, name)
+        if isinstance(found, type) and module != "copyreg":
+            assert by_checkpoint(global_ref(module, name)) == {"k": found}
