@@ -28,7 +28,7 @@ from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, str
 from .defaults import default_envelope
 from .effects import FOUND, Effects, Target, Unpack, effects
 from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, SHELLS, SPECS
-from .paths import PathPolicy, PlaceVerdict
+from .paths import PathPolicy, PlaceVerdict, WalkBudget, done_walking, walking
 from .rules import CompiledRule, compile_rules
 from .scripts import KEEPS_TEXT, SOURCES, Unreadable, named_script, script_of, script_text
 from .shell import Analysis, analyse
@@ -100,12 +100,16 @@ class Gate:
     # -- public -----------------------------------------------------------------------------
 
     def decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
-        """Decide one call. Never raises: a failure inside the analysis is an ASK naming the failure."""
+        """Decide one call. Never raises: a failure inside the analysis is an ASK naming the failure. The folder
+        walks of one decision share a budget (:class:`~tether.policy.paths.WalkBudget`)."""
+        token = walking(WalkBudget())
         try:
             return self._decide(tool, args)
         except Exception as e:  # the gate must survive any input; a human decides what it could not
             m = RuleMatch("gate:error", Verdict.ASK, f"the gate could not analyse this call ({type(e).__name__}: {e})")
             return Decision(m.verdict, m.id, m.reason, (m,))
+        finally:
+            done_walking(token)
 
     def _decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
         contract = self.envelope.tool(tool)

@@ -24,6 +24,8 @@ Verdicts on places (rule ids in brackets):
 from __future__ import annotations
 
 import os
+from _collections_abc import Callable  # collections.abc's, without the collections package
+from contextvars import ContextVar, Token
 from fnmatch import fnmatchcase
 
 from tether import places
@@ -142,6 +144,49 @@ def _process_view(path: str) -> bool:
     if rest[0] == "task" and len(rest) > 2:
         rest = rest[2:]
     return rest[0] in _PROCESS_LINKS or (rest[0] == "fd" and len(rest) > 2)
+
+
+#: Entries the walks of one decision look at in all (:class:`WalkBudget`): a command naming one large folder a
+#: thousand times (``rm -rf src src …``) walked it a thousand times, for longer than a hook call may take.
+DECISION_WALK = 20_000
+
+
+class WalkBudget:
+    """What the folder walks of one decision may still look at, and each folder's answer so far: a folder named
+    again is answered from here, and past the budget a walk stops as one past its own limit does (the pattern
+    that may match: fail closed). Set for a decision by :func:`walking`; none set: each walk has only its limit."""
+
+    def __init__(self, entries: int = DECISION_WALK) -> None:
+        self.left = entries
+        self.answers: dict[tuple[str, str, int | None], str | None] = {}
+
+
+_BUDGET: ContextVar[WalkBudget | None] = ContextVar("tether_walk_budget", default=None)
+
+
+def walking(budget: WalkBudget | None) -> Token[WalkBudget | None]:
+    """Make ``budget`` the current decision's (a token for :func:`done_walking`); per thread, as a context is."""
+    return _BUDGET.set(budget)
+
+
+def done_walking(token: Token[WalkBudget | None]) -> None:
+    _BUDGET.reset(token)
+
+
+def _budgeted(
+    key: tuple[str, str, int | None], limit: int, walk: Callable[[int], tuple[str | None, int]]
+) -> str | None:
+    """A walk's answer within the current decision's budget: given before (``key``), or walked with at most
+    ``limit`` entries, fewer when the budget has fewer left (``walk(cap)``: its answer, and the entries it saw)."""
+    budget = _BUDGET.get()
+    if budget is not None and key in budget.answers:
+        return budget.answers[key]
+    cap = limit if budget is None else min(limit, budget.left)
+    answer, seen = walk(cap)
+    if budget is not None:
+        budget.left -= min(seen, cap)
+        budget.answers[key] = answer
+    return answer
 
 
 #: Directories whose recursive contents include credentials (archiving ``~`` reads ``~/.ssh``).
@@ -310,25 +355,34 @@ class PathPolicy:
         spec = self._deny_spec
         if spec is None or self.relative(path) is None or self.deny_reach(path) is None:
             return self.deny_reach(path)  # no pattern may match under it: nothing to look at
+        return _budgeted(("within", path, limit), limit, lambda cap: self._first_hidden(path, spec, cap))
+
+    def _first_hidden(self, path: str, spec: GitIgnoreSpec, cap: int) -> tuple[str | None, int]:
+        """The first file under ``path`` that ``spec`` matches, or past ``cap`` entries :meth:`deny_reach`'s
+        pattern; and how many entries were looked at."""
         seen = 0
         for top, dirs, files in os.walk(path, onerror=_raise):
             here = self.relative(places.place(top))  # once a folder: each entry's is this and its name
             prefix = "" if here in (None, ".") else f"{here}/"
             for name in (*dirs, *files):
                 seen += 1
-                if seen > limit:
-                    return self.deny_reach(path)
+                if seen > cap:
+                    return self.deny_reach(path), seen
                 if spec.match_file(prefix + name):
-                    return prefix + name
-        return None
+                    return prefix + name, seen
+        return None, seen
 
     def hidden_link(self, path: str, depth: int | None = None, limit: int = 4000) -> str | None:
         """A symbolic link under the directory ``path`` (at most ``depth`` levels down) that leads to a file the deny
         list hides or a directory it may reach: for a reader that follows links (``grep -R``, ``tar -h``, a glob,
         files chosen at run time), ``build/l -> ../secrets`` is secrets. Its path relative to the workspace; past
         ``limit`` entries, or a folder that cannot be read, a sentence saying so (it may hold one)."""
+        return _budgeted(("link", path, depth), limit, lambda cap: self._link_walk(path, depth, cap))
+
+    def _link_walk(self, path: str, depth: int | None, limit: int) -> tuple[str | None, int]:
+        """:meth:`hidden_link`'s answer, and how many entries it looked at."""
         if self._deny_spec is None or self.relative(path) is None or not os.path.isdir(path):
-            return None
+            return None, 0
         seen = 0
         stack = [(path, 1, "")]  # a folder, its level, the link under path it was reached through ("": none)
         visited = {os.path.realpath(path)}  # a folder reached twice (links to it, a loop) is looked at once
@@ -338,22 +392,22 @@ class PathPolicy:
                 with os.scandir(top) as it:
                     entries = list(it)
             except OSError:
-                return f"{top} (which cannot be read)"
+                return f"{top} (which cannot be read)", seen
             seen += len(entries)
             if seen > limit:
-                return f"one of the more than {limit} entries under {path}"
+                return f"one of the more than {limit} entries under {path}", seen
             for e in entries:
                 link = e.is_symlink()
                 target = os.path.realpath(e.path) if link else e.path
                 if link and self._hides(places.place(target)):
-                    return through or self.relative(places.place(e.path))
+                    return through or self.relative(places.place(e.path)), seen
                 # the reader follows a link to a folder, in or out of the workspace, and the links in it
                 deeper = (depth is None or level < depth) and (os.path.isdir(target) if link else e.is_dir())
                 if deeper and target not in visited:
                     visited.add(target)
                     name = (self.relative(places.place(e.path)) or e.path) if link else ""
                     stack.append((target, level + 1, through or name))
-        return None
+        return None, seen
 
     def hides(self, path: str) -> bool:
         """Whether ``filesystem.deny`` matches ``path`` (and nothing else is asked: the read set is not compiled)."""
