@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import time
 
 from tether import disk, jsonc, places, plain
 from tether.canonical import content_hash, sha256_hex
@@ -767,10 +768,18 @@ def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
     base = baseline_of(guard.events)  # its loader stamps: a .venv/bin tool written since is not run
     origin = _origin(guard.workspace, base.commit, base.commit_dir) if base is not None and base.commit else None
+    by = time.monotonic() + STOP_SENSORS_S  # before the agent's hook timeout, which would let the stop through
     results = run_cascade(
-        env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base, origin=origin
+        env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base, origin=origin, deadline=by
     )
     return results, completion_verdict(results, env)[1]
+
+
+#: Seconds a stop's sensors may take in all: the hook's own timeout (``install.STOP_TIMEOUT_S``, 600) less a minute
+#: for the integrity checks and the reply. Claude Code lets a stop through when its hook times out, so sensors
+#: still running then (a test suite the agent made hang) would have let it through unchecked: they time out first
+#: (an ERROR, which refuses the stop).
+STOP_SENSORS_S = 540.0
 
 
 def _origin(workspace: Path, commit: str, folder: str) -> Callable[[str], bytes | None]:

@@ -56,9 +56,11 @@ def run_cascade(
     blobs: BlobStore | None = None,
     test_baseline: SuiteBaseline | None = None,
     origin: Callable[[str], bytes | None] | None = None,
+    deadline: float | None = None,
 ) -> list[SensorResult]:
     """Run the planned sensors on the final state; ``diff`` is the run's (snapshot) diff; ``origin``: a file's
-    text at the start where there is no ``baseline`` (a hook session: the commit it began on)."""
+    text at the start where there is no ``baseline`` (a hook session: the commit it began on); ``deadline``: the
+    ``time.monotonic()`` by which every sensor has answered (a command still running then times out: an ERROR)."""
     changed = tuple(sorted({normalise(f) for f in changed_files}))
     results: list[SensorResult] = []
     failed: str | None = None
@@ -67,7 +69,7 @@ def run_cascade(
             results.append(SensorResult(name, "SKIPPED", required, f"{NOT_REACHED}{failed} failed"))
             continue
         ctx = SensorContext(
-            envelope, workspace, changed, sandbox, diff, required, baseline, blobs, test_baseline, origin
+            envelope, workspace, changed, sandbox, diff, required, baseline, blobs, test_baseline, origin, deadline
         )
         res = SENSORS[name](ctx)
         results.append(res)

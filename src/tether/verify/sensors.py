@@ -75,6 +75,11 @@ class SensorContext:
     blobs: BlobStore | None = None
     test_baseline: SuiteBaseline | None = None
     origin: Callable[[str], bytes | None] | None = None  # a file's text at the start without a baseline (hooks)
+    deadline: float | None = None  # time.monotonic() by which every sensor has answered (a hook's stop)
+
+    def within(self, limit: float) -> float:
+        """A command's timeout: ``limit``, or less as the deadline nears (a command timed out is an ERROR)."""
+        return limit if self.deadline is None else max(0.1, min(limit, self.deadline - time.monotonic()))
 
     @property
     def changed_python(self) -> list[str]:
@@ -292,7 +297,7 @@ def lint(ctx: SensorContext) -> SensorResult:
         return planted
     tool = describe_tool(ruff, ctx.sandbox, ctx.workspace)
     base = [ruff, "check", "--output-format=json", "--no-cache", "--force-exclude"]
-    r = ctx.sandbox.run([*base, "--", *files], cwd=ctx.workspace, timeout_s=LINT_TIMEOUT_S)
+    r = ctx.sandbox.run([*base, "--", *files], cwd=ctx.workspace, timeout_s=ctx.within(LINT_TIMEOUT_S))
     if _missing(r):
         return _result(ctx, "lint", "SKIPPED", "ruff is not available in the sandbox", (), t0, tool)
     if r.timed_out:
@@ -309,7 +314,7 @@ def lint(ctx: SensorContext) -> SensorResult:
         if text is None:
             continue
         cmd = [*STDIN_FROM, text, *base, "--stdin-filename", rel, "-"]  # checked as if at its own path
-        b = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=LINT_TIMEOUT_S)
+        b = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=ctx.within(LINT_TIMEOUT_S))
         old = _ruff_diagnostics(ctx, b.stdout)
         if b.timed_out or old is None or b.exit_code not in RUFF_EXIT_OK:
             why = f"ruff failed on the baseline version of {rel} (exit {b.exit_code}): {_tail(b.stderr, 3)}"
@@ -456,7 +461,7 @@ def types(ctx: SensorContext) -> SensorResult:
         cmd = [*base, "--", *files]
     else:
         cmd = [exe, "--outputjson", *files]
-    r = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=TYPES_TIMEOUT_S)
+    r = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=ctx.within(TYPES_TIMEOUT_S))
     if _missing(r):
         return _result(ctx, "types", "SKIPPED", f"{checker} is not available in the sandbox", (), t0, tool)
     if r.timed_out:
@@ -495,7 +500,7 @@ def _mypy_against_baseline(
         if text is None:
             continue
         cmd = [*STDIN_FROM, text, *base, "--shadow-file", rel, "/dev/stdin", "--", rel]
-        b = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=TYPES_TIMEOUT_S)
+        b = ctx.sandbox.run(cmd, cwd=ctx.workspace, timeout_s=ctx.within(TYPES_TIMEOUT_S))
         if b.timed_out or b.exit_code not in MYPY_EXIT_OK:
             why = f"mypy failed on the baseline version of {rel} (exit {b.exit_code}): {_tail(b.stderr or b.stdout, 3)}"
             return _result(ctx, "types", "ERROR", why, (), t0, tool)
@@ -580,7 +585,7 @@ def _blocked_by_loaders(
 
 
 def _run_tests_once(ctx: SensorContext, name: str, command: str, t0: float, *, reported: bool = False) -> SensorResult:
-    timeout = _timeout(ctx, "run_tests", TESTS_TIMEOUT_S)
+    timeout = ctx.within(_timeout(ctx, "run_tests", TESTS_TIMEOUT_S))
     report: TestReport | ReportError | None = None
     with bytecode.fresh(ctx.workspace) as (env, dropped):
         if dropped.sourceless:
