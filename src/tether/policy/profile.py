@@ -12,7 +12,8 @@ Judgement calls, written down:
   ``mv``, ``rm`` (even ``-r``) of paths *inside the workspace*. Running a script in the workspace
   (``python x.py``, ``bash x.sh``) is allowed: static analysis cannot see into it, and the agent
   could write the same code anyway. The sandbox, not this list, contains what such code does.
-  Installing packages from the default index is allowed; custom indexes, URLs and VCS specs ask.
+  Installing packages from the default index is allowed; custom indexes, URLs and VCS specs ask, written in a
+  requirements file (``pip install -r F``, ``uv pip sync F``: :mod:`.requirements`) as well.
 * **Inline code**: ``python -c`` is allowed when :mod:`tether.policy.inline` finds it tame;
   other inline code (``node -e``, ``perl -e``) asks. Reverse-shell shapes are denied.
 * **Ask** for anything that leaves the machine or changes something shared: ``git push``,
@@ -40,7 +41,7 @@ from tether import places
 from tether.memo import cache
 from tether.records import dataclass, replace
 
-from . import inline, interp, knowledge, programs
+from . import inline, interp, knowledge, programs, requirements
 from .command import SimpleCommand, Word, operands
 from .decision import Finding, Layer, Verdict
 from .effects import Effects, tar_args, without_exec
@@ -76,6 +77,11 @@ class Context:
 
     paths: PathPolicy
     workspace: str  # a place as tether.places spells it
+
+    def paths_in_workspace(self, text: str, cwd: str | None) -> str | None:
+        """Where ``text`` leads from ``cwd``, when that is in the workspace; else None."""
+        path = self.paths.resolve(text, cwd)
+        return path if path is not None and self.paths.relative(path) is not None else None
 
 
 Judge = Callable[[SimpleCommand, Context], list[Finding] | None]
@@ -371,9 +377,9 @@ def _custom_index(texts: list[str]) -> bool:
     return any(t in knowledge.INDEX_OPTIONS or t.startswith(prefixes) for t in texts)
 
 
-def _pip(texts: list[str]) -> list[Finding]:
+def _pip(texts: list[str], cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     sub = next((t for t in texts if not t.startswith("-")), "")
-    if sub not in knowledge.PIP_FETCH:
+    if sub not in knowledge.PIP_FETCH and sub != "sync":  # uv pip sync FILE… installs what its files name
         return _allow("allow-workspace-build", f"pip {sub} does not fetch code")
     if _custom_index(texts):
         return _ask("ask-custom-index", "install from a custom index")
@@ -381,6 +387,13 @@ def _pip(texts: list[str]) -> list[Finding]:
         return _ask("ask-custom-index", "install from a URL or VCS")
     if any(t in knowledge.PIP_OUTSIDE_OPTIONS for t in texts):
         return _ask("ask-system-install", "install outside the project environment")
+    files = requirements.files_named(texts)
+    if sub == "sync":
+        files += [t for t in texts[texts.index("sync") + 1 :] if not t.startswith("-") and t not in files]
+    for name in files:
+        why = requirements.objection(name, ctx.paths_in_workspace, cmd.cwd, lambda w: bool(_vcs_or_url().match(w)))
+        if why is not None:
+            return _ask("ask-custom-index", why)
     return _allow("allow-install", "install from the default index into the project environment")
 
 
@@ -397,7 +410,7 @@ def _package_tool(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     if sub in ("install", "i", "add") and any(_vcs_or_url().match(t) for t in texts[1:]):
         return _ask("ask-custom-index", f"{name} {sub} from a URL or VCS")
     if name == "uv" and sub == "pip":
-        return _pip(texts[texts.index("pip") + 1 :])
+        return _pip(texts[texts.index("pip") + 1 :], cmd, ctx)
     if name in ("cargo", "go") and sub == "install":
         return _ask("ask-system-install", f"{name} install writes outside the workspace")
     if name == "gem" and sub == "install":
@@ -431,7 +444,7 @@ def _sed(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
 def _interpreter(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
     name, texts = cmd.name, [w.text for w in cmd.args]
     if interp.is_python(name) and texts[:2] == ["-m", "pip"]:
-        return _pip(texts[2:])
+        return _pip(texts[2:], cmd, ctx)
     prog = interp.program(name, texts)
     if prog.kind == "none":
         return _allow("allow-version", f"{name} only prints")
@@ -618,7 +631,7 @@ def _rsync(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
 
 
 def _pip_cmd(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
-    return _pip([w.text for w in cmd.args])
+    return _pip([w.text for w in cmd.args], cmd, ctx)
 
 
 def _asks(rule: str, what: str) -> Judge:
