@@ -22,12 +22,12 @@ from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule
 from tether.records import replace
 from tether.status import ControlState
 
-from . import archives, gitindex, interp, profile, programs
+from . import archives, gitindex, interp, profile, programs, requirements
 from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
 from .effects import FOUND, Effects, Target, Unpack, effects
-from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, SHELLS, SPECS
+from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, PIP, SHELLS, SPECS
 from .paths import PathPolicy, PlaceVerdict, WalkBudget, done_walking, walking
 from .rules import CompiledRule, compile_rules
 from .scripts import KEEPS_TEXT, SOURCES, Unreadable, named_script, script_of, script_text
@@ -169,7 +169,7 @@ class Gate:
         secret_reads = False
         earlier: list[tuple[SimpleCommand, Effects]] = []  # what ran before: an archive it wrote is not read now
         for cmd in analysis.commands:
-            parts += self._script(tool, cmd, args, depth, earlier)
+            parts += self._script(tool, cmd, args, depth, earlier) + self._requirements(cmd, earlier)
             findings, secret, eff = self._command_findings(tool, cmd, args, earlier)
             earlier.append((cmd, eff))
             if known is not None:
@@ -231,6 +231,21 @@ class Gate:
             )
             out.append(Decision(m.verdict, m.id, m.reason, (m,)))
         return out
+
+    def _requirements(self, cmd: SimpleCommand, earlier: Sequence[tuple[SimpleCommand, Effects]]) -> list[Decision]:
+        """A pip requirements file is read now (:mod:`.requirements`); one a command before it in the line may
+        write (``cp other.txt requirements.txt && pip install -r requirements.txt``) is not what pip will read."""
+        texts = [w.text for w in cmd.args]
+        if not earlier or not (cmd.name in PIP or "pip" in texts[:2]):
+            return []
+        writers = [e for e in earlier if e[0].name not in KEEPS_TEXT]
+        for name in requirements.files_named(texts):
+            path = self.paths.resolve(name, cmd.cwd)
+            if path is not None and self._rewritten(path, writers):
+                why = f"the requirements file {name!r}: a command before it in this line may write it; not known now"
+                m = RuleMatch("coding:ask-custom-index", Verdict.ASK, why)
+                return [Decision(m.verdict, m.id, m.reason, (m,))]
+        return []
 
     def _deny_may_match(self, tool: str, args: Mapping[str, Any], parts: list[Decision]) -> list[Decision]:
         """Deny means deny: code the gate cannot see through may be exactly what a deny rule forbids."""
