@@ -37,3 +37,15 @@ def test_a_glob_inside_the_workspace_is_still_allowed(hook: Hook) -> None:
     assert glob(hook, pattern="**/*.py")[0] == "allow"
     assert glob(hook, pattern="src/**/*.py")[0] == "allow"
     assert glob(hook, pattern="*.py", path=str(hook.workspace / "src"))[0] == "allow"
+
+
+@pytest.mark.parametrize("pattern", ["{/root/.ssh,x}/*", "{,/etc/}*", "{x,../..}/**", "{" * 70 + "a,b" + "}" * 70])
+def test_a_glob_whose_braces_name_a_folder_outside_is_refused(hook: Hook, pattern: str) -> None:
+    """The glob expands braces before it lists: one alternative outside the workspace is a read there."""
+    decision, reason = glob(hook, pattern=pattern)
+    assert decision == "deny", reason
+
+
+def test_a_glob_whose_braces_stay_inside_is_still_allowed(hook: Hook) -> None:
+    for pattern in ("{src,tests}/**/*.py", "**/*.{py,pyi}", "src/{a,b}/x"):
+        assert glob(hook, pattern=pattern)[0] == "allow", pattern

@@ -16,6 +16,7 @@ import re
 
 from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
 from tether.memo import cache
+from tether.policy import braces
 from tether.records import dataclass
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -83,7 +84,28 @@ def _search(tool_input: Mapping[str, Any], at: Place, tool: str) -> dict[str, An
 def _glob_root(where: str, pattern: str, tool: str) -> str:
     """The folder a Glob pattern lists: its literal leading folders from ``where``. An absolute pattern
     (``/root/.ssh/*``) or one climbing out (``../../other/**``) lists names there, not under ``where``; a ``..``
-    after a wildcard (``*/../../x``) leaves the place unknown: refused."""
+    after a wildcard (``*/../../x``) leaves the place unknown: refused. The glob expands braces first
+    (``{/root/.ssh,x}/*`` lists ``/root/.ssh``): alternatives that list different folders are ``where`` when each
+    stays below it as written (``{src,tests}/**``), else refused, as are more than :data:`MAX_GLOBS` of them."""
+    if not braces.has_syntax(pattern):
+        return _literal_root(where, pattern, tool)
+    found = braces.expand(list(pattern), MAX_GLOBS)
+    if found is None:
+        raise CallError(f"{tool}: the pattern {pattern!r} expands to more than {MAX_GLOBS} patterns")
+    alternatives = ["".join(str(a) for a in each) for each in found]
+    roots = {_literal_root(where, alt, tool) for alt in alternatives}
+    if len(roots) == 1:
+        return roots.pop()
+    if any(alt.startswith("/") or ".." in alt.split("/") for alt in alternatives):
+        raise CallError(f"{tool}: the pattern {pattern!r} lists folders its braces name apart, one of them outside")
+    return where
+
+
+#: Patterns a Glob's braces may expand to (``braces.expand``'s limit): more, and where it lists is not worked out.
+MAX_GLOBS = 64
+
+
+def _literal_root(where: str, pattern: str, tool: str) -> str:
     parts = pattern.split("/")
     head: list[str] = []
     for i, part in enumerate(parts[:-1]):
