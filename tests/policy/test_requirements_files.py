@@ -19,6 +19,9 @@ ASKED = [
     "git+https://evil.example/x.git#egg=x\n",
     "-e git+https://evil.example/x.git#egg=x\n",
     "-r nested.txt\n",
+    "requests @ ${EVIL_URL}\n",
+    "requests @https://evil.example/requests.whl\n",
+    "${EVIL_SPEC}\n",
 ]
 
 

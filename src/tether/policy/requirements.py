@@ -4,8 +4,9 @@ The coding profile asks before pip fetches from a custom index, a URL or a VCS; 
 (``--index-url http://…``, ``pkg @ https://…``, ``git+…``), the same went through unasked. The file is read now,
 before pip runs: each line's words are judged as the command line's are. Per-line ``--hash`` and an editable
 local path are what locked and development files hold; any other option asks, and a nested ``-r``/``-c`` file is
-read in turn (three deep). A file that cannot be read (missing: it may be written later in the same command line;
-outside the workspace; too large, not text) asks.
+read in turn (three deep). pip expands ``${VAR}`` in a file from its environment, and ``pkg @ ${URL}`` is a direct
+reference the words alone do not show: a variable or a lone ``@`` asks too. A file that cannot be read (missing:
+it may be written later in the same command line; outside the workspace; too large, not text) asks.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _objection(
         return f"the requirements file {name!r} is too large or not text to check"
     words = [w for line in data.decode("utf-8", "replace").replace("\\\n", " ").splitlines() for w in _words(line)]
     for i, w in enumerate(words):
-        if remote(w):
+        if remote(w) or w.startswith("@") or "${" in w:
             return f"the requirements file {name!r} installs from a URL or VCS ({w!r})"
         if w in NESTED and i + 1 < len(words):
             found = _objection(words[i + 1], place, path.rsplit("/", 1)[0], remote, depth + 1)
