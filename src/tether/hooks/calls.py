@@ -74,6 +74,13 @@ class Place:
         return {"command": command} if where == self.workspace else {"command": command, "cwd": where}
 
 
+def _escaping(args: dict[str, Any], flag: object) -> dict[str, Any]:
+    """A shell call's arguments, with ``unsandboxed`` when the agent asks to run it outside its own sandbox (any
+    value but absent, false, null or empty: what the agent may read as a request is one); the gate then asks
+    (policy/gate.py ``_unsandboxed``)."""
+    return {**args, "unsandboxed": True} if flag not in (None, False, "", 0) else args
+
+
 def _search(tool_input: Mapping[str, Any], at: Place, tool: str) -> dict[str, Any]:
     path = tool_input.get("path")
     where = at.path(path, tool) if isinstance(path, str) and path else at.cwd
@@ -123,7 +130,7 @@ def _literal_root(where: str, pattern: str, tool: str) -> str:
 def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     match name:
         case "Bash":
-            return [Call("bash", at.shell(_text(ti, "command", name)))]
+            return [Call("bash", _escaping(at.shell(_text(ti, "command", name)), ti.get("dangerouslyDisableSandbox")))]
         case "Read":
             return [Call("read_file", {"path": at.path(_text(ti, "file_path", name), name)})]
         case "Write":
@@ -166,7 +173,8 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     if workdir is not None:
         at = Place(at.path(workdir, name), at.workspace)
     if name == "Bash":
-        return [Call("bash", at.shell(_text(ti, "command", name)))]
+        escalated = ti.get("with_escalated_permissions") or ti.get("sandbox_permissions") == "require_escalated"
+        return [Call("bash", _escaping(at.shell(_text(ti, "command", name)), escalated))]
     if name == "apply_patch":
         patch = _text(ti, "command", name) if "command" in ti else _text(ti, "patch", name)
         paths = list(dict.fromkeys(_patch_file().findall(patch)))

@@ -122,6 +122,8 @@ class Gate:
             analysis = analyse(command, self._start(args))
             known: dict[int, Effects] = {}  # each top-level command's effects, worked out once for both uses
             decision = self._shell(tool, analysis, args, known=known)
+            if args.get("unsandboxed") is True:
+                decision = _unsandboxed(decision)
             read_only = decision.verdict is Verdict.ALLOW and _read_only(analysis, known)
         elif isinstance(args.get("path"), str):
             decision = self._file(contract, str(args["path"]), args)
@@ -811,6 +813,18 @@ def _read_only(analysis: Analysis, known: Mapping[int, Effects]) -> bool:
         elif cmd.name not in profile.READ_ONLY:
             return False
     return True
+
+
+def _unsandboxed(decision: Decision) -> Decision:
+    """A command the agent asks to run outside its own sandbox (Claude Code's ``dangerouslyDisableSandbox``, Codex's
+    escalated permissions: ``unsandboxed`` in a hook's call, hooks/calls.py): a floor of ASK, as an approval class is.
+    The agent's sandbox is what contains the code the gate cannot see into (a script, a build); a command that failed
+    there and is run again outside it is exactly the silent fallback a human must see. A DENY stays DENY."""
+    m = RuleMatch("shell:unsandboxed", Verdict.ASK, "the agent asks to run this command outside its sandbox")
+    matches = (*decision.matches, m)
+    if decision.verdict is not Verdict.ALLOW:
+        return Decision(decision.verdict, decision.deciding_rule, decision.reason, matches)
+    return Decision(Verdict.ASK, m.id, m.reason, matches)
 
 
 def _needs_human(effect: Effect) -> RuleMatch:
