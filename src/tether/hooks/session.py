@@ -767,7 +767,9 @@ def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]
 
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
     base = baseline_of(guard.events)  # its loader stamps: a .venv/bin tool written since is not run
-    origin = _origin(guard.workspace, base.commit, base.commit_dir) if base is not None and base.commit else None
+    origin = (
+        _origin(guard.workspace, base.commit, base.commit_dir, changed) if base is not None and base.commit else None
+    )
     by = time.monotonic() + STOP_SENSORS_S  # before the agent's hook timeout, which would let the stop through
     results = run_cascade(
         env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base, origin=origin, deadline=by
@@ -782,12 +784,20 @@ def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]
 STOP_SENSORS_S = 540.0
 
 
-def _origin(workspace: Path, commit: str, folder: str) -> Callable[[str], bytes | None]:
+def _origin(workspace: Path, commit: str, folder: str, changed: Sequence[str]) -> Callable[[str], bytes | None]:
     """A file's text in the commit the session began on (:mod:`.origin`): what the sensors compare a file-wide
-    directive (``# ruff: noqa``) with; a file not there (new, untracked, unreadable) is None, every line new."""
+    directive (``# ruff: noqa``) with; a file not there (new, untracked, unreadable) is None, every line new. The
+    first file asked for is read with the stop's ``changed`` files in one pass (the repository opened and its trees
+    read once, not once a file and a sensor); each answer is kept for the sensors that ask again."""
     from .origin import texts
 
+    known: dict[str, bytes | None] = {}
+
     def text(rel: str) -> bytes | None:
-        return texts(workspace, commit, folder, [rel]).get(rel)
+        if rel not in known:
+            wanted = list(dict.fromkeys([rel, *(() if known else changed)]))
+            found = texts(workspace, commit, folder, wanted)
+            known.update((p, found.get(p)) for p in wanted)
+        return known[rel]
 
     return text
