@@ -3,8 +3,11 @@
 Claude Code's tools map onto tether's contracts by what they do: ``Bash`` is ``bash``, ``Read`` is
 ``read_file``, ``Write`` is ``write_file``, ``Edit``/``MultiEdit``/``NotebookEdit`` are ``edit_file``,
 ``Glob``/``Grep`` are ``search``, ``LS`` is ``list_dir``, ``WebFetch``/``WebSearch`` are ``web_fetch``/
-``web_search``. Codex's ``Bash`` is ``bash`` and its ``apply_patch`` is ``edit_file`` once per file the patch
-names. The agent's own bookkeeping tools (``TodoWrite``, ``Task``, ...) are ``agent_internal``, a read. Every
+``web_search``. Codex's shell tools (``Bash``, and ``shell``, ``exec_command``, ... by their own names; an argv
+list joined with shell quoting) are ``bash``, its ``apply_patch`` is ``edit_file`` once per file the patch names,
+``view_image``/``read_file`` are ``read_file``, ``list_dir`` is ``list_dir``, ``grep_files`` is ``search``. The
+agents' own bookkeeping tools (``TodoWrite``, ``Task``, Codex's ``update_plan``, ``spawn_agent``, ...) are
+``agent_internal``, a read. Every
 other name, ``mcp__server__tool`` included, is kept as it is: the envelope governs it by declaring a contract
 of that name, and the gate denies a tool the envelope does not declare (``default:unknown-tool``).
 """
@@ -168,20 +171,78 @@ def _patch_file() -> re.Pattern[str]:
     return re.compile(r"^\s*\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
+#: Codex's shell tools. Its hooks name each ``Bash`` with ``{"command": TEXT}`` (codex-rs/core/src/tools/hook_names.rs);
+#: builds that name the tool they ran, or pass its raw arguments (``exec_command``'s ``cmd``), are read the same way.
+CODEX_SHELLS = frozenset({"Bash", "shell", "shell_command", "exec_command", "local_shell", "container.exec"})
+
+#: Codex's own bookkeeping, a read as Claude Code's TodoWrite and Task are: the plan, questions to its user, and its
+#: sub-agents (whose own tool calls reach the hooks, with ``agent_id``).
+CODEX_INTERNAL = frozenset(
+    {
+        "update_plan",
+        "request_user_input",
+        "spawn_agent",
+        "send_input",
+        "resume_agent",
+        "wait",
+        "wait_agent",
+        "close_agent",
+        "list_agents",
+    }
+)
+
+#: The programs ``exec_command``'s ``shell`` may name whose command text tether's shell reading fits.
+_POSIX_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+
+
 def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
-    workdir = _text(ti, "workdir", name) if "workdir" in ti else None  # the shell's own directory, if it names one
+    workdir = ti.get("workdir")  # the shell's own directory, if it names one; null: Codex no longer knows it
     if workdir is not None:
-        at = Place(at.path(workdir, name), at.workspace)
-    if name == "Bash":
-        escalated = ti.get("with_escalated_permissions") or ti.get("sandbox_permissions") == "require_escalated"
-        return [Call("bash", _escaping(at.shell(_text(ti, "command", name)), escalated))]
+        at = Place(at.path(_text(ti, "workdir", name), name), at.workspace)
+    if name in CODEX_SHELLS:
+        return [Call("bash", _escaping(at.shell(_codex_command(ti, name)), _codex_escalated(ti)))]
     if name == "apply_patch":
         patch = _text(ti, "command", name) if "command" in ti else _text(ti, "patch", name)
         paths = list(dict.fromkeys(_patch_file().findall(patch)))
         if not paths:
             raise CallError("apply_patch: the patch names no file (*** Add/Update/Delete File: PATH)")
         return [Call("edit_file", {"path": at.path(p, name), "patch": patch}) for p in paths]
-    return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
+    match name:
+        case "view_image":
+            return [Call("read_file", {"path": at.path(_text(ti, "path", name), name)})]
+        case "read_file":
+            return [Call("read_file", {"path": at.path(_text(ti, "file_path", name), name)})]
+        case "list_dir":
+            return [Call("list_dir", {"path": at.path(_text(ti, "dir_path", name), name)})]
+        case "grep_files":  # it reads every file under its path, as Claude Code's Grep does
+            return [Call("search", {**_search(ti, at, name), "contents": True})]
+    internal = name in INTERNAL_TOOLS or name in CODEX_INTERNAL
+    return [Call(AGENT_INTERNAL if internal else name, dict(ti))]
+
+
+def _codex_command(ti: Mapping[str, Any], name: str) -> str:
+    """A shell call's command as text: an argv list (the ``shell`` tool's) joined with shell quoting, which a shell
+    splits back into the same argv, so it is judged as the command it runs. ``exec_command`` runs ``cmd`` with the
+    program its ``shell`` names: one that is not a POSIX shell is refused (its text is not shell text)."""
+    key = "cmd" if "command" not in ti and "cmd" in ti else "command"
+    shell = ti.get("shell")
+    if shell is not None and (not isinstance(shell, str) or os.path.basename(shell) not in _POSIX_SHELLS):
+        raise CallError(f"{name}: tool_input.shell {shell!r} is not a POSIX shell; its command cannot be read as one")
+    value = ti.get(key)
+    if isinstance(value, list):
+        if not value or not all(isinstance(word, str) for word in value) or not value[0]:
+            raise CallError(f"{name}: tool_input.{key} must be a command or a list of words, got {value!r}")
+        import shlex  # here: a cold hook call of another tool does not import it
+
+        return shlex.join(value)
+    return _text(ti, key, name)
+
+
+def _codex_escalated(ti: Mapping[str, Any]) -> bool:
+    """Whether a Codex shell call asks for more than its sandbox: ``with_escalated_permissions``, or a
+    ``sandbox_permissions`` other than ``use_default`` (``require_escalated``, ``with_additional_permissions``)."""
+    permissions = ti.get("sandbox_permissions")
+    return bool(ti.get("with_escalated_permissions")) or permissions not in (None, "use_default")
 
 
 def tether_calls(
