@@ -359,9 +359,27 @@ def escaped(text: str) -> str:
     return text
 
 
+#: The fields of a hook call ``hook.received`` keeps (the rest is the call itself, or the agent's telemetry): what was
+#: called, the prompt, how the session began or ended and on which model, whether a failure was the user's interrupt,
+#: and which subagent acted (``agent_id``/``agent_type``: ``tether show`` names it before what it did).
+KEPT = (
+    "tool_name",
+    "tool_use_id",
+    "prompt",
+    "source",
+    "model",
+    "reason",
+    "is_interrupt",
+    "stop_hook_active",
+    "permission_mode",
+    "turn_id",
+    "agent_id",
+    "agent_type",
+)
+
+
 def received(agent: str, data: dict[str, Any]) -> HookReceived:
-    keep = ("tool_name", "tool_use_id", "prompt", "source", "reason", "stop_hook_active", "permission_mode", "turn_id")
-    detail = {k: escaped(data[k]) if isinstance(data[k], str) else data[k] for k in keep if k in data}
+    detail = {k: escaped(data[k]) if isinstance(data[k], str) else data[k] for k in KEPT if k in data}
     if isinstance(detail.get("prompt"), str):
         detail["prompt"] = detail["prompt"][:PROMPT_CHARS]
     return HookReceived(

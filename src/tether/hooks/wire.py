@@ -30,7 +30,12 @@ TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 #: The fields refused whole for a lone surrogate: what names the session, the event, the call and its arguments (the
 #: gate judges them by their text, and the store keys runs and calls by them). Free text (a prompt, a tool's output
 #: or error) is recorded escaped instead (hooks/session.py ``escaped``): a pasted binary must not block the user.
-JUDGED = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_use_id", "tool_input")
+JUDGED = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_use_id", "tool_input", "agent_id", "agent_type")
+
+#: Who acted, when not the session's main thread (Claude Code's common input fields): ``agent_id`` only from inside a
+#: subagent, ``agent_type`` from a subagent or a session started with ``--agent``. Absent is the main thread; present,
+#: each must be a non-empty string, or the call is refused: the log attributes the call to what they say.
+ATTRIBUTION = ("agent_id", "agent_type")
 
 
 class HookInputError(ValueError):
@@ -98,6 +103,11 @@ def parse(raw: bytes) -> dict[str, object]:
     for field in ("hook_event_name", "session_id", "cwd"):
         if not isinstance(data.get(field), str) or not data[field]:
             raise HookInputError(f"hook input field {field!r}: expected a non-empty string, got {data.get(field)!r}")
+    for field in ATTRIBUTION:
+        if field in data and (not isinstance(data[field], str) or not data[field]):
+            raise HookInputError(
+                f"hook input field {field!r}: expected a non-empty string naming the subagent, got {data[field]!r}"
+            )
     if data["hook_event_name"] in TOOL_EVENTS:
         if not isinstance(data.get("tool_name"), str) or not data["tool_name"]:
             raise HookInputError(

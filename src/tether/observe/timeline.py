@@ -269,6 +269,15 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+def _by_subagent(p: dict[str, Any]) -> str:
+    """A hook call made inside one of the agent's subagents (Claude Code sends ``agent_id`` only from there): which
+    one, on the line before what it did. The main thread's calls (no ``agent_id``) are not marked."""
+    detail = p["detail"]
+    kind = _short(detail.get("agent_type") or "subagent of unknown type", 40)
+    what = " ".join(str(x) for x in (p["event"], detail.get("tool_name") or "") if x)
+    return f"  [blue]by subagent {kind}[/] ({_short(detail['agent_id'], 40)}): {_short(what, 60)}"
+
+
 @contextmanager
 def _rendering(whole: bool, cuts: list[int]) -> Iterator[None]:
     whole_token, cuts_token = _WHOLE.set(whole), _CUTS.set(cuts)
@@ -291,6 +300,8 @@ def render(event: Event, *, verbose: bool = False) -> str | None:
     if event.kind in VERBOSE_ONLY and not verbose:
         return None
     fn = RENDER.get(event.kind)
+    if fn is None and event.kind == "hook.received":
+        fn = _by_subagent if (event.payload.get("detail") or {}).get("agent_id") else None
     line = fn(event.payload) if fn else (f"[dim]{event.kind} {_short(event.payload)}[/]" if verbose else "")
     if not line:
         return None
