@@ -20,7 +20,9 @@ the guard refuses an envelope whose contract differs from the one the run began 
   reasons, at most :data:`MAX_STOP_BLOCKS` times in a row (then the agent may stop, and the user is told it
   stopped without evidence) — Claude Code's ``stop_hook_active`` alone would let the second stop through
   unchecked. A stop ends the run (:meth:`Guard.end`): COMPLETE when accepted, VERIFY_FAILED when let through
-  without evidence. ``SubagentStop`` is judged the same way but ends nothing: the main agent goes on.
+  without evidence. A ``SubagentStop`` is only recorded: a subagent's stop claims nothing to the user (its result goes
+  to the main agent, which goes on), and the main ``Stop`` is judged on everything the session did, subagents' calls
+  included; judged, it sent the session's failures to whatever subagent stopped and spent the main stop's refusals.
 * ``SessionEnd`` ends a run still open (NEEDS_INPUT: no stop was accepted). Activity in a session whose run
   ended (a new prompt, a tool call) continues the run (``run.continued``), unless a budget ended it.
 * every call, whatever its event, is first a ``hook.received``.
@@ -437,8 +439,8 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
         if not changed_input(guard, settings.agent, data, lead, failed=failed):
             receipt(guard, settings.agent, data, lead, failed=failed)
         return Outcome("PASS")
-    if event in ("Stop", "SubagentStop") and not guard.refresh().finished:
-        return stop(guard, head, final=event == "Stop", by=f"{settings.agent} {event}")
+    if event == "Stop" and not guard.refresh().finished:
+        return stop(guard, head, by=f"{settings.agent} {event}")
     if event == "SessionEnd":
         said = escaped(str(data.get("reason") or "no reason given"))
         why = f"the {settings.agent} session ended ({said}) before a stop was accepted"
@@ -712,11 +714,11 @@ def changed_files(guard: Guard) -> list[str]:
     return sorted(out)
 
 
-def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outcome:
+def stop(guard: Guard, head: Sequence[Payload], *, by: str) -> Outcome:
     """The required sensors and the test-integrity checks decide whether the agent may stop.
 
-    A final stop (``Stop``, not a sub-agent's) that is let through ends the run: COMPLETE when the evidence
-    accepted it, VERIFY_FAILED when the agent stopped after :data:`MAX_STOP_BLOCKS` refusals in a row.
+    A stop that is let through ends the run: COMPLETE when the evidence accepted it, VERIFY_FAILED when the agent
+    stopped after :data:`MAX_STOP_BLOCKS` refusals in a row.
     """
     from tether.events.kinds_hooks import HookStop  # a later kind module (events/payload.py LATER)
     from tether.verify.cascade import cascade_events, planned_sensors
@@ -741,24 +743,18 @@ def stop(guard: Guard, head: Sequence[Payload], *, final: bool, by: str) -> Outc
     notes += [f.message for f in found if f.severity not in BLOCKING]
     if not reasons:
         items.append(HookStop(blocked=False, accepted=True, reasons=notes))
-        _end(guard, items, final, "verified", "the stop was accepted: " + ("; ".join(notes) or "the checks passed"), by)
+        accepted = "the stop was accepted: " + ("; ".join(notes) or "the checks passed")
+        guard.end("verified", accepted, by=by, lead=items)
         return Outcome("PASS")
     why = "; ".join(reasons)
     in_row = blocks_in_row(guard.events) + 1
     if in_row > MAX_STOP_BLOCKS:
         items.append(HookStop(blocked=False, accepted=False, reasons=reasons, blocks_in_row=in_row - 1))
         note = f"tether: the agent stopped without evidence after {MAX_STOP_BLOCKS} refused stops: {why}"
-        _end(guard, items, final, "unverified", note.removeprefix("tether: "), by)
+        guard.end("unverified", note.removeprefix("tether: "), by=by, lead=items)
         return Outcome("PASS", note=note)
     guard.record([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
     return Outcome("BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", rule)
-
-
-def _end(guard: Guard, items: Sequence[Payload], final: bool, how: str, reason: str, by: str) -> None:
-    if final:
-        guard.end(how, reason, by=by, lead=items)
-    else:
-        guard.record(items)
 
 
 def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]:

@@ -27,6 +27,24 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 #: The events a tool call passes through; every other event is recorded (and a Stop judged).
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
+#: The events tether answers: those it acts on (the tool events, a prompt, a session's start and end, a stop) and
+#: those it only records, where an empty answer is "nothing to say" by the agent's hooks reference and never lets a
+#: tool call through (a SubagentStop's lets the subagent stop; a PermissionRequest's shows the user the dialog; a
+#: PreCompact's lets the context be compacted; SubagentStart and Notification cannot be refused). Any other event
+#: is refused: there an empty answer means what that event says (a PermissionDenied hook may tell the model to
+#: retry, a WorktreeCreate hook makes the worktree), and tether does not say what it has not chosen to.
+EVENTS = TOOL_EVENTS | {
+    "UserPromptSubmit",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "SubagentStop",
+    "SubagentStart",
+    "Notification",
+    "PreCompact",
+    "PermissionRequest",
+}
+
 #: The fields refused whole for a lone surrogate: what names the session, the event, the call and its arguments (the
 #: gate judges them by their text, and the store keys runs and calls by them). Free text (a prompt, a tool's output
 #: or error) is recorded escaped instead (hooks/session.py ``escaped``): a pasted binary must not block the user.
@@ -103,6 +121,11 @@ def parse(raw: bytes) -> dict[str, object]:
     for field in ("hook_event_name", "session_id", "cwd"):
         if not isinstance(data.get(field), str) or not data[field]:
             raise HookInputError(f"hook input field {field!r}: expected a non-empty string, got {data.get(field)!r}")
+    if data["hook_event_name"] not in EVENTS:
+        raise HookInputError(
+            f"hook input field 'hook_event_name': {data['hook_event_name']!r} is not an event tether answers"
+            f" (expected one of {', '.join(sorted(EVENTS))}); remove tether's entry for it from the hook settings"
+        )
     for field in ATTRIBUTION:
         if field in data and (not isinstance(data[field], str) or not data[field]):
             raise HookInputError(
