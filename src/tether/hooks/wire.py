@@ -12,9 +12,12 @@ go on as if no hook ran, so tether never exits with one: input it cannot read is
 
 * Claude Code PreToolUse: ``hookSpecificOutput.permissionDecision`` allow | deny | ask and its
   ``permissionDecisionReason``. Stop: ``{"decision": "block", "reason": ...}`` makes Claude go on.
-* Codex PreToolUse has no ask, and older releases no allow: ALLOW is an empty answer, DENY and ASK are
-  exit 2 with the reason (for ASK, the ``tether approve`` command that lets the retried call through).
-  Stop: the same ``decision: block`` as Claude Code.
+* Codex PreToolUse blocks on ``permissionDecision: deny``, legacy ``decision: block`` or exit 2, each with a
+  non-empty reason; it reads ``ask``, a bare ``allow`` (``allow`` is only for ``updatedInput``), ``continue: false``
+  or a block without a reason as a hook that failed, and runs the call (codex-rs/hooks/src/engine/output_parser.rs;
+  openai/codex#28437 asks for ``ask``). So ALLOW is an empty answer, DENY and ASK are exit 2 with the reason (for
+  ASK, the ``tether approve`` command that lets the retried call through). Stop: the same ``decision: block`` as
+  Claude Code, whose reason Codex sends the model as its next prompt. A reason is never empty.
 """
 
 from __future__ import annotations
@@ -169,6 +172,8 @@ def reply(agent: str, event: str, outcome: Outcome) -> Reply:
     from tether import jsonc
 
     text = f"tether {outcome.verdict} ({outcome.rule}): {outcome.reason}" if outcome.rule else outcome.reason
+    if not text.strip():  # Codex reads a block, or an exit 2, without a reason as a hook that failed: it goes on
+        text = f"tether {outcome.verdict} (no reason given)"
     if event == "PreToolUse":
         if agent == "codex":
             return _codex_pre_tool_use(outcome, text)
