@@ -70,6 +70,10 @@ def claude_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
         ("mcp__notes__add", {"text": "hello"}),
         ("mcp__other__tool", {"x": 1}),
         ("TodoWrite", {"todos": []}),
+        ("Agent", {"description": "look", "prompt": "find it", "subagent_type": "Explore"}),
+        ("LSP", {"operation": "hover", "filePath": str(ws / "src" / "app.py"), "line": 1, "character": 1}),
+        ("EnterWorktree", {"name": "feature"}),
+        ("PowerShell", {"command": "Get-ChildItem"}),
         ("Read", {}),
     ]
     calls += [

@@ -3,13 +3,19 @@
 Claude Code's tools map onto tether's contracts by what they do: ``Bash`` is ``bash``, ``Read`` is
 ``read_file``, ``Write`` is ``write_file``, ``Edit``/``MultiEdit``/``NotebookEdit`` are ``edit_file``,
 ``Glob``/``Grep`` are ``search``, ``LS`` is ``list_dir``, ``WebFetch``/``WebSearch`` are ``web_fetch``/
-``web_search``. Codex's shell tools (``Bash``, and ``shell``, ``exec_command``, ... by their own names; an argv
-list joined with shell quoting) are ``bash``, its ``apply_patch`` is ``edit_file`` once per file the patch names,
-``view_image``/``read_file`` are ``read_file``, ``list_dir`` is ``list_dir``, ``grep_files`` is ``search``. The
-agents' own bookkeeping tools (``TodoWrite``, ``Task``, Codex's ``update_plan``, ``spawn_agent``, ...) are
-``agent_internal``, a read. Every
-other name, ``mcp__server__tool`` included, is kept as it is: the envelope governs it by declaring a contract
-of that name, and the gate denies a tool the envelope does not declare (``default:unknown-tool``).
+``web_search``, ``NotebookRead`` and ``LSP`` (a language server's answer about one file) are ``read_file``.
+Claude Code's own bookkeeping and conversation tools (``TodoWrite``, ``Agent``/``Task``, ``TaskCreate``,
+``Skill``, ...) are ``agent_internal``, a read: whatever they lead to (a subagent's calls, a skill's commands) comes
+through the hook as calls of its own. ``EnterWorktree``, an ``Agent`` isolated in a worktree and an
+``ExitWorktree`` that removes one are ``worktree``, an ``Agent`` isolated otherwise (``remote``) is
+``agent_elsewhere``; the built-in envelope denies both (:data:`WORKTREE_WHY`, :data:`ELSEWHERE_WHY`).
+Codex's shell tools (``Bash``, and ``shell``, ``exec_command``, ... by their own names; an argv list joined with
+shell quoting) are ``bash``, its ``apply_patch`` is ``edit_file`` once per file the patch names,
+``view_image``/``read_file`` are ``read_file``, ``list_dir`` is ``list_dir``, ``grep_files`` is ``search``, its
+own bookkeeping (``update_plan``, ``spawn_agent``, ...) is ``agent_internal``. Every other name,
+``mcp__server__tool`` (and Claude Code's MCP resource tools) and ``PowerShell`` (a shell tether does not parse)
+included, is kept as it is: the envelope governs it by declaring a contract of that name, and the gate denies a
+tool the envelope does not declare (``envelope:undeclared-tool``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 
-from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, PlanRef, ToolContract
+from tether.envelope.schema import Effect, Envelope, Environment, Filesystem, Permissions, PlanRef, Rule, ToolContract
 from tether.memo import cache
 from tether.policy import braces
 from tether.records import dataclass
@@ -28,8 +34,26 @@ if TYPE_CHECKING:
     from typing import Any
 
 AGENT_INTERNAL = "agent_internal"
+WORKTREE = "worktree"
+ELSEWHERE = "agent_elsewhere"
+ELSEWHERE_WHY = (
+    "a subagent isolated elsewhere (remote: on another machine) runs outside this hook: none of its calls would be"
+    " judged or logged"
+)
+WORKTREE_WHY = (
+    "a session governs its own checkout: in a worktree (under .claude/, where writes are denied) its edits would not"
+    " be what its stop's sensors judge; start a session in that worktree instead"
+)
+#: The agent's own bookkeeping and conversation: Claude Code's tools reference as of 2026 (code.claude.com/docs/en/
+#: tools-reference: ``Agent``, formerly ``Task``; the task list; scheduled prompts; plan mode; skills; deferred-tool
+#: search; teammates' messages; ``ExitWorktree`` back to the session's own checkout, keeping the worktree), and the
+#: names older versions used.
 INTERNAL_TOOLS = frozenset(
-    {"TodoWrite", "Task", "ExitPlanMode", "BashOutput", "KillShell", "KillBash", "TodoRead", "update_plan"}
+    {
+        *("Agent", "Task", "SendMessage", "Skill", "ToolSearch", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode"),
+        *("TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskOutput", "TaskStop", "CronCreate", "CronDelete"),
+        *("CronList", "ExitWorktree", "TodoWrite", "TodoRead", "BashOutput", "KillShell", "KillBash"),
+    }
 )
 
 
@@ -130,12 +154,24 @@ def _literal_root(where: str, pattern: str, tool: str) -> str:
     return os.path.join(where, literal) if literal else where
 
 
+def _isolated(ti: Mapping[str, Any]) -> Call:
+    """A subagent started in isolation: in a worktree of its own (``worktree``), else elsewhere (``remote``)."""
+    if ti.get("isolation") == "worktree":
+        return Call(WORKTREE, {**dict(ti), "action": "agent"})
+    return Call(ELSEWHERE, dict(ti))
+
+
+#: Claude Code's tools that read one file, and the input field naming it. ``LSP`` asks a language server about a
+#: place in one file (a definition, its references, the file's symbols).
+CLAUDE_READS = {"Read": "file_path", "NotebookRead": "notebook_path", "LSP": "filePath"}
+
+
 def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
+    if name in CLAUDE_READS:
+        return [Call("read_file", {"path": at.path(_text(ti, CLAUDE_READS[name], name), name)})]
     match name:
         case "Bash":
             return [Call("bash", _escaping(at.shell(_text(ti, "command", name)), ti.get("dangerouslyDisableSandbox")))]
-        case "Read":
-            return [Call("read_file", {"path": at.path(_text(ti, "file_path", name), name)})]
         case "Write":
             path = at.path(_text(ti, "file_path", name), name)
             return [Call("write_file", {"path": path, "content": str(ti.get("content", ""))})]
@@ -156,6 +192,13 @@ def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
             return [Call("search", {**_search(ti, at, name), "contents": True})]
         case "LS":
             return [Call("list_dir", {"path": at.path(_text(ti, "path", name), name)})]
+        case "Agent" | "Task" if ti.get("isolation") not in (None, ""):  # a worktree of its own, another machine
+            return [_isolated(ti)]
+        case "EnterWorktree":  # a new one (``name``) or one that exists (``path``: judged as a write there)
+            where = {"path": at.path(_text(ti, "path", name), name)} if "path" in ti else {}
+            return [Call(WORKTREE, {**dict(ti), **where, "action": "enter"})]
+        case "ExitWorktree" if ti.get("action") != "keep":  # "remove" deletes the worktree, and unknown is not "keep"
+            return [Call(WORKTREE, {**dict(ti), "action": str(ti.get("action"))})]
         case "WebFetch":
             return [Call("web_fetch", {"url": _text(ti, "url", name), "prompt": str(ti.get("prompt", ""))})]
         case "WebSearch":
@@ -257,7 +300,8 @@ def hook_envelope() -> Envelope:
     """The envelope of a project that has none: the built-in ``coding`` profile over the mapped tools.
 
     The whole workspace is readable and writable (the profile still denies ``.git/``, ``.tether/``, secrets
-    and destructive commands); the network tools need a human; no sensor is required at a stop.
+    and destructive commands); the network tools need a human; a move to another worktree is refused; no sensor
+    is required at a stop.
     """
 
     def contract(name: str, purpose: str, *effects: Effect) -> ToolContract:
@@ -276,5 +320,13 @@ def hook_envelope() -> Envelope:
             contract("web_fetch", "Fetch a URL.", Effect.NETWORK),
             contract("web_search", "Search the web.", Effect.NETWORK),
             contract(AGENT_INTERNAL, "The agent's own bookkeeping (todo lists, sub-agents, plans).", Effect.READ),
+            contract(WORKTREE, "Move the session into another git worktree, or remove one.", Effect.WRITE),
+            contract(ELSEWHERE, "Start a subagent outside this machine's session.", Effect.EXEC),
         ],
+        permissions=Permissions(
+            deny=[
+                Rule(id="hooks:worktree", rule=WORKTREE, reason=WORKTREE_WHY),
+                Rule(id="hooks:agent-elsewhere", rule=ELSEWHERE, reason=ELSEWHERE_WHY),
+            ]
+        ),
     )
