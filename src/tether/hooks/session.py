@@ -56,7 +56,7 @@ from .wire import Outcome
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -478,19 +478,51 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
         _check(guard, c, call_id if i == 0 else f"{call_id}#{i}", head if i == 0 else (), turn)
         for i, c in enumerate(calls)
     ]
-    ran = [b for b in (ran_unjudged(guard, agent, a, turn) for a in answers) if b is not None]
+    no_ask = agent == "codex" or refuses_asks(data)  # an ASK is told as a refusal
+    ran = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
     if ran:
         guard.record(ran)
-    return _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
+    out = _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
+    return unprompted(out, data) if agent == "claude-code" else out
 
 
-def ran_unjudged(guard: Guard, agent: str, answer: Answer, turn: int) -> Payload | None:
+#: Claude Code's permission modes that show the user a permission prompt (its permission-modes page): there a hook's
+#: ``ask`` is asked. In the others a call may run with nobody asked — ``bypassPermissions`` ran a hook's ask
+#: unprompted on 2.1.199 (anthropics/claude-code#77212, fixed by 2.1.233), ``auto`` does still
+#: (anthropics/claude-code#89561), ``dontAsk`` never prompts — and a hook cannot tell which release it answers.
+PROMPTING = frozenset({"default", "plan", "acceptEdits"})
+
+
+def refuses_asks(fields: Mapping[str, Any]) -> bool:
+    """Whether a PreToolUse with these fields (its payload, or the ``detail`` its ``hook.received`` keeps) has its ASK
+    answered ``deny`` (:func:`unprompted`)."""
+    mode = fields.get("permission_mode", "default")
+    return not (isinstance(mode, str) and mode in PROMPTING)
+
+
+def unprompted(outcome: Outcome, data: dict[str, Any]) -> Outcome:
+    """A Claude Code ASK answered ``deny`` when the call's ``permission_mode`` is not one of :data:`PROMPTING`
+    (any other value, a mode tether does not know included), naming the mode; as it was otherwise, and for a payload
+    without the field (every PreToolUse the hooks reference shows carries it). The log keeps the gate's ASK."""
+    if outcome.verdict != "ASK" or not refuses_asks(data):
+        return outcome
+    mode = data["permission_mode"]
+    why = (
+        f"{outcome.reason}; refused, not asked: in permission mode {mode!r} Claude Code may run a call a hook asks"
+        " about without asking anyone. Approve it from a mode that prompts (default, acceptEdits, plan), or allow"
+        " it in the envelope"
+    )
+    return Outcome("DENY", why, outcome.rule)
+
+
+def ran_unjudged(guard: Guard, no_ask: bool, answer: Answer, turn: int) -> Payload | None:
     """A ``hook.bypassed`` for a call whose receipt came before its proposal (judged under ``<id>~…``:
-    guard/session.py ``_judged_after``) when the gate refuses it: it ran before tether could say no. A receipt
-    whose input is not the proposal's: what ran is judged now, a ``hook.input_changed`` (:func:`ran_other`)."""
+    guard/session.py ``_judged_after``) when the gate refuses it (``no_ask``: an ASK is answered as a refusal): it
+    ran before tether could say no. A receipt whose input is not the proposal's: what ran is judged now, a
+    ``hook.input_changed`` (:func:`ran_other`)."""
     base, judged = answer.call_id.rpartition("~")[0], guard.state.actions.get(answer.call_id)
     before = guard.state.actions.get(base) if base else None
-    refused = Verdict.DENY, *((Verdict.ASK,) if agent == "codex" else ())
+    refused = Verdict.DENY, *((Verdict.ASK,) if no_ask else ())
     if before is None or judged is None or before.verdict is not None:
         return None
     if before.status not in (ActionStatus.COMPLETED, ActionStatus.FAILED):
@@ -542,12 +574,14 @@ def _outcome(a: Answer) -> Outcome:
 
 
 def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[Payload]:
-    """A ``hook.bypassed`` when the agent reports running a call tether refused it: denied, or (Codex, which
-    has no ask) refused pending approval, whatever input the report carries. A second report of the call finds it
+    """A ``hook.bypassed`` when the agent reports running a call tether refused it: denied, or refused pending
+    approval (Codex, which has no ask; Claude Code in a permission mode that does not prompt), whatever input the
+    report carries. A second report of the call finds it
     completed, or (its input changed) already flagged: not flagged twice."""
     a = guard.state.actions.get(str(data.get("tool_use_id") or ""))
-    refused = ActionStatus.DENIED, *((ActionStatus.WAITING,) if agent == "codex" else ())
-    if a is None or a.status not in refused:
+    if a is None or not (
+        a.status is ActionStatus.DENIED or (a.status is ActionStatus.WAITING and _told_no(guard, agent, a))
+    ):
         return []
     if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == a.call_id for e in guard.events):
         return []  # its receipt went under an id of its own (another input): the call stays refused, flagged once
@@ -559,6 +593,15 @@ def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[Payload]:
             call_id=a.call_id, tool=a.tool, verdict=a.verdict or "", rule=a.deciding_rule, reason=a.reason, event=event
         )
     ]
+
+
+def _told_no(guard: Guard, agent: str, asked: Action) -> bool:
+    """Whether the agent was told no of a call the gate asked about: always for Codex (which has no ask), for Claude
+    Code when its proposal came in a permission mode that does not prompt (:func:`unprompted`)."""
+    if agent == "codex":
+        return True
+    proposal = _proposal(guard.events, asked.call_id)
+    return proposal is not None and refuses_asks(proposal.payload.get("detail") or {})
 
 
 def receipt(
@@ -675,11 +718,17 @@ def _same(call: Call, tool: str, args_hash: str) -> bool:
 
 
 def _judged_cwd(events: Sequence[Event], call_id: str) -> str | None:
-    """The directory of the PreToolUse that proposed ``call_id`` (its ``hook.received``), newest first."""
+    """The directory of the PreToolUse that proposed ``call_id``."""
+    proposal = _proposal(events, call_id)
+    return None if proposal is None else str(proposal.payload.get("cwd") or "") or None
+
+
+def _proposal(events: Sequence[Event], call_id: str) -> Event | None:
+    """The ``hook.received`` of the PreToolUse that proposed ``call_id``, newest first."""
     for e in reversed(events):
         proposing = e.kind == HookReceived.KIND and e.payload.get("event") == "PreToolUse"
         if proposing and e.payload.get("detail", {}).get("tool_use_id") == call_id:
-            return str(e.payload.get("cwd") or "") or None
+            return e
     return None
 
 
