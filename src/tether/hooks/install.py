@@ -498,7 +498,16 @@ def main(argv: list[str]) -> int:
                 " change) for one policy every project runs under\n"
             )
     if agent == "codex":
-        print("Codex releases that gate hooks need `[features]\\ncodex_hooks = true` in ~/.codex/config.toml.")
+        print(
+            "Codex runs hooks unless `[features] hooks = false` (or the older `codex_hooks = false`) is set in"
+            " ~/.codex/config.toml or /etc/codex/requirements.toml; releases before hooks were on by default need"
+            " `codex_hooks = true` there."
+        )
+        print(
+            "Codex's exec_command can keep a process open and type into it with write_stdin, which no hook sees"
+            " (openai/codex#46372): `[features] unified_exec = false` in config.toml gives Codex its one-shot shell"
+            " tool instead, each command judged."
+        )
         if kw["scope"] != "managed":
             print("Codex runs a hook that is not managed only once you trust it: open /hooks in Codex and trust it.")
     return 0

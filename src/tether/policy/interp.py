@@ -151,7 +151,7 @@ def _shell(args: list[str]) -> Program:
     inline = False
     while i < len(args):
         a = args[i]
-        if a == "--":
+        if a in ("--", "-"):  # a lone "-" ends a shell's options as "--" does (``sh -`` reads its commands from stdin)
             i += 1
             break
         if a in ("-s",):
