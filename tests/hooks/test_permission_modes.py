@@ -11,10 +11,12 @@ naming the mode; ALLOW and DENY are as the gate said. A payload without the fiel
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hookkit import Hook, payload
+from test_plain_path import call, pre
 
 from tether.events.store import EventStore
 from tether.hooks.answer import answer
@@ -79,3 +81,20 @@ def test_a_call_that_ran_before_its_proposal_in_such_a_mode_is_flagged(hook: Hoo
         run = run_id_for("claude-code", str(ran["session_id"]))
         flagged = [e.payload for e in store.events(run) if e.kind == "hook.bypassed"]
     assert [(f["call_id"], f["event"], f["verdict"]) for f in flagged] == [("t-auto-WebFetch", "PreToolUse", "ASK")]
+
+
+def test_a_cold_hook_call_on_either_path_refuses_it_too(tmp_path: Path) -> None:
+    """Real hook processes: the first calls create the run and keep the envelope, so the later PreToolUse is decided
+    on the plain path (tether/plain.py), once with it switched off; both refuse."""
+    for plain in (True, False):
+        project = tmp_path / str(plain)
+        project.mkdir()
+        call(project, "SessionStart")
+        call(project, "PreToolUse", **pre("ls"), tool_use_id="t0")
+        out, code, full = call(
+            project, "PreToolUse", plain=plain, **pre(tool="WebFetch", **FETCH), permission_mode="auto"
+        )
+        decided = json.loads(out)["hookSpecificOutput"]
+        assert (code, decided["permissionDecision"]) == (0, "deny"), out
+        assert "permission mode 'auto'" in decided["permissionDecisionReason"]
+        assert full is not plain, "the plain path decided it (no pydantic imported), or the full path did"
