@@ -245,7 +245,10 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     if name in CODEX_SHELLS:
         return [Call("bash", _escaping(at.shell(_codex_command(ti, name)), _codex_escalated(ti)))]
     if name == "apply_patch":
-        patch = _text(ti, "command", name) if "command" in ti else _text(ti, "patch", name)
+        # ``command`` as Codex's hooks send it; ``input``, the JSON tool's own argument, as a function call Codex does
+        # not route to its patch handler sends it (openai/codex#26751); ``patch`` as older docs had it.
+        key = next((k for k in ("command", "input", "patch") if k in ti), "command")
+        patch = _text(ti, key, name)
         paths = list(dict.fromkeys(_patch_file().findall(patch)))
         if not paths:
             raise CallError("apply_patch: the patch names no file (*** Add/Update/Delete File: PATH)")
