@@ -86,3 +86,14 @@ def test_a_malformed_subagent_field_is_refused_naming_it(tmp_path: Path, field: 
     out = in_process("claude-code", tmp_path, json.dumps(data).encode())
     assert out.exit == 2 and f"hook input field {field!r}" in out.stderr, out
     assert not (tmp_path / ".tether" / "tether.db").exists(), "nothing recorded for input tether could not read"
+
+
+@pytest.mark.parametrize("value", [5, {"a": 1}, ["toolu_1"], "", None, True])
+def test_a_call_id_that_is_not_a_string_is_refused_naming_it(tmp_path: Path, value: Any) -> None:
+    """The reference gives ``tool_use_id`` as a string; before, ``{"a": 1}`` was judged under the id "{'a': 1}".
+    A receipt's is recorded as ever (tests/hooks/test_plain_receipts.py): refused, what ran would be missing."""
+    data = payload("claude-code.PreToolUse", tmp_path, tool_use_id=value)
+    out = in_process("claude-code", tmp_path, json.dumps(data).encode())
+    assert out.exit == 2 and "hook input field 'tool_use_id': expected a non-empty string" in out.stderr, out
+    ran = payload("claude-code.PostToolUse", tmp_path, tool_use_id=value)
+    assert in_process("claude-code", tmp_path, json.dumps(ran).encode()).exit == 0

@@ -129,11 +129,7 @@ def parse(raw: bytes) -> dict[str, object]:
             f"hook input field 'hook_event_name': {data['hook_event_name']!r} is not an event tether answers"
             f" (expected one of {', '.join(sorted(EVENTS))}); remove tether's entry for it from the hook settings"
         )
-    for field in ATTRIBUTION:
-        if field in data and (not isinstance(data[field], str) or not data[field]):
-            raise HookInputError(
-                f"hook input field {field!r}: expected a non-empty string naming the subagent, got {data[field]!r}"
-            )
+    _named(data)
     if data["hook_event_name"] in TOOL_EVENTS:
         if not isinstance(data.get("tool_name"), str) or not data["tool_name"]:
             raise HookInputError(
@@ -142,6 +138,18 @@ def parse(raw: bytes) -> dict[str, object]:
         if not isinstance(data.get("tool_input"), dict):
             raise HookInputError(f"hook input field 'tool_input': expected an object, got {data.get('tool_input')!r}")
     return data
+
+
+def _named(data: dict[str, object]) -> None:
+    """The fields that name something, optional but a non-empty string when present: who acted
+    (:data:`ATTRIBUTION`) and a PreToolUse's ``tool_use_id``, the id the call is judged under and its receipt found
+    by (a number or an object was made a text and judged under it; absent, the call gets an id of tether's). A
+    receipt's is not refused: refusing a receipt would only drop what ran from the log."""
+    fields = (*ATTRIBUTION, "tool_use_id") if data["hook_event_name"] == "PreToolUse" else ATTRIBUTION
+    for field in fields:
+        if field in data and (not isinstance(data[field], str) or not data[field]):
+            what = "naming the call" if field == "tool_use_id" else "naming the subagent"
+            raise HookInputError(f"hook input field {field!r}: expected a non-empty string {what}, got {data[field]!r}")
 
 
 def _lone_surrogate(data: dict[str, object]) -> str | None:
