@@ -554,6 +554,14 @@ def switch_problems(agent: str, switches: dict[str, Any], installed: list[Layer]
                 f"run `tether hook install {agent}` (--managed for every user of this machine)",
             )
         ]
+    if switches.get("disable_all") and agent == "codex":
+        return [
+            Problem(
+                switches["disable_all"],
+                "its [features] sets hooks = false (or codex_hooks = false): Codex runs no hook, tether's neither",
+                "remove that setting (or set hooks = true)",
+            )
+        ]
     if switches.get("disable_all"):
         return [
             Problem(
@@ -603,7 +611,36 @@ def managed_switches(agent: str, found: list[Layer], managed_dir: Path | None) -
             out["managed_only"] = str(requirements)
     except (OSError, ValueError, RecursionError):
         pass  # no file; or one its layer reports as unreadable
+    out["disable_all"] = codex_hooks_off(found, requirements)
     return out
+
+
+def codex_hooks_off(found: list[Layer], requirements: Path) -> str | None:
+    """The file whose ``[features]`` turns Codex's hooks off (``hooks = false``, or its older alias
+    ``codex_hooks``), None when they run: ``requirements.toml`` forces it; else the most specific config.toml that
+    sets it wins (project, user, then the system's). Codex has run hooks by default since they left their feature
+    flag; a file that cannot be read is reported by its layer."""
+    if _features_hooks(requirements) is False:
+        return str(requirements)
+    configs = {layer.layer: layer.file for layer in found if layer.file.endswith("config.toml")}
+    for name in ("project", "user", "managed"):
+        value = _features_hooks(Path(configs[name])) if name in configs else None
+        if value is not None:
+            return configs[name] if value is False else None
+    return None
+
+
+def _features_hooks(path: Path) -> bool | None:
+    import tomllib
+
+    try:
+        features = tomllib.loads(read_text(path)).get("features")
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(features, dict):
+        return None
+    value = features.get("hooks", features.get("codex_hooks"))
+    return value if isinstance(value, bool) else None
 
 
 def daemon() -> dict[str, Any]:
