@@ -66,3 +66,18 @@ def test_an_event_tether_does_not_know_is_refused_naming_it(tmp_path: Path, even
 def test_the_events_tether_records_are_still_answered_with_nothing(hook: Hook, event: str) -> None:
     out = hook(event)
     assert (out.exit, out.stdout, out.stderr) == (0, "", ""), out
+
+
+def test_an_accepted_stop_names_the_background_tasks_still_running(hook: Hook) -> None:
+    """Claude Code's Stop carries ``background_tasks`` (v2.1.145+): a stop with one in flight is judged as any stop,
+    and its acceptance says that what the task does afterwards is not part of the evidence."""
+    hook("UserPromptSubmit")
+    assert hook("Stop").stdout == ""
+    stopped = [e.payload for e in events(hook, payload_sid()) if e.kind == "hook.stop"]
+    assert stopped[-1]["accepted"] and any(
+        "1 background task(s) still running (shell: python -m http.server 8000)" in r for r in stopped[-1]["reasons"]
+    ), stopped
+    hook("UserPromptSubmit")
+    assert hook("Stop", background_tasks=[]).stdout == ""
+    stopped = [e.payload for e in events(hook, payload_sid()) if e.kind == "hook.stop"]
+    assert not any("background" in r for r in stopped[-1]["reasons"]), stopped

@@ -440,7 +440,7 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
             receipt(guard, settings.agent, data, lead, failed=failed)
         return Outcome("PASS")
     if event == "Stop" and not guard.refresh().finished:
-        return stop(guard, head, by=f"{settings.agent} {event}")
+        return stop(guard, head, by=f"{settings.agent} {event}", running=in_flight(data))
     if event == "SessionEnd":
         said = escaped(str(data.get("reason") or "no reason given"))
         why = f"the {settings.agent} session ended ({said}) before a stop was accepted"
@@ -763,11 +763,24 @@ def changed_files(guard: Guard) -> list[str]:
     return sorted(out)
 
 
-def stop(guard: Guard, head: Sequence[Payload], *, by: str) -> Outcome:
+def in_flight(data: dict[str, Any]) -> list[str]:
+    """The background tasks Claude Code says are still running at a stop (its ``background_tasks``, v2.1.145+),
+    each as its type and command (or description), shortened; anything but a list of objects is none."""
+    tasks = data.get("background_tasks")
+    out = []
+    for task in tasks if isinstance(tasks, list) else ():
+        if isinstance(task, dict):
+            what = " ".join(str(task.get("command") or task.get("description") or task.get("id") or "?").split())
+            out.append(escaped(f"{task.get('type') or 'task'}: {what[:80]}"))
+    return out
+
+
+def stop(guard: Guard, head: Sequence[Payload], *, by: str, running: Sequence[str] = ()) -> Outcome:
     """The required sensors and the test-integrity checks decide whether the agent may stop.
 
     A stop that is let through ends the run: COMPLETE when the evidence accepted it, VERIFY_FAILED when the agent
-    stopped after :data:`MAX_STOP_BLOCKS` refusals in a row.
+    stopped after :data:`MAX_STOP_BLOCKS` refusals in a row. ``running``: the background tasks still running
+    (:func:`in_flight`); an accepted stop's reasons name them, since what they do after it is not its evidence.
     """
     from tether.events.kinds_hooks import HookStop  # a later kind module (events/payload.py LATER)
     from tether.verify.cascade import cascade_events, planned_sensors
@@ -791,6 +804,11 @@ def stop(guard: Guard, head: Sequence[Payload], *, by: str) -> Outcome:
     reasons += [f.message for f in found if f.severity in BLOCKING]
     notes += [f.message for f in found if f.severity not in BLOCKING]
     if not reasons:
+        if running:
+            notes.append(
+                f"{len(running)} background task(s) still running ({'; '.join(running[:5])}): what they do after"
+                " this stop is not part of its evidence"
+            )
         items.append(HookStop(blocked=False, accepted=True, reasons=notes))
         accepted = "the stop was accepted: " + ("; ".join(notes) or "the checks passed")
         guard.end("verified", accepted, by=by, lead=items)
