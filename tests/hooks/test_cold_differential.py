@@ -74,6 +74,7 @@ def claude_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
         ("LSP", {"operation": "hover", "filePath": str(ws / "src" / "app.py"), "line": 1, "character": 1}),
         ("EnterWorktree", {"name": "feature"}),
         ("PowerShell", {"command": "Get-ChildItem"}),
+        ("Write", {"file_path": os.path.expanduser("~/.claude/plans/quiet-owl.md"), "content": "# Plan\n"}),
         ("Read", {}),
     ]
     calls += [

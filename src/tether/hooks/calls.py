@@ -28,6 +28,8 @@ from tether.memo import cache
 from tether.policy import braces
 from tether.records import dataclass
 
+from . import notes
+
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 
 AGENT_INTERNAL = "agent_internal"
 WORKTREE = "worktree"
+NOTES = "agent_notes"
+NOTES_WHY = "Claude Code's own plan or memory of this project, kept outside it"
 ELSEWHERE = "agent_elsewhere"
 ELSEWHERE_WHY = (
     "a subagent isolated elsewhere (remote: on another machine) runs outside this hook: none of its calls would be"
@@ -166,9 +170,46 @@ def _isolated(ti: Mapping[str, Any]) -> Call:
 CLAUDE_READS = {"Read": "file_path", "NotebookRead": "notebook_path", "LSP": "filePath"}
 
 
+def _read(name: str, ti: Mapping[str, Any], at: Place) -> Call | None:
+    return (
+        Call("read_file", {"path": at.path(_text(ti, CLAUDE_READS[name], name), name)})
+        if name in CLAUDE_READS
+        else None
+    )
+
+
+#: The tools Claude Code keeps its notes with (:mod:`.notes`): what each becomes for one, and its text's field.
+NOTE_TOOLS = {
+    "Read": (AGENT_INTERNAL, ""),
+    "Write": (NOTES, "content"),
+    "Edit": (NOTES, "new_string"),
+    "MultiEdit": (NOTES, "edits"),
+}
+
+
+def _note(name: str, ti: Mapping[str, Any], at: Place) -> Call | None:
+    """A Read, Write or Edit of one of Claude Code's own notes (its plan, its memory of this project), else None:
+    reading one is the agent's own bookkeeping, writing one is ``agent_notes`` (allowed by the built-in envelope,
+    escalated as any write is when its text came from untrusted output)."""
+    raw = ti.get("file_path")
+    if name not in NOTE_TOOLS or not isinstance(raw, str) or not raw:
+        return None
+    path = at.path(raw, name)
+    found = notes.kind(path, at.workspace)
+    if found is None:
+        return None
+    tool, field = NOTE_TOOLS[name]
+    value = ti.get(field, "")
+    if isinstance(value, list):  # MultiEdit's edits: the texts they put in
+        value = "\n".join(str(e.get("new_string", "")) if isinstance(e, dict) else str(e) for e in value)
+    text = {"content": str(value)} if field else {}
+    return Call(tool, {"file": path, "note": found, **text})
+
+
 def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
-    if name in CLAUDE_READS:
-        return [Call("read_file", {"path": at.path(_text(ti, CLAUDE_READS[name], name), name)})]
+    first = _note(name, ti, at) or _read(name, ti, at)
+    if first is not None:
+        return [first]
     match name:
         case "Bash":
             return [Call("bash", _escaping(at.shell(_text(ti, "command", name)), ti.get("dangerouslyDisableSandbox")))]
@@ -323,13 +364,15 @@ def hook_envelope() -> Envelope:
             contract("web_fetch", "Fetch a URL.", Effect.NETWORK),
             contract("web_search", "Search the web.", Effect.NETWORK),
             contract(AGENT_INTERNAL, "The agent's own bookkeeping (todo lists, sub-agents, plans).", Effect.READ),
+            contract(NOTES, "Write Claude Code's plan or its memory of this project (hooks/notes.py).", Effect.WRITE),
             contract(WORKTREE, "Move the session into another git worktree, or remove one.", Effect.WRITE),
             contract(ELSEWHERE, "Start a subagent outside this machine's session.", Effect.EXEC),
         ],
         permissions=Permissions(
+            allow=[Rule(id="hooks:agent-notes", rule=NOTES, reason=NOTES_WHY)],
             deny=[
                 Rule(id="hooks:worktree", rule=WORKTREE, reason=WORKTREE_WHY),
                 Rule(id="hooks:agent-elsewhere", rule=ELSEWHERE, reason=ELSEWHERE_WHY),
-            ]
+            ],
         ),
     )

@@ -1,0 +1,78 @@
+"""Claude Code's own notes: the plan it writes in plan mode and the memory it keeps for a project.
+
+Claude Code writes both with its ordinary Write and Edit tools, outside the project: a plan in ``~/.claude/plans/``
+(plan mode's one way to present a plan for approval), its auto memory (on by default since v2.1.59) in
+``~/.claude/projects/<project>/memory/``, where ``<project>`` is the project's path with every character but
+``[A-Za-z0-9]`` turned into ``-``. As writes outside the workspace, in a home dotfile folder, the gate denies them, and
+plan mode and memory failed under tether. A file is one of these notes only if it is a markdown file directly in one
+of those two folders, the memory folder this project's, and nothing on the way from ``~/.claude`` to it is a link or
+anyone else's: a folder or file swapped for a link would carry the write somewhere else. ``CLAUDE_CONFIG_DIR`` and the
+``plansDirectory`` / ``autoMemoryDirectory`` settings are not read (the daemon serves many sessions and does not see
+their environment or settings): notes kept elsewhere stay ordinary paths, judged as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+PLAN = "plan"
+MEMORY = "memory"
+
+#: A note's file name: markdown, no folder, not hidden.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\.md")
+
+
+def slug(path: str) -> str:
+    """The folder name Claude Code gives a project under ``~/.claude/projects/``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+def kind(path: str, workspace: str, home: str | None = None) -> str | None:
+    """:data:`PLAN` or :data:`MEMORY` when ``path`` (absolute, or under ``~``) is one of Claude Code's notes for the
+    session of ``workspace``; None for any other path."""
+    home = home or os.path.expanduser("~")
+    path = os.path.expanduser(path)
+    folder, name = os.path.split(path)
+    if not _NAME.fullmatch(name) or not os.path.isabs(path) or os.path.normpath(path) != path:
+        return None  # a ``..`` is resolved by the kernel through whatever link precedes it, not by its spelling
+    root = os.path.join(home, ".claude")
+    projects = {slug(workspace), slug(os.path.realpath(workspace))}
+    rel = os.path.relpath(folder, root).split(os.sep)
+    if rel == ["plans"]:
+        found = PLAN
+    elif len(rel) == 3 and rel[0] == "projects" and rel[1] in projects and rel[2] == "memory":
+        found = MEMORY
+    else:
+        return None
+    return found if _own_way(root, rel, name) else None
+
+
+def _own_way(root: str, rel: list[str], name: str) -> bool:
+    """Whether ``root`` (resolved: ``~/.claude`` may be a link the user made) is a folder of this user's, and each
+    step below it, as far as it exists, a folder (the last, the file: a regular one, one name for it) of this user's
+    and no link."""
+    uid = os.geteuid()
+    try:
+        top = os.stat(root)
+    except FileNotFoundError:
+        return True  # nothing there yet: Claude Code makes the folders
+    except OSError:
+        return False
+    if not stat.S_ISDIR(top.st_mode) or top.st_uid != uid:
+        return False
+    here = os.path.realpath(root)
+    for i, part in enumerate([*rel, name]):
+        here = os.path.join(here, part)
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        last = i == len(rel)
+        fits = stat.S_ISREG(st.st_mode) and st.st_nlink == 1 if last else stat.S_ISDIR(st.st_mode)
+        if not fits or st.st_uid != uid:
+            return False
+    return True
