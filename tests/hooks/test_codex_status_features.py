@@ -72,3 +72,27 @@ def test_features_that_leave_hooks_alone_are_no_problem(
     (tmp_path / ".codex" / "config.toml").write_text('[features]\nunified_exec = false\nhooks = "yes"\n')
     (shared / "config.toml").write_text("features = 3\n")
     assert run(tmp_path, capsys, shared)[0] == 0
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_a_tether_entry_marked_async_governs_nothing_and_a_reinstall_makes_it_blocking(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], same_tether: None, shared: Path, agent: str
+) -> None:
+    """Both agents run an ``async: true`` command hook in the background (Codex: the handler's ``async`` flag, its
+    output never joins the tool call's outcome): tether's answer to that event then blocks nothing."""
+    assert install([agent, "--dir", str(tmp_path)]) == 0
+    path = tmp_path / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    settings = json.loads(path.read_text())
+    for group in settings["hooks"]["PreToolUse"]:
+        for entry in group["hooks"]:
+            entry["async"] = True
+    path.write_text(json.dumps(settings))
+    capsys.readouterr()
+    code = status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(shared), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    text = " ".join(p["problem"] for p in out["problems"])
+    assert code == 1 and "missing on PreToolUse" in text and "async" in text, out["problems"]
+    assert install([agent, "--dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert status.main([agent, "--dir", str(tmp_path), "--managed-dir", str(shared), "--json"]) == 0
+    assert "async" not in path.read_text()

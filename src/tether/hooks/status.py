@@ -67,6 +67,7 @@ class Layer:
     error: str | None = None
     events: list[str] = field(default_factory=list)  # tether's hook runs on every call of each
     narrowed: list[str] = field(default_factory=list)  # tether's hook under a matcher that selects only some calls
+    background: list[str] = field(default_factory=list)  # tether's hook marked async: its answer blocks nothing
     commands: list[Command] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -142,7 +143,9 @@ def read_layer(name: str, path: Path, agent: str) -> Layer:
                 if not ours(entry, agent):
                     continue
                 commands.setdefault(str(entry.get("command", "")), []).append(event)
-                if not sees_all(group, event):  # runs for some tools only: the event is not governed
+                if entry.get("async") not in (None, False):  # runs in the background: the event is not governed
+                    layer.background.append(event)
+                elif not sees_all(group, event):  # runs for some tools only: the event is not governed
                     layer.narrowed.append(f"{event} (matcher {group.get('matcher')!r})")
                 elif event not in layer.events:
                     layer.events.append(event)
@@ -512,11 +515,13 @@ def missing_problems(agent: str, installed: list[Layer], flags: dict[str, str]) 
         missing = missing_events(agent, files)
         if missing:
             narrowed = [n for layer in files for n in layer.narrowed if n.split(" ")[0] in missing]
+            background = [e for layer in files for e in layer.background if e in missing]
             problems.append(
                 Problem(
                     ", ".join(layer.file for layer in files),
                     f"tether's hook is missing on {', '.join(missing)}"
-                    + (f" (only under a matcher that selects some calls: {', '.join(narrowed)})" if narrowed else ""),
+                    + (f" (only under a matcher that selects some calls: {', '.join(narrowed)})" if narrowed else "")
+                    + (f" (marked async, so its answer blocks nothing: {', '.join(background)})" if background else ""),
                     f"run `tether hook install {agent}{flags[name]}`",
                 )
             )
@@ -702,6 +707,8 @@ def text(out: dict[str, Any]) -> str:
                 state = f"tether on {len(layer['events'])} events: {', '.join(layer['events'])}"
             if layer["narrowed"]:
                 state += f"; only some calls of {', '.join(layer['narrowed'])}"
+            if layer["background"]:
+                state += f"; async, blocking nothing, on {', '.join(layer['background'])}"
             link = f" (a link to {layer['link']})" if layer["link"] else ""
             lines.append(f"  {layer['layer']:<8} {layer['file']}{link}: {state}")
             for cmd in layer["commands"]:
