@@ -1,7 +1,7 @@
 """Claude Code's tools as its reference lists them in 2026 (code.claude.com/docs/en/tools-reference), through the
-hook's answer (what the command and the daemon run): each has the verdict its effect calls for, never the blanket DENY of an undeclared tool that
-every one of them got before — a session could not start a subagent (``Agent``, formerly ``Task``), keep its task
-list (``TaskCreate``…), ask its user a question or load a skill."""
+hook's answer (what the command and the daemon run): each has the verdict its effect calls for, never the blanket
+DENY of an undeclared tool that every one of them got before — a session could not start a subagent (``Agent``,
+formerly ``Task``), keep its task list (``TaskCreate``…), ask its user a question or load a skill."""
 
 from __future__ import annotations
 
