@@ -89,6 +89,7 @@ def claude_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
         ("Stop", {}),
         ("UserPromptSubmit", {"prompt": "one more thing"}),
         ("PreToolUse", {"tool_input": {"command": "ls"}, "tool_use_id": "after"}),
+        ("PreToolUse", {"tool_input": {"command": "touch x"}, "tool_use_id": "plan1", "permission_mode": "plan"}),
         ("SessionEnd", {"reason": "exit"}),
     ]
     return calls

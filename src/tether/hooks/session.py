@@ -483,7 +483,7 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
     if ran:
         guard.record(ran)
     out = _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
-    return unprompted(out, data) if agent == "claude-code" else out
+    return planned(unprompted(out, data), data) if agent == "claude-code" else out
 
 
 #: Claude Code's permission modes that show the user a permission prompt (its permission-modes page): there a hook's
@@ -513,6 +513,16 @@ def unprompted(outcome: Outcome, data: dict[str, Any]) -> Outcome:
         " it in the envelope"
     )
     return Outcome("DENY", why, outcome.rule)
+
+
+def planned(outcome: Outcome, data: dict[str, Any]) -> Outcome:
+    """A Claude Code ALLOW in plan mode left to Claude Code (DEFER: no decision sent). A hook's ``allow`` skips Claude
+    Code's permission flow, and in plan mode that flow is what holds the session to reading until the user approves
+    the plan: tether's ALLOW of an edit would let it through. DENY and ASK are sent as ever; the log keeps the
+    gate's ALLOW."""
+    if outcome.verdict == "ALLOW" and data.get("permission_mode") == "plan":
+        return Outcome("DEFER", outcome.reason, outcome.rule)
+    return outcome
 
 
 def ran_unjudged(guard: Guard, no_ask: bool, answer: Answer, turn: int) -> Payload | None:

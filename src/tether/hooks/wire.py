@@ -66,9 +66,10 @@ class HookInputError(ValueError):
 class Outcome:
     """tether's answer to one hook call, before it is put in the agent's format.
 
-    ``verdict``: ALLOW | ASK | DENY for a tool call; BLOCK (the stop or prompt is refused) or PASS (recorded,
-    nothing to say) otherwise. ``rule`` names what decided; ``note`` is shown to the user without blocking;
-    ``approve`` is an ASK's approval id (for Codex, the command that lets the retried call through).
+    ``verdict``: ALLOW | ASK | DENY for a tool call, or DEFER (Claude Code's own permission flow decides: no
+    decision is sent); BLOCK (the stop or prompt is refused) or PASS (recorded, nothing to say) otherwise.
+    ``rule`` names what decided; ``note`` is shown to the user without blocking; ``approve`` is an ASK's approval
+    id (for Codex, the command that lets the retried call through).
     (Plain classes, not dataclasses: importing ``dataclasses`` costs the hook client milliseconds.)
     """
 
@@ -185,6 +186,8 @@ def reply(agent: str, event: str, outcome: Outcome) -> Reply:
     if event == "PreToolUse":
         if agent == "codex":
             return _codex_pre_tool_use(outcome, text)
+        if outcome.verdict == "DEFER":
+            return Reply()
         decision = {"ALLOW": "allow", "ASK": "ask"}.get(outcome.verdict, "deny")  # anything else fails closed
         out = {"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": text}
         return Reply(jsonc.dumps({"hookSpecificOutput": out}))
