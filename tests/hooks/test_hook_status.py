@@ -356,3 +356,23 @@ def test_a_table_older_than_a_module_of_the_package_is_named_stale(shared: Path)
     os.utime(package / "hooks" / "entry.py", (4e9, 4e9))  # an upgrade after the install warmed it
     assert status.table_state(package, str(table)) == "stale"
     assert status.table_line("stale", str(table)).startswith(f"stale __init__ code table: {table}")
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_tethers_hook_on_an_event_it_refuses_is_a_problem(
+    tmp_path: Path, capsys, same_tether, agent: str, managed: Path
+) -> None:
+    """An entry copied onto every event: tether refuses each call of one it does not answer (exit 2), which some
+    events read as "stop" (Claude Code's PostToolBatch ends the agent's loop). An event it only records is fine."""
+    assert install([agent, "--dir", str(tmp_path)]) == 0
+    path = tmp_path / (".claude/settings.json" if agent == "claude-code" else ".codex/hooks.json")
+    settings = json.loads(path.read_text())
+    ours = settings["hooks"]["Stop"][0]
+    settings["hooks"]["PostToolBatch"] = [ours]
+    settings["hooks"]["SubagentStop"] = [ours]
+    path.write_text(json.dumps(settings))
+    code, out = run(tmp_path, capsys, managed, agent=agent)
+    assert code == 1
+    text = problems(out)
+    assert "tether's hook is on PostToolBatch, an event it does not answer" in text, text
+    assert "SubagentStop" not in text and "remove tether's entry from hooks.PostToolBatch" in text

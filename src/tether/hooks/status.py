@@ -446,6 +446,7 @@ def agent_report(
     problems: list[Problem] = []
     for layer in found:
         problems += file_problems(layer, agent)
+        problems += unanswered_problems(layer)
         for cmd in layer.commands:
             problems += check_command(cmd, layer, agent, me, flags[layer.layer], directory)
     installed = [layer for layer in found if layer.commands]
@@ -499,6 +500,23 @@ def file_problems(layer: Layer, agent: str) -> list[Problem]:
             Problem(layer.file, f"cannot read it: {layer.error}", "fix or remove the file; tether does not rewrite it")
         )
     return problems
+
+
+def unanswered_problems(layer: Layer) -> list[Problem]:
+    """tether's hook on an event it does not answer (:data:`tether.hooks.wire.EVENTS`): each call of it is refused
+    with exit 2, which some events read as "stop" (Claude Code's PostToolBatch ends the agent's loop, WorktreeCreate
+    fails). ``tether hook install`` writes only the events tether answers and leaves such an entry alone."""
+    from .wire import EVENTS as ANSWERED
+
+    stray = list(dict.fromkeys(e for c in layer.commands for e in c.events if e not in ANSWERED))
+    return [
+        Problem(
+            layer.file,
+            f"tether's hook is on {event}, an event it does not answer: it refuses every call (exit 2)",
+            f"remove tether's entry from hooks.{event}",
+        )
+        for event in stray
+    ]
 
 
 def missing_events(agent: str, files: list[Layer]) -> list[str]:
