@@ -57,7 +57,7 @@ from .programs import Spec
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
 MAX_DEPTH = 8  # shells inside shells (bash -c, eval, functions)
@@ -561,12 +561,14 @@ class _Walker:
     def emit(self, cmd: SimpleCommand) -> None:
         self.out.commands.append(cmd)
 
-    def recurse(self, code: str, cmd: SimpleCommand, origin: str) -> _Walker | None:
-        """Walk ``code`` as run by ``cmd``; the child walker, whose state after it :meth:`eval_` keeps."""
+    def recurse(self, code: str, cmd: SimpleCommand, origin: str, positional: Sequence[Word] = ()) -> _Walker | None:
+        """Walk ``code`` as run by ``cmd``; the child walker, whose state after it :meth:`eval_` keeps. A shell's
+        ``-c`` code is given the words after it as ``$0``, ``$1``, … (``positional``: :func:`_positional`)."""
         if self.depth >= MAX_DEPTH:
             self.out.hard("shell:too-deep", Verdict.ASK, "shell nested too deeply to analyse")
             return None
-        child = _Walker(code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, dict(self.vars))
+        known = {k: v for k, v in self.vars.items() if not k.isdigit()} | _positional(code, positional)
+        child = _Walker(code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, known)
         child.env = dict(cmd.env)
         before = len(self.out.commands)
         child.run()
@@ -729,9 +731,9 @@ class _Walker:
                 self.expand(replace(cmd, argv=tuple(args[i + 1 :]), wrappers=(*cmd.wrappers, "git bisect run")))
         return True
 
-    def code_word(self, cmd: SimpleCommand, w: Word, what: str) -> None:
+    def code_word(self, cmd: SimpleCommand, w: Word, what: str, positional: Sequence[Word] = ()) -> None:
         if w.static:
-            self.recurse(w.text, cmd, what)
+            self.recurse(w.text, cmd, what, positional)
         else:
             self.dynamic_code(cmd, what, [w])
 
@@ -904,7 +906,7 @@ class _Walker:
             elif not reads_file and cmd.dynamic_tail:
                 self.dynamic_code(cmd, f"xargs {name}", list(args))
         elif prog.kind == "inline" and name in SHELLS:
-            self.code_word(cmd, args[prog.index], f"{name} -c")
+            self.code_word(cmd, args[prog.index], f"{name} -c", args[prog.index + 1 :])
         elif prog.kind == "inline" and not args[prog.index].static:
             self.dynamic_code(cmd, f"{name} inline code", [args[prog.index]])
         elif prog.kind == "script":
@@ -995,6 +997,24 @@ _EXPANDERS: dict[str, _Expander] = {
     **{name: _Walker.code_string for name in ("su", "script")},
     **{name: _Walker.unwrap for name in WRAPPERS},
 }
+
+
+@cache
+def _rebinds() -> re.Pattern[str]:
+    """What in a shell's code gives ``$1``… other values than the words after its ``-c`` code: ``shift``, ``set --``,
+    ``getopts``, a function's own arguments (``f() {…}``, ``function f``), a sourced file's. Where one of these
+    appears anywhere in the text, none is bound (each then stays unknown, as before). Compiled at the first
+    ``sh -c CODE ARG``, not at every cold hook call's import."""
+    return re.compile(r"\bshift\b|\bset\b|\bgetopts\b|\bfunction\b|\(\s*\)|\bsource\b|(?:^|[;&|({\s])\.\s")
+
+
+def _positional(code: str, words: Sequence[Word]) -> dict[str, str]:
+    """``$0``, ``$1``, … of ``sh -c CODE A0 A1 …``: each word given and known, unless ``CODE`` may rebind them
+    (:func:`_rebinds`). ``sh -c 'rm -rf $0' /`` is then the ``rm -rf /`` it runs, not a delete of a target known only
+    at run time; an unbound ``$N`` (a word not given, or computed) stays unknown."""
+    if not words or _rebinds().search(code):
+        return {}
+    return {str(i): w.text for i, w in enumerate(words[:10]) if w.static}
 
 
 def _command_string(args: list[Word]) -> tuple[Word | None] | None:

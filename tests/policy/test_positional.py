@@ -1,0 +1,80 @@
+"""A shell's ``-c`` code is given the words after it as ``$0``, ``$1``, …: ``sh -c 'rm -rf $0' /`` is the ``rm -rf /``
+it runs. Before, every ``$N`` in such code was a value known only at run time, so the gate asked where the command
+spelled its target plainly (and allowed nothing it could have: ``sh -c 'echo $1' _ hi`` asked too). Code that may
+give ``$N`` other values — ``shift``, ``set --``, ``getopts``, a function's own arguments, a sourced file — binds
+none, so nothing is judged on a value it would not have; each case is checked against what a real bash runs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tether.hooks.calls import hook_envelope
+from tether.policy.gate import Gate
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "build").mkdir()
+    return tmp_path.resolve()
+
+
+def verdict(ws: Path, command: str) -> tuple[str, str]:
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    return d.verdict.name, d.deciding_rule
+
+
+@pytest.mark.parametrize(
+    ("command", "expected", "rule"),
+    [
+        ("sh -c 'rm -rf $0' /", "DENY", "coding:deny-rm-root"),
+        ("bash -c 'rm -rf \"$1\"' _ /", "DENY", "coding:deny-rm-root"),
+        ("sudo sh -c 'rm -rf $0' /", "DENY", "coding:deny-rm-root"),
+        ("bash -c 'rm -rf $2' _ build /", "DENY", "coding:deny-rm-root"),
+        ("sh -c 'cat $0' /etc/shadow", "DENY", "path:credential"),
+        ("sh -c 'rm -rf $1' _ ~", "DENY", "coding:deny-rm-home"),
+        ("sh -c 'sh -c \"rm -rf \\$0\" /' x", "DENY", "coding:deny-rm-root"),  # the inner code's own $0
+        ("sh -c 'echo $1' _ hello", "ALLOW", ""),
+    ],
+)
+def test_words_after_the_code_are_its_positional_parameters(ws: Path, command: str, expected: str, rule: str) -> None:
+    got, rule_id = verdict(ws, command)
+    assert got == expected, (command, rule_id)
+    assert not rule or rule_id == rule, (command, rule_id)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh -c 'shift; rm -rf $1' a x /",  # after shift $1 is /: bound to x it would have been allowed
+        "sh -c 'f(){ rm -rf $1; }; f /' x safe",  # a function's $1 is its own argument
+        "sh -c 'f () { rm -rf $1; }; f /' x safe",
+        "bash -c 'function f { rm -rf $1; }; f /' x safe",
+        "sh -c 'set -- /; rm -rf $1' x safe",
+        "sh -c 'while getopts a: o; do :; done; rm -rf $1' x safe",
+        "sh -c '. ./lib.sh; rm -rf $1' x safe",
+        "sh -c 'rm -rf $1' x",  # no word for $1
+        "sh -c 'rm -rf $1' x \"$(pwd)\"",  # a computed word
+        "sh -c 'sh -c \"rm -rf \\$1\"' x /",  # the inner shell is given no $1: the outer one's is not its
+    ],
+)
+def test_code_that_may_rebind_them_or_words_not_known_bind_nothing(ws: Path, command: str) -> None:
+    got, rule_id = verdict(ws, command)
+    assert got != "ALLOW", (command, rule_id)
+
+
+@pytest.mark.parametrize(
+    ("command", "target"),
+    [
+        ("sh -c 'shift; echo $1' a x /", "/"),
+        ("sh -c 'f(){ echo $1; }; f /' x safe", "/"),
+        ("sh -c 'echo $0 $1' a b", "a b"),
+        ("bash -c 'echo \"$2\"' _ build /", "/"),
+    ],
+)
+def test_what_bash_binds(tmp_path: Path, command: str, target: str) -> None:
+    """The cases above against a real bash: what ``$N`` holds where it is used."""
+    out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.strip() == target
