@@ -311,3 +311,27 @@ def test_a_lone_surrogate_in_a_prompt_is_recorded_escaped_and_the_run_reads(
         store.verify_run(run_id)
         prompts = [e.payload["detail"]["prompt"] for e in store.events(run_id) if e.kind == "hook.received"]
     assert prompts == ["fix \\ud800 this"]
+
+
+def test_the_daemon_answers_2026_payloads_as_a_process_of_its_own_does(daemon: Path, tmp_path: Path) -> None:
+    """Through the daemon: a subagent's call answered and attributed, an ASK in ``auto`` mode refused, an event
+    tether does not answer and a malformed ``agent_id`` refused naming them (tests/hooks/test_payloads_2026.py,
+    test_events_2026.py and test_permission_modes.py play these in-process)."""
+    env = {**os.environ, "TETHER_HOOK_SOCKET": str(daemon), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+
+    def hook(name: str, **fields: object) -> subprocess.CompletedProcess[str]:
+        return run(["hook", "claude-code"], env, json.dumps(payload(f"claude-code.{name}", tmp_path, **fields)))
+
+    assert hook("SessionStart").returncode == 0
+    sub = hook("PreToolUse.subagent")
+    assert json.loads(sub.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow", sub.stderr
+    fetch = {"url": "https://example.com/", "prompt": "read"}
+    auto = hook("PreToolUse", tool_name="WebFetch", tool_input=fetch, tool_use_id="w1", permission_mode="auto")
+    assert json.loads(auto.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", auto.stderr
+    unknown = hook("PreToolUse", hook_event_name="PostToolBatch")
+    assert unknown.returncode == 2 and "'PostToolBatch' is not an event tether answers" in unknown.stderr
+    bad = hook("PreToolUse", agent_id=7)
+    assert bad.returncode == 2 and "hook input field 'agent_id'" in bad.stderr
+    sid = str(payload("claude-code.PreToolUse", tmp_path)["session_id"])
+    show = run(["show", run_id_for("claude-code", sid), "--db", str(tmp_path / ".tether" / "tether.db")], env)
+    assert "by subagent Explore (a7e3c1d2): PreToolUse Grep" in show.stdout, show.stdout + show.stderr
