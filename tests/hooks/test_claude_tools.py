@@ -46,8 +46,8 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("ExitWorktree", {}, "deny", "worktree"),  # not "keep": it may remove
     ("ExitWorktree", {"action": "KEEP"}, "deny", "worktree"),
     ("PowerShell", {"command": "Remove-Item -Recurse C:\\\\"}, "deny", "PowerShell"),
-    ("ReadMcpResourceTool", {"server": "fs", "uri": "file:///etc/passwd"}, "deny", "ReadMcpResourceTool"),
-    ("ListMcpResourcesTool", {}, "deny", "ListMcpResourcesTool"),
+    ("ReadMcpResourceTool", {"server": "fs", "uri": "file:///etc/passwd"}, "ask", "mcp_undeclared"),
+    ("ListMcpResourcesTool", {}, "ask", "mcp_undeclared"),
 ]
 
 
@@ -65,6 +65,8 @@ def test_each_tool_of_claude_codes_reference_has_the_verdict_its_effect_calls_fo
     assert verdict == decision, reason
     if contract == "worktree":
         assert "hooks:worktree" in reason and "start a session in that worktree" in reason
+    elif contract == "mcp_undeclared":
+        assert "hooks:mcp-undeclared" in reason
     elif contract == "agent_elsewhere":
         assert "hooks:agent-elsewhere" in reason and "outside this hook" in reason
     elif decision == "deny":

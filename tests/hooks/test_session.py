@@ -80,7 +80,7 @@ def test_a_session_is_one_verified_run_with_attributed_decisions_and_receipts(ho
         ("Write", {"file_path": "/etc/passwd", "content": "x"}, "deny"),
         ("Edit", {"file_path": ".git/config", "old_string": "a", "new_string": "b"}, "deny"),
         ("WebFetch", {"url": "https://example.com", "prompt": "read"}, "ask"),
-        ("mcp__github__create_issue", {"title": "x"}, "deny"),  # not declared by the envelope
+        ("mcp__github__create_issue", {"title": "x"}, "ask"),  # not declared: the built-in envelope asks
         ("Read", {}, "deny"),  # malformed: no file_path
         ("TodoWrite", {"todos": []}, "allow"),
     ],

@@ -13,9 +13,11 @@ Codex's shell tools (``Bash``, and ``shell``, ``exec_command``, ... by their own
 shell quoting) are ``bash``, its ``apply_patch`` is ``edit_file`` once per file the patch names,
 ``view_image``/``read_file`` are ``read_file``, ``list_dir`` is ``list_dir``, ``grep_files`` is ``search``, its
 own bookkeeping (``update_plan``, ``spawn_agent``, ...) is ``agent_internal``. Every other name,
-``mcp__server__tool`` (and Claude Code's MCP resource tools) and ``PowerShell`` (a shell tether does not parse)
-included, is kept as it is: the envelope governs it by declaring a contract of that name, and the gate denies a
-tool the envelope does not declare (``envelope:undeclared-tool``).
+``mcp__server__tool`` and ``PowerShell`` (a shell tether does not parse) included, is kept as it is: the envelope
+governs it by declaring a contract of that name, and the gate denies a tool the envelope does not declare
+(``envelope:undeclared-tool``) — but for an MCP tool (and Claude Code's MCP resource tools) in an envelope that
+declares :data:`MCP`, as the built-in one does: there it is that, which asks, as both agents ask for an MCP tool
+themselves.
 """
 
 from __future__ import annotations
@@ -32,12 +34,17 @@ from . import notes
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 AGENT_INTERNAL = "agent_internal"
 WORKTREE = "worktree"
 NOTES = "agent_notes"
+MCP = "mcp_undeclared"
+MCP_WHY = (
+    "an MCP tool this envelope does not declare, so what it does is not known: a human decides (declare it as"
+    " mcp__<server>__<tool> in the envelope to allow or deny it without asking)"
+)
 NOTES_WHY = "Claude Code's own plan or memory of this project, kept outside it"
 ELSEWHERE = "agent_elsewhere"
 ELSEWHERE_WHY = (
@@ -333,11 +340,26 @@ def _codex_escalated(ti: Mapping[str, Any]) -> bool:
 
 
 def tether_calls(
-    agent: str, tool_name: str, tool_input: Mapping[str, Any], cwd: str, workspace: str | os.PathLike[str]
+    agent: str,
+    tool_name: str,
+    tool_input: Mapping[str, Any],
+    cwd: str,
+    workspace: str | os.PathLike[str],
+    declares: Callable[[str], object] | None = None,
 ) -> list[Call]:
     """The tether calls one agent tool call amounts to (more than one only for a multi-file patch), placed where
-    the agent runs it: ``cwd``, the hook's directory, which is the workspace only until the agent's shell moves."""
-    return (_codex if agent == "codex" else _claude)(tool_name, tool_input, Place(cwd, os.fspath(workspace)))
+    the agent runs it: ``cwd``, the hook's directory, which is the workspace only until the agent's shell moves.
+    Given what the envelope ``declares``, an MCP tool it does not is :data:`MCP` where it declares that."""
+    calls = (_codex if agent == "codex" else _claude)(tool_name, tool_input, Place(cwd, os.fspath(workspace)))
+    if declares is None or not declares(MCP):
+        return calls
+    return [Call(MCP, {"tool": c.tool, "input": c.args}) if _mcp(c.tool) and not declares(c.tool) else c for c in calls]
+
+
+def _mcp(tool: str) -> bool:
+    """An MCP server's tool (``mcp__<server>__<tool>``, as both agents name them), or Claude Code's own tools that
+    read an MCP server's resources."""
+    return tool.startswith("mcp__") or tool in ("ListMcpResourcesTool", "ReadMcpResourceTool")
 
 
 def hook_envelope() -> Envelope:
@@ -365,11 +387,13 @@ def hook_envelope() -> Envelope:
             contract("web_search", "Search the web.", Effect.NETWORK),
             contract(AGENT_INTERNAL, "The agent's own bookkeeping (todo lists, sub-agents, plans).", Effect.READ),
             contract(NOTES, "Write Claude Code's plan or its memory of this project (hooks/notes.py).", Effect.WRITE),
+            contract(MCP, "Call an MCP server's tool that this envelope does not declare.", Effect.EXTERNAL),
             contract(WORKTREE, "Move the session into another git worktree, or remove one.", Effect.WRITE),
             contract(ELSEWHERE, "Start a subagent outside this machine's session.", Effect.EXEC),
         ],
         permissions=Permissions(
             allow=[Rule(id="hooks:agent-notes", rule=NOTES, reason=NOTES_WHY)],
+            ask=[Rule(id="hooks:mcp-undeclared", rule=MCP, reason=MCP_WHY)],
             deny=[
                 Rule(id="hooks:worktree", rule=WORKTREE, reason=WORKTREE_WHY),
                 Rule(id="hooks:agent-elsewhere", rule=ELSEWHERE, reason=ELSEWHERE_WHY),

@@ -467,7 +467,9 @@ def turn_of(guard: Guard) -> int:
 def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[Payload]) -> Outcome:
     call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
-        calls = tether_calls(agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.root)
+        calls = tether_calls(
+            agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.root, guard.env.tool
+        )
     except CallError as e:
         refused = guard.refuse(
             str(data["tool_name"]), data["tool_input"], "hook:malformed-call", str(e), call_id, lead=head
@@ -643,7 +645,7 @@ def ran_call(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> Call:
 def ran_calls(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> list[Call]:
     """Every tether call of what a receipt says ran (a Codex patch is one per file), paths placed from ``cwd``."""
     try:
-        return tether_calls(agent, str(data["tool_name"]), data["tool_input"], cwd, guard.root)
+        return tether_calls(agent, str(data["tool_name"]), data["tool_input"], cwd, guard.root, guard.env.tool)
     except CallError:
         return [Call(str(data["tool_name"]), dict(data["tool_input"]))]
 
