@@ -103,6 +103,14 @@ def codex_session(ws: Path) -> list[tuple[str, dict[str, Any]]]:
         ("PreToolUse", {"tool_input": {"command": "git push origin main"}, "tool_use_id": "c2"}),
         ("PreToolUse", {"tool_input": {"command": "git push origin main"}, "tool_use_id": "c3"}),
         ("PreToolUse", {"tool_name": "apply_patch", "tool_input": {"command": patch}, "tool_use_id": "c4"}),
+        ("PreToolUse", {"tool_name": "apply_patch", "tool_input": {"input": patch}, "tool_use_id": "c5"}),
+        ("PreToolUse", {"tool_input": {"command": ["bash", "-lc", "rm -rf /"]}, "tool_use_id": "c6"}),
+        (
+            "PreToolUse",
+            {"tool_name": "exec_command", "tool_input": {"cmd": "ls", "workdir": "src"}, "tool_use_id": "c7"},
+        ),
+        ("PreToolUse", {"tool_name": "view_image", "tool_input": {"path": "/root/.ssh/id_rsa"}, "tool_use_id": "c8"}),
+        ("PreToolUse", {"tool_input": {"command": "sh -"}, "tool_use_id": "c9"}),
         ("PostToolUse", {"tool_input": {"command": "git push origin main"}, "tool_use_id": "c2"}),
         ("Stop", {}),
     ]
@@ -200,8 +208,10 @@ def test_claude_code_under_a_project_envelope_decides_and_records_alike_cold_and
 @pytest.mark.slow
 def test_codex_decides_and_records_alike_cold_and_resident(tmp_path: Path) -> None:
     replies = compare(tmp_path, "codex", None, codex_session)
-    assert [r[2] for r in replies[1:5]] == [0, 2, 2, 2]
+    assert [r[2] for r in replies[1:10]] == [0, 2, 2, 2, 2, 2, 0, 2, 2]
     assert "tether approve" in replies[2][1]
+    assert "hook:malformed-call" not in replies[5][1] + replies[6][1]  # a patch as input, an argv list: judged
+    assert "path:credential" in replies[8][1] and "coding:ask-interactive" in replies[9][1]
 
 
 #: Commands of a long session, cycled: allowed, denied, asked, a read of a secret, a write of a protected file.
