@@ -72,3 +72,8 @@ class SuiteBaseline(Payload):
         " touched is that file's baseline (tether.hooks.origin)",
     )
     commit_dir: str = Field("", description="the workspace's folder in that commit's tree ('' at its top, else 'a/b/')")
+    dirty: dict[str, str] = Field(
+        default_factory=new_dict,
+        description="a hook session's: files changed and not committed at its start, workspace-relative path -> blob"
+        " hash of their bytes then, each that file's baseline in place of the commit's (tether.hooks.origin.dirty)",
+    )

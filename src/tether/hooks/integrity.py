@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +57,7 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
     commit ``HEAD`` names (:mod:`.origin`): the baseline text of a file a shell command touches later."""
     from tether.verify import shadowing  # a session's first call: never a tool call's
 
-    from .origin import head
+    from .origin import dirty, head
 
     origin = head(workspace)
     surface: dict[str, str] = {}
@@ -74,6 +74,7 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
         loaders=store.put_blob(shadowing.dump(shadowing.scan(workspace)[0])),
         commit=origin[0] if origin else None,
         commit_dir=origin[1] if origin else "",
+        dirty={rel: store.put_blob(data) for rel, data in (dirty(workspace, origin[0]) if origin else {}).items()},
     )
 
 
@@ -119,7 +120,7 @@ def findings(
     plan = {"constraints": prompts(events)}
     out = surface_findings(env, plan, changes(baseline.surface, workspace, blob))
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
-    added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved, baseline)
+    added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved, baseline, blob)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
     return out + source_findings(sources, added, tests) + changed_inputs(events)
 
@@ -189,6 +190,7 @@ def shell_written(
     actions: Sequence[Action],
     moved: Sequence[str],
     baseline: SuiteBaseline,
+    blob: Callable[[str], bytes | None],
 ) -> dict[str, set[int]]:
     """The lines of each Python file of ``moved`` (:func:`touched`) that the session touched by other means than a
     file tool (a Bash heredoc's cheat was read by nobody): those that are not the file's text in the commit the
@@ -212,12 +214,31 @@ def shell_written(
         data = read_bytes(workspace, rel)
         if data is not None:
             now[rel] = data
-    old: dict[str, bytes] = {}
-    if baseline.commit and now:
+    old = start_texts(blob, workspace, baseline, sorted(now))
+    return {rel: new_lines(old.get(rel), data) for rel, data in now.items()}
+
+
+def start_texts(
+    blob: Callable[[str], bytes | None], workspace: Path, baseline: SuiteBaseline, paths: Sequence[str]
+) -> dict[str, bytes]:
+    """Each of ``paths``' text when the session began: the user's uncommitted text kept then (``baseline.dirty``), else
+    its text in the commit (:mod:`.origin`). A kept text that cannot be read back as the bytes its hash names is not
+    replaced by the commit's, which is not what the file held: that file is left out, every line counts."""
+    from tether.canonical import bytes_hash
+
+    out: dict[str, bytes] = {}
+    rest = []
+    for rel in paths:
+        h = baseline.dirty.get(rel)
+        if h is None:
+            rest.append(rel)
+        elif (data := blob(h)) is not None and bytes_hash(data) == h:
+            out[rel] = data
+    if baseline.commit and rest:
         from .origin import texts
 
-        old = texts(workspace, baseline.commit, baseline.commit_dir, sorted(now))
-    return {rel: new_lines(old.get(rel), data) for rel, data in now.items()}
+        out.update(texts(workspace, baseline.commit, baseline.commit_dir, rest))
+    return out
 
 
 def new_lines(before: bytes | None, after: bytes) -> set[int]:

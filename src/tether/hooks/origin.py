@@ -76,6 +76,78 @@ def texts(workspace: Path, commit: str, folder: str, paths: list[str]) -> dict[s
     return out
 
 
+#: At most this many files changed and not committed at a session's start are kept, and at most this many bytes of
+#: them in all: past either, the rest count whole at the stop, as before they were kept at all.
+MAX_DIRTY_FILES = 1000
+MAX_DIRTY_BYTES = 64 * 1024 * 1024
+#: A repository tracking more files than this keeps none at a session's start: finding them reads the index and
+#: walks the commit's trees (~45 ms for 815 files here), which the session's first call would wait for.
+MAX_TRACKED = 20_000
+
+
+def dirty(workspace: Path, commit: str) -> dict[str, bytes]:
+    """The tracked files of ``workspace`` whose text now is not their text in ``commit`` (changed in the work tree,
+    or staged, and not committed: the user's work in progress), workspace-relative, with their bytes now; regular
+    files of at most :data:`MAX_BYTES` each, within :data:`MAX_DIRTY_FILES` and :data:`MAX_DIRTY_BYTES`. A file
+    whose size and modification time are the index's is taken as the index has it (git's own shortcut); another is
+    read and hashed. Empty outside a repository or where it cannot be read."""
+    try:
+        from dulwich.repo import Repo
+
+        repo = Repo.discover(str(workspace))
+    except Exception:
+        return {}
+    with repo:
+        try:
+            return _dirty(repo, os.path.realpath(workspace), commit)
+        except Exception:  # an index or tree dulwich cannot read: nothing kept, every line counts as before
+            return {}
+
+
+def _dirty(repo: Repo, workspace: str, commit: str) -> dict[str, bytes]:
+    import stat
+
+    from dulwich.index import IndexEntry
+    from dulwich.objects import ObjectID
+
+    top = os.path.realpath(repo.path)
+    index = repo.open_index()
+    if len(index) > MAX_TRACKED:
+        return {}
+    tree = ObjectID(_tree_of(repo, commit).encode("ascii"))
+    staged = {new or old for (old, new), _, _ in index.changes_from_tree(repo.object_store, tree)}
+    out: dict[str, bytes] = {}
+    size = 0
+    for path, entry in index.items():
+        where = os.path.join(top, os.fsdecode(path))
+        rel = os.path.relpath(where, workspace)
+        if rel.startswith("..") or not isinstance(entry, IndexEntry):  # outside, or a conflict: not the user's text
+            continue
+        try:
+            st = os.lstat(where)
+        except OSError:
+            continue  # deleted: a file made again later is new, every line counts
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            continue
+        same = st.st_size == entry.size and _ns(entry.mtime) == st.st_mtime_ns
+        if same and path not in staged:
+            continue
+        with open(where, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if path not in staged and hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest() == entry.sha.decode():
+            continue  # touched, not changed
+        size += len(data)
+        if len(out) >= MAX_DIRTY_FILES or size > MAX_DIRTY_BYTES:
+            break
+        out[rel.replace(os.sep, "/")] = data
+    return out
+
+
+def _ns(stamp: int | float | tuple[int, int]) -> int:
+    """An index entry's time in nanoseconds (dulwich gives seconds and nanoseconds, or a number)."""
+    return stamp[0] * 10**9 + stamp[1] if isinstance(stamp, tuple) else int(stamp * 10**9)
+
+
 def _object(repo: Repo, name: str, kind: int) -> bytes:
     """The bytes of object ``name``, which must be of ``kind`` and hash to ``name`` (SHA-1 or SHA-256 by its length)."""
     from dulwich.objects import ObjectID

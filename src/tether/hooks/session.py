@@ -57,10 +57,10 @@ from .wire import Outcome
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from pathlib import Path
     from typing import Any
 
     from tether.disk import StrPath
+    from tether.events.kinds_baseline import SuiteBaseline
     from tether.events.protocol import Store
     from tether.guard.checkpoint import Pending
     from tether.state import Action
@@ -860,9 +860,7 @@ def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]
 
     diff = WorkspaceDiff(False, "a hook session keeps no workspace snapshot")
     base = baseline_of(guard.events)  # its loader stamps: a .venv/bin tool written since is not run
-    origin = (
-        _origin(guard.workspace, base.commit, base.commit_dir, changed) if base is not None and base.commit else None
-    )
+    origin = _origin(guard, base, changed) if base is not None and (base.commit or base.dirty) else None
     by = time.monotonic() + STOP_SENSORS_S  # before the agent's hook timeout, which would let the stop through
     results = run_cascade(
         env, guard.workspace, changed, box, diff, blobs=guard.store, test_baseline=base, origin=origin, deadline=by
@@ -877,19 +875,26 @@ def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]
 STOP_SENSORS_S = 540.0
 
 
-def _origin(workspace: Path, commit: str, folder: str, changed: Sequence[str]) -> Callable[[str], bytes | None]:
-    """A file's text in the commit the session began on (:mod:`.origin`): what the sensors compare a file-wide
-    directive (``# ruff: noqa``) with; a file not there (new, untracked, unreadable) is None, every line new. The
-    first file asked for is read with the stop's ``changed`` files in one pass (the repository opened and its trees
-    read once, not once a file and a sensor); each answer is kept for the sensors that ask again."""
-    from .origin import texts
+def _origin(guard: Guard, base: SuiteBaseline, changed: Sequence[str]) -> Callable[[str], bytes | None]:
+    """A file's text when the session began (:func:`.integrity.start_texts`: the user's uncommitted text kept then,
+    else the commit's, :mod:`.origin`): what the sensors compare a file-wide directive (``# ruff: noqa``) with; a file
+    not there (new, untracked, unreadable) is None, every line new. The first file asked for is read with the stop's
+    ``changed`` files in one pass (the repository opened and its trees read once, not once a file and a sensor);
+    each answer is kept for the sensors that ask again."""
+    from .integrity import start_texts
 
     known: dict[str, bytes | None] = {}
+
+    def blob(h: str) -> bytes | None:
+        try:
+            return guard.store.get_blob(h)
+        except Exception:  # missing: that file counts whole
+            return None
 
     def text(rel: str) -> bytes | None:
         if rel not in known:
             wanted = list(dict.fromkeys([rel, *(() if known else changed)]))
-            found = texts(workspace, commit, folder, wanted)
+            found = start_texts(blob, guard.workspace, base, wanted)
             known.update((p, found.get(p)) for p in wanted)
         return known[rel]
 
