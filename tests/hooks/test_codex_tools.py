@@ -145,3 +145,10 @@ def test_a_patch_sent_as_the_json_tools_input_is_judged_per_file(tmp_path: Path)
     assert out.exit == 2 and "hook:malformed-call" not in out.stderr, out
     fine = "*** Begin Patch\n*** Add File: src/a.py\n+x = 1\n*** End Patch"
     assert hook("PreToolUse", tool_name="apply_patch", tool_input={"input": fine}, tool_use_id="ap2").exit == 0
+
+
+@pytest.mark.parametrize("name", ["Agent", "Skill", "TaskCreate", "TodoWrite", "AskUserQuestion"])
+def test_claude_codes_bookkeeping_names_are_not_codexs(tmp_path: Path, name: str) -> None:
+    """Only Codex's own bookkeeping is agent_internal for Codex: a Codex tool that bore one of Claude Code's names
+    would be whatever Codex made it, so it stays as named (undeclared: denied)."""
+    assert calls(tmp_path, name, {"x": 1}) == [(name, {"x": 1})]

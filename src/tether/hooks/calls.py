@@ -310,7 +310,7 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
             return [Call("list_dir", {"path": at.path(_text(ti, "dir_path", name), name)})]
         case "grep_files":  # it reads every file under its path, as Claude Code's Grep does
             return [Call("search", {**_search(ti, at, name), "contents": True})]
-    internal = name in INTERNAL_TOOLS or name in CODEX_INTERNAL
+    internal = name in CODEX_INTERNAL  # a Codex tool of a name Claude Code uses is not Claude Code's bookkeeping
     return [Call(AGENT_INTERNAL if internal else name, dict(ti))]
 
 
