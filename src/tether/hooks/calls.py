@@ -38,22 +38,22 @@ if TYPE_CHECKING:
     from typing import Any
 
 AGENT_INTERNAL = "agent_internal"
-WORKTREE = "worktree"
 NOTES = "agent_notes"
+NOTES_WHY = "Claude Code's own plan or memory of this project, kept outside it"
 MCP = "mcp_undeclared"
 MCP_WHY = (
     "an MCP tool this envelope does not declare, so what it does is not known: a human decides (declare it as"
     " mcp__<server>__<tool> in the envelope to allow or deny it without asking)"
 )
-NOTES_WHY = "Claude Code's own plan or memory of this project, kept outside it"
+WORKTREE = "worktree"
+WORKTREE_WHY = (
+    "a session governs its own checkout: in a worktree (under .claude/, where writes are denied) its edits would not"
+    " be what its stop's sensors judge; start a session in that worktree instead"
+)
 ELSEWHERE = "agent_elsewhere"
 ELSEWHERE_WHY = (
     "a subagent isolated elsewhere (remote: on another machine) runs outside this hook: none of its calls would be"
     " judged or logged"
-)
-WORKTREE_WHY = (
-    "a session governs its own checkout: in a worktree (under .claude/, where writes are denied) its edits would not"
-    " be what its stop's sensors judge; start a session in that worktree instead"
 )
 #: The agent's own bookkeeping and conversation: Claude Code's tools reference as of 2026 (code.claude.com/docs/en/
 #: tools-reference: ``Agent``, formerly ``Task``; the task list; scheduled prompts; plan mode; skills; deferred-tool

@@ -17,11 +17,17 @@ import os
 import re
 import stat
 
+from tether.memo import cache
+
 PLAN = "plan"
 MEMORY = "memory"
 
-#: A note's file name: markdown, no folder, not hidden.
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\.md")
+
+@cache
+def _name() -> re.Pattern[str]:
+    """A note's file name: markdown, no folder, not hidden (compiled at the first ``.md`` path, not at import: every
+    cold hook call imports this module)."""
+    return re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\.md")
 
 
 def slug(path: str) -> str:
@@ -32,10 +38,12 @@ def slug(path: str) -> str:
 def kind(path: str, workspace: str, home: str | None = None) -> str | None:
     """:data:`PLAN` or :data:`MEMORY` when ``path`` (absolute, or under ``~``) is one of Claude Code's notes for the
     session of ``workspace``; None for any other path."""
+    if not path.endswith(".md"):
+        return None  # most calls: nothing more to look at
     home = home or os.path.expanduser("~")
     path = os.path.expanduser(path)
     folder, name = os.path.split(path)
-    if not _NAME.fullmatch(name) or not os.path.isabs(path) or os.path.normpath(path) != path:
+    if not _name().fullmatch(name) or not os.path.isabs(path) or os.path.normpath(path) != path:
         return None  # a ``..`` is resolved by the kernel through whatever link precedes it, not by its spelling
     root = os.path.join(home, ".claude")
     projects = {slug(workspace), slug(os.path.realpath(workspace))}
