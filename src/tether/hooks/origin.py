@@ -121,8 +121,8 @@ def _dirty(repo: Repo, workspace: str, commit: str) -> dict[str, bytes]:
     for path, entry in index.items():
         where = os.path.join(top, os.fsdecode(path))
         rel = os.path.relpath(where, workspace)
-        if rel.startswith("..") or not isinstance(entry, IndexEntry):  # outside, or a conflict: not the user's text
-            continue
+        if rel == ".." or rel.startswith(".." + os.sep) or not isinstance(entry, IndexEntry):
+            continue  # outside the workspace, or a conflict: not the user's text
         try:
             st = os.lstat(where)
         except OSError:
@@ -132,9 +132,11 @@ def _dirty(repo: Repo, workspace: str, commit: str) -> dict[str, bytes]:
         same = st.st_size == entry.size and _ns(entry.mtime) == st.st_mtime_ns
         if same and path not in staged:
             continue
-        with open(where, "rb") as f:
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW)  # the regular file lstat saw, not a link put there since
+        with open(fd, "rb") as f:
             data = f.read(MAX_BYTES + 1)
-        if path not in staged and hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest() == entry.sha.decode():
+        algorithm = hashlib.sha1 if len(entry.sha) == 40 else hashlib.sha256  # the repository's object format
+        if path not in staged and algorithm(b"blob %d\x00" % len(data) + data).hexdigest() == entry.sha.decode():
             continue  # touched, not changed
         size += len(data)
         if len(out) >= MAX_DIRTY_FILES or size > MAX_DIRTY_BYTES:
