@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hookkit import Hook
 
-from tests.hooks.hookkit import Hook
 from tether.hooks import notes
 
 

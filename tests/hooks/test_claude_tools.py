@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.hooks.hookkit import Hook
+from hookkit import Hook
 
 #: What each tool amounts to: the agent's own bookkeeping (a read), a read of one file, work in another checkout
 #: (refused, saying why), and the ones tether cannot judge (undeclared: denied).
