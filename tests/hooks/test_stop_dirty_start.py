@@ -72,11 +72,13 @@ def test_a_kept_text_that_is_not_its_hash_is_not_taken(hook: Hook) -> None:
 
 
 def test_what_is_kept(tmp_path: Path) -> None:
-    """Only tracked files whose text is not the commit's: a touched but unchanged file, an untracked one, one
-    outside the workspace's folder and a deleted one are not."""
+    """Tracked files whose text is not the commit's, and untracked text files git does not ignore; not a touched but
+    unchanged file, one outside the workspace's folder, a deleted one, an ignored one (nor an ignored folder), a
+    binary one, a link, tether's own folder."""
     (tmp_path / "sub").mkdir()
     for name in ("same.py", "changed.py", "sub/x.py", "gone.py"):
         (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("*.log\nbuild/\n")
     subprocess.run([*GIT, "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run([*GIT, "add", "."], cwd=tmp_path, check=True)
     subprocess.run([*GIT, "commit", "-qm", "start"], cwd=tmp_path, check=True)
@@ -85,7 +87,27 @@ def test_what_is_kept(tmp_path: Path) -> None:
     (tmp_path / "sub" / "x.py").write_text("x = 3\n")
     (tmp_path / "gone.py").unlink()
     (tmp_path / "new.py").write_text("x = 4\n")
+    (tmp_path / "sub" / "wip.py").write_text("x = 5\n")
+    (tmp_path / "run.log").write_text("ignored\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.py").write_text("ignored folder\n")
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01binary")
+    (tmp_path / "link.py").symlink_to(tmp_path / "changed.py")
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "notes.txt").write_text("tether's own\n")
     commit = origin.head(tmp_path)
     assert commit is not None
-    assert origin.dirty(tmp_path, commit[0]) == {"changed.py": b"x = 2\n", "sub/x.py": b"x = 3\n"}
-    assert origin.dirty(tmp_path / "sub", commit[0]) == {"x.py": b"x = 3\n"}
+    assert origin.dirty(tmp_path, commit[0]) == {
+        "changed.py": b"x = 2\n",
+        "sub/x.py": b"x = 3\n",
+        "new.py": b"x = 4\n",
+        "sub/wip.py": b"x = 5\n",
+    }
+    assert origin.dirty(tmp_path / "sub", commit[0]) == {"x.py": b"x = 3\n", "wip.py": b"x = 5\n"}
+
+
+def test_a_file_the_user_made_and_never_added_is_the_users_too(hook: Hook) -> None:
+    (hook.workspace / "draft.py").write_text("# ruff: noqa\nimport os\n")  # new, not added to git
+    hook("SessionStart")
+    write(hook, "draft.py", "# ruff: noqa\nimport os\nimport sys\n", "w1")
+    assert hook("Stop").stdout == "", "the directive was the user's, there before the session"

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from dulwich.index import Index
     from dulwich.objects import Tree
     from dulwich.repo import Repo
 
@@ -80,17 +83,21 @@ def texts(workspace: Path, commit: str, folder: str, paths: list[str]) -> dict[s
 #: them in all: past either, the rest count whole at the stop, as before they were kept at all.
 MAX_DIRTY_FILES = 1000
 MAX_DIRTY_BYTES = 64 * 1024 * 1024
-#: A repository tracking more files than this keeps none at a session's start: finding them reads the index and
-#: walks the commit's trees (~45 ms for 815 files here), which the session's first call would wait for.
+#: A repository tracking more files than this keeps none at a session's start: finding them reads the index and walks
+#: the commit's trees and the work tree (~30-55 ms for 815 tracked files here), which the session's first call awaits.
 MAX_TRACKED = 20_000
+#: How many files the walk for untracked ones looks at, at most (ignored folders, ``.git`` and ``.tether`` are not
+#: walked): past it, the untracked files not yet found count whole at the stop.
+MAX_WALKED = 20_000
 
 
 def dirty(workspace: Path, commit: str) -> dict[str, bytes]:
-    """The tracked files of ``workspace`` whose text now is not their text in ``commit`` (changed in the work tree,
-    or staged, and not committed: the user's work in progress), workspace-relative, with their bytes now; regular
-    files of at most :data:`MAX_BYTES` each, within :data:`MAX_DIRTY_FILES` and :data:`MAX_DIRTY_BYTES`. A file
-    whose size and modification time are the index's is taken as the index has it (git's own shortcut); another is
-    read and hashed. Empty outside a repository or where it cannot be read."""
+    """The user's work in progress in ``workspace``, workspace-relative, with its bytes now: the tracked files whose
+    text is not their text in ``commit`` (changed in the work tree, or staged), then the untracked files git does
+    not ignore (text, not binary); regular files of at most :data:`MAX_BYTES` each, within :data:`MAX_DIRTY_FILES`
+    and :data:`MAX_DIRTY_BYTES`. A tracked file whose size and modification time are the index's is taken as the
+    index has it (git's own shortcut); another is read and hashed. Empty outside a repository or where it cannot be
+    read."""
     try:
         from dulwich.repo import Repo
 
@@ -105,9 +112,8 @@ def dirty(workspace: Path, commit: str) -> dict[str, bytes]:
 
 
 def _dirty(repo: Repo, workspace: str, commit: str) -> dict[str, bytes]:
-    import stat
+    import itertools
 
-    from dulwich.index import IndexEntry
     from dulwich.objects import ObjectID
 
     top = os.path.realpath(repo.path)
@@ -115,9 +121,29 @@ def _dirty(repo: Repo, workspace: str, commit: str) -> dict[str, bytes]:
     if len(index) > MAX_TRACKED:
         return {}
     tree = ObjectID(_tree_of(repo, commit).encode("ascii"))
-    staged = {new or old for (old, new), _, _ in index.changes_from_tree(repo.object_store, tree)}
+    staged = {p for (old, new), _, _ in index.changes_from_tree(repo.object_store, tree) if (p := new or old)}
+    untracked = (
+        (rel, data)
+        for rel in _untracked(repo, top, workspace, set(index.paths()))
+        if (data := _regular(os.path.join(workspace, rel))) is not None and b"\x00" not in data[:8192]
+    )
     out: dict[str, bytes] = {}
     size = 0
+    for rel, data in itertools.chain(_changed(index, top, workspace, staged), untracked):
+        size += len(data)
+        if len(out) >= MAX_DIRTY_FILES or size > MAX_DIRTY_BYTES:
+            break
+        out[rel.replace(os.sep, "/")] = data
+    return out
+
+
+def _changed(index: Index, top: str, workspace: str, staged: set[bytes]) -> Iterator[tuple[str, bytes]]:
+    """The tracked files under ``workspace`` whose text is not the commit's (``staged``: the paths whose index entry
+    is not), workspace-relative, with their bytes."""
+    import stat
+
+    from dulwich.index import IndexEntry
+
     for path, entry in index.items():
         where = os.path.join(top, os.fsdecode(path))
         rel = os.path.relpath(where, workspace)
@@ -127,22 +153,54 @@ def _dirty(repo: Repo, workspace: str, commit: str) -> dict[str, bytes]:
             st = os.lstat(where)
         except OSError:
             continue  # deleted: a file made again later is new, every line counts
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+        if not stat.S_ISREG(st.st_mode):
             continue
-        same = st.st_size == entry.size and _ns(entry.mtime) == st.st_mtime_ns
-        if same and path not in staged:
-            continue
-        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW)  # the regular file lstat saw, not a link put there since
-        with open(fd, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+        if path not in staged and st.st_size == entry.size and _ns(entry.mtime) == st.st_mtime_ns:
+            continue  # as the index has it, which is the commit's
+        data = _regular(where)
         algorithm = hashlib.sha1 if len(entry.sha) == 40 else hashlib.sha256  # the repository's object format
-        if path not in staged and algorithm(b"blob %d\x00" % len(data) + data).hexdigest() == entry.sha.decode():
-            continue  # touched, not changed
-        size += len(data)
-        if len(out) >= MAX_DIRTY_FILES or size > MAX_DIRTY_BYTES:
-            break
-        out[rel.replace(os.sep, "/")] = data
-    return out
+        if data is None or (
+            path not in staged and algorithm(b"blob %d\x00" % len(data) + data).hexdigest() == entry.sha.decode()
+        ):
+            continue  # too large, swapped since, or touched and not changed
+        yield rel, data
+
+
+def _untracked(repo: Repo, top: str, workspace: str, tracked: set[bytes]) -> Iterator[str]:
+    """The files under ``workspace`` that git neither tracks nor ignores, workspace-relative: its own ignore rules
+    (dulwich's reading of them), ignored folders not walked, nor links to folders, nor ``.git`` or ``.tether``
+    (tether's log); at most :data:`MAX_WALKED` files looked at."""
+    from dulwich.ignore import IgnoreFilterManager
+
+    ignored = IgnoreFilterManager.from_repo(repo).is_ignored
+    seen = 0
+    for root, folders, files in os.walk(workspace):
+        here = os.path.relpath(root, top).replace(os.sep, "/")
+        here = "" if here == "." else here + "/"
+        folders[:] = [f for f in folders if f not in (".git", ".tether") and not ignored(f"{here}{f}/")]
+        for name in files:
+            seen += 1
+            if seen > MAX_WALKED:
+                return
+            path = here + name
+            if path.encode("utf-8", "surrogateescape") not in tracked and not ignored(path):
+                yield os.path.relpath(os.path.join(root, name), workspace)
+
+
+def _regular(where: str) -> bytes | None:
+    """The bytes of the regular file at ``where`` (no link followed), None for anything else or over
+    :data:`MAX_BYTES`."""
+    import stat
+
+    try:
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with open(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        return f.read(MAX_BYTES + 1)
 
 
 def _ns(stamp: int | float | tuple[int, int]) -> int:
