@@ -393,7 +393,11 @@ class _Walker:
     def expansion(self, node: Any) -> Word:
         raw = self.text(node)
         names = [c for c in node.named_children if c.type in ("variable_name", "special_variable_name")]
-        simple = node.type == "simple_expansion" or (len(node.named_children) == 1 and names)
+        # ``${X}`` only: ``${!X}`` (the variable X names), ``${#X}`` (a length), ``${!X*}`` carry their operator as a
+        # bare token beside the one name, and none of them is X's value
+        simple = node.type == "simple_expansion" or (
+            len(names) == 1 and [self.text(c) for c in node.children] == ["${", self.text(names[0]), "}"]
+        )
         if names and simple:
             name = self.text(names[0])
             if name == "HOME":
