@@ -49,6 +49,7 @@ from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.policy.decision import Verdict
 from tether.records import dataclass
 from tether.status import ActionStatus
+from tether.told import refuses_asks, told
 from tether.typeless import TypeVar, cast
 
 from .calls import Call, CallError, hook_envelope, tether_calls
@@ -56,7 +57,7 @@ from .wire import Outcome
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from tether.disk import StrPath
@@ -480,7 +481,7 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
         _check(guard, c, call_id if i == 0 else f"{call_id}#{i}", head if i == 0 else (), turn)
         for i, c in enumerate(calls)
     ]
-    no_ask = agent == "codex" or refuses_asks(data)  # an ASK is told as a refusal
+    no_ask = refuses_asks(agent, data)  # an ASK is told as a refusal
     ran = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
     if ran:
         guard.record(ran)
@@ -488,30 +489,14 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
     return planned(unprompted(out, data), data) if agent == "claude-code" else out
 
 
-#: Claude Code's permission modes that show the user a permission prompt (its permission-modes page): there a hook's
-#: ``ask`` is asked. In the others a call may run with nobody asked — ``bypassPermissions`` ran a hook's ask
-#: unprompted on 2.1.199 (anthropics/claude-code#77212, fixed by 2.1.233), ``auto`` does still
-#: (anthropics/claude-code#89561), ``dontAsk`` never prompts — and a hook cannot tell which release it answers.
-PROMPTING = frozenset({"default", "plan", "acceptEdits"})
-
-
-def refuses_asks(fields: Mapping[str, Any]) -> bool:
-    """Whether a PreToolUse with these fields (its payload, or the ``detail`` its ``hook.received`` keeps) has its ASK
-    answered ``deny`` (:func:`unprompted`)."""
-    mode = fields.get("permission_mode", "default")
-    return not (isinstance(mode, str) and mode in PROMPTING)
-
-
 def unprompted(outcome: Outcome, data: dict[str, Any]) -> Outcome:
-    """A Claude Code ASK answered ``deny`` when the call's ``permission_mode`` is not one of :data:`PROMPTING`
-    (any other value, a mode tether does not know included), naming the mode; as it was otherwise, and for a payload
-    without the field (every PreToolUse the hooks reference shows carries it). The log keeps the gate's ASK."""
-    if outcome.verdict != "ASK" or not refuses_asks(data):
+    """A Claude Code ASK answered ``deny`` when the call's permission mode may run it unasked (:func:`.told.told`),
+    naming the mode; as it was otherwise. The log keeps the gate's ASK."""
+    said = told("claude-code", outcome.verdict, data)
+    if said is None or said.answer != "deny":
         return outcome
-    mode = data["permission_mode"]
     why = (
-        f"{outcome.reason}; refused, not asked: in permission mode {mode!r} Claude Code may run a call a hook asks"
-        " about without asking anyone. Approve it from a mode that prompts (default, acceptEdits, plan), or allow"
+        f"{outcome.reason}; {said.why}. Approve it from a mode that prompts (default, acceptEdits, plan), or allow"
         " it in the envelope"
     )
     return Outcome("DENY", why, outcome.rule)
@@ -522,7 +507,8 @@ def planned(outcome: Outcome, data: dict[str, Any]) -> Outcome:
     Code's permission flow, and in plan mode that flow is what holds the session to reading until the user approves
     the plan: tether's ALLOW of an edit would let it through. DENY and ASK are sent as ever; the log keeps the
     gate's ALLOW."""
-    if outcome.verdict == "ALLOW" and data.get("permission_mode") == "plan":
+    said = told("claude-code", outcome.verdict, data)
+    if said is not None and said.answer == "no decision":
         return Outcome("DEFER", outcome.reason, outcome.rule)
     return outcome
 
@@ -613,7 +599,7 @@ def _told_no(guard: Guard, agent: str, asked: Action) -> bool:
     if agent == "codex":
         return True
     proposal = _proposal(guard.events, asked.call_id)
-    return proposal is not None and refuses_asks(proposal.payload.get("detail") or {})
+    return proposal is not None and refuses_asks(agent, proposal.payload.get("detail") or {})
 
 
 def receipt(

@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from tether.events.store import Event
 from tether.state import external_driver
+from tether.told import told
 
 VERDICT_STYLE = {"ALLOW": "green", "ASK": "yellow", "DENY": "red"}
 RESULT_STYLE = {"PASS": "green", "FAIL": "red", "SKIPPED": "yellow"}
@@ -30,6 +31,9 @@ STATUS_STYLE = {"COMPLETE": "bold green", "NO_OP": "green", "WAITING_APPROVAL": 
 # Set by :func:`timeline` for one rendering: print texts whole, and count the ones that were cut.
 _WHOLE: ContextVar[bool] = ContextVar("whole", default=False)
 _CUTS: ContextVar[list[int] | None] = ContextVar("cuts", default=None)
+# Set by :func:`timeline` too: the latest ``hook.received`` of a governed session, whose PreToolUse the decisions
+# after it answer (:func:`_decided` shows what the agent was told where it is not the verdict).
+_HOOK: ContextVar[list[dict[str, Any]] | None] = ContextVar("hook", default=None)
 VERBOSE_ONLY = frozenset({"diagnostics.computed", "belief.recorded"})
 
 
@@ -96,7 +100,13 @@ def _proposed(p: dict[str, Any]) -> str:
 
 def _decided(p: dict[str, Any]) -> str:
     style = VERDICT_STYLE.get(p["verdict"], "white")
-    return f"    [{style}]{p['verdict']}[/] by [bold]{escape(p['deciding_rule'])}[/]: {_short(p['reason'], 110)}"
+    line = f"    [{style}]{p['verdict']}[/] by [bold]{escape(p['deciding_rule'])}[/]: {_short(p['reason'], 110)}"
+    hook = _HOOK.get()
+    call = hook[0] if hook else {}
+    said = told(call["agent"], p["verdict"], call.get("detail") or {}) if call.get("event") == "PreToolUse" else None
+    if said is not None:
+        line += f"\n        [yellow]told {escape(call['agent'])}: {said.answer}[/] — {_short(said.why, 140)}"
+    return line
 
 
 def _completed(p: dict[str, Any]) -> str:
@@ -280,12 +290,13 @@ def _by_subagent(p: dict[str, Any]) -> str:
 
 @contextmanager
 def _rendering(whole: bool, cuts: list[int]) -> Iterator[None]:
-    whole_token, cuts_token = _WHOLE.set(whole), _CUTS.set(cuts)
+    whole_token, cuts_token, hook_token = _WHOLE.set(whole), _CUTS.set(cuts), _HOOK.set([{}])
     try:
         yield
     finally:
         _WHOLE.reset(whole_token)
         _CUTS.reset(cuts_token)
+        _HOOK.reset(hook_token)
 
 
 def timeline(events: Iterable[Event], *, verbose: bool = False, whole: bool = False) -> tuple[list[str], int]:
@@ -301,6 +312,9 @@ def render(event: Event, *, verbose: bool = False) -> str | None:
         return None
     fn = RENDER.get(event.kind)
     if fn is None and event.kind == "hook.received":
+        hook = _HOOK.get()
+        if hook:
+            hook[0] = event.payload
         fn = _by_subagent if (event.payload.get("detail") or {}).get("agent_id") else None
     line = fn(event.payload) if fn else (f"[dim]{event.kind} {_short(event.payload)}[/]" if verbose else "")
     if not line:
