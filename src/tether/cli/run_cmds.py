@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -336,14 +337,33 @@ def show_context(run_id: str, events: list[Event], turn: int, as_json: bool) -> 
             )
 
 
+#: More actions than this with one same answer are shown as one line (a governed session of 1,000 calls: 1,000
+#: lines saying "not undoable: it ran without a workspace snapshot around it").
+UNDO_GROUP = 3
+
+
 def show_undo(ledger: Ledger, rollback: dict[str, str]) -> None:
-    """Which executed actions ``tether undo`` can take back, and why not (kernel/undo.py ``undoable``)."""
+    """Which executed actions ``tether undo`` can take back, and why not (kernel/undo.py ``undoable``): one line an
+    action, but one line for each answer more than :data:`UNDO_GROUP` actions share (how many, the first and last
+    call ids, the tools), in the order each answer first came; ``--json`` keeps every action's own."""
     if not rollback:
         return
-    console.print("\n[bold]undo[/] (tether undo RUN [--to SEQ | --action CALL_ID])")
+    groups: dict[str, list[str]] = {}
     for call_id, why in rollback.items():
+        groups.setdefault(why, []).append(call_id)
+    console.print("\n[bold]undo[/] (tether undo RUN [--to SEQ | --action CALL_ID])")
+    for why, calls in groups.items():
         style = "green" if why.startswith("undoable") else "dim" if why.startswith("nothing") else "yellow"
-        console.print(f"  {escape(call_id)} ({escape(ledger.records[call_id].tool)}): [{style}]{escape(why)}[/]")
+        if len(calls) <= UNDO_GROUP:
+            for call_id in calls:
+                console.print(
+                    f"  {escape(call_id)} ({escape(ledger.records[call_id].tool)}): [{style}]{escape(why)}[/]"
+                )
+            continue
+        tools = Counter(ledger.records[c].tool for c in calls)
+        kinds = escape(", ".join(f"{n} {tool}" for tool, n in tools.most_common()))
+        span = f"{escape(calls[0])} … {escape(calls[-1])}"
+        console.print(f"  {len(calls)} actions, {span} ({kinds}): [{style}]{escape(why)}[/]")
 
 
 def show_diff(diff: RunDiff, full: bool) -> int:

@@ -15,6 +15,7 @@ from tether.events.kinds import Checkpoint
 from tether.events.protocol import Store
 from tether.events.store import Event
 from tether.snapshot import Manifest, changes, unified_diff
+from tether.state import external_driver
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,10 @@ def run_diff(store: Store, events: Sequence[Event]) -> RunDiff:
     snapshots = [e for e in events if e.kind == Checkpoint.KIND and e.payload.get("snapshot")]
     start = next((e for e in snapshots if e.payload["label"] == "start"), None)
     if start is None:
+        driver = external_driver(str(events[0].payload.get("sandbox", ""))) if events else ""
+        if driver:  # a governed session: its tools ran where no snapshot of tether's was taken
+            why = f"a governed session: {driver} ran its tools, outside tether's workspace snapshots"
+            return RunDiff("", [], missing=why)
         return RunDiff("", [], missing="the run recorded no start snapshot")
     end = snapshots[-1]
     if end is start:
