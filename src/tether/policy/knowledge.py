@@ -151,7 +151,28 @@ PRIVILEGED = frozenset(
 )
 #: Builtins that assign variables from data or evaluate arithmetic (where ``a[$(cmd)]`` runs cmd).
 SETS_VARIABLES = frozenset(
-    {"read", "mapfile", "readarray", "printf", "getopts", "let", "declare", "typeset", "local", "export", "test"}
+    {
+        "read",
+        "mapfile",
+        "readarray",
+        "printf",
+        "getopts",
+        "let",
+        "declare",
+        "typeset",
+        "local",
+        "export",
+        "test",
+        "wait",
+    }
+)
+#: Of those, the ones that give the variables they name values known only at run time (``read X``, ``printf -v X``,
+#: ``getopts o X``, ``let X=…``, ``wait -p X``).
+FROM_DATA = frozenset({"read", "mapfile", "readarray", "printf", "getopts", "let", "wait"})
+#: POSIX's special builtins: an assignment before one (``X=/ :``) outlives it in a POSIX shell.
+SPECIAL_BUILTINS = frozenset(
+    {":", ".", "break", "continue", "eval", "exec", "exit", "export", "readonly", "return", "set", "shift"}
+    | {"times", "trap", "unset", "source"}
 )
 #: Project runners whose subcommand runs any command in the project's environment (``uv run CMD``).
 RUNNERS = {"uv": "run", "poetry": "run", "pdm": "run", "hatch": "run", "pipenv": "run", "rye": "run", "bundle": "exec"}

@@ -42,12 +42,14 @@ from .knowledge import (
     BWRAP_ARITY,
     DECODERS,
     FETCHERS,
+    FROM_DATA,
     PARALLEL,
     PARALLEL_SOURCES,
     RUNNER_OPTIONS,
     RUNNERS,
     SETS_VARIABLES,
     SHELLS,
+    SPECIAL_BUILTINS,
     SPECS,
     WRAPPER_OPTIONS,
     WRAPPER_POSITIONALS,
@@ -264,7 +266,16 @@ class _Walker:
         elif t == "comment":
             return
         else:
-            self.sequence(node, piped if t == "negated_command" else False)
+            self.other(node, piped)
+
+    def other(self, node: Any, piped: bool) -> None:
+        """Any other statement: its parts in turn. ``unset X`` leaves X empty, which is not the value it had (its
+        words are walked after: ``unset $(cmd)``)."""
+        if node.type == "unset_command":
+            rest = self.text(node).split(None, 1)[1:]
+            dynamic = any(c in "".join(rest) for c in "$`\\\"'")
+            self.forget(None if dynamic else _names([Word.lit(w) for w in rest]))
+        self.sequence(node, piped if node.type == "negated_command" else False)
 
     def sequence(self, node: Any, piped: bool = False) -> None:
         """Statements one after another; a ``cd`` that may have failed leaves the directory unknown."""
@@ -405,12 +416,25 @@ class _Walker:
             if name in self.vars and "IFS" not in self.vars:
                 value = self.vars[name]
                 return Word(value, True, value, (), True)
+        if names and any(self.text(c) in ("=", ":=") for c in node.children if not c.is_named):
+            self.forget([self.text(names[0])])  # ``${X:=/}`` assigns X where it was unset (or empty)
         before = len(self.out.commands)
         for c in node.named_children:
             if c.type not in ("variable_name", "special_variable_name"):
                 self.walk(c)
         inner = tuple(c.name for c in self.out.commands[before:])
         return Word(raw, False, "", inner)
+
+    def forget(self, names: Sequence[str] | None) -> None:
+        """The variables ``names`` (None: every one) now have values known only at run time. ``IFS`` and ``CDPATH``
+        stay named, as any assignment of them leaves them: words are then not split as known, ``cd`` not placed."""
+        for n in self.vars.copy() if names is None else names:
+            if n in ("IFS", "CDPATH"):
+                self.vars[n] = ""
+            else:
+                self.vars.pop(n, None)
+        if names is None:
+            self.vars.update(IFS="", CDPATH="")
 
     # -- statements --------------------------------------------------------------------------
 
@@ -492,6 +516,8 @@ class _Walker:
                 words.append(self.word(c))
             else:
                 words.append(Word.lit(self.text(c)))
+        if any(re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", w.text) for w in words[1:] if w.static):
+            self.forget(None)  # ``declare -n X=HOME``: X is another name for HOME, and assigning it assigns HOME
         self.emit(SimpleCommand(tuple(words), redirects, self.cwd, piped, text=self.text(node)))
 
     def for_loop(self, node: Any) -> None:
@@ -533,17 +559,34 @@ class _Walker:
             return
         calling.add(running)
         try:
-            self.recurse(body, cmd, f"function {name}")
+            child = self.recurse(body, cmd, f"function {name}")
         finally:
             calling.discard(running)
+        if child is not None and not cmd.piped:  # a body runs in this shell: its cd and assignments stay
+            self.adopt(child, exact=False)
+
+    def adopt(self, child: _Walker, exact: bool) -> None:
+        """What code run in this shell leaves: its directory, and its variables — as they are after ``eval``; after a
+        function's body, each it changed is unknown (``local`` ones end with the call, and the reading keeps no
+        scopes)."""
+        self.cwd, self.oldpwd, self.stack = child.cwd, child.oldpwd, child.stack
+        self.cd_unsure = self.cd_unsure or child.cd_unsure
+        if exact:
+            self.vars = child.vars
+            return
+        changed = {n for n in set(self.vars) | set(child.vars) if self.vars.get(n) != child.vars.get(n)}
+        self.forget([n for n in changed if not n.isdigit()])
 
     def command(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         words: list[Word] = []
         reds = list(redirects)
         env = dict(self.env)
+        prefix: dict[str, Word] = {}
         for c in node.named_children:
             if c.type == "variable_assignment":
-                self.env_assigned(*self.assignment(c, persist=False), env=env)
+                name, value = self.assignment(c, persist=False)
+                self.env_assigned(name, value, env=env)
+                prefix[name] = value
             elif c.type.endswith("_redirect"):
                 reds.append(self.redirect(c))
             elif c.type == "comment":
@@ -558,7 +601,31 @@ class _Walker:
                 else:
                     words.append(w)
         cmd = SimpleCommand(tuple(words), tuple(reds), self.cwd, piped, text=self.text(node), env=tuple(env.items()))
+        if prefix:
+            self.prefixed(cmd, prefix)
+        else:
+            self.expand(cmd)
+
+    def prefixed(self, cmd: SimpleCommand, prefix: dict[str, Word]) -> None:
+        """``X=/ eval 'rm -rf $X'``, ``X=/ sh -c …``, ``X=/ f``: what the command runs sees the values before it
+        (its own words were expanded with the old ones). After a special builtin (POSIX shells keep the assignment), a
+        function or no command at all, each is unknown; after any other command, as it was."""
+        before = {n: self.vars.get(n) for n in prefix}
+        for n, v in prefix.items():
+            if v.static:
+                self.vars[n] = v.text
+            else:
+                self.forget([n])
         self.expand(cmd)
+        head = command_name(cmd.argv[0].text) if cmd.argv else ""
+        if not head or head in SPECIAL_BUILTINS or head in self.session.functions:
+            self.forget(list(prefix))
+            return
+        for n, old in before.items():
+            if old is None:
+                self.vars.pop(n, None)
+            else:
+                self.vars[n] = old
 
     # -- seeing through ----------------------------------------------------------------------
 
@@ -615,6 +682,8 @@ class _Walker:
             self.vars["CDPATH"] = ""  # cd NAME goes to $NAME when NAME is no directory: as unknown as CDPATH
         if name in SETS_VARIABLES:
             self.sets_variables(name, args)
+        if name in FROM_DATA or name == "unset":
+            self.forget(None if any(not w.static for w in args) else _names(args))
         handler = _EXPANDERS.get(name)
         if handler is not None and handler(self, cmd, name, args):
             return
@@ -647,9 +716,7 @@ class _Walker:
         if all(w.static for w in args):
             child = self.recurse(" ".join(w.text for w in args), cmd, "eval")
             if child is not None and not cmd.piped:  # eval runs in this shell: its cd and assignments stay
-                self.cwd, self.oldpwd, self.stack = child.cwd, child.oldpwd, child.stack
-                self.cd_unsure = self.cd_unsure or child.cd_unsure
-                self.vars = child.vars
+                self.adopt(child, exact=True)
         else:
             self.dynamic_code(cmd, "eval", args)
         return True
@@ -1036,6 +1103,12 @@ def _command_string(args: list[Word]) -> tuple[Word | None] | None:
             start = t.index("c", 1) + 1
             return (_slice(w, start),) if start < len(t) else after
     return None
+
+
+def _names(args: list[Word]) -> list[str]:
+    """Every name a builtin's words may assign (``read -r X Y``, ``printf -v X``, ``let 'X=Y+1'``): each word's
+    identifiers, options' letters and a format's words among them — more than it assigns, never fewer."""
+    return [n for w in args for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", w.text)]
 
 
 def _slice(w: Word, start: int) -> Word:
