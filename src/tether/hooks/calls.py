@@ -68,6 +68,22 @@ INTERNAL_TOOLS = frozenset(
 )
 
 
+#: tether's own names for what an agent's tools do. A tool that bore one would be judged by a rule written for the
+#: tools mapped to it, on input that is not what a mapping puts there: ``agent_notes`` with any path was allowed, so
+#: were ``agent_internal`` and ``read_file`` with a field the gate does not read, as reads. Refused, whichever agent
+#: names it (``web_fetch`` and ``web_search`` ask whatever their input: Codex's own web search keeps its name).
+OWN_NAMES = frozenset(
+    {"bash", "read_file", "write_file", "edit_file", "search", "list_dir"} | {AGENT_INTERNAL, NOTES, MCP, WORKTREE}
+) | {ELSEWHERE}
+
+
+def _unmapped(name: str, internal: frozenset[str], ti: Mapping[str, Any]) -> Call:
+    """A tool no mapping took: the agent's bookkeeping, else kept as it is named — never as one of :data:`OWN_NAMES`."""
+    if name in OWN_NAMES:
+        raise CallError(f"{name}: a name tether gives its own calls, not a tool of the agent's; refused")
+    return Call(AGENT_INTERNAL if name in internal else name, dict(ti))
+
+
 class CallError(ValueError):
     """A tool call whose input lacks what tether needs to judge it (a Read without a file path)."""
 
@@ -251,7 +267,7 @@ def _claude(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
             return [Call("web_fetch", {"url": _text(ti, "url", name), "prompt": str(ti.get("prompt", ""))})]
         case "WebSearch":
             return [Call("web_search", {"query": _text(ti, "query", name)})]
-    return [Call(AGENT_INTERNAL if name in INTERNAL_TOOLS else name, dict(ti))]
+    return [_unmapped(name, INTERNAL_TOOLS, ti)]
 
 
 #: The file lines of an apply_patch envelope: ``*** Add File: p``, ``*** Update File: p``, ``*** Move to: p``,
@@ -310,8 +326,7 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
             return [Call("list_dir", {"path": at.path(_text(ti, "dir_path", name), name)})]
         case "grep_files":  # it reads every file under its path, as Claude Code's Grep does
             return [Call("search", {**_search(ti, at, name), "contents": True})]
-    internal = name in CODEX_INTERNAL  # a Codex tool of a name Claude Code uses is not Claude Code's bookkeeping
-    return [Call(AGENT_INTERNAL if internal else name, dict(ti))]
+    return [_unmapped(name, CODEX_INTERNAL, ti)]  # a Codex tool of a name Claude Code uses is not its bookkeeping
 
 
 def _codex_command(ti: Mapping[str, Any], name: str) -> str:
