@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
     from tether.disk import StrPath
     from tether.events.kinds_baseline import SuiteBaseline
+    from tether.events.kinds_hooks import HookInputChanged
     from tether.events.protocol import Store
     from tether.guard.checkpoint import Pending
     from tether.state import Action
@@ -666,12 +667,8 @@ def changed_input(guard: Guard, agent: str, data: dict[str, Any], head: Sequence
     judged = guard.state.actions.get(call_id) if call_id else None
     if judged is None or judged.verdict is None:
         return False
-    cwd = str(data["cwd"])
-    calls = ran_calls(guard, agent, data, cwd)
-    if _as_judged(guard, call_id, calls):
-        return False
-    then = _judged_cwd(guard.events, call_id)  # a ``cd`` in the command itself moves the receipt's cwd
-    if then is not None and then != cwd and _as_judged(guard, call_id, ran_calls(guard, agent, data, then)):
+    calls = ran_calls(guard, agent, data, str(data["cwd"]))
+    if _ran_as_judged(guard, agent, data, call_id, calls):
         return False
     from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
 
@@ -682,6 +679,29 @@ def changed_input(guard: Guard, agent: str, data: dict[str, Any], head: Sequence
         target = next((r for r in earlier if r.startswith(first)), call_id)
         receipt(guard, agent, data, head, failed=failed, call_id=target, call=calls[0])
         return True
+    lead, changes = _judged_now(guard, data, call_id, calls, head)
+    target = next((ch.ran_as for ch in changes if ch.ran_as.startswith(first)), call_id)
+    receipt(guard, agent, data, [*lead, *changes], failed=failed, call_id=target, call=calls[0])
+    return True
+
+
+def _ran_as_judged(guard: Guard, agent: str, data: dict[str, Any], call_id: str, calls: Sequence[Call]) -> bool:
+    """What ran is what was judged: placed from the receipt's directory, or from the proposal's (a ``cd`` in the
+    command itself moves the receipt's cwd)."""
+    if _as_judged(guard, call_id, calls):
+        return True
+    cwd, then = str(data["cwd"]), _judged_cwd(guard.events, call_id)
+    return then is not None and then != cwd and _as_judged(guard, call_id, ran_calls(guard, agent, data, then))
+
+
+def _judged_now(
+    guard: Guard, data: dict[str, Any], call_id: str, calls: Sequence[Call], head: Sequence[Payload]
+) -> tuple[list[Payload], list[HookInputChanged]]:
+    """Each part of what ran that is not the one judged under its id, proposed and judged now (``head`` written
+    with the first judged): what of ``head`` is still to write, and a ``hook.input_changed`` for each part the
+    guard took as a call of its own."""
+    from tether.events.kinds_hooks import HookInputChanged
+
     turn, lead, changes = turn_of(guard), list(head), []
     for i, c in enumerate(calls):
         part = _part(call_id, i)
@@ -703,9 +723,7 @@ def changed_input(guard: Guard, agent: str, data: dict[str, Any], head: Sequence
                 event=str(data["hook_event_name"]),
             )
         )
-    target = next((ch.ran_as for ch in changes if ch.ran_as.startswith(first)), call_id)
-    receipt(guard, agent, data, [*lead, *changes], failed=failed, call_id=target, call=calls[0])
-    return True
+    return lead, changes
 
 
 def _same(call: Call, tool: str, args_hash: str) -> bool:
