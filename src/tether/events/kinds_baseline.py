@@ -77,3 +77,10 @@ class SuiteBaseline(Payload):
         description="a hook session's: files changed and not committed at its start, workspace-relative path -> blob"
         " hash of their bytes then, each that file's baseline in place of the commit's (tether.hooks.origin.dirty)",
     )
+    carried: list[str] = Field(
+        default_factory=new_list,
+        description="a hook session's: files an earlier session's agent left changed whose baseline here is the text"
+        " that session began with, not the work in progress found (tether.hooks.earlier)",
+    )
+    carried_from: str = Field("", description="that earlier session's run id")
+    carried_why: str = Field("", description="how that session ended, as the stop names it ('which ended unverified')")

@@ -29,6 +29,12 @@ class HookStop(Payload):
     accepted: bool = Field(description="The verdict of the required sensors and the test-integrity checks.")
     reasons: list[str] = Field(default_factory=new_list)
     blocks_in_row: int = Field(0, ge=0, description="Stops blocked in a row, this one included.")
+    changed: list[str] | None = Field(
+        None,
+        description="A stop let through unverified: the files its checks found changed (file tools' writes, Python"
+        " files touched, test files), none of which the next session's start takes as the user's. None: not listed"
+        " (another stop, or too many: then every file that differs is taken as the agent's).",
+    )
 
 
 @register("hook.bypassed")

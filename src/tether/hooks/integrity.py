@@ -57,6 +57,7 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
     commit ``HEAD`` names (:mod:`.origin`): the baseline text of a file a shell command touches later."""
     from tether.verify import shadowing  # a session's first call: never a tool call's
 
+    from .earlier import carry, latest
     from .origin import dirty, head
 
     origin = head(workspace)
@@ -65,6 +66,13 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
         data = read_bytes(workspace, path)
         if data is not None:
             surface[path] = store.put_blob(data)
+    kept = dirty(workspace, origin[0]) if origin else {}
+    earlier = latest(store, workspace)  # an earlier session's unverified changes are not the user's work in progress
+    if earlier is None:
+        carried, kept_hashes = [], {rel: store.put_blob(data) for rel, data in kept.items()}
+    else:
+        taken = carry(store, workspace, origin, earlier, surface, kept)
+        surface, kept_hashes, carried = taken.surface, taken.dirty, taken.paths
     return SuiteBaseline(
         command="",
         runner="other",
@@ -74,7 +82,10 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
         loaders=store.put_blob(shadowing.dump(shadowing.scan(workspace)[0])),
         commit=origin[0] if origin else None,
         commit_dir=origin[1] if origin else "",
-        dirty={rel: store.put_blob(data) for rel, data in (dirty(workspace, origin[0]) if origin else {}).items()},
+        dirty=kept_hashes,
+        carried=carried,
+        carried_from=earlier.run_id if earlier is not None and carried else "",
+        carried_why=earlier.why if earlier is not None and carried else "",
     )
 
 
@@ -122,7 +133,34 @@ def findings(
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
     added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved, baseline, blob)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
-    return out + source_findings(sources, added, tests) + changed_inputs(events)
+    return [*_sourced(out + source_findings(sources, added, tests), baseline), *changed_inputs(events)]
+
+
+def _sourced(found: list[ReviewFinding], baseline: SuiteBaseline) -> list[ReviewFinding]:
+    """Each finding on a file an earlier session's agent left (``baseline.carried``) says so: the user reads that
+    the change was not this session's, and which session's it was."""
+    from tether.review.reviewer import ReviewFinding
+
+    carried = set(baseline.carried)
+    return [
+        ReviewFinding(f.view, f.severity, f"{f.message} ({left_by(baseline)})", f.file, f.check, f.detail)
+        if f.file in carried
+        else f
+        for f in found
+    ]
+
+
+def left_by(baseline: SuiteBaseline) -> str:
+    """Where a carried file's change comes from: "left by session X, which ended unverified"."""
+    return f"left by session {baseline.carried_from}, {baseline.carried_why}"
+
+
+def carried_here(workspace: Path, baseline: SuiteBaseline | None) -> list[str]:
+    """The files an earlier session's agent left (``baseline.carried``) that are still there: the stop checks them as
+    the session's own changes, though this session never touched them."""
+    if baseline is None:
+        return []
+    return [rel for rel in baseline.carried if os.path.lexists(workspace / rel)]
 
 
 def changed_inputs(events: Sequence[Event]) -> list[ReviewFinding]:

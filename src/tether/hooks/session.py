@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 MAX_STOP_BLOCKS = 3
+#: At most this many changed files a stop lists (``hook.stop``'s ``changed``, what the next session's start takes back
+#: when it is let through unverified); past it none is listed, and every file that differs is taken back.
+MAX_LISTED = 5000
 BLOCKING = ("medium", "high")  # a finding of these severities refuses a stop, as it refuses a completion claim
 PROMPT_CHARS = 4000  # of a prompt kept in hook.received
 ENVELOPE_NAME = ".tether/envelope.yaml"  # in the workspace, as ``Path(".tether") / "envelope.yaml"`` spells it
@@ -799,26 +802,8 @@ def stop(guard: Guard, head: Sequence[Payload], *, by: str, running: Sequence[st
     (:func:`in_flight`); an accepted stop's reasons name them, since what they do after it is not its evidence.
     """
     from tether.events.kinds_hooks import HookStop  # a later kind module (events/payload.py LATER)
-    from tether.verify.cascade import cascade_events, planned_sensors
 
-    from .integrity import findings, touched
-
-    env = guard.env
-    items: list[Payload] = list(head)
-    reasons: list[str] = []
-    notes = ["the envelope requires no sensor"]
-    moved = touched(guard.workspace, guard.events)  # one walk: the sensors' files and the integrity checks' lines
-    if any(required for _, required in planned_sensors(env)):
-        changed = sorted({*changed_files(guard), *moved})
-        results, reasons = sensors(guard, changed)
-        items += cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
-        notes = []
-    rule = "verify:required" if reasons else "verify:test-integrity"
-    state = guard.refresh()
-    found = findings(guard.store, env, guard.workspace, guard.events, list(state.actions.values()), moved)
-    items += [f.to_payload() for f in found]
-    reasons += [f.message for f in found if f.severity in BLOCKING]
-    notes += [f.message for f in found if f.severity not in BLOCKING]
+    items, reasons, notes, listed, rule = checked(guard, head)
     if not reasons:
         if running:
             notes.append(
@@ -832,12 +817,49 @@ def stop(guard: Guard, head: Sequence[Payload], *, by: str, running: Sequence[st
     why = "; ".join(reasons)
     in_row = blocks_in_row(guard.events) + 1
     if in_row > MAX_STOP_BLOCKS:
-        items.append(HookStop(blocked=False, accepted=False, reasons=reasons, blocks_in_row=in_row - 1))
+        items.append(HookStop(blocked=False, accepted=False, reasons=reasons, blocks_in_row=in_row - 1, changed=listed))
         note = f"tether: the agent stopped without evidence after {MAX_STOP_BLOCKS} refused stops: {why}"
         guard.end("unverified", note.removeprefix("tether: "), by=by, lead=items)
         return Outcome("PASS", note=note)
     guard.record([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
     return Outcome("BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", rule)
+
+
+def checked(guard: Guard, head: Sequence[Payload]) -> tuple[list[Payload], list[str], list[str], list[str] | None, str]:
+    """What the stop's checks found: the events to record, the reasons that refuse it, the notes that do not, the
+    files they found changed (None past :data:`MAX_LISTED`), and the rule a refusal names (``verify:required`` when
+    a required sensor refuses). The files an earlier session's agent left (``tests.baseline``'s ``carried``) are
+    checked as this session's."""
+    from tether.verify.cascade import cascade_events, planned_sensors
+
+    from .integrity import baseline_of, carried_here, findings, left_by, touched
+
+    env = guard.env
+    items: list[Payload] = list(head)
+    reasons: list[str] = []
+    notes = ["the envelope requires no sensor"]
+    base = baseline_of(guard.events)
+    carried = carried_here(guard.workspace, base)
+    moved = touched(guard.workspace, guard.events)  # one walk: the sensors' files and the integrity checks' lines
+    moved = sorted({*moved, *(rel for rel in carried if rel.endswith(".py"))})
+    changed = sorted({*changed_files(guard), *moved, *carried})
+    if any(required for _, required in planned_sensors(env)):
+        results, reasons = sensors(guard, changed)
+        items += cascade_events(results, env, trigger="stop", changed_files=changed) if results else []
+        notes = []
+    rule = "verify:required" if reasons else "verify:test-integrity"
+    state = guard.refresh()
+    found = findings(guard.store, env, guard.workspace, guard.events, list(state.actions.values()), moved)
+    items += [f.to_payload() for f in found]
+    reasons += [f.message for f in found if f.severity in BLOCKING]
+    notes += [f.message for f in found if f.severity not in BLOCKING]
+    if base is not None and base.carried:  # where the findings on those files come from
+        (reasons if reasons else notes).append(
+            f"{', '.join(base.carried[:10])}{' ...' if len(base.carried) > 10 else ''}: judged against the text"
+            f" they had when session {base.carried_from} began ({left_by(base)})"
+        )
+    listed = sorted({*changed, *(f.file for f in found if f.check == "test_changed" and f.file)})
+    return items, reasons, notes, listed if len(listed) <= MAX_LISTED else None, rule
 
 
 def sensors(guard: Guard, changed: Sequence[str]) -> tuple[list[Any], list[str]]:
