@@ -52,7 +52,7 @@ from tether.status import ActionStatus
 from tether.told import refuses_asks, told
 from tether.typeless import TypeVar, cast
 
-from .calls import Call, CallError, hook_envelope, tether_calls
+from .calls import MCP, Call, CallError, hook_envelope, tether_calls
 from .wire import Outcome
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -489,7 +489,10 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
     ran = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
     if ran:
         guard.record(ran)
-    out = _outcome(max(answers, key=lambda a: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(a.verdict)))
+    deciding = max(
+        range(len(answers)), key=lambda i: (Verdict.ALLOW, Verdict.ASK, Verdict.DENY).index(answers[i].verdict)
+    )
+    out = _outcome(answers[deciding], calls[deciding])
     return planned(unprompted(out, data), data) if agent == "claude-code" else out
 
 
@@ -568,8 +571,27 @@ def _check(guard: Guard, call: Call, call_id: str, lead: Sequence[Payload], turn
         return spent.answer
 
 
-def _outcome(a: Answer) -> Outcome:
-    return Outcome(a.verdict.name, a.reason, a.rule, approve=a.approval_id or "")
+def _outcome(a: Answer, call: Call | None = None) -> Outcome:
+    """What the agent is told of ``a``; for an undeclared MCP tool (``call``: the one judged, :data:`.calls.MCP`),
+    the reason names the tool the agent called (:func:`mcp_named`): the envelope's rule reason is the same for
+    every such tool, and the user asked to approve it must see which one."""
+    reason = a.reason
+    if call is not None and call.tool == MCP and a.verdict is not Verdict.ALLOW:
+        reason = f"{mcp_named(call.args.get('tool'))}: {reason}"
+    return Outcome(a.verdict.name, reason, a.rule, approve=a.approval_id or "")
+
+
+#: At most this many characters of an MCP tool's name are shown in a reason (each escaped if not printable ASCII).
+MCP_NAME_CHARS = 200
+
+
+def mcp_named(tool: object) -> str:
+    """An MCP tool's name as a reason shows it: bounded to :data:`MCP_NAME_CHARS`, every character that is not
+    printable ASCII (a newline, an escape sequence, a right-to-left mark) as its backslash escape, so a name cannot
+    forge the rest of the line the user reads."""
+    name = str(tool)
+    shown = name[:MCP_NAME_CHARS].encode("unicode_escape").decode("ascii")
+    return f"MCP tool '{shown}{'...' if len(name) > MCP_NAME_CHARS else ''}'"
 
 
 # -- PostToolUse -----------------------------------------------------------------------------------
