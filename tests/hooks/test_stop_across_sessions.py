@@ -1,7 +1,8 @@
 """What an agent left uncommitted in one governed session is not the user's work in the next. A ``/clear`` (or a
 new session started on the same checkout) begins a new session whose first call keeps the dirty files as the user's
 (hooks/origin.py): a ``# ruff: noqa`` the agent wrote in the session before, refused at that session's stop, is
-then part of the new baseline, and the new session's stop lets it stand."""
+then part of the new baseline, and the new session's stop let it stand (reported by redteam7; closed by
+hooks/earlier.py: s1 never had a stop accepted, so what differs from its start is its agent's)."""
 
 from __future__ import annotations
 
@@ -34,11 +35,6 @@ def _write(hook: Hook, session: str, rel: str, content: str, call_id: str) -> No
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole reported by redteam7: hooks/origin.py (carry26's) takes the dirty files"
-    " at a session's start as the user's, whoever wrote them",
-)
 def test_a_directive_the_agent_wrote_last_session_is_still_the_agents(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
