@@ -4,7 +4,7 @@ a module's code in its ``__pycache__``.
 The standard ``dataclass`` writes each method it adds as source text and ``exec``s it (``dataclasses._create_fn``:
 ``def __create_fn__(locals…): def __init__(…): …; return __init__``). :mod:`tether.records` makes every method but
 ``__init__`` without compiling; what is left is ~114 ``__init__`` texts a cold hook call compiles, ~0.5 M
-instructions each (``docs/hooks.md``). A text depends only on the class's fields (names, whether each has a
+instructions each (``docs/hook-latency.md``). A text depends only on the class's fields (names, whether each has a
 default or a factory, ``init``/``kw_only``, frozen, ``__post_init__``, ``InitVar``), never on their values: those
 are the ``locals`` the outer function is called with. So the code compiled from a text can be kept.
 

@@ -3,7 +3,7 @@
 A package lists where each name lives; ``__getattr__ = lazy(globals(), HOMES)`` imports a name's home the
 first time someone asks for it and keeps it. Why: importing one module of a package must not import all of
 them — a hook call needs the gate, not the kernel loop, and every module it skips is start-up it does not
-pay (docs/hooks.md). The packages keep ``TYPE_CHECKING`` imports of the same names, for the type checker.
+pay (docs/hook-latency.md). The packages keep ``TYPE_CHECKING`` imports of the same names, for the type checker.
 """
 
 from __future__ import annotations

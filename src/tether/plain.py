@@ -1,7 +1,7 @@
 """The base the envelope's and the event payloads' classes are declared on: pydantic's, or plain records.
 
 Importing pydantic, building its model classes and their validators is over half of a cold hook call's
-instructions (docs/hooks.md, "The plain path"), yet a cold PreToolUse whose envelope is kept (guard/envcache.py)
+instructions (docs/hook-latency.md, "The plain path"), yet a cold PreToolUse whose envelope is kept (guard/envcache.py)
 validates nothing but the payloads it writes and reads back, all of a few JSON shapes. So the model modules
 (``envelope/schema.py``, ``events/payload.py`` and the kinds, ``kernel/outcome.py``) take ``BaseModel``,
 ``Field``, ``ConfigDict``, ``field_validator``, ``model_validator``, ``ValidationError`` and

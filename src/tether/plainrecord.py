@@ -1,6 +1,6 @@
 """Plain records: the part of pydantic's ``BaseModel`` a cold hook call uses, built without pydantic.
 
-:mod:`tether.plain` hands these out in a process that chose them (a cold hook call: docs/hooks.md, "The plain
+:mod:`tether.plain` hands these out in a process that chose them (a cold hook call: docs/hook-latency.md, "The plain
 path"). A class statement written for pydantic (annotations, defaults, ``Field(default_factory=…, ge=…,
 pattern=…)``, ``field_validator``, ``model_validator(mode="after")``, ``ConfigDict``) makes a plain record with:
 keyword construction and ``model_validate``/``model_validate_json`` of a mapping, attribute reads, frozen

@@ -4,7 +4,7 @@ class's ``__setattr__`` and ``__delattr__`` for each class.
 The standard ``dataclasses.dataclass`` writes each method it adds as source text and compiles it (``exec``)
 when the class is made. On Python 3.11 that is ~0.5 M instructions per method: a frozen class with eq and repr
 compiles six, ~4 M instructions, and a fresh process that decides one hook call (``tether hook … --no-daemon``)
-makes ~60 of tether's dataclasses on its way, so this compiling was ~18 % of a cold call (``docs/hooks.md``).
+makes ~60 of tether's dataclasses on its way, so this compiling was ~18 % of a cold call (``docs/hook-latency.md``).
 
 Here the class is made by ``dataclasses.dataclass`` itself — fields, ``__init__`` (compiled, as it must be to
 stay as fast to call), ``__match_args__``, slots, the docstring, ``dataclasses.fields``/``replace``/``asdict``

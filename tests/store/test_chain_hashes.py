@@ -91,7 +91,7 @@ EDITS: dict[str, Callable[[Path, str], None]] = {
 }
 
 
-#: Edits the row-by-row check accepts: without an anchor key a consistent rewrite is the log (docs/hooks.md).
+#: Edits the row-by-row check accepts: without an anchor key a consistent rewrite is the log (docs/hook-latency.md).
 ACCEPTED = {"payload edited, the chain rewritten"}
 
 

@@ -1,4 +1,4 @@
-"""``tether daemon``: the resident process that answers hook calls in milliseconds (docs/hooks.md)."""
+"""``tether daemon``: the resident process that answers hook calls in milliseconds (docs/hook-latency.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ three times over (the run state, the control layer's fold, the provenance index)
 state at a head ``(seq, hash)`` of the log, kept in a file of its own beside the database
 (``<db>.folds/<run id>.ckpt``); a later process that finds a valid one folds only the events after it.
 
-What a checkpoint is trusted for, and what it is not (docs/hooks.md, "A cold call in a long session"):
+What a checkpoint is trusted for, and what it is not (docs/hook-latency.md, "A cold call in a long session"):
 
 - **It never replaces verification.** :meth:`Guard.open` runs ``verify_run`` over the whole log (every hash
   recomputed, the head against the runs table, every signed anchor) before a checkpoint is even read, exactly

@@ -5,7 +5,7 @@ pydantic validator (~48 M instructions, ~9 ms), and a hook process that is not t
 call: once for its envelope (a file's YAML parsed and validated, or the built-in one made in code) and once
 for the envelope its session's run recorded. A **kept envelope** is what that validation made, written by the
 call that paid for it, in a file beside the fold checkpoints (``<db>.folds/<hash of the source>.env``), and read
-back by the next process instead: unpickled, not validated (docs/hooks.md, "The validated envelope, kept").
+back by the next process instead: unpickled, not validated (docs/hook-latency.md, "The validated envelope, kept").
 
 What it is keyed by, each checked on every read (any difference is a miss: the source validated as without it):
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tether's hook client without an interpreter start-up:  bash hook.sh PYTHON AGENT [OPTIONS] < HOOK_JSON
 #
-# What `tether hook install` writes where bash exists (docs/hooks.md, "The bash client"). A call costs bash's
+# What `tether hook install` writes where bash exists (docs/hook-latency.md, "The bash client"). A call costs bash's
 # start-up and one round trip to the user's daemon (tether/hooks/daemon.py) over loopback TCP: bash cannot open
 # a Unix socket, so the daemon publishes a port and two tokens in `<socket>.tcp`. Builtins only.
 #
