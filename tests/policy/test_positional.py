@@ -78,3 +78,29 @@ def test_what_bash_binds(tmp_path: Path, command: str, target: str) -> None:
     """The cases above against a real bash: what ``$N`` holds where it is used."""
     out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert out.stdout.strip() == target
+
+
+#: Code that rebinds ``$1`` with the builtin's name quoted or escaped: the shell reads ``shift`` all the same.
+SPELLED = [
+    "bash -c 's\\hift; rm -rf $1' x safe /",
+    "bash -c 'sh\"\"ift; rm -rf $1' x safe /",
+    "bash -c 's\"e\"t -- /; rm -rf $1' x safe",
+    "bash -c 'builtin sh\\ift; rm -rf $1' x safe /",
+    "bash -c \"sh\\$'i'ft; rm -rf \\$1\" x safe /",
+    "bash -c 'shi\\\nft; rm -rf $1' x safe /",
+]
+
+
+@pytest.mark.parametrize("command", SPELLED)
+def test_a_rebinding_builtin_however_spelled_binds_nothing(ws: Path, command: str) -> None:
+    """Before, the check read the code's text as written, and each of these bound ``$1`` to ``safe``: allowed."""
+    got, rule_id = verdict(ws, command)
+    assert got != "ALLOW", (command, rule_id)
+
+
+@pytest.mark.parametrize("command", SPELLED)
+def test_what_bash_runs_for_those_spellings(tmp_path: Path, command: str) -> None:
+    out = subprocess.run(
+        ["bash", "-c", command.replace("rm -rf", "echo")], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert out.stdout.strip() == "/"

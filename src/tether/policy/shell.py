@@ -1081,9 +1081,14 @@ def _rebinds() -> re.Pattern[str]:
 
 def _positional(code: str, words: Sequence[Word]) -> dict[str, str]:
     """``$0``, ``$1``, … of ``sh -c CODE A0 A1 …``: each word given and known, unless ``CODE`` may rebind them
-    (:func:`_rebinds`). ``sh -c 'rm -rf $0' /`` is then the ``rm -rf /`` it runs, not a delete of a target known only
-    at run time; an unbound ``$N`` (a word not given, or computed) stays unknown."""
-    if not words or _rebinds().search(code):
+    (:func:`_rebinds`, in the code as the shell reads its words: quotes and backslashes taken out, ANSI-C and locale
+    strings not worked out, so none is bound). ``sh -c 'rm -rf $0' /`` is then the ``rm -rf /`` it runs, not a delete
+    of a target known only at run time; an unbound ``$N`` (a word not given, or computed) stays unknown."""
+    if not words or "$'" in code or '$"' in code:  # ``sh$'\x69'ft`` is shift: a spelling not worked out binds none
+        return {}
+    # ``s\hift``, ``sh""ift``, ``s'e't``, a line continued inside the name: the word the shell reads
+    bare = re.sub(r"[\\'\"]", "", code.replace("\\\n", ""))
+    if _rebinds().search(bare):
         return {}
     return {str(i): w.text for i, w in enumerate(words[:10]) if w.static}
 
