@@ -4,7 +4,8 @@ The gate decides ALLOW, ASK or DENY and the log keeps that; but what the verdict
 hook protocol and on the permission mode the call came in. Codex has no ``ask`` (openai/codex#28437), so an ASK
 reaches it as a refusal. Claude Code asks the user only in the modes that prompt (:data:`PROMPTING`): elsewhere a
 hook's ``ask`` may run the call with nobody asked, so tether refuses it. In plan mode a hook's ``allow`` would
-skip the permission flow that holds the session to reading, so tether sends no decision. One pure function says
+skip the permission flow that holds the session to reading, so tether sends no decision, as in a mode it does not
+know. One pure function says
 which, for the hook that answers (``hooks/session.py``) and for the timeline that shows the answer beside the
 verdict (``observe/timeline.py``): a reader of ``tether show`` sees what the agent heard, from the logged verdict
 and the mode its ``hook.received`` kept.
@@ -56,6 +57,21 @@ def told(agent: str, verdict: str, fields: Mapping[str, Any]) -> Told | None:
             f"refused, not asked: in permission mode {mode!r} Claude Code may run a call a hook asks about without"
             " asking anyone",
         )
-    if verdict == "ALLOW" and agent == "claude-code" and fields.get("permission_mode") == "plan":
-        return Told("no decision", "in plan mode Claude Code's own permission flow decides")
+    if verdict == "ALLOW" and agent == "claude-code" and not allows_hold(fields):
+        mode = fields.get("permission_mode")
+        where = "in plan mode" if mode == "plan" else f"in permission mode {mode!r}, which tether does not know,"
+        return Told("no decision", f"{where} Claude Code's own permission flow decides")
     return None
+
+
+#: Claude Code's permission modes other than ``plan`` (its permission-modes page): where a hook's ``allow`` lets a
+#: call through as Claude Code's own rules would have, or more readily.
+ALLOWING = frozenset({"default", "acceptEdits", "auto", "dontAsk", "bypassPermissions"})
+
+
+def allows_hold(fields: Mapping[str, Any]) -> bool:
+    """Whether a Claude Code ALLOW is sent as ``allow``: in a mode of :data:`ALLOWING`, or a payload without the field
+    (taken as ``default``, as :func:`refuses_asks` takes it). Not in ``plan`` (its flow holds the session to reading),
+    nor in a mode tether does not know, or a value that is no string: one may hold the session as ``plan`` does."""
+    mode = fields.get("permission_mode", "default")
+    return isinstance(mode, str) and mode in ALLOWING
