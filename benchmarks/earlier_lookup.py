@@ -10,8 +10,8 @@ let through unverified), and its events are copied into stores holding other ses
 * no history: a store with no earlier session (a workspace's first);
 * one earlier: the unverified session, alone;
 * N of this workspace: N ended sessions of this workspace, the unverified one the newest (one run.started read);
-* N of others: N sessions of other workspaces sharing the store, this one's the oldest (``MAX_LOOKED`` read, then
-  none found).
+* N of others: N sessions of other workspaces sharing the store, this one's older than all of them (``MAX_LOOKED``
+  run.started read, then none found).
 
 No thresholds; figures only.
 """
@@ -67,13 +67,13 @@ def session(ws: Path, sid: str) -> list[tuple[str, dict[str, object]]]:
 
 
 def store_with(path: Path, events: list[tuple[str, dict[str, object]]], mine: int, others: int) -> None:
-    """``others`` sessions of another workspace (oldest), then ``mine`` of this one, the last the unverified one."""
+    """``mine`` sessions of this workspace (all copies of the unverified one), then ``others`` of other workspaces."""
     with EventStore.open(path) as store:
+        for i in range(mine):
+            store.create_run(f"claude-code session m{i}", events, run_id=f"claude-code-m{i}")
         for i in range(others):
             elsewhere = [(k, {**p, "workspace": f"/elsewhere/{i}"} if k == "run.started" else p) for k, p in events]
             store.create_run(f"claude-code session o{i}", elsewhere, run_id=f"claude-code-o{i}")
-        for i in range(mine):
-            store.create_run(f"claude-code session m{i}", events, run_id=f"claude-code-m{i}")
 
 
 def timed(fn: Callable[[], object], repeat: int) -> float:

@@ -184,6 +184,15 @@ def test_a_run_is_created_with_its_first_events_or_not_at_all(store: Store) -> N
     assert store.runs() == []
 
 
+def test_the_newest_runs_are_the_last_of_all_oldest_first(store: Store) -> None:
+    """``runs(newest=n)``: what a hook session's first call reads to find the workspace's latest earlier session
+    (hooks/earlier.py), the tail of ``runs()`` without reading a long-lived store's every run."""
+    made = [store.create_run(f"t{i}", [STARTED], run_id=f"r-{i}") for i in range(5)]
+    assert [r.run_id for r in store.runs()] == made
+    assert [r.run_id for r in store.runs(newest=2)] == made[-2:]
+    assert [r.run_id for r in store.runs(newest=9)] == made and store.runs(newest=0) == []
+
+
 def test_a_run_id_starts_one_run_only(store: Store) -> None:
     """A caller that names its run (a schedule's trigger, a graph node's attempt) gets a second creation
     refused as an input error naming the id, with the first run and its log untouched."""

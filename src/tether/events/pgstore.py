@@ -557,7 +557,10 @@ class PgStore(StoreBase[Event]):
             RUN_COLUMNS + " WHERE starts_with(r.run_id, %s) ORDER BY r.run_id LIMIT 11", (GENESIS, run_id)
         )
 
-    def runs(self) -> list[RunInfo]:
+    def runs(self, newest: int | None = None) -> list[RunInfo]:
+        if newest is not None:
+            query = RUN_COLUMNS + " ORDER BY r.created_at DESC, r.run_id DESC LIMIT %s"
+            return [RunInfo(*r) for r in reversed(self._query(query, (GENESIS, max(newest, 0))))]
         return [RunInfo(*r) for r in self._query(RUN_COLUMNS + " ORDER BY r.created_at, r.run_id", (GENESIS,))]
 
     def rows(self, run_id: str) -> list[tuple[Any, ...]]:

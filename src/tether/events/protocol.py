@@ -102,8 +102,10 @@ class Store(Protocol):
         """A run by exact id or unique literal prefix; :class:`~tether.errors.InputError` otherwise."""
         ...
 
-    def runs(self) -> list[RunInfo]:
-        """Every run, oldest first."""
+    def runs(self, newest: int | None = None) -> list[RunInfo]:
+        """Every run, oldest first; with ``newest``, only that many of the runs last created in this store (a
+        session's first call looks for the workspace's latest earlier session without reading a long-lived store's
+        every run)."""
         ...
 
     def head(self, run_id: str) -> Head:

@@ -976,7 +976,12 @@ class EventStore(StoreBase[Event]):
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (IMPORTED + run_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def runs(self) -> list[RunInfo]:
+    def runs(self, newest: int | None = None) -> list[RunInfo]:
+        if newest is not None:
+            # the last created here (rowid order, no scan or sort of the table): runs() ordered by created_at
+            # but for a run imported later with an older time (``adopt``), which counts as newer here
+            rows = self._run_rows(RUN_COLUMNS + " ORDER BY rowid DESC LIMIT ?", (max(newest, 0),))
+            return [RunInfo(*r) for r in reversed(rows)]
         rows = self._run_rows(RUN_COLUMNS + " ORDER BY created_at")
         return [RunInfo(*r) for r in rows]
 

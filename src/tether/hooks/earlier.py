@@ -31,6 +31,9 @@ from tether.events.protocol import Store
 #: Hook runs of the store looked at, newest first, for the workspace's latest: a store several workspaces share
 #: (``--db``) holds others' too. Past it, no earlier session is found (docs/hooks.md says so).
 MAX_LOOKED = 64
+#: Runs of the store read (the newest), hook runs or not: what a session's first call pays does not grow with the
+#: runs a long-lived store holds.
+MAX_READ = 4 * MAX_LOOKED
 #: An earlier run with more events than this is not read at a session's start: as unreadable (fail closed).
 MAX_EVENTS = 200_000
 #: The agents whose sessions are hook runs (their tasks read ``<agent> session <id>``).
@@ -50,10 +53,11 @@ class Earlier(NamedTuple):
 
 def latest(store: Store, workspace: Path) -> Earlier | None:
     """The workspace's latest earlier hook session in ``store`` when it did not end verified; None when there is
-    none (among the newest :data:`MAX_LOOKED` hook runs) or it ended verified or closed."""
+    none (among the newest :data:`MAX_LOOKED` hook runs of the newest :data:`MAX_READ` runs) or it ended verified
+    or closed."""
     here = os.path.realpath(workspace)
     looked = 0
-    for info in reversed(store.runs()):
+    for info in reversed(store.runs(newest=MAX_READ)):
         if not info.task.startswith(tuple(f"{a} session " for a in AGENTS)):
             continue
         looked += 1
