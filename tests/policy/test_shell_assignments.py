@@ -2,7 +2,8 @@
 through every assignment it did not read as one, and judged the command on a value it would not have: ``read X``,
 ``printf -v X``, ``getopts``, ``let``, ``wait -p``, ``unset``, ``${X:=…}``, ``declare -n`` (a second name), a
 function's body (and its ``cd``), an assignment before ``eval``, a function or a shell (``X=/ eval 'rm -rf $X'``), one
-before a special builtin (kept by POSIX shells). The same held for ``IFS``: assigned so, it splits a known value
+before a special builtin (kept by POSIX shells), arithmetic (``((IFS=1))``), an array's element (``X[0]=/`` is
+``$X``), a ``DEBUG`` trap. The same held for ``IFS``: assigned so, it splits a known value
 apart (``s/s`` with ``IFS=s`` is ``/``). Each case below was allowed; each is checked against what a real shell runs."""
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ RESET = [
     ("X=s/s; IFS=s eval 'rm -rf $X'", "bash"),
     ("bash -c 'declare -n R=IFS; R=s; rm -rf $1' _ s/s", None),
     ("bash -c 'read IFS <<< s; rm -rf $1' _ s/s", "bash"),
+    # arithmetic, an array's element and a trap assign too
+    ("X=1/1; ((IFS=1)); rm -rf $X", "bash"),
+    ("X=1/1; : $((IFS=1)); rm -rf $X", "bash"),
+    ("X=1/1; for ((IFS=1; 0; )); do :; done; rm -rf $X", "bash"),
+    ("X=safe; X[0]=/; rm -rf $X", "bash"),
+    ("X=safe; trap 'X=/' DEBUG; rm -rf $X", "bash"),
 ]
 
 

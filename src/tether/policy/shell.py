@@ -270,12 +270,16 @@ class _Walker:
 
     def other(self, node: Any, piped: bool) -> None:
         """Any other statement: its parts in turn. ``unset X`` leaves X empty, which is not the value it had (its
-        words are walked after: ``unset $(cmd)``)."""
+        words are walked after: ``unset $(cmd)``); arithmetic may assign any name it holds."""
         if node.type == "unset_command":
             rest = self.text(node).split(None, 1)[1:]
             dynamic = any(c in "".join(rest) for c in "$`\\\"'")
             self.forget(None if dynamic else _names([Word.lit(w) for w in rest]))
         self.sequence(node, piped if node.type == "negated_command" else False)
+        arithmetic = node.type == "c_style_for_statement" or (node.children and node.children[0].type == "((")
+        if arithmetic:  # ``((IFS=1))``, ``for ((X=0; …))``: any name in the arithmetic may now be another value
+            head = [c for c in node.children if c.type not in ("do_group", "compound_statement")]
+            self.forget(_names([Word.lit(self.text(c)) for c in head]))
 
     def sequence(self, node: Any, piped: bool = False) -> None:
         """Statements one after another; a ``cd`` that may have failed leaves the directory unknown."""
@@ -351,6 +355,8 @@ class _Walker:
         if t == "command_name":
             return self.word(node.named_children[0]) if node.named_children else Word.lit(raw)
         # arithmetic, brace expressions, anything else: walk for substitutions, value unknown
+        if t == "arithmetic_expansion":
+            self.forget(_names([Word.lit(raw)]))  # ``$((IFS=1))`` assigns: any name in it may now be another value
         before = len(self.out.commands)
         for c in node.named_children:
             self.walk(c)
@@ -474,6 +480,9 @@ class _Walker:
         value_node = node.child_by_field_name("value")
         name = self.text(name_node) if name_node is not None else ""
         value = self.word(value_node) if value_node is not None else Word.lit("")
+        if persist and "[" in name:  # ``X[0]=/``: ``$X`` is ``${X[0]}``, now another value
+            self.forget([name.split("[", 1)[0]])
+            return name, value
         if persist and name:
             self.env_assigned(name, value)
             if value.static:
@@ -516,8 +525,8 @@ class _Walker:
                 words.append(self.word(c))
             else:
                 words.append(Word.lit(self.text(c)))
-        if any(re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", w.text) for w in words[1:] if w.static):
-            self.forget(None)  # ``declare -n X=HOME``: X is another name for HOME, and assigning it assigns HOME
+        if any(re.fullmatch(r"[-+][a-zA-Z]*[ni][a-zA-Z]*", w.text) for w in words[1:] if w.static):
+            self.forget(None)  # ``declare -n X=HOME``: X is another name for HOME; ``-i``: assigning X evaluates code
         self.emit(SimpleCommand(tuple(words), redirects, self.cwd, piped, text=self.text(node)))
 
     def for_loop(self, node: Any) -> None:
@@ -726,6 +735,8 @@ class _Walker:
             return False
         self.emit(cmd)
         self.recurse(args[0].text, cmd, "trap")
+        if any(w.text not in ("EXIT", "SIGEXIT", "0") for w in args[1:]) or len(args) < 2:
+            self.forget(_names(args[:1]))  # ``trap 'X=/' DEBUG`` runs before every command: X is any value
         return True
 
     def alias(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
