@@ -110,6 +110,7 @@ class Place:
 
     cwd: str
     workspace: str
+    transcript: object = None  # the call's ``transcript_path``: where Claude Code keeps its notes (hooks/notes.py)
 
     def path(self, text: str, tool: str) -> str:
         """A path the agent named, as the agent's tool reads it: a relative one from its directory."""
@@ -218,7 +219,7 @@ def _note(name: str, ti: Mapping[str, Any], at: Place) -> Call | None:
     if name not in NOTE_TOOLS or not isinstance(raw, str) or not raw:
         return None
     path = at.path(raw, name)
-    found = notes.kind(path, at.workspace)
+    found = notes.kind(path, at.workspace, transcript=at.transcript)
     if found is None:
         return None
     tool, field = NOTE_TOOLS[name]
@@ -361,11 +362,14 @@ def tether_calls(
     cwd: str,
     workspace: str | os.PathLike[str],
     declares: Callable[[str], object] | None = None,
+    transcript: object = None,
 ) -> list[Call]:
     """The tether calls one agent tool call amounts to (more than one only for a multi-file patch), placed where
     the agent runs it: ``cwd``, the hook's directory, which is the workspace only until the agent's shell moves.
-    Given what the envelope ``declares``, an MCP tool it does not is :data:`MCP` where it declares that."""
-    calls = (_codex if agent == "codex" else _claude)(tool_name, tool_input, Place(cwd, os.fspath(workspace)))
+    Given what the envelope ``declares``, an MCP tool it does not is :data:`MCP` where it declares that. ``transcript``:
+    the call's ``transcript_path``, which says where Claude Code keeps its notes (:func:`.notes.roots`)."""
+    at = Place(cwd, os.fspath(workspace), transcript)
+    calls = (_codex if agent == "codex" else _claude)(tool_name, tool_input, at)
     if declares is None or not declares(MCP):
         return calls
     return [Call(MCP, {"tool": c.tool, "input": c.args}) if _mcp(c.tool) and not declares(c.tool) else c for c in calls]

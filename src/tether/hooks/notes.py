@@ -6,9 +6,14 @@ Claude Code writes both with its ordinary Write and Edit tools, outside the proj
 ``[A-Za-z0-9]`` turned into ``-``. As writes outside the workspace, in a home dotfile folder, the gate denies them, and
 plan mode and memory failed under tether. A file is one of these notes only if it is a markdown file directly in one
 of those two folders, the memory folder this project's, and nothing on the way from ``~/.claude`` to it is a link or
-anyone else's: a folder or file swapped for a link would carry the write somewhere else. ``CLAUDE_CONFIG_DIR`` and the
-``plansDirectory`` / ``autoMemoryDirectory`` settings are not read (the daemon serves many sessions and does not see
-their environment or settings): notes kept elsewhere stay ordinary paths, judged as before.
+anyone else's: a folder or file swapped for a link would carry the write somewhere else.
+
+With ``CLAUDE_CONFIG_DIR`` set, "every ``~/.claude`` path lives under that directory instead" (Claude Code's
+``.claude`` directory page): its plans, its memory and its transcripts. The daemon that answers many sessions sees
+none of their environments, but every call names its session's transcript (``transcript_path``:
+``<config>/projects/<project>/<session>.jsonl``), so the folder above ``projects/`` is taken as that session's
+second root, when the transcript's project folder is this workspace's (:func:`roots`). The ``plansDirectory`` and
+``autoMemoryDirectory`` settings are not read: notes kept there stay ordinary paths, judged as before.
 """
 
 from __future__ import annotations
@@ -35,9 +40,31 @@ def slug(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 
 
-def kind(path: str, workspace: str, home: str | None = None) -> str | None:
+def roots(workspace: str, transcript: object, home: str | None = None) -> list[str]:
+    """The folders Claude Code keeps this session's notes under: ``~/.claude``, and the one its transcript says
+    (``<root>/projects/<project>/<name>.jsonl``, absolute and normal, ``<project>`` the workspace's folder name:
+    :func:`slug`), when that is another, not ``/`` and neither inside the workspace nor holding it (a note there
+    would be a workspace file, which the envelope's own rules judge)."""
+    found = [os.path.join(home or os.path.expanduser("~"), ".claude")]
+    if not isinstance(transcript, str) or not transcript.endswith(".jsonl") or not os.path.isabs(transcript):
+        return found
+    folder = os.path.dirname(transcript)  # <root>/projects/<project>
+    projects = os.path.dirname(folder)
+    root = os.path.dirname(projects)
+    if os.path.normpath(transcript) != transcript or os.path.basename(projects) != "projects" or root in found:
+        return found
+    if os.path.basename(folder) not in {slug(workspace), slug(os.path.realpath(workspace))} or root == "/":
+        return found
+    ws = os.path.realpath(workspace)
+    if any(os.path.commonpath([x, ws]) in (x, ws) for x in (root, os.path.realpath(root))):
+        return found
+    return [*found, root]
+
+
+def kind(path: str, workspace: str, home: str | None = None, transcript: object = None) -> str | None:
     """:data:`PLAN` or :data:`MEMORY` when ``path`` (absolute, or under ``~``) is one of Claude Code's notes for the
-    session of ``workspace``; None for any other path."""
+    session of ``workspace`` (under ``~/.claude``, or the folder its ``transcript`` lies under: :func:`roots`);
+    None for any other path."""
     if not path.endswith(".md"):
         return None  # most calls: nothing more to look at
     home = home or os.path.expanduser("~")
@@ -45,16 +72,17 @@ def kind(path: str, workspace: str, home: str | None = None) -> str | None:
     folder, name = os.path.split(path)
     if not _name().fullmatch(name) or not os.path.isabs(path) or os.path.normpath(path) != path:
         return None  # a ``..`` is resolved by the kernel through whatever link precedes it, not by its spelling
-    root = os.path.join(home, ".claude")
     projects = {slug(workspace), slug(os.path.realpath(workspace))}
-    rel = os.path.relpath(folder, root).split(os.sep)
-    if rel == ["plans"]:
-        found = PLAN
-    elif len(rel) == 3 and rel[0] == "projects" and rel[1] in projects and rel[2] == "memory":
-        found = MEMORY
-    else:
-        return None
-    return found if _own_way(root, rel, name) else None
+    for root in roots(workspace, transcript, home):
+        rel = os.path.relpath(folder, root).split(os.sep)
+        if rel == ["plans"]:
+            found = PLAN
+        elif len(rel) == 3 and rel[0] == "projects" and rel[1] in projects and rel[2] == "memory":
+            found = MEMORY
+        else:
+            continue
+        return found if _own_way(root, rel, name) else None
+    return None
 
 
 def _own_way(root: str, rel: list[str], name: str) -> bool:

@@ -473,7 +473,13 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
     call_id = str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     try:
         calls = tether_calls(
-            agent, str(data["tool_name"]), data["tool_input"], str(data["cwd"]), guard.root, guard.env.tool
+            agent,
+            str(data["tool_name"]),
+            data["tool_input"],
+            str(data["cwd"]),
+            guard.root,
+            guard.env.tool,
+            data.get("transcript_path"),
         )
     except CallError as e:
         refused = guard.refuse(
@@ -657,7 +663,8 @@ def ran_call(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> Call:
 def ran_calls(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> list[Call]:
     """Every tether call of what a receipt says ran (a Codex patch is one per file), paths placed from ``cwd``."""
     try:
-        return tether_calls(agent, str(data["tool_name"]), data["tool_input"], cwd, guard.root, guard.env.tool)
+        tool, given, transcript = str(data["tool_name"]), data["tool_input"], data.get("transcript_path")
+        return tether_calls(agent, tool, given, cwd, guard.root, guard.env.tool, transcript)
     except CallError:
         return [Call(str(data["tool_name"]), dict(data["tool_input"]))]
 
