@@ -3,8 +3,9 @@ through every assignment it did not read as one, and judged the command on a val
 ``printf -v X``, ``getopts``, ``let``, ``wait -p``, ``unset``, ``${X:=…}``, ``declare -n`` (a second name), a
 function's body (and its ``cd``), an assignment before ``eval``, a function or a shell (``X=/ eval 'rm -rf $X'``), one
 before a special builtin (kept by POSIX shells), arithmetic (``((IFS=1))``), an array's element (``X[0]=/`` is
-``$X``), a ``DEBUG`` trap. The same held for ``IFS``: assigned so, it splits a known value
-apart (``s/s`` with ``IFS=s`` is ``/``). Each case below was allowed; each is checked against what a real shell runs."""
+``$X``), a ``DEBUG`` trap, the shell itself (``read`` with no name sets REPLY). The same held for ``IFS``: assigned
+so, it splits a known value apart (``s/s`` with ``IFS=s`` is ``/``). Each case below was allowed; each is checked
+against what a real shell runs."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ RESET = [
     ("X=1/1; for ((IFS=1; 0; )); do :; done; rm -rf $X", "bash"),
     ("X=safe; X[0]=/; rm -rf $X", "bash"),
     ("X=safe; trap 'X=/' DEBUG; rm -rf $X", "bash"),
+    # variables the shell sets itself
+    ("REPLY=safe; read <<< /; rm -rf $REPLY", "bash"),
+    ("OPTARG=safe; getopts a: o -a /; rm -rf $OPTARG", "bash"),
+    ("BASH_REMATCH=safe; [[ / =~ .* ]]; rm -rf $BASH_REMATCH", "bash"),
 ]
 
 

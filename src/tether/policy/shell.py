@@ -175,6 +175,9 @@ class _Session:
 _CONTROL = frozenset(
     {"if_statement", "while_statement", "until_statement", "for_statement", "c_style_for_statement", "case_statement"}
 )
+#: Variables the shell itself gives values (``read`` with no name: REPLY; ``getopts``: OPTARG; ``[[ =~ ]]``:
+#: BASH_REMATCH; ``mapfile``: MAPFILE): one assigned earlier in the text is not known to hold that value still.
+_SHELL_SETS = frozenset({"REPLY", "OPTARG", "OPTIND", "BASH_REMATCH", "MAPFILE", "COPROC", "BASH_ARGV", "RANDOM"})
 _LOOPS = frozenset({"while_statement", "until_statement", "for_statement", "c_style_for_statement"})
 
 
@@ -419,7 +422,7 @@ class _Walker:
             name = self.text(names[0])
             if name == "HOME":
                 return Word("~", True, "~", (), True)
-            if name in self.vars and "IFS" not in self.vars:
+            if name in self.vars and "IFS" not in self.vars and name not in _SHELL_SETS:
                 value = self.vars[name]
                 return Word(value, True, value, (), True)
         if names and any(self.text(c) in ("=", ":=") for c in node.children if not c.is_named):
