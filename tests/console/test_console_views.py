@@ -182,3 +182,36 @@ def test_a_governed_sessions_start_says_which_program_ran_the_tools(tmp_path: Pa
         started = views.item(store.events(info.run_id)[0], 0)
     assert ("sandbox", "external: claude-code") in started.facts
     assert ("governed session", "claude-code runs the tools, outside any tether sandbox") in started.facts
+
+
+def test_a_verdict_the_agent_was_told_otherwise_says_what_it_was_told(tmp_path: Path) -> None:
+    """As ``tether show`` says it (tether/told.py): an ASK refused in ``auto``, an ALLOW left to plan mode; a verdict
+    told as it is carries no such fact. On a page, in the loop view and in a live stream alike."""
+    from tether.console.live import _Follow
+    from tether.hooks.answer import answer
+
+    db = tmp_path / ".tether" / "tether.db"
+    base = {"hook_event_name": "PreToolUse", "session_id": "s-1", "cwd": str(tmp_path), "tool_name": "Bash"}
+    calls = [("auto", "git push origin main"), ("plan", "ls"), ("default", "git push origin main")]
+    for i, (mode, command) in enumerate(calls):
+        data = {**base, "permission_mode": mode, "tool_input": {"command": command}, "tool_use_id": f"c{i}"}
+        assert answer({"agent": "claude-code", "db": str(db)}, data).exit == 0
+    with EventStore.open(db, readonly=True) as store:
+        (info,) = store.runs()
+        events = store.events(info.run_id)
+    want = [
+        ("ASK", "deny — refused, not asked: in permission mode 'auto'"),
+        ("ALLOW", "no decision — in plan mode Claude Code's own permission flow decides"),
+        ("ASK", None),
+    ]
+
+    def told(items: list[views.Item]) -> list[tuple[str, str | None]]:
+        decided = [i for i in items if i.kind == "action.decided"]
+        return [(i.title, next((v for k, v in i.facts if k == "told claude-code"), None)) for i in decided]
+
+    live = _Follow([])
+    for shown in (views.page(events, 0).items, [live.take(e) for e in events]):
+        got = told(shown)
+        assert [(t, v and v[: len(w or "")]) for (t, v), (_, w) in zip(got, want, strict=True)] == want, got
+    looped = [i for layer in views.turn_view(events, 0).layers for i in layer.items]
+    assert sorted(told(looped), key=str) == sorted(told(views.page(events, 0).items), key=str)

@@ -81,12 +81,13 @@ class _Follow:
     def __init__(self, events: list[Event]) -> None:
         self.state = RunState()
         self.last, self.turn, self.control, self.broken = -1, 0, views.control_of(events).value, ""
+        self.call: dict[str, Any] | None = None  # the hook call the next events belong to (views.hook_calls)
         for e in events:
             self.take(e)
 
     def take(self, e: Event) -> views.Item:
         self.last = e.seq
-        self.turn = views.turns_of([e], self.turn)[0]
+        self.turn, self.call = views.turns_of([e], self.turn)[0], views.hook_calls([e], self.call)[0]
         try:
             if not self.broken:
                 self.state.apply(e)
@@ -94,7 +95,7 @@ class _Follow:
                 self.control = views.control_of([e]).value
         except (LogCorrupt, KeyError, ValueError, TypeError, AttributeError) as err:  # shown, never followed on
             self.broken = str(err)
-        return views.item(e, self.turn)
+        return views.item(e, self.turn, self.call)
 
     @property
     def status(self) -> str:

@@ -20,6 +20,7 @@ from tether.events.payload import REGISTRY
 from tether.events.store import Event, RunInfo
 from tether.state import RunState, external_driver
 from tether.status import ControlState, RunStatus
+from tether.told import told
 
 PAGE_SIZE = 200  # events on one page of a run's timeline, however long the run (benchmarks/console.py)
 TEXT_LIMIT = 4000  # characters of one output or diff shown inline; the whole text is at /runs/{id}/events/{seq}
@@ -334,8 +335,9 @@ def diff_class(line: str) -> str:
     return {"@": "hunk", "+": "add", "-": "del"}.get(line[:1], "")
 
 
-def item(e: Event, turn: int) -> Item:
-    """One event for the timeline. A kind without a renderer shows its payload as JSON."""
+def item(e: Event, turn: int, call: dict[str, Any] | None = None) -> Item:
+    """One event for the timeline. A kind without a renderer shows its payload as JSON. ``call``: the hook call the
+    event belongs to (:func:`hook_calls`); a verdict the agent was told otherwise says what it was told."""
     fn = RENDER.get(e.kind)
     if fn is None:
         title, facts, text = e.kind, [], json.dumps(e.payload, indent=1, sort_keys=True, default=str)
@@ -344,10 +346,24 @@ def item(e: Event, turn: int) -> Item:
             title, facts, text = fn(e.payload)
         except (AttributeError, KeyError, TypeError, ValueError):  # a payload of an odd shape still shows, raw
             title, facts, text = e.kind, [], json.dumps(e.payload, indent=1, sort_keys=True, default=str)
+    if e.kind == "action.decided" and call is not None and call.get("event") == "PreToolUse":
+        said = told(_s(call.get("agent")), _s(e.payload.get("verdict")), call.get("detail") or {})
+        facts = facts if said is None else [*facts, (f"told {_s(call.get('agent'))}", f"{said.answer} — {said.why}")]
     title, facts, text = visible(title), [(k, visible(v)) for k, v in facts], visible(text)
     shown, clipped = _clip(text)
     label = "diff" if is_diff(shown) else "output" if e.kind == "action.completed" else ""
     return Item(e.seq, e.ts, e.kind, turn, _group(e), title, facts, shown, label, clipped, e.run_id)
+
+
+def hook_calls(events: Sequence[Event], call: dict[str, Any] | None = None) -> list[dict[str, Any] | None]:
+    """The hook call each event belongs to in a governed session: the latest ``hook.received`` up to it (``call``:
+    the one before ``events[0]``, for a live stream going on); None before any (and in tether's own runs)."""
+    out = []
+    for e in events:
+        if e.kind == "hook.received":
+            call = e.payload
+        out.append(call)
+    return out
 
 
 def turns_of(events: Sequence[Event], turn: int = 0) -> list[int]:
@@ -391,8 +407,8 @@ def page(events: Sequence[Event], start: int | None, size: int = PAGE_SIZE) -> P
         start = max(0, total - size)
     start = min(max(0, start), max(0, total - 1))
     stop = min(total, start + size)
-    turns = turns_of(events)
-    return Page([item(events[i], turns[i]) for i in range(start, stop)], start, stop, total, size)
+    turns, calls = turns_of(events), hook_calls(events)
+    return Page([item(events[i], turns[i], calls[i]) for i in range(start, stop)], start, stop, total, size)
 
 
 def page_of_seq(events: Sequence[Event], seq: int, size: int = PAGE_SIZE) -> int:
@@ -551,15 +567,15 @@ def held_after(events: Sequence[Event]) -> dict[str, str]:
 def turn_view(events: Sequence[Event], turn: int) -> TurnView:
     """What each of the eleven layers did in ``turn`` (its events), what it holds once the turn is over (the
     control layer's fold of the log up to the turn's last event), and the control state the turn ended in."""
-    turns = turns_of(events)
-    mine = [(e, t) for e, t in zip(events, turns, strict=True) if t == turn]
+    turns, calls = turns_of(events), hook_calls(events)
+    mine = [(e, t, c) for e, t, c in zip(events, turns, calls, strict=True) if t == turn]
     last = mine[-1][0].seq if mine else -1
     prefix = [e for e in events if e.seq <= last]
     control = control_of(prefix).value if mine else "NORMAL"
     held = held_after(prefix) if mine else {}
     layers = []
     for layer in LAYERS:
-        items = [item(e, t) for e, t in mine if e.kind in layer.kinds]
+        items = [item(e, t, c) for e, t, c in mine if e.kind in layer.kinds]
         note = "" if items else "nothing this turn"
         if layer.name == "control state":
             note = f"ended the turn {control}" + ("" if items else " (unchanged)")
