@@ -248,3 +248,22 @@ def test_two_sessions_starting_at_once_both_carry_it(hook: Hook) -> None:
     for s in sessions:
         assert s.baseline().carried == ["tests/test_calc.py"]
         assert s("Stop").get("decision") == "block"
+
+
+def test_a_session_verified_under_a_laxer_envelope_vouches_for_nothing(hook: Hook, tmp_path: Path) -> None:
+    """The agent of s1 starts a session of its own in the same store under an envelope that lets tests change and
+    runs no sensor (``TETHER_ENVELOPE`` for a nested ``claude -p``): its stop accepts the carried cheat. Before, that
+    verified session made the cheat the user's in s2."""
+    cheated(hook)
+    lax = tmp_path / "lax.yaml"
+    lax.write_text(FROZEN.replace("tests_may_change: false", "tests_may_change: true"))
+    nested = Hook(hook.workspace, envelope=lax)
+    n1 = Session(nested, "n1")
+    n1("SessionStart")
+    assert n1.baseline().carried == ["tests/test_calc.py"]
+    assert n1("Stop").get("decision") is None, "accepted under the lax envelope"
+    s2 = Session(hook, "s2")
+    s2("SessionStart")
+    reply = s2("Stop")
+    assert reply.get("decision") == "block", "a lax session's verification made the cheat the user's"
+    assert f"left by session {n1.run_id}, which ended verified under another envelope" in str(reply["reason"])

@@ -51,10 +51,11 @@ class Earlier(NamedTuple):
     changed: frozenset[str] | None  # what its ending stop found changed; None: not known, every difference counts
 
 
-def latest(store: Store, workspace: Path) -> Earlier | None:
+def latest(store: Store, workspace: Path, contract: str | None = None) -> Earlier | None:
     """The workspace's latest earlier hook session in ``store`` when it did not end verified; None when there is
     none (among the newest :data:`MAX_LOOKED` hook runs of the newest :data:`MAX_READ` runs) or it ended verified
-    or closed."""
+    or closed under ``contract`` (the new session's; None: any). A session verified under another envelope (one the
+    agent started with ``TETHER_ENVELOPE`` pointing at a laxer file, in the same store) vouches for nothing here."""
     here = os.path.realpath(workspace)
     looked = 0
     for info in reversed(store.runs(newest=MAX_READ)):
@@ -65,15 +66,16 @@ def latest(store: Store, workspace: Path) -> Earlier | None:
             return None
         try:
             first = store.events(info.run_id, upto=0)
-            ws = str(first[0].payload.get("workspace")) if first and first[0].kind == "run.started" else ""
+            started = first[0].payload if first and first[0].kind == "run.started" else {}
+            ws, theirs = str(started.get("workspace") or ""), str(started.get("contract_hash") or "")
         except Exception as e:  # a row that does not parse: which workspace it is cannot be told
             return Earlier(info.run_id, f"whose log could not be read ({_short(e)})", None, None)
         if ws and os.path.realpath(ws) == here:
-            return _judged(store, info.run_id, info.head_seq)
+            return _judged(store, info.run_id, info.head_seq, contract is None or theirs == contract)
     return None
 
 
-def _judged(store: Store, run_id: str, head_seq: int) -> Earlier | None:
+def _judged(store: Store, run_id: str, head_seq: int, same_contract: bool) -> Earlier | None:
     if head_seq >= MAX_EVENTS:
         why = f"whose log could not be read (its {head_seq + 1} events are more than the {MAX_EVENTS} read at a start)"
         return Earlier(run_id, why, None, None)
@@ -90,7 +92,7 @@ def _judged(store: Store, run_id: str, head_seq: int) -> Earlier | None:
         return Earlier(run_id, "which did not end (no stop accepted)", base, None)
     how = str(last.payload.get("how"))
     if how in ("verified", "closed"):
-        return None
+        return None if same_contract else Earlier(run_id, f"which ended {how} under another envelope", base, None)
     if how != "unverified":
         return Earlier(run_id, f"which ended {how} (no stop accepted)", base, None)
     stops = [e for e in ends if e.kind == "hook.stop" and e.seq < last.seq]

@@ -49,7 +49,7 @@ NO_BASELINE = (
 )
 
 
-def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
+def take_baseline(store: Store, workspace: Path, contract: str | None = None) -> SuiteBaseline:
     """The test surface's bytes now, stored as blobs; the event names them by hash. With them, the stamps of the
     files Python loads ahead of source and of the workspace virtualenv's ``bin/`` (``tether.verify.shadowing``):
     the stop's lint and types sensors run a ``.venv/bin`` tool only if it is the one there now, and its tests
@@ -67,7 +67,7 @@ def take_baseline(store: Store, workspace: Path) -> SuiteBaseline:
         if data is not None:
             surface[path] = store.put_blob(data)
     kept = dirty(workspace, origin[0]) if origin else {}
-    earlier = latest(store, workspace)  # an earlier session's unverified changes are not the user's work in progress
+    earlier = latest(store, workspace, contract)  # an earlier session's unverified changes are not the user's
     if earlier is None:
         carried, kept_hashes = [], {rel: store.put_blob(data) for rel, data in kept.items()}
     else:

@@ -205,15 +205,16 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
             folder = checkpoints_of(db)
             pending = begun(folder, run_id, store)  # its trial runs while the envelope is read and the log audited
             try:
+                governs = governing(path, source, db, store, early[0] if early is not None else None)
                 return Guard.open(
                     store,
-                    governing(path, source, db, store, early[0] if early is not None else None),
+                    governs,
                     session,
                     framework=settings.agent,
                     workspace=workspace,
                     task=f"{settings.agent} session {session}",
                     run_id=run_id,
-                    begin=lambda ws: [take_baseline(store, ws)],
+                    begin=lambda ws: [take_baseline(store, ws, contract_of(governs))],
                     asking=asking,
                     strict=False,
                     restore=restorer(folder, pending),
@@ -328,14 +329,26 @@ def _inode(path: str) -> int | None:
         return None
 
 
-def take_baseline(store: Store, workspace: str) -> Payload:
+def take_baseline(store: Store, workspace: str, contract: str | None = None) -> Payload:
     """The test baseline a new session's run starts with (:func:`.integrity.take_baseline`, imported here: only
-    a session's first call and a stop read the test surface, so a tool call does not import its parsers)."""
+    a session's first call and a stop read the test surface, so a tool call does not import its parsers);
+    ``contract``: the contract hash the new run records (:func:`contract_of`)."""
     from pathlib import Path
 
     from .integrity import take_baseline as take
 
-    return take(store, Path(workspace))
+    return take(store, Path(workspace), contract)
+
+
+def contract_of(env: Envelope | Validated) -> str:
+    """The contract hash a new run governed by ``env`` records (guard/session.py ``_opening``: the envelope's own,
+    else the kept one's, else computed): an earlier session that ended verified under another contract vouches for
+    nothing under this one (:mod:`.earlier`). Only a session's first call asks."""
+    from tether.envelope.hashing import contract_hash
+
+    if isinstance(env, Validated):
+        return env.envelope.contract_hash or env.contract or contract_hash(env.envelope)
+    return env.contract_hash or contract_hash(env)
 
 
 def _recorded_workspace(store: Store, run_id: str, seen: list[Event] | None = None) -> str | None:
