@@ -104,3 +104,24 @@ def test_what_bash_runs_for_those_spellings(tmp_path: Path, command: str) -> Non
         ["bash", "-c", command.replace("rm -rf", "echo")], capture_output=True, text=True, cwd=tmp_path, check=True
     )
     assert out.stdout.strip() == "/"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh -c 'rm -rf $2' _ $X safe",  # X='a /': $1 is a, $2 is /
+        "sh -c 'rm -rf $2' _ $(cat words) safe",
+        "sh -c 'rm -rf $2' _ * safe",  # a glob is as many words as it matches
+    ],
+)
+def test_after_a_word_that_may_be_several_no_place_is_known(ws: Path, command: str) -> None:
+    """Before, a computed word was skipped and the words after it kept their places: ``$2`` was ``safe``, allowed."""
+    got, rule_id = verdict(ws, command)
+    assert got != "ALLOW", (command, rule_id)
+
+
+def test_what_bash_binds_after_a_split_word(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["bash", "-c", "X='a /'; sh -c 'echo $2' _ $X safe"], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert out.stdout.strip() == "/"

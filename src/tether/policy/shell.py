@@ -1097,14 +1097,20 @@ def _positional(code: str, words: Sequence[Word]) -> dict[str, str]:
     """``$0``, ``$1``, … of ``sh -c CODE A0 A1 …``: each word given and known, unless ``CODE`` may rebind them
     (:func:`_rebinds`, in the code as the shell reads its words: quotes and backslashes taken out, ANSI-C and locale
     strings not worked out, so none is bound). ``sh -c 'rm -rf $0' /`` is then the ``rm -rf /`` it runs, not a delete
-    of a target known only at run time; an unbound ``$N`` (a word not given, or computed) stays unknown."""
+    of a target known only at run time; an unbound ``$N`` (a word not given, or computed, or after one computed or a
+    glob: ``sh -c 'rm -rf $2' _ $X safe`` is ``rm -rf /`` when X is ``a /``) stays unknown."""
     if not words or "$'" in code or '$"' in code:  # ``sh$'\x69'ft`` is shift: a spelling not worked out binds none
         return {}
     # ``s\hift``, ``sh""ift``, ``s'e't``, a line continued inside the name: the word the shell reads
     bare = re.sub(r"[\\'\"]", "", code.replace("\\\n", ""))
     if _rebinds().search(bare):
         return {}
-    return {str(i): w.text for i, w in enumerate(words[:10]) if w.static}
+    bound: dict[str, str] = {}
+    for i, w in enumerate(words[:10]):
+        if not w.static or any(c in w.text for c in "*?["):
+            break  # ``$X``, ``$(cmd)``, a glob may be no word or several: every later one's place is unknown
+        bound[str(i)] = w.text
+    return bound
 
 
 def _command_string(args: list[Word]) -> tuple[Word | None] | None:
