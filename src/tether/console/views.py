@@ -197,7 +197,8 @@ def _decided(p: dict[str, Any]) -> tuple[str, list[tuple[str, str]], str]:
 def _completed(p: dict[str, Any]) -> tuple[str, list[tuple[str, str]], str]:
     result = p.get("result") or {}
     data = result.get("data") or {}
-    facts = [("tool", _s(p.get("tool"))), ("duration", f"{p.get('duration_s', 0):.2f}s")]
+    took = p.get("duration_s", 0)
+    facts = [("tool", _s(p.get("tool"))), ("duration", "not reported" if took is None else f"{took:.2f}s")]
     if "exit_code" in data:
         facts.append(("exit code", _s(data["exit_code"])))
     if data.get("sandbox"):

@@ -132,7 +132,9 @@ class ActionCompleted(Payload):
     undo: dict[str, Any] | None = Field(
         None, description="Read from old logs only: file tools' undo records, replaced by action.rollback receipts."
     )
-    duration_s: float = 0.0
+    duration_s: float | None = Field(
+        0.0, description="Seconds the tool ran; None: the program that ran it did not say (a hook receipt without one)."
+    )
 
 
 @register("action.failed")

@@ -417,11 +417,13 @@ class Guard:
         output: str = "",
         error: str = "",
         lead: Sequence[Payload] = (),
+        duration_s: float | None = None,
     ) -> None:
         """The receipt of a call the agent ran on its own authority (a hook's PostToolUse: Claude Code's user
         may have approved an ASK): recorded whatever tether decided, the proposal first when tether never saw
         the call. The truth of what ran is the log's, not only what tether allowed. A second receipt of a call
-        is not recorded (``lead`` is)."""
+        is not recorded (``lead`` is). ``duration_s``: how long the tool ran as the program says, None when it
+        does not (tether did not run it, so it cannot tell)."""
         plain = _json_args(args)
 
         def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], None]:
@@ -435,7 +437,7 @@ class Guard:
                 a = Action(call_id, tool, plain, args_hash, 0, state.last_seq + 1)
             if a.status is not ActionStatus.STARTED:
                 items.append(ActionStarted(call_id=call_id, tool=a.tool, args_hash=a.args_hash, attempt=1))
-            return [*items, self._receipt(a, ok, output, error, 0.0)], None
+            return [*items, self._receipt(a, ok, output, error, duration_s)], None
 
         with self._lock:
             self._write(build)
@@ -706,7 +708,7 @@ class Guard:
             raise GuardError(f"call {call_id} ({a.tool}) already has its receipt; a call completes once")
         return [*self._start(state, call_id), self._receipt(a, ok, output, error, duration_s)]
 
-    def _receipt(self, a: Action, ok: bool, output: str, error: str, duration_s: float) -> ActionCompleted:
+    def _receipt(self, a: Action, ok: bool, output: str, error: str, duration_s: float | None) -> ActionCompleted:
         contract = self.env.tool(a.tool)
         result = {
             "ok": ok,
@@ -716,7 +718,8 @@ class Guard:
             "failure_class": None if ok else "tool_error",
             "effects": [e.value for e in contract.effects] if contract is not None else [],
         }
-        return ActionCompleted(call_id=a.call_id, tool=a.tool, ok=ok, result=result, duration_s=round(duration_s, 6))
+        took = None if duration_s is None else round(duration_s, 6)
+        return ActionCompleted(call_id=a.call_id, tool=a.tool, ok=ok, result=result, duration_s=took)
 
     # ---- plumbing ----------------------------------------------------------------------------
 

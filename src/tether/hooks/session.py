@@ -660,12 +660,26 @@ def receipt(
     """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
     call_id = call_id or str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     call = call or ran_call(guard, agent, data, str(data["cwd"]))
+    took = reported_seconds(data.get("duration_ms"))
     if failed:
         error = escaped(str(data.get("error") or data.get("error_message") or "the tool failed"))
-        guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head)
+        guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head, duration_s=took)
     else:
         text = jsonc.dumps(data.get("tool_response"), default=str)
-        guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head)
+        guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head, duration_s=took)
+
+
+#: A tool's reported run time past this (a week) is no duration: not recorded.
+MAX_REPORTED_MS = 7 * 24 * 3600 * 1000
+
+
+def reported_seconds(ms: object) -> float | None:
+    """The seconds a receipt's ``duration_ms`` says the tool ran (Claude Code sends it with a PostToolUse since 2026),
+    or None when it says none that is one: missing, not a number (``True`` is none), negative, not finite, over a
+    week. Before, every hook receipt said 0.00 s."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms <= MAX_REPORTED_MS:
+        return None  # NaN fails the comparison; an infinity is over the bound
+    return ms / 1000
 
 
 def ran_call(guard: Guard, agent: str, data: dict[str, Any], cwd: str) -> Call:

@@ -114,7 +114,8 @@ def _completed(p: dict[str, Any]) -> str:
     mark = "[green]ok[/]" if p["ok"] else f"[red]failed[/] ({r.get('failure_class')})"
     files = f" changed {', '.join(p['changed_files'])}" if p["changed_files"] else ""
     first = (r.get("content") or "").strip().splitlines()
-    return f"    {mark} in {p['duration_s']:.2f}s{files}" + (f" — {_short(first[0], 80)}" if first else "")
+    took = "" if p.get("duration_s") is None else f" in {p['duration_s']:.2f}s"  # None: the program did not say
+    return f"    {mark}{took}{files}" + (f" — {_short(first[0], 80)}" if first else "")
 
 
 def _sensor(p: dict[str, Any]) -> str:
