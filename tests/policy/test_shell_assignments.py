@@ -3,7 +3,8 @@ through every assignment it did not read as one, and judged the command on a val
 ``printf -v X``, ``getopts``, ``let``, ``wait -p``, ``unset``, ``${X:=…}``, ``declare -n`` (a second name), a
 function's body (and its ``cd``), an assignment before ``eval``, a function or a shell (``X=/ eval 'rm -rf $X'``), one
 before a special builtin (kept by POSIX shells), arithmetic (``((IFS=1))``), an array's element (``X[0]=/`` is
-``$X``), a ``DEBUG`` trap, the shell itself (``read`` with no name sets REPLY). The same held for ``IFS``: assigned
+``$X``), a ``DEBUG`` trap, the shell itself (``read`` with no name sets REPLY); and a shell this one starts knew
+every variable, exported or not (``X=safe; sh -c 'rm -rf $X/'`` is ``rm -rf /``). The same held for ``IFS``: assigned
 so, it splits a known value apart (``s/s`` with ``IFS=s`` is ``/``). Each case below was allowed; each is checked
 against what a real shell runs."""
 
@@ -49,6 +50,11 @@ RESET = [
     ("REPLY=safe; read <<< /; rm -rf $REPLY", "bash"),
     ("OPTARG=safe; getopts a: o -a /; rm -rf $OPTARG", "bash"),
     ("BASH_REMATCH=safe; [[ / =~ .* ]]; rm -rf $BASH_REMATCH", "bash"),
+    # a shell this one starts has only what was exported to it
+    ("X=safe; sh -c 'rm -rf $X/'", "bash"),  # X is not exported: empty there
+    ("export X=safe; env -u X sh -c 'rm -rf $X/'", "bash"),
+    ("export X=safe; env -i sh -c 'rm -rf $X/'", "bash"),
+    ("X=safe; env X=/ sh -c 'rm -rf $X'", "bash"),
 ]
 
 
@@ -86,6 +92,9 @@ def test_what_a_shell_runs(tmp_path: Path, command: str, shell: str) -> None:
         "f() { echo hi; }; X=build; f; rm -rf $X",  # a body that does not assign X leaves it known
         "X=build; unset Y; rm -rf $X",
         "X=build; read -r Y <<< hi; rm -rf $X",
+        "export X=build; sh -c 'rm -rf $X'",  # exported: known there
+        "X=build; export X; sh -c 'rm -rf $X'",
+        "declare -x X=build; sh -c 'rm -rf $X'",
     ],
 )
 def test_a_value_nothing_assigned_since_is_still_known(ws: Path, command: str) -> None:

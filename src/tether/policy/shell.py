@@ -201,6 +201,7 @@ class _Walker:
         self.errexit = False  # `set -e`: a failed cd ends the script
         self.depth = depth
         self.vars = vars_
+        self.exported: set[str] = set()  # names ``export`` (or ``declare -x``) gave to programs this shell starts
         self.env: dict[str, Word] = {}  # code-relevant variables assigned earlier (see envvars)
 
     # -- entry -------------------------------------------------------------------------------
@@ -530,6 +531,9 @@ class _Walker:
                 words.append(Word.lit(self.text(c)))
         if any(re.fullmatch(r"[-+][a-zA-Z]*[ni][a-zA-Z]*", w.text) for w in words[1:] if w.static):
             self.forget(None)  # ``declare -n X=HOME``: X is another name for HOME; ``-i``: assigning X evaluates code
+        if words and (words[0].text == "export" or any(re.fullmatch(r"-[a-zA-Z]*x[a-zA-Z]*", w.text) for w in words)):
+            named = (c.child_by_field_name("name") if c.type == "variable_assignment" else c for c in node.children)
+            self.exported |= {self.text(n) for n in named if n is not None and n.type == "variable_name"}
         self.emit(SimpleCommand(tuple(words), redirects, self.cwd, piped, text=self.text(node)))
 
     def for_loop(self, node: Any) -> None:
@@ -583,6 +587,7 @@ class _Walker:
         scopes)."""
         self.cwd, self.oldpwd, self.stack = child.cwd, child.oldpwd, child.stack
         self.cd_unsure = self.cd_unsure or child.cd_unsure
+        self.exported |= child.exported
         if exact:
             self.vars = child.vars
             return
@@ -623,12 +628,15 @@ class _Walker:
         (its own words were expanded with the old ones). After a special builtin (POSIX shells keep the assignment), a
         function or no command at all, each is unknown; after any other command, as it was."""
         before = {n: self.vars.get(n) for n in prefix}
+        exported = set(self.exported)
+        self.exported |= set(prefix)  # given to the command's environment
         for n, v in prefix.items():
             if v.static:
                 self.vars[n] = v.text
             else:
                 self.forget([n])
         self.expand(cmd)
+        self.exported = exported | (self.exported - set(prefix))
         head = command_name(cmd.argv[0].text) if cmd.argv else ""
         if not head or head in SPECIAL_BUILTINS or head in self.session.functions:
             self.forget(list(prefix))
@@ -644,15 +652,20 @@ class _Walker:
     def emit(self, cmd: SimpleCommand) -> None:
         self.out.commands.append(cmd)
 
-    def recurse(self, code: str, cmd: SimpleCommand, origin: str, positional: Sequence[Word] = ()) -> _Walker | None:
+    def recurse(
+        self, code: str, cmd: SimpleCommand, origin: str, positional: Sequence[Word] = (), process: bool = False
+    ) -> _Walker | None:
         """Walk ``code`` as run by ``cmd``; the child walker, whose state after it :meth:`eval_` keeps. A shell's
-        ``-c`` code is given the words after it as ``$0``, ``$1``, … (``positional``: :func:`_positional`)."""
+        ``-c`` code is given the words after it as ``$0``, ``$1``, … (``positional``: :func:`_positional`). A new
+        ``process`` (``sh -c``) knows only the variables exported to it: ``X=safe; sh -c 'rm -rf $X/'`` is
+        ``rm -rf /``."""
         if self.depth >= MAX_DEPTH:
             self.out.hard("shell:too-deep", Verdict.ASK, "shell nested too deeply to analyse")
             return None
-        known = {k: v for k, v in self.vars.items() if not k.isdigit()} | _positional(code, positional)
+        given = {k: v for k, v in self.vars.items() if not process or k in self.exported or k == "CDPATH"}
+        known = {k: v for k, v in given.items() if not k.isdigit()} | _positional(code, positional)
         child = _Walker(code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, known)
-        child.env = dict(cmd.env)
+        child.env, child.exported = dict(cmd.env), set(self.exported)
         before = len(self.out.commands)
         child.run()
         for i in range(before, len(self.out.commands)):
@@ -818,7 +831,7 @@ class _Walker:
 
     def code_word(self, cmd: SimpleCommand, w: Word, what: str, positional: Sequence[Word] = ()) -> None:
         if w.static:
-            self.recurse(w.text, cmd, what, positional)
+            self.recurse(w.text, cmd, what, positional, process=True)
         else:
             self.dynamic_code(cmd, what, [w])
 
@@ -900,6 +913,10 @@ class _Walker:
         for option, value in found.options:
             if option in ("-C", "--chdir") and value is not None:
                 cmd = replace(cmd, cwd=self.directory(cmd.cwd, value))
+            elif option in ("-u", "--unset", "-i", "--ignore-environment"):  # what it starts has not that variable
+                self.forget(
+                    [value.text] if value is not None and value.static and option in ("-u", "--unset") else None
+                )
             elif option in ("-S", "--split-string") and value is not None:
                 if not value.static:
                     self.dynamic_code(cmd, "env -S", [value])
@@ -914,6 +931,7 @@ class _Walker:
     def env_assign(self, cmd: SimpleCommand, w: Word) -> SimpleCommand:
         env = dict(cmd.env)
         var, value = _split_assignment(w)
+        self.forget([var])  # what env starts has it with this value, not the one this shell knows
         self.env_assigned(var, value, env=env)
         return replace(cmd, env=tuple(env.items()))
 
