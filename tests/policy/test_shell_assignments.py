@@ -55,6 +55,7 @@ RESET = [
     ("export X=safe; env -u X sh -c 'rm -rf $X/'", "bash"),
     ("export X=safe; env -i sh -c 'rm -rf $X/'", "bash"),
     ("X=safe; env X=/ sh -c 'rm -rf $X'", "bash"),
+    ("X=safe; bash <<< 'rm -rf $X/'", "bash"),  # a here-string's script: a new shell too
 ]
 
 

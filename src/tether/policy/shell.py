@@ -511,7 +511,7 @@ class _Walker:
             holder = SimpleCommand((Word.lit(name),), (), self.cwd, piped=True)
             if value.static:
                 if value.text.strip():  # it is started with data on its standard input
-                    self.recurse(": | " + envvars.command_text(name, value.text), holder, f"{name}=")
+                    self.recurse(": | " + envvars.command_text(name, value.text), holder, f"{name}=", process=True)
             else:
                 self.dynamic_code(holder, f"{name}= (a command programs start)", [value])
         elif found is envvars.EnvKind.PATHS:
@@ -766,7 +766,7 @@ class _Walker:
         rest = _strip_options(args, WRAPPER_OPTIONS["watch"], 0)
         self.emit(cmd)
         if rest and all(w.static for w in rest):
-            self.recurse(" ".join(w.text for w in rest), cmd, "watch")
+            self.recurse(" ".join(w.text for w in rest), cmd, "watch", process=True)
         elif rest:
             self.dynamic_code(cmd, "watch", rest)
         return True
@@ -894,13 +894,14 @@ class _Walker:
         inner = replace(cmd, wrappers=(*cmd.wrappers, name), piped=not sources and cmd.piped)
         if template and all(w.static for w in template):
             replaced = [value for option, value in found.options if option == "-I" and value is not None]
-            self.recurse(_parallel_code(" ".join(w.text for w in template), replaced), inner, "parallel")
+            code = _parallel_code(" ".join(w.text for w in template), replaced)
+            self.recurse(code, inner, "parallel", process=True)
         elif template:
             self.dynamic_code(inner, "parallel", template)
         elif sources and sources[0].text == ":::" and all(w.static for w in sources):
             for w in sources[1:]:
                 if w.text not in PARALLEL_SOURCES:
-                    self.recurse(w.text, inner, "parallel")
+                    self.recurse(w.text, inner, "parallel", process=True)
         else:
             self.dynamic_code(inner, "parallel", sources)  # command lines read from a file or stdin
         return True
@@ -995,7 +996,7 @@ class _Walker:
             if body is not None:
                 if name in SHELLS:
                     if body.body is not None and not body.body_dynamic:
-                        self.recurse(body.body, cmd, f"{name} <<")
+                        self.recurse(body.body, cmd, f"{name} <<", process=True)
                     else:
                         self.out.hard(
                             "shell:dynamic-code", Verdict.ASK, f"{name} runs a here-document built at run time"
