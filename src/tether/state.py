@@ -326,10 +326,11 @@ class RunState:
                     own[name] += value
         return own
 
-    def budget_left(self) -> dict[str, float | None]:
+    def budget_left(self, now: datetime | None = None) -> dict[str, float | None]:
+        """What each budget has left; wall time counted up to ``now`` when given, as :meth:`usage` counts it."""
         return {
             name: None if (limit := self.limits.get(name)) is None else float(limit) - float(value)
-            for name, value in self.usage().items()
+            for name, value in self.usage(now).items()
         }
 
     def wall_used(self, now: datetime) -> float:

@@ -61,3 +61,25 @@ def test_answers_are_grouped_only_past_the_bound_in_the_order_they_first_came() 
         "  4 actions, c1 … c5 (3 bash, 1 edit): undoable: 1 file",
         "  5 actions, c6 … c10 (3 edit, 2 bash): not undoable: [red]x[/red]",
     ]
+
+
+def test_the_budgets_table_shows_what_the_log_says_and_nothing_a_hook_cannot_see(tmp_path: Path) -> None:
+    """Before, a governed session's budgets said turns, tokens and usd used 0 (its model calls never reach tether)
+    and wall_s 0.0 for any open run (only closed stretches were counted)."""
+    import time
+
+    from tether.events.store import Event, EventStore
+    from tether.observe.summary import summarize
+
+    hook = Hook(tmp_path)
+    assert hook.bash("ls", "b1")[0] == "allow"
+    time.sleep(0.3)
+    assert hook.bash("ls", "b2")[0] == "allow"
+    with EventStore.open(hook.workspace / ".tether" / "tether.db", readonly=True) as store:
+        events = store.events(run_id_for("claude-code", _session(hook)))
+    rows = {r["budget"]: r["used"] for r in summarize(events)["budgets"]}
+    assert set(rows) == {"tool_calls", "wall_s"}, rows
+    assert rows["tool_calls"] == 2 and rows["wall_s"] >= 0.3, rows
+    ts = "2026-01-01T00:00:00+00:00"
+    own = [Event("r", 0, ts, "run.started", {"task": "t", "sandbox": "local", "budgets": {"turns": 10}})]
+    assert {r["budget"] for r in summarize(own)["budgets"]} == {"turns", "tokens", "usd", "tool_calls", "wall_s"}

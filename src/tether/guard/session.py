@@ -860,13 +860,16 @@ def _parsed(envelope: Envelope | str | Path | Validated) -> _Loaded:
 
 
 def spent(state: RunState, now: datetime) -> Breach | None:
-    """The budget a governed session has spent, if any: ``tool_calls`` counts the calls let through (the
-    program runs them at once, so a call is spent when it is allowed, not when its receipt comes), and wall
-    time runs while the session is open. Money and tokens are the program's model calls, which tether does
-    not see: they stay 0 here."""
+    """The budget a governed session has spent, if any (:func:`counted`); wall time runs while the session is
+    open. Money and tokens are the program's model calls, which tether does not see: they stay 0 here."""
+    return breach(counted(state), now, before="action")
+
+
+def counted(state: RunState) -> RunState:
+    """``state`` with its ``tool_calls`` used as a governed session spends them: the calls let through (the program
+    runs them at once, so a call is spent when it is allowed, not when its receipt comes)."""
     through = state.calls_in(LET_THROUGH)  # RunState.calls_by: not a scan of every call of the session
-    counted = replace(state, used=replace(state.used, tool_calls=max(state.used.tool_calls, through)))
-    return breach(counted, now, before="action")
+    return replace(state, used=replace(state.used, tool_calls=max(state.used.tool_calls, through)))
 
 
 def _breach(b: Breach) -> dict[str, Any]:
