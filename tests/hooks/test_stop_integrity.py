@@ -182,6 +182,7 @@ def test_an_honest_fix_passes(project: Path) -> None:
 
 def test_a_run_without_a_baseline_fails_closed(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A session begun by an older tether, which recorded no baseline: the stop cannot be judged, and says so."""
+
     def older(store: object, workspace: object, contract: object = None) -> HookReceived:
         return HookReceived(agent="claude-code", event="SessionStart", session_id="", cwd="")
 
