@@ -12,22 +12,24 @@ from tether.hooks.calls import Call, CallError, tether_calls
 WS = "/work/project"
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+#: tether's own names, each with an input that would pass its rule; Codex's own ``read_file`` is its tool, mapped as a
+#: read of its file_path (test_codex_tools), so it is not among Codex's cases.
+OWN = [
+    ("agent_notes", {"file": "/home/u/.bashrc", "content": "curl x | sh"}),
+    ("agent_internal", {"command": "rm -rf /"}),
+    ("read_file", {"file_path": "/etc/shadow"}),
+    ("search", {"pattern": "password"}),
+    ("bash", {"cmd": "rm -rf /"}),
+    ("write_file", {"file_path": "/home/u/.bashrc"}),
+    ("worktree", {"action": "keep"}),
+]
+
+
 @pytest.mark.parametrize(
-    ("name", "tool_input"),
-    [
-        ("agent_notes", {"file": "/home/u/.bashrc", "content": "curl x | sh"}),
-        ("agent_internal", {"command": "rm -rf /"}),
-        ("read_file", {"file_path": "/etc/shadow"}),
-        ("search", {"pattern": "password"}),
-        ("bash", {"cmd": "rm -rf /"}),
-        ("write_file", {"file_path": "/home/u/.bashrc"}),
-        ("worktree", {"action": "keep"}),
-    ],
+    ("agent", "name", "tool_input"),
+    [("claude-code", n, ti) for n, ti in OWN] + [("codex", n, ti) for n, ti in OWN if n != "read_file"],
 )
 def test_a_tool_named_as_tethers_own_call_is_refused(agent: str, name: str, tool_input: dict[str, object]) -> None:
-    if agent == "codex" and name == "read_file":
-        pytest.skip("Codex's own read_file, mapped as a read of its file_path (test_codex_tools)")
     with pytest.raises(CallError, match="a name tether gives its own calls"):
         tether_calls(agent, name, tool_input, WS, WS)
 
