@@ -103,9 +103,10 @@ def _decided(p: dict[str, Any]) -> str:
     line = f"    [{style}]{p['verdict']}[/] by [bold]{escape(p['deciding_rule'])}[/]: {_short(p['reason'], 110)}"
     hook = _HOOK.get()
     call = hook[0] if hook else {}
-    said = told(call["agent"], p["verdict"], call.get("detail") or {}) if call.get("event") == "PreToolUse" else None
+    agent = str(call.get("agent", ""))
+    said = told(agent, p["verdict"], call.get("detail") or {}) if call.get("event") == "PreToolUse" else None
     if said is not None:
-        line += f"\n        [yellow]told {escape(call['agent'])}: {said.answer}[/] — {_short(said.why, 140)}"
+        line += f"\n        [yellow]told {escape(agent)}: {said.answer}[/] — {_short(said.why, 140)}"
     return line
 
 
