@@ -139,15 +139,10 @@ def findings(
 def _sourced(found: list[ReviewFinding], baseline: SuiteBaseline) -> list[ReviewFinding]:
     """Each finding on a file an earlier session's agent left (``baseline.carried``) says so: the user reads that
     the change was not this session's, and which session's it was."""
-    from tether.review.reviewer import ReviewFinding
+    from dataclasses import replace
 
     carried = set(baseline.carried)
-    return [
-        ReviewFinding(f.view, f.severity, f"{f.message} ({left_by(baseline)})", f.file, f.check, f.detail)
-        if f.file in carried
-        else f
-        for f in found
-    ]
+    return [replace(f, message=f"{f.message} ({left_by(baseline)})") if f.file in carried else f for f in found]
 
 
 def left_by(baseline: SuiteBaseline) -> str:
