@@ -40,6 +40,12 @@ def slug(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 
 
+def projects(workspace: str) -> set[str]:
+    """The names Claude Code may give this workspace's folder under ``projects/``: its path's :func:`slug`, as given
+    and resolved."""
+    return {slug(workspace), slug(os.path.realpath(workspace))}
+
+
 def roots(workspace: str, transcript: object, home: str | None = None) -> list[str]:
     """The folders Claude Code keeps this session's notes under: ``~/.claude``, and the one its transcript says
     (``<root>/projects/<project>/<name>.jsonl``, absolute and normal, ``<project>`` the workspace's folder name:
@@ -49,11 +55,11 @@ def roots(workspace: str, transcript: object, home: str | None = None) -> list[s
     if not isinstance(transcript, str) or not transcript.endswith(".jsonl") or not os.path.isabs(transcript):
         return found
     folder = os.path.dirname(transcript)  # <root>/projects/<project>
-    projects = os.path.dirname(folder)
-    root = os.path.dirname(projects)
-    if os.path.normpath(transcript) != transcript or os.path.basename(projects) != "projects" or root in found:
+    under = os.path.dirname(folder)  # <root>/projects
+    root = os.path.dirname(under)
+    if os.path.normpath(transcript) != transcript or os.path.basename(under) != "projects" or root in found:
         return found
-    if os.path.basename(folder) not in {slug(workspace), slug(os.path.realpath(workspace))} or root == "/":
+    if os.path.basename(folder) not in projects(workspace) or root == "/":
         return found
     ws = os.path.realpath(workspace)
     if any(os.path.commonpath([x, ws]) in (x, ws) for x in (root, os.path.realpath(root))):
@@ -72,12 +78,12 @@ def kind(path: str, workspace: str, home: str | None = None, transcript: object 
     folder, name = os.path.split(path)
     if not _name().fullmatch(name) or not os.path.isabs(path) or os.path.normpath(path) != path:
         return None  # a ``..`` is resolved by the kernel through whatever link precedes it, not by its spelling
-    projects = {slug(workspace), slug(os.path.realpath(workspace))}
+    mine = projects(workspace)
     for root in roots(workspace, transcript, home):
         rel = os.path.relpath(folder, root).split(os.sep)
         if rel == ["plans"]:
             found = PLAN
-        elif len(rel) == 3 and rel[0] == "projects" and rel[1] in projects and rel[2] == "memory":
+        elif len(rel) == 3 and rel[0] == "projects" and rel[1] in mine and rel[2] == "memory":
             found = MEMORY
         else:
             continue
