@@ -87,6 +87,15 @@ class Hook:
         spec = out["hookSpecificOutput"]
         return spec["permissionDecision"], spec["permissionDecisionReason"]
 
+    def resident(self, kind: str = "guard") -> dict[tuple[Any, ...], Any]:
+        """What this process keeps between calls for this project's database (``hooks.session._CACHE``), by kind
+        (``guard``, ``store``). The cache is the test worker's: an earlier test's daemon thread, still ending, may
+        put its own project's entry there after a test cleared it (a CI run saw two guards), so never count all."""
+        import tether.hooks.session as hook_session
+
+        db = self.request["db"]
+        return {k: v for k, v in list(hook_session._CACHE.items()) if k[0] == kind and k[1] == db}
+
 
 #: The ``tether`` command, as this interpreter runs it.
 TETHER = [sys.executable, "-m", "tether.cli.main"]

@@ -134,7 +134,7 @@ def full_call(hook: Hook, i: int) -> bool:
     """One cold call in this (full-path) process: whether it was restored from the checkpoint (both parts read)."""
     cold()
     assert hook.bash("ls", call_id=f"toolu_full{i}")[0] == "allow"
-    [guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+    [guard] = hook.resident().values()
     return isinstance(guard.events, Log)
 
 
@@ -238,7 +238,7 @@ def test_the_body_is_parsed_and_hashed_once_and_one_begin_did_not_check_is_hashe
     monkeypatch.setattr(ck, "sha256_hex", lambda data: hashed.append(len(data)) or real(data))
     assert full_call(hook, 0)
     assert hashed.count(size) == 1
-    [guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+    [guard] = hook.resident().values()
     header = split(path)[0]
     raw = path.read_bytes()
     for edit, restored in ((b"", True), (b"\x00", False)):

@@ -42,9 +42,9 @@ def test_the_second_call_of_a_new_project_reuses_the_store_and_guard(
     assert hook.bash("git push origin main", call_id="toolu_2")[0] != "allow"
     assert hook.bash("grep -n other src/app.py", call_id="toolu_3")[0] == "allow"
     assert opened == [opened[0]], opened  # one open for three calls
-    stores = [k for k in hook_session._CACHE if k[0] == "store"]
+    stores = list(hook.resident("store"))
     assert stores == [("store", str(db), db.stat().st_ino)]
-    guards = [k for k in hook_session._CACHE if k[0] == "guard"]
+    guards = list(hook.resident())
     assert len(guards) == 1 and guards[0][2] == db.stat().st_ino
 
 
@@ -59,5 +59,4 @@ def test_a_database_removed_and_made_anew_is_still_opened_anew(hook: Hook) -> No
     spare.write_bytes(b"")
     assert hook.bash("grep -n needle src/app.py", call_id="toolu_2")[0] == "allow"
     assert db.stat().st_ino != first
-    stores = [k for k in hook_session._CACHE if k[0] == "store"]
-    assert ("store", str(db), db.stat().st_ino) in stores
+    assert ("store", str(db), db.stat().st_ino) in hook.resident("store")

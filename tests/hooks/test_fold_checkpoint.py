@@ -37,8 +37,8 @@ def cold() -> None:
 
 
 def guard_of(hook: Hook) -> Guard:
-    guards = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
-    assert len(guards) == 1
+    guards = list(hook.resident().values())
+    assert len(guards) == 1, guards
     return guards[0]
 
 
@@ -190,7 +190,7 @@ def test_a_checkpoint_of_another_session_is_ignored(hook: Hook) -> None:
 
 def guard_of_session(hook: Hook, session: str) -> Guard:
     run_id = hook_session.run_id_for("claude-code", session)
-    guards = [v for k, v in hook_session._CACHE.items() if k[0] == "guard" and k[3] == run_id]
+    guards = [v for k, v in hook.resident().items() if k[3] == run_id]
     assert guards
     return guards[0]
 

@@ -142,7 +142,7 @@ def test_the_kept_envelope_is_the_validated_one_and_the_guard_governs_with_it(tm
     assert v.envelope == fresh_one and v.contract == contract_hash(fresh_one)
     assert v.dump == fresh_one.model_dump(mode="json")
     cold(hook, "ls", "t1")
-    guard = hook_session._CACHE[next(k for k in hook_session._CACHE if k[0] == "guard")]
+    [guard] = hook.resident().values()
     assert guard.env == fresh_one and guard.contract == contract_hash(fresh_one)
 
 

@@ -45,7 +45,7 @@ def test_a_cold_call_reads_run_started_once(tmp_path: Path, monkeypatch: pytest.
     reads = counting(monkeypatch)
     assert cold(hook, "rm -rf /", "t1")[0] == "deny"
     assert len(reads) == 1, reads
-    guard = hook_session._CACHE[next(k for k in hook_session._CACHE if k[0] == "guard")]
+    [guard] = hook.resident().values()
     first = guard.store.events(guard.run_id)[0]
     assert first.kind == RunStarted.KIND and guard.genesis == first.hash, "the genesis is the log's first event"
 
