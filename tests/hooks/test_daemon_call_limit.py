@@ -57,6 +57,9 @@ def crowded(
     finally:
         for c in hung:
             c.close()
+        # every slot free before the teardown's stop, which a daemon still full would decline (and it then waited
+        # out its idle time: a 30 s join under load)
+        settle(lambda: serving() == 0, "the daemon's serving threads did not end")
 
 
 def test_connections_over_the_bound_hold_no_thread_and_are_declined_not_answered(

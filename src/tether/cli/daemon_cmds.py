@@ -13,8 +13,12 @@ def daemon_cmd(
     socket: str | None = typer.Option(
         None, "--socket", help="Unix socket (default: $TETHER_HOOK_SOCKET, else per user)."
     ),
-    idle: float = typer.Option(1800.0, "--idle", min=1.0, help="Exit after this many seconds without a call."),
-    stop: bool = typer.Option(False, "--stop", help="Ask the running daemon to exit (exit 1 if none answered)."),
+    idle: float = typer.Option(
+        1800.0, "--idle", min=1.0, help="Exit after this many seconds without a call (none in flight)."
+    ),
+    stop: bool = typer.Option(
+        False, "--stop", help="Ask the running daemon to exit once its calls in flight end (exit 1 if none answered)."
+    ),
 ) -> None:
     """Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand)."""
     from tether.hooks.daemon import serve, stop_daemon

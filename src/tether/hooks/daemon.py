@@ -19,7 +19,9 @@ process that took a stale port, before the client sends the hook input. Anything
 
 A daemon answers only for its own code: a Python client of other code (an upgrade), or a bash client calling
 after the code on disk changed, gets no answer and the daemon exits, so the next call starts a current one. It
-exits after ``idle_s`` seconds without a call.
+exits after ``idle_s`` seconds without a call. However it ends, it first finishes the calls it took (their replies
+and the work after them): ended with the process, a call decided and logged would reach its client as a cut
+connection, and a Stop's sensors would die halfway.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ REQUEST_S = 10.0
 #: Calls served at once, a thread each (Claude Code runs a session's hooks concurrently; a few sessions at once need
 #: a few dozen). A connection over it is declined (:class:`Crowd`): its client decides in-process, cold.
 MAX_CALLS = 32
+#: How long a daemon that stops waits for the calls it took to end: the Stop hook's timeout ``tether hook install``
+#: writes (``install.STOP_TIMEOUT_S``), after which the agent has given the call up.
+DRAIN_S = 600.0
 
 
 def modules_running() -> str:
@@ -273,8 +278,8 @@ def _accept(
     try:
         while not stop.is_set():
             ready = _readable([*listeners, *crowd.declined], crowd.wait(idle_s))
-            if not ready and not crowd.declined:
-                break  # idle
+            if not ready and not crowd.declined and not crowd.busy:
+                break  # idle: no call came, none is in flight (a Stop's sensors may outlast ``idle_s``)
             crowd.drain(ready)
             for server in ready:
                 if server not in listeners:
@@ -283,14 +288,15 @@ def _accept(
                     conn, _ = server.accept()
                 except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                     continue
-                if not crowd.slots.acquire(blocking=False):
+                if not crowd.take():
                     crowd.decline(conn, tcp=listeners[server] is not None)
                     continue
                 conn.setblocking(True)
-                call = (conn, stop, path, code, listeners[server], crowd.slots)
+                call = (conn, stop, path, code, listeners[server], crowd)
                 threading.Thread(target=_serve_one, args=call, daemon=True).start()
         _remove_own(path)  # no connection lands in the backlog any more: a client finds no daemon, decides cold
         crowd.turn_away(listeners)
+        crowd.settle(DRAIN_S)
     finally:
         for conn in crowd.declined:
             conn.close()
@@ -326,9 +332,28 @@ class Crowd:
     DRAINED = 8
 
     def __init__(self, limit: int) -> None:
-        self.slots = threading.BoundedSemaphore(limit)
+        self.calls, self.busy = limit, 0
+        self.ended = threading.Condition()
         self.limit = limit * self.DRAINED
         self.declined: dict[socket.socket, float] = {}  # in the order declined: the first is the oldest
+
+    def take(self) -> bool:
+        """A slot for one more call, if one is free."""
+        with self.ended:
+            if self.busy >= self.calls:
+                return False
+            self.busy += 1
+            return True
+
+    def give_back(self) -> None:
+        with self.ended:
+            self.busy -= 1
+            self.ended.notify_all()
+
+    def settle(self, within: float) -> bool:
+        """Wait until every call taken has ended, at most ``within`` seconds; whether they all did."""
+        with self.ended:
+            return self.ended.wait_for(lambda: not self.busy, within)
 
     def decline(self, conn: socket.socket, *, tcp: bool) -> None:
         if tcp:
@@ -543,7 +568,7 @@ def _serve_one(
     path: str,
     code: Code,
     endpoint: Endpoint | None,
-    slot: threading.BoundedSemaphore,
+    crowd: Crowd,
 ) -> None:
     """One call, in a thread holding one of :class:`Crowd`'s slots until its work is done."""
     try:
@@ -560,7 +585,7 @@ def _serve_one(
             work()
         collect_if_due()
     finally:
-        slot.release()
+        crowd.give_back()
 
 
 def _converse(

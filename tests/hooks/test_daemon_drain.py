@@ -1,0 +1,113 @@
+"""A daemon that ends finishes the calls it took. It ended with its process: told to stop (``tether daemon --stop``, a
+client of newer code) or idle, its accept loop returned at once and the interpreter's exit took the serving threads
+with it, so a call already decided and logged reached its client as a cut connection, and a Stop whose sensors
+outlasted the idle time died halfway. Now the loop waits for every call in flight (``Crowd.settle``), and idleness
+counts only while none is."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookkit import payload, wait_for
+
+from tether.hooks import daemon as daemon_module
+from tether.hooks.client import ask
+from tether.hooks.daemon import serve, stop_daemon
+from tether.hooks.wire import Reply
+
+
+class Held:
+    """``daemon.respond`` held until released: the call is in flight, its thread busy, for as long as the test
+    says."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+        real = daemon_module.respond
+
+        def respond(*args: Any) -> Reply:
+            self.entered.set()
+            assert self.release.wait(60), "the test never released the call"
+            return real(*args)
+
+        monkeypatch.setattr(daemon_module, "respond", respond)
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Held:
+    return Held(monkeypatch)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[float], threading.Thread]]:
+    """Start a daemon serving in a thread of this process, with the idle time the test gives."""
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    threads: list[threading.Thread] = []
+
+    def start(idle_s: float) -> threading.Thread:
+        t = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": idle_s})
+        t.start()
+        threads.append(t)
+        wait_for(sock)
+        return t
+
+    yield start
+    stop_daemon(str(sock))
+    for t in threads:
+        t.join(timeout=60)
+
+
+def call_in_thread(tmp_path: Path) -> tuple[threading.Thread, list[Reply | None]]:
+    """A PreToolUse asked of the daemon from a thread; its reply lands in the list."""
+    data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="held")).encode()
+    replies: list[Reply | None] = []
+    t = threading.Thread(
+        target=lambda: replies.append(ask({"agent": "claude-code", "project": str(tmp_path)}, data, start=False))
+    )
+    t.start()
+    return t, replies
+
+
+def answered(replies: list[Reply | None]) -> None:
+    assert replies and replies[0] is not None, "the call taken was cut off, not answered"
+    decision = json.loads(replies[0].stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert decision in ("allow", "deny", "ask")
+
+
+def test_a_daemon_told_to_stop_answers_the_call_in_flight_before_it_ends(
+    tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread]
+) -> None:
+    served = daemon(60.0)
+    client, replies = call_in_thread(tmp_path)
+    assert held.entered.wait(60)
+    assert stop_daemon(str(tmp_path / "d" / "hookd.sock"))
+    served.join(timeout=1.0)
+    assert served.is_alive(), "the daemon ended with a call in flight"
+    assert not (tmp_path / "d" / "hookd.sock").exists(), "a stopping daemon takes no new call"
+    held.release.set()
+    client.join(timeout=60)
+    answered(replies)
+    served.join(timeout=60)
+    assert not served.is_alive()
+
+
+def test_a_call_that_outlasts_the_idle_time_keeps_the_daemon(
+    tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread]
+) -> None:
+    served = daemon(0.3)
+    client, replies = call_in_thread(tmp_path)
+    assert held.entered.wait(60)
+    served.join(timeout=1.5)  # five idle times without a new call, one in flight all along
+    assert served.is_alive(), "the daemon went idle with a call in flight"
+    assert (tmp_path / "d" / "hookd.sock").exists(), "the daemon stopped taking calls while one was in flight"
+    held.release.set()
+    client.join(timeout=60)
+    answered(replies)
+    served.join(timeout=60)  # idle once the call has ended
+    assert not served.is_alive()
