@@ -7,6 +7,7 @@ counts only while none is."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from hookkit import payload, wait_for
 from tether.hooks import daemon as daemon_module
 from tether.hooks.client import ask
 from tether.hooks.daemon import serve, stop_daemon
+from tether.hooks.relay import endpoint_path
 from tether.hooks.wire import Reply
 
 
@@ -84,12 +86,15 @@ def test_a_daemon_told_to_stop_answers_the_call_in_flight_before_it_ends(
     tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread]
 ) -> None:
     served = daemon(60.0)
+    port = int(Path(endpoint_path(str(tmp_path / "d" / "hookd.sock"))).read_text().split()[0])
     client, replies = call_in_thread(tmp_path)
     assert held.entered.wait(60)
     assert stop_daemon(str(tmp_path / "d" / "hookd.sock"))
     served.join(timeout=1.0)
     assert served.is_alive(), "the daemon ended with a call in flight"
     assert not (tmp_path / "d" / "hookd.sock").exists(), "a stopping daemon takes no new call"
+    with pytest.raises(ConnectionRefusedError):  # a bash client that read the endpoint before it went
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
     held.release.set()
     client.join(timeout=60)
     answered(replies)

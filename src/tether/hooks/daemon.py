@@ -296,6 +296,8 @@ def _accept(
                 threading.Thread(target=_serve_one, args=call, daemon=True).start()
         _remove_own(path)  # no connection lands in the backlog any more: a client finds no daemon, decides cold
         crowd.turn_away(listeners)
+        for server in listeners:
+            server.close()  # a client that read the endpoint before it went is refused, not left in a backlog
         crowd.settle(DRAIN_S)
     finally:
         for conn in crowd.declined:
