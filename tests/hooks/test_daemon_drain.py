@@ -2,7 +2,7 @@
 client of newer code) or idle, its accept loop returned at once and the interpreter's exit took the serving threads
 with it, so a call already decided and logged reached its client as a cut connection, and a Stop whose sensors
 outlasted the idle time died halfway. Now the loop waits for every call in flight (``Crowd.settle``), and idleness
-counts only while none is."""
+counts only while none is; a call that never ends holds a stopping daemon no longer than ``DRAIN_S``."""
 
 from __future__ import annotations
 
@@ -116,3 +116,17 @@ def test_a_call_that_outlasts_the_idle_time_keeps_the_daemon(
     answered(replies)
     served.join(timeout=60)  # idle once the call has ended
     assert not served.is_alive()
+
+
+def test_a_call_that_never_ends_keeps_a_stopping_daemon_only_for_the_drain_bound(
+    tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(daemon_module, "DRAIN_S", 0.5)
+    served = daemon(60.0)
+    client, _ = call_in_thread(tmp_path)
+    assert held.entered.wait(60)
+    assert stop_daemon(str(tmp_path / "d" / "hookd.sock"))
+    served.join(timeout=30)
+    assert not served.is_alive(), "a call that does not end held the stopping daemon past its drain bound"
+    held.release.set()  # the test's own thread, let go
+    client.join(timeout=60)
