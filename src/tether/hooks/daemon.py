@@ -352,10 +352,10 @@ class Crowd:
             self.busy -= 1
             self.ended.notify_all()
 
-    def settle(self, within: float) -> bool:
-        """Wait until every call taken has ended, at most ``within`` seconds; whether they all did."""
+    def settle(self, within: float) -> None:
+        """Wait until every call taken has ended, at most ``within`` seconds."""
         with self.ended:
-            return self.ended.wait_for(lambda: not self.busy, within)
+            self.ended.wait_for(lambda: not self.busy, within)
 
     def decline(self, conn: socket.socket, *, tcp: bool) -> None:
         if tcp:
