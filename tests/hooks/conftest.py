@@ -81,18 +81,19 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def start_daemon(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[[], tuple[Path, threading.Thread]]]:
+) -> Iterator[Callable[..., tuple[Path, threading.Thread]]]:
     """A daemon served by a thread of this process on a socket under tmp_path (``$TETHER_HOOK_SOCKET`` names it),
-    started when the test calls this (after its own monkeypatches), stopped at the end: its socket and the thread."""
+    started when the test calls this (after its own monkeypatches; ``idle_s`` its idle time), stopped at the end: its
+    socket and the thread."""
     from tether.hooks.daemon import serve, stop_daemon
 
     sock = tmp_path / "d" / "hookd.sock"
     threads: list[threading.Thread] = []
 
-    def start() -> tuple[Path, threading.Thread]:
+    def start(idle_s: float = 60.0) -> tuple[Path, threading.Thread]:
         sock.parent.mkdir(mode=0o700)
         monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-        served = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60})
+        served = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": idle_s})
         served.start()
         threads.append(served)
         wait_for(sock)

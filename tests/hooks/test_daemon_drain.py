@@ -9,18 +9,26 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import payload, wait_for
+from hookkit import payload
 
 from tether.hooks import daemon as daemon_module
 from tether.hooks.client import ask
-from tether.hooks.daemon import serve, stop_daemon
+from tether.hooks.daemon import stop_daemon
+from tether.hooks.install import STOP_TIMEOUT_S
 from tether.hooks.relay import endpoint_path
 from tether.hooks.wire import Reply
+
+#: conftest's ``start_daemon``: a daemon in a thread of this process, with the idle time given; its socket and thread.
+Start = Callable[..., tuple[Path, threading.Thread]]
+
+
+def test_the_drain_lasts_as_long_as_the_stop_hook_tether_installs() -> None:
+    assert daemon_module.DRAIN_S == STOP_TIMEOUT_S
 
 
 class Held:
@@ -44,27 +52,6 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Held:
     return Held(monkeypatch)
 
 
-@pytest.fixture
-def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[float], threading.Thread]]:
-    """Start a daemon serving in a thread of this process, with the idle time the test gives."""
-    sock = tmp_path / "d" / "hookd.sock"
-    sock.parent.mkdir(mode=0o700)
-    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-    threads: list[threading.Thread] = []
-
-    def start(idle_s: float) -> threading.Thread:
-        t = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": idle_s})
-        t.start()
-        threads.append(t)
-        wait_for(sock)
-        return t
-
-    yield start
-    stop_daemon(str(sock))
-    for t in threads:
-        t.join(timeout=60)
-
-
 def call_in_thread(tmp_path: Path) -> tuple[threading.Thread, list[Reply | None]]:
     """A PreToolUse asked of the daemon from a thread; its reply lands in the list."""
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="held")).encode()
@@ -83,16 +70,16 @@ def answered(replies: list[Reply | None]) -> None:
 
 
 def test_a_daemon_told_to_stop_answers_the_call_in_flight_before_it_ends(
-    tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread]
+    tmp_path: Path, held: Held, start_daemon: Start
 ) -> None:
-    served = daemon(60.0)
-    port = int(Path(endpoint_path(str(tmp_path / "d" / "hookd.sock"))).read_text().split()[0])
+    sock, served = start_daemon()
+    port = int(Path(endpoint_path(str(sock))).read_text().split()[0])
     client, replies = call_in_thread(tmp_path)
     assert held.entered.wait(60)
-    assert stop_daemon(str(tmp_path / "d" / "hookd.sock"))
+    assert stop_daemon(str(sock))
     served.join(timeout=1.0)
     assert served.is_alive(), "the daemon ended with a call in flight"
-    assert not (tmp_path / "d" / "hookd.sock").exists(), "a stopping daemon takes no new call"
+    assert not sock.exists(), "a stopping daemon takes no new call"
     with pytest.raises(ConnectionRefusedError):  # a bash client that read the endpoint before it went
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
     held.release.set()
@@ -102,15 +89,13 @@ def test_a_daemon_told_to_stop_answers_the_call_in_flight_before_it_ends(
     assert not served.is_alive()
 
 
-def test_a_call_that_outlasts_the_idle_time_keeps_the_daemon(
-    tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread]
-) -> None:
-    served = daemon(0.3)
+def test_a_call_that_outlasts_the_idle_time_keeps_the_daemon(tmp_path: Path, held: Held, start_daemon: Start) -> None:
+    sock, served = start_daemon(idle_s=0.3)
     client, replies = call_in_thread(tmp_path)
     assert held.entered.wait(60)
     served.join(timeout=1.5)  # five idle times without a new call, one in flight all along
     assert served.is_alive(), "the daemon went idle with a call in flight"
-    assert (tmp_path / "d" / "hookd.sock").exists(), "the daemon stopped taking calls while one was in flight"
+    assert sock.exists(), "the daemon stopped taking calls while one was in flight"
     held.release.set()
     client.join(timeout=60)
     answered(replies)
@@ -119,13 +104,13 @@ def test_a_call_that_outlasts_the_idle_time_keeps_the_daemon(
 
 
 def test_a_call_that_never_ends_keeps_a_stopping_daemon_only_for_the_drain_bound(
-    tmp_path: Path, held: Held, daemon: Callable[[float], threading.Thread], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, held: Held, start_daemon: Start, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(daemon_module, "DRAIN_S", 0.5)
-    served = daemon(60.0)
+    sock, served = start_daemon()
     client, _ = call_in_thread(tmp_path)
     assert held.entered.wait(60)
-    assert stop_daemon(str(tmp_path / "d" / "hookd.sock"))
+    assert stop_daemon(str(sock))
     served.join(timeout=30)
     assert not served.is_alive(), "a call that does not end held the stopping daemon past its drain bound"
     held.release.set()  # the test's own thread, let go
