@@ -3,17 +3,38 @@ daemon), ``shared``, ``shared_python`` and ``venv`` for the installer and status
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hookkit import Hook, unavailable, wait_for
+from hookkit import Hook, daemons_under, unavailable, wait_for
+
+
+@pytest.fixture(autouse=True)
+def no_daemon_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Ends a daemon a test's hook call started on its own (a launcher that found no daemon starts one, which
+    would otherwise idle for 30 minutes beside the tests after it)."""
+    yield
+    if "tmp_path" not in request.fixturenames:
+        return
+    folder = request.getfixturevalue("tmp_path")
+    for pid in daemons_under(folder):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for _ in range(500):
+        if not daemons_under(folder):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"a daemon under {folder} did not end")
 
 
 @pytest.fixture

@@ -47,6 +47,21 @@ def wait_for(path: Path, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+def daemons_under(folder: Path) -> list[int]:
+    """The pids of daemon processes (``tether.hooks.daemon``, as :func:`tether.hooks.client.spawn` starts them)
+    whose arguments name a path under ``folder``: a test's own, whatever other tests run beside it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue  # not a process, or it ended
+        mine = any(a.startswith(str(folder).encode() + b"/") for a in args)
+        if mine and entry.name.isdigit() and any(b"tether.hooks.daemon" in a for a in args):
+            found.append(int(entry.name))
+    return found
+
+
 def _ready(path: Path) -> bool:
     if not path.exists():
         return False
