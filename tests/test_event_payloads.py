@@ -26,6 +26,7 @@ from tether.events import kinds_control as kc
 from tether.events import kinds_delegate as kd
 from tether.events import kinds_distributed as kdi
 from tether.events import kinds_egress as ke
+from tether.events import kinds_files as kf
 from tether.events import kinds_graph as kgr
 from tether.events import kinds_guard as kg
 from tether.events import kinds_hooks as kh
@@ -122,25 +123,31 @@ SAMPLES: list[Payload] = [
         undo={"path": "a.py"},
         duration_s=0.5,
     ),
-    kkr.RollbackReceipt(
+    kf.RollbackReceipt(
         call_id="c1",
         files=[
-            kkr.FileChange(
+            kf.FileChange(
                 path="a.py",
-                before=kkr.FileImage(kind="file", digest="sha256:" + "1" * 64, mode=0o644, size=3),
-                after=kkr.FileImage(kind="link", digest="sha256:" + "2" * 64, mode=0o777, size=4),
+                before=kf.FileImage(kind="file", digest="sha256:" + "1" * 64, mode=0o644, size=3),
+                after=kf.FileImage(kind="link", digest="sha256:" + "2" * 64, mode=0o777, size=4),
             ),
-            kkr.FileChange(path="b/c.py", before=None, after=kkr.FileImage(kind="file", digest=H, mode=0o755, size=0)),
+            kf.FileChange(path="b/c.py", before=None, after=kf.FileImage(kind="file", digest=H, mode=0o755, size=0)),
         ],
         unreadable=["d.py"],
     ),
-    kkr.UndoReceipt(
+    kf.HookPreimage(
+        call_id="c1",
+        files=[
+            kf.FileBefore(path="a.py", before=kf.FileImage(kind="file", digest=H, mode=0o644, size=0)),
+            kf.FileBefore(path="n/b.py", before=None),
+        ],
+        unreadable=["l.py: a symlink: the tool writes where it points"],
+    ),
+    kf.UndoReceipt(
         by="alice",
         scope="to 3",
         actions=["c1"],
-        files=[
-            kkr.FileChange(path="a.py", before=None, after=kkr.FileImage(kind="file", digest=H, mode=0o600, size=1))
-        ],
+        files=[kf.FileChange(path="a.py", before=None, after=kf.FileImage(kind="file", digest=H, mode=0o600, size=1))],
     ),
     k.ActionFailed(
         call_id="c1",
@@ -469,6 +476,7 @@ def test_the_kind_modules_do_not_import_each_other() -> None:
         "kinds_control",
         "kinds_delegate",
         "kinds_egress",
+        "kinds_files",
         "kinds_guard",
         "kinds_hooks",
         "kinds_kernel",

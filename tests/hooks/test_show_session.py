@@ -28,14 +28,14 @@ def show(hook: Hook, run: str) -> list[str]:
 
 def test_a_sessions_calls_that_share_one_answer_are_one_undo_line(tmp_path: Path) -> None:
     hook = Hook(tmp_path)
-    for i in range(8):
-        write = {"file_path": str(tmp_path / f"f{i}.txt"), "content": "x"}
-        assert hook("PreToolUse", tool_name="Write", tool_input=write, tool_use_id=f"w{i}").exit == 0
-        assert hook("PostToolUse", tool_name="Write", tool_input=write, tool_use_id=f"w{i}", tool_response={}).exit == 0
+    for i in range(8):  # shell commands: what each changed is unknown (a file tool's changes are recorded)
+        touch = {"command": f"touch f{i}.txt"}
+        assert hook("PreToolUse", tool_name="Bash", tool_input=touch, tool_use_id=f"w{i}").exit == 0
+        assert hook("PostToolUse", tool_name="Bash", tool_input=touch, tool_use_id=f"w{i}", tool_response={}).exit == 0
     lines = show(hook, run_id_for("claude-code", _session(hook)))
     undo = lines[lines.index(next(x for x in lines if x.startswith("undo "))) + 1 :]
     undo = undo[: undo.index("")]
-    assert len(undo) == 1 and undo[0].startswith("  8 actions, w0 … w7 (8 write_file): not undoable: it ran"), undo
+    assert len(undo) == 1 and undo[0].startswith("  8 actions, w0 … w7 (8 bash): not undoable: it ran"), undo
     changes = next(x for x in lines if x.startswith("changes"))
     assert changes == (
         "changes: unknown — a governed session: claude-code ran its tools, outside tether's workspace snapshots"

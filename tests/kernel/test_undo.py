@@ -21,7 +21,7 @@ from runkit import FINISH, FIX, tether, write_script
 
 from tether import EventStore, Harness, ToolResult, tool
 from tether.events.kinds import ActionStarted, RunForked, RunStarted
-from tether.events.kinds_kernel import FileChange
+from tether.events.kinds_files import FileChange
 from tether.kernel.undo import STAGING_PREFIX, Selection, UndoFailed, undo
 
 SHELL_1 = "echo x > src/f.txt; rm src/g.txt; mkdir src/d; echo y > src/d/new.txt"

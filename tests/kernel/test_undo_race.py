@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tether.canonical import bytes_hash
-from tether.events.kinds_kernel import FileImage
+from tether.events.kinds_files import FileImage
 from tether.kernel.undo import Found, Step, UndoFailed, apply
 
 TRIES = 400

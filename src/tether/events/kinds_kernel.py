@@ -1,8 +1,10 @@
 """Event kinds only tether's own runs (the kernel) write; a governed session of another program (a hook) never does.
 
+(What an action changed and an operator's undo, ``action.rollback`` and ``run.undone``, are in ``kinds_files``: a
+hook session's file tools write the first too.)
+
 - ``model.requested``, ``model.truncated``  a model call's request (with its manifest) and a reply cut off at
   the output limit (the other model kinds, which the run state folds, are in ``kinds``);
-- ``action.rollback``, ``run.undone``       what an action changed in the workspace, and an operator's undo;
 - ``context.section``                      a section of the model's context (skills, memory, ...);
 - ``completion.claimed``                   the model claimed the task complete (the verdict is in ``kinds_control``);
 - ``skills.bound``, ``memory.recalled``, ``memory.remembered``  what a run knows beyond its task
@@ -10,12 +12,10 @@
 
 Kept out of ``tether.events``'s own imports (``payload.LATER``): the registry imports this module the first time
 it is asked for a kind it does not hold, the code that writes these kinds imports it directly, and a hook deciding
-one call in a fresh process does not build their ~17 models (docs/log.md).
+one call in a fresh process does not build their models (docs/log.md).
 """
 
-from typing import Literal
-
-from tether.plain import Field, field_validator
+from tether.plain import Field
 
 from .payload import Payload, new_list, register
 
@@ -57,63 +57,6 @@ class ModelTruncated(Payload):
     turn: int
     max_tokens: int | None = Field(None, description="The output limit the reply hit.")
     not_run: list[str] = Field(default_factory=new_list, description="Call ids of the reply that were not run.")
-
-
-class FileImage(Payload):
-    """One side of a file's change, as the workspace snapshot read it: enough to check it and to restore it.
-
-    ``digest`` names the bytes (a symlink's: its target text) in the store's blobs; ``mode`` is the
-    permission bits.
-    """
-
-    kind: Literal["file", "link"]
-    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
-    mode: int = Field(ge=0, le=0o7777)
-    size: int = Field(ge=0)
-
-
-class FileChange(Payload):
-    """A path's pre-image and post-image (None: it did not exist on that side)."""
-
-    path: str
-    before: FileImage | None
-    after: FileImage | None
-
-    @field_validator("path")
-    @classmethod
-    def _inside(cls, v: str) -> str:
-        parts = v.split("/")
-        if not v or v.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in v:
-            raise ValueError(f"expected a normalised workspace-relative path, found {v!r}")
-        return v
-
-
-@register("action.rollback")
-class RollbackReceipt(Payload):
-    """What one action changed in the workspace: a pre- and post-image per changed file (tether.kernel.undo).
-
-    Taken from the snapshots around the action, so a shell command's changes are recorded like a file
-    tool's. ``unreadable`` lists paths the snapshot could not read: the receipt is then incomplete and
-    the action cannot be undone.
-    """
-
-    call_id: str
-    files: list[FileChange]
-    unreadable: list[str] = Field(default_factory=new_list)
-
-
-@register("run.undone")
-class UndoReceipt(Payload):
-    """An operator took actions back (``tether undo``): who, which actions, and each file restored.
-
-    In ``files`` each change goes from what the workspace held (``before``: the actions' post-image)
-    to what was restored (``after``: the pre-image of the first action undone).
-    """
-
-    by: str
-    scope: str = Field(description="'run', 'to <seq>' or 'action <call_id>'.")
-    actions: list[str] = Field(description="Call ids undone, in log order.")
-    files: list[FileChange]
 
 
 @register("context.section")

@@ -112,6 +112,7 @@ LATER: dict[str, tuple[str, ...]] = {
     "kinds_delegate": ("delegate.finished", "delegate.started"),
     "kinds_distributed": ("run.hosted",),
     "kinds_egress": ("egress.attempt",),
+    "kinds_files": ("action.rollback", "hook.preimage", "run.undone"),
     "kinds_graph": (
         "graph.finished",
         "graph.node",
@@ -127,14 +128,12 @@ LATER: dict[str, tuple[str, ...]] = {
     "kinds_guard": ("session.ended",),
     "kinds_hooks": ("hook.bypassed", "hook.input_changed", "hook.stop"),
     "kinds_kernel": (
-        "action.rollback",
         "completion.claimed",
         "context.section",
         "memory.recalled",
         "memory.remembered",
         "model.requested",
         "model.truncated",
-        "run.undone",
         "skills.bound",
     ),
     "kinds_knowledge": ("plan.carried",),

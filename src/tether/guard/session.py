@@ -418,12 +418,15 @@ class Guard:
         error: str = "",
         lead: Sequence[Payload] = (),
         duration_s: float | None = None,
+        changes: Callable[[], tuple[Payload | None, list[str] | None]] | None = None,
     ) -> None:
         """The receipt of a call the agent ran on its own authority (a hook's PostToolUse: Claude Code's user
         may have approved an ASK): recorded whatever tether decided, the proposal first when tether never saw
         the call. The truth of what ran is the log's, not only what tether allowed. A second receipt of a call
         is not recorded (``lead`` is). ``duration_s``: how long the tool ran as the program says, None when it
-        does not (tether did not run it, so it cannot tell)."""
+        does not (tether did not run it, so it cannot tell). ``changes``: what the call changed in the workspace,
+        read from the freshest log (its ``action.rollback``, recorded before the receipt, and the paths it
+        changed; None: not known)."""
         plain = _json_args(args)
 
         def build(events: Sequence[Event], state: RunState) -> tuple[list[Payload], None]:
@@ -437,7 +440,10 @@ class Guard:
                 a = Action(call_id, tool, plain, args_hash, 0, state.last_seq + 1)
             if a.status is not ActionStatus.STARTED:
                 items.append(ActionStarted(call_id=call_id, tool=a.tool, args_hash=a.args_hash, attempt=1))
-            return [*items, self._receipt(a, ok, output, error, duration_s)], None
+            rollback, observed = changes() if changes is not None else (None, None)
+            if rollback is not None:
+                items.append(rollback)
+            return [*items, self._receipt(a, ok, output, error, duration_s, observed)], None
 
         with self._lock:
             self._write(build)
@@ -708,7 +714,9 @@ class Guard:
             raise GuardError(f"call {call_id} ({a.tool}) already has its receipt; a call completes once")
         return [*self._start(state, call_id), self._receipt(a, ok, output, error, duration_s)]
 
-    def _receipt(self, a: Action, ok: bool, output: str, error: str, duration_s: float | None) -> ActionCompleted:
+    def _receipt(
+        self, a: Action, ok: bool, output: str, error: str, duration_s: float | None, observed: list[str] | None = None
+    ) -> ActionCompleted:
         contract = self.env.tool(a.tool)
         result = {
             "ok": ok,
@@ -719,7 +727,9 @@ class Guard:
             "effects": [e.value for e in contract.effects] if contract is not None else [],
         }
         took = None if duration_s is None else round(duration_s, 6)
-        return ActionCompleted(call_id=a.call_id, tool=a.tool, ok=ok, result=result, duration_s=took)
+        return ActionCompleted(
+            call_id=a.call_id, tool=a.tool, ok=ok, result=result, duration_s=took, observed_files=observed
+        )
 
     # ---- plumbing ----------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from tether.status import ActionStatus
 from tether.told import refuses_asks, told
 from tether.typeless import TypeVar, cast
 
+from . import preimage
 from .calls import MCP, Call, CallError, hook_envelope, tether_calls
 from .wire import Outcome
 
@@ -455,7 +456,7 @@ def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
         failed = event == "PostToolUseFailure"
         lead = [*head, *bypassed(guard, settings.agent, data)]  # whatever input it reports: a refused call ran
         if not changed_input(guard, settings.agent, data, lead, failed=failed):
-            receipt(guard, settings.agent, data, lead, failed=failed)
+            receipt(guard, settings.agent, data, lead, failed=failed, judged=True)
         return Outcome("PASS")
     if event == "Stop" and not guard.refresh().finished:
         return stop(guard, head, by=f"{settings.agent} {event}", running=in_flight(data))
@@ -505,7 +506,10 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
         for i, c in enumerate(calls)
     ]
     no_ask = refuses_asks(agent, data)  # an ASK is told as a refusal
-    ran = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
+    ran: list[Payload] = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
+    writes = [str(c.args["path"]) for c, a in zip(calls, answers, strict=True) if _may_write(c, a)]
+    if writes:  # read before the agent is answered: the before side of its undo (hooks/preimage.py)
+        ran.append(preimage.take(guard, call_id, writes))
     if ran:
         guard.record(ran)
     deciding = max(
@@ -513,6 +517,15 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
     )
     out = _outcome(answers[deciding], calls[deciding])
     return planned(unprompted(out, data), data) if agent == "claude-code" else out
+
+
+def _may_write(call: Call, answer: Answer) -> bool:
+    """A file tool's call that may run (ALLOW, or ASK: a person may let it), naming its file."""
+    return (
+        call.tool in preimage.FILE_TOOLS
+        and answer.verdict is not Verdict.DENY
+        and isinstance(call.args.get("path"), str)
+    )
 
 
 def unprompted(outcome: Outcome, data: dict[str, Any]) -> Outcome:
@@ -656,17 +669,23 @@ def receipt(
     failed: bool,
     call_id: str = "",
     call: Call | None = None,
+    judged: bool = False,
 ) -> None:
-    """The receipt of a call the agent ran (its proposal first, when tether never saw one)."""
+    """The receipt of a call the agent ran (its proposal first, when tether never saw one). ``judged``: what ran is
+    what tether judged under its id, so the files read when it was decided are the ones it wrote: its changes are
+    recorded for undo (hooks/preimage.py)."""
     call_id = call_id or str(data.get("tool_use_id") or f"hook-{len(guard.events)}")
     call = call or ran_call(guard, agent, data, str(data["cwd"]))
     took = reported_seconds(data.get("duration_ms"))
+    changes = None
+    if judged and call.tool in preimage.FILE_TOOLS:
+        changes = lambda: preimage.rollback(guard, call_id)  # noqa: E731 - read in the write, from the freshest log
     if failed:
         error = escaped(str(data.get("error") or data.get("error_message") or "the tool failed"))
-        guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head, duration_s=took)
+        guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head, duration_s=took, changes=changes)
     else:
         text = jsonc.dumps(data.get("tool_response"), default=str)
-        guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head, duration_s=took)
+        guard.report(call_id, call.tool, call.args, ok=True, output=text, lead=head, duration_s=took, changes=changes)
 
 
 #: A tool's reported run time past this (a week) is no duration: not recorded.

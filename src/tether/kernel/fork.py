@@ -32,7 +32,7 @@ from tether.events.kinds import (
     RunFinished,
     RunForked,
 )
-from tether.events.kinds_kernel import (
+from tether.events.kinds_files import (
     RollbackReceipt,
     UndoReceipt,
 )

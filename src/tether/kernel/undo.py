@@ -53,7 +53,7 @@ from tether.events.kinds import (
     RunForked,
     RunStarted,
 )
-from tether.events.kinds_kernel import (
+from tether.events.kinds_files import (
     FileChange,
     FileImage,
     RollbackReceipt,
@@ -201,7 +201,7 @@ class Ledger:
         for f in p.files:
             self.current[f.path] = f.after
         if p.unreadable:
-            r.block("the snapshot could not read " + ", ".join(p.unreadable[:5]) + ": its changes are not all known")
+            r.block("its changes are not all known: " + "; ".join(p.unreadable[:5]))
 
     def _completed(self, seq: int, p: ActionCompleted) -> None:
         r = self.records.get(p.call_id)

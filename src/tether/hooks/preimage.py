@@ -1,0 +1,181 @@
+"""Undo for a hook session's file tools: the image a PreToolUse reads, the receipt its PostToolUse records.
+
+tether's own loop knows what an action changed from the workspace snapshots around it; a hook session has none,
+since the agent runs its own tools. But a file tool names the files it writes. So the PreToolUse that lets one run
+(ALLOW, or ASK: a person may let it run) reads each of them first: its bytes into the store's blobs, its image
+into a ``hook.preimage`` event, durably before the agent is answered. The PostToolUse reads them again and records
+the call's ``action.rollback`` receipt, the one ``tether.kernel.undo`` reads for a loop's ``write_file``. So
+``tether undo`` takes back a Write, Edit, MultiEdit, NotebookEdit or Codex patch. A shell command names no file:
+its receipt has no image, and an undo that reaches it is refused (what it changed is unknown).
+
+Read as a snapshot reads (``tether.snapshot.probe``: the same digest, so undo's check compares like with like),
+and refused where a file tool's write would not land on the path read: a symlink (the tool writes where it points),
+a folder on the way that is not a real folder, anything but a regular file, a file over 32 MiB (not kept), a path
+outside the workspace. Such a file is listed ``unreadable``; the call then cannot be undone. So is a file another
+call wrote, or was about to write, while this one was in flight: its before and after are not this call's alone.
+
+The image is read when the call is decided. A change made to the file while the call waited for a person's answer
+is in that image's future: undo would take it back with the call.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from tether.canonical import bytes_hash
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tether.events.kinds_files import FileImage, HookPreimage, RollbackReceipt
+    from tether.events.store import Event
+    from tether.guard.session import Guard
+
+#: The tether tools a hook call's file tools become (``hooks/calls.py``), each naming its file as ``path``.
+FILE_TOOLS = frozenset({"write_file", "edit_file"})
+
+#: Larger files are not kept (as ``tether.snapshot.MAX_BLOB_BYTES``, not imported: a hook call does not import the
+#: snapshot); their calls cannot be undone.
+MAX_BYTES = 32 * 1024 * 1024
+
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Unreadable(Exception):
+    """A path whose image cannot be read whole; the message says why."""
+
+
+def relative(root: str, path: str) -> str | None:
+    """``path`` (absolute, as a hook call's file tool names it) as a normalised path inside the workspace ``root``,
+    or None when it is not inside (or is the workspace itself)."""
+    if not os.path.isabs(path):
+        return None
+    rel = os.path.relpath(os.path.normpath(path), root)
+    return None if rel == "." or rel == ".." or rel.startswith("../") else rel
+
+
+def image(root: str, rel: str, keep: list[bytes] | None = None) -> FileImage | None:
+    """The image of ``rel`` under ``root`` now (None: no file there), its bytes appended to ``keep`` when given;
+    :class:`Unreadable` when a file tool's write would not land on what was read, or it cannot be read whole."""
+    from tether.events.kinds_files import FileImage
+
+    parts = rel.split("/")
+    try:
+        for i in range(1, len(parts)):
+            if not stat.S_ISDIR(os.lstat(os.path.join(root, *parts[:i])).st_mode):
+                raise Unreadable("a folder on its way is not a real folder (a symlink?)")
+        fd = os.open(os.path.join(root, *parts), _OPEN)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        linked = e.errno == errno.ELOOP  # O_NOFOLLOW on a symlink
+        raise Unreadable("a symlink: the tool writes where it points" if linked else str(e.strerror)) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise Unreadable("over 32 MiB: not kept")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise Unreadable(str(e.strerror)) from e
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise Unreadable("over 32 MiB: not kept")
+    if keep is not None:
+        keep.append(data)
+    return FileImage(kind="file", digest=bytes_hash(data), mode=stat.S_IMODE(st.st_mode), size=len(data))
+
+
+def take(guard: Guard, call_id: str, paths: Sequence[str]) -> HookPreimage:
+    """The ``hook.preimage`` of a call whose file tools name ``paths``: each file read now, its bytes stored."""
+    from tether.events.kinds_files import FileBefore, HookPreimage
+
+    files, unreadable = [], []
+    for path in dict.fromkeys(paths):
+        rel = relative(guard.root, path)
+        if rel is None:
+            unreadable.append(f"{path}: outside the workspace")
+            continue
+        kept: list[bytes] = []
+        try:
+            before = image(guard.root, rel, kept)
+        except Unreadable as e:
+            unreadable.append(f"{rel}: {e}")
+            continue
+        if kept:
+            guard.store.put_blob(kept[0])
+        files.append(FileBefore(path=rel, before=before))
+    return HookPreimage(call_id=call_id, files=files, unreadable=unreadable)
+
+
+def rollback(guard: Guard, call_id: str) -> tuple[RollbackReceipt | None, list[str] | None]:
+    """The receipt of what the call ``call_id`` changed, and the paths it changed; (None, None) when no image was
+    read before it ran (its changes are unknown). The files its ``hook.preimage`` names are read again now."""
+    from tether.events.kinds_files import FileChange, HookPreimage, RollbackReceipt
+
+    events = guard.events
+    at = next((i for i in range(len(events) - 1, -1, -1) if _pre_of(events[i], call_id)), None)
+    if at is None:
+        return None, None
+    pre = events[at].data_as(HookPreimage)
+    busy = _written_by_others(events, at, call_id)
+    unreadable = list(pre.unreadable)
+    files = []
+    for f in pre.files:
+        if f.path in busy:
+            unreadable.append(f"{f.path}: another call wrote it while this one was in flight")
+            continue
+        try:
+            after = image(guard.root, f.path)
+        except Unreadable as e:
+            unreadable.append(f"{f.path}: {e}")
+            continue
+        if not _same(f.before, after):
+            files.append(FileChange(path=f.path, before=f.before, after=after))
+    if not files and not unreadable:
+        return None, []
+    return RollbackReceipt(call_id=call_id, files=files, unreadable=unreadable), [f.path for f in files]
+
+
+def _pre_of(e: Event, call_id: str) -> bool:
+    return e.kind == "hook.preimage" and e.payload.get("call_id") == call_id
+
+
+def _written_by_others(events: Sequence[Event], at: int, call_id: str) -> set[str]:
+    """The paths another call wrote while this one, whose image is ``events[at]``, was in flight: named by an image
+    or a receipt of another call after this image, or by the image of one decided before it and reported after."""
+    found: set[str] = set()
+    earlier: dict[str, list[str]] = {}  # call id -> the paths its image names, decided before this one's
+    for e in events[:at]:
+        if e.kind == "hook.preimage" and e.payload.get("call_id") != call_id:
+            earlier[str(e.payload.get("call_id"))] = _paths(e)
+        elif e.kind in ("action.completed", "action.failed"):
+            earlier.pop(str(e.payload.get("call_id")), None)
+    for e in events[at + 1 :]:
+        other = str(e.payload.get("call_id"))
+        if other == call_id:
+            continue
+        if e.kind in ("hook.preimage", "action.rollback"):
+            found.update(_paths(e))
+        elif e.kind in ("action.completed", "action.failed") and other in earlier:
+            found.update(earlier.pop(other))
+    return found
+
+
+def _paths(e: Event) -> list[str]:
+    return [str(f.get("path")) for f in e.payload.get("files") or () if isinstance(f, dict)]
+
+
+def _same(a: FileImage | None, b: FileImage | None) -> bool:
+    """Equal as a snapshot judges a change (``tether.kernel.undo.same``: bytes, kind, the executable bit)."""
+    if a is None or b is None:
+        return a is b
+    return a.kind == b.kind and a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)

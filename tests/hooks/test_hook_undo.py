@@ -1,0 +1,299 @@
+"""Undo of a hook session's file tools (tether/hooks/preimage.py): the PreToolUse that lets a Write, Edit or Codex
+patch run reads each file it names first, the PostToolUse records what the call changed, and ``tether undo`` takes
+it back as it takes back a loop's ``write_file``. Before, every hook call was "not undoable: it ran without a
+workspace snapshot around it". Each test here tries to make undo restore the wrong bytes or claim a call it cannot
+know; the answer is a refusal that names the call and why, with nothing changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookkit import Hook, payload
+
+import tether.hooks.launch as launch
+from tether.events.backends import open_store
+from tether.kernel.undo import Ledger, Selection, undo, undoable
+
+RUN = "claude-code-3f1c2a9e-8b1d-4c55-9a43-5a8f0e2b7c11"  # the recorded payloads' session
+
+
+#: The built-in envelope, but Writes of ``a.py`` ask.
+ASKING = """\
+version: 1
+plan: {path: plan.yaml, hash: "sha256:%s"}
+environment:
+  filesystem: {read: ["**"], write: ["**"]}
+permissions:
+  profile: coding
+  ask: [{id: ask-a, rule: "write_file(a.py)"}]
+tools:
+  - {name: bash, purpose: Run a command., effects: [exec]}
+  - {name: write_file, purpose: Write a file., effects: [write]}
+  - {name: edit_file, purpose: Edit a file., effects: [read, write]}
+""" % ("0" * 64)
+
+
+class Session:
+    """A Claude Code session's file tool calls through the hook (in-process), the tool's effect done by the test."""
+
+    def __init__(self, workspace: Path, agent: str = "claude-code", envelope: Path | None = None) -> None:
+        self.ws, self.hook = workspace, Hook(workspace, agent, envelope)
+        self.hook("SessionStart")
+
+    def pre(self, tool: str, call_id: str, **tool_input: Any) -> str:
+        out = self.hook("PreToolUse", tool_name=tool, tool_input=tool_input, tool_use_id=call_id).stdout
+        return str(json.loads(out)["hookSpecificOutput"]["permissionDecision"]) if out else "no decision"
+
+    def post(self, tool: str, call_id: str, *, failed: bool = False, **tool_input: Any) -> None:
+        event = "PostToolUseFailure" if failed else "PostToolUse"
+        extra = {"error": "it failed"} if failed else {"tool_response": {"ok": True}}
+        self.hook(event, tool_name=tool, tool_input=tool_input, tool_use_id=call_id, **extra)
+
+    def write(self, name: str, text: str, call_id: str) -> None:
+        """A Write: judged, run (the test writes the file as Claude Code would), reported."""
+        args = {"file_path": str(self.ws / name), "content": text}
+        assert self.pre("Write", call_id, **args) == "allow"
+        (self.ws / name).write_text(text)
+        self.post("Write", call_id, **args)
+
+    def bash(self, command: str, call_id: str) -> None:
+        assert self.pre("Bash", call_id, command=command) == "allow"
+        subprocess.run(command, shell=True, cwd=self.ws, check=True)
+        self.post("Bash", call_id, command=command)
+
+    def store(self) -> Any:
+        return open_store(str(self.ws / ".tether" / "tether.db"))
+
+    def undoable(self) -> dict[str, str]:
+        store = self.store()
+        try:
+            return undoable(Ledger.of(store.events(RUN)))
+        finally:
+            store.close()
+
+    def undo(self, selection: Selection = Selection()) -> Any:
+        store = self.store()
+        try:
+            return undo(store, RUN, selection)
+        finally:
+            store.close()
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    (ws / "run.sh").write_text("echo hi\n")
+    (ws / "run.sh").chmod(0o755)
+    return Session(ws)
+
+
+@pytest.fixture
+def asking(tmp_path: Path) -> Session:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    (tmp_path / "asking.yaml").write_text(ASKING)
+    return Session(ws, envelope=tmp_path / "asking.yaml")
+
+
+def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tether.cli.main", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_writes_and_edits_of_a_session_are_undone_from_the_cli_and_the_session_goes_on(session: Session) -> None:
+    ws = session.ws
+    session.write("a.py", "x = 2\n", "w1")  # an existing file rewritten
+    (ws / "new").mkdir()
+    session.write("new/b.py", "y = 1\n", "w2")  # a file created
+    edit = {"file_path": str(ws / "run.sh"), "old_string": "hi", "new_string": "ho"}
+    assert session.pre("Edit", "e1", **edit) == "allow"
+    (ws / "run.sh").write_text("echo ho\n")
+    session.post("Edit", "e1", **edit)
+    assert session.undoable() == {"w1": "undoable: 1 file", "w2": "undoable: 1 file", "e1": "undoable: 1 file"}
+
+    done = tether("undo", RUN, cwd=ws)
+    assert done.returncode == 0, done.stderr
+    assert "undone 3 actions" in done.stdout and "3 files restored" in done.stdout
+    assert (ws / "a.py").read_text() == "x = 1\n" and (ws / "run.sh").read_text() == "echo hi\n"
+    assert os.stat(ws / "run.sh").st_mode & 0o111, "its executable bit is the image's"
+    assert not (ws / "new" / "b.py").exists()
+    assert tether("log", "verify", RUN, cwd=ws).returncode == 0
+    shown = tether("show", RUN, cwd=ws).stdout
+    assert "e1 (edit_file): undone" in shown
+
+    session.write("a.py", "x = 3\n", "w3")  # the session goes on after its undo
+    assert session.undoable()["w3"] == "undoable: 1 file"
+    assert session.undo(Selection(call_id="w3")).seq is not None
+    assert (ws / "a.py").read_text() == "x = 1\n"
+
+
+def test_a_shell_command_blocks_the_undo_that_reaches_it_and_not_the_one_after_it(session: Session) -> None:
+    session.write("a.py", "x = 2\n", "w1")
+    session.bash("printf 'x = 9\\n' > a.py", "b1")  # what it changed, tether cannot know
+    session.write("c.py", "z = 1\n", "w2")
+    assert session.undoable()["b1"].startswith("not undoable: it ran without a workspace snapshot")
+    refused = session.undo()
+    assert refused.refusals and "b1 (bash" in refused.refusals[0]
+    assert (session.ws / "c.py").exists() and (session.ws / "a.py").read_text() == "x = 9\n", "nothing changed"
+    assert session.undo(Selection(call_id="w2")).seq is not None
+    assert not (session.ws / "c.py").exists()
+
+
+def test_a_file_changed_since_the_call_is_a_conflict_and_nothing_is_changed(session: Session) -> None:
+    session.write("a.py", "x = 2\n", "w1")
+    session.write("c.py", "z = 1\n", "w2")
+    (session.ws / "a.py").write_text("x = 2  # the user's edit\n")
+    out = session.undo()
+    assert out.refusals and "a.py: changed outside the run" in out.refusals[0]
+    assert (session.ws / "c.py").exists() and "user" in (session.ws / "a.py").read_text()
+
+
+@pytest.mark.parametrize("where", ["the file", "a folder on its way"])
+def test_a_write_through_a_symlink_is_not_undoable(session: Session, where: str) -> None:
+    """The tool writes where the link points, not the path read (here a file the gate lets it write, inside the
+    workspace): the link's before and after would say nothing changed."""
+    (session.ws / "real").mkdir()
+    (session.ws / "real" / "t.py").write_text("t = 1\n")
+    if where == "the file":
+        (session.ws / "l.py").symlink_to(session.ws / "real" / "t.py")
+        name = "l.py"
+    else:
+        (session.ws / "d").symlink_to(session.ws / "real")
+        name = "d/t.py"
+    args = {"file_path": str(session.ws / name), "content": "t = 2\n"}
+    assert session.pre("Write", "w1", **args) == "allow"
+    (session.ws / "real" / "t.py").write_text("t = 2\n")
+    session.post("Write", "w1", **args)
+    said = session.undoable().get("w1", "")
+    assert said.startswith("not undoable: its changes are not all known"), said
+    assert ("symlink" in said) if where == "the file" else ("not a real folder" in said)
+
+
+def test_two_calls_writing_one_file_at_once_are_neither_undoable(session: Session) -> None:
+    """Claude Code may run calls in parallel: both read the file before either ran, so neither's before-image is
+    what it replaced. Undoing one alone would silently take the other's edit back."""
+    a = {"file_path": str(session.ws / "a.py"), "content": "x = 2\n"}
+    b = {"file_path": str(session.ws / "a.py"), "content": "x = 3\n"}
+    session.pre("Write", "w1", **a)
+    session.pre("Write", "w2", **b)
+    (session.ws / "a.py").write_text("x = 2\n")
+    (session.ws / "a.py").write_text("x = 3\n")
+    session.post("Write", "w1", **a)
+    session.post("Write", "w2", **b)
+    said = session.undoable()
+    assert "another call wrote it" in said["w1"] and "another call wrote it" in said["w2"], said
+    assert session.undo(Selection(call_id="w1")).refusals
+    assert (session.ws / "a.py").read_text() == "x = 3\n"
+
+
+def test_a_receipt_without_a_decision_before_it_is_not_undoable(session: Session) -> None:
+    """A PostToolUse of a call tether never judged (the hook was installed mid-call): no image was read before it."""
+    args = {"file_path": str(session.ws / "a.py"), "content": "x = 2\n"}
+    (session.ws / "a.py").write_text("x = 2\n")
+    session.post("Write", "w1", **args)
+    assert session.undoable()["w1"].startswith("not undoable: it ran without a workspace snapshot")
+
+
+def test_a_denied_write_reads_nothing_and_an_asked_one_is_read(asking: Session) -> None:
+    denied = {"file_path": str(asking.ws / ".git" / "config"), "content": "x"}
+    assert asking.pre("Write", "w1", **denied) == "deny"
+    asked = {"file_path": str(asking.ws / "a.py"), "content": "x = 2\n"}
+    assert asking.pre("Write", "w2", **asked) == "ask"
+    store = asking.store()
+    try:
+        images = [e.payload["call_id"] for e in store.events(RUN) if e.kind == "hook.preimage"]
+    finally:
+        store.close()
+    assert images == ["w2"]
+
+
+def test_a_failed_tool_that_changed_nothing_has_nothing_to_undo(session: Session) -> None:
+    edit = {"file_path": str(session.ws / "a.py"), "old_string": "absent", "new_string": "y"}
+    session.pre("Edit", "e1", **edit)
+    session.post("Edit", "e1", failed=True, **edit)
+    assert session.undoable()["e1"] == "nothing to undo: it changed no file"
+
+
+def test_a_file_over_the_limit_is_not_kept_and_its_call_is_not_undoable(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.hooks import preimage
+
+    monkeypatch.setattr(preimage, "MAX_BYTES", 4)
+    session.write("a.py", "x = 2\n", "w1")
+    assert "over 32 MiB" in session.undoable()["w1"]
+
+
+def test_a_codex_patch_of_two_files_is_undone_whole(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("a = 1\n")
+    codex = Session(ws, "codex")
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-a = 1\n+a = 2\n*** Add File: b.py\n+b = 1\n*** End Patch\n"
+    codex.pre("apply_patch", "p1", command=patch)
+    (ws / "a.py").write_text("a = 2\n")
+    (ws / "b.py").write_text("b = 1\n")
+    codex.post("apply_patch", "p1", command=patch)
+    store = codex.store()
+    try:
+        (run,) = store.runs()
+        run_id = run.run_id
+        assert undoable(Ledger.of(store.events(run_id)))["p1"] == "undoable: 2 files"
+        assert undo(store, run_id).seq is not None
+    finally:
+        store.close()
+    assert (ws / "a.py").read_text() == "a = 1\n" and not (ws / "b.py").exists()
+
+
+def test_an_asked_write_never_run_does_not_block_a_later_write_of_its_file(asking: Session) -> None:
+    """A call the user declined was read but never reported: it is not in flight forever."""
+    asked = {"file_path": str(asking.ws / "a.py"), "content": "x = 2\n"}
+    assert asking.pre("Write", "w1", **asked) == "ask"
+    (asking.ws / "b.py").write_text("b = 1\n")
+    args = {"file_path": str(asking.ws / "b.py"), "content": "b = 2\n"}  # the user asks for another file instead
+    assert asking.pre("Write", "w2", **args) == "allow"
+    (asking.ws / "b.py").write_text("b = 2\n")
+    asking.post("Write", "w2", **args)
+    assert asking.pre("Write", "w3", **asked) == "ask"  # then lets the first through after all
+    (asking.ws / "a.py").write_text("x = 2\n")
+    asking.post("Write", "w3", **asked)
+    assert asking.undoable() == {"w2": "undoable: 1 file", "w3": "undoable: 1 file"}
+
+
+def test_a_cold_hook_process_records_the_images_and_the_undo_takes_them_back(tmp_path: Path) -> None:
+    """Through the launcher (``python -I -S launch.py``), each call its own process, where a call past the session's
+    first takes the plain path (tether.plain's records, no pydantic): the same images, the same undo."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "CLAUDE_"))}
+    env |= {
+        "TETHER_HOOK_DAEMON": "0",
+        "CLAUDE_PROJECT_DIR": str(ws),
+        "PYTHONPATH": str(Path(launch.__file__).parents[2]),
+    }
+
+    def call(event: str, **fields: Any) -> subprocess.CompletedProcess[bytes]:
+        data = json.dumps(payload(f"claude-code.{event}", ws, **fields)).encode()
+        argv = [sys.executable, "-I", "-S", launch.__file__, "claude-code", "--no-daemon"]
+        done = subprocess.run(argv, input=data, capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        return done
+
+    call("SessionStart")
+    for i in range(3):
+        args = {"file_path": str(ws / "a.py"), "content": f"x = {i + 2}\n"}
+        assert b'"allow"' in call("PreToolUse", tool_name="Write", tool_input=args, tool_use_id=f"w{i}").stdout
+        (ws / "a.py").write_text(f"x = {i + 2}\n")
+        call("PostToolUse", tool_name="Write", tool_input=args, tool_use_id=f"w{i}", tool_response={})
+    done = tether("undo", RUN, "--to", "0", cwd=ws)
+    assert done.returncode == 0 and "undone 3 actions" in done.stdout, done.stdout + done.stderr
+    assert (ws / "a.py").read_text() == "x = 1\n"
