@@ -139,7 +139,7 @@ SAMPLES: list[Payload] = [
         call_id="c1",
         files=[
             kf.FileBefore(path="a.py", before=kf.FileImage(kind="file", digest=H, mode=0o644, size=0)),
-            kf.FileBefore(path="n/b.py", before=None),
+            kf.FileBefore(path="n/b.py", before=None, named="/ws/linked/b.py"),
         ],
         unreadable=["l.py: a symlink: the tool writes where it points"],
     ),

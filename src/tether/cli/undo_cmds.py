@@ -71,12 +71,19 @@ def report(outcome: Outcome, dry_run: bool, as_json: bool) -> None:
         what = "remove" if s.target is None else "create" if s.expected is None else "revert"
         console.print(f"  {verb} {escape(s.path)} ({what}: {shown(s.expected)} -> {shown(s.target)})")
     if dry_run:
-        console.print(f"dry run: {len(p.actions)} actions ({', '.join(p.actions)}) can be undone; nothing changed")
+        console.print(
+            f"dry run: {counted(len(p.actions), 'action')} ({', '.join(p.actions)}) can be undone; nothing changed"
+        )
     else:
         console.print(
-            f"[green]undone[/] {len(p.actions)} actions of run {p.run_id} ({p.scope}); "
-            f"{len(outcome.restored)} files restored; receipt at seq {outcome.seq}"
+            f"[green]undone[/] {counted(len(p.actions), 'action')} of run {p.run_id} ({p.scope}); "
+            f"{counted(len(outcome.restored), 'file')} restored; receipt at seq {outcome.seq}"
         )
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one ("1 file restored", not "1 files")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def register(app: typer.Typer) -> None:

@@ -55,12 +55,18 @@ class FileChange(Payload):
 
 
 class FileBefore(Payload):
-    """A path's image before an action ran (None: it did not exist). Not a :class:`FileChange` subclass: pydantic
-    copies a parent's validators into a subclass, which marks their classes (``__slotnames__``) in the process that
-    builds it, and a daemon's classes must stay as a cold hook's (tests/hooks/test_cold_dataclasses.py)."""
+    """A path's image before an action ran (None: it did not exist), at the path the write lands on. Not a
+    :class:`FileChange` subclass: pydantic copies a parent's validators into a subclass, which marks their classes
+    (``__slotnames__``) in the process that builds it, and a daemon's classes must stay as a cold hook's
+    (tests/hooks/test_cold_dataclasses.py)."""
 
     path: str
     before: FileImage | None
+    named: str | None = Field(
+        default=None,
+        description="The path as the tool named it, when a folder on its way is a symlink (or the workspace is"
+        " spelled another way): held to the same place when the receipt is read.",
+    )
 
     @field_validator("path")
     @classmethod

@@ -8,11 +8,14 @@ the call's ``action.rollback`` receipt, the one ``tether.kernel.undo`` reads for
 ``tether undo`` takes back a Write, Edit, MultiEdit, NotebookEdit or Codex patch. A shell command names no file:
 its receipt has no image, and an undo that reaches it is refused (what it changed is unknown).
 
-Read as a snapshot reads (``tether.snapshot.probe``: the same digest, so undo's check compares like with like),
-and refused where a file tool's write would not land on the path read: a symlink (the tool writes where it points),
-a folder on the way that is not a real folder, anything but a regular file, a file over 32 MiB (not kept), a path
-outside the workspace. Such a file is listed ``unreadable``; the call then cannot be undone. So is a file another
-call wrote, or was about to write, while this one was in flight: its before and after are not this call's alone.
+Read as a snapshot reads (``tether.snapshot.probe``: the same digest, so undo's check compares like with like), at
+the path the write lands on: the folder resolved as the gate resolves it (a folder linked inside the workspace, or
+the workspace under another spelling, is read at its real path; the name the tool used is kept, and the receipt
+refuses the call when it no longer leads there). Refused where a file tool's write would not land on the path
+read: a symlink (the tool writes where it points), anything but a regular file, a file over 32 MiB (not kept), a
+path outside the workspace. Such a file is listed ``unreadable``; the call then cannot be undone. So is a file
+another call wrote, or was about to write, while this one was in flight: its before and after are not this call's
+alone.
 
 The image is read when the call is decided. A change made to the file while the call waited for a person's answer
 is in that image's future: undo would take it back with the call.
@@ -55,6 +58,18 @@ def relative(root: str, path: str) -> str | None:
         return None
     rel = os.path.relpath(os.path.normpath(path), root)
     return None if rel == "." or rel == ".." or rel.startswith("../") else rel
+
+
+def placed(root: str, path: str) -> str | None:
+    """Where a file tool's write of ``path`` lands, as a path inside the workspace ``root``: its folder resolved as
+    the gate resolves it (``tether.policy.paths``: symlinks and ``..`` against the file system), so a folder linked
+    inside the workspace or the workspace under another spelling is undoable at the real path. The file itself is
+    not resolved (a symlink there is refused when it is read). None when it lands outside; :class:`Unreadable` when
+    it names a folder."""
+    head, name = os.path.split(path)
+    if name in ("", ".", ".."):
+        raise Unreadable("names a folder, not a file")
+    return relative(os.path.realpath(root), os.path.join(os.path.realpath(head), name)) if os.path.isabs(path) else None
 
 
 def image(root: str, rel: str, keep: list[bytes] | None = None) -> FileImage | None:
@@ -100,7 +115,11 @@ def take(guard: Guard, call_id: str, paths: Sequence[str]) -> HookPreimage:
 
     files, unreadable = [], []
     for path in dict.fromkeys(paths):
-        rel = relative(guard.root, path)
+        try:
+            rel = placed(guard.root, path)
+        except Unreadable as e:
+            unreadable.append(f"{path}: {e}")
+            continue
         if rel is None:
             unreadable.append(f"{path}: outside the workspace")
             continue
@@ -112,7 +131,8 @@ def take(guard: Guard, call_id: str, paths: Sequence[str]) -> HookPreimage:
             continue
         if kept:
             guard.store.put_blob(kept[0])
-        files.append(FileBefore(path=rel, before=before))
+        named = None if relative(guard.root, path) == rel else path
+        files.append(FileBefore(path=rel, before=before, named=named))
     return HookPreimage(call_id=call_id, files=files, unreadable=unreadable)
 
 
@@ -133,6 +153,9 @@ def rollback(guard: Guard, call_id: str) -> tuple[RollbackReceipt | None, list[s
         if f.path in busy:
             unreadable.append(f"{f.path}: another call wrote it while this one was in flight")
             continue
+        if f.named is not None and _placed_again(guard.root, f.named) != f.path:
+            unreadable.append(f"{f.path}: {f.named} no longer leads to it: the tool may have written elsewhere")
+            continue
         try:
             after = image(guard.root, f.path)
         except Unreadable as e:
@@ -143,6 +166,14 @@ def rollback(guard: Guard, call_id: str) -> tuple[RollbackReceipt | None, list[s
     if not files and not unreadable:
         return None, []
     return RollbackReceipt(call_id=call_id, files=files, unreadable=unreadable), [f.path for f in files]
+
+
+def _placed_again(root: str, named: str) -> str | None:
+    """Where ``named`` leads now (:func:`placed`), None when nowhere inside the workspace."""
+    try:
+        return placed(root, named)
+    except Unreadable:
+        return None
 
 
 def _pre_of(e: Event, call_id: str) -> bool:
