@@ -36,6 +36,7 @@ tools:
   - {name: bash, purpose: Run a command., effects: [exec]}
   - {name: write_file, purpose: Write a file., effects: [write]}
   - {name: edit_file, purpose: Edit a file., effects: [read, write]}
+  - {name: read_file, purpose: Read a file., effects: [read]}
 """ % ("0" * 64)
 
 
@@ -279,6 +280,61 @@ def test_two_calls_writing_one_file_at_once_are_neither_undoable(session: Sessio
     assert "another call wrote it" in said["w1"] and "another call wrote it" in said["w2"], said
     assert session.undo(Selection(call_id="w1")).refusals
     assert (session.ws / "a.py").read_text() == "x = 3\n"
+
+
+@pytest.mark.parametrize("when", ["decided while the write was in flight", "decided first, reported during it"])
+def test_a_shell_command_run_while_a_write_was_in_flight_makes_it_not_undoable(session: Session, when: str) -> None:
+    """A shell command names no file, so a file it wrote while the Write ran is in the Write's after-image: undoing
+    the Write alone would take the command's change back too, and the command's own undo is refused. Fail closed."""
+    ws = session.ws
+    args = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    sh = {"command": "sed -i s/2/3/ a.py"}
+    if when.startswith("decided first"):
+        assert session.pre("Bash", "b1", **sh) == "allow"
+        assert session.pre("Write", "w1", **args) == "allow"
+    else:
+        assert session.pre("Write", "w1", **args) == "allow"
+        assert session.pre("Bash", "b1", **sh) == "allow"
+    (ws / "a.py").write_text("x = 2\n")
+    subprocess.run(sh["command"], shell=True, cwd=ws, check=True)
+    session.post("Bash", "b1", **sh)
+    session.post("Write", "w1", **args)
+    said = session.undoable()["w1"]
+    assert "b1 (bash) ran while this call was in flight" in said, said
+    assert session.undo(Selection(call_id="w1")).refusals
+    assert (ws / "a.py").read_text() == "x = 3\n"
+
+
+def test_reads_in_flight_beside_a_write_and_a_declined_command_before_it_leave_it_undoable(asking: Session) -> None:
+    """What cannot write leaves a call undoable: a Read run beside it, and a command the gate asked about and the user
+    declined before it (decided, never reported)."""
+    ws = asking.ws
+    (ws / "b.py").write_text("b = 1\n")
+    assert asking.pre("Bash", "b1", command="make install") == "ask"  # declined: never run
+    args = {"file_path": str(ws / "b.py"), "content": "b = 2\n"}
+    assert asking.pre("Write", "w1", **args) == "allow"
+    read = {"file_path": str(ws / "a.py")}
+    assert asking.pre("Read", "r1", **read) == "allow"
+    asking.post("Read", "r1", **read)
+    (ws / "b.py").write_text("b = 2\n")
+    asking.post("Write", "w1", **args)
+    assert asking.undoable()["w1"] == "undoable: 1 file"
+
+
+def test_a_write_beside_another_whose_image_was_not_read_whole_is_not_undoable(session: Session) -> None:
+    """The other call writes through a symlink: its image names no file, so what it wrote is unknown."""
+    ws = session.ws
+    (ws / "l.py").symlink_to(ws / "a.py")
+    mine = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    other = {"file_path": str(ws / "l.py"), "content": "x = 3\n"}
+    assert session.pre("Write", "w1", **mine) == "allow"
+    assert session.pre("Write", "w2", **other) == "allow"
+    (ws / "a.py").write_text("x = 2\n")
+    (ws / "a.py").write_text("x = 3\n")
+    session.post("Write", "w2", **other)
+    session.post("Write", "w1", **mine)
+    said = session.undoable()["w1"]
+    assert "w2 (write_file) ran while this call was in flight" in said, said
 
 
 def test_a_receipt_without_a_decision_before_it_is_not_undoable(session: Session) -> None:

@@ -15,7 +15,7 @@ refuses the call when it no longer leads there). Refused where a file tool's wri
 read: a symlink (the tool writes where it points), anything but a regular file, a file over 32 MiB (not kept), a
 path outside the workspace. Such a file is listed ``unreadable``; the call then cannot be undone. So is a file
 another call wrote, or was about to write, while this one was in flight: its before and after are not this call's
-alone.
+alone; and the whole call, when one that may write files no image names (a shell command) ran meanwhile.
 
 The image is read when the call is decided. A change made to the file while the call waited for a person's answer
 is in that image's future: undo would take it back with the call.
@@ -146,8 +146,10 @@ def rollback(guard: Guard, call_id: str) -> tuple[RollbackReceipt | None, list[s
     if at is None:
         return None, None
     pre = events[at].data_as(HookPreimage)
-    busy = _written_by_others(events, at, call_id)
+    busy, unseen = _in_flight(guard, events, at, call_id)
     unreadable = list(pre.unreadable)
+    if unseen:
+        unreadable.append(f"{', '.join(unseen)} ran while this call was in flight: what it wrote is unknown")
     files = []
     for f in pre.files:
         if f.path in busy:
@@ -180,25 +182,50 @@ def _pre_of(e: Event, call_id: str) -> bool:
     return e.kind == "hook.preimage" and e.payload.get("call_id") == call_id
 
 
-def _written_by_others(events: Sequence[Event], at: int, call_id: str) -> set[str]:
-    """The paths another call wrote while this one, whose image is ``events[at]``, was in flight: named by an image
-    or a receipt of another call after this image, or by the image of one decided before it and reported after."""
+def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> tuple[set[str], list[str]]:
+    """What other calls did while this one, whose image is ``events[at]``, was in flight: the paths they wrote (named
+    by an image or a receipt of another call after this image, or by the image of one decided before it and reported
+    after), and the calls that may have written files no image names (a shell command, a tool whose contract writes
+    or runs code, a file tool whose image could not be read whole: decided, or reported, after this image)."""
     found: set[str] = set()
-    earlier: dict[str, list[str]] = {}  # call id -> the paths its image names, decided before this one's
+    unknown: dict[str, str] = {}  # call id -> its tool, for the calls whose writes are unknown
+    tools: dict[str, str] = {}
+    earlier: dict[str, list[str] | None] = {}  # call id -> the paths its image names (None: not all), decided before
     for e in events[:at]:
-        if e.kind == "hook.preimage" and e.payload.get("call_id") != call_id:
-            earlier[str(e.payload.get("call_id"))] = _paths(e)
+        other = str(e.payload.get("call_id"))
+        if e.kind == "hook.preimage" and other != call_id:
+            earlier[other] = None if e.payload.get("unreadable") else _paths(e)
         elif e.kind in ("action.completed", "action.failed"):
-            earlier.pop(str(e.payload.get("call_id")), None)
+            earlier.pop(other, None)
     for e in events[at + 1 :]:
         other = str(e.payload.get("call_id"))
         if other == call_id:
             continue
-        if e.kind in ("hook.preimage", "action.rollback"):
+        if e.kind in ("action.proposed", "action.started"):
+            tools[other] = str(e.payload.get("tool"))
+        if e.kind == "hook.preimage" or e.kind == "action.rollback":
             found.update(_paths(e))
+            if e.payload.get("unreadable"):
+                unknown[other] = tools.get(other, "?")
         elif e.kind in ("action.completed", "action.failed") and other in earlier:
-            found.update(earlier.pop(other))
-    return found
+            paths = earlier.pop(other)
+            if paths is None:
+                unknown[other] = tools.get(other, "?")
+            else:
+                found.update(paths)
+        runs = e.kind == "action.started" or (e.kind == "action.decided" and e.payload.get("verdict") != "DENY")
+        if runs and _writes_unseen(guard, tools.get(other)):
+            unknown[other] = tools.get(other, "?")
+    return found, [f"{c} ({t})" for c, t in unknown.items()]
+
+
+def _writes_unseen(guard: Guard, tool: str | None) -> bool:
+    """Whether a call of ``tool`` may change files no image names: not a file tool, and its contract writes or runs
+    code, or it has none (fail closed)."""
+    if tool in FILE_TOOLS:
+        return False
+    contract = guard.env.tool(tool) if tool else None
+    return contract is None or any(e in ("write", "exec") for e in contract.effects)
 
 
 def _paths(e: Event) -> list[str]:
