@@ -17,6 +17,8 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   in-process on the plain path (``plain.choose``, ``import_deciding_code``) and nothing else;
 * cold, launcher — ``… launch.py claude-code --no-daemon``: the same start, then one call decided in-process,
   on the plain path (no pydantic: tether/plain.py) since its session has begun and its envelope is kept;
+* … a Write — the same, for a Write of a new file: reviewed against the control layer's fold (the plan, the
+  beliefs), its image read for undo (hooks/preimage.py);
 * … the full path — the same call with ``TETHER_HOOK_PLAIN=0``: pydantic's models, as before the plain path.
   With the three rows before them, their cost splits into the interpreter, the unavoidable libraries, pydantic,
   tether's modules and the call;
@@ -112,12 +114,17 @@ def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, flo
 
 
 def pre_tool_use(workspace: Path, session: str, i: int) -> bytes:
+    """A Bash call's PreToolUse; a Write's (a new file, its image read: hooks/preimage.py) in a ``write`` session."""
+    if session.startswith("write"):
+        tool, given = "Write", {"file_path": str(workspace / f"w{i}.py"), "content": f"x = {i}\n"}
+    else:
+        tool, given = "Bash", {"command": f"grep -n needle{i} src/app.py"}
     data = {
         "session_id": session,
         "cwd": str(workspace),
         "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": f"grep -n needle{i} src/app.py"},
+        "tool_name": tool,
+        "tool_input": given,
         "tool_use_id": f"toolu_{i}",
     }
     return json.dumps(data).encode()
@@ -202,6 +209,7 @@ def main() -> None:
             ("floor + pydantic", [sys.executable, "-I", "-S", "-c", PYDANTIC], "", calls),
             ("tether's deciding modules (no call)", [sys.executable, "-I", "-S", "-c", MODULES], "", cold_calls),
             ("cold, launcher (--no-daemon)", [*LAUNCHER, "--no-daemon"], "cold-launch", cold_calls),
+            ("  ... a Write", [*LAUNCHER, "--no-daemon"], "write-cold-launch", cold_calls),
             ("  ... the full path (PLAIN=0)", [FULL, *LAUNCHER, "--no-daemon"], "cold-full", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("cold PostToolUse (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "post", cold_calls),
@@ -249,7 +257,7 @@ def main() -> None:
 
             for _, cmd, session, _ in rows:  # warm-up: bytecode written, the daemon's first imports done
                 one(cmd, session and f"{session}-warmup", 10**6)
-                if session.startswith("cold"):  # and the session begun (its run made), as after a SessionStart
+                if "cold" in session:  # and the session begun (its run made), as after a SessionStart
                     one(cmd, session, 10**6 + 1)
             times: dict[str, list[tuple[float, float]]] = {name + str(r): [] for r, (name, *_) in enumerate(rows)}
             for i in range(calls):

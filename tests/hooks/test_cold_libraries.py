@@ -139,6 +139,21 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert "tether.guard.session" in modules and "pydantic" not in modules  # decided here, on the plain path
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], command
+    for i, (tool, args) in enumerate(file_tool_calls(tmp_path)):
+        out, modules = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
+        assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
+        assert "tether.control.fold" in modules and "pydantic" not in modules  # reviewed, on the plain path
+        assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], tool
+
+
+def file_tool_calls(project: Path) -> list[tuple[str, dict[str, str]]]:
+    """A Write and an Edit: each reviewed against the control layer's fold (the plan's active task, the failing tests
+    the beliefs name), so each imports the control modules; before, typing, hashlib and datetime came with them."""
+    (project / "app.py").write_text("x = 1\n")
+    return [
+        ("Write", {"file_path": str(project / "new.py"), "content": "y = 1\n"}),
+        ("Edit", {"file_path": str(project / "app.py"), "old_string": "x = 1", "new_string": "x = 2"}),
+    ]
 
 
 #: What a plain call that reads a fold checkpoint imports beyond an early call's: OpenSSL's SHA-256 from ``_hashlib``
@@ -244,6 +259,10 @@ def test_no_tether_module_on_the_plain_path_imports_typing_or_its_companions(tmp
     call(tmp_path, "SessionStart")
     out, modules = call(tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="toolu_1")
     assert "tether.guard.session" in modules and "pydantic" not in modules, out  # decided here, plain
+    for i, (tool, args) in enumerate(file_tool_calls(tmp_path)):
+        out, more = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
+        assert "tether.control.fold" in more and "pydantic" not in more, out  # the control modules read too
+        modules |= more
     src = Path(launch.__file__).resolve().parents[2]
     importers = {}
     for name in sorted(m for m in modules if m == "tether" or m.startswith("tether.")):

@@ -33,19 +33,23 @@ outcomes (flaky tests), ``low`` otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
 from sys import intern
-from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import StaleBelief
 from tether.events.kinds_calls import BeliefKind
 from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.records import dataclass
+from tether.typeless import cast
 
 from .receipts import ActionRecord, LogView, SensorRecord, seq_of, view
 
-if TYPE_CHECKING:  # a later kind module (payload.LATER): imported where an event of it is made
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any
+
+    # a later kind module (payload.LATER): imported where an event of it is made
     from tether.events.kinds_control import BeliefRecorded
 
 STATE_KEYS_PREFIX = ("tests.", "build.", "sensor:")

@@ -54,19 +54,21 @@ budget_headroom
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
-
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.records import dataclass
+from tether.typeless import cast
 
 from .beliefs import BeliefView
 from .planning import fold_plan
 from .receipts import ActionRecord, LogView, SensorRecord, view
 from .recovery import usage
 
-if TYPE_CHECKING:  # later kind modules (payload.LATER): folded by their kind's string
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    # later kind modules (payload.LATER): folded by their kind's string
     from tether.events.kinds_control import ContradictionDetected, VerifyCompleted
 
 PROGRESS_SPAN = 6

@@ -20,12 +20,10 @@ on every prefix of a log that exercises them all.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
-from hashlib import sha256
-from typing import TYPE_CHECKING, Any, cast
+from _bisect import bisect_right
+from _collections_abc import Sequence  # collections.abc's, without the collections package
 
+from tether.canonical import sha256
 from tether.envelope.schema import Envelope
 from tether.events.bulk import gc_paused
 from tether.events.kinds_calls import ActionProposed, DiagnosticsComputed
@@ -33,6 +31,7 @@ from tether.events.payload import Payload
 from tether.events.store import Event
 from tether.records import dataclass
 from tether.state import RunState
+from tether.typeless import cast
 
 from .beliefs import (
     Belief,
@@ -58,7 +57,13 @@ from .receipts import CONTROL_KINDS, ActionRecord, LogView, SensorRecord, seq_of
 from .recovery import LADDER, usage_of
 from .stuck import ERROR_SPAN, Stuck, patterns
 
-if TYPE_CHECKING:  # later kind modules (payload.LATER): the fold reads them by their kind's string
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections import OrderedDict, deque
+    from collections.abc import Callable
+    from typing import Any
+
+    # later kind modules (payload.LATER): the fold reads them by their kind's string
     from tether.events.kinds import ModelResponded
     from tether.events.kinds_control import (
         BeliefRecorded,
@@ -72,6 +77,8 @@ if TYPE_CHECKING:  # later kind modules (payload.LATER): the fold reads them by 
         StuckDetected,
         VerifyCompleted,
     )
+else:  # the C types collections names, without importing it (a cold hook's Write is reviewed against this fold)
+    from _collections import OrderedDict, deque
 
 MARKER_KINDS = frozenset({DiagnosticsComputed.KIND, "control.changed", "recovery.switched", "stuck.detected"})
 FOLDS_MAX = 32

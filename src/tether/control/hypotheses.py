@@ -14,16 +14,19 @@ reviewer checks the delivered diff touches the files it blames.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
-
 from tether.events.store import Event
 from tether.records import dataclass, field
+from tether.typeless import cast
 
 from .beliefs import BeliefView
 from .receipts import IntentCalls
 
-if TYPE_CHECKING:  # a later kind module (payload.LATER): imported where an event of it is made
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    # a later kind module (payload.LATER): imported where an event of it is made
     from tether.events.kinds_control import HypothesisRecorded
 
 HYPOTHESIS_TOOL = "hypothesis"

@@ -18,21 +18,25 @@ match the finding's file (all of them when none match).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
-
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.records import dataclass, field, replace
+from tether.typeless import cast
 
 from .receipts import IntentCalls
 from .risk import rate_paths
 
-if TYPE_CHECKING:  # later kind modules (payload.LATER): read by their kind's string, imported where one is made
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any, Literal
+
+    # later kind modules (payload.LATER): read by their kind's string, imported where one is made
     from tether.events.kinds_control import PlanUpdated, ReviewFindingRecorded
     from tether.events.kinds_knowledge import PlanCarried
 
-Status = Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"]
+    Status = Literal["PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED"]
+
 STATUSES: tuple[Status, ...] = ("PENDING", "ACTIVE", "VERIFYING", "COMPLETE", "FAILED", "BLOCKED")
 TRANSITIONS: dict[str, frozenset[str]] = {
     "PENDING": frozenset({"ACTIVE", "BLOCKED", "FAILED"}),

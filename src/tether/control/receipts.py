@@ -11,17 +11,28 @@ diagnostics and stuck detection look only at the current strategy's attempt.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
-from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from _bisect import bisect_right
 
 from tether.canonical import content_hash
 from tether.events.kinds_calls import ActionCompleted, ActionFailed, ActionProposed, DiagnosticsComputed
 from tether.events.store import Event
+from tether.memo import cache, cached_property
 from tether.records import dataclass, field
 
-if TYPE_CHECKING:  # later kind modules (payload.LATER): the view reads them by their kind's string
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any, Protocol
+
+    class Proposal(Protocol):
+        """What a receipt joins from its call's proposal (a :class:`tether.state.Action` has both)."""
+
+        @property
+        def args(self) -> dict[str, Any]: ...
+        @property
+        def args_hash(self) -> str: ...
+
+    # later kind modules (payload.LATER): the view reads them by their kind's string
     from tether.events.kinds_control import DiagnosticData, RecoverySwitched, SensorResultEvent
 
 RECEIPT_KINDS = frozenset({ActionCompleted.KIND, ActionFailed.KIND, "sensor.result"})
@@ -135,15 +146,6 @@ class SensorRecord:
                 sorted(f"{d.file}:{d.line}:{d.message}" for d in self.diagnostics),
             ]
         )
-
-
-class Proposal(Protocol):
-    """What a receipt joins from its call's proposal (a :class:`tether.state.Action` has both)."""
-
-    @property
-    def args(self) -> dict[str, Any]: ...
-    @property
-    def args_hash(self) -> str: ...
 
 
 @dataclass

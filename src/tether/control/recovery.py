@@ -15,14 +15,14 @@ If the budget does not allow another strategy, the next step is ``escalate_human
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, cast
-
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
+from tether.typeless import cast
 
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from tether.events.kinds_control import RecoverySwitched  # a later kind module: read by its kind's string
     from tether.state import RunState
 
@@ -117,6 +117,8 @@ def usage(events: Sequence[Event]) -> dict[str, float]:
 
 def usage_of(state: RunState, last_ts: str) -> dict[str, float]:
     """:func:`usage` from the run's folded state and the time of its last event (``RunState.usage``)."""
+    from datetime import datetime  # here: a cold hook call's review reads the fold, never its usage
+
     return state.usage(datetime.fromisoformat(last_ts) if last_ts else None)
 
 

@@ -15,16 +15,18 @@ A pattern is reported once per streak (keyed by the streak's first event).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
-
 from tether.events.kinds_calls import ActionCompleted, ActionFailed, ActionProposed, StuckPattern
 from tether.events.store import Event
 from tether.records import dataclass
+from tether.typeless import cast
 
 from .receipts import ActionRecord, LogView, SensorRecord, view
 
-if TYPE_CHECKING:  # later kind modules (payload.LATER): read by their kind's string, imported where one is made
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    # later kind modules (payload.LATER): read by their kind's string, imported where one is made
     from tether.events.kinds import ModelResponded
     from tether.events.kinds_control import StuckDetected
 

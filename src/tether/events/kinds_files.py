@@ -12,9 +12,7 @@ A module of their own (``payload.LATER``): a hook call that lets a Write run imp
 kernel's (``kinds_kernel``).
 """
 
-from typing import Literal
-
-from tether.plain import Field, field_validator
+from tether.plain import Field, Literal, field_validator  # typing's Literal, or a plain process's stand-in
 
 from .payload import Payload, new_list, register
 
