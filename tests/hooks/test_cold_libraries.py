@@ -144,6 +144,18 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
         assert "tether.control.fold" in modules and "pydantic" not in modules  # reviewed, on the plain path
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], tool
+    out, modules = call(tmp_path, "PostToolUse", **RECEIPT)
+    assert "tether.control.loop" in modules and "pydantic" not in modules, out  # the receipt's view, plain
+    assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], "PostToolUse"
+
+
+#: A command's receipt: its PostToolUse adds the control layer's view of it (``tether.control.loop``).
+RECEIPT = {
+    "tool_name": "Bash",
+    "tool_input": {"command": "ls"},
+    "tool_use_id": "toolu_0",
+    "tool_response": {"stdout": "", "stderr": "", "interrupted": False},
+}
 
 
 def file_tool_calls(project: Path) -> list[tuple[str, dict[str, str]]]:
@@ -263,6 +275,9 @@ def test_no_tether_module_on_the_plain_path_imports_typing_or_its_companions(tmp
         out, more = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
         assert "tether.control.fold" in more and "pydantic" not in more, out  # the control modules read too
         modules |= more
+    out, more = call(tmp_path, "PostToolUse", **{**RECEIPT, "tool_use_id": "toolu_1"})
+    assert "tether.control.loop" in more and "pydantic" not in more, out
+    modules |= more
     src = Path(launch.__file__).resolve().parents[2]
     importers = {}
     for name in sorted(m for m in modules if m == "tether" or m.startswith("tether.")):

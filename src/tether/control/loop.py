@@ -20,15 +20,13 @@ from the whole log are a test oracle (``tests/control/oracle.py``) that the fold
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
-
 from tether.envelope.schema import Envelope
 from tether.events.kinds_calls import DiagnosticsComputed, ReviewGate
 from tether.events.payload import Payload, fresh
 from tether.events.store import Event
 from tether.records import dataclass
 from tether.status import ControlState
+from tether.typeless import cast
 
 from .beliefs import BeliefView
 from .diagnostics import (
@@ -48,7 +46,12 @@ from .recovery import budget_left, guidance_text
 from .resolver import Resolution, ResolverInput, resolve
 from .stuck import new_stuck as new_stuck_events
 
-if TYPE_CHECKING:  # later kind modules (payload.LATER): read by their kind's string, imported where one is made
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    # later kind modules (payload.LATER): read by their kind's string, imported where one is made
     from tether.events.kinds_control import (
         CompletionRefused,
         ContradictionDetected,

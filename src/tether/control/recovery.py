@@ -117,7 +117,7 @@ def usage(events: Sequence[Event]) -> dict[str, float]:
 
 def usage_of(state: RunState, last_ts: str) -> dict[str, float]:
     """:func:`usage` from the run's folded state and the time of its last event (``RunState.usage``)."""
-    from datetime import datetime  # here: a cold hook call's review reads the fold, never its usage
+    from tether.clock import datetime  # here, and _datetime's: a cold Write's review reads the fold, not its usage
 
     return state.usage(datetime.fromisoformat(last_ts) if last_ts else None)
 

@@ -18,12 +18,14 @@ The lowest critical dimension (ties by name) is the one named in the reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from tether.records import dataclass, field
 from tether.status import ControlState
 
 from .recovery import LADDER, next_strategy
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing (tether/typeless.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 MAX_SYSTEM_BREAKING = 3
 MIN_ATTEMPTS = 2
