@@ -1,6 +1,6 @@
 """Where a cold PreToolUse's instructions go, module by module (callgrind): the map of what is left to take off.
 
-    python benchmarks/hook_modules.py [--top N] [--event PreToolUse|PostToolUse]
+    python benchmarks/hook_modules.py [--top N] [--event PreToolUse|PostToolUse] [--tool Bash|Write]
 
 Needs ``valgrind``. A session is made in a temporary directory with three calls through the launcher (``python -I
 -S …/hooks/launch.py claude-code --no-daemon``: the session begun, its envelope kept, bytecode written). One more
@@ -100,6 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--event", choices=("PreToolUse", "PostToolUse"), default="PreToolUse")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--tool", choices=("Bash", "Write"), default="Bash", help="a command, or a Write of a new file")
     args = parser.parse_args()
     src = str(Path(tether.__file__).resolve().parent.parent)
     with tempfile.TemporaryDirectory(prefix="tether-hook-modules-") as tmp:
@@ -108,9 +109,12 @@ def main() -> None:
 
         def call(i: int, event: str, cmd: list[str]) -> None:
             data: dict[str, object] = {"session_id": "modules", "cwd": tmp, "hook_event_name": event}
-            data.update(
-                tool_name="Bash", tool_input={"command": f"grep -n needle{i} src/app.py"}, tool_use_id=f"toolu_{i}"
+            given = (
+                {"file_path": f"{tmp}/w{i}.py", "content": f"x = {i}\n"}
+                if args.tool == "Write"
+                else {"command": f"grep -n needle{i} src/app.py"}
             )
+            data.update(tool_name=args.tool, tool_input=given, tool_use_id=f"toolu_{i}")
             if event == "PostToolUse":
                 data["tool_response"] = {"stdout": "", "stderr": "", "interrupted": False}
             done = subprocess.run(cmd, input=json.dumps(data).encode(), capture_output=True, env=env, check=False)
