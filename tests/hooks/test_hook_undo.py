@@ -321,6 +321,46 @@ def test_reads_in_flight_beside_a_write_and_a_declined_command_before_it_leave_i
     assert asking.undoable()["w1"] == "undoable: 1 file"
 
 
+#: The built-in tools, and two MCP tools: one that only reads, one whose contract writes.
+WITH_MCP = """\
+version: 1
+plan: {path: plan.yaml, hash: "sha256:%s"}
+environment:
+  filesystem: {read: ["**"], write: ["**"]}
+permissions: {profile: coding}
+tools:
+  - {name: bash, purpose: Run a command., effects: [exec]}
+  - {name: write_file, purpose: Write a file., effects: [write]}
+  - {name: edit_file, purpose: Edit a file., effects: [read, write]}
+  - {name: mcp__docs__search, purpose: Search the docs., effects: [read]}
+  - {name: mcp__fs__write, purpose: Write a file through a server., effects: [write]}
+""" % ("0" * 64)
+
+
+@pytest.mark.parametrize(("tool", "undoable"), [("mcp__fs__write", False), ("mcp__docs__search", True)])
+def test_an_mcp_tool_in_flight_beside_a_write_blocks_its_undo_only_when_its_contract_writes(
+    tmp_path: Path, tool: str, undoable: bool
+) -> None:
+    """An MCP server's tool names no file tether can read: one whose contract writes may have changed the Write's
+    file, so the Write is refused whole; one that only reads leaves it undoable."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    (tmp_path / "mcp.yaml").write_text(WITH_MCP)
+    session = Session(ws, envelope=tmp_path / "mcp.yaml")
+    args = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    assert session.pre("Write", "w1", **args) == "allow"
+    assert session.pre(tool, "m1", path="a.py") != "deny"
+    (ws / "a.py").write_text("x = 2\n")
+    session.post(tool, "m1", path="a.py")
+    session.post("Write", "w1", **args)
+    said = session.undoable()["w1"]
+    if undoable:
+        assert said == "undoable: 1 file", said
+    else:
+        assert f"m1 ({tool}) ran while this call was in flight" in said, said
+
+
 def test_a_write_beside_another_whose_image_was_not_read_whole_is_not_undoable(session: Session) -> None:
     """The other call writes through a symlink: its image names no file, so what it wrote is unknown."""
     ws = session.ws
