@@ -51,9 +51,11 @@ class Session:
         out = self.hook("PreToolUse", tool_name=tool, tool_input=tool_input, tool_use_id=call_id).stdout
         return str(json.loads(out)["hookSpecificOutput"]["permissionDecision"]) if out else "no decision"
 
-    def post(self, tool: str, call_id: str, *, failed: bool = False, **tool_input: Any) -> None:
+    def post(
+        self, tool: str, call_id: str, *, failed: bool = False, response: object = None, **tool_input: Any
+    ) -> None:
         event = "PostToolUseFailure" if failed else "PostToolUse"
-        extra = {"error": "it failed"} if failed else {"tool_response": {"ok": True}}
+        extra = {"error": "it failed"} if failed else {"tool_response": response or {"ok": True}}
         self.hook(event, tool_name=tool, tool_input=tool_input, tool_use_id=call_id, **extra)
 
     def write(self, name: str, text: str, call_id: str) -> None:
@@ -451,6 +453,94 @@ def test_an_asked_write_never_run_does_not_block_a_later_write_of_its_file(askin
     assert asking.undoable() == {"w2": "undoable: 1 file", "w3": "undoable: 1 file"}
 
 
+def test_a_file_changed_while_its_write_waited_for_an_answer_is_not_undoable(asking: Session) -> None:
+    """The image is read when the call is decided; the user edits the file while the question is open, then lets
+    the Write run. Claude Code's PostToolUse says what the Write replaced (``originalFile``): not the image. Before,
+    the call was undoable and undo put back the image, taking the user's edit away with the Write."""
+    ws = asking.ws
+    args = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    assert asking.pre("Write", "w1", **args) == "ask"
+    (ws / "a.py").write_text("x = 1\nkept = True  # the user's edit\n")
+    replaced = (ws / "a.py").read_text()
+    (ws / "a.py").write_text("x = 2\n")
+    response = {"type": "update", "filePath": args["file_path"], "content": "x = 2\n", "originalFile": replaced}
+    asking.post("Write", "w1", response=response, **args)
+    assert "a.py: the tool replaced other contents than were read" in asking.undoable()["w1"]
+    done = tether("undo", RUN, cwd=ws)
+    assert done.returncode != 0 and "w1 (write_file" in done.stdout + done.stderr
+    assert (ws / "a.py").read_text() == "x = 2\n", "nothing changed"
+    assert tether("log", "verify", RUN, cwd=ws).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("before", "said", "undoable"),
+    [
+        (b"x = 1\n", "x = 1\n", True),  # as read
+        (b"x = 1\r\ny = 2\r\n", "x = 1\ny = 2\n", True),  # CRLF given as LF
+        (b"x = 1\r\n", "x = 1\r\n", True),
+        (b"\xef\xbb\xbfx = 1\n", "\ufeffx = 1\n", True),  # a UTF-8 byte order mark, kept or not
+        (b"\xef\xbb\xbfx = 1\n", "x = 1\n", True),
+        ("\ufeffx = 1\n".encode("utf-16-le"), "x = 1\n", True),  # UTF-16 after its mark
+        (None, None, True),  # a new file: no file then, none now
+        (b"x = 1\n", "x = 1\n\n", False),
+        (b"x = 1\r\n", "x = 1\r\r\n", False),
+        (b"x = 1\n", None, False),  # the tool found no file where one was read
+        (None, "x = 1\n", False),  # and a file where none was
+        (b"x = 1\n", 7, False),  # malformed: no account at all
+        (b"x = 1\n", ["x = 1\n"], False),
+        (b"x = \xff\n", "x = \ufffd\n", True),  # a byte that is not UTF-8, read as the replacement character
+        (b"x = 1\n", "x = 1\ud800\n", False),  # a lone surrogate
+    ],
+)
+def test_what_the_tool_says_it_replaced_is_held_against_the_image(
+    session: Session, before: bytes | None, said: object, undoable: bool
+) -> None:
+    path = session.ws / "f.txt"
+    if before is not None:
+        path.write_bytes(before)
+    args = {"file_path": str(path), "content": "new\n"}
+    assert session.pre("Write", "w1", **args) == "allow"
+    path.write_text("new\n")
+    session.post("Write", "w1", response={"type": "update", "originalFile": said}, **args)
+    verdict = session.undoable()["w1"]
+    assert verdict.startswith("undoable") is undoable, verdict
+    if undoable:
+        assert session.undo().seq is not None
+        assert (path.read_bytes() if path.exists() else None) == before
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "response"),
+    [
+        ("Edit", {"old_string": "x = 1", "new_string": "x = 2"}, {"originalFile": "other\n", "oldString": "x = 1"}),
+        ("NotebookEdit", {"new_source": "x = 2"}, {"original_file": "other\n", "updated_file": "x = 2\n"}),
+    ],
+)
+def test_an_edit_and_a_notebook_edit_are_held_to_what_they_say_they_replaced(
+    session: Session, tool: str, args: dict[str, Any], response: dict[str, Any]
+) -> None:
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    args = {key: str(session.ws / "a.py"), **args}
+    assert session.pre(tool, "e1", **args) == "allow"
+    (session.ws / "a.py").write_text("x = 2\n")
+    session.post(tool, "e1", response=response, **args)
+    assert "the tool replaced other contents" in session.undoable()["e1"]
+    session.pre(tool, "e2", **args)
+    (session.ws / "a.py").write_text("x = 3\n")
+    session.post(tool, "e2", response={**response, next(iter(response)): "x = 2\n"}, **args)
+    assert session.undoable()["e2"] == "undoable: 1 file"
+
+
+def test_a_receipt_that_says_nothing_of_the_file_is_taken_at_the_image(session: Session) -> None:
+    """An older Claude Code, a response that is not an object, a Codex patch: the image stands as read."""
+    for i, response in enumerate([{"ok": True}, "done", ["x"]]):
+        args = {"file_path": str(session.ws / "a.py"), "content": f"x = {i + 2}\n"}
+        assert session.pre("Write", f"w{i}", **args) == "allow"
+        (session.ws / "a.py").write_text(f"x = {i + 2}\n")
+        session.post("Write", f"w{i}", response=response, **args)
+    assert set(session.undoable().values()) == {"undoable: 1 file"}
+
+
 def test_a_cold_hook_process_records_the_images_and_the_undo_takes_them_back(tmp_path: Path) -> None:
     """Through the launcher (``python -I -S launch.py``), each call its own process, where a call past the session's
     first takes the plain path (tether.plain's records, no pydantic): the same images, the same undo."""
@@ -477,8 +567,21 @@ def test_a_cold_hook_process_records_the_images_and_the_undo_takes_them_back(tmp
     for i, name in enumerate(["a.py", "a.py", "a.py", "d/b.py"]):  # the last through a linked folder
         args = {"file_path": str(ws / name), "content": f"x = {i + 2}\n"}
         assert b'"allow"' in call("PreToolUse", tool_name="Write", tool_input=args, tool_use_id=f"w{i}").stdout
+        replaced = (ws / name).read_text() if (ws / name).exists() else None
         (ws / name).write_text(f"x = {i + 2}\n")
-        call("PostToolUse", tool_name="Write", tool_input=args, tool_use_id=f"w{i}", tool_response={})
+        response = {"type": "create" if replaced is None else "update", "originalFile": replaced}
+        call("PostToolUse", tool_name="Write", tool_input=args, tool_use_id=f"w{i}", tool_response=response)
     done = tether("undo", RUN, "--to", "0", cwd=ws)
     assert done.returncode == 0 and "undone 4 actions" in done.stdout, done.stdout + done.stderr
     assert (ws / "a.py").read_text() == "x = 1\n" and not (ws / "real" / "b.py").exists()
+
+    args = {"file_path": str(ws / "a.py"), "content": "x = 9\n"}  # and holds a receipt to what the tool replaced
+    call("PreToolUse", tool_name="Write", tool_input=args, tool_use_id="w9")
+    (ws / "a.py").write_text("x = 9\n")
+    response = {"type": "update", "originalFile": "x = 1  # changed meanwhile\n"}
+    call("PostToolUse", tool_name="Write", tool_input=args, tool_use_id="w9", tool_response=response)
+    store = open_store(str(ws / ".tether" / "tether.db"))
+    try:
+        assert "the tool replaced other contents" in undoable(Ledger.of(store.events(RUN)))["w9"]
+    finally:
+        store.close()

@@ -17,8 +17,10 @@ path outside the workspace. Such a file is listed ``unreadable``; the call then 
 another call wrote, or was about to write, while this one was in flight: its before and after are not this call's
 alone; and the whole call, when one that may write files no image names (a shell command) ran meanwhile.
 
-The image is read when the call is decided. A change made to the file while the call waited for a person's answer
-is in that image's future: undo would take it back with the call.
+The image is read when the call is decided. A change made to the file between then and the tool's run (while the call
+waited for a person's answer, say) is in that image's future: undo would take it back with the call. Claude Code's
+PostToolUse says what its file tool replaced (:func:`told`); a call whose tool replaced other contents than its
+image holds is not undoable. An agent that says nothing (Codex) is taken at the image.
 """
 
 from __future__ import annotations
@@ -45,6 +47,31 @@ FILE_TOOLS = frozenset({"write_file", "edit_file"})
 MAX_BYTES = 32 * 1024 * 1024
 
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+#: Where a Claude Code file tool's PostToolUse says what its file held just before the tool wrote it: the Agent SDK's
+#: tool output types, ``FileWriteOutput.originalFile`` (null: no file there), ``FileEditOutput.originalFile``,
+#: ``NotebookEditOutput.original_file``.
+ORIGINAL = dict.fromkeys(("Write", "Edit", "MultiEdit"), "originalFile") | {"NotebookEdit": "original_file"}
+
+
+class Told:
+    """What a file tool said its file held just before it wrote: ``text`` as the tool read it, None for no file
+    (anything else is malformed)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: object) -> None:
+        self.text = text
+
+
+def told(data: dict[str, object]) -> Told | None:
+    """What a Claude Code PostToolUse ``data`` says its file tool replaced; None when it says nothing (another tool, an
+    older Claude Code): the image then stands as read."""
+    key, response = ORIGINAL.get(str(data.get("tool_name"))), data.get("tool_response")
+    if key is None or not isinstance(response, dict) or key not in response:
+        return None
+    return Told(response[key])
 
 
 class Unreadable(Exception):
@@ -136,9 +163,10 @@ def take(guard: Guard, call_id: str, paths: Sequence[str]) -> HookPreimage:
     return HookPreimage(call_id=call_id, files=files, unreadable=unreadable)
 
 
-def rollback(guard: Guard, call_id: str) -> tuple[RollbackReceipt | None, list[str] | None]:
+def rollback(guard: Guard, call_id: str, said: Told | None = None) -> tuple[RollbackReceipt | None, list[str] | None]:
     """The receipt of what the call ``call_id`` changed, and the paths it changed; (None, None) when no image was
-    read before it ran (its changes are unknown). The files its ``hook.preimage`` names are read again now."""
+    read before it ran (its changes are unknown). The files its ``hook.preimage`` names are read again now; ``said``:
+    what the tool says its one file held before it wrote, held against the image."""
     from tether.events.kinds_files import FileChange, HookPreimage, RollbackReceipt
 
     events = guard.events
@@ -157,6 +185,12 @@ def rollback(guard: Guard, call_id: str) -> tuple[RollbackReceipt | None, list[s
             continue
         if f.named is not None and _placed_again(guard.root, f.named) != f.path:
             unreadable.append(f"{f.path}: {f.named} no longer leads to it: the tool may have written elsewhere")
+            continue
+        if said is not None and not _as_said(guard, f.before, said.text):
+            unreadable.append(
+                f"{f.path}: the tool replaced other contents than were read when the call was decided: a change made"
+                " in between would be taken back with it"
+            )
             continue
         try:
             after = image(guard.root, f.path)
@@ -230,6 +264,30 @@ def _writes_unseen(guard: Guard, tool: str | None) -> bool:
 
 def _paths(e: Event) -> list[str]:
     return [str(f.get("path")) for f in e.payload.get("files") or () if isinstance(f, dict)]
+
+
+def _as_said(guard: Guard, before: FileImage | None, text: object) -> bool:
+    """Whether the image ``before`` holds what the tool said it replaced: no file and null, or the file's bytes and the
+    text it read (Claude Code reads UTF-8, or UTF-16 after its byte order mark, and may give CRLF line ends as LF)."""
+    if before is None or text is None:
+        return before is None and text is None
+    if not isinstance(text, str):
+        return False  # malformed: the tool's account cannot vouch for the image
+    if bytes_hash(text.encode("utf-8", "surrogatepass")) == before.digest:
+        return True  # the usual file, read as it is
+    from tether.errors import InputError
+
+    try:
+        data = guard.store.get_blob(before.digest)
+    except InputError:  # not kept under its own hash (redacted): nothing to hold the account against
+        return False
+    marked = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+    read = data.decode("utf-16" if marked else "utf-8", "replace")
+    return _plain(read) == _plain(text)
+
+
+def _plain(text: str) -> str:
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
 def _same(a: FileImage | None, b: FileImage | None) -> bool:

@@ -679,7 +679,8 @@ def receipt(
     took = reported_seconds(data.get("duration_ms"))
     changes = None
     if judged and call.tool in preimage.FILE_TOOLS:
-        changes = lambda: preimage.rollback(guard, call_id)  # noqa: E731 - read in the write, from the freshest log
+        said = None if failed or agent != "claude-code" else preimage.told(data)
+        changes = lambda: preimage.rollback(guard, call_id, said)  # noqa: E731 - read in the write, from the freshest log
     if failed:
         error = escaped(str(data.get("error") or data.get("error_message") or "the tool failed"))
         guard.report(call_id, call.tool, call.args, ok=False, error=error, lead=head, duration_s=took, changes=changes)
