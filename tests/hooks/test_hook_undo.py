@@ -363,6 +363,20 @@ def test_an_mcp_tool_in_flight_beside_a_write_blocks_its_undo_only_when_its_cont
         assert f"m1 ({tool}) ran while this call was in flight" in said, said
 
 
+def test_an_undeclared_mcp_tool_let_run_beside_a_write_blocks_its_undo(session: Session) -> None:
+    """The built-in envelope asks for an MCP tool it does not declare: what it does is not known, so once a person
+    may have let it run beside a Write, what it wrote is unknown too. Before, its stand-in contract (an external
+    effect, no write) left the Write undoable, and undo took back what a filesystem server wrote beside it."""
+    ws = session.ws
+    args = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    assert session.pre("Write", "w1", **args) == "allow"
+    assert session.pre("mcp__fs__write_file", "m1", path=str(ws / "a.py"), content="x = 3\n") == "ask"
+    (ws / "a.py").write_text("x = 2\n")
+    session.post("Write", "w1", **args)
+    said = session.undoable()["w1"]
+    assert "m1 (mcp_undeclared) ran while this call was in flight" in said, said
+
+
 def test_a_write_beside_another_whose_image_was_not_read_whole_is_not_undoable(session: Session) -> None:
     """The other call writes through a symlink: its image names no file, so what it wrote is unknown."""
     ws = session.ws

@@ -31,6 +31,8 @@ import stat
 
 from tether.canonical import bytes_hash
 
+from .calls import MCP
+
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -255,9 +257,12 @@ def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> 
 
 def _writes_unseen(guard: Guard, tool: str | None) -> bool:
     """Whether a call of ``tool`` may change files no image names: not a file tool, and its contract writes or runs
-    code, or it has none (fail closed)."""
+    code, or it has none, or it stands in for an MCP tool the envelope does not declare, whose effects are not known
+    whatever the stand-in's contract says (fail closed)."""
     if tool in FILE_TOOLS:
         return False
+    if tool == MCP:
+        return True
     contract = guard.env.tool(tool) if tool else None
     return contract is None or any(e in ("write", "exec") for e in contract.effects)
 
