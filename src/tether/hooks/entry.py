@@ -16,7 +16,7 @@ import gc
 import os
 import sys
 
-from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
+from .wire import AGENTS, MAX_INPUT_BYTES, MAX_RECEIPT_BYTES, HookInputError, Reply, parse, parse_receipt, refuse
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -325,14 +325,19 @@ def _main(argv: list[str], raw: bytes | None, own_process: bool, collecting: boo
             return write(refuse(f"{e}\n{USAGE}"))
         if raw is None:
             raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        if daemon:
+        large = len(raw) > MAX_INPUT_BYTES  # a tool's receipt, perhaps: read whole here, never by the daemon
+        if large:
+            raw += sys.stdin.buffer.read(MAX_RECEIPT_BYTES + 1 - len(raw))
+        if daemon and not large:
             from .client import ask
 
             answered = ask(request, raw)
             if answered is not None:
                 return write(answered)
+        if large:
+            full_path()  # the stream's reader (ijson) is in site-packages
         try:
-            data = parse(raw)
+            data = parse_receipt(raw) if large else parse(raw)
         except HookInputError as e:
             return write(refuse(str(e)))
         return write(decide(request, data, raw, own_process, collecting))

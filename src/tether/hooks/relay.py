@@ -217,6 +217,8 @@ def launch(argv: list[str]) -> bytes | None:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except Exception:  # the full path reads again, and reports what fails
         return None
+    if len(raw) > MAX_INPUT_BYTES:  # more than the daemon reads: a tool's receipt, read whole by the full path
+        return raw
     request = request_of(argv)
     path = socket_path()
     stamp = code_stamp()

@@ -24,8 +24,24 @@ from __future__ import annotations
 
 AGENTS = ("claude-code", "codex")
 
-#: Bigger input is refused whole (Claude Code's Write of a large file is the biggest legitimate payload).
+#: Bigger input is refused whole (Claude Code's Write of a large file is the biggest legitimate payload), but for a
+#: tool's receipt, which is streamed (:func:`parse_receipt`).
 MAX_INPUT_BYTES = 8 * 1024 * 1024
+
+#: A tool's receipt (PostToolUse, PostToolUseFailure) is read up to this. Its response may carry the file before and
+#: after (a NotebookEdit of a notebook with its plots, an Edit of a large file), each up to the 32 MiB an image keeps
+#: (``tether.hooks.preimage.MAX_BYTES``), JSON-escaped. Refused at 8 MiB, it dropped what ran from the log: the run
+#: said the call was "proposed but not executed", and the stop took no evidence from it.
+MAX_RECEIPT_BYTES = 160 * 1024 * 1024
+
+#: A streamed receipt keeps texts up to this many characters (the log keeps 64 KiB of a tool's output): a longer one
+#: is kept as its length. What names the call and its input is kept whole (the receipt is held to the input judged),
+#: and so is what the tool says its file held before (``tether.hooks.preimage.ORIGINAL``), held against the image.
+RECEIPT_TEXT = 64 * 1024
+_WHOLE = frozenset({"tool_response.originalFile", "tool_response.original_file"})
+
+#: The values a streamed receipt may hold: one of many small values is refused, not built.
+RECEIPT_VALUES = 1_000_000
 
 #: The events a tool call passes through; every other event is recorded (and a Stop judged).
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
@@ -113,9 +129,68 @@ def parse(raw: bytes) -> dict[str, object]:
         data = jsonc.loads(raw)
     except (UnicodeDecodeError, ValueError) as e:
         raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
+    return _checked(data, b"\\u" in raw)
+
+
+def parse_receipt(raw: bytes) -> dict[str, object]:
+    """Hook input over :data:`MAX_INPUT_BYTES`, read as :func:`parse` reads but streamed (``ijson``): what a receipt
+    needs is kept and its tool's long texts are not (:data:`RECEIPT_TEXT`). Only a tool's receipt is answered so;
+    any other event that large is refused as before: a decision is taken on its whole input."""
+    over = f"hook input is {len(raw)} bytes, over tether's limit of {MAX_INPUT_BYTES}"
+    if len(raw) > MAX_RECEIPT_BYTES:
+        raise HookInputError(f"{over}, and of {MAX_RECEIPT_BYTES} for a tool's receipt")
+    try:
+        data = _streamed(raw)
+    except HookInputError as e:
+        raise HookInputError(f"{over} (a tool's receipt may be larger; {e})") from e
+    if data.get("hook_event_name") not in ("PostToolUse", "PostToolUseFailure"):
+        raise HookInputError(f"{over} (a tool's receipt may be larger; this is a {data.get('hook_event_name')!r})")
+    return _checked(data, True)
+
+
+def _streamed(raw: bytes) -> dict[str, object]:
+    """The top-level object of ``raw``, each field built as it streams by; a text longer than :data:`RECEIPT_TEXT`
+    is kept as its length, but in the fields that name the call and its input (:data:`JUDGED`) and :data:`_WHOLE`."""
+    import io
+
+    import ijson
+    from ijson.common import ObjectBuilder
+
+    #: Not yajl's C backend, which reads an escaped lone surrogate as "?": the call's input would then match one
+    #: judged with a "?" where :func:`_checked` refuses it. The Python one reads texts as json does.
+    stream = ijson.get_backend("python")
+    data: dict[str, object] = {}
+    key, field, values = None, ObjectBuilder(), 0
+    try:
+        for prefix, event, value in stream.parse(io.BytesIO(raw)):  # numbers: int, or Decimal where json gives float
+            if prefix == "" and event in ("start_map", "map_key", "end_map"):
+                if key is not None:
+                    data[key] = field.value
+                key, field = (value, ObjectBuilder()) if event == "map_key" else (None, field)
+                continue
+            if key is None:
+                raise HookInputError(f"hook input must be a JSON object, got a JSON {event}")
+            values += 1
+            if values > RECEIPT_VALUES:
+                raise HookInputError(f"hook input holds over {RECEIPT_VALUES} values; not read")
+            if event == "string" and len(value) > RECEIPT_TEXT and key not in JUDGED and prefix not in _WHOLE:
+                value = f"({len(value)} characters, not kept: the hook input was over {MAX_INPUT_BYTES} bytes)"
+            elif event == "number" and type(value) is not int:
+                value = float(value)
+            field.event(event, value)
+    except (ijson.JSONError, ValueError) as e:  # a HookInputError is a ValueError: raised as it is
+        if isinstance(e, HookInputError):
+            raise
+        raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
+    return data
+
+
+def _checked(data: object, escaped: bool) -> dict[str, object]:
+    """``data`` when it is a hook input as every event carries it; :class:`HookInputError` otherwise. ``escaped``:
+    the input spelled a ``\\u`` escape (only one spells a lone surrogate)."""
     if not isinstance(data, dict):
         raise HookInputError(f"hook input must be a JSON object, got {type(data).__name__}")
-    if b"\\u" in raw:  # only a \u escape spells a lone surrogate
+    if escaped:
         field = _lone_surrogate({k: data[k] for k in JUDGED if k in data})  # free text (a tool's output) is recorded
         if field is not None:
             raise HookInputError(
