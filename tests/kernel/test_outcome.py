@@ -15,10 +15,10 @@ from tether.status import RunStatus
 
 
 class Log:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, **started: Any) -> None:
         self.store = EventStore.open(tmp / "t.db")
         self.run = self.store.create_run("t")
-        self.add("run.started", task="t")
+        self.add("run.started", task="t", **started)
 
     def add(self, kind: str, **payload: Any) -> str:
         return self.store.append(self.run, kind, payload).id
@@ -30,6 +30,28 @@ class Log:
         self.add("action.decided", call_id=call, verdict="ALLOW", deciding_rule="r", reason="r")
         self.add("action.started", call_id=call, tool=tool, args_hash=call)
         return self.add("action.completed", call_id=call, tool=tool, ok=ok, result=result or {})
+
+
+def test_a_governed_session_s_call_with_no_receipt_may_have_run(tmp_path: Path) -> None:
+    """The agent runs a governed session's tools, and tether hears of a run only from its receipt: a call let
+    through, or asked of a person, with no receipt is not known not to have run (its receipt lost or refused: a
+    PostToolUse over the hook's input limit was). Before, each was "proposed but not executed"."""
+    log = Log(tmp_path, sandbox="external: claude-code")
+    log.action("ran", "write_file", ok=True)
+    log.action("lost", "write_file", ok=None)
+    log.add("action.decided", call_id="lost", verdict="ALLOW", deciding_rule="r", reason="r")
+    log.action("asked", "bash", ok=None)
+    log.add("action.decided", call_id="asked", verdict="ASK", deciding_rule="r", reason="r")
+    log.action("denied", "bash", ok=None)
+    log.add("action.decided", call_id="denied", verdict="DENY", deciding_rule="r", reason="r")
+    log.action("undecided", "bash", ok=None)
+    events = log.store.events(log.run)
+    out = closing(RunState.from_events(events), events, Finish(RunStatus.COMPLETE, "stopped"))
+    assert sorted(out.unknowns) == [
+        "asked (bash) was asked of a person and no receipt of it came: declined, or run unreported",
+        "lost (write_file) was allowed and no receipt of it came: claude-code may have run it",
+        "undecided (bash) was proposed but not executed",
+    ]
 
 
 def test_evidence_cites_the_latest_verdicts_and_successes_and_unknowns_name_what_did_not_run(tmp_path: Path) -> None:

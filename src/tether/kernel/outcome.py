@@ -60,6 +60,18 @@ class OutputContract(BaseModel):
         )
 
 
+def _not_run(call_id: str, tool: str, status: ActionStatus, driver: str | None) -> str:
+    """What is unknown of an action with no receipt. tether runs its own loop's actions, so one never started did
+    not run; in a governed session ``driver`` runs them and tether hears of a run only from its receipt, so an
+    action let through (or asked of a person) with none may have run all the same (its receipt lost, refused or
+    never sent)."""
+    if not driver or status is ActionStatus.PROPOSED:
+        return f"{call_id} ({tool}) was proposed but not executed"
+    if status is ActionStatus.WAITING:
+        return f"{call_id} ({tool}) was asked of a person and no receipt of it came: declined, or run unreported"
+    return f"{call_id} ({tool}) was allowed and no receipt of it came: {driver} may have run it"
+
+
 def closing(state: RunState, events: Iterable[Event], finish: Finish) -> RunFinished:
     """The ``run.finished`` payload for ``finish``: result, evidence, unknowns and the next action.
 
@@ -73,7 +85,7 @@ def closing(state: RunState, events: Iterable[Event], finish: Finish) -> RunFini
     if claim is not None:
         result = str(state.actions[claim].result.get("data", {}).get("claim", "")) or finish.reason
     unknowns = [
-        f"{a.call_id} ({a.tool}) was proposed but not executed" for a in state.actions.values() if a.status in NOT_RUN
+        _not_run(a.call_id, a.tool, a.status, state.driver) for a in state.actions.values() if a.status in NOT_RUN
     ]
     checks: deque[str] = deque(maxlen=3)  # the latest verification verdicts (verify.completed, completion.accepted)
     done: deque[str] = deque(maxlen=5)  # the latest actions that succeeded: what a long log holds stays bounded
