@@ -92,12 +92,15 @@ def test_hostile_large_receipts_are_refused(tmp_path: Path, monkeypatch: pytest.
         "not an object": json.dumps([post, pad]).encode(),
         "not UTF-8": json.dumps({**post, "pad": pad}).encode().replace(b"ppp", b"\xff\xfe\xfd", 1),
         "NaN": json.dumps({**post, "pad": pad, "n": float("nan")}).encode(),
+        "nested deeper than a recording recurses": (
+            json.dumps({**post, "pad": pad}).encode()[:-1] + b', "deep": ' + b"[" * 600 + b"]" * 600 + b"}"
+        ),
         "lone surrogate in the input": json.dumps(
             {**post, "tool_input": {"command": "ls \ud800"}, "pad": pad}, ensure_ascii=True
         ).encode(),
     }
     for data in cases.values():
-        with pytest.raises(HookInputError, match=r"receipt may be larger|holds half of a UTF-16 surrogate pair"):
+        with pytest.raises(HookInputError, match=r"receipt may be larger.*|holds half of a UTF-16 surrogate pair"):
             parse_receipt(data)
     monkeypatch.setattr(wire, "RECEIPT_VALUES", 1000)  # many small values: refused before they are all built
     with pytest.raises(HookInputError, match="over 1000 values"):

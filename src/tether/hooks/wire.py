@@ -40,8 +40,10 @@ MAX_RECEIPT_BYTES = 160 * 1024 * 1024
 RECEIPT_TEXT = 64 * 1024
 _WHOLE = frozenset({"tool_response.originalFile", "tool_response.original_file"})
 
-#: The values a streamed receipt may hold: one of many small values is refused, not built.
+#: The values a streamed receipt may hold, and how deep it may nest: one of many small values is refused, not built,
+#: and so is one nested deeper than the code that records it recurses (json's parser refuses ~1,000 levels itself).
 RECEIPT_VALUES = 1_000_000
+RECEIPT_DEPTH = 512
 
 #: The events a tool call passes through; every other event is recorded (and a Stop judged).
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
@@ -160,7 +162,7 @@ def _streamed(raw: bytes) -> dict[str, object]:
     #: judged with a "?" where :func:`_checked` refuses it. The Python one reads texts as json does.
     stream = ijson.get_backend("python")
     data: dict[str, object] = {}
-    key, field, values = None, ObjectBuilder(), 0
+    key, field, values, depth = None, ObjectBuilder(), 0, 0
     try:
         for prefix, event, value in stream.parse(io.BytesIO(raw)):  # numbers: int, or Decimal where json gives float
             if prefix == "" and event in ("start_map", "map_key", "end_map"):
@@ -173,6 +175,10 @@ def _streamed(raw: bytes) -> dict[str, object]:
             values += 1
             if values > RECEIPT_VALUES:
                 raise HookInputError(f"hook input holds over {RECEIPT_VALUES} values; not read")
+            depth += event in ("start_map", "start_array")
+            depth -= event in ("end_map", "end_array")
+            if depth > RECEIPT_DEPTH:
+                raise HookInputError(f"hook input nests deeper than {RECEIPT_DEPTH} levels; not read")
             if event == "string" and len(value) > RECEIPT_TEXT and key not in JUDGED and prefix not in _WHOLE:
                 value = f"({len(value)} characters, not kept: the hook input was over {MAX_INPUT_BYTES} bytes)"
             elif event == "number" and type(value) is not int:

@@ -60,7 +60,7 @@ class OutputContract(BaseModel):
         )
 
 
-def _not_run(call_id: str, tool: str, status: ActionStatus, driver: str | None) -> str:
+def _not_run(call_id: str, tool: str, status: ActionStatus, driver: str) -> str:
     """What is unknown of an action with no receipt. tether runs its own loop's actions, so one never started did
     not run; in a governed session ``driver`` runs them and tether hears of a run only from its receipt, so an
     action let through (or asked of a person) with none may have run all the same (its receipt lost, refused or
