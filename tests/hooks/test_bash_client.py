@@ -151,6 +151,15 @@ def test_a_big_input_and_a_nul_byte_go_to_the_launcher_whole(client: Client) -> 
     limit = f"hook input is {MAX_INPUT_BYTES + 10} bytes, over tether's limit of {MAX_INPUT_BYTES}"
     assert (out, code) == ("", 2) and err.startswith(f"tether refused (fail closed): {limit} (a tool's receipt"), err
     assert [given == over for _, given in client.fallbacks()] == [True]
+    receipt = event(  # a tool's receipt that large is read whole and recorded (tests/hooks/test_large_receipt.py)
+        client.project,
+        "claude-code.PostToolUse",
+        tool_input={"command": "cat big.log"},
+        tool_use_id="r1",
+        tool_response={"stdout": "x" * (MAX_INPUT_BYTES + 10)},
+    )
+    assert client(receipt) == ("", "", 0)
+    assert [given == receipt for _, given in client.fallbacks()] == [True]
 
 
 def test_options_are_relayed_or_handed_to_the_launcher(client: Client, tmp_path: Path, monkeypatch) -> None:
