@@ -85,8 +85,9 @@ def full_path(lean: bool = False) -> None:
     """Load ``site`` when the launcher started Python without it (``-S``): deciding needs site-packages. ``lean``
     (a call that may take the plain path): only the directories ``site`` would append, when that is all it would
     do (:func:`tether.hooks.leansite.lean`: no ``.pth`` code but setuptools' ``distutils`` line, no
-    ``sitecustomize``); else ``site`` itself."""
-    if sys.flags.no_site:
+    ``sitecustomize``); else ``site`` itself, once (a large receipt loads it before it is read)."""
+    global _site_loaded
+    if sys.flags.no_site and not _site_loaded:
         if lean:
             from .leansite import lean as lean_site
 
@@ -95,6 +96,10 @@ def full_path(lean: bool = False) -> None:
         import site
 
         site.main()
+        _site_loaded = True
+
+
+_site_loaded = False
 
 
 #: The hook events whose calls the gate judges (``Guard.check``): the others record only, and do not import it.
