@@ -377,6 +377,20 @@ def test_an_undeclared_mcp_tool_let_run_beside_a_write_blocks_its_undo(session: 
     assert "m1 (mcp_undeclared) ran while this call was in flight" in said, said
 
 
+def test_a_tool_with_no_contract_that_ran_anyway_beside_a_write_blocks_its_undo(session: Session) -> None:
+    """A tool the envelope does not know is denied; a receipt of it says it ran all the same (another hook let it
+    through, the agent ignored the answer). What it wrote is unknown: fail closed."""
+    ws = session.ws
+    args = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    assert session.pre("Write", "w1", **args) == "allow"
+    assert session.pre("Frobnicate", "f1", target="a.py") == "deny"
+    (ws / "a.py").write_text("x = 2\n")
+    session.post("Frobnicate", "f1", target="a.py")
+    session.post("Write", "w1", **args)
+    said = session.undoable()["w1"]
+    assert "f1 (Frobnicate) ran while this call was in flight" in said, said
+
+
 def test_a_write_beside_another_whose_image_was_not_read_whole_is_not_undoable(session: Session) -> None:
     """The other call writes through a symlink: its image names no file, so what it wrote is unknown."""
     ws = session.ws
