@@ -61,9 +61,13 @@ def test_a_large_receipt_keeps_the_input_and_the_replaced_file_and_not_the_rest(
     }
     response = got["tool_response"]
     assert isinstance(response, dict) and response["originalFile"] == before and response["x"] == "é✓"
-    assert response["structuredPatch"] == [
-        {"lines": [f"({BIG} characters, not kept: the hook input was over {MAX_INPUT_BYTES} bytes)"], "oldStart": 1.5}
-    ]
+    kept = response["structuredPatch"][0]["lines"][0]
+    half = RECEIPT_TEXT // 2
+    assert kept == (
+        f"{'b' * half}\n... ({BIG - RECEIPT_TEXT} characters not kept: the hook input was over {MAX_INPUT_BYTES}"
+        f" bytes) ...\n{'b' * half}"
+    ), "its head and its tail, as the log keeps a tool's output"
+    assert response["structuredPatch"][0]["oldStart"] == 1.5
     short = "s" * RECEIPT_TEXT  # as long as is kept
     data = raw(
         "claude-code.PostToolUseFailure",
@@ -166,3 +170,29 @@ def test_a_large_notebook_edit_is_recorded_and_undone_through_the_launcher_besid
     assert done.returncode == 0 and "1 file restored" in done.stdout, done.stdout + done.stderr
     assert nb.read_text() == before
     assert tether("log", "verify", RUN).returncode == 0
+
+
+def test_a_large_failure_s_receipt_keeps_the_end_of_its_error(tmp_path: Path) -> None:
+    """A command that failed after printing megabytes says why at the end: the log keeps that."""
+    from tether.events.backends import open_store
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "CLAUDE_"))}
+    env["CLAUDE_PROJECT_DIR"] = str(tmp_path)
+    cli = [sys.executable, "-m", "tether.cli.main", "hook", "claude-code", "--no-daemon"]
+
+    def call(event: str, **fields: Any) -> None:
+        done = subprocess.run(cli, input=raw(f"claude-code.{event}", tmp_path, **fields), capture_output=True, env=env)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+    command = {"command": "make test"}
+    call("PreToolUse", tool_name="Bash", tool_input=command, tool_use_id="b1")
+    error = "progress line\n" * (MAX_INPUT_BYTES // 14 + 1) + "FAILED tests/test_x.py::test_y - the reason\n"
+    call("PostToolUseFailure", tool_name="Bash", tool_input=command, tool_use_id="b1", error=error)
+    store = open_store(str(tmp_path / ".tether" / "tether.db"))
+    try:
+        done = [e for e in store.events(RUN) if e.kind == "action.completed" and e.payload["call_id"] == "b1"]
+    finally:
+        store.close()
+    assert len(done) == 1 and not done[0].payload["ok"]
+    text = json.dumps(done[0].payload)
+    assert "FAILED tests/test_x.py::test_y - the reason" in text and "characters not kept" in text

@@ -34,8 +34,8 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 #: said the call was "proposed but not executed", and the stop took no evidence from it.
 MAX_RECEIPT_BYTES = 160 * 1024 * 1024
 
-#: A streamed receipt keeps texts up to this many characters (the log keeps 64 KiB of a tool's output): a longer one
-#: is kept as its length. What names the call and its input is kept whole (the receipt is held to the input judged),
+#: A streamed receipt keeps texts up to this many characters (the log keeps 64 KiB of a tool's output): of a longer one,
+#: its head and tail. What names the call and its input is kept whole (the receipt is held to the input judged),
 #: and so is what the tool says its file held before (``tether.hooks.preimage.ORIGINAL``), held against the image.
 RECEIPT_TEXT = 64 * 1024
 _WHOLE = frozenset({"tool_response.originalFile", "tool_response.original_file"})
@@ -136,8 +136,8 @@ def parse(raw: bytes) -> dict[str, object]:
 
 def parse_receipt(raw: bytes) -> dict[str, object]:
     """Hook input over :data:`MAX_INPUT_BYTES`, read as :func:`parse` reads but streamed (``ijson``): what a receipt
-    needs is kept and its tool's long texts are not (:data:`RECEIPT_TEXT`). Only a tool's receipt is answered so;
-    any other event that large is refused as before: a decision is taken on its whole input."""
+    needs is kept whole, its tool's long texts only at their ends (:data:`RECEIPT_TEXT`). Only a tool's receipt is
+    answered so; any other event that large is refused as before: a decision is taken on its whole input."""
     over = f"hook input is {len(raw)} bytes, over tether's limit of {MAX_INPUT_BYTES}"
     if len(raw) > MAX_RECEIPT_BYTES:
         raise HookInputError(f"{over}, and of {MAX_RECEIPT_BYTES} for a tool's receipt")
@@ -152,7 +152,8 @@ def parse_receipt(raw: bytes) -> dict[str, object]:
 
 def _streamed(raw: bytes) -> dict[str, object]:
     """The top-level object of ``raw``, each field built as it streams by; a text longer than :data:`RECEIPT_TEXT`
-    is kept as its length, but in the fields that name the call and its input (:data:`JUDGED`) and :data:`_WHOLE`."""
+    is kept as its ends (:func:`_ends`), but in the fields that name the call and its input (:data:`JUDGED`) and
+    :data:`_WHOLE`."""
     import io
 
     import ijson
@@ -180,7 +181,7 @@ def _streamed(raw: bytes) -> dict[str, object]:
             if depth > RECEIPT_DEPTH:
                 raise HookInputError(f"hook input nests deeper than {RECEIPT_DEPTH} levels; not read")
             if event == "string" and len(value) > RECEIPT_TEXT and key not in JUDGED and prefix not in _WHOLE:
-                value = f"({len(value)} characters, not kept: the hook input was over {MAX_INPUT_BYTES} bytes)"
+                value = _ends(value)
             elif event == "number" and type(value) is not int:
                 value = float(value)
             field.event(event, value)
@@ -189,6 +190,15 @@ def _streamed(raw: bytes) -> dict[str, object]:
             raise
         raise HookInputError(f"hook input is not JSON ({e}); truncated?") from e
     return data
+
+
+def _ends(text: str) -> str:
+    """A long text of a streamed receipt as the log keeps a tool's output: its head and its tail (where a failing
+    command says why), and how much between them was not kept."""
+    half = RECEIPT_TEXT // 2
+    cut = len(text) - 2 * half
+    why = f"{cut} characters not kept: the hook input was over {MAX_INPUT_BYTES} bytes"
+    return f"{text[:half]}\n... ({why}) ...\n{text[-half:]}"
 
 
 def _checked(data: object, escaped: bool) -> dict[str, object]:
