@@ -38,6 +38,17 @@ def test_every_recorded_payload_reads_the_same_streamed(path: Path) -> None:
     assert wire._streamed(path.read_bytes()) == json.loads(path.read_bytes())
 
 
+def test_a_field_named_nothing_cannot_spell_a_top_level_field(tmp_path: Path) -> None:
+    """ijson gives the fields of a top-level field named "" the top level's own prefix: read by prefix, its
+    ``tool_use_id`` replaced the call's. The stream is read by depth."""
+    post = payload(
+        "claude-code.PostToolUse", tmp_path, tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="b1"
+    )
+    data = json.dumps({**post, "": {"tool_use_id": "forged", "tool_input": {"command": "rm -rf /"}}, "x": [1]}).encode()
+    assert wire._streamed(data) == json.loads(data)
+    assert wire._streamed(data)["tool_use_id"] == "b1"
+
+
 def test_a_large_receipt_keeps_the_input_and_the_replaced_file_and_not_the_rest(tmp_path: Path) -> None:
     before, after = "a" * BIG, "b" * BIG
     data = raw(

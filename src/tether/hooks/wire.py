@@ -163,16 +163,20 @@ def _streamed(raw: bytes) -> dict[str, object]:
     #: judged with a "?" where :func:`_checked` refuses it. The Python one reads texts as json does.
     stream = ijson.get_backend("python")
     data: dict[str, object] = {}
-    key, field, values, depth = None, ObjectBuilder(), 0, 0
+    key, field, values, depth = None, ObjectBuilder(), 0, 0  # depth 1: in the top-level object, between its fields
     try:
         for prefix, event, value in stream.parse(io.BytesIO(raw)):  # numbers: int, or Decimal where json gives float
-            if prefix == "" and event in ("start_map", "map_key", "end_map"):
+            if depth == 0:  # by depth, not prefix: a field named "" gives its own fields the top level's prefix
+                if event != "start_map":
+                    raise HookInputError(f"hook input must be a JSON object, got a JSON {event}")
+                depth = 1
+                continue
+            if depth == 1 and event in ("map_key", "end_map"):
                 if key is not None:
                     data[key] = field.value
                 key, field = (value, ObjectBuilder()) if event == "map_key" else (None, field)
+                depth -= event == "end_map"
                 continue
-            if key is None:
-                raise HookInputError(f"hook input must be a JSON object, got a JSON {event}")
             values += 1
             if values > RECEIPT_VALUES:
                 raise HookInputError(f"hook input holds over {RECEIPT_VALUES} values; not read")
