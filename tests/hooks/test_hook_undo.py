@@ -377,6 +377,27 @@ def test_an_undeclared_mcp_tool_let_run_beside_a_write_blocks_its_undo(session: 
     assert "m1 (mcp_undeclared) ran while this call was in flight" in said, said
 
 
+def test_a_plan_written_beside_a_write_leaves_it_undoable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code's plan (or memory) is an ``agent_notes`` call that writes the one file it names, outside the
+    workspace. Before, it counted as a writer of unknown files, and a Write beside it was not undoable."""
+    home = tmp_path / "home"
+    (home / ".claude" / "plans").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    session = Session(ws)
+    args = {"file_path": str(ws / "a.py"), "content": "x = 2\n"}
+    plan = {"file_path": str(home / ".claude" / "plans" / "brave-fox.md"), "content": "# Plan\n"}
+    assert session.pre("Write", "w1", **args) == "allow"
+    assert session.pre("Write", "p1", **plan) == "allow"
+    Path(plan["file_path"]).write_text(plan["content"])
+    session.post("Write", "p1", **plan)
+    (ws / "a.py").write_text("x = 2\n")
+    session.post("Write", "w1", **args)
+    assert session.undoable()["w1"] == "undoable: 1 file"
+
+
 def test_a_tool_with_no_contract_that_ran_anyway_beside_a_write_blocks_its_undo(session: Session) -> None:
     """A tool the envelope does not know is denied; a receipt of it says it ran all the same (another hook let it
     through, the agent ignored the answer). What it wrote is unknown: fail closed."""

@@ -31,7 +31,7 @@ import stat
 
 from tether.canonical import bytes_hash
 
-from .calls import MCP
+from .calls import MCP, NOTES
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -221,11 +221,13 @@ def _pre_of(e: Event, call_id: str) -> bool:
 def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> tuple[set[str], list[str]]:
     """What other calls did while this one, whose image is ``events[at]``, was in flight: the paths they wrote (named
     by an image or a receipt of another call after this image, or by the image of one decided before it and reported
-    after), and the calls that may have written files no image names (a shell command, a tool whose contract writes
-    or runs code, a file tool whose image could not be read whole: decided, or reported, after this image)."""
+    after, or the note an ``agent_notes`` call proposed after it names), and the calls that may have written files no
+    image names (a shell command, a tool whose contract writes or runs code, a file tool whose image could not be
+    read whole: decided, or reported, after this image)."""
     found: set[str] = set()
     unknown: dict[str, str] = {}  # call id -> its tool, for the calls whose writes are unknown
     tools: dict[str, str] = {}
+    noted: dict[str, object] = {}  # call id -> the one file an agent_notes call writes, from its proposal
     earlier: dict[str, list[str] | None] = {}  # call id -> the paths its image names (None: not all), decided before
     for e in events[:at]:
         other = str(e.payload.get("call_id"))
@@ -239,6 +241,8 @@ def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> 
             continue
         if e.kind in ("action.proposed", "action.started"):
             tools[other] = str(e.payload.get("tool"))
+        if e.kind == "action.proposed" and tools[other] == NOTES:
+            noted[other] = (e.payload.get("args") or {}).get("file")
         if e.kind == "hook.preimage" or e.kind == "action.rollback":
             found.update(_paths(e))
             if e.payload.get("unreadable"):
@@ -250,9 +254,24 @@ def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> 
             else:
                 found.update(paths)
         runs = e.kind == "action.started" or (e.kind == "action.decided" and e.payload.get("verdict") != "DENY")
-        if runs and _writes_unseen(guard, tools.get(other)):
+        wrote = _written(guard, tools.get(other), noted.get(other)) if runs else set()
+        if wrote is None:
             unknown[other] = tools.get(other, "?")
+        else:
+            found.update(wrote)
     return found, [f"{c} ({t})" for c, t in unknown.items()]
+
+
+def _written(guard: Guard, tool: str | None, note: object) -> set[str] | None:
+    """The workspace paths a call of ``tool`` that ran may have written that no image names; None when not known.
+    An ``agent_notes`` call (Claude Code's plan or memory) writes the one file its proposal names (``note``), most
+    often outside the workspace: nothing here."""
+    if tool == NOTES:
+        if not isinstance(note, str):
+            return None
+        rel = _placed_again(guard.root, note)
+        return set() if rel is None else {rel}
+    return None if _writes_unseen(guard, tool) else set()
 
 
 def _writes_unseen(guard: Guard, tool: str | None) -> bool:
