@@ -395,7 +395,12 @@ def test_a_plan_written_beside_a_write_leaves_it_undoable(tmp_path: Path, monkey
     session.post("Write", "p1", **plan)
     (ws / "a.py").write_text("x = 2\n")
     session.post("Write", "w1", **args)
-    assert session.undoable()["w1"] == "undoable: 1 file"
+    assert session.pre("Write", "p2", **plan) == "allow"  # proposed before the next Write, reported during it
+    assert session.pre("Write", "w2", **{**args, "content": "x = 3\n"}) == "allow"
+    session.post("Write", "p2", **plan)
+    (ws / "a.py").write_text("x = 3\n")
+    session.post("Write", "w2", **{**args, "content": "x = 3\n"})
+    assert {c: session.undoable()[c] for c in ("w1", "w2")} == {"w1": "undoable: 1 file", "w2": "undoable: 1 file"}
 
 
 def test_a_tool_with_no_contract_that_ran_anyway_beside_a_write_blocks_its_undo(session: Session) -> None:

@@ -221,7 +221,7 @@ def _pre_of(e: Event, call_id: str) -> bool:
 def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> tuple[set[str], list[str]]:
     """What other calls did while this one, whose image is ``events[at]``, was in flight: the paths they wrote (named
     by an image or a receipt of another call after this image, or by the image of one decided before it and reported
-    after, or the note an ``agent_notes`` call proposed after it names), and the calls that may have written files no
+    after, or the note an ``agent_notes`` call names), and the calls that may have written files no
     image names (a shell command, a tool whose contract writes or runs code, a file tool whose image could not be
     read whole: decided, or reported, after this image)."""
     found: set[str] = set()
@@ -235,14 +235,14 @@ def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> 
             earlier[other] = None if e.payload.get("unreadable") else _paths(e)
         elif e.kind in ("action.completed", "action.failed"):
             earlier.pop(other, None)
+        elif e.kind == "action.proposed":
+            _seen(e, other, tools, noted)
     for e in events[at + 1 :]:
         other = str(e.payload.get("call_id"))
         if other == call_id:
             continue
         if e.kind in ("action.proposed", "action.started"):
-            tools[other] = str(e.payload.get("tool"))
-        if e.kind == "action.proposed" and tools[other] == NOTES:
-            noted[other] = (e.payload.get("args") or {}).get("file")
+            _seen(e, other, tools, noted)
         if e.kind == "hook.preimage" or e.kind == "action.rollback":
             found.update(_paths(e))
             if e.payload.get("unreadable"):
@@ -260,6 +260,13 @@ def _in_flight(guard: Guard, events: Sequence[Event], at: int, call_id: str) -> 
         else:
             found.update(wrote)
     return found, [f"{c} ({t})" for c, t in unknown.items()]
+
+
+def _seen(e: Event, call_id: str, tools: dict[str, str], noted: dict[str, object]) -> None:
+    """The tool of a call proposed or started, and the one file an ``agent_notes`` proposal names."""
+    tools[call_id] = str(e.payload.get("tool"))
+    if e.kind == "action.proposed" and tools[call_id] == NOTES:
+        noted[call_id] = (e.payload.get("args") or {}).get("file")
 
 
 def _written(guard: Guard, tool: str | None, note: object) -> set[str] | None:
