@@ -107,6 +107,7 @@ def start_daemon(
     started when the test calls this (after its own monkeypatches; ``idle_s`` its idle time), stopped at the end: its
     socket and the thread."""
     from tether.hooks.daemon import serve, stop_daemon
+    from tether.hooks.relay import endpoint_path
 
     sock = tmp_path / "d" / "hookd.sock"
     threads: list[threading.Thread] = []
@@ -118,6 +119,7 @@ def start_daemon(
         served.start()
         threads.append(served)
         wait_for(sock)
+        wait_for(Path(endpoint_path(str(sock))))  # published just after the socket: a test that reads it raced it
         return sock, served
 
     yield start
