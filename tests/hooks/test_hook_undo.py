@@ -563,6 +563,27 @@ def test_what_the_tool_says_it_replaced_is_held_against_the_image(
         assert (path.read_bytes() if path.exists() else None) == before
 
 
+def test_an_account_the_store_cannot_check_refuses_the_undo(tmp_path: Path) -> None:
+    """The image's bytes are read back to compare an account that differs by line ends; a store without them (a file
+    kept redacted, under another hash) cannot vouch for the image: the call is refused, never taken as the same."""
+    from tether.canonical import bytes_hash
+    from tether.errors import InputError
+    from tether.events.kinds_files import FileImage
+    from tether.hooks import preimage
+
+    class Store:
+        def get_blob(self, digest: str) -> bytes:
+            raise InputError(f"no blob {digest}")
+
+    class Guard:
+        store = Store()
+
+    data = b"x = 1\r\n"
+    before = FileImage(kind="file", digest=bytes_hash(data), mode=0o644, size=len(data))
+    assert not preimage._as_said(Guard(), before, "x = 1\n")  # type: ignore[arg-type]
+    assert preimage._as_said(Guard(), before, "x = 1\r\n"), "as read: no blob needed"  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "response"),
     [

@@ -47,6 +47,9 @@ def test_a_field_named_nothing_cannot_spell_a_top_level_field(tmp_path: Path) ->
     data = json.dumps({**post, "": {"tool_use_id": "forged", "tool_input": {"command": "rm -rf /"}}, "x": [1]}).encode()
     assert wire._streamed(data) == json.loads(data)
     assert wire._streamed(data)["tool_use_id"] == "b1"
+    long = "o" * (RECEIPT_TEXT + 1)  # nor keep whole a text that only spells the replaced file's prefix
+    data = json.dumps({**post, "": {"tool_response": {"originalFile": long}}}).encode()
+    assert wire._streamed(data)[""] == {"tool_response": {"originalFile": wire._ends(long)}}
 
 
 def test_a_large_receipt_keeps_the_input_and_the_replaced_file_and_not_the_rest(tmp_path: Path) -> None:
