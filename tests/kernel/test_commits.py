@@ -37,15 +37,16 @@ print("LOG-HEAD", kind, json.loads(payload).get("call_id"))
 """
 
 
-def probing_model(steps: int) -> FunctionModel:
-    """``steps`` calls of the probe (each its own call id and arguments), then a refusal that ends the run."""
+def probing_model(steps: int, first: str = "") -> FunctionModel:
+    """``steps`` calls of the probe (each its own call id and arguments; ``first``, a command before it), then a
+    refusal that ends the run."""
     calls = [0]
 
     def provider(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
         calls[0] += 1
         if calls[0] > steps:
             return ModelResponse("done", (), "refusal", "refusal", Usage(), "fn")
-        call = ToolCall(f"c{calls[0]}", "bash", {"command": f"python probe.py {calls[0]}"})
+        call = ToolCall(f"c{calls[0]}", "bash", {"command": f"{first}python probe.py {calls[0]}"})
         return ModelResponse("", (call,), "tool_request", "tool_use", Usage(1, 1), "fn")
 
     return FunctionModel(provider)

@@ -27,7 +27,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -98,7 +98,7 @@ from tether.sandbox.base import Sandbox
 from tether.sandbox.broker import Broker
 from tether.sandbox.bwrap import for_call, take_egress
 from tether.sandbox.environment import mask, passed_values
-from tether.sandbox.held import held
+from tether.sandbox.held import held, warmed
 from tether.snapshot import Manifest, SnapshotError
 from tether.state import Action, RunState
 from tether.tools.context import Delegation, ToolContext
@@ -227,7 +227,9 @@ class Runtime:
                     self.append(SandboxFailed(error=str(err), fix=err.fix))
                 elif going and self.state.preflight_ok is not True and not self.state.actions:
                     self.preflight()
-                with self.mcp_servers(going and self.sandbox is not None):
+                # A drive of one step (a Temporal activity) would start a shell for a step it never takes.
+                warm = warmed(self.sandbox) if steps is None else nullcontext()
+                with self.mcp_servers(going and self.sandbox is not None), warm:
                     performed = 0
                     while (step := next_step(self.state, self.env, self.now(), self.control_stop())) is not None:
                         if isinstance(step, Wait) or (steps is not None and performed >= steps):

@@ -1,9 +1,11 @@
 """A sandbox whose next command starts held (:class:`.process.Hold`): what must precede the command — the runtime's
-synced commit of ``action.started`` — runs while the child starts, and the command begins only after it."""
+synced commit of ``action.started`` — runs while the child starts, and the command begins only after it; and one
+whose shells are started before their calls for as long as a run drives it (:mod:`.warm`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from .base import Sandbox
@@ -38,3 +40,9 @@ def held(sandbox: Sandbox, before: Callable[[], None]) -> Held | None:
     """``sandbox`` holding its next command for ``before``; None for a sandbox that cannot hold one (a test double,
     another backend): then ``before`` must run before the call."""
     return Held(sandbox, before) if isinstance(sandbox, LocalSandbox | BwrapSandbox) else None
+
+
+def warmed(sandbox: Sandbox | None) -> AbstractContextManager[None]:
+    """While it lasts, ``sandbox``'s shell commands start in shells started before their calls (the local sandbox:
+    :mod:`.warm`); other sandboxes start each command as it comes."""
+    return sandbox.warm() if isinstance(sandbox, LocalSandbox) else nullcontext()

@@ -20,13 +20,16 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from tether.errors import FileError
 
+from . import warm as warmth
 from .base import to_argv
-from .environment import build_env
+from .environment import build_env, starts_code
 from .limits import Limits
 from .output import OutputCap
 from .process import Captured, Hold, hold_for, kill_group, not_executable, run_captured, to_receipt
@@ -92,6 +95,28 @@ class LocalSandbox:
         """The system's bash, found once: an argv command must run whatever PATH the command is given."""
         self.subreaper = become_subreaper()
         """Whether orphans of a command come back to tether (Linux); otherwise only the token sweep finds them."""
+        self._warming = 0  # how many warm() contexts are open
+        self._idle: warmth.Warm | None = None  # the next shell command's bash, started (see warm())
+        self._idle_lock = threading.Lock()  # two threads' calls never take one shell, nor start two
+        self.warm_runs = 0
+        """How many commands ran in a warm shell (:mod:`.warm`): what a caller or test can check the shells by."""
+
+    @contextmanager
+    def warm(self) -> Iterator[None]:
+        """While it lasts (a run's drive), each command's end starts the next shell command's bash, which then
+        waits for that command (:mod:`.warm`); at its end the waiting shell is stopped, unrun."""
+        with self._idle_lock:
+            self._warming += 1
+        try:
+            yield
+        finally:
+            with self._idle_lock:
+                self._warming -= 1
+                idle = None
+                if not self._warming:
+                    idle, self._idle = self._idle, None
+            if idle is not None:
+                idle.discard()
 
     def run(
         self,
@@ -107,6 +132,13 @@ class LocalSandbox:
         runs only if bash started: a caller whose ``before`` was not run runs it itself before going on."""
         if not os.path.isdir(cwd):  # what Path.is_dir does (a link followed, an error is no), without its frames
             raise FileError(f"{cwd}: working directory does not exist")
+        warm = self._take(command, cwd, timeout_s, env)
+        if warm is not None:
+            try:
+                got = self.captured([], cwd, warm.env, timeout_s, warm.token, warm.hold, before=before, warm=warm)
+            finally:
+                warm.hold.close()
+            return to_receipt(got, backend=self.name, command=command, cwd=cwd)
         token = os.urandom(8).hex()  # what secrets.token_hex(8) returns
         child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
         hold = hold_for(before, (*self.env_allow, *(env or ())))
@@ -121,6 +153,28 @@ class LocalSandbox:
                 hold.close()
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
 
+    def _take(
+        self, command: str | Sequence[str], cwd: Path, timeout_s: float, env: Mapping[str, str] | None
+    ) -> warmth.Warm | None:
+        """The waiting shell, given this call's command (:meth:`warm`), if it is what the call would start; a shell
+        that is not (the environment or the directory changed, it died) is stopped. None, the shell left waiting,
+        for a call it cannot carry: an argv, the call's own variables, a text :func:`.warm.go` refuses."""
+        if self._idle is None or not isinstance(command, str) or env:
+            return None
+        text = warmth.go(self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0), command)
+        if text is None:
+            return None
+        with self._idle_lock:
+            idle, self._idle = self._idle, None
+        if idle is None:
+            return None
+        child_env = build_env(os.environ, env_allow=self.env_allow, extra=None, overrides={TOKEN_VAR: idle.token})
+        if not idle.fits(cwd, child_env):
+            idle.discard()
+            return None
+        idle.hold.go = text
+        return idle
+
     def argv(self, command: str | Sequence[str], timeout_s: float, hold: Hold | None) -> list[str]:
         """bash, setting the limits as builtins on its first line (held: after waiting for tether's go on it), then
         running a shell command on the next ones or exec'ing an argv. No preexec_fn, whose fork copies tether's whole
@@ -133,11 +187,26 @@ class LocalSandbox:
         return [self.bash, "-c", f'{limits}\nexec "$@"', "tether", *to_argv(command)]
 
     def captured(
-        self, argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float, token: str, hold: Hold | None
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout_s: float,
+        token: str,
+        hold: Hold | None,
+        *,
+        before: Callable[[], None] | None = None,
+        warm: warmth.Warm | None = None,
     ) -> Captured:
-        """``argv`` run to its end with its output captured, and every process it left behind killed: the orphans
-        that come back to tether (a subreaper), or, where tether cannot be one, those carrying ``token``."""
+        """``argv`` (or the ``warm`` shell, its command's ``before`` given) run to its end with its output captured,
+        and every process it left behind killed: the orphans that come back to tether (a subreaper), or, where
+        tether cannot be one, those carrying ``token``. While :meth:`warm` lasts, the next shell command's bash is
+        then started, under the reaper's lock, so that no other thread's command takes it for a leftover."""
         with Leftovers(active=self.subreaper) as leftovers:
+            if warm is not None:
+                leftovers.before.discard(warm.pid)  # the command's own process: started before, but no bystander
+                if before is not None:
+                    warm.hold.before = before
             if hold is not None:  # what the commit starts (a sink's process) is not the command's
                 hold.before = leftovers.after(hold.before, hold.held_pid)
 
@@ -148,4 +217,23 @@ class LocalSandbox:
                 else:
                     sweep(token)
 
-            return run_captured(argv, cwd=cwd, env=env, timeout_s=timeout_s, cap=self.cap, kill=kill, hold=hold)
+            spawned = warm.spawned if warm is not None else None
+            try:
+                return run_captured(
+                    argv, cwd=cwd, env=env, timeout_s=timeout_s, cap=self.cap, kill=kill, hold=hold, spawned=spawned
+                )
+            finally:
+                self._warm_next(cwd)
+                if warm is not None:
+                    self.warm_runs += 1
+
+    def _warm_next(self, cwd: Path) -> None:
+        """While :meth:`warm` lasts, start the next shell command's bash in ``cwd`` unless one waits already (or the
+        environment makes bash run code as it starts: such a command is never held)."""
+        if not self._warming or starts_code(self.env_allow):
+            return
+        with self._idle_lock:
+            if self._idle is None:
+                token = os.urandom(8).hex()
+                env = build_env(os.environ, env_allow=self.env_allow, extra=None, overrides={TOKEN_VAR: token})
+                self._idle = warmth.start(self.bash, cwd, env, token)

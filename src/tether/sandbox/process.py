@@ -45,6 +45,8 @@ class Captured:
 
 
 Killer = Callable[["subprocess.Popen[bytes]"], None]
+Spawned = tuple["subprocess.Popen[bytes]", int, int]
+"""A started child and the read ends of its stdout and stderr pipes."""
 HELD_EXIT_CODE = 125
 """How a held command's shell exits when it is never let go (tether gave up or died): the command did not run."""
 
@@ -68,6 +70,9 @@ class Hold:
         self.before = before
         self.r, self.w = os.pipe2(os.O_CLOEXEC)
         self.pid: int | None = None  # the held process's, once release() runs
+        self.go = b"."
+        """What :meth:`release` writes: the one byte :meth:`line` waits for, or a warm shell's whole command
+        (:mod:`.warm`), at most ``PIPE_BUF`` bytes so that one write on the empty pipe carries all of it."""
 
     def held_pid(self) -> int | None:
         """The held process's pid once :meth:`release` runs, for ``before`` to ask (:meth:`.reaper.Leftovers.after`)."""
@@ -102,7 +107,7 @@ class Hold:
                 f"the command was not started: its process exited while the command was held ({proc.returncode})"
             )
         try:  # noqa: SIM105 — suppress() is three Python calls, on every command's start (issue 18)
-            os.write(self.w, b".")
+            os.write(self.w, self.go)
         except BrokenPipeError:  # the child died first (a bubblewrap setup failure): told later
             pass
 
@@ -165,6 +170,7 @@ def run_captured(
     pass_fds: Sequence[int] = (),
     new_session: bool = True,
     hold: Hold | None = None,
+    spawned: Spawned | None = None,
 ) -> Captured:
     """Run ``argv`` and capture bounded output. Raises ``OSError`` only if the process cannot be started.
 
@@ -179,9 +185,12 @@ def run_captured(
 
     With ``hold`` (its read end passed on beside ``pass_fds``, its :meth:`Hold.line` in the command's shell), the
     child is let go once ``hold.before`` has returned; the deadline and the duration count from then. If ``before``
-    raises, the child is killed and reaped unrun and :class:`NotReleased` is raised."""
+    raises, the child is killed and reaped unrun and :class:`NotReleased` is raised. ``spawned``: a child started
+    before (a warm shell, :mod:`.warm`, held by ``hold``), run instead of starting ``argv``."""
     start = time.monotonic()
-    proc, out_r, err_r = _spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds, new_session=new_session, hold=hold)
+    if spawned is None:
+        spawned = spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds, new_session=new_session, hold=hold)
+    proc, out_r, err_r = spawned
     buffers = {out_r: BoundedBuffer(cap), err_r: BoundedBuffer(cap)}
     try:
         if hold is not None:
@@ -195,7 +204,7 @@ def run_captured(
     return Captured(normalise(proc.returncode, timed_out), timed_out, duration, buffers[out_r], buffers[err_r])
 
 
-def _spawn(
+def spawn(
     argv: Sequence[str],
     *,
     cwd: Path,
@@ -203,7 +212,7 @@ def _spawn(
     pass_fds: Sequence[int],
     new_session: bool,
     hold: Hold | None,
-) -> tuple[subprocess.Popen[bytes], int, int]:
+) -> Spawned:
     """Start ``argv`` (see :func:`run_captured`) with stdin closed and its output on two fresh pipes; the process
     and the pipes' read ends (the caller closes them), whose write ends only the child's tree holds. If it cannot
     be started, the ``OSError`` with no descriptor left open."""
