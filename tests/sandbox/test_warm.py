@@ -256,10 +256,11 @@ def test_a_warm_command_that_times_out_or_leaves_processes_is_killed_whole(works
     sandbox = LocalSandbox()
     with sandbox.warm():
         run(sandbox, workspace, "true")
-        r = sandbox.run(f"sleep 30 {marker} & sleep 30", cwd=workspace, timeout_s=0.5)
+        stays = f"bash -c 'sleep 30; :' {marker}"  # a bash that waits, its command line marked
+        r = sandbox.run(f"{stays} & sleep 30", cwd=workspace, timeout_s=0.5)
         assert (r.timed_out, r.exit_code) == (True, TIMEOUT_EXIT_CODE)
         assert 0.5 <= r.duration_s < 10
-        assert run(sandbox, workspace, f"setsid sleep 30 {marker} & echo left") == (0, "left\n", "")
+        assert run(sandbox, workspace, f"setsid {stays} & echo left") == (0, "left\n", "")
     assert sandbox.warm_runs == 2
     assert survivors(marker) == []
 

@@ -132,10 +132,10 @@ class LocalSandbox:
         runs only if bash started: a caller whose ``before`` was not run runs it itself before going on."""
         if not os.path.isdir(cwd):  # what Path.is_dir does (a link followed, an error is no), without its frames
             raise FileError(f"{cwd}: working directory does not exist")
-        warm = self._take(command, cwd, timeout_s, env)
+        warm = self._take(command, cwd, timeout_s, env, before)
         if warm is not None:
             try:
-                got = self.captured([], cwd, warm.env, timeout_s, warm.token, warm.hold, before=before, warm=warm)
+                got = self.captured([], cwd, warm.env, timeout_s, warm.token, warm.hold, warm)
             finally:
                 warm.hold.close()
             return to_receipt(got, backend=self.name, command=command, cwd=cwd)
@@ -154,11 +154,17 @@ class LocalSandbox:
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
 
     def _take(
-        self, command: str | Sequence[str], cwd: Path, timeout_s: float, env: Mapping[str, str] | None
+        self,
+        command: str | Sequence[str],
+        cwd: Path,
+        timeout_s: float,
+        env: Mapping[str, str] | None,
+        before: Callable[[], None] | None,
     ) -> warmth.Warm | None:
-        """The waiting shell, given this call's command (:meth:`warm`), if it is what the call would start; a shell
-        that is not (the environment or the directory changed, it died) is stopped. None, the shell left waiting,
-        for a call it cannot carry: an argv, the call's own variables, a text :func:`.warm.go` refuses."""
+        """The waiting shell, given this call's command and ``before`` (:meth:`warm`), if it is what the call would
+        start; a shell that is not (the environment or the directory changed, it died) is stopped. None, the shell
+        left waiting, for a call it cannot carry: an argv, the call's own variables, a text :func:`.warm.go`
+        refuses."""
         if self._idle is None or not isinstance(command, str) or env:
             return None
         text = warmth.go(self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0), command)
@@ -173,6 +179,8 @@ class LocalSandbox:
             idle.discard()
             return None
         idle.hold.go = text
+        if before is not None:
+            idle.hold.before = before
         return idle
 
     def argv(self, command: str | Sequence[str], timeout_s: float, hold: Hold | None) -> list[str]:
@@ -194,19 +202,15 @@ class LocalSandbox:
         timeout_s: float,
         token: str,
         hold: Hold | None,
-        *,
-        before: Callable[[], None] | None = None,
         warm: warmth.Warm | None = None,
     ) -> Captured:
-        """``argv`` (or the ``warm`` shell, its command's ``before`` given) run to its end with its output captured,
+        """``argv`` (or the ``warm`` shell, held by ``hold``) run to its end with its output captured,
         and every process it left behind killed: the orphans that come back to tether (a subreaper), or, where
         tether cannot be one, those carrying ``token``. While :meth:`warm` lasts, the next shell command's bash is
         then started, under the reaper's lock, so that no other thread's command takes it for a leftover."""
         with Leftovers(active=self.subreaper) as leftovers:
-            if warm is not None:
-                leftovers.before.discard(warm.pid)  # the command's own process: started before, but no bystander
-                if before is not None:
-                    warm.hold.before = before
+            if warm is not None:  # the command's own process: started before, but no bystander
+                leftovers.before.discard(warm.pid)
             if hold is not None:  # what the commit starts (a sink's process) is not the command's
                 hold.before = leftovers.after(hold.before, hold.held_pid)
 
