@@ -234,7 +234,7 @@ def test_a_changed_environment_or_directory_is_the_calls_not_the_shells(
 
 
 def test_calls_a_warm_shell_cannot_carry_start_their_own_and_leave_it_waiting(workspace: Path) -> None:
-    """An argv, the call's own variables, a command over one atomic write: each runs as before, the waiting shell
+    """An argv, the call's own variables, a command longer than ``MAX_GO``: each runs as before, the waiting shell
     still waits; a NUL is refused as it is without a warm shell."""
     long = "echo " + "x" * MAX_GO
     sandbox = LocalSandbox()

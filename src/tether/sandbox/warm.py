@@ -8,7 +8,7 @@ all run while it starts. That shell holds no call: the sandbox's environment (wi
 workspace as its directory, and one line that waits for the command on a pipe only tether writes to
 (close-on-exec, never passed on). The command, with the limits before it, comes over that pipe only once the
 gate has allowed it and ``action.started`` is on disk (the hold's ``before``), as one write of at most
-``PIPE_BUF`` bytes ending in a NUL; the shell reads it and evaluates it.
+:data:`MAX_GO` bytes ending in a NUL; the shell reads it and evaluates it.
 
 What it does not change: a shell nothing was written to exits 125 without running anything when the pipe closes
 (tether gave up, the run ended, or tether died: end-of-file); a partial write (tether killed during it) has no
@@ -16,14 +16,14 @@ NUL, and ``read`` fails on it the same way. The command runs as under ``bash -c`
 (``$LINENO``, bash's messages), ``$0``, ``$#`` and ``$_`` are the same, and the variable the command was read into
 is unset before its first line. What differs, visibly: a syntax error is reported as ``bash: eval: line N`` where
 ``bash -c`` says ``bash: -c: line N``; bash forks for a last external command where ``bash -c`` would exec it
-(the same exit status, one more process in the tree the group kill reaches); and the process's command line is
-the waiting line, not the command.
+(the same exit status, one more process in the tree the group kill reaches; a signal that kills it is told by
+bash on stderr); and the process's command line is the waiting line, not the command.
 
 A shell is used only when it is what the call would have started (:meth:`Warm.fits`): still running, the same
 directory by path and by inode (a workspace removed and made again is another directory), and the environment the
 call builds now equal to the one it was started with (a host variable the envelope passes on, changed since, is
-the new value). Anything else — an argv command, a call's own variables, a NUL, a command too long for one
-atomic write — starts a fresh bash as before and leaves the warm one for the next call.
+the new value). Anything else — an argv command, a call's own variables, a NUL, a command longer than
+:data:`MAX_GO` — starts a fresh bash as before and leaves the warm one for the next call.
 """
 
 from __future__ import annotations
@@ -37,8 +37,11 @@ from .process import HELD_EXIT_CODE, Hold, Spawned, kill_group, spawn
 
 VAR = "TETHER_WARM_COMMAND"
 """The shell variable the command is read into; unset by the evaluated text before the command's first line."""
-MAX_GO = select.PIPE_BUF
-"""The most bytes one write to the shell may carry: a pipe writes up to ``PIPE_BUF`` bytes at once, whole."""
+MAX_GO = min(2048, select.PIPE_BUF)
+"""The most bytes one write to the shell may carry: whole in one write (a pipe writes up to ``PIPE_BUF`` bytes at
+once), and short enough to be worth it: bash's ``read`` takes a pipe a byte at a time (~0.45 us each here), so at
+~3.8 kB the read cost what the warm start saves (go to end 2.37 ms against a fresh bash's 2.29; 0.51 against 2.15
+at 100 bytes, 0.86 against 1.83 at 1 kB)."""
 
 
 def line(fd: int) -> str:
