@@ -11,8 +11,11 @@ in turn so that load falls on both alike:
 - **ahead**: after each command, the next bubblewrap is started at once with the same flags on a waiting shell
   that reads the command's script from a pipe (up to a NUL: a partial write runs nothing) and ``exec``s
   ``bash -c`` on it, the same script a fresh unheld start runs (the limits, then the command on its own line).
-  The command cannot run in the waiting shell itself: ``eval`` or ``source`` would change what it sees
-  (bash's error messages, ``$0``), so the ahead side pays a second shell's start on the step's path.
+  So this side pays a second shell's start on the step's path.
+- **ahead, eval**: the same, but the waiting shell is the local sandbox's warm shell (``sandbox/warm.py``: its
+  line, and its text of the limits and the command), which evaluates the command itself: what a bubblewrap
+  sandbox started ahead would run, with ``$0`` and the command's line numbers as under ``bash -c`` (a syntax
+  error names ``eval``).
 
 A prototype only: the ahead side checks nothing a real one would have to (the deny walk, the environment, the
 working directory, the limits unchanged since it started). Prints the median and mean wall time per step.
@@ -29,6 +32,7 @@ import time
 from pathlib import Path
 
 from tether.sandbox import BwrapSandbox, bwrap_available
+from tether.sandbox.warm import go, line
 
 BLOCK = 20
 
@@ -53,9 +57,11 @@ def main() -> None:
         env = box.env(None)
         limits = box.limits.ulimit_script(30, unprivileged=True)
 
-        def start() -> tuple[subprocess.Popen[bytes], int]:
+        def start(evaluates: bool = False) -> tuple[subprocess.Popen[bytes], int]:
             r, w = os.pipe2(os.O_CLOEXEC)
             waiter = f'IFS= read -r -d "" -u {r} s || exit 125; exec {r}<&-; exec /bin/bash -c "$s" bash'
+            if evaluates:
+                waiter = line(r)
             argv = [*flags, "/bin/bash", "-c", waiter]
             out = subprocess.PIPE
             proc = subprocess.Popen(
@@ -64,9 +70,11 @@ def main() -> None:
             os.close(r)
             return proc, w
 
-        def ahead(spare: tuple[subprocess.Popen[bytes], int], i: int) -> None:
+        def ahead(spare: tuple[subprocess.Popen[bytes], int], i: int, evaluates: bool = False) -> None:
             proc, w = spare
-            os.write(w, f"{limits}; true\ntrue {i}\0".encode())
+            text = go(limits, f"true {i}") if evaluates else f"{limits}; true\ntrue {i}\0".encode()
+            assert text is not None
+            os.write(w, text)
             os.close(w)
             _, err = proc.communicate()
             if proc.returncode != 0:
@@ -75,6 +83,7 @@ def main() -> None:
         for work in works:
             fresh: list[float] = []
             early: list[float] = []
+            evaluated: list[float] = []
             for _ in range(max(1, steps // BLOCK)):
                 for i in range(BLOCK):
                     t = time.perf_counter()
@@ -82,17 +91,18 @@ def main() -> None:
                     if not box.run(f"true {i}", cwd=ws, timeout_s=30, before=lambda: None).ok:
                         raise SystemExit("a fresh command failed")
                     fresh.append(time.perf_counter() - t)
-                spare = start()
-                for i in range(BLOCK):
-                    t = time.perf_counter()
-                    spin(work)
-                    ahead(spare, i)
-                    spare = start()
-                    early.append(time.perf_counter() - t)
-                proc, w = spare
-                os.close(w)  # end-of-file: the waiting shell exits 125, running nothing
-                proc.communicate()
-            for name, got in (("fresh", fresh), ("ahead", early)):
+                for evaluates, into in ((False, early), (True, evaluated)):
+                    spare = start(evaluates)
+                    for i in range(BLOCK):
+                        t = time.perf_counter()
+                        spin(work)
+                        ahead(spare, i, evaluates)
+                        spare = start(evaluates)
+                        into.append(time.perf_counter() - t)
+                    proc, w = spare
+                    os.close(w)  # end-of-file: the waiting shell exits 125, running nothing
+                    proc.communicate()
+            for name, got in (("fresh", fresh), ("ahead", early), ("ahead, eval", evaluated)):
                 print(
                     f"W = {work * 1e3:.1f} ms  {name}: median {statistics.median(got) * 1e3:.2f}"
                     f"  mean {statistics.mean(got) * 1e3:.2f} ms per step ({len(got)} steps)"
