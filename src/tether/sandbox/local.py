@@ -140,7 +140,7 @@ class LocalSandbox:
                 warm.hold.close()
             return to_receipt(got, backend=self.name, command=command, cwd=cwd)
         token = os.urandom(8).hex()  # what secrets.token_hex(8) returns
-        child_env = build_env(os.environ, env_allow=self.env_allow, extra=env, overrides={TOKEN_VAR: token})
+        child_env = self.environment(token, env)
         hold = hold_for(before, (*self.env_allow, *(env or ())))
         try:
             got = self.captured(self.argv(command, timeout_s, hold), cwd, child_env, timeout_s, token, hold)
@@ -174,14 +174,18 @@ class LocalSandbox:
             idle, self._idle = self._idle, None
         if idle is None:
             return None
-        child_env = build_env(os.environ, env_allow=self.env_allow, extra=None, overrides={TOKEN_VAR: idle.token})
-        if not idle.fits(cwd, child_env):
+        if not idle.fits(cwd, self.environment(idle.token)):
             idle.discard()
             return None
         idle.hold.go = text
         if before is not None:
             idle.hold.before = before
         return idle
+
+    def environment(self, token: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A command's environment as built now: the host's allowed variables, ``extra`` (the call's own) and the
+        per-command ``token``."""
+        return build_env(os.environ, env_allow=self.env_allow, extra=extra, overrides={TOKEN_VAR: token})
 
     def argv(self, command: str | Sequence[str], timeout_s: float, hold: Hold | None) -> list[str]:
         """bash, setting the limits as builtins on its first line (held: after waiting for tether's go on it), then
@@ -239,5 +243,4 @@ class LocalSandbox:
         with self._idle_lock:
             if self._idle is None:
                 token = os.urandom(8).hex()
-                env = build_env(os.environ, env_allow=self.env_allow, extra=None, overrides={TOKEN_VAR: token})
-                self._idle = warmth.start(self.bash, cwd, env, token)
+                self._idle = warmth.start(self.bash, cwd, self.environment(token), token)
