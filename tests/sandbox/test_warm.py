@@ -308,3 +308,23 @@ def test_a_shell_nothing_is_written_to_exits_unrun(workspace: Path) -> None:
     for fd in idle.spawned[1:]:
         os.close(fd)
     assert not (workspace / "acted").exists()
+
+
+def test_an_environment_that_runs_code_as_bash_starts_never_gets_a_warm_shell(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``BASH_ENV`` passed on makes bash source a file as it starts, before any line of its own: a shell started
+    ahead would run that file before the gate decided the call. So no shell is started ahead; the file runs only
+    when a command is started, as it always did."""
+    hook = workspace.parent / "bash_env.sh"
+    hook.write_text(f"echo sourced >> {workspace.parent / 'ran'}\n")
+    monkeypatch.setenv("BASH_ENV", str(hook))
+    sandbox = LocalSandbox(env_allow=["BASH_ENV"])
+    with sandbox.warm():
+        assert run(sandbox, workspace, "echo one") == (0, "one\n", "")
+        time.sleep(0.3)  # ample for a shell started ahead to have sourced the file
+        assert sandbox._idle is None and warm_children() == []
+        assert (workspace.parent / "ran").read_text() == "sourced\n"
+        assert run(sandbox, workspace, "echo two") == (0, "two\n", "")
+    assert sandbox.warm_runs == 0
+    assert (workspace.parent / "ran").read_text() == "sourced\nsourced\n"
