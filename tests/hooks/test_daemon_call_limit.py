@@ -34,6 +34,21 @@ def settle(until: Callable[[], bool], why: str) -> None:
         time.sleep(0.01)
 
 
+def served_so_far(sock: Path) -> None:
+    """Until the daemon has accepted and ended every connection made before now. ``wait_for``'s probe, which
+    connects to see the socket accept, is a connection like any other: accepted after this fixture's clients had
+    queued behind it, it held a slot, so the last client was declined (CI on c981ab9: the slots never all taken), or it
+    let the slot go once they were counted (a call then answered where it must be declined). A marker that sends
+    nothing is accepted after the probe (the backlog is first in, first out) and closed once read: its end seen,
+    what came before it was accepted too."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as marker:
+        marker.connect(str(sock))
+        marker.shutdown(socket.SHUT_WR)
+        marker.settimeout(60)
+        assert marker.recv(1) == b"", "the daemon answered an empty request"
+    settle(lambda: serving() == 0, "the daemon's first connections did not end")
+
+
 @pytest.fixture
 def crowded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Callable[[], tuple[Path, threading.Thread]]
@@ -45,6 +60,7 @@ def crowded(
     settle(lambda: serving() == 0, "an earlier daemon's serving threads did not end")
     sock, _ = start_daemon()
     wait_for(Path(endpoint_path(str(sock))))
+    served_so_far(sock)
     hung: list[socket.socket] = []
     try:
         for _ in range(LIMIT):
