@@ -16,7 +16,7 @@ from tether.plain import Field, Literal, field_validator  # typing's Literal, or
 
 from .payload import Payload, new_list, register
 
-__all__ = ["FileBefore", "FileChange", "FileImage", "HookPreimage", "RollbackReceipt", "UndoReceipt"]
+__all__ = ["FileBefore", "FileChange", "FileImage", "HookPreimage", "RollbackReceipt", "UndoReceipt", "same_image"]
 
 
 class FileImage(Payload):
@@ -30,6 +30,14 @@ class FileImage(Payload):
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     mode: int = Field(ge=0, le=0o7777)
     size: int = Field(ge=0)
+
+
+def same_image(a: FileImage | None, b: FileImage | None) -> bool:
+    """Equal as a snapshot judges a change: existence, kind, bytes and the executable bit (undo's checks of a file
+    before it restores it; a hook call's receipt, which records only the files its tool changed)."""
+    if a is None or b is None:
+        return a is b
+    return a.kind == b.kind and a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)
 
 
 def _workspace_path(v: str) -> str:

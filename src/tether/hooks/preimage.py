@@ -169,7 +169,7 @@ def rollback(guard: Guard, call_id: str, said: Told | None = None) -> tuple[Roll
     """The receipt of what the call ``call_id`` changed, and the paths it changed; (None, None) when no image was
     read before it ran (its changes are unknown). The files its ``hook.preimage`` names are read again now; ``said``:
     what the tool says its one file held before it wrote, held against the image."""
-    from tether.events.kinds_files import FileChange, HookPreimage, RollbackReceipt
+    from tether.events.kinds_files import FileChange, HookPreimage, RollbackReceipt, same_image
 
     events = guard.events
     at = next((i for i in range(len(events) - 1, -1, -1) if _pre_of(events[i], call_id)), None)
@@ -199,7 +199,7 @@ def rollback(guard: Guard, call_id: str, said: Told | None = None) -> tuple[Roll
         except Unreadable as e:
             unreadable.append(f"{f.path}: {e}")
             continue
-        if not _same(f.before, after):
+        if not same_image(f.before, after):
             files.append(FileChange(path=f.path, before=f.before, after=after))
     if not files and not unreadable:
         return None, []
@@ -319,10 +319,3 @@ def _as_said(guard: Guard, before: FileImage | None, text: object) -> bool:
 
 def _plain(text: str) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n")
-
-
-def _same(a: FileImage | None, b: FileImage | None) -> bool:
-    """Equal as a snapshot judges a change (``tether.kernel.undo.same``: bytes, kind, the executable bit)."""
-    if a is None or b is None:
-        return a is b
-    return a.kind == b.kind and a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)

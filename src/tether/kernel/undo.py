@@ -58,6 +58,7 @@ from tether.events.kinds_files import (
     FileImage,
     RollbackReceipt,
     UndoReceipt,
+    same_image,
 )
 from tether.events.protocol import Store
 from tether.events.store import Event
@@ -93,13 +94,6 @@ def rollback_receipt(call_id: str, before: Manifest, after: Manifest) -> Rollbac
     if not files and not unreadable:
         return None
     return RollbackReceipt(call_id=call_id, files=files, unreadable=unreadable)
-
-
-def same(a: FileImage | None, b: FileImage | None) -> bool:
-    """Equal as the snapshot judges a change: existence, kind, bytes and the executable bit."""
-    if a is None or b is None:
-        return a is b
-    return a.kind == b.kind and a.digest == b.digest and bool(a.mode & 0o111) == bool(b.mode & 0o111)
 
 
 def shown(i: FileImage | None) -> str:
@@ -330,7 +324,7 @@ def plan(ledger: Ledger, sel: Selection) -> Plan:
             )
             continue
         expected = ledger.current.get(path)
-        if not same(expected, target):
+        if not same_image(expected, target):
             steps.append(Step(path, expected, target))
     return Plan(
         ledger.run_id,
@@ -363,7 +357,7 @@ def check(workspace: Path, steps: Sequence[Step]) -> tuple[list[Found], list[str
         except SnapshotError as e:
             conflicts.append(f"{s.path}: expected {shown(s.expected)}, found {e}")
             continue
-        if same(now, s.expected) or same(now, s.target):
+        if same_image(now, s.expected) or same_image(now, s.target):
             found.append(Found(s, now))
         else:
             conflicts.append(f"{s.path}: changed outside the run: expected {shown(s.expected)}, found {shown(now)}")
@@ -597,7 +591,7 @@ def apply(workspace: Path, found: Sequence[Found], data: Mapping[str, bytes]) ->
 
     Raises :class:`UndoFailed` (after putting everything back) if any step fails.
     """
-    todo = [f for f in found if not same(f.now, f.step.target)]
+    todo = [f for f in found if not same_image(f.now, f.step.target)]
     if not todo:
         return []
     try:
