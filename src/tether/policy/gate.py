@@ -524,6 +524,8 @@ class Gate:
         base = places.parent(path) if chosen and t.delete else path
         if verdict is None and (t.delete or t.recursive) and os.path.isdir(base):  # a file: judged as itself
             verdict = self._reach(base, f"{cmd.name} changes the whole tree under {base}")
+            if verdict is None and not (chosen and cmd.name != "find"):  # a shell glob's names: _glob_write
+                verdict = self._protected_tree(base, filtered=cmd.name == "find" and places.name(path) == FOUND)
         elif verdict is None and os.path.isdir(path) and path != self.workspace:
             inside = self.paths.write(places.join(path, "_"))  # cp x DIR, unzip -d DIR: a new file inside it
             verdict = inside if inside is not None and inside.rule_id == "path:denied" else None
@@ -614,6 +616,15 @@ class Gate:
         except OSError:  # a folder that cannot be read: what it holds is not known
             return self.paths.deny_reach(path)
 
+    def _protected_tree(self, base: str, filtered: bool) -> PlaceVerdict | None:
+        """A tree changed as a whole that holds what :meth:`.PathPolicy.write` protects (``.git``, ``.tether``, hooks):
+        DENY, or ASK when that is not known. ``filtered``: ``find -delete`` with filters deletes only what they choose,
+        which is not judged here: ASK."""
+        found = self.paths.protected_within(base)
+        if found is None or not filtered or found.verdict is not Verdict.DENY:
+            return found
+        return PlaceVerdict(found.rule_id, Verdict.ASK, f"{found.reason}, which its filters may choose")
+
     def _glob_write(self, text: str, cmd: SimpleCommand) -> PlaceVerdict | None:
         last = text.rstrip("/").rsplit("/", 1)[-1]
         if last.startswith("."):
@@ -622,6 +633,10 @@ class Gate:
         base_path = self.paths.resolve(base, cmd.cwd)
         if base_path is not None and base_path == self.workspace and last in ("*", "**"):
             return PlaceVerdict("path:workspace-root", Verdict.ASK, "a glob over the whole workspace")
+        found = self.paths.glob_protected(self.paths.expand_user(text), cmd.cwd)
+        if found is not None:
+            why = f"where the shell's dotglob is set, it may name {found} (version control, log or hooks)"
+            return PlaceVerdict("path:protected", Verdict.ASK, why)
         return None
 
     def _read_place(self, t: Target, cmd: SimpleCommand, out: list[Finding]) -> bool:

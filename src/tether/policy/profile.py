@@ -494,9 +494,19 @@ def _awk(cmd: SimpleCommand, ctx: Context) -> list[Finding]:
 
 
 def _find(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:
-    if {"-exec", "-execdir", "-ok", "-okdir"} & {w.text for w in cmd.args}:
+    """find only lists, but for ``-delete`` and the actions that write their list into a file (each place is judged
+    by the gate: the tree ``-delete`` reaches, the file ``-fprint`` names)."""
+    texts = {w.text for w in cmd.args}
+    if "-delete" in texts:
+        return _allow("allow-workspace-build", "find -delete deletes what it finds in the workspace")
+    if _FIND_WRITES & texts:
+        return _allow("allow-workspace-build", "find writes its list into a file in the workspace")
+    if {"-exec", "-execdir", "-ok", "-okdir"} & texts:
         return _allow("allow-read-only", "find itself only lists; its -exec command is judged separately")
     return None
+
+
+_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
 def _xxd(cmd: SimpleCommand, ctx: Context) -> list[Finding] | None:

@@ -1,0 +1,20 @@
+"""Through Claude Code's hook, a command that reaches the session's own log by naming a place that holds it (a
+``find`` filter over the project, a glob that names ``.tether`` where dotglob is set) is never allowed: it was
+(tests/policy/test_protected_reach.py has the gate's side)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hookkit import Hook
+
+
+def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_path: Path) -> None:
+    hook = Hook(tmp_path)
+    assert hook.bash("ls", "t0")[0] == "allow"
+    assert (tmp_path / ".tether" / "tether.db").is_file()
+    spellings = ["find . -name '*.db' -delete", "rm -f ?tether/tether.db", "find . -delete", "rm -rf */"]
+    for i, command in enumerate(spellings, 1):
+        decision, reason = hook.bash(command, f"t{i}")
+        assert decision in ("ask", "deny"), (command, reason)
+        assert "(path:protected)" in reason, reason

@@ -1,0 +1,191 @@
+"""A command never reaches ``.git``, ``.tether`` or a hook directory by naming a place that holds them.
+
+``rm -rf .tether`` and ``rm -rf sub/.git`` were denied, but the gate judged a written place by its own text: a tree
+changed as a whole was checked against the deny list only, and a glob by its last part. So, with the hook envelope:
+
+- ``find . -name '*.db' -delete`` was allowed as "find only reads", and deletes ``.tether/tether.db``, the log;
+- ``rm -rf sub``, ``mv sub``, ``chmod -R`` and ``find sub -delete`` were allowed where ``sub/.git`` is a repository;
+- ``rm -f ?tether/tether.db``, ``[.]tether``, ``*/envelope.yaml``, ``**/tether.db`` were allowed, and name the log and
+  the envelope when the shell's ``dotglob`` is set (a ``shopt`` before them, or the user's start-up files).
+
+Each test here failed on the code before (the tests of bash and find themselves show the spellings do what is said).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tether.hooks.calls import hook_envelope
+from tether.policy.decision import Verdict
+from tether.policy.gate import Gate
+from tether.policy.paths import PathPolicy
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A project: tether's folder, a repository with a hook, a nested repository, and folders that hold neither."""
+    for name, text in {
+        ".tether/tether.db": "log",
+        ".tether/envelope.yaml": "policy",
+        ".git/config": "[core]",
+        ".git/hooks/pre-commit": "#!/bin/sh",
+        "sub/.git/config": "[core]",
+        "sub/lib.py": "",
+        "src/app.py": "",
+        "src/app.pyc": "",
+        "dist/bundle.js": "",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def decided(ws: Path, command: str) -> tuple[str, str, str]:
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    return d.verdict.name, d.deciding_rule, d.reason
+
+
+TREES = [  # every entry of a folder that holds a protected one: denied, as the protected entry itself is
+    "rm -rf sub",
+    "rm -r sub/",
+    "mv sub elsewhere",
+    "chmod -R 000 sub",
+    "chown -R nobody sub",
+    "find sub -delete",
+    "find . -delete",
+    "find -delete",
+    "find . -maxdepth 1 -delete",
+    "find -L . -delete",
+    "cd sub/.. && find . -delete",
+]
+
+
+@pytest.mark.parametrize("command", TREES)
+def test_a_tree_that_holds_a_protected_entry_is_denied(ws: Path, command: str) -> None:
+    verdict, rule, reason = decided(ws, command)
+    assert (verdict, rule) == ("DENY", "path:protected"), reason
+    assert "(version control, log or hooks)" in reason
+
+
+FILTERED = [  # find -delete with filters: whether they choose the protected entries is not judged: a person is asked
+    "find . -name '*.db' -delete",
+    "find . -name tether.db -delete",
+    "find . -type f -name '*.yaml' -delete",
+    "find . -path '*/.tether/*' -delete",
+    "find . -iname 'ENVELOPE.yaml' -delete",
+    "find . -regex '.*db' -delete",
+    "find . -newer src/app.py -delete",
+    "find . -empty -delete",
+    "find . -name '*.pyc' -delete",
+    "find sub -name config -delete",
+]
+
+
+@pytest.mark.parametrize("command", FILTERED)
+def test_find_delete_with_filters_over_a_protected_entry_asks(ws: Path, command: str) -> None:
+    verdict, rule, reason = decided(ws, command)
+    assert (verdict, rule) == ("ASK", "path:protected"), reason
+    assert "which its filters may choose" in reason
+
+
+GLOBS = [  # a wildcard matches a leading dot where dotglob is set: the pattern may name a protected entry
+    "rm -f ?tether/tether.db",
+    "shopt -s dotglob; rm -f ?tether/tether.db",
+    "rm -f [.]tether/tether.db",
+    "rm -f *tether/tether.db",
+    "shopt -s dotglob; rm -f */tether.db",
+    "shopt -s globstar dotglob; rm -rf **/tether.db",
+    "rm -rf */",
+    "rm -rf ?git",
+    "rm -f ?git/hooks/pre-commit",
+    "rm -f sub/?git/config",
+    "cat > ?tether/envelope.yaml",
+    "echo x > */envelope.yaml",
+    "cp src/app.py */envelope.yaml",
+    "chmod 777 [.]g*/hooks/*",
+]
+
+
+@pytest.mark.parametrize("command", GLOBS)
+def test_a_glob_that_may_name_a_protected_entry_asks(ws: Path, command: str) -> None:
+    verdict, rule, reason = decided(ws, command)
+    assert verdict != "ALLOW", reason
+    assert rule == "path:protected", reason
+
+
+STILL_ALLOWED = [  # folders and globs that hold or name no protected entry: as before
+    ("rm -rf dist", "coding:allow-workspace-build"),
+    ("rm -rf src", "coding:allow-workspace-build"),
+    ("rm -rf dist/*", "coding:allow-workspace-build"),
+    ("rm -f src/*.pyc", "coding:allow-workspace-build"),
+    ("chmod -R u+w src", "coding:allow-workspace-build"),
+    ("find src -name '*.pyc' -delete", "coding:allow-workspace-build"),
+    ("find dist -delete", "coding:allow-workspace-build"),
+    ("find . -name '*.pyc'", "coding:allow-read-only"),
+    ("find . -name '*.pyc' -exec echo {} +", "coding:allow-read-only"),
+]
+
+
+@pytest.mark.parametrize(("command", "rule"), STILL_ALLOWED)
+def test_places_without_a_protected_entry_are_judged_as_before(ws: Path, command: str, rule: str) -> None:
+    verdict, deciding, reason = decided(ws, command)
+    assert (verdict, deciding) == ("ALLOW", rule), reason
+
+
+def test_find_delete_is_not_called_a_reader(ws: Path) -> None:
+    """It was allowed as "find only reads"; the reason now says what it does."""
+    _, _, reason = decided(ws, "find dist -name '*.js' -delete")
+    assert reason == "find -delete deletes what it finds in the workspace"
+    _, _, reason = decided(ws, "find src -fprint src/list.txt")
+    assert reason == "find writes its list into a file in the workspace"
+
+
+def test_the_spellings_do_what_is_said(ws: Path) -> None:
+    """What the gate now refuses is real: bash with dotglob expands these patterns to tether's files, and find's
+    filters choose the log at the top of the project. Run on a copy."""
+    bash = shutil.which("bash")
+    assert bash is not None
+    copy = ws.parent / "copy"
+    shutil.copytree(ws, copy)
+    out = subprocess.run(
+        [bash, "-c", "shopt -s dotglob globstar; echo ?tether/tether.db; echo [.]tether/envelope.yaml; echo */config"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert (
+        {".tether/tether.db", ".tether/envelope.yaml", ".git/config", "sub/config"}
+        >= set(out)
+        >= {
+            ".tether/tether.db",
+            ".tether/envelope.yaml",
+            ".git/config",
+        }
+    )
+    subprocess.run(["find", ".", "-name", "*.db", "-delete"], cwd=copy, check=True)
+    assert not (copy / ".tether" / "tether.db").exists()
+
+
+def test_a_tree_too_large_to_look_at_asks_but_its_own_entries_are_always_seen(ws: Path) -> None:
+    """Past its limit the walk cannot say: ASK. A protected entry among the folder's own entries is always seen,
+    however many there are (the walk is breadth first), and a deep one within the limit is found."""
+    paths = PathPolicy(ws, hook_envelope().environment.filesystem)
+    deep = ws / "big" / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / ".git").write_text("gitdir: ../../../../.git/modules/c")  # a submodule's .git is a file
+    for i in range(50):
+        (ws / "big" / f"f{i}").write_text("")
+    found = paths.protected_within(str(ws / "big"), limit=10)
+    assert found is not None and found.verdict is Verdict.ASK and "not known" in found.reason
+    found = paths.protected_within(str(ws / "big"), limit=1000)
+    assert found is not None and found.verdict is Verdict.DENY and "big/a/b/c/.git" in found.reason
+    for i in range(50):
+        (ws / "sub" / f"f{i}").write_text("")
+    found = paths.protected_within(str(ws / "sub"), limit=10)
+    assert found is not None and found.verdict is Verdict.DENY and "sub/.git" in found.reason
+    assert paths.protected_within(str(ws / "dist"), limit=10) is None
