@@ -6,7 +6,9 @@ changed as a whole was checked against the deny list only, and a glob by its las
 - ``find . -name '*.db' -delete`` was allowed as "find only reads", and deletes ``.tether/tether.db``, the log;
 - ``rm -rf sub``, ``mv sub``, ``chmod -R`` and ``find sub -delete`` were allowed where ``sub/.git`` is a repository;
 - ``rm -f ?tether/tether.db``, ``[.]tether``, ``*/envelope.yaml``, ``**/tether.db`` were allowed, and name the log and
-  the envelope when the shell's ``dotglob`` is set (a ``shopt`` before them, or the user's start-up files).
+  the envelope when the shell's ``dotglob`` is set (a ``shopt`` before them, or the user's start-up files);
+- a written glob was never expanded at all: ``rm secre?s/key.txt`` and ``cp x s*/key.txt`` were allowed where
+  ``rm secrets/key.txt`` is denied by ``filesystem.deny``, with no shell option needed.
 
 Each test here failed on the code before (the tests of bash and find themselves show the spellings do what is said).
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tether.envelope.schema import Envelope
 from tether.hooks.calls import hook_envelope
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
@@ -189,3 +192,51 @@ def test_a_tree_too_large_to_look_at_asks_but_its_own_entries_are_always_seen(ws
     found = paths.protected_within(str(ws / "sub"), limit=10)
     assert found is not None and found.verdict is Verdict.DENY and "sub/.git" in found.reason
     assert paths.protected_within(str(ws / "dist"), limit=10) is None
+
+
+def with_deny(*patterns: str) -> Envelope:
+    env = hook_envelope()
+    fs = env.environment.filesystem
+    assert fs is not None
+    fs = fs.model_copy(update={"deny": list(patterns)})
+    return env.model_copy(update={"environment": env.environment.model_copy(update={"filesystem": fs})})
+
+
+DENIED_BY_A_GLOB = [  # each names a file of filesystem.deny as it is now, outright: denied as that file is
+    "rm secre?s/key.txt",
+    "rm -f s*/key.txt",
+    "rm -rf secre?s",
+    "rm -rf [s]ecrets",
+    "echo x > secre*/key.txt",
+    "cp src/app.py secre?s/key.txt",
+    "chmod 777 s?crets/key.txt",
+    "truncate -s0 */key.txt",
+    "shopt -s globstar; rm **/key.txt",
+]
+
+
+@pytest.mark.parametrize("command", DENIED_BY_A_GLOB)
+def test_a_glob_that_names_a_denied_file_is_denied(ws: Path, command: str) -> None:
+    (ws / "secrets").mkdir()
+    (ws / "secrets" / "key.txt").write_text("s3cret")
+    (ws / "conf").mkdir()
+    (ws / "conf" / ".env").write_text("TOKEN=x")
+    d = Gate(with_deny("secrets/", ".env"), ws).decide("bash", {"command": command})
+    assert (d.verdict.name, d.deciding_rule) == ("DENY", "path:denied"), d.reason
+    assert "it names secrets" in d.reason, d.reason
+    d = Gate(with_deny("secrets/", ".env"), ws).decide("bash", {"command": "rm -f conf/?env"})
+    assert (d.verdict.name, d.deciding_rule) == ("ASK", "path:denied"), d.reason  # .env: only under dotglob
+    assert "where the shell's dotglob is set, it names conf/.env" in d.reason
+
+
+def test_a_glob_that_names_nothing_yet_is_judged_by_its_text(ws: Path) -> None:
+    """The shell names only what exists: ``?tether/new.yaml`` names nothing, and a write to it creates no file under
+    .tether (bash keeps the unmatched pattern, a folder named ``?tether`` that does not exist). Too many names to
+    judge asks."""
+    assert decided(ws, "echo x > ?tether/new.yaml")[0] == "ALLOW"
+    for i in range(30):
+        (ws / "dist" / f"f{i}.js").write_text("")
+    paths = PathPolicy(ws, hook_envelope().environment.filesystem)
+    assert isinstance(paths.glob_names("dist/*.js", str(ws), limit=10), str)
+    named = paths.glob_names("dist/*.js", str(ws))
+    assert not isinstance(named, str) and len(named) == 31 and not any(dot for _, dot in named)

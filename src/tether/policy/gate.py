@@ -530,7 +530,7 @@ class Gate:
             inside = self.paths.write(places.join(path, "_"))  # cp x DIR, unzip -d DIR: a new file inside it
             verdict = inside if inside is not None and inside.rule_id == "path:denied" else None
         if verdict is None and _has_glob(text):
-            verdict = self._glob_write(text, cmd)
+            verdict = self._glob_write(text, cmd, t)
         if verdict is None:
             verdict = self.paths.dotfile(path)
         if verdict is not None:
@@ -625,7 +625,10 @@ class Gate:
             return found
         return PlaceVerdict(found.rule_id, Verdict.ASK, f"{found.reason}, which its filters may choose")
 
-    def _glob_write(self, text: str, cmd: SimpleCommand) -> PlaceVerdict | None:
+    def _glob_write(self, text: str, cmd: SimpleCommand, t: Target) -> PlaceVerdict | None:
+        """A written glob: refused by its text (dotfiles, the whole workspace), else judged by each place it names
+        now as a written place is (:meth:`.PathPolicy.glob_names`): the first it names outright that is refused
+        decides; one it names only where the shell's dotglob is set (a leading dot matched by a wildcard) asks."""
         last = text.rstrip("/").rsplit("/", 1)[-1]
         if last.startswith("."):
             return PlaceVerdict("path:dotfile", Verdict.DENY, "a glob over dotfiles (and, in some shells, '..')")
@@ -633,11 +636,29 @@ class Gate:
         base_path = self.paths.resolve(base, cmd.cwd)
         if base_path is not None and base_path == self.workspace and last in ("*", "**"):
             return PlaceVerdict("path:workspace-root", Verdict.ASK, "a glob over the whole workspace")
-        found = self.paths.glob_protected(self.paths.expand_user(text), cmd.cwd)
-        if found is not None:
-            why = f"where the shell's dotglob is set, it may name {found} (version control, log or hooks)"
-            return PlaceVerdict("path:protected", Verdict.ASK, why)
-        return None
+        named = self.paths.glob_names(self.paths.expand_user(text), cmd.cwd)
+        if isinstance(named, str):
+            return PlaceVerdict("path:unknown", Verdict.ASK, f"the places the glob names are not known: {named}")
+        asked: PlaceVerdict | None = None
+        for place, dotglob in named:
+            found = self._named_place(places.place(os.path.realpath(place)), cmd, t)
+            if found is None:
+                continue
+            rel = self.paths.relative(places.place(place)) or place
+            if not dotglob:
+                return PlaceVerdict(found.rule_id, found.verdict, f"it names {rel}: {found.reason}")
+            why = f"where the shell's dotglob is set, it names {rel}: {found.reason}"
+            asked = asked or PlaceVerdict(found.rule_id, Verdict.ASK, why)
+        return asked
+
+    def _named_place(self, path: str, cmd: SimpleCommand, t: Target) -> PlaceVerdict | None:
+        """A place a glob names, judged as the same place written by name: the place, the tree a delete or recursive
+        change reaches, a dotfile."""
+        verdict = self.paths.write(path)
+        if verdict is None and (t.delete or t.recursive) and os.path.isdir(path):
+            verdict = self._reach(path, f"{cmd.name} changes the whole tree under {path}")
+            verdict = verdict or self._protected_tree(path, filtered=False)
+        return verdict or self.paths.dotfile(path)
 
     def _read_place(self, t: Target, cmd: SimpleCommand, out: list[Finding]) -> bool:
         w = t.word

@@ -203,13 +203,33 @@ def _raise(error: OSError) -> None:
     raise error
 
 
-def _dir_named(entry: os.DirEntry[str], part: str) -> bool:
-    """A folder (or a link to one: the shell's glob follows it) that the glob ``part`` names, a leading dot matched as
-    any other character (``dotglob``)."""
-    try:
-        return fnmatchcase(entry.name, part) and entry.is_dir()
-    except OSError:
-        return False
+def _entries_named(folder: str, dot: bool, part: str) -> list[tuple[str, bool]]:
+    """The entries of ``folder`` the glob component ``part`` names, a leading dot matched as any other character, each
+    with whether that took ``dotglob`` (a name with a leading dot, a pattern without one), or ``dot`` already did.
+    Nothing when ``folder`` is not a folder (the shell names nothing under a file)."""
+    if not os.path.isdir(folder):
+        return []
+    literal_dot = part.startswith(".")
+    with os.scandir(folder) as it:
+        return [
+            (os.path.join(folder, e.name), dot or (e.name.startswith(".") and not literal_dot))
+            for e in it
+            if fnmatchcase(e.name, part)
+        ]
+
+
+def _folders_below(folder: str, dot: bool, limit: int) -> list[tuple[str, bool]]:
+    """``**`` under ``globstar``: ``folder`` and every folder below it (links to folders not followed, as bash's
+    globstar does not), each with whether ``dotglob`` was needed on the way; at most ``limit`` + 1 of them."""
+    if not os.path.isdir(folder):
+        return []
+    out = [(folder, dot)]
+    for top, top_dot in out:  # grows as folders are found
+        with os.scandir(top) as it:
+            out += [(e.path, top_dot or e.name.startswith(".")) for e in it if e.is_dir(follow_symlinks=False)]
+        if len(out) > limit:
+            break
+    return out
 
 
 def _expand(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
@@ -430,38 +450,31 @@ class PathPolicy:
             queue += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
         return None, seen
 
-    def glob_protected(self, pattern: str, cwd: str | None, limit: int = 256) -> str | None:
-        """Where the shell glob ``pattern`` (a written place) may name an entry :meth:`write` protects, as the folders
-        are now: with the shell's ``dotglob`` set (a ``shopt`` before it, or the user's start-up files, which an agent's
-        shell may carry), a wildcard matches a leading dot too, and ``?tether/x``, ``[.]git/config``, ``*/x`` and
-        ``**/x`` reach ``.tether/x`` and ``.git/config``; :meth:`write` sees only the pattern's text. The protected
-        entry (relative to the workspace), a sentence when the folders a wildcard names are more than ``limit`` or
-        cannot be read, or None."""
+    def glob_names(self, pattern: str, cwd: str | None, limit: int = 2000) -> list[tuple[str, bool]] | str:
+        """The places the shell glob ``pattern`` (a written place) names as the folders are now, each with whether only
+        the shell's ``dotglob`` makes it match: with it set (a ``shopt`` before the command, or the user's start-up
+        files, which an agent's shell may carry) a wildcard matches a leading dot too, and ``?tether/x``, ``[.]git/x``
+        and ``*/x`` reach ``.tether/x`` and ``.git/x``. ``**`` (``globstar``) names folders at any depth. A sentence
+        instead when they cannot all be known: more than ``limit`` places, a folder that cannot be read, no directory.
+        :meth:`write` sees only the pattern's text: ``secre?s/key.txt`` is not ``secrets/key.txt`` to it."""
         if not pattern.startswith("/") and cwd is None:
-            return None
-        dirs = ["/" if pattern.startswith("/") else cwd or "/"]
-        parts = [p for p in pattern.split("/") if p not in ("", ".")]
-        for i, part in enumerate(parts):
+            return "the command's directory is not known"
+        named = [("/" if pattern.startswith("/") else cwd or "/", False)]
+        for part in (p for p in pattern.split("/") if p not in ("", ".")):
             if not any(c in part for c in "*?["):
-                dirs = [os.path.join(d, part) for d in dirs]
+                named = [(os.path.join(d, part), dot) for d, dot in named]
                 continue
-            for d in dirs:
-                for name in _HOOK_DIRS:
-                    if fnmatchcase(name, part) and os.path.lexists(os.path.join(d, name)):
-                        return self.relative(places.place(os.path.join(d, name))) or os.path.join(d, name)
-                if part == "**":  # globstar: any depth below
-                    found = self._protected_in(places.place(os.path.realpath(d)), DECISION_WALK)
-                    if found is not None:
-                        return found[0]
-            if i + 1 == len(parts):
-                break
-            try:
-                dirs = [os.path.join(d, e.name) for d in dirs for e in os.scandir(d) if _dir_named(e, part)]
-            except OSError:
-                return f"a folder {pattern!r} names, which cannot be read"
-            if len(dirs) > limit:
-                return f"one of the more than {limit} folders {pattern!r} names"
-        return None
+            matcher = part.replace("[^", "[!")  # bash's negation, which fnmatch reads as a literal ^
+            found: list[tuple[str, bool]] = []
+            for d, dot in named:
+                try:
+                    found += _folders_below(d, dot, limit) if part == "**" else _entries_named(d, dot, matcher)
+                except OSError:
+                    return f"{d}, which it looks into, cannot be read"
+                if len(found) > limit:
+                    return f"it names more than {limit} places"
+            named = found
+        return [(p, dot) for p, dot in named if os.path.lexists(p)]
 
     def hidden_link(self, path: str, depth: int | None = None, limit: int = 4000) -> str | None:
         """A symbolic link under the directory ``path`` (at most ``depth`` levels down) that leads to a file the deny
