@@ -240,3 +240,17 @@ def test_a_glob_that_names_nothing_yet_is_judged_by_its_text(ws: Path) -> None:
     assert isinstance(paths.glob_names("dist/*.js", str(ws), limit=10), str)
     named = paths.glob_names("dist/*.js", str(ws))
     assert not isinstance(named, str) and len(named) == 31 and not any(dot for _, dot in named)
+
+
+def test_globstar_names_every_entry_below_when_last_and_folders_when_not(ws: Path) -> None:
+    (ws / "conf" / "deep").mkdir(parents=True)
+    (ws / "conf" / ".env").write_text("TOKEN=x")
+    (ws / "conf" / "deep" / "a.yaml").write_text("")
+    paths = PathPolicy(ws, hook_envelope().environment.filesystem)
+    named = paths.glob_names("conf/**", str(ws))
+    assert not isinstance(named, str)
+    rel = {str(Path(p).relative_to(ws)): dot for p, dot in named}
+    assert rel == {"conf": False, "conf/.env": True, "conf/deep": False, "conf/deep/a.yaml": False}
+    named = paths.glob_names("conf/**/a.yaml", str(ws))
+    assert not isinstance(named, str)
+    assert [str(Path(p).relative_to(ws)) for p, _ in named] == ["conf/deep/a.yaml"]

@@ -218,15 +218,22 @@ def _entries_named(folder: str, dot: bool, part: str) -> list[tuple[str, bool]]:
         ]
 
 
-def _folders_below(folder: str, dot: bool, limit: int) -> list[tuple[str, bool]]:
+def _below(folder: str, dot: bool, limit: int, files: bool) -> list[tuple[str, bool]]:
     """``**`` under ``globstar``: ``folder`` and every folder below it (links to folders not followed, as bash's
-    globstar does not), each with whether ``dotglob`` was needed on the way; at most ``limit`` + 1 of them."""
+    globstar does not), and with ``files`` (``**`` last) every other entry too, each with whether ``dotglob`` was
+    needed on the way; stops once more than ``limit`` are found."""
     if not os.path.isdir(folder):
         return []
-    out = [(folder, dot)]
-    for top, top_dot in out:  # grows as folders are found
+    out, folders = [(folder, dot)], [(folder, dot)]
+    for top, top_dot in folders:  # grows as folders are found
         with os.scandir(top) as it:
-            out += [(e.path, top_dot or e.name.startswith(".")) for e in it if e.is_dir(follow_symlinks=False)]
+            for e in it:
+                named = (e.path, top_dot or e.name.startswith("."))
+                if e.is_dir(follow_symlinks=False):
+                    folders.append(named)
+                    out.append(named)
+                elif files:
+                    out.append(named)
         if len(out) > limit:
             break
     return out
@@ -460,7 +467,8 @@ class PathPolicy:
         if not pattern.startswith("/") and cwd is None:
             return "the command's directory is not known"
         named = [("/" if pattern.startswith("/") else cwd or "/", False)]
-        for part in (p for p in pattern.split("/") if p not in ("", ".")):
+        parts = [p for p in pattern.split("/") if p not in ("", ".")]
+        for i, part in enumerate(parts):
             if not any(c in part for c in "*?["):
                 named = [(os.path.join(d, part), dot) for d, dot in named]
                 continue
@@ -468,7 +476,10 @@ class PathPolicy:
             found: list[tuple[str, bool]] = []
             for d, dot in named:
                 try:
-                    found += _folders_below(d, dot, limit) if part == "**" else _entries_named(d, dot, matcher)
+                    if part == "**":
+                        found += _below(d, dot, limit, files=i + 1 == len(parts))
+                    else:
+                        found += _entries_named(d, dot, matcher)
                 except OSError:
                     return f"{d}, which it looks into, cannot be read"
                 if len(found) > limit:
