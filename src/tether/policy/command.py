@@ -38,6 +38,9 @@ class Redirect:
     target: Word | None  # None for fd duplication (2>&1) and heredocs
     body: str | None = None  # heredoc / here-string text when static
     body_dynamic: bool = False
+    #: The words after its target that the parser reads as more targets and bash as the command's arguments
+    #: (``rm 2>/dev/null -rf /`` is ``rm -rf /``): the shell analysis moves them into the command's argv.
+    args: tuple[Word, ...] = ()
 
     @property
     def writes(self) -> bool:

@@ -465,17 +465,26 @@ class _Walker:
         if node.type == "herestring_redirect":
             target = self.word(node.named_children[-1]) if node.named_children else Word.lit("")
             return Redirect("<<<", None, target.text if target.static else None, not target.static)
-        dest = node.child_by_field_name("destination")
+        dests = node.children_by_field_name("destination")
+        dest = dests[0] if dests else None
         if dest is None:
             named = [c for c in node.named_children if c.type != "file_descriptor"]
             dest = named[-1] if named else None
         if dest is None:
             return Redirect(op, None)
+        # a redirection takes one word; the parser reads the words after it as more (``rm 2>/dev/null -rf /``)
+        args = tuple(w for c in dests[1:] for w in self.arguments(c))
         if op in (">&", "<&", ">&-", "<&-") and (dest.type == "number" or self.text(dest) == "-"):
-            return Redirect(op, None)
-        return Redirect(op, self.word(dest))
+            return Redirect(op, None, args=args)
+        return Redirect(op, self.word(dest), args=args)
 
     def emit_redirects(self, reds: tuple[Redirect, ...]) -> None:
+        """Redirections with no simple command of their own: of a compound command, a function, nothing at all."""
+        if any(r.args for r in reds):  # bash: a syntax error, or (no command before) the words are the command
+            words = " ".join(w.text for r in reds for w in r.args)
+            why = f"words after a redirection that no command takes: {words!r}"
+            self.out.hard("shell:unparseable", Verdict.ASK, why)
+            reds = tuple(replace(r, args=()) for r in reds)
         if reds:
             self.out.commands.append(SimpleCommand((), reds, self.cwd, text="(redirection)"))
 
@@ -534,6 +543,8 @@ class _Walker:
         if words and (words[0].text == "export" or any(re.fullmatch(r"-[a-zA-Z]*x[a-zA-Z]*", w.text) for w in words)):
             named = (c.child_by_field_name("name") if c.type == "variable_assignment" else c for c in node.children)
             self.exported |= {self.text(n) for n in named if n is not None and n.type == "variable_name"}
+        words += [w for r in redirects for w in r.args]  # ``export 2>/dev/null X=1 Y``: Y is declared too
+        redirects = tuple(replace(r, args=()) if r.args else r for r in redirects)
         self.emit(SimpleCommand(tuple(words), redirects, self.cwd, piped, text=self.text(node)))
 
     def for_loop(self, node: Any) -> None:
@@ -605,23 +616,32 @@ class _Walker:
                 self.env_assigned(name, value, env=env)
                 prefix[name] = value
             elif c.type.endswith("_redirect"):
-                reds.append(self.redirect(c))
+                r = self.redirect(c)
+                words += r.args
+                reds.append(replace(r, args=()) if r.args else r)
             elif c.type == "comment":
                 continue
-            elif braces.has_syntax(self.text(c)) and c.type in _BRACE_WORDS:
-                words += self.brace_words(c)
             else:
-                w = self.word(c)
-                split = w.text.split()
-                if w.expanded and w.static and c.type in ("simple_expansion", "expansion") and split != [w.text]:
-                    words += [Word(x, True, x, (), True) for x in split]  # unquoted: split into words
-                else:
-                    words.append(w)
+                words += self.arguments(c)
+        for i, r in enumerate(reds[: len(redirects)]):  # the statement's, after the command's words in its text
+            if r.args:
+                words += r.args
+                reds[i] = replace(r, args=())
         cmd = SimpleCommand(tuple(words), tuple(reds), self.cwd, piped, text=self.text(node), env=tuple(env.items()))
         if prefix:
             self.prefixed(cmd, prefix)
         else:
             self.expand(cmd)
+
+    def arguments(self, node: Any) -> list[Word]:
+        """The words one argument gives the command: braces expanded, an unquoted expansion of a known value split."""
+        if braces.has_syntax(self.text(node)) and node.type in _BRACE_WORDS:
+            return self.brace_words(node)
+        w = self.word(node)
+        split = w.text.split()
+        if w.expanded and w.static and node.type in ("simple_expansion", "expansion") and split != [w.text]:
+            return [Word(x, True, x, (), True) for x in split]  # unquoted: split into words
+        return [w]
 
     def prefixed(self, cmd: SimpleCommand, prefix: dict[str, Word]) -> None:
         """``X=/ eval 'rm -rf $X'``, ``X=/ sh -c …``, ``X=/ f``: what the command runs sees the values before it
