@@ -1,6 +1,6 @@
 """Through Claude Code's hook, a command that reaches the session's own log by naming a place that holds it (a
-``find`` filter over the project, a glob that names ``.tether`` where dotglob is set) is never allowed: it was
-(tests/policy/test_protected_reach.py has the gate's side)."""
+``find`` filter over the project, a glob that names ``.tether`` where dotglob is set), or behind a redirection, is
+never allowed: each was (tests/policy/test_protected_reach.py and test_redirect_words.py have the gate's side)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_pat
     hook = Hook(tmp_path)
     assert hook.bash("ls", "t0")[0] == "allow"
     assert (tmp_path / ".tether" / "tether.db").is_file()
-    spellings = ["find . -name '*.db' -delete", "rm -f ?tether/tether.db", "find . -delete", "rm -rf */"]
+    spellings = [
+        "find . -name '*.db' -delete",
+        "rm -f ?tether/tether.db",
+        "find . -delete",
+        "rm -rf */",
+        "rm 2>/dev/null .tether/tether.db",  # the words after a redirection (tests/policy/test_redirect_words.py)
+    ]
     for i, command in enumerate(spellings, 1):
         decision, reason = hook.bash(command, f"t{i}")
         assert decision in ("ask", "deny"), (command, reason)
