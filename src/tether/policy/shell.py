@@ -203,6 +203,8 @@ class _Walker:
         self.vars = vars_
         self.exported: set[str] = set()  # names ``export`` (or ``declare -x``) gave to programs this shell starts
         self.env: dict[str, Word] = {}  # code-relevant variables assigned earlier (see envvars)
+        #: The commands a heredoc's line goes on with, to walk once the command they follow is (:meth:`heredoc`).
+        self.after: list[tuple[str, Any]] = []
 
     # -- entry -------------------------------------------------------------------------------
 
@@ -246,9 +248,11 @@ class _Walker:
             self.and_or(node, piped, redirects)
         elif t == "redirected_statement":
             body = node.child_by_field_name("body")
-            reds = tuple(self.redirect(r) for r in node.children_by_field_name("redirect"))
-            reds += tuple(self.redirect(c) for c in node.named_children if c.type.endswith("_redirect") and c != body)
-            reds = tuple(dict.fromkeys(reds))
+            mark = len(self.after)
+            nodes = [*node.children_by_field_name("redirect")]
+            nodes += [c for c in node.named_children if c.type.endswith("_redirect") and c != body]
+            once = {(c.start_byte, c.end_byte): c for c in nodes}.values()
+            reds = tuple(dict.fromkeys(r for c in once for r in self.redirects_of(c)))
             if body is None:
                 self.emit_redirects(reds)
             elif body.type in ("command", "pipeline", "redirected_statement", "list"):
@@ -256,6 +260,7 @@ class _Walker:
             else:
                 self.emit_redirects(reds)
                 self.walk(body, piped)
+            self.walk_after(mark)
         elif t in ("subshell", "command_substitution", "process_substitution"):
             with self.subshell():
                 self.sequence(node)
@@ -448,6 +453,48 @@ class _Walker:
 
     # -- statements --------------------------------------------------------------------------
 
+    def redirects_of(self, node: Any) -> list[Redirect]:
+        """A redirection node's redirections: itself, and for a heredoc (:meth:`heredoc`) what its line goes on with."""
+        if node.type == "heredoc_redirect":
+            return self.heredoc(node)
+        return [self.redirect(node)]
+
+    def heredoc(self, node: Any) -> list[Redirect]:
+        """A heredoc, and what the grammar nests in it from the rest of its line (``cat <<'EOF' > f``): more
+        redirections, the command's arguments (in the heredoc's ``args``), and the commands after ``|``, ``&&`` or
+        ``||``, kept in :attr:`after` to walk once the command is. Before, all of that was dropped: ``cat <<'EOF' >
+        .tether/envelope.yaml`` and ``cat <<EOF && rm -rf /`` were a bare ``cat``. Anything else there asks."""
+        first = self.redirect(node)
+        args = [w for c in node.children_by_field_name("argument") for w in self.arguments(c)]
+        more: list[Redirect] = []
+        known = {"heredoc_start", "heredoc_body", "heredoc_end", "word", "concatenation", "string", "raw_string"}
+        op = ""
+        for c in node.children:
+            if not c.is_named:
+                op = self.text(c)
+            elif c.type.endswith("_redirect"):
+                more += self.redirects_of(c)
+            elif c.type in ("pipeline", "command", "list", "redirected_statement", "subshell", "compound_statement"):
+                lead = c.children[0] if c.type == "pipeline" and c.children else None
+                self.after.append((self.text(lead) if lead is not None and not lead.is_named else op, c))
+            elif c.type not in known and c not in node.children_by_field_name("argument"):
+                why = f"{c.type} on a heredoc's line is not judged"
+                self.out.hard("shell:unparseable", Verdict.ASK, why)
+        return [replace(first, args=tuple(args)) if args else first, *more]
+
+    def walk_after(self, mark: int) -> None:
+        """The commands a heredoc's line goes on with (:meth:`heredoc`), now that the command they follow is walked:
+        after ``|`` each part in a subshell, fed by a pipe; after ``&&`` or ``||`` in this shell."""
+        pending, self.after[mark:] = self.after[mark:], []
+        for op, node in pending:
+            if op in ("|", "|&"):
+                with self.subshell():
+                    self.walk(node, True)
+            else:
+                start = self.cwd
+                self.walk(node)
+                self.cd_unsure = self.cd_unsure or self.cwd != start
+
     def redirect(self, node: Any) -> Redirect:
         ops = [self.text(c) for c in node.children if not c.is_named]
         op = "".join(ops) or ">"
@@ -570,8 +617,10 @@ class _Walker:
         name = self.text(name_node) if name_node is not None else ""
         body = node.child_by_field_name("body")
         self.session.functions[name] = self.text(body) if body is not None else ""
+        mark = len(self.after)
         for r in node.children_by_field_name("redirect"):
-            self.emit_redirects((self.redirect(r),))
+            self.emit_redirects(tuple(self.redirects_of(r)))
+        self.walk_after(mark)
 
     def call(self, cmd: SimpleCommand, name: str) -> None:
         body = self.session.functions[name]
@@ -608,6 +657,7 @@ class _Walker:
     def command(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         words: list[Word] = []
         reds = list(redirects)
+        mark = len(self.after)
         env = dict(self.env)
         prefix: dict[str, Word] = {}
         for c in node.named_children:
@@ -616,9 +666,9 @@ class _Walker:
                 self.env_assigned(name, value, env=env)
                 prefix[name] = value
             elif c.type.endswith("_redirect"):
-                r = self.redirect(c)
-                words += r.args
-                reds.append(replace(r, args=()) if r.args else r)
+                for r in self.redirects_of(c):
+                    words += r.args
+                    reds.append(replace(r, args=()) if r.args else r)
             elif c.type == "comment":
                 continue
             else:
@@ -632,6 +682,7 @@ class _Walker:
             self.prefixed(cmd, prefix)
         else:
             self.expand(cmd)
+        self.walk_after(mark)
 
     def arguments(self, node: Any) -> list[Word]:
         """The words one argument gives the command: braces expanded, an unquoted expansion of a known value split."""
