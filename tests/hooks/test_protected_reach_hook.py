@@ -1,6 +1,7 @@
 """Through Claude Code's hook, a command that reaches the session's own log by naming a place that holds it (a
-``find`` filter over the project, a glob that names ``.tether`` where dotglob is set), or behind a redirection, is
-never allowed: each was (tests/policy/test_protected_reach.py and test_redirect_words.py have the gate's side)."""
+``find`` filter over the project, a glob that names ``.tether`` where dotglob is set), behind a redirection or on a
+heredoc's line, is never allowed: each was (tests/policy/test_protected_reach.py, test_redirect_words.py and
+test_heredoc_line.py have the gate's side)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_pat
         "find . -delete",
         "rm -rf */",
         "rm 2>/dev/null .tether/tether.db",  # the words after a redirection (tests/policy/test_redirect_words.py)
+        "cat <<'EOF' > .tether/tether.db\nx\nEOF",  # a heredoc's line (tests/policy/test_heredoc_line.py)
     ]
     for i, command in enumerate(spellings, 1):
         decision, reason = hook.bash(command, f"t{i}")
