@@ -254,3 +254,65 @@ def test_globstar_names_every_entry_below_when_last_and_folders_when_not(ws: Pat
     named = paths.glob_names("conf/**/a.yaml", str(ws))
     assert not isinstance(named, str)
     assert [str(Path(p).relative_to(ws)) for p, _ in named] == ["conf/deep/a.yaml"]
+
+
+GIT_ELSEWHERE = [  # git -C DIR works in DIR: its paths are read from there (they were read from the shell's directory)
+    ("git -C .tether rm tether.db", "DENY"),
+    ("git -C .tether rm --cached envelope.yaml", "DENY"),
+    ("git -C .tether mv envelope.yaml x.yaml", "DENY"),
+    ("git -C src rm ../.tether/tether.db", "DENY"),
+    ("git -C src -C .. rm .tether/tether.db", "DENY"),
+    ("git -C .git rm config", "DENY"),
+    ("git -C .tether restore .", "DENY"),
+]
+
+
+@pytest.mark.parametrize(("command", "verdict"), GIT_ELSEWHERE)
+def test_git_in_another_directory_is_judged_there(ws: Path, command: str, verdict: str) -> None:
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    assert (d.verdict.name, d.deciding_rule) == (verdict, "path:protected"), d.reason
+
+
+def test_git_in_another_directory_of_the_workspace_is_allowed_as_before(ws: Path) -> None:
+    for command in ("git -C src rm app.py", "git -C src mv app.py main.py", "git -C src add ."):
+        d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+        assert d.verdict.name == "ALLOW", (command, d.reason)
+
+
+UNLISTED = [  # an archive or patch whose names cannot be read may write anything under where it goes: .tether too
+    "cat archive.tar | tar x",
+    "tar x < /dev/stdin",
+    "cp archive.tar z.tar && tar xf z.tar",
+    "printf x > x.patch && git apply x.patch",
+    "cat x.patch | git apply",
+    "git apply < missing.patch",
+    "cat x.patch | patch -p1",
+]
+
+
+@pytest.mark.parametrize("command", UNLISTED)
+def test_an_archive_whose_names_are_not_known_asks_over_a_protected_entry(ws: Path, command: str) -> None:
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    assert (d.verdict.name, d.deciding_rule) == ("ASK", "path:protected"), d.reason
+    assert "whose names the gate cannot read" in d.reason
+
+
+def test_a_listed_archive_is_judged_by_its_names(ws: Path) -> None:
+    """A tar the gate can read is judged name by name, as before: into dist, allowed; naming .tether, denied."""
+    import tarfile
+
+    for name, member in (("ok.tar", "dist/new.js"), ("evil.tar", ".tether/envelope.yaml")):
+        src = ws / "payload"
+        src.write_text("x")
+        with tarfile.open(ws / name, "w") as tar:
+            tar.add(src, arcname=member)
+    assert Gate(hook_envelope(), ws).decide("bash", {"command": "tar xf ok.tar"}).verdict.name == "ALLOW"
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": "tar xf evil.tar"})
+    assert (d.verdict.name, d.deciding_rule) == ("DENY", "path:protected"), d.reason
+
+
+@pytest.mark.parametrize("command", ["cd ?tether && rm tether.db", "cd [.]tether && rm tether.db", "cd *ether; rm x"])
+def test_a_cd_to_a_glob_leaves_the_directory_unknown(ws: Path, command: str) -> None:
+    """The shell expands it (to .tether where dotglob is set); it was taken for a folder named as the pattern."""
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    assert d.verdict.name != "ALLOW", d.reason

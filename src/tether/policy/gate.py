@@ -286,47 +286,59 @@ class Gate:
         self, cmd: SimpleCommand, eff: Effects, out: list[Finding], earlier: Sequence[tuple[SimpleCommand, Effects]]
     ) -> bool:
         """Judge every place the command touches (``earlier``: the commands before it in the line); return whether
-        it reads a secret."""
-        writes = list(eff.writes)
-        reads = list(eff.reads)
+        it reads a secret. The program's own places are read from where it works (``git -C DIR``), its redirections'
+        from the shell's directory."""
+        moved = self._worked_in(cmd, eff)
+        writes = [(t, moved) for t in eff.writes]
+        reads = [(t, moved) for t in eff.reads]
         for r in cmd.redirects:
             if r.target is None:
                 continue
             if r.writes:
-                writes.append(Target(r.target))
+                writes.append((Target(r.target), cmd))
             if r.op.startswith("<") or r.op == "<>":
-                reads.append(Target(r.target))
+                reads.append((Target(r.target), cmd))
         for name, value in cmd.env:
             if not name.startswith("GIT_"):  # git's own (code, asked by the walker) are kept for _git_rewrites
                 self._code_path(name, value, cmd, out)
         if cmd.name == "git" and self.paths.filesystem is not None and self.paths.filesystem.deny:
             self._git_reads(cmd, out)
             self._git_rewrites(cmd, out)
-        for t in writes:
-            self._write_place(t, cmd, out)
+        for t, where in writes:
+            self._write_place(t, where, out)
         for u in eff.unpacks:
             self._unpack(u, cmd, out, earlier)
         secret = False
-        for t in reads:
-            secret = self._read_place(t, cmd, out) or secret
+        for t, where in reads:
+            secret = self._read_place(t, where, out) or secret
         if self.paths.filesystem is not None and self.paths.filesystem.deny:
             self._code_reads(cmd, eff, out)
         if cmd.name not in NAME_ONLY:
-            listed = {id(t.word) for t in reads}
+            listed = {id(t.word) for t, _ in reads}
             for w in cmd.args:
                 if id(w) not in listed:
                     secret = self._loose_read(w, cmd, out) or secret
         return secret
+
+    def _worked_in(self, cmd: SimpleCommand, eff: Effects) -> SimpleCommand:
+        """``cmd`` where its program works: moved by ``git -C DIR`` (each in turn) or a build tool's ``-C DIR``, its
+        directory unknown when that is. Until 2026-12-04 a program's own places were read from the shell's directory,
+        so ``git -C .tether rm tether.db`` was ``git rm tether.db`` at the workspace's top, allowed."""
+        if cmd.name == "git":
+            here = _git_dir(programs.parse(GIT, list(cmd.args)), cmd.cwd)
+        elif eff.chdir is not None:
+            here = self.paths.resolve(eff.chdir.text, cmd.cwd) if eff.chdir.static else None
+        else:
+            return cmd
+        return cmd if here == cmd.cwd else replace(cmd, cwd=here)
 
     def _code_reads(self, cmd: SimpleCommand, eff: Effects, out: list[Finding]) -> None:
         """A program reads the code it runs: a script given to an interpreter or named as the command, a module of
         ``python -m``, a file of code (``make -f``, ``awk -f``, ``source``; from where ``-C`` moves the program)
         and a build tool's files where it works (``make -C secrets`` reads secrets/Makefile). Each is judged
         against ``filesystem.deny`` as a read: ``bash secrets/x.sh`` shows the hidden text in its output."""
-        here = cmd.cwd
-        if eff.chdir is not None:
-            here = self.paths.resolve(eff.chdir.text, cmd.cwd) if eff.chdir.static else None
-        moved = cmd if here == cmd.cwd else replace(cmd, cwd=here)
+        moved = self._worked_in(cmd, eff)
+        here = moved.cwd
         for w in (*eff.scripts, *_code_words(cmd)):
             self._read_place(Target(w), moved, out)
         spec = SPECS.get(cmd.name)
@@ -553,9 +565,14 @@ class Gate:
         if names is None or into is None:
             where = into if into is not None else self.workspace
             reach = self.paths.deny_reach(where)
+            why = f"{cmd.name} writes out {archive.text or 'an archive'!r}, whose names the gate cannot read,"
             if reach is not None:
-                why = f"{cmd.name} writes out {archive.text or 'an archive'!r}, whose names the gate cannot read,"
                 out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, f"{why} under {where}; {reach!r}"))
+                return
+            # it may name .git/hooks or .tether/envelope.yaml: ask (a git patch's names are from the top)
+            held = self.paths.protected_within(self.workspace if u.kind == "patch" else where)
+            if held is not None:
+                out.append(Finding.of(Layer.HARD, "path:protected", Verdict.ASK, f"{why} under {where}: {held.reason}"))
             return
         tops = [into]  # a git patch's names are from the repository's top: git's directory or one above it
         while u.kind == "patch" and places.parent(tops[-1]) != tops[-1] and self.paths.relative(tops[-1]) != ".":

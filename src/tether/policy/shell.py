@@ -1018,8 +1018,10 @@ class _Walker:
             return []
 
     def directory(self, base: str | None, w: Word) -> str | None:
-        """Where ``cd WORD`` from ``base`` goes (logically, as the shell does); None when unknown."""
-        if not w.static:
+        """Where ``cd WORD`` from ``base`` goes (logically, as the shell does); None when unknown, as a glob is: the
+        shell expands it (``cd ?tether`` is ``cd .tether`` where dotglob is set; until 2026-12-04 it was a folder
+        ``?tether``, and ``cd ?tether && rm tether.db`` was allowed)."""
+        if not w.static or any(c in w.text for c in "*?["):
             return None
         head = shell_tilde(w.text)
         if head is not None:  # ~- is where the last cd left (cd .git; cd ..; cd ~-), ~+ here, ~N the stack's
