@@ -316,3 +316,30 @@ def test_a_cd_to_a_glob_leaves_the_directory_unknown(ws: Path, command: str) -> 
     """The shell expands it (to .tether where dotglob is set); it was taken for a folder named as the pattern."""
     d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
     assert d.verdict.name != "ALLOW", d.reason
+
+
+BUILD_OUTPUTS = [  # a build or package tool writes where its options say, which no table lists
+    "go build -o .tether/envelope.yaml ./...",
+    "go test -coverprofile=.tether/x ./...",
+    "cargo build --target-dir .tether",
+    "npm pack --pack-destination .tether",
+    "pip download -d .tether requests",
+    "pytest --cov --cov-report=xml:.tether/envelope.yaml",
+    "pytest --basetemp=.git/x",
+    "cd .tether && go build -o x ./...",
+]
+
+
+@pytest.mark.parametrize("command", BUILD_OUTPUTS)
+def test_a_build_tools_output_in_a_protected_place_is_denied(ws: Path, command: str) -> None:
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    assert (d.verdict.name, d.deciding_rule) == ("DENY", "path:protected"), d.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["go build -o dist/app ./...", "pytest --cov --cov-report=xml:dist/cov.xml", "cargo build", "black --check src"],
+)
+def test_a_build_tools_output_in_the_workspace_is_allowed_as_before(ws: Path, command: str) -> None:
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    assert d.verdict.name == "ALLOW", d.reason

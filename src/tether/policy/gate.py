@@ -27,7 +27,7 @@ from .command import SimpleCommand, Word
 from .decision import Decision, Finding, Layer, RuleMatch, Verdict, resolve, strictest
 from .defaults import default_envelope
 from .effects import FOUND, Effects, Target, Unpack, effects
-from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, PIP, SHELLS, SPECS
+from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, PACKAGE_TOOLS, PIP, SHELLS, SPECS
 from .paths import PathPolicy, PlaceVerdict, WalkBudget, done_walking, walking
 from .rules import CompiledRule, compile_rules
 from .scripts import KEEPS_TEXT, SOURCES, Unreadable, named_script, script_of, script_text
@@ -314,10 +314,19 @@ class Gate:
         if self.paths.filesystem is not None and self.paths.filesystem.deny:
             self._code_reads(cmd, eff, out)
         if cmd.name not in NAME_ONLY:
-            listed = {id(t.word) for t, _ in reads}
-            for w in cmd.args:
-                if id(w) not in listed:
-                    secret = self._loose_read(w, cmd, out) or secret
+            secret = self._loose(cmd, moved, {id(t.word) for t, _ in (*reads, *writes)}, out) or secret
+        return secret
+
+    def _loose(self, cmd: SimpleCommand, moved: SimpleCommand, listed: set[int], out: list[Finding]) -> bool:
+        """The arguments no table placed (``listed``: the words read or written): each may read a credential, and a
+        build tool's may be where it writes (:meth:`_build_output`); whether one reads a secret."""
+        secret = False
+        builds = _builds(cmd)
+        for w in cmd.args:
+            if id(w) not in listed:
+                secret = self._loose_read(w, cmd, out) or secret
+                if builds:
+                    self._build_output(w, moved, out)
         return secret
 
     def _worked_in(self, cmd: SimpleCommand, eff: Effects) -> SimpleCommand:
@@ -737,6 +746,22 @@ class Gate:
             secret = secret or self._secretish(path)
         return secret
 
+    def _build_output(self, w: Word, cmd: SimpleCommand, out: list[Finding]) -> None:
+        """A build or package tool writes where its options say (``go build -o F``, ``cargo build --target-dir D``,
+        ``pip download -d D``, ``pytest --cov-report=xml:F``), which no table lists: a word of one naming a place
+        :meth:`.PathPolicy.write` protects is taken for a write there. Until 2026-12-04 each of those was allowed into
+        ``.tether/``, ``--cov-report=xml:.tether/envelope.yaml`` over the envelope."""
+        if not w.static:
+            return
+        pieces = {w.text, w.text.split("=", 1)[-1]}
+        pieces |= {p.rsplit(":", 1)[-1] for p in list(pieces) if ":" in p and "://" not in p}
+        for piece in sorted(pieces):
+            path = self.paths.resolve(piece, cmd.cwd) if piece and not piece.startswith("-") else None
+            found = self.paths.write(path) if path is not None else None
+            if found is not None and found.rule_id == "path:protected":
+                out.append(_hard(found, f"{cmd.name} may write {piece!r}: "))
+                return
+
     def _secretish(self, path: str) -> bool:
         """Dotfiles in the home directory and ``.env`` files: not credentials, but not for sending."""
         home = places.place(self.paths.home)
@@ -896,6 +921,12 @@ def _rule_finding(rule: CompiledRule, layer: Layer) -> Finding:
 
 def _hard(v: PlaceVerdict, prefix: str) -> Finding:
     return Finding.of(Layer.HARD, v.rule_id, v.verdict, prefix + v.reason)
+
+
+def _builds(cmd: SimpleCommand) -> bool:
+    """A package manager or a build tool: it writes where its options say, which the tables do not list."""
+    spec = SPECS.get(cmd.name)
+    return cmd.name in PACKAGE_TOOLS or cmd.name in PIP or (spec is not None and spec.kind == "build")
 
 
 def _system_dir(path: str) -> bool:
