@@ -465,9 +465,9 @@ class _Walker:
         ``||``, kept in :attr:`after` to walk once the command is. Before, all of that was dropped: ``cat <<'EOF' >
         .tether/envelope.yaml`` and ``cat <<EOF && rm -rf /`` were a bare ``cat``. Anything else there asks."""
         first = self.redirect(node)
-        args = [w for c in node.children_by_field_name("argument") for w in self.arguments(c)]
+        arguments = node.children_by_field_name("argument")
+        args = tuple(w for c in arguments for w in self.arguments(c))
         more: list[Redirect] = []
-        known = {"heredoc_start", "heredoc_body", "heredoc_end", "word", "concatenation", "string", "raw_string"}
         op = ""
         for c in node.children:
             if not c.is_named:
@@ -477,10 +477,9 @@ class _Walker:
             elif c.type in ("pipeline", "command", "list", "redirected_statement", "subshell", "compound_statement"):
                 lead = c.children[0] if c.type == "pipeline" and c.children else None
                 self.after.append((self.text(lead) if lead is not None and not lead.is_named else op, c))
-            elif c.type not in known and c not in node.children_by_field_name("argument"):
-                why = f"{c.type} on a heredoc's line is not judged"
-                self.out.hard("shell:unparseable", Verdict.ASK, why)
-        return [replace(first, args=tuple(args)) if args else first, *more]
+            elif c.type not in ("heredoc_start", "heredoc_body", "heredoc_end") and c not in arguments:
+                self.out.hard("shell:unparseable", Verdict.ASK, f"{c.type} on a heredoc's line is not judged")
+        return [replace(first, args=args) if args else first, *more]
 
     def walk_after(self, mark: int) -> None:
         """The commands a heredoc's line goes on with (:meth:`heredoc`), now that the command they follow is walked:
