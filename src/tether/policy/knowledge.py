@@ -240,10 +240,11 @@ INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--trusted-host", "-f
 PYTHON_TOOL_MODULES = frozenset(
     _words("pytest mypy ruff black isort flake8 pylint pyright coverage unittest pyflakes pycodestyle build doctest")
 )
-#: Programs that only look at names (listing ``~/.ssh`` is not reading a key).
+#: Programs that only look at names (listing ``~/.ssh`` is not reading a key). Not git: ``git diff --no-index
+#: ~/.ssh/id_rsa /dev/null`` prints the key (until 2026-12-04 it was here, and that was allowed).
 NAME_ONLY = frozenset(
     _words(
-        "[ [[ basename cd chgrp chmod chown command dirname du echo file find git ls mkdir printf pushd "
+        "[ [[ basename cd chgrp chmod chown command dirname du echo file find ls mkdir printf pushd "
         "readlink realpath rm rmdir stat test touch tree type whereis which"
     )
 )
