@@ -166,7 +166,7 @@ TYPE_CHECKING = False  # not typing's: deciding imports no typing
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    #: A walk's answer: a place or a sentence (:meth:`PathPolicy.deny_within`), or a place and whether it is sure.
+    #: A walk's answer: a place or a sentence (:meth:`PathPolicy.deny_within`), or a verdict (``protected_within``).
     _A = TypeVar("_A")
 
 _BUDGET: ContextVar[WalkBudget | None] = ContextVar("tether_walk_budget", default=None)
@@ -197,6 +197,11 @@ def _budgeted(key: tuple[str, str, int | None], limit: int, walk: Callable[[int]
 
 #: Directories whose recursive contents include credentials (archiving ``~`` reads ``~/.ssh``).
 _CREDENTIAL_ROOTS = ("/", "/root", "/home", "/home/*", "{home}", "/etc")
+
+
+def _unsure(why: str) -> PlaceVerdict:
+    """:meth:`PathPolicy.protected_within`'s ASK: whether a tree holds a protected entry is not known (``why``)."""
+    return PlaceVerdict("path:protected", Verdict.ASK, f"whether it holds {_PROTECTED} is not known: {why}")
 
 
 def _raise(error: OSError) -> None:
@@ -422,23 +427,12 @@ class PathPolicy:
         ``limit`` entries (the folder's own are always all looked at; the decision's whole budget by default, as only
         names are compared: 17,000 entries in ~33 ms), or a folder that cannot be read. Links are not followed
         (removing one does not touch what it points at)."""
-        found = self._protected_in(path, limit)
-        if found is None:
-            return None
-        place, sure = found
-        if sure:
-            return PlaceVerdict("path:protected", Verdict.DENY, f"it holds {place} (version control, log or hooks)")
-        return PlaceVerdict("path:protected", Verdict.ASK, f"whether it holds {_PROTECTED} is not known: {place}")
-
-    def _protected_in(self, path: str, limit: int) -> tuple[str, bool] | None:
-        """The first protected entry under the directory ``path`` (relative to the workspace) and True; or why that
-        is not known and False; or None: there is none, or ``path`` is outside the workspace (write() refuses it)."""
         if self.relative(path) is None:
-            return None
+            return None  # outside the workspace: write() refuses it as such
         return _budgeted(("protected", path, limit), limit, lambda cap: self._protected_walk(path, cap))
 
-    def _protected_walk(self, path: str, cap: int) -> tuple[tuple[str, bool] | None, int]:
-        """:meth:`_protected_in`'s answer, and how many entries it looked at: breadth first, so that a folder's own
+    def _protected_walk(self, path: str, cap: int) -> tuple[PlaceVerdict | None, int]:
+        """:meth:`protected_within`'s answer, and how many entries it looked at: breadth first, so that a folder's own
         entries are all looked at before any deeper one."""
         seen = 0
         queue = [path]
@@ -447,13 +441,15 @@ class PathPolicy:
                 with os.scandir(top) as it:
                     entries = list(it)
             except OSError:
-                return (f"{self.relative(places.place(top))} cannot be read", False), seen
+                return _unsure(f"{self.relative(places.place(top))} cannot be read"), seen
             seen += len(entries)
             for e in entries:
                 if e.name in _HOOK_DIRS:
-                    return (self.relative(places.place(e.path)) or e.path, True), seen
+                    held = self.relative(places.place(e.path)) or e.path
+                    why = f"it holds {held} (version control, log or hooks)"
+                    return PlaceVerdict("path:protected", Verdict.DENY, why), seen
             if seen > cap:
-                return (f"more than {cap} entries, not all looked at", False), seen
+                return _unsure(f"more than {cap} entries, not all looked at"), seen
             queue += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
         return None, seen
 
