@@ -1,7 +1,8 @@
 """Through Claude Code's hook, a command that reaches the session's own log by naming a place that holds it (a
 ``find`` filter over the project, a glob that names ``.tether`` where dotglob is set), behind a redirection or on a
-heredoc's line, is never allowed: each was (tests/policy/test_protected_reach.py, test_redirect_words.py and
-test_heredoc_line.py have the gate's side)."""
+heredoc's line, or with the untracked files git takes away, is never allowed: each was
+(tests/policy/test_protected_reach.py, test_redirect_words.py, test_heredoc_line.py and test_untracked_log.py have
+the gate's side)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_pat
         "rm -rf */",
         "rm 2>/dev/null .tether/tether.db",  # the words after a redirection (tests/policy/test_redirect_words.py)
         "cat <<'EOF' > .tether/tether.db\nx\nEOF",  # a heredoc's line (tests/policy/test_heredoc_line.py)
+        "git stash -u",  # untracked files taken away (tests/policy/test_untracked_log.py)
     ]
     for i, command in enumerate(spellings, 1):
         decision, reason = hook.bash(command, f"t{i}")

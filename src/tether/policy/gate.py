@@ -301,9 +301,11 @@ class Gate:
         for name, value in cmd.env:
             if not name.startswith("GIT_"):  # git's own (code, asked by the walker) are kept for _git_rewrites
                 self._code_path(name, value, cmd, out)
-        if cmd.name == "git" and self.paths.filesystem is not None and self.paths.filesystem.deny:
-            self._git_reads(cmd, out)
-            self._git_rewrites(cmd, out)
+        if cmd.name == "git":
+            hides = self.paths.filesystem is not None and bool(self.paths.filesystem.deny)
+            if hides:
+                self._git_reads(cmd, out)
+            self._git_rewrites(cmd, out, hides)
         for t, where in writes:
             self._write_place(t, where, out)
         for u in eff.unpacks:
@@ -425,18 +427,20 @@ class Gate:
                 )
                 return
 
-    def _git_rewrites(self, cmd: SimpleCommand, out: list[Finding]) -> None:
+    def _git_rewrites(self, cmd: SimpleCommand, out: list[Finding], hides: bool) -> None:
         """git commands that rewrite tracked files of the work tree (``stash``, ``reset --hard``, ``checkout -- .``,
         ``checkout BRANCH``, ``merge`` …) may change any tracked file under their pathspecs: DENY when the index
-        lists one the deny list hides (an index the gate cannot read: when the deny list may reach one). ``clean``
-        deletes untracked files: DENY when one the deny list hides lies under its pathspecs on disk."""
+        lists one the deny list hides (an index the gate cannot read: when the deny list may reach one). ``clean`` and
+        ``stash -u`` delete untracked files: DENY when one the deny list hides, or a ``.tether`` (the log, the
+        envelope), lies under their pathspecs on disk; whether git ignores it (then ``-u`` leaves it) is not read.
+        ``hides``: the envelope has a deny list (else only the deletion of ``.tether`` is judged)."""
         parsed = programs.parse(GIT, list(cmd.args))
         sub, _, rest = programs.subcommand(GIT, parsed)
         words = [w.text if w.static else "*" for w in rest]
         scope = _rewrite_scope(sub, words)
-        here = _git_dir(parsed, cmd.cwd)
-        if scope is None:
+        if scope is None or not (hides or sub in ("clean", "stash")):
             return
+        here = _git_dir(parsed, cmd.cwd)
         from . import rewrites  # a rewrite is judged: only now (see the module)
 
         # git's directory, work tree or configuration moved (--git-dir, -c core.worktree=, GIT_INDEX_FILE=): the index
@@ -450,9 +454,15 @@ class Gate:
         roots = [r for r in found_roots if r is not None]
         if top is None or not roots or len(roots) < len(scope):
             roots = [top or self.workspace]
+        found = None
         if sub == "clean" or (sub == "stash" and rewrites.stashes_untracked(words)):
-            found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
-        else:
+            held = next((v for v in map(self._untracked_log, roots) if v is not None), None)
+            if held is not None:
+                why = f"git {sub} deletes untracked files of the work tree, and {held.reason}"
+                out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, f"{why} (name others after --)"))
+            if hides:
+                found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
+        elif hides:
             sources = rewrites.sources(sub, words)
             if sources is not None and sub == "checkout" and here is not None and top is not None:
                 sources = (rewrites.revisions_only(sources[0], here, top), *sources[1:])
@@ -460,6 +470,15 @@ class Gate:
         if found is not None:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
+
+    def _untracked_log(self, root: str) -> PlaceVerdict | None:
+        """Whether ``git clean`` or ``git stash -u`` under ``root`` reaches a ``.tether``: ``root`` inside one, or a
+        folder holding one (DENY), or that is not known (ASK). The repositories in it are not looked into: git leaves
+        them alone."""
+        rel = self.paths.relative(root)
+        if rel is not None and ".tether" in rel.split("/"):
+            return PlaceVerdict("path:protected", Verdict.DENY, f"{rel} is inside .tether/ (tether's log)")
+        return self.paths.protected_within(root, names=(".tether",)) if os.path.isdir(root) else None
 
     def _tracked_hidden(self, top: str | None, roots: list[str], sources: rewrites.Sources | None) -> str | None:
         """A file the index of ``top`` tracks, or a commit the command writes from holds (``sources``), under one of
@@ -961,8 +980,10 @@ def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
         return []
     if sub == "reset":
         return [] if {"--hard", "--merge", "--keep"} & set(rest) else None
-    if sub == "stash":
-        return None if rest[:1] and rest[0] in _STASH_KEEPS else []
+    if sub == "stash":  # push's pathspecs after --; save's words after -- are its message
+        if rest[:1] and rest[0] in _STASH_KEEPS:
+            return None
+        return paths if paths and rest[:1] != ["save"] else []
     if sub == "clean":
         return None if {"-n", "--dry-run"} & set(rest) else (paths if paths is not None else ops)
     if sub == "restore":

@@ -159,7 +159,7 @@ class WalkBudget:
 
     def __init__(self, entries: int = DECISION_WALK) -> None:
         self.left = entries
-        self.answers: dict[tuple[str, str, int | None], object] = {}
+        self.answers: dict[tuple[object, ...], object] = {}
 
 
 TYPE_CHECKING = False  # not typing's: deciding imports no typing
@@ -181,7 +181,7 @@ def done_walking(token: Token[WalkBudget | None]) -> None:
     _BUDGET.reset(token)
 
 
-def _budgeted(key: tuple[str, str, int | None], limit: int, walk: Callable[[int], tuple[_A, int]]) -> _A:
+def _budgeted(key: tuple[object, ...], limit: int, walk: Callable[[int], tuple[_A, int]]) -> _A:
     """A walk's answer within the current decision's budget: given before (``key``), or walked with at most
     ``limit`` entries, fewer when the budget has fewer left (``walk(cap)``: its answer, and the entries it saw)."""
     budget = _BUDGET.get()
@@ -419,19 +419,23 @@ class PathPolicy:
                     return prefix + name, seen
         return None, seen
 
-    def protected_within(self, path: str, limit: int = DECISION_WALK) -> PlaceVerdict | None:
+    def protected_within(
+        self, path: str, limit: int = DECISION_WALK, names: tuple[str, ...] = _HOOK_DIRS
+    ) -> PlaceVerdict | None:
         """For a tree deleted, moved or changed as a whole (``rm -r sub``, ``find sub -delete``, ``chmod -R sub``),
         whose every entry the command reaches: DENY when the directory ``path`` holds, at any depth, an entry that
         :meth:`write` protects (``.git``, ``.tether``, a hook directory), as it is on disk now: ``rm -r sub`` deletes
         ``sub/.git`` as surely as the ``rm -r sub/.git`` that is denied. ASK when that is not known: more than
         ``limit`` entries (the folder's own are always all looked at; the decision's whole budget by default, as only
         names are compared: 17,000 entries in ~33 ms), or a folder that cannot be read. Links are not followed
-        (removing one does not touch what it points at)."""
+        (removing one does not touch what it points at). ``names``: the protected entries looked for; a ``.git`` left
+        out of them is not looked into either (``git clean`` and ``git stash -u`` leave repositories alone)."""
         if self.relative(path) is None:
             return None  # outside the workspace: write() refuses it as such
-        return _budgeted(("protected", path, limit), limit, lambda cap: self._protected_walk(path, cap))
+        key = ("protected", path, limit, names)
+        return _budgeted(key, limit, lambda cap: self._protected_walk(path, cap, names))
 
-    def _protected_walk(self, path: str, cap: int) -> tuple[PlaceVerdict | None, int]:
+    def _protected_walk(self, path: str, cap: int, names: tuple[str, ...]) -> tuple[PlaceVerdict | None, int]:
         """:meth:`protected_within`'s answer, and how many entries it looked at: breadth first, so that a folder's own
         entries are all looked at before any deeper one."""
         seen = 0
@@ -444,13 +448,13 @@ class PathPolicy:
                 return _unsure(f"{self.relative(places.place(top))} cannot be read"), seen
             seen += len(entries)
             for e in entries:
-                if e.name in _HOOK_DIRS:
+                if e.name in names:
                     held = self.relative(places.place(e.path)) or e.path
                     why = f"it holds {held} (version control, log or hooks)"
                     return PlaceVerdict("path:protected", Verdict.DENY, why), seen
             if seen > cap:
                 return _unsure(f"more than {cap} entries, not all looked at"), seen
-            queue += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+            queue += [e.path for e in entries if e.name != ".git" and e.is_dir(follow_symlinks=False)]
         return None, seen
 
     def glob_names(self, pattern: str, cwd: str | None, limit: int = 2000) -> list[tuple[str, bool]] | str:
