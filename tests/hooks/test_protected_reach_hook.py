@@ -6,9 +6,12 @@ the gate's side)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from hookkit import Hook
+
+from tether.events.store import EventStore
 
 
 def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_path: Path) -> None:
@@ -28,3 +31,21 @@ def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_pat
         decision, reason = hook.bash(command, f"t{i}")
         assert decision in ("ask", "deny"), (command, reason)
         assert "(path:protected)" in reason, reason
+
+
+def test_a_log_committed_to_git_is_not_put_back_over_the_session(tmp_path: Path) -> None:
+    """``git add -A`` and ``git commit`` (allowed, and run here as Claude Code would) put the session's log in a
+    commit; ``git stash`` and ``git checkout -f HEAD`` would then write that copy back over it, every event since
+    gone (tests/policy/test_tracked_log.py has the gate's side): denied, and the log keeps its events."""
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    hook = Hook(tmp_path)
+    for i, command in enumerate(["git add -A", "git commit -qm wip", "echo after"]):
+        assert hook.bash(command, f"t{i}")[0] == "allow"
+        subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True, capture_output=True)
+    for i, command in enumerate(["git stash", "git checkout -f HEAD"], 3):
+        decision, reason = hook.bash(command, f"t{i}")
+        assert decision == "deny" and "(path:protected)" in reason, reason
+    with EventStore.open(tmp_path / ".tether" / "tether.db") as store:
+        (run,) = store.runs()
+        assert [e.kind for e in store.events(run.run_id)].count("action.decided") == 5

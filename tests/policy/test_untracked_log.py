@@ -17,7 +17,7 @@ from tether.hooks.calls import hook_envelope
 from tether.policy import gate as gate_module
 from tether.policy.decision import Verdict
 from tether.policy.gate import Gate
-from tether.policy.paths import WalkBudget
+from tether.policy.paths import PathPolicy, WalkBudget
 
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
 
@@ -83,12 +83,13 @@ KEEPS = [
 
 @pytest.mark.parametrize("command", KEEPS)
 def test_what_leaves_the_log_is_not_refused_for_it(command: str, tmp_path: Path) -> None:
+    run, ws = repo(tmp_path / "run"), repo(tmp_path / "ws")
     if command == "git stash pop":
-        subprocess.run([*GIT, "stash", "-q"], cwd=repo(tmp_path / "run"), check=True)
-    run = tmp_path / "run" if (tmp_path / "run").exists() else repo(tmp_path / "run")
+        for where in (run, ws):
+            subprocess.run([*GIT, "stash", "-q"], cwd=where, check=True)
     subprocess.run(["bash", "-c", command], cwd=run, check=True, capture_output=True)
     assert (run / ".tether" / "tether.db").is_file()  # the premise: git left the log
-    for g in gates(repo(tmp_path / "ws")):
+    for g in gates(ws):
         d = g.decide("bash", {"command": command})
         assert d.deciding_rule != "path:protected", (command, d.to_dict())
 
@@ -96,20 +97,25 @@ def test_what_leaves_the_log_is_not_refused_for_it(command: str, tmp_path: Path)
 def test_a_repository_without_the_log_stashes_untracked_files_as_before(tmp_path: Path) -> None:
     """No ``.tether`` under the stash's reach: allowed, as before. A nested repository (which git leaves alone) is
     not looked into, nor is the work tree's own ``.git``."""
-    ws = repo(tmp_path, log=False)
-    (ws / "sub").mkdir()
-    subprocess.run([*GIT, "init", "-q"], cwd=ws / "sub", check=True)
-    (ws / "sub" / ".git" / ".tether").mkdir()
-    d = Gate(hook_envelope(), ws).decide("bash", {"command": "git stash -u"})
+    ws = repo(tmp_path)
+    (ws / "src" / "sub").mkdir()
+    subprocess.run([*GIT, "init", "-q"], cwd=ws / "src" / "sub", check=True)
+    (ws / "src" / "sub" / ".git" / ".tether").mkdir()
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": "git stash push -u -- src"})
     assert d.verdict is Verdict.ALLOW, d.to_dict()
+    d = Gate(hook_envelope(), repo(tmp_path / "none", log=False)).decide("bash", {"command": "git stash -u"})
+    assert d.verdict is Verdict.ALLOW, d.to_dict()
+    paths = PathPolicy(str(ws), hook_envelope().environment.filesystem)
+    assert paths.protected_within(str(ws / "src"), names=(".tether",)) is None
+    assert paths.protected_within(str(ws / "src")) is not None  # .git, looked for by default
 
 
 def test_a_tree_too_large_to_look_at_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the decision's walk budget, whether the work tree holds a ``.tether`` is not known: ASK."""
-    ws = repo(tmp_path, log=False)
+    """Past the decision's walk budget, whether the folder holds a ``.tether`` is not known: ASK."""
+    ws = repo(tmp_path)
     for i in range(20):
         (ws / "src" / f"m{i}.py").write_text("")
     monkeypatch.setattr(gate_module, "WalkBudget", lambda: WalkBudget(10))
-    d = Gate(hook_envelope(), ws).decide("bash", {"command": "git stash -u"})
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": "git stash push -u -- src"})
     assert d.verdict is Verdict.ASK and d.deciding_rule == "path:protected", d.to_dict()
     assert "not known" in d.reason

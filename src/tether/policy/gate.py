@@ -430,15 +430,15 @@ class Gate:
     def _git_rewrites(self, cmd: SimpleCommand, out: list[Finding], hides: bool) -> None:
         """git commands that rewrite tracked files of the work tree (``stash``, ``reset --hard``, ``checkout -- .``,
         ``checkout BRANCH``, ``merge`` …) may change any tracked file under their pathspecs: DENY when the index
-        lists one the deny list hides (an index the gate cannot read: when the deny list may reach one). ``clean`` and
-        ``stash -u`` delete untracked files: DENY when one the deny list hides, or a ``.tether`` (the log, the
-        envelope), lies under their pathspecs on disk; whether git ignores it (then ``-u`` leaves it) is not read.
-        ``hides``: the envelope has a deny list (else only the deletion of ``.tether`` is judged)."""
+        lists one the deny list hides (an index the gate cannot read: when the deny list may reach one), or one in
+        ``.tether`` (:meth:`_tracked_log`). ``clean`` and ``stash -u`` delete untracked files: DENY when one the deny
+        list hides, or a ``.tether``, lies under their pathspecs on disk (:meth:`_untracked_log`). ``hides``: the
+        envelope has a deny list (else only ``.tether`` is judged, and only where the workspace holds one)."""
         parsed = programs.parse(GIT, list(cmd.args))
         sub, _, rest = programs.subcommand(GIT, parsed)
         words = [w.text if w.static else "*" for w in rest]
         scope = _rewrite_scope(sub, words)
-        if scope is None or not (hides or sub in ("clean", "stash")):
+        if scope is None or not (hides or os.path.isdir(places.join(self.workspace, _LOG))):
             return
         here = _git_dir(parsed, cmd.cwd)
         from . import rewrites  # a rewrite is judged: only now (see the module)
@@ -457,28 +457,51 @@ class Gate:
         found = None
         if sub == "clean" or (sub == "stash" and rewrites.stashes_untracked(words)):
             held = next((v for v in map(self._untracked_log, roots) if v is not None), None)
-            if held is not None:
-                why = f"git {sub} deletes untracked files of the work tree, and {held.reason}"
-                out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, f"{why} (name others after --)"))
+            why = (
+                f"git {sub} deletes untracked files of the work tree, and {held and held.reason} (name others after --)"
+            )
             if hides:
                 found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
-        elif hides:
+        else:
             sources = rewrites.sources(sub, words)
             if sources is not None and sub == "checkout" and here is not None and top is not None:
                 sources = (rewrites.revisions_only(sources[0], here, top), *sources[1:])
-            found = self._tracked_hidden(top, roots, sources)
+            resumed = sources is None and bool(_RESUMES & set(words))  # from commits judged when it began
+            held = self._tracked_log(top, roots, ([], False, None) if resumed else sources)
+            why = f"git {sub} writes the work tree's tracked files, and {held and held.reason}"
+            if hides:
+                found = self._tracked_hidden(top, roots, sources)
+        if held is not None:
+            out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, why))
         if found is not None:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
+
+    def _tracked_log(self, top: str | None, roots: list[str], sources: rewrites.Sources | None) -> PlaceVerdict | None:
+        """Whether a rewrite under ``roots`` writes the workspace's ``.tether`` from the index or from the commits it
+        writes from (``sources``): git puts back their copy of the log (the events since are gone, and the shorter
+        chain still verifies) or of the envelope. DENY when the index or one of the commits holds one; ASK when that
+        cannot be read (no repository of the workspace's found, a revision that does not resolve)."""
+        log = places.join(self.workspace, _LOG)
+        if not any(places.within(log, r) for r in roots) or (top is not None and not places.within(log, top)):
+            return None  # out of its pathspecs, or a repository inside the workspace: the log is not among its files
+        copies = None if top is None or sources is None else _log_copies(top, log, sources)
+        if copies is None:
+            return PlaceVerdict("path:protected", Verdict.ASK, f"whether git holds a copy of {_LOG}/ is not known")
+        held = next((n for n in copies if any(places.within(places.join(top or "", n), r) for r in roots)), None)
+        if held is None:
+            return None
+        why = f"git holds a copy of {held}, which it would put back over tether's log or envelope (untrack {_LOG}/)"
+        return PlaceVerdict("path:protected", Verdict.DENY, why)
 
     def _untracked_log(self, root: str) -> PlaceVerdict | None:
         """Whether ``git clean`` or ``git stash -u`` under ``root`` reaches a ``.tether``: ``root`` inside one, or a
         folder holding one (DENY), or that is not known (ASK). The repositories in it are not looked into: git leaves
         them alone."""
         rel = self.paths.relative(root)
-        if rel is not None and ".tether" in rel.split("/"):
-            return PlaceVerdict("path:protected", Verdict.DENY, f"{rel} is inside .tether/ (tether's log)")
-        return self.paths.protected_within(root, names=(".tether",)) if os.path.isdir(root) else None
+        if rel is not None and _LOG in rel.split("/"):
+            return PlaceVerdict("path:protected", Verdict.DENY, f"{rel} is inside {_LOG}/ (tether's log)")
+        return self.paths.protected_within(root, names=(_LOG,)) if os.path.isdir(root) else None
 
     def _tracked_hidden(self, top: str | None, roots: list[str], sources: rewrites.Sources | None) -> str | None:
         """A file the index of ``top`` tracks, or a commit the command writes from holds (``sources``), under one of
@@ -965,6 +988,11 @@ def _git_dir(parsed: programs.Parsed, cwd: str | None) -> str | None:
 
 
 #: git subcommands that may rewrite any tracked file of the work tree (HEAD moves, or the index is checked out).
+#: tether's folder in a workspace: the log and the envelope (hooks/session.py).
+_LOG = ".tether"
+#: What resumes or ends a rebase, merge, cherry-pick, revert or am in progress: it writes from the commits (or
+#: patches) named when the operation began, which were judged then, or puts HEAD's files back.
+_RESUMES = frozenset({"--continue", "--skip", "--abort", "--quit"})
 _GIT_REWRITES_ALL = frozenset({"merge", "rebase", "pull", "cherry-pick", "revert", "am", "bisect", "read-tree"})
 _GIT_REWRITES_ALL |= {"checkout-index", "sparse-checkout"}
 _STASH_KEEPS = frozenset({"list", "show", "drop", "clear", "create", "store"})
@@ -994,6 +1022,22 @@ def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
         new = {"-b", "-B", "-c", "-C", "--orphan"} & set(rest)
         return None if new and len(ops) <= 1 else []
     return None
+
+
+def _log_copies(top: str, log: str, sources: rewrites.Sources) -> list[str] | None:
+    """The paths under ``log`` (relative to ``top``) that the index of ``top`` lists or the commits of ``sources``
+    hold; None when either cannot be read. Only the folders on the way to ``log`` and in it are read of the commits,
+    and an index whose bytes name nothing there is not parsed (:func:`gitindex.may_list`)."""
+    inside = f"{places.relative(log, top)}/"
+    listed = gitindex.tracked(top) if gitindex.may_list(top, inside) else []
+    if listed is not None and (sources[0] or sources[2]):
+
+        def descend(name: str) -> bool:
+            return inside.startswith(f"{name}/") or f"{name}/".startswith(inside)
+
+        more = gitindex.committed(top, sources[0], parents=sources[1], replays=sources[2], descend=descend)
+        listed = None if more is None else listed + more
+    return None if listed is None else [n for n in listed if n.startswith(inside)]
 
 
 #: Options of git's log family that print a patch (the file contents it changes): -U and --unified imply -p.

@@ -54,6 +54,34 @@ def tracked(work_tree: str) -> list[str] | None:
         return None
 
 
+def may_list(work_tree: str, prefix: str) -> bool:
+    """Whether the index of ``work_tree`` may list a path that starts with ``prefix``, told from its bytes without
+    parsing it (without dulwich): False only when it surely lists none. Versions 2 and 3 write each path whole, so
+    one whose bytes do not hold ``prefix`` lists none; no index lists nothing. Version 4 writes each path as a cut of
+    the one before and a suffix, a split index keeps its entries in a ``sharedindex.*`` file beside it, a ``.git``
+    that is a file points elsewhere: :func:`tracked` reads those, as anything that is not plainly so."""
+    git = os.path.join(work_tree, ".git")
+    try:
+        if os.path.islink(git) or any(n.startswith("sharedindex.") for n in os.listdir(git)):
+            return True
+    except OSError:  # not a directory, or not readable
+        return True
+    try:  # not blocking at a FIFO, nor following a link, put where the index was
+        fd = os.open(os.path.join(git, "index"), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return True
+        data = f.read(MAX_BYTES)
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return True
+    return prefix.encode("utf-8", "surrogateescape") in data
+
+
 #: At most this many paths are read from commits' trees (then: unknown, the caller fails closed).
 MAX_PATHS = 50_000
 #: At most this many commits a rebase replays are read.
