@@ -25,14 +25,14 @@ def git(ws: Path, *args: str) -> None:
     subprocess.run([*GIT, *args], cwd=ws, check=True, capture_output=True)
 
 
-def repo(ws: Path, *, track: bool = True, version: int = 2) -> Path:
+def repo(ws: Path, *, track: bool = True, version: int = 2, sha: str = "sha1") -> Path:
     """A repository whose work tree holds src/a.py and tether's log; with ``track`` the log was committed (as
     ``git add -A`` does) and has grown since. A branch ``other`` changes src/a.py."""
     (ws / "src").mkdir(parents=True)
     (ws / "src" / "a.py").write_text("x = 1\n")
     (ws / ".tether").mkdir()
     (ws / ".tether" / "tether.db").write_text("events 0-10\n")
-    git(ws, "init", "-q")
+    git(ws, "init", "-q", f"--object-format={sha}")
     git(ws, "add", "src", *([".tether"] if track else []))
     git(ws, "commit", "-qm", "init")
     git(ws, "branch", "other")
@@ -168,3 +168,77 @@ def test_a_workspace_without_tethers_folder_reads_no_index(tmp_path: Path, monke
     monkeypatch.setattr(gitindex, "tracked", unread)
     for command in ("git stash", "git checkout other", "git bisect good"):
         assert Gate(hook_envelope(), ws).decide("bash", {"command": command}).deciding_rule != "path:protected"
+
+
+def shipped(ws: Path, sha: str = "sha1") -> Path:
+    """A project that ships its envelope (docs/hooks.md: ``.tether/envelope.yaml``, written by the repository's
+    authors): the envelope committed, the log not; a branch ``other`` that changes src/a.py only, and a branch
+    ``looser`` whose envelope differs."""
+    repo(ws, track=False, sha=sha)
+    (ws / ".tether" / "envelope.yaml").write_text("profile: coding\n")
+    git(ws, "add", ".tether/envelope.yaml")
+    git(ws, "commit", "-qm", "ship the envelope")
+    git(ws, "branch", "-f", "other")
+    git(ws, "checkout", "-q", "-b", "looser")
+    (ws / ".tether" / "envelope.yaml").write_text("profile: anything-goes\n")
+    git(ws, "commit", "-qam", "looser")
+    git(ws, "checkout", "-q", "-")
+    return ws
+
+
+@pytest.mark.parametrize("command", ["git stash", "git checkout other", "git merge other", "git checkout -f HEAD"])
+def test_a_shipped_envelope_that_git_would_write_back_as_it_is_is_no_reason_to_refuse(
+    command: str, tmp_path: Path
+) -> None:
+    for g in gates(shipped(tmp_path)):
+        assert not refused_for_the_log(g, command), command
+
+
+@pytest.mark.parametrize(
+    ("command", "edited"),
+    [("git stash", True), ("git checkout -f HEAD", True), ("git checkout looser", False), ("git merge looser", False)],
+)
+def test_an_envelope_that_git_would_change_is_refused(command: str, edited: bool, tmp_path: Path) -> None:
+    """The user's uncommitted edit of the envelope put back to the commit's, or another branch's envelope written
+    over it: each run for real first."""
+
+    def make(ws: Path) -> Path:
+        shipped(ws)
+        if edited:
+            (ws / ".tether" / "envelope.yaml").write_text("profile: coding\ndeny: [rm]\n")
+        return ws
+
+    run = make(tmp_path / "run")
+    before = (run / ".tether" / "envelope.yaml").read_text()
+    subprocess.run(["bash", "-c", command], cwd=run, check=True, capture_output=True)
+    assert (run / ".tether" / "envelope.yaml").read_text() != before  # the premise
+    for g in gates(make(tmp_path / "ws")):
+        assert refused_for_the_log(g, command), command
+
+
+def test_the_envelope_is_compared_in_a_sha256_repository_too(tmp_path: Path) -> None:
+    ws = shipped(tmp_path, sha="sha256")
+    assert len(subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True).stdout) == 65
+    assert not any(refused_for_the_log(g, "git stash") for g in gates(ws))
+    (ws / ".tether" / "envelope.yaml").write_text("profile: coding\ndeny: [rm]\n")
+    assert all(refused_for_the_log(g, "git stash") for g in gates(ws))
+
+
+def test_an_orphan_branch_switched_to_deletes_what_git_tracks(tmp_path: Path) -> None:
+    """``git switch --orphan`` empties the work tree of every tracked file (``checkout --orphan`` keeps them): a
+    tracked log, or a shipped envelope as it is, would be deleted. It was allowed as a new branch."""
+
+    def clean(made: Path) -> Path:  # git switches to an orphan only from a work tree without changes
+        git(made, "commit", "-qam", "all of it", "--allow-empty")
+        return made
+
+    for make in (repo, shipped):
+        run = clean(make(tmp_path / f"run-{make.__name__}"))
+        subprocess.run([*GIT, "switch", "-q", "--orphan", "fresh"], cwd=run, check=True)
+        tracked = ".tether/tether.db" if make is repo else ".tether/envelope.yaml"
+        assert not (run / tracked).exists()  # the premise
+        for g in gates(clean(make(tmp_path / f"ws-{make.__name__}"))):
+            assert refused_for_the_log(g, "git switch --orphan fresh")
+            assert not refused_for_the_log(g, "git checkout --orphan fresh")
+    for g in gates(repo(tmp_path / "untracked", track=False)):
+        assert not refused_for_the_log(g, "git switch --orphan fresh")

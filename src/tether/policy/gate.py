@@ -19,6 +19,7 @@ import os
 
 from tether import places
 from tether.envelope.schema import EFFECT_APPROVAL_CLASS, Effect, Envelope, Rule, ToolContract
+from tether.envelope.source import MAX_DOCUMENT_BYTES
 from tether.records import replace
 from tether.status import ControlState
 
@@ -467,7 +468,8 @@ class Gate:
             if sources is not None and sub == "checkout" and here is not None and top is not None:
                 sources = (rewrites.revisions_only(sources[0], here, top), *sources[1:])
             resumed = sources is None and bool(_RESUMES & set(words))  # from commits judged when it began
-            held = self._tracked_log(top, roots, ([], False, None) if resumed else sources)
+            emptied = sub == "switch" and "--orphan" in words  # deletes what it does not write back
+            held = self._tracked_log(top, roots, ([], False, None) if resumed else sources, emptied)
             why = f"git {sub} writes the work tree's tracked files, and {held and held.reason}"
             if hides:
                 found = self._tracked_hidden(top, roots, sources)
@@ -477,18 +479,23 @@ class Gate:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
 
-    def _tracked_log(self, top: str | None, roots: list[str], sources: rewrites.Sources | None) -> PlaceVerdict | None:
+    def _tracked_log(
+        self, top: str | None, roots: list[str], sources: rewrites.Sources | None, emptied: bool = False
+    ) -> PlaceVerdict | None:
         """Whether a rewrite under ``roots`` writes the workspace's ``.tether`` from the index or from the commits it
         writes from (``sources``): git puts back their copy of the log (the events since are gone, and the shorter
-        chain still verifies) or of the envelope. DENY when the index or one of the commits holds one; ASK when that
-        cannot be read (no repository of the workspace's found, a revision that does not resolve)."""
+        chain still verifies) or of the envelope. DENY when the index or one of the commits holds one (but a copy of
+        the envelope as it is: a project that ships its envelope); ASK when that cannot be read (no repository of
+        the workspace's found, a revision that does not resolve). ``emptied``: the rewrite deletes what the index
+        lists (``switch --orphan``): an envelope as it is too."""
         log = places.join(self.workspace, _LOG)
         if not any(places.within(log, r) for r in roots) or (top is not None and not places.within(log, top)):
             return None  # out of its pathspecs, or a repository inside the workspace: the log is not among its files
         copies = None if top is None or sources is None else _log_copies(top, log, sources)
-        if copies is None:
+        if copies is None or top is None:
             return PlaceVerdict("path:protected", Verdict.ASK, f"whether git holds a copy of {_LOG}/ is not known")
-        held = next((n for n in copies if any(places.within(places.join(top or "", n), r) for r in roots)), None)
+        changed = [n for n, blob in copies if emptied or not _same_envelope(places.join(top, n), blob)]
+        held = next((n for n in changed if any(places.within(places.join(top, n), r) for r in roots)), None)
         if held is None:
             return None
         why = f"git holds a copy of {held}, which it would put back over tether's log or envelope (untrack {_LOG}/)"
@@ -1019,25 +1026,47 @@ def _rewrite_scope(sub: str, rest: list[str]) -> list[str] | None:
     if sub in ("checkout", "switch"):
         if paths is not None:
             return paths
+        if sub == "switch" and "--orphan" in rest:
+            return []  # it empties the work tree of every tracked file (checkout --orphan keeps them)
         new = {"-b", "-B", "-c", "-C", "--orphan"} & set(rest)
         return None if new and len(ops) <= 1 else []
     return None
 
 
-def _log_copies(top: str, log: str, sources: rewrites.Sources) -> list[str] | None:
+def _log_copies(top: str, log: str, sources: rewrites.Sources) -> list[tuple[str, str]] | None:
     """The paths under ``log`` (relative to ``top``) that the index of ``top`` lists or the commits of ``sources``
-    hold; None when either cannot be read. Only the folders on the way to ``log`` and in it are read of the commits,
-    and an index whose bytes name nothing there is not parsed (:func:`gitindex.may_list`)."""
+    hold, each with the id of its contents there; None when either cannot be read. Only the folders on the way to
+    ``log`` and in it are read of the commits, and an index whose bytes name nothing there is not parsed
+    (:func:`gitindex.may_list`)."""
     inside = f"{places.relative(log, top)}/"
-    listed = gitindex.tracked(top) if gitindex.may_list(top, inside) else []
+    listed = gitindex.tracked_blobs(top, inside) if gitindex.may_list(top, inside) else []
     if listed is not None and (sources[0] or sources[2]):
 
         def descend(name: str) -> bool:
             return inside.startswith(f"{name}/") or f"{name}/".startswith(inside)
 
-        more = gitindex.committed(top, sources[0], parents=sources[1], replays=sources[2], descend=descend)
+        more = gitindex.committed_blobs(top, sources[0], parents=sources[1], replays=sources[2], descend=descend)
         listed = None if more is None else listed + more
-    return None if listed is None else [n for n in listed if n.startswith(inside)]
+    return None if listed is None else [(n, b) for n, b in listed if n.startswith(inside)]
+
+
+def _same_envelope(path: str, blob: str) -> bool:
+    """Whether git's copy (the blob ``blob``, SHA-1 or SHA-256 by its length) of the envelope at ``path`` holds what
+    the file holds now: writing it back changes nothing. The envelope only: tether writes the log on every call,
+    this decision's too, so no copy of it stays the log's."""
+    if places.name(path) != "envelope.yaml" or len(blob) not in (40, 64):
+        return False
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError:
+        return False
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return False
+    import hashlib  # not on a plain call's path (tests/hooks/test_cold_libraries.py)
+
+    digest = hashlib.sha1 if len(blob) == 40 else hashlib.sha256
+    return digest(b"blob %d\0%s" % (len(data), data)).hexdigest() == blob
 
 
 #: Options of git's log family that print a patch (the file contents it changes): -U and --unified imply -p.

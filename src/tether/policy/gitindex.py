@@ -38,6 +38,13 @@ def top(start: str, stop: str) -> str | None:
 
 def tracked(work_tree: str) -> list[str] | None:
     """The paths (relative to ``work_tree``) its index lists; None when they cannot be read (see the module)."""
+    entries = tracked_blobs(work_tree)
+    return None if entries is None else [p for p, _ in entries]
+
+
+def tracked_blobs(work_tree: str, prefix: str = "") -> list[tuple[str, str]] | None:
+    """The paths its index lists under ``prefix`` (all: ``""``), each with its blob's id in hex ("" for a path in
+    conflict, whose stages differ); None when they cannot be read (see the module)."""
     try:
         repo = _repo(work_tree)
         try:
@@ -49,9 +56,18 @@ def tracked(work_tree: str) -> list[str] | None:
         index = repo.open_index()
         if index.is_sparse():
             return None
-        return [p.decode("utf-8", "surrogateescape") for p in index.paths()]
+        start = prefix.encode("utf-8", "surrogateescape")
+        return [
+            (p.decode("utf-8", "surrogateescape"), _hex(getattr(e, "sha", b"")))
+            for p, e in index.items()
+            if p.startswith(start)
+        ]
     except Exception:  # a repository or an index dulwich cannot read raises what it raises: unknown, fail closed
         return None
+
+
+def _hex(sha: bytes) -> str:
+    return sha.decode("ascii") if len(sha) in (40, 64) else ""
 
 
 def may_list(work_tree: str, prefix: str) -> bool:
@@ -124,6 +140,20 @@ def committed(
     ``descend``: whether a folder (its path) is worth reading, else its files are left out: the gate reads only
     where the deny list may reach, so a big repository's trees are not all walked, nor count against the bound.
     None when a revision does not resolve or the bounds are passed (see the module)."""
+    entries = committed_blobs(work_tree, revs, parents=parents, replays=replays, descend=descend)
+    return None if entries is None else list(dict.fromkeys(p for p, _ in entries))
+
+
+def committed_blobs(
+    work_tree: str,
+    revs: list[str],
+    *,
+    parents: bool = False,
+    replays: str | None = None,
+    descend: Callable[[str], bool] | None = None,
+) -> list[tuple[str, str]] | None:
+    """:func:`committed`'s paths, each with the id in hex of the blob (or link, or submodule commit) each commit
+    holds there: a path may come more than once, with other contents."""
     try:
         from dulwich.objects import Commit
 
@@ -137,7 +167,7 @@ def committed(
             if len(walked) > MAX_COMMITS:
                 return None
             commits += [e.commit for e in walked]
-        out: list[str] = []
+        out: list[tuple[str, str]] = []
         folders = [(b"", tree) for tree in dict.fromkeys(c.tree for c in commits)]
         while folders:
             prefix, tree = folders.pop()
@@ -145,7 +175,7 @@ def committed(
                 path = prefix + entry.path
                 name = path.decode("utf-8", "surrogateescape")
                 if not stat.S_ISDIR(entry.mode):
-                    out.append(name)  # a file, a link, a submodule's commit
+                    out.append((name, _hex(entry.sha)))  # a file, a link, a submodule's commit
                 elif descend is None or descend(name):
                     folders.append((path + b"/", entry.sha))
                 if len(out) > MAX_PATHS:
