@@ -242,3 +242,34 @@ def test_an_orphan_branch_switched_to_deletes_what_git_tracks(tmp_path: Path) ->
             assert not refused_for_the_log(g, "git checkout --orphan fresh")
     for g in gates(repo(tmp_path / "untracked", track=False)):
         assert not refused_for_the_log(g, "git switch --orphan fresh")
+
+
+@pytest.mark.parametrize(
+    ("config", "plain", "owned"),
+    [
+        ("\tbare = false\n", True, True),  # as git init writes it
+        ("\tBare = FALSE\n", True, True),  # git's keys and booleans in any case
+        ("\tbare = false\n\tworktree = ..\n", False, True),  # relative to .git: the same work tree
+        ("\tbare = false\n\tWorkTree = ../..\n", False, False),
+        ("\tbare = false\n[include]\n\tpath = other.cfg\n", False, True),
+        ('\tbare = false\n[includeIf "gitdir:~/"]\n\tpath = other.cfg\n', False, True),
+        ("\tbare = true\n", False, False),
+        ("\tbare\n", False, False),  # a key without a value is true
+    ],
+)
+def test_a_plain_configuration_is_read_without_dulwich_and_anything_else_with_it(
+    config: str, plain: bool, owned: bool, tmp_path: Path
+) -> None:
+    """A cold ``git stash`` in a hook session paid ~40 ms to import dulwich only to learn that the repository's work
+    tree is where its ``.git`` is: a configuration as ``git init`` writes it now answers that alone; one that sets
+    ``core.worktree``, includes another file or may be bare goes to dulwich, which reads it as before."""
+    ws = repo(tmp_path)
+    (ws / ".git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n" + config)
+    assert gitindex._plainly_own(str(ws)) is plain
+    assert gitindex.own(str(ws)) is owned
+
+
+def test_a_worktree_configuration_beside_the_repository_is_read_with_dulwich(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    (ws / ".git" / "config.worktree").write_text("[core]\n\tworktree = ..\n")
+    assert not gitindex._plainly_own(str(ws))
