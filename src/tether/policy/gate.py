@@ -458,9 +458,7 @@ class Gate:
         found = None
         if sub == "clean" or (sub == "stash" and rewrites.stashes_untracked(words)):
             held = next((v for v in map(self._untracked_log, roots) if v is not None), None)
-            why = (
-                f"git {sub} deletes untracked files of the work tree, and {held and held.reason} (name others after --)"
-            )
+            what = "deletes untracked files of the work tree (name others after --)"
             if hides:
                 found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
         else:
@@ -470,11 +468,11 @@ class Gate:
             resumed = sources is None and bool(_RESUMES & set(words))  # from commits judged when it began
             emptied = sub == "switch" and "--orphan" in words  # deletes what it does not write back
             held = self._tracked_log(top, roots, ([], False, None) if resumed else sources, emptied)
-            why = f"git {sub} writes the work tree's tracked files, and {held and held.reason}"
+            what = "writes the work tree's tracked files"
             if hides:
                 found = self._tracked_hidden(top, roots, sources)
         if held is not None:
-            out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, why))
+            out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, f"git {sub} {what}, and {held.reason}"))
         if found is not None:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
@@ -994,12 +992,12 @@ def _git_dir(parsed: programs.Parsed, cwd: str | None) -> str | None:
     return here
 
 
-#: git subcommands that may rewrite any tracked file of the work tree (HEAD moves, or the index is checked out).
 #: tether's folder in a workspace: the log and the envelope (hooks/session.py).
 _LOG = ".tether"
 #: What resumes or ends a rebase, merge, cherry-pick, revert or am in progress: it writes from the commits (or
 #: patches) named when the operation began, which were judged then, or puts HEAD's files back.
 _RESUMES = frozenset({"--continue", "--skip", "--abort", "--quit"})
+#: git subcommands that may rewrite any tracked file of the work tree (HEAD moves, or the index is checked out).
 _GIT_REWRITES_ALL = frozenset({"merge", "rebase", "pull", "cherry-pick", "revert", "am", "bisect", "read-tree"})
 _GIT_REWRITES_ALL |= {"checkout-index", "sparse-checkout"}
 _STASH_KEEPS = frozenset({"list", "show", "drop", "clear", "create", "store"})
