@@ -149,6 +149,24 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
     assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], "PostToolUse"
 
 
+def test_a_git_rewrite_in_a_plain_repository_is_judged_without_dulwich(tmp_path: Path) -> None:
+    """A ``git stash`` is judged for a copy of the log that git may hold (policy/gate.py ``_tracked_log``). In a
+    repository as ``git init`` writes it, whose index names nothing in ``.tether/``, that is read without dulwich:
+    its import was ~40 ms of a cold call's ~50 (policy/gitindex.py ``own``, ``may_list``)."""
+    (tmp_path / "README.md").write_text("needle\n")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    for args in (["init", "-q"], ["add", "README.md"], ["commit", "-qm", "init"]):
+        subprocess.run([*git, *args], cwd=tmp_path, check=True)
+    call(tmp_path, "SessionStart")
+    out, modules = call(
+        tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "git stash"}, tool_use_id="toolu_stash"
+    )
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    assert "tether.policy.rewrites" in modules and (tmp_path / ".tether").is_dir()  # judged, with a log to keep
+    assert sorted(m for m in modules if m.split(".")[0] == "dulwich") == []
+    assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == []
+
+
 #: A command's receipt: its PostToolUse adds the control layer's view of it (``tether.control.loop``).
 RECEIPT = {
     "tool_name": "Bash",
