@@ -431,3 +431,15 @@ def test_a_bwrap_option_the_walker_does_not_know_asks_instead_of_guessing_the_co
 )
 def test_parallel_never_runs_a_destructive_template_without_a_human(tmp_path: Path, command: str) -> None:
     assert Gate(default_envelope(), tmp_path).decide("bash", {"command": command}).verdict is not ALLOW
+
+
+def test_no_program_whose_every_operand_it_writes_is_called_a_reader(tmp_path: Path) -> None:
+    """``truncate -s0 src/app.py`` was allowed as ``coding:allow-read-only``, "truncate only reads": its table wrote
+    its operands (the place was judged) but left its kind at the default, and the reason said the opposite of what
+    it does. A program whose operands are all written or deleted is a writer (``build``)."""
+    readers = [n for n, kind in knowledge.SPECS.kinds() if kind == "read"]
+    assert [n for n in readers if knowledge.SPECS[n].operands in (Role.WRITE, Role.DELETE)] == []
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 1\n")
+    d = Gate(default_envelope(), tmp_path).decide("bash", {"command": "truncate -s0 src/app.py"})
+    assert d.deciding_rule != "coding:allow-read-only" and "only reads" not in d.reason, d.to_dict()

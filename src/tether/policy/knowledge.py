@@ -638,7 +638,9 @@ _CHMOD = later(
     kind="build",
 )
 _TEE = later(f"-a -i -p --append --ignore-interrupts --output-error= {_HELP}", operands=W, kind="build")
-_TRUNCATE = later(f"-c -o --no-create --io-blocks -s: --size: {_HELP}", roles={"-r": N, "--reference": N}, operands=W)
+_TRUNCATE = later(
+    f"-c -o --no-create --io-blocks -s: --size: {_HELP}", roles={"-r": N, "--reference": N}, operands=W, kind="build"
+)
 _RMDIR = later(f"-p -v --ignore-fail-on-non-empty --parents --verbose {_HELP}", operands=D, kind="build")
 _MKFIFO = later(f"-Z -m: --mode: --context= {_HELP}", operands=W, kind="build")
 _INSTALL = later(
