@@ -443,3 +443,14 @@ def test_no_program_whose_every_operand_it_writes_is_called_a_reader(tmp_path: P
     (tmp_path / "src" / "app.py").write_text("x = 1\n")
     d = Gate(default_envelope(), tmp_path).decide("bash", {"command": "truncate -s0 src/app.py"})
     assert d.deciding_rule != "coding:allow-read-only" and "only reads" not in d.reason, d.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("command", "output"),
+    [("uniq in.txt out.txt", "out.txt"), ("xxd in.txt out.hex", "out.hex"), ("sort -o out.txt in.txt", "out.txt")],
+)
+def test_a_readers_own_output_file_is_named_in_its_reason(command: str, output: str, tmp_path: Path) -> None:
+    """A reader that writes a file it is given (not a redirection) was explained as "uniq only reads"."""
+    (tmp_path / "in.txt").write_text("a\n")
+    d = Gate(default_envelope(), tmp_path).decide("bash", {"command": command})
+    assert d.deciding_rule == "coding:allow-read-only" and f"its output goes to {output!r}" in d.reason, d.to_dict()

@@ -179,7 +179,7 @@ class Gate:
                 known[id(cmd)] = eff
             secret_reads = secret_reads or secret
             default = _REDIRECT_ONLY if not cmd.argv else _UNKNOWN_COMMAND
-            parts.append(_output_named(resolve(findings, default), cmd))
+            parts.append(_output_named(resolve(findings, default), cmd, eff))
         whole = list(analysis.findings)
         if self.coding:
             whole += profile.analysis_findings(analysis, secret_reads)
@@ -909,12 +909,14 @@ class Gate:
         return Decision(m.verdict, m.id, m.reason, (m, *decision.matches))
 
 
-def _output_named(decision: Decision, cmd: SimpleCommand) -> Decision:
+def _output_named(decision: Decision, cmd: SimpleCommand, eff: Effects) -> Decision:
     """``echo x > f`` is allowed as a program that only reads, but it writes ``f``: the reason says so, and that
-    ``filesystem.write`` let it (a target it refuses decides on its own, as a hard finding)."""
-    if decision.deciding_rule != "coding:allow-read-only" or not cmd.redirects:
+    ``filesystem.write`` let it (a target it refuses decides on its own, as a hard finding). So does a reader's own
+    output file (``sort -o f``, ``uniq IN f``, ``xxd IN f``: "uniq only reads" was all it said)."""
+    if decision.deciding_rule != "coding:allow-read-only":
         return decision
     written = [r.target.text for r in cmd.redirects if r.writes and r.target and not r.target.text.startswith("/dev/")]
+    written = [t.word.text for t in eff.writes] + written
     if not written:
         return decision
     where = ", ".join(repr(t) for t in written)
