@@ -273,3 +273,33 @@ def test_a_worktree_configuration_beside_the_repository_is_read_with_dulwich(tmp
     ws = repo(tmp_path)
     (ws / ".git" / "config.worktree").write_text("[core]\n\tworktree = ..\n")
     assert not gitindex._plainly_own(str(ws))
+
+
+def monorepo(root: Path, *, track: bool) -> Path:
+    """A project in a subfolder of a repository (the workspace is ``root/proj``; git finds ``root/.git`` above it),
+    its log tracked by that repository or not."""
+    (root / "proj" / "src").mkdir(parents=True)
+    (root / "proj" / "src" / "a.py").write_text("x = 1\n")
+    (root / "proj" / ".tether").mkdir()
+    (root / "proj" / ".tether" / "tether.db").write_text("events 0-10\n")
+    git(root, "init", "-q")
+    git(root, "add", "proj/src", *(["proj/.tether"] if track else []))
+    git(root, "commit", "-qm", "init")
+    git(root, "branch", "other")
+    (root / "proj" / ".tether" / "tether.db").write_text("events 0-27\n")
+    (root / "proj" / "src" / "a.py").write_text("x = 2\n")
+    return root / "proj"
+
+
+def test_a_project_in_a_subfolder_of_a_repository_is_judged_by_that_repository(tmp_path: Path) -> None:
+    """git finds the repository above the workspace; so does the log's check where the envelope hides nothing: an
+    untracked log is no reason to ask (it asked: no repository of the workspace's own), a tracked one is refused."""
+    run = monorepo(tmp_path / "run", track=True)
+    subprocess.run([*GIT, "stash", "-q"], cwd=run, check=True)
+    assert (run / ".tether" / "tether.db").read_text() == "events 0-10\n"  # the premise: rewound from above
+    g = Gate(hook_envelope(), monorepo(tmp_path / "tracked", track=True))
+    assert refused_for_the_log(g, "git stash") and refused_for_the_log(g, "git reset --hard")
+    g = Gate(hook_envelope(), monorepo(tmp_path / "untracked", track=False))
+    for command in ("git stash", "git checkout other", "git reset --hard", "git checkout -- src"):
+        d = g.decide("bash", {"command": command})
+        assert "path:protected" not in {r["id"] for r in d.to_dict()["rules"]}, (command, d.to_dict())

@@ -119,3 +119,19 @@ def test_a_tree_too_large_to_look_at_asks(tmp_path: Path, monkeypatch: pytest.Mo
     d = Gate(hook_envelope(), ws).decide("bash", {"command": "git stash push -u -- src"})
     assert d.verdict is Verdict.ASK and d.deciding_rule == "path:protected", d.to_dict()
     assert "not known" in d.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [("git stash -u", True), ("git clean -fd ..", True), ("git clean -fd", True), ("git stash push -u -- src", False)],
+)
+def test_a_repository_above_the_workspace_takes_its_log_away_too(command: str, refused: bool, tmp_path: Path) -> None:
+    """The workspace a subfolder of a repository: git's pathspec ``..`` (or none) reaches above the workspace, and
+    the workspace's log with it."""
+    ws = tmp_path / "proj"
+    (ws / "src").mkdir(parents=True)
+    (ws / ".tether").mkdir()
+    (ws / ".tether" / "tether.db").write_text("log")
+    subprocess.run([*GIT, "init", "-q"], cwd=tmp_path, check=True)
+    d = Gate(hook_envelope(), ws).decide("bash", {"command": command})
+    assert ("path:protected" in {r["id"] for r in d.to_dict()["rules"]}) is refused, d.to_dict()

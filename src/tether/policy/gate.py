@@ -448,6 +448,8 @@ class Gate:
         # and commits the gate would read are not those git uses
         moved = bool(parsed.code) or parsed.has("--namespace") or any(n[:4] == "GIT_" for n, _ in cmd.env)
         top = gitindex.top(here, self.workspace) if here is not None and not moved else None
+        if top is None and here is not None and not moved and not hides:  # only the log is judged: its repository
+            top = gitindex.top(here, "/")  # may hold the workspace (a project in a monorepo), as git finds it
         top = top if top is None or gitindex.own(top) else None  # core.worktree elsewhere: any of the workspace
         # a pathspec with a glob or magic (:(glob), :/) may name any file: the whole work tree
         exact = here is not None and not any(_has_glob(p) or p.startswith(":") for p in scope)
@@ -458,7 +460,7 @@ class Gate:
         found = None
         if sub == "clean" or (sub == "stash" and rewrites.stashes_untracked(words)):
             held = next((v for v in map(self._untracked_log, roots) if v is not None), None)
-            what = "deletes untracked files of the work tree (name others after --)"
+            what = "deletes untracked files of the work tree"
             if hides:
                 found = next((repr(h) for r in roots for h in [self._hidden_within(r)] if h is not None), None)
         else:
@@ -472,7 +474,8 @@ class Gate:
             if hides:
                 found = self._tracked_hidden(top, roots, sources)
         if held is not None:
-            out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, f"git {sub} {what}, and {held.reason}"))
+            why = f"git {sub} {what}, and {held.reason}" + (" (name others after --)" if "untracked" in what else "")
+            out.append(Finding.of(Layer.HARD, held.rule_id, held.verdict, why))
         if found is not None:
             why = f"git {sub} rewrites files of the work tree, and filesystem.deny hides {found} among them"
             out.append(Finding.of(Layer.HARD, "path:denied", Verdict.DENY, why))
@@ -501,10 +504,12 @@ class Gate:
 
     def _untracked_log(self, root: str) -> PlaceVerdict | None:
         """Whether ``git clean`` or ``git stash -u`` under ``root`` reaches a ``.tether``: ``root`` inside one, or a
-        folder holding one (DENY), or that is not known (ASK). The repositories in it are not looked into: git leaves
-        them alone."""
+        folder holding one (DENY), or that is not known (ASK); a ``root`` above the workspace reaches the workspace's.
+        The repositories in it are not looked into: git leaves them alone."""
         rel = self.paths.relative(root)
-        if rel is not None and _LOG in rel.split("/"):
+        if rel is None:  # the repository above the workspace, or a folder beside it
+            return self._untracked_log(self.workspace) if places.within(self.workspace, root) else None
+        if _LOG in rel.split("/"):
             return PlaceVerdict("path:protected", Verdict.DENY, f"{rel} is inside {_LOG}/ (tether's log)")
         return self.paths.protected_within(root, names=(_LOG,)) if os.path.isdir(root) else None
 
