@@ -26,6 +26,7 @@ def test_the_sessions_log_is_never_deleted_through_a_place_that_holds_it(tmp_pat
         "rm 2>/dev/null .tether/tether.db",  # the words after a redirection (tests/policy/test_redirect_words.py)
         "cat <<'EOF' > .tether/tether.db\nx\nEOF",  # a heredoc's line (tests/policy/test_heredoc_line.py)
         "git stash -u",  # untracked files taken away (tests/policy/test_untracked_log.py)
+        "PYTEST_ADDOPTS='--basetemp=.tether' pytest",  # a variable's value (tests/policy/test_env_places.py)
     ]
     for i, command in enumerate(spellings, 1):
         decision, reason = hook.bash(command, f"t{i}")

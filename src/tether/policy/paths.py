@@ -126,6 +126,8 @@ _HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"}
 )
 _HOOK_DIRS = (".git", ".tether", ".husky", ".githooks")
+#: The names of what :meth:`PathPolicy.write` protects wherever they stand in a path (shell.py reads them too).
+PROTECTED_NAMES = _HOOK_DIRS
 _PROTECTED = "version control, tether's log or a hook directory"
 #: What a process's own entry in /proc leads to in its own view: its directory, its root, its program, its maps.
 _PROCESS_LINKS = ("cwd", "root", "exe", "map_files")

@@ -55,6 +55,7 @@ from .knowledge import (
     WRAPPER_POSITIONALS,
     WRAPPERS,
 )
+from .paths import PROTECTED_NAMES
 from .programs import Spec
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
@@ -557,6 +558,10 @@ class _Walker:
         assignment holds for the rest of the string (``export A=1; cmd``).
         """
         found = envvars.kind(name)
+        held = None if found is envvars.EnvKind.CODE else _protected_in(value.text)  # GIT_DIR=.git: asked below
+        if held is not None:
+            why = f"{name}= names {held!r}, in version control, tether's log or a hook directory, which programs write"
+            self.out.hard("path:protected", Verdict.DENY, why)
         if found is envvars.EnvKind.CODE:
             self.out.hard("shell:env-code", Verdict.ASK, f"{name}= makes programs load code or configuration")
             if name.startswith("GIT_"):  # git's index, directory or work tree moved: the gate's rewrites read it
@@ -1288,3 +1293,14 @@ def analyse(command: str, cwd: str | os.PathLike[str] | None = None) -> Analysis
     if not out.commands and not out.findings and command.strip():
         out.hard("shell:unparseable", Verdict.ASK, "no command found")
     return out
+
+
+def _protected_in(value: str) -> str | None:
+    """The first path a variable's value names (its words, split at spaces, ``:``, ``=`` and ``,``: a path list,
+    ``--basetemp=DIR`` in ``PYTEST_ADDOPTS``) that runs through a place :meth:`.PathPolicy.write` protects, whatever
+    the variable: ``PYTEST_ADDOPTS=--basetemp=.tether pytest`` deleted the folder, ``COVERAGE_FILE``,
+    ``GIT_TRACE`` and ``LESSHISTFILE`` write the file they name."""
+    for word in re.split(r"[\s:=,]+", value):
+        if any(part in PROTECTED_NAMES for part in word.split("/")):
+            return word
+    return None
