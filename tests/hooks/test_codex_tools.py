@@ -147,6 +147,43 @@ def test_a_patch_sent_as_the_json_tools_input_is_judged_per_file(tmp_path: Path)
     assert hook("PreToolUse", tool_name="apply_patch", tool_input={"input": fine}, tool_use_id="ap2").exit == 0
 
 
+TWO_TEXTS = [
+    (
+        "apply_patch",
+        {
+            "command": "*** Begin Patch\n*** Add File: src/a.py\n+x\n*** End Patch",
+            "input": "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch",
+        },
+    ),
+    (
+        "apply_patch",
+        {
+            "input": "*** Begin Patch\n*** Add File: src/a.py\n+x\n*** End Patch",
+            "patch": "*** Begin Patch\n*** Delete File: .tether/tether.db\n*** End Patch",
+        },
+    ),
+    ("exec_command", {"command": "ls", "cmd": "rm -rf .tether"}),
+    ("exec_command", {"command": ["ls"], "cmd": ["rm", "-rf", ".tether"]}),
+]
+
+
+@pytest.mark.parametrize(("name", "tool_input"), TWO_TEXTS)
+def test_raw_arguments_with_two_texts_that_differ_are_refused(
+    tmp_path: Path, name: str, tool_input: dict[str, object]
+) -> None:
+    """A call that reaches the hook with its raw arguments is the model's own JSON: ``exec_command`` runs ``cmd`` and
+    the JSON patch tool applies ``input`` whatever else the object holds. tether judged ``command`` when it was there
+    too, so a harmless ``command`` beside a ``cmd`` that deletes the log was allowed. Two texts that differ: refused."""
+    with pytest.raises(CallError, match="which differ"):
+        calls(tmp_path, name, tool_input)
+    out = Hook(tmp_path, "codex")("PreToolUse", tool_name=name, tool_input=tool_input, tool_use_id="two")
+    assert out.exit == 2 and "hook:malformed-call" in out.stderr, out
+
+
+def test_the_same_text_under_two_keys_is_judged_once(tmp_path: Path) -> None:
+    assert calls(tmp_path, "exec_command", {"command": "ls", "cmd": "ls"}) == [("bash", {"command": "ls"})]
+
+
 @pytest.mark.parametrize("name", ["Agent", "Skill", "TaskCreate", "TodoWrite", "AskUserQuestion"])
 def test_claude_codes_bookkeeping_names_are_not_codexs(tmp_path: Path, name: str) -> None:
     """Only Codex's own bookkeeping is agent_internal for Codex: a Codex tool that bore one of Claude Code's names

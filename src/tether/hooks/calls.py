@@ -312,8 +312,7 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     if name == "apply_patch":
         # ``command`` as Codex's hooks send it; ``input``, the JSON tool's own argument, as a function call Codex does
         # not route to its patch handler sends it (openai/codex#26751); ``patch`` as older docs had it.
-        key = next((k for k in ("command", "input", "patch") if k in ti), "command")
-        patch = _text(ti, key, name)
+        patch = _text(ti, _one_key(ti, ("command", "input", "patch"), name), name)
         paths = list(dict.fromkeys(_patch_file().findall(patch)))
         if not paths:
             raise CallError("apply_patch: the patch names no file (*** Add/Update/Delete File: PATH)")
@@ -334,7 +333,7 @@ def _codex_command(ti: Mapping[str, Any], name: str) -> str:
     """A shell call's command as text: an argv list (the ``shell`` tool's) joined with shell quoting, which a shell
     splits back into the same argv, so it is judged as the command it runs. ``exec_command`` runs ``cmd`` with the
     program its ``shell`` names: one that is not a POSIX shell is refused (its text is not shell text)."""
-    key = "cmd" if "command" not in ti and "cmd" in ti else "command"
+    key = _one_key(ti, ("command", "cmd"), name)
     shell = ti.get("shell")
     if shell is not None and (not isinstance(shell, str) or os.path.basename(shell) not in _POSIX_SHELLS):
         raise CallError(f"{name}: tool_input.shell {shell!r} is not a POSIX shell; its command cannot be read as one")
@@ -346,6 +345,19 @@ def _codex_command(ti: Mapping[str, Any], name: str) -> str:
 
         return shlex.join(value)
     return _text(ti, key, name)
+
+
+def _one_key(ti: Mapping[str, Any], keys: tuple[str, ...], name: str) -> str:
+    """Which of ``keys`` holds the call's text: the first present (the first when none is). A call that passes its
+    raw arguments (``exec_command``'s ``cmd``, the JSON patch tool's ``input``) is the model's own JSON, so it may
+    hold two of them: the tool reads its own and tether would have judged another. Two that differ are refused."""
+    present = [k for k in keys if k in ti]
+    for other in present[1:]:
+        if ti[other] != ti[present[0]]:
+            raise CallError(
+                f"{name}: tool_input has {present[0]!r} and {other!r}, which differ: which one runs is unknown"
+            )
+    return present[0] if present else keys[0]
 
 
 def _codex_escalated(ti: Mapping[str, Any]) -> bool:
