@@ -172,6 +172,50 @@ class _Session:
     level: int = 0
 
 
+@dataclass(eq=False, repr=False)
+class _State:
+    """What a walker knows at one point of the script: where it is, and what its variables hold. A subshell ends
+    with the state it began with; where the script may take one of several paths (an ``if``, a ``case``, the right
+    side of ``&&``, a loop's body), each path begins with the same state and what they end with is merged: a value
+    two paths leave differently is known on neither (:meth:`_Walker.branches`)."""
+
+    cwd: str | None
+    oldpwd: str | None
+    stack: list[str | None]
+    cd_unsure: bool
+    errexit: bool
+    vars: dict[str, str]
+    env: dict[str, Word]
+    exported: set[str]
+
+
+def _merged(states: list[_State]) -> _State:
+    """The state after one of ``states``' paths, whichever ran: what they agree on is known, the rest unknown. ``IFS``
+    and ``CDPATH`` assigned on any path stay named (:meth:`_Walker.forget`); a code variable or an export on any path
+    stays, as the strictest reading."""
+    first, rest = states[0], states[1:]
+    same = all(s.cwd == first.cwd for s in rest)
+    known = {k: v for k, v in first.vars.items() if all(s.vars.get(k) == v for s in rest)}
+    for marker in ("IFS", "CDPATH"):
+        if len({s.vars.get(marker) for s in states} - {None}) and marker not in known:
+            known[marker] = ""
+    env: dict[str, Word] = {}
+    for s in states:
+        for k, w in s.env.items():
+            env[k] = w if env.get(k, w) == w else Word(w.text, False)
+    stacks = {len(s.stack) for s in states}
+    return _State(
+        cwd=first.cwd if same else None,
+        oldpwd=first.oldpwd if all(s.oldpwd == first.oldpwd for s in rest) else None,
+        stack=first.stack if all(s.stack == first.stack for s in rest) else [None] * max(stacks),
+        cd_unsure=any(s.cd_unsure for s in states),
+        errexit=all(s.errexit for s in states),
+        vars=known,
+        env=env,
+        exported=set().union(*(s.exported for s in states)),
+    )
+
+
 #: Nodes after which a compound statement leaves the working directory unknown if it changed it.
 _CONTROL = frozenset(
     {"if_statement", "while_statement", "until_statement", "for_statement", "c_style_for_statement", "case_statement"}
@@ -248,20 +292,7 @@ class _Walker:
         elif t == "list":
             self.and_or(node, piped, redirects)
         elif t == "redirected_statement":
-            body = node.child_by_field_name("body")
-            mark = len(self.after)
-            nodes = [*node.children_by_field_name("redirect")]
-            nodes += [c for c in node.named_children if c.type.endswith("_redirect") and c != body]
-            once = {(c.start_byte, c.end_byte): c for c in nodes}.values()
-            reds = tuple(dict.fromkeys(r for c in once for r in self.redirects_of(c)))
-            if body is None:
-                self.emit_redirects(reds)
-            elif body.type in ("command", "pipeline", "redirected_statement", "list"):
-                self.walk(body, piped, redirects + reds)  # the redirection belongs to the last command
-            else:
-                self.emit_redirects(reds)
-                self.walk(body, piped)
-            self.walk_after(mark)
+            self.redirected(node, piped, redirects)
         elif t in ("subshell", "command_substitution", "process_substitution"):
             with self.subshell():
                 self.sequence(node)
@@ -271,12 +302,32 @@ class _Walker:
             self.assignment(node, persist=True)
         elif t == "declaration_command":
             self.declaration(node, piped, redirects)
-        elif t == "for_statement":
-            self.for_loop(node)
+        elif t in _LOOPS:
+            self.loop(node, piped)
+        elif t == "if_statement":
+            self.if_chain(node.children[1:], piped)
+        elif t == "case_statement":
+            self.case(node, piped)
         elif t == "comment":
             return
         else:
             self.other(node, piped)
+
+    def redirected(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
+        body = node.child_by_field_name("body")
+        mark = len(self.after)
+        nodes = [*node.children_by_field_name("redirect")]
+        nodes += [c for c in node.named_children if c.type.endswith("_redirect") and c != body]
+        once = {(c.start_byte, c.end_byte): c for c in nodes}.values()
+        reds = tuple(dict.fromkeys(r for c in once for r in self.redirects_of(c)))
+        if body is None:
+            self.emit_redirects(reds)
+        elif body.type in ("command", "pipeline", "redirected_statement", "list"):
+            self.walk(body, piped, redirects + reds)  # the redirection belongs to the last command
+        else:
+            self.emit_redirects(reds)
+            self.walk(body, piped)
+        self.walk_after(mark)
 
     def other(self, node: Any, piped: bool) -> None:
         """Any other statement: its parts in turn. ``unset X`` leaves X empty, which is not the value it had (its
@@ -292,8 +343,11 @@ class _Walker:
             self.forget(_names([Word.lit(self.text(c)) for c in head]))
 
     def sequence(self, node: Any, piped: bool = False) -> None:
+        """The statements of ``node``, one after another."""
+        self.statements(node.children, piped)
+
+    def statements(self, children: Sequence[Any], piped: bool = False) -> None:
         """Statements one after another; a ``cd`` that may have failed leaves the directory unknown."""
-        children = node.children
         for i, c in enumerate(children):
             if not (c.is_named or c.type == "ERROR"):
                 continue
@@ -304,12 +358,54 @@ class _Walker:
                     self.walk(c, piped)
                 continue
             self.walk(c, piped)
-            if c.type in _LOOPS and self.cwd != start:
-                self.cwd = None  # the next round starts where this one ended
-                self.walk(c, piped)
             if self.cwd != start and (self.cd_unsure or c.type in _CONTROL):
                 self.cwd = None
             self.cd_unsure = False
+
+    def loop(self, node: Any, piped: bool) -> None:
+        """A loop, whose body runs any number of times: walked once, and where that changed the state (a ``cd``, a
+        variable), again from what the rounds so far may have left; after it, what no round or every round left."""
+        start = self.state()
+        once = self.for_loop if node.type == "for_statement" else lambda n: self.other(n, piped)
+        once(node)
+        first = self.state()
+        if (first.cwd, first.vars, first.env) != (start.cwd, start.vars, start.env):
+            self.restore(_merged([start, first]))  # the next round starts where this one ended, or the loop's start
+            once(node)
+        self.restore(_merged([start, first, self.state()]))
+
+    def if_chain(self, parts: Sequence[Any], piped: bool) -> None:
+        """``if``'s condition, then its body or what follows it: each ``elif`` a condition and a body in turn, the
+        ``else`` a body, and with neither nothing more. ``parts``: the children after ``if`` (or ``elif``)."""
+        then = next((i for i, c in enumerate(parts) if c.type == "then"), len(parts))
+        body_end = next((i for i, c in enumerate(parts) if c.type in ("elif_clause", "else_clause", "fi")), len(parts))
+        self.statements(parts[:then], piped)  # the condition runs whichever way it goes
+        rest = [c for c in parts[body_end:] if c.type in ("elif_clause", "else_clause")]
+
+        def otherwise() -> None:
+            if rest and rest[0].type == "elif_clause":
+                self.if_chain([*rest[0].children[1:], *rest[1:]], piped)
+            elif rest:
+                self.statements(rest[0].children[1:], piped)
+
+        self.branches([lambda: self.statements(parts[then + 1 : body_end], piped), otherwise], may_skip=False)
+
+    def case(self, node: Any, piped: bool) -> None:
+        """``case``: its word, every pattern (each may be expanded), then one item's body or none. With ``;&`` or
+        ``;;&`` a body goes on into the next ones: the bodies are walked again from what the first round left."""
+        items = [c for c in node.named_children if c.type == "case_item"]
+        for c in node.named_children:
+            if c.type != "case_item":
+                self.walk(c, piped)
+        for item in items:
+            for pattern in item.children_by_field_name("value"):
+                self.walk(pattern, piped)
+        patterns = {(p.start_byte, p.end_byte) for item in items for p in item.children_by_field_name("value")}
+        bodies = [[c for c in item.children if (c.start_byte, c.end_byte) not in patterns] for item in items]
+        paths = [lambda body=body: self.statements(body, piped) for body in bodies]
+        self.branches(paths, may_skip=True)
+        if any(item.child_by_field_name("fallthrough") is not None for item in items):
+            self.branches(paths, may_skip=True)
 
     def and_or(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         """``a && b``, ``a || b``: the right side runs only after the left succeeded / failed."""
@@ -325,7 +421,11 @@ class _Walker:
         if ops[0] == "||" and after_left != start:
             self.cwd = None  # the left side failed somewhere: before or after its cd
         self.cd_unsure = False
+        before_right = self.state()
         self.walk(right, piped, redirects)
+        # the right side may not run: its assignments are known only where it would leave them as they were
+        merged = _merged([before_right, self.state()])
+        self.vars, self.env, self.exported = merged.vars, merged.env, merged.exported
         if ops[0] == "||" and right.type == "command" and self.text(right).split()[:1] in (["exit"], ["return"]):
             self.cwd = after_left  # `cd x || exit`: past this point the cd succeeded
         elif self.cwd != start:
@@ -333,11 +433,46 @@ class _Walker:
 
     @contextmanager
     def subshell(self) -> Iterator[None]:
-        saved = (self.cwd, self.oldpwd, list(self.stack), self.cd_unsure)
+        """Code run in a subshell (``( … )``, a pipeline's part, ``$( … )``, a job in the background): its ``cd`` and
+        its assignments end with it. ``X=/; (X=src); rm -rf $X`` removes ``/``."""
+        saved = self.state()
         try:
             yield
         finally:
-            self.cwd, self.oldpwd, self.stack, self.cd_unsure = saved
+            self.restore(saved)
+
+    def state(self) -> _State:
+        return _State(
+            self.cwd,
+            self.oldpwd,
+            list(self.stack),
+            self.cd_unsure,
+            self.errexit,
+            dict(self.vars),
+            dict(self.env),
+            set(self.exported),
+        )
+
+    def restore(self, state: _State) -> None:
+        self.cwd, self.oldpwd, self.stack, self.cd_unsure = state.cwd, state.oldpwd, list(state.stack), state.cd_unsure
+        self.errexit, self.vars, self.env, self.exported = (
+            state.errexit,
+            dict(state.vars),
+            dict(state.env),
+            set(state.exported),
+        )
+
+    def branches(self, paths: Sequence[Callable[[], None]], may_skip: bool) -> None:
+        """One of ``paths`` runs (or, ``may_skip``, none): each is walked from the state here, and the state after is
+        what they all leave (:func:`_merged`). Walked one after another from wherever the last ended, ``if c; then
+        X=/; else X=src; fi; rm -rf $X`` was ``rm -rf src``, and ``X=/; true || X=src; rm -rf $X`` too."""
+        start = self.state()
+        ends = [start] if may_skip else []
+        for path in paths:
+            self.restore(start)
+            path()
+            ends.append(self.state())
+        self.restore(_merged(ends) if ends else start)
 
     # -- words -------------------------------------------------------------------------------
 
