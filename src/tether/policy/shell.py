@@ -170,6 +170,12 @@ class _Session:
     calling: set[tuple[str, str]] = field(default_factory=set)  # (name, body) of each function being run
     nodes: int = 0
     level: int = 0
+    #: Every name the script may have given a value that is not a plain literal — one known only at run time, or one
+    #: with an expansion in it (None: any name, after ``declare -n``). Where such a name has no value known here,
+    #: arithmetic may run what it holds; any other name holds a plain literal or the environment's value.
+    unsafe: set[str] | None = field(default_factory=set)
+    integers: set[str] = field(default_factory=set)  # declared ``-i``: every assignment of one is arithmetic
+    tables: set[str] = field(default_factory=set)  # declared ``-A``: a subscript of one is a key, not arithmetic
 
 
 @dataclass(eq=False, repr=False)
@@ -224,6 +230,16 @@ _CONTROL = frozenset(
 #: BASH_REMATCH; ``mapfile``: MAPFILE): one assigned earlier in the text is not known to hold that value still.
 _SHELL_SETS = frozenset({"REPLY", "OPTARG", "OPTIND", "BASH_REMATCH", "MAPFILE", "COPROC", "BASH_ARGV", "RANDOM"})
 _LOOPS = frozenset({"while_statement", "until_statement", "for_statement", "c_style_for_statement"})
+#: A name in arithmetic: not a number's digits (``0x1f``, ``16#ff``).
+_ARITH_NAME = re.compile(r"(?<![\w#])[A-Za-z_]\w*")
+#: A command substitution (not ``$((``): its output would be evaluated.
+_SUBSTITUTION = re.compile(r"\$\((?!\()|`")
+#: ``[[ A OP B ]]`` operators that evaluate both sides as arithmetic.
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+#: ``declare -a 'X=( … )'``: a quoted array assignment with an expansion in it, which ``declare`` expands again.
+_QUOTED_ARRAY = re.compile(r"""['"]?[A-Za-z_]\w*\+?=['"]?\((?=.*[$`])""", re.S)
+#: What the shell sets from data (``read`` with no name: REPLY), never the environment's.
+_FROM_DATA_SETS = _SHELL_SETS - {"RANDOM", "OPTIND"}
 
 
 class _Walker:
@@ -336,11 +352,18 @@ class _Walker:
             rest = self.text(node).split(None, 1)[1:]
             dynamic = any(c in "".join(rest) for c in "$`\\\"'")
             self.forget(None if dynamic else _names([Word.lit(w) for w in rest]))
-        self.sequence(node, piped if node.type == "negated_command" else False)
         arithmetic = node.type == "c_style_for_statement" or (node.children and node.children[0].type == "((")
+        head = [c for c in node.children if c.type not in ("do_group", "compound_statement")] if arithmetic else []
+        if arithmetic:
+            self.arithmetic(" ".join(self.text(c) for c in head), "((…))")
+        elif node.type == "binary_expression":
+            op = node.child_by_field_name("operator")
+            if op is not None and self.text(op) in _ARITH_TESTS and _in_double_brackets(node):
+                sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+                self.arithmetic(" ".join(self.text(c) for c in sides if c is not None), f"[[ … {self.text(op)} … ]]")
+        self.sequence(node, piped if node.type == "negated_command" else False)
         if arithmetic:  # ``((IFS=1))``, ``for ((X=0; …))``: any name in the arithmetic may now be another value
-            head = [c for c in node.children if c.type not in ("do_group", "compound_statement")]
-            self.forget(_names([Word.lit(self.text(c)) for c in head]))
+            self.forget(_names([Word.lit(self.text(c)) for c in head]), numbers=True)
 
     def sequence(self, node: Any, piped: bool = False) -> None:
         """The statements of ``node``, one after another."""
@@ -501,7 +524,10 @@ class _Walker:
             return self.word(node.named_children[0]) if node.named_children else Word.lit(raw)
         # arithmetic, brace expressions, anything else: walk for substitutions, value unknown
         if t == "arithmetic_expansion":
-            self.forget(_names([Word.lit(raw)]))  # ``$((IFS=1))`` assigns: any name in it may now be another value
+            self.arithmetic(raw, repr(raw[:40]))
+            self.forget(
+                _names([Word.lit(raw)]), numbers=True
+            )  # ``$((IFS=1))`` assigns: any name in it may now be another value
         before = len(self.out.commands)
         for c in node.named_children:
             self.walk(c)
@@ -567,6 +593,7 @@ class _Walker:
             if name in self.vars and "IFS" not in self.vars and name not in _SHELL_SETS:
                 value = self.vars[name]
                 return Word(value, True, value, (), True)
+        self.evaluated(node, names)
         if names and any(self.text(c) in ("=", ":=") for c in node.children if not c.is_named):
             self.forget([self.text(names[0])])  # ``${X:=/}`` assigns X where it was unset (or empty)
         before = len(self.out.commands)
@@ -576,9 +603,71 @@ class _Walker:
         inner = tuple(c.name for c in self.out.commands[before:])
         return Word(raw, False, "", inner)
 
-    def forget(self, names: Sequence[str] | None) -> None:
-        """The variables ``names`` (None: every one) now have values known only at run time. ``IFS`` and ``CDPATH``
-        stay named, as any assignment of them leaves them: words are then not split as known, ``cd`` not placed."""
+    def evaluated(self, node: Any, names: list[Any]) -> None:
+        """What a ``${…}`` evaluates: a subscript (``${A[X]}``, not a ``-A`` table's key), an offset and a length
+        (``${S:X:1}``) as arithmetic; ``${!X}`` uses X's value as a name (``a[$(…)]`` too); ``${X@P}`` expands X's value
+        as a prompt, running its command substitutions."""
+        ops = [self.text(c) for c in node.children if not c.is_named]
+        for c in node.named_children:
+            index = c.child_by_field_name("index") if c.type == "subscript" else None
+            table = c.child_by_field_name("name") if c.type == "subscript" else None
+            keyed = table is not None and self.text(table) in self.session.tables
+            if index is not None and self.text(index) not in ("@", "*") and not keyed:
+                self.arithmetic(self.text(index), f"the subscript of {self.text(node)[:40]!r}")
+        if ":" in ops:
+            rest = self.text(node)[self.text(node).index(":") + 1 : -1]
+            self.arithmetic(rest, f"the offset of {self.text(node)[:40]!r}")
+        named = [self.text(n) for n in names]
+        prompt = "P" in ops and "@" in ops
+        if named and ((ops[:2] == ["${", "!"] and not {"*", "@"} & set(ops[2:])) or prompt):
+            why = self.held(named, set())
+            if why:
+                what = "a prompt" if prompt else "a name"
+                self.out.hard("shell:dynamic-code", Verdict.ASK, f"{self.text(node)[:40]!r} reads {why} as {what}")
+
+    def arithmetic(self, text: str, what: str) -> None:
+        """Bash evaluates ``text`` as arithmetic. A name in it stands for its value, evaluated in turn, and an array
+        subscript there runs the command substitution it holds: ``x='a[$(rm -rf ~)]'; echo $((x))`` removes the
+        home directory, and so does ``$(( $(echo 'a[$(rm -rf ~)]') ))``. ASK unless no command's output is evaluated
+        and every name holds a value known here with no expansion in it, or was never set by this script."""
+        why = "a command substitution" if _SUBSTITUTION.search(text) else self.held(_ARITH_NAME.findall(text), set())
+        if why:
+            self.out.hard(
+                "shell:dynamic-code", Verdict.ASK, f"{what} evaluates {why} as code (an array subscript runs commands)"
+            )
+
+    def held(self, names: Sequence[str], seen: set[str]) -> str | None:
+        """Why a value one of ``names`` holds may run code when bash evaluates it, or None: a value known here with an
+        expansion or a backquote in it (the names in any other value are evaluated too), or one set at run time."""
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            value = self.vars.get(name) if name not in _SHELL_SETS else None
+            if value is not None:
+                if "$" in value or "`" in value:
+                    return f"{name}={value[:60]!r}"
+                found = self.held(_ARITH_NAME.findall(value), seen)
+                if found:
+                    return found
+            elif self.session.unsafe is None or name in self.session.unsafe or name in _FROM_DATA_SETS:
+                return f"{name} (set at run time)"
+        return None
+
+    def given(self, names: Sequence[str] | None, values: Sequence[Word] = ()) -> None:
+        """``names`` (None: any) may hold one of ``values`` from now on, or (none given) a value known only at run
+        time: marked :attr:`_Session.unsafe` unless each is a plain literal (no expansion: arithmetic cannot run it)."""
+        inert = bool(values) and all(v.static and "$" not in v.text and "`" not in v.text for v in values)
+        if names is None:
+            self.session.unsafe = None
+        elif self.session.unsafe is not None and not inert:
+            self.session.unsafe.update(names)
+
+    def forget(self, names: Sequence[str] | None, numbers: bool = False) -> None:
+        """The variables ``names`` (None: every one) now have values known only at run time (``numbers``: arithmetic
+        gave them, ``let`` or ``((X=…))``). ``IFS`` and ``CDPATH`` stay named, as any assignment of them leaves them:
+        words are then not split as known, ``cd`` not placed."""
+        self.given(names, [Word.lit("0")] if numbers else ())
         for n in self.vars.copy() if names is None else names:
             if n in ("IFS", "CDPATH"):
                 self.vars[n] = ""
@@ -675,6 +764,18 @@ class _Walker:
         value_node = node.child_by_field_name("value")
         name = self.text(name_node) if name_node is not None else ""
         value = self.word(value_node) if value_node is not None else Word.lit("")
+        if name_node is not None and name_node.type == "subscript":  # ``A[X]=1``: X is evaluated, as in ``${A[X]}``
+            self.evaluated(node, [])
+        if name.split("[", 1)[0] in self.session.integers:  # declared -i: the value is arithmetic
+            if value.static:
+                self.arithmetic(value.text, f"{name}= (an integer)")
+            else:
+                self.out.hard(
+                    "shell:dynamic-code", Verdict.ASK, f"{name}, an integer, is given a value known at run time"
+                )
+        if persist:  # a number, whatever an arithmetic expansion's value is: ``n=$((n-1))`` in a loop
+            numeric = value_node is not None and value_node.type == "arithmetic_expansion"
+            self.given([name.split("[", 1)[0]], [Word.lit("0") if numeric else value])
         if persist and "[" in name:  # ``X[0]=/``: ``$X`` is ``${X[0]}``, now another value
             self.forget([name.split("[", 1)[0]])
             return name, value
@@ -714,9 +815,19 @@ class _Walker:
 
     def declaration(self, node: Any, piped: bool, redirects: tuple[Redirect, ...]) -> None:
         words: list[Word] = []
+        flags = ""
         for c in node.children:
             if c.type == "variable_name" and envvars.kind(self.text(c)) is not envvars.EnvKind.PLAIN:
                 self.out.hard("shell:env-code", Verdict.ASK, f"{self.text(c)} is exported with a value set elsewhere")
+            if c.type == "word" and re.fullmatch(r"-[a-zA-Z]+", self.text(c)):
+                flags += self.text(c)[1:]
+            named = c.child_by_field_name("name") if c.type == "variable_assignment" else c
+            if named is not None and named.type == "variable_name":  # ``declare -i N``, ``local -A T=…``
+                (self.session.integers if "i" in flags else set()).add(self.text(named))
+                (self.session.tables if "A" in flags else set()).add(self.text(named))
+            if c.type in ("string", "raw_string", "concatenation") and _QUOTED_ARRAY.match(self.text(c)):
+                what = f"{words[0].text if words else 'declare'} reads {self.text(c)[:40]!r}"
+                self.out.hard("shell:dynamic-code", Verdict.ASK, f"{what}, a quoted array assignment, as shell code")
             if c.type == "variable_assignment":
                 name, value = self.assignment(c, persist=True)
                 words.append(Word(f"{name}={value.text}", value.static, f"{name}={value.prefix}", value.inner))
@@ -741,6 +852,7 @@ class _Walker:
             values += self.brace_words(v) if b else [self.word(v)]
         if var is not None:
             name = self.text(var)
+            self.given([name], values)
             # one literal value: the variable is known; several: unknown (judged as computed)
             if len(values) == 1 and values[0].static:
                 self.vars[name] = values[0].text
@@ -838,6 +950,8 @@ class _Walker:
         (its own words were expanded with the old ones). After a special builtin (POSIX shells keep the assignment), a
         function or no command at all, each is unknown; after any other command, as it was."""
         before = {n: self.vars.get(n) for n in prefix}
+        for n, v in prefix.items():
+            self.given([n], [v])
         exported = set(self.exported)
         self.exported |= set(prefix)  # given to the command's environment
         for n, v in prefix.items():
@@ -918,7 +1032,7 @@ class _Walker:
         if name in SETS_VARIABLES:
             self.sets_variables(name, args)
         if name in FROM_DATA or name == "unset":
-            self.forget(None if any(not w.static for w in args) else _names(args))
+            self.forget(None if any(not w.static for w in args) else _names(args), numbers=name == "let")
         handler = _EXPANDERS.get(name)
         if handler is not None and handler(self, cmd, name, args):
             return
@@ -1025,6 +1139,10 @@ class _Walker:
                 self.out.hard("shell:env-code", Verdict.ASK, f"{name} sets {w.text.split('=', 1)[0]} at run time")
             if w.static and ("$(" in w.text or "`" in w.text):
                 self.out.hard("shell:dynamic-code", Verdict.ASK, f"{name} evaluates {w.text!r}, which runs code")
+            elif name == "let" and w.static:
+                self.arithmetic(w.text, "let")
+            elif name == "let":
+                self.out.hard("shell:dynamic-code", Verdict.ASK, "let evaluates a word known only at run time")
 
     def git_code(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
         """``git rebase --exec CMD``, ``git bisect run CMD …``: git runs these; they are judged too."""
@@ -1359,6 +1477,14 @@ def _command_string(args: list[Word]) -> tuple[Word | None] | None:
             start = t.index("c", 1) + 1
             return (_slice(w, start),) if start < len(t) else after
     return None
+
+
+def _in_double_brackets(node: Any) -> bool:
+    """Whether ``node`` is inside ``[[ … ]]``, where ``-eq`` and the like evaluate both sides as arithmetic (``[``, the
+    test builtin, reads them as integers)."""
+    while node is not None and node.type != "test_command":
+        node = node.parent
+    return node is not None and bool(node.children) and node.children[0].type == "[["
 
 
 def _names(args: list[Word]) -> list[str]:
