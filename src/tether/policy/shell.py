@@ -163,10 +163,9 @@ def _ansi_c(s: str) -> str:
 
 @dataclass(eq=False, repr=False)
 class _Session:
-    """What every walker of one analysis shares: the output, the budget, the shell functions."""
+    """What every walker of one analysis shares: the output, the budget, the functions being run."""
 
     out: Analysis
-    functions: dict[str, str] = field(default_factory=dict)  # name -> body text
     calling: set[tuple[str, str]] = field(default_factory=set)  # (name, body) of each function being run
     nodes: int = 0
     level: int = 0
@@ -193,6 +192,7 @@ class _State:
     vars: dict[str, str]
     env: dict[str, Word]
     exported: set[str]
+    functions: dict[str, str | None]
 
 
 def _merged(states: list[_State]) -> _State:
@@ -219,6 +219,10 @@ def _merged(states: list[_State]) -> _State:
         vars=known,
         env=env,
         exported=set().union(*(s.exported for s in states)),
+        functions={
+            k: first.functions.get(k) if all(s.functions.get(k, 0) == first.functions.get(k, 1) for s in rest) else None
+            for k in {k for s in states for k in s.functions}
+        },
     )
 
 
@@ -238,6 +242,9 @@ _SUBSTITUTION = re.compile(r"\$\((?!\()|`")
 _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 #: ``declare -a 'X=( … )'``: a quoted array assignment with an expansion in it, which ``declare`` expands again.
 _QUOTED_ARRAY = re.compile(r"""['"]?[A-Za-z_]\w*\+?=['"]?\((?=.*[$`])""", re.S)
+#: Wrappers after which a name is still looked up as a shell function; any other (``command``, ``env``, ``exec``,
+#: ``xargs``, ``find -exec`` …) runs the program of that name, whatever function bears it.
+_SHELL_WRAPPERS = frozenset({"time", "then", "do", "!"})
 #: What the shell sets from data (``read`` with no name: REPLY), never the environment's.
 _FROM_DATA_SETS = _SHELL_SETS - {"RANDOM", "OPTIND"}
 
@@ -251,7 +258,15 @@ class _Walker:
     ``cd`` inside a branch or loop), it becomes unknown (``None``) and so do the paths that depend on it.
     """
 
-    def __init__(self, src: bytes, session: _Session, cwd: str | None, depth: int, vars_: dict[str, str]) -> None:
+    def __init__(
+        self,
+        src: bytes,
+        session: _Session,
+        cwd: str | None,
+        depth: int,
+        vars_: dict[str, str],
+        functions: dict[str, str | None] | None = None,
+    ) -> None:
         self.src = src
         self.session = session
         self.out = session.out
@@ -262,6 +277,9 @@ class _Walker:
         self.errexit = False  # `set -e`: a failed cd ends the script
         self.depth = depth
         self.vars = vars_
+        #: The shell functions defined here: name -> body, None where one path may have defined it and another not
+        #: (or another body). Code run in this shell shares the dict; a new shell process starts with none.
+        self.functions: dict[str, str | None] = {} if functions is None else functions
         self.exported: set[str] = set()  # names ``export`` (or ``declare -x``) gave to programs this shell starts
         self.env: dict[str, Word] = {}  # code-relevant variables assigned earlier (see envvars)
         #: The commands a heredoc's line goes on with, to walk once the command they follow is (:meth:`heredoc`).
@@ -352,6 +370,7 @@ class _Walker:
             rest = self.text(node).split(None, 1)[1:]
             dynamic = any(c in "".join(rest) for c in "$`\\\"'")
             self.forget(None if dynamic else _names([Word.lit(w) for w in rest]))
+            self.unset_functions(" ".join(rest).split(), dynamic)
         arithmetic = node.type == "c_style_for_statement" or (node.children and node.children[0].type == "((")
         head = [c for c in node.children if c.type not in ("do_group", "compound_statement")] if arithmetic else []
         if arithmetic:
@@ -364,6 +383,18 @@ class _Walker:
         self.sequence(node, piped if node.type == "negated_command" else False)
         if arithmetic:  # ``((IFS=1))``, ``for ((X=0; …))``: any name in the arithmetic may now be another value
             self.forget(_names([Word.lit(self.text(c)) for c in head]), numbers=True)
+
+    def unset_functions(self, words: list[str], dynamic: bool) -> None:
+        """``unset -f F`` removes the function F; ``unset F`` removes a variable F if there is one, else the function:
+        which, and with a computed name whose, is not known here."""
+        flags = "".join(w[1:] for w in words if w.startswith("-"))
+        if "v" in flags and "f" not in flags:
+            return
+        for name in list(self.functions) if dynamic else [w for w in words if not w.startswith("-")]:
+            if name in self.functions and "f" in flags and not dynamic:
+                del self.functions[name]
+            elif name in self.functions:
+                self.functions[name] = None
 
     def sequence(self, node: Any, piped: bool = False) -> None:
         """The statements of ``node``, one after another."""
@@ -474,6 +505,7 @@ class _Walker:
             dict(self.vars),
             dict(self.env),
             set(self.exported),
+            dict(self.functions),
         )
 
     def restore(self, state: _State) -> None:
@@ -484,6 +516,8 @@ class _Walker:
             dict(state.env),
             set(state.exported),
         )
+        self.functions.clear()  # in place: code run in this shell (eval, a body) shares the dict
+        self.functions.update(state.functions)
 
     def branches(self, paths: Sequence[Callable[[], None]], may_skip: bool) -> None:
         """One of ``paths`` runs (or, ``may_skip``, none): each is walked from the state here, and the state after is
@@ -867,14 +901,19 @@ class _Walker:
         name_node = node.child_by_field_name("name")
         name = self.text(name_node) if name_node is not None else ""
         body = node.child_by_field_name("body")
-        self.session.functions[name] = self.text(body) if body is not None else ""
+        self.functions[name] = self.text(body) if body is not None else ""
         mark = len(self.after)
         for r in node.children_by_field_name("redirect"):
             self.emit_redirects(tuple(self.redirects_of(r)))
         self.walk_after(mark)
 
     def call(self, cmd: SimpleCommand, name: str) -> None:
-        body = self.session.functions[name]
+        body = self.functions[name]
+        if body is None:  # a function on some paths only, or of other bodies: the program and every body may run
+            self.emit(cmd)
+            why = f"whether {name!r} runs a shell function here, and which, depends on the path the script took"
+            self.out.hard("shell:dynamic-code", Verdict.ASK, why)
+            return
         self.emit_redirects(cmd.redirects)  # the call runs the body (judged below), not a program
         calling = self.session.calling
         running = (name, body)  # a body that redefines its own name then calls it runs the new body: no recursion
@@ -962,7 +1001,7 @@ class _Walker:
         self.expand(cmd)
         self.exported = exported | (self.exported - set(prefix))
         head = command_name(cmd.argv[0].text) if cmd.argv else ""
-        if not head or head in SPECIAL_BUILTINS or head in self.session.functions:
+        if not head or head in SPECIAL_BUILTINS or head in self.functions:
             self.forget(list(prefix))
             return
         for n, old in before.items():
@@ -988,7 +1027,10 @@ class _Walker:
             return None
         given = {k: v for k, v in self.vars.items() if not process or k in self.exported or k == "CDPATH"}
         known = {k: v for k, v in given.items() if not k.isdigit()} | _positional(code, positional)
-        child = _Walker(code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, known)
+        functions = None if process else self.functions  # a new shell has none (but exported ones: judged unshadowed)
+        child = _Walker(
+            code.encode("utf-8", "surrogateescape"), self.session, cmd.cwd, self.depth + 1, known, functions
+        )
         child.env, child.exported = dict(cmd.env), set(self.exported)
         before = len(self.out.commands)
         child.run()
@@ -1033,13 +1075,14 @@ class _Walker:
             self.sets_variables(name, args)
         if name in FROM_DATA or name == "unset":
             self.forget(None if any(not w.static for w in args) else _names(args), numbers=name == "let")
+        if name in self.functions and all(w in _SHELL_WRAPPERS for w in cmd.wrappers):
+            self.call(cmd, name)  # bash finds a function before any builtin (cd, eval, export …) or program
+            return
         handler = _EXPANDERS.get(name)
         if handler is not None and handler(self, cmd, name, args):
             return
         if interp.is_interpreter(name):
             self.interpreter(cmd, name, args)
-        elif name in self.session.functions:
-            self.call(cmd, name)
         else:
             self.emit(cmd)
 
