@@ -32,7 +32,7 @@ from .knowledge import COMPILERS, FETCHERS, GIT, GIT_READ, NAME_ONLY, PACKAGE_TO
 from .paths import PathPolicy, PlaceVerdict, WalkBudget, done_walking, walking
 from .rules import CompiledRule, compile_rules
 from .scripts import KEEPS_TEXT, SOURCES, Unreadable, named_script, script_of, script_text
-from .shell import Analysis, analyse
+from .shell import Analysis, analyse, left_for
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -172,7 +172,8 @@ class Gate:
         secret_reads = False
         earlier: list[tuple[SimpleCommand, Effects]] = []  # what ran before: an archive it wrote is not read now
         for cmd in analysis.commands:
-            parts += self._script(tool, cmd, args, depth, earlier) + self._requirements(cmd, earlier)
+            others = [c for c in analysis.commands if c is not cmd]
+            parts += self._script(tool, cmd, args, depth, earlier, others) + self._requirements(cmd, earlier)
             findings, secret, eff = self._command_findings(tool, cmd, args, earlier)
             earlier.append((cmd, eff))
             if known is not None:
@@ -195,11 +196,13 @@ class Gate:
         args: Mapping[str, Any],
         depth: int,
         earlier: Sequence[tuple[SimpleCommand, Effects]] = (),
+        others: Sequence[SimpleCommand] = (),
     ) -> list[Decision]:
         """A workspace shell script that ``cmd`` runs is judged like the commands written in it; one a command
         before it in the line may write (``echo 'rm -rf /' > x.sh; sh x.sh``) cannot be read now: it asks. A
         compiler's output (``cc -o app x.c && ./app``) is a program, not shell code, and ``chmod +x x.sh`` leaves
-        its text as it is: neither is counted."""
+        its text as it is: neither is counted. A sourced script runs in this shell: what it leaves there (a directory,
+        a variable, a function or alias) the line's ``others`` commands were not judged with: one they meet asks."""
         named = named_script(cmd, self.paths)
         keep = KEEPS_TEXT if cmd.name in SHELLS | SOURCES else KEEPS_TEXT | COMPILERS
         if named is not None and self._rewritten(named, [e for e in earlier if e[0].name not in keep]):
@@ -232,6 +235,11 @@ class Gate:
             m = RuleMatch(
                 "shell:sourced-cd", Verdict.ASK, f"{where} is sourced and moves the shell: what follows runs elsewhere"
             )
+            out.append(Decision(m.verdict, m.id, m.reason, (m,)))
+        left = left_for(analysis, others) if cmd.name in ("source", ".") else []
+        if left:
+            why = f"{where} is sourced and sets {', '.join(left[:5])}: the line's other commands were judged without it"
+            m = RuleMatch("shell:sourced-state", Verdict.ASK, why)
             out.append(Decision(m.verdict, m.id, m.reason, (m,)))
         return out
 

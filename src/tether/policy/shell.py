@@ -80,6 +80,10 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     #: ``cd`` targets etc. the analysis could not follow.
     notes: list[str] = field(default_factory=list)
+    #: The variables the code may give a value, ``*`` for any; the functions and aliases it defines. What a sourced
+    #: script leaves the shell that sources it (policy/gate.py ``_script``).
+    sets: set[str] = field(default_factory=set)
+    defines: set[str] = field(default_factory=set)
 
     def hard(self, rule_id: str, verdict: Verdict, reason: str) -> None:
         f = Finding.of(Layer.HARD, rule_id, verdict, reason)
@@ -234,14 +238,15 @@ _CONTROL = frozenset(
 #: BASH_REMATCH; ``mapfile``: MAPFILE): one assigned earlier in the text is not known to hold that value still.
 _SHELL_SETS = frozenset({"REPLY", "OPTARG", "OPTIND", "BASH_REMATCH", "MAPFILE", "COPROC", "BASH_ARGV", "RANDOM"})
 _LOOPS = frozenset({"while_statement", "until_statement", "for_statement", "c_style_for_statement"})
-#: A name in arithmetic: not a number's digits (``0x1f``, ``16#ff``).
-_ARITH_NAME = re.compile(r"(?<![\w#])[A-Za-z_]\w*")
+#: A name in arithmetic: not a number's digits (``0x1f``, ``16#ff``). Patterns here are compiled at their first use
+#: (``re``'s cache), not at import: a cold hook call pays for none it does not need.
+_ARITH_NAME = r"(?<![\w#])[A-Za-z_]\w*"
 #: A command substitution (not ``$((``): its output would be evaluated.
-_SUBSTITUTION = re.compile(r"\$\((?!\()|`")
+_SUBSTITUTION = r"\$\((?!\()|`"
 #: ``[[ A OP B ]]`` operators that evaluate both sides as arithmetic.
 _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 #: ``declare -a 'X=( … )'``: a quoted array assignment with an expansion in it, which ``declare`` expands again.
-_QUOTED_ARRAY = re.compile(r"""['"]?[A-Za-z_]\w*\+?=['"]?\((?=.*[$`])""", re.S)
+_QUOTED_ARRAY = r"""(?s)['"]?[A-Za-z_]\w*\+?=['"]?\((?=.*[$`])"""
 #: Wrappers after which a name is still looked up as a shell function; any other (``command``, ``env``, ``exec``,
 #: ``xargs``, ``find -exec`` …) runs the program of that name, whatever function bears it.
 _SHELL_WRAPPERS = frozenset({"time", "then", "do", "!"})
@@ -664,7 +669,11 @@ class _Walker:
         subscript there runs the command substitution it holds: ``x='a[$(rm -rf ~)]'; echo $((x))`` removes the
         home directory, and so does ``$(( $(echo 'a[$(rm -rf ~)]') ))``. ASK unless no command's output is evaluated
         and every name holds a value known here with no expansion in it, or was never set by this script."""
-        why = "a command substitution" if _SUBSTITUTION.search(text) else self.held(_ARITH_NAME.findall(text), set())
+        why = (
+            "a command substitution"
+            if re.search(_SUBSTITUTION, text)
+            else self.held(re.findall(_ARITH_NAME, text), set())
+        )
         if why:
             self.out.hard(
                 "shell:dynamic-code", Verdict.ASK, f"{what} evaluates {why} as code (an array subscript runs commands)"
@@ -681,7 +690,7 @@ class _Walker:
             if value is not None:
                 if "$" in value or "`" in value:
                     return f"{name}={value[:60]!r}"
-                found = self.held(_ARITH_NAME.findall(value), seen)
+                found = self.held(re.findall(_ARITH_NAME, value), seen)
                 if found:
                     return found
             elif self.session.unsafe is None or name in self.session.unsafe or name in _FROM_DATA_SETS:
@@ -692,6 +701,7 @@ class _Walker:
         """``names`` (None: any) may hold one of ``values`` from now on, or (none given) a value known only at run
         time: marked :attr:`_Session.unsafe` unless each is a plain literal (no expansion: arithmetic cannot run it)."""
         inert = bool(values) and all(v.static and "$" not in v.text and "`" not in v.text for v in values)
+        self.out.sets.update(["*"] if names is None else names)
         if names is None:
             self.session.unsafe = None
         elif self.session.unsafe is not None and not inert:
@@ -859,7 +869,7 @@ class _Walker:
             if named is not None and named.type == "variable_name":  # ``declare -i N``, ``local -A T=…``
                 (self.session.integers if "i" in flags else set()).add(self.text(named))
                 (self.session.tables if "A" in flags else set()).add(self.text(named))
-            if c.type in ("string", "raw_string", "concatenation") and _QUOTED_ARRAY.match(self.text(c)):
+            if c.type in ("string", "raw_string", "concatenation") and re.match(_QUOTED_ARRAY, self.text(c)):
                 what = f"{words[0].text if words else 'declare'} reads {self.text(c)[:40]!r}"
                 self.out.hard("shell:dynamic-code", Verdict.ASK, f"{what}, a quoted array assignment, as shell code")
             if c.type == "variable_assignment":
@@ -902,6 +912,7 @@ class _Walker:
         name = self.text(name_node) if name_node is not None else ""
         body = node.child_by_field_name("body")
         self.functions[name] = self.text(body) if body is not None else ""
+        self.out.defines.add(name)
         mark = len(self.after)
         for r in node.children_by_field_name("redirect"):
             self.emit_redirects(tuple(self.redirects_of(r)))
@@ -1126,6 +1137,7 @@ class _Walker:
         self.emit(cmd)
         for w in args:
             if "=" in w.text:
+                self.out.defines.add(w.text.split("=", 1)[0])
                 self.recurse(w.text.split("=", 1)[1], cmd, "alias")
         return True
 
@@ -1581,6 +1593,17 @@ def _strip_options(args: list[Word], options: Spec, positionals: int) -> list[Wo
     ``-0I{}``), and ``positionals`` words such as timeout's DURATION: what is left is the wrapped command."""
     found = programs.parse(replace(options, subcommands={}), args)  # options end at the first operand
     return list(found.operands[positionals:])
+
+
+def left_for(script: Analysis, others: Sequence[SimpleCommand]) -> list[str]:
+    """What a sourced ``script`` leaves the shell that the line's ``others`` may meet: a variable or function they
+    name, any variable (``*``), ``IFS`` (how their words split), one that makes programs load code or look elsewhere."""
+    named = {n for c in others for n in re.findall(_ARITH_NAME, c.text)}
+    return sorted(
+        n
+        for n in script.sets | script.defines
+        if n in named or n in ("*", "IFS") or envvars.kind(n) is not envvars.EnvKind.PLAIN
+    )
 
 
 def analyse(command: str, cwd: str | os.PathLike[str] | None = None) -> Analysis:
