@@ -1,7 +1,8 @@
 """Bash evaluates arithmetic: a name in it stands for its value, evaluated in turn, and an array subscript there runs
 the command substitution it holds. ``x='a[$(rm -rf ~)]'; echo $((x))`` removes the home directory; it was allowed as
 "echo only reads", and so was each spelling below: ``((…))``, ``let``, ``[[ … -eq … ]]``, a subscript, an offset,
-``declare -i``, ``for ((…))``, ``${!x}`` (a name read from a value), ``${x@P}`` (a value expanded as a prompt), a
+``declare -i``, ``for ((…))``, ``${!x}`` (a name read from a value), ``[[ -v $x ]]``, ``declare -n`` (a name
+reference), ``${x@P}`` (a value expanded as a prompt), a
 quoted array assignment given to ``declare``, a command's output or a value read at run time. Now each asks
 (``shell:dynamic-code``) unless every name holds a value known here with no expansion in it, a plain literal, a
 number an arithmetic expansion gave it, or the environment's. Each spelling is run by bash: it runs the code."""
@@ -43,6 +44,9 @@ CODE = [
     "read x <<< 'a[$({})]'; echo $((x))",
     "if true; then x='a[$({})]'; else x=1; fi; echo $((x))",
     "for i in 'a[$({})]' 1; do echo $((i)); done",
+    "x='a[$({})]'; [[ -v $x ]]; ls",  # -v reads a name, and evaluates its subscript
+    "x='a[$({})]'; : ${{!x:=1}}",
+    "declare -n r='a[$({})]'; echo $r; ls",  # a name reference: every $r evaluates its subscript
 ]
 
 
@@ -78,6 +82,8 @@ def test_bash_runs_the_code(tmp_path: Path, template: str) -> None:
         "declare -A m; k=$(cat f); echo ${m[$k]}",  # a table's key is not arithmetic
         "declare -a 'x=(1 2)'",
         "x=HOME; echo ${!x}",
+        "x=HOME; [[ -v $x ]] && ls",
+        "declare -n r=HOME; echo $r",
     ],
 )
 def test_arithmetic_over_known_values_is_judged_as_before(tmp_path: Path, command: str) -> None:

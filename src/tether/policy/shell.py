@@ -380,6 +380,11 @@ class _Walker:
         head = [c for c in node.children if c.type not in ("do_group", "compound_statement")] if arithmetic else []
         if arithmetic:
             self.arithmetic(" ".join(self.text(c) for c in head), "((…))")
+        elif node.type == "unary_expression" and _in_double_brackets(node):
+            op = node.child_by_field_name("operator")
+            if op is not None and self.text(op) == "-v":  # ``[[ -v A[X] ]]``, ``[[ -v $N ]]``: a name, its subscript
+                operand = [self.text(c) for c in node.named_children if c != op]
+                self.arithmetic(" ".join(operand), "[[ -v … ]]")
         elif node.type == "binary_expression":
             op = node.child_by_field_name("operator")
             if op is not None and self.text(op) in _ARITH_TESTS and _in_double_brackets(node):
@@ -872,6 +877,9 @@ class _Walker:
             if c.type in ("string", "raw_string", "concatenation") and re.match(_QUOTED_ARRAY, self.text(c)):
                 what = f"{words[0].text if words else 'declare'} reads {self.text(c)[:40]!r}"
                 self.out.hard("shell:dynamic-code", Verdict.ASK, f"{what}, a quoted array assignment, as shell code")
+            if c.type == "variable_assignment" and "n" in flags:  # ``declare -n R='a[$(…)]'``: each $R runs it
+                target = c.child_by_field_name("value")
+                self.arithmetic(self.text(target) if target is not None else "", f"the name reference {self.text(c)!r}")
             if c.type == "variable_assignment":
                 name, value = self.assignment(c, persist=True)
                 words.append(Word(f"{name}={value.text}", value.static, f"{name}={value.prefix}", value.inner))
