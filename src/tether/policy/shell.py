@@ -1133,9 +1133,16 @@ class _Walker:
         return True
 
     def trap(self, cmd: SimpleCommand, name: str, args: list[Word]) -> bool:
-        if not args or not args[0].static or args[0].text.startswith("-"):
-            return False
+        """``trap CODE SIGNAL…`` (or ``trap -- CODE …``): the code runs when the signal comes (EXIT: at the end)."""
+        ended = bool(args) and args[0].static and args[0].text == "--"
+        if ended:
+            args = args[1:]
+        if not args or (args[0].static and (args[0].text == "-" or (args[0].text.startswith("-") and not ended))):
+            return False  # ``trap -p``, ``trap -l``, ``trap - INT`` (reset): nothing runs
         self.emit(cmd)
+        if not args[0].static:
+            self.dynamic_code(cmd, "trap", args[:1])
+            return True
         self.recurse(args[0].text, cmd, "trap")
         if any(w.text not in ("EXIT", "SIGEXIT", "0") for w in args[1:]) or len(args) < 2:
             self.forget(_names(args[:1]))  # ``trap 'X=/' DEBUG`` runs before every command: X is any value
