@@ -35,6 +35,7 @@ FUNCTION_RUNS = [
     "eval() {{ {p} {a}; }}; eval ls",
     "echo() {{ {p} {a}; }}; echo hi",
     "eval '{p}x() {{ {p} {a}; }}'; {p}x",
+    "command_not_found_handle() {{ {p} {a}; }}; nosuchprogram_xyz",  # bash runs it for a command it does not find
 ]
 
 

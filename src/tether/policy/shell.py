@@ -921,6 +921,8 @@ class _Walker:
         body = node.child_by_field_name("body")
         self.functions[name] = self.text(body) if body is not None else ""
         self.out.defines.add(name)
+        if name == "command_not_found_handle":  # bash runs it for any command it does not find: judged as if called
+            self.call(SimpleCommand((Word.lit(name),), (), self.cwd, piped=True, text=name), name)  # in a subshell
         mark = len(self.after)
         for r in node.children_by_field_name("redirect"):
             self.emit_redirects(tuple(self.redirects_of(r)))
