@@ -110,6 +110,10 @@ GLOBS = [  # a wildcard matches a leading dot where dotglob is set: the pattern 
     "echo x > */envelope.yaml",
     "cp src/app.py */envelope.yaml",
     "chmod 777 [.]g*/hooks/*",
+    # letters in either case where nocaseglob is set: ?TETHER names .tether (with dotglob for its dot)
+    "shopt -s nocaseglob dotglob; rm -rf ?TETHER",
+    "rm -f ?TETHER/tether.db",
+    "rm -f [.]GI[T]/hooks/pre-commit",
 ]
 
 
@@ -226,7 +230,7 @@ def test_a_glob_that_names_a_denied_file_is_denied(ws: Path, command: str) -> No
     assert "it names secrets" in d.reason, d.reason
     d = Gate(with_deny("secrets/", ".env"), ws).decide("bash", {"command": "rm -f conf/?env"})
     assert (d.verdict.name, d.deciding_rule) == ("ASK", "path:denied"), d.reason  # .env: only under dotglob
-    assert "where the shell's dotglob is set, it names conf/.env" in d.reason
+    assert "where the shell's dotglob or nocaseglob is set, it names conf/.env" in d.reason
 
 
 def test_a_glob_that_names_nothing_yet_is_judged_by_its_text(ws: Path) -> None:

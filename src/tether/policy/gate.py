@@ -714,7 +714,8 @@ class Gate:
     def _glob_write(self, text: str, cmd: SimpleCommand, t: Target) -> PlaceVerdict | None:
         """A written glob: refused by its text (dotfiles, the whole workspace), else judged by each place it names
         now as a written place is (:meth:`.PathPolicy.glob_names`): the first it names outright that is refused
-        decides; one it names only where the shell's dotglob is set (a leading dot matched by a wildcard) asks."""
+        decides; one it names only where the shell's dotglob (a leading dot matched by a wildcard) or nocaseglob (a
+        letter in the other case) is set asks."""
         last = text.rstrip("/").rsplit("/", 1)[-1]
         if last.startswith("."):
             return PlaceVerdict("path:dotfile", Verdict.DENY, "a glob over dotfiles (and, in some shells, '..')")
@@ -733,7 +734,7 @@ class Gate:
             rel = self.paths.relative(places.place(place)) or place
             if not dotglob:
                 return PlaceVerdict(found.rule_id, found.verdict, f"it names {rel}: {found.reason}")
-            why = f"where the shell's dotglob is set, it names {rel}: {found.reason}"
+            why = f"where the shell's dotglob or nocaseglob is set, it names {rel}: {found.reason}"
             asked = asked or PlaceVerdict(found.rule_id, Verdict.ASK, why)
         return asked
 

@@ -211,17 +211,19 @@ def _raise(error: OSError) -> None:
 
 
 def _entries_named(folder: str, dot: bool, part: str) -> list[tuple[str, bool]]:
-    """The entries of ``folder`` the glob component ``part`` names, a leading dot matched as any other character, each
-    with whether that took ``dotglob`` (a name with a leading dot, a pattern without one), or ``dot`` already did.
-    Nothing when ``folder`` is not a folder (the shell names nothing under a file)."""
+    """The entries of ``folder`` the glob component ``part`` names, a leading dot matched as any other character and
+    letters in either case, each with whether that took a shell option — ``dotglob`` (a name with a leading dot, a
+    pattern without one), ``nocaseglob`` (``?TETHER`` names ``.tether``) — or ``dot`` already did. Nothing when
+    ``folder`` is not a folder (the shell names nothing under a file)."""
     if not os.path.isdir(folder):
         return []
     literal_dot = part.startswith(".")
+    folded = part.lower()
     with os.scandir(folder) as it:
         return [
-            (os.path.join(folder, e.name), dot or (e.name.startswith(".") and not literal_dot))
+            (os.path.join(folder, e.name), dot or (e.name.startswith(".") and not literal_dot) or not exact)
             for e in it
-            if fnmatchcase(e.name, part)
+            if (exact := fnmatchcase(e.name, part)) or fnmatchcase(e.name.lower(), folded)
         ]
 
 
@@ -461,9 +463,10 @@ class PathPolicy:
 
     def glob_names(self, pattern: str, cwd: str | None, limit: int = 2000) -> list[tuple[str, bool]] | str:
         """The places the shell glob ``pattern`` (a written place) names as the folders are now, each with whether only
-        the shell's ``dotglob`` makes it match: with it set (a ``shopt`` before the command, or the user's start-up
-        files, which an agent's shell may carry) a wildcard matches a leading dot too, and ``?tether/x``, ``[.]git/x``
-        and ``*/x`` reach ``.tether/x`` and ``.git/x``. ``**`` (``globstar``) names folders at any depth. A sentence
+        the shell's ``dotglob`` or ``nocaseglob`` makes it match: with one set (a ``shopt`` before the command, or the
+        user's start-up files, which an agent's shell may carry) a wildcard matches a leading dot too, and
+        ``?tether/x``, ``[.]git/x`` and ``*/x`` reach ``.tether/x`` and ``.git/x``; or letters match in either case,
+        and ``?TETHER`` reaches ``.tether``. ``**`` (``globstar``) names folders at any depth. A sentence
         instead when they cannot all be known: more than ``limit`` places, a folder that cannot be read, no directory.
         :meth:`write` sees only the pattern's text: ``secre?s/key.txt`` is not ``secrets/key.txt`` to it."""
         if not pattern.startswith("/") and cwd is None:
