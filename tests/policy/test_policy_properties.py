@@ -153,7 +153,9 @@ def test_read_only_commands_stay_allowed_in_any_option_order(command: str, ws: P
         return
     # docs/gate.md: after a `cd` that may fail the directory is unknown, and an unknown place is never ALLOWed
     unknown_dir = d.deciding_rule in {"path:unknown", "coding:ask-outside-workspace"} and "unknown" in d.reason
-    assert d.verdict is Verdict.ASK and unknown_dir and "cd src" in command, (command, d.to_dict())
+    # docs/gate.md: a function defined on one path only (after `&&`) may not be there where it is called
+    some_paths = any("depends on the path the script took" in m.reason for m in d.matches)
+    assert d.verdict is Verdict.ASK and ((unknown_dir and "cd src" in command) or some_paths), (command, d.to_dict())
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,8 @@ PROGRAM_RUNS = [
     "({p}() {{ :; }}); {p} {a}",
     "{p}() {{ :; }} | cat; {p} {a}",
     "if false; then {p}() {{ :; }}; fi; {p} {a}",
+    "false && {p}() {{ :; }}; {p} {a}",
+    "{p}() {{ :; }}; for i in 1 2; do {p} {a}; unset -f {p}; done",  # the second round runs the program
 ]
 FUNCTION_RUNS = [
     "cd() {{ {p} {a}; }}; cd /",

@@ -172,8 +172,7 @@ class Gate:
         secret_reads = False
         earlier: list[tuple[SimpleCommand, Effects]] = []  # what ran before: an archive it wrote is not read now
         for cmd in analysis.commands:
-            others = [c for c in analysis.commands if c is not cmd]
-            parts += self._script(tool, cmd, args, depth, earlier, others) + self._requirements(cmd, earlier)
+            parts += self._script(tool, cmd, args, depth, earlier, analysis.commands) + self._requirements(cmd, earlier)
             findings, secret, eff = self._command_findings(tool, cmd, args, earlier)
             earlier.append((cmd, eff))
             if known is not None:
@@ -196,13 +195,13 @@ class Gate:
         args: Mapping[str, Any],
         depth: int,
         earlier: Sequence[tuple[SimpleCommand, Effects]] = (),
-        others: Sequence[SimpleCommand] = (),
+        line: Sequence[SimpleCommand] = (),
     ) -> list[Decision]:
         """A workspace shell script that ``cmd`` runs is judged like the commands written in it; one a command
         before it in the line may write (``echo 'rm -rf /' > x.sh; sh x.sh``) cannot be read now: it asks. A
         compiler's output (``cc -o app x.c && ./app``) is a program, not shell code, and ``chmod +x x.sh`` leaves
         its text as it is: neither is counted. A sourced script runs in this shell: what it leaves there (a directory,
-        a variable, a function or alias) the line's ``others`` commands were not judged with: one they meet asks."""
+        a variable, a function or alias) the ``line``'s other commands were not judged with: one they meet asks."""
         named = named_script(cmd, self.paths)
         keep = KEEPS_TEXT if cmd.name in SHELLS | SOURCES else KEEPS_TEXT | COMPILERS
         if named is not None and self._rewritten(named, [e for e in earlier if e[0].name not in keep]):
@@ -236,7 +235,7 @@ class Gate:
                 "shell:sourced-cd", Verdict.ASK, f"{where} is sourced and moves the shell: what follows runs elsewhere"
             )
             out.append(Decision(m.verdict, m.id, m.reason, (m,)))
-        left = left_for(analysis, others) if cmd.name in ("source", ".") else []
+        left = left_for(analysis, [c for c in line if c is not cmd]) if cmd.name in ("source", ".") else []
         if left:
             why = f"{where} is sourced and sets {', '.join(left[:5])}: the line's other commands were judged without it"
             m = RuleMatch("shell:sourced-state", Verdict.ASK, why)

@@ -433,7 +433,7 @@ class _Walker:
         once = self.for_loop if node.type == "for_statement" else lambda n: self.other(n, piped)
         once(node)
         first = self.state()
-        if (first.cwd, first.vars, first.env) != (start.cwd, start.vars, start.env):
+        if (first.cwd, first.vars, first.env, first.functions) != (start.cwd, start.vars, start.env, start.functions):
             self.restore(_merged([start, first]))  # the next round starts where this one ended, or the loop's start
             once(node)
         self.restore(_merged([start, first, self.state()]))
@@ -490,6 +490,8 @@ class _Walker:
         # the right side may not run: its assignments are known only where it would leave them as they were
         merged = _merged([before_right, self.state()])
         self.vars, self.env, self.exported = merged.vars, merged.env, merged.exported
+        self.functions.clear()  # in place, as restore does: ``false && rm() { :; }`` leaves rm unknown
+        self.functions.update(merged.functions)
         if ops[0] == "||" and right.type == "command" and self.text(right).split()[:1] in (["exit"], ["return"]):
             self.cwd = after_left  # `cd x || exit`: past this point the cd succeeded
         elif self.cwd != start:
@@ -569,9 +571,8 @@ class _Walker:
         # arithmetic, brace expressions, anything else: walk for substitutions, value unknown
         if t == "arithmetic_expansion":
             self.arithmetic(raw, repr(raw[:40]))
-            self.forget(
-                _names([Word.lit(raw)]), numbers=True
-            )  # ``$((IFS=1))`` assigns: any name in it may now be another value
+            # ``$((IFS=1))`` assigns: any name in it may now be another value (a number)
+            self.forget(_names([Word.lit(raw)]), numbers=True)
         before = len(self.out.commands)
         for c in node.named_children:
             self.walk(c)
@@ -673,7 +674,8 @@ class _Walker:
         """Bash evaluates ``text`` as arithmetic. A name in it stands for its value, evaluated in turn, and an array
         subscript there runs the command substitution it holds: ``x='a[$(rm -rf ~)]'; echo $((x))`` removes the
         home directory, and so does ``$(( $(echo 'a[$(rm -rf ~)]') ))``. ASK unless no command's output is evaluated
-        and every name holds a value known here with no expansion in it, or was never set by this script."""
+        and every name holds a value known here with no expansion in it, or one the script only ever gave a plain
+        literal or a number (:meth:`given`), or the environment's."""
         why = (
             "a command substitution"
             if re.search(_SUBSTITUTION, text)
@@ -871,9 +873,10 @@ class _Walker:
             if c.type == "word" and re.fullmatch(r"-[a-zA-Z]+", self.text(c)):
                 flags += self.text(c)[1:]
             named = c.child_by_field_name("name") if c.type == "variable_assignment" else c
-            if named is not None and named.type == "variable_name":  # ``declare -i N``, ``local -A T=…``
-                (self.session.integers if "i" in flags else set()).add(self.text(named))
-                (self.session.tables if "A" in flags else set()).add(self.text(named))
+            if named is not None and named.type == "variable_name" and "i" in flags:  # ``declare -i N``
+                self.session.integers.add(self.text(named))
+            if named is not None and named.type == "variable_name" and "A" in flags:  # ``local -A T=…``
+                self.session.tables.add(self.text(named))
             if c.type in ("string", "raw_string", "concatenation") and re.match(_QUOTED_ARRAY, self.text(c)):
                 what = f"{words[0].text if words else 'declare'} reads {self.text(c)[:40]!r}"
                 self.out.hard("shell:dynamic-code", Verdict.ASK, f"{what}, a quoted array assignment, as shell code")
