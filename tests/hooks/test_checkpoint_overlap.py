@@ -116,7 +116,8 @@ def test_a_trial_that_never_ends_is_killed_at_its_deadline_and_the_log_folded(
     kids, seen, start = hanging(hook, monkeypatch, 0.5)
     assert calls(hook, 1, start=12) == ["ask"]
     assert time.monotonic() - start < 30
-    assert order(seen) == ["fork", "audit", "verdict"], seen
+    # audited from the checkpoint's head, then in full: the checkpoint that stood for the log before it is not used
+    assert order(seen) == ["fork", "audit", "verdict", "audit"], seen
     assert not isinstance(guard_of(hook).events, Log), "the whole log folded"
     assert children() <= kids, "a trial's child left behind"
 
@@ -124,6 +125,31 @@ def test_a_trial_that_never_ends_is_killed_at_its_deadline_and_the_log_folded(
 def test_a_log_that_fails_its_audit_while_the_child_runs_is_refused_and_the_child_reaped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A row after the checkpoint's head rewritten: the audit from the head fails, and so the call, at once."""
+    hook = made(tmp_path, monkeypatch)
+    head = json.loads(checkpoint_file(hook).read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])["seq"]
+    calls(hook, 1, start=12)  # events after the checkpoint's head (the call writes no checkpoint: too few)
+
+    def edit() -> None:
+        with sqlite3.connect(hook.workspace / ".tether" / "tether.db") as con:
+            con.execute("DROP TRIGGER events_no_update")
+            (last,) = con.execute("SELECT max(seq) FROM events").fetchone()
+            assert last > head, (last, head)
+            con.execute("UPDATE events SET ts = '2000-01-01T00:00:00Z' WHERE seq = ?", (last,))
+
+    kids, seen, start = hanging(hook, monkeypatch, 600.0, edit)  # were the child waited for, the test would hang
+    out = hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="after-edit")
+    assert out.exit == 2 and "allow" not in out.stdout
+    assert time.monotonic() - start < 60
+    assert order(seen) == ["fork", "audit"], seen  # no verdict asked: killed, not waited for
+    assert children() <= kids, "a trial's child left behind"
+
+
+def test_a_log_rewritten_before_the_head_of_a_checkpoint_that_fails_its_trial_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row before the head rewritten, under a checkpoint whose body never loads: the audit from the head passes,
+    the trial fails at its deadline, the checkpoint is not used, and so the whole log is audited: refused."""
     hook = made(tmp_path, monkeypatch)
 
     def edit() -> None:
@@ -131,11 +157,11 @@ def test_a_log_that_fails_its_audit_while_the_child_runs_is_refused_and_the_chil
             con.execute("DROP TRIGGER events_no_update")
             con.execute("UPDATE events SET ts = '2000-01-01T00:00:00Z' WHERE seq = 3")
 
-    kids, seen, start = hanging(hook, monkeypatch, 600.0, edit)  # were the child waited for, the test would hang
+    kids, seen, start = hanging(hook, monkeypatch, 0.5, edit)
     out = hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="after-edit")
-    assert out.exit == 2 and "allow" not in out.stdout
-    assert time.monotonic() - start < 60
-    assert order(seen) == ["fork", "audit"], seen  # no verdict asked: killed, not waited for
+    assert out.exit == 2 and "allow" not in out.stdout and "event seq 3" in out.stderr, out
+    assert time.monotonic() - start < 30
+    assert order(seen) == ["fork", "audit", "verdict", "audit"], seen
     assert children() <= kids, "a trial's child left behind"
 
 

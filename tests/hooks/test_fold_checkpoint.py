@@ -195,24 +195,6 @@ def guard_of_session(hook: Hook, session: str) -> Guard:
     return guards[0]
 
 
-def test_a_log_rewritten_under_a_valid_checkpoint_is_refused_as_without_one(hook: Hook) -> None:
-    """The checkpoint spares the fold, never the verification: an early event edited in place (its hash kept,
-    so the chain's stored hashes still link up to the checkpoint's head) fails the call closed."""
-    calls(hook, 12)
-    assert checkpoint_file(hook).exists()
-    db = hook.workspace / ".tether" / "tether.db"
-    with sqlite3.connect(db) as con:
-        con.execute("DROP TRIGGER events_no_update")  # what someone rewriting the file can do
-        (seq, payload) = con.execute(
-            "SELECT seq, payload FROM events WHERE kind = 'action.decided' ORDER BY seq LIMIT 1"
-        ).fetchone()
-        assert '"ASK"' in payload  # the first call asked a human: the rewrite says it was allowed
-        con.execute("UPDATE events SET payload = ? WHERE seq = ?", (payload.replace('"ASK"', '"ALLOW"'), seq))
-    cold()
-    out = hook("PreToolUse", tool_input={"command": "ls"}, tool_use_id="after-rewrite")
-    assert out.exit == 2 and "allow" not in out.stdout
-
-
 def test_a_log_behind_the_checkpoint_is_folded_in_full(hook: Hook) -> None:
     """The database restored from an older copy: its head is behind the checkpoint's."""
     db = hook.workspace / ".tether" / "tether.db"

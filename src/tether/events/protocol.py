@@ -204,8 +204,11 @@ class Store(Protocol):
         """Recompute the chain; the number of events. :class:`~tether.errors.LogCorrupt` names the first bad seq."""
         ...
 
-    def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
-        """The chain, then every signed checkpoint against it."""
+    def verify_run(
+        self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None, *, since: Head | None = None
+    ) -> Audit:
+        """The chain (from ``since``, a head verified before, when the store can), then every signed checkpoint
+        against it."""
         ...
 
 

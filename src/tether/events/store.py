@@ -105,6 +105,10 @@ SELECT_RANGE = (
 )
 #: A run's whole log as its chain is checked (:func:`chain_hashes`): the hash as stored (32 bytes), no prev_hash.
 SELECT_CHAIN = "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=? ORDER BY seq"
+#: The same from a verified head's seq on, and the first row (:func:`chain_hashes_since`).
+SELECT_CHAIN_SINCE = (
+    "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=? AND (seq = 0 OR seq >= ?) ORDER BY seq"
+)
 SELECT_ROWS_BEFORE_3 = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.run_id=? AND e.seq BETWEEN ? AND ?"
 #: The columns of an event row read as text (``tether/3``; before it, the hashes too): each must be UTF-8.
 TEXT_COLUMNS = ("ts", "kind", "payload")
@@ -1023,6 +1027,22 @@ class EventStore(StoreBase[Event]):
                 raise LogCorrupt(info.run_id, 0, f"the database cannot be read ({e}); restore it from a copy") from e
             return verify_rows(info, rows)
 
+    def _verified_since(self, info: RunInfo, since: Head) -> list[str] | None:
+        """:func:`chain_hashes_since` of the run's rows from ``since`` on: a run of this schema that is not a fork,
+        read in one pass; None for any other, or when that pass cannot vouch for them (the caller then verifies the
+        whole log, which names what is wrong)."""
+        seq = since[0]
+        if self._select_rows is not SELECT_ROWS or type(seq) is not int or not 0 <= seq <= info.head_seq:
+            return None
+        with gc_paused():
+            try:
+                if self._fork_point(info.run_id) is not None:
+                    return None
+                rows = self._conn.execute(SELECT_CHAIN_SINCE, (info.run_id, seq)).fetchall()
+            except sqlite3.DatabaseError:
+                return None
+            return chain_hashes_since(info, rows, since)
+
     def _chain_hashes(self, info: RunInfo) -> list[str] | None:
         """:func:`chain_hashes` of the run's stored rows; None when they cannot be read as that query reads them: a
         hash stored as TEXT whose bytes are not UTF-8 fails to decode here, where the row-by-row read (its hex)
@@ -1221,12 +1241,49 @@ def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | 
     gap, a mismatch — and :func:`verify_rows` then says which. What it spares a cold call in a long session: the
     7-column rows (each hash as hex, the previous row's joined back) and a Python frame per event (4,051 events:
     ~14 -> ~9 ms of CPU). Hashed by :func:`chain_sha256`."""
-    prev = GENESIS
+    hashes = _chained(info, rows, GENESIS, 0)
+    return None if hashes is None else Verified(hashes, rows, info.run_id)
+
+
+def chain_hashes_since(info: RunInfo, rows: Sequence[tuple[Any, ...]], since: Head) -> list[str] | None:
+    """:func:`chain_hashes` from a head ``since`` = ``(seq, hash)`` that a fold checkpoint says was verified
+    (guard/checkpoint.py ``mark``), over the run's first row and its rows from that seq on
+    (:data:`SELECT_CHAIN_SINCE`): the row at ``seq`` has that hash as stored, each later row chains after it as
+    :func:`chain_hashes` checks them, the last is the run's head. What a cold hook call late in a session audits
+    (docs/hook-latency.md, "The audit from the checkpoint's head"): the rows before ``seq`` are not hashed again.
+
+    The hashes by seq, as :func:`chain_hashes` gives them, with ``""`` at the seqs not read (no event has that hash:
+    :func:`unverified` names any event compared there), the first row's hash as stored (whoever reads that event
+    compares its contents with it: ``Guard.open``'s genesis); None when any of it does not hold."""
+    seq, head = since
+    start = 1 if seq and rows and rows[0][0] == 0 else 0  # the first row, read beside the range
+    tail = rows[start:]
+    if not tail or tail[0][0] != seq or not isinstance(head, str) or tail[0][4] != _fromhex(head):
+        return None
+    hashes = _chained(info, tail[1:], head, seq + 1)
+    if hashes is None or not rows or rows[0][0] != 0 or type(rows[0][4]) is not bytes:
+        return None
+    gap = seq - start
+    return Verified(
+        [rows[0][4].hex()] * start + [""] * gap + [head, *hashes], [*rows[:start], *([()] * gap), *tail], info.run_id
+    )
+
+
+def _fromhex(h: str) -> bytes | None:
+    try:
+        return bytes.fromhex(h) if len(h) == 64 else None
+    except ValueError:
+        return None
+
+
+def _chained(info: RunInfo, rows: Sequence[tuple[Any, ...]], prev: str, first: int) -> list[str] | None:
+    """:func:`chain_hashes`' loop over ``rows``, the first at seq ``first`` chained after hash ``prev``, the last the
+    run's head: their hashes, or None."""
     rid = encode_basestring(info.run_id)
     hashes: list[str] = []
     new = chain_sha256(len(rows))
     try:
-        for expected, (seq, ts, kind, payload, h) in enumerate(rows):
+        for expected, (seq, ts, kind, payload, h) in enumerate(rows, first):
             digest = new(
                 (
                     f'{prev}{{"kind":{encode_basestring(kind)},"run_id":{rid},'
@@ -1239,9 +1296,9 @@ def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | 
             hashes.append(prev)
     except (TypeError, ValueError):
         return None
-    if len(rows) - 1 != info.head_seq or prev != info.head_hash:
+    if first + len(rows) - 1 != info.head_seq or prev != info.head_hash:
         return None
-    return Verified(hashes, rows, info.run_id)
+    return hashes
 
 
 #: How the SQLite store hands ``sqlite3`` an event's 32-byte hash (see :func:`stored_rows`).

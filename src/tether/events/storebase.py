@@ -73,6 +73,9 @@ class Audit:
     #: Every event's hash as verified, by seq: a reader that read the events in a read of its own compares them
     #: (``store.unverified``: guard/session.py).
     hashes: Sequence[str] = field(default=(), repr=False, compare=False)
+    #: The seq the chain was recomputed from: 0, the whole log; else a head the caller vouched for (``since``), whose
+    #: events before it were not hashed again (their entries in ``hashes`` are ``""``, the first event's as stored).
+    base: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -211,6 +214,12 @@ class StoreBase(ABC, Generic[E]):
     @abstractmethod
     def _verified_hashes(self, info: RunInfo) -> list[str]:
         """The event hashes of the run's whole log, its chain checked; :class:`LogCorrupt` if it does not hold."""
+
+    def _verified_since(self, info: RunInfo, since: Head) -> list[str] | None:
+        """The event hashes by seq, the chain checked from ``since`` (a head verified before) to the run's head;
+        None when this store does not read a log from a head (this one: the whole log is verified instead), or the
+        rows from there do not vouch for it."""
+        return None
 
     @abstractmethod
     def _events_in(
@@ -477,21 +486,33 @@ class StoreBase(ABC, Generic[E]):
         with self._snapshot():
             return len(self._verified_hashes(self.run(run_id)))
 
-    def verify_run(self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None) -> Audit:
+    def verify_run(
+        self, run_id: str, key: AnchorKey | None = None, anchor_file: Path | None = None, *, since: Head | None = None
+    ) -> Audit:
         """The chain, then every signed checkpoint (database and anchor file) against it.
 
         The key and anchor file default to the store's signer's. Raises :class:`LogCorrupt` naming the
         first bad seq, or the first signed checkpoint that no longer matches. Without a key the audit's
         limits say what could not be detected.
+
+        ``since``: a head ``(seq, hash)`` the caller vouches was verified before (a cold hook call's fold checkpoint:
+        guard/checkpoint.py ``mark``). The chain is then recomputed from it only, when this store can and the row at
+        that seq still has that hash (``Audit.base``); the signed checkpoints before it are not checked again. In any
+        other case the whole log is verified, as without it.
         """
         if key is None and self.signer is not None:
             key, anchor_file = self.signer.key, self.signer.anchor_file
         with self._snapshot():
             info = self.run(run_id)
-            hashes = self._verified_hashes(info)
+            hashes = None if since is None else self._verified_since(info, since)
+            base = 0 if hashes is None or since is None else since[0]
+            if hashes is None:
+                hashes = self._verified_hashes(info)
             checkpoints = self.checkpoints(info.run_id)
         if key is not None and anchor_file is not None:
             checkpoints += read_anchor_file(anchor_file, info.run_id)
+        if base:
+            checkpoints = [cp for cp in checkpoints if cp.seq >= base]
         report = check_anchor(info.run_id, hashes, checkpoints, key)
         first = hashes[0] if hashes else ""
-        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, first, hashes)
+        return Audit(info.run_id, len(hashes), (info.head_seq, info.head_hash), report, first, hashes, base)

@@ -7,9 +7,13 @@ state at a head ``(seq, hash)`` of the log, kept in a file of its own beside the
 
 What a checkpoint is trusted for, and what it is not (docs/hook-latency.md, "A cold call in a long session"):
 
-- **It never replaces verification.** :meth:`Guard.open` runs ``verify_run`` over the whole log (every hash
-  recomputed, the head against the runs table, every signed anchor) before a checkpoint is even read, exactly
-  as without one. The checkpoint spares the fold, not the audit.
+- **It stands for the log's audit up to its head, and only there.** :meth:`Guard.open` runs ``verify_run`` from the
+  checkpoint's head (:meth:`Pending.mark`: every later hash recomputed, the row at the head holding the head's hash,
+  the run's head against the runs table, every signed anchor from there on) before the body is used; when the
+  checkpoint is then not used (any doubt below), the whole log is verified as without one. What that leaves to
+  others: a row before the head edited in place, its stored hash kept, decides nothing (the fold is the
+  checkpoint's) and is found by the whole log's audit every stop runs (hooks/session.py ``stop``), by ``tether
+  log verify`` and by the console (docs/hook-latency.md, "The audit from the checkpoint's head").
 - **It is taken over exactly that log.** It names the head it was taken at and the run's first event; it is
   used only when the verified log has that run, that first event, and the row at its seq has its hash (the
   hash chains every event before it), when the session's envelope has its contract hash, and when the code
@@ -67,6 +71,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tether.disk import StrPath
+    from tether.events.anchor import Signer
 
     from .session import Guard
 
@@ -324,6 +329,42 @@ class Pending:
         self.failed = self.trial is not None and not ok
         return ok
 
+    def mark(self, run_id: str, signer: Signer | None) -> tuple[int, str] | None:
+        """The head ``(seq, hash)`` this checkpoint was taken at, for ``Guard.open`` to audit the log from
+        (``verify_run``'s ``since``), when the file is this code's checkpoint of ``run_id``, its body the one its
+        header names, and under an anchor key signed with it; else None (the whole log is audited).
+
+        Why a checkpoint may stand for the log before its head: it is written only from a guard's fold, and a guard
+        folds only events its open audited or that chain after them (``Guard._fold``), so its writer verified the
+        chain up to that head. Without a key, whoever could forge the file could as well rewrite the log and its
+        hashes, which the whole log's audit does not detect either; with a key, neither can be forged. Only the
+        header is read here: the body is not loaded (its trial, when nothing vouches for it, runs apart)."""
+        found = self.checked
+        if found is None and self.raw is not None:
+            try:
+                found = parts(self.raw, MAGIC, MAX_BYTES)
+            except (ValueError, RecursionError):
+                return None
+        if found is None:
+            return None
+        header, body = found
+        if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
+            return None
+        if header.get("code") != code_stamp():
+            return None
+        if self.checked is None and sha256_hex(body) != header.get("body_sha256"):
+            return None
+        seq, head = header.get("seq"), header.get("hash")
+        if type(seq) is not int or seq < 0 or header.get("events") != seq + 1 or type(head) is not str:
+            return None
+        try:
+            if not sealed(header, signer):
+                return None
+        except Exception:  # a forged signature: not vouched for (its load ignores the file too)
+            return None
+        self.checked = found  # parsed and its digest checked: not again by load
+        return seq, head
+
     def discard(self, path: str) -> None:
         """Remove the file whose body failed its trial, if it is still the one read (its inode, size and time):
         left there, every later cold call of the session would try it again and wait for its deadline (up to
@@ -346,7 +387,7 @@ class Pending:
 def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     """Read the session's checkpoint and, when no store key will vouch for it (``signed``: the store has one), start
     the trial of its body in a forked child (:func:`tried`) at once: the child loads and walks it while this process
-    audits the log (``Guard.open`` runs ``verify_run`` before any checkpoint is used), and :func:`load` waits for
+    audits the log (``Guard.open`` runs ``verify_run`` before the body is used), and :func:`load` waits for
     its verdict only then (a cold call in a session of 1,000 tool calls waited ~35 ms for it after the audit). A
     body whose header is not this code's checkpoint of this run, or whose digest is not the header's, is not tried:
     :func:`load` ignores it anyway. The caller closes what it gets (``try``/``finally``), used or not."""

@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from tether.disk import StrPath
     from tether.events.kinds import ApprovalRequested
     from tether.events.protocol import Store
-    from tether.events.storebase import Audit
+    from tether.events.storebase import Audit, Head
     from tether.policy.gate import Gate
     from tether.policy.provenance import Provenance
 
@@ -246,6 +246,7 @@ class Guard:
         strict: bool = True,
         restore: Callable[[Guard, int], object] | None = None,
         start_event: Event | None = None,
+        since: Head | None = None,
     ) -> Guard:
         """The session's run: created on first sight, else found, its log verified, and bound to ``envelope``.
 
@@ -256,8 +257,11 @@ class Guard:
         with after ``session.opened`` (the hooks' test baseline); ``asking`` says who answers an ASK.
         ``strict=False`` takes the envelope as it parses (the hooks' built-in envelope and a project's quick
         one), without the strict checks a run's envelope meets. ``restore(guard, audited)``: a fold checkpoint's
-        loader (guard/checkpoint.py; the hooks pass one), called once the whole log (``audited`` events) is
-        verified: a valid checkpoint spares the fold of the log up to its head, never the verification.
+        loader (guard/checkpoint.py; the hooks pass one), called once the log (``audited`` events) is verified: a
+        valid checkpoint spares the fold of the log up to its head. ``since``: that checkpoint's head
+        (``Pending.mark``), from which the log's chain is verified (``verify_run``); the events before it are not
+        hashed again when the checkpoint is the one restored, and the whole log is verified when it is not (the
+        Stop's audit, ``tether log verify`` and the console verify it all: docs/hook-latency.md).
         ``start_event``: the run's ``run.started`` as the caller read it from ``store`` in this call (the hooks read it
         for the workspace), not read and parsed again (it holds the whole envelope).
         """
@@ -274,9 +278,7 @@ class Guard:
             recorded, genesis = _create(store, run_id, loaded, ws, framework, session, task, begin)
         audited = 0
         if recorded is not None:
-            audit = store.verify_run(run_id)
-            if audit.first != genesis:  # what governs is the event the audit verified, not one read beside it
-                raise LogCorrupt(run_id, 0, "the run's first event was rewritten while the session was opened")
+            audit = _audited(store, run_id, genesis, since)
             audited = audit.events
             env = _kept_contract(recorded, loaded, framework, session, run_id)
             ws = disk.text(recorded.workspace or ws)
@@ -284,6 +286,8 @@ class Guard:
         if recorded is not None and restore is not None:
             guard.genesis = genesis
             restore(guard, audited)  # on any doubt it leaves the guard as it is: the whole log is folded
+        if recorded is not None and audit.base and guard.checkpointed != audit.base + 1:
+            audit = _audited(store, run_id, genesis)  # the checkpoint that stood for the log's start was not used
         guard._fold(checked=recorded is None)  # a found run's fold is held to its audit just below
         if recorded is not None:
             _held_to_audit(guard, audit)
@@ -907,6 +911,15 @@ def _opening(loaded: _Loaded, ws: str, framework: str, session: str, task: str) 
     from tether.kernel.approvals import whoami  # a session's first call only
 
     return started, SessionOpened(framework=framework, session=session, by=whoami())
+
+
+def _audited(store: Store, run_id: str, genesis: str, since: Head | None = None) -> Audit:
+    """``verify_run`` of the session's log (from ``since``: :meth:`Guard.open`), its first event the one the session
+    was opened with."""
+    audit = store.verify_run(run_id, since=since)
+    if audit.first != genesis:  # what governs is the event the audit verified, not one read beside it
+        raise LogCorrupt(run_id, 0, "the run's first event was rewritten while the session was opened")
+    return audit
 
 
 def _held_to_audit(guard: Guard, audit: Audit) -> None:

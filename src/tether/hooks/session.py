@@ -220,6 +220,7 @@ def open_guard(settings: Settings, data: dict[str, Any]) -> Guard:
                     strict=False,
                     restore=restorer(folder, pending),
                     start_event=seen[0] if seen else None,
+                    since=None if pending is None else pending.mark(run_id, getattr(store, "signer", None)),
                 )
             finally:
                 if pending is not None:
@@ -879,6 +880,9 @@ def stop(guard: Guard, head: Sequence[Payload], *, by: str, running: Sequence[st
     """
     from tether.events.kinds_hooks import HookStop  # a later kind module (events/payload.py LATER)
 
+    # The whole log, whatever a call's open audited (from its fold checkpoint's head: Guard.open) or a daemon
+    # folded since: a stop is judged on a log that holds from its first event (a rewrite raises LogCorrupt).
+    guard.store.verify_run(guard.run_id)
     items, reasons, notes, listed, rule = checked(guard, head)
     if not reasons:
         if running:
