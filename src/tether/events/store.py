@@ -1247,10 +1247,10 @@ def chain_hashes(info: RunInfo, rows: Sequence[tuple[Any, ...]]) -> list[str] | 
 
 def chain_hashes_since(info: RunInfo, rows: Sequence[tuple[Any, ...]], since: Head) -> list[str] | None:
     """:func:`chain_hashes` from a head ``since`` = ``(seq, hash)`` that a fold checkpoint says was verified
-    (guard/checkpoint.py ``mark``), over the run's first row and its rows from that seq on
+    (guard/checkpoint.py ``Pending.mark``), over the run's first row and its rows from that seq on
     (:data:`SELECT_CHAIN_SINCE`): the row at ``seq`` has that hash as stored, each later row chains after it as
     :func:`chain_hashes` checks them, the last is the run's head. What a cold hook call late in a session audits
-    (docs/hook-latency.md, "The audit from the checkpoint's head"): the rows before ``seq`` are not hashed again.
+    (docs/hook-latency.md, "The log from the checkpoint's head"): the rows before ``seq`` are not hashed again.
 
     The hashes by seq, as :func:`chain_hashes` gives them, with ``""`` at the seqs not read (no event has that hash:
     :func:`unverified` names any event compared there), the first row's hash as stored (whoever reads that event

@@ -495,10 +495,10 @@ class StoreBase(ABC, Generic[E]):
         first bad seq, or the first signed checkpoint that no longer matches. Without a key the audit's
         limits say what could not be detected.
 
-        ``since``: a head ``(seq, hash)`` the caller vouches was verified before (a cold hook call's fold checkpoint:
-        guard/checkpoint.py ``mark``). The chain is then recomputed from it only, when this store can and the row at
-        that seq still has that hash (``Audit.base``); the signed checkpoints before it are not checked again. In any
-        other case the whole log is verified, as without it.
+        ``since``: a head ``(seq, hash)`` the caller vouches was verified before (a cold hook call's fold
+        checkpoint: guard/checkpoint.py ``Pending.mark``). The chain is then recomputed from it only, when this store
+        can and the row at that seq still has that hash (``Audit.base``); the signed checkpoints before it are not
+        checked again. In any other case the whole log is verified, as without it.
         """
         if key is None and self.signer is not None:
             key, anchor_file = self.signer.key, self.signer.anchor_file

@@ -13,7 +13,7 @@ What a checkpoint is trusted for, and what it is not (docs/hook-latency.md, "A c
   checkpoint is then not used (any doubt below), the whole log is verified as without one. What that leaves to
   others: a row before the head edited in place, its stored hash kept, decides nothing (the fold is the
   checkpoint's) and is found by the whole log's audit every stop runs (hooks/session.py ``stop``), by ``tether
-  log verify`` and by the console (docs/hook-latency.md, "The audit from the checkpoint's head").
+  log verify`` and by the console (docs/hook-latency.md, "The log from the checkpoint's head").
 - **It is taken over exactly that log.** It names the head it was taken at and the run's first event; it is
   used only when the verified log has that run, that first event, and the row at its seq has its hash (the
   hash chains every event before it), when the session's envelope has its contract hash, and when the code
