@@ -1258,22 +1258,17 @@ def chain_hashes_since(info: RunInfo, rows: Sequence[tuple[Any, ...]], since: He
     seq, head = since
     start = 1 if seq and rows and rows[0][0] == 0 else 0  # the first row, read beside the range
     tail = rows[start:]
-    if not tail or tail[0][0] != seq or not isinstance(head, str) or tail[0][4] != _fromhex(head):
+    if not rows or rows[0][0] != 0 or type(rows[0][4]) is not bytes or not isinstance(head, str):
+        return None
+    if not tail or tail[0][0] != seq or tail[0][4] != stored_hash(head):
         return None
     hashes = _chained(info, tail[1:], head, seq + 1)
-    if hashes is None or not rows or rows[0][0] != 0 or type(rows[0][4]) is not bytes:
+    if hashes is None:
         return None
     gap = seq - start
     return Verified(
         [rows[0][4].hex()] * start + [""] * gap + [head, *hashes], [*rows[:start], *([()] * gap), *tail], info.run_id
     )
-
-
-def _fromhex(h: str) -> bytes | None:
-    try:
-        return bytes.fromhex(h) if len(h) == 64 else None
-    except ValueError:
-        return None
 
 
 def _chained(info: RunInfo, rows: Sequence[tuple[Any, ...]], prev: str, first: int) -> list[str] | None:
