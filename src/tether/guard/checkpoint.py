@@ -235,14 +235,39 @@ def _body(guard: Guard) -> bytes | None:
     fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
     gate = {"state": guard.state, "known": prov.known, "user": prov.user, "turns": turns[1]}
     buf = io.BytesIO()
+    table = {**copyreg.dispatch_table, **_plain_records(), Event: _reduce_event}
     try:
         for part in (gate, {"fold": fold_copy}):
             p = pickle.Pickler(buf, protocol=5)
-            p.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
+            p.dispatch_table = table
             p.dump(part)
     except Exception:  # something unpicklable: no checkpoint, the fold is still right
         return None
     return buf.getvalue()
+
+
+def _plain_records() -> dict[type, Any]:
+    """In a plain process (tether/plain.py), every plain record class mapped to a reducer that refuses it; elsewhere
+    nothing. A plain receipt writes the session's checkpoint (hooks/session.py ``checkpoint``) for the full path and
+    the daemon to read, and a body of tether's dataclasses, enums and folds pickles the same in either kind of process
+    (``tests/hooks/test_plain_checkpoint.py`` compares the bytes). A plain record stands for a pydantic model and
+    pickles in its state format, but whether its state is exactly what pydantic would have made is the full path's to
+    vouch for: a body that holds one is not written here (the session's next call on the full path writes it)."""
+    if not plain.active():
+        return {}
+    from tether.plainrecord import BaseModel
+
+    made: dict[type, Any] = {}
+    kinds = [BaseModel]
+    while kinds:
+        kind = kinds.pop()
+        made[kind] = _refuse
+        kinds.extend(kind.__subclasses__())
+    return made
+
+
+def _refuse(obj: object) -> Any:
+    raise ValueError(f"a plain record ({type(obj).__qualname__}) in a fold checkpoint's body")
 
 
 def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
@@ -419,8 +444,9 @@ def wants_fold() -> bool:
     """Whether this process reads a checkpoint's second part, the control layer's fold: every process but a plain one
     that has not imported the control layer's loop (``guard.session.load_observer``, which a hook imports up front for
     a receipt or a prompt): a plain PreToolUse, which decides from the run state without the control layer and writes
-    no checkpoint. A plain receipt reads the fold (its view of the control layer folds the log); the full path and
-    the daemon read it (they write checkpoints). A process that skipped it and asks for a fold after all gets one
+    no checkpoint. A plain receipt or prompt reads the fold (its view of the control layer folds the log), and so
+    writes the checkpoint when one is due (hooks/session.py ``checkpoint``); the full path and the daemon read it and
+    write them too. A process that skipped it and asks for a fold after all gets one
     made from the log (the control layer's ``folded``): slower, never wrong. The first part is about half the body
     (a 1,000-call session: 321 of 641 kB, the fold 320 kB)."""
     import sys

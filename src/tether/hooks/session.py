@@ -297,12 +297,18 @@ def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
     the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
     project = project_of(settings, data)
     folder = checkpoints_of(settings.db or places.join(project, DB_NAME))
-    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY or plain.active():
-        return  # a plain process (tether/plain.py) leaves it to the session's next call on the full path
-    from tether.guard.checkpoint import save
+    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY:
+        return
+    from tether.guard.checkpoint import save, wants_fold
 
+    if not wants_fold():
+        return  # a plain PreToolUse has no control fold to write: the session's next receipt or prompt writes it
     turn_of(guard)
-    if save(guard, folder) is not None:
+    try:
+        written = save(guard, folder)
+    except plain.Unsure:  # a plain receipt met what only the full path vouches for: its answer stands, no checkpoint
+        return
+    if written is not None:
         guard.checkpointed = len(guard.events)
 
 
