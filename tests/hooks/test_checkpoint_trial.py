@@ -261,3 +261,77 @@ def test_containers_of_leaves_are_counted_exactly_at_the_bound() -> None:
     for _ in range(ck.TRIAL_DEPTH):
         deep = {"k": deep}  # a dict of a dict: never leaves only
     assert not ck._walkable({"str": "s", "v": deep}, ck.TRIAL_DEPTH, 1 << 30)
+
+
+@pytest.mark.parametrize("matches", [False, True], ids=["another digest", "the header's digest"])
+def test_a_body_whose_digest_is_not_the_headers_leaves_no_child(tmp_path: Path, matches: bool) -> None:
+    """``begin`` forks the trial, then hashes the body while the child loads it: a body whose digest is not the
+    header's is not used, and its child (here one whose load would never end) is killed and reaped before ``begin``
+    returns. With the header's digest, the child runs until its verdict or ``close``."""
+    kids = children()
+    folder = tmp_path / "folds"
+    folder.mkdir(mode=0o700)
+    body = PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s."
+    digest = hashlib.sha256(body if matches else b"another body").hexdigest()
+    header = {"version": ck.VERSION, "run_id": "run-x", "code": ck.code_stamp(), "body_sha256": digest}
+    path = Path(ck.path_for(folder, "run-x"))
+    path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
+    path.chmod(0o600)
+    pending = ck.begin(folder, "run-x", signed=False)
+    try:
+        assert pending.raw is not None
+        if matches:
+            assert pending.trial is not None and children() - kids, "tried in a child of its own"
+        else:
+            assert (pending.trial, pending.checked, pending.mark("run-x", None)) == (None, None, None)
+            assert children() <= kids, "the child of a body no one will use is left behind"
+    finally:
+        pending.close()
+    assert children() <= kids
+
+
+ORPHAN = """
+import os, sys
+from tether.guard import cachefile
+from tether.guard import checkpoint as ck
+body = bytes.fromhex(sys.stdin.read())
+trial = cachefile.Trial(lambda: ck._trial(body), float(sys.argv[1]), ck.trial_allowance(body))
+print(trial.pid, flush=True)
+os._exit(0)  # killed before it asks for the verdict or closes the trial: the child is nobody's to kill now
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, or a process gone, does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return fields[0] != "Z"
+
+
+def test_a_trials_child_outlives_its_parent_only_as_long_as_its_cpu_limit(tmp_path: Path) -> None:
+    """A hook process killed while its trial's child loads a body whose hash never ends: the child, orphaned, is
+    stopped by its own CPU limit (a little past the deadline), not left to spin for good; and it leaves no core."""
+    body = PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s."
+    done = subprocess.run(
+        [sys.executable, "-c", ORPHAN, "0.5"],
+        input=body.hex(),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    pid = int(done.stdout.split()[0])
+    try:
+        for _ in range(600):  # at most a minute; its limit is 2 s of CPU
+            if not running(pid):
+                break
+            threading.Event().wait(0.1)
+        assert not running(pid), "the orphaned child still spins"
+    finally:
+        if running(pid):
+            os.kill(pid, 9)
+    assert list(tmp_path.iterdir()) == [], "no core file"

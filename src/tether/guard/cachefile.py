@@ -387,7 +387,7 @@ class Trial:
         if self.pid == 0:  # the child: bounded, silent, and it leaves only by _exit (no atexit, no finalisers)
             code = 3
             try:
-                code = _trial(check, allowance)
+                code = _trial(check, allowance, seconds)
             finally:
                 os._exit(code)
         self.deadline = time.monotonic() + seconds  # from the fork: it may wait for locks other threads hold
@@ -419,19 +419,26 @@ class Trial:
         self._status = status
 
 
-def _trial(check: Callable[[], object], allowance: int) -> int:
+def _trial(check: Callable[[], object], allowance: int, seconds: float) -> int:
     """In the forked child: 0 when ``check()`` returns within the memory allowance; 1 when it raises; 2 when the
-    allowance cannot be set."""
+    limits cannot be set. Its CPU time is limited too, a little past the parent's deadline (``seconds``): the parent
+    kills it at the deadline, but a parent killed first (a hook process the agent stopped) would leave a hostile
+    body's endless hash running, orphaned, for good. It leaves no core file when it dies of the body."""
     import gc
     import resource
 
     gc.disable()  # the parent's garbage is not the child's to finalise (a finaliser may remove a file)
     try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 2)  # a fault handler's dump, a MemoryError's message: not the hook's to print
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # a fault handler's dump, a MemoryError's message: not the hook's to print; and the
+            os.dup2(null, fd)  # hook's pipes closed here, so that its end is seen when it ends, whatever the child does
         with open("/proc/self/statm", "rb") as f:
             mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         resource.setrlimit(resource.RLIMIT_AS, (mapped + allowance, mapped + allowance))
+        cpu, hard = int(seconds) + 2, resource.getrlimit(resource.RLIMIT_CPU)[1]  # SIGXCPU, then SIGKILL a second on
+        hard = cpu + 1 if hard == resource.RLIM_INFINITY else min(hard, cpu + 1)  # never above a limit given already
+        resource.setrlimit(resource.RLIMIT_CPU, (min(cpu, hard), hard))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (OSError, ValueError):
         return 2
     try:
