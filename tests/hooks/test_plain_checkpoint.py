@@ -271,10 +271,20 @@ def launched(project: Path, data: dict[str, Any]) -> tuple[str, int, bool]:
     return done.stdout, done.returncode, pydantic
 
 
-def test_a_cold_session_without_a_daemon_keeps_a_checkpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signed", [False, True], ids=["no key", "an anchor key"])
+def test_a_cold_session_without_a_daemon_keeps_a_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signed: bool
+) -> None:
     """Hook processes without a daemon, each call on the plain path: once guard.log.EVERY events came since the last
-    checkpoint, the next receipt writes one; the next PreToolUse restores from it and folds only what came after;
-    the full path restores from it too. On the code before, no cold call but a SessionStart or a Stop wrote one."""
+    checkpoint, the next receipt writes one (signed under an anchor key); the next PreToolUse restores from it and
+    folds only what came after; the full path restores from it too. On the code before, no cold call but a
+    SessionStart or a Stop wrote one."""
+    if signed:
+        from tether.events.anchor import AnchorKey
+
+        AnchorKey.generate(tmp_path / "keys" / "anchor.key")
+        monkeypatch.setenv("TETHER_KEY", str(tmp_path / "keys" / "anchor.key"))
+    checkpoint_parts.cold()
     project = tmp_path / "p"
     hook = seeded(project, 30)
     assert not folds(project) and events_in(project) < guard_log.EVERY
@@ -290,8 +300,9 @@ def test_a_cold_session_without_a_daemon_keeps_a_checkpoint(tmp_path: Path) -> N
         raise AssertionError(f"no checkpoint after {events_in(project)} events of plain calls")
     assert events_in(project) >= guard_log.EVERY
     [path] = folds(project)
-    line = path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0]
-    assert json.loads(line)["events"] == events_in(project), "taken at the log's head, by the receipt just made"
+    header = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
+    assert header["events"] == events_in(project), "taken at the log's head, by the receipt just made"
+    assert ("sig" in header) is signed
 
     after = payload("claude-code.PreToolUse", project, tool_input={"command": "ls"}, tool_use_id="toolu_after")
     got = checkpoint_parts.in_plain(hook, after, project / "none")
