@@ -40,6 +40,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
 * cold, long session — ``--no-daemon`` in a session that already holds M tool calls: a fresh process that opens
   the session's log (a fold checkpoint, when one is valid, spares it the refold of the whole log); through the
   console command and through the launcher (what an installed hook runs when no daemon answers).
+* cold, launcher, session made without a daemon — the same launcher call in a session of M tool calls that were
+  each answered as a cold process answers them (a PreToolUse, then its PostToolUse, on the plain path, each in a
+  process of its own forked from one that imported what a cold call imports): the session a user without a daemon
+  has, whose fold checkpoints only those cold calls wrote;
 * the daemon's decision CPU — what the daemon itself runs for one call before its reply (``hooks.daemon.respond``:
   parse, decide, one durable commit; a fold checkpoint that comes due is written after the reply, untimed, as
   the daemon does), called in this process on its resident state so its CPU (``time.thread_time``) can be read:
@@ -178,6 +182,48 @@ def decided_here(request: dict[str, str], stdin: bytes) -> tuple[float, float]:
     return wall, cpu
 
 
+#: Calls answered each in a forked child of one plain process (tether/plain.py) that imported what a cold PreToolUse
+#: imports, as the launcher would answer them one process each without the interpreter's start: a receipt's child
+#: imports the control layer's view too (``import_deciding_code(gate=False)``), as a cold receipt does.
+COLD_SEED = """
+import json, os, sys
+from tether import plain
+assert plain.choose()
+from tether.hooks import entry
+entry.import_deciding_code()
+from tether.hooks.answer import answer
+request, stdins = json.load(sys.stdin)
+for raw in stdins:
+    data = json.loads(raw)
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            if data["hook_event_name"] != "PreToolUse":
+                entry.import_deciding_code(gate=False)
+            code = answer(request, data).exit
+        finally:
+            os._exit(code)
+    if os.waitpid(pid, 0)[1] != 0:
+        sys.exit(f"a cold call failed: {raw[:300]}")
+"""
+
+
+def seed_cold(request: dict[str, str], workspace: Path, session: str, prior: int, env: dict[str, str]) -> None:
+    """``prior`` tool calls of ``session``, each PreToolUse and its PostToolUse answered as cold processes answer them
+    (:data:`COLD_SEED`), after the session's first call, which the daemon's code answers here (a run is made on the
+    full path, as after a SessionStart)."""
+    decided_here(request, pre_tool_use(workspace, session, 0))
+    calls = [made(workspace, session, -1 - i).decode() for i in range(prior) for made in (pre_tool_use, post_tool_use)]
+    src = str(Path(tether.__file__).parents[1])
+    subprocess.run(
+        [sys.executable, "-c", COLD_SEED],
+        input=json.dumps([request, calls]).encode(),
+        env={**env, "PYTHONPATH": src},
+        check=True,
+    )
+
+
 def seed(request: dict[str, str], workspace: Path, session: str, prior: int, *, here: bool = False) -> None:
     """``prior`` tool calls of ``session``, answered by the daemon (in this process: no start-up to pay), or by
     the daemon's code in this process (``here``)."""
@@ -231,6 +277,12 @@ def main() -> None:
                 "cold-long-launch",
                 cold_calls,
             ),
+            (
+                f"cold, launcher, {args.prior} made cold",
+                [*LAUNCHER, "--no-daemon"],
+                "cold-made-launch",
+                cold_calls,
+            ),
             ("daemon's decision CPU", ["here"], "here", calls),
             (f"  ... session of {args.prior} calls", ["here"], "here-long", calls),
         ]
@@ -243,6 +295,7 @@ def main() -> None:
             seed(request, workspace, "cold-long", args.prior)
             seed(request, workspace, "cold-long-launch", args.prior)
             seed(request, workspace, "here-long", args.prior, here=True)
+            seed_cold(request, workspace, "cold-made-launch", args.prior, env)
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
                 stdin = pre_tool_use(workspace, session, i) if session else b""
