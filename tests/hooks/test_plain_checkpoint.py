@@ -115,7 +115,7 @@ print(json.dumps({"body": None if body is None else base64.b64encode(body).decod
                   "pydantic": sorted(m for m in sys.modules if m.startswith("pydantic"))}))
 """
 
-#: A receipt answered in a plain process whose checkpoint writer meets an Unsure (as the full path's work would raise).
+#: A receipt answered in a plain process whose checkpoint writer meets an Unsure (what only the full path vouches for).
 UNSURE = """
 import json, sys
 from tether import plain

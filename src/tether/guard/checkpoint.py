@@ -249,10 +249,10 @@ def _body(guard: Guard) -> bytes | None:
 def _plain_records() -> dict[type, Any]:
     """In a plain process (tether/plain.py), every plain record class mapped to a reducer that refuses it; elsewhere
     nothing. A plain receipt writes the session's checkpoint (hooks/session.py ``checkpoint``) for the full path and
-    the daemon to read, and a body of tether's dataclasses, enums and folds pickles the same in either kind of process
-    (``tests/hooks/test_plain_checkpoint.py`` compares the bytes). A plain record stands for a pydantic model and
-    pickles in its state format, but whether its state is exactly what pydantic would have made is the full path's to
-    vouch for: a body that holds one is not written here (the session's next call on the full path writes it)."""
+    the daemon to read, and a body of tether's dataclasses, enums and folds loads the same from either kind of process
+    (``tests/hooks/test_plain_checkpoint.py`` compares what each loads to). A plain record stands for a pydantic
+    model and pickles in its state format, but whether its state is exactly what pydantic would have made is the full
+    path's to vouch for: a body that holds one is not written here (the session's next call on the full path does)."""
     if not plain.active():
         return {}
     from tether.plainrecord import BaseModel
