@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import datetime
 import enum
 import io
@@ -31,6 +32,7 @@ import pickle
 import sqlite3
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +189,7 @@ def shape(root: Any) -> Any:
     folds rely on which objects are one: a call in ``actions`` is the one in ``same_calls``); a string, a number, a
     tuple or another immutable value is compared by value, whichever objects hold it."""
     seen: dict[int, str] = {}
+    kept: list[Any] = []  # what was met stays alive: a freed temporary's id, reused, is not taken for it
 
     def walk(obj: Any, at: str) -> Any:
         if obj is None or isinstance(obj, str | bytes | int | float | enum.Enum | datetime.datetime):
@@ -197,6 +200,7 @@ def shape(root: Any) -> Any:
         if id(obj) in seen:
             return ("same as", seen[id(obj)])
         seen[id(obj)] = at
+        kept.append(obj)
         if type(obj) is dict:
             return (
                 "dict",
@@ -207,9 +211,11 @@ def shape(root: Any) -> Any:
         if type(obj) is set:
             return ("set", tuple(sorted(repr(walk(v, f"{at}{{}}")) for v in obj)))
         fields = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
-        fields.update(
-            {s: getattr(obj, s) for c in type(obj).__mro__ for s in getattr(c, "__slots__", ()) if hasattr(obj, s)}
-        )
+        for c in type(obj).__mro__:  # a slot as it is: an empty one is not filled (an event's data is parsed on use)
+            for name, slot in vars(c).items():
+                if isinstance(slot, types.MemberDescriptorType) and name not in fields:
+                    with contextlib.suppress(AttributeError):
+                        fields[name] = slot.__get__(obj, type(obj))
         return (type(obj).__module__, type(obj).__qualname__, walk(dict(sorted(fields.items())), f"{at}."))
 
     return walk(root, "")
