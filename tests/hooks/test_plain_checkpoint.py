@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 import test_checkpoint_parts as checkpoint_parts
 from hookkit import Hook, payload
+from test_plain_path import call
 from test_plain_path import session as plain_session
 from test_plain_records import in_plain
 
@@ -158,6 +159,10 @@ def events_in(project: Path) -> int:
     return int(n)
 
 
+#: What a receipt's PreToolUse shares with it.
+PRE_FIELDS = ("session_id", "tool_input", "tool_use_id")
+
+
 def receipt(project: Path, i: int) -> dict[str, Any]:
     return payload(
         "claude-code.PostToolUse",
@@ -260,23 +265,6 @@ def test_a_plain_record_in_the_body_is_left_to_the_full_path(tmp_path: Path) -> 
     assert run_script(BODY, [hook.request, data, False, True])["body"], "the full path writes the model"
 
 
-def launched(project: Path, data: dict[str, Any]) -> tuple[str, int, bool]:
-    """One hook call through the launcher, without a daemon: its stdout, its exit, whether it imported pydantic."""
-    env = {**os.environ, "TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(project)}
-    for name in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN"):
-        env.pop(name, None)
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-I", "-S", launch.__file__, "claude-code", "--no-daemon"],
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    pydantic = any(line.rsplit("|", 1)[-1].strip().startswith("pydantic") for line in done.stderr.splitlines())
-    return done.stdout, done.returncode, pydantic
-
-
 @pytest.mark.parametrize("signed", [False, True], ids=["no key", "an anchor key"])
 def test_a_cold_session_without_a_daemon_keeps_a_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signed: bool
@@ -294,11 +282,11 @@ def test_a_cold_session_without_a_daemon_keeps_a_checkpoint(
     project = tmp_path / "p"
     hook = seeded(project, 30)
     assert not folds(project) and events_in(project) < guard_log.EVERY
-    for i in range(30, 120):
-        pre = payload("claude-code.PreToolUse", project, tool_input={"command": f"grep -n x{i} README.md"})
-        out, code, pydantic = launched(project, {**pre, "tool_use_id": f"toolu_{i}"})
+    for i in range(30, 120):  # through the launcher, each a process of its own (test_plain_path.call)
+        fields = {k: v for k, v in receipt(project, i).items() if k != "cwd"}
+        out, code, pydantic = call(project, "PreToolUse", **{k: fields[k] for k in PRE_FIELDS})
         assert (code, pydantic, json.loads(out)["hookSpecificOutput"]["permissionDecision"]) == (0, False, "allow")
-        out, code, pydantic = launched(project, receipt(project, i))
+        out, code, pydantic = call(project, "PostToolUse", **fields)
         assert (code, pydantic) == (0, False), "each receipt on the plain path"
         if folds(project):
             break
