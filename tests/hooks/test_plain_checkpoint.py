@@ -4,7 +4,7 @@ process never removes one.
 Found (2026-12-05): only the full path wrote checkpoints, and once receipts and prompts were decided on the plain path
 too, a session without a daemon got a checkpoint only at its SessionStart and its Stops. Every cold call of a long
 turn folded every event since: a PreToolUse's p50 went from 57 to 93 ms over 300 tool calls (growing without end).
-Now a plain process that has the control layer's fold (a receipt or a prompt: ``checkpoint.wants_fold``) writes the
+Now a plain process that has the control layer's fold (a receipt or a prompt: ``guard.log.wants_fold``) writes the
 checkpoint when one is due, unless the body would hold a plain record (``checkpoint._plain_records``). Here: what it
 writes is, loaded, what the full path writes from the same log; a cold session keeps one; a plain record is not
 written; an Unsure while writing leaves the call's answer as it was.
@@ -322,3 +322,31 @@ def test_an_unsure_while_writing_the_checkpoint_leaves_the_receipt_as_it_was(tmp
     assert (got["exit"], got["wrote"], got["pydantic"]) == (0, True, [])
     assert "refus" not in got["stdout"].lower()
     assert events_in(project) > before and not folds(project)
+
+
+#: A plain PreToolUse's process (the gate's imports, not the control layer's) whose session has a checkpoint due.
+DUE = """
+import json, sys
+from tether import plain
+assert plain.choose()
+from tether.hooks import entry
+entry.import_deciding_code()
+import tether.hooks.session as hook_session
+from tether.hooks.answer import settings_from
+request, data = json.load(sys.stdin)
+class Due:  # a guard with a checkpoint due: EVERY events folded since the last
+    events, checkpointed = [None] * 300, 0
+hook_session.checkpoint(settings_from(request), data, Due)
+print(json.dumps({"writer": "tether.guard.checkpoint" in sys.modules,
+                  "pydantic": sorted(m for m in sys.modules if m.startswith("pydantic"))}))
+"""
+
+
+def test_a_plain_pretooluse_with_a_checkpoint_due_does_not_import_the_writer(tmp_path: Path) -> None:
+    """It writes none (it has no control fold), and learns so from guard/log.py without importing the writer
+    (~1.3 ms a call, in a session whose hooks send no receipt to write one)."""
+    project = tmp_path / "p"
+    project.mkdir()
+    data = payload("claude-code.PreToolUse", project)
+    request = {"agent": "claude-code", "db": str(project / ".tether" / "tether.db")}
+    assert run_script(DUE, [request, data]) == {"writer": False, "pydantic": []}

@@ -64,7 +64,7 @@ from .cachefile import TMP_PREFIX as TMP_PREFIX
 from .cachefile import code_stamp as code_stamp
 from .cachefile import parts, read_own, seal, sealed, write_own
 from .cachefile import sweep as sweep
-from .log import Log, path_for
+from .log import Log, path_for, wants_fold
 
 TYPE_CHECKING = False  # not typing's: a cold hook call that reads a checkpoint does not import typing either
 if TYPE_CHECKING:
@@ -444,20 +444,6 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
         trial.close()
         return Pending(raw, fold=fold)
     return Pending(raw, trial, ident, fold, found)
-
-
-def wants_fold() -> bool:
-    """Whether this process reads a checkpoint's second part, the control layer's fold: every process but a plain one
-    that has not imported the control layer's loop (``guard.session.load_observer``, which a hook imports up front for
-    a receipt or a prompt): a plain PreToolUse, which decides from the run state without the control layer and writes
-    no checkpoint. A plain receipt or prompt reads the fold (its view of the control layer folds the log), and so
-    writes the checkpoint when one is due (hooks/session.py ``checkpoint``); the full path and the daemon read it and
-    write them too. A process that skipped it and asks for a fold after all gets one
-    made from the log (the control layer's ``folded``): slower, never wrong. The first part is about half the body
-    (a 1,000-call session: 321 of 641 kB, the fold 320 kB)."""
-    import sys
-
-    return not plain.active() or "tether.control.loop" in sys.modules
 
 
 def _classes_imported(fold: bool = True) -> None:

@@ -297,12 +297,10 @@ def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
     the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
     project = project_of(settings, data)
     folder = checkpoints_of(settings.db or places.join(project, DB_NAME))
-    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY:
-        return
-    from tether.guard.checkpoint import save, wants_fold
-
-    if not wants_fold():
+    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY or not guard_log.wants_fold():
         return  # a plain PreToolUse has no control fold to write: the session's next receipt or prompt writes it
+    from tether.guard.checkpoint import save
+
     turn_of(guard)
     try:
         written = save(guard, folder)
