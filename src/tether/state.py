@@ -139,6 +139,7 @@ class Action:
     attempts: int = 0
     ok: bool | None = None
     result: dict[str, Any] = field(default_factory=dict)  # the latest completion's, as kept_result keeps it
+    completed_seq: int = -1  # the seq of that completion: its whole result is read from the log (Guard.output)
     error: str = ""
     failure_class: str | None = None
     approval_id: str | None = None
@@ -152,11 +153,15 @@ class Action:
 KEEPS_DATA = frozenset({"finish"})
 
 
-#: What the fold keeps of any other call's result: what the readers of ``Action.result`` read — the content the
-#: model was shown (the guard adapters hand it back to their framework) and, for an output too long to show, its
-#: blob and size (``stored_result``). ``ok`` and ``failure_class`` are the action's own fields; ``effects`` and
-#: ``changed_files`` are read from the log's ``action.completed`` by those who use them (the fold, undo, replay).
-KEPT_KEYS = ("content", "blob", "chars")
+#: What the fold keeps of any other call's result: for an output too long to show, its blob and size
+#: (``stored_result``, the ``read_result`` tool). Not the content the model was shown: every receipt's, up to 64 KiB
+#: (a Read's file, an Edit's whole original), was held per call for the whole session, twice in a hook session's fold
+#: checkpoint (the gate's run state and the control layer's), ~90 % of its bytes; the one reader of a past call's
+#: content (a framework adapter handing a call that already ran its output again) reads it from the call's
+#: completion in the log (``Action.completed_seq``, ``Guard.output``). ``ok`` and ``failure_class`` are the action's
+#: own fields; ``effects`` and ``changed_files`` are read from the log's ``action.completed`` by those who use them
+#: (the fold, undo, replay).
+KEPT_KEYS = ("blob", "chars")
 
 
 def kept_result(tool: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -512,6 +517,7 @@ class RunState:
     def _action_completed(self, e: Event, p: ActionCompleted) -> None:
         a = self.actions[p.call_id]
         a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, kept_result(a.tool, p.result)
+        a.completed_seq = e.seq
         a.failure_class = p.result.get("failure_class")
         self._settle(a)
         self.evidence.append(e.id)

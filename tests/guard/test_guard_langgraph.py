@@ -235,9 +235,10 @@ def test_a_tool_that_raises_is_a_failed_receipt(store: EventStore, guarded: Path
     builder.add_conditional_edges("agent", tools_condition, ["tools", END])
     builder.add_edge("tools", "agent")
     builder.compile(checkpointer=InMemorySaver()).invoke({"messages": [HumanMessage("x")]}, config())
-    action = gate.guard(config()).refresh().actions["call0"]
+    guard = gate.guard(config())
+    action = guard.refresh().actions["call0"]
     assert action.status is ActionStatus.COMPLETED and action.ok is False
-    assert "weather service down" in action.result["content"]
+    assert "weather service down" in guard.output(action)
 
 
 def test_the_example_runs_offline_and_its_log_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -199,3 +199,18 @@ def test_past_the_tool_call_budget_the_run_raises_with_budget_stop_as_its_cause(
     assert "budgets.tool_calls exhausted: used 1 of 1" in str(stopped.value.__cause__)
     assert tools.ran["get_weather"] == [{"city": "Oslo"}], "the call past the budget never ran"
     assert guard.refresh().status.name == "BUDGET_STOP"
+
+
+def test_a_call_that_already_ran_gives_its_output_again_from_the_log_and_does_not_run_twice(
+    store: EventStore, guarded: Path
+) -> None:
+    """A resumed process meets a call the log says completed: the SDK gets the output the receipt kept, read from the
+    log (the fold keeps no output: state.py ``KEPT_KEYS``), and the tool does not run again."""
+    before = Guard.open(store, guarded, "conversation-2", framework=FRAMEWORK)
+    ok = before.check("get_weather", {"city": "Oslo"}, "w1")
+    before.run_call(ok.call_id, lambda: "sunny in Oslo, said the first process")
+    tools = Tools()
+    resumed = Guard.open(store, guarded, "conversation-2", framework=FRAMEWORK)
+    done = run(agent_for(resumed, tools, [function_call("get_weather", {"city": "Oslo"}, call_id="w1")]), "weather")
+    assert outputs(done)["w1"] == "sunny in Oslo, said the first process" and tools.ran["get_weather"] == []
+    assert resumed.refresh().actions["w1"].result == {}

@@ -143,7 +143,7 @@ def test_receipts_only_for_allowed_calls_and_only_once(store: EventStore, guarde
     g.completed(ok.call_id, ok=True, output="x" * 200_000)
     with pytest.raises(GuardError, match="completes once"):
         g.completed(ok.call_id, ok=True)
-    content = g.refresh().actions[ok.call_id].result["content"]
+    content = g.output(g.refresh().actions[ok.call_id])
     assert len(content) < 70_000 and "characters not kept" in content
 
 
@@ -157,7 +157,7 @@ def test_a_tool_that_raises_is_recorded_as_failed_and_the_exception_goes_on(stor
     with pytest.raises(TimeoutError):
         g.run_call(ok.call_id, boom)
     a = g.refresh().actions[ok.call_id]
-    assert a.ok is False and "did not answer" in a.result["content"]
+    assert a.ok is False and "did not answer" in g.output(a)
 
 
 def test_a_session_finds_its_run_again_and_keeps_its_contract(store: EventStore, guarded: Path) -> None:

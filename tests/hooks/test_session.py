@@ -68,7 +68,8 @@ def test_a_session_is_one_verified_run_with_attributed_decisions_and_receipts(ho
     assert state.actions["toolu_1"].status.name == "COMPLETED"
     assert state.actions["toolu_2"].deciding_rule == "coding:deny-rm-root"
     failed = state.actions["toolu_3"]
-    assert (failed.status.name, failed.ok, failed.result["content"]) == ("COMPLETED", False, "Exit code 1")
+    content = log[failed.completed_seq].payload["result"]["content"]
+    assert (failed.status.name, failed.ok, content) == ("COMPLETED", False, "Exit code 1")
     assert state.status.name == "RUNNING", "a tool the agent ran failing is its receipt, not the session's end"
     assert state.actions["r"].tool == "read_file"
     assert [e.payload["event"] for e in log if e.kind == "hook.received"][:2] == ["SessionStart", "UserPromptSubmit"]

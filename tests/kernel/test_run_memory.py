@@ -218,6 +218,6 @@ def test_the_fold_keeps_of_a_result_only_what_readers_of_the_run_state_read() ->
     from tether.state import kept_result
 
     result = {"ok": True, "content": "$ true\nexit 0", "data": {"stdout": "x" * 100}, "effects": ["exec"], "blob": "b"}
-    assert kept_result("bash", result) == {"content": "$ true\nexit 0", "blob": "b"}
+    assert kept_result("bash", result) == {"blob": "b"}  # the content is read from the log (Guard.output)
     assert kept_result("finish", {"ok": True, "data": {"claim": "done"}}) == {"ok": True, "data": {"claim": "done"}}
-    assert kept_result("bash", {"ok": False, "failure_class": "x", "content": "no"}) == {"content": "no"}
+    assert kept_result("bash", {"ok": False, "failure_class": "x", "content": "no"}) == {}

@@ -217,7 +217,7 @@ def already_ran(guard: Guard, request: ToolCallRequest, answer: Answer) -> ToolM
     action = guard.refresh().actions[answer.call_id]
     call = request.tool_call
     if action.status is ActionStatus.COMPLETED:
-        content = str(action.result.get("content", ""))
+        content = guard.output(action)
         return ToolMessage(
             content=content, name=call["name"], tool_call_id=call["id"], status="success" if action.ok else "error"
         )

@@ -120,7 +120,7 @@ def _invoke(guard: Guard, tool: FunctionTool) -> Invoke:
             return answer.message()
         action = guard.refresh().actions[answer.call_id]
         if action.status is ActionStatus.COMPLETED:  # ran before (a resumed run): not twice
-            return action.result.get("content", "")
+            return guard.output(action)
         if action.status is ActionStatus.STARTED:
             return f"tether: {tool.name} ({answer.call_id}) was started before and never completed; not run again"
         guard.started(answer.call_id)

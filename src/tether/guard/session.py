@@ -496,6 +496,14 @@ class Guard:
             self._provenance = Provenance(self.env)
         return self._provenance.feed(self.events)
 
+    def output(self, action: Action) -> str:
+        """What a completed call gave back, as the log's receipt keeps it: read from its completion event, since the
+        fold keeps no output (state.py ``KEPT_KEYS``); "" for a call with no completion."""
+        if action.completed_seq < 0:
+            return ""
+        done = self.events[action.completed_seq]
+        return str(done.payload.get("result", {}).get("content", ""))
+
     # ---- the pure steps (read the fold, name the events) ---------------------------------
 
     def _check(

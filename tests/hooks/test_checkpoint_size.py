@@ -1,0 +1,83 @@
+"""The fold checkpoint holds what the folds decide from, not what the tools gave back (state.py ``KEPT_KEYS``).
+
+Every receipt's output (a Read's file, an Edit's whole original, a command's stdout: up to 64 KiB each) was held in
+the run state for the whole session, twice in a hook session's checkpoint (the gate's run state and the control
+layer's): ~90 % of its bytes in a session of Reads, Edits and commands, and every cold call late in the session
+read, tried and loaded them all. The output stays in the log, where a reader of a past call's output reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hookkit import Hook
+
+import tether.hooks.session as hook_session
+from tether.control import fold as control_fold
+from tether.guard import log as guard_log
+from tether.guard.log import Log
+
+CALLS = 24
+
+
+def cold() -> None:
+    hook_session._CACHE.clear()
+    control_fold.clear()
+
+
+def read(path: str, size: int) -> dict[str, object]:
+    return {"type": "text", "file": {"filePath": path, "content": "x" * size, "numLines": 1, "startLine": 1}}
+
+
+def session(workspace: Path, size: int, calls: int = CALLS) -> Hook:
+    """``calls`` Reads whose receipts carry a file of ``size`` characters; then the session's checkpoint is written."""
+    workspace.mkdir()
+    hook = Hook(workspace)
+    for i in range(calls):
+        given, call_id = {"file_path": str(workspace / f"m{i}.py")}, f"toolu_{i}"
+        assert hook("PreToolUse", tool_name="Read", tool_input=given, tool_use_id=call_id).exit == 0
+        done = hook(
+            "PostToolUse",
+            tool_name="Read",
+            tool_input=given,
+            tool_use_id=call_id,
+            tool_response=read(given["file_path"], size),
+        )
+        assert done.exit == 0
+    return hook
+
+
+def checkpoint_size(hook: Hook) -> int:
+    (path,) = (hook.workspace / ".tether" / "tether.db.folds").glob("*.ckpt")
+    return path.stat().st_size
+
+
+@pytest.fixture(autouse=True)
+def often(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard_log, "EVERY", 16)
+    cold()
+    yield
+    cold()
+
+
+def test_the_checkpoint_does_not_grow_with_what_past_calls_returned(tmp_path: Path) -> None:
+    """24 more calls, each returning 40,000 characters, add under 2 kB a call (they added ~80 kB a call). What the
+    control layer keeps of the latest few receipts (its window) is bounded whatever the session's length."""
+    shorter = checkpoint_size(session(tmp_path / "shorter", 40_000))
+    longer = checkpoint_size(session(tmp_path / "longer", 40_000, calls=2 * CALLS))
+    assert 0 < longer - shorter < CALLS * 2_000, (shorter, longer)
+
+
+def test_a_restored_session_reads_a_past_calls_output_from_the_log(tmp_path: Path) -> None:
+    hook = session(tmp_path / "s", 40_000)
+    cold()
+    assert hook("PreToolUse", tool_name="Read", tool_input={"file_path": "a.py"}, tool_use_id="toolu_probe").exit == 0
+    (guard,) = [g for g in hook.resident().values()]
+    assert isinstance(guard.events, Log) and guard.events._base > 0  # restored from the checkpoint
+    for call_id in ("toolu_0", f"toolu_{CALLS - 1}"):  # before the checkpoint's head (read from the store), and after
+        action = guard.state.actions[call_id]
+        assert action.result == {}
+        assert json.loads(guard.output(action))["file"]["content"] == "x" * 40_000
+    assert guard.output(guard.state.actions["toolu_probe"]) == ""  # no receipt yet
