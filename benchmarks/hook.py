@@ -44,6 +44,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   each answered as a cold process answers them (a PreToolUse, then its PostToolUse, on the plain path, each in a
   process of its own forked from one that imported what a cold call imports): the session a user without a daemon
   has, whose fold checkpoints only those cold calls wrote;
+* cold, launcher, a worked session — the same launcher call in a session of M tool calls of a coding session
+  (:func:`worked_call`: Reads, Edits, Writes and commands, each receipt with what Claude Code's tool sends back,
+  a file's text, an Edit's whole original), answered by the daemon's code: the other long sessions' receipts are
+  empty or absent, and what a receipt carries is what a session's state may hold;
 * the daemon's decision CPU — what the daemon itself runs for one call before its reply (``hooks.daemon.respond``:
   parse, decide, one durable commit; a fold checkpoint that comes due is written after the reply, untimed, as
   the daemon does), called in this process on its resident state so its CPU (``time.thread_time``) can be read:
@@ -123,15 +127,19 @@ def pre_tool_use(workspace: Path, session: str, i: int) -> bytes:
         tool, given = "Write", {"file_path": str(workspace / f"w{i}.py"), "content": f"x = {i}\n"}
     else:
         tool, given = "Bash", {"command": f"grep -n needle{i} src/app.py"}
-    data = {
+    return json.dumps(hook_input(workspace, session, tool, given, f"toolu_{i}")).encode()
+
+
+def hook_input(workspace: Path, session: str, tool: str, given: dict[str, object], call_id: str) -> dict[str, object]:
+    """A tool call's PreToolUse as Claude Code sends it."""
+    return {
         "session_id": session,
         "cwd": str(workspace),
         "hook_event_name": "PreToolUse",
         "tool_name": tool,
         "tool_input": given,
-        "tool_use_id": f"toolu_{i}",
+        "tool_use_id": call_id,
     }
-    return json.dumps(data).encode()
 
 
 def post_tool_use(workspace: Path, session: str, i: int) -> bytes:
@@ -139,6 +147,48 @@ def post_tool_use(workspace: Path, session: str, i: int) -> bytes:
     data = json.loads(pre_tool_use(workspace, session, i))
     data.update(hook_event_name="PostToolUse", tool_response={"stdout": "", "stderr": "", "interrupted": False})
     return json.dumps(data).encode()
+
+
+#: A line of the source files :func:`worked_call` reads, edits and writes (~50 characters).
+LINE = "    total = compute(total, {n})  # step {n} of the loop\n"
+
+
+def source(lines: int, start: int = 0) -> str:
+    return "".join(LINE.format(n=n) for n in range(start, start + lines))
+
+
+def worked_call(workspace: Path, session: str, i: int) -> tuple[bytes, bytes]:
+    """Call ``i`` of a coding session, its PreToolUse and its PostToolUse, with what Claude Code's tools send back:
+    of 20 calls, 7 Reads of a 200-line file (the file in the receipt), 4 Edits (the whole original file in the
+    receipt, as Claude Code sends it), 1 Write of a 100-line file (its content in the input and in the receipt) and
+    8 commands with 30 lines of output."""
+    path, kind = str(workspace / f"src/m{i % 40}.py"), i % 20
+    if kind < 7:
+        tool, given = "Read", {"file_path": path}
+        response: dict[str, object] = {
+            "type": "text",
+            "file": {"filePath": path, "content": source(200), "numLines": 200},
+        }
+    elif kind < 11:
+        old, new = source(1, i), source(2, i)
+        tool, given = "Edit", {"file_path": path, "old_string": old, "new_string": new, "replace_all": False}
+        response = {
+            "filePath": path,
+            "oldString": old,
+            "newString": new,
+            "originalFile": source(250),
+            "replaceAll": False,
+        }
+    elif kind < 12:
+        tool, given = "Write", {"file_path": path, "content": source(100)}
+        response = {"type": "create", "filePath": path, "content": given["content"], "structuredPatch": []}
+    else:
+        tool, given = "Bash", {"command": f"python -m pytest -q tests/test_m{i % 40}.py", "description": "run tests"}
+        response = {"stdout": source(30), "stderr": "", "interrupted": False, "isImage": False}
+    data = hook_input(workspace, session, tool, given, f"toolu_worked_{i}")
+    return json.dumps(data).encode(), json.dumps(
+        {**data, "hook_event_name": "PostToolUse", "tool_response": response}
+    ).encode()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -283,6 +333,12 @@ def main() -> None:
                 "cold-made-launch",
                 cold_calls,
             ),
+            (
+                f"cold, launcher, {args.prior} worked",
+                [*LAUNCHER, "--no-daemon"],
+                "cold-worked-launch",
+                cold_calls,
+            ),
             ("daemon's decision CPU", ["here"], "here", calls),
             (f"  ... session of {args.prior} calls", ["here"], "here-long", calls),
         ]
@@ -296,6 +352,9 @@ def main() -> None:
             seed(request, workspace, "cold-long-launch", args.prior)
             seed(request, workspace, "here-long", args.prior, here=True)
             seed_cold(request, workspace, "cold-made-launch", args.prior, env)
+            for i in range(args.prior):
+                for stdin in worked_call(workspace, "cold-worked-launch", i):
+                    decided_here(request, stdin)
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
                 stdin = pre_tool_use(workspace, session, i) if session else b""
