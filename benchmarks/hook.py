@@ -161,13 +161,14 @@ def worked_call(workspace: Path, session: str, i: int) -> tuple[bytes, bytes]:
     """Call ``i`` of a coding session, its PreToolUse and its PostToolUse, with what Claude Code's tools send back:
     of 20 calls, 7 Reads of a 200-line file (the file in the receipt), 4 Edits (the whole original file in the
     receipt, as Claude Code sends it), 1 Write of a 100-line file (its content in the input and in the receipt) and
-    8 commands with 30 lines of output."""
+    8 commands with 30 lines of output; each call's input and output its own (a session repeating itself is one the
+    control layer escalates to a person)."""
     path, kind = str(workspace / f"src/m{i % 40}.py"), i % 20
     if kind < 7:
         tool, given = "Read", {"file_path": path}
         response: dict[str, object] = {
             "type": "text",
-            "file": {"filePath": path, "content": source(200), "numLines": 200},
+            "file": {"filePath": path, "content": source(200, i), "numLines": 200},
         }
     elif kind < 11:
         old, new = source(1, i), source(2, i)
@@ -176,15 +177,15 @@ def worked_call(workspace: Path, session: str, i: int) -> tuple[bytes, bytes]:
             "filePath": path,
             "oldString": old,
             "newString": new,
-            "originalFile": source(250),
+            "originalFile": source(250, i),
             "replaceAll": False,
         }
     elif kind < 12:
-        tool, given = "Write", {"file_path": path, "content": source(100)}
+        tool, given = "Write", {"file_path": path, "content": source(100, i)}
         response = {"type": "create", "filePath": path, "content": given["content"], "structuredPatch": []}
     else:
-        tool, given = "Bash", {"command": f"python -m pytest -q tests/test_m{i % 40}.py", "description": "run tests"}
-        response = {"stdout": source(30), "stderr": "", "interrupted": False, "isImage": False}
+        tool, given = "Bash", {"command": f"python -m pytest -q tests/test_m{i}.py", "description": "run tests"}
+        response = {"stdout": source(30, i), "stderr": "", "interrupted": False, "isImage": False}
     data = hook_input(workspace, session, tool, given, f"toolu_worked_{i}")
     return json.dumps(data).encode(), json.dumps(
         {**data, "hook_event_name": "PostToolUse", "tool_response": response}
