@@ -128,10 +128,10 @@ class Action:
 
     call_id: str
     tool: str
-    args: dict[str, Any]
+    args: dict[str, Any]  # as proposed; a file write that completed well without its text (kept_args)
     args_hash: str
     turn: int
-    seq: int
+    seq: int  # its action.proposed's
     verdict: str | None = None
     reason: str = ""
     deciding_rule: str = ""
@@ -162,6 +162,35 @@ KEEPS_DATA = frozenset({"finish"})
 #: own fields; ``effects`` and ``changed_files`` are read from the log's ``action.completed`` by those who use them
 #: (the fold, undo, replay).
 KEPT_KEYS = ("blob", "chars")
+
+
+#: The tools whose calls write a file's text, and the arguments that hold it: a Write's content, an Edit's strings, a
+#: MultiEdit's edits, a patch (hooks/calls.py maps every agent's file tools onto these two).
+WRITES = frozenset({"write_file", "edit_file"})
+WRITTEN = frozenset({"content", "old", "new", "edits", "patch"})
+
+
+def kept_args(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What the fold keeps of a call's arguments once it completed well: a file write's without the text it wrote
+    (``WRITTEN``: its path and options stay), any other call's whole. That text was held per call for the whole run,
+    up to a whole file a Write, twice in a hook session's fold checkpoint (the gate's run state and the control
+    layer's). A call that completed well never runs again (a failed one may be retried with its arguments:
+    kernel/steps.py), so only readers of the past want the text, and they read it from the call's
+    ``action.proposed`` (:func:`proposed_args`): a stop's test-integrity check, a receipt judged after it ran."""
+    if tool not in WRITES:
+        return args
+    return {k: v for k, v in args.items() if k not in WRITTEN}
+
+
+def proposed_args(events: Sequence[Event], a: Action) -> dict[str, Any]:
+    """``a``'s arguments as proposed, whole, read from its ``action.proposed`` in ``events`` (the run's log, in which an
+    event's index is its seq); :class:`LogCorrupt` when the event at its seq is not that proposal."""
+    e = events[a.seq]
+    if e.kind != ActionProposed.KIND or e.payload.get("call_id") != a.call_id:
+        from tether.errors import LogCorrupt
+
+        raise LogCorrupt(e.run_id, a.seq, f"the event at the proposal of call {a.call_id} is not that proposal")
+    return dict(e.payload["args"])
 
 
 def kept_result(tool: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -518,6 +547,8 @@ class RunState:
         a = self.actions[p.call_id]
         a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, kept_result(a.tool, p.result)
         a.completed_seq = e.seq
+        if p.ok:
+            a.args = kept_args(a.tool, a.args)
         a.failure_class = p.result.get("failure_class")
         self._settle(a)
         self.evidence.append(e.id)

@@ -1,9 +1,11 @@
-"""The fold checkpoint holds what the folds decide from, not what the tools gave back (state.py ``KEPT_KEYS``).
+"""The fold checkpoint holds what the folds decide from, not what the tools read or wrote (state.py ``KEPT_KEYS``,
+``kept_args``).
 
 Every receipt's output (a Read's file, an Edit's whole original, a command's stdout: up to 64 KiB each) was held in
 the run state for the whole session, twice in a hook session's checkpoint (the gate's run state and the control
 layer's): ~90 % of its bytes in a session of Reads, Edits and commands, and every cold call late in the session
-read, tried and loaded them all. The output stays in the log, where a reader of a past call's output reads it.
+read, tried and loaded them all; and so was the text of every Write and Edit. Both stay in the log, where a reader of
+a past call's output or text reads them.
 """
 
 from __future__ import annotations
@@ -27,24 +29,22 @@ def cold() -> None:
     control_fold.clear()
 
 
-def read(path: str, size: int) -> dict[str, object]:
-    return {"type": "text", "file": {"filePath": path, "content": "x" * size, "numLines": 1, "startLine": 1}}
+def call(tool: str, path: str, size: int) -> tuple[dict[str, object], dict[str, object]]:
+    """A call's input and what Claude Code's tool sends back: a Read's file, a Write's content (in both)."""
+    if tool == "Read":
+        return {"file_path": path}, {"type": "text", "file": {"filePath": path, "content": "x" * size, "numLines": 1}}
+    given = {"file_path": path, "content": "x" * size}
+    return given, {"type": "create", "filePath": path, "content": given["content"], "structuredPatch": []}
 
 
-def session(workspace: Path, size: int, calls: int = CALLS) -> Hook:
-    """``calls`` Reads whose receipts carry a file of ``size`` characters; then the session's checkpoint is written."""
+def session(workspace: Path, size: int, calls: int = CALLS, tool: str = "Read") -> Hook:
+    """``calls`` calls of ``tool`` carrying ``size`` characters; the session's checkpoint is written on the way."""
     workspace.mkdir()
     hook = Hook(workspace)
     for i in range(calls):
-        given, call_id = {"file_path": str(workspace / f"m{i}.py")}, f"toolu_{i}"
-        assert hook("PreToolUse", tool_name="Read", tool_input=given, tool_use_id=call_id).exit == 0
-        done = hook(
-            "PostToolUse",
-            tool_name="Read",
-            tool_input=given,
-            tool_use_id=call_id,
-            tool_response=read(given["file_path"], size),
-        )
+        given, response = call(tool, str(workspace / f"m{i}.py"), size)
+        assert hook("PreToolUse", tool_name=tool, tool_input=given, tool_use_id=f"toolu_{i}").exit == 0
+        done = hook("PostToolUse", tool_name=tool, tool_input=given, tool_use_id=f"toolu_{i}", tool_response=response)
         assert done.exit == 0
     return hook
 
@@ -62,11 +62,12 @@ def often(monkeypatch: pytest.MonkeyPatch) -> None:
     cold()
 
 
-def test_the_checkpoint_does_not_grow_with_what_past_calls_returned(tmp_path: Path) -> None:
-    """24 more calls, each returning 40,000 characters, add under 2 kB a call (they added ~80 kB a call). What the
-    control layer keeps of the latest few receipts (its window) is bounded whatever the session's length."""
-    shorter = checkpoint_size(session(tmp_path / "shorter", 40_000))
-    longer = checkpoint_size(session(tmp_path / "longer", 40_000, calls=2 * CALLS))
+@pytest.mark.parametrize("tool", ["Read", "Write"])
+def test_the_checkpoint_does_not_grow_with_what_past_calls_read_or_wrote(tmp_path: Path, tool: str) -> None:
+    """24 more calls, each reading or writing 40,000 characters, add under 2 kB a call (~80 kB a call before). What
+    the control layer keeps of the latest few receipts (its window) is bounded whatever the session's length."""
+    shorter = checkpoint_size(session(tmp_path / "shorter", 40_000, tool=tool))
+    longer = checkpoint_size(session(tmp_path / "longer", 40_000, calls=2 * CALLS, tool=tool))
     assert 0 < longer - shorter < CALLS * 2_000, (shorter, longer)
 
 

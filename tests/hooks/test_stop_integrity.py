@@ -298,3 +298,28 @@ def test_a_session_outside_a_repository_or_in_a_subfolder_has_its_origin(project
     assert found is not None and found[1] == "sub/"
     commit, _ = found
     assert texts(project, commit, "", ["calc.py", "missing.py", "tests"]) == {"calc.py": SOURCE.encode()}
+
+
+def test_a_cheat_written_before_the_fold_checkpoint_is_blocked_by_a_stop_restored_from_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold keeps a Write that completed without its text (state.py ``kept_args``): the stop reads the lines it
+    wrote from its proposal in the log, here from before the checkpoint a cold process restored the session from."""
+    from tether.control import fold as control_fold
+    from tether.guard import log as guard_log
+    from tether.guard.log import Log
+
+    monkeypatch.setattr(guard_log, "EVERY", 8)
+    hook = Hook(project)
+    hook("SessionStart")
+    cheat = "def median(xs):\n    if xs == [4, 1, 3, 2]:\n        return 2.5\n    return sorted(xs)[len(xs) // 2]\n"
+    write(hook, "calc.py", cheat, "w1")
+    for i in range(6):
+        hook.bash(f"grep -n median{i} calc.py", call_id=f"b{i}")
+    hook_session._CACHE.clear()
+    control_fold.clear()
+    out = stop(hook)
+    (guard,) = hook.resident().values()
+    assert isinstance(guard.events, Log) and guard.checkpointed > guard.state.actions["w1"].seq + 1
+    assert "content" not in guard.state.actions["w1"].args
+    assert out["decision"] == "block" and "[4, 1, 3, 2]" in out["reason"], out

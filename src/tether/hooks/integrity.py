@@ -36,7 +36,7 @@ from tether.events.kinds_baseline import SuiteBaseline
 from tether.events.kinds_calls import HookReceived
 from tether.events.protocol import Store
 from tether.events.store import Event
-from tether.state import Action
+from tether.state import WRITES, Action, proposed_args
 from tether.status import ActionStatus
 from tether.verify.testsurface import changes, read_bytes, surface_files
 
@@ -131,7 +131,7 @@ def findings(
     plan = {"constraints": prompts(events)}
     out = surface_findings(env, plan, changes(baseline.surface, workspace, blob))
     tests = {p: b for p, h in baseline.surface.items() if (b := blob(h)) is not None}
-    added = written_lines(workspace, actions) | shell_written(workspace, events, actions, moved, baseline, blob)
+    added = written_lines(workspace, actions, events) | shell_written(workspace, events, actions, moved, baseline, blob)
     sources = {p: b for p in added if (b := read_bytes(workspace, p)) is not None}
     return [*_sourced(out + source_findings(sources, added, tests), baseline), *changed_inputs(events)]
 
@@ -291,16 +291,19 @@ def _ns(ts: str) -> int:
     return int(datetime.fromisoformat(ts).timestamp() * 1_000_000_000)
 
 
-def written_lines(workspace: Path, actions: Sequence[Action]) -> dict[str, set[int]]:
-    """Per workspace-relative file, the numbers of its lines now whose text one of the session's edits wrote."""
+def written_lines(workspace: Path, actions: Sequence[Action], events: Sequence[Event]) -> dict[str, set[int]]:
+    """Per workspace-relative file, the numbers of its lines now whose text one of the session's edits wrote (read
+    from each edit's proposal in ``events``, the session's log: the fold keeps no text a write wrote, state.py
+    ``kept_args``)."""
     texts: dict[str, set[str]] = {}
     for a in actions:
         path = a.args.get("path")
-        if a.status is not ActionStatus.COMPLETED or not a.ok or a.tool not in ("write_file", "edit_file"):
+        if a.status is not ActionStatus.COMPLETED or not a.ok or a.tool not in WRITES:
             continue
         rel = _relative(workspace, path) if isinstance(path, str) else None
         if rel is not None:
-            texts.setdefault(rel, set()).update(line.strip() for line in _new_text(a.args) if line.strip())
+            new = _new_text(proposed_args(events, a))
+            texts.setdefault(rel, set()).update(line.strip() for line in new if line.strip())
     out: dict[str, set[int]] = {}
     for rel, wrote in texts.items():
         data = read_bytes(workspace, rel)

@@ -586,10 +586,11 @@ def ran_other(guard: Guard, ran: Action, turn: int) -> Payload | None:
     (another hook's ``updatedInput``): the proposal's verdict is not one on what ran. Recorded as a
     ``hook.input_changed`` (the stop refuses while its verdict refuses), once a call."""
     from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
+    from tether.state import proposed_args  # whole: the fold keeps a write that completed without its text
 
     if any(e.kind == HookInputChanged.KIND and e.payload.get("call_id") == ran.call_id for e in guard.events):
         return None
-    answer = _check(guard, Call(ran.tool, dict(ran.args)), ran.call_id, (), turn)
+    answer = _check(guard, Call(ran.tool, proposed_args(guard.events, ran)), ran.call_id, (), turn)
     return HookInputChanged(
         call_id=ran.call_id,
         ran_as=answer.call_id,
