@@ -172,8 +172,8 @@ WRITTEN = frozenset({"content", "old", "new", "edits", "patch"})
 
 def kept_args(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """What the fold keeps of a call's arguments once it completed well: a file write's without the text it wrote
-    (``WRITTEN``: its path and options stay), any other call's whole. That text was held per call for the whole run,
-    up to a whole file a Write, twice in a hook session's fold checkpoint (the gate's run state and the control
+    (``WRITTEN``: its path and options stay), any other call's whole. That text (a Write's: the whole file) was held
+    per call for the whole run, twice in a hook session's fold checkpoint (the gate's run state and the control
     layer's). A call that completed well never runs again (a failed one may be retried with its arguments:
     kernel/steps.py), so only readers of the past want the text, and they read it from the call's
     ``action.proposed`` (:func:`proposed_args`): a stop's test-integrity check, a receipt judged after it ran."""

@@ -18,8 +18,10 @@ from hookkit import Hook
 
 import tether.hooks.session as hook_session
 from tether.control import fold as control_fold
+from tether.errors import LogCorrupt
 from tether.guard import log as guard_log
 from tether.guard.log import Log
+from tether.state import Action, proposed_args
 
 CALLS = 24
 
@@ -82,3 +84,14 @@ def test_a_restored_session_reads_a_past_calls_output_from_the_log(tmp_path: Pat
         assert action.result == {}
         assert json.loads(guard.output(action))["file"]["content"] == "x" * 40_000
     assert guard.output(guard.state.actions["toolu_probe"]) == ""  # no receipt yet
+
+
+def test_a_completed_writes_text_is_read_from_its_proposal_and_no_other_event_passes_for_it(tmp_path: Path) -> None:
+    hook = session(tmp_path / "s", 100, calls=2, tool="Write")
+    (guard,) = hook.resident().values()
+    a = guard.state.actions["toolu_1"]
+    assert a.args == {"path": str(tmp_path / "s" / "m1.py")}  # the fold's: no text
+    assert proposed_args(guard.events, a)["content"] == "x" * 100
+    for seq in (a.completed_seq, guard.state.actions["toolu_0"].seq):  # its receipt, another call's proposal
+        with pytest.raises(LogCorrupt, match="is not that proposal"):
+            proposed_args(guard.events, Action(a.call_id, a.tool, a.args, a.args_hash, a.turn, seq))
