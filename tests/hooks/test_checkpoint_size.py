@@ -39,12 +39,13 @@ def call(tool: str, path: str, size: int) -> tuple[dict[str, object], dict[str, 
     return given, {"type": "create", "filePath": path, "content": given["content"], "structuredPatch": []}
 
 
-def session(workspace: Path, size: int, calls: int = CALLS, tool: str = "Read") -> Hook:
-    """``calls`` calls of ``tool`` carrying ``size`` characters; the session's checkpoint is written on the way."""
+def session(workspace: Path, size: int, calls: int = CALLS, tool: str = "Read", same: bool = False) -> Hook:
+    """``calls`` calls of ``tool`` carrying ``size`` characters (``same``: all on one file, with the same result); the
+    session's checkpoint is written on the way."""
     workspace.mkdir()
     hook = Hook(workspace)
     for i in range(calls):
-        given, response = call(tool, str(workspace / f"m{i}.py"), size)
+        given, response = call(tool, str(workspace / f"m{0 if same else i}.py"), size)
         assert hook("PreToolUse", tool_name=tool, tool_input=given, tool_use_id=f"toolu_{i}").exit == 0
         done = hook("PostToolUse", tool_name=tool, tool_input=given, tool_use_id=f"toolu_{i}", tool_response=response)
         assert done.exit == 0
@@ -70,6 +71,15 @@ def test_the_checkpoint_does_not_grow_with_what_past_calls_read_or_wrote(tmp_pat
     the control layer keeps of the latest few receipts (its window) is bounded whatever the session's length."""
     shorter = checkpoint_size(session(tmp_path / "shorter", 40_000, tool=tool))
     longer = checkpoint_size(session(tmp_path / "longer", 40_000, calls=2 * CALLS, tool=tool))
+    assert 0 < longer - shorter < CALLS * 2_000, (shorter, longer)
+
+
+def test_an_agent_reading_one_file_over_and_over_does_not_grow_the_checkpoint_with_each_read(tmp_path: Path) -> None:
+    """The control layer's fold keeps the trailing run of identical actions (its stuck detection) as their event ids,
+    not their records, each of which held its event, output and all: 160 Reads of one 20 kB file made a 3.0 MB
+    checkpoint."""
+    shorter = checkpoint_size(session(tmp_path / "shorter", 40_000, same=True))
+    longer = checkpoint_size(session(tmp_path / "longer", 40_000, calls=2 * CALLS, same=True))
     assert 0 < longer - shorter < CALLS * 2_000, (shorter, longer)
 
 

@@ -109,7 +109,7 @@ class _Window:
 
     def __init__(self) -> None:
         self.attempts = 0  # actions in this attempt
-        self.streak: list[ActionRecord] = []  # the trailing run of actions identical to the last one
+        self.streak: list[str] = []  # the event ids of the trailing run of actions identical to the last one
         self.last4: deque[ActionRecord] = deque(maxlen=4)
         self.receipts: deque[ActionRecord | SensorRecord] = deque(maxlen=ERROR_SPAN)
         self.novel: deque[bool] = deque(maxlen=PROGRESS_SPAN)
@@ -311,11 +311,10 @@ class RunFold:
         key = sha256(f"{a.tool}\0{a.args_hash}\0{a.observation}".encode()).digest()
         w.novel.append(key not in self.seen_actions)
         self.seen_actions.add(key)
-        if w.streak:
-            prev = w.streak[-1]
-            if not (prev.identity == a.identity and prev.observation == a.observation):
-                w.streak = []
-        w.streak.append(a)
+        prev = w.last4[-1] if w.last4 else None
+        if prev is not None and not (prev.identity == a.identity and prev.observation == a.observation):
+            w.streak = []
+        w.streak.append(a.event.id)
         w.last4.append(a)
         w.attempts += 1
         w.receipts.append(a)
@@ -365,7 +364,8 @@ class RunFold:
 
     def stuck(self) -> list[Stuck]:
         w = self.window
-        return patterns(list(w.streak), list(w.receipts), list(w.last4), w.silent)
+        tool = w.last4[-1].tool if w.last4 else ""
+        return patterns(tool, list(w.streak), list(w.receipts), list(w.last4), w.silent)
 
     def progress(self) -> tuple[float, str]:
         return progress_score(list(self.window.novel))

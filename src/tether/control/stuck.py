@@ -71,33 +71,37 @@ def detect(events: Sequence[Event], lv: LogView | None = None) -> list[Stuck]:
         elif e.kind in ACTION_KINDS:
             break
     silent.reverse()
-    return patterns(streak, receipts, actions[-4:], silent)
+    tool = streak[-1].tool if streak else ""
+    return patterns(tool, [a.event.id for a in streak], receipts, actions[-4:], silent)
 
 
 def patterns(
-    streak: Sequence[ActionRecord],
+    tool: str,
+    streak: Sequence[str],
     receipts: Sequence[ActionRecord | SensorRecord],
     last4: Sequence[ActionRecord],
     silent: Sequence[Event],
 ) -> list[Stuck]:
     """The stuck patterns, from the window's trailing streak of identical actions (same identity and
-    observation as the last), its last ``ERROR_SPAN`` receipts, its last four actions and its trailing
-    model responses without a tool call (each in log order)."""
+    observation as the last: their tool, and their events' ids), its last ``ERROR_SPAN`` receipts, its last four
+    actions and its trailing model responses without a tool call (each in log order). The streak is its ids, not
+    its records: the control layer's fold holds it for as long as it lasts, and a record holds its event, output and
+    all (an agent reading one file over and over held every read's output: 160 Reads of a 20 kB file made a hook
+    session's fold checkpoint 3.0 MB)."""
     return [
-        *_repeated_action(streak),
+        *_repeated_action(tool, streak),
         *_repeated_errors(receipts),
         *_alternation(last4),
         *_no_action(silent),
     ]
 
 
-def _repeated_action(streak: Sequence[ActionRecord]) -> list[Stuck]:
+def _repeated_action(tool: str, streak: Sequence[str]) -> list[Stuck]:
     """``repeated_action`` when the trailing streak of identical actions is ``REPEAT`` or longer."""
     if len(streak) < REPEAT:
         return []
-    last = streak[-1]
-    detail = f"{last.tool} called {len(streak)} times in a row with the same arguments and the same result"
-    return [Stuck("repeated_action", detail, tuple(a.event.id for a in streak))]
+    detail = f"{tool} called {len(streak)} times in a row with the same arguments and the same result"
+    return [Stuck("repeated_action", detail, tuple(streak))]
 
 
 def _repeated_errors(receipts: Sequence[ActionRecord | SensorRecord]) -> list[Stuck]:
