@@ -154,6 +154,7 @@ LINE = "    total = compute(total, {n})  # step {n} of the loop\n"
 
 
 def source(lines: int, start: int = 0) -> str:
+    """``lines`` lines of a source file numbered from ``start``: each call's text its own."""
     return "".join(LINE.format(n=n) for n in range(start, start + lines))
 
 

@@ -184,13 +184,27 @@ def kept_args(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def proposed_args(events: Sequence[Event], a: Action) -> dict[str, Any]:
     """``a``'s arguments as proposed, whole, read from its ``action.proposed`` in ``events`` (the run's log, in which an
-    event's index is its seq); :class:`LogCorrupt` when the event at its seq is not that proposal."""
-    e = events[a.seq]
-    if e.kind != ActionProposed.KIND or e.payload.get("call_id") != a.call_id:
+    event's index is its seq)."""
+    return dict(_event_of(events, a, a.seq, ActionProposed.KIND, "proposal").payload["args"])
+
+
+def completed_output(events: Sequence[Event], a: Action) -> str:
+    """What ``a`` gave back as its latest receipt keeps it, read from that ``action.completed`` in ``events`` (the fold
+    keeps no output: ``KEPT_KEYS``); "" for a call with no completion."""
+    if a.completed_seq < 0:
+        return ""
+    done = _event_of(events, a, a.completed_seq, ActionCompleted.KIND, "completion")
+    return str(done.payload.get("result", {}).get("content", ""))
+
+
+def _event_of(events: Sequence[Event], a: Action, seq: int, kind: str, what: str) -> Event:
+    """The event at ``seq``, which must be ``a``'s ``kind``: :class:`LogCorrupt` when it is not."""
+    e = events[seq]
+    if e.kind != kind or e.payload.get("call_id") != a.call_id:
         from tether.errors import LogCorrupt
 
-        raise LogCorrupt(e.run_id, a.seq, f"the event at the proposal of call {a.call_id} is not that proposal")
-    return dict(e.payload["args"])
+        raise LogCorrupt(e.run_id, seq, f"the event at the {what} of call {a.call_id} is not that {what}")
+    return e
 
 
 def kept_result(tool: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from tether.control import fold as control_fold
 from tether.errors import LogCorrupt
 from tether.guard import log as guard_log
 from tether.guard.log import Log
-from tether.state import Action, proposed_args
+from tether.state import Action, completed_output, proposed_args
 
 CALLS = 24
 
@@ -96,7 +96,9 @@ def test_a_restored_session_reads_a_past_calls_output_from_the_log(tmp_path: Pat
     assert guard.output(guard.state.actions["toolu_probe"]) == ""  # no receipt yet
 
 
-def test_a_completed_writes_text_is_read_from_its_proposal_and_no_other_event_passes_for_it(tmp_path: Path) -> None:
+def test_a_completed_writes_text_and_output_are_read_from_the_log_and_no_other_event_passes_for_them(
+    tmp_path: Path,
+) -> None:
     hook = session(tmp_path / "s", 100, calls=2, tool="Write")
     (guard,) = hook.resident().values()
     a = guard.state.actions["toolu_1"]
@@ -105,3 +107,8 @@ def test_a_completed_writes_text_is_read_from_its_proposal_and_no_other_event_pa
     for seq in (a.completed_seq, guard.state.actions["toolu_0"].seq):  # its receipt, another call's proposal
         with pytest.raises(LogCorrupt, match="is not that proposal"):
             proposed_args(guard.events, Action(a.call_id, a.tool, a.args, a.args_hash, a.turn, seq))
+    assert json.loads(completed_output(guard.events, a))["content"] == "x" * 100
+    for seq in (a.seq, guard.state.actions["toolu_0"].completed_seq):  # its proposal, another call's receipt
+        posing = Action(a.call_id, a.tool, a.args, a.args_hash, a.turn, a.seq, completed_seq=seq)
+        with pytest.raises(LogCorrupt, match="is not that completion"):
+            completed_output(guard.events, posing)

@@ -62,7 +62,7 @@ from tether.policy.decision import Verdict
 from tether.quickenum import Quick
 from tether.records import dataclass, replace
 from tether.scoped import nullcontext
-from tether.state import EXTERNAL, Action, RunState
+from tether.state import EXTERNAL, Action, RunState, completed_output
 from tether.status import ActionStatus, ControlState, RunStatus
 from tether.typeless import TypeVar
 
@@ -499,10 +499,7 @@ class Guard:
     def output(self, action: Action) -> str:
         """What a completed call gave back, as the log's receipt keeps it: read from its completion event, since the
         fold keeps no output (state.py ``KEPT_KEYS``); "" for a call with no completion."""
-        if action.completed_seq < 0:
-            return ""
-        done = self.events[action.completed_seq]
-        return str(done.payload.get("result", {}).get("content", ""))
+        return completed_output(self.events, action)
 
     # ---- the pure steps (read the fold, name the events) ---------------------------------
 
