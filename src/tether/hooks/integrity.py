@@ -234,7 +234,7 @@ def shell_written(
     done = {e.payload.get("call_id"): _ns(e.ts) for e in events if e.kind == "action.completed"}
     last: dict[str | None, int] = {}
     for a in actions:
-        if a.tool in ("write_file", "edit_file") and a.call_id in done:
+        if a.tool in WRITES and a.call_id in done:
             rel = _relative(workspace, str(a.args.get("path")))
             last[rel] = max(last.get(rel, 0), done[a.call_id])
     now: dict[str, bytes] = {}

@@ -30,6 +30,7 @@ import os
 import stat
 
 from tether.canonical import bytes_hash
+from tether.state import WRITES
 
 from .calls import MCP, NOTES
 
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from tether.events.kinds_files import FileImage, HookPreimage, RollbackReceipt
     from tether.events.store import Event
     from tether.guard.session import Guard
-
-#: The tether tools a hook call's file tools become (``hooks/calls.py``), each naming its file as ``path``.
-FILE_TOOLS = frozenset({"write_file", "edit_file"})
 
 #: Larger files are not kept (as ``tether.snapshot.MAX_BLOB_BYTES``, not imported: a hook call does not import the
 #: snapshot); their calls cannot be undone.
@@ -285,7 +283,7 @@ def _writes_unseen(guard: Guard, tool: str | None) -> bool:
     """Whether a call of ``tool`` may change files no image names: not a file tool, and its contract writes or runs
     code, or it has none, or it stands in for an MCP tool the envelope does not declare, whose effects are not known
     whatever the stand-in's contract says (fail closed)."""
-    if tool in FILE_TOOLS:
+    if tool in WRITES:  # the tether tools a hook call's file tools become, each naming its file as ``path``
         return False
     if tool == MCP:
         return True

@@ -48,6 +48,7 @@ from tether.guard.envcache import begin as begin_kept
 from tether.guard.session import Answer, Asking, BudgetStop, Guard
 from tether.policy.decision import Verdict
 from tether.records import dataclass
+from tether.state import WRITES
 from tether.status import ActionStatus
 from tether.told import refuses_asks, told
 from tether.typeless import TypeVar, cast
@@ -526,11 +527,7 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
 
 def _may_write(call: Call, answer: Answer) -> bool:
     """A file tool's call that may run (ALLOW, or ASK: a person may let it), naming its file."""
-    return (
-        call.tool in preimage.FILE_TOOLS
-        and answer.verdict is not Verdict.DENY
-        and isinstance(call.args.get("path"), str)
-    )
+    return call.tool in WRITES and answer.verdict is not Verdict.DENY and isinstance(call.args.get("path"), str)
 
 
 def unprompted(outcome: Outcome, data: dict[str, Any]) -> Outcome:
@@ -684,7 +681,7 @@ def receipt(
     call = call or ran_call(guard, agent, data, str(data["cwd"]))
     took = reported_seconds(data.get("duration_ms"))
     changes = None
-    if judged and call.tool in preimage.FILE_TOOLS:
+    if judged and call.tool in WRITES:
         said = None if failed or agent != "claude-code" else preimage.told(data)
         changes = lambda: preimage.rollback(guard, call_id, said)  # noqa: E731 - read in the write, from the freshest log
     if failed:
@@ -857,7 +854,7 @@ def changed_files(guard: Guard) -> list[str]:
     for a in guard.state.actions.values():
         path = a.args.get("path")
         done = a.status is ActionStatus.COMPLETED and a.ok
-        if done and a.tool in ("write_file", "edit_file") and isinstance(path, str):
+        if done and a.tool in WRITES and isinstance(path, str):
             p = Path(path)
             inside = p.is_absolute() and p.resolve().is_relative_to(guard.workspace)
             out.add(str(p.resolve().relative_to(guard.workspace) if inside else p))
