@@ -169,12 +169,21 @@ class Registry(dict[str, type[Payload]]):
     def _load_later(self, kind: object = None) -> None:
         """Import the later module registering ``kind`` (all of them for None, or a kind none lists), once each; a
         thread that comes while another imports them waits for it."""
+        module = self._module_of.get(kind) if isinstance(kind, str) else None
+        self._import((module,) if module is not None else None)
+
+    def import_later(self, module: str) -> None:
+        """Import ``tether.events.<module>`` if it is one of the :data:`LATER` modules not imported yet (else
+        nothing): a reader of a pickled fold (guard/checkpoint.py), which finds only classes already imported, imports
+        the module of a payload class it meets, a module of tether's own, and no other."""
+        self._import((module,))
+
+    def _import(self, names: tuple[str, ...] | None) -> None:
+        """Import those of ``names`` (None: all) that are later modules not imported yet, under the lock."""
         if not self._later:
             return
         with self._lock:
-            module = self._module_of.get(kind) if isinstance(kind, str) else None
-            names = (module,) if module is not None else self._later
-            for name in names:
+            for name in self._later if names is None else names:
                 if name in self._later:
                     __import__(f"{__package__}.{name}")  # importlib's package imports warnings
                     self._later = tuple(n for n in self._later if n != name)

@@ -54,6 +54,7 @@ import types
 
 from tether import places, plain
 from tether.canonical import sha256_hex
+from tether.events.payload import REGISTRY
 from tether.events.store import Event
 from tether.scoped import suppress
 
@@ -148,13 +149,23 @@ _FOLD_CLASSES = frozenset(
 )
 
 
+#: Where the payload kinds' modules are: one that the event registry imports only when it meets one of its kinds (a
+#: belief, which the control layer's fold keeps, of a session whose Reads gave some) is imported when a body names a
+#: class of it. Before, such a body failed its trial in a cold receipt, was removed, and the whole log was folded.
+_KINDS = "tether.events."
+
+
 def _data_class(module: str, name: str) -> Any:
-    """A class of tether's whose instances are data, from a module already imported (a checkpoint imports
-    nothing), or None: a model or an enum the module defines (:func:`.cachefile.model_class`), a dataclass, or one
-    of the folds' classes."""
+    """A class of tether's whose instances are data, from a module already imported (a checkpoint imports nothing
+    but a payload kinds' module the event registry would import for one of its kinds: :data:`_KINDS`), or None: a
+    model or an enum the module defines (:func:`.cachefile.model_class`), a dataclass, or one of the folds' classes."""
     import sys
 
-    if not (module == "tether" or module.startswith("tether.")) or "." in name or module not in sys.modules:
+    if not (module == "tether" or module.startswith("tether.")) or "." in name:
+        return None
+    if module not in sys.modules and module.startswith(_KINDS):  # a payload kind's module the registry imports later
+        REGISTRY.import_later(module[len(_KINDS) :])
+    if module not in sys.modules:
         return None
     found = cachefile.model_class(sys.modules[module], name)
     if found is not None:
