@@ -212,13 +212,38 @@ def test_a_long_trusted_run_holds_at_most_pending_max_texts(log: Any, monkeypatc
     lazy, eager = Provenance(envelope()), Provenance(envelope())
     for i in range(PENDING_MAX * 2 + 5):
         output("read_file", f"row {i}: host{i}.example/{i} mail{i}@corp{i}.example")
-        lazy.feed(events)  # each new event in turn, as a run's holder feeds them
+        for e in events[lazy.fed :]:  # each new event in turn, as the kernel adds them
+            lazy.add(e)
         assert len(lazy._pending) < PENDING_MAX
     for k in range(1, len(events) + 1):
         eager.feed(events[:k])
         assert eager.known is not None  # indexed event by event
     lazy.feed(events)
     assert lazy.known == eager.known and lazy.user == eager.user and len(lazy.known) > PENDING_MAX * 4
+
+
+def test_a_holder_of_its_whole_log_has_nothing_searched_until_it_is_needed(
+    log: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``feed`` (the caller passes its whole log, so it holds the texts anyway: a hook's guard) lets any number of
+    texts wait: a trusted session's cold call fed the outputs after its checkpoint at every call, and once they
+    passed the bound it searched them all, for a Read too. Asked, the index is the one built event by event."""
+    from tether.policy import provenance
+
+    monkeypatch.setattr(provenance, "PENDING_MAX", 16)
+    monkeypatch.setattr(provenance, "PENDING_CHARS", 1024)
+    events, output = log
+    lazy, eager = Provenance(envelope()), Provenance(envelope())
+    for i in range(64):
+        output("read_file", f"row {i}: host{i}.example/{i} mail{i}@corp{i}.example " + "word " * 40)
+        lazy.feed(events)
+    assert len(lazy._pending) == 1 + 64 and not lazy._known  # the task's words and every output
+    assert lazy.taints({"to": "mail3@corp3.example"}) == []  # only trusted outputs: nothing searched to say so
+    assert len(lazy._pending) == 1 + 64
+    for k in range(1, len(events) + 1):
+        eager.feed(events[:k])
+        assert eager.known is not None
+    assert lazy.known == eager.known and lazy.user == eager.user and not lazy._pending
 
 
 def test_a_trusted_session_compiles_none_of_the_patterns(tmp_path: Path) -> None:
@@ -393,7 +418,8 @@ def test_waiting_texts_are_bounded_by_their_characters_too(log: Any) -> None:
     long = PENDING_CHARS // 3 + 1
     for i in range(7):
         output("read_file", f"host{i}.example mail{i}@corp{i}.example " + "x" * long)
-        lazy.feed(events)
+        for e in events[lazy.fed :]:  # as the kernel adds them (a holder of its whole log lets them wait)
+            lazy.add(e)
         assert lazy._pending_chars < PENDING_CHARS and len(lazy._pending) <= 3  # the task's words, two outputs
     for k in range(1, len(events) + 1):
         eager.feed(events[:k])

@@ -244,6 +244,9 @@ def _body(guard: Guard) -> bytes | None:
         return None
     fold_copy = copy.copy(fold)
     fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
+    # derive() in progress, a cache rebuilt on use: its payloads (beliefs derived and recorded since, so it is stale
+    # anyway) are models, which a plain receipt does not write, and no checkpoint came of a session's receipts
+    fold_copy._derivation = None
     gate = {"state": guard.state, "known": prov.known, "user": prov.user, "turns": turns[1]}
     buf = io.BytesIO()
     table = {**copyreg.dispatch_table, **_plain_records(), Event: _reduce_event}
@@ -320,7 +323,7 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
         if pending.failed:
             pending.discard(path_for(folder, guard.run_id))
         return False
-    state, fold, known, user, turns, tail = restored
+    state, fold, rest, known, user, turns, tail = restored
     base = tail[0].seq
     guard.events = Log(guard.store, guard.run_id, base, [tail[0]])
     guard.state = state
@@ -329,10 +332,15 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
     guard._provenance = prov
     guard.turns = (base + 1, turns)
     guard.checkpointed = base + 1
-    if fold is not None:  # else not read (wants_fold): a fold asked for later is made from the log
+    if fold is not None:
         from tether.control.fold import _FOLDS
 
         _FOLDS[guard.run_id] = fold
+    elif rest:  # not read (wants_fold): read, and tried, if the control layer asks for the fold (a write's review)
+        from tether.control.deferred import LATER
+
+        signed = getattr(guard.store, "signer", None) is not None
+        LATER[guard.run_id] = lambda: _later_fold(rest, base + 1, tail[0].hash, signed)
     for e in tail[1:]:
         guard.events.append(e)
         guard.state.apply(e)
@@ -513,7 +521,21 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     known, user, turns = obj.get("known"), obj.get("user"), obj.get("turns")
     if not isinstance(known, dict) or not isinstance(user, set) or not isinstance(turns, int):
         return None
-    return state, fold, known, user, turns, tail
+    rest = b"" if pending.fold else body[stream.tell() :]  # the fold's part, not read
+    return state, fold, rest, known, user, turns, tail
+
+
+def _later_fold(rest: bytes, n: int, head: str, signed: bool) -> Any:
+    """The control layer's fold from ``rest``, the body's second part, which the checkpoint's load did not read: tried
+    first as the whole body is (:func:`tried`), unless the store's key vouched for the body. None on any doubt: the
+    control layer folds the log instead."""
+    _classes_imported(True)
+    if not signed and not tried(rest):
+        return None
+    try:
+        return _fold(io.BytesIO(rest), n, head)
+    except Exception:
+        return None
 
 
 def _fold(stream: io.BytesIO, n: int, head: str) -> Any:

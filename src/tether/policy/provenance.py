@@ -293,12 +293,15 @@ class Taint:
         }
 
 
-#: At most this many texts, and :data:`PENDING_CHARS` characters of them, wait to be indexed (:class:`Provenance`): a
-#: long run (the kernel feeds each event and keeps no list of them) holds no more of its outputs than that; beyond,
-#: they are indexed as before, in order. Bounded by characters as well as by count (issue 18): a batch's search costs
-#: about what its text does, so a run of short outputs (a shell step's ``exit 0 (no output)``: 40 characters, 170 k
-#: instructions to search) waits for 4,096 of them, and a run that ends first, with no untrusted output, searches
-#: none; long outputs are indexed in batches of at most 256 K characters (at most 128 of them could be 2 MiB before).
+#: At most this many texts, and :data:`PENDING_CHARS` characters of them, wait to be indexed when the holder adds the
+#: events one by one and keeps no list of them (:meth:`Provenance.add`, the kernel): a long run holds no more of its
+#: outputs than that; beyond, they are indexed as before, in order. Bounded by characters as well as by count (issue
+#: 18): a batch's search costs about what its text does, so a run of short outputs (a shell step's ``exit 0 (no
+#: output)``: 40 characters, 170 k instructions to search) waits for 4,096 of them, and a run that ends first, with no
+#: untrusted output, searches none; long outputs are indexed in batches of at most 256 K characters. A holder that
+#: passes its whole log (:meth:`Provenance.feed`) holds the texts anyway, and its index waits until it is needed: a
+#: hook's cold call feeds the events after its fold checkpoint at every call, and when their outputs passed this bound
+#: (a coding session's Reads and Edits: 35 receipts) each call searched them all, a Read too (~150 ms after 1,000).
 PENDING_MAX = 4096
 PENDING_CHARS = 256 * 1024
 
@@ -317,9 +320,10 @@ class Provenance:
     Indexed when first needed: only a value first seen in untrusted output can be tainted, so until an untrusted
     output has been fed no argument can be, and the texts fed so far wait (``_pending``, references to the
     events' own strings) without being searched; they are indexed in order, as if fed one by one, when
-    :meth:`taints` or :meth:`tainted_source` first meet an untrusted output, ``known``/``user`` are read, or
-    :data:`PENDING_MAX` texts or :data:`PENDING_CHARS` characters wait. A session whose tools are all the
-    workspace's (a coding agent's shell, files and search) and that ends before either never searches them.
+    :meth:`taints` or :meth:`tainted_source` first meet an untrusted output, ``known``/``user`` are read, or (events
+    added one by one: :meth:`add`) :data:`PENDING_MAX` texts or :data:`PENDING_CHARS` characters wait. A session
+    whose tools are all the workspace's (a coding agent's shell, files and search) and that ends before either never
+    searches them.
     """
 
     env: Envelope
@@ -366,7 +370,7 @@ class Provenance:
         """Take in the log's next event (for a holder that feeds it each event as it lands)."""
         self._take(e)
         self.fed += 1
-        return self
+        return self._bounded()
 
     def add_all(self, events: Sequence[Event]) -> Provenance:
         """:meth:`add` for each of ``events`` in order (a step's batch: one call, not one per event)."""
@@ -375,6 +379,13 @@ class Provenance:
             if e.kind in _SOURCE_KINDS:  # what ``_take`` reads at all: the rest return at once, without its frame
                 take(e)
             self.fed += 1
+        return self._bounded()
+
+    def _bounded(self) -> Provenance:
+        """The texts waiting indexed once :data:`PENDING_MAX` or :data:`PENDING_CHARS` is reached (a holder that adds
+        each event and keeps no list of them)."""
+        if len(self._pending) >= PENDING_MAX or self._pending_chars >= PENDING_CHARS:
+            self._index()
         return self
 
     def _untrusted(self, tool: str) -> bool:
@@ -408,8 +419,6 @@ class Provenance:
             texts = (text,)
             self._pending.append((e.seq, tool, untrusted, texts))
         self._pending_chars += sum([len(t) for t in texts])
-        if len(self._pending) >= PENDING_MAX or self._pending_chars >= PENDING_CHARS:
-            self._index()  # a long run's texts are not all held: indexed in batches, the same index
 
     def _index(self) -> None:
         """Index the texts fed and not yet indexed, in the order they were fed."""

@@ -1,0 +1,267 @@
+"""A session whose receipts gave beliefs, answered by cold processes: its fold checkpoint is read, kept and written.
+
+Found (2026-12-05), in a session of 1,000 coding calls answered without a daemon:
+- The control layer's fold kept the beliefs it had derived (a cache of the derivation in progress), as payload
+  models of ``tether.events.kinds_control``, a module the event registry imports only when it meets one of its
+  kinds. The checkpoint's reader finds only classes already imported, and a cold receipt had not imported it: the
+  body's trial failed, the file was removed as a forgery, the whole log folded and every output searched to write it
+  again, which the next cold receipt removed in turn: 3.4-3.7 s a PostToolUse. Now the reader imports the module of a
+  payload class it meets when it is one of the registry's later modules (tether's own, no other).
+- With that, a plain receipt loaded the models as plain records, which it does not write: the checkpoint was not
+  written again until a call on the full path, and every cold receipt due to write it searched every output since
+  (~160 ms) and wrote nothing. The cache is not written now (it was stale whenever it held anything: its beliefs were
+  recorded since), and a plain receipt writes the checkpoint.
+- A cold PreToolUse restores its session without the checkpoint's second part, the control layer's fold (deciding a
+  command or a read never reads it: guard/log.py ``wants_fold``). A write's execution review does (the plan, the
+  beliefs), and found no fold: it folded the whole log, 0.8 s for an Edit (a command: 75 ms). Now the reader leaves
+  that part to be read, and tried, when the control layer first asks for it (control/deferred.py): the fold the
+  review extends starts at the checkpoint's head, and the decision is the one the whole fold gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hookkit import Hook, payload
+from test_fold_checkpoint import checkpoint_file, cold
+
+import tether.hooks.launch as launch
+from tether.guard import log as guard_log
+
+#: A fresh process that imports what a cold receipt imports, then tries and loads the body as such a receipt does.
+RECEIPT_PROCESS = """
+import json, os, sys
+from tether.hooks import entry
+entry.import_deciding_code(gate=False)
+from tether.guard import checkpoint as ck
+before = "tether.events.kinds_control" in sys.modules
+header, _ = ck.parts(open(sys.argv[1], "rb").read(), ck.MAGIC, ck.MAX_BYTES)
+pending = ck.begin(os.path.dirname(sys.argv[1]), header["run_id"], False)
+try:
+    print(json.dumps({"before": before, "tried": pending.tried()}))
+finally:
+    pending.close()
+"""
+
+
+def read(hook: Hook, i: int) -> None:
+    """A Read of a file in the project and its receipt, which gives a belief (the file exists)."""
+    path = hook.workspace / f"m{i}.py"
+    path.write_text(f"x = {i}\n")
+    given = {"file_path": str(path)}
+    out = json.loads(hook("PreToolUse", tool_name="Read", tool_input=given, tool_use_id=f"toolu_{i}").stdout)
+    assert out["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    hook(
+        "PostToolUse",
+        tool_name="Read",
+        tool_input=given,
+        tool_use_id=f"toolu_{i}",
+        tool_response={"type": "text", "file": {"filePath": str(path), "content": f"x = {i}\n", "numLines": 1}},
+    )
+
+
+@pytest.fixture
+def believing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Hook:
+    """A session of Reads, each giving a belief, with a fold checkpoint."""
+    monkeypatch.setattr(guard_log, "EVERY", 8)
+    cold()
+    hook = Hook(tmp_path)
+    hook("SessionStart")
+    for i in range(6):
+        read(hook, i)
+    cold()
+    with sqlite3.connect(tmp_path / ".tether" / "tether.db") as db:
+        (beliefs,) = db.execute("SELECT count(*) FROM events WHERE kind = 'belief.recorded'").fetchone()
+    assert beliefs > 0
+    yield hook
+    cold()
+
+
+def env() -> dict[str, str]:
+    out = {**os.environ, "PYTHONPATH": str(Path(launch.__file__).parents[2])}
+    for name in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN"):
+        out.pop(name, None)
+    return out
+
+
+def launched(run: dict[str, str], cwd: Path, data: dict[str, object]) -> None:
+    """One cold call through the launcher, as an installed hook runs it without the daemon."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", launch.__file__, "claude-code", "--no-daemon"],
+        input=json.dumps(data).encode(),
+        capture_output=True,
+        env=run,
+        cwd=cwd,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b'"deny"' not in done.stdout, done.stdout
+
+
+FINDS = """
+import json, sys
+from tether.hooks import entry
+entry.import_deciding_code(gate=False)
+from tether.guard import checkpoint as ck
+before = sorted(m for m in ("tether.events.kinds_control", "tether.kernel.runtime") if m in sys.modules)
+found = ck._allowed("tether.events.kinds_control", "BeliefRecorded")
+other = ck._allowed("tether.kernel.runtime", "Harness")
+print(json.dumps({"before": before, "found": getattr(found, "KIND", None), "other": other is None,
+                  "imported": "tether.kernel.runtime" in sys.modules}))
+"""
+
+
+def test_a_body_may_name_a_payload_class_of_a_later_kinds_module_and_no_other_module_is_imported() -> None:
+    done = subprocess.run([sys.executable, "-c", FINDS], capture_output=True, text=True, env=env(), timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got == {"before": [], "found": "belief.recorded", "other": True, "imported": False}
+
+
+def read_cold(hook: Hook) -> None:
+    """A Read's PreToolUse and its PostToolUse, each a cold process through the launcher without the daemon."""
+    run = {**env(), "CLAUDE_PROJECT_DIR": str(hook.workspace), "TETHER_HOOK_DAEMON": "0"}
+    last = hook.workspace / "last.py"
+    last.write_text("x = 0\n")
+    given = {"file_path": str(last)}
+    pre = payload("claude-code.PreToolUse", hook.workspace, tool_name="Read", tool_input=given, tool_use_id="toolu_z")
+    post = {
+        **pre,
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"type": "text", "file": {"filePath": str(last), "content": "x = 0\n", "numLines": 1}},
+    }
+    for data in (pre, post):
+        launched(run, hook.workspace, data)
+
+
+def test_a_fresh_receipt_process_tries_the_body_well(believing: Hook) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RECEIPT_PROCESS, str(checkpoint_file(believing))],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got == {"before": False, "tried": True}
+
+
+def test_a_cold_receipt_keeps_the_checkpoint_it_loaded(believing: Hook) -> None:
+    """The launcher, without the daemon: a PreToolUse and its PostToolUse (the plain path, then whatever it hands to
+    the full one) leave the checkpoint in place, the file it was (no removal, no rewrite: none is due)."""
+    path = checkpoint_file(believing)
+    before = os.stat(path)
+    read_cold(believing)
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size)
+
+
+def test_a_cold_receipt_writes_the_checkpoint_due_in_a_session_of_beliefs(
+    believing: Hook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold kept the beliefs it had derived and not yet seen recorded (a cache of the derivation in progress), as
+    payload models, which a plain receipt does not write: a session without a daemon had its checkpoint written again
+    only by a call on the full path, and each cold receipt due to write it searched every output since (~160 ms after
+    1,000 calls) and wrote nothing. Now a plain receipt writes it."""
+    monkeypatch.setattr(guard_log, "EVERY", 10**6)  # these calls write none: the next cold receipt finds one due
+    for i in range(6, 6 + 60):
+        read(believing, i)
+    path = checkpoint_file(believing)
+    before = header_seq(path)
+    db = believing.workspace / ".tether" / "tether.db"
+    with sqlite3.connect(db) as conn:
+        (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
+    assert events - before > 256 + 8
+    read_cold(believing)
+    with sqlite3.connect(db) as conn:
+        (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
+    assert header_seq(path) == events - 1
+
+
+def header_seq(path: Path) -> int:
+    from tether.guard import checkpoint as ck
+
+    found = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES)
+    assert found is not None
+    return int(found[0]["seq"])
+
+
+#: A fresh plain process deciding one call as a cold PreToolUse does, noting where each control-layer fold it extends
+#: starts (its ``n``: events it held already).
+EDIT = """
+import json, sys
+from tether import plain
+assert plain.choose()
+from tether.hooks import entry
+entry.import_deciding_code(gate=True)
+from tether.control import fold as control_fold
+started = []
+real = control_fold.RunFold.extend
+def extend(self, events, *args, **kwargs):
+    started.append(self.n)
+    return real(self, events, *args, **kwargs)
+control_fold.RunFold.extend = extend
+from tether.hooks.answer import answer
+request, data = json.load(sys.stdin)
+out = answer(request, data)
+spec = json.loads(out.stdout)["hookSpecificOutput"]
+print(json.dumps({"decision": spec["permissionDecision"], "started": started,
+                  "loop": "tether.control.loop" in sys.modules}))
+"""
+
+
+def decided_cold(hook: Hook, data: dict[str, object]) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", EDIT],
+        input=json.dumps([hook.request, data]),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return got
+
+
+def edit(hook: Hook, call_id: str) -> dict[str, object]:
+    path = hook.workspace / "m1.py"
+    given = {"file_path": str(path), "old_string": "x = 1", "new_string": "x = 2"}
+    return payload("claude-code.PreToolUse", hook.workspace, tool_name="Edit", tool_input=given, tool_use_id=call_id)
+
+
+def test_a_cold_edit_is_reviewed_against_the_checkpoints_fold(believing: Hook) -> None:
+    from tether.guard import checkpoint as ck
+
+    found = ck.parts(checkpoint_file(believing).read_bytes(), ck.MAGIC, ck.MAX_BYTES)
+    assert found is not None
+    head = int(found[0]["seq"])
+    got = decided_cold(believing, edit(believing, "toolu_edit"))
+    assert got["decision"] == "allow" and got["loop"] is False
+    started = got["started"]
+    assert isinstance(started, list) and started and started[0] == head + 1, started
+
+
+def test_a_checkpoint_whose_fold_part_is_forged_is_not_used_for_it(believing: Hook) -> None:
+    """The part read late is tried as the whole body is: a fold part that is not a fold of the events up to the head
+    (here: the checkpoint's own body cut short of it) is not taken; the review folds the log and decides the same."""
+    from tether.guard import checkpoint as ck
+
+    path = checkpoint_file(believing)
+    header, body = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, b"")
+    import io
+
+    stream = io.BytesIO(body)
+    ck._Unpickler(stream).load()
+    cut = body[: stream.tell()] + b"\x80\x05N."  # the fold's part replaced by a pickled None
+    header["body_sha256"] = ck.sha256_hex(cut)
+    path.write_bytes(ck.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + cut)
+    got = decided_cold(believing, edit(believing, "toolu_edit2"))
+    assert got["decision"] == "allow" and got["started"] == [0]
