@@ -140,6 +140,7 @@ class Action:
     ok: bool | None = None
     result: dict[str, Any] = field(default_factory=dict)  # the latest completion's, as kept_result keeps it
     completed_seq: int = -1  # the seq of that completion: its whole result is read from the log (Guard.output)
+    settled_seq: int = -1  # the seq of its first completion or failure: what was in flight when (hooks/preimage.py)
     error: str = ""
     failure_class: str | None = None
     approval_id: str | None = None
@@ -561,6 +562,7 @@ class RunState:
         a = self.actions[p.call_id]
         a.status, a.ok, a.result = ActionStatus.COMPLETED, p.ok, kept_result(a.tool, p.result)
         a.completed_seq = e.seq
+        a.settled_seq = e.seq if a.settled_seq < 0 else a.settled_seq
         if p.ok:
             a.args = kept_args(a.tool, a.args)
         a.failure_class = p.result.get("failure_class")
@@ -578,6 +580,7 @@ class RunState:
     def _action_failed(self, e: Event, p: ActionFailed) -> None:
         a = self.actions[p.call_id]
         a.status, a.ok, a.error, a.failure_class = ActionStatus.FAILED, False, p.error, p.failure_class
+        a.settled_seq = e.seq if a.settled_seq < 0 else a.settled_seq
         self._settle(a)
         self.last_error = p.error
         self.stop = p
