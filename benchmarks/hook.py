@@ -48,6 +48,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   (:func:`worked_call`: Reads, Edits, Writes and commands, each receipt with what Claude Code's tool sends back,
   a file's text, an Edit's whole original), answered by the daemon's code: the other long sessions' receipts are
   empty or absent, and what a receipt carries is what a session's state may hold;
+* … its own calls — the launcher deciding the worked session's next calls themselves, a Read, an Edit, a Write or a
+  command in the session's proportions, first the PreToolUse, then (the next row) its PostToolUse with what the
+  tool sent back, in a session of their own seeded as that one: the rows before time a command only, and a write's
+  review, its undo's image and every receipt read more of the session than a command's decision does;
 * the daemon's decision CPU — what the daemon itself runs for one call before its reply (``hooks.daemon.respond``:
   parse, decide, one durable commit; a fold checkpoint that comes due is written after the reply, untimed, as
   the daemon does), called in this process on its resident state so its CPU (``time.thread_time``) can be read:
@@ -191,6 +195,26 @@ def worked_call(workspace: Path, session: str, i: int) -> tuple[bytes, bytes]:
     return json.dumps(data).encode(), json.dumps(
         {**data, "hook_event_name": "PostToolUse", "tool_response": response}
     ).encode()
+
+
+#: The session whose own calls the "its calls" rows decide (seeded as the worked row's).
+WORKED = "cold-worked-calls"
+
+
+class Worked:
+    """The worked session's own calls for its two rows, which come in turn: a call's PreToolUse, then its
+    PostToolUse (what the tool sent back)."""
+
+    def __init__(self, workspace: Path, prior: int) -> None:
+        self.workspace, self.next, self.post = workspace, prior, b""
+
+    def stdin(self, session: str) -> bytes:
+        """The input of the row of ``session``, or b"" when it is not one of the two."""
+        if session.startswith("cold-worked-pre"):
+            pre, self.post = worked_call(self.workspace, WORKED, self.next)
+            self.next += 1
+            return pre
+        return self.post if session.startswith("cold-worked-post") else b""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -341,6 +365,8 @@ def main() -> None:
                 "cold-worked-launch",
                 cold_calls,
             ),
+            ("  ... its calls: PreToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-pre", cold_calls),
+            ("  ... its calls: PostToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-post", cold_calls),
             ("daemon's decision CPU", ["here"], "here", calls),
             (f"  ... session of {args.prior} calls", ["here"], "here-long", calls),
         ]
@@ -354,12 +380,14 @@ def main() -> None:
             seed(request, workspace, "cold-long-launch", args.prior)
             seed(request, workspace, "here-long", args.prior, here=True)
             seed_cold(request, workspace, "cold-made-launch", args.prior, env)
-            for i in range(args.prior):
-                for stdin in worked_call(workspace, "cold-worked-launch", i):
-                    decided_here(request, stdin)
+            for name in ("cold-worked-launch", WORKED):
+                for i in range(args.prior):
+                    for stdin in worked_call(workspace, name, i):
+                        decided_here(request, stdin)
+            worked = Worked(workspace, args.prior)
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
-                stdin = pre_tool_use(workspace, session, i) if session else b""
+                stdin = worked.stdin(session) or (pre_tool_use(workspace, session, i) if session else b"")
                 if session.startswith("post"):  # the receipt of a call the daemon decided (untimed) first
                     asked(request, stdin)
                     stdin = post_tool_use(workspace, session, i)
