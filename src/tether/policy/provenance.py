@@ -236,12 +236,23 @@ def _matches(folded: str, every: bool) -> list[tuple[ValueKind, str, int, int]]:
 def candidates(text: str, *, every: bool = True) -> list[Value]:
     """The values in ``text``. ``every``: also its words and amounts (for indexing, and for an argument that is
     one short value); otherwise only the structured kinds, which say where they point even inside prose."""
+    return [Value(*v) for v in _values(text, every)]
+
+
+def keys(text: str) -> set[tuple[ValueKind, str]]:
+    """What the index records of ``text``: each value's kind and canonical form (:func:`candidates` with every kind),
+    without where it sits nor a :class:`Value` for each (a 200-line file's text: 2.4 -> 2.1 ms)."""
+    return {(kind, norm) for kind, norm, _, _ in _values(text, True)}
+
+
+def _values(text: str, every: bool) -> list[tuple[ValueKind, str, int, int]]:
+    """:func:`candidates` as ``(kind, canonical form, start, end)`` tuples."""
     found = _matches(fold(text), every)
     out = []
     for kind, raw, start, end in found:
         if kind is ValueKind.TOKEN:  # the most common kind: the last case of _canonical, without the others
             if len(raw) >= MIN_TOKEN:
-                out.append(Value(kind, raw, start, end))
+                out.append((kind, raw, start, end))
             continue
         if kind is ValueKind.NUMBER:
             if len(raw) < 2:  # one digit: fewer than the two a number needs (below)
@@ -250,7 +261,7 @@ def candidates(text: str, *, every: bool = True) -> list[Value]:
         else:
             norm = _canonical(kind, raw)
         if norm and not (kind is ValueKind.NUMBER and sum(c.isdigit() for c in norm.lstrip("0.-")) < 2):
-            out.append(Value(kind, norm, start, end))
+            out.append((kind, norm, start, end))
     return out
 
 
@@ -426,11 +437,11 @@ class Provenance:
         for seq, tool, untrusted, texts in pending:
             if seq < 0:
                 for t in texts:
-                    self._user.update(_key(v) for v in candidates(t))
+                    self._user.update(keys(t))
             else:
                 source = Source(seq, tool, untrusted)
-                for v in candidates(texts[0]):
-                    self._known.setdefault(_key(v), source)
+                for k in keys(texts[0]):
+                    self._known.setdefault(k, source)
 
     def tainted_source(self, v: Value) -> Source | None:
         if not self._risky:
