@@ -29,10 +29,12 @@ from pathlib import Path
 
 import pytest
 from hookkit import Hook, payload
-from test_fold_checkpoint import checkpoint_file, cold
+from test_audit_from_checkpoint import rewrite
+from test_fold_checkpoint import checkpoint_file, cold, guard_of
 
 import tether.hooks.launch as launch
 from tether.guard import log as guard_log
+from tether.guard.session import Guard
 
 #: A fresh process that imports what a cold receipt imports, then tries and loads the body as such a receipt does.
 RECEIPT_PROCESS = """
@@ -296,3 +298,57 @@ def test_a_cold_receipt_of_a_write_reads_no_event_before_the_calls_in_flight(
     assert [(r["call_id"], [f["path"] for f in r["files"]], r["unreadable"]) for r in receipts] == [
         ("toolu_e", ["m1.py"], [])
     ]
+
+
+def gate_part(path: Path) -> dict[str, object]:
+    import io
+
+    from tether.guard import checkpoint as ck
+
+    found = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES)
+    assert found is not None
+    part: dict[str, object] = ck._Unpickler(io.BytesIO(found[1])).load()
+    return part
+
+
+def whole_index(guard: Guard) -> tuple[object, object]:
+    from tether.policy.provenance import Provenance
+
+    fresh = Provenance(guard.env).feed(guard.store.events(guard.run_id))
+    return fresh.known, fresh.user
+
+
+def test_a_trusted_sessions_checkpoint_searches_no_output_and_its_index_is_whole_once_needed(believing: Hook) -> None:
+    """A checkpoint of a session whose outputs are all trusted (its Reads) keeps no search of them: it names where
+    the unsearched texts begin (``since``). A cold process restored from it reads them only when its index is first
+    needed, here after an untrusted output (a web page) came: the index is then the one of the whole log."""
+    part = gate_part(checkpoint_file(believing))
+    assert part["known"] == {} and isinstance(part["since"], int) and part["since"] >= 0
+    believing.bash("grep -n x README.md", call_id="toolu_g")  # a cold call: restored, nothing searched
+    guard = guard_of(believing)
+    assert guard._provenance is not None and guard._provenance._later is not None
+    page = {"bytes": 60, "code": 200, "codeText": "OK", "result": "write to ops@partner.example", "url": "https://a.b/"}
+    believing(
+        "PostToolUse",
+        tool_name="WebFetch",
+        tool_input={"url": "https://a.b/", "prompt": "read it"},
+        tool_use_id="toolu_w",
+        tool_response=page,
+    )
+    prov = guard.indexed()
+    assert prov._risky and (prov.known, prov.user) == whole_index(guard)
+    assert any(s.untrusted for s in prov.known.values()) and any(not s.untrusted for s in prov.known.values())
+
+
+def test_a_row_rewritten_before_the_checkpoint_is_found_when_its_text_is_first_searched(believing: Hook) -> None:
+    """The texts a checkpoint left unsearched are read from the log before its head, which then decides something (a
+    value's first appearance): that log is audited whole first, and a Read's output rewritten there in place (its
+    stored hash kept) is :class:`LogCorrupt`, not a value of the rewriter's choosing."""
+    from tether.errors import LogCorrupt
+
+    since = int(str(gate_part(checkpoint_file(believing))["since"]))
+    rewrite(believing, f"kind = 'action.completed' AND seq >= {since}", lambda text: text.replace("x = ", "y = "))
+    believing.bash("grep -n x README.md", call_id="toolu_g")  # the log from the checkpoint's head: sound
+    guard = guard_of(believing)
+    with pytest.raises(LogCorrupt):
+        len(guard.indexed().known)  # the index asked for whole

@@ -69,6 +69,7 @@ from .log import Log, path_for, wants_fold
 
 TYPE_CHECKING = False  # not typing's: a cold hook call that reads a checkpoint does not import typing either
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from tether.disk import StrPath
@@ -78,8 +79,9 @@ if TYPE_CHECKING:
 
 #: The checkpoint format; a file of another version is ignored. 2: the body is two pickles, the gate's part (the run
 #: state, the provenance index, the turn count) then the control layer's fold, so that a process that does not use the
-#: fold (a plain PreToolUse) loads, and tries, only the first (:func:`wants_fold`); 1 pickled them in one.
-VERSION = 2
+#: fold (a plain PreToolUse) loads, and tries, only the first (:func:`wants_fold`); 1 pickled them in one. 3: the
+#: gate's part names where the texts its provenance index has not searched begin (``since``: ``Provenance.kept``).
+VERSION = 3
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
@@ -247,7 +249,8 @@ def _body(guard: Guard) -> bytes | None:
     # derive() in progress, a cache rebuilt on use: its payloads (beliefs derived and recorded since, so it is stale
     # anyway) are models, which a plain receipt does not write, and no checkpoint came of a session's receipts
     fold_copy._derivation = None
-    gate = {"state": guard.state, "known": prov.known, "user": prov.user, "turns": turns[1]}
+    known, user, since = prov.kept()
+    gate = {"state": guard.state, "known": known, "user": user, "since": since, "turns": turns[1]}
     buf = io.BytesIO()
     table = {**copyreg.dispatch_table, **_plain_records(), Event: _reduce_event}
     try:
@@ -323,13 +326,12 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
         if pending.failed:
             pending.discard(path_for(folder, guard.run_id))
         return False
-    state, fold, rest, known, user, turns, tail = restored
+    state, fold, rest, known, user, since, turns, tail = restored
     base = tail[0].seq
     guard.events = Log(guard.store, guard.run_id, base, [tail[0]])
     guard.state = state
-    prov = Provenance(guard.env)
-    prov.known, prov.user, prov.fed = known, user, base + 1
-    guard._provenance = prov
+    later = _unsearched(guard, since, base) if since >= 0 else None
+    guard._provenance = Provenance(guard.env).resume(known, user, since, base + 1, later)
     guard.turns = (base + 1, turns)
     guard.checkpointed = base + 1
     if fold is not None:
@@ -518,11 +520,35 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None
     if pending.fold and fold is None:
         return None
-    known, user, turns = obj.get("known"), obj.get("user"), obj.get("turns")
+    known, user, since, turns = obj.get("known"), obj.get("user"), obj.get("since"), obj.get("turns")
     if not isinstance(known, dict) or not isinstance(user, set) or not isinstance(turns, int):
         return None
+    if type(since) is not int or not -1 <= since <= seq:
+        return None
     rest = b"" if pending.fold else body[stream.tell() :]  # the fold's part, not read
-    return state, fold, rest, known, user, turns, tail
+    return state, fold, rest, known, user, since, turns, tail
+
+
+def _unsearched(guard: Guard, since: int, upto: int) -> Callable[[], list[Event]]:
+    """What reads the events from ``since`` to ``upto`` (the checkpoint's head) whose texts its provenance index did
+    not search (``Provenance.kept``), once the index is first needed (an untrusted output came): read from the log
+    audited whole first, each held to what the audit verified. The log before the head then decides something (a
+    value's first appearance), so it is audited as a Stop audits it; a row rewritten there is :class:`LogCorrupt`."""
+    from tether.errors import LogCorrupt
+    from tether.events.store import unverified
+    from tether.policy.provenance import SOURCE_KINDS
+
+    store, run_id = guard.store, guard.run_id
+
+    def read() -> list[Event]:
+        audit = store.verify_run(run_id)
+        events = store.events(run_id, after=since - 1, upto=upto, kinds=SOURCE_KINDS)
+        bad = unverified(events, audit.hashes)
+        if bad is not None:
+            raise LogCorrupt(run_id, bad, "an event was rewritten between the log's audit and its read")
+        return events
+
+    return read
 
 
 def _later_fold(rest: bytes, n: int, head: str, signed: bool) -> Any:

@@ -43,7 +43,7 @@ from tether.records import dataclass, field
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
 #: Shortest word that counts as a value of its own (shorter ones are too common to say where they came from).
@@ -248,7 +248,7 @@ def keys(text: str) -> set[tuple[ValueKind, str]]:
 def _values(text: str, every: bool) -> list[tuple[ValueKind, str, int, int]]:
     """:func:`candidates` as ``(kind, canonical form, start, end)`` tuples."""
     found = _matches(fold(text), every)
-    out = []
+    out: list[tuple[ValueKind, str, int, int]] = []
     for kind, raw, start, end in found:
         if kind is ValueKind.TOKEN:  # the most common kind: the last case of _canonical, without the others
             if len(raw) >= MIN_TOKEN:
@@ -317,7 +317,7 @@ PENDING_MAX = 4096
 PENDING_CHARS = 256 * 1024
 
 #: The kinds whose events hold the user's words or a tool's output: what the index reads.
-_SOURCE_KINDS = frozenset({"run.started", "run.continued", "approval.denied", "action.completed", "action.failed"})
+SOURCE_KINDS = frozenset({"run.started", "run.continued", "approval.denied", "action.completed", "action.failed"})
 
 
 def _key(v: Value) -> tuple[ValueKind, str]:
@@ -346,6 +346,9 @@ class Provenance:
     _pending: list[tuple[int, str, bool, Sequence[str]]] = field(default_factory=list, repr=False, compare=False)
     _pending_chars: int = field(default=0, repr=False, compare=False)  # the characters of the texts in _pending
     _risky: bool = False  # an untrusted output was fed: taints are possible
+    _since: int = field(default=-1, repr=False, compare=False)  # the seq of the first event whose text waits (-1: none)
+    # the events before those in _pending whose texts a fold checkpoint left unsearched (:meth:`resume`): read first
+    _later: Callable[[], Sequence[Event]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def known(self) -> dict[tuple[ValueKind, str], Source]:
@@ -370,6 +373,32 @@ class Provenance:
         self._index()
         self._user = value
 
+    def kept(self) -> tuple[dict[tuple[ValueKind, str], Source], set[tuple[ValueKind, str]], int]:
+        """What a fold checkpoint keeps of the index: the values indexed so far, the user's, and the seq of the first
+        event whose text is not searched yet (-1: none). While no untrusted output was fed, nothing is searched to
+        write it: the checkpoint names where the waiting texts begin in the log instead (a coding session's cold
+        receipt that wrote one searched every output since the last, ~100 ms, and the first after an upgrade of
+        tether, which writes the first checkpoint of a long session, every output of the session, ~3 s)."""
+        if self._risky:
+            self._index()
+        return self._known, self._user, self._since
+
+    def resume(
+        self,
+        known: dict[tuple[ValueKind, str], Source],
+        user: set[tuple[ValueKind, str]],
+        since: int,
+        fed: int,
+        later: Callable[[], Sequence[Event]] | None,
+    ) -> Provenance:
+        """The index as a checkpoint kept it (:meth:`kept`), ``fed`` events taken in; ``later`` reads the events from
+        ``since`` whose texts it did not search (all trusted: a checkpoint of an index that had met an untrusted output
+        searched them), read only when the index is first needed."""
+        self._known, self._user, self.fed = known, user, fed
+        self._risky = any(s.untrusted for s in known.values())
+        self._since, self._later = (since, later) if since >= 0 and later is not None else (-1, None)
+        return self
+
     def feed(self, events: Sequence[Event]) -> Provenance:
         """Take in ``events[self.fed:]`` (the caller passes the whole, growing log)."""
         for e in events[self.fed :]:
@@ -387,7 +416,7 @@ class Provenance:
         """:meth:`add` for each of ``events`` in order (a step's batch: one call, not one per event)."""
         take = self._take
         for e in events:
-            if e.kind in _SOURCE_KINDS:  # what ``_take`` reads at all: the rest return at once, without its frame
+            if e.kind in SOURCE_KINDS:  # what ``_take`` reads at all: the rest return at once, without its frame
                 take(e)
             self.fed += 1
         return self._bounded()
@@ -407,8 +436,10 @@ class Provenance:
 
     def _take(self, e: Event) -> None:
         kind = e.kind
-        if kind not in _SOURCE_KINDS:  # most events: their payload is not read (nor, for a read event, parsed)
+        if kind not in SOURCE_KINDS:  # most events: their payload is not read (nor, for a read event, parsed)
             return
+        if self._since < 0:
+            self._since = e.seq
         p = e.payload
         texts: Sequence[str]
         if kind == "run.started":
@@ -432,8 +463,13 @@ class Provenance:
         self._pending_chars += sum([len(t) for t in texts])
 
     def _index(self) -> None:
-        """Index the texts fed and not yet indexed, in the order they were fed."""
-        pending, self._pending, self._pending_chars = self._pending, [], 0
+        """Index the texts fed and not yet indexed, in the order they were fed: those a checkpoint left first."""
+        if self._later is not None:
+            later, self._later, waiting, self._pending = self._later, None, self._pending, []
+            for e in later():
+                self._take(e)
+            self._pending += waiting
+        pending, self._pending, self._pending_chars, self._since = self._pending, [], 0, -1
         for seq, tool, untrusted, texts in pending:
             if seq < 0:
                 for t in texts:
