@@ -1,21 +1,18 @@
 """A session whose receipts gave beliefs, answered by cold processes: its fold checkpoint is read, kept and written.
 
-Found (2026-12-05), in a session of 1,000 coding calls answered without a daemon:
-- The control layer's fold kept the beliefs it had derived (a cache of the derivation in progress), as payload
-  models of ``tether.events.kinds_control``, a module the event registry imports only when it meets one of its
-  kinds. The checkpoint's reader finds only classes already imported, and a cold receipt had not imported it: the
-  body's trial failed, the file was removed as a forgery, the whole log folded and every output searched to write it
-  again, which the next cold receipt removed in turn: 3.4-3.7 s a PostToolUse. Now the reader imports the module of a
-  payload class it meets when it is one of the registry's later modules (tether's own, no other).
-- With that, a plain receipt loaded the models as plain records, which it does not write: the checkpoint was not
-  written again until a call on the full path, and every cold receipt due to write it searched every output since
-  (~160 ms) and wrote nothing. The cache is not written now (it was stale whenever it held anything: its beliefs were
-  recorded since), and a plain receipt writes the checkpoint.
-- A cold PreToolUse restores its session without the checkpoint's second part, the control layer's fold (deciding a
-  command or a read never reads it: guard/log.py ``wants_fold``). A write's execution review does (the plan, the
-  beliefs), and found no fold: it folded the whole log, 0.8 s for an Edit (a command: 75 ms). Now the reader leaves
-  that part to be read, and tried, when the control layer first asks for it (control/deferred.py): the fold the
-  review extends starts at the checkpoint's head, and the decision is the one the whole fold gives.
+Found (2026-12-05) in a session of 1,000 coding calls answered without a daemon (docs/hook-latency.md, "A worked
+session's receipts and writes"):
+- the control layer's fold kept the beliefs it had derived (a cache), payload models of a kinds module the event
+  registry imports only when it meets one of its kinds; the checkpoint's reader finds only classes already imported,
+  so a cold receipt failed the body's trial, removed the file, folded the whole log and searched every output to
+  write it again: 3.4-3.6 s each receipt after a Read's. Now the reader imports such a module (the registry's list);
+- a plain receipt does not write a body holding models (plain records): the checkpoint was not written again until
+  a call on the full path. The cache is not written now (stale whenever it held anything);
+- a write's execution review asked for the control layer's fold, which a cold PreToolUse does not read: the whole log
+  folded, 0.8 s an Edit. Now the checkpoint's second part is read when first asked for (control/deferred.py);
+- a write's receipt read the whole log before its image to find what ran while it was in flight: 0.3 s;
+- writing a checkpoint searched every output since the last (the first after an upgrade: all of them, 3.5 s). A
+  checkpoint of a trusted session now names where the unsearched texts begin, read, audited, once needed.
 """
 
 from __future__ import annotations
