@@ -570,7 +570,7 @@ def ran_unjudged(guard: Guard, no_ask: bool, answer: Answer, turn: int) -> Paylo
         return ran_other(guard, before, turn)
     if answer.verdict not in refused:
         return None
-    if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == base for e in guard.events):
+    if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == base for e in guard.events[before.seq :]):
         return None  # asked again (rare: only such a call gets here): flagged once
     from tether.events.kinds_hooks import HookBypassed  # a later kind module (events/payload.py LATER): rare
 
@@ -585,7 +585,9 @@ def ran_other(guard: Guard, ran: Action, turn: int) -> Payload | None:
     from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
     from tether.state import proposed_args  # whole: the fold keeps a write that completed without its text
 
-    if any(e.kind == HookInputChanged.KIND and e.payload.get("call_id") == ran.call_id for e in guard.events):
+    if any(
+        e.kind == HookInputChanged.KIND and e.payload.get("call_id") == ran.call_id for e in guard.events[ran.seq :]
+    ):
         return None
     answer = _check(guard, Call(ran.tool, proposed_args(guard.events, ran)), ran.call_id, (), turn)
     return HookInputChanged(
@@ -642,7 +644,7 @@ def bypassed(guard: Guard, agent: str, data: dict[str, Any]) -> list[Payload]:
         a.status is ActionStatus.DENIED or (a.status is ActionStatus.WAITING and _told_no(guard, agent, a))
     ):
         return []
-    if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == a.call_id for e in guard.events):
+    if any(e.kind == "hook.bypassed" and e.payload.get("call_id") == a.call_id for e in guard.events[a.seq :]):
         return []  # its receipt went under an id of its own (another input): the call stays refused, flagged once
     event = str(data["hook_event_name"])
     from tether.events.kinds_hooks import HookBypassed  # a later kind module (events/payload.py LATER): rare
@@ -755,7 +757,7 @@ def changed_input(guard: Guard, agent: str, data: dict[str, Any], head: Sequence
     from tether.events.kinds_hooks import HookInputChanged  # a later kind module (events/payload.py LATER): rare
 
     first = call_id + "~"
-    earlier = [str(e.payload.get("ran_as")) for e in guard.events if e.kind == HookInputChanged.KIND]
+    earlier = [str(e.payload.get("ran_as")) for e in guard.events[judged.seq :] if e.kind == HookInputChanged.KIND]
     earlier = [r for r in earlier if r.startswith((first, call_id + "#"))]
     if earlier:  # reported again: a second receipt of what ran is not recorded (head is)
         target = next((r for r in earlier if r.startswith(first)), call_id)
