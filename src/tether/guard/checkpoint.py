@@ -246,8 +246,8 @@ def _body(guard: Guard) -> bytes | None:
         return None
     fold_copy = copy.copy(fold)
     fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
-    # derive() in progress, a cache rebuilt on use: its payloads (beliefs derived and recorded since, so it is stale
-    # anyway) are models, which a plain receipt does not write, and no checkpoint came of a session's receipts
+    # derive() in progress: a cache, rebuilt on use to the same payloads. They are models, which a plain receipt does
+    # not write: a session whose Reads gave beliefs had its checkpoint written again only by a call on the full path
     fold_copy._derivation = None
     known, user, since = prov.kept()
     gate = {"state": guard.state, "known": known, "user": user, "since": since, "turns": turns[1]}
