@@ -385,3 +385,40 @@ def test_no_common_cold_call_reads_the_log_before_the_checkpoint(
         with monkeypatch.context() as m:
             m.setattr(Log, "_whole", lambda self, name=name: pytest.fail(f"{name} read the whole log"))
             believing(event, **given)
+
+
+@pytest.mark.parametrize("since", [-2, 10**9, "0", None])
+def test_a_checkpoint_naming_where_its_unsearched_texts_begin_out_of_the_log_is_ignored(
+    believing: Hook, since: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forged gate part (digest and all: without a key, whoever writes the folder can) whose ``since`` is not a seq
+    of the log up to the head, or not an int, is not restored: the whole log is folded, and the call decided as
+    ever. (A ``since`` past the head would leave texts unsearched that no event holds; one before the log's start,
+    or of another type, is no seq.)"""
+    import copyreg
+    import io
+    import pickle
+
+    from tether.events.store import Event
+    from tether.guard import checkpoint as ck
+
+    path = checkpoint_file(believing)
+    found = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES)
+    assert found is not None
+    header, body = found
+    stream = io.BytesIO(body)
+    gate = ck._Unpickler(stream).load()
+    rest = body[stream.tell() :]
+    gate["since"] = since
+    forged = io.BytesIO()
+    pickler = pickle.Pickler(forged, protocol=5)
+    pickler.dispatch_table = {**copyreg.dispatch_table, Event: ck._reduce_event}
+    pickler.dump(gate)
+    body = forged.getvalue() + rest
+    header["body_sha256"] = ck.sha256_hex(body)
+    path.write_bytes(ck.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+    loaded: list[bool] = []
+    real = ck.load
+    monkeypatch.setattr(ck, "load", lambda *a, **k: loaded.append(real(*a, **k)) or loaded[-1])
+    assert believing.bash("grep -n x README.md", call_id="toolu_f")[0] == "allow"
+    assert loaded == [False]  # the whole log folded: nothing restored from the forgery
