@@ -106,8 +106,11 @@ SELECT_RANGE = (
 #: A run's whole log as its chain is checked (:func:`chain_hashes`): the hash as stored (32 bytes), no prev_hash.
 SELECT_CHAIN = "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=? ORDER BY seq"
 #: The same from a verified head's seq on, and the first row (:func:`chain_hashes_since`).
+#: Two ranges of the primary key, merged: written as one ``seq = 0 OR seq >= ?``, SQLite walked every row of the run
+#: (7,500 in a long hook session: the audit 7-15 ms for the ~250 rows it needed, a cold call ~3 ms slower in all).
 SELECT_CHAIN_SINCE = (
-    "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=? AND (seq = 0 OR seq >= ?) ORDER BY seq"
+    "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=:run AND seq = 0 UNION ALL "
+    "SELECT seq, ts, kind, payload, hash FROM events WHERE run_id=:run AND seq >= :seq AND seq > 0 ORDER BY seq"
 )
 SELECT_ROWS_BEFORE_3 = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.run_id=? AND e.seq BETWEEN ? AND ?"
 #: The columns of an event row read as text (``tether/3``; before it, the hashes too): each must be UTF-8.
@@ -1038,7 +1041,7 @@ class EventStore(StoreBase[Event]):
             try:
                 if self._fork_point(info.run_id) is not None:
                     return None
-                rows = self._conn.execute(SELECT_CHAIN_SINCE, (info.run_id, seq)).fetchall()
+                rows = self._conn.execute(SELECT_CHAIN_SINCE, {"run": info.run_id, "seq": seq}).fetchall()
             except sqlite3.DatabaseError:
                 return None
             return chain_hashes_since(info, rows, since)
