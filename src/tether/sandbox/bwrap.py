@@ -45,7 +45,8 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -55,13 +56,15 @@ from tether.errors import FileError, SandboxUnavailable
 from tether.events.kinds_egress import EgressAttempted
 
 from . import acl
+from . import warm as warmth
+from .ahead import Ahead, Slot
 from .base import is_within, resolve_dir, to_argv
 from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
-from .environment import build_env
+from .environment import build_env, starts_code
 from .limits import Limits
 from .mask import Listings, masks
 from .output import OutputCap
-from .process import Captured, Hold, hold_for, kill_group, run_captured, to_receipt
+from .process import Captured, Hold, hold_for, kill_group, run_captured, spawn, to_receipt
 from .reaper import Leftovers
 from .receipt import Receipt
 
@@ -217,6 +220,19 @@ class BwrapSandbox:
         self.egress_attempts: list[EgressAttempted] = []
         """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
         self.carried = Carried()
+        self._ahead = Slot()  # the next command's sandbox, set up ahead while a run drives this one (shared by views)
+
+    @contextmanager
+    def warm(self) -> Iterator[None]:
+        """While it lasts (a run's drive), each command's end sets up the next shell command's sandbox, whose shell
+        then waits for that command (:mod:`.ahead`); at its end the waiting one is stopped, unrun."""
+        with self._ahead.driving():
+            yield
+
+    @property
+    def warm_runs(self) -> int:
+        """How many commands ran in a sandbox set up ahead (:mod:`.ahead`)."""
+        return self._ahead.runs
 
     def with_egress(self, egress: Egress | None) -> BwrapSandbox:
         """This sandbox with another network: ``egress``'s proxy for each command, or none (no network)."""
@@ -359,6 +375,24 @@ class BwrapSandbox:
         # the workspace's, not made a second time for the deny walk.
         resolved = real if self._workspace_str in (None, real) else None
         self.prepare(workspace)
+        ahead = self._take(command, workspace, cwd, resolved, timeout_s, env, before)
+        if ahead is not None:
+            try:
+                got = self._spawn(
+                    [],
+                    cwd=cwd,
+                    env=ahead.env,
+                    timeout_s=timeout_s,
+                    pass_fds=(),
+                    hold=ahead.hold,
+                    ahead=ahead,
+                    then=(workspace, resolved),
+                )
+                started = wrote_byte(ahead.start_r)
+            finally:
+                ahead.close()
+            self._ahead.runs += 1
+            return self._receipt(got, started, command, cwd)
         try:
             proxy = self.egress.start() if self.egress is not None else None  # none: no network at all
         except OSError as e:  # fail closed: the command does not run without its way out
@@ -409,16 +443,98 @@ class BwrapSandbox:
             if proxy is not None:
                 child_env.update(proxy_env())
             pass_fds = (start_w, *(fd for _, fd in secrets))
-            got = self._spawn(argv, cwd=cwd, env=child_env, timeout_s=timeout_s, pass_fds=pass_fds, hold=hold)
+            then = (workspace, resolved) if proxy is None else None
+            got = self._spawn(
+                argv, cwd=cwd, env=child_env, timeout_s=timeout_s, pass_fds=pass_fds, hold=hold, then=then
+            )
             started = wrote_byte(start_r)
         finally:
             for fd in (start_r, start_w, *(fd for _, fd in secrets)):
                 os.close(fd)
+        return self._receipt(got, started, command, cwd)
+
+    def _receipt(self, got: Captured, started: bool, command: str | Sequence[str], cwd: Path) -> Receipt:
+        """The command's receipt; ``SandboxUnavailable`` when bubblewrap died before its shell wrote the start byte
+        (a set-up failure, not the command's)."""
         if not started and not got.timed_out:
             reason = got.stderr.text().strip() or f"bwrap exited {got.exit_code} before starting the command"
             fix = USERNS_FIX if "namespace" in reason.lower() else INSTALL_FIX
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {reason}", fix=fix)
         return to_receipt(got, backend=self.name, command=command, cwd=cwd)
+
+    def _take(
+        self,
+        command: str | Sequence[str],
+        workspace: Path,
+        cwd: Path,
+        resolved: str | None,
+        timeout_s: float,
+        env: Mapping[str, str] | None,
+        before: Callable[[], None] | None,
+    ) -> Ahead | None:
+        """The sandbox set up ahead (:meth:`warm`), given this call's command and ``before``, if it is what the
+        call would start now (:meth:`.ahead.Ahead.fits`, and nothing in the workspace changed since its deny walk);
+        one that is not is stopped. None, the sandbox left waiting, for a call it cannot carry: an argv, the call's
+        own variables, an egress proxy, carried secrets, a text :func:`.warm.go` refuses."""
+        if self._ahead.idle is None or not isinstance(command, str) or env or not self._plain():
+            return None
+        # `exec` last: `$_` at the command's start is what a fresh sandbox's first line leaves (the start byte's exec)
+        text = warmth.go(f"{self.limits.ulimit_script(timeout_s, unprivileged=True)}; exec", command)
+        if text is None:
+            return None
+        ahead = self._ahead.take()
+        if ahead is None:
+            return None
+        flags = self.argv([], workspace=workspace, cwd=cwd, resolved=resolved)
+        if not ahead.fits(flags, self.env(None), warmth.inode(workspace), self._walks(workspace)):
+            ahead.stop()
+            return None
+        ahead.hold.go = text
+        if before is not None:
+            ahead.hold.before = before
+        return ahead
+
+    def _walks(self, workspace: Path) -> int | None:
+        """How many times the deny walk has looked at ``workspace`` (not served whole from its last walk, which the
+        inotify watch vouches for): a count that moved means something there changed. None: no walk kept."""
+        listings = self._listings.get(workspace)
+        return None if listings is None or listings.watch is None else listings.walked
+
+    def _plain(self) -> bool:
+        """Whether this is the sandbox itself, not a view of it with an egress proxy or carried secrets (whose
+        commands start fresh, each with its own proxy or secrets, and set up none ahead)."""
+        return self.egress is None and not self.carried.env and not self.carried.files
+
+    def _set_up_next(self, workspace: Path, cwd: Path, resolved: str | None) -> None:
+        """While :meth:`warm` lasts, set up the next shell command's sandbox in ``cwd`` unless one waits already (or
+        the environment makes bash run code as it starts: such a command is never held). Any failure leaves none:
+        the next call starts its own, and says why."""
+        slot = self._ahead
+        if not slot.drives or not self._plain() or starts_code(self.env_allow):
+            return
+        with slot.lock:
+            if slot.idle is None:
+                slot.idle = self._ahead_box(workspace, cwd, resolved)
+
+    def _ahead_box(self, workspace: Path, cwd: Path, resolved: str | None) -> Ahead | None:
+        """bubblewrap started on the flags a call in ``cwd`` would be given now, its shell writing the start byte and
+        then waiting for the command (:func:`.warm.line`, with the limits it is sent)."""
+        hold = Hold(_nothing)
+        start_r, start_w = os.pipe()
+        try:
+            flags = self.argv([], workspace=workspace, cwd=cwd, resolved=resolved)
+            walks = self._walks(workspace)
+            env = self.env(None)
+            shell = f"printf . >&{start_w} && exec {start_w}>&- || exit 126; {warmth.line(hold.r)}"
+            argv = [*flags, "/bin/bash", "-c", shell, "bash"]
+            spawned = spawn(argv, cwd=cwd, env=env, pass_fds=(start_w,), new_session=False, hold=hold)
+        except Exception:  # after the command's end: nothing set up ahead, the next call starts its own
+            hold.close()
+            os.close(start_r)
+            return None
+        finally:
+            os.close(start_w)
+        return Ahead(spawned, hold, start_r, flags, env, warmth.inode(workspace), walks)
 
     def _trampoline(
         self,
@@ -460,11 +576,18 @@ class BwrapSandbox:
         timeout_s: float,
         pass_fds: Sequence[int],
         hold: Hold | None,
+        ahead: Ahead | None = None,
+        then: tuple[Path, str | None] | None = None,
     ) -> Captured:
-        """Run bubblewrap's ``argv`` as the one command of this process (:class:`.reaper.Leftovers`): if tether is
-        a subreaper, bubblewrap's inner process may come back to it, and is reaped with the rest."""
+        """Run bubblewrap's ``argv`` (or the sandbox set up ``ahead``) as the one command of this process
+        (:class:`.reaper.Leftovers`): if tether is a subreaper, bubblewrap's inner process may come back to it, and is
+        reaped with the rest. ``then``: the workspace (and its resolution) in which, while :meth:`warm` lasts, the
+        next command's sandbox is set up once this one has ended, under the reaper's lock (so that no other thread's
+        command takes it for a leftover)."""
         try:
             with Leftovers() as leftovers:
+                if ahead is not None:  # the command's own process: started before, but no bystander
+                    leftovers.before.discard(ahead.pid)
                 if hold is not None:  # what the commit starts (a sink's process) is not the command's
                     hold.before = leftovers.after(hold.before, hold.held_pid)
 
@@ -472,17 +595,22 @@ class BwrapSandbox:
                     kill_group(proc)
                     leftovers.reap(proc.pid)
 
-                return run_captured(
-                    argv,
-                    cwd=cwd,
-                    env=env,
-                    timeout_s=timeout_s,
-                    cap=self.cap,
-                    kill=kill,
-                    pass_fds=pass_fds,
-                    new_session=False,  # the command gets its own from --new-session
-                    hold=hold,
-                )
+                try:
+                    return run_captured(
+                        argv,
+                        cwd=cwd,
+                        env=env,
+                        timeout_s=timeout_s,
+                        cap=self.cap,
+                        kill=kill,
+                        pass_fds=pass_fds,
+                        new_session=False,  # the command gets its own from --new-session
+                        hold=hold,
+                        spawned=None if ahead is None else ahead.spawned,
+                    )
+                finally:
+                    if then is not None:
+                        self._set_up_next(then[0], cwd, then[1])
         except (FileNotFoundError, PermissionError) as e:
             raise SandboxUnavailable(f"cannot start bubblewrap ({self.exe}): {e}", fix=INSTALL_FIX) from e
 
@@ -525,6 +653,10 @@ class BwrapSandbox:
                 os.close(fd)
             raise
         return out
+
+
+def _nothing() -> None:
+    """A sandbox set up ahead's ``before`` until a call gives it its own."""
 
 
 def wrote_byte(fd: int) -> bool:

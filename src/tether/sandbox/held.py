@@ -44,5 +44,6 @@ def held(sandbox: Sandbox, before: Callable[[], None]) -> Held | None:
 
 def warmed(sandbox: Sandbox | None) -> AbstractContextManager[None]:
     """While it lasts, ``sandbox``'s shell commands start in shells started before their calls (the local sandbox:
-    :mod:`.warm`); other sandboxes start each command as it comes."""
-    return sandbox.warm() if isinstance(sandbox, LocalSandbox) else nullcontext()
+    :mod:`.warm`; bubblewrap: in sandboxes set up before them, :mod:`.ahead`); other sandboxes start each command
+    as it comes."""
+    return sandbox.warm() if isinstance(sandbox, LocalSandbox | BwrapSandbox) else nullcontext()

@@ -70,7 +70,7 @@ class Warm:
         self.spawned = spawned
         self.hold = hold
         self.cwd = cwd
-        self.inode = _inode(cwd)
+        self.inode = inode(cwd)
         self.env = dict(env)
         self.token = token
 
@@ -82,7 +82,7 @@ class Warm:
         """Whether this shell is what a call in ``cwd`` with ``env`` would start: alive, in that directory (the same
         path, the same inode), with that environment."""
         alive = self.spawned[0].poll() is None
-        return alive and cwd == self.cwd and self.inode is not None and _inode(cwd) == self.inode and env == self.env
+        return alive and cwd == self.cwd and self.inode is not None and inode(cwd) == self.inode and env == self.env
 
     def discard(self) -> None:
         """Close the pipe (the shell reads end-of-file and exits unrun), kill its group should it not, reap it and
@@ -107,7 +107,9 @@ def start(bash: str, cwd: Path, env: Mapping[str, str], token: str) -> Warm | No
     return Warm(spawned, hold, cwd, env, token)
 
 
-def _inode(path: Path) -> tuple[int, int] | None:
+def inode(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the directory at ``path`` (None if it is gone): one removed and made again under the
+    same path is another directory, which a shell (or a sandbox) started in the old one does not see."""
     try:
         st = os.stat(path)
     except OSError:

@@ -1,0 +1,130 @@
+"""The next shell command's bubblewrap sandbox, set up before its call: a sandbox started *ahead* (issue 18).
+
+bubblewrap's set-up (namespaces, mounts: ~6 ms here) is most of a sandboxed step, and a held command overlaps it
+only with the step's commit. So while a run drives the sandbox (:meth:`.bwrap.BwrapSandbox.warm`), each command's
+end starts the next command's sandbox at once, with the flags a call would be given then (the deny walk's masks
+included) and, inside it, the local sandbox's warm shell (:mod:`.warm`): one line waiting for the command on a
+pipe only tether writes to. The model's answer, the gate and the commit then run while bubblewrap sets up; the
+command and its limits come over the pipe once the gate has allowed it and ``action.started`` is on disk.
+
+Each command still gets a sandbox of its own, set up for it alone and torn down after it: nothing is shared from
+one command to the next but what a fresh sandbox shares (the workspace). A sandbox started ahead is used only
+when it is exactly what the call would start now (:meth:`Ahead.fits`): alive, the same flags (the same masks, the
+same working directory), the same environment, the same workspace directory by inode, and no deny walk since the
+one that worked out its covers (the call's, or any call's in between, would have looked again only for an
+inotify event: :mod:`.mask`): nothing in the workspace changed since the sandbox was set up. A name replaced
+under a covered path (``mv new .env``) is such a change: the cover bound over the old file would not hide the new
+one. Anything else, and every call a warm shell cannot carry (an argv, the call's own variables, carried secrets,
+an egress proxy, a command over :data:`.warm.MAX_GO`), starts a fresh sandbox as before, and the one waiting is
+stopped unrun or left for the next call.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from .process import Hold, kill_group
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .process import Spawned
+
+STOP_WAIT_S = 2.0
+"""How long a stopped sandbox is given to end on its own (its shell reads end-of-file and exits unrun, bubblewrap
+with it) before its group is killed."""
+
+
+class Ahead:
+    """One sandbox set up ahead, its shell waiting, and what it was started with."""
+
+    def __init__(
+        self,
+        spawned: Spawned,
+        hold: Hold,
+        start_r: int,
+        flags: Sequence[str],
+        env: Mapping[str, str],
+        root: tuple[int, int] | None,
+        walks: int | None,
+    ) -> None:
+        self.spawned = spawned
+        self.hold = hold
+        self.start_r = start_r
+        """The start pipe's read end: the byte the shell wrote once the sandbox was set up (read after the
+        command, as for a fresh sandbox: none means bubblewrap failed before it)."""
+        self.flags = list(flags)
+        self.env = dict(env)
+        self.root = root
+        self.walks = walks
+        """The workspace's deny-walk count once its flags were worked out (``BwrapSandbox._walks``)."""
+
+    @property
+    def pid(self) -> int:
+        return self.spawned[0].pid
+
+    def fits(
+        self, flags: Sequence[str], env: Mapping[str, str], root: tuple[int, int] | None, walks: int | None
+    ) -> bool:
+        """Whether this sandbox is what a call with bubblewrap ``flags`` and ``env``, in the workspace whose
+        ``(st_dev, st_ino)`` is ``root``, would start: still running, and all the same, the deny walk's count
+        (``walks``) too: any walk since its own, whichever call made it, means the workspace changed since."""
+        if walks is None or walks != self.walks or root is None or root != self.root:
+            return False
+        return self.spawned[0].poll() is None and list(flags) == self.flags and env == self.env
+
+    def close(self) -> None:
+        """Close what tether holds of it once its command has run: the hold and the start pipe."""
+        self.hold.close()
+        os.close(self.start_r)
+
+    def stop(self) -> None:
+        """Stop it unrun: the pipe closed (the shell reads end-of-file and exits, bubblewrap after it), its group
+        killed should it not end within :data:`STOP_WAIT_S`; reaped, its pipes closed."""
+        proc, out_r, err_r = self.spawned
+        self.close()
+        try:
+            proc.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            proc.wait()
+        for fd in (out_r, err_r):
+            os.close(fd)
+
+
+class Slot:
+    """The one sandbox a bubblewrap sandbox keeps set up ahead, shared by its per-call views (``copy.copy``), and
+    how many drives want one. Two threads' calls never take one sandbox, nor start two."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.drives = 0
+        self.idle: Ahead | None = None
+        self.runs = 0
+        """How many commands ran in a sandbox started ahead: what a caller or test can check them by."""
+
+    @contextmanager
+    def driving(self) -> Iterator[None]:
+        """While it lasts, commands' ends start the next sandbox; at the last drive's end the waiting one stops."""
+        with self.lock:
+            self.drives += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.drives -= 1
+                idle = None
+                if not self.drives:
+                    idle, self.idle = self.idle, None
+            if idle is not None:
+                idle.stop()
+
+    def take(self) -> Ahead | None:
+        with self.lock:
+            idle, self.idle = self.idle, None
+        return idle
