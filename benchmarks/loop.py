@@ -30,6 +30,7 @@ import json
 import os
 import re
 import resource
+import select
 import shutil
 import statistics
 import subprocess
@@ -96,7 +97,9 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
     the scripted model's call, a helper process runs and times one bare step (:class:`BareSteps`, the case's command
     as the bare loop runs it, in an interpreter of its own as there) while this one waits, and the tether step's time
     is taken from the helper's answer to the next model call; so the two alternate step by step and each pair meets
-    the same moment of the host. Returns each pair's times too."""
+    the same moment of the host. The next command's bubblewrap sandbox, set up ahead (sandbox/ahead.py), is first
+    waited for, and that wait counted in tether's step: its set-up overlaps tether's own work only, never the bare
+    step. Returns each pair's times too."""
     from tether import Harness
     from tether.events.store import EventStore
     from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
@@ -104,11 +107,14 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
 
     ws = make_workspace(root, git)
     bare = BareHelper(root, backend, ws) if paired else None
+    ahead = set_up_ahead() if paired else []
     commits = [0]
     marks: list[tuple[float, float, int]] = []  # (model call's start, its bare step's end, commits so far)
     raws: list[float] = []  # each bare step's time (paired)
 
     def script(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
+        if ahead:
+            select.select([ahead.pop().start_r], [], [], 10.0)  # its shell wrote the start byte: set up
         start = time.perf_counter()
         i = len(marks) + 1
         if bare is not None and i <= n:
@@ -150,6 +156,21 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
     if paired:
         out |= {"steps": steps, "raws": raws}
     return out
+
+
+def set_up_ahead() -> list[Any]:
+    """The sandboxes set up ahead from now on (bubblewrap, sandbox/ahead.py), each appended as it is made."""
+    from tether.sandbox import ahead
+
+    made: list[Any] = []
+    init = ahead.Ahead.__init__
+
+    def noted(self: Any, *args: Any) -> None:
+        init(self, *args)
+        made.append(self)
+
+    ahead.Ahead.__init__ = noted  # type: ignore[method-assign]
+    return made
 
 
 class CountingConnection:
