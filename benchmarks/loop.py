@@ -30,7 +30,6 @@ import json
 import os
 import re
 import resource
-import select
 import shutil
 import statistics
 import subprocess
@@ -93,13 +92,13 @@ def peak_rss_kib() -> int:
 
 
 def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = False) -> dict[str, Any]:
-    """tether's loop, timed from the first model call to the (N+1)-th. ``paired``: before each of its N steps, inside
-    the scripted model's call, a helper process runs and times one bare step (:class:`BareSteps`, the case's command
-    as the bare loop runs it, in an interpreter of its own as there) while this one waits, and the tether step's time
-    is taken from the helper's answer to the next model call; so the two alternate step by step and each pair meets
-    the same moment of the host. The next command's bubblewrap sandbox, set up ahead (sandbox/ahead.py), is first
-    waited for, and that wait counted in tether's step: its set-up overlaps tether's own work only, never the bare
-    step. Returns each pair's times too."""
+    """tether's loop, timed from the first model call to the (N+1)-th. ``paired``: in each of its N steps, once the
+    command has ended, a helper process runs and times one bare step (:class:`BareSteps`, the case's command as the
+    bare loop runs it, in an interpreter of its own as there) while this one waits, and that wait is taken out of
+    the tether step's time; so the two alternate step by step and each pair meets the same moment of the host. The
+    bare step runs before the sandbox starts the next command's shell or sandbox ahead (sandbox/warm.py,
+    sandbox/ahead.py), whose start then overlaps tether's own work as in the loop, never the bare step. Returns each
+    pair's times too."""
     from tether import Harness
     from tether.events.store import EventStore
     from tether.models.base import Message, ModelResponse, ToolCall, ToolSpec, Usage
@@ -107,19 +106,24 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
 
     ws = make_workspace(root, git)
     bare = BareHelper(root, backend, ws) if paired else None
-    ahead = set_up_ahead() if paired else []
     commits = [0]
-    marks: list[tuple[float, float, int]] = []  # (model call's start, its bare step's end, commits so far)
+    marks: list[tuple[float, float, int]] = []  # (model call's start, time waited for bare steps so far, commits)
     raws: list[float] = []  # each bare step's time (paired)
+    waited = [0.0]
+
+    def bare_step() -> None:
+        """One bare step after each model call's command (not the run's pre-flight, none after the N-th)."""
+        if bare is not None and len(raws) < min(n, len(marks)):
+            start = time.perf_counter()
+            raws.append(bare.step(len(raws) + 1))
+            waited[0] += time.perf_counter() - start
+
+    if bare is not None:
+        before_next(backend, bare_step)
 
     def script(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
-        if ahead:
-            select.select([ahead.pop().start_r], [], [], 10.0)  # its shell wrote the start byte: set up
-        start = time.perf_counter()
         i = len(marks) + 1
-        if bare is not None and i <= n:
-            raws.append(bare.step(i))
-        marks.append((start, time.perf_counter(), commits[0]))
+        marks.append((time.perf_counter(), waited[0], commits[0]))
         if i > n:
             return ModelResponse("benchmark over", (), "refusal", "refusal", Usage(), "bench")
         # `true I`: an argument `true` ignores, so that the stuck detector does not (rightly) stop a run
@@ -146,7 +150,7 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
             f"tether ran {len(marks) - 1} of {n} steps: {contract.status}: {contract.result}"
             f" | {contract.last_error} | {contract.unknowns} | next: {contract.next_action}"
         )
-    steps = [marks[i + 1][0] - marks[i][1] for i in range(n)]
+    steps = [(marks[i + 1][0] - marks[i][0]) - (marks[i + 1][1] - marks[i][1]) for i in range(n)]
     out = {
         "per_step": sum(steps) / n,
         "commits": (marks[n][2] - marks[0][2]) / n,
@@ -158,19 +162,20 @@ def tether_loop(root: Path, backend: str, git: bool, n: int, paired: bool = Fals
     return out
 
 
-def set_up_ahead() -> list[Any]:
-    """The sandboxes set up ahead from now on (bubblewrap, sandbox/ahead.py), each appended as it is made."""
-    from tether.sandbox import ahead
+def before_next(backend: str, step: Any) -> None:
+    """Run ``step`` at each command's end, before the sandbox starts the next command's shell (local) or sandbox
+    (bubblewrap) ahead: the point of a step where nothing of tether's runs in the background."""
+    from tether.sandbox import BwrapSandbox, LocalSandbox
 
-    made: list[Any] = []
-    init = ahead.Ahead.__init__
+    cls: Any = BwrapSandbox if backend == "bwrap" else LocalSandbox
+    name = "_set_up_next" if backend == "bwrap" else "_warm_next"
+    then = getattr(cls, name)
 
-    def noted(self: Any, *args: Any) -> None:
-        init(self, *args)
-        made.append(self)
+    def first_the_step(self: Any, *args: Any) -> None:
+        step()
+        then(self, *args)
 
-    ahead.Ahead.__init__ = noted  # type: ignore[method-assign]
-    return made
+    setattr(cls, name, first_the_step)
 
 
 class CountingConnection:
@@ -398,7 +403,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="alternating runs per side (N >= 1000: one)")
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument(
-        "--no-paired", action="store_true", help="skip the paired runs (a bare step, then a tether step, in turn)"
+        "--no-paired", action="store_true", help="skip the paired runs (a bare step inside each tether step)"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--bare-steps", help=argparse.SUPPRESS)
@@ -476,7 +481,7 @@ def report(
 
 
 def paired_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What the paired runs say: each pair's difference (tether step minus the bare step just before it), their
+    """What the paired runs say: each pair's difference (tether step minus the bare step run inside it), their
     median over all runs' pairs, its spread (quartiles of the pairs, the median of each run) and a 95 % interval
     for the median from the order statistics (ranks n/2 -+ 0.98 sqrt(n); it takes the pairs as independent, which
     neighbouring steps on a loaded host are not, so the runs' medians are printed beside it)."""
@@ -502,9 +507,9 @@ def paired_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def report_pairs(pairs: dict[tuple[str, int], list[dict[str, Any]]], cases: list[str], steps: list[int]) -> None:
     print()
-    print("paired runs (a bare step in a helper process, then a tether step, in turn, N pairs a run; +ms: tether")
-    print("step minus the bare step just before it, median over all runs' pairs, with the pairs' quartiles, a 95 %")
-    print("interval of the median taking pairs as independent, and each run's median):")
+    print("paired runs (in each tether step, at its command's end, a bare step in a helper process, its time taken")
+    print("out of tether's; N pairs a run; +ms: tether step minus its bare step, median over all runs' pairs, the")
+    print("pairs' quartiles, a 95 % interval of the median taking pairs as independent, and each run's median):")
     print(
         f"{'case':12} {'N':>5} {'pairs':>6} {'tether ms':>10} {'bare ms':>8} {'+ms':>6} {'quartiles':>13}"
         f" {'95% of median':>14} {'x bare':>7}  each run's +ms"
