@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -28,7 +29,7 @@ from tether.sandbox import TIMEOUT_EXIT_CODE, BwrapSandbox
 from tether.sandbox.bwrap import Carried
 from tether.sandbox.doctor import survivors
 from tether.sandbox.process import NotReleased
-from tether.sandbox.reaper import children
+from tether.sandbox.reaper import become_subreaper, children
 
 pytestmark = pytest.mark.bwrap
 
@@ -46,12 +47,14 @@ def waiting(box: BwrapSandbox) -> int:
 
 
 def bwrap_children() -> list[int]:
-    """This process's children that are bubblewrap."""
+    """This process's children that are bubblewrap, alive (not zombies)."""
     found = []
     for pid in children():
         try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().split(b"\0")[0].endswith(b"bwrap"):
+                if f.read().split(b"\0")[0].endswith(b"bwrap") and state not in (b"Z", b"X"):
                     found.append(pid)
         except OSError:
             pass
@@ -200,14 +203,28 @@ def test_another_directory_environment_or_workspace_is_the_calls_not_the_sandbox
     assert box.warm_runs == 1
 
 
-def test_a_sandbox_killed_from_outside_is_replaced_for_the_call(workspace: Path) -> None:
+@pytest.mark.parametrize("when", ["setting-up", "set-up"])
+def test_a_sandbox_killed_from_outside_is_replaced_for_the_call_and_leaves_nothing(workspace: Path, when: str) -> None:
+    """bubblewrap's outer process killed, while it sets up (at several moments of it) or once it has: the call gets a
+    fresh sandbox. Killed during its set-up, the inner process (root's bubblewrap does not pass on the parent's death)
+    waits for good; come back to tether as a subreaper, it is killed with the sandbox."""
+    assert become_subreaper()
     box = BwrapSandbox(workspace)
-    with box.warm():
-        run(box, workspace, "true")
-        os.kill(waiting(box), signal.SIGKILL)
-        time.sleep(0.1)
-        assert run(box, workspace, "echo ran") == (0, "ran\n", "")
+    for delay in (0.0005, 0.001, 0.002, 0.003, 0.005) if when == "setting-up" else (None,):
+        with box.warm():
+            run(box, workspace, "true")
+            idle = box._ahead.idle
+            assert idle is not None
+            if delay is None:
+                assert select.select([idle.start_r], [], [], 10)[0]  # its shell wrote the start byte
+            else:
+                time.sleep(delay)  # its inner process made (~1 ms), its set-up (~6 ms) not done
+            os.kill(idle.pid, signal.SIGKILL)
+            time.sleep(0.05)
+            assert run(box, workspace, "echo ran") == (0, "ran\n", "")
     assert box.warm_runs == 0
+    time.sleep(0.3)
+    assert bwrap_children() == []
 
 
 def test_calls_it_cannot_carry_start_their_own_and_leave_it_waiting(workspace: Path) -> None:

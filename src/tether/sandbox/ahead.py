@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .process import Hold, kill_group
+from .reaper import children, kill_and_reap
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -52,6 +53,7 @@ class Ahead:
         env: Mapping[str, str],
         root: tuple[int, int] | None,
         walks: int | None,
+        argv: Sequence[str] = (),
     ) -> None:
         self.spawned = spawned
         self.hold = hold
@@ -63,6 +65,8 @@ class Ahead:
         self.root = root
         self.walks = walks
         """The workspace's deny-walk count once its flags were worked out (``BwrapSandbox._walks``)."""
+        self.cmdline = b"".join(os.fsencode(a) + b"\0" for a in argv)
+        """bubblewrap's command line as ``/proc/<pid>/cmdline`` shows it, its inner process's too (a fork of it)."""
 
     @property
     def pid(self) -> int:
@@ -85,16 +89,33 @@ class Ahead:
 
     def stop(self) -> None:
         """Stop it unrun: the pipe closed (the shell reads end-of-file and exits, bubblewrap after it), its group
-        killed should it not end within :data:`STOP_WAIT_S`; reaped, its pipes closed."""
+        killed should it not end within :data:`STOP_WAIT_S`; reaped, its pipes closed. If bubblewrap's outer process
+        died first (killed from outside, or killed by us), its inner one may be left waiting for it for good
+        (running as root, bubblewrap's parent-death signal does not reach it): come back to tether (a subreaper),
+        it is found by its command line and killed, as a command's leftovers are."""
         proc, out_r, err_r = self.spawned
+        died = proc.poll() is not None
         self.close()
         try:
             proc.wait(timeout=STOP_WAIT_S)
         except subprocess.TimeoutExpired:
             kill_group(proc)
             proc.wait()
+            died = True
         for fd in (out_r, err_r):
             os.close(fd)
+        if died:
+            self._reap_inner()
+
+    def _reap_inner(self) -> None:
+        for pid in children():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    mine = f.read() == self.cmdline
+            except OSError:
+                continue
+            if mine:
+                kill_and_reap(pid)
 
 
 class Slot:

@@ -45,6 +45,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -485,8 +486,13 @@ class BwrapSandbox:
         ahead = self._ahead.take()
         if ahead is None:
             return None
-        flags = self.argv([], workspace=workspace, cwd=cwd, resolved=resolved)
-        if not ahead.fits(flags, self.env(None), warmth.inode(workspace), self._walks(workspace)):
+        try:
+            flags = self.argv([], workspace=workspace, cwd=cwd, resolved=resolved)
+            fits = ahead.fits(flags, self.env(None), warmth.inode(workspace), self._walks(workspace))
+        except BaseException:  # taken, so no one else would stop it
+            ahead.stop()
+            raise
+        if not fits:
             ahead.stop()
             return None
         ahead.hold.go = text
@@ -510,10 +516,10 @@ class BwrapSandbox:
         the environment makes bash run code as it starts: such a command is never held). Any failure leaves none:
         the next call starts its own, and says why."""
         slot = self._ahead
-        if not slot.drives or not self._plain() or starts_code(self.env_allow):
+        if not slot.drives or not self._plain() or starts_code(self.env_allow) or not _on_main_thread():
             return
         with slot.lock:
-            if slot.idle is None:
+            if slot.drives and slot.idle is None:  # (the drive may have ended since: it stops what it finds)
                 slot.idle = self._ahead_box(workspace, cwd, resolved)
 
     def _ahead_box(self, workspace: Path, cwd: Path, resolved: str | None) -> Ahead | None:
@@ -534,7 +540,7 @@ class BwrapSandbox:
             return None
         finally:
             os.close(start_w)
-        return Ahead(spawned, hold, start_r, flags, env, warmth.inode(workspace), walks)
+        return Ahead(spawned, hold, start_r, flags, env, warmth.inode(workspace), walks, argv)
 
     def _trampoline(
         self,
@@ -653,6 +659,14 @@ class BwrapSandbox:
                 os.close(fd)
             raise
         return out
+
+
+def _on_main_thread() -> bool:
+    """Whether this is the process's main thread. bubblewrap's ``--die-with-parent`` is the death of the *thread*
+    that started it: a sandbox set up ahead from a thread that ends before its command comes would be killed then,
+    in the middle of its set-up maybe, which can leave its inner process waiting for good. The main thread lives as
+    long as the process."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def _nothing() -> None:
