@@ -42,7 +42,7 @@ ENV = "env -0 | sort -z | tr '\\0' '\\n' | grep -v ^TETHER_SANDBOX_RUN=; echo \"
 
 def waiting(sandbox: LocalSandbox) -> int:
     """The pid of the shell waiting for ``sandbox``'s next shell command (one must wait)."""
-    idle = sandbox._idle
+    idle = sandbox._slot.idle
     assert idle is not None
     return idle.pid
 
@@ -140,9 +140,9 @@ def test_nothing_runs_until_the_command_is_written_and_the_end_of_warm_stops_the
         shell = waiting(sandbox)
         time.sleep(0.3)  # ample for a shell to have run anything it was going to
         assert os.listdir(workspace) == [] and shell in warm_children()
-    assert sandbox._idle is None and gone(shell) and warm_children() == []
+    assert sandbox._slot.idle is None and gone(shell) and warm_children() == []
     run(sandbox, workspace, "true")  # outside warm(): no shell is started for a later call
-    assert sandbox._idle is None and warm_children() == []
+    assert sandbox._slot.idle is None and warm_children() == []
 
 
 def test_a_held_warm_command_waits_for_before_and_never_runs_if_it_raises(workspace: Path) -> None:
@@ -179,7 +179,7 @@ ws, when = Path(sys.argv[1]), sys.argv[2]
 sandbox = LocalSandbox()
 with sandbox.warm():
     sandbox.run("true", cwd=ws, timeout_s=30)
-    print(sandbox._idle.pid, flush=True)
+    print(sandbox._slot.idle.pid, flush=True)
     if when == "waiting":
         os.kill(os.getpid(), signal.SIGKILL)
     sandbox.run("touch acted", cwd=ws, timeout_s=30, before=lambda: os.kill(os.getpid(), signal.SIGKILL))
@@ -298,9 +298,9 @@ def test_a_shell_nothing_is_written_to_exits_unrun(workspace: Path) -> None:
     sandbox = LocalSandbox()
     with sandbox.warm():
         run(sandbox, workspace, "true")
-        idle = sandbox._idle
+        idle = sandbox._slot.idle
         assert idle is not None
-        sandbox._idle = None
+        sandbox._slot.idle = None
     os.write(idle.hold.w, b"touch acted")  # no NUL: a write cut short
     idle.hold.close()
     proc = idle.spawned[0]
@@ -323,7 +323,7 @@ def test_an_environment_that_runs_code_as_bash_starts_never_gets_a_warm_shell(
     with sandbox.warm():
         assert run(sandbox, workspace, "echo one") == (0, "one\n", "")
         time.sleep(0.3)  # ample for a shell started ahead to have sourced the file
-        assert sandbox._idle is None and warm_children() == []
+        assert sandbox._slot.idle is None and warm_children() == []
         assert (workspace.parent / "ran").read_text() == "sourced\n"
         assert run(sandbox, workspace, "echo two") == (0, "two\n", "")
     assert sandbox.warm_runs == 0

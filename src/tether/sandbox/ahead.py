@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .process import Hold, kill_group
@@ -87,7 +85,7 @@ class Ahead:
         self.hold.close()
         os.close(self.start_r)
 
-    def stop(self) -> None:
+    def discard(self) -> None:
         """Stop it unrun: the pipe closed (the shell reads end-of-file and exits, bubblewrap after it), its group
         killed should it not end within :data:`STOP_WAIT_S`; reaped, its pipes closed. If bubblewrap's outer process
         died first (killed from outside, or killed by us), its inner one may be left waiting for it for good
@@ -116,36 +114,3 @@ class Ahead:
                 continue
             if mine:
                 kill_and_reap(pid)
-
-
-class Slot:
-    """The one sandbox a bubblewrap sandbox keeps set up ahead, shared by its per-call views (``copy.copy``), and
-    how many drives want one. Two threads' calls never take one sandbox, nor start two."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.drives = 0
-        self.idle: Ahead | None = None
-        self.runs = 0
-        """How many commands ran in a sandbox started ahead: what a caller or test can check them by."""
-
-    @contextmanager
-    def driving(self) -> Iterator[None]:
-        """While it lasts, commands' ends start the next sandbox; at the last drive's end the waiting one stops."""
-        with self.lock:
-            self.drives += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.drives -= 1
-                idle = None
-                if not self.drives:
-                    idle, self.idle = self.idle, None
-            if idle is not None:
-                idle.stop()
-
-    def take(self) -> Ahead | None:
-        with self.lock:
-            idle, self.idle = self.idle, None
-        return idle

@@ -58,7 +58,7 @@ from tether.events.kinds_egress import EgressAttempted
 
 from . import acl
 from . import warm as warmth
-from .ahead import Ahead, Slot
+from .ahead import Ahead
 from .base import is_within, resolve_dir, to_argv
 from .egress import SANDBOX_PORT, SANDBOX_SOCKET_DIR, Egress, EgressProxy, bridge_command, proxy_env
 from .environment import build_env, starts_code
@@ -221,7 +221,7 @@ class BwrapSandbox:
         self.egress_attempts: list[EgressAttempted] = []
         """Every connection the commands run so far asked the proxy for (see :func:`take_egress`)."""
         self.carried = Carried()
-        self._ahead = Slot()  # the next command's sandbox, set up ahead while a run drives this one (shared by views)
+        self._ahead: warmth.Slot[Ahead] = warmth.Slot()  # the next command's sandbox, set up ahead (views share it)
 
     @contextmanager
     def warm(self) -> Iterator[None]:
@@ -490,10 +490,10 @@ class BwrapSandbox:
             flags = self.argv([], workspace=workspace, cwd=cwd, resolved=resolved)
             fits = ahead.fits(flags, self.env(None), warmth.inode(workspace), self._walks(workspace))
         except BaseException:  # taken, so no one else would stop it
-            ahead.stop()
+            ahead.discard()
             raise
         if not fits:
-            ahead.stop()
+            ahead.discard()
             return None
         ahead.hold.go = text
         if before is not None:

@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,28 +94,19 @@ class LocalSandbox:
         """The system's bash, found once: an argv command must run whatever PATH the command is given."""
         self.subreaper = become_subreaper()
         """Whether orphans of a command come back to tether (Linux); otherwise only the token sweep finds them."""
-        self._warming = 0  # how many warm() contexts are open
-        self._idle: warmth.Warm | None = None  # the next shell command's bash, started (see warm())
-        self._idle_lock = threading.Lock()  # two threads' calls never take one shell, nor start two
-        self.warm_runs = 0
-        """How many commands ran in a warm shell (:mod:`.warm`): what a caller or test can check the shells by."""
+        self._slot: warmth.Slot[warmth.Warm] = warmth.Slot()  # the next shell command's bash, started (see warm())
 
     @contextmanager
     def warm(self) -> Iterator[None]:
         """While it lasts (a run's drive), each command's end starts the next shell command's bash, which then
         waits for that command (:mod:`.warm`); at its end the waiting shell is stopped, unrun."""
-        with self._idle_lock:
-            self._warming += 1
-        try:
+        with self._slot.driving():
             yield
-        finally:
-            with self._idle_lock:
-                self._warming -= 1
-                idle = None
-                if not self._warming:
-                    idle, self._idle = self._idle, None
-            if idle is not None:
-                idle.discard()
+
+    @property
+    def warm_runs(self) -> int:
+        """How many commands ran in a warm shell (:mod:`.warm`): what a caller or test can check the shells by."""
+        return self._slot.runs
 
     def run(
         self,
@@ -165,13 +155,12 @@ class LocalSandbox:
         start; a shell that is not (the environment or the directory changed, it died) is stopped. None, the shell
         left waiting, for a call it cannot carry: an argv, the call's own variables, a text :func:`.warm.go`
         refuses."""
-        if self._idle is None or not isinstance(command, str) or env:
+        if self._slot.idle is None or not isinstance(command, str) or env:
             return None
         text = warmth.go(self.limits.ulimit_script(timeout_s, unprivileged=os.geteuid() != 0), command)
         if text is None:
             return None
-        with self._idle_lock:
-            idle, self._idle = self._idle, None
+        idle = self._slot.take()
         if idle is None:
             return None
         if not idle.fits(cwd, self.environment(idle.token)):
@@ -233,14 +222,15 @@ class LocalSandbox:
             finally:
                 self._warm_next(cwd)
                 if warm is not None:
-                    self.warm_runs += 1
+                    self._slot.runs += 1
 
     def _warm_next(self, cwd: Path) -> None:
         """While :meth:`warm` lasts, start the next shell command's bash in ``cwd`` unless one waits already (or the
         environment makes bash run code as it starts: such a command is never held)."""
-        if not self._warming or starts_code(self.env_allow):
+        slot = self._slot
+        if not slot.drives or starts_code(self.env_allow):
             return
-        with self._idle_lock:
-            if self._idle is None:
+        with slot.lock:
+            if slot.drives and slot.idle is None:  # (the drive may have ended since: it stops what it finds)
                 token = os.urandom(8).hex()
-                self._idle = warmth.start(self.bash, cwd, self.environment(token), token)
+                slot.idle = warmth.start(self.bash, cwd, self.environment(token), token)

@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import os
 import select
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 from .process import HELD_EXIT_CODE, Hold, Spawned, kill_group, spawn
 
@@ -119,3 +122,44 @@ def inode(path: Path) -> tuple[int, int] | None:
 
 def _nothing() -> None:
     """A warm shell's ``before`` until a call gives it its own: an unheld call's command goes at once."""
+
+
+class Discards(Protocol):
+    def discard(self) -> None: ...
+
+
+W = TypeVar("W", bound=Discards)
+
+
+class Slot(Generic[W]):
+    """The one shell (or bubblewrap sandbox, :mod:`.ahead`) a sandbox keeps started ahead, shared by its per-call views
+    (``copy.copy``), and how many drives want one. Two threads' calls never take one, nor start two; and none is
+    started once the last drive has ended (it stops what it finds: starters check :attr:`drives` under the lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.drives = 0
+        self.idle: W | None = None
+        self.runs = 0
+        """How many commands ran in one started ahead: what a caller or test can check them by."""
+
+    @contextmanager
+    def driving(self) -> Iterator[None]:
+        """While it lasts, commands' ends start the next one; at the last drive's end the waiting one is discarded."""
+        with self.lock:
+            self.drives += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.drives -= 1
+                idle = None
+                if not self.drives:
+                    idle, self.idle = self.idle, None
+            if idle is not None:
+                idle.discard()
+
+    def take(self) -> W | None:
+        with self.lock:
+            idle, self.idle = self.idle, None
+        return idle
