@@ -331,3 +331,21 @@ def test_a_runs_commands_use_them_and_leave_none_behind(tmp_path: Path, monkeypa
     assert [line.split(" in ")[0] for line in lines] == [f"step {i}" for i in range(1, steps + 1)]
     assert [box.warm_runs for box in driven] == [steps - 1]
     assert (ws / ".tether").is_dir() and bwrap_children() == []
+
+
+def test_a_call_whose_check_fails_stops_the_sandbox_it_took(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox set up ahead is taken out of its slot before the call's flags are worked out: if that raises (the
+    deny walk failing, an interrupt), no one else would ever stop it, so the call stops it before the error goes on."""
+    box = BwrapSandbox(workspace)
+    with box.warm():
+        run(box, workspace, "true")
+        sandbox = waiting(box)
+
+        def fails(*args: object, **kwargs: object) -> list[str]:
+            raise OSError("the deny walk could not list the workspace")
+
+        monkeypatch.setattr(box, "argv", fails)
+        with pytest.raises(OSError, match="could not list"):
+            run(box, workspace, "touch acted")
+        assert gone(sandbox) and box._ahead.idle is None
+    assert not (workspace / "acted").exists() and bwrap_children() == []
