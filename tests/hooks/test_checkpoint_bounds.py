@@ -7,7 +7,6 @@ crash of the hook process."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -54,7 +53,7 @@ def forge(hook: Hook, body: bytes) -> Path:
     (path,) = (hook.workspace / ".tether" / "tether.db.folds").glob("*.ckpt")
     raw = path.read_bytes()
     header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
-    header["body_sha256"] = hashlib.sha256(body).hexdigest()
+    header.update(ck.digests(body, False))
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
     return path
 

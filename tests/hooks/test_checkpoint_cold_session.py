@@ -260,7 +260,7 @@ def test_a_checkpoint_whose_fold_part_is_forged_is_not_used_for_it(believing: Ho
     stream = io.BytesIO(body)
     ck._Unpickler(stream).load()
     cut = body[: stream.tell()] + b"\x80\x05N."  # the fold's part replaced by a pickled None
-    header["body_sha256"] = ck.sha256_hex(cut)
+    header.update(ck.digests(cut, False))
     path.write_bytes(ck.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + cut)
     got = decided_cold(believing, edit(believing, "toolu_edit2"))
     assert got["decision"] == "allow" and got["started"] == [0]
@@ -415,7 +415,7 @@ def test_a_checkpoint_naming_where_its_unsearched_texts_begin_out_of_the_log_is_
     pickler.dispatch_table = {**copyreg.dispatch_table, Event: ck._reduce_event}
     pickler.dump(gate)
     body = forged.getvalue() + rest
-    header["body_sha256"] = ck.sha256_hex(body)
+    header.update(ck.digests(body, False))
     path.write_bytes(ck.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
     loaded: list[bool] = []
     real = ck.load

@@ -6,7 +6,6 @@ key (the digest recomputed): what a process does not read cannot harm it, and wh
 from __future__ import annotations
 
 import copyreg
-import hashlib
 import io
 import json
 import os
@@ -92,7 +91,7 @@ def split(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
 def write(path: Path, header: dict[str, Any], body: bytes) -> None:
     """``body`` under ``header`` with its digest recomputed: a forgery without a key passes every check but the trial's
     and the log's."""
-    header = {**header, "body_sha256": hashlib.sha256(body).hexdigest()}
+    header = {**header, **ck.digests(body, False)}
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
 
 
@@ -223,21 +222,22 @@ def test_a_checkpoint_of_the_old_format_is_a_miss_and_stays(hook: Hook, tmp_path
     assert not plain_call(hook, tmp_path / "ran", 0)["restored"]
     assert path.read_bytes() == before
     assert not full_call(hook, 0)
-    assert split(path)[0]["version"] == ck.VERSION == 3  # the whole log folded, and checkpointed anew
+    assert split(path)[0]["version"] == ck.VERSION == 4  # the whole log folded, and checkpointed anew
 
 
-def test_the_body_is_parsed_and_hashed_once_and_one_begin_did_not_check_is_hashed_by_load(
+def test_the_body_is_parsed_and_checked_once_and_one_begin_did_not_check_is_checked_by_load(
     hook: Hook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``begin`` checks the body's digest and ``load`` reuses what it checked (the same bytes); a pending file that
-    ``begin`` did not check (as a signed store's) is hashed by ``load``, and refused when its body is another."""
+    """``begin`` checks the body against its header's digests and ``load`` reuses what it checked (the same bytes); a
+    pending file that ``begin`` did not check (as a signed store's) is checked by ``load``, and refused when its
+    body is another."""
     path = checkpoint_file(hook)
     size = sum(map(len, split(path)[1:]))
-    hashed: list[int] = []
-    real = ck.sha256_hex
-    monkeypatch.setattr(ck, "sha256_hex", lambda data: hashed.append(len(data)) or real(data))
+    checked: list[int] = []
+    real = ck.intact
+    monkeypatch.setattr(ck, "intact", lambda head, body, signed: checked.append(len(body)) or real(head, body, signed))
     assert full_call(hook, 0)
-    assert hashed.count(size) == 1
+    assert checked.count(size) == 1
     [guard] = hook.resident().values()
     header = split(path)[0]
     raw = path.read_bytes()

@@ -5,7 +5,6 @@ file rewritten while the child tries it, locks other threads hold at the fork, t
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import logging
 import os
@@ -183,7 +182,7 @@ def test_the_parent_loads_the_bytes_the_child_tried(tmp_path: Path, monkeypatch:
         raw = path.read_bytes()
         header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
         bad = deep_tuple_value(300_000)
-        header["body_sha256"] = hashlib.sha256(bad).hexdigest()
+        header.update(ck.digests(bad, False))
         path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + bad)
         swapped.append(True)
         return real(trial)
@@ -265,15 +264,15 @@ def test_containers_of_leaves_are_counted_exactly_at_the_bound() -> None:
 
 @pytest.mark.parametrize("matches", [False, True], ids=["another digest", "the header's digest"])
 def test_a_body_whose_digest_is_not_the_headers_leaves_no_child(tmp_path: Path, matches: bool) -> None:
-    """``begin`` forks the trial, then hashes the body while the child loads it: a body whose digest is not the
-    header's is not used, and its child (here one whose load would never end) is killed and reaped before ``begin``
-    returns. With the header's digest, the child runs until its verdict or ``close``."""
+    """A body whose digest is not the header's is not used, and no trial of it is left running when ``begin``
+    returns (here one whose load would never end). With the header's digest, the child runs until its verdict or
+    ``close``."""
     kids = children()
     folder = tmp_path / "folds"
     folder.mkdir(mode=0o700)
     body = PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s."
-    digest = hashlib.sha256(body if matches else b"another body").hexdigest()
-    header = {"version": ck.VERSION, "run_id": "run-x", "code": ck.code_stamp(), "body_sha256": digest}
+    digests = ck.digests(body if matches else b"another body", False)
+    header = {"version": ck.VERSION, "run_id": "run-x", "code": ck.code_stamp(), **digests}
     path = Path(ck.path_for(folder, "run-x"))
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
     path.chmod(0o600)

@@ -186,11 +186,11 @@ def file_tool_calls(project: Path) -> list[tuple[str, dict[str, str]]]:
     ]
 
 
-#: What a plain call that reads a fold checkpoint imports beyond an early call's: OpenSSL's SHA-256 from ``_hashlib``
-#: (the body's digest and the long log's audit: faster by more than its load, tether.canonical.openssl_sha256,
-#: events/store.py chain_sha256; not hashlib.py) and the C unpickler that loads the body (guard/cachefile.py
-#: ``unpickler``).
-READING_A_CHECKPOINT = frozenset({"_hashlib", "_pickle", "_compat_pickle"})
+#: What a plain call that reads a fold checkpoint imports beyond an early call's: the C unpickler that loads the body
+#: (guard/cachefile.py ``unpickler``). Not OpenSSL's libcrypto (``_hashlib``, ~3.3 ms to load): without a key the
+#: body is checked by its CRC-32 (guard/checkpoint.py ``intact``), and the audit of the events after its head hashes
+#: them with the builtin SHA-256 (events/store.py ``chain_sha256``).
+READING_A_CHECKPOINT = frozenset({"_pickle", "_compat_pickle"})
 
 
 def test_a_plain_call_that_reads_a_checkpoint_imports_only_what_reading_it_needs(

@@ -168,9 +168,8 @@ def test_a_body_naming_a_function_is_refused_without_calling_it(hook: Hook, tmp_
             return (os.system, (f"touch {marker}",))
 
     body = pickle.dumps({"state": Evil()}, protocol=5)
-    import hashlib
 
-    tamper(checkpoint_file(hook), lambda h, b: ({**h, "body_sha256": hashlib.sha256(body).hexdigest()}, body))
+    tamper(checkpoint_file(hook), lambda h, b: ({**h, **ck.digests(body, False)}, body))
     cold()
     assert calls(hook, 1, start=12) == ["ask"]
     assert not marker.exists()
@@ -296,7 +295,7 @@ def test_under_an_anchor_key_only_a_checkpoint_signed_with_it_is_used(
     calls(hook, 12)
     path = checkpoint_file(hook)
     header = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
-    assert header["sig"] and header["key_id"].startswith("ed25519:")
+    assert header["sig"] and header["key_id"].startswith("ed25519:") and header["body_sha256"]
     cold()
     calls(hook, 1, start=12)
     assert isinstance(guard_of(hook).events, Log)  # signed by the key: used
@@ -306,6 +305,12 @@ def test_under_an_anchor_key_only_a_checkpoint_signed_with_it_is_used(
     cold()
     calls(hook, 1, start=13)
     assert not isinstance(guard_of(hook).events, Log)  # unsigned: ignored
+
+    path.write_bytes(signed)  # another body under the signed header, its CRC-32 made right: the SHA-256 it signs is not
+    tamper(path, lambda h, b: ({**h, **ck.digests(b[:-2] + b"N.", False)}, b[:-2] + b"N."))
+    cold()
+    calls(hook, 1, start=14)
+    assert not isinstance(guard_of(hook).events, Log)
 
     other = AnchorKey.generate(tmp_path / "other" / "anchor.key")
     path.write_bytes(signed)
@@ -318,7 +323,7 @@ def test_under_an_anchor_key_only_a_checkpoint_signed_with_it_is_used(
 
     tamper(path, forged)  # another key's signature under this key's id
     cold()
-    calls(hook, 1, start=14)
+    calls(hook, 1, start=15)
     assert not isinstance(guard_of(hook).events, Log)
 
 

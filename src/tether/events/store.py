@@ -1210,10 +1210,10 @@ HASHLIB_ROWS = 4096
 def chain_sha256(rows: int) -> Callable[[bytes], Any]:
     """The SHA-256 constructor a chain check of ``rows`` rows hashes with: OpenSSL's (``hashlib.sha256``, taken from
     ``_hashlib``: :func:`tether.canonical.openssl_sha256`; a 1,000-call session's 4,032 rows of ~270 bytes in 1.9 ms
-    of CPU, against 4.4 ms with the builtin ``_sha256``; best of 7) when ``_hashlib`` is loaded already (a cold call
-    that read a fold checkpoint hashed its body with it, ``tether.canonical.sha256_hex``) or the log is long enough
-    (:data:`HASHLIB_ROWS`) to pay for loading it (~3.3 ms); else :data:`tether.canonical.sha256`, so a short
-    session's cold call does not load libcrypto. The same digests."""
+    of CPU, against 4.4 ms with the builtin ``_sha256``; best of 7) when ``_hashlib`` is loaded already or the log is
+    long enough (:data:`HASHLIB_ROWS`) to pay for loading it (~3.3 ms); else :data:`tether.canonical.sha256`, so
+    neither a short session's cold call nor a long one's audit from its fold checkpoint's head loads libcrypto. The
+    same digests."""
     import sys
 
     if "_hashlib" in sys.modules or rows >= HASHLIB_ROWS:

@@ -40,12 +40,13 @@ What a checkpoint is trusted for, and what it is not (docs/hook-latency.md, "A c
   the verified log's head.
 
 Written atomically (a temporary file in the same directory, then ``rename``): a crash leaves the old file or
-the new one, never a mix; a torn body fails its SHA-256 and is ignored. Two processes writing at once each
-rename a whole file: the last rename wins, and either file is valid for the head it names.
+the new one, never a mix; a torn body fails its CRC-32 (:func:`intact`) and is ignored. Two processes writing at
+once each rename a whole file: the last rename wins, and either file is valid for the head it names.
 """
 
 from __future__ import annotations
 
+import binascii
 import enum
 import io
 import itertools
@@ -81,7 +82,8 @@ if TYPE_CHECKING:
 #: state, the provenance index, the turn count) then the control layer's fold, so that a process that does not use the
 #: fold (a plain PreToolUse) loads, and tries, only the first (:func:`wants_fold`); 1 pickled them in one. 3: the
 #: gate's part names where the texts its provenance index has not searched begin (``since``: ``Provenance.kept``).
-VERSION = 3
+#: 4: the body's check is its CRC-32, and its SHA-256 only under an anchor key (:func:`intact`).
+VERSION = 4
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
@@ -300,8 +302,27 @@ def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
         "events": len(guard.events),
         "contract": guard.contract,
         "asking": guard.asking.value,
-        "body_sha256": sha256_hex(body),
+        **digests(body, getattr(guard.store, "signer", None) is not None),
     }
+
+
+def digests(body: bytes, signed: bool) -> dict[str, Any]:
+    """What the header says of its body: its CRC-32, and under an anchor key (``signed``) its SHA-256 too."""
+    said: dict[str, Any] = {"body_crc32": binascii.crc32(body)}
+    if signed:
+        said["body_sha256"] = sha256_hex(body)
+    return said
+
+
+def intact(header: dict[str, Any], body: bytes, signed: bool) -> bool:
+    """Whether ``body`` is the one ``header`` names. Without a key the check is for a torn or damaged file, and a
+    CRC-32 finds one (all but one in 2**32 of random damage): whoever could forge the file could write any digest
+    in it, as they could rewrite the log's hashes (the module's docstring). A SHA-256 there cost a cold call
+    ~3.8 ms, of it ~3.3 to load OpenSSL's libcrypto that nothing else of a plain PreToolUse loads; the CRC-32 of a
+    1,000-call session's 816 kB body takes ~0.2 ms. Under a key the signed header binds the body by its SHA-256."""
+    if header.get("body_crc32") != binascii.crc32(body):
+        return False
+    return not signed or sha256_hex(body) == header.get("body_sha256")
 
 
 def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = None) -> bool:
@@ -364,8 +385,8 @@ class Pending:
     ) -> None:
         self.raw, self.trial, self.ident = raw, trial, ident
         self.fold = fold  # the body's second part, the control layer's fold, is read (and was tried) too
-        #: ``raw``'s header and body as :func:`begin` parsed them, the body's digest the header's: not parsed nor
-        #: hashed again (~2 ms of CPU for a 641 kB body). The same bytes: ``raw`` is never replaced.
+        #: ``raw``'s header and body as :func:`begin` parsed them, the body the one the header names (:func:`intact`):
+        #: not parsed nor checked again. The same bytes: ``raw`` is never replaced.
         self.checked = checked
         self.failed = False  # its trial ran and did not end well
 
@@ -398,7 +419,7 @@ class Pending:
             return None
         if header.get("code") != code_stamp():
             return None
-        if self.checked is None and sha256_hex(body) != header.get("body_sha256"):
+        if self.checked is None and not intact(header, body, signer is not None):
             return None
         seq, head = header.get("seq"), header.get("hash")
         if type(seq) is not int or seq < 0 or header.get("events") != seq + 1 or type(head) is not str:
@@ -433,12 +454,10 @@ class Pending:
 def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     """Read the session's checkpoint and, when no store key will vouch for it (``signed``: the store has one), start
     the trial of its body in a forked child (:func:`tried`) at once: the child loads and walks it while this process
-    hashes the body and audits the log (``Guard.open`` runs ``verify_run`` before the body is used), and
-    :func:`load` waits for its verdict only then (a cold call in a session of 1,000 tool calls waited ~35 ms for it
-    after the audit). A body whose header is not this code's checkpoint of this run is not tried, and one whose
-    digest is not the header's has its child killed: :func:`load` ignores either. The digest is taken after the fork
-    because the child's load and walk are the longer part (~9 ms against ~2.5 ms of SHA-256 for a 1,000-call
-    session's body): hashed before, it delayed the trial's verdict by as much. The caller closes what it gets
+    audits the log (``Guard.open`` runs ``verify_run`` before the body is used), and :func:`load` waits for its
+    verdict only then (a cold call in a session of 1,000 tool calls waited ~35 ms for it after the audit). A body
+    whose header is not this code's checkpoint of this run, or that is not the body its header names
+    (:func:`intact`), is not tried: :func:`load` ignores either. The caller closes what it gets
     (``try``/``finally``), used or not."""
     read = read_own(folder, places.name(path_for(folder, run_id)), MAX_BYTES)  # a file another user could write: a miss
     if read is None:
@@ -458,12 +477,9 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     header, body = found
     if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
         return Pending(raw, fold=fold)
-    if header.get("code") != code_stamp():
+    if header.get("code") != code_stamp() or not intact(header, body, False):
         return Pending(raw, fold=fold)
     trial = cachefile.Trial(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
-    if sha256_hex(body) != header.get("body_sha256"):  # hashed while the child loads: not used, its child killed
-        trial.close()
-        return Pending(raw, fold=fold)
     return Pending(raw, trial, ident, fold, found)
 
 
@@ -488,7 +504,7 @@ def _vouched(guard: Guard, header: dict[str, Any], body: bytes, digested: bool =
         return False
     if header.get("asking") != guard.asking.value:
         return False
-    if not digested and sha256_hex(body) != header.get("body_sha256"):
+    if not digested and not intact(header, body, getattr(guard.store, "signer", None) is not None):
         return False
     return sealed(header, getattr(guard.store, "signer", None))
 
