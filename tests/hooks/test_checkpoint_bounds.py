@@ -53,7 +53,7 @@ def forge(hook: Hook, body: bytes) -> Path:
     (path,) = (hook.workspace / ".tether" / "tether.db.folds").glob("*.ckpt")
     raw = path.read_bytes()
     header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
-    header.update(ck.digests(body, False))
+    header.update(ck.digests(body, False), parts=[0, len(body)])  # the gate's part pickled whole
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
     return path
 

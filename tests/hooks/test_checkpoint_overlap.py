@@ -46,7 +46,7 @@ def forge(path: Path, body: bytes) -> None:
     """``body`` as the checkpoint, under its own header with the digest made right (what a forger can do)."""
     raw = path.read_bytes()
     header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
-    header.update(ck.digests(body, False))
+    header.update(ck.digests(body, False), parts=[0, len(body)])  # the gate's part pickled whole
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
 
 
@@ -168,15 +168,15 @@ def test_a_large_legitimate_body_passes_its_trial(tmp_path: Path, monkeypatch: p
     """A real session's folded state, over and over in one body of 21 MB (the size of a session of ~37,000 tool
     calls' checkpoint, at 571 KB a 1,000): loaded and walked in the child within its deadline and allowance."""
     hook = made(tmp_path, monkeypatch)
-    raw = checkpoint_file(hook).read_bytes()
-    body = raw[len(ck.MAGIC) :].partition(b"\n")[2]
+    header, body = ck.parts(checkpoint_file(hook).read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, b"")
+    text, left, _ = ck._split(header, body) or (b"", b"", b"")
     from tether.policy.provenance import Provenance  # noqa: F401 — the body pickles it
 
     def copies(n: int) -> bytes:
         buf = io.BytesIO()
         p = pickle.Pickler(buf, protocol=5)
         p.dispatch_table = {**copyreg.dispatch_table, Event: ck._reduce_event}  # as the writer does
-        p.dump({"state": [ck._Unpickler(io.BytesIO(body)).load() for _ in range(n)]})
+        p.dump({"state": [ck._gate(text, left) for _ in range(n)]})  # the gate's part, pickled whole n times
         return buf.getvalue()
 
     each = len(copies(2)) - len(copies(1))  # a class's name is written once a body

@@ -80,25 +80,42 @@ def checkpoint_file(hook: Hook) -> Path:
     return found
 
 
-def split(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
-    """A checkpoint's header and its body's two pickles."""
-    line, _, body = path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")
-    stream = io.BytesIO(body)
-    pickle.load(stream)
-    return json.loads(line), body[: stream.tell()], body[stream.tell() :]
+class Gate(bytes):
+    """A checkpoint's gate part as :func:`split` read it: its JSON, then what is pickled beside it (``sizes``)."""
+
+    sizes: list[int]
 
 
-def write(path: Path, header: dict[str, Any], body: bytes) -> None:
-    """``body`` under ``header`` with its digest recomputed: a forgery without a key passes every check but the trial's
-    and the log's."""
-    header = {**header, **ck.digests(body, False)}
-    path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
+def split(path: Path) -> tuple[dict[str, Any], Gate, bytes]:
+    """A checkpoint's header, its gate's part and its fold's part."""
+    header, body = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, b"")
+    a, b = header["parts"]
+    gate = Gate(body[: a + b])
+    gate.sizes = [a, b]
+    return header, gate, body[a + b :]
 
 
-def in_plain(hook: Hook, data: dict[str, Any], marker: Path) -> dict[str, Any]:
+def gate_of(gate: Gate) -> dict[str, Any]:
+    """The gate's part as a reader takes it: the run state, the provenance index, ``since``, the turn count."""
+    a, b = gate.sizes
+    got = ck._gate(gate[:a], gate[a : a + b])
+    assert got is not None
+    return got
+
+
+def write(path: Path, header: dict[str, Any], gate: bytes, fold: bytes = b"") -> None:
+    """``gate`` then ``fold`` under ``header``, its digest and parts recomputed: a forgery without a key passes every
+    check but the trial's and the log's. A ``gate`` that is not a :func:`split`'s is the gate's part pickled whole."""
+    sizes = gate.sizes if isinstance(gate, Gate) else [0, len(gate)]
+    header = {**header, **ck.digests(gate + fold, False), "parts": sizes}
+    path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + gate + fold)
+
+
+def in_plain(hook: Hook, data: dict[str, Any], marker: Path, script: str = PLAIN) -> dict[str, Any]:
+    """``script`` (:data:`PLAIN`) run in a process of its own, given the session's request, ``data`` and ``marker``."""
     env = {**os.environ, "PYTHONPATH": str(Path(launch.__file__).parents[2])}
     done = subprocess.run(
-        [sys.executable, "-c", PLAIN],
+        [sys.executable, "-c", script],
         input=json.dumps([hook.request, data, str(marker)]),
         capture_output=True,
         text=True,
@@ -163,7 +180,7 @@ def test_a_fold_part_naming_a_function_is_never_parsed_by_a_plain_call_and_refus
     marker = tmp_path / "ran"
     path = checkpoint_file(hook)
     header, gate, _ = split(path)
-    write(path, header, gate + pickle.dumps({"fold": Evil(marker)}, protocol=5))
+    write(path, header, gate, pickle.dumps({"fold": Evil(marker)}, protocol=5))
     assert plain_call(hook, marker, 0)["restored"]  # the fold's bytes never read: the gate's part is sound
     assert not full_call(hook, 0)  # the whole log folded
     assert not marker.exists()
@@ -173,7 +190,7 @@ def test_a_gate_part_naming_a_function_is_refused_by_both(hook: Hook, tmp_path: 
     marker = tmp_path / "ran"
     path = checkpoint_file(hook)
     header, _, fold = split(path)
-    write(path, header, pickle.dumps({"state": Evil(marker)}, protocol=5) + fold)
+    write(path, header, pickle.dumps({"state": Evil(marker)}, protocol=5), fold)
     assert plain_call(hook, marker, 0) == {"unsure": True, "restored": False, "marker": False}  # to the full path
     assert path.exists()
     assert not full_call(hook, 0)
@@ -198,13 +215,13 @@ def test_parts_of_two_checkpoints_spliced_are_refused_where_read(hook: Hook, tmp
         hook.bash(f"grep -n needle{i} src/app.py", call_id=f"toolu_{i}")
     header, gate, fold = split(path)
     assert header["seq"] > old_header["seq"]
-    write(path, header, gate + old_fold)
+    write(path, header, gate, old_fold)
     assert plain_call(hook, tmp_path / "ran", 0)["restored"]
-    write(path, header, gate + old_fold)
+    write(path, header, gate, old_fold)
     assert not full_call(hook, 0)
-    write(path, header, old_gate + fold)
+    write(path, header, old_gate, fold)
     assert not plain_call(hook, tmp_path / "ran", 1)["restored"]
-    write(path, header, old_gate + fold)
+    write(path, header, old_gate, fold)
     assert not full_call(hook, 1)
 
 
@@ -216,13 +233,13 @@ def test_a_checkpoint_of_the_old_format_is_a_miss_and_stays(hook: Hook, tmp_path
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=5)
     pickler.dispatch_table = {**copyreg.dispatch_table, Event: ck._reduce_event}  # as format 1 was written
-    pickler.dump({**pickle.loads(gate), **pickle.loads(fold)})
+    pickler.dump({**gate_of(gate), **pickle.loads(fold)})
     write(path, {**header, "version": 1}, buf.getvalue())
     before = path.read_bytes()
     assert not plain_call(hook, tmp_path / "ran", 0)["restored"]
     assert path.read_bytes() == before
     assert not full_call(hook, 0)
-    assert split(path)[0]["version"] == ck.VERSION == 4  # the whole log folded, and checkpointed anew
+    assert split(path)[0]["version"] == ck.VERSION == 5  # the whole log folded, and checkpointed anew
 
 
 def test_the_body_is_parsed_and_checked_once_and_one_begin_did_not_check_is_checked_by_load(

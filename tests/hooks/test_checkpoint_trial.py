@@ -50,7 +50,7 @@ import io, sys
 from tether.guard import cachefile
 from tether.guard import checkpoint as ck
 body = bytes.fromhex(sys.stdin.read())
-obj = ck._Unpickler(io.BytesIO(body)).load()
+obj = ck._load(io.BytesIO(body))
 hash(obj["state"])
 """
 
@@ -182,7 +182,7 @@ def test_the_parent_loads_the_bytes_the_child_tried(tmp_path: Path, monkeypatch:
         raw = path.read_bytes()
         header = json.loads(raw[len(ck.MAGIC) :].partition(b"\n")[0])
         bad = deep_tuple_value(300_000)
-        header.update(ck.digests(bad, False))
+        header.update(ck.digests(bad, False), parts=[0, len(bad)])  # the gate's part pickled whole
         path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + bad)
         swapped.append(True)
         return real(trial)
@@ -272,7 +272,7 @@ def test_a_body_whose_digest_is_not_the_headers_leaves_no_child(tmp_path: Path, 
     folder.mkdir(mode=0o700)
     body = PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s."
     digests = ck.digests(body if matches else b"another body", False)
-    header = {"version": ck.VERSION, "run_id": "run-x", "code": ck.code_stamp(), **digests}
+    header = {"version": ck.VERSION, "run_id": "run-x", "code": ck.code_stamp(), **digests, "parts": [0, len(body)]}
     path = Path(ck.path_for(folder, "run-x"))
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
     path.chmod(0o600)

@@ -28,7 +28,7 @@ def global_ref(module: str, name: str) -> bytes:
 
 
 def by_checkpoint(body: bytes) -> Any:
-    return checkpoint._Unpickler(io.BytesIO(body)).load()
+    return checkpoint._load(io.BytesIO(body))
 
 
 READERS = {"checkpoint": by_checkpoint, "envelope": envcache._unpickle}

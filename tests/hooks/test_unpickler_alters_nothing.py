@@ -21,7 +21,7 @@ from tether.envelope.schema import ApprovalClass, Effect, Envelope
 
 
 def by_checkpoint(body: bytes) -> Any:
-    return checkpoint._Unpickler(io.BytesIO(body)).load()
+    return checkpoint._load(io.BytesIO(body))
 
 
 READERS = {"checkpoint": by_checkpoint, "envelope": envcache._unpickle}

@@ -24,20 +24,22 @@ What a checkpoint is trusted for, and what it is not (docs/hook-latency.md, "A c
   a checkpoint is signed with the same key and one without a valid signature is ignored. Without a key the
   log itself can be rewritten consistently by whoever can write the database, and the checkpoint beside it
   is as trusted as the log.
-- **Reading it runs no code of the file's choosing.** The body is a pickle read by an unpickler that finds
-  only tether's own data classes (dataclasses, pydantic models, enums, the folds' classes) and a few plain
-  standard types; any other global fails the read, and the checkpoint is ignored.
+- **Reading it runs no code of the file's choosing.** The gate's part is JSON (guard/gatepart.py); what is
+  pickled is read by an unpickler that finds only tether's own data classes (dataclasses, pydantic models, enums,
+  the folds' classes) and a few plain standard types; any other global fails the read, and the checkpoint is
+  ignored.
 - **What reading it may cost is bounded.** A file over :data:`MAX_BYTES` is not read (its size checked first);
-  a body no store key vouches for is loaded first in a forked child with a memory limit and a deadline
+  a pickled part no store key vouches for is loaded first in a forked child with a memory limit and a deadline
   (:func:`tried`; started before the log's audit, :func:`begin`), and a body whose load there did not end well is
-  ignored: a hostile pickle (a memory bomb, a
-  tuple nested deep enough to overflow the C stack when hashed, a graph of tuples whose hash never ends) is a
-  miss, never a hang or a crash of this process.
+  ignored: a hostile pickle (a memory bomb, a tuple nested deep enough to overflow the C stack when hashed, a graph
+  of tuples whose hash never ends) is a miss, never a hang or a crash of this process. JSON can hold none of
+  those, and is read untried up to ``gatepart.UNTRIED_BYTES``.
 
-- **A process reads what it uses, and only that is tried.** The body is two pickles: the gate's part (the run state,
-  the provenance index, the turn count), then the control layer's fold. A plain PreToolUse (:func:`wants_fold`)
-  loads and tries the first only, and never parses the second's bytes; every other process reads both, each held to
-  the verified log's head.
+- **A process reads what it uses, and only that is tried.** The body is three parts: the gate's part (the run
+  state, the provenance index, the turn count) as JSON, what of it JSON cannot hold pickled (most sessions: nothing),
+  then the control layer's fold, pickled. A plain PreToolUse (:func:`wants_fold`) reads the first two only, and
+  never parses the fold's bytes: late in a session it forks no trial at all; every other process reads all three,
+  each held to the verified log's head.
 
 Written atomically (a temporary file in the same directory, then ``rename``): a crash leaves the old file or
 the new one, never a mix; a torn body fails its CRC-32 (:func:`intact`) and is ignored. Two processes writing at
@@ -59,7 +61,7 @@ from tether.events.payload import REGISTRY
 from tether.events.store import Event
 from tether.scoped import suppress
 
-from . import cachefile
+from . import cachefile, gatepart
 from .cachefile import _STAMP as _STAMP  # the tests pin the stamp here: the same list
 from .cachefile import STALE_S as STALE_S
 from .cachefile import TMP_PREFIX as TMP_PREFIX
@@ -82,8 +84,9 @@ if TYPE_CHECKING:
 #: state, the provenance index, the turn count) then the control layer's fold, so that a process that does not use the
 #: fold (a plain PreToolUse) loads, and tries, only the first (:func:`wants_fold`); 1 pickled them in one. 3: the
 #: gate's part names where the texts its provenance index has not searched begin (``since``: ``Provenance.kept``).
-#: 4: the body's check is its CRC-32, and its SHA-256 only under an anchor key (:func:`intact`).
-VERSION = 4
+#: 4: the body's check is its CRC-32, and its SHA-256 only under an anchor key (:func:`intact`). 5: the gate's part is
+#: JSON (guard/gatepart.py), what JSON cannot hold of it pickled beside it, their sizes in the header's ``parts``.
+VERSION = 5
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
@@ -199,9 +202,17 @@ def _allowed(module: str, name: str) -> Any:
     return _data_class(module, name)
 
 
-#: Finds only what :func:`_allowed` gives (:func:`.cachefile.unpickler`): a checkpoint's body cannot name a function
-#: to call.
-_Unpickler = cachefile.unpickler(_allowed, "a fold checkpoint")
+#: The unpickler that finds only what :func:`_allowed` gives (:func:`.cachefile.unpickler`): a checkpoint's body cannot
+#: name a function to call. Made on first use (:func:`_load`): a call that reads only a body's JSON imports no
+#: ``_pickle`` (~0.45 ms).
+_UNPICKLER: list[type[Any]] = []
+
+
+def _load(stream: io.BytesIO) -> Any:
+    """The next pickle in ``stream``, by the restricted unpickler."""
+    if not _UNPICKLER:
+        _UNPICKLER.append(cachefile.unpickler(_allowed, "a fold checkpoint"))
+    return _UNPICKLER[0](stream).load()
 
 
 # ---- writing and reading ----------------------------------------------------------------------------------
@@ -215,10 +226,12 @@ def save(guard: Guard, folder: StrPath) -> str | None:
     genesis = guard.genesis or (events[0].hash if isinstance(events, list) and events and events[0].seq == 0 else "")
     if not len(events) or not genesis or not code_stamp():
         return None
-    body = _body(guard)
-    if body is None:
+    made = _body(guard)
+    if made is None:
         return None
+    sizes, body = made
     header = _header(guard, genesis, body)
+    header["parts"] = sizes
     seal(header, getattr(guard.store, "signer", None))
     import json  # the writer's alone: a reader parses the header with tether.jsonc
 
@@ -227,13 +240,13 @@ def save(guard: Guard, folder: StrPath) -> str | None:
     )
 
 
-def _body(guard: Guard) -> bytes | None:
-    """The pickled folds, or None when one is not at the log's head or something will not pickle: two pickles, one
-    after the other (each stream ends itself), the gate's part (the run state, the provenance index, the turn count)
-    first, the control layer's fold second. Pickled apart, they share no object: each loads whole on its own."""
+def _body(guard: Guard) -> tuple[list[int], bytes] | None:
+    """The body, and the sizes of its first two parts (the header's ``parts``), or None when a fold is not at the log's
+    head or something will not pickle. Three parts, each whole on its own (they share no object): the gate's part
+    (the run state, the provenance index, the turn count) as JSON (guard/gatepart.py), what of it JSON cannot hold
+    pickled (empty when nothing; the whole gate's part when its calls cannot be written as JSON), then the control
+    layer's fold pickled."""
     import copy
-    import copyreg
-    import pickle  # the writer's alone: a reader unpickles with _pickle (cachefile.unpickler)
 
     from tether.control.fold import folded
 
@@ -252,16 +265,31 @@ def _body(guard: Guard) -> bytes | None:
     # not write: a session whose Reads gave beliefs had its checkpoint written again only by a call on the full path
     fold_copy._derivation = None
     known, user, since = prov.kept()
-    gate = {"state": guard.state, "known": known, "user": user, "since": since, "turns": turns[1]}
-    buf = io.BytesIO()
-    table = {**copyreg.dispatch_table, **_plain_records(), Event: _reduce_event}
     try:
-        for part in (gate, {"fold": fold_copy}):
-            p = pickle.Pickler(buf, protocol=5)
-            p.dispatch_table = table
-            p.dump(part)
-    except Exception:  # something unpicklable: no checkpoint, the fold is still right
+        encoded = gatepart.encode(guard.state, known, user, since, turns[1])
+        if encoded is None:
+            text, left = b"", {"state": guard.state, "known": known, "user": user, "since": since, "turns": turns[1]}
+        else:
+            text, left = encoded
+        pickled = _pickled(left)
+        body = text + pickled + _pickled({"fold": fold_copy})
+    except Exception:  # something unpicklable, or nested past the recursion limit: no checkpoint, the fold is right
         return None
+    return [len(text), len(pickled)], body
+
+
+def _pickled(part: dict[str, Any]) -> bytes:
+    """A part of the body pickled (b"" for an empty one), tether's events by :func:`_reduce_event`; raises for what
+    will not pickle, or what a plain process may not write (:func:`_plain_records`)."""
+    if not part:
+        return b""
+    import copyreg
+    import pickle  # the writer's alone: a reader unpickles with _pickle (cachefile.unpickler)
+
+    buf = io.BytesIO()
+    p = pickle.Pickler(buf, protocol=5)
+    p.dispatch_table = {**copyreg.dispatch_table, **_plain_records(), Event: _reduce_event}
+    p.dump(part)
     return buf.getvalue()
 
 
@@ -389,9 +417,14 @@ class Pending:
         #: not parsed nor checked again. The same bytes: ``raw`` is never replaced.
         self.checked = checked
         self.failed = False  # its trial ran and did not end well
+        #: Nothing of what this process reads of the body needs a trial (guard/gatepart.py): set by :func:`begin`.
+        self.untried = False
 
     def tried(self) -> bool:
-        """Whether the trial (:func:`tried`) of the body ended well: waited for now, if it is still running."""
+        """Whether the trial (:func:`tried`) of the body ended well: waited for now, if it is still running; true
+        when nothing this process reads of it needs one (:attr:`untried`)."""
+        if self.untried:
+            return True
         ok = self.trial is not None and self.trial.verdict()
         self.failed = self.trial is not None and not ok
         return ok
@@ -477,10 +510,27 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     header, body = found
     if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
         return Pending(raw, fold=fold)
-    if header.get("code") != code_stamp() or not intact(header, body, False):
+    split = _split(header, body)
+    if header.get("code") != code_stamp() or not intact(header, body, False) or split is None:
         return Pending(raw, fold=fold)
-    trial = cachefile.Trial(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
+    text, left, rest = split
+    pickles = [part for part in (left, rest if fold else b"") if part]
+    large = text if len(text) > gatepart.UNTRIED_BYTES else b""
+    if not pickles and not large:  # only JSON to read, of a size it may be read at: nothing to try
+        pending = Pending(raw, None, ident, fold, found)
+        pending.untried = True
+        return pending
+    trial = cachefile.Trial(lambda: _trial_parts(large, pickles), trial_seconds(body), trial_allowance(body))
     return Pending(raw, trial, ident, fold, found)
+
+
+def _split(header: dict[str, Any], body: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """The body's three parts (:func:`_body`) by the header's ``parts``, or None when they do not fit it."""
+    sizes = header.get("parts")
+    if type(sizes) is not list or len(sizes) != 2 or any(type(n) is not int or n < 0 for n in sizes):
+        return None
+    a, b = sizes
+    return (body[:a], body[a : a + b], body[a + b :]) if a + b <= len(body) else None
 
 
 def _classes_imported(fold: bool = True) -> None:
@@ -526,12 +576,14 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None
     if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
-    stream = io.BytesIO(body)
-    obj = _Unpickler(stream).load()
-    fold = _fold(stream, seq + 1, tail[0].hash) if pending.fold else None
+    split = _split(header, body)
+    obj = None if split is None else _gate(*split[:2])
+    if split is None or obj is None:
+        return None
+    fold = _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash) if pending.fold else None
     from tether.state import RunState
 
-    state = obj.get("state") if isinstance(obj, dict) else None
+    state = obj.get("state")
     if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != tail[0].hash:
         return None
     if pending.fold and fold is None:
@@ -541,8 +593,28 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None
     if type(since) is not int or not -1 <= since <= seq:
         return None
-    rest = b"" if pending.fold else body[stream.tell() :]  # the fold's part, not read
+    rest = b"" if pending.fold else split[2]  # the fold's part, not read
     return state, fold, rest, known, user, since, turns, tail
+
+
+def _gate(text: bytes, left: bytes) -> dict[str, Any] | None:
+    """The gate's part: read from its JSON (guard/gatepart.py), what was pickled beside it set on the run state; or,
+    when there is no JSON, the whole part as it was pickled. None when the pickled part is not what was written."""
+    extra = _load(io.BytesIO(left)) if left else {}
+    if type(extra) is not dict:
+        return None
+    if not text:
+        return extra
+    read = gatepart.decode(text)
+    names = vars(read.state)
+    for name, value in extra.items():
+        if name not in ("known", "user"):
+            if name not in names or name in gatepart.INDEXES:
+                return None
+            setattr(read.state, name, value)
+    known = read.known if read.known is not None else extra.get("known")
+    user = read.user if read.user is not None else extra.get("user")
+    return {"state": read.state, "known": known, "user": user, "since": read.since, "turns": read.turns}
 
 
 def _unsearched(guard: Guard, since: int, upto: int) -> Callable[[], list[Event]]:
@@ -585,7 +657,7 @@ def _fold(stream: io.BytesIO, n: int, head: str) -> Any:
     a fold of the ``n`` events up to ``head``."""
     from tether.control.fold import RunFold
 
-    obj = _Unpickler(stream).load()
+    obj = _load(stream)
     fold = obj.get("fold") if isinstance(obj, dict) else None
     if not isinstance(fold, RunFold) or fold.n != n or fold.head_hash != head:
         return None
@@ -622,13 +694,22 @@ def trial_allowance(body: bytes) -> int:
     return max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
 
 
+def _trial_parts(text: bytes, pickles: list[bytes]) -> None:
+    """In the forked child: the gate's JSON read (``text``: given when it is over ``gatepart.UNTRIED_BYTES``), and
+    each pickled part loaded and walked (:func:`_trial`)."""
+    if text:
+        gatepart.decode(text)
+    for part in pickles:
+        _trial(part)
+
+
 def _trial(body: bytes, fold: bool = False) -> None:
     """In the forked child: load ``body``'s first pickle (and, with ``fold``, the second after it: what :func:`load`
     will read) and walk each; raises when a walk is not bounded. What is not read is not tried: a process that does
     not read the fold never parses its bytes."""
     stream = io.BytesIO(body)
     for _ in range(2 if fold else 1):
-        loaded = _Unpickler(stream).load()
+        loaded = _load(stream)
         if not _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body))):
             raise ValueError("a fold checkpoint's body that no walk of it is bounded")
 

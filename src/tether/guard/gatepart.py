@@ -1,0 +1,267 @@
+"""The gate's part of a fold checkpoint as JSON: what a cold PreToolUse reads of it, with nothing to try first.
+
+A checkpoint's body was two pickles, and a pickle nothing vouches for is loaded first in a forked child
+(guard/checkpoint.py ``tried``): a hostile one (a tuple nested deep enough to overflow the C stack when hashed, a
+graph of shared tuples whose hash never ends) can do harm no load in this process could stop. That trial was the
+longer path of a cold call late in a long session (its fork to its verdict ~13 ms for 1,000 calls, then the same
+load again here, ~4.6 ms). JSON cannot hold either hazard: it has no tuples (a list is not hashable, an object's
+keys are strings) and no shared references (every value is a tree), ``_json``'s scanner counts its nesting against
+the recursion limit (``RecursionError``, not a crash), and what it builds is a small multiple of its bytes
+(:data:`UNTRIED_BYTES` bounds that; a larger part is parsed in the trial's child first). So the run state's calls
+are written as JSON: one row per :class:`~tether.state.Action`, each held once however many indexes name it
+(``actions``, ``same_calls``, ``calls_by``, ``_live``: the same objects again when read), the run state's other
+fields as JSON when they are exactly JSON (read back equal, of the same types), and the provenance index's values.
+What is not (a refusal's payload model, a stop's fact, a value in a tuple) is handed back to be pickled beside it
+and tried as before: a session that has one pays the trial for it alone (a few hundred bytes, not the calls).
+
+Every index is written as the rows it names and checked against what the fold keeps (``actions`` and ``_live``
+by call id, ``same_calls`` by tool and argument hash, ``_filed`` the inverse of ``calls_by``): a state whose
+indexes do not hold that is not written here (:func:`encode` returns None and the whole part is pickled). ``_filed``
+and ``_keys`` are made again from ``calls_by``: lookups that ``RunState._file`` reads by key, which nothing iterates
+(``_keys`` keeps a key whose calls all moved on; read back, it has those of ``calls_by``).
+"""
+
+from __future__ import annotations
+
+from tether import jsonc
+from tether.clock import datetime
+from tether.policy.provenance import Source, ValueKind
+from tether.state import Action, RunState, Usage
+from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
+
+TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+#: A JSON part larger than this is parsed in the trial's child first (guard/checkpoint.py): what ``_json`` builds
+#: is at most ~25 times its bytes (a list of empty lists), so this bounds what an unchecked parse may take (~200
+#: MB). A 1,000-call session's part is ~300 kB.
+UNTRIED_BYTES = 8 << 20
+
+#: An :class:`~tether.state.Action`'s fields in the order its constructor takes them: a row is ``Action(*row)``.
+FIELDS: tuple[str, ...] = Action.__slots__
+_STATUS, _TAINTS = FIELDS.index("status"), FIELDS.index("taints")
+#: The run state's fields written as the rows above, not as values.
+INDEXES = frozenset({"actions", "same_calls", "calls_by", "_filed", "_keys", "_live"})
+#: The run state's fields of other types, each written as JSON and read back as its type.
+_ENUMS: dict[str, Any] = {"status": RunStatus, "control": ControlState}
+
+
+def encode(
+    state: RunState, known: dict[Any, Any], user: set[Any], since: int, turns: int
+) -> tuple[bytes, dict[str, Any]] | None:
+    """The gate's part as JSON, and what it cannot hold (the run state's fields by name, the provenance index's
+    ``known`` and ``user`` when not of their usual types): pickled beside it. None when the calls cannot be written
+    as rows (a value that is not exactly JSON in one, an index that is not what the fold keeps)."""
+    rows, index = _rows(state)
+    if rows is None:
+        return None
+    left: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    blank = RunState()
+    for name, value in vars(state).items():
+        if name in INDEXES:
+            continue
+        default = getattr(blank, name, _NOT_JSON)
+        if default is _NOT_JSON:
+            return None  # not a field of the run state: the whole part is pickled, as it is
+        if type(value) is type(default) and value == default:
+            continue  # read back as the default
+        coded = _field(name, value)
+        if coded is _NOT_JSON:
+            left[name] = value
+        else:
+            fields[name] = coded
+    doc: dict[str, Any] = {"rows": rows, "fields": fields, "since": since, "turns": turns, **index}
+    provenance = _provenance(known, user)
+    if provenance is None:
+        left["known"], left["user"] = known, user
+    else:
+        doc.update(provenance)
+    return jsonc.dumps(doc, separators=(",", ":")).encode(), left
+
+
+class Gate:
+    """What :func:`decode` read: the run state, the provenance index's ``known`` and ``user`` (None when they were
+    pickled beside it), where its unsearched texts begin, and the turn count. The fields :func:`encode` left to be
+    pickled are the run state's defaults until the caller sets them."""
+
+    __slots__ = ("known", "since", "state", "turns", "user")
+
+    def __init__(self, state: RunState, known: Any, user: Any, since: int, turns: int) -> None:
+        self.state, self.known, self.user, self.since, self.turns = state, known, user, since, turns
+
+
+def decode(raw: bytes) -> Gate:
+    """The gate's part from its JSON. Raises on anything malformed (``ValueError``, ``TypeError``, ``KeyError``,
+    ``IndexError``, ``RecursionError``...): the checkpoint is a miss."""
+    doc = jsonc.loads(raw)
+    if type(doc) is not dict:
+        raise ValueError("a checkpoint's gate part that is not a JSON object")
+    table = [_action(row) for row in doc["rows"]]
+    state = RunState()
+    names = vars(state)
+    for name, value in doc["fields"].items():
+        if name not in names or name in INDEXES:
+            raise ValueError(f"a checkpoint's gate part names no field of the run state: {name!r}")
+        setattr(state, name, _value(name, value))
+    state.actions = {a.call_id: a for a in map(table.__getitem__, doc["actions"])}
+    state._live = {a.call_id: a for a in map(table.__getitem__, doc["live"])}
+    same = state.same_calls
+    for idx in doc["same"]:
+        calls = tuple(map(table.__getitem__, idx))
+        same[(calls[0].tool, calls[0].args_hash)] = calls
+    keys, filed, by = state._keys, state._filed, state.calls_by
+    for status, tool, idx in doc["by"]:
+        key = (ActionStatus(status), str(tool))
+        keys[key] = key
+        bucket = by[key] = {}
+        for a in map(table.__getitem__, idx):
+            bucket[a.call_id] = a
+            filed[a.call_id] = key
+    since, turns = doc["since"], doc["turns"]
+    if type(since) is not int or type(turns) is not int:
+        raise ValueError("a checkpoint's gate part whose since or turns is not an integer")
+    if "known" not in doc:
+        return Gate(state, None, None, since, turns)
+    sources = [Source(int(seq), str(tool), bool(untrusted)) for seq, tool, untrusted in doc["sources"]]
+    known = {(ValueKind(kind), str(value)): sources[i] for kind, value, i in doc["known"]}
+    user = {(ValueKind(kind), str(value)) for kind, value in doc["user"]}
+    return Gate(state, known, user, since, turns)
+
+
+# ---- writing ---------------------------------------------------------------------------------------------
+
+
+_NOT_JSON = object()
+
+
+def _rows(state: RunState) -> tuple[list[list[Any]] | None, dict[str, Any]]:
+    """Each action the state's indexes hold, once, as a row, and each index as the rows it names; (None, {}) when an
+    action is not exactly JSON or an index is not what the fold keeps."""
+    at: dict[int, int] = {}
+    rows: list[list[Any]] = []
+
+    def idx(a: Any) -> int:
+        n = at.get(id(a))
+        if n is None:
+            if type(a) is not Action:
+                raise ValueError
+            row = [getattr(a, f) for f in FIELDS]
+            taints = row[_TAINTS]
+            if type(row[_STATUS]) is not ActionStatus or type(taints) is not tuple:
+                raise ValueError
+            row[_STATUS], row[_TAINTS] = row[_STATUS].value, list(taints)
+            if not _exact(row):
+                raise ValueError
+            n = at[id(a)] = len(rows)
+            rows.append(row)
+        return n
+
+    try:
+        actions = [idx(a) for k, a in state.actions.items() if k == a.call_id or _fail()]
+        live = [idx(a) for k, a in state._live.items() if k == a.call_id or _fail()]
+        same = [
+            [idx(a) for a in calls if k == (a.tool, a.args_hash) or _fail()] for k, calls in state.same_calls.items()
+        ]
+        by: list[list[Any]] = []
+        filed: dict[str, Any] = {}
+        for (status, tool), bucket in state.calls_by.items():
+            if type(status) is not ActionStatus or type(tool) is not str:
+                return None, {}
+            by.append([status.value, tool, [idx(a) for k, a in bucket.items() if k == a.call_id or _fail()]])
+            filed.update(dict.fromkeys(bucket, (status, tool)))
+    except ValueError:
+        return None, {}
+    if filed != state._filed or any(not calls for calls in same):
+        return None, {}
+    return rows, {"actions": actions, "live": live, "same": same, "by": by}
+
+
+def _fail() -> bool:
+    raise ValueError
+
+
+def _field(name: str, value: Any) -> Any:
+    """A run state field's value as JSON, or :data:`_NOT_JSON`."""
+    if name in _ENUMS:
+        return value.value if type(value) is _ENUMS[name] else _NOT_JSON
+    if name == "used":
+        used = [value.turns, value.tokens, value.usd, value.tool_calls, value.wall_s] if type(value) is Usage else None
+        return used if used is not None and _exact(used) else _NOT_JSON
+    if name == "_active_since":
+        return (
+            value.isoformat()
+            if type(value) is datetime and datetime.fromisoformat(value.isoformat()) == value
+            else _NOT_JSON
+        )
+    if name == "settled":
+        return sorted(value) if type(value) is set and all(type(v) is str for v in value) else _NOT_JSON
+    if name == "claims":
+        return (
+            {k: v.value for k, v in value.items()}
+            if type(value) is dict and all(type(k) is str and type(v) is ClaimStatus for k, v in value.items())
+            else _NOT_JSON
+        )
+    return value if _exact(value) else _NOT_JSON
+
+
+def _exact(value: Any) -> bool:
+    """Whether ``value`` reads back from JSON equal and of the same types: strings, integers, floats, booleans and None,
+    in lists and in dicts keyed by strings."""
+    t = type(value)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return True
+    if t is list:
+        return all(map(_exact, value))
+    if t is dict:
+        return all(type(k) is str for k in value) and all(map(_exact, value.values()))
+    return False
+
+
+def _provenance(known: dict[Any, Any], user: set[Any]) -> dict[str, Any] | None:
+    """The provenance index's values as rows (each source once), or None when one is not of its usual types."""
+    at: dict[int, int] = {}
+    sources: list[list[Any]] = []
+    rows: list[list[Any]] = []
+    for key, source in known.items():
+        if not _kind_key(key) or type(source) is not Source:
+            return None
+        n = at.get(id(source))
+        if n is None:
+            if type(source.seq) is not int or type(source.tool) is not str or type(source.untrusted) is not bool:
+                return None
+            n = at[id(source)] = len(sources)
+            sources.append([source.seq, source.tool, source.untrusted])
+        rows.append([key[0].value, key[1], n])
+    if type(user) is not set or not all(map(_kind_key, user)):
+        return None
+    return {"sources": sources, "known": rows, "user": [[k.value, v] for k, v in user]}
+
+
+def _kind_key(key: Any) -> bool:
+    return type(key) is tuple and len(key) == 2 and type(key[0]) is ValueKind and type(key[1]) is str
+
+
+# ---- reading ---------------------------------------------------------------------------------------------
+
+
+def _action(row: list[Any]) -> Action:
+    if type(row) is not list or len(row) != len(FIELDS):
+        raise ValueError("a checkpoint's action row of another width")
+    row[_STATUS], row[_TAINTS] = ActionStatus(row[_STATUS]), tuple(row[_TAINTS])
+    return Action(*row)
+
+
+def _value(name: str, value: Any) -> Any:
+    if name in _ENUMS:
+        return _ENUMS[name](value)
+    if name == "used":
+        return Usage(*value)
+    if name == "_active_since":
+        return datetime.fromisoformat(value)
+    if name == "settled":
+        return set(value)
+    if name == "claims":
+        return {str(k): ClaimStatus(v) for k, v in value.items()}
+    return value

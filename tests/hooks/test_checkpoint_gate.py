@@ -1,0 +1,254 @@
+"""The gate's part of a fold checkpoint as JSON (guard/gatepart.py, checkpoint format 5): read back as the run state it
+was, the same objects shared; read by a plain PreToolUse with no trial forked; and hostile JSON, which an agent that
+can write the checkpoint's folder could put there without a store key (the digest recomputed), is a miss and never a
+crash: the call is decided as ever."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookkit import Hook, payload
+from test_checkpoint_parts import Gate, checkpoint_file, full_call, in_plain, split, write
+from test_checkpoint_parts import hook as hook  # the fixture: a session of 12 commands, a checkpoint every 8 events
+from test_plain_checkpoint import seeded, shape
+
+from tether.guard import checkpoint as ck
+from tether.guard import gatepart
+from tether.state import Action, RunState
+from tether.status import ActionStatus
+
+#: One PreToolUse decided in a plain process as a cold hook call decides it: its answer, whether its guard was
+#: restored from the checkpoint, and how many trials it forked.
+PLAIN = """
+import json, sys
+from tether import plain
+from tether.hooks import entry
+assert plain.choose()
+request, data, _ = json.load(sys.stdin)
+entry.import_deciding_code(gate=True)
+from tether.guard import cachefile
+forks = []
+real = cachefile.Trial.__init__
+def counted(self, *args, **kwargs):
+    forks.append(1)
+    real(self, *args, **kwargs)
+cachefile.Trial.__init__ = counted
+from tether.hooks.answer import answer
+import tether.hooks.session as hook_session
+out = answer(request, data)
+[guard] = [v for k, v in hook_session._CACHE.items() if k[0] == "guard"]
+print(json.dumps({"answer": json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"],
+                  "restored": type(guard.events).__name__ == "Log", "forks": len(forks),
+                  "unpickler": "_pickle" in sys.modules}))
+"""
+
+
+def plain_pre(hook: Hook, i: int) -> dict[str, Any]:
+    data = payload("claude-code.PreToolUse", hook.workspace, tool_input={"command": "ls"}, tool_use_id=f"toolu_p{i}")
+    return in_plain(hook, data, hook.workspace / "none", PLAIN)
+
+
+def comparable(state: RunState) -> RunState:
+    """``state`` but for the two lookups its filing reads and nothing iterates (``RunState._file``): ``_filed`` (a
+    call's key by its id) in the order of its ids, and ``_keys`` (one key tuple each, kept for keys left empty too)
+    left out. Read back, they are made from ``calls_by``."""
+    made = copy.copy(state)
+    made._filed, made._keys = dict(sorted(state._filed.items())), {}
+    return made
+
+
+def round_trip(state: RunState, known: Any, user: Any) -> tuple[gatepart.Gate, dict[str, Any]]:
+    encoded = gatepart.encode(state, known, user, 3, 2)
+    assert encoded is not None
+    text, left = encoded
+    got = gatepart.decode(text)
+    for name, value in left.items():
+        if name in ("known", "user"):
+            setattr(got, name, value)
+        else:
+            setattr(got.state, name, value)
+    return got, left
+
+
+def test_a_sessions_gate_part_reads_back_as_the_state_it_was(tmp_path: Path) -> None:
+    """Every kind of call of a session (test_plain_path's), the same command twice (one ``same_calls`` entry of two
+    calls), a call id proposed again: read back from JSON, the run state, the provenance index and the counts equal the
+    ones written, and the objects shared are shared alike (a call in ``actions`` is the one in ``same_calls``,
+    ``calls_by`` and ``_live``)."""
+    hook = seeded(tmp_path / "p", 6, rich=True)
+    hook.bash("grep -n x0 README.md", "toolu_again")  # the same command as toolu_0: two calls under one key
+    hook("PreToolUse", tool_name="Bash", tool_input={"command": "ls -la"}, tool_use_id="toolu_twice")
+    hook("PreToolUse", tool_name="Bash", tool_input={"command": "ls -l"}, tool_use_id="toolu_twice")
+    [guard] = hook.resident().values()
+    state = guard.state
+    assert any(len(calls) > 1 for calls in state.same_calls.values())
+    assert state._live, "a call still in flight"
+    known, user, _ = guard.indexed().kept()
+    got, left = round_trip(state, known, user)
+    assert left == {}, "all of it JSON"
+    assert (got.since, got.turns) == (3, 2)
+    assert shape([comparable(got.state), got.known, got.user]) == shape([comparable(state), known, user])
+    assert got.state == state
+
+
+def test_what_json_cannot_hold_is_left_to_be_pickled_and_the_rest_stays_json(tmp_path: Path) -> None:
+    """A value in a tuple, a payload model, a key that is not a string: each such field is handed back to be pickled
+    beside the JSON (tried before it is loaded), and only that field: the calls stay JSON."""
+    hook = seeded(tmp_path / "p", 3)
+    [guard] = hook.resident().values()
+    state = guard.state
+    state.unknowns = [("a tuple", 1)]
+    state.no_op_holds = {1: True}  # type: ignore[dict-item]
+    state.raised = {"tokens": 10.0}
+    got, left = round_trip(state, {}, set())
+    assert set(left) == {"unknowns", "no_op_holds"}
+    assert shape(comparable(got.state)) == shape(comparable(state))
+    assert got.state.raised == {"tokens": 10.0} and type(got.state.unknowns[0]) is tuple
+
+
+def test_calls_json_cannot_hold_leave_the_whole_gate_part_pickled(tmp_path: Path) -> None:
+    """A call whose arguments hold a tuple, or an index that is not what the fold keeps (a call filed under another
+    id): no JSON part is written (the whole gate's part is pickled, and tried, as before)."""
+    hook = seeded(tmp_path / "p", 3)
+    [guard] = hook.resident().values()
+    state = guard.state
+    first = next(iter(state.actions.values()))
+    first.args = {"command": ("a", "tuple")}
+    assert gatepart.encode(state, {}, set(), -1, 0) is None
+    first.args = {"command": "ls"}
+    assert gatepart.encode(state, {}, set(), -1, 0) is not None
+    state._live["another id"] = first
+    assert gatepart.encode(state, {}, set(), -1, 0) is None
+
+
+def test_an_actions_row_is_its_constructors_arguments() -> None:
+    """A row is ``Action(*row)``: the slots are the constructor's parameters, in its order."""
+    row = [f"v{i}" for i in range(len(gatepart.FIELDS))]
+    made = Action(*row)  # type: ignore[arg-type]
+    assert [getattr(made, f) for f in gatepart.FIELDS] == row
+
+
+def test_a_plain_pre_tool_use_reads_the_json_and_forks_no_trial(hook: Hook) -> None:
+    """Late in a session a plain PreToolUse restores its guard from the checkpoint's JSON: no trial forked, no
+    unpickler imported. With a field pickled beside the JSON it forks the trial of that part, and restores as well."""
+    assert plain_pre(hook, 0) == {"answer": "allow", "restored": True, "forks": 0, "unpickler": False}
+    path = checkpoint_file(hook)
+    header, gate, fold = split(path)
+    a, _ = gate.sizes
+    doc = json.loads(gate[:a])
+    left = ck._pickled({"unknowns": [("a tuple", 1)]})
+    with_left = Gate(gate[:a] + left)
+    with_left.sizes = [a, len(left)]
+    write(path, header, with_left, fold)
+    assert "unknowns" not in doc["fields"]
+    assert plain_pre(hook, 1) == {"answer": "allow", "restored": True, "forks": 1, "unpickler": True}
+
+
+def hostile(edit: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], bytes]:
+    def made(text: bytes) -> bytes:
+        doc = json.loads(text)
+        return json.dumps(edit(doc) or doc).encode()
+
+    return made
+
+
+def deep(doc: dict[str, Any]) -> None:
+    doc["fields"]["task"] = json.loads("[" * 500 + "]" * 500)  # within json's own depth: a value, no harm
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda t: t.replace(b"{", b"[" * 200_000, 1), id="nested-200000-deep"),
+        pytest.param(lambda t: b'{"rows":' + b"[" * 100_000 + b"]" * 100_000 + t[1:], id="rows-nested-100000-deep"),
+        pytest.param(hostile(lambda d: d["fields"].update(apply=1)), id="a-method-as-a-field"),
+        pytest.param(hostile(lambda d: d["fields"].update(__class__="x")), id="a-dunder-as-a-field"),
+        pytest.param(hostile(lambda d: d["fields"].update(calls_by={})), id="an-index-as-a-field"),
+        pytest.param(hostile(lambda d: d["rows"][0].__setitem__(9, "no-such-status")), id="bogus-status"),
+        pytest.param(hostile(lambda d: d["rows"][0].pop()), id="a-row-too-short"),
+        pytest.param(hostile(lambda d: d["actions"].append(10**6)), id="an-index-out-of-range"),
+        pytest.param(hostile(lambda d: d["by"].append(["no-such-status", "bash", []])), id="a-bucket-of-no-status"),
+        pytest.param(hostile(lambda d: d.update(since="7")), id="since-a-string"),
+        pytest.param(hostile(lambda d: d.pop("rows")), id="no-rows"),
+        pytest.param(hostile(lambda d: [1, 2]), id="not-an-object"),
+        pytest.param(lambda t: t[: len(t) // 2], id="torn"),
+        pytest.param(lambda t: t + b" [", id="trailing-garbage"),
+    ],
+)
+def test_a_hostile_json_part_is_a_miss_and_the_call_decides_as_ever(
+    hook: Hook, forge: Callable[[bytes], bytes]
+) -> None:
+    path = checkpoint_file(hook)
+    header, gate, fold = split(path)
+    a, b = gate.sizes
+    text = forge(bytes(gate[:a]))
+    forged = Gate(text + gate[a:])
+    forged.sizes = [len(text), b]
+    write(path, header, forged, fold)
+    assert plain_pre(hook, 0) == {"answer": "allow", "restored": False, "forks": 0, "unpickler": False}
+    write(path, header, forged, fold)
+    assert not full_call(hook, 0)
+
+
+def test_a_value_nested_within_jsons_depth_is_read_as_it_is(hook: Hook) -> None:
+    """Nesting json reads (under the recursion limit) is a value like any other: restored, and the call decided."""
+    path = checkpoint_file(hook)
+    header, gate, fold = split(path)
+    a, b = gate.sizes
+    text = hostile(deep)(bytes(gate[:a]))
+    forged = Gate(text + gate[a:])
+    forged.sizes = [len(text), b]
+    write(path, header, forged, fold)
+    assert plain_pre(hook, 0)["restored"]
+
+
+def test_a_json_part_too_large_to_read_untried_is_tried_first(hook: Hook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over ``gatepart.UNTRIED_BYTES`` (what an unchecked parse may build is a multiple of its size) the JSON is read
+    in the trial's child first; under it, no child."""
+    path = checkpoint_file(hook)
+    run_id = next(iter(hook.resident().values())).run_id
+    monkeypatch.setattr(ck, "wants_fold", lambda: False)  # as a plain PreToolUse: the fold's part not read
+    for limit, tried in ((gatepart.UNTRIED_BYTES, False), (16, True)):
+        monkeypatch.setattr(gatepart, "UNTRIED_BYTES", limit)
+        pending = ck.begin(path.parent, run_id, signed=False)
+        try:
+            assert (pending.trial is not None, pending.untried) == (tried, not tried)
+            assert pending.tried()
+        finally:
+            pending.close()
+
+
+def test_a_state_refolded_and_one_read_back_decide_alike_after_more_events(tmp_path: Path) -> None:
+    """The state read back takes the next events as the one it was written from: the same state after each."""
+    hook = seeded(tmp_path / "p", 4)
+    [guard] = hook.resident().values()
+    got, _ = round_trip(guard.state, {}, set())
+    restored = got.state
+    for i in range(3):
+        hook.bash(f"grep -n y{i} README.md", f"toolu_more{i}")
+    [guard] = hook.resident().values()
+    events = guard.store.events(guard.run_id, after=restored.last_seq)
+    for e in events:
+        restored.apply(e)
+    assert shape(comparable(restored)) == shape(comparable(guard.state))
+    assert restored.calls_in([ActionStatus.COMPLETED]) == guard.state.calls_in([ActionStatus.COMPLETED])
+
+
+def test_arguments_nested_past_what_a_write_can_walk_leave_no_checkpoint_and_the_call_answered(tmp_path: Path) -> None:
+    """A call's arguments nested near json's own depth: the checkpoint's writer (its exactness walk, the encoder, the
+    pickler) meets the recursion limit: it writes none, and raises nothing into the call that writes it."""
+    hook = seeded(tmp_path / "p", 3)
+    [guard] = hook.resident().values()
+    nested: Any = "leaf"
+    for _ in range(sys.getrecursionlimit()):
+        nested = [nested]
+    next(iter(guard.state.actions.values())).args = {"command": nested}
+    with pytest.raises(RecursionError):
+        gatepart.encode(guard.state, {}, set(), -1, 0)
+    assert ck._body(guard) is None
