@@ -282,9 +282,9 @@ def test_a_cold_session_without_a_daemon_keeps_a_checkpoint(
         monkeypatch.setenv("TETHER_KEY", str(tmp_path / "keys" / "anchor.key"))
     checkpoint_parts.cold()
     project = tmp_path / "p"
-    hook = seeded(project, 30)
+    hook = seeded(project, 8)
     assert not folds(project) and events_in(project) < guard_log.EVERY
-    for i in range(30, 120):  # through the launcher, each a process of its own (test_plain_path.call)
+    for i in range(8, 120):  # through the launcher, each a process of its own (test_plain_path.call)
         fields = {k: v for k, v in receipt(project, i).items() if k != "cwd"}
         out, code, pydantic = call(project, "PreToolUse", **{k: fields[k] for k in PRE_FIELDS})
         assert (code, pydantic, json.loads(out)["hookSpecificOutput"]["permissionDecision"]) == (0, False, "allow")

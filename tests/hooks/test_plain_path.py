@@ -26,6 +26,7 @@ import tether.hooks.launch as launch
 from tether import plainrecord
 from tether.events.kinds_calls import RuleHit
 from tether.guard import envcache
+from tether.guard import log as guard_log
 
 CORPUS = yaml.safe_load((Path(__file__).parents[1] / "data" / "shell_corpus.yaml").read_text())["cases"]
 SESSION = "4b1e6f0a-plain-path"
@@ -255,7 +256,7 @@ def test_a_long_sessions_fold_checkpoint_is_read_on_the_plain_path(tmp_path: Pat
 
     hook = Hook(tmp_path)
     hook("SessionStart")
-    for i in range(90):  # ~4 events a call: past guard.log.EVERY (256), so a checkpoint is written
+    for i in range(90):  # ~4 events a call: past guard.log.EVERY, so a checkpoint is written
         hook.bash(f"grep -n x{i} README.md", f"toolu_{i}")
     assert list((tmp_path / ".tether" / "tether.db.folds").glob("*.ckpt"))
     data = payload("claude-code.PreToolUse", tmp_path, tool_use_id="toolu_after")
@@ -270,7 +271,7 @@ def test_a_long_sessions_fold_checkpoint_is_read_on_the_plain_path(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr[-2000:]
     answered, events, checkpointed, pydantic = json.loads(done.stdout.splitlines()[-1])
-    assert (events, pydantic) == ("Log", []) and checkpointed >= 256  # restored, not refolded; no pydantic
+    assert (events, pydantic) == ("Log", []) and checkpointed >= guard_log.EVERY  # restored, not refolded; no pydantic
     full = call(
         tmp_path, "PreToolUse", plain=False, **pre("ls -la"), tool_use_id="toolu_full", session_id=data["session_id"]
     )

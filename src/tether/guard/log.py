@@ -20,8 +20,12 @@ if TYPE_CHECKING:
     from tether.disk import StrPath
 
 #: A fold checkpoint is written once this many events have been folded since the last one (or since opening).
-#: Here, not in guard/checkpoint.py: a hook call that writes none decides so without importing the writer.
-EVERY = 256
+#: Here, not in guard/checkpoint.py: a hook call that writes none decides so without importing the writer. Each cold
+#: call folds the events after the checkpoint (up to this many, half on average; ~7 a tool call), and each write
+#: costs a receipt ~20 ms in a 1,000-call session (docs/hook-latency.md, "Checkpoints every 64 events"): at 256
+#: the fold was ~4 ms of an average late PreToolUse and ~8 of a receipt, at 64 ~1 and ~2, the writes ~2 ms more
+#: a receipt on average, fewer events only more writes.
+EVERY = 64
 
 
 def wants_fold() -> bool:

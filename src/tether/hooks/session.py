@@ -268,8 +268,8 @@ def checkpoints_of(db: StoreSpec) -> str | None:
 
 def begun(folder: str | None, run_id: str, store: Store) -> Pending | None:
     """The session's fold checkpoint read, and the trial of a body no key vouches for started, before the session is
-    opened (guard/checkpoint.py ``begin``, imported only when there is a file: none yet in a session under 256
-    events, and the folder may hold only kept envelopes); None when there is none."""
+    opened (guard/checkpoint.py ``begin``, imported only when there is a file: none yet in a session under
+    ``guard.log.EVERY`` events, and the folder may hold only kept envelopes); None when there is none."""
     if folder is None or not disk.is_file(guard_log.path_for(folder, run_id)):
         return None
     from tether.guard.checkpoint import begin
