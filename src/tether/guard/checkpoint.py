@@ -524,13 +524,15 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     return Pending(raw, trial, ident, fold, found)
 
 
-def _split(header: dict[str, Any], body: bytes) -> tuple[bytes, bytes, bytes] | None:
-    """The body's three parts (:func:`_body`) by the header's ``parts``, or None when they do not fit it."""
+def _split(header: dict[str, Any], body: bytes) -> tuple[bytes, memoryview, memoryview] | None:
+    """The body's three parts (:func:`_body`) by the header's ``parts``, or None when they do not fit it: the JSON as
+    bytes, the pickled parts as views of the body (a plain PreToolUse does not read the fold: ~460 kB not copied)."""
     sizes = header.get("parts")
     if type(sizes) is not list or len(sizes) != 2 or any(type(n) is not int or n < 0 for n in sizes):
         return None
     a, b = sizes
-    return (body[:a], body[a : a + b], body[a + b :]) if a + b <= len(body) else None
+    whole = memoryview(body)
+    return (body[:a], whole[a : a + b], whole[a + b :]) if a + b <= len(body) else None
 
 
 def _classes_imported(fold: bool = True) -> None:
@@ -597,7 +599,7 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     return state, fold, rest, known, user, since, turns, tail
 
 
-def _gate(text: bytes, left: bytes) -> dict[str, Any] | None:
+def _gate(text: bytes, left: bytes | memoryview) -> dict[str, Any] | None:
     """The gate's part: read from its JSON (guard/gatepart.py), what was pickled beside it set on the run state; or,
     when there is no JSON, the whole part as it was pickled. None when the pickled part is not what was written."""
     extra = _load(io.BytesIO(left)) if left else {}
@@ -639,7 +641,7 @@ def _unsearched(guard: Guard, since: int, upto: int) -> Callable[[], list[Event]
     return read
 
 
-def _later_fold(rest: bytes, n: int, head: str, signed: bool) -> Any:
+def _later_fold(rest: bytes | memoryview, n: int, head: str, signed: bool) -> Any:
     """The control layer's fold from ``rest``, the body's second part, which the checkpoint's load did not read: tried
     first as the whole body is (:func:`tried`), unless the store's key vouched for the body. None on any doubt: the
     control layer folds the log instead."""
@@ -667,7 +669,7 @@ def _fold(stream: io.BytesIO, n: int, head: str) -> Any:
 # ---- the trial of a body nothing vouches for ----------------------------------------------------------------
 
 
-def tried(body: bytes, fold: bool = False) -> bool:
+def tried(body: bytes | memoryview, fold: bool = False) -> bool:
     """Whether ``body`` loads (by this module's unpickler), and what it loads can be walked (:func:`_walkable`), in a
     forked child (:func:`.cachefile.tried`) within :data:`TRIAL_S` seconds and its memory allowance, without dying.
     Without a store key, whoever can write the folder beside the database can forge a checkpoint, digest and all,
@@ -681,20 +683,20 @@ def tried(body: bytes, fold: bool = False) -> bool:
     return cachefile.tried(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
 
 
-def trial_seconds(body: bytes) -> float:
+def trial_seconds(body: bytes | memoryview) -> float:
     """The trial's deadline: :data:`TRIAL_S`, and :data:`TRIAL_S_PER_MB` more for each MB of the body, so that a
     legitimate body of any size under :data:`MAX_BYTES` is tried to its end (a fixed 2 s killed the trial of bodies
     from ~20 MB: the session then folded its whole log at every cold call), while a hostile one still ends by it."""
     return TRIAL_S + TRIAL_S_PER_MB * len(body) / 1e6
 
 
-def trial_allowance(body: bytes) -> int:
+def trial_allowance(body: bytes | memoryview) -> int:
     """The memory the trial's child may map beyond the process: :data:`TRIAL_FLOOR`, or :data:`TRIAL_PER_BYTE`
     times the body's size if more."""
     return max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
 
 
-def _trial_parts(text: bytes, pickles: list[bytes]) -> None:
+def _trial_parts(text: bytes, pickles: list[bytes | memoryview]) -> None:
     """In the forked child: the gate's JSON read (``text``: given when it is over ``gatepart.UNTRIED_BYTES``), and
     each pickled part loaded and walked (:func:`_trial`)."""
     if text:
@@ -703,7 +705,7 @@ def _trial_parts(text: bytes, pickles: list[bytes]) -> None:
         _trial(part)
 
 
-def _trial(body: bytes, fold: bool = False) -> None:
+def _trial(body: bytes | memoryview, fold: bool = False) -> None:
     """In the forked child: load ``body``'s first pickle (and, with ``fold``, the second after it: what :func:`load`
     will read) and walk each; raises when a walk is not bounded. What is not read is not tried: a process that does
     not read the fold never parses its bytes."""

@@ -98,7 +98,7 @@ def decode(raw: bytes) -> Gate:
     doc = jsonc.loads(raw)
     if type(doc) is not dict:
         raise ValueError("a checkpoint's gate part that is not a JSON object")
-    table = [_action(row) for row in doc["rows"]]
+    table = _calls(doc["rows"])
     state = RunState()
     names = vars(state)
     for name, value in doc["fields"].items():
@@ -113,7 +113,7 @@ def decode(raw: bytes) -> Gate:
         same[(calls[0].tool, calls[0].args_hash)] = calls
     keys, filed, by = state._keys, state._filed, state.calls_by
     for status, tool, idx in doc["by"]:
-        key = (ActionStatus(status), str(tool))
+        key = (_STATUSES[status], str(tool))
         keys[key] = key
         bucket = by[key] = {}
         for a in map(table.__getitem__, idx):
@@ -246,11 +246,20 @@ def _kind_key(key: Any) -> bool:
 # ---- reading ---------------------------------------------------------------------------------------------
 
 
-def _action(row: list[Any]) -> Action:
-    if type(row) is not list or len(row) != len(FIELDS):
-        raise ValueError("a checkpoint's action row of another width")
-    row[_STATUS], row[_TAINTS] = ActionStatus(row[_STATUS]), tuple(row[_TAINTS])
-    return Action(*row)
+#: A call's status by its value: a dict's lookup, where calling the enum runs ``EnumType.__call__`` in Python (~0.6
+#: ms for 1,000 calls). An unknown value is a ``KeyError``, an unhashable one a ``TypeError``: a miss either way.
+_STATUSES: dict[object, ActionStatus] = {s.value: s for s in ActionStatus}
+
+
+def _calls(rows: list[Any]) -> list[Action]:
+    """One call a row (``Action(*row)``), in one loop: ~1,000 rows a 1,000-call session."""
+    width, statuses, made = len(FIELDS), _STATUSES, []
+    for row in rows:
+        if type(row) is not list or len(row) != width:
+            raise ValueError("a checkpoint's call row of another width")
+        row[_STATUS], row[_TAINTS] = statuses[row[_STATUS]], tuple(row[_TAINTS])
+        made.append(Action(*row))
+    return made
 
 
 def _value(name: str, value: Any) -> Any:
