@@ -211,6 +211,7 @@ def test_a_value_nested_within_jsons_depth_is_read_as_it_is(hook: Hook) -> None:
 def test_a_json_part_too_large_to_read_untried_is_tried_first(hook: Hook, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over ``gatepart.UNTRIED_BYTES`` (what an unchecked parse may build is a multiple of its size) the JSON is read
     in the trial's child first; under it, no child."""
+    assert gatepart.UNTRIED_BYTES * 23 <= ck.TRIAL_FLOOR, "an untried parse may build no more than the trial may map"
     path = checkpoint_file(hook)
     run_id = next(iter(hook.resident().values())).run_id
     monkeypatch.setattr(ck, "wants_fold", lambda: False)  # as a plain PreToolUse: the fold's part not read

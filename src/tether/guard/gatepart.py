@@ -33,10 +33,11 @@ TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
-#: A JSON part larger than this is parsed in the trial's child first (guard/checkpoint.py): what ``_json`` builds
-#: is at most ~25 times its bytes (a list of empty lists), so this bounds what an unchecked parse may take (~200
-#: MB). A 1,000-call session's part is ~300 kB.
-UNTRIED_BYTES = 8 << 20
+#: A JSON part larger than this is parsed in the trial's child first (guard/checkpoint.py): what ``_json`` builds is
+#: at most ~23 times its bytes (a list of empty lists, or of empty objects: 8 MiB of either built 182-186 MB,
+#: measured), so this holds an unchecked parse to ~95 MB, under what the trial's child itself may map
+#: (``checkpoint.TRIAL_FLOOR``, 128 MiB). A 1,000-call session's part is ~290 kB: this is ~14,000 calls.
+UNTRIED_BYTES = 4 << 20
 
 #: An :class:`~tether.state.Action`'s fields in the order its constructor takes them: a row is ``Action(*row)``.
 FIELDS: tuple[str, ...] = Action.__slots__
