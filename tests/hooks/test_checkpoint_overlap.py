@@ -26,7 +26,7 @@ from test_checkpoint_trial import PROTO, children
 from test_fold_checkpoint import calls, checkpoint_file, cold, guard_of
 
 from tether.events.store import Event, EventStore
-from tether.guard import cachefile
+from tether.guard import cachefile, gatepart
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
 from tether.guard.log import Log
@@ -106,6 +106,22 @@ def test_the_trial_runs_while_the_log_is_audited_and_the_checkpoint_is_used(
     assert order(seen) == ["fork", "audit", "verdict"], seen
     assert next(n for s, n in seen if s == "audit") >= len(kids) + 1, "the child was running during the audit"
     assert children() <= kids, "a trial's child left behind"
+
+
+def test_the_gates_json_is_read_before_the_verdict_on_the_fold_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON needs no trial: a process that reads the fold too (here, the full path) reads the gate's part while
+    the fold's trial runs, not after its verdict (a late receipt waited ~4 ms longer for the child before)."""
+    hook = made(tmp_path, monkeypatch)
+    seen = watch(monkeypatch)
+    real = gatepart.decode
+    monkeypatch.setattr(gatepart, "decode", lambda text: seen.append(("json", 0)) or real(text))
+    cold()
+    assert calls(hook, 1, start=12) == ["ask"]
+    assert isinstance(guard_of(hook).events, Log), "restored from the checkpoint"
+    ours = {n for s, n in seen if s == "fork"}
+    assert [s for s, n in seen if s == "json" or (s == "verdict" and n in ours)] == ["json", "verdict"], seen
 
 
 def test_a_trial_that_never_ends_is_killed_at_its_deadline_and_the_log_folded(

@@ -576,11 +576,16 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None  # the log at the checkpoint's seq is not the one it was taken over
     if any(b.seq != a.seq + 1 or b.prev_hash != a.hash for a, b in itertools.pairwise(tail)):
         return None
+    split = _split(header, body)
+    if split is None:
+        return None
+    text = split[0]
+    # The JSON needs no trial under its bound (guard/gatepart.py): read while the pickled parts' trial runs
+    read = gatepart.decode(text) if text and len(text) <= gatepart.UNTRIED_BYTES else None
     if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
-    split = _split(header, body)
-    obj = None if split is None else _gate(*split[:2])
-    if split is None or obj is None:
+    obj = _gate(text, split[1], read)
+    if obj is None:
         return None
     fold = _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash) if pending.fold else None
     from tether.state import RunState
@@ -599,15 +604,16 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     return state, fold, rest, known, user, since, turns, tail
 
 
-def _gate(text: bytes, left: bytes | memoryview) -> dict[str, Any] | None:
-    """The gate's part: read from its JSON (guard/gatepart.py), what was pickled beside it set on the run state; or,
-    when there is no JSON, the whole part as it was pickled. None when the pickled part is not what was written."""
+def _gate(text: bytes, left: bytes | memoryview, read: gatepart.Gate | None = None) -> dict[str, Any] | None:
+    """The gate's part: read from its JSON (guard/gatepart.py; ``read``: read already), what was pickled beside it set
+    on the run state; or, when there is no JSON, the whole part as it was pickled. None when the pickled part is not
+    what was written."""
     extra = _load(io.BytesIO(left)) if left else {}
     if type(extra) is not dict:
         return None
     if not text:
         return extra
-    read = gatepart.decode(text)
+    read = read or gatepart.decode(text)
     names = vars(read.state)
     for name, value in extra.items():
         if name not in ("known", "user"):
