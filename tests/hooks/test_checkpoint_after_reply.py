@@ -46,6 +46,7 @@ def cold() -> None:
 @pytest.fixture
 def small_every(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(guard_log, "EVERY", EVERY)
+    monkeypatch.setattr(guard_log, "RESIDENT_EVERY", EVERY)
     cold()
     yield
     cold()
@@ -167,7 +168,7 @@ from tether.hooks import session as hs
 from tether.hooks.daemon import serve
 
 sock, stop_at, flag = sys.argv[1:4]
-guard_log.EVERY = int(sys.argv[4])
+guard_log.EVERY = guard_log.RESIDENT_EVERY = int(sys.argv[4])
 ck._STAMP[:] = [sys.argv[5]]
 real_save, real_replace, real_later, saves = ck.save, os.replace, hs.checkpoint_later, []
 
@@ -274,3 +275,20 @@ def test_the_daemons_checkpoints_name_the_code_it_started_with(
     [path] = checkpoints(project)
     header = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
     assert header["code"] == "the code the daemon started with"
+
+
+def test_the_daemon_writes_at_its_own_interval_and_a_cold_call_at_the_cold_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
+) -> None:
+    """The daemon keeps the folded state: it writes a checkpoint every ``RESIDENT_EVERY`` events (each write holds the
+    session's lock after a reply, which the session's next call waits for), a cold call every ``EVERY``."""
+    monkeypatch.setattr(guard_log, "RESIDENT_EVERY", 10**6)
+    signals = after_reply(monkeypatch)
+    with daemon_thread(tmp_path, monkeypatch) as project:
+        for i in range(6):  # ~18 events: past EVERY (8) twice, far from RESIDENT_EVERY
+            assert call(project, "s1", i) == "allow"
+            assert signals.get(timeout=30) == "done"
+        assert checkpoints(project) == []
+        cold()
+        assert in_process(project, "ls after") == "allow"
+        assert len(checkpoints(project)) == 1, "the cold call wrote the checkpoint due at EVERY"

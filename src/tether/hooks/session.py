@@ -293,12 +293,14 @@ def restorer(folder: str | None, pending: Pending | None = None) -> Callable[[Gu
     return restore
 
 
-def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard) -> None:
+def checkpoint(settings: Settings, data: dict[str, Any], guard: Guard, every: int | None = None) -> None:
     """Leave the session's folded state for the next process that opens it cold, once enough was folded since
-    the last one (``guard.log.EVERY`` events): guard/checkpoint.py, imported only then."""
+    the last one (``every``: ``guard.log.EVERY`` events, the daemon's ``RESIDENT_EVERY``): guard/checkpoint.py,
+    imported only then."""
     project = project_of(settings, data)
     folder = checkpoints_of(settings.db or places.join(project, DB_NAME))
-    if folder is None or len(guard.events) - guard.checkpointed < guard_log.EVERY or not guard_log.wants_fold():
+    due = guard_log.EVERY if every is None else every
+    if folder is None or len(guard.events) - guard.checkpointed < due or not guard_log.wants_fold():
         return  # a plain PreToolUse has no control fold to write: the session's next receipt or prompt writes it
     from tether.guard.checkpoint import save
 
@@ -443,7 +445,7 @@ def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str,
     here is the next cold call's longer fold, nothing else."""
     try:
         with lock:
-            checkpoint(settings, data, open_guard(settings, data))
+            checkpoint(settings, data, open_guard(settings, data), guard_log.RESIDENT_EVERY)
     except Exception:
         pass
 
