@@ -675,7 +675,7 @@ def _fold(stream: io.BytesIO, n: int, head: str) -> Any:
 # ---- the trial of a body nothing vouches for ----------------------------------------------------------------
 
 
-def tried(body: bytes | memoryview, fold: bool = False) -> bool:
+def tried(body: bytes | memoryview) -> bool:
     """Whether ``body`` loads (by this module's unpickler), and what it loads can be walked (:func:`_walkable`), in a
     forked child (:func:`.cachefile.tried`) within :data:`TRIAL_S` seconds and its memory allowance, without dying.
     Without a store key, whoever can write the folder beside the database can forge a checkpoint, digest and all,
@@ -684,9 +684,8 @@ def tried(body: bytes | memoryview, fold: bool = False) -> bool:
     of SIGSEGV), a graph of shared tuples whose hash visits 2**depth of them. None of that can be seen without
     running it, nor stopped in this process once it runs: so it runs in a child first, and this process loads the
     same bytes only after the child's did end well (a load is deterministic: the child is this process, forked).
-    Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint.
-    ``fold``: the second pickle too (:func:`_trial`)."""
-    return cachefile.tried(lambda: _trial(body, fold), trial_seconds(body), trial_allowance(body))
+    Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint."""
+    return cachefile.tried(lambda: _trial(body), trial_seconds(body), trial_allowance(body))
 
 
 def trial_seconds(body: bytes | memoryview) -> float:
@@ -711,15 +710,12 @@ def _trial_parts(text: bytes, pickles: list[bytes | memoryview]) -> None:
         _trial(part)
 
 
-def _trial(body: bytes | memoryview, fold: bool = False) -> None:
-    """In the forked child: load ``body``'s first pickle (and, with ``fold``, the second after it: what :func:`load`
-    will read) and walk each; raises when a walk is not bounded. What is not read is not tried: a process that does
-    not read the fold never parses its bytes."""
-    stream = io.BytesIO(body)
-    for _ in range(2 if fold else 1):
-        loaded = _load(stream)
-        if not _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body))):
-            raise ValueError("a fold checkpoint's body that no walk of it is bounded")
+def _trial(body: bytes | memoryview) -> None:
+    """In the forked child: load ``body``'s pickle and walk it; raises when a walk is not bounded. What is not read is
+    not tried: a process that does not read the fold never parses its bytes (:func:`begin`)."""
+    loaded = _load(io.BytesIO(body))
+    if not _walkable(loaded, TRIAL_DEPTH, max(TRIAL_NODES, TRIAL_PER_BYTE * len(body))):
+        raise ValueError("a fold checkpoint's body that no walk of it is bounded")
 
 
 _LEAVES = (str, bytes, bytearray, int, float, complex, type(None), enum.Enum, type, types.FunctionType)
