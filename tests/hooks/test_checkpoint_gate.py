@@ -20,8 +20,8 @@ from test_plain_checkpoint import seeded, shape
 
 from tether.guard import checkpoint as ck
 from tether.guard import gatepart
-from tether.state import Action, RunState
-from tether.status import ActionStatus
+from tether.state import Action, RunState, Usage
+from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
 #: One PreToolUse decided in a plain process as a cold hook call decides it: its answer, whether its guard was
 #: restored from the checkpoint, and how many trials it forked.
@@ -110,6 +110,28 @@ def test_what_json_cannot_hold_is_left_to_be_pickled_and_the_rest_stays_json(tmp
     assert set(left) == {"unknowns", "no_op_holds"}
     assert shape(comparable(got.state)) == shape(comparable(state))
     assert got.state.raised == {"tokens": 10.0} and type(got.state.unknowns[0]) is tuple
+
+
+def test_every_field_of_a_type_json_does_not_hold_reads_back_as_its_type(tmp_path: Path) -> None:
+    """The fields with a codec of their own (``gatepart._CODECS``), each away from its default, as tether's own loop
+    sets them (a hook session leaves claims and the settled calls empty): read back equal and of their types, as
+    JSON, nothing left to be pickled; one not of its usual type (a settled call id that is not a string) is left."""
+    hook = seeded(tmp_path / "p", 3)
+    [guard] = hook.resident().values()
+    state = guard.state
+    state.status, state.control = RunStatus.WAITING_APPROVAL, ControlState.CAUTIOUS
+    state.used = Usage(turns=3, tokens=1200, usd=0.25, tool_calls=7, wall_s=12.5)
+    state.settled = {"toolu_a", "toolu_b"}
+    state.claims = {"finish_1": ClaimStatus.REFUSED}
+    got, left = round_trip(state, {}, set())
+    assert left == {}
+    for name in ("status", "control", "used", "_active_since", "settled", "claims"):
+        assert getattr(got.state, name) == getattr(state, name), name
+        assert type(getattr(got.state, name)) is type(getattr(state, name)), name
+    assert type(got.state.used.usd) is float and type(got.state.used.tokens) is int
+    assert all(type(v) is ClaimStatus for v in got.state.claims.values())
+    state.settled = {"toolu_a", 7}  # type: ignore[arg-type]
+    assert set(round_trip(state, {}, set())[1]) == {"settled"}
 
 
 def test_calls_json_cannot_hold_leave_the_whole_gate_part_pickled(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: A JSON part larger than this is parsed in the trial's child first (guard/checkpoint.py): what ``_json`` builds is
@@ -44,8 +45,6 @@ FIELDS: tuple[str, ...] = Action.__slots__
 _STATUS, _TAINTS = FIELDS.index("status"), FIELDS.index("taints")
 #: The run state's fields written as the rows above, not as values.
 INDEXES = frozenset({"actions", "same_calls", "calls_by", "_filed", "_keys", "_live"})
-#: The run state's fields of other types, each written as JSON and read back as its type.
-_ENUMS: dict[str, Any] = {"status": RunStatus, "control": ControlState}
 
 
 def encode(
@@ -184,27 +183,46 @@ def _fail() -> bool:
 
 
 def _field(name: str, value: Any) -> Any:
-    """A run state field's value as JSON, or :data:`_NOT_JSON`."""
-    if name in _ENUMS:
-        return value.value if type(value) is _ENUMS[name] else _NOT_JSON
-    if name == "used":
-        used = [value.turns, value.tokens, value.usd, value.tool_calls, value.wall_s] if type(value) is Usage else None
-        return used if used is not None and _exact(used) else _NOT_JSON
-    if name == "_active_since":
-        return (
-            value.isoformat()
-            if type(value) is datetime and datetime.fromisoformat(value.isoformat()) == value
-            else _NOT_JSON
-        )
-    if name == "settled":
-        return sorted(value) if type(value) is set and all(type(v) is str for v in value) else _NOT_JSON
-    if name == "claims":
-        return (
-            {k: v.value for k, v in value.items()}
-            if type(value) is dict and all(type(k) is str and type(v) is ClaimStatus for k, v in value.items())
-            else _NOT_JSON
-        )
+    """A run state field's value as JSON (by its codec, :data:`_CODECS`, if it has one), or :data:`_NOT_JSON`."""
+    codec = _CODECS.get(name)
+    if codec is not None:
+        return codec[0](value)
     return value if _exact(value) else _NOT_JSON
+
+
+def _enum(kind: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    return (lambda v: v.value if type(v) is kind else _NOT_JSON), kind
+
+
+def _used(value: Any) -> Any:
+    used = [value.turns, value.tokens, value.usd, value.tool_calls, value.wall_s] if type(value) is Usage else None
+    return used if used is not None and _exact(used) else _NOT_JSON
+
+
+def _since(value: Any) -> Any:
+    exact = type(value) is datetime and datetime.fromisoformat(value.isoformat()) == value
+    return value.isoformat() if exact else _NOT_JSON
+
+
+def _settled(value: Any) -> Any:
+    return sorted(value) if type(value) is set and all(type(v) is str for v in value) else _NOT_JSON
+
+
+def _claims(value: Any) -> Any:
+    exact = type(value) is dict and all(type(k) is str and type(v) is ClaimStatus for k, v in value.items())
+    return {k: v.value for k, v in value.items()} if exact else _NOT_JSON
+
+
+#: The run state's fields of types JSON does not hold, each written as JSON and read back as its type: (to JSON, or
+#: :data:`_NOT_JSON` when the value is not of the field's usual type; from JSON).
+_CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    "status": _enum(RunStatus),
+    "control": _enum(ControlState),
+    "used": (_used, lambda v: Usage(*v)),
+    "_active_since": (_since, datetime.fromisoformat),
+    "settled": (_settled, set),
+    "claims": (_claims, lambda v: {str(k): ClaimStatus(c) for k, c in v.items()}),
+}
 
 
 def _exact(value: Any) -> bool:
@@ -264,14 +282,5 @@ def _calls(rows: list[Any]) -> list[Action]:
 
 
 def _value(name: str, value: Any) -> Any:
-    if name in _ENUMS:
-        return _ENUMS[name](value)
-    if name == "used":
-        return Usage(*value)
-    if name == "_active_since":
-        return datetime.fromisoformat(value)
-    if name == "settled":
-        return set(value)
-    if name == "claims":
-        return {str(k): ClaimStatus(v) for k, v in value.items()}
-    return value
+    codec = _CODECS.get(name)
+    return value if codec is None else codec[1](value)
