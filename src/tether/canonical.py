@@ -86,7 +86,7 @@ def openssl_sha256() -> Callable[..., _Hash]:
     return made
 
 
-def sha256_hex(data: bytes | str) -> str:
+def sha256_hex(data: bytes | memoryview | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
     if len(data) >= LARGE:

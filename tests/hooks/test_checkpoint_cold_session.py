@@ -255,7 +255,7 @@ def test_a_checkpoint_whose_fold_part_is_forged_is_not_used_for_it(believing: Ho
 
     path = checkpoint_file(believing)
     header, body = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, b"")
-    cut = body[: sum(header["parts"])] + b"\x80\x05N."  # the fold's part replaced by a pickled None
+    cut = bytes(body[: sum(header["parts"])]) + b"\x80\x05N."  # the fold's part replaced by a pickled None
     header.update(ck.digests(cut, False))
     path.write_bytes(ck.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + cut)
     got = decided_cold(believing, edit(believing, "toolu_edit2"))
@@ -398,7 +398,7 @@ def test_a_checkpoint_naming_where_its_unsearched_texts_begin_out_of_the_log_is_
     assert found is not None
     header, body = found
     a, b = header["parts"]
-    gate = json.loads(body[:a])
+    gate = json.loads(bytes(body[:a]))
     assert a and not b, "the session's gate part is all JSON"
     gate["since"] = since
     text = json.dumps(gate).encode()

@@ -92,7 +92,7 @@ def split(path: Path) -> tuple[dict[str, Any], Gate, bytes]:
     a, b = header["parts"]
     gate = Gate(body[: a + b])
     gate.sizes = [a, b]
-    return header, gate, body[a + b :]
+    return header, gate, bytes(body[a + b :])
 
 
 def gate_of(gate: Gate) -> dict[str, Any]:

@@ -342,7 +342,7 @@ def digests(body: bytes, signed: bool) -> dict[str, Any]:
     return said
 
 
-def intact(header: dict[str, Any], body: bytes, signed: bool) -> bool:
+def intact(header: dict[str, Any], body: bytes | memoryview, signed: bool) -> bool:
     """Whether ``body`` is the one ``header`` names. Without a key the check is for a torn or damaged file, and a
     CRC-32 finds one (all but one in 2**32 of random damage): whoever could forge the file could write any digest
     in it, as they could rewrite the log's hashes (the module's docstring). A SHA-256 there cost a cold call
@@ -409,7 +409,7 @@ class Pending:
         trial: cachefile.Trial | None = None,
         ident: tuple[int, ...] = (),
         fold: bool = True,
-        checked: tuple[dict[str, Any], bytes] | None = None,
+        checked: tuple[dict[str, Any], memoryview] | None = None,
     ) -> None:
         self.raw, self.trial, self.ident = raw, trial, ident
         self.fold = fold  # the body's second part, the control layer's fold, is read (and was tried) too
@@ -524,15 +524,14 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     return Pending(raw, trial, ident, fold, found)
 
 
-def _split(header: dict[str, Any], body: bytes) -> tuple[bytes, memoryview, memoryview] | None:
-    """The body's three parts (:func:`_body`) by the header's ``parts``, or None when they do not fit it: the JSON as
-    bytes, the pickled parts as views of the body (a plain PreToolUse does not read the fold: ~460 kB not copied)."""
+def _split(header: dict[str, Any], body: memoryview) -> tuple[memoryview, memoryview, memoryview] | None:
+    """The body's three parts (:func:`_body`) by the header's ``parts``, or None when they do not fit it: views of
+    the body, none copied (a plain PreToolUse does not read the fold: ~460 kB; its JSON is decoded from the view)."""
     sizes = header.get("parts")
     if type(sizes) is not list or len(sizes) != 2 or any(type(n) is not int or n < 0 for n in sizes):
         return None
     a, b = sizes
-    whole = memoryview(body)
-    return (body[:a], whole[a : a + b], whole[a + b :]) if a + b <= len(body) else None
+    return (body[:a], body[a : a + b], body[a + b :]) if a + b <= len(body) else None
 
 
 def _classes_imported(fold: bool = True) -> None:
@@ -546,7 +545,7 @@ def _classes_imported(fold: bool = True) -> None:
         __import__(module)  # importlib.import_module's import, without the importlib package
 
 
-def _vouched(guard: Guard, header: dict[str, Any], body: bytes, digested: bool = False) -> bool:
+def _vouched(guard: Guard, header: dict[str, Any], body: memoryview, digested: bool = False) -> bool:
     """The header is this format's, this code's, this session's (run, contract, asking mode), the body is the one
     it names (``digested``: checked already, by :func:`begin`), and under an anchor key it is signed with that key (a
     forged signature raises)."""
@@ -604,7 +603,7 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     return state, fold, rest, known, user, since, turns, tail
 
 
-def _gate(text: bytes, left: bytes | memoryview, read: gatepart.Gate | None = None) -> dict[str, Any] | None:
+def _gate(text: memoryview, left: memoryview, read: gatepart.Gate | None = None) -> dict[str, Any] | None:
     """The gate's part: read from its JSON (guard/gatepart.py; ``read``: read already), what was pickled beside it set
     on the run state; or, when there is no JSON, the whole part as it was pickled. None when the pickled part is not
     what was written."""
@@ -701,7 +700,7 @@ def trial_allowance(body: bytes | memoryview) -> int:
     return max(TRIAL_FLOOR, TRIAL_PER_BYTE * len(body))
 
 
-def _trial_parts(text: bytes, pickles: list[bytes | memoryview]) -> None:
+def _trial_parts(text: bytes | memoryview, pickles: list[bytes | memoryview]) -> None:
     """In the forked child: the gate's JSON read (``text``: given when it is over ``gatepart.UNTRIED_BYTES``), and
     each pickled part loaded and walked (:func:`_trial`)."""
     if text:

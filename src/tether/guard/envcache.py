@@ -210,7 +210,7 @@ def begin(folder: StrPath, path: StrPath | None, signed: bool) -> Early | None:
     return Early(disk.text(folder), real, raw, ident, trial)
 
 
-def _body(raw: bytes) -> bytes | None:
+def _body(raw: bytes) -> memoryview | None:
     """The body of a kept file whose header names its digest, else None (also for a header nested past json's depth,
     whose ``RecursionError`` refused the call: every call of the session, until the file was removed)."""
     try:
@@ -310,7 +310,7 @@ def _from_dump(dump: object, path: str | None) -> Validated | None:
     return Validated(envelope, contract_hash(dump), dump, content_hash(dump), path, kept=True)
 
 
-def _tried(body: bytes) -> None:
+def _tried(body: memoryview) -> None:
     """The trial's check, in the forked child: ``body`` read, its envelope's state checked against its dump; raises
     when it is not a kept envelope whose state is its dump. A body that passes reads the same here (deterministic:
     the child is this process, forked), so :func:`_restore` does not walk its state again (:func:`_read`)."""
@@ -318,7 +318,7 @@ def _tried(body: bytes) -> None:
         raise ValueError("a kept envelope whose model is not its dump")
 
 
-def _read(body: bytes, checked: bool = False) -> tuple[Envelope, dict[str, Any]] | None:
+def _read(body: bytes | memoryview, checked: bool = False) -> tuple[Envelope, dict[str, Any]] | None:
     """The envelope and its dump in ``body``, when the envelope's state is its dump; None when not. ``checked``:
     these very bytes passed :func:`_tried` (the state compared with the dump in the trial's child): not compared
     again (3.6 M instructions for the built-in envelope, the trial's wait now overlapping the call's start)."""
@@ -373,7 +373,9 @@ def _same(state: Any, dump: Any) -> bool:
     return jsonc.dumps(state, sort_keys=True) == jsonc.dumps(dump, sort_keys=True)
 
 
-def _vouched(header: dict[str, Any], body: bytes, path: str | None, key: dict[str, Any], signer: Signer | None) -> bool:
+def _vouched(
+    header: dict[str, Any], body: memoryview, path: str | None, key: dict[str, Any], signer: Signer | None
+) -> bool:
     """The header is this key's (format, code, libraries, source, digest), names this file's source, the body is
     the one it names, and under an anchor key it is signed with that key (a forged signature raises)."""
     if not key["code"] or any(header.get(k) != v for k, v in key.items()):
@@ -385,7 +387,7 @@ def _vouched(header: dict[str, Any], body: bytes, path: str | None, key: dict[st
     return sealed(header, signer)
 
 
-def _unpickle(body: bytes) -> dict[str, Any]:
+def _unpickle(body: bytes | memoryview) -> dict[str, Any]:
     """The body, through the restricted C unpickler (:func:`.cachefile.unpickler`) that finds only the envelope
     schema's models and enums, and ``set``, ``frozenset`` (:func:`_allowed`)."""
     import io

@@ -92,10 +92,11 @@ class Gate:
         self.state, self.known, self.user, self.since, self.turns = state, known, user, since, turns
 
 
-def decode(raw: bytes) -> Gate:
-    """The gate's part from its JSON. Raises on anything malformed (``ValueError``, ``TypeError``, ``KeyError``,
-    ``IndexError``, ``RecursionError``...): the checkpoint is a miss."""
-    doc = jsonc.loads(raw)
+def decode(raw: bytes | memoryview) -> Gate:
+    """The gate's part from its JSON (ASCII, as :func:`encode` writes it; a view of the checkpoint's body, read
+    without a copy). Raises on anything malformed (``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``,
+    ``RecursionError``...): the checkpoint is a miss."""
+    doc = jsonc.loads(str(raw, "utf-8"))
     if type(doc) is not dict:
         raise ValueError("a checkpoint's gate part that is not a JSON object")
     table = _calls(doc["rows"])
