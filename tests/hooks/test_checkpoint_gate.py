@@ -1,4 +1,4 @@
-"""The gate's part of a fold checkpoint as JSON (guard/gatepart.py, checkpoint format 5): read back as the run state it
+"""The gate's part of a fold checkpoint as JSON (guard/gatepart.py, checkpoint format 6): read back as the run state it
 was, the same objects shared; read by a plain PreToolUse with no trial forked; and hostile JSON, which an agent that
 can write the checkpoint's folder could put there without a store key (the digest recomputed), is a miss and never a
 crash: the call is decided as ever."""
@@ -156,6 +156,57 @@ def test_an_actions_row_is_its_constructors_arguments() -> None:
     assert [getattr(made, f) for f in gatepart.FIELDS] == row
 
 
+def written(tmp_path: Path) -> tuple[RunState, dict[str, Any]]:
+    """A session's run state (test_plain_path's kinds of call, the same command twice) and its gate part's JSON."""
+    hook = seeded(tmp_path / "p", 6, rich=True)
+    hook.bash("grep -n x0 README.md", "toolu_again")
+    [guard] = hook.resident().values()
+    known, user, _ = guard.indexed().kept()
+    encoded = gatepart.encode(guard.state, known, user, 3, 2)
+    assert encoded is not None
+    return guard.state, json.loads(encoded[0])
+
+
+def test_the_calls_are_written_by_column_and_only_immutable_values_run(tmp_path: Path) -> None:
+    """The calls by column: a status, a verdict or an empty error as runs, never a call's arguments, result or taints,
+    which each call reads back as its own (a dict shared between calls would change in all when one changed)."""
+    state, doc = written(tmp_path)
+    named = dict(zip(gatepart.FIELDS, doc["calls"], strict=True))
+    n = len(named["call_id"])
+    assert n == len({id(a) for a in state.actions.values()} | {id(a) for a in state._live.values()}) > 2
+    assert type(named["status"]) is dict and sum(named["status"]["n"]) == n
+    assert all(type(named[f]) is list for f in ("call_id", "args", "result", "taints"))
+    got = gatepart.decode(json.dumps(doc).encode())
+    calls = list(got.state.actions.values())
+    for field in ("args", "result"):
+        assert len({id(getattr(a, field)) for a in calls}) == len(calls), field
+    assert [a.status for a in calls] == [a.status for a in state.actions.values()]
+
+
+@pytest.mark.parametrize(
+    ("edit", "refused"),
+    [
+        (lambda d: column(d, "result", {"v": [{}], "n": [calls(d)]}), "repeating a value calls may not share"),
+        (lambda d: column(d, "status", {"v": ["completed"], "n": [calls(d) + 1]}), "do not count the calls"),
+        (lambda d: column(d, "error", {"v": ["", ""], "n": [calls(d) + 1, -1]}), "do not count the calls"),
+        (lambda d: column(d, "error", {"v": ["", ""], "n": [calls(d)]}), "do not pair"),
+        (lambda d: column(d, "error", {"v": [""], "n": [calls(d)], "x": 1}), "neither values nor runs"),
+        (lambda d: column(d, "error", [""] * (calls(d) + 1)), "of other lengths"),
+        (lambda d: column(d, "call_id", [""] * 100_000), "more calls than its bytes hold"),
+        (lambda d: d["calls"].pop(), "not a column a field"),
+    ],
+)
+def test_each_malformed_column_is_refused_by_its_own_check(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], Any], refused: str
+) -> None:
+    """Runs that would share a dict, count more or fewer calls than the ids, or a part naming more calls than its bytes
+    can hold (a short text expanding to millions of calls): each refused, before any call is made."""
+    _, doc = written(tmp_path)
+    edit(doc)
+    with pytest.raises(ValueError, match=refused):
+        gatepart.decode(json.dumps(doc).encode())
+
+
 def test_a_plain_pre_tool_use_reads_the_json_and_forks_no_trial(hook: Hook) -> None:
     """Late in a session a plain PreToolUse restores its guard from the checkpoint's JSON: no trial forked, no
     unpickler imported. With a field pickled beside the JSON it forks the trial of that part, and restores as well."""
@@ -180,6 +231,15 @@ def hostile(edit: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], bytes]:
     return made
 
 
+def column(doc: dict[str, Any], field: str, value: Any) -> None:
+    """The calls' column of ``field`` set to ``value``."""
+    doc["calls"][gatepart.FIELDS.index(field)] = value
+
+
+def calls(doc: dict[str, Any]) -> int:
+    return len(doc["calls"][0])
+
+
 def deep(doc: dict[str, Any]) -> None:
     doc["fields"]["task"] = json.loads("[" * 500 + "]" * 500)  # within json's own depth: a value, no harm
 
@@ -188,16 +248,27 @@ def deep(doc: dict[str, Any]) -> None:
     "forge",
     [
         pytest.param(lambda t: t.replace(b"{", b"[" * 200_000, 1), id="nested-200000-deep"),
-        pytest.param(lambda t: b'{"rows":' + b"[" * 100_000 + b"]" * 100_000 + t[1:], id="rows-nested-100000-deep"),
+        pytest.param(lambda t: b'{"calls":' + b"[" * 100_000 + b"]" * 100_000 + t[1:], id="calls-nested-100000-deep"),
         pytest.param(hostile(lambda d: d["fields"].update(apply=1)), id="a-method-as-a-field"),
         pytest.param(hostile(lambda d: d["fields"].update(__class__="x")), id="a-dunder-as-a-field"),
         pytest.param(hostile(lambda d: d["fields"].update(calls_by={})), id="an-index-as-a-field"),
-        pytest.param(hostile(lambda d: d["rows"][0].__setitem__(9, "no-such-status")), id="bogus-status"),
-        pytest.param(hostile(lambda d: d["rows"][0].pop()), id="a-row-too-short"),
+        pytest.param(hostile(lambda d: column(d, "status", ["no-such-status"] * calls(d))), id="bogus-status"),
+        pytest.param(hostile(lambda d: d["calls"][0].pop()), id="a-column-too-short"),
+        pytest.param(hostile(lambda d: d["calls"].pop()), id="a-column-missing"),
+        pytest.param(
+            hostile(lambda d: column(d, "status", {"v": ["completed"], "n": [calls(d) + 1]})), id="a-run-too-long"
+        ),
+        pytest.param(hostile(lambda d: column(d, "result", {"v": [{}], "n": [calls(d)]})), id="a-dict-shared-in-a-run"),
+        pytest.param(
+            hostile(lambda d: column(d, "error", {"v": ["", ""], "n": [calls(d) + 1, -1]})), id="a-negative-count"
+        ),
+        pytest.param(hostile(lambda d: column(d, "error", {"v": [""], "n": [calls(d)], "x": 1})), id="a-run-and-a-key"),
+        pytest.param(hostile(lambda d: column(d, "error", "")), id="a-column-of-neither"),
+        pytest.param(hostile(lambda d: column(d, "call_id", [""] * 200_000)), id="more-calls-than-its-bytes"),
         pytest.param(hostile(lambda d: d["actions"].append(10**6)), id="an-index-out-of-range"),
         pytest.param(hostile(lambda d: d["by"].append(["no-such-status", "bash", []])), id="a-bucket-of-no-status"),
         pytest.param(hostile(lambda d: d.update(since="7")), id="since-a-string"),
-        pytest.param(hostile(lambda d: d.pop("rows")), id="no-rows"),
+        pytest.param(hostile(lambda d: d.pop("calls")), id="no-calls"),
         pytest.param(hostile(lambda d: [1, 2]), id="not-an-object"),
         pytest.param(lambda t: t[: len(t) // 2], id="torn"),
         pytest.param(lambda t: t + b" [", id="trailing-garbage"),

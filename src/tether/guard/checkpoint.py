@@ -86,7 +86,8 @@ if TYPE_CHECKING:
 #: gate's part names where the texts its provenance index has not searched begin (``since``: ``Provenance.kept``).
 #: 4: the body's check is its CRC-32, and its SHA-256 only under an anchor key (:func:`intact`). 5: the gate's part is
 #: JSON (guard/gatepart.py), what JSON cannot hold of it pickled beside it, their sizes in the header's ``parts``.
-VERSION = 5
+#: 6: the gate's calls by column, a column's repeated values as runs (``gatepart._columns``).
+VERSION = 6
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).

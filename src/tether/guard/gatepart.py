@@ -9,7 +9,8 @@ keys are strings) and no shared references (every value is a tree), ``_json``'s 
 the recursion limit (``RecursionError``, not a crash), and what it builds is a small multiple of its bytes
 (:data:`UNTRIED_BYTES` bounds that; a larger part is parsed in the trial's child first). So the run state's calls
 are written as JSON: one row per :class:`~tether.state.Action`, each held once however many indexes name it
-(``actions``, ``same_calls``, ``calls_by``, ``_live``: the same objects again when read), the run state's other
+(``actions``, ``same_calls``, ``calls_by``, ``_live``: the same objects again when read), the rows by column (a
+column whose values repeat, a status or a rule, as its runs: :func:`_columns`), the run state's other
 fields as JSON when they are exactly JSON (read back equal, of the same types), and the provenance index's values.
 What is not (a refusal's payload model, a stop's fact, a value in a tuple) is handed back to be pickled beside it
 and tried as before: a session that has one pays the trial for it alone (a few hundred bytes, not the calls).
@@ -23,6 +24,8 @@ and ``_keys`` are made again from ``calls_by``: lookups that ``RunState._file`` 
 
 from __future__ import annotations
 
+from itertools import chain, repeat
+
 from tether import jsonc
 from tether.clock import datetime
 from tether.policy.provenance import Source, ValueKind
@@ -31,13 +34,14 @@ from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 #: A JSON part larger than this is parsed in the trial's child first (guard/checkpoint.py): what ``_json`` builds is
 #: at most ~23 times its bytes (a list of empty lists, or of empty objects: 8 MiB of either built 182-186 MB,
 #: measured), so this holds an unchecked parse to ~95 MB, under what the trial's child itself may map
-#: (``checkpoint.TRIAL_FLOOR``, 128 MiB). A 1,000-call session's part is ~290 kB: this is ~14,000 calls.
+#: (``checkpoint.TRIAL_FLOOR``, 128 MiB); the calls' runs are bounded alike (:data:`CALL_BYTES`). A 1,000-call
+#: session's part is ~210 kB: this is ~20,000 calls.
 UNTRIED_BYTES = 4 << 20
 
 #: An :class:`~tether.state.Action`'s fields in the order its constructor takes them: a row is ``Action(*row)``.
@@ -45,6 +49,16 @@ FIELDS: tuple[str, ...] = Action.__slots__
 _STATUS, _TAINTS = FIELDS.index("status"), FIELDS.index("taints")
 #: The run state's fields written as the rows above, not as values.
 INDEXES = frozenset({"actions", "same_calls", "calls_by", "_filed", "_keys", "_live"})
+#: The types of the values a column's run may repeat (:func:`_columns`): read back as immutable objects the calls may
+#: share. Not a float (``-0.0 == 0.0``: the run would read it back as the first), nor a dict or a list.
+_RUNS = frozenset({str, int, bool, type(None)})
+#: The bytes of JSON a call takes at the least, for this reader: a part naming more calls than its bytes over this is
+#: refused before a run is expanded. A call :func:`encode` writes takes its arguments, result and taints, which never
+#: run (``{},{},[],``), its id and its seq (``"toolu_…",12,``: an agent's call id is ~30 characters) and most often its
+#: args hash (71); without this bound, a part of calls with empty ids and every other field in one run (14 bytes a
+#: call) built ~38 times its bytes (154 MB from 4 MiB, measured), past what :data:`UNTRIED_BYTES` allows; at 24 bytes
+#: a call, 25 times (99 MB), about what a parse alone may build.
+CALL_BYTES = 24
 
 
 def encode(
@@ -72,7 +86,7 @@ def encode(
             left[name] = value
         else:
             fields[name] = coded
-    doc: dict[str, Any] = {"rows": rows, "fields": fields, "since": since, "turns": turns, **index}
+    doc: dict[str, Any] = {"calls": _columns(rows), "fields": fields, "since": since, "turns": turns, **index}
     provenance = _provenance(known, user)
     if provenance is None:
         left["known"], left["user"] = known, user
@@ -99,7 +113,7 @@ def decode(raw: bytes | memoryview) -> Gate:
     doc = jsonc.loads(str(raw, "utf-8"))
     if type(doc) is not dict:
         raise ValueError("a checkpoint's gate part that is not a JSON object")
-    table = _calls(doc["rows"])
+    table = _calls(doc["calls"], len(raw))
     state = RunState()
     names = vars(state)
     for name, value in doc["fields"].items():
@@ -181,6 +195,25 @@ def _rows(state: RunState) -> tuple[list[list[Any]] | None, dict[str, Any]]:
 
 def _fail() -> bool:
     raise ValueError
+
+
+def _columns(rows: list[list[Any]]) -> list[Any]:
+    """The calls' rows as one column a field (:data:`FIELDS`), each the list of its values or, when its values repeat
+    (a status, a verdict, a rule, an empty error), its runs: ``{"v": [values], "n": [counts]}``, when that is under
+    half as long. Only a value JSON reads as a shared immutable one (:data:`_RUNS`) repeats in a run: every call keeps
+    a dict or a list of its own."""
+    columns: list[Any] = []
+    for values in zip(*rows, strict=True) if rows else [[] for _ in FIELDS]:
+        kept: list[Any] = []
+        counts: list[int] = []
+        for v in values:
+            if kept and type(v) in _RUNS and type(kept[-1]) is type(v) and kept[-1] == v:
+                counts[-1] += 1
+            else:
+                kept.append(v)
+                counts.append(1)
+        columns.append({"v": kept, "n": counts} if 2 * len(kept) < len(values) else list(values))
+    return columns
 
 
 def _field(name: str, value: Any) -> Any:
@@ -271,15 +304,37 @@ def _kind_key(key: Any) -> bool:
 _STATUSES: dict[object, ActionStatus] = {s.value: s for s in ActionStatus}
 
 
-def _calls(rows: list[Any]) -> list[Action]:
-    """One call a row (``Action(*row)``), in one loop: ~1,000 rows a 1,000-call session."""
-    width, statuses, made = len(FIELDS), _STATUSES, []
-    for row in rows:
-        if type(row) is not list or len(row) != width:
-            raise ValueError("a checkpoint's call row of another width")
-        row[_STATUS], row[_TAINTS] = statuses[row[_STATUS]], tuple(row[_TAINTS])
-        made.append(Action(*row))
-    return made
+def _calls(columns: Any, size: int) -> list[Action]:
+    """The calls from their columns (:func:`_columns`): ``Action(*row)`` for each row, made by ``map`` over the
+    columns, the runs expanded by ``repeat`` (no loop in Python a call). ``size``: the JSON's bytes, which bound how
+    many calls it may name (:data:`CALL_BYTES`)."""
+    if type(columns) is not list or len(columns) != len(FIELDS) or type(columns[0]) is not list:
+        raise ValueError("a checkpoint's calls that are not a column a field, the call ids listed")
+    n = len(columns[0])
+    if n * CALL_BYTES > size:
+        raise ValueError("a checkpoint's gate part naming more calls than its bytes hold")
+    values = [column if type(column) is list else _expanded(column, n) for column in columns]
+    if any(len(column) != n for column in values):
+        raise ValueError("a checkpoint's call columns of other lengths")
+    made: list[Iterable[Any]] = list(values)
+    made[_STATUS] = map(_STATUSES.__getitem__, values[_STATUS])
+    made[_TAINTS] = map(tuple, values[_TAINTS])
+    return list(map(Action, *made))
+
+
+def _expanded(column: Any, n: int) -> list[Any]:
+    """A column's runs as its ``n`` values; raises when they are not runs (:func:`_columns`) of ``n`` values in all,
+    or when a value that is not a shared immutable one repeats."""
+    if type(column) is not dict or column.keys() != {"v", "n"}:
+        raise ValueError("a checkpoint's call column that is neither values nor runs")
+    values, counts = column["v"], column["n"]
+    if type(values) is not list or type(counts) is not list or len(values) != len(counts):
+        raise ValueError("a checkpoint's call column whose runs do not pair")
+    if not all(type(k) is int and k > 0 for k in counts) or sum(counts) != n:
+        raise ValueError("a checkpoint's call column whose runs do not count the calls")
+    if any(k > 1 and type(v) not in _RUNS for v, k in zip(values, counts, strict=True)):
+        raise ValueError("a checkpoint's call column repeating a value calls may not share")
+    return list(chain.from_iterable(map(repeat, values, counts)))
 
 
 def _value(name: str, value: Any) -> Any:
