@@ -212,6 +212,9 @@ def test_what_the_relay_cannot_vouch_for_goes_to_the_full_path(daemon: Path, tmp
     assert code == 0 and "site" not in imported(err)
     out, err, code = launch(data, {**env, "TETHER_HOOK_DAEMON": "0"}, flags=("-X", "importtime"))
     assert code == 0 and "_sqlite3" in imported(err), "TETHER_HOOK_DAEMON=0: decided in-process (site or not)"
+    assert "_socket" not in imported(err), "no daemon asked: the socket module is not loaded"
+    out, err, code = launch(data, env, "claude-code", "--no-daemon", flags=("-X", "importtime"))
+    assert code == 0 and "_socket" not in imported(err), "--no-daemon: likewise"
     out, err, code = launch(b"", env, "nobody")
     assert code == 2 and "the agent must be one of" in err
 

@@ -2,11 +2,11 @@
 
 ``launch.py`` loads this file by its path, from its cached bytecode (compiling even a small module costs a bare
 interpreter more than its own start-up), before anything of tether is imported. So this module imports nothing
-but built-in modules (``posix``, ``sys``) and ``_socket``: no ``os`` (its ``_collections_abc`` alone costs the
-launcher more than the round trip to the daemon), no ``json``, no tether package, no ``site``. After the reply
-it ends the process at once (``posix._exit``): the interpreter's tear-down is a fifth of its start-up and there is
-nothing left to flush. The same functions serve :mod:`tether.hooks.client` (the ``tether hook`` console command)
-and the daemon (:func:`code_stamp`), so both sides speak one protocol.
+but built-in modules (``posix``, ``sys``), and ``_socket`` once it connects: no ``os`` (its ``_collections_abc``
+alone costs the launcher more than the round trip to the daemon), no ``json``, no tether package, no ``site``.
+After the reply it ends the process at once (``posix._exit``): the interpreter's tear-down is a fifth of its
+start-up and there is nothing left to flush. The same functions serve :mod:`tether.hooks.client` (the ``tether
+hook`` console command) and the daemon (:func:`code_stamp`), so both sides speak one protocol.
 
 Anything this path cannot vouch for goes, with the input already read, to :func:`tether.hooks.entry.main`, the
 full path that ``launch.py`` runs (it asks the daemon again, starts one when none answers and decides
@@ -17,9 +17,12 @@ other code). Once the daemon has the whole request, a reply that is not exactly 
 2): the daemon may have recorded the call, so it is not asked twice, and nothing but a valid reply exits 0.
 """
 
-import _socket  # the C module: socket.py's imports (selectors, enum classes) cost milliseconds
 import posix
 import sys
+
+TYPE_CHECKING = False  # not typing's: see the module docstring
+if TYPE_CHECKING:
+    import _socket
 
 AGENTS = ("claude-code", "codex")
 MAX_INPUT_BYTES = 8 * 1024 * 1024  # the same as wire.MAX_INPUT_BYTES (the daemon refuses more)
@@ -126,7 +129,12 @@ def exchange(path: str, message: bytes) -> bytes | None:
     Why a reset before any byte is no refusal: the kernel resets a Unix socket's peer only when the socket closes
     with bytes still queued to read, or before it was accepted, so the daemon had not read the whole request, and
     it reads it whole before deciding. A daemon killed with calls in its backlog (SIGKILL, the OOM killer) had
-    their clients refuse them; they are decided in-process now (tests/hooks/test_launcher.py)."""
+    their clients refuse them; they are decided in-process now (tests/hooks/test_launcher.py).
+
+    ``_socket`` (the C module: ``socket.py``'s imports, selectors and enum classes, cost milliseconds) is imported
+    here, by the first call that connects: loading it took a call decided in-process (``--no-daemon``) ~0.4 ms."""
+    import _socket
+
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         try:
@@ -150,12 +158,14 @@ def exchange(path: str, message: bytes) -> bytes | None:
         conn.close()
 
 
-def _own_peer(conn: _socket.socket) -> bool:
+def _own_peer(conn: "_socket.socket") -> bool:
     """Whether the process listening on ``conn``'s other end is this user's (``SO_PEERCRED``: the uid of the
     ``struct ucred`` after its pid). The socket's directory is checked to be this user's alone before connecting
     (:func:`is_private_dir`), but a directory above it that others may write lets them swap it between that check
     and the connect, and root's hook would connect to any socket put there: the daemon checks its clients' uid
     the same way, so the client checks the daemon's."""
+    import _socket  # exchange's, already loaded
+
     creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     return int.from_bytes(creds[4:8], sys.byteorder) == posix.getuid()
 
