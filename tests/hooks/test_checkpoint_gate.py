@@ -270,6 +270,8 @@ def deep(doc: dict[str, Any]) -> None:
         pytest.param(hostile(lambda d: d.update(since="7")), id="since-a-string"),
         pytest.param(hostile(lambda d: d.pop("calls")), id="no-calls"),
         pytest.param(hostile(lambda d: [1, 2]), id="not-an-object"),
+        pytest.param(lambda t: t.replace(b'"', b'"\xff', 1), id="not-utf-8"),
+        pytest.param(lambda t: t.decode().encode("utf-16"), id="utf-16-not-what-the-writer-writes"),
         pytest.param(lambda t: t[: len(t) // 2], id="torn"),
         pytest.param(lambda t: t + b" [", id="trailing-garbage"),
     ],
