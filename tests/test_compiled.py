@@ -3,7 +3,7 @@
 The class made from a kept code must be the class the standard library makes (the same code object, signature,
 defaults, closure, behaviour); a table that is torn, foreign, forged under a right key, too large, or being
 renamed by another process must never be used wrongly; writers racing or killed mid-write leave a whole table;
-and a managed install refuses a table another user could write, as it refuses a ``.pyc``.
+and a managed install refuses a table another user could write, as it refuses a ``.pyc`` (tests/test_keptcode.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import dataclasses
 import inspect
 import marshal
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import types
 from collections.abc import Iterator
@@ -26,7 +24,7 @@ from typing import Any
 import pytest
 from test_records import VALUES, observe, plain, shapes
 
-from tether import compiled, records
+from tether import compiled, keptcode, records
 
 pytestmark = pytest.mark.skipif(not records.MIRRORED, reason="nothing is stood in for on this Python")
 
@@ -338,7 +336,7 @@ def test_a_writer_killed_before_its_rename_leaves_the_old_table(table: Path, mon
     young, other = table.parent / f"{table.name}.1.ab.tmp", table.parent / "other.1.tmp"
     young.write_bytes(b"")
     other.write_bytes(b"")
-    old = time.time() - compiled.STALE_S - 5
+    old = time.time() - keptcode.STALE_S - 5
     os.utime(left[0], (old, old))
     os.utime(other, (old, old))
     monkeypatch.setattr(compiled, "_keeping", True)
@@ -356,30 +354,3 @@ def test_exec_cached_is_exec(table: Path) -> None:
     assert local["z"] is True and scope["w"] == 2
     with pytest.raises(SyntaxError):
         compiled.exec_cached("def (", {})
-
-
-def test_a_managed_install_refuses_a_table_another_user_could_write() -> None:
-    from tether.hooks.trust import changeable_by_others
-
-    package = Path(tempfile.mkdtemp(dir="/tmp", prefix="tether-pkg-"))
-    try:
-        package.chmod(0o755)
-        (package / "tether" / "hooks").mkdir(parents=True)
-        (package / "tether" / "hooks" / "hook.sh").write_text("")
-        (package / "tether" / "compiled.py").write_text("")
-        cache = package / "tether" / "__pycache__"
-        cache.mkdir()
-        cache.chmod(0o755)
-        table = cache / Path(compiled.table_path() or "t").name
-        table.write_bytes(b"")
-        table.chmod(0o644)
-        command = f"/usr/bin/bash {package}/tether/hooks/hook.sh /usr/bin/python3 claude-code || exit 2"
-        assert changeable_by_others(command) == []
-        table.chmod(0o666)  # any user could put code into every user's hook process
-        assert changeable_by_others(command) == [f"{table} (mode -rw-rw-rw-: users other than its owner can change it)"]
-        table.chmod(0o644)
-        if os.geteuid() == 0:
-            os.chown(table, 65534, 65534)
-            assert changeable_by_others(command) == [f"{table} (owned by uid 65534, who can change it)"]
-    finally:
-        shutil.rmtree(package)

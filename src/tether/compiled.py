@@ -26,50 +26,30 @@ Applies where :mod:`tether.records` mirrors the generated methods (3.11, 3.12, w
 makes dataclasses of while it imports what decides (:data:`KEPT`, judged by the ``__name__`` of the module globals
 ``dataclasses`` passes): any other class made by :mod:`tether.records` (a test's) is compiled as ever, never kept.
 
-**The table.** One file, ``<the __pycache__ of this module's .pyc>/dataclass-code.<cache_tag>.v<FORMAT>.<magic
-hex>.marshal`` (the interpreter's ``sys.implementation.cache_tag`` and bytecode magic number in its name, so another
-Python never opens it; none when the interpreter has no cache tag or this module no ``__cached__``). It is:
-:data:`HEAD`, the format version, the magic number again, the CRC-32 and length of the body, and the body, a
-marshal'd ``{text: marshal'd code}``, at most :data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` in all. Any doubt
-and it is as if there were none: a short, torn or foreign file (head, version, magic, CRC, length), a body that is
-not a dict, an entry that does not unmarshal to a code object, or whose code does not fit its text (its function and
-the function inside named as the text's first two lines name them, with the arguments the first line lists: a cheap
-check that catches an entry filed under another text; it is no check against a forger, see below): then the text is
-compiled as ever. The lookup is by the exact text (a dict: its hash, then the whole text compared).
+**The table.** A file of :mod:`tether.keptcode` (its name, header, writing and trust are that module's), stem
+``dataclass-code``, beside this module's ``.pyc``. Its body is a marshal'd ``{text: marshal'd code}``, at most
+:data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` in all. Any doubt and it is as if there were none: a header that is
+not this body's, a body that is not a dict, an entry that does not unmarshal to a code object, or whose code does not
+fit its text (its function and the function inside named as the text's first two lines name them, with the arguments
+the first line lists: a cheap check that catches an entry filed under another text; it is no check against a forger):
+then the text is compiled as ever. The lookup is by the exact text (a dict: its hash, then the whole text compared).
 
 **Writing.** A process that compiled a text the table lacked, and could write the table (bytecode is written, its
 directory is writable: asked once, at the first text compiled; where not, as for each user of a managed install,
-nothing is kept and a compile costs what it did), writes the table once, at exit (``atexit``): the
-file as it is then on disk merged with what the process used, the entries this process used first (a process
-that misses puts back what it needs), bounded. It is written as CPython writes a ``.pyc``: to
-``<table>.<pid>.<random>.tmp`` (``O_EXCL``, the mode of this module's source, as ``importlib`` gives a ``.pyc`` its
-source's) in the same directory, then renamed over the table; any ``OSError`` (the directory not writable, not
-there, the disk full) and nothing is written, silently, as Python skips a ``.pyc`` it cannot write; nor when
-``sys.dont_write_bytecode``. So a reader sees the old table or the new one whole (rename), two writers at once each
-rename a whole file (the last one stays: entries of the other are lost until a process misses them again), and a
-crash mid-write leaves the old table and at most a ``.tmp`` file (as an interrupted ``.pyc`` write leaves one;
-the next write removes it once it is ten minutes old);
-a torn table after a power loss (no ``fsync``, as for a ``.pyc``) fails its CRC or length.
-
-**Trust.** The table is code every process runs. It lives where this package's own ``.pyc`` files live, with their
-owner and permissions, and is read from nowhere else: whoever can write it can write ``records.cpython-311.pyc``
-beside it, which Python runs unchecked anyway. A managed install is vouched for by walking everything under tether's
-package (``hooks/import_roots.py`` ``loose_under``, ``hooks/trust.py``): a table another user could write is refused
-like a ``.pyc`` they could write (``tests/test_compiled.py``). A hook process runs with ``-I``, so
-``PYTHONPYCACHEPREFIX`` cannot move the table (nor the ``.pyc`` files) somewhere a user can write. The CRC and
-the fit check are against accidents (torn writes, a bug), not against a writer, who could forge both.
+nothing is kept and a compile costs what it did), writes the table once, at exit (``atexit``): the file as it is then
+on disk merged with what the process used, the entries this process used first (a process that misses puts back what
+it needs), bounded. Two writers at once each rename a whole file: the entries of the one renamed first are lost until
+a process misses them again. ``tests/test_compiled.py`` holds the trust of a managed install too: a table another
+user could write is refused like a ``.pyc`` they could write.
 """
 
 from __future__ import annotations
 
-import binascii
 import marshal
-import os
 import sys
-import time
 from types import CodeType
 
-from tether.scoped import suppress
+from tether import keptcode
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -85,26 +65,14 @@ MAX_ENTRIES = 512
 MAX_BYTES = 2 << 20
 #: A text longer than this is compiled each time, not kept (an ``__init__`` of ~50 fields is ~4 KB).
 MAX_TEXT = 64 << 10
-#: A temporary file of a writer this old (seconds) is a killed writer's, removed by the next write.
-STALE_S = 600
 #: The length of :func:`header`: :data:`HEAD`, then the format, the magic number, the CRC-32 and the length (4 bytes
 #: each).
-HEADER_SIZE = len(HEAD) + 16
-
-
-def _magic() -> bytes:
-    from _frozen_importlib_external import MAGIC_NUMBER  # importlib's, without the package (it imports warnings)
-
-    return MAGIC_NUMBER
+HEADER_SIZE = len(HEAD) + keptcode.FIXED
 
 
 def table_path() -> str | None:
     """Where the table is, beside this module's ``.pyc`` (None: nowhere, nothing is kept)."""
-    tag = sys.implementation.cache_tag
-    cached = globals().get("__cached__")
-    if not tag or not isinstance(cached, str):
-        return None
-    return os.path.join(os.path.dirname(cached), f"dataclass-code.{tag}.v{FORMAT}.{_magic().hex()}.marshal")
+    return keptcode.table_path(globals().get("__cached__"), "dataclass-code", FORMAT)
 
 
 #: Where the table is read from and written to; None: nowhere. Set once, when first needed (tests set it).
@@ -115,24 +83,14 @@ _keeping: bool | None = None  # whether a text was compiled that is kept, to be 
 
 
 def header(body: bytes | memoryview) -> bytes:
-    """The table's first bytes for ``body``: :data:`HEAD`, :data:`FORMAT`, the magic number, the body's CRC-32 and
-    length (against a torn or damaged file; ``binascii`` is loaded on the cold path already; reading a 184 KB table
-    whole costs ~1.6 M instructions, where a SHA-256 of it alone cost 5.2 M)."""
-    check = binascii.crc32(body).to_bytes(4, "little") + len(body).to_bytes(4, "little")
-    return HEAD + FORMAT.to_bytes(4, "little") + _magic() + check
+    """The table's first bytes for ``body`` (:func:`tether.keptcode.header`)."""
+    return keptcode.header(HEAD, FORMAT, body)
 
 
 def read(path: str | None) -> dict[Any, Any]:
     """The table at ``path``; empty when there is none or on any doubt about the file (the module docstring)."""
-    if path is None:
-        return {}
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError:
-        return {}
-    rest = memoryview(data)[HEADER_SIZE:]  # the body, not copied (twice: its check, its unmarshalling; ~150 KB each)
-    if len(data) > MAX_BYTES or len(data) < HEADER_SIZE or data[:HEADER_SIZE] != header(rest):
+    rest = keptcode.body(path, HEAD, FORMAT, MAX_BYTES)  # a view: not copied to be unmarshalled (~150 KB)
+    if rest is None:
         return {}
     try:
         body = marshal.loads(rest)
@@ -173,7 +131,7 @@ def code_of(text: str) -> CodeType:
             return code  # type: ignore[no-any-return]
     code = compile(text, "<string>", "exec", dont_inherit=True)
     if _keeping is None:
-        _keeping = writable(location)
+        _keeping = keptcode.writable(location)
         if _keeping:
             import atexit
 
@@ -181,13 +139,6 @@ def code_of(text: str) -> CodeType:
     if _keeping and len(text) <= MAX_TEXT and len(_used) < MAX_ENTRIES:
         _table[text] = _used[text] = marshal.dumps(code)  # a class of the same text later in this process too
     return code
-
-
-def writable(path: str | None) -> bool:
-    """Whether this process could write the table at ``path``: bytecode is written and its directory is writable
-    (asked once, at the first text compiled; where it is not, as for every user of a managed install, what is
-    compiled is not kept, and costs what it cost before)."""
-    return path is not None and not sys.dont_write_bytecode and os.access(os.path.dirname(path), os.W_OK)
 
 
 #: The packages whose classes' ``__init__`` code is kept: tether's own, and the libraries whose dataclasses a hook
@@ -235,40 +186,10 @@ def merged(ours: dict[str, bytes], theirs: dict[Any, Any]) -> dict[str, bytes]:
 
 
 def write(path: str | None = None) -> bool:
-    """Write the table (at ``path``, else :data:`location`): what is on disk merged with what this process used,
-    to a temporary file renamed into place. False, and nothing written, when nothing is new, bytecode is not
-    written, or on any ``OSError``."""
+    """Write the table (at ``path``, else :data:`location`): what is on disk merged with what this process used
+    (:func:`tether.keptcode.write`). False, and nothing written, when nothing is new, bytecode is not written, or on
+    any ``OSError``."""
     path = path or location
-    if path is None or not _keeping or sys.dont_write_bytecode or not _used:
+    if path is None or not _keeping or not _used:
         return False
-    body = marshal.dumps(merged(_used, read(path)))
-    data = header(body) + body
-    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    try:
-        mode = (os.stat(__file__).st_mode | 0o200) & 0o666  # as importlib gives a .pyc its source's mode
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    except OSError:
-        return False
-    try:
-        with open(fd, "wb", closefd=True) as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except OSError:
-        with suppress(OSError):
-            os.unlink(temporary)
-        return False
-    sweep(path)
-    return True
-
-
-def sweep(path: str) -> None:
-    """Remove what writers killed before their rename left (``<table>.<pid>.<random>.tmp``) once it is
-    :data:`STALE_S` old: a write takes milliseconds, so a file that old has no writer."""
-    folder, name = os.path.split(path)
-    now = time.time()
-    with suppress(OSError), os.scandir(folder or ".") as entries:
-        for entry in entries:
-            if entry.name.startswith(f"{name}.") and entry.name.endswith(".tmp"):
-                with suppress(OSError):
-                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
-                        os.unlink(entry.path)
+    return keptcode.write(path, HEAD, FORMAT, marshal.dumps(merged(_used, read(path))), __file__)

@@ -156,7 +156,8 @@ def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> N
     not mirror; the standard one is back as soon as the import ends, also when it fails. A plain process imports
     no such library and not ``dataclasses`` either (tether's classes: :mod:`tether.recordmaker`).
     ``tests/hooks/test_cold_dataclasses.py`` compares every class made here both ways. Meanwhile tether's own
-    modules are found without the import system's walk (:class:`.finder.OwnFinder`, on Python 3.11).
+    modules are found without the import system's walk (:class:`.finder.OwnFinder`, on Python 3.11; in a hook's own
+    process, the one :func:`decide` put first, with their code: :mod:`.modulecode`).
     """
     if (
         "tether.hooks.answer" in sys.modules
@@ -240,6 +241,10 @@ def decide(
 ) -> Reply:
     """Decide in this process: on the plain path when the call fits it and the process is the hook's own (which
     :func:`full_again` may replace), else on the full path, with pydantic. ``collecting``: :func:`main`'s."""
+    if own_process:  # the modules' code from one file from here on (and kept there at exit)
+        from .finder import install
+
+        install("gate" if data.get("hook_event_name") in GATED else "observe")
     from tether import plain
 
     fits = own_process and plain_fits(request, data)

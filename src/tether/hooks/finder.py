@@ -13,7 +13,8 @@ order whose file is listed and is a file, if that is source (``SourceFileLoader`
 ``spec_from_file_location`` makes for it, as ``FileFinder._get_spec`` makes it. Anything else is not answered (no
 such finder yet, a changed directory, an extension module or bytecode first, case-insensitive names, another
 Python than the 3.11 mirrored here), and the next finders are asked as ever. ``tests/hooks/test_finder.py`` holds
-each answer to the path finder's.
+each answer to the path finder's. In a hook's own process it stays first for the whole process, and answers first
+from the table of the modules' code (:func:`install`, :mod:`.modulecode`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
+    from .modulecode import Table
+
 #: The Python whose ``FileFinder.find_spec`` this mirrors (its ``_path_cache``, ``_path_mtime`` and ``_loaders``).
 MIRRORED = sys.version_info[:2] == (3, 11)
 #: Whether names are matched case-insensitively (``PYTHONCASEOK`` on such a platform): not answered then.
@@ -39,12 +42,17 @@ _FILE = 0o100000  # stat's S_IFREG, as ``_path_isfile`` tests it
 
 
 class OwnFinder:
-    """A meta path finder for tether's submodules: the path finder's answer, or None (see the module). As a context
-    manager, it is first on ``sys.meta_path`` for the block, on the mirrored Python only, and gone after it, also
-    when the block raises."""
+    """A meta path finder for tether's submodules: the path finder's answer, or None (see the module). With a
+    ``table`` (:mod:`.modulecode`), first the table's answer: the same spec, its loader returning the code the table
+    holds. As a context manager, it is first on ``sys.meta_path`` for the block, on the mirrored Python only, and gone
+    after it, also when the block raises; not put there when one is there already (a hook process's own, with its
+    table: :func:`install`)."""
+
+    def __init__(self, table: Table | None = None) -> None:
+        self.table = table
 
     def __enter__(self) -> None:
-        if MIRRORED:
+        if MIRRORED and not any(type(f) is OwnFinder for f in sys.meta_path):
             sys.meta_path.insert(0, self)
 
     def __exit__(self, *exc: object) -> None:
@@ -54,6 +62,10 @@ class OwnFinder:
     def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
         if path is None or len(path) != 1 or not name.startswith(PREFIX):
             return None
+        if self.table is not None:
+            kept = self.table.spec(name, path)
+            if kept is not None:
+                return kept
         folder = path[0]
         finder = sys.path_importer_cache.get(folder)
         if type(finder) is not FileFinder or finder.path != folder or folder.endswith("/") or _relax_case():
@@ -82,3 +94,19 @@ class OwnFinder:
                 name, file, loader=SourceFileLoader(name, file), submodule_search_locations=None
             )
         return None
+
+
+def install(purpose: str) -> OwnFinder | None:
+    """In a hook's own process (it ends after its call): this finder, with the table of the modules' code for
+    ``purpose`` (``gate``, ``observe``: :mod:`.modulecode`), first on ``sys.meta_path`` for the rest of the process,
+    the modules imported from now on watched (:meth:`.modulecode.Table.watch`). On the Python mirrored here only;
+    once."""
+    if not MIRRORED or any(type(f) is OwnFinder for f in sys.meta_path):
+        return None
+    from .modulecode import table
+
+    kept = table(purpose)
+    own = OwnFinder(kept)
+    sys.meta_path.insert(0, own)
+    kept.watch()
+    return own
