@@ -244,6 +244,20 @@ def test_an_answer_is_the_path_finders_spec_with_the_same_code(probe: Path) -> N
     assert table.spec("probe.other", [str(probe)]) is None
 
 
+def test_a_table_that_fails_leaves_each_module_to_the_standard_way(probe: Path, monkeypatch) -> None:
+    table = kept_table(probe)
+    monkeypatch.setattr(finder, "PREFIX", "probe.")
+    own = finder.OwnFinder(table)
+    assert type(own.find_spec("probe.mod", [str(probe)]).loader) is KeptLoader  # type: ignore[union-attr]
+
+    def broken(name: str, path: Any) -> None:
+        raise RuntimeError("a table in trouble")
+
+    monkeypatch.setattr(table, "spec", broken)
+    found = own.find_spec("probe.mod", [str(probe)])
+    assert found is not None and type(found.loader) is SourceFileLoader  # the path finder's answer, as ever
+
+
 def test_every_loaded_module_of_tether_answers_as_the_path_finder(tmp_path: Path, monkeypatch) -> None:
     import tether.hooks.entry  # noqa: F401  (a few modules at least)
 

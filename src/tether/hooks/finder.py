@@ -63,7 +63,10 @@ class OwnFinder:
         if path is None or len(path) != 1 or not name.startswith(PREFIX):
             return None
         if self.table is not None:
-            kept = self.table.spec(name, path)
+            try:
+                kept = self.table.spec(name, path)
+            except Exception:  # whatever the table's trouble, the standard way finds the module as ever
+                kept = None
             if kept is not None:
                 return kept
         folder = path[0]
