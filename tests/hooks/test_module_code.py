@@ -95,7 +95,7 @@ def settled(src: Path, project: Path, start: int) -> tuple[dict[str, Any], int]:
 
 def test_a_cold_call_keeps_the_table_and_the_next_ones_take_every_module_from_it(copy: Path, tmp_path: Path) -> None:
     first = decided(copy, tmp_path, read_call(tmp_path, 0))
-    assert "allow" in first["reply"] and table_file(copy, "gate").exists()
+    assert "allow" in first["reply"] and table_file(copy, "gate-full").exists()  # a session's first: the full path
     assert "SourceFileLoader" in first["loaders"].values()  # the first call found them the standard way
     out, n = settled(copy, tmp_path, 1)
     assert len(out["loaders"]) >= 40 and out["reply"] == first["reply"].replace("toolu_0", f"toolu_{n - 1}")
@@ -135,8 +135,10 @@ def test_a_module_not_as_recorded_is_loaded_from_its_source_and_kept_anew(
             assert all(k.partition(".")[2].startswith("policy") for k in missed), missed
         else:
             assert missed == {"tether.policy.decision"}
-        again = decided(copy, tmp_path, read_call(tmp_path, n + 1))
-        assert again["loaders"]["tether.policy.decision"] == "KeptLoader", "kept anew by the call that missed it"
+        # a changed module changes the code stamp: the kept envelope is made again on the full path (its own table),
+        # and the next plain call, missing it too, keeps it in the plain one
+        again, _ = settled(copy, tmp_path, n + 1)
+        assert again["loaders"]["tether.policy.decision"] == "KeptLoader", "kept anew by a call that missed it"
         entry = modulecode._read(str(table_file(copy, "gate")))["tether.policy.decision"]
         source = str(package / "__init__.py") if change.startswith("shadowed") else str(module)
         assert entry[0] == source and entry[1] is change.startswith("shadowed")
@@ -148,7 +150,7 @@ def test_a_module_not_as_recorded_is_loaded_from_its_source_and_kept_anew(
 
 
 def test_racing_writers_leave_a_whole_table(copy: Path, tmp_path: Path) -> None:
-    table = table_file(copy, "gate")
+    table = table_file(copy, "gate-full")  # each racer a session's first call
     table.unlink(missing_ok=True)
     projects = [tmp_path / f"p{i}" for i in range(3)]
     for p in projects:
@@ -174,7 +176,7 @@ def test_racing_writers_leave_a_whole_table(copy: Path, tmp_path: Path) -> None:
 
 
 def test_nothing_is_written_where_bytecode_is_not(copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    table = table_file(copy, "gate")
+    table = table_file(copy, "gate-full")  # a session's first call
     table.unlink(missing_ok=True)
     decided(copy, tmp_path, read_call(tmp_path, 0), env={"PYTHONDONTWRITEBYTECODE": "1"})
     assert table.exists(), "-I ignores PYTHONDONTWRITEBYTECODE, as the launcher's interpreter does"

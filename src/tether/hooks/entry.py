@@ -241,18 +241,19 @@ def decide(
 ) -> Reply:
     """Decide in this process: on the plain path when the call fits it and the process is the hook's own (which
     :func:`full_again` may replace), else on the full path, with pydantic. ``collecting``: :func:`main`'s."""
-    if own_process:  # the modules' code from one file from here on (and kept there at exit)
-        from .finder import install
+    gated = data.get("hook_event_name") in GATED
+    fits = own_process and plain_fits(request, data)
+    if own_process:  # the modules' code from one file from here on (and kept there at exit), a table for each kind
+        from .finder import install  # of call: the rare full path's modules would weigh on every plain call's read
 
-        install("gate" if data.get("hook_event_name") in GATED else "observe")
+        install(("gate" if gated else "observe") + ("" if fits else "-full"))
     from tether import plain
 
-    fits = own_process and plain_fits(request, data)
     full_path(lean=fits)
     if not (fits and plain.choose()):
         no_pydantic_plugins()
     try:
-        import_deciding_code(gate=data.get("hook_event_name") in GATED, collecting=collecting)
+        import_deciding_code(gate=gated, collecting=collecting)
         from .answer import answer
 
         return answer(request, data)
