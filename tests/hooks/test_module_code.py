@@ -325,6 +325,7 @@ def test_a_torn_foreign_or_forged_table_answers_nothing(probe: Path) -> None:
         "code of another file": marshal.dumps({"probe.mod": (source, False, dirs, mtime, size, other)}),
         "a package without its folder": marshal.dumps({"probe.mod": (source, True, dirs, mtime, size, code)}),
         "another parent": marshal.dumps({"probe.mod": (source, False, elsewhere, mtime, size, code)}),
+        "another file's entry": marshal.dumps({"probe.mod": entries["probe.pkg"]}),
     }
     cases: dict[str, Any] = {
         "truncated": lambda: path.write_bytes(good[:-10]),

@@ -11,7 +11,8 @@ module by module as each is imported saved ~0.7 ms only, so it is read at once, 
 **An entry** is a module's name, its source file, whether it is a package, the directories whose listing decides
 which file the import system finds for that name (the parent package's one directory; a package's own too) with
 their ``st_mtime_ns``, the source's ``st_mtime_ns`` and ``st_size``, and its code. It answers only when the parent's
-``__path__`` is that one directory, each directory's mtime is as recorded (a file added, removed or renamed there
+``__path__`` is that one directory, the source is the file the name names there (``<name>.py``, or
+``<name>/__init__.py`` for a package), each directory's mtime is as recorded (a file added, removed or renamed there
 changes it: the listing the import system would search is the one the entry was found in, as its own finders
 assume) and the source's stat is as recorded (stricter than a ``.pyc``'s check: its mtime in whole seconds, 32 bits,
 and its size). An entry is recorded as the path finder finds the module then: the directories stat'ed first, then
@@ -67,7 +68,7 @@ _FILE = 0o100000  # stat's S_IFREG
 
 
 class Table:
-    """One purpose's table in this process: read at the first module asked of it; the modules of tether imported
+    """One kind of call's table in this process: read at the first module asked of it; the modules of tether imported
     since :meth:`watch` that it did not answer are recorded and the table written at exit (when this process may)."""
 
     def __init__(self, path: str | None) -> None:
@@ -85,7 +86,10 @@ class Table:
         if entry is None or path is None or len(path) != 1 or not _fits(entry) or _relaxed():
             return None
         source, package, dirs, mtime, size, code = entry
-        if path[0] != dirs[0][0] or not _current(dirs, source, mtime, size):
+        tail = name.rpartition(".")[2]
+        if source != (f"{path[0]}/{tail}/__init__.py" if package else f"{path[0]}/{tail}.py") or path[0] != dirs[0][0]:
+            return None  # not the file the path finder would find for this name in this folder
+        if not _current(dirs, source, mtime, size):
             return None
         self._answered.add(name)
         return spec_from_file_location(
@@ -156,8 +160,8 @@ def _relaxed() -> bool:
 
 
 def _fits(entry: object) -> bool:
-    """Whether ``entry`` is an entry: (source, package, ((directory, mtime), ...), mtime, size, marshal'd code), the
-    first directory the parent's, a package's own second."""
+    """Whether ``entry`` is an entry: (source, package, ((directory, mtime), ...), mtime, size, the code compiled from
+    that source), the first directory the parent's, a package's own second."""
     if type(entry) is not tuple or len(entry) != 6:
         return False
     source, package, dirs, mtime, size, code = entry
