@@ -11,6 +11,7 @@ refusing a table another user could write: ``tests/test_keptcode.py``).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import marshal
 import os
@@ -340,6 +341,29 @@ def test_a_torn_foreign_or_forged_table_answers_nothing(probe: Path) -> None:
         assert Table(str(path)).spec("probe.mod", [str(probe)]) is None, case
     path.write_bytes(good)
     assert Table(str(path)).spec("probe.mod", [str(probe)]) is not None
+
+
+def test_odd_modules_are_not_kept_and_never_fail_the_write(probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a process put in ``sys.modules`` by hand (no spec, a spec of another shape, a spec whose origin is not
+    where the path finder finds the name) is passed over; a write that fails in any way leaves the table on disk."""
+    import types
+
+    table = kept_table(probe, ("probe.mod",))
+    before = Path(table.path or "").read_bytes()
+    again = Table(table.path)
+    again.watch()
+    bare, odd, moved = types.ModuleType("probe.bare"), types.ModuleType("probe.odd"), types.ModuleType("probe.moved")
+    odd.__spec__ = types.SimpleNamespace(origin=str(probe / "mod.py"))  # type: ignore[assignment]
+    moved.__spec__ = importlib.util.spec_from_file_location("probe.moved", str(probe / "mod.py"))
+    for module in (bare, odd, moved):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert not again.write() and Path(table.path or "").read_bytes() == before  # nothing kept: not written
+
+    def broken(name: str) -> None:
+        raise RuntimeError("a recording in trouble")
+
+    monkeypatch.setattr(modulecode, "_recorded", broken)
+    assert not again.write() and Path(table.path or "").read_bytes() == before
 
 
 def test_a_table_is_bounded_and_keeps_what_is_still_current(probe: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,14 +114,17 @@ class Table:
         or on any ``OSError``."""
         if self.path is None or self._before is None:
             return False
-        new = [n for n in sys.modules if n.startswith(PREFIX) and n not in self._before and n not in self._answered]
-        entries = {name: entry for name in new if (entry := _recorded(name)) is not None}
-        if not entries:
+        try:  # run at exit, after the reply: a table is a cache, and whatever fails here leaves the one on disk
+            new = [n for n in sys.modules if n.startswith(PREFIX) and n not in self._before and n not in self._answered]
+            entries = {name: entry for name in new if (entry := _recorded(name)) is not None}
+            if not entries:
+                return False
+            for name, entry in _read(self.path).items():
+                if name not in entries and _fits(entry) and _current(entry[2], entry[0], entry[3], entry[4]):
+                    entries[name] = entry
+            return keptcode.write(self.path, HEAD, FORMAT, _body(entries), __file__)
+        except Exception:
             return False
-        for name, entry in _read(self.path).items():
-            if name not in entries and _fits(entry) and _current(entry[2], entry[0], entry[3], entry[4]):
-                entries[name] = entry
-        return keptcode.write(self.path, HEAD, FORMAT, _body(entries), __file__)
 
 
 class KeptLoader(SourceFileLoader):
@@ -199,7 +202,7 @@ def _recorded(name: str) -> tuple[Any, ...] | None:
     if type(path) is not list or len(path) != 1 or type(origin) is not str or _relaxed():
         return None
     folder, tail = path[0], name.rpartition(".")[2]
-    package = spec.submodule_search_locations is not None  # type: ignore[union-attr]
+    package = getattr(spec, "submodule_search_locations", None) is not None
     try:
         dirs: tuple[tuple[str, int], ...] = ((folder, os.stat(folder).st_mtime_ns),)
         if package:
