@@ -34,6 +34,10 @@ import time
 
 from tether.scoped import suppress
 
+#: The source files whose code a table gave this process, with the size and mtime (ns) it checked them at then: what
+#: the caches beside a database ask of the code that wrote them (guard/cachefile.py ``runs_code``), without a
+#: ``stat`` of their own.
+LOADED: dict[str, tuple[int, int]] = {}
 #: A temporary file of a writer this old (seconds) is a killed writer's, removed by the next write.
 STALE_S = 600
 #: The length of a header past the table's first bytes: the format, the magic number, the CRC-32 and the length.

@@ -157,11 +157,12 @@ def test_the_crossing_call_is_answered_before_its_checkpoint_is_written(
 
 #: A daemon whose checkpoint writer stops at a given point (and signals it through a flag file) so that the test
 #: can kill it there: "save" before anything is written; "rename" with the new file written, before its rename.
-#: Each call's work after the reply, when it ends, adds a byte to ``<flag>.done``. Its code stamp is the test's
-#: (``ck._STAMP``, as in test_fold_checkpoint's racers): a tree changing while the suite runs would otherwise
-#: make the test ignore the daemon's checkpoint as another code's.
+#: Each call's work after the reply, when it ends, adds a byte to ``<flag>.done``. The modules as the test's process
+#: found them are its own (``cachefile._SEEN``, as in test_fold_checkpoint's racers): a tree changing while the
+#: suite runs would otherwise make the test ignore the daemon's checkpoint as another code's.
 DAEMON = """
-import os, sys, time
+import json, os, sys, time
+from tether.guard import cachefile
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
 from tether.hooks import session as hs
@@ -169,7 +170,7 @@ from tether.hooks.daemon import serve
 
 sock, stop_at, flag = sys.argv[1:4]
 guard_log.EVERY = guard_log.RESIDENT_EVERY = int(sys.argv[4])
-ck._STAMP[:] = [sys.argv[5]]
+cachefile._SEEN.update((k, tuple(v)) for k, v in json.loads(sys.argv[5]).items())
 real_save, real_replace, real_later, saves = ck.save, os.replace, hs.checkpoint_later, []
 
 
@@ -212,7 +213,8 @@ def test_a_daemon_killed_after_the_reply_leaves_a_valid_log_and_no_torn_checkpoi
     done = tmp_path / "held.done"  # one byte per call whose work after the reply has ended
     sock.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-    cmd = [sys.executable, "-c", DAEMON, str(sock), stop_at, str(flag), str(EVERY), ck.code_stamp()]
+    seen = json.dumps({k: v for k, v in code_stamps._SEEN.items() if v is not None})
+    cmd = [sys.executable, "-c", DAEMON, str(sock), stop_at, str(flag), str(EVERY), seen]
     daemon = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     project = tmp_path / "p"
     project.mkdir()
@@ -259,22 +261,35 @@ def test_the_daemons_checkpoints_name_the_code_it_started_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_every: None
 ) -> None:
     """The tree changes on disk while the daemon runs (a `git pull` of modules the protocol's stamp does not cover):
-    its checkpoints still name the code it imported at start, which a cold process of the new code ignores."""
+    its checkpoints still name the modules as it found them at its start (``cachefile.first_seen``), which a cold
+    process of the new code ignores."""
     monkeypatch.setattr(code_stamps, "_STAMP", [])  # a process that has not stamped yet
+    monkeypatch.setattr(code_stamps, "_SEEN", {})  # nor seen a module
     monkeypatch.setattr(code_stamps, "code_stamp_now", lambda: "the code the daemon started with")
+    real_stat, pulled = code_stamps._stat, []
+
+    def stat(path: str) -> tuple[int, int] | None:  # once pulled: every module of tether a byte larger on disk
+        found = real_stat(path)
+        return (found[0] + 1, found[1]) if pulled and found and path.endswith(".py") else found
+
+    monkeypatch.setattr(code_stamps, "_stat", stat)
     done = after_reply(monkeypatch)
     with daemon_thread(tmp_path, monkeypatch) as project:
         assert call(project, "s1", 0) == "allow"  # served once the daemon's start is over
         done.get(timeout=60)
-        monkeypatch.setattr(code_stamps, "code_stamp_now", lambda: "the tree on disk now")
+        pulled.append(True)
         for i in range(1, 20):
             assert call(project, "s1", i) == "allow"
             done.get(timeout=60)
             if checkpoints(project):
                 break
     [path] = checkpoints(project)
-    header = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])
-    assert header["code"] == "the code the daemon started with"
+    code = json.loads(path.read_bytes()[len(ck.MAGIC) :].partition(b"\n")[0])["code"]
+    root = Path(ck.__file__).parents[1]
+    assert "tether.guard.checkpoint" in code["modules"] and "tether.hooks.daemon" in code["modules"]
+    assert all([size, mtime] == list(real_stat(str(root / rel)) or ()) for rel, size, mtime in code["modules"].values())
+    monkeypatch.setattr(code_stamps, "_SEEN", {})  # a cold process of the code on disk now
+    assert not code_stamps.runs_code(code)
 
 
 def test_the_daemon_writes_at_its_own_interval_and_a_cold_call_at_the_cold_one(

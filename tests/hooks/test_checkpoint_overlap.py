@@ -218,7 +218,7 @@ def test_a_cold_pre_tool_use_restores_the_checkpoint_and_keeps_it(
         env.pop(name, None)
     for i in range(2):
         data = payload("claude-code.PreToolUse", tmp_path, tool_input={"command": f"ls d{i}"}, tool_use_id=f"cold{i}")
-        argv = [sys.executable, "-c", RESTORED, ck.code_stamp()]
+        argv = [sys.executable, "-c", RESTORED]
         out = subprocess.check_output(argv, input=json.dumps(data), text=True, env=env, timeout=120)
         probe = json.loads(out.rstrip("\n").rpartition("\n")[2])
         assert probe["exit"] == 0 and probe["loaded"] == [True], probe["exit"]

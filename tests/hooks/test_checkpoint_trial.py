@@ -272,7 +272,13 @@ def test_a_body_whose_digest_is_not_the_headers_leaves_no_child(tmp_path: Path, 
     folder.mkdir(mode=0o700)
     body = PROTO + b"}" + b")" + b"".join(b"\x94h" + bytes([i]) + b"\x86" for i in range(80)) + b"K\x01s."
     digests = ck.digests(body if matches else b"another body", False)
-    header = {"version": ck.VERSION, "run_id": "run-x", "code": ck.code_stamp(), **digests, "parts": [0, len(body)]}
+    header = {
+        "version": ck.VERSION,
+        "run_id": "run-x",
+        "code": cachefile.code_made(),
+        **digests,
+        "parts": [0, len(body)],
+    }
     path = Path(ck.path_for(folder, "run-x"))
     path.write_bytes(ck.MAGIC + json.dumps(header).encode() + b"\n" + body)
     path.chmod(0o600)

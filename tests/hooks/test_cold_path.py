@@ -494,7 +494,6 @@ def test_a_cold_command_is_decided_without_the_control_layer(tmp_path: Path) -> 
 RESTORED = """
 import json, sys
 import tether.guard.checkpoint as ck
-ck._STAMP[:] = [sys.argv[1]]
 loaded = []
 standard = ck.load
 def load(*args):
@@ -512,7 +511,6 @@ def test_a_call_without_the_gate_still_restores_the_fold_checkpoint(tmp_path: Pa
     import the gate, imports that module before reading one, or every recording call would refold the log."""
     from hookkit import Hook
 
-    import tether.guard.checkpoint as ck
     import tether.guard.log as guard_log
     import tether.hooks.session as hook_session
     from tether.control import fold as control_fold
@@ -533,7 +531,7 @@ def test_a_call_without_the_gate_still_restores_the_fold_checkpoint(tmp_path: Pa
     data = payload("claude-code.PostToolUse", tmp_path, tool_input={"command": "grep -n needle5 src/app.py"})
     data["tool_use_id"] = "toolu_5"
     out = subprocess.run(
-        [sys.executable, "-c", RESTORED, ck.code_stamp()],
+        [sys.executable, "-c", RESTORED],
         input=json.dumps(data),
         capture_output=True,
         text=True,

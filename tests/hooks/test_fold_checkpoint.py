@@ -117,6 +117,15 @@ def test_the_restored_decision_equals_the_refolded_one_call_by_call(hook: Hook, 
     assert with_ck == without
 
 
+def moved(code: dict[str, Any], field: int) -> dict[str, Any]:
+    """A header's ``code`` with the checkpoint module's row changed: its size (``field`` 1: edited since it wrote),
+    or its file (0: another module's, as that file is, so only the reader's own import of it can tell)."""
+    modules = dict(code["modules"])
+    rel, size, mtime = modules["tether.guard.checkpoint"]
+    modules["tether.guard.checkpoint"] = [rel, size + 1, mtime] if field else list(modules["tether.guard.log"])
+    return {**code, "modules": modules}
+
+
 def tamper(path: Path, edit: Any) -> None:
     raw = path.read_bytes()
     line, _, body = raw[len(ck.MAGIC) :].partition(b"\n")
@@ -134,6 +143,8 @@ def tamper(path: Path, edit: Any) -> None:
         pytest.param(lambda h, b: ({**h, "hash": "0" * 64}, b), id="other-head-hash"),
         pytest.param(lambda h, b: ({**h, "version": 99}, b), id="other-version"),
         pytest.param(lambda h, b: ({**h, "code": "x"}, b), id="other-code"),
+        pytest.param(lambda h, b: ({**h, "code": moved(h["code"], 1)}, b), id="a-module-edited-since"),
+        pytest.param(lambda h, b: ({**h, "code": moved(h["code"], 0)}, b), id="a-module-from-another-file"),
         pytest.param(lambda h, b: ({**h, "contract": "sha256:" + "1" * 64}, b), id="other-envelope"),
         pytest.param(lambda h, b: ({**h, "genesis": "2" * 64}, b), id="other-database"),
         pytest.param(lambda h, b: ({**h, "seq": "7"}, b), id="malformed-seq"),
@@ -244,16 +255,16 @@ def test_a_writer_killed_mid_write_leaves_a_temporary_file_the_next_write_remove
     assert checkpoint_file(hook).read_bytes().startswith(ck.MAGIC)
 
 
-#: ``ck._STAMP`` pinned to the test's: the racers run this tree's code, as the test does, but a tree that changes
-#: while the suite runs (a rebase, a commit landing in the checkout under test) would give them another stamp
-#: than the one the test took at its first checkpoint, and the test's process rightly ignores their checkpoints
-#: as another code's. What is tested here is the race, not the stamp (``other-code`` above tests that).
+#: The modules as the test's process found them, pinned (``cachefile._SEEN``): the racers run this tree's code, as the
+#: test does, but a tree that changes while the suite runs (a rebase, a commit landing in the checkout under test)
+#: would have them name other files than the test's, and the test's process rightly ignores their checkpoints as
+#: another code's. What is tested here is the race, not the code (``other-code`` above tests that).
 RACER = """
-import sys
+import json, sys
 sys.path.insert(0, {tests!r})
 import tether.guard.log as guard_log
-import tether.guard.checkpoint as ck
-ck._STAMP[:] = [{stamp!r}]
+from tether.guard import cachefile
+cachefile._SEEN.update((k, tuple(v)) for k, v in json.loads({seen!r}).items())
 guard_log.EVERY = 1
 from hookkit import Hook
 from pathlib import Path
@@ -271,8 +282,8 @@ def test_two_cold_processes_racing_leave_a_valid_checkpoint(hook: Hook) -> None:
     tests = str(Path(__file__).parent)
     src = str(Path(ck.__file__).resolve().parents[2])  # this tree's tether, whatever else is installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
-    stamp = ck.code_stamp()
-    racer = [RACER.format(tests=tests, ws=str(hook.workspace), name=n, stamp=stamp) for n in ("a", "b")]
+    seen = json.dumps({k: v for k, v in code_stamps._SEEN.items() if v is not None})
+    racer = [RACER.format(tests=tests, ws=str(hook.workspace), name=n, seen=seen) for n in ("a", "b")]
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for code in racer]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
     assert not list(folder(hook).glob(".ckpt-*"))
@@ -331,7 +342,7 @@ def test_without_sources_to_stamp_no_checkpoint_is_written_or_read(hook: Hook, m
     """A checkpoint pickles tether's classes: code that cannot tell which version it is neither writes nor reads."""
     calls(hook, 12)
     assert checkpoint_file(hook).exists()
-    monkeypatch.setattr(code_stamps, "_STAMP", [""])
+    monkeypatch.setattr(code_stamps, "_package", lambda: None)
     cold()
     calls(hook, 12, start=12)
     assert not isinstance(guard_of(hook).events, Log)

@@ -90,7 +90,7 @@ def test_a_plain_call_reads_the_kept_dump_and_forks_no_trial(project: Path) -> N
         assert decided == verdict, command
         assert seen == {"forks": 0, "pickle": False, "pydantic": False, "plain": True}, command
     header = json.loads(kept_file(project).read_bytes()[len(envcache.MAGIC) :].partition(b"\n")[0])
-    assert header["version"] == envcache.VERSION == 2 and header["dump"]["version"] == 1
+    assert header["version"] == envcache.VERSION == 3 and header["dump"]["version"] == 1
 
 
 def rewrite(path: Path, dump: Any) -> None:

@@ -1,7 +1,9 @@
 """What the cache files beside a database share: which code wrote them, their seal, how they are written.
 
 A fold checkpoint (:mod:`.checkpoint`) pickles tether's classes and a kept envelope (:mod:`.envcache`) is what this
-code's validation made of its source, so each is read only by the code that wrote it (:func:`code_stamp`). Each is
+code's validation made of its source, so each is read only by the code that wrote it: the header names the modules
+that did (:func:`code_made`), and a reader checks each (:func:`runs_code`); the daemon's stamp of every module
+(:func:`code_stamp`) says when it no longer runs the code on disk. Each is
 a JSON header line and a body the header names by digest; under an anchor key the header is signed with it
 (:func:`seal`, :func:`sealed`). Each is written to a temporary file in the folder and renamed into place
 (:func:`write_own`), and a writer killed mid-write leaves a temporary the next writer's :func:`sweep` removes.
@@ -15,12 +17,13 @@ from types import FunctionType
 
 from tether import disk, jsonc, places
 from tether.canonical import sha256
+from tether.keptcode import LOADED
 from tether.scoped import suppress
 from tether.typeless import TypeVar
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from tether.disk import StrPath
@@ -38,13 +41,18 @@ def code_stamp_now(root: StrPath | None = None) -> str:
     """The relative path, size and mtime of every module of tether, hashed. "" when the modules are not files
     to stat (an installation without sources): then nothing that needs a stamp is written or read.
 
-    Walked with ``os.scandir`` (a quarter of what ``Path.rglob`` cost: ~1 ms for ~270 modules, on every cold
-    hook call that reads a cache), ``__pycache__`` skipped; the rows are hashed in one piece (the same digest as
-    row by row), and a name is asked whether it is a directory only when it does not end in ``.py``."""
+    Walked with ``os.scandir`` (a quarter of what ``Path.rglob`` cost: ~1 ms for ~270 modules), ``__pycache__``
+    skipped; the rows are hashed in one piece (the same digest as row by row), and a name is asked whether it is a
+    directory only when it does not end in ``.py``."""
     here = __file__
     top = root if root is not None else os.path.dirname(os.path.dirname(os.path.realpath(here)))
-    rows: list[str] = []
-    add = rows.append
+    rows = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n" for rel, st, folder in _module_files(top) if not folder]
+    rows.sort()
+    return sha256("".join(rows).encode()).hexdigest() if rows and here.endswith(".py") else ""
+
+
+def _module_files(top: StrPath) -> Iterator[tuple[str, os.stat_result, bool]]:
+    """Each module under ``top`` and each folder below it: its path from there, its stat, whether a folder."""
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -53,12 +61,10 @@ def code_stamp_now(root: StrPath | None = None) -> str:
             for entry in entries:
                 name = entry.name
                 if name.endswith(".py") and not entry.is_dir(follow_symlinks=False):
-                    st = entry.stat()
-                    add(f"{prefix}{name}\0{st.st_size}\0{st.st_mtime_ns}\n")
+                    yield prefix + name, entry.stat(), False
                 elif name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+                    yield prefix + name, entry.stat(follow_symlinks=False), True
                     stack.append(prefix + name)
-    rows.sort()
-    return sha256("".join(rows).encode()).hexdigest() if rows and here.endswith(".py") else ""
 
 
 _STAMP: list[str] = []
@@ -69,6 +75,161 @@ def code_stamp() -> str:
     if not _STAMP:
         _STAMP.append(code_stamp_now())
     return _STAMP[0]
+
+
+#: The most modules (and folders) a cache file's :func:`code_made` may name: tether has ~320; more is not one of ours.
+MAX_MADE = 4096
+#: Each module file of tether as this process first stat'ed it: ``(size, mtime_ns)``, ``None`` when there was none.
+_SEEN: dict[str, tuple[int, int] | None] = {}
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _seen(path: str) -> tuple[int, int] | None:
+    """The module file ``path``'s size and mtime as this process first found them: the code it loaded (as the table
+    of the modules' code checked them, when it gave it: ``keptcode.LOADED``; a daemon's those of its start,
+    :func:`first_seen`, not a tree pulled over it since)."""
+    if path not in _SEEN:
+        _SEEN[path] = LOADED.get(path) or _stat(path)
+    return _SEEN[path]
+
+
+def has_sources() -> bool:
+    """Whether tether's modules are source files (:func:`code_made` can name them): else no cache file is kept."""
+    return _package() is not None
+
+
+def _package() -> str | None:
+    """The folder of tether's package as its modules' ``__file__`` name it; None when they are not source files (an
+    installation without them): then nothing that needs :func:`code_made` is written or read."""
+    import sys
+
+    top = sys.modules.get("tether")
+    file = getattr(top, "__file__", None)
+    if not isinstance(file, str) or not file.endswith(".py") or not __file__.endswith(".py"):
+        return None
+    return os.path.dirname(file)
+
+
+def code_made() -> dict[str, Any] | None:
+    """The code that makes what this process writes now: each module of tether it has imported, by name, with its
+    file in the package and that file's size and mtime (ns) when this process first saw it, and the folders holding
+    them with their mtimes now (a folder's mtime sees a module added beside one, or a package made to shadow it).
+    Asked at each write, so a module imported since is in it. None when a module of tether is not a source file of
+    the package (nothing is then kept).
+
+    A reader takes the file only when :func:`runs_code` finds every one as it was: a module the reader runs and the
+    writer did not import made nothing the file holds, so it is not asked. That is the code stamp of every module
+    (:func:`code_stamp`: ~320 ``stat`` calls and 33 listings, ~1.5 ms on every cold call) narrowed to the code that
+    wrote (docs/hook-latency.md, "The code that wrote it")."""
+    import sys
+
+    root = _package()
+    if root is None:
+        return None
+    modules: dict[str, list[Any]] = {}
+    folders: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None) if name == "tether" or name.startswith("tether.") else None
+        if file is None:  # not tether's; a namespace, or a module made in memory (a test's, the relay's loading)
+            continue
+        if not isinstance(file, str) or not file.endswith(".py") or not file.startswith(root + "/"):
+            return None
+        rel, seen = file[len(root) + 1 :], _seen(file)
+        parent = rel.rpartition("/")[0]
+        folder = (0, folders[parent]) if parent in folders else _stat(os.path.dirname(file))
+        if seen is None or folder is None:
+            return None
+        modules[name] = [rel, *seen]
+        folders[parent] = folder[1]
+    return {"modules": modules, "folders": folders} if modules else None
+
+
+def runs_code(made: object) -> bool:
+    """Whether ``made`` (a :func:`code_made` from a cache file's header) names code this process runs: every module
+    in it the file it was then, as this process finds that file (:func:`_seen`), and every folder as it is now; a
+    module this process imported too, from that very file. Anything else is False: no package of source files here,
+    a value of another shape, a path that leaves the package, more than :data:`MAX_MADE` names. The answers for the
+    last few values asked are kept: a checkpoint's header is asked when the file is read, before the log's audit and
+    before its body is used (the same object: one read, milliseconds apart), a kept envelope's between."""
+    kept = _CHECKED.get(id(made))
+    if kept is not None and kept[0] is made:
+        return kept[1]
+    answer = _runs_code(made)
+    if len(_CHECKED) >= 4:
+        _CHECKED.clear()
+    _CHECKED[id(made)] = (made, answer)
+    return answer
+
+
+#: The last values :func:`runs_code` was asked of, by id (each held, so that no other object takes its id while it
+#: is here), and its answers.
+_CHECKED: dict[int, tuple[object, bool]] = {}
+
+
+def _runs_code(made: object) -> bool:
+    import sys
+
+    root = _package()
+    if root is None or not isinstance(made, dict) or len(made) != 2:
+        return False
+    modules, folders = made.get("modules"), made.get("folders")
+    if not isinstance(modules, dict) or not isinstance(folders, dict) or not modules:
+        return False
+    if len(modules) + len(folders) > MAX_MADE:
+        return False
+    seen, imported = _SEEN, sys.modules
+    for name, row in modules.items():
+        if type(row) is not list or len(row) != 3:
+            return False
+        rel, size, mtime = row
+        if type(rel) is not str or type(size) is not int or type(mtime) is not int:
+            return False
+        path = f"{root}/{rel}"
+        if path in seen:  # a path this process found for a module (every one is below the package)
+            found = seen[path]
+        elif _inside(rel, ".py"):
+            found = _seen(path)
+        else:
+            return False
+        if found is None or found[0] != size or found[1] != mtime:
+            return False
+        module = imported.get(name)
+        if module is not None and getattr(module, "__file__", None) != path:
+            return False
+    for rel, mtime in folders.items():
+        if type(rel) is not str or (rel and not _inside(rel)) or type(mtime) is not int:
+            return False
+        now = _stat(f"{root}/{rel}" if rel else root)
+        if now is None or now[1] != mtime:
+            return False
+    return True
+
+
+def _inside(rel: str, suffix: str = "") -> bool:
+    """``rel`` a relative path below the package ending in ``suffix``: no empty, ``.`` or ``..`` part (nor a leading
+    or trailing ``/``), no NUL."""
+    within = f"/{rel}/"
+    return (
+        rel.endswith(suffix) and "\0" not in rel and "//" not in within and "/./" not in within and "/../" not in within
+    )
+
+
+def first_seen() -> None:
+    """Stat every module of tether now, as :func:`code_made` would later: the daemon, at its start, so that what it
+    writes hours later names the code it runs, not a tree pulled over it since."""
+    root = _package()
+    if root is None:
+        return
+    for rel, st, folder in _module_files(root):
+        if not folder:
+            _SEEN.setdefault(f"{root}/{rel}", (st.st_size, st.st_mtime_ns))
 
 
 def parts(raw: bytes, magic: bytes, limit: int) -> tuple[dict[str, Any], memoryview] | None:

@@ -62,11 +62,9 @@ from tether.events.store import Event
 from tether.scoped import suppress
 
 from . import cachefile, gatepart
-from .cachefile import _STAMP as _STAMP  # the tests pin the stamp here: the same list
 from .cachefile import STALE_S as STALE_S
 from .cachefile import TMP_PREFIX as TMP_PREFIX
-from .cachefile import code_stamp as code_stamp
-from .cachefile import parts, read_own, seal, sealed, write_own
+from .cachefile import code_made, parts, read_own, runs_code, seal, sealed, write_own
 from .cachefile import sweep as sweep
 from .log import Log, path_for, wants_fold
 
@@ -86,8 +84,9 @@ if TYPE_CHECKING:
 #: gate's part names where the texts its provenance index has not searched begin (``since``: ``Provenance.kept``).
 #: 4: the body's check is its CRC-32, and its SHA-256 only under an anchor key (:func:`intact`). 5: the gate's part is
 #: JSON (guard/gatepart.py), what JSON cannot hold of it pickled beside it, their sizes in the header's ``parts``.
-#: 6: the gate's calls by column, a column's repeated values as runs (``gatepart._columns``).
-VERSION = 6
+#: 6: the gate's calls by column, a column's repeated values as runs (``gatepart._columns``). 7: the header's ``code``
+#: names the modules that wrote it (``cachefile.code_made``), not a stamp of every module.
+VERSION = 7
 MAGIC = b"tether-fold-checkpoint\n"
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
@@ -225,13 +224,14 @@ def save(guard: Guard, folder: StrPath) -> str | None:
     cache, and the log is the truth."""
     events = guard.events
     genesis = guard.genesis or (events[0].hash if isinstance(events, list) and events and events[0].seq == 0 else "")
-    if not len(events) or not genesis or not code_stamp():
+    if not len(events) or not genesis:
         return None
     made = _body(guard)
-    if made is None:
+    code = code_made()  # after the body: every module its making imported
+    if made is None or code is None:
         return None
     sizes, body = made
-    header = _header(guard, genesis, body)
+    header = _header(guard, genesis, code, body)
     header["parts"] = sizes
     seal(header, getattr(guard.store, "signer", None))
     import json  # the writer's alone: a reader parses the header with tether.jsonc
@@ -318,12 +318,12 @@ def _refuse(obj: object) -> Any:
     raise ValueError(f"a plain record ({type(obj).__qualname__}) in a fold checkpoint's body")
 
 
-def _header(guard: Guard, genesis: str, body: bytes) -> dict[str, Any]:
+def _header(guard: Guard, genesis: str, code: dict[str, Any], body: bytes) -> dict[str, Any]:
     """What a reader checks before the body: this format and code, the run, the log's head, the session."""
     head = guard.events[-1]
     return {
         "version": VERSION,
-        "code": code_stamp(),
+        "code": code,
         "run_id": guard.run_id,
         "genesis": genesis,
         "seq": head.seq,
@@ -449,9 +449,7 @@ class Pending:
         if found is None:
             return None
         header, body = found
-        if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
-            return None
-        if header.get("code") != code_stamp():
+        if header.get("version") != VERSION or header.get("run_id") != run_id or not runs_code(header.get("code")):
             return None
         if self.checked is None and not intact(header, body, signer is not None):
             return None
@@ -509,10 +507,10 @@ def begin(folder: StrPath, run_id: str, signed: bool) -> Pending:
     if found is None:
         return Pending(raw, fold=fold)
     header, body = found
-    if header.get("version") != VERSION or header.get("run_id") != run_id or not code_stamp():
+    if header.get("version") != VERSION or header.get("run_id") != run_id or not runs_code(header.get("code")):
         return Pending(raw, fold=fold)
     split = _split(header, body)
-    if header.get("code") != code_stamp() or not intact(header, body, False) or split is None:
+    if not intact(header, body, False) or split is None:
         return Pending(raw, fold=fold)
     text, left, rest = split
     pickles = [part for part in (left, rest if fold else b"") if part]
@@ -550,7 +548,7 @@ def _vouched(guard: Guard, header: dict[str, Any], body: memoryview, digested: b
     """The header is this format's, this code's, this session's (run, contract, asking mode), the body is the one
     it names (``digested``: checked already, by :func:`begin`), and under an anchor key it is signed with that key (a
     forged signature raises)."""
-    if header.get("version") != VERSION or not code_stamp() or header.get("code") != code_stamp():
+    if header.get("version") != VERSION or not runs_code(header.get("code")):
         return False
     if header.get("run_id") != guard.run_id or header.get("contract") != guard.contract:
         return False

@@ -12,8 +12,10 @@ What it is keyed by, each checked on every read (any difference is a miss: the s
 - **the source**: the SHA-256 of the envelope file's bytes as read (the very bytes that would be parsed, never
   its mtime or size), and whether they are JSON or YAML (by suffix, as the loader decides); for the built-in
   envelope (``hooks/calls.py``), the code that builds it;
-- **the code**: tether's code stamp (every module's size and mtime, :mod:`.cachefile`), pydantic's and
-  pydantic-core's versions, Python's, and the YAML parser's module (its size and mtime: :func:`_yaml_stamp`);
+- **the code**: the modules of tether that wrote it, each by its size and mtime, and their folders by theirs
+  (:func:`.cachefile.code_made`: a module the reader runs that the writer had not imported made nothing here),
+  pydantic's and pydantic-core's versions, Python's, and the YAML parser's module (its size and mtime:
+  :func:`_yaml_stamp`);
 - **the format** (:data:`VERSION`), and the file's own name (the source's path, or "built-in").
 
 What it is trusted for, and by whom:
@@ -63,10 +65,12 @@ from tether.records import dataclass
 from .cachefile import TMP_PREFIX as TMP_PREFIX  # the checkpoints': either writer sweeps a killed one's temporary
 from .cachefile import (
     Trial,
-    code_stamp,
+    code_made,
+    has_sources,
     model_class,
     parts,
     read_own,
+    runs_code,
     seal,
     sealed,
     tried,
@@ -82,8 +86,9 @@ if TYPE_CHECKING:
     from tether.disk import StrPath
     from tether.events.anchor import Signer
 
-#: The format; a file of another version is ignored. 2: the header holds the envelope's dump (``dump``).
-VERSION = 2
+#: The format; a file of another version is ignored. 2: the header holds the envelope's dump (``dump``). 3: its
+#: ``code`` names the modules that wrote it (``cachefile.code_made``), not a stamp of every module.
+VERSION = 3
 MAGIC = b"tether-envelope-kept\n"
 #: Larger files are not read (an envelope is kilobytes; a source is at most a megabyte).
 MAX_BYTES = 8 * 1024 * 1024
@@ -152,8 +157,9 @@ def _stamp(package: str, prefix: str) -> str:
 
 
 def key_of(source: str, digest: str) -> dict[str, Any]:
-    """What decides the validated envelope: the source's kind and digest, this code, these libraries."""
-    return {"version": VERSION, "code": code_stamp(), "libraries": _versions(), "source": source, "digest": digest}
+    """What decides the validated envelope besides the code (the header's ``code``, :func:`.cachefile.runs_code`):
+    the source's kind and digest, these libraries."""
+    return {"version": VERSION, "libraries": _versions(), "source": source, "digest": digest}
 
 
 def file_for(folder: StrPath, path: StrPath | None) -> str:
@@ -378,7 +384,7 @@ def _vouched(
 ) -> bool:
     """The header is this key's (format, code, libraries, source, digest), names this file's source, the body is
     the one it names, and under an anchor key it is signed with that key (a forged signature raises)."""
-    if not key["code"] or any(header.get(k) != v for k, v in key.items()):
+    if any(header.get(k) != v for k, v in key.items()) or not runs_code(header.get("code")):
         return False
     if header.get("kind") != "envelope" or header.get("path") != (BUILT_IN if path is None else str(path)):
         return False
@@ -426,7 +432,8 @@ def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | No
     """Keep ``v`` under ``key``, atomically; None when it is not to be kept (it does not survive its round trip,
     no code stamp, an unpicklable value) or cannot be (an I/O failure, a folder that is not this user's alone).
     Never raises for those: it is a cache."""
-    if not v.dumped or not key["code"] or contract_hash(v.dump) != v.contract:
+    code = code_made()  # after the validation: every module it imported
+    if not v.dumped or code is None or contract_hash(v.dump) != v.contract:
         return None
     import pickle
 
@@ -439,6 +446,7 @@ def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | No
         return None
     header: dict[str, Any] = {
         **key,
+        "code": code,
         "kind": "envelope",
         "path": BUILT_IN if v.path is None else str(v.path),
         "dump": v.dump,
@@ -474,7 +482,7 @@ def kept(
 
         data = read_bytes(real)  # what is hashed is what is parsed
     data = data or b""
-    use = folder is not None and bool(code_stamp()) and changeable(real)
+    use = folder is not None and has_sources() and changeable(real)
     key: dict[str, Any] = {}
     if use and folder is not None:
         source = BUILT_IN if real is None else ("json" if _suffix(real) == ".json" else "yaml")

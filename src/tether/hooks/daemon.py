@@ -457,13 +457,14 @@ class Collections:
             from tether.policy.knowledge import make_all
 
             make_all()  # every option table: a cold call makes those its command reads, a daemon all, once
-        # The code stamp of the fold checkpoints and kept envelopes, taken now: it names the code this process runs.
-        # Taken at the first checkpoint (hours later, after a `git pull` of modules the protocol's stamp does not
-        # cover), it would name the tree on disk then, and a cold process of that other code would unpickle this
-        # code's classes.
-        from tether.guard.cachefile import code_stamp
+        # The modules as they are now, taken now: the code this process runs. Taken at the first checkpoint (hours
+        # later, after a `git pull` of modules the protocol's stamp does not cover), they would name the tree on
+        # disk then (the stamp it gives way by; what its fold checkpoints and kept envelopes say wrote them), and a
+        # cold process of that other code would unpickle this code's classes.
+        from tether.guard.cachefile import code_stamp, first_seen
 
         code_stamp()
+        first_seen()
 
         self.threshold = gc.get_threshold()
         gc.collect()

@@ -92,6 +92,7 @@ class Table:
         if not _current(dirs, source, mtime, size):
             return None
         self._answered.add(name)
+        keptcode.LOADED[source] = (size, mtime)
         return spec_from_file_location(
             name,
             source,
