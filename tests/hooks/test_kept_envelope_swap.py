@@ -115,3 +115,21 @@ def test_written_under_one_hash_seed_read_under_another(tmp_path: Path, which: s
         got.append(json.loads(out.stdout))
     assert [g["kept"] for g in got] == [False, True, True]
     assert len({(g["contract"], g["dumped"]) for g in got}) == 1
+
+
+def test_pydantic_cores_stamp_is_its_compiled_module_not_the_folder_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-core ships a folder named as its compiled module (its stubs) beside it: the key names the module
+    import loads (by the suffixes import tries), so another build of it is a miss; a listing took the folder."""
+    import _imp
+
+    site = tmp_path / "site" / "pydantic_core"
+    (site / "_pydantic_core").mkdir(parents=True)
+    module = site / f"_pydantic_core{_imp.extension_suffixes()[0]}"
+    module.write_bytes(b"\0" * 100)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    libraries = envcache.key_of("yaml", "0" * 64)["libraries"]
+    assert f"pydantic-core {module} 100 " in libraries
+    module.write_bytes(b"\0" * 101)  # another build
+    assert envcache.key_of("yaml", "0" * 64)["libraries"] != libraries

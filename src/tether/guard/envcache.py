@@ -134,25 +134,33 @@ def validated(envelope: Envelope, path: StrPath | None) -> Validated:
 def _versions() -> str:
     """The libraries that made the kept envelope, by their files, without importing them: a plain hook process
     (tether/plain.py) reads the kept file without pydantic, and a hit parses no YAML."""
+    import _imp
+
+    compiled = tuple(f"_pydantic_core{suffix}" for suffix in _imp.extension_suffixes())
     return (
-        f"pydantic {_stamp('pydantic', 'version.py')}; pydantic-core {_stamp('pydantic_core', '_pydantic_core')}; "
-        f"python {sys.hexversion:x}; yaml {_stamp('yaml', '__init__.py')}"
+        f"pydantic {_stamp('pydantic', ('version.py',))}; pydantic-core {_stamp('pydantic_core', compiled)}; "
+        f"python {sys.hexversion:x}; yaml {_stamp('yaml', ('__init__.py',))}"
     )
 
 
-def _stamp(package: str, prefix: str) -> str:
-    """The file of ``package`` whose name starts with ``prefix`` (``yaml/__init__.py``, pydantic-core's compiled
-    module …), in the first folder on the path that has the package, as ``import`` would find it: by its size and
-    mtime (another PyYAML might read the same bytes otherwise, another pydantic validate them otherwise). "" when
-    there is none to stat (then made by the same nothing on both sides)."""
+def _stamp(package: str, names: tuple[str, ...]) -> str:
+    """The first of ``names`` that is a file of ``package`` (``yaml/__init__.py``, pydantic-core's compiled module by
+    the suffixes import tries, in its order), in the first folder on the path that has one, as ``import`` would find
+    it: by its size and mtime (another PyYAML might read the same bytes otherwise, another pydantic validate them
+    otherwise). "" when there is none to stat (then made by the same nothing on both sides). Each name is stat'ed,
+    not found by listing the folder: pydantic-core's folder also holds a folder named as its module (its stubs),
+    which a listing took for the module."""
+    import stat
+
     for entry in sys.path:
-        folder = os.path.join(entry or ".", package)
-        try:
-            name = min(n for n in os.listdir(folder) if n.startswith(prefix))
-            st = os.stat(os.path.join(folder, name))
-        except (OSError, ValueError):
-            continue
-        return f"{os.path.join(entry, package, name)} {st.st_size} {st.st_mtime_ns}"
+        for name in names:
+            path = os.path.join(entry or ".", package, name)
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                return f"{os.path.join(entry, package, name)} {st.st_size} {st.st_mtime_ns}"
     return ""
 
 
