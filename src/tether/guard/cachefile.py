@@ -46,13 +46,13 @@ def code_stamp_now(root: StrPath | None = None) -> str:
     directory only when it does not end in ``.py``."""
     here = __file__
     top = root if root is not None else os.path.dirname(os.path.dirname(os.path.realpath(here)))
-    rows = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n" for rel, st, folder in _module_files(top) if not folder]
+    rows = [f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n" for rel, st in _module_files(top)]
     rows.sort()
     return sha256("".join(rows).encode()).hexdigest() if rows and here.endswith(".py") else ""
 
 
-def _module_files(top: StrPath) -> Iterator[tuple[str, os.stat_result, bool]]:
-    """Each module under ``top`` and each folder below it: its path from there, its stat, whether a folder."""
+def _module_files(top: StrPath) -> Iterator[tuple[str, os.stat_result]]:
+    """Each module under ``top``: its path from there, and its stat."""
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -61,9 +61,8 @@ def _module_files(top: StrPath) -> Iterator[tuple[str, os.stat_result, bool]]:
             for entry in entries:
                 name = entry.name
                 if name.endswith(".py") and not entry.is_dir(follow_symlinks=False):
-                    yield prefix + name, entry.stat(), False
+                    yield prefix + name, entry.stat()
                 elif name != "__pycache__" and entry.is_dir(follow_symlinks=False):
-                    yield prefix + name, entry.stat(follow_symlinks=False), True
                     stack.append(prefix + name)
 
 
@@ -227,9 +226,8 @@ def first_seen() -> None:
     root = _package()
     if root is None:
         return
-    for rel, st, folder in _module_files(root):
-        if not folder:
-            _SEEN.setdefault(f"{root}/{rel}", (st.st_size, st.st_mtime_ns))
+    for rel, st in _module_files(root):
+        _SEEN.setdefault(f"{root}/{rel}", (st.st_size, st.st_mtime_ns))
 
 
 def parts(raw: bytes, magic: bytes, limit: int) -> tuple[dict[str, Any], memoryview] | None:

@@ -15,7 +15,7 @@ What it is keyed by, each checked on every read (any difference is a miss: the s
 - **the code**: the modules of tether that wrote it, each by its size and mtime, and their folders by theirs
   (:func:`.cachefile.code_made`: a module the reader runs that the writer had not imported made nothing here),
   pydantic's and pydantic-core's versions, Python's, and the YAML parser's module (its size and mtime:
-  :func:`_yaml_stamp`);
+  :func:`_stamp`);
 - **the format** (:data:`VERSION`), and the file's own name (the source's path, or "built-in").
 
 What it is trusted for, and by whom:
