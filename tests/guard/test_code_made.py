@@ -81,6 +81,26 @@ def test_a_module_the_writer_imported_edited_or_touched_is_a_miss(tree: Path) ->
     assert not runs(tree, code)
 
 
+#: A writer whose module changes on disk after it first saw it (a checkout moving under a running process): what it
+#: writes later still names the file as it loaded it, so a reader of the code on disk now does not take it.
+RACED = (
+    "import json, pathlib, sys, tether.wildmatch, tether.guard.cachefile as c; first = c.code_made(); "
+    "m = pathlib.Path(sys.argv[1]); m.write_text(m.read_text() + '\\n# pulled\\n'); "
+    "print(json.dumps([first, c.code_made()]))"
+)
+
+
+def test_a_module_changed_after_the_writer_loaded_it_is_named_as_loaded(tree: Path) -> None:
+    module = tree / "tether" / "wildmatch.py"
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", RACED, str(module)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    first, then = json.loads(out.stdout)
+    assert then["modules"]["tether.wildmatch"] == first["modules"]["tether.wildmatch"]
+    assert then["modules"]["tether.wildmatch"][1] != module.stat().st_size  # the file on disk is another now
+    assert not runs(tree, then)
+
+
 def test_a_module_the_writer_did_not_import_changes_nothing(tree: Path) -> None:
     """What the writer never ran made nothing in the file: the point of naming only what it imported."""
     code = made(tree)

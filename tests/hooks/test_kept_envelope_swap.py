@@ -120,7 +120,7 @@ def test_written_under_one_hash_seed_read_under_another(tmp_path: Path, which: s
 def test_pydantic_cores_stamp_is_its_compiled_module_not_the_folder_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pydantic-core ships a folder named as its compiled module (its stubs) beside it: the key names the module
+    """pydantic-core ships a folder named as its compiled module (its type hints) beside it: the key names the module
     import loads (by the suffixes import tries), so another build of it is a miss; a listing took the folder."""
     import _imp
 

@@ -12,6 +12,7 @@ a JSON header line and a body the header names by digest; under an anchor key th
 from __future__ import annotations
 
 import os
+import sys
 from _operator import attrgetter, is_  # operator's very functions, without the Python module
 from types import FunctionType
 
@@ -107,8 +108,6 @@ def has_sources() -> bool:
 def _package() -> str | None:
     """The folder of tether's package as its modules' ``__file__`` name it; None when they are not source files (an
     installation without them): then nothing that needs :func:`code_made` is written or read."""
-    import sys
-
     top = sys.modules.get("tether")
     file = getattr(top, "__file__", None)
     if not isinstance(file, str) or not file.endswith(".py") or not __file__.endswith(".py"):
@@ -127,8 +126,6 @@ def code_made() -> dict[str, Any] | None:
     writer did not import made nothing the file holds, so it is not asked. That is the code stamp of every module
     (:func:`code_stamp`: ~320 ``stat`` calls and 33 listings, ~1.5 ms on every cold call) narrowed to the code that
     wrote (docs/hook-latency.md, "The code that wrote it")."""
-    import sys
-
     root = _package()
     if root is None:
         return None
@@ -142,11 +139,14 @@ def code_made() -> dict[str, Any] | None:
             return None
         rel, seen = file[len(root) + 1 :], _seen(file)
         parent = rel.rpartition("/")[0]
-        folder = (0, folders[parent]) if parent in folders else _stat(os.path.dirname(file))
-        if seen is None or folder is None:
+        if parent not in folders:
+            folder = _stat(os.path.dirname(file))
+            if folder is None:
+                return None
+            folders[parent] = folder[1]
+        if seen is None:
             return None
         modules[name] = [rel, *seen]
-        folders[parent] = folder[1]
     return {"modules": modules, "folders": folders} if modules else None
 
 
@@ -173,8 +173,6 @@ _CHECKED: dict[int, tuple[object, bool]] = {}
 
 
 def _runs_code(made: object) -> bool:
-    import sys
-
     root = _package()
     if root is None or not isinstance(made, dict) or len(made) != 2:
         return False

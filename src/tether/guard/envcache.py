@@ -148,8 +148,8 @@ def _stamp(package: str, names: tuple[str, ...]) -> str:
     the suffixes import tries, in its order), in the first folder on the path that has one, as ``import`` would find
     it: by its size and mtime (another PyYAML might read the same bytes otherwise, another pydantic validate them
     otherwise). "" when there is none to stat (then made by the same nothing on both sides). Each name is stat'ed,
-    not found by listing the folder: pydantic-core's folder also holds a folder named as its module (its stubs),
-    which a listing took for the module."""
+    not found by listing the folder: pydantic-core's folder also holds a folder named as its module (its type
+    hints), which a listing took for the module."""
     import stat
 
     for entry in sys.path:
