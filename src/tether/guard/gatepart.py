@@ -24,7 +24,8 @@ and ``_keys`` are made again from ``calls_by``: lookups that ``RunState._file`` 
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from _operator import attrgetter, itemgetter  # operator's very functions, without the Python module
+from itertools import chain, compress, repeat
 
 from tether import jsonc
 from tether.clock import datetime
@@ -122,10 +123,7 @@ def decode(raw: bytes | memoryview) -> Gate:
         setattr(state, name, _value(name, value))
     state.actions = {a.call_id: a for a in map(table.__getitem__, doc["actions"])}
     state._live = {a.call_id: a for a in map(table.__getitem__, doc["live"])}
-    same = state.same_calls
-    for idx in doc["same"]:
-        calls = tuple(map(table.__getitem__, idx))
-        same[(calls[0].tool, calls[0].args_hash)] = calls
+    state.same_calls = _same(doc["same"], table.__getitem__)
     keys, filed, by = state._keys, state._filed, state.calls_by
     for status, tool, idx in doc["by"]:
         key = (_STATUSES[status], str(tool))
@@ -320,6 +318,20 @@ def _calls(columns: Any, size: int) -> list[Action]:
     made[_STATUS] = map(_STATUSES.__getitem__, values[_STATUS])
     made[_TAINTS] = map(tuple, values[_TAINTS])
     return list(map(Action, *made))
+
+
+_FIRST, _SAME_KEY = itemgetter(0), attrgetter("tool", "args_hash")
+
+
+def _same(groups: list[list[int]], row: Callable[[int], Action]) -> dict[tuple[str, str], tuple[Action, ...]]:
+    """``same_calls`` from its groups of rows: each group's calls as one tuple, keyed by the first's tool and argument
+    hash. Nearly every group is one call (an identical call proposed again is the exception), and those are made by
+    ``zip`` and ``map`` (no loop in Python a call); the others one by one. Made group by group, this index was ~0.4-0.6
+    ms of a 1,000-call session's decode, ~0.3 now. An empty group raises (``IndexError``)."""
+    calls: list[tuple[Action, ...]] = list(zip(map(row, map(_FIRST, groups))))  # each group as its first call alone
+    for i in compress(range(len(groups)), map((1).__lt__, map(len, groups))):  # the groups of more than one
+        calls[i] = tuple(map(row, groups[i]))
+    return dict(zip(map(_SAME_KEY, map(_FIRST, calls)), calls, strict=True))
 
 
 def _expanded(column: Any, n: int) -> list[Any]:
