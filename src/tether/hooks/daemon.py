@@ -252,6 +252,10 @@ def _serve_locked(path: str, idle_s: float) -> int:
             server.setblocking(False)
         try:
             _accept(listeners, stop, path, code, idle_s)
+            if code.current():  # not when giving way: the code on disk reads no checkpoint of this code's
+                from .session import checkpoint_left
+
+                checkpoint_left()
         finally:
             code.close()
     finally:

@@ -445,9 +445,42 @@ def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str,
     here is the next cold call's longer fold, nothing else."""
     try:
         with lock:
-            checkpoint(settings, data, open_guard(settings, data), guard_log.RESIDENT_EVERY)
+            guard = open_guard(settings, data)
+            checkpoint(settings, data, guard, guard_log.RESIDENT_EVERY)
+            with _CACHE_LOCK:
+                if len(_ANSWERED) >= _CACHE_MAX:
+                    _ANSWERED.clear()  # as the cache: a session dropped here is a longer fold after the end, no more
+                _ANSWERED[lock] = (settings, data, guard)
     except Exception:
         pass
+
+
+#: The sessions a resident process (the daemon) answered, by their lock: their settings, latest call and guard, kept
+#: after each reply (:func:`checkpoint_later`) for :func:`checkpoint_left`, which opens no session anew.
+_ANSWERED: dict[_thread.LockType, tuple[Settings, dict[str, Any], Guard]] = {}
+
+
+def checkpoint_left() -> int:
+    """At a resident process's end (the daemon idle, or told to stop, still running the code on disk): each session it
+    answered gets its fold checkpoint at its head, when ``guard.log.EVERY`` events or more were folded since the last
+    (as a cold call's receipt writes one). The daemon writes one only every ``RESIDENT_EVERY`` events (each write
+    holds the session's lock, which its next call waits for), so the cold call after its end (the first after it
+    idled out, which starts the next daemon) folded up to that many from the log, each read, parsed and audited
+    (docs/hook-latency.md, "The daemon's last checkpoints"). Nobody waits for these: the daemon's socket is gone, and a
+    cold call meanwhile takes the session's file lock as ever. How many were written."""
+    with _CACHE_LOCK:
+        left = list(_ANSWERED.items())
+        _ANSWERED.clear()
+    written = 0
+    for lock, (settings, data, guard) in left:
+        try:
+            with lock:
+                before = guard.checkpointed
+                checkpoint(settings, data, guard)
+                written += guard.checkpointed != before
+        except Exception:  # a checkpoint is a cache: a session that fails here is folded by the next cold call
+            continue
+    return written
 
 
 def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:

@@ -1,0 +1,156 @@
+"""The daemon's last checkpoints: when it ends (idle, or told to stop) still running the code on disk, each session it
+answered with ``guard.log.EVERY`` events or more folded since its last checkpoint gets one at its head, so the cold call
+after it (the first after it idled out) folds none of the log; a session under that gets none, a daemon giving way to
+other code writes none, and a session whose checkpoint cannot be written keeps no other from its own."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookkit import wait_for
+from test_checkpoint_after_reply import EVERY, after_reply, call, checkpoints, cold, in_process, spy_on_restores
+
+import tether.hooks.daemon as daemon_module
+from tether.events.store import EventStore
+from tether.guard import cachefile
+from tether.guard import checkpoint as ck
+from tether.guard import log as guard_log
+from tether.hooks.daemon import serve, stop_daemon
+from tether.hooks.session import run_id_for
+
+
+@pytest.fixture
+def resident(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A checkpoint due every ``EVERY`` events for a cold call, never while the daemon answers."""
+    monkeypatch.setattr(guard_log, "EVERY", EVERY)
+    monkeypatch.setattr(guard_log, "RESIDENT_EVERY", 10**6)
+    cold()
+    yield
+    cold()
+
+
+@contextmanager
+def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle_s: float = 60.0) -> Iterator[threading.Thread]:
+    """A daemon serving in this process on a socket of the test's; stopped at the end if it has not ended itself."""
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    thread = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": idle_s}, daemon=True)
+    thread.start()
+    wait_for(sock)
+    try:
+        yield thread
+    finally:
+        if thread.is_alive():
+            stop_daemon(str(sock))
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the daemon did not end"
+
+
+def answered(project: Path, session: str, calls: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``calls`` PreToolUses of ``session`` through the daemon, each call's work after its reply waited for."""
+    done = after_reply(monkeypatch)
+    for i in range(calls):
+        assert call(project, session, i) == "allow"
+        assert done.get(timeout=60) == "done"
+
+
+def head_of(project: Path, session: str) -> int:
+    with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
+        return store.events(run_id_for("claude-code", session))[-1].seq
+
+
+def checkpoint_seq(path: Path) -> int:
+    found = cachefile.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES)
+    assert found is not None
+    return int(found[0]["seq"])
+
+
+def project_in(tmp_path: Path, name: str = "p") -> Path:
+    project = tmp_path / name
+    project.mkdir()
+    return project
+
+
+def test_a_daemon_that_idles_out_leaves_each_session_a_checkpoint_at_its_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
+) -> None:
+    """Idle, the daemon ends: the session it answered (past ``EVERY`` events, none written while it answered) gets
+    its checkpoint at its head, and a cold call restores from it with no event of the log to fold but its own."""
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch, idle_s=1.0) as thread:
+        answered(project, "s1", 6, monkeypatch)  # ~18 events: past EVERY twice
+        assert checkpoints(project) == [], "the daemon writes none at its own interval (RESIDENT_EVERY)"
+        thread.join(timeout=60)  # idle: it ends itself
+    [written] = checkpoints(project)
+    assert checkpoint_seq(written) == head_of(project, "s1")
+    cold()
+    restored = spy_on_restores(monkeypatch)
+    tails: list[int] = []
+    real_restore = ck._restore
+
+    def restore(*args: Any) -> Any:
+        got = real_restore(*args)
+        tails.append(len(got[-1]) if got is not None else -1)
+        return got
+
+    monkeypatch.setattr(ck, "_restore", restore)
+    assert in_process(project, "ls after") == "allow"
+    assert restored == [True]
+    assert tails == [1], "the log read from the checkpoint's head on is that one event: nothing to fold"
+
+
+def test_a_daemon_told_to_stop_writes_them_too_and_not_for_a_session_under_every(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
+) -> None:
+    """Told to stop: the session past ``EVERY`` events gets one, the one under it (a single call) none."""
+    long, short = project_in(tmp_path, "long"), project_in(tmp_path, "short")
+    with daemon(tmp_path, monkeypatch):
+        answered(long, "s1", 6, monkeypatch)
+        answered(short, "s2", 1, monkeypatch)
+    [written] = checkpoints(long)
+    assert checkpoint_seq(written) == head_of(long, "s1")
+    assert checkpoints(short) == []
+
+
+def test_a_daemon_giving_way_to_other_code_writes_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
+) -> None:
+    """The code on disk is no longer the daemon's (an upgrade, an edit): what it would write, the code on disk would
+    not read (``cachefile.runs_code``), so it writes nothing at its end."""
+    project = project_in(tmp_path)
+    moved = threading.Event()
+    real_current = daemon_module.Code.current
+
+    def current(self: daemon_module.Code, stamp: str | None = None) -> bool:
+        return not moved.is_set() and real_current(self, stamp)
+
+    monkeypatch.setattr(daemon_module.Code, "current", current)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 6, monkeypatch)
+        moved.set()
+    assert checkpoints(project) == []
+
+
+def test_a_session_whose_checkpoint_cannot_be_written_keeps_no_other_from_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
+) -> None:
+    """One session's folder of checkpoints is a file now (nothing can be written there): the other session still gets
+    its checkpoint, and the daemon ends as ever."""
+    broken, fine = project_in(tmp_path, "broken"), project_in(tmp_path, "fine")
+    with daemon(tmp_path, monkeypatch):
+        answered(broken, "s1", 6, monkeypatch)
+        answered(fine, "s2", 6, monkeypatch)
+        folds = broken / ".tether" / "tether.db.folds"
+        for child in folds.iterdir():
+            child.unlink()
+        folds.rmdir()
+        folds.write_text("not a folder")
+    assert checkpoints(broken) == []
+    [written] = checkpoints(fine)
+    assert checkpoint_seq(written) == head_of(fine, "s2")
