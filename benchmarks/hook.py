@@ -48,6 +48,11 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   (:func:`worked_call`: Reads, Edits, Writes and commands, each receipt with what Claude Code's tool sends back,
   a file's text, an Edit's whole original), answered by the daemon's code: the other long sessions' receipts are
   empty or absent, and what a receipt carries is what a session's state may hold;
+* … after the daemon's end — the same, in a session seeded alike whose daemon then ended (idle, or told to stop):
+  the daemon writes a session's checkpoint every 256 events while it runs and, at its end, one at each session's
+  head (``hooks/session.py`` ``checkpoint_left``), so the cold call after it (the first after an idle exit) folds none
+  of the log; the row before it folds what came after the daemon's last checkpoint while it ran (up to 256 events:
+  what a cold call meets while the daemon still runs, one it declined or could not be reached for);
 * … its own calls — the launcher deciding the worked session's next calls themselves, a Read, an Edit, a Write or a
   command in the session's proportions, first the PreToolUse, then (the next row) its PostToolUse with what the
   tool sent back, in a session of their own seeded as that one: the rows before time a command only, and a write's
@@ -308,6 +313,14 @@ def seed(request: dict[str, str], workspace: Path, session: str, prior: int, *, 
         decided_here(request, stdin) if here else asked(request, stdin)
 
 
+def seed_worked(request: dict[str, str], workspace: Path, session: str, prior: int) -> None:
+    """``prior`` calls of a coding session (:func:`worked_call`), each PreToolUse and PostToolUse answered by the
+    daemon's code in this process."""
+    for i in range(prior):
+        for stdin in worked_call(workspace, session, i):
+            decided_here(request, stdin)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=40)
@@ -365,6 +378,12 @@ def main() -> None:
                 "cold-worked-launch",
                 cold_calls,
             ),
+            (
+                "  ... after the daemon's end",
+                [*LAUNCHER, "--no-daemon"],
+                "cold-ended-launch",
+                cold_calls,
+            ),
             ("  ... its calls: PreToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-pre", cold_calls),
             ("  ... its calls: PostToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-post", cold_calls),
             ("daemon's decision CPU", ["here"], "here", calls),
@@ -373,6 +392,7 @@ def main() -> None:
         daemon = start_daemon(sock, env)
         try:
             from tether.hooks.entry import options
+            from tether.hooks.session import checkpoint_left
 
             request = options(["claude-code"])[0]
             seed(request, workspace, "long", args.prior)
@@ -380,10 +400,10 @@ def main() -> None:
             seed(request, workspace, "cold-long-launch", args.prior)
             seed(request, workspace, "here-long", args.prior, here=True)
             seed_cold(request, workspace, "cold-made-launch", args.prior, env)
-            for name in ("cold-worked-launch", WORKED):
-                for i in range(args.prior):
-                    for stdin in worked_call(workspace, name, i):
-                        decided_here(request, stdin)
+            seed_worked(request, workspace, "cold-ended-launch", args.prior)
+            checkpoint_left()  # the daemon's end, as it ends idle: each session it answered checkpointed at its head
+            seed_worked(request, workspace, "cold-worked-launch", args.prior)
+            seed_worked(request, workspace, WORKED, args.prior)
             worked = Worked(workspace, args.prior)
 
             def one(cmd: list[str], session: str, i: int) -> tuple[float, float]:
