@@ -16,6 +16,7 @@ from hookkit import wait_for
 from test_checkpoint_after_reply import EVERY, after_reply, call, checkpoints, cold, in_process, spy_on_restores
 
 import tether.hooks.daemon as daemon_module
+import tether.hooks.session as hook_session
 from tether.events.store import EventStore
 from tether.guard import cachefile
 from tether.guard import checkpoint as ck
@@ -154,3 +155,22 @@ def test_a_session_whose_checkpoint_cannot_be_written_keeps_no_other_from_its_ow
     assert checkpoints(broken) == []
     [written] = checkpoints(fine)
     assert checkpoint_seq(written) == head_of(fine, "s2")
+
+
+def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
+) -> None:
+    """Once the daemon's socket is gone the next call is cold, in a process of its own, and may write the session's
+    checkpoint at its head before the daemon's end reaches it: the daemon's state is behind the log then, and its
+    checkpoint would replace the newer one. It leaves the session as it is."""
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 6, monkeypatch)
+        kept = dict(hook_session._CACHE)
+        cold()  # what follows is another process's: a guard opened from the log, its checkpoint written at its head
+        assert in_process(project, "ls from another process") == "allow"
+        [newer] = checkpoints(project)
+        assert checkpoint_seq(newer) == head_of(project, "s1")
+        hook_session._CACHE.update(kept)  # the daemon's own, as it held them
+    [written] = checkpoints(project)
+    assert checkpoint_seq(written) == head_of(project, "s1"), "the daemon's older state did not replace it"

@@ -466,8 +466,9 @@ def checkpoint_left() -> int:
     (as a cold call's receipt writes one). The daemon writes one only every ``RESIDENT_EVERY`` events (each write
     holds the session's lock, which its next call waits for), so the cold call after its end (the first after it
     idled out, which starts the next daemon) folded up to that many from the log, each read, parsed and audited
-    (docs/hook-latency.md, "The daemon's last checkpoints"). Nobody waits for these: the daemon's socket is gone, and a
-    cold call meanwhile takes the session's file lock as ever. How many were written."""
+    (docs/hook-latency.md, "The daemon's last checkpoints"). Nobody waits for these: the daemon's socket is gone. A
+    session another process wrote to since (a cold call, once the socket was gone) is left as it is: this state is
+    behind its log, and a checkpoint of it would replace a newer one. How many were written."""
     with _CACHE_LOCK:
         left = list(_ANSWERED.items())
         _ANSWERED.clear()
@@ -475,6 +476,8 @@ def checkpoint_left() -> int:
     for lock, (settings, data, guard) in left:
         try:
             with lock:
+                if guard.store.head(guard.run_id) != guard.events[-1].head:
+                    continue  # another process wrote since (a cold call, its own checkpoint newer): not replaced
                 before = guard.checkpointed
                 checkpoint(settings, data, guard)
                 written += guard.checkpointed != before
