@@ -174,3 +174,21 @@ def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
         hook_session._CACHE.update(kept)  # the daemon's own, as it held them
     [written] = checkpoints(project)
     assert checkpoint_seq(written) == head_of(project, "s1"), "the daemon's older state did not replace it"
+
+
+def test_no_guard_is_held_for_the_end_that_the_cache_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
+) -> None:
+    """The sessions kept for the end hold their guards: cleared with the cache (full, or released), so a daemon of many
+    projects holds no guard twice over."""
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 1, monkeypatch)
+        assert len(hook_session._ANSWERED) == 1
+        for i in range(hook_session._CACHE_MAX):
+            hook_session.cached(("test-filler", i), object)
+        assert hook_session._ANSWERED == {}, "cleared with the full cache"
+        answered(project, "s1", 1, monkeypatch)
+        assert len(hook_session._ANSWERED) == 1
+        hook_session.release()
+        assert hook_session._ANSWERED == {}, "cleared with the released cache"

@@ -109,6 +109,10 @@ def run_id_for(agent: str, session_id: str) -> str:
 _CACHE: dict[tuple[Any, ...], Any] = {}
 _CACHE_LOCK = _thread.allocate_lock()
 _CACHE_MAX = 256
+#: The sessions a resident process (the daemon) answered, by their lock: their settings, latest call and guard, kept
+#: after each reply (:func:`checkpoint_later`) for :func:`checkpoint_left`, which opens no session anew. Cleared with
+#: the cache: no guard is held here that the cache let go.
+_ANSWERED: dict[_thread.LockType, tuple[Settings, dict[str, Any], Guard]] = {}
 
 
 def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
@@ -121,6 +125,7 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()  # rare (many projects); the stores it held are closed when collected
+            _ANSWERED.clear()
         return cast(T, _CACHE.setdefault(key, value))
 
 
@@ -131,6 +136,7 @@ def release() -> None:
     with _CACHE_LOCK:
         stores = [value for key, value in _CACHE.items() if key[0] == "store"]
         _CACHE.clear()
+        _ANSWERED.clear()
     for store in stores:
         try:
             store.close()
@@ -448,19 +454,12 @@ def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str,
             guard = open_guard(settings, data)
             checkpoint(settings, data, guard, guard_log.RESIDENT_EVERY)
             with _CACHE_LOCK:
-                if len(_ANSWERED) >= _CACHE_MAX:
-                    _ANSWERED.clear()  # as the cache: a session dropped here is a longer fold after the end, no more
                 _ANSWERED[lock] = (settings, data, guard)
     except Exception:
         pass
 
 
-#: The sessions a resident process (the daemon) answered, by their lock: their settings, latest call and guard, kept
-#: after each reply (:func:`checkpoint_later`) for :func:`checkpoint_left`, which opens no session anew.
-_ANSWERED: dict[_thread.LockType, tuple[Settings, dict[str, Any], Guard]] = {}
-
-
-def checkpoint_left() -> int:
+def checkpoint_left() -> None:
     """At a resident process's end (the daemon idle, or told to stop, still running the code on disk): each session it
     answered gets its fold checkpoint at its head, when ``guard.log.EVERY`` events or more were folded since the last
     (as a cold call's receipt writes one). The daemon writes one only every ``RESIDENT_EVERY`` events (each write
@@ -468,22 +467,17 @@ def checkpoint_left() -> int:
     idled out, which starts the next daemon) folded up to that many from the log, each read, parsed and audited
     (docs/hook-latency.md, "The daemon's last checkpoints"). Nobody waits for these: the daemon's socket is gone. A
     session another process wrote to since (a cold call, once the socket was gone) is left as it is: this state is
-    behind its log, and a checkpoint of it would replace a newer one. How many were written."""
+    behind its log, and a checkpoint of it would replace a newer one."""
     with _CACHE_LOCK:
         left = list(_ANSWERED.items())
         _ANSWERED.clear()
-    written = 0
     for lock, (settings, data, guard) in left:
         try:
             with lock:
-                if guard.store.head(guard.run_id) != guard.events[-1].head:
-                    continue  # another process wrote since (a cold call, its own checkpoint newer): not replaced
-                before = guard.checkpointed
-                checkpoint(settings, data, guard)
-                written += guard.checkpointed != before
+                if guard.store.head(guard.run_id) == guard.events[-1].head:
+                    checkpoint(settings, data, guard)
         except Exception:  # a checkpoint is a cache: a session that fails here is folded by the next cold call
             continue
-    return written
 
 
 def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:
