@@ -5,6 +5,7 @@ other code writes none, and a session whose checkpoint cannot be written keeps n
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import wait_for
+from hookkit import TETHER, wait_for
 from test_checkpoint_after_reply import EVERY, after_reply, call, checkpoints, cold, in_process, spy_on_restores
 
 import tether.hooks.daemon as daemon_module
@@ -192,3 +193,29 @@ def test_no_guard_is_held_for_the_end_that_the_cache_let_go(
         assert len(hook_session._ANSWERED) == 1
         hook_session.release()
         assert hook_session._ANSWERED == {}, "cleared with the released cache"
+
+
+def test_a_tether_daemon_process_that_idles_out_leaves_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same through ``tether daemon`` as a process of its own at the real intervals: past 64 events (every call
+    three or four), under 256, so none is written while it answers; idle for a second, it exits 0 and the session's
+    checkpoint is at the log's head."""
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    project = project_in(tmp_path)
+    cold()
+    daemon = subprocess.Popen([*TETHER, "daemon", "--socket", str(sock), "--idle", "1"])
+    try:
+        wait_for(sock)
+        for i in range(25):
+            assert call(project, "s1", i) == "allow"
+        assert checkpoints(project) == [], "under RESIDENT_EVERY: none while it answers"
+        assert daemon.wait(timeout=60) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    [written] = checkpoints(project)
+    assert checkpoint_seq(written) == head_of(project, "s1") >= guard_log.EVERY
