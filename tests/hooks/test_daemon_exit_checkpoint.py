@@ -5,6 +5,7 @@ other code writes none, and a session whose checkpoint cannot be written keeps n
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -219,3 +220,27 @@ def test_a_tether_daemon_process_that_idles_out_leaves_the_checkpoint(
             daemon.wait()
     [written] = checkpoints(project)
     assert checkpoint_seq(written) == head_of(project, "s1") >= guard_log.EVERY
+
+
+def test_sigterm_ends_a_tether_daemon_as_a_stop_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (a logout, a service manager) is a stop: the daemon exits 0 and leaves the checkpoint, where the
+    signal's default killed it with both undone."""
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    project = project_in(tmp_path)
+    cold()
+    daemon = subprocess.Popen([*TETHER, "daemon", "--socket", str(sock), "--idle", "600"])
+    try:
+        wait_for(sock)
+        for i in range(25):
+            assert call(project, "s1", i) == "allow"
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=60) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    [written] = checkpoints(project)
+    assert checkpoint_seq(written) == head_of(project, "s1")
+    assert not sock.exists(), "its socket removed, as at any end"

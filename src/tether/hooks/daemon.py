@@ -19,9 +19,10 @@ process that took a stale port, before the client sends the hook input. Anything
 
 A daemon answers only for its own code: a Python client of other code (an upgrade), or a bash client calling
 after the code on disk changed, gets no answer and the daemon exits, so the next call starts a current one. It
-exits after ``idle_s`` seconds without a call. However it ends, it first finishes the calls it took (their replies
-and the work after them): ended with the process, a call decided and logged would reach its client as a cut
-connection, and a Stop's sensors would die halfway.
+exits after ``idle_s`` seconds without a call, when told to stop, or on SIGTERM. However it ends, it first finishes the
+calls it took (their replies and the work after them): ended with the process, a call decided and logged would reach
+its client as a cut connection, and a Stop's sensors would die halfway. Still running the code on disk, it then leaves
+each session it answered a fold checkpoint at its head (``hooks/session.py`` ``checkpoint_left``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import hmac
 import os
 import secrets
 import select
+import signal
 import socket
 import stat
 import struct
@@ -244,6 +246,7 @@ def _serve_locked(path: str, idle_s: float) -> int:
         listeners[tcp[0]] = tcp[1]
     stop = threading.Event()
     collections = Collections()
+    previous = _stop_on_term(stop, path)
     try:
         collections.take()  # the deciding code imported now, while no call waits (the sockets queue them)
         code = Code(stamp)  # after the imports: the modules' stamp names the code they loaded
@@ -259,11 +262,28 @@ def _serve_locked(path: str, idle_s: float) -> int:
         finally:
             code.close()
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         for server in listeners:
             server.close()
         _remove_own(path)
         collections.give_back()
     return 0
+
+
+def _stop_on_term(stop: threading.Event, path: str) -> Any:
+    """SIGTERM (a logout, a service manager) ends the daemon as ``tether daemon --stop`` does: the calls it took are
+    finished and its sessions checkpointed at their heads, where the signal's default cut them and left the next cold
+    call up to 256 events to fold. Only where signals are handled (the main thread); the handler it replaces, or
+    None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def term(signum: int, frame: Any) -> None:
+        stop.set()
+        _wake(path)  # the accept loop waits in poll: a connection wakes it, and it sees ``stop``
+
+    return signal.signal(signal.SIGTERM, term)
 
 
 def _remove_own(path: str) -> None:
