@@ -1,7 +1,9 @@
-"""The daemon's last checkpoints: when it ends (idle, or told to stop) still running the code on disk, each session it
-answered with ``guard.log.EVERY`` events or more folded since its last checkpoint gets one at its head, so the cold call
-after it (the first after it idled out) folds none of the log; a session under that gets none, a daemon giving way to
-other code writes none, and a session whose checkpoint cannot be written keeps no other from its own."""
+"""The daemon's last checkpoints: when it ends (idle, told to stop, or on SIGTERM) still running the code on disk, each
+session it answered with ``guard.log.EVERY`` events or more folded since its last checkpoint gets one at its head, so
+the cold call after it (the first after it idled out) folds none of the log; a session under that gets none, a daemon
+giving way to other code writes none, a session another process wrote to since is left as it is, and a session whose
+checkpoint cannot be written keeps no other from its own. In this process on a test's socket, and as ``tether daemon``
+processes at the real intervals."""
 
 from __future__ import annotations
 
