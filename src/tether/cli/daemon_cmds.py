@@ -20,7 +20,9 @@ def daemon_cmd(
         False, "--stop", help="Ask the running daemon to exit once its calls in flight end (exit 1 if none answered)."
     ),
 ) -> None:
-    """Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand)."""
+    """Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand).
+
+    Ended idle, by --stop or by SIGTERM, it finishes its calls in flight, then checkpoints each session it answered."""
     from tether.hooks.daemon import serve, stop_daemon
 
     if stop:
