@@ -8,6 +8,7 @@ processes at the real intervals."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -246,3 +247,30 @@ def test_sigterm_ends_a_tether_daemon_as_a_stop_does(tmp_path: Path, monkeypatch
     [written] = checkpoints(project)
     assert checkpoint_seq(written) == head_of(project, "s1")
     assert not sock.exists(), "its socket removed, as at any end"
+
+
+def test_waking_the_accept_loop_never_waits_on_a_full_backlog(tmp_path: Path) -> None:
+    """SIGTERM's handler wakes the accept loop by connecting to the daemon's socket, on the loop's own thread: with the
+    socket's backlog full, a blocking connect would wait for that loop to accept, for good. It returns at once."""
+    path = str(tmp_path / "s.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    held = []
+    try:
+        while True:  # fill the backlog: connections nobody accepts
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            held.append(c)
+            c.connect(path)
+    except BlockingIOError:
+        pass
+    try:
+        woke = threading.Thread(target=daemon_module._wake, args=(path,), daemon=True)
+        woke.start()
+        woke.join(timeout=10)
+        assert not woke.is_alive(), "the wake waited on the full backlog"
+    finally:
+        for c in held:
+            c.close()
+        server.close()

@@ -711,9 +711,11 @@ def _frame(reply: Reply) -> bytes:
 
 
 def _wake(path: str) -> None:
-    """Unblock the accept loop so that it sees ``stop``."""
+    """Unblock the accept loop so that it sees ``stop``. Never waits: with the socket's backlog full a connect would
+    block (in SIGTERM's handler, the accept loop's own thread: for good), and a full backlog wakes the loop anyway."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.setblocking(False)
             s.connect(path)
     except OSError:
         pass
