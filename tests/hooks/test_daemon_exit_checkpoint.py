@@ -199,54 +199,48 @@ def test_no_guard_is_held_for_the_end_that_the_cache_let_go(
         assert hook_session._ANSWERED == {}, "cleared with the released cache"
 
 
-def test_a_tether_daemon_process_that_idles_out_leaves_the_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The same through ``tether daemon`` as a process of its own at the real intervals: past 64 events (every call
-    three or four), under 256, so none is written while it answers; idle for a second, it exits 0 and the session's
-    checkpoint is at the log's head."""
+@contextmanager
+def daemon_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``tether daemon`` as a process of its own (the real intervals), on a socket of the test's, after 25 calls of
+    session s1 in project ``p``: past 64 events (every call three or four), under 256, so none written while it
+    answers. Killed at the end if it has not ended."""
     sock = tmp_path / "d" / "hookd.sock"
     sock.parent.mkdir(mode=0o700)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
     project = project_in(tmp_path)
     cold()
-    daemon = subprocess.Popen([*TETHER, "daemon", "--socket", str(sock), "--idle", "1"])
+    daemon = subprocess.Popen([*TETHER, "daemon", "--socket", str(sock), "--idle", idle])
     try:
         wait_for(sock)
         for i in range(25):
             assert call(project, "s1", i) == "allow"
         assert checkpoints(project) == [], "under RESIDENT_EVERY: none while it answers"
-        assert daemon.wait(timeout=60) == 0
+        yield daemon
     finally:
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait()
-    [written] = checkpoints(project)
-    assert checkpoint_seq(written) == head_of(project, "s1") >= guard_log.EVERY
+
+
+def test_a_tether_daemon_process_that_idles_out_leaves_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle for a second, ``tether daemon`` exits 0 and the session's checkpoint is at the log's head."""
+    with daemon_process(tmp_path, monkeypatch, "1") as daemon:
+        assert daemon.wait(timeout=60) == 0
+    [written] = checkpoints(tmp_path / "p")
+    assert checkpoint_seq(written) == head_of(tmp_path / "p", "s1") >= guard_log.EVERY
 
 
 def test_sigterm_ends_a_tether_daemon_as_a_stop_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM (a logout, a service manager) is a stop: the daemon exits 0 and leaves the checkpoint, where the
     signal's default killed it with both undone."""
-    sock = tmp_path / "d" / "hookd.sock"
-    sock.parent.mkdir(mode=0o700)
-    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-    project = project_in(tmp_path)
-    cold()
-    daemon = subprocess.Popen([*TETHER, "daemon", "--socket", str(sock), "--idle", "600"])
-    try:
-        wait_for(sock)
-        for i in range(25):
-            assert call(project, "s1", i) == "allow"
+    with daemon_process(tmp_path, monkeypatch, "600") as daemon:
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(timeout=60) == 0
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
-    [written] = checkpoints(project)
-    assert checkpoint_seq(written) == head_of(project, "s1")
-    assert not sock.exists(), "its socket removed, as at any end"
+    [written] = checkpoints(tmp_path / "p")
+    assert checkpoint_seq(written) == head_of(tmp_path / "p", "s1")
+    assert not (tmp_path / "d" / "hookd.sock").exists(), "its socket removed, as at any end"
 
 
 def test_waking_the_accept_loop_never_waits_on_a_full_backlog(tmp_path: Path) -> None:
