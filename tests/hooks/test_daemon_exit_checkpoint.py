@@ -89,7 +89,7 @@ def test_a_daemon_that_idles_out_leaves_each_session_a_checkpoint_at_its_head(
     """Idle, the daemon ends: the session it answered (past ``EVERY`` events, none written while it answered) gets
     its checkpoint at its head, and a cold call restores from it with no event of the log to fold but its own."""
     project = project_in(tmp_path)
-    with daemon(tmp_path, monkeypatch, idle_s=1.0) as thread:
+    with daemon(tmp_path, monkeypatch, idle_s=3.0) as thread:
         answered(project, "s1", 6, monkeypatch)  # ~18 events: past EVERY twice
         assert checkpoints(project) == [], "the daemon writes none at its own interval (RESIDENT_EVERY)"
         thread.join(timeout=60)  # idle: it ends itself
@@ -225,8 +225,9 @@ def daemon_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle: str) -
 def test_a_tether_daemon_process_that_idles_out_leaves_the_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Idle for a second, ``tether daemon`` exits 0 and the session's checkpoint is at the log's head."""
-    with daemon_process(tmp_path, monkeypatch, "1") as daemon:
+    """Idle for three seconds (far longer than a pause between two of its calls), ``tether daemon`` exits 0 and the
+    session's checkpoint is at the log's head."""
+    with daemon_process(tmp_path, monkeypatch, "3") as daemon:
         assert daemon.wait(timeout=60) == 0
     [written] = checkpoints(tmp_path / "p")
     assert checkpoint_seq(written) == head_of(tmp_path / "p", "s1") >= guard_log.EVERY
