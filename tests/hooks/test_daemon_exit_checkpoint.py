@@ -184,12 +184,13 @@ def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
 def test_no_guard_is_held_for_the_end_that_the_cache_let_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: None
 ) -> None:
-    """The sessions kept for the end hold their guards: cleared with the cache (full, or released), so a daemon of many
-    projects holds no guard twice over."""
+    """The sessions kept for the end hold their guards, and of each latest call only where it came from: cleared with
+    the cache (full, or released), so a daemon of many projects holds no guard twice over, nor any call's input."""
     project = project_in(tmp_path)
     with daemon(tmp_path, monkeypatch):
         answered(project, "s1", 1, monkeypatch)
-        assert len(hook_session._ANSWERED) == 1
+        [(_, where, _)] = hook_session._ANSWERED.values()
+        assert set(where) == {"session_id", "cwd"}, "where the session is, not the call's input (a Write's: 8 MiB)"
         for i in range(hook_session._CACHE_MAX):
             hook_session.cached(("test-filler", i), object)
         assert hook_session._ANSWERED == {}, "cleared with the full cache"

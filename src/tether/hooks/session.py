@@ -109,10 +109,12 @@ def run_id_for(agent: str, session_id: str) -> str:
 _CACHE: dict[tuple[Any, ...], Any] = {}
 _CACHE_LOCK = _thread.allocate_lock()
 _CACHE_MAX = 256
-#: The sessions a resident process (the daemon) answered, by their lock: their settings, latest call and guard, kept
-#: after each reply (:func:`checkpoint_later`) for :func:`checkpoint_left`, which opens no session anew. Cleared with
-#: the cache: no guard is held here that the cache let go.
+#: The sessions a resident process (the daemon) answered, by their lock: their settings, where their latest call
+#: came from (:data:`_WHERE` of it: what :func:`project_of` reads) and guard, kept after each reply
+#: (:func:`checkpoint_later`) for :func:`checkpoint_left`, which opens no session anew. Cleared with the cache: no
+#: guard is held here that the cache let go.
 _ANSWERED: dict[_thread.LockType, tuple[Settings, dict[str, Any], Guard]] = {}
+_WHERE = ("session_id", "cwd")
 
 
 def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
@@ -453,18 +455,19 @@ def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str,
         with lock:
             guard = open_guard(settings, data)
             checkpoint(settings, data, guard, guard_log.RESIDENT_EVERY)
+            where = {k: data[k] for k in _WHERE if k in data}  # not the call's input: a Write's may be 8 MiB
             with _CACHE_LOCK:
-                _ANSWERED[lock] = (settings, data, guard)
+                _ANSWERED[lock] = (settings, where, guard)
     except Exception:
         pass
 
 
 def checkpoint_left() -> None:
-    """At a resident process's end (the daemon idle, or told to stop, still running the code on disk): each session it
-    answered gets its fold checkpoint at its head, when ``guard.log.EVERY`` events or more were folded since the last
-    (as a cold call's receipt writes one). The daemon writes one only every ``RESIDENT_EVERY`` events (each write
-    holds the session's lock, which its next call waits for), so the cold call after its end (the first after it
-    idled out, which starts the next daemon) folded up to that many from the log, each read, parsed and audited
+    """At a resident process's end (the daemon idle, told to stop or on SIGTERM, still running the code on disk): each
+    session it answered gets its fold checkpoint at its head, when ``guard.log.EVERY`` events or more were folded since
+    the last (as a cold call's receipt writes one). The daemon writes one only every ``RESIDENT_EVERY`` events (each
+    write holds the session's lock, which its next call waits for), so the cold call after its end (the first after
+    it idled out, which starts the next daemon) folded up to that many from the log, each read, parsed and audited
     (docs/hook-latency.md, "The daemon's last checkpoints"). Nobody waits for these: the daemon's socket is gone. A
     session another process wrote to since (a cold call, once the socket was gone) is left as it is: this state is
     behind its log, and a checkpoint of it would replace a newer one."""
