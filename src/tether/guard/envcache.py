@@ -437,9 +437,9 @@ def _allowed(module: str, name: str) -> object:
 
 
 def save(folder: StrPath, v: Validated, key: dict[str, Any], signer: Signer | None) -> str | None:
-    """Keep ``v`` under ``key``, atomically; None when it is not to be kept (it does not survive its round trip,
-    no code stamp, an unpicklable value) or cannot be (an I/O failure, a folder that is not this user's alone).
-    Never raises for those: it is a cache."""
+    """Keep ``v`` under ``key``, atomically; None when it is not to be kept (it does not survive its round trip, no
+    modules to name as its code: ``code_made``, an unpicklable value) or cannot be (an I/O failure, a folder that is
+    not this user's alone). Never raises for those: it is a cache."""
     code = code_made()  # after the validation: every module it imported
     if not v.dumped or code is None or contract_hash(v.dump) != v.contract:
         return None
