@@ -29,6 +29,16 @@ def tether(*args: str, check: bool = False, timeout: float = 120) -> subprocess.
     return proc
 
 
+def recompile(envelope: Path) -> Path:
+    """The example's plan compiled into ``envelope`` again once a test edited it: what `tether compile PLAN -o
+    ENVELOPE` does (tests/test_envelope.py runs the command), here in the test's own process, as set-up and not what a
+    run test proves (a process of its own cost each ~0.35 s)."""
+    from tether.envelope.compile import compile_envelope
+
+    compile_envelope(envelope.parent / "plan.yaml", envelope)
+    return envelope
+
+
 FIX = {
     "name": "edit_file",
     "args": {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, recompile, write_script
 
 from tether import EventStore, Harness, ToolResult, tool
 from tether.kernel.approvals import ApprovalAnswer, ApprovalRequest
@@ -49,7 +49,7 @@ def with_post(bugfix: Path, *, max_external: int) -> Path:
         "max_external: 0", f"max_external: {max_external}"
     )
     env.write_text(text)
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     return env
 
 
@@ -132,7 +132,7 @@ def already_fixed(bugfix: Path) -> None:
 
 def set_no_op(env: Path, condition: str) -> None:
     env.write_text(env.read_text().replace("  no_op: tests pass", f"  no_op: {condition}"))
-    tether("compile", str(env.parent / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
 
 
 def noop_checks(db: Path, run_id: str) -> list[dict[str, object]]:

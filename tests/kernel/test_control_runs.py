@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import runkit
 from runkit import FINISH, FIX, FinishedDemo, tether, write_script
 
 from tether import EventStore, Harness
@@ -72,8 +73,7 @@ def recompile(bugfix: Path, *edits: tuple[str, str]) -> Path:
         assert old in text, old
         text = text.replace(old, new)
     env.write_text(text)
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
-    return env
+    return runkit.recompile(env)
 
 
 def approve_all(asked: list[ApprovalRequest]) -> Approver:

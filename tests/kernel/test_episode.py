@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, recompile, tether, write_script
 
 from tether.canonical import sha256_hex
+from tether.cli.demo_cmds import prepare
 from tether.events.store import EventStore
 from tether.kernel.snapshots import materialise_start
 
 CANARY = "tether-canary-6f1d2c9a0b"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix"
 
 
 def run_bugfix(bugfix: Path, turns: list[dict[str, Any]], env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -44,13 +46,33 @@ def run_tether(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         os.environ.update(saved)
 
 
-@pytest.fixture
-def exported(bugfix: Path, tmp_path: Path) -> tuple[str, Path]:
+def export(bugfix: Path, pkg: Path) -> str:
+    """The bugfix run, completed and exported to ``pkg``: its run id."""
     contract = run_bugfix(bugfix, [{"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     assert contract["status"] == "COMPLETE", contract
-    pkg = tmp_path / "episode.tar.gz"
     tether("export", contract["run_id"], "-o", str(pkg), "--db", str(bugfix / "t.db"), check=True)
-    return contract["run_id"], pkg
+    return str(contract["run_id"])
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One run exported per test process (a run and an export: ~2.5 s), for the tests that tamper with a copy of its
+    package; its own configuration and state folders, as each test's (tests/conftest.py ``_private_config``)."""
+    root = tmp_path_factory.mktemp("episode")
+    with pytest.MonkeyPatch.context() as private:
+        private.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
+        private.setenv("XDG_STATE_HOME", str(root / "xdg-state"))
+        for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
+            private.delenv(name, raising=False)
+        pkg = root / "episode.tar.gz"
+        return export(prepare(EXAMPLE, root / "work"), pkg), pkg
+
+
+@pytest.fixture
+def exported(package: tuple[str, Path], tmp_path: Path) -> tuple[str, Path]:
+    """The module's package, copied for a test to tamper with."""
+    run_id, pkg = package
+    return run_id, Path(shutil.copy(pkg, tmp_path / pkg.name))
 
 
 def members(pkg: Path) -> dict[str, bytes]:
@@ -94,10 +116,9 @@ def runs_in(db: Path) -> list[str]:
         return [r.run_id for r in store.runs()]
 
 
-def test_export_then_import_elsewhere_verifies_and_rebuilds_the_start(
-    bugfix: Path, tmp_path: Path, exported: tuple[str, Path]
-) -> None:
-    run_id, pkg = exported
+def test_export_then_import_elsewhere_verifies_and_rebuilds_the_start(bugfix: Path, tmp_path: Path) -> None:
+    pkg = tmp_path / "episode.tar.gz"
+    run_id = export(bugfix, pkg)
     names = set(members(pkg))
     assert {"manifest.json", "events.jsonl", "runs.json", "envelope.json", "plan.json"} <= names
     manifest = json.loads(members(pkg)["manifest.json"])
@@ -295,7 +316,7 @@ def decompressed(pkg: Path) -> bytes:
 def canary_envelope(bugfix: Path) -> None:
     env = bugfix / "envelope.yaml"
     env.write_text(env.read_text().replace("  secrets: []", "  secrets: []\n  env_allow: [TETHER_CANARY]"))
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
 
 
 def canary_run(bugfix: Path, command: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from runkit import FINISH, FIX, tether
+from runkit import FINISH, FIX, recompile
 
 from tether import EventStore, RunState
 from tether.kernel.outcome import OutputContract
@@ -130,7 +130,7 @@ def envelope(bugfix: Path) -> Path:
         env.read_text().replace("backoff_s: 0.5", "backoff_s: 0.01").replace("backoff_max_s: 8", "backoff_max_s: 0.05")
     )
     env.write_text(text.replace("  max_turns: 30\n", "  max_turns: 3\n"))
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     return env
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, recompile, write_script
 
 from tether import EventStore, Harness, RunState
 
@@ -23,7 +23,7 @@ def with_reviewer(bugfix: Path, reply: dict[str, Any] | None) -> Path:
     env.write_text(
         env.read_text().replace("  test_command:", "  reviewer_model: scripted:reviewer.yaml\n  test_command:")
     )
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     write_script(bugfix, [{"tool_calls": [FIX]}] + [{"tool_calls": [FINISH]}] * 3)
     return env
 

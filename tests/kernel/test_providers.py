@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runkit import FINISH, FIX, tether
+from runkit import FINISH, FIX, recompile
 
 from tether import EventStore, RunState
 from tether.events.store import Event
@@ -102,7 +102,7 @@ def envelope(bugfix: Path) -> Path:
     env.write_text(
         env.read_text().replace("backoff_s: 0.5", "backoff_s: 0.01").replace("backoff_max_s: 8", "backoff_max_s: 0.05")
     )
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     return env
 
 
@@ -247,7 +247,7 @@ def test_calls_in_a_cut_off_reply_are_never_run_and_the_model_is_told(
 
 def with_budget(envelope: Path, usd: float) -> Path:
     envelope.write_text(envelope.read_text().replace("usd: 2.0", f"usd: {usd}"))
-    tether("compile", str(envelope.parent / "plan.yaml"), "-o", str(envelope), check=True)
+    recompile(envelope)
     return envelope
 
 
@@ -304,7 +304,7 @@ def configure(envelope: Path, *settings: str) -> Path:
     text = envelope.read_text()
     line = next(x for x in text.splitlines() if x.strip().startswith("request_timeout_s:"))
     envelope.write_text(text.replace(line, "\n".join(f"  {s}" for s in settings)))
-    tether("compile", str(envelope.parent / "plan.yaml"), "-o", str(envelope), check=True)
+    recompile(envelope)
     return envelope
 
 
@@ -494,7 +494,7 @@ def test_retries_stop_when_the_runs_wall_time_is_spent(provider: Provider, serve
     time is spent, not after all six (4.8 s past a 2 s budget)."""
     text = envelope.read_text().replace("max_attempts: 3", "max_attempts: 6").replace("wall_s: 900", "wall_s: 2")
     envelope.write_text(text)
-    tether("compile", str(envelope.parent / "plan.yaml"), "-o", str(envelope), check=True)
+    recompile(envelope)
     assert "wall_s: 2" in envelope.read_text() and "max_attempts: 6" in envelope.read_text()
     late = provider.error(503)
     server.push(*(Reply(late.status, late.body, delay_s=0.8) for _ in range(6)))

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from runkit import FINISH, FIX, FinishedDemo, tether, write_script
+from runkit import FINISH, FIX, FinishedDemo, recompile, tether, write_script
 
 from tether import EventStore
 from tether.kernel.replay import Fact, first_divergence
@@ -72,7 +72,7 @@ def test_a_run_with_an_approval_replays_with_the_recorded_answer(bugfix: Path, t
             "  ask: []", '  ask:\n    - {id: ask-touch, rule: "bash(touch:*)", reason: a person says}'
         )
     )
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     db, first = run(bugfix, [{"tool_calls": [TOUCH]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     assert first["status"] == "WAITING_APPROVAL"
     pending = json.loads(tether("approvals", "--db", str(db), "--json", check=True).stdout)

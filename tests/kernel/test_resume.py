@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, recompile, tether, write_script
 
 from tether import EventStore, FunctionModel, Harness, Message, ModelResponse, ToolSpec, call, reply
 from tether.kernel.continuation import Request, ResumeRefused, continuation, parse_budget, resume_command
@@ -86,7 +86,7 @@ def test_the_note_reaches_the_model_as_a_human_message(bugfix: Path) -> None:
 def test_budget_stop_goes_on_with_raised_limits_recorded_with_who_raised_them(bugfix: Path) -> None:
     env = bugfix / "envelope.yaml"
     env.write_text(env.read_text().replace("tool_calls: 60", "tool_calls: 2"))
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     db, first = run(bugfix, [{"tool_calls": [LIST, LIST, LIST]}, {"tool_calls": [FIX]}, {"tool_calls": [FINISH]}])
     assert first["status"] == "BUDGET_STOP"
     assert f"tether resume {first['run_id']} --budget tool_calls=<new limit>" in first["next_action"]

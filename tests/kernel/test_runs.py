@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runkit import FINISH, FIX, FinishedDemo, tether, write_script
+from runkit import FINISH, FIX, FinishedDemo, recompile, tether, write_script
 
 from tether import EventStore, Harness, RunState, ToolResult, tool
 from tether.errors import EnvelopeInvalid
@@ -132,7 +132,7 @@ def test_false_completion_is_refused_then_verify_failed(bugfix: Path) -> None:
 def test_budget_stop_is_clean(bugfix: Path) -> None:
     env = bugfix / "envelope.yaml"
     env.write_text(env.read_text().replace("tool_calls: 60", "tool_calls: 2"))
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     write_script(bugfix, [{"tool_calls": [{"name": "list_dir", "args": {}}] * 3}, {"tool_calls": [FINISH]}])
     contract = Harness(env, db=bugfix / "t.db", sandbox="local").run("look around")
     assert contract.status == "BUDGET_STOP"
@@ -199,7 +199,7 @@ def test_transient_failures_of_an_idempotent_tool_are_retried_within_max_attempt
     contract = "  - name: weather\n    purpose: Read a flaky sensor.\n    effects: [read]\n"
     contract += "    timeout_s: 5\n    idempotent: true\n    on_failure: retry\n"
     env.write_text(env.read_text().replace("\npermissions:", "\n" + contract + "\npermissions:", 1))
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     write_script(
         bugfix,
         [

@@ -8,7 +8,7 @@ import pty
 import subprocess
 from pathlib import Path
 
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, recompile, tether, write_script
 
 from tether import EventStore, Harness, ToolResult, tool
 from tether.snapshot import Manifest
@@ -147,7 +147,7 @@ def _sneaky_envelope(bugfix: Path, name: str, effects: str) -> Path:
             1,
         )
     )
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     return env
 
 

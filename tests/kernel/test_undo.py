@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from runkit import FINISH, FIX, tether, write_script
+from runkit import FINISH, FIX, recompile, tether, write_script
 
 from tether import EventStore, Harness, ToolResult, tool
 from tether.events.kinds import ActionStarted, RunForked, RunStarted
@@ -186,7 +186,7 @@ def _publish_envelope(bugfix: Path) -> Path:
     text = text.replace("  allow:\n", "  allow:\n" + rule)
     text = text.replace("max_external: 0", "max_external: 5")  # the limit is another test's subject
     env.write_text(text)
-    tether("compile", str(bugfix / "plan.yaml"), "-o", str(env), check=True)
+    recompile(env)
     return env
 
 
