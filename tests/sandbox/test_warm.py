@@ -328,3 +328,34 @@ def test_an_environment_that_runs_code_as_bash_starts_never_gets_a_warm_shell(
         assert run(sandbox, workspace, "echo two") == (0, "two\n", "")
     assert sandbox.warm_runs == 0
     assert (workspace.parent / "ran").read_text() == "sourced\nsourced\n"
+
+
+def test_a_waiting_shell_whose_starter_thread_ended_is_no_leftover_of_another_command(workspace: Path) -> None:
+    """A thread's command ends by starting its sandbox's next shell, that thread's child; when the thread ends, the
+    kernel hands the shell to the main thread, whose children a command's end reaps. Handed over while another
+    sandbox's command ran, it was taken for that command's leftover and killed, and the first sandbox's next command
+    failed unstarted (NotReleased): the race `test_two_threads_never_share_a_shell_nor_reap_each_others` met now and
+    then. Here the starter ends while the other command sleeps."""
+    first, other = LocalSandbox(), LocalSandbox()
+    end = threading.Event()
+
+    def starter() -> None:
+        run(first, workspace, "true")
+        end.wait(10)
+
+    with first.warm():
+        thread = threading.Thread(target=starter)
+        thread.start()
+        while first._slot.idle is None:
+            time.sleep(0.01)
+        shell = waiting(first)
+        flag = workspace / "sleeping"
+        running = threading.Thread(target=run, args=(other, workspace, f"touch {flag}; sleep 0.5"))
+        running.start()
+        while not flag.exists():
+            time.sleep(0.01)
+        end.set()  # the starter ends while the other command runs: its shell is handed to the main thread
+        thread.join()
+        running.join()
+        assert waiting(first) == shell and not gone(shell, within_s=0.1)
+        assert run(first, workspace, "echo $$") == (0, f"{shell}\n", "")

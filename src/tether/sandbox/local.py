@@ -127,7 +127,7 @@ class LocalSandbox:
             try:
                 got = self.captured([], cwd, warm.env, timeout_s, warm.token, warm.hold, warm)
             finally:
-                warm.hold.close()
+                warm.close()
             return to_receipt(got, backend=self.name, command=command, cwd=cwd)
         token = os.urandom(8).hex()  # what secrets.token_hex(8) returns
         child_env = self.environment(token, env)

@@ -220,6 +220,14 @@ class Leftovers:
         return reap_orphans(command_pid, self.before) if self.active else 0
 
 
+#: The pids of processes started ahead for a command still to come (a warm shell, a sandbox set up ahead: ``.warm``,
+#: ``.ahead``), from their start until their command has run or they are stopped: no command's leftover. One is the
+#: child of the thread that started it, whose next command's end started it; should that thread end first, the
+#: kernel hands it to the main thread, whose children a command's end reaps, and handed over while another thread's
+#: command ran, it was taken for that command's leftover and killed (its own command then failed unstarted).
+AHEAD: set[int] = set()
+
+
 def reap_orphans(command_pid: int, before: set[int]) -> int:
     """Kill and reap this process's children other than ``command_pid`` and those in ``before`` (the children
     it had when the command started); repeat until a round finds none. Returns how many were killed.
@@ -228,7 +236,7 @@ def reap_orphans(command_pid: int, before: set[int]) -> int:
     and reaping a child hands its own children to tether before ``waitpid`` returns, for the next round."""
     killed = 0
     for _ in range(ROUNDS):
-        left = children() - before - {command_pid}
+        left = children() - before - AHEAD - {command_pid}
         if not left:
             break
         for pid in left:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from .process import HELD_EXIT_CODE, Hold, Spawned, kill_group, spawn
+from .reaper import AHEAD
 
 VAR = "TETHER_WARM_COMMAND"
 """The shell variable the command is read into; unset by the evaluated text before the command's first line."""
@@ -76,10 +77,16 @@ class Warm:
         self.inode = inode(cwd)
         self.env = dict(env)
         self.token = token
+        AHEAD.add(self.pid)
 
     @property
     def pid(self) -> int:
         return self.spawned[0].pid
+
+    def close(self) -> None:
+        """Once its command has run (or it is stopped): the hold closed, and no longer a process started ahead."""
+        self.hold.close()
+        AHEAD.discard(self.pid)
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool:
         """Whether this shell is what a call in ``cwd`` with ``env`` would start: alive, in that directory (the same
@@ -94,6 +101,7 @@ class Warm:
         self.hold.close()
         kill_group(proc)
         proc.wait()
+        self.close()
         for fd in (out_r, err_r):
             os.close(fd)
 
