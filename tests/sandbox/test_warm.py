@@ -26,7 +26,7 @@ import pytest
 from tether.sandbox import TIMEOUT_EXIT_CODE, LocalSandbox
 from tether.sandbox.doctor import survivors
 from tether.sandbox.process import HELD_EXIT_CODE, NotReleased
-from tether.sandbox.reaper import children
+from tether.sandbox.reaper import AHEAD, children, started_ahead
 from tether.sandbox.warm import MAX_GO, VAR
 
 # What a command can tell of the shell it runs in, beside its environment (printed apart: the token differs).
@@ -359,3 +359,18 @@ def test_a_waiting_shell_whose_starter_thread_ended_is_no_leftover_of_another_co
         running.join()
         assert waiting(first) == shell and not gone(shell, within_s=0.1)
         assert run(first, workspace, "echo $$") == (0, f"{shell}\n", "")
+
+
+def test_a_process_started_ahead_is_spared_only_until_it_is_reaped() -> None:
+    """Its pid could be another process's once it is reaped: from then on it is spared no more."""
+    proc = subprocess.Popen(["sleep", "30"])
+    AHEAD[proc.pid] = proc
+    try:
+        assert proc.pid in started_ahead()
+        proc.kill()
+        proc.wait()
+        assert proc.pid not in started_ahead()
+    finally:
+        AHEAD.pop(proc.pid, None)
+        proc.kill()
+        proc.wait()

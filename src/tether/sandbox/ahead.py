@@ -65,7 +65,7 @@ class Ahead:
         """The workspace's deny-walk count once its flags were worked out (``BwrapSandbox._walks``)."""
         self.cmdline = b"".join(os.fsencode(a) + b"\0" for a in argv)
         """bubblewrap's command line as ``/proc/<pid>/cmdline`` shows it, its inner process's too (a fork of it)."""
-        AHEAD.add(self.pid)
+        AHEAD[self.pid] = spawned[0]
 
     @property
     def pid(self) -> int:
@@ -86,7 +86,7 @@ class Ahead:
         longer a process started ahead."""
         self.hold.close()
         os.close(self.start_r)
-        AHEAD.discard(self.pid)
+        AHEAD.pop(self.pid, None)
 
     def discard(self) -> None:
         """Stop it unrun: the pipe closed (the shell reads end-of-file and exits, bubblewrap after it), its group

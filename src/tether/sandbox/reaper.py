@@ -42,6 +42,10 @@ from collections.abc import Callable
 from functools import cache
 from types import TracebackType
 
+TYPE_CHECKING = False  # not typing's, as elsewhere: nothing here needs it at run time
+if TYPE_CHECKING:
+    import subprocess
+
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 ROUNDS = 100_000
@@ -224,8 +228,14 @@ class Leftovers:
 #: ``.ahead``), from their start until their command has run or they are stopped: no command's leftover. One is the
 #: child of the thread that started it, whose next command's end started it; should that thread end first, the
 #: kernel hands it to the main thread, whose children a command's end reaps, and handed over while another thread's
-#: command ran, it was taken for that command's leftover and killed (its own command then failed unstarted).
-AHEAD: set[int] = set()
+#: command ran, it was taken for that command's leftover and killed (its own command then failed unstarted). Each
+#: with its process: one reaped (its ``returncode`` set) is spared no more, should its pid be another's since.
+AHEAD: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def started_ahead() -> set[int]:
+    """The pids in :data:`AHEAD` whose process has not been reaped."""
+    return {pid for pid, proc in list(AHEAD.items()) if proc.returncode is None}
 
 
 def reap_orphans(command_pid: int, before: set[int]) -> int:
@@ -236,7 +246,7 @@ def reap_orphans(command_pid: int, before: set[int]) -> int:
     and reaping a child hands its own children to tether before ``waitpid`` returns, for the next round."""
     killed = 0
     for _ in range(ROUNDS):
-        left = children() - before - AHEAD - {command_pid}
+        left = children() - before - started_ahead() - {command_pid}
         if not left:
             break
         for pid in left:

@@ -77,7 +77,7 @@ class Warm:
         self.inode = inode(cwd)
         self.env = dict(env)
         self.token = token
-        AHEAD.add(self.pid)
+        AHEAD[self.pid] = spawned[0]
 
     @property
     def pid(self) -> int:
@@ -86,7 +86,7 @@ class Warm:
     def close(self) -> None:
         """Once its command has run (or it is stopped): the hold closed, and no longer a process started ahead."""
         self.hold.close()
-        AHEAD.discard(self.pid)
+        AHEAD.pop(self.pid, None)
 
     def fits(self, cwd: Path, env: Mapping[str, str]) -> bool:
         """Whether this shell is what a call in ``cwd`` with ``env`` would start: alive, in that directory (the same
