@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .process import Hold, kill_group
-from .reaper import AHEAD, children, kill_and_reap
+from .reaper import children, kill_and_reap
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -65,7 +65,6 @@ class Ahead:
         """The workspace's deny-walk count once its flags were worked out (``BwrapSandbox._walks``)."""
         self.cmdline = b"".join(os.fsencode(a) + b"\0" for a in argv)
         """bubblewrap's command line as ``/proc/<pid>/cmdline`` shows it, its inner process's too (a fork of it)."""
-        AHEAD[self.pid] = spawned[0]
 
     @property
     def pid(self) -> int:
@@ -82,11 +81,9 @@ class Ahead:
         return self.spawned[0].poll() is None and list(flags) == self.flags and env == self.env
 
     def close(self) -> None:
-        """Close what tether holds of it once its command has run (or it is stopped): the hold and the start pipe; no
-        longer a process started ahead."""
+        """Close what tether holds of it once its command has run: the hold and the start pipe."""
         self.hold.close()
         os.close(self.start_r)
-        AHEAD.pop(self.pid, None)
 
     def discard(self) -> None:
         """Stop it unrun: the pipe closed (the shell reads end-of-file and exits, bubblewrap after it), its group

@@ -224,17 +224,18 @@ class Leftovers:
         return reap_orphans(command_pid, self.before) if self.active else 0
 
 
-#: The pids of processes started ahead for a command still to come (a warm shell, a sandbox set up ahead: ``.warm``,
-#: ``.ahead``), from their start until their command has run or they are stopped: no command's leftover. One is the
-#: child of the thread that started it, whose next command's end started it; should that thread end first, the
-#: kernel hands it to the main thread, whose children a command's end reaps, and handed over while another thread's
-#: command ran, it was taken for that command's leftover and killed (its own command then failed unstarted). Each
-#: with its process: one reaped (its ``returncode`` set) is spared no more, should its pid be another's since.
+#: The pids of warm shells (``.warm``: started ahead for a command still to come), from their start until their
+#: command has run or they are stopped: no command's leftover. One is the child of the thread whose command's end
+#: started it; should that thread end first, the kernel hands it to the main thread, whose children a command's end
+#: reaps, and handed over while another thread's command ran, it was taken for that command's leftover and killed
+#: (its own command then failed unstarted). Each with its process: one reaped (its ``returncode`` set) is spared no
+#: more, should its pid be another's since.
 AHEAD: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def started_ahead() -> set[int]:
-    """The pids in :data:`AHEAD` whose process has not been reaped."""
+    """The pids in :data:`AHEAD` whose process has not been reaped. (A bubblewrap sandbox set up ahead needs no
+    entry: it is set up on the main thread only, which lives as long as tether does.)"""
     return {pid for pid, proc in list(AHEAD.items()) if proc.returncode is None}
 
 
