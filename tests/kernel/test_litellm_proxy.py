@@ -13,7 +13,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import clikit
 import pytest
 import yaml
 from runkit import FINISH, FIX, recompile
@@ -139,14 +139,7 @@ def run(proxy: Proxy, adapter: str, model: str, envelope: Path) -> tuple[subproc
     db = envelope.parent / "t.db"
     args = ["run", "fix the median", "--envelope", str(envelope), "--model", spec.format(model=model)]
     args += ["--base-url", f"http://127.0.0.1:{proxy.port}{path}", "--db", str(db), "--sandbox", "local", "--headless"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tether.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env=_env(extra),
-    )
+    proc = clikit.run(args, _env(extra), timeout=300)  # a process of its own, forked with the SDKs imported
     with EventStore.open(db) as store:
         (info,) = store.runs()
         events = store.events(info.run_id)

@@ -1,9 +1,11 @@
 """End-to-end runs with the real SDK adapters: ``tether run --model openai:…|anthropic:… --base-url``.
 
-The CLI runs in a subprocess against a server on 127.0.0.1 that speaks the provider's wire format
+The CLI runs in a process of its own against a server on 127.0.0.1 that speaks the provider's wire format
 (:mod:`tether.models.testing`), so the whole path is real: envelope, kernel, SDK client, HTTP, gate,
-sandbox, sensors and the SQLite log. The subprocess environment is scrubbed: no proxy, no real key and
-no provider base URL from the developer's shell can reach it.
+sandbox, sensors and the SQLite log. The process's environment is scrubbed: no proxy, no real key and
+no provider base URL from the developer's shell can reach it. The first test starts ``python -m
+tether.cli.main`` for each provider; the others fork the command from a process that imported it and the SDKs
+once (``tests/clikit.py``: the Anthropic SDK alone took ~1.6-2 s of each run's start).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import clikit
 import pytest
 from runkit import FINISH, FIX, recompile
 
@@ -128,20 +131,27 @@ class Outcome:
         return [e.payload for e in self.events if e.kind == kind]
 
 
-def run(provider: Provider, server: WireServer, envelope: Path, *, as_json: bool = True) -> Outcome:
-    """The CLI run; without ``as_json`` stdout is the human timeline and the contract is read from the log."""
+def run(
+    provider: Provider, server: WireServer, envelope: Path, *, as_json: bool = True, forked: bool = True
+) -> Outcome:
+    """The CLI run; without ``as_json`` stdout is the human timeline and the contract is read from the log.
+    ``forked``: a child of ``clikit``'s forkserver; else ``python -m tether.cli.main``."""
     db = envelope.parent / "t.db"
     args = ["run", "fix the median", "--envelope", str(envelope), "--model", provider.model]
     args += ["--base-url", server.base_url, "--db", str(db), "--sandbox", "local", "--headless"]
     args += ["--json"] if as_json else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "tether.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=scrubbed_env(provider.env),
-    )
+    env = scrubbed_env(provider.env)
+    if forked:
+        proc = clikit.run(args, env, timeout=120)
+    else:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tether.cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
     with EventStore.open(db) as store:
         (run_id,) = [r.run_id for r in store.runs()]
         events = store.events(run_id)
@@ -154,7 +164,7 @@ def run(provider: Provider, server: WireServer, envelope: Path, *, as_json: bool
 
 def test_scripted_tool_calls_fix_the_bug_and_complete(provider: Provider, server: WireServer, envelope: Path) -> None:
     server.push(provider.tool_call("call_fix", FIX), provider.tool_call("call_finish", FINISH))
-    out = run(provider, server, envelope)
+    out = run(provider, server, envelope, forked=False)
     assert out.proc.returncode == 0, out.proc.stdout + out.proc.stderr
     assert out.contract["status"] == "COMPLETE"
     assert server.pending == 0 and len(server.requests) == 2
