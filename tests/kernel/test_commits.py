@@ -135,10 +135,10 @@ def test_a_tool_step_is_two_commits_the_first_synced_before_its_command_runs(bug
 
 STRACED = """
 import sys
-sys.path[:0] = sys.argv[3:]
+sys.path[:0] = sys.argv[4:]
 from test_commits import probing_model
 from tether import Harness
-Harness(sys.argv[1], model=probing_model(int(sys.argv[2])), db=sys.argv[4], sandbox="local").run("probe")
+Harness(sys.argv[1], model=probing_model(int(sys.argv[2])), db=sys.argv[3], sandbox="local").run("probe")
 """
 
 
@@ -149,9 +149,18 @@ def test_one_fsync_per_tool_step_and_it_comes_before_the_command(bugfix: Path, t
     fsync (the durable commit), so every command starts after its action.started is on disk."""
     db = with_probe(bugfix)
     out = tmp_path / "strace.txt"
-    here = str(Path(__file__).parent)
+    here = Path(__file__).parent  # and tests/, whose helpers runkit imports: the test modules' path, as pytest's
     traced = ["strace", "-f", "-qq", "-o", str(out), "-e", "trace=fsync,fdatasync,execve"]
-    run = [sys.executable, "-c", STRACED, str(bugfix / "envelope.yaml"), str(STEPS), here, str(db)]
+    run = [
+        sys.executable,
+        "-c",
+        STRACED,
+        str(bugfix / "envelope.yaml"),
+        str(STEPS),
+        str(db),
+        str(here),
+        str(here.parent),
+    ]
     proc = subprocess.run(
         [*traced, *run],
         capture_output=True,
