@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 from kernel.runkit import FINISH, FIX
+from temporalio.api.enums.v1 import EventType, TaskQueueKind, TimeoutType
 from temporalio.client import Client
 from temporalkit import Temporal, Worker, start_worker
 
@@ -37,6 +38,8 @@ pytestmark = pytest.mark.temporal
 MARK = "echo ran >> src/marker.txt"
 #: Short enough that a lost worker is noticed in seconds (an operator's defaults are 30 s and 60 s).
 FAST = Timing(heartbeat_s=2.0, affinity_s=3.0, recheck_s=60.0)
+#: The workers' ``--sticky-s``: a run whose worker was killed waits this long for it, not Temporal's 10 s.
+STICKY_S = 1.0
 
 
 def script(example: Path, *turns: list[dict[str, Any]]) -> None:
@@ -107,6 +110,31 @@ def finished(temporal: Temporal, run_id: str, timeout: float = 90) -> dict[str, 
     return asyncio.run(asyncio.wait_for(result(), timeout))
 
 
+def sticky_waits(temporal: Temporal, run_id: str) -> list[float]:
+    """Seconds each workflow task offered to a worker's sticky queue waited there before it timed out to the shared
+    queue (the worker that held the workflow gone), from the workflow's history on the server."""
+
+    async def history() -> list[Any]:
+        client = await Client.connect(temporal.address)
+        return list((await client.get_workflow_handle(workflow_id(run_id)).fetch_history()).events)
+
+    events = asyncio.run(history())
+    at = {e.event_id: e for e in events}
+    waits = []
+    for e in events:
+        if e.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+            continue
+        timed_out = e.workflow_task_timed_out_event_attributes
+        scheduled = at[timed_out.scheduled_event_id]
+        if timed_out.timeout_type == TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START:
+            assert (
+                scheduled.workflow_task_scheduled_event_attributes.task_queue.kind
+                == TaskQueueKind.TASK_QUEUE_KIND_STICKY
+            )
+            waits.append((e.event_time.ToDatetime() - scheduled.event_time.ToDatetime()).total_seconds())
+    return waits
+
+
 @pytest.fixture
 def store(request: pytest.FixtureRequest, db: Path) -> str:
     """The runs' store: the SQLite file all workers share, or (parametrised ``postgresql``) a fresh schema on the
@@ -127,7 +155,7 @@ def workers(temporal: Temporal, store: str) -> Any:
     started_: list[Worker] = []
 
     def start() -> Worker:
-        w = start_worker(temporal.address, "--db", store)
+        w = start_worker(temporal.address, "--db", store, "--sticky-s", str(STICKY_S))
         started_.append(w)
         return w
 
@@ -185,6 +213,9 @@ def test_a_worker_killed_inside_a_non_idempotent_tool_is_never_rerun_by_the_next
     assert kinds.count("action.started") == 1 and "action.completed" not in kinds
     verified = tether("log", "verify", run_id, "--db", store)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    # The killed worker's next workflow task waited for it as long as its --sticky-s said, not Temporal's 10 s.
+    waits = sticky_waits(temporal, run_id)
+    assert waits and all(w < 5 for w in waits), waits
 
 
 @pytest.mark.slow

@@ -26,6 +26,13 @@ def worker_cmd(
     db: str | None = typer.Option(
         None, "--db", help="Serve only runs that log to this store (default: $TETHER_DB, else the store each names)."
     ),
+    sticky: float = typer.Option(
+        10.0,  # tether.distributed.worker.STICKY_S, Temporal's default (not imported here: temporalio is large)
+        "--sticky-s",
+        min=0.1,
+        help="Seconds a run's next workflow task waits for this worker before any worker takes it: how long a run "
+        "whose worker is lost waits (Temporal's default).",
+    ),
 ) -> None:
     """Host runs as Temporal workflows: poll the shared task queue and this worker's own, until Ctrl-C."""
     from tether.distributed.worker import serve
@@ -42,6 +49,7 @@ def worker_cmd(
             task_queue=task_queue,
             db=_absolute(only) if only else None,
             ready=ready,
+            sticky_s=sticky,
         )
     )
 

@@ -12,6 +12,7 @@ import os
 import signal
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -21,6 +22,10 @@ from tether.events.lease import this_host
 from .activities import Activities
 from .submission import SHARED_QUEUE
 from .workflow import RunWorkflow
+
+#: How long a run's next workflow task waits on the sticky queue of the worker that ran it last (which keeps the
+#: workflow's state and is offered the task first) before any worker may take it: the Temporal SDK's default.
+STICKY_S = 10.0
 
 
 def own_queue(shared: str) -> str:
@@ -35,12 +40,23 @@ async def serve(
     task_queue: str = SHARED_QUEUE,
     db: str | None = None,
     ready: Callable[[str], None] | None = None,
+    sticky_s: float = STICKY_S,
 ) -> None:
-    """Poll ``task_queue`` and this worker's own queue until SIGINT or SIGTERM; ``ready`` is told the own queue."""
+    """Poll ``task_queue`` and this worker's own queue until SIGINT or SIGTERM; ``ready`` is told the own queue.
+
+    ``sticky_s`` (:data:`STICKY_S`): a worker lost while it hosts a run delays the run this long, beside
+    ``affinity_s`` for a step waiting on its own queue (docs/distributed.md); a shorter wait only costs a replay of
+    the workflow's history on another worker when this one is alive but slow to poll."""
     client = await Client.connect(address, namespace=namespace)
     mine = own_queue(task_queue)
     acts = Activities(mine, db)
-    shared = Worker(client, task_queue=task_queue, workflows=[RunWorkflow], activities=[acts.start, acts.advance])
+    shared = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[RunWorkflow],
+        activities=[acts.start, acts.advance],
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_s),
+    )
     own = Worker(client, task_queue=mine, activities=[acts.start, acts.advance])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
