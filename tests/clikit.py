@@ -39,8 +39,8 @@ def _server() -> multiprocessing.context.ForkServerContext:
 def run(
     argv: Sequence[str], env: dict[str, str], *, timeout: float = 120, cwd: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``tether ARGV`` in a forked process, as ``subprocess.run([python, -m, tether.cli.main, *argv],
-    capture_output=True, text=True, stdin=DEVNULL, env=env, timeout=timeout)`` returns it."""
+    """``tether ARGV`` in a forked process, as ``subprocess.run(["tether", *argv], capture_output=True, text=True,
+    stdin=DEVNULL, env=env, cwd=cwd, timeout=timeout)`` returns it (``cwd``: this process's when None)."""
     with tempfile.TemporaryDirectory(prefix="tether-clikit-") as tmp:
         out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
         child = _server().Process(target=_main, args=(list(argv), dict(env), cwd or os.getcwd(), out, err))

@@ -1,4 +1,4 @@
-"""``tests/clikit.py``: a command forked from the test process's forkserver answers as ``python -m tether.cli.main``.
+"""``tests/clikit.py``: a command forked from the test process's forkserver answers as ``tether`` started anew.
 
 The run tests that use it (tests/kernel/runkit.py ``tether``, tests/kernel/test_providers.py) trust that a forked
 command is the command: the same exit code, stdout and stderr, the environment it is given and nothing of the
