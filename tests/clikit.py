@@ -9,7 +9,8 @@ stdin ``/dev/null``, stdout and stderr captured, the console script's exit (``te
 exit handlers run at its end, as in ``python -m tether.cli.main``. What is not the same: the imports happened
 before the environment was set, so a module that read a variable at import would see the server's (none of
 tether's does; ``tests/test_clikit.py`` checks that what a run reads it reads from the run's environment). The
-entry point itself, ``python -m tether.cli.main``, stays tested by the files that start it as a subprocess.
+entry point itself stays tested by :func:`started` (the console script started anew) and by the files that start
+``python -m tether.cli.main``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,8 @@ from collections.abc import Sequence
 
 #: What the forkserver imports before it forks a run: the CLI, what ``tether run`` imports, and both SDKs.
 PRELOAD = ["tether.cli.main", "tether.cli.run_cmds", "tether.kernel.runtime", "openai", "anthropic"]
+#: The console script (``tether``, as installed beside this interpreter).
+TETHER = shutil.which("tether", path=os.path.dirname(sys.executable)) or "tether"
 _context: multiprocessing.context.ForkServerContext | None = None
 
 
@@ -52,6 +56,15 @@ def run(
             raise subprocess.TimeoutExpired(["tether", *argv], timeout)
         with open(out, encoding="utf-8", errors="replace") as o, open(err, encoding="utf-8", errors="replace") as e:
             return subprocess.CompletedProcess(["tether", *argv], child.exitcode, o.read(), e.read())
+
+
+def started(
+    argv: Sequence[str], env: dict[str, str], *, timeout: float = 120, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``tether ARGV`` started anew (the console script): what :func:`run` stands in for, and is compared with."""
+    return subprocess.run(
+        [TETHER, *argv], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env, cwd=cwd
+    )
 
 
 def _main(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str) -> None:

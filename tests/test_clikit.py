@@ -7,9 +7,7 @@ process that forked it, no stdin, the working directory it is given, and a deadl
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,21 +15,6 @@ import clikit
 import pytest
 
 from tether import EventStore
-
-#: The console script (``tether``, as installed): a forked command is named as it is, in a usage message too.
-TETHER = shutil.which("tether", path=os.path.dirname(sys.executable)) or "tether"
-
-
-def started(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TETHER, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=cwd,
-    )
 
 
 def scrubbed(**extra: str) -> dict[str, str]:
@@ -55,7 +38,7 @@ def test_a_forked_command_answers_as_the_command_started_anew(
     monkeypatch.setenv("TETHER_DB", str(tmp_path / "not-given.db"))  # the forking process's: never the command's
     monkeypatch.chdir(tmp_path)
     forked = clikit.run(argv, env)
-    fresh = started(argv, env, tmp_path)
+    fresh = clikit.started(argv, env, cwd=str(tmp_path))
     assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
     assert not (tmp_path / "not-given.db").exists()
 

@@ -3,8 +3,8 @@
 The CLI runs in a process of its own against a server on 127.0.0.1 that speaks the provider's wire format
 (:mod:`tether.models.testing`), so the whole path is real: envelope, kernel, SDK client, HTTP, gate,
 sandbox, sensors and the SQLite log. The process's environment is scrubbed: no proxy, no real key and
-no provider base URL from the developer's shell can reach it. The first test starts ``python -m
-tether.cli.main`` for each provider; the others fork the command from a process that imported it and the SDKs
+no provider base URL from the developer's shell can reach it. The first test starts the console script anew
+for each provider; the others fork the command from a process that imported it and the SDKs
 once (``tests/clikit.py``: the Anthropic SDK alone took ~1.6-2 s of each run's start).
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -135,23 +134,12 @@ def run(
     provider: Provider, server: WireServer, envelope: Path, *, as_json: bool = True, forked: bool = True
 ) -> Outcome:
     """The CLI run; without ``as_json`` stdout is the human timeline and the contract is read from the log.
-    ``forked``: a child of ``clikit``'s forkserver; else ``python -m tether.cli.main``."""
+    ``forked``: a child of ``clikit``'s forkserver; else the console script started anew."""
     db = envelope.parent / "t.db"
     args = ["run", "fix the median", "--envelope", str(envelope), "--model", provider.model]
     args += ["--base-url", server.base_url, "--db", str(db), "--sandbox", "local", "--headless"]
     args += ["--json"] if as_json else []
-    env = scrubbed_env(provider.env)
-    if forked:
-        proc = clikit.run(args, env, timeout=120)
-    else:
-        proc = subprocess.run(
-            [sys.executable, "-m", "tether.cli.main", *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
+    proc = (clikit.run if forked else clikit.started)(args, scrubbed_env(provider.env), timeout=120)
     with EventStore.open(db) as store:
         (run_id,) = [r.run_id for r in store.runs()]
         events = store.events(run_id)
