@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,14 @@ def gone(pid: int, within_s: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def until(ready: Callable[[], bool], within_s: float = 10.0) -> None:
+    """Wait for ``ready``: the test fails, and never hangs, when it does not come within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while not ready():
+        assert time.monotonic() < deadline, f"not ready within {within_s} s"
+        time.sleep(0.01)
 
 
 def warm_children() -> list[int]:
@@ -346,14 +355,12 @@ def test_a_waiting_shell_whose_starter_thread_ended_is_no_leftover_of_another_co
     with first.warm():
         thread = threading.Thread(target=starter)
         thread.start()
-        while first._slot.idle is None:
-            time.sleep(0.01)
+        until(lambda: first._slot.idle is not None)
         shell = waiting(first)
         flag = workspace / "sleeping"
         running = threading.Thread(target=run, args=(other, workspace, f"touch {flag}; sleep 0.5"))
         running.start()
-        while not flag.exists():
-            time.sleep(0.01)
+        until(flag.exists)
         end.set()  # the starter ends while the other command runs: its shell is handed to the main thread
         thread.join()
         running.join()
