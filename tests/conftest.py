@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pgkit import Postgres, running
 from pgkit import why_not as postgres_why_not
+from privatekit import private_config
 from temporalkit import why_not as temporal_why_not
 
 from tether.sandbox import bwrap_available
@@ -57,12 +58,8 @@ def _projects_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
 @pytest.fixture(autouse=True)
 def _private_config(tmp_path: Path) -> Iterator[None]:
     """No test reads or writes the developer's ~/.config/tether (the anchor key) or ~/.local/state/tether (the list
-    of databases, a hook session's pin). A patcher of its own: a test's ``monkeypatch.undo()`` does not undo it."""
-    with pytest.MonkeyPatch.context() as private:
-        private.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-        private.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-        for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
-            private.delenv(name, raising=False)
+    of databases, a hook session's pin): ``privatekit.private_config`` for each test."""
+    with private_config(tmp_path):
         yield
 
 

@@ -10,11 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from runkit import FinishedDemo
+from runkit import EXAMPLE, FinishedDemo
 
 from tether.cli.demo_cmds import prepare
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix"
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ from typing import Any
 import clikit
 import yaml
 
+#: The bugfix example, which the run tests copy (``conftest.bugfix``) and run.
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix"
+
 
 def write_script(example: Path, turns: list[dict[str, Any]]) -> None:
     (example / "trajectory.yaml").write_text(yaml.safe_dump({"turns": turns}, sort_keys=False))

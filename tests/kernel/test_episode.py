@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runkit import FINISH, FIX, recompile, tether, write_script
+from privatekit import private_config
+from runkit import EXAMPLE, FINISH, FIX, recompile, tether, write_script
 
 from tether.canonical import sha256_hex
 from tether.cli.demo_cmds import prepare
@@ -23,7 +24,6 @@ from tether.events.store import EventStore
 from tether.kernel.snapshots import materialise_start
 
 CANARY = "tether-canary-6f1d2c9a0b"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bugfix"
 
 
 def run_bugfix(bugfix: Path, turns: list[dict[str, Any]], env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -57,13 +57,9 @@ def export(bugfix: Path, pkg: Path) -> str:
 @pytest.fixture(scope="module")
 def package(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """One run exported per test process (a run and an export: ~2.5 s), for the tests that tamper with a copy of its
-    package; its own configuration and state folders, as each test's (tests/conftest.py ``_private_config``)."""
+    package; its own configuration and state folders (``privatekit.private_config``), as each test has."""
     root = tmp_path_factory.mktemp("episode")
-    with pytest.MonkeyPatch.context() as private:
-        private.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
-        private.setenv("XDG_STATE_HOME", str(root / "xdg-state"))
-        for name in ("TETHER_KEY", "TETHER_ANCHOR_FILE", "TETHER_ANCHOR_EVERY"):
-            private.delenv(name, raising=False)
+    with private_config(root):
         pkg = root / "episode.tar.gz"
         return export(prepare(EXAMPLE, root / "work"), pkg), pkg
 

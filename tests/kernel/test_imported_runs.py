@@ -14,8 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE
-from runkit import FINISH, FIX, tether, write_script
+from runkit import EXAMPLE, FINISH, FIX, tether, write_script
 from test_episode import canary_envelope
 
 from tether.cli.demo_cmds import prepare
