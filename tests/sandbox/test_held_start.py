@@ -6,7 +6,6 @@ while it is held, one that raises, one that kills tether outright, a held comman
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 import subprocess
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_process_fds import open_fds
 
 from tether.sandbox import TIMEOUT_EXIT_CODE, BwrapSandbox, LocalSandbox, Receipt, Sandbox
 from tether.sandbox.doctor import survivors
@@ -63,7 +63,7 @@ def test_a_before_that_raises_stops_the_command_unrun_and_leaves_nothing(sandbox
     command never ran, its child is gone and reaped, and no descriptor of the call is left open in tether."""
     marker = "tether-held-" + secrets.token_hex(6)
     sandbox.run("true", cwd=workspace, timeout_s=30)  # what a backend keeps open once (bwrap's watch) is open now
-    fds = len(os.listdir("/proc/self/fd"))
+    fds = open_fds()
     error = RuntimeError("the commit failed")
 
     def before() -> None:
@@ -74,7 +74,7 @@ def test_a_before_that_raises_stops_the_command_unrun_and_leaves_nothing(sandbox
     assert caught.value.__cause__ is error
     assert survivors(marker) == []
     assert not (workspace / "acted").exists()
-    assert len(os.listdir("/proc/self/fd")) == fds
+    assert open_fds() - fds == set()
 
 
 def test_an_interrupt_in_before_stops_the_command_too(sandbox: Sandbox, workspace: Path) -> None:
