@@ -398,10 +398,11 @@ def test_a_checkpoint_naming_where_its_unsearched_texts_begin_out_of_the_log_is_
     assert found is not None
     header, body = found
     a, b = header["parts"]
-    gate = json.loads(bytes(body[:a]))
+    head, calls = bytes(body[:a]).split(b"\n", 1)  # the head, then the calls (guard/gatepart.py)
+    gate = json.loads(head)
     assert a and not b, "the session's gate part is all JSON"
     gate["since"] = since
-    text = json.dumps(gate).encode()
+    text = json.dumps(gate).encode() + b"\n" + calls
     body = text + body[a:]
     header.update(ck.digests(body, False), parts=[len(text), b])
     path.write_bytes(ck.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)

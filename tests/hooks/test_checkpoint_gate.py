@@ -1,25 +1,27 @@
-"""The gate's part of a fold checkpoint as JSON (guard/gatepart.py, checkpoint format 6): read back as the run state it
-was, the same objects shared; read by a plain PreToolUse with no trial forked; and hostile JSON, which an agent that
-can write the checkpoint's folder could put there without a store key (the digest recomputed), is a miss and never a
-crash: the call is decided as ever."""
+"""The gate's part of a fold checkpoint as JSON (guard/gatepart.py, checkpoint format 8: a head, then the calls): read
+back as the run state it was, the same objects shared; read by a plain PreToolUse with no trial forked; and hostile
+JSON, which an agent that can write the checkpoint's folder could put there without a store key (the digest
+recomputed), is a miss and never a crash: the call is decided as ever. (A plain PreToolUse reads the calls' text only
+when the part of them the head names cannot answer: tests/guard/test_partial.py.)"""
 
 from __future__ import annotations
 
 import copy
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hookkit import Hook, payload
-from test_checkpoint_parts import Gate, checkpoint_file, full_call, in_plain, split, write
+from test_checkpoint_parts import Gate, checkpoint_file, cold, full_call, in_plain, split, write
 from test_checkpoint_parts import hook as hook  # the fixture: a session of 12 commands, a checkpoint every 8 events
 from test_plain_checkpoint import seeded, shape
 
 from tether.guard import checkpoint as ck
 from tether.guard import gatepart
+from tether.guard import log as guard_log
 from tether.state import Action, RunState, Usage
 from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
 
@@ -49,8 +51,8 @@ print(json.dumps({"answer": json.loads(out.stdout)["hookSpecificOutput"]["permis
 """
 
 
-def plain_pre(hook: Hook, i: int) -> dict[str, Any]:
-    data = payload("claude-code.PreToolUse", hook.workspace, tool_input={"command": "ls"}, tool_use_id=f"toolu_p{i}")
+def plain_pre(hook: Hook, i: int, command: str = "ls") -> dict[str, Any]:
+    data = payload("claude-code.PreToolUse", hook.workspace, tool_input={"command": command}, tool_use_id=f"toolu_p{i}")
     return in_plain(hook, data, hook.workspace / "none", PLAIN)
 
 
@@ -61,6 +63,25 @@ def comparable(state: RunState) -> RunState:
     made = copy.copy(state)
     made._filed, made._keys = dict(sorted(state._filed.items())), {}
     return made
+
+
+#: The keys of the calls' JSON, after the head's newline (gatepart.encode); the head holds the rest.
+CALLS = ("calls", "actions", "live", "same", "by")
+
+
+def joined(text: bytes) -> dict[str, Any]:
+    """The gate's part as one JSON object: its head's keys and its calls'."""
+    head, calls = text.split(b"\n", 1)
+    return {**json.loads(head), **json.loads(calls)}
+
+
+def parted(doc: Any) -> bytes:
+    """:func:`joined` undone: the head's keys, a newline, the calls' (a document that is no object: as it is)."""
+    if type(doc) is not dict:
+        return json.dumps(doc).encode()
+    calls = {k: doc[k] for k in CALLS if k in doc}
+    head = {k: v for k, v in doc.items() if k not in CALLS}
+    return json.dumps(head).encode() + b"\n" + json.dumps(calls).encode()
 
 
 def round_trip(state: RunState, known: Any, user: Any) -> tuple[gatepart.Gate, dict[str, Any]]:
@@ -164,7 +185,7 @@ def written(tmp_path: Path) -> tuple[RunState, dict[str, Any]]:
     known, user, _ = guard.indexed().kept()
     encoded = gatepart.encode(guard.state, known, user, 3, 2)
     assert encoded is not None
-    return guard.state, json.loads(encoded[0])
+    return guard.state, joined(encoded[0])
 
 
 def test_the_calls_are_written_by_column_and_only_immutable_values_run(tmp_path: Path) -> None:
@@ -176,7 +197,7 @@ def test_the_calls_are_written_by_column_and_only_immutable_values_run(tmp_path:
     assert n == len({id(a) for a in state.actions.values()} | {id(a) for a in state._live.values()}) > 2
     assert type(named["status"]) is dict and sum(named["status"]["n"]) == n
     assert all(type(named[f]) is list for f in ("call_id", "args", "result", "taints"))
-    got = gatepart.decode(json.dumps(doc).encode())
+    got = gatepart.decode(parted(doc))
     calls = list(got.state.actions.values())
     for field in ("args", "result"):
         assert len({id(getattr(a, field)) for a in calls}) == len(calls), field
@@ -204,7 +225,7 @@ def test_each_malformed_column_is_refused_by_its_own_check(
     _, doc = written(tmp_path)
     edit(doc)
     with pytest.raises(ValueError, match=refused):
-        gatepart.decode(json.dumps(doc).encode())
+        gatepart.decode(parted(doc))
 
 
 def test_a_plain_pre_tool_use_reads_the_json_and_forks_no_trial(hook: Hook) -> None:
@@ -214,7 +235,7 @@ def test_a_plain_pre_tool_use_reads_the_json_and_forks_no_trial(hook: Hook) -> N
     path = checkpoint_file(hook)
     header, gate, fold = split(path)
     a, _ = gate.sizes
-    doc = json.loads(gate[:a])
+    doc = joined(bytes(gate[:a]))
     left = ck._pickled({"unknowns": [("a tuple", 1)]})
     with_left = Gate(gate[:a] + left)
     with_left.sizes = [a, len(left)]
@@ -223,12 +244,31 @@ def test_a_plain_pre_tool_use_reads_the_json_and_forks_no_trial(hook: Hook) -> N
     assert plain_pre(hook, 1) == {"answer": "allow", "restored": True, "forks": 1, "unpickler": True}
 
 
+@pytest.fixture
+def with_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
+    """A session of 12 commands with their receipts, checkpointed every 8 events, whose checkpoint's head names a part
+    of its calls (the 2 latest: guard/partial.py) for a plain PreToolUse to restore."""
+    monkeypatch.setattr(guard_log, "EVERY", 8)
+    monkeypatch.setattr(gatepart, "RECENT", 2)
+    cold()
+    yield seeded(tmp_path / "p", 12)
+    cold()
+
+
 def hostile(edit: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], bytes]:
     def made(text: bytes) -> bytes:
-        doc = json.loads(text)
-        return json.dumps(edit(doc) or doc).encode()
+        doc = joined(text)
+        return parted(edit(doc) or doc)
 
     return made
+
+
+def head_of(text: bytes) -> Any:
+    """The head a gate part's text begins with, as read (None when it does not read as one)."""
+    try:
+        return json.loads(text.split(b"\n", 1)[0].decode("ascii")) if b"\n" in text else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def column(doc: dict[str, Any], field: str, value: Any) -> None:
@@ -249,6 +289,7 @@ def deep(doc: dict[str, Any]) -> None:
     [
         pytest.param(lambda t: t.replace(b"{", b"[" * 200_000, 1), id="nested-200000-deep"),
         pytest.param(lambda t: b'{"calls":' + b"[" * 100_000 + b"]" * 100_000 + t[1:], id="calls-nested-100000-deep"),
+        pytest.param(lambda t: t.replace(b"\n{", b"\n" + b"[" * 200_000, 1), id="the-calls-text-nested-200000-deep"),
         pytest.param(hostile(lambda d: d["fields"].update(apply=1)), id="a-method-as-a-field"),
         pytest.param(hostile(lambda d: d["fields"].update(__class__="x")), id="a-dunder-as-a-field"),
         pytest.param(hostile(lambda d: d["fields"].update(calls_by={})), id="an-index-as-a-field"),
@@ -283,16 +324,25 @@ def deep(doc: dict[str, Any]) -> None:
     ],
 )
 def test_a_hostile_json_part_is_a_miss_and_the_call_decides_as_ever(
-    hook: Hook, forge: Callable[[bytes], bytes]
+    with_part: Hook, forge: Callable[[bytes], bytes]
 ) -> None:
+    """A miss on the full path; a plain PreToolUse restores the part of the calls its head names when the head is the
+    one written (what was forged is the calls' text, which it searches and does not parse), and when that part cannot
+    answer, the whole state it makes is the log's (the calls' text a miss there too): the call decided as ever."""
+    hook = with_part
     path = checkpoint_file(hook)
     header, gate, fold = split(path)
     a, b = gate.sizes
     text = forge(bytes(gate[:a]))
+    head = head_of(bytes(gate[:a]))
+    assert head["part"] is not None
+    head_kept = head_of(text) == head
     forged = Gate(text + gate[a:])
     forged.sizes = [len(text), b]
     write(path, header, forged, fold)
-    assert plain_pre(hook, 0) == {"answer": "allow", "restored": False, "forks": 0, "unpickler": False}
+    assert plain_pre(hook, 0) == {"answer": "allow", "restored": head_kept, "forks": 0, "unpickler": False}
+    write(path, header, forged, fold)
+    assert plain_pre(hook, 1, "grep -n x0 README.md")["answer"] == "allow"  # the session's first command again
     write(path, header, forged, fold)
     assert not full_call(hook, 0)
 

@@ -116,7 +116,7 @@ def test_the_gates_json_is_read_before_the_verdict_on_the_fold_is_waited_for(
     hook = made(tmp_path, monkeypatch)
     seen = watch(monkeypatch)
     real = gatepart.decode
-    monkeypatch.setattr(gatepart, "decode", lambda text: seen.append(("json", 0)) or real(text))
+    monkeypatch.setattr(gatepart, "decode", lambda text, part=False: seen.append(("json", 0)) or real(text, part))
     cold()
     assert calls(hook, 1, start=12) == ["ask"]
     assert isinstance(guard_of(hook).events, Log), "restored from the checkpoint"

@@ -239,7 +239,7 @@ def test_a_checkpoint_of_the_old_format_is_a_miss_and_stays(hook: Hook, tmp_path
     assert not plain_call(hook, tmp_path / "ran", 0)["restored"]
     assert path.read_bytes() == before
     assert not full_call(hook, 0)
-    assert split(path)[0]["version"] == ck.VERSION == 7  # the whole log folded, and checkpointed anew
+    assert split(path)[0]["version"] == ck.VERSION == 8  # the whole log folded, and checkpointed anew
 
 
 def test_the_body_is_parsed_and_checked_once_and_one_begin_did_not_check_is_checked_by_load(

@@ -60,6 +60,7 @@ from tether.canonical import sha256_hex
 from tether.events.payload import REGISTRY
 from tether.events.store import Event
 from tether.scoped import suppress
+from tether.state import RunState
 
 from . import cachefile, gatepart
 from .cachefile import STALE_S as STALE_S
@@ -67,10 +68,11 @@ from .cachefile import TMP_PREFIX as TMP_PREFIX
 from .cachefile import code_made, parts, read_own, runs_code, seal, sealed, write_own
 from .cachefile import sweep as sweep
 from .log import Log, path_for, wants_fold
+from .partial import Partial
 
 TYPE_CHECKING = False  # not typing's: a cold hook call that reads a checkpoint does not import typing either
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from tether.disk import StrPath
@@ -85,9 +87,14 @@ if TYPE_CHECKING:
 #: 4: the body's check is its CRC-32, and its SHA-256 only under an anchor key (:func:`intact`). 5: the gate's part is
 #: JSON (guard/gatepart.py), what JSON cannot hold of it pickled beside it, their sizes in the header's ``parts``.
 #: 6: the gate's calls by column, a column's repeated values as runs (``gatepart._columns``). 7: the header's ``code``
-#: names the modules that wrote it (``cachefile.code_made``), not a stamp of every module.
-VERSION = 7
+#: names the modules that wrote it (``cachefile.code_made``), not a stamp of every module. 8: the gate's part is a head
+#: (the run state's other fields, the provenance index, the part of the calls a PreToolUse restores: guard/partial.py)
+#: and, after a newline, the calls whole.
+VERSION = 8
 MAGIC = b"tether-fold-checkpoint\n"
+#: Whether a plain PreToolUse restores the run state's calls in part (guard/partial.py); every other reader restores
+#: them whole, as it does when this is False (tests/hooks/test_partial_state.py compares the two).
+PART = True
 #: Larger files are not read, their size checked before (a session of 1,000 tool calls, 4,383 events, has a body of
 #: 571 KB: ~130 bytes an event; the cap is ~500,000 events).
 MAX_BYTES = 64 * 1024 * 1024
@@ -376,7 +383,7 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
         if pending.failed:
             pending.discard(path_for(folder, guard.run_id))
         return False
-    state, fold, rest, known, user, since, turns, tail = restored
+    state, fold, rest, known, user, since, turns, whole, tail = restored
     base = tail[0].seq
     guard.events = Log(guard.store, guard.run_id, base, [tail[0]])
     guard.state = state
@@ -393,9 +400,8 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
 
         signed = getattr(guard.store, "signer", None) is not None
         LATER[guard.run_id] = lambda: _later_fold(rest, base + 1, tail[0].hash, signed)
-    for e in tail[1:]:
-        guard.events.append(e)
-        guard.state.apply(e)
+    guard.whole = whole
+    guard._folded(tail[1:])
     return True
 
 
@@ -579,15 +585,14 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None
     text = split[0]
     # The JSON needs no trial under its bound (guard/gatepart.py): read while the pickled parts' trial runs
-    read = gatepart.decode(text) if text and len(text) <= gatepart.UNTRIED_BYTES else None
+    part = PART and not pending.fold  # a plain PreToolUse (it reads no control fold)
+    read = gatepart.decode(text, part) if text and len(text) <= gatepart.UNTRIED_BYTES else None
     if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
     obj = _gate(text, split[1], read)
     if obj is None:
         return None
     fold = _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash) if pending.fold else None
-    from tether.state import RunState
-
     state = obj.get("state")
     if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != tail[0].hash:
         return None
@@ -599,7 +604,27 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     if type(since) is not int or not -1 <= since <= seq:
         return None
     rest = b"" if pending.fold else split[2]  # the fold's part, not read
-    return state, fold, rest, known, user, since, turns, tail
+    whole = _whole(text, split[1], seq, tail[0].hash) if isinstance(state.actions, Partial) else None
+    return state, fold, rest, known, user, since, turns, whole, tail
+
+
+def _whole(text: memoryview, left: memoryview, seq: int, head: str) -> Callable[[Sequence[Event]], RunState]:
+    """What makes a run state restored in part whole (``Guard.whole``): its calls decoded whole from the same bytes,
+    then the events the guard holds after the checkpoint's head folded again."""
+
+    def whole(events: Sequence[Event]) -> RunState:
+        try:
+            obj = _gate(text, left)
+        except Exception:  # the calls' text malformed (the part was read from the head alone): the log, as on a miss
+            obj = None
+        state = None if obj is None else obj.get("state")
+        if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != head:
+            return RunState.from_events(events)  # the whole log, read and checked against the head held (Log)
+        for e in events[seq + 1 :]:
+            state.apply(e)
+        return state
+
+    return whole
 
 
 def _gate(text: memoryview, left: memoryview, read: gatepart.Gate | None = None) -> dict[str, Any] | None:

@@ -25,10 +25,11 @@ and ``_keys`` are made again from ``calls_by``: lookups that ``RunState._file`` 
 from __future__ import annotations
 
 from _operator import attrgetter, itemgetter  # operator's very functions, without the Python module
-from itertools import chain, compress, repeat
+from itertools import chain, compress, islice, repeat
 
 from tether import jsonc
 from tether.clock import datetime
+from tether.guard.partial import HASH_CHARS, Bulk, Partial
 from tether.policy.provenance import Source, ValueKind
 from tether.state import Action, RunState, Usage
 from tether.status import ActionStatus, ClaimStatus, ControlState, RunStatus
@@ -44,6 +45,12 @@ if TYPE_CHECKING:
 #: (``checkpoint.TRIAL_FLOOR``, 128 MiB); the calls' runs are bounded alike (:data:`CALL_BYTES`). A 1,000-call
 #: session's part is ~210 kB: this is ~20,000 calls.
 UNTRIED_BYTES = 4 << 20
+
+#: How many of the latest calls a checkpoint's part holds (:func:`_part`), besides those still in flight: a command
+#: made again is most often one of the latest, and one the part holds is answered without the whole state (one it left
+#: out makes the state whole: ~6 ms late in a 1,000-call session). At least 1: the run state's "is this the latest
+#: call" reads the last (guard/partial.py ``Partial.last``). ~200 bytes of JSON a call.
+RECENT = 64
 
 #: An :class:`~tether.state.Action`'s fields in the order its constructor takes them: a row is ``Action(*row)``.
 FIELDS: tuple[str, ...] = Action.__slots__
@@ -87,13 +94,19 @@ def encode(
             left[name] = value
         else:
             fields[name] = coded
-    doc: dict[str, Any] = {"calls": _columns(rows), "fields": fields, "since": since, "turns": turns, **index}
+    head: dict[str, Any] = {"fields": fields, "since": since, "turns": turns, "part": _part(state)}
     provenance = _provenance(known, user)
     if provenance is None:
         left["known"], left["user"] = known, user
     else:
-        doc.update(provenance)
-    return jsonc.dumps(doc, separators=(",", ":")).encode(), left
+        head.update(provenance)
+    doc = {"calls": _columns(rows), **index}
+    return _dumps(head) + b"\n" + _dumps(doc), left
+
+
+def _dumps(doc: dict[str, Any]) -> bytes:
+    """JSON without a newline (none of its strings holds one unescaped): the head and the calls are split at it."""
+    return jsonc.dumps(doc, separators=(",", ":")).encode()
 
 
 class Gate:
@@ -107,31 +120,25 @@ class Gate:
         self.state, self.known, self.user, self.since, self.turns = state, known, user, since, turns
 
 
-def decode(raw: bytes | memoryview) -> Gate:
+def decode(raw: bytes | memoryview, part: bool = False) -> Gate:
     """The gate's part from its JSON (ASCII, as :func:`encode` writes it; a view of the checkpoint's body, read
-    without a copy). Raises on anything malformed (``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``,
-    ``RecursionError``...): the checkpoint is a miss."""
-    doc = jsonc.loads(str(raw, "utf-8"))
-    if type(doc) is not dict:
-        raise ValueError("a checkpoint's gate part that is not a JSON object")
-    table = _calls(doc["calls"], len(raw))
+    without a copy): its head, then the calls. ``part``: the run state's calls restored in part when the head names
+    a part (guard/partial.py; the calls' text is searched, not parsed), else whole. Raises on anything malformed
+    (``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``, ``RecursionError``...): the checkpoint is a miss."""
+    text = bytes(raw)
+    cut = text.index(b"\n")  # ValueError when there is none
+    view = memoryview(text)
+    doc = _object(view[:cut])
     state = RunState()
     names = vars(state)
     for name, value in doc["fields"].items():
         if name not in names or name in INDEXES:
             raise ValueError(f"a checkpoint's gate part names no field of the run state: {name!r}")
         setattr(state, name, _value(name, value))
-    state.actions = {a.call_id: a for a in map(table.__getitem__, doc["actions"])}
-    state._live = {a.call_id: a for a in map(table.__getitem__, doc["live"])}
-    state.same_calls = _same(doc["same"], table.__getitem__)
-    keys, filed, by = state._keys, state._filed, state.calls_by
-    for status, tool, idx in doc["by"]:
-        key = (_STATUSES[status], str(tool))
-        keys[key] = key
-        bucket = by[key] = {}
-        for a in map(table.__getitem__, idx):
-            bucket[a.call_id] = a
-            filed[a.call_id] = key
+    if part and doc["part"] is not None:
+        _restore_part(state, doc["part"], cut)
+    else:
+        _restore_calls(state, _object(view[cut + 1 :]), len(text) - cut - 1)
     since, turns = doc["since"], doc["turns"]
     if type(since) is not int or type(turns) is not int:
         raise ValueError("a checkpoint's gate part whose since or turns is not an integer")
@@ -143,6 +150,62 @@ def decode(raw: bytes | memoryview) -> Gate:
     return Gate(state, known, user, since, turns)
 
 
+def _restore_calls(state: RunState, doc: dict[str, Any], size: int) -> None:
+    """The run state's calls and their indexes, whole."""
+    table = _calls(doc["calls"], size)
+    state.actions = {a.call_id: a for a in map(table.__getitem__, doc["actions"])}
+    state._live = {a.call_id: a for a in map(table.__getitem__, doc["live"])}
+    state.same_calls = _same(doc["same"], table.__getitem__)
+    keys, filed, by = state._keys, state._filed, state.calls_by
+    for status, tool, idx in doc["by"]:
+        key = (_STATUSES[status], str(tool))
+        keys[key] = key
+        bucket = by[key] = {}
+        for a in map(table.__getitem__, idx):
+            bucket[a.call_id] = a
+            filed[a.call_id] = key
+
+
+def _restore_part(state: RunState, part: dict[str, Any], size: int) -> None:
+    """The part of the run state's calls the head names (:func:`_part`), each index a
+    :class:`~tether.guard.partial.Partial` of it, knowing the keys it left out."""
+    table = _calls(part["calls"], size)
+    left, ids, hashes = part["left"], part["ids"], part["hashes"]
+    if type(left) is not list or len(left) != 3 or not all(type(n) is int and n >= 0 for n in left):
+        raise ValueError("a checkpoint's part whose counts left out are not three counts")
+    if type(ids) is not list or type(hashes) is not list or not all(type(k) is str for k in (*ids, *hashes)):
+        raise ValueError("a checkpoint's part whose keys left out are not strings")
+    bulk = Bulk(frozenset(ids), frozenset(hashes))
+    actions = {a.call_id: a for a in map(table.__getitem__, part["actions"])}
+    state.actions = Partial(actions, bulk, left[0], last=True)
+    state._live = {a.call_id: a for a in map(table.__getitem__, part["live"])}
+    if not state._live.keys() <= actions.keys() or (left[0] and not actions) or not bulk.ids.isdisjoint(actions):
+        raise ValueError("a checkpoint's part that does not hold the calls a step may be about, or the last one")
+    state.same_calls = Partial(_same(part["same"], table.__getitem__), bulk, left[1])
+    keys, by = state._keys, state.calls_by
+    filed: dict[str, tuple[ActionStatus, str]] = {}
+    for status, tool, idx, out in part["by"]:
+        key = (_STATUSES[status], str(tool))
+        if type(out) is not int or out < 0 or key in keys:
+            raise ValueError("a checkpoint's part whose buckets are not counted, or named twice")
+        keys[key] = key
+        bucket = {}
+        for a in map(table.__getitem__, idx):
+            if a.call_id not in actions or actions[a.call_id] is not a:
+                raise ValueError("a checkpoint's part that files a call it does not hold")
+            bucket[a.call_id] = a
+            filed[a.call_id] = key
+        by[key] = Partial(bucket, bulk, out) if out else bucket
+    state._filed = Partial(filed, bulk, left[2])
+
+
+def _object(text: memoryview) -> dict[str, Any]:
+    doc = jsonc.loads(str(text, "utf-8"))
+    if type(doc) is not dict:
+        raise ValueError("a checkpoint's gate part that is not a JSON object")
+    return doc
+
+
 # ---- writing ---------------------------------------------------------------------------------------------
 
 
@@ -152,25 +215,8 @@ _NOT_JSON = object()
 def _rows(state: RunState) -> tuple[list[list[Any]] | None, dict[str, Any]]:
     """Each action the state's indexes hold, once, as a row, and each index as the rows it names; (None, {}) when an
     action is not exactly JSON or an index is not what the fold keeps."""
-    at: dict[int, int] = {}
-    rows: list[list[Any]] = []
-
-    def idx(a: Any) -> int:
-        n = at.get(id(a))
-        if n is None:
-            if type(a) is not Action:
-                raise ValueError
-            row = [getattr(a, f) for f in FIELDS]
-            taints = row[_TAINTS]
-            if type(row[_STATUS]) is not ActionStatus or type(taints) is not tuple:
-                raise ValueError
-            row[_STATUS], row[_TAINTS] = row[_STATUS].value, list(taints)
-            if not _exact(row):
-                raise ValueError
-            n = at[id(a)] = len(rows)
-            rows.append(row)
-        return n
-
+    idx = _Rows()
+    rows = idx.rows
     try:
         actions = [idx(a) for k, a in state.actions.items() if k == a.call_id or _fail()]
         live = [idx(a) for k, a in state._live.items() if k == a.call_id or _fail()]
@@ -189,6 +235,83 @@ def _rows(state: RunState) -> tuple[list[list[Any]] | None, dict[str, Any]]:
     if filed != state._filed or any(not calls for calls in same):
         return None, {}
     return rows, {"actions": actions, "live": live, "same": same, "by": by}
+
+
+class _Rows:
+    """Each action once as a row (:func:`_row`), by the object: called with one, the number of its row."""
+
+    __slots__ = ("at", "rows")
+
+    def __init__(self) -> None:
+        self.at: dict[int, int] = {}
+        self.rows: list[list[Any]] = []
+
+    def __call__(self, a: Any) -> int:
+        n = self.at.get(id(a))
+        if n is None:
+            n = self.at[id(a)] = len(self.rows)
+            self.rows.append(_row(a))
+        return n
+
+
+def _row(a: Any) -> list[Any]:
+    """An action as its row of exact JSON values; ValueError when it is not one."""
+    if type(a) is not Action:
+        raise ValueError
+    row = [getattr(a, f) for f in FIELDS]
+    taints = row[_TAINTS]
+    if type(row[_STATUS]) is not ActionStatus or type(taints) is not tuple:
+        raise ValueError
+    row[_STATUS], row[_TAINTS] = row[_STATUS].value, list(taints)
+    if not _exact(row):
+        raise ValueError
+    return row
+
+
+def _part(state: RunState) -> dict[str, Any] | None:
+    """The part of the calls a cold PreToolUse restores (guard/partial.py): the calls a step may still be about, the
+    :data:`RECENT` latest proposed, and every call with the tool and arguments of one of them (so that ``same_calls``
+    holds each key's calls all or none); each index as those rows, how many entries each leaves out (``actions``,
+    ``same_calls``, ``_filed``; a bucket's own), and the keys it leaves out (the call ids; the argument hashes cut to
+    ``partial.HASH_CHARS``). Only :func:`_rows`' state is written (its indexes are what the fold keeps); None when
+    one of these calls is filed unlike the fold keeps them, or when the part would hold most of the calls."""
+    held = {id(a): a for a in state._live.values()}
+    for a in islice(reversed(state.actions.values()), max(RECENT, 1)):
+        held[id(a)] = a
+    same = [calls for calls in state.same_calls.values() if any(id(a) in held for a in calls)]
+    held.update((id(a), a) for calls in same for a in calls)
+    ids = {k for k, a in state.actions.items() if id(a) in held}
+    if not state._live.keys() <= ids:
+        return None
+    idx = _Rows()
+    if 2 * len(held) > len(state.actions):
+        return None  # most calls are in flight, or the session is young: the part would be the whole, and slower
+    actions = [idx(a) for k, a in state.actions.items() if k in ids]
+    by: list[list[Any]] = []
+    for (status, tool), bucket in state.calls_by.items():
+        mine = [a for k, a in bucket.items() if k in ids]
+        if any(state.actions.get(a.call_id) is not a for a in mine) or any(
+            id(a) in held for k, a in bucket.items() if k not in ids
+        ):
+            return None
+        by.append([status.value, tool, [idx(a) for a in mine], len(bucket) - len(mine)])
+    filed = sum(1 for k in state._filed if k in ids)
+    live = [idx(a) for a in state._live.values()]
+    groups = [[idx(a) for a in calls] for calls in same]
+    left = [len(state.actions) - len(actions), len(state.same_calls) - len(same), len(state._filed) - filed]
+    out = sorted(set(state.actions).union(state._filed).difference(ids))
+    kept = {id(calls) for calls in same}
+    cut = sorted({h[:HASH_CHARS] for (_, h), calls in state.same_calls.items() if id(calls) not in kept})
+    return {
+        "calls": _columns(idx.rows),
+        "actions": actions,
+        "live": live,
+        "same": groups,
+        "by": by,
+        "left": left,
+        "ids": out,
+        "hashes": cut,
+    }
 
 
 def _fail() -> bool:

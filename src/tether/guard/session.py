@@ -67,6 +67,7 @@ from tether.status import ActionStatus, ControlState, RunStatus
 from tether.typeless import TypeVar
 
 from .envcache import Validated
+from .partial import Incomplete
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -219,6 +220,37 @@ class Guard:
         self._lock = _thread.RLock()
         self._gate: tuple[tuple[ControlState, tuple[str, ...]], Gate] | None = None
         self._provenance: Provenance | None = None  # fed only the events appended since the last call
+        #: Set by a fold checkpoint that restored the run state in part (guard/partial.py): the whole state, made
+        #: from the checkpoint and the events held after its head (:meth:`exact`).
+        self.whole: Callable[[Sequence[Event]], RunState] | None = None
+
+    def exact(self, read: Callable[[], T]) -> T:
+        """``read()``, made again on the whole run state when the state restored in part cannot answer it exactly
+        (guard/partial.py ``Incomplete``): for what reads the state and writes nothing before it is done."""
+        try:
+            return read()
+        except Incomplete as doubt:
+            self._made_whole(doubt)
+        return read()
+
+    def _made_whole(self, doubt: Incomplete) -> None:
+        """The whole run state in place of the part, folded to the last event held; ``doubt`` again when the state
+        is whole already (nothing here answers it then)."""
+        make, self.whole = self.whole, None
+        if make is None:
+            raise doubt
+        self.state = make(self.events)
+
+    def _folded(self, new: Sequence[Event]) -> None:
+        """Hold ``new`` and fold it; a state restored in part that cannot fold one exactly is made whole, which folds
+        them all."""
+        for e in new:
+            self.events.append(e)
+        try:
+            for e in new:
+                self.state.apply(e)
+        except Incomplete as doubt:
+            self._made_whole(doubt)
 
     @property
     def workspace(self) -> Path:
@@ -482,9 +514,7 @@ class Guard:
             bad = unchained(new, held) if checked and new else None
             if bad is not None:
                 raise LogCorrupt(self.run_id, bad, "an event appended since the session was opened does not chain")
-            for e in new:
-                self.events.append(e)
-                self.state.apply(e)
+            self._folded(new)
             return self.state
 
     def indexed(self) -> Provenance:
@@ -758,12 +788,10 @@ class Guard:
         for attempt in range(WRITE_ATTEMPTS):
             # lost once: from now on no other writer between this read and this append
             with self.store.exclusive(self.run_id) if attempt else nullcontext():
-                written, out = self._attempt(build, durable, goes_on)
+                written, out = self.exact(lambda: self._attempt(build, durable, goes_on))  # writes at its end
             if written is None:
                 continue
-            for e in written:
-                self.events.append(e)
-                self.state.apply(e)
+            self._folded(written)
             self._finish_if_stopped()
             return out
         raise RuntimeFailure(f"run {self.run_id}: {WRITE_ATTEMPTS} writers raced this one; nothing was written")
@@ -795,7 +823,7 @@ class Guard:
         from tether.kernel.step import Finish
         from tether.kernel.steps import next_step
 
-        step = next_step(self.state, self.env, datetime.now(UTC))
+        step = self.exact(lambda: next_step(self.state, self.env, datetime.now(UTC)))
         if isinstance(step, Finish):  # as the runtime finishes: the budget breach first, when one is why
             from tether.events.kinds import BudgetExceeded  # here: a later kind module (events/payload.py LATER)
 

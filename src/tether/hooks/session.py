@@ -547,10 +547,15 @@ def pre_tool_use(guard: Guard, agent: str, data: dict[str, Any], head: Sequence[
         for i, c in enumerate(calls)
     ]
     no_ask = refuses_asks(agent, data)  # an ASK is told as a refusal
-    ran: list[Payload] = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
-    writes = [str(c.args["path"]) for c, a in zip(calls, answers, strict=True) if _may_write(c, a)]
-    if writes:  # read before the agent is answered: the before side of its undo (hooks/preimage.py)
-        ran.append(preimage.take(guard, call_id, writes))
+
+    def unjudged() -> list[Payload]:
+        ran = [b for b in (ran_unjudged(guard, no_ask, a, turn) for a in answers) if b is not None]
+        writes = [str(c.args["path"]) for c, a in zip(calls, answers, strict=True) if _may_write(c, a)]
+        if writes:  # read before the agent is answered: the before side of its undo (hooks/preimage.py)
+            ran.append(preimage.take(guard, call_id, writes))
+        return ran
+
+    ran = guard.exact(unjudged)  # reads, and writes nothing: made again on the whole state when the part cannot answer
     if ran:
         guard.record(ran)
     deciding = max(
