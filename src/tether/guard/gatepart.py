@@ -13,7 +13,9 @@ are written as JSON: one row per :class:`~tether.state.Action`, each held once h
 column whose values repeat, a status or a rule, as its runs: :func:`_columns`), the run state's other
 fields as JSON when they are exactly JSON (read back equal, of the same types), and the provenance index's values.
 What is not (a refusal's payload model, a stop's fact, a value in a tuple) is handed back to be pickled beside it
-and tried as before: a session that has one pays the trial for it alone (a few hundred bytes, not the calls).
+and tried as before: a session that has one pays the trial for it alone (a few hundred bytes, not the calls). The
+JSON is a head (the other fields, the provenance index, and the part of the calls a plain PreToolUse restores:
+:func:`_part`, guard/partial.py) and, after a newline, the calls and their indexes: that reader parses the head alone.
 
 Every index is written as the rows it names and checked against what the fold keeps (``actions`` and ``_live``
 by call id, ``same_calls`` by tool and argument hash, ``_filed`` the inverse of ``calls_by``): a state whose
@@ -123,7 +125,7 @@ class Gate:
 def decode(raw: bytes | memoryview, part: bool = False) -> Gate:
     """The gate's part from its JSON (ASCII, as :func:`encode` writes it; a view of the checkpoint's body, read
     without a copy): its head, then the calls. ``part``: the run state's calls restored in part when the head names
-    a part (guard/partial.py; the calls' text is searched, not parsed), else whole. Raises on anything malformed
+    a part (guard/partial.py; the calls' text is not parsed), else whole. Raises on anything malformed
     (``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``, ``RecursionError``...): the checkpoint is a miss."""
     text = bytes(raw)
     cut = text.index(b"\n")  # ValueError when there is none
@@ -283,9 +285,9 @@ def _part(state: RunState) -> dict[str, Any] | None:
     ids = {k for k, a in state.actions.items() if id(a) in held}
     if not state._live.keys() <= ids:
         return None
-    idx = _Rows()
     if 2 * len(held) > len(state.actions):
         return None  # most calls are in flight, or the session is young: the part would be the whole, and slower
+    idx = _Rows()
     actions = [idx(a) for k, a in state.actions.items() if k in ids]
     by: list[list[Any]] = []
     for (status, tool), bucket in state.calls_by.items():

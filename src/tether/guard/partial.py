@@ -8,14 +8,14 @@ about (``_live``), the latest ones proposed, and every call with the tool and ar
 the part leaves out of each index, and their keys. A PreToolUse restores only that part, each index as a
 :class:`Partial`, and the calls' whole text stays unparsed.
 
-A :class:`Partial` answers only what it can answer exactly as the whole index would: a key it holds; a key the part
-names as none it left out (a new call id, a new command: :class:`Bulk`); its length (what it holds and the count it
-left out); the last key it holds when that is the whole index's last. Anything
-else (iterating, comparing, copying, pickling, printing, a key the text may hold) raises :class:`Incomplete`, which
-the guard meets by making the state whole (guard/session.py ``Guard.exact``: the checkpoint's calls decoded whole
-from the same bytes and the events after its head folded again) and asking again: what may raise it reads and
-writes nothing before it is done (a decision is built before its events are written; their fold makes the state
-whole itself). A :class:`Partial` never answers what the whole index would not.
+A :class:`Partial` answers only what it can answer exactly as the whole index would: a key it holds; a key that is
+none of those it left out (a new call id, a new command: :class:`Bulk`); its length (what it holds and the count it
+left out); the last key it holds when that is the whole index's last. Anything else (iterating, comparing, copying,
+pickling, printing, a key it left out) raises :class:`Incomplete`, which the guard meets by making the state whole
+(guard/session.py ``Guard.exact``: the checkpoint's calls decoded whole from the same bytes and the events after its
+head folded again) and asking again: what may raise it reads and writes nothing before it is done (a decision is
+built before its events are written; their fold makes the state whole itself). A :class:`Partial` never answers what
+the whole index would not.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _whole(*_: Any, **__: Any) -> NoReturn:
 
 class Partial(dict):  # type: ignore[type-arg]
     """An index of the run state restored in part (the module's docstring): what it holds, ``left`` entries left out
-    of it (found in ``bulk``), and whether the last key it holds is the whole index's (``last``).
+    of it (their keys in ``bulk``), and whether the last key it holds is the whole index's (``last``).
 
     A dict, so that the run state's own code reads it as it reads the whole one; every method of a dict that is not
     answered exactly here raises :class:`Incomplete` (``tests/guard/test_partial.py`` holds each of dict's names to
