@@ -7,6 +7,7 @@ command never does."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -14,14 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookkit import Hook, payload
+from hookkit import Hook, hook_process, payload
+from test_checkpoint_gate import comparable
 from test_checkpoint_parts import checkpoint_file, cold, in_plain
 from test_plain_checkpoint import receipt, seeded
 from test_plain_path import logged
 from test_session import BUDGETED
 
+from tether.guard import checkpoint as ck
 from tether.guard import gatepart
 from tether.guard import log as guard_log
+from tether.guard.partial import Partial
+from tether.state import RunState
 
 #: One PreToolUse in a plain process as a cold hook call makes it, the calls restored in part or whole (the marker
 #: argument): its reply, whether its guard was restored from the checkpoint, whether its state is still a part at the
@@ -158,3 +163,37 @@ def test_the_call_past_the_budget_ends_the_run_alike(tmp_path: Path, monkeypatch
     assert "budget:tool_calls" in part["reply"][0]
     assert [kind for kind, _ in part["log"]][-2:] == ["budget.exceeded", "run.finished"]
     assert part["restored"] and part["doubts"], "the run's end reads every call: the state made whole"
+
+
+def test_a_call_another_process_writes_that_the_part_cannot_fold_makes_the_kept_state_whole(
+    session: Hook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A race: a guard restored in part (as a plain PreToolUse restores it) is kept; another process of the session
+    decides a command identical to one the part left out (Claude Code runs tool calls in parallel); the guard's next
+    call reads that proposal (its refresh), cannot fold it on the part (its key's earlier calls were left out), and
+    folds it on the whole state made then: the same state as the whole log's fold, the call answered."""
+    monkeypatch.setattr(ck, "wants_fold", lambda: False)  # the part restored, as a plain PreToolUse restores it
+    assert session.bash("ls -la src", "toolu_r1")[0] == "allow"
+    [guard] = session.resident().values()
+    assert isinstance(guard.state.actions, Partial), "restored in part"
+    again = payload(
+        "claude-code.PreToolUse",
+        session.workspace,
+        tool_input={"command": "grep -n x12 README.md"},  # toolu_b12's, which the part left out
+        tool_use_id="toolu_other",
+    )
+    done = hook_process({**os.environ, "TETHER_HOOK_DAEMON": "0"}, again, session.workspace)
+    assert done.returncode == 0 and '"allow"' in done.stdout, done.stderr[-2000:]
+    assert session.bash("ls -lb src", "toolu_r2")[0] == "allow"
+    [guard] = session.resident().values()
+    assert not isinstance(guard.state.actions, Partial), "made whole to fold the other process's call"
+    whole = RunState.from_events(guard.store.events(guard.run_id))
+    assert [a.call_id for a in guard.state.same_calls[("bash", whole.actions["toolu_other"].args_hash)]] == [
+        "toolu_b12",
+        "toolu_other",
+    ]
+    kept, folded = comparable(guard.state), comparable(whole)
+    kept._active_since = folded._active_since = None  # the session's open time: the live guard's, not the log's
+    assert kept == folded  # every field, the calls by value (a dict read back from JSON keeps another key order)
+    for index in ("same_calls", "_live", "calls_by", "_filed"):
+        assert getattr(kept, index) == getattr(folded, index), index
