@@ -239,7 +239,7 @@ def test_a_checkpoint_of_the_old_format_is_a_miss_and_stays(hook: Hook, tmp_path
     assert not plain_call(hook, tmp_path / "ran", 0)["restored"]
     assert path.read_bytes() == before
     assert not full_call(hook, 0)
-    assert split(path)[0]["version"] == ck.VERSION == 8  # the whole log folded, and checkpointed anew
+    assert split(path)[0]["version"] == ck.VERSION == 9  # the whole log folded, and checkpointed anew
 
 
 def test_the_body_is_parsed_and_checked_once_and_one_begin_did_not_check_is_checked_by_load(
@@ -266,3 +266,48 @@ def test_the_body_is_parsed_and_checked_once_and_one_begin_did_not_check_is_chec
             assert ck.load(guard, path.parent, header["events"], pending) is restored
         finally:
             pending.close()
+
+
+def restored_fold(hook: Hook) -> tuple[Any, Any]:
+    """One cold call on the full path restored from the checkpoint, then its guard and its control layer's fold at
+    the guard's head."""
+    assert full_call(hook, 0)
+    [guard] = hook.resident().values()
+    return guard, control_fold.folded(guard.events)
+
+
+def test_the_folds_part_holds_no_run_state_and_its_reader_gives_it_the_gates(hook: Hook) -> None:
+    """Format 9: the fold's run state is the gate's, to the same head, so it is not pickled a second time (late in a
+    session it was ~85 % of the fold's part). A reader gives the fold the gate's part decoded once more: a state of its
+    own (not the guard's: each folds the events after the head itself), equal to the state a fold of the whole log
+    makes, and the fold's view of the calls reads that state's calls."""
+    _, _, fold_part = split(checkpoint_file(hook))
+    assert b"RunState" not in fold_part and b"Action" not in fold_part
+    guard, fold = restored_fold(hook)
+    assert fold.n == len(guard.events) and fold.n > 8
+    assert fold.state is not guard.state and fold.state == guard.state
+    assert fold.lv.proposals is fold.state.actions
+    fresh = control_fold.RunFold()
+    fresh.extend(list(guard.events))
+    assert fresh.state == fold.state
+    assert fresh.awaiting_human == fold.awaiting_human and fresh.review_refusals == fold.review_refusals
+    assert fresh.usage() == fold.usage() and fresh.progress() == fold.progress()
+
+
+@pytest.mark.parametrize("own", ["run-state", "calls"])
+def test_a_fold_part_holding_a_run_state_or_calls_of_its_own_is_not_taken(hook: Hook, own: str) -> None:
+    """A fold part that holds its own run state (as format 8 wrote it: one that could disagree with the gate's) or its
+    own view of the calls, its digest recomputed, is refused where the fold is read: the full path and a plain receipt
+    fold the whole log instead, and a plain PreToolUse, which does not read it, is restored."""
+    path = checkpoint_file(hook)
+    header, gate, fold_part = split(path)
+    state = gate_of(gate)["state"]
+    fold = ck._fold(io.BytesIO(fold_part), header["events"], header["hash"], state)
+    assert fold is not None and fold.state is state
+    if own == "calls":
+        fold.state, fold.lv.proposals = None, {}
+    write(path, header, gate, ck._pickled({"fold": fold}))
+    assert plain_call(hook, hook.workspace / "none", 0)["restored"]
+    assert plain_receipt(hook)["restored"] is False
+    write(path, header, gate, ck._pickled({"fold": fold}))
+    assert not full_call(hook, 0)

@@ -37,8 +37,10 @@ What a checkpoint is trusted for, and what it is not (docs/hook-latency.md, "A c
 
 - **A process reads what it uses, and only that is tried.** The body is three parts: the gate's part (the run
   state, the provenance index, the turn count) as JSON, what of it JSON cannot hold pickled (most sessions: nothing),
-  then the control layer's fold, pickled. A plain PreToolUse (:func:`wants_fold`) reads the first two only, and
-  never parses the fold's bytes: late in a session it forks no trial at all; every other process reads all three,
+  then the control layer's fold, pickled without its run state (the gate's, to the same head: a reader that reads the
+  fold gives it the gate's part decoded once more, so the state is neither pickled, tried nor loaded twice). A plain
+  PreToolUse (:func:`wants_fold`) reads the first two only, and never parses the fold's bytes unless its review
+  asks for the fold (a write's): late in a session it forks no trial at all; every other process reads all three,
   each held to the verified log's head.
 
 Written atomically (a temporary file in the same directory, then ``rename``): a crash leaves the old file or
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 import binascii
 import enum
+import functools
 import io
 import itertools
 import os
@@ -89,8 +92,8 @@ if TYPE_CHECKING:
 #: 6: the gate's calls by column, a column's repeated values as runs (``gatepart._columns``). 7: the header's ``code``
 #: names the modules that wrote it (``cachefile.code_made``), not a stamp of every module. 8: the gate's part is a head
 #: (the run state's other fields, the provenance index, the part of the calls a PreToolUse restores: guard/partial.py)
-#: and, after a newline, the calls whole.
-VERSION = 8
+#: and, after a newline, the calls whole. 9: the fold holds no run state of its own: a reader gives it the gate's.
+VERSION = 9
 MAGIC = b"tether-fold-checkpoint\n"
 #: Whether a plain PreToolUse restores the run state's calls in part (guard/partial.py); every other reader restores
 #: them whole, as it does when this is False (tests/hooks/test_partial_state.py compares the two).
@@ -267,11 +270,19 @@ def _body(guard: Guard) -> tuple[list[int], bytes] | None:
         return None
     if prov.fed != len(events) or guard.state.last_seq != head.seq or turns[0] != len(events):
         return None
+    if fold.state.last_seq != head.seq or fold.state.head_hash != head.hash:
+        return None
     fold_copy = copy.copy(fold)
     fold_copy._rated = None  # a cache holding the envelope: rebuilt on use
     # derive() in progress: a cache, rebuilt on use to the same payloads. They are models, which a plain receipt does
     # not write: a session whose Reads gave beliefs had its checkpoint written again only by a call on the full path
     fold_copy._derivation = None
+    # The fold's run state is the gate's (each folds the same events, to this head): not pickled a second time, it
+    # was ~85 % of the fold's bytes late in a session, and the trial's and the load's time went with them. A reader
+    # gives the fold the gate's part decoded once more (:func:`_fold`); so does the fold's view of the calls.
+    fold_copy.state = None  # type: ignore[assignment]  # the reader's to give
+    fold_copy.lv = copy.copy(fold.lv)
+    fold_copy.lv.proposals = None
     known, user, since = prov.kept()
     try:
         encoded = gatepart.encode(guard.state, known, user, since, turns[1])
@@ -383,7 +394,7 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
         if pending.failed:
             pending.discard(path_for(folder, guard.run_id))
         return False
-    state, fold, rest, known, user, since, turns, whole, tail = restored
+    state, fold, fold_later, known, user, since, turns, whole, tail = restored
     base = tail[0].seq
     guard.events = Log(guard.store, guard.run_id, base, [tail[0]])
     guard.state = state
@@ -395,11 +406,11 @@ def load(guard: Guard, folder: StrPath, audited: int, pending: Pending | None = 
         from tether.control.fold import _FOLDS
 
         _FOLDS[guard.run_id] = fold
-    elif rest:  # not read (wants_fold): read, and tried, if the control layer asks for the fold (a write's review)
+    elif fold_later is not None:  # not read (wants_fold): read, and tried, if the control layer asks (a write's review)
         from tether.control.deferred import LATER
 
         signed = getattr(guard.store, "signer", None) is not None
-        LATER[guard.run_id] = lambda: _later_fold(rest, base + 1, tail[0].hash, signed)
+        LATER[guard.run_id] = lambda: fold_later(signed)
     guard.whole = whole
     guard._folded(tail[1:])
     return True
@@ -592,7 +603,11 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     obj = _gate(text, split[1], read)
     if obj is None:
         return None
-    fold = _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash) if pending.fold else None
+    fold = (
+        _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash, _gate_state(text, split[1], seq, tail[0].hash))
+        if pending.fold
+        else None
+    )
     state = obj.get("state")
     if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != tail[0].hash:
         return None
@@ -603,9 +618,24 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
         return None
     if type(since) is not int or not -1 <= since <= seq:
         return None
-    rest = b"" if pending.fold else split[2]  # the fold's part, not read
+    fold_later = None
+    if not pending.fold and split[2]:  # the fold's part, not read: read if the control layer asks for it
+        fold_later = functools.partial(_later_fold, text, split[1], split[2], seq, tail[0].hash)
     whole = _whole(text, split[1], seq, tail[0].hash) if isinstance(state.actions, Partial) else None
-    return state, fold, rest, known, user, since, turns, whole, tail
+    return state, fold, fold_later, known, user, since, turns, whole, tail
+
+
+def _gate_state(text: memoryview, left: memoryview, seq: int, head: str) -> RunState | None:
+    """The gate part's run state decoded (again) from its bytes, whole, when it is the state at the head ``(seq,
+    head)``; None when it does not decode (a calls' text malformed: a part was read from the head alone) or is not."""
+    try:
+        obj = _gate(text, left)
+    except Exception:
+        return None
+    state = None if obj is None else obj.get("state")
+    if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != head:
+        return None
+    return state
 
 
 def _whole(text: memoryview, left: memoryview, seq: int, head: str) -> Callable[[Sequence[Event]], RunState]:
@@ -613,12 +643,8 @@ def _whole(text: memoryview, left: memoryview, seq: int, head: str) -> Callable[
     then the events the guard holds after the checkpoint's head folded again."""
 
     def whole(events: Sequence[Event]) -> RunState:
-        try:
-            obj = _gate(text, left)
-        except Exception:  # the calls' text malformed (the part was read from the head alone): the log, as on a miss
-            obj = None
-        state = None if obj is None else obj.get("state")
-        if not isinstance(state, RunState) or state.last_seq != seq or state.head_hash != head:
+        state = _gate_state(text, left, seq, head)
+        if state is None:
             return RunState.from_events(events)  # the whole log, read and checked against the head held (Log)
         for e in events[seq + 1 :]:
             state.apply(e)
@@ -670,28 +696,34 @@ def _unsearched(guard: Guard, since: int, upto: int) -> Callable[[], list[Event]
     return read
 
 
-def _later_fold(rest: bytes | memoryview, n: int, head: str, signed: bool) -> Any:
-    """The control layer's fold from ``rest``, the body's second part, which the checkpoint's load did not read: tried
-    first as the whole body is (:func:`tried`), unless the store's key vouched for the body. None on any doubt: the
-    control layer folds the log instead."""
+def _later_fold(text: memoryview, left: memoryview, rest: memoryview, seq: int, head: str, signed: bool) -> Any:
+    """The control layer's fold from ``rest``, the body's last part, which the checkpoint's load did not read, its run
+    state the gate's (``text``, ``left``) decoded again: tried first as the whole body is (:func:`tried`), unless the
+    store's key vouched for the body. None on any doubt: the control layer folds the log instead."""
     _classes_imported(True)
     if not signed and not tried(rest):
         return None
     try:
-        return _fold(io.BytesIO(rest), n, head)
+        return _fold(io.BytesIO(rest), seq + 1, head, _gate_state(text, left, seq, head))
     except Exception:
         return None
 
 
-def _fold(stream: io.BytesIO, n: int, head: str) -> Any:
-    """The body's second pickle, the control layer's fold, read from ``stream`` where the first ended; None unless it is
-    a fold of the ``n`` events up to ``head``."""
+def _fold(stream: io.BytesIO, n: int, head: str, state: RunState | None) -> Any:
+    """The body's last pickle, the control layer's fold, read from ``stream``, given ``state`` as its run state (the
+    gate's part decoded again: the writer left the fold's own out, :func:`_body`); None unless it is a fold of the
+    ``n`` events up to ``head`` that holds no run state of its own, nor its view of the calls."""
     from tether.control.fold import RunFold
+    from tether.control.receipts import LogView
 
     obj = _load(stream)
     fold = obj.get("fold") if isinstance(obj, dict) else None
-    if not isinstance(fold, RunFold) or fold.n != n or fold.head_hash != head:
+    if not isinstance(fold, RunFold) or fold.n != n or fold.head_hash != head or state is None:
         return None
+    lv = vars(fold).get("lv")
+    if vars(fold).get("state", 0) is not None or not isinstance(lv, LogView) or lv.proposals is not None:
+        return None
+    fold.state, lv.proposals = state, state.actions
     return fold
 
 
