@@ -112,8 +112,8 @@ def test_the_gates_json_is_read_before_the_verdict_on_the_fold_is_waited_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The JSON needs no trial: a process that reads the fold too (here, the full path) reads the gate's part while
-    the fold's trial runs, not after its verdict (a late receipt waited ~4 ms longer for the child before); and once
-    more after it, for the fold's run state, which the fold's part does not hold (format 9)."""
+    the fold's trial runs, not after its verdict (a late receipt waited ~4 ms longer for the child before), and so it
+    reads the fold's run state, which the fold's part does not hold (format 9): the gate's JSON decoded once more."""
     hook = made(tmp_path, monkeypatch)
     seen = watch(monkeypatch)
     real = gatepart.decode
@@ -122,7 +122,7 @@ def test_the_gates_json_is_read_before_the_verdict_on_the_fold_is_waited_for(
     assert calls(hook, 1, start=12) == ["ask"]
     assert isinstance(guard_of(hook).events, Log), "restored from the checkpoint"
     ours = {n for s, n in seen if s == "fork"}
-    assert [s for s, n in seen if s == "json" or (s == "verdict" and n in ours)] == ["json", "verdict", "json"], seen
+    assert [s for s, n in seen if s == "json" or (s == "verdict" and n in ours)] == ["json", "json", "verdict"], seen
 
 
 def test_a_trial_that_never_ends_is_killed_at_its_deadline_and_the_log_folded(
@@ -224,3 +224,40 @@ def test_a_cold_pre_tool_use_restores_the_checkpoint_and_keeps_it(
         probe = json.loads(out.rstrip("\n").rpartition("\n")[2])
         assert probe["exit"] == 0 and probe["loaded"] == [True], probe["exit"]
         assert "tether.policy.gate" in probe["modules"] and ckpt.exists()
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_folds_part_read_late_is_tried_while_its_run_state_is_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signed: bool
+) -> None:
+    """A plain PreToolUse reads the fold's part only when a write's review asks for it (``checkpoint._later_fold``):
+    the child that tries it is forked first, and the fold's run state (the gate's JSON, decoded once more) is read
+    while it runs; under a store key nothing is forked."""
+    hook = made(tmp_path, monkeypatch)
+    header, body = ck.parts(checkpoint_file(hook).read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, memoryview(b""))
+    text, left, rest = ck._split(header, body) or (b"", b"", b"")
+    kids = children()
+    seen = watch(monkeypatch)
+    real = gatepart.decode
+    monkeypatch.setattr(gatepart, "decode", lambda text, part=False: seen.append(("json", 0)) or real(text, part))
+    fold = ck._later_fold(text, left, rest, header["seq"], header["hash"], signed)
+    assert fold is not None and fold.n == header["events"] and fold.state.last_seq == header["seq"]
+    ours = {n for s, n in seen if s == "fork"}
+    assert [s for s, n in seen if s == "json" or n in ours] == (["json"] if signed else ["fork", "json", "verdict"])
+    assert children() <= kids, "a trial's child left behind"
+
+
+def test_a_folds_part_read_late_that_never_loads_is_killed_at_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same late read of a forged fold part whose load never ends: its child killed at the deadline and reaped,
+    the fold not given (the control layer folds the log instead)."""
+    hook = made(tmp_path, monkeypatch)
+    header, body = ck.parts(checkpoint_file(hook).read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, memoryview(b""))
+    text, left, _ = ck._split(header, body) or (b"", b"", b"")
+    monkeypatch.setattr(ck, "TRIAL_S", 0.5)
+    kids = children()
+    start = time.monotonic()
+    assert ck._later_fold(text, left, memoryview(HANGING), header["seq"], header["hash"], False) is None
+    assert time.monotonic() - start < 30
+    assert children() <= kids, "a trial's child left behind"

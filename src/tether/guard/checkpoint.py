@@ -597,14 +597,16 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     text = split[0]
     # The JSON needs no trial under its bound (guard/gatepart.py): read while the pickled parts' trial runs
     part = PART and not pending.fold  # a plain PreToolUse (it reads no control fold)
-    read = gatepart.decode(text, part) if text and len(text) <= gatepart.UNTRIED_BYTES else None
+    untried = bool(text) and len(text) <= gatepart.UNTRIED_BYTES
+    read = gatepart.decode(text, part) if untried else None
+    fold_read = gatepart.decode(text) if pending.fold and untried else None  # the fold's run state: its own, the gate's
     if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
     obj = _gate(text, split[1], read)
     if obj is None:
         return None
     fold = (
-        _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash, _gate_state(text, split[1], seq, tail[0].hash))
+        _fold(io.BytesIO(split[2]), seq + 1, tail[0].hash, _gate_state(text, split[1], seq, tail[0].hash, fold_read))
         if pending.fold
         else None
     )
@@ -625,11 +627,14 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     return state, fold, fold_later, known, user, since, turns, whole, tail
 
 
-def _gate_state(text: memoryview, left: memoryview, seq: int, head: str) -> RunState | None:
-    """The gate part's run state decoded (again) from its bytes, whole, when it is the state at the head ``(seq,
-    head)``; None when it does not decode (a calls' text malformed: a part was read from the head alone) or is not."""
+def _gate_state(
+    text: memoryview, left: memoryview, seq: int, head: str, read: gatepart.Gate | None = None
+) -> RunState | None:
+    """The gate part's run state decoded (again) from its bytes, whole (``read``: its JSON read already), when it is
+    the state at the head ``(seq, head)``; None when it does not decode (a calls' text malformed: a part was read from
+    the head alone) or is not."""
     try:
-        obj = _gate(text, left)
+        obj = _gate(text, left, read)
     except Exception:
         return None
     state = None if obj is None else obj.get("state")
@@ -701,12 +706,17 @@ def _later_fold(text: memoryview, left: memoryview, rest: memoryview, seq: int, 
     state the gate's (``text``, ``left``) decoded again: tried first as the whole body is (:func:`tried`), unless the
     store's key vouched for the body. None on any doubt: the control layer folds the log instead."""
     _classes_imported(True)
-    if not signed and not tried(rest):
-        return None
+    trial = None if signed else trying(rest)
     try:
-        return _fold(io.BytesIO(rest), seq + 1, head, _gate_state(text, left, seq, head))
+        state = _gate_state(text, left, seq, head)  # JSON, and a pickled part tried already: while the child tries
+        if trial is not None and not trial.verdict():
+            return None
+        return _fold(io.BytesIO(rest), seq + 1, head, state)
     except Exception:
         return None
+    finally:
+        if trial is not None:
+            trial.close()
 
 
 def _fold(stream: io.BytesIO, n: int, head: str, state: RunState | None) -> Any:
@@ -741,6 +751,12 @@ def tried(body: bytes | memoryview) -> bool:
     same bytes only after the child's did end well (a load is deterministic: the child is this process, forked).
     Where the trial cannot be made or bounded, False: a miss, the whole log folded, as without a checkpoint."""
     return cachefile.tried(lambda: _trial(body), trial_seconds(body), trial_allowance(body))
+
+
+def trying(body: bytes | memoryview) -> cachefile.Trial:
+    """:func:`tried`'s trial of ``body``, started: its child forked now, this process works meanwhile, then asks for
+    the verdict (``Trial.verdict``) and closes it (``try``/``finally``)."""
+    return cachefile.Trial(lambda: _trial(body), trial_seconds(body), trial_allowance(body))
 
 
 def trial_seconds(body: bytes | memoryview) -> float:
