@@ -599,7 +599,7 @@ def _restore(guard: Guard, pending: Pending, audited: int) -> tuple[Any, ...] | 
     part = PART and not pending.fold  # a plain PreToolUse (it reads no control fold)
     untried = bool(text) and len(text) <= gatepart.UNTRIED_BYTES
     read = gatepart.decode(text, part) if untried else None
-    fold_read = gatepart.decode(text) if pending.fold and untried else None  # the fold's run state: its own, the gate's
+    fold_read = gatepart.decode(text) if pending.fold and untried else None  # the fold's state: the gate's, its own
     if getattr(guard.store, "signer", None) is None and not pending.tried():
         return None  # nothing vouches for the body, and its load did not end well where it could do no harm
     obj = _gate(text, split[1], read)
@@ -703,12 +703,13 @@ def _unsearched(guard: Guard, since: int, upto: int) -> Callable[[], list[Event]
 
 def _later_fold(text: memoryview, left: memoryview, rest: memoryview, seq: int, head: str, signed: bool) -> Any:
     """The control layer's fold from ``rest``, the body's last part, which the checkpoint's load did not read, its run
-    state the gate's (``text``, ``left``) decoded again: tried first as the whole body is (:func:`tried`), unless the
-    store's key vouched for the body. None on any doubt: the control layer folds the log instead."""
+    state the gate's (``text``, ``left``) decoded again: tried first as the whole body is (:func:`trying`), unless the
+    store's key vouched for the body, and decoded while the child tries. None on any doubt: the control layer folds
+    the log instead."""
     _classes_imported(True)
     trial = None if signed else trying(rest)
     try:
-        state = _gate_state(text, left, seq, head)  # JSON, and a pickled part tried already: while the child tries
+        state = _gate_state(text, left, seq, head)  # JSON, and a pickled part tried when the session was opened
         if trial is not None and not trial.verdict():
             return None
         return _fold(io.BytesIO(rest), seq + 1, head, state)
