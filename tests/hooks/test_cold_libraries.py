@@ -296,6 +296,14 @@ def test_no_tether_module_on_the_plain_path_imports_typing_or_its_companions(tmp
     out, more = call(tmp_path, "PostToolUse", **{**RECEIPT, "tool_use_id": "toolu_1"})
     assert "tether.control.loop" in more and "pydantic" not in more, out
     modules |= more
+    # a Read's receipt gives a belief: the control kinds' models (events/kinds_control.py), which every receipt and
+    # write after it then reads in the control layer's fold; they took typing's names, a cold receipt imported typing
+    read = {"tool_name": "Read", "tool_input": {"file_path": str(tmp_path / "app.py")}, "tool_use_id": "toolu_r"}
+    call(tmp_path, "PreToolUse", **read)
+    response = {"type": "text", "file": {"filePath": str(tmp_path / "app.py"), "content": "x = 2\n", "numLines": 1}}
+    out, more = call(tmp_path, "PostToolUse", **read, tool_response=response)
+    assert "tether.events.kinds_control" in more and "pydantic" not in more, out
+    modules |= more
     src = Path(launch.__file__).resolve().parents[2]
     importers = {}
     for name in sorted(m for m in modules if m == "tether" or m.startswith("tether.")):

@@ -12,9 +12,7 @@ Every layer of the control loop is visible in the log as one of these kinds:
 - ``plan.updated`` / ``hypothesis.recorded``     the model's plan and hypotheses, folded from its tool calls
 """
 
-from typing import Any, Literal
-
-from tether.plain import Field
+from tether.plain import Any, Field, Literal  # typing's, or a plain process's stand-ins: a cold receipt imports these
 
 # named here as ever: defined with the kinds a hook session writes (kinds_calls)
 from .kinds_calls import BeliefKind as BeliefKind
