@@ -72,7 +72,8 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
         hook("PostToolUse", **{**done, "tool_use_id": f"toolu_b{i}"})
     hook.bash("ls", "toolu_last")
     [guard] = hook.resident().values()
-    assert gatepart._part(guard.state) is not None, "most calls are done: the checkpoint names a part"
+    whole, _ = gatepart._rows(guard.state)
+    assert whole is not None and gatepart._part(guard.state, whole) is not None, "most calls are done: a part named"
     checkpoint_file(hook)
     cold()
     yield hook

@@ -57,6 +57,7 @@ RECENT = 64
 #: An :class:`~tether.state.Action`'s fields in the order its constructor takes them: a row is ``Action(*row)``.
 FIELDS: tuple[str, ...] = Action.__slots__
 _STATUS, _TAINTS = FIELDS.index("status"), FIELDS.index("taints")
+_FIELDS_OF = attrgetter(*FIELDS)  # an action's fields in that order, as a tuple
 #: The run state's fields written as the rows above, not as values.
 INDEXES = frozenset({"actions", "same_calls", "calls_by", "_filed", "_keys", "_live"})
 #: The types of the values a column's run may repeat (:func:`_columns`): read back as immutable objects the calls may
@@ -77,8 +78,8 @@ def encode(
     """The gate's part as JSON, and what it cannot hold (the run state's fields by name, the provenance index's
     ``known`` and ``user`` when not of their usual types): pickled beside it. None when the calls cannot be written
     as rows (a value that is not exactly JSON in one, an index that is not what the fold keeps)."""
-    rows, index = _rows(state)
-    if rows is None:
+    whole, index = _rows(state)
+    if whole is None:
         return None
     left: dict[str, Any] = {}
     fields: dict[str, Any] = {}
@@ -96,13 +97,13 @@ def encode(
             left[name] = value
         else:
             fields[name] = coded
-    head: dict[str, Any] = {"fields": fields, "since": since, "turns": turns, "part": _part(state)}
+    head: dict[str, Any] = {"fields": fields, "since": since, "turns": turns, "part": _part(state, whole)}
     provenance = _provenance(known, user)
     if provenance is None:
         left["known"], left["user"] = known, user
     else:
         head.update(provenance)
-    doc = {"calls": _columns(rows), **index}
+    doc = {"calls": _columns(whole.rows), **index}
     return _dumps(head) + b"\n" + _dumps(doc), left
 
 
@@ -214,11 +215,10 @@ def _object(text: memoryview) -> dict[str, Any]:
 _NOT_JSON = object()
 
 
-def _rows(state: RunState) -> tuple[list[list[Any]] | None, dict[str, Any]]:
-    """Each action the state's indexes hold, once, as a row, and each index as the rows it names; (None, {}) when an
-    action is not exactly JSON or an index is not what the fold keeps."""
+def _rows(state: RunState) -> tuple[_Rows | None, dict[str, Any]]:
+    """Each action the state's indexes hold, once, as a row (the indexer that made them), and each index as the rows
+    it names; (None, {}) when an action is not exactly JSON or an index is not what the fold keeps."""
     idx = _Rows()
-    rows = idx.rows
     try:
         actions = [idx(a) for k, a in state.actions.items() if k == a.call_id or _fail()]
         live = [idx(a) for k, a in state._live.items() if k == a.call_id or _fail()]
@@ -236,23 +236,29 @@ def _rows(state: RunState) -> tuple[list[list[Any]] | None, dict[str, Any]]:
         return None, {}
     if filed != state._filed or any(not calls for calls in same):
         return None, {}
-    return rows, {"actions": actions, "live": live, "same": same, "by": by}
+    return idx, {"actions": actions, "live": live, "same": same, "by": by}
 
 
 class _Rows:
-    """Each action once as a row (:func:`_row`), by the object: called with one, the number of its row."""
+    """Each action once as a row (:func:`_row`), by the object: called with one, the number of its row. ``made``: the
+    indexer of the whole calls, whose row of an action is taken as it is, not made and checked again (the part's)."""
 
-    __slots__ = ("at", "rows")
+    __slots__ = ("at", "made", "rows")
 
-    def __init__(self) -> None:
+    def __init__(self, made: _Rows | None = None) -> None:
         self.at: dict[int, int] = {}
         self.rows: list[list[Any]] = []
+        self.made = made
 
     def __call__(self, a: Any) -> int:
         n = self.at.get(id(a))
         if n is None:
             n = self.at[id(a)] = len(self.rows)
-            self.rows.append(_row(a))
+            made = self.made
+            if made is not None and id(a) in made.at:
+                self.rows.append(made.rows[made.at[id(a)]])
+            else:
+                self.rows.append(_row(a))
         return n
 
 
@@ -260,7 +266,7 @@ def _row(a: Any) -> list[Any]:
     """An action as its row of exact JSON values; ValueError when it is not one."""
     if type(a) is not Action:
         raise ValueError
-    row = [getattr(a, f) for f in FIELDS]
+    row = list(_FIELDS_OF(a))
     taints = row[_TAINTS]
     if type(row[_STATUS]) is not ActionStatus or type(taints) is not tuple:
         raise ValueError
@@ -270,7 +276,7 @@ def _row(a: Any) -> list[Any]:
     return row
 
 
-def _part(state: RunState) -> dict[str, Any] | None:
+def _part(state: RunState, whole: _Rows) -> dict[str, Any] | None:
     """The part of the calls a cold PreToolUse restores (guard/partial.py): the calls a step may still be about, the
     :data:`RECENT` latest proposed, and every call with the tool and arguments of one of them (so that ``same_calls``
     holds each key's calls all or none); each index as those rows, how many entries each leaves out (``actions``,
@@ -287,7 +293,7 @@ def _part(state: RunState) -> dict[str, Any] | None:
         return None
     if 2 * len(held) > len(state.actions):
         return None  # most calls are in flight, or the session is young: the part would be the whole, and slower
-    idx = _Rows()
+    idx = _Rows(whole)
     actions = [idx(a) for k, a in state.actions.items() if k in ids]
     by: list[list[Any]] = []
     for (status, tool), bucket in state.calls_by.items():
