@@ -26,6 +26,7 @@ from tether.events.store import Event
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
 from tether.guard.log import Log
+from tether.state import RunState
 
 #: One PreToolUse decided in a plain process (tether/plain.py), as a cold hook call decides it: what it answered,
 #: whether its guard was restored, whether it read the whole log or the checkpoint's fold, what it left on disk.
@@ -294,11 +295,12 @@ def test_the_folds_part_holds_no_run_state_and_its_reader_gives_it_the_gates(hoo
     assert fresh.usage() == fold.usage() and fresh.progress() == fold.progress()
 
 
-@pytest.mark.parametrize("own", ["run-state", "calls"])
+@pytest.mark.parametrize("own", ["run-state", "calls", "no-view"])
 def test_a_fold_part_holding_a_run_state_or_calls_of_its_own_is_not_taken(hook: Hook, own: str) -> None:
-    """A fold part that holds its own run state (as format 8 wrote it: one that could disagree with the gate's) or its
-    own view of the calls, its digest recomputed, is refused where the fold is read: the full path and a plain receipt
-    fold the whole log instead, and a plain PreToolUse, which does not read it, is restored."""
+    """A fold part that holds its own run state (as format 8 wrote it: one that could disagree with the gate's), its
+    own view of the calls, or in place of its view a plain dict, its digest recomputed, is refused where the fold is
+    read: the full path and a plain receipt fold the whole log instead, and a plain PreToolUse, which does not read it,
+    is restored."""
     path = checkpoint_file(hook)
     header, gate, fold_part = split(path)
     state = gate_of(gate)["state"]
@@ -306,8 +308,25 @@ def test_a_fold_part_holding_a_run_state_or_calls_of_its_own_is_not_taken(hook: 
     assert fold is not None and fold.state is state
     if own == "calls":
         fold.state, fold.lv.proposals = None, {}
+    if own == "no-view":
+        fold.state, fold.lv = None, {"proposals": None}
     write(path, header, gate, ck._pickled({"fold": fold}))
     assert plain_call(hook, hook.workspace / "none", 0)["restored"]
     assert plain_receipt(hook)["restored"] is False
     write(path, header, gate, ck._pickled({"fold": fold}))
     assert not full_call(hook, 0)
+
+
+def test_a_fold_whose_run_state_is_not_at_the_logs_head_is_not_written(hook: Hook) -> None:
+    """The writer leaves the fold's run state out because it is the gate's, to the same head: a fold whose state is
+    behind the head (a state it did not fold itself) is not written in place of one, and the file stays as it was."""
+    assert full_call(hook, 0)
+    [guard] = hook.resident().values()
+    hook_session.turn_of(guard)  # as hooks/session.py ``checkpoint`` does before it writes
+    fold = control_fold.folded(guard.events)
+    path = checkpoint_file(hook)
+    before, folded = path.read_bytes(), fold.state
+    fold.state = RunState()
+    assert ck.save(guard, path.parent) is None and path.read_bytes() == before
+    fold.state = folded  # the same fold with its own state at the head: written
+    assert ck.save(guard, path.parent) is not None and path.read_bytes() != before

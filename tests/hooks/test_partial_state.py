@@ -74,6 +74,8 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     [guard] = hook.resident().values()
     whole, _ = gatepart._rows(guard.state)
     assert whole is not None and gatepart._part(guard.state, whole) is not None, "most calls are done: a part named"
+    # the part's rows are the whole's, taken as they are: what a part made of its own rows writes
+    assert gatepart._part(guard.state, whole) == gatepart._part(guard.state, gatepart._Rows())
     checkpoint_file(hook)
     cold()
     yield hook
