@@ -52,7 +52,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   the daemon writes a session's checkpoint every 256 events while it runs and, at its end, one at each session's
   head (``hooks/session.py`` ``checkpoint_left``), so the cold call after it (the first after an idle exit) folds none
   of the log; the row before it folds what came after the daemon's last checkpoint while it ran (up to 256 events:
-  what a cold call meets while the daemon still runs, one it declined or could not be reached for);
+  what a cold call meets while the daemon still runs and the session is busy, one it declined or could not be reached
+  for);
+* … its session quiet — the same while the daemon runs, the session seeded alike and then quiet (``QUIET_S`` without
+  a call: the daemon writes its checkpoint at its head between calls, ``hooks/session.py`` ``checkpoint_quiet``);
 * … its own calls — the launcher deciding the worked session's next calls themselves, a Read, an Edit, a Write or a
   command in the session's proportions, first the PreToolUse, then (the next row) its PostToolUse with what the
   tool sent back, in a session of their own seeded as that one: the rows before time a command only, and a write's
@@ -384,6 +387,7 @@ def main() -> None:
                 "cold-ended-launch",
                 cold_calls,
             ),
+            ("  ... its session quiet", [*LAUNCHER, "--no-daemon"], "cold-quiet-launch", cold_calls),
             ("  ... its calls: PreToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-pre", cold_calls),
             ("  ... its calls: PostToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-post", cold_calls),
             ("daemon's decision CPU", ["here"], "here", calls),
@@ -392,7 +396,7 @@ def main() -> None:
         daemon = start_daemon(sock, env)
         try:
             from tether.hooks.entry import options
-            from tether.hooks.session import checkpoint_left
+            from tether.hooks.session import checkpoint_left, checkpoint_quiet
 
             request = options(["claude-code"])[0]
             seed(request, workspace, "long", args.prior)
@@ -402,6 +406,8 @@ def main() -> None:
             seed_cold(request, workspace, "cold-made-launch", args.prior, env)
             seed_worked(request, workspace, "cold-ended-launch", args.prior)
             checkpoint_left()  # the daemon's end, as it ends idle: each session it answered checkpointed at its head
+            seed_worked(request, workspace, "cold-quiet-launch", args.prior)
+            checkpoint_quiet(0.0)  # as the daemon does once the session is QUIET_S without a call
             seed_worked(request, workspace, "cold-worked-launch", args.prior)
             seed_worked(request, workspace, WORKED, args.prior)
             worked = Worked(workspace, args.prior)

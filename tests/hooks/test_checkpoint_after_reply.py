@@ -47,6 +47,9 @@ def cold() -> None:
 def small_every(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(guard_log, "EVERY", EVERY)
     monkeypatch.setattr(guard_log, "RESIDENT_EVERY", EVERY)
+    monkeypatch.setattr(
+        hook_session, "QUIET_S", 10**6
+    )  # none written for a quiet session: test_daemon_quiet_checkpoint
     cold()
     yield
     cold()

@@ -32,9 +32,10 @@ from tether.hooks.session import run_id_for
 
 @pytest.fixture
 def resident(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A checkpoint due every ``EVERY`` events for a cold call, never while the daemon answers."""
+    """A checkpoint due every ``EVERY`` events for a cold call, never while the daemon runs."""
     monkeypatch.setattr(guard_log, "EVERY", EVERY)
     monkeypatch.setattr(guard_log, "RESIDENT_EVERY", 10**6)
+    monkeypatch.setattr(hook_session, "QUIET_S", 10**6)  # nor once a session is quiet: test_daemon_quiet_checkpoint
     cold()
     yield
     cold()

@@ -297,13 +297,31 @@ def _accept(
     listeners: dict[socket.socket, Endpoint | None], stop: threading.Event, path: str, code: Code, idle_s: float
 ) -> None:
     """Accept calls, each served by a thread of its own while a slot is free (:class:`Crowd`), until told to stop
-    or idle."""
+    or idle; between them, the checkpoints of sessions gone quiet (``hooks/session.py`` ``checkpoint_quiet``), asked
+    ``QUIET_S`` after each call and again while one is waiting or a call is in flight."""
+    from .session import QUIET_S, checkpoint_quiet  # the deciding code is imported already (Collections.take)
+
     crowd = Crowd(MAX_CALLS)
+    called = time.monotonic()  # the latest connection
+    quiet: float | None = None  # when to ask for quiet sessions' checkpoints next; None: not before a call
     try:
         while not stop.is_set():
-            ready = _readable([*listeners, *crowd.declined], crowd.wait(idle_s))
-            if not ready and not crowd.declined and not crowd.busy:
+            now = time.monotonic()
+            left = called + idle_s - now  # spent while a call is in flight: wait as long again, as ever
+            wait = crowd.wait(left if left > 0 else idle_s)
+            ready = _readable(
+                [*listeners, *crowd.declined], wait if quiet is None else min(wait, max(0.0, quiet - now))
+            )
+            now = time.monotonic()
+            if ready:
+                called, quiet = now, min(quiet, now + QUIET_S) if quiet is not None else now + QUIET_S
+            elif now - called >= idle_s and not crowd.declined and not crowd.busy:
                 break  # idle: no call came, none is in flight (a Stop's sensors may outlast ``idle_s``)
+            if quiet is not None and now >= quiet:
+                due = checkpoint_quiet()
+                if due is None and crowd.busy:  # a call in flight files its session once its reply is out
+                    due = QUIET_S
+                quiet = None if due is None else now + due
             crowd.drain(ready)
             for server in ready:
                 if server not in listeners:

@@ -115,6 +115,14 @@ _CACHE_MAX = 256
 #: guard is held here that the cache let go.
 _ANSWERED: dict[_thread.LockType, tuple[Settings, dict[str, Any], Guard]] = {}
 _WHERE = ("session_id", "cwd")
+#: How long a session the daemon answered goes without a call before the daemon writes its fold checkpoint at its head
+#: (:func:`checkpoint_quiet`), when ``guard.log.EVERY`` events or more were folded since its last. Between an agent's
+#: calls are its tools' runs and its model's turns, seconds each, where a write (~20 ms late in a 1,000-call session,
+#: under the session's lock) is in nobody's way; back to back (a Pre and the receipt of a quick command, milliseconds
+#: apart) it would be, so the daemon writes only every ``RESIDENT_EVERY`` events there.
+QUIET_S = 2.0
+#: The sessions due a checkpoint once quiet, by their lock: when their latest call was answered (``time.monotonic``).
+_QUIET: dict[_thread.LockType, float] = {}
 
 
 def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
@@ -128,6 +136,7 @@ def cached(key: tuple[Any, ...], make: Callable[[], T]) -> T:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()  # rare (many projects); the stores it held are closed when collected
             _ANSWERED.clear()
+            _QUIET.clear()
         return cast(T, _CACHE.setdefault(key, value))
 
 
@@ -139,6 +148,7 @@ def release() -> None:
         stores = [value for key, value in _CACHE.items() if key[0] == "store"]
         _CACHE.clear()
         _ANSWERED.clear()
+        _QUIET.clear()
     for store in stores:
         try:
             store.close()
@@ -458,6 +468,46 @@ def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str,
             where = {k: data[k] for k in _WHERE if k in data}  # not the call's input: a Write's may be 8 MiB
             with _CACHE_LOCK:
                 _ANSWERED[lock] = (settings, where, guard)
+                if len(guard.events) - guard.checkpointed >= guard_log.EVERY:
+                    _QUIET[lock] = time.monotonic()
+                else:
+                    _QUIET.pop(lock, None)
+    except Exception:
+        pass
+
+
+def checkpoint_quiet(quiet_s: float | None = None) -> float | None:
+    """For a resident process (the daemon), between calls: each session it answered that has gone ``quiet_s`` seconds
+    (:data:`QUIET_S`) without a call, with ``guard.log.EVERY`` events or more folded since its last checkpoint, gets
+    one at its head, as at the daemon's end (:func:`checkpoint_left`). So a cold call while the daemon runs (one it
+    declined, the first after it was killed) folds at most what came since the session's last quiet moment, not up to
+    ``RESIDENT_EVERY`` events. A session whose lock is held (a call of it in flight) is passed over: that call's own
+    work after its reply files it again. Returns how long until the next session is due, None when none waits."""
+    quiet = QUIET_S if quiet_s is None else quiet_s
+    now = time.monotonic()
+    with _CACHE_LOCK:
+        due = [lock for lock, at in _QUIET.items() if now - at >= quiet]
+        for lock in due:
+            del _QUIET[lock]
+        answered = [(lock, _ANSWERED[lock]) for lock in due if lock in _ANSWERED]
+        waiting = min(_QUIET.values(), default=None)
+    for lock, (settings, where, guard) in answered:
+        if lock.acquire(blocking=False):
+            try:
+                _at_head(settings, where, guard)
+            finally:
+                lock.release()
+    return None if waiting is None else max(0.0, waiting + quiet - time.monotonic())
+
+
+def _at_head(settings: Settings, where: dict[str, Any], guard: Guard) -> None:
+    """The session's checkpoint (:func:`checkpoint`, when due) from the guard the resident process answered with, under
+    the session's lock, when no other process wrote to the session since (a cold call: this state is behind its log
+    then, and a checkpoint of it would replace a newer one). A checkpoint is a cache: whatever fails here is the next
+    cold call's longer fold."""
+    try:
+        if guard.store.head(guard.run_id) == guard.events[-1].head:
+            checkpoint(settings, where, guard)
     except Exception:
         pass
 
@@ -474,13 +524,10 @@ def checkpoint_left() -> None:
     with _CACHE_LOCK:
         left = list(_ANSWERED.items())
         _ANSWERED.clear()
-    for lock, (settings, data, guard) in left:
-        try:
-            with lock:
-                if guard.store.head(guard.run_id) == guard.events[-1].head:
-                    checkpoint(settings, data, guard)
-        except Exception:  # a checkpoint is a cache: a session that fails here is folded by the next cold call
-            continue
+        _QUIET.clear()
+    for lock, (settings, where, guard) in left:
+        with lock:
+            _at_head(settings, where, guard)
 
 
 def _handle(settings: Settings, data: dict[str, Any]) -> Outcome:

@@ -1,0 +1,149 @@
+"""A session gone quiet gets its checkpoint while the daemon runs: ``QUIET_S`` without a call of it, with
+``guard.log.EVERY`` events or more folded since its last checkpoint, the daemon writes one at its head between calls
+(``hooks/session.py`` ``checkpoint_quiet``), so a cold call while it runs (one it declined, the first after it was
+killed) folds none of the log, where it folded up to ``RESIDENT_EVERY`` events. A session under ``EVERY`` gets none, a
+session with a call in flight is passed over without waiting for it, one another process wrote to since is left as it
+is, and the daemon still idles out. In this process on a test's socket, and as a ``tether daemon`` process at the real
+interval."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_checkpoint_after_reply import EVERY, checkpoints, cold, in_process, spy_on_restores
+from test_daemon_exit_checkpoint import answered, checkpoint_seq, daemon, daemon_process, head_of, project_in
+
+import tether.hooks.session as hook_session
+from tether.guard import checkpoint as ck
+from tether.guard import log as guard_log
+
+QUIET = 0.3
+
+
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A checkpoint due every ``EVERY`` events, written by the daemon only once a session is ``QUIET`` seconds
+    without a call."""
+    monkeypatch.setattr(guard_log, "EVERY", EVERY)
+    monkeypatch.setattr(guard_log, "RESIDENT_EVERY", 10**6)
+    monkeypatch.setattr(hook_session, "QUIET_S", QUIET)
+    cold()
+    yield
+    cold()
+
+
+def written_within(project: Path, seconds: float) -> list[Path]:
+    deadline = time.monotonic() + seconds
+    while not (found := checkpoints(project)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def test_a_quiet_session_gets_its_checkpoint_at_its_head_while_the_daemon_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None
+) -> None:
+    """Past ``EVERY`` events and quiet: the daemon, still running, writes the session's checkpoint at its head; a cold
+    call restores from it and folds nothing but its own event; and the daemon, asked nothing more, idles out."""
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch, idle_s=4.0) as thread:
+        answered(project, "s1", 6, monkeypatch)  # ~18 events: past EVERY twice
+        [written] = written_within(project, 30)
+        assert thread.is_alive(), "written while the daemon runs, not at its end"
+        assert checkpoint_seq(written) == head_of(project, "s1")
+        kept = dict(hook_session._CACHE)
+        cold()  # another process's call, cold, while the daemon runs
+        restored = spy_on_restores(monkeypatch)
+        tails: list[int] = []
+        real_restore = ck._restore
+
+        def restore(*args: Any) -> Any:
+            got = real_restore(*args)
+            tails.append(len(got[-1]) if got is not None else -1)
+            return got
+
+        monkeypatch.setattr(ck, "_restore", restore)
+        assert in_process(project, "ls cold") == "allow"
+        assert restored == [True]
+        assert tails == [1], "the log read from the checkpoint's head on is that one event: nothing to fold"
+        hook_session._CACHE.update(kept)
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "idle, it ended itself"
+
+
+def test_a_session_under_every_gets_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None) -> None:
+    """One call (three events): nothing for a cold call to fold that a checkpoint would spare it."""
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 1, monkeypatch)
+        time.sleep(QUIET * 5)
+        assert checkpoints(project) == []
+        assert hook_session._QUIET == {}
+
+
+def test_a_session_with_a_call_in_flight_is_passed_over_without_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None
+) -> None:
+    """The session's lock is held (a call of it in flight): the quiet pass does not wait for it and writes nothing;
+    the session waits for its next call's own filing."""
+    monkeypatch.setattr(hook_session, "QUIET_S", 10**6)  # the daemon's own pass never comes: this test asks itself
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 6, monkeypatch)
+        [lock] = hook_session._QUIET
+        with lock:
+            asked = threading.Thread(target=hook_session.checkpoint_quiet, args=(0.0,), daemon=True)
+            asked.start()
+            asked.join(timeout=10)
+            assert not asked.is_alive(), "it waited for the call in flight"
+        assert checkpoints(project) == []
+        answered(project, "s1", 1, monkeypatch)  # the next call files it again
+        assert hook_session.checkpoint_quiet(0.0) is None
+        [written] = checkpoints(project)
+        assert checkpoint_seq(written) == head_of(project, "s1")
+
+
+def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None
+) -> None:
+    """A cold call (one the daemon declined) wrote the session's checkpoint at its head: the daemon's state is behind
+    the log, and its checkpoint would replace the newer one. The quiet pass leaves it."""
+    monkeypatch.setattr(hook_session, "QUIET_S", 10**6)
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 6, monkeypatch)
+        kept = dict(hook_session._CACHE)
+        cold()
+        assert in_process(project, "ls from another process") == "allow"
+        [newer] = checkpoints(project)
+        stamp = newer.stat().st_mtime_ns
+        hook_session._CACHE.update(kept)
+        assert hook_session.checkpoint_quiet(0.0) is None
+        assert checkpoints(project) == [newer] and newer.stat().st_mtime_ns == stamp, "not written again"
+        assert checkpoint_seq(newer) == head_of(project, "s1")
+
+
+def test_the_next_session_due_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None) -> None:
+    """A session not yet quiet is left for later, and the pass says how long until it is."""
+    monkeypatch.setattr(hook_session, "QUIET_S", 10**6)
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 6, monkeypatch)
+        due = hook_session.checkpoint_quiet(30.0)
+        assert due is not None and 25.0 < due <= 30.0
+        assert checkpoints(project) == []
+
+
+def test_a_tether_daemon_process_writes_it_once_the_session_is_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tether daemon`` at the real interval (``QUIET_S``): 25 calls back to back write nothing; quiet, the session's
+    checkpoint is at its head while the daemon runs on."""
+    with daemon_process(tmp_path, monkeypatch, "600") as process:
+        [written] = written_within(tmp_path / "p", 60)
+        assert process.poll() is None, "the daemon runs on"
+        assert checkpoint_seq(written) == head_of(tmp_path / "p", "s1") >= guard_log.EVERY
