@@ -105,3 +105,18 @@ def test_the_worktree_ask_is_the_hooks_own_envelope_only(tmp_path: Path) -> None
     hook = Hook(tmp_path)
     assert _decide(hook, "EnterWorktree", {"name": "x"}, "w")[0] == "deny"
     assert _decide(hook, "Agent", {"description": "d", "prompt": "p"}, "a")[0] == "allow"
+
+
+def test_a_call_that_reads_and_writes_is_allowed_as_a_write_and_says_so(hook: Hook) -> None:
+    """An Edit reads its file and writes it: allowed by the write's default (inside the writable set), and its reason
+    names that rule, not the read's (both allow; of findings of one verdict the first decides). A Read still says it
+    is a read."""
+    cases = [
+        ("Edit", {"file_path": "src/app.py", "old_string": "a", "new_string": "b"}, "default:write"),
+        ("MultiEdit", {"file_path": "src/app.py", "edits": [{"old_string": "a", "new_string": "b"}]}, "default:write"),
+        ("Write", {"file_path": "src/app.py", "content": "x = 1\n"}, "default:write"),
+        ("Read", {"file_path": "src/app.py"}, "default:read"),
+    ]
+    for i, (tool, tool_input, rule) in enumerate(cases):
+        verdict, reason = _decide(hook, tool, tool_input, f"rw{i}")
+        assert verdict == "allow" and f"({rule})" in reason, (tool, reason)

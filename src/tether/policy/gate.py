@@ -873,9 +873,11 @@ class Gate:
         return resolve(out, RuleMatch("default:effects", Verdict.ASK, "no default for these effects"))
 
     def _effect_defaults(self, contract: ToolContract, *, file_tool: bool) -> list[Finding]:
+        """The effects' defaults, a read's last: of findings of one verdict the first decides (``resolve``), and a call
+        that reads and writes (an Edit) is allowed as a write inside the writable set, not as a read."""
         out: list[Finding] = []
         require = set(self.envelope.approvals.require_for)
-        for e in contract.effects:
+        for e in sorted(contract.effects, key=lambda e: e is Effect.READ):
             if e is Effect.READ:
                 out.append(Finding.of(Layer.DEFAULT, "default:read", Verdict.ALLOW, "reads are allowed"))
             elif e is Effect.WRITE:
