@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_checkpoint_after_reply import EVERY, checkpoints, cold, in_process, spy_on_restores
+from test_checkpoint_after_reply import EVERY, call, checkpoints, cold, in_process, spy_on_restores
 from test_daemon_exit_checkpoint import answered, checkpoint_seq, daemon, daemon_process, head_of, project_in
 
 import tether.hooks.session as hook_session
+from tether.events.store import EventStore
 from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
+from tether.hooks.session import run_id_for
 
 QUIET = 0.3
 
@@ -105,6 +107,43 @@ def test_a_session_with_a_call_in_flight_is_passed_over_without_waiting(
         assert hook_session.checkpoint_quiet(0.0) is None
         [written] = checkpoints(project)
         assert checkpoint_seq(written) == head_of(project, "s1")
+
+
+def test_a_call_that_comes_during_the_quiet_write_waits_for_it_and_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None
+) -> None:
+    """The session's next call arrives while the quiet pass writes its checkpoint (under the session's lock): it waits
+    for the write, then is answered as ever, its events after the checkpoint's head, the log's chain intact."""
+    monkeypatch.setattr(hook_session, "QUIET_S", 10**6)  # this test runs the pass itself, held mid-write
+    project = project_in(tmp_path)
+    with daemon(tmp_path, monkeypatch):
+        answered(project, "s1", 6, monkeypatch)
+        writing, go = threading.Event(), threading.Event()
+        real_checkpoint = hook_session.checkpoint
+
+        def held(*args: Any, **kwargs: Any) -> None:
+            writing.set()
+            go.wait(30)
+            real_checkpoint(*args, **kwargs)
+
+        monkeypatch.setattr(hook_session, "checkpoint", held)
+        writer = threading.Thread(target=hook_session.checkpoint_quiet, args=(0.0,), daemon=True)
+        writer.start()
+        assert writing.wait(30)
+        got: list[str] = []
+        caller = threading.Thread(target=lambda: got.append(call(project, "s1", 99)), daemon=True)
+        caller.start()
+        caller.join(timeout=QUIET * 3)
+        assert caller.is_alive() and got == [], "it waits for the write that holds the session"
+        go.set()
+        writer.join(timeout=30)
+        caller.join(timeout=60)
+        assert got == ["allow"]
+        [written] = checkpoints(project)
+        assert checkpoint_seq(written) < head_of(project, "s1"), "the call's events came after the checkpoint's head"
+        with EventStore.open(project / ".tether" / "tether.db", readonly=True) as store:
+            audit = store.verify_run(run_id_for("claude-code", "s1"))  # raises LogCorrupt on a broken chain
+        assert audit.events == head_of(project, "s1") + 1
 
 
 def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
