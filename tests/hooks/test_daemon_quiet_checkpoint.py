@@ -146,6 +146,36 @@ def test_a_call_that_comes_during_the_quiet_write_waits_for_it_and_is_answered(
         assert audit.events == head_of(project, "s1") + 1
 
 
+def test_another_sessions_call_is_answered_while_the_daemon_writes_a_quiet_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None
+) -> None:
+    """The daemon writes quiet sessions' checkpoints in a thread of their own: while it writes one (held mid-write
+    here), a call of another session is accepted and answered, not queued behind the write in the accept loop; and
+    a stop waits for the write, as for a call."""
+    first, second = project_in(tmp_path, "first"), project_in(tmp_path, "second")
+    writing, go = threading.Event(), threading.Event()
+    real_checkpoint = hook_session.checkpoint
+
+    def held(settings: Any, data: dict[str, Any], guard: Any, every: int | None = None) -> None:
+        if every is None and data.get("session_id") == "s1":  # the quiet pass's write of the first session
+            writing.set()
+            go.wait(30)
+        real_checkpoint(settings, data, guard, every)
+
+    monkeypatch.setattr(hook_session, "checkpoint", held)
+    with daemon(tmp_path, monkeypatch):
+        answered(first, "s1", 6, monkeypatch)
+        assert writing.wait(30), "the first session, quiet, is being written"
+        got: list[str] = []
+        caller = threading.Thread(target=lambda: got.append(call(second, "s2", 0)), daemon=True)
+        caller.start()
+        caller.join(timeout=30)
+        assert got == ["allow"], "answered while the quiet write goes on"
+        go.set()
+    [written] = checkpoints(first)
+    assert checkpoint_seq(written) == head_of(first, "s1")
+
+
 def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None
 ) -> None:

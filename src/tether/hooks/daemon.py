@@ -297,9 +297,9 @@ def _accept(
     listeners: dict[socket.socket, Endpoint | None], stop: threading.Event, path: str, code: Code, idle_s: float
 ) -> None:
     """Accept calls, each served by a thread of its own while a slot is free (:class:`Crowd`), until told to stop
-    or idle; between them, the checkpoints of sessions gone quiet (``hooks/session.py`` ``checkpoint_quiet``), asked
-    ``QUIET_S`` after each call and again while one is waiting or a call is in flight."""
-    from .session import QUIET_S, checkpoint_quiet  # the deciding code is imported already (Collections.take)
+    or idle; between them, the checkpoints of sessions gone quiet (:func:`_quiet`), asked ``QUIET_S`` after each call
+    and again while one is waiting or a call is in flight."""
+    from .session import QUIET_S  # the deciding code is imported already (Collections.take)
 
     crowd = Crowd(MAX_CALLS)
     called = time.monotonic()  # the latest connection
@@ -318,10 +318,7 @@ def _accept(
             elif now - called >= idle_s and not crowd.declined and not crowd.busy:
                 break  # idle: no call came, none is in flight (a Stop's sensors may outlast ``idle_s``)
             if quiet is not None and now >= quiet:
-                due = checkpoint_quiet()
-                if due is None and crowd.busy:  # a call in flight files its session once its reply is out
-                    due = QUIET_S
-                quiet = None if due is None else now + due
+                quiet = _quiet(crowd, now)
             crowd.drain(ready)
             for server in ready:
                 if server not in listeners:
@@ -605,6 +602,31 @@ def _admit(conn: socket.socket, endpoint: Endpoint, stop: threading.Event, path:
     conn.sendall(endpoint.server_token + b"\n")
     conn.settimeout(REQUEST_S)  # the request: bounded; the reply, after a Stop's sensors, is not (_converse)
     return rest
+
+
+def _quiet(crowd: Crowd, now: float) -> float | None:
+    """The checkpoints of the sessions gone quiet (``hooks/session.py`` ``checkpoint_quiet``), written in a thread
+    holding one of the crowd's slots: no call of another session waits behind them in the accept loop, and a stop
+    waits for them as for a call. When to ask again: as soon as the next session is due; after ``QUIET_S`` when
+    these were started, no slot was free, or a call in flight (it files its session once its reply is out); never,
+    until a call comes, when none waits."""
+    from .session import QUIET_S, checkpoint_quiet, quiet_due
+
+    due = quiet_due()
+    if due is not None and due <= 0:
+        if crowd.take():
+            threading.Thread(target=_quiet_thread, args=(checkpoint_quiet, crowd), daemon=True).start()
+        due = QUIET_S
+    elif due is None and crowd.busy:
+        due = QUIET_S
+    return None if due is None else now + due
+
+
+def _quiet_thread(write: Callable[[], object], crowd: Crowd) -> None:
+    try:
+        write()
+    finally:
+        crowd.give_back()
 
 
 def _serve_one(

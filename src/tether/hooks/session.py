@@ -476,6 +476,14 @@ def checkpoint_later(lock: _thread.LockType, settings: Settings, data: dict[str,
         pass
 
 
+def quiet_due(quiet_s: float | None = None) -> float | None:
+    """How long until the first session waiting for :func:`checkpoint_quiet` is due (0 or less: now), None when none
+    waits."""
+    with _CACHE_LOCK:
+        first = min(_QUIET.values(), default=None)
+    return None if first is None else first + (QUIET_S if quiet_s is None else quiet_s) - time.monotonic()
+
+
 def checkpoint_quiet(quiet_s: float | None = None) -> float | None:
     """For a resident process (the daemon), between calls: each session it answered that has gone ``quiet_s`` seconds
     (:data:`QUIET_S`) without a call, with ``guard.log.EVERY`` events or more folded since its last checkpoint, gets
