@@ -47,9 +47,8 @@ def cold() -> None:
 def small_every(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(guard_log, "EVERY", EVERY)
     monkeypatch.setattr(guard_log, "RESIDENT_EVERY", EVERY)
-    monkeypatch.setattr(
-        hook_session, "QUIET_S", 10**6
-    )  # none written for a quiet session: test_daemon_quiet_checkpoint
+    # nor once a session is quiet (test_daemon_quiet_checkpoint.py)
+    monkeypatch.setattr(hook_session, "QUIET_S", 10**6)
     cold()
     yield
     cold()

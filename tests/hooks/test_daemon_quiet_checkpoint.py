@@ -2,7 +2,8 @@
 ``guard.log.EVERY`` events or more folded since its last checkpoint, the daemon writes one at its head between calls
 (``hooks/session.py`` ``checkpoint_quiet``), so a cold call while it runs (one it declined, the first after it was
 killed) folds none of the log, where it folded up to ``RESIDENT_EVERY`` events. A session under ``EVERY`` gets none, a
-session with a call in flight is passed over without waiting for it, one another process wrote to since is left as it
+session with a call in flight is passed over without waiting for it, its next call waits for a write under way, another
+session's call does not (the writes run in a thread of their own), one another process wrote to since is left as it
 is, and the daemon still idles out. In this process on a test's socket, and as a ``tether daemon`` process at the real
 interval."""
 
@@ -78,13 +79,13 @@ def test_a_quiet_session_gets_its_checkpoint_at_its_head_while_the_daemon_runs(
 
 
 def test_a_session_under_every_gets_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None) -> None:
-    """One call (three events): nothing for a cold call to fold that a checkpoint would spare it."""
+    """One call (three events): nothing for a cold call to fold that a checkpoint would spare it; none waits."""
     project = project_in(tmp_path)
     with daemon(tmp_path, monkeypatch):
         answered(project, "s1", 1, monkeypatch)
         time.sleep(QUIET * 5)
         assert checkpoints(project) == []
-        assert hook_session._QUIET == {}
+        assert hook_session._QUIET == {} and hook_session.quiet_due() is None
 
 
 def test_a_session_with_a_call_in_flight_is_passed_over_without_waiting(
@@ -104,7 +105,7 @@ def test_a_session_with_a_call_in_flight_is_passed_over_without_waiting(
             assert not asked.is_alive(), "it waited for the call in flight"
         assert checkpoints(project) == []
         answered(project, "s1", 1, monkeypatch)  # the next call files it again
-        assert hook_session.checkpoint_quiet(0.0) is None
+        hook_session.checkpoint_quiet(0.0)
         [written] = checkpoints(project)
         assert checkpoint_seq(written) == head_of(project, "s1")
 
@@ -191,20 +192,22 @@ def test_a_session_another_process_wrote_to_since_is_left_as_it_is(
         [newer] = checkpoints(project)
         stamp = newer.stat().st_mtime_ns
         hook_session._CACHE.update(kept)
-        assert hook_session.checkpoint_quiet(0.0) is None
+        hook_session.checkpoint_quiet(0.0)
         assert checkpoints(project) == [newer] and newer.stat().st_mtime_ns == stamp, "not written again"
         assert checkpoint_seq(newer) == head_of(project, "s1")
 
 
 def test_the_next_session_due_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: None) -> None:
-    """A session not yet quiet is left for later, and the pass says how long until it is."""
+    """A session not yet quiet is left for later, and quiet_due says how long until it is (none or less: now)."""
     monkeypatch.setattr(hook_session, "QUIET_S", 10**6)
     project = project_in(tmp_path)
     with daemon(tmp_path, monkeypatch):
         answered(project, "s1", 6, monkeypatch)
-        due = hook_session.checkpoint_quiet(30.0)
+        hook_session.checkpoint_quiet(30.0)
+        assert checkpoints(project) == [], "not quiet for 30 s yet"
+        due = hook_session.quiet_due(30.0)
         assert due is not None and 25.0 < due <= 30.0
-        assert checkpoints(project) == []
+        assert hook_session.quiet_due(0.0) is not None and hook_session.quiet_due(0.0) <= 0
 
 
 def test_a_tether_daemon_process_writes_it_once_the_session_is_quiet(

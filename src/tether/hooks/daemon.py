@@ -307,7 +307,7 @@ def _accept(
     try:
         while not stop.is_set():
             now = time.monotonic()
-            left = called + idle_s - now  # spent while a call is in flight: wait as long again, as ever
+            left = called + idle_s - now  # past it with a call still in flight: idle_s again, as before
             wait = crowd.wait(left if left > 0 else idle_s)
             ready = _readable(
                 [*listeners, *crowd.declined], wait if quiet is None else min(wait, max(0.0, quiet - now))
@@ -622,7 +622,7 @@ def _quiet(crowd: Crowd, now: float) -> float | None:
     return None if due is None else now + due
 
 
-def _quiet_thread(write: Callable[[], object], crowd: Crowd) -> None:
+def _quiet_thread(write: Callable[[], None], crowd: Crowd) -> None:
     try:
         write()
     finally:

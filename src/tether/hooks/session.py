@@ -484,13 +484,13 @@ def quiet_due(quiet_s: float | None = None) -> float | None:
     return None if first is None else first + (QUIET_S if quiet_s is None else quiet_s) - time.monotonic()
 
 
-def checkpoint_quiet(quiet_s: float | None = None) -> float | None:
+def checkpoint_quiet(quiet_s: float | None = None) -> None:
     """For a resident process (the daemon), between calls: each session it answered that has gone ``quiet_s`` seconds
     (:data:`QUIET_S`) without a call, with ``guard.log.EVERY`` events or more folded since its last checkpoint, gets
     one at its head, as at the daemon's end (:func:`checkpoint_left`). So a cold call while the daemon runs (one it
     declined, the first after it was killed) folds at most what came since the session's last quiet moment, not up to
     ``RESIDENT_EVERY`` events. A session whose lock is held (a call of it in flight) is passed over: that call's own
-    work after its reply files it again. Returns how long until the next session is due, None when none waits."""
+    work after its reply files it again. When the next is due: :func:`quiet_due`."""
     quiet = QUIET_S if quiet_s is None else quiet_s
     now = time.monotonic()
     with _CACHE_LOCK:
@@ -498,14 +498,12 @@ def checkpoint_quiet(quiet_s: float | None = None) -> float | None:
         for lock in due:
             del _QUIET[lock]
         answered = [(lock, _ANSWERED[lock]) for lock in due if lock in _ANSWERED]
-        waiting = min(_QUIET.values(), default=None)
     for lock, (settings, where, guard) in answered:
         if lock.acquire(blocking=False):
             try:
                 _at_head(settings, where, guard)
             finally:
                 lock.release()
-    return None if waiting is None else max(0.0, waiting + quiet - time.monotonic())
 
 
 def _at_head(settings: Settings, where: dict[str, Any], guard: Guard) -> None:

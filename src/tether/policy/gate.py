@@ -877,7 +877,7 @@ class Gate:
         that reads and writes (an Edit) is allowed as a write inside the writable set, not as a read."""
         out: list[Finding] = []
         require = set(self.envelope.approvals.require_for)
-        for e in sorted(contract.effects, key=lambda e: e is Effect.READ):
+        for e in sorted(contract.effects, key=lambda effect: effect is Effect.READ):
             if e is Effect.READ:
                 out.append(Finding.of(Layer.DEFAULT, "default:read", Verdict.ALLOW, "reads are allowed"))
             elif e is Effect.WRITE:
