@@ -78,6 +78,20 @@ def checkpoint_seq(path: Path) -> int:
     return int(found[0]["seq"])
 
 
+def spy_on_tails(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many events of the log each restore from a checkpoint read from its head on (-1: it restored nothing)."""
+    tails: list[int] = []
+    real_restore = ck._restore
+
+    def restore(*args: Any) -> Any:
+        got = real_restore(*args)
+        tails.append(len(got[-1]) if got is not None else -1)
+        return got
+
+    monkeypatch.setattr(ck, "_restore", restore)
+    return tails
+
+
 def project_in(tmp_path: Path, name: str = "p") -> Path:
     project = tmp_path / name
     project.mkdir()
@@ -97,16 +111,7 @@ def test_a_daemon_that_idles_out_leaves_each_session_a_checkpoint_at_its_head(
     [written] = checkpoints(project)
     assert checkpoint_seq(written) == head_of(project, "s1")
     cold()
-    restored = spy_on_restores(monkeypatch)
-    tails: list[int] = []
-    real_restore = ck._restore
-
-    def restore(*args: Any) -> Any:
-        got = real_restore(*args)
-        tails.append(len(got[-1]) if got is not None else -1)
-        return got
-
-    monkeypatch.setattr(ck, "_restore", restore)
+    restored, tails = spy_on_restores(monkeypatch), spy_on_tails(monkeypatch)
     assert in_process(project, "ls after") == "allow"
     assert restored == [True]
     assert tails == [1], "the log read from the checkpoint's head on is that one event: nothing to fold"

@@ -17,11 +17,18 @@ from typing import Any
 
 import pytest
 from test_checkpoint_after_reply import EVERY, call, checkpoints, cold, in_process, spy_on_restores
-from test_daemon_exit_checkpoint import answered, checkpoint_seq, daemon, daemon_process, head_of, project_in
+from test_daemon_exit_checkpoint import (
+    answered,
+    checkpoint_seq,
+    daemon,
+    daemon_process,
+    head_of,
+    project_in,
+    spy_on_tails,
+)
 
 import tether.hooks.session as hook_session
 from tether.events.store import EventStore
-from tether.guard import checkpoint as ck
 from tether.guard import log as guard_log
 from tether.hooks.session import run_id_for
 
@@ -60,16 +67,7 @@ def test_a_quiet_session_gets_its_checkpoint_at_its_head_while_the_daemon_runs(
         assert checkpoint_seq(written) == head_of(project, "s1")
         kept = dict(hook_session._CACHE)
         cold()  # another process's call, cold, while the daemon runs
-        restored = spy_on_restores(monkeypatch)
-        tails: list[int] = []
-        real_restore = ck._restore
-
-        def restore(*args: Any) -> Any:
-            got = real_restore(*args)
-            tails.append(len(got[-1]) if got is not None else -1)
-            return got
-
-        monkeypatch.setattr(ck, "_restore", restore)
+        restored, tails = spy_on_restores(monkeypatch), spy_on_tails(monkeypatch)
         assert in_process(project, "ls cold") == "allow"
         assert restored == [True]
         assert tails == [1], "the log read from the checkpoint's head on is that one event: nothing to fold"
