@@ -19,6 +19,10 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   on the plain path (no pydantic: tether/plain.py) since its session has begun and its envelope is kept;
 * … a Write — the same, for a Write of a new file: reviewed against the control layer's fold (the plan, the
   beliefs), its image read for undo (hooks/preimage.py);
+* … the one that starts a daemon — the same call as the first of the row (the launcher without ``--no-daemon``,
+  no daemon listening on its socket), which decides in-process and then starts a daemon for the next call: what a
+  user meets once per daemon (after a boot, after the daemon idled out or was killed); each started daemon is
+  stopped, and waited for, before the next call is timed;
 * … the full path — the same call with ``TETHER_HOOK_PLAIN=0``: pydantic's models, as before the plain path.
   With the three rows before them, their cost splits into the interpreter, the unavoidable libraries, pydantic,
   tether's modules and the call;
@@ -76,6 +80,7 @@ own socket there, stopped at the end. No thresholds; figures only.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import resource
@@ -241,12 +246,33 @@ def start_daemon(sock: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return daemon
 
 
+def stop_started(sock: Path) -> None:
+    """Stop the daemon a call started on ``sock`` once it listens, and wait until it has exited (its lock free): its
+    start-up and its end must not weigh on the next call timed."""
+    from tether.hooks.daemon import stop_daemon
+
+    deadline = time.monotonic() + 60
+    while not stop_daemon(str(sock)):
+        if time.monotonic() > deadline:
+            raise SystemExit("the daemon a cold call starts did not start")
+        time.sleep(0.05)
+    with open(f"{sock}.lock", "a") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def asked(request: dict[str, str], stdin: bytes) -> tuple[float, float]:
     """One round trip to the daemon from this process (no interpreter start): the daemon's share of a call."""
     from tether.hooks.client import ask
+    from tether.hooks.wire import Reply
 
     start = time.perf_counter()
-    if ask(request, stdin, start=False) is None:
+    if not isinstance(ask(request, stdin), Reply):
         raise SystemExit("the daemon did not answer")
     return (time.perf_counter() - start) * 1000, 0.0
 
@@ -332,8 +358,9 @@ def main() -> None:
     calls, cold_calls = args.calls, max(5, args.calls // 4)
     with tempfile.TemporaryDirectory(prefix="tether-hook-bench-") as tmp:
         workspace = Path(tmp)
-        sock = workspace / "d" / "hookd.sock"
+        sock, first = workspace / "d" / "hookd.sock", workspace / "first" / "hookd.sock"
         sock.parent.mkdir(mode=0o700)
+        first.parent.mkdir(mode=0o700)
         env = {**os.environ, "TETHER_HOOK_SOCKET": str(sock), "CLAUDE_PROJECT_DIR": str(workspace)}
         for name in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_DAEMON", "PYTHONDONTWRITEBYTECODE"):
             env.pop(name, None)
@@ -348,6 +375,7 @@ def main() -> None:
             ("tether's deciding modules (no call)", [sys.executable, "-I", "-S", "-c", MODULES], "", cold_calls),
             ("cold, launcher (--no-daemon)", [*LAUNCHER, "--no-daemon"], "cold-launch", cold_calls),
             ("  ... a Write", [*LAUNCHER, "--no-daemon"], "write-cold-launch", cold_calls),
+            ("  ... the one that starts a daemon", LAUNCHER, "first-cold-launch", cold_calls),
             ("  ... the full path (PLAIN=0)", [FULL, *LAUNCHER, "--no-daemon"], "cold-full", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("cold PostToolUse (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "post", cold_calls),
@@ -421,6 +449,14 @@ def main() -> None:
                     return decided_here(request, stdin)
                 if cmd[:1] == [FULL]:
                     return timed(cmd[1:], stdin, {**env, "TETHER_HOOK_PLAIN": "0"})
+                if session.startswith(("first", "next")):  # no daemon on its socket: a call starts one
+                    alone = {**env, "TETHER_HOOK_SOCKET": str(first)}
+                    try:
+                        if session.startswith("next"):  # right after the call (untimed) that started it
+                            timed(cmd, pre_tool_use(workspace, session, -1 - i), alone)
+                        return timed(cmd, stdin, alone)
+                    finally:
+                        stop_started(first)
                 return timed(cmd, stdin, env) if cmd else asked(request, stdin)
 
             for _, cmd, session, _ in rows:  # warm-up: bytecode written, the daemon's first imports done

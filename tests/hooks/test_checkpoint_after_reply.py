@@ -61,7 +61,7 @@ def pre_tool_use(project: Path, session: str, i: int) -> bytes:
 
 def call(project: Path, session: str, i: int) -> str:
     request = {"agent": "claude-code", "db": str(project / ".tether" / "tether.db")}
-    reply = ask(request, pre_tool_use(project, session, i), start=False)
+    reply = ask(request, pre_tool_use(project, session, i))
     assert reply is not None and reply.exit == 0, reply
     return str(json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"])
 

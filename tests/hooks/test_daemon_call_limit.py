@@ -92,7 +92,7 @@ def test_connections_over_the_bound_hold_no_thread_and_are_declined_not_answered
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="a")).encode()
     request = {"agent": "claude-code", "project": str(tmp_path)}
     for _ in range(20):  # declined (None: decide in-process), never a refusal read off a reset, never an answer
-        assert ask(request, data, start=False) is None
+        assert ask(request, data) is None
 
 
 def test_a_tcp_client_over_the_bound_gets_no_server_token(crowded: tuple[Path, list[socket.socket]]) -> None:
@@ -112,12 +112,12 @@ def test_a_slot_freed_is_served_again(crowded: tuple[Path, list[socket.socket]],
     _, hung = crowded
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="b")).encode()
     request = {"agent": "claude-code", "project": str(tmp_path)}
-    assert ask(request, data, start=False) is None
+    assert ask(request, data) is None
     hung.pop().close()
     deadline = time.monotonic() + 10
     while serving() >= LIMIT and time.monotonic() < deadline:
         time.sleep(0.01)
-    reply = ask(request, data, start=False)
+    reply = ask(request, data)
     assert reply is not None and reply.exit == 0 and "allow" in reply.stdout, reply
 
 
@@ -170,13 +170,13 @@ def test_declined_connections_past_descriptor_1024_keep_the_daemon_serving(
         time.sleep(0.5)
         data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="c")).encode()
         request = {"agent": "claude-code", "project": str(tmp_path)}
-        assert ask(request, data, start=False) is None, "declined"
+        assert ask(request, data) is None, "declined"
         assert sock.exists(), "the daemon still serves"
         hung.pop(0).close()
         deadline = time.monotonic() + 10
         while serving() >= LIMIT and time.monotonic() < deadline:
             time.sleep(0.01)
-        reply = ask(request, data, start=False)
+        reply = ask(request, data)
         assert reply is not None and "allow" in reply.stdout, reply
     finally:
         for fd in filler:

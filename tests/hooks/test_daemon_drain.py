@@ -56,9 +56,7 @@ def call_in_thread(tmp_path: Path) -> tuple[threading.Thread, list[Reply | None]
     """A PreToolUse asked of the daemon from a thread; its reply lands in the list."""
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="held")).encode()
     replies: list[Reply | None] = []
-    t = threading.Thread(
-        target=lambda: replies.append(ask({"agent": "claude-code", "project": str(tmp_path)}, data, start=False))
-    )
+    t = threading.Thread(target=lambda: replies.append(ask({"agent": "claude-code", "project": str(tmp_path)}, data)))
     t.start()
     return t, replies
 

@@ -55,7 +55,7 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def call(project: Path, session: str, command: str, call_id: str) -> tuple[Reply, dict[str, Any]]:
     data = payload("claude-code.PreToolUse", project, session_id=session, tool_input={"command": command})
     data["tool_use_id"] = call_id
-    reply = ask({"agent": "claude-code", "project": str(project)}, json.dumps(data).encode(), start=False)
+    reply = ask({"agent": "claude-code", "project": str(project)}, json.dumps(data).encode())
     assert reply is not None, "the daemon answers"
     spec = json.loads(reply.stdout)["hookSpecificOutput"] if reply.exit == 0 and reply.stdout else {}
     return reply, spec

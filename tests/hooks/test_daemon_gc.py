@@ -49,7 +49,7 @@ def test_full_collections_happen_after_replies_only_and_the_collector_is_restore
         wait_for(sock)
         for i in range(40):
             data = payload("claude-code.PreToolUse", tmp_path, tool_input={"command": f"ls d{i}"}, tool_use_id=f"g{i}")
-            reply = ask({"agent": "claude-code"}, json.dumps(data).encode(), start=False)
+            reply = ask({"agent": "claude-code"}, json.dumps(data).encode())
             assert reply is not None and "allow" in reply.stdout
             if i == 0:  # answered once the daemon had imported its code and taken the collector over
                 assert gc.get_threshold() == (50, 1, Collections.NEVER) and gc.get_freeze_count() > 0

@@ -49,7 +49,7 @@ def test_half_a_request_then_silence_is_closed_and_blocks_nobody(
         hung.append(tcp)
         began = time.monotonic()
         data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="a")).encode()
-        other = ask({"agent": "claude-code", "project": str(tmp_path)}, data, start=False)
+        other = ask({"agent": "claude-code", "project": str(tmp_path)}, data)
         assert other is not None and other.exit == 0 and "allow" in other.stdout, other
         assert all(closed_within(c, 10.0) for c in hung), "each silent client is closed"
         assert time.monotonic() - began < 10.0

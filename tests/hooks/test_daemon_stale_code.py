@@ -34,10 +34,10 @@ def test_a_daemon_whose_modules_changed_on_disk_declines_and_exits(
     sock, served = start_daemon()
     request = {"agent": "claude-code", "project": str(tmp_path)}
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="a")).encode()
-    first = ask(request, data, start=False)
+    first = ask(request, data)
     assert first is not None and first.exit == 0 and "allow" in first.stdout, first
     on_disk[0] = "pulled"  # a module of tether changed on disk
-    assert ask(request, data, start=False) is None, "declined: decided in-process, with the code on disk"
+    assert ask(request, data) is None, "declined: decided in-process, with the code on disk"
     served.join(timeout=30)
     assert not served.is_alive(), "the daemon exits, so that the next call starts a current one"
     assert not sock.exists()
@@ -66,17 +66,17 @@ def test_a_module_changed_on_disk_is_seen_by_the_very_next_call(
     request = {"agent": "claude-code", "project": str(tmp_path)}
     data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_use_id="a")).encode()
     for _ in range(3):
-        first = ask(request, data, start=False)
+        first = ask(request, data)
         assert first is not None and first.exit == 0 and "allow" in first.stdout, first
     (copy / "policy" / "__pycache__").mkdir()  # bytecode written beside the modules is not a change of them
-    first = ask(request, data, start=False)
+    first = ask(request, data)
     assert first is not None and "allow" in first.stdout, "a new __pycache__ is no new code"
     gate = copy / "policy" / "gate.py"
     with open(gate, "r+b") as f:  # in place: no rename, the folder's own mtime unchanged
         text = f.read()
         f.seek(0)
         f.write(text.replace(b"def ", b"def  ", 1))
-    assert ask(request, data, start=False) is None, "declined at once: decided in-process, with the code on disk"
+    assert ask(request, data) is None, "declined at once: decided in-process, with the code on disk"
     served.join(timeout=30)
     assert not served.is_alive() and not sock.exists()
 

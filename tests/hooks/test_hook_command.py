@@ -139,7 +139,7 @@ def test_the_socket_is_private_and_a_stranger_directory_is_not_used(
     open_dir.mkdir(mode=0o777)
     open_dir.chmod(0o777)
     monkeypatch.setenv("TETHER_HOOK_SOCKET", str(open_dir / "s.sock"))
-    assert ask({"agent": "claude-code"}, b"{}", start=False) is None, "a world-writable directory is refused"
+    assert ask({"agent": "claude-code"}, b"{}") is None, "a world-writable directory is refused"
 
 
 def test_the_socket_appears_only_once_the_daemon_listens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,7 +192,7 @@ def test_two_daemons_started_at_once_leave_one_serving_and_a_stale_socket_is_rep
             time.sleep(0.05)
         raw = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"})).encode()
         monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
-        reply = ask({"agent": "claude-code", "db": str(tmp_path / "t.db")}, raw, start=False)
+        reply = ask({"agent": "claude-code", "db": str(tmp_path / "t.db")}, raw)
         assert reply is not None and "allow" in reply.stdout
         assert stop_daemon(str(sock))
         assert winner.wait(timeout=30) == 0

@@ -106,7 +106,7 @@ def test_a_call_decided_cold_records_exactly_what_the_daemon_records(
                 out = subprocess.run(cmd, input=raw, capture_output=True, env=env, timeout=120)
                 reply: Any = (out.stdout.decode().removesuffix("\n"), out.stderr.decode(), out.returncode)
             else:
-                answered = ask(request, raw, start=False)
+                answered = ask(request, raw)
                 assert answered is not None, "the daemon answered"
                 reply = (answered.stdout, answered.stderr, answered.exit)
             answers.append(json.loads(json.dumps(reply).replace(str(project), "<project>")))

@@ -22,21 +22,31 @@ from .wire import Reply, refuse
 HOOK_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "hook.sh")
 
 
-def ask(request: dict[str, str], raw: bytes, *, start: bool = True) -> Reply | None:
-    """The daemon's reply to one hook call, or None (no daemon, a stale one, one that declined: decide
-    in-process); a refusal when the daemon had the request but its reply is malformed or cut short.
+class NoDaemon:
+    """No daemon answered at ``path``: the call is decided in-process, and then :meth:`start` starts one for the next
+    call. Not before: its start-up (all of tether's modules, pydantic's models) would take the CPU the decision
+    needs, on a machine of two cores the other one, and the call's own process would pay for the start."""
 
-    With ``start``, a missing daemon is started in the background for the next call.
-    """
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def start(self) -> None:
+        spawn(self.path)
+
+
+def ask(request: dict[str, str], raw: bytes) -> Reply | NoDaemon | None:
+    """The daemon's reply to one hook call; None when a daemon declined it or no daemon may be used (a stale one, a
+    directory others can open): decide in-process; :class:`NoDaemon` when none answered: decide in-process, then
+    start one. A refusal when the daemon had the request but its reply is malformed or cut short."""
     path = socket_path()
     message = encode(request, raw)
     if message is None or not private_dir(path):
         return None
     answer = exchange(path, message)
     if answer is None:
-        if start:
-            spawn(path)
-        return None
+        return NoDaemon(path)
     if not answer:
         return None
     reply = decode(answer)
@@ -58,14 +68,26 @@ DAEMON = (
 
 
 def spawn(path: str) -> None:
-    """Start a daemon for ``path`` in its own session (:data:`DAEMON`); if another starts at once, one of them
-    gives way."""
+    """Start a daemon for ``path`` in its own session (:data:`DAEMON`), its standard streams on ``/dev/null`` and no
+    other descriptor of this process; if another starts at once, one of them gives way. ``posix_spawn``, not
+    ``subprocess`` (whose import, with ``selectors``, ``threading`` and ``signal``, cost the call more than the
+    spawn): the descriptors this process inherited open (the agent's, perhaps a pipe it waits on) are closed in the
+    child as ``close_fds`` closes them. Where a descriptor cannot be listed or a new session not asked of
+    ``posix_spawn``, ``subprocess`` does it."""
+    parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    argv = [sys.executable, "-I", "-S", "-c", DAEMON, parent, "--socket", path]
+    try:
+        actions: list[tuple[object, ...]] = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, flags, 0) for fd, flags in _STREAMS]
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions, setsid=True)
+        return
+    except (AttributeError, NotImplementedError, OSError):  # no posix_spawn, no setsid or no listing: as before
+        pass
     import subprocess
 
-    parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:  # noqa: SIM105 — importing contextlib costs the client milliseconds
         subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", DAEMON, parent, "--socket", path],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -74,3 +96,21 @@ def spawn(path: str) -> None:
         )
     except OSError:
         pass  # this call is answered in-process anyway
+
+
+#: The daemon's standard streams, each opened on ``/dev/null``.
+_STREAMS = ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY))
+
+
+def _inherited() -> list[int]:
+    """This process's open descriptors past the standard streams that a program it starts would inherit (those
+    without close-on-exec; Python opens its own with it). OSError where they cannot be listed."""
+    listed = os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd")
+    kept = []
+    for fd in map(int, listed):
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                kept.append(fd)
+        except OSError:  # the listing's own descriptor, closed since
+            pass
+    return kept

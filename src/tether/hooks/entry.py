@@ -1,8 +1,8 @@
 """``tether hook claude-code|codex``: the command another agent runs before and after its tool calls.
 
 Standard library only until it must decide in-process: this is the whole cost of a call a daemon answers.
-Order: read stdin (bounded), ask the user's daemon (:mod:`tether.hooks.client`, which starts one when none
-answers; the daemon checks the input), else check it (:func:`tether.hooks.wire.parse`) and decide here. Whatever
+Order: read stdin (bounded), ask the user's daemon (:mod:`tether.hooks.client`; the daemon checks the input),
+else check it (:func:`tether.hooks.wire.parse`) and decide here, then, when no daemon answered, start one. Whatever
 goes wrong is answered with a refusal (exit 2), never with an exit code the agent reads as "no objection".
 
 Options: ``--envelope FILE`` (else ``$TETHER_ENVELOPE``), ``--db FILE|URL`` (else ``$TETHER_DB``), ``--no-daemon``
@@ -326,6 +326,17 @@ def main(
             gc.enable()
 
 
+def decided(request: dict[str, str], raw: bytes, large: bool, own_process: bool, collecting: bool | None) -> Reply:
+    """The reply to the input ``raw``, checked and decided in this process (``large``: a receipt read whole)."""
+    if large:
+        full_path()  # the stream's reader (ijson) is in site-packages
+    try:
+        data = parse_receipt(raw) if large else parse(raw)
+    except HookInputError as e:
+        return refuse(str(e))
+    return decide(request, data, raw, own_process, collecting)
+
+
 def _main(argv: list[str], raw: bytes | None, own_process: bool, collecting: bool | None) -> int:
     try:
         if argv[:1] in (["install"], ["uninstall"], ["status"]):
@@ -339,18 +350,18 @@ def _main(argv: list[str], raw: bytes | None, own_process: bool, collecting: boo
         large = len(raw) > MAX_INPUT_BYTES  # a tool's receipt, perhaps: read whole here, never by the daemon
         if large:
             raw += sys.stdin.buffer.read(MAX_RECEIPT_BYTES + 1 - len(raw))
+        absent = None
         if daemon and not large:
-            from .client import ask
+            from .client import NoDaemon, ask
 
             answered = ask(request, raw)
-            if answered is not None:
+            if isinstance(answered, Reply):
                 return write(answered)
-        if large:
-            full_path()  # the stream's reader (ijson) is in site-packages
+            absent = answered if isinstance(answered, NoDaemon) else None
         try:
-            data = parse_receipt(raw) if large else parse(raw)
-        except HookInputError as e:
-            return write(refuse(str(e)))
-        return write(decide(request, data, raw, own_process, collecting))
+            return write(decided(request, raw, large, own_process, collecting))
+        finally:
+            if absent is not None:  # once the reply is out: its start-up would have taken the decision's CPU
+                absent.start()
     except BaseException as e:  # anything at all: refuse, never exit 1 (which lets the call through)
         return write(refuse(f"tether hook failed: {type(e).__name__}: {e}"))

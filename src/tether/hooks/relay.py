@@ -9,8 +9,8 @@ start-up and there is nothing left to flush. The same functions serve :mod:`teth
 hook`` console command) and the daemon (:func:`code_stamp`), so both sides speak one protocol.
 
 Anything this path cannot vouch for goes, with the input already read, to :func:`tether.hooks.entry.main`, the
-full path that ``launch.py`` runs (it asks the daemon again, starts one when none answers and decides
-in-process): an option other than ``--envelope`` / ``--db``, a relative or unnormalised path, ``--no-daemon`` or
+full path that ``launch.py`` runs (it asks the daemon again, decides in-process and, when none answered, starts
+one): an option other than ``--envelope`` / ``--db``, a relative or unnormalised path, ``--no-daemon`` or
 ``TETHER_HOOK_DAEMON=0``, no socket directory yet, a code file missing beside this one, a refused connection, a
 failed write of the request, or a daemon that closed the connection without a byte (it declines clients of
 other code). Once the daemon has the whole request, a reply that is not exactly well formed is a refusal (exit
