@@ -23,6 +23,8 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   no daemon listening on its socket), which decides in-process and then starts a daemon for the next call: what a
   user meets once per daemon (after a boot, after the daemon idled out or was killed); each started daemon is
   stopped, and waited for, before the next call is timed;
+* … the next, at once — a call made as soon as that one has answered (a receipt after a quick tool, the second of
+  calls made together), while the daemon it started is still starting;
 * … the full path — the same call with ``TETHER_HOOK_PLAIN=0``: pydantic's models, as before the plain path.
   With the three rows before them, their cost splits into the interpreter, the unavoidable libraries, pydantic,
   tether's modules and the call;
@@ -376,6 +378,7 @@ def main() -> None:
             ("cold, launcher (--no-daemon)", [*LAUNCHER, "--no-daemon"], "cold-launch", cold_calls),
             ("  ... a Write", [*LAUNCHER, "--no-daemon"], "write-cold-launch", cold_calls),
             ("  ... the one that starts a daemon", LAUNCHER, "first-cold-launch", cold_calls),
+            ("  ... the next, at once", LAUNCHER, "next-cold-launch", cold_calls),
             ("  ... the full path (PLAIN=0)", [FULL, *LAUNCHER, "--no-daemon"], "cold-full", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("cold PostToolUse (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "post", cold_calls),

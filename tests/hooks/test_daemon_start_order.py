@@ -2,7 +2,9 @@
 decides: the daemon's start-up (all of tether's modules, pydantic's models) took the CPU the decision needed, and
 ``subprocess``'s import cost the call more than the start itself. The daemon is started by ``posix_spawn`` in a
 session of its own, its standard streams on ``/dev/null`` and none of the descriptors the hook inherited (the
-agent's, perhaps a pipe it waits on for EOF)."""
+agent's, perhaps a pipe it waits on for EOF). It imports its code before its socket is there: a call meanwhile is
+decided cold, where one queued on a socket bound first waited for the whole import; and it starts no second daemon
+while the first holds the lock."""
 
 from __future__ import annotations
 
@@ -111,3 +113,54 @@ def test_the_started_daemon_holds_none_of_the_hooks_descriptors(tmp_path: Path, 
     assert session == pid, "a session of its own: the agent's signals to its group do not reach it"
     assert imported == (how == "subprocess"), "posix_spawn: subprocess is not imported"
 
+
+def test_no_second_daemon_is_started_while_one_holds_the_lock(tmp_path: Path, monkeypatch) -> None:
+    import fcntl
+
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    started: list[str] = []
+    monkeypatch.setattr(client, "spawn", started.append)
+    client.NoDaemon(str(sock)).start()
+    assert started == [str(sock)], "no lock file yet: no daemon ever served there"
+    with open(f"{sock}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a daemon starting (importing) or ending
+        client.NoDaemon(str(sock)).start()
+        assert started == [str(sock)], "one holds the lock: none started"
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        client.NoDaemon(str(sock)).start()
+    assert started == [str(sock)] * 2, "the lock let go (the daemon gone): one started"
+
+
+def test_the_daemon_listens_only_once_its_code_is_imported(tmp_path: Path, monkeypatch) -> None:
+    """While the daemon imports, its socket is not there: a call then is decided in-process (and starts no daemon,
+    the lock being held), instead of waiting in the socket's backlog for the import to end."""
+    from tether.hooks.daemon import Collections, serve
+
+    importing, imported = threading.Event(), threading.Event()
+    take = Collections.take
+
+    def slow_take(self: Collections) -> None:
+        importing.set()
+        assert imported.wait(timeout=60)
+        take(self)
+
+    monkeypatch.setattr(Collections, "take", slow_take)
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    monkeypatch.setenv("TETHER_HOOK_SOCKET", str(sock))
+    served = threading.Thread(target=serve, args=(str(sock),), kwargs={"idle_s": 60})
+    served.start()
+    try:
+        assert importing.wait(timeout=60)
+        data = json.dumps(payload("claude-code.PreToolUse", tmp_path, tool_input={"command": "ls"})).encode()
+        request = {"agent": "claude-code", "db": str(tmp_path / "t.db")}
+        assert not sock.exists(), "no socket while the code is imported"
+        assert isinstance(client.ask(request, data), client.NoDaemon), "decided in-process meanwhile"
+        assert client.held(f"{sock}.lock"), "and no second daemon started"
+    finally:
+        imported.set()
+        wait_for(sock)
+        stopped = stop_daemon(str(sock))
+        served.join(timeout=30)
+    assert stopped

@@ -33,7 +33,31 @@ class NoDaemon:
         self.path = path
 
     def start(self) -> None:
-        spawn(self.path)
+        """Start a daemon, unless one holds the socket's lock: one starting (it imports its code before its socket
+        is there) or ending (its socket removed first). A second would only find the lock taken and exit, its
+        start-up spent on the CPU the calls meanwhile need."""
+        if not held(self.path + ".lock"):
+            spawn(self.path)
+
+
+def held(lock: str) -> bool:
+    """Does a daemon hold the lock file ``lock`` (``flock``, exclusive)? Asked with a shared lock that is let go at
+    once: a daemon trying to take it at that very moment gives way, but then this says False and one is started."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # none yet: no daemon ever served this socket
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # locks not supported there: as before, start one (it finds out)
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def ask(request: dict[str, str], raw: bytes) -> Reply | NoDaemon | None:

@@ -223,11 +223,43 @@ def _listen_tcp(path: str) -> tuple[socket.socket, Endpoint] | None:
 
 def _serve_locked(path: str, idle_s: float) -> int:
     stamp = code_stamp()
-    for stale in (path, endpoint_path(path)):  # left by a daemon that no longer holds the lock
+    stop = threading.Event()
+    collections = Collections()
+    previous = _stop_on_term(stop, path)
+    try:
+        # The deciding code imported before the socket is there (~0.3 s, pydantic's models and all): a call meanwhile
+        # finds none and is decided cold (its client starts no second daemon while this one holds the lock), where
+        # one queued on a socket bound first waited for the whole import, several times a cold call.
+        collections.take()
+        code = Code(stamp)  # after the imports: the modules' stamp names the code they loaded
+        sweep()
+        listeners = _listen(path)
+        try:
+            _accept(listeners, stop, path, code, idle_s)
+            if code.current():  # not when giving way: the code on disk reads no checkpoint of this code's
+                from .session import checkpoint_left
+
+                checkpoint_left()
+        finally:
+            code.close()
+            for server in listeners:
+                server.close()
+            _remove_own(path)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        collections.give_back()
+    return 0
+
+
+def _listen(path: str) -> dict[socket.socket, Endpoint | None]:
+    """The Unix socket at ``path`` and the loopback listener with its endpoint file, listening, not blocking; what a
+    daemon that no longer holds the lock left there replaced. Bound and listening under a private name, then renamed
+    into place: a socket file at ``path`` always accepts (bound but not yet listening, a client's connect was
+    refused, and it decided cold or spawned)."""
+    for stale in (path, endpoint_path(path)):
         if os.path.lexists(stale):
             os.unlink(stale)
-    # Bound and listening under a private name, then renamed into place: a socket file at ``path`` always
-    # accepts (bound but not yet listening, a client's connect was refused, and it decided cold or spawned).
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     pending = os.path.join(os.path.dirname(path), f".{os.getpid()}.s")  # no longer than hookd.sock: sun_path
     if os.path.lexists(pending):
@@ -244,31 +276,9 @@ def _serve_locked(path: str, idle_s: float) -> int:
     tcp = _listen_tcp(path)
     if tcp is not None:
         listeners[tcp[0]] = tcp[1]
-    stop = threading.Event()
-    collections = Collections()
-    previous = _stop_on_term(stop, path)
-    try:
-        collections.take()  # the deciding code imported now, while no call waits (the sockets queue them)
-        code = Code(stamp)  # after the imports: the modules' stamp names the code they loaded
-        sweep()
-        for server in listeners:
-            server.setblocking(False)
-        try:
-            _accept(listeners, stop, path, code, idle_s)
-            if code.current():  # not when giving way: the code on disk reads no checkpoint of this code's
-                from .session import checkpoint_left
-
-                checkpoint_left()
-        finally:
-            code.close()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        for server in listeners:
-            server.close()
-        _remove_own(path)
-        collections.give_back()
-    return 0
+    for server in listeners:
+        server.setblocking(False)
+    return listeners
 
 
 def _stop_on_term(stop: threading.Event, path: str) -> Any:
