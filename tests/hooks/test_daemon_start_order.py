@@ -164,3 +164,33 @@ def test_the_daemon_listens_only_once_its_code_is_imported(tmp_path: Path, monke
         stopped = stop_daemon(str(sock))
         served.join(timeout=30)
     assert stopped
+
+
+#: A daemon process's start, its serving replaced by a report of pydantic's plugin setting and loader.
+PLUGINS = """
+import json, os, sys
+from tether.hooks import daemon
+def report(path, idle_s):
+    import pydantic  # as the deciding code does
+    from pydantic.plugin._loader import get_plugins
+    plugins = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+    print(json.dumps([plugins, list(get_plugins()), "importlib.metadata" in sys.modules]))
+    return 0
+daemon.serve = report
+sys.exit(daemon.main(["--socket", sys.argv[1]]))
+"""
+
+
+def test_a_daemon_process_decides_with_pydantics_plugins_off(tmp_path: Path) -> None:
+    """As every hook process that decides does: with them on, its first answered call imported
+    ``importlib.metadata`` and scanned every installed distribution for plugins."""
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    out = subprocess.run(
+        [sys.executable, "-c", PLUGINS, str(tmp_path / "hookd.sock")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
+    )
+    assert json.loads(out.stdout) == ["__all__", [], False]

@@ -23,8 +23,8 @@ def daemon_cmd(
     """Answer `tether hook` calls over a Unix socket, in the foreground (hooks start one on demand).
 
     Ended idle, by --stop or by SIGTERM, it finishes its calls in flight, then checkpoints each session it answered."""
-    from tether.hooks.daemon import serve, stop_daemon
+    from tether.hooks.daemon import run, stop_daemon
 
     if stop:
         raise typer.Exit(0 if stop_daemon(socket) else 1)
-    raise typer.Exit(serve(socket, idle_s=idle))
+    raise typer.Exit(run(socket, idle_s=idle))

@@ -785,9 +785,20 @@ def stop_daemon(path: str | None = None) -> bool:
         return False
 
 
+def run(path: str | None = None, *, idle_s: float = IDLE_S) -> int:
+    """:func:`serve`, in a daemon's own process: with pydantic's plugins off, as in every hook process that decides
+    (``entry.no_pydantic_plugins``). The daemon had them on, so the first call it answered built its first models'
+    validators with pydantic's loader, which imported ``importlib.metadata`` and scanned every installed
+    distribution's entry points (~14 ms of that call)."""
+    from .entry import no_pydantic_plugins
+
+    no_pydantic_plugins()  # before the deciding code imports pydantic (Collections.take)
+    return serve(path, idle_s=idle_s)
+
+
 def main(argv: list[str]) -> int:
     path = argv[argv.index("--socket") + 1] if "--socket" in argv else None
-    return serve(path)
+    return run(path)
 
 
 if __name__ == "__main__":
