@@ -62,3 +62,36 @@ def test_the_daemon_builds_every_kind_module_at_its_start() -> None:
     from tether.events.payload import LATER
 
     assert json.loads(out.stdout) == [[], sorted(LATER)]
+
+
+def test_the_daemon_builds_every_models_validator_at_its_start() -> None:
+    """The envelope's and the payload kinds' validators wait for their first use (``defer_build``); the daemon builds
+    them all at its start, before it listens, so its first answered call does not build those it meets."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, pydantic\n"
+        "from tether.hooks.daemon import Collections\n"
+        "def waiting():\n"
+        "    found, todo = [], pydantic.BaseModel.__subclasses__()\n"
+        "    while todo:\n"
+        "        model = todo.pop()\n"
+        "        todo.extend(model.__subclasses__())\n"
+        "        if model.__module__.startswith('tether.') and not model.__pydantic_complete__:\n"
+        "            found.append(model.__qualname__)\n"
+        "    return found\n"
+        "taking = Collections()\n"
+        "import tether.hooks.answer, tether.events.payload as p\n"
+        "p.REGISTRY.complete()\n"
+        "before = len(waiting())\n"
+        "taking.take()\n"
+        "after = waiting()\n"
+        "taking.give_back()\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    before, after = json.loads(out.stdout)
+    assert before > 100, "the kinds' and the envelope's models wait for their first use"
+    assert after == [], "all built at the daemon's start"
