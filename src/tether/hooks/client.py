@@ -24,8 +24,8 @@ HOOK_SCRIPT = os.path.join(os.path.dirname(os.path.realpath(__file__)), "hook.sh
 
 class NoDaemon:
     """No daemon answered at ``path``: the call is decided in-process, and then :meth:`start` starts one for the next
-    call. Not before: its start-up (all of tether's modules, pydantic's models) would take the CPU the decision
-    needs, on a machine of two cores the other one, and the call's own process would pay for the start."""
+    call. Not before: its start-up (all of tether's modules, pydantic's models) would take CPU from the decision, and
+    the call's own process would pay for starting it."""
 
     __slots__ = ("path",)
 

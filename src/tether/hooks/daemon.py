@@ -528,24 +528,22 @@ class Collections:
             self.threshold = None
 
 
-def build_models() -> int:
+def build_models() -> None:
     """Build every validator of tether's pydantic models that waits for its first use (``defer_build``: the
-    envelope's, the payload kinds'), and say how many: the daemon's first answered call built those it met, ~10 ms
-    (~22 ms for all 139 at the daemon's start, before it listens). One that cannot be built yet (a name it refers to
-    not defined) is left to its first use."""
+    envelope's, the payload kinds'): the daemon's first answered call built those it met, ~10 ms (~22 ms for all 139
+    at the daemon's start, before it listens). One that cannot be built yet (a name it refers to not defined) is left
+    to its first use."""
     from pydantic import BaseModel
 
-    built, todo = 0, BaseModel.__subclasses__()
+    from tether.scoped import suppress
+
+    todo = BaseModel.__subclasses__()
     while todo:
         model = todo.pop()
         todo.extend(model.__subclasses__())
         if model.__module__.startswith("tether.") and not model.__pydantic_complete__:
-            try:
+            with suppress(Exception):  # its first use builds it, or says why it cannot
                 model.model_rebuild()
-            except Exception:  # its first use builds it, or says why it cannot
-                continue
-            built += 1
-    return built
 
 
 def collect_if_due() -> None:

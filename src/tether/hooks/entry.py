@@ -326,17 +326,6 @@ def main(
             gc.enable()
 
 
-def decided(request: dict[str, str], raw: bytes, large: bool, own_process: bool, collecting: bool | None) -> Reply:
-    """The reply to the input ``raw``, checked and decided in this process (``large``: a receipt read whole)."""
-    if large:
-        full_path()  # the stream's reader (ijson) is in site-packages
-    try:
-        data = parse_receipt(raw) if large else parse(raw)
-    except HookInputError as e:
-        return refuse(str(e))
-    return decide(request, data, raw, own_process, collecting)
-
-
 def _main(argv: list[str], raw: bytes | None, own_process: bool, collecting: bool | None) -> int:
     try:
         if argv[:1] in (["install"], ["uninstall"], ["status"]):
@@ -359,7 +348,13 @@ def _main(argv: list[str], raw: bytes | None, own_process: bool, collecting: boo
                 return write(answered)
             absent = answered if isinstance(answered, NoDaemon) else None
         try:
-            return write(decided(request, raw, large, own_process, collecting))
+            if large:
+                full_path()  # the stream's reader (ijson) is in site-packages
+            try:
+                data = parse_receipt(raw) if large else parse(raw)
+            except HookInputError as e:
+                return write(refuse(str(e)))
+            return write(decide(request, data, raw, own_process, collecting))
         finally:
             if absent is not None:  # once the reply is out: its start-up would have taken the decision's CPU
                 absent.start()
