@@ -25,6 +25,8 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   stopped, and waited for, before the next call is timed;
 * … the next, at once — a call made as soon as that one has answered (a receipt after a quick tool, the second of
   calls made together), while the daemon it started is still starting;
+* … the next, once it listens — the same call made once that daemon listens: the first it answers, whose session
+  it opens then;
 * … the full path — the same call with ``TETHER_HOOK_PLAIN=0``: pydantic's models, as before the plain path.
   With the three rows before them, their cost splits into the interpreter, the unavoidable libraries, pydantic,
   tether's modules and the call;
@@ -88,6 +90,7 @@ import os
 import resource
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -248,6 +251,20 @@ def start_daemon(sock: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return daemon
 
 
+def listening(sock: Path) -> None:
+    """Until a daemon accepts connections on ``sock`` (it listens once its code is imported)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(sock))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the daemon a cold call starts did not start") from None
+        time.sleep(0.01)
+
+
 def stop_started(sock: Path) -> None:
     """Stop the daemon a call started on ``sock`` once it listens, and wait until it has exited (its lock free): its
     start-up and its end must not weigh on the next call timed."""
@@ -379,6 +396,7 @@ def main() -> None:
             ("  ... a Write", [*LAUNCHER, "--no-daemon"], "write-cold-launch", cold_calls),
             ("  ... the one that starts a daemon", LAUNCHER, "first-cold-launch", cold_calls),
             ("  ... the next, at once", LAUNCHER, "next-cold-launch", cold_calls),
+            ("  ... the next, once it listens", LAUNCHER, "started-cold-launch", cold_calls),
             ("  ... the full path (PLAIN=0)", [FULL, *LAUNCHER, "--no-daemon"], "cold-full", cold_calls),
             ("cold (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "cold", cold_calls),
             ("cold PostToolUse (--no-daemon)", [TETHER, "hook", "claude-code", "--no-daemon"], "post", cold_calls),
@@ -452,11 +470,13 @@ def main() -> None:
                     return decided_here(request, stdin)
                 if cmd[:1] == [FULL]:
                     return timed(cmd[1:], stdin, {**env, "TETHER_HOOK_PLAIN": "0"})
-                if session.startswith(("first", "next")):  # no daemon on its socket: a call starts one
+                if session.startswith(("first", "next", "started")):  # no daemon on its socket: a call starts one
                     alone = {**env, "TETHER_HOOK_SOCKET": str(first)}
                     try:
-                        if session.startswith("next"):  # right after the call (untimed) that started it
+                        if not session.startswith("first"):  # after the call (untimed) that started it
                             timed(cmd, pre_tool_use(workspace, session, -1 - i), alone)
+                        if session.startswith("started"):
+                            listening(first)
                         return timed(cmd, stdin, alone)
                     finally:
                         stop_started(first)
