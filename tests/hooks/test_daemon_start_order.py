@@ -3,8 +3,8 @@ decides: the daemon's start-up (all of tether's modules, pydantic's models) took
 ``subprocess``'s import cost the call more than the start itself. The daemon is started by ``posix_spawn`` in a
 session of its own, its standard streams on ``/dev/null`` and none of the descriptors the hook inherited (the
 agent's, perhaps a pipe it waits on for EOF). It imports its code before its socket is there: a call meanwhile is
-decided cold, where one queued on a socket bound first waited for the whole import; and it starts no second daemon
-while the first holds the lock."""
+decided cold, where one queued on a socket bound first waited for the whole import; it starts no second daemon while
+the first holds the lock; and a daemon process decides with pydantic's plugins off, as a hook process does."""
 
 from __future__ import annotations
 
