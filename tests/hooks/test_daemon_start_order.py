@@ -132,6 +132,22 @@ def test_no_second_daemon_is_started_while_one_holds_the_lock(tmp_path: Path, mo
     assert started == [str(sock)] * 2, "the lock let go (the daemon gone): one started"
 
 
+def test_a_daemon_starting_while_a_client_asks_gives_way_and_the_client_starts_one(tmp_path: Path) -> None:
+    """The instant a client asks whether a daemon holds the lock (its shared lock held), a daemon starting then finds
+    the lock taken and exits; the client, which got its shared lock, says none holds it, and starts one: never both
+    gone."""
+    import fcntl
+
+    from tether.hooks.daemon import serve
+
+    sock = tmp_path / "d" / "hookd.sock"
+    sock.parent.mkdir(mode=0o700)
+    with open(f"{sock}.lock", "a") as asking:
+        fcntl.flock(asking, fcntl.LOCK_SH)  # the client's question, caught in the act
+        assert serve(str(sock)) == 0 and not sock.exists(), "the starting daemon gives way"
+        assert not client.held(f"{sock}.lock"), "and the client, asking then, starts one"
+
+
 def test_the_daemon_listens_only_once_its_code_is_imported(tmp_path: Path, monkeypatch) -> None:
     """While the daemon imports, its socket is not there: a call then is decided in-process (and starts no daemon,
     the lock being held), instead of waiting in the socket's backlog for the import to end."""

@@ -104,12 +104,17 @@ def spawn(path: str) -> None:
         actions: list[tuple[object, ...]] = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, flags, 0) for fd, flags in _STREAMS]
         actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
         os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions, setsid=True)
-        return
-    except (AttributeError, NotImplementedError, OSError):  # no posix_spawn, no setsid or no listing: as before
-        pass
+    except (AttributeError, NotImplementedError, OSError):  # no posix_spawn, no setsid or no listing
+        _popen(argv)
+
+
+def _popen(argv: list[str]) -> None:
+    """Start ``argv`` as :func:`spawn` does, with ``subprocess``."""
     import subprocess
 
-    try:  # noqa: SIM105 — importing contextlib costs the client milliseconds
+    from tether.scoped import suppress
+
+    with suppress(OSError):  # this call is answered in-process anyway
         subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -118,8 +123,6 @@ def spawn(path: str) -> None:
             start_new_session=True,
             close_fds=True,
         )
-    except OSError:
-        pass  # this call is answered in-process anyway
 
 
 #: The daemon's standard streams, each opened on ``/dev/null``.
