@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .relay import decode, encode, exchange, private_dir, socket_path
+from .relay import decode, encode, exchange, lock_path, private_dir, socket_path
 from .wire import Reply, refuse
 
 #: The bash client: ``bash hook.sh PYTHON AGENT [OPTIONS]`` (what ``tether hook install`` writes where bash exists).
@@ -36,7 +36,7 @@ class NoDaemon:
         """Start a daemon, unless one holds the socket's lock: one starting (it imports its code before its socket
         is there) or ending (its socket removed first). A second would only find the lock taken and exit, its
         start-up spent on the CPU the calls meanwhile need."""
-        if not held(self.path + ".lock"):
+        if not held(lock_path(self.path)):
             spawn(self.path)
 
 

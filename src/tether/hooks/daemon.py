@@ -44,7 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .client import HOOK_SCRIPT
-from .relay import code_stamp, endpoint_path, private_dir, socket_path
+from .relay import code_stamp, endpoint_path, lock_path, private_dir, socket_path
 from .wire import AGENTS, MAX_INPUT_BYTES, HookInputError, Reply, parse, refuse
 
 IDLE_S = 30 * 60.0
@@ -191,7 +191,7 @@ def serve(path: str | None = None, *, idle_s: float = IDLE_S) -> int:
     if not private_dir(path):
         print(f"tether daemon: {os.path.dirname(path)} is not a directory only this user can open", file=sys.stderr)
         return 1
-    lock = open(path + ".lock", "a")  # noqa: SIM115 — held for the daemon's life
+    lock = open(lock_path(path), "a")  # noqa: SIM115 — held for the daemon's life
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

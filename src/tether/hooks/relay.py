@@ -57,6 +57,11 @@ def socket_path() -> str:
     return runtime + ("tether/hookd.sock" if runtime.endswith("/") else "/tether/hookd.sock")  # os.path.join
 
 
+def lock_path(socket: str) -> str:
+    """The file whose ``flock`` the daemon serving ``socket`` holds for its life (taken before it imports)."""
+    return socket + ".lock"
+
+
 def endpoint_path(socket: str) -> str:
     """The daemon's loopback TCP endpoint for the bash client: ``PORT CLIENT_TOKEN SERVER_TOKEN SCRIPT``, 0600."""
     return socket + ".tcp"
