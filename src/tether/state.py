@@ -55,15 +55,18 @@ if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are 
     )
     from tether.events.kinds_context import ContextCompacted
     from tether.events.kinds_control import (
+        BeliefRecorded,
         CompletionAccepted,
         CompletionRefused,
         ControlChanged,
         NoOpChecked,
         RecoverySwitched,
         ReviewerCalled,
+        ReviewFindingRecorded,
     )
     from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
     from tether.events.kinds_guard import SessionEnded
+    from tether.events.kinds_knowledge import PlanCarried
     from tether.events.kinds_verify import PreflightCompleted
 
     #: Facts the runtime records that a run cannot go on from; ``next_step`` turns the pending one into a finish.
@@ -94,6 +97,11 @@ def external_driver(sandbox: str) -> str:
 
 #: The recovery strategy that hands the run to a person (the last rung of ``control.recovery.LADDER``).
 ESCALATE_HUMAN = "escalate_human"
+
+#: The tool an agent of tether's own loop keeps its plan with (control/planning.py): its calls change the plan.
+PLAN_TOOL = "plan"
+#: The belief on which tests fail (control/beliefs.py): a write's review refuses to edit a test file it names.
+FAILING_TESTS = "tests.failing"
 
 #: The kinds a run's status depends on: those whose handlers set ``status`` or the pending approvals, and
 #: the proposals the approvals name. Folding only these gives the full fold's ``status`` and
@@ -278,6 +286,13 @@ class RunState:
     control: ControlState = ControlState.NORMAL  # the state the latest control.changed set (NORMAL before any)
     escalated_seq: int = -1  # the latest recovery.switched when it escalated to a person ("escalate_human"), else -1
     review_refusals: int = 0  # the trailing run of refused review.gate events (review.execution's escalation)
+    # What a write's review reads of the plan and the beliefs (review/execution.py), so that a write's PreToolUse needs
+    # no fold of the control layer either (late in a worked session its checkpointed fold, tried in a child and
+    # loaded, cost a cold Edit ~15 ms more than a Read): whether the plan may hold a task, and the latest belief on
+    # the failing tests, its value and the receipts it cites (None: none recorded).
+    planned: bool = False  # a plan call completed, or a plan carried or reopened: the plan is not the empty one
+    failing_tests: Any = None
+    failing_cites: list[str] = field(default_factory=list)
     settled: set[str] = field(default_factory=set)  # failed calls a person continued past: they stop nothing now
     text_only_turns: int = 0
     last_text: str = ""
@@ -573,6 +588,8 @@ class RunState:
                 self.changed_files.append(f)
         if a.tool == "finish" and p.ok:
             self.claims[a.call_id] = ClaimStatus.PENDING
+        elif PLAN_TOOL in (a.tool, p.tool):  # the plan fold reads the completion's tool (control/receipts.py)
+            self.planned = True
         if not EXTERNAL_OUTPUT_EFFECTS.isdisjoint(p.result.get("effects", [])) and a.call_id not in self.external_calls:
             self.external_calls.append(a.call_id)  # once per call, whatever its retries
             self.external_used += 1
@@ -618,6 +635,13 @@ class RunState:
 
     def _review_gate(self, e: Event, p: ReviewGate) -> None:
         self.review_refusals = 0 if p.ok else self.review_refusals + 1
+
+    def _belief(self, e: Event, p: BeliefRecorded) -> None:
+        if p.key == FAILING_TESTS:  # as the control layer's beliefs keep it: the latest recorded
+            self.failing_tests, self.failing_cites = p.value, list(p.cites)
+
+    def _planned(self, e: Event, p: ReviewFindingRecorded | PlanCarried) -> None:
+        self.planned = True
 
     def _budget_exceeded(self, e: Event, p: BudgetExceeded) -> None:
         self.last_error = f"budget {p.budget} exceeded: used {p.used} of {p.limit}"
@@ -669,4 +693,7 @@ _BY_KIND: dict[str, Callable[[RunState, Event, Any], None]] = {
     "control.changed": RunState._control_changed,  # ControlChanged
     "recovery.switched": RunState._recovery_switched,  # RecoverySwitched
     "review.gate": RunState._review_gate,  # ReviewGate
+    "belief.recorded": RunState._belief,  # BeliefRecorded
+    "review.finding": RunState._planned,  # ReviewFindingRecorded: it may reopen a task
+    "plan.carried": RunState._planned,  # PlanCarried
 }

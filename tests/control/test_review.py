@@ -3,14 +3,17 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from control_helpers import Run, envelope
 
+import tether.control.fold as fold_module
 from tether.control import fold_plan
 from tether.control.hypotheses import hypothesis_events
 from tether.envelope.schema import ToolContract
 from tether.review import review, review_action
 from tether.review.execution import consecutive_failures
 from tether.snapshot import Manifest, MemoryBlobStore, take
+from tether.state import RunState
 from tether.verify.changes import WorkspaceDiff, run_diff
 
 BASELINES: dict[Path, tuple[Manifest, MemoryBlobStore]] = {}
@@ -154,3 +157,82 @@ def test_review_gate(tmp_path: Path) -> None:
     for result in (scoped, test_edit):
         run.append([("review.gate", result.to_payload("c", "write_file"))])
     assert consecutive_failures(run.events) == 2
+
+
+#: The paths a write's review is asked about below: a test that fails or once failed, code in and out of a task's
+#: files, and a path outside the write set.
+WRITTEN = ("tests/test_calc.py", "tests/test_other.py", "src/calc.py", "src/other.py", "setup.py")
+
+
+def test_the_run_state_answers_a_writes_review_as_the_control_layers_fold_does(tmp_path: Path) -> None:
+    """A write's review reads the failing tests and whether a plan was made from the run state when it is given (a
+    hook's PreToolUse then needs no fold of the control layer): at every step of a run that fails tests, passes them,
+    fails others, plans, and has its plan carried and reviewed, its answer with the state is the fold's."""
+    run = Run(tmp_path)
+    env = envelope()
+
+    def same() -> None:
+        events = run.events
+        state = RunState.from_events(events)
+        for path in WRITTEN:
+            with_state = review_action(contract("write"), {"path": path}, events, env, state)
+            by_fold = review_action(contract("write"), {"path": path}, events, env)
+            assert (with_state.ok, with_state.risk, with_state.reasons) == (by_fold.ok, by_fold.risk, by_fold.reasons)
+
+    same()
+    run.run_tests(["tests/test_calc.py::test_add"])
+    same()
+    assert RunState.from_events(run.events).failing_tests == ["tests/test_calc.py::test_add"]
+    run.run_tests([])
+    same()
+    run.run_tests(["tests/test_other.py::test_x", "tests/test_calc.py::test_add"])
+    same()
+    assert not RunState.from_events(run.events).planned
+    run.act("plan", {"tasks": [{"id": "a", "status": "ACTIVE", "files": ["src/calc.py"]}]})
+    assert RunState.from_events(run.events).planned
+    same()
+    run.act("plan", {"tasks": [{"id": "a", "status": "VERIFYING"}]})
+    same()
+
+
+def test_a_plan_carried_reopened_or_called_in_vain_is_read_from_the_fold(tmp_path: Path) -> None:
+    """Whatever may make the plan other than the empty one marks the run state ``planned``: a plan call that completes
+    (even one that failed: the state does not judge the call), a plan carried from an earlier run, a reviewer's finding
+    (which may reopen a task). Then a write's review reads the plan from the fold."""
+    for i, events in enumerate(
+        (
+            lambda run: run.act("plan", {"tasks": []}, ok=False),
+            lambda run: run.append([("plan.carried", {"from_run": "r0", "from_seq": 0, "tasks": []})]),
+            lambda run: run.append(
+                [("review.finding", {"view": "reviewer", "severity": "low", "check": "c", "message": "m"})]
+            ),
+        )
+    ):
+        run = Run(tmp_path / str(i))
+        run.run_tests([])
+        assert not RunState.from_events(run.events).planned
+        events(run)
+        assert RunState.from_events(run.events).planned, i
+
+
+def test_a_writes_review_given_the_run_state_folds_no_control_layer_unless_a_plan_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = Run(tmp_path, auto_observe=False)
+    run.run_tests(["tests/test_calc.py::test_add"])
+    run.observe()  # the belief on the failing tests
+    state, env = RunState.from_events(run.events), envelope()
+
+    def no_fold(events: object) -> None:
+        raise AssertionError("the control layer's fold was read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fold_module, "folded", no_fold)
+        refused = review_action(contract("write"), {"path": "tests/test_calc.py"}, run.events, env, state)
+        assert not refused.ok and "fix the code under test" in refused.reasons[0]
+        assert review_action(contract("write"), {"path": "src/calc.py"}, run.events, env, state).ok
+    run.act("plan", {"tasks": [{"id": "a", "status": "ACTIVE", "files": ["src/calc.py"]}]})
+    state = RunState.from_events(run.events)
+    monkeypatch.setattr(fold_module, "folded", no_fold)
+    with pytest.raises(AssertionError, match="fold was read"):
+        review_action(contract("write"), {"path": "src/other.py"}, run.events, env, state)

@@ -9,7 +9,8 @@ session's receipts and writes"):
 - a plain receipt does not write a body holding models (plain records): the checkpoint was not written again until
   a call on the full path. The cache is not written now (stale whenever it held anything);
 - a write's execution review asked for the control layer's fold, which a cold PreToolUse does not read: the whole log
-  folded, 0.8 s an Edit. Now the checkpoint's second part is read when first asked for (control/deferred.py);
+  folded, 0.8 s an Edit. Now the checkpoint's second part is read when first asked for (control/deferred.py), and
+  (2026-12-06) only where a plan was made: the failing tests are the run state's (state.py ``planned``);
 - a write's receipt read the whole log before its image to find what ran while it was in flight: 0.3 s;
 - writing a checkpoint searched every output since the last (the first after an upgrade: all of them, 3.5 s). A
   checkpoint of a trusted session now names where the unsearched texts begin, read, audited, once needed.
@@ -30,6 +31,7 @@ from test_audit_from_checkpoint import rewrite
 from test_fold_checkpoint import checkpoint_file, cold, guard_of
 
 import tether.hooks.launch as launch
+from tether.events.store import EventStore
 from tether.guard import log as guard_log
 from tether.guard.session import Guard
 
@@ -230,22 +232,46 @@ def decided_cold(hook: Hook, data: dict[str, object]) -> dict[str, object]:
     return got
 
 
-def edit(hook: Hook, call_id: str) -> dict[str, object]:
-    path = hook.workspace / "m1.py"
+def edit(hook: Hook, call_id: str, name: str = "m1.py") -> dict[str, object]:
+    path = hook.workspace / name
     given = {"file_path": str(path), "old_string": "x = 1", "new_string": "x = 2"}
     return payload("claude-code.PreToolUse", hook.workspace, tool_name="Edit", tool_input=given, tool_use_id=call_id)
 
 
-def test_a_cold_edit_is_reviewed_against_the_checkpoints_fold(believing: Hook) -> None:
+def carry_plan(hook: Hook, files: list[str]) -> None:
+    """A plan with one ACTIVE task over ``files`` appended to the session after its checkpoint's head, as ``tether run
+    --continue-plan`` carries one into a run: a write's review now reads the plan, from the control layer's fold."""
+    db = hook.workspace / ".tether" / "tether.db"
+    with sqlite3.connect(db) as conn:
+        (run_id,) = conn.execute("SELECT run_id FROM runs").fetchone()
+    store = EventStore.open(db)
+    try:
+        task = {"id": "a", "status": "ACTIVE", "files": files}
+        store.append(run_id, "plan.carried", {"from_run": "earlier", "from_seq": 0, "tasks": [task]})
+    finally:
+        store.close()
+
+
+def test_a_cold_edit_where_no_plan_was_made_is_reviewed_without_the_control_layers_fold(believing: Hook) -> None:
+    """Its review reads the failing tests and that there is no plan from the run state (state.py ``planned``): the
+    checkpoint's fold part is neither read nor tried, nor is the log folded by the control layer."""
+    got = decided_cold(believing, edit(believing, "toolu_edit"))
+    assert got == {"decision": "allow", "started": [], "loop": False}
+
+
+def test_a_cold_edit_in_a_planned_session_is_reviewed_against_the_checkpoints_fold(believing: Hook) -> None:
     from tether.guard import checkpoint as ck
 
     found = ck.parts(checkpoint_file(believing).read_bytes(), ck.MAGIC, ck.MAX_BYTES)
     assert found is not None
     head = int(found[0]["seq"])
+    carry_plan(believing, ["m1.py"])
     got = decided_cold(believing, edit(believing, "toolu_edit"))
     assert got["decision"] == "allow" and got["loop"] is False
     started = got["started"]
     assert isinstance(started, list) and started and started[0] == head + 1, started
+    outside = decided_cold(believing, edit(believing, "toolu_edit_outside", "m2.py"))
+    assert outside["decision"] != "allow", outside  # outside the active task's files: the fold's plan decided
 
 
 def test_a_checkpoint_whose_fold_part_is_forged_is_not_used_for_it(believing: Hook) -> None:
@@ -253,6 +279,7 @@ def test_a_checkpoint_whose_fold_part_is_forged_is_not_used_for_it(believing: Ho
     (here: the checkpoint's own body cut short of it) is not taken; the review folds the log and decides the same."""
     from tether.guard import checkpoint as ck
 
+    carry_plan(believing, ["m1.py"])
     path = checkpoint_file(believing)
     header, body = ck.parts(path.read_bytes(), ck.MAGIC, ck.MAX_BYTES) or ({}, b"")
     cut = bytes(body[: sum(header["parts"])]) + b"\x80\x05N."  # the fold's part replaced by a pickled None

@@ -142,7 +142,8 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
     for i, (tool, args) in enumerate(file_tool_calls(tmp_path)):
         out, modules = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
-        assert "tether.control.fold" in modules and "pydantic" not in modules  # reviewed, on the plain path
+        assert "tether.review.execution" in modules and "pydantic" not in modules  # reviewed, on the plain path,
+        assert "tether.control.fold" not in modules  # from the run state: no plan was made (state.py ``planned``)
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], tool
     out, modules = call(tmp_path, "PostToolUse", **RECEIPT)
     assert "tether.control.loop" in modules and "pydantic" not in modules, out  # the receipt's view, plain
@@ -177,8 +178,8 @@ RECEIPT = {
 
 
 def file_tool_calls(project: Path) -> list[tuple[str, dict[str, str]]]:
-    """A Write and an Edit: each reviewed against the control layer's fold (the plan's active task, the failing tests
-    the beliefs name), so each imports the control modules; before, typing, hashlib and datetime came with them."""
+    """A Write and an Edit: each reviewed (the write set; the plan's active task and the failing tests the beliefs
+    name, which the run state holds where no plan was made: no control module is imported for them)."""
     (project / "app.py").write_text("x = 1\n")
     return [
         ("Write", {"file_path": str(project / "new.py"), "content": "y = 1\n"}),
@@ -291,7 +292,7 @@ def test_no_tether_module_on_the_plain_path_imports_typing_or_its_companions(tmp
     assert "tether.guard.session" in modules and "pydantic" not in modules, out  # decided here, plain
     for i, (tool, args) in enumerate(file_tool_calls(tmp_path)):
         out, more = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
-        assert "tether.control.fold" in more and "pydantic" not in more, out  # the control modules read too
+        assert "tether.review.execution" in more and "pydantic" not in more, out  # reviewed
         modules |= more
     out, more = call(tmp_path, "PostToolUse", **{**RECEIPT, "tool_use_id": "toolu_1"})
     assert "tether.control.loop" in more and "pydantic" not in more, out

@@ -1,11 +1,12 @@
 """Folds of the control layer that a run's holder can give when one is first asked for, not before.
 
 A hook's cold PreToolUse restores its session from a fold checkpoint without reading the checkpoint's second part,
-the control layer's fold: deciding a command or a read never asks for it (guard/log.py ``wants_fold``). A write
-does (its execution review reads the plan and the beliefs), and without the fold at hand the control layer folded
-the whole log: 0.8 s a cold Edit after 1,000 tool calls. So the checkpoint's reader leaves here how to read that
-part (guard/checkpoint.py), and :func:`tether.control.fold.folded` takes it the first time it is asked for the run.
-Its own module, holding no fold: registering one imports nothing of the control layer.
+the control layer's fold: deciding a command or a read never asks for it (guard/log.py ``wants_fold``), nor a write
+where no plan was made (its review reads the failing tests from the run state). A write's review in a session with a
+plan does, and without the fold at hand the control layer folded the whole log: 0.8 s a cold Edit after 1,000 tool
+calls. So the checkpoint's reader leaves here how to read that part (guard/checkpoint.py), and
+:func:`tether.control.fold.folded` takes it the first time it is asked for the run. Its own module, holding no fold:
+registering one imports nothing of the control layer.
 """
 
 from __future__ import annotations

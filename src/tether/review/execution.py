@@ -19,6 +19,7 @@ from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_calls import ReviewGate
 from tether.events.payload import fresh
 from tether.records import dataclass, field
+from tether.state import FAILING_TESTS
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -50,9 +51,10 @@ def review_action(
     envelope: Envelope,
     state: RunState | None = None,
 ) -> ReviewResult:
-    """``state``: the run state of ``events`` when the caller holds it (the decider does). A call that writes
-    nothing is then reviewed without the control layer's fold: whether recovery waits for a person is the run
-    state's (``RunState.awaiting_human``), so a hook's PreToolUse of a command does not import the control layer."""
+    """``state``: the run state of ``events`` when the caller holds it (the decider does). A call is then reviewed
+    without the control layer's fold: whether recovery waits for a person, the failing tests and whether there is a
+    plan are the run state's (``RunState.awaiting_human``, ``failing_tests``, ``planned``), so a hook's PreToolUse of
+    a command, or of a write where no plan was made, does not import the control layer."""
     # Imported here: the decider imports this module for every call, and a read is never reviewed.
     import tether.control.risk as risk_of  # `import … as`: see budgets.cap_call
 
@@ -62,7 +64,7 @@ def review_action(
     if any([e != Effect.READ for e in effects]) and _awaiting_human(events, state):  # a list: see rate_action
         problems.append("recovery has escalated to a human; only read-only actions until they respond")
     if Effect.WRITE in effects:  # the paths only a write's problems read (a command's review needs none)
-        problems += _write_problems(risk_of.action_paths(args), events, envelope)
+        problems += _write_problems(risk_of.action_paths(args), events, envelope, state)
     return ReviewResult(not problems, risk, problems + [r for r in risk_reasons if r not in problems])
 
 
@@ -74,10 +76,9 @@ def _awaiting_human(events: History, state: RunState | None) -> bool:
     return folded(events).awaiting_human
 
 
-def _write_problems(paths: list[str], events: History, envelope: Envelope) -> list[str]:
+def _write_problems(paths: list[str], events: History, envelope: Envelope, state: RunState | None) -> list[str]:
     """Why a write to ``paths`` is refused: the write set, the output contract, the plan's active task and the
-    failing tests the beliefs name (these read the control layer's fold)."""
-    from tether.control.fold import folded  # see review_action
+    failing tests the beliefs name (the run state's, ``state``, when given; else the control layer's fold's)."""
     from tether.control.risk import is_test_path, rate_path
 
     problems: list[str] = []
@@ -87,8 +88,30 @@ def _write_problems(paths: list[str], events: History, envelope: Envelope) -> li
             problems.append(why)
     if "patch" not in envelope.outputs.allowed_types:
         problems.append(f"the output contract allows {envelope.outputs.allowed_types}, not patches")
-    fold = folded(events)
-    plan = fold.rated_plan(envelope)
+    if state is None or state.planned:
+        problems += _plan_problems(paths, events, envelope)
+    if state is not None:
+        value, cites = state.failing_tests, state.failing_cites
+    else:
+        from tether.control.fold import folded  # see review_action
+
+        belief = folded(events).belief_view(()).get(FAILING_TESTS)
+        value, cites = (None, []) if belief is None else (belief.value, list(belief.cites))
+    if value:
+        failing_files = {str(t).split("::")[0] for t in value}
+        for p in paths:
+            if is_test_path(p) and p in failing_files:
+                problems.append(f"{p} holds failing tests ({', '.join(cites)}); fix the code under test, not the test")
+    return problems
+
+
+def _plan_problems(paths: list[str], events: History, envelope: Envelope) -> list[str]:
+    """Why the plan refuses a write to ``paths``: tasks but none ACTIVE, or a path outside every ACTIVE task's
+    files (the control layer's fold's plan)."""
+    from tether.control.fold import folded  # see review_action
+
+    problems: list[str] = []
+    plan = folded(events).rated_plan(envelope)
     if plan.tasks:
         active = plan.active()
         if not active:
@@ -103,14 +126,6 @@ def _write_problems(paths: list[str], events: History, envelope: Envelope) -> li
                 if outside:
                     ids = ", ".join(t.id for t in active)
                     problems.append(f"{', '.join(outside)} is outside the files of the active task ({ids})")
-    failing = fold.belief_view(()).get("tests.failing")
-    if failing is not None and failing.value:
-        failing_files = {str(t).split("::")[0] for t in failing.value}
-        for p in paths:
-            if is_test_path(p) and p in failing_files:
-                problems.append(
-                    f"{p} holds failing tests ({', '.join(failing.cites)}); fix the code under test, not the test"
-                )
     return problems
 
 
