@@ -62,6 +62,9 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   of the log; the row before it folds what came after the daemon's last checkpoint while it ran (up to 256 events:
   what a cold call meets while the daemon still runs and the session is busy, one it declined or could not be reached
   for);
+* … its Edits and Writes, then — the same after the daemon's end, each call an Edit or a Write of the session's
+  (:func:`worked_call`'s), in a session of their own seeded as that one: their review reads the plan and the failing
+  tests, the rows about it a command's decision;
 * … its session quiet — the same while the daemon runs, the session seeded alike and then quiet (``QUIET_S`` without
   a call: the daemon writes its checkpoint at its head between calls, ``hooks/session.py`` ``checkpoint_quiet``);
 * … its own calls — the launcher deciding the worked session's next calls themselves, a Read, an Edit, a Write or a
@@ -217,6 +220,8 @@ def worked_call(workspace: Path, session: str, i: int) -> tuple[bytes, bytes]:
 
 #: The session whose own calls the "its calls" rows decide (seeded as the worked row's).
 WORKED = "cold-worked-calls"
+#: The session whose Edits and Writes the "its Edits and Writes" row decides (seeded as the row after the daemon's end).
+WRITES = "cold-worked-writes"
 
 
 class Worked:
@@ -225,9 +230,13 @@ class Worked:
 
     def __init__(self, workspace: Path, prior: int) -> None:
         self.workspace, self.next, self.post = workspace, prior, b""
+        self.writes = prior // 20 + 1  # the next Edit or Write is the one of the twenty calls from 20 times this on
 
     def stdin(self, session: str) -> bytes:
-        """The input of the row of ``session``, or b"" when it is not one of the two."""
+        """The input of the row of ``session``, or b"" when it is not one of the three."""
+        if session.startswith(WRITES):  # calls 7-10 of each twenty are Edits, 11 a Write: each in turn
+            k, self.writes = self.writes, self.writes + 1
+            return worked_call(self.workspace, WRITES, 20 * k + 7 + k % 5)[0]
         if session.startswith("cold-worked-pre"):
             pre, self.post = worked_call(self.workspace, WORKED, self.next)
             self.next += 7  # coprime with the 20 calls of its mix: a few rows' calls are of every kind, not 5 Reads
@@ -436,6 +445,7 @@ def main() -> None:
                 "cold-ended-launch",
                 cold_calls,
             ),
+            ("  ... its Edits and Writes, then", [*LAUNCHER, "--no-daemon"], WRITES, cold_calls),
             ("  ... its session quiet", [*LAUNCHER, "--no-daemon"], "cold-quiet-launch", cold_calls),
             ("  ... its calls: PreToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-pre", cold_calls),
             ("  ... its calls: PostToolUse", [*LAUNCHER, "--no-daemon"], "cold-worked-post", cold_calls),
@@ -454,6 +464,7 @@ def main() -> None:
             seed(request, workspace, "here-long", args.prior, here=True)
             seed_cold(request, workspace, "cold-made-launch", args.prior, env)
             seed_worked(request, workspace, "cold-ended-launch", args.prior)
+            seed_worked(request, workspace, WRITES, args.prior)
             checkpoint_left()  # the daemon's end, as it ends idle: each session it answered checkpointed at its head
             seed_worked(request, workspace, "cold-quiet-launch", args.prior)
             checkpoint_quiet(0.0)  # as the daemon does once the session is QUIET_S without a call
