@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +149,26 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
     out, modules = call(tmp_path, "PostToolUse", **RECEIPT)
     assert "tether.control.loop" in modules and "pydantic" not in modules, out  # the receipt's view, plain
     assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], "PostToolUse"
+
+
+def test_a_belief_on_anything_but_the_failing_tests_builds_no_control_model(tmp_path: Path) -> None:
+    """The run state keeps the latest belief on the failing tests, which a write's review reads (state.py
+    ``_belief``); folding a belief on anything else (a Read's receipt gives one: the file exists) reads its key
+    only. A cold PreToolUse after it builds no model of the control kinds, nor imports their module (~0.8 ms)."""
+    (tmp_path / "README.md").write_text("needle\n")
+    call(tmp_path, "SessionStart")
+    given = {"file_path": str(tmp_path / "README.md")}
+    call(tmp_path, "PreToolUse", tool_name="Read", tool_input=given, tool_use_id="toolu_r")
+    response = {"type": "text", "file": {"filePath": given["file_path"], "content": "needle\n", "numLines": 1}}
+    call(tmp_path, "PostToolUse", tool_name="Read", tool_input=given, tool_use_id="toolu_r", tool_response=response)
+    with sqlite3.connect(tmp_path / ".tether" / "tether.db") as db:
+        keys = [
+            json.loads(p)["key"] for (p,) in db.execute("SELECT payload FROM events WHERE kind = 'belief.recorded'")
+        ]
+    assert keys and "tests.failing" not in keys, keys
+    out, modules = call(tmp_path, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="toolu_2")
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
+    assert "tether.guard.session" in modules and "tether.events.kinds_control" not in modules
 
 
 def test_a_git_rewrite_in_a_plain_repository_is_judged_without_dulwich(tmp_path: Path) -> None:
