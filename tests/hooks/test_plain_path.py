@@ -233,6 +233,25 @@ def test_a_forged_payload_in_the_log_is_refused_as_the_full_path_refuses_it(tmp_
         assert fast[:2] == full[:2] and fast[1] == 2 and fast[2], (fast, full)  # refused, by the full path
 
 
+def test_a_forged_belief_on_the_failing_tests_is_refused_and_one_on_anything_else_is_not_read(tmp_path: Path) -> None:
+    """The run state reads the latest belief on the failing tests (a write's review does: state.py ``_belief``): one
+    that does not fit its kind's model is refused, plain and full path alike, as any payload the state reads. A
+    belief on anything else is read for its key only, as before the state read beliefs at all."""
+    project = started(tmp_path)
+    db = project / ".tether" / "tether.db"
+    read = {"tool_name": "Read", "tool_input": {"file_path": str(project / "README.md")}, "tool_use_id": "toolu_r"}
+    assert call(project, "PreToolUse", **read)[1] == 0
+    response = {"type": "text", "file": {"filePath": str(project / "README.md"), "content": "hello\n", "numLines": 1}}
+    assert call(project, "PostToolUse", **read, tool_response=response)[1] == 0  # a belief: the file exists
+    forge(db, "belief.recorded", lambda p: {**p, "cites": "no list", "smuggled": True})
+    out, code, _ = call(project, "PreToolUse", **pre("ls"), tool_use_id="toolu_other")
+    assert code == 0 and '"allow"' in out, out  # not the failing tests': its model is never built
+    forge(db, "belief.recorded", lambda p: {**p, "key": "tests.failing"})
+    full = call(project, "PreToolUse", plain=False, **pre("ls"), tool_use_id="toolu_f")
+    fast = call(project, "PreToolUse", **pre("ls"), tool_use_id="toolu_p")
+    assert fast[:2] == full[:2] and fast[1] == 2, (fast, full)  # refused, exit 2: never let through
+
+
 CHECKPOINTED = """
 import json, sys
 from tether import plain
