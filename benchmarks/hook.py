@@ -64,7 +64,7 @@ Usage: ``python benchmarks/hook.py [--calls N] [--prior M]``. Times whole-proces
   for);
 * … its Edits and Writes, then — the same after the daemon's end, each call an Edit or a Write of the session's
   (:func:`worked_call`'s), in a session of their own seeded as that one: their review reads the plan and the failing
-  tests, the rows about it a command's decision;
+  tests, where the rows before time a command;
 * … its session quiet — the same while the daemon runs, the session seeded alike and then quiet (``QUIET_S`` without
   a call: the daemon writes its checkpoint at its head between calls, ``hooks/session.py`` ``checkpoint_quiet``);
 * … its own calls — the launcher deciding the worked session's next calls themselves, a Read, an Edit, a Write or a
@@ -230,7 +230,7 @@ class Worked:
 
     def __init__(self, workspace: Path, prior: int) -> None:
         self.workspace, self.next, self.post = workspace, prior, b""
-        self.writes = prior // 20 + 1  # the next Edit or Write is the one of the twenty calls from 20 times this on
+        self.writes = prior // 20 + 1  # the next Edit or Write: one of the twenty calls from 20 times this on
 
     def stdin(self, session: str) -> bytes:
         """The input of the row of ``session``, or b"" when it is not one of the three."""

@@ -644,7 +644,7 @@ class RunState:
         first: a belief on anything else (a Read's receipt gives one) builds no model, nor imports the control
         kinds' module (``events/kinds_control.py``: ~0.8 ms of a cold hook call that folds one)."""
         if e.payload.get("key") == FAILING_TESTS:
-            p = cast("BeliefRecorded", e.data)  # its model, checked as it is built (raises LogCorrupt if unfit)
+            p = cast("BeliefRecorded", e.data)  # its model, checked as it is built: an unfit one is refused
             self.failing_tests, self.failing_cites = p.value, list(p.cites)
 
     def _planned(self, e: Event, p: ReviewFindingRecorded | PlanCarried) -> None:

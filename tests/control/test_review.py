@@ -167,7 +167,7 @@ WRITTEN = ("tests/test_calc.py", "tests/test_other.py", "src/calc.py", "src/othe
 def test_the_run_state_answers_a_writes_review_as_the_control_layers_fold_does(tmp_path: Path) -> None:
     """A write's review reads the failing tests and whether a plan was made from the run state when it is given (a
     hook's PreToolUse then needs no fold of the control layer): at every step of a run that fails tests, passes them,
-    fails others, plans, and has its plan carried and reviewed, its answer with the state is the fold's."""
+    fails others, plans and replans, its answer with the state is the fold's."""
     run = Run(tmp_path)
     env = envelope()
 
@@ -199,7 +199,7 @@ def test_a_plan_carried_reopened_or_called_in_vain_is_read_from_the_fold(tmp_pat
     """Whatever may make the plan other than the empty one marks the run state ``planned``: a plan call that completes
     (even one that failed: the state does not judge the call), a plan carried from an earlier run, a reviewer's finding
     (which may reopen a task). Then a write's review reads the plan from the fold."""
-    for i, events in enumerate(
+    for i, make in enumerate(
         (
             lambda run: run.act("plan", {"tasks": []}, ok=False),
             lambda run: run.append([("plan.carried", {"from_run": "r0", "from_seq": 0, "tasks": []})]),
@@ -211,13 +211,15 @@ def test_a_plan_carried_reopened_or_called_in_vain_is_read_from_the_fold(tmp_pat
         run = Run(tmp_path / str(i))
         run.run_tests([])
         assert not RunState.from_events(run.events).planned
-        events(run)
+        make(run)
         assert RunState.from_events(run.events).planned, i
 
 
 def test_a_writes_review_given_the_run_state_folds_no_control_layer_unless_a_plan_was_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """What a hook's cold PreToolUse of a write relies on: with the state, the failing tests refuse an edit of their
+    file without the fold; once a plan is made, the plan is read from the fold."""
     run = Run(tmp_path, auto_observe=False)
     run.run_tests(["tests/test_calc.py::test_add"])
     run.observe()  # the belief on the failing tests

@@ -143,7 +143,7 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
     for i, (tool, args) in enumerate(file_tool_calls(tmp_path)):
         out, modules = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
-        assert "tether.review.execution" in modules and "pydantic" not in modules  # reviewed, on the plain path,
+        assert "tether.review.execution" in modules and "pydantic" not in modules  # reviewed, on the plain path
         assert "tether.control.fold" not in modules  # from the run state: no plan was made (state.py ``planned``)
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], tool
     out, modules = call(tmp_path, "PostToolUse", **RECEIPT)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from tether.envelope.schema import Envelope
 from tether.events.store import Event
 from tether.records import dataclass, field, replace
-from tether.state import PLAN_TOOL as PLAN_TOOL  # the run state watches its calls too (``planned``)
+from tether.state import PLAN_TOOL  # the run state watches its calls too (``planned``)
 from tether.typeless import cast
 
 from .receipts import IntentCalls
