@@ -63,7 +63,6 @@ if TYPE_CHECKING:  # a hook session never writes these kinds: their modules are 
         NoOpChecked,
         RecoverySwitched,
         ReviewerCalled,
-        ReviewFindingRecorded,
     )
     from tether.events.kinds_delegate import DelegateFinished, DelegateStarted
     from tether.events.kinds_guard import SessionEnded
@@ -291,7 +290,7 @@ class RunState:
     # no fold of the control layer either (late in a worked session its checkpointed fold, tried in a child and
     # loaded, cost a cold Edit ~15 ms more than a Read): whether the plan may hold a task, and the latest belief on
     # the failing tests, its value and the receipts it cites (None: none recorded).
-    planned: bool = False  # a plan call completed, or a plan carried or reopened: the plan is not the empty one
+    planned: bool = False  # a plan call completed, or a plan carried: the plan may hold a task (none else makes one)
     failing_tests: Any = None
     failing_cites: list[str] = field(default_factory=list)
     settled: set[str] = field(default_factory=set)  # failed calls a person continued past: they stop nothing now
@@ -647,7 +646,7 @@ class RunState:
             p = cast("BeliefRecorded", e.data)  # its model, checked as it is built: an unfit one is refused
             self.failing_tests, self.failing_cites = p.value, list(p.cites)
 
-    def _planned(self, e: Event, p: ReviewFindingRecorded | PlanCarried) -> None:
+    def _planned(self, e: Event, p: PlanCarried) -> None:
         self.planned = True
 
     def _budget_exceeded(self, e: Event, p: BudgetExceeded) -> None:
@@ -700,7 +699,6 @@ _BY_KIND: dict[str, Callable[[RunState, Event, Any], None]] = {
     "control.changed": RunState._control_changed,  # ControlChanged
     "recovery.switched": RunState._recovery_switched,  # RecoverySwitched
     "review.gate": RunState._review_gate,  # ReviewGate
-    "review.finding": RunState._planned,  # ReviewFindingRecorded: it may reopen a task
     "plan.carried": RunState._planned,  # PlanCarried
 }
 #: Kinds whose handler looks at the event before it builds the payload's model, when it needs it at all.

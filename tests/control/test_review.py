@@ -195,17 +195,15 @@ def test_the_run_state_answers_a_writes_review_as_the_control_layers_fold_does(t
     same()
 
 
-def test_a_plan_carried_reopened_or_called_in_vain_is_read_from_the_fold(tmp_path: Path) -> None:
+def test_a_plan_carried_or_called_in_vain_is_read_from_the_fold_and_a_finding_makes_none(tmp_path: Path) -> None:
     """Whatever may make the plan other than the empty one marks the run state ``planned``: a plan call that completes
-    (even one that failed: the state does not judge the call), a plan carried from an earlier run, a reviewer's finding
-    (which may reopen a task). Then a write's review reads the plan from the fold."""
+    (even one that failed: the state does not judge the call), a plan carried from an earlier run. Then a write's
+    review reads the plan from the fold. A reviewer's finding (a hook session's stop records them) reopens only a task
+    a plan holds: alone it leaves the plan empty, and the state unplanned, answering as the fold does."""
     for i, make in enumerate(
         (
             lambda run: run.act("plan", {"tasks": []}, ok=False),
             lambda run: run.append([("plan.carried", {"from_run": "r0", "from_seq": 0, "tasks": []})]),
-            lambda run: run.append(
-                [("review.finding", {"view": "reviewer", "severity": "low", "check": "c", "message": "m"})]
-            ),
         )
     ):
         run = Run(tmp_path / str(i))
@@ -213,6 +211,15 @@ def test_a_plan_carried_reopened_or_called_in_vain_is_read_from_the_fold(tmp_pat
         assert not RunState.from_events(run.events).planned
         make(run)
         assert RunState.from_events(run.events).planned, i
+    run = Run(tmp_path / "finding")
+    run.run_tests(["tests/test_calc.py::test_add"])
+    run.append([("review.finding", {"view": "reviewer", "severity": "high", "check": "c", "message": "m"})])
+    state, env = RunState.from_events(run.events), envelope()
+    assert not state.planned
+    for path in WRITTEN:
+        with_state = review_action(contract("write"), {"path": path}, run.events, env, state)
+        by_fold = review_action(contract("write"), {"path": path}, run.events, env)
+        assert (with_state.ok, with_state.reasons) == (by_fold.ok, by_fold.reasons), path
 
 
 def test_a_writes_review_given_the_run_state_folds_no_control_layer_unless_a_plan_was_made(
