@@ -368,10 +368,14 @@ class Guard:
         with self._lock:
             return self._write(build)
 
-    def record(self, items: Sequence[Payload]) -> None:
-        """Append what the program observed (a hook call, a sensor's verdict) to the session's run."""
+    def record(self, items: Sequence[Payload], *, observed: bool = False) -> None:
+        """Append what the program observed (a hook call, a sensor's verdict) to the session's run; ``observed``: then
+        the control layer's view of it, as after a receipt (a stop's sensor results give beliefs: which tests fail,
+        which a write's review reads)."""
         with self._lock:
             self._write(lambda events, state: (list(items), None))
+            if observed:
+                self._observe()
 
     # ---- the end ------------------------------------------------------------------------------
 

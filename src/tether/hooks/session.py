@@ -998,7 +998,9 @@ def stop(guard: Guard, head: Sequence[Payload], *, by: str, running: Sequence[st
         note = f"tether: the agent stopped without evidence after {MAX_STOP_BLOCKS} refused stops: {why}"
         guard.end("unverified", note.removeprefix("tether: "), by=by, lead=items)
         return Outcome("PASS", note=note)
-    guard.record([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)])
+    # and the control layer's view of the sensors' results: the agent's next calls are reviewed knowing which tests
+    # fail (a write to one of them is refused: review/execution.py), not only after its next receipt
+    guard.record([*items, HookStop(blocked=True, accepted=False, reasons=reasons, blocks_in_row=in_row)], observed=True)
     return Outcome("BLOCK", f"the required checks do not accept this stop: {why}. Fix it, then stop again.", rule)
 
 

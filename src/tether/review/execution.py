@@ -15,6 +15,8 @@ refusing after ``ESCALATE_AFTER`` consecutive refusals (see :func:`consecutive_f
 
 from __future__ import annotations
 
+import os
+
 from tether.envelope.schema import Effect, Envelope, ToolContract
 from tether.events.kinds_calls import ReviewGate
 from tether.events.payload import fresh
@@ -91,18 +93,30 @@ def _write_problems(paths: list[str], events: History, envelope: Envelope, state
     if state is None or state.planned:
         problems += _plan_problems(paths, events, envelope)
     if state is not None:
-        value, cites = state.failing_tests, state.failing_cites
+        value, cites, root = state.failing_tests, state.failing_cites, state.workspace
     else:
         from tether.control.fold import folded  # see review_action
 
-        belief = folded(events).belief_view(()).get(FAILING_TESTS)
+        fold = folded(events)
+        belief = fold.belief_view(()).get(FAILING_TESTS)
         value, cites = (None, []) if belief is None else (belief.value, list(belief.cites))
+        root = fold.state.workspace
     if value:
         failing_files = {str(t).split("::")[0] for t in value}
         for p in paths:
-            if is_test_path(p) and p in failing_files:
+            if is_test_path(p) and _relative(p, root) in failing_files:
                 problems.append(f"{p} holds failing tests ({', '.join(cites)}); fix the code under test, not the test")
     return problems
+
+
+def _relative(path: str, root: str) -> str:
+    """``path`` as the tests' ids name their files: relative to the workspace ``root`` when it is an absolute path in
+    it (a hook's calls name files absolutely; pytest's ids, relatively), else as it is."""
+    if root and os.path.isabs(path):
+        rel = os.path.relpath(path, root)
+        if rel != ".." and not rel.startswith("../"):
+            return rel
+    return path
 
 
 def _plan_problems(paths: list[str], events: History, envelope: Envelope) -> list[str]:
