@@ -15,26 +15,15 @@ import pytest
 from hookkit import Hook, payload
 from test_checkpoint_cold_session import decided_cold
 from test_fold_checkpoint import checkpoint_file, cold
+from test_stop_integrity import FROZEN, SOURCE, TEST
 
 from tether.guard import log as guard_log
 from tether.hooks.answer import answer
 
-ENVELOPE = """\
-version: 1
-plan: {path: plan.yaml, hash: "sha256:%s"}
-environment:
-  sandbox: {backend: local, required: false}
-  filesystem: {read: ["**"], write: ["**"]}
-tools:
-  - {name: bash, purpose: Run a command., effects: [exec]}
-  - {name: write_file, purpose: Write a file., effects: [write]}
-  - {name: edit_file, purpose: Edit a file., effects: [read, write]}
-verification:
-  sensors: [{name: tests, required: true}]
-  test_command: "%s -m pytest -q -p no:cacheprovider tests"
-"""
-TEST = "from calc import median\n\n\ndef test_median():\n    assert median([4, 1, 3, 2]) == 2.5\n"
-SOURCE = "def median(xs):\n    return sorted(xs)[len(xs) // 2]\n"
+#: The stop's tests sensor runs the suite (tests may not change, as in test_stop_integrity's sessions).
+SENSED = (
+    FROZEN + '  sensors: [{name: tests, required: true}]\n  test_command: "%s -m pytest -q -p no:cacheprovider tests"\n'
+)
 
 
 def edit(hook: Hook, rel: str, call_id: str) -> dict[str, object]:
@@ -56,7 +45,7 @@ def test_the_failing_tests_a_stop_found_refuse_an_edit_of_their_file_warm_and_co
     (tmp_path / "tests" / "test_calc.py").write_text(TEST)
     (tmp_path / "calc.py").write_text(SOURCE)
     (tmp_path / ".tether").mkdir()
-    (tmp_path / ".tether" / "envelope.yaml").write_text(ENVELOPE % ("0" * 64, sys.executable))
+    (tmp_path / ".tether" / "envelope.yaml").write_text(SENSED % sys.executable)
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     hook = Hook(tmp_path)
     hook("SessionStart")
