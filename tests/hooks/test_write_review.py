@@ -59,6 +59,9 @@ def test_the_failing_tests_a_stop_found_refuse_an_edit_of_their_file_warm_and_co
     decision, reason = answered(hook, edit(hook, "tests/test_calc.py", "toolu_t1"))
     assert decision != "allow" and "fix the code under test" in reason, (decision, reason)
     assert answered(hook, edit(hook, "calc.py", "toolu_c1"))[0] == "allow"
+    for n, dodge in enumerate(("tests/./test_calc.py", "tests//test_calc.py", "calc/../tests/test_calc.py")):
+        decision, reason = answered(hook, edit(hook, dodge, f"toolu_d{n}"))  # the same file, spelled otherwise
+        assert decision != "allow" and "fix the code under test" in reason, (dodge, decision, reason)
 
     assert checkpoint_file(hook).is_file()
     cold()
