@@ -86,6 +86,21 @@ OFF_THE_PLAIN_PATH = (
     )
     + (("dataclasses", "inspect", "dis", "tokenize") if sys.version_info[:2] == (3, 11) else ())
 )  # tether.recordmaker
+#: The shell's reading (policy/shellgate.py and what it imports: the command line's parser and tree-sitter's binding,
+#: the programs' tables, the profile): a quarter of the code a cold PreToolUse would import, which only a call that
+#: runs a command line reads; a Write's or an Edit's gate imports none of it (policy/gate.py ``_shell_gate``).
+SHELL_READING = frozenset(
+    {
+        "tether.policy.shellgate",
+        "tether.policy.shell",
+        "tether.policy.grammar",
+        "tether.policy.profile",
+        "tether.policy.programs",
+        "tether.policy.knowledge",
+        "tether.policy.effects",
+        "tether.policy.scripts",
+    }
+)
 SESSION = "5c2a7e1b-cold-libraries"
 #: The launcher run as the installed hook runs it (``-I -S``, as ``__main__``), the modules it imported printed at exit,
 #: and then what the process handed to ``compile()`` (the first 80 characters of each source).
@@ -140,12 +155,14 @@ def test_a_plain_call_imports_none_of_the_libraries_it_does_not_need(tmp_path: P
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert "tether.guard.session" in modules and "pydantic" not in modules  # decided here, on the plain path
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], command
+        assert modules >= SHELL_READING, command
     for i, (tool, args) in enumerate(file_tool_calls(tmp_path)):
         out, modules = call(tmp_path, "PreToolUse", tool_name=tool, tool_input=args, tool_use_id=f"toolu_w{i}")
         assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow", out
         assert "tether.review.execution" in modules and "pydantic" not in modules  # reviewed, on the plain path
         assert "tether.control.fold" not in modules  # from the run state: no plan was made (state.py ``planned``)
         assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], tool
+        assert sorted(SHELL_READING & modules) == [], tool  # no command line: none of the shell's reading
     out, modules = call(tmp_path, "PostToolUse", **RECEIPT)
     assert "tether.control.loop" in modules and "pydantic" not in modules, out  # the receipt's view, plain
     assert sorted(set(OFF_THE_PLAIN_PATH) & modules) == [], "PostToolUse"
@@ -172,7 +189,7 @@ def test_a_belief_on_anything_but_the_failing_tests_builds_no_control_model(tmp_
 
 
 def test_a_git_rewrite_in_a_plain_repository_is_judged_without_dulwich(tmp_path: Path) -> None:
-    """A ``git stash`` is judged for a copy of the log that git may hold (policy/gate.py ``_tracked_log``). In a
+    """A ``git stash`` is judged for a copy of the log that git may hold (policy/shellgate.py ``_tracked_log``). In a
     repository as ``git init`` writes it, whose index names nothing in ``.tether/``, that is read without dulwich:
     its import was ~40 ms of a cold call's ~50 (policy/gitindex.py ``own``, ``may_list``)."""
     (tmp_path / "README.md").write_text("needle\n")

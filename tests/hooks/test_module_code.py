@@ -96,17 +96,26 @@ def settled(src: Path, project: Path, start: int) -> tuple[dict[str, Any], int]:
 
 def test_a_cold_call_keeps_the_table_and_the_next_ones_take_every_module_from_it(copy: Path, tmp_path: Path) -> None:
     first = decided(copy, tmp_path, read_call(tmp_path, 0))
-    assert "allow" in first["reply"] and table_file(copy, "gate-full").exists()  # a session's first: the full path
+    assert (
+        "allow" in first["reply"] and table_file(copy, "gate-shell-full").exists()
+    )  # a session's first: the full path
     assert "SourceFileLoader" in first["loaders"].values()  # the first call found them the standard way
     out, n = settled(copy, tmp_path, 1)
     assert len(out["loaders"]) >= 40 and out["reply"] == first["reply"].replace("toolu_0", f"toolu_{n - 1}")
-    kept = table_file(copy, "gate").stat().st_mtime_ns
+    kept = table_file(copy, "gate-shell").stat().st_mtime_ns
     again = decided(copy, tmp_path, read_call(tmp_path, n))
     assert set(again["loaders"].values()) == {"KeptLoader"}
-    assert table_file(copy, "gate").stat().st_mtime_ns == kept  # nothing missed: not written again
+    assert table_file(copy, "gate-shell").stat().st_mtime_ns == kept  # nothing missed: not written again
     receipt = payload("claude-code.PostToolUse", tmp_path, tool_use_id=f"toolu_{n}")
     decided(copy, tmp_path, receipt)
     assert table_file(copy, "observe").exists()  # a receipt's table, its own
+    (tmp_path / "notes.md").write_text("x\n")
+    read = {"file_path": str(tmp_path / "notes.md")}
+    reply = decided(copy, tmp_path, payload("claude-code.PreToolUse", tmp_path, tool_name="Read", tool_input=read))
+    assert "allow" in reply["reply"] and "tether.policy.shell" not in reply["loaders"]
+    files = modulecode._read(str(table_file(copy, "gate")))  # a file tool's, without the shell's reading
+    assert "tether.policy.gate" in files and "tether.policy.shell" not in files
+    assert "tether.policy.shell" in modulecode._read(str(table_file(copy, "gate-shell")))
 
 
 @pytest.mark.parametrize("change", ["in place", "touched", "shadowed by a package"])
@@ -140,7 +149,7 @@ def test_a_module_not_as_recorded_is_loaded_from_its_source_and_kept_anew(
         # and the next plain call, missing it too, keeps it in the plain one
         again, _ = settled(copy, tmp_path, n + 1)
         assert again["loaders"]["tether.policy.decision"] == "KeptLoader", "kept anew by a call that missed it"
-        entry = modulecode._read(str(table_file(copy, "gate")))["tether.policy.decision"]
+        entry = modulecode._read(str(table_file(copy, "gate-shell")))["tether.policy.decision"]
         source = str(package / "__init__.py") if change.startswith("shadowed") else str(module)
         assert entry[0] == source and entry[1] is change.startswith("shadowed")
         if change != "touched":
@@ -151,7 +160,7 @@ def test_a_module_not_as_recorded_is_loaded_from_its_source_and_kept_anew(
 
 
 def test_racing_writers_leave_a_whole_table(copy: Path, tmp_path: Path) -> None:
-    table = table_file(copy, "gate-full")  # each racer a session's first call
+    table = table_file(copy, "gate-shell-full")  # each racer a session's first call
     table.unlink(missing_ok=True)
     projects = [tmp_path / f"p{i}" for i in range(3)]
     for p in projects:
@@ -177,7 +186,7 @@ def test_racing_writers_leave_a_whole_table(copy: Path, tmp_path: Path) -> None:
 
 
 def test_nothing_is_written_where_bytecode_is_not(copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    table = table_file(copy, "gate-full")  # a session's first call
+    table = table_file(copy, "gate-shell-full")  # a session's first call
     table.unlink(missing_ok=True)
     decided(copy, tmp_path, read_call(tmp_path, 0), env={"PYTHONDONTWRITEBYTECODE": "1"})
     assert table.exists(), "-I ignores PYTHONDONTWRITEBYTECODE, as the launcher's interpreter does"

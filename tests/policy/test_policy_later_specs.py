@@ -126,9 +126,9 @@ programs.spec = counted
 """
 
 
-def test_importing_the_gate_makes_only_gits_own_table() -> None:
-    code = COUNT.format(src=SRC) + "import tether.policy.gate\nprint(len(made))"
-    assert run(code).split() == ["1"]  # GIT itself: gate, rules and the profile read it at import
+def test_importing_the_shell_gate_makes_only_gits_own_table() -> None:
+    code = COUNT.format(src=SRC) + "import tether.policy.shellgate\nprint(len(made))"
+    assert run(code).split() == ["1"]  # GIT itself: the shell gate and the profile read it at import
 
 
 def test_the_daemon_makes_every_table_at_its_start() -> None:

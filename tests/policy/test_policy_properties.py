@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from tether.envelope.schema import Rule
 from tether.policy.decision import Decision, Verdict
 from tether.policy.defaults import default_envelope
-from tether.policy.gate import _OPAQUE, Gate
+from tether.policy.gate import Gate
+from tether.policy.shellgate import _OPAQUE
 
 SETTINGS = settings(
     max_examples=120,

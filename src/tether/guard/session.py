@@ -85,16 +85,21 @@ if TYPE_CHECKING:
     from .log import Log
 
 
-def load_gate() -> None:
+def load_gate(shell: bool = True) -> None:
     """Import what :meth:`Guard.check` decides with: the gate (``policy``), the provenance index and the execution
     review. They are imported where they are used, so a process that only records (a hook's PostToolUse, a
     prompt, a stop) never builds them (~100 M instructions of a fresh process, a tenth of a cold hook call); one
-    that will decide imports them up front (the hooks, with the collector paused; the daemon, at its start)."""
+    that will decide imports them up front (the hooks, with the collector paused; the daemon, at its start).
+    ``shell``: the shell gate too (a command line's reading, which the gate imports at its first shell call), which a
+    hook process deciding another tool's call does without."""
     import tether.control.risk  # the execution review's rating of every call it reviews
     import tether.policy.decide
     import tether.policy.gate
     import tether.policy.provenance
-    import tether.review.execution  # noqa: F401
+    import tether.review.execution
+
+    if shell:
+        import tether.policy.shellgate  # noqa: F401
 
 
 def load_observer() -> None:

@@ -31,6 +31,7 @@ from tether.policy import braces
 from tether.records import dataclass
 
 from . import notes
+from .wire import SHELL_TOOLS
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class Place:
 def _escaping(args: dict[str, Any], flag: object) -> dict[str, Any]:
     """A shell call's arguments, with ``unsandboxed`` when the agent asks to run it outside its own sandbox (any
     value but absent, false, null or empty: what the agent may read as a request is one); the gate then asks
-    (policy/gate.py ``_unsandboxed``)."""
+    (policy/shellgate.py ``_unsandboxed``)."""
     return {**args, "unsandboxed": True} if flag not in (None, False, "", 0) else args
 
 
@@ -279,10 +280,6 @@ def _patch_file() -> re.Pattern[str]:
     return re.compile(r"^\s*\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
-#: Codex's shell tools. Its hooks name each ``Bash`` with ``{"command": TEXT}`` (codex-rs/core/src/tools/hook_names.rs);
-#: builds that name the tool they ran, or pass its raw arguments (``exec_command``'s ``cmd``), are read the same way.
-CODEX_SHELLS = frozenset({"Bash", "shell", "shell_command", "exec_command", "local_shell", "container.exec"})
-
 #: Codex's own bookkeeping, a read as Claude Code's TodoWrite and Task are: the plan, questions to its user, and its
 #: sub-agents (whose own tool calls reach the hooks, with ``agent_id``).
 CODEX_INTERNAL = frozenset(
@@ -307,7 +304,7 @@ def _codex(name: str, ti: Mapping[str, Any], at: Place) -> list[Call]:
     workdir = ti.get("workdir")  # the shell's own directory, if it names one; null: Codex no longer knows it
     if workdir is not None:
         at = Place(at.path(_text(ti, "workdir", name), name), at.workspace)
-    if name in CODEX_SHELLS:
+    if name in SHELL_TOOLS:
         return [Call("bash", _escaping(at.shell(_codex_command(ti, name)), _codex_escalated(ti)))]
     if name == "apply_patch":
         # ``command`` as Codex's hooks send it; ``input``, the JSON tool's own argument, as a function call Codex does

@@ -16,7 +16,17 @@ import gc
 import os
 import sys
 
-from .wire import AGENTS, MAX_INPUT_BYTES, MAX_RECEIPT_BYTES, HookInputError, Reply, parse, parse_receipt, refuse
+from .wire import (
+    AGENTS,
+    MAX_INPUT_BYTES,
+    MAX_RECEIPT_BYTES,
+    SHELL_TOOLS,
+    HookInputError,
+    Reply,
+    parse,
+    parse_receipt,
+    refuse,
+)
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -131,12 +141,13 @@ def _no_plugins() -> tuple[()]:
     return ()
 
 
-def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> None:
+def import_deciding_code(gate: bool = True, shell: bool = True, collecting: bool | None = None) -> None:
     """Import the deciding code (:mod:`.answer`) with the cyclic garbage collector paused, then freeze what it made.
     ``gate``: the gate too (``guard.session.load_gate``), which only a call the gate judges needs (a PreToolUse);
     one that records (PostToolUse, a prompt, a stop) does without it, a tenth of a cold call, and imports the
     control layer instead (``guard.session.load_observer``: a receipt's view of it), which a PreToolUse does
-    without (it reads the control state from the run state).
+    without (it reads the control state from the run state). ``shell``: with the gate, the shell's reading
+    (``policy/shellgate.py``), which only a call of a tool that runs a command line needs.
 
     Importing it builds ~300 modules and their classes: long-lived objects, no garbage to find, yet the
     collector walked them dozens of times on the way, and again at every later collection of the call and at
@@ -177,7 +188,7 @@ def import_deciding_code(gate: bool = True, collecting: bool | None = None) -> N
 
                 from . import answer  # noqa: F401
 
-                (load_gate if gate else load_observer)()
+                load_gate(shell) if gate else load_observer()
     finally:
         gc.freeze()
         if enabled:
@@ -242,18 +253,19 @@ def decide(
     """Decide in this process: on the plain path when the call fits it and the process is the hook's own (which
     :func:`full_again` may replace), else on the full path, with pydantic. ``collecting``: :func:`main`'s."""
     gated = data.get("hook_event_name") in GATED
+    shell = gated and data.get("tool_name") in SHELL_TOOLS
     fits = own_process and plain_fits(request, data)
     if own_process:  # the modules' code from one file from here on (and kept there at exit), a table for each kind
         from .finder import install  # of call: the rare full path's modules would weigh on every plain call's read
 
-        install(("gate" if gated else "observe") + ("" if fits else "-full"))
+        install(("gate-shell" if shell else "gate" if gated else "observe") + ("" if fits else "-full"))
     from tether import plain
 
     full_path(lean=fits)
     if not (fits and plain.choose()):
         no_pydantic_plugins()
     try:
-        import_deciding_code(gate=gated, collecting=collecting)
+        import_deciding_code(gate=gated, shell=shell, collecting=collecting)
         from .answer import answer
 
         return answer(request, data)

@@ -22,9 +22,10 @@ change between any two steps leaves a stamp that no longer matches; a module wit
 bytecode alone, a namespace), nor any name matched without regard to case (``PYTHONCASEOK``).
 
 **The table** is a file of :mod:`tether.keptcode` (its header, writing, trust), stem ``module-code-<purpose>``,
-beside this module's ``.pyc``; one per kind of call (``gate``: what a PreToolUse imports, ``observe``: what a
-receipt does, each with ``-full`` for a call on the full path, with pydantic, which imports more and is rare), so a
-call reads only its own. Its body is ``{name: entry}`` marshal'd as one value, at most
+beside this module's ``.pyc``; one per kind of call (``gate``: what a PreToolUse of a tool that runs no command
+imports, ``gate-shell``: what one of a shell tool does, the shell's reading with it, ``observe``: what a receipt does,
+each with ``-full`` for a call on the full path, with pydantic, which imports more and is rare), so a call reads only
+its own. Its body is ``{name: entry}`` marshal'd as one value, at most
 :data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` in all. Any doubt (header, unmarshalling, an entry's types) and
 the entry or the table is as if not there: the module is found and loaded the standard way.
 
@@ -141,8 +142,8 @@ class KeptLoader(SourceFileLoader):
 
 
 def table(purpose: str) -> Table:
-    """The table for ``purpose`` (``gate``, ``observe``, ``gate-full``, ``observe-full``), beside this module's
-    ``.pyc``."""
+    """The table for ``purpose`` (``gate``, ``gate-shell``, ``observe``, each also with ``-full``), beside this
+    module's ``.pyc``."""
     return Table(keptcode.table_path(globals().get("__cached__"), f"module-code-{purpose}", FORMAT))
 
 

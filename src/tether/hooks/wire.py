@@ -24,6 +24,12 @@ from __future__ import annotations
 
 AGENTS = ("claude-code", "codex")
 
+#: The tools that run a command line: Claude Code's ``Bash``, and Codex's shell tools. Codex's hooks name each
+#: ``Bash`` with ``{"command": TEXT}`` (codex-rs/core/src/tools/hook_names.rs); builds that name the tool they ran,
+#: or pass its raw arguments (``exec_command``'s ``cmd``), are read the same way (hooks/calls.py). A hook process
+#: deciding a call of one imports the shell's reading with the gate (hooks/entry.py ``decide``).
+SHELL_TOOLS = frozenset({"Bash", "shell", "shell_command", "exec_command", "local_shell", "container.exec"})
+
 #: Bigger input is refused whole (Claude Code's Write of a large file is the biggest legitimate payload), but for a
 #: tool's receipt, which is streamed (:func:`parse_receipt`).
 MAX_INPUT_BYTES = 8 * 1024 * 1024

@@ -34,7 +34,7 @@ from tether.memo import cached_property
 from tether.records import dataclass
 
 from .command import shell_tilde
-from .decision import Verdict
+from .decision import Finding, Layer, Verdict
 from .globs import GitIgnoreSpec, GlobSet
 
 _HOMES = ("{home}", "/root", "/home/*")
@@ -269,6 +269,10 @@ class PlaceVerdict:
     rule_id: str
     verdict: Verdict
     reason: str
+
+    def finding(self, prefix: str = "") -> Finding:
+        """This verdict as the gate's finding: a path rule is a hard one, no user rule lifts it."""
+        return Finding.of(Layer.HARD, self.rule_id, self.verdict, prefix + self.reason)
 
 
 class PathPolicy:

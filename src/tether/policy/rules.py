@@ -31,8 +31,6 @@ from tether.records import dataclass
 from .command import SimpleCommand, command_name
 from .decision import Verdict
 from .globs import GitIgnoreSpec
-from .knowledge import GIT_COMMANDS
-from .profile import git_words
 
 TYPE_CHECKING = False  # not typing's: a cold hook call does not import typing
 if TYPE_CHECKING:
@@ -147,6 +145,10 @@ class CompiledRule:
         subject = next((args[k] for k in _SUBJECT_KEYS if isinstance(args.get(k), str)), None)
         return subject is not None and fnmatchcase(subject, self.specifier)
 
+    def applies(self, tool: str, args: Mapping[str, Any]) -> bool:
+        """Whether this rule is about this call: its tool, and its ``when`` holding of the call's arguments."""
+        return self.tool == tool and self.when_holds(args)
+
     def when_holds(self, args: Mapping[str, Any]) -> bool:
         if self.tainted is not None:
             return False  # provenance is the decider's to judge (policy/taint.py), never the gate's
@@ -174,7 +176,10 @@ def _word_lists(cmd: SimpleCommand, strict: bool) -> list[tuple[list[tuple[str, 
         return [(words, False)]
     open_tail = cmd.dynamic_tail
     lists = [(words, open_tail)]
-    if cmd.name == "git":
+    if cmd.name == "git":  # a shell call's, whose judge imported these (policy/shellgate.py); a file call's does not
+        from .knowledge import GIT_COMMANDS
+        from .profile import git_words
+
         rest, unsure = git_words(cmd)
         lists.append(([("git", True), *[(t, True) for t in rest]], open_tail))
         if unsure or (rest and rest[0] not in GIT_COMMANDS):

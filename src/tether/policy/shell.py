@@ -81,7 +81,7 @@ class Analysis:
     #: ``cd`` targets etc. the analysis could not follow.
     notes: list[str] = field(default_factory=list)
     #: The variables the code may give a value, ``*`` for any; the functions and aliases it defines. What a sourced
-    #: script leaves the shell that sources it (policy/gate.py ``_script``).
+    #: script leaves the shell that sources it (policy/shellgate.py ``_script``).
     sets: set[str] = field(default_factory=set)
     defines: set[str] = field(default_factory=set)
 
