@@ -10,7 +10,8 @@
    of a shell string, then apply the control state.
 
 A *shell tool* is a tool whose contract has the ``exec`` effect, called with a string
-``command``; a *file tool* is called with a string ``path``.
+``command`` (judged by :mod:`.shellgate`, which a gate imports at its first such call); a *file tool* is called with a
+string ``path``.
 """
 
 from __future__ import annotations
