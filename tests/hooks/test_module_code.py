@@ -96,9 +96,8 @@ def settled(src: Path, project: Path, start: int) -> tuple[dict[str, Any], int]:
 
 def test_a_cold_call_keeps_the_table_and_the_next_ones_take_every_module_from_it(copy: Path, tmp_path: Path) -> None:
     first = decided(copy, tmp_path, read_call(tmp_path, 0))
-    assert (
-        "allow" in first["reply"] and table_file(copy, "gate-shell-full").exists()
-    )  # a session's first: the full path
+    assert "allow" in first["reply"]
+    assert table_file(copy, "gate-shell-full").exists()  # a session's first: the full path; a command: the shell's
     assert "SourceFileLoader" in first["loaders"].values()  # the first call found them the standard way
     out, n = settled(copy, tmp_path, 1)
     assert len(out["loaders"]) >= 40 and out["reply"] == first["reply"].replace("toolu_0", f"toolu_{n - 1}")
