@@ -293,6 +293,28 @@ def test_an_envelope_pattern_decides_and_only_one_that_is_not_simple_imports_pat
             assert ("pathspec" in modules) is (n == 1), (write, command)
 
 
+def test_a_command_under_another_name_is_still_judged_as_one(tmp_path: Path) -> None:
+    """A hook process loads the shell's reading up front by the tool's name (hooks/wire.py ``SHELL_TOOLS``); an MCP
+    tool the envelope gives ``exec`` runs a command too, under a name that is not a shell's. The gate judges it as a
+    command all the same, importing the shell gate at that call: the name picks what is loaded first, never how a
+    call is judged."""
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "envelope.yaml").write_text(
+        "version: 1\n"
+        'plan: {path: plan.yaml, hash: "sha256:' + "0" * 64 + '"}\n'
+        'environment:\n  filesystem: {read: ["**"], write: ["out/**"]}\n'
+        "tools:\n  - {name: bash, purpose: Run a command., effects: [exec]}\n"
+        "  - {name: mcp__box__run, purpose: Run a command in a box., effects: [exec]}\n"
+    )
+    call(tmp_path, "SessionStart")
+    for n, (command, verdict) in enumerate((("touch out/a", "allow"), ("touch src/a", "deny"), ("rm -rf ~", "deny"))):
+        out, modules = call(
+            tmp_path, "PreToolUse", tool_name="mcp__box__run", tool_input={"command": command}, tool_use_id=f"t{n}"
+        )
+        assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == verdict, (command, out)
+        assert "pydantic" not in modules and modules >= SHELL_READING, command  # plain, the shell gate loaded late
+
+
 #: Standard modules no tether module on a plain call's path imports (outside ``if TYPE_CHECKING:``), though some
 #: still come in through another library (``re`` and ``enum`` import ``functools``, ``collections`` and
 #: ``operator``): tether.typeless, tether.scoped, tether.memo, ``_collections_abc``'s and ``_operator``'s own
