@@ -101,8 +101,8 @@ class OwnFinder:
 
 def install(purpose: str) -> OwnFinder | None:
     """In a hook's own process (it ends after its call): this finder, with the table of the modules' code for
-    ``purpose`` (``gate``, ``observe``, each with ``-full`` on the full path: :mod:`.modulecode`), first on
-    ``sys.meta_path`` for the rest of the process, the modules imported from now on watched
+    ``purpose`` (``gate``, ``gate-shell``, ``observe``, each with ``-full`` on the full path: :mod:`.modulecode`),
+    first on ``sys.meta_path`` for the rest of the process, the modules imported from now on watched
     (:meth:`.modulecode.Table.watch`). On the Python mirrored here only; once."""
     if not MIRRORED or any(type(f) is OwnFinder for f in sys.meta_path):
         return None
