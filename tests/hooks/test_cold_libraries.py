@@ -315,6 +315,22 @@ def test_a_command_under_another_name_is_still_judged_as_one(tmp_path: Path) -> 
         assert "pydantic" not in modules and modules >= SHELL_READING, command  # plain, the shell gate loaded late
 
 
+@pytest.mark.parametrize("name", [["Bash"], {"Bash": 1}, 7, None, ""])
+def test_a_tool_name_that_is_not_a_string_is_refused_before_it_picks_what_is_loaded(
+    tmp_path: Path, name: object
+) -> None:
+    """The launcher's process looks the tool's name up among the shell tools before it imports the gate
+    (hooks/entry.py ``decide``); a name that is not a string (a list is not even hashable) is refused first, naming the
+    field, by the wire's reading (exit 2, nothing recorded), never a crash."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TETHER_DB", "TETHER_ENVELOPE", "TETHER_HOOK_PLAIN")}
+    env |= {"TETHER_HOOK_DAEMON": "0", "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    request = payload("claude-code.PreToolUse", tmp_path, tool_name=name, tool_input={"command": "ls"})
+    argv = [sys.executable, "-I", "-S", launch.__file__, "claude-code", "--no-daemon"]
+    done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and "hook input field 'tool_name'" in done.stderr, done
+    assert "Traceback" not in done.stderr and not (tmp_path / ".tether" / "tether.db").exists()
+
+
 #: Standard modules no tether module on a plain call's path imports (outside ``if TYPE_CHECKING:``), though some
 #: still come in through another library (``re`` and ``enum`` import ``functools``, ``collections`` and
 #: ``operator``): tether.typeless, tether.scoped, tether.memo, ``_collections_abc``'s and ``_operator``'s own
